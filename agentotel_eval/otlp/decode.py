@@ -1,0 +1,454 @@
+"""Decode OTLP export requests (binary protobuf or OTLP/JSON) into plain records.
+
+One function per signal and encoding, all returning ``Decoded``: the valid records and how many were rejected
+with a message (OTLP partial success). A body that cannot be parsed at all raises ``DecodeError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from google.protobuf.message import DecodeError as _PbDecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from agentotel_eval.otlp.records import Decoded, LogRecord, SpanEvent, SpanLink, SpanRecord
+
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+_MAX_REJECT_REASONS = 3
+
+
+class DecodeError(ValueError):
+    """The body is not a valid OTLP request in the declared encoding (a permanent error: HTTP 400)."""
+
+
+class _Rejects:
+    """Counts invalid records and keeps the first few reasons for the partial-success message."""
+
+    __slots__ = ("count", "reasons")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.reasons: list[str] = []
+
+    def add(self, reason: str) -> None:
+        self.count += 1
+        if len(self.reasons) < _MAX_REJECT_REASONS and reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def message(self, what: str) -> str:
+        if not self.count:
+            return ""
+        return f"{self.count} {what} rejected: " + "; ".join(self.reasons)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# protobuf
+
+
+def _pb_value(v: Any) -> Any:
+    which = v.WhichOneof("value")
+    if which == "string_value":
+        return v.string_value
+    if which == "int_value":
+        return v.int_value
+    if which == "bool_value":
+        return v.bool_value
+    if which == "double_value":
+        return v.double_value
+    if which == "array_value":
+        return [_pb_value(x) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _pb_value(kv.value) for kv in v.kvlist_value.values}
+    if which == "bytes_value":
+        return v.bytes_value
+    return None
+
+
+def _pb_attrs(kvs: Any) -> dict[str, Any]:
+    return {kv.key: _pb_value(kv.value) for kv in kvs}
+
+
+def _check_ids(trace_id: str | None, span_id: str | None, rejects: _Rejects, raw: tuple[Any, Any] | None = None) -> bool:
+    """Both ids present, of the right size and not all zero; ``raw`` is what the request held, for the message."""
+    shown_trace, shown_span = raw if raw is not None else (trace_id, span_id)
+    if not trace_id or len(trace_id) != 32 or trace_id == _ZERO_TRACE:
+        rejects.add(f"invalid trace id {shown_trace!r} (must be 16 non-zero bytes)")
+        return False
+    if not span_id or len(span_id) != 16 or span_id == _ZERO_SPAN:
+        rejects.add(f"invalid span id {shown_span!r} (must be 8 non-zero bytes)")
+        return False
+    return True
+
+
+def decode_traces_protobuf(body: bytes) -> Decoded:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (_PbDecodeError, ValueError) as exc:
+        raise DecodeError(f"body is not an ExportTraceServiceRequest protobuf: {exc}") from None
+    return traces_from_message(request)
+
+
+def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
+    """Records from an already-parsed request (the gRPC receiver gets one from grpc)."""
+    spans: list[SpanRecord] = []
+    rejects = _Rejects()
+    append = spans.append
+    for rs in request.resource_spans:
+        resource = _pb_attrs(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            scope_name = ss.scope.name
+            scope_version = ss.scope.version
+            for s in ss.spans:
+                trace_id = s.trace_id.hex()
+                span_id = s.span_id.hex()
+                if not _check_ids(trace_id, span_id, rejects):
+                    continue
+                parent = s.parent_span_id.hex() or None
+                if parent is not None and (len(parent) != 16 or parent == _ZERO_SPAN):
+                    if parent == _ZERO_SPAN:
+                        parent = None
+                    else:
+                        rejects.add(f"invalid parent span id {parent!r} on span {span_id}")
+                        continue
+                events = tuple(
+                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes)) for e in s.events
+                ) if s.events else ()
+                links = tuple(
+                    SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _pb_attrs(lk.attributes)) for lk in s.links
+                ) if s.links else ()
+                status = s.status
+                append(
+                    SpanRecord(
+                        trace_id,
+                        span_id,
+                        parent,
+                        s.name,
+                        s.kind,
+                        s.start_time_unix_nano,
+                        s.end_time_unix_nano,
+                        status.code,
+                        status.message,
+                        _pb_attrs(s.attributes),
+                        events,
+                        links,
+                        resource,
+                        scope_name,
+                        scope_version,
+                        s.trace_state,
+                        s.flags,
+                    )
+                )
+    return Decoded(spans, rejects.count, rejects.message("spans"))
+
+
+def decode_logs_protobuf(body: bytes) -> Decoded:
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (_PbDecodeError, ValueError) as exc:
+        raise DecodeError(f"body is not an ExportLogsServiceRequest protobuf: {exc}") from None
+    return logs_from_message(request)
+
+
+def logs_from_message(request: ExportLogsServiceRequest) -> Decoded:
+    logs: list[LogRecord] = []
+    rejects = _Rejects()
+    for rl in request.resource_logs:
+        resource = _pb_attrs(rl.resource.attributes)
+        for sl in rl.scope_logs:
+            scope_name = sl.scope.name
+            scope_version = sl.scope.version
+            for r in sl.log_records:
+                trace_id = r.trace_id.hex() or None
+                span_id = r.span_id.hex() or None
+                if trace_id is not None and (len(trace_id) != 32 or trace_id == _ZERO_TRACE):
+                    if trace_id != _ZERO_TRACE:
+                        rejects.add(f"invalid trace id {trace_id!r} on a log record")
+                        continue
+                    trace_id = None
+                if span_id is not None and (len(span_id) != 16 or span_id == _ZERO_SPAN):
+                    if span_id != _ZERO_SPAN:
+                        rejects.add(f"invalid span id {span_id!r} on a log record")
+                        continue
+                    span_id = None
+                attributes = _pb_attrs(r.attributes)
+                event_name = getattr(r, "event_name", "") or attributes.get("event.name", "") or ""
+                logs.append(
+                    LogRecord(
+                        r.time_unix_nano,
+                        r.observed_time_unix_nano,
+                        trace_id,
+                        span_id,
+                        r.severity_number,
+                        r.severity_text,
+                        str(event_name),
+                        _pb_value(r.body) if r.HasField("body") else None,
+                        attributes,
+                        resource,
+                        scope_name,
+                        scope_version,
+                        r.flags,
+                    )
+                )
+    return Decoded(logs, rejects.count, rejects.message("log records"))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# OTLP/JSON: lowerCamelCase keys (snake_case accepted too), hex ids, 64-bit ints as strings, enums as integers.
+
+_SPAN_KIND_NAMES = {
+    "SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5,
+}
+_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+_SEVERITY_NAMES = {"SEVERITY_NUMBER_UNSPECIFIED": 0} | {
+    f"SEVERITY_NUMBER_{level}{'' if i == 0 else i + 1}": base + i
+    for base, level in ((1, "TRACE"), (5, "DEBUG"), (9, "INFO"), (13, "WARN"), (17, "ERROR"), (21, "FATAL"))
+    for i in range(4)
+}
+
+
+def _get(obj: Mapping[str, Any], camel: str, snake: str | None = None, default: Any = None) -> Any:
+    value = obj.get(camel)
+    if value is None and snake is not None:
+        value = obj.get(snake)
+    return default if value is None else value
+
+
+def _json_int(value: Any, what: str) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, bool):
+        raise DecodeError(f"{what} must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise DecodeError(f"{what} must be an integer, got {value!r}")
+
+
+def _json_enum(value: Any, names: Mapping[str, int], what: str) -> int:
+    if isinstance(value, str) and value in names:
+        return names[value]
+    return _json_int(value, what)
+
+
+def _json_value(v: Any) -> Any:
+    if not isinstance(v, Mapping):
+        raise DecodeError(f"attribute value must be an AnyValue object, got {v!r}")
+    for key, value in v.items():
+        if key in ("stringValue", "string_value"):
+            return value
+        if key in ("intValue", "int_value"):
+            return _json_int(value, "intValue")
+        if key in ("boolValue", "bool_value"):
+            return bool(value)
+        if key in ("doubleValue", "double_value"):
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                raise DecodeError(f"doubleValue must be a number, got {value!r}") from None
+        if key in ("arrayValue", "array_value"):
+            return [_json_value(x) for x in _get(value, "values", default=[])]
+        if key in ("kvlistValue", "kvlist_value"):
+            return _json_attrs(_get(value, "values", default=[]))
+        if key in ("bytesValue", "bytes_value"):
+            try:
+                return base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError, TypeError):
+                raise DecodeError(f"bytesValue is not base64: {value!r}") from None
+    return None
+
+
+def _json_attrs(kvs: Any) -> dict[str, Any]:
+    if not isinstance(kvs, list):
+        raise DecodeError(f"attributes must be a list of key/value objects, got {type(kvs).__name__}")
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
+            raise DecodeError(f"attribute must be an object with a string 'key', got {kv!r}")
+        out[kv["key"]] = _json_value(kv.get("value", {}))
+    return out
+
+
+def _json_id(value: Any, nbytes: int) -> str | None:
+    """Hex id, lowercased; '' or missing is None; anything else that is not hex of the right size is ''."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        return ""
+    lowered = value.lower()
+    if len(lowered) != nbytes * 2:
+        return ""
+    try:
+        int(lowered, 16)
+    except ValueError:
+        return ""
+    return lowered
+
+
+def _parse_json(body: bytes | str, top_key: str, top_snake: str) -> list[Any]:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DecodeError(f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise DecodeError("OTLP/JSON body must be an object")
+    items = _get(data, top_key, top_snake, default=[])
+    if not isinstance(items, list):
+        raise DecodeError(f"'{top_key}' must be a list")
+    return items
+
+
+def _each_scope(items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str):
+    for rs in items:
+        if not isinstance(rs, Mapping):
+            raise DecodeError("resource entries must be objects")
+        resource = _json_attrs(_get(_get(rs, "resource", default={}), "attributes", default=[]))
+        for ss in _get(rs, scope_key, scope_snake, default=[]):
+            scope = _get(ss, "scope", default={})
+            records = _get(ss, records_key, records_snake, default=[])
+            if not isinstance(records, list):
+                raise DecodeError(f"'{records_key}' must be a list")
+            yield resource, str(scope.get("name") or ""), str(scope.get("version") or ""), records
+
+
+def decode_traces_json(body: bytes | str) -> Decoded:
+    items = _parse_json(body, "resourceSpans", "resource_spans")
+    spans: list[SpanRecord] = []
+    rejects = _Rejects()
+    try:
+        for resource, scope_name, scope_version, records in _each_scope(
+            items, "scopeSpans", "scope_spans", "spans", "spans"
+        ):
+            for s in records:
+                if not isinstance(s, Mapping):
+                    raise DecodeError("spans must be objects")
+                raw_ids = (_get(s, "traceId", "trace_id"), _get(s, "spanId", "span_id"))
+                trace_id = _json_id(raw_ids[0], 16)
+                span_id = _json_id(raw_ids[1], 8)
+                if not _check_ids(trace_id, span_id, rejects, raw_ids):
+                    continue
+                assert trace_id is not None and span_id is not None
+                parent = _json_id(_get(s, "parentSpanId", "parent_span_id"), 8)
+                if parent == "":
+                    rejects.add(f"invalid parent span id on span {span_id}")
+                    continue
+                if parent == _ZERO_SPAN:
+                    parent = None
+                status = _get(s, "status", default={})
+                events = tuple(
+                    SpanEvent(
+                        str(e.get("name", "")),
+                        _json_int(_get(e, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
+                        _json_attrs(_get(e, "attributes", default=[])),
+                    )
+                    for e in _get(s, "events", default=[])
+                )
+                links = tuple(
+                    SpanLink(
+                        _json_id(_get(lk, "traceId", "trace_id"), 16) or "",
+                        _json_id(_get(lk, "spanId", "span_id"), 8) or "",
+                        _json_attrs(_get(lk, "attributes", default=[])),
+                    )
+                    for lk in _get(s, "links", default=[])
+                )
+                spans.append(
+                    SpanRecord(
+                        trace_id,
+                        span_id,
+                        parent,
+                        str(s.get("name", "")),
+                        _json_enum(s.get("kind", 0), _SPAN_KIND_NAMES, "kind"),
+                        _json_int(_get(s, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano"),
+                        _json_int(_get(s, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
+                        _json_enum(status.get("code", 0), _STATUS_NAMES, "status.code"),
+                        str(status.get("message", "") or ""),
+                        _json_attrs(_get(s, "attributes", default=[])),
+                        events,
+                        links,
+                        resource,
+                        scope_name,
+                        scope_version,
+                        str(_get(s, "traceState", "trace_state", "")),
+                        _json_int(s.get("flags", 0), "flags"),
+                    )
+                )
+    except (AttributeError, TypeError) as exc:
+        raise DecodeError(f"malformed OTLP/JSON trace request: {exc}") from None
+    return Decoded(spans, rejects.count, rejects.message("spans"))
+
+
+def decode_logs_json(body: bytes | str) -> Decoded:
+    items = _parse_json(body, "resourceLogs", "resource_logs")
+    logs: list[LogRecord] = []
+    rejects = _Rejects()
+    try:
+        for resource, scope_name, scope_version, records in _each_scope(
+            items, "scopeLogs", "scope_logs", "logRecords", "log_records"
+        ):
+            for r in records:
+                if not isinstance(r, Mapping):
+                    raise DecodeError("log records must be objects")
+                trace_id = _json_id(_get(r, "traceId", "trace_id"), 16)
+                span_id = _json_id(_get(r, "spanId", "span_id"), 8)
+                if trace_id == "" or span_id == "":
+                    rejects.add("invalid trace or span id on a log record")
+                    continue
+                if trace_id == _ZERO_TRACE:
+                    trace_id = None
+                if span_id == _ZERO_SPAN:
+                    span_id = None
+                attributes = _json_attrs(_get(r, "attributes", default=[]))
+                body_value = _get(r, "body")
+                logs.append(
+                    LogRecord(
+                        _json_int(_get(r, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
+                        _json_int(_get(r, "observedTimeUnixNano", "observed_time_unix_nano"), "observedTimeUnixNano"),
+                        trace_id,
+                        span_id,
+                        _json_enum(_get(r, "severityNumber", "severity_number", 0), _SEVERITY_NAMES, "severityNumber"),
+                        str(_get(r, "severityText", "severity_text", "")),
+                        str(_get(r, "eventName", "event_name", "") or attributes.get("event.name", "") or ""),
+                        _json_value(body_value) if body_value is not None else None,
+                        attributes,
+                        resource,
+                        scope_name,
+                        scope_version,
+                        _json_int(r.get("flags", 0), "flags"),
+                    )
+                )
+    except (AttributeError, TypeError) as exc:
+        raise DecodeError(f"malformed OTLP/JSON logs request: {exc}") from None
+    return Decoded(logs, rejects.count, rejects.message("log records"))
+
+
+# --------------------------------------------------------------------------------------------------------------
+
+DECODERS: dict[tuple[str, str], Callable[[bytes], Decoded]] = {
+    ("traces", "protobuf"): decode_traces_protobuf,
+    ("traces", "json"): decode_traces_json,
+    ("logs", "protobuf"): decode_logs_protobuf,
+    ("logs", "json"): decode_logs_json,
+}
+
+
+def decode(signal: str, encoding: str, body: bytes) -> Decoded:
+    """Decode an export request body: ``signal`` is traces|logs, ``encoding`` protobuf|json."""
+    try:
+        decoder = DECODERS[(signal, encoding)]
+    except KeyError:
+        raise ValueError(f"no decoder for signal={signal!r} encoding={encoding!r}") from None
+    return decoder(body)

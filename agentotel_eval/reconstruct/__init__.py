@@ -1,0 +1,1 @@
+"""Tool-call reconstruction: spans of any convention -> agent runs -> ordered tool calls."""

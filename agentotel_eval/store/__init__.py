@@ -1,0 +1,1 @@
+"""DuckDB storage: schema and migrations, the batched single writer, read-only queries."""

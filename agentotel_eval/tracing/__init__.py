@@ -1,0 +1,1 @@
+"""Instrumentation for plain Python agents: ``@traced`` and ``configure()``."""

@@ -1,0 +1,102 @@
+import copy
+import json
+import pickle
+
+import pytest
+
+from agentotel_eval import EvalTestCase, MLLMImage, ModelTestCase, ToolCall, ToolCallParams, ToolDefinition
+
+
+def test_tool_call_is_immutable_and_hashable_with_nested_values():
+    call = ToolCall("search", {"q": "paris", "filters": {"stars": [4, 5]}}, output=[{"id": 1}])
+    assert isinstance(hash(call), int)
+    assert call.input_parameters == {"q": "paris", "filters": {"stars": [4, 5]}}
+    with pytest.raises(TypeError):
+        call.input_parameters["q"] = "rome"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        call.input_parameters["filters"]["stars"].append(3)  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        call.name = "other"  # type: ignore[misc]
+    assert json.loads(json.dumps(call.input_parameters)) == {"q": "paris", "filters": {"stars": [4, 5]}}
+
+
+def test_caller_mutation_does_not_leak_into_call():
+    args = {"q": "paris"}
+    call = ToolCall("search", args)
+    args["q"] = "rome"
+    assert call.input_parameters == {"q": "paris"}
+
+
+def test_equal_calls_hash_equal_and_stay_distinct_in_lists():
+    a, b = ToolCall("x", {"k": [1, 2]}), ToolCall("x", {"k": [1, 2]})
+    assert a == b and hash(a) == hash(b)
+    case = EvalTestCase("q", "a", tools_called=[a, b])
+    assert len(case.tools_called) == 2
+
+
+def test_tool_call_survives_copy_and_pickle():
+    call = ToolCall("x", {"k": {"n": [1]}}, status="error", span_id="ab" * 8)
+    assert copy.deepcopy(call) == call
+    assert pickle.loads(pickle.dumps(call)) == call
+
+
+def test_tool_call_rejects_bad_values():
+    with pytest.raises(TypeError):
+        ToolCall(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        ToolCall("x", status="failed")
+
+
+def test_test_case_accepts_mixed_names_and_calls():
+    case = EvalTestCase(
+        "q", "a", tools_called=["a", ToolCall("b", {"x": 1}), {"name": "c", "arguments": {"y": 2}}],
+        expected_tools=["a", "b"],
+    )
+    assert [c.name for c in case.tools_called] == ["a", "b", "c"]
+    assert case.tools_called[2].input_parameters == {"y": 2}
+    assert all(isinstance(c, ToolCall) for c in case.expected_tools)
+
+
+def test_test_case_rejects_single_string_as_list():
+    with pytest.raises(TypeError):
+        EvalTestCase("q", "a", tools_called="search")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "get_weather",
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
+        {"name": "get_weather", "input_schema": {"type": "object"}},
+        {"name": "get_weather", "parameters_json_schema": {"type": "object"}},
+        {"toolSpec": {"name": "get_weather", "inputSchema": {"json": {"type": "object"}}}},
+    ],
+)
+def test_tool_definitions_in_every_shape(definition):
+    parsed = ToolDefinition.from_value(definition)
+    assert parsed.name == "get_weather"
+    if not isinstance(definition, str):
+        assert parsed.parameters == {"type": "object"}
+
+
+def test_evaluation_params_parse():
+    assert ToolCallParams.parse("input_parameters") is ToolCallParams.INPUT_PARAMETERS
+    assert ToolCallParams.parse(ToolCallParams.OUTPUT) is ToolCallParams.OUTPUT
+    with pytest.raises(ValueError, match="unknown evaluation param"):
+        ToolCallParams.parse("inputs")
+
+
+def test_model_test_case_holds_text_and_images(tmp_path):
+    image_file = tmp_path / "cat.png"
+    image_file.write_bytes(b"\x89PNG")
+    case = ModelTestCase(
+        input=["Draw a cat", MLLMImage(url=str(image_file))],
+        actual_output=["done", MLLMImage(url="https://example.com/cat.png")],
+        tools_called=[ToolCall(name="draw_image")],
+        expected_tools=[ToolCall(name="draw_image")],
+    )
+    assert case.input[1].local is True
+    assert case.actual_output[1].local is False
+    with pytest.raises(TypeError):
+        ModelTestCase(input=[3], actual_output=["x"])  # type: ignore[list-item]
