@@ -1,0 +1,69 @@
+"""What reconstruction produces: agent runs, each with its ordered tool calls. Plain frozen data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentotel_eval.test_case import EvalTestCase, ToolCall, ToolDefinition
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """Framework plumbing that moved control to another agent (``transfer_to_*``, ``handoff to X``)."""
+
+    name: str  # as recorded, e.g. "transfer_to_weather_agent"
+    to_agent: str | None = None
+    from_agent: str | None = None
+    span_id: str | None = None
+    start_time_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRun:
+    """One agent run and the tool calls it made, in execution order.
+
+    ``span_id`` is the span that delimits the run (an ``invoke_agent`` span, an OpenInference AGENT span, the
+    trace root, ...). A nested agent (an agent called as a tool, a handoff target) is a run of its own with
+    ``parent_run_span_id`` set; its calls belong to it, not to the outer run.
+    """
+
+    trace_id: str
+    span_id: str
+    agent_name: str | None
+    start_time_ns: int
+    end_time_ns: int
+    status: str = "ok"  # ok | error
+    error: str | None = None
+    service_name: str | None = None
+    input: str | None = None
+    output: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    handoffs: tuple[Handoff, ...] = ()
+    tool_definitions: tuple[ToolDefinition, ...] = ()
+    expected_tools: tuple[str, ...] | None = None  # from the agentotel.eval.expected_tools attribute
+    parent_run_span_id: str | None = None
+    convention: str = ""  # what delimited the run: gen_ai | openinference | traceloop | langfuse | root
+    span_name: str = ""
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+    @property
+    def tools_called(self) -> list[str]:
+        return [call.name for call in self.tool_calls]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.trace_id, self.span_id)
+
+    def to_test_case(self, expected_tools: Sequence[ToolCall | str] | None = None) -> EvalTestCase:
+        """The run as a test case: expected tools from the argument, else from the run span's attribute."""
+        expected = expected_tools if expected_tools is not None else self.expected_tools
+        return EvalTestCase(
+            input=self.input or "",
+            actual_output=self.output,
+            tools_called=list(self.tool_calls),
+            expected_tools=list(expected) if expected is not None else None,
+            tool_calls=list(self.tool_calls),
+            available_tools=list(self.tool_definitions) or None,
+            name=f"{self.agent_name or self.span_name} {self.trace_id}/{self.span_id}",
+        )
