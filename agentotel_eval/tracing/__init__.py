@@ -1,1 +1,12 @@
-"""Instrumentation for plain Python agents: ``@traced`` and ``configure()``."""
+"""Instrumentation for plain Python agents: ``@traced`` spans in the OpenTelemetry GenAI shape, and
+``configure()`` to export them over OTLP.
+
+Importing this package loads only the OpenTelemetry API; the SDK and the OTLP exporters load when
+``configure()`` is first called.
+"""
+
+from agentotel_eval.tracing.decorator import traced
+from agentotel_eval.tracing.expectations import set_expected_tools
+from agentotel_eval.tracing.setup import configure, force_flush, shutdown
+
+__all__ = ["configure", "force_flush", "set_expected_tools", "shutdown", "traced"]
