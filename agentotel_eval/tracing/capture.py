@@ -39,6 +39,7 @@ _SECRET_NAME = re.compile(
     r"password|api[_-]?key|token(?!s|_?count|_?limit)|secret|authorization", re.IGNORECASE
 )
 _PLAIN = (str, int, float, bool, type(None))
+_PLAIN_TYPES = frozenset(_PLAIN)
 
 
 @lru_cache(maxsize=4096)
@@ -57,15 +58,16 @@ def safe_repr(value: Any, max_chars: int = REPR_MAX_CHARS) -> str:
 
 
 def truncate(text: str, max_chars: int) -> str:
-    """Cut ``text`` to ``max_chars`` plus a marker saying how much was dropped."""
+    """``text`` cut to at most ``max_chars`` characters, ending with a marker saying how much was dropped."""
     if len(text) <= max_chars:
         return text
-    return f"{text[:max_chars]}...[truncated {len(text) - max_chars} chars]"
+    keep = max(max_chars - 32, max_chars // 2)
+    return f"{text[:keep]}...[truncated {len(text) - keep} chars]"
 
 
 def redact(value: Any, _depth: int = 0) -> Any:
     """The value with secret-named mapping entries replaced; returns the same object when nothing changed."""
-    if isinstance(value, _PLAIN) or _depth > _MAX_DEPTH:
+    if type(value) in _PLAIN_TYPES or _depth > _MAX_DEPTH:
         return value
     if isinstance(value, Mapping):
         changed = False
@@ -76,10 +78,14 @@ def redact(value: Any, _depth: int = 0) -> Any:
             out[key] = new
         return out if changed else value
     if isinstance(value, list | tuple):
-        items = [redact(item, _depth + 1) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            return items
-        return value
+        items = None
+        for index, item in enumerate(value):
+            new = redact(item, _depth + 1)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[index] = new
+        return value if items is None else items
     return value
 
 
@@ -87,7 +93,12 @@ def redact_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
     """Bound arguments with secret-named ones (and secret keys nested in their values) redacted."""
     out = arguments
     for name, value in arguments.items():
-        new = REDACTED if is_secret_name(name) else redact(value)
+        if is_secret_name(name):
+            new = REDACTED
+        elif type(value) in _PLAIN_TYPES:
+            continue
+        else:
+            new = redact(value)
         if new is not value:
             if out is arguments:
                 out = dict(arguments)
@@ -126,7 +137,23 @@ def _jsonable(value: Any) -> Any:
     return safe_repr(value)
 
 
+# One C encoder, built once and shared: ``json.dumps`` builds a new one per call, which costs more than encoding
+# a small dict. No circular-reference markers (they would make it unsafe to share between threads); a cycle ends
+# in RecursionError instead, which ``_encode`` handles.
+_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (
+    _c_encoder(None, _jsonable, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if _c_encoder is not None
+    else None
+)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=_jsonable, separators=(",", ":"))
+_encode_str = json.encoder.encode_basestring
+
+
+def _encode_fast(value: Any) -> str:
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(value, 0))
+    return _ENCODER.encode(value)
 
 
 def _string_keys(value: Any, depth: int = 0) -> Any:
@@ -134,8 +161,7 @@ def _string_keys(value: Any, depth: int = 0) -> Any:
         return safe_repr(value)
     if isinstance(value, Mapping):
         return {
-            key if isinstance(key, str) else safe_repr(key): _string_keys(item, depth + 1)
-            for key, item in value.items()
+            key if isinstance(key, str) else safe_repr(key): _string_keys(item, depth + 1) for key, item in value.items()
         }
     if isinstance(value, list | tuple):
         return [_string_keys(item, depth + 1) for item in value]
@@ -143,43 +169,63 @@ def _string_keys(value: Any, depth: int = 0) -> Any:
 
 
 def _encode(value: Any) -> str:
+    value_type = type(value)
+    if value_type is str:
+        return _encode_str(value)
+    if value_type is int or value_type is bool or value is None:
+        return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
     try:
-        return _ENCODER.encode(value)
+        return _encode_fast(value)
     except (TypeError, ValueError, RecursionError):
         pass
     # Keys JSON cannot hold (tuples, objects), circular references, pathological nesting: keep what we can.
     try:
         return _ENCODER.encode(_string_keys(value))
     except (TypeError, ValueError, RecursionError):
-        return _ENCODER.encode(safe_repr(value))
+        return _encode_str(safe_repr(value))
 
 
-def _shrink(value: Any, cap: int) -> Any:
+def _shrink(value: Any, str_cap: int, item_cap: int) -> Any:
     if isinstance(value, str):
-        return truncate(value, cap)
+        return truncate(value, str_cap)
     if isinstance(value, list):
-        items = [_shrink(item, cap) for item in value[:cap]]
-        if len(value) > cap:
-            items.append(f"...[{len(value) - cap} more items]")
+        items = [_shrink(item, str_cap, item_cap) for item in value[:item_cap]]
+        if len(value) > item_cap:
+            items.append(f"...[{len(value) - item_cap} more items]")
         return items
     if isinstance(value, dict):
-        return {key: _shrink(item, cap) for key, item in value.items()}
+        return {key: _shrink(item, str_cap, item_cap) for key, item in value.items()}
     return value
 
 
+def _as_json_string(text: str, max_chars: int) -> str:
+    """The (cut) text as one JSON string literal of at most ``max_chars``: still parseable, structure lost."""
+    keep = max_chars
+    while True:
+        encoded = _encode_str(truncate(text, keep))
+        if len(encoded) <= max_chars or keep <= 1:
+            return encoded
+        keep = max(1, keep * max_chars // len(encoded) - 1)
+
+
 def to_json(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Compact JSON text of ``value`` (already redacted by the caller), at most about ``max_chars`` long."""
+    """Compact JSON text of ``value`` (already redacted by the caller), at most ``max_chars`` long, always valid.
+
+    Too long: long strings and lists inside are cut (with markers) until it fits; if even that fails (a huge
+    flat mapping), the text becomes one JSON string holding its cut beginning.
+    """
     text = _encode(value)
     if len(text) <= max_chars:
         return text
     plain = json.loads(text)
-    cap = max(max_chars // 4, 16)
-    while cap >= 16:
-        shrunk = _encode(_shrink(plain, cap))
+    str_cap, item_cap = max(max_chars // 4, 16), max(max_chars // 16, 1)
+    while True:
+        shrunk = _encode(_shrink(plain, str_cap, item_cap))
         if len(shrunk) <= max_chars:
             return shrunk
-        cap //= 4
-    return truncate(text, max_chars)
+        if str_cap == 16 and item_cap == 1:
+            return _as_json_string(text, max_chars)
+        str_cap, item_cap = max(str_cap // 2, 16), max(item_cap // 2, 1)
 
 
 def to_text(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> str:
