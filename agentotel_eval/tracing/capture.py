@@ -161,7 +161,8 @@ def _string_keys(value: Any, depth: int = 0) -> Any:
         return safe_repr(value)
     if isinstance(value, Mapping):
         return {
-            key if isinstance(key, str) else safe_repr(key): _string_keys(item, depth + 1) for key, item in value.items()
+            key if type(key) in _PLAIN_TYPES else safe_repr(key): _string_keys(item, depth + 1)
+            for key, item in value.items()
         }
     if isinstance(value, list | tuple):
         return [_string_keys(item, depth + 1) for item in value]
@@ -173,7 +174,15 @@ def _encode(value: Any) -> str:
     if value_type is str:
         return _encode_str(value)
     if value_type is int or value_type is bool or value is None:
-        return "true" if value is True else "false" if value is False else "null" if value is None else str(value)
+        return (
+            "true"
+            if value is True
+            else "false"
+            if value is False
+            else "null"
+            if value is None
+            else str(value)
+        )
     try:
         return _encode_fast(value)
     except (TypeError, ValueError, RecursionError):
