@@ -1,0 +1,108 @@
+"""A plain-Python agent made observable and scoreable with @traced, exporting to the agentotel-eval collector.
+
+    agentotel-eval serve                     # in another terminal (listens on 127.0.0.1:4317 / :4318)
+    python examples/traced_agent.py "What's the weather in Paris, and how far is it from Lyon?"
+    agentotel-eval query "SELECT agent_name, tools_called, expected_tools FROM agent_runs"
+
+The "LLM" is a scripted function (no network, no API key), so the example runs anywhere; swap ``plan_next_step``
+for a real model call and nothing else changes. Export goes to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (default
+``http://127.0.0.1:4317``; set ``OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`` for port 4318). Without a collector
+the agent still runs; the exporter logs that it could not deliver the spans.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from agentotel_eval.tracing import configure, traced
+
+CITIES = {"paris": (48.86, 2.35), "lyon": (45.76, 4.84), "berlin": (52.52, 13.40)}
+
+
+@traced(kind="tool")
+def get_weather(city: str, tool_call_id: str | None = None) -> dict:
+    """Current weather for a city."""
+    return {"city": city, "condition": "sunny", "temperature_c": 21}
+
+
+@traced(kind="tool")
+def get_coordinates(city: str, tool_call_id: str | None = None) -> dict:
+    """Latitude and longitude of a city."""
+    lat, lon = CITIES[city.lower()]
+    return {"city": city, "lat": lat, "lon": lon}
+
+
+@traced(kind="tool")
+def distance_km(a: dict, b: dict, tool_call_id: str | None = None) -> float:
+    """Great-circle distance between two coordinates, in km."""
+    from math import asin, cos, radians, sin, sqrt
+
+    dlat, dlon = radians(b["lat"] - a["lat"]), radians(b["lon"] - a["lon"])
+    h = sin(dlat / 2) ** 2 + cos(radians(a["lat"])) * cos(radians(b["lat"])) * sin(dlon / 2) ** 2
+    return round(2 * 6371 * asin(sqrt(h)), 1)
+
+
+# A tool's ``tool_call_id`` parameter becomes the span's gen_ai.tool.call.id (and is not one of its arguments),
+# so the call the model requested and the execution are linked.
+TOOLS = {"get_weather": get_weather, "get_coordinates": get_coordinates, "distance_km": distance_km}
+
+
+@traced(kind="llm", name="scripted-model")
+def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dict:
+    """A stand-in for a chat model: asks for the tools the question needs, then answers from their results."""
+    question = messages[0]["content"].lower()
+    results = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+    wanted = []
+    if "weather" in question:
+        wanted.append(("get_weather", {"city": "Paris"}))
+    if "far" in question:
+        wanted += [("get_coordinates", {"city": "Paris"}), ("get_coordinates", {"city": "Lyon"})]
+    if len(results) < len(wanted):
+        name, args = wanted[len(results)]
+        call = {
+            "id": f"call_{len(results)}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if "far" in question and not any(isinstance(r, float) for r in results):
+        coords = [r for r in results if isinstance(r, dict) and "lat" in r]
+        call = {
+            "id": "call_distance",
+            "type": "function",
+            "function": {"name": "distance_km", "arguments": json.dumps({"a": coords[0], "b": coords[1]})},
+        }
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {"role": "assistant", "content": f"Here is what I found: {json.dumps(results)}"}
+
+
+@traced(
+    kind="agent", name="travel-assistant", expected_tools=["get_weather", "get_coordinates", "distance_km"]
+)
+def travel_assistant(question: str) -> str:
+    """Answers travel questions with weather and distance tools."""
+    messages: list[dict] = [{"role": "user", "content": question}]
+    for _ in range(10):
+        reply = plan_next_step(messages)
+        messages.append(reply)
+        if not reply.get("tool_calls"):
+            return reply["content"]
+        for call in reply["tool_calls"]:
+            function = call["function"]
+            result = TOOLS[function["name"]](**json.loads(function["arguments"]), tool_call_id=call["id"])
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)})
+    return "I could not finish."
+
+
+def main(argv: list[str]) -> int:
+    configure(
+        service_name="traced-agent-example"
+    )  # endpoint/protocol from OTEL_EXPORTER_OTLP_* or the defaults
+    question = argv[1] if len(argv) > 1 else "What's the weather in Paris, and how far is it from Lyon?"
+    print(travel_assistant(question))
+    return 0  # configure() registered an atexit hook that flushes the spans
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
