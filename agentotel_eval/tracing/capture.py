@@ -89,11 +89,14 @@ def redact(value: Any, _depth: int = 0) -> Any:
     return value
 
 
-def redact_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Bound arguments with secret-named ones (and secret keys nested in their values) redacted."""
+def redact_arguments(arguments: dict[str, Any], safe_names: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Bound arguments with secret-named ones (and secret keys nested in their values) redacted.
+
+    ``safe_names``: argument names already known not to be secrets (a function's parameters, checked once).
+    """
     out = arguments
     for name, value in arguments.items():
-        if is_secret_name(name):
+        if name not in safe_names and is_secret_name(name):
             new = REDACTED
         elif type(value) in _PLAIN_TYPES:
             continue

@@ -68,21 +68,50 @@ class _TracerSource:
         return tracer
 
 
-def _open(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Start the span (as a child of the current context) and return ``(span, context to attach)``, or None."""
-    tracer = source.get()
-    if tracer is None:
-        return None
+def _start_span(shape: SpanShape, tracer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     try:
         attributes = shape.start_attributes(args, kwargs)
     except Exception as exc:
         report_failure("capturing arguments", exc)
         attributes = shape.static_attributes.copy()
-    span = tracer.start_span(shape.span_name, kind=shape.span_kind, attributes=attributes)
+    return tracer.start_span(shape.span_name, kind=shape.span_kind, attributes=attributes)
+
+
+def _span_context(shape: SpanShape, span: Any) -> Any:
     ctx = trace.set_span_in_context(span)
     if shape.is_agent:
         ctx = otel_context.set_value(state.AGENT_SPAN_KEY, span, ctx)
-    return span, ctx
+    return ctx
+
+
+def _open(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """For generators: start the span (child of the current context); ``(span, its context)`` or None."""
+    try:
+        tracer = source.get()
+        if tracer is None:
+            return None
+        span = _start_span(shape, tracer, args, kwargs)
+        return span, _span_context(shape, span)
+    except Exception as exc:
+        report_failure("starting a span", exc)
+        return None
+
+
+def _enter(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """For functions and coroutines: start the span and make it current; ``(span, token)`` or None (untraced)."""
+    try:
+        tracer = source.get()
+        if tracer is None:
+            return None
+        span = _start_span(shape, tracer, args, kwargs)
+    except Exception as exc:
+        report_failure("starting a span", exc)
+        return None
+    try:
+        return span, otel_context.attach(_span_context(shape, span))
+    except Exception as exc:
+        report_failure("attaching the span context", exc)
+        return span, None  # still recorded and ended, just not the parent of nested spans
 
 
 def _close_ok(shape: SpanShape, span: Any, result: Any) -> None:
@@ -132,29 +161,29 @@ def _detach(token: Any) -> None:
             report_failure("detaching the span context", exc)
 
 
-def _begin(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    try:
-        return _open(shape, source, args, kwargs)
-    except Exception as exc:
-        report_failure("starting a span", exc)
-        return None
+def _exit_ok(shape: SpanShape, entered: tuple[Any, Any], result: Any) -> None:
+    span, token = entered
+    _detach(token)
+    _close_ok(shape, span, result)
+
+
+def _exit_error(shape: SpanShape, entered: tuple[Any, Any], exc: BaseException) -> None:
+    span, token = entered
+    _detach(token)
+    _close_error(shape, span, exc)
 
 
 def _wrap_function(fn: Callable[..., Any], shape: SpanShape, source: _TracerSource) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        opened = _begin(shape, source, args, kwargs)
-        if opened is None:
+        entered = _enter(shape, source, args, kwargs)
+        if entered is None:
             return fn(*args, **kwargs)
-        span, ctx = opened
-        token = _attach(ctx)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            _detach(token)
-            _close_error(shape, span, exc)
+            _exit_error(shape, entered, exc)
             raise
-        _detach(token)
-        _close_ok(shape, span, result)
+        _exit_ok(shape, entered, result)
         return result
 
     return wrapper
@@ -162,19 +191,15 @@ def _wrap_function(fn: Callable[..., Any], shape: SpanShape, source: _TracerSour
 
 def _wrap_coroutine(fn: Callable[..., Any], shape: SpanShape, source: _TracerSource) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        opened = _begin(shape, source, args, kwargs)
-        if opened is None:
+        entered = _enter(shape, source, args, kwargs)
+        if entered is None:
             return await fn(*args, **kwargs)
-        span, ctx = opened
-        token = _attach(ctx)
         try:
             result = await fn(*args, **kwargs)
         except BaseException as exc:
-            _detach(token)
-            _close_error(shape, span, exc)
+            _exit_error(shape, entered, exc)
             raise
-        _detach(token)
-        _close_ok(shape, span, result)
+        _exit_ok(shape, entered, result)
         return result
 
     return wrapper
@@ -199,7 +224,7 @@ class _Collected:
 
 def _wrap_generator(fn: Callable[..., Any], shape: SpanShape, source: _TracerSource) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        opened = _begin(shape, source, args, kwargs)
+        opened = _open(shape, source, args, kwargs)
         if opened is None:
             return (yield from fn(*args, **kwargs))
         span, ctx = opened
@@ -254,7 +279,7 @@ def _wrap_async_generator(
 ) -> Callable[..., Any]:
     # No ``async for`` shortcut even when untraced: asend/athrow/aclose must reach the function unchanged.
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        opened = _begin(shape, source, args, kwargs)
+        opened = _open(shape, source, args, kwargs)
         span, ctx = opened if opened is not None else (None, None)
         collected = _Collected(shape.capture_result and span is not None)
         token = _attach(ctx) if span is not None else None

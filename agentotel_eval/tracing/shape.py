@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanKind
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.tracing.arguments import ArgumentBinder
-from agentotel_eval.tracing.capture import redact, redact_arguments, to_json, to_text
+from agentotel_eval.tracing.capture import is_secret_name, redact, redact_arguments, to_json, to_text
 from agentotel_eval.tracing.messages import (
     dump_messages,
     llm_input_messages,
@@ -92,6 +92,7 @@ class SpanShape:
         "kind",
         "max_chars",
         "name",
+        "safe_names",
         "span_kind",
         "span_name",
         "static_attributes",
@@ -119,6 +120,7 @@ class SpanShape:
         self.max_chars = max_chars
         self.binder = ArgumentBinder(fn)
         self.takes_call_id = TOOL_CALL_ID_PARAM in self.binder.parameter_names
+        self.safe_names = frozenset(n for n in self.binder.parameter_names if not is_secret_name(n))
         description = first_doc_line(fn)
         attrs: dict[str, Any] = {sc.AGENTOTEL_KIND: kind}
         if kind == "agent":
@@ -156,11 +158,13 @@ class SpanShape:
                 bound, call_id = {}, kwargs.get(TOOL_CALL_ID_PARAM)
             attrs[sc.GEN_AI_TOOL_CALL_ID] = str(call_id) if call_id is not None else new_tool_call_id()
             if self.capture_args:
-                attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = to_json(redact_arguments(bound), self.max_chars)
+                attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = to_json(
+                    redact_arguments(bound, self.safe_names), self.max_chars
+                )
             return attrs
         if not self.capture_args:
             return attrs
-        bound = redact_arguments(self.binder.bind(args, kwargs))
+        bound = redact_arguments(self.binder.bind(args, kwargs), self.safe_names)
         input_json = to_json(bound, self.max_chars)
         attrs[sc.AGENTOTEL_INPUT] = input_json
         if kind == "chain":
