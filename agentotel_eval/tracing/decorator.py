@@ -98,37 +98,31 @@ def _open(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs
 
 
 def _enter(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """For functions and coroutines: start the span and make it current; ``(span, token)`` or None (untraced)."""
+    """For functions and coroutines: start the span and make it current; ``(span, token)`` or None (untraced).
+
+    The hot path of every traced call: kept flat (each Python call here costs about as much as a span attribute).
+    """
     try:
         tracer = source.get()
         if tracer is None:
             return None
-        span = _start_span(shape, tracer, args, kwargs)
+        try:
+            attributes = shape.start_attributes(args, kwargs)
+        except Exception as exc:
+            report_failure("capturing arguments", exc)
+            attributes = shape.static_attributes.copy()
+        span = tracer.start_span(shape.span_name, kind=shape.span_kind, attributes=attributes)
     except Exception as exc:
         report_failure("starting a span", exc)
         return None
     try:
-        return span, otel_context.attach(_span_context(shape, span))
+        ctx = trace.set_span_in_context(span)
+        if shape.is_agent:
+            ctx = otel_context.set_value(state.AGENT_SPAN_KEY, span, ctx)
+        return span, otel_context.attach(ctx)
     except Exception as exc:
         report_failure("attaching the span context", exc)
         return span, None  # still recorded and ended, just not the parent of nested spans
-
-
-def _close_ok(shape: SpanShape, span: Any, result: Any) -> None:
-    try:
-        if shape.capture_result and span.is_recording():
-            attributes = shape.end_attributes(result)
-            if len(attributes) == 1:  # one attribute: set_attribute is cheaper than set_attributes in the SDK
-                ((key, value),) = attributes.items()
-                span.set_attribute(key, value)
-            else:
-                span.set_attributes(attributes)
-    except Exception as exc:
-        report_failure("capturing the result", exc)
-    try:
-        span.end()
-    except Exception as exc:
-        report_failure("ending a span", exc)
 
 
 def _close_error(shape: SpanShape, span: Any, exc: BaseException) -> None:
@@ -163,8 +157,25 @@ def _detach(token: Any) -> None:
 
 def _exit_ok(shape: SpanShape, entered: tuple[Any, Any], result: Any) -> None:
     span, token = entered
-    _detach(token)
-    _close_ok(shape, span, result)
+    if token is not None:
+        try:
+            otel_context.detach(token)
+        except Exception as exc:
+            report_failure("detaching the span context", exc)
+    try:
+        if shape.capture_result and span.is_recording():
+            attributes = shape.end_attributes(result)
+            if len(attributes) == 1:  # one attribute: set_attribute is cheaper than set_attributes in the SDK
+                ((key, value),) = attributes.items()
+                span.set_attribute(key, value)
+            else:
+                span.set_attributes(attributes)
+    except Exception as exc:
+        report_failure("capturing the result", exc)
+    try:
+        span.end()
+    except Exception as exc:
+        report_failure("ending a span", exc)
 
 
 def _exit_error(shape: SpanShape, entered: tuple[Any, Any], exc: BaseException) -> None:
@@ -245,7 +256,7 @@ def _wrap_generator(fn: Callable[..., Any], shape: SpanShape, source: _TracerSou
                 item = generator.throw(to_throw) if to_throw is not None else generator.send(to_send)
             except StopIteration as stop:
                 _detach(token)
-                _close_ok(shape, span, collected.output(stop.value))
+                _exit_ok(shape, (span, None), collected.output(stop.value))
                 return stop.value
             except BaseException as exc:
                 _detach(token)
@@ -266,7 +277,7 @@ def _wrap_generator(fn: Callable[..., Any], shape: SpanShape, source: _TracerSou
                     _close_error(shape, span, exc)
                     raise
                 _detach(token)
-                _close_ok(shape, span, collected.output(None))
+                _exit_ok(shape, (span, None), collected.output(None))
                 raise
             except BaseException as exc:
                 to_throw, to_send = exc, None
@@ -303,7 +314,7 @@ def _wrap_async_generator(
             except StopAsyncIteration:
                 _detach(token)
                 if span is not None:
-                    _close_ok(shape, span, collected.output(None))
+                    _exit_ok(shape, (span, None), collected.output(None))
                 return
             except BaseException as exc:
                 _detach(token)
@@ -327,7 +338,7 @@ def _wrap_async_generator(
                     raise
                 _detach(token)
                 if span is not None:
-                    _close_ok(shape, span, collected.output(None))
+                    _exit_ok(shape, (span, None), collected.output(None))
                 raise
             except BaseException as exc:
                 to_throw, to_send = exc, None

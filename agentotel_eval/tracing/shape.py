@@ -27,7 +27,14 @@ from opentelemetry.trace import SpanKind
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.tracing.arguments import ArgumentBinder
-from agentotel_eval.tracing.capture import is_secret_name, redact, redact_arguments, to_json, to_text
+from agentotel_eval.tracing.capture import (
+    PLAIN_TYPES,
+    is_secret_name,
+    redact,
+    redact_arguments,
+    to_json,
+    to_text,
+)
 from agentotel_eval.tracing.messages import (
     dump_messages,
     llm_input_messages,
@@ -188,7 +195,7 @@ class SpanShape:
         if not self.capture_result:
             return {}
         kind = self.kind
-        output_json = to_json(redact(result), self.max_chars)
+        output_json = to_json(result if type(result) in PLAIN_TYPES else redact(result), self.max_chars)
         if kind == "tool":
             return {sc.GEN_AI_TOOL_CALL_RESULT: output_json}
         attrs = {sc.AGENTOTEL_OUTPUT: output_json}
