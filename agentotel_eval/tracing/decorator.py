@@ -56,7 +56,11 @@ class _TracerSource:
         self._cached: tuple[Any, Any] = (None, None)
 
     def get(self) -> Any:
-        provider = self._explicit or state.default_provider or trace.get_tracer_provider()
+        provider = self._explicit
+        if provider is None:
+            provider = state.default_provider
+            if provider is None:
+                provider = trace.get_tracer_provider()
         cached_provider, tracer = self._cached
         if provider is cached_provider:
             return tracer
@@ -64,6 +68,8 @@ class _TracerSource:
             tracer = None
         else:
             tracer = provider.get_tracer(TRACER_NAME, agentotel_eval.__version__)
+            if isinstance(tracer, trace.NoOpTracer):  # e.g. an SDK provider with OTEL_SDK_DISABLED=true
+                tracer = None
         self._cached = (provider, tracer)
         return tracer
 

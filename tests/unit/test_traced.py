@@ -983,3 +983,21 @@ def test_decorator_argument_errors():
         traced("my-name")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_chars"):
         traced(max_chars=0)
+
+
+def test_a_disabled_sdk_costs_no_capture(monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    disabled = TracerProvider()  # hands out no-op tracers
+
+    def explode(self, args, kwargs):
+        raise AssertionError("arguments must not be captured when nothing records them")
+
+    monkeypatch.setattr(SpanShape, "start_attributes", explode)
+
+    @traced(kind="tool", tracer_provider=disabled)
+    def tool(x: int) -> int:
+        return x
+
+    with caplog.at_level(logging.WARNING, logger="agentotel_eval.tracing"):
+        assert tool(4) == 4
+    assert not caplog.records
