@@ -1001,3 +1001,22 @@ def test_a_disabled_sdk_costs_no_capture(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="agentotel_eval.tracing"):
         assert tool(4) == 4
     assert not caplog.records
+
+
+async def test_a_cancelled_agent_run_is_not_a_success(t, exporter):
+    started = asyncio.Event()
+
+    @t(kind="agent")
+    async def slow_agent() -> str:
+        started.set()
+        await asyncio.sleep(10)
+        return "never"
+
+    task = asyncio.create_task(slow_agent())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    span = only_span(exporter)
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes[sc.ERROR_TYPE] == "asyncio.exceptions.CancelledError"
