@@ -1,8 +1,8 @@
 """Instrumentation for plain Python agents: ``@traced`` spans in the OpenTelemetry GenAI shape, and
 ``configure()`` to export them over OTLP.
 
-Importing this package loads only the OpenTelemetry API; the SDK and the OTLP exporters load when
-``configure()`` is first called.
+Importing this package loads the OpenTelemetry API and SDK (about 0.1 s); the OTLP exporters (and grpc) load
+only when ``configure()`` is first called. ``@traced`` itself needs only the API.
 """
 
 from agentotel_eval.tracing.decorator import traced
