@@ -228,7 +228,10 @@ class OtlpSink:
             http_server.daemon_threads = True
             self.http_port = http_server.server_address[1]
             self._http_thread = threading.Thread(
-                target=http_server.serve_forever, name="otlp-sink-http", daemon=True
+                target=http_server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="otlp-sink-http",
+                daemon=True,
             )
             self._http_thread.start()
             self._http_server = http_server
