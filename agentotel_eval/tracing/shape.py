@@ -170,6 +170,10 @@ class SpanShape:
                 )
             return attrs
         if not self.capture_args:
+            if kind == "llm":  # the model is metadata, not content: recorded even without capture
+                model = self.binder.bind(args, kwargs).get("model")
+                if isinstance(model, str):
+                    attrs[sc.GEN_AI_REQUEST_MODEL] = model
             return attrs
         bound = redact_arguments(self.binder.bind(args, kwargs), self.safe_names)
         input_json = to_json(bound, self.max_chars)

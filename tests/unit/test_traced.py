@@ -223,6 +223,17 @@ def test_llm_span_follows_genai_inference_and_understands_chat_messages(t, expor
     ]
 
 
+def test_llm_without_capture_still_records_the_model(t, exporter):
+    @t(kind="llm", capture_args=False, capture_result=False)
+    def complete(messages: list, model: str) -> str:
+        return "private answer"
+
+    complete([{"role": "user", "content": "private question"}], model="m-2")
+    attrs = only_span(exporter).attributes
+    assert attrs[sc.GEN_AI_REQUEST_MODEL] == "m-2"
+    assert sc.GEN_AI_INPUT_MESSAGES not in attrs and sc.GEN_AI_OUTPUT_MESSAGES not in attrs
+
+
 def test_llm_with_plain_text_in_and_out(t, exporter):
     @t(kind="llm", name="scripted")
     def reply(prompt: str) -> str:
