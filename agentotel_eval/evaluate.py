@@ -247,7 +247,7 @@ class ProgressBar:
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._min_interval = min_interval
         self._start = time.monotonic()
-        self._last_draw = 0.0
+        self._last_draw = -math.inf
         self._last_decile = 0
         self._closed = False
 
