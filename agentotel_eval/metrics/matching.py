@@ -343,12 +343,36 @@ def _front_alignment(n: int, m: int, weight: Callable[[int, int], float | None])
 
 
 def lcs_match(expected: Sequence[Hashable], called: Sequence[Hashable]) -> list[Pair]:
-    """The longest common subsequence of two key sequences, as index pairs of weight 1."""
-    if len(expected) == len(called) and list(expected) == list(called):
-        return [(i, i, 1.0) for i in range(len(expected))]
-    return _front_alignment(
-        len(expected), len(called), lambda i, j: 1.0 if expected[i] == called[j] else None
-    )
+    """The longest common subsequence of two key sequences, as index pairs of weight 1.
+
+    The same front trace as ``_front_alignment`` (earliest expected calls kept), specialised to 0/1 weights:
+    integer cells, and equal keys always matched (with unit weights a match is always optimal).
+    """
+    n, m = len(expected), len(called)
+    if n == m and list(expected) == list(called):
+        return [(i, i, 1.0) for i in range(n)]
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    columns = range(m - 1, -1, -1)
+    for i in range(n - 1, -1, -1):
+        key, here, below = expected[i], best[i], best[i + 1]
+        for j in columns:
+            if key == called[j]:
+                here[j] = below[j + 1] + 1
+            else:
+                right, down = here[j + 1], below[j]
+                here[j] = right if right > down else down
+    pairs: list[Pair] = []
+    i = j = 0
+    while i < n and j < m:
+        if expected[i] == called[j]:
+            pairs.append((i, j, 1.0))
+            i += 1
+            j += 1
+        elif best[i][j] == best[i][j + 1]:
+            j += 1
+        else:
+            i += 1
+    return pairs
 
 
 def weighted_lcs_match(

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
@@ -46,8 +45,7 @@ def metric_name_for(exact_match: bool, check_ordering: bool, base: str = "tool_c
 # --- the pure scoring -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCorrectnessOutcome:
+class ToolCorrectnessOutcome(NamedTuple):
     """Everything a score is made of, for the reason and the evaluation log.
 
     ``pairs`` are ``(expected_index, called_index, weight)``; ``missing`` / ``extra`` are indices into the
@@ -65,9 +63,10 @@ class ToolCorrectnessOutcome:
     same_multiset: bool = False  # exact modes: the calls are equal as a multiset
 
 
-def _unpaired(count: int, used: Iterable[int]) -> tuple[int, ...]:
-    used_set = set(used)
-    return tuple(k for k in range(count) if k not in used_set)
+def _unpaired(count: int, pairs: Sequence[Pair], side: int) -> tuple[int, ...]:
+    """Indices ``0..count-1`` that no pair uses on ``side`` (0 = expected, 1 = called)."""
+    used = {p[side] for p in pairs}
+    return tuple(k for k in range(count) if k not in used)
 
 
 def _split_out_of_order(
@@ -115,8 +114,8 @@ def score_tool_calls(
         first_difference = matching.first_difference(e_keys, c_keys) if check_ordering else None
         ok = first_difference is None if check_ordering else same_multiset
         return ToolCorrectnessOutcome(
-            mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, (p[0] for p in pairs)),
-            _unpaired(m, (p[1] for p in pairs)), first_difference=first_difference, same_multiset=same_multiset,
+            mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1),
+            first_difference=first_difference, same_multiset=same_multiset,
         )
     if check_ordering:
         if weighted:
@@ -124,7 +123,7 @@ def score_tool_calls(
         else:
             pairs = matching.lcs_match([c.name for c in expected], [c.name for c in called])
         out_of_order, missing, extra = _split_out_of_order(
-            expected, called, _unpaired(n, (p[0] for p in pairs)), _unpaired(m, (p[1] for p in pairs))
+            expected, called, _unpaired(n, pairs, 0), _unpaired(m, pairs, 1)
         )
         score = matching.total_weight(pairs) / n if n else 1.0
         return ToolCorrectnessOutcome(mode, score, tuple(pairs), missing, extra, out_of_order)
@@ -133,9 +132,7 @@ def score_tool_calls(
     else:
         pairs = matching.multiset_match([c.name for c in expected], [c.name for c in called])
     score = matching.total_weight(pairs) / n if n else 1.0
-    return ToolCorrectnessOutcome(
-        mode, score, tuple(pairs), _unpaired(n, (p[0] for p in pairs)), _unpaired(m, (p[1] for p in pairs))
-    )
+    return ToolCorrectnessOutcome(mode, score, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1))
 
 
 # --- reasons --------------------------------------------------------------------------------------------------
@@ -143,16 +140,13 @@ def score_tool_calls(
 
 def _fmt_name(name: str) -> str:
     """Names compare exactly, so show the ones whose spelling could hide a difference in quotes."""
-    if not name or name != name.strip() or "," in name or "×" in name:
+    if type(name) is not str or not name or name != name.strip() or "," in name or "×" in name:
         return repr(name)
     return name
 
 
-def _fmt_counted(names: Iterable[str]) -> str:
-    """``a ×2, b``: names with their multiplicity, in first-seen order."""
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
+def _fmt_counts(counts: Mapping[str, int]) -> str:
+    """``a ×2, b``: names with their multiplicity, in the mapping's (first-seen) order."""
     return ", ".join(_fmt_name(k) if v == 1 else f"{_fmt_name(k)} ×{v}" for k, v in counts.items())
 
 
@@ -176,6 +170,66 @@ def _pair_difference(
     return ", ".join(parts)
 
 
+def _count(names: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _default_text(matched: float, n: int, missing: Mapping[str, int] | None, extra: Mapping[str, int] | None) -> str:
+    """Default mode without params; shared by the hot path and ``build_reason`` so both say the same."""
+    if n:
+        text = f"Matched {matched if type(matched) is int else _fmt_num(matched)} of {n} expected tool calls."
+        if missing:
+            text += f" Missing: {_fmt_counts(missing)}."
+    else:
+        text = "No tool calls were expected, so none is missing."
+    if extra:
+        text += f" Extra calls (not penalised): {_fmt_counts(extra)}."
+    return text
+
+
+def _exact_text(
+    *,
+    ok: bool,
+    ordered: bool,
+    n: int,
+    called_names: Sequence[str],
+    missing: Mapping[str, int] | None,
+    extra: Mapping[str, int] | None,
+    first_difference: int | None,
+    expected_names: Sequence[str],
+    comparing: str = "",
+) -> str:
+    """Exact modes; shared by the names-only fast path and ``build_reason``."""
+    if ok:
+        if not n:
+            return "No tool calls were expected and none were made."
+        what = "sequence" if ordered else "calls (order ignored)"
+        return f"Exact match{comparing}: the {len(called_names)} called tools are exactly the expected {what}."
+    if not n:
+        return f"No tool calls were expected, but {len(called_names)} were made: {_fmt_counts(_count(called_names))}."
+    text = f"Not an exact match{comparing}."
+    if ordered and not missing and not extra:
+        text += " The expected calls were all made, but in another order."
+    if ordered and first_difference is not None:
+        k = first_difference
+        want = _fmt_name(expected_names[k]) if k < n else "nothing more"
+        got = _fmt_name(called_names[k]) if k < len(called_names) else "nothing more"
+        text += f" First difference at call #{k + 1}: expected {want}, called {got}."
+    if comparing and missing and extra:
+        differing = [name for name in missing if name in extra]
+        if differing:
+            fields = comparing.split("name, ", 1)[1]
+            text += f" Called with other {fields}: {', '.join(map(_fmt_name, differing))}."
+    if missing:
+        text += f" Missing: {_fmt_counts(missing)}."
+    if extra:
+        text += f" Extra: {_fmt_counts(extra)}."
+    return text
+
+
 def build_reason(
     outcome: ToolCorrectnessOutcome,
     expected: Sequence[ToolCall],
@@ -187,17 +241,22 @@ def build_reason(
     """A reason that always agrees with ``outcome.score``: what matched, what is missing, extra, out of order."""
     n = len(expected)
     weighted = input_parameters or output
-    extra_names = [called[j].name for j in outcome.extra]
-    extra_note = f" Extra calls (not penalised): {_fmt_counted(extra_names)}." if extra_names else ""
+    missing = _count(_missing_names(outcome, expected)) or None
+    extra = _count(called[j].name for j in outcome.extra) or None
     comparing = f", comparing name, {_considered(input_parameters, output)}" if weighted else ""
-
     if outcome.mode in ("exact", "exact_ordering"):
-        return _exact_reason(outcome, expected, called, comparing)
-
-    if n == 0:
-        return "No tool calls were expected, so none is missing." + extra_note
-    in_order = " in the expected order" if outcome.mode == "ordering" else ""
+        return _exact_text(
+            ok=outcome.score == 1.0, ordered=outcome.mode == "exact_ordering", n=n,
+            called_names=[c.name for c in called], missing=missing, extra=extra,
+            first_difference=outcome.first_difference, expected_names=[c.name for c in expected],
+            comparing=comparing,
+        )
     matched = matching.total_weight(outcome.pairs)
+    if outcome.mode == "default" and not weighted:
+        return _default_text(matched, n, missing, extra)
+    if n == 0:
+        return _default_text(0, 0, None, extra)
+    in_order = " in the expected order" if outcome.mode == "ordering" else ""
     text = f"Matched {_fmt_num(matched)} of {n} expected tool calls{in_order}{comparing}."
     if weighted:
         partial = []
@@ -211,57 +270,28 @@ def build_reason(
         i, j = outcome.out_of_order[0]
         text += f" First out-of-order call: {_fmt_name(expected[i].name)} (expected #{i + 1}, called #{j + 1})."
         if len(outcome.out_of_order) > 1:
-            text += f" Out of order: {_fmt_counted(expected[i].name for i, _ in outcome.out_of_order)}."
-    if outcome.missing:
-        text += f" Missing: {_fmt_counted(_missing_names(outcome, expected))}."
-    return text + extra_note
+            text += f" Out of order: {_fmt_counts(_count(expected[i].name for i, _ in outcome.out_of_order))}."
+    if missing:
+        text += f" Missing: {_fmt_counts(missing)}."
+    if extra:
+        text += f" Extra calls (not penalised): {_fmt_counts(extra)}."
+    return text
 
 
 def _missing_names(outcome: ToolCorrectnessOutcome, expected: Sequence[ToolCall]) -> list[str]:
     """Missing names grouped in the order their tools first appear in the expected list."""
+    if not outcome.missing:
+        return []
     first: dict[str, int] = {}
     for k, call in enumerate(expected):
         first.setdefault(call.name, k)
     return sorted((expected[i].name for i in outcome.missing), key=first.__getitem__)
 
 
-def _exact_reason(
-    outcome: ToolCorrectnessOutcome, expected: Sequence[ToolCall], called: Sequence[ToolCall], comparing: str
-) -> str:
-    ordered = outcome.mode == "exact_ordering"
-    if outcome.score == 1.0:
-        if not expected:
-            return "No tool calls were expected and none were made."
-        what = "sequence" if ordered else "calls (order ignored)"
-        return f"Exact match{comparing}: the {len(called)} called tools are exactly the expected {what}."
-    if not expected:
-        return f"No tool calls were expected, but {len(called)} were made: {_fmt_counted(c.name for c in called)}."
-    text = f"Not an exact match{comparing}."
-    if ordered and outcome.same_multiset:
-        text += " The expected calls were all made, but in another order."
-    if ordered and outcome.first_difference is not None:
-        k = outcome.first_difference
-        want = _fmt_name(expected[k].name) if k < len(expected) else "nothing more"
-        got = _fmt_name(called[k].name) if k < len(called) else "nothing more"
-        text += f" First difference at call #{k + 1}: expected {want}, called {got}."
-    missing = _missing_names(outcome, expected)
-    extra = [called[j].name for j in outcome.extra]
-    if comparing:
-        differing = sorted(set(missing) & set(extra))
-        if differing:
-            text += f" Called with other {comparing.split('name, ', 1)[1]}: {', '.join(map(_fmt_name, differing))}."
-    if missing:
-        text += f" Missing: {_fmt_counted(missing)}."
-    if extra:
-        text += f" Extra: {_fmt_counted(extra)}."
-    return text
-
-
 def build_log(
     outcome: ToolCorrectnessOutcome,
     expected: Sequence[ToolCall],
     called: Sequence[ToolCall],
-    *,
     evaluation_params: Sequence[str],
     strict_mode: bool,
     raw_score: float,
@@ -394,15 +424,10 @@ def _calls_of(case: Any, attr: str) -> tuple[Sequence[Any] | None, list[str] | N
     if type(value) is not list and (isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable)):
         raise TypeError(f"{type(case).__name__}.{attr} must be a list of tool calls, got {value!r}")
     try:
-        names = [call.name for call in value]
+        return value, [call.name for call in value]
     except AttributeError:  # names or dicts in the list
         value = as_tool_calls(value)
         return value, [call.name for call in value]
-    for name in names:
-        if type(name) is not str:
-            value = as_tool_calls(value)  # raises a clear error for a non-str name
-            break
-    return value, names
 
 
 class ToolCorrectnessMetric(BaseMetric):
@@ -449,6 +474,7 @@ class ToolCorrectnessMetric(BaseMetric):
         self._make = result_maker(
             metric=self._metric_name, threshold=self._threshold, evaluator=self._evaluator, evaluator_version=self.version
         )
+        self._weighted = self._check_input or self._check_output
         self._fast = not (self._exact_match or self._check_ordering or self._check_input or self._check_output)
 
     # Read-only configuration (an instance is shared between threads and cases).
@@ -493,15 +519,12 @@ class ToolCorrectnessMetric(BaseMetric):
             called, c_names = [], []
         if self._fast:
             return self._measure_default(e_names, c_names)  # type: ignore[arg-type]
+        if self._exact_match and not self._weighted:
+            return self._measure_exact_names(expected, called, e_names, c_names)  # type: ignore[arg-type]
         outcome = score_tool_calls(
             expected, called, exact_match=self._exact_match, check_ordering=self._check_ordering,
             input_parameters=self._check_input, output=self._check_output,
         )
-        return self._finish(outcome, expected, called)
-
-    def _finish(
-        self, outcome: ToolCorrectnessOutcome, expected: Sequence[ToolCall], called: Sequence[ToolCall]
-    ) -> MetricResult:
         raw = outcome.score
         score = 0.0 if self._strict_mode and raw < 1.0 else raw
         reason = ""
@@ -511,10 +534,7 @@ class ToolCorrectnessMetric(BaseMetric):
             )
             if score != raw:
                 reason += _strict_note(raw)
-        log = build_log(
-            outcome, expected, called, evaluation_params=self._param_names, strict_mode=self._strict_mode,
-            raw_score=raw,
-        )
+        log = LazyLog(build_log, outcome, expected, called, self._param_names, self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
     def _measure_default(self, e_names: list[str], c_names: list[str]) -> MetricResult:
@@ -525,82 +545,103 @@ class ToolCorrectnessMetric(BaseMetric):
         score = 0.0 if self._strict_mode and raw < 1.0 else raw
         reason = ""
         if self._include_reason:
-            if n:
-                reason = f"Matched {matched} of {n} expected tool calls."
-                if missing:
-                    reason += f" Missing: {_fmt_counts(missing)}."
-            else:
-                reason = "No tool calls were expected, so none is missing."
-            if extra:
-                reason += f" Extra calls (not penalised): {_fmt_counts(extra)}."
+            reason = _default_text(matched, n, missing, extra)
             if score != raw:
                 reason += _strict_note(raw)
-        return self._make(score, score >= self._threshold, reason, _DefaultLog(e_names, c_names, self._strict_mode, raw))
+        log = LazyLog(_names_log, e_names, c_names, self._strict_mode, raw)
+        return self._make(score, score >= self._threshold, reason, log)
+
+    def _measure_exact_names(
+        self, expected: Sequence[ToolCall], called: Sequence[ToolCall], e_names: list[str], c_names: list[str]
+    ) -> MetricResult:
+        """Exact modes on names alone: a multiset count (and a sequence comparison), no pairing table."""
+        _, missing, extra = matching.count_by_name(e_names, c_names)
+        first_difference = matching.first_difference(e_names, c_names) if self._check_ordering else None
+        ok = first_difference is None if self._check_ordering else (missing is None and extra is None)
+        score = 1.0 if ok else 0.0
+        reason = ""
+        if self._include_reason:
+            reason = _exact_text(
+                ok=ok, ordered=self._check_ordering, n=len(e_names), called_names=c_names, missing=missing,
+                extra=extra, first_difference=first_difference, expected_names=e_names,
+            )
+        log = LazyLog(_scored_log, expected, called, self._check_ordering, self._strict_mode)
+        return self._make(score, score >= self._threshold, reason, log)
 
 
 def _strict_note(raw: float) -> str:
     return f" Strict mode: {_fmt_num(raw)} is below 1, so the score is 0."
 
 
-def _fmt_counts(counts: Mapping[str, int]) -> str:
-    return ", ".join(_fmt_name(k) if v == 1 else f"{_fmt_name(k)} ×{v}" for k, v in counts.items())
+def _names_log(expected: list[str], called: list[str], strict: bool, raw: float) -> dict[str, Any]:
+    """The default mode's log from names alone (the hot path keeps only the names)."""
+    pairs = matching.multiset_match(expected, called)
+    used_e = {p[0] for p in pairs}
+    used_c = {p[1] for p in pairs}
+    return {
+        "mode": "default",
+        "evaluation_params": [],
+        "expected": list(expected),
+        "called": list(called),
+        "matches": [
+            {"expected_index": i, "called_index": j, "name": expected[i], "weight": w} for i, j, w in pairs
+        ],
+        "missing": [name for i, name in enumerate(expected) if i not in used_e],
+        "extra": [name for j, name in enumerate(called) if j not in used_c],
+        "matched_weight": float(len(pairs)),
+        "expected_count": len(expected),
+        "raw_score": raw,
+        "strict_mode": strict,
+    }
 
 
-class _DefaultLog(Mapping[str, Any]):
-    """The default mode's evaluation log, built on first read.
+def _scored_log(
+    expected: Sequence[ToolCall], called: Sequence[ToolCall], ordered: bool, strict: bool
+) -> dict[str, Any]:
+    """The exact modes' log on names: the pairing is computed only when someone reads the log."""
+    outcome = score_tool_calls(expected, called, exact_match=True, check_ordering=ordered)
+    return build_log(outcome, expected, called, (), strict, outcome.score)
 
-    Most callers of the hot path read only the score and reason; pairing indices for the log would double
-    the cost per case, so they are computed when someone looks. Reads like a plain dict (and ``dict(log)``
-    makes one).
+
+class LazyLog(Mapping[str, Any]):
+    """An evaluation log built on first read: ``build(*args)`` must return a plain dict.
+
+    Most callers read only the score and reason; building the pairing details for every case would cost as
+    much as the scoring itself. Reads like a read-only dict; ``dict(log)`` / pickling give a plain dict.
+    Building twice from two threads is harmless (the result is the same).
     """
 
-    __slots__ = ("_called", "_data", "_expected", "_raw", "_strict")
+    __slots__ = ("_args", "_build", "_data")
 
-    def __init__(self, expected: list[str], called: list[str], strict: bool, raw: float) -> None:
-        self._expected, self._called, self._strict, self._raw = expected, called, strict, raw
+    def __init__(self, build: Callable[..., dict[str, Any]], *args: Any) -> None:
+        self._build, self._args = build, args
         self._data: dict[str, Any] | None = None
 
-    def _build(self) -> dict[str, Any]:
+    def _get(self) -> dict[str, Any]:
         data = self._data
         if data is None:
-            pairs = matching.multiset_match(self._expected, self._called)
-            used_e = {p[0] for p in pairs}
-            used_c = {p[1] for p in pairs}
-            data = {
-                "mode": "default",
-                "evaluation_params": [],
-                "expected": list(self._expected),
-                "called": list(self._called),
-                "matches": [
-                    {"expected_index": i, "called_index": j, "name": self._expected[i], "weight": w}
-                    for i, j, w in pairs
-                ],
-                "missing": [name for i, name in enumerate(self._expected) if i not in used_e],
-                "extra": [name for j, name in enumerate(self._called) if j not in used_c],
-                "matched_weight": float(len(pairs)),
-                "expected_count": len(self._expected),
-                "raw_score": self._raw,
-                "strict_mode": self._strict,
-            }
-            self._data = data
+            data = self._data = self._build(*self._args)
         return data
 
     def __getitem__(self, key: str) -> Any:
-        return self._build()[key]
+        return self._get()[key]
 
     def __iter__(self) -> Any:
-        return iter(self._build())
+        return iter(self._get())
 
     def __len__(self) -> int:
-        return len(self._build())
+        return len(self._get())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._get()
 
     def __eq__(self, other: object) -> bool:
-        return self._build() == other if isinstance(other, Mapping) else NotImplemented
+        return self._get() == other if isinstance(other, Mapping) else NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return repr(self._build())
+        return repr(self._get())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (self._build(),))
+        return (dict, (self._get(),))

@@ -276,3 +276,16 @@ def test_first_difference():
     assert matching.first_difference("abc", "abd") == 2
     assert matching.first_difference("ab", "abc") == 2
     assert matching.first_difference("", "") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abc"), max_size=7), st.lists(st.sampled_from("abc"), max_size=7))
+def test_names_lcs_traces_like_the_weighted_one(expected, called):
+    """The 0/1 fast path must choose the same pairs as the general trace (so reasons agree)."""
+    general = matching._front_alignment(
+        len(expected), len(called), lambda i, j: 1.0 if expected[i] == called[j] else None
+    )
+    assert matching.lcs_match(expected, called) == general
+    assert len(general) == _brute_common_subsequence(
+        lambda i, j: 1.0 if expected[i] == called[j] else None, len(expected), len(called)
+    )

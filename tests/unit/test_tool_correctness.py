@@ -505,16 +505,20 @@ def test_mode_properties(expected, called, rnd):
 
 
 @settings(max_examples=300, deadline=None)
-@given(names_st, names_st, st.booleans())
-def test_fast_path_agrees_with_the_general_scoring(expected, called, strict):
-    """The hot path of default mode must give the score, reason and log the general code gives."""
-    metric = ToolCorrectnessMetric(strict_mode=strict)
+@given(names_st, names_st, st.booleans(), st.sampled_from(list(UNWEIGHTED)))
+def test_fast_paths_agree_with_the_general_scoring(expected, called, strict, mode):
+    """The names-only fast paths must give the score, reason and log the general code gives."""
+    exact, ordered = mode.startswith("exact"), mode.endswith("ordering")
+    metric = ToolCorrectnessMetric(strict_mode=strict, exact_match=exact, check_ordering=ordered)
     fast = metric.measure(case(expected, called))
     e, c = [ToolCall(n) for n in expected], [ToolCall(n) for n in called]
-    outcome = score_tool_calls(e, c)
+    outcome = score_tool_calls(e, c, exact_match=exact, check_ordering=ordered)
     assert fast.score == (outcome.score if not strict or outcome.score == 1.0 else 0.0)
     reason = build_reason(outcome, e, c)
-    assert fast.reason.startswith(reason)
+    if fast.score == outcome.score:
+        assert fast.reason == reason
+    else:
+        assert fast.reason.startswith(reason + " Strict mode:")
     assert dict(fast.evaluation_log) == build_log(
         outcome, e, c, evaluation_params=(), strict_mode=strict, raw_score=outcome.score
     )
