@@ -73,12 +73,11 @@ def _tool_errors(options: MetricOptions) -> BaseMetric:
         kwargs["model"] = options.model
     if options.threshold is not None:
         kwargs["threshold"] = options.threshold
-    if options.strict:
-        kwargs["strict_mode"] = True
     return ToolsErrorMetric(**kwargs)
 
 
-#: name -> (factory, help). ``--exact`` / ``--ordering`` / ``--params`` apply to the tool_correctness family.
+#: name -> (factory, help). ``--exact`` / ``--ordering`` / ``--params`` / ``--strict`` apply to the
+#: tool_correctness family; ``--threshold`` to every metric; ``--model`` to LLM-judge metrics.
 #: To add a metric, register a factory here; import its module inside the factory (keep ``--help`` fast).
 METRICS: dict[str, tuple[MetricFactory, str]] = {
     "tool_correctness": (_tool_correctness(False, False), "expected tools were called (default mode)"),
@@ -228,7 +227,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exact", action="store_true", help="tool correctness: exact match (no extra, none missing)")
     parser.add_argument("--ordering", action="store_true", help="tool correctness: the order of calls matters")
     parser.add_argument("--threshold", type=float, metavar="X", help="passing score in [0, 1] for every metric")
-    parser.add_argument("--strict", action="store_true", help="strict mode: threshold 1, any imperfect score 0")
+    parser.add_argument(
+        "--strict", action="store_true", help="tool correctness strict mode: threshold 1, any imperfect score 0"
+    )
     parser.add_argument(
         "--params", action="append", choices=["input_parameters", "output"], default=[], metavar="FIELD",
         help="tool correctness: also compare input_parameters and/or output of calls (repeatable)",
