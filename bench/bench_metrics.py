@@ -5,7 +5,7 @@
 For each mode this times, on the same pre-built cases, in the same process:
 
 - ``measure``: ``metric.measure(case)``, everything a user gets (score, success, reason, log, result object);
-- ``core``: the scoring alone (``count_by_name`` / ``score_tool_calls``), no reason or result;
+- ``core``: the scoring alone (the names-only fast paths, else ``score_tool_calls``), no reason or result;
 - ``naive``: an obvious reference that only computes the score: nested loops with ``list.remove`` for
   multisets, brute force over every assignment for weighted matching, plain recursion for the LCS.
 
@@ -164,8 +164,17 @@ def best_rate(fn: Callable[[], None], n_cases: int, repeat: int) -> float:
 
 
 def core_function(kwargs: dict) -> Callable[[Sequence[ToolCall], Sequence[ToolCall]], object]:
+    """The scoring the metric itself runs for this mode, without reason, log or result object."""
     if not kwargs:
         return lambda e, c: matching.count_by_name([x.name for x in e], [x.name for x in c])
+    if kwargs == {"exact_match": True}:
+        return lambda e, c: matching.count_by_name([x.name for x in e], [x.name for x in c])
+    if kwargs == {"exact_match": True, "check_ordering": True}:
+        def exact_ordering(e: Sequence[ToolCall], c: Sequence[ToolCall]) -> object:
+            e_names, c_names = [x.name for x in e], [x.name for x in c]
+            return matching.count_by_name(e_names, c_names), matching.first_difference(e_names, c_names)
+
+        return exact_ordering
     flags = {
         "exact_match": kwargs.get("exact_match", False),
         "check_ordering": kwargs.get("check_ordering", False),
