@@ -33,30 +33,30 @@ TOOLS = ["search_hotels", "sort_by_price", "book_hotel", "get_weather", "send_em
 PARAMS = ["input_parameters", "output"]
 
 
-def build_cases(n: int, seed: int = 7) -> list[EvalTestCase]:
-    """Realistic 5-call runs: mostly right, some with a call missing, an extra, a swap or a wrong argument."""
+def build_cases(n: int, length: int = 5, seed: int = 7) -> list[EvalTestCase]:
+    """Realistic runs: mostly right, some with a call missing, an extra, a swap or a wrong argument."""
     rnd = random.Random(seed)
     cases = []
     for _ in range(n):
         expected = [
             ToolCall(rnd.choice(TOOLS), {"q": rnd.choice(["paris", "rome"]), "n": rnd.randint(1, 3)},
                      output=rnd.choice(["ok", "none"]))
-            for _ in range(5)
+            for _ in range(length)
         ]
         called = list(expected)
         kind = rnd.random()
         if kind < 0.2:
-            del called[rnd.randrange(5)]
-            called.insert(rnd.randrange(5), ToolCall(rnd.choice(TOOLS)))
+            del called[rnd.randrange(length)]
+            called.insert(rnd.randrange(length), ToolCall(rnd.choice(TOOLS)))
         elif kind < 0.4:
-            i, j = rnd.sample(range(5), 2)
+            i, j = rnd.sample(range(length), 2)
             called[i], called[j] = called[j], called[i]
         elif kind < 0.6:
-            k = rnd.randrange(5)
+            k = rnd.randrange(length)
             old = called[k]
             called[k] = ToolCall(old.name, {**old.input_parameters, "n": 9}, output=old.output)
         elif kind < 0.7:
-            called = [ToolCall(rnd.choice(TOOLS)) for _ in range(5)]
+            called = [ToolCall(rnd.choice(TOOLS)) for _ in range(length)]
         cases.append(EvalTestCase("q", "a", tools_called=called, expected_tools=expected))
     return cases
 
@@ -144,13 +144,14 @@ def naive_weighted_ordering(expected: Sequence[ToolCall], called: Sequence[ToolC
 
 # --- timing ---------------------------------------------------------------------------------------------------
 
-MODES: list[tuple[str, dict, Callable[[Sequence[ToolCall], Sequence[ToolCall]], float]]] = [
-    ("default", {}, naive_default),
-    ("exact", {"exact_match": True}, naive_exact),
-    ("ordering", {"check_ordering": True}, naive_ordering),
-    ("exact+ordering", {"exact_match": True, "check_ordering": True}, naive_exact_ordering),
-    ("default+params", {"evaluation_params": PARAMS}, naive_weighted_default),
-    ("ordering+params", {"check_ordering": True, "evaluation_params": PARAMS}, naive_weighted_ordering),
+# (label, metric kwargs, naive reference, longest sequence the naive reference can do in reasonable time)
+MODES: list[tuple[str, dict, Callable[[Sequence[ToolCall], Sequence[ToolCall]], float], int]] = [
+    ("default", {}, naive_default, 10_000),
+    ("exact", {"exact_match": True}, naive_exact, 10_000),
+    ("ordering", {"check_ordering": True}, naive_ordering, 8),
+    ("exact+ordering", {"exact_match": True, "check_ordering": True}, naive_exact_ordering, 10_000),
+    ("default+params", {"evaluation_params": PARAMS}, naive_weighted_default, 7),
+    ("ordering+params", {"check_ordering": True, "evaluation_params": PARAMS}, naive_weighted_ordering, 7),
 ]
 
 
@@ -186,21 +187,25 @@ def core_function(kwargs: dict) -> Callable[[Sequence[ToolCall], Sequence[ToolCa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cases", type=int, default=5_000, help="distinct cases (default 5000)")
+    parser.add_argument("--length", type=int, default=5, help="expected calls per case (default 5)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is kept (default 5)")
     args = parser.parse_args()
-    cases = build_cases(args.cases)
+    cases = build_cases(args.cases, args.length)
     pairs = [(c.expected_tools, c.tools_called) for c in cases]
-    print(f"{args.cases} distinct cases of 5 expected / ~5 called calls; best of {args.repeat} runs; "
-          f"Python {sys.version.split()[0]}")
+    print(f"{args.cases} distinct cases of {args.length} expected / ~{args.length} called calls; "
+          f"best of {args.repeat} runs; Python {sys.version.split()[0]}")
     header = f"{'mode':<16} {'measure/s':>12} {'core/s':>12} {'naive/s':>12} {'measure÷naive':>14} {'core÷naive':>11}"
     print(header)
     print("-" * len(header))
-    for label, kwargs, naive in MODES:
+    default_rate = 0.0
+    for label, kwargs, naive, naive_limit in MODES:
         metric = ToolCorrectnessMetric(**kwargs)
-        for case, (e, c) in zip(cases, pairs, strict=True):  # same scores, or the comparison means nothing
-            ours, ref = metric.measure(case).score, naive(e, c)
-            assert abs(ours - ref) < 1e-9, (label, e, c, ours, ref)
+        with_naive = args.length <= naive_limit
+        if with_naive:
+            for case, (e, c) in zip(cases, pairs, strict=True):  # same scores, or the comparison means nothing
+                ours, ref = metric.measure(case).score, naive(e, c)
+                assert abs(ours - ref) < 1e-9, (label, e, c, ours, ref)
         measure = metric.measure
         core = core_function(kwargs)
 
@@ -218,13 +223,17 @@ def main() -> None:
 
         m_rate = best_rate(run_measure, len(cases), args.repeat)
         c_rate = best_rate(run_core, len(cases), args.repeat)
-        n_rate = best_rate(run_naive, len(cases), args.repeat)
-        print(f"{label:<16} {m_rate:>12,.0f} {c_rate:>12,.0f} {n_rate:>12,.0f} {m_rate / n_rate:>14.2f} "
-              f"{c_rate / n_rate:>11.2f}")
-    default = ToolCorrectnessMetric()
-    rate = best_rate(lambda: [default.measure(c) for c in cases], len(cases), args.repeat)
-    print(f"\ndefault mode measure(): {rate:,.0f} cases/s = {1e6 / rate:.1f} µs/case "
-          f"(target ≥ 100,000 cases/s: {'met' if rate >= 100_000 else 'NOT met'})")
+        if label == "default":
+            default_rate = m_rate
+        if with_naive:
+            n_rate = best_rate(run_naive, len(cases), args.repeat)
+            print(f"{label:<16} {m_rate:>12,.0f} {c_rate:>12,.0f} {n_rate:>12,.0f} {m_rate / n_rate:>14.2f} "
+                  f"{c_rate / n_rate:>11.2f}")
+        else:
+            print(f"{label:<16} {m_rate:>12,.0f} {c_rate:>12,.0f} {'(too slow)':>12} {'-':>14} {'-':>11}")
+    verdict = ("met" if default_rate >= 100_000 else "NOT met") if args.length == 5 else "applies to 5-call cases"
+    print(f"\ndefault mode measure(): {default_rate:,.0f} cases/s = {1e6 / default_rate:.1f} µs/case "
+          f"(target ≥ 100,000 cases/s: {verdict})")
 
 
 if __name__ == "__main__":
