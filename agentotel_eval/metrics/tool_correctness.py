@@ -505,6 +505,22 @@ class ToolCorrectnessMetric(BaseMetric):
         if self.verbose and result.status == "ok":
             print(verbose_steps(result.evaluation_log))
 
+    def measure(self, case: Any) -> MetricResult:
+        # The default-mode hot path, inlined: plain lists of ToolCalls, names only. Anything else (names or
+        # dicts in the lists, a missing list, another mode) takes the general route through ``_measure``.
+        if self._fast and not self.verbose:
+            try:
+                expected, called = case.expected_tools, case.tools_called
+                if type(expected) is list and type(called) is list:
+                    result = self._measure_default([c.name for c in expected], [c.name for c in called])
+                    BaseMetric._remember(self, result)  # not verbose: nothing of ours to add
+                    return result
+            except AttributeError:
+                pass
+        result = self._measure(case)
+        self._remember(result)
+        return result
+
     def _measure(self, case: Any) -> MetricResult:
         expected, e_names = _calls_of(case, "expected_tools")
         if expected is None:
