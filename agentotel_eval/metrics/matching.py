@@ -21,6 +21,7 @@ import numbers
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.test_case import ToolCall
 
 #: ``(expected_index, called_index, weight)``: one expected call satisfied by one called call.
@@ -36,6 +37,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
+# Exact types checked before the (slow) ABC isinstance: JSON values are almost always these.
+_SCALARS = frozenset({str, int, float, type(None)})
+_MAPPINGS = frozenset({dict, FrozenDict})
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) in _MAPPINGS or isinstance(value, Mapping)
+
+
 def values_equal(a: Any, b: Any) -> bool:
     """Equality as a user means it for JSON-like tool arguments.
 
@@ -44,18 +54,21 @@ def values_equal(a: Any, b: Any) -> bool:
     """
     if a is b:
         return True
-    a_bool, b_bool = isinstance(a, bool), isinstance(b, bool)
+    ta, tb = type(a), type(b)
+    if ta in _SCALARS and tb in _SCALARS:
+        return a == b
+    a_bool, b_bool = ta is bool or isinstance(a, bool), tb is bool or isinstance(b, bool)
     if a_bool or b_bool:
         return a_bool and b_bool and a == b
-    if isinstance(a, Mapping):
-        if not isinstance(b, Mapping) or len(a) != len(b):
+    if _is_mapping(a):
+        if not _is_mapping(b) or len(a) != len(b):
             return False
         return all(k in b and values_equal(v, b[k]) for k, v in a.items())
     if isinstance(a, list | tuple):
         if not isinstance(b, list | tuple) or len(a) != len(b):
             return False
         return all(map(values_equal, a, b))
-    if isinstance(b, Mapping | list | tuple):
+    if _is_mapping(b) or isinstance(b, list | tuple):
         return False
     try:
         return bool(a == b)
@@ -101,7 +114,7 @@ def parameter_similarity(expected: Any, called: Any) -> float:
     counts 0.5), two empty parameter sets are fully alike (1.0), and non-mapping arguments compare whole.
     """
     expected, called = _as_params(expected), _as_params(called)
-    if not isinstance(expected, Mapping) or not isinstance(called, Mapping):
+    if not _is_mapping(expected) or not _is_mapping(called):
         return 1.0 if values_equal(expected, called) else 0.0
     if not expected and not called:
         return 1.0
@@ -111,7 +124,7 @@ def parameter_similarity(expected: Any, called: Any) -> float:
         if key not in called:
             continue
         c_value = called[key]
-        if isinstance(e_value, Mapping) and isinstance(c_value, Mapping):
+        if _is_mapping(e_value) and _is_mapping(c_value):
             total += parameter_similarity(e_value, c_value)
         elif values_equal(e_value, c_value):
             total += 1.0
