@@ -550,7 +550,8 @@ class ToolCorrectnessMetric(BaseMetric):
             )
             if score != raw:
                 reason += _strict_note(raw)
-        log = LazyLog(build_log, outcome, expected, called, self._param_names, self._strict_mode, raw)
+        # Snapshots: the log is built later, and the case's lists may have changed by then.
+        log = LazyLog(build_log, outcome, tuple(expected), tuple(called), self._param_names, self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
     def _measure_default(self, e_names: list[str], c_names: list[str]) -> MetricResult:
@@ -581,7 +582,7 @@ class ToolCorrectnessMetric(BaseMetric):
                 ok=ok, ordered=self._check_ordering, n=len(e_names), called_names=c_names, missing=missing,
                 extra=extra, first_difference=first_difference, expected_names=e_names,
             )
-        log = LazyLog(_scored_log, expected, called, self._check_ordering, self._strict_mode)
+        log = LazyLog(_scored_log, tuple(expected), tuple(called), self._check_ordering, self._strict_mode)
         return self._make(score, score >= self._threshold, reason, log)
 
 

@@ -324,6 +324,16 @@ def test_evaluation_log_is_json_ready_and_pickles(kwargs):
     assert pickle.loads(pickle.dumps(result)) == result
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"exact_match": True}, {"check_ordering": True}])
+def test_lazy_log_is_not_changed_by_later_edits_of_the_case(kwargs):
+    c = case(["a", "b"], ["a"])
+    result = ToolCorrectnessMetric(**kwargs).measure(c)
+    c.tools_called.append(ToolCall("b"))
+    c.expected_tools.append(ToolCall("z"))
+    assert result.evaluation_log["called"] == ["a"] and result.evaluation_log["expected"] == ["a", "b"]
+    assert result.evaluation_log["missing"] == ["b"]
+
+
 def test_default_log_lists_pairs_by_index():
     log = ToolCorrectnessMetric().measure(case(["a", "b", "a"], ["a", "a", "c"])).evaluation_log
     assert [(p["expected_index"], p["called_index"]) for p in log["matches"]] == [(0, 0), (2, 1)]
