@@ -1,0 +1,171 @@
+"""The real `agentotel-eval eval` command in a subprocess, on JSONL files in tmp_path."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentotel_eval.evaluate import LONG_INPUT
+
+HOTEL = {
+    "input": "Search for hotels in Paris and book the cheapest one.",
+    "actual_output": "I found and booked Hotel Le Marais for $120/night.",
+    "tools_called": ["search_hotels", "sort_by_price", "book_hotel"],
+    "expected_tools": ["search_hotels", "book_hotel"],
+}
+HALF = {"input": "book it", "tools_called": ["search"], "expected_tools": ["search", "book"], "name": "half"}
+
+
+def write_cases(path: Path, *rows: object) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run(
+        [sys.executable, "-m", "agentotel_eval.cli", "eval", *args],
+        input=stdin, capture_output=True, text=True, timeout=60, env=env, cwd=cwd,
+    )
+
+
+def test_all_cases_pass(tmp_path):
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL, {**HOTEL, "name": "again"})
+    proc = run_cli(str(cases))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # short input, not a terminal: no progress bar
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["line", "case", "tool_correctness", "result"]
+    assert "1.00 pass" in lines[1] and lines[1].rstrip().endswith("PASS")
+    assert "again" in lines[2]
+    assert "2/2 cases passed (100.0%)" in proc.stdout
+    assert "tool_correctness: mean score 1.000, passed 2/2" in proc.stdout
+
+
+def test_a_failing_case_fails_the_command_and_explains_why(tmp_path):
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL, HALF)
+    proc = run_cli(str(cases), "--threshold", "0.6")
+    assert proc.returncode == 1
+    assert "FAILED line 2 (half) tool_correctness [0.50 < 0.6]: Matched 1 of 2 expected tool calls. Missing: book." in proc.stdout
+    assert "1/2 cases passed (50.0%)" in proc.stdout
+    assert "mean score 0.750" in proc.stdout
+    assert run_cli(str(cases), "--threshold", "0.6", "--exit-zero").returncode == 0
+    assert run_cli(str(cases)).returncode == 0  # 0.5 passes the default threshold
+
+
+def test_json_output_and_mode_flags(tmp_path):
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL, HALF)
+    proc = run_cli(str(cases), "--format", "json", "--metric", "tool_correctness", "-m", "tool_correctness", "--ordering")
+    document = json.loads(proc.stdout)
+    assert [c["line"] for c in document["cases"]] == [1, 2]
+    first = document["cases"][0]["metrics"]
+    assert [m["metric"] for m in first] == ["tool_correctness_ordering"]  # deduplicated after --ordering
+    assert first[0]["score"] == 1.0 and first[0]["evaluation_log"]["mode"] == "ordering"
+    summary = document["summary"]
+    assert summary["cases"] == 2 and summary["pass_rate"] == 1.0
+    assert summary["metrics"]["tool_correctness_ordering"]["mean_score"] == pytest.approx(0.75)
+
+    proc = run_cli(str(cases), "--format", "json", "--exact", "--metric", "tool_correctness,tool_correctness_ordering")
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    names = [m["metric"] for m in document["cases"][0]["metrics"]]
+    assert names == ["tool_correctness_exact", "tool_correctness_exact_ordering"]
+    assert document["summary"]["pass_rate"] == 0.0
+
+    strict = json.loads(run_cli(str(cases), "--format", "json", "--strict").stdout)
+    assert [c["metrics"][0]["score"] for c in strict["cases"]] == [1.0, 0.0]
+    assert strict["cases"][0]["metrics"][0]["threshold"] == 1.0
+
+
+def test_params_compare_arguments(tmp_path):
+    row = {
+        "input": "q",
+        "tools_called": [{"name": "search", "input_parameters": {"city": "Paris", "stars": 5}}],
+        "expected_tools": [{"name": "search", "input_parameters": {"city": "Paris", "stars": 4}}],
+    }
+    cases = write_cases(tmp_path / "cases.jsonl", row)
+    document = json.loads(run_cli(str(cases), "--format", "json", "--params", "input_parameters").stdout)
+    result = document["cases"][0]["metrics"][0]
+    assert result["score"] == 0.5 and "stars" in result["reason"]
+    assert result["evaluation_log"]["evaluation_params"] == ["input_parameters"]
+
+
+def test_invalid_lines_are_reported_and_the_valid_ones_still_scored(tmp_path):
+    cases = write_cases(
+        tmp_path / "cases.jsonl",
+        HOTEL,
+        "",
+        "{not json",
+        '["a list"]',
+        {"input": "x", "expected_tools": ["a"], "surprise": 1},
+        {"expected_tools": ["a"]},
+        HALF,
+    )
+    with cases.open("ab") as stream:
+        stream.write(b'{"input": "\xff"}\n')
+    proc = run_cli(str(cases), "--format", "json")
+    assert proc.returncode == 2
+    err = proc.stderr
+    assert f"{cases}:3: invalid JSON" in err
+    assert f"{cases}:4: expected a JSON object, got list" in err
+    assert f"{cases}:5: invalid test case: unknown test case field(s): ['surprise']" in err
+    assert f"{cases}:6: invalid test case: a test case needs an 'input'" in err
+    assert f"{cases}:8: not UTF-8" in err
+    document = json.loads(proc.stdout)
+    assert [c["line"] for c in document["cases"]] == [1, 7]
+    assert [e["line"] for e in document["invalid_lines"]] == [3, 4, 5, 6, 8]
+
+
+def test_usage_errors(tmp_path):
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL)
+    unknown = run_cli(str(cases), "--metric", "accuracy")
+    assert unknown.returncode == 2 and "unknown metric 'accuracy'" in unknown.stderr
+    missing = run_cli(str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    bad_threshold = run_cli(str(cases), "--threshold", "2")
+    assert bad_threshold.returncode == 2 and "threshold must be between 0 and 1" in bad_threshold.stderr
+    empty = write_cases(tmp_path / "empty.jsonl", "")
+    proc = run_cli(str(empty))
+    assert proc.returncode == 5 and "no test cases" in proc.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("agentotel_eval.metrics.tool_errors") is not None,
+    reason="the LLM judge is installed; its CLI behaviour is tested with it",
+)
+def test_tool_errors_without_the_judge_is_a_clear_error(tmp_path):
+    proc = run_cli(str(write_cases(tmp_path / "cases.jsonl", HOTEL)), "--metric", "tool_errors")
+    assert proc.returncode == 2 and "tool_errors is not available" in proc.stderr
+
+
+def test_stdin_and_progress_for_long_inputs(tmp_path):
+    text = "\n".join(json.dumps({**HOTEL, "name": f"c{k}"}) for k in range(LONG_INPUT)) + "\n"
+    proc = run_cli("-", "--quiet", stdin=text)
+    assert proc.returncode == 0
+    assert f"{LONG_INPUT}/{LONG_INPUT} cases passed" in proc.stdout
+    assert "c0" not in proc.stdout  # --quiet: no per-case rows
+    progress = proc.stderr.strip().splitlines()
+    assert len(progress) == 10 and progress[-1].startswith("[" + "#" * 30 + f"] {LONG_INPUT}/{LONG_INPUT}")
+    quiet = run_cli("-", "--quiet", "--no-progress", stdin=text)
+    assert quiet.stderr == ""
+
+
+def test_console_script_and_no_litellm_import(tmp_path):
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL)
+    script = Path(sys.executable).parent / "agentotel-eval"
+    if script.exists():
+        proc = subprocess.run([str(script), "eval", str(cases)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and "1/1 cases passed" in proc.stdout
+    code = (
+        "import sys; from agentotel_eval.cli import main\n"
+        f"rc = main(['eval', {str(cases)!r}, '--no-progress'])\n"
+        "print('litellm' in sys.modules, rc, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stderr.strip() == "False 0"
