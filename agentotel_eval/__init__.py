@@ -1,9 +1,18 @@
 """agentotel-eval: score AI agents' tool use from their OpenTelemetry traces.
 
-Importing the package is cheap: metrics that need an LLM (and litellm) load only when used.
+Importing the package is cheap: the tracing API (the OpenTelemetry SDK) and the LLM judge (litellm) load on
+first use, through the lazy attributes below.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agentotel_eval.evaluate import CaseResult, EvaluationResult, evaluate, evaluate_sync
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
+from agentotel_eval.metrics.multimodal_tool_correctness import MultimodalToolCorrectnessMetric
+from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.test_case import (
     EvalTestCase,
     MLLMImage,
@@ -15,14 +24,44 @@ from agentotel_eval.test_case import (
 
 __version__ = "0.1.0"
 
+#: public names that load their module on first access (attribute -> module)
+_LAZY = {
+    "traced": "agentotel_eval.tracing",
+    "configure": "agentotel_eval.tracing",
+    "set_expected_tools": "agentotel_eval.tracing",
+    "force_flush": "agentotel_eval.tracing",
+    "shutdown": "agentotel_eval.tracing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentotel_eval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "BaseMetric",
+    "CaseResult",
     "EvalTestCase",
+    "EvaluationResult",
     "MLLMImage",
     "MetricResult",
     "ModelTestCase",
+    "MultimodalToolCorrectnessMetric",
     "ToolCall",
     "ToolCallParams",
+    "ToolCorrectnessMetric",
     "ToolDefinition",
     "__version__",
+    "configure",
+    "evaluate",
+    "evaluate_sync",
+    "force_flush",
+    "set_expected_tools",
+    "shutdown",
+    "traced",
 ]
