@@ -1,5 +1,5 @@
 """A real OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks that must not reach a
-real LLM provider.
+real LLM provider. It also answers the native chat APIs of Anthropic, Gemini and Ollama in their own shapes.
 
 It is an actual HTTP server (``http.server`` in a background thread, one thread per connection), so litellm, the
 OpenAI SDK and httpx run their real code paths: connection handling, status codes, ``Retry-After`` headers,
@@ -30,6 +30,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+
+def protocol_of(path: str) -> str | None:
+    """Which API a request path belongs to: OpenAI chat completions, and the native APIs of Anthropic, Gemini
+    and Ollama (so the ``anthropic:``, ``google:`` and ``ollama:`` model strings reach the stub through litellm's
+    real provider code); None for an unknown path."""
+    if path in CHAT_PATHS:
+        return "openai"
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if path.endswith(":generateContent"):
+        return "gemini"
+    if path.endswith("/api/chat"):
+        return "ollama_chat"
+    if path.endswith("/api/generate"):
+        return "ollama_generate"
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,14 +113,44 @@ class Reply:
                           "param": None, "code": str(status)}}
         return cls(status=status, raw_body=json.dumps(body).encode(), headers=dict(headers or {}), **kw)
 
-    def body_for(self, request_body: Mapping[str, Any], seq: int) -> bytes:
+    def body_for(self, request_body: Mapping[str, Any], seq: int, protocol: str = "openai") -> bytes:
         if self.raw_body is not None:
             return self.raw_body
+        model = str(request_body.get("model", "stub-model"))
+        if protocol == "anthropic":
+            payload: dict[str, Any] = {
+                "id": f"msg_stub_{seq}", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": self.content or ""}],
+                "stop_reason": "max_tokens" if self.finish_reason == "length" else "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": self.prompt_tokens, "output_tokens": self.completion_tokens},
+            }
+            return json.dumps(payload).encode()
+        if protocol == "gemini":
+            payload = {
+                "candidates": [{"content": {"parts": [{"text": self.content or ""}], "role": "model"},
+                                "finishReason": "MAX_TOKENS" if self.finish_reason == "length" else "STOP",
+                                "index": 0}],
+                "usageMetadata": {"promptTokenCount": self.prompt_tokens,
+                                  "candidatesTokenCount": self.completion_tokens,
+                                  "totalTokenCount": self.prompt_tokens + self.completion_tokens},
+                "modelVersion": model,
+            }
+            return json.dumps(payload).encode()
+        if protocol in ("ollama_chat", "ollama_generate"):
+            payload = {"model": model, "created_at": "2026-01-01T00:00:00Z", "done": True,
+                       "done_reason": "length" if self.finish_reason == "length" else "stop",
+                       "prompt_eval_count": self.prompt_tokens, "eval_count": self.completion_tokens}
+            if protocol == "ollama_chat":
+                payload["message"] = {"role": "assistant", "content": self.content or ""}
+            else:
+                payload["response"] = self.content or ""
+            return json.dumps(payload).encode()
         payload = {
             "id": f"chatcmpl-stub-{seq}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": str(request_body.get("model", "stub-model")),
+            "model": model,
             "system_fingerprint": "fp_stub",
             "choices": [{
                 "index": 0,
@@ -257,7 +304,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         path = self.path.split("?", 1)[0]
-        if path not in CHAT_PATHS:
+        protocol = protocol_of(path)
+        if protocol is None:
             reply = Reply.error(404, f"llm_stub: unknown path {path}")
         elif not isinstance(body, dict):
             reply = Reply.error(400, "llm_stub: the body is not a JSON object")
@@ -266,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
         seq = self.owner._record(RecordedRequest(path, dict(self.headers.items()), body, time.monotonic(), reply.status))
         if reply.delay:
             time.sleep(reply.delay)
-        payload = reply.body_for(body if isinstance(body, dict) else {}, seq)
+        payload = reply.body_for(body if isinstance(body, dict) else {}, seq, protocol or "openai")
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")

@@ -7,7 +7,6 @@ or our own exceptions alike.
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import math
 import time
@@ -65,7 +64,7 @@ def classify(exc: BaseException) -> Failure:
         return Failure(True, exc.retry_after if exc.retry_after is not None else retry_after, kind, status)
     if isinstance(exc, PermanentJudgeError | JudgeOutputError):
         return Failure(False, None, "client", status)
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError) or status == 408:
+    if isinstance(exc, TimeoutError) or status == 408:
         return Failure(True, retry_after, "timeout", status)
     if status == 429:
         return Failure(True, retry_after, "rate_limit", status)
