@@ -207,6 +207,8 @@ class LLMStub:
         self.responder = responder
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self.max_in_flight = 0  # the most requests the stub was answering at one time
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -286,7 +288,13 @@ class LLMStub:
     def _record(self, request: RecordedRequest) -> int:
         with self._lock:
             self._requests.append(request)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
             return len(self._requests)
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -312,10 +320,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             reply = self.owner._next_reply(body)
         seq = self.owner._record(RecordedRequest(path, dict(self.headers.items()), body, time.monotonic(), reply.status))
-        if reply.delay:
-            time.sleep(reply.delay)
-        payload = reply.body_for(body if isinstance(body, dict) else {}, seq, protocol or "openai")
         try:
+            if reply.delay:
+                time.sleep(reply.delay)
+            payload = reply.body_for(body if isinstance(body, dict) else {}, seq, protocol or "openai")
             self.send_response(reply.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -325,3 +333,5 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             self.close_connection = True
+        finally:
+            self.owner._done()
