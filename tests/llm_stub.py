@@ -300,6 +300,8 @@ class LLMStub:
 class _Handler(BaseHTTPRequestHandler):
     owner: LLMStub
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
+    # Headers and body go out in two writes; with Nagle on, the body waits for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr logging
         pass
@@ -335,3 +337,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             self.owner._done()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve from a separate process (benchmarks: a real provider does not share the client's GIL).
+
+    Prints the base URL on the first line of stdout, then serves until stdin closes.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="OpenAI-compatible stub LLM server")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--json", default='{"detected": false, "confidence": 1.0}', help="the answer (JSON text)")
+    args = parser.parse_args(argv)
+    with LLMStub(default=Reply.text(args.json, delay=args.delay)) as stub:
+        print(stub.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

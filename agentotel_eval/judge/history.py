@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.frozen import thaw
 from agentotel_eval.test_case import ToolCall
 
 DEFAULT_MAX_VALUE_CHARS = 2_000
@@ -69,8 +68,8 @@ def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
     elif isinstance(value, bytes):
         text = value.decode("utf-8", "replace")
     else:
-        try:
-            text = json.dumps(thaw(value), ensure_ascii=False, default=str)
+        try:  # frozen containers are dict / list subclasses: json serialises them without a copy
+            text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
             text = repr(value)
     return truncate(text, limit)

@@ -212,6 +212,13 @@ def _unescape_single(body: str) -> str:
         return body.replace("\\'", "'")
 
 
+def _could_be_in(value: dict[str, Any], text: str) -> bool:
+    """A cheap necessary condition for ``value`` to equal an object written in ``text``: its plain keys appear
+    there verbatim (unless the text uses \\u escapes, which could spell a key without its letters). Keys that
+    JSON would have to escape are not required, so the condition stays necessary."""
+    return "\\u" in text or all(key in text for key in value if isinstance(key, str) and key.isidentifier())
+
+
 def _objects_in_data(text: str, depth: int = 3) -> list[dict[str, Any]]:
     """Objects in the data, including JSON written inside string values of those objects (escaped JSON)."""
     if "{" not in text or depth <= 0:
@@ -264,11 +271,16 @@ def extract_verdict(
     if untrusted:
         squashed = _squash(untrusted)
         squashed_variants = (squashed, squashed.replace('\\"', '"'))
-        data_objects = _objects_in_data(untrusted)
+        data_objects: list[dict[str, Any]] | None = None
         kept = []
         for cand in candidates:
             flat = _squash(cand.raw)
-            if any(flat in variant for variant in squashed_variants) or cand.value in data_objects:
+            echoed = any(flat in variant for variant in squashed_variants)
+            if not echoed and _could_be_in(cand.value, untrusted):
+                if data_objects is None:
+                    data_objects = _objects_in_data(untrusted)
+                echoed = cand.value in data_objects
+            if echoed:
                 echoes += 1
             else:
                 kept.append(cand)
