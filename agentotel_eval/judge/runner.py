@@ -8,6 +8,7 @@ failure is an outcome with the error and the raw text, never an exception that l
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from agentotel_eval.judge.errors import JudgeError, JudgeOutputError
 from agentotel_eval.judge.retry import AttemptCounter, RetriesExhausted, RetryPolicy, call_with_retries
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONCURRENCY = 8
 MAX_ECHOED_ANSWER_CHARS = 4000  # how much of a bad answer the repair request quotes back
@@ -56,6 +58,7 @@ class JudgeStats:
     failures: int = 0
     cost_usd: float = 0.0
     unknown_cost_answers: int = 0
+    cache_write_errors: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **deltas: float) -> None:
@@ -66,7 +69,8 @@ class JudgeStats:
     def snapshot(self) -> dict[str, float]:
         with self._lock:
             return {k: getattr(self, k) for k in ("calls", "attempts", "retries", "cache_hits", "repairs",
-                                                  "failures", "cost_usd", "unknown_cost_answers")}
+                                                  "failures", "cost_usd", "unknown_cost_answers",
+                                                  "cache_write_errors")}
 
 
 class JudgeRunner:
@@ -99,6 +103,7 @@ class JudgeRunner:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        self._warned_cache = False
 
     @property
     def model_name(self) -> str:
@@ -169,7 +174,7 @@ class JudgeRunner:
                     conversation = [*messages, *_repair_turn(text, str(problem))]
                     continue
                 if cache is not None and key is not None:
-                    cache.put(key, text, cost_usd=_total(costs), model=self.model_name)
+                    self._store(cache, key, text, _total(costs))
                 return JudgeOutcome(value, text, _total(costs), counter.attempts, repaired=repaired,
                                     raw_answers=tuple(answers))
         except (RetriesExhausted, JudgeError) as exc:
@@ -179,6 +184,16 @@ class JudgeRunner:
         self.stats.add(failures=1)
         return JudgeOutcome(None, answers[-1] if answers else None, _total(costs), counter.attempts,
                             repaired=repaired, error=error, raw_answers=tuple(answers))
+
+    def _store(self, cache: ResponseCache, key: str, text: str, cost: float | None) -> None:
+        """Cache a good answer; a cache that cannot be written costs a warning, never the verdict."""
+        try:
+            cache.put(key, text, cost_usd=cost, model=self.model_name)
+        except OSError as exc:
+            self.stats.add(cache_write_errors=1)
+            if not self._warned_cache:
+                self._warned_cache = True
+                logger.warning("judge cache %s cannot be written (%s); answers are not cached", cache.directory, exc)
 
     def _count(self, counter: AttemptCounter, costs: list[float | None]) -> None:
         known = [c for c in costs if c is not None]

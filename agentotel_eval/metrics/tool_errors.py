@@ -388,6 +388,8 @@ class ToolsErrorMetric(BaseMetric):
 
     # -- preparation (pure) ---------------------------------------------------------------------------------
     def _prepare(self, case: Any) -> _Prepared:
+        if not hasattr(case, "actual_output") and callable(getattr(case, "to_test_case", None)):
+            case = case.to_test_case()  # an AgentRun from trace reconstruction
         if not hasattr(case, "input"):
             raise TypeError(f"ToolsErrorMetric scores a test case with an 'input', got {type(case).__name__}")
         user_input = render_text(case.input)

@@ -268,3 +268,28 @@ def test_importing_and_using_the_metric_without_a_judge_call_does_not_import_lit
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_agent_run_is_scored_directly():
+    from agentotel_eval.reconstruct.model import AgentRun
+
+    run = AgentRun(
+        trace_id="a" * 32, span_id="b" * 16, agent_name="weather", start_time_ns=0, end_time_ns=1,
+        input="Weather in Atlantis?", output="It is sunny.",
+        tool_calls=(ToolCall("get_weather", {"city": "Atlantis"}, status="error", error="UnknownCity"),
+                    ToolCall("get_weather", {"city": "Atlantis"}, status="error", error="UnknownCity")),
+        tool_definitions=(ToolDefinition("get_weather", parameters={"type": "object", "required": ["city"]}),),
+    )
+    result = ToolsErrorMetric(judge=False).measure(run)
+    assert result.status == "ok" and result.evaluation_log["error_types"] == ["repeated_failure"]
+    assert result.evaluation_log["detectors"][0]["call_indices"] == [0, 1]
+    assert result.evaluation_log["ai_response"] == "It is sunny."
+
+
+def test_an_unwritable_cache_costs_a_warning_not_the_verdict(tmp_path, caplog):
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("x")
+    m = metric(ScriptedClient(FOUND, FOUND), cache=blocked)
+    assert m.measure(CASE).status == "ok" and m.measure(CASE).status == "ok"
+    assert m.runner.stats.snapshot()["cache_write_errors"] == 2
+    assert sum("cannot be written" in r.message for r in caplog.records) == 1  # warned once
