@@ -94,25 +94,33 @@ def render_text(value: Any) -> str:
     return render_value(value)
 
 
+_CONTINUATION = "\n      "
+
+
+def _field(label: str, value: Any, limit: int) -> str:
+    """``   label: value``, continuation lines indented further, so a value cannot pose as another call."""
+    return f"   {label}: " + render_value(value, limit).replace("\n", _CONTINUATION)
+
+
 def render_call(position: int, call: ToolCall, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS) -> str:
     """One call: ``#n name`` then its arguments, status, error and result on indented lines."""
-    lines = [f"#{position} {call.name}"]
+    lines = [f"#{position} {render_value(call.name, 200).replace(chr(10), ' ')}"]
     if call.input_parameters is not None:
-        lines.append(f"   arguments: {render_value(call.input_parameters, max_value_chars)}")
+        lines.append(_field("arguments", call.input_parameters, max_value_chars))
     elif call.raw_arguments is not None:
-        lines.append(f"   arguments (as recorded, not parsed): {render_value(call.raw_arguments, max_value_chars)}")
+        lines.append(_field("arguments (as recorded, not parsed)", call.raw_arguments, max_value_chars))
     if call.status is not None:
         lines.append(f"   status: {call.status}")
     if call.error:
-        lines.append(f"   error: {render_value(call.error, max_value_chars)}")
+        lines.append(_field("error", call.error, max_value_chars))
     if call.output is not None:
-        lines.append(f"   result: {render_value(call.output, max_value_chars)}")
+        lines.append(_field("result", call.output, max_value_chars))
     elif call.status == "ok":
         lines.append("   result: (none recorded)")
     if call.description:
-        lines.append(f"   description: {render_value(call.description, max_value_chars)}")
+        lines.append(_field("description", call.description, max_value_chars))
     if call.reasoning:
-        lines.append(f"   reasoning: {render_value(call.reasoning, max_value_chars)}")
+        lines.append(_field("reasoning", call.reasoning, max_value_chars))
     return "\n".join(lines)
 
 

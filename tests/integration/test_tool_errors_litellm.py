@@ -259,3 +259,18 @@ async def test_concurrent_calls_respect_the_limit(stub):
     results = await asyncio.gather(*(metric.a_measure(REFERENCE_CASE) for _ in range(12)))
     assert all(r.status == "ok" for r in results) and len(stub.requests) == 12
     assert 2 <= stub.max_in_flight <= 4
+
+
+def test_a_provider_rejecting_json_mode_is_asked_again_without_it(stub):
+    stub.push(Reply.error(400, "Invalid parameter: 'response_format' of type 'json_object' is not supported"),
+              Reply.json(REFERENCE_ANSWER), Reply.json(REFERENCE_ANSWER))
+    metric = judge(stub)
+    assert metric.measure(REFERENCE_CASE).status == "ok"
+    assert metric.measure(REFERENCE_CASE).status == "ok"
+    assert [("response_format" in r.body) for r in stub.requests] == [True, False, False]
+
+
+def test_json_mode_can_be_forced_off(stub):
+    stub.push(Reply.json(REFERENCE_ANSWER))
+    assert judge(stub, json_mode=False).measure(REFERENCE_CASE).status == "ok"
+    assert "response_format" not in stub.requests[0].body
