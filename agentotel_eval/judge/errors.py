@@ -40,7 +40,7 @@ class JudgeOutputError(JudgeError):
 
 
 # Statuses a retry can fix: request timeout, rate limit, and server-side failures (5xx, Cloudflare's 52x).
-RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
 _RETRYABLE_NAMES = ("Timeout", "TimeoutError", "APIConnectionError", "ConnectError", "ReadError",
                     "RemoteProtocolError", "ServiceUnavailable", "InternalServerError", "BadGatewayError")
 

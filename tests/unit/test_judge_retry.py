@@ -39,6 +39,8 @@ class StatusError(Exception):
         (StatusError(400), False, "client"),
         (StatusError(401), False, "client"),
         (StatusError(404), False, "client"),
+        (StatusError(409), False, "client"),
+        (StatusError(422), False, "client"),
         (TimeoutError(), True, "timeout"),
         (httpx.ConnectError("refused"), True, "connection"),
         (httpx.ReadTimeout("slow"), True, "timeout"),
