@@ -9,7 +9,8 @@ speed-up is the ratio of their wall times; the ideal is n*delay / (ceil(n/concur
 
 The stub runs in its own process by default, as a real provider would (in a thread it competes for our GIL).
 For comparison the same is measured with a thin httpx ``CustomLLMClient`` (``direct``), which separates what
-the runner's concurrency achieves from litellm's own CPU cost per call. CPU time per evaluation is reported,
+the runner's concurrency achieves from litellm's own CPU cost per call, and with a client that only sleeps
+(``no-http``), which measures the metric and runner alone. CPU time per evaluation is reported,
 because on a small shared machine CPU, not waiting, bounds the concurrent run. Last, the deterministic
 detectors' throughput, which the collector pays on every agent run at ingest.
 """
@@ -79,6 +80,33 @@ class DirectClient(CustomLLMClient):
         return "direct/gpt-4o-mini"
 
 
+class SleepClient(CustomLLMClient):
+    """No HTTP at all: waits ``delay`` and answers. Measures the metric and runner alone."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.text = json.dumps(ANSWER)
+
+    async def chat_complete(self, messages, temperature=0.0):
+        await asyncio.sleep(self.delay)
+        return self.text, 0.0
+
+    def get_model_name(self) -> str:
+        return "sleep"
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a process has used (Linux /proc), to show what the stub itself costs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+STUB_PID: list[int] = []
+
+
 @contextmanager
 def stub_server(kind: str, delay: float):
     if kind == "thread":
@@ -87,6 +115,7 @@ def stub_server(kind: str, delay: float):
         return
     proc = subprocess.Popen([sys.executable, "-m", "tests.llm_stub", "--delay", str(delay), "--json", json.dumps(ANSWER)],
                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    STUB_PID.append(proc.pid)
     try:
         yield proc.stdout.readline().strip()
     finally:
@@ -121,11 +150,14 @@ async def compare(label: str, make, args: argparse.Namespace) -> None:
     speedups = []
     for r in range(args.repeat):
         t_seq, cpu_seq = await timed(sequential(seq_metric, cases))
+        stub_before = process_cpu(STUB_PID[-1]) if STUB_PID else float("nan")
         t_conc, cpu_conc = await timed(concurrent(conc_metric, cases))
+        stub_cpu = (process_cpu(STUB_PID[-1]) - stub_before) if STUB_PID else float("nan")
         speedups.append(t_seq / t_conc)
+        stub_note = f", stub process {stub_cpu / args.n * 1000:.1f} ms" if STUB_PID else ""
         print(f"  {label} run {r + 1}: sequential {t_seq:6.2f}s | concurrent({args.concurrency}) {t_conc:5.2f}s | "
               f"speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: sequential "
-              f"{cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms")
+              f"{cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}")
     print(f"  {label}: median speed-up {statistics.median(speedups):.1f}x, best {max(speedups):.1f}x "
           f"over {args.repeat} run(s)")
 
@@ -139,8 +171,12 @@ async def run(args: argparse.Namespace) -> None:
             await compare("litellm", lambda c: ToolsErrorMetric(
                 "openai/gpt-4o-mini", api_base=base_url, api_key="sk-bench", cache=False, max_concurrency=c), args)
             print(f"  (litellm warm-up and runs took {time.perf_counter() - started:.1f}s)")
-        await compare("direct ", lambda c: ToolsErrorMetric(DirectClient(base_url), cache=False, max_concurrency=c),
-                      args)
+        if not args.skip_direct:
+            await compare("direct ", lambda c: ToolsErrorMetric(
+                DirectClient(base_url), cache=False, max_concurrency=c), args)
+    STUB_PID.clear()
+    await compare("no-http", lambda c: ToolsErrorMetric(
+        SleepClient(args.delay), cache=False, max_concurrency=c), args)
 
 
 def bench_detectors(runs: int = 20_000) -> None:
@@ -165,6 +201,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
     parser.add_argument("--skip-litellm", action="store_true")
+    parser.add_argument("--skip-direct", action="store_true")
     args = parser.parse_args()
     asyncio.run(run(args))
     bench_detectors()
