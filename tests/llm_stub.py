@@ -109,8 +109,11 @@ class Reply:
 
     @classmethod
     def error(cls, status: int, message: str, headers: Mapping[str, str] | None = None, **kw: Any) -> Reply:
-        body = {"error": {"message": message, "type": HTTPStatus(status).phrase.lower().replace(" ", "_"),
-                          "param": None, "code": str(status)}}
+        try:
+            kind = HTTPStatus(status).phrase.lower().replace(" ", "_")
+        except ValueError:  # 529 and other non-standard statuses
+            kind = "error"
+        body = {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
         return cls(status=status, raw_body=json.dumps(body).encode(), headers=dict(headers or {}), **kw)
 
     def body_for(self, request_body: Mapping[str, Any], seq: int, protocol: str = "openai") -> bytes:
