@@ -10,7 +10,8 @@ How the two combine (deterministic findings are facts; the judge cannot veto the
 - ``confidence`` is 1.0 when a detector found an error (it is certain), else the judge's confidence;
 - ``errors`` holds the judge's errors, then every finding the judge did not already report (same type, naming
   the same tool or call number); all findings are also under ``detectors``;
-- when the judge said "not detected" but a detector found an error, ``reason`` says so and quotes the judge;
+- when the judge missed findings, ``reason`` names them; when it said "not detected" but a detector found an
+  error, ``reason`` says so and quotes the judge;
 - ``error_severity`` is the higher of the judge's and the findings' (invalid_function: high; others: medium).
 
 ``score = confidence`` when detected, else 0.0; ``success = not (detected and confidence >= threshold)``.
@@ -272,6 +273,9 @@ def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
         summary = "; ".join(f.description for f in findings[:5])
         reason = (f"Deterministic checks found {len(findings)} error(s) the judge did not report: {summary}. "
                   f"The judge answered detected=false (confidence {judge.confidence:g}): {judge.reason}")
+    elif missed:
+        summary = "; ".join(f.description for f in missed[:5])
+        reason = f"{judge.reason} [Deterministic checks also found: {summary}]".strip()
     severity = max(judge.error_severity, findings_severity(findings), key=SEVERITIES.index)
     return Verdict(
         detected=True,

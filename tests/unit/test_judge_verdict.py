@@ -133,3 +133,11 @@ def test_detectors_alone():
     clean = detectors_verdict([], "checks run: invalid_function")
     assert (clean.detected, clean.confidence, clean.errors, clean.error_severity) == (False, 0.0, [], "none")
     assert "checks run: invalid_function" in clean.reason
+
+
+def test_findings_the_judge_missed_are_added_and_named_in_the_reason():
+    other = {"type": "sequence_error", "description": "#1 before #3"}
+    verdict = combine(judge_says(True, 0.7, [other]), [FINDING])
+    assert verdict.errors == [other, {"type": "invalid_function", "description": FINDING.description}]
+    assert verdict.error_types == ["sequence_error", "invalid_function"]
+    assert verdict.reason.startswith("judge reason [Deterministic checks also found: call #2 invokes")
