@@ -334,6 +334,7 @@ class ToolsErrorMetric(BaseMetric):
         self.cache = cache
         self.max_value_chars = max_value_chars
         self.max_history_chars = max_history_chars
+        self.json_mode = json_mode
         self.runner: JudgeRunner | None = None
         if not self.judge:
             return
@@ -362,7 +363,6 @@ class ToolsErrorMetric(BaseMetric):
             attempt_timeout = (client.timeout or 120.0) + 5.0
         else:
             raise TypeError(f"model must be a model name or a CustomLLMClient, got {type(model).__name__}")
-        self.json_mode = json_mode
         self.runner = JudgeRunner(client, retry=retry, max_concurrency=max_concurrency,
                                   attempt_timeout=attempt_timeout)
 
