@@ -33,6 +33,10 @@ class CustomLLMClient(ABC):
     def get_model_name(self) -> str:
         """The model's name, reported in results and part of the cache key."""
 
+    async def prepare(self) -> None:
+        """One-time set-up before the first call (an import, a login), run outside the per-attempt timeout."""
+        return None
+
     def cache_identity(self) -> str:
         """What distinguishes this client's answers in the cache; the model name unless overridden."""
         return self.get_model_name()

@@ -7,6 +7,7 @@ fetch a cost map over the network.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,10 @@ class LiteLLMClient(CustomLLMClient):
     def timeout(self) -> float | None:
         value = self.llm_kwargs.get("timeout")
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    async def prepare(self) -> None:
+        """Import litellm (seconds, the first time) in a worker thread, so the event loop keeps serving."""
+        await asyncio.to_thread(self.json_mode)
 
     def json_mode(self) -> bool:
         if self._json_mode is None:

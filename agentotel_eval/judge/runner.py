@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from agentotel_eval.judge import prompts
 from agentotel_eval.judge.cache import ResponseCache, cache_key
 from agentotel_eval.judge.client import CustomLLMClient, Message, complete_once
-from agentotel_eval.judge.errors import JudgeError, JudgeOutputError
+from agentotel_eval.judge.errors import JudgeError, JudgeOutputError, PermanentJudgeError
 from agentotel_eval.judge.retry import AttemptCounter, RetriesExhausted, RetryPolicy, call_with_retries
 
 T = TypeVar("T")
@@ -104,6 +104,7 @@ class JudgeRunner:
         )
         self._lock = threading.Lock()
         self._warned_cache = False
+        self._prepared = False
 
     @property
     def model_name(self) -> str:
@@ -117,8 +118,18 @@ class JudgeRunner:
                 semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
             return semaphore
 
+    async def _prepare_client(self) -> None:
+        if self._prepared:
+            return
+        try:
+            await self.client.prepare()
+        except Exception as exc:
+            raise PermanentJudgeError(f"judge client set-up failed: {type(exc).__name__}: {exc}") from exc
+        self._prepared = True
+
     async def complete(self, messages: Sequence[Message], counter: AttemptCounter) -> tuple[str, float | None]:
-        """One answer to ``messages``, retried per the policy. Raises RetriesExhausted."""
+        """One answer to ``messages``, retried per the policy. Raises RetriesExhausted or PermanentJudgeError."""
+        await self._prepare_client()  # outside the attempt timeout: a first import must not count as a timeout
         semaphore = self._semaphore()
 
         async def attempt() -> tuple[str, float | None]:

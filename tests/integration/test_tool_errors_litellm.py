@@ -3,7 +3,6 @@
 import asyncio
 import json
 import re
-import time
 
 import pytest
 
@@ -195,11 +194,19 @@ def test_retries_are_bounded(stub):
 
 
 def test_timeout_is_retried(stub):
-    stub.push(Reply.slow(REFERENCE_ANSWER, delay=2.0), Reply.json(REFERENCE_ANSWER))
-    started = time.monotonic()
-    result = judge(stub, timeout=0.3).measure(REFERENCE_CASE)
+    stub.push(Reply.slow(REFERENCE_ANSWER, delay=5.0), Reply.json(REFERENCE_ANSWER))
+    metric = judge(stub, timeout=0.3)
+    result = metric.measure(REFERENCE_CASE)
     assert result.status == "ok" and len(stub.requests) == 2
-    assert time.monotonic() - started < 1.9  # did not wait for the slow answer
+    first, second = stub.requests
+    assert second.received_at - first.received_at < 5.0  # the retry did not wait for the slow answer
+    assert metric.runner.stats.snapshot()["retries"] == 1
+
+
+def test_timeouts_every_time_are_an_error(stub):
+    stub.default = Reply.slow(REFERENCE_ANSWER, delay=5.0)
+    result = judge(stub, timeout=0.2, retry=RetryPolicy(max_attempts=2, base_delay=0.01)).measure(REFERENCE_CASE)
+    assert result.status == "error" and "timeout" in result.error and len(stub.requests) == 2
 
 
 def test_cache_second_run_makes_no_request(stub, tmp_path):

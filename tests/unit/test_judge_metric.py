@@ -293,3 +293,26 @@ def test_an_unwritable_cache_costs_a_warning_not_the_verdict(tmp_path, caplog):
     assert m.measure(CASE).status == "ok" and m.measure(CASE).status == "ok"
     assert m.runner.stats.snapshot()["cache_write_errors"] == 2
     assert sum("cannot be written" in r.message for r in caplog.records) == 1  # warned once
+
+
+def test_client_set_up_runs_once_outside_the_attempt_timeout():
+    class SlowStart(ScriptedClient):
+        prepared = 0
+
+        async def prepare(self):
+            SlowStart.prepared += 1
+            await asyncio.sleep(0.3)  # longer than the attempt timeout below
+
+    client = SlowStart(FOUND, FOUND)
+    m = metric(client, timeout=0.1)
+    assert m.measure(CASE).status == "ok" and m.measure(CASE).status == "ok"
+    assert SlowStart.prepared == 1 and len(client.calls) == 2 and m.runner.stats.snapshot()["retries"] == 0
+
+
+def test_client_set_up_failure_is_an_error_result():
+    class Broken(ScriptedClient):
+        async def prepare(self):
+            raise ImportError("no module named 'provider_sdk'")
+
+    result = metric(Broken()).measure(CASE)
+    assert result.status == "error" and "set-up failed" in result.error and "provider_sdk" in result.error
