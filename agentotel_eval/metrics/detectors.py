@@ -1,0 +1,306 @@
+"""Deterministic tool-error detectors: what needs no model, found for free.
+
+Pure functions over ``(calls, available_tools)``; no I/O, no litellm. The collector runs them on every agent run
+at ingest, and the LLM judge receives their findings as evidence.
+
+- ``invalid_function``: a called tool that is not among the available tools, when those are known.
+- ``parameter_error``: arguments that fail the tool's JSON Schema (missing required, wrong type, enum, ...).
+  Numbers follow JSON Schema: an int is a valid "number", and 100.0 IS a valid "integer" (drafts 6 and later
+  define integers by value, not by spelling; frameworks routinely turn the model's 100 into 100.0).
+  Arguments that are not an object where the schema wants one are an error; arguments never recorded (a
+  names-only call) are not checked. A tool whose schema is itself invalid is not checked.
+- ``repeated_failure``: the same tool failing two or more times in a row with the same arguments. "In a row"
+  counts that tool's calls: calls of other tools in between do not break the streak, a call of the same tool
+  with other arguments or a success does.
+
+Call indices are 0-based positions in the call list (the ``seq`` of the ``tool_calls`` table); descriptions
+say ``call #n`` with n = index + 1, as the judge's tool history does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError, ValidationError
+
+from agentotel_eval.frozen import freeze, thaw
+from agentotel_eval.test_case import ToolCall, ToolDefinition
+
+INVALID_FUNCTION = "invalid_function"
+PARAMETER_ERROR = "parameter_error"
+REPEATED_FAILURE = "repeated_failure"
+DETECTOR_TYPES = (INVALID_FUNCTION, PARAMETER_ERROR, REPEATED_FAILURE)
+
+MAX_SCHEMA_ERRORS_PER_CALL = 10
+_VALUE_PREVIEW = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One deterministic finding."""
+
+    type: str
+    description: str
+    tool_name: str
+    call_indices: tuple[int, ...]
+    argument: str | None = None  # the offending argument's path ("passengers/0/age") for parameter errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "description": self.description,
+            "tool_name": self.tool_name,
+            "call_indices": list(self.call_indices),
+            "argument": self.argument,
+        }
+
+
+ToolsLike = Sequence[ToolDefinition | str | Mapping[str, Any]]
+
+
+def detect(
+    calls: Sequence[ToolCall],
+    available_tools: ToolsLike | None = None,
+    *,
+    types: Iterable[str] | None = None,
+) -> list[Finding]:
+    """All findings of the selected detector ``types`` (default: all), ordered by first call index."""
+    wanted = set(DETECTOR_TYPES if types is None else types)
+    tools = _definitions(available_tools)
+    findings: list[Finding] = []
+    if INVALID_FUNCTION in wanted:
+        findings += detect_invalid_functions(calls, tools)
+    if PARAMETER_ERROR in wanted:
+        findings += detect_parameter_errors(calls, tools)
+    if REPEATED_FAILURE in wanted:
+        findings += detect_repeated_failures(calls)
+    findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, DETECTOR_TYPES.index(f.type)))
+    return findings
+
+
+def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | None:
+    if available_tools is None:
+        return None
+    if isinstance(available_tools, str | bytes | Mapping):
+        raise TypeError("available_tools must be a list of tool names or definitions")
+    return [ToolDefinition.from_value(t) for t in available_tools]
+
+
+# -- invalid_function --------------------------------------------------------------------------------------------
+def detect_invalid_functions(calls: Sequence[ToolCall], available_tools: ToolsLike | None) -> list[Finding]:
+    """Calls of tools that were not available. Unknown availability (None) finds nothing."""
+    tools = _definitions(available_tools)
+    if tools is None:
+        return []
+    names = [t.name for t in tools]
+    known = set(names)
+    out = []
+    for index, call in enumerate(calls):
+        if call.name in known:
+            continue
+        close = difflib.get_close_matches(call.name, names, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        offered = ", ".join(sorted(known)[:20]) or "none"
+        out.append(Finding(
+            INVALID_FUNCTION,
+            f"call #{index + 1} invokes {call.name!r}, which is not an available tool (available: {offered}){hint}",
+            call.name,
+            (index,),
+        ))
+    return out
+
+
+# -- parameter_error ---------------------------------------------------------------------------------------------
+def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLike | None) -> list[Finding]:
+    """Calls whose arguments fail their tool's JSON Schema, one finding per violation (capped per call)."""
+    tools = _definitions(available_tools)
+    if not tools:
+        return []
+    schemas = {t.name: t.parameters for t in tools if isinstance(t.parameters, Mapping)}
+    out: list[Finding] = []
+    for index, call in enumerate(calls):
+        schema = schemas.get(call.name)
+        if schema is None:
+            continue
+        present, instance, problem = _arguments_of(call)
+        if not present:
+            continue
+        if problem is not None:
+            out.append(Finding(PARAMETER_ERROR, f"call #{index + 1} to {call.name!r}: {problem}", call.name, (index,)))
+            continue
+        validator = _validator(freeze(schema))
+        if validator is None:
+            continue
+        try:
+            errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+        except Exception:  # an unresolvable $ref and the like: the schema's problem, not the agent's
+            continue
+        for error in errors[:MAX_SCHEMA_ERRORS_PER_CALL]:
+            path = "/".join(str(p) for p in error.absolute_path) or None
+            out.append(Finding(
+                PARAMETER_ERROR,
+                f"call #{index + 1} to {call.name!r}: {_explain(error, path)}",
+                call.name,
+                (index,),
+                argument=path,
+            ))
+        if len(errors) > MAX_SCHEMA_ERRORS_PER_CALL:
+            out.append(Finding(
+                PARAMETER_ERROR,
+                f"call #{index + 1} to {call.name!r}: {len(errors) - MAX_SCHEMA_ERRORS_PER_CALL} more schema violation(s)",
+                call.name,
+                (index,),
+            ))
+    return out
+
+
+def _arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
+    """(recorded?, the arguments as a JSON value, a problem that stops validation)."""
+    if call.input_parameters is not None:
+        return True, call.input_parameters, None
+    raw = call.raw_arguments
+    if raw is None:
+        return False, None, None
+    if isinstance(raw, str | bytes):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            return True, {}, None
+        try:
+            return True, json.loads(text), None
+        except ValueError:
+            return True, None, f"arguments are not valid JSON: {_preview(text)}"
+    return True, raw, None
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema: Any) -> Any:
+    """A compiled validator per distinct schema (schemas are frozen, hence hashable); None if the schema is invalid."""
+    plain = thaw(schema)
+    cls = validators.validator_for(plain, default=validators.Draft202012Validator)
+    try:
+        cls.check_schema(plain)
+    except SchemaError:
+        return None
+    # Integers by value in every draft (draft 4's checker would reject 100.0): one documented rule for all.
+    checker = cls.TYPE_CHECKER.redefine("integer", _is_integer)
+    return validators.extend(cls, type_checker=checker)(plain)
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    if isinstance(instance, bool):
+        return False
+    return isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer())
+
+
+def _explain(error: ValidationError, path: str | None) -> str:
+    where = f"argument {path!r}" if path else "the arguments"
+    kind = error.validator
+    if kind == "required":
+        missing = _missing_property(error)
+        parent = f" of {path!r}" if path else ""
+        return f"missing required argument {missing!r}{parent}" if missing else error.message
+    verb = "are" if path is None else "is"
+    if kind == "type":
+        return f"{where} {verb} {_json_type(error.instance)} {_preview(error.instance)}, expected {_expected(error.validator_value)}"
+    if kind == "enum":
+        return f"{where} {verb} {_preview(error.instance)}, not one of {_preview(error.validator_value)}"
+    if kind == "const":
+        return f"{where} {verb} {_preview(error.instance)}, expected {_preview(error.validator_value)}"
+    if kind == "additionalProperties":
+        return f"{error.message}" if len(error.message) <= 200 else error.message[:200] + "…"
+    message = error.message if len(error.message) <= 200 else error.message[:200] + "…"
+    return f"{where}: {message}" if path else message
+
+
+def _missing_property(error: ValidationError) -> str | None:
+    instance = error.instance
+    required = error.validator_value
+    if isinstance(instance, Mapping) and isinstance(required, list | tuple):
+        for name in required:
+            if name not in instance and f"{name!r}" in error.message:
+                return str(name)
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _expected(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return " or ".join(str(v) for v in value)
+    return str(value)
+
+
+def _preview(value: Any) -> str:
+    try:
+        text = json.dumps(thaw(value), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _VALUE_PREVIEW else text[:_VALUE_PREVIEW] + "…"
+
+
+# -- repeated_failure --------------------------------------------------------------------------------------------
+def detect_repeated_failures(calls: Sequence[ToolCall]) -> list[Finding]:
+    """Streaks of two or more failed calls of one tool with equal arguments (see the module docstring)."""
+    streaks: dict[str, list[int]] = {}  # tool name -> indices of the current failing streak
+    out: list[Finding] = []
+
+    def close(name: str) -> None:
+        indices = streaks.pop(name, None)
+        if indices and len(indices) >= 2:
+            out.append(_repeated(calls, indices))
+
+    for index, call in enumerate(calls):
+        current = streaks.get(call.name)
+        if call.status != "error":
+            close(call.name)
+            continue
+        if current and _same_arguments(calls[current[-1]], call):
+            current.append(index)
+        else:
+            close(call.name)
+            streaks[call.name] = [index]
+    for name in list(streaks):
+        close(name)
+    return out
+
+
+def _same_arguments(a: ToolCall, b: ToolCall) -> bool:
+    if a.input_parameters is not None or b.input_parameters is not None:
+        return a.input_parameters == b.input_parameters
+    return a.raw_arguments == b.raw_arguments
+
+
+def _repeated(calls: Sequence[ToolCall], indices: list[int]) -> Finding:
+    first = calls[indices[0]]
+    positions = ", ".join(f"#{i + 1}" for i in indices)
+    args = _preview(first.input_parameters if first.input_parameters is not None else first.raw_arguments)
+    error = calls[indices[-1]].error
+    reason = f": {_preview(error) if not isinstance(error, str) else error[:160]}" if error else ""
+    return Finding(
+        REPEATED_FAILURE,
+        f"{first.name!r} failed {len(indices)} times in a row with the same arguments {args} (calls {positions}){reason}",
+        first.name,
+        tuple(indices),
+    )
