@@ -1,7 +1,7 @@
 """agentotel-eval: score AI agents' tool use from their OpenTelemetry traces.
 
-Importing the package is cheap: the tracing API (the OpenTelemetry SDK) and the LLM judge (litellm) load on
-first use, through the lazy attributes below.
+Importing the package is cheap: the tracing API (the OpenTelemetry SDK) and the LLM judge metric (jsonschema;
+litellm only when a judge call is made) load on first use, through the lazy attributes below.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ __version__ = "0.1.0"
 
 #: public names that load their module on first access (attribute -> module)
 _LAZY = {
+    "ToolsErrorMetric": "agentotel_eval.metrics.tool_errors",
+    "CustomLLMClient": "agentotel_eval.judge.client",
     "traced": "agentotel_eval.tracing",
     "configure": "agentotel_eval.tracing",
     "set_expected_tools": "agentotel_eval.tracing",
@@ -46,6 +48,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BaseMetric",
     "CaseResult",
+    "CustomLLMClient",
     "EvalTestCase",
     "EvaluationResult",
     "MLLMImage",
@@ -56,6 +59,7 @@ __all__ = [
     "ToolCallParams",
     "ToolCorrectnessMetric",
     "ToolDefinition",
+    "ToolsErrorMetric",
     "__version__",
     "configure",
     "evaluate",

@@ -38,6 +38,7 @@ class MetricOptions:
     strict: bool = False
     params: tuple[str, ...] = ()
     model: str | None = None
+    api_base: str | None = None
 
 
 class MetricUnavailable(Exception):
@@ -62,18 +63,26 @@ def _tool_correctness(exact: bool, ordering: bool) -> MetricFactory:
     return build
 
 
-def _tool_errors(options: MetricOptions) -> BaseMetric:
-    """The LLM judge. Imported only when asked for: litellm alone takes seconds to import."""
-    try:
-        from agentotel_eval.metrics.tool_errors import ToolsErrorMetric  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise MetricUnavailable(f"tool_errors is not available in this installation ({exc})") from exc
-    kwargs: dict[str, Any] = {}
-    if options.model:
-        kwargs["model"] = options.model
-    if options.threshold is not None:
-        kwargs["threshold"] = options.threshold
-    return ToolsErrorMetric(**kwargs)
+def _tool_errors(judge: bool) -> MetricFactory:
+    """The tool-error metric; with ``judge=False`` only its deterministic detectors (no model, no cost).
+
+    Imported only when asked for: the judge's litellm alone takes seconds to import.
+    """
+
+    def build(options: MetricOptions) -> BaseMetric:
+        from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+        kwargs: dict[str, Any] = {"judge": judge}
+        if options.threshold is not None:
+            kwargs["threshold"] = options.threshold
+        if judge:
+            if not options.model:
+                raise MetricUnavailable("tool_errors needs a judge model: --model (e.g. openai/gpt-4o-mini)")
+            if options.api_base:
+                kwargs["api_base"] = options.api_base
+        return ToolsErrorMetric(options.model if judge else None, **kwargs)
+
+    return build
 
 
 #: name -> (factory, help). ``--exact`` / ``--ordering`` / ``--params`` / ``--strict`` apply to the
@@ -84,8 +93,8 @@ METRICS: dict[str, tuple[MetricFactory, str]] = {
     "tool_correctness_exact": (_tool_correctness(True, False), "called tools equal the expected ones"),
     "tool_correctness_ordering": (_tool_correctness(False, True), "expected tools called in order (LCS)"),
     "tool_correctness_exact_ordering": (_tool_correctness(True, True), "called sequence equals the expected"),
-    # The LLM judge of tool errors (built in agentotel_eval.metrics.tool_errors); --model picks the model.
-    "tool_errors": (_tool_errors, "LLM judge of tool-use errors (needs a model, see --model)"),
+    "tool_errors": (_tool_errors(True), "LLM judge of tool-use errors (needs --model; --api-base optional)"),
+    "tool_errors_detectors": (_tool_errors(False), "deterministic tool-error detectors only (no LLM)"),
 }
 
 
@@ -235,6 +244,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tool correctness: also compare input_parameters and/or output of calls (repeatable)",
     )
     parser.add_argument("--model", help="model for LLM-judge metrics (e.g. openai/gpt-4o-mini)")
+    parser.add_argument("--api-base", metavar="URL", help="LLM-judge API base URL (an OpenAI-compatible server)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
     parser.add_argument("--quiet", "-q", action="store_true", help="table: only failures and the summary")
     parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="metric runs in flight (default 16)")
@@ -255,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = MetricOptions(
         threshold=args.threshold, exact=args.exact, ordering=args.ordering, strict=args.strict,
-        params=tuple(args.params), model=args.model,
+        params=tuple(args.params), model=args.model, api_base=args.api_base,
     )
     try:
         metrics = build_metrics(args.metric or ["tool_correctness"], options)

@@ -8,6 +8,7 @@ and ``.reason`` on the instance (last writer wins; use the returned result when 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -143,10 +144,11 @@ def run_sync(coro: Any) -> Any:
     except RuntimeError:
         return asyncio.run(coro)
     box: dict[str, Any] = {}
+    context = contextvars.copy_context()  # the caller's ContextVars (e.g. the judge cache) follow the call
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            box["value"] = context.run(asyncio.run, coro)
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
 

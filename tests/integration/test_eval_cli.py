@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,8 +26,9 @@ def write_cases(path: Path, *rows: object) -> Path:
     return path
 
 
-def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "agentotel_eval.cli", "eval", *args],
         input=stdin, capture_output=True, text=True, timeout=60, env=env, cwd=cwd,
@@ -135,13 +135,42 @@ def test_usage_errors(tmp_path):
     assert proc.returncode == 5 and "no test cases" in proc.stderr
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("agentotel_eval.metrics.tool_errors") is not None,
-    reason="the LLM judge is installed; its CLI behaviour is tested with it",
-)
-def test_tool_errors_without_the_judge_is_a_clear_error(tmp_path):
-    proc = run_cli(str(write_cases(tmp_path / "cases.jsonl", HOTEL)), "--metric", "tool_errors")
-    assert proc.returncode == 2 and "tool_errors is not available" in proc.stderr
+def test_tool_errors_judge_through_litellm_against_the_stub(tmp_path):
+    """The LLM judge from the command line: litellm talks HTTP to the local stub; cost and verdict reported."""
+    from tests.llm_stub import LLMStub, Reply
+
+    verdict = {"detected": True, "confidence": 0.9, "reason": "book_hotel before search_hotels",
+               "error_types": ["sequence_error"],
+               "errors": [{"type": "sequence_error", "description": "booked before searching"}],
+               "error_severity": "high"}
+    case = {**HOTEL, "tool_calls": [{"name": "book_hotel", "input_parameters": {"hotel": "x"}},
+                                    {"name": "search_hotels", "input_parameters": {"city": "Paris"}}]}
+    cases = write_cases(tmp_path / "cases.jsonl", case)
+    with LLMStub(default=Reply.json(verdict)) as stub:
+        proc = run_cli(str(cases), "-m", "tool_errors", "--model", "openai/gpt-4o-mini", "--api-base",
+                       stub.base_url, "--format", "json", "--cache-dir", str(tmp_path / "cache"),
+                       env={"OPENAI_API_KEY": "sk-test"})
+        assert proc.returncode == 1, proc.stderr  # a confidently detected error fails the case
+        (result,) = json.loads(proc.stdout)["cases"][0]["metrics"]
+        assert (result["metric"], result["score"], result["success"]) == ("tool_errors", 0.9, False)
+        assert result["evaluation_log"]["error_types"] == ["sequence_error"]
+        assert result["cost_usd"] > 0
+        assert "book_hotel" in stub.requests[0].prompt_text()
+        # the second run is answered from the on-disk cache: no request reaches the stub
+        again = run_cli(str(cases), "-m", "tool_errors", "--model", "openai/gpt-4o-mini", "--api-base",
+                        stub.base_url, "--cache-dir", str(tmp_path / "cache"), env={"OPENAI_API_KEY": "sk-test"})
+        assert again.returncode == 1 and len(stub.requests) == 1
+
+
+def test_tool_errors_needs_a_model_and_detectors_need_none(tmp_path):
+    cases = write_cases(tmp_path / "cases.jsonl", {**HOTEL, "available_tools": ["search_hotels", "book_hotel"]})
+    proc = run_cli(str(cases), "--metric", "tool_errors")
+    assert proc.returncode == 2 and "tool_errors needs a judge model" in proc.stderr
+    detectors = run_cli(str(cases), "--metric", "tool_errors_detectors", "--format", "json")
+    (result,) = json.loads(detectors.stdout)["cases"][0]["metrics"]
+    assert result["metric"] == "tool_errors_detectors" and result["model"] is None
+    assert result["evaluation_log"]["detectors"][0]["type"] == "invalid_function"  # sort_by_price is not offered
+    assert detectors.returncode == 1
 
 
 def test_stdin_and_progress_for_long_inputs(tmp_path):
