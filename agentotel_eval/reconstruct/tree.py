@@ -1,0 +1,113 @@
+"""Spans and logs grouped per trace into a tree whose shape does not depend on arrival order.
+
+OTLP exports in span END order, batches mix traces, exporters retry (duplicates), and a parent can be missing
+(not yet arrived, or dropped). So: one copy per (trace, span) chosen by content, children ordered by
+(start time, span id), orphans (parent id not in the trace) become roots. Logs are attached to the span whose
+id they carry, in time order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+
+
+def _copy_rank(span: SpanRecord) -> tuple:
+    """Orders two copies of one span id: the more complete copy (ended later, more data) wins, by content only."""
+    return (span.end_ns, len(span.attributes), len(span.events), span.status_code, span.name, span.start_ns)
+
+
+def span_order(span: SpanRecord) -> tuple[int, str]:
+    return (span.start_ns, span.span_id)
+
+
+def _log_order(log: LogRecord) -> tuple:
+    body = log.body
+    try:
+        body_key = json.dumps(body, sort_keys=True, default=repr) if not isinstance(body, str) else body
+    except (TypeError, ValueError):
+        body_key = repr(body)
+    return (log.timestamp_ns, log.observed_time_ns, log.event_name, body_key)
+
+
+@dataclass(slots=True)
+class TraceTree:
+    trace_id: str
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    children: dict[str, list[SpanRecord]] = field(default_factory=dict)
+    roots: list[SpanRecord] = field(default_factory=list)  # true roots and orphans, in span order
+    logs: dict[str, list[LogRecord]] = field(default_factory=dict)  # span id -> logs in time order
+
+    def is_orphan(self, span: SpanRecord) -> bool:
+        return bool(span.parent_span_id) and span.parent_span_id not in self.spans
+
+    def parent(self, span: SpanRecord) -> SpanRecord | None:
+        return self.spans.get(span.parent_span_id) if span.parent_span_id else None
+
+
+def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[TraceTree]:
+    """One tree per trace id, in trace-id order; duplicates collapsed, children and logs ordered."""
+    trees: dict[str, TraceTree] = {}
+    for span in spans:
+        tree = trees.get(span.trace_id)
+        if tree is None:
+            tree = trees[span.trace_id] = TraceTree(span.trace_id)
+        known = tree.spans.get(span.span_id)
+        if known is None or _copy_rank(span) > _copy_rank(known):
+            tree.spans[span.span_id] = span
+    for tree in trees.values():
+        for span in tree.spans.values():
+            parent = span.parent_span_id
+            if parent and parent in tree.spans and parent != span.span_id:
+                tree.children.setdefault(parent, []).append(span)
+            else:
+                tree.roots.append(span)
+        for kids in tree.children.values():
+            kids.sort(key=span_order)
+        tree.roots.sort(key=span_order)
+        _break_cycles(tree)
+    seen_logs: set[tuple] = set()
+    for log in logs:
+        tree = trees.get(log.trace_id or "")
+        if tree is None or not log.span_id or log.span_id not in tree.spans:
+            continue
+        key = (log.span_id, *_log_order(log))
+        if key in seen_logs:
+            continue  # a re-sent log record
+        seen_logs.add(key)
+        tree.logs.setdefault(log.span_id, []).append(log)
+    for tree in trees.values():
+        for span_logs in tree.logs.values():
+            span_logs.sort(key=_log_order)
+    return [trees[t] for t in sorted(trees)]
+
+
+def _break_cycles(tree: TraceTree) -> None:
+    """A parent loop (a -> b -> a) has no root; make its earliest span a root so every span is reachable."""
+    reachable: set[str] = set()
+    stack = [s.span_id for s in tree.roots]
+    while stack:
+        span_id = stack.pop()
+        if span_id in reachable:
+            continue
+        reachable.add(span_id)
+        stack.extend(child.span_id for child in tree.children.get(span_id, ()))
+    if len(reachable) == len(tree.spans):
+        return
+    for span in sorted((s for s in tree.spans.values() if s.span_id not in reachable), key=span_order):
+        if span.span_id in reachable:
+            continue
+        siblings = tree.children.get(span.parent_span_id or "", [])
+        if span in siblings:
+            siblings.remove(span)
+        tree.roots.append(span)
+        stack = [span.span_id]
+        while stack:
+            span_id = stack.pop()
+            if span_id not in reachable:
+                reachable.add(span_id)
+                stack.extend(child.span_id for child in tree.children.get(span_id, ()))
+    tree.roots.sort(key=span_order)
