@@ -5,8 +5,8 @@ Rules (DESIGN.md "Conventions the reconstruction recognises"), applied to one tr
 1. Every span carrying a run marker opens a run scope; every tool-execution span opens a tool scope. Each
    LLM / tool span belongs to the nearest enclosing scope (a tool span that is also a run marker is a call of
    the outer run AND the root of its own).
-2. An orphan (its parent id is not in the trace) is owned by the innermost run span that encloses it in time;
-   failing that it stays at top level. So a missing middle span does not move calls out of their run.
+2. An orphan (its parent id is not in the trace) is owned by the innermost run or tool span that encloses it
+   in time; failing that it stays at top level. So a missing middle span does not move calls out of their run.
 3. A tool scope whose own spans include an LLM call and tool-call evidence is an agent run hidden inside a
    tool (agent-as-tool with no run marker: OpenInference LangChain tags the sub-graph as a CHAIN): it becomes
    an implicit run. Any other tool scope dissolves into its parent.
@@ -67,29 +67,42 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
     stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = [
         (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in extra_children.attached
     ]
-    while stack:
-        span, owner, root, llm_above = stack.pop()
-        role = roles.get(span.span_id, NO_ROLE)
-        if role.llm:
-            owner.llm_spans.append(span)
-            if llm_above:
-                llm_parent[span.span_id] = llm_above
-        if role.tool:
-            owner.tool_spans.append(span)
-        if owner is top and role.is_evidence:
-            top.roots.append(root)
-        inner = owner
-        if role.run or role.tool:
-            inner = Scope(span, "run" if role.run else "tool", role.run or role.tool or "", owner, [span])
-            owner.children.append(inner)
-            scopes.append(inner)
-        below = span.span_id if role.llm else llm_above
-        kids = tree.children.get(span.span_id, [])
-        extra = extra_children.by_parent.get(span.span_id)
-        if extra:
-            kids = sorted([*kids, *extra], key=span_order)
-        for child in reversed(kids):
-            stack.append((child, inner, root, below))
+    reached: set[str] = set()  # re-attached orphans actually walked
+    while True:
+        while stack:
+            span, owner, root, llm_above = stack.pop()
+            if span.span_id in extra_children.attached:
+                reached.add(span.span_id)
+            role = roles.get(span.span_id, NO_ROLE)
+            if role.llm:
+                owner.llm_spans.append(span)
+                if llm_above:
+                    llm_parent[span.span_id] = llm_above
+            if role.tool:
+                owner.tool_spans.append(span)
+            if owner is top and role.is_evidence:
+                top.roots.append(root)
+            inner = owner
+            if role.run or role.tool:
+                inner = Scope(span, "run" if role.run else "tool", role.run or role.tool or "", owner, [span])
+                owner.children.append(inner)
+                scopes.append(inner)
+            below = span.span_id if role.llm else llm_above
+            kids = tree.children.get(span.span_id, [])
+            extra = extra_children.by_parent.get(span.span_id)
+            if extra:
+                kids = sorted([*kids, *extra], key=span_order)
+            for child in reversed(kids):
+                stack.append((child, inner, root, below))
+        lost = sorted((tree.spans[i] for i in extra_children.attached - reached), key=span_order)
+        if not lost:
+            break
+        # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
+        extra_children.attached.discard(lost[0].span_id)
+        for kids in extra_children.by_parent.values():
+            if lost[0] in kids:
+                kids.remove(lost[0])
+        stack.append((lost[0], top, lost[0], None))
     for scope in reversed(scopes):  # innermost first
         if scope.kind == "tool":
             _resolve_tool_scope(scope, tree, requests_tools)
@@ -149,12 +162,12 @@ class _Reattached:
 
 
 def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
-    """Orphans go under the innermost run span enclosing them in time (never under their own descendants)."""
+    """Orphans go under the innermost run / tool span enclosing them in time (never under their own descendants)."""
     out = _Reattached()
     orphans = [r for r in tree.roots if tree.is_orphan(r)]
     if not orphans:
         return out
-    runs = [s for s in tree.spans.values() if roles.get(s.span_id, NO_ROLE).run]
+    runs = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).run or r.tool]
     for orphan in orphans:
         best: SpanRecord | None = None
         for run in runs:
