@@ -36,7 +36,7 @@ from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, Execution, Role, read_execution
 from agentotel_eval.reconstruct.tree import TraceTree, span_order
-from agentotel_eval.reconstruct.values import as_dict, as_list, numeric_equal, parse_json, text_of
+from agentotel_eval.reconstruct.values import as_dict, as_list, numeric_equal, parse_json, seq, text_of
 from agentotel_eval.test_case import ToolCall, ToolDefinition
 
 
@@ -462,7 +462,7 @@ def _args_kwargs_text(value: Any) -> str | None:
     """The text argument of a decorated function's ``{"args": [...], "kwargs": {...}}`` input."""
     if not isinstance(value, Mapping) or not value or not value.keys() <= {"args", "kwargs"}:
         return None
-    texts = [v for v in value.get("args") or () if isinstance(v, str) and v]
+    texts = [v for v in seq(value.get("args")) if isinstance(v, str) and v]
     kwargs = value.get("kwargs")
     if isinstance(kwargs, Mapping):
         texts.extend(v for v in kwargs.values() if isinstance(v, str) and v)

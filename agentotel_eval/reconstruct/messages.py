@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.reconstruct.values import parse_json, text_of
+from agentotel_eval.reconstruct.values import parse_json, seq, text_of
 
 _ROLES = {
     "human": "user",
@@ -188,7 +188,7 @@ def _from_flat(value: Mapping[str, Any], role: str) -> Message:
             msg.texts.append(content)
     elif isinstance(content, list):
         _content_blocks(content, msg, value)
-    for call in value.get("tool_calls") or ():
+    for call in seq(value.get("tool_calls")):
         part = _tool_call(call)
         if part is not None:
             msg.tool_calls.append(part)

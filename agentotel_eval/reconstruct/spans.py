@@ -38,13 +38,19 @@ class Role:
 NO_ROLE = Role()
 
 
+def _text(attrs: Mapping[str, Any], key: str) -> str | None:
+    """A string attribute, or None (a malformed non-string value never matches a convention)."""
+    value = attrs.get(key)
+    return value if isinstance(value, str) else None
+
+
 def run_convention(attrs: Mapping[str, Any]) -> str | None:
     """The convention marking an agent run (DESIGN.md contract), or None."""
-    if attrs.get(sc.GEN_AI_OPERATION_NAME) in sc.RUN_OPERATIONS:
+    if _text(attrs, sc.GEN_AI_OPERATION_NAME) in sc.RUN_OPERATIONS:
         return "gen_ai"
     if attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT:
         return "openinference"
-    if attrs.get(sc.TRACELOOP_SPAN_KIND) in _TRACELOOP_RUN_KINDS:
+    if _text(attrs, sc.TRACELOOP_SPAN_KIND) in _TRACELOOP_RUN_KINDS:
         return "traceloop"
     if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_AGENT:
         return "langfuse"
@@ -56,14 +62,14 @@ def run_convention(attrs: Mapping[str, Any]) -> str | None:
 def classify(span: SpanRecord) -> Role:
     """The span's roles, from its attributes alone (one look per span)."""
     attrs = span.attributes
-    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    op = _text(attrs, sc.GEN_AI_OPERATION_NAME)
     run = run_convention(attrs)
     llm = tool = None
     if op in sc.LLM_OPERATIONS:
         llm = "gen_ai"
     elif attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM:
         llm = "openinference"
-    elif attrs.get(sc.TRACELOOP_LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES:
+    elif _text(attrs, sc.TRACELOOP_LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES:
         llm = "traceloop"
     elif attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION:
         llm = "langfuse"

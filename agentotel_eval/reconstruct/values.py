@@ -70,6 +70,11 @@ def as_list(value: Any) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
 
+def seq(value: Any) -> list[Any] | tuple[Any, ...]:
+    """The value when it is a list or tuple, else an empty tuple (malformed input is iterated safely)."""
+    return value if isinstance(value, list | tuple) else ()
+
+
 def clean_id(value: Any, placeholders: frozenset[str]) -> str | None:
     """A usable call id, or None for missing, empty and placeholder ids (ADK's ``"<not specified>"``)."""
     if value is None or isinstance(value, bool):
