@@ -30,10 +30,10 @@ class Arguments:
 
 def schema_parameter_names(schema: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(all parameter names in declaration order, required names) of a JSON schema, or two empty tuples."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return (), ()
     props = schema.get("properties")
-    names = tuple(props) if isinstance(props, Mapping) else ()
+    names = tuple(props) if isinstance(props, dict) else ()
     required = schema.get("required")
     req = tuple(r for r in required if isinstance(r, str)) if isinstance(required, list | tuple) else ()
     return names, req
@@ -73,7 +73,7 @@ def normalize_arguments(raw: Any, schema: Mapping[str, Any] | None = None) -> Ar
         encoding = "json"
         if isinstance(value, str):
             literal = parse_literal(value)  # a Python repr such as "{'city': 'Paris'}", or a bare number
-            if isinstance(literal, Mapping | list | tuple) or not _single_is_string(schema):
+            if isinstance(literal, dict | list | tuple) or not _single_is_string(schema):
                 value = literal
     return _normalize_value(value, encoding, schema)
 
@@ -81,13 +81,13 @@ def normalize_arguments(raw: Any, schema: Mapping[str, Any] | None = None) -> Ar
 def _single_is_string(schema: Mapping[str, Any] | None) -> bool:
     """Whether a bare scalar binds to a string parameter (then "2025" stays "2025", not 2025)."""
     name = _single_parameter(schema)
-    props = schema.get("properties") if isinstance(schema, Mapping) else None
-    spec = props.get(name) if isinstance(props, Mapping) and name else None
-    return isinstance(spec, Mapping) and spec.get("type") == "string"
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    spec = props.get(name) if isinstance(props, dict) and name else None
+    return isinstance(spec, dict) and spec.get("type") == "string"
 
 
 def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return _normalize_mapping(value, encoding, schema)
     if isinstance(value, list | tuple):
         bound = _bind_positional(list(value), {}, schema)
@@ -98,13 +98,13 @@ def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None
 
 def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
     keys = value.keys()
-    if keys == _ARGS_KWARGS and isinstance(value["args"], list | tuple) and isinstance(value["kwargs"], Mapping):
+    if keys == _ARGS_KWARGS and isinstance(value["args"], list | tuple) and isinstance(value["kwargs"], dict):
         bound = _bind_positional(list(value["args"]), value["kwargs"], schema)
         return Arguments(bound, "args_kwargs")
     if isinstance(value.get("input_str"), str):
         return _normalize_input_str(value, schema)
     tool_use = value.get("toolUse")
-    if isinstance(tool_use, Mapping) and "input" in tool_use:
+    if isinstance(tool_use, dict) and "input" in tool_use:
         inner = normalize_arguments(tool_use["input"], schema)
         return Arguments(inner.params, "bedrock", inner.call_id)
     if "toolUseId" in value and "input" in value:
@@ -116,13 +116,13 @@ def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[
 def _normalize_input_str(value: Mapping[str, Any], schema: Mapping[str, Any] | None) -> Arguments:
     """OpenLLMetry LangChain: prefer the structured ``inputs``, else the Python repr in ``input_str``."""
     kwargs = value.get("kwargs")
-    call_id = kwargs.get("tool_call_id") if isinstance(kwargs, Mapping) else None
+    call_id = kwargs.get("tool_call_id") if isinstance(kwargs, dict) else None
     call_id = call_id if isinstance(call_id, str) and call_id else None
     inputs = value.get("inputs")
-    if isinstance(inputs, Mapping) and inputs:
+    if isinstance(inputs, dict) and inputs:
         return Arguments(dict(inputs), "input_str", call_id)
     parsed = parse_literal(value["input_str"])
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         return Arguments(dict(parsed), "input_str", call_id)
     inner = _normalize_value(parsed, "input_str", schema)
     return Arguments(inner.params, "input_str", call_id)

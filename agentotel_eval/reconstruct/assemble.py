@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval import semconv as sc
+from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.arguments import normalize_arguments
+from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.llm import (
-    DefinitionCache,
     LLMOutput,
     Request,
     last_assistant_text,
@@ -46,7 +46,6 @@ class TraceContext:
 
     tree: TraceTree
     roles: dict[str, Role]
-    definitions: DefinitionCache
     llm_parent: dict[str, str] = field(default_factory=dict)  # LLM span -> LLM span it is nested in
     outputs: dict[str, LLMOutput] = field(default_factory=dict)
 
@@ -105,7 +104,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
     unmatched = _match(calls, requests, schemas)
     extra: dict[str, Any] = {"chain": [s.span_id for s in chain]}
     if executions:
-        counted = [r for r in unmatched if r.call_id and history.result(r.call_id) is not None]
+        counted = [r for r in unmatched if r.call_id and history.result(r.call_id, r.span.end_ns) is not None]
         dropped = [r for r in unmatched if r not in counted]
         if dropped:
             extra["unexecuted_requests"] = [r.name for r in dropped]
@@ -118,7 +117,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
         needs = call.execution is None or call.execution.result is None
         call_id = _call_id(call)
         if needs and call_id:
-            call.result = history.result(call_id)
+            done = call.execution.span.end_ns if call.execution is not None else call.start
+            call.result = history.result(call_id, done)
     calls.sort(key=_order_key(calls))
     tool_calls = tuple(_tool_call(c, schemas, ctx.tree.trace_id) for c in calls)
     plumbing = [e for e in executions if e.plumbing == "internal"]
@@ -172,9 +172,17 @@ def _requests(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> list[Reques
     return out
 
 
+def _arguments(item: Execution | Request, schema: Mapping[str, Any] | None) -> Arguments:
+    """Normalised once per execution / request (the schema of a tool name is fixed within a run)."""
+    if item.normalized is None:
+        raw = item.raw_arguments if isinstance(item, Execution) else item.arguments
+        item.normalized = normalize_arguments(raw, schema)
+    return item.normalized
+
+
 def _arguments_match(execution: Execution, request: Request, schema: Mapping[str, Any] | None) -> bool:
-    mine = normalize_arguments(execution.raw_arguments, schema)
-    theirs = normalize_arguments(request.arguments, schema)
+    mine = _arguments(execution, schema)
+    theirs = _arguments(request, schema)
     if mine.params is not None and theirs.params is not None:
         return numeric_equal(mine.params, theirs.params)
     if mine.encoding == "scalar" and theirs.params is not None and len(theirs.params) == 1:
@@ -270,21 +278,19 @@ def _tool_call(call: _Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCa
     sources: dict[str, str] = {}
     name = e.name if e is not None else r.name  # type: ignore[union-attr]
     sources["name"] = e.sources.get("name", "") if e is not None else f"request:{r.source}"  # type: ignore[union-attr]
-    schema = schemas.get(name)
-    if e is not None and e.schema:
-        schema = e.schema
+    schema = schemas.get(name) or (e.schema if e is not None else None)  # the same schema _match used
     params: dict[str, Any] | None = None
     raw: Any = None
     if e is not None and e.raw_arguments is not None:
         raw = e.raw_arguments
-        normalized = normalize_arguments(raw, schema)
+        normalized = _arguments(e, schema)
         if normalized.params is not None:
             params = normalized.params
             sources["arguments"] = e.sources.get("arguments", "")
             if normalized.encoding == "scalar":
                 sources["arguments"] += "+schema"
     if params is None and r is not None:
-        normalized = normalize_arguments(r.arguments, schema)
+        normalized = _arguments(r, schema)
         if normalized.params is not None:
             params = normalized.params
             sources["arguments"] = f"request:{r.source}"
@@ -320,7 +326,7 @@ def _tool_call(call: _Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCa
     span = e.span if e is not None else r.span  # type: ignore[union-attr]
     return ToolCall(
         name,
-        input_parameters=params,
+        input_parameters=_frozen(params),
         output=output,
         status=status,
         error=error,
@@ -330,8 +336,18 @@ def _tool_call(call: _Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCa
         llm_turn=call.turn,
         start_time_ns=call.start,
         raw_arguments=raw,
-        sources=sources,
+        sources=FrozenDict(sources),
     )
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _frozen(value: Any) -> Any:
+    """A flat dict of scalars frozen in one C-level copy (ToolCall deep-freezes anything else itself)."""
+    if type(value) is dict and all(isinstance(v, _SCALARS) for v in value.values()):
+        return FrozenDict(value)
+    return value
 
 
 def _output_tool_names(llm_spans: Sequence[SpanRecord]) -> frozenset[str]:
@@ -340,32 +356,34 @@ def _output_tool_names(llm_spans: Sequence[SpanRecord]) -> frozenset[str]:
     for span in llm_spans:
         params = as_dict(span.attributes.get(sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS))
         for tool in (as_list(params.get("output_tools")) or ()) if params else ():
-            if isinstance(tool, Mapping) and isinstance(tool.get("name"), str):
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 names.add(tool["name"])
     return frozenset(names)
 
 
 class _History:
-    """Tool results fed back to the model, by call id, read lazily from the run's latest LLM input."""
+    """Tool results fed back to the model, by call id, read lazily from the run's latest LLM input.
 
-    __slots__ = ("_ctx", "_results", "_spans")
+    Only an LLM call that started after the tool call ended can carry its result, so nothing is parsed when
+    the run's last LLM call came before it (a run that ended on the call, a one-span plain-loop trace).
+    """
+
+    __slots__ = ("_ctx", "_last", "_results")
 
     def __init__(self, llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> None:
-        self._spans = llm_spans
         self._ctx = ctx
+        self._last = max(llm_spans, key=span_order) if llm_spans else None
         self._results: dict[str, ToolResultPart] | None = None
 
-    def result(self, call_id: str) -> ToolResultPart | None:
+    def result(self, call_id: str, after_ns: int) -> ToolResultPart | None:
+        if self._last is None or self._last.start_ns < after_ns:
+            return None
         if self._results is None:
             self._results = {}
-            for span in reversed(self._spans):  # the latest input holds every earlier result
-                messages = read_input(span, self._ctx.logs(span))
-                for message in messages:
-                    for part in message.tool_results:
-                        if part.call_id and part.call_id not in self._results:
-                            self._results[part.call_id] = part
-                if self._results:
-                    break
+            for message in read_input(self._last, self._ctx.logs(self._last)):  # holds every earlier result
+                for part in message.tool_results:
+                    if part.call_id and part.call_id not in self._results:
+                        self._results[part.call_id] = part
         return self._results.get(call_id)
 
 
@@ -406,7 +424,7 @@ def _definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], e
     """Tools offered to the model, merged by name; a names-only list is completed from the tool spans' schemas."""
     merged: dict[str, ToolDefinition] = {}
     for span in (*chain, *llm_spans):
-        for definition in read_definitions(span, ctx.definitions):
+        for definition in read_definitions(span):
             known = merged.get(definition.name)
             if known is None:
                 merged[definition.name] = definition
@@ -460,26 +478,36 @@ def _agent_name(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Seque
 
 def _args_kwargs_text(value: Any) -> str | None:
     """The text argument of a decorated function's ``{"args": [...], "kwargs": {...}}`` input."""
-    if not isinstance(value, Mapping) or not value or not value.keys() <= {"args", "kwargs"}:
+    if not isinstance(value, dict) or not value or not value.keys() <= {"args", "kwargs"}:
         return None
     texts = [v for v in seq(value.get("args")) if isinstance(v, str) and v]
     kwargs = value.get("kwargs")
-    if isinstance(kwargs, Mapping):
+    if isinstance(kwargs, dict):
         texts.extend(v for v in kwargs.values() if isinstance(v, str) and v)
     return texts[0] if len(texts) == 1 else None
 
 
-def _blob_text(value: Any, pick) -> str | None:
-    parsed = parse_json(value)
-    if isinstance(parsed, str):
-        return parsed or None
-    text = _args_kwargs_text(parsed)
-    if text:
-        return text
-    return pick(parse_messages(parsed))
+def _direct_text(value: Any) -> str | None:
+    """Text of an input/output value when that is cheap to know: a plain or JSON-quoted string, or the one text
+    argument of a decorated function (``{"args": ["..."], "kwargs": {}}``). None for message structures, which
+    are parsed only when no cheaper source exists (they can hold the whole conversation)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if text[0] == '"' or text.startswith('{"args"'):
+            parsed = parse_json(text)
+            return parsed if isinstance(parsed, str) else _args_kwargs_text(parsed)
+        return None if text[0] in "{[" else value
+    return _args_kwargs_text(value)
+
+
+_IO_KEYS_IN = (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT)
+_IO_KEYS_OUT = (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT)
 
 
 def _span_input(span: SpanRecord) -> str | None:
+    """A run span's own record of the user request, from the conventions that state it directly."""
     attrs = span.attributes
     if sc.GEN_AI_INPUT_MESSAGES in attrs:
         text = last_user_text(parse_messages(attrs[sc.GEN_AI_INPUT_MESSAGES]))
@@ -495,23 +523,20 @@ def _span_input(span: SpanRecord) -> str | None:
         text = text_of(parse_json(users[-1].attributes.get("content")))
         if text:
             return text
-    if sc.PYDANTIC_AI_ALL_MESSAGES in attrs:
-        text = last_user_text(parse_messages(attrs[sc.PYDANTIC_AI_ALL_MESSAGES]))
-        if text:
-            return text
     if attrs.get(sc.OI_SPAN_KIND):
         text = last_user_text(openinference_messages(attrs, sc.OI_LLM_INPUT_MESSAGES))
         if text:
             return text
-    for key in (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT):
+    for key in _IO_KEYS_IN:
         if key in attrs:
-            text = _blob_text(attrs[key], last_user_text)
+            text = _direct_text(attrs[key])
             if text:
                 return text
     return None
 
 
 def _span_output(span: SpanRecord) -> str | None:
+    """A run span's own record of the final answer, from the conventions that state it directly."""
     attrs = span.attributes
     if sc.GEN_AI_OUTPUT_MESSAGES in attrs:
         text = last_assistant_text(parse_messages(attrs[sc.GEN_AI_OUTPUT_MESSAGES], "assistant"))
@@ -529,16 +554,28 @@ def _span_output(span: SpanRecord) -> str | None:
     final = attrs.get(sc.PYDANTIC_AI_FINAL_RESULT)
     if final is not None:
         return final if isinstance(final, str) else str(parse_json(final))
-    for key in (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT):
+    for key in _IO_KEYS_OUT:
         if key in attrs:
-            text = _blob_text(attrs[key], last_assistant_text)
+            text = _direct_text(attrs[key])
+            if text:
+                return text
+    return None
+
+
+def _span_blob(span: SpanRecord, keys: Sequence[str], pick) -> str | None:
+    """Last resort: parse the message structures on a run span (LangChain state, pydantic-ai all_messages)."""
+    attrs = span.attributes
+    for key in keys:
+        if key in attrs:
+            text = pick(parse_messages(attrs[key]))
             if text:
                 return text
     return None
 
 
 def _run_input(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, str | None]:
-    """The user request that started the run: the run span's own input, else the first LLM call's last user text."""
+    """The user request that started the run: the run span's own input, else the first LLM call's last user text
+    (a multi-turn conversation's earlier user messages are history), else the run span's message structures."""
     for span in chain:
         text = _span_input(span)
         if text:
@@ -547,18 +584,33 @@ def _run_input(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx
         messages: list[Message] = read_input(span, ctx.logs(span))
         if messages:
             text = last_user_text(messages)
-            return (text, span.span_id) if text else (None, None)
+            if text:
+                return text, span.span_id
+            break
+    for span in chain:
+        if any(span is llm for llm in llm_spans):  # a root fallback anchored on an LLM call: already read
+            continue
+        text = _span_blob(span, (*_IO_KEYS_IN, sc.PYDANTIC_AI_ALL_MESSAGES), last_user_text)
+        if text:
+            return text, span.span_id
     return None, None
 
 
 def _run_output(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, str | None]:
-    """The agent's final answer: the run span's own output, else the last LLM text of the run."""
+    """The agent's final answer: the run span's own output, else the last LLM text of the run, else the run span's
+    message structures."""
     for span in chain:
         text = _span_output(span)
         if text:
             return text, span.span_id
     for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
         text = ctx.output(span).text
+        if text:
+            return text, span.span_id
+    for span in chain:
+        if any(span is llm for llm in llm_spans):
+            continue
+        text = _span_blob(span, _IO_KEYS_OUT, last_assistant_text)
         if text:
             return text, span.span_id
     return None, None

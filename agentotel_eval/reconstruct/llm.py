@@ -8,15 +8,15 @@ tool results for request-only calls), never as calls.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.messages import (
     Message,
-    indexed_attributes,
     message_from_mapping,
     openinference_messages,
     parse_messages,
@@ -43,6 +43,7 @@ class Request:
     index: int  # position in that output (parallel calls keep this order)
     span: SpanRecord
     source: str
+    normalized: Any = None  # Arguments, computed once by the assembly
 
 
 @dataclass(slots=True)
@@ -55,7 +56,7 @@ class LLMOutput:
 def _choice_message(payload: Mapping[str, Any]) -> Message | None:
     """A ``gen_ai.choice`` event/log: ``message`` is an OpenAI-style message, a content-block list or text."""
     message = parse_json(payload.get("message"))
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         return message_from_mapping(message, "assistant") or Message("assistant")
     if isinstance(message, list):
         msgs = parse_messages([{"role": "assistant", "content": message}], "assistant")
@@ -89,7 +90,7 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
     if logs:
         choices = [
             m for log in sorted((lg for lg in logs if lg.event_name == sc.EVENT_CHOICE), key=_choice_index)
-            if isinstance(log.body, Mapping) and (m := _choice_message(log.body))
+            if isinstance(log.body, dict) and (m := _choice_message(log.body))
         ]
         if choices:
             yield "gen_ai.log", choices
@@ -104,7 +105,7 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
 
 
 def _choice_index(log: LogRecord) -> tuple[int, int]:
-    body = log.body if isinstance(log.body, Mapping) else {}
+    body = log.body if isinstance(log.body, dict) else {}
     index = body.get("index")
     return (index if isinstance(index, int) else 0, log.timestamp_ns)
 
@@ -160,7 +161,7 @@ def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message
         return msgs
     msgs = [
         m for log in logs
-        if log.event_name in _EVENT_ROLES and isinstance(log.body, Mapping)
+        if log.event_name in _EVENT_ROLES and isinstance(log.body, dict)
         and (m := _event_message(_EVENT_ROLES[log.event_name], log.body))
     ]
     if msgs:
@@ -192,87 +193,110 @@ def last_assistant_text(messages: Sequence[Message]) -> str | None:
 # --- tool definitions ----------------------------------------------------------------------------------------------
 
 
-class DefinitionCache:
-    """Parsed tool-definition attributes by raw value: every LLM span of a run repeats the same JSON."""
-
-    __slots__ = ("_parsed",)
-
-    def __init__(self) -> None:
-        self._parsed: dict[Any, list[ToolDefinition]] = {}
-
-    def parse(self, raw: Any, reader: Any) -> list[ToolDefinition]:
-        key = raw if isinstance(raw, str | bytes | int | float) else repr(raw)
-        found = self._parsed.get(key)
-        if found is None:
-            found = self._parsed[key] = reader(raw)
-        return found
+@lru_cache(maxsize=512)
+def _cached(reader: Callable[[Any], tuple[ToolDefinition, ...]], raw: str) -> tuple[ToolDefinition, ...]:
+    return reader(raw)
 
 
-def _definitions_from_list(raw: Any) -> list[ToolDefinition]:
+def _parse_once(reader: Callable[[Any], tuple[ToolDefinition, ...]], raw: Any) -> tuple[ToolDefinition, ...]:
+    """Definitions parsed once per distinct JSON text: every LLM span of every run of an agent repeats them.
+
+    ToolDefinitions are immutable, so sharing them between runs (and threads) is safe; the cache is bounded.
+    Keys are the raw strings (or tuples of strings for flattened attributes); anything unhashable is parsed.
+    """
+    try:
+        return _cached(reader, raw)
+    except TypeError:  # an unhashable (AnyValue list/map) attribute value
+        return reader(raw)
+
+
+def _definitions_from_list(raw: Any) -> tuple[ToolDefinition, ...]:
     out = []
     for item in as_list(raw) or ():
         item = parse_json(item)
         if isinstance(item, str) and item:
             out.append(ToolDefinition(item))
             continue
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             continue
         try:
             out.append(ToolDefinition.from_value(item))
         except (ValueError, TypeError):
             continue
-    return out
+    return tuple(out)
 
 
-def _definitions_from_function_tools(raw: Any) -> list[ToolDefinition]:
+def _definitions_from_function_tools(raw: Any) -> tuple[ToolDefinition, ...]:
     params = as_dict(raw)
-    return _definitions_from_list(params.get("function_tools")) if params else []
+    return _definitions_from_list(params.get("function_tools")) if params else ()
 
 
-def _definitions_from_langfuse_input(raw: Any) -> list[ToolDefinition]:
+def _definitions_from_langfuse_input(raw: Any) -> tuple[ToolDefinition, ...]:
     data = as_dict(raw)
-    return _definitions_from_list(data.get("tools")) if data else []
+    return _definitions_from_list(data.get("tools")) if data else ()
 
 
-def _openinference_tools(attrs: Mapping[str, Any]) -> list[ToolDefinition]:
-    out = []
-    grouped = indexed_attributes(attrs, sc.OI_LLM_TOOLS)
-    for idx in sorted(grouped):
-        fields = grouped[idx]
-        spec = as_dict(fields.get("tool.json_schema")) or {}
-        name = fields.get("tool.name")
-        if isinstance(name, str) and name and "name" not in spec and "function" not in spec:
-            description = fields.get("tool.description")
-            spec = {"name": name, "description": description, "parameters": spec or None}
-        try:
-            out.append(ToolDefinition.from_value(spec))
-        except (ValueError, TypeError):
-            continue
-    return out
+def _definition_from_schema(raw: Any) -> tuple[ToolDefinition, ...]:
+    spec = raw if isinstance(raw, dict) else as_dict(raw)
+    try:
+        return (ToolDefinition.from_value(spec),) if spec else ()
+    except (ValueError, TypeError):
+        return ()
 
 
-def _traceloop_functions(attrs: Mapping[str, Any]) -> list[ToolDefinition]:
-    out = []
-    grouped = indexed_attributes(attrs, sc.TRACELOOP_FUNCTIONS_PREFIX)
-    for idx in sorted(grouped):
-        fields = grouped[idx]
-        name = fields.get("name")
-        if isinstance(name, str) and name:
-            description = fields.get("description")
-            out.append(ToolDefinition(name, description if isinstance(description, str) else None,
-                                      as_dict(fields.get("parameters"))))
-    return out
+def _openinference_tools(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
+    """``llm.tools.N.tool.{json_schema,name,description}``, read by direct look-ups (no key scan)."""
+    entries = []
+    for i in range(10_000):
+        base = f"llm.tools.{i}.tool."
+        schema, name = attrs.get(base + "json_schema"), attrs.get(base + "name")
+        if schema is None and name is None:
+            break
+        entries.append((schema, name, attrs.get(base + "description")))
+    return _parse_once(_definitions_from_openinference, tuple(entries)) if entries else ()
 
 
-def read_definitions(span: SpanRecord, cache: DefinitionCache) -> list[ToolDefinition]:
+def _definitions_from_openinference(entries: tuple[tuple[Any, Any, Any], ...]) -> tuple[ToolDefinition, ...]:
+    out: list[ToolDefinition] = []
+    for schema, name, description in entries:
+        params = as_dict(schema)
+        if isinstance(name, str) and name and not (params and ("function" in params or "name" in params)):
+            # pydantic-ai: name + description + the bare parameter schema
+            out.append(ToolDefinition(name, description if isinstance(description, str) else None, params))
+        else:  # OpenAI-style {"type": "function", "function": {...}}
+            out.extend(_definition_from_schema(params))
+    return tuple(out)
+
+
+def _traceloop_functions(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
+    """``llm.request.functions.N.{name,description,parameters}``, read by direct look-ups."""
+    entries = []
+    for i in range(10_000):
+        base = f"llm.request.functions.{i}."
+        name = attrs.get(base + "name")
+        if name is None:
+            break
+        entries.append((name, attrs.get(base + "description"), attrs.get(base + "parameters")))
+    return _parse_once(_definitions_from_traceloop, tuple(entries)) if entries else ()
+
+
+def _definitions_from_traceloop(entries: tuple[tuple[Any, Any, Any], ...]) -> tuple[ToolDefinition, ...]:
+    return tuple(
+        ToolDefinition(name, description if isinstance(description, str) else None, as_dict(params))
+        for name, description, params in entries
+        if isinstance(name, str) and name
+    )
+
+
+def read_definitions(span: SpanRecord) -> Sequence[ToolDefinition]:
     """Tools offered to the model on this span (LLM span or agent span), from the first convention that has any."""
     attrs = span.attributes
     if sc.GEN_AI_TOOL_DEFINITIONS in attrs:
-        found = cache.parse(attrs[sc.GEN_AI_TOOL_DEFINITIONS], _definitions_from_list)
+        found = _parse_once(_definitions_from_list, attrs[sc.GEN_AI_TOOL_DEFINITIONS])
         if found:
             return found
     if sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS in attrs:
-        found = cache.parse(attrs[sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS], _definitions_from_function_tools)
+        found = _parse_once(_definitions_from_function_tools, attrs[sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS])
         if found:
             return found
     if attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM:
@@ -284,10 +308,10 @@ def read_definitions(span: SpanRecord, cache: DefinitionCache) -> list[ToolDefin
         if found:
             return found
     if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION and sc.LANGFUSE_OBSERVATION_INPUT in attrs:
-        found = cache.parse(attrs[sc.LANGFUSE_OBSERVATION_INPUT], _definitions_from_langfuse_input)
+        found = _parse_once(_definitions_from_langfuse_input, attrs[sc.LANGFUSE_OBSERVATION_INPUT])
         if found:
             return found
     if sc.GEN_AI_AGENT_TOOLS in attrs:  # Strands agent span: names only
-        return cache.parse(attrs[sc.GEN_AI_AGENT_TOOLS], _definitions_from_list)
-    return []
+        return _parse_once(_definitions_from_list, attrs[sc.GEN_AI_AGENT_TOOLS])
+    return ()
 

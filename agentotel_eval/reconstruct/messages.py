@@ -88,21 +88,29 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
         value = parse_json(value)
     if isinstance(value, list | tuple):
         for item in value:
-            _collect(item, default_role, out, depth + 1)
+            if isinstance(item, dict) and isinstance(item.get("parts"), list):  # GenAI: the common case
+                out.append(_from_genai(item, item["parts"], default_role))
+            else:
+                _collect(item, default_role, out, depth + 1)
         return
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
+        return
+    if "role" in value or "parts" in value:
+        message = message_from_mapping(value, default_role)
+        if message is not None:
+            out.append(message)
         return
     for key in _CONTAINER_KEYS:
         inner = value.get(key)
-        if isinstance(inner, list | tuple | Mapping) and not _looks_like_message(value):
+        if isinstance(inner, list | tuple | dict) and not _looks_like_message(value):
             _collect(inner, default_role, out, depth + 1)
             return
     generations = value.get("generations")
     if isinstance(generations, list):
         for gen in _flatten(generations):
-            if isinstance(gen, Mapping):
+            if isinstance(gen, dict):
                 msg = gen.get("message")
-                if isinstance(msg, Mapping):
+                if isinstance(msg, dict):
                     _collect(msg, "assistant", out, depth + 1)
                 elif isinstance(gen.get("text"), str) and gen["text"]:
                     out.append(Message("assistant", [gen["text"]]))
@@ -110,7 +118,7 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
     choices = value.get("choices")
     if isinstance(choices, list):
         for choice in choices:
-            if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
+            if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
                 _collect(choice["message"], "assistant", out, depth + 1)
         return
     message = message_from_mapping(value, default_role)
@@ -136,12 +144,12 @@ def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Me
         kwargs = value.get("kwargs")
         ident = value.get("id")
         cls = ident[-1] if isinstance(ident, list) and ident else ""
-        if not isinstance(kwargs, Mapping):
+        if not isinstance(kwargs, dict):
             return None
         role = normalize_role(kwargs.get("type") or cls, default_role)
         return _from_flat(kwargs, role)
     data = value.get("data")
-    if isinstance(data, Mapping) and isinstance(value.get("type"), str):  # LangChain message_to_dict()
+    if isinstance(data, dict) and isinstance(value.get("type"), str):  # LangChain message_to_dict()
         return _from_flat(data, normalize_role(value["type"], default_role))
     parts = value.get("parts")
     if isinstance(parts, list):
@@ -155,7 +163,7 @@ def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Me
 def _from_genai(value: Mapping[str, Any], parts: list[Any], default_role: str) -> Message:
     msg = Message(normalize_role(value.get("role"), default_role))
     for part in parts:
-        if not isinstance(part, Mapping):
+        if not isinstance(part, dict):
             if isinstance(part, str):
                 msg.texts.append(part)
             continue
@@ -193,7 +201,7 @@ def _from_flat(value: Mapping[str, Any], role: str) -> Message:
         if part is not None:
             msg.tool_calls.append(part)
     function_call = value.get("function_call")
-    if isinstance(function_call, Mapping) and isinstance(function_call.get("name"), str):
+    if isinstance(function_call, dict) and isinstance(function_call.get("name"), str):
         msg.tool_calls.append(ToolCallPart(function_call["name"], function_call.get("arguments")))
     return msg
 
@@ -204,14 +212,14 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
         if isinstance(block, str):
             tool_texts.append(block) if msg.role == "tool" else msg.texts.append(block)
             continue
-        if not isinstance(block, Mapping):
+        if not isinstance(block, dict):
             continue
         use = block.get("toolUse")
-        if isinstance(use, Mapping) and isinstance(use.get("name"), str):  # Bedrock / Strands
+        if isinstance(use, dict) and isinstance(use.get("name"), str):  # Bedrock / Strands
             msg.tool_calls.append(ToolCallPart(use["name"], use.get("input"), _id(use.get("toolUseId"))))
             continue
         result = block.get("toolResult")
-        if isinstance(result, Mapping):
+        if isinstance(result, dict):
             msg.tool_results.append(
                 ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
             )
@@ -234,10 +242,10 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
 
 
 def _tool_call(call: Any) -> ToolCallPart | None:
-    if not isinstance(call, Mapping):
+    if not isinstance(call, dict):
         return None
     function = call.get("function")
-    if isinstance(function, Mapping):  # OpenAI {"id", "function": {"name", "arguments"}}
+    if isinstance(function, dict):  # OpenAI {"id", "function": {"name", "arguments"}}
         name = function.get("name")
         args = function.get("arguments")
     else:  # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}
@@ -263,54 +271,51 @@ def _status(value: Any) -> str | None:
 
 
 # --- flattened attribute keys ----------------------------------------------------------------------------------
+# Read by direct look-ups, message by message (``prefix.0.*``, ``prefix.1.*``, ... until one is absent): a span
+# has dozens of keys, a scan of all of them per question would cost more than the answer.
 
-
-def indexed_attributes(attrs: Mapping[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    """``prefix.N.rest = v`` keys grouped as {N: {rest: v}}."""
-    start = prefix + "."
-    cut = len(start)
-    grouped: dict[int, dict[str, Any]] = {}
-    for key, val in attrs.items():
-        if not key.startswith(start):
-            continue
-        idx, _, rest = key[cut:].partition(".")
-        if idx.isdigit() and rest:
-            grouped.setdefault(int(idx), {})[rest] = val
-    return grouped
-
-
-def _subindexed_attributes(fields: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
-    grouped = indexed_attributes(fields, prefix)
-    return [grouped[i] for i in sorted(grouped)]
+_MAX_INDEX = 10_000
+_OI_MARKERS = ("role", "content", "tool_calls.0.tool_call.function.name", "contents.0.message_content.type",
+               "tool_call_id", "function_call_name")
+_TRACELOOP_MARKERS = ("role", "content", "tool_calls.0.name", "tool_call_id", "finish_reason", "function_call.name")
+_OI_SPAN_KIND = "openinference.span.kind"
 
 
 def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     """``llm.input_messages`` / ``llm.output_messages`` flattened keys as messages, in index order."""
-    grouped = indexed_attributes(attrs, prefix)
     out: list[Message] = []
-    for idx in sorted(grouped):
-        fields = grouped[idx]
-        role = normalize_role(fields.get("message.role"), "")
+    if _OI_SPAN_KIND not in attrs and f"{prefix}.0.message.role" not in attrs:
+        return out  # not an OpenInference span: skip the probes
+    get = attrs.get
+    for i in range(_MAX_INDEX):
+        base = f"{prefix}.{i}.message."
+        if not any(base + marker in attrs for marker in _OI_MARKERS):
+            break
+        role = normalize_role(get(base + "role"), "")
         msg = Message(role)
-        content = fields.get("message.content")
+        content = get(base + "content")
         texts = [content] if isinstance(content, str) and content else []
-        for block in _subindexed_attributes(fields, "message.contents"):
-            text = block.get("message_content.text")
+        for k in range(_MAX_INDEX):
+            block = f"{base}contents.{k}.message_content."
+            text = get(block + "text")
+            if text is None and block + "type" not in attrs:
+                break
             if isinstance(text, str) and text:
                 texts.append(text)
-        for call in _subindexed_attributes(fields, "message.tool_calls"):
-            name = call.get("tool_call.function.name")
+        for j in range(_MAX_INDEX):
+            call = f"{base}tool_calls.{j}.tool_call."
+            name = get(call + "function.name")
+            if name is None and call + "id" not in attrs:
+                break
             if isinstance(name, str) and name:
-                msg.tool_calls.append(
-                    ToolCallPart(name, call.get("tool_call.function.arguments"), _id(call.get("tool_call.id")))
-                )
-        fname = fields.get("message.function_call_name")
+                msg.tool_calls.append(ToolCallPart(name, get(call + "function.arguments"), _id(get(call + "id"))))
+        fname = get(base + "function_call_name")
         if isinstance(fname, str) and fname:
-            msg.tool_calls.append(ToolCallPart(fname, fields.get("message.function_call_arguments_json")))
+            msg.tool_calls.append(ToolCallPart(fname, get(base + "function_call_arguments_json")))
         if role == "tool":
             msg.tool_results.append(
-                ToolResultPart(_id(fields.get("message.tool_call_id")), "\n".join(texts) if texts else None,
-                               None, _str(fields.get("message.name")))
+                ToolResultPart(_id(get(base + "tool_call_id")), "\n".join(texts) if texts else None, None,
+                               _str(get(base + "name")))
             )
         else:
             msg.texts.extend(texts)
@@ -320,26 +325,33 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
 
 def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     """Legacy Traceloop ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys as messages, in index order."""
-    grouped = indexed_attributes(attrs, prefix)
     out: list[Message] = []
-    for idx in sorted(grouped):
-        fields = grouped[idx]
-        default = "assistant" if prefix.endswith("completion") else ""
-        role = normalize_role(fields.get("role"), default)
+    if f"{prefix}.0.role" not in attrs and f"{prefix}.0.content" not in attrs and f"{prefix}.0.tool_calls.0.name" not in attrs:
+        return out
+    get = attrs.get
+    default = "assistant" if prefix.endswith("completion") else ""
+    for i in range(_MAX_INDEX):
+        base = f"{prefix}.{i}."
+        if not any(base + marker in attrs for marker in _TRACELOOP_MARKERS):
+            break
+        role = normalize_role(get(base + "role"), default)
         msg = Message(role)
-        content = fields.get("content")
+        content = get(base + "content")
         if role == "tool":
-            msg.tool_results.append(ToolResultPart(_id(fields.get("tool_call_id")), content))
+            msg.tool_results.append(ToolResultPart(_id(get(base + "tool_call_id")), content))
         elif isinstance(content, str) and content:
             parsed = parse_json(content)  # some versions store the OpenAI content-block list as JSON
             msg.texts.append(text_of(parsed) or content if isinstance(parsed, list) else content)
-        for call in _subindexed_attributes(fields, "tool_calls"):
-            name = call.get("name")
+        for j in range(_MAX_INDEX):
+            call = f"{base}tool_calls.{j}."
+            name = get(call + "name")
+            if name is None and call + "id" not in attrs:
+                break
             if isinstance(name, str) and name:
-                msg.tool_calls.append(ToolCallPart(name, call.get("arguments"), _id(call.get("id"))))
-        fname = fields.get("function_call.name")
+                msg.tool_calls.append(ToolCallPart(name, get(call + "arguments"), _id(get(call + "id"))))
+        fname = get(base + "function_call.name")
         if isinstance(fname, str) and fname:
-            msg.tool_calls.append(ToolCallPart(fname, fields.get("function_call.arguments")))
+            msg.tool_calls.append(ToolCallPart(fname, get(base + "function_call.arguments")))
         out.append(msg)
     return out
 
@@ -354,18 +366,18 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
     that status is surfaced here, as is the ToolMessage's ``tool_call_id``.
     """
     parsed = parse_json(value)
-    if isinstance(parsed, Mapping):
+    if isinstance(parsed, dict):
         output = parsed.get("output")
-        if isinstance(output, Mapping) and set(parsed) <= {"output", "kwargs"}:  # OpenLLMetry LangChain envelope
+        if isinstance(output, dict) and set(parsed) <= {"output", "kwargs"}:  # OpenLLMetry LangChain envelope
             parsed = output
         msg = message_from_mapping(parsed, "tool") if _is_message_envelope(parsed) else None
         if msg is not None and msg.tool_results:
             return msg.tool_results[0]
         result = parsed.get("toolResult")
-        if isinstance(result, Mapping):
+        if isinstance(result, dict):
             return ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
         return ToolResultPart(None, parsed)
-    if isinstance(parsed, list) and parsed and all(isinstance(b, Mapping) and "text" in b for b in parsed):
+    if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "text" in b for b in parsed):
         return ToolResultPart(None, text_of(parsed))  # Bedrock/Strands content blocks
     return ToolResultPart(None, parsed)  # a JSON string literal ('"Athens: 29C"') is its text
 
@@ -374,4 +386,4 @@ def _is_message_envelope(value: Mapping[str, Any]) -> bool:
     if value.get("lc") and value.get("type") == "constructor":
         ident = value.get("id")
         return isinstance(ident, list) and bool(ident) and str(ident[-1]).lower() == "toolmessage"
-    return value.get("type") == "tool" and isinstance(value.get("data"), Mapping)
+    return value.get("type") == "tool" and isinstance(value.get("data"), dict)

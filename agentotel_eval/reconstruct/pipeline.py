@@ -10,7 +10,6 @@ from collections.abc import Iterable
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.assemble import TraceContext, assemble_run
-from agentotel_eval.reconstruct.llm import DefinitionCache
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.runs import find_runs
 from agentotel_eval.reconstruct.spans import Role, classify, run_convention
@@ -25,14 +24,13 @@ def is_run_span(span: SpanRecord) -> bool:
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time."""
     runs: list[AgentRun] = []
-    definitions = DefinitionCache()
     for tree in build_trees(spans, logs):
         roles: dict[str, Role] = {}
         for span_id, span in tree.spans.items():
             role = classify(span)
             if role.run or role.tool or role.llm:
                 roles[span_id] = role
-        ctx = TraceContext(tree, roles, definitions)
+        ctx = TraceContext(tree, roles)
         found = find_runs(tree, roles, ctx.requests_tools)
         ctx.llm_parent = found.llm_parent
         for scope in found.runs:

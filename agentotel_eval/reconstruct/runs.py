@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.spans import NO_ROLE, Role
-from agentotel_eval.reconstruct.tree import TraceTree, span_order
+from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
 
 
 @dataclass(slots=True, eq=False)
@@ -68,9 +68,11 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
         (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in extra_children.attached
     ]
     reached: set[str] = set()  # re-attached orphans actually walked
+    walked = 0
     while True:
         while stack:
             span, owner, root, llm_above = stack.pop()
+            walked += 1
             if span.span_id in extra_children.attached:
                 reached.add(span.span_id)
             role = roles.get(span.span_id, NO_ROLE)
@@ -95,14 +97,23 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             for child in reversed(kids):
                 stack.append((child, inner, root, below))
         lost = sorted((tree.spans[i] for i in extra_children.attached - reached), key=span_order)
-        if not lost:
+        if lost:  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
+            extra_children.attached.discard(lost[0].span_id)
+            for kids in extra_children.by_parent.values():
+                if lost[0] in kids:
+                    kids.remove(lost[0])
+            stack.append((lost[0], top, lost[0], None))
+            continue
+        looped = unreachable(tree, walked)
+        if not looped:
             break
-        # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
-        extra_children.attached.discard(lost[0].span_id)
-        for kids in extra_children.by_parent.values():
-            if lost[0] in kids:
-                kids.remove(lost[0])
-        stack.append((lost[0], top, lost[0], None))
+        cut = looped[0]  # a parent loop (a -> b -> a): cut it at its earliest span, which becomes a root
+        siblings = tree.children.get(cut.parent_span_id or "", [])
+        if cut in siblings:
+            siblings.remove(cut)
+        tree.roots.append(cut)
+        tree.roots.sort(key=span_order)
+        stack.append((cut, top, cut, None))
     for scope in reversed(scopes):  # innermost first
         if scope.kind == "tool":
             _resolve_tool_scope(scope, tree, requests_tools)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from agentotel_eval import semconv as sc
@@ -15,8 +16,6 @@ from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
 from agentotel_eval.reconstruct.values import as_dict, clean_id, text_of
 
-_TRACELOOP_RUN_KINDS = frozenset({sc.TRACELOOP_KIND_AGENT, sc.TRACELOOP_KIND_WORKFLOW})
-_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 _HANDOFF_SPAN_PREFIX = "handoff to "
 _HANDOFF_SPAN_SUFFIX = ".handoff"
 TRANSFER_PREFIX = "transfer_to_"
@@ -38,19 +37,15 @@ class Role:
 NO_ROLE = Role()
 
 
-def _text(attrs: Mapping[str, Any], key: str) -> str | None:
-    """A string attribute, or None (a malformed non-string value never matches a convention)."""
-    value = attrs.get(key)
-    return value if isinstance(value, str) else None
-
-
 def run_convention(attrs: Mapping[str, Any]) -> str | None:
     """The convention marking an agent run (DESIGN.md contract), or None."""
-    if _text(attrs, sc.GEN_AI_OPERATION_NAME) in sc.RUN_OPERATIONS:
+    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
         return "gen_ai"
     if attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT:
         return "openinference"
-    if _text(attrs, sc.TRACELOOP_SPAN_KIND) in _TRACELOOP_RUN_KINDS:
+    kind = attrs.get(sc.TRACELOOP_SPAN_KIND)
+    if kind == sc.TRACELOOP_KIND_AGENT or kind == sc.TRACELOOP_KIND_WORKFLOW:
         return "traceloop"
     if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_AGENT:
         return "langfuse"
@@ -59,37 +54,49 @@ def run_convention(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
+_ROLE_CACHE: dict[tuple[str | None, str | None, str | None], Role] = {}
+
+
 def classify(span: SpanRecord) -> Role:
-    """The span's roles, from its attributes alone (one look per span)."""
+    """The span's roles, from its attributes alone (one look per span; values compared with ``==`` so a
+    malformed non-string value simply matches nothing)."""
     attrs = span.attributes
-    op = _text(attrs, sc.GEN_AI_OPERATION_NAME)
-    run = run_convention(attrs)
+    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    oi = attrs.get(sc.OI_SPAN_KIND)
+    tl = attrs.get(sc.TRACELOOP_SPAN_KIND)
+    lf = attrs.get(sc.LANGFUSE_OBSERVATION_TYPE)
+    ak = attrs.get(sc.AGENTOTEL_KIND)
+    run = run_convention(attrs) if (op or oi or tl or lf or ak) else None
     llm = tool = None
-    if op in sc.LLM_OPERATIONS:
+    if op == sc.OP_CHAT or op == sc.OP_GENERATE_CONTENT or op == sc.OP_TEXT_COMPLETION:
         llm = "gen_ai"
-    elif attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM:
+    elif oi == sc.OI_KIND_LLM:
         llm = "openinference"
-    elif _text(attrs, sc.TRACELOOP_LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES:
+    elif (rt := attrs.get(sc.TRACELOOP_LLM_REQUEST_TYPE)) == "chat" or rt == "completion":
         llm = "traceloop"
-    elif attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION:
+    elif lf == sc.LANGFUSE_TYPE_GENERATION:
         llm = "langfuse"
-    elif attrs.get(sc.AGENTOTEL_KIND) == sc.AGENTOTEL_KIND_LLM:
+    elif ak == sc.AGENTOTEL_KIND_LLM:
         llm = "agentotel"
     elif op == sc.OP_EXECUTE_TOOL or sc.GEN_AI_TOOL_NAME in attrs:
         tool = "gen_ai"
-    elif attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_TOOL or sc.OI_TOOL_NAME in attrs:
+    elif oi == sc.OI_KIND_TOOL or sc.OI_TOOL_NAME in attrs:
         tool = "openinference"
-    elif attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_TOOL:
+    elif tl == sc.TRACELOOP_KIND_TOOL:
         tool = "traceloop"
-    elif attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_TOOL:
+    elif lf == sc.LANGFUSE_TYPE_TOOL:
         tool = "langfuse"
-    elif attrs.get(sc.AGENTOTEL_KIND) == sc.AGENTOTEL_KIND_TOOL:
+    elif ak == sc.AGENTOTEL_KIND_TOOL:
         tool = "agentotel"
     elif sc.GEN_AI_HANDOFF_FROM_AGENT in attrs or sc.GEN_AI_HANDOFF_TO_AGENT in attrs:
         tool = "handoff"
     if run is None and llm is None and tool is None:
         return NO_ROLE
-    return Role(run, tool, llm)
+    key = (run, tool, llm)
+    role = _ROLE_CACHE.get(key)
+    if role is None:
+        role = _ROLE_CACHE[key] = Role(run, tool, llm)
+    return role
 
 
 # --- tool execution spans -------------------------------------------------------------------------------------
@@ -111,6 +118,7 @@ class Execution:
     plumbing: str | None = None  # "handoff" | "internal" for framework plumbing; None for a real call
     handoff_to: str | None = None
     result_call_id: str | None = None  # the call id a wrapped result carries (LangChain ToolMessage)
+    normalized: Any = None  # Arguments, computed once by the assembly
     sources: dict[str, str] = field(default_factory=dict)
 
 
@@ -201,7 +209,7 @@ def _read_arguments(span: SpanRecord, execution: Execution) -> None:
             execution.sources["arguments"] = source
             return
     params = attrs.get(sc.OI_TOOL_PARAMETERS)  # pydantic-ai's OpenInference: args; openai-agents': the schema
-    if params is not None and not _looks_like_schema(as_dict(params)):
+    if params is not None and parameters_schema(params) is None:
         execution.raw_arguments = params
         execution.sources["arguments"] = "openinference"
         return
@@ -249,7 +257,7 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
             return
     unwrapped = unwrap_tool_result(raw)
     content = unwrapped.content
-    if isinstance(content, list) and content and all(isinstance(b, Mapping) and "text" in b for b in content):
+    if isinstance(content, list) and content and all(isinstance(b, dict) and "text" in b for b in content):
         content = text_of(content)
     execution.result = content
     execution.result_call_id = unwrapped.call_id
@@ -316,23 +324,40 @@ def _read_call_id(span: SpanRecord, execution: Execution, placeholders: frozense
                 return
 
 
-def _looks_like_schema(value: Mapping[str, Any] | None) -> bool:
-    return isinstance(value, Mapping) and value.get("type") == "object" and isinstance(value.get("properties"), Mapping)
+def _parameters_schema(value: Any) -> dict[str, Any] | None:
+    """The JSON schema of a tool's parameters in a schema-ish value (bare, ``{"parameters"}``, OpenAI function)."""
+    schema: Any = as_dict(value)
+    if schema is None:
+        return None
+    if isinstance(schema.get("function"), dict):  # {"type": "function", "function": {...}}
+        schema = schema["function"].get("parameters")
+    elif isinstance(schema.get("parameters"), dict):
+        schema = schema["parameters"]
+    ok = isinstance(schema, dict) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
+    return schema if ok else None
+
+
+@lru_cache(maxsize=1024)
+def _parameters_schema_of_text(value: str) -> dict[str, Any] | None:
+    return _parameters_schema(value)
+
+
+def parameters_schema(value: Any) -> dict[str, Any] | None:
+    """``_parameters_schema``, parsed once per distinct text (every span of a tool repeats its schema).
+
+    The returned dict is shared: read it, never change it.
+    """
+    return _parameters_schema_of_text(value) if isinstance(value, str) else _parameters_schema(value)
 
 
 def _read_schema(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
     for key in (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS):
-        schema: Any = as_dict(attrs.get(key))
-        if schema is None:
-            continue
-        if isinstance(schema.get("function"), Mapping):  # {"type": "function", "function": {...}}
-            schema = schema["function"].get("parameters")
-        elif isinstance(schema.get("parameters"), Mapping):
-            schema = schema["parameters"]
-        if _looks_like_schema(schema):
-            execution.schema = schema
-            break
+        if key in attrs:
+            schema = parameters_schema(attrs[key])
+            if schema is not None:
+                execution.schema = schema
+                break
     for key in (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION):
         value = attrs.get(key)
         if isinstance(value, str) and value:

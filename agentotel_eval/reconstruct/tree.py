@@ -68,7 +68,6 @@ def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
         for kids in tree.children.values():
             kids.sort(key=span_order)
         tree.roots.sort(key=span_order)
-        _break_cycles(tree)
     seen_logs: set[tuple] = set()
     for log in logs:
         tree = trees.get(log.trace_id or "")
@@ -85,29 +84,16 @@ def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
     return [trees[t] for t in sorted(trees)]
 
 
-def _break_cycles(tree: TraceTree) -> None:
-    """A parent loop (a -> b -> a) has no root; make its earliest span a root so every span is reachable."""
-    reachable: set[str] = set()
+def unreachable(tree: TraceTree, reached: int) -> list[SpanRecord]:
+    """Spans in a parent loop (a -> b -> a: no root leads to them), given how many spans a walk from the roots
+    reached; empty (and free) in the normal case. The walker adds the earliest as a root and walks again."""
+    if reached >= len(tree.spans):
+        return []
+    seen: set[str] = set()
     stack = [s.span_id for s in tree.roots]
     while stack:
         span_id = stack.pop()
-        if span_id in reachable:
-            continue
-        reachable.add(span_id)
-        stack.extend(child.span_id for child in tree.children.get(span_id, ()))
-    if len(reachable) == len(tree.spans):
-        return
-    for span in sorted((s for s in tree.spans.values() if s.span_id not in reachable), key=span_order):
-        if span.span_id in reachable:
-            continue
-        siblings = tree.children.get(span.parent_span_id or "", [])
-        if span in siblings:
-            siblings.remove(span)
-        tree.roots.append(span)
-        stack = [span.span_id]
-        while stack:
-            span_id = stack.pop()
-            if span_id not in reachable:
-                reachable.add(span_id)
-                stack.extend(child.span_id for child in tree.children.get(span_id, ()))
-    tree.roots.sort(key=span_order)
+        if span_id not in seen:
+            seen.add(span_id)
+            stack.extend(child.span_id for child in tree.children.get(span_id, ()))
+    return sorted((s for s in tree.spans.values() if s.span_id not in seen), key=span_order)

@@ -173,6 +173,16 @@ def test_a_tool_that_only_calls_an_llm_is_not_an_agent():
     assert run.tools_called == ["summarise"]
 
 
+def test_a_parent_loop_is_cut_and_nothing_is_lost():
+    """Corrupt parent ids (a -> b -> a) must not hang or drop spans."""
+    a_id, b_id = sid(), sid()
+    a = agent("a", 0, 100, b_id)
+    a = SpanRecord(T1, a_id, b_id, a.name, 1, 0, 100, attributes=a.attributes, resource=a.resource)
+    b = span("loop", 1, 99, a_id, span_id=b_id)
+    run = one([a, b, tool("x", 2, 3, b)])
+    assert (run.span_id, run.tools_called) == (a_id, ["x"])
+
+
 def test_is_run_span():
     assert is_run_span(agent("a", 0, 1))
     assert is_run_span(span("w", 0, 1, attrs={sc.TRACELOOP_SPAN_KIND: "workflow"}))
