@@ -5,7 +5,8 @@ Replays every recorded fixture (tests/fixtures/traces/*.pb and .logs.pb) many ti
   2. decode   - agentotel_eval.otlp.decode -> SpanRecord/LogRecord (what the collector does per request)
   3. rebuild  - agentotel_eval.reconstruct.reconstruct over the decoded records, trace by trace
 plus a long synthetic run (one agent, many turns, growing history) to show the cost stays linear in spans.
-Prints spans/s per stage and the ratio rebuild/decode (target: < 1). Run: python bench/bench_reconstruct.py
+Prints spans/s per stage (process CPU time, best of N) and the ratio rebuild/decode (target: < 1).
+Run: python bench/bench_reconstruct.py
 """
 
 from __future__ import annotations
@@ -41,14 +42,14 @@ def _load() -> list[tuple[bytes, bytes | None]]:
 
 
 def _interleaved(stages: dict, repeat: int) -> dict[str, list[float]]:
-    """Each stage timed ``repeat`` times, the stages taking turns, so a load spike on the shared machine hits
-    all of them alike; the minimum of each is the least noisy estimate."""
+    """Each stage timed ``repeat`` times in process CPU time, the stages taking turns, so a load spike on the
+    shared machine hits all of them alike; the minimum of each is the least noisy estimate."""
     times: dict[str, list[float]] = {name: [] for name in stages}
     for _ in range(repeat):
         for name, fn in stages.items():
-            start = time.perf_counter()
+            start = time.process_time()  # CPU time of this process: other helpers' load does not count
             fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time.process_time() - start)
     return times
 
 

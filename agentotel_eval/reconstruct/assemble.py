@@ -20,6 +20,7 @@ from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.llm import (
     LLMOutput,
     Request,
+    first_request_text,
     last_assistant_text,
     last_user_text,
     read_definitions,
@@ -27,7 +28,6 @@ from agentotel_eval.reconstruct.llm import (
     read_output,
 )
 from agentotel_eval.reconstruct.messages import (
-    Message,
     ToolResultPart,
     openinference_messages,
     parse_messages,
@@ -105,7 +105,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
     extra: dict[str, Any] = {"chain": [s.span_id for s in chain]}
     if executions:
         counted = [r for r in unmatched if r.call_id and history.result(r.call_id, r.span.end_ns) is not None]
-        dropped = [r for r in unmatched if r not in counted]
+        dropped = [r for r in unmatched if not any(r is c for c in counted)]
         if dropped:
             extra["unexecuted_requests"] = [r.name for r in dropped]
     else:
@@ -423,8 +423,13 @@ def _definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], e
                  ctx: TraceContext) -> list[ToolDefinition]:
     """Tools offered to the model, merged by name; a names-only list is completed from the tool spans' schemas."""
     merged: dict[str, ToolDefinition] = {}
+    seen: set[int] = set()
     for span in (*chain, *llm_spans):
-        for definition in read_definitions(span):
+        found = read_definitions(span)
+        if id(found) in seen:
+            continue  # the same parsed list (cached by its text), as on an earlier span: nothing new
+        seen.add(id(found))
+        for definition in found:
             known = merged.get(definition.name)
             if known is None:
                 merged[definition.name] = definition
@@ -581,11 +586,10 @@ def _run_input(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx
         if text:
             return text, span.span_id
     for span in llm_spans:
-        messages: list[Message] = read_input(span, ctx.logs(span))
-        if messages:
-            text = last_user_text(messages)
-            if text:
-                return text, span.span_id
+        recorded, text = first_request_text(span, ctx.logs(span))
+        if text:
+            return text, span.span_id
+        if recorded:
             break
     for span in chain:
         if any(span is llm for llm in llm_spans):  # a root fallback anchored on an LLM call: already read

@@ -18,6 +18,7 @@ from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.messages import (
     Message,
     message_from_mapping,
+    normalize_role,
     openinference_messages,
     parse_messages,
     traceloop_messages,
@@ -110,8 +111,52 @@ def _choice_index(log: LogRecord) -> tuple[int, int]:
     return (index if isinstance(index, int) else 0, log.timestamp_ns)
 
 
+def _genai_output(span: SpanRecord, raw: Any) -> LLMOutput | None:
+    """Fast path for the common case, ``gen_ai.output.messages`` as GenAI JSON; None to use the generic reader."""
+    value = parse_json(raw)
+    if not isinstance(value, list):
+        return None
+    out = LLMOutput(source="gen_ai")
+    requests = out.requests
+    texts: list[str] = []
+    for message in value:
+        if not isinstance(message, dict) or not isinstance(parts := message.get("parts"), list):
+            return None
+        if message.get("role") not in _ASSISTANT_ROLES:
+            continue
+        for part in parts:
+            if not isinstance(part, dict):
+                return None
+            kind = part.get("type")
+            if kind == "tool_call":
+                name = part.get("name")
+                if isinstance(name, str) and name:
+                    call_id = part.get("id")
+                    requests.append(Request(name, part.get("arguments"), call_id if isinstance(call_id, str) and call_id else None,
+                                            len(requests), span, "gen_ai"))
+            elif kind == "text":
+                text = part.get("content")
+                if isinstance(text, str) and text:
+                    texts.append(text)
+            elif kind not in _IGNORED_PARTS:
+                return None  # an unusual part: let the generic reader decide
+    if not requests and not texts:
+        return None
+    out.text = "\n".join(texts) if texts else None
+    return out
+
+
+_ASSISTANT_ROLES = ("assistant", "model", "ai", None, "")  # tuples: compared with ==, safe for odd values
+_IGNORED_PARTS = ("reasoning", "thinking", "tool_call_response", "blob", "file", "uri")
+
+
 def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
     """The model's answer on this span: requested tool calls (in output order) and text."""
+    raw = span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
+    if raw is not None:
+        fast = _genai_output(span, raw)
+        if fast is not None:
+            return fast
     for source, messages in _output_candidates(span, logs):
         assistant = [m for m in messages if m.role in ("assistant", "")]
         if not any(m.tool_calls or m.texts for m in assistant):
@@ -173,6 +218,27 @@ def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message
                 return msgs
     prompt = [e for e in span.events if e.name == sc.EVENT_CONTENT_PROMPT and sc.GEN_AI_PROMPT in e.attributes]
     return [m for e in prompt for m in parse_messages(e.attributes[sc.GEN_AI_PROMPT])]
+
+
+def first_request_text(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> tuple[bool, str | None]:
+    """(whether the span records its input at all, the last user text in it): the request of this LLM call.
+
+    Fast path for GenAI JSON input messages (scanned from the end, no message objects built); anything else
+    goes through ``read_input``.
+    """
+    raw = span.attributes.get(sc.GEN_AI_INPUT_MESSAGES)
+    if raw is not None:
+        value = parse_json(raw)
+        if isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("parts"), list) for m in value):
+            for message in reversed(value):
+                if normalize_role(message.get("role")) == "user":
+                    texts = [p["content"] for p in message["parts"] if isinstance(p, dict) and p.get("type") == "text"
+                             and isinstance(p.get("content"), str) and p["content"]]
+                    if texts:
+                        return True, "\n".join(texts)
+            return bool(value), None
+    messages = read_input(span, logs)
+    return bool(messages), last_user_text(messages)
 
 
 def last_user_text(messages: Sequence[Message]) -> str | None:

@@ -84,16 +84,18 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
                 owner.tool_spans.append(span)
             if owner is top and role.is_evidence:
                 top.roots.append(root)
+            kids = tree.children.get(span.span_id, ())
+            extra = extra_children.by_parent.get(span.span_id) if extra_children.by_parent else None
+            if extra:
+                kids = sorted([*kids, *extra], key=span_order)
             inner = owner
-            if role.run or role.tool:
+            if role.run or (role.tool and kids):  # a leaf tool span owns nothing: no scope for it
                 inner = Scope(span, "run" if role.run else "tool", role.run or role.tool or "", owner, [span])
                 owner.children.append(inner)
                 scopes.append(inner)
+            if not kids:
+                continue
             below = span.span_id if role.llm else llm_above
-            kids = tree.children.get(span.span_id, [])
-            extra = extra_children.by_parent.get(span.span_id)
-            if extra:
-                kids = sorted([*kids, *extra], key=span_order)
             for child in reversed(kids):
                 stack.append((child, inner, root, below))
         lost = sorted((tree.spans[i] for i in extra_children.attached - reached), key=span_order)

@@ -6,6 +6,7 @@ A span can carry several conventions at once (``execute_tool`` AND OpenInference
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -61,18 +62,28 @@ def classify(span: SpanRecord) -> Role:
     """The span's roles, from its attributes alone (one look per span; values compared with ``==`` so a
     malformed non-string value simply matches nothing)."""
     attrs = span.attributes
-    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
-    oi = attrs.get(sc.OI_SPAN_KIND)
-    tl = attrs.get(sc.TRACELOOP_SPAN_KIND)
-    lf = attrs.get(sc.LANGFUSE_OBSERVATION_TYPE)
-    ak = attrs.get(sc.AGENTOTEL_KIND)
-    run = run_convention(attrs) if (op or oi or tl or lf or ak) else None
-    llm = tool = None
+    get = attrs.get
+    op = get(sc.GEN_AI_OPERATION_NAME)
+    oi = get(sc.OI_SPAN_KIND)
+    tl = get(sc.TRACELOOP_SPAN_KIND)
+    lf = get(sc.LANGFUSE_OBSERVATION_TYPE)
+    ak = get(sc.AGENTOTEL_KIND)
+    run = llm = tool = None
+    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
+        run = "gen_ai"
+    elif oi == sc.OI_KIND_AGENT:
+        run = "openinference"
+    elif tl == sc.TRACELOOP_KIND_AGENT or tl == sc.TRACELOOP_KIND_WORKFLOW:
+        run = "traceloop"
+    elif lf == sc.LANGFUSE_TYPE_AGENT:
+        run = "langfuse"
+    elif ak == sc.AGENTOTEL_KIND_AGENT:
+        run = "agentotel"
     if op == sc.OP_CHAT or op == sc.OP_GENERATE_CONTENT or op == sc.OP_TEXT_COMPLETION:
         llm = "gen_ai"
     elif oi == sc.OI_KIND_LLM:
         llm = "openinference"
-    elif (rt := attrs.get(sc.TRACELOOP_LLM_REQUEST_TYPE)) == "chat" or rt == "completion":
+    elif (rt := get(sc.TRACELOOP_LLM_REQUEST_TYPE)) == "chat" or rt == "completion":
         llm = "traceloop"
     elif lf == sc.LANGFUSE_TYPE_GENERATION:
         llm = "langfuse"
@@ -140,9 +151,12 @@ def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
     return (name or None), "span_name"
 
 
+_NOT_CALLABLE = re.compile(r"[\s()]")
+
+
 def _is_plumbing_name(name: str) -> bool:
     """A name no model can call: ADK's ``(merged tools)``. Model-facing tool names have no spaces or parens."""
-    return any(c in name for c in " ()\t\n")
+    return _NOT_CALLABLE.search(name) is not None
 
 
 def read_execution(span: SpanRecord, role: Role, placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS) -> Execution:
