@@ -193,7 +193,9 @@ def _arguments_match(execution: Execution, request: Request, schema: Mapping[str
 
 
 def _match(calls: list[_Call], requests: list[Request], schemas: Mapping[str, Any]) -> list[Request]:
-    """Pair executions with requests (id, else name + arguments + latest turn); return unmatched requests."""
+    """Pair executions with requests: by call id; else by name in the latest LLM turn that asked for the tool
+    before the execution started, the arguments (then the output order) telling parallel calls apart.
+    Return the requests left unmatched."""
     used: set[int] = set()
     by_id: dict[str, list[int]] = {}
     for i, r in enumerate(requests):
@@ -219,11 +221,13 @@ def _match(calls: list[_Call], requests: list[Request], schemas: Mapping[str, An
             continue
         before = [i for i in pool if requests[i].span.start_ns <= e.span.start_ns] or pool
         before.sort(key=lambda i: (-requests[i].span.start_ns, requests[i].span.span_id, requests[i].index))
-        schema = schemas.get(e.name)
-        pick = next((i for i in before if _arguments_match(e, requests[i], schema)), None)
-        if pick is None:
-            latest = requests[before[0]].span.span_id  # name + order within the latest turn that asked for it
-            pick = next(i for i in before if requests[i].span.span_id == latest)
+        latest = requests[before[0]].span.span_id  # the latest turn that asked for this tool
+        turn = [i for i in before if requests[i].span.span_id == latest]
+        if len(turn) == 1:
+            pick = turn[0]
+        else:  # parallel calls of one tool: the arguments tell them apart, else the output order
+            schema = schemas.get(e.name)
+            pick = next((i for i in turn if _arguments_match(e, requests[i], schema)), turn[0])
         used.add(pick)
         call.request = requests[pick]
     return [r for i, r in enumerate(requests) if i not in used]

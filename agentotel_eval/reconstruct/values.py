@@ -14,6 +14,18 @@ from typing import Any
 
 _JSON_STARTS = frozenset('{["')
 _MAX_NESTING = 4  # JSON inside JSON inside JSON ... is unwrapped at most this deep
+_scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` for a stripped string (ValueError when it is not exactly one JSON value)."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as exc:
+        raise ValueError("not JSON") from exc
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
 
 
 def parse_json(value: Any, *, depth: int = _MAX_NESTING) -> Any:
@@ -32,7 +44,7 @@ def parse_json(value: Any, *, depth: int = _MAX_NESTING) -> Any:
         if not text or text[0] not in _JSON_STARTS:
             return value
         try:
-            value = json.loads(text)
+            value = _loads(text)
         except ValueError:
             return value
         depth -= 1
