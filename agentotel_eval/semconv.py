@@ -130,6 +130,7 @@ GEN_AI_COMPLETION = "gen_ai.completion"  # attribute of the obsolete gen_ai.cont
 EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"
 EVENT_CONTENT_COMPLETION = "gen_ai.content.completion"
 OP_EMBEDDINGS = "embeddings"
+OP_HANDOFF = "handoff"  # gen_ai.operation.name (and traceloop.span.kind) of OpenAI Agents handoff spans
 #: ids some instrumentations put where the call id is unknown (ADK); never an identity
 TOOL_CALL_ID_PLACEHOLDERS = frozenset({"<not specified>", "<unknown>", "unknown", "none", "null", "None"})
 

@@ -9,8 +9,9 @@ later LLM input carries its result (the call ran, its span is missing).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentotel_eval import semconv as sc
@@ -36,7 +37,15 @@ from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, Execution, Role, read_execution
 from agentotel_eval.reconstruct.tree import TraceTree, span_order
-from agentotel_eval.reconstruct.values import as_dict, as_list, numeric_equal, parse_json, seq, text_of
+from agentotel_eval.reconstruct.values import (
+    as_dict,
+    as_list,
+    looks_like_error_text,
+    numeric_equal,
+    parse_json,
+    seq,
+    text_of,
+)
 from agentotel_eval.test_case import ToolCall, ToolDefinition
 
 
@@ -99,6 +108,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
 
+    for e in real:
+        if e.call_id is None and isinstance(e.raw_arguments, str) and "tool_call_id" in e.raw_arguments:
+            embedded = _arguments(e, schemas.get(e.name)).call_id  # OpenLLMetry LangChain: kwargs.tool_call_id
+            if embedded:
+                e.call_id, e.sources["call_id"] = embedded, e.sources.get("arguments", "arguments")
     history = _History(llm_spans, ctx)
     calls = [_Call(e, None) for e in real]
     unmatched = _match(calls, requests, schemas)
@@ -316,6 +330,9 @@ def _tool_call(call: _Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCa
         if call.result is not None and call.result.status == "error":
             status, error = "error", text_of(output) or "error"
             sources["status"] = "history"
+        elif call.result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
+            status, error = "error", output.strip()
+            sources["status"] = "result_text"
         else:
             sources["status"] = "history" if call.result is not None else "default"
     call_id = None
@@ -649,3 +666,39 @@ def _expected_tools(chain: Sequence[SpanRecord]) -> tuple[str, ...] | None:
         if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
             return tuple(value)
     return None
+
+
+_MODEL_FACING = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
+    """Give handoffs seen only as a framework span (OpenLLMetry ``A → unknown.handoff``) the tool call the model
+    made, found in the history of the first LLM call after it (the ``transfer_to_*`` call it answered)."""
+    pending = [(i, j) for i, run in enumerate(runs) for j, h in enumerate(run.handoffs) if not _MODEL_FACING.match(h.name)]
+    if not pending:
+        return runs
+    llm_spans = sorted((ctx.tree.spans[i] for i, role in ctx.roles.items() if role.llm), key=span_order)
+    used: set[str] = set()
+    out = list(runs)
+    for i, j in pending:
+        handoff = out[i].handoffs[j]
+        start = handoff.start_time_ns or 0
+        later = [s for s in llm_spans if s.start_ns >= start]
+        for span in later:
+            messages = read_input(span, ctx.logs(span))
+            if not messages:
+                continue
+            found = next(
+                (c for m in messages for c in m.tool_calls
+                 if c.name.startswith(TRANSFER_PREFIX) and (c.call_id or c.name) not in used
+                 and (handoff.to_agent is None or c.name == TRANSFER_PREFIX + handoff.to_agent)),
+                None,
+            )
+            if found is not None:
+                used.add(found.call_id or found.name)
+                renamed = replace(handoff, name=found.name, to_agent=handoff.to_agent or found.name[len(TRANSFER_PREFIX):])
+                handoffs = list(out[i].handoffs)
+                handoffs[j] = renamed
+                out[i] = replace(out[i], handoffs=tuple(handoffs))
+            break
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.assemble import TraceContext, assemble_run
+from agentotel_eval.reconstruct.assemble import TraceContext, assemble_run, name_handoffs
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.runs import find_runs
 from agentotel_eval.reconstruct.spans import Role, classify, run_convention
@@ -33,7 +33,7 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
         ctx = TraceContext(tree, roles)
         found = find_runs(tree, roles, ctx.requests_tools)
         ctx.llm_parent = found.llm_parent
-        for scope in found.runs:
-            runs.append(assemble_run(scope, found.parent_run.get(id(scope)), ctx))
+        tree_runs = [assemble_run(scope, found.parent_run.get(id(scope)), ctx) for scope in found.runs]
+        runs.extend(name_handoffs(tree_runs, ctx))
     runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
     return runs

@@ -13,9 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.otlp.records import STATUS_UNSET, SpanRecord
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
-from agentotel_eval.reconstruct.values import as_dict, clean_id, text_of
+from agentotel_eval.reconstruct.values import as_dict, clean_id, looks_like_error_text, text_of
 
 _HANDOFF_SPAN_PREFIX = "handoff to "
 _HANDOFF_SPAN_SUFFIX = ".handoff"
@@ -99,7 +99,8 @@ def classify(span: SpanRecord) -> Role:
         tool = "langfuse"
     elif ak == sc.AGENTOTEL_KIND_TOOL:
         tool = "agentotel"
-    elif sc.GEN_AI_HANDOFF_FROM_AGENT in attrs or sc.GEN_AI_HANDOFF_TO_AGENT in attrs:
+    elif (op == sc.OP_HANDOFF or tl == sc.OP_HANDOFF or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
+          or sc.GEN_AI_HANDOFF_TO_AGENT in attrs):
         tool = "handoff"
     if run is None and llm is None and tool is None:
         return NO_ROLE
@@ -185,27 +186,44 @@ def read_execution(span: SpanRecord, role: Role, placeholders: frozenset[str] = 
     return execution
 
 
+_HANDOFF_FROM_TO = re.compile(r"^handoff from (?P<src>.+?) to (?P<dst>.+)$")
+
+
+def _handoff_target(name: str) -> str | None:
+    """The target agent named in a handoff span's name, or None."""
+    if name.endswith(_HANDOFF_SPAN_SUFFIX):
+        return name[: -len(_HANDOFF_SPAN_SUFFIX)].rpartition("→")[2].strip() or None
+    if (found := _HANDOFF_FROM_TO.match(name)) is not None:
+        return found["dst"].strip() or None
+    if name.startswith(_HANDOFF_SPAN_PREFIX):
+        return name[len(_HANDOFF_SPAN_PREFIX):].strip() or None
+    return None
+
+
 def _handoff_span(span: SpanRecord, execution: Execution, name_source: str) -> bool:
-    """OpenAI Agents handoff spans: ``handoff to X`` (OpenInference TOOL span with no tool name),
-    ``<from> → <to>.handoff`` / ``gen_ai.handoff.*`` (OpenLLMetry)."""
+    """Handoff spans of the OpenAI Agents instrumentations: ``handoff to X`` (OpenInference TOOL span with no
+    tool name), ``<from> → <to>.handoff`` with ``gen_ai.operation.name=handoff`` / ``gen_ai.handoff.*``
+    (OpenLLMetry), ``handoff from A to B`` (Sentry). The target may be unknown (``"unknown"``)."""
     attrs = span.attributes
-    target = attrs.get(sc.GEN_AI_HANDOFF_TO_AGENT)
-    if sc.GEN_AI_HANDOFF_FROM_AGENT in attrs or isinstance(target, str):
-        execution.plumbing = "handoff"
-        execution.handoff_to = target if isinstance(target, str) and target and target != "unknown" else None
-        return True
-    if name_source != "span_name":
+    name = span.name
+    marked = (
+        attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_HANDOFF
+        or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.OP_HANDOFF
+        or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
+        or sc.GEN_AI_HANDOFF_TO_AGENT in attrs
+    )
+    by_name = name_source == "span_name" and (
+        name.endswith(_HANDOFF_SPAN_SUFFIX) or name.startswith(_HANDOFF_SPAN_PREFIX)
+        or _HANDOFF_FROM_TO.match(name) is not None
+    )
+    if not (marked or by_name):
         return False
-    if span.name.startswith(_HANDOFF_SPAN_PREFIX):
-        execution.plumbing = "handoff"
-        execution.handoff_to = span.name[len(_HANDOFF_SPAN_PREFIX):].strip() or None
-        return True
-    if span.name.endswith(_HANDOFF_SPAN_SUFFIX):
-        execution.plumbing = "handoff"
-        target = span.name[: -len(_HANDOFF_SPAN_SUFFIX)].rpartition("→")[2].strip()
-        execution.handoff_to = target if target and target != "unknown" else None
-        return True
-    return False
+    target = attrs.get(sc.GEN_AI_HANDOFF_TO_AGENT)
+    if not isinstance(target, str) or not target:
+        target = _handoff_target(name)
+    execution.plumbing = "handoff"
+    execution.handoff_to = target if target and target != "unknown" else None
+    return True
 
 
 def _read_arguments(span: SpanRecord, execution: Execution) -> None:
@@ -307,6 +325,12 @@ def _read_status(span: SpanRecord, execution: Execution) -> None:
         source = "langfuse"
         message = attrs.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
         error = message if isinstance(message, str) and message else None
+    elif attrs.get(sc.ERROR_TYPE):  # GenAI: execute_tool sets error.type when the operation failed
+        source = "error.type"
+    elif span.status_code == STATUS_UNSET and execution.sources.get("status") is None and looks_like_error_text(
+        execution.result
+    ):  # no status recorded at all, and the result is an error report ("Error: ...")
+        source, error = "result_text", execution.result.strip()
     if source is None:
         execution.sources.setdefault("status", "span_status")  # a recorded, non-failed execution
         return

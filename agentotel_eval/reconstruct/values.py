@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 _JSON_STARTS = frozenset('{["')
@@ -130,3 +131,12 @@ def numeric_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(numeric_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+_ERROR_TEXT = re.compile(r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b)", re.I)
+
+
+def looks_like_error_text(value: Any) -> bool:
+    """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
+    ``"An error occurred while running the tool..."``). Used only where nothing structured states the status."""
+    return isinstance(value, str) and _ERROR_TEXT.match(value) is not None

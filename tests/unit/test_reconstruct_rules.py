@@ -323,6 +323,65 @@ def test_handoffs_and_framework_plumbing_are_not_calls():
     assert run.extra["plumbing_spans"] == [merged.span_id]
 
 
+def test_handoff_seen_only_as_a_span_takes_the_model_facing_name_from_later_history():
+    """OpenLLMetry openai-agents records no LLM output: the handoff is a `triage → unknown.handoff` span and the
+    transfer_to_* call appears only in the next LLM call's input."""
+    workflow = span("Agent Workflow", 0, 100, attrs={sc.TRACELOOP_SPAN_KIND: "workflow"})
+    triage = span("triage.agent", 1, 40, workflow, attrs={sc.TRACELOOP_SPAN_KIND: "agent", sc.GEN_AI_AGENT_NAME: "triage",
+                                                         sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+    ask = span("openai.response", 2, 10, triage, attrs={sc.GEN_AI_OPERATION_NAME: "chat"})
+    hand = span("triage → unknown.handoff", 11, 12, triage, attrs={
+        sc.TRACELOOP_SPAN_KIND: "handoff", sc.GEN_AI_OPERATION_NAME: "handoff", sc.GEN_AI_HANDOFF_FROM_AGENT: "triage"})
+    weather = span("weather.agent", 41, 90, workflow, attrs={sc.TRACELOOP_SPAN_KIND: "agent", sc.GEN_AI_AGENT_NAME: "weather",
+                                                            sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "h1", "name": "transfer_to_weather",
+                                                "arguments": {}}]}]
+    answer = chat(42, 50, weather, text="Sunny.", history=history)
+    triage_run, weather_run = reconstruct([workflow, triage, ask, hand, weather, answer])
+    assert [(h.name, h.to_agent, h.span_id) for h in triage_run.handoffs] == [("transfer_to_weather", "weather", hand.span_id)]
+    assert triage_run.tool_calls == () and weather_run.handoffs == ()
+
+
+@pytest.mark.parametrize(("name", "attrs", "target"), [
+    ("handoff to weather", {sc.OI_SPAN_KIND: "TOOL"}, "weather"),
+    ("handoff from triage to weather", {sc.GEN_AI_OPERATION_NAME: "handoff"}, "weather"),
+    ("triage → weather.handoff", {sc.TRACELOOP_SPAN_KIND: "handoff", sc.GEN_AI_HANDOFF_TO_AGENT: "weather"}, "weather"),
+])
+def test_handoff_span_shapes(name, attrs, target):
+    root = agent("triage", 0, 100)
+    run = one([root, span(name, 1, 2, root, attrs=attrs), tool("x", 3, 4, root)])
+    assert run.tools_called == ["x"]
+    assert [h.to_agent for h in run.handoffs] == [target]
+
+
+def test_openllmetry_langchain_call_id_inside_the_arguments():
+    root = agent("a", 0, 100)
+    llm = chat(1, 10, root, calls=[("get_weather", '{"city": "Rome"}', "c7"), ("get_weather", '{"city": "Oslo"}', "c8")])
+    args = {"input_str": "{'city': 'Oslo'}", "inputs": {"city": "Oslo"}, "kwargs": {"tool_call_id": "c8"}}
+    t = span("execute_tool get_weather", 11, 12, root, attrs={
+        sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "get_weather",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(args)})
+    (call,) = one([root, llm, t]).tool_calls
+    assert (call.call_id, dict(call.input_parameters), call.llm_turn) == ("c8", {"city": "Oslo"}, llm.span_id)
+
+
+def test_error_text_fed_back_by_a_plain_loop_is_an_error():
+    app = span("loop", 0, 100)
+    first = chat(1, 10, app, calls=[("get_weather", '{"city": "Atlantis"}', "c1")])
+    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": "{}"}]},
+               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "Error: Unknown city"}]}]
+    (call,) = one([app, first, chat(20, 30, app, text="Sorry.", history=history)]).tool_calls
+    assert (call.status, call.error, call.sources["status"]) == ("error", "Error: Unknown city", "result_text")
+
+
+@pytest.mark.parametrize(("status", "expected"), [(0, "error"), (1, "ok")])
+def test_error_text_counts_only_when_the_span_states_no_status(status, expected):
+    root = agent("a", 0, 100)
+    t = tool("x", 1, 2, root, result="Error: boom")
+    t = SpanRecord(**{**{f: getattr(t, f) for f in t.__dataclass_fields__}, "status_code": status})
+    assert one([root, t]).tool_calls[0].status == expected
+
+
 def test_adk_transfer_to_agent_names_its_target_in_the_arguments():
     root = agent("root", 0, 100)
     run = one([root, tool("transfer_to_agent", 1, 2, root, args={"agent_name": "billing"}), tool("x", 3, 4, root)])
