@@ -702,3 +702,49 @@ def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
                 out[i] = replace(out[i], handoffs=tuple(handoffs))
             break
     return out
+
+
+def complete_from_later_traces(runs: list[AgentRun], contexts: Sequence[TraceContext]) -> list[AgentRun]:
+    """A plain client loop with no application span makes each LLM call its own trace: a call requested in one
+    trace gets its result fed back in the next. When several traces are reconstructed together, complete such
+    request-only calls (no result yet) from the history of LLM calls in other traces, by call id."""
+    pending = [
+        (i, j) for i, run in enumerate(runs) for j, call in enumerate(run.tool_calls)
+        if call.call_id and call.output is None and call.sources and call.sources.get("name", "").startswith("request:")
+    ]
+    if not pending:
+        return runs
+    llm = sorted(
+        ((ctx.tree.spans[span_id], ctx) for ctx in contexts for span_id, role in ctx.roles.items() if role.llm),
+        key=lambda item: span_order(item[0]),
+    )
+    seen: dict[str, dict[str, ToolResultPart]] = {}
+    out = list(runs)
+    for i, j in pending:
+        call = out[i].tool_calls[j]
+        for span, ctx in llm:
+            if span.trace_id == call.trace_id or span.start_ns < (call.start_time_ns or 0):
+                continue
+            results = seen.get(span.span_id)
+            if results is None:
+                results = seen[span.span_id] = {
+                    part.call_id: part for m in read_input(span, ctx.logs(span)) for part in m.tool_results if part.call_id
+                }
+            part = results.get(call.call_id or "")
+            if part is None:
+                continue
+            output = text_of(part.content) if isinstance(part.content, list) else part.content
+            sources = dict(call.sources or {})
+            sources["result"] = "history"
+            status, error = "ok", None
+            if part.status == "error":
+                status, error, sources["status"] = "error", text_of(output) or "error", "history"
+            elif looks_like_error_text(output):
+                status, error, sources["status"] = "error", output.strip(), "result_text"
+            else:
+                sources["status"] = "history"
+            calls = list(out[i].tool_calls)
+            calls[j] = replace(call, output=output, status=status, error=error, sources=FrozenDict(sources))
+            out[i] = replace(out[i], tool_calls=tuple(calls))
+            break
+    return out

@@ -1,7 +1,9 @@
 """Reconstruction entry points: spans (+ logs) of any number of traces -> agent runs with ordered tool calls.
 
 Pure and deterministic: the same spans in any order, in any batches, with duplicates, give the same runs.
-The collector calls ``reconstruct`` per trace when the trace is quiet and again when a late span arrives.
+The collector calls ``reconstruct`` per trace when the trace is quiet and again when a late span arrives;
+given several traces at once (a plain client loop whose LLM calls are separate traces), a request-only call's
+result is also looked up in the later traces' history.
 """
 
 from __future__ import annotations
@@ -9,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.assemble import TraceContext, assemble_run, name_handoffs
+from agentotel_eval.reconstruct.assemble import (
+    TraceContext,
+    assemble_run,
+    complete_from_later_traces,
+    name_handoffs,
+)
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.runs import find_runs
 from agentotel_eval.reconstruct.spans import Role, classify, run_convention
@@ -24,6 +31,7 @@ def is_run_span(span: SpanRecord) -> bool:
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time."""
     runs: list[AgentRun] = []
+    contexts: list[TraceContext] = []
     for tree in build_trees(spans, logs):
         roles: dict[str, Role] = {}
         for span_id, span in tree.spans.items():
@@ -35,5 +43,8 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
         ctx.llm_parent = found.llm_parent
         tree_runs = [assemble_run(scope, found.parent_run.get(id(scope)), ctx) for scope in found.runs]
         runs.extend(name_handoffs(tree_runs, ctx))
+        contexts.append(ctx)
+    if len(contexts) > 1:
+        runs = complete_from_later_traces(runs, contexts)
     runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
     return runs

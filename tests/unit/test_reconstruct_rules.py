@@ -306,6 +306,27 @@ def test_multi_trace_plain_client_loop():
     assert all(r.input == "Plan a trip" for r in runs)
 
 
+def test_multi_trace_loop_results_come_from_the_next_trace_when_reconstructed_together():
+    def oi_llm(trace, start, calls=(), history=()):
+        attrs = {sc.OI_SPAN_KIND: "LLM", "llm.input_messages.0.message.role": "user",
+                 "llm.input_messages.0.message.content": "Weather in Atlantis, else Athens"}
+        for k, (cid, content) in enumerate(history, start=1):
+            attrs |= {f"llm.input_messages.{k}.message.role": "tool", f"llm.input_messages.{k}.message.tool_call_id": cid,
+                      f"llm.input_messages.{k}.message.content": content}
+        for i, (name, args, cid) in enumerate(calls):
+            prefix = f"llm.output_messages.0.message.tool_calls.{i}.tool_call"
+            attrs |= {f"{prefix}.function.name": name, f"{prefix}.function.arguments": args, f"{prefix}.id": cid}
+        return span("ChatCompletion", start, start + 5, None, trace, attrs=attrs)
+
+    spans = [oi_llm(T1, 0, [("get_weather", '{"city": "Atlantis"}', "c1")]),
+             oi_llm(T2, 20, [("get_weather", '{"city": "Athens"}', "c2")], [("c1", "Error: Unknown city: Atlantis")]),
+             oi_llm(T3, 40, history=[("c1", "Error: Unknown city: Atlantis"), ("c2", "Athens: 29C")])]
+    together = [(c.name, c.output, c.status) for r in reconstruct(spans) for c in r.tool_calls]
+    assert together == [("get_weather", "Error: Unknown city: Atlantis", "error"), ("get_weather", "Athens: 29C", "ok")]
+    alone = [(c.output, c.status, c.sources["status"]) for s in spans for r in reconstruct([s]) for c in r.tool_calls]
+    assert alone == [(None, "ok", "default"), (None, "ok", "default")]  # each trace alone cannot know
+
+
 # --- plumbing, status ------------------------------------------------------------------------------------------------
 
 
