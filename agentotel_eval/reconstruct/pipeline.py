@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.assemble import (
-    TraceContext,
-    assemble_run,
-    complete_from_later_traces,
-    name_handoffs,
-)
+from agentotel_eval.reconstruct.assemble import assemble_run
+from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.handoffs import name_handoffs
+from agentotel_eval.reconstruct.history import complete_from_later_traces
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.runs import find_runs
 from agentotel_eval.reconstruct.spans import Role, classify, run_convention
