@@ -84,6 +84,9 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
         extra["plumbing_spans"] = [e.span.span_id for e in plumbing]
     if scope.container_span_id:
         extra["container_span_id"] = scope.container_span_id
+    nested = [s.span_id for s in sorted(scope.internal, key=span_order) if ctx.roles[s.span_id].tool]
+    if nested:
+        extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
 
     agent_name = agent_name_of(scope, llm_spans, tool_spans)
     run_input, input_source = run_input_of(chain, llm_spans, ctx)

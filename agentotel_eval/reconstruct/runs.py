@@ -5,11 +5,14 @@ Rules (DESIGN.md "Conventions the reconstruction recognises"), applied to one tr
 1. Every span carrying a run marker opens a run scope; every tool-execution span opens a tool scope. Each
    LLM / tool span belongs to the nearest enclosing scope (a tool span that is also a run marker is a call of
    the outer run AND the root of its own).
-2. An orphan (its parent id is not in the trace) is owned by the innermost run or tool span that encloses it
-   in time; failing that it stays at top level. So a missing middle span does not move calls out of their run.
+2. An orphan (its parent id is not in the trace) is owned by the innermost run span that encloses it in time,
+   or tool span when one of them holds LLM calls (a sub-agent's spans); failing that it stays at top level.
+   So a missing middle span does not move calls out of their run.
 3. A tool scope whose own spans include an LLM call and tool-call evidence is an agent run hidden inside a
    tool (agent-as-tool with no run marker: OpenInference LangChain tags the sub-graph as a CHAIN): it becomes
-   an implicit run. Any other tool scope dissolves into its parent.
+   an implicit run. Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
+   are the tool's internals (a helper it called, or the same call recorded by a second instrumentation), not
+   calls of the agent.
 4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same run
    (a workflow span around one agent; OpenLLMetry tagging two spans for one run). A content-free run with
    several nested runs (a multi-agent workflow) is a container, not a run of its own: its nested runs are.
@@ -39,6 +42,7 @@ class Scope:
     llm_spans: list[SpanRecord] = field(default_factory=list)
     tool_spans: list[SpanRecord] = field(default_factory=list)
     children: list[Scope] = field(default_factory=list)
+    internal: list[SpanRecord] = field(default_factory=list)  # tool/LLM spans inside a (non-agent) tool span
     roots: list[SpanRecord] = field(default_factory=list)  # top level only: roots that brought evidence
     container_span_id: str | None = None  # the multi-agent workflow span this run sits in, if any
 
@@ -138,8 +142,7 @@ def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[
         scope.kind, scope.convention, scope.chain = "run", "implicit", [anchor]
         return
     parent = scope.parent
-    parent.llm_spans.extend(scope.llm_spans)
-    parent.tool_spans.extend(scope.tool_spans)
+    parent.internal.extend((*scope.tool_spans, *scope.llm_spans, *scope.internal))
     at = parent.children.index(scope)
     parent.children[at : at + 1] = scope.children
     for child in scope.children:
@@ -175,23 +178,46 @@ class _Reattached:
 
 
 def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
-    """Orphans go under the innermost run / tool span enclosing them in time (never under their own descendants)."""
+    """Orphans go under the innermost enclosing (in time) run span, or tool span running an agent inside; never
+    under their own descendants.
+
+    A plain tool span owns no orphan: an orphan tool span inside an overlapping parallel tool span would
+    otherwise pass for that tool's internals. Orphans holding LLM calls are placed first, so a tool span that
+    receives a sub-agent's LLM calls then counts as running an agent for the other orphans.
+    """
     out = _Reattached()
     orphans = [r for r in tree.roots if tree.is_orphan(r)]
     if not orphans:
         return out
-    runs = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).run or r.tool]
-    for orphan in orphans:
+    runs = [s for s in tree.spans.values() if roles.get(s.span_id, NO_ROLE).run]
+    tools = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).tool and not r.run]
+    agent_tools = [t for t in tools if _holds_llm(tree, roles, t)]
+    with_llm = [o for o in orphans if _holds_llm(tree, roles, o)]
+    for orphan in (*with_llm, *(o for o in orphans if not any(o is w for w in with_llm))):
+        holds_llm = any(orphan is w for w in with_llm)
         best: SpanRecord | None = None
-        for run in runs:
-            if run.start_ns > orphan.start_ns or run.end_ns < orphan.end_ns or _descends_from(tree, run, orphan):
+        for target in (*runs, *(tools if holds_llm else agent_tools)):
+            if (target.start_ns > orphan.start_ns or target.end_ns < orphan.end_ns
+                    or _descends_from(tree, target, orphan)):
                 continue
-            if best is None or (run.end_ns - run.start_ns, run.span_id) < (best.end_ns - best.start_ns, best.span_id):
-                best = run
+            if best is None or (target.end_ns - target.start_ns, target.span_id) < (best.end_ns - best.start_ns, best.span_id):
+                best = target
         if best is not None:
             out.by_parent.setdefault(best.span_id, []).append(orphan)
             out.attached.add(orphan.span_id)
+            if holds_llm and roles.get(best.span_id, NO_ROLE).tool and not any(best is t for t in agent_tools):
+                agent_tools.append(best)
     return out
+
+
+def _holds_llm(tree: TraceTree, roles: dict[str, Role], span: SpanRecord) -> bool:
+    stack = [span]
+    while stack:
+        current = stack.pop()
+        if roles.get(current.span_id, NO_ROLE).llm:
+            return True
+        stack.extend(tree.children.get(current.span_id, ()))
+    return False
 
 
 def _descends_from(tree: TraceTree, span: SpanRecord, ancestor: SpanRecord) -> bool:

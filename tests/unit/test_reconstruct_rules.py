@@ -183,6 +183,17 @@ def test_a_parent_loop_is_cut_and_nothing_is_lost():
     assert (run.span_id, run.tools_called) == (a_id, ["x"])
 
 
+def test_a_tool_span_inside_a_tool_span_is_part_of_that_call():
+    """A helper the tool used, or the same call recorded by a second instrumentation: one call, not two."""
+    root = agent("a", 0, 100)
+    outer = tool("get_weather", 10, 30, root, args={"city": "Rome"}, call_id="c1")
+    helper = tool("normalize_city", 12, 14, outer, args={"city": "rome"})
+    same = span("get_weather", 15, 29, outer, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather"})
+    run = one([root, chat(1, 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")]), outer, helper, same])
+    assert run.tools_called == ["get_weather"]
+    assert run.extra["nested_tool_spans"] == [helper.span_id, same.span_id]
+
+
 def test_is_run_span():
     assert is_run_span(agent("a", 0, 1))
     assert is_run_span(span("w", 0, 1, attrs={sc.TRACELOOP_SPAN_KIND: "workflow"}))
