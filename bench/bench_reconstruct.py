@@ -127,10 +127,11 @@ def main() -> None:
     _report(f"49 real fixtures x {args.loops}", _stages(_load(), args.loops, args.repeat))
     long_body = _synthetic_long_run(args.turns)
     _report(f"synthetic run, {args.turns} turns (history grows)", _stages([(long_body, None)], 3, args.repeat))
-    half = _synthetic_long_run(args.turns // 2)
-    small = _stages([(half, None)], 3, args.repeat)["rebuild"]
-    big = _stages([(long_body, None)], 3, args.repeat)["rebuild"]
-    print(f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = {big / small:.2f} (2.0 = linear)")
+    half = decode("traces", "protobuf", _synthetic_long_run(args.turns // 2)).records
+    full = decode("traces", "protobuf", long_body).records
+    times = _interleaved({"half": lambda: reconstruct(half), "full": lambda: reconstruct(full)}, args.repeat * 3)
+    ratio = min(times["full"]) / min(times["half"])
+    print(f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = {ratio:.2f} (2.0 = linear)")
 
 
 if __name__ == "__main__":
