@@ -85,11 +85,14 @@ def hashable(value: Any) -> Any:
     return value
 
 
+_ALREADY_FROZEN = (str, int, float, bool, bytes, type(None), FrozenDict, FrozenList)
+
+
 def freeze(value: Any) -> Any:
     """Deep-convert dicts to FrozenDict and lists/tuples to FrozenList; other values are kept as they are."""
-    if isinstance(value, FrozenDict | FrozenList):
+    if isinstance(value, _ALREADY_FROZEN):  # fast path, before the (slow) ABC Mapping check
         return value
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return FrozenList(freeze(v) for v in value)

@@ -115,3 +115,49 @@ AGENTOTEL_KIND = "agentotel.kind"
 def score_attribute(metric: str, field: str) -> str:
     """``agentotel.eval.<metric>.<field>`` for field in score|success|reason."""
     return f"{AGENTOTEL_EVAL_PREFIX}.{metric}.{field}"
+
+
+# --- Read by the reconstruction (agentotel_eval/reconstruct) -----------------------------------------------------
+# Observed in real captures (see CONVENTIONS.md); grouped here so the reconstruction holds no string literals.
+
+# GenAI, and vendor extensions under gen_ai.* that frameworks emit.
+GEN_AI_TOOL_STATUS = "gen_ai.tool.status"  # strands: success | error
+GEN_AI_TOOL_JSON_SCHEMA = "gen_ai.tool.json_schema"  # strands: the executed tool's parameter schema
+GEN_AI_AGENT_TOOLS = "gen_ai.agent.tools"  # strands: JSON array of tool names offered to the agent
+GEN_AI_HANDOFF_FROM_AGENT = "gen_ai.handoff.from_agent"  # OpenLLMetry openai-agents
+GEN_AI_HANDOFF_TO_AGENT = "gen_ai.handoff.to_agent"
+GEN_AI_PROMPT = "gen_ai.prompt"  # attribute of the obsolete gen_ai.content.prompt span event
+GEN_AI_COMPLETION = "gen_ai.completion"  # attribute of the obsolete gen_ai.content.completion span event
+EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"
+EVENT_CONTENT_COMPLETION = "gen_ai.content.completion"
+OP_EMBEDDINGS = "embeddings"
+OP_HANDOFF = "handoff"  # gen_ai.operation.name (and traceloop.span.kind) of OpenAI Agents handoff spans
+#: ids some instrumentations put where the call id is unknown (ADK); never an identity
+TOOL_CALL_ID_PLACEHOLDERS = frozenset({"<not specified>", "<unknown>", "unknown", "none", "null", "None"})
+
+# pydantic-ai (native / logfire).
+PYDANTIC_AI_ALL_MESSAGES = "pydantic_ai.all_messages"
+PYDANTIC_AI_FINAL_RESULT = "final_result"
+PYDANTIC_AI_MODEL_REQUEST_PARAMETERS = "model_request_parameters"  # JSON {"function_tools": [...]}
+
+# OpenInference extras.
+OI_TOOL_JSON_SCHEMA = "tool.json_schema"
+OI_METADATA = "metadata"
+OI_LLM_FUNCTION_CALL = "llm.function_call"  # older single function call on an LLM span, JSON {name, arguments}
+
+# OpenLLMetry / Traceloop extras.
+TRACELOOP_LLM_REQUEST_TYPE = "llm.request.type"  # chat | completion on legacy LLM spans
+TRACELOOP_KIND_AGENT = "agent"
+TRACELOOP_KIND_WORKFLOW = "workflow"
+TRACELOOP_KIND_TOOL = "tool"
+
+# Langfuse extras.
+LANGFUSE_TYPE_AGENT = "agent"
+LANGFUSE_TYPE_TOOL = "tool"
+LANGFUSE_TYPE_GENERATION = "generation"
+LANGFUSE_OBSERVATION_STATUS_MESSAGE = "langfuse.observation.status_message"
+
+# Our own @traced kinds (agentotel.kind).
+AGENTOTEL_KIND_AGENT = "agent"
+AGENTOTEL_KIND_TOOL = "tool"
+AGENTOTEL_KIND_LLM = "llm"

@@ -1,65 +1,48 @@
-"""Interim reconstruction (execution spans only), so the collector can be built against the interface.
+"""Reconstruction entry points: spans (+ logs) of any number of traces -> agent runs with ordered tool calls.
 
-To be replaced by the full convention-aware reconstruction (issue 4). The signatures are the contract.
+Pure and deterministic: the same spans in any order, in any batches, with duplicates, give the same runs.
+The collector calls ``reconstruct`` per trace when the trace is quiet and again when a late span arrives;
+given several traces at once (a plain client loop whose LLM calls are separate traces), a request-only call's
+result is also looked up in the later traces' history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.assemble import assemble_run
+from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.handoffs import name_handoffs
+from agentotel_eval.reconstruct.history import complete_from_later_traces
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.test_case import ToolCall
+from agentotel_eval.reconstruct.runs import find_runs
+from agentotel_eval.reconstruct.spans import Role, classify, run_convention
+from agentotel_eval.reconstruct.tree import build_trees
 
 
 def is_run_span(span: SpanRecord) -> bool:
     """Whether this span delimits an agent run by its own attributes (the trace-root fallback aside)."""
-    attrs = span.attributes
-    return (
-        attrs.get(sc.GEN_AI_OPERATION_NAME) in sc.RUN_OPERATIONS
-        or attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT
-        or attrs.get(sc.TRACELOOP_SPAN_KIND) in ("agent", "workflow")
-        or attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == "agent"
-    )
+    return run_convention(span.attributes) is not None
 
 
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time."""
-    by_trace: dict[str, dict[str, SpanRecord]] = {}
-    for span in spans:
-        by_trace.setdefault(span.trace_id, {})[span.span_id] = span
     runs: list[AgentRun] = []
-    for trace_id, trace in by_trace.items():
-        ordered = sorted(trace.values(), key=lambda s: s.start_ns)
-        run_spans = [s for s in ordered if is_run_span(s)] or [s for s in ordered if s.parent_span_id not in trace][:1]
-        if not run_spans:
-            continue
-        run = run_spans[0]
-        calls = tuple(
-            ToolCall(
-                str(s.attributes.get(sc.GEN_AI_TOOL_NAME)),
-                status="error" if s.is_error else "ok",
-                trace_id=trace_id,
-                span_id=s.span_id,
-                start_time_ns=s.start_ns,
-            )
-            for s in ordered
-            if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL
-        )
-        expected = run.attributes.get(sc.AGENTOTEL_EXPECTED_TOOLS)
-        runs.append(
-            AgentRun(
-                trace_id=trace_id,
-                span_id=run.span_id,
-                agent_name=run.attributes.get(sc.GEN_AI_AGENT_NAME) or run.name,
-                start_time_ns=run.start_ns,
-                end_time_ns=run.end_ns,
-                status="error" if run.is_error else "ok",
-                service_name=run.service_name,
-                tool_calls=calls,
-                expected_tools=tuple(expected) if isinstance(expected, list) else None,
-                span_name=run.name,
-            )
-        )
-    return sorted(runs, key=lambda r: r.start_time_ns)
+    contexts: list[TraceContext] = []
+    for tree in build_trees(spans, logs):
+        roles: dict[str, Role] = {}
+        for span_id, span in tree.spans.items():
+            role = classify(span)
+            if role.run or role.tool or role.llm:
+                roles[span_id] = role
+        ctx = TraceContext(tree, roles)
+        found = find_runs(tree, roles, ctx.requests_tools)
+        ctx.llm_parent = found.llm_parent
+        tree_runs = [assemble_run(scope, found.parent_run.get(id(scope)), ctx) for scope in found.runs]
+        runs.extend(name_handoffs(tree_runs, ctx))
+        contexts.append(ctx)
+    if len(contexts) > 1:
+        runs = complete_from_later_traces(runs, contexts)
+    runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
+    return runs

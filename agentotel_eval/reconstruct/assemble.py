@@ -1,0 +1,118 @@
+"""One run's spans -> an AgentRun: its ordered ToolCalls, handoffs, tool definitions, input and output.
+
+A request with no execution counts as a call only when the run has no execution span at all (plain client
+loops), or when a later LLM input carries its result (the call ran, its span is missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.handoffs import collect_handoffs
+from agentotel_eval.reconstruct.history import History
+from agentotel_eval.reconstruct.matching import (
+    Call,
+    arguments_of,
+    assign_turns,
+    build_tool_call,
+    call_id_of,
+    call_order_key,
+    match_requests,
+    output_tool_names,
+    requests_of,
+)
+from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.reconstruct.run_fields import (
+    agent_name_of,
+    expected_tools_of,
+    offered_definitions,
+    run_input_of,
+    run_output_of,
+    run_status_of,
+)
+from agentotel_eval.reconstruct.runs import Scope
+from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, read_execution
+from agentotel_eval.reconstruct.tree import span_order
+
+
+def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> AgentRun:
+    """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``)."""
+    chain = scope.chain
+    llm_spans = sorted(scope.llm_spans, key=span_order)
+    tool_spans = sorted(scope.tool_spans, key=span_order)
+    executions = [read_execution(s, ctx.roles[s.span_id]) for s in tool_spans]
+    real = [e for e in executions if e.plumbing is None]
+    requests = requests_of(llm_spans, ctx)
+    handoff_requests = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
+    requests = [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
+    definitions = offered_definitions(chain, llm_spans, executions, ctx)
+    schemas = {d.name: d.parameters for d in definitions if d.parameters}
+    for e in real:
+        if e.schema and e.name not in schemas:
+            schemas[e.name] = e.schema
+
+    for e in real:
+        if e.call_id is None and isinstance(e.raw_arguments, str) and "tool_call_id" in e.raw_arguments:
+            embedded = arguments_of(e, schemas.get(e.name)).call_id  # OpenLLMetry LangChain: kwargs.tool_call_id
+            if embedded:
+                e.call_id, e.sources["call_id"] = embedded, e.sources.get("arguments", "arguments")
+    history = History(llm_spans, ctx)
+    calls = [Call(e, None) for e in real]
+    unmatched = match_requests(calls, requests, schemas)
+    extra: dict[str, Any] = {"chain": [s.span_id for s in chain]}
+    if executions:
+        counted = [r for r in unmatched if r.call_id and history.result(r.call_id, r.span.end_ns) is not None]
+        dropped = [r for r in unmatched if not any(r is c for c in counted)]
+        if dropped:
+            extra["unexecuted_requests"] = [r.name for r in dropped]
+    else:
+        output_tools = output_tool_names(llm_spans)
+        counted = [r for r in unmatched if r.name not in output_tools]
+    calls.extend(Call(None, r) for r in counted)
+    assign_turns(calls, llm_spans)
+    for call in calls:
+        needs = call.execution is None or call.execution.result is None
+        call_id = call_id_of(call)
+        if needs and call_id:
+            done = call.execution.span.end_ns if call.execution is not None else call.start
+            call.result = history.result(call_id, done)
+    calls.sort(key=call_order_key(calls))
+    tool_calls = tuple(build_tool_call(c, schemas, ctx.tree.trace_id) for c in calls)
+    plumbing = [e for e in executions if e.plumbing == "internal"]
+    if plumbing:
+        extra["plumbing_spans"] = [e.span.span_id for e in plumbing]
+    if scope.container_span_id:
+        extra["container_span_id"] = scope.container_span_id
+    nested = [s.span_id for s in sorted(scope.internal, key=span_order) if ctx.roles[s.span_id].tool]
+    if nested:
+        extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
+
+    agent_name = agent_name_of(scope, llm_spans, tool_spans)
+    run_input, input_source = run_input_of(chain, llm_spans, ctx)
+    run_output, output_source = run_output_of(chain, llm_spans, ctx)
+    run_input = run_input.strip() or None if run_input else None
+    run_output = run_output.strip() or None if run_output else None
+    extra["input_source"], extra["output_source"] = input_source, output_source
+    status, error = run_status_of(chain)
+    anchor = scope.anchor
+    return AgentRun(
+        trace_id=ctx.tree.trace_id,
+        span_id=anchor.span_id,
+        agent_name=agent_name,
+        start_time_ns=anchor.start_ns,
+        end_time_ns=max(s.end_ns for s in chain),
+        status=status,
+        error=error,
+        service_name=next((s.service_name for s in chain if s.service_name), None),
+        input=run_input,
+        output=run_output,
+        tool_calls=tool_calls,
+        handoffs=collect_handoffs(executions, handoff_requests, agent_name),
+        tool_definitions=tuple(definitions),
+        expected_tools=expected_tools_of(chain),
+        parent_run_span_id=parent.anchor.span_id if parent is not None else None,
+        convention=scope.convention,
+        span_name=anchor.name,
+        extra=extra,
+    )

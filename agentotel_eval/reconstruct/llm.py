@@ -1,0 +1,383 @@
+"""Reading an LLM span: the tool calls the model requested, its text, its input messages, the tools offered.
+
+Each reader tries the conventions in a fixed order and takes the FIRST that has content, so the same call
+recorded by two conventions on one span (pydantic-ai + OpenInference: ``gen_ai.output.messages`` AND
+``llm.output_messages.*``) is read once. Input messages are history: they are read only on demand (user input,
+tool results for request-only calls), never as calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.messages import (
+    Message,
+    message_from_mapping,
+    normalize_role,
+    openinference_messages,
+    parse_messages,
+    traceloop_messages,
+)
+from agentotel_eval.reconstruct.values import as_dict, as_list, parse_json
+from agentotel_eval.test_case import ToolDefinition
+
+_EVENT_ROLES = {
+    sc.EVENT_SYSTEM_MESSAGE: "system",
+    sc.EVENT_USER_MESSAGE: "user",
+    sc.EVENT_ASSISTANT_MESSAGE: "assistant",
+    sc.EVENT_TOOL_MESSAGE: "tool",
+}
+
+
+@dataclass(slots=True)
+class Request:
+    """One tool call the model asked for in one LLM span's output."""
+
+    name: str
+    arguments: Any
+    call_id: str | None
+    index: int  # position in that output (parallel calls keep this order)
+    span: SpanRecord
+    source: str
+    normalized: Any = None  # Arguments, computed once by the assembly
+
+
+@dataclass(slots=True)
+class LLMOutput:
+    requests: list[Request] = field(default_factory=list)
+    text: str | None = None
+    source: str | None = None
+
+
+def _choice_message(payload: Mapping[str, Any]) -> Message | None:
+    """A ``gen_ai.choice`` event/log: ``message`` is an OpenAI-style message, a content-block list or text."""
+    message = parse_json(payload.get("message"))
+    if isinstance(message, dict):
+        return message_from_mapping(message, "assistant") or Message("assistant")
+    if isinstance(message, list):
+        msgs = parse_messages([{"role": "assistant", "content": message}], "assistant")
+        return msgs[0] if msgs else None
+    if isinstance(message, str) and message.strip():
+        return Message("assistant", [message])
+    if payload.get("tool_calls"):  # legacy body without the "message" wrapper
+        return message_from_mapping({"role": "assistant", **payload}, "assistant")
+    return None
+
+
+def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[tuple[str, list[Message]]]:
+    """(source, messages) for each convention on the span, lazily, in priority order."""
+    attrs = span.attributes
+    if sc.GEN_AI_OUTPUT_MESSAGES in attrs:
+        yield "gen_ai", parse_messages(attrs[sc.GEN_AI_OUTPUT_MESSAGES], "assistant")
+    events = span.events
+    if events:
+        details = [e for e in events if e.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in e.attributes]
+        if details:
+            yield "gen_ai.event", [m for e in details for m in parse_messages(e.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant")]
+    yield "openinference", openinference_messages(attrs, sc.OI_LLM_OUTPUT_MESSAGES)
+    yield "traceloop", traceloop_messages(attrs, sc.TRACELOOP_COMPLETION_PREFIX)
+    if events:
+        choices = [m for e in events if e.name == sc.EVENT_CHOICE and (m := _choice_message(e.attributes))]
+        if choices:
+            yield "gen_ai.event", choices
+        legacy = [e for e in events if e.name == sc.EVENT_CONTENT_COMPLETION and sc.GEN_AI_COMPLETION in e.attributes]
+        if legacy:
+            yield "gen_ai.event", [m for e in legacy for m in parse_messages(e.attributes[sc.GEN_AI_COMPLETION], "assistant")]
+    if logs:
+        choices = [
+            m for log in sorted((lg for lg in logs if lg.event_name == sc.EVENT_CHOICE), key=_choice_index)
+            if isinstance(log.body, dict) and (m := _choice_message(log.body))
+        ]
+        if choices:
+            yield "gen_ai.log", choices
+    if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION and sc.LANGFUSE_OBSERVATION_OUTPUT in attrs:
+        yield "langfuse", parse_messages(attrs[sc.LANGFUSE_OBSERVATION_OUTPUT], "assistant")
+    if sc.OI_LLM_FUNCTION_CALL in attrs:
+        call = as_dict(attrs[sc.OI_LLM_FUNCTION_CALL])
+        if call:
+            yield "openinference", parse_messages([{"role": "assistant", "function_call": call}], "assistant")
+    if sc.OI_OUTPUT_VALUE in attrs and attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM:
+        yield "openinference", parse_messages(attrs[sc.OI_OUTPUT_VALUE], "assistant")
+
+
+def _choice_index(log: LogRecord) -> tuple[int, int]:
+    body = log.body if isinstance(log.body, dict) else {}
+    index = body.get("index")
+    return (index if isinstance(index, int) else 0, log.timestamp_ns)
+
+
+def _genai_output(span: SpanRecord, raw: Any) -> LLMOutput | None:
+    """Fast path for the common case, ``gen_ai.output.messages`` as GenAI JSON; None to use the generic reader."""
+    value = parse_json(raw)
+    if not isinstance(value, list):
+        return None
+    out = LLMOutput(source="gen_ai")
+    requests = out.requests
+    texts: list[str] = []
+    for message in value:
+        if not isinstance(message, dict) or not isinstance(parts := message.get("parts"), list):
+            return None
+        if message.get("role") not in _ASSISTANT_ROLES:
+            continue
+        for part in parts:
+            if not isinstance(part, dict):
+                return None
+            kind = part.get("type")
+            if kind == "tool_call":
+                name = part.get("name")
+                if isinstance(name, str) and name:
+                    call_id = part.get("id")
+                    requests.append(Request(name, part.get("arguments"), call_id if isinstance(call_id, str) and call_id else None,
+                                            len(requests), span, "gen_ai"))
+            elif kind == "text":
+                text = part.get("content")
+                if isinstance(text, str) and text:
+                    texts.append(text)
+            elif kind not in _IGNORED_PARTS:
+                return None  # an unusual part: let the generic reader decide
+    if not requests and not texts:
+        return None
+    out.text = "\n".join(texts) if texts else None
+    return out
+
+
+_ASSISTANT_ROLES = ("assistant", "model", "ai", None, "")  # tuples: compared with ==, safe for odd values
+_IGNORED_PARTS = ("reasoning", "thinking", "tool_call_response", "blob", "file", "uri")
+
+
+def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
+    """The model's answer on this span: requested tool calls (in output order) and text."""
+    raw = span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
+    if raw is not None:
+        fast = _genai_output(span, raw)
+        if fast is not None:
+            return fast
+    for source, messages in _output_candidates(span, logs):
+        assistant = [m for m in messages if m.role in ("assistant", "")]
+        if not any(m.tool_calls or m.texts for m in assistant):
+            continue
+        out = LLMOutput(source=source)
+        for message in assistant:
+            for call in message.tool_calls:
+                out.requests.append(Request(call.name, call.arguments, call.call_id, len(out.requests), span, source))
+        texts = [m.text for m in assistant if m.text]
+        out.text = "\n".join(texts) if texts else None
+        return out
+    return LLMOutput()
+
+
+# --- input (history) -----------------------------------------------------------------------------------------------
+
+
+def _event_message(role: str, payload: Mapping[str, Any]) -> Message | None:
+    """Deprecated per-message events (span events or log records): body/attributes ``{content, tool_calls, id}``."""
+    flat: dict[str, Any] = {"role": role, "content": parse_json(payload.get("content"))}
+    if payload.get("tool_calls"):
+        flat["tool_calls"] = payload["tool_calls"]
+    if role == "tool":
+        flat["tool_call_id"] = payload.get("id") or payload.get("tool_call_id")
+    return message_from_mapping(flat, role)
+
+
+def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message]:
+    """The messages sent to the model on this span (the conversation so far: history, not calls)."""
+    attrs = span.attributes
+    if sc.GEN_AI_INPUT_MESSAGES in attrs:
+        msgs = parse_messages(attrs[sc.GEN_AI_INPUT_MESSAGES])
+        if msgs:
+            return msgs
+    msgs = [
+        m for e in span.events if e.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in e.attributes
+        for m in parse_messages(e.attributes[sc.GEN_AI_INPUT_MESSAGES])
+    ]
+    if msgs:
+        return msgs
+    for reader, prefix in ((openinference_messages, sc.OI_LLM_INPUT_MESSAGES), (traceloop_messages, sc.TRACELOOP_PROMPT_PREFIX)):
+        msgs = reader(attrs, prefix)
+        if msgs:
+            return msgs
+    msgs = [m for e in span.events if e.name in _EVENT_ROLES and (m := _event_message(_EVENT_ROLES[e.name], e.attributes))]
+    if msgs:
+        return msgs
+    msgs = [
+        m for log in logs
+        if log.event_name in _EVENT_ROLES and isinstance(log.body, dict)
+        and (m := _event_message(_EVENT_ROLES[log.event_name], log.body))
+    ]
+    if msgs:
+        return msgs
+    for key in (sc.LANGFUSE_OBSERVATION_INPUT, sc.OI_INPUT_VALUE):
+        if key in attrs:
+            msgs = parse_messages(attrs[key])
+            if msgs:
+                return msgs
+    prompt = [e for e in span.events if e.name == sc.EVENT_CONTENT_PROMPT and sc.GEN_AI_PROMPT in e.attributes]
+    return [m for e in prompt for m in parse_messages(e.attributes[sc.GEN_AI_PROMPT])]
+
+
+def first_request_text(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> tuple[bool, str | None]:
+    """(whether the span records its input at all, the last user text in it): the request of this LLM call.
+
+    Fast path for GenAI JSON input messages (scanned from the end, no message objects built); anything else
+    goes through ``read_input``.
+    """
+    raw = span.attributes.get(sc.GEN_AI_INPUT_MESSAGES)
+    if raw is not None:
+        value = parse_json(raw)
+        if isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("parts"), list) for m in value):
+            for message in reversed(value):
+                if normalize_role(message.get("role")) == "user":
+                    texts = [p["content"] for p in message["parts"] if isinstance(p, dict) and p.get("type") == "text"
+                             and isinstance(p.get("content"), str) and p["content"]]
+                    if texts:
+                        return True, "\n".join(texts)
+            return bool(value), None
+    messages = read_input(span, logs)
+    return bool(messages), last_user_text(messages)
+
+
+def last_user_text(messages: Sequence[Message]) -> str | None:
+    """The last user message that has text: the request that started this turn (tool results are not text)."""
+    for message in reversed(messages):
+        if message.role == "user" and message.texts:
+            return message.text
+    return None
+
+
+def last_assistant_text(messages: Sequence[Message]) -> str | None:
+    for message in reversed(messages):
+        if message.role in ("assistant", "") and message.texts:
+            return message.text
+    return None
+
+
+# --- tool definitions ----------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _cached(reader: Callable[[Any], tuple[ToolDefinition, ...]], raw: str) -> tuple[ToolDefinition, ...]:
+    return reader(raw)
+
+
+def _parse_once(reader: Callable[[Any], tuple[ToolDefinition, ...]], raw: Any) -> tuple[ToolDefinition, ...]:
+    """Definitions parsed once per distinct JSON text: every LLM span of every run of an agent repeats them.
+
+    ToolDefinitions are immutable, so sharing them between runs (and threads) is safe; the cache is bounded.
+    Keys are the raw strings (or tuples of strings for flattened attributes); anything unhashable is parsed.
+    """
+    try:
+        return _cached(reader, raw)
+    except TypeError:  # an unhashable (AnyValue list/map) attribute value
+        return reader(raw)
+
+
+def _definitions_from_list(raw: Any) -> tuple[ToolDefinition, ...]:
+    out = []
+    for item in as_list(raw) or ():
+        item = parse_json(item)
+        if isinstance(item, str) and item:
+            out.append(ToolDefinition(item))
+            continue
+        if not isinstance(item, dict):
+            continue
+        try:
+            out.append(ToolDefinition.from_value(item))
+        except (ValueError, TypeError):
+            continue
+    return tuple(out)
+
+
+def _definitions_from_function_tools(raw: Any) -> tuple[ToolDefinition, ...]:
+    params = as_dict(raw)
+    return _definitions_from_list(params.get("function_tools")) if params else ()
+
+
+def _definitions_from_langfuse_input(raw: Any) -> tuple[ToolDefinition, ...]:
+    data = as_dict(raw)
+    return _definitions_from_list(data.get("tools")) if data else ()
+
+
+def _definition_from_schema(raw: Any) -> tuple[ToolDefinition, ...]:
+    spec = raw if isinstance(raw, dict) else as_dict(raw)
+    try:
+        return (ToolDefinition.from_value(spec),) if spec else ()
+    except (ValueError, TypeError):
+        return ()
+
+
+def _openinference_tools(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
+    """``llm.tools.N.tool.{json_schema,name,description}``, read by direct look-ups (no key scan)."""
+    entries = []
+    for i in range(10_000):
+        base = f"llm.tools.{i}.tool."
+        schema, name = attrs.get(base + "json_schema"), attrs.get(base + "name")
+        if schema is None and name is None:
+            break
+        entries.append((schema, name, attrs.get(base + "description")))
+    return _parse_once(_definitions_from_openinference, tuple(entries)) if entries else ()
+
+
+def _definitions_from_openinference(entries: tuple[tuple[Any, Any, Any], ...]) -> tuple[ToolDefinition, ...]:
+    out: list[ToolDefinition] = []
+    for schema, name, description in entries:
+        params = as_dict(schema)
+        if isinstance(name, str) and name and not (params and ("function" in params or "name" in params)):
+            # pydantic-ai: name + description + the bare parameter schema
+            out.append(ToolDefinition(name, description if isinstance(description, str) else None, params))
+        else:  # OpenAI-style {"type": "function", "function": {...}}
+            out.extend(_definition_from_schema(params))
+    return tuple(out)
+
+
+def _traceloop_functions(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
+    """``llm.request.functions.N.{name,description,parameters}``, read by direct look-ups."""
+    entries = []
+    for i in range(10_000):
+        base = f"llm.request.functions.{i}."
+        name = attrs.get(base + "name")
+        if name is None:
+            break
+        entries.append((name, attrs.get(base + "description"), attrs.get(base + "parameters")))
+    return _parse_once(_definitions_from_traceloop, tuple(entries)) if entries else ()
+
+
+def _definitions_from_traceloop(entries: tuple[tuple[Any, Any, Any], ...]) -> tuple[ToolDefinition, ...]:
+    return tuple(
+        ToolDefinition(name, description if isinstance(description, str) else None, as_dict(params))
+        for name, description, params in entries
+        if isinstance(name, str) and name
+    )
+
+
+def read_definitions(span: SpanRecord) -> Sequence[ToolDefinition]:
+    """Tools offered to the model on this span (LLM span or agent span), from the first convention that has any."""
+    attrs = span.attributes
+    if sc.GEN_AI_TOOL_DEFINITIONS in attrs:
+        found = _parse_once(_definitions_from_list, attrs[sc.GEN_AI_TOOL_DEFINITIONS])
+        if found:
+            return found
+    if sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS in attrs:
+        found = _parse_once(_definitions_from_function_tools, attrs[sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS])
+        if found:
+            return found
+    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM:
+        found = _openinference_tools(attrs)
+        if found:
+            return found
+    if attrs.get(sc.TRACELOOP_LLM_REQUEST_TYPE):
+        found = _traceloop_functions(attrs)
+        if found:
+            return found
+    if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION and sc.LANGFUSE_OBSERVATION_INPUT in attrs:
+        found = _parse_once(_definitions_from_langfuse_input, attrs[sc.LANGFUSE_OBSERVATION_INPUT])
+        if found:
+            return found
+    if sc.GEN_AI_AGENT_TOOLS in attrs:  # Strands agent span: names only
+        return _parse_once(_definitions_from_list, attrs[sc.GEN_AI_AGENT_TOOLS])
+    return ()
+

@@ -1,0 +1,261 @@
+"""Requests to executions: which model request each execution answers, in what order, and the ToolCall.
+
+Counting rule (CONVENTIONS.md traps 1-5): an execution span is the evidence that a call ran; the model's request
+for it (LLM output), copies on other conventions and history are the same call. Requests are matched to
+executions by call id, else by name in the latest LLM turn that asked for the tool, the arguments telling
+parallel calls apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.frozen import FrozenDict
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
+from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.llm import Request
+from agentotel_eval.reconstruct.messages import ToolResultPart
+from agentotel_eval.reconstruct.spans import Execution
+from agentotel_eval.reconstruct.values import (
+    as_dict,
+    as_list,
+    looks_like_error_text,
+    numeric_equal,
+    parse_json,
+    text_of,
+)
+from agentotel_eval.test_case import ToolCall
+
+
+@dataclass(slots=True)
+class Call:
+    """A call being assembled: its execution and/or the request that asked for it."""
+
+    execution: Execution | None
+    request: Request | None
+    turn: str | None = None  # LLM span id that requested it
+    turn_source: str | None = None
+    result: ToolResultPart | None = None  # from history, when the execution did not record one
+
+    @property
+    def start(self) -> int:
+        if self.execution is not None:
+            return self.execution.span.start_ns
+        assert self.request is not None
+        return self.request.span.end_ns
+
+    @property
+    def span_id(self) -> str:
+        return (self.execution.span if self.execution is not None else self.request.span).span_id  # type: ignore[union-attr]
+
+
+def requests_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> list[Request]:
+    """Requests of the run's LLM spans, skipping a nested LLM span that re-records its parent's inference."""
+    ids = {s.span_id for s in llm_spans}
+    out: list[Request] = []
+    for span in llm_spans:
+        above = ctx.llm_parent.get(span.span_id)
+        if above in ids and ctx.output(ctx.tree.spans[above]).requests:
+            continue
+        out.extend(ctx.output(span).requests)
+    return out
+
+
+def arguments_of(item: Execution | Request, schema: Mapping[str, Any] | None) -> Arguments:
+    """Normalised once per execution / request (the schema of a tool name is fixed within a run)."""
+    if item.normalized is None:
+        raw = item.raw_arguments if isinstance(item, Execution) else item.arguments
+        item.normalized = normalize_arguments(raw, schema)
+    return item.normalized
+
+
+def _argumentsmatch_requests(execution: Execution, request: Request, schema: Mapping[str, Any] | None) -> bool:
+    mine = arguments_of(execution, schema)
+    theirs = arguments_of(request, schema)
+    if mine.params is not None and theirs.params is not None:
+        return numeric_equal(mine.params, theirs.params)
+    if mine.encoding == "scalar" and theirs.params is not None and len(theirs.params) == 1:
+        scalar = parse_json(execution.raw_arguments)
+        (value,) = theirs.params.values()
+        return numeric_equal(scalar, value) or str(value) == str(scalar)
+    return False
+
+
+def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[str, Any]) -> list[Request]:
+    """Pair executions with requests: by call id; else by name in the latest LLM turn that asked for the tool
+    before the execution started, the arguments (then the output order) telling parallel calls apart.
+    Return the requests left unmatched."""
+    used: set[int] = set()
+    by_id: dict[str, list[int]] = {}
+    for i, r in enumerate(requests):
+        if r.call_id:
+            by_id.setdefault(r.call_id, []).append(i)
+    for call in calls:
+        e = call.execution
+        if e is not None and e.call_id:
+            for i in by_id.get(e.call_id, ()):
+                if i not in used:
+                    used.add(i)
+                    call.request = requests[i]
+                    break
+    for call in calls:
+        e = call.execution
+        if e is None or call.request is not None:
+            continue
+        pool = [
+            i for i, r in enumerate(requests)
+            if i not in used and r.name == e.name and not (e.call_id and r.call_id)
+        ]
+        if not pool:
+            continue
+        before = [i for i in pool if requests[i].span.start_ns <= e.span.start_ns] or pool
+        before.sort(key=lambda i: (-requests[i].span.start_ns, requests[i].span.span_id, requests[i].index))
+        latest = requests[before[0]].span.span_id  # the latest turn that asked for this tool
+        turn = [i for i in before if requests[i].span.span_id == latest]
+        if len(turn) == 1:
+            pick = turn[0]
+        else:  # parallel calls of one tool: the arguments tell them apart, else the output order
+            schema = schemas.get(e.name)
+            pick = next((i for i in turn if _argumentsmatch_requests(e, requests[i], schema)), turn[0])
+        used.add(pick)
+        call.request = requests[pick]
+    return [r for i, r in enumerate(requests) if i not in used]
+
+
+def assign_turns(calls: list[Call], llm_spans: Sequence[SpanRecord]) -> None:
+    """The requesting LLM span; for an execution with no matched request, the last LLM span started before it.
+
+    (Start, not end: ADK runs tools inside its ``generate_content`` span.)
+    """
+    starts = sorted((s.start_ns, s.span_id) for s in llm_spans)
+    for call in calls:
+        if call.request is not None:
+            call.turn, call.turn_source = call.request.span.span_id, call.request.source
+            continue
+        start = call.start
+        previous = [span_id for begin, span_id in starts if begin <= start]
+        if previous:
+            call.turn, call.turn_source = previous[-1], "inferred"
+
+
+def call_order_key(calls: list[Call]):
+    """Start order; the calls of one LLM turn stay together, in the order of that turn's output (DESIGN.md)."""
+    group_start: dict[str, int] = {}
+    for call in calls:
+        if call.turn is not None:
+            group_start[call.turn] = min(group_start.get(call.turn, call.start), call.start)
+
+    def key(call: Call) -> tuple:
+        start = call.start
+        index = call.request.index if call.request is not None else None
+        return (
+            group_start.get(call.turn, start) if call.turn else start,
+            call.turn or "",
+            0 if index is not None else 1,
+            index or 0,
+            start,
+            call.span_id,
+        )
+
+    return key
+
+
+def call_id_of(call: Call) -> str | None:
+    if call.execution is not None and call.execution.call_id:
+        return call.execution.call_id
+    return call.request.call_id if call.request is not None else None
+
+
+def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCall:
+    e, r = call.execution, call.request
+    sources: dict[str, str] = {}
+    name = e.name if e is not None else r.name  # type: ignore[union-attr]
+    sources["name"] = e.sources.get("name", "") if e is not None else f"request:{r.source}"  # type: ignore[union-attr]
+    schema = schemas.get(name) or (e.schema if e is not None else None)  # the same schema _match used
+    params: dict[str, Any] | None = None
+    raw: Any = None
+    if e is not None and e.raw_arguments is not None:
+        raw = e.raw_arguments
+        normalized = arguments_of(e, schema)
+        if normalized.params is not None:
+            params = normalized.params
+            sources["arguments"] = e.sources.get("arguments", "")
+            if normalized.encoding == "scalar":
+                sources["arguments"] += "+schema"
+    if params is None and r is not None:
+        normalized = arguments_of(r, schema)
+        if normalized.params is not None:
+            params = normalized.params
+            sources["arguments"] = f"request:{r.source}"
+        if raw is None:
+            raw = r.arguments
+    output: Any = None
+    status = "ok"
+    error: str | None = None
+    if e is not None:
+        status, error = e.status, e.error
+        sources["status"] = e.sources.get("status", "span_status")
+        if e.result is not None:
+            output = e.result
+            sources["result"] = e.sources.get("result", "")
+    if output is None and call.result is not None:
+        output = text_of(call.result.content) if isinstance(call.result.content, list) else call.result.content
+        sources["result"] = "history"
+    if e is None:
+        if call.result is not None and call.result.status == "error":
+            status, error = "error", text_of(output) or "error"
+            sources["status"] = "history"
+        elif call.result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
+            status, error = "error", output.strip()
+            sources["status"] = "result_text"
+        else:
+            sources["status"] = "history" if call.result is not None else "default"
+    call_id = None
+    if e is not None and e.call_id:
+        call_id = e.call_id
+        sources["call_id"] = e.sources.get("call_id", "")
+    elif r is not None and r.call_id:
+        call_id = r.call_id
+        sources["call_id"] = f"request:{r.source}"
+    if call.turn_source:
+        sources["llm_turn"] = call.turn_source if call.turn_source == "inferred" else f"request:{call.turn_source}"
+    span = e.span if e is not None else r.span  # type: ignore[union-attr]
+    return ToolCall(
+        name,
+        input_parameters=_frozen(params),
+        output=output,
+        status=status,
+        error=error,
+        call_id=call_id,
+        trace_id=trace_id,
+        span_id=span.span_id,
+        llm_turn=call.turn,
+        start_time_ns=call.start,
+        raw_arguments=raw,
+        sources=FrozenDict(sources),
+    )
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _frozen(value: Any) -> Any:
+    """A flat dict of scalars frozen in one C-level copy (ToolCall deep-freezes anything else itself)."""
+    if type(value) is dict and all(isinstance(v, _SCALARS) for v in value.values()):
+        return FrozenDict(value)
+    return value
+
+
+def output_tool_names(llm_spans: Sequence[SpanRecord]) -> frozenset[str]:
+    """pydantic-ai structured output is a tool call (``final_result``) that is not a tool of the agent."""
+    names: set[str] = set()
+    for span in llm_spans:
+        params = as_dict(span.attributes.get(sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS))
+        for tool in (as_list(params.get("output_tools")) or ()) if params else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                names.add(tool["name"])
+    return frozenset(names)

@@ -1,0 +1,389 @@
+"""Chat messages in every shape instrumentations record them, read into one small model.
+
+One parser serves LLM inputs/outputs, agent inputs/outputs and tool results, so each convention's quirks live
+in one place: GenAI ``{role, parts}``; OpenAI chat ``{role, content, tool_calls}``; Bedrock/Strands content
+blocks (``text``/``toolUse``/``toolResult``); Anthropic ``tool_use``/``tool_result`` blocks; LangChain dumps
+(``{"type": "ai", "data": ...}``) and ``lc`` constructor serialisations; containers (``{"messages": ...}``,
+``{"inputs": ...}``, ``generations``, ``choices``); and the flattened OpenInference (``llm.*_messages.N.message.*``)
+and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentotel_eval.reconstruct.values import parse_json, seq, text_of
+
+_ROLES = {
+    "human": "user",
+    "humanmessage": "user",
+    "user": "user",
+    "ai": "assistant",
+    "aimessage": "assistant",
+    "aimessagechunk": "assistant",
+    "assistant": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "toolmessage": "tool",
+    "function": "tool",
+    "ipython": "tool",
+    "system": "system",
+    "systemmessage": "system",
+    "developer": "system",
+}
+_CONTAINER_KEYS = ("messages", "inputs", "outputs", "update", "input", "output")
+_MAX_DEPTH = 8
+
+
+@dataclass(slots=True)
+class ToolCallPart:
+    """A tool call as the model wrote it: name, raw arguments, call id (None when absent)."""
+
+    name: str
+    arguments: Any
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
+class ToolResultPart:
+    """A tool result fed back to the model (or recorded on a tool span)."""
+
+    call_id: str | None
+    content: Any
+    status: str | None = None  # "error" when the message itself says so; else None
+    name: str | None = None
+
+
+@dataclass(slots=True)
+class Message:
+    role: str
+    texts: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCallPart] = field(default_factory=list)
+    tool_results: list[ToolResultPart] = field(default_factory=list)
+
+    @property
+    def text(self) -> str | None:
+        return "\n".join(self.texts) if self.texts else None
+
+
+def normalize_role(role: Any, default: str = "") -> str:
+    if not isinstance(role, str) or not role:
+        return default
+    return _ROLES.get(role.lower(), role.lower())
+
+
+def parse_messages(value: Any, default_role: str = "") -> list[Message]:
+    """Every message found in ``value`` (a JSON string, a message, a list of them or a container)."""
+    out: list[Message] = []
+    _collect(parse_json(value), default_role, out, 0)
+    return out
+
+
+def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, str) and depth:
+        value = parse_json(value)
+    if isinstance(value, list | tuple):
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("parts"), list):  # GenAI: the common case
+                out.append(_from_genai(item, item["parts"], default_role))
+            else:
+                _collect(item, default_role, out, depth + 1)
+        return
+    if not isinstance(value, dict):
+        return
+    if "role" in value or "parts" in value:
+        message = message_from_mapping(value, default_role)
+        if message is not None:
+            out.append(message)
+        return
+    for key in _CONTAINER_KEYS:
+        inner = value.get(key)
+        if isinstance(inner, list | tuple | dict) and not _looks_like_message(value):
+            _collect(inner, default_role, out, depth + 1)
+            return
+    generations = value.get("generations")
+    if isinstance(generations, list):
+        for gen in _flatten(generations):
+            if isinstance(gen, dict):
+                msg = gen.get("message")
+                if isinstance(msg, dict):
+                    _collect(msg, "assistant", out, depth + 1)
+                elif isinstance(gen.get("text"), str) and gen["text"]:
+                    out.append(Message("assistant", [gen["text"]]))
+        return
+    choices = value.get("choices")
+    if isinstance(choices, list):
+        for choice in choices:
+            if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+                _collect(choice["message"], "assistant", out, depth + 1)
+        return
+    message = message_from_mapping(value, default_role)
+    if message is not None:
+        out.append(message)
+
+
+def _flatten(items: Iterable[Any]) -> Iterable[Any]:
+    for item in items:
+        if isinstance(item, list | tuple):
+            yield from _flatten(item)
+        else:
+            yield item
+
+
+def _looks_like_message(value: Mapping[str, Any]) -> bool:
+    return any(k in value for k in ("role", "parts", "content", "tool_calls", "lc", "data"))
+
+
+def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Message | None:
+    """One message from one mapping of any supported shape, or None when it is not a message."""
+    if value.get("lc") and value.get("type") == "constructor":  # LangChain dumpd(): {"lc":1,"id":[..."AIMessage"],"kwargs"}
+        kwargs = value.get("kwargs")
+        ident = value.get("id")
+        cls = ident[-1] if isinstance(ident, list) and ident else ""
+        if not isinstance(kwargs, dict):
+            return None
+        role = normalize_role(kwargs.get("type") or cls, default_role)
+        return _from_flat(kwargs, role)
+    data = value.get("data")
+    if isinstance(data, dict) and isinstance(value.get("type"), str):  # LangChain message_to_dict()
+        return _from_flat(data, normalize_role(value["type"], default_role))
+    parts = value.get("parts")
+    if isinstance(parts, list):
+        return _from_genai(value, parts, default_role)
+    if any(k in value for k in ("role", "content", "tool_calls", "function_call", "tool_call_id")):
+        role = normalize_role(value.get("role") or value.get("type"), default_role)
+        return _from_flat(value, role)
+    return None
+
+
+def _from_genai(value: Mapping[str, Any], parts: list[Any], default_role: str) -> Message:
+    msg = Message(normalize_role(value.get("role"), default_role))
+    for part in parts:
+        if not isinstance(part, dict):
+            if isinstance(part, str):
+                msg.texts.append(part)
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("content", part.get("text"))
+            if isinstance(text, str):
+                msg.texts.append(text)
+        elif kind in ("tool_call", "function_call"):
+            name = part.get("name")
+            if isinstance(name, str) and name:
+                msg.tool_calls.append(ToolCallPart(name, part.get("arguments"), _id(part.get("id"))))
+        elif kind in ("tool_call_response", "function_call_response"):
+            content = part["response"] if "response" in part else part.get("result")
+            msg.tool_results.append(ToolResultPart(_id(part.get("id")), content, None, part.get("name")))
+    return msg
+
+
+def _from_flat(value: Mapping[str, Any], role: str) -> Message:
+    """OpenAI / Bedrock / Anthropic / LangChain-kwargs shaped message."""
+    msg = Message(role)
+    content = value.get("content")
+    if isinstance(content, str):
+        if role == "tool":
+            msg.tool_results.append(
+                ToolResultPart(_id(value.get("tool_call_id") or value.get("id")), content,
+                               _status(value.get("status")), _str(value.get("name")))
+            )
+        elif content:
+            msg.texts.append(content)
+    elif isinstance(content, list):
+        _content_blocks(content, msg, value)
+    for call in seq(value.get("tool_calls")):
+        part = _tool_call(call)
+        if part is not None:
+            msg.tool_calls.append(part)
+    function_call = value.get("function_call")
+    if isinstance(function_call, dict) and isinstance(function_call.get("name"), str):
+        msg.tool_calls.append(ToolCallPart(function_call["name"], function_call.get("arguments")))
+    return msg
+
+
+def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -> None:
+    tool_texts: list[str] = []
+    for block in blocks:
+        if isinstance(block, str):
+            tool_texts.append(block) if msg.role == "tool" else msg.texts.append(block)
+            continue
+        if not isinstance(block, dict):
+            continue
+        use = block.get("toolUse")
+        if isinstance(use, dict) and isinstance(use.get("name"), str):  # Bedrock / Strands
+            msg.tool_calls.append(ToolCallPart(use["name"], use.get("input"), _id(use.get("toolUseId"))))
+            continue
+        result = block.get("toolResult")
+        if isinstance(result, dict):
+            msg.tool_results.append(
+                ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
+            )
+            continue
+        kind = block.get("type")
+        if kind == "tool_use" and isinstance(block.get("name"), str):  # Anthropic
+            msg.tool_calls.append(ToolCallPart(block["name"], block.get("input"), _id(block.get("id"))))
+        elif kind == "tool_result":
+            status = "error" if block.get("is_error") is True else None
+            msg.tool_results.append(ToolResultPart(_id(block.get("tool_use_id")), text_of(block.get("content")), status))
+        else:
+            text = text_of(block)
+            if text:
+                tool_texts.append(text) if msg.role == "tool" else msg.texts.append(text)
+    if tool_texts and msg.role == "tool":
+        msg.tool_results.append(
+            ToolResultPart(_id(owner.get("tool_call_id") or owner.get("id")), "\n".join(tool_texts),
+                           _status(owner.get("status")), _str(owner.get("name")))
+        )
+
+
+def _tool_call(call: Any) -> ToolCallPart | None:
+    if not isinstance(call, dict):
+        return None
+    function = call.get("function")
+    if isinstance(function, dict):  # OpenAI {"id", "function": {"name", "arguments"}}
+        name = function.get("name")
+        args = function.get("arguments")
+    else:  # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}
+        name = call.get("name")
+        args = call["args"] if "args" in call else call.get("arguments", call.get("input"))
+    if not isinstance(name, str) or not name:
+        return None
+    return ToolCallPart(name, args, _id(call.get("id")))
+
+
+def _id(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _status(value: Any) -> str | None:
+    if isinstance(value, str) and value.lower() in ("error", "failed", "failure"):
+        return "error"
+    return None
+
+
+# --- flattened attribute keys ----------------------------------------------------------------------------------
+# Read by direct look-ups, message by message (``prefix.0.*``, ``prefix.1.*``, ... until one is absent): a span
+# has dozens of keys, a scan of all of them per question would cost more than the answer.
+
+_MAX_INDEX = 10_000
+_OI_MARKERS = ("role", "content", "tool_calls.0.tool_call.function.name", "contents.0.message_content.type",
+               "tool_call_id", "function_call_name")
+_TRACELOOP_MARKERS = ("role", "content", "tool_calls.0.name", "tool_call_id", "finish_reason", "function_call.name")
+_OI_SPAN_KIND = "openinference.span.kind"
+
+
+def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
+    """``llm.input_messages`` / ``llm.output_messages`` flattened keys as messages, in index order."""
+    out: list[Message] = []
+    if _OI_SPAN_KIND not in attrs and f"{prefix}.0.message.role" not in attrs:
+        return out  # not an OpenInference span: skip the probes
+    get = attrs.get
+    for i in range(_MAX_INDEX):
+        base = f"{prefix}.{i}.message."
+        if not any(base + marker in attrs for marker in _OI_MARKERS):
+            break
+        role = normalize_role(get(base + "role"), "")
+        msg = Message(role)
+        content = get(base + "content")
+        texts = [content] if isinstance(content, str) and content else []
+        for k in range(_MAX_INDEX):
+            block = f"{base}contents.{k}.message_content."
+            text = get(block + "text")
+            if text is None and block + "type" not in attrs:
+                break
+            if isinstance(text, str) and text:
+                texts.append(text)
+        for j in range(_MAX_INDEX):
+            call = f"{base}tool_calls.{j}.tool_call."
+            name = get(call + "function.name")
+            if name is None and call + "id" not in attrs:
+                break
+            if isinstance(name, str) and name:
+                msg.tool_calls.append(ToolCallPart(name, get(call + "function.arguments"), _id(get(call + "id"))))
+        fname = get(base + "function_call_name")
+        if isinstance(fname, str) and fname:
+            msg.tool_calls.append(ToolCallPart(fname, get(base + "function_call_arguments_json")))
+        if role == "tool":
+            msg.tool_results.append(
+                ToolResultPart(_id(get(base + "tool_call_id")), "\n".join(texts) if texts else None, None,
+                               _str(get(base + "name")))
+            )
+        else:
+            msg.texts.extend(texts)
+        out.append(msg)
+    return out
+
+
+def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
+    """Legacy Traceloop ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys as messages, in index order."""
+    out: list[Message] = []
+    if f"{prefix}.0.role" not in attrs and f"{prefix}.0.content" not in attrs and f"{prefix}.0.tool_calls.0.name" not in attrs:
+        return out
+    get = attrs.get
+    default = "assistant" if prefix.endswith("completion") else ""
+    for i in range(_MAX_INDEX):
+        base = f"{prefix}.{i}."
+        if not any(base + marker in attrs for marker in _TRACELOOP_MARKERS):
+            break
+        role = normalize_role(get(base + "role"), default)
+        msg = Message(role)
+        content = get(base + "content")
+        if role == "tool":
+            msg.tool_results.append(ToolResultPart(_id(get(base + "tool_call_id")), content))
+        elif isinstance(content, str) and content:
+            parsed = parse_json(content)  # some versions store the OpenAI content-block list as JSON
+            msg.texts.append(text_of(parsed) or content if isinstance(parsed, list) else content)
+        for j in range(_MAX_INDEX):
+            call = f"{base}tool_calls.{j}."
+            name = get(call + "name")
+            if name is None and call + "id" not in attrs:
+                break
+            if isinstance(name, str) and name:
+                msg.tool_calls.append(ToolCallPart(name, get(call + "arguments"), _id(get(call + "id"))))
+        fname = get(base + "function_call.name")
+        if isinstance(fname, str) and fname:
+            msg.tool_calls.append(ToolCallPart(fname, get(base + "function_call.arguments")))
+        out.append(msg)
+    return out
+
+
+# --- tool results -------------------------------------------------------------------------------------------------
+
+
+def unwrap_tool_result(value: Any) -> ToolResultPart:
+    """A tool span's recorded result, unwrapped from framework envelopes (LangChain ToolMessage, Bedrock blocks).
+
+    LangChain's ``handle_tool_error`` returns status OK with a ToolMessage whose ``status`` is ``"error"``:
+    that status is surfaced here, as is the ToolMessage's ``tool_call_id``.
+    """
+    parsed = parse_json(value)
+    if isinstance(parsed, dict):
+        output = parsed.get("output")
+        if isinstance(output, dict) and set(parsed) <= {"output", "kwargs"}:  # OpenLLMetry LangChain envelope
+            parsed = output
+        msg = message_from_mapping(parsed, "tool") if _is_message_envelope(parsed) else None
+        if msg is not None and msg.tool_results:
+            return msg.tool_results[0]
+        result = parsed.get("toolResult")
+        if isinstance(result, dict):
+            return ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
+        return ToolResultPart(None, parsed)
+    if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "text" in b for b in parsed):
+        return ToolResultPart(None, text_of(parsed))  # Bedrock/Strands content blocks
+    return ToolResultPart(None, parsed)  # a JSON string literal ('"Athens: 29C"') is its text
+
+
+def _is_message_envelope(value: Mapping[str, Any]) -> bool:
+    if value.get("lc") and value.get("type") == "constructor":
+        ident = value.get("id")
+        return isinstance(ident, list) and bool(ident) and str(ident[-1]).lower() == "toolmessage"
+    return value.get("type") == "tool" and isinstance(value.get("data"), dict)

@@ -1,0 +1,247 @@
+"""Run-level fields: the agent's name, the user input and final output (for the judge and dataset matching),
+the tools offered to the model, the run's status and its expected tools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.llm import (
+    first_request_text,
+    last_assistant_text,
+    last_user_text,
+    read_definitions,
+)
+from agentotel_eval.reconstruct.messages import openinference_messages, parse_messages
+from agentotel_eval.reconstruct.runs import Scope
+from agentotel_eval.reconstruct.spans import Execution
+from agentotel_eval.reconstruct.values import parse_json, seq, text_of
+from agentotel_eval.test_case import ToolDefinition
+
+
+def offered_definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], executions: Sequence[Execution],
+                 ctx: TraceContext) -> list[ToolDefinition]:
+    """Tools offered to the model, merged by name; a names-only list is completed from the tool spans' schemas."""
+    merged: dict[str, ToolDefinition] = {}
+    seen: set[int] = set()
+    for span in (*chain, *llm_spans):
+        found = read_definitions(span)
+        if id(found) in seen:
+            continue  # the same parsed list (cached by its text), as on an earlier span: nothing new
+        seen.add(id(found))
+        for definition in found:
+            known = merged.get(definition.name)
+            if known is None:
+                merged[definition.name] = definition
+            elif known.parameters is None and definition.parameters is not None:
+                merged[definition.name] = ToolDefinition(
+                    known.name, known.description or definition.description, definition.parameters
+                )
+    for e in executions:
+        known = merged.get(e.name)
+        if known is not None and known.parameters is None and e.schema is not None:
+            merged[e.name] = ToolDefinition(known.name, known.description or e.description, e.schema)
+    return list(merged.values())
+
+
+def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Sequence[SpanRecord]) -> str | None:
+    chain = scope.chain
+    for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME):
+        for span in chain:
+            value = span.attributes.get(key)
+            if isinstance(value, str) and value:
+                return value
+    for span in chain:
+        attrs = span.attributes
+        if attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_AGENT:
+            value = attrs.get(sc.TRACELOOP_ENTITY_NAME)
+            if isinstance(value, str) and value:
+                return value
+    if scope.convention in ("root", "implicit"):
+        for span in (*llm_spans, *tool_spans):
+            value = span.attributes.get(sc.GEN_AI_AGENT_NAME)
+            if isinstance(value, str) and value:
+                return value
+    for span in chain:
+        attrs = span.attributes
+        for key in (sc.GEN_AI_WORKFLOW_NAME, sc.TRACELOOP_WORKFLOW_NAME, sc.TRACELOOP_ENTITY_NAME):
+            value = attrs.get(key)
+            if isinstance(value, str) and value:
+                return value
+    name = chain[0].name
+    for prefix in ("invoke_agent ", "invoke_workflow "):
+        if name.startswith(prefix):
+            return name[len(prefix):] or None
+    for suffix in (".agent", ".workflow"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)] or None
+    return name or None
+
+
+def _args_kwargs_text(value: Any) -> str | None:
+    """The text argument of a decorated function's ``{"args": [...], "kwargs": {...}}`` input."""
+    if not isinstance(value, dict) or not value or not value.keys() <= {"args", "kwargs"}:
+        return None
+    texts = [v for v in seq(value.get("args")) if isinstance(v, str) and v]
+    kwargs = value.get("kwargs")
+    if isinstance(kwargs, dict):
+        texts.extend(v for v in kwargs.values() if isinstance(v, str) and v)
+    return texts[0] if len(texts) == 1 else None
+
+
+def _direct_text(value: Any) -> str | None:
+    """Text of an input/output value when that is cheap to know: a plain or JSON-quoted string, or the one text
+    argument of a decorated function (``{"args": ["..."], "kwargs": {}}``). None for message structures, which
+    are parsed only when no cheaper source exists (they can hold the whole conversation)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if text[0] == '"' or text.startswith('{"args"'):
+            parsed = parse_json(text)
+            return parsed if isinstance(parsed, str) else _args_kwargs_text(parsed)
+        return None if text[0] in "{[" else value
+    return _args_kwargs_text(value)
+
+
+_IO_KEYS_IN = (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT)
+_IO_KEYS_OUT = (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT)
+
+
+def _span_input(span: SpanRecord) -> str | None:
+    """A run span's own record of the user request, from the conventions that state it directly."""
+    attrs = span.attributes
+    if sc.GEN_AI_INPUT_MESSAGES in attrs:
+        text = last_user_text(parse_messages(attrs[sc.GEN_AI_INPUT_MESSAGES]))
+        if text:
+            return text
+    for event in span.events:
+        if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
+            text = last_user_text(parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]))
+            if text:
+                return text
+    users = [e for e in span.events if e.name == sc.EVENT_USER_MESSAGE]
+    if users:
+        text = text_of(parse_json(users[-1].attributes.get("content")))
+        if text:
+            return text
+    if attrs.get(sc.OI_SPAN_KIND):
+        text = last_user_text(openinference_messages(attrs, sc.OI_LLM_INPUT_MESSAGES))
+        if text:
+            return text
+    for key in _IO_KEYS_IN:
+        if key in attrs:
+            text = _direct_text(attrs[key])
+            if text:
+                return text
+    return None
+
+
+def _span_output(span: SpanRecord) -> str | None:
+    """A run span's own record of the final answer, from the conventions that state it directly."""
+    attrs = span.attributes
+    if sc.GEN_AI_OUTPUT_MESSAGES in attrs:
+        text = last_assistant_text(parse_messages(attrs[sc.GEN_AI_OUTPUT_MESSAGES], "assistant"))
+        if text:
+            return text
+    for event in reversed(span.events):
+        if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in event.attributes:
+            text = last_assistant_text(parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant"))
+            if text:
+                return text
+        if event.name == sc.EVENT_CHOICE and "message" in event.attributes:
+            text = text_of(parse_json(event.attributes["message"]))
+            if text:
+                return text.strip() or None
+    final = attrs.get(sc.PYDANTIC_AI_FINAL_RESULT)
+    if final is not None:
+        return final if isinstance(final, str) else str(parse_json(final))
+    for key in _IO_KEYS_OUT:
+        if key in attrs:
+            text = _direct_text(attrs[key])
+            if text:
+                return text
+    return None
+
+
+def _span_blob(span: SpanRecord, keys: Sequence[str], pick) -> str | None:
+    """Last resort: parse the message structures on a run span (LangChain state, pydantic-ai all_messages)."""
+    attrs = span.attributes
+    for key in keys:
+        if key in attrs:
+            text = pick(parse_messages(attrs[key]))
+            if text:
+                return text
+    return None
+
+
+def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, str | None]:
+    """The user request that started the run: the run span's own input, else the first LLM call's last user text
+    (a multi-turn conversation's earlier user messages are history), else the run span's message structures."""
+    for span in chain:
+        text = _span_input(span)
+        if text:
+            return text, span.span_id
+    for span in llm_spans:
+        recorded, text = first_request_text(span, ctx.logs(span))
+        if text:
+            return text, span.span_id
+        if recorded:
+            break
+    for span in chain:
+        if any(span is llm for llm in llm_spans):  # a root fallback anchored on an LLM call: already read
+            continue
+        text = _span_blob(span, (*_IO_KEYS_IN, sc.PYDANTIC_AI_ALL_MESSAGES), last_user_text)
+        if text:
+            return text, span.span_id
+    return None, None
+
+
+def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, str | None]:
+    """The agent's final answer: the run span's own output, else the last LLM text of the run, else the run span's
+    message structures."""
+    for span in chain:
+        text = _span_output(span)
+        if text:
+            return text, span.span_id
+    for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
+        text = ctx.output(span).text
+        if text:
+            return text, span.span_id
+    for span in chain:
+        if any(span is llm for llm in llm_spans):
+            continue
+        text = _span_blob(span, _IO_KEYS_OUT, last_assistant_text)
+        if text:
+            return text, span.span_id
+    return None, None
+
+
+def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
+    for span in chain:
+        level = str(span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL, "")).upper()
+        if span.is_error or level == "ERROR":
+            message = span.status_message or span.attributes.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
+            if not message:
+                exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None)
+                if exc is not None:
+                    etype = str(exc.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+                    message = ": ".join(p for p in (etype, str(exc.attributes.get(sc.EXCEPTION_MESSAGE) or "")) if p)
+            return "error", str(message) if message else "error"
+    return "ok", None
+
+
+def expected_tools_of(chain: Sequence[SpanRecord]) -> tuple[str, ...] | None:
+    for span in chain:
+        value = span.attributes.get(sc.AGENTOTEL_EXPECTED_TOOLS)
+        if value is None:
+            continue
+        value = parse_json(value)
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    return None

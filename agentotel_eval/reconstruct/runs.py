@@ -1,0 +1,231 @@
+"""Which spans are agent runs, and which LLM and tool spans belong to each.
+
+Rules (DESIGN.md "Conventions the reconstruction recognises"), applied to one trace tree:
+
+1. Every span carrying a run marker opens a run scope; every tool-execution span opens a tool scope. Each
+   LLM / tool span belongs to the nearest enclosing scope (a tool span that is also a run marker is a call of
+   the outer run AND the root of its own).
+2. An orphan (its parent id is not in the trace) is owned by the innermost run span that encloses it in time,
+   or tool span when one of them holds LLM calls (a sub-agent's spans); failing that it stays at top level.
+   So a missing middle span does not move calls out of their run.
+3. A tool scope whose own spans include an LLM call and tool-call evidence is an agent run hidden inside a
+   tool (agent-as-tool with no run marker: OpenInference LangChain tags the sub-graph as a CHAIN): it becomes
+   an implicit run. Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
+   are the tool's internals (a helper it called, or the same call recorded by a second instrumentation), not
+   calls of the agent.
+4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same run
+   (a workflow span around one agent; OpenLLMetry tagging two spans for one run). A content-free run with
+   several nested runs (a multi-agent workflow) is a container, not a run of its own: its nested runs are.
+5. Evidence outside every run (tool spans, or LLM spans that requested tools) makes a fallback run anchored at
+   the trace's root (plain client loops; an application span with no GenAI attributes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.spans import NO_ROLE, Role
+from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
+
+
+@dataclass(slots=True, eq=False)
+class Scope:
+    """A run (or, during detection, a tool span) and the spans it owns directly."""
+
+    span: SpanRecord | None  # None for the trace's top level
+    kind: str  # run | tool | top
+    convention: str
+    parent: Scope | None = None
+    chain: list[SpanRecord] = field(default_factory=list)  # collapsed wrapper spans, outermost first
+    llm_spans: list[SpanRecord] = field(default_factory=list)
+    tool_spans: list[SpanRecord] = field(default_factory=list)
+    children: list[Scope] = field(default_factory=list)
+    internal: list[SpanRecord] = field(default_factory=list)  # tool/LLM spans inside a (non-agent) tool span
+    roots: list[SpanRecord] = field(default_factory=list)  # top level only: roots that brought evidence
+    container_span_id: str | None = None  # the multi-agent workflow span this run sits in, if any
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self.llm_spans or self.tool_spans)
+
+    @property
+    def anchor(self) -> SpanRecord:
+        return self.chain[0]
+
+
+@dataclass(slots=True)
+class TraceRuns:
+    runs: list[Scope]  # emitted runs, in (start, span id) order
+    parent_run: dict[int, Scope | None]  # id(run) -> nearest emitted enclosing run
+    llm_parent: dict[str, str]  # LLM span id -> nearest LLM ancestor span id (same inference recorded twice)
+
+
+def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool]) -> TraceRuns:
+    """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools."""
+    extra_children = _reattach_orphans(tree, roles)
+    top = Scope(None, "top", "root")
+    scopes: list[Scope] = []
+    llm_parent: dict[str, str] = {}
+    stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = [
+        (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in extra_children.attached
+    ]
+    reached: set[str] = set()  # re-attached orphans actually walked
+    walked = 0
+    while True:
+        while stack:
+            span, owner, root, llm_above = stack.pop()
+            walked += 1
+            if span.span_id in extra_children.attached:
+                reached.add(span.span_id)
+            role = roles.get(span.span_id, NO_ROLE)
+            if role.llm:
+                owner.llm_spans.append(span)
+                if llm_above:
+                    llm_parent[span.span_id] = llm_above
+            if role.tool:
+                owner.tool_spans.append(span)
+            if owner is top and role.is_evidence:
+                top.roots.append(root)
+            kids = tree.children.get(span.span_id, ())
+            extra = extra_children.by_parent.get(span.span_id) if extra_children.by_parent else None
+            if extra:
+                kids = sorted([*kids, *extra], key=span_order)
+            inner = owner
+            if role.run or (role.tool and kids):  # a leaf tool span owns nothing: no scope for it
+                inner = Scope(span, "run" if role.run else "tool", role.run or role.tool or "", owner, [span])
+                owner.children.append(inner)
+                scopes.append(inner)
+            if not kids:
+                continue
+            below = span.span_id if role.llm else llm_above
+            for child in reversed(kids):
+                stack.append((child, inner, root, below))
+        lost = sorted((tree.spans[i] for i in extra_children.attached - reached), key=span_order)
+        if lost:  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
+            extra_children.attached.discard(lost[0].span_id)
+            for kids in extra_children.by_parent.values():
+                if lost[0] in kids:
+                    kids.remove(lost[0])
+            stack.append((lost[0], top, lost[0], None))
+            continue
+        looped = unreachable(tree, walked)
+        if not looped:
+            break
+        cut = looped[0]  # a parent loop (a -> b -> a): cut it at its earliest span, which becomes a root
+        siblings = tree.children.get(cut.parent_span_id or "", [])
+        if cut in siblings:
+            siblings.remove(cut)
+        tree.roots.append(cut)
+        tree.roots.sort(key=span_order)
+        stack.append((cut, top, cut, None))
+    for scope in reversed(scopes):  # innermost first
+        if scope.kind == "tool":
+            _resolve_tool_scope(scope, tree, requests_tools)
+    emitted: list[Scope] = []
+    parent_run: dict[int, Scope | None] = {}
+    if top.tool_spans or any(requests_tools(s) for s in top.llm_spans):
+        anchor = min(top.roots, key=span_order)
+        top.kind, top.span, top.chain = "run", anchor, [anchor]
+    _emit(top, None, None, emitted, parent_run)
+    emitted.sort(key=lambda s: span_order(s.anchor))
+    return TraceRuns(emitted, parent_run, llm_parent)
+
+
+def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool]) -> None:
+    """An agent loop inside a tool becomes an implicit run; otherwise the tool scope merges into its parent."""
+    assert scope.parent is not None and scope.span is not None
+    if scope.llm_spans and (scope.tool_spans or any(requests_tools(s) for s in scope.llm_spans)):
+        kids = tree.children.get(scope.span.span_id, [])
+        anchor = kids[0] if len(kids) == 1 else scope.span  # the sub-agent's own span when there is one
+        scope.kind, scope.convention, scope.chain = "run", "implicit", [anchor]
+        return
+    parent = scope.parent
+    parent.internal.extend((*scope.tool_spans, *scope.llm_spans, *scope.internal))
+    at = parent.children.index(scope)
+    parent.children[at : at + 1] = scope.children
+    for child in scope.children:
+        child.parent = parent
+
+
+def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: list[Scope],
+          parent_run: dict[int, Scope | None]) -> None:
+    """Collapse wrappers, drop containers, and list runs with their nearest emitted enclosing run."""
+    if scope.kind == "run":
+        while not scope.has_content and len(scope.children) == 1 and scope.children[0].kind == "run":
+            inner = scope.children[0]
+            scope.chain.extend(inner.chain)
+            scope.llm_spans, scope.tool_spans, scope.children = inner.llm_spans, inner.tool_spans, inner.children
+            for child in scope.children:
+                child.parent = scope
+        if not scope.has_content and len(scope.children) > 1:  # multi-agent workflow: a container
+            for child in scope.children:
+                _emit(child, enclosing, scope.anchor.span_id, out, parent_run)
+            return
+        scope.container_span_id = container
+        out.append(scope)
+        parent_run[id(scope)] = enclosing
+        enclosing = scope
+    for child in scope.children:
+        _emit(child, enclosing, None, out, parent_run)
+
+
+@dataclass(slots=True)
+class _Reattached:
+    by_parent: dict[str, list[SpanRecord]] = field(default_factory=dict)
+    attached: set[str] = field(default_factory=set)
+
+
+def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
+    """Orphans go under the innermost enclosing (in time) run span, or tool span running an agent inside; never
+    under their own descendants.
+
+    A plain tool span owns no orphan: an orphan tool span inside an overlapping parallel tool span would
+    otherwise pass for that tool's internals. Orphans holding LLM calls are placed first, so a tool span that
+    receives a sub-agent's LLM calls then counts as running an agent for the other orphans.
+    """
+    out = _Reattached()
+    orphans = [r for r in tree.roots if tree.is_orphan(r)]
+    if not orphans:
+        return out
+    runs = [s for s in tree.spans.values() if roles.get(s.span_id, NO_ROLE).run]
+    tools = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).tool and not r.run]
+    agent_tools = [t for t in tools if _holds_llm(tree, roles, t)]
+    with_llm = [o for o in orphans if _holds_llm(tree, roles, o)]
+    for orphan in (*with_llm, *(o for o in orphans if not any(o is w for w in with_llm))):
+        holds_llm = any(orphan is w for w in with_llm)
+        best: SpanRecord | None = None
+        for target in (*runs, *(tools if holds_llm else agent_tools)):
+            if (target.start_ns > orphan.start_ns or target.end_ns < orphan.end_ns
+                    or _descends_from(tree, target, orphan)):
+                continue
+            if best is None or (target.end_ns - target.start_ns, target.span_id) < (best.end_ns - best.start_ns, best.span_id):
+                best = target
+        if best is not None:
+            out.by_parent.setdefault(best.span_id, []).append(orphan)
+            out.attached.add(orphan.span_id)
+            if holds_llm and roles.get(best.span_id, NO_ROLE).tool and not any(best is t for t in agent_tools):
+                agent_tools.append(best)
+    return out
+
+
+def _holds_llm(tree: TraceTree, roles: dict[str, Role], span: SpanRecord) -> bool:
+    stack = [span]
+    while stack:
+        current = stack.pop()
+        if roles.get(current.span_id, NO_ROLE).llm:
+            return True
+        stack.extend(tree.children.get(current.span_id, ()))
+    return False
+
+
+def _descends_from(tree: TraceTree, span: SpanRecord, ancestor: SpanRecord) -> bool:
+    seen: set[str] = set()
+    current: SpanRecord | None = span
+    while current is not None and current.span_id not in seen:
+        if current.span_id == ancestor.span_id:
+            return True
+        seen.add(current.span_id)
+        current = tree.parent(current)
+    return False

@@ -1,0 +1,403 @@
+"""What a span is (agent run, tool execution, LLM call, handoff) and what a tool-execution span recorded.
+
+A span can carry several conventions at once (``execute_tool`` AND OpenInference ``TOOL`` AND Traceloop
+``tool``): it is classified once, so one span is one piece of evidence however many conventions tag it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp.records import STATUS_UNSET, SpanRecord
+from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
+from agentotel_eval.reconstruct.values import as_dict, clean_id, looks_like_error_text, text_of
+
+_HANDOFF_SPAN_PREFIX = "handoff to "
+_HANDOFF_SPAN_SUFFIX = ".handoff"
+TRANSFER_PREFIX = "transfer_to_"
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """The conventions that mark a span as a run / tool execution / LLM call (None: not one)."""
+
+    run: str | None = None
+    tool: str | None = None
+    llm: str | None = None
+
+    @property
+    def is_evidence(self) -> bool:
+        return self.tool is not None or self.llm is not None
+
+
+NO_ROLE = Role()
+
+
+def run_convention(attrs: Mapping[str, Any]) -> str | None:
+    """The convention marking an agent run (DESIGN.md contract), or None."""
+    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
+        return "gen_ai"
+    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT:
+        return "openinference"
+    kind = attrs.get(sc.TRACELOOP_SPAN_KIND)
+    if kind == sc.TRACELOOP_KIND_AGENT or kind == sc.TRACELOOP_KIND_WORKFLOW:
+        return "traceloop"
+    if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_AGENT:
+        return "langfuse"
+    if attrs.get(sc.AGENTOTEL_KIND) == sc.AGENTOTEL_KIND_AGENT:
+        return "agentotel"
+    return None
+
+
+_ROLE_CACHE: dict[tuple[str | None, str | None, str | None], Role] = {}
+
+
+def classify(span: SpanRecord) -> Role:
+    """The span's roles, from its attributes alone (one look per span; values compared with ``==`` so a
+    malformed non-string value simply matches nothing)."""
+    attrs = span.attributes
+    get = attrs.get
+    op = get(sc.GEN_AI_OPERATION_NAME)
+    oi = get(sc.OI_SPAN_KIND)
+    tl = get(sc.TRACELOOP_SPAN_KIND)
+    lf = get(sc.LANGFUSE_OBSERVATION_TYPE)
+    ak = get(sc.AGENTOTEL_KIND)
+    run = llm = tool = None
+    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
+        run = "gen_ai"
+    elif oi == sc.OI_KIND_AGENT:
+        run = "openinference"
+    elif tl == sc.TRACELOOP_KIND_AGENT or tl == sc.TRACELOOP_KIND_WORKFLOW:
+        run = "traceloop"
+    elif lf == sc.LANGFUSE_TYPE_AGENT:
+        run = "langfuse"
+    elif ak == sc.AGENTOTEL_KIND_AGENT:
+        run = "agentotel"
+    if op == sc.OP_CHAT or op == sc.OP_GENERATE_CONTENT or op == sc.OP_TEXT_COMPLETION:
+        llm = "gen_ai"
+    elif oi == sc.OI_KIND_LLM:
+        llm = "openinference"
+    elif (rt := get(sc.TRACELOOP_LLM_REQUEST_TYPE)) == "chat" or rt == "completion":
+        llm = "traceloop"
+    elif lf == sc.LANGFUSE_TYPE_GENERATION:
+        llm = "langfuse"
+    elif ak == sc.AGENTOTEL_KIND_LLM:
+        llm = "agentotel"
+    elif op == sc.OP_EXECUTE_TOOL or sc.GEN_AI_TOOL_NAME in attrs:
+        tool = "gen_ai"
+    elif oi == sc.OI_KIND_TOOL or sc.OI_TOOL_NAME in attrs:
+        tool = "openinference"
+    elif tl == sc.TRACELOOP_KIND_TOOL:
+        tool = "traceloop"
+    elif lf == sc.LANGFUSE_TYPE_TOOL:
+        tool = "langfuse"
+    elif ak == sc.AGENTOTEL_KIND_TOOL:
+        tool = "agentotel"
+    elif (op == sc.OP_HANDOFF or tl == sc.OP_HANDOFF or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
+          or sc.GEN_AI_HANDOFF_TO_AGENT in attrs):
+        tool = "handoff"
+    if run is None and llm is None and tool is None:
+        return NO_ROLE
+    key = (run, tool, llm)
+    role = _ROLE_CACHE.get(key)
+    if role is None:
+        role = _ROLE_CACHE[key] = Role(run, tool, llm)
+    return role
+
+
+# --- tool execution spans -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Execution:
+    """What one tool-execution span recorded, before matching it to the model's request."""
+
+    span: SpanRecord
+    name: str
+    raw_arguments: Any = None
+    result: Any = None
+    status: str = "ok"
+    error: str | None = None
+    call_id: str | None = None
+    schema: Mapping[str, Any] | None = None  # the executed tool's parameter schema, when the span carries it
+    description: str | None = None
+    plumbing: str | None = None  # "handoff" | "internal" for framework plumbing; None for a real call
+    handoff_to: str | None = None
+    result_call_id: str | None = None  # the call id a wrapped result carries (LangChain ToolMessage)
+    normalized: Any = None  # Arguments, computed once by the assembly
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
+    attrs = span.attributes
+    for key, source in ((sc.GEN_AI_TOOL_NAME, "gen_ai"), (sc.OI_TOOL_NAME, "openinference")):
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value, source
+    if convention == "traceloop":
+        value = attrs.get(sc.TRACELOOP_ENTITY_NAME)
+        if isinstance(value, str) and value:
+            return value, "traceloop"
+    name = span.name
+    if name.startswith("execute_tool "):
+        name = name[len("execute_tool "):]
+    elif name.endswith(".tool"):
+        name = name[: -len(".tool")]
+    return (name or None), "span_name"
+
+
+_NOT_CALLABLE = re.compile(r"[\s()]")
+
+
+def _is_plumbing_name(name: str) -> bool:
+    """A name no model can call: ADK's ``(merged tools)``. Model-facing tool names have no spaces or parens."""
+    return _NOT_CALLABLE.search(name) is not None
+
+
+def read_execution(span: SpanRecord, role: Role, placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS) -> Execution:
+    """Everything a tool-execution span says about its call, from whichever conventions it carries."""
+    convention = role.tool or "gen_ai"
+    name, name_source = _tool_name(span, convention)
+    execution = Execution(span, name or span.name)
+    execution.sources["name"] = name_source
+    if _handoff_span(span, execution, name_source):
+        return execution
+    if name is None or _is_plumbing_name(execution.name):
+        execution.plumbing = "internal"
+        return execution
+    if execution.name.startswith(TRANSFER_PREFIX):
+        execution.plumbing = "handoff"
+        execution.handoff_to = execution.name[len(TRANSFER_PREFIX):] or None
+    _read_arguments(span, execution)
+    _read_result(span, execution)
+    _read_status(span, execution)
+    _read_call_id(span, execution, placeholders)
+    _read_schema(span, execution)
+    if execution.plumbing == "handoff" and execution.name == "transfer_to_agent":  # ADK: target in the arguments
+        args = as_dict(execution.raw_arguments)
+        target = args.get("agent_name") if args else None
+        execution.handoff_to = target if isinstance(target, str) and target else None
+    return execution
+
+
+_HANDOFF_FROM_TO = re.compile(r"^handoff from (?P<src>.+?) to (?P<dst>.+)$")
+
+
+def _handoff_target(name: str) -> str | None:
+    """The target agent named in a handoff span's name, or None."""
+    if name.endswith(_HANDOFF_SPAN_SUFFIX):
+        return name[: -len(_HANDOFF_SPAN_SUFFIX)].rpartition("→")[2].strip() or None
+    if (found := _HANDOFF_FROM_TO.match(name)) is not None:
+        return found["dst"].strip() or None
+    if name.startswith(_HANDOFF_SPAN_PREFIX):
+        return name[len(_HANDOFF_SPAN_PREFIX):].strip() or None
+    return None
+
+
+def _handoff_span(span: SpanRecord, execution: Execution, name_source: str) -> bool:
+    """Handoff spans of the OpenAI Agents instrumentations: ``handoff to X`` (OpenInference TOOL span with no
+    tool name), ``<from> → <to>.handoff`` with ``gen_ai.operation.name=handoff`` / ``gen_ai.handoff.*``
+    (OpenLLMetry), ``handoff from A to B`` (Sentry). The target may be unknown (``"unknown"``)."""
+    attrs = span.attributes
+    name = span.name
+    marked = (
+        attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_HANDOFF
+        or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.OP_HANDOFF
+        or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
+        or sc.GEN_AI_HANDOFF_TO_AGENT in attrs
+    )
+    by_name = name_source == "span_name" and (
+        name.endswith(_HANDOFF_SPAN_SUFFIX) or name.startswith(_HANDOFF_SPAN_PREFIX)
+        or _HANDOFF_FROM_TO.match(name) is not None
+    )
+    if not (marked or by_name):
+        return False
+    target = attrs.get(sc.GEN_AI_HANDOFF_TO_AGENT)
+    if not isinstance(target, str) or not target:
+        target = _handoff_target(name)
+    execution.plumbing = "handoff"
+    execution.handoff_to = target if target and target != "unknown" else None
+    return True
+
+
+def _read_arguments(span: SpanRecord, execution: Execution) -> None:
+    attrs = span.attributes
+    candidates = (
+        (sc.GEN_AI_TOOL_CALL_ARGUMENTS, "gen_ai"),
+        (sc.OI_INPUT_VALUE, "openinference"),
+        (sc.TRACELOOP_ENTITY_INPUT, "traceloop"),
+        (sc.LANGFUSE_OBSERVATION_INPUT, "langfuse"),
+        (sc.AGENTOTEL_INPUT, "agentotel"),
+    )
+    for key, source in candidates:
+        if key in attrs:
+            execution.raw_arguments = attrs[key]
+            execution.sources["arguments"] = source
+            return
+    params = attrs.get(sc.OI_TOOL_PARAMETERS)  # pydantic-ai's OpenInference: args; openai-agents': the schema
+    if params is not None and parameters_schema(params) is None:
+        execution.raw_arguments = params
+        execution.sources["arguments"] = "openinference"
+        return
+    for event in span.events:
+        if event.name == sc.EVENT_TOOL_MESSAGE and "content" in event.attributes:  # Strands default
+            execution.raw_arguments = event.attributes["content"]
+            execution.sources["arguments"] = "gen_ai.event"
+            return
+        if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
+            for msg in parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]):
+                for call in msg.tool_calls:
+                    execution.raw_arguments = call.arguments
+                    execution.sources["arguments"] = "gen_ai.event"
+                    return
+
+
+def _read_result(span: SpanRecord, execution: Execution) -> None:
+    attrs = span.attributes
+    candidates = (
+        (sc.GEN_AI_TOOL_CALL_RESULT, "gen_ai"),
+        (sc.OI_OUTPUT_VALUE, "openinference"),
+        (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
+        (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
+        (sc.AGENTOTEL_OUTPUT, "agentotel"),
+    )
+    raw: Any = None
+    for key, source in candidates:
+        if key in attrs:
+            raw = attrs[key]
+            execution.sources["result"] = source
+            break
+    else:
+        for event in span.events:
+            if event.name == sc.EVENT_CHOICE and "message" in event.attributes:  # Strands default
+                raw = event.attributes["message"]
+                execution.sources["result"] = "gen_ai.event"
+                break
+            if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in event.attributes:
+                results = [r for m in parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES]) for r in m.tool_results]
+                if results:
+                    raw = results[0].content
+                    execution.sources["result"] = "gen_ai.event"
+                    break
+        else:
+            return
+    unwrapped = unwrap_tool_result(raw)
+    content = unwrapped.content
+    if isinstance(content, list) and content and all(isinstance(b, dict) and "text" in b for b in content):
+        content = text_of(content)
+    execution.result = content
+    execution.result_call_id = unwrapped.call_id
+    if unwrapped.status == "error":
+        execution.status = "error"
+        execution.error = text_of(content) if content is not None else "tool message status error"
+        execution.sources["status"] = "tool_message"
+
+
+def _exception_text(span: SpanRecord) -> str | None:
+    """``Type: message`` of the span's first exception event (type without its module path)."""
+    for event in span.events:
+        if event.name == sc.EXCEPTION_EVENT:
+            etype = str(event.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+            emsg = str(event.attributes.get(sc.EXCEPTION_MESSAGE) or "")
+            return ": ".join(p for p in (etype, emsg) if p) or "exception"
+    return None
+
+
+def _read_status(span: SpanRecord, execution: Execution) -> None:
+    """ERROR status, an exception event, Strands ``gen_ai.tool.status``, Langfuse level ERROR: the call failed."""
+    attrs = span.attributes
+    exception = _exception_text(span)
+    source: str | None = None
+    error: str | None = None
+    if span.is_error:
+        source, error = "span_status", span.status_message or None
+    elif exception is not None:
+        source = "exception"
+    elif str(attrs.get(sc.GEN_AI_TOOL_STATUS, "")).lower() == "error":
+        source = "gen_ai.tool.status"
+    elif str(attrs.get(sc.LANGFUSE_OBSERVATION_LEVEL, "")).upper() == "ERROR":
+        source = "langfuse"
+        message = attrs.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
+        error = message if isinstance(message, str) and message else None
+    elif attrs.get(sc.ERROR_TYPE):  # GenAI: execute_tool sets error.type when the operation failed
+        source = "error.type"
+    elif span.status_code == STATUS_UNSET and execution.sources.get("status") is None and looks_like_error_text(
+        execution.result
+    ):  # no status recorded at all, and the result is an error report ("Error: ...")
+        source, error = "result_text", execution.result.strip()
+    if source is None:
+        execution.sources.setdefault("status", "span_status")  # a recorded, non-failed execution
+        return
+    error_type = attrs.get(sc.ERROR_TYPE)
+    execution.status = "error"
+    execution.error = error or exception or (str(error_type) if error_type else None) or execution.error or "error"
+    execution.sources["status"] = source
+
+
+def _read_call_id(span: SpanRecord, execution: Execution, placeholders: frozenset[str]) -> None:
+    attrs = span.attributes
+    for key, source in ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference")):
+        value = clean_id(attrs.get(key), placeholders)
+        if value:
+            execution.call_id = value
+            execution.sources["call_id"] = source
+            return
+    from_result = clean_id(execution.result_call_id, placeholders)  # LangChain ToolMessage.tool_call_id
+    if from_result:
+        execution.call_id = from_result
+        execution.sources["call_id"] = "result"
+        return
+    for event in span.events:
+        if event.name in (sc.EVENT_TOOL_MESSAGE, sc.EVENT_CHOICE):
+            value = clean_id(event.attributes.get("id"), placeholders)
+            if value:
+                execution.call_id = value
+                execution.sources["call_id"] = "gen_ai.event"
+                return
+
+
+def _parameters_schema(value: Any) -> dict[str, Any] | None:
+    """The JSON schema of a tool's parameters in a schema-ish value (bare, ``{"parameters"}``, OpenAI function)."""
+    schema: Any = as_dict(value)
+    if schema is None:
+        return None
+    if isinstance(schema.get("function"), dict):  # {"type": "function", "function": {...}}
+        schema = schema["function"].get("parameters")
+    elif isinstance(schema.get("parameters"), dict):
+        schema = schema["parameters"]
+    ok = isinstance(schema, dict) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
+    return schema if ok else None
+
+
+@lru_cache(maxsize=1024)
+def _parameters_schema_of_text(value: str) -> dict[str, Any] | None:
+    return _parameters_schema(value)
+
+
+def parameters_schema(value: Any) -> dict[str, Any] | None:
+    """``_parameters_schema``, parsed once per distinct text (every span of a tool repeats its schema).
+
+    The returned dict is shared: read it, never change it.
+    """
+    return _parameters_schema_of_text(value) if isinstance(value, str) else _parameters_schema(value)
+
+
+def _read_schema(span: SpanRecord, execution: Execution) -> None:
+    attrs = span.attributes
+    for key in (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS):
+        if key in attrs:
+            schema = parameters_schema(attrs[key])
+            if schema is not None:
+                execution.schema = schema
+                break
+    for key in (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION):
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            execution.description = value
+            break

@@ -1,0 +1,98 @@
+"""Spans and logs grouped per trace into a tree whose shape does not depend on arrival order.
+
+OTLP exports in span END order, batches mix traces, exporters retry (duplicates), and a parent can be missing
+(not yet arrived, or dropped). So: one copy per (trace, span) chosen by content, children ordered by
+(start time, span id), orphans (parent id not in the trace) become roots. Logs are attached to the span whose
+id they carry, in time order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+
+
+def _copy_rank(span: SpanRecord) -> tuple:
+    """Orders two copies of one span id: the more complete copy (ended later, more data) wins, by content only."""
+    return (span.end_ns, len(span.attributes), len(span.events), span.status_code, span.name, span.start_ns)
+
+
+#: sort key of spans: (start time, span id) - a C-level getter, it runs for every span
+span_order = attrgetter("start_ns", "span_id")
+
+
+def _log_order(log: LogRecord) -> tuple:
+    """Time, then content: two copies of one record get one key (repr is stable for the same decoded body)."""
+    return (log.timestamp_ns, log.observed_time_ns, log.event_name, log.body if isinstance(log.body, str) else repr(log.body))
+
+
+@dataclass(slots=True)
+class TraceTree:
+    trace_id: str
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    children: dict[str, list[SpanRecord]] = field(default_factory=dict)
+    roots: list[SpanRecord] = field(default_factory=list)  # true roots and orphans, in span order
+    logs: dict[str, list[LogRecord]] = field(default_factory=dict)  # span id -> logs in time order
+
+    def is_orphan(self, span: SpanRecord) -> bool:
+        return bool(span.parent_span_id) and span.parent_span_id not in self.spans
+
+    def parent(self, span: SpanRecord) -> SpanRecord | None:
+        return self.spans.get(span.parent_span_id) if span.parent_span_id else None
+
+
+def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[TraceTree]:
+    """One tree per trace id, in trace-id order; duplicates collapsed, children and logs ordered."""
+    trees: dict[str, TraceTree] = {}
+    for span in spans:
+        tree = trees.get(span.trace_id)
+        if tree is None:
+            tree = trees[span.trace_id] = TraceTree(span.trace_id)
+        known = tree.spans.get(span.span_id)
+        if known is None or _copy_rank(span) > _copy_rank(known):
+            tree.spans[span.span_id] = span
+    for tree in trees.values():
+        for span in tree.spans.values():
+            parent = span.parent_span_id
+            if parent and parent in tree.spans and parent != span.span_id:
+                tree.children.setdefault(parent, []).append(span)
+            else:
+                tree.roots.append(span)
+        for kids in tree.children.values():
+            kids.sort(key=span_order)
+        tree.roots.sort(key=span_order)
+    seen_logs: set[tuple] = set()
+    keyed: dict[str, list[tuple[tuple, LogRecord]]] = {}
+    for log in logs:
+        tree = trees.get(log.trace_id or "")
+        if tree is None or not log.span_id or log.span_id not in tree.spans:
+            continue
+        order = _log_order(log)
+        key = (log.trace_id, log.span_id, order)
+        if key in seen_logs:
+            continue  # a re-sent log record
+        seen_logs.add(key)
+        keyed.setdefault(f"{log.trace_id}/{log.span_id}", []).append((order, log))
+    for key, items in keyed.items():
+        trace_id, _, span_id = key.partition("/")
+        items.sort(key=itemgetter(0))
+        trees[trace_id].logs[span_id] = [log for _, log in items]
+    return [trees[t] for t in sorted(trees)]
+
+
+def unreachable(tree: TraceTree, reached: int) -> list[SpanRecord]:
+    """Spans in a parent loop (a -> b -> a: no root leads to them), given how many spans a walk from the roots
+    reached; empty (and free) in the normal case. The walker adds the earliest as a root and walks again."""
+    if reached >= len(tree.spans):
+        return []
+    seen: set[str] = set()
+    stack = [s.span_id for s in tree.roots]
+    while stack:
+        span_id = stack.pop()
+        if span_id not in seen:
+            seen.add(span_id)
+            stack.extend(child.span_id for child in tree.children.get(span_id, ()))
+    return sorted((s for s in tree.spans.values() if s.span_id not in seen), key=span_order)

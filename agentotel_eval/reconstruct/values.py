@@ -1,0 +1,142 @@
+"""Decoding attribute values that instrumentations serialise in different ways.
+
+"Structured" attributes arrive as JSON strings in every real capture (sometimes JSON inside JSON), as plain
+Python values when the exporter used AnyValue maps and arrays, and occasionally as Python reprs
+(``{'city': 'Paris'}`` from OpenLLMetry's LangChain ``input_str``). These helpers turn all of them into plain
+values without ever raising: a value that is not structured stays what it was.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+_JSON_STARTS = frozenset('{["')
+_MAX_NESTING = 4  # JSON inside JSON inside JSON ... is unwrapped at most this deep
+_scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` for a stripped string (ValueError when it is not exactly one JSON value)."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as exc:
+        raise ValueError("not JSON") from exc
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def parse_json(value: Any, *, depth: int = _MAX_NESTING) -> Any:
+    """The value with JSON strings decoded (repeatedly, for JSON inside JSON); anything else unchanged.
+
+    Only strings that look like a JSON object, array or string literal are tried, so a bare word or number
+    stays a string here (a bare scalar is the caller's business).
+    """
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    while depth > 0 and isinstance(value, str):
+        text = value.strip()
+        if not text or text[0] not in _JSON_STARTS:
+            return value
+        try:
+            value = _loads(text)
+        except ValueError:
+            return value
+        depth -= 1
+    return value
+
+
+def parse_literal(value: str) -> Any:
+    """A JSON or Python literal (``{'a': 1}``, ``None``, ``3``) parsed safely, or the string unchanged."""
+    text = value.strip()
+    if not text:
+        return value
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    if text[0] in "{[(" or text in ("None", "True", "False"):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return value
+    return value
+
+
+def as_dict(value: Any) -> dict[str, Any] | None:
+    """The value as a dict when it is (or decodes to) a JSON object, else None."""
+    value = parse_json(value)
+    return value if isinstance(value, dict) else None
+
+
+def as_list(value: Any) -> list[Any] | None:
+    """The value as a list when it is (or decodes to) a JSON array / tuple, else None."""
+    value = parse_json(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value if isinstance(value, list) else None
+
+
+def seq(value: Any) -> list[Any] | tuple[Any, ...]:
+    """The value when it is a list or tuple, else an empty tuple (malformed input is iterated safely)."""
+    return value if isinstance(value, list | tuple) else ()
+
+
+def clean_id(value: Any, placeholders: frozenset[str]) -> str | None:
+    """A usable call id, or None for missing, empty and placeholder ids (ADK's ``"<not specified>"``)."""
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if not text or text in placeholders or text.lower() in placeholders:
+        return None
+    return text
+
+
+def text_of(value: Any) -> str | None:
+    """Human-readable text in a content value: a string, or the text blocks of a content list.
+
+    Handles ``"..."``, ``[{"type": "text", "text": ...}]`` (OpenAI), ``[{"text": ...}]`` (Bedrock/Strands),
+    ``[{"type": "text", "content": ...}]`` (GenAI parts). Returns None when there is no text.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("text", "content"):
+            inner = value.get(key)
+            if isinstance(inner, str):
+                return inner
+        return None
+    if isinstance(value, list | tuple):
+        pieces = [t for t in (text_of(v) for v in value if isinstance(v, str | dict)) if t]
+        return "\n".join(pieces) if pieces else None
+    return None
+
+
+def numeric_equal(a: Any, b: Any) -> bool:
+    """Deep equality where numbers compare by value (100 == 100.0) and bools stay distinct from numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b if isinstance(a, bool) and isinstance(b, bool) else False
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(numeric_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(numeric_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+_ERROR_TEXT = re.compile(r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b)", re.I)
+
+
+def looks_like_error_text(value: Any) -> bool:
+    """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
+    ``"An error occurred while running the tool..."``). Used only where nothing structured states the status."""
+    return isinstance(value, str) and _ERROR_TEXT.match(value) is not None

@@ -1,0 +1,164 @@
+"""Every recorded real-framework trace, replayed from protobuf and from JSON, against its ground truth.
+
+Ground truth (manifest.jsonl) comes from the tools' own execution log, not from the spans. Calls that share a
+``ground_truth_llm_turns`` label were parallel calls of one model response: their relative order is free.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import groupby
+
+import pytest
+
+from agentotel_eval.reconstruct import AgentRun, reconstruct
+from agentotel_eval.test_case import EvalTestCase
+from tests.fixture_traces import TRACES_DIR, Fixture, fixtures
+
+FIXTURES = fixtures()
+ENCODINGS = ("protobuf", "json")
+
+# Families whose captures hold no message content at all (ADK default conventions: no content capture).
+NO_CONTENT = ("google-adk__default__",)
+# Families that never record the model's final answer on any span (OpenLLMetry openai-agents keeps only the
+# input messages of each openai.response span).
+NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__")
+# Families whose LLM spans carry no tool definitions (OpenInference openai-agents; openai-v2 without content).
+NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__")
+PLAIN_MULTI_TRACE_ROOTS = {"ChatCompletion", "openai.chat"}
+
+
+def _canonical(value):
+    """Numbers compare by value (the model sent 100, the framework passed 100.0)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _canonical(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_canonical(v) for v in value)
+    return repr(value)
+
+
+def _args_recorded(fixture: Fixture) -> bool:
+    """Whether the trace carries the call arguments at all (their string values appear in the capture)."""
+    raw = fixture.json_path.read_text()
+    logs = fixture.logs_path("json")
+    raw += logs.read_text() if logs else ""
+    strings = [v for args in fixture.entry["ground_truth_args"] for v in args.values() if isinstance(v, str)]
+    return any(json.dumps(s)[1:-1] in raw for s in strings)
+
+
+def _replay(fixture: Fixture, encoding: str) -> list[AgentRun]:
+    return reconstruct(fixture.spans(encoding), fixture.logs(encoding))
+
+
+def _trace_calls(runs: list[AgentRun]):
+    return sorted((c for r in runs for c in r.tool_calls), key=lambda c: (c.start_time_ns, c.span_id))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
+def test_calls_match_ground_truth(fixture: Fixture, encoding: str):
+    entry = fixture.entry
+    runs = _replay(fixture, encoding)
+    calls = _trace_calls(runs)
+    truth = list(zip(entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"],
+                     entry["ground_truth_llm_turns"], strict=True))
+    assert len(calls) == len(truth), [c.name for c in calls]
+    args_known = _args_recorded(fixture)
+    position = 0
+    for _, group in groupby(truth, key=lambda t: t[3]):
+        expected = list(group)
+        actual = calls[position : position + len(expected)]
+        position += len(expected)
+        assert Counter((c.name, c.status) for c in actual) == Counter((t[0], t[2]) for t in expected)
+        if args_known:
+            assert Counter((c.name, _canonical(dict(c.input_parameters or {}))) for c in actual) == Counter(
+                (t[0], _canonical(t[1])) for t in expected
+            )
+        else:  # nothing to read them from: the reconstruction must not invent arguments
+            assert all(c.input_parameters is None for c in actual)
+    if "ground_truth_handoffs" in entry:
+        assert [h.name for r in runs for h in r.handoffs] == entry["ground_truth_handoffs"]
+    else:
+        assert not any(r.handoffs for r in runs)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
+def test_protobuf_and_json_give_the_same_runs(fixture: Fixture):
+    assert _replay(fixture, "protobuf") == _replay(fixture, "json")
+
+
+def _expected_run_count(fixture: Fixture) -> int:
+    entry = fixture.entry
+    if set(entry["root_span_names"]) <= PLAIN_MULTI_TRACE_ROOTS:
+        # no application span: each LLM call is its own trace and run; the final answer's trace holds no call
+        return len(set(entry["ground_truth_llm_turns"]))
+    if entry["scenario"] in ("delegate", "handoff"):
+        return 2
+    return 1
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
+def test_run_structure(fixture: Fixture):
+    entry = fixture.entry
+    name = fixture.name
+    runs = _replay(fixture, "protobuf")
+    assert len(runs) == _expected_run_count(fixture), [(r.span_name, r.tools_called) for r in runs]
+    for run in runs:
+        assert run.trace_id and run.span_id and run.start_time_ns <= run.end_time_ns
+        assert run.agent_name
+        assert run.service_name
+        for call in run.tool_calls:
+            assert call.trace_id == run.trace_id and call.span_id and call.status in ("ok", "error")
+            assert call.llm_turn, f"{call.name}: no requesting LLM turn"
+            assert call.sources and call.sources.get("name")
+        if not name.startswith(NO_CONTENT):
+            assert run.input, f"{run.span_name}: no user input"
+        ended_normally = run.status == "ok" and not run.handoffs
+        plain_loop_turn = run.convention == "root" and set(entry["root_span_names"]) <= PLAIN_MULTI_TRACE_ROOTS
+        if ended_normally and not plain_loop_turn and not name.startswith(NO_FINAL_ANSWER):
+            assert run.output, f"{run.span_name}: no final output"
+        if not name.startswith(NO_DEFINITIONS):
+            offered = {d.name for d in run.tool_definitions}
+            assert offered, f"{run.span_name}: no tool definitions"
+            assert set(run.tools_called) <= offered
+        case = run.to_test_case()
+        assert isinstance(case, EvalTestCase)
+        assert [c.name for c in case.tools_called or []] == run.tools_called
+    if entry["run_error"]:
+        assert [r.status for r in runs] == ["error"]
+        assert entry["run_error"].split(":")[0] in (runs[0].error or "")
+
+
+@pytest.mark.parametrize("fixture", [f for f in FIXTURES if f.entry["scenario"] == "delegate"], ids=lambda f: f.name)
+def test_agent_as_tool_is_a_nested_run_that_owns_its_calls(fixture: Fixture):
+    outer, inner = _replay(fixture, "protobuf")
+    assert outer.tools_called == ["ask_weather_assistant", "convert_currency"]
+    assert inner.tools_called == ["get_weather"]
+    assert inner.parent_run_span_id == outer.span_id
+    assert inner.agent_name == "weather_assistant"
+    assert outer.parent_run_span_id is None
+    assert outer.start_time_ns < inner.start_time_ns < inner.end_time_ns <= outer.end_time_ns
+
+
+def test_handoff_target_is_its_own_run_and_the_handoff_is_recorded_apart():
+    (fixture,) = [f for f in FIXTURES if f.entry["scenario"] == "handoff"]
+    triage, weather = _replay(fixture, "protobuf")
+    assert (triage.agent_name, triage.tools_called) == ("triage_agent", [])
+    assert [(h.name, h.to_agent, h.from_agent) for h in triage.handoffs] == [
+        ("transfer_to_weather_agent", "weather_agent", "triage_agent")
+    ]
+    assert (weather.agent_name, weather.tools_called, weather.handoffs) == ("weather_agent", ["get_weather"], ())
+    assert weather.output == "Nairobi is 24C and sunny."
+    assert triage.input == weather.input == "Route me to the weather specialist: weather in Nairobi?"
+
+
+def test_fixture_directory_is_complete():
+    names = {p.name for p in TRACES_DIR.iterdir()}
+    for fixture in FIXTURES:
+        assert fixture.entry["file"] in names and fixture.entry["pb_file"] in names
+    assert len(FIXTURES) == 49
