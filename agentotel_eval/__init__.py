@@ -26,6 +26,8 @@ __version__ = "0.1.0"
 
 #: public names that load their module on first access (attribute -> module)
 _LAZY = {
+    "reconstruct": "agentotel_eval.reconstruct",
+    "AgentRun": "agentotel_eval.reconstruct",
     "ToolsErrorMetric": "agentotel_eval.metrics.tool_errors",
     "CustomLLMClient": "agentotel_eval.judge.client",
     "traced": "agentotel_eval.tracing",
@@ -46,6 +48,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentRun",
     "BaseMetric",
     "CaseResult",
     "CustomLLMClient",
@@ -65,6 +68,7 @@ __all__ = [
     "evaluate",
     "evaluate_sync",
     "force_flush",
+    "reconstruct",
     "set_expected_tools",
     "shutdown",
     "traced",
