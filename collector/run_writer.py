@@ -1,0 +1,48 @@
+"""The last stage: completed traces -> agent_runs / tool_calls (/ evaluations) rows, queued to the writer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from agentotel_eval.store.operations import ReplaceRuns, TraceWindow
+from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
+from agentotel_eval.store.writer import StoreWriter
+from collector.pipeline import CompletedTrace
+
+
+class RunWriter:
+    """Turns each batch into one ``ReplaceRuns`` operation (one transaction for the whole batch)."""
+
+    def __init__(self, writer: StoreWriter, *, wall_clock: Callable[[], int] = time.time_ns) -> None:
+        self._writer = writer
+        self._now = wall_clock
+        self.traces_written = 0
+        self.runs_written = 0
+
+    def start(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def consume(self, traces: Sequence[CompletedTrace]) -> None:
+        runs = [run for trace in traces for run in trace.runs]
+        replace = [TraceWindow(t.trace_id, t.lo_ns, t.hi_ns) for t in traces if t.replace]
+        evaluations = [row for trace in traces for row in trace.evaluations]
+        if not runs and not replace and not evaluations:
+            return
+        run_rows, call_rows = runs_to_arrow(runs, self._now())
+        self._writer.submit_operation(
+            ReplaceRuns(
+                run_rows,
+                call_rows,
+                replace,
+                evaluations_to_arrow(evaluations) if evaluations else None,
+                on_applied=self._applied,
+            )
+        )
+
+    def _applied(self, op: ReplaceRuns) -> None:
+        self.runs_written += op.runs.num_rows
+        self.traces_written += len({*op.runs.column("trace_id").to_pylist()})
