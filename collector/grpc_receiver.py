@@ -1,7 +1,7 @@
-"""OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export`` on the generated servicers.
+"""OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export``.
 
-grpc parses the request (and inflates gzip, refusing a message over ``max_request_size`` whether compressed or
-not); the servicer hands the parsed message to the shared ingest path. Answers: OK with ``partial_success`` when
+grpc inflates gzip and refuses a message over ``max_request_size`` (compressed or inflated); the handler passes
+the message bytes to the same decode-and-enqueue path as the HTTP receiver. Answers: OK with ``partial_success`` when
 records were rejected; INVALID_ARGUMENT for data that cannot be stored; UNAVAILABLE with a ``RetryInfo`` detail
 when the write queue is full or the collector is stopping — in ``grpc-status-details-bin`` as the OTLP spec and
 the Go exporters expect, and in ``google.rpc.retryinfo-bin``, which the Python exporter reads.
@@ -17,8 +17,8 @@ from typing import Any
 import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from collector.errors import ReceiverError
 from collector.ingest import Ingestor
@@ -46,38 +46,32 @@ def _abort(context: grpc.ServicerContext, exc: ReceiverError) -> None:
     context.abort(code, str(exc))
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, ingestor: Ingestor) -> None:
-        self._ingestor = ingestor
+#: (service, signal, response type) served; the paths are those of the generated OTLP servicers.
+SERVICES = (
+    ("opentelemetry.proto.collector.trace.v1.TraceService", "traces", trace_service_pb2.ExportTraceServiceResponse),
+    ("opentelemetry.proto.collector.logs.v1.LogsService", "logs", logs_service_pb2.ExportLogsServiceResponse),
+)
 
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
+
+def _export_handler(ingestor: Ingestor, signal: str, response_type: Any) -> Any:
+    def export(body: bytes, context: grpc.ServicerContext) -> bytes:
         try:
-            outcome = self._ingestor.ingest_message("traces", request, "grpc")
+            outcome = ingestor.ingest_body(signal, "protobuf", body, "grpc")
         except ReceiverError as exc:
             _abort(context, exc)
             raise  # unreachable: abort raises
-        response = trace_service_pb2.ExportTraceServiceResponse()
+        response = response_type()
         if outcome.rejected:
-            response.partial_success.rejected_spans = outcome.rejected
+            if signal == "traces":
+                response.partial_success.rejected_spans = outcome.rejected
+            else:
+                response.partial_success.rejected_log_records = outcome.rejected
             response.partial_success.error_message = outcome.message
-        return response
+        return response.SerializeToString()
 
-
-class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
-    def __init__(self, ingestor: Ingestor) -> None:
-        self._ingestor = ingestor
-
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
-        try:
-            outcome = self._ingestor.ingest_message("logs", request, "grpc")
-        except ReceiverError as exc:
-            _abort(context, exc)
-            raise
-        response = logs_service_pb2.ExportLogsServiceResponse()
-        if outcome.rejected:
-            response.partial_success.rejected_log_records = outcome.rejected
-            response.partial_success.error_message = outcome.message
-        return response
+    # No (de)serializers: the handler sees the raw message bytes, so a body that is not a valid request is an
+    # INVALID_ARGUMENT from the shared decode path, where a generated servicer would fail inside grpc (INTERNAL).
+    return grpc.unary_unary_rpc_method_handler(export)
 
 
 class GrpcReceiver:
@@ -105,8 +99,12 @@ class GrpcReceiver:
                 ("grpc.so_reuseport", 0),  # a second collector on the same port must fail, not share it
             ],
         )
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(self._ingestor), server)
-        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsService(self._ingestor), server)
+        server.add_generic_rpc_handlers(
+            [
+                grpc.method_handlers_generic_handler(service, {"Export": _export_handler(self._ingestor, signal, rtype)})
+                for service, signal, rtype in SERVICES
+            ]
+        )
         host = f"[{self._host}]" if ":" in self._host else self._host
         try:
             bound = server.add_insecure_port(f"{host}:{self._port}")

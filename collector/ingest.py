@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.otlp import Decoded, DecodeError, decode, logs_from_message, traces_from_message
+from agentotel_eval.otlp import Decoded, DecodeError, decode
 from agentotel_eval.store.rows import logs_to_arrow, spans_to_arrow
 from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
 from collector.errors import BadRequest, Overloaded, Unavailable
@@ -73,19 +73,10 @@ class Ingestor:
         self.stats = stats or IngestStats()
 
     def ingest_body(self, signal: str, encoding: str, body: bytes, transport: str = "http") -> ExportOutcome:
-        """An OTLP request body (already inflated) in ``encoding`` (protobuf | json)."""
+        """An OTLP request body (already inflated) in ``encoding`` (protobuf | json): both receivers call this."""
         try:
             decoded = decode(signal, encoding, body)
         except DecodeError as exc:
-            self.stats.count(transport, signal, "bad_request")
-            raise BadRequest(str(exc)) from None
-        return self.ingest_decoded(signal, decoded, transport)
-
-    def ingest_message(self, signal: str, message: Any, transport: str = "grpc") -> ExportOutcome:
-        """An already-parsed Export*ServiceRequest (the gRPC receiver gets one from grpc)."""
-        try:
-            decoded = traces_from_message(message) if signal == "traces" else logs_from_message(message)
-        except (DecodeError, ValueError) as exc:
             self.stats.count(transport, signal, "bad_request")
             raise BadRequest(str(exc)) from None
         return self.ingest_decoded(signal, decoded, transport)

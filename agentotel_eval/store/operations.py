@@ -8,6 +8,7 @@ lies inside the span times of that trace, so DuckDB can skip all other row group
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -44,7 +45,8 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], 
         cols = ", ".join(columns)
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {view}")
     finally:
-        con.unregister(view)
+        with contextlib.suppress(duckdb.Error):  # inside a failed transaction only the first error matters
+            con.unregister(view)
 
 
 class ReplaceRuns:
@@ -80,7 +82,8 @@ class ReplaceRuns:
                         {"lo": lo, "hi": hi},
                     )
             finally:
-                con.unregister("_replace_ids")
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister("_replace_ids")
         _insert(con, schema.AGENT_RUNS, schema.AGENT_RUN_COLUMNS, self.runs)
         _insert(con, schema.TOOL_CALLS, schema.TOOL_CALL_COLUMNS, self.calls)
         if self.evaluations is not None:

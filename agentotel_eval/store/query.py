@@ -33,6 +33,8 @@ DEFAULT_TIMEOUT = 30.0
 ALLOWED_FORMS = "SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE or EXPLAIN"
 #: Table functions that change state although they are called from a SELECT.
 _FORBIDDEN_FUNCTIONS = frozenset({"checkpoint", "force_checkpoint"})
+_MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
+_FILE_SUFFIX = re.compile(r"\.(csv|tsv|json|jsonl|ndjson|parquet|txt|db|duckdb|gz|zst)$", re.IGNORECASE)
 _EXPLAIN_PREFIX = re.compile(r"^\s*explain\s+(?:analyze\s+|analyse\s+)?(?:\([^)]*\)\s*)?", re.IGNORECASE)
 
 
@@ -280,6 +282,10 @@ def _translate(exc: duckdb.Error, timed_out: bool, timeout: float) -> QueryError
         return QueryTimeout(f"the query ran longer than the {timeout:g}s limit and was stopped")
     if isinstance(exc, duckdb.PermissionException) or "disabled by configuration" in message:
         return QueryForbidden(f"the query surface cannot read or write files or reach the network ({message})")
+    missing = _MISSING_TABLE.search(message)
+    if missing and ("/" in missing.group(1) or _FILE_SUFFIX.search(missing.group(1))):
+        # DuckDB would read a quoted file name as a table; with external access off it reports a missing table.
+        return QueryForbidden(f"the query surface cannot read or write files ({missing.group(1)} is not a table)")
     if isinstance(exc, duckdb.TransactionException) and "read-only" in message:
         return QueryForbidden(f"the query surface is read-only ({message})")
     if "configuration has been locked" in message:

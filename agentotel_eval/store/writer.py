@@ -156,6 +156,44 @@ def _classify(exc: Exception) -> WriterError:
     return WriterUnavailable(f"could not commit: {exc}")
 
 
+class _InsertPlan:
+    """One idempotent append: rows whose key is already stored in the batch's time window are skipped."""
+
+    def __init__(self, table: str, arrow_schema: pa.Schema, columns: Sequence[str], batches: list[pa.RecordBatch],
+                 key: tuple[str, ...], time_column: str) -> None:
+        self.table = table
+        self.view = f"_ingest_{table}"
+        self.data = pa.Table.from_batches(batches, schema=arrow_schema)
+        self.columns = columns
+        self.key = key
+        self.time_column = time_column
+
+    def execute(self, con: duckdb.DuckDBPyConnection) -> tuple[int, set[tuple[str, ...]] | None]:
+        """Returns (rows offered, keys inserted); the key set is None when every row was new (the common case,
+        decided by count, without building the set)."""
+        total = self.data.num_rows
+        bounds = pc.min_max(self.data.column(self.time_column).cast(pa.int64())).as_py()
+        lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
+        hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
+        cols = ", ".join(self.columns)
+        on = " AND ".join(f"s.{k} = b.{k}" for k in self.key)
+        key = ", ".join(self.key)
+        rows = con.execute(
+            f"""
+            INSERT INTO {self.table} ({cols})
+            SELECT {cols} FROM (
+                SELECT * FROM {self.view} QUALIFY row_number() OVER (PARTITION BY {key}) = 1
+            ) b
+            WHERE NOT EXISTS (
+                SELECT 1 FROM {self.table} s WHERE s.{self.time_column} BETWEEN $lo AND $hi AND {on}
+            )
+            RETURNING {key}
+            """,
+            {"lo": lo, "hi": hi},
+        ).fetchall()
+        return total, (None if len(rows) == total else set(rows))
+
+
 class StoreWriter:
     """The one thread that writes to the database (see the module docstring)."""
 
@@ -359,61 +397,33 @@ class StoreWriter:
         con = self._con
         span_batches = [i.spans for i in items if i.spans is not None and i.spans.num_rows]
         log_batches = [i.logs for i in items if i.logs is not None and i.logs.num_rows]
-        con.execute("BEGIN TRANSACTION")
+        plans = []
+        if span_batches:
+            plans.append(_InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, span_batches,
+                                     ("trace_id", "span_id"), "start_time"))
+        if log_batches:
+            plans.append(_InsertPlan(schema.LOGS, LOG_SCHEMA, schema.LOG_COLUMNS, log_batches, ("log_id",), "time"))
+        # Views are registered outside the transaction: a statement after a failed one (even DROP VIEW) would
+        # only report "transaction aborted" and hide the real error.
+        for plan in plans:
+            con.register(plan.view, plan.data)
         try:
-            span_keys = self._insert(con, schema.SPANS, SPAN_SCHEMA, span_batches, ("trace_id", "span_id"),
-                                     "start_time") if span_batches else None
-            log_keys = self._insert(con, schema.LOGS, LOG_SCHEMA, log_batches, ("log_id",),
-                                    "time") if log_batches else None
-            con.execute("COMMIT")
-        except BaseException:
-            _rollback(con)
-            raise
-        # Only records that were new go on to the assembler, and each ticket learns how many of its were new.
-        new_spans = self._new_records(items, "span_records", span_keys, lambda s: (s.trace_id, s.span_id))
-        new_logs = self._new_records(items, "log_records", log_keys, None)
-        return new_spans, new_logs
-
-    def _insert(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        table: str,
-        arrow_schema: pa.Schema,
-        batches: list[pa.RecordBatch],
-        key: tuple[str, ...],
-        time_column: str,
-    ) -> tuple[int, set[tuple[str, ...]] | None]:
-        """Append the batches, skipping rows whose key is already stored; returns (total rows, keys inserted).
-
-        The key set is None when every row was new (the common case, decided by count, without building it).
-        """
-        data = pa.Table.from_batches(batches, schema=arrow_schema)
-        total = data.num_rows
-        bounds = pc.min_max(data.column(time_column).cast(pa.int64())).as_py()
-        lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
-        hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
-        cols = ", ".join(schema.SPAN_COLUMNS if table == schema.SPANS else schema.LOG_COLUMNS)
-        on = " AND ".join(f"s.{k} = b.{k}" for k in key)
-        partition = ", ".join(key)
-        view = f"_ingest_{table}"
-        con.register(view, data)
-        try:
-            rows = con.execute(
-                f"""
-                INSERT INTO {table} ({cols})
-                SELECT {cols} FROM (
-                    SELECT * FROM {view} QUALIFY row_number() OVER (PARTITION BY {partition}) = 1
-                ) b
-                WHERE NOT EXISTS (
-                    SELECT 1 FROM {table} s WHERE s.{time_column} BETWEEN $lo AND $hi AND {on}
-                )
-                RETURNING {partition}
-                """,
-                {"lo": lo, "hi": hi},
-            ).fetchall()
+            con.execute("BEGIN TRANSACTION")
+            try:
+                outcomes = {plan.table: plan.execute(con) for plan in plans}
+                con.execute("COMMIT")
+            except BaseException:
+                _rollback(con)
+                raise
         finally:
-            con.unregister(view)
-        return total, (None if len(rows) == total else set(rows))
+            for plan in plans:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister(plan.view)
+        # Only records that were new go on to the assembler, and each ticket learns how many of its were new.
+        new_spans = self._new_records(items, "span_records", outcomes.get(schema.SPANS),
+                                      lambda s: (s.trace_id, s.span_id))
+        new_logs = self._new_records(items, "log_records", outcomes.get(schema.LOGS), None)
+        return new_spans, new_logs
 
     def _new_records(
         self,
