@@ -35,6 +35,7 @@ class AssemblerStats:
     traces_reopened: int = 0
     traces_recovered: int = 0
     reconstruct_errors: int = 0
+    reload_errors: int = 0
     stage_errors: int = 0
 
 
@@ -169,16 +170,20 @@ class Assembler:
 
     def _reopen(self, late: dict[str, Decided], now: float) -> None:
         """Re-read late traces from storage and put them back in the buffer (their rows will be replaced)."""
-        self.stats.traces_reopened += len(late)
-        stored = None
-        if self._reader is not None:
+        if self._reader is None:
+            stored = None
+        else:
             slack = int(self.config.late_window * _NS)
             lo = min(d.lo_ns for d in late.values()) - slack
             hi = max(d.hi_ns for d in late.values()) + slack
             try:
                 stored = self._reader.load(late, lo, hi)
             except Exception:
-                log.exception("could not re-read %d late traces; their runs are rebuilt from new spans only", len(late))
+                # Rebuilding from the late records alone would replace good runs with partial ones: keep the runs.
+                self.stats.reload_errors += len(late)
+                log.exception("could not re-read %d late traces; their runs are left as they were", len(late))
+                return
+        self.stats.traces_reopened += len(late)
         for decided in late.values():
             record = stored.get(decided.trace_id) if stored else None
             self.buffer.reopen(decided, record.spans if record else (), record.logs if record else (), now)

@@ -126,6 +126,8 @@ def render(collector: Collector) -> str:
             assembler.stats.runs_completed)
     out.add("reconstruct_errors_total", "counter", "Traces whose reconstruction raised.",
             assembler.stats.reconstruct_errors)
+    out.add("reload_errors_total", "counter", "Late traces that could not be re-read (their runs were kept).",
+            assembler.stats.reload_errors)
     out.add("write_operations_total", "counter", "Run and retention writes applied, by kind.",
             [({"kind": k}, n) for k, n in sorted(writer.operations.items())] or [({"kind": "replace_runs"}, 0)])
     out.add("write_operation_failures_total", "counter", "Run and retention writes that failed, by kind.",

@@ -116,8 +116,8 @@ class DeleteOlderThan:
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         for table, column in RETENTION_COLUMNS:
-            row = con.execute(f"DELETE FROM {table} WHERE {column} < ?", [self.cutoff]).fetchone()
-            self.deleted[table] = int(row[0]) if row else 0
+            rows = con.execute(f"DELETE FROM {table} WHERE {column} < ?", [self.cutoff]).fetchall()
+            self.deleted[table] = int(rows[0][0]) if rows else 0
 
     def committed(self) -> None:
         if self.on_applied is not None:

@@ -115,7 +115,7 @@ def _first_line(exc: BaseException) -> str:
 def _called_functions(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
     """Names of the functions a SELECT calls, from DuckDB's own parse tree (not a regular expression)."""
     try:
-        row = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        row = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0]
     except duckdb.Error:
         return set()
     tree = json.loads(row[0]) if row and row[0] else {}

@@ -72,7 +72,7 @@ class TraceReader:
 
     def latest_span_time(self) -> int | None:
         """Start time (ns) of the most recently started stored span, or None for an empty database."""
-        row = self.cursor.execute("SELECT max(start_time_unix_nano) FROM spans").fetchone()
+        row = self.cursor.execute("SELECT max(start_time_unix_nano) FROM spans").fetchall()[0]
         return int(row[0]) if row and row[0] is not None else None
 
     def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]:

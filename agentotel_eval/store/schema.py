@@ -276,10 +276,10 @@ def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """The schema version recorded in the database; 0 for a database without our tables."""
     exists = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [SCHEMA_VERSION_TABLE]
-    ).fetchone()
-    if not exists or not exists[0]:
+    ).fetchall()[0]
+    if not exists[0]:
         return 0
-    row = con.execute(f"SELECT max(version) FROM {SCHEMA_VERSION_TABLE}").fetchone()
+    row = con.execute(f"SELECT max(version) FROM {SCHEMA_VERSION_TABLE}").fetchall()[0]
     return int(row[0]) if row and row[0] is not None else 0
 
 

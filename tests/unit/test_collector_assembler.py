@@ -185,3 +185,23 @@ def test_backlog_counts_records_not_yet_taken():
     assert assembler.backlog == 2
     assembler.step()
     assert assembler.backlog == 0 and assembler.buffered_records == 2
+
+
+def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
+    class Failing(MemoryStore):
+        def load(self, trace_ids, lo, hi):
+            raise OSError("disk gone")
+
+    store = Failing([span(1, 1, None, AGENT, 100)])
+    assembler, recorder, clock = make(store)
+    assembler.consume(store.spans, [])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assembler.consume([span(1, 2, 1, tool("x"), 110)], [])
+    clock.now = 2.0
+    assembler.step()
+    clock.now = 20.0
+    assembler.step()
+    assert len(recorder.traces) == 1  # no rebuilt (partial) trace replaced the first one
+    assert assembler.stats.reload_errors == 1 and assembler.open_traces == 0
