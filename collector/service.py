@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -77,12 +78,18 @@ class Collector:
                 return self
             self._state = "starting"
         cfg = self.config
-        settings: dict[str, object] = {"checkpoint_threshold": cfg.writer.checkpoint_threshold}
+        settings: dict[str, object] = {
+            "checkpoint_threshold": cfg.writer.checkpoint_threshold,
+            "allocator_flush_threshold": cfg.writer.allocator_flush_threshold,
+        }
         if cfg.writer.memory_limit:
             settings["memory_limit"] = cfg.writer.memory_limit
         if cfg.writer.threads:
             settings["threads"] = cfg.writer.threads
         self.con = open_store(self.db_path, settings=settings)
+        self._previous_switch_interval = sys.getswitchinterval()
+        if cfg.writer.gil_switch_interval:
+            sys.setswitchinterval(cfg.writer.gil_switch_interval)
         self._read_root = self.con.cursor()
         try:
             self.writer = StoreWriter(
@@ -188,6 +195,7 @@ class Collector:
             self.con.close()
         finally:
             discovery.remove_sidecar(self.db_path, self._token)
+        sys.setswitchinterval(self._previous_switch_interval)
         with self._lock:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
@@ -282,17 +290,31 @@ class Collector:
         if any(deleted.values()):
             log.info("retention: deleted %s", ", ".join(f"{n} {t}" for t, n in deleted.items() if n))
 
+    @staticmethod
+    def _release_free_memory() -> None:
+        """Hand freed heap pages back to the system (glibc keeps them after bursts of large requests)."""
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc: nothing to do
+            pass
+
     def _housekeep(self) -> None:
         seconds = self.config.retention_seconds
         retention_every = min(max(seconds / 24, 60.0), 3600.0) if seconds else None
         next_retention = time.monotonic()
         next_summary = time.monotonic() + self._summary_interval
+        next_trim = time.monotonic() + 5.0
         last = (0, 0)
         while not self._stop.is_set():
             now = time.monotonic()
             if retention_every is not None and now >= next_retention:
                 self.run_retention()
                 next_retention = now + retention_every
+            if now >= next_trim:
+                self._release_free_memory()
+                next_trim = now + 5.0
             if now >= next_summary:
                 stats = self.writer.stats
                 current = (stats.spans_stored, self.assembler.stats.runs_completed)

@@ -32,6 +32,9 @@ from agentotel_eval.store import schema
 
 _TS = pa.timestamp("ns", tz="UTC")
 _STR = pa.string()
+#: Arrow's canonical JSON extension type: DuckDB appends it to a JSON column without re-parsing every value
+#: (what this module produces is valid JSON by construction), which makes appends markedly cheaper.
+_JSON = pa.json_()
 _KIND_BY_NAME = {name: i for i, name in enumerate(SPAN_KINDS)}
 _STATUS_BY_NAME = {name: i for i, name in enumerate(STATUS_CODES)}
 _SEVERITY_NAMES = (
@@ -66,7 +69,10 @@ def _finite(value: Any) -> Any:
     return value
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default).encode
+# Decoded attributes cannot be circular, so the encoder skips that bookkeeping.
+_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=_json_default
+).encode
 
 
 def to_json(value: Any) -> str:
@@ -91,6 +97,10 @@ def _str_array(values: list[Any]) -> pa.Array:
         return pa.array(_safe_strings(values), _STR)
 
 
+def _json_array(values: list[str | None]) -> pa.Array:
+    return pa.ExtensionArray.from_storage(_JSON, _str_array(values))
+
+
 def _ts_array(values: list[int | None]) -> pa.Array:
     return pa.array(values, _TS)
 
@@ -111,25 +121,29 @@ def _links_json(links: tuple[SpanLink, ...]) -> str:
     return to_json([{"trace_id": lk.trace_id, "span_id": lk.span_id, "attributes": lk.attributes} for lk in links])
 
 
-def _resource_json(records: Sequence[SpanRecord] | Sequence[LogRecord]) -> list[str]:
-    cache: dict[int, str] = {}
-    out = []
+def _resource_json(records: Sequence[SpanRecord] | Sequence[LogRecord]) -> tuple[list[str], list[str | None]]:
+    """Resource JSON and service name per record, each computed once per distinct resource dict."""
+    cache: dict[int, tuple[str, str | None]] = {}
+    texts: list[str] = []
+    services: list[str | None] = []
     for r in records:
         resource = r.resource
         key = id(resource)
-        text = cache.get(key)
-        if text is None:
-            text = cache[key] = to_json(resource)
-        out.append(text)
-    return out
+        hit = cache.get(key)
+        if hit is None:
+            service = resource.get("service.name")
+            hit = cache[key] = (to_json(resource), service if isinstance(service, str) else None)
+        texts.append(hit[0])
+        services.append(hit[1])
+    return texts, services
 
 
 SPAN_SCHEMA = pa.schema(
     [
         ("trace_id", _STR), ("span_id", _STR), ("parent_span_id", _STR), ("name", _STR), ("kind", _STR),
         ("start_time", _TS), ("end_time", _TS), ("status_code", _STR), ("status_message", _STR),
-        ("service_name", _STR), ("scope_name", _STR), ("attributes", _STR), ("resource_attributes", _STR),
-        ("events", _STR), ("scope_version", _STR), ("links", _STR), ("trace_state", _STR), ("flags", pa.uint32()),
+        ("service_name", _STR), ("scope_name", _STR), ("attributes", _JSON), ("resource_attributes", _JSON),
+        ("events", _JSON), ("scope_version", _STR), ("links", _JSON), ("trace_state", _STR), ("flags", pa.uint32()),
         ("start_time_unix_nano", pa.int64()), ("end_time_unix_nano", pa.int64()),
     ]
 )
@@ -142,6 +156,7 @@ def spans_to_arrow(spans: Sequence[SpanRecord]) -> pa.RecordBatch:
     statuses = STATUS_CODES
     starts = [s.start_ns for s in spans]
     ends = [s.end_ns for s in spans]
+    resources, services = _resource_json(spans)
     columns = [
         _str_array([s.trace_id for s in spans]),
         _str_array([s.span_id for s in spans]),
@@ -152,13 +167,13 @@ def spans_to_arrow(spans: Sequence[SpanRecord]) -> pa.RecordBatch:
         _ts_array(ends),
         _str_array([statuses[s.status_code] if 0 <= s.status_code < 3 else "UNSET" for s in spans]),
         _str_array([s.status_message for s in spans]),
-        _str_array([s.service_name for s in spans]),
+        _str_array(services),
         _str_array([s.scope_name for s in spans]),
-        _str_array([to_json(s.attributes) for s in spans]),
-        _str_array(_resource_json(spans)),
-        _str_array([_events_json(s.events) for s in spans]),
+        _json_array([to_json(s.attributes) for s in spans]),
+        _json_array(resources),
+        _json_array([_events_json(s.events) for s in spans]),
         _str_array([s.scope_version for s in spans]),
-        _str_array([_links_json(s.links) for s in spans]),
+        _json_array([_links_json(s.links) for s in spans]),
         _str_array([s.trace_state for s in spans]),
         pa.array([s.flags & 0xFFFFFFFF for s in spans], pa.uint32()),
         pa.array(starts, pa.int64()),
@@ -170,7 +185,7 @@ def spans_to_arrow(spans: Sequence[SpanRecord]) -> pa.RecordBatch:
 LOG_SCHEMA = pa.schema(
     [
         ("trace_id", _STR), ("span_id", _STR), ("time", _TS), ("event_name", _STR), ("severity", _STR),
-        ("body", _STR), ("attributes", _STR), ("resource_attributes", _STR), ("service_name", _STR),
+        ("body", _JSON), ("attributes", _JSON), ("resource_attributes", _JSON), ("service_name", _STR),
         ("severity_number", pa.int32()), ("observed_time", _TS), ("scope_name", _STR), ("scope_version", _STR),
         ("flags", pa.uint32()), ("time_unix_nano", pa.int64()), ("observed_time_unix_nano", pa.int64()),
         ("log_id", _STR),
@@ -205,7 +220,7 @@ def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
     """One Arrow batch in ``schema.LOG_COLUMNS`` order."""
     bodies = [None if r.body is None else to_json(r.body) for r in logs]
     attributes = [to_json(r.attributes) for r in logs]
-    resources = _resource_json(logs)
+    resources, services = _resource_json(logs)
     times = [r.timestamp_ns for r in logs]
     columns = [
         _str_array([r.trace_id for r in logs]),
@@ -213,10 +228,10 @@ def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
         _ts_array([t or None for t in times]),
         _str_array([r.event_name or None for r in logs]),
         _str_array([severity_name(r) for r in logs]),
-        _str_array(bodies),
-        _str_array(attributes),
-        _str_array(resources),
-        _str_array([r.service_name for r in logs]),
+        _json_array(bodies),
+        _json_array(attributes),
+        _json_array(resources),
+        _str_array(services),
         pa.array([r.severity_number for r in logs], pa.int32()),
         _ts_array([r.observed_time_ns or None for r in logs]),
         _str_array([r.scope_name for r in logs]),
@@ -316,7 +331,7 @@ AGENT_RUN_SCHEMA = pa.schema(
         ("trace_id", _STR), ("span_id", _STR), ("agent_name", _STR), ("service_name", _STR), ("input", _STR),
         ("output", _STR), ("start_time", _TS), ("end_time", _TS), ("status", _STR),
         ("tools_called", pa.list_(_STR)), ("expected_tools", pa.list_(_STR)), ("parent_run_span_id", _STR),
-        ("span_name", _STR), ("convention", _STR), ("error", _STR), ("handoffs", _STR),
+        ("span_name", _STR), ("convention", _STR), ("error", _STR), ("handoffs", _JSON),
         ("tool_call_count", pa.int32()), ("updated_at", _TS),
     ]
 )
@@ -325,8 +340,8 @@ assert tuple(AGENT_RUN_SCHEMA.names) == schema.AGENT_RUN_COLUMNS
 TOOL_CALL_SCHEMA = pa.schema(
     [
         ("trace_id", _STR), ("run_span_id", _STR), ("seq", pa.int32()), ("span_id", _STR), ("call_id", _STR),
-        ("tool_name", _STR), ("arguments", _STR), ("result", _STR), ("status", _STR), ("source", _STR),
-        ("start_time", _TS), ("error", _STR), ("llm_turn", _STR), ("agent_name", _STR), ("sources", _STR),
+        ("tool_name", _STR), ("arguments", _JSON), ("result", _STR), ("status", _STR), ("source", _STR),
+        ("start_time", _TS), ("error", _STR), ("llm_turn", _STR), ("agent_name", _STR), ("sources", _JSON),
         ("updated_at", _TS),
     ]
 )
@@ -396,7 +411,9 @@ def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
     arrays = []
     for field in arrow_schema:
         values = columns[field.name]
-        if pa.types.is_string(field.type):
+        if field.type == _JSON:
+            arrays.append(_json_array(values))
+        elif pa.types.is_string(field.type):
             arrays.append(_str_array(values))
         else:
             arrays.append(pa.array(values, field.type))
@@ -428,7 +445,7 @@ class EvaluationRow:
 EVALUATION_SCHEMA = pa.schema(
     [
         ("trace_id", _STR), ("run_span_id", _STR), ("metric", _STR), ("score", pa.float64()),
-        ("threshold", pa.float64()), ("success", pa.bool_()), ("reason", _STR), ("details", _STR),
+        ("threshold", pa.float64()), ("success", pa.bool_()), ("reason", _STR), ("details", _JSON),
         ("status", _STR), ("model", _STR), ("cost_usd", pa.float64()), ("created_at", _TS),
     ]
 )

@@ -151,7 +151,8 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _classify(exc: Exception) -> WriterError:
-    if isinstance(exc, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.ConstraintException):
+    if isinstance(exc, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.ConstraintException
+                  | pa.ArrowInvalid | pa.ArrowTypeError):
         return RejectedData(f"the database refused the data: {exc}")
     return WriterUnavailable(f"could not commit: {exc}")
 
@@ -171,27 +172,39 @@ class _InsertPlan:
     def execute(self, con: duckdb.DuckDBPyConnection) -> tuple[int, set[tuple[str, ...]] | None]:
         """Returns (rows offered, keys inserted); the key set is None when every row was new (the common case,
         decided by count, without building the set)."""
-        total = self.data.num_rows
-        bounds = pc.min_max(self.data.column(self.time_column).cast(pa.int64())).as_py()
+        data = self.data
+        total = data.num_rows
+        bounds = pc.min_max(data.column(self.time_column).cast(pa.int64())).as_py()
         lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
         hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
         cols = ", ".join(self.columns)
         on = " AND ".join(f"s.{k} = b.{k}" for k in self.key)
         key = ", ".join(self.key)
-        rows = con.execute(
+        source = self.view
+        if _has_duplicate_keys(data, self.key):  # rare (a retry racing its original): keep one copy of each
+            source = f"(SELECT * FROM {self.view} QUALIFY row_number() OVER (PARTITION BY {key}) = 1)"
+        # con.sql runs an INSERT at once and keeps its RETURNING rows; fetched as Arrow, not Python tuples.
+        inserted = con.sql(
             f"""
             INSERT INTO {self.table} ({cols})
-            SELECT {cols} FROM (
-                SELECT * FROM {self.view} QUALIFY row_number() OVER (PARTITION BY {key}) = 1
-            ) b
+            SELECT {cols} FROM {source} b
             WHERE NOT EXISTS (
                 SELECT 1 FROM {self.table} s WHERE s.{self.time_column} BETWEEN $lo AND $hi AND {on}
             )
             RETURNING {key}
             """,
-            {"lo": lo, "hi": hi},
-        ).fetchall()
-        return total, (None if len(rows) == total else set(rows))
+            params={"lo": lo, "hi": hi},
+        ).to_arrow_table()
+        if inserted.num_rows == total:
+            return total, None
+        return total, set(zip(*(inserted.column(k).to_pylist() for k in self.key), strict=True))
+
+
+def _has_duplicate_keys(data: pa.Table, key: tuple[str, ...]) -> bool:
+    column = data.column(key[0]) if len(key) == 1 else pc.binary_join_element_wise(
+        *(data.column(k) for k in key), ""
+    )
+    return pc.count_distinct(column).as_py() != data.num_rows
 
 
 class StoreWriter:
