@@ -116,7 +116,7 @@ class WriterConfig:
     threads: int = 0
     #: Python's thread switch interval while the collector runs (0 leaves it alone). DuckDB takes the GIL many
     #: times while it appends an Arrow batch; with the default 5 ms, receiver threads decoding requests make each
-    #: commit several times slower. 1 ms measured 3-4x faster commits under load.
+    #: commit several times slower; 1 ms measured 2-4x faster commits while another thread was busy.
     gil_switch_interval: float = field(default=0.001, metadata=_DURATION_KIND)
 
 
