@@ -327,24 +327,33 @@ def main() -> None:
     parser.add_argument("--transports", default="grpc,http")
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="bare/collector pairs per transport, alternated; the machine is shared, so the "
+                             "median ratio is reported")
     args = parser.parse_args()
     print(f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
-          f"grace {args.grace:g}s, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
+          f"grace {args.grace:g}s, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
-            bare = run_phase("bare", transport, args, tmp)
-            coll = run_phase("collector", transport, args, tmp)
-            assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
-            print(
-                f"\n[{transport}] bare decode: {bare['rate']:,.0f} spans/s (rss {bare['rss_kb'] / 1024:.0f} MB)\n"
-                f"[{transport}] collector:   {coll['rate']:,.0f} spans/s stored = {coll['rate'] / bare['rate']:.2f}"
-                f" x bare | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
-                f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
-                f" | peak rss {coll['rss_kb'] / 1024:.0f} MB"
-                f"\n[{transport}] detail: {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
-                f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} traces completed"
-                f" early, {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB"
-            )
+            ratios = []
+            for round_ in range(1, args.rounds + 1):
+                bare = run_phase("bare", transport, args, tmp)
+                coll = run_phase("collector", transport, args, tmp)
+                assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
+                ratios.append(coll["rate"] / bare["rate"])
+                print(
+                    f"[{transport} #{round_}] bare decode {bare['rate']:,.0f} spans/s (rss {bare['rss_kb'] / 1024:.0f} MB)"
+                    f" | collector {coll['rate']:,.0f} spans/s stored = {ratios[-1]:.2f} x bare"
+                    f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
+                    f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
+                    f" | peak rss {coll['rss_kb'] / 1024:.0f} MB"
+                    f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
+                    f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
+                    f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+            print(f"[{transport}] median collector/bare ratio {statistics.median(ratios):.2f} "
+                  f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
 
 
 if __name__ == "__main__":
