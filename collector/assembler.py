@@ -10,6 +10,7 @@ no agent run.
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 from collections import deque
@@ -24,6 +25,9 @@ from collector.pipeline import REASON_SHUTDOWN, CompletedTrace, TraceStage
 from collector.trace_buffer import Decided, OpenTrace, TraceBuffer
 
 log = logging.getLogger(__name__)
+
+_SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
+_LOG_ORDER = operator.attrgetter("timestamp_ns")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 _NS = 1_000_000_000
@@ -225,8 +229,8 @@ class Assembler:
             return
         completed: list[CompletedTrace] = []
         for trace, reason in decided:
-            spans = sorted(trace.spans.values(), key=lambda s: (s.start_ns, s.span_id))
-            logs = sorted(trace.logs, key=lambda r: r.timestamp_ns)
+            spans = sorted(trace.spans.values(), key=_SPAN_ORDER)
+            logs = sorted(trace.logs, key=_LOG_ORDER) if trace.logs else []
             try:
                 runs = tuple(self._reconstruct(spans, logs))
             except Exception:

@@ -117,21 +117,33 @@ class TraceBuffer:
         include the late records' times: the caller re-reads those traces from storage and calls ``reopen``."""
         late: dict[str, Decided] = {}
         is_run_span = self._is_run_span
+        open_traces = self.open
+        decided_traces = self.decided
+        touched: dict[str, OpenTrace] = {}  # activity is recorded once per trace per batch (the hot loop)
+        added = 0
         for span in spans:
             tid = span.trace_id
-            trace = self.open.get(tid)
+            trace = touched.get(tid)
             if trace is None:
-                decided = self.decided.get(tid)
-                if decided is not None:
-                    late[tid] = _widen(late.get(tid, decided), span.start_ns, span.end_ns)
-                    self.stats.late_records += 1
-                    continue
-            trace = self._touch(tid, now)
-            if span.span_id not in trace.spans:
-                self.buffered += 1
-                self.stats.records_added += 1
-            trace.spans[span.span_id] = span
-            trace.widen(span.start_ns, span.end_ns)
+                trace = open_traces.get(tid)
+                if trace is None:
+                    decided = decided_traces.get(tid)
+                    if decided is not None:
+                        late[tid] = _widen(late.get(tid, decided), span.start_ns, span.end_ns)
+                        self.stats.late_records += 1
+                        continue
+                    trace = open_traces[tid] = OpenTrace(tid, now, now)
+                touched[tid] = trace
+            sid = span.span_id
+            spans_of = trace.spans
+            if sid not in spans_of:
+                added += 1
+            spans_of[sid] = span
+            start, end = span.start_ns, span.end_ns
+            if start and (not trace.lo_ns or start < trace.lo_ns):
+                trace.lo_ns = start
+            if end > trace.hi_ns:
+                trace.hi_ns = end
             if span.parent_span_id is None:
                 trace.has_root = True
             elif is_run_span(span):
@@ -140,19 +152,25 @@ class TraceBuffer:
             tid = record.trace_id
             if tid is None:
                 continue  # not part of any trace: stored, nothing to assemble
-            if tid not in self.open:
-                decided = self.decided.get(tid)
+            trace = touched.get(tid) or open_traces.get(tid)
+            if trace is None:
+                decided = decided_traces.get(tid)
                 if decided is not None:
                     if record.event_name != sc.EVENT_EVALUATION_RESULT:  # a score changes no tool call
                         late[tid] = _widen(late.get(tid, decided), record.timestamp_ns, record.timestamp_ns)
                         self.stats.late_records += 1
                     continue
-            trace = self._touch(tid, now)
+                trace = open_traces[tid] = OpenTrace(tid, now, now)
+            touched[tid] = trace
             trace.logs.append(record)
             ts = record.timestamp_ns
             trace.widen(ts, ts)
-            self.buffered += 1
-            self.stats.records_added += 1
+            added += 1
+        for tid, trace in touched.items():
+            trace.last_seen = now
+            open_traces.move_to_end(tid)
+        self.buffered += added
+        self.stats.records_added += added
         return late
 
     def reopen(
