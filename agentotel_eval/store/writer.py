@@ -325,11 +325,6 @@ class StoreWriter:
             self._ops.append(op)
             self._cond.notify_all()
 
-    def read_cursor(self) -> duckdb.DuckDBPyConnection:
-        """A new connection to the same database for another thread (reads see committed data)."""
-        with self._cond:
-            return self._con.cursor()
-
     # ---- the writer thread ----------------------------------------------------------------------------------
 
     def _take(self) -> tuple[list[_Item], list[Operation]] | None:
