@@ -7,6 +7,7 @@ database cleanly. Both are idempotent. Usable in-process (tests, embedding) or t
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -87,9 +88,7 @@ class Collector:
         if cfg.writer.threads:
             settings["threads"] = cfg.writer.threads
         self.con = open_store(self.db_path, settings=settings)
-        self._previous_switch_interval = sys.getswitchinterval()
-        if cfg.writer.gil_switch_interval:
-            sys.setswitchinterval(cfg.writer.gil_switch_interval)
+        self._tune_process()
         self._read_root = self.con.cursor()
         try:
             self.writer = StoreWriter(
@@ -151,6 +150,25 @@ class Collector:
             self._state = "running"
         return self
 
+    def _tune_process(self) -> None:
+        """Apply ``config.process`` (see there for why); ``_restore_process`` undoes it."""
+        process = self.config.process
+        self._previous_process = (sys.getswitchinterval(), gc.get_threshold())
+        if process.gil_switch_interval:
+            sys.setswitchinterval(process.gil_switch_interval)
+        if process.gc_threshold:
+            gc.set_threshold(process.gc_threshold, *gc.get_threshold()[1:])
+        if process.gc_freeze:
+            gc.collect()
+            gc.freeze()
+
+    def _restore_process(self) -> None:
+        switch, threshold = self._previous_process
+        sys.setswitchinterval(switch)
+        gc.set_threshold(*threshold)
+        if self.config.process.gc_freeze:
+            gc.unfreeze()
+
     def _close_partial(self) -> None:
         for name in ("grpc", "http"):
             receiver = getattr(self, name, None)
@@ -166,6 +184,8 @@ class Collector:
         if self.con is not None:
             self.con.close()
             self.con = None
+        if hasattr(self, "_previous_process"):
+            self._restore_process()
         with self._lock:
             self._state = "stopped"
 
@@ -195,7 +215,7 @@ class Collector:
             self.con.close()
         finally:
             discovery.remove_sidecar(self.db_path, self._token)
-        sys.setswitchinterval(self._previous_switch_interval)
+        self._restore_process()
         with self._lock:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
