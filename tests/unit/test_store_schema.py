@@ -140,3 +140,23 @@ def test_read_only_open_refuses_a_missing_file_and_writes(tmp_path):
         con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric) VALUES ('t', 's', 'm')")
     with pytest.raises(duckdb.Error):
         con.execute("SET enable_external_access = true")
+
+
+def test_the_sealed_writable_instance_still_takes_arrow_appends_but_no_file_access(tmp_path):
+    import pyarrow as pa
+
+    con = open_store(tmp_path / "sealed.duckdb")
+    con.register("batch", pa.table({"trace_id": ["t"], "run_span_id": ["r"], "metric": ["m"]}))
+    con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric) SELECT * FROM batch")
+    assert con.execute("SELECT count(*) FROM evaluations").fetchone() == (1,)
+    reader = con.cursor()  # what queries use: the same instance
+    (tmp_path / "secret.csv").write_text("a\n1\n")
+    for sql in (f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')",
+                f"COPY evaluations TO '{tmp_path / 'out.csv'}'",
+                f"ATTACH '{tmp_path / 'other.duckdb'}'"):
+        with pytest.raises(duckdb.PermissionException):
+            reader.execute(sql)
+    with pytest.raises(duckdb.Error, match="locked"):
+        reader.execute("SET enable_external_access = true")
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "other.duckdb").exists()
+    con.close()
