@@ -55,7 +55,7 @@ def _templates() -> list[list]:
 class RequestFactory:
     """One protobuf request of ~``spans_per_request`` spans, re-stamped in place with new ids and times."""
 
-    def __init__(self, exporter: int, spans_per_request: int) -> None:
+    def __init__(self, exporter: int, spans_per_request: int, run: int = 0) -> None:
         from agentotel_eval.otlp.encode import encode_traces
 
         templates = _templates()
@@ -83,13 +83,14 @@ class RequestFactory:
         self.traces = len(chosen)
         self.spans = len(self.messages)
         self.exporter = exporter
+        self.run = run
         self.seq = 0
 
     def next(self) -> tuple[bytes, int]:
         """The next request's bytes and the sequence number its trace ids were made from."""
         self.seq += 1
         seq = self.seq
-        prefix = (self.exporter << 32) | seq
+        prefix = trace_prefix(self.run, self.exporter, seq)
         ids = [struct.pack(">QQ", prefix, k + 1) for k in range(self.traces)]
         now = time.time_ns()
         for msg, k, start, end in self.messages:
@@ -99,9 +100,14 @@ class RequestFactory:
         return self.request.SerializeToString(), seq
 
 
+def trace_prefix(run: int, exporter: int, seq: int) -> int:
+    """The first 8 bytes of a trace id: unique per phase (run), exporter and request."""
+    return (run << 48) | (exporter << 32) | seq
+
+
 def exporter_main(index: int, transport: str, address: str, spans_per_request: int, seconds: float,
-                  start_at: float, out: mp.Queue) -> None:
-    factory = RequestFactory(index, spans_per_request)
+                  start_at: float, out: mp.Queue, run: int = 0) -> None:
+    factory = RequestFactory(index, spans_per_request, run)
     acks: list[tuple[float, int]] = []  # (monotonic ack time, seq)
     refused = 0
     if transport == "grpc":
@@ -135,7 +141,7 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
         else:
             refused += 1
             time.sleep(0.01)
-    out.put({"index": index, "acks": acks, "refused": refused, "spans": factory.spans, "traces": factory.traces})
+    out.put({"index": index, "run": run, "acks": acks, "refused": refused, "spans": factory.spans, "traces": factory.traces})
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -263,13 +269,17 @@ def collector_main(transport: str, grace: float, db: str, conn) -> None:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+_PHASES = iter(range(1, 1 << 15))
+
+
 def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> dict:
+    phase_id = next(_PHASES)  # fresh trace ids and a fresh database for every phase
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     if kind == "bare":
         server = ctx.Process(target=bare_main, args=(transport, child))
     else:
-        db = os.path.join(tmp, f"bench-{transport}.duckdb")
+        db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
         server = ctx.Process(target=collector_main, args=(transport, args.grace, db, child))
     server.start()
     address = parent.recv()
@@ -277,7 +287,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> 
     start_at = time.monotonic() + 3.0  # exporters build their requests first
     clients = [
         ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
-                                                start_at, out))
+                                                start_at, out, phase_id))
         for i in range(args.exporters)
     ]
     for c in clients:
@@ -306,7 +316,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> 
         committed = stats["committed_at"]
         for r in results:
             for t, seq in r["acks"]:
-                prefix = (r["index"] << 32) | seq
+                prefix = trace_prefix(r["run"], r["index"], seq)
                 for k in range(r["traces"]):
                     trace_id = struct.pack(">QQ", prefix, k + 1).hex()
                     if trace_id in committed:

@@ -129,7 +129,7 @@ class AssemblerConfig:
     #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database)
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
-    late_window: float = field(default=600.0, metadata=_DURATION_KIND)
+    late_window: float = field(default=60.0, metadata=_DURATION_KIND)
 
 
 @dataclass(frozen=True, slots=True)
