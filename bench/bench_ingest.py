@@ -333,7 +333,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--exporters", type=int, default=4)
+    parser.add_argument("--exporters", type=int, default=8)
     parser.add_argument("--transports", default="grpc,http")
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
