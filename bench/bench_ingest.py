@@ -356,7 +356,7 @@ def main() -> None:
                     f" | collector {coll['rate']:,.0f} spans/s stored = {ratios[-1]:.2f} x bare"
                     f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
                     f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
-                    f" | peak rss {coll['rss_kb'] / 1024:.0f} MB"
+                    f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (sampled every 0.2 s: {coll['rss_sampled_kb'] / 1024:.0f} MB)"
                     f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
                     f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
                     f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",

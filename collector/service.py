@@ -87,7 +87,12 @@ class Collector:
             settings["memory_limit"] = cfg.writer.memory_limit
         if cfg.writer.threads:
             settings["threads"] = cfg.writer.threads
-        self.con = open_store(self.db_path, settings=settings)
+        try:
+            self.con = open_store(self.db_path, settings=settings)
+        except BaseException:
+            with self._lock:
+                self._state = "stopped"
+            raise
         self._tune_process()
         self._read_root = self.con.cursor()
         try:
@@ -97,13 +102,13 @@ class Collector:
                 max_batch_records=cfg.writer.max_batch_records,
                 flush_interval=cfg.writer.flush_interval,
                 retry_after=cfg.receiver.retry_after,
+                on_commit=lambda spans, logs: self.assembler.consume(spans, logs),
             )
             self.run_writer = RunWriter(self.writer)
             stage: TraceStage = self.run_writer
             for factory in reversed(self._stage_factories):
                 stage = factory(stage)
             self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor), reconstruct=self._reconstruct)
-            self.writer._on_commit = self.assembler.consume
             self.ingestor = Ingestor(
                 self.writer, export_timeout=cfg.receiver.export_timeout, backlog=lambda: self.assembler.backlog
             )
