@@ -205,7 +205,7 @@ def bare_main(transport: str, conn) -> None:
     conn.send({"decoded": decoded[0], "rss_kb": _rss_kb()})
 
 
-def collector_main(transport: str, grace: float, db: str, conn) -> None:
+def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "") -> None:
     import dataclasses
 
     from collector.config import default_config
@@ -215,6 +215,7 @@ def collector_main(transport: str, grace: float, db: str, conn) -> None:
     config = dataclasses.replace(
         config, db=db, grpc="127.0.0.1:0", http="127.0.0.1:0",
         assembler=dataclasses.replace(config.assembler, grace_period=grace),
+        writer=dataclasses.replace(config.writer, memory_limit=memory_limit),
     )
     collector = Collector(config, summary_interval=3600).start()
     committed_at: dict[str, float] = {}
@@ -280,7 +281,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> 
         server = ctx.Process(target=bare_main, args=(transport, child))
     else:
         db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
-        server = ctx.Process(target=collector_main, args=(transport, args.grace, db, child))
+        server = ctx.Process(target=collector_main, args=(transport, args.grace, db, child, args.duckdb_memory))
     server.start()
     address = parent.recv()
     out = ctx.Queue()
@@ -337,6 +338,7 @@ def main() -> None:
     parser.add_argument("--transports", default="grpc,http")
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
+    parser.add_argument("--duckdb-memory", default="", help="writer.memory_limit for the collector, e.g. 256MB")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
