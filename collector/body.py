@@ -89,8 +89,14 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
                 raise _too_large(limit, "the inflated body")
             out.append(chunk)
             data = decompressor.unconsumed_tail
-            if not data:
-                break
+            if data:
+                continue
+            if decompressor.eof and decompressor.unused_data.strip(b"\0"):
+                # Another gzip member follows (concatenated streams are one valid gzip body).
+                data = decompressor.unused_data
+                decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding != "deflate" else zlib.MAX_WBITS)
+                continue
+            break
         tail = decompressor.flush()
         total += len(tail)
         if total > limit:

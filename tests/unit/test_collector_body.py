@@ -54,6 +54,10 @@ def test_gzip_and_deflate_inflate():
     assert inflate(data, "identity", 1 << 20) == data
 
 
+def test_concatenated_gzip_members_are_one_body():
+    assert inflate(gzip.compress(b"first ") + gzip.compress(b"second"), "gzip", 1 << 20) == b"first second"
+
+
 def test_a_gzip_bomb_is_refused_while_inflating_without_allocating_it():
     bomb = gzip.compress(b"\0" * (64 << 20), compresslevel=1)  # 64 MiB of zeros in ~290 KB
     assert len(bomb) < 1 << 20
