@@ -348,6 +348,11 @@ TOOL_CALL_SCHEMA = pa.schema(
 assert tuple(TOOL_CALL_SCHEMA.names) == schema.TOOL_CALL_COLUMNS
 
 
+def _str(value: Any) -> str | None:
+    """Text columns take any value a reconstruction may carry (an attribute can be a number)."""
+    return value if value is None or isinstance(value, str) else str(value)
+
+
 def _text(value: Any) -> str | None:
     """A free-form value as text: strings as they are, anything else as JSON."""
     if value is None or isinstance(value, str):
@@ -370,12 +375,13 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
     run_rows: dict[str, list[Any]] = {name: [] for name in schema.AGENT_RUN_COLUMNS}
     call_rows: dict[str, list[Any]] = {name: [] for name in schema.TOOL_CALL_COLUMNS}
     for run in runs:
+        agent_name = _str(run.agent_name)
         values = (
-            run.trace_id, run.span_id, run.agent_name, run.service_name, _text(run.input), _text(run.output),
-            run.start_time_ns or None, run.end_time_ns or None, run.status,
+            run.trace_id, run.span_id, agent_name, _str(run.service_name), _text(run.input), _text(run.output),
+            run.start_time_ns or None, run.end_time_ns or None, _str(run.status),
             [c.name for c in run.tool_calls],
-            list(run.expected_tools) if run.expected_tools is not None else None,
-            run.parent_run_span_id, run.span_name or None, run.convention or None, run.error,
+            [str(t) for t in run.expected_tools] if run.expected_tools is not None else None,
+            _str(run.parent_run_span_id), _str(run.span_name or None), _str(run.convention or None), _str(run.error),
             to_json([{k: v for k, v in vars_of(h).items() if v is not None} for h in run.handoffs]),
             len(run.tool_calls), updated_at_ns,
         )
@@ -384,13 +390,13 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
         for seq, call in enumerate(run.tool_calls):
             args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
             values = (
-                run.trace_id, run.span_id, seq, call.span_id, call.call_id, call.name,
+                run.trace_id, run.span_id, seq, _str(call.span_id), _str(call.call_id), call.name,
                 None if args is None else to_json(thaw(args)),
                 _text(call.output),
                 call.status or "ok",
                 call_source(call),
                 call.start_time_ns if call.start_time_ns is not None else (run.start_time_ns or None),
-                call.error, call.llm_turn, run.agent_name,
+                _str(call.error), _str(call.llm_turn), agent_name,
                 None if call.sources is None else to_json(thaw(call.sources)),
                 updated_at_ns,
             )

@@ -150,6 +150,16 @@ def test_runs_and_calls_become_rows_numbered_within_each_run(con):
     assert rows[2][4] == "ok"  # unknown status is stored as ok
 
 
+def test_non_text_values_in_text_columns_do_not_fail_the_write(con):
+    run = AgentRun(trace_id="t" * 32, span_id="r" * 16, agent_name=42, start_time_ns=1, end_time_ns=2,
+                   expected_tools=("a", 7), tool_calls=(ToolCall("x", call_id=5, status="ok"),))  # type: ignore[arg-type]
+    runs, calls = runs_to_arrow([run], updated_at_ns=3)
+    _insert(con, "agent_runs", schema.AGENT_RUN_COLUMNS, runs)
+    _insert(con, "tool_calls", schema.TOOL_CALL_COLUMNS, calls)
+    assert con.execute("SELECT agent_name, expected_tools FROM agent_runs").fetchone() == ("42", ["a", "7"])
+    assert con.execute("SELECT call_id, agent_name FROM tool_calls").fetchone() == ("5", "42")
+
+
 def test_an_expectation_free_run_stores_null_expected_tools(con):
     run = AgentRun(trace_id="t" * 32, span_id="r" * 16, agent_name=None, start_time_ns=1, end_time_ns=2)
     runs, calls = runs_to_arrow([run], updated_at_ns=3)
