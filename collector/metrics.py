@@ -126,6 +126,8 @@ def render(collector: Collector) -> str:
             assembler.stats.runs_completed)
     out.add("reconstruct_errors_total", "counter", "Traces whose reconstruction raised.",
             assembler.stats.reconstruct_errors)
+    out.add("run_conversion_errors_total", "counter", "Completed traces whose runs could not be turned into rows.",
+            collector.run_writer.conversion_errors)
     out.add("reload_errors_total", "counter", "Late traces that could not be re-read (their runs were kept).",
             assembler.stats.reload_errors)
     out.add("write_operations_total", "counter", "Run and retention writes applied, by kind.",
