@@ -1,15 +1,126 @@
-"""Not built yet: scaffolding replaced by its issue's work."""
+"""Run the OTLP collector: receive agent traces over gRPC and HTTP and store them in DuckDB.
+
+Point any OpenTelemetry exporter at it with OTEL_EXPORTER_OTLP_ENDPOINT. Spans and log records are committed
+before the export call is answered; agent runs and tool calls are written as each run completes. Stop with
+Ctrl+C or SIGTERM (a second signal exits at once).
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
 import sys
+import threading
+from typing import Any
+
+from agentotel_eval.store import DEFAULT_DB_PATH
+
+EXIT_CONFIG = 2
+EXIT_START = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.add_argument("--db", help=f"DuckDB file to write (default: ./{DEFAULT_DB_PATH})")
+    parser.add_argument("--grpc", metavar="HOST:PORT", help="OTLP/gRPC listen address (default: 127.0.0.1:4317)")
+    parser.add_argument("--http", metavar="HOST:PORT", help="OTLP/HTTP and API listen address (default: 127.0.0.1:4318)")
+    parser.add_argument("--config", metavar="FILE", help="TOML file with any of the settings (flags win over it)")
+    parser.add_argument("--forward", metavar="URL", help="downstream OTLP endpoint (not available yet: issue 6)")
+    parser.add_argument("--retention", metavar="DURATION", help='delete data older than this, e.g. "30d"')
+    parser.add_argument("--grace-period", metavar="SECONDS", help="quiet time before a trace is complete (default 2s)")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default: info")
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """Defaults, then the --config file, then the flags; validated."""
+    import dataclasses
+
+    from collector.config import default_config, load_config, parse_duration
+
+    config = default_config()
+    if args.config:
+        config = load_config(args.config, config)
+    flags = {
+        key: value
+        for key, value in (
+            ("db", args.db), ("grpc", args.grpc), ("http", args.http), ("forward", args.forward),
+            ("retention", args.retention), ("log_level", args.log_level),
+        )
+        if value is not None
+    }
+    config = dataclasses.replace(config, **flags)
+    if args.grace_period is not None:
+        grace = parse_duration(args.grace_period, "--grace-period")
+        config = dataclasses.replace(config, assembler=dataclasses.replace(config.assembler, grace_period=grace))
+    return config.validate()
+
+
+def banner(collector: Any) -> str:
+    grpc_endpoint = f"http://{collector.grpc_endpoint}"
+    http_endpoint = collector.http_endpoint
+    db = collector.db_path
+    relative = os.path.relpath(db) if not os.path.relpath(db).startswith("..") else str(db)
+    db_flag = "" if relative == DEFAULT_DB_PATH else f" --db {relative}"
+    return "\n".join(
+        [
+            "agentotel-eval collector",
+            f"  OTLP/gRPC  {collector.grpc_endpoint:<22} OTEL_EXPORTER_OTLP_ENDPOINT={grpc_endpoint} "
+            "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+            f"  OTLP/HTTP  {http_endpoint:<22} OTEL_EXPORTER_OTLP_ENDPOINT={http_endpoint} "
+            "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+            f"  database   {db}",
+            f"  metrics    {http_endpoint}/metrics",
+            "  try        agentotel-eval query "
+            '"SELECT agent_name, tools_called, status FROM agent_runs ORDER BY start_time DESC LIMIT 10"'
+            f"{db_flag}",
+            "Stop with Ctrl+C (a second Ctrl+C exits at once).",
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    print("this command is not built yet", file=sys.stderr)
-    return 2
+    from collector.config import ConfigError
+
+    try:
+        config = build_config(args)
+    except ConfigError as exc:
+        print(f"error: invalid configuration: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    logging.basicConfig(
+        level=getattr(logging, config.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from agentotel_eval.store.schema import SchemaError
+    from collector.service import Collector
+
+    stop = threading.Event()
+    signals_seen = 0
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        nonlocal signals_seen
+        signals_seen += 1
+        if signals_seen > 1:
+            print("second signal: exiting now", file=sys.stderr, flush=True)
+            os._exit(128 + signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    collector = Collector(config)
+    try:
+        try:
+            collector.start()
+        except (OSError, SchemaError) as exc:
+            print(f"error: cannot start the collector: {exc}", file=sys.stderr)
+            return EXIT_START
+        print(banner(collector), flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("stopping: finishing requests in flight and writing open traces...", file=sys.stderr, flush=True)
+        collector.shutdown()
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,15 +1,136 @@
-"""Not built yet: scaffolding replaced by its issue's work."""
+"""Run one read-only SQL query on the collector's DuckDB database.
+
+When a collector holds the database, the query goes to its POST /v1/query (DuckDB lets one process open a file for
+writing and no other process open it at the same time); otherwise the file is opened read-only. Either way only a
+single SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement runs, with no file or network access.
+
+Tables: spans, logs, agent_runs, tool_calls, evaluations. Views: latest_evaluations, run_evaluations,
+agent_pass_rate_daily, agent_runs_daily, tool_error_rates, traces, llm_usage_daily.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from agentotel_eval.store import DEFAULT_DB_PATH
+
+EXIT_QUERY_ERROR = 1
+EXIT_NO_DATABASE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "examples:\n"
+        '  agentotel-eval query "SELECT agent_name, tools_called FROM agent_runs ORDER BY start_time DESC LIMIT 10"\n'
+        '  agentotel-eval query "SELECT * FROM tool_error_rates ORDER BY error_rate DESC" --format csv\n'
+        '  agentotel-eval query "DESCRIBE spans" --format json'
+    )
+    parser.add_argument("sql", help="one SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement")
+    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
+    parser.add_argument("--limit", type=int, default=None, help="maximum rows returned (default: 10000)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds before the query is stopped (default: 30)")
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, code: int = EXIT_QUERY_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | None):
+    from agentotel_eval.store.query import QueryResult
+
+    payload: dict[str, object] = {"sql": sql}
+    if limit is not None:
+        payload["limit"] = limit
+    if timeout is not None:
+        payload["timeout"] = timeout
+    request = urllib.request.Request(
+        f"{base_url}/v1/query",
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    wait = (timeout or 30.0) + 10.0
+    try:
+        with urllib.request.urlopen(request, timeout=wait) as response:
+            return QueryResult.from_dict(json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.loads(exc.read()).get("error") or exc.reason
+        except (ValueError, AttributeError):
+            detail = exc.reason
+        raise _Failure(str(detail)) from None
+
+
+def _local(db: Path, sql: str, limit: int | None, timeout: float | None):
+    import duckdb
+
+    from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
+    from agentotel_eval.store.schema import open_read_only
+
+    try:
+        con = open_read_only(db)
+    except FileNotFoundError as exc:
+        raise _Failure(str(exc), EXIT_NO_DATABASE) from None
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise _Failure(
+                f"{db} is held by another process and no collector answers for it "
+                f"(is a collector starting, or running without its HTTP port?): {exc}",
+                EXIT_NO_DATABASE,
+            ) from None
+        raise _Failure(f"cannot open {db}: {exc}", EXIT_NO_DATABASE) from None
+    try:
+        return run_query(
+            con.cursor(),
+            sql,
+            row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
+            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+        )
+    finally:
+        con.close()
+
+
+def execute(db: str | Path, sql: str, *, limit: int | None = None, timeout: float | None = None):
+    """Run the query through the live collector on ``db`` if there is one, else on the file read-only."""
+    from agentotel_eval.store.discovery import find_collector
+    from agentotel_eval.store.query import QueryError
+
+    db = Path(db)
+    collector = find_collector(db)
+    try:
+        if collector is not None:
+            try:
+                return _via_collector(collector.base_url, sql, limit, timeout)
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+                # The collector went away between discovery and the query: the file is free (or will say why not).
+                if find_collector(db) is not None:
+                    raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}") from None
+        return _local(db, sql, limit, timeout)
+    except QueryError as exc:
+        raise _Failure(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
-    print("this command is not built yet", file=sys.stderr)
-    return 2
+    from agentotel_eval.store.formats import render
+
+    if args.limit is not None and args.limit < 1:
+        print("error: --limit must be at least 1", file=sys.stderr)
+        return EXIT_NO_DATABASE
+    try:
+        result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout)
+    except _Failure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    print(render(result, args.format))
+    if result.truncated and args.format != "table":
+        print(f"note: output truncated at {result.row_limit} rows (use --limit)", file=sys.stderr)
+    return 0

@@ -1,0 +1,92 @@
+"""Read traces back from the database: for re-reconstruction after a late span, and for recovery at startup.
+
+Every read is bounded by a time window so DuckDB skips row groups by their min/max statistics instead of scanning
+the whole table (there is deliberately no index on ``trace_id``; see ``schema``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.store.operations import ns_to_datetime
+from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, log_from_row, span_from_row
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTrace:
+    spans: list[SpanRecord]
+    logs: list[LogRecord]
+
+
+class TraceReader:
+    """Reads with a cursor of its own (DuckDB connections are per thread)."""
+
+    def __init__(self, cursor_factory: Callable[[], duckdb.DuckDBPyConnection]) -> None:
+        self._factory = cursor_factory
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        if self._cursor is None:
+            self._cursor = self._factory()
+        return self._cursor
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None
+
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> dict[str, StoredTrace]:
+        """Spans starting (and log records timed) within [lo_ns, hi_ns] of the given traces."""
+        ids = sorted(set(trace_ids))
+        out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in ids}
+        if not ids:
+            return out
+        cur = self.cursor
+        params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True)}
+        cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
+        try:
+            resources: dict[str, dict] = {}
+            rows = cur.execute(
+                f"SELECT {SPAN_SELECT} FROM spans WHERE start_time BETWEEN $lo AND $hi "
+                "AND trace_id IN (SELECT trace_id FROM _load_ids)",
+                params,
+            ).fetchall()
+            for row in rows:
+                out[row[0]].spans.append(span_from_row(row, resources))
+            rows = cur.execute(
+                f"SELECT {LOG_SELECT} FROM logs WHERE time BETWEEN $lo AND $hi "
+                "AND trace_id IN (SELECT trace_id FROM _load_ids) ORDER BY time",
+                params,
+            ).fetchall()
+            for row in rows:
+                out[row[2]].logs.append(log_from_row(row, resources))
+        finally:
+            cur.unregister("_load_ids")
+        return out
+
+    def latest_span_time(self) -> int | None:
+        """Start time (ns) of the most recently started stored span, or None for an empty database."""
+        row = self.cursor.execute("SELECT max(start_time_unix_nano) FROM spans").fetchall()[0]
+        return int(row[0]) if row and row[0] is not None else None
+
+    def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]:
+        """Traces with spans started since ``since_ns``: (trace_id, lo_ns, hi_ns) each, and which have runs."""
+        since = ns_to_datetime(since_ns)
+        rows = self.cursor.execute(
+            "SELECT trace_id, min(start_time_unix_nano), max(greatest(end_time_unix_nano, start_time_unix_nano)) "
+            "FROM spans WHERE start_time >= $since GROUP BY trace_id",
+            {"since": since},
+        ).fetchall()
+        with_runs = {
+            r[0]
+            for r in self.cursor.execute(
+                "SELECT DISTINCT trace_id FROM agent_runs WHERE start_time >= $since", {"since": since}
+            ).fetchall()
+        }
+        return [(r[0], int(r[1]), int(r[2])) for r in rows], with_runs

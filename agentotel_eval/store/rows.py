@@ -1,0 +1,471 @@
+"""Plain records <-> DuckDB rows: Arrow batches for the append path, and records back from stored rows.
+
+Pure functions. The append path is the collector's hot loop, so each column is built in one comprehension and each
+attribute dict is serialised to JSON exactly once (resource dicts, shared by every span of a resource, once per
+batch). Strings that cannot be encoded as UTF-8 (lone surrogates from ``\\ud800`` escapes in OTLP/JSON) are replaced
+rather than failing the batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from agentotel_eval.frozen import thaw
+from agentotel_eval.otlp.records import (
+    SPAN_KINDS,
+    STATUS_CODES,
+    LogRecord,
+    SpanEvent,
+    SpanLink,
+    SpanRecord,
+)
+from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.store import schema
+
+_TS = pa.timestamp("ns", tz="UTC")
+_STR = pa.string()
+#: Arrow's canonical JSON extension type: DuckDB appends it to a JSON column without re-parsing every value
+#: (what this module produces is valid JSON by construction), which makes appends markedly cheaper.
+_JSON = pa.json_()
+_KIND_BY_NAME = {name: i for i, name in enumerate(SPAN_KINDS)}
+_STATUS_BY_NAME = {name: i for i, name in enumerate(STATUS_CODES)}
+_SEVERITY_NAMES = (
+    "UNSPECIFIED",
+    *(f"{level}{'' if i == 0 else i + 1}" for level in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+      for i in range(4)),
+)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# JSON that DuckDB accepts
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    return str(value)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities are not JSON: they become the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+# Decoded attributes cannot be circular, so the encoder skips that bookkeeping.
+_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=_json_default
+).encode
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON text that DuckDB's JSON type accepts (bytes as base64, non-finite floats as strings)."""
+    try:
+        return _encode(value)
+    except ValueError:  # a NaN or infinity somewhere: rare, so sanitise only then
+        return _encode(_finite(value))
+
+
+def _safe_strings(values: list[Any]) -> list[Any]:
+    return [
+        v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
+        for v in values
+    ]
+
+
+def _str_array(values: list[Any]) -> pa.Array:
+    try:
+        return pa.array(values, _STR)
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array(_safe_strings(values), _STR)
+
+
+def _json_array(values: list[str | None]) -> pa.Array:
+    return pa.ExtensionArray.from_storage(_JSON, _str_array(values))
+
+
+def _ts_array(values: list[int | None]) -> pa.Array:
+    return pa.array(values, _TS)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# spans and logs -> Arrow
+
+
+def _events_json(events: tuple[SpanEvent, ...]) -> str:
+    if not events:
+        return "[]"
+    return to_json([{"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes} for e in events])
+
+
+def _links_json(links: tuple[SpanLink, ...]) -> str:
+    if not links:
+        return "[]"
+    return to_json([{"trace_id": lk.trace_id, "span_id": lk.span_id, "attributes": lk.attributes} for lk in links])
+
+
+def _resource_json(records: Sequence[SpanRecord] | Sequence[LogRecord]) -> tuple[list[str], list[str | None]]:
+    """Resource JSON and service name per record, each computed once per distinct resource dict."""
+    cache: dict[int, tuple[str, str | None]] = {}
+    texts: list[str] = []
+    services: list[str | None] = []
+    for r in records:
+        resource = r.resource
+        key = id(resource)
+        hit = cache.get(key)
+        if hit is None:
+            service = resource.get("service.name")
+            hit = cache[key] = (to_json(resource), service if isinstance(service, str) else None)
+        texts.append(hit[0])
+        services.append(hit[1])
+    return texts, services
+
+
+SPAN_SCHEMA = pa.schema(
+    [
+        ("trace_id", _STR), ("span_id", _STR), ("parent_span_id", _STR), ("name", _STR), ("kind", _STR),
+        ("start_time", _TS), ("end_time", _TS), ("status_code", _STR), ("status_message", _STR),
+        ("service_name", _STR), ("scope_name", _STR), ("attributes", _JSON), ("resource_attributes", _JSON),
+        ("events", _JSON), ("scope_version", _STR), ("links", _JSON), ("trace_state", _STR), ("flags", pa.uint32()),
+        ("start_time_unix_nano", pa.int64()), ("end_time_unix_nano", pa.int64()),
+    ]
+)
+assert tuple(SPAN_SCHEMA.names) == schema.SPAN_COLUMNS
+
+
+def spans_to_arrow(spans: Sequence[SpanRecord]) -> pa.RecordBatch:
+    """One Arrow batch in ``schema.SPAN_COLUMNS`` order."""
+    kinds = SPAN_KINDS
+    statuses = STATUS_CODES
+    starts = [s.start_ns for s in spans]
+    ends = [s.end_ns for s in spans]
+    resources, services = _resource_json(spans)
+    columns = [
+        _str_array([s.trace_id for s in spans]),
+        _str_array([s.span_id for s in spans]),
+        _str_array([s.parent_span_id for s in spans]),
+        _str_array([s.name for s in spans]),
+        _str_array([kinds[s.kind] if 0 <= s.kind < 6 else "UNSPECIFIED" for s in spans]),
+        _ts_array(starts),
+        _ts_array(ends),
+        _str_array([statuses[s.status_code] if 0 <= s.status_code < 3 else "UNSET" for s in spans]),
+        _str_array([s.status_message for s in spans]),
+        _str_array(services),
+        _str_array([s.scope_name for s in spans]),
+        _json_array([to_json(s.attributes) for s in spans]),
+        _json_array(resources),
+        _json_array([_events_json(s.events) for s in spans]),
+        _str_array([s.scope_version for s in spans]),
+        _json_array([_links_json(s.links) for s in spans]),
+        _str_array([s.trace_state for s in spans]),
+        pa.array([s.flags & 0xFFFFFFFF for s in spans], pa.uint32()),
+        pa.array(starts, pa.int64()),
+        pa.array(ends, pa.int64()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=SPAN_SCHEMA)
+
+
+LOG_SCHEMA = pa.schema(
+    [
+        ("trace_id", _STR), ("span_id", _STR), ("time", _TS), ("event_name", _STR), ("severity", _STR),
+        ("body", _JSON), ("attributes", _JSON), ("resource_attributes", _JSON), ("service_name", _STR),
+        ("severity_number", pa.int32()), ("observed_time", _TS), ("scope_name", _STR), ("scope_version", _STR),
+        ("flags", pa.uint32()), ("time_unix_nano", pa.int64()), ("observed_time_unix_nano", pa.int64()),
+        ("log_id", _STR),
+    ]
+)
+assert tuple(LOG_SCHEMA.names) == schema.LOG_COLUMNS
+
+
+def severity_name(record: LogRecord) -> str:
+    if record.severity_text:
+        return record.severity_text
+    number = record.severity_number
+    return _SEVERITY_NAMES[number] if 0 <= number < len(_SEVERITY_NAMES) else str(number)
+
+
+def log_id(record: LogRecord, body_json: str, attributes_json: str, resource_json: str) -> str:
+    """A content hash: OTLP log records have no id, and a retried export must not store a record twice."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(
+        "\x1f".join(
+            (
+                str(record.time_ns), str(record.observed_time_ns), record.trace_id or "", record.span_id or "",
+                str(record.severity_number), record.severity_text, record.event_name, record.scope_name,
+                body_json, attributes_json, resource_json,
+            )
+        ).encode("utf-8", "replace")
+    )
+    return h.hexdigest()
+
+
+def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
+    """One Arrow batch in ``schema.LOG_COLUMNS`` order."""
+    bodies = [None if r.body is None else to_json(r.body) for r in logs]
+    attributes = [to_json(r.attributes) for r in logs]
+    resources, services = _resource_json(logs)
+    times = [r.timestamp_ns for r in logs]
+    columns = [
+        _str_array([r.trace_id for r in logs]),
+        _str_array([r.span_id for r in logs]),
+        _ts_array([t or None for t in times]),
+        _str_array([r.event_name or None for r in logs]),
+        _str_array([severity_name(r) for r in logs]),
+        _json_array(bodies),
+        _json_array(attributes),
+        _json_array(resources),
+        _str_array(services),
+        pa.array([r.severity_number for r in logs], pa.int32()),
+        _ts_array([r.observed_time_ns or None for r in logs]),
+        _str_array([r.scope_name for r in logs]),
+        _str_array([r.scope_version for r in logs]),
+        pa.array([r.flags & 0xFFFFFFFF for r in logs], pa.uint32()),
+        pa.array([r.time_ns for r in logs], pa.int64()),  # as sent (0 = unset), unlike ``time``
+        pa.array([r.observed_time_ns for r in logs], pa.int64()),
+        _str_array(
+            [
+                log_id(r, b or "", a, res)
+                for r, b, a, res in zip(logs, bodies, attributes, resources, strict=True)
+            ]
+        ),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=LOG_SCHEMA)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# stored rows -> records (re-reconstruction after a late span)
+
+SPAN_SELECT = (
+    "trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
+    "status_message, attributes, events, links, resource_attributes, scope_name, scope_version, trace_state, flags"
+)
+LOG_SELECT = (
+    "time_unix_nano, observed_time_unix_nano, trace_id, span_id, severity_number, severity, event_name, body, "
+    "attributes, resource_attributes, scope_name, scope_version, flags"
+)
+
+
+def span_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | None = None) -> SpanRecord:
+    """A SpanRecord from a row selected with ``SPAN_SELECT`` (the inverse of ``spans_to_arrow``)."""
+    (trace_id, span_id, parent, name, kind, start, end, status, status_message, attributes, events, links,
+     resource, scope_name, scope_version, trace_state, flags) = row
+    if resources is not None:
+        res = resources.get(resource)
+        if res is None:
+            res = resources[resource] = json.loads(resource) if resource else {}
+    else:
+        res = json.loads(resource) if resource else {}
+    return SpanRecord(
+        trace_id,
+        span_id,
+        parent,
+        name or "",
+        _KIND_BY_NAME.get(kind, 0),
+        start or 0,
+        end or 0,
+        _STATUS_BY_NAME.get(status, 0),
+        status_message or "",
+        json.loads(attributes) if attributes else {},
+        tuple(SpanEvent(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in json.loads(events or "[]")),
+        tuple(SpanLink(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in json.loads(links or "[]")),
+        res,
+        scope_name or "",
+        scope_version or "",
+        trace_state or "",
+        flags or 0,
+    )
+
+
+def log_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | None = None) -> LogRecord:
+    """A LogRecord from a row selected with ``LOG_SELECT``."""
+    (time_ns, observed_ns, trace_id, span_id, severity_number, severity, event_name, body, attributes, resource,
+     scope_name, scope_version, flags) = row
+    severity_number = severity_number or 0
+    default_text = _SEVERITY_NAMES[severity_number] if 0 <= severity_number < len(_SEVERITY_NAMES) else ""
+    if resources is not None:
+        res = resources.get(resource)
+        if res is None:
+            res = resources[resource] = json.loads(resource) if resource else {}
+    else:
+        res = json.loads(resource) if resource else {}
+    return LogRecord(
+        time_ns or 0,
+        observed_ns or 0,
+        trace_id,
+        span_id,
+        severity_number,
+        "" if severity == default_text else (severity or ""),
+        event_name or "",
+        json.loads(body) if body is not None else None,
+        json.loads(attributes) if attributes else {},
+        res,
+        scope_name or "",
+        scope_version or "",
+        flags or 0,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# agent runs -> Arrow
+
+
+AGENT_RUN_SCHEMA = pa.schema(
+    [
+        ("trace_id", _STR), ("span_id", _STR), ("agent_name", _STR), ("service_name", _STR), ("input", _STR),
+        ("output", _STR), ("start_time", _TS), ("end_time", _TS), ("status", _STR),
+        ("tools_called", pa.list_(_STR)), ("expected_tools", pa.list_(_STR)), ("parent_run_span_id", _STR),
+        ("span_name", _STR), ("convention", _STR), ("error", _STR), ("handoffs", _JSON),
+        ("tool_call_count", pa.int32()), ("updated_at", _TS),
+    ]
+)
+assert tuple(AGENT_RUN_SCHEMA.names) == schema.AGENT_RUN_COLUMNS
+
+TOOL_CALL_SCHEMA = pa.schema(
+    [
+        ("trace_id", _STR), ("run_span_id", _STR), ("seq", pa.int32()), ("span_id", _STR), ("call_id", _STR),
+        ("tool_name", _STR), ("arguments", _JSON), ("result", _STR), ("status", _STR), ("source", _STR),
+        ("start_time", _TS), ("error", _STR), ("llm_turn", _STR), ("agent_name", _STR), ("sources", _JSON),
+        ("updated_at", _TS),
+    ]
+)
+assert tuple(TOOL_CALL_SCHEMA.names) == schema.TOOL_CALL_COLUMNS
+
+
+def _str(value: Any) -> str | None:
+    """Text columns take any value a reconstruction may carry (an attribute can be a number)."""
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def _text(value: Any) -> str | None:
+    """A free-form value as text: strings as they are, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return to_json(thaw(value))
+
+
+def call_source(call: Any) -> str:
+    """Which evidence produced the call: the convention named in ``sources`` when there is one, else its kind."""
+    sources = call.sources or {}
+    for key in ("call", "name", "span"):
+        value = sources.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "span" if call.span_id else "llm"
+
+
+def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Table, pa.Table]:
+    """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run)."""
+    run_rows: dict[str, list[Any]] = {name: [] for name in schema.AGENT_RUN_COLUMNS}
+    call_rows: dict[str, list[Any]] = {name: [] for name in schema.TOOL_CALL_COLUMNS}
+    for run in runs:
+        agent_name = _str(run.agent_name)
+        values = (
+            run.trace_id, run.span_id, agent_name, _str(run.service_name), _text(run.input), _text(run.output),
+            run.start_time_ns or None, run.end_time_ns or None, _str(run.status),
+            [c.name for c in run.tool_calls],
+            [str(t) for t in run.expected_tools] if run.expected_tools is not None else None,
+            _str(run.parent_run_span_id), _str(run.span_name or None), _str(run.convention or None), _str(run.error),
+            to_json([{k: v for k, v in vars_of(h).items() if v is not None} for h in run.handoffs]),
+            len(run.tool_calls), updated_at_ns,
+        )
+        for name, value in zip(schema.AGENT_RUN_COLUMNS, values, strict=True):
+            run_rows[name].append(value)
+        for seq, call in enumerate(run.tool_calls):
+            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
+            values = (
+                run.trace_id, run.span_id, seq, _str(call.span_id), _str(call.call_id), call.name,
+                None if args is None else to_json(thaw(args)),
+                _text(call.output),
+                call.status or "ok",
+                call_source(call),
+                call.start_time_ns if call.start_time_ns is not None else (run.start_time_ns or None),
+                _str(call.error), _str(call.llm_turn), agent_name,
+                None if call.sources is None else to_json(thaw(call.sources)),
+                updated_at_ns,
+            )
+            for name, value in zip(schema.TOOL_CALL_COLUMNS, values, strict=True):
+                call_rows[name].append(value)
+    return (
+        _table(run_rows, AGENT_RUN_SCHEMA),
+        _table(call_rows, TOOL_CALL_SCHEMA),
+    )
+
+
+def vars_of(obj: Any) -> dict[str, Any]:
+    """Fields of a slotted dataclass as a dict."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
+    arrays = []
+    for field in arrow_schema:
+        values = columns[field.name]
+        if field.type == _JSON:
+            arrays.append(_json_array(values))
+        elif pa.types.is_string(field.type):
+            arrays.append(_str_array(values))
+        else:
+            arrays.append(pa.array(values, field.type))
+    return pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# evaluations -> Arrow
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRow:
+    """One row of the ``evaluations`` table (written by a scoring stage)."""
+
+    trace_id: str
+    run_span_id: str
+    metric: str
+    score: float | None = None
+    threshold: float | None = None
+    success: bool | None = None
+    reason: str | None = None
+    details: Any = None  # JSON-ready
+    status: str = "ok"  # ok | pending | error
+    model: str | None = None
+    cost_usd: float | None = None
+    created_at_ns: int = 0
+
+
+EVALUATION_SCHEMA = pa.schema(
+    [
+        ("trace_id", _STR), ("run_span_id", _STR), ("metric", _STR), ("score", pa.float64()),
+        ("threshold", pa.float64()), ("success", pa.bool_()), ("reason", _STR), ("details", _JSON),
+        ("status", _STR), ("model", _STR), ("cost_usd", pa.float64()), ("created_at", _TS),
+    ]
+)
+assert tuple(EVALUATION_SCHEMA.names) == schema.EVALUATION_COLUMNS
+
+
+def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
+    columns: dict[str, list[Any]] = {name: [] for name in schema.EVALUATION_COLUMNS}
+    for r in rows:
+        values = (
+            r.trace_id, r.run_span_id, r.metric, r.score, r.threshold, r.success, r.reason,
+            None if r.details is None else to_json(thaw(r.details)), r.status, r.model, r.cost_usd,
+            r.created_at_ns or None,
+        )
+        for name, value in zip(schema.EVALUATION_COLUMNS, values, strict=True):
+            columns[name].append(value)
+    return _table(columns, EVALUATION_SCHEMA)

@@ -1,0 +1,370 @@
+"""The DuckDB schema: tables of the design contract, forward migrations, and the views users query.
+
+Tables change only through ``MIGRATIONS`` (append a step, never edit a released one); views are recreated on every
+writable open, so improving a view needs no migration. ``open_store`` is the one place that opens a database for
+writing, ``open_read_only`` the one place that opens it for reading without a collector.
+
+Uniqueness of spans on ``(trace_id, span_id)`` is enforced by the writer (an anti-join inside the batch's start-time
+window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, and on random hex ids it
+made appends 5-10x slower and kept slowing as the table grew (see docs/collector.md, "Idempotency").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+SPANS = "spans"
+LOGS = "logs"
+AGENT_RUNS = "agent_runs"
+TOOL_CALLS = "tool_calls"
+EVALUATIONS = "evaluations"
+SCHEMA_VERSION_TABLE = "schema_version"
+
+#: Column order of the append paths (``store.rows`` builds Arrow batches in exactly this order).
+SPAN_COLUMNS: tuple[str, ...] = (
+    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_time", "end_time", "status_code",
+    "status_message", "service_name", "scope_name", "attributes", "resource_attributes", "events",
+    "scope_version", "links", "trace_state", "flags", "start_time_unix_nano", "end_time_unix_nano",
+)
+LOG_COLUMNS: tuple[str, ...] = (
+    "trace_id", "span_id", "time", "event_name", "severity", "body", "attributes", "resource_attributes",
+    "service_name", "severity_number", "observed_time", "scope_name", "scope_version", "flags", "time_unix_nano",
+    "observed_time_unix_nano", "log_id",
+)
+AGENT_RUN_COLUMNS: tuple[str, ...] = (
+    "trace_id", "span_id", "agent_name", "service_name", "input", "output", "start_time", "end_time", "status",
+    "tools_called", "expected_tools", "parent_run_span_id", "span_name", "convention", "error", "handoffs",
+    "tool_call_count", "updated_at",
+)
+TOOL_CALL_COLUMNS: tuple[str, ...] = (
+    "trace_id", "run_span_id", "seq", "span_id", "call_id", "tool_name", "arguments", "result", "status", "source",
+    "start_time", "error", "llm_turn", "agent_name", "sources", "updated_at",
+)
+EVALUATION_COLUMNS: tuple[str, ...] = (
+    "trace_id", "run_span_id", "metric", "score", "threshold", "success", "reason", "details", "status", "model",
+    "cost_usd", "created_at",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    statements: Sequence[str]
+
+
+_V1 = Migration(
+    1,
+    "initial tables: spans, logs, agent_runs, tool_calls, evaluations",
+    (
+        """
+        CREATE TABLE spans (
+            trace_id VARCHAR NOT NULL,          -- 32 lowercase hex chars
+            span_id VARCHAR NOT NULL,           -- 16 lowercase hex chars
+            parent_span_id VARCHAR,             -- NULL for a root span
+            name VARCHAR,
+            kind VARCHAR,                       -- INTERNAL | SERVER | CLIENT | PRODUCER | CONSUMER | UNSPECIFIED
+            start_time TIMESTAMPTZ,
+            end_time TIMESTAMPTZ,
+            status_code VARCHAR,                -- UNSET | OK | ERROR
+            status_message VARCHAR,
+            service_name VARCHAR,
+            scope_name VARCHAR,
+            attributes JSON,
+            resource_attributes JSON,
+            events JSON,                        -- [{"name", "time_unix_nano", "attributes"}]
+            scope_version VARCHAR,
+            links JSON,                         -- [{"trace_id", "span_id", "attributes"}]
+            trace_state VARCHAR,
+            flags UINTEGER,
+            start_time_unix_nano BIGINT,        -- exact times (TIMESTAMPTZ keeps microseconds)
+            end_time_unix_nano BIGINT
+        )
+        """,
+        """
+        CREATE TABLE logs (
+            trace_id VARCHAR,
+            span_id VARCHAR,
+            time TIMESTAMPTZ,                   -- the event time, else the observed time
+            event_name VARCHAR,
+            severity VARCHAR,                   -- severity text, else the name of the severity number
+            body JSON,
+            attributes JSON,
+            resource_attributes JSON,
+            service_name VARCHAR,
+            severity_number INTEGER,
+            observed_time TIMESTAMPTZ,
+            scope_name VARCHAR,
+            scope_version VARCHAR,
+            flags UINTEGER,
+            time_unix_nano BIGINT,             -- the record's own time as sent (0 when unset)
+            observed_time_unix_nano BIGINT,
+            log_id VARCHAR NOT NULL             -- content hash: a re-sent record is stored once
+        )
+        """,
+        """
+        CREATE TABLE agent_runs (
+            trace_id VARCHAR NOT NULL,
+            span_id VARCHAR NOT NULL,           -- the span that delimits the run
+            agent_name VARCHAR,
+            service_name VARCHAR,
+            input VARCHAR,
+            output VARCHAR,
+            start_time TIMESTAMPTZ,
+            end_time TIMESTAMPTZ,
+            status VARCHAR,                     -- ok | error
+            tools_called VARCHAR[],
+            expected_tools VARCHAR[],           -- NULL when the run has no expectation
+            parent_run_span_id VARCHAR,         -- set for a nested agent (agent as a tool, handoff target)
+            span_name VARCHAR,
+            convention VARCHAR,                 -- what delimited the run: gen_ai | openinference | traceloop | ...
+            error VARCHAR,
+            handoffs JSON,
+            tool_call_count INTEGER,
+            updated_at TIMESTAMPTZ              -- when this row was (re)built from the trace
+        )
+        """,
+        """
+        CREATE TABLE tool_calls (
+            trace_id VARCHAR NOT NULL,
+            run_span_id VARCHAR NOT NULL,
+            seq INTEGER NOT NULL,               -- 0-based execution order within the run
+            span_id VARCHAR,                    -- the execution span, when there is one
+            call_id VARCHAR,
+            tool_name VARCHAR,
+            arguments JSON,
+            result VARCHAR,
+            status VARCHAR,                     -- ok | error
+            source VARCHAR,
+            start_time TIMESTAMPTZ,
+            error VARCHAR,
+            llm_turn VARCHAR,                   -- span id of the LLM span that requested the call
+            agent_name VARCHAR,
+            sources JSON,                       -- field -> convention that supplied it
+            updated_at TIMESTAMPTZ
+        )
+        """,
+        """
+        CREATE TABLE evaluations (
+            trace_id VARCHAR NOT NULL,
+            run_span_id VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            score DOUBLE,
+            threshold DOUBLE,
+            success BOOLEAN,
+            reason VARCHAR,
+            details JSON,
+            status VARCHAR,                     -- ok | pending | error
+            model VARCHAR,
+            cost_usd DOUBLE,
+            created_at TIMESTAMPTZ
+        )
+        """,
+    ),
+)
+
+#: Forward migrations, in order. Append new steps; a released step never changes.
+MIGRATIONS: tuple[Migration, ...] = (_V1,)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+#: Views: (name, SELECT). Recreated on every writable open.
+VIEWS: tuple[tuple[str, str], ...] = (
+    (
+        "latest_evaluations",
+        """
+        SELECT * EXCLUDE (rn) FROM (
+            SELECT *, row_number() OVER (
+                PARTITION BY trace_id, run_span_id, metric ORDER BY created_at DESC NULLS LAST
+            ) AS rn
+            FROM evaluations
+        ) WHERE rn = 1
+        """,
+    ),
+    (
+        "run_evaluations",
+        """
+        SELECT r.agent_name, r.service_name, r.start_time, r.tools_called, r.expected_tools, e.*
+        FROM latest_evaluations e
+        JOIN agent_runs r ON r.trace_id = e.trace_id AND r.span_id = e.run_span_id
+        """,
+    ),
+    (
+        "agent_pass_rate_daily",
+        """
+        SELECT coalesce(agent_name, '(unnamed)') AS agent_name,
+               CAST(date_trunc('day', start_time) AS DATE) AS day,
+               metric,
+               count(*) AS runs,
+               count(*) FILTER (WHERE success) AS passed,
+               round(count(*) FILTER (WHERE success) / count(*), 4) AS pass_rate,
+               round(avg(score), 4) AS avg_score
+        FROM run_evaluations
+        WHERE status = 'ok'
+        GROUP BY ALL
+        """,
+    ),
+    (
+        "tool_error_rates",
+        """
+        SELECT tool_name,
+               count(*) AS calls,
+               count(*) FILTER (WHERE status = 'error') AS errors,
+               round(count(*) FILTER (WHERE status = 'error') / count(*), 4) AS error_rate,
+               count(DISTINCT agent_name) AS agents,
+               min(start_time) AS first_call,
+               max(start_time) AS last_call
+        FROM tool_calls
+        GROUP BY tool_name
+        """,
+    ),
+    (
+        "agent_runs_daily",
+        """
+        SELECT coalesce(agent_name, '(unnamed)') AS agent_name,
+               CAST(date_trunc('day', start_time) AS DATE) AS day,
+               count(*) AS runs,
+               count(*) FILTER (WHERE status = 'error') AS failed_runs,
+               round(avg(tool_call_count), 2) AS avg_tool_calls,
+               round(avg(epoch_ms(end_time) - epoch_ms(start_time)), 1) AS avg_duration_ms
+        FROM agent_runs
+        GROUP BY ALL
+        """,
+    ),
+    (
+        "traces",
+        """
+        SELECT trace_id,
+               arg_min(name, start_time_unix_nano) FILTER (WHERE parent_span_id IS NULL) AS root_name,
+               any_value(service_name) AS service_name,
+               min(start_time) AS start_time,
+               max(end_time) AS end_time,
+               round((max(end_time_unix_nano) - min(start_time_unix_nano)) / 1e6, 3) AS duration_ms,
+               count(*) AS span_count,
+               count(*) FILTER (WHERE status_code = 'ERROR') AS error_spans
+        FROM spans
+        GROUP BY trace_id
+        """,
+    ),
+    (
+        "llm_usage_daily",
+        """
+        SELECT CAST(date_trunc('day', start_time) AS DATE) AS day,
+               service_name,
+               coalesce(attributes->>'gen_ai.request.model', attributes->>'llm.model_name') AS model,
+               count(*) AS llm_calls,
+               sum(TRY_CAST(coalesce(attributes->>'gen_ai.usage.input_tokens',
+                                     attributes->>'llm.token_count.prompt') AS BIGINT)) AS input_tokens,
+               sum(TRY_CAST(coalesce(attributes->>'gen_ai.usage.output_tokens',
+                                     attributes->>'llm.token_count.completion') AS BIGINT)) AS output_tokens
+        FROM spans
+        WHERE coalesce(attributes->>'gen_ai.request.model', attributes->>'llm.model_name') IS NOT NULL
+        GROUP BY ALL
+        """,
+    ),
+)
+
+
+class SchemaError(RuntimeError):
+    """The database cannot be used by this version (e.g. its schema is newer than the code)."""
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The schema version recorded in the database; 0 for a database without our tables."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [SCHEMA_VERSION_TABLE]
+    ).fetchall()[0]
+    if not exists[0]:
+        return 0
+    row = con.execute(f"SELECT max(version) FROM {SCHEMA_VERSION_TABLE}").fetchall()[0]
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(con: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Apply every migration newer than the database, each in its own transaction; returns the versions applied."""
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} "
+        "(version INTEGER NOT NULL, description VARCHAR, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
+    )
+    have = current_version(con)
+    latest = migrations[-1].version if migrations else 0
+    if have > latest:
+        raise SchemaError(
+            f"the database has schema version {have}, newer than this agentotel-eval supports ({latest}); "
+            "upgrade agentotel-eval or use another --db"
+        )
+    applied = []
+    for step in migrations:
+        if step.version <= have:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for statement in step.statements:
+                con.execute(statement)
+            con.execute(
+                f"INSERT INTO {SCHEMA_VERSION_TABLE} (version, description) VALUES (?, ?)",
+                [step.version, step.description],
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(step.version)
+    return applied
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    for name, select in VIEWS:
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+
+
+def _sealed_config(extra: dict[str, object] | None = None) -> dict[str, object]:
+    # Times come back in UTC whatever the host's zone; SQL cannot reach files, the network or extensions.
+    config: dict[str, object] = {
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
+    config.update(extra or {})
+    return config
+
+
+def open_store(path: str | Path, *, settings: dict[str, object] | None = None) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
+
+    After this returns the configuration is locked: queries sharing the instance cannot re-enable file access.
+    Arrow appends through ``register()`` keep working with external access disabled.
+    """
+    path = Path(path)
+    if str(path) != ":memory:":
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path), config=_sealed_config(settings))
+    except duckdb.IOException as exc:
+        raise SchemaError(f"cannot open {path} for writing: {exc}") from None
+    try:
+        migrate(con)
+        create_views(con)
+        _seal(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open an existing database read-only and sealed (no file, network or extension access)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")
+    con = duckdb.connect(str(path), read_only=True, config=_sealed_config())
+    _seal(con)
+    return con
+
+
+def _seal(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("SET TimeZone = 'UTC'")  # an ICU setting: not accepted in connect(config=...)
+    con.execute("SET lock_configuration = true")

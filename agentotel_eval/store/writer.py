@@ -1,0 +1,495 @@
+"""The single DuckDB writer: a bounded queue, one thread, group commit, Arrow appends, idempotent on span ids.
+
+Receivers ``submit()`` a decoded request as an Arrow batch and wait on the returned ticket; the writer thread
+gathers whatever is queued (up to ``max_batch_records``, lingering at most ``flush_interval`` for more), appends
+it in ONE transaction and only then releases every waiting request: many concurrent exports share one commit, and
+nothing is acknowledged before it is durable. The queue is bounded in records; a full queue is refused with
+``QueueFull`` (retryable) instead of growing.
+
+Spans are idempotent on ``(trace_id, span_id)`` and logs on their content hash: the insert is an anti-join
+against rows inside the batch's time window (a re-sent record has the same time), which lets DuckDB skip all
+row groups outside the window by their min/max statistics, so appends stay fast as the table grows.
+
+Other writes (agent runs, retention) are ``Operation`` objects applied by the same thread after ingest batches,
+each in its own transaction, so a failing operation never costs an acknowledged span.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.store import schema
+from agentotel_eval.store.operations import ns_to_datetime
+from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
+
+log = logging.getLogger(__name__)
+
+FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class WriterError(Exception):
+    """Base of the writer's errors; ``retryable`` tells a receiver which status to answer."""
+
+    retryable = True
+
+
+class QueueFull(WriterError):
+    """The write queue is at capacity: try again later (HTTP 503 / gRPC UNAVAILABLE with a retry delay)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class WriterUnavailable(WriterError):
+    """The writer is stopped, failed to commit for a transient reason, or did not answer in time."""
+
+
+class RejectedData(WriterError):
+    """DuckDB refused the data itself (a value it cannot store): retrying the same request cannot help."""
+
+    retryable = False
+
+
+class Operation(Protocol):
+    """A write other than ingest (agent runs, retention); ``apply`` runs inside a transaction.
+
+    An operation may also define ``committed()``, called after its transaction committed.
+    """
+
+    name: str
+
+    def apply(self, con: duckdb.DuckDBPyConnection) -> None: ...
+
+
+@dataclass(slots=True)
+class IngestResult:
+    stored: int = 0  # records actually appended (the rest were duplicates)
+    duplicates: int = 0
+
+
+class Ticket:
+    """What a submitter waits on: released once the records are committed (or definitively not)."""
+
+    __slots__ = ("_event", "error", "result")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.error: WriterError | None = None
+        self.result = IngestResult()
+
+    def wait(self, timeout: float | None = None) -> IngestResult:
+        if not self._event.wait(timeout):
+            raise WriterUnavailable(f"the write was not committed within {timeout:g}s")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def _resolve(self, error: WriterError | None = None) -> None:
+        self.error = error
+        self._event.set()
+
+
+@dataclass(slots=True)
+class _Item:
+    spans: pa.RecordBatch | None
+    logs: pa.RecordBatch | None
+    span_records: Sequence[SpanRecord]
+    log_records: Sequence[LogRecord]
+    size: int
+    ticket: Ticket
+
+
+@dataclass(slots=True)
+class WriterStats:
+    """Counters owned by the writer thread (read by the metrics endpoint)."""
+
+    spans_stored: int = 0
+    spans_duplicate: int = 0
+    logs_stored: int = 0
+    logs_duplicate: int = 0
+    commits: int = 0
+    commit_failures: int = 0
+    rejected_requests: int = 0
+    operations: dict[str, int] = field(default_factory=dict)
+    operation_failures: dict[str, int] = field(default_factory=dict)
+    flush_buckets: list[int] = field(default_factory=lambda: [0] * (len(FLUSH_BUCKETS) + 1))
+    flush_sum: float = 0.0
+    flush_count: int = 0
+    last_flush_seconds: float = 0.0
+
+    def observe_flush(self, seconds: float) -> None:
+        self.flush_buckets[bisect.bisect_left(FLUSH_BUCKETS, seconds)] += 1
+        self.flush_sum += seconds
+        self.flush_count += 1
+        self.last_flush_seconds = seconds
+
+
+CommitListener = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], None]
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    with contextlib.suppress(duckdb.Error):
+        con.execute("ROLLBACK")
+
+
+def _classify(exc: Exception) -> WriterError:
+    if isinstance(exc, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.ConstraintException
+                  | pa.ArrowInvalid | pa.ArrowTypeError):
+        return RejectedData(f"the database refused the data: {exc}")
+    return WriterUnavailable(f"could not commit: {exc}")
+
+
+class _InsertPlan:
+    """One idempotent append: rows whose key is already stored in the batch's time window are skipped."""
+
+    def __init__(self, table: str, arrow_schema: pa.Schema, columns: Sequence[str], batches: list[pa.RecordBatch],
+                 key: tuple[str, ...], time_column: str) -> None:
+        self.table = table
+        self.view = f"_ingest_{table}"
+        self.data = pa.Table.from_batches(batches, schema=arrow_schema)
+        self.columns = columns
+        self.key = key
+        self.time_column = time_column
+
+    def execute(self, con: duckdb.DuckDBPyConnection) -> tuple[int, set[tuple[str, ...]] | None]:
+        """Returns (rows offered, keys inserted); the key set is None when every row was new (the common case,
+        decided by count, without building the set)."""
+        data = self.data
+        total = data.num_rows
+        bounds = pc.min_max(data.column(self.time_column).cast(pa.int64())).as_py()
+        lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
+        hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
+        cols = ", ".join(self.columns)
+        on = " AND ".join(f"s.{k} = b.{k}" for k in self.key)
+        key = ", ".join(self.key)
+        source = self.view
+        if _has_duplicate_keys(data, self.key):  # rare (a retry racing its original): keep one copy of each
+            source = f"(SELECT * FROM {self.view} QUALIFY row_number() OVER (PARTITION BY {key}) = 1)"
+        # con.sql runs an INSERT at once and keeps its RETURNING rows; fetched as Arrow, not Python tuples.
+        inserted = con.sql(
+            f"""
+            INSERT INTO {self.table} ({cols})
+            SELECT {cols} FROM {source} b
+            WHERE NOT EXISTS (
+                SELECT 1 FROM {self.table} s WHERE s.{self.time_column} BETWEEN $lo AND $hi AND {on}
+            )
+            RETURNING {key}
+            """,
+            params={"lo": lo, "hi": hi},
+        ).to_arrow_table()
+        if inserted.num_rows == total:
+            return total, None
+        return total, set(zip(*(inserted.column(k).to_pylist() for k in self.key), strict=True))
+
+
+def _has_duplicate_keys(data: pa.Table, key: tuple[str, ...]) -> bool:
+    column = data.column(key[0]) if len(key) == 1 else pc.binary_join_element_wise(
+        *(data.column(k) for k in key), ""
+    )
+    return pc.count_distinct(column).as_py() != data.num_rows
+
+
+class StoreWriter:
+    """The one thread that writes to the database (see the module docstring)."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        max_queue_records: int = 200_000,
+        max_batch_records: int = 20_000,
+        flush_interval: float = 0.005,
+        on_commit: CommitListener | None = None,
+        retry_after: float = 1.0,
+    ) -> None:
+        self._con = con
+        self._max_queue = max_queue_records
+        self._max_batch = max_batch_records
+        self._flush_interval = flush_interval
+        self._on_commit = on_commit
+        self._retry_after = retry_after
+        self._items: deque[_Item] = deque()
+        self._ops: deque[Operation] = deque()
+        self._queued = 0
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._busy = False
+        self._accepting = True
+        self._thread: threading.Thread | None = None
+        self.stats = WriterStats()
+
+    # ---- lifecycle ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="agentotel-writer", daemon=True)
+            self._thread.start()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Refuse new ingest, drain the queue and pending operations, checkpoint. Idempotent."""
+        with self._cond:
+            self._accepting = False
+            self._stopping = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                log.error("the writer did not finish within %.0fs; %d records still queued", timeout, self._queued)
+                return
+        try:
+            self._con.execute("CHECKPOINT")
+        except duckdb.Error as exc:  # the WAL still holds everything committed
+            log.warning("checkpoint at shutdown failed: %s", exc)
+
+    def stop_accepting(self) -> None:
+        with self._cond:
+            self._accepting = False
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until everything queued so far (ingest and operations) is written; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._items or self._ops or self._busy:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._thread is None or not self._thread.is_alive():
+                    return False
+                self._cond.wait(min(remaining, 0.1))
+        return True
+
+    @property
+    def queued_records(self) -> int:
+        return self._queued
+
+    @property
+    def capacity(self) -> int:
+        return self._max_queue
+
+    @property
+    def pending_operations(self) -> int:
+        return len(self._ops)
+
+    # ---- producers ------------------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        spans: Sequence[SpanRecord] = (),
+        span_batch: pa.RecordBatch | None = None,
+        logs: Sequence[LogRecord] = (),
+        log_batch: pa.RecordBatch | None = None,
+        *,
+        extra_load: int = 0,
+    ) -> Ticket:
+        """Queue records (with their Arrow batches) for the next commit; ``QueueFull`` when at capacity.
+
+        ``extra_load`` counts records held downstream (the assembler's backlog) against the same bound, so a
+        slow consumer pushes back on exporters instead of growing memory.
+        """
+        size = len(spans) + len(logs)
+        ticket = Ticket()
+        with self._cond:
+            if not self._accepting:
+                raise WriterUnavailable("the collector is shutting down")
+            pending = self._queued + extra_load
+            if pending and pending + size > self._max_queue:  # an oversized request alone is still taken
+                raise QueueFull(
+                    f"write queue full ({pending} records pending, capacity {self._max_queue})",
+                    self._retry_after,
+                )
+            self._items.append(_Item(span_batch, log_batch, spans, logs, size, ticket))
+            self._queued += size
+            self._cond.notify_all()
+        return ticket
+
+    def submit_operation(self, op: Operation) -> None:
+        """Queue a non-ingest write; never refused (its producers are bounded themselves)."""
+        with self._cond:
+            self._ops.append(op)
+            self._cond.notify_all()
+
+    # ---- the writer thread ----------------------------------------------------------------------------------
+
+    def _take(self) -> tuple[list[_Item], list[Operation]] | None:
+        with self._cond:
+            while not self._items and not self._ops:
+                if self._stopping:
+                    return None
+                self._cond.wait(1.0)
+            if self._items and self._flush_interval > 0 and not self._stopping:
+                deadline = time.monotonic() + self._flush_interval
+                while self._queued < self._max_batch and not self._stopping:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+            items: list[_Item] = []
+            taken = 0
+            while self._items and (not items or taken + self._items[0].size <= self._max_batch):
+                item = self._items.popleft()
+                items.append(item)
+                taken += item.size
+            ops = list(self._ops)
+            self._ops.clear()
+            self._busy = True
+            return items, ops
+
+    def _run(self) -> None:
+        while True:
+            taken = self._take()
+            if taken is None:
+                return
+            items, ops = taken
+            if items:
+                try:
+                    self._commit_items(items)
+                except Exception as exc:  # a bug, not a DuckDB refusal: fail these requests, keep writing
+                    log.exception("the writer failed on a batch")
+                    for item in items:
+                        if not item.ticket.done:
+                            item.ticket._resolve(WriterUnavailable(f"internal error in the writer: {exc}"))
+                finally:
+                    with self._cond:
+                        self._queued -= sum(i.size for i in items)
+            for op in ops:
+                self._apply(op)
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    def _commit_items(self, items: list[_Item]) -> None:
+        started = time.perf_counter()
+        try:
+            new_spans, new_logs = self._append(items)
+        except Exception as exc:  # DuckDB refused the batch: find the culprit so the others still commit
+            self.stats.commit_failures += 1
+            if len(items) > 1:
+                log.warning("a batch of %d requests failed to commit (%s); retrying them one by one", len(items), exc)
+                for item in items:
+                    self._commit_items([item])
+                return
+            error = _classify(exc)
+            if isinstance(error, RejectedData):
+                self.stats.rejected_requests += 1
+            log.warning("could not store a request of %d records: %s", items[0].size, exc)
+            items[0].ticket._resolve(error)
+            return
+        self.stats.observe_flush(time.perf_counter() - started)
+        self.stats.commits += 1
+        for item in items:
+            item.ticket._resolve()
+        if self._on_commit is not None and (new_spans or new_logs):
+            try:
+                self._on_commit(new_spans, new_logs)
+            except Exception:
+                log.exception("the commit listener failed")
+
+    def _append(self, items: list[_Item]) -> tuple[Sequence[SpanRecord], Sequence[LogRecord]]:
+        con = self._con
+        span_batches = [i.spans for i in items if i.spans is not None and i.spans.num_rows]
+        log_batches = [i.logs for i in items if i.logs is not None and i.logs.num_rows]
+        plans = []
+        if span_batches:
+            plans.append(_InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, span_batches,
+                                     ("trace_id", "span_id"), "start_time"))
+        if log_batches:
+            plans.append(_InsertPlan(schema.LOGS, LOG_SCHEMA, schema.LOG_COLUMNS, log_batches, ("log_id",), "time"))
+        # Views are registered outside the transaction: a statement after a failed one (even DROP VIEW) would
+        # only report "transaction aborted" and hide the real error.
+        for plan in plans:
+            con.register(plan.view, plan.data)
+        try:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                outcomes = {plan.table: plan.execute(con) for plan in plans}
+                con.execute("COMMIT")
+            except BaseException:
+                _rollback(con)
+                raise
+        finally:
+            for plan in plans:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister(plan.view)
+        # Only records that were new go on to the assembler, and each ticket learns how many of its were new.
+        new_spans = self._new_records(items, "span_records", outcomes.get(schema.SPANS),
+                                      lambda s: (s.trace_id, s.span_id))
+        new_logs = self._new_records(items, "log_records", outcomes.get(schema.LOGS), None)
+        return new_spans, new_logs
+
+    def _new_records(
+        self,
+        items: list[_Item],
+        attr: str,
+        outcome: tuple[int, set[tuple[str, ...]] | None] | None,
+        key: Callable[[Any], tuple[str, ...]] | None,
+    ) -> list[Any]:
+        records: list[Any] = []
+        if outcome is None:
+            return records
+        _total, inserted = outcome
+        is_spans = attr == "span_records"
+        for item in items:
+            mine: Sequence[Any] = getattr(item, attr)
+            if inserted is None:
+                new = list(mine)
+            elif key is not None:
+                new = []
+                for record in mine:
+                    k = key(record)
+                    if k in inserted:
+                        inserted.discard(k)  # a second copy of the same span in this batch is a duplicate
+                        new.append(record)
+            else:  # logs: keys are content hashes computed in the batch; keep the records in step with them
+                ids = item.logs.column("log_id").to_pylist() if item.logs is not None else []
+                new = []
+                for record, lid in zip(mine, ids, strict=False):
+                    if (lid,) in inserted:
+                        inserted.discard((lid,))
+                        new.append(record)
+            dup = len(mine) - len(new)
+            item.ticket.result.stored += len(new)
+            item.ticket.result.duplicates += dup
+            if is_spans:
+                self.stats.spans_stored += len(new)
+                self.stats.spans_duplicate += dup
+            else:
+                self.stats.logs_stored += len(new)
+                self.stats.logs_duplicate += dup
+            records.extend(new)
+        return records
+
+    def _apply(self, op: Operation) -> None:
+        con = self._con
+        try:
+            con.execute("BEGIN TRANSACTION")
+            op.apply(con)
+            con.execute("COMMIT")
+        except Exception:
+            _rollback(con)
+            self.stats.operation_failures[op.name] = self.stats.operation_failures.get(op.name, 0) + 1
+            log.exception("write operation %s failed", op.name)
+            return
+        self.stats.operations[op.name] = self.stats.operations.get(op.name, 0) + 1
+        committed = getattr(op, "committed", None)
+        if committed is not None:
+            try:
+                committed()
+            except Exception:
+                log.exception("the committed() hook of %s failed", op.name)

@@ -1,0 +1,372 @@
+"""Ingest benchmark: the real collector against a bare receiver that only decodes, under the same load.
+
+    python bench/bench_ingest.py [--seconds 15] [--exporters 4] [--transports grpc,http] [--grace 2]
+
+For each transport it runs, one after the other and each in its own process:
+  * a bare receiver (same server stack: grpc / the stdlib HTTP server) that decodes every request into records
+    with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
+  * the collector (receivers, Arrow conversion, DuckDB group commit, assembler, reconstruction, run rows).
+Several exporter processes send agent-like traces closed-loop (the next request after the answer, as the SDK's
+BatchSpanProcessor does), 512 spans per request. The traces are the recorded real-framework fixtures with 7-13
+spans each (their attributes as the frameworks emit them), given fresh ids and current times for every request.
+
+Printed per transport: sustained spans/s (acknowledged = committed for the collector; excluding a warm-up) and
+the ratio collector/bare; the time from a run's last span being acknowledged to its tool_calls rows being
+committed (p50/p99; it includes the grace period); peak RSS of each server process. Run it a few times: the
+machine is shared, so look at the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import multiprocessing as mp
+import os
+import resource
+import statistics
+import struct
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TRACE_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+WARMUP = 2.0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# load generator
+
+
+def _templates() -> list[list]:
+    from tests.fixture_traces import fixtures
+
+    out = []
+    for fx in fixtures():
+        if 7 <= fx.entry["span_count"] <= 13 and fx.entry["trace_count"] == 1:
+            out.append(fx.spans("protobuf"))
+    return out
+
+
+class RequestFactory:
+    """One protobuf request of ~``spans_per_request`` spans, re-stamped in place with new ids and times."""
+
+    def __init__(self, exporter: int, spans_per_request: int, run: int = 0) -> None:
+        from agentotel_eval.otlp.encode import encode_traces
+
+        templates = _templates()
+        chosen: list[list] = []
+        total = 0
+        i = exporter
+        while total < spans_per_request:
+            trace = templates[i % len(templates)]
+            chosen.append(trace)
+            total += len(trace)
+            i += 1
+        spans = []
+        for k, trace in enumerate(chosen):
+            fake_tid = f"{k:032x}"  # the index of the trace; replaced by a fresh id on every request
+            for s in trace:
+                spans.append(type(s)(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "trace_id": fake_tid}))
+        self.request = encode_traces(spans)
+        self.messages = []
+        for rs in self.request.resource_spans:
+            for ss in rs.scope_spans:
+                for msg in ss.spans:
+                    k = int(msg.trace_id.hex(), 16)
+                    base = min(s.start_ns for s in chosen[k])
+                    self.messages.append((msg, k, msg.start_time_unix_nano - base, msg.end_time_unix_nano - base))
+        self.traces = len(chosen)
+        self.spans = len(self.messages)
+        self.exporter = exporter
+        self.run = run
+        self.seq = 0
+
+    def next(self) -> tuple[bytes, int]:
+        """The next request's bytes and the sequence number its trace ids were made from."""
+        self.seq += 1
+        seq = self.seq
+        prefix = trace_prefix(self.run, self.exporter, seq)
+        ids = [struct.pack(">QQ", prefix, k + 1) for k in range(self.traces)]
+        now = time.time_ns()
+        for msg, k, start, end in self.messages:
+            msg.trace_id = ids[k]
+            msg.start_time_unix_nano = now + start
+            msg.end_time_unix_nano = now + end
+        return self.request.SerializeToString(), seq
+
+
+def trace_prefix(run: int, exporter: int, seq: int) -> int:
+    """The first 8 bytes of a trace id: unique per phase (run), exporter and request."""
+    return (run << 48) | (exporter << 32) | seq
+
+
+def exporter_main(index: int, transport: str, address: str, spans_per_request: int, seconds: float,
+                  start_at: float, out: mp.Queue, run: int = 0) -> None:
+    factory = RequestFactory(index, spans_per_request, run)
+    acks: list[tuple[float, int]] = []  # (monotonic ack time, seq)
+    refused = 0
+    if transport == "grpc":
+        import grpc
+
+        channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 64 << 20)])
+        call = channel.unary_unary(TRACE_PATH)
+
+        def send(body: bytes) -> bool:
+            try:
+                call(body, timeout=60)
+                return True
+            except grpc.RpcError:
+                return False
+    else:
+        conn = http.client.HTTPConnection(address, timeout=60)
+
+        def send(body: bytes) -> bool:
+            conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+            response = conn.getresponse()
+            response.read()
+            return response.status == 200
+
+    while time.monotonic() < start_at:
+        time.sleep(0.001)
+    deadline = start_at + seconds
+    while time.monotonic() < deadline:
+        body, seq = factory.next()
+        if send(body):
+            acks.append((time.monotonic(), seq))
+        else:
+            refused += 1
+            time.sleep(0.01)
+    out.put({"index": index, "run": run, "acks": acks, "refused": refused, "spans": factory.spans, "traces": factory.traces})
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# servers (each in its own process)
+
+
+def _rss_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def bare_main(transport: str, conn) -> None:
+    from agentotel_eval.otlp import decode
+
+    decoded = [0]
+    lock = threading.Lock()
+
+    def handle(body: bytes) -> None:
+        n = len(decode("traces", "protobuf", body).records)
+        with lock:
+            decoded[0] += n
+
+    if transport == "grpc":
+        from concurrent import futures
+
+        import grpc
+
+        def export(body, context):
+            handle(body)
+            return b""
+
+        server = grpc.server(futures.ThreadPoolExecutor(16), options=[("grpc.max_receive_message_length", 64 << 20)])
+        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService", {"Export": grpc.unary_unary_rpc_method_handler(export)})])
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        stop = lambda: server.stop(0)  # noqa: E731
+    else:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                handle(self.rfile.read(int(self.headers["Content-Length"])))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        port = httpd.server_address[1]
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        stop = httpd.shutdown
+    conn.send(f"127.0.0.1:{port}")
+    conn.recv()  # stop
+    stop()
+    conn.send({"decoded": decoded[0], "rss_kb": _rss_kb()})
+
+
+def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "") -> None:
+    import dataclasses
+
+    from collector.config import default_config
+    from collector.service import Collector
+
+    config = default_config()
+    config = dataclasses.replace(
+        config, db=db, grpc="127.0.0.1:0", http="127.0.0.1:0",
+        assembler=dataclasses.replace(config.assembler, grace_period=grace),
+        writer=dataclasses.replace(config.writer, memory_limit=memory_limit),
+    )
+    collector = Collector(config, summary_interval=3600).start()
+    committed_at: dict[str, float] = {}
+    original = collector.run_writer._applied
+
+    def applied(op) -> None:
+        now = time.monotonic()
+        for trace_id in set(op.calls.column("trace_id").to_pylist()):
+            committed_at.setdefault(trace_id, now)
+        original(op)
+
+    collector.run_writer._applied = applied
+    peak = [0]
+    sampling = threading.Event()
+
+    def sample_rss() -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not sampling.wait(0.2):
+            with open("/proc/self/statm") as f:
+                peak[0] = max(peak[0], int(f.read().split()[1]) * page // 1024)
+
+    threading.Thread(target=sample_rss, daemon=True).start()
+    conn.send(collector.grpc_endpoint if transport == "grpc" else collector.http_endpoint.removeprefix("http://"))
+    conn.recv()  # load finished
+    # wait until every trace is assembled and written
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (collector.assembler.backlog == 0 and collector.assembler.open_traces == 0
+                and collector.writer.queued_records == 0 and collector.writer.pending_operations == 0):
+            break
+        time.sleep(0.05)
+    collector.writer.flush(30)
+    sampling.set()
+    stats = collector.writer.stats
+    result = {
+        "stored": stats.spans_stored,
+        "duplicates": stats.spans_duplicate,
+        "commits": stats.commits,
+        "flush_avg_ms": 1000 * stats.flush_sum / max(stats.flush_count, 1),
+        "runs": collector.assembler.stats.runs_completed,
+        "early": collector.assembler.buffer.stats.completed.get("early", 0),
+        "committed_at": committed_at,
+        "rss_kb": _rss_kb(),
+        "rss_sampled_kb": peak[0],
+        "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
+    }
+    collector.shutdown()
+    result["db_mb"] = os.path.getsize(db) / 1e6
+    conn.send(result)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+
+_PHASES = iter(range(1, 1 << 15))
+
+
+def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> dict:
+    phase_id = next(_PHASES)  # fresh trace ids and a fresh database for every phase
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    if kind == "bare":
+        server = ctx.Process(target=bare_main, args=(transport, child))
+    else:
+        db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
+        server = ctx.Process(target=collector_main, args=(transport, args.grace, db, child, args.duckdb_memory))
+    server.start()
+    address = parent.recv()
+    out = ctx.Queue()
+    start_at = time.monotonic() + 3.0  # exporters build their requests first
+    clients = [
+        ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
+                                                start_at, out, phase_id))
+        for i in range(args.exporters)
+    ]
+    for c in clients:
+        c.start()
+    results = [out.get(timeout=args.seconds + 120) for _ in clients]
+    for c in clients:
+        c.join()
+    parent.send("stop")
+    stats = parent.recv()
+    server.join()
+    spans_per_request = results[0]["spans"]
+    window = (start_at + WARMUP, start_at + args.seconds)
+    acked_in_window = sum(
+        r["spans"] for r in results for t, _ in r["acks"] if window[0] <= t <= window[1]
+    )
+    total_acked = sum(r["spans"] * len(r["acks"]) for r in results)
+    phase = {
+        "rate": acked_in_window / (window[1] - window[0]),
+        "acked": total_acked,
+        "refused": sum(r["refused"] for r in results),
+        "spans_per_request": spans_per_request,
+        **stats,
+    }
+    if kind == "collector":
+        latencies = []
+        committed = stats["committed_at"]
+        for r in results:
+            for t, seq in r["acks"]:
+                prefix = trace_prefix(r["run"], r["index"], seq)
+                for k in range(r["traces"]):
+                    trace_id = struct.pack(">QQ", prefix, k + 1).hex()
+                    if trace_id in committed:
+                        latencies.append(committed[trace_id] - t)
+        latencies.sort()
+        phase["latency_n"] = len(latencies)
+        if latencies:
+            phase["p50"] = statistics.median(latencies)
+            phase["p99"] = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        del phase["committed_at"]
+    return phase
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--exporters", type=int, default=8)
+    parser.add_argument("--transports", default="grpc,http")
+    parser.add_argument("--spans-per-request", type=int, default=512)
+    parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
+    parser.add_argument("--duckdb-memory", default="", help="writer.memory_limit for the collector, e.g. 256MB")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="bare/collector pairs per transport, alternated; the machine is shared, so the "
+                             "median ratio is reported")
+    args = parser.parse_args()
+    print(f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
+          f"grace {args.grace:g}s, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for transport in args.transports.split(","):
+            ratios = []
+            for round_ in range(1, args.rounds + 1):
+                bare = run_phase("bare", transport, args, tmp)
+                coll = run_phase("collector", transport, args, tmp)
+                assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
+                ratios.append(coll["rate"] / bare["rate"])
+                print(
+                    f"[{transport} #{round_}] bare decode {bare['rate']:,.0f} spans/s (rss {bare['rss_kb'] / 1024:.0f} MB)"
+                    f" | collector {coll['rate']:,.0f} spans/s stored = {ratios[-1]:.2f} x bare"
+                    f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
+                    f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
+                    f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (sampled every 0.2 s: {coll['rss_sampled_kb'] / 1024:.0f} MB)"
+                    f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
+                    f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
+                    f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+            print(f"[{transport}] median collector/bare ratio {statistics.median(ratios):.2f} "
+                  f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Request bodies under a size limit: read (Content-Length or chunked) and inflate (gzip, deflate).
+
+The limit applies twice, as in the OpenTelemetry Collector: to the bytes on the wire and to the inflated body. A
+compressed body is inflated in bounded steps and refused the moment it passes the limit, so a small "gzip bomb"
+never allocates more than the limit.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import BinaryIO
+
+from collector.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+
+CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
+_STEP = 256 * 1024
+
+
+def _too_large(limit: int, what: str) -> PayloadTooLarge:
+    return PayloadTooLarge(f"{what} exceeds the limit of {limit} bytes (receiver.max_request_size)")
+
+
+def read_body(stream: BinaryIO, content_length: str | None, chunked: bool, limit: int) -> bytes:
+    """The raw request body; ``PayloadTooLarge`` before reading when the declared length is over the limit."""
+    if chunked:
+        return _read_chunked(stream, limit)
+    if content_length is None:
+        raise BadRequest("a request body needs Content-Length or chunked Transfer-Encoding")
+    try:
+        length = int(content_length)
+    except ValueError:
+        raise BadRequest(f"invalid Content-Length {content_length!r}") from None
+    if length < 0:
+        raise BadRequest(f"invalid Content-Length {content_length!r}")
+    if length > limit:
+        raise _too_large(limit, f"the body ({length} bytes)")
+    data = stream.read(length)
+    if len(data) != length:
+        raise BadRequest(f"the body ended after {len(data)} of {length} bytes")
+    return data
+
+
+def _read_chunked(stream: BinaryIO, limit: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = stream.readline(1026)
+        if not line.endswith(b"\n"):
+            raise BadRequest("malformed chunked body")
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise BadRequest("malformed chunk size in a chunked body") from None
+        if size == 0:
+            while stream.readline(1026) not in (b"\r\n", b"\n", b""):  # trailers
+                pass
+            return b"".join(parts)
+        total += size
+        if total > limit:
+            raise _too_large(limit, "the chunked body")
+        chunk = stream.read(size)
+        if len(chunk) != size:
+            raise BadRequest("the chunked body ended early")
+        parts.append(chunk)
+        stream.readline(3)  # the CRLF after each chunk
+
+
+def inflate(body: bytes, encoding: str, limit: int) -> bytes:
+    """The body decoded per its Content-Encoding, never more than ``limit`` bytes."""
+    encoding = (encoding or "identity").strip().lower()
+    if encoding == "identity":
+        return body
+    if encoding in ("gzip", "x-gzip"):
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":
+        decompressor = zlib.decompressobj(zlib.MAX_WBITS)  # zlib-wrapped, as HTTP specifies
+    else:
+        raise UnsupportedMediaType(
+            f"unsupported Content-Encoding {encoding!r} (supported: {', '.join(CONTENT_ENCODINGS)})"
+        )
+    out: list[bytes] = []
+    total = 0
+    data = body
+    try:
+        while True:
+            chunk = decompressor.decompress(data, _STEP)
+            total += len(chunk)
+            if total > limit:
+                raise _too_large(limit, "the inflated body")
+            out.append(chunk)
+            data = decompressor.unconsumed_tail
+            if data:
+                continue
+            if decompressor.eof and decompressor.unused_data.strip(b"\0"):
+                # Another gzip member follows (concatenated streams are one valid gzip body).
+                data = decompressor.unused_data
+                decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding != "deflate" else zlib.MAX_WBITS)
+                continue
+            break
+        tail = decompressor.flush()
+        total += len(tail)
+        if total > limit:
+            raise _too_large(limit, "the inflated body")
+        out.append(tail)
+    except zlib.error as exc:
+        raise BadRequest(f"the body is not valid {encoding} data: {exc}") from None
+    if not decompressor.eof:
+        raise BadRequest(f"the {encoding} body is truncated")
+    return b"".join(out)

@@ -1,0 +1,319 @@
+"""Collector configuration: frozen data with defaults, a TOML loader that names bad keys, and ``validate()``.
+
+Every flag of ``serve`` has a key here; a ``--config FILE`` sets any of them, and flags given on the command line
+win over the file. Sections are nested dataclasses, so a later stage (scoring, forwarding) adds its section by
+adding a field to ``CollectorConfig``: the loader and the error messages follow the type hints.
+
+Durations are seconds or strings such as ``"500ms"``, ``"2s"``, ``"5m"``, ``"12h"``, ``"30d"``, ``"1w"``; sizes are
+bytes or strings such as ``"20MiB"``, ``"512KB"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentotel_eval.store import DEFAULT_DB_PATH
+
+MiB = 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """An invalid setting; the message names the key (``writer.flush_interval``) and what is wrong."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$", re.IGNORECASE)
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": MiB, "gb": 1000**3, "gib": 1024**3}
+
+
+def parse_duration(value: Any, key: str = "") -> float:
+    """Seconds from a number or a string like ``"30d"``."""
+    if isinstance(value, bool):
+        raise ConfigError(key, f"expected a duration such as 2, \"500ms\" or \"30d\", got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ConfigError(key, f"expected a duration such as 2, \"500ms\" or \"30d\", got {value!r}")
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _DURATION_UNITS[unit]
+
+
+def parse_size(value: Any, key: str = "") -> int:
+    """Bytes from a number or a string like ``"20MiB"``."""
+    if isinstance(value, bool):
+        raise ConfigError(key, f"expected a size such as 20971520 or \"20MiB\", got {value!r}")
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ConfigError(key, f"expected a size such as 20971520 or \"20MiB\", got {value!r}")
+    unit = match.group(2).lower() if match.group(2) else None
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_address(value: str, key: str = "") -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:4317`` for IPv6) into its parts; port 0 asks the system for a free port."""
+    text = str(value).strip()
+    if text.startswith("http://") or text.startswith("https://"):
+        raise ConfigError(key, f"expected HOST:PORT without a scheme, got {value!r}")
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(key, f"expected HOST:PORT (e.g. 127.0.0.1:4317), got {value!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", int(port)
+
+
+# Marks how a field's value is parsed (kept in dataclass field metadata).
+_DURATION_KIND = {"kind": "duration"}
+_SIZE_KIND = {"kind": "size"}
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverConfig:
+    #: largest accepted request, compressed or inflated (the OpenTelemetry Collector's HTTP default: 20 MiB)
+    max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
+    #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
+    grpc_workers: int = 8
+    #: how long an export call waits for its records to be committed before answering UNAVAILABLE / 503
+    export_timeout: float = field(default=30.0, metadata=_DURATION_KIND)
+    #: the delay suggested to exporters when the write queue is full (Retry-After / gRPC RetryInfo)
+    retry_after: float = field(default=1.0, metadata=_DURATION_KIND)
+    #: an idle HTTP keep-alive connection is closed after this long
+    http_idle_timeout: float = field(default=60.0, metadata=_DURATION_KIND)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterConfig:
+    #: records (spans + log records) queued or held by the assembler before exporters are told to retry
+    max_queue_records: int = 200_000
+    #: at most this many records per transaction
+    max_batch_records: int = 20_000
+    #: how long the writer lingers for more requests to share a commit
+    flush_interval: float = field(default=0.005, metadata=_DURATION_KIND)
+    #: DuckDB's WAL size that triggers a checkpoint. Rows appended since the last checkpoint stay in memory
+    #: uncompressed, so this also bounds that memory; larger means fewer but longer checkpoints.
+    checkpoint_threshold: str = "16MB"
+    #: DuckDB returns freed memory to the system above this peak (its default, 128MB, keeps a lot resident)
+    allocator_flush_threshold: str = "16MB"
+    #: DuckDB memory limit, e.g. "1GB" (empty: DuckDB's default, 80% of RAM)
+    memory_limit: str = ""
+    #: DuckDB worker threads (0: DuckDB's default, one per core)
+    threads: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblerConfig:
+    #: a trace is complete when its run span arrived and no span of it arrived for this long
+    grace_period: float = field(default=2.0, metadata=_DURATION_KIND)
+    #: a trace whose run/root span never arrives is completed this long after its first span
+    max_wait: float = field(default=60.0, metadata=_DURATION_KIND)
+    #: open traces kept in memory; over it, the oldest complete early (counted)
+    max_open_traces: int = 20_000
+    #: spans and log records kept in memory across open traces; over it, the oldest traces complete early
+    max_buffered_records: int = 200_000
+    #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database)
+    decision_cache_traces: int = 100_000
+    #: how far around a trace's known spans to look for its stored spans when re-reading it
+    late_window: float = field(default=60.0, metadata=_DURATION_KIND)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessConfig:
+    """Interpreter settings applied while the collector runs (restored when it stops)."""
+
+    #: Python's thread switch interval (0 leaves it alone). DuckDB takes the GIL many times while it appends an
+    #: Arrow batch; with the default 5 ms, receiver threads decoding requests make each commit several times
+    #: slower; 1 ms measured 2-4x faster commits while another thread was busy.
+    gil_switch_interval: float = field(default=0.001, metadata=_DURATION_KIND)
+    #: allocations between young-generation garbage collections (0 leaves it alone). The assembler holds many
+    #: live objects; at Python's default (700) collections took about 13% of the time under load.
+    gc_threshold: int = 50_000
+    #: move everything allocated at startup (modules, libraries) out of the collector's sight: full
+    #: collections then only walk the collector's own objects
+    gc_freeze: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueryConfig:
+    #: rows returned by one query at most
+    row_limit: int = 10_000
+    #: seconds before a query is interrupted
+    timeout: float = field(default=30.0, metadata=_DURATION_KIND)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorConfig:
+    db: str = DEFAULT_DB_PATH
+    grpc: str = "127.0.0.1:4317"
+    http: str = "127.0.0.1:4318"
+    #: downstream OTLP endpoint for spans with scores (issue 6; refused until then)
+    forward: str = ""
+    #: delete data older than this (e.g. "30d"); empty keeps everything
+    retention: str = ""
+    log_level: str = "info"
+    receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
+    writer: WriterConfig = field(default_factory=WriterConfig)
+    assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    process: ProcessConfig = field(default_factory=ProcessConfig)
+
+    @property
+    def retention_seconds(self) -> float | None:
+        return parse_duration(self.retention, "retention") if self.retention else None
+
+    @property
+    def grpc_address(self) -> tuple[str, int]:
+        return parse_address(self.grpc, "grpc")
+
+    @property
+    def http_address(self) -> tuple[str, int]:
+        return parse_address(self.http, "http")
+
+    def validate(self) -> CollectorConfig:
+        """Raise ``ConfigError`` naming the first bad key; returns self so calls chain."""
+        if not str(self.db).strip():
+            raise ConfigError("db", "the database path is empty")
+        self.grpc_address  # noqa: B018 - parses or raises
+        self.http_address  # noqa: B018
+        if self.grpc_address == self.http_address and self.http_address[1] != 0:
+            raise ConfigError("http", f"gRPC and HTTP cannot share the address {self.http}")
+        if self.forward:
+            raise ConfigError(
+                "forward",
+                "forwarding to a downstream OTLP endpoint is not available yet (it comes with scoring, issue 6); "
+                "remove --forward / forward",
+            )
+        if self.retention and (self.retention_seconds or 0) <= 0:
+            raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")
+        if self.log_level.lower() not in ("debug", "info", "warning", "error"):
+            raise ConfigError("log_level", f"expected debug, info, warning or error, got {self.log_level!r}")
+        _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout")
+        if self.receiver.retry_after < 0:
+            raise ConfigError("receiver.retry_after", "must not be negative")
+        _positive(self, "writer", "max_queue_records", "max_batch_records")
+        if self.writer.flush_interval < 0:
+            raise ConfigError("writer.flush_interval", "must not be negative")
+        if self.writer.threads < 0:
+            raise ConfigError("writer.threads", "must not be negative")
+        if self.process.gil_switch_interval < 0:
+            raise ConfigError("process.gil_switch_interval", "must not be negative")
+        if self.process.gc_threshold < 0:
+            raise ConfigError("process.gc_threshold", "must not be negative")
+        for key in ("checkpoint_threshold", "allocator_flush_threshold", "memory_limit"):
+            value = getattr(self.writer, key)
+            if value and not _SIZE.match(value):
+                raise ConfigError(f"writer.{key}", f"expected a size such as \"128MB\", got {value!r}")
+        _positive(self, "assembler", "grace_period", "max_wait", "max_open_traces", "max_buffered_records",
+                  "decision_cache_traces", "late_window")
+        _positive(self, "query", "row_limit", "timeout")
+        return self
+
+
+def _positive(config: CollectorConfig, section: str, *keys: str) -> None:
+    part = getattr(config, section)
+    for key in keys:
+        value = getattr(part, key)
+        if not value > 0:
+            raise ConfigError(f"{section}.{key}", f"must be greater than 0, got {value!r}")
+
+
+def default_config() -> CollectorConfig:
+    return CollectorConfig()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# mapping (TOML) -> config
+
+
+def _coerce(value: Any, hint: Any, meta: Mapping[str, Any], key: str) -> Any:
+    kind = meta.get("kind")
+    if kind == "duration":
+        return parse_duration(value, key)
+    if kind == "size":
+        return parse_size(value, key)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(value, options[0], meta, key)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
+        return build(hint, value, key)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        if not isinstance(value, list):
+            raise ConfigError(key, f"expected a list, got {type(value).__name__}")
+        return tuple(_coerce(v, item, {}, f"{key}[{i}]") for i, v in enumerate(value))
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(key, f"expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(key, f"expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(key, f"expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(key, f"expected a string, got {value!r}")
+        return value
+    return value
+
+
+def build(cls: type, data: Mapping[str, Any], prefix: str = "", base: Any = None) -> Any:
+    """An instance of the config dataclass ``cls`` from a mapping; unknown keys are an error naming them."""
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
+        known = ", ".join(sorted(fields))
+        raise ConfigError(key, f"unknown setting (known here: {known})")
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else name
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint) and base is not None:
+            if not isinstance(value, Mapping):
+                raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
+            values[name] = build(hint, value, key, getattr(base, name))
+        else:
+            values[name] = _coerce(value, hint, fields[name].metadata, key)
+    return dataclasses.replace(base, **values) if base is not None else cls(**values)
+
+
+def load_config(path: str | Path, base: CollectorConfig | None = None) -> CollectorConfig:
+    """Read a TOML file over ``base`` (the defaults); errors name the file and the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("", f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("", f"cannot read config file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("", f"{path} is not valid TOML: {exc}") from None
+    try:
+        return build(CollectorConfig, data, "", base or default_config())
+    except ConfigError as exc:
+        raise ConfigError(exc.key, f"in {path}: {str(exc).removeprefix(exc.key + ': ')}") from None

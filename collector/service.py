@@ -1,0 +1,354 @@
+"""The collector service: wires receivers -> ingest -> writer -> assembler -> [stages] -> run writer.
+
+``Collector(config).start()`` opens the database, starts every stage and binds the ports; ``shutdown()`` stops
+accepting, lets requests in flight commit, completes every open trace, writes the last runs and closes the
+database cleanly. Both are idempotent. Usable in-process (tests, embedding) or through ``agentotel-eval serve``.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agentotel_eval.store import discovery
+from agentotel_eval.store.operations import DeleteOlderThan
+from agentotel_eval.store.query import QueryError, run_query
+from agentotel_eval.store.reader import TraceReader
+from agentotel_eval.store.schema import open_store
+from agentotel_eval.store.writer import StoreWriter
+from collector import metrics
+from collector.assembler import Assembler, Reconstruct
+from collector.config import CollectorConfig
+from collector.grpc_receiver import GrpcReceiver
+from collector.http_receiver import HttpApp, HttpReceiver
+from collector.ingest import Ingestor
+from collector.pipeline import TraceStage
+from collector.run_writer import RunWriter
+
+log = logging.getLogger("agentotel.collector")
+
+StageFactory = Callable[[TraceStage], TraceStage]
+
+
+class Collector:
+    """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage."""
+
+    def __init__(
+        self,
+        config: CollectorConfig,
+        *,
+        stages: Sequence[StageFactory] = (),
+        reconstruct: Reconstruct | None = None,
+        summary_interval: float = 60.0,
+    ) -> None:
+        self.config = config.validate()
+        self.db_path = Path(config.db).expanduser().resolve()
+        self._stage_factories = tuple(stages)
+        self._reconstruct = reconstruct
+        self._summary_interval = summary_interval
+        self._started_at = 0.0
+        self._token = discovery.new_token()
+        self._lock = threading.Lock()
+        self._query_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._state = "new"
+        self._housekeeping: threading.Thread | None = None
+        self.retention_deleted: dict[str, int] = {}
+        self.query_counts: dict[str, int] = {}
+        self.con: Any = None
+        self.writer: StoreWriter
+        self.assembler: Assembler
+        self.ingestor: Ingestor
+        self.run_writer: RunWriter
+        self.http: HttpReceiver
+        self.grpc: GrpcReceiver
+
+    # ---- lifecycle ------------------------------------------------------------------------------------------
+
+    def start(self) -> Collector:
+        with self._lock:
+            if self._state != "new":
+                return self
+            self._state = "starting"
+        cfg = self.config
+        settings: dict[str, object] = {
+            "checkpoint_threshold": cfg.writer.checkpoint_threshold,
+            "allocator_flush_threshold": cfg.writer.allocator_flush_threshold,
+        }
+        if cfg.writer.memory_limit:
+            settings["memory_limit"] = cfg.writer.memory_limit
+        if cfg.writer.threads:
+            settings["threads"] = cfg.writer.threads
+        try:
+            self.con = open_store(self.db_path, settings=settings)
+        except BaseException:
+            with self._lock:
+                self._state = "stopped"
+            raise
+        self._tune_process()
+        self._read_root = self.con.cursor()
+        try:
+            self.writer = StoreWriter(
+                self.con,
+                max_queue_records=cfg.writer.max_queue_records,
+                max_batch_records=cfg.writer.max_batch_records,
+                flush_interval=cfg.writer.flush_interval,
+                retry_after=cfg.receiver.retry_after,
+                on_commit=lambda spans, logs: self.assembler.consume(spans, logs),
+            )
+            self.run_writer = RunWriter(self.writer)
+            stage: TraceStage = self.run_writer
+            for factory in reversed(self._stage_factories):
+                stage = factory(stage)
+            self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor), reconstruct=self._reconstruct)
+            self.ingestor = Ingestor(
+                self.writer, export_timeout=cfg.receiver.export_timeout, backlog=lambda: self.assembler.backlog
+            )
+            self.writer.start()
+            self.assembler.start()
+            http_host, http_port = cfg.http_address
+            self.http = HttpReceiver(
+                http_host,
+                http_port,
+                HttpApp(
+                    ingestor=self.ingestor,
+                    max_request_size=cfg.receiver.max_request_size,
+                    query=self._http_query,
+                    health=self.health,
+                    metrics=self.metrics_text,
+                    idle_timeout=cfg.receiver.http_idle_timeout,
+                ),
+            )
+            grpc_host, grpc_port = cfg.grpc_address
+            self.grpc = GrpcReceiver(
+                grpc_host, grpc_port, self.ingestor, workers=cfg.receiver.grpc_workers,
+                max_request_size=cfg.receiver.max_request_size,
+            )
+            self.http.start()
+            self.grpc.start()
+        except BaseException:
+            self._close_partial()
+            raise
+        self._started_at = time.monotonic()
+        discovery.write_sidecar(
+            self.db_path,
+            discovery.CollectorInfo(
+                pid=os.getpid(),
+                http=discovery.client_address(*self.http.address),
+                db=str(self.db_path),
+                token=self._token,
+                grpc=discovery.client_address(*self.grpc.address),
+                started_at=datetime.now(UTC).isoformat(),
+            ),
+        )
+        self._housekeeping = threading.Thread(target=self._housekeep, name="agentotel-housekeeping", daemon=True)
+        self._housekeeping.start()
+        with self._lock:
+            self._state = "running"
+        return self
+
+    def _tune_process(self) -> None:
+        """Apply ``config.process`` (see there for why); ``_restore_process`` undoes it."""
+        process = self.config.process
+        self._previous_process = (sys.getswitchinterval(), gc.get_threshold())
+        if process.gil_switch_interval:
+            sys.setswitchinterval(process.gil_switch_interval)
+        if process.gc_threshold:
+            gc.set_threshold(process.gc_threshold, *gc.get_threshold()[1:])
+        if process.gc_freeze:
+            gc.collect()
+            gc.freeze()
+
+    def _restore_process(self) -> None:
+        switch, threshold = self._previous_process
+        sys.setswitchinterval(switch)
+        gc.set_threshold(*threshold)
+        if self.config.process.gc_freeze:
+            gc.unfreeze()
+
+    def _close_partial(self) -> None:
+        for name in ("grpc", "http"):
+            receiver = getattr(self, name, None)
+            if receiver is not None:
+                try:
+                    receiver.shutdown()
+                except Exception:
+                    log.exception("stopping %s", name)
+        if getattr(self, "assembler", None) is not None and self.assembler._thread is not None:
+            self.assembler.shutdown()
+        if getattr(self, "writer", None) is not None:
+            self.writer.shutdown()
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+        if hasattr(self, "_previous_process"):
+            self._restore_process()
+        with self._lock:
+            self._state = "stopped"
+
+    def shutdown(self, grace: float = 10.0) -> None:
+        """Stop accepting, commit what is in flight, complete open traces, close the database. Idempotent."""
+        with self._lock:
+            if self._state != "running":
+                return
+            self._state = "stopping"
+        self._stop.set()
+        started = time.monotonic()
+        grpc_done = self.grpc.stop_accepting(grace)
+        self.http.stop_accepting()
+        if grpc_done is not None:
+            grpc_done.wait(grace + 1)
+        self.writer.flush(grace)  # HTTP requests still in flight finish their commits here
+        self.writer.stop_accepting()
+        self.writer.flush(grace)
+        self.assembler.shutdown()  # completes every open trace; the runs go to the writer
+        self.writer.shutdown()  # applies the last run writes, checkpoints
+        self.http.shutdown()
+        self.grpc.shutdown(0)
+        if self._housekeeping is not None:
+            self._housekeeping.join(2)
+        try:
+            self._read_root.close()
+            self.con.close()
+        finally:
+            discovery.remove_sidecar(self.db_path, self._token)
+        self._restore_process()
+        with self._lock:
+            self._state = "stopped"
+        log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
+
+    def __enter__(self) -> Collector:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        return self._state == "running"
+
+    @property
+    def uptime(self) -> float:
+        return time.monotonic() - self._started_at if self._started_at else 0.0
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return discovery.client_address(*self.grpc.address)
+
+    @property
+    def http_endpoint(self) -> str:
+        return f"http://{discovery.client_address(*self.http.address)}"
+
+    # ---- queries, health, metrics ---------------------------------------------------------------------------
+
+    def _cursor(self) -> Any:
+        with self._query_lock:
+            return self._read_root.cursor()
+
+    def query(self, sql: str, *, limit: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """Run one sealed read-only query (the ``POST /v1/query`` answer as a dict)."""
+        cfg = self.config.query
+        row_limit = min(limit, cfg.row_limit) if limit else cfg.row_limit
+        time_limit = min(timeout, cfg.timeout) if timeout else cfg.timeout
+        cursor = self._cursor()
+        try:
+            result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit)
+        except QueryError as exc:
+            self._count_query(exc.kind)
+            raise
+        finally:
+            cursor.close()
+        self._count_query("ok")
+        return result.to_dict()
+
+    def _http_query(self, payload: dict[str, Any]) -> dict[str, Any]:
+        limit = payload.get("limit")
+        timeout = payload.get("timeout")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise QueryError("'limit' must be a positive integer")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+            raise QueryError("'timeout' must be a positive number of seconds")
+        return self.query(payload["sql"], limit=limit, timeout=timeout)
+
+    def _count_query(self, outcome: str) -> None:
+        with self._query_lock:
+            self.query_counts[outcome] = self.query_counts.get(outcome, 0) + 1
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok" if self._state == "running" else self._state,
+            "token": self._token,
+            "pid": os.getpid(),
+            "db": str(self.db_path),
+            "grpc": self.grpc_endpoint,
+            "http": self.http_endpoint,
+            "uptime_seconds": round(self.uptime, 3),
+            "write_queue_records": self.writer.queued_records,
+            "open_traces": self.assembler.open_traces,
+        }
+
+    def metrics_text(self) -> str:
+        return metrics.render(self)
+
+    # ---- background: retention and a periodic summary line -------------------------------------------------
+
+    def run_retention(self) -> DeleteOlderThan | None:
+        """Queue one retention pass (also run at startup and periodically when ``retention`` is set)."""
+        seconds = self.config.retention_seconds
+        if not seconds:
+            return None
+        op = DeleteOlderThan(datetime.now(UTC) - timedelta(seconds=seconds), on_applied=self._retained)
+        self.writer.submit_operation(op)
+        return op
+
+    def _retained(self, deleted: dict[str, int]) -> None:
+        for table, n in deleted.items():
+            self.retention_deleted[table] = self.retention_deleted.get(table, 0) + n
+        if any(deleted.values()):
+            log.info("retention: deleted %s", ", ".join(f"{n} {t}" for t, n in deleted.items() if n))
+
+    @staticmethod
+    def _release_free_memory() -> None:
+        """Hand freed heap pages back to the system (glibc keeps them after bursts of large requests)."""
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc: nothing to do
+            pass
+
+    def _housekeep(self) -> None:
+        seconds = self.config.retention_seconds
+        retention_every = min(max(seconds / 24, 60.0), 3600.0) if seconds else None
+        next_retention = time.monotonic()
+        next_summary = time.monotonic() + self._summary_interval
+        next_trim = time.monotonic() + 5.0
+        last = (0, 0)
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if retention_every is not None and now >= next_retention:
+                self.run_retention()
+                next_retention = now + retention_every
+            if now >= next_trim:
+                self._release_free_memory()
+                next_trim = now + 5.0
+            if now >= next_summary:
+                stats = self.writer.stats
+                current = (stats.spans_stored, self.assembler.stats.runs_completed)
+                if current != last:
+                    log.info(
+                        "stored %d spans (+%d), %d log records; %d agent runs (+%d); %d open traces, queue %d",
+                        current[0], current[0] - last[0], stats.logs_stored, current[1], current[1] - last[1],
+                        self.assembler.open_traces, self.writer.queued_records,
+                    )
+                    last = current
+                next_summary = now + self._summary_interval
+            self._stop.wait(1.0)

@@ -1,0 +1,105 @@
+"""Helpers to run a real collector in tests and talk OTLP to it (in the spirit of logfire's ``testing``).
+
+``running_collector`` starts an in-process collector on ephemeral ports with a fast grace period; ``post_otlp``
+and ``grpc_export`` send raw OTLP bodies; ``wait_until`` polls with a deadline instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip as gzip_module
+import http.client
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from collector.config import CollectorConfig, default_config
+
+TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+
+
+def fast_config(db: str | Path, **sections: Any) -> CollectorConfig:
+    """Ephemeral ports, a short grace period; ``sections`` override fields (``assembler={"grace_period": 1}``)."""
+    config = default_config()
+    config = dataclasses.replace(
+        config,
+        db=str(db),
+        grpc="127.0.0.1:0",
+        http="127.0.0.1:0",
+        assembler=dataclasses.replace(config.assembler, grace_period=0.2, max_wait=5.0),
+    )
+    top = {k: v for k, v in sections.items() if not isinstance(v, dict)}
+    nested = {
+        k: dataclasses.replace(getattr(config, k), **v) for k, v in sections.items() if isinstance(v, dict)
+    }
+    return dataclasses.replace(config, **top, **nested)
+
+
+@contextmanager
+def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
+    from collector.service import Collector
+
+    collector = Collector(fast_config(db, **sections), summary_interval=3600)
+    collector.start()
+    try:
+        yield collector
+    finally:
+        collector.shutdown()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
+    """Poll ``predicate`` until it returns something truthy; raise AssertionError at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+@dataclasses.dataclass
+class HttpAnswer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def http_request(
+    endpoint: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> HttpAnswer:
+    host = endpoint.removeprefix("http://")
+    conn = http.client.HTTPConnection(host, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return HttpAnswer(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    finally:
+        conn.close()
+
+
+def post_otlp(
+    endpoint: str, signal: str, body: bytes, encoding: str = "protobuf", *, gzip: bool = False,
+    headers: dict[str, str] | None = None,
+) -> HttpAnswer:
+    """POST an OTLP body to /v1/<signal> as an exporter would."""
+    all_headers = {"Content-Type": "application/x-protobuf" if encoding == "protobuf" else "application/json"}
+    if gzip:
+        body = gzip_module.compress(body)
+        all_headers["Content-Encoding"] = "gzip"
+    all_headers.update(headers or {})
+    return http_request(endpoint, "POST", f"/v1/{signal}", body, all_headers)
+
+
+def grpc_export(target: str, signal: str, body: bytes, *, compression: Any = None, timeout: float = 30.0) -> Any:
+    """Call Export with raw protobuf bytes; returns the response bytes (raises grpc.RpcError on failure)."""
+    import grpc
+
+    with grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 256 * 1024 * 1024)]) as channel:
+        method = channel.unary_unary(TRACE_EXPORT if signal == "traces" else LOGS_EXPORT)
+        return method(body, timeout=timeout, compression=compression)

@@ -1,0 +1,250 @@
+"""The assembler's pure core: buffer spans by trace, decide when a trace is complete (tail-sampling style).
+
+A trace is complete when its run span has arrived (the root span, or an agent-run span whose parent is not part
+of the trace) and no record of it arrived for ``grace_period`` — the OpenTelemetry Collector's tail-sampling
+processor decides the same way. A trace whose run span never comes is completed ``max_wait`` after its first
+record. Memory is bounded: over ``max_open_traces`` or ``max_buffered_records`` the least recently active traces
+are completed early. Completed traces are remembered (only their id and time window) in a bounded decision cache,
+so a span arriving later re-opens the trace: its stored spans are re-read and its runs are rebuilt and replaced.
+
+No I/O and no threads here; time is passed in, so tests drive it with plain numbers.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from collector.pipeline import REASON_EARLY, REASON_QUIET, REASON_TIMEOUT
+
+
+@dataclass(slots=True)
+class OpenTrace:
+    trace_id: str
+    first_seen: float
+    last_seen: float
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    logs: list[LogRecord] = field(default_factory=list)
+    run_spans: list[SpanRecord] = field(default_factory=list)
+    has_root: bool = False
+    #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
+    replace: bool = False
+    lo_ns: int = 0
+    hi_ns: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.spans) + len(self.logs)
+
+    def widen(self, lo: int, hi: int) -> None:
+        if lo and (not self.lo_ns or lo < self.lo_ns):
+            self.lo_ns = lo
+        if hi > self.hi_ns:
+            self.hi_ns = hi
+
+    @property
+    def complete(self) -> bool:
+        """Its run span is here: the root, or an agent-run span whose parent is not in the trace (remote root)."""
+        if self.has_root:
+            return True
+        spans = self.spans
+        return any(run.parent_span_id not in spans for run in self.run_spans)
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A completed trace, as remembered in the decision cache: its id and the window its records lie in."""
+
+    trace_id: str
+    lo_ns: int
+    hi_ns: int
+
+
+@dataclass(slots=True)
+class BufferStats:
+    records_added: int = 0
+    late_records: int = 0
+    completed: dict[str, int] = field(default_factory=dict)  # reason -> traces
+
+    def count(self, reason: str, n: int = 1) -> None:
+        self.completed[reason] = self.completed.get(reason, 0) + n
+
+
+class TraceBuffer:
+    """Open traces ordered by last activity, plus the decision cache of completed ones."""
+
+    def __init__(
+        self,
+        *,
+        grace_period: float = 2.0,
+        max_wait: float = 60.0,
+        max_open_traces: int = 20_000,
+        max_buffered_records: int = 200_000,
+        decision_cache_traces: int = 100_000,
+        is_run_span: Callable[[SpanRecord], bool] | None = None,
+    ) -> None:
+        if is_run_span is None:
+            from agentotel_eval.reconstruct import is_run_span as default_is_run_span
+
+            is_run_span = default_is_run_span
+        self.grace_period = grace_period
+        self.max_wait = max_wait
+        self.max_open_traces = max_open_traces
+        self.max_buffered_records = max_buffered_records
+        self.decision_cache_traces = decision_cache_traces
+        self._is_run_span = is_run_span
+        self.open: OrderedDict[str, OpenTrace] = OrderedDict()
+        self.decided: OrderedDict[str, Decided] = OrderedDict()
+        self.buffered = 0
+        self.stats = BufferStats()
+
+    # ---- arrivals -------------------------------------------------------------------------------------------
+
+    def _touch(self, trace_id: str, now: float) -> OpenTrace:
+        trace = self.open.get(trace_id)
+        if trace is None:
+            trace = self.open[trace_id] = OpenTrace(trace_id, now, now)
+        else:
+            trace.last_seen = now
+            self.open.move_to_end(trace_id)
+        return trace
+
+    def add(self, spans: Iterable[SpanRecord], logs: Iterable[LogRecord], now: float) -> dict[str, Decided]:
+        """Buffer newly stored records. Returns the completed traces they belong to (late records), widened to
+        include the late records' times: the caller re-reads those traces from storage and calls ``reopen``."""
+        late: dict[str, Decided] = {}
+        is_run_span = self._is_run_span
+        open_traces = self.open
+        decided_traces = self.decided
+        touched: dict[str, OpenTrace] = {}  # activity is recorded once per trace per batch (the hot loop)
+        added = 0
+        for span in spans:
+            tid = span.trace_id
+            trace = touched.get(tid)
+            if trace is None:
+                trace = open_traces.get(tid)
+                if trace is None:
+                    decided = decided_traces.get(tid)
+                    if decided is not None:
+                        late[tid] = _widen(late.get(tid, decided), span.start_ns, span.end_ns)
+                        self.stats.late_records += 1
+                        continue
+                    trace = open_traces[tid] = OpenTrace(tid, now, now)
+                touched[tid] = trace
+            sid = span.span_id
+            spans_of = trace.spans
+            if sid not in spans_of:
+                added += 1
+            spans_of[sid] = span
+            start, end = span.start_ns, span.end_ns
+            if start and (not trace.lo_ns or start < trace.lo_ns):
+                trace.lo_ns = start
+            if end > trace.hi_ns:
+                trace.hi_ns = end
+            if span.parent_span_id is None:
+                trace.has_root = True
+            elif is_run_span(span):
+                trace.run_spans.append(span)
+        for record in logs:
+            tid = record.trace_id
+            if tid is None:
+                continue  # not part of any trace: stored, nothing to assemble
+            trace = touched.get(tid) or open_traces.get(tid)
+            if trace is None:
+                decided = decided_traces.get(tid)
+                if decided is not None:
+                    if record.event_name != sc.EVENT_EVALUATION_RESULT:  # a score changes no tool call
+                        late[tid] = _widen(late.get(tid, decided), record.timestamp_ns, record.timestamp_ns)
+                        self.stats.late_records += 1
+                    continue
+                trace = open_traces[tid] = OpenTrace(tid, now, now)
+            touched[tid] = trace
+            trace.logs.append(record)
+            ts = record.timestamp_ns
+            trace.widen(ts, ts)
+            added += 1
+        for tid, trace in touched.items():
+            trace.last_seen = now
+            open_traces.move_to_end(tid)
+        self.buffered += added
+        self.stats.records_added += added
+        return late
+
+    def reopen(
+        self, decided: Decided, spans: Iterable[SpanRecord], logs: Iterable[LogRecord], now: float,
+        *, replace: bool = True,
+    ) -> OpenTrace:
+        """Put a completed trace back in the buffer with its records as stored (after a late record)."""
+        self.decided.pop(decided.trace_id, None)
+        trace = self.open.pop(decided.trace_id, None)
+        if trace is not None:
+            self.buffered -= trace.size
+        trace = self._touch(decided.trace_id, now)
+        trace.replace = replace
+        trace.widen(decided.lo_ns, decided.hi_ns)
+        for span in spans:
+            trace.spans[span.span_id] = span
+            trace.widen(span.start_ns, span.end_ns)
+            if span.parent_span_id is None:
+                trace.has_root = True
+            elif self._is_run_span(span):
+                trace.run_spans.append(span)
+        for record in logs:
+            trace.logs.append(record)
+            trace.widen(record.timestamp_ns, record.timestamp_ns)
+        self.buffered += trace.size
+        return trace
+
+    def remember(self, decided: Decided) -> None:
+        """Record a decision made elsewhere (traces with runs found in storage at startup)."""
+        if decided.trace_id not in self.open:
+            self._remember(decided)
+
+    # ---- decisions ------------------------------------------------------------------------------------------
+
+    def due(self, now: float) -> list[tuple[OpenTrace, str]]:
+        """Traces to complete now, each with the reason; they leave the buffer and enter the decision cache."""
+        out: list[tuple[OpenTrace, str]] = []
+        while self.open and (len(self.open) > self.max_open_traces or self.buffered > self.max_buffered_records):
+            _, trace = self.open.popitem(last=False)
+            out.append(self._decide(trace, REASON_EARLY))
+        deadline = now - self.grace_period
+        waited = now - self.max_wait
+        ready: list[tuple[OpenTrace, str]] = []
+        for trace in self.open.values():
+            if trace.last_seen > deadline:
+                break  # ordered by last activity: every later trace is more recent
+            if trace.complete:
+                ready.append((trace, REASON_QUIET))
+            elif trace.first_seen <= waited:
+                ready.append((trace, REASON_TIMEOUT))
+        for trace, reason in ready:
+            del self.open[trace.trace_id]
+            out.append(self._decide(trace, reason))
+        return out
+
+    def drain(self, reason: str) -> list[tuple[OpenTrace, str]]:
+        """Complete every open trace (shutdown)."""
+        out = [self._decide(trace, reason) for trace in self.open.values()]
+        self.open.clear()
+        return out
+
+    def _decide(self, trace: OpenTrace, reason: str) -> tuple[OpenTrace, str]:
+        self.buffered -= trace.size
+        self.stats.count(reason)
+        self._remember(Decided(trace.trace_id, trace.lo_ns, trace.hi_ns))
+        return trace, reason
+
+    def _remember(self, decided: Decided) -> None:
+        self.decided[decided.trace_id] = decided
+        self.decided.move_to_end(decided.trace_id)
+        while len(self.decided) > self.decision_cache_traces:
+            self.decided.popitem(last=False)
+
+
+def _widen(decided: Decided, lo: int, hi: int) -> Decided:
+    new_lo = min(decided.lo_ns, lo) if lo and decided.lo_ns else (decided.lo_ns or lo)
+    return Decided(decided.trace_id, new_lo, max(decided.hi_ns, hi))

@@ -1,0 +1,207 @@
+"""The assembler stage, driven step by step with a manual clock, an in-memory store and a recording stage."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct import reconstruct
+from agentotel_eval.store.reader import StoredTrace
+from collector.assembler import Assembler
+from collector.config import AssemblerConfig
+from collector.pipeline import CompletedTrace
+
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+
+
+def tool(name: str) -> dict:
+    return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+
+
+def span(trace: int, sid: int, parent: int | None, attrs: dict, start: int) -> SpanRecord:
+    return SpanRecord(f"{trace:032x}", f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
+                      start_ns=start, end_ns=start + 5, attributes=attrs)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class MemoryStore:
+    """Stands in for the TraceReader: the spans 'in the database'."""
+
+    def __init__(self, spans=(), with_runs=()) -> None:
+        self.spans: list[SpanRecord] = list(spans)
+        self.with_runs = set(with_runs)
+        self.loads: list[tuple[list[str], int, int]] = []
+
+    def load(self, trace_ids, lo, hi):
+        ids = sorted(set(trace_ids))
+        self.loads.append((ids, lo, hi))
+        return {t: StoredTrace([s for s in self.spans if s.trace_id == t and lo <= s.start_ns <= hi], []) for t in ids}
+
+    def latest_span_time(self):
+        return max((s.start_ns for s in self.spans), default=None)
+
+    def recent_traces(self, since_ns):
+        by: dict[str, list[SpanRecord]] = {}
+        for s in self.spans:
+            by.setdefault(s.trace_id, []).append(s)
+        rows = [(t, min(x.start_ns for x in v), max(x.end_ns for x in v)) for t, v in by.items()]
+        return rows, self.with_runs & set(by)
+
+    def close(self):
+        pass
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.batches: list[list[CompletedTrace]] = []
+        self.started = self.stopped = False
+
+    def consume(self, traces):
+        self.batches.append(list(traces))
+
+    def start(self):
+        self.started = True
+
+    def shutdown(self):
+        self.stopped = True
+
+    @property
+    def traces(self) -> list[CompletedTrace]:
+        return [t for batch in self.batches for t in batch]
+
+
+def make(store=None, **config):
+    clock = Clock()
+    recorder = Recorder()
+    cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0, max_wait=10.0, late_window=0.0, **config)
+    assembler = Assembler(cfg, recorder, store, clock=clock)
+    return assembler, recorder, clock
+
+
+def test_completed_traces_carry_their_spans_and_reconstructed_runs():
+    assembler, recorder, clock = make()
+    spans = [span(1, 2, 1, tool("search"), 200), span(1, 1, None, AGENT, 100)]
+    assembler.consume(spans, [])
+    assembler.step()
+    assert recorder.traces == []
+    clock.now = 1.0
+    assembler.step()
+    (trace,) = recorder.traces
+    assert [s.span_id for s in trace.spans] == [spans[1].span_id, spans[0].span_id]  # sorted by start
+    assert trace.runs == tuple(reconstruct(spans))
+    assert trace.runs[0].tools_called == ["search"]
+    assert (trace.reason, trace.complete, trace.replace) == ("quiet", True, False)
+    assert (trace.lo_ns, trace.hi_ns) == (100, 205)
+    assert assembler.stats.runs_completed == 1
+
+
+def test_a_late_span_rereads_the_stored_trace_and_replaces_its_runs():
+    first = [span(1, 1, None, AGENT, 100), span(1, 2, 1, tool("search"), 200)]
+    late = span(1, 3, 1, tool("book"), 300)
+    store = MemoryStore(first)
+    assembler, recorder, clock = make(store)
+    assembler.consume(first, [])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    store.spans.append(late)  # committed before the assembler hears of it
+    clock.now = 5.0
+    assembler.consume([late], [])
+    assembler.step()
+    assert store.loads == [([first[0].trace_id], 100, 305)]
+    clock.now = 6.0
+    assembler.step()
+    initial, rebuilt = recorder.traces
+    assert initial.runs[0].tools_called == ["search"] and not initial.replace
+    assert rebuilt.replace and rebuilt.runs[0].tools_called == ["search", "book"]
+    assert len(rebuilt.spans) == 3
+    assert assembler.stats.traces_reopened == 1
+
+
+def test_startup_recovers_unassembled_traces_and_remembers_assembled_ones():
+    assembled = [span(1, 1, None, AGENT, 100)]
+    orphaned = [span(2, 1, None, AGENT, 150), span(2, 2, 1, tool("x"), 160)]
+    store = MemoryStore(assembled + orphaned, with_runs={assembled[0].trace_id})
+    assembler, recorder, clock = make(store)
+    assembler.start()
+    try:
+        assert assembler.stats.traces_recovered == 1
+        clock.now = 2.0
+        assembler.step()
+        (recovered,) = recorder.traces
+        assert recovered.trace_id == orphaned[0].trace_id and recovered.replace
+        assert recovered.runs[0].tools_called == ["x"]
+        # A late span of the trace that already had runs re-opens it rather than starting a partial trace.
+        store.spans.append(span(1, 9, 1, tool("y"), 120))
+        assembler.consume([store.spans[-1]], [])
+        assembler.step()
+        clock.now = 4.0
+        assembler.step()
+        assert recorder.traces[-1].runs[0].tools_called == ["y"] and recorder.traces[-1].replace
+    finally:
+        assembler.shutdown()
+    assert recorder.started and recorder.stopped
+
+
+def test_a_reconstruction_error_skips_that_trace_only():
+    def fragile(spans, logs):
+        if spans[0].trace_id == f"{1:032x}":
+            raise ValueError("boom")
+        return reconstruct(spans, logs)
+
+    clock = Clock()
+    recorder = Recorder()
+    cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0)
+    assembler = Assembler(cfg, recorder, None, reconstruct=fragile, clock=clock)
+    assembler.consume([span(1, 1, None, AGENT, 1), span(2, 1, None, AGENT, 2)], [])
+    assembler.step()
+    clock.now = 2.0
+    assembler.step()
+    assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
+    assert assembler.stats.reconstruct_errors == 1
+
+
+def test_shutdown_completes_open_traces_and_stops_the_next_stage():
+    assembler, recorder, _ = make()
+    assembler.start()
+    assembler.consume([span(1, 1, None, AGENT, 1)], [])
+    assembler.shutdown()
+    assert [t.reason for t in recorder.traces] == ["shutdown"]
+    assert recorder.stopped
+    assembler.shutdown()  # idempotent
+    assert len(recorder.traces) == 1
+
+
+def test_backlog_counts_records_not_yet_taken():
+    assembler, _, _ = make()
+    assembler.consume([span(1, 1, None, AGENT, 1), span(1, 2, 1, AGENT, 2)], [])
+    assert assembler.backlog == 2
+    assembler.step()
+    assert assembler.backlog == 0 and assembler.buffered_records == 2
+
+
+def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
+    class Failing(MemoryStore):
+        def load(self, trace_ids, lo, hi):
+            raise OSError("disk gone")
+
+    store = Failing([span(1, 1, None, AGENT, 100)])
+    assembler, recorder, clock = make(store)
+    assembler.consume(store.spans, [])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assembler.consume([span(1, 2, 1, tool("x"), 110)], [])
+    clock.now = 2.0
+    assembler.step()
+    clock.now = 20.0
+    assembler.step()
+    assert len(recorder.traces) == 1  # no rebuilt (partial) trace replaced the first one
+    assert assembler.stats.reload_errors == 1 and assembler.open_traces == 0

@@ -1,0 +1,161 @@
+"""Collector configuration: defaults, TOML, flags over the file, and errors that name the bad key."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from collector import serve_cmd
+from collector.config import (
+    CollectorConfig,
+    ConfigError,
+    MiB,
+    default_config,
+    load_config,
+    parse_address,
+    parse_duration,
+    parse_size,
+)
+
+
+def _args(**kw) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    serve_cmd.add_arguments(parser)
+    argv = []
+    for key, value in kw.items():
+        argv += [f"--{key.replace('_', '-')}", str(value)]
+    return parser.parse_args(argv)
+
+
+def test_defaults_are_the_contract_and_valid():
+    config = default_config().validate()
+    assert (config.db, config.grpc, config.http) == ("agentotel.duckdb", "127.0.0.1:4317", "127.0.0.1:4318")
+    assert config.receiver.max_request_size == 20 * MiB
+    assert config.assembler.grace_period == 2.0
+    assert config.retention_seconds is None
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [(2, 2.0), (0.5, 0.5), ("500ms", 0.5), ("2s", 2.0), ("5m", 300.0), ("12h", 43200.0), ("30d", 2592000.0),
+     ("1w", 604800.0), ("1.5h", 5400.0)],
+)
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "size"), [(1024, 1024), ("20MiB", 20 * MiB), ("512KB", 512000), ("1 gib", 1 << 30)])
+def test_sizes(text, size):
+    assert parse_size(text) == size
+
+
+def test_addresses():
+    assert parse_address("127.0.0.1:4317") == ("127.0.0.1", 4317)
+    assert parse_address("[::1]:0") == ("::1", 0)
+    assert parse_address(":4318") == ("0.0.0.0", 4318)
+    for bad in ("localhost", "127.0.0.1:99999", "http://127.0.0.1:4317", "host:port"):
+        with pytest.raises(ConfigError):
+            parse_address(bad, "grpc")
+
+
+def test_a_toml_file_sets_every_section(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        """
+        db = "traces.duckdb"
+        http = "127.0.0.1:9318"
+        retention = "30d"
+        [receiver]
+        max_request_size = "4MiB"
+        [writer]
+        flush_interval = "10ms"
+        max_queue_records = 1000
+        [assembler]
+        grace_period = "500ms"
+        max_open_traces = 50
+        [query]
+        row_limit = 5
+        """
+    )
+    config = load_config(path).validate()
+    assert config.db == "traces.duckdb" and config.http == "127.0.0.1:9318" and config.grpc == "127.0.0.1:4317"
+    assert config.retention_seconds == 30 * 86400
+    assert config.receiver.max_request_size == 4 * MiB
+    assert config.writer.flush_interval == 0.01 and config.writer.max_queue_records == 1000
+    assert config.assembler.grace_period == 0.5 and config.assembler.max_open_traces == 50
+    assert config.assembler.max_wait == default_config().assembler.max_wait
+    assert config.query.row_limit == 5
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "why"),
+    [
+        ('dbb = "x"', "dbb", "unknown setting"),
+        ("[writer]\nflush_intervall = 1", "writer.flush_intervall", "unknown setting"),
+        ("[nope]\na = 1", "nope", "unknown setting"),
+        ('[writer]\nmax_queue_records = "lots"', "writer.max_queue_records", "expected an integer"),
+        ("[assembler]\ngrace_period = true", "assembler.grace_period", "duration"),
+        ('[receiver]\nmax_request_size = "huge"', "receiver.max_request_size", "size"),
+        ("writer = 3", "writer", "table of settings"),
+        ("grpc = 4317", "grpc", "expected a string"),
+    ],
+)
+def test_bad_keys_and_values_are_named(tmp_path, toml, key, why):
+    path = tmp_path / "bad.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=why) as info:
+        load_config(path)
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: in {path}")
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"grpc": "nowhere"}, "grpc"),
+        ({"http": "127.0.0.1:70000"}, "http"),
+        ({"forward": "http://downstream:4318"}, "forward"),
+        ({"retention": "soon"}, "retention"),
+        ({"log_level": "loud"}, "log_level"),
+        ({"grpc": "127.0.0.1:5000", "http": "127.0.0.1:5000"}, "http"),
+    ],
+)
+def test_validate_names_the_bad_key(changes, key):
+    import dataclasses
+
+    with pytest.raises(ConfigError) as info:
+        dataclasses.replace(CollectorConfig(), **changes).validate()
+    assert info.value.key == key
+
+
+def test_section_values_are_validated():
+    import dataclasses
+
+    config = default_config()
+    bad = dataclasses.replace(config, assembler=dataclasses.replace(config.assembler, grace_period=0))
+    with pytest.raises(ConfigError, match=r"assembler\.grace_period"):
+        bad.validate()
+
+
+def test_unreadable_and_invalid_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("db = ")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(broken)
+
+
+def test_flags_win_over_the_file(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('db = "from-file.duckdb"\nhttp = "127.0.0.1:9999"\n[assembler]\ngrace_period = 7\n')
+    config = serve_cmd.build_config(_args(config=path, db="from-flag.duckdb", grace_period="1s"))
+    assert config.db == "from-flag.duckdb"
+    assert config.http == "127.0.0.1:9999"
+    assert config.assembler.grace_period == 1.0
+
+
+def test_forward_is_accepted_as_a_flag_but_refused_clearly():
+    with pytest.raises(ConfigError, match="issue 6"):
+        serve_cmd.build_config(_args(forward="http://127.0.0.1:4318"))

@@ -1,0 +1,237 @@
+"""The single writer: group commit, idempotency, bounded queue, isolation of bad data, operations."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.store.operations import DeleteOlderThan, ReplaceRuns, TraceWindow, ns_to_datetime
+from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
+from agentotel_eval.store.schema import open_store
+from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterUnavailable
+from agentotel_eval.test_case import ToolCall
+
+T0 = 1_700_000_000_000_000_000
+
+
+def make_spans(trace: int, n: int = 3, t0: int = T0) -> list[SpanRecord]:
+    tid = f"{trace:032x}"
+    return [
+        SpanRecord(tid, f"{trace:08x}{i:08x}", None if i == 0 else f"{trace:08x}{0:08x}", f"s{i}",
+                   start_ns=t0 + i * 1000, end_ns=t0 + i * 1000 + 500, attributes={"i": i})
+        for i in range(n)
+    ]
+
+
+class Blocker:
+    """An operation that holds the writer thread until released: makes queue states deterministic."""
+
+    name = "blocker"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def apply(self, con) -> None:
+        self.entered.set()
+        self.release.wait(10)
+
+
+@pytest.fixture()
+def store(tmp_path):
+    con = open_store(tmp_path / "w.duckdb")
+    committed: list[tuple[list, list]] = []
+    writer = StoreWriter(con, on_commit=lambda spans, logs: committed.append((list(spans), list(logs))), flush_interval=0.0)
+    writer.start()
+    yield con, writer, committed
+    writer.shutdown()
+    con.close()
+
+
+def submit_spans(writer: StoreWriter, spans: list[SpanRecord], **kw):
+    return writer.submit(spans, spans_to_arrow(spans), **kw)
+
+
+def count(con, table: str = "spans") -> int:
+    return con.cursor().execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_a_commit_releases_the_ticket_with_what_was_stored(store):
+    con, writer, committed = store
+    result = submit_spans(writer, make_spans(1)).wait(5)
+    assert (result.stored, result.duplicates) == (3, 0)
+    assert count(con) == 3
+    assert [len(s) for s, _ in committed] == [3]
+
+
+def test_a_resent_span_is_stored_once_and_not_passed_on_again(store):
+    con, writer, committed = store
+    spans = make_spans(2)
+    submit_spans(writer, spans).wait(5)
+    again = submit_spans(writer, spans[:2] + make_spans(3, 1)).wait(5)
+    assert (again.stored, again.duplicates) == (1, 2)
+    assert count(con) == 4
+    assert [s.span_id for s in committed[-1][0]] == [make_spans(3, 1)[0].span_id]
+
+
+def test_duplicates_inside_one_batch_are_stored_once(store):
+    con, writer, committed = store
+    blocker = Blocker()
+    writer.submit_operation(blocker)
+    assert blocker.entered.wait(5)
+    spans = make_spans(4)
+    tickets = [submit_spans(writer, spans), submit_spans(writer, spans), submit_spans(writer, spans[:1])]
+    blocker.release.set()
+    results = [t.wait(5) for t in tickets]
+    assert sum(r.stored for r in results) == 3
+    assert sum(r.duplicates for r in results) == 4
+    assert count(con) == 3
+    assert sorted(s.span_id for s in committed[-1][0]) == sorted(s.span_id for s in spans)
+
+
+def test_concurrent_requests_share_a_commit(store):
+    con, writer, _ = store
+    blocker = Blocker()
+    writer.submit_operation(blocker)
+    assert blocker.entered.wait(5)
+    tickets = [submit_spans(writer, make_spans(100 + i)) for i in range(20)]
+    commits_before = writer.stats.commits
+    blocker.release.set()
+    for t in tickets:
+        t.wait(5)
+    assert writer.stats.commits - commits_before == 1
+    assert count(con) == 60
+
+
+def test_a_full_queue_refuses_with_a_retry_delay_and_loses_nothing_accepted(tmp_path):
+    con = open_store(tmp_path / "q.duckdb")
+    writer = StoreWriter(con, max_queue_records=5, flush_interval=0.0, retry_after=2.5)
+    writer.start()
+    blocker = Blocker()
+    writer.submit_operation(blocker)
+    assert blocker.entered.wait(5)
+    first = submit_spans(writer, make_spans(1, 3))
+    with pytest.raises(QueueFull) as refused:
+        submit_spans(writer, make_spans(2, 3))
+    assert refused.value.retry_after == 2.5
+    assert writer.queued_records == 3
+    blocker.release.set()
+    assert first.wait(5).stored == 3
+    submit_spans(writer, make_spans(2, 3)).wait(5)  # room again
+    writer.shutdown()
+    assert count(con) == 6
+    con.close()
+
+
+def test_downstream_backlog_counts_against_the_bound(tmp_path):
+    con = open_store(tmp_path / "b.duckdb")
+    writer = StoreWriter(con, max_queue_records=10)
+    writer.start()
+    with pytest.raises(QueueFull):
+        submit_spans(writer, make_spans(1, 3), extra_load=9)
+    assert submit_spans(writer, make_spans(1, 3), extra_load=0).wait(5).stored == 3
+    writer.shutdown()
+    con.close()
+
+
+def test_one_bad_request_fails_alone(store):
+    con, writer, _ = store
+    blocker = Blocker()
+    writer.submit_operation(blocker)
+    assert blocker.entered.wait(5)
+    good = make_spans(7)
+    bad_spans = make_spans(8)
+    batch = spans_to_arrow(bad_spans)
+    broken = batch.set_column(batch.schema.get_field_index("flags"), "flags", pa.array(["x"] * 3, pa.string()))
+    bad = writer.submit(bad_spans, broken)
+    ok = submit_spans(writer, good)
+    blocker.release.set()
+    assert ok.wait(5).stored == 3
+    with pytest.raises(RejectedData):
+        bad.wait(5)
+    assert count(con) == 3
+    assert writer.stats.rejected_requests == 1
+
+
+def test_logs_are_idempotent_on_content(store):
+    con, writer, committed = store
+    logs = [LogRecord(T0 + i, 0, f"{1:032x}", f"{1:016x}", 9, "", "gen_ai.choice", {"i": i}) for i in range(3)]
+    r1 = writer.submit(logs=logs, log_batch=logs_to_arrow(logs)).wait(5)
+    r2 = writer.submit(logs=logs, log_batch=logs_to_arrow(logs)).wait(5)
+    assert (r1.stored, r2.stored, r2.duplicates) == (3, 0, 3)
+    assert count(con, "logs") == 3
+    assert len(committed[0][1]) == 3 and len(committed) == 1  # the second commit had nothing new to pass on
+
+
+def test_shutdown_drains_the_queue_then_refuses(tmp_path):
+    con = open_store(tmp_path / "s.duckdb")
+    writer = StoreWriter(con)
+    writer.start()
+    tickets = [submit_spans(writer, make_spans(i)) for i in range(50)]
+    writer.shutdown()
+    assert all(t.done for t in tickets)
+    assert count(con) == 150
+    with pytest.raises(WriterUnavailable):
+        submit_spans(writer, make_spans(99))
+    con.close()
+
+
+def _run(trace: int, tools: list[str], start: int = T0) -> AgentRun:
+    return AgentRun(
+        trace_id=f"{trace:032x}", span_id=f"{trace:016x}", agent_name="a", start_time_ns=start,
+        end_time_ns=start + 10_000,
+        tool_calls=tuple(ToolCall(t, start_time_ns=start + 100 * i) for i, t in enumerate(tools)),
+    )
+
+
+def test_replace_runs_replaces_a_traces_rows_instead_of_adding(store):
+    con, writer, _ = store
+    runs, calls = runs_to_arrow([_run(1, ["a"]), _run(2, ["x", "y"])], 0)
+    writer.submit_operation(ReplaceRuns(runs, calls))
+    runs, calls = runs_to_arrow([_run(1, ["a", "b"])], 0)
+    writer.submit_operation(ReplaceRuns(runs, calls, [TraceWindow(f"{1:032x}", T0, T0 + 10_000)]))
+    assert writer.flush(5)
+    cur = con.cursor()
+    assert cur.execute("SELECT trace_id, tools_called FROM agent_runs ORDER BY trace_id").fetchall() == [
+        (f"{1:032x}", ["a", "b"]), (f"{2:032x}", ["x", "y"]),
+    ]
+    assert cur.execute("SELECT count(*) FROM tool_calls").fetchone() == (4,)
+
+
+def test_a_failing_operation_does_not_stop_the_writer(store):
+    _con, writer, _ = store
+
+    class Broken:
+        name = "broken"
+
+        def apply(self, con):
+            con.execute("INSERT INTO no_such_table VALUES (1)")
+
+    writer.submit_operation(Broken())
+    assert submit_spans(writer, make_spans(5)).wait(5).stored == 3
+    assert writer.flush(5)
+    assert writer.stats.operation_failures == {"broken": 1}
+
+
+def test_retention_deletes_only_older_rows(store):
+    con, writer, _ = store
+    old = make_spans(1, 2, t0=T0)
+    new = make_spans(2, 2, t0=T0 + 3600 * 10**9)
+    submit_spans(writer, old + new).wait(5)
+    runs, calls = runs_to_arrow([_run(1, ["a"], T0), _run(2, ["b"], T0 + 3600 * 10**9)], 0)
+    writer.submit_operation(ReplaceRuns(runs, calls))
+    seen: list[dict] = []
+    writer.submit_operation(DeleteOlderThan(ns_to_datetime(T0 + 1800 * 10**9), on_applied=seen.append))
+    assert writer.flush(5)
+    assert seen == [{"spans": 2, "logs": 0, "agent_runs": 1, "tool_calls": 1, "evaluations": 0}]
+    assert count(con) == 2
+
+
+def test_ns_to_datetime_rounds_outward():
+    assert ns_to_datetime(1_500) == datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
+    assert ns_to_datetime(1_500, ceil=True) == datetime(1970, 1, 1, 0, 0, 0, 2, tzinfo=UTC)
