@@ -40,6 +40,15 @@ class Fixture:
     def spans(self, encoding: str = "protobuf") -> list[SpanRecord]:
         return decode("traces", encoding, self.body(encoding)).records
 
+    def args_recorded(self) -> bool:
+        """Whether the capture carries the call arguments at all (their string values appear in it); some
+        instrumentations record no content (ADK's default conventions), and nothing can recover the arguments."""
+        raw = self.json_path.read_text()
+        logs = self.logs_path("json")
+        raw += logs.read_text() if logs else ""
+        strings = [v for args in self.entry["ground_truth_args"] for v in args.values() if isinstance(v, str)]
+        return any(json.dumps(s)[1:-1] in raw for s in strings)
+
     def logs(self, encoding: str = "protobuf") -> list[LogRecord]:
         body = self.logs_body(encoding)
         return decode("logs", encoding, body).records if body else []

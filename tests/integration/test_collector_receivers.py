@@ -218,16 +218,17 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
     early = [s for s in spans if s is not late]
     assert post_otlp(collector.http_endpoint, "traces", encode_traces(early).SerializeToString()).status == 200
 
-    def tools():
-        return [r[0] for r in rows(collector, f"SELECT tools_called FROM agent_runs WHERE trace_id = '{trace_id}'")]
+    def calls():
+        return rows(collector, f"SELECT seq, tool_name, span_id FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY seq")
 
-    wait_until(lambda: tools() == [["search_flights", "get_weather"]], what="the run without the late span")
+    # Without its execution span, book_hotel is known only from the model's request (the chat span's output).
+    wait_until(lambda: len(calls()) == 3 and calls()[2][2] != late.span_id, what="the run without the late span")
     reopened = collector.assembler.stats.traces_reopened
     assert post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
-    wait_until(lambda: tools() == [["search_flights", "get_weather", "book_hotel"]], what="the rebuilt run")
+    wait_until(lambda: calls()[2][2] == late.span_id, what="the rebuilt run, book_hotel now from its execution span")
     assert collector.assembler.stats.traces_reopened == reopened + 1
-    calls = rows(collector, f"SELECT seq, tool_name FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY seq")
-    assert calls == [[0, "search_flights"], [1, "get_weather"], [2, "book_hotel"]]
+    assert [c[:2] for c in calls()] == [[0, "search_flights"], [1, "get_weather"], [2, "book_hotel"]]
+    assert rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'") == [[1]]
 
 
 # ---- overload ----------------------------------------------------------------------------------------------------

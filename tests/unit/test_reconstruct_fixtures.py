@@ -6,7 +6,6 @@ Ground truth (manifest.jsonl) comes from the tools' own execution log, not from 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from itertools import groupby
 
@@ -42,15 +41,6 @@ def _canonical(value):
     return repr(value)
 
 
-def _args_recorded(fixture: Fixture) -> bool:
-    """Whether the trace carries the call arguments at all (their string values appear in the capture)."""
-    raw = fixture.json_path.read_text()
-    logs = fixture.logs_path("json")
-    raw += logs.read_text() if logs else ""
-    strings = [v for args in fixture.entry["ground_truth_args"] for v in args.values() if isinstance(v, str)]
-    return any(json.dumps(s)[1:-1] in raw for s in strings)
-
-
 def _replay(fixture: Fixture, encoding: str) -> list[AgentRun]:
     return reconstruct(fixture.spans(encoding), fixture.logs(encoding))
 
@@ -68,7 +58,7 @@ def test_calls_match_ground_truth(fixture: Fixture, encoding: str):
     truth = list(zip(entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"],
                      entry["ground_truth_llm_turns"], strict=True))
     assert len(calls) == len(truth), [c.name for c in calls]
-    args_known = _args_recorded(fixture)
+    args_known = fixture.args_recorded()
     position = 0
     for _, group in groupby(truth, key=lambda t: t[3]):
         expected = list(group)
