@@ -42,7 +42,7 @@ def _parse_tools(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _parse_modes(value: Any, where: str) -> tuple[str, ...]:
+def parse_modes(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list | tuple) or not value:
@@ -94,7 +94,7 @@ class ExpectationRule:
             agent=data.get("agent"),
             service=data.get("service"),
             input_regex=pattern,
-            modes=_parse_modes(data["modes"], where) if "modes" in data else None,
+            modes=parse_modes(data["modes"], where) if "modes" in data else None,
             name=str(data.get("name") or index),
         )
 
@@ -131,7 +131,7 @@ class Dataset:
             if not isinstance(row, Mapping) or not isinstance(row.get("input"), str):
                 raise ExpectationConfigError(f"{where}: each line needs a string 'input'")
             tools = _parse_tools(row.get("expected_tools"), where)
-            modes = _parse_modes(row["modes"], where) if "modes" in row else None
+            modes = parse_modes(row["modes"], where) if "modes" in row else None
             key = normalise_input(row["input"])
             previous = entries.get(key)
             if previous is not None and previous[:2] != (tools, modes):
