@@ -1,0 +1,226 @@
+"""Scores as telemetry: metric results <-> span attributes, ``gen_ai.evaluation.result`` events, spans and logs.
+
+Pure mappings, no I/O. The names follow the OTel GenAI evaluation event (``gen_ai.evaluation.name``,
+``.score.value``, ``.score.label``, ``.explanation``, ``error.type``) and our contract's span attributes
+``agentotel.eval.<metric>.score|success|reason``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.metrics.base import MetricResult
+from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
+
+#: instrumentation scope of everything the collector itself emits
+SCOPE_NAME = "agentotel-eval"
+MAX_EXPLANATION_CHARS = 4096
+#: on our own evaluation events: ``<evaluator>/<version>``, so a re-score replaces ours and never others'
+EVALUATOR_ATTRIBUTE = "agentotel.eval.evaluator"
+
+
+def _explanation(result: MetricResult) -> str:
+    text = result.reason or (result.error or "")
+    return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 1] + "…"
+
+
+def score_attributes(results: Iterable[MetricResult]) -> dict[str, Any]:
+    """The run span's ``agentotel.eval.<metric>.*`` attributes for these results (unscored ones say why)."""
+    attrs: dict[str, Any] = {}
+    for r in results:
+        if r.status in ("pending", "skipped"):
+            continue
+        if r.score is not None:
+            attrs[sc.score_attribute(r.metric, "score")] = float(r.score)
+        if r.success is not None:
+            attrs[sc.score_attribute(r.metric, "success")] = bool(r.success)
+        attrs[sc.score_attribute(r.metric, "reason")] = _explanation(r)
+        if r.status == "error":
+            attrs[sc.score_attribute(r.metric, "status")] = "error"
+    return attrs
+
+
+def evaluation_event_attributes(result: MetricResult) -> dict[str, Any]:
+    """Attributes of one ``gen_ai.evaluation.result`` event (span event or log record)."""
+    attrs: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: result.metric}
+    if result.score is not None:
+        attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = float(result.score)
+    if result.label is not None:
+        attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = result.label
+    explanation = _explanation(result)
+    if explanation:
+        attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = explanation
+    if result.status == "error":
+        attrs[sc.ERROR_TYPE] = (result.error or "error").split(":", 1)[0][:200]
+    if result.evaluator:
+        attrs[EVALUATOR_ATTRIBUTE] = f"{result.evaluator}/{result.evaluator_version}"
+    return attrs
+
+
+def evaluation_events(results: Iterable[MetricResult], time_ns: int) -> tuple[SpanEvent, ...]:
+    return tuple(
+        SpanEvent(sc.EVENT_EVALUATION_RESULT, time_ns, evaluation_event_attributes(r))
+        for r in results
+        if r.status in ("ok", "error")
+    )
+
+
+def with_scores(span: SpanRecord, results: Sequence[MetricResult], time_ns: int) -> SpanRecord:
+    """A copy of the run span carrying the score attributes and one evaluation event per metric.
+
+    Scores from an earlier pass (a re-scored run) are replaced, not appended twice.
+    """
+    names = {r.metric for r in results}
+    prefixes = tuple(f"{sc.AGENTOTEL_EVAL_PREFIX}.{name}." for name in names)
+    attributes = {k: v for k, v in span.attributes.items() if not k.startswith(prefixes)}
+    attributes.update(score_attributes(results))
+    kept = tuple(
+        e for e in span.events
+        if not (e.name == sc.EVENT_EVALUATION_RESULT and e.attributes.get(sc.GEN_AI_EVALUATION_NAME) in names
+                and _is_ours(e.attributes))
+    )
+    events = kept + evaluation_events(results, time_ns)
+    return SpanRecord(
+        span.trace_id, span.span_id, span.parent_span_id, span.name, span.kind, span.start_ns, span.end_ns,
+        span.status_code, span.status_message, attributes, events, span.links, span.resource, span.scope_name,
+        span.scope_version, span.trace_state, span.flags,
+    )
+
+
+def _is_ours(event_attributes: Mapping[str, Any]) -> bool:
+    """Events we wrote carry our evaluator attribute; an external event with the same name is data, kept."""
+    return EVALUATOR_ATTRIBUTE in event_attributes
+
+
+def evaluation_span_id(trace_id: str, run_span_id: str, metric: str, version: str) -> str:
+    """A stable span id for the evaluation span of (run, metric, version): re-sending it is idempotent."""
+    digest = hashlib.blake2b(f"{trace_id}/{run_span_id}/{metric}/{version}".encode(), digest_size=8).hexdigest()
+    return digest if digest != "0" * 16 else "0" * 15 + "1"
+
+
+def evaluation_span(run_span: SpanRecord, result: MetricResult, start_ns: int, end_ns: int) -> SpanRecord:
+    """The child span ``gen_ai.evaluation <metric>`` that carries a score computed after the run was forwarded."""
+    attributes: dict[str, Any] = {**evaluation_event_attributes(result), **score_attributes([result])}
+    if result.model:
+        attributes[sc.GEN_AI_REQUEST_MODEL] = result.model
+    if result.cost_usd is not None:
+        attributes[f"{sc.AGENTOTEL_EVAL_PREFIX}.{result.metric}.cost_usd"] = float(result.cost_usd)
+    return SpanRecord(
+        trace_id=run_span.trace_id,
+        span_id=evaluation_span_id(run_span.trace_id, run_span.span_id, result.metric, result.evaluator_version),
+        parent_span_id=run_span.span_id,
+        name=f"gen_ai.evaluation {result.metric}",
+        kind=1,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        status_code=2 if result.status == "error" else 0,
+        status_message=(result.error or "")[:500] if result.status == "error" else "",
+        attributes=attributes,
+        events=evaluation_events([result], end_ns),
+        resource=run_span.resource,
+        scope_name=SCOPE_NAME,
+    )
+
+
+def evaluation_log(trace_id: str, run_span_id: str, result: MetricResult, time_ns: int,
+                   resource: Mapping[str, Any] | None = None) -> LogRecord:
+    """A ``gen_ai.evaluation.result`` log record parented to the evaluated run span."""
+    return LogRecord(
+        time_ns=time_ns,
+        observed_time_ns=time_ns,
+        trace_id=trace_id,
+        span_id=run_span_id,
+        severity_number=9,
+        severity_text="INFO",
+        event_name=sc.EVENT_EVALUATION_RESULT,
+        body=None,
+        attributes=evaluation_event_attributes(result),
+        resource=dict(resource or {}),
+        scope_name=SCOPE_NAME,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalEvaluation:
+    """A ``gen_ai.evaluation.result`` another tool sent us (as a log record or a span event)."""
+
+    trace_id: str | None
+    span_id: str | None
+    name: str
+    score: float | None
+    label: str | None
+    explanation: str | None
+    error_type: str | None
+    response_id: str | None
+    source: str
+    time_ns: int
+
+    @property
+    def success(self) -> bool | None:
+        if self.label is None:
+            return None
+        label = self.label.strip().lower()
+        if label in ("pass", "passed", "true", "ok", "success", "correct", "yes"):
+            return True
+        if label in ("fail", "failed", "false", "error", "failure", "incorrect", "no"):
+            return False
+        return None
+
+
+def _external(attrs: Mapping[str, Any], trace_id: str | None, span_id: str | None, source: str,
+              time_ns: int) -> ExternalEvaluation | None:
+    name = attrs.get(sc.GEN_AI_EVALUATION_NAME)
+    if not isinstance(name, str) or not name:
+        return None  # the name is required by the convention; without it the record says nothing we can store
+    raw_score = attrs.get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
+    score = float(raw_score) if isinstance(raw_score, int | float) and not isinstance(raw_score, bool) else None
+    if score is None and isinstance(raw_score, str):
+        try:
+            score = float(raw_score)
+        except ValueError:
+            score = None
+    label = attrs.get(sc.GEN_AI_EVALUATION_SCORE_LABEL)
+    explanation = attrs.get(sc.GEN_AI_EVALUATION_EXPLANATION)
+    error_type = attrs.get(sc.ERROR_TYPE)
+    response_id = attrs.get(sc.GEN_AI_RESPONSE_ID)
+    return ExternalEvaluation(
+        trace_id, span_id, name, score,
+        str(label) if label is not None else None,
+        str(explanation) if explanation is not None else None,
+        str(error_type) if error_type is not None else None,
+        str(response_id) if response_id is not None else None,
+        source, time_ns,
+    )
+
+
+def _source(scope_name: str, resource: Mapping[str, Any]) -> str:
+    service = resource.get("service.name")
+    parts = [p for p in (scope_name, service if isinstance(service, str) else None) if p]
+    return "external:" + ("/".join(parts) if parts else "unknown")
+
+
+def external_evaluations(spans: Iterable[SpanRecord] = (), logs: Iterable[LogRecord] = ()) -> list[ExternalEvaluation]:
+    """Evaluation results carried in incoming telemetry, except the ones this collector emitted itself."""
+    found: list[ExternalEvaluation] = []
+    for log in logs:
+        if log.event_name != sc.EVENT_EVALUATION_RESULT or log.scope_name == SCOPE_NAME:
+            continue
+        ev = _external(log.attributes, log.trace_id, log.span_id, _source(log.scope_name, log.resource),
+                       log.timestamp_ns)
+        if ev is not None:
+            found.append(ev)
+    for span in spans:
+        if not span.events or span.scope_name == SCOPE_NAME:
+            continue
+        for event in span.events:
+            if event.name != sc.EVENT_EVALUATION_RESULT:
+                continue
+            ev = _external(event.attributes, span.trace_id, span.span_id, _source(span.scope_name, span.resource),
+                           event.time_ns)
+            if ev is not None:
+                found.append(ev)
+    return found

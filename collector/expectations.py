@@ -1,0 +1,175 @@
+"""Which tools a completed run was expected to call, and which tool-correctness modes to score.
+
+Looked up in the contract's order: the run span's ``agentotel.eval.expected_tools`` attribute; else the first
+matching ``[[expectations]]`` rule of the config; else a dataset file matched on the run's input. No expectation
+means the tool-correctness metrics do not run (they are not scored 0).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentotel_eval.reconstruct.model import AgentRun
+
+#: tool-correctness modes, by config name
+MODES = ("default", "exact", "ordering")
+_WS = re.compile(r"\s+")
+
+
+class ExpectationConfigError(ValueError):
+    """An invalid expectation rule or dataset; the message names the rule index / file line."""
+
+
+def normalise_input(text: str) -> str:
+    """Inputs match exactly after collapsing runs of whitespace and trimming the ends."""
+    return _WS.sub(" ", text).strip()
+
+
+def _parse_tools(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ExpectationConfigError(f"{where}: expected_tools must be a list of tool names") from None
+    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
+        raise ExpectationConfigError(f"{where}: expected_tools must be a list of tool names, got {value!r}")
+    return tuple(value)
+
+
+def parse_modes(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not value:
+        raise ExpectationConfigError(f"{where}: modes must be a non-empty list of {list(MODES)}")
+    bad = [m for m in value if m not in MODES]
+    if bad:
+        raise ExpectationConfigError(f"{where}: unknown mode(s) {bad}; expected some of {list(MODES)}")
+    return tuple(dict.fromkeys(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    expected_tools: tuple[str, ...]
+    modes: tuple[str, ...]
+    source: str  # "span_attribute" | "rule:<name>" | "dataset:<file>:<line>"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationRule:
+    """``[[expectations]]``: all given matchers must match (agent/service take shell globs)."""
+
+    expected_tools: tuple[str, ...]
+    agent: str | None = None
+    service: str | None = None
+    input_regex: re.Pattern[str] | None = None
+    modes: tuple[str, ...] | None = None
+    name: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], index: int) -> ExpectationRule:
+        where = f"expectations[{index}]"
+        allowed = {"name", "agent", "service", "input_regex", "expected_tools", "modes"}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise ExpectationConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        if "expected_tools" not in data:
+            raise ExpectationConfigError(f"{where}: expected_tools is required")
+        for key in ("name", "agent", "service", "input_regex"):
+            if key in data and not isinstance(data[key], str):
+                raise ExpectationConfigError(f"{where}.{key} must be a string")
+        pattern = None
+        if "input_regex" in data:
+            try:
+                pattern = re.compile(data["input_regex"], re.DOTALL)
+            except re.error as exc:
+                raise ExpectationConfigError(f"{where}.input_regex is not a valid regex: {exc}") from None
+        return cls(
+            expected_tools=_parse_tools(data["expected_tools"], where),
+            agent=data.get("agent"),
+            service=data.get("service"),
+            input_regex=pattern,
+            modes=parse_modes(data["modes"], where) if "modes" in data else None,
+            name=str(data.get("name") or index),
+        )
+
+    def matches(self, run: AgentRun) -> bool:
+        if self.agent is not None and not fnmatch.fnmatchcase(run.agent_name or "", self.agent):
+            return False
+        if self.service is not None and not fnmatch.fnmatchcase(run.service_name or "", self.service):
+            return False
+        return self.input_regex is None or self.input_regex.search(run.input or "") is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A JSONL file of ``{"input": ..., "expected_tools": [...], "modes"?: [...]}``, indexed by normalised input."""
+
+    path: str
+    by_input: Mapping[str, tuple[tuple[str, ...], tuple[str, ...] | None, int]]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Dataset:
+        entries: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None, int]] = {}
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ExpectationConfigError(f"dataset {path}: {exc.strerror or exc}") from None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"dataset {path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ExpectationConfigError(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, Mapping) or not isinstance(row.get("input"), str):
+                raise ExpectationConfigError(f"{where}: each line needs a string 'input'")
+            tools = _parse_tools(row.get("expected_tools"), where)
+            modes = parse_modes(row["modes"], where) if "modes" in row else None
+            key = normalise_input(row["input"])
+            previous = entries.get(key)
+            if previous is not None and previous[:2] != (tools, modes):
+                raise ExpectationConfigError(
+                    f"{where}: the same input already has different expected tools on line {previous[2]}"
+                )
+            entries.setdefault(key, (tools, modes, number))
+        return cls(str(path), entries)
+
+    def lookup(self, text: str | None) -> tuple[tuple[str, ...], tuple[str, ...] | None, int] | None:
+        if text is None:
+            return None
+        return self.by_input.get(normalise_input(text))
+
+
+def parse_rules(items: Iterable[Mapping[str, Any]]) -> tuple[ExpectationRule, ...]:
+    rules = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ExpectationConfigError(f"expectations[{index}] must be a table")
+        rules.append(ExpectationRule.from_dict(item, index))
+    return tuple(rules)
+
+
+def find_expectation(
+    run: AgentRun,
+    rules: Sequence[ExpectationRule] = (),
+    dataset: Dataset | None = None,
+    default_modes: tuple[str, ...] = MODES,
+) -> Expectation | None:
+    if run.expected_tools is not None:
+        return Expectation(tuple(run.expected_tools), default_modes, "span_attribute")
+    for rule in rules:
+        if rule.matches(run):
+            return Expectation(rule.expected_tools, rule.modes or default_modes, f"rule:{rule.name}")
+    if dataset is not None:
+        found = dataset.lookup(run.input)
+        if found is not None:
+            tools, modes, line = found
+            return Expectation(tools, modes or default_modes, f"dataset:{Path(dataset.path).name}:{line}")
+    return None

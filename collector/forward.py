@@ -1,0 +1,335 @@
+"""Forward spans and logs to a downstream OTLP endpoint (gRPC or HTTP/protobuf) without ever blocking ingest.
+
+A bounded in-memory queue feeds one sender thread. Failed exports are retried with exponential backoff and
+jitter (honouring the server's Retry-After / RetryInfo); what cannot be delivered — queue overflow (oldest first),
+permanent errors, retries exhausted — is dropped and counted, never silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentotel_eval.otlp.encode import encode_logs, encode_traces
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE_HTTP = {408, 429, 502, 503, 504}
+_WARN_EVERY_S = 30.0
+
+
+class ForwardConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardConfig:
+    url: str
+    protocol: str = ""  # "grpc" | "http/protobuf"; "" = infer from the URL
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 10.0
+    max_queue_records: int = 100_000
+    max_batch_records: int = 2_000
+    max_retries: int = 6
+    initial_backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+
+    def resolved_protocol(self) -> str:
+        if self.protocol:
+            return self.protocol
+        parts = urlsplit(self.url)
+        if parts.scheme in ("grpc", "grpcs") or parts.port == 4317:
+            return "grpc"
+        return "http/protobuf"
+
+    def validate(self) -> ForwardConfig:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https", "grpc", "grpcs") or not parts.hostname:
+            raise ForwardConfigError(f"forward.url must be like http://host:4318 or grpc://host:4317, got {self.url!r}")
+        if self.protocol not in ("", "grpc", "http/protobuf"):
+            raise ForwardConfigError(f"forward.protocol must be 'grpc' or 'http/protobuf', got {self.protocol!r}")
+        for name in ("timeout_s", "initial_backoff_s", "max_backoff_s"):
+            if getattr(self, name) <= 0:
+                raise ForwardConfigError(f"forward.{name} must be > 0")
+        for name in ("max_queue_records", "max_batch_records"):
+            if getattr(self, name) < 1:
+                raise ForwardConfigError(f"forward.{name} must be >= 1")
+        if self.max_retries < 0:
+            raise ForwardConfigError("forward.max_retries must be >= 0")
+        return self
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class _Permanent(Exception):
+    pass
+
+
+class _GrpcSender:
+    def __init__(self, config: ForwardConfig) -> None:
+        import grpc
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+        parts = urlsplit(config.url)
+        target = f"{parts.hostname}:{parts.port or 4317}"
+        if parts.scheme in ("https", "grpcs"):
+            self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials())
+        else:
+            self._channel = grpc.insecure_channel(target)
+        self._grpc = grpc
+        self._stubs = {"traces": TraceServiceStub(self._channel), "logs": LogsServiceStub(self._channel)}
+        self._metadata = tuple((k.lower(), v) for k, v in config.headers.items())
+        self._timeout = config.timeout_s
+
+    def send(self, signal: str, request: Any) -> None:
+        grpc = self._grpc
+        try:
+            self._stubs[signal].Export(request, timeout=self._timeout, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            retryable = {
+                grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED,
+                grpc.StatusCode.ABORTED, grpc.StatusCode.CANCELLED, grpc.StatusCode.OUT_OF_RANGE,
+                grpc.StatusCode.DATA_LOSS,
+            }
+            message = f"gRPC {code.name if code else '?'}: {exc.details() if hasattr(exc, 'details') else exc}"
+            if code in retryable:
+                raise _Retryable(message, _grpc_retry_delay(exc)) from None
+            raise _Permanent(message) from None
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _grpc_retry_delay(exc: Any) -> float | None:
+    """The RetryInfo delay from the status details, when the server sent one."""
+    try:
+        from google.rpc import error_details_pb2, status_pb2
+    except ImportError:  # googleapis-common-protos is a dependency of the OTLP exporter; be safe anyway
+        return None
+    for key, value in exc.trailing_metadata() or ():
+        if key != "grpc-status-details-bin":
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+    return None
+
+
+class _HttpSender:
+    def __init__(self, config: ForwardConfig) -> None:
+        base = config.url.rstrip("/")
+        path = urlsplit(base).path
+        if path.endswith(("/v1/traces", "/v1/logs")):
+            base = base.rsplit("/v1/", 1)[0]
+        self._urls = {"traces": f"{base}/v1/traces", "logs": f"{base}/v1/logs"}
+        self._headers = {"Content-Type": "application/x-protobuf", **config.headers}
+        self._timeout = config.timeout_s
+
+    def send(self, signal: str, request: Any) -> None:
+        req = urllib.request.Request(
+            self._urls[signal], data=request.SerializeToString(), headers=self._headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self._timeout) as response:
+                response.read()
+        except urllib.error.HTTPError as exc:
+            message = f"HTTP {exc.code} from {self._urls[signal]}"
+            if exc.code in _RETRYABLE_HTTP:
+                raise _Retryable(message, _retry_after(exc.headers.get("Retry-After"))) from None
+            raise _Permanent(message) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            raise _Retryable(f"{self._urls[signal]}: {exc}") from None
+
+    def close(self) -> None:
+        pass
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+@dataclass
+class ForwardStats:
+    queued: int = 0
+    sent_spans: int = 0
+    sent_logs: int = 0
+    dropped_spans: int = 0
+    dropped_logs: int = 0
+    failed_attempts: int = 0
+    last_error: str = ""
+
+
+class Forwarder:
+    """Queue spans/logs for a downstream OTLP endpoint; ``submit_*`` never blocks."""
+
+    def __init__(self, config: ForwardConfig, sender: Any = None) -> None:
+        self.config = config.validate()
+        self._sender = sender
+        self._queue: deque[tuple[str, list[Any]]] = deque()
+        self._queued_records = 0
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.stats = ForwardStats()
+        self._rng = random.Random()
+        self._last_warning = -_WARN_EVERY_S
+        self._deadline = 0.0
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        if self._sender is None:
+            self._sender = _GrpcSender(self.config) if self.config.resolved_protocol() == "grpc" else _HttpSender(
+                self.config
+            )
+        self._thread = threading.Thread(target=self._run, name="agentotel-forwarder", daemon=True)
+        self._thread.start()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Try to deliver what is queued within ``timeout_s``; count the rest as dropped."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._deadline = time.monotonic() + timeout_s
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s + 1.0)
+        with self._cond:
+            while self._queue:
+                signal, records = self._queue.popleft()
+                self._count_dropped(signal, len(records))
+            self._queued_records = 0
+            self.stats.queued = 0
+        if self._sender is not None:
+            self._sender.close()
+
+    # -- producer side -----------------------------------------------------------------------------------------
+    def submit_spans(self, spans: Sequence[SpanRecord]) -> None:
+        self._submit("traces", list(spans))
+
+    def submit_logs(self, logs: Sequence[LogRecord]) -> None:
+        self._submit("logs", list(logs))
+
+    def _submit(self, signal: str, records: list[Any]) -> None:
+        if not records:
+            return
+        with self._cond:
+            if self._stopping:
+                self._count_dropped(signal, len(records))
+                return
+            self._queue.append((signal, records))
+            self._queued_records += len(records)
+            while self._queued_records > self.config.max_queue_records and len(self._queue) > 1:
+                old_signal, old = self._queue.popleft()  # drop oldest: fresh data is worth more downstream
+                self._queued_records -= len(old)
+                self._count_dropped(old_signal, len(old))
+            self.stats.queued = self._queued_records
+            self._cond.notify()
+
+    def _count_dropped(self, signal: str, n: int) -> None:
+        if signal == "traces":
+            self.stats.dropped_spans += n
+        else:
+            self.stats.dropped_logs += n
+
+    # -- sender thread -----------------------------------------------------------------------------------------
+    def _take_batch(self) -> tuple[str, list[Any]] | None:
+        with self._cond:
+            while not self._queue and not self._stopping:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            signal, records = self._queue.popleft()
+            # Merge following items of the same signal up to the batch size.
+            while self._queue and self._queue[0][0] == signal and len(records) + len(self._queue[0][1]) <= (
+                self.config.max_batch_records
+            ):
+                records = records + self._queue.popleft()[1]
+            self._queued_records -= len(records)
+            self.stats.queued = self._queued_records
+            return signal, records
+
+    def _run(self) -> None:
+        while True:
+            item = self._take_batch()
+            if item is None:
+                return
+            signal, records = item
+            self._deliver(signal, records)
+
+    def _deliver(self, signal: str, records: list[Any]) -> None:
+        request = encode_traces(records) if signal == "traces" else encode_logs(records)
+        backoff = self.config.initial_backoff_s
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                self._sender.send(signal, request)
+            except _Permanent as exc:
+                self._fail(signal, records, str(exc))
+                return
+            except _Retryable as exc:
+                self.stats.failed_attempts += 1
+                self.stats.last_error = str(exc)
+                if attempt == self.config.max_retries:
+                    break
+                delay = exc.retry_after_s if exc.retry_after_s is not None else backoff * (0.5 + self._rng.random())
+                backoff = min(backoff * 2, self.config.max_backoff_s)
+                if not self._sleep(min(delay, self.config.max_backoff_s)):
+                    break
+                continue
+            except Exception as exc:  # an encoder or transport bug must not kill the thread
+                self._fail(signal, records, f"{type(exc).__name__}: {exc}")
+                return
+            if signal == "traces":
+                self.stats.sent_spans += len(records)
+            else:
+                self.stats.sent_logs += len(records)
+            return
+        self._fail(signal, records, f"gave up after retries: {self.stats.last_error}")
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait before a retry; False when shutting down past the deadline (then stop retrying)."""
+        with self._cond:
+            if self._stopping:
+                remaining = self._deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                seconds = min(seconds, remaining)
+            self._cond.wait(seconds)
+            return not (self._stopping and time.monotonic() >= self._deadline)
+
+    def _fail(self, signal: str, records: list[Any], message: str) -> None:
+        self._count_dropped(signal, len(records))
+        self.stats.last_error = message
+        now = time.monotonic()
+        if now - self._last_warning >= _WARN_EVERY_S:  # one line per interval, not one per failed batch
+            self._last_warning = now
+            log.warning(
+                "forwarding to %s is dropping data (%d spans, %d logs dropped so far): %s",
+                self.config.url, self.stats.dropped_spans, self.stats.dropped_logs, message,
+            )

@@ -1,0 +1,93 @@
+import json
+
+import pytest
+
+from agentotel_eval.reconstruct.model import AgentRun
+from collector.expectations import (
+    Dataset,
+    ExpectationConfigError,
+    find_expectation,
+    normalise_input,
+    parse_rules,
+)
+
+
+def _run(**kw):
+    base = dict(trace_id="ab" * 16, span_id="cd" * 8, agent_name="travel_agent", start_time_ns=1, end_time_ns=2,
+                service_name="travel-bot", input="Book  a hotel\nin Rome")
+    base.update(kw)
+    return AgentRun(**base)
+
+
+RULES = parse_rules([
+    {"name": "weather", "agent": "weather_*", "expected_tools": ["get_weather"]},
+    {"name": "rome", "service": "travel-*", "input_regex": r"(?i)rome", "expected_tools": ["book_hotel"],
+     "modes": ["exact"]},
+    {"name": "catch-all", "expected_tools": []},
+])
+
+
+def test_span_attribute_wins_over_rules_and_dataset(tmp_path):
+    ds_path = tmp_path / "ds.jsonl"
+    ds_path.write_text(json.dumps({"input": "Book a hotel in Rome", "expected_tools": ["x"]}) + "\n")
+    found = find_expectation(_run(expected_tools=("search", "book")), RULES, Dataset.load(ds_path))
+    assert (found.expected_tools, found.source) == (("search", "book"), "span_attribute")
+    assert found.modes == ("default", "exact", "ordering")
+
+
+def test_first_matching_rule_in_order():
+    assert find_expectation(_run(agent_name="weather_bot"), RULES).source == "rule:weather"
+    found = find_expectation(_run(), RULES)
+    assert (found.expected_tools, found.modes, found.source) == (("book_hotel",), ("exact",), "rule:rome")
+    found = find_expectation(_run(input="hello", service_name="other"), RULES)
+    assert (found.expected_tools, found.source) == ((), "rule:catch-all")
+
+
+def test_dataset_matches_on_whitespace_normalised_input(tmp_path):
+    ds_path = tmp_path / "ds.jsonl"
+    ds_path.write_text(
+        json.dumps({"input": "Book a hotel in Rome", "expected_tools": ["search_hotels", "book_hotel"]}) + "\n\n"
+        + json.dumps({"input": "weather?", "expected_tools": ["get_weather"], "modes": ["ordering"]}) + "\n"
+    )
+    dataset = Dataset.load(ds_path)
+    found = find_expectation(_run(), (), dataset)
+    assert (found.expected_tools, found.source) == (("search_hotels", "book_hotel"), "dataset:ds.jsonl:1")
+    assert find_expectation(_run(input="  weather? "), (), dataset).modes == ("ordering",)
+    assert find_expectation(_run(input="Book a hotel in Paris"), (), dataset) is None
+    assert find_expectation(_run(input=None), (), dataset) is None
+
+
+def test_no_expectation_is_none_not_empty():
+    assert find_expectation(_run(), ()) is None
+
+
+def test_normalise_input():
+    assert normalise_input("  a\t b\n\nc ") == "a b c"
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ([{"agent": "x"}], r"expectations\[0\]: expected_tools is required"),
+        ([{"expected_tools": ["a"], "agnet": "x"}], r"unknown key\(s\) \['agnet'\]"),
+        ([{"expected_tools": "a"}], "list of tool names"),
+        ([{"expected_tools": ["a"], "input_regex": "("}], "not a valid regex"),
+        ([{"expected_tools": ["a"], "modes": ["strict"]}], r"unknown mode\(s\) \['strict'\]"),
+        ([{"expected_tools": ["a"]}, "x"], r"expectations\[1\] must be a table"),
+    ],
+)
+def test_invalid_rules_name_the_problem(rules, message):
+    with pytest.raises(ExpectationConfigError, match=message):
+        parse_rules(rules)
+
+
+def test_dataset_errors_name_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"input": "a", "expected_tools": ["x"]}\n{"input": "a", "expected_tools": ["y"]}\n')
+    with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: the same input already has different"):
+        Dataset.load(path)
+    path.write_text('{"input": "a", "expected_tools": ["x"]}\nnot json\n')
+    with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: not valid JSON"):
+        Dataset.load(path)
+    with pytest.raises(ExpectationConfigError, match=r"missing\.jsonl"):
+        Dataset.load(tmp_path / "missing.jsonl")
