@@ -209,6 +209,26 @@ class EvalTestCase:
         """The richest call list there is: ``tool_calls`` when given, else ``tools_called``."""
         return self.tool_calls if self.tool_calls is not None else self.tools_called
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict that ``from_dict`` turns back into an equal test case (unset fields left out)."""
+        from agentotel_eval.frozen import thaw
+
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name in ("tools_called", "expected_tools", "tool_calls"):
+                value = [call.to_dict() for call in value]
+            elif name == "available_tools":
+                value = [
+                    {k: thaw(v) for k, v in (("name", t.name), ("description", t.description),
+                                             ("parameters", t.parameters)) if v is not None}
+                    for t in value
+                ]
+            out[name] = thaw(value)
+        return out
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalTestCase:
         """Build from a JSON object (one line of a cases file); unknown keys are an error, not ignored."""

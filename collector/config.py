@@ -21,6 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
+from collector.expectations import ExpectationRule
+from collector.forward import ForwardConfig
+from collector.scoring_config import (
+    JudgeSettings,
+    ScoringConfig,
+    ScoringConfigError,
+    ScoringSettings,
+    load_dataset,
+    parse_expectations,
+    parse_forward,
+)
 
 MiB = 1024 * 1024
 
@@ -81,6 +92,11 @@ def parse_address(value: str, key: str = "") -> tuple[str, int]:
 # Marks how a field's value is parsed (kept in dataclass field metadata).
 _DURATION_KIND = {"kind": "duration"}
 _SIZE_KIND = {"kind": "size"}
+
+
+def _parsed(parse: Any) -> dict[str, Any]:
+    """A section with its own parser (scoring, judge, forward, expectations: they validate their own keys)."""
+    return {"kind": "parsed", "parse": parse}
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +177,18 @@ class CollectorConfig:
     db: str = DEFAULT_DB_PATH
     grpc: str = "127.0.0.1:4317"
     http: str = "127.0.0.1:4318"
-    #: downstream OTLP endpoint for spans with scores (issue 6; refused until then)
-    forward: str = ""
+    #: downstream OTLP endpoint: ``forward = "grpc://host:4317"`` or a ``[forward]`` table (url, protocol, headers,
+    #: timeout_s, max_queue_records, max_batch_records, max_retries); spans go on with their scores
+    forward: ForwardConfig | None = field(default=None, metadata=_parsed(parse_forward))
+    #: ``[scoring]``: enabled, modes (default/exact/ordering), threshold, detectors
+    scoring: ScoringSettings = field(default_factory=ScoringSettings, metadata=_parsed(ScoringSettings.from_dict))
+    #: ``[judge]``: the LLM judge (model, sample_rate, error_types, threshold, max_concurrency,
+    #: max_cost_usd_per_day, only_when, timeout_s, max_retries, api_base, api_key, extra, cache_dir); off if absent
+    judge: JudgeSettings | None = field(default=None, metadata=_parsed(JudgeSettings.from_dict))
+    #: ``[[expectations]]`` rules: agent / service globs, input_regex, expected_tools, modes
+    expectations: tuple[ExpectationRule, ...] = field(default=(), metadata=_parsed(parse_expectations))
+    #: JSONL file of {"input", "expected_tools"} matched on a run's input
+    dataset: str = ""
     #: delete data older than this (e.g. "30d"); empty keeps everything
     retention: str = ""
     log_level: str = "info"
@@ -171,6 +197,10 @@ class CollectorConfig:
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     process: ProcessConfig = field(default_factory=ProcessConfig)
+
+    def scoring_config(self) -> ScoringConfig:
+        """What the scoring stage and the judge worker need (loads the dataset file)."""
+        return ScoringConfig(self.scoring, self.judge, self.forward, self.expectations, load_dataset(self.dataset))
 
     @property
     def retention_seconds(self) -> float | None:
@@ -192,12 +222,10 @@ class CollectorConfig:
         self.http_address  # noqa: B018
         if self.grpc_address == self.http_address and self.http_address[1] != 0:
             raise ConfigError("http", f"gRPC and HTTP cannot share the address {self.http}")
-        if self.forward:
-            raise ConfigError(
-                "forward",
-                "forwarding to a downstream OTLP endpoint is not available yet (it comes with scoring, issue 6); "
-                "remove --forward / forward",
-            )
+        try:
+            self.scoring_config()
+        except ScoringConfigError as exc:
+            raise ConfigError("dataset", str(exc)) from None
         if self.retention and (self.retention_seconds or 0) <= 0:
             raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -293,7 +321,15 @@ def build(cls: type, data: Mapping[str, Any], prefix: str = "", base: Any = None
     for name, value in data.items():
         key = f"{prefix}.{name}" if prefix else name
         hint = hints[name]
-        if dataclasses.is_dataclass(hint) and base is not None:
+        meta = fields[name].metadata
+        if meta.get("kind") == "parsed":
+            try:
+                values[name] = meta["parse"](value)
+            except ScoringConfigError as exc:
+                raise ConfigError(key, str(exc)) from None
+            except (TypeError, AttributeError, ValueError) as exc:
+                raise ConfigError(key, f"invalid value {value!r}: {exc}") from None
+        elif dataclasses.is_dataclass(hint) and base is not None:
             if not isinstance(value, Mapping):
                 raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
             values[name] = build(hint, value, key, getattr(base, name))

@@ -139,5 +139,37 @@ def render(collector: Collector) -> str:
             [({"table": t}, n) for t, n in sorted(collector.retention_deleted.items())] or [({"table": "spans"}, 0)])
     out.add("queries_total", "counter", "Queries on POST /v1/query, by outcome.",
             [({"outcome": o}, n) for o, n in sorted(collector.query_counts.items())] or [({"outcome": "ok"}, 0)])
+    scoring = collector.scoring.stats
+    out.add("runs_scored_total", "counter", "Agent runs scored by the deterministic metrics.", scoring.runs_scored)
+    out.add("runs_without_expectation_total", "counter",
+            "Scored runs with no expected tools (tool correctness not run).", scoring.runs_without_expectation)
+    out.add("evaluations_written_total", "counter", "Evaluation rows written at scoring time, by metric.",
+            [({"metric": m}, n) for m, n in sorted(scoring.evaluations.items())] or [({"metric": "tool_correctness"}, 0)])
+    out.add("external_evaluations_total", "counter", "gen_ai.evaluation.result records from other tools stored.",
+            scoring.external_evaluations)
+    out.add("scoring_errors_total", "counter", "Traces whose scoring raised (their runs were written unscored).",
+            scoring.errors)
+    judge = collector.judge
+    if judge is not None:
+        stats = judge.stats
+        out.add("judge_queued_total", "counter", "Runs queued for the LLM judge.", scoring.judge_queued)
+        out.add("judge_pending", "gauge", "Pending judge rows in the database at the last look.", stats.pending_seen)
+        out.add("judge_in_flight", "gauge", "Judge evaluations being answered now.", stats.in_flight)
+        out.add("judge_results_total", "counter", "Judge rows answered, by status (ok, error, skipped).",
+                [({"status": k}, n) for k, n in sorted(stats.by_status.items())] or [({"status": "ok"}, 0)])
+        out.add("judge_stale_total", "counter", "Judge answers dropped because the run was re-queued meanwhile.",
+                stats.stale)
+        out.add("judge_cost_usd_today", "gauge", "LLM judge spend today (UTC), in USD.", stats.cost_usd_today)
+        out.add("judge_cost_usd_total", "counter", "LLM judge spend since start, in USD.", stats.cost_usd_total)
+    forwarder = collector.forwarder
+    if forwarder is not None:
+        f = forwarder.stats
+        out.add("forward_queue_records", "gauge", "Records waiting to be forwarded.", f.queued)
+        out.add("forward_sent_total", "counter", "Records forwarded downstream, by signal.",
+                [({"signal": "traces"}, f.sent_spans), ({"signal": "logs"}, f.sent_logs)])
+        out.add("forward_dropped_total", "counter", "Records that could not be forwarded and were dropped, by signal.",
+                [({"signal": "traces"}, f.dropped_spans), ({"signal": "logs"}, f.dropped_logs)])
+        out.add("forward_failed_attempts_total", "counter", "Forwarding attempts that failed (retried or not).",
+                f.failed_attempts)
     out.add("uptime_seconds", "gauge", "Seconds since the collector started.", round(collector.uptime, 3))
     return out.render()

@@ -4,7 +4,8 @@ The assembler hands each batch of completed traces to the next stage's ``consume
 agent runs. A scoring stage (issue 6) sits in between: it receives every ``CompletedTrace`` with its spans, logs
 and reconstructed runs, adds evaluation rows (``dataclasses.replace(trace, evaluations=...)``) and passes the batch
 on, so the runs and their scores are written in one transaction. Wire it with
-``Collector(config, stages=[lambda next_stage: ScoringStage(next_stage, ...)])``.
+``Collector(config, stages=[lambda next_stage: ScoringStage(next_stage, ...)])`` (the collector does this itself
+when scoring is configured, see ``collector.scoring``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Protocol
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import EvaluationRow
 
 #: Why a trace was completed.
@@ -43,6 +45,8 @@ class CompletedTrace:
     hi_ns: int
     #: added by a scoring stage; written with the runs
     evaluations: tuple[EvaluationRow, ...] = ()
+    #: added by a scoring stage: stored spans rewritten with the runs (the run span gains its scores)
+    span_updates: tuple[SpanUpdate, ...] = ()
 
 
 class TraceStage(Protocol):

@@ -17,9 +17,16 @@ log = logging.getLogger(__name__)
 class RunWriter:
     """Turns each batch into one ``ReplaceRuns`` operation (one transaction for the whole batch)."""
 
-    def __init__(self, writer: StoreWriter, *, wall_clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(
+        self,
+        writer: StoreWriter,
+        *,
+        wall_clock: Callable[[], int] = time.time_ns,
+        on_committed: Callable[[ReplaceRuns], None] | None = None,
+    ) -> None:
         self._writer = writer
         self._now = wall_clock
+        self._on_committed = on_committed
         self.traces_written = 0
         self.runs_written = 0
         self.conversion_errors = 0
@@ -52,7 +59,8 @@ class RunWriter:
         runs = [run for trace in traces for run in trace.runs]
         replace = [TraceWindow(t.trace_id, t.lo_ns, t.hi_ns) for t in traces if t.replace]
         evaluations = [row for trace in traces for row in trace.evaluations]
-        if not runs and not replace and not evaluations:
+        span_updates = [update for trace in traces for update in trace.span_updates]
+        if not runs and not replace and not evaluations and not span_updates:
             return None
         run_rows, call_rows = runs_to_arrow(runs, self._now())
         return ReplaceRuns(
@@ -61,8 +69,11 @@ class RunWriter:
             replace,
             evaluations_to_arrow(evaluations) if evaluations else None,
             on_applied=self._applied,
+            span_updates=span_updates,
         )
 
     def _applied(self, op: ReplaceRuns) -> None:
         self.runs_written += op.runs.num_rows
         self.traces_written += len({*op.runs.column("trace_id").to_pylist()})
+        if self._on_committed is not None:
+            self._on_committed(op)

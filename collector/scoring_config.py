@@ -56,6 +56,8 @@ class ScoringSettings:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScoringSettings:
+        if not isinstance(data, Mapping):
+            raise ScoringConfigError("[scoring] must be a table")
         _check_keys("scoring", data, {"enabled", "modes", "threshold", "detectors"})
         try:
             modes = parse_modes(data["modes"], "[scoring] modes") if "modes" in data else MODES
@@ -84,11 +86,15 @@ class JudgeSettings:
     timeout_s: float = 60.0
     max_retries: int = 3
     llm_kwargs: Mapping[str, Any] = field(default_factory=dict)  # api_base, api_key, ... passed to litellm
+    cache_dir: str = ""  # on-disk judge response cache (off when empty)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JudgeSettings:
+        if not isinstance(data, Mapping):
+            raise ScoringConfigError("[judge] must be a table")
         allowed = {"model", "sample_rate", "error_types", "threshold", "max_concurrency", "max_cost_usd_per_day",
-                   "only_when", "timeout_s", "max_retries", "api_base", "api_key", "api_version", "extra"}
+                   "only_when", "timeout_s", "max_retries", "api_base", "api_key", "api_version", "extra",
+                   "cache_dir"}
         _check_keys("judge", data, allowed)
         model = data.get("model")
         if not isinstance(model, str) or not model.strip():
@@ -117,6 +123,9 @@ class JudgeSettings:
         if not isinstance(extra, Mapping):
             raise ScoringConfigError("[judge] extra must be a table of litellm arguments")
         llm_kwargs = {k: data[k] for k in ("api_base", "api_key", "api_version") if k in data} | dict(extra)
+        cache_dir = data.get("cache_dir", "")
+        if not isinstance(cache_dir, str):
+            raise ScoringConfigError("[judge] cache_dir must be a path string")
         return cls(
             model=model.strip(),
             sample_rate=_number("judge", "sample_rate", data.get("sample_rate", 1.0), 0.0, 1.0),
@@ -128,7 +137,45 @@ class JudgeSettings:
             timeout_s=_number("judge", "timeout_s", data.get("timeout_s", 60.0), 0.001),
             max_retries=retries,
             llm_kwargs=llm_kwargs,
+            cache_dir=cache_dir,
         )
+
+
+def parse_forward(section: Any) -> ForwardConfig:
+    """``forward = "URL"`` or a ``[forward]`` table (url, protocol, headers, timeout_s, queue and retry sizes)."""
+    if isinstance(section, str):
+        section = {"url": section}
+    if not isinstance(section, Mapping):
+        raise ScoringConfigError("[forward] must be a table or a URL string")
+    _check_keys("forward", section, {"url", "protocol", "headers", "timeout_s", "max_queue_records",
+                                     "max_batch_records", "max_retries"})
+    if "url" not in section:
+        raise ScoringConfigError("[forward] url is required")
+    headers = section.get("headers", {})
+    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+        raise ScoringConfigError("[forward] headers must be a table of strings")
+    try:
+        return ForwardConfig(**{**section, "headers": dict(headers)}).validate()
+    except (ForwardConfigError, TypeError) as exc:
+        raise ScoringConfigError(str(exc)) from None
+
+
+def load_dataset(path: str) -> Dataset | None:
+    if not path:
+        return None
+    try:
+        return Dataset.load(path)
+    except ExpectationConfigError as exc:
+        raise ScoringConfigError(str(exc)) from None
+
+
+def parse_expectations(items: Any) -> tuple[ExpectationRule, ...]:
+    if not isinstance(items, list):
+        raise ScoringConfigError("expectations must be an array of tables ([[expectations]])")
+    try:
+        return parse_rules(items)
+    except ExpectationConfigError as exc:
+        raise ScoringConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,24 +197,7 @@ class ScoringConfig:
             dataset = Dataset.load(dataset_path) if dataset_path else None
         except ExpectationConfigError as exc:
             raise ScoringConfigError(str(exc)) from None
-        forward = None
-        if "forward" in data:
-            section = data["forward"]
-            if isinstance(section, str):
-                section = {"url": section}
-            if not isinstance(section, Mapping):
-                raise ScoringConfigError("[forward] must be a table or a URL string")
-            _check_keys("forward", section, {"url", "protocol", "headers", "timeout_s", "max_queue_records",
-                                             "max_batch_records", "max_retries"})
-            if "url" not in section:
-                raise ScoringConfigError("[forward] url is required")
-            headers = section.get("headers", {})
-            if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
-                raise ScoringConfigError("[forward] headers must be a table of strings")
-            try:
-                forward = ForwardConfig(**{**section, "headers": dict(headers)}).validate()
-            except (ForwardConfigError, TypeError) as exc:
-                raise ScoringConfigError(str(exc)) from None
+        forward = parse_forward(data["forward"]) if data.get("forward") else None
         judge = data.get("judge")
         if judge is not None and not isinstance(judge, Mapping):
             raise ScoringConfigError("[judge] must be a table")

@@ -26,7 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grpc", metavar="HOST:PORT", help="OTLP/gRPC listen address (default: 127.0.0.1:4317)")
     parser.add_argument("--http", metavar="HOST:PORT", help="OTLP/HTTP and API listen address (default: 127.0.0.1:4318)")
     parser.add_argument("--config", metavar="FILE", help="TOML file with any of the settings (flags win over it)")
-    parser.add_argument("--forward", metavar="URL", help="downstream OTLP endpoint (not available yet: issue 6)")
+    parser.add_argument(
+        "--forward", metavar="URL",
+        help="send every span on to this OTLP endpoint with scores attached (grpc://host:4317 or http://host:4318)",
+    )
     parser.add_argument("--retention", metavar="DURATION", help='delete data older than this, e.g. "30d"')
     parser.add_argument("--grace-period", metavar="SECONDS", help="quiet time before a trace is complete (default 2s)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default: info")
@@ -44,12 +47,22 @@ def build_config(args: argparse.Namespace) -> Any:
     flags = {
         key: value
         for key, value in (
-            ("db", args.db), ("grpc", args.grpc), ("http", args.http), ("forward", args.forward),
+            ("db", args.db), ("grpc", args.grpc), ("http", args.http),
             ("retention", args.retention), ("log_level", args.log_level),
         )
         if value is not None
     }
     config = dataclasses.replace(config, **flags)
+    if args.forward is not None:  # the URL from the flag; headers and the rest from the config file, if any
+        from collector.config import ConfigError
+        from collector.forward import ForwardConfig, ForwardConfigError
+
+        base = config.forward or ForwardConfig(url=args.forward)
+        try:
+            forward = dataclasses.replace(base, url=args.forward).validate()
+        except ForwardConfigError as exc:
+            raise ConfigError("--forward", str(exc)) from None
+        config = dataclasses.replace(config, forward=forward)
     if args.grace_period is not None:
         grace = parse_duration(args.grace_period, "--grace-period")
         config = dataclasses.replace(config, assembler=dataclasses.replace(config.assembler, grace_period=grace))

@@ -27,11 +27,14 @@ from agentotel_eval.store.writer import StoreWriter
 from collector import metrics
 from collector.assembler import Assembler, Reconstruct
 from collector.config import CollectorConfig
+from collector.forward import Forwarder
 from collector.grpc_receiver import GrpcReceiver
 from collector.http_receiver import HttpApp, HttpReceiver
 from collector.ingest import Ingestor
+from collector.judge_worker import JudgeWorker
 from collector.pipeline import TraceStage
 from collector.run_writer import RunWriter
+from collector.scoring import ScoringStage, is_held_span
 
 log = logging.getLogger("agentotel.collector")
 
@@ -68,6 +71,9 @@ class Collector:
         self.assembler: Assembler
         self.ingestor: Ingestor
         self.run_writer: RunWriter
+        self.scoring: ScoringStage
+        self.forwarder: Forwarder | None = None
+        self.judge: JudgeWorker | None = None
         self.http: HttpReceiver
         self.grpc: GrpcReceiver
 
@@ -96,24 +102,40 @@ class Collector:
         self._tune_process()
         self._read_root = self.con.cursor()
         try:
+            scoring_config = cfg.scoring_config()
+            if cfg.forward is not None:
+                self.forwarder = Forwarder(cfg.forward)
+                self.forwarder.start()
             self.writer = StoreWriter(
                 self.con,
                 max_queue_records=cfg.writer.max_queue_records,
                 max_batch_records=cfg.writer.max_batch_records,
                 flush_interval=cfg.writer.flush_interval,
                 retry_after=cfg.receiver.retry_after,
-                on_commit=lambda spans, logs: self.assembler.consume(spans, logs),
+                on_commit=self._committed,
             )
-            self.run_writer = RunWriter(self.writer)
-            stage: TraceStage = self.run_writer
+            self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
+            forwarder = self.forwarder
+            self.scoring = ScoringStage(
+                self.run_writer, scoring_config, forward=forwarder.submit_spans if forwarder else None
+            )
+            stage: TraceStage = self.scoring
             for factory in reversed(self._stage_factories):
                 stage = factory(stage)
+            if cfg.judge is not None:
+                self.judge = JudgeWorker(
+                    cfg.judge, self.writer, self._cursor,
+                    forward_spans=forwarder.submit_spans if forwarder else None,
+                    forward_logs=forwarder.submit_logs if forwarder else None,
+                )
             self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor), reconstruct=self._reconstruct)
             self.ingestor = Ingestor(
                 self.writer, export_timeout=cfg.receiver.export_timeout, backlog=lambda: self.assembler.backlog
             )
             self.writer.start()
             self.assembler.start()
+            if self.judge is not None:
+                self.judge.start()
             http_host, http_port = cfg.http_address
             self.http = HttpReceiver(
                 http_host,
@@ -182,10 +204,14 @@ class Collector:
                     receiver.shutdown()
                 except Exception:
                     log.exception("stopping %s", name)
+        if self.judge is not None:
+            self.judge.shutdown(0)
         if getattr(self, "assembler", None) is not None and self.assembler._thread is not None:
             self.assembler.shutdown()
         if getattr(self, "writer", None) is not None:
             self.writer.shutdown()
+        if self.forwarder is not None:
+            self.forwarder.shutdown(0)
         if self.con is not None:
             self.con.close()
             self.con = None
@@ -209,8 +235,12 @@ class Collector:
         self.writer.flush(grace)  # HTTP requests still in flight finish their commits here
         self.writer.stop_accepting()
         self.writer.flush(grace)
+        if self.judge is not None:
+            self.judge.shutdown(min(grace, 5.0))  # answers not back by then stay pending for the next start
         self.assembler.shutdown()  # completes every open trace; the runs go to the writer
         self.writer.shutdown()  # applies the last run writes, checkpoints
+        if self.forwarder is not None:
+            self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
         self.http.shutdown()
         self.grpc.shutdown(0)
         if self._housekeeping is not None:
@@ -224,6 +254,21 @@ class Collector:
         with self._lock:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
+
+    # ---- hooks between stages ------------------------------------------------------------------------------
+
+    def _committed(self, spans: Sequence[Any], logs: Sequence[Any]) -> None:
+        """After each ingest commit: records go downstream (run and root spans wait for their scores)."""
+        forwarder = self.forwarder
+        if forwarder is not None:
+            forwarder.submit_spans([s for s in spans if not is_held_span(s)])
+            forwarder.submit_logs(logs)
+        self.assembler.consume(spans, logs)
+
+    def _runs_committed(self, op: Any) -> None:
+        """Runs and their evaluation rows are committed: pending judge rows can be taken now."""
+        if self.judge is not None and op.evaluations is not None and op.evaluations.num_rows:
+            self.judge.wake()
 
     def __enter__(self) -> Collector:
         return self.start()

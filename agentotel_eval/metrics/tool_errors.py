@@ -397,7 +397,7 @@ class ToolsErrorMetric(BaseMetric):
         if not hasattr(case, "input"):
             raise TypeError(f"ToolsErrorMetric scores a test case with an 'input', got {type(case).__name__}")
         user_input = render_text(case.input)
-        if not user_input.strip():
+        if not user_input.strip() and self.judge:  # the detectors read only the calls: they run without it
             raise _CaseError("the test case has no input (ToolsErrorMetric requires input)")
         output = getattr(case, "actual_output", None)
         ai_response = render_text(output) if output is not None else ""

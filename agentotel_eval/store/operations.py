@@ -61,12 +61,14 @@ class ReplaceRuns:
         replace: Sequence[TraceWindow] = (),
         evaluations: pa.Table | None = None,
         on_applied: Callable[[ReplaceRuns], None] | None = None,
+        span_updates: Sequence[SpanUpdate] = (),
     ) -> None:
         self.runs = runs
         self.calls = calls
         self.replace = tuple(replace)
         self.evaluations = evaluations
         self.on_applied = on_applied
+        self.span_updates = tuple(span_updates)
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.replace:
@@ -81,6 +83,9 @@ class ReplaceRuns:
                         "AND trace_id IN (SELECT trace_id FROM _replace_ids)",
                         {"lo": lo, "hi": hi},
                     )
+                # A re-built trace is re-scored: its earlier evaluations (ours, and external ones, which are
+                # re-read from its records) give way to the new rows.
+                con.execute(f"DELETE FROM {schema.EVALUATIONS} WHERE trace_id IN (SELECT trace_id FROM _replace_ids)")
             finally:
                 with contextlib.suppress(duckdb.Error):
                     con.unregister("_replace_ids")
@@ -88,6 +93,111 @@ class ReplaceRuns:
         _insert(con, schema.TOOL_CALLS, schema.TOOL_CALL_COLUMNS, self.calls)
         if self.evaluations is not None:
             _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.evaluations)
+        update_spans(con, self.span_updates)
+
+    def committed(self) -> None:
+        if self.on_applied is not None:
+            self.on_applied(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanUpdate:
+    """New ``attributes`` / ``events`` JSON for one stored span (the run span gains its scores)."""
+
+    trace_id: str
+    span_id: str
+    start_ns: int
+    attributes_json: str
+    events_json: str
+
+
+_SPAN_UPDATE_SCHEMA = pa.schema([
+    ("trace_id", pa.string()), ("span_id", pa.string()), ("attributes", pa.string()), ("events", pa.string()),
+])
+
+
+def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
+    """Rewrite the attributes and events of stored spans; the start-time bounds let DuckDB skip row groups."""
+    if not updates:
+        return
+    lo = ns_to_datetime(min(u.start_ns for u in updates))
+    hi = ns_to_datetime(max(u.start_ns for u in updates), ceil=True)
+    table = pa.Table.from_pylist(
+        [{"trace_id": u.trace_id, "span_id": u.span_id, "attributes": u.attributes_json, "events": u.events_json}
+         for u in updates],
+        schema=_SPAN_UPDATE_SCHEMA,
+    )
+    con.register("_span_updates", table)
+    try:
+        con.execute(
+            f"UPDATE {schema.SPANS} SET attributes = CAST(u.attributes AS JSON), events = CAST(u.events AS JSON) "
+            f"FROM _span_updates u WHERE {schema.SPANS}.start_time BETWEEN $lo AND $hi "
+            f"AND {schema.SPANS}.trace_id = u.trace_id AND {schema.SPANS}.span_id = u.span_id",
+            {"lo": lo, "hi": hi},
+        )
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister("_span_updates")
+
+
+class WriteEvaluation:
+    """The LLM judge's answer for a queued run: replaces its ``pending`` row and scores the stored run span.
+
+    ``pending_created_at_ns`` names the queued row this answer belongs to. If that row is gone or was re-queued
+    (the trace was re-built meanwhile and will be judged again), the answer is stale and nothing is written;
+    ``applied`` says which happened. ``merge_span`` turns the stored run span's (attributes, events) into the new
+    ones; it runs inside the transaction, on what is stored at that moment.
+    """
+
+    name = "write_evaluation"
+
+    def __init__(
+        self,
+        row: pa.Table,
+        key: tuple[str, str, str, str],
+        pending_created_at_ns: int | None,
+        merge_span: Callable[[dict, list], tuple[str, str]] | None = None,
+        on_applied: Callable[[WriteEvaluation], None] | None = None,
+    ) -> None:
+        self.row = row
+        self.key = key
+        self.pending_created_at_ns = pending_created_at_ns
+        self.merge_span = merge_span
+        self.on_applied = on_applied
+        self.applied = False
+        #: the stored run span's resource (when it was found), for what is sent downstream about this score
+        self.span_resource: dict | None = None
+
+    def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+        import json
+
+        trace_id, run_span_id, metric, version = self.key
+        where = ("trace_id = $t AND run_span_id = $s AND metric = $m AND coalesce(evaluator_version, '') = $v")
+        params: dict[str, object] = {"t": trace_id, "s": run_span_id, "m": metric, "v": version}
+        if self.pending_created_at_ns is not None:
+            found = con.execute(
+                f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE {where} AND status = 'pending' "
+                "AND created_at = $c",
+                {**params, "c": ns_to_datetime(self.pending_created_at_ns)},
+            ).fetchall()[0][0]
+            if not found:
+                return  # stale: the run was re-queued or removed since this job was taken
+        con.execute(f"DELETE FROM {schema.EVALUATIONS} WHERE {where}", params)
+        _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.row)
+        if self.merge_span is not None:
+            stored = con.execute(
+                f"SELECT attributes, events, start_time_unix_nano, resource_attributes FROM {schema.SPANS} "
+                "WHERE trace_id = $t AND span_id = $s LIMIT 1",
+                {"t": trace_id, "s": run_span_id},
+            ).fetchall()
+            if stored:
+                attributes, events, start_ns, resource = stored[0]
+                self.span_resource = json.loads(resource) if resource else {}
+                new_attributes, new_events = self.merge_span(
+                    json.loads(attributes) if attributes else {}, json.loads(events) if events else []
+                )
+                update_spans(con, [SpanUpdate(trace_id, run_span_id, start_ns, new_attributes, new_events)])
+        self.applied = True
 
     def committed(self) -> None:
         if self.on_applied is not None:

@@ -430,9 +430,13 @@ def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
 # evaluations -> Arrow
 
 
+#: ``evaluations.source`` of the scores this collector computes; other tools' scores say ``external:...``
+OWN_SOURCE = "agentotel-eval"
+
+
 @dataclass(frozen=True, slots=True)
 class EvaluationRow:
-    """One row of the ``evaluations`` table (written by a scoring stage)."""
+    """One row of the ``evaluations`` table; (trace_id, run_span_id, metric, evaluator_version) is its key."""
 
     trace_id: str
     run_span_id: str
@@ -442,10 +446,19 @@ class EvaluationRow:
     success: bool | None = None
     reason: str | None = None
     details: Any = None  # JSON-ready
-    status: str = "ok"  # ok | pending | error
+    status: str = "ok"  # ok | pending | error | skipped
     model: str | None = None
     cost_usd: float | None = None
     created_at_ns: int = 0
+    evaluator: str | None = None
+    evaluator_version: str | None = None
+    latency_s: float | None = None
+    source: str = OWN_SOURCE
+    updated_at_ns: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version or "")
 
 
 EVALUATION_SCHEMA = pa.schema(
@@ -453,19 +466,31 @@ EVALUATION_SCHEMA = pa.schema(
         ("trace_id", _STR), ("run_span_id", _STR), ("metric", _STR), ("score", pa.float64()),
         ("threshold", pa.float64()), ("success", pa.bool_()), ("reason", _STR), ("details", _JSON),
         ("status", _STR), ("model", _STR), ("cost_usd", pa.float64()), ("created_at", _TS),
+        ("evaluator", _STR), ("evaluator_version", _STR), ("latency_s", pa.float64()), ("source", _STR),
+        ("updated_at", _TS),
     ]
 )
 assert tuple(EVALUATION_SCHEMA.names) == schema.EVALUATION_COLUMNS
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
 
 
 def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
     columns: dict[str, list[Any]] = {name: [] for name in schema.EVALUATION_COLUMNS}
     for r in rows:
         values = (
-            r.trace_id, r.run_span_id, r.metric, r.score, r.threshold, r.success, r.reason,
-            None if r.details is None else to_json(thaw(r.details)), r.status, r.model, r.cost_usd,
-            r.created_at_ns or None,
+            r.trace_id, r.run_span_id, r.metric, _finite_or_none(r.score), _finite_or_none(r.threshold), r.success,
+            r.reason, None if r.details is None else to_json(thaw(r.details)), r.status, r.model,
+            _finite_or_none(r.cost_usd), r.created_at_ns or None, r.evaluator, r.evaluator_version,
+            _finite_or_none(r.latency_s), r.source, (r.updated_at_ns or r.created_at_ns) or None,
         )
         for name, value in zip(schema.EVALUATION_COLUMNS, values, strict=True):
             columns[name].append(value)
     return _table(columns, EVALUATION_SCHEMA)
+
+
+def events_json(events: tuple[SpanEvent, ...]) -> str:
+    """The ``spans.events`` JSON of these events (the same form the append path stores)."""
+    return _events_json(events)

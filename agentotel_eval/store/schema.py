@@ -46,7 +46,7 @@ TOOL_CALL_COLUMNS: tuple[str, ...] = (
 )
 EVALUATION_COLUMNS: tuple[str, ...] = (
     "trace_id", "run_span_id", "metric", "score", "threshold", "success", "reason", "details", "status", "model",
-    "cost_usd", "created_at",
+    "cost_usd", "created_at", "evaluator", "evaluator_version", "latency_s", "source", "updated_at",
 )
 
 
@@ -167,8 +167,23 @@ _V1 = Migration(
     ),
 )
 
+_V2 = Migration(
+    2,
+    "evaluations: evaluator name and version, latency, source, updated_at (online scoring)",
+    (
+        # One row per (trace_id, run_span_id, metric, evaluator_version): re-scoring replaces it.
+        # status: ok | pending (queued for the LLM judge) | error | skipped (e.g. over the judge budget).
+        "ALTER TABLE evaluations ADD COLUMN evaluator VARCHAR",  # e.g. ToolCorrectnessMetric
+        "ALTER TABLE evaluations ADD COLUMN evaluator_version VARCHAR",
+        "ALTER TABLE evaluations ADD COLUMN latency_s DOUBLE",  # time the metric took (the judge: its LLM calls)
+        "ALTER TABLE evaluations ADD COLUMN source VARCHAR",  # agentotel-eval | external:<scope>/<service>
+        "ALTER TABLE evaluations ADD COLUMN updated_at TIMESTAMPTZ",
+        "UPDATE evaluations SET source = 'agentotel-eval', updated_at = created_at",
+    ),
+)
+
 #: Forward migrations, in order. Append new steps; a released step never changes.
-MIGRATIONS: tuple[Migration, ...] = (_V1,)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 #: Views: (name, SELECT). Recreated on every writable open.

@@ -3,6 +3,7 @@ DuckDB exactly: its spans, its logs, and the agent runs and tool calls that ``re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 from agentotel_eval.frozen import thaw
 from agentotel_eval.reconstruct import reconstruct
+from agentotel_eval.scores import EVALUATOR_ATTRIBUTE
 from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, log_from_row, span_from_row
 from collector.testing import grpc_export, post_otlp, running_collector, wait_until
 from tests.fixture_traces import Fixture, fixtures
@@ -103,7 +105,21 @@ def test_spans_and_logs_are_stored_exactly(replayed, fx):
     trace_ids = {tid for tid, _ in expected}
     rows = _select(collector, f"SELECT {SPAN_SELECT} FROM spans WHERE trace_id IN {_in(trace_ids)}")
     assert len(rows) == len(expected)  # each span once
-    assert {(r[0], r[1]): span_from_row(r) for r in rows} == expected  # ids, attributes, events, times, resource
+    stored = {(r[0], r[1]): span_from_row(r) for r in rows}
+    run_keys = {run.key for run in _expected_runs(fx, _encoding(mode))}
+    for key, span in stored.items():
+        added = {k for k in span.attributes if k.startswith("agentotel.eval.")} - set(expected[key].attributes)
+        ours = [e for e in span.events if EVALUATOR_ATTRIBUTE in e.attributes]
+        if key in run_keys:  # every run is scored (the detectors need no expectation): its span says so
+            assert "agentotel.eval.tool_errors_detectors.success" in added
+            assert [e.attributes["gen_ai.evaluation.name"] for e in ours] == ["tool_errors_detectors"]
+        else:
+            assert not added and not ours
+        stored[key] = dataclasses.replace(
+            span, attributes={k: v for k, v in span.attributes.items() if k not in added},
+            events=tuple(e for e in span.events if e not in ours),
+        )
+    assert stored == expected  # ids, attributes, events, times, resource: all as received
     logs = fx.logs(_encoding(mode))
     if logs:
         log_traces = {r.trace_id for r in logs if r.trace_id}

@@ -115,7 +115,7 @@ def test_bad_keys_and_values_are_named(tmp_path, toml, key, why):
     [
         ({"grpc": "nowhere"}, "grpc"),
         ({"http": "127.0.0.1:70000"}, "http"),
-        ({"forward": "http://downstream:4318"}, "forward"),
+        ({"dataset": "/no/such/dataset.jsonl"}, "dataset"),
         ({"retention": "soon"}, "retention"),
         ({"log_level": "loud"}, "log_level"),
         ({"grpc": "127.0.0.1:5000", "http": "127.0.0.1:5000"}, "http"),
@@ -156,6 +156,51 @@ def test_flags_win_over_the_file(tmp_path):
     assert config.assembler.grace_period == 1.0
 
 
-def test_forward_is_accepted_as_a_flag_but_refused_clearly():
-    with pytest.raises(ConfigError, match="issue 6"):
-        serve_cmd.build_config(_args(forward="http://127.0.0.1:4318"))
+def test_forward_flag_sets_the_url_and_keeps_the_file_s_headers(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[forward]\nurl = "http://from-file:4318"\nheaders = { authorization = "Bearer x" }\n')
+    config = serve_cmd.build_config(_args(config=path, forward="grpc://127.0.0.1:14317"))
+    assert config.forward.url == "grpc://127.0.0.1:14317"
+    assert config.forward.headers == {"authorization": "Bearer x"}
+    assert config.forward.resolved_protocol() == "grpc"
+    with pytest.raises(ConfigError, match=r"forward\.url must be like"):
+        serve_cmd.build_config(_args(forward="ftp://x"))
+
+
+def test_scoring_sections_load_from_toml(tmp_path):
+    dataset = tmp_path / "ds.jsonl"
+    dataset.write_text('{"input": "hi", "expected_tools": ["greet"]}\n')
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'dataset = "{dataset}"\nforward = "http://127.0.0.1:4318"\n'
+        '[scoring]\nmodes = ["default", "exact"]\nthreshold = 0.8\n'
+        '[judge]\nmodel = "openai/gpt-4o-mini"\nsample_rate = 0.5\nmax_cost_usd_per_day = 1.5\n'
+        'api_base = "http://127.0.0.1:9/v1"\n'
+        '[[expectations]]\nagent = "travel_*"\nexpected_tools = ["search", "book"]\n'
+    )
+    config = load_config(path)
+    assert config.scoring.modes == ("default", "exact") and config.scoring.threshold == 0.8
+    assert config.judge.model == "openai/gpt-4o-mini" and config.judge.max_cost_usd_per_day == 1.5
+    assert config.judge.llm_kwargs == {"api_base": "http://127.0.0.1:9/v1"}
+    assert config.expectations[0].expected_tools == ("search", "book")
+    assert config.forward.resolved_protocol() == "http/protobuf"
+    scoring = config.validate().scoring_config()
+    assert scoring.dataset.lookup("hi")[0] == ("greet",)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "why"),
+    [
+        ('[judge]\nmodle = "x"\n', "judge", r"\[judge\] unknown key\(s\) \['modle'\]"),
+        ('[judge]\nsample_rate = 0.5\n', "judge", r"model is required"),
+        ('[scoring]\nmodes = ["fuzzy"]\n', "scoring", r"unknown mode\(s\) \['fuzzy'\]"),
+        ('[[expectations]]\nagent = "a"\n', "expectations", r"expected_tools is required"),
+        ('forward = 3\n', "forward", r"must be a table or a URL"),
+    ],
+)
+def test_invalid_scoring_sections_name_the_key(tmp_path, toml, key, why):
+    path = tmp_path / "bad.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=why) as info:
+        load_config(path)
+    assert info.value.key == key

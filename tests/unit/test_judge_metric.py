@@ -316,3 +316,14 @@ def test_client_set_up_failure_is_an_error_result():
 
     result = metric(Broken()).measure(CASE)
     assert result.status == "error" and "set-up failed" in result.error and "provider_sdk" in result.error
+
+
+def test_detectors_alone_run_without_an_input():
+    """A trace recorded without content (no user input) still gets its zero-cost deterministic checks."""
+    from agentotel_eval import EvalTestCase, ToolCall, ToolsErrorMetric
+
+    case = EvalTestCase(input="", tools_called=[ToolCall("lookup"), ToolCall("nope")], available_tools=["lookup"])
+    result = ToolsErrorMetric(judge=False).measure(case)
+    assert result.status == "ok" and result.metric == "tool_errors_detectors"
+    assert result.evaluation_log["error_types"] == ["invalid_function"]
+    assert ToolsErrorMetric("openai/gpt-4o-mini", api_base="http://127.0.0.1:9").measure(case).status == "error"

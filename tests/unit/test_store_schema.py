@@ -65,8 +65,18 @@ def test_reopening_applies_nothing_and_keeps_data(tmp_path):
     con = open_store(path)
     assert migrate(con) == []
     assert con.execute("SELECT count(*) FROM evaluations").fetchone() == (1,)
-    assert con.execute("SELECT count(*) FROM schema_version").fetchone() == (1,)
+    assert con.execute("SELECT count(*) FROM schema_version").fetchone() == (len(schema.MIGRATIONS),)
     con.close()
+
+
+def test_a_version_1_database_is_upgraded_keeping_its_evaluations(tmp_path):
+    con = duckdb.connect(str(tmp_path / "v1.duckdb"))
+    assert migrate(con, schema.MIGRATIONS[:1]) == [1]
+    con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric, score, created_at) "
+                "VALUES ('t', 's', 'tool_correctness', 0.5, '2026-01-01 00:00:00+00')")
+    assert migrate(con) == [m.version for m in schema.MIGRATIONS[1:]]
+    row = con.execute("SELECT metric, score, source, updated_at = created_at FROM evaluations").fetchone()
+    assert row == ("tool_correctness", 0.5, "agentotel-eval", True)
 
 
 def test_forward_migration_runs_once_in_order(tmp_path):

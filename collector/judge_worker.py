@@ -1,0 +1,329 @@
+"""The LLM judge queue: ``pending`` evaluation rows in DuckDB, answered in the background.
+
+The scoring stage writes a ``pending`` ``tool_errors`` row (with the run's test case in ``details``) in the same
+transaction as the run. This worker takes pending rows from the database itself — the table is the queue — so
+nothing is lost when the collector stops or crashes: pending rows are simply taken again at the next start.
+It runs ``ToolsErrorMetric`` with bounded concurrency on its own event loop, honours the daily budget (rows
+over it become ``skipped`` with the reason), writes provider failures as ``error`` rows with the message, and
+replaces each pending row with the answer in one transaction that also scores the stored run span. With
+forwarding on, each answer goes downstream as a ``gen_ai.evaluation <metric>`` child span of the run span and a
+``gen_ai.evaluation.result`` log record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from agentotel_eval.metrics.base import MetricResult
+from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
+from agentotel_eval.scores import evaluation_log, evaluation_span, with_scores
+from agentotel_eval.store import schema
+from agentotel_eval.store.operations import WriteEvaluation
+from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_arrow, events_json, to_json
+from agentotel_eval.store.writer import StoreWriter
+from agentotel_eval.test_case import EvalTestCase
+from collector.judge_policy import over_budget
+from collector.scoring_config import JudgeSettings
+
+log = logging.getLogger(__name__)
+
+JUDGE_METRIC = "tool_errors"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One pending row."""
+
+    trace_id: str
+    run_span_id: str
+    metric: str
+    evaluator_version: str
+    details: Any
+    created_at_ns: int
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version)
+
+
+@dataclass
+class JudgeStats:
+    judged: int = 0
+    errors: int = 0
+    skipped_budget: int = 0
+    stale: int = 0
+    in_flight: int = 0
+    pending_seen: int = 0
+    cost_usd_today: float = 0.0
+    cost_usd_total: float = 0.0
+    by_status: dict[str, int] = field(default_factory=dict)
+
+
+def build_metric(settings: JudgeSettings) -> Any:
+    """The judge metric the settings describe (litellm is imported on its first call, not here)."""
+    from agentotel_eval.judge.retry import RetryPolicy
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+    kwargs = dict(settings.llm_kwargs)
+    kwargs.setdefault("timeout", settings.timeout_s)
+    return ToolsErrorMetric(
+        settings.model,
+        threshold=settings.threshold,
+        error_types=list(settings.error_types) if settings.error_types else None,
+        max_concurrency=settings.max_concurrency,
+        retry=RetryPolicy(max_attempts=settings.max_retries + 1),
+        cache=settings.cache_dir or None,
+        **kwargs,
+    )
+
+
+def _utc_day(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d")
+
+
+class JudgeWorker:
+    """Takes pending judge rows from the database and answers them (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        writer: StoreWriter,
+        cursor: Callable[[], Any],
+        *,
+        metric: Any = None,
+        forward_spans: Callable[[Sequence[SpanRecord]], None] | None = None,
+        forward_logs: Callable[[Sequence[LogRecord]], None] | None = None,
+        wall_clock: Callable[[], int] = time.time_ns,
+        poll_interval: float = 2.0,
+    ) -> None:
+        self.settings = settings
+        self._writer = writer
+        self._cursor = cursor
+        self._metric = metric
+        self._forward_spans = forward_spans
+        self._forward_logs = forward_logs
+        self._now = wall_clock
+        self._poll = poll_interval
+        self.stats = JudgeStats()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._stopping = False
+        self._started = threading.Event()
+        self._day = ""
+        self._lock = threading.Lock()
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        if self._metric is None:
+            self._metric = build_metric(self.settings)
+        self._thread = threading.Thread(target=self._run, name="agentotel-judge", daemon=True)
+        self._thread.start()
+        self._started.wait(10)
+
+    def wake(self, *_: Any) -> None:
+        """New pending rows were committed: look now instead of at the next poll."""
+        loop, event = self._loop, self._wake
+        if loop is not None and event is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed between the check and the call
+                loop.call_soon_threadsafe(event.set)
+
+    def shutdown(self, grace: float = 5.0) -> None:
+        """Stop taking rows; answers in flight get ``grace`` seconds, the rest stay pending for the next start."""
+        if self._thread is None or self._stopping:
+            return
+        self._stopping = True
+        self._grace = grace
+        self.wake()
+        self._thread.join(grace + 5.0)
+
+    # ---- the loop -----------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except Exception:
+            log.exception("the judge worker stopped on an error")
+        finally:
+            self._started.set()
+            loop.close()
+
+    async def _main(self) -> None:
+        self._wake = asyncio.Event()
+        self._load_spent_today()
+        self._started.set()
+        in_flight: dict[tuple[str, str, str, str], asyncio.Task[None]] = {}
+        limit = asyncio.Semaphore(self.settings.max_concurrency)
+        room = self.settings.max_concurrency * 2  # a few taken ahead, so the LLM is never idle between rows
+        while not self._stopping:
+            free = room - len(in_flight)
+            if free > 0:
+                try:
+                    jobs = await asyncio.to_thread(self._fetch, free + len(in_flight))
+                except Exception:
+                    log.exception("reading pending judge rows failed; retrying")
+                    jobs = []
+                for job in jobs:
+                    if job.key in in_flight or len(in_flight) >= room:
+                        continue
+                    task = asyncio.create_task(self._answer(job, limit))
+                    in_flight[job.key] = task
+                    task.add_done_callback(lambda _t, k=job.key: in_flight.pop(k, None))
+            self.stats.in_flight = len(in_flight)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._poll)
+        if in_flight:
+            _done, rest = await asyncio.wait(list(in_flight.values()), timeout=self._grace)
+            for task in rest:
+                task.cancel()
+            if rest:
+                await asyncio.gather(*rest, return_exceptions=True)
+                log.info("judge: %d answers in flight were left pending for the next start", len(rest))
+
+    def _fetch(self, n: int) -> list[Job]:
+        cursor = self._cursor()
+        try:
+            rows = cursor.execute(
+                "SELECT trace_id, run_span_id, metric, coalesce(evaluator_version, ''), details, epoch_ns(created_at) "
+                f"FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ? "
+                "ORDER BY created_at LIMIT ?",
+                [JUDGE_METRIC, OWN_SOURCE, n],
+            ).fetchall()
+            pending = cursor.execute(
+                f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ?",
+                [JUDGE_METRIC, OWN_SOURCE],
+            ).fetchall()[0][0]
+        finally:
+            cursor.close()
+        self.stats.pending_seen = int(pending)
+        return [Job(r[0], r[1], r[2], r[3], json.loads(r[4]) if r[4] else None, int(r[5])) for r in rows]
+
+    # ---- budget -------------------------------------------------------------------------------------------
+
+    def _load_spent_today(self) -> None:
+        now = self._now()
+        self._day = _utc_day(now)
+        cursor = self._cursor()
+        try:
+            spent = cursor.execute(
+                f"SELECT coalesce(sum(cost_usd), 0) FROM {schema.EVALUATIONS} WHERE metric = ? AND source = ? "
+                "AND created_at >= CAST(date_trunc('day', CAST(? AS TIMESTAMPTZ)) AS TIMESTAMPTZ)",
+                [JUDGE_METRIC, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
+            ).fetchall()[0][0]
+        finally:
+            cursor.close()
+        self.stats.cost_usd_today = float(spent or 0.0)
+
+    def _spent_today(self) -> float:
+        with self._lock:
+            day = _utc_day(self._now())
+            if day != self._day:
+                self._day, self.stats.cost_usd_today = day, 0.0
+            return self.stats.cost_usd_today
+
+    def _add_cost(self, cost: float | None) -> None:
+        if not cost:
+            return
+        with self._lock:
+            self.stats.cost_usd_today += cost
+            self.stats.cost_usd_total += cost
+
+    # ---- one row ------------------------------------------------------------------------------------------
+
+    async def _answer(self, job: Job, limit: asyncio.Semaphore) -> None:
+        async with limit:
+            if self._stopping:
+                return
+            now = self._now()
+            reason = over_budget(self._spent_today(), self.settings)
+            result: MetricResult | None = None
+            if reason is not None:
+                row = self._row(job, now, status="skipped", reason=reason)
+                self.stats.skipped_budget += 1
+            else:
+                try:
+                    case = EvalTestCase.from_dict(job.details["test_case"])
+                except (KeyError, TypeError, ValueError) as exc:
+                    row = self._row(job, now, status="error", reason=f"the queued test case is unreadable: {exc}")
+                else:
+                    started = time.perf_counter()
+                    try:
+                        result = await self._metric.a_measure(case)
+                    except Exception as exc:  # the metric reports provider failures itself; this is a bug
+                        result = MetricResult(JUDGE_METRIC, None, None, f"{type(exc).__name__}: {exc}",
+                                              self.settings.threshold, status="error",
+                                              error=f"{type(exc).__name__}: {exc}", model=self.settings.model)
+                    result = result.with_latency(time.perf_counter() - started)
+                    self._add_cost(result.cost_usd)
+                    now = self._now()
+                    row = EvaluationRow(
+                        trace_id=job.trace_id, run_span_id=job.run_span_id, metric=job.metric, score=result.score,
+                        threshold=result.threshold, success=result.success,
+                        reason=result.reason or (result.error or ""),
+                        details=dict(result.evaluation_log) if result.evaluation_log else None, status=result.status,
+                        model=result.model or self.settings.model, cost_usd=result.cost_usd, created_at_ns=now,
+                        evaluator=result.evaluator or None, evaluator_version=job.evaluator_version or None,
+                        latency_s=result.latency_s, updated_at_ns=now,
+                    )
+            self.stats.by_status[row.status] = self.stats.by_status.get(row.status, 0) + 1
+            if row.status == "error":
+                self.stats.errors += 1
+            elif row.status == "ok":
+                self.stats.judged += 1
+            merge = _merger(result, now) if result is not None and result.status in ("ok", "error") else None
+            self._writer.submit_operation(
+                WriteEvaluation(evaluations_to_arrow([row]), job.key, job.created_at_ns, merge_span=merge,
+                                on_applied=lambda op, r=result, t=now: self._written(op, r, t))
+            )
+
+    def _row(self, job: Job, now: int, *, status: str, reason: str) -> EvaluationRow:
+        return EvaluationRow(
+            trace_id=job.trace_id, run_span_id=job.run_span_id, metric=job.metric, threshold=self.settings.threshold,
+            reason=reason, status=status, model=self.settings.model, created_at_ns=now,
+            evaluator="ToolsErrorMetric", evaluator_version=job.evaluator_version or None, updated_at_ns=now,
+        )
+
+    def _written(self, op: WriteEvaluation, result: MetricResult | None, now: int) -> None:
+        if not op.applied:
+            self.stats.stale += 1  # the run was re-queued meanwhile: its new row will be answered instead
+            return
+        if result is None or result.status not in ("ok", "error"):
+            return
+        trace_id, run_span_id = op.key[0], op.key[1]
+        resource = op.span_resource or {}
+        if self._forward_spans is not None:
+            run_span = SpanRecord(trace_id, run_span_id, None, "", resource=resource)
+            start = now - int((result.latency_s or 0) * 1e9)
+            self._forward_spans([evaluation_span(run_span, result, start, now)])
+        if self._forward_logs is not None:
+            self._forward_logs([evaluation_log(trace_id, run_span_id, result, now, resource)])
+
+
+def _merger(result: MetricResult, now: int) -> Callable[[dict, list], tuple[str, str]]:
+    """Stored (attributes, events) of the run span -> the same with this score (an earlier one replaced)."""
+
+    def merge(attributes: dict, events: list) -> tuple[str, str]:
+        stored = tuple(
+            SpanEvent(str(e.get("name", "")), int(e.get("time_unix_nano") or 0), e.get("attributes") or {})
+            for e in events if isinstance(e, dict)
+        )
+        span = SpanRecord("", "", None, "", attributes=attributes, events=stored)
+        scored = with_scores(span, [result], now)
+        return to_json(scored.attributes), events_json(scored.events)
+
+    return merge

@@ -1,0 +1,260 @@
+"""The scoring stage: every completed agent run is scored before its rows are written.
+
+Between the assembler and the run writer (see ``collector.pipeline``). For each run it finds the expectation,
+runs the deterministic metrics inline (tool correctness in the configured modes, the tool-error detectors),
+queues the LLM judge as a ``pending`` evaluation row (the judge worker answers it later; ingest never waits for
+an LLM), stores ``gen_ai.evaluation.result`` scores other tools sent, and rewrites the stored run span with its
+score attributes and events. With forwarding on, it releases the spans the collector held back (run and root
+spans) to the downstream endpoint, the run spans carrying their scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentotel_eval.metrics.base import BaseMetric, MetricResult
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct import is_run_span
+from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.scores import evaluation_span, external_evaluations, with_scores
+from agentotel_eval.store.operations import SpanUpdate
+from agentotel_eval.store.rows import EvaluationRow, events_json, to_json
+from collector.expectations import Expectation, find_expectation
+from collector.judge_policy import judge_decision
+from collector.pipeline import CompletedTrace, TraceStage
+from collector.scoring_config import ScoringConfig
+
+log = logging.getLogger(__name__)
+
+JUDGE_METRIC = "tool_errors"
+DETECTORS_METRIC = "tool_errors_detectors"
+_MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
+
+
+def is_held_span(span: SpanRecord) -> bool:
+    """Spans forwarded only once their trace is scored: a run span may carry scores, a root may be a run."""
+    return span.parent_span_id is None or is_run_span(span)
+
+
+def result_row(run: AgentRun, result: MetricResult, now_ns: int) -> EvaluationRow:
+    return EvaluationRow(
+        trace_id=run.trace_id,
+        run_span_id=run.span_id,
+        metric=result.metric,
+        score=result.score,
+        threshold=result.threshold,
+        success=result.success,
+        reason=result.reason or (result.error or ""),
+        details=dict(result.evaluation_log) if result.evaluation_log else None,
+        status=result.status,
+        model=result.model,
+        cost_usd=result.cost_usd,
+        created_at_ns=now_ns,
+        evaluator=result.evaluator or None,
+        evaluator_version=result.evaluator_version or None,
+        latency_s=result.latency_s,
+    )
+
+
+@dataclass
+class ScoringStats:
+    runs_scored: int = 0
+    runs_without_expectation: int = 0
+    evaluations: dict[str, int] = field(default_factory=dict)  # metric -> rows written
+    judge_queued: int = 0
+    external_evaluations: int = 0
+    errors: int = 0
+    spans_forwarded: int = 0
+
+
+class RunScorer:
+    """The deterministic part, pure over one run: expectation -> metric results. Reusable and thread-safe."""
+
+    def __init__(self, config: ScoringConfig) -> None:
+        from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+
+        self.config = config
+        settings = config.scoring
+        self._correctness: dict[str, BaseMetric] = {
+            mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
+            for mode, (exact, ordering) in _MODE_FLAGS.items()
+        }
+        self._detectors: BaseMetric | None = None
+        if settings.detectors:
+            from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+            judge = config.judge
+            self._detectors = ToolsErrorMetric(
+                None, threshold=judge.threshold if judge else 0.7,
+                error_types=list(judge.error_types) if judge and judge.error_types else None, judge=False,
+            )
+
+    def expectation(self, run: AgentRun) -> Expectation | None:
+        c = self.config
+        return find_expectation(run, c.expectations, c.dataset, c.scoring.modes)
+
+    def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[MetricResult]]:
+        """The run's test case and its deterministic results (tool correctness only with an expectation)."""
+        expected = list(expectation.expected_tools) if expectation is not None else None
+        case = run.to_test_case(expected_tools=expected)
+        results: list[MetricResult] = []
+        if not self.config.scoring.enabled:
+            return case, results
+        if expectation is not None:
+            for mode in expectation.modes:
+                results.append(_timed(self._correctness[mode], case))
+        if self._detectors is not None:
+            results.append(_timed(self._detectors, case))
+        return case, results
+
+
+def _timed(metric: BaseMetric, case: Any) -> MetricResult:
+    started = time.perf_counter()
+    result = metric.measure(case)
+    return result.with_latency(time.perf_counter() - started)
+
+
+class ScoringStage:
+    """A ``TraceStage``: scores each completed trace's runs, then hands the batch to the next stage."""
+
+    def __init__(
+        self,
+        next_stage: TraceStage,
+        config: ScoringConfig,
+        *,
+        forward: Callable[[Sequence[SpanRecord]], None] | None = None,
+        wall_clock: Callable[[], int] = time.time_ns,
+        forwarded_memory: int = 100_000,
+    ) -> None:
+        self._next = next_stage
+        self.config = config
+        self.scorer = RunScorer(config)
+        self._forward = forward
+        self._now = wall_clock
+        self.stats = ScoringStats()
+        self._lock = threading.Lock()
+        # Held spans already sent downstream (a re-built trace must not send them twice): bounded, oldest out.
+        self._forwarded: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._forwarded_memory = forwarded_memory
+        self._error_logged = False
+
+    def start(self) -> None:
+        self._next.start()
+
+    def shutdown(self) -> None:
+        self._next.shutdown()
+
+    def consume(self, traces: Sequence[CompletedTrace]) -> None:
+        out: list[CompletedTrace] = []
+        outgoing: list[SpanRecord] = []
+        for trace in traces:
+            try:
+                scored, spans = self._score_trace(trace)
+            except Exception:  # a scoring bug must not cost the trace its runs
+                self.stats.errors += 1
+                if not self._error_logged:
+                    self._error_logged = True
+                    log.exception("scoring trace %s failed; its runs are written unscored", trace.trace_id)
+                scored, spans = trace, self._held_unsent(trace, {})
+            out.append(scored)
+            outgoing.extend(spans)
+        self._next.consume(out)
+        if outgoing and self._forward is not None:
+            self._forward(outgoing)
+            self.stats.spans_forwarded += len(outgoing)
+
+    # ---- one trace ----------------------------------------------------------------------------------------
+
+    def _score_trace(self, trace: CompletedTrace) -> tuple[CompletedTrace, list[SpanRecord]]:
+        now = self._now()
+        spans = {s.span_id: s for s in trace.spans}
+        rows: list[EvaluationRow] = []
+        updates: list[SpanUpdate] = []
+        scored_spans: dict[str, SpanRecord] = {}
+        late_scores: list[SpanRecord] = []
+        for run in trace.runs:
+            expectation = self.scorer.expectation(run)
+            case, results = self.scorer.score(run, expectation)
+            self.stats.runs_scored += 1
+            if expectation is None:
+                self.stats.runs_without_expectation += 1
+            rows.extend(result_row(run, r, now) for r in results)
+            judge_row = self._judge_row(run, case, results, expectation, now)
+            if judge_row is not None:
+                rows.append(judge_row)
+            span = spans.get(run.span_id)
+            if span is not None and results:
+                scored = with_scores(span, results, now)
+                scored_spans[span.span_id] = scored
+                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(scored.attributes),
+                                          events_json(scored.events)))
+                if self._was_forwarded(span):  # re-scored after it was sent: the new scores go as child spans
+                    late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
+        for ev in external_evaluations(trace.spans, trace.logs):
+            rows.append(EvaluationRow(
+                trace_id=ev.trace_id or trace.trace_id, run_span_id=ev.span_id or "", metric=ev.name,
+                score=ev.score, success=ev.success, reason=ev.explanation,
+                details={"label": ev.label, "error_type": ev.error_type, "response_id": ev.response_id},
+                status="error" if ev.error_type else "ok", created_at_ns=ev.time_ns or now, evaluator="external",
+                evaluator_version=ev.source, source=ev.source, updated_at_ns=now,
+            ))
+            self.stats.external_evaluations += 1
+        for row in rows:
+            self.stats.evaluations[row.metric] = self.stats.evaluations.get(row.metric, 0) + 1
+        scored_trace = dataclasses.replace(
+            trace, evaluations=trace.evaluations + tuple(rows), span_updates=trace.span_updates + tuple(updates)
+        )
+        return scored_trace, self._held_unsent(trace, scored_spans) + late_scores
+
+    def _judge_row(self, run: AgentRun, case: Any, results: list[MetricResult], expectation: Expectation | None,
+                   now: int) -> EvaluationRow | None:
+        settings = self.config.judge
+        if settings is None:
+            return None
+        judge, _why = judge_decision(run, results, settings)
+        if not judge:
+            return None  # not a candidate (sampling / only_when): no row, nothing to wait for
+        from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+        if not (run.input or "").strip():  # nothing to show the judge what was asked: say so, spend nothing
+            return EvaluationRow(
+                trace_id=run.trace_id, run_span_id=run.span_id, metric=JUDGE_METRIC, threshold=settings.threshold,
+                reason="not judged: the run has no recorded user input (is message content capture on?)",
+                status="skipped", model=settings.model, created_at_ns=now, evaluator=ToolsErrorMetric.__name__,
+                evaluator_version=ToolsErrorMetric.version,
+            )
+        self.stats.judge_queued += 1
+        return EvaluationRow(
+            trace_id=run.trace_id, run_span_id=run.span_id, metric=JUDGE_METRIC, threshold=settings.threshold,
+            reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
+            details={"test_case": case.to_dict(),
+                     "expectation": expectation.source if expectation is not None else None},
+            evaluator=ToolsErrorMetric.__name__, evaluator_version=ToolsErrorMetric.version,
+        )
+
+    # ---- forwarding held spans ----------------------------------------------------------------------------
+
+    def _was_forwarded(self, span: SpanRecord) -> bool:
+        with self._lock:
+            return span.key in self._forwarded
+
+    def _held_unsent(self, trace: CompletedTrace, scored: dict[str, SpanRecord]) -> list[SpanRecord]:
+        if self._forward is None:
+            return []
+        out = []
+        with self._lock:
+            for span in trace.spans:
+                if not is_held_span(span) or span.key in self._forwarded:
+                    continue
+                self._forwarded[span.key] = None
+                out.append(scored.get(span.span_id, span))
+            while len(self._forwarded) > self._forwarded_memory:
+                self._forwarded.popitem(last=False)
+        return out
