@@ -43,10 +43,9 @@ class ArgumentBinder:
         )
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        if self._skip_first:
-            bound = dict(zip(self._names[1:], args[1:], strict=False))
-        else:
-            bound = dict(zip(self._names, args, strict=False))
+        # zip() stops at the shorter side, as wanted; passing strict=False would cost a keyword parse per call
+        names, values = (self._names[1:], args[1:]) if self._skip_first else (self._names, args)
+        bound = dict(zip(names, values))  # noqa: B905
         if len(args) > self._count:
             bound[self._extra] = list(args[self._count :])
         if kwargs:
