@@ -19,7 +19,7 @@ _RECEIVERS = ("self", "cls")
 class ArgumentBinder:
     """Maps ``(args, kwargs)`` of a call to ``{parameter name: value}``."""
 
-    __slots__ = ("_extra", "_names", "_skip_first", "parameter_names")
+    __slots__ = ("_count", "_extra", "_names", "_skip_first", "parameter_names")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         try:
@@ -29,6 +29,7 @@ class ArgumentBinder:
         names = [p.name for p in parameters if p.kind in _POSITIONAL]
         var_positional = [p.name for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL]
         self._names = tuple(names)
+        self._count = len(names)
         self._extra = var_positional[0] if var_positional else "args"
         self._skip_first = (
             bool(names) and parameters[0].name in _RECEIVERS and parameters[0].kind in _POSITIONAL
@@ -42,13 +43,11 @@ class ArgumentBinder:
         )
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        names = self._names
-        if self._skip_first:
-            bound = dict(zip(names[1:], args[1:], strict=False))
-        else:
-            bound = dict(zip(names, args, strict=False))
-        if len(args) > len(names):
-            bound[self._extra] = list(args[len(names) :])
+        # zip() stops at the shorter side, as wanted; passing strict=False would cost a keyword parse per call
+        names, values = (self._names[1:], args[1:]) if self._skip_first else (self._names, args)
+        bound = dict(zip(names, values))  # noqa: B905
+        if len(args) > self._count:
+            bound[self._extra] = list(args[self._count :])
         if kwargs:
             bound.update(kwargs)
         return bound

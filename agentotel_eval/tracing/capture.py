@@ -222,7 +222,15 @@ def to_json(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     Too long: long strings and lists inside are cut (with markers) until it fits; if even that fails (a huge
     flat mapping), the text becomes one JSON string holding its cut beginning.
     """
-    text = _encode(value)
+    value_type = type(value)
+    if _C_ENCODE is not None and (value_type is dict or value_type is list):
+        # the common case (bound arguments, a list result) inline: one C-encoder call, no _encode() frame
+        try:
+            text = "".join(_C_ENCODE(value, 0))
+        except (TypeError, ValueError, RecursionError):
+            text = _encode(value)
+    else:
+        text = _encode(value)
     if len(text) <= max_chars:
         return text
     plain = json.loads(text)

@@ -36,6 +36,12 @@ from agentotel_eval.tracing.shape import KINDS, MAX_GENERATOR_ITEMS, SpanShape, 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Module-level names for the API functions on the hot path: one global lookup instead of global + attribute.
+get_current = otel_context.get_current
+set_span_in_context = trace.set_span_in_context
+attach = otel_context.attach
+detach = otel_context.detach
+
 TRACER_NAME = "agentotel_eval.tracing"
 _MAX_CHARS_ENV = "AGENTOTEL_TRACED_MAX_CHARS"
 _NO_OP_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)
@@ -75,16 +81,20 @@ class _TracerSource:
 
 
 def _start_span(shape: SpanShape, tracer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``(span, parent context)``. The current context is looked up once and passed to the SDK, which would
+    otherwise look it up four times (parent span, sampler, trace state, processors)."""
     try:
         attributes = shape.start_attributes(args, kwargs)
     except Exception as exc:
         report_failure("capturing arguments", exc)
         attributes = shape.static_attributes.copy()
-    return tracer.start_span(shape.span_name, kind=shape.span_kind, attributes=attributes)
+    parent = get_current()
+    span = tracer.start_span(shape.span_name, context=parent, kind=shape.span_kind, attributes=attributes)
+    return span, parent
 
 
-def _span_context(shape: SpanShape, span: Any) -> Any:
-    ctx = trace.set_span_in_context(span)
+def _span_context(shape: SpanShape, span: Any, parent: Any) -> Any:
+    ctx = set_span_in_context(span, parent)
     if shape.is_agent:
         ctx = otel_context.set_value(state.AGENT_SPAN_KEY, span, ctx)
     return ctx
@@ -96,36 +106,25 @@ def _open(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs
         tracer = source.get()
         if tracer is None:
             return None
-        span = _start_span(shape, tracer, args, kwargs)
-        return span, _span_context(shape, span)
+        span, parent = _start_span(shape, tracer, args, kwargs)
+        return span, _span_context(shape, span, parent)
     except Exception as exc:
         report_failure("starting a span", exc)
         return None
 
 
 def _enter(shape: SpanShape, source: _TracerSource, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """For functions and coroutines: start the span and make it current; ``(span, token)`` or None (untraced).
-
-    The hot path of every traced call: kept flat (each Python call here costs about as much as a span attribute).
-    """
+    """For coroutines: start the span and make it current; ``(span, token)`` or None (untraced)."""
     try:
         tracer = source.get()
         if tracer is None:
             return None
-        try:
-            attributes = shape.start_attributes(args, kwargs)
-        except Exception as exc:
-            report_failure("capturing arguments", exc)
-            attributes = shape.static_attributes.copy()
-        span = tracer.start_span(shape.span_name, kind=shape.span_kind, attributes=attributes)
+        span, parent = _start_span(shape, tracer, args, kwargs)
     except Exception as exc:
         report_failure("starting a span", exc)
         return None
     try:
-        ctx = trace.set_span_in_context(span)
-        if shape.is_agent:
-            ctx = otel_context.set_value(state.AGENT_SPAN_KEY, span, ctx)
-        return span, otel_context.attach(ctx)
+        return span, attach(_span_context(shape, span, parent))
     except Exception as exc:
         report_failure("attaching the span context", exc)
         return span, None  # still recorded and ended, just not the parent of nested spans
@@ -191,16 +190,62 @@ def _exit_error(shape: SpanShape, entered: tuple[Any, Any], exc: BaseException) 
 
 
 def _wrap_function(fn: Callable[..., Any], shape: SpanShape, source: _TracerSource) -> Callable[..., Any]:
+    # The hottest path (a plain function, usually a tool): ``_enter``/``_exit_ok`` written out inline, with what
+    # depends only on the function read once here, because every Python call and attribute lookup on this path
+    # costs a measurable share of a span. Same steps and same failure handling as ``_enter``/``_exit_ok``.
+    start_attributes, end_attributes = shape.start_attributes, shape.end_attributes
+    span_name, span_kind, is_agent = shape.span_name, shape.span_kind, shape.is_agent
+    capture_result = shape.capture_result
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        entered = _enter(shape, source, args, kwargs)
-        if entered is None:
+        span = None
+        try:
+            tracer = source.get()
+            if tracer is not None:
+                try:
+                    attributes = start_attributes(args, kwargs)
+                except Exception as exc:
+                    report_failure("capturing arguments", exc)
+                    attributes = shape.static_attributes.copy()
+                parent = get_current()
+                span = tracer.start_span(span_name, context=parent, kind=span_kind, attributes=attributes)
+        except Exception as exc:
+            report_failure("starting a span", exc)
+        if span is None:  # untraced: nothing configured, or tracing failed
             return fn(*args, **kwargs)
+        try:
+            ctx = set_span_in_context(span, parent)
+            if is_agent:
+                ctx = otel_context.set_value(state.AGENT_SPAN_KEY, span, ctx)
+            token = attach(ctx)
+        except Exception as exc:
+            report_failure("attaching the span context", exc)
+            token = None  # still recorded and ended, just not the parent of nested spans
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            _exit_error(shape, entered, exc)
+            _detach(token)
+            _close_error(shape, span, exc)
             raise
-        _exit_ok(shape, entered, result)
+        if token is not None:
+            try:
+                detach(token)
+            except Exception as exc:
+                report_failure("detaching the span context", exc)
+        try:
+            if capture_result and span.is_recording():
+                attributes = end_attributes(result)
+                if len(attributes) == 1:  # one attribute: set_attribute is cheaper than set_attributes
+                    ((key, value),) = attributes.items()
+                    span.set_attribute(key, value)
+                else:
+                    span.set_attributes(attributes)
+        except Exception as exc:
+            report_failure("capturing the result", exc)
+        try:
+            span.end()
+        except Exception as exc:
+            report_failure("ending a span", exc)
         return result
 
     return wrapper

@@ -63,22 +63,30 @@ def error_type(exc: BaseException) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+_CALL_COUNTER_MASK = 0xFFFFFFFFFFFFFF  # 14 hex digits
+
+
 class _CallIds:
     """``call_<24 hex>`` ids: a random per-process prefix and a counter (cheaper than 96 random bits per call)."""
+
+    __slots__ = ("next", "prefix")
 
     def __init__(self) -> None:
         self.reseed()
         os.register_at_fork(after_in_child=self.reseed)  # a forked child must not repeat its parent's ids
 
     def reseed(self) -> None:
-        self._prefix = f"call_{random.SystemRandom().getrandbits(40):010x}"
-        self._counter = itertools.count(random.getrandbits(32))
-
-    def __call__(self) -> str:
-        return f"{self._prefix}{next(self._counter) & 0xFFFFFFFFFFFFFF:014x}"
+        self.prefix = f"call_{random.SystemRandom().getrandbits(40):010x}"
+        self.next = itertools.count(random.getrandbits(32)).__next__
 
 
-new_tool_call_id = _CallIds()
+_call_ids = _CallIds()
+
+
+def new_tool_call_id() -> str:
+    """A fresh ``call_<24 hex>`` id. ``%`` formatting: about half the cost of an f-string with a format spec."""
+    ids = _call_ids
+    return "%s%014x" % (ids.prefix, ids.next() & _CALL_COUNTER_MASK)  # noqa: UP031 (speed)
 
 
 def generator_output(items: list[Any]) -> Any:
