@@ -158,6 +158,7 @@ class ExternalEvaluation:
     response_id: str | None
     source: str
     time_ns: int
+    origin: str = "log"  # "log" (a log record) | "span_event" (an event on a span)
 
     @property
     def success(self) -> bool | None:
@@ -172,7 +173,7 @@ class ExternalEvaluation:
 
 
 def _external(attrs: Mapping[str, Any], trace_id: str | None, span_id: str | None, source: str,
-              time_ns: int) -> ExternalEvaluation | None:
+              time_ns: int, origin: str) -> ExternalEvaluation | None:
     name = attrs.get(sc.GEN_AI_EVALUATION_NAME)
     if not isinstance(name, str) or not name:
         return None  # the name is required by the convention; without it the record says nothing we can store
@@ -193,7 +194,7 @@ def _external(attrs: Mapping[str, Any], trace_id: str | None, span_id: str | Non
         str(explanation) if explanation is not None else None,
         str(error_type) if error_type is not None else None,
         str(response_id) if response_id is not None else None,
-        source, time_ns,
+        source, time_ns, origin,
     )
 
 
@@ -210,17 +211,17 @@ def external_evaluations(spans: Iterable[SpanRecord] = (), logs: Iterable[LogRec
         if log.event_name != sc.EVENT_EVALUATION_RESULT or log.scope_name == SCOPE_NAME:
             continue
         ev = _external(log.attributes, log.trace_id, log.span_id, _source(log.scope_name, log.resource),
-                       log.timestamp_ns)
+                       log.timestamp_ns, "log")
         if ev is not None:
             found.append(ev)
     for span in spans:
         if not span.events or span.scope_name == SCOPE_NAME:
             continue
         for event in span.events:
-            if event.name != sc.EVENT_EVALUATION_RESULT:
-                continue
+            if event.name != sc.EVENT_EVALUATION_RESULT or _is_ours(event.attributes):
+                continue  # our own events come back on stored run spans when a trace is re-read
             ev = _external(event.attributes, span.trace_id, span.span_id, _source(span.scope_name, span.resource),
-                           event.time_ns)
+                           event.time_ns, "span_event")
             if ev is not None:
                 found.append(ev)
     return found

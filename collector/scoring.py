@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
-from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.scores import evaluation_span, external_evaluations, with_scores
+from agentotel_eval.scores import ExternalEvaluation, evaluation_span, external_evaluations, with_scores
 from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import EvaluationRow, events_json, to_json
 from collector.expectations import Expectation, find_expectation
@@ -61,6 +61,22 @@ def result_row(run: AgentRun, result: MetricResult, now_ns: int) -> EvaluationRo
         evaluator_version=result.evaluator_version or None,
         latency_s=result.latency_s,
     )
+
+
+def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:
+    """A ``gen_ai.evaluation.result`` from another tool as an evaluations row (source recorded)."""
+    return EvaluationRow(
+        trace_id=ev.trace_id or "", run_span_id=ev.span_id or "", metric=ev.name, score=ev.score,
+        success=ev.success, reason=ev.explanation,
+        details={"label": ev.label, "error_type": ev.error_type, "response_id": ev.response_id, "origin": ev.origin},
+        status="error" if ev.error_type else "ok", created_at_ns=ev.time_ns or now_ns, evaluator="external",
+        evaluator_version=ev.source, source=ev.source, updated_at_ns=now_ns,
+    )
+
+
+def external_rows(logs: Sequence[LogRecord], now_ns: int) -> list[EvaluationRow]:
+    """Rows for the evaluation results that arrived as log records (with a trace id: they belong to a run)."""
+    return [external_row(ev, now_ns) for ev in external_evaluations((), logs) if ev.trace_id]
 
 
 @dataclass
@@ -185,7 +201,11 @@ class ScoringStage:
             self.stats.runs_scored += 1
             if expectation is None:
                 self.stats.runs_without_expectation += 1
-            rows.extend(result_row(run, r, now) for r in results)
+            for r in results:
+                row = result_row(run, r, now)
+                if expectation is not None and r.metric.startswith("tool_correctness"):
+                    row = dataclasses.replace(row, details={**(row.details or {}), "expectation": expectation.source})
+                rows.append(row)
             judge_row = self._judge_row(run, case, results, expectation, now)
             if judge_row is not None:
                 rows.append(judge_row)
@@ -197,14 +217,10 @@ class ScoringStage:
                                           events_json(scored.events)))
                 if self._was_forwarded(span):  # re-scored after it was sent: the new scores go as child spans
                     late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
-        for ev in external_evaluations(trace.spans, trace.logs):
-            rows.append(EvaluationRow(
-                trace_id=ev.trace_id or trace.trace_id, run_span_id=ev.span_id or "", metric=ev.name,
-                score=ev.score, success=ev.success, reason=ev.explanation,
-                details={"label": ev.label, "error_type": ev.error_type, "response_id": ev.response_id},
-                status="error" if ev.error_type else "ok", created_at_ns=ev.time_ns or now, evaluator="external",
-                evaluator_version=ev.source, source=ev.source, updated_at_ns=now,
-            ))
+        # Scores other tools put on spans come with the trace; those sent as log records are stored at ingest
+        # (``external_rows``), since a late score must not wait for, or re-build, its trace.
+        for ev in external_evaluations(trace.spans, ()):
+            rows.append(external_row(ev, now))
             self.stats.external_evaluations += 1
         for row in rows:
             self.stats.evaluations[row.metric] = self.stats.evaluations.get(row.metric, 0) + 1

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.store import discovery
-from agentotel_eval.store.operations import DeleteOlderThan
+from agentotel_eval.store.operations import DeleteOlderThan, InsertEvaluations
 from agentotel_eval.store.query import QueryError, run_query
 from agentotel_eval.store.reader import TraceReader
+from agentotel_eval.store.rows import evaluations_to_arrow
 from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import StoreWriter
 from collector import metrics
@@ -34,7 +35,7 @@ from collector.ingest import Ingestor
 from collector.judge_worker import JudgeWorker
 from collector.pipeline import TraceStage
 from collector.run_writer import RunWriter
-from collector.scoring import ScoringStage, is_held_span
+from collector.scoring import ScoringStage, external_rows, is_held_span
 
 log = logging.getLogger("agentotel.collector")
 
@@ -263,6 +264,11 @@ class Collector:
         if forwarder is not None:
             forwarder.submit_spans([s for s in spans if not is_held_span(s)])
             forwarder.submit_logs(logs)
+        if logs:
+            rows = external_rows(logs, time.time_ns())
+            if rows:
+                self.scoring.stats.external_evaluations += len(rows)
+                self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
         self.assembler.consume(spans, logs)
 
     def _runs_committed(self, op: Any) -> None:

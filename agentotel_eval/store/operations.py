@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from agentotel_eval.store import schema
+from agentotel_eval.store.schema import OWN_SOURCE
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -83,9 +84,13 @@ class ReplaceRuns:
                         "AND trace_id IN (SELECT trace_id FROM _replace_ids)",
                         {"lo": lo, "hi": hi},
                     )
-                # A re-built trace is re-scored: its earlier evaluations (ours, and external ones, which are
-                # re-read from its records) give way to the new rows.
-                con.execute(f"DELETE FROM {schema.EVALUATIONS} WHERE trace_id IN (SELECT trace_id FROM _replace_ids)")
+                # A re-built trace is re-scored: its earlier evaluations give way to the new rows — ours, and
+                # other tools' scores carried on its spans (re-read with them). Scores that came as log records
+                # were stored at ingest and stay.
+                con.execute(
+                    f"DELETE FROM {schema.EVALUATIONS} WHERE trace_id IN (SELECT trace_id FROM _replace_ids) "
+                    f"AND (source = '{OWN_SOURCE}' OR details->>'origin' = 'span_event')"
+                )
             finally:
                 with contextlib.suppress(duckdb.Error):
                     con.unregister("_replace_ids")
@@ -138,6 +143,28 @@ def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
     finally:
         with contextlib.suppress(duckdb.Error):
             con.unregister("_span_updates")
+
+
+class InsertEvaluations:
+    """Evaluation rows that need no run (other tools' scores sent as log records); same key, replaced."""
+
+    name = "insert_evaluations"
+
+    def __init__(self, rows: pa.Table) -> None:
+        self.rows = rows
+
+    def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.register("_new_evaluations", self.rows)
+        try:
+            con.execute(
+                f"DELETE FROM {schema.EVALUATIONS} e USING _new_evaluations n WHERE e.trace_id = n.trace_id "
+                "AND e.run_span_id = n.run_span_id AND e.metric = n.metric "
+                "AND coalesce(e.evaluator_version, '') = coalesce(n.evaluator_version, '')"
+            )
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                con.unregister("_new_evaluations")
+        _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.rows)
 
 
 class WriteEvaluation:

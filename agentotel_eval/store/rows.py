@@ -430,8 +430,7 @@ def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
 # evaluations -> Arrow
 
 
-#: ``evaluations.source`` of the scores this collector computes; other tools' scores say ``external:...``
-OWN_SOURCE = "agentotel-eval"
+OWN_SOURCE = schema.OWN_SOURCE
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ AGENT_RUNS = "agent_runs"
 TOOL_CALLS = "tool_calls"
 EVALUATIONS = "evaluations"
 SCHEMA_VERSION_TABLE = "schema_version"
+#: ``evaluations.source`` of the scores this collector computes; other tools' scores say ``external:<scope>/<service>``
+OWN_SOURCE = "agentotel-eval"
 
 #: Column order of the append paths (``store.rows`` builds Arrow batches in exactly this order).
 SPAN_COLUMNS: tuple[str, ...] = (

@@ -111,6 +111,11 @@ def test_external_evaluations_from_logs_and_span_events_but_not_our_own():
     ]
 
 
+def test_our_own_events_on_a_stored_run_span_are_not_external():
+    scored = with_scores(RUN, [_result()], time_ns=10)
+    assert external_evaluations([scored], []) == []
+
+
 def test_external_evaluation_fixture_log_is_found():
     from tests.fixture_traces import fixtures
 
