@@ -67,7 +67,7 @@ class ToolCall:
             raise ValueError(f"ToolCall.status must be one of {TOOL_STATUSES} or None, got {self.status!r}")
         for attr in ("input_parameters", "output", "raw_arguments", "sources"):
             value = getattr(self, attr)
-            if isinstance(value, Mapping | list | tuple):
+            if isinstance(value, (Mapping, list, tuple)):  # a tuple, not a union built on every call
                 object.__setattr__(self, attr, freeze(value))
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.messages import (
     Message,
+    flat_keys,
     message_from_mapping,
     normalize_role,
     openinference_messages,
@@ -310,15 +311,20 @@ def _definition_from_schema(raw: Any) -> tuple[ToolDefinition, ...]:
         return ()
 
 
+_OI_TOOL_FIELDS = ("tool.json_schema", "tool.name", "tool.description")
+_TRACELOOP_FUNCTION_FIELDS = ("name", "description", "parameters")
+
+
 def _openinference_tools(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
     """``llm.tools.N.tool.{json_schema,name,description}``, read by direct look-ups (no key scan)."""
     entries = []
+    get = attrs.get
     for i in range(10_000):
-        base = f"llm.tools.{i}.tool."
-        schema, name = attrs.get(base + "json_schema"), attrs.get(base + "name")
+        schema_key, name_key, description_key = flat_keys("llm.tools", i, _OI_TOOL_FIELDS)
+        schema, name = get(schema_key), get(name_key)
         if schema is None and name is None:
             break
-        entries.append((schema, name, attrs.get(base + "description")))
+        entries.append((schema, name, get(description_key)))
     return _parse_once(_definitions_from_openinference, tuple(entries)) if entries else ()
 
 
@@ -337,12 +343,13 @@ def _definitions_from_openinference(entries: tuple[tuple[Any, Any, Any], ...]) -
 def _traceloop_functions(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
     """``llm.request.functions.N.{name,description,parameters}``, read by direct look-ups."""
     entries = []
+    get = attrs.get
     for i in range(10_000):
-        base = f"llm.request.functions.{i}."
-        name = attrs.get(base + "name")
+        name_key, description_key, parameters_key = flat_keys("llm.request.functions", i, _TRACELOOP_FUNCTION_FIELDS)
+        name = get(name_key)
         if name is None:
             break
-        entries.append((name, attrs.get(base + "description"), attrs.get(base + "parameters")))
+        entries.append((name, get(description_key), get(parameters_key)))
     return _parse_once(_definitions_from_traceloop, tuple(entries)) if entries else ()
 
 

@@ -242,6 +242,6 @@ def expected_tools_of(chain: Sequence[SpanRecord]) -> tuple[str, ...] | None:
         value = parse_json(value)
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return tuple(value)
     return None

@@ -35,7 +35,7 @@ def parse_json(value: Any, *, depth: int = _MAX_NESTING) -> Any:
     Only strings that look like a JSON object, array or string literal are tried, so a bare word or number
     stays a string here (a bare scalar is the caller's business).
     """
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, (bytes, bytearray)):
         try:
             value = value.decode("utf-8")
         except UnicodeDecodeError:
@@ -85,7 +85,7 @@ def as_list(value: Any) -> list[Any] | None:
 
 def seq(value: Any) -> list[Any] | tuple[Any, ...]:
     """The value when it is a list or tuple, else an empty tuple (malformed input is iterated safely)."""
-    return value if isinstance(value, list | tuple) else ()
+    return value if isinstance(value, (list, tuple)) else ()
 
 
 def clean_id(value: Any, placeholders: frozenset[str]) -> str | None:
@@ -114,8 +114,8 @@ def text_of(value: Any) -> str | None:
             if isinstance(inner, str):
                 return inner
         return None
-    if isinstance(value, list | tuple):
-        pieces = [t for t in (text_of(v) for v in value if isinstance(v, str | dict)) if t]
+    if isinstance(value, (list, tuple)):
+        pieces = [t for t in (text_of(v) for v in value if isinstance(v, (str, dict))) if t]
         return "\n".join(pieces) if pieces else None
     return None
 
@@ -124,11 +124,11 @@ def numeric_equal(a: Any, b: Any) -> bool:
     """Deep equality where numbers compare by value (100 == 100.0) and bools stay distinct from numbers."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b if isinstance(a, bool) and isinstance(b, bool) else False
-    if isinstance(a, int | float) and isinstance(b, int | float):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(numeric_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(numeric_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
