@@ -110,7 +110,7 @@ def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[
     if "toolUseId" in value and "input" in value:
         inner = normalize_arguments(value["input"], schema)
         return Arguments(inner.params, "bedrock", inner.call_id)
-    return Arguments(dict(value), encoding)
+    return Arguments(value if encoding == "json" else dict(value), encoding)  # parsed here: ours, no copy
 
 
 def _normalize_input_str(value: Mapping[str, Any], schema: Mapping[str, Any] | None) -> Arguments:

@@ -172,20 +172,28 @@ def call_id_of(call: Call) -> str | None:
 
 def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCall:
     e, r = call.execution, call.request
-    sources: dict[str, str] = {}
-    name = e.name if e is not None else r.name  # type: ignore[union-attr]
-    sources["name"] = e.sources.get("name", "") if e is not None else f"request:{r.source}"  # type: ignore[union-attr]
-    schema = schemas.get(name) or (e.schema if e is not None else None)  # the same schema _match used
     params: dict[str, Any] | None = None
     raw: Any = None
-    if e is not None and e.raw_arguments is not None:
-        raw = e.raw_arguments
-        normalized = arguments_of(e, schema)
-        if normalized.params is not None:
-            params = normalized.params
-            sources["arguments"] = e.sources.get("arguments", "")
-            if normalized.encoding == "scalar":
-                sources["arguments"] += "+schema"
+    output: Any = None
+    status = "ok"
+    error: str | None = None
+    if e is not None:
+        found = e.sources  # sources are listed in a fixed order: name, arguments, status, result, call_id, llm_turn
+        name = e.name
+        sources: dict[str, str] = {"name": found.get("name", "")}
+        schema = schemas.get(name) or e.schema  # the same schema the matching used
+        if e.raw_arguments is not None:
+            raw = e.raw_arguments
+            normalized = arguments_of(e, schema)
+            if normalized.params is not None:
+                params = normalized.params
+                source = found.get("arguments", "")
+                sources["arguments"] = source + "+schema" if normalized.encoding == "scalar" else source
+    else:
+        assert r is not None
+        name = r.name
+        sources = {"name": f"request:{r.source}"}
+        schema = schemas.get(name)
     if params is None and r is not None:
         normalized = arguments_of(r, schema)
         if normalized.params is not None:
@@ -193,37 +201,39 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> To
             sources["arguments"] = f"request:{r.source}"
         if raw is None:
             raw = r.arguments
-    output: Any = None
-    status = "ok"
-    error: str | None = None
+    result = call.result
     if e is not None:
         status, error = e.status, e.error
-        sources["status"] = e.sources.get("status", "span_status")
+        sources["status"] = found.get("status", "span_status")
         if e.result is not None:
             output = e.result
-            sources["result"] = e.sources.get("result", "")
-    if output is None and call.result is not None:
-        output = text_of(call.result.content) if isinstance(call.result.content, list) else call.result.content
+            sources["result"] = found.get("result", "")
+    if output is None and result is not None:
+        output = text_of(result.content) if isinstance(result.content, list) else result.content
         sources["result"] = "history"
     if e is None:
-        if call.result is not None and call.result.status == "error":
+        if result is not None and result.status == "error":
             status, error = "error", text_of(output) or "error"
             sources["status"] = "history"
-        elif call.result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
+        elif result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
             status, error = "error", output.strip()
             sources["status"] = "result_text"
         else:
-            sources["status"] = "history" if call.result is not None else "default"
+            sources["status"] = "history" if result is not None else "default"
     call_id = None
     if e is not None and e.call_id:
         call_id = e.call_id
-        sources["call_id"] = e.sources.get("call_id", "")
+        sources["call_id"] = found.get("call_id", "")
     elif r is not None and r.call_id:
         call_id = r.call_id
         sources["call_id"] = f"request:{r.source}"
-    if call.turn_source:
-        sources["llm_turn"] = call.turn_source if call.turn_source == "inferred" else f"request:{call.turn_source}"
-    span = e.span if e is not None else r.span  # type: ignore[union-attr]
+    turn_source = call.turn_source
+    if turn_source:
+        sources["llm_turn"] = turn_source if turn_source == "inferred" else f"request:{turn_source}"
+    if e is not None:
+        span, start = e.span, e.span.start_ns
+    else:
+        span, start = r.span, r.span.end_ns
     return ToolCall(
         name,
         input_parameters=_frozen(params),
@@ -234,18 +244,18 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> To
         trace_id=trace_id,
         span_id=span.span_id,
         llm_turn=call.turn,
-        start_time_ns=call.start,
+        start_time_ns=start,
         raw_arguments=raw,
         sources=FrozenDict(sources),
     )
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _frozen(value: Any) -> Any:
     """A flat dict of scalars frozen in one C-level copy (ToolCall deep-freezes anything else itself)."""
-    if type(value) is dict and all(isinstance(v, _SCALARS) for v in value.values()):
+    if type(value) is dict and all(map(_SCALARS.__contains__, map(type, value.values()))):
         return FrozenDict(value)
     return value
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.otlp.records import STATUS_UNSET, SpanRecord
+from agentotel_eval.otlp.records import STATUS_ERROR, STATUS_UNSET, SpanRecord
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
 from agentotel_eval.reconstruct.values import as_dict, clean_id, looks_like_error_text, text_of
 
@@ -134,9 +134,30 @@ class Execution:
     sources: dict[str, str] = field(default_factory=dict)
 
 
+# (attribute, convention that supplied it), in priority order: module constants, not rebuilt per span
+_TOOL_NAME_KEYS = ((sc.GEN_AI_TOOL_NAME, "gen_ai"), (sc.OI_TOOL_NAME, "openinference"))
+_ARGUMENT_KEYS = (
+    (sc.GEN_AI_TOOL_CALL_ARGUMENTS, "gen_ai"),
+    (sc.OI_INPUT_VALUE, "openinference"),
+    (sc.TRACELOOP_ENTITY_INPUT, "traceloop"),
+    (sc.LANGFUSE_OBSERVATION_INPUT, "langfuse"),
+    (sc.AGENTOTEL_INPUT, "agentotel"),
+)
+_RESULT_KEYS = (
+    (sc.GEN_AI_TOOL_CALL_RESULT, "gen_ai"),
+    (sc.OI_OUTPUT_VALUE, "openinference"),
+    (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
+    (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
+    (sc.AGENTOTEL_OUTPUT, "agentotel"),
+)
+_CALL_ID_KEYS = ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference"))
+_SCHEMA_KEYS = (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS)
+_DESCRIPTION_KEYS = (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION)
+
+
 def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
     attrs = span.attributes
-    for key, source in ((sc.GEN_AI_TOOL_NAME, "gen_ai"), (sc.OI_TOOL_NAME, "openinference")):
+    for key, source in _TOOL_NAME_KEYS:
         value = attrs.get(key)
         if isinstance(value, str) and value:
             return value, source
@@ -228,14 +249,7 @@ def _handoff_span(span: SpanRecord, execution: Execution, name_source: str) -> b
 
 def _read_arguments(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
-    candidates = (
-        (sc.GEN_AI_TOOL_CALL_ARGUMENTS, "gen_ai"),
-        (sc.OI_INPUT_VALUE, "openinference"),
-        (sc.TRACELOOP_ENTITY_INPUT, "traceloop"),
-        (sc.LANGFUSE_OBSERVATION_INPUT, "langfuse"),
-        (sc.AGENTOTEL_INPUT, "agentotel"),
-    )
-    for key, source in candidates:
+    for key, source in _ARGUMENT_KEYS:
         if key in attrs:
             execution.raw_arguments = attrs[key]
             execution.sources["arguments"] = source
@@ -260,15 +274,8 @@ def _read_arguments(span: SpanRecord, execution: Execution) -> None:
 
 def _read_result(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
-    candidates = (
-        (sc.GEN_AI_TOOL_CALL_RESULT, "gen_ai"),
-        (sc.OI_OUTPUT_VALUE, "openinference"),
-        (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
-        (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
-        (sc.AGENTOTEL_OUTPUT, "agentotel"),
-    )
     raw: Any = None
-    for key, source in candidates:
+    for key, source in _RESULT_KEYS:
         if key in attrs:
             raw = attrs[key]
             execution.sources["result"] = source
@@ -312,16 +319,16 @@ def _exception_text(span: SpanRecord) -> str | None:
 def _read_status(span: SpanRecord, execution: Execution) -> None:
     """ERROR status, an exception event, Strands ``gen_ai.tool.status``, Langfuse level ERROR: the call failed."""
     attrs = span.attributes
-    exception = _exception_text(span)
+    exception = _exception_text(span) if span.events else None
     source: str | None = None
     error: str | None = None
-    if span.is_error:
+    if span.status_code == STATUS_ERROR:
         source, error = "span_status", span.status_message or None
     elif exception is not None:
         source = "exception"
-    elif str(attrs.get(sc.GEN_AI_TOOL_STATUS, "")).lower() == "error":
+    elif (tool_status := attrs.get(sc.GEN_AI_TOOL_STATUS)) is not None and str(tool_status).lower() == "error":
         source = "gen_ai.tool.status"
-    elif str(attrs.get(sc.LANGFUSE_OBSERVATION_LEVEL, "")).upper() == "ERROR":
+    elif (level := attrs.get(sc.LANGFUSE_OBSERVATION_LEVEL)) is not None and str(level).upper() == "ERROR":
         source = "langfuse"
         message = attrs.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
         error = message if isinstance(message, str) and message else None
@@ -342,7 +349,7 @@ def _read_status(span: SpanRecord, execution: Execution) -> None:
 
 def _read_call_id(span: SpanRecord, execution: Execution, placeholders: frozenset[str]) -> None:
     attrs = span.attributes
-    for key, source in ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference")):
+    for key, source in _CALL_ID_KEYS:
         value = clean_id(attrs.get(key), placeholders)
         if value:
             execution.call_id = value
@@ -390,13 +397,13 @@ def parameters_schema(value: Any) -> dict[str, Any] | None:
 
 def _read_schema(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
-    for key in (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS):
+    for key in _SCHEMA_KEYS:
         if key in attrs:
             schema = parameters_schema(attrs[key])
             if schema is not None:
                 execution.schema = schema
                 break
-    for key in (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION):
+    for key in _DESCRIPTION_KEYS:
         value = attrs.get(key)
         if isinstance(value, str) and value:
             execution.description = value

@@ -35,7 +35,9 @@ def parse_json(value: Any, *, depth: int = _MAX_NESTING) -> Any:
     Only strings that look like a JSON object, array or string literal are tried, so a bare word or number
     stays a string here (a bare scalar is the caller's business).
     """
-    if isinstance(value, (bytes, bytearray)):
+    if not isinstance(value, str):
+        if not isinstance(value, (bytes, bytearray)):
+            return value  # already a plain value: the common case for AnyValue attributes
         try:
             value = value.decode("utf-8")
         except UnicodeDecodeError:
