@@ -10,7 +10,7 @@ from typing import Any
 
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
-from agentotel_eval.reconstruct.history import History
+from agentotel_eval.reconstruct.history import History, LaterTraces
 from agentotel_eval.reconstruct.matching import (
     Call,
     arguments_of,
@@ -36,7 +36,7 @@ from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, read_execution
 from agentotel_eval.reconstruct.tree import span_order
 
 
-def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> AgentRun:
+def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``)."""
     chain = scope.chain
     llm_spans = sorted(scope.llm_spans, key=span_order)
@@ -78,7 +78,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
             done = call.execution.span.end_ns if call.execution is not None else call.start
             call.result = history.result(call_id, done)
     calls.sort(key=call_order_key(calls))
-    tool_calls = tuple(build_tool_call(c, schemas, ctx.tree.trace_id) for c in calls)
+    tool_calls = tuple(build_tool_call(c, schemas, ctx.tree.trace_id, later) for c in calls)
     plumbing = [e for e in executions if e.plumbing == "internal"]
     if plumbing:
         extra["plumbing_spans"] = [e.span.span_id for e in plumbing]

@@ -17,6 +17,7 @@ from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.messages import ToolResultPart
 from agentotel_eval.reconstruct.spans import Execution
@@ -170,7 +171,9 @@ def call_id_of(call: Call) -> str | None:
     return call.request.call_id if call.request is not None else None
 
 
-def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCall:
+def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later: LaterTraces | None = None) -> ToolCall:
+    """The ToolCall of a matched call; ``later``: other traces reconstructed together, whose history can hold the
+    result of a request-only call (a plain client loop split into one trace per LLM call)."""
     e, r = call.execution, call.request
     params: dict[str, Any] | None = None
     raw: Any = None
@@ -234,6 +237,12 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> To
         span, start = e.span, e.span.start_ns
     else:
         span, start = r.span, r.span.end_ns
+        if later is not None and output is None and call_id:
+            completed = later.completion(trace_id, call_id, start)
+            if completed is not None:
+                output, status, error, status_source = completed
+                sources["result"] = "history"
+                sources["status"] = status_source
     return ToolCall(
         name,
         input_parameters=_frozen(params),

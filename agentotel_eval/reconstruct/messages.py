@@ -72,7 +72,11 @@ class Message:
 def normalize_role(role: Any, default: str = "") -> str:
     if not isinstance(role, str) or not role:
         return default
-    return _ROLES.get(role.lower(), role.lower())
+    known = _ROLES.get(role)  # already lower case (the keys are): the common case
+    if known is not None:
+        return known
+    lowered = role.lower()
+    return _ROLES.get(lowered, lowered)
 
 
 def parse_messages(value: Any, default_role: str = "") -> list[Message]:
@@ -277,16 +281,20 @@ def _status(value: Any) -> str | None:
 # are the same on every span of a convention, so they are built (and hashed) once, not per look-up.
 
 _MAX_INDEX = 10_000
-_OI_FIELDS = (  # the first six mark that message N exists
+_OI_FIELDS = (
+    # the first six mark that message N exists
     "message.role", "message.content", "message.tool_calls.0.tool_call.function.name",
     "message.contents.0.message_content.type", "message.tool_call_id", "message.function_call_name",
-    "message.function_call_arguments_json", "message.name", "message.contents", "message.tool_calls",
+    "message.function_call_arguments_json", "message.name",
+    "message.contents", "message.tool_calls",  # heads of the nested lists
+    "message.contents.0.message_content.text", "message.tool_calls.0.tool_call.id",  # their first item
 )
 _OI_BLOCK_FIELDS = ("message_content.text", "message_content.type")
 _OI_CALL_FIELDS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
-_TRACELOOP_FIELDS = (  # the first six mark that message N exists
+_TRACELOOP_FIELDS = (
+    # the first six mark that message N exists
     "role", "content", "tool_calls.0.name", "tool_call_id", "finish_reason", "function_call.name",
-    "function_call.arguments", "tool_calls",
+    "function_call.arguments", "tool_calls", "tool_calls.0.id",
 )
 _TRACELOOP_CALL_FIELDS = ("name", "id", "arguments")
 _OI_SPAN_KIND = "openinference.span.kind"
@@ -310,30 +318,34 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
         keys = flat_keys(prefix, i, _OI_FIELDS)
         if present.isdisjoint(keys[:6]):
             break
-        role = normalize_role(get(keys[0]), "")
+        (role_key, content_key, call0_name_key, block0_type_key, call_id_key, fname_key, fargs_key, name_key,
+         blocks_head, calls_head, block0_text_key, call0_id_key) = keys
+        role = normalize_role(get(role_key), "")
         msg = Message(role)
-        content = get(keys[1])
+        content = get(content_key)
         texts = [content] if isinstance(content, str) and content else []
-        for k in range(_MAX_INDEX):
-            text_key, type_key = flat_keys(keys[8], k, _OI_BLOCK_FIELDS)
-            text = get(text_key)
-            if text is None and type_key not in attrs:
-                break
-            if isinstance(text, str) and text:
-                texts.append(text)
-        for j in range(_MAX_INDEX):
-            name_key, id_key, arguments_key = flat_keys(keys[9], j, _OI_CALL_FIELDS)
-            name = get(name_key)
-            if name is None and id_key not in attrs:
-                break
-            if isinstance(name, str) and name:
-                msg.tool_calls.append(ToolCallPart(name, get(arguments_key), _id(get(id_key))))
-        fname = get(keys[5])
+        if get(block0_text_key) is not None or block0_type_key in attrs:  # else the list is empty
+            for k in range(_MAX_INDEX):
+                text_key, type_key = flat_keys(blocks_head, k, _OI_BLOCK_FIELDS)
+                text = get(text_key)
+                if text is None and type_key not in attrs:
+                    break
+                if isinstance(text, str) and text:
+                    texts.append(text)
+        if get(call0_name_key) is not None or call0_id_key in attrs:  # else the list is empty
+            for j in range(_MAX_INDEX):
+                call_name_key, call_id_key_j, arguments_key = flat_keys(calls_head, j, _OI_CALL_FIELDS)
+                name = get(call_name_key)
+                if name is None and call_id_key_j not in attrs:
+                    break
+                if isinstance(name, str) and name:
+                    msg.tool_calls.append(ToolCallPart(name, get(arguments_key), _id(get(call_id_key_j))))
+        fname = get(fname_key)
         if isinstance(fname, str) and fname:
-            msg.tool_calls.append(ToolCallPart(fname, get(keys[6])))
+            msg.tool_calls.append(ToolCallPart(fname, get(fargs_key)))
         if role == "tool":
             msg.tool_results.append(
-                ToolResultPart(_id(get(keys[4])), "\n".join(texts) if texts else None, None, _str(get(keys[7])))
+                ToolResultPart(_id(get(call_id_key)), "\n".join(texts) if texts else None, None, _str(get(name_key)))
             )
         else:
             msg.texts.extend(texts)
@@ -362,13 +374,14 @@ def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
         elif isinstance(content, str) and content:
             parsed = parse_json(content)  # some versions store the OpenAI content-block list as JSON
             msg.texts.append(text_of(parsed) or content if isinstance(parsed, list) else content)
-        for j in range(_MAX_INDEX):
-            name_key, id_key, arguments_key = flat_keys(keys[7], j, _TRACELOOP_CALL_FIELDS)
-            name = get(name_key)
-            if name is None and id_key not in attrs:
-                break
-            if isinstance(name, str) and name:
-                msg.tool_calls.append(ToolCallPart(name, get(arguments_key), _id(get(id_key))))
+        if get(keys[2]) is not None or keys[8] in attrs:  # else no tool call
+            for j in range(_MAX_INDEX):
+                name_key, id_key, arguments_key = flat_keys(keys[7], j, _TRACELOOP_CALL_FIELDS)
+                name = get(name_key)
+                if name is None and id_key not in attrs:
+                    break
+                if isinstance(name, str) and name:
+                    msg.tool_calls.append(ToolCallPart(name, get(arguments_key), _id(get(id_key))))
         fname = get(keys[5])
         if isinstance(fname, str) and fname:
             msg.tool_calls.append(ToolCallPart(fname, get(keys[6])))
