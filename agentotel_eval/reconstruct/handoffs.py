@@ -15,8 +15,10 @@ from agentotel_eval.reconstruct.tree import span_order
 
 
 def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request], agent: str | None) -> tuple[Handoff, ...]:
-    out: list[Handoff] = []
     spans = [e for e in executions if e.plumbing == "handoff"]
+    if not spans and not requests:
+        return ()
+    out: list[Handoff] = []
     used: set[int] = set()
     for e in spans:
         match = next(

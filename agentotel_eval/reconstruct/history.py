@@ -20,19 +20,25 @@ class History:
     the run's last LLM call came before it (a run that ended on the call, a one-span plain-loop trace).
     """
 
-    __slots__ = ("_ctx", "_last", "_results")
+    __slots__ = ("_ctx", "_last", "_llm_spans", "_results")
 
     def __init__(self, llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> None:
         self._ctx = ctx
-        self._last = max(llm_spans, key=span_order) if llm_spans else None
+        self._llm_spans = llm_spans
+        self._last: SpanRecord | None = None  # found on the first question: most runs never ask
         self._results: dict[str, ToolResultPart] | None = None
 
     def result(self, call_id: str, after_ns: int) -> ToolResultPart | None:
-        if self._last is None or self._last.start_ns < after_ns:
+        last = self._last
+        if last is None:
+            if not self._llm_spans:
+                return None
+            last = self._last = max(self._llm_spans, key=span_order)
+        if last.start_ns < after_ns:
             return None
         if self._results is None:
             self._results = {}
-            for message in read_input(self._last, self._ctx.logs(self._last)):  # holds every earlier result
+            for message in read_input(last, self._ctx.logs(last)):  # holds every earlier result
                 for part in message.tool_results:
                     if part.call_id and part.call_id not in self._results:
                         self._results[part.call_id] = part

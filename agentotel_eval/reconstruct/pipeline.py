@@ -45,5 +45,6 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
         parent_run = trace_runs.parent_run
         tree_runs = [assemble_run(scope, parent_run.get(id(scope)), ctx, later) for scope in trace_runs.runs]
         runs.extend(name_handoffs(tree_runs, ctx))
-    runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
+    if len(runs) > 1:
+        runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
     return runs

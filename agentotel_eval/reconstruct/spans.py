@@ -57,50 +57,64 @@ def run_convention(attrs: Mapping[str, Any]) -> str | None:
 
 _ROLE_CACHE: dict[tuple[str | None, str | None, str | None], Role] = {}
 
+# classify() runs for every span: what it reads and compares against, as plain module globals. Values are
+# compared with ``==`` (``in`` on these tuples), so a malformed non-string value simply matches nothing.
+_OP, _OI, _TL, _LF, _AK = (sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TRACELOOP_SPAN_KIND,
+                           sc.LANGFUSE_OBSERVATION_TYPE, sc.AGENTOTEL_KIND)
+_TL_REQUEST_TYPE = sc.TRACELOOP_LLM_REQUEST_TYPE
+_RUN_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
+_RUN_TL_KINDS = (sc.TRACELOOP_KIND_AGENT, sc.TRACELOOP_KIND_WORKFLOW)
+_LLM_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
+_LLM_TL_TYPES = ("chat", "completion")
+_OI_AGENT, _OI_LLM, _OI_TOOL = sc.OI_KIND_AGENT, sc.OI_KIND_LLM, sc.OI_KIND_TOOL
+_LF_AGENT, _LF_GENERATION, _LF_TOOL = sc.LANGFUSE_TYPE_AGENT, sc.LANGFUSE_TYPE_GENERATION, sc.LANGFUSE_TYPE_TOOL
+_AK_AGENT, _AK_LLM, _AK_TOOL = sc.AGENTOTEL_KIND_AGENT, sc.AGENTOTEL_KIND_LLM, sc.AGENTOTEL_KIND_TOOL
+_OP_TOOL, _TL_TOOL, _HANDOFF = sc.OP_EXECUTE_TOOL, sc.TRACELOOP_KIND_TOOL, sc.OP_HANDOFF
+_TOOL_NAME_GEN_AI, _TOOL_NAME_OI = sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME
+_HANDOFF_FROM, _HANDOFF_TO = sc.GEN_AI_HANDOFF_FROM_AGENT, sc.GEN_AI_HANDOFF_TO_AGENT
+
 
 def classify(span: SpanRecord) -> Role:
-    """The span's roles, from its attributes alone (one look per span; values compared with ``==`` so a
-    malformed non-string value simply matches nothing)."""
+    """The span's roles, from its attributes alone (one look per span)."""
     attrs = span.attributes
     get = attrs.get
-    op = get(sc.GEN_AI_OPERATION_NAME)
-    oi = get(sc.OI_SPAN_KIND)
-    tl = get(sc.TRACELOOP_SPAN_KIND)
-    lf = get(sc.LANGFUSE_OBSERVATION_TYPE)
-    ak = get(sc.AGENTOTEL_KIND)
+    op = get(_OP)
+    oi = get(_OI)
+    tl = get(_TL)
+    lf = get(_LF)
+    ak = get(_AK)
     run = llm = tool = None
-    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
+    if op in _RUN_OPS:
         run = "gen_ai"
-    elif oi == sc.OI_KIND_AGENT:
+    elif oi == _OI_AGENT:
         run = "openinference"
-    elif tl == sc.TRACELOOP_KIND_AGENT or tl == sc.TRACELOOP_KIND_WORKFLOW:
+    elif tl in _RUN_TL_KINDS:
         run = "traceloop"
-    elif lf == sc.LANGFUSE_TYPE_AGENT:
+    elif lf == _LF_AGENT:
         run = "langfuse"
-    elif ak == sc.AGENTOTEL_KIND_AGENT:
+    elif ak == _AK_AGENT:
         run = "agentotel"
-    if op == sc.OP_CHAT or op == sc.OP_GENERATE_CONTENT or op == sc.OP_TEXT_COMPLETION:
+    if op in _LLM_OPS:
         llm = "gen_ai"
-    elif oi == sc.OI_KIND_LLM:
+    elif oi == _OI_LLM:
         llm = "openinference"
-    elif (rt := get(sc.TRACELOOP_LLM_REQUEST_TYPE)) == "chat" or rt == "completion":
+    elif get(_TL_REQUEST_TYPE) in _LLM_TL_TYPES:
         llm = "traceloop"
-    elif lf == sc.LANGFUSE_TYPE_GENERATION:
+    elif lf == _LF_GENERATION:
         llm = "langfuse"
-    elif ak == sc.AGENTOTEL_KIND_LLM:
+    elif ak == _AK_LLM:
         llm = "agentotel"
-    elif op == sc.OP_EXECUTE_TOOL or sc.GEN_AI_TOOL_NAME in attrs:
+    elif op == _OP_TOOL or _TOOL_NAME_GEN_AI in attrs:
         tool = "gen_ai"
-    elif oi == sc.OI_KIND_TOOL or sc.OI_TOOL_NAME in attrs:
+    elif oi == _OI_TOOL or _TOOL_NAME_OI in attrs:
         tool = "openinference"
-    elif tl == sc.TRACELOOP_KIND_TOOL:
+    elif tl == _TL_TOOL:
         tool = "traceloop"
-    elif lf == sc.LANGFUSE_TYPE_TOOL:
+    elif lf == _LF_TOOL:
         tool = "langfuse"
-    elif ak == sc.AGENTOTEL_KIND_TOOL:
+    elif ak == _AK_TOOL:
         tool = "agentotel"
-    elif (op == sc.OP_HANDOFF or tl == sc.OP_HANDOFF or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
-          or sc.GEN_AI_HANDOFF_TO_AGENT in attrs):
+    elif op == _HANDOFF or tl == _HANDOFF or _HANDOFF_FROM in attrs or _HANDOFF_TO in attrs:
         tool = "handoff"
     if run is None and llm is None and tool is None:
         return NO_ROLE

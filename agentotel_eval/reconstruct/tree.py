@@ -20,6 +20,8 @@ def _copy_rank(span: SpanRecord) -> tuple:
     return (span.end_ns, len(span.attributes), len(span.events), span.status_code, span.name, span.start_ns)
 
 
+_NONE = object()
+
 #: sort key of spans: (start time, span id) - a C-level getter, it runs for every span
 span_order = attrgetter("start_ns", "span_id")
 
@@ -47,23 +49,36 @@ class TraceTree:
 def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[TraceTree]:
     """One tree per trace id, in trace-id order; duplicates collapsed, children and logs ordered."""
     trees: dict[str, TraceTree] = {}
+    trace_id: object = _NONE  # the trace of the previous span: exports group spans by trace
+    by_id: dict[str, SpanRecord] = {}
     for span in spans:
-        tree = trees.get(span.trace_id)
-        if tree is None:
-            tree = trees[span.trace_id] = TraceTree(span.trace_id)
-        known = tree.spans.get(span.span_id)
+        if span.trace_id != trace_id:  # look the tree up once per run of spans of one trace
+            trace_id = span.trace_id
+            tree = trees.get(trace_id)
+            if tree is None:
+                tree = trees[trace_id] = TraceTree(trace_id)
+            by_id = tree.spans
+        known = by_id.get(span.span_id)
         if known is None or _copy_rank(span) > _copy_rank(known):
-            tree.spans[span.span_id] = span
+            by_id[span.span_id] = span
     for tree in trees.values():
-        for span in tree.spans.values():
+        by_id, children = tree.spans, tree.children
+        roots = tree.roots
+        for span in by_id.values():
             parent = span.parent_span_id
-            if parent and parent in tree.spans and parent != span.span_id:
-                tree.children.setdefault(parent, []).append(span)
+            if parent and parent in by_id and parent != span.span_id:
+                kids = children.get(parent)
+                if kids is None:
+                    children[parent] = [span]
+                else:
+                    kids.append(span)
             else:
-                tree.roots.append(span)
-        for kids in tree.children.values():
-            kids.sort(key=span_order)
-        tree.roots.sort(key=span_order)
+                roots.append(span)
+        for kids in children.values():
+            if len(kids) > 1:
+                kids.sort(key=span_order)
+        if len(roots) > 1:
+            roots.sort(key=span_order)
     seen_logs: set[tuple] = set()
     keyed: dict[str, list[tuple[tuple, LogRecord]]] = {}
     for log in logs:
@@ -80,7 +95,7 @@ def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
         trace_id, _, span_id = key.partition("/")
         items.sort(key=itemgetter(0))
         trees[trace_id].logs[span_id] = [log for _, log in items]
-    return [trees[t] for t in sorted(trees)]
+    return [trees[t] for t in sorted(trees)] if len(trees) > 1 else list(trees.values())
 
 
 def unreachable(tree: TraceTree, reached: int) -> list[SpanRecord]:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 _JSON_STARTS = frozenset('{["')
+_JSON_VALUE_STARTS = frozenset('{["-0123456789tfnNI')  # objects, arrays, strings, numbers, true/false/null, NaN, Infinity
 _MAX_NESTING = 4  # JSON inside JSON inside JSON ... is unwrapped at most this deep
 _scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
 
@@ -59,10 +60,11 @@ def parse_literal(value: str) -> Any:
     text = value.strip()
     if not text:
         return value
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
+    if text[0] in _JSON_VALUE_STARTS:  # else json.loads can only fail (raising costs more than this test)
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
     if text[0] in "{[(" or text in ("None", "True", "False"):
         try:
             return ast.literal_eval(text)
