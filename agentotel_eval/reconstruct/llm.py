@@ -60,9 +60,8 @@ def _choice_message(payload: Mapping[str, Any]) -> Message | None:
     message = parse_json(payload.get("message"))
     if isinstance(message, dict):
         return message_from_mapping(message, "assistant") or Message("assistant")
-    if isinstance(message, list):
-        msgs = parse_messages([{"role": "assistant", "content": message}], "assistant")
-        return msgs[0] if msgs else None
+    if isinstance(message, list):  # parse_messages() of this one message, without the container walk
+        return message_from_mapping({"role": "assistant", "content": message}, "assistant")
     if isinstance(message, str) and message.strip():
         return Message("assistant", [message])
     if payload.get("tool_calls"):  # legacy body without the "message" wrapper
@@ -159,6 +158,8 @@ def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
         if fast is not None:
             return fast
     for source, messages in _output_candidates(span, logs):
+        if not messages:
+            continue
         assistant = [m for m in messages if m.role in ("assistant", "")]
         if not any(m.tool_calls or m.texts for m in assistant):
             continue

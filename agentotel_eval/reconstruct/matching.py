@@ -132,11 +132,13 @@ def assign_turns(calls: list[Call], llm_spans: Sequence[SpanRecord]) -> None:
 
     (Start, not end: ADK runs tools inside its ``generate_content`` span.)
     """
-    starts = sorted((s.start_ns, s.span_id) for s in llm_spans)
+    starts: list[tuple[int, str]] | None = None  # sorted on the first call with no request
     for call in calls:
         if call.request is not None:
             call.turn, call.turn_source = call.request.span.span_id, call.request.source
             continue
+        if starts is None:
+            starts = sorted((s.start_ns, s.span_id) for s in llm_spans)
         start = call.start
         previous = [span_id for begin, span_id in starts if begin <= start]
         if previous:

@@ -139,8 +139,12 @@ def _flatten(items: Iterable[Any]) -> Iterable[Any]:
             yield item
 
 
+_MESSAGE_KEYS = ("role", "parts", "content", "tool_calls", "lc", "data")
+_FLAT_MESSAGE_KEYS = ("role", "content", "tool_calls", "function_call", "tool_call_id")
+
+
 def _looks_like_message(value: Mapping[str, Any]) -> bool:
-    return any(k in value for k in ("role", "parts", "content", "tool_calls", "lc", "data"))
+    return not value.keys().isdisjoint(_MESSAGE_KEYS)
 
 
 def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Message | None:
@@ -159,7 +163,7 @@ def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Me
     parts = value.get("parts")
     if isinstance(parts, list):
         return _from_genai(value, parts, default_role)
-    if any(k in value for k in ("role", "content", "tool_calls", "function_call", "tool_call_id")):
+    if not value.keys().isdisjoint(_FLAT_MESSAGE_KEYS):
         role = normalize_role(value.get("role") or value.get("type"), default_role)
         return _from_flat(value, role)
     return None

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.llm import (
     first_request_text,
@@ -118,16 +118,18 @@ def _span_input(span: SpanRecord) -> str | None:
         text = last_user_text(parse_messages(attrs[sc.GEN_AI_INPUT_MESSAGES]))
         if text:
             return text
-    for event in span.events:
-        if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
-            text = last_user_text(parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]))
+    events = span.events
+    if events:
+        for event in events:
+            if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
+                text = last_user_text(parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]))
+                if text:
+                    return text
+        users = [e for e in events if e.name == sc.EVENT_USER_MESSAGE]
+        if users:
+            text = text_of(parse_json(users[-1].attributes.get("content")))
             if text:
                 return text
-    users = [e for e in span.events if e.name == sc.EVENT_USER_MESSAGE]
-    if users:
-        text = text_of(parse_json(users[-1].attributes.get("content")))
-        if text:
-            return text
     if attrs.get(sc.OI_SPAN_KIND):
         text = last_user_text(openinference_messages(attrs, sc.OI_LLM_INPUT_MESSAGES))
         if text:
@@ -222,8 +224,8 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
 
 def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
     for span in chain:
-        level = str(span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL, "")).upper()
-        if span.is_error or level == "ERROR":
+        level = span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL)
+        if span.status_code == STATUS_ERROR or (level is not None and str(level).upper() == "ERROR"):
             message = span.status_message or span.attributes.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
             if not message:
                 exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None)

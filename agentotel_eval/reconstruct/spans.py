@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from agentotel_eval import semconv as sc
+from agentotel_eval.frozen import freeze
 from agentotel_eval.otlp.records import STATUS_ERROR, STATUS_UNSET, SpanRecord
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
 from agentotel_eval.reconstruct.values import as_dict, clean_id, looks_like_error_text, text_of
@@ -398,13 +399,14 @@ def _parameters_schema(value: Any) -> dict[str, Any] | None:
 
 @lru_cache(maxsize=1024)
 def _parameters_schema_of_text(value: str) -> dict[str, Any] | None:
-    return _parameters_schema(value)
+    schema = _parameters_schema(value)
+    return freeze(schema) if schema is not None else None  # frozen once: a ToolDefinition of it need not copy
 
 
 def parameters_schema(value: Any) -> dict[str, Any] | None:
     """``_parameters_schema``, parsed once per distinct text (every span of a tool repeats its schema).
 
-    The returned dict is shared: read it, never change it.
+    The returned dict is shared: read it, never change it (parsed from text, it is a FrozenDict).
     """
     return _parameters_schema_of_text(value) if isinstance(value, str) else _parameters_schema(value)
 
