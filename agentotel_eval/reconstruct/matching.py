@@ -90,6 +90,8 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
     """Pair executions with requests: by call id; else by name in the latest LLM turn that asked for the tool
     before the execution started, the arguments (then the output order) telling parallel calls apart.
     Return the requests left unmatched."""
+    if not requests:
+        return []
     used: set[int] = set()
     by_id: dict[str, list[int]] = {}
     for i, r in enumerate(requests):
@@ -149,8 +151,11 @@ def call_order_key(calls: list[Call]):
     """Start order; the calls of one LLM turn stay together, in the order of that turn's output (DESIGN.md)."""
     group_start: dict[str, int] = {}
     for call in calls:
-        if call.turn is not None:
-            group_start[call.turn] = min(group_start.get(call.turn, call.start), call.start)
+        turn = call.turn
+        if turn is not None:
+            start = call.start
+            known = group_start.get(turn)
+            group_start[turn] = start if known is None or start < known else known
 
     def key(call: Call) -> tuple:
         start = call.start

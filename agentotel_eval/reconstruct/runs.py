@@ -132,7 +132,7 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             _resolve_tool_scope(scope, tree, requests_tools)
     emitted: list[Scope] = []
     parent_run: dict[int, Scope | None] = {}
-    if top.tool_spans or any(requests_tools(s) for s in top.llm_spans):
+    if top.tool_spans or (top.llm_spans and any(requests_tools(s) for s in top.llm_spans)):
         anchor = min(top.roots, key=span_order)
         top.kind, top.span, top.chain = "run", anchor, [anchor]
     _emit(top, None, None, emitted, parent_run)

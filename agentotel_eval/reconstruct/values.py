@@ -137,10 +137,16 @@ def numeric_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+_ERROR_TEXT_STARTS = frozenset("eEtTaA")  # error/exception, traceback, an error occurred (ASCII case-insensitive)
 _ERROR_TEXT = re.compile(r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b)", re.I)
 
 
 def looks_like_error_text(value: Any) -> bool:
     """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
     ``"An error occurred while running the tool..."``). Used only where nothing structured states the status."""
-    return isinstance(value, str) and _ERROR_TEXT.match(value) is not None
+    if not isinstance(value, str):
+        return False
+    first = value[:1]
+    if first.isascii() and first not in _ERROR_TEXT_STARTS and not first.isspace():
+        return False  # (empty, or) no error report starts this way: skip the regex
+    return _ERROR_TEXT.match(value) is not None
