@@ -161,8 +161,11 @@ def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
         if not messages:
             continue
         assistant = [m for m in messages if m.role in ("assistant", "")]
-        if not any(m.tool_calls or m.texts for m in assistant):
-            continue
+        for message in assistant:
+            if message.tool_calls or message.texts:
+                break
+        else:
+            continue  # nothing said here: the next convention
         out = LLMOutput(source=source)
         for message in assistant:
             for call in message.tool_calls:

@@ -56,13 +56,18 @@ class Call:
 
 def requests_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> list[Request]:
     """Requests of the run's LLM spans, skipping a nested LLM span that re-records its parent's inference."""
-    ids = {s.span_id for s in llm_spans}
     out: list[Request] = []
+    output = ctx.output
+    if not ctx.llm_parent:  # no LLM span nested in another: nothing to skip
+        for span in llm_spans:
+            out.extend(output(span).requests)
+        return out
+    ids = {s.span_id for s in llm_spans}
     for span in llm_spans:
         above = ctx.llm_parent.get(span.span_id)
-        if above in ids and ctx.output(ctx.tree.spans[above]).requests:
+        if above in ids and output(ctx.tree.spans[above]).requests:
             continue
-        out.extend(ctx.output(span).requests)
+        out.extend(output(span).requests)
     return out
 
 

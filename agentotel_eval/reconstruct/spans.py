@@ -166,6 +166,7 @@ _RESULT_KEYS = (
     (sc.AGENTOTEL_OUTPUT, "agentotel"),
 )
 _CALL_ID_KEYS = ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference"))
+_JSON_OPENERS = ("", "{", "[", '"')  # a result starting otherwise (after no whitespace) is plain text
 _SCHEMA_KEYS = (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS)
 _DESCRIPTION_KEYS = (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION)
 
@@ -309,6 +310,9 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
                     break
         else:
             return
+    if isinstance(raw, str) and raw[:1] not in _JSON_OPENERS and not raw[:1].isspace():
+        execution.result = raw  # plain text: what unwrap_tool_result would return for it, without parsing
+        return
     unwrapped = unwrap_tool_result(raw)
     content = unwrapped.content
     if isinstance(content, list) and content and all(isinstance(b, dict) and "text" in b for b in content):
@@ -365,16 +369,18 @@ def _read_status(span: SpanRecord, execution: Execution) -> None:
 def _read_call_id(span: SpanRecord, execution: Execution, placeholders: frozenset[str]) -> None:
     attrs = span.attributes
     for key, source in _CALL_ID_KEYS:
-        value = clean_id(attrs.get(key), placeholders)
+        raw = attrs.get(key)
+        value = clean_id(raw, placeholders) if raw is not None else None
         if value:
             execution.call_id = value
             execution.sources["call_id"] = source
             return
-    from_result = clean_id(execution.result_call_id, placeholders)  # LangChain ToolMessage.tool_call_id
-    if from_result:
-        execution.call_id = from_result
-        execution.sources["call_id"] = "result"
-        return
+    if execution.result_call_id is not None:
+        from_result = clean_id(execution.result_call_id, placeholders)  # LangChain ToolMessage.tool_call_id
+        if from_result:
+            execution.call_id = from_result
+            execution.sources["call_id"] = "result"
+            return
     for event in span.events:
         if event.name in (sc.EVENT_TOOL_MESSAGE, sc.EVENT_CHOICE):
             value = clean_id(event.attributes.get("id"), placeholders)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 
@@ -26,9 +26,10 @@ _NONE = object()
 span_order = attrgetter("start_ns", "span_id")
 
 
-def _log_order(log: LogRecord) -> tuple:
-    """Time, then content: two copies of one record get one key (repr is stable for the same decoded body)."""
-    return (log.timestamp_ns, log.observed_time_ns, log.event_name, log.body if isinstance(log.body, str) else repr(log.body))
+def _log_content(log: LogRecord) -> str:
+    """What orders logs of one span with the same time and name, and tells a re-sent copy (equal here: repr is
+    stable for the same decoded body) from another record. Computed only for such ties: a body can be large."""
+    return log.body if isinstance(log.body, str) else repr(log.body)
 
 
 @dataclass(slots=True)
@@ -79,22 +80,33 @@ def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
                 kids.sort(key=span_order)
         if len(roots) > 1:
             roots.sort(key=span_order)
-    seen_logs: set[tuple] = set()
-    keyed: dict[str, list[tuple[tuple, LogRecord]]] = {}
+    # logs of each span in (time, observed time, event name, content) order, one copy of each record
+    by_span: dict[tuple[str, str], dict[tuple[int, int, str], list[LogRecord]]] = {}
     for log in logs:
         tree = trees.get(log.trace_id or "")
         if tree is None or not log.span_id or log.span_id not in tree.spans:
             continue
-        order = _log_order(log)
-        key = (log.trace_id, log.span_id, order)
-        if key in seen_logs:
-            continue  # a re-sent log record
-        seen_logs.add(key)
-        keyed.setdefault(f"{log.trace_id}/{log.span_id}", []).append((order, log))
-    for key, items in keyed.items():
-        trace_id, _, span_id = key.partition("/")
-        items.sort(key=itemgetter(0))
-        trees[trace_id].logs[span_id] = [log for _, log in items]
+        heads = by_span.get((tree.trace_id, log.span_id))
+        if heads is None:
+            heads = by_span[(tree.trace_id, log.span_id)] = {}
+        head = (log.timestamp_ns, log.observed_time_ns, log.event_name)
+        group = heads.get(head)
+        if group is None:
+            heads[head] = [log]
+        else:
+            group.append(log)
+    for (trace_id, span_id), heads in by_span.items():
+        ordered: list[LogRecord] = []
+        for head in sorted(heads):
+            group = heads[head]
+            if len(group) == 1:
+                ordered.append(group[0])
+                continue
+            unique: dict[str, LogRecord] = {}
+            for log in group:
+                unique.setdefault(_log_content(log), log)  # a re-sent record: its first copy is kept
+            ordered.extend(unique[content] for content in sorted(unique))
+        trees[trace_id].logs[span_id] = ordered
     return [trees[t] for t in sorted(trees)] if len(trees) > 1 else list(trees.values())
 
 
