@@ -4,6 +4,7 @@ the tools offered to the model, the run's status and its expected tools."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from agentotel_eval import semconv as sc
@@ -107,6 +108,7 @@ def _direct_text(value: Any) -> str | None:
     return _args_kwargs_text(value)
 
 
+_END_ORDER = attrgetter("end_ns", "span_id")  # last LLM call first: (end time, span id), a C-level key
 _IO_KEYS_IN = (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT)
 _IO_KEYS_OUT = (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT)
 
@@ -209,7 +211,7 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
         text = _span_output(span)
         if text:
             return text, span.span_id
-    for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
+    for span in sorted(llm_spans, key=_END_ORDER, reverse=True):
         text = ctx.output(span).text
         if text:
             return text, span.span_id
