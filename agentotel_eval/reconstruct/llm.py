@@ -9,7 +9,7 @@ tool results for request-only calls), never as calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -48,11 +48,16 @@ class Request:
     normalized: Any = None  # Arguments, computed once by the assembly
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class LLMOutput:
-    requests: list[Request] = field(default_factory=list)
-    text: str | None = None
-    source: str | None = None
+    requests: list[Request]
+    text: str | None
+    source: str | None
+
+    def __init__(self, requests: list[Request] | None = None, text: str | None = None, source: str | None = None) -> None:
+        # by hand: one per LLM span, and the generated __init__ calls a factory for the list
+        self.requests = [] if requests is None else requests
+        self.text, self.source = text, source
 
 
 def _choice_message(payload: Mapping[str, Any]) -> Message | None:

@@ -11,7 +11,7 @@ and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -57,12 +57,20 @@ class ToolResultPart:
     name: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Message:
     role: str
-    texts: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCallPart] = field(default_factory=list)
-    tool_results: list[ToolResultPart] = field(default_factory=list)
+    texts: list[str]
+    tool_calls: list[ToolCallPart]
+    tool_results: list[ToolResultPart]
+
+    def __init__(self, role: str, texts: list[str] | None = None, tool_calls: list[ToolCallPart] | None = None,
+                 tool_results: list[ToolResultPart] | None = None) -> None:
+        # by hand: one per message read, and the generated __init__ calls a factory per list
+        self.role = role
+        self.texts = [] if texts is None else texts
+        self.tool_calls = [] if tool_calls is None else tool_calls
+        self.tool_results = [] if tool_results is None else tool_results
 
     @property
     def text(self) -> str | None:

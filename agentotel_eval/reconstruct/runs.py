@@ -23,28 +23,36 @@ Rules (DESIGN.md "Conventions the reconstruction recognises"), applied to one tr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.spans import NO_ROLE, Role
 from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Scope:
     """A run (or, during detection, a tool span) and the spans it owns directly."""
 
     span: SpanRecord | None  # None for the trace's top level
     kind: str  # run | tool | top
     convention: str
-    parent: Scope | None = None
-    chain: list[SpanRecord] = field(default_factory=list)  # collapsed wrapper spans, outermost first
-    llm_spans: list[SpanRecord] = field(default_factory=list)
-    tool_spans: list[SpanRecord] = field(default_factory=list)
-    children: list[Scope] = field(default_factory=list)
-    internal: list[SpanRecord] = field(default_factory=list)  # tool/LLM spans inside a (non-agent) tool span
-    roots: list[SpanRecord] = field(default_factory=list)  # top level only: roots that brought evidence
-    container_span_id: str | None = None  # the multi-agent workflow span this run sits in, if any
+    parent: Scope | None
+    chain: list[SpanRecord]  # collapsed wrapper spans, outermost first
+    llm_spans: list[SpanRecord]
+    tool_spans: list[SpanRecord]
+    children: list[Scope]
+    internal: list[SpanRecord]  # tool/LLM spans inside a (non-agent) tool span
+    roots: list[SpanRecord]  # top level only: roots that brought evidence
+    container_span_id: str | None  # the multi-agent workflow span this run sits in, if any
+
+    def __init__(self, span: SpanRecord | None, kind: str, convention: str, parent: Scope | None = None,
+                 chain: list[SpanRecord] | None = None) -> None:
+        # by hand: one scope per run and tool span, and the generated __init__ calls a factory per list
+        self.span, self.kind, self.convention, self.parent = span, kind, convention, parent
+        self.chain = [] if chain is None else chain
+        self.llm_spans, self.tool_spans, self.children, self.internal, self.roots = [], [], [], [], []
+        self.container_span_id = None
 
     @property
     def has_content(self) -> bool:
@@ -179,10 +187,13 @@ def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: lis
         _emit(child, enclosing, None, out, parent_run)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Reattached:
-    by_parent: dict[str, list[SpanRecord]] = field(default_factory=dict)
-    attached: set[str] = field(default_factory=set)
+    by_parent: dict[str, list[SpanRecord]]
+    attached: set[str]
+
+    def __init__(self) -> None:  # by hand: one per trace, no factory calls
+        self.by_parent, self.attached = {}, set()
 
 
 def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:

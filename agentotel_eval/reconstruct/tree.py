@@ -9,7 +9,7 @@ id they carry, in time order.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
@@ -32,13 +32,17 @@ def _log_content(log: LogRecord) -> str:
     return log.body if isinstance(log.body, str) else repr(log.body)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TraceTree:
     trace_id: str
-    spans: dict[str, SpanRecord] = field(default_factory=dict)
-    children: dict[str, list[SpanRecord]] = field(default_factory=dict)
-    roots: list[SpanRecord] = field(default_factory=list)  # true roots and orphans, in span order
-    logs: dict[str, list[LogRecord]] = field(default_factory=dict)  # span id -> logs in time order
+    spans: dict[str, SpanRecord]
+    children: dict[str, list[SpanRecord]]
+    roots: list[SpanRecord]  # true roots and orphans, in span order
+    logs: dict[str, list[LogRecord]]  # span id -> logs in time order
+
+    def __init__(self, trace_id: str) -> None:  # by hand: no factory call per container
+        self.trace_id = trace_id
+        self.spans, self.children, self.roots, self.logs = {}, {}, [], {}
 
     def is_orphan(self, span: SpanRecord) -> bool:
         return bool(span.parent_span_id) and span.parent_span_id not in self.spans
