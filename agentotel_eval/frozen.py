@@ -76,7 +76,7 @@ class FrozenList(list):
 
 
 def hashable(value: Any) -> Any:
-    if isinstance(value, FrozenDict | FrozenList):
+    if isinstance(value, (FrozenDict, FrozenList)):
         return value
     try:
         hash(value)
@@ -92,9 +92,9 @@ def freeze(value: Any) -> Any:
     """Deep-convert dicts to FrozenDict and lists/tuples to FrozenList; other values are kept as they are."""
     if isinstance(value, _ALREADY_FROZEN):  # fast path, before the (slow) ABC Mapping check
         return value
-    if isinstance(value, dict | Mapping):
+    if isinstance(value, (dict, Mapping)):
         return FrozenDict({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return FrozenList(freeze(v) for v in value)
     return value
 
@@ -103,6 +103,6 @@ def thaw(value: Any) -> Any:
     """Deep-convert frozen containers back to plain dicts and lists."""
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return [thaw(v) for v in value]
     return value

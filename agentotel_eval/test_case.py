@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agentotel_eval.frozen import FrozenDict, freeze, hashable
+from agentotel_eval.frozen import FrozenDict, FrozenList, freeze, hashable
 
 
 class ToolCallParams(StrEnum):
@@ -33,6 +33,7 @@ class ToolCallParams(StrEnum):
 
 
 TOOL_STATUSES = ("ok", "error")
+_FROZEN_AS_IS = frozenset({str, int, float, bool, bytes, FrozenDict, FrozenList})  # freeze() returns these unchanged
 _VALUE_FIELDS = ("input_parameters", "output", "description", "reasoning", "status")
 
 
@@ -67,7 +68,9 @@ class ToolCall:
             raise ValueError(f"ToolCall.status must be one of {TOOL_STATUSES} or None, got {self.status!r}")
         for attr in ("input_parameters", "output", "raw_arguments", "sources"):
             value = getattr(self, attr)
-            if isinstance(value, Mapping | list | tuple):
+            if value is None or type(value) in _FROZEN_AS_IS:  # the common case, before the (slow) ABC check
+                continue
+            if isinstance(value, (Mapping, list, tuple)):
                 object.__setattr__(self, attr, freeze(value))
 
     def __repr__(self) -> str:

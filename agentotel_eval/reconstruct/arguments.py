@@ -35,7 +35,7 @@ def schema_parameter_names(schema: Mapping[str, Any] | None) -> tuple[tuple[str,
     props = schema.get("properties")
     names = tuple(props) if isinstance(props, dict) else ()
     required = schema.get("required")
-    req = tuple(r for r in required if isinstance(r, str)) if isinstance(required, list | tuple) else ()
+    req = tuple(r for r in required if isinstance(r, str)) if isinstance(required, (list, tuple)) else ()
     return names, req
 
 
@@ -68,12 +68,12 @@ def normalize_arguments(raw: Any, schema: Mapping[str, Any] | None = None) -> Ar
         return Arguments(None, "absent")
     encoding = "object"
     value = raw
-    if isinstance(value, bytes | bytearray | str):
+    if isinstance(value, (bytes, bytearray, str)):
         value = parse_json(value)
         encoding = "json"
         if isinstance(value, str):
             literal = parse_literal(value)  # a Python repr such as "{'city': 'Paris'}", or a bare number
-            if isinstance(literal, dict | list | tuple) or not _single_is_string(schema):
+            if isinstance(literal, (dict, list, tuple)) or not _single_is_string(schema):
                 value = literal
     return _normalize_value(value, encoding, schema)
 
@@ -89,7 +89,7 @@ def _single_is_string(schema: Mapping[str, Any] | None) -> bool:
 def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
     if isinstance(value, dict):
         return _normalize_mapping(value, encoding, schema)
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         bound = _bind_positional(list(value), {}, schema)
         return Arguments(bound, "positional")
     name = _single_parameter(schema)
@@ -98,7 +98,7 @@ def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None
 
 def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
     keys = value.keys()
-    if keys == _ARGS_KWARGS and isinstance(value["args"], list | tuple) and isinstance(value["kwargs"], dict):
+    if keys == _ARGS_KWARGS and isinstance(value["args"], (list, tuple)) and isinstance(value["kwargs"], dict):
         bound = _bind_positional(list(value["args"]), value["kwargs"], schema)
         return Arguments(bound, "args_kwargs")
     if isinstance(value.get("input_str"), str):
@@ -110,7 +110,7 @@ def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[
     if "toolUseId" in value and "input" in value:
         inner = normalize_arguments(value["input"], schema)
         return Arguments(inner.params, "bedrock", inner.call_id)
-    return Arguments(dict(value), encoding)
+    return Arguments(value if encoding == "json" else dict(value), encoding)  # parsed here: ours, no copy
 
 
 def _normalize_input_str(value: Mapping[str, Any], schema: Mapping[str, Any] | None) -> Arguments:

@@ -10,7 +10,8 @@ from typing import Any
 
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
-from agentotel_eval.reconstruct.history import History
+from agentotel_eval.reconstruct.history import History, LaterTraces
+from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.matching import (
     Call,
     arguments_of,
@@ -36,16 +37,20 @@ from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, read_execution
 from agentotel_eval.reconstruct.tree import span_order
 
 
-def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> AgentRun:
+def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``)."""
     chain = scope.chain
     llm_spans = sorted(scope.llm_spans, key=span_order)
     tool_spans = sorted(scope.tool_spans, key=span_order)
-    executions = [read_execution(s, ctx.roles[s.span_id]) for s in tool_spans]
+    roles = ctx.roles
+    executions = [read_execution(s, roles[s.span_id]) for s in tool_spans]
     real = [e for e in executions if e.plumbing is None]
     requests = requests_of(llm_spans, ctx)
-    handoff_requests = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
-    requests = [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
+    handoff_requests: list[Request] = []
+    if requests:
+        handoff_requests = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
+        if handoff_requests:
+            requests = [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
     schemas = {d.name: d.parameters for d in definitions if d.parameters}
     for e in real:
@@ -69,24 +74,31 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
     else:
         output_tools = output_tool_names(llm_spans)
         counted = [r for r in unmatched if r.name not in output_tools]
-    calls.extend(Call(None, r) for r in counted)
-    assign_turns(calls, llm_spans)
+    if counted:
+        calls.extend([Call(None, r) for r in counted])
+    if calls:
+        assign_turns(calls, llm_spans)
     for call in calls:
-        needs = call.execution is None or call.execution.result is None
-        call_id = call_id_of(call)
-        if needs and call_id:
-            done = call.execution.span.end_ns if call.execution is not None else call.start
-            call.result = history.result(call_id, done)
-    calls.sort(key=call_order_key(calls))
-    tool_calls = tuple(build_tool_call(c, schemas, ctx.tree.trace_id) for c in calls)
-    plumbing = [e for e in executions if e.plumbing == "internal"]
-    if plumbing:
-        extra["plumbing_spans"] = [e.span.span_id for e in plumbing]
+        execution = call.execution
+        if execution is None or execution.result is None:
+            call_id = call_id_of(call)
+            if call_id:
+                done = execution.span.end_ns if execution is not None else call.start
+                call.result = history.result(call_id, done)
+    if len(calls) > 1:
+        calls.sort(key=call_order_key(calls))
+    trace_id = ctx.tree.trace_id
+    tool_calls = tuple([build_tool_call(c, schemas, trace_id, later) for c in calls])
+    if len(real) < len(executions):
+        plumbing = [e for e in executions if e.plumbing == "internal"]
+        if plumbing:
+            extra["plumbing_spans"] = [e.span.span_id for e in plumbing]
     if scope.container_span_id:
         extra["container_span_id"] = scope.container_span_id
-    nested = [s.span_id for s in sorted(scope.internal, key=span_order) if ctx.roles[s.span_id].tool]
-    if nested:
-        extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
+    if scope.internal:
+        nested = [s.span_id for s in sorted(scope.internal, key=span_order) if roles[s.span_id].tool]
+        if nested:
+            extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
 
     agent_name = agent_name_of(scope, llm_spans, tool_spans)
     run_input, input_source = run_input_of(chain, llm_spans, ctx)
@@ -95,16 +107,21 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext) -> Agent
     run_output = run_output.strip() or None if run_output else None
     extra["input_source"], extra["output_source"] = input_source, output_source
     status, error = run_status_of(chain)
-    anchor = scope.anchor
+    anchor = chain[0]
+    service_name = None
+    for span in chain:
+        service_name = span.service_name
+        if service_name:
+            break
     return AgentRun(
-        trace_id=ctx.tree.trace_id,
+        trace_id=trace_id,
         span_id=anchor.span_id,
         agent_name=agent_name,
         start_time_ns=anchor.start_ns,
-        end_time_ns=max(s.end_ns for s in chain),
+        end_time_ns=max([s.end_ns for s in chain]) if len(chain) > 1 else anchor.end_ns,
         status=status,
         error=error,
-        service_name=next((s.service_name for s in chain if s.service_name), None),
+        service_name=service_name or None,
         input=run_input,
         output=run_output,
         tool_calls=tool_calls,

@@ -15,8 +15,10 @@ from agentotel_eval.reconstruct.tree import span_order
 
 
 def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request], agent: str | None) -> tuple[Handoff, ...]:
-    out: list[Handoff] = []
     spans = [e for e in executions if e.plumbing == "handoff"]
+    if not spans and not requests:
+        return ()
+    out: list[Handoff] = []
     used: set[int] = set()
     for e in spans:
         match = next(
@@ -49,7 +51,10 @@ _MODEL_FACING = re.compile(r"^[A-Za-z0-9_.\-]+$")
 def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
     """Give handoffs seen only as a framework span (OpenLLMetry ``A → unknown.handoff``) the tool call the model
     made, found in the history of the first LLM call after it (the ``transfer_to_*`` call it answered)."""
-    pending = [(i, j) for i, run in enumerate(runs) for j, h in enumerate(run.handoffs) if not _MODEL_FACING.match(h.name)]
+    pending = [
+        (i, j) for i, run in enumerate(runs) if run.handoffs
+        for j, h in enumerate(run.handoffs) if not _MODEL_FACING.match(h.name)
+    ]
     if not pending:
         return runs
     llm_spans = sorted((ctx.tree.spans[i] for i, role in ctx.roles.items() if role.llm), key=span_order)

@@ -9,7 +9,7 @@ tool results for request-only calls), never as calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +17,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.messages import (
     Message,
+    flat_keys,
     message_from_mapping,
     normalize_role,
     openinference_messages,
@@ -47,11 +48,16 @@ class Request:
     normalized: Any = None  # Arguments, computed once by the assembly
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class LLMOutput:
-    requests: list[Request] = field(default_factory=list)
-    text: str | None = None
-    source: str | None = None
+    requests: list[Request]
+    text: str | None
+    source: str | None
+
+    def __init__(self, requests: list[Request] | None = None, text: str | None = None, source: str | None = None) -> None:
+        # by hand: one per LLM span, and the generated __init__ calls a factory for the list
+        self.requests = [] if requests is None else requests
+        self.text, self.source = text, source
 
 
 def _choice_message(payload: Mapping[str, Any]) -> Message | None:
@@ -59,9 +65,8 @@ def _choice_message(payload: Mapping[str, Any]) -> Message | None:
     message = parse_json(payload.get("message"))
     if isinstance(message, dict):
         return message_from_mapping(message, "assistant") or Message("assistant")
-    if isinstance(message, list):
-        msgs = parse_messages([{"role": "assistant", "content": message}], "assistant")
-        return msgs[0] if msgs else None
+    if isinstance(message, list):  # parse_messages() of this one message, without the container walk
+        return message_from_mapping({"role": "assistant", "content": message}, "assistant")
     if isinstance(message, str) and message.strip():
         return Message("assistant", [message])
     if payload.get("tool_calls"):  # legacy body without the "message" wrapper
@@ -158,9 +163,14 @@ def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
         if fast is not None:
             return fast
     for source, messages in _output_candidates(span, logs):
-        assistant = [m for m in messages if m.role in ("assistant", "")]
-        if not any(m.tool_calls or m.texts for m in assistant):
+        if not messages:
             continue
+        assistant = [m for m in messages if m.role in ("assistant", "")]
+        for message in assistant:
+            if message.tool_calls or message.texts:
+                break
+        else:
+            continue  # nothing said here: the next convention
         out = LLMOutput(source=source)
         for message in assistant:
             for call in message.tool_calls:
@@ -310,15 +320,20 @@ def _definition_from_schema(raw: Any) -> tuple[ToolDefinition, ...]:
         return ()
 
 
+_OI_TOOL_FIELDS = ("tool.json_schema", "tool.name", "tool.description")
+_TRACELOOP_FUNCTION_FIELDS = ("name", "description", "parameters")
+
+
 def _openinference_tools(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
     """``llm.tools.N.tool.{json_schema,name,description}``, read by direct look-ups (no key scan)."""
     entries = []
+    get = attrs.get
     for i in range(10_000):
-        base = f"llm.tools.{i}.tool."
-        schema, name = attrs.get(base + "json_schema"), attrs.get(base + "name")
+        schema_key, name_key, description_key = flat_keys("llm.tools", i, _OI_TOOL_FIELDS)
+        schema, name = get(schema_key), get(name_key)
         if schema is None and name is None:
             break
-        entries.append((schema, name, attrs.get(base + "description")))
+        entries.append((schema, name, get(description_key)))
     return _parse_once(_definitions_from_openinference, tuple(entries)) if entries else ()
 
 
@@ -337,12 +352,13 @@ def _definitions_from_openinference(entries: tuple[tuple[Any, Any, Any], ...]) -
 def _traceloop_functions(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
     """``llm.request.functions.N.{name,description,parameters}``, read by direct look-ups."""
     entries = []
+    get = attrs.get
     for i in range(10_000):
-        base = f"llm.request.functions.{i}."
-        name = attrs.get(base + "name")
+        name_key, description_key, parameters_key = flat_keys("llm.request.functions", i, _TRACELOOP_FUNCTION_FIELDS)
+        name = get(name_key)
         if name is None:
             break
-        entries.append((name, attrs.get(base + "description"), attrs.get(base + "parameters")))
+        entries.append((name, get(description_key), get(parameters_key)))
     return _parse_once(_definitions_from_traceloop, tuple(entries)) if entries else ()
 
 

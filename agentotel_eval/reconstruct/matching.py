@@ -17,6 +17,7 @@ from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.messages import ToolResultPart
 from agentotel_eval.reconstruct.spans import Execution
@@ -55,13 +56,18 @@ class Call:
 
 def requests_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> list[Request]:
     """Requests of the run's LLM spans, skipping a nested LLM span that re-records its parent's inference."""
-    ids = {s.span_id for s in llm_spans}
     out: list[Request] = []
+    output = ctx.output
+    if not ctx.llm_parent:  # no LLM span nested in another: nothing to skip
+        for span in llm_spans:
+            out.extend(output(span).requests)
+        return out
+    ids = {s.span_id for s in llm_spans}
     for span in llm_spans:
         above = ctx.llm_parent.get(span.span_id)
-        if above in ids and ctx.output(ctx.tree.spans[above]).requests:
+        if above in ids and output(ctx.tree.spans[above]).requests:
             continue
-        out.extend(ctx.output(span).requests)
+        out.extend(output(span).requests)
     return out
 
 
@@ -89,6 +95,8 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
     """Pair executions with requests: by call id; else by name in the latest LLM turn that asked for the tool
     before the execution started, the arguments (then the output order) telling parallel calls apart.
     Return the requests left unmatched."""
+    if not requests:
+        return []
     used: set[int] = set()
     by_id: dict[str, list[int]] = {}
     for i, r in enumerate(requests):
@@ -131,11 +139,13 @@ def assign_turns(calls: list[Call], llm_spans: Sequence[SpanRecord]) -> None:
 
     (Start, not end: ADK runs tools inside its ``generate_content`` span.)
     """
-    starts = sorted((s.start_ns, s.span_id) for s in llm_spans)
+    starts: list[tuple[int, str]] | None = None  # sorted on the first call with no request
     for call in calls:
         if call.request is not None:
             call.turn, call.turn_source = call.request.span.span_id, call.request.source
             continue
+        if starts is None:
+            starts = sorted((s.start_ns, s.span_id) for s in llm_spans)
         start = call.start
         previous = [span_id for begin, span_id in starts if begin <= start]
         if previous:
@@ -146,8 +156,11 @@ def call_order_key(calls: list[Call]):
     """Start order; the calls of one LLM turn stay together, in the order of that turn's output (DESIGN.md)."""
     group_start: dict[str, int] = {}
     for call in calls:
-        if call.turn is not None:
-            group_start[call.turn] = min(group_start.get(call.turn, call.start), call.start)
+        turn = call.turn
+        if turn is not None:
+            start = call.start
+            known = group_start.get(turn)
+            group_start[turn] = start if known is None or start < known else known
 
     def key(call: Call) -> tuple:
         start = call.start
@@ -170,22 +183,32 @@ def call_id_of(call: Call) -> str | None:
     return call.request.call_id if call.request is not None else None
 
 
-def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> ToolCall:
+def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later: LaterTraces | None = None) -> ToolCall:
+    """The ToolCall of a matched call; ``later``: other traces reconstructed together, whose history can hold the
+    result of a request-only call (a plain client loop split into one trace per LLM call)."""
     e, r = call.execution, call.request
-    sources: dict[str, str] = {}
-    name = e.name if e is not None else r.name  # type: ignore[union-attr]
-    sources["name"] = e.sources.get("name", "") if e is not None else f"request:{r.source}"  # type: ignore[union-attr]
-    schema = schemas.get(name) or (e.schema if e is not None else None)  # the same schema _match used
     params: dict[str, Any] | None = None
     raw: Any = None
-    if e is not None and e.raw_arguments is not None:
-        raw = e.raw_arguments
-        normalized = arguments_of(e, schema)
-        if normalized.params is not None:
-            params = normalized.params
-            sources["arguments"] = e.sources.get("arguments", "")
-            if normalized.encoding == "scalar":
-                sources["arguments"] += "+schema"
+    output: Any = None
+    status = "ok"
+    error: str | None = None
+    if e is not None:
+        found = e.sources  # sources are listed in a fixed order: name, arguments, status, result, call_id, llm_turn
+        name = e.name
+        sources: dict[str, str] = {"name": found.get("name", "")}
+        schema = schemas.get(name) or e.schema  # the same schema the matching used
+        if e.raw_arguments is not None:
+            raw = e.raw_arguments
+            normalized = arguments_of(e, schema)
+            if normalized.params is not None:
+                params = normalized.params
+                source = found.get("arguments", "")
+                sources["arguments"] = source + "+schema" if normalized.encoding == "scalar" else source
+    else:
+        assert r is not None
+        name = r.name
+        sources = {"name": f"request:{r.source}"}
+        schema = schemas.get(name)
     if params is None and r is not None:
         normalized = arguments_of(r, schema)
         if normalized.params is not None:
@@ -193,37 +216,45 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> To
             sources["arguments"] = f"request:{r.source}"
         if raw is None:
             raw = r.arguments
-    output: Any = None
-    status = "ok"
-    error: str | None = None
+    result = call.result
     if e is not None:
         status, error = e.status, e.error
-        sources["status"] = e.sources.get("status", "span_status")
+        sources["status"] = found.get("status", "span_status")
         if e.result is not None:
             output = e.result
-            sources["result"] = e.sources.get("result", "")
-    if output is None and call.result is not None:
-        output = text_of(call.result.content) if isinstance(call.result.content, list) else call.result.content
+            sources["result"] = found.get("result", "")
+    if output is None and result is not None:
+        output = text_of(result.content) if isinstance(result.content, list) else result.content
         sources["result"] = "history"
     if e is None:
-        if call.result is not None and call.result.status == "error":
+        if result is not None and result.status == "error":
             status, error = "error", text_of(output) or "error"
             sources["status"] = "history"
-        elif call.result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
+        elif result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
             status, error = "error", output.strip()
             sources["status"] = "result_text"
         else:
-            sources["status"] = "history" if call.result is not None else "default"
+            sources["status"] = "history" if result is not None else "default"
     call_id = None
     if e is not None and e.call_id:
         call_id = e.call_id
-        sources["call_id"] = e.sources.get("call_id", "")
+        sources["call_id"] = found.get("call_id", "")
     elif r is not None and r.call_id:
         call_id = r.call_id
         sources["call_id"] = f"request:{r.source}"
-    if call.turn_source:
-        sources["llm_turn"] = call.turn_source if call.turn_source == "inferred" else f"request:{call.turn_source}"
-    span = e.span if e is not None else r.span  # type: ignore[union-attr]
+    turn_source = call.turn_source
+    if turn_source:
+        sources["llm_turn"] = turn_source if turn_source == "inferred" else f"request:{turn_source}"
+    if e is not None:
+        span, start = e.span, e.span.start_ns
+    else:
+        span, start = r.span, r.span.end_ns
+        if later is not None and output is None and call_id:
+            completed = later.completion(trace_id, call_id, start)
+            if completed is not None:
+                output, status, error, status_source = completed
+                sources["result"] = "history"
+                sources["status"] = status_source
     return ToolCall(
         name,
         input_parameters=_frozen(params),
@@ -234,18 +265,18 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str) -> To
         trace_id=trace_id,
         span_id=span.span_id,
         llm_turn=call.turn,
-        start_time_ns=call.start,
+        start_time_ns=start,
         raw_arguments=raw,
         sources=FrozenDict(sources),
     )
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _frozen(value: Any) -> Any:
     """A flat dict of scalars frozen in one C-level copy (ToolCall deep-freezes anything else itself)."""
-    if type(value) is dict and all(isinstance(v, _SCALARS) for v in value.values()):
+    if type(value) is dict and all(map(_SCALARS.__contains__, map(type, value.values()))):
         return FrozenDict(value)
     return value
 

@@ -11,7 +11,8 @@ and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from agentotel_eval.reconstruct.values import parse_json, seq, text_of
@@ -56,12 +57,20 @@ class ToolResultPart:
     name: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Message:
     role: str
-    texts: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCallPart] = field(default_factory=list)
-    tool_results: list[ToolResultPart] = field(default_factory=list)
+    texts: list[str]
+    tool_calls: list[ToolCallPart]
+    tool_results: list[ToolResultPart]
+
+    def __init__(self, role: str, texts: list[str] | None = None, tool_calls: list[ToolCallPart] | None = None,
+                 tool_results: list[ToolResultPart] | None = None) -> None:
+        # by hand: one per message read, and the generated __init__ calls a factory per list
+        self.role = role
+        self.texts = [] if texts is None else texts
+        self.tool_calls = [] if tool_calls is None else tool_calls
+        self.tool_results = [] if tool_results is None else tool_results
 
     @property
     def text(self) -> str | None:
@@ -71,7 +80,11 @@ class Message:
 def normalize_role(role: Any, default: str = "") -> str:
     if not isinstance(role, str) or not role:
         return default
-    return _ROLES.get(role.lower(), role.lower())
+    known = _ROLES.get(role)  # already lower case (the keys are): the common case
+    if known is not None:
+        return known
+    lowered = role.lower()
+    return _ROLES.get(lowered, lowered)
 
 
 def parse_messages(value: Any, default_role: str = "") -> list[Message]:
@@ -86,7 +99,7 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
         return
     if isinstance(value, str) and depth:
         value = parse_json(value)
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         for item in value:
             if isinstance(item, dict) and isinstance(item.get("parts"), list):  # GenAI: the common case
                 out.append(_from_genai(item, item["parts"], default_role))
@@ -102,7 +115,7 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
         return
     for key in _CONTAINER_KEYS:
         inner = value.get(key)
-        if isinstance(inner, list | tuple | dict) and not _looks_like_message(value):
+        if isinstance(inner, (list, tuple, dict)) and not _looks_like_message(value):
             _collect(inner, default_role, out, depth + 1)
             return
     generations = value.get("generations")
@@ -128,14 +141,18 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
 
 def _flatten(items: Iterable[Any]) -> Iterable[Any]:
     for item in items:
-        if isinstance(item, list | tuple):
+        if isinstance(item, (list, tuple)):
             yield from _flatten(item)
         else:
             yield item
 
 
+_MESSAGE_KEYS = ("role", "parts", "content", "tool_calls", "lc", "data")
+_FLAT_MESSAGE_KEYS = ("role", "content", "tool_calls", "function_call", "tool_call_id")
+
+
 def _looks_like_message(value: Mapping[str, Any]) -> bool:
-    return any(k in value for k in ("role", "parts", "content", "tool_calls", "lc", "data"))
+    return not value.keys().isdisjoint(_MESSAGE_KEYS)
 
 
 def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Message | None:
@@ -154,7 +171,7 @@ def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Me
     parts = value.get("parts")
     if isinstance(parts, list):
         return _from_genai(value, parts, default_role)
-    if any(k in value for k in ("role", "content", "tool_calls", "function_call", "tool_call_id")):
+    if not value.keys().isdisjoint(_FLAT_MESSAGE_KEYS):
         role = normalize_role(value.get("role") or value.get("type"), default_role)
         return _from_flat(value, role)
     return None
@@ -272,50 +289,75 @@ def _status(value: Any) -> str | None:
 
 # --- flattened attribute keys ----------------------------------------------------------------------------------
 # Read by direct look-ups, message by message (``prefix.0.*``, ``prefix.1.*``, ... until one is absent): a span
-# has dozens of keys, a scan of all of them per question would cost more than the answer.
+# has dozens of keys, a scan of all of them per question would cost more than the answer. The key names of item N
+# are the same on every span of a convention, so they are built (and hashed) once, not per look-up.
 
 _MAX_INDEX = 10_000
-_OI_MARKERS = ("role", "content", "tool_calls.0.tool_call.function.name", "contents.0.message_content.type",
-               "tool_call_id", "function_call_name")
-_TRACELOOP_MARKERS = ("role", "content", "tool_calls.0.name", "tool_call_id", "finish_reason", "function_call.name")
+_OI_FIELDS = (
+    # the first six mark that message N exists
+    "message.role", "message.content", "message.tool_calls.0.tool_call.function.name",
+    "message.contents.0.message_content.type", "message.tool_call_id", "message.function_call_name",
+    "message.function_call_arguments_json", "message.name",
+    "message.contents", "message.tool_calls",  # heads of the nested lists
+    "message.contents.0.message_content.text", "message.tool_calls.0.tool_call.id",  # their first item
+)
+_OI_BLOCK_FIELDS = ("message_content.text", "message_content.type")
+_OI_CALL_FIELDS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
+_TRACELOOP_FIELDS = (
+    # the first six mark that message N exists
+    "role", "content", "tool_calls.0.name", "tool_call_id", "finish_reason", "function_call.name",
+    "function_call.arguments", "tool_calls", "tool_calls.0.id",
+)
+_TRACELOOP_CALL_FIELDS = ("name", "id", "arguments")
 _OI_SPAN_KIND = "openinference.span.kind"
+
+
+@lru_cache(maxsize=4096)
+def flat_keys(prefix: str, index: int, fields: tuple[str, ...]) -> tuple[str, ...]:
+    """``f"{prefix}.{index}.{field}"`` for each field: the key names of one item of a flattened list."""
+    base = f"{prefix}.{index}."
+    return tuple(base + name for name in fields)
 
 
 def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     """``llm.input_messages`` / ``llm.output_messages`` flattened keys as messages, in index order."""
     out: list[Message] = []
-    if _OI_SPAN_KIND not in attrs and f"{prefix}.0.message.role" not in attrs:
+    if _OI_SPAN_KIND not in attrs and flat_keys(prefix, 0, _OI_FIELDS)[0] not in attrs:
         return out  # not an OpenInference span: skip the probes
     get = attrs.get
+    present = attrs.keys()
     for i in range(_MAX_INDEX):
-        base = f"{prefix}.{i}.message."
-        if not any(base + marker in attrs for marker in _OI_MARKERS):
+        keys = flat_keys(prefix, i, _OI_FIELDS)
+        if present.isdisjoint(keys[:6]):
             break
-        role = normalize_role(get(base + "role"), "")
+        (role_key, content_key, call0_name_key, block0_type_key, call_id_key, fname_key, fargs_key, name_key,
+         blocks_head, calls_head, block0_text_key, call0_id_key) = keys
+        role = normalize_role(get(role_key), "")
         msg = Message(role)
-        content = get(base + "content")
+        content = get(content_key)
         texts = [content] if isinstance(content, str) and content else []
-        for k in range(_MAX_INDEX):
-            block = f"{base}contents.{k}.message_content."
-            text = get(block + "text")
-            if text is None and block + "type" not in attrs:
-                break
-            if isinstance(text, str) and text:
-                texts.append(text)
-        for j in range(_MAX_INDEX):
-            call = f"{base}tool_calls.{j}.tool_call."
-            name = get(call + "function.name")
-            if name is None and call + "id" not in attrs:
-                break
-            if isinstance(name, str) and name:
-                msg.tool_calls.append(ToolCallPart(name, get(call + "function.arguments"), _id(get(call + "id"))))
-        fname = get(base + "function_call_name")
+        if get(block0_text_key) is not None or block0_type_key in attrs:  # else the list is empty
+            for k in range(_MAX_INDEX):
+                text_key, type_key = flat_keys(blocks_head, k, _OI_BLOCK_FIELDS)
+                text = get(text_key)
+                if text is None and type_key not in attrs:
+                    break
+                if isinstance(text, str) and text:
+                    texts.append(text)
+        if get(call0_name_key) is not None or call0_id_key in attrs:  # else the list is empty
+            for j in range(_MAX_INDEX):
+                call_name_key, call_id_key_j, arguments_key = flat_keys(calls_head, j, _OI_CALL_FIELDS)
+                name = get(call_name_key)
+                if name is None and call_id_key_j not in attrs:
+                    break
+                if isinstance(name, str) and name:
+                    msg.tool_calls.append(ToolCallPart(name, get(arguments_key), _id(get(call_id_key_j))))
+        fname = get(fname_key)
         if isinstance(fname, str) and fname:
-            msg.tool_calls.append(ToolCallPart(fname, get(base + "function_call_arguments_json")))
+            msg.tool_calls.append(ToolCallPart(fname, get(fargs_key)))
         if role == "tool":
             msg.tool_results.append(
-                ToolResultPart(_id(get(base + "tool_call_id")), "\n".join(texts) if texts else None, None,
-                               _str(get(base + "name")))
+                ToolResultPart(_id(get(call_id_key)), "\n".join(texts) if texts else None, None, _str(get(name_key)))
             )
         else:
             msg.texts.extend(texts)
@@ -326,32 +368,35 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
 def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     """Legacy Traceloop ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys as messages, in index order."""
     out: list[Message] = []
-    if f"{prefix}.0.role" not in attrs and f"{prefix}.0.content" not in attrs and f"{prefix}.0.tool_calls.0.name" not in attrs:
+    first = flat_keys(prefix, 0, _TRACELOOP_FIELDS)
+    if first[0] not in attrs and first[1] not in attrs and first[2] not in attrs:
         return out
     get = attrs.get
+    present = attrs.keys()
     default = "assistant" if prefix.endswith("completion") else ""
     for i in range(_MAX_INDEX):
-        base = f"{prefix}.{i}."
-        if not any(base + marker in attrs for marker in _TRACELOOP_MARKERS):
+        keys = flat_keys(prefix, i, _TRACELOOP_FIELDS)
+        if present.isdisjoint(keys[:6]):
             break
-        role = normalize_role(get(base + "role"), default)
+        role = normalize_role(get(keys[0]), default)
         msg = Message(role)
-        content = get(base + "content")
+        content = get(keys[1])
         if role == "tool":
-            msg.tool_results.append(ToolResultPart(_id(get(base + "tool_call_id")), content))
+            msg.tool_results.append(ToolResultPart(_id(get(keys[3])), content))
         elif isinstance(content, str) and content:
             parsed = parse_json(content)  # some versions store the OpenAI content-block list as JSON
             msg.texts.append(text_of(parsed) or content if isinstance(parsed, list) else content)
-        for j in range(_MAX_INDEX):
-            call = f"{base}tool_calls.{j}."
-            name = get(call + "name")
-            if name is None and call + "id" not in attrs:
-                break
-            if isinstance(name, str) and name:
-                msg.tool_calls.append(ToolCallPart(name, get(call + "arguments"), _id(get(call + "id"))))
-        fname = get(base + "function_call.name")
+        if get(keys[2]) is not None or keys[8] in attrs:  # else no tool call
+            for j in range(_MAX_INDEX):
+                name_key, id_key, arguments_key = flat_keys(keys[7], j, _TRACELOOP_CALL_FIELDS)
+                name = get(name_key)
+                if name is None and id_key not in attrs:
+                    break
+                if isinstance(name, str) and name:
+                    msg.tool_calls.append(ToolCallPart(name, get(arguments_key), _id(get(id_key))))
+        fname = get(keys[5])
         if isinstance(fname, str) and fname:
-            msg.tool_calls.append(ToolCallPart(fname, get(base + "function_call.arguments")))
+            msg.tool_calls.append(ToolCallPart(fname, get(keys[6])))
         out.append(msg)
     return out
 

@@ -14,10 +14,10 @@ from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.assemble import assemble_run
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.handoffs import name_handoffs
-from agentotel_eval.reconstruct.history import complete_from_later_traces
+from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.reconstruct.runs import find_runs
-from agentotel_eval.reconstruct.spans import Role, classify, run_convention
+from agentotel_eval.reconstruct.runs import TraceRuns, find_runs
+from agentotel_eval.reconstruct.spans import NO_ROLE, Role, classify, run_convention
 from agentotel_eval.reconstruct.tree import build_trees
 
 
@@ -28,21 +28,23 @@ def is_run_span(span: SpanRecord) -> bool:
 
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time."""
-    runs: list[AgentRun] = []
-    contexts: list[TraceContext] = []
+    found: list[tuple[TraceContext, TraceRuns]] = []
     for tree in build_trees(spans, logs):
         roles: dict[str, Role] = {}
         for span_id, span in tree.spans.items():
             role = classify(span)
-            if role.run or role.tool or role.llm:
+            if role is not NO_ROLE:  # a run, tool or LLM span
                 roles[span_id] = role
         ctx = TraceContext(tree, roles)
-        found = find_runs(tree, roles, ctx.requests_tools)
-        ctx.llm_parent = found.llm_parent
-        tree_runs = [assemble_run(scope, found.parent_run.get(id(scope)), ctx) for scope in found.runs]
+        trace_runs = find_runs(tree, roles, ctx.requests_tools)
+        ctx.llm_parent = trace_runs.llm_parent
+        found.append((ctx, trace_runs))
+    later = LaterTraces([ctx for ctx, _ in found]) if len(found) > 1 else None
+    runs: list[AgentRun] = []
+    for ctx, trace_runs in found:
+        parent_run = trace_runs.parent_run
+        tree_runs = [assemble_run(scope, parent_run.get(id(scope)), ctx, later) for scope in trace_runs.runs]
         runs.extend(name_handoffs(tree_runs, ctx))
-        contexts.append(ctx)
-    if len(contexts) > 1:
-        runs = complete_from_later_traces(runs, contexts)
-    runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
+    if len(runs) > 1:
+        runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))
     return runs

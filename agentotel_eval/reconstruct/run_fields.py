@@ -4,10 +4,11 @@ the tools offered to the model, the run's status and its expected tools."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.llm import (
     first_request_text,
@@ -107,6 +108,7 @@ def _direct_text(value: Any) -> str | None:
     return _args_kwargs_text(value)
 
 
+_END_ORDER = attrgetter("end_ns", "span_id")  # last LLM call first: (end time, span id), a C-level key
 _IO_KEYS_IN = (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT)
 _IO_KEYS_OUT = (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT)
 
@@ -118,16 +120,18 @@ def _span_input(span: SpanRecord) -> str | None:
         text = last_user_text(parse_messages(attrs[sc.GEN_AI_INPUT_MESSAGES]))
         if text:
             return text
-    for event in span.events:
-        if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
-            text = last_user_text(parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]))
+    events = span.events
+    if events:
+        for event in events:
+            if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
+                text = last_user_text(parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]))
+                if text:
+                    return text
+        users = [e for e in events if e.name == sc.EVENT_USER_MESSAGE]
+        if users:
+            text = text_of(parse_json(users[-1].attributes.get("content")))
             if text:
                 return text
-    users = [e for e in span.events if e.name == sc.EVENT_USER_MESSAGE]
-    if users:
-        text = text_of(parse_json(users[-1].attributes.get("content")))
-        if text:
-            return text
     if attrs.get(sc.OI_SPAN_KIND):
         text = last_user_text(openinference_messages(attrs, sc.OI_LLM_INPUT_MESSAGES))
         if text:
@@ -207,7 +211,7 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
         text = _span_output(span)
         if text:
             return text, span.span_id
-    for span in sorted(llm_spans, key=lambda s: (s.end_ns, s.span_id), reverse=True):
+    for span in sorted(llm_spans, key=_END_ORDER, reverse=True):
         text = ctx.output(span).text
         if text:
             return text, span.span_id
@@ -222,8 +226,8 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
 
 def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
     for span in chain:
-        level = str(span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL, "")).upper()
-        if span.is_error or level == "ERROR":
+        level = span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL)
+        if span.status_code == STATUS_ERROR or (level is not None and str(level).upper() == "ERROR"):
             message = span.status_message or span.attributes.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
             if not message:
                 exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None)
@@ -242,6 +246,6 @@ def expected_tools_of(chain: Sequence[SpanRecord]) -> tuple[str, ...] | None:
         value = parse_json(value)
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return tuple(value)
     return None

@@ -23,28 +23,36 @@ Rules (DESIGN.md "Conventions the reconstruction recognises"), applied to one tr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.spans import NO_ROLE, Role
 from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Scope:
     """A run (or, during detection, a tool span) and the spans it owns directly."""
 
     span: SpanRecord | None  # None for the trace's top level
     kind: str  # run | tool | top
     convention: str
-    parent: Scope | None = None
-    chain: list[SpanRecord] = field(default_factory=list)  # collapsed wrapper spans, outermost first
-    llm_spans: list[SpanRecord] = field(default_factory=list)
-    tool_spans: list[SpanRecord] = field(default_factory=list)
-    children: list[Scope] = field(default_factory=list)
-    internal: list[SpanRecord] = field(default_factory=list)  # tool/LLM spans inside a (non-agent) tool span
-    roots: list[SpanRecord] = field(default_factory=list)  # top level only: roots that brought evidence
-    container_span_id: str | None = None  # the multi-agent workflow span this run sits in, if any
+    parent: Scope | None
+    chain: list[SpanRecord]  # collapsed wrapper spans, outermost first
+    llm_spans: list[SpanRecord]
+    tool_spans: list[SpanRecord]
+    children: list[Scope]
+    internal: list[SpanRecord]  # tool/LLM spans inside a (non-agent) tool span
+    roots: list[SpanRecord]  # top level only: roots that brought evidence
+    container_span_id: str | None  # the multi-agent workflow span this run sits in, if any
+
+    def __init__(self, span: SpanRecord | None, kind: str, convention: str, parent: Scope | None = None,
+                 chain: list[SpanRecord] | None = None) -> None:
+        # by hand: one scope per run and tool span, and the generated __init__ calls a factory per list
+        self.span, self.kind, self.convention, self.parent = span, kind, convention, parent
+        self.chain = [] if chain is None else chain
+        self.llm_spans, self.tool_spans, self.children, self.internal, self.roots = [], [], [], [], []
+        self.container_span_id = None
 
     @property
     def has_content(self) -> bool:
@@ -65,51 +73,58 @@ class TraceRuns:
 def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool]) -> TraceRuns:
     """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools."""
     extra_children = _reattach_orphans(tree, roles)
+    attached, by_parent = extra_children.attached, extra_children.by_parent
     top = Scope(None, "top", "root")
     scopes: list[Scope] = []
     llm_parent: dict[str, str] = {}
     stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = [
-        (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in extra_children.attached
+        (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in attached
     ]
     reached: set[str] = set()  # re-attached orphans actually walked
     walked = 0
+    children_of = tree.children.get
+    role_of = roles.get
+    push = stack.append
     while True:
         while stack:
             span, owner, root, llm_above = stack.pop()
+            span_id = span.span_id
             walked += 1
-            if span.span_id in extra_children.attached:
-                reached.add(span.span_id)
-            role = roles.get(span.span_id, NO_ROLE)
-            if role.llm:
+            if attached and span_id in attached:
+                reached.add(span_id)
+            role = role_of(span_id, NO_ROLE)
+            llm, tool, run = role.llm, role.tool, role.run
+            if llm:
                 owner.llm_spans.append(span)
                 if llm_above:
-                    llm_parent[span.span_id] = llm_above
-            if role.tool:
+                    llm_parent[span_id] = llm_above
+            if tool:
                 owner.tool_spans.append(span)
-            if owner is top and role.is_evidence:
+            if owner is top and (tool is not None or llm is not None):  # evidence outside every run
                 top.roots.append(root)
-            kids = tree.children.get(span.span_id, ())
-            extra = extra_children.by_parent.get(span.span_id) if extra_children.by_parent else None
-            if extra:
+            kids = children_of(span_id, ())
+            if by_parent and (extra := by_parent.get(span_id)):
                 kids = sorted([*kids, *extra], key=span_order)
             inner = owner
-            if role.run or (role.tool and kids):  # a leaf tool span owns nothing: no scope for it
-                inner = Scope(span, "run" if role.run else "tool", role.run or role.tool or "", owner, [span])
+            if run or (tool and kids):  # a leaf tool span owns nothing: no scope for it
+                inner = Scope(span, "run" if run else "tool", run or tool or "", owner, [span])
                 owner.children.append(inner)
                 scopes.append(inner)
             if not kids:
                 continue
-            below = span.span_id if role.llm else llm_above
+            below = span_id if llm else llm_above
             for child in reversed(kids):
-                stack.append((child, inner, root, below))
-        lost = sorted((tree.spans[i] for i in extra_children.attached - reached), key=span_order)
+                push((child, inner, root, below))
+        lost = sorted((tree.spans[i] for i in attached - reached), key=span_order) if attached else None
         if lost:  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
-            extra_children.attached.discard(lost[0].span_id)
-            for kids in extra_children.by_parent.values():
+            attached.discard(lost[0].span_id)
+            for kids in by_parent.values():
                 if lost[0] in kids:
                     kids.remove(lost[0])
-            stack.append((lost[0], top, lost[0], None))
+            push((lost[0], top, lost[0], None))
             continue
+        if walked >= len(tree.spans):
+            break  # every span reached: no parent loop (the normal case)
         looped = unreachable(tree, walked)
         if not looped:
             break
@@ -119,17 +134,18 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             siblings.remove(cut)
         tree.roots.append(cut)
         tree.roots.sort(key=span_order)
-        stack.append((cut, top, cut, None))
+        push((cut, top, cut, None))
     for scope in reversed(scopes):  # innermost first
         if scope.kind == "tool":
             _resolve_tool_scope(scope, tree, requests_tools)
     emitted: list[Scope] = []
     parent_run: dict[int, Scope | None] = {}
-    if top.tool_spans or any(requests_tools(s) for s in top.llm_spans):
+    if top.tool_spans or (top.llm_spans and any(requests_tools(s) for s in top.llm_spans)):
         anchor = min(top.roots, key=span_order)
         top.kind, top.span, top.chain = "run", anchor, [anchor]
     _emit(top, None, None, emitted, parent_run)
-    emitted.sort(key=lambda s: span_order(s.anchor))
+    if len(emitted) > 1:
+        emitted.sort(key=lambda s: span_order(s.anchor))
     return TraceRuns(emitted, parent_run, llm_parent)
 
 
@@ -171,10 +187,13 @@ def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: lis
         _emit(child, enclosing, None, out, parent_run)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Reattached:
-    by_parent: dict[str, list[SpanRecord]] = field(default_factory=dict)
-    attached: set[str] = field(default_factory=set)
+    by_parent: dict[str, list[SpanRecord]]
+    attached: set[str]
+
+    def __init__(self) -> None:  # by hand: one per trace, no factory calls
+        self.by_parent, self.attached = {}, set()
 
 
 def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
@@ -186,7 +205,8 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
     receives a sub-agent's LLM calls then counts as running an agent for the other orphans.
     """
     out = _Reattached()
-    orphans = [r for r in tree.roots if tree.is_orphan(r)]
+    spans = tree.spans
+    orphans = [r for r in tree.roots if r.parent_span_id and r.parent_span_id not in spans]  # tree.is_orphan
     if not orphans:
         return out
     runs = [s for s in tree.spans.values() if roles.get(s.span_id, NO_ROLE).run]

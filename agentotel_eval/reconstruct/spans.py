@@ -13,7 +13,8 @@ from functools import lru_cache
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.otlp.records import STATUS_UNSET, SpanRecord
+from agentotel_eval.frozen import freeze
+from agentotel_eval.otlp.records import STATUS_ERROR, STATUS_UNSET, SpanRecord
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
 from agentotel_eval.reconstruct.values import as_dict, clean_id, looks_like_error_text, text_of
 
@@ -57,50 +58,64 @@ def run_convention(attrs: Mapping[str, Any]) -> str | None:
 
 _ROLE_CACHE: dict[tuple[str | None, str | None, str | None], Role] = {}
 
+# classify() runs for every span: what it reads and compares against, as plain module globals. Values are
+# compared with ``==`` (``in`` on these tuples), so a malformed non-string value simply matches nothing.
+_OP, _OI, _TL, _LF, _AK = (sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TRACELOOP_SPAN_KIND,
+                           sc.LANGFUSE_OBSERVATION_TYPE, sc.AGENTOTEL_KIND)
+_TL_REQUEST_TYPE = sc.TRACELOOP_LLM_REQUEST_TYPE
+_RUN_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
+_RUN_TL_KINDS = (sc.TRACELOOP_KIND_AGENT, sc.TRACELOOP_KIND_WORKFLOW)
+_LLM_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
+_LLM_TL_TYPES = ("chat", "completion")
+_OI_AGENT, _OI_LLM, _OI_TOOL = sc.OI_KIND_AGENT, sc.OI_KIND_LLM, sc.OI_KIND_TOOL
+_LF_AGENT, _LF_GENERATION, _LF_TOOL = sc.LANGFUSE_TYPE_AGENT, sc.LANGFUSE_TYPE_GENERATION, sc.LANGFUSE_TYPE_TOOL
+_AK_AGENT, _AK_LLM, _AK_TOOL = sc.AGENTOTEL_KIND_AGENT, sc.AGENTOTEL_KIND_LLM, sc.AGENTOTEL_KIND_TOOL
+_OP_TOOL, _TL_TOOL, _HANDOFF = sc.OP_EXECUTE_TOOL, sc.TRACELOOP_KIND_TOOL, sc.OP_HANDOFF
+_TOOL_NAME_GEN_AI, _TOOL_NAME_OI = sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME
+_HANDOFF_FROM, _HANDOFF_TO = sc.GEN_AI_HANDOFF_FROM_AGENT, sc.GEN_AI_HANDOFF_TO_AGENT
+
 
 def classify(span: SpanRecord) -> Role:
-    """The span's roles, from its attributes alone (one look per span; values compared with ``==`` so a
-    malformed non-string value simply matches nothing)."""
+    """The span's roles, from its attributes alone (one look per span)."""
     attrs = span.attributes
     get = attrs.get
-    op = get(sc.GEN_AI_OPERATION_NAME)
-    oi = get(sc.OI_SPAN_KIND)
-    tl = get(sc.TRACELOOP_SPAN_KIND)
-    lf = get(sc.LANGFUSE_OBSERVATION_TYPE)
-    ak = get(sc.AGENTOTEL_KIND)
+    op = get(_OP)
+    oi = get(_OI)
+    tl = get(_TL)
+    lf = get(_LF)
+    ak = get(_AK)
     run = llm = tool = None
-    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
+    if op in _RUN_OPS:
         run = "gen_ai"
-    elif oi == sc.OI_KIND_AGENT:
+    elif oi == _OI_AGENT:
         run = "openinference"
-    elif tl == sc.TRACELOOP_KIND_AGENT or tl == sc.TRACELOOP_KIND_WORKFLOW:
+    elif tl in _RUN_TL_KINDS:
         run = "traceloop"
-    elif lf == sc.LANGFUSE_TYPE_AGENT:
+    elif lf == _LF_AGENT:
         run = "langfuse"
-    elif ak == sc.AGENTOTEL_KIND_AGENT:
+    elif ak == _AK_AGENT:
         run = "agentotel"
-    if op == sc.OP_CHAT or op == sc.OP_GENERATE_CONTENT or op == sc.OP_TEXT_COMPLETION:
+    if op in _LLM_OPS:
         llm = "gen_ai"
-    elif oi == sc.OI_KIND_LLM:
+    elif oi == _OI_LLM:
         llm = "openinference"
-    elif (rt := get(sc.TRACELOOP_LLM_REQUEST_TYPE)) == "chat" or rt == "completion":
+    elif get(_TL_REQUEST_TYPE) in _LLM_TL_TYPES:
         llm = "traceloop"
-    elif lf == sc.LANGFUSE_TYPE_GENERATION:
+    elif lf == _LF_GENERATION:
         llm = "langfuse"
-    elif ak == sc.AGENTOTEL_KIND_LLM:
+    elif ak == _AK_LLM:
         llm = "agentotel"
-    elif op == sc.OP_EXECUTE_TOOL or sc.GEN_AI_TOOL_NAME in attrs:
+    elif op == _OP_TOOL or _TOOL_NAME_GEN_AI in attrs:
         tool = "gen_ai"
-    elif oi == sc.OI_KIND_TOOL or sc.OI_TOOL_NAME in attrs:
+    elif oi == _OI_TOOL or _TOOL_NAME_OI in attrs:
         tool = "openinference"
-    elif tl == sc.TRACELOOP_KIND_TOOL:
+    elif tl == _TL_TOOL:
         tool = "traceloop"
-    elif lf == sc.LANGFUSE_TYPE_TOOL:
+    elif lf == _LF_TOOL:
         tool = "langfuse"
-    elif ak == sc.AGENTOTEL_KIND_TOOL:
+    elif ak == _AK_TOOL:
         tool = "agentotel"
-    elif (op == sc.OP_HANDOFF or tl == sc.OP_HANDOFF or sc.GEN_AI_HANDOFF_FROM_AGENT in attrs
-          or sc.GEN_AI_HANDOFF_TO_AGENT in attrs):
+    elif op == _HANDOFF or tl == _HANDOFF or _HANDOFF_FROM in attrs or _HANDOFF_TO in attrs:
         tool = "handoff"
     if run is None and llm is None and tool is None:
         return NO_ROLE
@@ -134,9 +149,31 @@ class Execution:
     sources: dict[str, str] = field(default_factory=dict)
 
 
+# (attribute, convention that supplied it), in priority order: module constants, not rebuilt per span
+_TOOL_NAME_KEYS = ((sc.GEN_AI_TOOL_NAME, "gen_ai"), (sc.OI_TOOL_NAME, "openinference"))
+_ARGUMENT_KEYS = (
+    (sc.GEN_AI_TOOL_CALL_ARGUMENTS, "gen_ai"),
+    (sc.OI_INPUT_VALUE, "openinference"),
+    (sc.TRACELOOP_ENTITY_INPUT, "traceloop"),
+    (sc.LANGFUSE_OBSERVATION_INPUT, "langfuse"),
+    (sc.AGENTOTEL_INPUT, "agentotel"),
+)
+_RESULT_KEYS = (
+    (sc.GEN_AI_TOOL_CALL_RESULT, "gen_ai"),
+    (sc.OI_OUTPUT_VALUE, "openinference"),
+    (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
+    (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
+    (sc.AGENTOTEL_OUTPUT, "agentotel"),
+)
+_CALL_ID_KEYS = ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference"))
+_JSON_OPENERS = ("", "{", "[", '"')  # a result starting otherwise (after no whitespace) is plain text
+_SCHEMA_KEYS = (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS)
+_DESCRIPTION_KEYS = (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION)
+
+
 def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
     attrs = span.attributes
-    for key, source in ((sc.GEN_AI_TOOL_NAME, "gen_ai"), (sc.OI_TOOL_NAME, "openinference")):
+    for key, source in _TOOL_NAME_KEYS:
         value = attrs.get(key)
         if isinstance(value, str) and value:
             return value, source
@@ -228,14 +265,7 @@ def _handoff_span(span: SpanRecord, execution: Execution, name_source: str) -> b
 
 def _read_arguments(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
-    candidates = (
-        (sc.GEN_AI_TOOL_CALL_ARGUMENTS, "gen_ai"),
-        (sc.OI_INPUT_VALUE, "openinference"),
-        (sc.TRACELOOP_ENTITY_INPUT, "traceloop"),
-        (sc.LANGFUSE_OBSERVATION_INPUT, "langfuse"),
-        (sc.AGENTOTEL_INPUT, "agentotel"),
-    )
-    for key, source in candidates:
+    for key, source in _ARGUMENT_KEYS:
         if key in attrs:
             execution.raw_arguments = attrs[key]
             execution.sources["arguments"] = source
@@ -260,15 +290,8 @@ def _read_arguments(span: SpanRecord, execution: Execution) -> None:
 
 def _read_result(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
-    candidates = (
-        (sc.GEN_AI_TOOL_CALL_RESULT, "gen_ai"),
-        (sc.OI_OUTPUT_VALUE, "openinference"),
-        (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
-        (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
-        (sc.AGENTOTEL_OUTPUT, "agentotel"),
-    )
     raw: Any = None
-    for key, source in candidates:
+    for key, source in _RESULT_KEYS:
         if key in attrs:
             raw = attrs[key]
             execution.sources["result"] = source
@@ -287,6 +310,9 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
                     break
         else:
             return
+    if isinstance(raw, str) and raw[:1] not in _JSON_OPENERS and not raw[:1].isspace():
+        execution.result = raw  # plain text: what unwrap_tool_result would return for it, without parsing
+        return
     unwrapped = unwrap_tool_result(raw)
     content = unwrapped.content
     if isinstance(content, list) and content and all(isinstance(b, dict) and "text" in b for b in content):
@@ -312,16 +338,16 @@ def _exception_text(span: SpanRecord) -> str | None:
 def _read_status(span: SpanRecord, execution: Execution) -> None:
     """ERROR status, an exception event, Strands ``gen_ai.tool.status``, Langfuse level ERROR: the call failed."""
     attrs = span.attributes
-    exception = _exception_text(span)
+    exception = _exception_text(span) if span.events else None
     source: str | None = None
     error: str | None = None
-    if span.is_error:
+    if span.status_code == STATUS_ERROR:
         source, error = "span_status", span.status_message or None
     elif exception is not None:
         source = "exception"
-    elif str(attrs.get(sc.GEN_AI_TOOL_STATUS, "")).lower() == "error":
+    elif (tool_status := attrs.get(sc.GEN_AI_TOOL_STATUS)) is not None and str(tool_status).lower() == "error":
         source = "gen_ai.tool.status"
-    elif str(attrs.get(sc.LANGFUSE_OBSERVATION_LEVEL, "")).upper() == "ERROR":
+    elif (level := attrs.get(sc.LANGFUSE_OBSERVATION_LEVEL)) is not None and str(level).upper() == "ERROR":
         source = "langfuse"
         message = attrs.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
         error = message if isinstance(message, str) and message else None
@@ -342,17 +368,19 @@ def _read_status(span: SpanRecord, execution: Execution) -> None:
 
 def _read_call_id(span: SpanRecord, execution: Execution, placeholders: frozenset[str]) -> None:
     attrs = span.attributes
-    for key, source in ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference")):
-        value = clean_id(attrs.get(key), placeholders)
+    for key, source in _CALL_ID_KEYS:
+        raw = attrs.get(key)
+        value = clean_id(raw, placeholders) if raw is not None else None
         if value:
             execution.call_id = value
             execution.sources["call_id"] = source
             return
-    from_result = clean_id(execution.result_call_id, placeholders)  # LangChain ToolMessage.tool_call_id
-    if from_result:
-        execution.call_id = from_result
-        execution.sources["call_id"] = "result"
-        return
+    if execution.result_call_id is not None:
+        from_result = clean_id(execution.result_call_id, placeholders)  # LangChain ToolMessage.tool_call_id
+        if from_result:
+            execution.call_id = from_result
+            execution.sources["call_id"] = "result"
+            return
     for event in span.events:
         if event.name in (sc.EVENT_TOOL_MESSAGE, sc.EVENT_CHOICE):
             value = clean_id(event.attributes.get("id"), placeholders)
@@ -377,26 +405,27 @@ def _parameters_schema(value: Any) -> dict[str, Any] | None:
 
 @lru_cache(maxsize=1024)
 def _parameters_schema_of_text(value: str) -> dict[str, Any] | None:
-    return _parameters_schema(value)
+    schema = _parameters_schema(value)
+    return freeze(schema) if schema is not None else None  # frozen once: a ToolDefinition of it need not copy
 
 
 def parameters_schema(value: Any) -> dict[str, Any] | None:
     """``_parameters_schema``, parsed once per distinct text (every span of a tool repeats its schema).
 
-    The returned dict is shared: read it, never change it.
+    The returned dict is shared: read it, never change it (parsed from text, it is a FrozenDict).
     """
     return _parameters_schema_of_text(value) if isinstance(value, str) else _parameters_schema(value)
 
 
 def _read_schema(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
-    for key in (sc.GEN_AI_TOOL_JSON_SCHEMA, sc.OI_TOOL_JSON_SCHEMA, sc.OI_TOOL_PARAMETERS):
+    for key in _SCHEMA_KEYS:
         if key in attrs:
             schema = parameters_schema(attrs[key])
             if schema is not None:
                 execution.schema = schema
                 break
-    for key in (sc.GEN_AI_TOOL_DESCRIPTION, sc.OI_TOOL_DESCRIPTION):
+    for key in _DESCRIPTION_KEYS:
         value = attrs.get(key)
         if isinstance(value, str) and value:
             execution.description = value

@@ -9,8 +9,8 @@ id they carry, in time order.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from dataclasses import dataclass
+from operator import attrgetter
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 
@@ -20,22 +20,29 @@ def _copy_rank(span: SpanRecord) -> tuple:
     return (span.end_ns, len(span.attributes), len(span.events), span.status_code, span.name, span.start_ns)
 
 
+_NONE = object()
+
 #: sort key of spans: (start time, span id) - a C-level getter, it runs for every span
 span_order = attrgetter("start_ns", "span_id")
 
 
-def _log_order(log: LogRecord) -> tuple:
-    """Time, then content: two copies of one record get one key (repr is stable for the same decoded body)."""
-    return (log.timestamp_ns, log.observed_time_ns, log.event_name, log.body if isinstance(log.body, str) else repr(log.body))
+def _log_content(log: LogRecord) -> str:
+    """What orders logs of one span with the same time and name, and tells a re-sent copy (equal here: repr is
+    stable for the same decoded body) from another record. Computed only for such ties: a body can be large."""
+    return log.body if isinstance(log.body, str) else repr(log.body)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TraceTree:
     trace_id: str
-    spans: dict[str, SpanRecord] = field(default_factory=dict)
-    children: dict[str, list[SpanRecord]] = field(default_factory=dict)
-    roots: list[SpanRecord] = field(default_factory=list)  # true roots and orphans, in span order
-    logs: dict[str, list[LogRecord]] = field(default_factory=dict)  # span id -> logs in time order
+    spans: dict[str, SpanRecord]
+    children: dict[str, list[SpanRecord]]
+    roots: list[SpanRecord]  # true roots and orphans, in span order
+    logs: dict[str, list[LogRecord]]  # span id -> logs in time order
+
+    def __init__(self, trace_id: str) -> None:  # by hand: no factory call per container
+        self.trace_id = trace_id
+        self.spans, self.children, self.roots, self.logs = {}, {}, [], {}
 
     def is_orphan(self, span: SpanRecord) -> bool:
         return bool(span.parent_span_id) and span.parent_span_id not in self.spans
@@ -47,40 +54,64 @@ class TraceTree:
 def build_trees(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[TraceTree]:
     """One tree per trace id, in trace-id order; duplicates collapsed, children and logs ordered."""
     trees: dict[str, TraceTree] = {}
+    trace_id: object = _NONE  # the trace of the previous span: exports group spans by trace
+    by_id: dict[str, SpanRecord] = {}
     for span in spans:
-        tree = trees.get(span.trace_id)
-        if tree is None:
-            tree = trees[span.trace_id] = TraceTree(span.trace_id)
-        known = tree.spans.get(span.span_id)
+        if span.trace_id != trace_id:  # look the tree up once per run of spans of one trace
+            trace_id = span.trace_id
+            tree = trees.get(trace_id)
+            if tree is None:
+                tree = trees[trace_id] = TraceTree(trace_id)
+            by_id = tree.spans
+        known = by_id.get(span.span_id)
         if known is None or _copy_rank(span) > _copy_rank(known):
-            tree.spans[span.span_id] = span
+            by_id[span.span_id] = span
     for tree in trees.values():
-        for span in tree.spans.values():
+        by_id, children = tree.spans, tree.children
+        roots = tree.roots
+        for span in by_id.values():
             parent = span.parent_span_id
-            if parent and parent in tree.spans and parent != span.span_id:
-                tree.children.setdefault(parent, []).append(span)
+            if parent and parent in by_id and parent != span.span_id:
+                kids = children.get(parent)
+                if kids is None:
+                    children[parent] = [span]
+                else:
+                    kids.append(span)
             else:
-                tree.roots.append(span)
-        for kids in tree.children.values():
-            kids.sort(key=span_order)
-        tree.roots.sort(key=span_order)
-    seen_logs: set[tuple] = set()
-    keyed: dict[str, list[tuple[tuple, LogRecord]]] = {}
+                roots.append(span)
+        for kids in children.values():
+            if len(kids) > 1:
+                kids.sort(key=span_order)
+        if len(roots) > 1:
+            roots.sort(key=span_order)
+    # logs of each span in (time, observed time, event name, content) order, one copy of each record
+    by_span: dict[tuple[str, str], dict[tuple[int, int, str], list[LogRecord]]] = {}
     for log in logs:
         tree = trees.get(log.trace_id or "")
         if tree is None or not log.span_id or log.span_id not in tree.spans:
             continue
-        order = _log_order(log)
-        key = (log.trace_id, log.span_id, order)
-        if key in seen_logs:
-            continue  # a re-sent log record
-        seen_logs.add(key)
-        keyed.setdefault(f"{log.trace_id}/{log.span_id}", []).append((order, log))
-    for key, items in keyed.items():
-        trace_id, _, span_id = key.partition("/")
-        items.sort(key=itemgetter(0))
-        trees[trace_id].logs[span_id] = [log for _, log in items]
-    return [trees[t] for t in sorted(trees)]
+        heads = by_span.get((tree.trace_id, log.span_id))
+        if heads is None:
+            heads = by_span[(tree.trace_id, log.span_id)] = {}
+        head = (log.timestamp_ns, log.observed_time_ns, log.event_name)
+        group = heads.get(head)
+        if group is None:
+            heads[head] = [log]
+        else:
+            group.append(log)
+    for (trace_id, span_id), heads in by_span.items():
+        ordered: list[LogRecord] = []
+        for head in sorted(heads):
+            group = heads[head]
+            if len(group) == 1:
+                ordered.append(group[0])
+                continue
+            unique: dict[str, LogRecord] = {}
+            for log in group:
+                unique.setdefault(_log_content(log), log)  # a re-sent record: its first copy is kept
+            ordered.extend(unique[content] for content in sorted(unique))
+        trees[trace_id].logs[span_id] = ordered
+    return [trees[t] for t in sorted(trees)] if len(trees) > 1 else list(trees.values())
 
 
 def unreachable(tree: TraceTree, reached: int) -> list[SpanRecord]:

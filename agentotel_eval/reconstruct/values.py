@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 _JSON_STARTS = frozenset('{["')
+_JSON_VALUE_STARTS = frozenset('{["-0123456789tfnNI')  # objects, arrays, strings, numbers, true/false/null, NaN, Infinity
 _MAX_NESTING = 4  # JSON inside JSON inside JSON ... is unwrapped at most this deep
 _scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
 
@@ -35,7 +36,9 @@ def parse_json(value: Any, *, depth: int = _MAX_NESTING) -> Any:
     Only strings that look like a JSON object, array or string literal are tried, so a bare word or number
     stays a string here (a bare scalar is the caller's business).
     """
-    if isinstance(value, bytes | bytearray):
+    if not isinstance(value, str):
+        if not isinstance(value, (bytes, bytearray)):
+            return value  # already a plain value: the common case for AnyValue attributes
         try:
             value = value.decode("utf-8")
         except UnicodeDecodeError:
@@ -57,10 +60,11 @@ def parse_literal(value: str) -> Any:
     text = value.strip()
     if not text:
         return value
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
+    if text[0] in _JSON_VALUE_STARTS:  # else json.loads can only fail (raising costs more than this test)
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
     if text[0] in "{[(" or text in ("None", "True", "False"):
         try:
             return ast.literal_eval(text)
@@ -85,7 +89,7 @@ def as_list(value: Any) -> list[Any] | None:
 
 def seq(value: Any) -> list[Any] | tuple[Any, ...]:
     """The value when it is a list or tuple, else an empty tuple (malformed input is iterated safely)."""
-    return value if isinstance(value, list | tuple) else ()
+    return value if isinstance(value, (list, tuple)) else ()
 
 
 def clean_id(value: Any, placeholders: frozenset[str]) -> str | None:
@@ -114,8 +118,8 @@ def text_of(value: Any) -> str | None:
             if isinstance(inner, str):
                 return inner
         return None
-    if isinstance(value, list | tuple):
-        pieces = [t for t in (text_of(v) for v in value if isinstance(v, str | dict)) if t]
+    if isinstance(value, (list, tuple)):
+        pieces = [t for t in (text_of(v) for v in value if isinstance(v, (str, dict))) if t]
         return "\n".join(pieces) if pieces else None
     return None
 
@@ -124,19 +128,25 @@ def numeric_equal(a: Any, b: Any) -> bool:
     """Deep equality where numbers compare by value (100 == 100.0) and bools stay distinct from numbers."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b if isinstance(a, bool) and isinstance(b, bool) else False
-    if isinstance(a, int | float) and isinstance(b, int | float):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(numeric_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(numeric_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
+_ERROR_TEXT_STARTS = frozenset("eEtTaA")  # error/exception, traceback, an error occurred (ASCII case-insensitive)
 _ERROR_TEXT = re.compile(r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b)", re.I)
 
 
 def looks_like_error_text(value: Any) -> bool:
     """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
     ``"An error occurred while running the tool..."``). Used only where nothing structured states the status."""
-    return isinstance(value, str) and _ERROR_TEXT.match(value) is not None
+    if not isinstance(value, str):
+        return False
+    first = value[:1]
+    if first.isascii() and first not in _ERROR_TEXT_STARTS and not first.isspace():
+        return False  # (empty, or) no error report starts this way: skip the regex
+    return _ERROR_TEXT.match(value) is not None
