@@ -152,17 +152,16 @@ class JudgeWorker:
     # ---- the loop -----------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
         try:
-            loop.run_until_complete(self._main())
+            asyncio.run(self._main())  # also cancels what litellm left running on the loop (its logging worker)
         except Exception:
             log.exception("the judge worker stopped on an error")
         finally:
+            self._loop = None
             self._started.set()
-            loop.close()
 
     async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._load_spent_today()
         self._started.set()
