@@ -44,6 +44,26 @@ def score_attributes(results: Iterable[MetricResult]) -> dict[str, Any]:
     return attrs
 
 
+_SCORE_FIELDS = ("score", "success", "reason", "status")
+
+
+def score_patch(results: Iterable[MetricResult]) -> dict[str, Any]:
+    """A JSON merge patch (RFC 7396) giving a stored run span these results' attributes: every field of each
+    scored metric is set or, when it has no value now, removed (``None``), so a re-score leaves nothing stale."""
+    patch: dict[str, Any] = {}
+    for r in results:
+        if r.status in ("pending", "skipped"):
+            continue
+        patch.update(dict.fromkeys((sc.score_attribute(r.metric, f) for f in _SCORE_FIELDS), None))
+    patch.update(score_attributes(results))
+    return patch
+
+
+def scored_metrics(results: Iterable[MetricResult]) -> list[str]:
+    """The metrics whose attributes and events a write-back of these results replaces."""
+    return [r.metric for r in results if r.status in ("ok", "error")]
+
+
 def evaluation_event_attributes(result: MetricResult) -> dict[str, Any]:
     """Attributes of one ``gen_ai.evaluation.result`` event (span event or log record)."""
     attrs: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: result.metric}

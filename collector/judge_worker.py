@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentotel_eval.metrics.base import MetricResult
-from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
-from agentotel_eval.scores import evaluation_log, evaluation_span, with_scores
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.scores import evaluation_events, evaluation_log, evaluation_span, score_patch
 from agentotel_eval.store import schema
-from agentotel_eval.store.operations import WriteEvaluation
+from agentotel_eval.store.operations import SpanUpdate, WriteEvaluation
 from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_arrow, events_json, to_json
 from agentotel_eval.store.writer import StoreWriter
 from agentotel_eval.test_case import EvalTestCase
@@ -284,9 +284,13 @@ class JudgeWorker:
                 self.stats.errors += 1
             elif row.status == "ok":
                 self.stats.judged += 1
-            merge = _merger(result, now) if result is not None and result.status in ("ok", "error") else None
+            update = None
+            if result is not None and result.status in ("ok", "error"):
+                start = job.details.get("run_start_ns") if isinstance(job.details, dict) else None
+                update = SpanUpdate(job.trace_id, job.run_span_id, start or None, to_json(score_patch([result])),
+                                    events_json(evaluation_events([result], now)), (result.metric,))
             self._writer.submit_operation(
-                WriteEvaluation(evaluations_to_arrow([row]), job.key, job.created_at_ns, merge_span=merge,
+                WriteEvaluation(evaluations_to_arrow([row]), job.key, job.created_at_ns, span_update=update,
                                 on_applied=lambda op, r=result, t=now: self._written(op, r, t))
             )
 
@@ -313,16 +317,3 @@ class JudgeWorker:
             self._forward_logs([evaluation_log(trace_id, run_span_id, result, now, resource)])
 
 
-def _merger(result: MetricResult, now: int) -> Callable[[dict, list], tuple[str, str]]:
-    """Stored (attributes, events) of the run span -> the same with this score (an earlier one replaced)."""
-
-    def merge(attributes: dict, events: list) -> tuple[str, str]:
-        stored = tuple(
-            SpanEvent(str(e.get("name", "")), int(e.get("time_unix_nano") or 0), e.get("attributes") or {})
-            for e in events if isinstance(e, dict)
-        )
-        span = SpanRecord("", "", None, "", attributes=attributes, events=stored)
-        scored = with_scores(span, [result], now)
-        return to_json(scored.attributes), events_json(scored.events)
-
-    return merge

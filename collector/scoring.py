@@ -23,7 +23,15 @@ from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.scores import ExternalEvaluation, evaluation_span, external_evaluations, with_scores
+from agentotel_eval.scores import (
+    ExternalEvaluation,
+    evaluation_events,
+    evaluation_span,
+    external_evaluations,
+    score_patch,
+    scored_metrics,
+    with_scores,
+)
 from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import EvaluationRow, events_json, to_json
 from collector.expectations import Expectation, find_expectation
@@ -43,7 +51,10 @@ def is_held_span(span: SpanRecord) -> bool:
     return span.parent_span_id is None or is_run_span(span)
 
 
-def result_row(run: AgentRun, result: MetricResult, now_ns: int) -> EvaluationRow:
+def result_row(run: AgentRun, result: MetricResult, now_ns: int, latency_s: float | None = None,
+               **details: Any) -> EvaluationRow:
+    """The evaluations row of one metric result; ``details`` adds keys to its evaluation log."""
+    log_ = result.evaluation_log
     return EvaluationRow(
         trace_id=run.trace_id,
         run_span_id=run.span_id,
@@ -52,14 +63,14 @@ def result_row(run: AgentRun, result: MetricResult, now_ns: int) -> EvaluationRo
         threshold=result.threshold,
         success=result.success,
         reason=result.reason or (result.error or ""),
-        details=dict(result.evaluation_log) if result.evaluation_log else None,
+        details={**log_, **details} if log_ or details else None,
         status=result.status,
         model=result.model,
         cost_usd=result.cost_usd,
         created_at_ns=now_ns,
         evaluator=result.evaluator or None,
         evaluator_version=result.evaluator_version or None,
-        latency_s=result.latency_s,
+        latency_s=result.latency_s if latency_s is None else latency_s,
     )
 
 
@@ -116,25 +127,23 @@ class RunScorer:
         c = self.config
         return find_expectation(run, c.expectations, c.dataset, c.scoring.modes)
 
-    def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[MetricResult]]:
-        """The run's test case and its deterministic results (tool correctness only with an expectation)."""
+    def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
+        """The run's test case and its deterministic results with the seconds each took (tool correctness only
+        with an expectation)."""
         expected = list(expectation.expected_tools) if expectation is not None else None
         case = run.to_test_case(expected_tools=expected)
-        results: list[MetricResult] = []
+        results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
-            return case, results
-        if expectation is not None:
-            for mode in expectation.modes:
-                results.append(_timed(self._correctness[mode], case))
+            return case, results  # the judge may still want the case
+        clock = time.perf_counter
+        metrics = [self._correctness[m] for m in expectation.modes] if expectation is not None else []
         if self._detectors is not None:
-            results.append(_timed(self._detectors, case))
+            metrics.append(self._detectors)
+        for metric in metrics:
+            started = clock()
+            result = metric.measure(case)
+            results.append((result, clock() - started))
         return case, results
-
-
-def _timed(metric: BaseMetric, case: Any) -> MetricResult:
-    started = time.perf_counter()
-    result = metric.measure(case)
-    return result.with_latency(time.perf_counter() - started)
 
 
 class ScoringStage:
@@ -197,26 +206,29 @@ class ScoringStage:
         late_scores: list[SpanRecord] = []
         for run in trace.runs:
             expectation = self.scorer.expectation(run)
-            case, results = self.scorer.score(run, expectation)
+            case, timed = self.scorer.score(run, expectation)
+            results = [r for r, _ in timed]
             self.stats.runs_scored += 1
             if expectation is None:
                 self.stats.runs_without_expectation += 1
-            for r in results:
-                row = result_row(run, r, now)
+            for r, seconds in timed:
                 if expectation is not None and r.metric.startswith("tool_correctness"):
-                    row = dataclasses.replace(row, details={**(row.details or {}), "expectation": expectation.source})
-                rows.append(row)
+                    rows.append(result_row(run, r, now, seconds, expectation=expectation.source))
+                else:
+                    rows.append(result_row(run, r, now, seconds))
             judge_row = self._judge_row(run, case, results, expectation, now)
             if judge_row is not None:
                 rows.append(judge_row)
             span = spans.get(run.span_id)
             if span is not None and results:
-                scored = with_scores(span, results, now)
-                scored_spans[span.span_id] = scored
-                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(scored.attributes),
-                                          events_json(scored.events)))
-                if self._was_forwarded(span):  # re-scored after it was sent: the new scores go as child spans
-                    late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
+                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(score_patch(results)),
+                                          events_json(evaluation_events(results, now)),
+                                          tuple(scored_metrics(results))))
+                if self._forward is not None:
+                    if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
+                        late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
+                    else:
+                        scored_spans[span.span_id] = with_scores(span, results, now)
         # Scores other tools put on spans come with the trace; those sent as log records are stored at ingest
         # (``external_rows``), since a late score must not wait for, or re-build, its trace.
         for ev in external_evaluations(trace.spans, ()):
@@ -250,7 +262,7 @@ class ScoringStage:
         return EvaluationRow(
             trace_id=run.trace_id, run_span_id=run.span_id, metric=JUDGE_METRIC, threshold=settings.threshold,
             reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
-            details={"test_case": case.to_dict(),
+            details={"test_case": case.to_dict(), "run_start_ns": run.start_time_ns,
                      "expectation": expectation.source if expectation is not None else None},
             evaluator=ToolsErrorMetric.__name__, evaluator_version=ToolsErrorMetric.version,
         )

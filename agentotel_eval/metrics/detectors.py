@@ -134,7 +134,11 @@ def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLik
         if problem is not None:
             out.append(Finding(PARAMETER_ERROR, f"call #{index + 1} to {call.name!r}: {problem}", call.name, (index,)))
             continue
-        validator = _validator(freeze(schema))
+        frozen = freeze(schema)
+        quick = _quick_check(frozen)
+        if quick is not None and quick(instance):
+            continue  # conforms (the common case): no need for the full validator
+        validator = _validator(frozen)
         if validator is None:
             continue
         try:
@@ -176,6 +180,82 @@ def _arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
         except ValueError:
             return True, None, f"arguments are not valid JSON: {_preview(text)}"
     return True, raw, None
+
+
+# -- a fast path for the common schema shape ----------------------------------------------------------------
+# Tool schemas are nearly always a flat object of typed properties. For those, a hand-written check says "valid"
+# about ten times faster than jsonschema; anything it does not understand, and every failure, goes to jsonschema,
+# so findings and their wording come from one place.
+
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title",
+                          "$schema", "default", "examples"})
+_PROPERTY_KEYS = frozenset({"type", "description", "title", "default", "examples", "enum", "format"})
+_TYPE_CHECKS: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
+    "number": lambda v: not isinstance(v, bool) and isinstance(v, int | float),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list | tuple),
+    "object": lambda v: isinstance(v, Mapping),
+}
+
+
+def _type_check(spec: Any) -> Any:
+    """A predicate for a ``type`` value (a name or a list of names); None if it is not one we know."""
+    if spec is None:
+        return lambda v: True
+    names = [spec] if isinstance(spec, str) else list(spec) if isinstance(spec, list | tuple) else None
+    if not names or any(n not in _TYPE_CHECKS for n in names):
+        return None
+    checks = [_TYPE_CHECKS[n] for n in names]
+    return checks[0] if len(checks) == 1 else (lambda v: any(c(v) for c in checks))
+
+
+@lru_cache(maxsize=1024)
+def _quick_check(schema: Any) -> Any:
+    """``instance -> True`` when it surely conforms to this flat object schema; None for other schema shapes."""
+    if not isinstance(schema, Mapping) or not set(schema) <= _OBJECT_KEYS or schema.get("type", "object") != "object":
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", ())
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(properties, Mapping) or not isinstance(required, list | tuple) or not isinstance(extra, bool):
+        return None
+    checks: dict[str, Any] = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, Mapping) or not set(prop) <= _PROPERTY_KEYS:
+            return None
+        type_ok = _type_check(prop.get("type"))
+        if type_ok is None:
+            return None
+        enum = prop.get("enum")
+        if enum is not None:
+            if not isinstance(enum, list | tuple) or not all(isinstance(e, str) for e in enum):
+                return None  # non-string enums compare with JSON (not Python) equality: leave them to jsonschema
+            allowed = frozenset(enum)
+            checks[name] = lambda v, t=type_ok, a=allowed: isinstance(v, str) and v in a and t(v)
+        else:
+            checks[name] = type_ok
+    required = tuple(required)
+    closed = not extra
+
+    def conforms(instance: Any) -> bool:
+        if not isinstance(instance, Mapping):
+            return False
+        for key in required:
+            if key not in instance:
+                return False
+        for key, value in instance.items():
+            check = checks.get(key)
+            if check is None:
+                if closed:
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return conforms
 
 
 @lru_cache(maxsize=1024)

@@ -107,38 +107,59 @@ class ReplaceRuns:
 
 @dataclass(frozen=True, slots=True)
 class SpanUpdate:
-    """New ``attributes`` / ``events`` JSON for one stored span (the run span gains its scores)."""
+    """Scores written onto one stored span (the run span), as a delta applied in SQL.
+
+    ``attributes_patch`` is a JSON merge patch (``null`` removes a key); ``events`` is a JSON array appended to
+    the span's events after removing the events we wrote earlier for the same ``metrics`` (ours carry the
+    ``agentotel.eval.evaluator`` attribute; other tools' events are kept). The span's other attributes are never
+    re-encoded in Python.
+    """
 
     trace_id: str
     span_id: str
-    start_ns: int
-    attributes_json: str
-    events_json: str
+    start_ns: int | None
+    attributes_patch: str
+    events: str
+    metrics: tuple[str, ...]
 
 
 _SPAN_UPDATE_SCHEMA = pa.schema([
-    ("trace_id", pa.string()), ("span_id", pa.string()), ("attributes", pa.string()), ("events", pa.string()),
+    ("trace_id", pa.string()), ("span_id", pa.string()), ("patch", pa.string()), ("events", pa.string()),
+    ("metrics", pa.list_(pa.string())),
 ])
+_OURS = (
+    "json_extract_string(x, '$.name') = 'gen_ai.evaluation.result' "
+    "AND json_extract_string(x, '$.attributes.\"agentotel.eval.evaluator\"') IS NOT NULL "
+    "AND list_contains(u.metrics, json_extract_string(x, '$.attributes.\"gen_ai.evaluation.name\"'))"
+)
 
 
 def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
-    """Rewrite the attributes and events of stored spans; the start-time bounds let DuckDB skip row groups."""
+    """Apply score deltas to stored spans; known start times bound the scan so DuckDB skips other row groups."""
     if not updates:
         return
-    lo = ns_to_datetime(min(u.start_ns for u in updates))
-    hi = ns_to_datetime(max(u.start_ns for u in updates), ceil=True)
+    starts = [u.start_ns for u in updates if u.start_ns]
+    window = ""
+    params: dict[str, object] = {}
+    if len(starts) == len(updates):
+        window = f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND "
+        params = {"lo": ns_to_datetime(min(starts)), "hi": ns_to_datetime(max(starts), ceil=True)}
     table = pa.Table.from_pylist(
-        [{"trace_id": u.trace_id, "span_id": u.span_id, "attributes": u.attributes_json, "events": u.events_json}
-         for u in updates],
+        [{"trace_id": u.trace_id, "span_id": u.span_id, "patch": u.attributes_patch, "events": u.events,
+          "metrics": list(u.metrics)} for u in updates],
         schema=_SPAN_UPDATE_SCHEMA,
     )
     con.register("_span_updates", table)
     try:
         con.execute(
-            f"UPDATE {schema.SPANS} SET attributes = CAST(u.attributes AS JSON), events = CAST(u.events AS JSON) "
-            f"FROM _span_updates u WHERE {schema.SPANS}.start_time BETWEEN $lo AND $hi "
-            f"AND {schema.SPANS}.trace_id = u.trace_id AND {schema.SPANS}.span_id = u.span_id",
-            {"lo": lo, "hi": hi},
+            f"UPDATE {schema.SPANS} SET "
+            f"attributes = json_merge_patch(coalesce({schema.SPANS}.attributes, '{{}}'), CAST(u.patch AS JSON)), "
+            f"events = to_json(list_concat("
+            f"list_filter(coalesce(from_json({schema.SPANS}.events, '[\"JSON\"]'), []), lambda x: NOT ({_OURS})), "
+            f"from_json(u.events, '[\"JSON\"]'))) "
+            f"FROM _span_updates u WHERE {window}"
+            f"{schema.SPANS}.trace_id = u.trace_id AND {schema.SPANS}.span_id = u.span_id",
+            params,
         )
     finally:
         with contextlib.suppress(duckdb.Error):
@@ -172,8 +193,7 @@ class WriteEvaluation:
 
     ``pending_created_at_ns`` names the queued row this answer belongs to. If that row is gone or was re-queued
     (the trace was re-built meanwhile and will be judged again), the answer is stale and nothing is written;
-    ``applied`` says which happened. ``merge_span`` turns the stored run span's (attributes, events) into the new
-    ones; it runs inside the transaction, on what is stored at that moment.
+    ``applied`` says which happened.
     """
 
     name = "write_evaluation"
@@ -183,13 +203,13 @@ class WriteEvaluation:
         row: pa.Table,
         key: tuple[str, str, str, str],
         pending_created_at_ns: int | None,
-        merge_span: Callable[[dict, list], tuple[str, str]] | None = None,
+        span_update: SpanUpdate | None = None,
         on_applied: Callable[[WriteEvaluation], None] | None = None,
     ) -> None:
         self.row = row
         self.key = key
         self.pending_created_at_ns = pending_created_at_ns
-        self.merge_span = merge_span
+        self.span_update = span_update
         self.on_applied = on_applied
         self.applied = False
         #: the stored run span's resource (when it was found), for what is sent downstream about this score
@@ -199,7 +219,7 @@ class WriteEvaluation:
         import json
 
         trace_id, run_span_id, metric, version = self.key
-        where = ("trace_id = $t AND run_span_id = $s AND metric = $m AND coalesce(evaluator_version, '') = $v")
+        where = "trace_id = $t AND run_span_id = $s AND metric = $m AND coalesce(evaluator_version, '') = $v"
         params: dict[str, object] = {"t": trace_id, "s": run_span_id, "m": metric, "v": version}
         if self.pending_created_at_ns is not None:
             found = con.execute(
@@ -211,19 +231,19 @@ class WriteEvaluation:
                 return  # stale: the run was re-queued or removed since this job was taken
         con.execute(f"DELETE FROM {schema.EVALUATIONS} WHERE {where}", params)
         _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.row)
-        if self.merge_span is not None:
+        if self.span_update is not None:
+            update_spans(con, [self.span_update])
+            window = ""
+            params = {"t": trace_id, "s": run_span_id}
+            if self.span_update.start_ns:
+                window = "start_time = $start AND "
+                params["start"] = ns_to_datetime(self.span_update.start_ns)
             stored = con.execute(
-                f"SELECT attributes, events, start_time_unix_nano, resource_attributes FROM {schema.SPANS} "
-                "WHERE trace_id = $t AND span_id = $s LIMIT 1",
-                {"t": trace_id, "s": run_span_id},
+                f"SELECT resource_attributes FROM {schema.SPANS} WHERE {window}trace_id = $t AND span_id = $s "
+                "LIMIT 1", params,
             ).fetchall()
             if stored:
-                attributes, events, start_ns, resource = stored[0]
-                self.span_resource = json.loads(resource) if resource else {}
-                new_attributes, new_events = self.merge_span(
-                    json.loads(attributes) if attributes else {}, json.loads(events) if events else []
-                )
-                update_spans(con, [SpanUpdate(trace_id, run_span_id, start_ns, new_attributes, new_events)])
+                self.span_resource = json.loads(stored[0][0]) if stored[0][0] else {}
         self.applied = True
 
     def committed(self) -> None:

@@ -211,3 +211,53 @@ def test_real_runs_from_the_fixture_manifest(fixture):
     doubled = [c for call in calls for c in (call, call)]
     expected = [(2 * i, 2 * i + 1) for i, c in enumerate(calls) if c.status == "error"]
     assert [f.call_indices for f in detect_repeated_failures(doubled)] == expected
+
+
+# -- the fast path never says "valid" where jsonschema would not ---------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agentotel_eval.frozen import freeze  # noqa: E402
+from agentotel_eval.metrics.detectors import _quick_check, _validator  # noqa: E402
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.sampled_from(["a", "b", "c", ""]), st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(st.sampled_from(["x"]), st.integers(0, 1), max_size=1),
+)
+_PROPERTY = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"]),
+                          st.lists(st.sampled_from(["string", "integer", "null"]), min_size=1, max_size=2, unique=True)),
+        "enum": st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True),
+        "description": st.just("d"),
+    },
+)
+_SCHEMA = st.builds(
+    lambda props, required, extra: {"type": "object", "properties": props, "required": required,
+                                    "additionalProperties": extra},
+    st.dictionaries(st.sampled_from(["p", "q", "r"]), _PROPERTY, max_size=3),
+    st.lists(st.sampled_from(["p", "q", "r"]), max_size=2, unique=True),
+    st.booleans(),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_SCHEMA, st.dictionaries(st.sampled_from(["p", "q", "r", "s"]), _VALUES, max_size=4))
+def test_the_quick_check_agrees_with_jsonschema(schema, instance):
+    frozen = freeze(schema)
+    quick = _quick_check(frozen)
+    assert quick is not None  # this shape is the fast path's whole point
+    assert quick(instance) == _validator(frozen).is_valid(instance)
+
+
+def test_the_quick_check_leaves_other_shapes_to_jsonschema():
+    for schema in (
+        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+        {"type": "object", "properties": {"o": {"type": "object", "properties": {"x": {"type": "string"}}}}},
+        {"anyOf": [{"type": "object"}]},
+        {"type": "object", "properties": {"e": {"enum": [1, 2]}}},
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}},
+    ):
+        assert _quick_check(freeze(schema)) is None

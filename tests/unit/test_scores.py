@@ -123,3 +123,17 @@ def test_external_evaluation_fixture_log_is_found():
     (found,) = external_evaluations(fixture.spans(), fixture.logs())
     run = next(s for s in fixture.spans() if s.name.startswith("invoke_agent"))
     assert (found.name, found.score, found.success, found.span_id) == ("tool_sequence_match", 1.0, True, run.span_id)
+
+
+def test_score_patch_sets_every_field_and_clears_what_has_no_value():
+    from agentotel_eval.scores import score_patch
+
+    patch = score_patch([_result(), _result("tool_errors", None, None, "judge failed", status="error",
+                                            error="Timeout: x"), _result("q", status="pending")])
+    assert patch == {
+        "agentotel.eval.tool_correctness.score": 0.5, "agentotel.eval.tool_correctness.success": True,
+        "agentotel.eval.tool_correctness.reason": "1 of 2 expected tools called",
+        "agentotel.eval.tool_correctness.status": None,
+        "agentotel.eval.tool_errors.score": None, "agentotel.eval.tool_errors.success": None,
+        "agentotel.eval.tool_errors.reason": "judge failed", "agentotel.eval.tool_errors.status": "error",
+    }

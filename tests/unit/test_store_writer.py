@@ -235,3 +235,33 @@ def test_retention_deletes_only_older_rows(store):
 def test_ns_to_datetime_rounds_outward():
     assert ns_to_datetime(1_500) == datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
     assert ns_to_datetime(1_500, ceil=True) == datetime(1970, 1, 1, 0, 0, 0, 2, tzinfo=UTC)
+
+
+def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
+    """The run span's scores are a delta applied in SQL: other attributes and other tools' events stay."""
+    import json
+
+    from agentotel_eval.otlp.records import SpanEvent, SpanRecord
+    from agentotel_eval.store.operations import SpanUpdate, update_spans
+    from agentotel_eval.store.rows import spans_to_arrow
+    from agentotel_eval.store.schema import open_store
+
+    con = open_store(tmp_path / "u.duckdb")
+    theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness"})
+    span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
+                      attributes={"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.status": "error"},
+                      events=(theirs,))
+    con.register("s", spans_to_arrow([span]))
+    con.execute("INSERT INTO spans SELECT * FROM s")
+
+    def ours(value: float) -> str:
+        return json.dumps([{"name": "gen_ai.evaluation.result", "time_unix_nano": 9, "attributes": {
+            "gen_ai.evaluation.name": "tool_correctness", "agentotel.eval.evaluator": "T/1", "v": value}}])
+
+    for value in (0.5, 1.0):  # scored, then re-scored
+        update_spans(con, [SpanUpdate(span.trace_id, span.span_id, span.start_ns, json.dumps({
+            "agentotel.eval.tool_correctness.score": value, "agentotel.eval.tool_correctness.status": None}),
+            ours(value), ("tool_correctness",))])
+    attributes, events = con.execute("SELECT attributes, events FROM spans").fetchone()
+    assert json.loads(attributes) == {"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.score": 1.0}
+    assert [e["attributes"].get("v") for e in json.loads(events)] == [None, 1.0]  # theirs kept, ours replaced
