@@ -1,11 +1,15 @@
 """Ingest benchmark: the real collector against a bare receiver that only decodes, under the same load.
 
-    python bench/bench_ingest.py [--seconds 15] [--exporters 4] [--transports grpc,http] [--grace 2]
+    python bench/bench_ingest.py [--seconds 15] [--exporters 8] [--transports grpc,http] [--grace 2]
+                                 [--scoring on|off|both]
 
 For each transport it runs, one after the other and each in its own process:
   * a bare receiver (same server stack: grpc / the stdlib HTTP server) that decodes every request into records
     with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
-  * the collector (receivers, Arrow conversion, DuckDB group commit, assembler, reconstruction, run rows).
+  * the collector (receivers, Arrow conversion, DuckDB group commit, assembler, reconstruction, run rows, and
+    with ``--scoring on`` (the default) deterministic scoring of every run: tool correctness in all three modes
+    against an expectation that matches every run, the error detectors, scores written back on the run spans;
+    ``--scoring both`` also runs it without scoring and reports the difference).
 Several exporter processes send agent-like traces closed-loop (the next request after the answer, as the SDK's
 BatchSpanProcessor does), 512 spans per request. The traces are the recorded real-framework fixtures with 7-13
 spans each (their attributes as the frameworks emit them), given fresh ids and current times for every request.
@@ -205,10 +209,11 @@ def bare_main(transport: str, conn) -> None:
     conn.send({"decoded": decoded[0], "rss_kb": _rss_kb()})
 
 
-def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "") -> None:
+def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True) -> None:
     import dataclasses
 
     from collector.config import default_config
+    from collector.scoring_config import ScoringSettings, parse_expectations
     from collector.service import Collector
 
     config = default_config()
@@ -217,6 +222,11 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         assembler=dataclasses.replace(config.assembler, grace_period=grace),
         writer=dataclasses.replace(config.writer, memory_limit=memory_limit),
     )
+    if scoring:  # deterministic metrics for every run: an expectation matching every run, all modes, detectors
+        config = dataclasses.replace(config, expectations=parse_expectations(
+            [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]))
+    else:
+        config = dataclasses.replace(config, scoring=ScoringSettings(enabled=False, detectors=False))
     collector = Collector(config, summary_interval=3600).start()
     committed_at: dict[str, float] = {}
     original = collector.run_writer._applied
@@ -273,7 +283,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
 _PHASES = iter(range(1, 1 << 15))
 
 
-def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> dict:
+def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, scoring: bool = True) -> dict:
     phase_id = next(_PHASES)  # fresh trace ids and a fresh database for every phase
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -281,7 +291,8 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str) -> 
         server = ctx.Process(target=bare_main, args=(transport, child))
     else:
         db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
-        server = ctx.Process(target=collector_main, args=(transport, args.grace, db, child, args.duckdb_memory))
+        server = ctx.Process(target=collector_main,
+                             args=(transport, args.grace, db, child, args.duckdb_memory, scoring))
     server.start()
     address = parent.recv()
     out = ctx.Queue()
@@ -339,6 +350,9 @@ def main() -> None:
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
     parser.add_argument("--duckdb-memory", default="", help="writer.memory_limit for the collector, e.g. 256MB")
+    parser.add_argument("--scoring", choices=("on", "off", "both"), default="on",
+                        help="deterministic scoring of every run in the collector phases; 'both' runs the collector "
+                             "with and without it and reports what scoring costs")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
@@ -347,26 +361,36 @@ def main() -> None:
           f"grace {args.grace:g}s, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
-            ratios = []
+            ratios, scoring_costs = [], []
             for round_ in range(1, args.rounds + 1):
                 bare = run_phase("bare", transport, args, tmp)
-                coll = run_phase("collector", transport, args, tmp)
-                assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
-                ratios.append(coll["rate"] / bare["rate"])
-                print(
-                    f"[{transport} #{round_}] bare decode {bare['rate']:,.0f} spans/s (rss {bare['rss_kb'] / 1024:.0f} MB)"
-                    f" | collector {coll['rate']:,.0f} spans/s stored = {ratios[-1]:.2f} x bare"
-                    f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
-                    f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
-                    f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (sampled every 0.2 s: {coll['rss_sampled_kb'] / 1024:.0f} MB)"
-                    f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
-                    f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
-                    f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",
-                    flush=True,
-                )
+                phases = {}
+                for scoring in ((False, True) if args.scoring == "both" else (args.scoring == "on",)):
+                    coll = run_phase("collector", transport, args, tmp, scoring)
+                    assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
+                    phases[scoring] = coll
+                    label = "scoring on" if scoring else "scoring off"
+                    print(
+                        f"[{transport} #{round_} {label}] bare decode {bare['rate']:,.0f} spans/s "
+                        f"(rss {bare['rss_kb'] / 1024:.0f} MB) | collector {coll['rate']:,.0f} spans/s stored = "
+                        f"{coll['rate'] / bare['rate']:.2f} x bare"
+                        f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
+                        f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
+                        f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (sampled every 0.2 s: "
+                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB)"
+                        f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
+                        f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
+                        f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",
+                        flush=True,
+                    )
+                ratios.append(phases[max(phases)]["rate"] / bare["rate"])
+                if len(phases) == 2:
+                    scoring_costs.append(1 - phases[True]["rate"] / phases[False]["rate"])
             print(f"[{transport}] median collector/bare ratio {statistics.median(ratios):.2f} "
                   f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
-
+            if scoring_costs:
+                print(f"[{transport}] scoring costs {statistics.median(scoring_costs):.1%} of ingest throughput "
+                      f"(rounds: {', '.join(f'{c:.1%}' for c in scoring_costs)})", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -18,7 +18,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.frozen import thaw
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -76,7 +75,10 @@ _encode = json.JSONEncoder(
 
 
 def to_json(value: Any) -> str:
-    """Compact JSON text that DuckDB's JSON type accepts (bytes as base64, non-finite floats as strings)."""
+    """Compact JSON text that DuckDB's JSON type accepts (bytes as base64, non-finite floats as strings).
+
+    Frozen containers (``FrozenDict``/``FrozenList``) are dict/list subclasses: the C encoder takes them as they
+    are, so nothing needs thawing first; other mappings and sets go through ``_json_default``."""
     try:
         return _encode(value)
     except ValueError:  # a NaN or infinity somewhere: rare, so sanitise only then
@@ -357,7 +359,7 @@ def _text(value: Any) -> str | None:
     """A free-form value as text: strings as they are, anything else as JSON."""
     if value is None or isinstance(value, str):
         return value
-    return to_json(thaw(value))
+    return to_json(value)
 
 
 def call_source(call: Any) -> str:
@@ -391,13 +393,13 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
             args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
             values = (
                 run.trace_id, run.span_id, seq, _str(call.span_id), _str(call.call_id), call.name,
-                None if args is None else to_json(thaw(args)),
+                None if args is None else to_json(args),
                 _text(call.output),
                 call.status or "ok",
                 call_source(call),
                 call.start_time_ns if call.start_time_ns is not None else (run.start_time_ns or None),
                 _str(call.error), _str(call.llm_turn), agent_name,
-                None if call.sources is None else to_json(thaw(call.sources)),
+                None if call.sources is None else to_json(call.sources),
                 updated_at_ns,
             )
             for name, value in zip(schema.TOOL_CALL_COLUMNS, values, strict=True):
@@ -481,7 +483,7 @@ def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
     for r in rows:
         values = (
             r.trace_id, r.run_span_id, r.metric, _finite_or_none(r.score), _finite_or_none(r.threshold), r.success,
-            r.reason, None if r.details is None else to_json(thaw(r.details)), r.status, r.model,
+            r.reason, None if r.details is None else to_json(r.details), r.status, r.model,
             _finite_or_none(r.cost_usd), r.created_at_ns or None, r.evaluator, r.evaluator_version,
             _finite_or_none(r.latency_s), r.source, (r.updated_at_ns or r.created_at_ns) or None,
         )
