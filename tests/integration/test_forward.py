@@ -1,0 +1,86 @@
+"""The forwarder against a real downstream OTLP endpoint (tests/otlp_sink.py): delivery, retries, what is dropped."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from collector.forward import ForwardConfig, ForwardConfigError, Forwarder
+from collector.testing import wait_until
+from tests.otlp_sink import OtlpSink
+
+
+def _spans(n: int, trace: int = 1) -> list[SpanRecord]:
+    return [SpanRecord(f"{trace:032x}", f"{i + 1:016x}", None, f"s{i}", start_ns=1, end_ns=2,
+                       attributes={"i": i}, resource={"service.name": "svc"}) for i in range(n)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_spans_and_logs_arrive_with_headers(protocol):
+    with OtlpSink() as sink:
+        url = sink.grpc_endpoint if protocol == "grpc" else sink.http_endpoint
+        forwarder = Forwarder(ForwardConfig(url=url, protocol=protocol, headers={"x-tenant": "acme"}))
+        forwarder.start()
+        forwarder.submit_spans(_spans(3))
+        forwarder.submit_logs([LogRecord(5, 5, f"{1:032x}", f"{1:016x}", event_name="e", resource={})])
+        sink.wait_for(lambda s: len(s.spans) == 3 and len(s.logs) == 1)
+        forwarder.shutdown()
+        assert sorted(s.attributes["i"] for s in sink.spans) == [0, 1, 2]
+        assert all(r.headers.get("x-tenant") == "acme" for r in sink.requests)
+        assert forwarder.stats.sent_spans == 3 and forwarder.stats.sent_logs == 1
+
+
+def test_a_permanent_error_drops_the_batch_at_once_and_counts_it():
+    with OtlpSink() as sink:
+        sink.reject(times=1, retryable=False)
+        forwarder = Forwarder(ForwardConfig(url=sink.http_endpoint, initial_backoff_s=0.05))
+        forwarder.start()
+        forwarder.submit_spans(_spans(4))
+        wait_until(lambda: forwarder.stats.dropped_spans == 4, what="the dropped batch")
+        forwarder.submit_spans(_spans(2, trace=2))  # the next batch goes through
+        sink.wait_for(lambda s: len(s.spans) == 2)
+        forwarder.shutdown()
+        assert len(sink.requests) == 2  # no retry of a 400
+
+
+def test_an_unreachable_endpoint_never_blocks_and_drops_after_retries():
+    forwarder = Forwarder(ForwardConfig(url=f"http://127.0.0.1:{_free_port()}", max_retries=2,
+                                        initial_backoff_s=0.02, timeout_s=1.0))
+    forwarder.start()
+    started = time.monotonic()
+    for k in range(50):
+        forwarder.submit_spans(_spans(10, trace=k + 1))
+    assert time.monotonic() - started < 0.5  # submitting is queueing, never waiting for the network
+    wait_until(lambda: forwarder.stats.dropped_spans == 500, timeout=30, what="every span counted as dropped")
+    forwarder.shutdown()
+    assert forwarder.stats.sent_spans == 0
+    assert forwarder.stats.failed_attempts >= 3  # each batch: the first try and two retries
+    assert "127.0.0.1" in forwarder.stats.last_error
+
+
+def test_a_full_queue_drops_the_oldest_and_counts_it():
+    forwarder = Forwarder(ForwardConfig(url="http://127.0.0.1:9", max_queue_records=25))  # never started
+    for k in range(5):
+        forwarder.submit_spans(_spans(10, trace=k + 1))
+    assert forwarder.stats.queued == 20 and forwarder.stats.dropped_spans == 30
+    forwarder.shutdown(0)
+    assert forwarder.stats.dropped_spans == 50  # what was still queued at the stop is counted too
+
+
+def test_bad_settings_are_refused():
+    for config in (ForwardConfig(url="ftp://x"), ForwardConfig(url="http://x:1", protocol="thrift"),
+                   ForwardConfig(url="http://x:1", max_queue_records=0)):
+        with pytest.raises(ForwardConfigError):
+            config.validate()
+    assert ForwardConfig(url="http://h:4317").resolved_protocol() == "grpc"
+    assert ForwardConfig(url="http://h:4318").resolved_protocol() == "http/protobuf"
+    assert ForwardConfig(url="grpcs://h:443").resolved_protocol() == "grpc"
