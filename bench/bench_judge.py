@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import os
@@ -134,10 +135,33 @@ def stub_server(kind: str, delay: float):
         proc.wait(timeout=10)
 
 
-async def timed(coro) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
+class FullCollections:
+    """Counts full (oldest-generation) garbage collections and their CPU time. litellm's import leaves ~400,000
+    objects that every full collection walks (~0.3 s CPU each), so one landing in a short run skews it."""
+
+    def __init__(self) -> None:
+        self.count, self.cpu, self._started = 0, 0.0, 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.count += 1
+            self.cpu += time.process_time() - self._started
+
+
+FULL_GC = FullCollections()
+
+
+async def timed(coro) -> tuple[float, float, str]:
+    wall, cpu, full = time.perf_counter(), time.process_time(), (FULL_GC.count, FULL_GC.cpu)
     await coro
-    return time.perf_counter() - wall, time.process_time() - cpu
+    n, gc_cpu = FULL_GC.count - full[0], FULL_GC.cpu - full[1]
+    note = f" (full GC x{n}: {gc_cpu:.2f}s)" if n else ""
+    return time.perf_counter() - wall, time.process_time() - cpu, note
 
 
 async def sequential(metric: ToolsErrorMetric, cases: list[EvalTestCase]) -> None:
@@ -160,15 +184,15 @@ async def compare(label: str, make, args: argparse.Namespace) -> None:
     ideal = args.n / math.ceil(args.n / args.concurrency)
     speedups = []
     for r in range(args.repeat):
-        t_seq, cpu_seq = await timed(sequential(seq_metric, cases))
+        t_seq, cpu_seq, gc_seq = await timed(sequential(seq_metric, cases))
         stub_before = process_cpu(STUB_PID[-1]) if STUB_PID else float("nan")
-        t_conc, cpu_conc = await timed(concurrent(conc_metric, cases))
+        t_conc, cpu_conc, gc_conc = await timed(concurrent(conc_metric, cases))
         stub_cpu = (process_cpu(STUB_PID[-1]) - stub_before) if STUB_PID else float("nan")
         speedups.append(t_seq / t_conc)
         stub_note = f", stub process {stub_cpu / args.n * 1000:.1f} ms" if STUB_PID else ""
-        print(f"  {label} run {r + 1}: sequential {t_seq:6.2f}s | concurrent({args.concurrency}) {t_conc:5.2f}s | "
-              f"speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: sequential "
-              f"{cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}")
+        print(f"  {label} run {r + 1}: sequential {t_seq:6.2f}s{gc_seq} | concurrent({args.concurrency}) "
+              f"{t_conc:5.2f}s{gc_conc} | speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: "
+              f"sequential {cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}")
     print(f"  {label}: median speed-up {statistics.median(speedups):.1f}x, best {max(speedups):.1f}x "
           f"over {args.repeat} run(s)")
     for metric in (seq_metric, conc_metric):
