@@ -8,7 +8,7 @@ Every evaluation takes the product path: ToolsErrorMetric -> JudgeRunner (semaph
 speed-up is the ratio of their wall times; the ideal is n*delay / (ceil(n/concurrency)*delay).
 
 The stub runs in its own process by default, as a real provider would (in a thread it competes for our GIL).
-For comparison the same is measured with a thin httpx ``CustomLLMClient`` (``direct``), which separates what
+For comparison the same is measured with a thin aiohttp ``CustomLLMClient`` (``direct``), which separates what
 the runner's concurrency achieves from litellm's own CPU cost per call, and with a client that only sleeps
 (``no-http``), which measures the metric and runner alone. CPU time per evaluation is reported,
 because on a small shared machine CPU, not waiting, bounds the concurrent run. Last, the deterministic
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import os
@@ -33,7 +34,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
+import aiohttp  # noqa: E402  (litellm's own HTTP transport, so it is installed with it)
 
 from agentotel_eval import EvalTestCase, ToolCall, ToolDefinition  # noqa: E402
 from agentotel_eval.judge.client import CustomLLMClient  # noqa: E402
@@ -62,19 +63,30 @@ def case(i: int) -> EvalTestCase:
 
 
 class DirectClient(CustomLLMClient):
-    """A minimal OpenAI-compatible client on httpx: the baseline without litellm's per-call work."""
+    """A minimal OpenAI-compatible client: the baseline without litellm's per-call work.
+
+    On aiohttp, litellm's own transport. (httpx's connection pool was tried first and measured: it re-scans every
+    connection for every queued request, ~4,000 idle checks per request at 32 in flight, so it cost more CPU
+    than litellm and hid what a thin client achieves.)
+    """
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
-        self.http: httpx.AsyncClient | None = None
+        self.http: aiohttp.ClientSession | None = None
 
     async def chat_complete(self, messages, temperature=0.0):
         if self.http is None:
-            self.http = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=100))
-        response = await self.http.post(f"{self.base_url}/chat/completions", json={
-            "model": "gpt-4o-mini", "messages": list(messages), "temperature": temperature})
-        response.raise_for_status()
-        return response.json()["choices"][0]["message"]["content"], None
+            self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60),
+                                              connector=aiohttp.TCPConnector(limit=100))
+        async with self.http.post(f"{self.base_url}/chat/completions", json={
+                "model": "gpt-4o-mini", "messages": list(messages), "temperature": temperature}) as response:
+            response.raise_for_status()
+            body = await response.json()
+        return body["choices"][0]["message"]["content"], None
+
+    async def close(self) -> None:
+        if self.http is not None:
+            await self.http.close()
 
     def get_model_name(self) -> str:
         return "direct/gpt-4o-mini"
@@ -123,10 +135,33 @@ def stub_server(kind: str, delay: float):
         proc.wait(timeout=10)
 
 
-async def timed(coro) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
+class FullCollections:
+    """Counts full (oldest-generation) garbage collections and their CPU time. litellm's import leaves ~400,000
+    objects that every full collection walks (~0.3 s CPU each), so one landing in a short run skews it."""
+
+    def __init__(self) -> None:
+        self.count, self.cpu, self._started = 0, 0.0, 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.count += 1
+            self.cpu += time.process_time() - self._started
+
+
+FULL_GC = FullCollections()
+
+
+async def timed(coro) -> tuple[float, float, str]:
+    wall, cpu, full = time.perf_counter(), time.process_time(), (FULL_GC.count, FULL_GC.cpu)
     await coro
-    return time.perf_counter() - wall, time.process_time() - cpu
+    n, gc_cpu = FULL_GC.count - full[0], FULL_GC.cpu - full[1]
+    note = f" (full GC x{n}: {gc_cpu:.2f}s)" if n else ""
+    return time.perf_counter() - wall, time.process_time() - cpu, note
 
 
 async def sequential(metric: ToolsErrorMetric, cases: list[EvalTestCase]) -> None:
@@ -149,17 +184,21 @@ async def compare(label: str, make, args: argparse.Namespace) -> None:
     ideal = args.n / math.ceil(args.n / args.concurrency)
     speedups = []
     for r in range(args.repeat):
-        t_seq, cpu_seq = await timed(sequential(seq_metric, cases))
+        t_seq, cpu_seq, gc_seq = await timed(sequential(seq_metric, cases))
         stub_before = process_cpu(STUB_PID[-1]) if STUB_PID else float("nan")
-        t_conc, cpu_conc = await timed(concurrent(conc_metric, cases))
+        t_conc, cpu_conc, gc_conc = await timed(concurrent(conc_metric, cases))
         stub_cpu = (process_cpu(STUB_PID[-1]) - stub_before) if STUB_PID else float("nan")
         speedups.append(t_seq / t_conc)
         stub_note = f", stub process {stub_cpu / args.n * 1000:.1f} ms" if STUB_PID else ""
-        print(f"  {label} run {r + 1}: sequential {t_seq:6.2f}s | concurrent({args.concurrency}) {t_conc:5.2f}s | "
-              f"speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: sequential "
-              f"{cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}")
+        print(f"  {label} run {r + 1}: sequential {t_seq:6.2f}s{gc_seq} | concurrent({args.concurrency}) "
+              f"{t_conc:5.2f}s{gc_conc} | speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: "
+              f"sequential {cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}")
     print(f"  {label}: median speed-up {statistics.median(speedups):.1f}x, best {max(speedups):.1f}x "
           f"over {args.repeat} run(s)")
+    for metric in (seq_metric, conc_metric):
+        close = getattr(metric.runner.client, "close", None)
+        if close is not None:
+            await close()
 
 
 async def run(args: argparse.Namespace) -> None:
