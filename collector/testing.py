@@ -50,6 +50,23 @@ def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
         collector.shutdown()
 
 
+class Blocker:
+    """A writer operation that holds the writer thread until released: makes queue states deterministic."""
+
+    name = "blocker"
+
+    def __init__(self, hold: float = 20.0) -> None:
+        import threading
+
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self._hold = hold
+
+    def apply(self, con: Any) -> None:
+        self.entered.set()
+        self.release.wait(self._hold)
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
     """Poll ``predicate`` until it returns something truthy; raise AssertionError at the deadline."""
     deadline = time.monotonic() + timeout

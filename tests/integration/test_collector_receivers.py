@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces, traces_to_json
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.testing import grpc_export, http_request, post_otlp, running_collector, wait_until
+from collector.testing import Blocker, grpc_export, http_request, post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 
 LIMIT = 256 * 1024
@@ -232,18 +232,6 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
 
 
 # ---- overload ----------------------------------------------------------------------------------------------------
-
-
-class Blocker:
-    name = "blocker"
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def apply(self, con) -> None:
-        self.entered.set()
-        self.release.wait(20)
 
 
 def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_path):

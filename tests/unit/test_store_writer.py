@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -15,6 +14,7 @@ from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arr
 from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterUnavailable
 from agentotel_eval.test_case import ToolCall
+from collector.testing import Blocker
 
 T0 = 1_700_000_000_000_000_000
 
@@ -26,20 +26,6 @@ def make_spans(trace: int, n: int = 3, t0: int = T0) -> list[SpanRecord]:
                    start_ns=t0 + i * 1000, end_ns=t0 + i * 1000 + 500, attributes={"i": i})
         for i in range(n)
     ]
-
-
-class Blocker:
-    """An operation that holds the writer thread until released: makes queue states deterministic."""
-
-    name = "blocker"
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def apply(self, con) -> None:
-        self.entered.set()
-        self.release.wait(10)
 
 
 @pytest.fixture()
@@ -81,7 +67,7 @@ def test_a_resent_span_is_stored_once_and_not_passed_on_again(store):
 
 def test_duplicates_inside_one_batch_are_stored_once(store):
     con, writer, committed = store
-    blocker = Blocker()
+    blocker = Blocker(hold=10)
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
     spans = make_spans(4)
@@ -96,7 +82,7 @@ def test_duplicates_inside_one_batch_are_stored_once(store):
 
 def test_concurrent_requests_share_a_commit(store):
     con, writer, _ = store
-    blocker = Blocker()
+    blocker = Blocker(hold=10)
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
     tickets = [submit_spans(writer, make_spans(100 + i)) for i in range(20)]
@@ -112,7 +98,7 @@ def test_a_full_queue_refuses_with_a_retry_delay_and_loses_nothing_accepted(tmp_
     con = open_store(tmp_path / "q.duckdb")
     writer = StoreWriter(con, max_queue_records=5, flush_interval=0.0, retry_after=2.5)
     writer.start()
-    blocker = Blocker()
+    blocker = Blocker(hold=10)
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
     first = submit_spans(writer, make_spans(1, 3))
@@ -141,7 +127,7 @@ def test_downstream_backlog_counts_against_the_bound(tmp_path):
 
 def test_one_bad_request_fails_alone(store):
     con, writer, _ = store
-    blocker = Blocker()
+    blocker = Blocker(hold=10)
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
     good = make_spans(7)
