@@ -10,10 +10,9 @@ import hashlib
 from collections.abc import Sequence
 
 from agentotel_eval.metrics.base import MetricResult
+from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS
 from agentotel_eval.reconstruct.model import AgentRun
 from collector.scoring_config import JudgeSettings
-
-_DETECTOR_METRICS = ("tool_errors_detectors",)
 
 
 def sample_point(trace_id: str, span_id: str) -> float:
@@ -30,11 +29,11 @@ def judge_decision(run: AgentRun, results: Sequence[MetricResult], settings: Jud
         return True, ""
     reasons = {
         "deterministic_failed": any(
-            r.success is False and r.metric not in _DETECTOR_METRICS for r in results if r.status == "ok"
+            r.success is False and r.metric != METRIC_DETECTORS for r in results if r.status == "ok"
         ),
         "tool_error": any(call.status == "error" for call in run.tool_calls),
         "detector_found": any(
-            r.metric in _DETECTOR_METRICS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
+            r.metric == METRIC_DETECTORS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
             for r in results
         ),
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import threading
@@ -23,7 +24,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.metrics.base import MetricResult
+from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.scores import evaluation_events, evaluation_log, evaluation_span, score_patch
 from agentotel_eval.store import schema
@@ -32,11 +35,11 @@ from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_
 from agentotel_eval.store.writer import StoreWriter
 from agentotel_eval.test_case import EvalTestCase
 from collector.judge_policy import over_budget
+from collector.scoring import result_row
 from collector.scoring_config import JudgeSettings
 
 log = logging.getLogger(__name__)
 
-JUDGE_METRIC = "tool_errors"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +73,6 @@ class JudgeStats:
 
 def build_metric(settings: JudgeSettings) -> Any:
     """The judge metric the settings describe (litellm is imported on its first call, not here)."""
-    from agentotel_eval.judge.retry import RetryPolicy
-    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
-
     kwargs = dict(settings.llm_kwargs)
     kwargs.setdefault("timeout", settings.timeout_s)
     return ToolsErrorMetric(
@@ -201,11 +201,11 @@ class JudgeWorker:
                 "SELECT trace_id, run_span_id, metric, coalesce(evaluator_version, ''), details, epoch_ns(created_at) "
                 f"FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ? "
                 "ORDER BY created_at LIMIT ?",
-                [JUDGE_METRIC, OWN_SOURCE, n],
+                [METRIC_JUDGE, OWN_SOURCE, n],
             ).fetchall()
             pending = cursor.execute(
                 f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ?",
-                [JUDGE_METRIC, OWN_SOURCE],
+                [METRIC_JUDGE, OWN_SOURCE],
             ).fetchall()[0][0]
         finally:
             cursor.close()
@@ -222,7 +222,7 @@ class JudgeWorker:
             spent = cursor.execute(
                 f"SELECT coalesce(sum(cost_usd), 0) FROM {schema.EVALUATIONS} WHERE metric = ? AND source = ? "
                 "AND created_at >= CAST(date_trunc('day', CAST(? AS TIMESTAMPTZ)) AS TIMESTAMPTZ)",
-                [JUDGE_METRIC, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
+                [METRIC_JUDGE, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
             ).fetchall()[0][0]
         finally:
             cursor.close()
@@ -264,20 +264,17 @@ class JudgeWorker:
                     try:
                         result = await self._metric.a_measure(case)
                     except Exception as exc:  # the metric reports provider failures itself; this is a bug
-                        result = MetricResult(JUDGE_METRIC, None, None, f"{type(exc).__name__}: {exc}",
+                        result = MetricResult(METRIC_JUDGE, None, None, f"{type(exc).__name__}: {exc}",
                                               self.settings.threshold, status="error",
-                                              error=f"{type(exc).__name__}: {exc}", model=self.settings.model)
+                                              error=f"{type(exc).__name__}: {exc}", model=self.settings.model,
+                                              evaluator=ToolsErrorMetric.__name__)
                     result = result.with_latency(time.perf_counter() - started)
                     self._add_cost(result.cost_usd)
                     now = self._now()
-                    row = EvaluationRow(
-                        trace_id=job.trace_id, run_span_id=job.run_span_id, metric=job.metric, score=result.score,
-                        threshold=result.threshold, success=result.success,
-                        reason=result.reason or (result.error or ""),
-                        details=dict(result.evaluation_log) if result.evaluation_log else None, status=result.status,
-                        model=result.model or self.settings.model, cost_usd=result.cost_usd, created_at_ns=now,
-                        evaluator=result.evaluator or None, evaluator_version=job.evaluator_version or None,
-                        latency_s=result.latency_s, updated_at_ns=now,
+                    # the row keeps the queued row's key (its evaluator version), whatever this process runs
+                    row = dataclasses.replace(
+                        result_row(job.trace_id, job.run_span_id, result, now),
+                        model=result.model or self.settings.model, evaluator_version=job.evaluator_version or None,
                     )
             self.stats.by_status[row.status] = self.stats.by_status.get(row.status, 0) + 1
             if row.status == "error":

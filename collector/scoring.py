@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
+from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
@@ -41,8 +43,6 @@ from collector.scoring_config import ScoringConfig
 
 log = logging.getLogger(__name__)
 
-JUDGE_METRIC = "tool_errors"
-DETECTORS_METRIC = "tool_errors_detectors"
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 
 
@@ -51,13 +51,13 @@ def is_held_span(span: SpanRecord) -> bool:
     return span.parent_span_id is None or is_run_span(span)
 
 
-def result_row(run: AgentRun, result: MetricResult, now_ns: int, latency_s: float | None = None,
+def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: int, latency_s: float | None = None,
                **details: Any) -> EvaluationRow:
-    """The evaluations row of one metric result; ``details`` adds keys to its evaluation log."""
+    """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = result.evaluation_log
     return EvaluationRow(
-        trace_id=run.trace_id,
-        run_span_id=run.span_id,
+        trace_id=trace_id,
+        run_span_id=run_span_id,
         metric=result.metric,
         score=result.score,
         threshold=result.threshold,
@@ -71,6 +71,7 @@ def result_row(run: AgentRun, result: MetricResult, now_ns: int, latency_s: floa
         evaluator=result.evaluator or None,
         evaluator_version=result.evaluator_version or None,
         latency_s=result.latency_s if latency_s is None else latency_s,
+        updated_at_ns=now_ns,
     )
 
 
@@ -105,8 +106,6 @@ class RunScorer:
     """The deterministic part, pure over one run: expectation -> metric results. Reusable and thread-safe."""
 
     def __init__(self, config: ScoringConfig) -> None:
-        from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
-
         self.config = config
         settings = config.scoring
         self._correctness: dict[str, BaseMetric] = {
@@ -115,8 +114,6 @@ class RunScorer:
         }
         self._detectors: BaseMetric | None = None
         if settings.detectors:
-            from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
-
             judge = config.judge
             self._detectors = ToolsErrorMetric(
                 None, threshold=judge.threshold if judge else 0.7,
@@ -213,9 +210,9 @@ class ScoringStage:
                 self.stats.runs_without_expectation += 1
             for r, seconds in timed:
                 if expectation is not None and r.metric.startswith("tool_correctness"):
-                    rows.append(result_row(run, r, now, seconds, expectation=expectation.source))
+                    rows.append(result_row(run.trace_id, run.span_id, r, now, seconds, expectation=expectation.source))
                 else:
-                    rows.append(result_row(run, r, now, seconds))
+                    rows.append(result_row(run.trace_id, run.span_id, r, now, seconds))
             judge_row = self._judge_row(run, case, results, expectation, now)
             if judge_row is not None:
                 rows.append(judge_row)
@@ -249,18 +246,16 @@ class ScoringStage:
         judge, _why = judge_decision(run, results, settings)
         if not judge:
             return None  # not a candidate (sampling / only_when): no row, nothing to wait for
-        from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
-
         if not (run.input or "").strip():  # nothing to show the judge what was asked: say so, spend nothing
             return EvaluationRow(
-                trace_id=run.trace_id, run_span_id=run.span_id, metric=JUDGE_METRIC, threshold=settings.threshold,
+                trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
                 reason="not judged: the run has no recorded user input (is message content capture on?)",
                 status="skipped", model=settings.model, created_at_ns=now, evaluator=ToolsErrorMetric.__name__,
                 evaluator_version=ToolsErrorMetric.version,
             )
         self.stats.judge_queued += 1
         return EvaluationRow(
-            trace_id=run.trace_id, run_span_id=run.span_id, metric=JUDGE_METRIC, threshold=settings.threshold,
+            trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
             reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
             details={"test_case": case.to_dict(), "run_start_ns": run.start_time_ns,
                      "expectation": expectation.source if expectation is not None else None},

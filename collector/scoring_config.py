@@ -180,34 +180,10 @@ def parse_expectations(items: Any) -> tuple[ExpectationRule, ...]:
 
 @dataclass(frozen=True, slots=True)
 class ScoringConfig:
+    """What the scoring stage and the judge worker need; built by ``CollectorConfig.scoring_config()``."""
+
     scoring: ScoringSettings = field(default_factory=ScoringSettings)
     judge: JudgeSettings | None = None
     forward: ForwardConfig | None = None
     expectations: tuple[ExpectationRule, ...] = ()
     dataset: Dataset | None = None
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ScoringConfig:
-        """From the whole parsed config; keys other than ours are the collector config's business."""
-        try:
-            rules = parse_rules(data.get("expectations", []))
-            dataset_path = data.get("dataset")
-            if dataset_path is not None and not isinstance(dataset_path, str):
-                raise ScoringConfigError("dataset must be a path string")
-            dataset = Dataset.load(dataset_path) if dataset_path else None
-        except ExpectationConfigError as exc:
-            raise ScoringConfigError(str(exc)) from None
-        forward = parse_forward(data["forward"]) if data.get("forward") else None
-        judge = data.get("judge")
-        if judge is not None and not isinstance(judge, Mapping):
-            raise ScoringConfigError("[judge] must be a table")
-        scoring = data.get("scoring", {})
-        if not isinstance(scoring, Mapping):
-            raise ScoringConfigError("[scoring] must be a table")
-        return cls(
-            scoring=ScoringSettings.from_dict(scoring),
-            judge=JudgeSettings.from_dict(judge) if judge is not None else None,
-            forward=forward,
-            expectations=rules,
-            dataset=dataset,
-        )

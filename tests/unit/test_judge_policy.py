@@ -3,8 +3,9 @@ import pytest
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
+from collector.config import CollectorConfig, ConfigError, build, default_config
 from collector.judge_policy import judge_decision, over_budget, sample_point
-from collector.scoring_config import JudgeSettings, ScoringConfig, ScoringConfigError
+from collector.scoring_config import JudgeSettings
 
 
 def _run(span_id="cd" * 8, calls=()):
@@ -53,8 +54,13 @@ def test_budget():
     assert over_budget(1e9, JudgeSettings(model="m")) is None
 
 
+def _scoring_config(data):
+    """The scoring sections parsed the way the collector parses its TOML."""
+    return build(CollectorConfig, data, "", default_config()).validate().scoring_config()
+
+
 def test_config_from_dict_and_errors(tmp_path):
-    config = ScoringConfig.from_dict({
+    config = _scoring_config({
         "scoring": {"modes": ["default", "ordering"], "threshold": 0.8},
         "judge": {"model": "openai/gpt-4o-mini", "sample_rate": 0.5, "error_types": ["sequence_error"],
                   "only_when": "tool_error", "api_base": "http://127.0.0.1:9/v1", "max_cost_usd_per_day": 2},
@@ -77,5 +83,5 @@ def test_config_from_dict_and_errors(tmp_path):
         ({"expectations": [{"agent": "a"}]}, "expected_tools is required"),
         ({"dataset": str(tmp_path / "nope.jsonl")}, r"nope\.jsonl"),
     ]:
-        with pytest.raises(ScoringConfigError, match=message):
-            ScoringConfig.from_dict(bad)
+        with pytest.raises(ConfigError, match=message):
+            _scoring_config(bad)
