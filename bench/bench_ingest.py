@@ -156,6 +156,20 @@ def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def _peak_rss_kb(pid: int | None) -> int:
+    """Peak RSS of another live process (its VmHWM), 0 when there is none."""
+    if pid is None:
+        return 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def bare_main(transport: str, conn) -> None:
     from agentotel_eval.otlp import decode
 
@@ -209,7 +223,8 @@ def bare_main(transport: str, conn) -> None:
     conn.send({"decoded": decoded[0], "rss_kb": _rss_kb()})
 
 
-def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True) -> None:
+def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True,
+                   overrides: dict | None = None) -> None:
     import dataclasses
 
     from collector.config import default_config
@@ -222,6 +237,8 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         assembler=dataclasses.replace(config.assembler, grace_period=grace),
         writer=dataclasses.replace(config.writer, memory_limit=memory_limit),
     )
+    for section, values in (overrides or {}).items():  # --set section.key=value
+        config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **values)})
     if scoring:  # deterministic metrics for every run: an expectation matching every run, all modes, detectors
         config = dataclasses.replace(config, expectations=parse_expectations(
             [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]))
@@ -242,10 +259,17 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     sampling = threading.Event()
 
     def sample_rss() -> None:
+        """Peak of the collector's RSS plus its assembler process's (the two are one collector)."""
         page = os.sysconf("SC_PAGE_SIZE")
         while not sampling.wait(0.2):
-            with open("/proc/self/statm") as f:
-                peak[0] = max(peak[0], int(f.read().split()[1]) * page // 1024)
+            total = 0
+            for pid in ("self", getattr(collector.assembler, "pid", None)):
+                try:
+                    with open(f"/proc/{pid}/statm") as f:
+                        total += int(f.read().split()[1]) * page // 1024
+                except (OSError, TypeError):
+                    pass
+            peak[0] = max(peak[0], total)
 
     threading.Thread(target=sample_rss, daemon=True).start()
     conn.send(collector.grpc_endpoint if transport == "grpc" else collector.http_endpoint.removeprefix("http://"))
@@ -268,7 +292,8 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "runs": collector.assembler.stats.runs_completed,
         "early": collector.assembler.buffer.stats.completed.get("early", 0),
         "committed_at": committed_at,
-        "rss_kb": _rss_kb(),
+        # each process's own peak, added: an upper bound of the pair's peak (the sample below is the pair's)
+        "rss_kb": _rss_kb() + _peak_rss_kb(getattr(collector.assembler, "pid", None)),
         "rss_sampled_kb": peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
     }
@@ -283,6 +308,23 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
 _PHASES = iter(range(1, 1 << 15))
 
 
+def overrides(settings: list[str]) -> dict[str, dict]:
+    """``["receiver.decode_slots=8"]`` -> ``{"receiver": {"decode_slots": 8}}``."""
+    import ast
+
+    out: dict[str, dict] = {}
+    for item in settings:
+        key, _, value = item.partition("=")
+        section, _, name = key.partition(".")
+        text = {"true": "True", "false": "False"}.get(value.lower(), value)
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            parsed = value
+        out.setdefault(section, {})[name] = parsed
+    return out
+
+
 def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, scoring: bool = True) -> dict:
     phase_id = next(_PHASES)  # fresh trace ids and a fresh database for every phase
     ctx = mp.get_context("spawn")
@@ -292,7 +334,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     else:
         db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
         server = ctx.Process(target=collector_main,
-                             args=(transport, args.grace, db, child, args.duckdb_memory, scoring))
+                             args=(transport, args.grace, db, child, args.duckdb_memory, scoring, overrides(args.set)))
     server.start()
     address = parent.recv()
     out = ctx.Queue()
@@ -353,6 +395,9 @@ def main() -> None:
     parser.add_argument("--scoring", choices=("on", "off", "both"), default="on",
                         help="deterministic scoring of every run in the collector phases; 'both' runs the collector "
                              "with and without it and reports what scoring costs")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a collector setting for the collector phases, e.g. receiver.decode_slots=8 or "
+                             "assembler.process=false (a Python literal; repeatable)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
@@ -376,7 +421,7 @@ def main() -> None:
                         f"{coll['rate'] / bare['rate']:.2f} x bare"
                         f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
                         f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
-                        f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (sampled every 0.2 s: "
+                        f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (collector + assembler process; their sum sampled every 0.2 s: "
                         f"{coll['rss_sampled_kb'] / 1024:.0f} MB)"
                         f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
                         f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"

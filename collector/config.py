@@ -105,6 +105,9 @@ class ReceiverConfig:
     max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
+    #: requests decoded at the same time, across both receivers (decoding is CPU-bound Python: more at once only
+    #: take turns on the interpreter lock and slow the writer's commits, which every waiting request shares)
+    decode_slots: int = 2
     #: how long an export call waits for its records to be committed before answering UNAVAILABLE / 503
     export_timeout: float = field(default=30.0, metadata=_DURATION_KIND)
     #: the delay suggested to exporters when the write queue is full (Retry-After / gRPC RetryInfo)
@@ -146,6 +149,10 @@ class AssemblerConfig:
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
     late_window: float = field(default=60.0, metadata=_DURATION_KIND)
+    #: assemble, reconstruct and score in a second process (the collector's receivers and writer keep this one's
+    #: interpreter to themselves: both are CPU-bound Python, and one process runs Python on one core at a time);
+    #: false runs them on a thread of the collector's process
+    process: bool = True
 
 
 @dataclass(frozen=True, slots=True)

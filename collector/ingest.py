@@ -66,31 +66,48 @@ class Ingestor:
         export_timeout: float = 30.0,
         backlog: Callable[[], int] = lambda: 0,
         stats: IngestStats | None = None,
+        cpu_slots: int = 2,
     ) -> None:
         self._writer = writer
+        # Decoding is CPU-bound Python: more requests at it at once only take turns on the interpreter lock, and
+        # every extra contender delays the writer thread each time it needs the lock back between DuckDB calls
+        # (its commits, which every waiting request shares, then take several times longer).
+        self._cpu_slots = threading.BoundedSemaphore(cpu_slots)
         self._timeout = export_timeout
         self._backlog = backlog
         self.stats = stats or IngestStats()
 
     def ingest_body(self, signal: str, encoding: str, body: bytes, transport: str = "http") -> ExportOutcome:
         """An OTLP request body (already inflated) in ``encoding`` (protobuf | json): both receivers call this."""
-        try:
-            decoded = decode(signal, encoding, body)
-        except DecodeError as exc:
-            self.stats.count(transport, signal, "bad_request")
-            raise BadRequest(str(exc)) from None
-        return self.ingest_decoded(signal, decoded, transport)
+        with self._cpu_slots:
+            try:
+                decoded = decode(signal, encoding, body)
+            except DecodeError as exc:
+                self.stats.count(transport, signal, "bad_request")
+                raise BadRequest(str(exc)) from None
+            batch = self._convert(signal, decoded.records)
+        return self.ingest_decoded(signal, decoded, transport, batch)
 
-    def ingest_decoded(self, signal: str, decoded: Decoded, transport: str) -> ExportOutcome:
+    @staticmethod
+    def _convert(signal: str, records: list[Any]) -> Any:
+        if not records:
+            return None
+        return spans_to_arrow(records) if signal == "traces" else logs_to_arrow(records)
+
+    def ingest_decoded(self, signal: str, decoded: Decoded, transport: str, batch: Any = None) -> ExportOutcome:
+        """Records already decoded (``batch``: their Arrow form, if already made) -> committed."""
         records = decoded.records
         if not records:
             self.stats.count(transport, signal, "partial" if decoded.rejected else "ok", 0, decoded.rejected)
             return ExportOutcome(signal, 0, decoded.rejected, decoded.message)
+        if batch is None:
+            with self._cpu_slots:
+                batch = self._convert(signal, records)
         try:
             if signal == "traces":
-                ticket = self._writer.submit(records, spans_to_arrow(records), extra_load=self._backlog())
+                ticket = self._writer.submit(records, batch, extra_load=self._backlog())
             else:
-                ticket = self._writer.submit(logs=records, log_batch=logs_to_arrow(records), extra_load=self._backlog())
+                ticket = self._writer.submit(logs=records, log_batch=batch, extra_load=self._backlog())
         except QueueFull as exc:
             self.stats.count(transport, signal, "overloaded")
             raise Overloaded(str(exc), exc.retry_after) from None

@@ -127,7 +127,7 @@ def render(collector: Collector) -> str:
     out.add("reconstruct_errors_total", "counter", "Traces whose reconstruction raised.",
             assembler.stats.reconstruct_errors)
     out.add("run_conversion_errors_total", "counter", "Completed traces whose runs could not be turned into rows.",
-            collector.run_writer.conversion_errors)
+            collector.run_writer.conversion_errors + getattr(assembler, "conversion_errors", 0))
     out.add("reload_errors_total", "counter", "Late traces that could not be re-read (their runs were kept).",
             assembler.stats.reload_errors)
     out.add("write_operations_total", "counter", "Run and retention writes applied, by kind.",
@@ -146,7 +146,7 @@ def render(collector: Collector) -> str:
     out.add("evaluations_written_total", "counter", "Evaluation rows written at scoring time, by metric.",
             [({"metric": m}, n) for m, n in sorted(scoring.evaluations.items())] or [({"metric": "tool_correctness"}, 0)])
     out.add("external_evaluations_total", "counter", "gen_ai.evaluation.result records from other tools stored.",
-            scoring.external_evaluations)
+            scoring.external_evaluations + collector.external_log_evaluations)
     out.add("scoring_errors_total", "counter", "Traces whose scoring raised (their runs were written unscored).",
             scoring.errors)
     judge = collector.judge

@@ -1,17 +1,69 @@
-"""The last stage: completed traces -> agent_runs / tool_calls (/ evaluations) rows, queued to the writer."""
+"""The last stage: completed traces -> agent_runs / tool_calls (/ evaluations) rows, queued to the writer.
+
+Building the rows (``build_run_rows``) is pure and may happen in the assembler process; only ``RunWriter.submit``
+touches the writer, in the collector's process.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from agentotel_eval.store.operations import ReplaceRuns, TraceWindow
+import pyarrow as pa
+
+from agentotel_eval.store.operations import ReplaceRuns, SpanUpdate, TraceWindow
 from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
 from agentotel_eval.store.writer import StoreWriter
 from collector.pipeline import CompletedTrace
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRows:
+    """The rows of one batch of completed traces, written in one transaction (picklable: Arrow tables)."""
+
+    runs: pa.Table
+    calls: pa.Table
+    replace: tuple[TraceWindow, ...]
+    evaluations: pa.Table | None
+    span_updates: tuple[SpanUpdate, ...]
+
+
+def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | None:
+    """The batch's rows, or None when it has nothing to write."""
+    runs = [run for trace in traces for run in trace.runs]
+    replace = tuple(TraceWindow(t.trace_id, t.lo_ns, t.hi_ns) for t in traces if t.replace)
+    evaluations = [row for trace in traces for row in trace.evaluations]
+    span_updates = tuple(update for trace in traces for update in trace.span_updates)
+    if not runs and not replace and not evaluations and not span_updates:
+        return None
+    run_rows, call_rows = runs_to_arrow(runs, now_ns)
+    return RunRows(run_rows, call_rows, replace, evaluations_to_arrow(evaluations) if evaluations else None,
+                   span_updates)
+
+
+def build_batches(traces: Sequence[CompletedTrace], now_ns: int) -> tuple[list[RunRows], int]:
+    """Rows for the whole batch; if one odd trace breaks the conversion, the others still get theirs (built one
+    by one). Returns the row batches and how many traces could not be converted."""
+    try:
+        rows = build_run_rows(traces, now_ns)
+    except Exception:
+        out: list[RunRows] = []
+        errors = 0
+        for trace in traces:
+            try:
+                one = build_run_rows([trace], now_ns)
+            except Exception:
+                errors += 1
+                log.exception("could not convert the runs of trace %s to rows; skipped", trace.trace_id)
+                continue
+            if one is not None:
+                out.append(one)
+        return out, errors
+    return ([rows] if rows is not None else []), 0
 
 
 class RunWriter:
@@ -38,39 +90,17 @@ class RunWriter:
         pass
 
     def consume(self, traces: Sequence[CompletedTrace]) -> None:
-        try:
-            op = self._operation(traces)
-        except Exception:  # one odd trace must not cost the others their rows: convert them one by one
-            ops = []
-            for trace in traces:
-                try:
-                    ops.append(self._operation([trace]))
-                except Exception:
-                    self.conversion_errors += 1
-                    log.exception("could not convert the runs of trace %s to rows; skipped", trace.trace_id)
-            for one in ops:
-                if one is not None:
-                    self._writer.submit_operation(one)
-            return
-        if op is not None:
-            self._writer.submit_operation(op)
+        batches, errors = build_batches(traces, self._now())
+        self.conversion_errors += errors
+        for rows in batches:
+            self.submit(rows)
 
-    def _operation(self, traces: Sequence[CompletedTrace]) -> ReplaceRuns | None:
-        runs = [run for trace in traces for run in trace.runs]
-        replace = [TraceWindow(t.trace_id, t.lo_ns, t.hi_ns) for t in traces if t.replace]
-        evaluations = [row for trace in traces for row in trace.evaluations]
-        span_updates = [update for trace in traces for update in trace.span_updates]
-        if not runs and not replace and not evaluations and not span_updates:
-            return None
-        run_rows, call_rows = runs_to_arrow(runs, self._now())
-        return ReplaceRuns(
-            run_rows,
-            call_rows,
-            replace,
-            evaluations_to_arrow(evaluations) if evaluations else None,
-            on_applied=self._applied,
-            span_updates=span_updates,
-        )
+    def submit(self, rows: RunRows) -> None:
+        """Queue one batch's rows to the writer (rows built here or in the assembler process)."""
+        self._writer.submit_operation(ReplaceRuns(
+            rows.runs, rows.calls, rows.replace, rows.evaluations, on_applied=self._applied,
+            span_updates=rows.span_updates,
+        ))
 
     def _applied(self, op: ReplaceRuns) -> None:
         self.runs_written += op.runs.num_rows

@@ -27,6 +27,7 @@ from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import StoreWriter
 from collector import metrics
 from collector.assembler import Assembler, Reconstruct
+from collector.assembler_process import AssemblerProcess, ScoringView
 from collector.config import CollectorConfig
 from collector.forward import Forwarder
 from collector.grpc_receiver import GrpcReceiver
@@ -69,10 +70,13 @@ class Collector:
         self.query_counts: dict[str, int] = {}
         self.con: Any = None
         self.writer: StoreWriter
-        self.assembler: Assembler
+        self.assembler: Assembler | AssemblerProcess
+        self._assembler_started = False
+        #: ``gen_ai.evaluation.result`` log records from other tools stored at ingest
+        self.external_log_evaluations = 0
         self.ingestor: Ingestor
         self.run_writer: RunWriter
-        self.scoring: ScoringStage
+        self.scoring: ScoringStage | ScoringView
         self.forwarder: Forwarder | None = None
         self.judge: JudgeWorker | None = None
         self.http: HttpReceiver
@@ -117,24 +121,34 @@ class Collector:
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
-            self.scoring = ScoringStage(
-                self.run_writer, scoring_config, forward=forwarder.submit_spans if forwarder else None
-            )
-            stage: TraceStage = self.scoring
-            for factory in reversed(self._stage_factories):
-                stage = factory(stage)
             if cfg.judge is not None:
                 self.judge = JudgeWorker(
                     cfg.judge, self.writer, self._cursor,
                     forward_spans=forwarder.submit_spans if forwarder else None,
                     forward_logs=forwarder.submit_logs if forwarder else None,
                 )
-            self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor), reconstruct=self._reconstruct)
+            if self.in_process:
+                self.scoring = ScoringStage(
+                    self.run_writer, scoring_config, forward=forwarder.submit_spans if forwarder else None
+                )
+                stage: TraceStage = self.scoring
+                for factory in reversed(self._stage_factories):
+                    stage = factory(stage)
+                self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor),
+                                           reconstruct=self._reconstruct)
+            else:
+                self.assembler = AssemblerProcess(
+                    cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,
+                    forward=forwarder.submit_spans if forwarder else None,
+                )
+                self.scoring = self.assembler.scoring
             self.ingestor = Ingestor(
-                self.writer, export_timeout=cfg.receiver.export_timeout, backlog=lambda: self.assembler.backlog
+                self.writer, export_timeout=cfg.receiver.export_timeout, backlog=lambda: self.assembler.backlog,
+                cpu_slots=cfg.receiver.decode_slots,
             )
             self.writer.start()
             self.assembler.start()
+            self._assembler_started = True
             if self.judge is not None:
                 self.judge.start()
             http_host, http_port = cfg.http_address
@@ -207,7 +221,7 @@ class Collector:
                     log.exception("stopping %s", name)
         if self.judge is not None:
             self.judge.shutdown(0)
-        if getattr(self, "assembler", None) is not None and self.assembler._thread is not None:
+        if getattr(self, "assembler", None) is not None and self._assembler_started:
             self.assembler.shutdown()
         if getattr(self, "writer", None) is not None:
             self.writer.shutdown()
@@ -267,7 +281,7 @@ class Collector:
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:
-                self.scoring.stats.external_evaluations += len(rows)
+                self.external_log_evaluations += len(rows)
                 self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
         self.assembler.consume(spans, logs)
 
@@ -281,6 +295,12 @@ class Collector:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    @property
+    def in_process(self) -> bool:
+        """Assembly and scoring run on a thread here instead of in the assembler process: when configured, or
+        when a test hooks a stage or the reconstruction in (callables stay in this process)."""
+        return not self.config.assembler.process or bool(self._stage_factories) or self._reconstruct is not None
 
     @property
     def running(self) -> bool:

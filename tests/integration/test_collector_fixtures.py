@@ -17,7 +17,9 @@ from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, log_from_row, spa
 from collector.testing import grpc_export, post_otlp, running_collector, wait_until
 from tests.fixture_traces import Fixture, fixtures
 
-MODES = ("http-protobuf", "http-json", "grpc")
+#: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process = false``);
+#: the others in the assembler process, the default
+MODES = ("http-protobuf", "http-json", "grpc", "grpc-thread")
 FIXTURES = fixtures()
 
 
@@ -27,7 +29,7 @@ def _send(collector: Any, mode: str, fx: Fixture) -> None:
     for signal, body in bodies:
         if body is None:
             continue
-        if mode == "grpc":
+        if mode.startswith("grpc"):
             grpc_export(collector.grpc_endpoint, signal, body)
         else:
             answer = post_otlp(collector.http_endpoint, signal, body, encoding)
@@ -38,7 +40,8 @@ def _send(collector: Any, mode: str, fx: Fixture) -> None:
 def replayed(request, tmp_path_factory):
     mode = request.param
     path = tmp_path_factory.mktemp(mode) / "fixtures.duckdb"
-    with running_collector(path) as collector:
+    with running_collector(path, assembler={"process": mode != "grpc-thread"}) as collector:
+        assert collector.in_process == (mode == "grpc-thread")
         for fx in FIXTURES:
             _send(collector, mode, fx)
 

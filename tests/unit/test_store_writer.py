@@ -204,6 +204,51 @@ def test_a_failing_operation_does_not_stop_the_writer(store):
     assert writer.stats.operation_failures == {"broken": 1}
 
 
+def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itself(store):
+    con, writer, _ = store
+    blocker = Blocker()
+    writer.submit_operation(blocker)  # holds the writer so the next three are taken as one group
+    assert blocker.entered.wait(5)
+    applied: list[str] = []
+
+    class Marker:
+        name = "marker"
+
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def apply(self, con):
+            con.execute(f"CREATE TABLE IF NOT EXISTS marks (n INTEGER); INSERT INTO marks VALUES ({self.n})")
+
+        def committed(self):
+            applied.append(f"m{self.n}")
+
+    class Broken:
+        name = "broken"
+
+        def apply(self, con):
+            con.execute("INSERT INTO no_such_table VALUES (1)")
+
+    writer.submit_operation(Marker(1))
+    writer.submit_operation(Broken())
+    writer.submit_operation(Marker(2))
+    commits_before = writer.stats.operations.get("marker", 0)
+    blocker.release.set()
+    assert writer.flush(5)
+    assert con.cursor().execute("SELECT n FROM marks ORDER BY n").fetchall() == [(1,), (2,)]  # each once
+    assert applied == ["m1", "m2"]
+    assert writer.stats.operations["marker"] == commits_before + 2
+    assert writer.stats.operation_failures == {"broken": 1}
+
+    writer.submit_operation(blocker2 := Blocker())
+    assert blocker2.entered.wait(5)
+    writer.submit_operation(Marker(3))
+    writer.submit_operation(Marker(4))
+    blocker2.release.set()
+    assert writer.flush(5)
+    assert applied == ["m1", "m2", "m3", "m4"] and writer.stats.operation_failures == {"broken": 1}
+
+
 def test_retention_deletes_only_older_rows(store):
     con, writer, _ = store
     old = make_spans(1, 2, t0=T0)

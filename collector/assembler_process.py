@@ -1,0 +1,388 @@
+"""The collector's side of the assembler process (see ``collector.assembler_worker`` for why it exists).
+
+``AssemblerProcess`` stands where the in-process ``Assembler`` stands: the writer hands it every commit's new
+records, and it exposes the same counters (``backlog``, ``open_traces``, ``stats`` ...). Behind it, one thread
+sends records to the worker (the writer never waits on the socket), and one thread takes what comes back: rows for
+the run writer, held spans for the forwarder, reads to serve from the database, and the worker's counters.
+
+If the worker dies, a new one is started: its recovery re-opens every stored trace that has no runs yet, the same
+path that covers a collector killed mid-flight, so an acknowledged span still ends up in its run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.store.reader import TraceReader
+from collector import wire
+from collector.assembler import AssemblerStats
+from collector.assembler_worker import WorkerSetup
+from collector.config import AssemblerConfig
+from collector.run_writer import RunWriter
+from collector.scoring import ScoringStats
+from collector.scoring_config import ScoringConfig
+from collector.trace_buffer import BufferStats
+
+log = logging.getLogger(__name__)
+
+#: records per message to the worker (bigger batches amortise framing; smaller keep latency even)
+MAX_MESSAGE_RECORDS = 4096
+#: restarts of a worker that keeps dying, before the collector gives up on assembly (ingest goes on)
+MAX_RESTARTS = 5
+
+
+class AssemblerUnavailable(RuntimeError):
+    """The assembler process could not be started."""
+
+
+@dataclass
+class _Snapshot:
+    """The worker's counters as last reported (cumulative, so a lost report loses nothing)."""
+
+    received: int = 0
+    inbox: int = 0
+    open_traces: int = 0
+    buffered_records: int = 0
+    assembler: AssemblerStats = field(default_factory=AssemblerStats)
+    buffer: BufferStats = field(default_factory=BufferStats)
+    scoring: ScoringStats = field(default_factory=ScoringStats)
+    conversion_errors: int = 0
+
+
+class _BufferView:
+    """``assembler.buffer.stats`` for the metrics endpoint, as in the in-process assembler."""
+
+    def __init__(self, owner: AssemblerProcess) -> None:
+        self._owner = owner
+
+    @property
+    def stats(self) -> BufferStats:
+        return self._owner._totals().buffer
+
+
+class ScoringView:
+    """``collector.scoring`` in process mode: the worker's scoring counters."""
+
+    def __init__(self, owner: AssemblerProcess) -> None:
+        self._owner = owner
+
+    @property
+    def stats(self) -> ScoringStats:
+        return self._owner._totals().scoring
+
+
+class AssemblerProcess:
+    """Assembly, reconstruction and scoring in a child process; the database stays here."""
+
+    def __init__(
+        self,
+        config: AssemblerConfig,
+        scoring: ScoringConfig,
+        reader: TraceReader,
+        run_writer: RunWriter,
+        *,
+        forward: Callable[[Sequence[SpanRecord]], None] | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.config = config
+        self._setup = WorkerSetup(config, scoring, forward is not None, log.getEffectiveLevel())
+        self._reader = reader
+        self._run_writer = run_writer
+        self._forward = forward
+        self._start_timeout = start_timeout
+        self._cond = threading.Condition()
+        self._outbox: deque[tuple[Sequence[SpanRecord], Sequence[LogRecord]]] = deque()
+        self._queued = 0  # records in the outbox
+        self._sent = 0  # records sent to the current worker
+        self._stopping = False
+        self._snapshot = _Snapshot()
+        self._retired = _Snapshot()  # counters of workers that died, so totals never go backwards
+        self._conn: Connection | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._send_lock = threading.Lock()
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self._sender: threading.Thread | None = None
+        self._receiver: threading.Thread | None = None
+        self.restarts = 0
+        self.buffer = _BufferView(self)
+        self.scoring = ScoringView(self)
+
+    # ---- what the collector reads ---------------------------------------------------------------------------
+
+    @property
+    def backlog(self) -> int:
+        """Committed records the worker has not buffered yet (counted against the write queue's bound)."""
+        with self._cond:
+            snap = self._snapshot
+            return self._queued + max(self._sent - snap.received, 0) + snap.inbox
+
+    @property
+    def open_traces(self) -> int:
+        return self._snapshot.open_traces
+
+    @property
+    def buffered_records(self) -> int:
+        return self._snapshot.buffered_records
+
+    @property
+    def stats(self) -> AssemblerStats:
+        return self._totals().assembler
+
+    @property
+    def conversion_errors(self) -> int:
+        return self._totals().conversion_errors
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def _totals(self) -> _Snapshot:
+        snap, old = self._snapshot, self._retired
+        if not old.received and not old.assembler.runs_completed and not old.scoring.runs_scored:
+            return snap
+        return _merge(old, snap)
+
+    # ---- stage interface ------------------------------------------------------------------------------------
+
+    def consume(self, spans: Sequence[SpanRecord], logs: Sequence[LogRecord]) -> None:
+        """Called by the writer after a commit; only queues."""
+        n = len(spans) + len(logs)
+        if not n:
+            return
+        with self._cond:
+            self._outbox.append((spans, logs))
+            self._queued += n
+            self._cond.notify()
+
+    def start(self) -> None:
+        self._spawn()
+        self._sender = threading.Thread(target=self._send_loop, name="agentotel-assembler-send", daemon=True)
+        self._sender.start()
+
+    def shutdown(self, timeout: float = 120.0) -> None:
+        """Send what is queued, let the worker complete every open trace and send its rows, then stop it."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._cond.notify_all()
+        if self._sender is not None:
+            self._sender.join(timeout)  # it sends "stop" after the last records
+        if not self._stopped.wait(timeout):
+            log.error("the assembler process did not finish within %.0fs; stopping it", timeout)
+        self._terminate()
+
+    # ---- the worker -----------------------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)  # where `collector` lives, installed or not
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "collector.assembler_worker", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            raise AssemblerUnavailable(f"could not start the assembler process: {exc}") from exc
+        finally:
+            theirs.close()
+        conn = Connection(ours.detach())
+        self._ready.clear()
+        self._stopped.clear()
+        with self._cond:
+            self._conn, self._proc = conn, proc
+            self._sent = 0
+            self._snapshot = _Snapshot()
+        conn.send(("setup", self._setup))
+        self._receiver = threading.Thread(target=self._receive_loop, args=(conn, proc), name="agentotel-assembler-recv",
+                                          daemon=True)
+        self._receiver.start()
+        if not self._ready.wait(self._start_timeout):
+            code = proc.poll()
+            self._terminate()
+            raise AssemblerUnavailable(
+                f"the assembler process did not start within {self._start_timeout:g}s"
+                + (f" (it exited with code {code})" if code is not None else "")
+            )
+
+    def _terminate(self) -> None:
+        proc, conn = self._proc, self._conn
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.close()
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def _send(self, conn: Connection, message: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            conn.send(message)
+
+    def _send_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._outbox and not self._stopping:
+                    self._cond.wait()
+                if not self._outbox:  # stopping, and everything is sent
+                    break
+                spans: list[SpanRecord] = []
+                logs: list[LogRecord] = []
+                while self._outbox and len(spans) + len(logs) < MAX_MESSAGE_RECORDS:
+                    s, lg = self._outbox.popleft()
+                    spans.extend(s)
+                    logs.extend(lg)
+                n = len(spans) + len(logs)
+                conn = self._conn
+            payload = wire.dumps(spans, logs)
+            with self._cond:
+                self._sent += n  # counted before it leaves the outbox count: the backlog never dips in between
+                self._queued -= n
+            try:
+                if conn is None:
+                    raise OSError("no assembler process")
+                self._send(conn, ("records", payload))
+            except (OSError, ValueError):
+                # The worker died (the receiver restarts it): these records are committed, and the new worker's
+                # recovery re-reads every stored trace without runs, so they are not lost. Wait for it.
+                self._ready.wait(5.0)
+        conn = self._conn
+        if conn is not None:
+            try:
+                self._send(conn, ("stop",))
+            except (OSError, ValueError):
+                self._stopped.set()
+
+    def _receive_loop(self, conn: Connection, proc: subprocess.Popen[bytes]) -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            kind = message[0]
+            try:
+                if kind == "rows":
+                    self._run_writer.submit(message[1])
+                elif kind == "stats":
+                    self._update(message[1])
+                elif kind == "forward":
+                    if self._forward is not None:
+                        self._forward(wire.loads(message[1])[0])
+                elif kind == "call":
+                    self._answer(conn, message[1], message[2])
+                elif kind == "ready":
+                    self._ready.set()
+                elif kind == "stopped":
+                    self._stopped.set()
+                    return
+                else:
+                    log.error("unknown message %r from the assembler process; ignored", kind)
+            except Exception:
+                log.exception("handling %r from the assembler process failed", kind)
+        # The connection closed without "stopped": the worker died.
+        code = proc.wait()
+        with self._cond:
+            stopping = self._stopping
+        if stopping:
+            log.error("the assembler process exited (code %s) before it finished", code)
+            self._stopped.set()
+            return
+        self._restart(code)
+
+    def _restart(self, code: int | None) -> None:
+        with self._cond:
+            self._retired = _merge(self._retired, self._snapshot)
+            self._snapshot = _Snapshot()
+        self.restarts += 1
+        if self.restarts > MAX_RESTARTS:
+            log.error("the assembler process exited (code %s) %d times; agent runs are no longer assembled until "
+                      "the collector restarts (spans are still stored)", code, self.restarts)
+            self._stopped.set()
+            return
+        log.error("the assembler process exited unexpectedly (code %s); starting a new one (its recovery re-opens "
+                  "the stored traces that have no runs yet)", code)
+        time.sleep(min(0.2 * 2 ** (self.restarts - 1), 5.0))
+        try:
+            self._spawn()
+        except AssemblerUnavailable:
+            log.exception("could not restart the assembler process")
+            self._stopped.set()
+
+    def _answer(self, conn: Connection, name: str, args: tuple[Any, ...]) -> None:
+        """Serve a read the worker asked for, from the database."""
+        try:
+            if name == "load":
+                ids, lo, hi = args
+                stored = self._reader.load(ids, lo, hi)
+                spans = [s for t in stored.values() for s in t.spans]
+                logs = [r for t in stored.values() for r in t.logs]
+                value: Any = wire.dumps(spans, logs)
+            elif name == "latest_span_time":
+                value = self._reader.latest_span_time()
+            elif name == "recent_traces":
+                value = self._reader.recent_traces(*args)
+            else:
+                raise ValueError(f"unknown call {name!r}")
+        except Exception as exc:
+            log.exception("serving %s for the assembler process failed", name)
+            self._send(conn, ("reply", (False, f"{type(exc).__name__}: {exc}")))
+            return
+        self._send(conn, ("reply", (True, value)))
+
+    def _update(self, data: dict[str, Any]) -> None:
+        snap = _Snapshot(
+            received=data["received"],
+            inbox=data["inbox"],
+            open_traces=data["open_traces"],
+            buffered_records=data["buffered_records"],
+            assembler=AssemblerStats(**data["assembler"]),
+            buffer=BufferStats(late_records=data["late_records"], completed=dict(data["completed"])),
+            scoring=ScoringStats(**data["scoring"]),
+            conversion_errors=data["conversion_errors"],
+        )
+        with self._cond:
+            self._snapshot = snap
+
+
+def _merge(a: _Snapshot, b: _Snapshot) -> _Snapshot:
+    """Counters of two workers added (gauges from the newer)."""
+
+    def add(x: Any, y: Any) -> Any:
+        out = type(x)()
+        for name in x.__dataclass_fields__:
+            u, v = getattr(x, name), getattr(y, name)
+            if isinstance(u, dict):
+                merged = dict(u)
+                for k, n in v.items():
+                    merged[k] = merged.get(k, 0) + n
+                setattr(out, name, merged)
+            else:
+                setattr(out, name, u + v)
+        return out
+
+    return _Snapshot(
+        received=b.received, inbox=b.inbox, open_traces=b.open_traces, buffered_records=b.buffered_records,
+        assembler=add(a.assembler, b.assembler), buffer=add(a.buffer, b.buffer), scoring=add(a.scoring, b.scoring),
+        conversion_errors=a.conversion_errors + b.conversion_errors,
+    )

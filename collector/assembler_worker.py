@@ -1,0 +1,243 @@
+"""The assembler process: assembly, reconstruction, scoring and run-row building, off the collector's GIL.
+
+Everything after a commit is pure CPU work over records (about 100 µs a span of Python), and the receivers'
+decoding is too; in one process they take turns on one core. Here they run in a second process on the other core:
+the collector sends the records it committed, this process sends back the rows to write. It owns no file and no
+socket but the pair it was started with; the database stays with the collector's single writer, which also serves
+the reads this process asks for (a late span re-opens a stored trace; recovery at startup).
+
+Messages on the socket pair (``multiprocessing.connection`` framing, pickled tuples):
+
+    collector -> here:  ("setup", WorkerSetup) first, then ("records", bytes), ("reply", value), ("stop",)
+    here -> collector:  ("ready",), ("rows", RunRows), ("forward", bytes), ("call", name, args),
+                        ("stats", dict), ("stopped",)
+
+Run as ``python -m collector.assembler_worker FD`` by ``collector.assembler_process``; not a user command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.store.reader import StoredTrace
+from collector import wire
+from collector.assembler import Assembler
+from collector.config import AssemblerConfig
+from collector.pipeline import CompletedTrace
+from collector.run_writer import build_batches
+from collector.scoring import ScoringStage
+from collector.scoring_config import ScoringConfig
+
+log = logging.getLogger("agentotel.assembler")
+
+#: how often the collector hears this process's counters (its backlog and open traces drive back-pressure)
+STATS_INTERVAL = 0.1
+#: how long a read through the collector may take before the assembler gives up on it
+CALL_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSetup:
+    assembler: AssemblerConfig
+    scoring: ScoringConfig
+    forwarding: bool
+    log_level: int = logging.INFO
+
+
+class RemoteCallError(RuntimeError):
+    """The collector could not answer a read (its message says why)."""
+
+
+class _Link:
+    """This side of the socket pair: sends from any thread, replies routed to the one caller waiting."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._send_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+        self.replies: queue.Queue[Any] = queue.Queue()
+        self.closed = False
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        if self.closed:
+            raise ConnectionError("the collector closed the connection")
+        with self._send_lock:
+            try:
+                self.conn.send(message)
+            except (OSError, ValueError):
+                self.closed = True
+                raise
+
+    def call(self, name: str, *args: Any) -> Any:
+        with self._call_lock:
+            self.send(("call", name, args))
+            try:
+                ok, value = self.replies.get(timeout=CALL_TIMEOUT)
+            except queue.Empty:
+                raise RemoteCallError(f"the collector did not answer {name} within {CALL_TIMEOUT:g}s") from None
+        if not ok:
+            raise RemoteCallError(value)
+        return value
+
+
+class RemoteReader:
+    """``TraceReader``'s interface, answered by the collector's reader (the database is the collector's)."""
+
+    def __init__(self, link: _Link) -> None:
+        self._link = link
+
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> dict[str, StoredTrace]:
+        ids = sorted(set(trace_ids))
+        spans, logs = wire.loads(self._link.call("load", ids, lo_ns, hi_ns))
+        out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in ids}
+        for span in spans:
+            out[span.trace_id].spans.append(span)
+        for record in logs:
+            if record.trace_id in out:
+                out[record.trace_id].logs.append(record)
+        return out
+
+    def latest_span_time(self) -> int | None:
+        return self._link.call("latest_span_time")
+
+    def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]:
+        return self._link.call("recent_traces", since_ns)
+
+    def close(self) -> None:
+        pass
+
+
+class RemoteRunSink:
+    """The last stage here: builds each batch's rows and sends them to the collector's run writer."""
+
+    def __init__(self, link: _Link) -> None:
+        self._link = link
+        self.conversion_errors = 0
+
+    def start(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def consume(self, traces: Sequence[CompletedTrace]) -> None:
+        if self._link.closed:
+            return  # the collector is gone (its recovery rebuilds these runs from the stored spans at its restart)
+        batches, errors = build_batches(traces, time.time_ns())
+        self.conversion_errors += errors
+        for rows in batches:
+            self._link.send(("rows", rows))
+
+
+def serve(conn: Connection) -> None:
+    """Run until told to stop (or the collector goes away)."""
+    # The collector decides when this process stops (its "stop", or its end closing the socket): a Ctrl-C in the
+    # terminal or a service manager's SIGTERM to the whole group must not cut the final drain short.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    link = _Link(conn)
+    kind, setup = conn.recv()
+    if kind != "setup":
+        raise RuntimeError(f"expected the setup message first, got {kind!r}")
+    logging.basicConfig(level=setup.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s agentotel assembler: %(message)s")
+    sink = RemoteRunSink(link)
+
+    def forward(spans: Sequence[SpanRecord]) -> None:
+        link.send(("forward", wire.dumps(spans)))
+
+    scoring = ScoringStage(sink, setup.scoring, forward=forward if setup.forwarding else None)
+    assembler = Assembler(setup.assembler, scoring, RemoteReader(link))
+    received = [0]
+    stopping = threading.Event()
+
+    def stats() -> dict[str, Any]:
+        got = received[0]  # read before the assembler's state: a record in between is counted twice, never lost
+        with assembler._lock:  # between batches: what left the buffer has been sent as rows already
+            return {
+                "received": got,
+                "inbox": assembler.backlog,
+                "open_traces": assembler.open_traces,
+                "buffered_records": assembler.buffered_records,
+                "assembler": dataclasses.asdict(assembler.stats),
+                "completed": dict(assembler.buffer.stats.completed),
+                "late_records": assembler.buffer.stats.late_records,
+                "scoring": dataclasses.asdict(scoring.stats),
+                "conversion_errors": sink.conversion_errors,
+            }
+
+    def report() -> None:
+        while not stopping.wait(STATS_INTERVAL):
+            try:
+                link.send(("stats", stats()))
+            except (OSError, EOFError):
+                return
+
+    stop_asked = threading.Event()
+
+    def receive() -> None:
+        """Records into the assembler, replies to the waiting caller; keeps going after "stop" (a read the
+        final drain makes still needs its reply)."""
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):  # the collector is gone: nothing to send rows to
+                if not stop_asked.is_set():
+                    log.warning("the collector closed the connection; stopping")
+                link.closed = True
+                link.replies.put((False, "the collector closed the connection"))
+                stop_asked.set()
+                return
+            kind = message[0]
+            if kind == "records":
+                spans, logs = wire.loads(message[1])
+                assembler.consume(spans, logs)
+                received[0] += len(spans) + len(logs)  # after consume: see stats()
+            elif kind == "reply":
+                link.replies.put(message[1])
+            elif kind == "stop":
+                stop_asked.set()
+            else:
+                log.error("unknown message %r from the collector; ignored", kind)
+
+    receiver = threading.Thread(target=receive, name="agentotel-assembler-receive", daemon=True)
+    receiver.start()
+    assembler.start()  # recovery reads go through the collector, which serves them while it waits for "ready"
+    link.send(("ready",))
+    reporter = threading.Thread(target=report, name="agentotel-assembler-stats", daemon=True)
+    reporter.start()
+    stop_asked.wait()
+    try:
+        assembler.shutdown()  # completes every open trace; their rows are sent before "stopped"
+    finally:
+        stopping.set()
+        reporter.join()
+    with contextlib.suppress(OSError, ValueError):
+        link.send(("stats", stats()))
+        link.send(("stopped",))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    conn = Connection(int(args[0]))
+    try:
+        serve(conn)
+    finally:
+        conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

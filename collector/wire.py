@@ -1,0 +1,64 @@
+"""Records <-> bytes between the collector and its assembler process.
+
+``marshal`` of plain tuples is the cheapest encoding CPython has for this data (about 4 µs a span to write, a
+quarter of what pickling the dataclasses costs): decoded records hold only str, int, float, bool, bytes, None,
+lists, tuples and dicts. Records built some other way may hold values marshal refuses (a dict subclass, an
+object); those batches go as pickle instead, so nothing is ever refused here. The first byte says which.
+"""
+
+from __future__ import annotations
+
+import marshal
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
+
+_MARSHAL = b"M"
+_PICKLE = b"P"
+
+
+def _span_tuple(s: SpanRecord) -> tuple[Any, ...]:
+    return (
+        s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns, s.end_ns, s.status_code,
+        s.status_message, s.attributes,
+        tuple((e.name, e.time_ns, e.attributes) for e in s.events) if s.events else (),
+        tuple((lk.trace_id, lk.span_id, lk.attributes) for lk in s.links) if s.links else (),
+        s.resource, s.scope_name, s.scope_version, s.trace_state, s.flags,
+    )
+
+
+def _span(t: tuple[Any, ...]) -> SpanRecord:
+    events = tuple(SpanEvent(*e) for e in t[10]) if t[10] else ()
+    links = tuple(SpanLink(*lk) for lk in t[11]) if t[11] else ()
+    return SpanRecord(*t[:10], events, links, *t[12:])  # type: ignore[misc]
+
+
+def _log_tuple(r: LogRecord) -> tuple[Any, ...]:
+    return (
+        r.time_ns, r.observed_time_ns, r.trace_id, r.span_id, r.severity_number, r.severity_text, r.event_name,
+        r.body, r.attributes, r.resource, r.scope_name, r.scope_version, r.flags,
+    )
+
+
+def dumps(spans: Sequence[SpanRecord], logs: Sequence[LogRecord] = ()) -> bytes:
+    """Spans and log records as one message."""
+    data = ([_span_tuple(s) for s in spans], [_log_tuple(r) for r in logs])
+    try:
+        return _MARSHAL + marshal.dumps(data)
+    except ValueError:  # a value marshal cannot write (only plain built-in types): pickle takes anything
+        return _PICKLE + pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def loads(payload: bytes) -> tuple[list[SpanRecord], list[LogRecord]]:
+    """The inverse of ``dumps``."""
+    view = memoryview(payload)
+    kind, body = bytes(view[:1]), view[1:]
+    if kind == _MARSHAL:
+        spans, logs = marshal.loads(body)
+    elif kind == _PICKLE:
+        spans, logs = pickle.loads(body)  # our own process wrote it, over a private socket pair
+    else:
+        raise ValueError(f"not a records message (starts with {kind!r})")
+    return [_span(t) for t in spans], [LogRecord(*t) for t in logs]

@@ -1,0 +1,71 @@
+"""The assembler process: the default home of assembly and scoring, restarted if it dies, losing no run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from agentotel_eval.otlp.encode import encode_traces
+from agentotel_eval.otlp.records import SpanRecord
+from collector.testing import post_otlp, running_collector, wait_until
+
+
+def agent_trace(n: int, t0: int) -> list[SpanRecord]:
+    trace_id = f"{n:032x}"
+    root = SpanRecord(trace_id, f"{n:08x}{0:08x}", None, "invoke_agent a", start_ns=t0, end_ns=t0 + 3000,
+                      attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a",
+                                  "agentotel.eval.expected_tools": ["t"]})
+    tool = SpanRecord(trace_id, f"{n:08x}{1:08x}", root.span_id, "execute_tool t", start_ns=t0 + 1000,
+                      end_ns=t0 + 2000, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+    return [tool, root]
+
+
+def rows(collector, sql: str) -> list[list]:
+    return collector.query(sql)["rows"]
+
+
+def test_runs_are_assembled_and_scored_in_a_second_process(tmp_path):
+    with running_collector(tmp_path / "p.duckdb") as collector:
+        assert not collector.in_process and collector.assembler.pid not in (None, os.getpid())
+        assert post_otlp(collector.http_endpoint, "traces",
+                         encode_traces(agent_trace(1, time.time_ns())).SerializeToString()).status == 200
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_correctness'")
+                   == [[1]], what="the run's score")
+        assert rows(collector, "SELECT tool_name FROM tool_calls") == [["t"]]
+        # the counters of the other process reach this one (and its /metrics)
+        wait_until(lambda: collector.assembler.stats.runs_completed == 1, what="the worker's counters")
+        assert collector.scoring.stats.runs_scored == 1
+        metrics = collector.metrics_text()
+        assert "agentotel_runs_completed_total 1" in metrics and "agentotel_runs_scored_total 1" in metrics
+
+
+def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovered(tmp_path):
+    with running_collector(tmp_path / "k.duckdb", assembler={"grace_period": 1.5}) as collector:
+        first = collector.assembler.pid
+        assert post_otlp(collector.http_endpoint, "traces",
+                         encode_traces(agent_trace(1, time.time_ns())).SerializeToString()).status == 200
+        wait_until(lambda: collector.assembler.open_traces == 1, what="the trace to be buffered")
+        os.kill(first, signal.SIGKILL)  # the trace dies with it, before its grace period is over
+        wait_until(lambda: collector.assembler.pid != first and collector.assembler.restarts == 1,
+                   what="a new assembler process")
+        # the committed spans are re-read by the new process's recovery: the run is written once
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[1]], timeout=15,
+                   what="the recovered run")
+        assert rows(collector, "SELECT tool_name FROM tool_calls") == [["t"]]
+        # and it goes on assembling new traces
+        assert post_otlp(collector.http_endpoint, "traces",
+                         encode_traces(agent_trace(2, time.time_ns())).SerializeToString()).status == 200
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[2]], what="the next run")
+        assert collector.assembler.stats.traces_recovered >= 1
+    # stopped cleanly: the worker is gone too
+    assert collector.assembler.pid is not None
+    assert not os.path.exists(f"/proc/{collector.assembler.pid}") or _is_zombie(collector.assembler.pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

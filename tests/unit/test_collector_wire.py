@@ -1,0 +1,60 @@
+"""Records cross to the assembler process unchanged, whatever values their attributes hold."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentotel_eval.frozen import FrozenDict
+from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
+from collector import wire
+from tests.fixture_traces import fixtures
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
+                    st.text(max_size=20), st.binary(max_size=20))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=12)
+attributes = st.dictionaries(st.text(max_size=12), values, max_size=6)
+
+
+@st.composite
+def spans(draw) -> SpanRecord:
+    return SpanRecord(
+        trace_id=draw(st.text("0123456789abcdef", min_size=32, max_size=32)),
+        span_id=draw(st.text("0123456789abcdef", min_size=16, max_size=16)),
+        parent_span_id=draw(st.none() | st.text("0123456789abcdef", min_size=16, max_size=16)),
+        name=draw(st.text(max_size=20)), kind=draw(st.integers(0, 5)), start_ns=draw(st.integers(0, 2**63 - 1)),
+        end_ns=draw(st.integers(0, 2**63 - 1)), status_code=draw(st.integers(0, 2)),
+        status_message=draw(st.text(max_size=10)), attributes=draw(attributes),
+        events=tuple(SpanEvent(n, t, a) for n, t, a in draw(st.lists(
+            st.tuples(st.text(max_size=8), st.integers(0, 2**63 - 1), attributes), max_size=3))),
+        links=tuple(SpanLink("a" * 32, "b" * 16, a) for a in draw(st.lists(attributes, max_size=2))),
+        resource=draw(attributes), scope_name=draw(st.text(max_size=8)), flags=draw(st.integers(0, 2**32 - 1)),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(spans(), max_size=3))
+def test_any_spans_round_trip(records):
+    assert wire.loads(wire.dumps(records)) == (records, [])
+
+
+def test_every_fixture_round_trips_with_its_logs():
+    for fx in fixtures():
+        spans_, logs = fx.spans("protobuf"), fx.logs("protobuf")
+        assert wire.loads(wire.dumps(spans_, logs)) == (spans_, logs)
+
+
+def test_values_marshal_refuses_still_cross_by_pickle():
+    frozen = SpanRecord("a" * 32, "b" * 16, None, "op", attributes=FrozenDict({"k": [1, 2]}))
+    log = LogRecord(5, body=FrozenDict({"x": 1}), trace_id="a" * 32)
+    payload = wire.dumps([frozen], [log])
+    assert payload[:1] == b"P"
+    assert wire.loads(payload) == ([frozen], [log])
+    assert wire.dumps([SpanRecord("a" * 32, "b" * 16, None, "op")])[:1] == b"M"  # the common case stays fast
+
+
+def test_a_foreign_payload_is_a_clear_error():
+    with pytest.raises(ValueError, match="not a records message"):
+        wire.loads(b"Xgarbage")
