@@ -97,9 +97,12 @@ class AssemblerProcess:
         *,
         forward: Callable[[Sequence[SpanRecord]], None] | None = None,
         start_timeout: float = 60.0,
+        gc_threshold: int = 0,
+        gc_freeze: bool = False,
     ) -> None:
         self.config = config
-        self._setup = WorkerSetup(config, scoring, forward is not None, log.getEffectiveLevel())
+        self._setup = WorkerSetup(config, scoring, forward is not None, log.getEffectiveLevel(), gc_threshold,
+                                  gc_freeze)
         self._reader = reader
         self._run_writer = run_writer
         self._forward = forward

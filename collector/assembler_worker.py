@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import logging
 import queue
 import signal
@@ -54,6 +55,9 @@ class WorkerSetup:
     scoring: ScoringConfig
     forwarding: bool
     log_level: int = logging.INFO
+    #: the collector's ``process.gc_threshold`` / ``gc_freeze`` (this process holds the buffered records)
+    gc_threshold: int = 0
+    gc_freeze: bool = False
 
 
 class RemoteCallError(RuntimeError):
@@ -153,6 +157,11 @@ def serve(conn: Connection) -> None:
         raise RuntimeError(f"expected the setup message first, got {kind!r}")
     logging.basicConfig(level=setup.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s agentotel assembler: %(message)s")
+    if setup.gc_threshold:
+        gc.set_threshold(setup.gc_threshold, *gc.get_threshold()[1:])
+    if setup.gc_freeze:
+        gc.collect()
+        gc.freeze()
     sink = RemoteRunSink(link)
 
     def forward(spans: Sequence[SpanRecord]) -> None:

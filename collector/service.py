@@ -140,6 +140,7 @@ class Collector:
                 self.assembler = AssemblerProcess(
                     cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,
                     forward=forwarder.submit_spans if forwarder else None,
+                    gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
                 )
                 self.scoring = self.assembler.scoring
             self.ingestor = Ingestor(
