@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import os
 import queue
 import signal
 import sys
@@ -203,9 +204,13 @@ def serve(conn: Connection) -> None:
             try:
                 message = conn.recv()
             except (EOFError, OSError):  # the collector is gone: nothing to send rows to
-                if not stop_asked.is_set():
-                    log.warning("the collector closed the connection; stopping")
                 link.closed = True
+                if not stop_asked.is_set():
+                    # Killed, not stopped: whatever is buffered here is stored there, and its next start
+                    # recovers it. Assembling it now would only burn CPU for nobody.
+                    log.warning("the collector went away; exiting")
+                    logging.shutdown()
+                    os._exit(0)
                 link.replies.put((False, "the collector closed the connection"))
                 stop_asked.set()
                 return

@@ -365,6 +365,7 @@ class Collector:
             "uptime_seconds": round(self.uptime, 3),
             "write_queue_records": self.writer.queued_records,
             "open_traces": self.assembler.open_traces,
+            "assembler_pid": getattr(self.assembler, "pid", None),  # None: assembly runs on a thread here
         }
 
     def metrics_text(self) -> str:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -147,6 +148,14 @@ class Exporter(threading.Thread):
 
 
 @pytest.mark.timeout(120)
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_after_sigkill_every_acknowledged_span_is_stored_and_its_run_is_recovered(tmp_path):
     db = tmp_path / "crash.duckdb"
     proc = start(db, "--grace-period", "30s")  # nothing completes before the crash: recovery must find them
@@ -157,8 +166,13 @@ def test_after_sigkill_every_acknowledged_span_is_stored_and_its_run_is_recovere
         for e in exporters:
             e.start()
         wait_until(lambda: sum(len(e.acked) for e in exporters) > 400, timeout=30, what="some acknowledged load")
+        with urllib.request.urlopen(f"http://{info.http}/healthz", timeout=5) as answer:
+            assembler_pid = json.loads(answer.read())["assembler_pid"]
+        assert assembler_pid not in (None, proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+        # its assembler process sees the socket close and exits too: no orphan left running
+        wait_until(lambda: not _alive(assembler_pid), timeout=10, what="the orphaned assembler process to exit")
     finally:
         for e in exporters:
             e.stop.set()
