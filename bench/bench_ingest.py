@@ -293,10 +293,12 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "early": collector.assembler.buffer.stats.completed.get("early", 0),
         "committed_at": committed_at,
         # each process's own peak, added: an upper bound of the pair's peak (the sample below is the pair's)
-        "rss_kb": _rss_kb() + _peak_rss_kb(getattr(collector.assembler, "pid", None)),
+        "rss_main_kb": _rss_kb(),
+        "rss_assembler_kb": _peak_rss_kb(getattr(collector.assembler, "pid", None)),
         "rss_sampled_kb": peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
     }
+    result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"]
     collector.shutdown()
     result["db_mb"] = os.path.getsize(db) / 1e6
     conn.send(result)
@@ -421,7 +423,8 @@ def main() -> None:
                         f"{coll['rate'] / bare['rate']:.2f} x bare"
                         f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
                         f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
-                        f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (collector + assembler process; their sum sampled every 0.2 s: "
+                        f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (collector {coll['rss_main_kb'] / 1024:.0f} + assembler process "
+                        f"{coll['rss_assembler_kb'] / 1024:.0f}; their sum sampled every 0.2 s: "
                         f"{coll['rss_sampled_kb'] / 1024:.0f} MB)"
                         f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
                         f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
