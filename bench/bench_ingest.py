@@ -235,7 +235,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     config = dataclasses.replace(
         config, db=db, grpc="127.0.0.1:0", http="127.0.0.1:0",
         assembler=dataclasses.replace(config.assembler, grace_period=grace),
-        writer=dataclasses.replace(config.writer, memory_limit=memory_limit),
+        writer=dataclasses.replace(config.writer, memory_limit=memory_limit or config.writer.memory_limit),
     )
     for section, values in (overrides or {}).items():  # --set section.key=value
         config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **values)})
@@ -393,7 +393,7 @@ def main() -> None:
     parser.add_argument("--transports", default="grpc,http")
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
-    parser.add_argument("--duckdb-memory", default="", help="writer.memory_limit for the collector, e.g. 256MB")
+    parser.add_argument("--duckdb-memory", default="", help="writer.memory_limit for the collector (default: the collector's own default)")
     parser.add_argument("--scoring", choices=("on", "off", "both"), default="on",
                         help="deterministic scoring of every run in the collector phases; 'both' runs the collector "
                              "with and without it and reports what scoring costs")

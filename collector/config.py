@@ -129,8 +129,9 @@ class WriterConfig:
     checkpoint_threshold: str = "16MB"
     #: DuckDB returns freed memory to the system above this peak (its default, 128MB, keeps a lot resident)
     allocator_flush_threshold: str = "16MB"
-    #: DuckDB memory limit, e.g. "1GB" (empty: DuckDB's default, 80% of RAM)
-    memory_limit: str = ""
+    #: DuckDB memory limit (empty: DuckDB's default, 80% of RAM). DuckDB otherwise keeps the rows it wrote cached
+    #: as they grow; past the limit it evicts them, and queries that need more spill to a temporary directory
+    memory_limit: str = "256MB"
     #: DuckDB worker threads (0: DuckDB's default, one per core)
     threads: int = 0
 
