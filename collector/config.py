@@ -119,7 +119,7 @@ class ReceiverConfig:
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
     #: records (spans + log records) queued or held by the assembler before exporters are told to retry
-    max_queue_records: int = 200_000
+    max_queue_records: int = 50_000
     #: at most this many records per transaction
     max_batch_records: int = 20_000
     #: how long the writer lingers for more requests to share a commit
@@ -145,7 +145,7 @@ class AssemblerConfig:
     #: open traces kept in memory; over it, the oldest complete early (counted)
     max_open_traces: int = 20_000
     #: spans and log records kept in memory across open traces; over it, the oldest traces complete early
-    max_buffered_records: int = 200_000
+    max_buffered_records: int = 100_000
     #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database)
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
