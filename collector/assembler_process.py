@@ -304,6 +304,7 @@ class AssemblerProcess:
             except Exception:
                 log.exception("handling %r from the assembler process failed", kind)
         # The connection closed without "stopped": the worker died.
+        self._ready.clear()  # the sender waits for the next one instead of writing into a closed socket
         code = proc.wait()
         with self._cond:
             stopping = self._stopping
@@ -326,6 +327,10 @@ class AssemblerProcess:
         log.error("the assembler process exited unexpectedly (code %s); starting a new one (its recovery re-opens "
                   "the stored traces that have no runs yet)", code)
         time.sleep(min(0.2 * 2 ** (self.restarts - 1), 5.0))
+        with self._cond:
+            if self._stopping:  # the collector began to stop meanwhile: its recovery at the next start remains
+                self._stopped.set()
+                return
         try:
             self._spawn()
         except AssemblerUnavailable:
