@@ -6,7 +6,8 @@
 For each transport it runs, one after the other and each in its own process:
   * a bare receiver (same server stack: grpc / the stdlib HTTP server) that decodes every request into records
     with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
-  * the collector (receivers, Arrow conversion, DuckDB group commit, assembler, reconstruction, run rows, and
+  * the collector (receivers, Arrow conversion, DuckDB group commit, and in its assembler process: assembly,
+    reconstruction, run rows, and
     with ``--scoring on`` (the default) deterministic scoring of every run: tool correctness in all three modes
     against an expectation that matches every run, the error detectors, scores written back on the run spans;
     ``--scoring both`` also runs it without scoring and reports the difference).
@@ -16,8 +17,9 @@ spans each (their attributes as the frameworks emit them), given fresh ids and c
 
 Printed per transport: sustained spans/s (acknowledged = committed for the collector; excluding a warm-up) and
 the ratio collector/bare; the time from a run's last span being acknowledged to its tool_calls rows being
-committed (p50/p99; it includes the grace period); peak RSS of each server process. Run it a few times: the
-machine is shared, so look at the ratios.
+committed (p50/p99; it includes the grace period); peak RSS of each server process (the collector's is its own
+process plus its assembler process). ``--set assembler.process=false`` runs the single-process collector instead.
+Run it a few times: the machine is shared, so look at the ratios.
 """
 
 from __future__ import annotations
