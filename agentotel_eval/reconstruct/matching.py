@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.frozen import FrozenDict
+from agentotel_eval.frozen import FrozenDict, FrozenList
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
@@ -255,19 +255,9 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
                 output, status, error, status_source = completed
                 sources["result"] = "history"
                 sources["status"] = status_source
-    return ToolCall(
-        name,
-        input_parameters=_frozen(params),
-        output=output,
-        status=status,
-        error=error,
-        call_id=call_id,
-        trace_id=trace_id,
-        span_id=span.span_id,
-        llm_turn=call.turn,
-        start_time_ns=start,
-        raw_arguments=raw,
-        sources=FrozenDict(sources),
+    return new_tool_call(
+        name, _frozen(params), output, status, error, call_id, trace_id, span.span_id, call.turn, start, raw,
+        FrozenDict(sources),
     )
 
 
@@ -276,9 +266,54 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _frozen(value: Any) -> Any:
     """A flat dict of scalars frozen in one C-level copy (ToolCall deep-freezes anything else itself)."""
-    if type(value) is dict and all(map(_SCALARS.__contains__, map(type, value.values()))):
+    if type(value) is dict:
+        scalars = _SCALARS
+        for v in value.values():
+            if type(v) not in scalars:
+                return value
         return FrozenDict(value)
     return value
+
+
+# ToolCall fields in the order ``new_tool_call`` takes them; set through the slot descriptors.
+_TOOL_CALL_FIELDS = ("name", "input_parameters", "output", "description", "reasoning", "status", "error", "call_id",
+                     "trace_id", "span_id", "llm_turn", "start_time_ns", "raw_arguments", "sources")
+assert set(_TOOL_CALL_FIELDS) == set(ToolCall.__dataclass_fields__), "new_tool_call must set every ToolCall field"
+(_set_name, _set_params, _set_output, _set_description, _set_reasoning, _set_status, _set_error, _set_call_id,
+ _set_trace_id, _set_span_id, _set_llm_turn, _set_start, _set_raw, _set_sources) = (
+    ToolCall.__dict__[f].__set__ for f in _TOOL_CALL_FIELDS
+)
+#: values ToolCall.__post_init__ keeps as they are (it freezes any other mapping, list or tuple)
+_AS_IS = frozenset({str, int, float, bool, bytes, type(None), FrozenDict, FrozenList})
+_new = object.__new__
+
+
+def new_tool_call(name: str, params: Any, output: Any, status: str, error: str | None, call_id: str | None,
+                  trace_id: str, span_id: str, llm_turn: str | None, start: int | None, raw: Any,
+                  sources: FrozenDict) -> ToolCall:
+    """``ToolCall(name, params, output, status=..., ...)`` for the reconstruction's own values, without the frozen
+    dataclass's per-field ``object.__setattr__`` and ``__post_init__`` checks when they could change nothing (a
+    str name, a known status, values already frozen); anything else goes through the constructor."""
+    if (type(name) is not str or (status != "ok" and status != "error") or type(params) not in _AS_IS
+            or type(output) not in _AS_IS or type(raw) not in _AS_IS or type(sources) is not FrozenDict):
+        return ToolCall(name, params, output, status=status, error=error, call_id=call_id, trace_id=trace_id,
+                        span_id=span_id, llm_turn=llm_turn, start_time_ns=start, raw_arguments=raw, sources=sources)
+    call = _new(ToolCall)
+    _set_name(call, name)
+    _set_params(call, params)
+    _set_output(call, output)
+    _set_description(call, None)
+    _set_reasoning(call, None)
+    _set_status(call, status)
+    _set_error(call, error)
+    _set_call_id(call, call_id)
+    _set_trace_id(call, trace_id)
+    _set_span_id(call, span_id)
+    _set_llm_turn(call, llm_turn)
+    _set_start(call, start)
+    _set_raw(call, raw)
+    _set_sources(call, sources)
+    return call
 
 
 def output_tool_names(llm_spans: Sequence[SpanRecord]) -> frozenset[str]:

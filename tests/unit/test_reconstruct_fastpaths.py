@@ -159,3 +159,49 @@ def test_a_request_only_call_completed_from_a_later_trace_keeps_its_sources_orde
     assert dict(tool_call.sources)["status"] == "result_text" and dict(tool_call.sources)["result"] == "history"
     alone = reconstruct([first])[0].tool_calls[0]
     assert alone.output is None and alone.status == "ok" and dict(alone.sources)["status"] == "default"
+
+
+def _fields(call):
+    from agentotel_eval.test_case import ToolCall
+
+    return [(f, getattr(call, f), type(getattr(call, f))) for f in ToolCall.__dataclass_fields__]
+
+
+@pytest.mark.parametrize(
+    "params, output, raw, status",
+    [
+        ({"city": "Paris"}, "sunny", '{"city": "Paris"}', "ok"),
+        (None, None, None, "error"),
+        ({"nested": {"a": [1]}}, {"temp": 20}, {"city": "Rome"}, "ok"),  # not frozen yet: the constructor freezes
+        ({"x": 1}, ["a", ("b",)], ("t",), "ok"),
+        ({"x": 1}, b"bytes", 3, "pending"),  # an unknown status: the constructor refuses it
+    ],
+)
+def test_new_tool_call_is_the_constructor(params, output, raw, status):
+    from agentotel_eval.frozen import FrozenDict
+    from agentotel_eval.reconstruct.matching import _frozen, new_tool_call
+    from agentotel_eval.test_case import ToolCall
+
+    sources = FrozenDict({"name": "gen_ai", "status": "span_status"})
+    args = ("f", _frozen(params), output, status, "boom", "c1", T, "2" * 16, "3" * 16, 10, raw, sources)
+    try:
+        expected = ToolCall(args[0], args[1], output, status=status, error="boom", call_id="c1", trace_id=T,
+                            span_id="2" * 16, llm_turn="3" * 16, start_time_ns=10, raw_arguments=raw, sources=sources)
+    except ValueError:
+        with pytest.raises(ValueError):
+            new_tool_call(*args)
+        return
+    made = new_tool_call(*args)
+    assert _fields(made) == _fields(expected)
+    assert made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)
+
+
+def test_every_reconstructed_call_is_what_the_constructor_makes():
+    from agentotel_eval.test_case import ToolCall
+    from tests.fixture_traces import fixtures
+
+    calls = [c for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs()) for c in run.tool_calls]
+    assert len(calls) > 90
+    for call in calls:
+        rebuilt = ToolCall(**{f: getattr(call, f) for f in ToolCall.__dataclass_fields__})
+        assert _fields(rebuilt) == _fields(call)
