@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
 from agentotel_eval.reconstruct.history import History, LaterTraces
 from agentotel_eval.reconstruct.llm import Request
@@ -35,6 +36,12 @@ from agentotel_eval.reconstruct.run_fields import (
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, read_execution
 from agentotel_eval.reconstruct.tree import span_order
+
+_build_run = slot_builder(AgentRun, (
+    "trace_id", "span_id", "agent_name", "start_time_ns", "end_time_ns", "status", "error", "service_name", "input",
+    "output", "tool_calls", "handoffs", "tool_definitions", "expected_tools", "parent_run_span_id", "convention",
+    "span_name", "extra",
+))
 
 
 def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
@@ -113,23 +120,23 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         service_name = span.service_name
         if service_name:
             break
-    return AgentRun(
-        trace_id=trace_id,
-        span_id=anchor.span_id,
-        agent_name=agent_name,
-        start_time_ns=anchor.start_ns,
-        end_time_ns=max([s.end_ns for s in chain]) if len(chain) > 1 else anchor.end_ns,
-        status=status,
-        error=error,
-        service_name=service_name or None,
-        input=run_input,
-        output=run_output,
-        tool_calls=tool_calls,
-        handoffs=collect_handoffs(executions, handoff_requests, agent_name),
-        tool_definitions=tuple(definitions),
-        expected_tools=expected_tools_of(chain),
-        parent_run_span_id=parent.anchor.span_id if parent is not None else None,
-        convention=scope.convention,
-        span_name=anchor.name,
-        extra=extra,
+    return _build_run(
+        trace_id,
+        anchor.span_id,
+        agent_name,
+        anchor.start_ns,
+        max([s.end_ns for s in chain]) if len(chain) > 1 else anchor.end_ns,
+        status,
+        error,
+        service_name or None,
+        run_input,
+        run_output,
+        tool_calls,
+        collect_handoffs(executions, handoff_requests, agent_name),
+        tuple(definitions),
+        expected_tools_of(chain),
+        parent.anchor.span_id if parent is not None else None,
+        scope.convention,
+        anchor.name,
+        extra,
     )

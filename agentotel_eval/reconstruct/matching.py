@@ -17,6 +17,7 @@ from agentotel_eval.frozen import FrozenDict, FrozenList
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.messages import ToolResultPart
@@ -275,17 +276,12 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-# ToolCall fields in the order ``new_tool_call`` takes them; set through the slot descriptors.
-_TOOL_CALL_FIELDS = ("name", "input_parameters", "output", "description", "reasoning", "status", "error", "call_id",
-                     "trace_id", "span_id", "llm_turn", "start_time_ns", "raw_arguments", "sources")
-assert set(_TOOL_CALL_FIELDS) == set(ToolCall.__dataclass_fields__), "new_tool_call must set every ToolCall field"
-(_set_name, _set_params, _set_output, _set_description, _set_reasoning, _set_status, _set_error, _set_call_id,
- _set_trace_id, _set_span_id, _set_llm_turn, _set_start, _set_raw, _set_sources) = (
-    ToolCall.__dict__[f].__set__ for f in _TOOL_CALL_FIELDS
-)
+_build_tool_call = slot_builder(ToolCall, (
+    "name", "input_parameters", "output", "description", "reasoning", "status", "error", "call_id", "trace_id",
+    "span_id", "llm_turn", "start_time_ns", "raw_arguments", "sources",
+))
 #: values ToolCall.__post_init__ keeps as they are (it freezes any other mapping, list or tuple)
 _AS_IS = frozenset({str, int, float, bool, bytes, type(None), FrozenDict, FrozenList})
-_new = object.__new__
 
 
 def new_tool_call(name: str, params: Any, output: Any, status: str, error: str | None, call_id: str | None,
@@ -298,22 +294,9 @@ def new_tool_call(name: str, params: Any, output: Any, status: str, error: str |
             or type(output) not in _AS_IS or type(raw) not in _AS_IS or type(sources) is not FrozenDict):
         return ToolCall(name, params, output, status=status, error=error, call_id=call_id, trace_id=trace_id,
                         span_id=span_id, llm_turn=llm_turn, start_time_ns=start, raw_arguments=raw, sources=sources)
-    call = _new(ToolCall)
-    _set_name(call, name)
-    _set_params(call, params)
-    _set_output(call, output)
-    _set_description(call, None)
-    _set_reasoning(call, None)
-    _set_status(call, status)
-    _set_error(call, error)
-    _set_call_id(call, call_id)
-    _set_trace_id(call, trace_id)
-    _set_span_id(call, span_id)
-    _set_llm_turn(call, llm_turn)
-    _set_start(call, start)
-    _set_raw(call, raw)
-    _set_sources(call, sources)
-    return call
+    return _build_tool_call(
+        name, params, output, None, None, status, error, call_id, trace_id, span_id, llm_turn, start, raw, sources
+    )
 
 
 def output_tool_names(llm_spans: Sequence[SpanRecord]) -> frozenset[str]:

@@ -205,3 +205,27 @@ def test_every_reconstructed_call_is_what_the_constructor_makes():
     for call in calls:
         rebuilt = ToolCall(**{f: getattr(call, f) for f in ToolCall.__dataclass_fields__})
         assert _fields(rebuilt) == _fields(call)
+
+
+def test_every_reconstructed_run_is_what_the_constructor_makes():
+    from agentotel_eval.reconstruct.model import AgentRun
+    from tests.fixture_traces import fixtures
+
+    runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    for run in runs:
+        values = {f: getattr(run, f) for f in AgentRun.__dataclass_fields__}
+        rebuilt = AgentRun(**values)
+        assert rebuilt == run and hash(rebuilt) == hash(run) and repr(rebuilt) == repr(run)
+        assert [(f, type(getattr(rebuilt, f))) for f in values] == [(f, type(v)) for f, v in values.items()]
+
+
+def test_slot_builder_refuses_a_field_order_that_is_not_the_class_own():
+    from agentotel_eval.reconstruct.fastinit import slot_builder
+    from agentotel_eval.reconstruct.model import Handoff
+
+    with pytest.raises(TypeError):
+        slot_builder(Handoff, ("to_agent", "name", "from_agent", "span_id", "start_time_ns"))
+    build = slot_builder(Handoff, ("name", "to_agent", "from_agent", "span_id", "start_time_ns"))
+    assert build("h", "b", None, None, 3) == Handoff("h", "b", start_time_ns=3)
+    with pytest.raises(ValueError):
+        build("h", "b")  # every field, always
