@@ -229,3 +229,22 @@ def test_slot_builder_refuses_a_field_order_that_is_not_the_class_own():
     assert build("h", "b", None, None, 3) == Handoff("h", "b", start_time_ns=3)
     with pytest.raises(ValueError):
         build("h", "b")  # every field, always
+
+
+@pytest.mark.parametrize("name", ["get_weather", "(merged tools)", "a b", "a\u00a0b", "tool\u2003x", "f()", "x1", "ünïcode",
+                                  "dash-name", "dot.name", "", "_", "1abc", "a\tb", "名前"])
+def test_plumbing_name_shortcut_agrees_with_the_pattern(name):
+    from agentotel_eval.reconstruct.spans import _NOT_CALLABLE, _is_plumbing_name
+
+    assert _is_plumbing_name(name) == (_NOT_CALLABLE.search(name) is not None)
+
+
+@pytest.mark.parametrize("raw", ['{"city": "Paris"}', '{"args": ["x"], "kwargs": {}}', "Rome", "[1, 2]", None, 3,
+                                 {"toolUseId": "t", "input": {"a": 1}}, "{'city': 'Paris'}", '"quoted"'])
+def test_arguments_built_by_slots_are_the_dataclass(raw):
+    from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    got = normalize_arguments(raw, schema)
+    made = Arguments(got.params, got.encoding, got.call_id)
+    assert type(got) is Arguments and got == made and repr(got) == repr(made)
