@@ -47,19 +47,20 @@ _build_run = slot_builder(AgentRun, (
 def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``)."""
     chain = scope.chain
-    llm_spans = sorted(scope.llm_spans, key=span_order)
-    tool_spans = sorted(scope.tool_spans, key=span_order)
+    llm_spans = sorted(scope.llm_spans, key=span_order) if len(scope.llm_spans) > 1 else scope.llm_spans
+    tool_spans = sorted(scope.tool_spans, key=span_order) if len(scope.tool_spans) > 1 else scope.tool_spans
     roles = ctx.roles
-    executions = [read_execution(s, roles[s.span_id]) for s in tool_spans]
-    real = [e for e in executions if e.plumbing is None]
-    requests = requests_of(llm_spans, ctx)
+    # (the guards below skip building empty lists: a run without tool or LLM spans is common and cheap)
+    executions = [read_execution(s, roles[s.span_id]) for s in tool_spans] if tool_spans else []
+    real = [e for e in executions if e.plumbing is None] if executions else executions
+    requests = requests_of(llm_spans, ctx) if llm_spans else []
     handoff_requests: list[Request] = []
     if requests:
         handoff_requests = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
         if handoff_requests:
             requests = [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
-    schemas = {d.name: d.parameters for d in definitions if d.parameters}
+    schemas = {d.name: d.parameters for d in definitions if d.parameters} if definitions else {}
     for e in real:
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
@@ -70,10 +71,12 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             if embedded:
                 e.call_id, e.sources["call_id"] = embedded, e.sources.get("arguments", "arguments")
     history = History(llm_spans, ctx)
-    calls = [Call(e, None) for e in real]
+    calls = [Call(e, None) for e in real] if real else []
     unmatched = match_requests(calls, requests, schemas)
     extra: dict[str, Any] = {"chain": [s.span_id for s in chain]}
-    if executions:
+    if not unmatched:
+        counted = unmatched
+    elif executions:
         counted = [r for r in unmatched if r.call_id and history.result(r.call_id, r.span.end_ns) is not None]
         dropped = [r for r in unmatched if not any(r is c for c in counted)]
         if dropped:
@@ -95,7 +98,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
     trace_id = ctx.tree.trace_id
-    tool_calls = tuple([build_tool_call(c, schemas, trace_id, later) for c in calls])
+    tool_calls = tuple([build_tool_call(c, schemas, trace_id, later) for c in calls]) if calls else ()
     if len(real) < len(executions):
         plumbing = [e for e in executions if e.plumbing == "internal"]
         if plumbing:
