@@ -258,8 +258,25 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
                 sources["status"] = status_source
     return new_tool_call(
         name, _frozen(params), output, status, error, call_id, trace_id, span.span_id, call.turn, start, raw,
-        FrozenDict(sources),
+        _shared_sources(sources),
     )
+
+
+_SOURCES: dict[tuple[tuple[str, str], ...], FrozenDict] = {}
+_SOURCES_MAX = 4096
+
+
+def _shared_sources(sources: dict[str, str]) -> FrozenDict:
+    """The frozen provenance map, one shared copy per distinct map (bounded): they come from a small vocabulary
+    (field and convention names), so most calls of most runs share a handful, and the runs kept in memory
+    hold fewer objects for the garbage collector to scan. Keys and values are always strings here."""
+    key = tuple(sources.items())
+    shared = _SOURCES.get(key)
+    if shared is None:
+        shared = FrozenDict(sources)
+        if len(_SOURCES) < _SOURCES_MAX:
+            _SOURCES[key] = shared
+    return shared
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

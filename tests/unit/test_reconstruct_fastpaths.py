@@ -248,3 +248,16 @@ def test_arguments_built_by_slots_are_the_dataclass(raw):
     got = normalize_arguments(raw, schema)
     made = Arguments(got.params, got.encoding, got.call_id)
     assert type(got) is Arguments and got == made and repr(got) == repr(made)
+
+
+def test_provenance_maps_are_shared_frozen_copies_with_the_same_content():
+    from agentotel_eval.frozen import FrozenDict
+    from agentotel_eval.reconstruct.matching import _shared_sources
+
+    a = _shared_sources({"name": "gen_ai", "status": "span_status"})
+    b = _shared_sources({"name": "gen_ai", "status": "span_status"})
+    c = _shared_sources({"status": "span_status", "name": "gen_ai"})  # another order is another map (JSON order)
+    assert a is b and type(a) is FrozenDict and a == {"name": "gen_ai", "status": "span_status"}
+    assert c is not a and list(c) == ["status", "name"]
+    with pytest.raises(TypeError):
+        a["name"] = "x"  # shared, so it must stay frozen
