@@ -164,15 +164,22 @@ def call_order_key(calls: list[Call]):
             group_start[turn] = start if known is None or start < known else known
 
     def key(call: Call) -> tuple:
-        start = call.start
-        index = call.request.index if call.request is not None else None
+        # ``call.start`` and ``call.span_id`` spelled out: this runs for every call of every run
+        execution, request, turn = call.execution, call.request, call.turn
+        if execution is not None:
+            span = execution.span
+            start = span.start_ns
+        else:
+            span = request.span  # type: ignore[union-attr]
+            start = span.end_ns
+        index = request.index if request is not None else None
         return (
-            group_start.get(call.turn, start) if call.turn else start,
-            call.turn or "",
+            group_start.get(turn, start) if turn else start,
+            turn or "",
             0 if index is not None else 1,
             index or 0,
             start,
-            call.span_id,
+            span.span_id,
         )
 
     return key
