@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
 from agentotel_eval.reconstruct.history import History, LaterTraces
 from agentotel_eval.reconstruct.llm import Request
@@ -36,23 +37,30 @@ from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, read_execution
 from agentotel_eval.reconstruct.tree import span_order
 
+_build_run = slot_builder(AgentRun, (
+    "trace_id", "span_id", "agent_name", "start_time_ns", "end_time_ns", "status", "error", "service_name", "input",
+    "output", "tool_calls", "handoffs", "tool_definitions", "expected_tools", "parent_run_span_id", "convention",
+    "span_name", "extra",
+))
+
 
 def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``)."""
     chain = scope.chain
-    llm_spans = sorted(scope.llm_spans, key=span_order)
-    tool_spans = sorted(scope.tool_spans, key=span_order)
+    llm_spans = sorted(scope.llm_spans, key=span_order) if len(scope.llm_spans) > 1 else scope.llm_spans
+    tool_spans = sorted(scope.tool_spans, key=span_order) if len(scope.tool_spans) > 1 else scope.tool_spans
     roles = ctx.roles
-    executions = [read_execution(s, roles[s.span_id]) for s in tool_spans]
-    real = [e for e in executions if e.plumbing is None]
-    requests = requests_of(llm_spans, ctx)
+    # (the guards below skip building empty lists: a run without tool or LLM spans is common and cheap)
+    executions = [read_execution(s, roles[s.span_id]) for s in tool_spans] if tool_spans else []
+    real = [e for e in executions if e.plumbing is None] if executions else executions
+    requests = requests_of(llm_spans, ctx) if llm_spans else []
     handoff_requests: list[Request] = []
     if requests:
         handoff_requests = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
         if handoff_requests:
             requests = [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
-    schemas = {d.name: d.parameters for d in definitions if d.parameters}
+    schemas = {d.name: d.parameters for d in definitions if d.parameters} if definitions else {}
     for e in real:
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
@@ -63,10 +71,12 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             if embedded:
                 e.call_id, e.sources["call_id"] = embedded, e.sources.get("arguments", "arguments")
     history = History(llm_spans, ctx)
-    calls = [Call(e, None) for e in real]
+    calls = [Call(e, None) for e in real] if real else []
     unmatched = match_requests(calls, requests, schemas)
     extra: dict[str, Any] = {"chain": [s.span_id for s in chain]}
-    if executions:
+    if not unmatched:
+        counted = unmatched
+    elif executions:
         counted = [r for r in unmatched if r.call_id and history.result(r.call_id, r.span.end_ns) is not None]
         dropped = [r for r in unmatched if not any(r is c for c in counted)]
         if dropped:
@@ -88,7 +98,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
     trace_id = ctx.tree.trace_id
-    tool_calls = tuple([build_tool_call(c, schemas, trace_id, later) for c in calls])
+    tool_calls = tuple([build_tool_call(c, schemas, trace_id, later) for c in calls]) if calls else ()
     if len(real) < len(executions):
         plumbing = [e for e in executions if e.plumbing == "internal"]
         if plumbing:
@@ -113,23 +123,23 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         service_name = span.service_name
         if service_name:
             break
-    return AgentRun(
-        trace_id=trace_id,
-        span_id=anchor.span_id,
-        agent_name=agent_name,
-        start_time_ns=anchor.start_ns,
-        end_time_ns=max([s.end_ns for s in chain]) if len(chain) > 1 else anchor.end_ns,
-        status=status,
-        error=error,
-        service_name=service_name or None,
-        input=run_input,
-        output=run_output,
-        tool_calls=tool_calls,
-        handoffs=collect_handoffs(executions, handoff_requests, agent_name),
-        tool_definitions=tuple(definitions),
-        expected_tools=expected_tools_of(chain),
-        parent_run_span_id=parent.anchor.span_id if parent is not None else None,
-        convention=scope.convention,
-        span_name=anchor.name,
-        extra=extra,
+    return _build_run(
+        trace_id,
+        anchor.span_id,
+        agent_name,
+        anchor.start_ns,
+        max([s.end_ns for s in chain]) if len(chain) > 1 else anchor.end_ns,
+        status,
+        error,
+        service_name or None,
+        run_input,
+        run_output,
+        tool_calls,
+        collect_handoffs(executions, handoff_requests, agent_name),
+        tuple(definitions),
+        expected_tools_of(chain),
+        parent.anchor.span_id if parent is not None else None,
+        scope.convention,
+        anchor.name,
+        extra,
     )

@@ -111,6 +111,7 @@ def _direct_text(value: Any) -> str | None:
 _END_ORDER = attrgetter("end_ns", "span_id")  # last LLM call first: (end time, span id), a C-level key
 _IO_KEYS_IN = (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT)
 _IO_KEYS_OUT = (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT)
+_BLOB_KEYS_IN = (*_IO_KEYS_IN, sc.PYDANTIC_AI_ALL_MESSAGES)
 
 
 def _span_input(span: SpanRecord) -> str | None:
@@ -196,9 +197,9 @@ def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], c
         if recorded:
             break
     for span in chain:
-        if any(span is llm for llm in llm_spans):  # a root fallback anchored on an LLM call: already read
+        if llm_spans and any(span is llm for llm in llm_spans):  # a root fallback anchored on an LLM call: read
             continue
-        text = _span_blob(span, (*_IO_KEYS_IN, sc.PYDANTIC_AI_ALL_MESSAGES), last_user_text)
+        text = _span_blob(span, _BLOB_KEYS_IN, last_user_text)
         if text:
             return text, span.span_id
     return None, None
@@ -211,12 +212,12 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
         text = _span_output(span)
         if text:
             return text, span.span_id
-    for span in sorted(llm_spans, key=_END_ORDER, reverse=True):
+    for span in sorted(llm_spans, key=_END_ORDER, reverse=True) if len(llm_spans) > 1 else llm_spans:
         text = ctx.output(span).text
         if text:
             return text, span.span_id
     for span in chain:
-        if any(span is llm for llm in llm_spans):
+        if llm_spans and any(span is llm for llm in llm_spans):
             continue
         text = _span_blob(span, _IO_KEYS_OUT, last_assistant_text)
         if text:

@@ -37,7 +37,7 @@ class Scope:
     span: SpanRecord | None  # None for the trace's top level
     kind: str  # run | tool | top
     convention: str
-    parent: Scope | None
+    parent: Scope | None  # during detection only: cleared once the runs are found
     chain: list[SpanRecord]  # collapsed wrapper spans, outermost first
     llm_spans: list[SpanRecord]
     tool_spans: list[SpanRecord]
@@ -144,6 +144,8 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
         anchor = min(top.roots, key=span_order)
         top.kind, top.span, top.chain = "run", anchor, [anchor]
     _emit(top, None, None, emitted, parent_run)
+    for scope in scopes:  # the parent links were only for the walk: without them (a parent <-> children cycle)
+        scope.parent = None  # the trace's scopes are freed by reference counting, not left to the cyclic GC
     if len(emitted) > 1:
         emitted.sort(key=lambda s: span_order(s.anchor))
     return TraceRuns(emitted, parent_run, llm_parent)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -129,24 +129,32 @@ def classify(span: SpanRecord) -> Role:
 # --- tool execution spans -------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Execution:
     """What one tool-execution span recorded, before matching it to the model's request."""
 
     span: SpanRecord
     name: str
-    raw_arguments: Any = None
-    result: Any = None
-    status: str = "ok"
-    error: str | None = None
-    call_id: str | None = None
-    schema: Mapping[str, Any] | None = None  # the executed tool's parameter schema, when the span carries it
-    description: str | None = None
-    plumbing: str | None = None  # "handoff" | "internal" for framework plumbing; None for a real call
-    handoff_to: str | None = None
-    result_call_id: str | None = None  # the call id a wrapped result carries (LangChain ToolMessage)
-    normalized: Any = None  # Arguments, computed once by the assembly
-    sources: dict[str, str] = field(default_factory=dict)
+    raw_arguments: Any
+    result: Any
+    status: str
+    error: str | None
+    call_id: str | None
+    schema: Mapping[str, Any] | None  # the executed tool's parameter schema, when the span carries it
+    description: str | None
+    plumbing: str | None  # "handoff" | "internal" for framework plumbing; None for a real call
+    handoff_to: str | None
+    result_call_id: str | None  # the call id a wrapped result carries (LangChain ToolMessage)
+    normalized: Any  # Arguments, computed once by the assembly
+    sources: dict[str, str]
+
+    def __init__(self, span: SpanRecord, name: str) -> None:
+        # by hand: one per tool span, and the generated __init__ calls a factory for ``sources``
+        self.span, self.name = span, name
+        self.raw_arguments = self.result = self.error = self.call_id = self.schema = self.description = None
+        self.plumbing = self.handoff_to = self.result_call_id = self.normalized = None
+        self.status = "ok"
+        self.sources = {}
 
 
 # (attribute, convention that supplied it), in priority order: module constants, not rebuilt per span
@@ -194,7 +202,7 @@ _NOT_CALLABLE = re.compile(r"[\s()]")
 
 def _is_plumbing_name(name: str) -> bool:
     """A name no model can call: ADK's ``(merged tools)``. Model-facing tool names have no spaces or parens."""
-    return _NOT_CALLABLE.search(name) is not None
+    return not name.isidentifier() and _NOT_CALLABLE.search(name) is not None  # an identifier has neither
 
 
 def read_execution(span: SpanRecord, role: Role, placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS) -> Execution:

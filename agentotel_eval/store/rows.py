@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from agentotel_eval.otlp.records import (
     SpanLink,
     SpanRecord,
 )
-from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.store import schema
 
 _TS = pa.timestamp("ns", tz="UTC")
@@ -69,9 +69,17 @@ def _finite(value: Any) -> Any:
 
 
 # Decoded attributes cannot be circular, so the encoder skips that bookkeeping.
-_encode = json.JSONEncoder(
+_encoder = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=_json_default
-).encode
+)
+_encode = _encoder.encode
+if json.encoder.c_make_encoder is not None:  # CPython: the C encoder itself, made once instead of per value
+    _c_encode = json.encoder.c_make_encoder(
+        None, _json_default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+
+    def _encode(value: Any) -> str:  # what ``_encoder.encode`` returns, without its per-call setup
+        return "".join(_c_encode(value, 0))
 
 
 def to_json(value: Any) -> str:
@@ -362,57 +370,131 @@ def _text(value: Any) -> str | None:
     return to_json(value)
 
 
+_SOURCE_KEYS = ("call", "name", "span")
+
+
 def call_source(call: Any) -> str:
     """Which evidence produced the call: the convention named in ``sources`` when there is one, else its kind."""
-    sources = call.sources or {}
-    for key in ("call", "name", "span"):
-        value = sources.get(key)
-        if isinstance(value, str) and value:
-            return value
+    sources = call.sources
+    if sources:
+        for key in _SOURCE_KEYS:
+            value = sources.get(key)
+            if isinstance(value, str) and value:
+                return value
     return "span" if call.span_id else "llm"
 
 
+_SOURCES_JSON: dict[tuple[tuple[Any, Any], ...], str] = {}
+_SOURCES_JSON_MAX = 4096
+
+
+def _sources_json(sources: Mapping[str, Any] | None) -> str | None:
+    """``to_json(sources)``, from a bounded cache: provenance maps come from a small vocabulary (field names and
+    convention names), so most calls repeat one already encoded. Only all-string maps are cached, so a hit
+    (equal keys and values) always encodes the same."""
+    if sources is None:
+        return None
+    try:
+        key = tuple(sources.items())
+        text = _SOURCES_JSON.get(key)
+    except TypeError:  # an unhashable value: no cache
+        return to_json(sources)
+    if text is None:
+        text = to_json(sources)
+        if len(_SOURCES_JSON) < _SOURCES_JSON_MAX and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in key
+        ):
+            _SOURCES_JSON[key] = text
+    return text
+
+
+def _handoffs_json(handoffs: tuple[Handoff, ...]) -> str:
+    if not handoffs:
+        return "[]"
+    return to_json([{k: v for k, v in vars_of(h).items() if v is not None} for h in handoffs])
+
+
 def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Table, pa.Table]:
-    """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run)."""
-    run_rows: dict[str, list[Any]] = {name: [] for name in schema.AGENT_RUN_COLUMNS}
-    call_rows: dict[str, list[Any]] = {name: [] for name in schema.TOOL_CALL_COLUMNS}
-    for run in runs:
-        agent_name = _str(run.agent_name)
-        values = (
-            run.trace_id, run.span_id, agent_name, _str(run.service_name), _text(run.input), _text(run.output),
-            run.start_time_ns or None, run.end_time_ns or None, _str(run.status),
-            [c.name for c in run.tool_calls],
-            [str(t) for t in run.expected_tools] if run.expected_tools is not None else None,
-            _str(run.parent_run_span_id), _str(run.span_name or None), _str(run.convention or None), _str(run.error),
-            to_json([{k: v for k, v in vars_of(h).items() if v is not None} for h in run.handoffs]),
-            len(run.tool_calls), updated_at_ns,
-        )
-        for name, value in zip(schema.AGENT_RUN_COLUMNS, values, strict=True):
-            run_rows[name].append(value)
-        for seq, call in enumerate(run.tool_calls):
-            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
-            values = (
-                run.trace_id, run.span_id, seq, _str(call.span_id), _str(call.call_id), call.name,
-                None if args is None else to_json(args),
-                _text(call.output),
-                call.status or "ok",
-                call_source(call),
-                call.start_time_ns if call.start_time_ns is not None else (run.start_time_ns or None),
-                _str(call.error), _str(call.llm_turn), agent_name,
-                None if call.sources is None else to_json(call.sources),
-                updated_at_ns,
-            )
-            for name, value in zip(schema.TOOL_CALL_COLUMNS, values, strict=True):
-                call_rows[name].append(value)
+    """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run).
+
+    Built column by column (one comprehension each, like ``spans_to_arrow``): this runs in the collector's writer
+    for every run, and per-row tuples appended to per-column lists cost more than the values themselves."""
+    runs = runs if isinstance(runs, list | tuple) else list(runs)
+    agent_names = [v if (v := r.agent_name) is None or isinstance(v, str) else str(v) for r in runs]
+    run_columns = [
+        [r.trace_id for r in runs],
+        [r.span_id for r in runs],
+        agent_names,
+        [v if (v := r.service_name) is None or isinstance(v, str) else str(v) for r in runs],
+        [v if (v := r.input) is None or isinstance(v, str) else to_json(v) for r in runs],
+        [v if (v := r.output) is None or isinstance(v, str) else to_json(v) for r in runs],
+        [r.start_time_ns or None for r in runs],
+        [r.end_time_ns or None for r in runs],
+        [v if (v := r.status) is None or isinstance(v, str) else str(v) for r in runs],
+        [[c.name for c in r.tool_calls] for r in runs],
+        [None if (v := r.expected_tools) is None else [str(t) for t in v] for r in runs],
+        [v if (v := r.parent_run_span_id) is None or isinstance(v, str) else str(v) for r in runs],
+        [v if (v := r.span_name or None) is None or isinstance(v, str) else str(v) for r in runs],
+        [v if (v := r.convention or None) is None or isinstance(v, str) else str(v) for r in runs],
+        [v if (v := r.error) is None or isinstance(v, str) else str(v) for r in runs],
+        [_handoffs_json(r.handoffs) for r in runs],
+        [len(r.tool_calls) for r in runs],
+        [updated_at_ns] * len(runs),
+    ]
+    # one entry per call: the call, its run's index, its number within the run
+    calls = [c for r in runs for c in r.tool_calls]
+    owners = [i for i, r in enumerate(runs) for _ in r.tool_calls]
+    seqs = [k for r in runs for k in range(len(r.tool_calls))]
+    run_starts = run_columns[6]
+    run_arrays = [b(v) for b, v in zip(_RUN_BUILDERS, run_columns, strict=True)]
+    take = pa.array(owners, pa.int32())  # run-level values are copied per call by Arrow, not converted again
+    call_columns: list[list[Any] | pa.Array] = [
+        run_arrays[0].take(take),
+        run_arrays[1].take(take),
+        seqs,
+        [v if (v := c.span_id) is None or isinstance(v, str) else str(v) for c in calls],
+        [v if (v := c.call_id) is None or isinstance(v, str) else str(v) for c in calls],
+        [c.name for c in calls],
+        [
+            None if (v := c.input_parameters if c.input_parameters is not None else c.raw_arguments) is None
+            else to_json(v)
+            for c in calls
+        ],
+        [v if (v := c.output) is None or isinstance(v, str) else to_json(v) for c in calls],
+        [c.status or "ok" for c in calls],
+        [call_source(c) for c in calls],
+        [v if (v := c.start_time_ns) is not None else run_starts[i] for c, i in zip(calls, owners, strict=True)],
+        [v if (v := c.error) is None or isinstance(v, str) else str(v) for c in calls],
+        [v if (v := c.llm_turn) is None or isinstance(v, str) else str(v) for c in calls],
+        run_arrays[2].take(take),
+        [_sources_json(c.sources) for c in calls],
+        [updated_at_ns] * len(calls),
+    ]
     return (
-        _table(run_rows, AGENT_RUN_SCHEMA),
-        _table(call_rows, TOOL_CALL_SCHEMA),
+        pa.Table.from_arrays(run_arrays, schema=AGENT_RUN_SCHEMA),
+        pa.Table.from_arrays(
+            [b(v) if isinstance(v, list) else v for b, v in zip(_CALL_BUILDERS, call_columns, strict=True)],
+            schema=TOOL_CALL_SCHEMA,
+        ),
     )
 
 
 def vars_of(obj: Any) -> dict[str, Any]:
     """Fields of a slotted dataclass as a dict."""
     return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+def _builder(arrow_type: pa.DataType) -> Callable[[list[Any]], pa.Array]:
+    """How a column of this type becomes an Arrow array (chosen once per schema, not per batch)."""
+    if arrow_type == _JSON:
+        return _json_array
+    if pa.types.is_string(arrow_type):
+        return _str_array
+    return lambda values: pa.array(values, arrow_type)
+
+
+_RUN_BUILDERS = tuple(_builder(field.type) for field in AGENT_RUN_SCHEMA)
+_CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 
 
 def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:

@@ -1,0 +1,135 @@
+"""The run/call row conversion's fast paths give what the plain, row-by-row conversion gives."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from agentotel_eval.frozen import FrozenDict, FrozenList
+from agentotel_eval.reconstruct import reconstruct
+from agentotel_eval.reconstruct.model import AgentRun, Handoff
+from agentotel_eval.store import rows
+from agentotel_eval.store.rows import runs_to_arrow, to_json
+from agentotel_eval.test_case import ToolCall
+from tests.fixture_traces import fixtures
+
+
+def _plain_json(value: Any) -> str:
+    """The reference: the stdlib's own encoder with the options ``to_json`` documents."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=rows._json_default)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, None, True], "é": "ü\n\"q\""},
+        FrozenDict({"city": "Paris", "n": FrozenList([1, 2])}),
+        ("tuple", 1),
+        "just text",
+        7,
+        None,
+        b"\x00\x01",
+        {"nested": {"deep": [{"x": 1e300}]}},
+    ],
+)
+def test_to_json_is_what_the_stdlib_encoder_gives(value):
+    assert to_json(value) == _plain_json(value)
+
+
+def test_to_json_still_spells_out_non_finite_floats():
+    assert json.loads(to_json({"v": [math.nan, math.inf, -math.inf]})) == {"v": ["NaN", "Infinity", "-Infinity"]}
+
+
+def test_cached_sources_encode_as_the_encoder_does():
+    cases = [
+        {"name": "gen_ai", "arguments": "gen_ai"},
+        {"name": "gen_ai", "arguments": "gen_ai"},  # a hit
+        {"name": 1},  # not all strings: never cached ...
+        {"name": "1"},  # ... so an equal-looking string map is not confused with it
+        {"name": True},
+        {"name": ["unhashable"]},
+        {},
+    ]
+    for sources in cases * 2:
+        assert rows._sources_json(FrozenDict(sources)) == _plain_json(sources)
+    assert rows._sources_json(None) is None
+
+
+def _reference_rows(runs: list[AgentRun], updated_at_ns: int) -> tuple[list[dict], list[dict]]:
+    """The straightforward row-at-a-time conversion the column builder replaces."""
+    def s(v):
+        return v if v is None or isinstance(v, str) else str(v)
+
+    def t(v):
+        return v if v is None or isinstance(v, str) else _plain_json(v)
+
+    run_rows, call_rows = [], []
+    for run in runs:
+        run_rows.append({
+            "trace_id": run.trace_id, "span_id": run.span_id, "agent_name": s(run.agent_name),
+            "service_name": s(run.service_name), "input": t(run.input), "output": t(run.output),
+            "start_time": run.start_time_ns or None, "end_time": run.end_time_ns or None, "status": s(run.status),
+            "tools_called": [c.name for c in run.tool_calls],
+            "expected_tools": None if run.expected_tools is None else [str(x) for x in run.expected_tools],
+            "parent_run_span_id": s(run.parent_run_span_id), "span_name": s(run.span_name or None),
+            "convention": s(run.convention or None), "error": s(run.error),
+            "handoffs": _plain_json([
+                {k: getattr(h, k) for k in h.__dataclass_fields__ if getattr(h, k) is not None} for h in run.handoffs
+            ]),
+            "tool_call_count": len(run.tool_calls), "updated_at": updated_at_ns,
+        })
+        for seq, call in enumerate(run.tool_calls):
+            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
+            sources = call.sources or {}
+            source = next((sources[k] for k in ("call", "name", "span") if isinstance(sources.get(k), str)
+                           and sources[k]), "span" if call.span_id else "llm")
+            call_rows.append({
+                "trace_id": run.trace_id, "run_span_id": run.span_id, "seq": seq, "span_id": s(call.span_id),
+                "call_id": s(call.call_id), "tool_name": call.name,
+                "arguments": None if args is None else _plain_json(args), "result": t(call.output),
+                "status": call.status or "ok", "source": source,
+                "start_time": call.start_time_ns if call.start_time_ns is not None else (run.start_time_ns or None),
+                "error": s(call.error), "llm_turn": s(call.llm_turn), "agent_name": s(run.agent_name),
+                "sources": None if call.sources is None else _plain_json(call.sources), "updated_at": updated_at_ns,
+            })
+    return run_rows, call_rows
+
+
+def _as_rows(table) -> list[dict]:
+    columns = {
+        name: (column.cast("int64") if "time" in name or name == "updated_at" else column).to_pylist()
+        for name, column in zip(table.column_names, table.columns, strict=True)
+    }
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def _odd_run() -> AgentRun:
+    return AgentRun(
+        trace_id="t" * 32, span_id="r" * 16, agent_name=42, start_time_ns=0, end_time_ns=5, status="error",  # type: ignore[arg-type]
+        error="boom", service_name=None, input={"q": "x"}, output=["a", 1],  # type: ignore[arg-type]
+        tool_calls=(
+            ToolCall("a", {"k": 1}, output={"n": 0}, status="ok", call_id=7, span_id="s" * 16,  # type: ignore[arg-type]
+                     sources={"name": "gen_ai"}),
+            ToolCall("b", raw_arguments="not json", status="error", error="E", sources={"call": "traceloop"}),
+            ToolCall("c", start_time_ns=3),
+        ),
+        handoffs=(Handoff("transfer_to_b", to_agent="b", start_time_ns=2),),
+        expected_tools=("a", 7),  # type: ignore[arg-type]
+        convention="",
+    )
+
+
+def test_runs_to_arrow_gives_the_row_by_row_conversion_for_every_fixture_run():
+    runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    runs.append(_odd_run())
+    runs.append(AgentRun(trace_id="u" * 32, span_id="v" * 16, agent_name=None, start_time_ns=1, end_time_ns=2))
+    assert sum(len(r.tool_calls) for r in runs) > 100
+    for batch in (runs, runs[:1], [], tuple(runs[5:9]), iter(runs[9:20])):
+        batch = list(batch)
+        run_table, call_table = runs_to_arrow(iter(batch), 11)
+        expected_runs, expected_calls = _reference_rows(batch, 11)
+        assert _as_rows(run_table) == expected_runs
+        assert _as_rows(call_table) == expected_calls
