@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
-from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+from agentotel_eval.metrics.tool_correctness import LazyLog, ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
@@ -55,6 +55,8 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
                **details: Any) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = result.evaluation_log
+    if type(log_) is LazyLog:  # its Mapping protocol is a Python call per key; the dict under it is not
+        log_ = log_.as_dict()
     return EvaluationRow(
         trace_id=trace_id,
         run_span_id=run_span_id,
