@@ -36,6 +36,7 @@ from agentotel_eval.scores import (
 )
 from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import EvaluationRow, events_json, to_json
+from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
 from collector.pipeline import CompletedTrace, TraceStage
@@ -43,6 +44,7 @@ from collector.scoring_config import ScoringConfig
 
 log = logging.getLogger(__name__)
 
+_EXPECTED_CACHE_SIZE = 4096
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 
 
@@ -114,6 +116,7 @@ class RunScorer:
             mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
+        self._expected_cache: dict[tuple[str, ...], list[ToolCall]] = {}
         self._detectors: BaseMetric | None = None
         if settings.detectors:
             judge = config.judge
@@ -122,6 +125,15 @@ class RunScorer:
                 error_types=list(judge.error_types) if judge and judge.error_types else None, judge=False,
             )
 
+    def _expected_calls(self, names: tuple[str, ...]) -> list[ToolCall]:
+        """The expected tools as ToolCalls, built once per distinct list (calls are immutable, so shareable)."""
+        calls = self._expected_cache.get(names)
+        if calls is None:
+            if len(self._expected_cache) >= _EXPECTED_CACHE_SIZE:
+                self._expected_cache.clear()
+            calls = self._expected_cache[names] = [ToolCall(name) for name in names]
+        return calls
+
     def expectation(self, run: AgentRun) -> Expectation | None:
         c = self.config
         return find_expectation(run, c.expectations, c.dataset, c.scoring.modes)
@@ -129,7 +141,7 @@ class RunScorer:
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
         with an expectation)."""
-        expected = list(expectation.expected_tools) if expectation is not None else None
+        expected = self._expected_calls(expectation.expected_tools) if expectation is not None else None
         case = run.to_test_case(expected_tools=expected)
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:

@@ -61,6 +61,10 @@ def truncate(text: str, limit: int) -> str:
     return f"{text[:limit]}…[truncated {cut} chars]"
 
 
+#: ``json.dumps(value, ensure_ascii=False, default=str)`` without building an encoder per value
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
     """A value as the judge sees it: strings as they are, anything else as JSON; cut at ``limit``."""
     if isinstance(value, str):
@@ -69,7 +73,7 @@ def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
         text = value.decode("utf-8", "replace")
     else:
         try:  # frozen containers are dict / list subclasses: json serialises them without a copy
-            text = json.dumps(value, ensure_ascii=False, default=str)
+            text = _dumps(value)
         except (TypeError, ValueError):
             text = repr(value)
     return truncate(text, limit)

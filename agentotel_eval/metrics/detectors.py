@@ -74,13 +74,14 @@ def detect(
     wanted = set(DETECTOR_TYPES if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
-    if INVALID_FUNCTION in wanted:
-        findings += detect_invalid_functions(calls, tools)
-    if PARAMETER_ERROR in wanted:
-        findings += detect_parameter_errors(calls, tools)
+    if INVALID_FUNCTION in wanted and tools is not None:
+        findings += _invalid_functions(calls, tools)
+    if PARAMETER_ERROR in wanted and tools:
+        findings += _parameter_errors(calls, tools)
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
-    findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, DETECTOR_TYPES.index(f.type)))
+    if len(findings) > 1:
+        findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, DETECTOR_TYPES.index(f.type)))
     return findings
 
 
@@ -96,8 +97,10 @@ def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | No
 def detect_invalid_functions(calls: Sequence[ToolCall], available_tools: ToolsLike | None) -> list[Finding]:
     """Calls of tools that were not available. Unknown availability (None) finds nothing."""
     tools = _definitions(available_tools)
-    if tools is None:
-        return []
+    return [] if tools is None else _invalid_functions(calls, tools)
+
+
+def _invalid_functions(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
     names = [t.name for t in tools]
     known = set(names)
     out = []
@@ -120,8 +123,10 @@ def detect_invalid_functions(calls: Sequence[ToolCall], available_tools: ToolsLi
 def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLike | None) -> list[Finding]:
     """Calls whose arguments fail their tool's JSON Schema, one finding per violation (capped per call)."""
     tools = _definitions(available_tools)
-    if not tools:
-        return []
+    return _parameter_errors(calls, tools) if tools else []
+
+
+def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
     schemas = {t.name: t.parameters for t in tools if isinstance(t.parameters, Mapping)}
     out: list[Finding] = []
     for index, call in enumerate(calls):

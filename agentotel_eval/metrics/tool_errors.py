@@ -53,7 +53,7 @@ from agentotel_eval.metrics.detectors import (
     Finding,
     detect,
 )
-from agentotel_eval.test_case import ToolCall, ToolDefinition
+from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls
 
 PROMPT_VERSION = "v1"
 METRIC_JUDGE = "tool_errors"
@@ -328,6 +328,7 @@ class ToolsErrorMetric(BaseMetric):
             raise ValueError(f"threshold must be a number from 0 to 1, got {threshold!r}")
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
+        self._detector_types = tuple(t for t in DETECTOR_TYPES if t in self.error_types)
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -404,8 +405,7 @@ class ToolsErrorMetric(BaseMetric):
         calls = _calls_of(case)
         available = getattr(case, "available_tools", None)
         available = [ToolDefinition.from_value(t) for t in available] if available is not None else None
-        detector_types = [t for t in DETECTOR_TYPES if t in self.error_types]
-        findings = detect(calls, available, types=detector_types)
+        findings = detect(calls, available, types=self._detector_types)
         history = render_tool_history(case, max_value_chars=self.max_value_chars, max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
         return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
@@ -413,7 +413,7 @@ class ToolsErrorMetric(BaseMetric):
 
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
-        ran = [t for t in DETECTOR_TYPES if t in self.error_types]
+        ran = self._detector_types
         if not ran:
             return "no deterministic check covers the selected error types"
         text = "checks run: " + ", ".join(ran)
@@ -449,8 +449,10 @@ class ToolsErrorMetric(BaseMetric):
         score = verdict.confidence if verdict.detected else 0.0
         success = not (verdict.detected and verdict.confidence >= self.threshold)
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
-        return self._result(score=score, success=success, reason=verdict.reason, evaluation_log=log,
-                            cost_usd=cost, model=self.model_name).with_latency(time.perf_counter() - started)
+        # Positional, all fields: the hot path of every scored run (keyword defaults and a copy to add the
+        # latency cost more than the detectors themselves).
+        return MetricResult(self.metric_name, score, success, verdict.reason, self.threshold, "ok", log, None, cost,
+                            self.model_name, type(self).__name__, self.version, time.perf_counter() - started)
 
     def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
                 raw: str | None = None) -> MetricResult:
@@ -546,6 +548,8 @@ def _calls_of(case: Any) -> list[ToolCall]:
     calls = getattr(case, "tool_calls", None)
     if calls is None:
         calls = getattr(case, "tools_called", None)
+    if type(calls) is list:
+        return as_tool_calls(calls)  # type: ignore[return-value]  # a list in, a list out
     return [ToolCall.from_value(c) for c in calls or []]
 
 
