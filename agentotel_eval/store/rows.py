@@ -479,16 +479,27 @@ def _finite_or_none(value: float | None) -> float | None:
 
 
 def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in schema.EVALUATION_COLUMNS}
-    for r in rows:
-        values = (
-            r.trace_id, r.run_span_id, r.metric, _finite_or_none(r.score), _finite_or_none(r.threshold), r.success,
-            r.reason, None if r.details is None else to_json(r.details), r.status, r.model,
-            _finite_or_none(r.cost_usd), r.created_at_ns or None, r.evaluator, r.evaluator_version,
-            _finite_or_none(r.latency_s), r.source, (r.updated_at_ns or r.created_at_ns) or None,
-        )
-        for name, value in zip(schema.EVALUATION_COLUMNS, values, strict=True):
-            columns[name].append(value)
+    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column."""
+    finite = _finite_or_none
+    columns: dict[str, list[Any]] = {
+        "trace_id": [r.trace_id for r in rows],
+        "run_span_id": [r.run_span_id for r in rows],
+        "metric": [r.metric for r in rows],
+        "score": [finite(r.score) for r in rows],
+        "threshold": [finite(r.threshold) for r in rows],
+        "success": [r.success for r in rows],
+        "reason": [r.reason for r in rows],
+        "details": [None if r.details is None else to_json(r.details) for r in rows],
+        "status": [r.status for r in rows],
+        "model": [r.model for r in rows],
+        "cost_usd": [finite(r.cost_usd) for r in rows],
+        "created_at": [r.created_at_ns or None for r in rows],
+        "evaluator": [r.evaluator for r in rows],
+        "evaluator_version": [r.evaluator_version for r in rows],
+        "latency_s": [finite(r.latency_s) for r in rows],
+        "source": [r.source for r in rows],
+        "updated_at": [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
+    }
     return _table(columns, EVALUATION_SCHEMA)
 
 
