@@ -29,6 +29,8 @@ from agentotel_eval.test_case import ToolCall, ToolCallParams, as_tool_calls
 __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for", "score_tool_calls"]
 
 _EVALUATOR_VERSION = "1"
+_MEMO_SIZE = 4096  # name-list pairs remembered per metric instance; forgotten all at once when full
+_STR_TYPE = {str}
 _MODES = {
     (False, False): "default",
     (True, False): "exact",
@@ -522,6 +524,8 @@ class ToolCorrectnessMetric(BaseMetric):
         )
         self._weighted = self._check_input or self._check_output
         self._fast = not (self._exact_match or self._check_ordering or self._check_input or self._check_output)
+        # (expected names, called names) -> (score, success, reason, unbuilt log): see ``_by_names``
+        self._memo: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, bool, str, LazyLog]] = {}
 
     # Read-only configuration (an instance is shared between threads and cases).
     threshold = property(lambda self: self._threshold, doc="Passing score; 1.0 in strict mode.")
@@ -558,7 +562,7 @@ class ToolCorrectnessMetric(BaseMetric):
             try:
                 expected, called = case.expected_tools, case.tools_called
                 if type(expected) is list and type(called) is list:
-                    result = self._measure_default([c.name for c in expected], [c.name for c in called])
+                    result = self._by_names([c.name for c in expected], [c.name for c in called])
                     BaseMetric._remember(self, result)  # not verbose: nothing of ours to add
                     return result
             except AttributeError:
@@ -579,12 +583,8 @@ class ToolCorrectnessMetric(BaseMetric):
             called, c_names = _calls_of(case, "tool_calls")
         if called is None:
             called, c_names = [], []
-        if self._fast:
-            return self._measure_default(e_names, c_names)  # type: ignore[arg-type]
         if not self._weighted:
-            if self._exact_match:
-                return self._measure_exact_names(e_names, c_names)  # type: ignore[arg-type]
-            return self._measure_names(e_names, c_names)  # type: ignore[arg-type]
+            return self._by_names(e_names, c_names)  # type: ignore[arg-type]
         outcome = score_tool_calls(
             expected, called, exact_match=self._exact_match, check_ordering=self._check_ordering,
             input_parameters=self._check_input, output=self._check_output,
@@ -602,8 +602,39 @@ class ToolCorrectnessMetric(BaseMetric):
         log = LazyLog(build_log, outcome, tuple(expected), tuple(called), self._param_names, self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
-    def _measure_default(self, e_names: list[str], c_names: list[str]) -> MetricResult:
-        """The hot path: default mode, names only. A multiset count; the pairing for the log is lazy."""
+    def _by_names(self, e_names: list[str], c_names: list[str]) -> MetricResult:
+        """Any mode without evaluation params: a pure function of the two name lists, remembered per pair.
+
+        An agent repeats a few tool sequences over and over, so most runs score a pair of lists seen before;
+        the score and reason are then looked up, and only the result (with its own lazy log) is new. Only
+        lists of ``str`` are remembered (other names could compare equal across types: ``1 == True``).
+        """
+        key = (tuple(e_names), tuple(c_names))
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is None:
+            if not {*map(type, key[0]), *map(type, key[1])} <= _STR_TYPE:
+                return self._make(*self._score_by_names(e_names, c_names))
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            hit = memo[key] = self._score_by_names(*key)
+        score, success, reason, log = hit
+        return self._make(score, success, reason, LazyLog(log._build, *log._args))
+
+    def _score_by_names(
+        self, e_names: Sequence[str], c_names: Sequence[str]
+    ) -> tuple[float, bool, str, LazyLog]:
+        """``(score, success, reason, log)`` of a names-only mode (the log not built yet)."""
+        if self._fast:
+            result = self._measure_default(e_names, c_names)
+        elif self._exact_match:
+            result = self._measure_exact_names(e_names, c_names)
+        else:
+            result = self._measure_names(e_names, c_names)
+        return result.score, result.success, result.reason, result.evaluation_log  # type: ignore[return-value]
+
+    def _measure_default(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
+        """Default mode, names only. A multiset count; the pairing for the log is lazy."""
         n = len(e_names)
         matched, missing, extra = matching.count_by_name(e_names, c_names)
         raw = matched / n if n else 1.0
@@ -616,7 +647,7 @@ class ToolCorrectnessMetric(BaseMetric):
         log = LazyLog(_names_log, e_names, c_names, self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
-    def _measure_names(self, e_names: list[str], c_names: list[str]) -> MetricResult:
+    def _measure_names(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
         """Ordering mode on names alone (without evaluation params nothing else of a call counts)."""
         outcome = score_names(e_names, c_names, False, self._check_ordering)
         raw = outcome.score
@@ -629,7 +660,7 @@ class ToolCorrectnessMetric(BaseMetric):
         log = LazyLog(names_log, outcome, e_names, c_names, (), self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
-    def _measure_exact_names(self, e_names: list[str], c_names: list[str]) -> MetricResult:
+    def _measure_exact_names(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
         """Exact modes on names alone: a multiset count (and a sequence comparison), no pairing table."""
         _, missing, extra = matching.count_by_name(e_names, c_names)
         first_difference = matching.first_difference(e_names, c_names) if self._check_ordering else None
@@ -649,7 +680,7 @@ def _strict_note(raw: float) -> str:
     return f" Strict mode: {_fmt_num(raw)} is below 1, so the score is 0."
 
 
-def _names_log(expected: list[str], called: list[str], strict: bool, raw: float) -> dict[str, Any]:
+def _names_log(expected: Sequence[str], called: Sequence[str], strict: bool, raw: float) -> dict[str, Any]:
     """The default mode's log from names alone (the hot path keeps only the names)."""
     pairs = matching.multiset_match(expected, called)
     used_e = {p[0] for p in pairs}
@@ -671,7 +702,7 @@ def _names_log(expected: list[str], called: list[str], strict: bool, raw: float)
     }
 
 
-def _scored_log(expected: list[str], called: list[str], ordered: bool, strict: bool) -> dict[str, Any]:
+def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, strict: bool) -> dict[str, Any]:
     """The exact modes' log on names: the pairing is computed only when someone reads the log."""
     outcome = score_names(expected, called, True, ordered)
     return names_log(outcome, expected, called, (), strict, outcome.score)

@@ -1,0 +1,126 @@
+"""The scoring hot paths give exactly what the general path gives.
+
+Tool correctness without evaluation params scores from the call names alone and remembers each pair of name
+lists; these tests hold that path to ``score_tool_calls`` / ``build_reason`` / ``build_log`` (the general path,
+which reads ToolCalls) on varied cases, first and repeated, and check that remembered results share no state.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentotel_eval.metrics.tool_correctness import (
+    ToolCorrectnessMetric,
+    _strict_note,
+    build_log,
+    build_reason,
+    score_tool_calls,
+)
+from agentotel_eval.test_case import EvalTestCase, ToolCall, as_tool_calls
+
+MODES = [(False, False), (True, False), (False, True), (True, True)]
+# few names, so lists overlap, repeat and reorder; odd spellings exercise the quoting in reasons
+names = st.sampled_from(["a", "b", "c", "search", " padded ", "x,y", "", "a×2"])
+name_lists = st.lists(names, max_size=6)
+
+
+def general(expected: list[str], called: list[str], exact: bool, ordering: bool, strict: bool, threshold: float):
+    """The general path over ToolCalls: (score, success, reason, log)."""
+    e = [ToolCall(n) for n in expected]
+    c = [ToolCall(n) for n in called]
+    outcome = score_tool_calls(e, c, exact_match=exact, check_ordering=ordering)
+    raw = outcome.score
+    score = 0.0 if strict and raw < 1.0 else raw
+    reason = build_reason(outcome, e, c)
+    if score != raw:
+        reason += _strict_note(raw)
+    log = build_log(outcome, e, c, (), strict, raw)
+    threshold = 1.0 if strict else threshold
+    return score, score >= threshold, reason, log
+
+
+@settings(max_examples=300, deadline=None)
+@given(expected=name_lists, called=name_lists, mode=st.sampled_from(MODES), strict=st.booleans(),
+       threshold=st.sampled_from([0.0, 0.5, 1.0]))
+def test_names_path_first_and_remembered_equal_the_general_path(expected, called, mode, strict, threshold):
+    exact, ordering = mode
+    metric = ToolCorrectnessMetric(threshold=threshold, exact_match=exact, check_ordering=ordering, strict_mode=strict)
+    score, success, reason, log = general(expected, called, exact, ordering, strict, threshold)
+    case = EvalTestCase(input="q", tools_called=list(called), expected_tools=list(expected))
+    for _ in range(2):  # computed, then remembered
+        result = metric.measure(case)
+        assert result.score == score
+        assert result.success is success
+        assert result.reason == reason
+        assert dict(result.evaluation_log) == log
+        assert result.status == "ok" and result.metric == metric.metric_name
+
+
+@settings(max_examples=100, deadline=None)
+@given(expected=name_lists, called=name_lists, mode=st.sampled_from(MODES), strict=st.booleans())
+def test_remembered_result_equals_a_fresh_instance(expected, called, mode, strict):
+    """A remembered result is the result a metric that never saw the pair gives, field for field."""
+    exact, ordering = mode
+    warm = ToolCorrectnessMetric(exact_match=exact, check_ordering=ordering, strict_mode=strict)
+    case = EvalTestCase(input="q", tools_called=list(called), expected_tools=list(expected))
+    warm.measure(case)
+    again = warm.measure(case)
+    fresh = ToolCorrectnessMetric(exact_match=exact, check_ordering=ordering, strict_mode=strict).measure(case)
+    assert again.to_dict() == fresh.to_dict()
+
+
+def test_remembered_results_share_no_log():
+    """Each result gets its own log: changing one (a caller may) leaves the next untouched."""
+    metric = ToolCorrectnessMetric(check_ordering=True)
+    case = EvalTestCase(input="q", tools_called=["b", "a"], expected_tools=["a", "b", "c"])
+    first = metric.measure(case)
+    first.evaluation_log["missing"].append("tampered")
+    first.evaluation_log["matches"][0]["name"] = "tampered"
+    second = metric.measure(case)
+    assert second.evaluation_log["missing"] == ["c"]
+    assert second.evaluation_log["matches"][0]["name"] == "a"
+    assert second.evaluation_log is not first.evaluation_log
+
+
+def test_names_of_other_types_are_not_remembered_across_types():
+    """``1 == True`` in Python: a duck-typed case with such names must not get the other's result."""
+
+    class Call:
+        def __init__(self, name):
+            self.name = name
+
+    class Case:
+        def __init__(self, expected, called):
+            self.expected_tools, self.tools_called = expected, called
+
+    metric = ToolCorrectnessMetric(exact_match=True, check_ordering=True)
+    one = metric.measure(Case([Call(1)], [Call(1)]))
+    true = metric.measure(Case([Call(True)], [Call(True)]))
+    assert one.evaluation_log["expected"] == [1] and type(one.evaluation_log["expected"][0]) is int
+    assert type(true.evaluation_log["expected"][0]) is bool
+    assert not metric._memo  # neither pair was remembered
+
+
+def test_memo_is_bounded(monkeypatch):
+    from agentotel_eval.metrics import tool_correctness
+
+    monkeypatch.setattr(tool_correctness, "_MEMO_SIZE", 4)
+    metric = ToolCorrectnessMetric()
+    for k in range(10):
+        metric.measure(EvalTestCase(input="q", tools_called=[f"t{k}"], expected_tools=["t0"]))
+        assert len(metric._memo) <= 4
+    assert metric.measure(EvalTestCase(input="q", tools_called=["t0"], expected_tools=["t0"])).score == 1.0
+
+
+def test_as_tool_calls_copies_a_list_of_calls():
+    calls = [ToolCall("a"), ToolCall("b")]
+    out = as_tool_calls(calls)
+    assert out == calls and out is not calls
+    calls.append(ToolCall("c"))
+    assert len(out) == 2  # the case does not follow the caller's list
+    mixed = as_tool_calls([ToolCall("a"), "b", {"name": "c", "args": {"x": 1}}])
+    assert [c.name for c in mixed] == ["a", "b", "c"] and mixed[2].input_parameters == {"x": 1}
+    with pytest.raises(TypeError):
+        as_tool_calls("abc")
