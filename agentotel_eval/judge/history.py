@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.test_case import ToolCall
+from agentotel_eval.test_case import ToolCall, as_tool_calls
 
 DEFAULT_MAX_VALUE_CHARS = 2_000
 DEFAULT_MAX_CHARS = 24_000
@@ -197,7 +197,7 @@ def render_tool_history(
 
 
 def _from_calls(calls: Sequence[Any], source: str, max_value_chars: int, max_chars: int) -> ToolHistory:
-    calls = [ToolCall.from_value(c) for c in calls]
+    calls = as_tool_calls(calls) if type(calls) is list else [ToolCall.from_value(c) for c in calls]
     names_only = _is_names_only(calls)
     blocks = [render_call(i, call, max_value_chars) for i, call in enumerate(calls, 1)]
     kept, truncated = _fit(blocks, max_chars)

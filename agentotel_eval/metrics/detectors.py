@@ -88,7 +88,13 @@ def detect(
 def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | None:
     if available_tools is None:
         return None
-    if isinstance(available_tools, str | bytes | Mapping):
+    if type(available_tools) is list:  # the metric passes a list of definitions: no conversion per tool
+        for t in available_tools:
+            if type(t) is not ToolDefinition:
+                break
+        else:
+            return available_tools
+    elif isinstance(available_tools, str | bytes | Mapping):
         raise TypeError("available_tools must be a list of tool names or definitions")
     return [ToolDefinition.from_value(t) for t in available_tools]
 
@@ -127,7 +133,9 @@ def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLik
 
 
 def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
-    schemas = {t.name: t.parameters for t in tools if isinstance(t.parameters, Mapping)}
+    schemas = {t.name: t.parameters for t in tools if t.parameters is not None and isinstance(t.parameters, Mapping)}
+    if not schemas:
+        return []
     out: list[Finding] = []
     for index, call in enumerate(calls):
         schema = schemas.get(call.name)
@@ -348,6 +356,8 @@ def _preview(value: Any) -> str:
 # -- repeated_failure --------------------------------------------------------------------------------------------
 def detect_repeated_failures(calls: Sequence[ToolCall]) -> list[Finding]:
     """Streaks of two or more failed calls of one tool with equal arguments (see the module docstring)."""
+    if [call.status for call in calls].count("error") < 2:
+        return []  # a streak needs two failures
     streaks: dict[str, list[int]] = {}  # tool name -> indices of the current failing streak
     out: list[Finding] = []
 

@@ -614,24 +614,34 @@ class ToolCorrectnessMetric(BaseMetric):
         hit = memo.get(key)
         if hit is None:
             if not {*map(type, key[0]), *map(type, key[1])} <= _STR_TYPE:
-                return self._make(*self._score_by_names(e_names, c_names))
+                score, success, reason, build, args = self._score_by_names(e_names, c_names)
+                return self._make(score, success, reason, LazyLog(build, *args))
             if len(memo) >= _MEMO_SIZE:
                 memo.clear()
             hit = memo[key] = self._score_by_names(*key)
-        score, success, reason, log = hit
-        return self._make(score, success, reason, LazyLog(log._build, *log._args))
+        score, success, reason, build, args = hit
+        return self._make(score, success, reason, LazyLog(build, *args))
 
     def _score_by_names(
         self, e_names: Sequence[str], c_names: Sequence[str]
-    ) -> tuple[float, bool, str, LazyLog]:
-        """``(score, success, reason, log)`` of a names-only mode (the log not built yet)."""
+    ) -> tuple[float, bool, str, Callable[..., dict[str, Any]], tuple[Any, ...]]:
+        """``(score, success, reason, log builder, its arguments)`` of a names-only mode. The pairing the log
+        shows is computed here, once per pair of lists, so that building a remembered result's log is only
+        filling in a dict."""
         if self._fast:
             result = self._measure_default(e_names, c_names)
+            build: Callable[..., dict[str, Any]] = _names_log
+            # (expected, called, strict, raw) as the lazy log holds them, and the pairing
+            args: tuple[Any, ...] = (*result.evaluation_log._args, matching.multiset_match(e_names, c_names))  # type: ignore[attr-defined]
         elif self._exact_match:
             result = self._measure_exact_names(e_names, c_names)
+            outcome = score_names(e_names, c_names, True, self._check_ordering)
+            build, args = names_log, (outcome, e_names, c_names, (), self._strict_mode, outcome.score)
         else:
             result = self._measure_names(e_names, c_names)
-        return result.score, result.success, result.reason, result.evaluation_log  # type: ignore[return-value]
+            log = result.evaluation_log
+            build, args = log._build, log._args  # type: ignore[attr-defined]  # holds the outcome already
+        return result.score, result.success, result.reason, build, args  # type: ignore[return-value]
 
     def _measure_default(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
         """Default mode, names only. A multiset count; the pairing for the log is lazy."""
@@ -680,9 +690,12 @@ def _strict_note(raw: float) -> str:
     return f" Strict mode: {_fmt_num(raw)} is below 1, so the score is 0."
 
 
-def _names_log(expected: Sequence[str], called: Sequence[str], strict: bool, raw: float) -> dict[str, Any]:
-    """The default mode's log from names alone (the hot path keeps only the names)."""
-    pairs = matching.multiset_match(expected, called)
+def _names_log(
+    expected: Sequence[str], called: Sequence[str], strict: bool, raw: float, pairs: list[Pair] | None = None
+) -> dict[str, Any]:
+    """The default mode's log from names alone (the hot path keeps only the names); ``pairs`` if known."""
+    if pairs is None:
+        pairs = matching.multiset_match(expected, called)
     used_e = {p[0] for p in pairs}
     used_c = {p[1] for p in pairs}
     return {
