@@ -35,7 +35,7 @@ from agentotel_eval.scores import (
     with_scores,
 )
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import EvaluationRow, events_json, to_json
+from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, events_json, new_evaluation_row, to_json
 from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
@@ -59,23 +59,11 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
     log_ = result.evaluation_log
     if type(log_) is LazyLog:  # its Mapping protocol is a Python call per key; the dict under it is not
         log_ = log_.as_dict()
-    return EvaluationRow(
-        trace_id=trace_id,
-        run_span_id=run_span_id,
-        metric=result.metric,
-        score=result.score,
-        threshold=result.threshold,
-        success=result.success,
-        reason=result.reason or (result.error or ""),
-        details={**log_, **details} if log_ or details else None,
-        status=result.status,
-        model=result.model,
-        cost_usd=result.cost_usd,
-        created_at_ns=now_ns,
-        evaluator=result.evaluator or None,
-        evaluator_version=result.evaluator_version or None,
-        latency_s=result.latency_s if latency_s is None else latency_s,
-        updated_at_ns=now_ns,
+    return new_evaluation_row(
+        trace_id, run_span_id, result.metric, result.score, result.threshold, result.success,
+        result.reason or (result.error or ""), {**log_, **details} if log_ or details else None, result.status,
+        result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
+        result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
     )
 
 

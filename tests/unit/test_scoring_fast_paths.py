@@ -124,3 +124,17 @@ def test_as_tool_calls_copies_a_list_of_calls():
     assert [c.name for c in mixed] == ["a", "b", "c"] and mixed[2].input_parameters == {"x": 1}
     with pytest.raises(TypeError):
         as_tool_calls("abc")
+
+
+def test_positional_row_maker_equals_the_constructor():
+    from dataclasses import fields
+
+    from agentotel_eval.store.rows import EvaluationRow, new_evaluation_row
+
+    values = ["t", "s", "m", 0.5, 0.7, True, "why", {"k": [1]}, "ok", "gpt", 0.01, 5, "E", "1", 0.2, "src", 6]
+    assert len(values) == len(fields(EvaluationRow))
+    made = new_evaluation_row(*values)
+    assert made == EvaluationRow(*values)
+    assert type(made) is EvaluationRow and made.key == ("t", "s", "m", "1")
+    with pytest.raises(AttributeError):
+        made.score = 1.0  # still frozen
