@@ -370,17 +370,19 @@ def names_log(
     return log
 
 
-def result_maker(**fixed: Any) -> Callable[[float, bool, str, Mapping[str, Any]], MetricResult]:
+def result_maker(*, extra: tuple[str, ...] = (), **fixed: Any) -> Callable[..., MetricResult]:
     """A fast constructor of ``status="ok"`` results whose other fields are fixed per metric instance.
 
     A frozen dataclass's ``__init__`` sets each of MetricResult's 13 fields through ``object.__setattr__``
     and re-validates the status: about a third of the 10 µs a default-mode case may take. The fixed fields
     are validated once here (by building one result the ordinary way); each call then only allocates and
     fills the slots. Fields added to MetricResult later get their defaults; a new required field fails here.
+    ``make(score, success, reason, evaluation_log, *extra)``: the ``extra`` fields vary per call too.
     """
     fixed = {**fixed, "status": "ok"}
-    varying = ("score", "success", "reason", "evaluation_log")
-    template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={}, **fixed)  # validates
+    varying = ("score", "success", "reason", "evaluation_log", *extra)
+    template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={},  # validates
+                            **{"metric": "", "threshold": 0.0, **dict.fromkeys(extra), **fixed})
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": MetricResult}
     body = []
     for k, field in enumerate(dataclasses.fields(MetricResult)):
@@ -391,7 +393,7 @@ def result_maker(**fixed: Any) -> Callable[[float, bool, str, Mapping[str, Any]]
             namespace[f"_v{k}"] = getattr(template, field.name)
             arg = f"_v{k}"
         body.append(f"    _set{k}(obj, {arg})")
-    source = "def make(score, success, reason, evaluation_log):\n    obj = _new(_cls)\n" + "\n".join(body)
+    source = f"def make({', '.join(varying)}):\n    obj = _new(_cls)\n" + "\n".join(body)
     exec(source + "\n    return obj\n", namespace)
     return namespace["make"]
 

@@ -53,6 +53,7 @@ from agentotel_eval.metrics.detectors import (
     Finding,
     detect,
 )
+from agentotel_eval.metrics.tool_correctness import result_maker
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls
 
 PROMPT_VERSION = "v1"
@@ -329,6 +330,8 @@ class ToolsErrorMetric(BaseMetric):
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
         self._detector_types = tuple(t for t in DETECTOR_TYPES if t in self.error_types)
+        self._make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"),
+                                  evaluator=type(self).__name__, evaluator_version=self.version)
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -449,10 +452,10 @@ class ToolsErrorMetric(BaseMetric):
         score = verdict.confidence if verdict.detected else 0.0
         success = not (verdict.detected and verdict.confidence >= self.threshold)
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
-        # Positional, all fields: the hot path of every scored run (keyword defaults and a copy to add the
-        # latency cost more than the detectors themselves).
-        return MetricResult(self.metric_name, score, success, verdict.reason, self.threshold, "ok", log, None, cost,
-                            self.model_name, type(self).__name__, self.version, time.perf_counter() - started)
+        # Slot by slot: the hot path of every scored run (the frozen constructor, and a copy to add the latency,
+        # cost more than the detectors themselves).
+        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost,
+                          self.model_name, time.perf_counter() - started)
 
     def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
                 raw: str | None = None) -> MetricResult:

@@ -138,3 +138,30 @@ def test_positional_row_maker_equals_the_constructor():
     assert type(made) is EvaluationRow and made.key == ("t", "s", "m", "1")
     with pytest.raises(AttributeError):
         made.score = 1.0  # still frozen
+
+
+def test_result_maker_with_extra_fields_equals_the_constructor():
+    from agentotel_eval.metrics.base import MetricResult
+    from agentotel_eval.metrics.tool_correctness import result_maker
+
+    make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"), evaluator="E",
+                        evaluator_version="2")
+    made = make(0.5, True, "r", {"a": 1}, "m", 0.7, 0.0, None, 0.25)
+    assert made == MetricResult("m", 0.5, True, "r", 0.7, "ok", {"a": 1}, None, 0.0, None, "E", "2", 0.25)
+
+
+def test_detectors_result_is_what_the_constructor_would_give():
+    from agentotel_eval.metrics.base import MetricResult
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+    metric = ToolsErrorMetric(judge=False, threshold=0.6)
+    case = EvalTestCase(input="q", tool_calls=[ToolCall("a", status="error", error="boom"),
+                                               ToolCall("a", status="error", error="boom")])
+    r = metric.measure(case)
+    assert r == MetricResult(
+        "tool_errors_detectors", r.score, r.success, r.reason, 0.6, "ok", r.evaluation_log, None, 0.0, None,
+        "ToolsErrorMetric", metric.version, r.latency_s,
+    )
+    assert r.score == 1.0 and r.success is False and "failed 2 times in a row" in r.reason
+    metric.threshold = 1.0  # a deepeval-style change after construction is honoured
+    assert metric.measure(case).threshold == 1.0
