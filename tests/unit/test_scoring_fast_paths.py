@@ -165,3 +165,30 @@ def test_detectors_result_is_what_the_constructor_would_give():
     assert r.score == 1.0 and r.success is False and "failed 2 times in a row" in r.reason
     metric.threshold = 1.0  # a deepeval-style change after construction is honoured
     assert metric.measure(case).threshold == 1.0
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_to_json_equals_the_reference_encoder(value):
+    """``to_json`` reuses one C encoder; it must write what a fresh ``json.JSONEncoder`` writes."""
+    import json
+
+    from agentotel_eval.frozen import freeze
+    from agentotel_eval.store.rows import _finite, _json_default, to_json
+
+    reference = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
+                                 default=_json_default).encode
+    try:
+        expected = reference(value)
+    except ValueError:
+        expected = reference(_finite(value))
+    assert to_json(value) == expected
+    assert to_json(freeze(value)) == expected  # frozen containers encode as the plain ones
