@@ -608,8 +608,9 @@ class ToolCorrectnessMetric(BaseMetric):
         """Any mode without evaluation params: a pure function of the two name lists, remembered per pair.
 
         An agent repeats a few tool sequences over and over, so most runs score a pair of lists seen before;
-        the score and reason are then looked up, and only the result (with its own lazy log) is new. Only
-        lists of ``str`` are remembered (other names could compare equal across types: ``1 == True``).
+        the score and reason are then looked up, and only the result is new, with a lazy log that is a copy
+        of the pair's log (built once) sharing no container with it. Only lists of ``str`` are remembered
+        (other names could compare equal across types: ``1 == True``).
         """
         key = (tuple(e_names), tuple(c_names))
         memo = self._memo
@@ -620,9 +621,10 @@ class ToolCorrectnessMetric(BaseMetric):
                 return self._make(score, success, reason, LazyLog(build, *args))
             if len(memo) >= _MEMO_SIZE:
                 memo.clear()
-            hit = memo[key] = self._score_by_names(*key)
-        score, success, reason, build, args = hit
-        return self._make(score, success, reason, LazyLog(build, *args))
+            score, success, reason, build, args = self._score_by_names(*key)
+            hit = memo[key] = (score, success, reason, LazyLog(build, *args))
+        score, success, reason, template = hit
+        return self._make(score, success, reason, LazyLog(_copied_log, template))
 
     def _score_by_names(
         self, e_names: Sequence[str], c_names: Sequence[str]
@@ -715,6 +717,21 @@ def _names_log(
         "raw_score": raw,
         "strict_mode": strict,
     }
+
+
+_NAME_LIST_KEYS = ("evaluation_params", "expected", "called", "missing", "extra")
+
+
+def _copied_log(template: LazyLog) -> dict[str, Any]:
+    """A names log equal to ``template``'s, sharing none of its lists or dicts (a caller may change its own)."""
+    source = template.as_dict()
+    log = source.copy()
+    for key in _NAME_LIST_KEYS:
+        log[key] = source[key].copy()
+    log["matches"] = [match.copy() for match in source["matches"]]
+    if "out_of_order" in source:
+        log["out_of_order"] = [pair.copy() for pair in source["out_of_order"]]
+    return log
 
 
 def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, strict: bool) -> dict[str, Any]:
