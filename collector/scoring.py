@@ -27,15 +27,16 @@ from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.scores import (
     ExternalEvaluation,
-    evaluation_events,
+    evaluation_event_attributes,
     evaluation_span,
     external_evaluations,
     score_patch,
     scored_metrics,
     with_scores,
 )
+from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, events_json, new_evaluation_row, to_json
+from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, new_evaluation_row, to_json
 from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
@@ -65,6 +66,17 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
         result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
         result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
     )
+
+
+def evaluation_events_json(results: Sequence[MetricResult], time_ns: int) -> str:
+    """``events_json(evaluation_events(results, time_ns))``, the stored events of a write-back, without the
+    SpanEvent objects in between (this runs for every scored run)."""
+    events = [
+        {"name": EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": evaluation_event_attributes(r)}
+        for r in results
+        if r.status == "ok" or r.status == "error"
+    ]
+    return to_json(events) if events else "[]"
 
 
 def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:
@@ -221,8 +233,7 @@ class ScoringStage:
             span = spans.get(run.span_id)
             if span is not None and results:
                 updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(score_patch(results)),
-                                          events_json(evaluation_events(results, now)),
-                                          tuple(scored_metrics(results))))
+                                          evaluation_events_json(results, now), tuple(scored_metrics(results))))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")

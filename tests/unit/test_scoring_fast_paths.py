@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.tool_correctness import (
     ToolCorrectnessMetric,
     _strict_note,
@@ -148,7 +149,6 @@ def test_positional_row_maker_equals_the_constructor():
 
 
 def test_result_maker_with_extra_fields_equals_the_constructor():
-    from agentotel_eval.metrics.base import MetricResult
     from agentotel_eval.metrics.tool_correctness import result_maker
 
     make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"), evaluator="E",
@@ -158,7 +158,6 @@ def test_result_maker_with_extra_fields_equals_the_constructor():
 
 
 def test_detectors_result_is_what_the_constructor_would_give():
-    from agentotel_eval.metrics.base import MetricResult
     from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 
     metric = ToolsErrorMetric(judge=False, threshold=0.6)
@@ -199,3 +198,30 @@ def test_to_json_equals_the_reference_encoder(value):
         expected = reference(_finite(value))
     assert to_json(value) == expected
     assert to_json(freeze(value)) == expected  # frozen containers encode as the plain ones
+
+
+results_strategy = st.lists(
+    st.builds(
+        MetricResult,
+        metric=st.sampled_from(["tool_correctness", "tool_errors_detectors", "x"]),
+        score=st.none() | st.floats(0, 1),
+        success=st.none() | st.booleans(),
+        reason=st.text(max_size=20),
+        threshold=st.just(0.5),
+        status=st.sampled_from(["ok", "error", "skipped", "pending"]),
+        error=st.none() | st.text(max_size=10),
+        evaluator=st.sampled_from(["", "ToolCorrectnessMetric"]),
+        evaluator_version=st.just("1"),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(results=results_strategy, time_ns=st.integers(0, 2**63 - 1))
+def test_events_json_of_a_write_back_equals_the_general_path(results, time_ns):
+    from agentotel_eval.scores import evaluation_events
+    from agentotel_eval.store.rows import events_json
+    from collector.scoring import evaluation_events_json
+
+    assert evaluation_events_json(results, time_ns) == events_json(evaluation_events(results, time_ns))
