@@ -722,9 +722,9 @@ def _names_log(
 _NAME_LIST_KEYS = ("evaluation_params", "expected", "called", "missing", "extra")
 
 
-def _copied_log(template: LazyLog) -> dict[str, Any]:
+def _copied_log(template: LazyLog | dict[str, Any]) -> dict[str, Any]:
     """A names log equal to ``template``'s, sharing none of its lists or dicts (a caller may change its own)."""
-    source = template.as_dict()
+    source = template.as_dict() if type(template) is LazyLog else template  # a dict after a pickle round trip
     log = source.copy()
     for key in _NAME_LIST_KEYS:
         log[key] = source[key].copy()
