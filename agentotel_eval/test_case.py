@@ -188,6 +188,12 @@ class ToolDefinition:
 def as_tool_definitions(values: Iterable[Any] | None) -> list[ToolDefinition] | None:
     if values is None:
         return None
+    if type(values) is list:  # a list of definitions already: a copy, without a call per item
+        for v in values:
+            if type(v) is not ToolDefinition:
+                break
+        else:
+            return values.copy()
     return [ToolDefinition.from_value(v) for v in values]
 
 

@@ -54,7 +54,7 @@ from agentotel_eval.metrics.detectors import (
     detect,
 )
 from agentotel_eval.metrics.tool_correctness import result_maker
-from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls
+from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
 PROMPT_VERSION = "v1"
 METRIC_JUDGE = "tool_errors"
@@ -407,7 +407,7 @@ class ToolsErrorMetric(BaseMetric):
         ai_response = render_text(output) if output is not None else ""
         calls = _calls_of(case)
         available = getattr(case, "available_tools", None)
-        available = [ToolDefinition.from_value(t) for t in available] if available is not None else None
+        available = as_tool_definitions(available)
         findings = detect(calls, available, types=self._detector_types)
         history = render_tool_history(case, max_value_chars=self.max_value_chars, max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))

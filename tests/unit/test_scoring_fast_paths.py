@@ -225,3 +225,13 @@ def test_events_json_of_a_write_back_equals_the_general_path(results, time_ns):
     from collector.scoring import evaluation_events_json
 
     assert evaluation_events_json(results, time_ns) == events_json(evaluation_events(results, time_ns))
+
+
+def test_as_tool_definitions_copies_a_list_of_definitions():
+    from agentotel_eval.test_case import ToolDefinition, as_tool_definitions
+
+    tools = [ToolDefinition("a"), ToolDefinition("b", parameters={"type": "object"})]
+    out = as_tool_definitions(tools)
+    assert out == tools and out is not tools
+    mixed = as_tool_definitions([ToolDefinition("a"), "b", {"type": "function", "function": {"name": "c"}}])
+    assert [t.name for t in mixed] == ["a", "b", "c"]
