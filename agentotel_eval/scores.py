@@ -28,23 +28,37 @@ def _explanation(result: MetricResult) -> str:
     return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 1] + "…"
 
 
+_SCORE_FIELDS = ("score", "success", "reason", "status")
+_KEYS_CACHE_SIZE = 4096
+_keys_cache: dict[str, tuple[str, str, str, str]] = {}
+
+
+def _score_keys(metric: str) -> tuple[str, str, str, str]:
+    """The metric's ``agentotel.eval.<metric>.score|success|reason|status`` names, formatted once per metric."""
+    keys = _keys_cache.get(metric)
+    if keys is None:
+        keys = tuple(sc.score_attribute(metric, f) for f in _SCORE_FIELDS)  # type: ignore[assignment]
+        if len(_keys_cache) < _KEYS_CACHE_SIZE:
+            _keys_cache[metric] = keys  # type: ignore[assignment]
+    return keys  # type: ignore[return-value]
+
+
 def score_attributes(results: Iterable[MetricResult]) -> dict[str, Any]:
     """The run span's ``agentotel.eval.<metric>.*`` attributes for these results (unscored ones say why)."""
     attrs: dict[str, Any] = {}
     for r in results:
-        if r.status in ("pending", "skipped"):
+        status = r.status
+        if status == "pending" or status == "skipped":
             continue
+        score_key, success_key, reason_key, status_key = _score_keys(r.metric)
         if r.score is not None:
-            attrs[sc.score_attribute(r.metric, "score")] = float(r.score)
+            attrs[score_key] = float(r.score)
         if r.success is not None:
-            attrs[sc.score_attribute(r.metric, "success")] = bool(r.success)
-        attrs[sc.score_attribute(r.metric, "reason")] = _explanation(r)
-        if r.status == "error":
-            attrs[sc.score_attribute(r.metric, "status")] = "error"
+            attrs[success_key] = bool(r.success)
+        attrs[reason_key] = _explanation(r)
+        if status == "error":
+            attrs[status_key] = "error"
     return attrs
-
-
-_SCORE_FIELDS = ("score", "success", "reason", "status")
 
 
 def score_patch(results: Iterable[MetricResult]) -> dict[str, Any]:
@@ -52,9 +66,9 @@ def score_patch(results: Iterable[MetricResult]) -> dict[str, Any]:
     scored metric is set or, when it has no value now, removed (``None``), so a re-score leaves nothing stale."""
     patch: dict[str, Any] = {}
     for r in results:
-        if r.status in ("pending", "skipped"):
+        if r.status == "pending" or r.status == "skipped":
             continue
-        patch.update(dict.fromkeys((sc.score_attribute(r.metric, f) for f in _SCORE_FIELDS), None))
+        patch.update(dict.fromkeys(_score_keys(r.metric)))
     patch.update(score_attributes(results))
     return patch
 

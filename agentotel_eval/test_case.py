@@ -134,7 +134,13 @@ def as_tool_calls(values: Iterable[ToolCall | str | Mapping[str, Any]] | None) -
     """Normalise a list of names / ToolCalls / dicts (mixed) to ToolCalls, keeping order and duplicates."""
     if values is None:
         return None
-    if isinstance(values, str | bytes | Mapping):
+    if type(values) is list:  # the common case, a list of ToolCalls already: a copy, without a call per item
+        for v in values:
+            if type(v) is not ToolCall:
+                break
+        else:
+            return values.copy()
+    elif isinstance(values, str | bytes | Mapping):
         raise TypeError("expected a list of tool calls, not a single value")
     return [ToolCall.from_value(v) for v in values]
 
@@ -182,6 +188,12 @@ class ToolDefinition:
 def as_tool_definitions(values: Iterable[Any] | None) -> list[ToolDefinition] | None:
     if values is None:
         return None
+    if type(values) is list:  # a list of definitions already: a copy, without a call per item
+        for v in values:
+            if type(v) is not ToolDefinition:
+                break
+        else:
+            return values.copy()
     return [ToolDefinition.from_value(v) for v in values]
 
 

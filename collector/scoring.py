@@ -20,22 +20,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
-from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+from agentotel_eval.metrics.tool_correctness import LazyLog, ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.scores import (
     ExternalEvaluation,
-    evaluation_events,
+    evaluation_event_attributes,
     evaluation_span,
     external_evaluations,
     score_patch,
     scored_metrics,
     with_scores,
 )
+from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import EvaluationRow, events_json, to_json
+from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, new_evaluation_row, to_json
+from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
 from collector.pipeline import CompletedTrace, TraceStage
@@ -43,6 +45,7 @@ from collector.scoring_config import ScoringConfig
 
 log = logging.getLogger(__name__)
 
+_EXPECTED_CACHE_SIZE = 4096
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 
 
@@ -55,24 +58,25 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
                **details: Any) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = result.evaluation_log
-    return EvaluationRow(
-        trace_id=trace_id,
-        run_span_id=run_span_id,
-        metric=result.metric,
-        score=result.score,
-        threshold=result.threshold,
-        success=result.success,
-        reason=result.reason or (result.error or ""),
-        details={**log_, **details} if log_ or details else None,
-        status=result.status,
-        model=result.model,
-        cost_usd=result.cost_usd,
-        created_at_ns=now_ns,
-        evaluator=result.evaluator or None,
-        evaluator_version=result.evaluator_version or None,
-        latency_s=result.latency_s if latency_s is None else latency_s,
-        updated_at_ns=now_ns,
+    if type(log_) is LazyLog:  # its Mapping protocol is a Python call per key; the dict under it is not
+        log_ = log_.as_dict()
+    return new_evaluation_row(
+        trace_id, run_span_id, result.metric, result.score, result.threshold, result.success,
+        result.reason or (result.error or ""), {**log_, **details} if log_ or details else None, result.status,
+        result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
+        result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
     )
+
+
+def evaluation_events_json(results: Sequence[MetricResult], time_ns: int) -> str:
+    """``events_json(evaluation_events(results, time_ns))``, the stored events of a write-back, without the
+    SpanEvent objects in between (this runs for every scored run)."""
+    events = [
+        {"name": EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": evaluation_event_attributes(r)}
+        for r in results
+        if r.status == "ok" or r.status == "error"
+    ]
+    return to_json(events) if events else "[]"
 
 
 def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:
@@ -112,6 +116,7 @@ class RunScorer:
             mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
+        self._expected_cache: dict[tuple[str, ...], list[ToolCall]] = {}
         self._detectors: BaseMetric | None = None
         if settings.detectors:
             judge = config.judge
@@ -120,6 +125,15 @@ class RunScorer:
                 error_types=list(judge.error_types) if judge and judge.error_types else None, judge=False,
             )
 
+    def _expected_calls(self, names: tuple[str, ...]) -> list[ToolCall]:
+        """The expected tools as ToolCalls, built once per distinct list (calls are immutable, so shareable)."""
+        calls = self._expected_cache.get(names)
+        if calls is None:
+            if len(self._expected_cache) >= _EXPECTED_CACHE_SIZE:
+                self._expected_cache.clear()
+            calls = self._expected_cache[names] = [ToolCall(name) for name in names]
+        return calls
+
     def expectation(self, run: AgentRun) -> Expectation | None:
         c = self.config
         return find_expectation(run, c.expectations, c.dataset, c.scoring.modes)
@@ -127,7 +141,7 @@ class RunScorer:
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
         with an expectation)."""
-        expected = list(expectation.expected_tools) if expectation is not None else None
+        expected = self._expected_calls(expectation.expected_tools) if expectation is not None else None
         case = run.to_test_case(expected_tools=expected)
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
@@ -219,8 +233,7 @@ class ScoringStage:
             span = spans.get(run.span_id)
             if span is not None and results:
                 updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(score_patch(results)),
-                                          events_json(evaluation_events(results, now)),
-                                          tuple(scored_metrics(results))))
+                                          evaluation_events_json(results, now), tuple(scored_metrics(results))))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")

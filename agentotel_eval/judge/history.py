@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.test_case import ToolCall
+from agentotel_eval.test_case import ToolCall, as_tool_calls
 
 DEFAULT_MAX_VALUE_CHARS = 2_000
 DEFAULT_MAX_CHARS = 24_000
@@ -61,6 +61,10 @@ def truncate(text: str, limit: int) -> str:
     return f"{text[:limit]}…[truncated {cut} chars]"
 
 
+#: ``json.dumps(value, ensure_ascii=False, default=str)`` without building an encoder per value
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
     """A value as the judge sees it: strings as they are, anything else as JSON; cut at ``limit``."""
     if isinstance(value, str):
@@ -69,7 +73,7 @@ def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
         text = value.decode("utf-8", "replace")
     else:
         try:  # frozen containers are dict / list subclasses: json serialises them without a copy
-            text = json.dumps(value, ensure_ascii=False, default=str)
+            text = _dumps(value)
         except (TypeError, ValueError):
             text = repr(value)
     return truncate(text, limit)
@@ -193,7 +197,7 @@ def render_tool_history(
 
 
 def _from_calls(calls: Sequence[Any], source: str, max_value_chars: int, max_chars: int) -> ToolHistory:
-    calls = [ToolCall.from_value(c) for c in calls]
+    calls = as_tool_calls(calls) if type(calls) is list else [ToolCall.from_value(c) for c in calls]
     names_only = _is_names_only(calls)
     blocks = [render_call(i, call, max_value_chars) for i, call in enumerate(calls, 1)]
     kept, truncated = _fit(blocks, max_chars)

@@ -74,20 +74,27 @@ def detect(
     wanted = set(DETECTOR_TYPES if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
-    if INVALID_FUNCTION in wanted:
-        findings += detect_invalid_functions(calls, tools)
-    if PARAMETER_ERROR in wanted:
-        findings += detect_parameter_errors(calls, tools)
+    if INVALID_FUNCTION in wanted and tools is not None:
+        findings += _invalid_functions(calls, tools)
+    if PARAMETER_ERROR in wanted and tools:
+        findings += _parameter_errors(calls, tools)
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
-    findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, DETECTOR_TYPES.index(f.type)))
+    if len(findings) > 1:
+        findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, DETECTOR_TYPES.index(f.type)))
     return findings
 
 
 def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | None:
     if available_tools is None:
         return None
-    if isinstance(available_tools, str | bytes | Mapping):
+    if type(available_tools) is list:  # the metric passes a list of definitions: no conversion per tool
+        for t in available_tools:
+            if type(t) is not ToolDefinition:
+                break
+        else:
+            return available_tools
+    elif isinstance(available_tools, str | bytes | Mapping):
         raise TypeError("available_tools must be a list of tool names or definitions")
     return [ToolDefinition.from_value(t) for t in available_tools]
 
@@ -96,8 +103,10 @@ def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | No
 def detect_invalid_functions(calls: Sequence[ToolCall], available_tools: ToolsLike | None) -> list[Finding]:
     """Calls of tools that were not available. Unknown availability (None) finds nothing."""
     tools = _definitions(available_tools)
-    if tools is None:
-        return []
+    return [] if tools is None else _invalid_functions(calls, tools)
+
+
+def _invalid_functions(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
     names = [t.name for t in tools]
     known = set(names)
     out = []
@@ -120,9 +129,13 @@ def detect_invalid_functions(calls: Sequence[ToolCall], available_tools: ToolsLi
 def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLike | None) -> list[Finding]:
     """Calls whose arguments fail their tool's JSON Schema, one finding per violation (capped per call)."""
     tools = _definitions(available_tools)
-    if not tools:
+    return _parameter_errors(calls, tools) if tools else []
+
+
+def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
+    schemas = {t.name: t.parameters for t in tools if t.parameters is not None and isinstance(t.parameters, Mapping)}
+    if not schemas:
         return []
-    schemas = {t.name: t.parameters for t in tools if isinstance(t.parameters, Mapping)}
     out: list[Finding] = []
     for index, call in enumerate(calls):
         schema = schemas.get(call.name)
@@ -343,6 +356,8 @@ def _preview(value: Any) -> str:
 # -- repeated_failure --------------------------------------------------------------------------------------------
 def detect_repeated_failures(calls: Sequence[ToolCall]) -> list[Finding]:
     """Streaks of two or more failed calls of one tool with equal arguments (see the module docstring)."""
+    if [call.status for call in calls].count("error") < 2:
+        return []  # a streak needs two failures
     streaks: dict[str, list[int]] = {}  # tool name -> indices of the current failing streak
     out: list[Finding] = []
 

@@ -29,6 +29,8 @@ from agentotel_eval.test_case import ToolCall, ToolCallParams, as_tool_calls
 __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for", "score_tool_calls"]
 
 _EVALUATOR_VERSION = "1"
+_MEMO_SIZE = 4096  # name-list pairs remembered per metric instance; forgotten all at once when full
+_STR_TYPE = {str}
 _MODES = {
     (False, False): "default",
     (True, False): "exact",
@@ -70,9 +72,9 @@ def _unpaired(count: int, pairs: Sequence[Pair], side: int) -> tuple[int, ...]:
 
 
 def _split_out_of_order(
-    expected: Sequence[ToolCall], called: Sequence[ToolCall], unpaired: tuple[int, ...], free_called: tuple[int, ...]
+    expected: Sequence[str], called: Sequence[str], unpaired: tuple[int, ...], free_called: tuple[int, ...]
 ) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], tuple[int, ...]]:
-    """Split the expected calls the subsequence left out into out-of-order and missing ones.
+    """Split the expected calls (by name) the subsequence left out into out-of-order and missing ones.
 
     An expected call is out of order when a call of its tool is still unpaired (it was made, but where the
     order does not allow it); that called call is then its counterpart, not an extra call. Returns
@@ -80,11 +82,11 @@ def _split_out_of_order(
     """
     free: dict[str, list[int]] = {}
     for j in free_called:
-        free.setdefault(called[j].name, []).append(j)
+        free.setdefault(called[j], []).append(j)
     out_of_order: list[tuple[int, int]] = []
     missing: list[int] = []
     for i in unpaired:
-        slots = free.get(expected[i].name)
+        slots = free.get(expected[i])
         if slots:
             out_of_order.append((i, slots.pop(0)))
         else:
@@ -103,9 +105,10 @@ def score_tool_calls(
     output: bool = False,
 ) -> ToolCorrectnessOutcome:
     """Score ``called`` against ``expected`` (before any threshold or strict mode)."""
+    if not (input_parameters or output):
+        return score_names([c.name for c in expected], [c.name for c in called], exact_match, check_ordering)
     mode = _MODES[exact_match, check_ordering]
     n, m = len(expected), len(called)
-    weighted = input_parameters or output
     if exact_match:
         e_keys = [matching.call_key(c, input_parameters=input_parameters, output=output) for c in expected]
         c_keys = [matching.call_key(c, input_parameters=input_parameters, output=output) for c in called]
@@ -118,21 +121,44 @@ def score_tool_calls(
             first_difference=first_difference, same_multiset=same_multiset,
         )
     if check_ordering:
-        if weighted:
-            pairs = matching.weighted_lcs_match(expected, called, input_parameters=input_parameters, output=output)
-        else:
-            pairs = matching.lcs_match([c.name for c in expected], [c.name for c in called])
-        out_of_order, missing, extra = _split_out_of_order(
-            expected, called, _unpaired(n, pairs, 0), _unpaired(m, pairs, 1)
-        )
-        score = matching.total_weight(pairs) / n if n else 1.0
-        return ToolCorrectnessOutcome(mode, score, tuple(pairs), missing, extra, out_of_order)
-    if weighted:
-        pairs = matching.weighted_match(expected, called, input_parameters=input_parameters, output=output)
-    else:
-        pairs = matching.multiset_match([c.name for c in expected], [c.name for c in called])
+        pairs = matching.weighted_lcs_match(expected, called, input_parameters=input_parameters, output=output)
+        return _ordering_outcome(mode, pairs, [c.name for c in expected], [c.name for c in called])
+    pairs = matching.weighted_match(expected, called, input_parameters=input_parameters, output=output)
     score = matching.total_weight(pairs) / n if n else 1.0
     return ToolCorrectnessOutcome(mode, score, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1))
+
+
+def score_names(
+    expected: Sequence[str], called: Sequence[str], exact_match: bool = False, check_ordering: bool = False
+) -> ToolCorrectnessOutcome:
+    """``score_tool_calls`` without evaluation params: only the names count, so only the names are needed."""
+    mode = _MODES[exact_match, check_ordering]
+    n, m = len(expected), len(called)
+    if exact_match:
+        pairs = matching.multiset_match(expected, called)
+        same_multiset = len(pairs) == n == m
+        first_difference = matching.first_difference(expected, called) if check_ordering else None
+        ok = first_difference is None if check_ordering else same_multiset
+        return ToolCorrectnessOutcome(
+            mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1),
+            first_difference=first_difference, same_multiset=same_multiset,
+        )
+    if check_ordering:
+        return _ordering_outcome(mode, matching.lcs_match(expected, called), expected, called)
+    pairs = matching.multiset_match(expected, called)
+    score = matching.total_weight(pairs) / n if n else 1.0
+    return ToolCorrectnessOutcome(mode, score, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1))
+
+
+def _ordering_outcome(
+    mode: str, pairs: list[Pair], expected: Sequence[str], called: Sequence[str]
+) -> ToolCorrectnessOutcome:
+    n = len(expected)
+    out_of_order, missing, extra = _split_out_of_order(
+        expected, called, _unpaired(n, pairs, 0), _unpaired(len(called), pairs, 1)
+    )
+    score = matching.total_weight(pairs) / n if n else 1.0
+    return ToolCorrectnessOutcome(mode, score, tuple(pairs), missing, extra, out_of_order)
 
 
 # --- reasons --------------------------------------------------------------------------------------------------
@@ -239,38 +265,46 @@ def build_reason(
     output: bool = False,
 ) -> str:
     """A reason that always agrees with ``outcome.score``: what matched, what is missing, extra, out of order."""
-    n = len(expected)
     weighted = input_parameters or output
-    missing = _count(_missing_names(outcome, expected)) or None
-    extra = _count(called[j].name for j in outcome.extra) or None
+    partial: list[str] = []
+    if weighted and outcome.mode in ("default", "ordering"):
+        for i, j, w in outcome.pairs:
+            if w < 1.0:
+                diff = _pair_difference(expected[i], called[j], input_parameters, output)
+                partial.append(f"{_fmt_name(expected[i].name)} #{i + 1} ({_fmt_num(w)}; differs: {diff or '-'})")
     comparing = f", comparing name, {_considered(input_parameters, output)}" if weighted else ""
+    return names_reason(outcome, [c.name for c in expected], [c.name for c in called], comparing, partial)
+
+
+def names_reason(
+    outcome: ToolCorrectnessOutcome, expected: Sequence[str], called: Sequence[str], comparing: str = "",
+    partial: Sequence[str] = (),
+) -> str:
+    """``build_reason`` from the call names (all it reads besides the pair differences given in ``partial``)."""
+    n = len(expected)
+    missing = _count(_missing_names(outcome, expected)) or None
+    extra = _count(called[j] for j in outcome.extra) or None
     if outcome.mode in ("exact", "exact_ordering"):
         return _exact_text(
             ok=outcome.score == 1.0, ordered=outcome.mode == "exact_ordering", n=n,
-            called_names=[c.name for c in called], missing=missing, extra=extra,
-            first_difference=outcome.first_difference, expected_names=[c.name for c in expected],
+            called_names=called, missing=missing, extra=extra,
+            first_difference=outcome.first_difference, expected_names=expected,
             comparing=comparing,
         )
     matched = matching.total_weight(outcome.pairs)
-    if outcome.mode == "default" and not weighted:
+    if outcome.mode == "default" and not comparing:
         return _default_text(matched, n, missing, extra)
     if n == 0:
         return _default_text(0, 0, None, extra)
     in_order = " in the expected order" if outcome.mode == "ordering" else ""
     text = f"Matched {_fmt_num(matched)} of {n} expected tool calls{in_order}{comparing}."
-    if weighted:
-        partial = []
-        for i, j, w in outcome.pairs:
-            if w < 1.0:
-                diff = _pair_difference(expected[i], called[j], input_parameters, output)
-                partial.append(f"{_fmt_name(expected[i].name)} #{i + 1} ({_fmt_num(w)}; differs: {diff or '-'})")
-        if partial:
-            text += f" Partly matched: {'; '.join(partial)}."
+    if partial:
+        text += f" Partly matched: {'; '.join(partial)}."
     if outcome.out_of_order:
         i, j = outcome.out_of_order[0]
-        text += f" First out-of-order call: {_fmt_name(expected[i].name)} (expected #{i + 1}, called #{j + 1})."
+        text += f" First out-of-order call: {_fmt_name(expected[i])} (expected #{i + 1}, called #{j + 1})."
         if len(outcome.out_of_order) > 1:
-            text += f" Out of order: {_fmt_counts(_count(expected[i].name for i, _ in outcome.out_of_order))}."
+            text += f" Out of order: {_fmt_counts(_count(expected[i] for i, _ in outcome.out_of_order))}."
     if missing:
         text += f" Missing: {_fmt_counts(missing)}."
     if extra:
@@ -278,14 +312,14 @@ def build_reason(
     return text
 
 
-def _missing_names(outcome: ToolCorrectnessOutcome, expected: Sequence[ToolCall]) -> list[str]:
+def _missing_names(outcome: ToolCorrectnessOutcome, expected: Sequence[str]) -> list[str]:
     """Missing names grouped in the order their tools first appear in the expected list."""
     if not outcome.missing:
         return []
     first: dict[str, int] = {}
-    for k, call in enumerate(expected):
-        first.setdefault(call.name, k)
-    return sorted((expected[i].name for i in outcome.missing), key=first.__getitem__)
+    for k, name in enumerate(expected):
+        first.setdefault(name, k)
+    return sorted((expected[i] for i in outcome.missing), key=first.__getitem__)
 
 
 def build_log(
@@ -297,17 +331,31 @@ def build_log(
     raw_score: float,
 ) -> dict[str, Any]:
     """The evaluation log: JSON-ready details of how the score was reached."""
+    return names_log(
+        outcome, [c.name for c in expected], [c.name for c in called], evaluation_params, strict_mode, raw_score
+    )
+
+
+def names_log(
+    outcome: ToolCorrectnessOutcome,
+    expected: Sequence[str],
+    called: Sequence[str],
+    evaluation_params: Sequence[str],
+    strict_mode: bool,
+    raw_score: float,
+) -> dict[str, Any]:
+    """``build_log`` from the call names (all it reads)."""
     log: dict[str, Any] = {
         "mode": outcome.mode,
         "evaluation_params": list(evaluation_params),
-        "expected": [c.name for c in expected],
-        "called": [c.name for c in called],
+        "expected": list(expected),
+        "called": list(called),
         "matches": [
-            {"expected_index": i, "called_index": j, "name": expected[i].name, "weight": w}
+            {"expected_index": i, "called_index": j, "name": expected[i], "weight": w}
             for i, j, w in outcome.pairs
         ],
-        "missing": [expected[i].name for i in outcome.missing],
-        "extra": [called[j].name for j in outcome.extra],
+        "missing": [expected[i] for i in outcome.missing],
+        "extra": [called[j] for j in outcome.extra],
         "matched_weight": matching.total_weight(outcome.pairs),
         "expected_count": len(expected),
         "raw_score": raw_score,
@@ -315,24 +363,26 @@ def build_log(
     }
     if outcome.mode == "ordering":
         log["out_of_order"] = [
-            {"expected_index": i, "called_index": j, "name": expected[i].name} for i, j in outcome.out_of_order
+            {"expected_index": i, "called_index": j, "name": expected[i]} for i, j in outcome.out_of_order
         ]
     if outcome.mode == "exact_ordering":
         log["first_difference"] = outcome.first_difference
     return log
 
 
-def result_maker(**fixed: Any) -> Callable[[float, bool, str, Mapping[str, Any]], MetricResult]:
+def result_maker(*, extra: tuple[str, ...] = (), **fixed: Any) -> Callable[..., MetricResult]:
     """A fast constructor of ``status="ok"`` results whose other fields are fixed per metric instance.
 
     A frozen dataclass's ``__init__`` sets each of MetricResult's 13 fields through ``object.__setattr__``
     and re-validates the status: about a third of the 10 µs a default-mode case may take. The fixed fields
     are validated once here (by building one result the ordinary way); each call then only allocates and
     fills the slots. Fields added to MetricResult later get their defaults; a new required field fails here.
+    ``make(score, success, reason, evaluation_log, *extra)``: the ``extra`` fields vary per call too.
     """
     fixed = {**fixed, "status": "ok"}
-    varying = ("score", "success", "reason", "evaluation_log")
-    template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={}, **fixed)  # validates
+    varying = ("score", "success", "reason", "evaluation_log", *extra)
+    template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={},  # validates
+                            **{"metric": "", "threshold": 0.0, **dict.fromkeys(extra), **fixed})
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": MetricResult}
     body = []
     for k, field in enumerate(dataclasses.fields(MetricResult)):
@@ -343,7 +393,7 @@ def result_maker(**fixed: Any) -> Callable[[float, bool, str, Mapping[str, Any]]
             namespace[f"_v{k}"] = getattr(template, field.name)
             arg = f"_v{k}"
         body.append(f"    _set{k}(obj, {arg})")
-    source = "def make(score, success, reason, evaluation_log):\n    obj = _new(_cls)\n" + "\n".join(body)
+    source = f"def make({', '.join(varying)}):\n    obj = _new(_cls)\n" + "\n".join(body)
     exec(source + "\n    return obj\n", namespace)
     return namespace["make"]
 
@@ -476,6 +526,8 @@ class ToolCorrectnessMetric(BaseMetric):
         )
         self._weighted = self._check_input or self._check_output
         self._fast = not (self._exact_match or self._check_ordering or self._check_input or self._check_output)
+        # (expected names, called names) -> (score, success, reason, unbuilt log): see ``_by_names``
+        self._memo: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, bool, str, LazyLog]] = {}
 
     # Read-only configuration (an instance is shared between threads and cases).
     threshold = property(lambda self: self._threshold, doc="Passing score; 1.0 in strict mode.")
@@ -512,7 +564,7 @@ class ToolCorrectnessMetric(BaseMetric):
             try:
                 expected, called = case.expected_tools, case.tools_called
                 if type(expected) is list and type(called) is list:
-                    result = self._measure_default([c.name for c in expected], [c.name for c in called])
+                    result = self._by_names([c.name for c in expected], [c.name for c in called])
                     BaseMetric._remember(self, result)  # not verbose: nothing of ours to add
                     return result
             except AttributeError:
@@ -533,10 +585,8 @@ class ToolCorrectnessMetric(BaseMetric):
             called, c_names = _calls_of(case, "tool_calls")
         if called is None:
             called, c_names = [], []
-        if self._fast:
-            return self._measure_default(e_names, c_names)  # type: ignore[arg-type]
-        if self._exact_match and not self._weighted:
-            return self._measure_exact_names(expected, called, e_names, c_names)  # type: ignore[arg-type]
+        if not self._weighted:
+            return self._by_names(e_names, c_names)  # type: ignore[arg-type]
         outcome = score_tool_calls(
             expected, called, exact_match=self._exact_match, check_ordering=self._check_ordering,
             input_parameters=self._check_input, output=self._check_output,
@@ -554,8 +604,51 @@ class ToolCorrectnessMetric(BaseMetric):
         log = LazyLog(build_log, outcome, tuple(expected), tuple(called), self._param_names, self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
-    def _measure_default(self, e_names: list[str], c_names: list[str]) -> MetricResult:
-        """The hot path: default mode, names only. A multiset count; the pairing for the log is lazy."""
+    def _by_names(self, e_names: list[str], c_names: list[str]) -> MetricResult:
+        """Any mode without evaluation params: a pure function of the two name lists, remembered per pair.
+
+        An agent repeats a few tool sequences over and over, so most runs score a pair of lists seen before;
+        the score and reason are then looked up, and only the result is new, with a lazy log that is a copy
+        of the pair's log (built once) sharing no container with it. Only lists of ``str`` are remembered
+        (other names could compare equal across types: ``1 == True``).
+        """
+        key = (tuple(e_names), tuple(c_names))
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is None:
+            if not {*map(type, key[0]), *map(type, key[1])} <= _STR_TYPE:
+                score, success, reason, build, args = self._score_by_names(e_names, c_names)
+                return self._make(score, success, reason, LazyLog(build, *args))
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            score, success, reason, build, args = self._score_by_names(*key)
+            hit = memo[key] = (score, success, reason, LazyLog(build, *args))
+        score, success, reason, template = hit
+        return self._make(score, success, reason, LazyLog(_copied_log, template))
+
+    def _score_by_names(
+        self, e_names: Sequence[str], c_names: Sequence[str]
+    ) -> tuple[float, bool, str, Callable[..., dict[str, Any]], tuple[Any, ...]]:
+        """``(score, success, reason, log builder, its arguments)`` of a names-only mode. The pairing the log
+        shows is computed here, once per pair of lists, so that building a remembered result's log is only
+        filling in a dict."""
+        if self._fast:
+            result = self._measure_default(e_names, c_names)
+            build: Callable[..., dict[str, Any]] = _names_log
+            # (expected, called, strict, raw) as the lazy log holds them, and the pairing
+            args: tuple[Any, ...] = (*result.evaluation_log._args, matching.multiset_match(e_names, c_names))  # type: ignore[attr-defined]
+        elif self._exact_match:
+            result = self._measure_exact_names(e_names, c_names)
+            outcome = score_names(e_names, c_names, True, self._check_ordering)
+            build, args = names_log, (outcome, e_names, c_names, (), self._strict_mode, outcome.score)
+        else:
+            result = self._measure_names(e_names, c_names)
+            log = result.evaluation_log
+            build, args = log._build, log._args  # type: ignore[attr-defined]  # holds the outcome already
+        return result.score, result.success, result.reason, build, args  # type: ignore[return-value]
+
+    def _measure_default(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
+        """Default mode, names only. A multiset count; the pairing for the log is lazy."""
         n = len(e_names)
         matched, missing, extra = matching.count_by_name(e_names, c_names)
         raw = matched / n if n else 1.0
@@ -568,9 +661,20 @@ class ToolCorrectnessMetric(BaseMetric):
         log = LazyLog(_names_log, e_names, c_names, self._strict_mode, raw)
         return self._make(score, score >= self._threshold, reason, log)
 
-    def _measure_exact_names(
-        self, expected: Sequence[ToolCall], called: Sequence[ToolCall], e_names: list[str], c_names: list[str]
-    ) -> MetricResult:
+    def _measure_names(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
+        """Ordering mode on names alone (without evaluation params nothing else of a call counts)."""
+        outcome = score_names(e_names, c_names, False, self._check_ordering)
+        raw = outcome.score
+        score = 0.0 if self._strict_mode and raw < 1.0 else raw
+        reason = ""
+        if self._include_reason:
+            reason = names_reason(outcome, e_names, c_names)
+            if score != raw:
+                reason += _strict_note(raw)
+        log = LazyLog(names_log, outcome, e_names, c_names, (), self._strict_mode, raw)
+        return self._make(score, score >= self._threshold, reason, log)
+
+    def _measure_exact_names(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
         """Exact modes on names alone: a multiset count (and a sequence comparison), no pairing table."""
         _, missing, extra = matching.count_by_name(e_names, c_names)
         first_difference = matching.first_difference(e_names, c_names) if self._check_ordering else None
@@ -582,7 +686,7 @@ class ToolCorrectnessMetric(BaseMetric):
                 ok=ok, ordered=self._check_ordering, n=len(e_names), called_names=c_names, missing=missing,
                 extra=extra, first_difference=first_difference, expected_names=e_names,
             )
-        log = LazyLog(_scored_log, tuple(expected), tuple(called), self._check_ordering, self._strict_mode)
+        log = LazyLog(_scored_log, e_names, c_names, self._check_ordering, self._strict_mode)
         return self._make(score, score >= self._threshold, reason, log)
 
 
@@ -590,9 +694,12 @@ def _strict_note(raw: float) -> str:
     return f" Strict mode: {_fmt_num(raw)} is below 1, so the score is 0."
 
 
-def _names_log(expected: list[str], called: list[str], strict: bool, raw: float) -> dict[str, Any]:
-    """The default mode's log from names alone (the hot path keeps only the names)."""
-    pairs = matching.multiset_match(expected, called)
+def _names_log(
+    expected: Sequence[str], called: Sequence[str], strict: bool, raw: float, pairs: list[Pair] | None = None
+) -> dict[str, Any]:
+    """The default mode's log from names alone (the hot path keeps only the names); ``pairs`` if known."""
+    if pairs is None:
+        pairs = matching.multiset_match(expected, called)
     used_e = {p[0] for p in pairs}
     used_c = {p[1] for p in pairs}
     return {
@@ -612,12 +719,25 @@ def _names_log(expected: list[str], called: list[str], strict: bool, raw: float)
     }
 
 
-def _scored_log(
-    expected: Sequence[ToolCall], called: Sequence[ToolCall], ordered: bool, strict: bool
-) -> dict[str, Any]:
+_NAME_LIST_KEYS = ("evaluation_params", "expected", "called", "missing", "extra")
+
+
+def _copied_log(template: LazyLog | dict[str, Any]) -> dict[str, Any]:
+    """A names log equal to ``template``'s, sharing none of its lists or dicts (a caller may change its own)."""
+    source = template.as_dict() if type(template) is LazyLog else template  # a dict after a pickle round trip
+    log = source.copy()
+    for key in _NAME_LIST_KEYS:
+        log[key] = source[key].copy()
+    log["matches"] = [match.copy() for match in source["matches"]]
+    if "out_of_order" in source:
+        log["out_of_order"] = [pair.copy() for pair in source["out_of_order"]]
+    return log
+
+
+def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, strict: bool) -> dict[str, Any]:
     """The exact modes' log on names: the pairing is computed only when someone reads the log."""
-    outcome = score_tool_calls(expected, called, exact_match=True, check_ordering=ordered)
-    return build_log(outcome, expected, called, (), strict, outcome.score)
+    outcome = score_names(expected, called, True, ordered)
+    return names_log(outcome, expected, called, (), strict, outcome.score)
 
 
 class LazyLog(Mapping[str, Any]):
@@ -639,6 +759,10 @@ class LazyLog(Mapping[str, Any]):
         if data is None:
             data = self._data = self._build(*self._args)
         return data
+
+    def as_dict(self) -> dict[str, Any]:
+        """The built log itself (not a copy): for callers that copy it at C speed, ``{**log.as_dict(), ...}``."""
+        return self._get()
 
     def __getitem__(self, key: str) -> Any:
         return self._get()[key]

@@ -53,7 +53,8 @@ from agentotel_eval.metrics.detectors import (
     Finding,
     detect,
 )
-from agentotel_eval.test_case import ToolCall, ToolDefinition
+from agentotel_eval.metrics.tool_correctness import result_maker
+from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
 PROMPT_VERSION = "v1"
 METRIC_JUDGE = "tool_errors"
@@ -328,6 +329,9 @@ class ToolsErrorMetric(BaseMetric):
             raise ValueError(f"threshold must be a number from 0 to 1, got {threshold!r}")
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
+        self._detector_types = tuple(t for t in DETECTOR_TYPES if t in self.error_types)
+        self._make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"),
+                                  evaluator=type(self).__name__, evaluator_version=self.version)
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -403,9 +407,8 @@ class ToolsErrorMetric(BaseMetric):
         ai_response = render_text(output) if output is not None else ""
         calls = _calls_of(case)
         available = getattr(case, "available_tools", None)
-        available = [ToolDefinition.from_value(t) for t in available] if available is not None else None
-        detector_types = [t for t in DETECTOR_TYPES if t in self.error_types]
-        findings = detect(calls, available, types=detector_types)
+        available = as_tool_definitions(available)
+        findings = detect(calls, available, types=self._detector_types)
         history = render_tool_history(case, max_value_chars=self.max_value_chars, max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
         return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
@@ -413,7 +416,7 @@ class ToolsErrorMetric(BaseMetric):
 
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
-        ran = [t for t in DETECTOR_TYPES if t in self.error_types]
+        ran = self._detector_types
         if not ran:
             return "no deterministic check covers the selected error types"
         text = "checks run: " + ", ".join(ran)
@@ -449,8 +452,10 @@ class ToolsErrorMetric(BaseMetric):
         score = verdict.confidence if verdict.detected else 0.0
         success = not (verdict.detected and verdict.confidence >= self.threshold)
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
-        return self._result(score=score, success=success, reason=verdict.reason, evaluation_log=log,
-                            cost_usd=cost, model=self.model_name).with_latency(time.perf_counter() - started)
+        # Slot by slot: the hot path of every scored run (the frozen constructor, and a copy to add the latency,
+        # cost more than the detectors themselves).
+        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost,
+                          self.model_name, time.perf_counter() - started)
 
     def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
                 raw: str | None = None) -> MetricResult:
@@ -546,6 +551,8 @@ def _calls_of(case: Any) -> list[ToolCall]:
     calls = getattr(case, "tool_calls", None)
     if calls is None:
         calls = getattr(case, "tools_called", None)
+    if type(calls) is list:
+        return as_tool_calls(calls)  # type: ignore[return-value]  # a list in, a list out
     return [ToolCall.from_value(c) for c in calls or []]
 
 

@@ -14,6 +14,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import pyarrow as pa
@@ -69,17 +70,16 @@ def _finite(value: Any) -> Any:
 
 
 # Decoded attributes cannot be circular, so the encoder skips that bookkeeping.
-_encoder = json.JSONEncoder(
+_encode = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=_json_default
-)
-_encode = _encoder.encode
-if json.encoder.c_make_encoder is not None:  # CPython: the C encoder itself, made once instead of per value
-    _c_encode = json.encoder.c_make_encoder(
-        None, _json_default, json.encoder.encode_basestring, None, ":", ",", False, False, False
-    )
+).encode
+if c_make_encoder is not None:
+    # The C encoder that ``_encode`` builds on every call, built once: without circularity markers it keeps
+    # no state between calls. Halves the cost of encoding a small dict (an evaluation's details, a score patch).
+    _c_encoder = c_make_encoder(None, _json_default, encode_basestring, None, ":", ",", False, False, False)
 
-    def _encode(value: Any) -> str:  # what ``_encoder.encode`` returns, without its per-call setup
-        return "".join(_c_encode(value, 0))
+    def _encode(value: Any, _encoder: Any = _c_encoder, _join: Any = "".join) -> str:
+        return _join(_encoder(value, 0))
 
 
 def to_json(value: Any) -> str:
@@ -544,6 +544,27 @@ class EvaluationRow:
         return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version or "")
 
 
+def _positional_maker(cls: type) -> Any:
+    """``make(*every field in order)``: a frozen slotted dataclass filled slot by slot.
+
+    The frozen ``__init__`` goes through ``object.__setattr__`` once per field, which for a 17-field row is
+    most of what creating it costs; rows are created for every metric of every scored run.
+    """
+    names = list(cls.__dataclass_fields__)  # declaration order
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    body = []
+    for k, name in enumerate(names):
+        namespace[f"_set{k}"] = cls.__dict__[name].__set__
+        body.append(f"    _set{k}(obj, {name})")
+    source = f"def make({', '.join(names)}):\n    obj = _new(_cls)\n" + "\n".join(body) + "\n    return obj\n"
+    exec(source, namespace)
+    return namespace["make"]
+
+
+#: ``EvaluationRow`` from all 17 fields, positionally, in declaration order (the hot path's constructor)
+new_evaluation_row = _positional_maker(EvaluationRow)
+
+
 EVALUATION_SCHEMA = pa.schema(
     [
         ("trace_id", _STR), ("run_span_id", _STR), ("metric", _STR), ("score", pa.float64()),
@@ -561,16 +582,27 @@ def _finite_or_none(value: float | None) -> float | None:
 
 
 def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in schema.EVALUATION_COLUMNS}
-    for r in rows:
-        values = (
-            r.trace_id, r.run_span_id, r.metric, _finite_or_none(r.score), _finite_or_none(r.threshold), r.success,
-            r.reason, None if r.details is None else to_json(r.details), r.status, r.model,
-            _finite_or_none(r.cost_usd), r.created_at_ns or None, r.evaluator, r.evaluator_version,
-            _finite_or_none(r.latency_s), r.source, (r.updated_at_ns or r.created_at_ns) or None,
-        )
-        for name, value in zip(schema.EVALUATION_COLUMNS, values, strict=True):
-            columns[name].append(value)
+    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column."""
+    finite = _finite_or_none
+    columns: dict[str, list[Any]] = {
+        "trace_id": [r.trace_id for r in rows],
+        "run_span_id": [r.run_span_id for r in rows],
+        "metric": [r.metric for r in rows],
+        "score": [finite(r.score) for r in rows],
+        "threshold": [finite(r.threshold) for r in rows],
+        "success": [r.success for r in rows],
+        "reason": [r.reason for r in rows],
+        "details": [None if r.details is None else to_json(r.details) for r in rows],
+        "status": [r.status for r in rows],
+        "model": [r.model for r in rows],
+        "cost_usd": [finite(r.cost_usd) for r in rows],
+        "created_at": [r.created_at_ns or None for r in rows],
+        "evaluator": [r.evaluator for r in rows],
+        "evaluator_version": [r.evaluator_version for r in rows],
+        "latency_s": [finite(r.latency_s) for r in rows],
+        "source": [r.source for r in rows],
+        "updated_at": [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
+    }
     return _table(columns, EVALUATION_SCHEMA)
 
 

@@ -1,0 +1,237 @@
+"""The scoring hot paths give exactly what the general path gives.
+
+Tool correctness without evaluation params scores from the call names alone and remembers each pair of name
+lists; these tests hold that path to ``score_tool_calls`` / ``build_reason`` / ``build_log`` (the general path,
+which reads ToolCalls) on varied cases, first and repeated, and check that remembered results share no state.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentotel_eval.metrics.base import MetricResult
+from agentotel_eval.metrics.tool_correctness import (
+    ToolCorrectnessMetric,
+    _strict_note,
+    build_log,
+    build_reason,
+    score_tool_calls,
+)
+from agentotel_eval.test_case import EvalTestCase, ToolCall, as_tool_calls
+
+MODES = [(False, False), (True, False), (False, True), (True, True)]
+# few names, so lists overlap, repeat and reorder; odd spellings exercise the quoting in reasons
+names = st.sampled_from(["a", "b", "c", "search", " padded ", "x,y", "", "a×2"])
+name_lists = st.lists(names, max_size=6)
+
+
+def general(expected: list[str], called: list[str], exact: bool, ordering: bool, strict: bool, threshold: float):
+    """The general path over ToolCalls: (score, success, reason, log)."""
+    e = [ToolCall(n) for n in expected]
+    c = [ToolCall(n) for n in called]
+    outcome = score_tool_calls(e, c, exact_match=exact, check_ordering=ordering)
+    raw = outcome.score
+    score = 0.0 if strict and raw < 1.0 else raw
+    reason = build_reason(outcome, e, c)
+    if score != raw:
+        reason += _strict_note(raw)
+    log = build_log(outcome, e, c, (), strict, raw)
+    threshold = 1.0 if strict else threshold
+    return score, score >= threshold, reason, log
+
+
+@settings(max_examples=300, deadline=None)
+@given(expected=name_lists, called=name_lists, mode=st.sampled_from(MODES), strict=st.booleans(),
+       threshold=st.sampled_from([0.0, 0.5, 1.0]))
+def test_names_path_first_and_remembered_equal_the_general_path(expected, called, mode, strict, threshold):
+    exact, ordering = mode
+    metric = ToolCorrectnessMetric(threshold=threshold, exact_match=exact, check_ordering=ordering, strict_mode=strict)
+    score, success, reason, log = general(expected, called, exact, ordering, strict, threshold)
+    case = EvalTestCase(input="q", tools_called=list(called), expected_tools=list(expected))
+    for _ in range(2):  # computed, then remembered
+        result = metric.measure(case)
+        assert result.score == score
+        assert result.success is success
+        assert result.reason == reason
+        assert dict(result.evaluation_log) == log
+        assert result.status == "ok" and result.metric == metric.metric_name
+
+
+@settings(max_examples=100, deadline=None)
+@given(expected=name_lists, called=name_lists, mode=st.sampled_from(MODES), strict=st.booleans())
+def test_remembered_result_equals_a_fresh_instance(expected, called, mode, strict):
+    """A remembered result is the result a metric that never saw the pair gives, field for field."""
+    exact, ordering = mode
+    warm = ToolCorrectnessMetric(exact_match=exact, check_ordering=ordering, strict_mode=strict)
+    case = EvalTestCase(input="q", tools_called=list(called), expected_tools=list(expected))
+    warm.measure(case)
+    again = warm.measure(case)
+    fresh = ToolCorrectnessMetric(exact_match=exact, check_ordering=ordering, strict_mode=strict).measure(case)
+    assert again.to_dict() == fresh.to_dict()
+
+
+def test_remembered_results_share_no_log():
+    """Each result gets its own log: changing one (a caller may) leaves the next untouched."""
+    metric = ToolCorrectnessMetric(check_ordering=True)
+    case = EvalTestCase(input="q", tools_called=["b", "a"], expected_tools=["a", "b", "c"])
+    first = metric.measure(case)
+    pristine = dict(first.evaluation_log)
+    assert pristine["out_of_order"] and pristine["matches"]
+    for value in first.evaluation_log.values():
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    item["name"] = "tampered"
+            value.append("tampered")
+    second = metric.measure(case)
+    assert second.evaluation_log["missing"] == ["c"]
+    assert second.evaluation_log["matches"][0]["name"] == "a"
+    assert second.evaluation_log["out_of_order"][0]["name"] == "b"
+    assert "tampered" not in str(dict(second.evaluation_log))
+
+
+def test_names_of_other_types_are_not_remembered_across_types():
+    """``1 == True`` in Python: a duck-typed case with such names must not get the other's result."""
+
+    class Call:
+        def __init__(self, name):
+            self.name = name
+
+    class Case:
+        def __init__(self, expected, called):
+            self.expected_tools, self.tools_called = expected, called
+
+    metric = ToolCorrectnessMetric(exact_match=True, check_ordering=True)
+    one = metric.measure(Case([Call(1)], [Call(1)]))
+    true = metric.measure(Case([Call(True)], [Call(True)]))
+    assert one.evaluation_log["expected"] == [1] and type(one.evaluation_log["expected"][0]) is int
+    assert type(true.evaluation_log["expected"][0]) is bool
+    assert not metric._memo  # neither pair was remembered
+
+
+def test_memo_is_bounded(monkeypatch):
+    from agentotel_eval.metrics import tool_correctness
+
+    monkeypatch.setattr(tool_correctness, "_MEMO_SIZE", 4)
+    metric = ToolCorrectnessMetric()
+    for k in range(10):
+        metric.measure(EvalTestCase(input="q", tools_called=[f"t{k}"], expected_tools=["t0"]))
+        assert len(metric._memo) <= 4
+    assert metric.measure(EvalTestCase(input="q", tools_called=["t0"], expected_tools=["t0"])).score == 1.0
+
+
+def test_as_tool_calls_copies_a_list_of_calls():
+    calls = [ToolCall("a"), ToolCall("b")]
+    out = as_tool_calls(calls)
+    assert out == calls and out is not calls
+    calls.append(ToolCall("c"))
+    assert len(out) == 2  # the case does not follow the caller's list
+    mixed = as_tool_calls([ToolCall("a"), "b", {"name": "c", "args": {"x": 1}}])
+    assert [c.name for c in mixed] == ["a", "b", "c"] and mixed[2].input_parameters == {"x": 1}
+    with pytest.raises(TypeError):
+        as_tool_calls("abc")
+
+
+def test_positional_row_maker_equals_the_constructor():
+    from dataclasses import fields
+
+    from agentotel_eval.store.rows import EvaluationRow, new_evaluation_row
+
+    values = ["t", "s", "m", 0.5, 0.7, True, "why", {"k": [1]}, "ok", "gpt", 0.01, 5, "E", "1", 0.2, "src", 6]
+    assert len(values) == len(fields(EvaluationRow))
+    made = new_evaluation_row(*values)
+    assert made == EvaluationRow(*values)
+    assert type(made) is EvaluationRow and made.key == ("t", "s", "m", "1")
+    with pytest.raises(AttributeError):
+        made.score = 1.0  # still frozen
+
+
+def test_result_maker_with_extra_fields_equals_the_constructor():
+    from agentotel_eval.metrics.tool_correctness import result_maker
+
+    make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"), evaluator="E",
+                        evaluator_version="2")
+    made = make(0.5, True, "r", {"a": 1}, "m", 0.7, 0.0, None, 0.25)
+    assert made == MetricResult("m", 0.5, True, "r", 0.7, "ok", {"a": 1}, None, 0.0, None, "E", "2", 0.25)
+
+
+def test_detectors_result_is_what_the_constructor_would_give():
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+    metric = ToolsErrorMetric(judge=False, threshold=0.6)
+    case = EvalTestCase(input="q", tool_calls=[ToolCall("a", status="error", error="boom"),
+                                               ToolCall("a", status="error", error="boom")])
+    r = metric.measure(case)
+    assert r == MetricResult(
+        "tool_errors_detectors", r.score, r.success, r.reason, 0.6, "ok", r.evaluation_log, None, 0.0, None,
+        "ToolsErrorMetric", metric.version, r.latency_s,
+    )
+    assert r.score == 1.0 and r.success is False and "failed 2 times in a row" in r.reason
+    metric.threshold = 1.0  # a deepeval-style change after construction is honoured
+    assert metric.measure(case).threshold == 1.0
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_to_json_equals_the_reference_encoder(value):
+    """``to_json`` reuses one C encoder; it must write what a fresh ``json.JSONEncoder`` writes."""
+    import json
+
+    from agentotel_eval.frozen import freeze
+    from agentotel_eval.store.rows import _finite, _json_default, to_json
+
+    reference = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
+                                 default=_json_default).encode
+    try:
+        expected = reference(value)
+    except ValueError:
+        expected = reference(_finite(value))
+    assert to_json(value) == expected
+    assert to_json(freeze(value)) == expected  # frozen containers encode as the plain ones
+
+
+results_strategy = st.lists(
+    st.builds(
+        MetricResult,
+        metric=st.sampled_from(["tool_correctness", "tool_errors_detectors", "x"]),
+        score=st.none() | st.floats(0, 1),
+        success=st.none() | st.booleans(),
+        reason=st.text(max_size=20),
+        threshold=st.just(0.5),
+        status=st.sampled_from(["ok", "error", "skipped", "pending"]),
+        error=st.none() | st.text(max_size=10),
+        evaluator=st.sampled_from(["", "ToolCorrectnessMetric"]),
+        evaluator_version=st.just("1"),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(results=results_strategy, time_ns=st.integers(0, 2**63 - 1))
+def test_events_json_of_a_write_back_equals_the_general_path(results, time_ns):
+    from agentotel_eval.scores import evaluation_events
+    from agentotel_eval.store.rows import events_json
+    from collector.scoring import evaluation_events_json
+
+    assert evaluation_events_json(results, time_ns) == events_json(evaluation_events(results, time_ns))
+
+
+def test_as_tool_definitions_copies_a_list_of_definitions():
+    from agentotel_eval.test_case import ToolDefinition, as_tool_definitions
+
+    tools = [ToolDefinition("a"), ToolDefinition("b", parameters={"type": "object"})]
+    out = as_tool_definitions(tools)
+    assert out == tools and out is not tools
+    mixed = as_tool_definitions([ToolDefinition("a"), "b", {"type": "function", "function": {"name": "c"}}])
+    assert [t.name for t in mixed] == ["a", "b", "c"]
