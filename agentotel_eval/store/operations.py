@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -103,6 +104,60 @@ class ReplaceRuns:
     def committed(self) -> None:
         if self.on_applied is not None:
             self.on_applied(self)
+
+    @property
+    def parts(self) -> tuple[ReplaceRuns, ...]:
+        """The operations this one was merged from (itself when it was not)."""
+        return (self,)
+
+
+class MergedReplaceRuns(ReplaceRuns):
+    """Several ``ReplaceRuns`` that replace nothing, as one: one statement per table instead of one per operation
+    (each statement costs DuckDB a few milliseconds whatever its size, and the writer applies a batch of runs every
+    few tens of milliseconds). Each part still hears ``committed()``."""
+
+    def __init__(self, parts: Sequence[ReplaceRuns]) -> None:
+        if any(p.replace for p in parts):
+            raise ValueError("operations that replace rows keep their own statements (their order matters)")
+        evaluations = [p.evaluations for p in parts if p.evaluations is not None and p.evaluations.num_rows]
+        super().__init__(
+            pa.concat_tables([p.runs for p in parts]),
+            pa.concat_tables([p.calls for p in parts]),
+            evaluations=pa.concat_tables(evaluations) if evaluations else None,
+            span_updates=[u for p in parts for u in p.span_updates],
+        )
+        self._parts = tuple(parts)
+
+    def committed(self) -> None:
+        for part in self._parts:
+            part.committed()
+
+    @property
+    def parts(self) -> tuple[ReplaceRuns, ...]:
+        return self._parts
+
+
+def merge_operations(ops: Sequence[Any]) -> list[Any]:
+    """Consecutive ``ReplaceRuns`` that replace nothing become one ``MergedReplaceRuns``; order is kept, and any
+    other operation (or one that replaces a trace's earlier rows) stands alone between them."""
+    out: list[Any] = []
+    chain: list[ReplaceRuns] = []
+
+    def close() -> None:
+        if len(chain) > 1:
+            out.append(MergedReplaceRuns(chain))
+        else:
+            out.extend(chain)
+        chain.clear()
+
+    for op in ops:
+        if type(op) is ReplaceRuns and not op.replace:
+            chain.append(op)
+        else:
+            close()
+            out.append(op)
+    close()
+    return out
 
 
 @dataclass(frozen=True, slots=True)

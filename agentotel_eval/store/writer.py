@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.store import schema
-from agentotel_eval.store.operations import ns_to_datetime
+from agentotel_eval.store.operations import merge_operations, ns_to_datetime
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -478,13 +478,14 @@ class StoreWriter:
     def _apply_group(self, ops: list[Operation]) -> None:
         """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync, and
         ingest waits meanwhile); if the group fails, each is retried alone so one bad operation costs only itself."""
-        if len(ops) == 1:
+        merged = merge_operations(ops)
+        if len(merged) == 1 and len(ops) == 1:
             self._apply(ops[0])
             return
         con = self._con
         try:
             con.execute("BEGIN TRANSACTION")
-            for op in ops:
+            for op in merged:
                 op.apply(con)
             con.execute("COMMIT")
         except Exception as exc:
@@ -493,7 +494,7 @@ class StoreWriter:
             for op in ops:
                 self._apply(op)
             return
-        for op in ops:
+        for op in merged:
             self._applied(op)
 
     def _apply(self, op: Operation) -> None:
@@ -510,7 +511,7 @@ class StoreWriter:
         self._applied(op)
 
     def _applied(self, op: Operation) -> None:
-        self.stats.operations[op.name] = self.stats.operations.get(op.name, 0) + 1
+        self.stats.operations[op.name] = self.stats.operations.get(op.name, 0) + len(getattr(op, "parts", (op,)))
         committed = getattr(op, "committed", None)
         if committed is not None:
             try:

@@ -9,7 +9,13 @@ import pytest
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.store.operations import DeleteOlderThan, ReplaceRuns, TraceWindow, ns_to_datetime
+from agentotel_eval.store.operations import (
+    DeleteOlderThan,
+    ReplaceRuns,
+    TraceWindow,
+    merge_operations,
+    ns_to_datetime,
+)
 from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
 from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterUnavailable
@@ -247,6 +253,41 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
     blocker2.release.set()
     assert writer.flush(5)
     assert applied == ["m1", "m2", "m3", "m4"] and writer.stats.operation_failures == {"broken": 1}
+
+
+def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_keeps_its_place(store):
+    con, writer, _ = store
+    blocker = Blocker()
+    writer.submit_operation(blocker)
+    assert blocker.entered.wait(5)
+    heard: list[int] = []
+
+    def op(runs, *, replace=()):
+        run_rows, call_rows = runs_to_arrow(runs, 0)
+        return ReplaceRuns(run_rows, call_rows, replace, on_applied=lambda o: heard.append(o.runs.num_rows))
+
+    ops = [
+        op([_run(1, ["a"])]),
+        op([_run(2, ["x"]), _run(3, ["y"])]),
+        op([_run(1, ["a", "b"])], replace=[TraceWindow(f"{1:032x}", T0, T0 + 10_000)]),  # trace 1 rebuilt
+        op([_run(4, ["z"])]),
+        op([_run(5, ["w"])]),
+    ]
+    merged = merge_operations(ops)
+    assert [len(m.parts) for m in merged] == [2, 1, 2]  # the replacement stands alone, in its place
+    for o in ops:
+        writer.submit_operation(o)
+    before = writer.stats.operations.get("replace_runs", 0)
+    blocker.release.set()
+    assert writer.flush(5)
+    cur = con.cursor()
+    assert cur.execute("SELECT trace_id, tools_called FROM agent_runs ORDER BY trace_id").fetchall() == [
+        (f"{1:032x}", ["a", "b"]), (f"{2:032x}", ["x"]), (f"{3:032x}", ["y"]), (f"{4:032x}", ["z"]),
+        (f"{5:032x}", ["w"]),
+    ]
+    assert cur.execute("SELECT count(*) FROM tool_calls").fetchone() == (6,)
+    assert sorted(heard) == [1, 1, 1, 1, 2]  # every operation heard its commit, merged or not
+    assert writer.stats.operations["replace_runs"] == before + 5
 
 
 def test_retention_deletes_only_older_rows(store):
