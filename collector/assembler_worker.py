@@ -130,6 +130,7 @@ class RemoteRunSink:
     def __init__(self, link: _Link) -> None:
         self._link = link
         self.conversion_errors = 0
+        self.sent = threading.Event()
 
     def start(self) -> None:
         pass
@@ -144,6 +145,8 @@ class RemoteRunSink:
         self.conversion_errors += errors
         for rows in batches:
             self._link.send(("rows", rows))
+        if batches:
+            self.sent.set()  # the counters follow the rows promptly (the collector's tests and /metrics read them)
 
 
 def serve(conn: Connection) -> None:
@@ -189,7 +192,11 @@ def serve(conn: Connection) -> None:
             }
 
     def report() -> None:
-        while not stopping.wait(STATS_INTERVAL):
+        while not stopping.is_set():
+            sink.sent.wait(STATS_INTERVAL)
+            sink.sent.clear()
+            if stopping.is_set():
+                return
             try:
                 link.send(("stats", stats()))
             except (OSError, EOFError):

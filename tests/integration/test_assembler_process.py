@@ -57,7 +57,7 @@ def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovere
         assert post_otlp(collector.http_endpoint, "traces",
                          encode_traces(agent_trace(2, time.time_ns())).SerializeToString()).status == 200
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[2]], what="the next run")
-        assert collector.assembler.stats.traces_recovered >= 1
+        wait_until(lambda: collector.assembler.stats.traces_recovered >= 1, timeout=5, what="the recovery counter")
     # stopped cleanly: the worker is gone too
     assert collector.assembler.pid is not None
     assert not os.path.exists(f"/proc/{collector.assembler.pid}") or _is_zombie(collector.assembler.pid)
