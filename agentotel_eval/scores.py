@@ -15,6 +15,7 @@ from typing import Any
 from agentotel_eval import semconv as sc
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
+from agentotel_eval.store.rows import to_json
 
 #: instrumentation scope of everything the collector itself emits
 SCOPE_NAME = "agentotel-eval"
@@ -123,6 +124,28 @@ def with_scores(span: SpanRecord, results: Sequence[MetricResult], time_ns: int)
         span.status_code, span.status_message, attributes, events, span.links, span.resource, span.scope_name,
         span.scope_version, span.trace_state, span.flags,
     )
+
+
+def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: list[dict[str, Any]],
+                      metrics: Sequence[str]) -> tuple[str, str]:
+    """The run span's attributes and events JSON after a write-back, computed as the SQL delta would compute
+    them in the database: the merge patch applied (``None`` removes a key), our earlier events of the same
+    metrics dropped (other tools' events kept), the new events appended."""
+    attributes = dict(span.attributes)
+    for key, value in patch.items():
+        if value is None:
+            attributes.pop(key, None)
+        else:
+            attributes[key] = value
+    replaced = set(metrics)
+    events = [
+        {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
+        for e in span.events
+        if not (e.name == sc.EVENT_EVALUATION_RESULT and _is_ours(e.attributes)
+                and e.attributes.get(sc.GEN_AI_EVALUATION_NAME) in replaced)
+    ]
+    events.extend(new_events)
+    return to_json(attributes), to_json(events) if events else "[]"
 
 
 def _is_ours(event_attributes: Mapping[str, Any]) -> bool:

@@ -32,6 +32,7 @@ from agentotel_eval.scores import (
     external_evaluations,
     score_patch,
     scored_metrics,
+    updated_span_json,
     with_scores,
 )
 from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
@@ -68,14 +69,19 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
     )
 
 
-def evaluation_events_json(results: Sequence[MetricResult], time_ns: int) -> str:
-    """``events_json(evaluation_events(results, time_ns))``, the stored events of a write-back, without the
+def evaluation_event_dicts(results: Sequence[MetricResult], time_ns: int) -> list[dict[str, Any]]:
+    """``evaluation_events(results, time_ns)`` in the stored form (``spans.events`` items), without the
     SpanEvent objects in between (this runs for every scored run)."""
-    events = [
+    return [
         {"name": EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": evaluation_event_attributes(r)}
         for r in results
         if r.status == "ok" or r.status == "error"
     ]
+
+
+def evaluation_events_json(results: Sequence[MetricResult], time_ns: int) -> str:
+    """``events_json(evaluation_events(results, time_ns))``: the events a write-back adds."""
+    events = evaluation_event_dicts(results, time_ns)
     return to_json(events) if events else "[]"
 
 
@@ -232,8 +238,15 @@ class ScoringStage:
                 rows.append(judge_row)
             span = spans.get(run.span_id)
             if span is not None and results:
-                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(score_patch(results)),
-                                          evaluation_events_json(results, now), tuple(scored_metrics(results))))
+                patch = score_patch(results)
+                new_events = evaluation_event_dicts(results, now)
+                metrics = tuple(scored_metrics(results))
+                # First scoring of a trace: the span here is the span as stored, so the whole new value is known
+                # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
+                # since it was read (a judge answer): it gets the delta.
+                whole = (None, None) if trace.replace else updated_span_json(span, patch, new_events, metrics)
+                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(patch),
+                                          to_json(new_events) if new_events else "[]", metrics, *whole))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")

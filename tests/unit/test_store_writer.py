@@ -337,3 +337,47 @@ def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
     attributes, events = con.execute("SELECT attributes, events FROM spans").fetchone()
     assert json.loads(attributes) == {"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.score": 1.0}
     assert [e["attributes"].get("v") for e in json.loads(events)] == [None, 1.0]  # theirs kept, ours replaced
+
+
+def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
+    """First-time scoring sets the span's new attributes and events computed in Python; they must equal what
+    the SQL merge patch and event filter make of the same span (the path re-built traces and the judge take)."""
+    import json
+
+    from agentotel_eval.otlp.records import SpanEvent, SpanRecord
+    from agentotel_eval.scores import updated_span_json
+    from agentotel_eval.store.operations import SpanUpdate, update_spans
+    from agentotel_eval.store.rows import spans_to_arrow
+    from agentotel_eval.store.schema import open_store
+
+    con = open_store(tmp_path / "w.duckdb")
+    theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness", "x": [1, 2]})
+    earlier = SpanEvent("gen_ai.evaluation.result", 6, {"gen_ai.evaluation.name": "tool_correctness",
+                                                        "agentotel.eval.evaluator": "T/1", "v": 0.1})
+    other_metric = SpanEvent("gen_ai.evaluation.result", 7, {"gen_ai.evaluation.name": "tool_errors",
+                                                             "agentotel.eval.evaluator": "J/1"})
+    attributes = {"gen_ai.agent.name": "a", "n": 1.5, "nested": {"k": ["é", None]},
+                  "agentotel.eval.tool_correctness.status": "error", "agentotel.eval.tool_errors.score": 0.2}
+    spans = [SpanRecord("ab" * 16, f"{i:016x}", None, "invoke_agent a", start_ns=1_700_000_000_000_000_000 + i,
+                        attributes=attributes, events=(theirs, earlier, other_metric, SpanEvent("log", 8)))
+             for i in (1, 2)]
+    con.register("s", spans_to_arrow(spans))
+    con.execute("INSERT INTO spans SELECT * FROM s")
+    patch = {"agentotel.eval.tool_correctness.score": 1.0, "agentotel.eval.tool_correctness.success": True,
+             "agentotel.eval.tool_correctness.status": None, "agentotel.eval.tool_correctness.reason": "all ✓"}
+    new_events = [{"name": "gen_ai.evaluation.result", "time_unix_nano": 9, "attributes": {
+        "gen_ai.evaluation.name": "tool_correctness", "agentotel.eval.evaluator": "T/1", "v": 1.0}}]
+    metrics = ("tool_correctness",)
+    delta, whole = spans
+    update_spans(con, [
+        SpanUpdate(delta.trace_id, delta.span_id, delta.start_ns, json.dumps(patch), json.dumps(new_events), metrics),
+        SpanUpdate(whole.trace_id, whole.span_id, whole.start_ns, json.dumps(patch), json.dumps(new_events), metrics,
+                   *updated_span_json(whole, patch, new_events, metrics)),
+    ])
+    stored = {row[0]: (json.loads(row[1]), json.loads(row[2]))
+              for row in con.execute("SELECT span_id, attributes, events FROM spans").fetchall()}
+    assert stored[whole.span_id] == stored[delta.span_id]
+    got_attributes, got_events = stored[whole.span_id]
+    assert "agentotel.eval.tool_correctness.status" not in got_attributes
+    assert got_attributes["agentotel.eval.tool_errors.score"] == 0.2  # another metric's scores stay
+    assert [e["time_unix_nano"] for e in got_events] == [5, 7, 8, 9]  # ours of the same metric replaced
