@@ -105,8 +105,9 @@ class ReceiverConfig:
     max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
-    #: requests decoded at the same time, across both receivers (decoding is CPU-bound Python: more at once only
-    #: take turns on the interpreter lock and slow the writer's commits, which every waiting request shares)
+    #: requests decoded at the same time, across both receivers. Decoding is CPU-bound Python, so more at once
+    #: only take turns on the interpreter lock; the bound also caps the memory of requests being decoded (a
+    #: 20 MiB request decodes to several times its size)
     decode_slots: int = 2
     #: how long an export call waits for its records to be committed before answering UNAVAILABLE / 503
     export_timeout: float = field(default=30.0, metadata=_DURATION_KIND)

@@ -70,8 +70,7 @@ class Ingestor:
     ) -> None:
         self._writer = writer
         # Decoding is CPU-bound Python: more requests at it at once only take turns on the interpreter lock, and
-        # every extra contender delays the writer thread each time it needs the lock back between DuckDB calls
-        # (its commits, which every waiting request shares, then take several times longer).
+        # each holds its decoded records meanwhile (several times the request's size).
         self._cpu_slots = threading.BoundedSemaphore(cpu_slots)
         self._timeout = export_timeout
         self._backlog = backlog
