@@ -51,13 +51,15 @@ def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
 
 
 class Blocker:
-    """A writer operation that holds the writer thread until released: makes queue states deterministic."""
+    """A writer operation that holds a writer thread until released: makes queue states deterministic."""
 
     name = "blocker"
 
-    def __init__(self, hold: float = 20.0) -> None:
+    def __init__(self, hold: float = 20.0, *, ingest: bool = True) -> None:
         import threading
 
+        #: hold the ingest thread (queued requests wait) or, with ``ingest=False``, the operations thread
+        self.holds_ingest = ingest
         self.entered = threading.Event()
         self.release = threading.Event()
         self._hold = hold

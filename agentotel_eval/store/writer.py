@@ -10,8 +10,11 @@ Spans are idempotent on ``(trace_id, span_id)`` and logs on their content hash: 
 against rows inside the batch's time window (a re-sent record has the same time), which lets DuckDB skip all
 row groups outside the window by their min/max statistics, so appends stay fast as the table grows.
 
-Other writes (agent runs, retention) are ``Operation`` objects applied by the same thread after ingest batches,
-each in its own transaction, so a failing operation never costs an acknowledged span.
+Other writes (agent runs and scores, retention, judge answers) are ``Operation`` objects applied by a second
+thread on its own cursor, beside ingest: DuckDB runs one database's transactions concurrently, and ingest only
+appends, so they never conflict, and an operation never delays the commits exporters wait for. Everything queued
+is applied in one transaction (one WAL write and fsync); a failing group is retried operation by operation, so a
+bad operation costs only itself and never an acknowledged span.
 """
 
 from __future__ import annotations
@@ -208,7 +211,7 @@ def _has_duplicate_keys(data: pa.Table, key: tuple[str, ...]) -> bool:
 
 
 class StoreWriter:
-    """The one thread that writes to the database (see the module docstring)."""
+    """The database's writer: an ingest thread and an operations thread (see the module docstring)."""
 
     def __init__(
         self,
@@ -228,20 +231,28 @@ class StoreWriter:
         self._retry_after = retry_after
         self._items: deque[_Item] = deque()
         self._ops: deque[Operation] = deque()
+        self._barriers: deque[Operation] = deque()  # operations applied on the ingest thread, between batches
         self._queued = 0
         self._cond = threading.Condition()
         self._stopping = False
         self._busy = False
+        self._ops_busy = False
+        self._ingest_done = False
         self._accepting = True
         self._thread: threading.Thread | None = None
+        self._ops_thread: threading.Thread | None = None
+        self._ops_con: duckdb.DuckDBPyConnection | None = None
         self.stats = WriterStats()
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is None:
+            self._ops_con = self._con.cursor()
             self._thread = threading.Thread(target=self._run, name="agentotel-writer", daemon=True)
+            self._ops_thread = threading.Thread(target=self._run_ops, name="agentotel-writer-ops", daemon=True)
             self._thread.start()
+            self._ops_thread.start()
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Refuse new ingest, drain the queue and pending operations, checkpoint. Idempotent."""
@@ -249,12 +260,16 @@ class StoreWriter:
             self._accepting = False
             self._stopping = True
             self._cond.notify_all()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-            if thread.is_alive():
-                log.error("the writer did not finish within %.0fs; %d records still queued", timeout, self._queued)
-                return
+        for thread in (self._thread, self._ops_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
+                if thread.is_alive():
+                    log.error("the writer did not finish within %.0fs; %d records and %d operations still queued",
+                              timeout, self._queued, len(self._ops))
+                    return
+        if self._ops_con is not None:
+            with contextlib.suppress(duckdb.Error):
+                self._ops_con.close()
         try:
             self._con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # the WAL still holds everything committed
@@ -268,7 +283,7 @@ class StoreWriter:
         """Wait until everything queued so far (ingest and operations) is written; False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._items or self._ops or self._busy:
+            while self._items or self._ops or self._barriers or self._busy or self._ops_busy:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._thread is None or not self._thread.is_alive():
                     return False
@@ -320,19 +335,29 @@ class StoreWriter:
         return ticket
 
     def submit_operation(self, op: Operation) -> None:
-        """Queue a non-ingest write; never refused (its producers are bounded themselves)."""
+        """Queue a non-ingest write; never refused (its producers are bounded themselves).
+
+        Operations run on their own thread and cursor, beside ingest: DuckDB runs transactions of one database
+        concurrently, and ingest only appends, so the two never conflict; the runs and scores of earlier traces
+        then no longer hold up the commits exporters wait for. An operation with ``holds_ingest = True`` runs on
+        the ingest thread instead, between two batches (what a test uses to hold ingest still)."""
         with self._cond:
-            self._ops.append(op)
+            (self._barriers if getattr(op, "holds_ingest", False) else self._ops).append(op)
             self._cond.notify_all()
 
     # ---- the writer thread ----------------------------------------------------------------------------------
 
     def _take(self) -> tuple[list[_Item], list[Operation]] | None:
         with self._cond:
-            while not self._items and not self._ops:
+            while not self._items and not self._barriers:
                 if self._stopping:
                     return None
                 self._cond.wait(1.0)
+            if self._barriers:
+                barriers = list(self._barriers)
+                self._barriers.clear()
+                self._busy = True
+                return [], barriers
             if self._items and self._flush_interval > 0 and not self._stopping:
                 deadline = time.monotonic() + self._flush_interval
                 while self._queued < self._max_batch and not self._stopping:
@@ -346,12 +371,37 @@ class StoreWriter:
                 item = self._items.popleft()
                 items.append(item)
                 taken += item.size
-            ops = list(self._ops)
-            self._ops.clear()
             self._busy = True
-            return items, ops
+            return items, []
 
     def _run(self) -> None:
+        try:
+            self._run_ingest()
+        finally:
+            with self._cond:
+                self._ingest_done = True
+                self._cond.notify_all()
+
+    def _run_ops(self) -> None:
+        """Operations, each group in one transaction on the operations cursor; ends after the ingest thread (whose
+        commits may still queue operations) once nothing is left."""
+        while True:
+            with self._cond:
+                while not self._ops and not (self._stopping and self._ingest_done):
+                    self._cond.wait(1.0)
+                if not self._ops:
+                    return
+                ops = list(self._ops)
+                self._ops.clear()
+                self._ops_busy = True
+            try:
+                self._apply_group(ops, self._ops_con or self._con)
+            finally:
+                with self._cond:
+                    self._ops_busy = False
+                    self._cond.notify_all()
+
+    def _run_ingest(self) -> None:
         while True:
             taken = self._take()
             if taken is None:
@@ -369,7 +419,7 @@ class StoreWriter:
                     with self._cond:
                         self._queued -= sum(i.size for i in items)
             if ops:
-                self._apply_group(ops)
+                self._apply_group(ops, self._con)
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
@@ -475,14 +525,13 @@ class StoreWriter:
             records.extend(new)
         return records
 
-    def _apply_group(self, ops: list[Operation]) -> None:
+    def _apply_group(self, ops: list[Operation], con: duckdb.DuckDBPyConnection) -> None:
         """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync, and
         ingest waits meanwhile); if the group fails, each is retried alone so one bad operation costs only itself."""
         merged = merge_operations(ops)
         if len(merged) == 1 and len(ops) == 1:
-            self._apply(ops[0])
+            self._apply(ops[0], con)
             return
-        con = self._con
         try:
             con.execute("BEGIN TRANSACTION")
             for op in merged:
@@ -492,13 +541,12 @@ class StoreWriter:
             _rollback(con)
             log.warning("a group of %d write operations failed (%s); applying them one by one", len(ops), exc)
             for op in ops:
-                self._apply(op)
+                self._apply(op, con)
             return
         for op in merged:
             self._applied(op)
 
-    def _apply(self, op: Operation) -> None:
-        con = self._con
+    def _apply(self, op: Operation, con: duckdb.DuckDBPyConnection) -> None:
         try:
             con.execute("BEGIN TRANSACTION")
             op.apply(con)

@@ -212,7 +212,7 @@ def test_a_failing_operation_does_not_stop_the_writer(store):
 
 def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itself(store):
     con, writer, _ = store
-    blocker = Blocker()
+    blocker = Blocker(ingest=False)  # holds the operations thread
     writer.submit_operation(blocker)  # holds the writer so the next three are taken as one group
     assert blocker.entered.wait(5)
     applied: list[str] = []
@@ -246,7 +246,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
     assert writer.stats.operations["marker"] == commits_before + 2
     assert writer.stats.operation_failures == {"broken": 1}
 
-    writer.submit_operation(blocker2 := Blocker())
+    writer.submit_operation(blocker2 := Blocker(ingest=False))
     assert blocker2.entered.wait(5)
     writer.submit_operation(Marker(3))
     writer.submit_operation(Marker(4))
@@ -257,7 +257,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
 
 def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_keeps_its_place(store):
     con, writer, _ = store
-    blocker = Blocker()
+    blocker = Blocker(ingest=False)
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
     heard: list[int] = []
@@ -288,6 +288,20 @@ def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_
     assert cur.execute("SELECT count(*) FROM tool_calls").fetchone() == (6,)
     assert sorted(heard) == [1, 1, 1, 1, 2]  # every operation heard its commit, merged or not
     assert writer.stats.operations["replace_runs"] == before + 5
+
+
+def test_operations_run_beside_ingest_which_an_operation_in_progress_does_not_hold_up(store):
+    con, writer, _ = store
+    slow = Blocker(ingest=False)
+    writer.submit_operation(slow)  # an operation in progress on its thread (a big batch of runs, say)
+    assert slow.entered.wait(5)
+    assert submit_spans(writer, make_spans(7)).wait(5).stored == 3  # committed meanwhile
+    runs, calls = runs_to_arrow([_run(7, ["a"])], 0)
+    writer.submit_operation(ReplaceRuns(runs, calls))
+    assert writer.pending_operations == 1 and not writer.flush(0.2)  # flush waits for operations too
+    slow.release.set()
+    assert writer.flush(5)
+    assert con.cursor().execute("SELECT count(*) FROM agent_runs").fetchone() == (1,)
 
 
 def test_retention_deletes_only_older_rows(store):
