@@ -61,6 +61,7 @@ class Assembler:
         reconstruct: Reconstruct | None = None,
         clock: Callable[[], float] = time.monotonic,
         tick: float = 0.05,
+        on_step: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.buffer = TraceBuffer(
@@ -75,6 +76,8 @@ class Assembler:
         self._reconstruct = reconstruct or _default_reconstruct
         self._clock = clock
         self._tick = tick
+        #: called by the assembler's thread after each round, between batches (its state is consistent then)
+        self._on_step = on_step
         self._inbox: deque[tuple[Sequence[SpanRecord], Sequence[LogRecord]]] = deque()
         self._inbox_records = 0
         self._cond = threading.Condition()
@@ -150,6 +153,8 @@ class Assembler:
                 with self._lock:
                     self._drain_inbox()
                     self._emit(self.buffer.due(self._clock()))
+                    if self._on_step is not None:
+                        self._on_step()
             except Exception:
                 log.exception("the assembler failed on a batch; continuing")
 

@@ -112,11 +112,14 @@ class AssemblerProcess:
         self._queued = 0  # records in the outbox
         self._sent = 0  # records sent to the current worker
         self._stopping = False
+        #: the worker kept dying and was given up on: records are dropped here (they are stored), nothing waits
+        self._disabled = False
         self._snapshot = _Snapshot()
         self._retired = _Snapshot()  # counters of workers that died, so totals never go backwards
         self._conn: Connection | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._send_lock = threading.Lock()
+        self._abandoned: set[Connection] = set()  # connections closed on purpose (a failed start)
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._sender: threading.Thread | None = None
@@ -131,6 +134,8 @@ class AssemblerProcess:
     def backlog(self) -> int:
         """Committed records the worker has not buffered yet (counted against the write queue's bound)."""
         with self._cond:
+            if self._disabled:
+                return 0
             snap = self._snapshot
             return self._queued + max(self._sent - snap.received, 0) + snap.inbox
 
@@ -168,6 +173,8 @@ class AssemblerProcess:
         if not n:
             return
         with self._cond:
+            if self._disabled:
+                return  # stored already; assembly is off until the collector restarts (logged when it happened)
             self._outbox.append((spans, logs))
             self._queued += n
             self._cond.notify()
@@ -209,18 +216,24 @@ class AssemblerProcess:
         finally:
             theirs.close()
         conn = Connection(ours.detach())
+        conn.send(("setup", self._setup))  # first, before the sender can see this connection
         self._ready.clear()
-        self._stopped.clear()
         with self._cond:
             self._conn, self._proc = conn, proc
             self._sent = 0
             self._snapshot = _Snapshot()
-        conn.send(("setup", self._setup))
+            stopping = self._stopping
+        if not stopping:
+            self._stopped.clear()
         self._receiver = threading.Thread(target=self._receive_loop, args=(conn, proc), name="agentotel-assembler-recv",
                                           daemon=True)
         self._receiver.start()
+        if stopping:  # the collector began to stop while this one started: stop it as the old one would have been
+            with contextlib.suppress(OSError, ValueError):
+                self._send(conn, ("stop",))
         if not self._ready.wait(self._start_timeout):
             code = proc.poll()
+            self._abandoned.add(conn)  # its receiver must not restart it
             self._terminate()
             raise AssemblerUnavailable(
                 f"the assembler process did not start within {self._start_timeout:g}s"
@@ -258,18 +271,21 @@ class AssemblerProcess:
                     logs.extend(lg)
                 n = len(spans) + len(logs)
                 conn = self._conn
-            payload = wire.dumps(spans, logs)
-            with self._cond:
                 self._sent += n  # counted before it leaves the outbox count: the backlog never dips in between
                 self._queued -= n
+                disabled = self._disabled
+            if disabled:
+                continue
             try:
                 if conn is None:
                     raise OSError("no assembler process")
-                self._send(conn, ("records", payload))
+                self._send(conn, ("records", wire.dumps(spans, logs)))
             except (OSError, ValueError):
                 # The worker died (the receiver restarts it): these records are committed, and the new worker's
                 # recovery re-reads every stored trace without runs, so they are not lost. Wait for it.
                 self._ready.wait(5.0)
+            except Exception:  # a bug in encoding: these records' runs are lost, the sender must go on
+                log.exception("could not send %d records to the assembler process", n)
         conn = self._conn
         if conn is not None:
             try:
@@ -283,6 +299,11 @@ class AssemblerProcess:
                 message = conn.recv()
             except (EOFError, OSError):
                 break
+            except Exception:  # an unreadable message: treat the worker as failed (it is restarted)
+                log.exception("unreadable message from the assembler process")
+                with contextlib.suppress(OSError):
+                    proc.kill()
+                break
             kind = message[0]
             try:
                 if kind == "rows":
@@ -293,7 +314,7 @@ class AssemblerProcess:
                     if self._forward is not None:
                         self._forward(wire.loads(message[1])[0])
                 elif kind == "call":
-                    self._answer(conn, message[1], message[2])
+                    self._answer(conn, message[1], message[2], message[3])
                 elif kind == "ready":
                     self._ready.set()
                 elif kind == "stopped":
@@ -304,6 +325,10 @@ class AssemblerProcess:
             except Exception:
                 log.exception("handling %r from the assembler process failed", kind)
         # The connection closed without "stopped": the worker died.
+        with contextlib.suppress(OSError):
+            conn.close()
+        if conn in self._abandoned:  # we closed it (a failed start): whoever did so reports it
+            return
         self._ready.clear()  # the sender waits for the next one instead of writing into a closed socket
         code = proc.wait()
         with self._cond:
@@ -318,10 +343,16 @@ class AssemblerProcess:
         with self._cond:
             self._retired = _merge(self._retired, self._snapshot)
             self._snapshot = _Snapshot()
+            self._sent = 0  # what the dead worker had is in the database; its recovery there is the new one's
         self.restarts += 1
         if self.restarts > MAX_RESTARTS:
             log.error("the assembler process exited (code %s) %d times; agent runs are no longer assembled until "
-                      "the collector restarts (spans are still stored)", code, self.restarts)
+                      "the collector restarts (spans are still stored, and that start recovers their runs)",
+                      code, self.restarts)
+            with self._cond:
+                self._disabled = True
+                self._outbox.clear()
+                self._queued = 0
             self._stopped.set()
             return
         log.error("the assembler process exited unexpectedly (code %s); starting a new one (its recovery re-opens "
@@ -334,10 +365,15 @@ class AssemblerProcess:
         try:
             self._spawn()
         except AssemblerUnavailable:
-            log.exception("could not restart the assembler process")
+            log.exception("could not restart the assembler process; agent runs are no longer assembled until the "
+                          "collector restarts (spans are still stored)")
+            with self._cond:
+                self._disabled = True
+                self._outbox.clear()
+                self._queued = 0
             self._stopped.set()
 
-    def _answer(self, conn: Connection, name: str, args: tuple[Any, ...]) -> None:
+    def _answer(self, conn: Connection, call_id: int, name: str, args: tuple[Any, ...]) -> None:
         """Serve a read the worker asked for, from the database."""
         try:
             if name == "load":
@@ -354,9 +390,9 @@ class AssemblerProcess:
                 raise ValueError(f"unknown call {name!r}")
         except Exception as exc:
             log.exception("serving %s for the assembler process failed", name)
-            self._send(conn, ("reply", (False, f"{type(exc).__name__}: {exc}")))
+            self._send(conn, ("reply", call_id, (False, f"{type(exc).__name__}: {exc}")))
             return
-        self._send(conn, ("reply", (True, value)))
+        self._send(conn, ("reply", call_id, (True, value)))
 
     def _update(self, data: dict[str, Any]) -> None:
         snap = _Snapshot(

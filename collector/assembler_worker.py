@@ -74,6 +74,7 @@ class _Link:
         self._call_lock = threading.Lock()
         self.replies: queue.Queue[Any] = queue.Queue()
         self.closed = False
+        self._calls = 0
 
     def send(self, message: tuple[Any, ...]) -> None:
         if self.closed:
@@ -87,11 +88,18 @@ class _Link:
 
     def call(self, name: str, *args: Any) -> Any:
         with self._call_lock:
-            self.send(("call", name, args))
-            try:
-                ok, value = self.replies.get(timeout=CALL_TIMEOUT)
-            except queue.Empty:
-                raise RemoteCallError(f"the collector did not answer {name} within {CALL_TIMEOUT:g}s") from None
+            self._calls += 1
+            call_id = self._calls
+            self.send(("call", call_id, name, args))
+            deadline = time.monotonic() + CALL_TIMEOUT
+            while True:
+                try:
+                    answered, (ok, value) = self.replies.get(timeout=max(deadline - time.monotonic(), 0.0))
+                except queue.Empty:
+                    raise RemoteCallError(f"the collector did not answer {name} within {CALL_TIMEOUT:g}s") from None
+                if answered == call_id or answered is None:  # None: the connection closed
+                    break
+                # the late answer to an earlier call that timed out: not this one's
         if not ok:
             raise RemoteCallError(value)
         return value
@@ -172,35 +180,38 @@ def serve(conn: Connection) -> None:
         link.send(("forward", wire.dumps(spans)))
 
     scoring = ScoringStage(sink, setup.scoring, forward=forward if setup.forwarding else None)
-    assembler = Assembler(setup.assembler, scoring, RemoteReader(link))
     received = [0]
-    stopping = threading.Event()
+    last_sent = [0.0]
 
     def stats() -> dict[str, Any]:
-        got = received[0]  # read before the assembler's state: a record in between is counted twice, never lost
-        with assembler._lock:  # between batches: what left the buffer has been sent as rows already
-            return {
-                "received": got,
-                "inbox": assembler.backlog,
-                "open_traces": assembler.open_traces,
-                "buffered_records": assembler.buffered_records,
-                "assembler": dataclasses.asdict(assembler.stats),
-                "completed": dict(assembler.buffer.stats.completed),
-                "late_records": assembler.buffer.stats.late_records,
-                "scoring": dataclasses.asdict(scoring.stats),
-                "conversion_errors": sink.conversion_errors,
-            }
+        """Called between batches (on the assembler's thread, or after it stopped): what left the buffer has been
+        sent as rows already. ``received`` is read first: a record arriving meanwhile is counted twice (as not
+        received and as in the inbox), never as neither."""
+        got = received[0]
+        return {
+            "received": got,
+            "inbox": assembler.backlog,
+            "open_traces": assembler.open_traces,
+            "buffered_records": assembler.buffered_records,
+            "assembler": dataclasses.asdict(assembler.stats),
+            "completed": dict(assembler.buffer.stats.completed),
+            "late_records": assembler.buffer.stats.late_records,
+            "scoring": dataclasses.asdict(scoring.stats),
+            "conversion_errors": sink.conversion_errors,
+        }
 
-    def report() -> None:
-        while not stopping.is_set():
-            sink.sent.wait(STATS_INTERVAL)
-            sink.sent.clear()
-            if stopping.is_set():
-                return
-            try:
-                link.send(("stats", stats()))
-            except (OSError, EOFError):
-                return
+    def publish() -> None:
+        """After each round of the assembler (every tick, or batch): the counters, right after new rows, else
+        every ``STATS_INTERVAL`` (a waiting thread taking the assembler's lock could starve behind it)."""
+        now = time.monotonic()
+        if not sink.sent.is_set() and now - last_sent[0] < STATS_INTERVAL:
+            return
+        sink.sent.clear()
+        last_sent[0] = now
+        with contextlib.suppress(OSError, ValueError):
+            link.send(("stats", stats()))
+
+    assembler = Assembler(setup.assembler, scoring, RemoteReader(link), on_step=publish)
 
     stop_asked = threading.Event()
 
@@ -218,16 +229,23 @@ def serve(conn: Connection) -> None:
                     log.warning("the collector went away; exiting")
                     logging.shutdown()
                     os._exit(0)
-                link.replies.put((False, "the collector closed the connection"))
+                link.replies.put((None, (False, "the collector closed the connection")))
                 stop_asked.set()
                 return
             kind = message[0]
             if kind == "records":
-                spans, logs = wire.loads(message[1])
-                assembler.consume(spans, logs)
+                try:
+                    spans, logs = wire.loads(message[1])
+                    assembler.consume(spans, logs)
+                except BaseException:
+                    # This thread is the only reader of the socket: without it the collector's sender would block.
+                    # Exit, so the collector starts a new process (its recovery re-reads these from the database).
+                    log.exception("could not take records from the collector; exiting to be restarted")
+                    logging.shutdown()
+                    os._exit(1)
                 received[0] += len(spans) + len(logs)  # after consume: see stats()
             elif kind == "reply":
-                link.replies.put(message[1])
+                link.replies.put((message[1], message[2]))
             elif kind == "stop":
                 stop_asked.set()
             else:
@@ -237,14 +255,8 @@ def serve(conn: Connection) -> None:
     receiver.start()
     assembler.start()  # recovery reads go through the collector, which serves them while it waits for "ready"
     link.send(("ready",))
-    reporter = threading.Thread(target=report, name="agentotel-assembler-stats", daemon=True)
-    reporter.start()
     stop_asked.wait()
-    try:
-        assembler.shutdown()  # completes every open trace; their rows are sent before "stopped"
-    finally:
-        stopping.set()
-        reporter.join()
+    assembler.shutdown()  # completes every open trace; their rows are sent before "stopped"
     with contextlib.suppress(OSError, ValueError):
         link.send(("stats", stats()))
         link.send(("stopped",))

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from agentotel_eval.store import schema
+from agentotel_eval.store.rows import json_array, safe_text
 from agentotel_eval.store.schema import OWN_SOURCE
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -214,12 +215,13 @@ def _window(updates: Sequence[SpanUpdate]) -> tuple[str, dict[str, object]]:
 
 def _set_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
     window, params = _window(updates)
+    # Strings that cannot be UTF-8 (lone surrogates) are replaced as the append path replaced them in the
+    # stored span, so the whole value stays what the stored one would have become.
     table = pa.table({
         "trace_id": pa.array([u.trace_id for u in updates], pa.string()),
         "span_id": pa.array([u.span_id for u in updates], pa.string()),
-        "attributes": pa.ExtensionArray.from_storage(pa.json_(), pa.array([u.attributes for u in updates],
-                                                                          pa.string())),
-        "events": pa.ExtensionArray.from_storage(pa.json_(), pa.array([u.all_events for u in updates], pa.string())),
+        "attributes": json_array([u.attributes for u in updates]),
+        "events": json_array([u.all_events for u in updates]),
     })
     con.register("_span_values", table)
     try:
@@ -238,8 +240,8 @@ def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
         return
     window, params = _window(updates)
     table = pa.Table.from_pylist(
-        [{"trace_id": u.trace_id, "span_id": u.span_id, "patch": u.attributes_patch, "events": u.events,
-          "metrics": list(u.metrics)} for u in updates],
+        [{"trace_id": u.trace_id, "span_id": u.span_id, "patch": safe_text(u.attributes_patch),
+          "events": safe_text(u.events), "metrics": list(u.metrics)} for u in updates],
         schema=_SPAN_UPDATE_SCHEMA,
     )
     con.register("_span_updates", table)

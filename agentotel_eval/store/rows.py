@@ -111,6 +111,20 @@ def _json_array(values: list[str | None]) -> pa.Array:
     return pa.ExtensionArray.from_storage(_JSON, _str_array(values))
 
 
+def json_array(values: list[str | None]) -> pa.Array:
+    """JSON texts as an Arrow ``arrow.json`` array, lone surrogates replaced as the append path replaces them."""
+    return _json_array(values)
+
+
+def safe_text(value: str) -> str:
+    """``value`` as Arrow and DuckDB can take it (lone surrogates, which UTF-8 cannot carry, replaced)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
 def _ts_array(values: list[int | None]) -> pa.Array:
     return pa.array(values, _TS)
 

@@ -285,7 +285,8 @@ class StoreWriter:
         with self._cond:
             while self._items or self._ops or self._barriers or self._busy or self._ops_busy:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._thread is None or not self._thread.is_alive():
+                threads = (self._thread, self._ops_thread)
+                if remaining <= 0 or any(t is None or not t.is_alive() for t in threads):
                     return False
                 self._cond.wait(min(remaining, 0.1))
         return True
@@ -528,11 +529,12 @@ class StoreWriter:
     def _apply_group(self, ops: list[Operation], con: duckdb.DuckDBPyConnection) -> None:
         """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync, and
         ingest waits meanwhile); if the group fails, each is retried alone so one bad operation costs only itself."""
-        merged = merge_operations(ops)
-        if len(merged) == 1 and len(ops) == 1:
+        if len(ops) == 1:
             self._apply(ops[0], con)
             return
+        merged: list[Operation] = []
         try:
+            merged = merge_operations(ops)
             con.execute("BEGIN TRANSACTION")
             for op in merged:
                 op.apply(con)

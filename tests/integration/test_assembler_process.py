@@ -69,3 +69,21 @@ def _is_zombie(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_when_the_assembler_process_is_given_up_on_ingest_goes_on(tmp_path, monkeypatch):
+    import collector.assembler_process as assembler_process
+
+    monkeypatch.setattr(assembler_process, "MAX_RESTARTS", 0)  # the first death is the last
+    with running_collector(tmp_path / "g.duckdb") as collector:
+        os.kill(collector.assembler.pid, signal.SIGKILL)
+        wait_until(lambda: collector.assembler.restarts == 1, what="the worker to be given up on")
+        for n in range(1, 4):  # accepted and stored, nothing held for an assembler that is gone
+            assert post_otlp(collector.http_endpoint, "traces",
+                             encode_traces(agent_trace(n, time.time_ns())).SerializeToString()).status == 200
+        assert collector.assembler.backlog == 0
+        assert rows(collector, "SELECT count(*) FROM spans") == [[6]]
+    # the next start recovers their runs from the stored spans
+    with running_collector(tmp_path / "g.duckdb") as collector:
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[3]], timeout=15,
+                   what="the runs recovered at the next start")

@@ -58,3 +58,20 @@ def test_values_marshal_refuses_still_cross_by_pickle():
 def test_a_foreign_payload_is_a_clear_error():
     with pytest.raises(ValueError, match="not a records message"):
         wire.loads(b"Xgarbage")
+
+
+def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
+    from collector.assembler_worker import _Link
+
+    class Conn:
+        def __init__(self) -> None:
+            self.sent: list = []
+
+        def send(self, message) -> None:
+            self.sent.append(message)
+
+    link = _Link(Conn())  # type: ignore[arg-type]
+    link.replies.put((0, (True, "the answer to a call that timed out")))
+    link.replies.put((1, (True, "mine")))
+    assert link.call("latest_span_time") == "mine"
+    assert link.conn.sent == [("call", 1, "latest_span_time", ())]

@@ -395,3 +395,26 @@ def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
     assert "agentotel.eval.tool_correctness.status" not in got_attributes
     assert got_attributes["agentotel.eval.tool_errors.score"] == 0.2  # another metric's scores stay
     assert [e["time_unix_nano"] for e in got_events] == [5, 7, 8, 9]  # ours of the same metric replaced
+
+
+def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
+    """A lone surrogate (OTLP/JSON allows ``\\ud83d``) is replaced on append; the whole-value write-back must
+    store the span's scores all the same (a failure there would cost the whole batch its runs)."""
+    import json
+
+    from agentotel_eval.otlp.records import SpanRecord
+    from agentotel_eval.scores import updated_span_json
+    from agentotel_eval.store.operations import SpanUpdate, update_spans
+    from agentotel_eval.store.rows import spans_to_arrow
+    from agentotel_eval.store.schema import open_store
+
+    con = open_store(tmp_path / "s.duckdb")
+    span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
+                      attributes={"gen_ai.input": "cut \ud83d here"})
+    con.register("s", spans_to_arrow([span]))
+    con.execute("INSERT INTO spans SELECT * FROM s")
+    patch = {"agentotel.eval.tool_correctness.score": 1.0}
+    update_spans(con, [SpanUpdate(span.trace_id, span.span_id, span.start_ns, json.dumps(patch), "[]",
+                                  ("tool_correctness",), *updated_span_json(span, patch, [], ("tool_correctness",)))])
+    stored = json.loads(con.execute("SELECT attributes FROM spans").fetchone()[0])
+    assert stored == {"gen_ai.input": "cut ? here", "agentotel.eval.tool_correctness.score": 1.0}
