@@ -5,8 +5,11 @@ records, and it exposes the same counters (``backlog``, ``open_traces``, ``stats
 sends records to the worker (the writer never waits on the socket), and one thread takes what comes back: rows for
 the run writer, held spans for the forwarder, reads to serve from the database, and the worker's counters.
 
-If the worker dies, a new one is started: its recovery re-opens every stored trace that has no runs yet, the same
-path that covers a collector killed mid-flight, so an acknowledged span still ends up in its run.
+If the worker dies, a new one is started: its recovery re-opens the recent stored traces that have no runs yet,
+the same path that covers a collector killed mid-flight. What that does not cover: a late span of a trace that
+already had runs, in flight to the dead worker (its runs stay as they were), and traces older than the recovery
+window (twice ``max_wait`` + ``grace_period`` before the newest stored span). After ``MAX_RESTARTS`` deaths the
+collector stops assembling (ingest goes on; the next start recovers the runs).
 """
 
 from __future__ import annotations
@@ -160,10 +163,9 @@ class AssemblerProcess:
         return self._proc.pid if self._proc is not None else None
 
     def _totals(self) -> _Snapshot:
-        snap, old = self._snapshot, self._retired
-        if not old.received and not old.assembler.runs_completed and not old.scoring.runs_scored:
-            return snap
-        return _merge(old, snap)
+        with self._cond:
+            snap, old = self._snapshot, self._retired
+        return snap if not self.restarts else _merge(old, snap)
 
     # ---- stage interface ------------------------------------------------------------------------------------
 

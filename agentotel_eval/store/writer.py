@@ -527,8 +527,8 @@ class StoreWriter:
         return records
 
     def _apply_group(self, ops: list[Operation], con: duckdb.DuckDBPyConnection) -> None:
-        """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync, and
-        ingest waits meanwhile); if the group fails, each is retried alone so one bad operation costs only itself."""
+        """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync), runs
+        batches merged; if the group fails, each is retried alone so one bad operation costs only itself."""
         if len(ops) == 1:
             self._apply(ops[0], con)
             return
