@@ -144,7 +144,8 @@ class Collector:
                 )
                 self.scoring = self.assembler.scoring
             self.ingestor = Ingestor(
-                self.writer, export_timeout=cfg.receiver.export_timeout, backlog=lambda: self.assembler.backlog,
+                self.writer, export_timeout=cfg.receiver.export_timeout,
+                backlog=lambda: self.assembler.backlog + self.writer.pending_operation_rows,
                 cpu_slots=cfg.receiver.decode_slots,
             )
             self.writer.start()

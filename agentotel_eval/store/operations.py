@@ -111,6 +111,12 @@ class ReplaceRuns:
         """The operations this one was merged from (itself when it was not)."""
         return (self,)
 
+    @property
+    def rows(self) -> int:
+        """Rows this operation writes (what it holds in memory until then, roughly)."""
+        evaluations = self.evaluations.num_rows if self.evaluations is not None else 0
+        return self.runs.num_rows + self.calls.num_rows + evaluations + len(self.span_updates)
+
 
 class MergedReplaceRuns(ReplaceRuns):
     """Several ``ReplaceRuns`` that replace nothing, as one: one statement per table instead of one per operation

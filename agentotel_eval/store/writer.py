@@ -203,6 +203,11 @@ class _InsertPlan:
         return total, set(zip(*(inserted.column(k).to_pylist() for k in self.key), strict=True))
 
 
+def _rows_of(op: Any) -> int:
+    rows = getattr(op, "rows", None)
+    return rows if isinstance(rows, int) else 1
+
+
 def _has_duplicate_keys(data: pa.Table, key: tuple[str, ...]) -> bool:
     column = data.column(key[0]) if len(key) == 1 else pc.binary_join_element_wise(
         *(data.column(k) for k in key), ""
@@ -237,6 +242,7 @@ class StoreWriter:
         self._stopping = False
         self._busy = False
         self._ops_busy = False
+        self._ops_rows = 0
         self._ingest_done = False
         self._accepting = True
         self._thread: threading.Thread | None = None
@@ -303,6 +309,13 @@ class StoreWriter:
     def pending_operations(self) -> int:
         return len(self._ops)
 
+    @property
+    def pending_operation_rows(self) -> int:
+        """Rows held by operations not yet applied (a ``ReplaceRuns`` counts its runs, calls, evaluations and span
+        updates; another operation counts 1): the collector counts them against the write queue's bound, so a slow
+        operations thread pushes back on exporters instead of growing memory."""
+        return self._ops_rows
+
     # ---- producers ------------------------------------------------------------------------------------------
 
     def submit(
@@ -343,7 +356,11 @@ class StoreWriter:
         then no longer hold up the commits exporters wait for. An operation with ``holds_ingest = True`` runs on
         the ingest thread instead, between two batches (what a test uses to hold ingest still)."""
         with self._cond:
-            (self._barriers if getattr(op, "holds_ingest", False) else self._ops).append(op)
+            if getattr(op, "holds_ingest", False):
+                self._barriers.append(op)
+            else:
+                self._ops.append(op)
+                self._ops_rows += _rows_of(op)
             self._cond.notify_all()
 
     # ---- the writer thread ----------------------------------------------------------------------------------
@@ -400,6 +417,7 @@ class StoreWriter:
             finally:
                 with self._cond:
                     self._ops_busy = False
+                    self._ops_rows -= sum(_rows_of(op) for op in ops)
                     self._cond.notify_all()
 
     def _run_ingest(self) -> None:

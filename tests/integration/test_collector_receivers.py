@@ -267,8 +267,10 @@ def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_p
         blocker.release.set()
         first.join(10)
         assert held["answer"].status == 200  # the accepted request was not lost
-        # its records count against the bound until the assembler has taken them (the exporter's retry delay)
-        wait_until(lambda: collector.assembler.backlog == 0, what="the assembler to take the committed records")
+        # its records count against the bound until the assembler has taken them and their runs are written
+        # (the exporter's retry delay)
+        wait_until(lambda: collector.assembler.backlog == 0 and collector.writer.pending_operation_rows == 0,
+                   what="the assembler to take the committed records and their runs to be written")
         assert post_otlp(collector.http_endpoint, "traces", encode_traces([new_span(2, 1), new_span(2, 2)])
                          .SerializeToString()).status == 200  # the retry gets in
         assert collector.query("SELECT count(*) FROM spans")["rows"] == [[4]]

@@ -299,8 +299,10 @@ def test_operations_run_beside_ingest_which_an_operation_in_progress_does_not_ho
     runs, calls = runs_to_arrow([_run(7, ["a"])], 0)
     writer.submit_operation(ReplaceRuns(runs, calls))
     assert writer.pending_operations == 1 and not writer.flush(0.2)  # flush waits for operations too
+    assert writer.pending_operation_rows == 1 + 2  # the blocker in progress; one run and its one call
     slow.release.set()
     assert writer.flush(5)
+    assert writer.pending_operation_rows == 0
     assert con.cursor().execute("SELECT count(*) FROM agent_runs").fetchone() == (1,)
 
 
