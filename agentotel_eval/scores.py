@@ -8,14 +8,14 @@ Pure mappings, no I/O. The names follow the OTel GenAI evaluation event (``gen_a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
-from agentotel_eval.store.rows import to_json
+from agentotel_eval.store.rows import json_list, to_json
 
 #: instrumentation scope of everything the collector itself emits
 SCOPE_NAME = "agentotel-eval"
@@ -113,11 +113,7 @@ def with_scores(span: SpanRecord, results: Sequence[MetricResult], time_ns: int)
     prefixes = tuple(f"{sc.AGENTOTEL_EVAL_PREFIX}.{name}." for name in names)
     attributes = {k: v for k, v in span.attributes.items() if not k.startswith(prefixes)}
     attributes.update(score_attributes(results))
-    kept = tuple(
-        e for e in span.events
-        if not (e.name == sc.EVENT_EVALUATION_RESULT and e.attributes.get(sc.GEN_AI_EVALUATION_NAME) in names
-                and _is_ours(e.attributes))
-    )
+    kept = tuple(e for e in span.events if not _replaced(e, names))
     events = kept + evaluation_events(results, time_ns)
     return SpanRecord(
         span.trace_id, span.span_id, span.parent_span_id, span.name, span.kind, span.start_ns, span.end_ns,
@@ -141,11 +137,17 @@ def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: li
     events = [
         {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
         for e in span.events
-        if not (e.name == sc.EVENT_EVALUATION_RESULT and _is_ours(e.attributes)
-                and e.attributes.get(sc.GEN_AI_EVALUATION_NAME) in replaced)
+        if not _replaced(e, replaced)
     ]
     events.extend(new_events)
-    return to_json(attributes), to_json(events) if events else "[]"
+    return to_json(attributes), json_list(events)
+
+
+def _replaced(event: SpanEvent, metrics: Collection[str]) -> bool:
+    """An evaluation event we wrote earlier for one of ``metrics``: a re-score replaces it. (The SQL delta in
+    ``store.operations`` keeps the same rule.)"""
+    return (event.name == sc.EVENT_EVALUATION_RESULT and _is_ours(event.attributes)
+            and event.attributes.get(sc.GEN_AI_EVALUATION_NAME) in metrics)
 
 
 def _is_ours(event_attributes: Mapping[str, Any]) -> bool:

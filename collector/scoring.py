@@ -37,7 +37,7 @@ from agentotel_eval.scores import (
 )
 from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, new_evaluation_row, to_json
+from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, json_list, new_evaluation_row, to_json
 from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
@@ -81,8 +81,7 @@ def evaluation_event_dicts(results: Sequence[MetricResult], time_ns: int) -> lis
 
 def evaluation_events_json(results: Sequence[MetricResult], time_ns: int) -> str:
     """``events_json(evaluation_events(results, time_ns))``: the events a write-back adds."""
-    events = evaluation_event_dicts(results, time_ns)
-    return to_json(events) if events else "[]"
+    return json_list(evaluation_event_dicts(results, time_ns))
 
 
 def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:
@@ -246,7 +245,7 @@ class ScoringStage:
                 # since it was read (a judge answer): it gets the delta.
                 whole = (None, None) if trace.replace else updated_span_json(span, patch, new_events, metrics)
                 updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(patch),
-                                          to_json(new_events) if new_events else "[]", metrics, *whole))
+                                          json_list(new_events), metrics, *whole))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")

@@ -111,6 +111,11 @@ def _json_array(values: list[str | None]) -> pa.Array:
     return pa.ExtensionArray.from_storage(_JSON, _str_array(values))
 
 
+def json_list(items: list[Any]) -> str:
+    """``to_json(items)``, with the empty list's text without encoding it (most spans carry no events)."""
+    return to_json(items) if items else "[]"
+
+
 def json_array(values: list[str | None]) -> pa.Array:
     """JSON texts as an Arrow ``arrow.json`` array, lone surrogates replaced as the append path replaces them."""
     return _json_array(values)
