@@ -66,26 +66,17 @@ class _Snapshot:
     conversion_errors: int = 0
 
 
-class _BufferView:
-    """``assembler.buffer.stats`` for the metrics endpoint, as in the in-process assembler."""
+class StatsView:
+    """An object whose ``stats`` are one part of the worker's counters: ``assembler.buffer`` and
+    ``collector.scoring`` in process mode, read as those of the in-process assembler and scoring stage are."""
 
-    def __init__(self, owner: AssemblerProcess) -> None:
+    def __init__(self, owner: AssemblerProcess, part: str) -> None:
         self._owner = owner
+        self._part = part
 
     @property
-    def stats(self) -> BufferStats:
-        return self._owner._totals().buffer
-
-
-class ScoringView:
-    """``collector.scoring`` in process mode: the worker's scoring counters."""
-
-    def __init__(self, owner: AssemblerProcess) -> None:
-        self._owner = owner
-
-    @property
-    def stats(self) -> ScoringStats:
-        return self._owner._totals().scoring
+    def stats(self) -> Any:
+        return getattr(self._owner._totals(), self._part)
 
 
 class AssemblerProcess:
@@ -128,8 +119,8 @@ class AssemblerProcess:
         self._sender: threading.Thread | None = None
         self._receiver: threading.Thread | None = None
         self.restarts = 0
-        self.buffer = _BufferView(self)
-        self.scoring = ScoringView(self)
+        self.buffer = StatsView(self, "buffer")
+        self.scoring = StatsView(self, "scoring")
 
     # ---- what the collector reads ---------------------------------------------------------------------------
 

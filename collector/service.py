@@ -27,7 +27,7 @@ from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import StoreWriter
 from collector import metrics
 from collector.assembler import Assembler, Reconstruct
-from collector.assembler_process import AssemblerProcess, ScoringView
+from collector.assembler_process import AssemblerProcess, StatsView
 from collector.config import CollectorConfig
 from collector.forward import Forwarder
 from collector.grpc_receiver import GrpcReceiver
@@ -76,7 +76,7 @@ class Collector:
         self.external_log_evaluations = 0
         self.ingestor: Ingestor
         self.run_writer: RunWriter
-        self.scoring: ScoringStage | ScoringView
+        self.scoring: ScoringStage | StatsView
         self.forwarder: Forwarder | None = None
         self.judge: JudgeWorker | None = None
         self.http: HttpReceiver

@@ -110,15 +110,11 @@ def score_tool_calls(
     mode = _MODES[exact_match, check_ordering]
     n, m = len(expected), len(called)
     if exact_match:
-        e_keys = [matching.call_key(c, input_parameters=input_parameters, output=output) for c in expected]
-        c_keys = [matching.call_key(c, input_parameters=input_parameters, output=output) for c in called]
-        pairs = matching.multiset_match(e_keys, c_keys)
-        same_multiset = len(pairs) == n == m
-        first_difference = matching.first_difference(e_keys, c_keys) if check_ordering else None
-        ok = first_difference is None if check_ordering else same_multiset
-        return ToolCorrectnessOutcome(
-            mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1),
-            first_difference=first_difference, same_multiset=same_multiset,
+        return _exact_outcome(
+            mode,
+            [matching.call_key(c, input_parameters=input_parameters, output=output) for c in expected],
+            [matching.call_key(c, input_parameters=input_parameters, output=output) for c in called],
+            check_ordering,
         )
     if check_ordering:
         pairs = matching.weighted_lcs_match(expected, called, input_parameters=input_parameters, output=output)
@@ -135,19 +131,28 @@ def score_names(
     mode = _MODES[exact_match, check_ordering]
     n, m = len(expected), len(called)
     if exact_match:
-        pairs = matching.multiset_match(expected, called)
-        same_multiset = len(pairs) == n == m
-        first_difference = matching.first_difference(expected, called) if check_ordering else None
-        ok = first_difference is None if check_ordering else same_multiset
-        return ToolCorrectnessOutcome(
-            mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1),
-            first_difference=first_difference, same_multiset=same_multiset,
-        )
+        return _exact_outcome(mode, expected, called, check_ordering)
     if check_ordering:
         return _ordering_outcome(mode, matching.lcs_match(expected, called), expected, called)
     pairs = matching.multiset_match(expected, called)
     score = matching.total_weight(pairs) / n if n else 1.0
     return ToolCorrectnessOutcome(mode, score, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1))
+
+
+def _exact_outcome(
+    mode: str, expected: Sequence[Any], called: Sequence[Any], check_ordering: bool
+) -> ToolCorrectnessOutcome:
+    """Exact match over keys (names alone, or names with the compared parameters): the same multiset, and with
+    ``check_ordering`` the same sequence, or 0."""
+    n, m = len(expected), len(called)
+    pairs = matching.multiset_match(expected, called)
+    same_multiset = len(pairs) == n == m
+    first_difference = matching.first_difference(expected, called) if check_ordering else None
+    ok = first_difference is None if check_ordering else same_multiset
+    return ToolCorrectnessOutcome(
+        mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1),
+        first_difference=first_difference, same_multiset=same_multiset,
+    )
 
 
 def _ordering_outcome(
