@@ -8,17 +8,16 @@ rather than failing the batch.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import pyarrow as pa
 
+from agentotel_eval.jsontext import dumps, finite, json_default
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -47,50 +46,15 @@ _SEVERITY_NAMES = (
 # --------------------------------------------------------------------------------------------------------------
 # JSON that DuckDB accepts
 
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
-    return str(value)
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities are not JSON: they become the strings "NaN", "Infinity", "-Infinity"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-# Decoded attributes cannot be circular, so the encoder skips that bookkeeping.
-_encode = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=_json_default
-).encode
-if c_make_encoder is not None:
-    # The C encoder that ``_encode`` builds on every call, built once: without circularity markers it keeps
-    # no state between calls. Halves the cost of encoding a small dict (an evaluation's details, a score patch).
-    _c_encoder = c_make_encoder(None, _json_default, encode_basestring, None, ":", ",", False, False, False)
-
-    def _encode(value: Any, _encoder: Any = _c_encoder, _join: Any = "".join) -> str:
-        return _join(_encoder(value, 0))
+_json_default = json_default
+_finite = finite
 
 
 def to_json(value: Any) -> str:
-    """Compact JSON text that DuckDB's JSON type accepts (bytes as base64, non-finite floats as strings).
-
-    Frozen containers (``FrozenDict``/``FrozenList``) are dict/list subclasses: the C encoder takes them as they
-    are, so nothing needs thawing first; other mappings and sets go through ``_json_default``."""
-    try:
-        return _encode(value)
-    except ValueError:  # a NaN or infinity somewhere: rare, so sanitise only then
-        return _encode(_finite(value))
+    """Compact JSON text that DuckDB's JSON type accepts (bytes as base64, non-finite floats as strings; see
+    ``agentotel_eval.jsontext``). Frozen containers (``FrozenDict``/``FrozenList``) are dict/list subclasses and
+    are written as they are; other mappings and sets go through ``json_default``."""
+    return dumps(value)
 
 
 def _safe_strings(values: list[Any]) -> list[Any]:

@@ -1,0 +1,174 @@
+"""JSON text in and out, fast, with the stdlib's meaning.
+
+Every span's attributes are written as JSON on ingest and parsed back when a completed trace is read for
+assembly, so both directions run for every span the collector stores. orjson does each several times faster than
+the ``json`` module (its C encoder is ~4x faster on span attributes, its parser ~3x); where it would mean something
+else, the stdlib does the work instead:
+
+* ``dumps``: NaN and infinities are spelled as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (orjson
+  writes ``null``, losing them; the stdlib cannot write them as JSON at all); lone surrogates, integers beyond
+  64 bits and dict keys that are not strings, which orjson refuses, go through the stdlib encoder as before.
+  Output is compact, keeps non-ASCII characters, and parses to the same value as the stdlib's (numbers may be
+  spelled differently: ``1e+300`` is ``1e300``).
+* ``loads``: NaN/Infinity literals, which orjson refuses, and integers beyond 64 bits, which it reads as floats,
+  are parsed by the stdlib (a parsed value holding an integral float of 2**64 or more is read again).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Mapping
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+import orjson
+
+_orjson_dumps = orjson.dumps
+_orjson_loads = orjson.loads
+_OrjsonEncodeError = orjson.JSONEncodeError
+_OrjsonDecodeError = orjson.JSONDecodeError
+
+
+def json_default(value: Any) -> Any:
+    """What a value JSON has no type for becomes: bytes as base64, other mappings as dicts, sets as lists."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    return str(value)
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinities are not JSON: they become the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def _has_non_finite(value: Any) -> bool:
+    """Whether a NaN or infinity is anywhere in the value (``x - x`` is 0.0 for every finite float only)."""
+    t = type(value)
+    if t is dict or isinstance(value, Mapping):
+        items: Any = value.values()
+    elif t is list or t is tuple or isinstance(value, list | tuple | set | frozenset):
+        items = value
+    else:
+        return isinstance(value, float) and value - value != 0.0
+    for v in items:
+        vt = type(v)
+        if vt is str or vt is int or vt is bool or v is None:
+            continue
+        if vt is float:
+            if v - v != 0.0:
+                return True
+        elif _has_non_finite(v):
+            return True
+    return False
+
+
+# The stdlib's C encoder, built once (without circularity markers it keeps no state between calls): decoded
+# attributes cannot be circular. The reference for what ``dumps`` means, and its fallback.
+_stdlib_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=json_default
+).encode
+if c_make_encoder is not None:
+    _c_encoder = c_make_encoder(None, json_default, encode_basestring, None, ":", ",", False, False, False)
+
+    def _stdlib_encode(value: Any, _encoder: Any = _c_encoder, _join: Any = "".join) -> str:
+        return _join(_encoder(value, 0))
+
+
+def stdlib_dumps(value: Any) -> str:
+    """``dumps`` through the ``json`` module alone (what ``dumps`` falls back to)."""
+    try:
+        return _stdlib_encode(value)
+    except ValueError:  # a NaN or infinity somewhere
+        return _stdlib_encode(finite(value))
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of a value (see the module docstring for what it means exactly)."""
+    try:
+        out = _orjson_dumps(value, default=json_default)
+    except (_OrjsonEncodeError, TypeError):  # lone surrogates, huge integers, non-string keys
+        return stdlib_dumps(value)
+    if b"null" in out and _has_non_finite(value):  # orjson wrote a NaN or infinity as null
+        return stdlib_dumps(value)
+    return out.decode()
+
+
+_scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
+
+
+def _stdlib_loads(text: str) -> Any:
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration as exc:
+        raise ValueError("not JSON") from exc
+    end = _skip_space(text, end)
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def _skip_space(text: str, end: int) -> int:
+    while end < len(text) and text[end] in " \t\n\r":
+        end += 1
+    return end
+
+
+def loads(text: str | bytes) -> Any:
+    """The value of one JSON text (ValueError when it is not exactly one JSON value, surrounding whitespace
+    aside); NaN/Infinity literals and integers of any size are read as ``json.loads`` reads them."""
+    try:
+        value = _orjson_loads(text)
+    except _OrjsonDecodeError:
+        return _stdlib_loads(_as_text(text))
+    t = type(value)
+    if (t is dict or t is list or t is float) and _may_hold_big_integer(value):
+        return _stdlib_loads(_as_text(text))
+    return value
+
+
+def _as_text(text: str | bytes | bytearray | memoryview) -> str:
+    if isinstance(text, bytes | bytearray | memoryview):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not UTF-8: {exc}") from None
+    return _strip_leading(text)
+
+
+_U64 = 2.0**64
+
+
+def _may_hold_big_integer(value: Any) -> bool:
+    """Whether orjson may have read an integer beyond 64 bits (it gives an integral float of 2**64 or more)."""
+    t = type(value)
+    if t is float:
+        return (value >= _U64 or value <= -_U64) and value.is_integer()
+    if t is dict:
+        for v in value.values():
+            vt = type(v)
+            if (vt is float or vt is dict or vt is list) and _may_hold_big_integer(v):
+                return True
+        return False
+    if t is list:
+        for v in value:
+            vt = type(v)
+            if (vt is float or vt is dict or vt is list) and _may_hold_big_integer(v):
+                return True
+        return False
+    return False
+
+
+def _strip_leading(text: str) -> str:
+    return text.lstrip(" \t\n\r")

@@ -1,0 +1,85 @@
+"""``jsontext`` means what the stdlib's ``json`` means: the same values in, the same values out."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from types import MappingProxyType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentotel_eval.jsontext import dumps, loads, stdlib_dumps
+
+_scalars = (
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+_no_floats = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(_values)
+def test_dumps_parses_back_to_what_the_stdlib_text_parses_to(value):
+    assert json.loads(dumps(value)) == json.loads(stdlib_dumps(value))
+
+
+@settings(max_examples=300)
+@given(_no_floats)
+def test_without_floats_the_text_is_the_stdlibs_byte_for_byte(value):
+    assert dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_non_finite_floats_are_spelled_out_not_nulled():
+    assert json.loads(dumps({"v": [math.nan, math.inf, -math.inf, None], "ok": 1.5})) == {
+        "v": ["NaN", "Infinity", "-Infinity", None], "ok": 1.5,
+    }
+    assert dumps(math.nan) == '"NaN"'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"s": "\ud800 lone surrogate"},  # orjson refuses these; the stdlib writes them
+        {"big": 2**70, "neg": -(2**70)},  # beyond 64 bits
+        {2: "int key", None: "none key", True: "bool key", 1.5: "float key"},  # keys that are not strings
+        b"\x00\x01bytes",
+        {"set": {3}, "frozen": frozenset({4}), "tuple": (1, 2)},
+        MappingProxyType({"a": 1}),
+        OrderedDict(b=2, a=1),
+    ],
+)
+def test_values_orjson_cannot_write_alone_come_out_as_the_stdlib_writes_them(value):
+    assert dumps(value) == stdlib_dumps(value)
+
+
+@settings(max_examples=300)
+@given(_values)
+def test_loads_reads_what_json_loads_reads(value):
+    text = stdlib_dumps(value)
+    assert loads(text) == json.loads(text)
+    assert loads(text.encode()) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity, -Infinity]", str(2**80), ' {"a": 1} ', "\n[1]\t"])
+def test_loads_accepts_what_only_the_stdlib_accepts(text):
+    expected = json.loads(text)
+    got = loads(text)
+    assert repr(got) == repr(expected)
+
+
+@pytest.mark.parametrize("text", ["", "{", "[1] [2]", "nope", "{'a': 1}"])
+def test_loads_refuses_what_is_not_one_json_value(text):
+    with pytest.raises(ValueError):
+        loads(text)
