@@ -1,10 +1,13 @@
-"""The assembler stage: committed records in, completed traces (with their reconstructed runs) out.
+"""The assembler stage: marks of committed records in, completed traces (with their reconstructed runs) out.
 
-The writer calls ``consume`` after every commit (it only appends to an inbox). The assembler's own thread feeds the
-``TraceBuffer``, re-reads traces that a late record re-opened, asks the buffer which traces are complete, runs
-``reconstruct`` on each and hands the batch to the next stage. At startup it seeds its decision cache from the
-database and re-opens traces that were stored but never assembled (the collector was killed), so a restart loses
-no agent run.
+The writer calls ``consume`` after every commit with the marks of the new records (``collector.marks``; it only
+appends to an inbox). The assembler's own thread feeds the ``TraceBuffer``, asks it which traces are complete, reads
+those traces' records back from the database (in a few queries per batch, bounded by the traces' time windows),
+runs ``reconstruct`` on each and hands the batch to the next stage. Buffering marks instead of records keeps the
+assembler's memory at about 100 bytes per open span, whatever the spans carry; the read costs DuckDB a few µs a span
+and is the same path a late span's re-read and the recovery at startup always took. At startup it seeds its
+decision cache from the database and re-opens traces that were stored but never assembled (the collector was
+killed), so a restart loses no agent run.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.store.reader import TraceReader
+from agentotel_eval.store.reader import StoredTrace, TraceReader
 from collector.config import AssemblerConfig
+from collector.marks import LogMark, SpanMark, log_marks, span_marks
 from collector.pipeline import REASON_SHUTDOWN, CompletedTrace, TraceStage
 from collector.trace_buffer import Decided, OpenTrace, TraceBuffer
 
@@ -31,6 +35,11 @@ _LOG_ORDER = operator.attrgetter("timestamp_ns")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 _NS = 1_000_000_000
+#: records read back in one query at most (a shutdown drains every open trace; memory stays bounded)
+MAX_READ_RECORDS = 20_000
+#: traces whose time windows are further apart than this are read in separate queries (one query's window is
+#: the union of its traces' windows, and DuckDB skips only the row groups outside it)
+READ_GAP_NS = 10 * _NS
 
 
 @dataclass(slots=True)
@@ -40,6 +49,8 @@ class AssemblerStats:
     traces_recovered: int = 0
     reconstruct_errors: int = 0
     reload_errors: int = 0
+    #: completed traces that could not be read back (their runs wait for the recovery at the next start)
+    read_errors: int = 0
     stage_errors: int = 0
 
 
@@ -56,7 +67,7 @@ class Assembler:
         self,
         config: AssemblerConfig,
         next_stage: TraceStage,
-        reader: TraceReader | None = None,
+        reader: TraceReader,
         *,
         reconstruct: Reconstruct | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -78,7 +89,7 @@ class Assembler:
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)
         self._on_step = on_step
-        self._inbox: deque[tuple[Sequence[SpanRecord], Sequence[LogRecord]]] = deque()
+        self._inbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark]]] = deque()
         self._inbox_records = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -88,8 +99,8 @@ class Assembler:
 
     # ---- stage interface ------------------------------------------------------------------------------------
 
-    def consume(self, spans: Sequence[SpanRecord], logs: Sequence[LogRecord]) -> None:
-        """Called by the writer after a commit; never blocks on assembly."""
+    def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> None:
+        """Called by the writer after a commit with the marks of the new records; never blocks on assembly."""
         n = len(spans) + len(logs)
         if not n:
             return
@@ -115,11 +126,10 @@ class Assembler:
         if self._thread is not None:
             return
         self._next.start()
-        if self._reader is not None:
-            try:
-                self._recover()
-            except Exception:
-                log.exception("could not recover unassembled traces at startup; continuing without")
+        try:
+            self._recover()
+        except Exception:
+            log.exception("could not recover unassembled traces at startup; continuing without")
         self._thread = threading.Thread(target=self._run, name="agentotel-assembler", daemon=True)
         self._thread.start()
 
@@ -136,8 +146,7 @@ class Assembler:
         with self._lock:
             self._drain_inbox()
             self._emit(self.buffer.drain(REASON_SHUTDOWN))
-        if self._reader is not None:
-            self._reader.close()
+        self._reader.close()
         self._next.shutdown()
 
     # ---- the thread -----------------------------------------------------------------------------------------
@@ -178,29 +187,31 @@ class Assembler:
             self._reopen(late, now)
 
     def _reopen(self, late: dict[str, Decided], now: float) -> None:
-        """Re-read late traces from storage and put them back in the buffer (their rows will be replaced)."""
-        if self._reader is None:
-            stored = None
-        else:
-            slack = int(self.config.late_window * _NS)
-            lo = min(d.lo_ns for d in late.values()) - slack
-            hi = max(d.hi_ns for d in late.values()) + slack
-            try:
-                stored = self._reader.load(late, lo, hi)
-            except Exception:
-                # Rebuilding from the late records alone would replace good runs with partial ones: keep the runs.
-                self.stats.reload_errors += len(late)
-                log.exception("could not re-read %d late traces; their runs are left as they were", len(late))
-                return
+        """Put late traces back in the buffer with the marks of their stored records (their rows will be
+        replaced)."""
+        slack = int(self.config.late_window * _NS)
+        lo = min(d.lo_ns for d in late.values()) - slack
+        hi = max(d.hi_ns for d in late.values()) + slack
+        try:
+            stored = self._reader.load(late, lo, hi)
+        except Exception:
+            # Rebuilding from the late records alone would replace good runs with partial ones: keep the runs.
+            self.stats.reload_errors += len(late)
+            log.exception("could not re-read %d late traces; their runs are left as they were", len(late))
+            return
         self.stats.traces_reopened += len(late)
         for decided in late.values():
-            record = stored.get(decided.trace_id) if stored else None
-            self.buffer.reopen(decided, record.spans if record else (), record.logs if record else (), now)
+            self._put_back(decided, stored.get(decided.trace_id), now)
+
+    def _put_back(self, decided: Decided, record: StoredTrace | None, now: float) -> None:
+        if record is None:
+            self.buffer.reopen(decided, (), (), now)
+        else:
+            self.buffer.reopen(decided, span_marks(record.spans), log_marks(record.logs), now)
 
     def _recover(self) -> None:
         """Seed the decision cache from stored runs, and re-open stored traces that have none (a crash)."""
         reader = self._reader
-        assert reader is not None
         latest = reader.latest_span_time()
         if latest is None:
             return
@@ -221,8 +232,7 @@ class Assembler:
                              max(d.hi_ns for d in pending) + slack)
         now = self._clock()
         for decided in pending:
-            record = stored[decided.trace_id]
-            self.buffer.reopen(decided, record.spans, record.logs, now)
+            self._put_back(decided, stored.get(decided.trace_id), now)
         self.stats.traces_recovered += len(pending)
         log.info("re-opened %d stored traces that had not been assembled (the collector had stopped abruptly)",
                  len(pending))
@@ -230,12 +240,28 @@ class Assembler:
     # ---- completion -----------------------------------------------------------------------------------------
 
     def _emit(self, decided: list[tuple[OpenTrace, str]]) -> None:
-        if not decided:
-            return
+        """Read the decided traces' records back, reconstruct, and hand them on (a batch per read)."""
+        for group in _read_groups(decided):
+            ids = [trace.trace_id for trace, _ in group]
+            lo = min(trace.lo_ns for trace, _ in group)
+            hi = max(trace.hi_ns for trace, _ in group)
+            try:
+                stored = self._reader.load(ids, lo, hi)
+            except Exception:
+                # Their runs are not written now; they are stored traces without runs, which the recovery at the
+                # next start re-opens.
+                self.stats.read_errors += len(group)
+                log.exception("could not read %d completed traces back from the database; their runs are not "
+                              "written", len(group))
+                continue
+            self._reconstruct_and_pass(group, stored)
+
+    def _reconstruct_and_pass(self, group: list[tuple[OpenTrace, str]], stored: dict[str, StoredTrace]) -> None:
         completed: list[CompletedTrace] = []
-        for trace, reason in decided:
-            spans = sorted(trace.spans.values(), key=_SPAN_ORDER)
-            logs = sorted(trace.logs, key=_LOG_ORDER) if trace.logs else []
+        for trace, reason in group:
+            record = stored.get(trace.trace_id)
+            spans = sorted(record.spans, key=_SPAN_ORDER) if record is not None else []
+            logs = sorted(record.logs, key=_LOG_ORDER) if record is not None and record.logs else []
             try:
                 runs = tuple(self._reconstruct(spans, logs))
             except Exception:
@@ -262,3 +288,23 @@ class Assembler:
             except Exception:
                 self.stats.stage_errors += 1
                 log.exception("the stage after the assembler failed on %d traces", len(completed))
+
+
+def _read_groups(decided: list[tuple[OpenTrace, str]]) -> list[list[tuple[OpenTrace, str]]]:
+    """The decided traces in groups to read with one query each: by time window (traces far apart in time go in
+    separate queries) and at most ``MAX_READ_RECORDS`` records a query (a trace larger than that goes alone)."""
+    groups: list[list[tuple[OpenTrace, str]]] = []
+    group: list[tuple[OpenTrace, str]] = []
+    size = 0
+    hi = 0
+    for item in sorted(decided, key=lambda d: d[0].lo_ns):
+        trace = item[0]
+        if group and (size + trace.size > MAX_READ_RECORDS or trace.lo_ns > hi + READ_GAP_NS):
+            groups.append(group)
+            group, size, hi = [], 0, 0
+        group.append(item)
+        size += trace.size
+        hi = max(hi, trace.hi_ns)
+    if group:
+        groups.append(group)
+    return groups

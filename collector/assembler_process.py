@@ -29,12 +29,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.store.reader import TraceReader
 from collector import wire
 from collector.assembler import AssemblerStats
 from collector.assembler_worker import WorkerSetup
 from collector.config import AssemblerConfig
+from collector.marks import LogMark, SpanMark
 from collector.run_writer import RunWriter
 from collector.scoring import ScoringStats
 from collector.scoring_config import ScoringConfig
@@ -42,8 +43,8 @@ from collector.trace_buffer import BufferStats
 
 log = logging.getLogger(__name__)
 
-#: records per message to the worker (bigger batches amortise framing; smaller keep latency even)
-MAX_MESSAGE_RECORDS = 4096
+#: marks per message to the worker (bigger batches amortise framing; smaller keep latency even)
+MAX_MESSAGE_RECORDS = 8192
 #: restarts of a worker that keeps dying, before the collector gives up on assembly (ingest goes on)
 MAX_RESTARTS = 5
 
@@ -80,7 +81,8 @@ class StatsView:
 
 
 class AssemblerProcess:
-    """Assembly, reconstruction and scoring in a child process; the database stays here."""
+    """Assembly, reconstruction and scoring in a child process; the database stays here. It is sent the marks of
+    committed records and reads completed traces back through this process (see ``_answer``)."""
 
     def __init__(
         self,
@@ -102,7 +104,7 @@ class AssemblerProcess:
         self._forward = forward
         self._start_timeout = start_timeout
         self._cond = threading.Condition()
-        self._outbox: deque[tuple[Sequence[SpanRecord], Sequence[LogRecord]]] = deque()
+        self._outbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark]]] = deque()
         self._queued = 0  # records in the outbox
         self._sent = 0  # records sent to the current worker
         self._stopping = False
@@ -126,7 +128,7 @@ class AssemblerProcess:
 
     @property
     def backlog(self) -> int:
-        """Committed records the worker has not buffered yet (counted against the write queue's bound)."""
+        """Marks of committed records the worker has not buffered yet (counted against the write queue's bound)."""
         with self._cond:
             if self._disabled:
                 return 0
@@ -160,8 +162,8 @@ class AssemblerProcess:
 
     # ---- stage interface ------------------------------------------------------------------------------------
 
-    def consume(self, spans: Sequence[SpanRecord], logs: Sequence[LogRecord]) -> None:
-        """Called by the writer after a commit; only queues."""
+    def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> None:
+        """Called by the writer after a commit with the marks of the new records; only queues."""
         n = len(spans) + len(logs)
         if not n:
             return
@@ -256,8 +258,8 @@ class AssemblerProcess:
                     self._cond.wait()
                 if not self._outbox:  # stopping, and everything is sent
                     break
-                spans: list[SpanRecord] = []
-                logs: list[LogRecord] = []
+                spans: list[SpanMark] = []
+                logs: list[LogMark] = []
                 while self._outbox and len(spans) + len(logs) < MAX_MESSAGE_RECORDS:
                     s, lg = self._outbox.popleft()
                     spans.extend(s)
@@ -272,7 +274,7 @@ class AssemblerProcess:
             try:
                 if conn is None:
                     raise OSError("no assembler process")
-                self._send(conn, ("records", wire.dumps(spans, logs)))
+                self._send(conn, ("marks", wire.dump_marks(spans, logs)))
             except (OSError, ValueError):
                 # The worker died (the receiver restarts it): these records are committed, and the new worker's
                 # recovery re-reads every stored trace without runs, so they are not lost. Wait for it.
@@ -371,10 +373,7 @@ class AssemblerProcess:
         try:
             if name == "load":
                 ids, lo, hi = args
-                stored = self._reader.load(ids, lo, hi)
-                spans = [s for t in stored.values() for s in t.spans]
-                logs = [r for t in stored.values() for r in t.logs]
-                value: Any = wire.dumps(spans, logs)
+                value: Any = wire.dump_tables(*self._reader.load_tables(ids, lo, hi))
             elif name == "latest_span_time":
                 value = self._reader.latest_span_time()
             elif name == "recent_traces":

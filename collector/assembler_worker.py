@@ -1,14 +1,15 @@
 """The assembler process: assembly, reconstruction, scoring and run-row building, off the collector's GIL.
 
-Everything after a commit is pure CPU work over records (about 100 µs a span of Python), and the receivers'
-decoding is too; in one process they take turns on one core. Here they run in a second process on the other core:
-the collector sends the records it committed, this process sends back the rows to write. It owns no file and no
-socket but the pair it was started with; the database stays with the collector's single writer, which also serves
-the reads this process asks for (a late span re-opens a stored trace; recovery at startup).
+Everything after a commit is CPU work in Python over records (some 30 µs a span), and in the collector's process it
+would take turns on the interpreter lock with the receivers and slow the writer's DuckDB calls, which take that
+lock too. Here it runs in a process of its own: the collector sends the marks of the records it committed; this
+process reads each completed trace's records back through the collector (the database stays with its single
+writer, which runs the query and sends the Arrow rows) and sends back the rows to write. It owns no file and no
+socket but the pair it was started with.
 
 Messages on the socket pair (``multiprocessing.connection`` framing, pickled tuples):
 
-    collector -> here:  ("setup", WorkerSetup) first, then ("records", bytes), ("reply", value), ("stop",)
+    collector -> here:  ("setup", WorkerSetup) first, then ("marks", bytes), ("reply", value), ("stop",)
     here -> collector:  ("ready",), ("rows", RunRows), ("forward", bytes), ("call", name, args),
                         ("stats", dict), ("stopped",)
 
@@ -33,7 +34,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
-from agentotel_eval.store.reader import StoredTrace
+from agentotel_eval.store.reader import StoredTrace, group_by_trace
+from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 from collector import wire
 from collector.assembler import Assembler
 from collector.config import AssemblerConfig
@@ -112,15 +114,10 @@ class RemoteReader:
         self._link = link
 
     def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> dict[str, StoredTrace]:
+        """The collector runs the query and sends its Arrow tables; they become records here, on this side."""
         ids = sorted(set(trace_ids))
-        spans, logs = wire.loads(self._link.call("load", ids, lo_ns, hi_ns))
-        out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in ids}
-        for span in spans:
-            out[span.trace_id].spans.append(span)
-        for record in logs:
-            if record.trace_id in out:
-                out[record.trace_id].logs.append(record)
-        return out
+        spans, logs = wire.load_tables(self._link.call("load", ids, lo_ns, hi_ns))
+        return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
     def latest_span_time(self) -> int | None:
         return self._link.call("latest_span_time")
@@ -233,14 +230,14 @@ def serve(conn: Connection) -> None:
                 stop_asked.set()
                 return
             kind = message[0]
-            if kind == "records":
+            if kind == "marks":
                 try:
-                    spans, logs = wire.loads(message[1])
+                    spans, logs = wire.load_marks(message[1])
                     assembler.consume(spans, logs)
                 except BaseException:
                     # This thread is the only reader of the socket: without it the collector's sender would block.
                     # Exit, so the collector starts a new process (its recovery re-reads these from the database).
-                    log.exception("could not take records from the collector; exiting to be restarted")
+                    log.exception("could not take marks from the collector; exiting to be restarted")
                     logging.shutdown()
                     os._exit(1)
                 received[0] += len(spans) + len(logs)  # after consume: see stats()

@@ -136,6 +136,10 @@ class WriterConfig:
     memory_limit: str = "256MB"
     #: DuckDB worker threads (0: DuckDB's default, one per core)
     threads: int = 0
+    #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of at least one
+    #: row group is written straight into the file, compressed once, instead of into the write-ahead log and
+    #: compressed again at the next checkpoint: under load every commit is that large (see docs/collector.md)
+    row_group_size: int = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +252,9 @@ class CollectorConfig:
             raise ConfigError("writer.flush_interval", "must not be negative")
         if self.writer.threads < 0:
             raise ConfigError("writer.threads", "must not be negative")
+        if self.writer.row_group_size < 0 or self.writer.row_group_size % 2048:
+            raise ConfigError("writer.row_group_size",
+                              f"must be 0 or a multiple of 2048 (DuckDB's vector size), got {self.writer.row_group_size}")
         if self.process.gil_switch_interval < 0:
             raise ConfigError("process.gil_switch_interval", "must not be negative")
         if self.process.gc_threshold < 0:

@@ -34,6 +34,7 @@ from collector.grpc_receiver import GrpcReceiver
 from collector.http_receiver import HttpApp, HttpReceiver
 from collector.ingest import Ingestor
 from collector.judge_worker import JudgeWorker
+from collector.marks import log_marks, span_marks
 from collector.pipeline import TraceStage
 from collector.run_writer import RunWriter
 from collector.scoring import ScoringStage, external_rows, is_held_span
@@ -99,7 +100,7 @@ class Collector:
         if cfg.writer.threads:
             settings["threads"] = cfg.writer.threads
         try:
-            self.con = open_store(self.db_path, settings=settings)
+            self.con = open_store(self.db_path, settings=settings, row_group_size=cfg.writer.row_group_size)
         except BaseException:
             with self._lock:
                 self._state = "stopped"
@@ -285,7 +286,7 @@ class Collector:
             if rows:
                 self.external_log_evaluations += len(rows)
                 self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
-        self.assembler.consume(spans, logs)
+        self.assembler.consume(span_marks(spans), log_marks(logs))
 
     def _runs_committed(self, op: Any) -> None:
         """Runs and their evaluation rows are committed: pending judge rows can be taken now."""

@@ -1,23 +1,24 @@
-"""The assembler's pure core: buffer spans by trace, decide when a trace is complete (tail-sampling style).
+"""The assembler's pure core: group stored records by trace, decide when a trace is complete (tail-sampling style).
 
 A trace is complete when its run span has arrived (the root span, or an agent-run span whose parent is not part
 of the trace) and no record of it arrived for ``grace_period`` — the OpenTelemetry Collector's tail-sampling
 processor decides the same way. A trace whose run span never comes is completed ``max_wait`` after its first
 record. Memory is bounded: over ``max_open_traces`` or ``max_buffered_records`` the least recently active traces
 are completed early. Completed traces are remembered (only their id and time window) in a bounded decision cache,
-so a span arriving later re-opens the trace: its stored spans are re-read and its runs are rebuilt and replaced.
+so a span arriving later re-opens the trace: its runs are rebuilt from the stored spans and replaced.
 
+Only marks are buffered (``collector.marks``: ids, times, whether a span delimits a run), about 100 bytes a span
+instead of the record's few kilobytes; the assembler reads a trace's records from the database once it is decided.
 No I/O and no threads here; time is passed in, so tests drive it with plain numbers.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from agentotel_eval import semconv as sc
-from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from collector.marks import LogMark, SpanMark
 from collector.pipeline import REASON_EARLY, REASON_QUIET, REASON_TIMEOUT
 
 
@@ -26,18 +27,22 @@ class OpenTrace:
     trace_id: str
     first_seen: float
     last_seen: float
-    spans: dict[str, SpanRecord] = field(default_factory=dict)
-    logs: list[LogRecord] = field(default_factory=list)
-    run_spans: list[SpanRecord] = field(default_factory=list)
+    #: ids of its stored spans
+    span_ids: set[str] = field(default_factory=set)
+    #: its stored log records
+    logs: int = 0
+    #: the parent span id of each of its run spans
+    run_parents: list[str | None] = field(default_factory=list)
     has_root: bool = False
     #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
     replace: bool = False
+    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times)
     lo_ns: int = 0
     hi_ns: int = 0
 
     @property
     def size(self) -> int:
-        return len(self.spans) + len(self.logs)
+        return len(self.span_ids) + self.logs
 
     def widen(self, lo: int, hi: int) -> None:
         if lo and (not self.lo_ns or lo < self.lo_ns):
@@ -50,8 +55,8 @@ class OpenTrace:
         """Its run span is here: the root, or an agent-run span whose parent is not in the trace (remote root)."""
         if self.has_root:
             return True
-        spans = self.spans
-        return any(run.parent_span_id not in spans for run in self.run_spans)
+        spans = self.span_ids
+        return any(parent not in spans for parent in self.run_parents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +89,12 @@ class TraceBuffer:
         max_open_traces: int = 20_000,
         max_buffered_records: int = 200_000,
         decision_cache_traces: int = 100_000,
-        is_run_span: Callable[[SpanRecord], bool] | None = None,
     ) -> None:
-        if is_run_span is None:
-            from agentotel_eval.reconstruct import is_run_span as default_is_run_span
-
-            is_run_span = default_is_run_span
         self.grace_period = grace_period
         self.max_wait = max_wait
         self.max_open_traces = max_open_traces
         self.max_buffered_records = max_buffered_records
         self.decision_cache_traces = decision_cache_traces
-        self._is_run_span = is_run_span
         self.open: OrderedDict[str, OpenTrace] = OrderedDict()
         self.decided: OrderedDict[str, Decided] = OrderedDict()
         self.buffered = 0
@@ -112,58 +111,54 @@ class TraceBuffer:
             self.open.move_to_end(trace_id)
         return trace
 
-    def add(self, spans: Iterable[SpanRecord], logs: Iterable[LogRecord], now: float) -> dict[str, Decided]:
-        """Buffer newly stored records. Returns the completed traces they belong to (late records), widened to
-        include the late records' times: the caller re-reads those traces from storage and calls ``reopen``."""
+    def add(self, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float) -> dict[str, Decided]:
+        """Take the marks of newly stored records. Returns the completed traces they belong to (late records),
+        widened to include the late records' times: the caller reads those traces' marks from storage and calls
+        ``reopen``."""
         late: dict[str, Decided] = {}
-        is_run_span = self._is_run_span
         open_traces = self.open
         decided_traces = self.decided
         touched: dict[str, OpenTrace] = {}  # activity is recorded once per trace per batch (the hot loop)
         added = 0
-        for span in spans:
-            tid = span.trace_id
+        for tid, sid, parent, start, end, is_run in spans:
             trace = touched.get(tid)
             if trace is None:
                 trace = open_traces.get(tid)
                 if trace is None:
                     decided = decided_traces.get(tid)
                     if decided is not None:
-                        late[tid] = _widen(late.get(tid, decided), span.start_ns, span.end_ns)
+                        late[tid] = _widen(late.get(tid, decided), start, end)
                         self.stats.late_records += 1
                         continue
                     trace = open_traces[tid] = OpenTrace(tid, now, now)
                 touched[tid] = trace
-            sid = span.span_id
-            spans_of = trace.spans
-            if sid not in spans_of:
-                added += 1
-            spans_of[sid] = span
-            start, end = span.start_ns, span.end_ns
+            ids = trace.span_ids
+            if sid in ids:
+                continue
+            ids.add(sid)
+            added += 1
             if start and (not trace.lo_ns or start < trace.lo_ns):
                 trace.lo_ns = start
             if end > trace.hi_ns:
                 trace.hi_ns = end
-            if span.parent_span_id is None:
+            if parent is None:
                 trace.has_root = True
-            elif is_run_span(span):
-                trace.run_spans.append(span)
-        for record in logs:
-            tid = record.trace_id
+            elif is_run:
+                trace.run_parents.append(parent)
+        for tid, ts, is_evaluation in logs:
             if tid is None:
                 continue  # not part of any trace: stored, nothing to assemble
             trace = touched.get(tid) or open_traces.get(tid)
             if trace is None:
                 decided = decided_traces.get(tid)
                 if decided is not None:
-                    if record.event_name != sc.EVENT_EVALUATION_RESULT:  # a score changes no tool call
-                        late[tid] = _widen(late.get(tid, decided), record.timestamp_ns, record.timestamp_ns)
+                    if not is_evaluation:  # a score changes no tool call
+                        late[tid] = _widen(late.get(tid, decided), ts, ts)
                         self.stats.late_records += 1
                     continue
                 trace = open_traces[tid] = OpenTrace(tid, now, now)
             touched[tid] = trace
-            trace.logs.append(record)
-            ts = record.timestamp_ns
+            trace.logs += 1
             trace.widen(ts, ts)
             added += 1
         for tid, trace in touched.items():
@@ -174,10 +169,11 @@ class TraceBuffer:
         return late
 
     def reopen(
-        self, decided: Decided, spans: Iterable[SpanRecord], logs: Iterable[LogRecord], now: float,
+        self, decided: Decided, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float,
         *, replace: bool = True,
     ) -> OpenTrace:
-        """Put a completed trace back in the buffer with its records as stored (after a late record)."""
+        """Put a completed trace back in the buffer with the marks of its records as stored (after a late
+        record)."""
         self.decided.pop(decided.trace_id, None)
         trace = self.open.pop(decided.trace_id, None)
         if trace is not None:
@@ -185,16 +181,18 @@ class TraceBuffer:
         trace = self._touch(decided.trace_id, now)
         trace.replace = replace
         trace.widen(decided.lo_ns, decided.hi_ns)
-        for span in spans:
-            trace.spans[span.span_id] = span
-            trace.widen(span.start_ns, span.end_ns)
-            if span.parent_span_id is None:
+        for _tid, sid, parent, start, end, is_run in spans:
+            if sid in trace.span_ids:
+                continue
+            trace.span_ids.add(sid)
+            trace.widen(start, end)
+            if parent is None:
                 trace.has_root = True
-            elif self._is_run_span(span):
-                trace.run_spans.append(span)
-        for record in logs:
-            trace.logs.append(record)
-            trace.widen(record.timestamp_ns, record.timestamp_ns)
+            elif is_run:
+                trace.run_parents.append(parent)
+        for _tid, ts, _is_evaluation in logs:
+            trace.logs += 1
+            trace.widen(ts, ts)
         self.buffered += trace.size
         return trace
 

@@ -1,9 +1,15 @@
-"""Records <-> bytes between the collector and its assembler process.
+"""What crosses the pipe between the collector and its assembler process, as bytes.
 
-``marshal`` of plain tuples is the cheapest encoding CPython has for this data (about 4 µs a span to write, a
-quarter of what pickling the dataclasses costs): decoded records hold only str, int, float, bool, bytes, None,
-lists, tuples and dicts. Records built some other way may hold values marshal refuses (a dict subclass, an
-object); those batches go as pickle instead, so nothing is ever refused here. The first byte says which.
+* Marks (``collector.marks``) of committed records, collector -> assembler: ``marshal`` of plain tuples, the
+  cheapest encoding CPython has for them (well under a µs a mark).
+* Stored rows read back for the assembler, collector -> assembler: Arrow IPC streams, written by DuckDB's own
+  Arrow export and converted to records on the assembler's side (the collector's interpreter does no per-span
+  work for them).
+* Records, assembler -> collector (the held spans it forwards with their scores): ``marshal`` of plain tuples
+  (about 4 µs a span to write, a quarter of what pickling the dataclasses costs): decoded records hold only str,
+  int, float, bool, bytes, None, lists, tuples and dicts. Records built some other way may hold values marshal
+  refuses (a dict subclass, an object); those batches go as pickle instead, so nothing is ever refused here. The
+  first byte says which.
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
 from agentotel_eval.reconstruct.fastinit import slot_builder
+from collector.marks import LogMark, SpanMark
 
 _MARSHAL = b"M"
 _PICKLE = b"P"
@@ -70,3 +79,27 @@ def loads(payload: bytes) -> tuple[list[SpanRecord], list[LogRecord]]:
     else:
         raise ValueError(f"not a records message (starts with {kind!r})")
     return [_span(t) for t in spans], [_new_log(*t) for t in logs]
+
+
+def dump_marks(spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> bytes:
+    return marshal.dumps((list(spans), list(logs)))
+
+
+def load_marks(payload: bytes) -> tuple[list[SpanMark], list[LogMark]]:
+    spans, logs = marshal.loads(payload)
+    return spans, logs
+
+
+def dump_tables(*tables: pa.Table) -> tuple[bytes, ...]:
+    """Each table as one Arrow IPC stream."""
+    out = []
+    for table in tables:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        out.append(sink.getvalue().to_pybytes())
+    return tuple(out)
+
+
+def load_tables(payloads: Sequence[bytes]) -> list[pa.Table]:
+    return [pa.ipc.open_stream(pa.py_buffer(p)).read_all() for p in payloads]

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.store.operations import ns_to_datetime
-from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, log_from_row, span_from_row
+from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, logs_from_arrow, spans_from_arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,31 +44,30 @@ class TraceReader:
     def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> dict[str, StoredTrace]:
         """Spans starting (and log records timed) within [lo_ns, hi_ns] of the given traces."""
         ids = sorted(set(trace_ids))
-        out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in ids}
-        if not ids:
-            return out
+        spans, logs = self.load_tables(ids, lo_ns, hi_ns)
+        return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
+
+    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> tuple[pa.Table, pa.Table]:
+        """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order): what the
+        assembler process is sent, to convert on its side of the pipe."""
+        ids = sorted(set(trace_ids))
         cur = self.cursor
         params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True)}
         cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
         try:
-            resources: dict[str, dict] = {}
-            rows = cur.execute(
+            spans = cur.sql(
                 f"SELECT {SPAN_SELECT} FROM spans WHERE start_time BETWEEN $lo AND $hi "
                 "AND trace_id IN (SELECT trace_id FROM _load_ids)",
-                params,
-            ).fetchall()
-            for row in rows:
-                out[row[0]].spans.append(span_from_row(row, resources))
-            rows = cur.execute(
+                params=params,
+            ).to_arrow_table()
+            logs = cur.sql(
                 f"SELECT {LOG_SELECT} FROM logs WHERE time BETWEEN $lo AND $hi "
                 "AND trace_id IN (SELECT trace_id FROM _load_ids) ORDER BY time",
-                params,
-            ).fetchall()
-            for row in rows:
-                out[row[2]].logs.append(log_from_row(row, resources))
+                params=params,
+            ).to_arrow_table()
         finally:
             cur.unregister("_load_ids")
-        return out
+        return spans, logs
 
     def latest_span_time(self) -> int | None:
         """Start time (ns) of the most recently started stored span, or None for an empty database."""
@@ -90,3 +89,17 @@ class TraceReader:
             ).fetchall()
         }
         return [(r[0], int(r[1]), int(r[2])) for r in rows], with_runs
+
+
+def group_by_trace(trace_ids: Iterable[str], spans: Iterable[SpanRecord], logs: Iterable[LogRecord]) -> dict[str, StoredTrace]:
+    """Records sorted into their traces (every id asked for is a key, with empty lists when nothing was stored)."""
+    out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in trace_ids}
+    for span in spans:
+        trace = out.get(span.trace_id)
+        if trace is not None:
+            trace.spans.append(span)
+    for record in logs:
+        trace = out.get(record.trace_id) if record.trace_id is not None else None
+        if trace is not None:
+            trace.logs.append(record)
+    return out

@@ -9,7 +9,6 @@ rather than failing the batch.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.jsontext import dumps, finite, json_default
+from agentotel_eval.jsontext import dumps, finite, json_default, loads
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -26,6 +25,7 @@ from agentotel_eval.otlp.records import (
     SpanLink,
     SpanRecord,
 )
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.store import schema
 
@@ -243,7 +243,7 @@ def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# stored rows -> records (re-reconstruction after a late span)
+# stored rows -> records (assembly reads completed traces back; a late span re-reads its trace)
 
 SPAN_SELECT = (
     "trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
@@ -254,18 +254,26 @@ LOG_SELECT = (
     "attributes, resource_attributes, scope_name, scope_version, flags"
 )
 
+# Records read back are built slot by slot (they have no __post_init__): a frozen constructor costs more than the
+# JSON parse of a span's attributes.
+_new_span = slot_builder(SpanRecord, tuple(SpanRecord.__dataclass_fields__))
+_new_event = slot_builder(SpanEvent, tuple(SpanEvent.__dataclass_fields__))
+_new_link = slot_builder(SpanLink, tuple(SpanLink.__dataclass_fields__))
+_new_log = slot_builder(LogRecord, tuple(LogRecord.__dataclass_fields__))
 
-def span_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | None = None) -> SpanRecord:
-    """A SpanRecord from a row selected with ``SPAN_SELECT`` (the inverse of ``spans_to_arrow``)."""
+
+def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> dict[str, Any]:
+    """The resource dict of a stored text, parsed once per distinct text (every span of a process shares one)."""
+    res = resources.get(text)
+    if res is None:
+        res = resources[text] = loads(text) if text else {}
+    return res
+
+
+def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> SpanRecord:
     (trace_id, span_id, parent, name, kind, start, end, status, status_message, attributes, events, links,
      resource, scope_name, scope_version, trace_state, flags) = row
-    if resources is not None:
-        res = resources.get(resource)
-        if res is None:
-            res = resources[resource] = json.loads(resource) if resource else {}
-    else:
-        res = json.loads(resource) if resource else {}
-    return SpanRecord(
+    return _new_span(
         trace_id,
         span_id,
         parent,
@@ -275,10 +283,14 @@ def span_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | Non
         end or 0,
         _STATUS_BY_NAME.get(status, 0),
         status_message or "",
-        json.loads(attributes) if attributes else {},
-        tuple(SpanEvent(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in json.loads(events or "[]")),
-        tuple(SpanLink(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in json.loads(links or "[]")),
-        res,
+        loads(attributes) if attributes else {},
+        () if not events or events == "[]" else tuple(
+            _new_event(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in loads(events)
+        ),
+        () if not links or links == "[]" else tuple(
+            _new_link(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in loads(links)
+        ),
+        _resource(resource, resources),
         scope_name or "",
         scope_version or "",
         trace_state or "",
@@ -286,19 +298,12 @@ def span_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | Non
     )
 
 
-def log_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | None = None) -> LogRecord:
-    """A LogRecord from a row selected with ``LOG_SELECT``."""
+def _log(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> LogRecord:
     (time_ns, observed_ns, trace_id, span_id, severity_number, severity, event_name, body, attributes, resource,
      scope_name, scope_version, flags) = row
     severity_number = severity_number or 0
     default_text = _SEVERITY_NAMES[severity_number] if 0 <= severity_number < len(_SEVERITY_NAMES) else ""
-    if resources is not None:
-        res = resources.get(resource)
-        if res is None:
-            res = resources[resource] = json.loads(resource) if resource else {}
-    else:
-        res = json.loads(resource) if resource else {}
-    return LogRecord(
+    return _new_log(
         time_ns or 0,
         observed_ns or 0,
         trace_id,
@@ -306,13 +311,39 @@ def log_from_row(row: Sequence[Any], resources: dict[str, dict[str, Any]] | None
         severity_number,
         "" if severity == default_text else (severity or ""),
         event_name or "",
-        json.loads(body) if body is not None else None,
-        json.loads(attributes) if attributes else {},
-        res,
+        loads(body) if body is not None else None,
+        loads(attributes) if attributes else {},
+        _resource(resource, resources),
         scope_name or "",
         scope_version or "",
         flags or 0,
     )
+
+
+def span_from_row(row: Sequence[Any], resources: dict[str | None, dict[str, Any]] | None = None) -> SpanRecord:
+    """A SpanRecord from a row selected with ``SPAN_SELECT`` (the inverse of ``spans_to_arrow``)."""
+    return _span(row, {} if resources is None else resources)
+
+
+def log_from_row(row: Sequence[Any], resources: dict[str | None, dict[str, Any]] | None = None) -> LogRecord:
+    """A LogRecord from a row selected with ``LOG_SELECT``."""
+    return _log(row, {} if resources is None else resources)
+
+
+def _columns(table: pa.Table | pa.RecordBatch) -> Iterable[tuple[Any, ...]]:
+    return zip(*(column.to_pylist() for column in table.columns), strict=True)
+
+
+def spans_from_arrow(table: pa.Table | pa.RecordBatch) -> list[SpanRecord]:
+    """SpanRecords from rows selected with ``SPAN_SELECT``, converted column by column."""
+    resources: dict[str | None, dict[str, Any]] = {}
+    return [_span(row, resources) for row in _columns(table)] if table.num_rows else []
+
+
+def logs_from_arrow(table: pa.Table | pa.RecordBatch) -> list[LogRecord]:
+    """LogRecords from rows selected with ``LOG_SELECT``."""
+    resources: dict[str | None, dict[str, Any]] = {}
+    return [_log(row, resources) for row in _columns(table)] if table.num_rows else []
 
 
 # --------------------------------------------------------------------------------------------------------------

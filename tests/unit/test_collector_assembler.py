@@ -7,8 +7,10 @@ import dataclasses
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.store.reader import StoredTrace
+from collector import assembler as assembler_module
 from collector.assembler import Assembler
 from collector.config import AssemblerConfig
+from collector.marks import span_marks
 from collector.pipeline import CompletedTrace
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
@@ -81,14 +83,20 @@ def make(store=None, **config):
     clock = Clock()
     recorder = Recorder()
     cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0, max_wait=10.0, late_window=0.0, **config)
-    assembler = Assembler(cfg, recorder, store, clock=clock)
+    assembler = Assembler(cfg, recorder, store if store is not None else MemoryStore(), clock=clock)
     return assembler, recorder, clock
+
+
+def commit(assembler: Assembler, spans: list[SpanRecord]) -> None:
+    """What the writer does: the spans are stored, then the assembler is given their marks."""
+    assembler._reader.spans.extend(spans)
+    assembler.consume(span_marks(spans), [])
 
 
 def test_completed_traces_carry_their_spans_and_reconstructed_runs():
     assembler, recorder, clock = make()
     spans = [span(1, 2, 1, tool("search"), 200), span(1, 1, None, AGENT, 100)]
-    assembler.consume(spans, [])
+    commit(assembler, spans)
     assembler.step()
     assert recorder.traces == []
     clock.now = 1.0
@@ -100,22 +108,22 @@ def test_completed_traces_carry_their_spans_and_reconstructed_runs():
     assert (trace.reason, trace.complete, trace.replace) == ("quiet", True, False)
     assert (trace.lo_ns, trace.hi_ns) == (100, 205)
     assert assembler.stats.runs_completed == 1
+    assert assembler._reader.loads == [([spans[0].trace_id], 100, 205)]  # read back once, in its own window
 
 
 def test_a_late_span_rereads_the_stored_trace_and_replaces_its_runs():
     first = [span(1, 1, None, AGENT, 100), span(1, 2, 1, tool("search"), 200)]
     late = span(1, 3, 1, tool("book"), 300)
-    store = MemoryStore(first)
+    store = MemoryStore()
     assembler, recorder, clock = make(store)
-    assembler.consume(first, [])
+    commit(assembler, first)
     assembler.step()
     clock.now = 1.0
     assembler.step()
-    store.spans.append(late)  # committed before the assembler hears of it
     clock.now = 5.0
-    assembler.consume([late], [])
+    commit(assembler, [late])  # stored before the assembler hears of it
     assembler.step()
-    assert store.loads == [([first[0].trace_id], 100, 305)]
+    assert store.loads[-1] == ([first[0].trace_id], 100, 305)  # the stored trace, re-read to re-open it
     clock.now = 6.0
     assembler.step()
     initial, rebuilt = recorder.traces
@@ -139,8 +147,7 @@ def test_startup_recovers_unassembled_traces_and_remembers_assembled_ones():
         assert recovered.trace_id == orphaned[0].trace_id and recovered.replace
         assert recovered.runs[0].tools_called == ["x"]
         # A late span of the trace that already had runs re-opens it rather than starting a partial trace.
-        store.spans.append(span(1, 9, 1, tool("y"), 120))
-        assembler.consume([store.spans[-1]], [])
+        commit(assembler, [span(1, 9, 1, tool("y"), 120)])
         assembler.step()
         clock.now = 4.0
         assembler.step()
@@ -159,8 +166,8 @@ def test_a_reconstruction_error_skips_that_trace_only():
     clock = Clock()
     recorder = Recorder()
     cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0)
-    assembler = Assembler(cfg, recorder, None, reconstruct=fragile, clock=clock)
-    assembler.consume([span(1, 1, None, AGENT, 1), span(2, 1, None, AGENT, 2)], [])
+    assembler = Assembler(cfg, recorder, MemoryStore(), reconstruct=fragile, clock=clock)
+    commit(assembler, [span(1, 1, None, AGENT, 1), span(2, 1, None, AGENT, 2)])
     assembler.step()
     clock.now = 2.0
     assembler.step()
@@ -171,7 +178,7 @@ def test_a_reconstruction_error_skips_that_trace_only():
 def test_shutdown_completes_open_traces_and_stops_the_next_stage():
     assembler, recorder, _ = make()
     assembler.start()
-    assembler.consume([span(1, 1, None, AGENT, 1)], [])
+    commit(assembler, [span(1, 1, None, AGENT, 1)])
     assembler.shutdown()
     assert [t.reason for t in recorder.traces] == ["shutdown"]
     assert recorder.stopped
@@ -181,7 +188,7 @@ def test_shutdown_completes_open_traces_and_stops_the_next_stage():
 
 def test_backlog_counts_records_not_yet_taken():
     assembler, _, _ = make()
-    assembler.consume([span(1, 1, None, AGENT, 1), span(1, 2, 1, AGENT, 2)], [])
+    commit(assembler, [span(1, 1, None, AGENT, 1), span(1, 2, 1, AGENT, 2)])
     assert assembler.backlog == 2
     assembler.step()
     assert assembler.backlog == 0 and assembler.buffered_records == 2
@@ -189,19 +196,55 @@ def test_backlog_counts_records_not_yet_taken():
 
 def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
     class Failing(MemoryStore):
-        def load(self, trace_ids, lo, hi):
-            raise OSError("disk gone")
+        fail = False
 
-    store = Failing([span(1, 1, None, AGENT, 100)])
+        def load(self, trace_ids, lo, hi):
+            if self.fail:
+                raise OSError("disk gone")
+            return super().load(trace_ids, lo, hi)
+
+    store = Failing()
     assembler, recorder, clock = make(store)
-    assembler.consume(store.spans, [])
+    commit(assembler, [span(1, 1, None, AGENT, 100)])
     assembler.step()
     clock.now = 1.0
     assembler.step()
-    assembler.consume([span(1, 2, 1, tool("x"), 110)], [])
+    store.fail = True
+    commit(assembler, [span(1, 2, 1, tool("x"), 110)])
     clock.now = 2.0
     assembler.step()
     clock.now = 20.0
     assembler.step()
     assert len(recorder.traces) == 1  # no rebuilt (partial) trace replaced the first one
     assert assembler.stats.reload_errors == 1 and assembler.open_traces == 0
+
+
+def test_a_completed_trace_that_cannot_be_read_back_is_counted_and_the_others_go_on():
+    class Flaky(MemoryStore):
+        def load(self, trace_ids, lo, hi):
+            if f"{1:032x}" in trace_ids:
+                raise OSError("disk gone")
+            return super().load(trace_ids, lo, hi)
+
+    assembler, recorder, clock = make(Flaky())
+    commit(assembler, [span(1, 1, None, AGENT, 100)])
+    commit(assembler, [span(2, 1, None, AGENT, 100 + 60 * 10**9)])  # a minute later: read in its own query
+    assembler.step()
+    clock.now = 2.0
+    assembler.step()
+    assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
+    assert assembler.stats.read_errors == 1
+
+
+def test_completed_traces_are_read_in_bounded_queries_grouped_by_time(monkeypatch):
+    monkeypatch.setattr(assembler_module, "MAX_READ_RECORDS", 4)
+    store = MemoryStore()
+    assembler, recorder, clock = make(store)
+    minute = 60 * 10**9
+    for n, start in ((1, 100), (2, 200), (3, 300), (4, 100 + minute)):
+        commit(assembler, [span(n, 1, None, AGENT, start), span(n, 2, 1, tool("t"), start + 1)])
+    assembler.step()
+    clock.now = 2.0
+    assembler.step()
+    assert [ids for ids, _, _ in store.loads] == [[f"{1:032x}", f"{2:032x}"], [f"{3:032x}"], [f"{4:032x}"]]
+    assert len(recorder.traces) == 4 and all(len(t.spans) == 2 for t in recorder.traces)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from collector.marks import log_mark, span_mark
 from collector.trace_buffer import Decided, TraceBuffer
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
@@ -13,9 +14,10 @@ def tid(n: int) -> str:
     return f"{n:032x}"
 
 
-def span(trace: int, sid: int, parent: int | None, attrs: dict | None = None, start: int = 100) -> SpanRecord:
-    return SpanRecord(tid(trace), f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
-                      start_ns=start, end_ns=start + 10, attributes=attrs or {})
+def span(trace: int, sid: int, parent: int | None, attrs: dict | None = None, start: int = 100) -> tuple:
+    """The mark the buffer is given for a stored span with these fields."""
+    return span_mark(SpanRecord(tid(trace), f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
+                                start_ns=start, end_ns=start + 10, attributes=attrs or {}))
 
 
 def buffer(**kw) -> TraceBuffer:
@@ -37,7 +39,7 @@ def test_a_trace_completes_when_its_root_arrived_and_it_was_quiet_for_the_grace_
     done = buf.due(now=10.0)
     assert ids(done) == [tid(1)] and done[0][1] == "quiet"
     assert buf.open == {} and buf.buffered == 0
-    assert done[0][0].complete and len(done[0][0].spans) == 3
+    assert done[0][0].complete and len(done[0][0].span_ids) == 3
 
 
 def test_a_run_span_whose_parent_is_elsewhere_completes_the_trace():
@@ -75,7 +77,7 @@ def test_a_span_after_completion_is_late_and_reopens_the_trace_for_replacement()
     assert buf.stats.late_records == 1
     assert tid(1) not in buf.open  # the caller re-reads the stored trace, then:
     trace = buf.reopen(late[tid(1)], [span(1, 1, None, AGENT, start=100), span(1, 2, 1, TOOL, start=50)], [], 4.0)
-    assert trace.replace and set(trace.spans) == {f"{1:016x}", f"{2:016x}"}
+    assert trace.replace and trace.span_ids == {f"{1:016x}", f"{2:016x}"}
     assert buf.buffered == 2
     done = buf.due(now=6.0)
     assert ids(done) == [tid(1)] and done[0][0].replace
@@ -91,13 +93,14 @@ def test_spans_of_an_open_trace_are_buffered_once():
 
 def test_logs_join_their_trace_and_an_evaluation_result_does_not_reopen_it():
     buf = buffer()
-    choice = LogRecord(120, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice", body={"index": 0})
-    buf.add([span(1, 1, None, AGENT)], [choice, LogRecord(5, trace_id=None)], now=0.0)
+    choice = log_mark(LogRecord(120, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice", body={"index": 0}))
+    buf.add([span(1, 1, None, AGENT)], [choice, log_mark(LogRecord(5, trace_id=None))], now=0.0)
     done = buf.due(now=2.0)
-    assert done[0][0].logs == [choice] and buf.buffered == 0
-    score = LogRecord(200, 0, tid(1), f"{1:016x}", event_name="gen_ai.evaluation.result")
+    assert done[0][0].logs == 1 and buf.buffered == 0
+    assert (done[0][0].lo_ns, done[0][0].hi_ns) == (100, 120)  # the log's time is inside the trace's window
+    score = log_mark(LogRecord(200, 0, tid(1), f"{1:016x}", event_name="gen_ai.evaluation.result"))
     assert buf.add([], [score], now=3.0) == {}
-    late_choice = LogRecord(130, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice")
+    late_choice = log_mark(LogRecord(130, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice"))
     assert list(buf.add([], [late_choice], now=3.0)) == [tid(1)]
 
 

@@ -170,3 +170,49 @@ def test_the_sealed_writable_instance_still_takes_arrow_appends_but_no_file_acce
         reader.execute("SET enable_external_access = true")
     assert not (tmp_path / "out.csv").exists() and not (tmp_path / "other.duckdb").exists()
     con.close()
+
+
+def _append_rows(con: duckdb.DuckDBPyConnection, n: int) -> None:
+    import pyarrow as pa
+
+    con.register("batch", pa.table({"trace_id": [f"{i:032x}" for i in range(n)], "run_span_id": ["r"] * n,
+                                    "metric": ["m"] * n, "reason": ["some text to store " * 4] * n}))
+    con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric, reason) SELECT * FROM batch")
+    con.unregister("batch")
+
+
+@pytest.mark.parametrize("row_group_size", [2048, 0])
+def test_a_commit_of_a_whole_row_group_goes_straight_into_the_file(tmp_path, row_group_size):
+    path = tmp_path / "rg.duckdb"
+    con = open_store(path, row_group_size=row_group_size)
+    wal = tmp_path / "rg.duckdb.wal"
+    before = wal.stat().st_size if wal.exists() else 0
+    _append_rows(con, 4096)
+    logged = (wal.stat().st_size if wal.exists() else 0) - before
+    if row_group_size:
+        assert logged < 32_000  # only where the new row groups went
+    else:
+        assert logged > 4096 * 80  # every row, into the write-ahead log
+    assert con.cursor().execute("SELECT count(*) FROM evaluations").fetchone() == (4096,)  # cursors see the file
+    con.close()
+    reopened = open_read_only(path)
+    assert reopened.execute("SELECT count(*), count(DISTINCT trace_id) FROM evaluations").fetchone() == (4096, 4096)
+    reopened.close()
+
+
+def test_a_second_writer_on_the_same_file_is_refused_with_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "one.duckdb"
+    con = open_store(path)
+    try:
+        with pytest.raises(SchemaError, match="cannot open"):
+            open_store(path)  # in this process
+        other = subprocess.run(
+            [sys.executable, "-c", "import sys; from agentotel_eval.store.schema import open_store; open_store(sys.argv[1])",
+             str(path)], capture_output=True, text=True, timeout=60,
+        )
+        assert other.returncode != 0 and "SchemaError: cannot open" in other.stderr  # in another one
+    finally:
+        con.close()
