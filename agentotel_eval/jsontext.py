@@ -138,6 +138,16 @@ def loads(text: str | bytes) -> Any:
     return value
 
 
+def loads_stored(text: str | bytes) -> Any:
+    """``loads`` for JSON this module wrote from decoded OTLP values (the attributes, events and resources of
+    stored spans): their integers fit 64 bits (OTLP's ints are int64), so orjson reads them exactly and the
+    search for a huge integer read as a float is skipped. Anything orjson refuses still goes to the stdlib."""
+    try:
+        return _orjson_loads(text)
+    except _OrjsonDecodeError:
+        return _stdlib_loads(_as_text(text))
+
+
 def _as_text(text: str | bytes | bytearray | memoryview) -> str:
     if isinstance(text, bytes | bytearray | memoryview):
         try:

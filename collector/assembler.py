@@ -35,8 +35,9 @@ _LOG_ORDER = operator.attrgetter("timestamp_ns")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 _NS = 1_000_000_000
-#: records read back in one query at most (a shutdown drains every open trace; memory stays bounded)
-MAX_READ_RECORDS = 20_000
+#: records read back in one query at most: what a read holds at once, as Arrow rows and records (a shutdown
+#: drains every open trace; memory stays bounded)
+MAX_READ_RECORDS = 8192
 #: traces whose time windows are further apart than this are read in separate queries (one query's window is
 #: the union of its traces' windows, and DuckDB skips only the row groups outside it)
 READ_GAP_NS = 10 * _NS
@@ -73,6 +74,7 @@ class Assembler:
         clock: Callable[[], float] = time.monotonic,
         tick: float = 0.05,
         on_step: Callable[[], None] | None = None,
+        whole_spans: bool = True,
     ) -> None:
         self.config = config
         self.buffer = TraceBuffer(
@@ -89,12 +91,18 @@ class Assembler:
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)
         self._on_step = on_step
+        #: read completed traces' spans with every field (their forwarded copies need them), or without the few
+        #: that nothing here reads (``SPAN_SELECT_ASSEMBLY``)
+        self._whole_spans = whole_spans
         self._inbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark]]] = deque()
         self._inbox_records = 0
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # the buffer is touched by the thread, and by shutdown after it stopped
+        self._decided: list[tuple[OpenTrace, str]] = []  # decided, waiting for the next read
+        self._decided_records = 0
+        self._last_read = float("-inf")
         self.stats = AssemblerStats()
 
     # ---- stage interface ------------------------------------------------------------------------------------
@@ -116,7 +124,8 @@ class Assembler:
 
     @property
     def open_traces(self) -> int:
-        return len(self.buffer.open)
+        """Traces not written yet: buffered until they complete, or complete and waiting for the next read."""
+        return len(self.buffer.open) + len(self._decided)
 
     @property
     def buffered_records(self) -> int:
@@ -145,7 +154,7 @@ class Assembler:
             self._thread = None
         with self._lock:
             self._drain_inbox()
-            self._emit(self.buffer.drain(REASON_SHUTDOWN))
+            self._collect(self.buffer.drain(REASON_SHUTDOWN), force=True)
         self._reader.close()
         self._next.shutdown()
 
@@ -160,8 +169,7 @@ class Assembler:
                     return
             try:
                 with self._lock:
-                    self._drain_inbox()
-                    self._emit(self.buffer.due(self._clock()))
+                    self._round()
                     if self._on_step is not None:
                         self._on_step()
             except Exception:
@@ -170,8 +178,27 @@ class Assembler:
     def step(self) -> None:
         """One round of work, for callers driving the assembler without its thread (tests)."""
         with self._lock:
-            self._drain_inbox()
-            self._emit(self.buffer.due(self._clock()))
+            self._round()
+
+    def _round(self) -> None:
+        self._drain_inbox()
+        self._collect(self.buffer.due(self._clock()))
+
+    def _collect(self, decided: list[tuple[OpenTrace, str]], *, force: bool = False) -> None:
+        """Decided traces are read back together, every ``read_interval`` (or sooner when many are waiting): a
+        read costs DuckDB a scan of its time window whatever it returns, so fewer, larger reads cost less."""
+        if decided:
+            self._decided.extend(decided)
+            self._decided_records += sum(trace.size for trace, _ in decided)
+        if not self._decided:
+            return
+        now = self._clock()
+        if not force and now - self._last_read < self.config.read_interval \
+                and self._decided_records < MAX_READ_RECORDS:
+            return
+        batch, self._decided, self._decided_records = self._decided, [], 0
+        self._last_read = now
+        self._emit(batch)
 
     def _drain_inbox(self) -> None:
         with self._cond:
@@ -193,7 +220,7 @@ class Assembler:
         lo = min(d.lo_ns for d in late.values()) - slack
         hi = max(d.hi_ns for d in late.values()) + slack
         try:
-            stored = self._reader.load(late, lo, hi)
+            stored = self._reader.load(late, lo, hi, whole=False)
         except Exception:
             # Rebuilding from the late records alone would replace good runs with partial ones: keep the runs.
             self.stats.reload_errors += len(late)
@@ -229,7 +256,7 @@ class Assembler:
             return
         slack = int(self.config.late_window * _NS)
         stored = reader.load([d.trace_id for d in pending], min(d.lo_ns for d in pending) - slack,
-                             max(d.hi_ns for d in pending) + slack)
+                             max(d.hi_ns for d in pending) + slack, whole=False)
         now = self._clock()
         for decided in pending:
             self._put_back(decided, stored.get(decided.trace_id), now)
@@ -246,7 +273,7 @@ class Assembler:
             lo = min(trace.lo_ns for trace, _ in group)
             hi = max(trace.hi_ns for trace, _ in group)
             try:
-                stored = self._reader.load(ids, lo, hi)
+                stored = self._reader.load(ids, lo, hi, whole=self._whole_spans)
             except Exception:
                 # Their runs are not written now; they are stored traces without runs, which the recovery at the
                 # next start re-opens.

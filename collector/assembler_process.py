@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
@@ -34,6 +30,7 @@ from agentotel_eval.store.reader import TraceReader
 from collector import wire
 from collector.assembler import AssemblerStats
 from collector.assembler_worker import WorkerSetup
+from collector.child import ChildUnavailable, start_child
 from collector.config import AssemblerConfig
 from collector.marks import LogMark, SpanMark
 from collector.run_writer import RunWriter
@@ -111,6 +108,7 @@ class AssemblerProcess:
         #: the worker kept dying and was given up on: records are dropped here (they are stored), nothing waits
         self._disabled = False
         self._snapshot = _Snapshot()
+        self._progress = (0, 0)  # (received, inbox) as the worker's receiving thread last said
         self._retired = _Snapshot()  # counters of workers that died, so totals never go backwards
         self._conn: Connection | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -133,7 +131,10 @@ class AssemblerProcess:
             if self._disabled:
                 return 0
             snap = self._snapshot
-            return self._queued + max(self._sent - snap.received, 0) + snap.inbox
+            received, inbox = self._progress
+            if snap.received >= received:  # the full counters are the newer
+                received, inbox = snap.received, snap.inbox
+            return self._queued + max(self._sent - received, 0) + inbox
 
     @property
     def open_traces(self) -> int:
@@ -195,28 +196,17 @@ class AssemblerProcess:
     # ---- the worker -----------------------------------------------------------------------------------------
 
     def _spawn(self) -> None:
-        ours, theirs = socket.socketpair()
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)  # where `collector` lives, installed or not
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "collector.assembler_worker", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
-            )
-        except OSError as exc:
-            ours.close()
-            theirs.close()
+            proc, conn = start_child("collector.assembler_worker")
+        except ChildUnavailable as exc:
             raise AssemblerUnavailable(f"could not start the assembler process: {exc}") from exc
-        finally:
-            theirs.close()
-        conn = Connection(ours.detach())
         conn.send(("setup", self._setup))  # first, before the sender can see this connection
         self._ready.clear()
         with self._cond:
             self._conn, self._proc = conn, proc
             self._sent = 0
             self._snapshot = _Snapshot()
+            self._progress = (0, 0)
             stopping = self._stopping
         if not stopping:
             self._stopped.clear()
@@ -305,6 +295,9 @@ class AssemblerProcess:
                     self._run_writer.submit(message[1])
                 elif kind == "stats":
                     self._update(message[1])
+                elif kind == "progress":
+                    with self._cond:
+                        self._progress = (message[1], message[2])
                 elif kind == "forward":
                     if self._forward is not None:
                         self._forward(wire.loads(message[1])[0])
@@ -338,6 +331,7 @@ class AssemblerProcess:
         with self._cond:
             self._retired = _merge(self._retired, self._snapshot)
             self._snapshot = _Snapshot()
+            self._progress = (0, 0)
             self._sent = 0  # what the dead worker had is in the database; its recovery there is the new one's
         self.restarts += 1
         if self.restarts > MAX_RESTARTS:
@@ -369,11 +363,13 @@ class AssemblerProcess:
             self._stopped.set()
 
     def _answer(self, conn: Connection, call_id: int, name: str, args: tuple[Any, ...]) -> None:
-        """Serve a read the worker asked for, from the database."""
+        """Serve a read the worker asked for, from the database (a load's rows go as raw Arrow IPC frames)."""
+        frames: list[Any] | None = None
+        value: Any = None
         try:
             if name == "load":
-                ids, lo, hi = args
-                value: Any = wire.dump_tables(*self._reader.load_tables(ids, lo, hi))
+                ids, lo, hi, whole = args
+                frames = wire.ipc_frames(*self._reader.load_tables(ids, lo, hi, whole=whole))
             elif name == "latest_span_time":
                 value = self._reader.latest_span_time()
             elif name == "recent_traces":
@@ -384,7 +380,13 @@ class AssemblerProcess:
             log.exception("serving %s for the assembler process failed", name)
             self._send(conn, ("reply", call_id, (False, f"{type(exc).__name__}: {exc}")))
             return
-        self._send(conn, ("reply", call_id, (True, value)))
+        if frames is None:
+            self._send(conn, ("reply", call_id, (True, value)))
+            return
+        with self._send_lock:  # the header and its frames, with nothing in between
+            conn.send(("reply_frames", call_id, len(frames)))
+            for frame in frames:
+                conn.send_bytes(frame)
 
     def _update(self, data: dict[str, Any]) -> None:
         snap = _Snapshot(

@@ -9,9 +9,10 @@ socket but the pair it was started with.
 
 Messages on the socket pair (``multiprocessing.connection`` framing, pickled tuples):
 
-    collector -> here:  ("setup", WorkerSetup) first, then ("marks", bytes), ("reply", value), ("stop",)
+    collector -> here:  ("setup", WorkerSetup) first, then ("marks", bytes), ("reply", call_id, (ok, value)),
+                        ("reply_frames", call_id, n) followed by n raw frames (Arrow IPC), ("stop",)
     here -> collector:  ("ready",), ("rows", RunRows), ("forward", bytes), ("call", name, args),
-                        ("stats", dict), ("stopped",)
+                        ("stats", dict), ("progress", received, inbox), ("stopped",)
 
 Run as ``python -m collector.assembler_worker FD`` by ``collector.assembler_process``; not a user command.
 """
@@ -113,10 +114,10 @@ class RemoteReader:
     def __init__(self, link: _Link) -> None:
         self._link = link
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> dict[str, StoredTrace]:
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True) -> dict[str, StoredTrace]:
         """The collector runs the query and sends its Arrow tables; they become records here, on this side."""
         ids = sorted(set(trace_ids))
-        spans, logs = wire.load_tables(self._link.call("load", ids, lo_ns, hi_ns))
+        spans, logs = wire.load_tables(self._link.call("load", ids, lo_ns, hi_ns, whole))
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
     def latest_span_time(self) -> int | None:
@@ -208,7 +209,8 @@ def serve(conn: Connection) -> None:
         with contextlib.suppress(OSError, ValueError):
             link.send(("stats", stats()))
 
-    assembler = Assembler(setup.assembler, scoring, RemoteReader(link), on_step=publish)
+    assembler = Assembler(setup.assembler, scoring, RemoteReader(link), on_step=publish,
+                          whole_spans=setup.forwarding)
 
     stop_asked = threading.Event()
 
@@ -241,8 +243,18 @@ def serve(conn: Connection) -> None:
                     logging.shutdown()
                     os._exit(1)
                 received[0] += len(spans) + len(logs)  # after consume: see stats()
+                # What was taken, at once, from this thread: the collector's back-pressure reads it, and the
+                # assembler's own counters (``stats``) wait for the end of its round, which a large batch makes long.
+                with contextlib.suppress(OSError, ValueError, ConnectionError):
+                    link.send(("progress", received[0], assembler.backlog))
             elif kind == "reply":
                 link.replies.put((message[1], message[2]))
+            elif kind == "reply_frames":
+                try:
+                    frames = [conn.recv_bytes() for _ in range(message[2])]
+                except (EOFError, OSError):
+                    continue  # the next recv sees the closed connection
+                link.replies.put((message[1], (True, frames)))
             elif kind == "stop":
                 stop_asked.set()
             else:

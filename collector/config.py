@@ -105,9 +105,12 @@ class ReceiverConfig:
     max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
-    #: requests decoded at the same time, across both receivers. Decoding is CPU-bound Python, so more at once
-    #: only take turns on the interpreter lock; the bound also caps the memory of requests being decoded (a
-    #: 20 MiB request decodes to several times its size)
+    #: processes that decode requests (``collector.decode_worker``), so that the collector's own process, which
+    #: holds the DuckDB writer, does no per-span Python; 0 decodes on the receivers' threads in this process
+    decode_workers: int = 1
+    #: requests being decoded at the same time, across both receivers: caps the memory of requests in decoding
+    #: (a 20 MiB request decodes to several times its size); with decode workers, one more than them keeps each
+    #: busy while the next request travels to it
     decode_slots: int = 2
     #: how long an export call waits for its records to be committed before answering UNAVAILABLE / 503
     export_timeout: float = field(default=30.0, metadata=_DURATION_KIND)
@@ -126,6 +129,9 @@ class WriterConfig:
     max_batch_records: int = 20_000
     #: how long the writer lingers for more requests to share a commit
     flush_interval: float = field(default=0.005, metadata=_DURATION_KIND)
+    #: how long it may linger instead while requests are being decoded and the commit is short of a whole row
+    #: group (``row_group_size``): such a commit is written straight into the file, at well under half the cost
+    max_linger: float = field(default=0.05, metadata=_DURATION_KIND)
     #: DuckDB's WAL size that triggers a checkpoint. Rows appended since the last checkpoint stay in memory
     #: uncompressed, so this also bounds that memory; larger means fewer but longer checkpoints.
     checkpoint_threshold: str = "16MB"
@@ -150,12 +156,18 @@ class AssemblerConfig:
     max_wait: float = field(default=60.0, metadata=_DURATION_KIND)
     #: open traces kept in memory; over it, the oldest complete early (counted)
     max_open_traces: int = 20_000
-    #: spans and log records kept in memory across open traces; over it, the oldest traces complete early
-    max_buffered_records: int = 100_000
+    #: spans and log records of open traces (the assembler keeps a mark of ~100 bytes of each, and reads the
+    #: records back once a trace is complete); over it, the oldest traces complete early
+    max_buffered_records: int = 250_000
+    #: records committed but not yet taken by the assembler (it is behind); over it, exporters are told to retry
+    max_backlog_records: int = 200_000
     #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database)
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
     late_window: float = field(default=60.0, metadata=_DURATION_KIND)
+    #: completed traces are read back from the database together, at most this often: a read scans its time
+    #: window whatever it returns, so fewer, larger reads cost less (runs are written up to this much later)
+    read_interval: float = field(default=0.25, metadata=_DURATION_KIND)
     #: assemble, reconstruct and score in a second process (the collector's receivers and writer keep this one's
     #: interpreter to themselves: both are CPU-bound Python, and one process runs Python on one core at a time);
     #: false runs them on a thread of the collector's process
@@ -244,12 +256,17 @@ class CollectorConfig:
             raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError("log_level", f"expected debug, info, warning or error, got {self.log_level!r}")
-        _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout")
+        _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout",
+                  "decode_slots")
+        if self.receiver.decode_workers < 0:
+            raise ConfigError("receiver.decode_workers", "must not be negative")
         if self.receiver.retry_after < 0:
             raise ConfigError("receiver.retry_after", "must not be negative")
         _positive(self, "writer", "max_queue_records", "max_batch_records")
         if self.writer.flush_interval < 0:
             raise ConfigError("writer.flush_interval", "must not be negative")
+        if self.writer.max_linger < 0:
+            raise ConfigError("writer.max_linger", "must not be negative")
         if self.writer.threads < 0:
             raise ConfigError("writer.threads", "must not be negative")
         if self.writer.row_group_size < 0 or self.writer.row_group_size % 2048:
@@ -264,7 +281,9 @@ class CollectorConfig:
             if value and not _SIZE.match(value):
                 raise ConfigError(f"writer.{key}", f"expected a size such as \"128MB\", got {value!r}")
         _positive(self, "assembler", "grace_period", "max_wait", "max_open_traces", "max_buffered_records",
-                  "decision_cache_traces", "late_window")
+                  "max_backlog_records", "decision_cache_traces", "late_window")
+        if self.assembler.read_interval < 0:
+            raise ConfigError("assembler.read_interval", "must not be negative")
         _positive(self, "query", "row_limit", "timeout")
         return self
 

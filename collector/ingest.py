@@ -1,8 +1,9 @@
-"""The one decode-and-enqueue path both receivers call: body or parsed message -> records -> Arrow -> writer.
+"""The one decode-and-enqueue path both receivers call: body -> rows (``collector.decoding``) -> writer -> answer.
 
 It answers only after the records are committed, and reports what the OTLP answer needs: how many records were
 rejected and why (partial success). Everything protocol-specific (status codes, encodings of the answer) stays in
-the receivers.
+the receivers. The decoding itself runs in decode workers (``collector.decode_pool``), or on the receiver's thread
+when the collector is configured without them.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.otlp import Decoded, DecodeError, decode
-from agentotel_eval.store.rows import logs_to_arrow, spans_to_arrow
+from agentotel_eval.otlp import DecodeError
 from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
+from collector.decode_pool import DecodeUnavailable
+from collector.decoding import IngestBatch, decode_request
 from collector.errors import BadRequest, Overloaded, Unavailable
+
+#: what turns a body into rows: ``decode_request`` here, or a decode pool's ``decode``
+Decoder = Callable[[str, str, bytes], IngestBatch]
 
 SIGNALS = ("traces", "logs")
 ENCODINGS = ("protobuf", "json")
@@ -57,56 +62,82 @@ class IngestStats:
 
 
 class Ingestor:
-    """Decode, convert, enqueue, wait for the commit. Thread-safe; one instance serves every receiver."""
+    """Decode, enqueue, wait for the commit. Thread-safe; one instance serves every receiver."""
 
     def __init__(
         self,
         writer: StoreWriter,
         *,
+        decoder: Decoder = decode_request,
         export_timeout: float = 30.0,
         backlog: Callable[[], int] = lambda: 0,
+        overloaded: Callable[[], str | None] = lambda: None,
         stats: IngestStats | None = None,
         cpu_slots: int = 2,
     ) -> None:
         self._writer = writer
-        # Decoding is CPU-bound Python: more requests at it at once only take turns on the interpreter lock, and
-        # each holds its decoded records meanwhile (several times the request's size).
+        self._decode = decoder
+        self._overloaded = overloaded
+        # Requests being decoded at once: each holds its body and its rows meanwhile (several times the body's
+        # size); in this process decoding is CPU-bound Python, so more at once would only take turns.
         self._cpu_slots = threading.BoundedSemaphore(cpu_slots)
         self._timeout = export_timeout
         self._backlog = backlog
+        self._decoding = 0  # requests being decoded (or waiting for a slot), not submitted yet
+        self._decoding_lock = threading.Lock()
         self.stats = stats or IngestStats()
 
+    @property
+    def decoding(self) -> int:
+        """Requests on their way to the writer: the writer lingers for them to share a commit."""
+        return self._decoding
+
     def ingest_body(self, signal: str, encoding: str, body: bytes, transport: str = "http") -> ExportOutcome:
-        """An OTLP request body (already inflated) in ``encoding`` (protobuf | json): both receivers call this."""
-        with self._cpu_slots:
-            try:
-                decoded = decode(signal, encoding, body)
-            except DecodeError as exc:
-                self.stats.count(transport, signal, "bad_request")
-                raise BadRequest(str(exc)) from None
-            batch = self._convert(signal, decoded.records)
-        return self.ingest_decoded(signal, decoded, transport, batch)
+        """An OTLP request body (already inflated) in ``encoding`` (protobuf | json): both receivers call this.
 
-    @staticmethod
-    def _convert(signal: str, records: list[Any]) -> Any:
-        if not records:
-            return None
-        return spans_to_arrow(records) if signal == "traces" else logs_to_arrow(records)
-
-    def ingest_decoded(self, signal: str, decoded: Decoded, transport: str, batch: Any = None) -> ExportOutcome:
-        """Records already decoded (``batch``: their Arrow form, if already made) -> committed."""
-        records = decoded.records
-        if not records:
-            self.stats.count(transport, signal, "partial" if decoded.rejected else "ok", 0, decoded.rejected)
-            return ExportOutcome(signal, 0, decoded.rejected, decoded.message)
-        if batch is None:
+        A request that would be refused for back-pressure is refused before it is decoded (decoding it would
+        only take CPU from the work that is behind)."""
+        self._check_room(signal, transport)
+        with self._decoding_lock:
+            self._decoding += 1
+        try:
             with self._cpu_slots:
-                batch = self._convert(signal, records)
+                batch = self._decode(signal, encoding, body)
+        except DecodeError as exc:
+            self.stats.count(transport, signal, "bad_request")
+            raise BadRequest(str(exc)) from None
+        except DecodeUnavailable as exc:
+            self.stats.count(transport, signal, "unavailable")
+            raise Unavailable(str(exc)) from None
+        finally:
+            with self._decoding_lock:
+                self._decoding -= 1
+        return self.ingest_batch(batch, transport)
+
+    def _check_room(self, signal: str, transport: str) -> None:
+        why = self._overloaded()
+        try:
+            if why is not None:
+                raise QueueFull(why, self._writer.retry_after)
+            self._writer.check_room(extra_load=self._backlog())
+        except QueueFull as exc:
+            self.stats.count(transport, signal, "overloaded")
+            raise Overloaded(str(exc), exc.retry_after) from None
+        except WriterError as exc:
+            self.stats.count(transport, signal, "unavailable")
+            raise Unavailable(str(exc)) from None
+
+    def ingest_batch(self, batch: IngestBatch, transport: str) -> ExportOutcome:
+        """Rows of a decoded request -> committed."""
+        signal = batch.signal
+        if batch.rows is None:
+            self.stats.count(transport, signal, "partial" if batch.rejected else "ok", 0, batch.rejected)
+            return ExportOutcome(signal, 0, batch.rejected, batch.message)
         try:
             if signal == "traces":
-                ticket = self._writer.submit(records, batch, extra_load=self._backlog())
+                ticket = self._writer.submit(batch.rows, payload=batch, extra_load=self._backlog())
             else:
-                ticket = self._writer.submit(logs=records, log_batch=batch, extra_load=self._backlog())
+                ticket = self._writer.submit(log_batch=batch.rows, payload=batch, extra_load=self._backlog())
         except QueueFull as exc:
             self.stats.count(transport, signal, "overloaded")
             raise Overloaded(str(exc), exc.retry_after) from None
@@ -116,11 +147,11 @@ class Ingestor:
         try:
             result = ticket.wait(self._timeout)
         except RejectedData as exc:
-            self.stats.count(transport, signal, "bad_request", 0, decoded.rejected)
+            self.stats.count(transport, signal, "bad_request", 0, batch.rejected)
             raise BadRequest(str(exc)) from None
         except WriterError as exc:
             self.stats.count(transport, signal, "unavailable")
             raise Unavailable(str(exc)) from None
-        outcome = "partial" if decoded.rejected else "ok"
-        self.stats.count(transport, signal, outcome, len(records), decoded.rejected)
-        return ExportOutcome(signal, len(records), decoded.rejected, decoded.message, result.duplicates)
+        outcome = "partial" if batch.rejected else "ok"
+        self.stats.count(transport, signal, outcome, batch.size, batch.rejected)
+        return ExportOutcome(signal, batch.size, batch.rejected, batch.message, result.duplicates)

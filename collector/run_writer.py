@@ -10,13 +10,16 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from agentotel_eval.store.operations import ReplaceRuns, SpanUpdate, TraceWindow
 from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
-from agentotel_eval.store.writer import StoreWriter
 from collector.pipeline import CompletedTrace
+
+if TYPE_CHECKING:
+    from agentotel_eval.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
 

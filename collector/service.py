@@ -7,6 +7,7 @@ database cleanly. Both are idempotent. Usable in-process (tests, embedding) or t
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -24,17 +25,18 @@ from agentotel_eval.store.query import QueryError, run_query
 from agentotel_eval.store.reader import TraceReader
 from agentotel_eval.store.rows import evaluations_to_arrow
 from agentotel_eval.store.schema import open_store
-from agentotel_eval.store.writer import StoreWriter
+from agentotel_eval.store.writer import Committed, StoreWriter
 from collector import metrics
 from collector.assembler import Assembler, Reconstruct
 from collector.assembler_process import AssemblerProcess, StatsView
 from collector.config import CollectorConfig
+from collector.decode_pool import DecodePool
+from collector.decoding import IngestBatch, decode_request
 from collector.forward import Forwarder
 from collector.grpc_receiver import GrpcReceiver
 from collector.http_receiver import HttpApp, HttpReceiver
 from collector.ingest import Ingestor
 from collector.judge_worker import JudgeWorker
-from collector.marks import log_marks, span_marks
 from collector.pipeline import TraceStage
 from collector.run_writer import RunWriter
 from collector.scoring import ScoringStage, external_rows, is_held_span
@@ -80,6 +82,7 @@ class Collector:
         self.scoring: ScoringStage | StatsView
         self.forwarder: Forwarder | None = None
         self.judge: JudgeWorker | None = None
+        self.decoders: DecodePool | None = None
         self.http: HttpReceiver
         self.grpc: GrpcReceiver
 
@@ -119,6 +122,9 @@ class Collector:
                 flush_interval=cfg.writer.flush_interval,
                 retry_after=cfg.receiver.retry_after,
                 on_commit=self._committed,
+                direct_batch_records=cfg.writer.row_group_size,
+                max_linger=cfg.writer.max_linger,
+                incoming=lambda: self.ingestor.decoding,
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
@@ -136,7 +142,7 @@ class Collector:
                 for factory in reversed(self._stage_factories):
                     stage = factory(stage)
                 self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor),
-                                           reconstruct=self._reconstruct)
+                                           reconstruct=self._reconstruct, whole_spans=forwarder is not None)
             else:
                 self.assembler = AssemblerProcess(
                     cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,
@@ -144,9 +150,21 @@ class Collector:
                     gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
                 )
                 self.scoring = self.assembler.scoring
+            forwarding = cfg.forward is not None
+            if cfg.receiver.decode_workers:
+                self.decoders = DecodePool(
+                    cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
+                    gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
+                )
+                self.decoders.start()
+                pool, timeout = self.decoders, cfg.receiver.export_timeout
+                decoder = lambda signal, encoding, body: pool.decode(signal, encoding, body, timeout)  # noqa: E731
+            else:
+                decoder = functools.partial(decode_request, keep_spans=forwarding)
             self.ingestor = Ingestor(
-                self.writer, export_timeout=cfg.receiver.export_timeout,
-                backlog=lambda: self.assembler.backlog + self.writer.pending_operation_rows,
+                self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
+                backlog=lambda: self.writer.pending_operation_rows,
+                overloaded=self._assembler_overloaded,
                 cpu_slots=cfg.receiver.decode_slots,
             )
             self.writer.start()
@@ -224,6 +242,8 @@ class Collector:
                     log.exception("stopping %s", name)
         if self.judge is not None:
             self.judge.shutdown(0)
+        if self.decoders is not None:
+            self.decoders.shutdown()
         if getattr(self, "assembler", None) is not None and self._assembler_started:
             self.assembler.shutdown()
         if getattr(self, "writer", None) is not None:
@@ -253,6 +273,8 @@ class Collector:
         self.writer.flush(grace)  # HTTP requests still in flight finish their commits here
         self.writer.stop_accepting()
         self.writer.flush(grace)
+        if self.decoders is not None:
+            self.decoders.shutdown()
         if self.judge is not None:
             self.judge.shutdown(min(grace, 5.0))  # answers not back by then stay pending for the next start
         self.assembler.shutdown()  # completes every open trace; the runs go to the writer
@@ -275,18 +297,44 @@ class Collector:
 
     # ---- hooks between stages ------------------------------------------------------------------------------
 
-    def _committed(self, spans: Sequence[Any], logs: Sequence[Any]) -> None:
-        """After each ingest commit: records go downstream (run and root spans wait for their scores)."""
+    def _committed(self, commits: Sequence[Committed]) -> None:
+        """After each ingest commit, for the new records: their marks go to the assembler; spans and logs go
+        downstream (run and root spans wait for their scores); evaluation results other tools sent as log records
+        are stored as evaluations."""
+        span_marks: list[Any] = []
+        log_marks: list[Any] = []
+        spans: list[Any] = []
+        logs: list[Any] = []
+        for commit in commits:
+            batch: IngestBatch = commit.payload
+            if batch.signal == "traces":
+                span_marks.extend(Committed.pick(batch.marks, commit.new_spans))
+                if batch.records is not None:
+                    spans.extend(Committed.pick(batch.records, commit.new_spans))
+            else:
+                log_marks.extend(Committed.pick(batch.marks, commit.new_logs))
+                if batch.records is not None:
+                    logs.extend(Committed.pick(batch.records, commit.new_logs))
         forwarder = self.forwarder
         if forwarder is not None:
-            forwarder.submit_spans([s for s in spans if not is_held_span(s)])
-            forwarder.submit_logs(logs)
+            if spans:
+                forwarder.submit_spans([s for s in spans if not is_held_span(s)])
+            if logs:
+                forwarder.submit_logs(logs)
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:
                 self.external_log_evaluations += len(rows)
                 self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
-        self.assembler.consume(span_marks(spans), log_marks(logs))
+        self.assembler.consume(span_marks, log_marks)
+
+    def _assembler_overloaded(self) -> str | None:
+        """Why ingest must wait for the assembler, if it must: it has not taken that many committed records yet."""
+        backlog = self.assembler.backlog
+        bound = self.config.assembler.max_backlog_records
+        if backlog < bound:
+            return None
+        return f"the assembler is behind ({backlog} committed records not taken yet, bound {bound})"
 
     def _runs_committed(self, op: Any) -> None:
         """Runs and their evaluation rows are committed: pending judge rows can be taken now."""
@@ -368,6 +416,7 @@ class Collector:
             "write_queue_records": self.writer.queued_records,
             "open_traces": self.assembler.open_traces,
             "assembler_pid": getattr(self.assembler, "pid", None),  # None: assembly runs on a thread here
+            "decode_pids": self.decoders.pids if self.decoders is not None else [],  # []: decoding runs here
         }
 
     def metrics_text(self) -> str:

@@ -2,9 +2,9 @@
 
 * Marks (``collector.marks``) of committed records, collector -> assembler: ``marshal`` of plain tuples, the
   cheapest encoding CPython has for them (well under a µs a mark).
-* Stored rows read back for the assembler, collector -> assembler: Arrow IPC streams, written by DuckDB's own
-  Arrow export and converted to records on the assembler's side (the collector's interpreter does no per-span
-  work for them).
+* Stored rows read back for the assembler, collector -> assembler: Arrow IPC streams of DuckDB's own Arrow
+  export, sent as raw frames after a small header and converted to records on the assembler's side (the
+  collector's interpreter does no per-span work for them, and the data is never pickled).
 * Records, assembler -> collector (the held spans it forwards with their scores): ``marshal`` of plain tuples
   (about 4 µs a span to write, a quarter of what pickling the dataclasses costs): decoded records hold only str,
   int, float, bool, bytes, None, lists, tuples and dicts. Records built some other way may hold values marshal
@@ -90,16 +90,23 @@ def load_marks(payload: bytes) -> tuple[list[SpanMark], list[LogMark]]:
     return spans, logs
 
 
-def dump_tables(*tables: pa.Table) -> tuple[bytes, ...]:
-    """Each table as one Arrow IPC stream."""
+def ipc_frames(*tables: pa.Table) -> list[pa.Buffer]:
+    """Each table as one Arrow IPC stream, in Arrow's own buffer: sent as a frame of its own
+    (``Connection.send_bytes`` takes the buffer as it is, with no copy into a Python bytes object)."""
     out = []
     for table in tables:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
-        out.append(sink.getvalue().to_pybytes())
-    return tuple(out)
+        out.append(sink.getvalue())
+    return out
+
+
+def dump_tables(*tables: pa.Table) -> tuple[bytes, ...]:
+    """``ipc_frames`` as bytes, for a message that carries them inside it."""
+    return tuple(frame.to_pybytes() for frame in ipc_frames(*tables))
 
 
 def load_tables(payloads: Sequence[bytes]) -> list[pa.Table]:
+    """The tables of ``ipc_frames`` / ``dump_tables`` (read in place: no copy of the data)."""
     return [pa.ipc.open_stream(pa.py_buffer(p)).read_all() for p in payloads]

@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentotel_eval.otlp.records import Decoded, LogRecord, SpanEvent, SpanLink, SpanRecord
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _MAX_REJECT_REASONS = 3
@@ -255,7 +256,10 @@ def _json_value(v: Any) -> Any:
         if key in ("stringValue", "string_value"):
             return value
         if key in ("intValue", "int_value"):
-            return _json_int(value, "intValue")
+            number = _json_int(value, "intValue")
+            if not _INT64_MIN <= number <= _INT64_MAX:  # AnyValue.int_value is an int64, as in protobuf
+                raise DecodeError(f"intValue {value!r} is outside the 64-bit signed range")
+            return number
         if key in ("boolValue", "bool_value"):
             return bool(value)
         if key in ("doubleValue", "double_value"):

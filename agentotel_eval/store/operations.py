@@ -12,14 +12,16 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
 
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import json_array, safe_text
 from agentotel_eval.store.schema import OWN_SOURCE
+
+if TYPE_CHECKING:  # the operations run in the collector's process only; their classes travel from the assembler's
+    import duckdb
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -40,6 +42,8 @@ class TraceWindow:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], data: pa.Table) -> None:
+    import duckdb
+
     if data is None or not data.num_rows:
         return
     view = f"_op_{table}"
@@ -74,6 +78,8 @@ class ReplaceRuns:
         self.span_updates = tuple(span_updates)
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+        import duckdb
+
         if self.replace:
             lo = ns_to_datetime(min(w.lo_ns for w in self.replace))
             hi = ns_to_datetime(max(w.hi_ns for w in self.replace), ceil=True)
@@ -220,6 +226,8 @@ def _window(updates: Sequence[SpanUpdate]) -> tuple[str, dict[str, object]]:
 
 
 def _set_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
+    import duckdb
+
     window, params = _window(updates)
     # Strings that cannot be UTF-8 (lone surrogates) are replaced as the append path replaced them in the
     # stored span, so the whole value stays what the stored one would have become.
@@ -242,6 +250,8 @@ def _set_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) ->
 
 
 def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
+    import duckdb
+
     if not updates:
         return
     window, params = _window(updates)
@@ -276,6 +286,8 @@ class InsertEvaluations:
         self.rows = rows
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+        import duckdb
+
         con.register("_new_evaluations", self.rows)
         try:
             con.execute(
@@ -317,6 +329,7 @@ class WriteEvaluation:
         self.span_resource: dict | None = None
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+
         import json
 
         trace_id, run_span_id, metric, version = self.key
@@ -373,6 +386,7 @@ class DeleteOlderThan:
         self.on_applied = on_applied
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+
         for table, column in RETENTION_COLUMNS:
             rows = con.execute(f"DELETE FROM {table} WHERE {column} < ?", [self.cutoff]).fetchall()
             self.deleted[table] = int(rows[0][0]) if rows else 0

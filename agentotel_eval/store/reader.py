@@ -8,13 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.store.operations import ns_to_datetime
-from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, logs_from_arrow, spans_from_arrow
+from agentotel_eval.store.rows import (
+    LOG_SELECT,
+    SPAN_SELECT,
+    SPAN_SELECT_ASSEMBLY,
+    logs_from_arrow,
+    spans_from_arrow,
+)
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +50,15 @@ class TraceReader:
             self._cursor.close()
             self._cursor = None
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> dict[str, StoredTrace]:
-        """Spans starting (and log records timed) within [lo_ns, hi_ns] of the given traces."""
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True) -> dict[str, StoredTrace]:
+        """Spans starting (and log records timed) within [lo_ns, hi_ns] of the given traces; ``whole=False`` leaves
+        out the span fields only a forwarded copy needs (``SPAN_SELECT_ASSEMBLY``)."""
         ids = sorted(set(trace_ids))
-        spans, logs = self.load_tables(ids, lo_ns, hi_ns)
+        spans, logs = self.load_tables(ids, lo_ns, hi_ns, whole=whole)
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
-    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int) -> tuple[pa.Table, pa.Table]:
+    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *,
+                    whole: bool = True) -> tuple[pa.Table, pa.Table]:
         """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order): what the
         assembler process is sent, to convert on its side of the pipe."""
         ids = sorted(set(trace_ids))
@@ -56,7 +67,7 @@ class TraceReader:
         cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
         try:
             spans = cur.sql(
-                f"SELECT {SPAN_SELECT} FROM spans WHERE start_time BETWEEN $lo AND $hi "
+                f"SELECT {SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY} FROM spans WHERE start_time BETWEEN $lo AND $hi "
                 "AND trace_id IN (SELECT trace_id FROM _load_ids)",
                 params=params,
             ).to_arrow_table()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.jsontext import dumps, finite, json_default, loads
+from agentotel_eval.jsontext import dumps, finite, json_default, loads_stored
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -249,6 +249,13 @@ SPAN_SELECT = (
     "trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
     "status_message, attributes, events, links, resource_attributes, scope_name, scope_version, trace_state, flags"
 )
+#: what assembly reads of a stored span: ``SPAN_SELECT`` but the columns only a forwarded copy needs (links,
+#: scope version, trace state, flags), which come back as their defaults
+SPAN_SELECT_ASSEMBLY = (
+    "trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
+    "status_message, attributes, events, NULL AS links, resource_attributes, scope_name, NULL AS scope_version, "
+    "NULL AS trace_state, NULL AS flags"
+)
 LOG_SELECT = (
     "time_unix_nano, observed_time_unix_nano, trace_id, span_id, severity_number, severity, event_name, body, "
     "attributes, resource_attributes, scope_name, scope_version, flags"
@@ -266,7 +273,7 @@ def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> 
     """The resource dict of a stored text, parsed once per distinct text (every span of a process shares one)."""
     res = resources.get(text)
     if res is None:
-        res = resources[text] = loads(text) if text else {}
+        res = resources[text] = loads_stored(text) if text else {}
     return res
 
 
@@ -283,12 +290,12 @@ def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Sp
         end or 0,
         _STATUS_BY_NAME.get(status, 0),
         status_message or "",
-        loads(attributes) if attributes else {},
+        loads_stored(attributes) if attributes else {},
         () if not events or events == "[]" else tuple(
-            _new_event(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in loads(events)
+            _new_event(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in loads_stored(events)
         ),
         () if not links or links == "[]" else tuple(
-            _new_link(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in loads(links)
+            _new_link(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in loads_stored(links)
         ),
         _resource(resource, resources),
         scope_name or "",
@@ -311,8 +318,8 @@ def _log(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Log
         severity_number,
         "" if severity == default_text else (severity or ""),
         event_name or "",
-        loads(body) if body is not None else None,
-        loads(attributes) if attributes else {},
+        loads_stored(body) if body is not None else None,
+        loads_stored(attributes) if attributes else {},
         _resource(resource, resources),
         scope_name or "",
         scope_version or "",

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
+if TYPE_CHECKING:  # imported where a database is opened: the decode and assembler processes never load it
+    import duckdb
 
 SPANS = "spans"
 LOGS = "logs"
@@ -370,6 +372,8 @@ def open_store(
     After this returns the configuration is locked: queries sharing the instance cannot re-enable file access.
     Arrow appends through ``register()`` keep working with external access disabled.
     """
+    import duckdb
+
     path = Path(path)
     if str(path) == ":memory:":
         con = duckdb.connect(":memory:", config=_sealed_config(settings))
@@ -389,6 +393,8 @@ def open_store(
 def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int) -> duckdb.DuckDBPyConnection:
     """An instance whose only database is the file, attached with its options (external access is switched off
     right after: ATTACH itself needs it)."""
+    import duckdb
+
     config = _sealed_config(settings)
     config.pop("enable_external_access")
     con = duckdb.connect(":memory:", config=config)
@@ -411,6 +417,8 @@ def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int)
 
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing database read-only and sealed (no file, network or extension access)."""
+    import duckdb
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")

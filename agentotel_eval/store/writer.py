@@ -4,7 +4,8 @@ Receivers ``submit()`` a decoded request as an Arrow batch and wait on the retur
 gathers whatever is queued (up to ``max_batch_records``, lingering at most ``flush_interval`` for more), appends
 it in ONE transaction and only then releases every waiting request: many concurrent exports share one commit, and
 nothing is acknowledged before it is durable. The queue is bounded in records; a full queue is refused with
-``QueueFull`` (retryable) instead of growing.
+``QueueFull`` (retryable) instead of growing. After each commit the listener hears, for every request in it, the
+submitter's ``payload`` and which of its rows were new (``Committed``).
 
 Spans are idempotent on ``(trace_id, span_id)`` and logs on their content hash: the insert is an anti-join
 against rows inside the batch's time window (a re-sent record has the same time), which lets DuckDB skip all
@@ -33,7 +34,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.store import schema
 from agentotel_eval.store.operations import merge_operations, ns_to_datetime
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
@@ -114,10 +114,24 @@ class Ticket:
 class _Item:
     spans: pa.RecordBatch | None
     logs: pa.RecordBatch | None
-    span_records: Sequence[SpanRecord]
-    log_records: Sequence[LogRecord]
+    payload: Any
     size: int
     ticket: Ticket
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """One request's part of a commit: its ``payload`` and which of its rows were new (indices into its span and
+    log batches; None when every row was new, the common case)."""
+
+    payload: Any
+    new_spans: list[int] | None = None
+    new_logs: list[int] | None = None
+
+    @staticmethod
+    def pick(items: Sequence[Any], new: list[int] | None) -> Sequence[Any]:
+        """The entries of ``items`` (one per row) for the new rows."""
+        return items if new is None else [items[i] for i in new]
 
 
 @dataclass(slots=True)
@@ -145,7 +159,7 @@ class WriterStats:
         self.last_flush_seconds = seconds
 
 
-CommitListener = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], None]
+CommitListener = Callable[[list[Committed]], None]
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -203,6 +217,10 @@ class _InsertPlan:
         return total, set(zip(*(inserted.column(k).to_pylist() for k in self.key), strict=True))
 
 
+SPAN_KEY = ("trace_id", "span_id")
+LOG_KEY = ("log_id",)
+
+
 def _rows_of(op: Any) -> int:
     rows = getattr(op, "rows", None)
     return rows if isinstance(rows, int) else 1
@@ -227,11 +245,19 @@ class StoreWriter:
         flush_interval: float = 0.005,
         on_commit: CommitListener | None = None,
         retry_after: float = 1.0,
+        direct_batch_records: int = 0,
+        max_linger: float = 0.05,
+        incoming: Callable[[], int] = lambda: 0,
     ) -> None:
         self._con = con
         self._max_queue = max_queue_records
         self._max_batch = max_batch_records
         self._flush_interval = flush_interval
+        #: a commit of at least this many rows is written straight into the file (the database's row group size)
+        self._direct_batch = direct_batch_records
+        self._max_linger = max(max_linger, flush_interval)
+        #: requests on their way to ``submit`` (being decoded): whether waiting for more rows is worth it
+        self._incoming = incoming
         self._on_commit = on_commit
         self._retry_after = retry_after
         self._items: deque[_Item] = deque()
@@ -318,21 +344,36 @@ class StoreWriter:
 
     # ---- producers ------------------------------------------------------------------------------------------
 
+    def check_room(self, extra_load: int = 0) -> None:
+        """``QueueFull`` when a request would be refused now: lets a receiver refuse before it decodes one."""
+        with self._cond:
+            if not self._accepting:
+                raise WriterUnavailable("the collector is shutting down")
+            pending = self._queued + extra_load
+            if pending >= self._max_queue:
+                raise QueueFull(f"write queue full ({pending} records pending, capacity {self._max_queue})",
+                                self._retry_after)
+
+    @property
+    def retry_after(self) -> float:
+        return self._retry_after
+
     def submit(
         self,
-        spans: Sequence[SpanRecord] = (),
         span_batch: pa.RecordBatch | None = None,
-        logs: Sequence[LogRecord] = (),
         log_batch: pa.RecordBatch | None = None,
         *,
+        payload: Any = None,
         extra_load: int = 0,
     ) -> Ticket:
-        """Queue records (with their Arrow batches) for the next commit; ``QueueFull`` when at capacity.
+        """Queue a request's rows (``SPAN_SCHEMA`` / ``LOG_SCHEMA`` batches) for the next commit; ``QueueFull``
+        when at capacity. ``payload`` is handed to the commit listener with the rows that were new.
 
         ``extra_load`` counts records held downstream (the assembler's backlog) against the same bound, so a
         slow consumer pushes back on exporters instead of growing memory.
         """
-        size = len(spans) + len(logs)
+        size = (span_batch.num_rows if span_batch is not None else 0) + (log_batch.num_rows if log_batch is not None
+                                                                          else 0)
         ticket = Ticket()
         with self._cond:
             if not self._accepting:
@@ -343,7 +384,7 @@ class StoreWriter:
                     f"write queue full ({pending} records pending, capacity {self._max_queue})",
                     self._retry_after,
                 )
-            self._items.append(_Item(span_batch, log_batch, spans, logs, size, ticket))
+            self._items.append(_Item(span_batch, log_batch, payload, size, ticket))
             self._queued += size
             self._cond.notify_all()
         return ticket
@@ -376,13 +417,8 @@ class StoreWriter:
                 self._barriers.clear()
                 self._busy = True
                 return [], barriers
-            if self._items and self._flush_interval > 0 and not self._stopping:
-                deadline = time.monotonic() + self._flush_interval
-                while self._queued < self._max_batch and not self._stopping:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    self._cond.wait(remaining)
+            if self._items and not self._stopping:
+                self._linger()
             items: list[_Item] = []
             taken = 0
             while self._items and (not items or taken + self._items[0].size <= self._max_batch):
@@ -391,6 +427,21 @@ class StoreWriter:
                 taken += item.size
             self._busy = True
             return items, []
+
+    def _linger(self) -> None:
+        """Wait (holding the condition) for more requests to share the commit: ``flush_interval``, or up to
+        ``max_linger`` while the batch is short of ``direct_batch_records`` and more rows are on their way (a
+        commit of a whole row group is written straight into the file, at well under half the cost a row)."""
+        start = time.monotonic()
+        while self._queued < self._max_batch and not self._stopping:
+            now = time.monotonic()
+            short = self._queued < self._direct_batch and self._incoming() > 0
+            remaining = start + (self._max_linger if short else self._flush_interval) - now
+            if remaining <= 0:
+                return
+            # woken by each submit; what is on its way is looked at again every few ms (a request that fails
+            # to decode never arrives)
+            self._cond.wait(min(remaining, 0.005) if short else remaining)
 
     def _run(self) -> None:
         try:
@@ -446,7 +497,7 @@ class StoreWriter:
     def _commit_items(self, items: list[_Item]) -> None:
         started = time.perf_counter()
         try:
-            new_spans, new_logs = self._append(items)
+            committed = self._append(items)
         except Exception as exc:  # DuckDB refused the batch: find the culprit so the others still commit
             self.stats.commit_failures += 1
             if len(items) > 1:
@@ -464,22 +515,22 @@ class StoreWriter:
         self.stats.commits += 1
         for item in items:
             item.ticket._resolve()
-        if self._on_commit is not None and (new_spans or new_logs):
+        if self._on_commit is not None and committed:
             try:
-                self._on_commit(new_spans, new_logs)
+                self._on_commit(committed)
             except Exception:
                 log.exception("the commit listener failed")
 
-    def _append(self, items: list[_Item]) -> tuple[Sequence[SpanRecord], Sequence[LogRecord]]:
+    def _append(self, items: list[_Item]) -> list[Committed]:
         con = self._con
         span_batches = [i.spans for i in items if i.spans is not None and i.spans.num_rows]
         log_batches = [i.logs for i in items if i.logs is not None and i.logs.num_rows]
         plans = []
         if span_batches:
             plans.append(_InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, span_batches,
-                                     ("trace_id", "span_id"), "start_time"))
+                                     SPAN_KEY, "start_time"))
         if log_batches:
-            plans.append(_InsertPlan(schema.LOGS, LOG_SCHEMA, schema.LOG_COLUMNS, log_batches, ("log_id",), "time"))
+            plans.append(_InsertPlan(schema.LOGS, LOG_SCHEMA, schema.LOG_COLUMNS, log_batches, LOG_KEY, "time"))
         # Views are registered outside the transaction: a statement after a failed one (even DROP VIEW) would
         # only report "transaction aborted" and hide the real error.
         for plan in plans:
@@ -496,53 +547,54 @@ class StoreWriter:
             for plan in plans:
                 with contextlib.suppress(duckdb.Error):
                     con.unregister(plan.view)
-        # Only records that were new go on to the assembler, and each ticket learns how many of its were new.
-        new_spans = self._new_records(items, "span_records", outcomes.get(schema.SPANS),
-                                      lambda s: (s.trace_id, s.span_id))
-        new_logs = self._new_records(items, "log_records", outcomes.get(schema.LOGS), None)
-        return new_spans, new_logs
+        # Each ticket learns how many of its rows were new; only new rows go on to the listener.
+        span_rows = self._new_rows(items, "spans", outcomes.get(schema.SPANS), SPAN_KEY)
+        log_rows = self._new_rows(items, "logs", outcomes.get(schema.LOGS), LOG_KEY)
+        committed = []
+        for item, spans, logs in zip(items, span_rows, log_rows, strict=True):
+            if spans != [] or logs != []:  # None: every row new
+                committed.append(Committed(item.payload, spans, logs))
+        return committed
 
-    def _new_records(
+    def _new_rows(
         self,
         items: list[_Item],
         attr: str,
         outcome: tuple[int, set[tuple[str, ...]] | None] | None,
-        key: Callable[[Any], tuple[str, ...]] | None,
-    ) -> list[Any]:
-        records: list[Any] = []
-        if outcome is None:
-            return records
-        _total, inserted = outcome
-        is_spans = attr == "span_records"
+        key: tuple[str, ...],
+    ) -> list[list[int] | None]:
+        """Per item, the indices of its new rows (None: all of them; [] for none, or no batch)."""
+        out: list[list[int] | None] = []
+        inserted = outcome[1] if outcome is not None else None
+        is_spans = attr == "spans"
         for item in items:
-            mine: Sequence[Any] = getattr(item, attr)
+            batch: pa.RecordBatch | None = getattr(item, attr)
+            rows = batch.num_rows if batch is not None else 0
+            if not rows:
+                out.append([])
+                continue
             if inserted is None:
-                new = list(mine)
-            elif key is not None:
+                new: list[int] | None = None
+                stored = rows
+            else:
+                keys = zip(*(batch.column(k).to_pylist() for k in key), strict=True)
                 new = []
-                for record in mine:
-                    k = key(record)
+                for i, k in enumerate(keys):
                     if k in inserted:
-                        inserted.discard(k)  # a second copy of the same span in this batch is a duplicate
-                        new.append(record)
-            else:  # logs: keys are content hashes computed in the batch; keep the records in step with them
-                ids = item.logs.column("log_id").to_pylist() if item.logs is not None else []
-                new = []
-                for record, lid in zip(mine, ids, strict=False):
-                    if (lid,) in inserted:
-                        inserted.discard((lid,))
-                        new.append(record)
-            dup = len(mine) - len(new)
-            item.ticket.result.stored += len(new)
+                        inserted.discard(k)  # a second copy of the same record in this batch is a duplicate
+                        new.append(i)
+                stored = len(new)
+            dup = rows - stored
+            item.ticket.result.stored += stored
             item.ticket.result.duplicates += dup
             if is_spans:
-                self.stats.spans_stored += len(new)
+                self.stats.spans_stored += stored
                 self.stats.spans_duplicate += dup
             else:
-                self.stats.logs_stored += len(new)
+                self.stats.logs_stored += stored
                 self.stats.logs_duplicate += dup
-            records.extend(new)
-        return records
+            out.append(new)
+        return out
 
     def _apply_group(self, ops: list[Operation], con: duckdb.DuckDBPyConnection) -> None:
         """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync), runs

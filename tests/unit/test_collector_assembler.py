@@ -41,7 +41,7 @@ class MemoryStore:
         self.with_runs = set(with_runs)
         self.loads: list[tuple[list[str], int, int]] = []
 
-    def load(self, trace_ids, lo, hi):
+    def load(self, trace_ids, lo, hi, whole=True):
         ids = sorted(set(trace_ids))
         self.loads.append((ids, lo, hi))
         return {t: StoredTrace([s for s in self.spans if s.trace_id == t and lo <= s.start_ns <= hi], []) for t in ids}
@@ -198,10 +198,10 @@ def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
     class Failing(MemoryStore):
         fail = False
 
-        def load(self, trace_ids, lo, hi):
+        def load(self, trace_ids, lo, hi, whole=True):
             if self.fail:
                 raise OSError("disk gone")
-            return super().load(trace_ids, lo, hi)
+            return super().load(trace_ids, lo, hi, whole)
 
     store = Failing()
     assembler, recorder, clock = make(store)
@@ -221,10 +221,10 @@ def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
 
 def test_a_completed_trace_that_cannot_be_read_back_is_counted_and_the_others_go_on():
     class Flaky(MemoryStore):
-        def load(self, trace_ids, lo, hi):
+        def load(self, trace_ids, lo, hi, whole=True):
             if f"{1:032x}" in trace_ids:
                 raise OSError("disk gone")
-            return super().load(trace_ids, lo, hi)
+            return super().load(trace_ids, lo, hi, whole)
 
     assembler, recorder, clock = make(Flaky())
     commit(assembler, [span(1, 1, None, AGENT, 100)])
@@ -248,3 +248,40 @@ def test_completed_traces_are_read_in_bounded_queries_grouped_by_time(monkeypatc
     assembler.step()
     assert [ids for ids, _, _ in store.loads] == [[f"{1:032x}", f"{2:032x}"], [f"{3:032x}"], [f"{4:032x}"]]
     assert len(recorder.traces) == 4 and all(len(t.spans) == 2 for t in recorder.traces)
+
+
+def test_traces_decided_close_together_are_read_back_in_one_query():
+    store = MemoryStore()
+    assembler, recorder, clock = make(store, read_interval=0.5)
+    commit(assembler, [span(1, 1, None, AGENT, 100)])
+    assembler.step()
+    clock.now = 0.1
+    commit(assembler, [span(2, 1, None, AGENT, 200)])
+    assembler.step()
+    clock.now = 1.05
+    assembler.step()  # trace 1 is due (quiet for 1 s): the first read of the interval
+    assert [ids for ids, _, _ in store.loads] == [[f"{1:032x}"]]
+    clock.now = 1.15
+    commit(assembler, [span(3, 1, None, AGENT, 300)])
+    assembler.step()  # trace 2 is due, but the last read was 0.1 s ago: it waits
+    assert len(store.loads) == 1 and len(recorder.traces) == 1
+    clock.now = 2.2
+    assembler.step()  # 0.5 s later: traces 2 and 3 in one read
+    assert [ids for ids, _, _ in store.loads][1:] == [[f"{2:032x}", f"{3:032x}"]]
+    assert [t.trace_id for t in recorder.traces] == [f"{n:032x}" for n in (1, 2, 3)]
+
+
+def test_shutdown_reads_back_what_is_waiting_for_the_next_read():
+    store = MemoryStore()
+    assembler, recorder, clock = make(store, read_interval=60.0)
+    commit(assembler, [span(1, 1, None, AGENT, 100)])
+    assembler.step()
+    clock.now = 1.5
+    assembler.step()  # trace 1 decided and read: the first read
+    commit(assembler, [span(2, 1, None, AGENT, 200)])
+    assembler.step()
+    clock.now = 3.0
+    assembler.step()  # trace 2 decided; the next read is a minute away
+    assert len(recorder.traces) == 1
+    assembler.shutdown()
+    assert sorted(t.trace_id for t in recorder.traces) == [f"{1:032x}", f"{2:032x}"]

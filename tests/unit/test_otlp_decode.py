@@ -105,3 +105,13 @@ def test_log_event_name_falls_back_to_attribute():
     assert log.event_name == "gen_ai.choice"
     assert log.severity_number == 9
     assert log.trace_id is None and log.span_id is None
+
+
+def test_a_json_int_value_outside_64_bits_is_refused_as_protobuf_would():
+    body = (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "' + b"01" * 16 + b'", "spanId": "'
+            + b"02" * 8 + b'", "attributes": [{"key": "a", "value": {"intValue": "' + str(2**63).encode()
+            + b'"}}]}]}]}]}')
+    with pytest.raises(DecodeError, match="64-bit"):
+        decode("traces", "json", body)
+    ok = body.replace(str(2**63).encode(), str(2**63 - 1).encode())
+    assert decode("traces", "json", ok).records[0].attributes == {"a": 2**63 - 1}

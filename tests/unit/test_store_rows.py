@@ -58,6 +58,32 @@ def test_every_fixture_span_and_log_round_trips_exactly(con):
     assert expected_logs, "the fixtures carry log records"
 
 
+def test_spans_and_logs_read_as_arrow_are_the_records_stored(con):
+    """The assembly's read path (Arrow rows converted column by column) gives the records back exactly; its
+    narrow select leaves the fields only a forwarded copy needs at their defaults."""
+    import dataclasses
+
+    from agentotel_eval.store.rows import SPAN_SELECT_ASSEMBLY, logs_from_arrow, spans_from_arrow
+
+    expected: dict[tuple[str, str], SpanRecord] = {}
+    expected_logs: list[LogRecord] = []
+    for fx in fixtures():
+        spans = fx.spans("protobuf")
+        _insert(con, "spans", schema.SPAN_COLUMNS, spans_to_arrow(spans))
+        expected.update({s.key: s for s in spans})
+        expected_logs += fx.logs("protobuf")
+    if expected_logs:
+        _insert(con, "logs", schema.LOG_COLUMNS, logs_to_arrow(expected_logs))
+    whole = spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT} FROM spans").to_arrow_table())
+    assert {s.key: s for s in whole} == expected
+    narrow = spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT_ASSEMBLY} FROM spans").to_arrow_table())
+    assert {s.key: s for s in narrow} == {
+        k: dataclasses.replace(s, links=(), scope_version="", trace_state="", flags=0) for k, s in expected.items()
+    }
+    logs = logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table())
+    assert sorted(logs, key=repr) == sorted(expected_logs, key=repr) and expected_logs
+
+
 def test_columns_are_queryable_as_users_expect(con):
     fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
     spans = fx.spans()

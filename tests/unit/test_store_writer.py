@@ -18,7 +18,7 @@ from agentotel_eval.store.operations import (
 )
 from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
 from agentotel_eval.store.schema import open_store
-from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterUnavailable
+from agentotel_eval.store.writer import Committed, QueueFull, RejectedData, StoreWriter, WriterUnavailable
 from agentotel_eval.test_case import ToolCall
 from collector.testing import Blocker
 
@@ -38,7 +38,16 @@ def make_spans(trace: int, n: int = 3, t0: int = T0) -> list[SpanRecord]:
 def store(tmp_path):
     con = open_store(tmp_path / "w.duckdb")
     committed: list[tuple[list, list]] = []
-    writer = StoreWriter(con, on_commit=lambda spans, logs: committed.append((list(spans), list(logs))), flush_interval=0.0)
+
+    def listen(commits):
+        """What was new in each commit: the submitted records (the payload) of the new rows."""
+        spans, logs = [], []
+        for c in commits:
+            spans.extend(Committed.pick(c.payload, c.new_spans) if c.new_spans != [] else [])
+            logs.extend(Committed.pick(c.payload, c.new_logs) if c.new_logs != [] else [])
+        committed.append((spans, logs))
+
+    writer = StoreWriter(con, on_commit=listen, flush_interval=0.0)
     writer.start()
     yield con, writer, committed
     writer.shutdown()
@@ -46,7 +55,7 @@ def store(tmp_path):
 
 
 def submit_spans(writer: StoreWriter, spans: list[SpanRecord], **kw):
-    return writer.submit(spans, spans_to_arrow(spans), **kw)
+    return writer.submit(spans_to_arrow(spans), payload=spans, **kw)
 
 
 def count(con, table: str = "spans") -> int:
@@ -140,7 +149,7 @@ def test_one_bad_request_fails_alone(store):
     bad_spans = make_spans(8)
     batch = spans_to_arrow(bad_spans)
     broken = batch.set_column(batch.schema.get_field_index("flags"), "flags", pa.array(["x"] * 3, pa.string()))
-    bad = writer.submit(bad_spans, broken)
+    bad = writer.submit(broken, payload=bad_spans)
     ok = submit_spans(writer, good)
     blocker.release.set()
     assert ok.wait(5).stored == 3
@@ -153,8 +162,8 @@ def test_one_bad_request_fails_alone(store):
 def test_logs_are_idempotent_on_content(store):
     con, writer, committed = store
     logs = [LogRecord(T0 + i, 0, f"{1:032x}", f"{1:016x}", 9, "", "gen_ai.choice", {"i": i}) for i in range(3)]
-    r1 = writer.submit(logs=logs, log_batch=logs_to_arrow(logs)).wait(5)
-    r2 = writer.submit(logs=logs, log_batch=logs_to_arrow(logs)).wait(5)
+    r1 = writer.submit(log_batch=logs_to_arrow(logs), payload=logs).wait(5)
+    r2 = writer.submit(log_batch=logs_to_arrow(logs), payload=logs).wait(5)
     assert (r1.stored, r2.stored, r2.duplicates) == (3, 0, 3)
     assert count(con, "logs") == 3
     assert len(committed[0][1]) == 3 and len(committed) == 1  # the second commit had nothing new to pass on

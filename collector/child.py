@@ -1,0 +1,36 @@
+"""Starting the collector's helper processes (the assembler, the decode workers) on a private socket pair."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+
+class ChildUnavailable(RuntimeError):
+    """A helper process could not be started."""
+
+
+def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
+    """``python -m MODULE FD`` with FD its end of a new socket pair; returns the process and our end.
+
+    The child gets no stdin and inherits stderr (its log lines go where the collector's go). ``PYTHONPATH`` names
+    the directory ``collector`` is imported from, so an uninstalled checkout starts the same code."""
+    ours, theirs = socket.socketpair()
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        ours.close()
+        raise ChildUnavailable(f"could not start {module}: {exc}") from exc
+    finally:
+        theirs.close()
+    return proc, Connection(ours.detach())

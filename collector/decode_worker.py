@@ -1,0 +1,86 @@
+"""A decode worker process: turns export request bodies into rows for the collector (``collector.decode_pool``).
+
+Decoding is the collector's heaviest per-span work in Python (the OTLP decoder, the JSON of every attribute map,
+the Arrow columns). In the collector's own process it would hold the interpreter lock against the DuckDB writer,
+whose appends take that lock many times while they scan an Arrow batch: measured, two threads decoding beside
+the writer made each append six times slower. Here it runs in a process of its own and sends back what the
+writer appends (an Arrow IPC stream) and the marks for the assembler.
+
+Messages on the socket pair (``multiprocessing.connection`` framing, ``marshal`` of plain tuples):
+
+    collector -> here:  (log_level, gc_threshold, gc_freeze) first, then
+                        (request_id, signal, encoding, body, keep_spans) for each request, b"stop" at the end
+    here -> collector:  b"ready" once, then for each request in order
+                        (request_id, "ok", IngestBatch bytes) | (request_id, "bad_request", message)
+                        | (request_id, "error", message)
+
+It exits on b"stop", or when the collector's end closes (the collector is gone). Run as ``python -m collector.decode_worker FD``; not a user command.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import marshal
+import signal
+import sys
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+
+from agentotel_eval.otlp import DecodeError
+from collector.decoding import STOP, decode_request, to_bytes
+
+log = logging.getLogger("agentotel.decode")
+
+
+def serve(conn: Connection) -> None:
+    # The collector decides when this process stops (it closes the socket): a Ctrl-C in the terminal or a service
+    # manager's SIGTERM to the whole group must not cut requests in flight short.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    log_level, gc_threshold, gc_freeze = marshal.loads(conn.recv_bytes())
+    logging.basicConfig(level=log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s agentotel decode: %(message)s")
+    if gc_threshold:
+        gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
+    if gc_freeze:
+        gc.collect()
+        gc.freeze()
+    conn.send_bytes(b"ready")
+    while True:
+        try:
+            request = conn.recv_bytes()
+        except (EOFError, OSError):  # the collector is gone
+            return
+        if request == STOP:
+            return
+        request_id, signal_name, encoding, body, keep_spans = marshal.loads(request)
+        del request
+        try:
+            reply: tuple[object, ...] = (
+                request_id, "ok", to_bytes(decode_request(signal_name, encoding, body, keep_spans=keep_spans))
+            )
+        except DecodeError as exc:
+            reply = (request_id, "bad_request", str(exc))
+        except Exception as exc:  # a bug: this request fails, the worker goes on
+            log.exception("decoding a %s request failed", signal_name)
+            reply = (request_id, "error", f"{type(exc).__name__}: {exc}")
+        del body
+        try:
+            conn.send_bytes(marshal.dumps(reply))
+        except (OSError, ValueError):
+            return
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    conn = Connection(int(args[0]))
+    try:
+        serve(conn)
+    finally:
+        conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""One export request, decoded and converted: the rows to append and what goes on after the commit.
+
+``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow rows
+(``store.rows``), their marks for the assembler (``collector.marks``), and the records themselves only where the
+collector still needs them after the commit (spans it forwards downstream, log records carrying other tools'
+evaluation results). It runs in the decode workers (``collector.decode_pool``), so the collector's own process,
+which holds the DuckDB writer, does no per-span Python; ``to_bytes`` / ``from_bytes`` carry the result across.
+"""
+
+from __future__ import annotations
+
+import marshal
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp import decode
+from agentotel_eval.store.rows import logs_to_arrow, spans_to_arrow
+from collector import wire
+from collector.marks import log_marks, span_marks
+
+#: the message that tells a decode worker to exit (``collector.decode_pool`` -> ``collector.decode_worker``)
+STOP = b"stop"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestBatch:
+    """A decoded request. ``rows``, ``marks`` and ``records`` (when kept) are aligned: one entry per valid record."""
+
+    signal: str  # traces | logs
+    rows: pa.RecordBatch | None  # SPAN_SCHEMA or LOG_SCHEMA; None when no record was valid
+    marks: list[Any]
+    rejected: int = 0
+    message: str = ""
+    records: list[Any] | None = None
+
+    @property
+    def size(self) -> int:
+        return self.rows.num_rows if self.rows is not None else 0
+
+
+def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool = False) -> IngestBatch:
+    """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all).
+
+    ``keep_spans`` keeps the span records (the collector forwards them); log records are kept when one of them is
+    an evaluation result (stored as an evaluations row too), the rare case."""
+    decoded = decode(signal, encoding, body)
+    records = decoded.records
+    if not records:
+        return IngestBatch(signal, None, [], decoded.rejected, decoded.message)
+    if signal == "traces":
+        return IngestBatch(signal, spans_to_arrow(records), span_marks(records), decoded.rejected, decoded.message,
+                           records if keep_spans else None)
+    evaluation = sc.EVENT_EVALUATION_RESULT
+    keep = keep_spans or any(r.event_name == evaluation for r in records)
+    return IngestBatch(signal, logs_to_arrow(records), log_marks(records), decoded.rejected, decoded.message,
+                       records if keep else None)
+
+
+def to_bytes(batch: IngestBatch) -> bytes:
+    """The batch as one message: marshal of plain values, the rows as an Arrow IPC stream."""
+    rows = wire.dump_tables(pa.Table.from_batches([batch.rows]))[0] if batch.rows is not None else None
+    records = None
+    if batch.records is not None:
+        records = wire.dumps(batch.records) if batch.signal == "traces" else wire.dumps((), batch.records)
+    return marshal.dumps((batch.signal, rows, batch.marks, batch.rejected, batch.message, records))
+
+
+def from_bytes(payload: bytes) -> IngestBatch:
+    signal, rows, marks, rejected, message, records = marshal.loads(payload)
+    batch = None
+    if rows is not None:
+        table = wire.load_tables([rows])[0]
+        batches = table.to_batches()
+        batch = batches[0] if len(batches) == 1 else table.combine_chunks().to_batches()[0]
+    kept = None
+    if records is not None:
+        spans, logs = wire.loads(records)
+        kept = spans if signal == "traces" else logs
+    return IngestBatch(signal, batch, marks, rejected, message, kept)
