@@ -92,10 +92,11 @@ class AssemblerProcess:
         start_timeout: float = 60.0,
         gc_threshold: int = 0,
         gc_freeze: bool = False,
+        tune_malloc: bool = False,
     ) -> None:
         self.config = config
         self._setup = WorkerSetup(config, scoring, forward is not None, log.getEffectiveLevel(), gc_threshold,
-                                  gc_freeze)
+                                  gc_freeze, tune_malloc)
         self._reader = reader
         self._run_writer = run_writer
         self._forward = forward

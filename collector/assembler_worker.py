@@ -40,6 +40,7 @@ from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 from collector import wire
 from collector.assembler import Assembler
 from collector.config import AssemblerConfig
+from collector.memory import release_free_memory, tune_malloc
 from collector.pipeline import CompletedTrace
 from collector.run_writer import build_batches
 from collector.scoring import ScoringStage
@@ -51,6 +52,8 @@ log = logging.getLogger("agentotel.assembler")
 STATS_INTERVAL = 0.1
 #: how long a read through the collector may take before the assembler gives up on it
 CALL_TIMEOUT = 120.0
+#: how often free heap pages are handed back to the system
+TRIM_INTERVAL = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +62,10 @@ class WorkerSetup:
     scoring: ScoringConfig
     forwarding: bool
     log_level: int = logging.INFO
-    #: the collector's ``process.gc_threshold`` / ``gc_freeze`` (this process holds the buffered records)
+    #: the collector's ``process.gc_threshold`` / ``gc_freeze`` / ``tune_malloc``
     gc_threshold: int = 0
     gc_freeze: bool = False
+    tune_malloc: bool = False
 
 
 class RemoteCallError(RuntimeError):
@@ -172,6 +176,8 @@ def serve(conn: Connection) -> None:
     if setup.gc_freeze:
         gc.collect()
         gc.freeze()
+    if setup.tune_malloc:
+        tune_malloc()
     sink = RemoteRunSink(link)
 
     def forward(spans: Sequence[SpanRecord]) -> None:
@@ -180,6 +186,7 @@ def serve(conn: Connection) -> None:
     scoring = ScoringStage(sink, setup.scoring, forward=forward if setup.forwarding else None)
     received = [0]
     last_sent = [0.0]
+    trimmed = [time.monotonic()]
 
     def stats() -> dict[str, Any]:
         """Called between batches (on the assembler's thread, or after it stopped): what left the buffer has been
@@ -202,6 +209,9 @@ def serve(conn: Connection) -> None:
         """After each round of the assembler (every tick, or batch): the counters, right after new rows, else
         every ``STATS_INTERVAL`` (a waiting thread taking the assembler's lock could starve behind it)."""
         now = time.monotonic()
+        if setup.tune_malloc and now - trimmed[0] > TRIM_INTERVAL:
+            release_free_memory()  # what the reads of completed traces and their rows left free
+            trimmed[0] = now
         if not sink.sent.is_set() and now - last_sent[0] < STATS_INTERVAL:
             return
         sink.sent.clear()

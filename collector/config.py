@@ -188,6 +188,9 @@ class ProcessConfig:
     #: move everything allocated at startup (modules, libraries) out of the collector's sight: full
     #: collections then only walk the collector's own objects
     gc_freeze: bool = True
+    #: glibc's allocator told to return large blocks to the system and to keep two arenas (see
+    #: ``collector.memory``), in the collector's process and its helpers
+    tune_malloc: bool = True
 
 
 @dataclass(frozen=True, slots=True)

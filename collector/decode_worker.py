@@ -8,7 +8,7 @@ writer appends (an Arrow IPC stream) and the marks for the assembler.
 
 Messages on the socket pair (``multiprocessing.connection`` framing, ``marshal`` of plain tuples):
 
-    collector -> here:  (log_level, gc_threshold, gc_freeze) first, then
+    collector -> here:  (log_level, gc_threshold, gc_freeze, tune_malloc) first, then
                         (request_id, signal, encoding, body, keep_spans) for each request, b"stop" at the end
     here -> collector:  b"ready" once, then for each request in order
                         (request_id, "ok", IngestBatch bytes) | (request_id, "bad_request", message)
@@ -24,11 +24,16 @@ import logging
 import marshal
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
 from collector.decoding import STOP, decode_request, to_bytes
+from collector.memory import release_free_memory, tune_malloc
+
+#: how often free heap pages are handed back to the system
+TRIM_INTERVAL = 5.0
 
 log = logging.getLogger("agentotel.decode")
 
@@ -38,7 +43,7 @@ def serve(conn: Connection) -> None:
     # manager's SIGTERM to the whole group must not cut requests in flight short.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    log_level, gc_threshold, gc_freeze = marshal.loads(conn.recv_bytes())
+    log_level, gc_threshold, gc_freeze, malloc = marshal.loads(conn.recv_bytes())
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s agentotel decode: %(message)s")
     if gc_threshold:
@@ -46,7 +51,10 @@ def serve(conn: Connection) -> None:
     if gc_freeze:
         gc.collect()
         gc.freeze()
+    if malloc:
+        tune_malloc()
     conn.send_bytes(b"ready")
+    trimmed = time.monotonic()
     while True:
         try:
             request = conn.recv_bytes()
@@ -70,6 +78,10 @@ def serve(conn: Connection) -> None:
             conn.send_bytes(marshal.dumps(reply))
         except (OSError, ValueError):
             return
+        del reply
+        if malloc and time.monotonic() - trimmed > TRIM_INTERVAL:
+            release_free_memory()
+            trimmed = time.monotonic()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,6 +37,7 @@ from collector.grpc_receiver import GrpcReceiver
 from collector.http_receiver import HttpApp, HttpReceiver
 from collector.ingest import Ingestor
 from collector.judge_worker import JudgeWorker
+from collector.memory import release_free_memory, tune_malloc
 from collector.pipeline import TraceStage
 from collector.run_writer import RunWriter
 from collector.scoring import ScoringStage, external_rows, is_held_span
@@ -148,6 +149,7 @@ class Collector:
                     cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,
                     forward=forwarder.submit_spans if forwarder else None,
                     gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
+                    tune_malloc=cfg.process.tune_malloc,
                 )
                 self.scoring = self.assembler.scoring
             forwarding = cfg.forward is not None
@@ -155,6 +157,7 @@ class Collector:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
                     gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
+                    tune_malloc=cfg.process.tune_malloc,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout
@@ -224,6 +227,8 @@ class Collector:
         if process.gc_freeze:
             gc.collect()
             gc.freeze()
+        if process.tune_malloc:
+            tune_malloc()
 
     def _restore_process(self) -> None:
         switch, threshold = self._previous_process
@@ -439,16 +444,6 @@ class Collector:
         if any(deleted.values()):
             log.info("retention: deleted %s", ", ".join(f"{n} {t}" for t, n in deleted.items() if n))
 
-    @staticmethod
-    def _release_free_memory() -> None:
-        """Hand freed heap pages back to the system (glibc keeps them after bursts of large requests)."""
-        try:
-            import ctypes
-
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc: nothing to do
-            pass
-
     def _housekeep(self) -> None:
         seconds = self.config.retention_seconds
         retention_every = min(max(seconds / 24, 60.0), 3600.0) if seconds else None
@@ -462,7 +457,7 @@ class Collector:
                 self.run_retention()
                 next_retention = now + retention_every
             if now >= next_trim:
-                self._release_free_memory()
+                release_free_memory()
                 next_trim = now + 5.0
             if now >= next_summary:
                 stats = self.writer.stats

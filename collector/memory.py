@@ -1,0 +1,48 @@
+"""Keeping each collector process's resident memory close to what it holds.
+
+glibc's allocator serves large blocks (request bodies, Arrow buffers, replies between processes) from its heap once
+it has seen such blocks freed (its mmap threshold rises to the largest one, up to 32 MiB), and then keeps the freed
+pages: under load the collector's process held ~140 MB of free heap for ~50 MB in use. A fixed threshold sends
+every block over 1 MiB to mmap, which returns it to the system when freed (256 KiB measured ~10% slower ingest: a
+request's many mid-sized buffers each paid for their own mapping); two arenas instead of eight per core keep the
+threads' small allocations from spreading over many heaps. ``release_free_memory`` hands back what is left free.
+Everything here is a no-op where the C library is not glibc.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger(__name__)
+
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+MMAP_THRESHOLD = 1024 * 1024
+ARENA_MAX = 2
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt  # noqa: B018 - glibc has it; musl and others may not
+        libc.malloc_trim  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def tune_malloc() -> bool:
+    """Apply the settings above to this process; False where they do not apply."""
+    libc = _libc()
+    if libc is None:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(_M_ARENA_MAX, ARENA_MAX))
+
+
+def release_free_memory() -> None:
+    """Hand free heap pages back to the system (``malloc_trim``)."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
