@@ -98,6 +98,7 @@ class Collector:
         settings: dict[str, object] = {
             "checkpoint_threshold": cfg.writer.checkpoint_threshold,
             "allocator_flush_threshold": cfg.writer.allocator_flush_threshold,
+            "max_vacuum_tasks": cfg.writer.max_vacuum_tasks,
         }
         if cfg.writer.memory_limit:
             settings["memory_limit"] = cfg.writer.memory_limit
