@@ -154,6 +154,18 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
 # servers (each in its own process)
 
 
+def _cpu_seconds(pid) -> float:
+    """User + system CPU time of a live process (all its threads), 0 when it is gone."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
 def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -220,9 +232,15 @@ def bare_main(transport: str, conn) -> None:
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         stop = httpd.shutdown
     conn.send(f"127.0.0.1:{port}")
+    conn.recv()  # the measurement window starts
+    cpu_start = _cpu_seconds("self")
+    conn.send("ok")
+    conn.recv()  # the window ended
+    cpu_window = _cpu_seconds("self") - cpu_start
+    conn.send("ok")
     conn.recv()  # stop
     stop()
-    conn.send({"decoded": decoded[0], "rss_kb": _rss_kb()})
+    conn.send({"decoded": decoded[0], "rss_kb": _rss_kb(), "cpu_window_s": cpu_window})
 
 
 def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True,
@@ -260,12 +278,15 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     peak = [0]
     sampling = threading.Event()
 
+    def helpers() -> list:
+        return [getattr(collector.assembler, "pid", None), *(collector.decoders.pids if collector.decoders else [])]
+
     def sample_rss() -> None:
-        """Peak of the collector's RSS plus its assembler process's (the two are one collector)."""
+        """Peak of the collector's RSS plus its helper processes' (assembler, decode workers: one collector)."""
         page = os.sysconf("SC_PAGE_SIZE")
         while not sampling.wait(0.2):
             total = 0
-            for pid in ("self", getattr(collector.assembler, "pid", None)):
+            for pid in ("self", *helpers()):
                 try:
                     with open(f"/proc/{pid}/statm") as f:
                         total += int(f.read().split()[1]) * page // 1024
@@ -275,15 +296,24 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
 
     threading.Thread(target=sample_rss, daemon=True).start()
     conn.send(collector.grpc_endpoint if transport == "grpc" else collector.http_endpoint.removeprefix("http://"))
+    conn.recv()  # the measurement window starts
+    cpu_start = sum(_cpu_seconds(pid) for pid in ("self", *helpers()))
+    conn.send("ok")
+    conn.recv()  # the window ended
+    cpu_window = sum(_cpu_seconds(pid) for pid in ("self", *helpers())) - cpu_start
+    backlog_at_end = collector.assembler.backlog  # marks not yet taken: how far assembly is behind ingest
+    conn.send("ok")
     conn.recv()  # load finished
-    # wait until every trace is assembled and written
-    deadline = time.monotonic() + 60
+    # wait until every trace is assembled and written: how long that takes says whether assembly kept up
+    drain_started = time.monotonic()
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if (collector.assembler.backlog == 0 and collector.assembler.open_traces == 0
                 and collector.writer.queued_records == 0 and collector.writer.pending_operations == 0):
             break
         time.sleep(0.05)
     collector.writer.flush(30)
+    drained_in = time.monotonic() - drain_started
     sampling.set()
     stats = collector.writer.stats
     result = {
@@ -297,10 +327,14 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         # each process's own peak, added: an upper bound of the pair's peak (the sample below is the pair's)
         "rss_main_kb": _rss_kb(),
         "rss_assembler_kb": _peak_rss_kb(getattr(collector.assembler, "pid", None)),
+        "rss_decoders_kb": sum(_peak_rss_kb(pid) for pid in (collector.decoders.pids if collector.decoders else [])),
+        "cpu_window_s": cpu_window,
+        "backlog_at_end": backlog_at_end,
+        "drained_in": drained_in,
         "rss_sampled_kb": peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
     }
-    result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"]
+    result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"] + result["rss_decoders_kb"]
     collector.shutdown()
     result["db_mb"] = os.path.getsize(db) / 1e6
     conn.send(result)
@@ -350,6 +384,11 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     ]
     for c in clients:
         c.start()
+    window = (start_at + WARMUP, start_at + args.seconds)
+    for edge in window:  # the server measures its own CPU time over the same window the rate is counted in
+        time.sleep(max(edge - time.monotonic(), 0))
+        parent.send(edge)
+        parent.recv()
     results = [out.get(timeout=args.seconds + 120) for _ in clients]
     for c in clients:
         c.join()
@@ -357,13 +396,13 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     stats = parent.recv()
     server.join()
     spans_per_request = results[0]["spans"]
-    window = (start_at + WARMUP, start_at + args.seconds)
     acked_in_window = sum(
         r["spans"] for r in results for t, _ in r["acks"] if window[0] <= t <= window[1]
     )
     total_acked = sum(r["spans"] * len(r["acks"]) for r in results)
     phase = {
         "rate": acked_in_window / (window[1] - window[0]),
+        "cpu_us_per_span": 1e6 * stats["cpu_window_s"] / max(acked_in_window, 1),
         "acked": total_acked,
         "refused": sum(r["refused"] for r in results),
         "spans_per_request": spans_per_request,
@@ -421,13 +460,17 @@ def main() -> None:
                     label = "scoring on" if scoring else "scoring off"
                     print(
                         f"[{transport} #{round_} {label}] bare decode {bare['rate']:,.0f} spans/s "
-                        f"(rss {bare['rss_kb'] / 1024:.0f} MB) | collector {coll['rate']:,.0f} spans/s stored = "
+                        f"({bare['cpu_us_per_span']:.1f} µs CPU/span, rss {bare['rss_kb'] / 1024:.0f} MB) | "
+                        f"collector {coll['rate']:,.0f} spans/s stored ({coll['cpu_us_per_span']:.1f} µs CPU/span) = "
                         f"{coll['rate'] / bare['rate']:.2f} x bare"
                         f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
                         f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
-                        f" | peak rss {coll['rss_kb'] / 1024:.0f} MB (collector {coll['rss_main_kb'] / 1024:.0f} + assembler process "
-                        f"{coll['rss_assembler_kb'] / 1024:.0f}; their sum sampled every 0.2 s: "
-                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB)"
+                        f" | peak rss: sum of each process's peak {coll['rss_kb'] / 1024:.0f} MB (collector "
+                        f"{coll['rss_main_kb'] / 1024:.0f} + assembler {coll['rss_assembler_kb'] / 1024:.0f} + decode "
+                        f"{coll['rss_decoders_kb'] / 1024:.0f}); their sum sampled every 0.2 s: "
+                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB"
+                        f"\n    assembly: {coll['backlog_at_end']:,} committed records not yet taken at the end of the window,"
+                        f" every run written {coll['drained_in']:.1f} s after the load stopped"
                         f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
                         f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
                         f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",

@@ -10,7 +10,7 @@ socket but the pair it was started with.
 Messages on the socket pair (``multiprocessing.connection`` framing, pickled tuples):
 
     collector -> here:  ("setup", WorkerSetup) first, then ("marks", bytes), ("reply", call_id, (ok, value)),
-                        ("reply_frames", call_id, n) followed by n raw frames (Arrow IPC), ("stop",)
+                        ("reply_frames", call_id, n) followed by n raw frames (``wire.ipc_frames``), ("stop",)
     here -> collector:  ("ready",), ("rows", RunRows), ("forward", bytes), ("call", name, args),
                         ("stats", dict), ("progress", received, inbox), ("stopped",)
 
@@ -121,7 +121,7 @@ class RemoteReader:
     def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True) -> dict[str, StoredTrace]:
         """The collector runs the query and sends its Arrow tables; they become records here, on this side."""
         ids = sorted(set(trace_ids))
-        spans, logs = wire.load_tables(self._link.call("load", ids, lo_ns, hi_ns, whole))
+        spans, logs = wire.tables_from_frames(self._link.call("load", ids, lo_ns, hi_ns, whole))
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
     def latest_span_time(self) -> int | None:

@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
 from collector.child import ChildUnavailable, start_child
-from collector.decoding import STOP, IngestBatch, from_bytes
+from collector.decoding import STOP, IngestBatch, from_frames
 
 log = logging.getLogger(__name__)
 
@@ -148,23 +148,23 @@ class DecodePool:
         call = _Call()
         request_id = next(self._ids)
         worker = self._pick(request_id, call)
-        message = marshal.dumps((request_id, signal, encoding, body, self._keep_spans))
+        head = marshal.dumps((request_id, signal, encoding, self._keep_spans))
         try:
-            with worker.send_lock:
-                worker.conn.send_bytes(message)
+            with worker.send_lock:  # the head and its body, with nothing in between
+                worker.conn.send_bytes(head)
+                worker.conn.send_bytes(body)
         except (OSError, ValueError):
             with self._lock:
                 worker.pending.pop(request_id, None)
             raise DecodeUnavailable("the decode worker is gone; try again") from None
-        del message
         if not call.event.wait(timeout):
             with self._lock:
                 worker.pending.pop(request_id, None)
             raise DecodeUnavailable(f"the request was not decoded within {timeout:g}s")
         kind, value = call.outcome
         if kind == "ok":
-            assert isinstance(value, bytes)
-            return from_bytes(value)
+            head, rows = value  # type: ignore[misc]
+            return from_frames(head, rows)
         if kind == "bad_request":
             raise DecodeError(str(value))
         if kind == "error":
@@ -190,6 +190,8 @@ class DecodePool:
         while True:
             try:
                 request_id, kind, value = marshal.loads(conn.recv_bytes())
+                if kind == "ok":
+                    value = (value, conn.recv_bytes())  # the rows frame follows its head
             except (EOFError, OSError, ValueError, TypeError):
                 break
             with self._lock:

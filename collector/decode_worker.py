@@ -8,11 +8,11 @@ writer appends (an Arrow IPC stream) and the marks for the assembler.
 
 Messages on the socket pair (``multiprocessing.connection`` framing, ``marshal`` of plain tuples):
 
-    collector -> here:  (log_level, gc_threshold, gc_freeze, tune_malloc) first, then
-                        (request_id, signal, encoding, body, keep_spans) for each request, b"stop" at the end
+    collector -> here:  (log_level, gc_threshold, gc_freeze, tune_malloc) first, then for each request
+                        (request_id, signal, encoding, keep_spans) and the body as a raw frame; b"stop" at the end
     here -> collector:  b"ready" once, then for each request in order
-                        (request_id, "ok", IngestBatch bytes) | (request_id, "bad_request", message)
-                        | (request_id, "error", message)
+                        (request_id, "ok", head) and the rows frame (``decoding.to_frames``)
+                        | (request_id, "bad_request", message) | (request_id, "error", message)
 
 It exits on b"stop", or when the collector's end closes (the collector is gone). Run as ``python -m collector.decode_worker FD``; not a user command.
 """
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
-from collector.decoding import STOP, decode_request, to_bytes
+from collector.decoding import STOP, decode_request, to_frames
 from collector.memory import release_free_memory, tune_malloc
 
 #: how often free heap pages are handed back to the system
@@ -62,12 +62,15 @@ def serve(conn: Connection) -> None:
             return
         if request == STOP:
             return
-        request_id, signal_name, encoding, body, keep_spans = marshal.loads(request)
-        del request
+        request_id, signal_name, encoding, keep_spans = marshal.loads(request)
         try:
-            reply: tuple[object, ...] = (
-                request_id, "ok", to_bytes(decode_request(signal_name, encoding, body, keep_spans=keep_spans))
-            )
+            body = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        rows: object = None
+        try:
+            head, rows = to_frames(decode_request(signal_name, encoding, body, keep_spans=keep_spans))
+            reply: tuple[object, ...] = (request_id, "ok", head)
         except DecodeError as exc:
             reply = (request_id, "bad_request", str(exc))
         except Exception as exc:  # a bug: this request fails, the worker goes on
@@ -76,9 +79,11 @@ def serve(conn: Connection) -> None:
         del body
         try:
             conn.send_bytes(marshal.dumps(reply))
+            if rows is not None:
+                conn.send_bytes(rows)  # type: ignore[arg-type]
         except (OSError, ValueError):
             return
-        del reply
+        del reply, rows
         if malloc and time.monotonic() - trimmed > TRIM_INTERVAL:
             release_free_memory()
             trimmed = time.monotonic()

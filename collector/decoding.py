@@ -4,7 +4,7 @@
 (``store.rows``), their marks for the assembler (``collector.marks``), and the records themselves only where the
 collector still needs them after the commit (spans it forwards downstream, log records carrying other tools'
 evaluation results). It runs in the decode workers (``collector.decode_pool``), so the collector's own process,
-which holds the DuckDB writer, does no per-span Python; ``to_bytes`` / ``from_bytes`` carry the result across.
+which holds the DuckDB writer, does no per-span Python; ``to_frames`` / ``from_frames`` carry the result across.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp import decode
-from agentotel_eval.store.rows import logs_to_arrow, spans_to_arrow
+from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 from collector import wire
 from collector.marks import log_marks, span_marks
 
@@ -59,22 +59,24 @@ def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool 
                        records if keep else None)
 
 
-def to_bytes(batch: IngestBatch) -> bytes:
-    """The batch as one message: marshal of plain values, the rows as an Arrow IPC stream."""
-    rows = wire.dump_tables(pa.Table.from_batches([batch.rows]))[0] if batch.rows is not None else None
+_SCHEMAS = {"traces": SPAN_SCHEMA, "logs": LOG_SCHEMA}
+
+
+def to_frames(batch: IngestBatch) -> tuple[bytes, Any]:
+    """The batch as two frames: ``marshal`` of its plain values, and its rows as one Arrow IPC record batch in
+    Arrow's own buffer (sent without a copy; the schema is the signal's, known on both sides). The second frame is
+    empty when no record was valid."""
     records = None
     if batch.records is not None:
         records = wire.dumps(batch.records) if batch.signal == "traces" else wire.dumps((), batch.records)
-    return marshal.dumps((batch.signal, rows, batch.marks, batch.rejected, batch.message, records))
+    head = marshal.dumps((batch.signal, batch.marks, batch.rejected, batch.message, records))
+    return head, batch.rows.serialize() if batch.rows is not None else b""
 
 
-def from_bytes(payload: bytes) -> IngestBatch:
-    signal, rows, marks, rejected, message, records = marshal.loads(payload)
-    batch = None
-    if rows is not None:
-        table = wire.load_tables([rows])[0]
-        batches = table.to_batches()
-        batch = batches[0] if len(batches) == 1 else table.combine_chunks().to_batches()[0]
+def from_frames(head: bytes, rows: bytes) -> IngestBatch:
+    """The inverse of ``to_frames`` (the rows are read in place, from the frame's buffer)."""
+    signal, marks, rejected, message, records = marshal.loads(head)
+    batch = pa.ipc.read_record_batch(pa.py_buffer(rows), _SCHEMAS[signal]) if rows else None
     kept = None
     if records is not None:
         spans, logs = wire.loads(records)

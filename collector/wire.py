@@ -90,23 +90,46 @@ def load_marks(payload: bytes) -> tuple[list[SpanMark], list[LogMark]]:
     return spans, logs
 
 
-def ipc_frames(*tables: pa.Table) -> list[pa.Buffer]:
-    """Each table as one Arrow IPC stream, in Arrow's own buffer: sent as a frame of its own
-    (``Connection.send_bytes`` takes the buffer as it is, with no copy into a Python bytes object)."""
+def ipc_frames(*tables: pa.Table) -> list[Any]:
+    """Each table as Arrow IPC messages in Arrow's own buffers: its schema, then each record batch, then an empty
+    frame that ends the table. Sent as frames of their own (``Connection.send_bytes`` takes a buffer as it is: no
+    copy into a Python bytes object); serialising batch by batch costs a fifth of an IPC stream writer's growing
+    buffer."""
+    out: list[Any] = []
+    for table in tables:
+        out.append(table.schema.serialize())
+        out.extend(batch.serialize() for batch in table.to_batches() if batch.num_rows)
+        out.append(b"")
+    return out
+
+
+def tables_from_frames(frames: Sequence[bytes]) -> list[pa.Table]:
+    """The tables of ``ipc_frames`` (read in place: no copy of the data)."""
+    tables: list[pa.Table] = []
+    schema: pa.Schema | None = None
+    batches: list[pa.RecordBatch] = []
+    for frame in frames:
+        if schema is None:
+            schema = pa.ipc.read_schema(pa.py_buffer(frame))
+        elif not frame:
+            tables.append(pa.Table.from_batches(batches, schema=schema))
+            schema, batches = None, []
+        else:
+            batches.append(pa.ipc.read_record_batch(pa.py_buffer(frame), schema))
+    return tables
+
+
+def dump_tables(*tables: pa.Table) -> tuple[bytes, ...]:
+    """Each table as one Arrow IPC stream, for a message that carries them inside it."""
     out = []
     for table in tables:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
-        out.append(sink.getvalue())
-    return out
-
-
-def dump_tables(*tables: pa.Table) -> tuple[bytes, ...]:
-    """``ipc_frames`` as bytes, for a message that carries them inside it."""
-    return tuple(frame.to_pybytes() for frame in ipc_frames(*tables))
+        out.append(sink.getvalue().to_pybytes())
+    return tuple(out)
 
 
 def load_tables(payloads: Sequence[bytes]) -> list[pa.Table]:
-    """The tables of ``ipc_frames`` / ``dump_tables`` (read in place: no copy of the data)."""
+    """The tables of ``dump_tables`` (read in place: no copy of the data)."""
     return [pa.ipc.open_stream(pa.py_buffer(p)).read_all() for p in payloads]

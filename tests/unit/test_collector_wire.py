@@ -75,3 +75,33 @@ def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
     link.replies.put((1, (True, "mine")))
     assert link.call("latest_span_time") == "mine"
     assert link.conn.sent == [("call", 1, "latest_span_time", ())]
+
+
+def test_tables_cross_as_frames_and_come_back_equal():
+    import pyarrow as pa
+
+    spans = pa.table({"trace_id": ["a" * 32, "b" * 32], "attributes": ['{"k":1}', None], "n": [1, 2]})
+    chunked = pa.concat_tables([spans, spans.slice(0, 1)])  # several batches, as DuckDB returns them
+    empty = spans.schema.empty_table()
+    frames = wire.ipc_frames(chunked, empty)
+    sent = [bytes(memoryview(f)) if not isinstance(f, bytes) else f for f in frames]  # what the pipe carries
+    got = wire.tables_from_frames(sent)
+    assert [t.to_pylist() for t in got] == [chunked.to_pylist(), []]
+    assert got[1].schema == empty.schema
+
+
+def test_a_decoded_request_crosses_in_two_frames():
+    from collector.decoding import decode_request, from_frames, to_frames
+
+    for fx in fixtures()[:8]:
+        batch = decode_request("traces", "protobuf", fx.body("protobuf"), keep_spans=True)
+        head, rows = to_frames(batch)
+        again = from_frames(head, bytes(memoryview(rows)))
+        assert again.rows.equals(batch.rows) and again.marks == batch.marks and again.records == batch.records
+        logs = fx.logs_body("protobuf")
+        if logs:
+            batch = decode_request("logs", "protobuf", logs)
+            again = from_frames(*to_frames(batch))
+            assert again.rows.equals(batch.rows) and again.records == batch.records
+    nothing = decode_request("traces", "json", b'{"resourceSpans": []}')
+    assert from_frames(*to_frames(nothing)).rows is None

@@ -1,0 +1,108 @@
+"""The decode workers: requests decoded in another process come back as they would be decoded here; a worker
+that dies costs only the requests it held (answered as retryable) and is replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from agentotel_eval.otlp import DecodeError
+from collector.decode_pool import DecodePool, DecodeUnavailable
+from collector.decoding import decode_request
+from tests.fixture_traces import fixtures
+
+
+@pytest.fixture()
+def pool():
+    p = DecodePool(2)
+    p.start()
+    yield p
+    p.shutdown()
+
+
+def _wait(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def test_requests_decode_in_the_workers_as_they_would_here(pool):
+    for fx in fixtures()[:10]:
+        body = fx.body("protobuf")
+        got, want = pool.decode("traces", "protobuf", body), decode_request("traces", "protobuf", body)
+        assert got.rows.equals(want.rows) and got.marks == want.marks and got.records is None
+        json_body = fx.body("json")
+        assert pool.decode("traces", "json", json_body).rows.equals(decode_request("traces", "json", json_body).rows)
+    assert pool.stats.requests == 20
+
+
+def test_concurrent_requests_are_answered_each_with_its_own_rows(pool):
+    bodies = [fx.body("protobuf") for fx in fixtures()[:12]]
+    results: dict[int, object] = {}
+
+    def send(i: int) -> None:
+        results[i] = pool.decode("traces", "protobuf", bodies[i])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for i, body in enumerate(bodies):
+        assert results[i].marks == decode_request("traces", "protobuf", body).marks
+
+
+def test_an_undecodable_body_is_a_decode_error_and_the_worker_goes_on(pool):
+    with pytest.raises(DecodeError):
+        pool.decode("traces", "protobuf", b"\xff\xff not protobuf")
+    assert pool.decode("traces", "protobuf", fixtures()[0].body("protobuf")).size > 0
+
+
+def test_a_worker_that_dies_is_replaced_and_its_request_answered_as_retryable():
+    pool = DecodePool(1)
+    pool.start()
+    try:
+        (pid,) = pool.pids
+        os.kill(pid, signal.SIGSTOP)  # it takes the next request and never answers
+        outcome: dict[str, object] = {}
+
+        def send() -> None:
+            try:
+                pool.decode("traces", "protobuf", fixtures()[0].body("protobuf"), timeout=30)
+            except DecodeUnavailable as exc:
+                outcome["error"] = exc
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        sender.join(30)
+        assert "exited" in str(outcome["error"])  # retryable: the exporter sends it again
+        _wait(lambda: pool.pids and pool.pids != [pid])
+        assert pool.decode("traces", "protobuf", fixtures()[1].body("protobuf")).size > 0
+        assert pool.stats.restarts == 1 and pool.stats.failed_in_worker == 1
+    finally:
+        pool.shutdown()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not yet reaped
+    except OSError:
+        return True
+
+
+def test_shutdown_stops_every_worker(pool):
+    pids = pool.pids
+    pool.shutdown()
+    for pid in pids:
+        _wait(lambda pid=pid: _gone(pid))
+    with pytest.raises(DecodeUnavailable, match="stopping"):
+        pool.decode("traces", "protobuf", fixtures()[0].body("protobuf"))
