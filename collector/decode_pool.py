@@ -6,7 +6,9 @@ the DuckDB writer's appends run at full speed beside it (see ``collector.decode_
 request goes to the worker with the fewest requests in flight.
 
 When a worker dies, the requests it held fail as UNAVAILABLE (nothing of them was acknowledged, and the exporter
-retries them) and a new worker is started, with a growing delay if it keeps dying.
+retries them) and a new worker is started, with a growing delay if it keeps dying soon after it started. A worker
+that does not answer a request within the export timeout is stuck (decoding takes well under a second even for
+the largest request) and is stopped, to be replaced the same way.
 """
 
 from __future__ import annotations
@@ -159,7 +161,13 @@ class DecodePool:
             raise DecodeUnavailable("the decode worker is gone; try again") from None
         if not call.event.wait(timeout):
             with self._lock:
-                worker.pending.pop(request_id, None)
+                taken = worker.pending.pop(request_id, None) is not None
+            if taken and worker.alive:
+                # Decoding never takes this long: the worker is stuck (on this body, or before it). It is replaced;
+                # what it held is answered as retryable.
+                log.error("a decode worker did not answer within %gs; stopping it", timeout)
+                with contextlib.suppress(OSError):
+                    worker.proc.kill()
             raise DecodeUnavailable(f"the request was not decoded within {timeout:g}s")
         kind, value = call.outcome
         if kind == "ok":

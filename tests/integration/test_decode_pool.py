@@ -99,6 +99,20 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def test_a_worker_stuck_past_the_timeout_is_replaced():
+    pool = DecodePool(1)
+    pool.start()
+    try:
+        (pid,) = pool.pids
+        os.kill(pid, signal.SIGSTOP)  # stuck: never answers
+        with pytest.raises(DecodeUnavailable, match="within"):
+            pool.decode("traces", "protobuf", fixtures()[0].body("protobuf"), timeout=0.5)
+        _wait(lambda: pool.pids and pool.pids != [pid])
+        assert pool.decode("traces", "protobuf", fixtures()[1].body("protobuf")).size > 0
+    finally:
+        pool.shutdown()
+
+
 def test_shutdown_stops_every_worker(pool):
     pids = pool.pids
     pool.shutdown()
