@@ -122,8 +122,8 @@ class ReceiverConfig:
 
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
-    #: records (spans + log records) queued or held by the assembler, plus rows of runs not yet written, before
-    #: exporters are told to retry
+    #: records (spans + log records) queued for a commit, plus rows of runs not yet written, before exporters are
+    #: told to retry (the assembler's backlog has its own bound, ``assembler.max_backlog_records``)
     max_queue_records: int = 50_000
     #: at most this many records per transaction
     max_batch_records: int = 20_000
