@@ -77,9 +77,10 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
     top = Scope(None, "top", "root")
     scopes: list[Scope] = []
     llm_parent: dict[str, str] = {}
-    stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = [
-        (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in attached
-    ]
+    stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = []
+    for root in reversed(tree.roots):
+        if root.span_id not in attached:
+            stack.append((root, top, root, None))
     reached: set[str] = set()  # re-attached orphans actually walked
     walked = 0
     children_of = tree.children.get
@@ -171,13 +172,14 @@ def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: lis
           parent_run: dict[int, Scope | None]) -> None:
     """Collapse wrappers, drop containers, and list runs with their nearest emitted enclosing run."""
     if scope.kind == "run":
-        while not scope.has_content and len(scope.children) == 1 and scope.children[0].kind == "run":
+        # (``has_content`` spelled out here: this runs for every run)
+        while not (scope.llm_spans or scope.tool_spans) and len(scope.children) == 1 and scope.children[0].kind == "run":
             inner = scope.children[0]
             scope.chain.extend(inner.chain)
             scope.llm_spans, scope.tool_spans, scope.children = inner.llm_spans, inner.tool_spans, inner.children
             for child in scope.children:
                 child.parent = scope
-        if not scope.has_content and len(scope.children) > 1:  # multi-agent workflow: a container
+        if len(scope.children) > 1 and not (scope.llm_spans or scope.tool_spans):  # multi-agent workflow: a container
             for child in scope.children:
                 _emit(child, enclosing, scope.anchor.span_id, out, parent_run)
             return
@@ -208,9 +210,12 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
     """
     out = _Reattached()
     spans = tree.spans
-    orphans = [r for r in tree.roots if r.parent_span_id and r.parent_span_id not in spans]  # tree.is_orphan
-    if not orphans:
+    for root in tree.roots:  # (a loop, not a comprehension, for the usual case: no orphan at all)
+        if root.parent_span_id and root.parent_span_id not in spans:
+            break
+    else:
         return out
+    orphans = [r for r in tree.roots if r.parent_span_id and r.parent_span_id not in spans]  # tree.is_orphan
     runs = [s for s in tree.spans.values() if roles.get(s.span_id, NO_ROLE).run]
     tools = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).tool and not r.run]
     agent_tools = [t for t in tools if _holds_llm(tree, roles, t)]
