@@ -93,29 +93,29 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             walked += 1
             if attached and span_id in attached:
                 reached.add(span_id)
-            role = role_of(span_id, NO_ROLE)
-            llm, tool, run = role.llm, role.tool, role.run
-            if llm:
-                owner.llm_spans.append(span)
-                if llm_above:
-                    llm_parent[span_id] = llm_above
-            if tool:
-                owner.tool_spans.append(span)
-            if owner is top and (tool is not None or llm is not None):  # evidence outside every run
-                top.roots.append(root)
             kids = children_of(span_id, ())
             if by_parent and (extra := by_parent.get(span_id)):
                 kids = sorted([*kids, *extra], key=span_order)
-            inner = owner
-            if run or (tool and kids):  # a leaf tool span owns nothing: no scope for it
-                inner = Scope(span, "run" if run else "tool", run or tool or "", owner, [span])
-                owner.children.append(inner)
-                scopes.append(inner)
-            if not kids:
-                continue
-            below = span_id if llm else llm_above
-            for child in reversed(kids):
-                push((child, inner, root, below))
+            inner, below = owner, llm_above
+            role = role_of(span_id)
+            if role is not None:  # a run, tool or LLM span (a span with none passes its scope on to its children)
+                llm, tool, run = role.llm, role.tool, role.run
+                if llm:  # (an LLM span is never a tool span: one of them at most, see classify)
+                    owner.llm_spans.append(span)
+                    if llm_above:
+                        llm_parent[span_id] = llm_above
+                    below = span_id
+                elif tool:
+                    owner.tool_spans.append(span)
+                if owner is top and (tool is not None or llm is not None):  # evidence outside every run
+                    top.roots.append(root)
+                if run or (tool and kids):  # a leaf tool span owns nothing: no scope for it
+                    inner = Scope(span, "run" if run else "tool", run or tool or "", owner, [span])
+                    owner.children.append(inner)
+                    scopes.append(inner)
+            if kids:
+                for child in reversed(kids):
+                    push((child, inner, root, below))
         lost = sorted((tree.spans[i] for i in attached - reached), key=span_order) if attached else None
         if lost:  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
             attached.discard(lost[0].span_id)
