@@ -133,7 +133,10 @@ def loads(text: str | bytes) -> Any:
     except _OrjsonDecodeError:
         return _stdlib_loads(_as_text(text))
     t = type(value)
-    if (t is dict or t is list or t is float) and _may_hold_big_integer(value):
+    if t is float:
+        if _may_hold_big_integer(value):
+            return _stdlib_loads(_as_text(text))
+    elif (t is dict or t is list) and _has_digit_run(text) and _may_hold_big_integer(value):
         return _stdlib_loads(_as_text(text))
     return value
 
@@ -158,6 +161,19 @@ def _as_text(text: str | bytes | bytearray | memoryview) -> str:
 
 
 _U64 = 2.0**64
+#: bytes -> b"0" for an ASCII digit, b" " for anything else (UTF-8 continuation bytes are never digits)
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_BIG_INTEGER_DIGITS = b"0" * 19  # the shortest integer literal orjson reads as a float: -9223372036854775809
+
+
+def _has_digit_run(text: str | bytes | bytearray | memoryview) -> bool:
+    """Whether the text holds 19 digits in a row, as every integer literal beyond 64 bits does: without one
+    the parsed value need not be walked for a huge integer read as a float (the walk costs more than the parse;
+    this C-level scan a fraction of it). A float literal such as ``1e20`` reads the same in both parsers."""
+    if len(text) < 19:
+        return False
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    return _BIG_INTEGER_DIGITS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def _may_hold_big_integer(value: Any) -> bool:

@@ -34,8 +34,16 @@ from agentotel_eval.reconstruct.run_fields import (
     run_status_of,
 )
 from agentotel_eval.reconstruct.runs import Scope
-from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, read_execution
+from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, Execution, read_execution
 from agentotel_eval.reconstruct.tree import span_order
+from agentotel_eval.test_case import ToolCall
+
+
+def _split_handoff_requests(requests: list[Request]) -> tuple[list[Request], list[Request]]:
+    """(the ``transfer_to_*`` requests, the others): handoffs are plumbing, recorded apart from the calls."""
+    handoffs = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
+    return handoffs, [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
+
 
 _build_run = slot_builder(AgentRun, (
     "trace_id", "span_id", "agent_name", "start_time_ns", "end_time_ns", "status", "error", "service_name", "input",
@@ -50,17 +58,26 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     llm_spans = sorted(scope.llm_spans, key=span_order) if len(scope.llm_spans) > 1 else scope.llm_spans
     tool_spans = sorted(scope.tool_spans, key=span_order) if len(scope.tool_spans) > 1 else scope.tool_spans
     roles = ctx.roles
-    # (the guards below skip building empty lists: a run without tool or LLM spans is common and cheap)
-    executions = [read_execution(s, roles[s.span_id]) for s in tool_spans] if tool_spans else []
-    real = [e for e in executions if e.plumbing is None] if executions else executions
+    # (plain loops rather than comprehensions below: a comprehension is a function call of its own, and these
+    # lists are short, often empty; the guards skip building what a run without tool or LLM spans does not need)
+    executions: list[Execution] = []
+    real: list[Execution] = []  # the executions that are calls, not plumbing
+    for s in tool_spans:
+        e = read_execution(s, roles[s.span_id])
+        executions.append(e)
+        if e.plumbing is None:
+            real.append(e)
     requests = requests_of(llm_spans, ctx) if llm_spans else []
     handoff_requests: list[Request] = []
-    if requests:
-        handoff_requests = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
-        if handoff_requests:
-            requests = [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
+    for r in requests:
+        if r.name.startswith(TRANSFER_PREFIX):  # a handoff asked for: split the requests (rare)
+            handoff_requests, requests = _split_handoff_requests(requests)
+            break
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
-    schemas = {d.name: d.parameters for d in definitions if d.parameters} if definitions else {}
+    schemas: dict[str, Any] = {}
+    for d in definitions:
+        if d.parameters:
+            schemas[d.name] = d.parameters
     for e in real:
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
@@ -71,9 +88,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             if embedded:
                 e.call_id, e.sources["call_id"] = embedded, e.sources.get("arguments", "arguments")
     history = History(llm_spans, ctx)
-    calls = [Call(e, None) for e in real] if real else []
+    calls: list[Call] = []
+    for e in real:
+        calls.append(Call(e, None))
     unmatched = match_requests(calls, requests, schemas)
-    extra: dict[str, Any] = {"chain": [s.span_id for s in chain]}
+    extra: dict[str, Any] = {"chain": [chain[0].span_id] if len(chain) == 1 else [s.span_id for s in chain]}
     if not unmatched:
         counted = unmatched
     elif executions:
@@ -98,7 +117,12 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
     trace_id = ctx.tree.trace_id
-    tool_calls = tuple([build_tool_call(c, schemas, trace_id, later) for c in calls]) if calls else ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    if calls:
+        built = []
+        for c in calls:
+            built.append(build_tool_call(c, schemas, trace_id, later))
+        tool_calls = tuple(built)
     if len(real) < len(executions):
         plumbing = [e for e in executions if e.plumbing == "internal"]
         if plumbing:
@@ -135,7 +159,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         run_input,
         run_output,
         tool_calls,
-        collect_handoffs(executions, handoff_requests, agent_name),
+        collect_handoffs(executions, handoff_requests, agent_name) if handoff_requests or len(real) < len(executions)
+        else (),
         tuple(definitions),
         expected_tools_of(chain),
         parent.anchor.span_id if parent is not None else None,

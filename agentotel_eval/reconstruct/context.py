@@ -31,8 +31,8 @@ class TraceContext:
 
     def output(self, span: SpanRecord) -> LLMOutput:
         found = self.outputs.get(span.span_id)
-        if found is None:
-            found = self.outputs[span.span_id] = read_output(span, self.logs(span))
+        if found is None:  # (the span's logs looked up here, not through self.logs: a call per LLM span less)
+            found = self.outputs[span.span_id] = read_output(span, self.tree.logs.get(span.span_id, ()))
         return found
 
     def requests_tools(self, span: SpanRecord) -> bool:

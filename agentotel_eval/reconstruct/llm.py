@@ -163,19 +163,23 @@ def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
         if fast is not None:
             return fast
     for source, messages in _output_candidates(span, logs):
-        if not messages:
-            continue
-        assistant = [m for m in messages if m.role in ("assistant", "")]
-        for message in assistant:
-            if message.tool_calls or message.texts:
-                break
-        else:
+        assistant: list[Message] = []
+        said = False
+        for message in messages:  # (one loop, no comprehension: a few messages at most)
+            if message.role == "assistant" or message.role == "":
+                assistant.append(message)
+                said = said or bool(message.tool_calls or message.texts)
+        if not said:
             continue  # nothing said here: the next convention
         out = LLMOutput(source=source)
+        requests = out.requests
+        texts: list[str] = []
         for message in assistant:
             for call in message.tool_calls:
-                out.requests.append(Request(call.name, call.arguments, call.call_id, len(out.requests), span, source))
-        texts = [m.text for m in assistant if m.text]
+                requests.append(Request(call.name, call.arguments, call.call_id, len(requests), span, source))
+            text = "\n".join(message.texts) if message.texts else None  # Message.text
+            if text:
+                texts.append(text)
         out.text = "\n".join(texts) if texts else None
         return out
     return LLMOutput()
@@ -239,16 +243,29 @@ def first_request_text(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> tupl
     raw = span.attributes.get(sc.GEN_AI_INPUT_MESSAGES)
     if raw is not None:
         value = parse_json(raw)
-        if isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("parts"), list) for m in value):
+        if isinstance(value, list) and _all_genai_messages(value):
             for message in reversed(value):
                 if normalize_role(message.get("role")) == "user":
-                    texts = [p["content"] for p in message["parts"] if isinstance(p, dict) and p.get("type") == "text"
-                             and isinstance(p.get("content"), str) and p["content"]]
+                    texts = []
+                    for p in message["parts"]:
+                        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str) and (
+                            p["content"]
+                        ):
+                            texts.append(p["content"])
                     if texts:
                         return True, "\n".join(texts)
             return bool(value), None
     messages = read_input(span, logs)
     return bool(messages), last_user_text(messages)
+
+
+def _all_genai_messages(value: list[Any]) -> bool:
+    """Whether every item is a GenAI message (``{"role", "parts": [...]}``); a loop, not a generator: it runs for
+    the first LLM call of every run."""
+    for m in value:  # noqa: SIM110 (speed)
+        if not (isinstance(m, dict) and isinstance(m.get("parts"), list)):
+            return False
+    return True
 
 
 def last_user_text(messages: Sequence[Message]) -> str | None:

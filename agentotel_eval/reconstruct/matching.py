@@ -269,7 +269,7 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
     )
 
 
-_SOURCES: dict[tuple[tuple[str, str], ...], FrozenDict] = {}
+_SOURCES: dict[tuple[str, ...], FrozenDict] = {}
 _SOURCES_MAX = 4096
 
 
@@ -277,7 +277,7 @@ def _shared_sources(sources: dict[str, str]) -> FrozenDict:
     """The frozen provenance map, one shared copy per distinct map (bounded): they come from a small vocabulary
     (field and convention names), so most calls of most runs share a handful, and the runs kept in memory
     hold fewer objects for the garbage collector to scan. Keys and values are always strings here."""
-    key = tuple(sources.items())
+    key = (*sources, *sources.values())  # keys then values: one tuple, no (key, value) pair per field
     shared = _SOURCES.get(key)
     if shared is None:
         shared = FrozenDict(sources)

@@ -17,7 +17,7 @@ from agentotel_eval.reconstruct.handoffs import name_handoffs
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.runs import TraceRuns, find_runs
-from agentotel_eval.reconstruct.spans import NO_ROLE, Role, classify, run_convention
+from agentotel_eval.reconstruct.spans import roles_of, run_convention
 from agentotel_eval.reconstruct.tree import build_trees
 
 
@@ -30,11 +30,7 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> 
     """All agent runs found in these spans (any number of traces), ordered by start time."""
     found: list[tuple[TraceContext, TraceRuns]] = []
     for tree in build_trees(spans, logs):
-        roles: dict[str, Role] = {}
-        for span_id, span in tree.spans.items():
-            role = classify(span)
-            if role is not NO_ROLE:  # a run, tool or LLM span
-                roles[span_id] = role
+        roles = roles_of(tree.spans)  # the run, tool and LLM spans
         ctx = TraceContext(tree, roles)
         trace_runs = find_runs(tree, roles, ctx.requests_tools)
         ctx.llm_parent = trace_runs.llm_parent

@@ -197,7 +197,7 @@ def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], c
         if recorded:
             break
     for span in chain:
-        if llm_spans and any(span is llm for llm in llm_spans):  # a root fallback anchored on an LLM call: read
+        if llm_spans and _among(span, llm_spans):  # a root fallback anchored on an LLM call: read
             continue
         text = _span_blob(span, _BLOB_KEYS_IN, last_user_text)
         if text:
@@ -217,12 +217,20 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
         if text:
             return text, span.span_id
     for span in chain:
-        if llm_spans and any(span is llm for llm in llm_spans):
+        if llm_spans and _among(span, llm_spans):
             continue
         text = _span_blob(span, _IO_KEYS_OUT, last_assistant_text)
         if text:
             return text, span.span_id
     return None, None
+
+
+def _among(span: SpanRecord, spans: Sequence[SpanRecord]) -> bool:
+    """Whether this very span (not an equal copy) is one of these; a loop, cheaper than a generator for a few."""
+    for other in spans:  # noqa: SIM110 (speed)
+        if other is span:
+            return True
+    return False
 
 
 def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:

@@ -77,9 +77,10 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
     top = Scope(None, "top", "root")
     scopes: list[Scope] = []
     llm_parent: dict[str, str] = {}
-    stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = [
-        (root, top, root, None) for root in reversed(tree.roots) if root.span_id not in attached
-    ]
+    stack: list[tuple[SpanRecord, Scope, SpanRecord, str | None]] = []
+    for root in reversed(tree.roots):
+        if root.span_id not in attached:
+            stack.append((root, top, root, None))
     reached: set[str] = set()  # re-attached orphans actually walked
     walked = 0
     children_of = tree.children.get
@@ -92,29 +93,29 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             walked += 1
             if attached and span_id in attached:
                 reached.add(span_id)
-            role = role_of(span_id, NO_ROLE)
-            llm, tool, run = role.llm, role.tool, role.run
-            if llm:
-                owner.llm_spans.append(span)
-                if llm_above:
-                    llm_parent[span_id] = llm_above
-            if tool:
-                owner.tool_spans.append(span)
-            if owner is top and (tool is not None or llm is not None):  # evidence outside every run
-                top.roots.append(root)
             kids = children_of(span_id, ())
             if by_parent and (extra := by_parent.get(span_id)):
                 kids = sorted([*kids, *extra], key=span_order)
-            inner = owner
-            if run or (tool and kids):  # a leaf tool span owns nothing: no scope for it
-                inner = Scope(span, "run" if run else "tool", run or tool or "", owner, [span])
-                owner.children.append(inner)
-                scopes.append(inner)
-            if not kids:
-                continue
-            below = span_id if llm else llm_above
-            for child in reversed(kids):
-                push((child, inner, root, below))
+            inner, below = owner, llm_above
+            role = role_of(span_id)
+            if role is not None:  # a run, tool or LLM span (a span with none passes its scope on to its children)
+                llm, tool, run = role.llm, role.tool, role.run
+                if llm:  # (an LLM span is never a tool span: one of them at most, see classify)
+                    owner.llm_spans.append(span)
+                    if llm_above:
+                        llm_parent[span_id] = llm_above
+                    below = span_id
+                elif tool:
+                    owner.tool_spans.append(span)
+                if owner is top and (tool is not None or llm is not None):  # evidence outside every run
+                    top.roots.append(root)
+                if run or (tool and kids):  # a leaf tool span owns nothing: no scope for it
+                    inner = Scope(span, "run" if run else "tool", run or tool or "", owner, [span])
+                    owner.children.append(inner)
+                    scopes.append(inner)
+            if kids:
+                for child in reversed(kids):
+                    push((child, inner, root, below))
         lost = sorted((tree.spans[i] for i in attached - reached), key=span_order) if attached else None
         if lost:  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
             attached.discard(lost[0].span_id)
@@ -171,13 +172,14 @@ def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: lis
           parent_run: dict[int, Scope | None]) -> None:
     """Collapse wrappers, drop containers, and list runs with their nearest emitted enclosing run."""
     if scope.kind == "run":
-        while not scope.has_content and len(scope.children) == 1 and scope.children[0].kind == "run":
+        # (``has_content`` spelled out here: this runs for every run)
+        while not (scope.llm_spans or scope.tool_spans) and len(scope.children) == 1 and scope.children[0].kind == "run":
             inner = scope.children[0]
             scope.chain.extend(inner.chain)
             scope.llm_spans, scope.tool_spans, scope.children = inner.llm_spans, inner.tool_spans, inner.children
             for child in scope.children:
                 child.parent = scope
-        if not scope.has_content and len(scope.children) > 1:  # multi-agent workflow: a container
+        if len(scope.children) > 1 and not (scope.llm_spans or scope.tool_spans):  # multi-agent workflow: a container
             for child in scope.children:
                 _emit(child, enclosing, scope.anchor.span_id, out, parent_run)
             return
@@ -208,9 +210,12 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
     """
     out = _Reattached()
     spans = tree.spans
-    orphans = [r for r in tree.roots if r.parent_span_id and r.parent_span_id not in spans]  # tree.is_orphan
-    if not orphans:
+    for root in tree.roots:  # (a loop, not a comprehension, for the usual case: no orphan at all)
+        if root.parent_span_id and root.parent_span_id not in spans:
+            break
+    else:
         return out
+    orphans = [r for r in tree.roots if r.parent_span_id and r.parent_span_id not in spans]  # tree.is_orphan
     runs = [s for s in tree.spans.values() if roles.get(s.span_id, NO_ROLE).run]
     tools = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).tool and not r.run]
     agent_tools = [t for t in tools if _holds_llm(tree, roles, t)]

@@ -83,3 +83,31 @@ def test_loads_accepts_what_only_the_stdlib_accepts(text):
 def test_loads_refuses_what_is_not_one_json_value(text):
     with pytest.raises(ValueError):
         loads(text)
+
+
+_numbers = st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+_number_texts = st.one_of(
+    st.integers().map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda f: f"{f:e}"),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda f: f"{f:.17g}"),
+    st.integers(19, 400).map(lambda e: f"1e{e}"),  # integral floats of 2**64 and more, not written as integers
+    st.integers(2**64 - 8, 2**70).map(lambda i: f"{i}.0"),
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(_number_texts, min_size=1, max_size=6), st.booleans())
+def test_loads_reads_every_number_as_json_loads_does_types_included(numbers, as_object):
+    # only texts with 19 digits in a row are walked for a huge integer: the others must read alike anyway
+    text = "{" + ",".join(f'"k{i}": {n}' for i, n in enumerate(numbers)) + "}" if as_object else f"[{', '.join(numbers)}]"
+    assert repr(loads(text)) == repr(json.loads(text))
+    assert repr(loads(text.encode())) == repr(json.loads(text))
+
+
+@settings(max_examples=300)
+@given(st.recursive(_numbers | st.text(), lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(max_size=4), inner, max_size=3), max_leaves=12))
+def test_loads_reads_integers_of_any_size_exactly(value):
+    text = json.dumps(value, ensure_ascii=False)
+    assert repr(loads(text)) == repr(json.loads(text))

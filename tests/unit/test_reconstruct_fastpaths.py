@@ -11,6 +11,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentotel_eval.otlp.records import STATUS_OK, STATUS_UNSET, LogRecord, SpanRecord
 from agentotel_eval.reconstruct import reconstruct
@@ -261,3 +263,24 @@ def test_provenance_maps_are_shared_frozen_copies_with_the_same_content():
     assert c is not a and list(c) == ["status", "name"]
     with pytest.raises(TypeError):
         a["name"] = "x"  # shared, so it must stay frozen
+
+
+_MARKER_KEYS = ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind", "langfuse.observation.type",
+                "agentotel.kind", "llm.request.type", "gen_ai.tool.name", "tool.name", "gen_ai.handoff.from_agent",
+                "gen_ai.handoff.to_agent")
+_MARKER_VALUES = ("invoke_agent", "invoke_workflow", "chat", "generate_content", "text_completion", "execute_tool",
+                  "handoff", "AGENT", "LLM", "TOOL", "CHAIN", "agent", "workflow", "tool", "task", "completion",
+                  "generation", "llm", "", "Chat", 1, True, 1.0, None, float("nan"), ["chat"], {"k": "v"})
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.dictionaries(st.sampled_from((*_MARKER_KEYS, "other", "gen_ai.agent.name")), st.sampled_from(_MARKER_VALUES),
+                       max_size=6))
+def test_roles_looked_up_by_their_markers_are_the_rules(attrs):
+    from agentotel_eval.reconstruct.spans import _classify_attributes, roles_of
+
+    span = SpanRecord(T, "1" * 16, None, "s", 1, 0, 1, attributes=attrs)
+    expected = _classify_attributes(attrs)
+    assert classify(span) is expected and classify(span) is expected  # worked out, then looked up
+    assert roles_of({"1" * 16: span}) == ({} if expected.run is expected.tool is expected.llm is None else
+                                          {"1" * 16: expected})
