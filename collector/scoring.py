@@ -30,14 +30,12 @@ from agentotel_eval.scores import (
     evaluation_event_attributes,
     evaluation_span,
     external_evaluations,
-    score_patch,
-    scored_metrics,
-    updated_span_json,
     with_scores,
+    write_back,
 )
 from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, json_list, new_evaluation_row, to_json
+from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, json_list, new_evaluation_row
 from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
@@ -237,15 +235,11 @@ class ScoringStage:
                 rows.append(judge_row)
             span = spans.get(run.span_id)
             if span is not None and results:
-                patch = score_patch(results)
-                new_events = evaluation_event_dicts(results, now)
-                metrics = tuple(scored_metrics(results))
                 # First scoring of a trace: the span here is the span as stored, so the whole new value is known
                 # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
                 # since it was read (a judge answer): it gets the delta.
-                whole = (None, None) if trace.replace else updated_span_json(span, patch, new_events, metrics)
-                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(patch),
-                                          json_list(new_events), metrics, *whole))
+                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns,
+                                          *write_back(span, results, now, not trace.replace)))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")

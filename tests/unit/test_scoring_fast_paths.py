@@ -237,3 +237,59 @@ def test_as_tool_definitions_copies_a_list_of_definitions():
     assert out == tools and out is not tools
     mixed = as_tool_definitions([ToolDefinition("a"), "b", {"type": "function", "function": {"name": "c"}}])
     assert [t.name for t in mixed] == ["a", "b", "c"]
+
+
+write_back_results = st.lists(
+    st.builds(
+        MetricResult,
+        metric=st.sampled_from(["tool_correctness", "tool_errors_detectors", "x"]),  # repeats: one metric twice
+        score=st.none() | st.floats(0, 1) | st.sampled_from([float("nan"), float("inf"), 1, True]),
+        success=st.none() | st.booleans(),
+        reason=st.text(max_size=20),
+        threshold=st.just(0.5),
+        status=st.sampled_from(["ok", "error", "skipped", "pending"]),
+        error=st.none() | st.text(max_size=10),
+        evaluator=st.sampled_from(["", "ToolCorrectnessMetric"]),
+        evaluator_version=st.just("1"),
+    ),
+    max_size=5,
+)
+span_attributes = st.dictionaries(
+    st.sampled_from(["a", "b", "agentotel.eval.x.score", "agentotel.eval.x.status",
+                     "agentotel.eval.tool_correctness.reason"]),
+    st.none() | st.floats(allow_nan=True) | st.text(max_size=5) | st.lists(st.floats(), max_size=2),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(results=write_back_results, attributes=span_attributes, events=st.lists(
+    st.tuples(st.sampled_from(["gen_ai.evaluation.result", "other"]), st.booleans(),
+              st.sampled_from(["x", "tool_correctness", "y"])), max_size=3),
+    time_ns=st.integers(0, 2**63 - 1), whole=st.booleans())
+def test_write_back_equals_the_general_path(results, attributes, events, time_ns, whole):
+    """One pass over the results writes what score_patch, the events, scored_metrics and updated_span_json
+    write, text for text (NaN scores and attributes, repeated metrics, our and other tools' earlier events)."""
+    from agentotel_eval.otlp.records import SpanEvent, SpanRecord
+    from agentotel_eval.scores import (
+        EVALUATOR_ATTRIBUTE,
+        evaluation_events,
+        score_patch,
+        scored_metrics,
+        updated_span_json,
+        write_back,
+    )
+    from agentotel_eval.store.rows import events_json, to_json
+    from collector.scoring import evaluation_event_dicts
+
+    span_events = tuple(
+        SpanEvent(name, 5, {"gen_ai.evaluation.name": metric, **({EVALUATOR_ATTRIBUTE: "E/1"} if ours else {})})
+        for name, ours, metric in events
+    )
+    span = SpanRecord("t" * 32, "s" * 16, None, "run", 1, 1, 2, 0, "", attributes, span_events, (), {}, "scope")
+    patch = score_patch(results)
+    metrics = tuple(scored_metrics(results))
+    expected = (to_json(patch), events_json(evaluation_events(results, time_ns)), metrics,
+                *(updated_span_json(span, patch, evaluation_event_dicts(results, time_ns), metrics) if whole
+                  else (None, None)))
+    assert write_back(span, results, time_ns, whole) == expected
