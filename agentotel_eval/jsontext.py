@@ -54,25 +54,35 @@ def finite(value: Any) -> Any:
 
 
 def has_non_finite(value: Any) -> bool:
-    """Whether a NaN or infinity is anywhere in the value (``x - x`` is 0.0 for every finite float only)."""
+    """Whether a NaN or infinity is anywhere in the value (``x - x`` is 0.0 for every finite float only).
+
+    Plain dicts, lists and tuples are told by their exact type before the (slow) ABC checks; empty ones and
+    scalars are skipped without a call."""
     t = type(value)
-    if t is dict or isinstance(value, Mapping):
+    if t is dict:
         items: Any = value.values()
-    elif t is list or t is tuple or isinstance(value, list | tuple | set | frozenset):
+    elif t is list or t is tuple:
+        items = value
+    elif t is float:
+        return value - value != 0.0
+    elif isinstance(value, Mapping):
+        items = value.values()
+    elif isinstance(value, list | tuple | set | frozenset):
         items = value
     else:
         return isinstance(value, float) and value - value != 0.0
     for v in items:
         vt = type(v)
-        if vt is str or vt is int or vt is bool or v is None:
+        if vt is str or v is None or vt is bool or vt is int:
             continue
         if vt is float:
             if v - v != 0.0:
                 return True
+        elif (vt is list or vt is dict) and not v:
+            continue
         elif has_non_finite(v):
             return True
     return False
-
 
 
 # The stdlib's C encoder, built once (without circularity markers it keeps no state between calls): decoded

@@ -35,7 +35,7 @@ from agentotel_eval.scores import (
 )
 from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, json_list, new_evaluation_row
+from agentotel_eval.store.rows import OWN_SOURCE, EncodedDetails, EvaluationRow, json_list, new_evaluation_row
 from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, find_expectation
 from collector.judge_policy import judge_decision
@@ -57,11 +57,15 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
                **details: Any) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = result.evaluation_log
-    if type(log_) is LazyLog:  # its Mapping protocol is a Python call per key; the dict under it is not
-        log_ = log_.as_dict()
+    value: Any
+    if type(log_) is LazyLog:  # a remembered pair's log is encoded once per pair, and not copied
+        text = log_.json_with(details)
+        value = EncodedDetails(text) if text != "{}" else None
+    else:
+        value = {**log_, **details} if log_ or details else None
     return new_evaluation_row(
         trace_id, run_span_id, result.metric, result.score, result.threshold, result.success,
-        result.reason or (result.error or ""), {**log_, **details} if log_ or details else None, result.status,
+        result.reason or (result.error or ""), value, result.status,
         result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
         result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
     )

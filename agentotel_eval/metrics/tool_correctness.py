@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from agentotel_eval.jsontext import dumps
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.matching import Pair
@@ -753,11 +754,35 @@ class LazyLog(Mapping[str, Any]):
     Building twice from two threads is harmless (the result is the same).
     """
 
-    __slots__ = ("_args", "_build", "_data")
+    __slots__ = ("_args", "_build", "_data", "_json")
 
     def __init__(self, build: Callable[..., dict[str, Any]], *args: Any) -> None:
         self._build, self._args = build, args
         self._data: dict[str, Any] | None = None
+        self._json: str | None = None  # a remembered pair's log (a template, never handed out): its JSON text
+
+    def json_with(self, extra: Mapping[str, Any]) -> str:
+        """The JSON text of ``{**log, **extra}`` (``dumps``), for a stored row's details.
+
+        A remembered pair's result that nobody has read yet holds exactly its template's log: the text is then the
+        template's, written once per pair, with ``extra`` appended, and the copy is never built.
+        """
+        template = self._args[0] if self._build is _copied_log and self._data is None else None
+        if type(template) is LazyLog:
+            source = template._get()
+            text = template._json
+            if text is None:
+                text = template._json = dumps(source)
+        else:
+            source = self._get()
+            if extra:
+                return dumps({**source, **extra})
+            text = dumps(source)
+        if not extra:
+            return text
+        if not source or any(key in source for key in extra):  # an empty log, or keys replaced in place
+            return dumps({**source, **extra})
+        return f"{text[:-1]},{dumps(dict(extra))[1:]}"
 
     def _get(self) -> dict[str, Any]:
         data = self._data

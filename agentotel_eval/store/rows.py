@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.jsontext import dumps, finite, json_default, loads_stored
+from agentotel_eval.jsontext import dumps, finite, json_default, loads, loads_stored
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -538,6 +538,44 @@ def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
 OWN_SOURCE = schema.OWN_SOURCE
 
 
+class EncodedDetails(Mapping[str, Any]):
+    """An evaluations row's details given as the JSON text to store, written once where the parts are known (a
+    remembered tool-correctness log is encoded once per pair of name lists): the row conversion takes the text as
+    it is. Reading it as a mapping parses the text, so it reads as the stored value does."""
+
+    __slots__ = ("_value", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._value: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        value = self._value
+        if value is None:
+            value = self._value = loads(self.text)
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        return self._get() == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EncodedDetails({self.text!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (EncodedDetails, (self.text,))
+
+
 @dataclass(frozen=True, slots=True)
 class EvaluationRow:
     """One row of the ``evaluations`` table; (trace_id, run_span_id, metric, evaluator_version) is its key."""
@@ -613,7 +651,9 @@ def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
         "threshold": [finite(r.threshold) for r in rows],
         "success": [r.success for r in rows],
         "reason": [r.reason for r in rows],
-        "details": [None if r.details is None else to_json(r.details) for r in rows],
+        "details": [
+            None if (d := r.details) is None else d.text if type(d) is EncodedDetails else to_json(d) for r in rows
+        ],
         "status": [r.status for r in rows],
         "model": [r.model for r in rows],
         "cost_usd": [finite(r.cost_usd) for r in rows],

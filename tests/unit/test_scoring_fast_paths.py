@@ -293,3 +293,52 @@ def test_write_back_equals_the_general_path(results, attributes, events, time_ns
                 *(updated_span_json(span, patch, evaluation_event_dicts(results, time_ns), metrics) if whole
                   else (None, None)))
     assert write_back(span, results, time_ns, whole) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(expected=name_lists, called=name_lists, mode=st.sampled_from(MODES),
+       extra=st.sampled_from([{}, {"expectation": "rule:r"}, {"expectation": None, "k": 1.5}, {"mode": "replaced"}]))
+def test_row_details_of_remembered_logs_are_the_general_paths_json(expected, called, mode, extra):
+    """A result row's details text (a remembered pair's log encoded once, ``extra`` appended) is what encoding the
+    merged dict writes, first and remembered, and before or after the result's own log was read."""
+    from agentotel_eval.store.rows import EncodedDetails, evaluations_to_arrow, to_json
+    from collector.scoring import result_row
+
+    exact, ordering = mode
+    metric = ToolCorrectnessMetric(exact_match=exact, check_ordering=ordering)
+    case = EvalTestCase(input="q", tools_called=list(called), expected_tools=list(expected))
+    for read_first in (False, False, True):
+        result = metric.measure(case)
+        if read_first:
+            dict(result.evaluation_log)
+        row = result_row("t", "s", result, 1, 0.5, **extra)
+        merged = {**dict(result.evaluation_log), **extra}
+        assert type(row.details) is EncodedDetails and row.details == merged
+        assert row.details.text == to_json(merged)
+        assert evaluations_to_arrow([row]).column("details")[0].as_py() == to_json(merged)
+
+
+def test_row_details_follow_a_log_changed_before_the_row_was_made():
+    from collector.scoring import result_row
+
+    metric = ToolCorrectnessMetric()
+    case = EvalTestCase(input="q", tools_called=["a"], expected_tools=["a", "b"])
+    metric.measure(case)
+    result = metric.measure(case)  # remembered
+    result.evaluation_log["missing"].append("changed")
+    assert result_row("t", "s", result, 1).details["missing"] == ["b", "changed"]
+    assert result_row("t", "s", metric.measure(case), 1).details["missing"] == ["b"]  # the template is intact
+
+
+def test_encoded_details_read_as_the_stored_value():
+    import pickle
+
+    from agentotel_eval.store.rows import EncodedDetails
+
+    details = EncodedDetails('{"a":[1,2.5,null],"b":"NaN"}')
+    assert details == {"a": [1, 2.5, None], "b": "NaN"} and dict(details) == {"a": [1, 2.5, None], "b": "NaN"}
+    plain = {"a": [1, 2.5, None], "b": "NaN"}
+    assert plain.__eq__(details) is NotImplemented and details.__eq__(plain) is True  # a dict asks it back
+    assert details != {"a": 1}
+    again = pickle.loads(pickle.dumps(details))
+    assert type(again) is EncodedDetails and again.text == details.text
