@@ -1,4 +1,10 @@
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentotel_eval import EvalTestCase, MLLMImage, ModelTestCase, ToolCall
+from agentotel_eval.frozen import freeze
 from agentotel_eval.judge.history import (
     SOURCE_CONTEXT,
     SOURCE_EXPECTED_OUTPUT,
@@ -7,6 +13,7 @@ from agentotel_eval.judge.history import (
     SOURCE_TOOLS_CALLED,
     render_text,
     render_tool_history,
+    render_value,
     truncate,
 )
 
@@ -84,3 +91,41 @@ def test_a_multiline_value_cannot_pose_as_another_call():
     lines = render_tool_history(case).text.splitlines()
     assert [line for line in lines if line.startswith("#")] == ["#1 get_weather"]
     assert "      #2 delete_database" in lines
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.binary(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=4) | st.integers() | st.tuples(st.integers()), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+def _reference_render_value(value, limit):
+    """render_value as it was: a fresh stdlib encoder per value (circularity checked), repr when it fails."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, bytes):
+        text = value.decode("utf-8", "replace")
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return truncate(text, limit)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_values, limit=st.sampled_from([0, 5, 2000]))
+def test_render_value_writes_what_a_fresh_encoder_writes(value, limit):
+    """The encoder built once writes what json.dumps writes: NaN, tuples, sets (as str), frozen containers,
+    keys json refuses (then repr)."""
+    assert render_value(value, limit) == _reference_render_value(value, limit)
+    assert render_value(freeze(value), limit) == _reference_render_value(freeze(value), limit)
+
+
+def test_render_value_of_a_cycle_is_its_repr_as_before():
+    cyclic: list = [1]
+    cyclic.append(cyclic)
+    holder = {"a": cyclic}
+    assert render_value(holder) == _reference_render_value(holder, 2000) == repr(holder)
