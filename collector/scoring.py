@@ -10,7 +10,6 @@ spans) to the downstream endpoint, the run spans carrying their scores.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -24,6 +23,7 @@ from agentotel_eval.metrics.tool_correctness import LazyLog, ToolCorrectnessMetr
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.scores import (
     ExternalEvaluation,
@@ -44,6 +44,15 @@ from collector.scoring_config import ScoringConfig
 
 log = logging.getLogger(__name__)
 
+# Made for every scored trace and run: filled slot by slot (the frozen constructors' per-field setattr is most of
+# what they cost); the field orders are checked at import.
+_new_trace = slot_builder(CompletedTrace, (
+    "trace_id", "spans", "logs", "runs", "reason", "complete", "replace", "lo_ns", "hi_ns", "evaluations",
+    "span_updates",
+))
+_new_span_update = slot_builder(SpanUpdate, (
+    "trace_id", "span_id", "start_ns", "attributes_patch", "events", "metrics", "attributes", "all_events",
+))
 _EXPECTED_CACHE_SIZE = 4096
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 
@@ -242,8 +251,8 @@ class ScoringStage:
                 # First scoring of a trace: the span here is the span as stored, so the whole new value is known
                 # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
                 # since it was read (a judge answer): it gets the delta.
-                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns,
-                                          *write_back(span, results, now, not trace.replace)))
+                updates.append(_new_span_update(span.trace_id, span.span_id, span.start_ns,
+                                                *write_back(span, results, now, not trace.replace)))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
@@ -256,8 +265,9 @@ class ScoringStage:
             self.stats.external_evaluations += 1
         for row in rows:
             self.stats.evaluations[row.metric] = self.stats.evaluations.get(row.metric, 0) + 1
-        scored_trace = dataclasses.replace(
-            trace, evaluations=trace.evaluations + tuple(rows), span_updates=trace.span_updates + tuple(updates)
+        scored_trace = _new_trace(  # dataclasses.replace(trace, evaluations=..., span_updates=...)
+            trace.trace_id, trace.spans, trace.logs, trace.runs, trace.reason, trace.complete, trace.replace,
+            trace.lo_ns, trace.hi_ns, trace.evaluations + tuple(rows), trace.span_updates + tuple(updates),
         )
         return scored_trace, self._held_unsent(trace, scored_spans) + late_scores
 

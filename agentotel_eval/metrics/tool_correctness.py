@@ -25,6 +25,7 @@ from agentotel_eval.jsontext import dumps
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.matching import Pair
+from agentotel_eval.reconstruct.fastinit import fixed_builder
 from agentotel_eval.test_case import ToolCall, ToolCallParams, as_tool_calls
 
 __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for", "score_tool_calls"]
@@ -381,27 +382,17 @@ def result_maker(*, extra: tuple[str, ...] = (), **fixed: Any) -> Callable[..., 
 
     A frozen dataclass's ``__init__`` sets each of MetricResult's 13 fields through ``object.__setattr__``
     and re-validates the status: about a third of the 10 µs a default-mode case may take. The fixed fields
-    are validated once here (by building one result the ordinary way); each call then only allocates and
-    fills the slots. Fields added to MetricResult later get their defaults; a new required field fails here.
+    are validated once here (by building one result the ordinary way); each call then only fills the slots of
+    a twin object and hands it the frozen class (``fastinit``). Fields added to MetricResult later get their
+    defaults; a new required field fails here.
     ``make(score, success, reason, evaluation_log, *extra)``: the ``extra`` fields vary per call too.
     """
     fixed = {**fixed, "status": "ok"}
     varying = ("score", "success", "reason", "evaluation_log", *extra)
     template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={},  # validates
                             **{"metric": "", "threshold": 0.0, **dict.fromkeys(extra), **fixed})
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": MetricResult}
-    body = []
-    for k, field in enumerate(dataclasses.fields(MetricResult)):
-        namespace[f"_set{k}"] = MetricResult.__dict__[field.name].__set__
-        if field.name in varying:
-            arg = field.name
-        else:
-            namespace[f"_v{k}"] = getattr(template, field.name)
-            arg = f"_v{k}"
-        body.append(f"    _set{k}(obj, {arg})")
-    source = f"def make({', '.join(varying)}):\n    obj = _new(_cls)\n" + "\n".join(body)
-    exec(source + "\n    return obj\n", namespace)
-    return namespace["make"]
+    constant = {f.name: getattr(template, f.name) for f in dataclasses.fields(MetricResult) if f.name not in varying}
+    return fixed_builder(MetricResult, varying, constant)
 
 
 def verbose_steps(log: Mapping[str, Any]) -> str:

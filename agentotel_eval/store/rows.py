@@ -603,25 +603,10 @@ class EvaluationRow:
         return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version or "")
 
 
-def _positional_maker(cls: type) -> Any:
-    """``make(*every field in order)``: a frozen slotted dataclass filled slot by slot.
-
-    The frozen ``__init__`` goes through ``object.__setattr__`` once per field, which for a 17-field row is
-    most of what creating it costs; rows are created for every metric of every scored run.
-    """
-    names = list(cls.__dataclass_fields__)  # declaration order
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    body = []
-    for k, name in enumerate(names):
-        namespace[f"_set{k}"] = cls.__dict__[name].__set__
-        body.append(f"    _set{k}(obj, {name})")
-    source = f"def make({', '.join(names)}):\n    obj = _new(_cls)\n" + "\n".join(body) + "\n    return obj\n"
-    exec(source, namespace)
-    return namespace["make"]
-
-
-#: ``EvaluationRow`` from all 17 fields, positionally, in declaration order (the hot path's constructor)
-new_evaluation_row = _positional_maker(EvaluationRow)
+#: ``EvaluationRow`` from all 17 fields, positionally, in declaration order (the hot path's constructor): the
+#: frozen ``__init__`` goes through ``object.__setattr__`` once per field, most of what creating a row costs, and
+#: rows are created for every metric of every scored run
+new_evaluation_row = slot_builder(EvaluationRow, tuple(EvaluationRow.__dataclass_fields__))
 
 
 EVALUATION_SCHEMA = pa.schema(

@@ -342,3 +342,48 @@ def test_encoded_details_read_as_the_stored_value():
     assert details != {"a": 1}
     again = pickle.loads(pickle.dumps(details))
     assert type(again) is EncodedDetails and again.text == details.text
+
+
+def _reference_test_case(run, expected_tools=None):
+    """AgentRun.to_test_case as it was: the constructor, with its __post_init__ conversions."""
+    expected = expected_tools if expected_tools is not None else run.expected_tools
+    return EvalTestCase(
+        input=run.input or "", actual_output=run.output, tools_called=list(run.tool_calls),
+        expected_tools=list(expected) if expected is not None else None, tool_calls=list(run.tool_calls),
+        available_tools=list(run.tool_definitions) or None,
+        name=f"{run.agent_name or run.span_name} {run.trace_id}/{run.span_id}",
+    )
+
+
+def _case_fields(case):
+    return [(f, getattr(case, f), type(getattr(case, f))) for f in EvalTestCase.__dataclass_fields__]
+
+
+def test_run_test_case_is_what_the_constructor_makes():
+    from agentotel_eval.reconstruct import reconstruct
+    from agentotel_eval.reconstruct.model import AgentRun
+    from agentotel_eval.test_case import ToolDefinition
+    from tests.fixture_traces import fixtures
+
+    runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    runs.append(AgentRun("t", "s", None, 1, 2, input="q", expected_tools=("a", "b"), span_name="x",
+                         tool_definitions=(ToolDefinition("a"),)))
+    for run in runs:
+        for expected in (None, [ToolCall("a")], ["a", {"name": "b"}], []):
+            made, reference = run.to_test_case(expected), _reference_test_case(run, expected)
+            assert type(made) is EvalTestCase and _case_fields(made) == _case_fields(reference)
+            assert made.tools_called is not made.tool_calls  # lists of their own, as the constructor makes
+            assert expected is None or made.expected_tools is not expected
+
+
+def test_fixed_builder_fills_fixed_and_varying_fields():
+    from agentotel_eval.reconstruct.fastinit import fixed_builder
+    from agentotel_eval.reconstruct.model import Handoff
+
+    build = fixed_builder(Handoff, ("name", "span_id"), {"to_agent": "b", "from_agent": None, "start_time_ns": 3})
+    made = build("h", "s")
+    assert type(made) is Handoff and made == Handoff("h", "b", None, "s", 3)
+    with pytest.raises(TypeError):
+        fixed_builder(Handoff, ("name",), {"to_agent": "b"})  # a field neither fixed nor varying
+    with pytest.raises(AttributeError):
+        made.name = "x"  # still frozen
