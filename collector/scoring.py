@@ -128,7 +128,7 @@ class RunScorer:
     def __init__(self, config: ScoringConfig) -> None:
         self.config = config
         settings = config.scoring
-        self._correctness: dict[str, BaseMetric] = {
+        self._correctness: dict[str, ToolCorrectnessMetric] = {
             mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
@@ -162,13 +162,20 @@ class RunScorer:
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
             return case, results  # the judge may still want the case
+        # The metrics are this scorer's own: their deepeval-style ``.score`` attributes, which ``measure`` sets,
+        # are read by nobody, so the results are taken without them. Tool correctness scores the names (what the
+        # case's calls come down to without evaluation params), the expected ones being the expectation's.
         clock = time.perf_counter
-        metrics = [self._correctness[m] for m in expectation.modes] if expectation is not None else []
+        if expectation is not None:
+            expected_names = expectation.expected_tools
+            called_names = tuple([call.name for call in case.tools_called])
+            for mode in expectation.modes:
+                started = clock()
+                result = self._correctness[mode].measure_names(expected_names, called_names)
+                results.append((result, clock() - started))
         if self._detectors is not None:
-            metrics.append(self._detectors)
-        for metric in metrics:
             started = clock()
-            result = metric.measure(case)
+            result = self._detectors._measure(case)
             results.append((result, clock() - started))
         return case, results
 

@@ -125,8 +125,9 @@ def render_call(position: int, call: ToolCall, max_value_chars: int = DEFAULT_MA
     if type(name) is not str or len(name) > 200 or "\n" in name:
         name = render_value(name, 200).replace("\n", " ")
     lines = [f"#{position} {name}"]
-    if call.input_parameters is not None:
-        lines.append(_field("arguments", call.input_parameters, max_value_chars))
+    params = call.input_parameters
+    if params is not None:  # _field("arguments", ...) and _field("result", ...) in line: they run for every call
+        lines.append("   arguments: " + render_value(params, max_value_chars).replace("\n", _CONTINUATION))
     elif call.raw_arguments is not None:
         lines.append(_field("arguments (as recorded, not parsed)", call.raw_arguments, max_value_chars))
     status = call.status
@@ -134,8 +135,11 @@ def render_call(position: int, call: ToolCall, max_value_chars: int = DEFAULT_MA
         lines.append(f"   status: {status}")
     if call.error:
         lines.append(_field("error", call.error, max_value_chars))
-    if call.output is not None:
-        lines.append(_field("result", call.output, max_value_chars))
+    output = call.output
+    if output is not None:
+        if type(output) is not str or 0 < max_value_chars < len(output):
+            output = render_value(output, max_value_chars)
+        lines.append("   result: " + output.replace("\n", _CONTINUATION))
     elif status == "ok":
         lines.append("   result: (none recorded)")
     if call.description:
@@ -155,7 +159,7 @@ def _is_names_only(calls: Sequence[ToolCall]) -> bool:
 
 def _fit(blocks: list[str], max_chars: int) -> tuple[list[str], bool]:
     """Keep the first and last blocks within ``max_chars``, replacing the middle with a marker."""
-    total = sum(len(b) + 1 for b in blocks)
+    total = sum(map(len, blocks)) + len(blocks)
     if max_chars <= 0 or total <= max_chars:
         return blocks, False
     budget = max_chars - 80  # room for the marker
@@ -215,6 +219,13 @@ def render_tool_history(
 
 def _from_calls(calls: Sequence[Any], source: str, max_value_chars: int, max_chars: int) -> ToolHistory:
     calls = as_tool_calls(calls) if type(calls) is list else [ToolCall.from_value(c) for c in calls]
+    return render_calls(calls, source, max_value_chars, max_chars)
+
+
+def render_calls(calls: list[ToolCall], source: str = SOURCE_TOOL_CALLS, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+                 max_chars: int = DEFAULT_MAX_CHARS) -> ToolHistory:
+    """The history of these ToolCalls: ``render_tool_history`` of a case whose ``tool_calls`` they are, for a
+    caller that has converted them already."""
     names_only = _is_names_only(calls)
     blocks = [render_call(i, call, max_value_chars) for i, call in enumerate(calls, 1)]
     kept, truncated = _fit(blocks, max_chars)

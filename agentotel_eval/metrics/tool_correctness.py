@@ -609,7 +609,18 @@ class ToolCorrectnessMetric(BaseMetric):
         of the pair's log (built once) sharing no container with it. Only lists of ``str`` are remembered
         (other names could compare equal across types: ``1 == True``).
         """
-        key = (tuple(e_names), tuple(c_names))
+        return self._by_key((tuple(e_names), tuple(c_names)), e_names, c_names)
+
+    def measure_names(self, expected: tuple[str, ...], called: tuple[str, ...]) -> MetricResult:
+        """``measure`` of a case whose expected and called calls are these names (without evaluation params
+        nothing else of a call counts), for a caller that has the names at hand, e.g. of a run against an
+        expectation; the instance's ``.score``-style attributes are left as they are. Unweighted modes only."""
+        if self._weighted:
+            raise ValueError("measure_names scores names: this instance compares evaluation params")
+        return self._by_key((expected, called), expected, called)
+
+    def _by_key(self, key: tuple[tuple[str, ...], tuple[str, ...]], e_names: Sequence[str],
+                c_names: Sequence[str]) -> MetricResult:
         memo = self._memo
         hit = memo.get(key)
         if hit is None:

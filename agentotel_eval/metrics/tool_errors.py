@@ -35,7 +35,9 @@ from agentotel_eval.judge.errors import JudgeOutputError
 from agentotel_eval.judge.history import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_VALUE_CHARS,
+    SOURCE_TOOL_CALLS,
     ToolHistory,
+    render_calls,
     render_text,
     render_tool_history,
     render_value,
@@ -412,11 +414,16 @@ class ToolsErrorMetric(BaseMetric):
             raise _CaseError("the test case has no input (ToolsErrorMetric requires input)")
         output = getattr(case, "actual_output", None)
         ai_response = render_text(output) if output is not None else ""
-        calls = _calls_of(case)
+        structured = getattr(case, "tool_calls", None)
+        calls = _calls_of(case, structured)
         available = getattr(case, "available_tools", None)
         available = as_tool_definitions(available)
         findings = detect(calls, available, types=self._detector_types)
-        history = render_tool_history(case, max_value_chars=self.max_value_chars, max_chars=self.max_history_chars)
+        if structured and type(structured) is list:  # the history's source: the calls just converted
+            history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
+        else:
+            history = render_tool_history(case, max_value_chars=self.max_value_chars,
+                                          max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
         return _new_prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
                              findings, available, truncate(reasoning, MAX_TEXT_CHARS))
@@ -572,8 +579,10 @@ def _check_error_types(error_types: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(t for t in ERROR_TYPES if t in names)
 
 
-def _calls_of(case: Any) -> list[ToolCall]:
-    calls = getattr(case, "tool_calls", None)
+def _calls_of(case: Any, structured: Any = None) -> list[ToolCall]:
+    """The case's structured calls (``structured``, its ``tool_calls`` if the caller read them), else the
+    ``tools_called``, as ToolCalls."""
+    calls = structured if structured is not None else getattr(case, "tool_calls", None)
     if calls is None:
         calls = getattr(case, "tools_called", None)
     if type(calls) is list:

@@ -11,6 +11,7 @@ from agentotel_eval.judge.history import (
     SOURCE_NONE,
     SOURCE_TOOL_CALLS,
     SOURCE_TOOLS_CALLED,
+    render_call,
     render_text,
     render_tool_history,
     render_value,
@@ -129,3 +130,53 @@ def test_render_value_of_a_cycle_is_its_repr_as_before():
     cyclic.append(cyclic)
     holder = {"a": cyclic}
     assert render_value(holder) == _reference_render_value(holder, 2000) == repr(holder)
+
+
+def _reference_render_call(position, call, max_value_chars=2000):
+    """render_call as it was, each field through _field."""
+    def field(label, value):
+        return f"   {label}: " + _reference_render_value(value, max_value_chars).replace("\n", "\n      ")
+
+    lines = [f"#{position} {_reference_render_value(call.name, 200).replace(chr(10), ' ')}"]
+    if call.input_parameters is not None:
+        lines.append(field("arguments", call.input_parameters))
+    elif call.raw_arguments is not None:
+        lines.append(field("arguments (as recorded, not parsed)", call.raw_arguments))
+    if call.status is not None:
+        lines.append(f"   status: {call.status}")
+    if call.error:
+        lines.append(field("error", call.error))
+    if call.output is not None:
+        lines.append(field("result", call.output))
+    elif call.status == "ok":
+        lines.append("   result: (none recorded)")
+    if call.description:
+        lines.append(field("description", call.description))
+    if call.reasoning:
+        lines.append(field("reasoning", call.reasoning))
+    return "\n".join(lines)
+
+
+_texts = st.text(alphabet=st.sampled_from("ab\n é"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=_texts | st.just("n" * 250), params=st.none() | st.dictionaries(_texts, _values, max_size=3),
+       raw=st.none() | _texts, output=st.none() | _texts | _values, status=st.sampled_from([None, "ok", "error"]),
+       error=st.none() | _texts, limit=st.sampled_from([0, 4, 2000]))
+def test_render_call_is_each_field_rendered_as_before(name, params, raw, output, status, error, limit):
+    call = ToolCall(name, params, output=output, status=status, error=error, raw_arguments=raw)
+    assert render_call(3, call, limit) == _reference_render_call(3, call, limit)
+
+
+def test_the_metric_renders_the_history_render_tool_history_renders():
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.reconstruct import reconstruct
+    from tests.fixture_traces import fixtures
+
+    metric = ToolsErrorMetric(judge=False)
+    cases = [run.to_test_case() for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    cases += [EvalTestCase("q", tools_called=["a"]), EvalTestCase("q", tool_calls=[], context="c"),
+              EvalTestCase("q", tool_calls=STRUCTURED, tools_called=["x"])]
+    for case in cases:
+        assert metric._prepare(case).history == render_tool_history(case)

@@ -7,6 +7,8 @@ which reads ToolCalls) on varied cases, first and repeated, and check that remem
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -387,3 +389,42 @@ def test_fixed_builder_fills_fixed_and_varying_fields():
         fixed_builder(Handoff, ("name",), {"to_agent": "b"})  # a field neither fixed nor varying
     with pytest.raises(AttributeError):
         made.name = "x"  # still frozen
+
+
+@settings(max_examples=150, deadline=None)
+@given(expected=name_lists, called=name_lists, mode=st.sampled_from(MODES), strict=st.booleans())
+def test_measure_names_is_measure(expected, called, mode, strict):
+    """Scoring the names a caller holds gives measure's result on the case, first and remembered."""
+    exact, ordering = mode
+    metric = ToolCorrectnessMetric(exact_match=exact, check_ordering=ordering, strict_mode=strict)
+    case = EvalTestCase(input="q", tools_called=list(called), expected_tools=list(expected))
+    for _ in range(2):
+        by_names = metric.measure_names(tuple(expected), tuple(called))
+        assert by_names.to_dict() == metric.measure(case).to_dict()
+
+
+def test_measure_names_refuses_evaluation_params():
+    with pytest.raises(ValueError):
+        ToolCorrectnessMetric(evaluation_params=["input_parameters"]).measure_names(("a",), ("a",))
+
+
+def test_run_scorer_results_are_the_metrics_measure():
+    """The scorer takes its own metrics' results without their compatibility attributes: the same results."""
+    from agentotel_eval.reconstruct import reconstruct
+    from collector.config import default_config
+    from collector.scoring import RunScorer
+    from collector.scoring_config import parse_expectations
+    from tests.fixture_traces import fixtures
+
+    config = dataclasses.replace(
+        default_config(), expectations=parse_expectations([{"name": "r", "expected_tools": ["get_weather", "x"]}])
+    ).scoring_config()
+    scorer = RunScorer(config)
+    metrics = [*scorer._correctness.values(), scorer._detectors]
+    runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    for run in runs:
+        case, timed = scorer.score(run, scorer.expectation(run))
+        measured = [m.measure(case) for m in metrics]
+        assert [r.to_dict() | {"latency_s": None} for r, _ in timed] == [
+            r.to_dict() | {"latency_s": None} for r in measured
+        ]
