@@ -37,7 +37,7 @@ from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import OWN_SOURCE, EncodedDetails, EvaluationRow, json_list, new_evaluation_row
 from agentotel_eval.test_case import ToolCall
-from collector.expectations import Expectation, find_expectation
+from collector.expectations import Expectation, ExpectationFinder
 from collector.judge_policy import judge_decision
 from collector.pipeline import CompletedTrace, TraceStage
 from collector.scoring_config import ScoringConfig
@@ -133,6 +133,7 @@ class RunScorer:
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
         self._expected_cache: dict[tuple[str, ...], list[ToolCall]] = {}
+        self._finder = ExpectationFinder(config.expectations, config.dataset, settings.modes)
         self._detectors: BaseMetric | None = None
         if settings.detectors:
             judge = config.judge
@@ -151,8 +152,7 @@ class RunScorer:
         return calls
 
     def expectation(self, run: AgentRun) -> Expectation | None:
-        c = self.config
-        return find_expectation(run, c.expectations, c.dataset, c.scoring.modes)
+        return self._finder.find(run)
 
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
@@ -233,7 +233,12 @@ class ScoringStage:
 
     def _score_trace(self, trace: CompletedTrace) -> tuple[CompletedTrace, list[SpanRecord]]:
         now = self._now()
-        spans = {s.span_id: s for s in trace.spans}
+        spans: dict[str, SpanRecord] = {}
+        with_events: list[SpanRecord] = []  # the only ones that may carry other tools' scores
+        for s in trace.spans:  # one pass: the spans are touched here for the first time since they were read
+            spans[s.span_id] = s
+            if s.events:
+                with_events.append(s)
         rows: list[EvaluationRow] = []
         updates: list[SpanUpdate] = []
         scored_spans: dict[str, SpanRecord] = {}
@@ -267,7 +272,7 @@ class ScoringStage:
                         scored_spans[span.span_id] = with_scores(span, results, now)
         # Scores other tools put on spans come with the trace; those sent as log records are stored at ingest
         # (``external_rows``), since a late score must not wait for, or re-build, its trace.
-        for ev in external_evaluations(trace.spans, ()):
+        for ev in external_evaluations(with_events, ()):
             rows.append(external_row(ev, now))
             self.stats.external_evaluations += 1
         for row in rows:

@@ -756,35 +756,45 @@ class LazyLog(Mapping[str, Any]):
     Building twice from two threads is harmless (the result is the same).
     """
 
-    __slots__ = ("_args", "_build", "_data", "_json")
+    __slots__ = ("_args", "_build", "_data", "_json", "_json_with")
 
     def __init__(self, build: Callable[..., dict[str, Any]], *args: Any) -> None:
         self._build, self._args = build, args
         self._data: dict[str, Any] | None = None
-        self._json: str | None = None  # a remembered pair's log (a template, never handed out): its JSON text
+        # a remembered pair's log (a template, never handed out): its JSON text, and the text with the extra keys
+        # of the last json_with (all text: equal ones encode the same), as (extra, text)
+        self._json: str | None = None
+        self._json_with: tuple[dict[str, str], str] | None = None
 
     def json_with(self, extra: Mapping[str, Any]) -> str:
         """The JSON text of ``{**log, **extra}`` (``dumps``), for a stored row's details.
 
         A remembered pair's result that nobody has read yet holds exactly its template's log: the text is then the
-        template's, written once per pair, with ``extra`` appended, and the copy is never built.
+        template's, written once per pair, with ``extra`` appended (once per pair and extra keys of text, such as a
+        run's expectation), and the copy is never built.
         """
         template = self._args[0] if self._build is _copied_log and self._data is None else None
-        if type(template) is LazyLog:
-            source = template._get()
-            text = template._json
-            if text is None:
-                text = template._json = dumps(source)
-        else:
-            source = self._get()
-            if extra:
-                return dumps({**source, **extra})
-            text = dumps(source)
+        if type(template) is not LazyLog:
+            return dumps({**self._get(), **extra}) if extra else dumps(self._get())
+        source = template._get()
+        text = template._json
+        if text is None:
+            text = template._json = dumps(source)
         if not extra:
             return text
-        if not source or any(key in source for key in extra):  # an empty log, or keys replaced in place
+        last = template._json_with
+        if last is not None and last[0] == extra:
+            for value in extra.values():
+                if type(value) is not str:
+                    break
+            else:
+                return last[1]
+        if not source or not source.keys().isdisjoint(extra):  # an empty log, or keys replaced in place
             return dumps({**source, **extra})
-        return f"{text[:-1]},{dumps(dict(extra))[1:]}"
+        merged = f"{text[:-1]},{dumps(dict(extra))[1:]}"
+        if all(type(k) is str and type(v) is str for k, v in extra.items()):
+            template._json_with = (dict(extra), merged)
+        return merged
 
     def _get(self) -> dict[str, Any]:
         data = self._data

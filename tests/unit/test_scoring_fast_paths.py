@@ -428,3 +428,18 @@ def test_run_scorer_results_are_the_metrics_measure():
         assert [r.to_dict() | {"latency_s": None} for r, _ in timed] == [
             r.to_dict() | {"latency_s": None} for r in measured
         ]
+
+
+def test_row_details_of_a_pair_with_changing_extra_keys():
+    """The text a pair remembers for the last extra keys is used only for equal keys of text."""
+    from agentotel_eval.store.rows import to_json
+    from collector.scoring import result_row
+
+    metric = ToolCorrectnessMetric(check_ordering=True)
+    case = EvalTestCase(input="q", tools_called=["b", "a"], expected_tools=["a", "b"])
+    extras = [{"expectation": "rule:a"}, {"expectation": "rule:a"}, {"expectation": "rule:b"}, {"expectation": 1},
+              {"expectation": True}, {"expectation": 1.0}, {"expectation": "rule:a"}, {"expectation": "rule:a", "x": "y"},
+              {"expectation": "rule:a"}]
+    for extra in extras:
+        row = result_row("t", "s", metric.measure(case), 1, **extra)
+        assert row.details.text == to_json({**dict(metric.measure(case).evaluation_log), **extra})
