@@ -518,19 +518,6 @@ _RUN_BUILDERS = tuple(_builder(field.type) for field in AGENT_RUN_SCHEMA)
 _CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 
 
-def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
-    arrays = []
-    for field in arrow_schema:
-        values = columns[field.name]
-        if field.type == _JSON:
-            arrays.append(_json_array(values))
-        elif pa.types.is_string(field.type):
-            arrays.append(_str_array(values))
-        else:
-            arrays.append(pa.array(values, field.type))
-    return pa.Table.from_arrays(arrays, schema=arrow_schema)
-
-
 # --------------------------------------------------------------------------------------------------------------
 # evaluations -> Arrow
 
@@ -621,35 +608,34 @@ EVALUATION_SCHEMA = pa.schema(
 assert tuple(EVALUATION_SCHEMA.names) == schema.EVALUATION_COLUMNS
 
 
-def _finite_or_none(value: float | None) -> float | None:
-    return value if value is None or math.isfinite(value) else None
+_EVALUATION_BUILDERS = tuple(_builder(field.type) for field in EVALUATION_SCHEMA)
 
 
 def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
-    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column."""
-    finite = _finite_or_none
-    columns: dict[str, list[Any]] = {
-        "trace_id": [r.trace_id for r in rows],
-        "run_span_id": [r.run_span_id for r in rows],
-        "metric": [r.metric for r in rows],
-        "score": [finite(r.score) for r in rows],
-        "threshold": [finite(r.threshold) for r in rows],
-        "success": [r.success for r in rows],
-        "reason": [r.reason for r in rows],
-        "details": [
-            None if (d := r.details) is None else d.text if type(d) is EncodedDetails else to_json(d) for r in rows
-        ],
-        "status": [r.status for r in rows],
-        "model": [r.model for r in rows],
-        "cost_usd": [finite(r.cost_usd) for r in rows],
-        "created_at": [r.created_at_ns or None for r in rows],
-        "evaluator": [r.evaluator for r in rows],
-        "evaluator_version": [r.evaluator_version for r in rows],
-        "latency_s": [finite(r.latency_s) for r in rows],
-        "source": [r.source for r in rows],
-        "updated_at": [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
-    }
-    return _table(columns, EVALUATION_SCHEMA)
+    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column (non-finite
+    floats become null in line, without a call per value)."""
+    isfinite = math.isfinite
+    columns = (
+        [r.trace_id for r in rows],
+        [r.run_span_id for r in rows],
+        [r.metric for r in rows],
+        [v if (v := r.score) is None or isfinite(v) else None for r in rows],
+        [v if (v := r.threshold) is None or isfinite(v) else None for r in rows],
+        [r.success for r in rows],
+        [r.reason for r in rows],
+        [None if (d := r.details) is None else d.text if type(d) is EncodedDetails else to_json(d) for r in rows],
+        [r.status for r in rows],
+        [r.model for r in rows],
+        [v if (v := r.cost_usd) is None or isfinite(v) else None for r in rows],
+        [r.created_at_ns or None for r in rows],
+        [r.evaluator for r in rows],
+        [r.evaluator_version for r in rows],
+        [v if (v := r.latency_s) is None or isfinite(v) else None for r in rows],
+        [r.source for r in rows],
+        [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
+    )
+    return pa.Table.from_arrays([b(v) for b, v in zip(_EVALUATION_BUILDERS, columns, strict=True)],
+                                schema=EVALUATION_SCHEMA)
 
 
 def events_json(events: tuple[SpanEvent, ...]) -> str:
