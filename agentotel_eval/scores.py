@@ -163,7 +163,7 @@ def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, 
         if status == "pending" or status == "skipped":
             continue
         metric = r.metric
-        score_key, success_key, reason_key, status_key = _score_keys(metric)
+        score_key, success_key, reason_key, status_key = _keys_cache.get(metric) or _score_keys(metric)
         if score_key not in patch:  # the metric's four fields, in score_patch's order; unset ones removed
             patch[score_key] = patch[success_key] = patch[reason_key] = patch[status_key] = None
         score = r.score
@@ -176,7 +176,9 @@ def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, 
         if success is not None:
             success = bool(success)
             patch[success_key] = success
-        explanation = _explanation(r)
+        explanation = r.reason or (r.error or "")  # _explanation(r), in line
+        if len(explanation) > MAX_EXPLANATION_CHARS:
+            explanation = explanation[: MAX_EXPLANATION_CHARS - 1] + "…"
         patch[reason_key] = explanation
         if status == "error":
             patch[status_key] = "error"
@@ -213,7 +215,13 @@ def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, 
         for e in span.events
         if not _replaced(e, replaced)
     ]
-    return patch_json, events_json, tuple(metrics), attributes_json, json_list(kept + events)
+    if not kept:
+        return patch_json, events_json, tuple(metrics), attributes_json, events_json
+    # The span's own events (often whole messages) are walked for a NaN rather than their text searched
+    all_events = kept + events
+    return patch_json, events_json, tuple(metrics), attributes_json, (
+        dumps_finite(all_events) if finite and not has_non_finite(kept) else to_json(all_events)
+    )
 
 
 def _replaced(event: SpanEvent, metrics: Collection[str]) -> bool:

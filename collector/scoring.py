@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentotel_eval.jsontext import dumps_finite, has_non_finite
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.tool_correctness import LazyLog, ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
@@ -35,7 +36,14 @@ from agentotel_eval.scores import (
 )
 from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import OWN_SOURCE, EncodedDetails, EvaluationRow, json_list, new_evaluation_row
+from agentotel_eval.store.rows import (
+    OWN_SOURCE,
+    EncodedDetails,
+    EvaluationRow,
+    json_list,
+    new_evaluation_row,
+    to_json,
+)
 from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, ExpectationFinder
 from collector.judge_policy import judge_decision
@@ -70,8 +78,11 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
     if type(log_) is LazyLog:  # a remembered pair's log is encoded once per pair, and not copied
         text = log_.json_with(details)
         value = EncodedDetails(text) if text != "{}" else None
+    elif log_ or details:  # encoded here, once: the walk a NaN check needs, without dumps' search of the text
+        merged = log_ if not details and type(log_) is dict else {**log_, **details}
+        value = EncodedDetails(to_json(merged) if has_non_finite(merged) else dumps_finite(merged))
     else:
-        value = {**log_, **details} if log_ or details else None
+        value = None
     return new_evaluation_row(
         trace_id, run_span_id, result.metric, result.score, result.threshold, result.success,
         result.reason or (result.error or ""), value, result.status,

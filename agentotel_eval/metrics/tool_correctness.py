@@ -632,7 +632,7 @@ class ToolCorrectnessMetric(BaseMetric):
             score, success, reason, build, args = self._score_by_names(*key)
             hit = memo[key] = (score, success, reason, LazyLog(build, *args))
         score, success, reason, template = hit
-        return self._make(score, success, reason, LazyLog(_copied_log, template))
+        return self._make(score, success, reason, _copy_of(template))
 
     def _score_by_names(
         self, e_names: Sequence[str], c_names: Sequence[str]
@@ -740,6 +740,16 @@ def _copied_log(template: LazyLog | dict[str, Any]) -> dict[str, Any]:
     if "out_of_order" in source:
         log["out_of_order"] = [pair.copy() for pair in source["out_of_order"]]
     return log
+
+
+def _copy_of(template: LazyLog) -> LazyLog:
+    """``LazyLog(_copied_log, template)``, filled slot by slot (three per scored run)."""
+    log = _new_lazy_log(LazyLog)
+    log._build, log._args, log._data, log._json, log._json_with = _copied_log, (template,), None, None, None
+    return log
+
+
+_new_lazy_log = object.__new__
 
 
 def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, strict: bool) -> dict[str, Any]:

@@ -486,8 +486,8 @@ class ToolsErrorMetric(BaseMetric):
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
         # Slot by slot: the hot path of every scored run (the frozen constructor, and a copy to add the latency,
         # cost more than the detectors themselves).
-        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost,
-                          self.model_name, time.perf_counter() - started)
+        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost, log["model"],
+                          time.perf_counter() - started)
 
     def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
                 raw: str | None = None) -> MetricResult:

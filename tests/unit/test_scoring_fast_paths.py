@@ -267,7 +267,7 @@ span_attributes = st.dictionaries(
 @settings(max_examples=300, deadline=None)
 @given(results=write_back_results, attributes=span_attributes, events=st.lists(
     st.tuples(st.sampled_from(["gen_ai.evaluation.result", "other"]), st.booleans(),
-              st.sampled_from(["x", "tool_correctness", "y"])), max_size=3),
+              st.sampled_from(["x", "tool_correctness", "y"]), st.floats()), max_size=3),
     time_ns=st.integers(0, 2**63 - 1), whole=st.booleans())
 def test_write_back_equals_the_general_path(results, attributes, events, time_ns, whole):
     """One pass over the results writes what score_patch, the events, scored_metrics and updated_span_json
@@ -285,8 +285,9 @@ def test_write_back_equals_the_general_path(results, attributes, events, time_ns
     from collector.scoring import evaluation_event_dicts
 
     span_events = tuple(
-        SpanEvent(name, 5, {"gen_ai.evaluation.name": metric, **({EVALUATOR_ATTRIBUTE: "E/1"} if ours else {})})
-        for name, ours, metric in events
+        SpanEvent(name, 5, {"gen_ai.evaluation.name": metric, "v": value,
+                            **({EVALUATOR_ATTRIBUTE: "E/1"} if ours else {})})
+        for name, ours, metric, value in events
     )
     span = SpanRecord("t" * 32, "s" * 16, None, "run", 1, 1, 2, 0, "", attributes, span_events, (), {}, "scope")
     patch = score_patch(results)
