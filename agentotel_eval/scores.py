@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval import semconv as sc
+from agentotel_eval.jsontext import dumps_finite, has_non_finite
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
 from agentotel_eval.store.rows import json_list, to_json
@@ -141,6 +142,86 @@ def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: li
     ]
     events.extend(new_events)
     return to_json(attributes), json_list(events)
+
+
+def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, whole: bool
+               ) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
+    """A write-back's JSON in one pass over the results: ``to_json(score_patch(results))``, the events it adds
+    (``json_list`` of ``evaluation_events``' dicts), the metrics it replaces and, with ``whole``, the span's
+    ``updated_span_json`` (else two Nones).
+
+    This runs for every scored run. The scores are the only floats of the patch and the events, so once they are
+    checked the JSON is written without searching it for a NaN written as null; a span without events gets the
+    new events' text as its whole events.
+    """
+    finite = True
+    patch: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    metrics: list[str] = []
+    for r in results:
+        status = r.status
+        if status == "pending" or status == "skipped":
+            continue
+        metric = r.metric
+        score_key, success_key, reason_key, status_key = _keys_cache.get(metric) or _score_keys(metric)
+        if score_key not in patch:  # the metric's four fields, in score_patch's order; unset ones removed
+            patch[score_key] = patch[success_key] = patch[reason_key] = patch[status_key] = None
+        score = r.score
+        if score is not None:
+            score = float(score)
+            if score - score != 0.0:  # a NaN or infinity: the general encoder spells it out
+                finite = False
+            patch[score_key] = score
+        success = r.success
+        if success is not None:
+            success = bool(success)
+            patch[success_key] = success
+        explanation = r.reason or (r.error or "")  # _explanation(r), in line
+        if len(explanation) > MAX_EXPLANATION_CHARS:
+            explanation = explanation[: MAX_EXPLANATION_CHARS - 1] + "…"
+        patch[reason_key] = explanation
+        if status == "error":
+            patch[status_key] = "error"
+        elif status != "ok":
+            continue
+        metrics.append(metric)
+        attrs: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: metric}
+        if score is not None:
+            attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = score
+        if success is not None:
+            attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = "pass" if success else "fail"
+        if explanation:
+            attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = explanation
+        if status == "error":
+            attrs[sc.ERROR_TYPE] = (r.error or "error").split(":", 1)[0][:200]
+        if r.evaluator:
+            attrs[EVALUATOR_ATTRIBUTE] = f"{r.evaluator}/{r.evaluator_version}"
+        events.append({"name": sc.EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": attrs})
+    encode = dumps_finite if finite else to_json
+    patch_json = encode(patch)
+    events_json = encode(events) if events else "[]"
+    if not whole:
+        return patch_json, events_json, tuple(metrics), None, None
+    attributes = {**span.attributes, **patch}  # the merge patch applied: set keys keep their place, new ones follow
+    for key, value in patch.items():
+        if value is None:
+            del attributes[key]
+    attributes_json = (dumps_finite if finite and not has_non_finite(span.attributes) else to_json)(attributes)
+    if not span.events:
+        return patch_json, events_json, tuple(metrics), attributes_json, events_json
+    replaced = set(metrics)
+    kept = [
+        {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
+        for e in span.events
+        if not _replaced(e, replaced)
+    ]
+    if not kept:
+        return patch_json, events_json, tuple(metrics), attributes_json, events_json
+    # The span's own events (often whole messages) are walked for a NaN rather than their text searched
+    all_events = kept + events
+    return patch_json, events_json, tuple(metrics), attributes_json, (
+        dumps_finite(all_events) if finite and not has_non_finite(kept) else to_json(all_events)
+    )
 
 
 def _replaced(event: SpanEvent, metrics: Collection[str]) -> bool:

@@ -173,3 +173,28 @@ def find_expectation(
             tools, modes, line = found
             return Expectation(tools, modes or default_modes, f"dataset:{Path(dataset.path).name}:{line}")
     return None
+
+
+class ExpectationFinder:
+    """``find_expectation`` for one configuration, with each rule's Expectation made once: it is the same for
+    every run the rule matches (frozen, so one object serves them all), and every scored run looks one up."""
+
+    __slots__ = ("_dataset", "_modes", "_rules")
+
+    def __init__(self, rules: Sequence[ExpectationRule] = (), dataset: Dataset | None = None,
+                 default_modes: tuple[str, ...] = MODES) -> None:
+        self._rules = tuple(
+            (rule, Expectation(rule.expected_tools, rule.modes or default_modes, f"rule:{rule.name}")) for rule in rules
+        )
+        self._dataset = dataset
+        self._modes = default_modes
+
+    def find(self, run: AgentRun) -> Expectation | None:
+        if run.expected_tools is not None:
+            return Expectation(tuple(run.expected_tools), self._modes, "span_attribute")
+        for rule, expectation in self._rules:
+            if rule.matches(run):
+                return expectation
+        if self._dataset is not None:
+            return find_expectation(run, (), self._dataset, self._modes)
+        return None

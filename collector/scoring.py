@@ -10,7 +10,6 @@ spans) to the downstream endpoint, the run spans carrying their scores.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -19,33 +18,49 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentotel_eval.jsontext import dumps_finite, has_non_finite
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.tool_correctness import LazyLog, ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.scores import (
     ExternalEvaluation,
     evaluation_event_attributes,
     evaluation_span,
     external_evaluations,
-    score_patch,
-    scored_metrics,
-    updated_span_json,
     with_scores,
+    write_back,
 )
 from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
-from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, json_list, new_evaluation_row, to_json
+from agentotel_eval.store.rows import (
+    OWN_SOURCE,
+    EncodedDetails,
+    EvaluationRow,
+    json_list,
+    new_evaluation_row,
+    to_json,
+)
 from agentotel_eval.test_case import ToolCall
-from collector.expectations import Expectation, find_expectation
+from collector.expectations import Expectation, ExpectationFinder
 from collector.judge_policy import judge_decision
 from collector.pipeline import CompletedTrace, TraceStage
 from collector.scoring_config import ScoringConfig
 
 log = logging.getLogger(__name__)
 
+# Made for every scored trace and run: filled slot by slot (the frozen constructors' per-field setattr is most of
+# what they cost); the field orders are checked at import.
+_new_trace = slot_builder(CompletedTrace, (
+    "trace_id", "spans", "logs", "runs", "reason", "complete", "replace", "lo_ns", "hi_ns", "evaluations",
+    "span_updates",
+))
+_new_span_update = slot_builder(SpanUpdate, (
+    "trace_id", "span_id", "start_ns", "attributes_patch", "events", "metrics", "attributes", "all_events",
+))
 _EXPECTED_CACHE_SIZE = 4096
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 
@@ -59,11 +74,18 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
                **details: Any) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = result.evaluation_log
-    if type(log_) is LazyLog:  # its Mapping protocol is a Python call per key; the dict under it is not
-        log_ = log_.as_dict()
+    value: Any
+    if type(log_) is LazyLog:  # a remembered pair's log is encoded once per pair, and not copied
+        text = log_.json_with(details)
+        value = EncodedDetails(text) if text != "{}" else None
+    elif log_ or details:  # encoded here, once: the walk a NaN check needs, without dumps' search of the text
+        merged = log_ if not details and type(log_) is dict else {**log_, **details}
+        value = EncodedDetails(to_json(merged) if has_non_finite(merged) else dumps_finite(merged))
+    else:
+        value = None
     return new_evaluation_row(
         trace_id, run_span_id, result.metric, result.score, result.threshold, result.success,
-        result.reason or (result.error or ""), {**log_, **details} if log_ or details else None, result.status,
+        result.reason or (result.error or ""), value, result.status,
         result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
         result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
     )
@@ -117,11 +139,12 @@ class RunScorer:
     def __init__(self, config: ScoringConfig) -> None:
         self.config = config
         settings = config.scoring
-        self._correctness: dict[str, BaseMetric] = {
+        self._correctness: dict[str, ToolCorrectnessMetric] = {
             mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
         self._expected_cache: dict[tuple[str, ...], list[ToolCall]] = {}
+        self._finder = ExpectationFinder(config.expectations, config.dataset, settings.modes)
         self._detectors: BaseMetric | None = None
         if settings.detectors:
             judge = config.judge
@@ -140,8 +163,7 @@ class RunScorer:
         return calls
 
     def expectation(self, run: AgentRun) -> Expectation | None:
-        c = self.config
-        return find_expectation(run, c.expectations, c.dataset, c.scoring.modes)
+        return self._finder.find(run)
 
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
@@ -151,13 +173,20 @@ class RunScorer:
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
             return case, results  # the judge may still want the case
+        # The metrics are this scorer's own: their deepeval-style ``.score`` attributes, which ``measure`` sets,
+        # are read by nobody, so the results are taken without them. Tool correctness scores the names (what the
+        # case's calls come down to without evaluation params), the expected ones being the expectation's.
         clock = time.perf_counter
-        metrics = [self._correctness[m] for m in expectation.modes] if expectation is not None else []
+        if expectation is not None:
+            expected_names = expectation.expected_tools
+            called_names = tuple([call.name for call in case.tools_called])
+            for mode in expectation.modes:
+                started = clock()
+                result = self._correctness[mode].measure_names(expected_names, called_names)
+                results.append((result, clock() - started))
         if self._detectors is not None:
-            metrics.append(self._detectors)
-        for metric in metrics:
             started = clock()
-            result = metric.measure(case)
+            result = self._detectors._measure(case)
             results.append((result, clock() - started))
         return case, results
 
@@ -215,7 +244,12 @@ class ScoringStage:
 
     def _score_trace(self, trace: CompletedTrace) -> tuple[CompletedTrace, list[SpanRecord]]:
         now = self._now()
-        spans = {s.span_id: s for s in trace.spans}
+        spans: dict[str, SpanRecord] = {}
+        with_events: list[SpanRecord] = []  # the only ones that may carry other tools' scores
+        for s in trace.spans:  # one pass: the spans are touched here for the first time since they were read
+            spans[s.span_id] = s
+            if s.events:
+                with_events.append(s)
         rows: list[EvaluationRow] = []
         updates: list[SpanUpdate] = []
         scored_spans: dict[str, SpanRecord] = {}
@@ -237,15 +271,11 @@ class ScoringStage:
                 rows.append(judge_row)
             span = spans.get(run.span_id)
             if span is not None and results:
-                patch = score_patch(results)
-                new_events = evaluation_event_dicts(results, now)
-                metrics = tuple(scored_metrics(results))
                 # First scoring of a trace: the span here is the span as stored, so the whole new value is known
                 # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
                 # since it was read (a judge answer): it gets the delta.
-                whole = (None, None) if trace.replace else updated_span_json(span, patch, new_events, metrics)
-                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns, to_json(patch),
-                                          json_list(new_events), metrics, *whole))
+                updates.append(_new_span_update(span.trace_id, span.span_id, span.start_ns,
+                                                *write_back(span, results, now, not trace.replace)))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
@@ -253,13 +283,14 @@ class ScoringStage:
                         scored_spans[span.span_id] = with_scores(span, results, now)
         # Scores other tools put on spans come with the trace; those sent as log records are stored at ingest
         # (``external_rows``), since a late score must not wait for, or re-build, its trace.
-        for ev in external_evaluations(trace.spans, ()):
+        for ev in external_evaluations(with_events, ()):
             rows.append(external_row(ev, now))
             self.stats.external_evaluations += 1
         for row in rows:
             self.stats.evaluations[row.metric] = self.stats.evaluations.get(row.metric, 0) + 1
-        scored_trace = dataclasses.replace(
-            trace, evaluations=trace.evaluations + tuple(rows), span_updates=trace.span_updates + tuple(updates)
+        scored_trace = _new_trace(  # dataclasses.replace(trace, evaluations=..., span_updates=...)
+            trace.trace_id, trace.spans, trace.logs, trace.runs, trace.reason, trace.complete, trace.replace,
+            trace.lo_ns, trace.hi_ns, trace.evaluations + tuple(rows), trace.span_updates + tuple(updates),
         )
         return scored_trace, self._held_unsent(trace, scored_spans) + late_scores
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.test_case import ToolCall, as_tool_calls
 
 DEFAULT_MAX_VALUE_CHARS = 2_000
@@ -63,6 +65,14 @@ def truncate(text: str, limit: int) -> str:
 
 #: ``json.dumps(value, ensure_ascii=False, default=str)`` without building an encoder per value
 _dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_encode = _dumps
+if c_make_encoder is not None:
+    # The C encoder ``_dumps`` builds on each call, built once; without circularity markers, so a value it
+    # cannot write (a cycle shows as a RecursionError) is written again by ``_dumps``, whose answer stands.
+    _c_encoder = c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
+
+    def _encode(value: Any, _encoder: Any = _c_encoder, _join: Any = "".join) -> str:
+        return _join(_encoder(value, 0))
 
 
 def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
@@ -73,10 +83,13 @@ def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
         text = value.decode("utf-8", "replace")
     else:
         try:  # frozen containers are dict / list subclasses: json serialises them without a copy
-            text = _dumps(value)
-        except (TypeError, ValueError):
-            text = repr(value)
-    return truncate(text, limit)
+            text = _encode(value)
+        except Exception:
+            try:
+                text = _dumps(value)
+            except (TypeError, ValueError):
+                text = repr(value)
+    return text if limit <= 0 or len(text) <= limit else truncate(text, limit)
 
 
 def render_text(value: Any) -> str:
@@ -108,18 +121,26 @@ def _field(label: str, value: Any, limit: int) -> str:
 
 def render_call(position: int, call: ToolCall, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS) -> str:
     """One call: ``#n name`` then its arguments, status, error and result on indented lines."""
-    lines = [f"#{position} {render_value(call.name, 200).replace(chr(10), ' ')}"]
-    if call.input_parameters is not None:
-        lines.append(_field("arguments", call.input_parameters, max_value_chars))
+    name = call.name
+    if type(name) is not str or len(name) > 200 or "\n" in name:
+        name = render_value(name, 200).replace("\n", " ")
+    lines = [f"#{position} {name}"]
+    params = call.input_parameters
+    if params is not None:  # _field("arguments", ...) and _field("result", ...) in line: they run for every call
+        lines.append("   arguments: " + render_value(params, max_value_chars).replace("\n", _CONTINUATION))
     elif call.raw_arguments is not None:
         lines.append(_field("arguments (as recorded, not parsed)", call.raw_arguments, max_value_chars))
-    if call.status is not None:
-        lines.append(f"   status: {call.status}")
+    status = call.status
+    if status is not None:
+        lines.append(f"   status: {status}")
     if call.error:
         lines.append(_field("error", call.error, max_value_chars))
-    if call.output is not None:
-        lines.append(_field("result", call.output, max_value_chars))
-    elif call.status == "ok":
+    output = call.output
+    if output is not None:
+        if type(output) is not str or 0 < max_value_chars < len(output):
+            output = render_value(output, max_value_chars)
+        lines.append("   result: " + output.replace("\n", _CONTINUATION))
+    elif status == "ok":
         lines.append("   result: (none recorded)")
     if call.description:
         lines.append(_field("description", call.description, max_value_chars))
@@ -138,7 +159,7 @@ def _is_names_only(calls: Sequence[ToolCall]) -> bool:
 
 def _fit(blocks: list[str], max_chars: int) -> tuple[list[str], bool]:
     """Keep the first and last blocks within ``max_chars``, replacing the middle with a marker."""
-    total = sum(len(b) + 1 for b in blocks)
+    total = sum(map(len, blocks)) + len(blocks)
     if max_chars <= 0 or total <= max_chars:
         return blocks, False
     budget = max_chars - 80  # room for the marker
@@ -198,7 +219,17 @@ def render_tool_history(
 
 def _from_calls(calls: Sequence[Any], source: str, max_value_chars: int, max_chars: int) -> ToolHistory:
     calls = as_tool_calls(calls) if type(calls) is list else [ToolCall.from_value(c) for c in calls]
+    return render_calls(calls, source, max_value_chars, max_chars)
+
+
+def render_calls(calls: list[ToolCall], source: str = SOURCE_TOOL_CALLS, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+                 max_chars: int = DEFAULT_MAX_CHARS) -> ToolHistory:
+    """The history of these ToolCalls: ``render_tool_history`` of a case whose ``tool_calls`` they are, for a
+    caller that has converted them already."""
     names_only = _is_names_only(calls)
     blocks = [render_call(i, call, max_value_chars) for i, call in enumerate(calls, 1)]
     kept, truncated = _fit(blocks, max_chars)
-    return ToolHistory("\n".join(kept), source, names_only, len(calls), truncated)
+    return _new_history("\n".join(kept), source, names_only, len(calls), truncated)
+
+
+_new_history = slot_builder(ToolHistory, tuple(ToolHistory.__dataclass_fields__))  # once per scored run

@@ -133,7 +133,9 @@ def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLik
 
 
 def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
-    schemas = {t.name: t.parameters for t in tools if t.parameters is not None and isinstance(t.parameters, Mapping)}
+    schemas = {  # definitions hold FrozenDicts: a dict is told before the (slow) ABC check
+        t.name: p for t in tools if (p := t.parameters) is not None and isinstance(p, (dict, Mapping))
+    }
     if not schemas:
         return []
     out: list[Finding] = []

@@ -21,9 +21,11 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from agentotel_eval.jsontext import dumps
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.matching import Pair
+from agentotel_eval.reconstruct.fastinit import fixed_builder
 from agentotel_eval.test_case import ToolCall, ToolCallParams, as_tool_calls
 
 __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for", "score_tool_calls"]
@@ -380,27 +382,17 @@ def result_maker(*, extra: tuple[str, ...] = (), **fixed: Any) -> Callable[..., 
 
     A frozen dataclass's ``__init__`` sets each of MetricResult's 13 fields through ``object.__setattr__``
     and re-validates the status: about a third of the 10 µs a default-mode case may take. The fixed fields
-    are validated once here (by building one result the ordinary way); each call then only allocates and
-    fills the slots. Fields added to MetricResult later get their defaults; a new required field fails here.
+    are validated once here (by building one result the ordinary way); each call then only fills the slots of
+    a twin object and hands it the frozen class (``fastinit``). Fields added to MetricResult later get their
+    defaults; a new required field fails here.
     ``make(score, success, reason, evaluation_log, *extra)``: the ``extra`` fields vary per call too.
     """
     fixed = {**fixed, "status": "ok"}
     varying = ("score", "success", "reason", "evaluation_log", *extra)
     template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={},  # validates
                             **{"metric": "", "threshold": 0.0, **dict.fromkeys(extra), **fixed})
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": MetricResult}
-    body = []
-    for k, field in enumerate(dataclasses.fields(MetricResult)):
-        namespace[f"_set{k}"] = MetricResult.__dict__[field.name].__set__
-        if field.name in varying:
-            arg = field.name
-        else:
-            namespace[f"_v{k}"] = getattr(template, field.name)
-            arg = f"_v{k}"
-        body.append(f"    _set{k}(obj, {arg})")
-    source = f"def make({', '.join(varying)}):\n    obj = _new(_cls)\n" + "\n".join(body)
-    exec(source + "\n    return obj\n", namespace)
-    return namespace["make"]
+    constant = {f.name: getattr(template, f.name) for f in dataclasses.fields(MetricResult) if f.name not in varying}
+    return fixed_builder(MetricResult, varying, constant)
 
 
 def verbose_steps(log: Mapping[str, Any]) -> str:
@@ -617,7 +609,18 @@ class ToolCorrectnessMetric(BaseMetric):
         of the pair's log (built once) sharing no container with it. Only lists of ``str`` are remembered
         (other names could compare equal across types: ``1 == True``).
         """
-        key = (tuple(e_names), tuple(c_names))
+        return self._by_key((tuple(e_names), tuple(c_names)), e_names, c_names)
+
+    def measure_names(self, expected: tuple[str, ...], called: tuple[str, ...]) -> MetricResult:
+        """``measure`` of a case whose expected and called calls are these names (without evaluation params
+        nothing else of a call counts), for a caller that has the names at hand, e.g. of a run against an
+        expectation; the instance's ``.score``-style attributes are left as they are. Unweighted modes only."""
+        if self._weighted:
+            raise ValueError("measure_names scores names: this instance compares evaluation params")
+        return self._by_key((expected, called), expected, called)
+
+    def _by_key(self, key: tuple[tuple[str, ...], tuple[str, ...]], e_names: Sequence[str],
+                c_names: Sequence[str]) -> MetricResult:
         memo = self._memo
         hit = memo.get(key)
         if hit is None:
@@ -629,7 +632,7 @@ class ToolCorrectnessMetric(BaseMetric):
             score, success, reason, build, args = self._score_by_names(*key)
             hit = memo[key] = (score, success, reason, LazyLog(build, *args))
         score, success, reason, template = hit
-        return self._make(score, success, reason, LazyLog(_copied_log, template))
+        return self._make(score, success, reason, _copy_of(template))
 
     def _score_by_names(
         self, e_names: Sequence[str], c_names: Sequence[str]
@@ -739,6 +742,16 @@ def _copied_log(template: LazyLog | dict[str, Any]) -> dict[str, Any]:
     return log
 
 
+def _copy_of(template: LazyLog) -> LazyLog:
+    """``LazyLog(_copied_log, template)``, filled slot by slot (three per scored run)."""
+    log = _new_lazy_log(LazyLog)
+    log._build, log._args, log._data, log._json, log._json_with = _copied_log, (template,), None, None, None
+    return log
+
+
+_new_lazy_log = object.__new__
+
+
 def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, strict: bool) -> dict[str, Any]:
     """The exact modes' log on names: the pairing is computed only when someone reads the log."""
     outcome = score_names(expected, called, True, ordered)
@@ -753,11 +766,45 @@ class LazyLog(Mapping[str, Any]):
     Building twice from two threads is harmless (the result is the same).
     """
 
-    __slots__ = ("_args", "_build", "_data")
+    __slots__ = ("_args", "_build", "_data", "_json", "_json_with")
 
     def __init__(self, build: Callable[..., dict[str, Any]], *args: Any) -> None:
         self._build, self._args = build, args
         self._data: dict[str, Any] | None = None
+        # a remembered pair's log (a template, never handed out): its JSON text, and the text with the extra keys
+        # of the last json_with (all text: equal ones encode the same), as (extra, text)
+        self._json: str | None = None
+        self._json_with: tuple[dict[str, str], str] | None = None
+
+    def json_with(self, extra: Mapping[str, Any]) -> str:
+        """The JSON text of ``{**log, **extra}`` (``dumps``), for a stored row's details.
+
+        A remembered pair's result that nobody has read yet holds exactly its template's log: the text is then the
+        template's, written once per pair, with ``extra`` appended (once per pair and extra keys of text, such as a
+        run's expectation), and the copy is never built.
+        """
+        template = self._args[0] if self._build is _copied_log and self._data is None else None
+        if type(template) is not LazyLog:
+            return dumps({**self._get(), **extra}) if extra else dumps(self._get())
+        source = template._get()
+        text = template._json
+        if text is None:
+            text = template._json = dumps(source)
+        if not extra:
+            return text
+        last = template._json_with
+        if last is not None and last[0] == extra:
+            for value in extra.values():
+                if type(value) is not str:
+                    break
+            else:
+                return last[1]
+        if not source or not source.keys().isdisjoint(extra):  # an empty log, or keys replaced in place
+            return dumps({**source, **extra})
+        merged = f"{text[:-1]},{dumps(dict(extra))[1:]}"
+        if all(type(k) is str and type(v) is str for k, v in extra.items()):
+            template._json_with = (dict(extra), merged)
+        return merged
 
     def _get(self) -> dict[str, Any]:
         data = self._data

@@ -35,7 +35,9 @@ from agentotel_eval.judge.errors import JudgeOutputError
 from agentotel_eval.judge.history import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_VALUE_CHARS,
+    SOURCE_TOOL_CALLS,
     ToolHistory,
+    render_calls,
     render_text,
     render_tool_history,
     render_value,
@@ -54,6 +56,7 @@ from agentotel_eval.metrics.detectors import (
     detect,
 )
 from agentotel_eval.metrics.tool_correctness import result_maker
+from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
 PROMPT_VERSION = "v1"
@@ -247,15 +250,14 @@ def _covered(finding: Finding, errors: Sequence[Mapping[str, str]]) -> bool:
 
 def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
     """The verdict of the detectors alone (``judge=False``)."""
-    if findings:
-        summary = "; ".join(f.description for f in findings[:5])
-        more = f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
-        reason = f"Deterministic checks found {len(findings)} error(s): {summary}{more}"
-    else:
-        reason = f"No deterministic check found an error ({checked})."
+    if not findings:  # most runs: filled slot by slot (the frozen constructor costs more than the rest)
+        return _new_verdict(False, 0.0, f"No deterministic check found an error ({checked}).", [], [], "none", [])
+    summary = "; ".join(f.description for f in findings[:5])
+    more = f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
+    reason = f"Deterministic checks found {len(findings)} error(s): {summary}{more}"
     return Verdict(
-        detected=bool(findings),
-        confidence=1.0 if findings else 0.0,
+        detected=True,
+        confidence=1.0,
         reason=reason,
         error_types=_unique(f.type for f in findings),
         errors=[{"type": f.type, "description": f.description} for f in findings],
@@ -289,6 +291,9 @@ def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
     )
 
 
+_new_verdict = slot_builder(Verdict, tuple(Verdict.__dataclass_fields__))
+
+
 # -- the metric --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Prepared:
@@ -300,6 +305,9 @@ class _Prepared:
     findings: list[Finding]
     available: list[ToolDefinition] | None
     reasoning: str
+
+
+_new_prepared = slot_builder(_Prepared, tuple(_Prepared.__dataclass_fields__))
 
 
 class ToolsErrorMetric(BaseMetric):
@@ -330,6 +338,7 @@ class ToolsErrorMetric(BaseMetric):
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
         self._detector_types = tuple(t for t in DETECTOR_TYPES if t in self.error_types)
+        self._checked_texts: dict[int, str] = {}  # see _checked
         self._make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"),
                                   evaluator=type(self).__name__, evaluator_version=self.version)
         self.error_types_given = error_types is not None
@@ -405,17 +414,31 @@ class ToolsErrorMetric(BaseMetric):
             raise _CaseError("the test case has no input (ToolsErrorMetric requires input)")
         output = getattr(case, "actual_output", None)
         ai_response = render_text(output) if output is not None else ""
-        calls = _calls_of(case)
+        structured = getattr(case, "tool_calls", None)
+        calls = _calls_of(case, structured)
         available = getattr(case, "available_tools", None)
         available = as_tool_definitions(available)
         findings = detect(calls, available, types=self._detector_types)
-        history = render_tool_history(case, max_value_chars=self.max_value_chars, max_chars=self.max_history_chars)
+        if structured and type(structured) is list:  # the history's source: the calls just converted
+            history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
+        else:
+            history = render_tool_history(case, max_value_chars=self.max_value_chars,
+                                          max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
-        return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
-                         findings, available, truncate(reasoning, MAX_TEXT_CHARS))
+        return _new_prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
+                             findings, available, truncate(reasoning, MAX_TEXT_CHARS))
 
     def _checked(self, prepared: _Prepared) -> str:
-        """Which deterministic checks ran, and which could not for lack of tool definitions."""
+        """Which deterministic checks ran, and which could not for lack of tool definitions (one text per case of
+        the two, the checks being fixed at construction)."""
+        available = prepared.available
+        key = 0 if available is None else 1 if any(t.parameters for t in available) else 2
+        text = self._checked_texts.get(key)
+        if text is None:
+            text = self._checked_texts[key] = self._checked_text(prepared)
+        return text
+
+    def _checked_text(self, prepared: _Prepared) -> str:
         ran = self._detector_types
         if not ran:
             return "no deterministic check covers the selected error types"
@@ -430,12 +453,21 @@ class ToolsErrorMetric(BaseMetric):
 
     def _log(self, prepared: _Prepared, verdict: Verdict | None, *, score: float | None, success: bool | None,
              cost: float | None) -> dict[str, Any]:
-        verdict_part = verdict.as_log() if verdict is not None else {
-            "detected": None, "confidence": None, "reason": None, "error_types": [], "errors": [],
-            "error_severity": None,
-        }
+        if verdict is None:
+            detected = confidence = reason = severity = None
+            error_types: list[str] = []
+            errors: list[dict[str, str]] = []
+        else:  # Verdict.as_log(), in line
+            detected, confidence, reason = verdict.detected, verdict.confidence, verdict.reason
+            error_types, errors = list(verdict.error_types), [dict(e) for e in verdict.errors]
+            severity = verdict.error_severity
         return {
-            **verdict_part,
+            "detected": detected,
+            "confidence": confidence,
+            "reason": reason,
+            "error_types": error_types,
+            "errors": errors,
+            "error_severity": severity,
             "user_input": prepared.user_input,
             "tool_history": prepared.history.text,
             "ai_response": prepared.ai_response,
@@ -454,8 +486,8 @@ class ToolsErrorMetric(BaseMetric):
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
         # Slot by slot: the hot path of every scored run (the frozen constructor, and a copy to add the latency,
         # cost more than the detectors themselves).
-        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost,
-                          self.model_name, time.perf_counter() - started)
+        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost, log["model"],
+                          time.perf_counter() - started)
 
     def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
                 raw: str | None = None) -> MetricResult:
@@ -547,8 +579,10 @@ def _check_error_types(error_types: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(t for t in ERROR_TYPES if t in names)
 
 
-def _calls_of(case: Any) -> list[ToolCall]:
-    calls = getattr(case, "tool_calls", None)
+def _calls_of(case: Any, structured: Any = None) -> list[ToolCall]:
+    """The case's structured calls (``structured``, its ``tool_calls`` if the caller read them), else the
+    ``tools_called``, as ToolCalls."""
+    calls = structured if structured is not None else getattr(case, "tool_calls", None)
     if calls is None:
         calls = getattr(case, "tools_called", None)
     if type(calls) is list:

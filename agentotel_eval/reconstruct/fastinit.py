@@ -34,3 +34,28 @@ def slot_builder(cls: type[T], fields: tuple[str, ...]) -> Callable[..., T]:
         raise TypeError(f"{cls.__name__}: could not build through a twin class")
     build.__name__ = f"build_{cls.__name__}"
     return build
+
+
+def fixed_builder(cls: type[T], varying: tuple[str, ...], fixed: dict[str, Any]) -> Callable[..., T]:
+    """``build(*varying values)``: like ``slot_builder``, with every other field set to its value in ``fixed``
+    (values the caller has validated, e.g. by building one instance the ordinary way)."""
+    own = tuple(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    if tuple(getattr(cls, "__slots__", ())) != own or set(varying) | set(fixed) != set(own) or set(varying) & set(fixed):
+        raise TypeError(f"{cls.__name__}: fields are {own}, not {varying} + {tuple(fixed)}")
+    twin = type(f"_Building{cls.__name__}", (), {"__slots__": own})
+    namespace: dict[str, Any] = {"twin": twin, "cls": cls}
+    stores = []
+    for k, name in enumerate(own):
+        if name in fixed:
+            namespace[f"_v{k}"] = fixed[name]
+            stores.append(f"    obj.{name} = _v{k}\n")
+        else:
+            stores.append(f"    obj.{name} = {name}\n")
+    exec(f"def build({', '.join(varying)}):\n    obj = twin()\n{''.join(stores)}    obj.__class__ = cls\n    return obj\n",
+         namespace)
+    build = namespace["build"]
+    probe = build(*(None for _ in varying))
+    if type(probe) is not cls:
+        raise TypeError(f"{cls.__name__}: could not build through a twin class")
+    build.__name__ = f"build_{cls.__name__}"
+    return build

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.jsontext import dumps, finite, json_default, loads_stored
+from agentotel_eval.jsontext import dumps, finite, json_default, loads, loads_stored
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -518,24 +518,49 @@ _RUN_BUILDERS = tuple(_builder(field.type) for field in AGENT_RUN_SCHEMA)
 _CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 
 
-def _table(columns: dict[str, list[Any]], arrow_schema: pa.Schema) -> pa.Table:
-    arrays = []
-    for field in arrow_schema:
-        values = columns[field.name]
-        if field.type == _JSON:
-            arrays.append(_json_array(values))
-        elif pa.types.is_string(field.type):
-            arrays.append(_str_array(values))
-        else:
-            arrays.append(pa.array(values, field.type))
-    return pa.Table.from_arrays(arrays, schema=arrow_schema)
-
-
 # --------------------------------------------------------------------------------------------------------------
 # evaluations -> Arrow
 
 
 OWN_SOURCE = schema.OWN_SOURCE
+
+
+class EncodedDetails(Mapping[str, Any]):
+    """An evaluations row's details given as the JSON text to store, written once where the parts are known (a
+    remembered tool-correctness log is encoded once per pair of name lists): the row conversion takes the text as
+    it is. Reading it as a mapping parses the text, so it reads as the stored value does."""
+
+    __slots__ = ("_value", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._value: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        value = self._value
+        if value is None:
+            value = self._value = loads(self.text)
+        return value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        return self._get() == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EncodedDetails({self.text!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (EncodedDetails, (self.text,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,25 +590,10 @@ class EvaluationRow:
         return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version or "")
 
 
-def _positional_maker(cls: type) -> Any:
-    """``make(*every field in order)``: a frozen slotted dataclass filled slot by slot.
-
-    The frozen ``__init__`` goes through ``object.__setattr__`` once per field, which for a 17-field row is
-    most of what creating it costs; rows are created for every metric of every scored run.
-    """
-    names = list(cls.__dataclass_fields__)  # declaration order
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    body = []
-    for k, name in enumerate(names):
-        namespace[f"_set{k}"] = cls.__dict__[name].__set__
-        body.append(f"    _set{k}(obj, {name})")
-    source = f"def make({', '.join(names)}):\n    obj = _new(_cls)\n" + "\n".join(body) + "\n    return obj\n"
-    exec(source, namespace)
-    return namespace["make"]
-
-
-#: ``EvaluationRow`` from all 17 fields, positionally, in declaration order (the hot path's constructor)
-new_evaluation_row = _positional_maker(EvaluationRow)
+#: ``EvaluationRow`` from all 17 fields, positionally, in declaration order (the hot path's constructor): the
+#: frozen ``__init__`` goes through ``object.__setattr__`` once per field, most of what creating a row costs, and
+#: rows are created for every metric of every scored run
+new_evaluation_row = slot_builder(EvaluationRow, tuple(EvaluationRow.__dataclass_fields__))
 
 
 EVALUATION_SCHEMA = pa.schema(
@@ -598,33 +608,34 @@ EVALUATION_SCHEMA = pa.schema(
 assert tuple(EVALUATION_SCHEMA.names) == schema.EVALUATION_COLUMNS
 
 
-def _finite_or_none(value: float | None) -> float | None:
-    return value if value is None or math.isfinite(value) else None
+_EVALUATION_BUILDERS = tuple(_builder(field.type) for field in EVALUATION_SCHEMA)
 
 
 def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
-    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column."""
-    finite = _finite_or_none
-    columns: dict[str, list[Any]] = {
-        "trace_id": [r.trace_id for r in rows],
-        "run_span_id": [r.run_span_id for r in rows],
-        "metric": [r.metric for r in rows],
-        "score": [finite(r.score) for r in rows],
-        "threshold": [finite(r.threshold) for r in rows],
-        "success": [r.success for r in rows],
-        "reason": [r.reason for r in rows],
-        "details": [None if r.details is None else to_json(r.details) for r in rows],
-        "status": [r.status for r in rows],
-        "model": [r.model for r in rows],
-        "cost_usd": [finite(r.cost_usd) for r in rows],
-        "created_at": [r.created_at_ns or None for r in rows],
-        "evaluator": [r.evaluator for r in rows],
-        "evaluator_version": [r.evaluator_version for r in rows],
-        "latency_s": [finite(r.latency_s) for r in rows],
-        "source": [r.source for r in rows],
-        "updated_at": [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
-    }
-    return _table(columns, EVALUATION_SCHEMA)
+    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column (non-finite
+    floats become null in line, without a call per value)."""
+    isfinite = math.isfinite
+    columns = (
+        [r.trace_id for r in rows],
+        [r.run_span_id for r in rows],
+        [r.metric for r in rows],
+        [v if (v := r.score) is None or isfinite(v) else None for r in rows],
+        [v if (v := r.threshold) is None or isfinite(v) else None for r in rows],
+        [r.success for r in rows],
+        [r.reason for r in rows],
+        [None if (d := r.details) is None else d.text if type(d) is EncodedDetails else to_json(d) for r in rows],
+        [r.status for r in rows],
+        [r.model for r in rows],
+        [v if (v := r.cost_usd) is None or isfinite(v) else None for r in rows],
+        [r.created_at_ns or None for r in rows],
+        [r.evaluator for r in rows],
+        [r.evaluator_version for r in rows],
+        [v if (v := r.latency_s) is None or isfinite(v) else None for r in rows],
+        [r.source for r in rows],
+        [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
+    )
+    return pa.Table.from_arrays([b(v) for b, v in zip(_EVALUATION_BUILDERS, columns, strict=True)],
+                                schema=EVALUATION_SCHEMA)
 
 
 def events_json(events: tuple[SpanEvent, ...]) -> str:

@@ -6,6 +6,7 @@ from agentotel_eval.reconstruct.model import AgentRun
 from collector.expectations import (
     Dataset,
     ExpectationConfigError,
+    ExpectationFinder,
     find_expectation,
     normalise_input,
     parse_rules,
@@ -91,3 +92,17 @@ def test_dataset_errors_name_the_line(tmp_path):
         Dataset.load(path)
     with pytest.raises(ExpectationConfigError, match=r"missing\.jsonl"):
         Dataset.load(tmp_path / "missing.jsonl")
+
+
+@pytest.mark.parametrize("modes", [("default", "exact", "ordering"), ("ordering",)])
+def test_finder_finds_what_find_expectation_finds(tmp_path, modes):
+    ds_path = tmp_path / "ds.jsonl"
+    ds_path.write_text(json.dumps({"input": "hello", "expected_tools": ["x"]}) + "\n")
+    dataset = Dataset.load(ds_path)
+    runs = [_run(), _run(agent_name="weather_bot"), _run(expected_tools=("a",)), _run(input="hello", service_name="o"),
+            _run(input=None, service_name="o"), _run(expected_tools=())]
+    for rules in (RULES, RULES[:2], ()):
+        for ds in (dataset, None):
+            finder = ExpectationFinder(rules, ds, modes)
+            for run in runs:
+                assert finder.find(run) == find_expectation(run, rules, ds, modes)

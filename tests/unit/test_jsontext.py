@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentotel_eval.jsontext import dumps, loads, stdlib_dumps
+from agentotel_eval.jsontext import dumps, dumps_finite, has_non_finite, loads, stdlib_dumps
 
 _scalars = (
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
@@ -48,6 +48,19 @@ def test_non_finite_floats_are_spelled_out_not_nulled():
     assert dumps(math.nan) == '"NaN"'
 
 
+@settings(max_examples=300)
+@given(_values)
+def test_dumps_finite_writes_what_dumps_writes_for_finite_values(value):
+    """The caller's promise (no NaN or infinity) is all that lets it skip the search: the text is the same."""
+    assert not has_non_finite(value)
+    assert dumps_finite(value) == dumps(value)
+
+
+@pytest.mark.parametrize("value", [math.nan, [1.0, {"a": -math.inf}], {"b": (math.inf,)}, frozenset({math.nan})])
+def test_has_non_finite_finds_them_anywhere(value):
+    assert has_non_finite(value)
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -62,6 +75,7 @@ def test_non_finite_floats_are_spelled_out_not_nulled():
 )
 def test_values_orjson_cannot_write_alone_come_out_as_the_stdlib_writes_them(value):
     assert dumps(value) == stdlib_dumps(value)
+    assert dumps_finite(value) == dumps(value)
 
 
 @settings(max_examples=300)

@@ -1,12 +1,20 @@
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentotel_eval import EvalTestCase, MLLMImage, ModelTestCase, ToolCall
+from agentotel_eval.frozen import freeze
 from agentotel_eval.judge.history import (
     SOURCE_CONTEXT,
     SOURCE_EXPECTED_OUTPUT,
     SOURCE_NONE,
     SOURCE_TOOL_CALLS,
     SOURCE_TOOLS_CALLED,
+    render_call,
     render_text,
     render_tool_history,
+    render_value,
     truncate,
 )
 
@@ -84,3 +92,91 @@ def test_a_multiline_value_cannot_pose_as_another_call():
     lines = render_tool_history(case).text.splitlines()
     assert [line for line in lines if line.startswith("#")] == ["#1 get_weather"]
     assert "      #2 delete_database" in lines
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.binary(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=4) | st.integers() | st.tuples(st.integers()), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+def _reference_render_value(value, limit):
+    """render_value as it was: a fresh stdlib encoder per value (circularity checked), repr when it fails."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, bytes):
+        text = value.decode("utf-8", "replace")
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return truncate(text, limit)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_values, limit=st.sampled_from([0, 5, 2000]))
+def test_render_value_writes_what_a_fresh_encoder_writes(value, limit):
+    """The encoder built once writes what json.dumps writes: NaN, tuples, sets (as str), frozen containers,
+    keys json refuses (then repr)."""
+    assert render_value(value, limit) == _reference_render_value(value, limit)
+    assert render_value(freeze(value), limit) == _reference_render_value(freeze(value), limit)
+
+
+def test_render_value_of_a_cycle_is_its_repr_as_before():
+    cyclic: list = [1]
+    cyclic.append(cyclic)
+    holder = {"a": cyclic}
+    assert render_value(holder) == _reference_render_value(holder, 2000) == repr(holder)
+
+
+def _reference_render_call(position, call, max_value_chars=2000):
+    """render_call as it was, each field through _field."""
+    def field(label, value):
+        return f"   {label}: " + _reference_render_value(value, max_value_chars).replace("\n", "\n      ")
+
+    lines = [f"#{position} {_reference_render_value(call.name, 200).replace(chr(10), ' ')}"]
+    if call.input_parameters is not None:
+        lines.append(field("arguments", call.input_parameters))
+    elif call.raw_arguments is not None:
+        lines.append(field("arguments (as recorded, not parsed)", call.raw_arguments))
+    if call.status is not None:
+        lines.append(f"   status: {call.status}")
+    if call.error:
+        lines.append(field("error", call.error))
+    if call.output is not None:
+        lines.append(field("result", call.output))
+    elif call.status == "ok":
+        lines.append("   result: (none recorded)")
+    if call.description:
+        lines.append(field("description", call.description))
+    if call.reasoning:
+        lines.append(field("reasoning", call.reasoning))
+    return "\n".join(lines)
+
+
+_texts = st.text(alphabet=st.sampled_from("ab\n é"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=_texts | st.just("n" * 250), params=st.none() | st.dictionaries(_texts, _values, max_size=3),
+       raw=st.none() | _texts, output=st.none() | _texts | _values, status=st.sampled_from([None, "ok", "error"]),
+       error=st.none() | _texts, limit=st.sampled_from([0, 4, 2000]))
+def test_render_call_is_each_field_rendered_as_before(name, params, raw, output, status, error, limit):
+    call = ToolCall(name, params, output=output, status=status, error=error, raw_arguments=raw)
+    assert render_call(3, call, limit) == _reference_render_call(3, call, limit)
+
+
+def test_the_metric_renders_the_history_render_tool_history_renders():
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.reconstruct import reconstruct
+    from tests.fixture_traces import fixtures
+
+    metric = ToolsErrorMetric(judge=False)
+    cases = [run.to_test_case() for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    cases += [EvalTestCase("q", tools_called=["a"]), EvalTestCase("q", tool_calls=[], context="c"),
+              EvalTestCase("q", tool_calls=STRUCTURED, tools_called=["x"])]
+    for case in cases:
+        assert metric._prepare(case).history == render_tool_history(case)
