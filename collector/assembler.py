@@ -17,7 +17,7 @@ import operator
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
@@ -34,6 +34,8 @@ _SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
 _LOG_ORDER = operator.attrgetter("timestamp_ns")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
+#: one read of completed traces: (trace ids, lo_ns, hi_ns, a tag the reader hands back with the result)
+Read = tuple[list[str], int, int, int]
 _NS = 1_000_000_000
 #: records read back in one query at most: what a read holds at once, as Arrow rows and records (a shutdown
 #: drains every open trace; memory stays bounded)
@@ -268,20 +270,32 @@ class Assembler:
 
     def _emit(self, decided: list[tuple[OpenTrace, str]]) -> None:
         """Read the decided traces' records back, reconstruct, and hand them on (a batch per read)."""
-        for group in _read_groups(decided):
-            ids = [trace.trace_id for trace, _ in group]
-            lo = min(trace.lo_ns for trace, _ in group)
-            hi = max(trace.hi_ns for trace, _ in group)
-            try:
-                stored = self._reader.load(ids, lo, hi, whole=self._whole_spans)
-            except Exception:
+        groups = {id(group): group for group in _read_groups(decided)}
+        reads = [([t.trace_id for t, _ in g], min(t.lo_ns for t, _ in g), max(t.hi_ns for t, _ in g), id(g))
+                 for g in groups.values()]
+        for read, stored in self._load_all(reads):
+            group = groups[read[3]]
+            if isinstance(stored, BaseException):
                 # Their runs are not written now; they are stored traces without runs, which the recovery at the
                 # next start re-opens.
                 self.stats.read_errors += len(group)
-                log.exception("could not read %d completed traces back from the database; their runs are not "
-                              "written", len(group))
+                log.error("could not read %d completed traces back from the database (%s); their runs are not "
+                          "written", len(group), stored, exc_info=stored)
                 continue
             self._reconstruct_and_pass(group, stored)
+
+    def _load_all(self, reads: list[Read]) -> Iterator[tuple[Read, dict[str, StoredTrace] | BaseException]]:
+        """Each read's traces, or the exception that failed it; through the reader's ``load_many`` when it has one
+        (the assembler process's reads the next while this one is worked on), else one ``load`` after another."""
+        load_many = getattr(self._reader, "load_many", None)
+        if load_many is not None:
+            yield from load_many(reads, whole=self._whole_spans)
+            return
+        for read in reads:
+            try:
+                yield read, self._reader.load(read[0], read[1], read[2], whole=self._whole_spans)
+            except Exception as exc:
+                yield read, exc
 
     def _reconstruct_and_pass(self, group: list[tuple[OpenTrace, str]], stored: dict[str, StoredTrace]) -> None:
         completed: list[CompletedTrace] = []

@@ -29,7 +29,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -38,7 +39,7 @@ from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.store.reader import StoredTrace, group_by_trace
 from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 from collector import wire
-from collector.assembler import Assembler
+from collector.assembler import Assembler, Read
 from collector.config import AssemblerConfig
 from collector.memory import release_free_memory, tune_malloc
 from collector.pipeline import CompletedTrace
@@ -73,7 +74,8 @@ class RemoteCallError(RuntimeError):
 
 
 class _Link:
-    """This side of the socket pair: sends from any thread, replies routed to the one caller waiting."""
+    """This side of the socket pair: sends from any thread; a call's reply is routed to whoever waits for it (one
+    thread may have several calls outstanding: the assembler asks for its next read before it works on this one)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -82,6 +84,8 @@ class _Link:
         self.replies: queue.Queue[Any] = queue.Queue()
         self.closed = False
         self._calls = 0
+        self._outstanding: set[int] = set()
+        self._early: dict[int, tuple[bool, Any]] = {}  # replies to outstanding calls not waited for yet
 
     def send(self, message: tuple[Any, ...]) -> None:
         if self.closed:
@@ -94,19 +98,46 @@ class _Link:
                 raise
 
     def call(self, name: str, *args: Any) -> Any:
+        return self.result(self.request(name, *args), name)
+
+    def request(self, name: str, *args: Any) -> int:
+        """Send a call; ``result`` waits for its answer."""
         with self._call_lock:
             self._calls += 1
             call_id = self._calls
+            self._outstanding.add(call_id)
+        try:
             self.send(("call", call_id, name, args))
-            deadline = time.monotonic() + CALL_TIMEOUT
+        except BaseException:
+            with self._call_lock:
+                self._outstanding.discard(call_id)
+            raise
+        return call_id
+
+    def result(self, call_id: int, name: str) -> Any:
+        """The answer to a call made with ``request`` (``RemoteCallError`` if the collector could not answer)."""
+        deadline = time.monotonic() + CALL_TIMEOUT
+        try:
             while True:
+                with self._call_lock:
+                    early = self._early.pop(call_id, None)
+                if early is not None:
+                    ok, value = early
+                    break
                 try:
                     answered, (ok, value) = self.replies.get(timeout=max(deadline - time.monotonic(), 0.0))
                 except queue.Empty:
                     raise RemoteCallError(f"the collector did not answer {name} within {CALL_TIMEOUT:g}s") from None
                 if answered == call_id or answered is None:  # None: the connection closed
                     break
-                # the late answer to an earlier call that timed out: not this one's
+                with self._call_lock:
+                    if answered in self._outstanding:  # another outstanding call's: kept for its caller
+                        self._early[answered] = (ok, value)
+                    # else the late answer to an earlier call that timed out: nobody's
+        finally:
+            with self._call_lock:
+                self._outstanding.discard(call_id)
+                self._early.pop(call_id, None)
         if not ok:
             raise RemoteCallError(value)
         return value
@@ -121,7 +152,33 @@ class RemoteReader:
     def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True) -> dict[str, StoredTrace]:
         """The collector runs the query and sends its Arrow tables; they become records here, on this side."""
         ids = sorted(set(trace_ids))
-        spans, logs = wire.tables_from_frames(self._link.call("load", ids, lo_ns, hi_ns, whole))
+        return self._records(ids, self._link.call("load", ids, lo_ns, hi_ns, whole))
+
+    def load_many(self, reads: Iterable[Read], *, whole: bool = True) -> Iterator[tuple[Read, Any]]:
+        """``load`` for each read in turn, the next one asked for before this one is handed over: the collector
+        runs its query while this process works on the records of the last (without, the assembler waited for
+        every read). Yields each read with its traces, or with the exception that failed it."""
+        pending: deque[tuple[Read, list[str], int]] = deque()
+        reads = iter(reads)
+
+        def ask() -> None:
+            read = next(reads, None)
+            if read is not None:
+                ids = sorted(set(read[0]))
+                pending.append((read, ids, self._link.request("load", ids, read[1], read[2], whole)))
+
+        ask()
+        while pending:
+            read, ids, call_id = pending.popleft()
+            ask()
+            try:
+                yield read, self._records(ids, self._link.result(call_id, "load"))
+            except Exception as exc:
+                yield read, exc
+
+    @staticmethod
+    def _records(ids: list[str], frames: Any) -> dict[str, StoredTrace]:
+        spans, logs = wire.tables_from_frames(frames)
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
     def latest_span_time(self) -> int | None:

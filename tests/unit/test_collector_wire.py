@@ -77,6 +77,57 @@ def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
     assert link.conn.sent == [("call", 1, "latest_span_time", ())]
 
 
+def test_outstanding_calls_each_get_their_own_answer_whatever_the_order():
+    from collector.assembler_worker import _Link
+
+    class Conn:
+        def send(self, message) -> None:
+            pass
+
+    link = _Link(Conn())  # type: ignore[arg-type]
+    first, second = link.request("load", "a"), link.request("load", "b")
+    link.replies.put((second, (True, "b's rows")))  # answered out of order
+    link.replies.put((99, (True, "nobody's")))  # a late answer to a call that timed out
+    link.replies.put((first, (True, "a's rows")))
+    assert link.result(first, "load") == "a's rows"
+    assert link.result(second, "load") == "b's rows"
+    assert not link._early and not link._outstanding  # nothing kept for nobody
+
+
+def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
+    from collector.assembler_worker import RemoteReader, _Link
+
+    class Conn:
+        def __init__(self) -> None:
+            self.sent: list = []
+
+        def send(self, message) -> None:
+            self.sent.append(message)
+
+    import pyarrow as pa
+
+    from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT
+
+    conn = Conn()
+    link = _Link(conn)  # type: ignore[arg-type]
+    reader = RemoteReader(link)
+    empty_spans = pa.table({c.strip(): pa.array([], pa.string()) for c in SPAN_SELECT.split(",")})
+    empty_logs = pa.table({c.strip(): pa.array([], pa.string()) for c in LOG_SELECT.split(",")})
+    frames = [bytes(memoryview(f)) if not isinstance(f, bytes) else f for f in wire.ipc_frames(empty_spans, empty_logs)]
+    reads = iter(reader.load_many([(["t1"], 1, 2, 0), (["t2"], 3, 4, 1), (["t3"], 5, 6, 2)], whole=False))
+    link.replies.put((1, (True, frames)))
+    link.replies.put((2, (False, "the query failed")))
+    link.replies.put((3, (True, frames)))
+    read, stored = next(reads)
+    assert read[3] == 0 and stored == {"t1": type(stored["t1"])([], [])}
+    assert [m[1] for m in conn.sent] == [1, 2]  # the second read was asked for before the first came back
+    read, failed = next(reads)
+    assert read[3] == 1 and "the query failed" in str(failed)  # a failed read is handed over, not raised
+    read, stored = next(reads)
+    assert read[3] == 2 and list(stored) == ["t3"]
+    assert next(reads, None) is None
+
+
 def test_tables_cross_as_frames_and_come_back_equal():
     import pyarrow as pa
 
