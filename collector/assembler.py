@@ -39,7 +39,7 @@ Read = tuple[list[str], int, int, int]
 _NS = 1_000_000_000
 #: records read back in one query at most: what a read holds at once, as Arrow rows and records (a shutdown
 #: drains every open trace; memory stays bounded)
-MAX_READ_RECORDS = 8192
+MAX_READ_RECORDS = 2048
 #: traces whose time windows are further apart than this are read in separate queries (one query's window is
 #: the union of its traces' windows, and DuckDB skips only the row groups outside it)
 READ_GAP_NS = 10 * _NS

@@ -293,7 +293,8 @@ class AssemblerProcess:
             kind = message[0]
             try:
                 if kind == "rows":
-                    self._run_writer.submit(message[1])
+                    frames = [conn.recv_bytes() for _ in range(message[2])]
+                    self._run_writer.submit(wire.run_rows_from(message[1], frames))
                 elif kind == "stats":
                     self._update(message[1])
                 elif kind == "progress":

@@ -11,7 +11,8 @@ Messages on the socket pair (``multiprocessing.connection`` framing, pickled tup
 
     collector -> here:  ("setup", WorkerSetup) first, then ("marks", bytes), ("reply", call_id, (ok, value)),
                         ("reply_frames", call_id, n) followed by n raw frames (``wire.ipc_frames``), ("stop",)
-    here -> collector:  ("ready",), ("rows", RunRows), ("forward", bytes), ("call", name, args),
+    here -> collector:  ("ready",), ("rows", head, n) followed by n raw frames (``wire.run_rows_frames``),
+                        ("forward", bytes), ("call", name, args),
                         ("stats", dict), ("progress", received, inbox), ("stopped",)
 
 Run as ``python -m collector.assembler_worker FD`` by ``collector.assembler_process``; not a user command.
@@ -93,6 +94,19 @@ class _Link:
         with self._send_lock:
             try:
                 self.conn.send(message)
+            except (OSError, ValueError):
+                self.closed = True
+                raise
+
+    def send_frames(self, message: tuple[Any, ...], frames: Sequence[Any]) -> None:
+        """A message followed by raw frames, with nothing in between."""
+        if self.closed:
+            raise ConnectionError("the collector closed the connection")
+        with self._send_lock:
+            try:
+                self.conn.send(message)
+                for frame in frames:
+                    self.conn.send_bytes(frame)
             except (OSError, ValueError):
                 self.closed = True
                 raise
@@ -211,7 +225,8 @@ class RemoteRunSink:
         batches, errors = build_batches(traces, time.time_ns())
         self.conversion_errors += errors
         for rows in batches:
-            self._link.send(("rows", rows))
+            head, frames = wire.run_rows_frames(rows)
+            self._link.send_frames(("rows", head, len(frames)), frames)
         if batches:
             self.sent.set()  # the counters follow the rows promptly (the collector's tests and /metrics read them)
 
@@ -310,10 +325,7 @@ def serve(conn: Connection) -> None:
                     logging.shutdown()
                     os._exit(1)
                 received[0] += len(spans) + len(logs)  # after consume: see stats()
-                # What was taken, at once, from this thread: the collector's back-pressure reads it, and the
-                # assembler's own counters (``stats``) wait for the end of its round, which a large batch makes long.
-                with contextlib.suppress(OSError, ValueError, ConnectionError):
-                    link.send(("progress", received[0], assembler.backlog))
+                took.set()
             elif kind == "reply":
                 link.replies.put((message[1], message[2]))
             elif kind == "reply_frames":
@@ -327,8 +339,26 @@ def serve(conn: Connection) -> None:
             else:
                 log.error("unknown message %r from the collector; ignored", kind)
 
+    took = threading.Event()
+
+    def report_progress() -> None:
+        """What was taken, soon after it was: the collector's back-pressure reads it, and the assembler's own
+        counters (``stats``) wait for the end of its round, which a large batch makes long. Sent from a thread of
+        its own: the receiving thread never writes to the socket (it is the only reader of this side, and the
+        collector may be blocked writing to it while this process writes to the collector)."""
+        while not stop_asked.is_set():
+            if not took.wait(0.5):
+                continue
+            took.clear()
+            try:
+                link.send(("progress", received[0], assembler.backlog))
+            except (OSError, ValueError, ConnectionError):
+                return
+            time.sleep(0.02)  # at most fifty reports a second
+
     receiver = threading.Thread(target=receive, name="agentotel-assembler-receive", daemon=True)
     receiver.start()
+    threading.Thread(target=report_progress, name="agentotel-assembler-progress", daemon=True).start()
     assembler.start()  # recovery reads go through the collector, which serves them while it waits for "ready"
     link.send(("ready",))
     stop_asked.wait()

@@ -53,6 +53,9 @@ def serve(conn: Connection) -> None:
         gc.freeze()
     if malloc:
         tune_malloc()
+    import os as _os
+    if _os.environ.get("AO_NICE"):
+        _os.nice(int(_os.environ["AO_NICE"]))
     conn.send_bytes(b"ready")
     trimmed = time.monotonic()
     while True:

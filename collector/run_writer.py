@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from agentotel_eval.store.operations import ReplaceRuns, SpanUpdate, TraceWindow
+from agentotel_eval.store.operations import ReplaceRuns, SpanUpdate, TraceWindow, span_values_table
 from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
 from collector.pipeline import CompletedTrace
 
@@ -26,13 +26,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class RunRows:
-    """The rows of one batch of completed traces, written in one transaction (picklable: Arrow tables)."""
+    """The rows of one batch of completed traces, written in one transaction: Arrow tables (and the rare span
+    updates applied as a delta in SQL), which cross from the assembler process as frames (``wire``)."""
 
     runs: pa.Table
     calls: pa.Table
     replace: tuple[TraceWindow, ...]
     evaluations: pa.Table | None
-    span_updates: tuple[SpanUpdate, ...]
+    span_updates: tuple[SpanUpdate, ...]  # applied as a merge patch (a re-built trace)
+    span_values: pa.Table | None = None  # whole new values (``operations.span_values_table``)
 
 
 def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | None:
@@ -40,12 +42,15 @@ def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | N
     runs = [run for trace in traces for run in trace.runs]
     replace = tuple(TraceWindow(t.trace_id, t.lo_ns, t.hi_ns) for t in traces if t.replace)
     evaluations = [row for trace in traces for row in trace.evaluations]
-    span_updates = tuple(update for trace in traces for update in trace.span_updates)
-    if not runs and not replace and not evaluations and not span_updates:
+    updates = [update for trace in traces for update in trace.span_updates]
+    if not runs and not replace and not evaluations and not updates:
         return None
+    whole = [u for u in updates if u.attributes is not None and u.all_events is not None]
+    patches = tuple(u for u in updates if u.attributes is None or u.all_events is None) if len(whole) < len(
+        updates) else ()
     run_rows, call_rows = runs_to_arrow(runs, now_ns)
     return RunRows(run_rows, call_rows, replace, evaluations_to_arrow(evaluations) if evaluations else None,
-                   span_updates)
+                   patches, span_values_table(whole) if whole else None)
 
 
 def build_batches(traces: Sequence[CompletedTrace], now_ns: int) -> tuple[list[RunRows], int]:
@@ -102,7 +107,7 @@ class RunWriter:
         """Queue one batch's rows to the writer (rows built here or in the assembler process)."""
         self._writer.submit_operation(ReplaceRuns(
             rows.runs, rows.calls, rows.replace, rows.evaluations, on_applied=self._applied,
-            span_updates=rows.span_updates,
+            span_updates=rows.span_updates, span_values=rows.span_values,
         ))
 
     def _applied(self, op: ReplaceRuns) -> None:

@@ -5,6 +5,7 @@
 * Stored rows read back for the assembler, collector -> assembler: Arrow IPC streams of DuckDB's own Arrow
   export, sent as raw frames after a small header and converted to records on the assembler's side (the
   collector's interpreter does no per-span work for them, and the data is never pickled).
+* Rows of runs, assembler -> collector: a small head and the tables as the same frames (``run_rows_frames``).
 * Records, assembler -> collector (the held spans it forwards with their scores): ``marshal`` of plain tuples
   (about 4 µs a span to write, a quarter of what pickling the dataclasses costs): decoded records hold only str,
   int, float, bool, bytes, None, lists, tuples and dicts. Records built some other way may hold values marshal
@@ -23,7 +24,9 @@ import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
 from agentotel_eval.reconstruct.fastinit import slot_builder
+from agentotel_eval.store.operations import SpanUpdate, TraceWindow
 from collector.marks import LogMark, SpanMark
+from collector.run_writer import RunRows
 
 _MARSHAL = b"M"
 _PICKLE = b"P"
@@ -79,6 +82,37 @@ def loads(payload: bytes) -> tuple[list[SpanRecord], list[LogRecord]]:
     else:
         raise ValueError(f"not a records message (starts with {kind!r})")
     return [_span(t) for t in spans], [_new_log(*t) for t in logs]
+
+
+def run_rows_frames(rows: RunRows) -> tuple[tuple[Any, ...], list[Any]]:
+    """A batch of run rows as a small head (plain values) and its tables as ``ipc_frames``."""
+    tables = [rows.runs, rows.calls]
+    if rows.evaluations is not None:
+        tables.append(rows.evaluations)
+    if rows.span_values is not None:
+        tables.append(rows.span_values)
+    head = (
+        tuple((w.trace_id, w.lo_ns, w.hi_ns) for w in rows.replace),
+        tuple(_fields(u) for u in rows.span_updates),
+        rows.evaluations is not None,
+        rows.span_values is not None,
+    )
+    return head, ipc_frames(*tables)
+
+
+def run_rows_from(head: tuple[Any, ...], frames: Sequence[bytes]) -> RunRows:
+    """The inverse of ``run_rows_frames``."""
+    replace, patches, has_evaluations, has_values = head
+    tables = iter(tables_from_frames(frames))
+    runs, calls = next(tables), next(tables)
+    evaluations = next(tables) if has_evaluations else None
+    values = next(tables) if has_values else None
+    return RunRows(runs, calls, tuple(TraceWindow(*w) for w in replace), evaluations,
+                   tuple(SpanUpdate(*u) for u in patches), values)
+
+
+def _fields(obj: Any) -> tuple[Any, ...]:
+    return tuple(getattr(obj, name) for name in obj.__dataclass_fields__)
 
 
 def dump_marks(spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> bytes:

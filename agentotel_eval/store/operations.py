@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import json_array, safe_text
@@ -69,6 +70,7 @@ class ReplaceRuns:
         evaluations: pa.Table | None = None,
         on_applied: Callable[[ReplaceRuns], None] | None = None,
         span_updates: Sequence[SpanUpdate] = (),
+        span_values: pa.Table | None = None,
     ) -> None:
         self.runs = runs
         self.calls = calls
@@ -76,6 +78,8 @@ class ReplaceRuns:
         self.evaluations = evaluations
         self.on_applied = on_applied
         self.span_updates = tuple(span_updates)
+        #: whole new attributes and events of stored spans (``span_values_table``), set as they are
+        self.span_values = span_values
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         import duckdb
@@ -106,6 +110,8 @@ class ReplaceRuns:
         _insert(con, schema.TOOL_CALLS, schema.TOOL_CALL_COLUMNS, self.calls)
         if self.evaluations is not None:
             _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.evaluations)
+        if self.span_values is not None and self.span_values.num_rows:
+            set_span_values(con, self.span_values)
         update_spans(con, self.span_updates)
 
     def committed(self) -> None:
@@ -121,7 +127,8 @@ class ReplaceRuns:
     def rows(self) -> int:
         """Rows this operation writes (what it holds in memory until then, roughly)."""
         evaluations = self.evaluations.num_rows if self.evaluations is not None else 0
-        return self.runs.num_rows + self.calls.num_rows + evaluations + len(self.span_updates)
+        values = self.span_values.num_rows if self.span_values is not None else 0
+        return self.runs.num_rows + self.calls.num_rows + evaluations + values + len(self.span_updates)
 
 
 class MergedReplaceRuns(ReplaceRuns):
@@ -133,11 +140,13 @@ class MergedReplaceRuns(ReplaceRuns):
         if any(p.replace for p in parts):
             raise ValueError("operations that replace rows keep their own statements (their order matters)")
         evaluations = [p.evaluations for p in parts if p.evaluations is not None and p.evaluations.num_rows]
+        values = [p.span_values for p in parts if p.span_values is not None and p.span_values.num_rows]
         super().__init__(
             pa.concat_tables([p.runs for p in parts]),
             pa.concat_tables([p.calls for p in parts]),
             evaluations=pa.concat_tables(evaluations) if evaluations else None,
             span_updates=[u for p in parts for u in p.span_updates],
+            span_values=pa.concat_tables(values) if values else None,
         )
         self._parts = tuple(parts)
 
@@ -225,18 +234,36 @@ def _window(updates: Sequence[SpanUpdate]) -> tuple[str, dict[str, object]]:
             {"lo": ns_to_datetime(min(starts)), "hi": ns_to_datetime(max(starts), ceil=True)})
 
 
-def _set_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
-    import duckdb
+SPAN_VALUES_SCHEMA = pa.schema([
+    ("trace_id", pa.string()), ("span_id", pa.string()), ("start_ns", pa.int64()), ("attributes", pa.json_()),
+    ("events", pa.json_()),
+])
 
-    window, params = _window(updates)
+
+def span_values_table(updates: Sequence[SpanUpdate]) -> pa.Table:
+    """The whole-value updates (``attributes`` and ``all_events`` set) as a table for ``set_span_values``: built
+    where the updates are made (the assembler process), so what crosses to the writer is Arrow, not objects."""
     # Strings that cannot be UTF-8 (lone surrogates) are replaced as the append path replaced them in the
     # stored span, so the whole value stays what the stored one would have become.
-    table = pa.table({
+    return pa.table({
         "trace_id": pa.array([u.trace_id for u in updates], pa.string()),
         "span_id": pa.array([u.span_id for u in updates], pa.string()),
+        "start_ns": pa.array([u.start_ns for u in updates], pa.int64()),
         "attributes": json_array([u.attributes for u in updates]),
         "events": json_array([u.all_events for u in updates]),
-    })
+    }, schema=SPAN_VALUES_SCHEMA)
+
+
+def set_span_values(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
+    """Set stored spans' attributes and events to the values of a ``span_values_table``."""
+    import duckdb
+
+    window, params = "", {}
+    starts = table.column("start_ns")
+    if starts.null_count == 0 and table.num_rows and pc.min(starts).as_py():  # known start times bound the scan
+        bounds = pc.min_max(starts).as_py()
+        window = f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND "
+        params = {"lo": ns_to_datetime(bounds["min"]), "hi": ns_to_datetime(bounds["max"], ceil=True)}
     con.register("_span_values", table)
     try:
         con.execute(
@@ -247,6 +274,10 @@ def _set_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) ->
     finally:
         with contextlib.suppress(duckdb.Error):
             con.unregister("_span_values")
+
+
+def _set_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
+    set_span_values(con, span_values_table(updates))
 
 
 def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:

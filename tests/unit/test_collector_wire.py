@@ -156,3 +156,34 @@ def test_a_decoded_request_crosses_in_two_frames():
             assert again.rows.equals(batch.rows) and again.records == batch.records
     nothing = decode_request("traces", "json", b'{"resourceSpans": []}')
     assert from_frames(*to_frames(nothing)).rows is None
+
+
+def test_run_rows_cross_as_frames_and_come_back_equal():
+    import dataclasses
+
+    from agentotel_eval.reconstruct import reconstruct
+    from agentotel_eval.store.operations import SpanUpdate, TraceWindow, span_values_table
+    from collector.pipeline import CompletedTrace
+    from collector.run_writer import RunRows, build_run_rows
+
+    traces = []
+    for fx in fixtures()[:6]:
+        spans = sorted(fx.spans("protobuf"), key=lambda s: s.start_ns)
+        traces.append(CompletedTrace(spans[0].trace_id, tuple(spans), (), tuple(reconstruct(spans)), "quiet", True,
+                                     False, spans[0].start_ns, max(s.end_ns for s in spans)))
+    rows = build_run_rows(traces, 123)
+    whole = SpanUpdate("a" * 32, "b" * 16, 5, '{"k":1}', "[]", ("m",), '{"x":1}', "[]")
+    patch = SpanUpdate("c" * 32, "d" * 16, None, '{"k":null}', "[]", ("m", "n"))
+    rows = dataclasses.replace(rows, replace=(TraceWindow("e" * 32, 1, 2),), span_updates=(patch,),
+                               span_values=span_values_table([whole]))
+
+    def across(r: RunRows) -> RunRows:
+        head, frames = wire.run_rows_frames(r)
+        return wire.run_rows_from(head, [bytes(memoryview(f)) if not isinstance(f, bytes) else f for f in frames])
+
+    got = across(rows)
+    assert got.runs.equals(rows.runs) and got.calls.equals(rows.calls)
+    assert got.replace == rows.replace and got.span_updates == (patch,)
+    assert got.span_values.to_pylist() == rows.span_values.to_pylist() and got.evaluations is None
+    bare = across(RunRows(rows.runs.slice(0, 0), rows.calls.slice(0, 0), (), None, ()))
+    assert bare.runs.num_rows == 0 and bare.span_values is None and bare.span_updates == ()
