@@ -196,6 +196,9 @@ class ProcessConfig:
     #: glibc's allocator told to return large blocks to the system and to keep two arenas (see
     #: ``collector.memory``), in the collector's process and its helpers
     tune_malloc: bool = True
+    #: the decode workers' nice value: when the CPU is short, assembly goes first and ingest slows down (exporters
+    #: wait a little longer for their answers) instead of runs falling further and further behind ingest
+    decode_nice: int = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +289,8 @@ class CollectorConfig:
             raise ConfigError("process.gil_switch_interval", "must not be negative")
         if self.process.gc_threshold < 0:
             raise ConfigError("process.gc_threshold", "must not be negative")
+        if not 0 <= self.process.decode_nice <= 19:
+            raise ConfigError("process.decode_nice", f"must be from 0 to 19, got {self.process.decode_nice}")
         for key in ("checkpoint_threshold", "allocator_flush_threshold", "memory_limit"):
             value = getattr(self.writer, key)
             if value and not _SIZE.match(value):

@@ -67,13 +67,13 @@ class DecodePool:
     """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown`` are idempotent."""
 
     def __init__(self, workers: int, *, keep_spans: bool = False, log_level: int = logging.INFO,
-                 gc_threshold: int = 0, gc_freeze: bool = False, tune_malloc: bool = False,
+                 gc_threshold: int = 0, gc_freeze: bool = False, tune_malloc: bool = False, nice: int = 0,
                  start_timeout: float = 60.0) -> None:
         if workers < 1:
             raise ValueError("a decode pool needs at least one worker")
         self._count = workers
         self._keep_spans = keep_spans
-        self._setup = marshal.dumps((log_level, gc_threshold, gc_freeze, tune_malloc))
+        self._setup = marshal.dumps((log_level, gc_threshold, gc_freeze, tune_malloc, nice))
         self._start_timeout = start_timeout
         self._workers: list[_Worker | None] = [None] * workers
         self._delays = [0.0] * workers  # the wait before the next restart of each worker

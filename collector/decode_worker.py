@@ -8,7 +8,7 @@ writer appends (an Arrow IPC stream) and the marks for the assembler.
 
 Messages on the socket pair (``multiprocessing.connection`` framing, ``marshal`` of plain tuples):
 
-    collector -> here:  (log_level, gc_threshold, gc_freeze, tune_malloc) first, then for each request
+    collector -> here:  (log_level, gc_threshold, gc_freeze, tune_malloc, nice) first, then for each request
                         (request_id, signal, encoding, keep_spans) and the body as a raw frame; b"stop" at the end
     here -> collector:  b"ready" once, then for each request in order
                         (request_id, "ok", head) and the rows frame (``decoding.to_frames``)
@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import logging
 import marshal
+import os
 import signal
 import sys
 import time
@@ -43,7 +44,7 @@ def serve(conn: Connection) -> None:
     # manager's SIGTERM to the whole group must not cut requests in flight short.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    log_level, gc_threshold, gc_freeze, malloc = marshal.loads(conn.recv_bytes())
+    log_level, gc_threshold, gc_freeze, malloc, nice = marshal.loads(conn.recv_bytes())
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s agentotel decode: %(message)s")
     if gc_threshold:
@@ -53,9 +54,10 @@ def serve(conn: Connection) -> None:
         gc.freeze()
     if malloc:
         tune_malloc()
-    import os as _os
-    if _os.environ.get("AO_NICE"):
-        _os.nice(int(_os.environ["AO_NICE"]))
+    if nice:
+        # Under a CPU shortage assembly goes first: requests then wait here a little longer, which slows the
+        # exporters down, instead of completed traces waiting ever longer for their runs.
+        os.nice(nice)
     conn.send_bytes(b"ready")
     trimmed = time.monotonic()
     while True:

@@ -158,7 +158,7 @@ class Collector:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
                     gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
-                    tune_malloc=cfg.process.tune_malloc,
+                    tune_malloc=cfg.process.tune_malloc, nice=cfg.process.decode_nice,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout

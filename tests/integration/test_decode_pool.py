@@ -120,3 +120,13 @@ def test_shutdown_stops_every_worker(pool):
         _wait(lambda pid=pid: _gone(pid))
     with pytest.raises(DecodeUnavailable, match="stopping"):
         pool.decode("traces", "protobuf", fixtures()[0].body("protobuf"))
+
+
+def test_workers_run_at_the_nice_value_they_are_given():
+    pool = DecodePool(1, nice=7)
+    pool.start()
+    try:
+        (pid,) = pool.pids
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+    finally:
+        pool.shutdown()
