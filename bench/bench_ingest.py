@@ -166,6 +166,15 @@ def _cpu_seconds(pid) -> float:
         return 0.0
 
 
+def _pss_kb(pid) -> int:
+    """Proportional set size of a live process (shared pages split between the processes sharing them)."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
+
+
 def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -281,18 +290,23 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     def helpers() -> list:
         return [getattr(collector.assembler, "pid", None), *(collector.decoders.pids if collector.decoders else [])]
 
+    pss_peak = [0]
+
     def sample_rss() -> None:
-        """Peak of the collector's RSS plus its helper processes' (assembler, decode workers: one collector)."""
+        """Peak of the collector's RSS plus its helper processes' (assembler, decode workers: one collector), and
+        of their PSS: shared pages (the interpreter, pyarrow's libraries) counted once, split between them."""
         page = os.sysconf("SC_PAGE_SIZE")
         while not sampling.wait(0.2):
-            total = 0
+            total = pss = 0
             for pid in ("self", *helpers()):
                 try:
                     with open(f"/proc/{pid}/statm") as f:
                         total += int(f.read().split()[1]) * page // 1024
+                    pss += _pss_kb(pid)
                 except (OSError, TypeError):
                     pass
             peak[0] = max(peak[0], total)
+            pss_peak[0] = max(pss_peak[0], pss)
 
     threading.Thread(target=sample_rss, daemon=True).start()
     conn.send(collector.grpc_endpoint if transport == "grpc" else collector.http_endpoint.removeprefix("http://"))
@@ -332,6 +346,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "backlog_at_end": backlog_at_end,
         "drained_in": drained_in,
         "rss_sampled_kb": peak[0],
+        "pss_sampled_kb": pss_peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
     }
     result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"] + result["rss_decoders_kb"]
@@ -468,7 +483,7 @@ def main() -> None:
                         f" | peak rss: sum of each process's peak {coll['rss_kb'] / 1024:.0f} MB (collector "
                         f"{coll['rss_main_kb'] / 1024:.0f} + assembler {coll['rss_assembler_kb'] / 1024:.0f} + decode "
                         f"{coll['rss_decoders_kb'] / 1024:.0f}); their sum sampled every 0.2 s: "
-                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB"
+                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB, PSS {coll['pss_sampled_kb'] / 1024:.0f} MB"
                         f"\n    assembly: {coll['backlog_at_end']:,} committed records not yet taken at the end of the window,"
                         f" every run written {coll['drained_in']:.1f} s after the load stopped"
                         f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
