@@ -184,7 +184,8 @@ def _as_text(text: str | bytes | bytearray | memoryview) -> str:
     return _strip_leading(text)
 
 
-_U64 = 2.0**64
+_U64 = 2.0**64  # orjson reads integers up to 2**64 - 1 exactly
+_I64_MIN = -(2.0**63)  # and down to -2**63; below, as a float that rounds to -2**63 or lower
 #: bytes -> b"0" for an ASCII digit, b" " for anything else (UTF-8 continuation bytes are never digits)
 _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
 _BIG_INTEGER_DIGITS = b"0" * 19  # the shortest integer literal orjson reads as a float: -9223372036854775809
@@ -201,10 +202,11 @@ def _has_digit_run(text: str | bytes | bytearray | memoryview) -> bool:
 
 
 def _may_hold_big_integer(value: Any) -> bool:
-    """Whether orjson may have read an integer beyond 64 bits (it gives an integral float of 2**64 or more)."""
+    """Whether orjson may have read an integer beyond 64 bits (it gives an integral float of 2**64 or more, or
+    of -2**63 or less: a literal float of that size is re-read by the stdlib too, which reads it alike)."""
     t = type(value)
     if t is float:
-        return (value >= _U64 or value <= -_U64) and value.is_integer()
+        return (value >= _U64 or value <= _I64_MIN) and value.is_integer()
     if t is dict:
         for v in value.values():
             vt = type(v)

@@ -125,3 +125,12 @@ def test_loads_reads_every_number_as_json_loads_does_types_included(numbers, as_
 def test_loads_reads_integers_of_any_size_exactly(value):
     text = json.dumps(value, ensure_ascii=False)
     assert repr(loads(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("number", [
+    -(2**63), -(2**63) - 1, -(2**63) - 2048, -(2**64), -(10**20), 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**64 + 1, 10**30,
+])
+def test_loads_reads_integers_at_the_64_bit_edges_exactly(number):
+    # orjson reads -2**63 .. 2**64-1 exactly and anything beyond as a float: both edges must fall back
+    for text in (str(number), f"[{number}]", f'{{"v": [1, {number}]}}'):
+        assert repr(loads(text)) == repr(json.loads(text))
