@@ -144,7 +144,7 @@ class WriterConfig:
     max_vacuum_tasks: int = 0
     #: DuckDB memory limit (empty: DuckDB's default, 80% of RAM). DuckDB otherwise keeps the rows it wrote cached
     #: as they grow; past the limit it evicts them, and queries that need more spill to a temporary directory
-    memory_limit: str = "256MB"
+    memory_limit: str = "128MB"
     #: DuckDB worker threads (0: DuckDB's default, one per core)
     threads: int = 0
     #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of at least one
