@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from collector.marks import LogMark, SpanMark
 from collector.pipeline import REASON_EARLY, REASON_QUIET, REASON_TIMEOUT
 
+#: the lower bound of a trace with no record yet (any time of a record is lower)
+NO_TIME = (1 << 63) - 1
+
 
 @dataclass(slots=True)
 class OpenTrace:
@@ -36,19 +39,23 @@ class OpenTrace:
     has_root: bool = False
     #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
     replace: bool = False
-    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times)
-    lo_ns: int = 0
+    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times; a time of 0 too:
+    #: the records are read back by these bounds, so none may fall outside, whatever times an exporter sent)
+    lo_ns: int = NO_TIME
     hi_ns: int = 0
 
     @property
     def size(self) -> int:
         return len(self.span_ids) + self.logs
 
-    def widen(self, lo: int, hi: int) -> None:
-        if lo and (not self.lo_ns or lo < self.lo_ns):
-            self.lo_ns = lo
-        if hi > self.hi_ns:
-            self.hi_ns = hi
+    def widen(self, start: int, end: int) -> None:
+        """Take in a record from ``start`` to ``end`` (an end before its start is taken as the start)."""
+        if start < self.lo_ns:
+            self.lo_ns = start
+        if end < start:
+            end = start
+        if end > self.hi_ns:
+            self.hi_ns = end
 
     @property
     def complete(self) -> bool:
@@ -137,8 +144,10 @@ class TraceBuffer:
                 continue
             ids.add(sid)
             added += 1
-            if start and (not trace.lo_ns or start < trace.lo_ns):
+            if start < trace.lo_ns:
                 trace.lo_ns = start
+            if end < start:
+                end = start
             if end > trace.hi_ns:
                 trace.hi_ns = end
             if parent is None:
@@ -243,6 +252,5 @@ class TraceBuffer:
             self.decided.popitem(last=False)
 
 
-def _widen(decided: Decided, lo: int, hi: int) -> Decided:
-    new_lo = min(decided.lo_ns, lo) if lo and decided.lo_ns else (decided.lo_ns or lo)
-    return Decided(decided.trace_id, new_lo, max(decided.hi_ns, hi))
+def _widen(decided: Decided, start: int, end: int) -> Decided:
+    return Decided(decided.trace_id, min(decided.lo_ns, start), max(decided.hi_ns, start, end))

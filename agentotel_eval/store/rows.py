@@ -218,7 +218,7 @@ def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
     columns = [
         _str_array([r.trace_id for r in logs]),
         _str_array([r.span_id for r in logs]),
-        _ts_array([t or None for t in times]),
+        _ts_array(times),  # 0 (no time at all) as the epoch: a NULL would escape the retry check and the read-back
         _str_array([r.event_name or None for r in logs]),
         _str_array([severity_name(r) for r in logs]),
         _json_array(bodies),
