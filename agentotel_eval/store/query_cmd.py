@@ -80,8 +80,8 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None):
         con = open_read_only(db)
     except FileNotFoundError as exc:
         raise _Failure(str(exc), EXIT_NO_DATABASE) from None
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
+    except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
+        if "lock" in str(exc).lower() or isinstance(exc, duckdb.ResourceInUseException):
             raise _Failure(
                 f"{db} is held by another process and no collector answers for it "
                 f"(is a collector starting, or running without its HTTP port?): {exc}",

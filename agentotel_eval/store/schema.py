@@ -390,24 +390,34 @@ def open_store(
     return con
 
 
-def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int) -> duckdb.DuckDBPyConnection:
+def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int, *,
+            read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """An instance whose only database is the file, attached with its options (external access is switched off
-    right after: ATTACH itself needs it)."""
+    right after: ATTACH itself needs it).
+
+    Read-only opens attach too: DuckDB refuses to attach a file this process already holds before it touches the
+    file, where a second ``duckdb.connect`` of it would open and close a handle of its own, and closing that
+    handle drops the process's lock on the file, which another process could then open for writing."""
     import duckdb
 
     config = _sealed_config(settings)
     config.pop("enable_external_access")
     con = duckdb.connect(":memory:", config=config)
-    options = f" (ROW_GROUP_SIZE {int(row_group_size)})" if row_group_size else ""
+    options = [f"ROW_GROUP_SIZE {int(row_group_size)}"] if row_group_size else []
+    if read_only:
+        options.append("READ_ONLY")
+    clause = f" ({', '.join(options)})" if options else ""
     quoted = str(path).replace("'", "''")
     try:
-        con.execute(f"ATTACH '{quoted}' AS {CATALOG}{options}")
+        con.execute(f"ATTACH '{quoted}' AS {CATALOG}{clause}")
         # Every cursor of this connection starts in the file's catalog once the in-memory one is gone.
         con.execute(f"USE {CATALOG}")
         con.execute("DETACH memory")
         con.execute("SET enable_external_access = false")
     except (duckdb.IOException, duckdb.ResourceInUseException) as exc:  # held by another process, or by this one
         con.close()
+        if read_only:
+            raise
         raise SchemaError(f"cannot open {path} for writing: {exc}") from None
     except BaseException:
         con.close()
@@ -416,13 +426,12 @@ def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int)
 
 
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open an existing database read-only and sealed (no file, network or extension access)."""
-    import duckdb
-
+    """Open an existing database read-only and sealed (no file, network or extension access). Raises
+    ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")
-    con = duckdb.connect(str(path), read_only=True, config=_sealed_config())
+    con = _attach(path, None, 0, read_only=True)
     _seal(con)
     return con
 

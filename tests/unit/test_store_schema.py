@@ -216,3 +216,29 @@ def test_a_second_writer_on_the_same_file_is_refused_with_a_clear_error(tmp_path
         assert other.returncode != 0 and "SchemaError: cannot open" in other.stderr  # in another one
     finally:
         con.close()
+
+
+def test_a_read_only_open_beside_the_writer_in_its_process_is_refused_and_keeps_the_writers_lock(tmp_path):
+    # A plain second connect of the file opened and closed a handle of its own, and closing it dropped this
+    # process's lock: another process could then open the file for writing while the collector wrote to it.
+    import subprocess
+    import sys
+
+    import duckdb
+
+    path = tmp_path / "one.duckdb"
+    con = open_store(path)
+    try:
+        with pytest.raises(duckdb.ResourceInUseException):
+            open_read_only(path)
+        intruder = subprocess.run(
+            [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]); print('opened')", str(path)],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert intruder.returncode != 0 and "opened" not in intruder.stdout and "lock" in intruder.stderr.lower()
+        assert con.execute("SELECT count(*) FROM spans").fetchone() == (0,)  # the writer is unharmed
+    finally:
+        con.close()
+    reader = open_read_only(path)  # once the writer is gone
+    assert reader.execute("SELECT count(*) FROM spans").fetchone() == (0,)
+    reader.close()
