@@ -19,7 +19,10 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
 
     The child gets no stdin and inherits stderr (its log lines go where the collector's go). ``PYTHONPATH`` names
     the directory ``collector`` is imported from, so an uninstalled checkout starts the same code."""
-    ours, theirs = socket.socketpair()
+    try:
+        ours, theirs = socket.socketpair()
+    except OSError as exc:  # out of file descriptors, say
+        raise ChildUnavailable(f"could not start {module}: {exc}") from exc
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -34,3 +37,18 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     finally:
         theirs.close()
     return proc, Connection(ours.detach())
+
+
+def hang_up(conn: Connection) -> None:
+    """Shut both directions of the connection's socket: a thread blocked reading or writing it returns at once
+    (closing the descriptor would not wake it, and could hand its number to another file under its feet)."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+    except (OSError, ValueError):  # already closed
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()

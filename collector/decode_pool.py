@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
-from collector.child import ChildUnavailable, start_child
+from collector.child import ChildUnavailable, hang_up, start_child
 from collector.decoding import STOP, IngestBatch, from_frames
 
 log = logging.getLogger(__name__)
 
 #: the longest wait before starting a worker again after it died
 MAX_RESTART_DELAY = 5.0
+#: how often the watchdog looks for a request body that a worker has stopped reading
+WATCH_INTERVAL = 0.5
 
 
 class DecodeUnavailable(RuntimeError):
@@ -54,6 +56,8 @@ class _Worker:
     send_lock: threading.Lock = field(default_factory=threading.Lock)
     alive: bool = True
     started_at: float = field(default_factory=time.monotonic)
+    #: while a request is being sent to it, when that must be done by (0: no send under way)
+    send_deadline: float = 0.0
 
 
 @dataclass
@@ -96,10 +100,12 @@ class DecodePool:
         self._started = True
         try:
             for i in range(self._count):
-                self._workers[i] = self._spawn(i)
+                worker = self._workers[i] = self._spawn(i)
+                self._listen(worker)
         except BaseException:
             self.shutdown()
             raise
+        threading.Thread(target=self._watch, name="agentotel-decode-watchdog", daemon=True).start()
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Tell every worker to stop after the requests it holds (the collector sends none by then); anything
@@ -108,8 +114,12 @@ class DecodePool:
             self._stopping = True
             workers = [w for w in self._workers if w is not None]
         for worker in workers:
-            with contextlib.suppress(OSError, ValueError), worker.send_lock:
-                worker.conn.send_bytes(STOP)
+            if worker.send_lock.acquire(timeout=timeout):  # a send under way is bounded by the watchdog
+                try:
+                    with contextlib.suppress(Exception):
+                        worker.conn.send_bytes(STOP)
+                finally:
+                    worker.send_lock.release()
         for worker in workers:
             try:
                 worker.proc.wait(timeout)
@@ -137,10 +147,30 @@ class DecodePool:
             proc.kill()
             proc.wait()
             raise
-        worker = _Worker(index, proc, conn)
-        threading.Thread(target=self._receive, args=(worker,), name=f"agentotel-decode-recv-{index}",
+        return _Worker(index, proc, conn)
+
+    def _listen(self, worker: _Worker) -> None:
+        """Start reading the worker's answers (once it is in its slot: it may die, and be replaced, at once)."""
+        threading.Thread(target=self._receive, args=(worker,), name=f"agentotel-decode-recv-{worker.index}",
                          daemon=True).start()
-        return worker
+
+    def _watch(self) -> None:
+        """Stop a worker that has not taken a request's body by the request's deadline: a worker that stopped
+        reading would otherwise hold its sender, and every request queued behind it, forever."""
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            with self._lock:
+                if self._stopping:
+                    return
+                workers = [w for w in self._workers if w is not None and w.alive]
+            now = time.monotonic()
+            for worker in workers:
+                deadline = worker.send_deadline
+                if deadline and now > deadline:
+                    log.error("a decode worker stopped taking requests; stopping it")
+                    with contextlib.suppress(OSError):
+                        worker.proc.kill()
+                    hang_up(worker.conn)
 
     # ---- requests -------------------------------------------------------------------------------------------
 
@@ -149,19 +179,24 @@ class DecodePool:
         ``DecodeUnavailable`` when no worker could decode it now."""
         call = _Call()
         request_id = next(self._ids)
+        deadline = time.monotonic() + timeout
         worker = self._pick(request_id, call)
         head = marshal.dumps((request_id, signal, encoding, self._keep_spans))
-        try:
-            with worker.send_lock:  # the head and its body, with nothing in between
-                worker.conn.send_bytes(head)
-                worker.conn.send_bytes(body)
-        except (OSError, ValueError):
-            with self._lock:
-                worker.pending.pop(request_id, None)
+        if not worker.send_lock.acquire(timeout=timeout):
+            self._forget(worker, request_id)
+            raise DecodeUnavailable(f"the decode worker did not take the request within {timeout:g}s")
+        try:  # the head and its body, with nothing in between
+            worker.send_deadline = deadline
+            worker.conn.send_bytes(head)
+            worker.conn.send_bytes(body)
+        except Exception:  # closed, hung up by the watchdog, or the worker gone: retryable whatever the error
+            self._forget(worker, request_id)
             raise DecodeUnavailable("the decode worker is gone; try again") from None
-        if not call.event.wait(timeout):
-            with self._lock:
-                taken = worker.pending.pop(request_id, None) is not None
+        finally:
+            worker.send_deadline = 0.0
+            worker.send_lock.release()
+        if not call.event.wait(max(deadline - time.monotonic(), 0.0)):
+            taken = self._forget(worker, request_id)
             if taken and worker.alive:
                 # Decoding never takes this long: the worker is stuck (on this body, or before it). It is replaced;
                 # what it held is answered as retryable.
@@ -178,6 +213,11 @@ class DecodePool:
         if kind == "error":
             raise RuntimeError(f"decoding failed: {value}")
         raise DecodeUnavailable(str(value))
+
+    def _forget(self, worker: _Worker, request_id: int) -> bool:
+        """Stop waiting for a request's answer; whether it was still awaited."""
+        with self._lock:
+            return worker.pending.pop(request_id, None) is not None
 
     def _pick(self, request_id: int, call: _Call) -> _Worker:
         """The live worker with the fewest requests in flight (in turn among equals); the call is registered."""
@@ -226,8 +266,13 @@ class DecodePool:
             held = list(worker.pending.values())
             worker.pending.clear()
             self.stats.failed_in_worker += len(held) if why != "the collector is stopping" else 0
-        with contextlib.suppress(OSError):
-            worker.conn.close()
+        hang_up(worker.conn)  # wakes a thread reading or writing it; then it can be closed under the send lock
+        if worker.send_lock.acquire(timeout=5.0):
+            try:
+                with contextlib.suppress(OSError):
+                    worker.conn.close()
+            finally:
+                worker.send_lock.release()
         for call in held:
             call.outcome = ("unavailable", f"{why}; try again")
             call.event.set()
@@ -254,6 +299,11 @@ class DecodePool:
                 else:
                     self._workers[index] = worker
                     stale = None
-            if stale is not None:
+            if stale is not None:  # started while the collector began to stop: it never gets a request
                 self._retire(stale, "the collector is stopping")
+                with contextlib.suppress(OSError):
+                    stale.proc.kill()
+                stale.proc.wait()
+                return
+            self._listen(worker)
             return

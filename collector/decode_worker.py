@@ -78,6 +78,9 @@ def serve(conn: Connection) -> None:
             reply: tuple[object, ...] = (request_id, "ok", head)
         except DecodeError as exc:
             reply = (request_id, "bad_request", str(exc))
+        except MemoryError:  # the body is fine: a retry, once memory is free again, decodes it
+            rows = None
+            reply = (request_id, "unavailable", "out of memory while decoding; try again")
         except Exception as exc:  # a bug: this request fails, the worker goes on
             log.exception("decoding a %s request failed", signal_name)
             reply = (request_id, "error", f"{type(exc).__name__}: {exc}")

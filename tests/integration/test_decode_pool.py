@@ -130,3 +130,43 @@ def test_workers_run_at_the_nice_value_they_are_given():
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(os.getpriority(os.PRIO_PROCESS, 0) + 7, 19)
     finally:
         pool.shutdown()
+
+
+def test_a_worker_that_stops_reading_costs_a_retryable_answer_within_the_timeout_not_a_hang():
+    # A body larger than the socket's buffer blocks its sender until the worker reads it; a frozen worker never
+    # does. The watchdog stops it by the request's deadline, the callers queued behind get retryable answers, and
+    # the pool goes on with a new worker.
+    pool = DecodePool(1)
+    pool.start()
+    try:
+        (pid,) = pool.pids
+        os.kill(pid, signal.SIGSTOP)
+        big = os.urandom(4 * 1024 * 1024)
+        small = fixtures()[0].body("protobuf")
+        outcomes: dict[str, BaseException | None] = {}
+        started = time.monotonic()
+
+        def call(name: str, body: bytes, timeout: float) -> None:
+            try:
+                pool.decode("traces", "protobuf", body, timeout=timeout)
+                outcomes[name] = None
+            except BaseException as exc:  # noqa: BLE001 - the test looks at what it was
+                outcomes[name] = exc
+
+        threads = [threading.Thread(target=call, args=("big", big, 1.0))]
+        threads[0].start()
+        time.sleep(0.2)
+        threads.append(threading.Thread(target=call, args=("queued", small, 30.0)))
+        threads[1].start()
+        for t in threads:
+            t.join(15)
+        assert not any(t.is_alive() for t in threads), "a decode call hung"
+        assert time.monotonic() - started < 10
+        assert all(isinstance(e, DecodeUnavailable) for e in outcomes.values()), outcomes
+        _wait(lambda: pool.pids and pool.pids != [pid])
+        body = fixtures()[1].body("protobuf")
+        assert pool.decode("traces", "protobuf", body).marks == decode_request("traces", "protobuf", body).marks
+    finally:
+        t0 = time.monotonic()
+        pool.shutdown(timeout=1.0)
+        assert time.monotonic() - t0 < 10
