@@ -37,6 +37,8 @@ Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRu
 #: one read of completed traces: (trace ids, lo_ns, hi_ns, a tag the reader hands back with the result)
 Read = tuple[list[str], int, int, int]
 _NS = 1_000_000_000
+#: a read that failed is tried again after these delays (seconds), then given up on (see ``_emit``)
+READ_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
 #: records read back in one query at most: what a read holds at once, as Arrow rows and records (a shutdown
 #: drains every open trace; memory stays bounded)
 MAX_READ_RECORDS = 2048
@@ -104,6 +106,10 @@ class Assembler:
         self._lock = threading.Lock()  # the buffer is touched by the thread, and by shutdown after it stopped
         self._decided: list[tuple[OpenTrace, str]] = []  # decided, waiting for the next read
         self._decided_records = 0
+        #: reads that failed, to try again: (when, attempts so far, the decided traces)
+        self._read_retries: list[tuple[float, int, list[tuple[OpenTrace, str]]]] = []
+        #: late traces whose stored records could not be re-read, to try again: (when, attempts so far, traces)
+        self._late_retries: list[tuple[float, int, dict[str, Decided]]] = []
         self._last_read = float("-inf")
         self.stats = AssemblerStats()
 
@@ -127,7 +133,7 @@ class Assembler:
     @property
     def open_traces(self) -> int:
         """Traces not written yet: buffered until they complete, or complete and waiting for the next read."""
-        return len(self.buffer.open) + len(self._decided)
+        return len(self.buffer.open) + len(self._decided) + sum(len(g) for _, _, g in self._read_retries)
 
     @property
     def buffered_records(self) -> int:
@@ -192,15 +198,27 @@ class Assembler:
         if decided:
             self._decided.extend(decided)
             self._decided_records += sum(trace.size for trace, _ in decided)
-        if not self._decided:
+        retries = self._due(self._read_retries, force)
+        if not self._decided and not retries:
             return
         now = self._clock()
-        if not force and now - self._last_read < self.config.read_interval \
+        if not force and not retries and now - self._last_read < self.config.read_interval \
                 and self._decided_records < MAX_READ_RECORDS:
             return
         batch, self._decided, self._decided_records = self._decided, [], 0
         self._last_read = now
-        self._emit(batch)
+        attempts = {id(trace): n for n, group in retries for trace, _ in group}
+        self._emit(batch + [item for _, group in retries for item in group], attempts)
+
+    def _due(self, retries: list, force: bool) -> list:
+        """The retries whose time has come (all of them with ``force``): (attempts so far, what to retry) each."""
+        if not retries:
+            return []
+        now = self._clock()
+        due = [(n, what) for when, n, what in retries if force or when <= now]
+        if due:
+            retries[:] = [r for r in retries if not (force or r[0] <= now)]
+        return due
 
     def _drain_inbox(self) -> None:
         with self._cond:
@@ -214,17 +232,27 @@ class Assembler:
                 self._inbox_records -= len(spans) + len(logs)
         if late:
             self._reopen(late, now)
+        for attempts, again in self._due(self._late_retries, False):
+            self._reopen({tid: d for tid, d in again.items() if tid in self.buffer.decided}, now, attempts)
 
-    def _reopen(self, late: dict[str, Decided], now: float) -> None:
+    def _reopen(self, late: dict[str, Decided], now: float, attempts: int = 0) -> None:
         """Put late traces back in the buffer with the marks of their stored records (their rows will be
         replaced)."""
+        if not late:
+            return
         slack = int(self.config.late_window * _NS)
         lo = min(d.lo_ns for d in late.values()) - slack
         hi = max(d.hi_ns for d in late.values()) + slack
         try:
             stored = self._reader.load(late, lo, hi, whole=False)
         except Exception:
-            # Rebuilding from the late records alone would replace good runs with partial ones: keep the runs.
+            # Rebuilding from the late records alone would replace good runs with partial ones: the runs stay as
+            # they are until a later try reads the trace whole.
+            if attempts < len(READ_RETRY_DELAYS):
+                self._late_retries.append((self._clock() + READ_RETRY_DELAYS[attempts], attempts + 1, late))
+                log.warning("could not re-read %d late traces; trying again in %gs", len(late),
+                            READ_RETRY_DELAYS[attempts], exc_info=True)
+                return
             self.stats.reload_errors += len(late)
             log.exception("could not re-read %d late traces; their runs are left as they were", len(late))
             return
@@ -268,21 +296,32 @@ class Assembler:
 
     # ---- completion -----------------------------------------------------------------------------------------
 
-    def _emit(self, decided: list[tuple[OpenTrace, str]]) -> None:
-        """Read the decided traces' records back, reconstruct, and hand them on (a batch per read)."""
+    def _emit(self, decided: list[tuple[OpenTrace, str]], attempts: dict[int, int] | None = None) -> None:
+        """Read the decided traces' records back, reconstruct, and hand them on (a batch per read). A read that
+        fails is tried again later (``READ_RETRY_DELAYS``); ``attempts`` counts the earlier tries of a trace."""
         groups = {id(group): group for group in _read_groups(decided)}
         reads = [([t.trace_id for t, _ in g], min(t.lo_ns for t, _ in g), max(t.hi_ns for t, _ in g), id(g))
                  for g in groups.values()]
         for read, stored in self._load_all(reads):
             group = groups[read[3]]
             if isinstance(stored, BaseException):
-                # Their runs are not written now; they are stored traces without runs, which the recovery at the
-                # next start re-opens.
-                self.stats.read_errors += len(group)
-                log.error("could not read %d completed traces back from the database (%s); their runs are not "
-                          "written", len(group), stored, exc_info=stored)
+                self._read_failed(group, stored, attempts or {})
                 continue
             self._reconstruct_and_pass(group, stored)
+
+    def _read_failed(self, group: list[tuple[OpenTrace, str]], error: BaseException, attempts: dict[int, int]
+                     ) -> None:
+        tries = max(attempts.get(id(trace), 0) for trace, _ in group)
+        if tries < len(READ_RETRY_DELAYS) and not self._stopping:
+            delay = READ_RETRY_DELAYS[tries]
+            self._read_retries.append((self._clock() + delay, tries + 1, group))
+            log.warning("could not read %d completed traces back from the database (%s); trying again in %gs",
+                        len(group), error, delay)
+            return
+        # Given up on: they are stored traces without runs, which the recovery at the next start re-opens.
+        self.stats.read_errors += len(group)
+        log.error("could not read %d completed traces back from the database (%s); their runs are not written",
+                  len(group), error, exc_info=error)
 
     def _load_all(self, reads: list[Read]) -> Iterator[tuple[Read, dict[str, StoredTrace] | BaseException]]:
         """Each read's traces, or the exception that failed it; through the reader's ``load_many`` when it has one

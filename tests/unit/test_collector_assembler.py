@@ -211,10 +211,9 @@ def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
     assembler.step()
     store.fail = True
     commit(assembler, [span(1, 2, 1, tool("x"), 110)])
-    clock.now = 2.0
-    assembler.step()
-    clock.now = 20.0
-    assembler.step()
+    for second in range(2, 40):  # through every retry (READ_RETRY_DELAYS), the disk still gone
+        clock.now = float(second)
+        assembler.step()
     assert len(recorder.traces) == 1  # no rebuilt (partial) trace replaced the first one
     assert assembler.stats.reload_errors == 1 and assembler.open_traces == 0
 
@@ -230,8 +229,9 @@ def test_a_completed_trace_that_cannot_be_read_back_is_counted_and_the_others_go
     commit(assembler, [span(1, 1, None, AGENT, 100)])
     commit(assembler, [span(2, 1, None, AGENT, 100 + 60 * 10**9)])  # a minute later: read in its own query
     assembler.step()
-    clock.now = 2.0
-    assembler.step()
+    for second in range(2, 40):  # the first trace's read fails each time it is tried again
+        clock.now = float(second)
+        assembler.step()
     assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
     assert assembler.stats.read_errors == 1
 
@@ -285,3 +285,80 @@ def test_shutdown_reads_back_what_is_waiting_for_the_next_read():
     assert len(recorder.traces) == 1
     assembler.shutdown()
     assert sorted(t.trace_id for t in recorder.traces) == [f"{1:032x}", f"{2:032x}"]
+
+
+class FlakyStore(MemoryStore):
+    """Fails its first ``failures`` reads, as a database briefly unable to answer would."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def load(self, trace_ids, lo, hi, whole=True):
+        if self.failures:
+            self.failures -= 1
+            self.loads.append((sorted(set(trace_ids)), lo, hi))
+            raise RuntimeError("database busy")
+        return super().load(trace_ids, lo, hi, whole)
+
+
+def test_a_failed_read_back_is_tried_again_later_and_the_runs_are_written():
+    store = FlakyStore(failures=2)
+    assembler, recorder, clock = make(store)
+    spans = [span(1, 1, None, AGENT, 100), span(1, 2, 1, tool("search"), 200)]
+    commit(assembler, spans)
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()  # decided; the read fails
+    assert recorder.traces == [] and len(store.loads) == 1 and assembler.open_traces == 1
+    clock.now = 1.5
+    assembler.step()  # not yet due again
+    assert len(store.loads) == 1
+    clock.now = 2.0
+    assembler.step()  # the second try fails too
+    clock.now = 4.0
+    assembler.step()  # the third reads it
+    (trace,) = recorder.traces
+    assert trace.runs[0].tools_called == ["search"]
+    assert assembler.stats.read_errors == 0 and assembler.open_traces == 0
+
+
+def test_a_read_back_that_keeps_failing_is_given_up_on_and_counted():
+    store = FlakyStore(failures=100)
+    assembler, recorder, clock = make(store)
+    commit(assembler, [span(1, 1, None, AGENT, 100)])
+    assembler.step()
+    for second in range(1, 40):
+        clock.now = float(second)
+        assembler.step()
+    assert recorder.traces == [] and assembler.stats.read_errors == 1
+    assert len(store.loads) == 1 + len(assembler_module.READ_RETRY_DELAYS) and assembler.open_traces == 0
+
+
+def test_a_late_span_whose_trace_cannot_be_re_read_is_tried_again():
+    store = MemoryStore()
+    assembler, recorder, clock = make(store)
+    commit(assembler, [span(1, 1, None, AGENT, 100), span(1, 2, 1, tool("search"), 200)])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    original_load = store.load
+    calls = []
+
+    def failing_once(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("database busy")
+        return original_load(*args, **kwargs)
+
+    store.load = failing_once
+    clock.now = 5.0
+    commit(assembler, [span(1, 3, 1, tool("book"), 300)])
+    assembler.step()  # the re-read fails: the runs stay as they were, for now
+    assert len(recorder.traces) == 1 and assembler.stats.reload_errors == 0
+    clock.now = 6.0
+    assembler.step()  # tried again: re-opened
+    clock.now = 7.5
+    assembler.step()
+    assert [t.runs[0].tools_called for t in recorder.traces] == [["search"], ["search", "book"]]
+    assert recorder.traces[1].replace
