@@ -267,9 +267,10 @@ class AssemblerProcess:
                     raise OSError("no assembler process")
                 self._send(conn, ("marks", wire.dump_marks(spans, logs)))
             except (OSError, ValueError):
-                # The worker died (the receiver restarts it): these records are committed, and the new worker's
-                # recovery re-reads every stored trace without runs, so they are not lost. Wait for it.
-                self._ready.wait(5.0)
+                # The worker died (the receiver restarts it). These marks go to the new one: its recovery re-opens
+                # stored traces without runs, but a late span of a trace that has runs would be missed.
+                if not self._requeue(spans, logs, conn):
+                    break
             except Exception:  # a bug in encoding: these records' runs are lost, the sender must go on
                 log.exception("could not send %d records to the assembler process", n)
         conn = self._conn
@@ -278,6 +279,24 @@ class AssemblerProcess:
                 self._send(conn, ("stop",))
             except (OSError, ValueError):
                 self._stopped.set()
+
+    def _requeue(self, spans: list[SpanMark], logs: list[LogMark], dead: Connection | None) -> bool:
+        """Put marks that could not be sent back at the head of the outbox and wait for the next worker; False
+        when there will be none (the collector is stopping: the next start's recovery is what remains)."""
+        n = len(spans) + len(logs)
+        with self._cond:
+            self._outbox.appendleft((spans, logs))
+            self._sent = max(self._sent - n, 0)  # a restart may have reset it already
+            self._queued += n
+        while True:
+            self._ready.wait(0.5)
+            with self._cond:
+                if self._stopping:
+                    self._queued -= sum(len(s) + len(lg) for s, lg in self._outbox)
+                    self._outbox.clear()
+                    return False
+                if self._disabled or (self._ready.is_set() and self._conn is not dead):
+                    return True
 
     def _receive_loop(self, conn: Connection, proc: subprocess.Popen[bytes]) -> None:
         while True:

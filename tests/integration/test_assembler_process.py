@@ -63,6 +63,29 @@ def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovere
     assert not os.path.exists(f"/proc/{collector.assembler.pid}") or _is_zombie(collector.assembler.pid)
 
 
+def test_a_late_span_sent_while_the_assembler_process_restarts_still_rebuilds_its_run(tmp_path):
+    # The new process's recovery only re-opens traces without runs: the late span's marks, which could not be
+    # sent to the dead process, must wait for the new one instead of being dropped.
+    with running_collector(tmp_path / "l.duckdb") as collector:
+        t0 = time.time_ns()
+        first = collector.assembler.pid
+        assert post_otlp(collector.http_endpoint, "traces", encode_traces(agent_trace(1, t0)).SerializeToString()
+                         ).status == 200
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM tool_calls") == [[1]], what="the first run")
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: collector.assembler._ready.is_set() is False, what="the death to be seen")
+        root_id = f"{1:08x}{0:08x}"
+        late = SpanRecord(f"{1:032x}", f"{1:08x}{2:08x}", root_id, "execute_tool u", start_ns=t0 + 2500,
+                          end_ns=t0 + 2600, attributes={"gen_ai.operation.name": "execute_tool",
+                                                        "gen_ai.tool.name": "u"})
+        assert post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
+        wait_until(lambda: collector.assembler.pid != first and collector.assembler.restarts == 1,
+                   what="a new assembler process")
+        wait_until(lambda: rows(collector, "SELECT tool_name FROM tool_calls ORDER BY start_time")
+                   == [["t"], ["u"]], timeout=15, what="the run rebuilt with the late span")
+        assert rows(collector, "SELECT count(*) FROM agent_runs") == [[1]]
+
+
 def _is_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
