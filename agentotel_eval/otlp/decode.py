@@ -20,6 +20,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from agentotel_eval.otlp.records import Decoded, LogRecord, SpanEvent, SpanLink, SpanRecord
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_UINT32_MAX = 2**32 - 1
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _MAX_REJECT_REASONS = 3
@@ -78,6 +80,11 @@ def _pb_attrs(kvs: Any) -> dict[str, Any]:
     return {intern(kv.key): _pb_value(kv.value) for kv in kvs}
 
 
+def _event_times_fit(events: tuple[SpanEvent, ...]) -> bool:
+    """Whether every event time fits int64, as stored times must (an event's is read back as an int64 too)."""
+    return all(_INT64_MIN <= e.time_ns <= _INT64_MAX for e in events)
+
+
 def _check_ids(trace_id: str | None, span_id: str | None, rejects: _Rejects, raw: tuple[Any, Any] | None = None) -> bool:
     """Both ids present, of the right size and not all zero; ``raw`` is what the request held, for the message."""
     shown_trace, shown_span = raw if raw is not None else (trace_id, span_id)
@@ -127,6 +134,10 @@ def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
                 links = tuple(
                     SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _pb_attrs(lk.attributes)) for lk in s.links
                 ) if s.links else ()
+                start, end = s.start_time_unix_nano, s.end_time_unix_nano
+                if start > _INT64_MAX or end > _INT64_MAX or (events and not _event_times_fit(events)):
+                    rejects.add(f"span {span_id}: a time beyond int64 nanoseconds (the year 2262)")
+                    continue
                 status = s.status
                 append(
                     SpanRecord(
@@ -135,8 +146,8 @@ def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
                         parent,
                         s.name,
                         s.kind,
-                        s.start_time_unix_nano,
-                        s.end_time_unix_nano,
+                        start,
+                        end,
                         status.code,
                         status.message,
                         _pb_attrs(s.attributes),
@@ -182,6 +193,9 @@ def logs_from_message(request: ExportLogsServiceRequest) -> Decoded:
                         rejects.add(f"invalid span id {span_id!r} on a log record")
                         continue
                     span_id = None
+                if r.time_unix_nano > _INT64_MAX or r.observed_time_unix_nano > _INT64_MAX:
+                    rejects.add("a log record's time is beyond int64 nanoseconds (the year 2262)")
+                    continue
                 attributes = _pb_attrs(r.attributes)
                 event_name = getattr(r, "event_name", "") or attributes.get("event.name", "") or ""
                 logs.append(
@@ -372,27 +386,30 @@ def decode_traces_json(body: bytes | str) -> Decoded:
                     )
                     for lk in _get(s, "links", default=[])
                 )
-                spans.append(
-                    SpanRecord(
-                        trace_id,
-                        span_id,
-                        parent,
-                        str(s.get("name", "")),
-                        _json_enum(s.get("kind", 0), _SPAN_KIND_NAMES, "kind"),
-                        _json_int(_get(s, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano"),
-                        _json_int(_get(s, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
-                        _json_enum(status.get("code", 0), _STATUS_NAMES, "status.code"),
-                        str(status.get("message", "") or ""),
-                        _json_attrs(_get(s, "attributes", default=[])),
-                        events,
-                        links,
-                        resource,
-                        scope_name,
-                        scope_version,
-                        str(_get(s, "traceState", "trace_state", "")),
-                        _json_int(s.get("flags", 0), "flags"),
-                    )
+                record = SpanRecord(
+                    trace_id,
+                    span_id,
+                    parent,
+                    str(s.get("name", "")),
+                    _json_enum(s.get("kind", 0), _SPAN_KIND_NAMES, "kind"),
+                    _json_int(_get(s, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano"),
+                    _json_int(_get(s, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
+                    _json_enum(status.get("code", 0), _STATUS_NAMES, "status.code"),
+                    str(status.get("message", "") or ""),
+                    _json_attrs(_get(s, "attributes", default=[])),
+                    events,
+                    links,
+                    resource,
+                    scope_name,
+                    scope_version,
+                    str(_get(s, "traceState", "trace_state", "")),
+                    _json_int(s.get("flags", 0), "flags"),
                 )
+                if not (_INT64_MIN <= record.start_ns <= _INT64_MAX and _INT64_MIN <= record.end_ns <= _INT64_MAX
+                        and _event_times_fit(events) and 0 <= record.flags <= _UINT32_MAX):
+                    rejects.add(f"span {span_id}: a time beyond int64 nanoseconds or flags beyond uint32")
+                    continue
+                spans.append(record)
     except (AttributeError, TypeError) as exc:
         raise DecodeError(f"malformed OTLP/JSON trace request: {exc}") from None
     return Decoded(spans, rejects.count, rejects.message("spans"))
@@ -420,23 +437,27 @@ def decode_logs_json(body: bytes | str) -> Decoded:
                     span_id = None
                 attributes = _json_attrs(_get(r, "attributes", default=[]))
                 body_value = _get(r, "body")
-                logs.append(
-                    LogRecord(
-                        _json_int(_get(r, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
-                        _json_int(_get(r, "observedTimeUnixNano", "observed_time_unix_nano"), "observedTimeUnixNano"),
-                        trace_id,
-                        span_id,
-                        _json_enum(_get(r, "severityNumber", "severity_number", 0), _SEVERITY_NAMES, "severityNumber"),
-                        str(_get(r, "severityText", "severity_text", "")),
-                        str(_get(r, "eventName", "event_name", "") or attributes.get("event.name", "") or ""),
-                        _json_value(body_value) if body_value is not None else None,
-                        attributes,
-                        resource,
-                        scope_name,
-                        scope_version,
-                        _json_int(r.get("flags", 0), "flags"),
-                    )
+                record = LogRecord(
+                    _json_int(_get(r, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
+                    _json_int(_get(r, "observedTimeUnixNano", "observed_time_unix_nano"), "observedTimeUnixNano"),
+                    trace_id,
+                    span_id,
+                    _json_enum(_get(r, "severityNumber", "severity_number", 0), _SEVERITY_NAMES, "severityNumber"),
+                    str(_get(r, "severityText", "severity_text", "")),
+                    str(_get(r, "eventName", "event_name", "") or attributes.get("event.name", "") or ""),
+                    _json_value(body_value) if body_value is not None else None,
+                    attributes,
+                    resource,
+                    scope_name,
+                    scope_version,
+                    _json_int(r.get("flags", 0), "flags"),
                 )
+                if not (_INT64_MIN <= record.time_ns <= _INT64_MAX and _INT64_MIN <= record.observed_time_ns <= _INT64_MAX
+                        and _INT32_MIN <= record.severity_number <= _INT32_MAX and 0 <= record.flags <= _UINT32_MAX):
+                    rejects.add("a log record's time is beyond int64 nanoseconds, its severityNumber beyond int32 or "
+                                "its flags beyond uint32")
+                    continue
+                logs.append(record)
     except (AttributeError, TypeError) as exc:
         raise DecodeError(f"malformed OTLP/JSON logs request: {exc}") from None
     return Decoded(logs, rejects.count, rejects.message("log records"))

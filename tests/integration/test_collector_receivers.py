@@ -132,6 +132,33 @@ def test_partial_success_for_logs(collector):
     assert partial.rejected_log_records == 1 and "span id" in partial.error_message
 
 
+def test_a_number_out_of_its_range_rejects_its_record_not_the_request(collector):
+    # protobuf times are uint64, OTLP/JSON numbers unbounded; stored times are int64 and severities int32
+    from agentotel_eval.otlp.records import SpanEvent
+
+    valid, far = new_span(106), new_span(106, 2)
+    request = encode_traces([valid, far])
+    request.resource_spans[0].scope_spans[0].spans[1].start_time_unix_nano = 2**63
+    answer = post_otlp(collector.http_endpoint, "traces", request.SerializeToString())
+    partial = ExportTraceServiceResponse.FromString(answer.body).partial_success
+    assert answer.status == 200 and partial.rejected_spans == 1 and "int64" in partial.error_message
+    assert span_count(collector, valid.trace_id) == 1
+
+    body = traces_to_json([new_span(107), new_span(107, 2, events=(SpanEvent("e", 1, {}),))])
+    body["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["events"][0]["timeUnixNano"] = str(10**20)
+    answer = post_otlp(collector.http_endpoint, "traces", json.dumps(body).encode(), "json")
+    assert answer.status == 200 and int(json.loads(answer.body)["partialSuccess"]["rejectedSpans"]) == 1
+    assert span_count(collector, f"{107:032x}") == 1
+
+    trace_id = f"{108:032x}"
+    records = [{"timeUnixNano": "5", "traceId": trace_id, "severityNumber": n, "body": {"stringValue": "ok"}}
+               for n in (9, 2**31)]
+    logs = {"resourceLogs": [{"resource": {}, "scopeLogs": [{"scope": {}, "logRecords": records}]}]}
+    answer = post_otlp(collector.http_endpoint, "logs", json.dumps(logs).encode(), "json")
+    assert answer.status == 200 and int(json.loads(answer.body)["partialSuccess"]["rejectedLogRecords"]) == 1
+    assert rows(collector, f"SELECT count(*) FROM logs WHERE trace_id = '{trace_id}'") == [[1]]
+
+
 # ---- errors ------------------------------------------------------------------------------------------------------
 
 
