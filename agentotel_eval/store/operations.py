@@ -380,9 +380,10 @@ class WriteEvaluation:
             update_spans(con, [self.span_update])
             window = ""
             params = {"t": trace_id, "s": run_span_id}
-            if self.span_update.start_ns:
-                window = "start_time = $start AND "
-                params["start"] = ns_to_datetime(self.span_update.start_ns)
+            if self.span_update.start_ns:  # DuckDB keeps microseconds, rounded: the span's lies between these
+                window = "start_time BETWEEN $lo AND $hi AND "
+                params["lo"] = ns_to_datetime(self.span_update.start_ns)
+                params["hi"] = ns_to_datetime(self.span_update.start_ns, ceil=True)
             stored = con.execute(
                 f"SELECT resource_attributes FROM {schema.SPANS} WHERE {window}trace_id = $t AND span_id = $s "
                 "LIMIT 1", params,

@@ -429,3 +429,23 @@ def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
                                   ("tool_correctness",), *updated_span_json(span, patch, [], ("tool_correctness",)))])
     stored = json.loads(con.execute("SELECT attributes FROM spans").fetchone()[0])
     assert stored == {"gen_ai.input": "cut ? here", "agentotel.eval.tool_correctness.score": 1.0}
+
+
+@pytest.mark.parametrize("sub_microsecond", [0, 499, 500, 999])
+def test_a_judge_answer_finds_its_run_span_whatever_its_nanoseconds(tmp_path, sub_microsecond):
+    # DuckDB keeps microseconds, rounded to the nearest: the span is looked up between the two around its time
+    from agentotel_eval.store.operations import SpanUpdate, WriteEvaluation
+    from agentotel_eval.store.rows import EvaluationRow, evaluations_to_arrow
+
+    start = 1_700_000_000_000_000_000 + sub_microsecond
+    run = SpanRecord("a" * 32, "b" * 16, None, "invoke_agent", start_ns=start, end_ns=start + 10,
+                     resource={"service.name": "svc"})
+    con = open_store(tmp_path / "j.duckdb")
+    con.register("_s", spans_to_arrow([run]))
+    con.execute("INSERT INTO spans SELECT * FROM _s")
+    row = EvaluationRow(run.trace_id, run.span_id, "tool_error_detection", score=1.0, created_at_ns=start)
+    update = SpanUpdate(run.trace_id, run.span_id, start, "{}", "[]", ("tool_error_detection",))
+    write = WriteEvaluation(evaluations_to_arrow([row]), row.key, None, span_update=update)
+    write.apply(con)
+    assert write.applied and write.span_resource == {"service.name": "svc"}
+    con.close()
