@@ -9,7 +9,9 @@ else, the stdlib does the work instead:
   writes ``null``, losing them; the stdlib cannot write them as JSON at all); lone surrogates, integers beyond
   64 bits and dict keys that are not strings, which orjson refuses, go through the stdlib encoder as before.
   Output is compact, keeps non-ASCII characters, and parses to the same value as the stdlib's (numbers may be
-  spelled differently: ``1e+300`` is ``1e300``).
+  spelled differently: ``1e+300`` is ``1e300``). Values of other types become what ``json_default`` makes of
+  them, as with the stdlib encoder, except enums, which orjson writes by their value (the stdlib has no spelling
+  for a plain ``Enum``; OTLP values and the collector's own documents hold none).
 * ``loads``: NaN/Infinity literals, which orjson refuses, and integers beyond 64 bits, which it reads as floats,
   are parsed by the stdlib (a parsed value holding an integral float of 2**64 or more is read again).
 """
@@ -26,6 +28,9 @@ from typing import Any
 import orjson
 
 _orjson_dumps = orjson.dumps
+#: datetimes and dataclasses go to ``json_default`` (their ``str()``, as the stdlib encoder would make them) instead
+#: of orjson's own spellings; enums are the one type orjson still writes its own way (by value, not ``str()``)
+_DUMPS_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _orjson_loads = orjson.loads
 _OrjsonEncodeError = orjson.JSONEncodeError
 _OrjsonDecodeError = orjson.JSONDecodeError
@@ -39,6 +44,8 @@ def json_default(value: Any) -> Any:
         return dict(value)
     if isinstance(value, tuple | set | frozenset):
         return list(value)
+    if isinstance(value, float):  # a subclass (numpy.float64): the stdlib writes it as the float it is
+        return float(value)
     return str(value)
 
 
@@ -47,10 +54,25 @@ def finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, Mapping):
-        return {str(k): finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+        return {_key(k): finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
         return [finite(v) for v in value]
     return value
+
+
+def _key(key: Any) -> Any:
+    """A dict key as the stdlib encoder writes it (``true``, ``null``, ``1.5``), NaN and infinities spelled out."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False:
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, float):
+        return finite(key) if not math.isfinite(key) else float.__repr__(key)
+    if isinstance(key, int):
+        return int.__repr__(key)
+    return key  # the stdlib refuses it, as before
 
 
 def has_non_finite(value: Any) -> bool:
@@ -108,7 +130,7 @@ def stdlib_dumps(value: Any) -> str:
 def dumps(value: Any) -> str:
     """Compact JSON text of a value (see the module docstring for what it means exactly)."""
     try:
-        out = _orjson_dumps(value, default=json_default)
+        out = _orjson_dumps(value, default=json_default, option=_DUMPS_OPTIONS)
     except (_OrjsonEncodeError, TypeError):  # lone surrogates, huge integers, non-string keys
         return stdlib_dumps(value)
     if b"null" in out and has_non_finite(value):  # orjson wrote a NaN or infinity as null
@@ -124,7 +146,7 @@ def dumps_finite(value: Any) -> str:
     run, the search costs more than the encoding. Passing a value with a non-finite float writes it as null.
     """
     try:
-        return _orjson_dumps(value, default=json_default).decode()
+        return _orjson_dumps(value, default=json_default, option=_DUMPS_OPTIONS).decode()
     except (_OrjsonEncodeError, TypeError):  # lone surrogates, huge integers, non-string keys
         return stdlib_dumps(value)
 
@@ -177,10 +199,12 @@ def loads_stored(text: str | bytes) -> Any:
 
 def _as_text(text: str | bytes | bytearray | memoryview) -> str:
     if isinstance(text, bytes | bytearray | memoryview):
-        try:
-            text = bytes(text).decode("utf-8")
+        raw = bytes(text)
+        try:  # as json.loads reads bytes: UTF-8 (a BOM skipped), UTF-16 or UTF-32
+            text = raw.decode(json.detect_encoding(raw), "strict")
         except UnicodeDecodeError as exc:
             raise ValueError(f"not UTF-8: {exc}") from None
+        text = text.removeprefix("\ufeff")
     return _strip_leading(text)
 
 

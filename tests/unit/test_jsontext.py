@@ -134,3 +134,35 @@ def test_loads_reads_integers_at_the_64_bit_edges_exactly(number):
     # orjson reads -2**63 .. 2**64-1 exactly and anything beyond as a float: both edges must fall back
     for text in (str(number), f"[{number}]", f'{{"v": [1, {number}]}}'):
         assert repr(loads(text)) == repr(json.loads(text))
+
+
+def test_keys_with_a_non_finite_value_beside_them_are_written_as_the_stdlib_writes_keys():
+    # the NaN sends the value through ``finite``, which must spell keys as json does, not as str() does
+    assert dumps([math.inf, {False: None, None: 1, 1.5: 2, 7: 3, math.inf: 4}]) == \
+        '["Infinity",{"false":null,"null":1,"1.5":2,"7":3,"Infinity":4}]'
+
+
+def test_a_set_holding_a_nan_is_written_as_a_list_like_any_set():
+    assert dumps({"s": {math.nan}}) == '{"s":["NaN"]}' and dumps({"s": frozenset([1])}) == '{"s":[1]}'
+
+
+def test_types_json_has_no_spelling_for_are_written_as_the_stdlib_with_our_default_writes_them():
+    import dataclasses
+    from datetime import UTC, datetime
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    class Score(float):
+        pass
+
+    for value in ({"t": datetime(2024, 1, 1, tzinfo=UTC)}, {"p": Point(1)}, {"f": Score(1.5)}):
+        assert dumps(value) == stdlib_dumps(value)
+    assert dumps({"f": Score("nan")}) == '{"f":"NaN"}'
+
+
+@pytest.mark.parametrize("raw", [b'\xef\xbb\xbf{"a": [1]}', '{"a": [1]}'.encode("utf-16"),
+                                 '{"a": [1]}'.encode("utf-32")])
+def test_loads_reads_bytes_in_every_encoding_json_loads_reads(raw):
+    assert loads(raw) == json.loads(raw) == {"a": [1]}
