@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_RECORDS = 8192
 #: restarts of a worker that keeps dying, before the collector gives up on assembly (ingest goes on)
 MAX_RESTARTS = 5
+#: a worker that ran this long before it died is not "dying again": the count of deaths in a row starts over
+STABLE_SECONDS = 60.0
 
 
 class AssemblerUnavailable(RuntimeError):
@@ -120,6 +122,8 @@ class AssemblerProcess:
         self._sender: threading.Thread | None = None
         self._receiver: threading.Thread | None = None
         self.restarts = 0
+        self._deaths_in_row = 0  # restarts since a worker last ran for STABLE_SECONDS
+        self._spawned_at = time.monotonic()
         self.buffer = StatsView(self, "buffer")
         self.scoring = StatsView(self, "scoring")
 
@@ -205,6 +209,7 @@ class AssemblerProcess:
         self._ready.clear()
         with self._cond:
             self._conn, self._proc = conn, proc
+            self._spawned_at = time.monotonic()
             self._sent = 0
             self._snapshot = _Snapshot()
             self._progress = (0, 0)
@@ -355,10 +360,13 @@ class AssemblerProcess:
             self._progress = (0, 0)
             self._sent = 0  # what the dead worker had is in the database; its recovery there is the new one's
         self.restarts += 1
-        if self.restarts > MAX_RESTARTS:
-            log.error("the assembler process exited (code %s) %d times; agent runs are no longer assembled until "
-                      "the collector restarts (spans are still stored, and that start recovers their runs)",
-                      code, self.restarts)
+        if time.monotonic() - self._spawned_at > STABLE_SECONDS:
+            self._deaths_in_row = 0
+        self._deaths_in_row += 1
+        if self._deaths_in_row > MAX_RESTARTS:
+            log.error("the assembler process exited (code %s) %d times in a row; agent runs are no longer assembled "
+                      "until the collector restarts (spans are still stored, and that start recovers their runs)",
+                      code, self._deaths_in_row)
             with self._cond:
                 self._disabled = True
                 self._outbox.clear()
@@ -367,7 +375,7 @@ class AssemblerProcess:
             return
         log.error("the assembler process exited unexpectedly (code %s); starting a new one (its recovery re-opens "
                   "the stored traces that have no runs yet)", code)
-        time.sleep(min(0.2 * 2 ** (self.restarts - 1), 5.0))
+        time.sleep(min(0.2 * 2 ** (self._deaths_in_row - 1), 5.0))
         with self._cond:
             if self._stopping:  # the collector began to stop meanwhile: its recovery at the next start remains
                 self._stopped.set()

@@ -86,6 +86,23 @@ def test_a_late_span_sent_while_the_assembler_process_restarts_still_rebuilds_it
         assert rows(collector, "SELECT count(*) FROM agent_runs") == [[1]]
 
 
+def test_deaths_far_apart_do_not_add_up_to_giving_up(tmp_path, monkeypatch):
+    import collector.assembler_process as assembler_process
+
+    monkeypatch.setattr(assembler_process, "MAX_RESTARTS", 1)
+    monkeypatch.setattr(assembler_process, "STABLE_SECONDS", 0.0)  # every worker counts as having run long enough
+    with running_collector(tmp_path / "s.duckdb") as collector:
+        for death in (1, 2):
+            pid = collector.assembler.pid
+            os.kill(pid, signal.SIGKILL)
+            wait_until(lambda: collector.assembler.pid != pid and collector.assembler.restarts == death,  # noqa: B023
+                       what="a new assembler process")
+        assert post_otlp(collector.http_endpoint, "traces",
+                         encode_traces(agent_trace(1, time.time_ns())).SerializeToString()).status == 200
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[1]], timeout=15,
+                   what="assembly still on after two deaths")
+
+
 def _is_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
