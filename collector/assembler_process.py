@@ -30,7 +30,7 @@ from agentotel_eval.store.reader import TraceReader
 from collector import wire
 from collector.assembler import AssemblerStats
 from collector.assembler_worker import WorkerSetup
-from collector.child import ChildUnavailable, start_child
+from collector.child import ChildUnavailable, hang_up, start_child
 from collector.config import AssemblerConfig
 from collector.marks import LogMark, SpanMark
 from collector.run_writer import RunWriter
@@ -234,6 +234,7 @@ class AssemblerProcess:
     def _terminate(self) -> None:
         proc, conn = self._proc, self._conn
         if conn is not None:
+            hang_up(conn)  # its receiver, blocked reading, returns at once
             with contextlib.suppress(OSError):
                 conn.close()
         if proc is not None and proc.poll() is None:
