@@ -130,6 +130,9 @@ def render(collector: Collector) -> str:
             collector.run_writer.conversion_errors + getattr(assembler, "conversion_errors", 0))
     out.add("reload_errors_total", "counter", "Late traces that could not be re-read (their runs were kept).",
             assembler.stats.reload_errors)
+    out.add("read_errors_total", "counter",
+            "Completed traces that could not be read back after every retry (their runs were not written).",
+            assembler.stats.read_errors)
     out.add("write_operations_total", "counter", "Run and retention writes applied, by kind.",
             [({"kind": k}, n) for k, n in sorted(writer.operations.items())] or [({"kind": "replace_runs"}, 0)])
     out.add("write_operation_failures_total", "counter", "Run and retention writes that failed, by kind.",

@@ -367,7 +367,7 @@ def test_healthz_and_prometheus_metrics(collector):
     assert samples["agentotel_spans_stored_total"] > 0
     for name in ("agentotel_open_traces", "agentotel_write_queue_records", "agentotel_flush_duration_seconds_count",
                  "agentotel_runs_completed_total", "agentotel_late_records_total",
-                 "agentotel_traces_completed_early_total"):
+                 "agentotel_traces_completed_early_total", "agentotel_read_errors_total", "agentotel_reload_errors_total"):
         assert name in samples, name
     assert samples["agentotel_flush_duration_seconds_count"] >= 1
     assert samples['agentotel_flush_duration_seconds_bucket{le="+Inf"}'] == samples[
