@@ -17,8 +17,9 @@ import operator
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
@@ -106,10 +107,11 @@ class Assembler:
         self._lock = threading.Lock()  # the buffer is touched by the thread, and by shutdown after it stopped
         self._decided: list[tuple[OpenTrace, str]] = []  # decided, waiting for the next read
         self._decided_records = 0
-        #: reads that failed, to try again: (when, attempts so far, the decided traces)
-        self._read_retries: list[tuple[float, int, list[tuple[OpenTrace, str]]]] = []
-        #: late traces whose stored records could not be re-read, to try again: (when, attempts so far, traces)
-        self._late_retries: list[tuple[float, int, dict[str, Decided]]] = []
+        #: completed traces whose read-back failed, by trace id: (when to try again, tries so far, the trace, why
+        #: it completed). A trace re-opened meanwhile (a late span) leaves: it is read whole when it completes again
+        self._read_retries: dict[str, tuple[float, int, OpenTrace, str]] = {}
+        #: late traces whose stored records could not be re-read, by trace id: (when to try again, tries so far)
+        self._late_retries: dict[str, tuple[float, int]] = {}
         self._last_read = float("-inf")
         self.stats = AssemblerStats()
 
@@ -133,7 +135,7 @@ class Assembler:
     @property
     def open_traces(self) -> int:
         """Traces not written yet: buffered until they complete, or complete and waiting for the next read."""
-        return len(self.buffer.open) + len(self._decided) + sum(len(g) for _, _, g in self._read_retries)
+        return len(self.buffer.open) + len(self._decided) + len(self._read_retries)
 
     @property
     def buffered_records(self) -> int:
@@ -162,6 +164,7 @@ class Assembler:
             self._thread = None
         with self._lock:
             self._drain_inbox()
+            self._retry_late(self._clock(), force=True)  # a last try (given up on and counted if it fails)
             self._collect(self.buffer.drain(REASON_SHUTDOWN), force=True)
         self._reader.close()
         self._next.shutdown()
@@ -198,27 +201,17 @@ class Assembler:
         if decided:
             self._decided.extend(decided)
             self._decided_records += sum(trace.size for trace, _ in decided)
-        retries = self._due(self._read_retries, force)
+        now = self._clock()
+        retries = _due(self._read_retries, now, force)
         if not self._decided and not retries:
             return
-        now = self._clock()
         if not force and not retries and now - self._last_read < self.config.read_interval \
                 and self._decided_records < MAX_READ_RECORDS:
             return
         batch, self._decided, self._decided_records = self._decided, [], 0
         self._last_read = now
-        attempts = {id(trace): n for n, group in retries for trace, _ in group}
-        self._emit(batch + [item for _, group in retries for item in group], attempts)
-
-    def _due(self, retries: list, force: bool) -> list:
-        """The retries whose time has come (all of them with ``force``): (attempts so far, what to retry) each."""
-        if not retries:
-            return []
-        now = self._clock()
-        due = [(n, what) for when, n, what in retries if force or when <= now]
-        if due:
-            retries[:] = [r for r in retries if not (force or r[0] <= now)]
-        return due
+        attempts = {tid: tries for tid, (_, tries, _, _) in retries.items()}
+        self._emit(batch + [(trace, reason) for _, _, trace, reason in retries.values()], attempts)
 
     def _drain_inbox(self) -> None:
         with self._cond:
@@ -232,12 +225,20 @@ class Assembler:
                 self._inbox_records -= len(spans) + len(logs)
         if late:
             self._reopen(late, now)
-        for attempts, again in self._due(self._late_retries, False):
-            self._reopen({tid: d for tid, d in again.items() if tid in self.buffer.decided}, now, attempts)
+        self._retry_late(now)
 
-    def _reopen(self, late: dict[str, Decided], now: float, attempts: int = 0) -> None:
+    def _retry_late(self, now: float, *, force: bool = False) -> None:
+        """Re-read the late traces whose earlier re-read failed, once their time has come (all with ``force``),
+        by the window their decision has now (a trace no longer decided was re-opened, or forgotten)."""
+        due = _due(self._late_retries, now, force)
+        decided = self.buffer.decided
+        late = {tid: decided[tid] for tid in due if tid in decided}
+        if late:
+            self._reopen(late, now, {tid: due[tid][1] for tid in late})
+
+    def _reopen(self, late: dict[str, Decided], now: float, attempts: dict[str, int] | None = None) -> None:
         """Put late traces back in the buffer with the marks of their stored records (their rows will be
-        replaced)."""
+        replaced). ``attempts``: the earlier failed tries of each."""
         if not late:
             return
         slack = int(self.config.late_window * _NS)
@@ -245,22 +246,35 @@ class Assembler:
         hi = max(d.hi_ns for d in late.values()) + slack
         try:
             stored = self._reader.load(late, lo, hi, whole=False)
-        except Exception:
+        except Exception as exc:
             # Rebuilding from the late records alone would replace good runs with partial ones: the runs stay as
             # they are until a later try reads the trace whole.
-            if attempts < len(READ_RETRY_DELAYS):
-                self._late_retries.append((self._clock() + READ_RETRY_DELAYS[attempts], attempts + 1, late))
-                log.warning("could not re-read %d late traces; trying again in %gs", len(late),
-                            READ_RETRY_DELAYS[attempts], exc_info=True)
-                return
-            self.stats.reload_errors += len(late)
-            log.exception("could not re-read %d late traces; their runs are left as they were", len(late))
+            for decided in late.values():  # the window widened by the late records, for the next try
+                self.buffer.remember(decided)
+            again = self._schedule(self._late_retries, late, attempts or {}, lambda tid, when, tries: (when, tries))
+            self.stats.reload_errors += len(late) - again
+            _log_failure("re-read", len(late), again, exc)
             return
         self.stats.traces_reopened += len(late)
         for decided in late.values():
             self._put_back(decided, stored.get(decided.trace_id), now)
 
+    def _schedule(self, retries: dict, traces: Iterable[str], attempts: dict[str, int],
+                  entry: Callable[[str, float, int], Any]) -> int:
+        """Put each trace down for another try after its next delay (``READ_RETRY_DELAYS``), unless it had every
+        try already or the assembler is stopping; how many were."""
+        now = self._clock()
+        scheduled = 0
+        for tid in traces:
+            tries = attempts.get(tid, 0)
+            if tries < len(READ_RETRY_DELAYS) and not self._stopping:
+                retries[tid] = entry(tid, now + READ_RETRY_DELAYS[tries], tries + 1)
+                scheduled += 1
+        return scheduled
+
     def _put_back(self, decided: Decided, record: StoredTrace | None, now: float) -> None:
+        self._read_retries.pop(decided.trace_id, None)  # re-opened: read whole when it completes again
+        self._late_retries.pop(decided.trace_id, None)
         if record is None:
             self.buffer.reopen(decided, (), (), now)
         else:
@@ -296,7 +310,7 @@ class Assembler:
 
     # ---- completion -----------------------------------------------------------------------------------------
 
-    def _emit(self, decided: list[tuple[OpenTrace, str]], attempts: dict[int, int] | None = None) -> None:
+    def _emit(self, decided: list[tuple[OpenTrace, str]], attempts: dict[str, int] | None = None) -> None:
         """Read the decided traces' records back, reconstruct, and hand them on (a batch per read). A read that
         fails is tried again later (``READ_RETRY_DELAYS``); ``attempts`` counts the earlier tries of a trace."""
         groups = {id(group): group for group in _read_groups(decided)}
@@ -309,19 +323,14 @@ class Assembler:
                 continue
             self._reconstruct_and_pass(group, stored)
 
-    def _read_failed(self, group: list[tuple[OpenTrace, str]], error: BaseException, attempts: dict[int, int]
+    def _read_failed(self, group: list[tuple[OpenTrace, str]], error: BaseException, attempts: dict[str, int]
                      ) -> None:
-        tries = max(attempts.get(id(trace), 0) for trace, _ in group)
-        if tries < len(READ_RETRY_DELAYS) and not self._stopping:
-            delay = READ_RETRY_DELAYS[tries]
-            self._read_retries.append((self._clock() + delay, tries + 1, group))
-            log.warning("could not read %d completed traces back from the database (%s); trying again in %gs",
-                        len(group), error, delay)
-            return
+        reasons = {trace.trace_id: (trace, reason) for trace, reason in group}
+        again = self._schedule(self._read_retries, reasons, attempts,
+                               lambda tid, when, tries: (when, tries, *reasons[tid]))
         # Given up on: they are stored traces without runs, which the recovery at the next start re-opens.
-        self.stats.read_errors += len(group)
-        log.error("could not read %d completed traces back from the database (%s); their runs are not written",
-                  len(group), error, exc_info=error)
+        self.stats.read_errors += len(group) - again
+        _log_failure("read back", len(group), again, error)
 
     def _load_all(self, reads: list[Read]) -> Iterator[tuple[Read, dict[str, StoredTrace] | BaseException]]:
         """Each read's traces, or the exception that failed it; through the reader's ``load_many`` when it has one
@@ -368,6 +377,24 @@ class Assembler:
             except Exception:
                 self.stats.stage_errors += 1
                 log.exception("the stage after the assembler failed on %d traces", len(completed))
+
+
+def _due(retries: dict[str, tuple[Any, ...]], now: float, force: bool) -> dict[str, tuple[Any, ...]]:
+    """Take out the retries whose time has come (all of them with ``force``)."""
+    if not retries:
+        return {}
+    due = {tid: entry for tid, entry in retries.items() if force or entry[0] <= now}
+    for tid in due:
+        del retries[tid]
+    return due
+
+
+def _log_failure(what: str, traces: int, again: int, error: BaseException) -> None:
+    if again:
+        log.warning("could not %s %d traces (%s); %d will be tried again", what, traces, error, again)
+    if traces - again:
+        log.error("could not %s %d traces (%s); given up on: their runs are left as they were", what,
+                  traces - again, error, exc_info=error)
 
 
 def _read_groups(decided: list[tuple[OpenTrace, str]]) -> list[list[tuple[OpenTrace, str]]]:

@@ -362,3 +362,56 @@ def test_a_late_span_whose_trace_cannot_be_re_read_is_tried_again():
     assembler.step()
     assert [t.runs[0].tools_called for t in recorder.traces] == [["search"], ["search", "book"]]
     assert recorder.traces[1].replace
+
+
+def test_a_trace_re_opened_by_a_late_span_while_its_read_back_waits_for_a_retry_is_emitted_once_whole():
+    # The retry would otherwise emit the trace a second time, as it was before the late span, after the rebuilt
+    # trace: a stale second run row.
+    store = FlakyStore(failures=1)
+    assembler, recorder, clock = make(store)
+    commit(assembler, [span(1, 1, None, AGENT, 100), span(1, 2, 1, tool("search"), 200)])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()  # the read fails: a retry is due at 2.0
+    commit(assembler, [span(1, 3, 1, tool("book"), 300)])
+    clock.now = 1.2
+    assembler.step()  # the late span re-opens it (this read works)
+    for now in (2.0, 2.5, 3.0, 5.0, 10.0):
+        clock.now = now
+        assembler.step()
+    assert [t.runs[0].tools_called for t in recorder.traces] == [["search", "book"]]
+    assert assembler.open_traces == 0
+
+
+def test_retries_count_each_trace_s_own_tries():
+    # a trace read in the same group as one on its last try still gets all of its own
+    class Fails(MemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = True
+
+        def load(self, trace_ids, lo, hi, whole=True):
+            if self.down:
+                raise RuntimeError("database busy")
+            return super().load(trace_ids, lo, hi, whole)
+
+    store = Fails()
+    assembler, recorder, clock = make(store)
+    commit(assembler, [span(1, 1, None, AGENT, 100)])
+    assembler.step()
+    second = 1.0
+    for second in (1.0, 2.0, 4.0, 8.0):  # trace 1 fails four times
+        clock.now = second
+        assembler.step()
+    commit(assembler, [span(2, 1, None, AGENT, 150)])
+    assembler.step()
+    clock.now = second + 1.0
+    assembler.step()
+    clock.now = 17.0  # trace 1's last try, with trace 2's first (both fail)
+    assembler.step()
+    assert assembler.stats.read_errors == 1
+    store.down = False
+    for now in (18.0, 19.0, 21.0):
+        clock.now = now
+        assembler.step()
+    assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
