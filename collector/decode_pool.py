@@ -179,14 +179,16 @@ class DecodePool:
         ``DecodeUnavailable`` when no worker could decode it now."""
         call = _Call()
         request_id = next(self._ids)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout  # the caller's: it is answered by then, whatever happens
         worker = self._pick(request_id, call)
         head = marshal.dumps((request_id, signal, encoding, self._keep_spans))
-        if not worker.send_lock.acquire(timeout=timeout):
+        if not worker.send_lock.acquire(timeout=timeout):  # behind other requests' bodies: the worker may be fine
             self._forget(worker, request_id)
             raise DecodeUnavailable(f"the decode worker did not take the request within {timeout:g}s")
         try:  # the head and its body, with nothing in between
-            worker.send_deadline = deadline
+            # A worker is stuck only if this send itself makes no headway for a whole timeout (the watchdog);
+            # time spent waiting for the lock is other requests' turn.
+            worker.send_deadline = time.monotonic() + timeout
             worker.conn.send_bytes(head)
             worker.conn.send_bytes(body)
         except Exception:  # closed, hung up by the watchdog, or the worker gone: retryable whatever the error
@@ -195,11 +197,13 @@ class DecodePool:
         finally:
             worker.send_deadline = 0.0
             worker.send_lock.release()
-        if not call.event.wait(max(deadline - time.monotonic(), 0.0)):
+        sent = time.monotonic()
+        if not call.event.wait(max(deadline - sent, 0.0)):
             taken = self._forget(worker, request_id)
-            if taken and worker.alive:
-                # Decoding never takes this long: the worker is stuck (on this body, or before it). It is replaced;
-                # what it held is answered as retryable.
+            if taken and worker.alive and time.monotonic() - sent >= timeout:
+                # A whole timeout without an answer: decoding never takes this long, the worker is stuck (on this
+                # body, or before it). It is replaced; what it held is answered as retryable. (A caller that gave
+                # up sooner, having waited for its turn to send, leaves the worker alone.)
                 log.error("a decode worker did not answer within %gs; stopping it", timeout)
                 with contextlib.suppress(OSError):
                     worker.proc.kill()

@@ -170,3 +170,38 @@ def test_a_worker_that_stops_reading_costs_a_retryable_answer_within_the_timeout
         t0 = time.monotonic()
         pool.shutdown(timeout=1.0)
         assert time.monotonic() - t0 < 10
+
+
+def test_a_busy_worker_with_requests_queued_behind_each_other_is_not_taken_for_a_stuck_one():
+    # Each request's timeout is four decodes; six at once wait for up to five decodes ahead of theirs. Waiting for
+    # one's turn is not the worker being stuck: callers may give up at their deadline, the worker stays.
+    from agentotel_eval.otlp.encode import encode_traces
+    from agentotel_eval.otlp.records import SpanRecord
+
+    spans = [SpanRecord(f"{i % 50 + 1:032x}", f"{i + 1:016x}", None, "s", start_ns=10**18 + i, end_ns=10**18 + i + 5,
+                        attributes={"k": "v" * 20, "n": i}) for i in range(15_000)]
+    body = encode_traces(spans).SerializeToString()  # ~1.5 MB: more than a socket buffer holds
+    pool = DecodePool(1)
+    pool.start()
+    try:
+        started = time.monotonic()
+        pool.decode("traces", "protobuf", body, timeout=60)
+        timeout = max(time.monotonic() - started, 0.05) * 4
+        (pid,) = pool.pids
+        outcomes: list[object] = []
+
+        def call() -> None:
+            try:
+                outcomes.append(len(pool.decode("traces", "protobuf", body, timeout=timeout).marks))
+            except DecodeUnavailable as exc:
+                outcomes.append(exc)
+
+        threads = [threading.Thread(target=call) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(outcomes) == 6 and all(o == len(spans) or isinstance(o, DecodeUnavailable) for o in outcomes)
+        assert pool.pids == [pid] and pool.stats.restarts == 0 and pool.stats.failed_in_worker == 0
+    finally:
+        pool.shutdown()
