@@ -39,8 +39,9 @@ class OpenTrace:
     has_root: bool = False
     #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
     replace: bool = False
-    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times; a time of 0 too:
-    #: the records are read back by these bounds, so none may fall outside, whatever times an exporter sent)
+    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times: the records are read
+    #: back by these bounds, so none may fall outside, whatever times an exporter sent), or at time 0, which reads
+    #: look up apart (``TraceReader.load_tables``): a window reaching back to 1970 would scan the whole table
     lo_ns: int = NO_TIME
     hi_ns: int = 0
 
@@ -50,7 +51,7 @@ class OpenTrace:
 
     def widen(self, start: int, end: int) -> None:
         """Take in a record from ``start`` to ``end`` (an end before its start is taken as the start)."""
-        if start < self.lo_ns:
+        if start and start < self.lo_ns:
             self.lo_ns = start
         if end < start:
             end = start
@@ -144,7 +145,7 @@ class TraceBuffer:
                 continue
             ids.add(sid)
             added += 1
-            if start < trace.lo_ns:
+            if start and start < trace.lo_ns:
                 trace.lo_ns = start
             if end < start:
                 end = start
@@ -253,4 +254,4 @@ class TraceBuffer:
 
 
 def _widen(decided: Decided, start: int, end: int) -> Decided:
-    return Decided(decided.trace_id, min(decided.lo_ns, start), max(decided.hi_ns, start, end))
+    return Decided(decided.trace_id, min(decided.lo_ns, start or NO_TIME), max(decided.hi_ns, start, end))

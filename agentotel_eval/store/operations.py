@@ -92,7 +92,8 @@ class ReplaceRuns:
             try:
                 for table in (schema.AGENT_RUNS, schema.TOOL_CALLS):
                     con.execute(
-                        f"DELETE FROM {table} WHERE start_time BETWEEN $lo AND $hi "
+                        # a run or call whose span had no start time is stored without one
+                        f"DELETE FROM {table} WHERE (start_time BETWEEN $lo AND $hi OR start_time IS NULL) "
                         "AND trace_id IN (SELECT trace_id FROM _replace_ids)",
                         {"lo": lo, "hi": hi},
                     )

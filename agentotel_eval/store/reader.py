@@ -63,16 +63,18 @@ class TraceReader:
         assembler process is sent, to convert on its side of the pipe."""
         ids = sorted(set(trace_ids))
         cur = self.cursor
-        params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True)}
+        # Records sent with no time are stored at the epoch and looked up there apart: a window stretched back to
+        # 1970 for them would scan every row group, where this probe skips all but the oldest by their statistics.
+        params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True), "epoch": ns_to_datetime(0)}
         cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
         try:
             spans = cur.sql(
-                f"SELECT {SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY} FROM spans WHERE start_time BETWEEN $lo AND $hi "
-                "AND trace_id IN (SELECT trace_id FROM _load_ids)",
+                f"SELECT {SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY} FROM spans "
+                "WHERE (start_time BETWEEN $lo AND $hi OR start_time = $epoch) AND trace_id IN (SELECT trace_id FROM _load_ids)",
                 params=params,
             ).to_arrow_table()
             logs = cur.sql(
-                f"SELECT {LOG_SELECT} FROM logs WHERE time BETWEEN $lo AND $hi "
+                f"SELECT {LOG_SELECT} FROM logs WHERE (time BETWEEN $lo AND $hi OR time = $epoch) "
                 "AND trace_id IN (SELECT trace_id FROM _load_ids) ORDER BY time",
                 params=params,
             ).to_arrow_table()

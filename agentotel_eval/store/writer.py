@@ -191,9 +191,18 @@ class _InsertPlan:
         decided by count, without building the set)."""
         data = self.data
         total = data.num_rows
-        bounds = pc.min_max(data.column(self.time_column).cast(pa.int64())).as_py()
+        times = data.column(self.time_column).cast(pa.int64())
+        # A record sent with no time is stored at the epoch: it is probed there apart, as the window stretched back
+        # to 1970 would make the check scan every row group of the table
+        timeless = pc.any(pc.equal(times, 0)).as_py() or False
+        bounds = pc.min_max(pc.if_else(pc.equal(times, 0), None, times) if timeless else times).as_py()
         lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
         hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
+        window = f"s.{self.time_column} BETWEEN $lo AND $hi"
+        params: dict[str, object] = {"lo": lo, "hi": hi}
+        if timeless:
+            window = f"({window} OR s.{self.time_column} = $epoch)"
+            params["epoch"] = ns_to_datetime(0)
         cols = ", ".join(self.columns)
         on = " AND ".join(f"s.{k} = b.{k}" for k in self.key)
         key = ", ".join(self.key)
@@ -206,11 +215,11 @@ class _InsertPlan:
             INSERT INTO {self.table} ({cols})
             SELECT {cols} FROM {source} b
             WHERE NOT EXISTS (
-                SELECT 1 FROM {self.table} s WHERE s.{self.time_column} BETWEEN $lo AND $hi AND {on}
+                SELECT 1 FROM {self.table} s WHERE {window} AND {on}
             )
             RETURNING {key}
             """,
-            params={"lo": lo, "hi": hi},
+            params=params,
         ).to_arrow_table()
         if inserted.num_rows == total:
             return total, None

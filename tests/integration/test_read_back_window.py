@@ -68,6 +68,21 @@ def test_a_log_record_with_no_time_is_stored_once_and_read_back(tmp_path):
         assert _rows(c, "SELECT count(*) FROM logs") == [[1]]
         # the window the assembler read the trace by, as it remembers it: the log record lies in it
         window = c.assembler.buffer.decided[trace_id]
+        assert window.lo_ns == t0  # the timeless record is looked up at the epoch, not by a window back to 1970
         stored = TraceReader(c.con.cursor).load([trace_id], window.lo_ns, window.hi_ns, whole=False)
         assert [r.body for r in stored[trace_id].logs] == [{"content": "hello"}]
         assert [s.span_id for s in stored[trace_id].spans] == [root]
+
+
+def test_a_run_whose_root_has_no_start_time_is_replaced_not_duplicated_when_a_late_span_rebuilds_it(tmp_path):
+    t0 = time.time_ns() - 60 * S
+    trace_id, root = "e" * 32, "e" * 16
+    first = [_tool(trace_id, "e" * 15 + "2", root, t0 + 1000, t0 + 2000, "lookup"), _agent(trace_id, root, 0, t0 + 3000)]
+    with running_collector(tmp_path / "w.duckdb") as c:
+        assert post_otlp(c.http_endpoint, "traces", encode_traces(first).SerializeToString()).status == 200
+        wait_until(lambda: _rows(c, "SELECT count(*) FROM tool_calls") == [[1]], what="the first run")
+        late = [_tool(trace_id, "e" * 15 + "3", root, t0 + 2500, t0 + 2600, "book")]
+        assert post_otlp(c.http_endpoint, "traces", encode_traces(late).SerializeToString()).status == 200
+        wait_until(lambda: _rows(c, "SELECT count(*) FROM tool_calls") == [[2]], what="the rebuilt run")
+        assert _rows(c, "SELECT count(*) FROM agent_runs") == [[1]]
+        assert sorted(r[0] for r in _rows(c, "SELECT tool_name FROM tool_calls")) == ["book", "lookup"]
