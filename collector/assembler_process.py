@@ -30,7 +30,7 @@ from agentotel_eval.store.reader import TraceReader
 from collector import wire
 from collector.assembler import AssemblerStats
 from collector.assembler_worker import WorkerSetup
-from collector.child import ChildUnavailable, hang_up, start_child
+from collector.child import ChildUnavailable, close_connection, hang_up, start_child
 from collector.config import AssemblerConfig
 from collector.marks import LogMark, SpanMark
 from collector.run_writer import RunWriter
@@ -123,6 +123,7 @@ class AssemblerProcess:
         self._receiver: threading.Thread | None = None
         self.restarts = 0
         self._deaths_in_row = 0  # restarts since a worker last ran for STABLE_SECONDS
+        self._last_failed: tuple[Any, ...] | None = None  # the marks whose send failed last (see _requeue)
         self._spawned_at = time.monotonic()
         self.buffer = StatsView(self, "buffer")
         self.scoring = StatsView(self, "scoring")
@@ -235,8 +236,7 @@ class AssemblerProcess:
         proc, conn = self._proc, self._conn
         if conn is not None:
             hang_up(conn)  # its receiver, blocked reading, returns at once
-            with contextlib.suppress(OSError):
-                conn.close()
+            close_connection(conn)
         if proc is not None and proc.poll() is None:
             try:
                 proc.wait(5)
@@ -290,12 +290,31 @@ class AssemblerProcess:
         """Put marks that could not be sent back at the head of the outbox and wait for the next worker; False
         when there will be none (the collector is stopping: the next start's recovery is what remains)."""
         n = len(spans) + len(logs)
+        key = (spans[0] if spans else None, logs[0] if logs else None)  # a resend starts with the same marks
+        if key == self._last_failed:  # its second worker died with it: perhaps it is what kills them
+            log.error("the assembler process died twice on the same %d records; they are dropped (their runs are "
+                      "not written)", n)
+            self._last_failed = None
+            return True
+        self._last_failed = key
+        entry = (spans, logs)
         with self._cond:
-            self._outbox.appendleft((spans, logs))
+            self._outbox.appendleft(entry)
             self._sent = max(self._sent - n, 0)  # a restart may have reset it already
             self._queued += n
+        given_up_at = time.monotonic() + self._start_timeout + 60.0  # a connection broken with its worker alive
         while True:
-            self._ready.wait(0.5)
+            if self._ready.is_set() and self._conn is dead:
+                if time.monotonic() > given_up_at:  # never seen to die: these marks go, the sender goes on
+                    log.error("could not send %d records to the assembler process; their runs are not written", n)
+                    with self._cond:
+                        if self._outbox and self._outbox[0] is entry:
+                            self._outbox.popleft()
+                            self._queued -= n
+                    return True
+                time.sleep(0.05)  # the receiver has not seen the death yet: "ready" is still the dead one's
+            else:
+                self._ready.wait(0.5)
             with self._cond:
                 if self._stopping:
                     self._queued -= sum(len(s) + len(lg) for s, lg in self._outbox)
@@ -340,8 +359,7 @@ class AssemblerProcess:
             except Exception:
                 log.exception("handling %r from the assembler process failed", kind)
         # The connection closed without "stopped": the worker died.
-        with contextlib.suppress(OSError):
-            conn.close()
+        close_connection(conn)
         if conn in self._abandoned:  # we closed it (a failed start): whoever did so reports it
             return
         self._ready.clear()  # the sender waits for the next one instead of writing into a closed socket

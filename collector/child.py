@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -39,16 +41,30 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     return proc, Connection(ours.detach())
 
 
+#: hang-ups and closes of helper connections, one at a time: a hang-up between another thread's close and the
+#: reuse of the descriptor's number would shut down whatever file got the number
+_FD_LOCK = threading.Lock()
+
+
 def hang_up(conn: Connection) -> None:
     """Shut both directions of the connection's socket: a thread blocked reading or writing it returns at once
     (closing the descriptor would not wake it, and could hand its number to another file under its feet)."""
-    try:
-        sock = socket.socket(fileno=os.dup(conn.fileno()))
-    except (OSError, ValueError):  # already closed
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        sock.close()
+    with _FD_LOCK:
+        if conn.closed:
+            return
+        try:
+            sock = socket.socket(fileno=os.dup(conn.fileno()))
+        except (OSError, ValueError):
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+
+def close_connection(conn: Connection) -> None:
+    """Close a helper connection (idempotent, safe beside ``hang_up`` from another thread)."""
+    with _FD_LOCK, contextlib.suppress(OSError):
+        conn.close()

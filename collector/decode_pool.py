@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
-from collector.child import ChildUnavailable, hang_up, start_child
+from collector.child import ChildUnavailable, close_connection, hang_up, start_child
 from collector.decoding import STOP, IngestBatch, from_frames
 
 log = logging.getLogger(__name__)
@@ -273,8 +273,7 @@ class DecodePool:
         hang_up(worker.conn)  # wakes a thread reading or writing it; then it can be closed under the send lock
         if worker.send_lock.acquire(timeout=5.0):
             try:
-                with contextlib.suppress(OSError):
-                    worker.conn.close()
+                close_connection(worker.conn)
             finally:
                 worker.send_lock.release()
         for call in held:

@@ -402,6 +402,9 @@ def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int,
 
     config = _sealed_config(settings)
     config.pop("enable_external_access")
+    # where a query bigger than the memory limit spills: beside the file, as a direct connect of it would put it
+    # (an in-memory instance's default is ".tmp" in whatever directory the process runs in)
+    config.setdefault("temp_directory", f"{path}.tmp")
     con = duckdb.connect(":memory:", config=config)
     options = [f"ROW_GROUP_SIZE {int(row_group_size)}"] if row_group_size else []
     if read_only:

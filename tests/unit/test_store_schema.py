@@ -242,3 +242,17 @@ def test_a_read_only_open_beside_the_writer_in_its_process_is_refused_and_keeps_
     reader = open_read_only(path)  # once the writer is gone
     assert reader.execute("SELECT count(*) FROM spans").fetchone() == (0,)
     reader.close()
+
+
+def test_big_queries_spill_beside_the_database_file(tmp_path, monkeypatch):
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)  # not where the spill files belong
+    path = tmp_path / "db" / "one.duckdb"
+    path.parent.mkdir()
+    con = open_store(path)
+    assert con.execute("SELECT current_setting('temp_directory')").fetchone()[0] == f"{path}.tmp"
+    con.close()
+    reader = open_read_only(path)
+    assert reader.execute("SELECT current_setting('temp_directory')").fetchone()[0] == f"{path}.tmp"
+    reader.close()
