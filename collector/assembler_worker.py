@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import logging
 import os
 import queue
@@ -41,8 +40,9 @@ from agentotel_eval.store.reader import StoredTrace, group_by_trace
 from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 from collector import wire
 from collector.assembler import Assembler, Read
+from collector.child import apply_helper_settings, helper_main
 from collector.config import AssemblerConfig
-from collector.memory import release_free_memory, tune_malloc
+from collector.memory import release_free_memory
 from collector.pipeline import CompletedTrace
 from collector.run_writer import build_batches
 from collector.scoring import ScoringStage
@@ -241,15 +241,7 @@ def serve(conn: Connection) -> None:
     kind, setup = conn.recv()
     if kind != "setup":
         raise RuntimeError(f"expected the setup message first, got {kind!r}")
-    logging.basicConfig(level=setup.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s agentotel assembler: %(message)s")
-    if setup.gc_threshold:
-        gc.set_threshold(setup.gc_threshold, *gc.get_threshold()[1:])
-    if setup.gc_freeze:
-        gc.collect()
-        gc.freeze()
-    if setup.tune_malloc:
-        tune_malloc()
+    apply_helper_settings("assembler", setup.log_level, setup.gc_threshold, setup.gc_freeze, setup.tune_malloc)
     sink = RemoteRunSink(link)
 
     def forward(spans: Sequence[SpanRecord]) -> None:
@@ -369,13 +361,7 @@ def serve(conn: Connection) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
-    conn = Connection(int(args[0]))
-    try:
-        serve(conn)
-    finally:
-        conn.close()
-    return 0
+    return helper_main(serve, argv)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,21 @@
-"""Starting the collector's helper processes (the assembler, the decode workers) on a private socket pair."""
+"""The collector's helper processes (the assembler, the decode workers): starting them on a private socket pair,
+and, on their side, the settings the collector sends them and their entry point."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import logging
 import os
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
+
+from collector.memory import tune_malloc
 
 
 class ChildUnavailable(RuntimeError):
@@ -68,3 +74,27 @@ def close_connection(conn: Connection) -> None:
     """Close a helper connection (idempotent, safe beside ``hang_up`` from another thread)."""
     with _FD_LOCK, contextlib.suppress(OSError):
         conn.close()
+
+
+def apply_helper_settings(name: str, log_level: int, gc_threshold: int, gc_freeze: bool, malloc: bool) -> None:
+    """In a helper: the collector's log level and interpreter settings (``process.*``), as its own process has."""
+    logging.basicConfig(level=log_level, stream=sys.stderr,
+                        format=f"%(asctime)s %(levelname)s agentotel {name}: %(message)s")
+    if gc_threshold:
+        gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
+    if gc_freeze:
+        gc.collect()
+        gc.freeze()
+    if malloc:
+        tune_malloc()
+
+
+def helper_main(serve: Callable[[Connection], None], argv: Sequence[str] | None = None) -> int:
+    """``python -m MODULE FD``: serve the connection on descriptor FD (what ``start_child`` passes) until done."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    conn = Connection(int(args[0]))
+    try:
+        serve(conn)
+    finally:
+        conn.close()
+    return 0

@@ -19,7 +19,6 @@ It exits on b"stop", or when the collector's end closes (the collector is gone).
 
 from __future__ import annotations
 
-import gc
 import logging
 import marshal
 import os
@@ -30,8 +29,9 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
+from collector.child import apply_helper_settings, helper_main
 from collector.decoding import STOP, decode_request, to_frames
-from collector.memory import release_free_memory, tune_malloc
+from collector.memory import release_free_memory
 
 #: how often free heap pages are handed back to the system
 TRIM_INTERVAL = 5.0
@@ -45,15 +45,7 @@ def serve(conn: Connection) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     log_level, gc_threshold, gc_freeze, malloc, nice = marshal.loads(conn.recv_bytes())
-    logging.basicConfig(level=log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s agentotel decode: %(message)s")
-    if gc_threshold:
-        gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
-    if gc_freeze:
-        gc.collect()
-        gc.freeze()
-    if malloc:
-        tune_malloc()
+    apply_helper_settings("decode", log_level, gc_threshold, gc_freeze, malloc)
     if nice:
         # Under a CPU shortage assembly goes first: requests then wait here a little longer, which slows the
         # exporters down, instead of completed traces waiting ever longer for their runs.
@@ -98,13 +90,7 @@ def serve(conn: Connection) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
-    conn = Connection(int(args[0]))
-    try:
-        serve(conn)
-    finally:
-        conn.close()
-    return 0
+    return helper_main(serve, argv)
 
 
 if __name__ == "__main__":
