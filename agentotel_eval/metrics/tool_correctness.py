@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from agentotel_eval.jsontext import dumps
+from agentotel_eval.lazymapping import LazyMapping
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.matching import Pair
@@ -758,7 +759,7 @@ def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, s
     return names_log(outcome, expected, called, (), strict, outcome.score)
 
 
-class LazyLog(Mapping[str, Any]):
+class LazyLog(LazyMapping):
     """An evaluation log built on first read: ``build(*args)`` must return a plain dict.
 
     Most callers read only the score and reason; building the pairing details for every case would cost as
@@ -815,23 +816,6 @@ class LazyLog(Mapping[str, Any]):
     def as_dict(self) -> dict[str, Any]:
         """The built log itself (not a copy): for callers that copy it at C speed, ``{**log.as_dict(), ...}``."""
         return self._get()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._get()[key]
-
-    def __iter__(self) -> Any:
-        return iter(self._get())
-
-    def __len__(self) -> int:
-        return len(self._get())
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._get()
-
-    def __eq__(self, other: object) -> bool:
-        return self._get() == other if isinstance(other, Mapping) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return repr(self._get())

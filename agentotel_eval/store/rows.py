@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from agentotel_eval.jsontext import dumps, finite, json_default, loads, loads_stored
+from agentotel_eval.lazymapping import LazyMapping
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -525,7 +526,7 @@ _CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 OWN_SOURCE = schema.OWN_SOURCE
 
 
-class EncodedDetails(Mapping[str, Any]):
+class EncodedDetails(LazyMapping):
     """An evaluations row's details given as the JSON text to store, written once where the parts are known (a
     remembered tool-correctness log is encoded once per pair of name lists): the row conversion takes the text as
     it is. Reading it as a mapping parses the text, so it reads as the stored value does."""
@@ -541,20 +542,6 @@ class EncodedDetails(Mapping[str, Any]):
         if value is None:
             value = self._value = loads(self.text)
         return value
-
-    def __getitem__(self, key: str) -> Any:
-        return self._get()[key]
-
-    def __iter__(self) -> Any:
-        return iter(self._get())
-
-    def __len__(self) -> int:
-        return len(self._get())
-
-    def __eq__(self, other: object) -> bool:
-        return self._get() == other if isinstance(other, Mapping) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"EncodedDetails({self.text!r})"
