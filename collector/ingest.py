@@ -120,12 +120,16 @@ class Ingestor:
             if why is not None:
                 raise QueueFull(why, self._writer.retry_after)
             self._writer.check_room(extra_load=self._backlog())
-        except QueueFull as exc:
-            self.stats.count(transport, signal, "overloaded")
-            raise Overloaded(str(exc), exc.retry_after) from None
         except WriterError as exc:
-            self.stats.count(transport, signal, "unavailable")
-            raise Unavailable(str(exc)) from None
+            raise self._refusal(exc, transport, signal) from None
+
+    def _refusal(self, exc: WriterError, transport: str, signal: str) -> Overloaded | Unavailable:
+        """What an exporter is answered when the writer cannot take its request now (counted): retry later."""
+        if isinstance(exc, QueueFull):
+            self.stats.count(transport, signal, "overloaded")
+            return Overloaded(str(exc), exc.retry_after)
+        self.stats.count(transport, signal, "unavailable")
+        return Unavailable(str(exc))
 
     def ingest_batch(self, batch: IngestBatch, transport: str) -> ExportOutcome:
         """Rows of a decoded request -> committed."""
@@ -138,20 +142,15 @@ class Ingestor:
                 ticket = self._writer.submit(batch.rows, payload=batch, extra_load=self._backlog())
             else:
                 ticket = self._writer.submit(log_batch=batch.rows, payload=batch, extra_load=self._backlog())
-        except QueueFull as exc:
-            self.stats.count(transport, signal, "overloaded")
-            raise Overloaded(str(exc), exc.retry_after) from None
         except WriterError as exc:
-            self.stats.count(transport, signal, "unavailable")
-            raise Unavailable(str(exc)) from None
+            raise self._refusal(exc, transport, signal) from None
         try:
             result = ticket.wait(self._timeout)
         except RejectedData as exc:
             self.stats.count(transport, signal, "bad_request", 0, batch.rejected)
             raise BadRequest(str(exc)) from None
         except WriterError as exc:
-            self.stats.count(transport, signal, "unavailable")
-            raise Unavailable(str(exc)) from None
+            raise self._refusal(exc, transport, signal) from None
         outcome = "partial" if batch.rejected else "ok"
         self.stats.count(transport, signal, outcome, batch.size, batch.rejected)
         return ExportOutcome(signal, batch.size, batch.rejected, batch.message, result.duplicates)
