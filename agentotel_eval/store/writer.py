@@ -194,8 +194,9 @@ class _InsertPlan:
         times = data.column(self.time_column).cast(pa.int64())
         # A record sent with no time is stored at the epoch: it is probed there apart, as the window stretched back
         # to 1970 would make the check scan every row group of the table
-        timeless = pc.any(pc.equal(times, 0)).as_py() or False
-        bounds = pc.min_max(pc.if_else(pc.equal(times, 0), None, times) if timeless else times).as_py()
+        zero = pc.equal(times, 0)
+        timeless = pc.any(zero).as_py() or False
+        bounds = pc.min_max(pc.if_else(zero, None, times) if timeless else times).as_py()
         lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
         hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
         window = f"s.{self.time_column} BETWEEN $lo AND $hi"
