@@ -385,17 +385,7 @@ def test_a_trace_re_opened_by_a_late_span_while_its_read_back_waits_for_a_retry_
 
 def test_retries_count_each_trace_s_own_tries():
     # a trace read in the same group as one on its last try still gets all of its own
-    class Fails(MemoryStore):
-        def __init__(self) -> None:
-            super().__init__()
-            self.down = True
-
-        def load(self, trace_ids, lo, hi, whole=True):
-            if self.down:
-                raise RuntimeError("database busy")
-            return super().load(trace_ids, lo, hi, whole)
-
-    store = Fails()
+    store = FlakyStore(failures=10**9)
     assembler, recorder, clock = make(store)
     commit(assembler, [span(1, 1, None, AGENT, 100)])
     assembler.step()
@@ -410,7 +400,7 @@ def test_retries_count_each_trace_s_own_tries():
     clock.now = 17.0  # trace 1's last try, with trace 2's first (both fail)
     assembler.step()
     assert assembler.stats.read_errors == 1
-    store.down = False
+    store.failures = 0
     for now in (18.0, 19.0, 21.0):
         clock.now = now
         assembler.step()

@@ -60,17 +60,20 @@ def test_a_foreign_payload_is_a_clear_error():
         wire.loads(b"Xgarbage")
 
 
+class RecordingConn:
+    """Stands in for the worker's connection: keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list = []
+
+    def send(self, message) -> None:
+        self.sent.append(message)
+
+
 def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
     from collector.assembler_worker import _Link
 
-    class Conn:
-        def __init__(self) -> None:
-            self.sent: list = []
-
-        def send(self, message) -> None:
-            self.sent.append(message)
-
-    link = _Link(Conn())  # type: ignore[arg-type]
+    link = _Link(RecordingConn())  # type: ignore[arg-type]
     link.replies.put((0, (True, "the answer to a call that timed out")))
     link.replies.put((1, (True, "mine")))
     assert link.call("latest_span_time") == "mine"
@@ -80,11 +83,7 @@ def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
 def test_outstanding_calls_each_get_their_own_answer_whatever_the_order():
     from collector.assembler_worker import _Link
 
-    class Conn:
-        def send(self, message) -> None:
-            pass
-
-    link = _Link(Conn())  # type: ignore[arg-type]
+    link = _Link(RecordingConn())  # type: ignore[arg-type]
     first, second = link.request("load", "a"), link.request("load", "b")
     link.replies.put((second, (True, "b's rows")))  # answered out of order
     link.replies.put((99, (True, "nobody's")))  # a late answer to a call that timed out
@@ -95,20 +94,12 @@ def test_outstanding_calls_each_get_their_own_answer_whatever_the_order():
 
 
 def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
-    from collector.assembler_worker import RemoteReader, _Link
-
-    class Conn:
-        def __init__(self) -> None:
-            self.sent: list = []
-
-        def send(self, message) -> None:
-            self.sent.append(message)
-
     import pyarrow as pa
 
     from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT
+    from collector.assembler_worker import RemoteReader, _Link
 
-    conn = Conn()
+    conn = RecordingConn()
     link = _Link(conn)  # type: ignore[arg-type]
     reader = RemoteReader(link)
     empty_spans = pa.table({c.strip(): pa.array([], pa.string()) for c in SPAN_SELECT.split(",")})

@@ -204,21 +204,26 @@ def test_to_json_equals_the_reference_encoder(value):
     assert to_json(freeze(value)) == text  # frozen containers encode as the plain ones
 
 
-results_strategy = st.lists(
-    st.builds(
-        MetricResult,
-        metric=st.sampled_from(["tool_correctness", "tool_errors_detectors", "x"]),
-        score=st.none() | st.floats(0, 1),
-        success=st.none() | st.booleans(),
-        reason=st.text(max_size=20),
-        threshold=st.just(0.5),
-        status=st.sampled_from(["ok", "error", "skipped", "pending"]),
-        error=st.none() | st.text(max_size=10),
-        evaluator=st.sampled_from(["", "ToolCorrectnessMetric"]),
-        evaluator_version=st.just("1"),
-    ),
-    max_size=5,
-)
+def _results(scores: st.SearchStrategy) -> st.SearchStrategy:
+    """Lists of up to five results of a few metrics (repeats: one metric twice), scores drawn from ``scores``."""
+    return st.lists(
+        st.builds(
+            MetricResult,
+            metric=st.sampled_from(["tool_correctness", "tool_errors_detectors", "x"]),
+            score=scores,
+            success=st.none() | st.booleans(),
+            reason=st.text(max_size=20),
+            threshold=st.just(0.5),
+            status=st.sampled_from(["ok", "error", "skipped", "pending"]),
+            error=st.none() | st.text(max_size=10),
+            evaluator=st.sampled_from(["", "ToolCorrectnessMetric"]),
+            evaluator_version=st.just("1"),
+        ),
+        max_size=5,
+    )
+
+
+results_strategy = _results(st.none() | st.floats(0, 1))
 
 
 @settings(max_examples=200, deadline=None)
@@ -241,21 +246,7 @@ def test_as_tool_definitions_copies_a_list_of_definitions():
     assert [t.name for t in mixed] == ["a", "b", "c"]
 
 
-write_back_results = st.lists(
-    st.builds(
-        MetricResult,
-        metric=st.sampled_from(["tool_correctness", "tool_errors_detectors", "x"]),  # repeats: one metric twice
-        score=st.none() | st.floats(0, 1) | st.sampled_from([float("nan"), float("inf"), 1, True]),
-        success=st.none() | st.booleans(),
-        reason=st.text(max_size=20),
-        threshold=st.just(0.5),
-        status=st.sampled_from(["ok", "error", "skipped", "pending"]),
-        error=st.none() | st.text(max_size=10),
-        evaluator=st.sampled_from(["", "ToolCorrectnessMetric"]),
-        evaluator_version=st.just("1"),
-    ),
-    max_size=5,
-)
+write_back_results = _results(st.none() | st.floats(0, 1) | st.sampled_from([float("nan"), float("inf"), 1, True]))
 span_attributes = st.dictionaries(
     st.sampled_from(["a", "b", "agentotel.eval.x.score", "agentotel.eval.x.status",
                      "agentotel.eval.tool_correctness.reason"]),
