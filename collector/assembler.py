@@ -17,7 +17,7 @@ import operator
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,11 +107,11 @@ class Assembler:
         self._lock = threading.Lock()  # the buffer is touched by the thread, and by shutdown after it stopped
         self._decided: list[tuple[OpenTrace, str]] = []  # decided, waiting for the next read
         self._decided_records = 0
-        #: completed traces whose read-back failed, by trace id: (when to try again, tries so far, the trace, why
-        #: it completed). A trace re-opened meanwhile (a late span) leaves: it is read whole when it completes again
-        self._read_retries: dict[str, tuple[float, int, OpenTrace, str]] = {}
-        #: late traces whose stored records could not be re-read, by trace id: (when to try again, tries so far)
-        self._late_retries: dict[str, tuple[float, int]] = {}
+        #: completed traces whose read-back failed, by trace id: (when to try again, tries so far, (the trace, why
+        #: it completed)). A trace re-opened meanwhile (a late span) leaves: it is read whole when it completes again
+        self._read_retries: dict[str, tuple[float, int, tuple[OpenTrace, str]]] = {}
+        #: late traces whose stored records could not be re-read, by trace id: (when to try again, tries so far, None)
+        self._late_retries: dict[str, tuple[float, int, None]] = {}
         self._last_read = float("-inf")
         self.stats = AssemblerStats()
 
@@ -210,8 +210,8 @@ class Assembler:
             return
         batch, self._decided, self._decided_records = self._decided, [], 0
         self._last_read = now
-        attempts = {tid: tries for tid, (_, tries, _, _) in retries.items()}
-        self._emit(batch + [(trace, reason) for _, _, trace, reason in retries.values()], attempts)
+        attempts = {tid: tries for tid, (_, tries, _) in retries.items()}
+        self._emit(batch + [item for _, _, item in retries.values()], attempts)
 
     def _drain_inbox(self) -> None:
         with self._cond:
@@ -251,7 +251,7 @@ class Assembler:
             # they are until a later try reads the trace whole.
             for decided in late.values():  # the window widened by the late records, for the next try
                 self.buffer.remember(decided)
-            again = self._schedule(self._late_retries, late, attempts or {}, lambda tid, when, tries: (when, tries))
+            again = self._schedule(self._late_retries, dict.fromkeys(late), attempts or {})
             self.stats.reload_errors += len(late) - again
             _log_failure("re-read", len(late), again, exc)
             return
@@ -259,16 +259,16 @@ class Assembler:
         for decided in late.values():
             self._put_back(decided, stored.get(decided.trace_id), now)
 
-    def _schedule(self, retries: dict, traces: Iterable[str], attempts: dict[str, int],
-                  entry: Callable[[str, float, int], Any]) -> int:
-        """Put each trace down for another try after its next delay (``READ_RETRY_DELAYS``), unless it had every
-        try already or the assembler is stopping; how many were."""
+    def _schedule(self, retries: dict[str, tuple[float, int, Any]], items: Mapping[str, Any],
+                  attempts: dict[str, int]) -> int:
+        """Put each trace's item down for another try after its next delay (``READ_RETRY_DELAYS``), unless it had
+        every try already or the assembler is stopping; how many were."""
         now = self._clock()
         scheduled = 0
-        for tid in traces:
+        for tid, item in items.items():
             tries = attempts.get(tid, 0)
             if tries < len(READ_RETRY_DELAYS) and not self._stopping:
-                retries[tid] = entry(tid, now + READ_RETRY_DELAYS[tries], tries + 1)
+                retries[tid] = (now + READ_RETRY_DELAYS[tries], tries + 1, item)
                 scheduled += 1
         return scheduled
 
@@ -325,9 +325,7 @@ class Assembler:
 
     def _read_failed(self, group: list[tuple[OpenTrace, str]], error: BaseException, attempts: dict[str, int]
                      ) -> None:
-        reasons = {trace.trace_id: (trace, reason) for trace, reason in group}
-        again = self._schedule(self._read_retries, reasons, attempts,
-                               lambda tid, when, tries: (when, tries, *reasons[tid]))
+        again = self._schedule(self._read_retries, {item[0].trace_id: item for item in group}, attempts)
         # Given up on: they are stored traces without runs, which the recovery at the next start re-opens.
         self.stats.read_errors += len(group) - again
         _log_failure("read back", len(group), again, error)
