@@ -18,7 +18,8 @@ spans each (their attributes as the frameworks emit them), given fresh ids and c
 Printed per transport: sustained spans/s (acknowledged = committed for the collector; excluding a warm-up) and
 the ratio collector/bare; the time from a run's last span being acknowledged to its tool_calls rows being
 committed (p50/p99; it includes the grace period); peak RSS of each server process (the collector's is its own
-process plus its assembler process). ``--set assembler.process=false`` runs the single-process collector instead.
+process plus its assembler process); the exporters' own CPU a span (the share of the machine the load generator
+takes from the server). ``--set assembler.process=false`` runs the single-process collector instead.
 Run it a few times: the machine is shared, so look at the ratios.
 """
 
@@ -140,14 +141,19 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
     while time.monotonic() < start_at:
         time.sleep(0.001)
     deadline = start_at + seconds
-    while time.monotonic() < deadline:
+    cpu_from = cpu_to = None  # the exporter's own CPU over the measurement window: what the load generator takes
+    while (now := time.monotonic()) < deadline:
+        if cpu_from is None and now >= start_at + WARMUP:
+            cpu_from = time.process_time()
         body, seq = factory.next()
         if send(body):
             acks.append((time.monotonic(), seq))
         else:
             refused += 1
             time.sleep(0.01)
-    out.put({"index": index, "run": run, "acks": acks, "refused": refused, "spans": factory.spans, "traces": factory.traces})
+    cpu_to = time.process_time()
+    out.put({"index": index, "run": run, "acks": acks, "refused": refused, "spans": factory.spans,
+             "traces": factory.traces, "cpu_window_s": cpu_to - (cpu_from if cpu_from is not None else cpu_to)})
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -418,6 +424,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     phase = {
         "rate": acked_in_window / (window[1] - window[0]),
         "cpu_us_per_span": 1e6 * stats["cpu_window_s"] / max(acked_in_window, 1),
+        "exporter_cpu_us_per_span": 1e6 * sum(r["cpu_window_s"] for r in results) / max(acked_in_window, 1),
         "acked": total_acked,
         "refused": sum(r["refused"] for r in results),
         "spans_per_request": spans_per_request,
@@ -488,7 +495,9 @@ def main() -> None:
                         f" every run written {coll['drained_in']:.1f} s after the load stopped"
                         f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
                         f" (avg {coll['flush_avg_ms']:.1f} ms), {coll['runs']:,} runs, {coll['early']} completed early,"
-                        f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}",
+                        f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}"
+                        f"\n    the exporters' own CPU: {bare['exporter_cpu_us_per_span']:.1f} µs/span against the bare"
+                        f" receiver, {coll['exporter_cpu_us_per_span']:.1f} against the collector",
                         flush=True,
                     )
                 ratios.append(phases[max(phases)]["rate"] / bare["rate"])
