@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from collector.memory import tune_malloc
+from collector.memory import arrow_through_malloc, tune_malloc
 
 
 class ChildUnavailable(RuntimeError):
@@ -85,8 +85,8 @@ def apply_helper_settings(name: str, log_level: int, gc_threshold: int, gc_freez
     if gc_freeze:
         gc.collect()
         gc.freeze()
-    if malloc:
-        tune_malloc()
+    if malloc and tune_malloc():
+        arrow_through_malloc()
 
 
 def helper_main(serve: Callable[[Connection], None], argv: Sequence[str] | None = None) -> int:

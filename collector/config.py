@@ -193,8 +193,8 @@ class ProcessConfig:
     #: move everything allocated at startup (modules, libraries) out of the collector's sight: full
     #: collections then only walk the collector's own objects
     gc_freeze: bool = True
-    #: glibc's allocator told to return large blocks to the system and to keep two arenas (see
-    #: ``collector.memory``), in the collector's process and its helpers
+    #: glibc's allocator told to return large blocks to the system and to keep two arenas, and made pyarrow's
+    #: allocator too (see ``collector.memory``), in the collector's process and its helpers
     tune_malloc: bool = True
     #: the decode workers' nice value: when the CPU is short, assembly goes first and ingest slows down (exporters
     #: wait a little longer for their answers) instead of runs falling further and further behind ingest

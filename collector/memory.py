@@ -7,6 +7,12 @@ every block over 1 MiB to mmap, which returns it to the system when freed (256 K
 request's many mid-sized buffers each paid for their own mapping); two arenas instead of eight per core keep the
 threads' small allocations from spreading over many heaps. ``release_free_memory`` hands back what is left free.
 Everything here is a no-op where the C library is not glibc.
+
+pyarrow allocates its buffers from mimalloc by default, which keeps freed pages for reuse as glibc did before the
+settings above. Under the ingest benchmark's load, sending Arrow's buffers through the tuned glibc instead
+(``arrow_through_malloc``) lowered the three processes' summed RSS from 529-578 to 491-522 MB and their PSS from
+439-482 to 393-420 MB (two rounds, both transports; the decode worker ~100 -> 76 MB, the collector's process
+314-330 -> 300-312 MB), with throughput within the run-to-run noise.
 """
 
 from __future__ import annotations
@@ -14,6 +20,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,25 @@ def tune_malloc() -> bool:
     if libc is None:
         return False
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(_M_ARENA_MAX, ARENA_MAX))
+
+
+#: pyarrow's own choice of allocator; when it is set, the user chose, and ``arrow_through_malloc`` leaves it be
+ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def arrow_through_malloc() -> pa.MemoryPool | None:
+    """Make the C library's allocator pyarrow's default pool (call after ``tune_malloc`` succeeded); returns the pool
+    it replaced, to restore, or None when nothing changed (``ARROW_DEFAULT_MEMORY_POOL`` is set, or it already
+    was the system pool). Buffers allocated before keep the pool they came from."""
+    if os.environ.get(ARROW_POOL_VARIABLE):
+        return None
+    import pyarrow as pa
+
+    previous = pa.default_memory_pool()
+    if previous.backend_name == "system":
+        return None
+    pa.set_memory_pool(pa.system_memory_pool())
+    return previous
 
 
 def release_free_memory() -> None:

@@ -37,7 +37,7 @@ from collector.grpc_receiver import GrpcReceiver
 from collector.http_receiver import HttpApp, HttpReceiver
 from collector.ingest import Ingestor
 from collector.judge_worker import JudgeWorker
-from collector.memory import release_free_memory, tune_malloc
+from collector.memory import arrow_through_malloc, release_free_memory, tune_malloc
 from collector.pipeline import TraceStage
 from collector.run_writer import RunWriter
 from collector.scoring import ScoringStage, external_rows, is_held_span
@@ -70,6 +70,7 @@ class Collector:
         self._stop = threading.Event()
         self._state = "new"
         self._housekeeping: threading.Thread | None = None
+        self._previous_arrow_pool: Any = None  # pyarrow's pool before process.tune_malloc replaced it
         self.retention_deleted: dict[str, int] = {}
         self.query_counts: dict[str, int] = {}
         self.con: Any = None
@@ -228,8 +229,8 @@ class Collector:
         if process.gc_freeze:
             gc.collect()
             gc.freeze()
-        if process.tune_malloc:
-            tune_malloc()
+        if process.tune_malloc and tune_malloc():
+            self._previous_arrow_pool = arrow_through_malloc()
 
     def _restore_process(self) -> None:
         switch, threshold = self._previous_process
@@ -237,6 +238,11 @@ class Collector:
         gc.set_threshold(*threshold)
         if self.config.process.gc_freeze:
             gc.unfreeze()
+        if self._previous_arrow_pool is not None:
+            import pyarrow as pa
+
+            pa.set_memory_pool(self._previous_arrow_pool)
+            self._previous_arrow_pool = None
 
     def _close_partial(self) -> None:
         for name in ("grpc", "http"):
