@@ -35,7 +35,8 @@ def test_a_helper_process_allocates_arrow_buffers_through_malloc() -> None:
         print(before, pa.default_memory_pool().backend_name, pa.system_memory_pool().bytes_allocated() > 0)
     """)
     before, after, used = out.split()
-    assert before != "system"  # pyarrow's default (mimalloc or jemalloc), or the test shows nothing
+    if before == "system":
+        pytest.skip("this pyarrow's default pool is already the system allocator")
     assert (after, used) == ("system", "True")
 
 
