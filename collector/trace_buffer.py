@@ -145,12 +145,7 @@ class TraceBuffer:
                 continue
             ids.add(sid)
             added += 1
-            if start and start < trace.lo_ns:
-                trace.lo_ns = start
-            if end < start:
-                end = start
-            if end > trace.hi_ns:
-                trace.hi_ns = end
+            trace.widen(start, end)
             if parent is None:
                 trace.has_root = True
             elif is_run:
