@@ -225,10 +225,10 @@ def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
         _patch_spans(con, [u for u in updates if u.attributes is None or u.all_events is None])
 
 
-def _window(updates: Sequence[SpanUpdate]) -> tuple[str, dict[str, object]]:
-    """Known start times bound the scan, so DuckDB skips the row groups outside them."""
-    starts = [u.start_ns for u in updates if u.start_ns]
-    if len(starts) != len(updates):
+def _window(starts: Sequence[int | None]) -> tuple[str, dict[str, object]]:
+    """The updated spans' start times bound the scan, so DuckDB skips the row groups outside them (no bound when
+    one is unknown)."""
+    if not starts or not all(starts):
         return "", {}
     return (f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND ",
             {"lo": ns_to_datetime(min(starts)), "hi": ns_to_datetime(max(starts), ceil=True)})
@@ -256,16 +256,9 @@ def span_values_table(updates: Sequence[SpanUpdate]) -> pa.Table:
 
 def set_span_values(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
     """Set stored spans' attributes and events to the values of a ``span_values_table``."""
-    # pyarrow.compute here, not at the top: the decode workers import this module (~8 MB less resident each)
     import duckdb
-    import pyarrow.compute as pc
 
-    window, params = "", {}
-    starts = table.column("start_ns")
-    if starts.null_count == 0 and table.num_rows and pc.min(starts).as_py():  # known start times bound the scan
-        bounds = pc.min_max(starts).as_py()
-        window = f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND "
-        params = {"lo": ns_to_datetime(bounds["min"]), "hi": ns_to_datetime(bounds["max"], ceil=True)}
+    window, params = _window(table.column("start_ns").to_pylist())
     con.register("_span_values", table)
     try:
         con.execute(
@@ -287,7 +280,7 @@ def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
 
     if not updates:
         return
-    window, params = _window(updates)
+    window, params = _window([u.start_ns for u in updates])
     table = pa.Table.from_pylist(
         [{"trace_id": u.trace_id, "span_id": u.span_id, "patch": safe_text(u.attributes_patch),
           "events": safe_text(u.events), "metrics": list(u.metrics)} for u in updates],
