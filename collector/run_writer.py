@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from agentotel_eval.store.operations import ReplaceRuns, SpanUpdate, TraceWindow, span_values_table
+from agentotel_eval.store.operations import (
+    ReplaceRuns,
+    SpanUpdate,
+    TraceWindow,
+    span_values_table,
+    split_span_updates,
+)
 from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
 from collector.pipeline import CompletedTrace
 
@@ -45,12 +51,10 @@ def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | N
     updates = [update for trace in traces for update in trace.span_updates]
     if not runs and not replace and not evaluations and not updates:
         return None
-    whole = [u for u in updates if u.attributes is not None and u.all_events is not None]
-    patches = tuple(u for u in updates if u.attributes is None or u.all_events is None) if len(whole) < len(
-        updates) else ()
+    whole, patches = split_span_updates(updates)
     run_rows, call_rows = runs_to_arrow(runs, now_ns)
     return RunRows(run_rows, call_rows, replace, evaluations_to_arrow(evaluations) if evaluations else None,
-                   patches, span_values_table(whole) if whole else None)
+                   tuple(patches), span_values_table(whole) if whole else None)
 
 
 def build_batches(traces: Sequence[CompletedTrace], now_ns: int) -> tuple[list[RunRows], int]:

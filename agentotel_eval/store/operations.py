@@ -216,13 +216,21 @@ _OURS = (
 )
 
 
+def split_span_updates(updates: Sequence[SpanUpdate]) -> tuple[list[SpanUpdate], list[SpanUpdate]]:
+    """The score updates that carry whole new values (set as they are), and those applied as deltas."""
+    whole: list[SpanUpdate] = []
+    patches: list[SpanUpdate] = []
+    for u in updates:
+        (whole if u.attributes is not None and u.all_events is not None else patches).append(u)
+    return whole, patches
+
+
 def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) -> None:
     """Apply score updates to stored spans: whole values where known, deltas otherwise."""
-    whole = [u for u in updates if u.attributes is not None and u.all_events is not None]
+    whole, patches = split_span_updates(updates)
     if whole:
         _set_spans(con, whole)
-    if len(whole) < len(updates):
-        _patch_spans(con, [u for u in updates if u.attributes is None or u.all_events is None])
+    _patch_spans(con, patches)
 
 
 def _window(starts: Sequence[int | None]) -> tuple[str, dict[str, object]]:
