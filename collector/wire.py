@@ -92,7 +92,7 @@ def run_rows_frames(rows: RunRows) -> tuple[tuple[Any, ...], list[Any]]:
     if rows.span_values is not None:
         tables.append(rows.span_values)
     head = (
-        tuple((w.trace_id, w.lo_ns, w.hi_ns) for w in rows.replace),
+        tuple(_fields(w) for w in rows.replace),
         tuple(_fields(u) for u in rows.span_updates),
         rows.evaluations is not None,
         rows.span_values is not None,
