@@ -42,7 +42,7 @@ from collector import wire
 from collector.assembler import Assembler, Read
 from collector.child import apply_helper_settings, helper_main
 from collector.config import AssemblerConfig
-from collector.memory import release_free_memory
+from collector.memory import TRIM_INTERVAL, release_free_memory
 from collector.pipeline import CompletedTrace
 from collector.run_writer import build_batches
 from collector.scoring import ScoringStage
@@ -54,8 +54,6 @@ log = logging.getLogger("agentotel.assembler")
 STATS_INTERVAL = 0.1
 #: how long a read through the collector may take before the assembler gives up on it
 CALL_TIMEOUT = 120.0
-#: how often free heap pages are handed back to the system
-TRIM_INTERVAL = 5.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,10 +31,7 @@ from multiprocessing.connection import Connection
 from agentotel_eval.otlp import DecodeError
 from collector.child import apply_helper_settings, helper_main
 from collector.decoding import STOP, decode_request, to_frames
-from collector.memory import release_free_memory
-
-#: how often free heap pages are handed back to the system
-TRIM_INTERVAL = 5.0
+from collector.memory import TRIM_INTERVAL, release_free_memory
 
 log = logging.getLogger("agentotel.decode")
 

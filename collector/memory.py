@@ -32,6 +32,8 @@ _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 MMAP_THRESHOLD = 1024 * 1024
 ARENA_MAX = 2
+#: how often the helper processes hand free heap pages back to the system (``release_free_memory``), in seconds
+TRIM_INTERVAL = 5.0
 
 
 def _libc() -> ctypes.CDLL | None:
