@@ -141,7 +141,7 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
     while time.monotonic() < start_at:
         time.sleep(0.001)
     deadline = start_at + seconds
-    cpu_from = cpu_to = None  # the exporter's own CPU over the measurement window: what the load generator takes
+    cpu_from = None  # the exporter's own CPU over the measurement window: what the load generator takes
     while (now := time.monotonic()) < deadline:
         if cpu_from is None and now >= start_at + WARMUP:
             cpu_from = time.process_time()
@@ -151,9 +151,9 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
         else:
             refused += 1
             time.sleep(0.01)
-    cpu_to = time.process_time()
+    cpu = time.process_time() - cpu_from if cpu_from is not None else 0.0
     out.put({"index": index, "run": run, "acks": acks, "refused": refused, "spans": factory.spans,
-             "traces": factory.traces, "cpu_window_s": cpu_to - (cpu_from if cpu_from is not None else cpu_to)})
+             "traces": factory.traces, "cpu_window_s": cpu})
 
 
 # ----------------------------------------------------------------------------------------------------------------
