@@ -58,6 +58,8 @@ class AssemblerStats:
     #: completed traces that could not be read back (their runs wait for the recovery at the next start)
     read_errors: int = 0
     stage_errors: int = 0
+    #: completed traces with no run, tool or LLM span, evaluation event or log record: not read back (no runs)
+    traces_without_evidence: int = 0
 
 
 def _default_reconstruct(spans: Sequence[SpanRecord], logs: Sequence[LogRecord]) -> list[AgentRun]:
@@ -80,6 +82,7 @@ class Assembler:
         tick: float = 0.05,
         on_step: Callable[[], None] | None = None,
         whole_spans: bool = True,
+        read_plain_traces: bool = False,
     ) -> None:
         self.config = config
         self.buffer = TraceBuffer(
@@ -99,6 +102,9 @@ class Assembler:
         #: read completed traces' spans with every field (their forwarded copies need them), or without the few
         #: that nothing here reads (``SPAN_SELECT_ASSEMBLY``)
         self._whole_spans = whole_spans
+        #: read back and pass on even the traces that can hold no run (``OpenTrace.evidence``): a forwarder sends
+        #: their held spans (the roots) only after that
+        self._read_plain_traces = read_plain_traces
         self._inbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark]]] = deque()
         self._inbox_records = 0
         self._cond = threading.Condition()
@@ -198,6 +204,12 @@ class Assembler:
     def _collect(self, decided: list[tuple[OpenTrace, str]], *, force: bool = False) -> None:
         """Decided traces are read back together, every ``read_interval`` (or sooner when many are waiting): a
         read costs DuckDB a scan of its time window whatever it returns, so fewer, larger reads cost less."""
+        if decided and not self._read_plain_traces:
+            # A trace first completed with no evidence has nothing to rebuild; one completed before (re-opened)
+            # is rebuilt all the same, to replace what its stored rows say.
+            kept = [item for item in decided if item[0].evidence or item[0].replace]
+            self.stats.traces_without_evidence += len(decided) - len(kept)
+            decided = kept
         if decided:
             self._decided.extend(decided)
             self._decided_records += sum(trace.size for trace, _ in decided)

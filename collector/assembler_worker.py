@@ -282,7 +282,7 @@ def serve(conn: Connection) -> None:
             link.send(("stats", stats()))
 
     assembler = Assembler(setup.assembler, scoring, RemoteReader(link), on_step=publish,
-                          whole_spans=setup.forwarding)
+                          whole_spans=setup.forwarding, read_plain_traces=setup.forwarding)
 
     stop_asked = threading.Event()
 

@@ -4,8 +4,12 @@ Deciding when a trace is complete needs only each span's ids, times and whether 
 themselves are read back from the database once the trace is complete (``collector.assembler``). A mark is a plain
 tuple (cheap to build, to hold by the hundred thousand, and to send to the assembler process with ``marshal``):
 
-    span mark: (trace_id, span_id, parent_span_id, start_ns, end_ns, is_run_span)
+    span mark: (trace_id, span_id, parent_span_id, start_ns, end_ns, is_run_span, has_evidence)
     log mark:  (trace_id, time_ns, is_evaluation_result)     trace_id None: the record belongs to no trace
+
+``has_evidence``: the span is a run, tool or LLM span (``classify``), or carries an evaluation event. A trace with
+no such span and no log record can hold no agent run (reconstruction finds runs only through those roles) and no
+score, so the assembler does not read it back (a web service's own traces, exported to the same endpoint).
 """
 
 from __future__ import annotations
@@ -14,31 +18,33 @@ from collections.abc import Iterable
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct import is_run_span
+from agentotel_eval.reconstruct.spans import NO_ROLE, classify
 
-SpanMark = tuple[str, str, "str | None", int, int, bool]
+SpanMark = tuple[str, str, "str | None", int, int, bool, bool]
 LogMark = tuple["str | None", int, bool]
+
+_EVALUATION = sc.EVENT_EVALUATION_RESULT
 
 
 def span_mark(span: SpanRecord) -> SpanMark:
-    return (span.trace_id, span.span_id, span.parent_span_id, span.start_ns, span.end_ns,
-            span.parent_span_id is not None and is_run_span(span))
+    return span_marks((span,))[0]
 
 
 def log_mark(record: LogRecord) -> LogMark:
-    return (record.trace_id, record.timestamp_ns, record.event_name == sc.EVENT_EVALUATION_RESULT)
+    return (record.trace_id, record.timestamp_ns, record.event_name == _EVALUATION)
 
 
 def span_marks(spans: Iterable[SpanRecord]) -> list[SpanMark]:
     """Marks of these spans (a root span is never tested for being a run span: a root completes its trace
-    whatever it is)."""
+    whatever it is). ``classify`` gives both flags in one look: its run role is ``is_run_span``'s rule."""
     return [
-        (s.trace_id, s.span_id, p, s.start_ns, s.end_ns, p is not None and is_run_span(s))
+        (s.trace_id, s.span_id, p, s.start_ns, s.end_ns, p is not None and role.run is not None,
+         role is not NO_ROLE or (bool(s.events) and any(e.name == _EVALUATION for e in s.events)))
         for s in spans
-        for p in (s.parent_span_id,)
+        for p, role in ((s.parent_span_id, classify(s)),)
     ]
 
 
 def log_marks(logs: Iterable[LogRecord]) -> list[LogMark]:
-    evaluation = sc.EVENT_EVALUATION_RESULT
+    evaluation = _EVALUATION
     return [(r.trace_id, r.time_ns or r.observed_time_ns, r.event_name == evaluation) for r in logs]

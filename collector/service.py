@@ -145,7 +145,9 @@ class Collector:
                 for factory in reversed(self._stage_factories):
                     stage = factory(stage)
                 self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor),
-                                           reconstruct=self._reconstruct, whole_spans=forwarder is not None)
+                                           reconstruct=self._reconstruct, whole_spans=forwarder is not None,
+                                           # another reconstruction may find runs by other rules
+                                           read_plain_traces=forwarder is not None or self._reconstruct is not None)
             else:
                 self.assembler = AssemblerProcess(
                     cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,

@@ -7,8 +7,9 @@ record. Memory is bounded: over ``max_open_traces`` or ``max_buffered_records`` 
 are completed early. Completed traces are remembered (only their id and time window) in a bounded decision cache,
 so a span arriving later re-opens the trace: its runs are rebuilt from the stored spans and replaced.
 
-Only marks are buffered (``collector.marks``: ids, times, whether a span delimits a run), about 100 bytes a span
-instead of the record's few kilobytes; the assembler reads a trace's records from the database once it is decided.
+Only marks are buffered (``collector.marks``: ids, times, whether a span delimits a run, whether it is evidence of
+one), about 100 bytes a span instead of the record's few kilobytes; the assembler reads a trace's records from the
+database once it is decided, if any of them is evidence (``OpenTrace.evidence``).
 No I/O and no threads here; time is passed in, so tests drive it with plain numbers.
 """
 
@@ -39,6 +40,8 @@ class OpenTrace:
     has_root: bool = False
     #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
     replace: bool = False
+    #: one of its records can make a run or a score (``collector.marks``): without one, nothing is read back
+    evidence: bool = False
     #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times: the records are read
     #: back by these bounds, so none may fall outside, whatever times an exporter sent), or at time 0, which reads
     #: look up apart (``TraceReader.load_tables``): a window reaching back to 1970 would scan the whole table
@@ -128,7 +131,7 @@ class TraceBuffer:
         decided_traces = self.decided
         touched: dict[str, OpenTrace] = {}  # activity is recorded once per trace per batch (the hot loop)
         added = 0
-        for tid, sid, parent, start, end, is_run in spans:
+        for tid, sid, parent, start, end, is_run, evidence in spans:
             trace = touched.get(tid)
             if trace is None:
                 trace = open_traces.get(tid)
@@ -146,6 +149,8 @@ class TraceBuffer:
             ids.add(sid)
             added += 1
             trace.widen(start, end)
+            if evidence:
+                trace.evidence = True
             if parent is None:
                 trace.has_root = True
             elif is_run:
@@ -165,6 +170,8 @@ class TraceBuffer:
             touched[tid] = trace
             trace.logs += 1
             trace.widen(ts, ts)
+            if not is_evaluation:  # a gen_ai event may hold tool calls; a score is stored at ingest
+                trace.evidence = True
             added += 1
         for tid, trace in touched.items():
             trace.last_seen = now
@@ -186,18 +193,22 @@ class TraceBuffer:
         trace = self._touch(decided.trace_id, now)
         trace.replace = replace
         trace.widen(decided.lo_ns, decided.hi_ns)
-        for _tid, sid, parent, start, end, is_run in spans:
+        for _tid, sid, parent, start, end, is_run, evidence in spans:
             if sid in trace.span_ids:
                 continue
             trace.span_ids.add(sid)
             trace.widen(start, end)
+            if evidence:
+                trace.evidence = True
             if parent is None:
                 trace.has_root = True
             elif is_run:
                 trace.run_parents.append(parent)
-        for _tid, ts, _is_evaluation in logs:
+        for _tid, ts, is_evaluation in logs:
             trace.logs += 1
             trace.widen(ts, ts)
+            if not is_evaluation:
+                trace.evidence = True
         self.buffered += trace.size
         return trace
 

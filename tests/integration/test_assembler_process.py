@@ -40,6 +40,29 @@ def test_runs_are_assembled_and_scored_in_a_second_process(tmp_path):
         assert "agentotel_runs_completed_total 1" in metrics and "agentotel_runs_scored_total 1" in metrics
 
 
+
+def web_trace(n: int, t0: int) -> list[SpanRecord]:
+    """A web service's own trace, exported to the same endpoint: an HTTP request and its database query."""
+    trace_id = f"{n:032x}"
+    root = SpanRecord(trace_id, f"{n:08x}{0:08x}", None, "GET /orders", kind=2, start_ns=t0, end_ns=t0 + 3000,
+                      attributes={"http.request.method": "GET", "url.path": "/orders", "http.response.status_code": 200})
+    query = SpanRecord(trace_id, f"{n:08x}{1:08x}", root.span_id, "SELECT orders", kind=3, start_ns=t0 + 1000,
+                       end_ns=t0 + 2000, attributes={"db.system.name": "postgresql", "db.query.text": "SELECT 1"})
+    return [query, root]
+
+
+def test_a_trace_with_no_agent_span_is_stored_and_not_assembled(tmp_path):
+    with running_collector(tmp_path / "w.duckdb", assembler={"grace_period": 0.5}) as collector:
+        now = time.time_ns()
+        body = encode_traces(web_trace(1, now) + agent_trace(2, now)).SerializeToString()
+        assert post_otlp(collector.http_endpoint, "traces", body).status == 200
+        wait_until(lambda: collector.assembler.stats.traces_without_evidence == 1, what="the web trace's decision")
+        wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[1]], what="the agent's run")
+        assert rows(collector, "SELECT trace_id, count(*) FROM spans GROUP BY 1 ORDER BY 1") == [
+            [f"{1:032x}", 2], [f"{2:032x}", 2]]
+        assert rows(collector, "SELECT DISTINCT trace_id FROM agent_runs") == [[f"{2:032x}"]]
+        assert "agentotel_traces_without_evidence_total 1" in collector.metrics_text()
+
 def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovered(tmp_path):
     with running_collector(tmp_path / "k.duckdb", assembler={"grace_period": 1.5}) as collector:
         first = collector.assembler.pid

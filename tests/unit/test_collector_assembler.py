@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.store.reader import StoredTrace
 from collector import assembler as assembler_module
 from collector.assembler import Assembler
 from collector.config import AssemblerConfig
-from collector.marks import span_marks
+from collector.marks import log_marks, span_marks
 from collector.pipeline import CompletedTrace
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
@@ -405,3 +405,66 @@ def test_retries_count_each_trace_s_own_tries():
         clock.now = now
         assembler.step()
     assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
+
+
+# ---- traces that can hold no run ------------------------------------------------------------------------------
+
+HTTP = {"http.request.method": "GET", "url.path": "/orders", "http.response.status_code": 200}
+DB = {"db.system.name": "postgresql", "db.query.text": "SELECT 1"}
+
+
+def test_a_trace_with_no_agent_span_is_stored_but_not_read_back():
+    assembler, recorder, clock = make()
+    commit(assembler, [span(1, 2, 1, DB, 120), span(1, 1, None, HTTP, 100)])
+    commit(assembler, [span(2, 1, None, AGENT, 100), span(2, 2, 1, tool("search"), 110)])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
+    assert assembler._reader.loads == [([f"{2:032x}"], 100, 115)]  # the web trace is not read
+    assert assembler.stats.traces_without_evidence == 1
+    assert f"{1:032x}" in assembler.buffer.decided  # remembered: a late span of it re-opens it
+
+
+def test_a_late_agent_span_makes_a_plain_trace_assembled():
+    assembler, recorder, clock = make()
+    commit(assembler, [span(1, 1, None, HTTP, 100)])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assert recorder.traces == [] and assembler.stats.traces_without_evidence == 1
+    clock.now = 3.0
+    commit(assembler, [span(1, 2, 1, AGENT, 110), span(1, 3, 2, tool("book"), 120)])  # its agent, exported later
+    assembler.step()
+    clock.now = 4.0
+    assembler.step()
+    (trace,) = recorder.traces
+    assert trace.replace and [r.tools_called for r in trace.runs] == [["book"]]
+    assert assembler.stats.traces_reopened == 1 and assembler.stats.traces_without_evidence == 1
+
+
+def test_a_log_record_of_a_plain_trace_makes_it_read_back_a_score_does_not():
+    assembler, recorder, clock = make()
+    commit(assembler, [span(1, 1, None, HTTP, 100), span(2, 1, None, HTTP, 100)])
+    choice = LogRecord(105, 0, f"{1:032x}", f"{1:016x}", event_name="gen_ai.choice", body={"index": 0})
+    score = LogRecord(105, 0, f"{2:032x}", f"{1:016x}", event_name="gen_ai.evaluation.result")
+    assembler.consume([], log_marks([choice, score]))  # tool calls may come only as gen_ai events
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assert [t.trace_id for t in recorder.traces] == [f"{1:032x}"]
+    assert assembler.stats.traces_without_evidence == 1
+
+
+def test_with_read_plain_traces_every_trace_is_passed_on():
+    clock = Clock()
+    recorder = Recorder()
+    cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0, late_window=0.0)
+    assembler = Assembler(cfg, recorder, MemoryStore(), clock=clock, read_plain_traces=True)
+    commit(assembler, [span(1, 1, None, HTTP, 100)])
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    (trace,) = recorder.traces
+    assert trace.runs == () and len(trace.spans) == 1
+    assert assembler.stats.traces_without_evidence == 0
