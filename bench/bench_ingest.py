@@ -59,18 +59,72 @@ def _templates() -> list[list]:
     return out
 
 
+_WEB_RESOURCE = {"service.name": "orders-api", "service.version": "2.14.1", "deployment.environment.name": "prod",
+                 "telemetry.sdk.name": "opentelemetry", "telemetry.sdk.language": "python",
+                 "telemetry.sdk.version": "1.27.0", "host.name": "orders-api-7d9f8b6c4-x2k8q"}
+
+
+def _web_templates() -> list[list]:
+    """Traces of a web service exporting to the same endpoint (no agent in them): an HTTP request through
+    middleware to database queries, a cache and an outbound call, with the attributes the OTel instrumentations
+    (ASGI, SQLAlchemy, Redis, httpx) set."""
+    from agentotel_eval.otlp.records import SpanRecord
+
+    out = []
+    for variant, (route, queries) in enumerate((("/orders/{order_id}", 3), ("/orders", 6), ("/customers/{id}", 2))):
+        tid = f"{variant + 1:032x}"
+        ms = 1_000_000
+        root = SpanRecord(tid, f"{1:016x}", None, f"GET {route}", kind=2, start_ns=0, end_ns=40 * ms, attributes={
+            "http.request.method": "GET", "http.route": route, "url.path": route.replace("{order_id}", "7"),
+            "url.scheme": "https", "server.address": "orders.internal", "server.port": 443,
+            "http.response.status_code": 200, "network.protocol.version": "1.1",
+            "user_agent.original": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
+            "client.address": "10.0.3.17"}, resource=_WEB_RESOURCE, scope_name="opentelemetry.instrumentation.asgi",
+            scope_version="0.48b0")
+        spans = [root, SpanRecord(tid, f"{2:016x}", root.span_id, "auth middleware", start_ns=ms, end_ns=3 * ms,
+                                  attributes={"enduser.id": "u-4821"}, resource=_WEB_RESOURCE,
+                                  scope_name="orders_api.middleware")]
+        spans.append(SpanRecord(tid, f"{3:016x}", root.span_id, "GET", kind=3, start_ns=3 * ms, end_ns=4 * ms,
+                                attributes={"db.system.name": "redis", "db.operation.name": "GET",
+                                            "db.query.text": "GET session:u-4821", "server.address": "redis.internal",
+                                            "server.port": 6379}, resource=_WEB_RESOURCE,
+                                scope_name="opentelemetry.instrumentation.redis"))
+        for q in range(queries):
+            spans.append(SpanRecord(
+                tid, f"{4 + q:016x}", root.span_id, "SELECT orders", kind=3, start_ns=(5 + 4 * q) * ms,
+                end_ns=(8 + 4 * q) * ms, attributes={
+                    "db.system.name": "postgresql", "db.namespace": "orders", "db.operation.name": "SELECT",
+                    "db.query.text": "SELECT orders.id, orders.status, orders.total FROM orders "
+                                     "WHERE orders.customer_id = %(customer_id)s ORDER BY orders.created_at DESC",
+                    "server.address": "pg.internal", "server.port": 5432},
+                resource=_WEB_RESOURCE, scope_name="opentelemetry.instrumentation.sqlalchemy"))
+        spans.append(SpanRecord(tid, f"{20:016x}", root.span_id, "POST", kind=3, start_ns=30 * ms, end_ns=38 * ms,
+                                attributes={"http.request.method": "POST", "url.full": "https://pricing.internal/v1/quote",
+                                            "server.address": "pricing.internal", "server.port": 443,
+                                            "http.response.status_code": 200}, resource=_WEB_RESOURCE,
+                                scope_name="opentelemetry.instrumentation.httpx"))
+        out.append(spans)
+    return out
+
+
 class RequestFactory:
     """One protobuf request of ~``spans_per_request`` spans, re-stamped in place with new ids and times."""
 
-    def __init__(self, exporter: int, spans_per_request: int, run: int = 0) -> None:
+    def __init__(self, exporter: int, spans_per_request: int, run: int = 0, web_share: float = 0.0) -> None:
         from agentotel_eval.otlp.encode import encode_traces
 
         templates = _templates()
+        web = _web_templates() if web_share > 0 else []
         chosen: list[list] = []
         total = 0
+        web_spans = 0
         i = exporter
         while total < spans_per_request:
-            trace = templates[i % len(templates)]
+            if web and web_spans < web_share * (total + 1):  # about web_share of the spans are web traces'
+                trace = web[i % len(web)]
+                web_spans += len(trace)
+            else:
+                trace = templates[i % len(templates)]
             chosen.append(trace)
             total += len(trace)
             i += 1
@@ -113,8 +167,8 @@ def trace_prefix(run: int, exporter: int, seq: int) -> int:
 
 
 def exporter_main(index: int, transport: str, address: str, spans_per_request: int, seconds: float,
-                  start_at: float, out: mp.Queue, run: int = 0) -> None:
-    factory = RequestFactory(index, spans_per_request, run)
+                  start_at: float, out: mp.Queue, run: int = 0, web_share: float = 0.0) -> None:
+    factory = RequestFactory(index, spans_per_request, run, web_share)
     acks: list[tuple[float, int]] = []  # (monotonic ack time, seq)
     refused = 0
     if transport == "grpc":
@@ -400,7 +454,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     start_at = time.monotonic() + 3.0  # exporters build their requests first
     clients = [
         ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
-                                                start_at, out, phase_id))
+                                                start_at, out, phase_id, args.web_share))
         for i in range(args.exporters)
     ]
     for c in clients:
@@ -463,12 +517,15 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a collector setting for the collector phases, e.g. receiver.decode_slots=8 or "
                              "assembler.process=false (a Python literal; repeatable)")
+    parser.add_argument("--web-share", type=float, default=0.0,
+                        help="the share of spans in traces of a web service with no agent (HTTP, database, cache "
+                             "spans), exported to the same endpoint; default 0: every trace is an agent's")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
     args = parser.parse_args()
     print(f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
-          f"grace {args.grace:g}s, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
+          f"grace {args.grace:g}s, web share {args.web_share:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
             ratios, scoring_costs = [], []
