@@ -186,8 +186,21 @@ _V2 = Migration(
     ),
 )
 
+_V3 = Migration(
+    3,
+    "spans, logs: ingested_at, the commit that stored each row",
+    (
+        # One value per commit, rising. A row group holds one commit's rows, so the assembler reads a completed
+        # trace back by the commits its records came in: DuckDB skips every other row group by their statistics.
+        # By start time it could not: a trace's window holds every span that started while it ran, and the row
+        # groups' start times are as wide as the longest trace committed in them. NULL for rows stored before.
+        "ALTER TABLE spans ADD COLUMN ingested_at TIMESTAMPTZ",
+        "ALTER TABLE logs ADD COLUMN ingested_at TIMESTAMPTZ",
+    ),
+)
+
 #: Forward migrations, in order. Append new steps; a released step never changes.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 #: Views: (name, SELECT). Recreated on every writable open.

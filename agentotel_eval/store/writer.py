@@ -127,6 +127,8 @@ class Committed:
     payload: Any
     new_spans: list[int] | None = None
     new_logs: list[int] | None = None
+    #: the commit's ``ingested_at`` (ns, whole microseconds): every row of this commit carries it, and no other row
+    ingested_ns: int | None = None
 
     @staticmethod
     def pick(items: Sequence[Any], new: list[int] | None) -> Sequence[Any]:
@@ -186,9 +188,10 @@ class _InsertPlan:
         self.key = key
         self.time_column = time_column
 
-    def execute(self, con: duckdb.DuckDBPyConnection) -> tuple[int, set[tuple[str, ...]] | None]:
+    def execute(self, con: duckdb.DuckDBPyConnection, ingested_ns: int
+                ) -> tuple[int, set[tuple[str, ...]] | None]:
         """Returns (rows offered, keys inserted); the key set is None when every row was new (the common case,
-        decided by count, without building the set)."""
+        decided by count, without building the set). Every row is stamped ``ingested_at`` = ``ingested_ns``."""
         data = self.data
         total = data.num_rows
         times = data.column(self.time_column).cast(pa.int64())
@@ -200,7 +203,7 @@ class _InsertPlan:
         lo = None if bounds["min"] is None else ns_to_datetime(bounds["min"])
         hi = None if bounds["max"] is None else ns_to_datetime(bounds["max"], ceil=True)
         window = f"s.{self.time_column} BETWEEN $lo AND $hi"
-        params: dict[str, object] = {"lo": lo, "hi": hi}
+        params: dict[str, object] = {"lo": lo, "hi": hi, "ingested": ns_to_datetime(ingested_ns)}
         if timeless:
             window = f"({window} OR s.{self.time_column} = $epoch)"
             params["epoch"] = ns_to_datetime(0)
@@ -213,8 +216,8 @@ class _InsertPlan:
         # con.sql runs an INSERT at once and keeps its RETURNING rows; fetched as Arrow, not Python tuples.
         inserted = con.sql(
             f"""
-            INSERT INTO {self.table} ({cols})
-            SELECT {cols} FROM {source} b
+            INSERT INTO {self.table} ({cols}, ingested_at)
+            SELECT {cols}, $ingested FROM {source} b
             WHERE NOT EXISTS (
                 SELECT 1 FROM {self.table} s WHERE {window} AND {on}
             )
@@ -284,6 +287,7 @@ class StoreWriter:
         self._thread: threading.Thread | None = None
         self._ops_thread: threading.Thread | None = None
         self._ops_con: duckdb.DuckDBPyConnection | None = None
+        self._last_ingested_ns = 0
         self.stats = WriterStats()
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
@@ -545,10 +549,11 @@ class StoreWriter:
         # only report "transaction aborted" and hide the real error.
         for plan in plans:
             con.register(plan.view, plan.data)
+        ingested_ns = self._next_ingested_ns()
         try:
             con.execute("BEGIN TRANSACTION")
             try:
-                outcomes = {plan.table: plan.execute(con) for plan in plans}
+                outcomes = {plan.table: plan.execute(con, ingested_ns) for plan in plans}
                 con.execute("COMMIT")
             except BaseException:
                 _rollback(con)
@@ -563,8 +568,15 @@ class StoreWriter:
         committed = []
         for item, spans, logs in zip(items, span_rows, log_rows, strict=True):
             if spans != [] or logs != []:  # None: every row new
-                committed.append(Committed(item.payload, spans, logs))
+                committed.append(Committed(item.payload, spans, logs, ingested_ns))
+        self._last_ingested_ns = ingested_ns
         return committed
+
+    def _next_ingested_ns(self) -> int:
+        """This commit's ``ingested_at``: now, in whole microseconds (what TIMESTAMPTZ keeps), and above the last
+        commit's even if the clock stepped back, so that the value names one commit."""
+        now = time.time_ns() // 1000 * 1000
+        return max(now, self._last_ingested_ns + 1000)
 
     def _new_rows(
         self,

@@ -349,7 +349,7 @@ def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
                       attributes={"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.status": "error"},
                       events=(theirs,))
     con.register("s", spans_to_arrow([span]))
-    con.execute("INSERT INTO spans SELECT * FROM s")
+    con.execute("INSERT INTO spans BY NAME SELECT * FROM s")
 
     def ours(value: float) -> str:
         return json.dumps([{"name": "gen_ai.evaluation.result", "time_unix_nano": 9, "attributes": {
@@ -387,7 +387,7 @@ def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
                         attributes=attributes, events=(theirs, earlier, other_metric, SpanEvent("log", 8)))
              for i in (1, 2)]
     con.register("s", spans_to_arrow(spans))
-    con.execute("INSERT INTO spans SELECT * FROM s")
+    con.execute("INSERT INTO spans BY NAME SELECT * FROM s")
     patch = {"agentotel.eval.tool_correctness.score": 1.0, "agentotel.eval.tool_correctness.success": True,
              "agentotel.eval.tool_correctness.status": None, "agentotel.eval.tool_correctness.reason": "all ✓"}
     new_events = [{"name": "gen_ai.evaluation.result", "time_unix_nano": 9, "attributes": {
@@ -423,7 +423,7 @@ def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
     span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
                       attributes={"gen_ai.input": "cut \ud83d here"})
     con.register("s", spans_to_arrow([span]))
-    con.execute("INSERT INTO spans SELECT * FROM s")
+    con.execute("INSERT INTO spans BY NAME SELECT * FROM s")
     patch = {"agentotel.eval.tool_correctness.score": 1.0}
     update_spans(con, [SpanUpdate(span.trace_id, span.span_id, span.start_ns, json.dumps(patch), "[]",
                                   ("tool_correctness",), *updated_span_json(span, patch, [], ("tool_correctness",)))])
@@ -442,10 +442,38 @@ def test_a_judge_answer_finds_its_run_span_whatever_its_nanoseconds(tmp_path, su
                      resource={"service.name": "svc"})
     con = open_store(tmp_path / "j.duckdb")
     con.register("_s", spans_to_arrow([run]))
-    con.execute("INSERT INTO spans SELECT * FROM _s")
+    con.execute("INSERT INTO spans BY NAME SELECT * FROM _s")
     row = EvaluationRow(run.trace_id, run.span_id, "tool_error_detection", score=1.0, created_at_ns=start)
     update = SpanUpdate(run.trace_id, run.span_id, start, "{}", "[]", ("tool_error_detection",))
     write = WriteEvaluation(evaluations_to_arrow([row]), row.key, None, span_update=update)
     write.apply(con)
     assert write.applied and write.span_resource == {"service.name": "svc"}
     con.close()
+
+
+def test_each_commit_stamps_its_rows_with_one_rising_ingested_at(tmp_path):
+    con = open_store(tmp_path / "i.duckdb")
+    stamps: list[int] = []
+    writer = StoreWriter(con, on_commit=lambda commits: stamps.extend(c.ingested_ns for c in commits),
+                         flush_interval=0.0)
+    writer.start()
+    try:
+        logs = [LogRecord(T0, trace_id=f"{1:032x}", event_name="gen_ai.choice", body={"i": 0})]
+        submit_spans(writer, make_spans(1)).wait(5)
+        writer.submit(spans_to_arrow(make_spans(2)), logs_to_arrow(logs), payload=None).wait(5)
+    finally:
+        writer.shutdown()
+    assert len(stamps) == 2 and stamps[0] < stamps[1] and all(s % 1000 == 0 for s in stamps)
+    rows = con.execute("SELECT trace_id, epoch_ns(ingested_at) FROM spans UNION ALL "
+                       "SELECT 'log', epoch_ns(ingested_at) FROM logs ORDER BY 1").fetchall()
+    assert rows == [(f"{1:032x}", stamps[0])] * 3 + [(f"{2:032x}", stamps[1])] * 3 + [("log", stamps[1])]
+    con.close()
+
+
+def test_the_next_stamp_rises_even_if_the_clock_steps_back(tmp_path, monkeypatch):
+    writer = StoreWriter(open_store(tmp_path / "c.duckdb"))
+    clock = iter([5_000_000, 4_000_000])
+    monkeypatch.setattr("agentotel_eval.store.writer.time.time_ns", lambda: next(clock))
+    first = writer._next_ingested_ns()
+    writer._last_ingested_ns = first  # what a successful commit records
+    assert (first, writer._next_ingested_ns()) == (5_000_000, 5_001_000)
