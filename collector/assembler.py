@@ -35,8 +35,9 @@ _SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
 _LOG_ORDER = operator.attrgetter("timestamp_ns")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
-#: one read of completed traces: (trace ids, lo_ns, hi_ns, a tag the reader hands back with the result)
-Read = tuple[list[str], int, int, int]
+#: one read of completed traces: (trace ids, lo_ns, hi_ns, the commits their records are in or None to read
+#: them by the time window, a tag the reader hands back with the result)
+Read = tuple[list[str], int, int, "tuple[int, ...] | None", int]
 _NS = 1_000_000_000
 #: a read that failed is tried again after these delays (seconds), then given up on (see ``_emit``)
 READ_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
@@ -105,7 +106,7 @@ class Assembler:
         #: read back and pass on even the traces that can hold no run (``OpenTrace.evidence``): a forwarder sends
         #: their held spans (the roots) only after that
         self._read_plain_traces = read_plain_traces
-        self._inbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark]]] = deque()
+        self._inbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark], int | None]] = deque()
         self._inbox_records = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -123,13 +124,14 @@ class Assembler:
 
     # ---- stage interface ------------------------------------------------------------------------------------
 
-    def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> None:
-        """Called by the writer after a commit with the marks of the new records; never blocks on assembly."""
+    def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None = None) -> None:
+        """Called by the writer after a commit with the marks of the new records and the commit's ``ingested_at``
+        (ns; None: not known, the records are read back by their time window); never blocks on assembly."""
         n = len(spans) + len(logs)
         if not n:
             return
         with self._cond:
-            self._inbox.append((spans, logs))
+            self._inbox.append((spans, logs, commit))
             self._inbox_records += n
             self._cond.notify()
 
@@ -231,8 +233,8 @@ class Assembler:
             self._inbox.clear()
         now = self._clock()
         late: dict[str, Decided] = {}
-        for spans, logs in batches:
-            late.update(self.buffer.add(spans, logs, now))
+        for spans, logs, commit in batches:
+            late.update(self.buffer.add(spans, logs, now, commit))
             with self._cond:
                 self._inbox_records -= len(spans) + len(logs)
         if late:
@@ -326,10 +328,10 @@ class Assembler:
         """Read the decided traces' records back, reconstruct, and hand them on (a batch per read). A read that
         fails is tried again later (``READ_RETRY_DELAYS``); ``attempts`` counts the earlier tries of a trace."""
         groups = {id(group): group for group in _read_groups(decided)}
-        reads = [([t.trace_id for t, _ in g], min(t.lo_ns for t, _ in g), max(t.hi_ns for t, _ in g), id(g))
-                 for g in groups.values()]
+        reads = [([t.trace_id for t, _ in g], min(t.lo_ns for t, _ in g), max(t.hi_ns for t, _ in g),
+                  _commits_of(g), id(g)) for g in groups.values()]
         for read, stored in self._load_all(reads):
-            group = groups[read[3]]
+            group = groups[read[4]]
             if isinstance(stored, BaseException):
                 self._read_failed(group, stored, attempts or {})
                 continue
@@ -351,7 +353,7 @@ class Assembler:
             return
         for read in reads:
             try:
-                yield read, self._reader.load(read[0], read[1], read[2], whole=self._whole_spans)
+                yield read, self._reader.load(read[0], read[1], read[2], whole=self._whole_spans, commits=read[3])
             except Exception as exc:
                 yield read, exc
 
@@ -407,16 +409,34 @@ def _log_failure(what: str, traces: int, again: int, error: BaseException) -> No
                   traces - again, error, exc_info=error)
 
 
+def _commits_of(group: list[tuple[OpenTrace, str]]) -> tuple[int, ...] | None:
+    """The commits a group's records are in, or None when a trace's are not all known (read by time window)."""
+    out: set[int] = set()
+    for trace, _ in group:
+        if not trace.commits:
+            return None
+        out |= trace.commits
+    return tuple(sorted(out))
+
+
 def _read_groups(decided: list[tuple[OpenTrace, str]]) -> list[list[tuple[OpenTrace, str]]]:
-    """The decided traces in groups to read with one query each: by time window (traces far apart in time go in
-    separate queries) and at most ``MAX_READ_RECORDS`` records a query (a trace larger than that goes alone)."""
+    """The decided traces in groups to read with one query each, at most ``MAX_READ_RECORDS`` records a query (a
+    trace larger than that goes alone). Traces whose commits are known go together, by their first commit (a
+    query reads the row groups of its commits); the others by time window (traces far apart in time go in
+    separate queries: a query scans every row group whose start times meet its window)."""
+    by_commits = sorted((d for d in decided if d[0].commits), key=lambda d: min(d[0].commits or (0,)))
+    by_window = sorted((d for d in decided if not d[0].commits), key=lambda d: d[0].lo_ns)
+    return _cut(by_commits, gap=False) + _cut(by_window, gap=True)
+
+
+def _cut(decided: list[tuple[OpenTrace, str]], *, gap: bool) -> list[list[tuple[OpenTrace, str]]]:
     groups: list[list[tuple[OpenTrace, str]]] = []
     group: list[tuple[OpenTrace, str]] = []
     size = 0
     hi = 0
-    for item in sorted(decided, key=lambda d: d[0].lo_ns):
+    for item in decided:
         trace = item[0]
-        if group and (size + trace.size > MAX_READ_RECORDS or trace.lo_ns > hi + READ_GAP_NS):
+        if group and (size + trace.size > MAX_READ_RECORDS or (gap and trace.lo_ns > hi + READ_GAP_NS)):
             groups.append(group)
             group, size, hi = [], 0, 0
         group.append(item)

@@ -40,8 +40,6 @@ from collector.trace_buffer import BufferStats
 
 log = logging.getLogger(__name__)
 
-#: marks per message to the worker (bigger batches amortise framing; smaller keep latency even)
-MAX_MESSAGE_RECORDS = 8192
 #: restarts of a worker that keeps dying, before the collector gives up on assembly (ingest goes on)
 MAX_RESTARTS = 5
 #: a worker that ran this long before it died is not "dying again": the count of deaths in a row starts over
@@ -104,7 +102,7 @@ class AssemblerProcess:
         self._forward = forward
         self._start_timeout = start_timeout
         self._cond = threading.Condition()
-        self._outbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark]]] = deque()
+        self._outbox: deque[tuple[list[SpanMark], list[LogMark], int | None]] = deque()
         self._queued = 0  # records in the outbox
         self._sent = 0  # records sent to the current worker
         self._stopping = False
@@ -169,15 +167,16 @@ class AssemblerProcess:
 
     # ---- stage interface ------------------------------------------------------------------------------------
 
-    def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> None:
-        """Called by the writer after a commit with the marks of the new records; only queues."""
+    def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None = None) -> None:
+        """Called by the writer after a commit with the marks of the new records and the commit's ``ingested_at``
+        (see ``Assembler.consume``); only queues."""
         n = len(spans) + len(logs)
         if not n:
             return
         with self._cond:
             if self._disabled:
                 return  # stored already; assembly is off until the collector restarts (logged when it happened)
-            self._outbox.append((spans, logs))
+            self._outbox.append((list(spans), list(logs), commit))
             self._queued += n
             self._cond.notify()
 
@@ -255,12 +254,8 @@ class AssemblerProcess:
                     self._cond.wait()
                 if not self._outbox:  # stopping, and everything is sent
                     break
-                spans: list[SpanMark] = []
-                logs: list[LogMark] = []
-                while self._outbox and len(spans) + len(logs) < MAX_MESSAGE_RECORDS:
-                    s, lg = self._outbox.popleft()
-                    spans.extend(s)
-                    logs.extend(lg)
+                # A message a commit: its ingested_at says where its records are read back from
+                spans, logs, commit = self._outbox.popleft()
                 n = len(spans) + len(logs)
                 conn = self._conn
                 self._sent += n  # counted before it leaves the outbox count: the backlog never dips in between
@@ -271,11 +266,11 @@ class AssemblerProcess:
             try:
                 if conn is None:
                     raise OSError("no assembler process")
-                self._send(conn, ("marks", wire.dump_marks(spans, logs)))
+                self._send(conn, ("marks", wire.dump_marks(spans, logs, commit)))
             except (OSError, ValueError):
                 # The worker died (the receiver restarts it). These marks go to the new one: its recovery re-opens
                 # stored traces without runs, but a late span of a trace that has runs would be missed.
-                if not self._requeue(spans, logs, conn):
+                if not self._requeue(spans, logs, commit, conn):
                     break
             except Exception:  # a bug in encoding: these records' runs are lost, the sender must go on
                 log.exception("could not send %d records to the assembler process", n)
@@ -286,7 +281,8 @@ class AssemblerProcess:
             except (OSError, ValueError):
                 self._stopped.set()
 
-    def _requeue(self, spans: list[SpanMark], logs: list[LogMark], dead: Connection | None) -> bool:
+    def _requeue(self, spans: list[SpanMark], logs: list[LogMark], commit: int | None, dead: Connection | None
+                 ) -> bool:
         """Put marks that could not be sent back at the head of the outbox and wait for the next worker; False
         when there will be none (the collector is stopping: the next start's recovery is what remains)."""
         n = len(spans) + len(logs)
@@ -297,7 +293,7 @@ class AssemblerProcess:
             self._last_failed = None
             return True
         self._last_failed = key
-        entry = (spans, logs)
+        entry = (spans, logs, commit)
         with self._cond:
             self._outbox.appendleft(entry)
             self._sent = max(self._sent - n, 0)  # a restart may have reset it already
@@ -317,7 +313,7 @@ class AssemblerProcess:
                 self._ready.wait(0.5)
             with self._cond:
                 if self._stopping:
-                    self._queued -= sum(len(s) + len(lg) for s, lg in self._outbox)
+                    self._queued -= sum(len(s) + len(lg) for s, lg, _ in self._outbox)
                     self._outbox.clear()
                     return False
                 if self._disabled or (self._ready.is_set() and self._conn is not dead):
@@ -416,8 +412,8 @@ class AssemblerProcess:
         value: Any = None
         try:
             if name == "load":
-                ids, lo, hi, whole = args
-                frames = wire.ipc_frames(*self._reader.load_tables(ids, lo, hi, whole=whole))
+                ids, lo, hi, whole, commits = args
+                frames = wire.ipc_frames(*self._reader.load_tables(ids, lo, hi, whole=whole, commits=commits))
             elif name == "latest_span_time":
                 value = self._reader.latest_span_time()
             elif name == "recent_traces":

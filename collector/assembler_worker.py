@@ -161,10 +161,11 @@ class RemoteReader:
     def __init__(self, link: _Link) -> None:
         self._link = link
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True) -> dict[str, StoredTrace]:
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
+             commits: Sequence[int] | None = None) -> dict[str, StoredTrace]:
         """The collector runs the query and sends its Arrow tables; they become records here, on this side."""
         ids = sorted(set(trace_ids))
-        return self._records(ids, self._link.call("load", ids, lo_ns, hi_ns, whole))
+        return self._records(ids, self._link.call("load", ids, lo_ns, hi_ns, whole, commits))
 
     def load_many(self, reads: Iterable[Read], *, whole: bool = True) -> Iterator[tuple[Read, Any]]:
         """``load`` for each read in turn, the next one asked for before this one is handed over: the collector
@@ -177,7 +178,7 @@ class RemoteReader:
             read = next(reads, None)
             if read is not None:
                 ids = sorted(set(read[0]))
-                pending.append((read, ids, self._link.request("load", ids, read[1], read[2], whole)))
+                pending.append((read, ids, self._link.request("load", ids, read[1], read[2], whole, read[3])))
 
         ask()
         while pending:
@@ -306,8 +307,8 @@ def serve(conn: Connection) -> None:
             kind = message[0]
             if kind == "marks":
                 try:
-                    spans, logs = wire.load_marks(message[1])
-                    assembler.consume(spans, logs)
+                    spans, logs, commit = wire.load_marks(message[1])
+                    assembler.consume(spans, logs, commit)
                 except BaseException:
                     # This thread is the only reader of the socket: without it the collector's sender would block.
                     # Exit, so the collector starts a new process (its recovery re-reads these from the database).

@@ -340,7 +340,8 @@ class Collector:
             if rows:
                 self.external_log_evaluations += len(rows)
                 self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
-        self.assembler.consume(span_marks, log_marks)
+        # one commit: its records all carry its ingested_at, by which the assembler reads them back
+        self.assembler.consume(span_marks, log_marks, commits[0].ingested_ns if commits else None)
 
     def _assembler_overloaded(self) -> str | None:
         """Why ingest must wait for the assembler, if it must: it has not taken that many committed records yet."""

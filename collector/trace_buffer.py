@@ -42,6 +42,9 @@ class OpenTrace:
     replace: bool = False
     #: one of its records can make a run or a score (``collector.marks``): without one, nothing is read back
     evidence: bool = False
+    #: the commits its records came in (their ``ingested_at``, ns), by which they are read back; None when one is
+    #: not known (a trace re-opened from storage, a commit reported without it): read back by its time window
+    commits: set[int] | None = None
     #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times: the records are read
     #: back by these bounds, so none may fall outside, whatever times an exporter sent), or at time 0, which reads
     #: look up apart (``TraceReader.load_tables``): a window reaching back to 1970 would scan the whole table
@@ -122,10 +125,11 @@ class TraceBuffer:
             self.open.move_to_end(trace_id)
         return trace
 
-    def add(self, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float) -> dict[str, Decided]:
-        """Take the marks of newly stored records. Returns the completed traces they belong to (late records),
-        widened to include the late records' times: the caller reads those traces' marks from storage and calls
-        ``reopen``."""
+    def add(self, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float, commit: int | None = None
+            ) -> dict[str, Decided]:
+        """Take the marks of newly stored records, and the commit that stored them (``OpenTrace.commits``).
+        Returns the completed traces they belong to (late records), widened to include the late records' times:
+        the caller reads those traces' marks from storage and calls ``reopen``."""
         late: dict[str, Decided] = {}
         open_traces = self.open
         decided_traces = self.decided
@@ -141,7 +145,7 @@ class TraceBuffer:
                         late[tid] = _widen(late.get(tid, decided), start, end)
                         self.stats.late_records += 1
                         continue
-                    trace = open_traces[tid] = OpenTrace(tid, now, now)
+                    trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set())
                 touched[tid] = trace
             ids = trace.span_ids
             if sid in ids:
@@ -166,7 +170,7 @@ class TraceBuffer:
                         late[tid] = _widen(late.get(tid, decided), ts, ts)
                         self.stats.late_records += 1
                     continue
-                trace = open_traces[tid] = OpenTrace(tid, now, now)
+                trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set())
             touched[tid] = trace
             trace.logs += 1
             trace.widen(ts, ts)
@@ -176,6 +180,11 @@ class TraceBuffer:
         for tid, trace in touched.items():
             trace.last_seen = now
             open_traces.move_to_end(tid)
+            if trace.commits is not None:
+                if commit is None:
+                    trace.commits = None
+                else:
+                    trace.commits.add(commit)
         self.buffered += added
         self.stats.records_added += added
         return late

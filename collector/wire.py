@@ -115,13 +115,14 @@ def _fields(obj: Any) -> tuple[Any, ...]:
     return tuple(getattr(obj, name) for name in obj.__dataclass_fields__)
 
 
-def dump_marks(spans: Sequence[SpanMark], logs: Sequence[LogMark]) -> bytes:
-    return marshal.dumps((list(spans), list(logs)))
+def dump_marks(spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None = None) -> bytes:
+    """One commit's marks and its ``ingested_at`` (ns, or None)."""
+    return marshal.dumps((list(spans), list(logs), commit))
 
 
-def load_marks(payload: bytes) -> tuple[list[SpanMark], list[LogMark]]:
-    spans, logs = marshal.loads(payload)
-    return spans, logs
+def load_marks(payload: bytes) -> tuple[list[SpanMark], list[LogMark], int | None]:
+    spans, logs, commit = marshal.loads(payload)
+    return spans, logs, commit
 
 
 def ipc_frames(*tables: pa.Table) -> list[Any]:

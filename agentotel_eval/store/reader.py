@@ -6,7 +6,7 @@ the whole table (there is deliberately no index on ``trace_id``; see ``schema``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,31 +50,44 @@ class TraceReader:
             self._cursor.close()
             self._cursor = None
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True) -> dict[str, StoredTrace]:
-        """Spans starting (and log records timed) within [lo_ns, hi_ns] of the given traces; ``whole=False`` leaves
-        out the span fields only a forwarded copy needs (``SPAN_SELECT_ASSEMBLY``)."""
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
+             commits: Sequence[int] | None = None) -> dict[str, StoredTrace]:
+        """The given traces' records: those in the ``commits`` named (``ingested_at`` values, ns) when given, else
+        spans starting (and log records timed) within [lo_ns, hi_ns]; ``whole=False`` leaves out the span fields
+        only a forwarded copy needs (``SPAN_SELECT_ASSEMBLY``)."""
         ids = sorted(set(trace_ids))
-        spans, logs = self.load_tables(ids, lo_ns, hi_ns, whole=whole)
+        spans, logs = self.load_tables(ids, lo_ns, hi_ns, whole=whole, commits=commits)
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
-    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *,
-                    whole: bool = True) -> tuple[pa.Table, pa.Table]:
+    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
+                    commits: Sequence[int] | None = None) -> tuple[pa.Table, pa.Table]:
         """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order): what the
         assembler process is sent, to convert on its side of the pipe."""
         ids = sorted(set(trace_ids))
         cur = self.cursor
-        # Records sent with no time are stored at the epoch and looked up there apart: a window stretched back to
-        # 1970 for them would scan every row group, where this probe skips all but the oldest by their statistics.
-        params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True), "epoch": ns_to_datetime(0)}
+        params: dict[str, object]
+        if commits:
+            # A row group holds one commit's rows: DuckDB skips every other by its ingested_at statistics. (A time
+            # window holds every span that started while these traces ran, of every trace then.)
+            params = {f"c{i}": ns_to_datetime(c) for i, c in enumerate(commits)}
+            listed = ", ".join(f"${name}" for name in params)
+            span_where = log_where = f"ingested_at IN ({listed})"
+        else:
+            # Records sent with no time are stored at the epoch and looked up there apart: a window stretched back
+            # to 1970 for them would scan every row group, where this probe skips all but the oldest by their
+            # statistics.
+            params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True), "epoch": ns_to_datetime(0)}
+            span_where = "(start_time BETWEEN $lo AND $hi OR start_time = $epoch)"
+            log_where = "(time BETWEEN $lo AND $hi OR time = $epoch)"
         cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
         try:
             spans = cur.sql(
                 f"SELECT {SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY} FROM spans "
-                "WHERE (start_time BETWEEN $lo AND $hi OR start_time = $epoch) AND trace_id IN (SELECT trace_id FROM _load_ids)",
+                f"WHERE {span_where} AND trace_id IN (SELECT trace_id FROM _load_ids)",
                 params=params,
             ).to_arrow_table()
             logs = cur.sql(
-                f"SELECT {LOG_SELECT} FROM logs WHERE (time BETWEEN $lo AND $hi OR time = $epoch) "
+                f"SELECT {LOG_SELECT} FROM logs WHERE {log_where} "
                 "AND trace_id IN (SELECT trace_id FROM _load_ids) ORDER BY time",
                 params=params,
             ).to_arrow_table()

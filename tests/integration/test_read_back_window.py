@@ -1,5 +1,7 @@
-"""Completed traces are read back from the database by a time window: no stored record may fall outside it, whatever
-times an exporter sent (an unset end, an end before the start, a start of 0, a log record with no time at all)."""
+"""Completed traces are read back from the database by the commits that stored their records (``ingested_at``), or,
+when those are not known (a trace re-opened by a late span, or recovered at startup), by a time window: no stored
+record may be missed either way, whatever times an exporter sent (an unset end, an end before the start, a start of
+0, a log record with no time at all)."""
 
 from __future__ import annotations
 
@@ -86,3 +88,38 @@ def test_a_run_whose_root_has_no_start_time_is_replaced_not_duplicated_when_a_la
         wait_until(lambda: _rows(c, "SELECT count(*) FROM tool_calls") == [[2]], what="the rebuilt run")
         assert _rows(c, "SELECT count(*) FROM agent_runs") == [[1]]
         assert sorted(r[0] for r in _rows(c, "SELECT tool_name FROM tool_calls")) == ["book", "lookup"]
+
+
+@pytest.mark.parametrize("process", [True, False], ids=["assembler-process", "assembler-thread"])
+def test_a_long_trace_sent_in_two_exports_is_read_back_by_its_two_commits(tmp_path, process):
+    """An agent that ran for two minutes: its spans' time window holds everything stored meanwhile; the read names
+    the two commits instead."""
+    now = time.time_ns()
+    trace_id, root = "f" * 32, "f" * 16
+    first = [_tool(trace_id, "f" * 15 + "1", root, now - 110 * S, now - 100 * S, "search")]
+    second = [_tool(trace_id, "f" * 15 + "2", root, now - 20 * S, now - 10 * S, "book"),
+              _agent(trace_id, root, now - 120 * S, now)]
+    other = [_agent("9" * 32, "9" * 16, now - 60 * S, now - 59 * S)]  # stored in between, inside the window
+    with running_collector(tmp_path / "l.duckdb", assembler={"process": process, "grace_period": 0.5}) as c:
+        reader = c.assembler._reader
+        asked: list = []
+        load_tables = reader.load_tables
+
+        def spy(ids, lo, hi, **kw):
+            asked.append((list(ids), kw.get("commits")))
+            return load_tables(ids, lo, hi, **kw)
+
+        reader.load_tables = spy
+        for spans in (first, other, second):
+            assert post_otlp(c.http_endpoint, "traces", encode_traces(spans).SerializeToString()).status == 200
+        wait_until(lambda: _rows(c, "SELECT count(*) FROM agent_runs") == [[2]], what="the two runs")
+        assert [r[0] for r in _rows(c, f"SELECT tool_name FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY seq")
+                ] == ["search", "book"]
+        def stamps(ids):
+            listed = ", ".join(f"'{i}'" for i in ids)
+            return sorted(r[0] for r in _rows(
+                c, f"SELECT DISTINCT epoch_ns(ingested_at) FROM spans WHERE trace_id IN ({listed})"))
+
+        assert len(stamps([trace_id])) == 2
+        (read,) = [(ids, commits) for ids, commits in asked if trace_id in ids]
+        assert sorted(read[1]) == stamps(read[0])  # the commits of the traces it reads, and no time window

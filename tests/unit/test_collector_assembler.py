@@ -40,10 +40,16 @@ class MemoryStore:
         self.spans: list[SpanRecord] = list(spans)
         self.with_runs = set(with_runs)
         self.loads: list[tuple[list[str], int, int]] = []
+        self.commits: list[tuple[int, ...] | None] = []  # the commits each load named
+        self.ingested: dict[int, int] = {}  # id(span) -> the commit that stored it
 
-    def load(self, trace_ids, lo, hi, whole=True):
+    def load(self, trace_ids, lo, hi, whole=True, commits=None):
         ids = sorted(set(trace_ids))
         self.loads.append((ids, lo, hi))
+        self.commits.append(commits)
+        if commits is not None:  # by the commits the records came in (``commit`` stamps them)
+            return {t: StoredTrace([s for s in self.spans if s.trace_id == t and self.ingested[id(s)] in commits], [])
+                    for t in ids}
         return {t: StoredTrace([s for s in self.spans if s.trace_id == t and lo <= s.start_ns <= hi], []) for t in ids}
 
     def latest_span_time(self):
@@ -87,10 +93,13 @@ def make(store=None, **config):
     return assembler, recorder, clock
 
 
-def commit(assembler: Assembler, spans: list[SpanRecord]) -> None:
-    """What the writer does: the spans are stored, then the assembler is given their marks."""
+def commit(assembler: Assembler, spans: list[SpanRecord], ingested: int | None = None) -> None:
+    """What the writer does: the spans are stored (by the commit ``ingested``), then the assembler is given their
+    marks."""
     assembler._reader.spans.extend(spans)
-    assembler.consume(span_marks(spans), [])
+    for s in spans:
+        assembler._reader.ingested[id(s)] = ingested
+    assembler.consume(span_marks(spans), [], ingested)
 
 
 def test_completed_traces_carry_their_spans_and_reconstructed_runs():
@@ -198,10 +207,10 @@ def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
     class Failing(MemoryStore):
         fail = False
 
-        def load(self, trace_ids, lo, hi, whole=True):
+        def load(self, trace_ids, lo, hi, whole=True, commits=None):
             if self.fail:
                 raise OSError("disk gone")
-            return super().load(trace_ids, lo, hi, whole)
+            return super().load(trace_ids, lo, hi, whole, commits)
 
     store = Failing()
     assembler, recorder, clock = make(store)
@@ -220,10 +229,10 @@ def test_when_the_stored_trace_cannot_be_read_the_runs_are_left_alone():
 
 def test_a_completed_trace_that_cannot_be_read_back_is_counted_and_the_others_go_on():
     class Flaky(MemoryStore):
-        def load(self, trace_ids, lo, hi, whole=True):
+        def load(self, trace_ids, lo, hi, whole=True, commits=None):
             if f"{1:032x}" in trace_ids:
                 raise OSError("disk gone")
-            return super().load(trace_ids, lo, hi, whole)
+            return super().load(trace_ids, lo, hi, whole, commits)
 
     assembler, recorder, clock = make(Flaky())
     commit(assembler, [span(1, 1, None, AGENT, 100)])
@@ -294,12 +303,12 @@ class FlakyStore(MemoryStore):
         super().__init__()
         self.failures = failures
 
-    def load(self, trace_ids, lo, hi, whole=True):
+    def load(self, trace_ids, lo, hi, whole=True, commits=None):
         if self.failures:
             self.failures -= 1
             self.loads.append((sorted(set(trace_ids)), lo, hi))
             raise RuntimeError("database busy")
-        return super().load(trace_ids, lo, hi, whole)
+        return super().load(trace_ids, lo, hi, whole, commits)
 
 
 def test_a_failed_read_back_is_tried_again_later_and_the_runs_are_written():
@@ -468,3 +477,30 @@ def test_with_read_plain_traces_every_trace_is_passed_on():
     (trace,) = recorder.traces
     assert trace.runs == () and len(trace.spans) == 1
     assert assembler.stats.traces_without_evidence == 0
+
+
+# ---- read back by commits ----------------------------------------------------------------------------------
+
+
+def test_a_trace_is_read_back_by_the_commits_its_spans_came_in():
+    assembler, recorder, clock = make()
+    long_ago = span(1, 2, 1, tool("search"), 100)
+    commit(assembler, [long_ago], ingested=1000)
+    commit(assembler, [span(1, 1, None, AGENT, 50), span(1, 3, 1, tool("book"), 10**12)], ingested=2000)
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    (trace,) = recorder.traces
+    assert trace.runs[0].tools_called == ["search", "book"]
+    assert assembler._reader.commits == [(1000, 2000)]
+
+
+def test_traces_whose_commits_are_not_all_known_are_read_by_their_window_in_a_query_of_their_own():
+    assembler, recorder, clock = make()
+    commit(assembler, [span(1, 1, None, AGENT, 100)], ingested=1000)
+    commit(assembler, [span(2, 1, None, AGENT, 110)])  # no ingested_at reported
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assert sorted(t.trace_id for t in recorder.traces) == [f"{1:032x}", f"{2:032x}"]
+    assert sorted(assembler._reader.commits, key=str) == [(1000,), None]

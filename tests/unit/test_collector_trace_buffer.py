@@ -143,3 +143,23 @@ def test_drain_completes_everything():
     done = buf.drain("shutdown")
     assert sorted(ids(done)) == [tid(1), tid(2)] and {r for _, r in done} == {"shutdown"}
     assert buf.buffered == 0 and not buf.open
+
+
+def test_a_trace_keeps_the_commits_its_records_came_in_until_one_is_not_known():
+    buf = buffer()
+    buf.add([span(1, 2, 1, TOOL), span(2, 1, None, AGENT)], [], now=0.0, commit=1000)
+    buf.add([span(1, 1, None, AGENT)], [], now=0.5, commit=2000)
+    assert buf.open[tid(1)].commits == {1000, 2000} and buf.open[tid(2)].commits == {1000}
+    buf.add([span(2, 2, 1, TOOL)], [], now=0.6)  # a commit reported without its ingested_at
+    assert buf.open[tid(2)].commits is None  # read back by its time window
+    buf.add([span(2, 3, 1, TOOL)], [], now=0.7, commit=3000)
+    assert buf.open[tid(2)].commits is None
+
+
+def test_a_reopened_trace_is_read_back_by_its_window():
+    buf = buffer()
+    buf.add([span(1, 1, None, AGENT)], [], now=0.0, commit=1000)
+    assert ids(buf.due(now=5.0)) == [tid(1)]
+    late = buf.add([span(1, 2, 1, TOOL, start=150)], [], now=6.0, commit=2000)
+    trace = buf.reopen(late[tid(1)], [span(1, 1, None, AGENT), span(1, 2, 1, TOOL, start=150)], [], now=6.0)
+    assert trace.commits is None and (trace.lo_ns, trace.hi_ns) == (100, 160)
