@@ -110,7 +110,8 @@ def _web_templates() -> list[list]:
 class RequestFactory:
     """One protobuf request of ~``spans_per_request`` spans, re-stamped in place with new ids and times."""
 
-    def __init__(self, exporter: int, spans_per_request: int, run: int = 0, web_share: float = 0.0) -> None:
+    def __init__(self, exporter: int, spans_per_request: int, run: int = 0, web_share: float = 0.0,
+                 time_scale: float = 1.0) -> None:
         from agentotel_eval.otlp.encode import encode_traces
 
         templates = _templates()
@@ -139,8 +140,10 @@ class RequestFactory:
             for ss in rs.scope_spans:
                 for msg in ss.spans:
                     k = int(msg.trace_id.hex(), 16)
-                    base = min(s.start_ns for s in chosen[k])
-                    self.messages.append((msg, k, msg.start_time_unix_nano - base, msg.end_time_unix_nano - base))
+                    # times relative to the trace's end (scaled): a trace is exported once it ran, so it ends now
+                    end = max(max(s.end_ns, s.start_ns) for s in chosen[k])
+                    self.messages.append((msg, k, int((msg.start_time_unix_nano - end) * time_scale),
+                                          int((msg.end_time_unix_nano - end) * time_scale)))
         self.traces = len(chosen)
         self.spans = len(self.messages)
         self.exporter = exporter
@@ -167,8 +170,9 @@ def trace_prefix(run: int, exporter: int, seq: int) -> int:
 
 
 def exporter_main(index: int, transport: str, address: str, spans_per_request: int, seconds: float,
-                  start_at: float, out: mp.Queue, run: int = 0, web_share: float = 0.0) -> None:
-    factory = RequestFactory(index, spans_per_request, run, web_share)
+                  start_at: float, out: mp.Queue, run: int = 0, web_share: float = 0.0,
+                  time_scale: float = 1.0) -> None:
+    factory = RequestFactory(index, spans_per_request, run, web_share, time_scale)
     acks: list[tuple[float, int]] = []  # (monotonic ack time, seq)
     refused = 0
     if transport == "grpc":
@@ -454,7 +458,8 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     start_at = time.monotonic() + 3.0  # exporters build their requests first
     clients = [
         ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
-                                                start_at, out, phase_id, args.web_share))
+                                                start_at, out, phase_id, args.web_share,
+                                                args.time_scale))
         for i in range(args.exporters)
     ]
     for c in clients:
@@ -520,12 +525,15 @@ def main() -> None:
     parser.add_argument("--web-share", type=float, default=0.0,
                         help="the share of spans in traces of a web service with no agent (HTTP, database, cache "
                              "spans), exported to the same endpoint; default 0: every trace is an agent's")
+    parser.add_argument("--time-scale", type=float, default=1.0,
+                        help="stretch every trace's span times by this factor (the recorded traces last 10-210 ms; "
+                             "real agent runs last seconds: 50 makes them 0.5-10 s)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
     args = parser.parse_args()
     print(f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
-          f"grace {args.grace:g}s, web share {args.web_share:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
+          f"grace {args.grace:g}s, web share {args.web_share:g}, time scale {args.time_scale:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
             ratios, scoring_costs = [], []
