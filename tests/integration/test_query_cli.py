@@ -107,7 +107,7 @@ def test_with_the_collector_stopped_the_file_is_read_directly(tmp_path):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [{"n": len(fx.spans())}]
     refused = cli("INSERT INTO spans (trace_id, span_id) VALUES ('a', 'b')", "--db", str(db))
-    assert refused.returncode == 1 and "INSERT statements are not allowed" in refused.stderr
+    assert refused.returncode == 1 and "INSERT statements are not allowed" in refused.stderr, refused.stderr
 
 
 def test_a_stale_discovery_file_is_ignored(tmp_path):
