@@ -402,6 +402,10 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "runs": collector.assembler.stats.runs_completed,
         "early": collector.assembler.buffer.stats.completed.get("early", 0),
         "committed_at": committed_at,
+        # the latency records above live in the collector's process and grow with the phase: their size (the
+        # dict's table, keys and values), to read its RSS by
+        "bookkeeping_kb": (sys.getsizeof(committed_at) + sum(sys.getsizeof(k) + sys.getsizeof(v)
+                                                             for k, v in committed_at.items())) // 1024,
         # each process's own peak, added: an upper bound of the pair's peak (the sample below is the pair's)
         "rss_main_kb": _rss_kb(),
         "rss_assembler_kb": _peak_rss_kb(getattr(collector.assembler, "pid", None)),
@@ -553,7 +557,8 @@ def main() -> None:
                         f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
                         f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
                         f" | peak rss: sum of each process's peak {coll['rss_kb'] / 1024:.0f} MB (collector "
-                        f"{coll['rss_main_kb'] / 1024:.0f} + assembler {coll['rss_assembler_kb'] / 1024:.0f} + decode "
+                        f"{coll['rss_main_kb'] / 1024:.0f}, of which this benchmark's latency records "
+                        f"{coll['bookkeeping_kb'] / 1024:.0f}, + assembler {coll['rss_assembler_kb'] / 1024:.0f} + decode "
                         f"{coll['rss_decoders_kb'] / 1024:.0f}); their sum sampled every 0.2 s: "
                         f"{coll['rss_sampled_kb'] / 1024:.0f} MB, PSS {coll['pss_sampled_kb'] / 1024:.0f} MB"
                         f"\n    assembly: {coll['backlog_at_end']:,} committed records not yet taken at the end of the window,"
