@@ -47,6 +47,9 @@ MAX_READ_RECORDS = 2048
 #: traces whose time windows are further apart than this are read in separate queries (one query's window is
 #: the union of its traces' windows, and DuckDB skips only the row groups outside it)
 READ_GAP_NS = 10 * _NS
+#: commits one query names at most (a longer list is read in several queries; a trace of more commits, by its
+#: window): spread-out commits make DuckDB scan the row groups between them
+MAX_READ_COMMITS = 64
 
 
 @dataclass(slots=True)
@@ -59,7 +62,8 @@ class AssemblerStats:
     #: completed traces that could not be read back (their runs wait for the recovery at the next start)
     read_errors: int = 0
     stage_errors: int = 0
-    #: completed traces with no run, tool or LLM span, evaluation event or log record: not read back (no runs)
+    #: completed traces with no run, tool or LLM span, evaluation event or log record other than a score: not read
+    #: back (no runs)
     traces_without_evidence: int = 0
 
 
@@ -120,6 +124,8 @@ class Assembler:
         #: late traces whose stored records could not be re-read, by trace id: (when to try again, tries so far, None)
         self._late_retries: dict[str, tuple[float, int, None]] = {}
         self._last_read = float("-inf")
+        #: until then new traces are read back by their window (``TraceBuffer.track_commits``; see ``_recover``)
+        self._untracked_until = float("-inf")
         self.stats = AssemblerStats()
 
     # ---- stage interface ------------------------------------------------------------------------------------
@@ -200,12 +206,15 @@ class Assembler:
             self._round()
 
     def _round(self) -> None:
+        if not self.buffer.track_commits and self._clock() >= self._untracked_until:
+            self.buffer.track_commits = True
         self._drain_inbox()
         self._collect(self.buffer.due(self._clock()))
 
     def _collect(self, decided: list[tuple[OpenTrace, str]], *, force: bool = False) -> None:
         """Decided traces are read back together, every ``read_interval`` (or sooner when many are waiting): a
-        read costs DuckDB a scan of its time window whatever it returns, so fewer, larger reads cost less."""
+        read costs DuckDB a scan of the rows of its commits (or of its time window) whatever it returns, so fewer,
+        larger reads cost less."""
         if decided and not self._read_plain_traces:
             # A trace first completed with no evidence has nothing to rebuild; one completed before (re-opened)
             # is rebuilt all the same, to replace what its stored rows say.
@@ -309,7 +318,15 @@ class Assembler:
                 self.buffer.remember(decided)
             else:
                 pending.append(decided)
-        pending = pending[-self.config.max_open_traces:]
+        if len(pending) > self.config.max_open_traces:
+            # Those left out are stored without runs and not re-opened: a later record of one starts a new trace
+            # here, whose earlier records no mark names. New traces are read by their window until they are done.
+            pending.sort(key=lambda d: d.hi_ns)
+            pending = pending[-self.config.max_open_traces:]
+            self._untracked_until = self._clock() + self.config.max_wait + self.config.grace_period
+            self.buffer.track_commits = False
+            log.warning("%d stored traces without runs are more than max_open_traces: the latest %d are re-opened",
+                        len(traces) - len(with_runs), len(pending))
         if not pending:
             return
         slack = int(self.config.late_window * _NS)
@@ -409,13 +426,17 @@ def _log_failure(what: str, traces: int, again: int, error: BaseException) -> No
                   traces - again, error, exc_info=error)
 
 
+def _by_commits(trace: OpenTrace) -> bool:
+    return bool(trace.commits) and len(trace.commits or ()) <= MAX_READ_COMMITS
+
+
 def _commits_of(group: list[tuple[OpenTrace, str]]) -> tuple[int, ...] | None:
     """The commits a group's records are in, or None when a trace's are not all known (read by time window)."""
     out: set[int] = set()
     for trace, _ in group:
-        if not trace.commits:
+        if not _by_commits(trace):
             return None
-        out |= trace.commits
+        out |= trace.commits or set()
     return tuple(sorted(out))
 
 
@@ -424,24 +445,31 @@ def _read_groups(decided: list[tuple[OpenTrace, str]]) -> list[list[tuple[OpenTr
     trace larger than that goes alone). Traces whose commits are known go together, by their first commit (a
     query reads the row groups of its commits); the others by time window (traces far apart in time go in
     separate queries: a query scans every row group whose start times meet its window)."""
-    by_commits = sorted((d for d in decided if d[0].commits), key=lambda d: min(d[0].commits or (0,)))
-    by_window = sorted((d for d in decided if not d[0].commits), key=lambda d: d[0].lo_ns)
+    by_commits = sorted((d for d in decided if _by_commits(d[0])), key=lambda d: min(d[0].commits or (0,)))
+    by_window = sorted((d for d in decided if not _by_commits(d[0])), key=lambda d: d[0].lo_ns)
     return _cut(by_commits, gap=False) + _cut(by_window, gap=True)
 
 
 def _cut(decided: list[tuple[OpenTrace, str]], *, gap: bool) -> list[list[tuple[OpenTrace, str]]]:
+    """Groups of at most ``MAX_READ_RECORDS`` records; by window (``gap``): no gap over ``READ_GAP_NS`` inside one,
+    by commits: at most ``MAX_READ_COMMITS`` commits in one."""
     groups: list[list[tuple[OpenTrace, str]]] = []
     group: list[tuple[OpenTrace, str]] = []
     size = 0
     hi = 0
+    commits: set[int] = set()
     for item in decided:
         trace = item[0]
-        if group and (size + trace.size > MAX_READ_RECORDS or (gap and trace.lo_ns > hi + READ_GAP_NS)):
+        if group and (size + trace.size > MAX_READ_RECORDS
+                      or (trace.lo_ns > hi + READ_GAP_NS if gap
+                          else len(commits | (trace.commits or set())) > MAX_READ_COMMITS)):
             groups.append(group)
-            group, size, hi = [], 0, 0
+            group, size, hi, commits = [], 0, 0, set()
         group.append(item)
         size += trace.size
         hi = max(hi, trace.hi_ns)
+        if not gap:
+            commits |= trace.commits or set()
     if group:
         groups.append(group)
     return groups

@@ -123,7 +123,8 @@ def render(collector: Collector) -> str:
     out.add("traces_recovered_total", "counter", "Stored but unassembled traces re-opened at startup.",
             assembler.stats.traces_recovered)
     out.add("traces_without_evidence_total", "counter",
-            "Completed traces with no run, tool or LLM span, evaluation event or log record: stored, not assembled.",
+            "Completed traces with no run, tool or LLM span, evaluation event or non-score log record: stored, "
+            "not assembled.",
             assembler.stats.traces_without_evidence)
     out.add("runs_completed_total", "counter", "Agent runs reconstructed from completed traces.",
             assembler.stats.runs_completed)

@@ -146,8 +146,10 @@ class Collector:
                     stage = factory(stage)
                 self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor),
                                            reconstruct=self._reconstruct, whole_spans=forwarder is not None,
-                                           # another reconstruction may find runs by other rules
-                                           read_plain_traces=forwarder is not None or self._reconstruct is not None)
+                                           # another reconstruction may find runs by other rules, and a
+                                           # stage of its own is promised every completed trace
+                                           read_plain_traces=forwarder is not None or self._reconstruct is not None
+                                           or bool(self._stage_factories))
             else:
                 self.assembler = AssemblerProcess(
                     cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,

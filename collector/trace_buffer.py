@@ -113,6 +113,9 @@ class TraceBuffer:
         self.decided: OrderedDict[str, Decided] = OrderedDict()
         self.buffered = 0
         self.stats = BufferStats()
+        #: whether a new trace's commits are known from its marks (``OpenTrace.commits``); off while earlier,
+        #: unmarked records of a new trace may be stored (the assembler's recovery could not re-open them all)
+        self.track_commits = True
 
     # ---- arrivals -------------------------------------------------------------------------------------------
 
@@ -145,7 +148,7 @@ class TraceBuffer:
                         late[tid] = _widen(late.get(tid, decided), start, end)
                         self.stats.late_records += 1
                         continue
-                    trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set())
+                    trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set() if self.track_commits else None)
                 touched[tid] = trace
             ids = trace.span_ids
             if sid in ids:
@@ -170,7 +173,7 @@ class TraceBuffer:
                         late[tid] = _widen(late.get(tid, decided), ts, ts)
                         self.stats.late_records += 1
                     continue
-                trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set())
+                trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set() if self.track_commits else None)
             touched[tid] = trace
             trace.logs += 1
             trace.widen(ts, ts)

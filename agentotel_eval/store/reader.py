@@ -67,7 +67,7 @@ class TraceReader:
         cur = self.cursor
         params: dict[str, object]
         if commits:
-            # A row group holds one commit's rows: DuckDB skips every other by its ingested_at statistics. (A time
+            # Rows are appended in commit order: DuckDB skips the others by their ingested_at statistics. (A time
             # window holds every span that started while these traces ran, of every trace then.)
             params = {f"c{i}": ns_to_datetime(c) for i, c in enumerate(commits)}
             listed = ", ".join(f"${name}" for name in params)

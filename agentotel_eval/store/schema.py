@@ -190,10 +190,10 @@ _V3 = Migration(
     3,
     "spans, logs: ingested_at, the commit that stored each row",
     (
-        # One value per commit, rising. A row group holds one commit's rows, so the assembler reads a completed
-        # trace back by the commits its records came in: DuckDB skips every other row group by their statistics.
-        # By start time it could not: a trace's window holds every span that started while it ran, and the row
-        # groups' start times are as wide as the longest trace committed in them. NULL for rows stored before.
+        # One value per commit, rising. Rows are appended in commit order, so the column's min/max statistics are
+        # tight and the assembler reads a completed trace back by the commits its records came in, skipping the
+        # rest. By start time it could not: a trace's window holds every span that started while it ran, and the
+        # row groups' start times are as wide as the longest trace committed in them. NULL for rows stored before.
         "ALTER TABLE spans ADD COLUMN ingested_at TIMESTAMPTZ",
         "ALTER TABLE logs ADD COLUMN ingested_at TIMESTAMPTZ",
     ),

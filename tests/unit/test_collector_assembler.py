@@ -504,3 +504,39 @@ def test_traces_whose_commits_are_not_all_known_are_read_by_their_window_in_a_qu
     assembler.step()
     assert sorted(t.trace_id for t in recorder.traces) == [f"{1:032x}", f"{2:032x}"]
     assert sorted(assembler._reader.commits, key=str) == [(1000,), None]
+
+
+def test_a_read_names_at_most_max_read_commits_and_a_trace_of_more_is_read_by_its_window(monkeypatch):
+    monkeypatch.setattr(assembler_module, "MAX_READ_COMMITS", 2)
+    assembler, recorder, clock = make()
+    for n, ingested in ((1, 1000), (2, 2000), (3, 3000)):  # three traces of one commit each: two queries
+        commit(assembler, [span(n, 1, None, AGENT, 100)], ingested=ingested)
+    for k, ingested in enumerate((4000, 5000, 6000)):  # one trace of three commits: by its window
+        commit(assembler, [span(4, 1 + k, None if k == 0 else 1, AGENT if k == 0 else tool("t"), 100 + k)],
+               ingested=ingested)
+    assembler.step()
+    clock.now = 1.0
+    assembler.step()
+    assert len(recorder.traces) == 4
+    assert sorted(assembler._reader.commits, key=str) == [(1000, 2000), (3000,), None]
+
+
+def test_when_recovery_cannot_reopen_every_stored_trace_new_traces_are_read_by_their_window_for_a_while():
+    stored = [span(n, 1, None, AGENT, 100 + n) for n in (1, 2, 3)]  # three unassembled traces; room for two
+    store = MemoryStore(stored)
+    assembler, recorder, clock = make(store, max_open_traces=2)
+    assembler.start()
+    try:
+        assert assembler.stats.traces_recovered == 2 and not assembler.buffer.track_commits
+        assert sorted(t.trace_id for t in assembler.buffer.open.values()) == [f"{2:032x}", f"{3:032x}"]  # latest
+        # a later span of the one left out: its trace's earlier records have no marks here
+        commit(assembler, [span(1, 2, 1, tool("x"), 150)], ingested=9000)
+        assembler.step()
+        assert assembler.buffer.open[f"{1:032x}"].commits is None
+        clock.now = 12.0  # max_wait + grace_period later: marks name every record of a new trace again
+        assembler.step()
+        commit(assembler, [span(5, 1, None, AGENT, 200)], ingested=9500)
+        assembler.step()
+        assert assembler.buffer.track_commits and assembler.buffer.open[f"{5:032x}"].commits == {9500}
+    finally:
+        assembler.shutdown()

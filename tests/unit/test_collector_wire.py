@@ -105,17 +105,19 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
     empty_spans = pa.table({c.strip(): pa.array([], pa.string()) for c in SPAN_SELECT.split(",")})
     empty_logs = pa.table({c.strip(): pa.array([], pa.string()) for c in LOG_SELECT.split(",")})
     frames = [bytes(memoryview(f)) if not isinstance(f, bytes) else f for f in wire.ipc_frames(empty_spans, empty_logs)]
-    reads = iter(reader.load_many([(["t1"], 1, 2, 0), (["t2"], 3, 4, 1), (["t3"], 5, 6, 2)], whole=False))
+    reads = iter(reader.load_many([(["t1"], 1, 2, None, 0), (["t2"], 3, 4, (7000,), 1), (["t3"], 5, 6, None, 2)],
+                                  whole=False))
     link.replies.put((1, (True, frames)))
     link.replies.put((2, (False, "the query failed")))
     link.replies.put((3, (True, frames)))
     read, stored = next(reads)
-    assert read[3] == 0 and stored == {"t1": type(stored["t1"])([], [])}
+    assert read[4] == 0 and stored == {"t1": type(stored["t1"])([], [])}
     assert [m[1] for m in conn.sent] == [1, 2]  # the second read was asked for before the first came back
+    assert [m[3][4] for m in conn.sent] == [None, (7000,)]  # each with its commits (None: by its window)
     read, failed = next(reads)
-    assert read[3] == 1 and "the query failed" in str(failed)  # a failed read is handed over, not raised
+    assert read[4] == 1 and "the query failed" in str(failed)  # a failed read is handed over, not raised
     read, stored = next(reads)
-    assert read[3] == 2 and list(stored) == ["t3"]
+    assert read[4] == 2 and list(stored) == ["t3"]
     assert next(reads, None) is None
 
 
@@ -178,3 +180,11 @@ def test_run_rows_cross_as_frames_and_come_back_equal():
     assert got.span_values.to_pylist() == rows.span_values.to_pylist() and got.evaluations is None
     bare = across(RunRows(rows.runs.slice(0, 0), rows.calls.slice(0, 0), (), None, ()))
     assert bare.runs.num_rows == 0 and bare.span_values is None and bare.span_updates == ()
+
+
+def test_marks_cross_with_their_commit():
+    spans = [("a" * 32, "b" * 16, None, 1, 2, False, True)]
+    logs = [("a" * 32, 3, False), (None, 4, True)]
+    assert wire.load_marks(wire.dump_marks(spans, logs, 1_700_000_000_000_001_000)) == (
+        spans, logs, 1_700_000_000_000_001_000)
+    assert wire.load_marks(wire.dump_marks(spans, [], None)) == (spans, [], None)
