@@ -216,9 +216,9 @@ class Assembler:
         read costs DuckDB a scan of the rows of its commits (or of its time window) whatever it returns, so fewer,
         larger reads cost less."""
         if decided and not self._read_plain_traces:
-            # A trace first completed with no evidence has nothing to rebuild; one completed before (re-opened)
-            # is rebuilt all the same, to replace what its stored rows say.
-            kept = [item for item in decided if item[0].evidence or item[0].replace]
+            # A trace with no evidence has nothing to rebuild. A re-opened or recovered one got its marks from all
+            # its stored records: none is evidence, so no run was ever written for it either.
+            kept = [item for item in decided if item[0].evidence]
             self.stats.traces_without_evidence += len(decided) - len(kept)
             decided = kept
         if decided:

@@ -524,7 +524,7 @@ def test_a_read_names_at_most_max_read_commits_and_a_trace_of_more_is_read_by_it
 def test_when_recovery_cannot_reopen_every_stored_trace_new_traces_are_read_by_their_window_for_a_while():
     stored = [span(n, 1, None, AGENT, 100 + n) for n in (1, 2, 3)]  # three unassembled traces; room for two
     store = MemoryStore(stored)
-    assembler, recorder, clock = make(store, max_open_traces=2)
+    assembler, _recorder, clock = make(store, max_open_traces=2)
     assembler.start()
     try:
         assert assembler.stats.traces_recovered == 2 and not assembler.buffer.track_commits
@@ -538,5 +538,20 @@ def test_when_recovery_cannot_reopen_every_stored_trace_new_traces_are_read_by_t
         commit(assembler, [span(5, 1, None, AGENT, 200)], ingested=9500)
         assembler.step()
         assert assembler.buffer.track_commits and assembler.buffer.open[f"{5:032x}"].commits == {9500}
+    finally:
+        assembler.shutdown()
+
+
+def test_a_recovered_trace_with_no_agent_span_is_not_read_back_again():
+    store = MemoryStore([span(1, 1, None, HTTP, 100), span(2, 1, None, AGENT, 100)])
+    assembler, recorder, clock = make(store)
+    assembler.start()
+    try:
+        assert assembler.stats.traces_recovered == 2 and len(store.loads) == 1  # the recovery's one read
+        clock.now = 2.0
+        assembler.step()
+        assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
+        assert [ids for ids, _, _ in store.loads[1:]] == [[f"{2:032x}"]]  # the web trace is not read again
+        assert assembler.stats.traces_without_evidence == 1
     finally:
         assembler.shutdown()
