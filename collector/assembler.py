@@ -321,12 +321,13 @@ class Assembler:
         if len(pending) > self.config.max_open_traces:
             # Those left out are stored without runs and not re-opened: a later record of one starts a new trace
             # here, whose earlier records no mark names. New traces are read by their window until they are done.
+            unassembled = len(pending)
             pending.sort(key=lambda d: d.hi_ns)
             pending = pending[-self.config.max_open_traces:]
             self._untracked_until = self._clock() + self.config.max_wait + self.config.grace_period
             self.buffer.track_commits = False
             log.warning("%d stored traces without runs are more than max_open_traces: the latest %d are re-opened",
-                        len(traces) - len(with_runs), len(pending))
+                        unassembled, len(pending))
         if not pending:
             return
         slack = int(self.config.late_window * _NS)
@@ -427,7 +428,7 @@ def _log_failure(what: str, traces: int, again: int, error: BaseException) -> No
 
 
 def _by_commits(trace: OpenTrace) -> bool:
-    return bool(trace.commits) and len(trace.commits or ()) <= MAX_READ_COMMITS
+    return 0 < len(trace.commits or ()) <= MAX_READ_COMMITS
 
 
 def _commits_of(group: list[tuple[OpenTrace, str]]) -> tuple[int, ...] | None:

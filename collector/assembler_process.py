@@ -102,7 +102,7 @@ class AssemblerProcess:
         self._forward = forward
         self._start_timeout = start_timeout
         self._cond = threading.Condition()
-        self._outbox: deque[tuple[list[SpanMark], list[LogMark], int | None]] = deque()
+        self._outbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark], int | None]] = deque()
         self._queued = 0  # records in the outbox
         self._sent = 0  # records sent to the current worker
         self._stopping = False
@@ -176,7 +176,7 @@ class AssemblerProcess:
         with self._cond:
             if self._disabled:
                 return  # stored already; assembly is off until the collector restarts (logged when it happened)
-            self._outbox.append((list(spans), list(logs), commit))
+            self._outbox.append((spans, logs, commit))  # copied once, by marshal (wire.dump_marks)
             self._queued += n
             self._cond.notify()
 
@@ -281,8 +281,8 @@ class AssemblerProcess:
             except (OSError, ValueError):
                 self._stopped.set()
 
-    def _requeue(self, spans: list[SpanMark], logs: list[LogMark], commit: int | None, dead: Connection | None
-                 ) -> bool:
+    def _requeue(self, spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None,
+                 dead: Connection | None) -> bool:
         """Put marks that could not be sent back at the head of the outbox and wait for the next worker; False
         when there will be none (the collector is stopping: the next start's recovery is what remains)."""
         n = len(spans) + len(logs)

@@ -119,6 +119,10 @@ class TraceBuffer:
 
     # ---- arrivals -------------------------------------------------------------------------------------------
 
+    def _new(self, trace_id: str, now: float) -> OpenTrace:
+        """A trace first seen in these marks: its commits are theirs, unless they may not name all its records."""
+        return OpenTrace(trace_id, now, now, commits=set() if self.track_commits else None)
+
     def _touch(self, trace_id: str, now: float) -> OpenTrace:
         trace = self.open.get(trace_id)
         if trace is None:
@@ -148,7 +152,7 @@ class TraceBuffer:
                         late[tid] = _widen(late.get(tid, decided), start, end)
                         self.stats.late_records += 1
                         continue
-                    trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set() if self.track_commits else None)
+                    trace = open_traces[tid] = self._new(tid, now)
                 touched[tid] = trace
             ids = trace.span_ids
             if sid in ids:
@@ -173,7 +177,7 @@ class TraceBuffer:
                         late[tid] = _widen(late.get(tid, decided), ts, ts)
                         self.stats.late_records += 1
                     continue
-                trace = open_traces[tid] = OpenTrace(tid, now, now, commits=set() if self.track_commits else None)
+                trace = open_traces[tid] = self._new(tid, now)
             touched[tid] = trace
             trace.logs += 1
             trace.widen(ts, ts)

@@ -85,11 +85,12 @@ class Recorder:
         return [t for batch in self.batches for t in batch]
 
 
-def make(store=None, **config):
+def make(store=None, read_plain_traces=False, **config):
     clock = Clock()
     recorder = Recorder()
     cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0, max_wait=10.0, late_window=0.0, **config)
-    assembler = Assembler(cfg, recorder, store if store is not None else MemoryStore(), clock=clock)
+    assembler = Assembler(cfg, recorder, store if store is not None else MemoryStore(), clock=clock,
+                          read_plain_traces=read_plain_traces)
     return assembler, recorder, clock
 
 
@@ -466,10 +467,7 @@ def test_a_log_record_of_a_plain_trace_makes_it_read_back_a_score_does_not():
 
 
 def test_with_read_plain_traces_every_trace_is_passed_on():
-    clock = Clock()
-    recorder = Recorder()
-    cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0, late_window=0.0)
-    assembler = Assembler(cfg, recorder, MemoryStore(), clock=clock, read_plain_traces=True)
+    assembler, recorder, clock = make(read_plain_traces=True)
     commit(assembler, [span(1, 1, None, HTTP, 100)])
     assembler.step()
     clock.now = 1.0
