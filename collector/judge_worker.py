@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -97,7 +98,7 @@ class JudgeWorker:
         self,
         settings: JudgeSettings,
         writer: StoreWriter,
-        cursor: Callable[[], Any],
+        cursor: Callable[[], AbstractContextManager[Any]],
         *,
         metric: Any = None,
         forward_spans: Callable[[Sequence[SpanRecord]], None] | None = None,
@@ -195,8 +196,7 @@ class JudgeWorker:
                 log.info("judge: %d answers in flight were left pending for the next start", len(rest))
 
     def _fetch(self, n: int) -> list[Job]:
-        cursor = self._cursor()
-        try:
+        with self._cursor() as cursor:
             rows = cursor.execute(
                 "SELECT trace_id, run_span_id, metric, coalesce(evaluator_version, ''), details, epoch_ns(created_at) "
                 f"FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ? "
@@ -207,8 +207,6 @@ class JudgeWorker:
                 f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ?",
                 [METRIC_JUDGE, OWN_SOURCE],
             ).fetchall()[0][0]
-        finally:
-            cursor.close()
         self.stats.pending_seen = int(pending)
         return [Job(r[0], r[1], r[2], r[3], json.loads(r[4]) if r[4] else None, int(r[5])) for r in rows]
 
@@ -217,15 +215,12 @@ class JudgeWorker:
     def _load_spent_today(self) -> None:
         now = self._now()
         self._day = _utc_day(now)
-        cursor = self._cursor()
-        try:
+        with self._cursor() as cursor:
             spent = cursor.execute(
                 f"SELECT coalesce(sum(cost_usd), 0) FROM {schema.EVALUATIONS} WHERE metric = ? AND source = ? "
                 "AND created_at >= CAST(date_trunc('day', CAST(? AS TIMESTAMPTZ)) AS TIMESTAMPTZ)",
                 [METRIC_JUDGE, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
             ).fetchall()[0][0]
-        finally:
-            cursor.close()
         self.stats.cost_usd_today = float(spent or 0.0)
 
     def _spent_today(self) -> float:

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.store import discovery
+from agentotel_eval.store.database import Database
 from agentotel_eval.store.operations import DeleteOlderThan, InsertEvaluations
 from agentotel_eval.store.query import QueryError, run_query
 from agentotel_eval.store.reader import TraceReader
 from agentotel_eval.store.rows import evaluations_to_arrow
-from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import Committed, StoreWriter
 from collector import metrics
 from collector.assembler import Assembler, Reconstruct
@@ -73,7 +73,7 @@ class Collector:
         self._previous_arrow_pool: Any = None  # pyarrow's pool before process.tune_malloc replaced it
         self.retention_deleted: dict[str, int] = {}
         self.query_counts: dict[str, int] = {}
-        self.con: Any = None
+        self.database: Any = None  # Database once started
         self.writer: StoreWriter
         self.assembler: Assembler | AssemblerProcess
         self._assembler_started = False
@@ -106,20 +106,19 @@ class Collector:
         if cfg.writer.threads:
             settings["threads"] = cfg.writer.threads
         try:
-            self.con = open_store(self.db_path, settings=settings, row_group_size=cfg.writer.row_group_size)
+            self.database = Database(self.db_path, settings=settings, row_group_size=cfg.writer.row_group_size)
         except BaseException:
             with self._lock:
                 self._state = "stopped"
             raise
         self._tune_process()
-        self._read_root = self.con.cursor()
         try:
             scoring_config = cfg.scoring_config()
             if cfg.forward is not None:
                 self.forwarder = Forwarder(cfg.forward)
                 self.forwarder.start()
             self.writer = StoreWriter(
-                self.con,
+                self.database.connection,
                 max_queue_records=cfg.writer.max_queue_records,
                 max_batch_records=cfg.writer.max_batch_records,
                 flush_interval=cfg.writer.flush_interval,
@@ -128,6 +127,8 @@ class Collector:
                 direct_batch_records=cfg.writer.row_group_size,
                 max_linger=cfg.writer.max_linger,
                 incoming=lambda: self.ingestor.decoding,
+                reopen=self.database.reopen,
+                reopen_rows=cfg.writer.reopen_rows,
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
@@ -266,9 +267,9 @@ class Collector:
             self.writer.shutdown()
         if self.forwarder is not None:
             self.forwarder.shutdown(0)
-        if self.con is not None:
-            self.con.close()
-            self.con = None
+        if self.database is not None:
+            self.database.close()
+            self.database = None
         if hasattr(self, "_previous_process"):
             self._restore_process()
         with self._lock:
@@ -302,8 +303,7 @@ class Collector:
         if self._housekeeping is not None:
             self._housekeeping.join(2)
         try:
-            self._read_root.close()
-            self.con.close()
+            self.database.close()
         finally:
             discovery.remove_sidecar(self.db_path, self._token)
         self._restore_process()
@@ -389,22 +389,25 @@ class Collector:
     # ---- queries, health, metrics ---------------------------------------------------------------------------
 
     def _cursor(self) -> Any:
-        with self._query_lock:
-            return self._read_root.cursor()
+        """A cursor for one use, as a context manager (``Database.cursor``)."""
+        return self.database.cursor()
+
+    @property
+    def con(self) -> Any:
+        """The database's root connection as it is now (a reopen replaces it): for tests and embedding."""
+        return self.database.connection
 
     def query(self, sql: str, *, limit: int | None = None, timeout: float | None = None) -> dict[str, Any]:
         """Run one sealed read-only query (the ``POST /v1/query`` answer as a dict)."""
         cfg = self.config.query
         row_limit = min(limit, cfg.row_limit) if limit else cfg.row_limit
         time_limit = min(timeout, cfg.timeout) if timeout else cfg.timeout
-        cursor = self._cursor()
         try:
-            result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit)
+            with self._cursor() as cursor:
+                result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit)
         except QueryError as exc:
             self._count_query(exc.kind)
             raise
-        finally:
-            cursor.close()
         self._count_query("ok")
         return result.to_dict()
 

@@ -7,6 +7,7 @@ the whole table (there is deliberately no index on ``trace_id``; see ``schema``)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,22 +34,15 @@ class StoredTrace:
 
 
 class TraceReader:
-    """Reads with a cursor of its own (DuckDB connections are per thread)."""
+    """Reads with a cursor of its own for each read (DuckDB connections are per thread), from ``cursor``: a
+    context manager (``Database.cursor``, which a reopen of the database waits for; a DuckDB connection's
+    ``cursor`` works too, closed after the read)."""
 
-    def __init__(self, cursor_factory: Callable[[], duckdb.DuckDBPyConnection]) -> None:
-        self._factory = cursor_factory
-        self._cursor: duckdb.DuckDBPyConnection | None = None
-
-    @property
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        if self._cursor is None:
-            self._cursor = self._factory()
-        return self._cursor
+    def __init__(self, cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]) -> None:
+        self._cursor = cursor
 
     def close(self) -> None:
-        if self._cursor is not None:
-            self._cursor.close()
-            self._cursor = None
+        """Nothing is held between reads."""
 
     def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
              commits: Sequence[int] | None = None) -> dict[str, StoredTrace]:
@@ -64,7 +58,6 @@ class TraceReader:
         """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order): what the
         assembler process is sent, to convert on its side of the pipe."""
         ids = sorted(set(trace_ids))
-        cur = self.cursor
         params: dict[str, object]
         if commits:
             # Rows are appended in commit order: DuckDB skips the others by their ingested_at statistics. (A time
@@ -79,8 +72,8 @@ class TraceReader:
             params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True), "epoch": ns_to_datetime(0)}
             span_where = "(start_time BETWEEN $lo AND $hi OR start_time = $epoch)"
             log_where = "(time BETWEEN $lo AND $hi OR time = $epoch)"
-        cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
-        try:
+        with self._cursor() as cur:
+            cur.register("_load_ids", pa.table({"trace_id": pa.array(ids, pa.string())}))
             spans = cur.sql(
                 f"SELECT {SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY} FROM spans "
                 f"WHERE {span_where} AND trace_id IN (SELECT trace_id FROM _load_ids)",
@@ -91,29 +84,29 @@ class TraceReader:
                 "AND trace_id IN (SELECT trace_id FROM _load_ids) ORDER BY time",
                 params=params,
             ).to_arrow_table()
-        finally:
-            cur.unregister("_load_ids")
         return spans, logs
 
     def latest_span_time(self) -> int | None:
         """Start time (ns) of the most recently started stored span, or None for an empty database."""
-        row = self.cursor.execute("SELECT max(start_time_unix_nano) FROM spans").fetchall()[0]
+        with self._cursor() as cur:
+            row = cur.execute("SELECT max(start_time_unix_nano) FROM spans").fetchall()[0]
         return int(row[0]) if row and row[0] is not None else None
 
     def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]:
         """Traces with spans started since ``since_ns``: (trace_id, lo_ns, hi_ns) each, and which have runs."""
         since = ns_to_datetime(since_ns)
-        rows = self.cursor.execute(
-            "SELECT trace_id, min(start_time_unix_nano), max(greatest(end_time_unix_nano, start_time_unix_nano)) "
-            "FROM spans WHERE start_time >= $since GROUP BY trace_id",
-            {"since": since},
-        ).fetchall()
-        with_runs = {
-            r[0]
-            for r in self.cursor.execute(
-                "SELECT DISTINCT trace_id FROM agent_runs WHERE start_time >= $since", {"since": since}
+        with self._cursor() as cur:
+            rows = cur.execute(
+                "SELECT trace_id, min(start_time_unix_nano), max(greatest(end_time_unix_nano, start_time_unix_nano)) "
+                "FROM spans WHERE start_time >= $since GROUP BY trace_id",
+                {"since": since},
             ).fetchall()
-        }
+            with_runs = {
+                r[0]
+                for r in cur.execute(
+                    "SELECT DISTINCT trace_id FROM agent_runs WHERE start_time >= $since", {"since": since}
+                ).fetchall()
+            }
         return [(r[0], int(r[1]), int(r[2])) for r in rows], with_runs
 
 

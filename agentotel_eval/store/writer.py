@@ -147,6 +147,9 @@ class WriterStats:
     commits: int = 0
     commit_failures: int = 0
     rejected_requests: int = 0
+    #: times the database was closed and opened again (``reopen_rows``), and attempts that failed to open it
+    reopens: int = 0
+    reopen_failures: int = 0
     operations: dict[str, int] = field(default_factory=dict)
     operation_failures: dict[str, int] = field(default_factory=dict)
     flush_buckets: list[int] = field(default_factory=lambda: [0] * (len(FLUSH_BUCKETS) + 1))
@@ -261,8 +264,10 @@ class StoreWriter:
         direct_batch_records: int = 0,
         max_linger: float = 0.05,
         incoming: Callable[[], int] = lambda: 0,
+        reopen: Callable[[], duckdb.DuckDBPyConnection | None] | None = None,
+        reopen_rows: int = 0,
     ) -> None:
-        self._con = con
+        self._con: duckdb.DuckDBPyConnection | None = con
         self._max_queue = max_queue_records
         self._max_batch = max_batch_records
         self._flush_interval = flush_interval
@@ -288,12 +293,20 @@ class StoreWriter:
         self._ops_thread: threading.Thread | None = None
         self._ops_con: duckdb.DuckDBPyConnection | None = None
         self._last_ingested_ns = 0
+        #: closes and opens the database again (``Database.reopen``): after ``reopen_rows`` stored records, to
+        #: give back the memory DuckDB keeps of every write until the database is closed
+        self._reopen = reopen if reopen_rows > 0 else None
+        self._reopen_rows = reopen_rows
+        self._rows_since_open = 0
+        self._next_reopen = 0.0  # monotonic time before which no reopen is tried (reads held it off)
+        self._ops_paused = False
         self.stats = WriterStats()
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is None:
+            assert self._con is not None
             self._ops_con = self._con.cursor()
             self._thread = threading.Thread(target=self._run, name="agentotel-writer", daemon=True)
             self._ops_thread = threading.Thread(target=self._run_ops, name="agentotel-writer-ops", daemon=True)
@@ -316,6 +329,8 @@ class StoreWriter:
         if self._ops_con is not None:
             with contextlib.suppress(duckdb.Error):
                 self._ops_con.close()
+        if self._con is None:
+            return
         try:
             self._con.execute("CHECKPOINT")
         except duckdb.Error as exc:  # the WAL still holds everything committed
@@ -468,13 +483,17 @@ class StoreWriter:
 
     def _run_ops(self) -> None:
         """Operations, each group in one transaction on the operations cursor; ends after the ingest thread (whose
-        commits may still queue operations) once nothing is left."""
+        commits may still queue operations) once nothing is left. Waits while the database is being reopened, or
+        is not open."""
         while True:
             with self._cond:
-                while not self._ops and not (self._stopping and self._ingest_done):
+                while not (self._ops and not self._ops_paused and self._con is not None):
+                    if self._stopping and self._ingest_done and not self._ops_paused:
+                        if self._ops:
+                            log.error("%d write operations were not applied: the database is not open",
+                                      len(self._ops))
+                        return
                     self._cond.wait(1.0)
-                if not self._ops:
-                    return
                 ops = list(self._ops)
                 self._ops.clear()
                 self._ops_busy = True
@@ -492,6 +511,8 @@ class StoreWriter:
             if taken is None:
                 return
             items, ops = taken
+            if self._con is None and self._reopen is not None and time.monotonic() >= self._next_reopen:
+                self._reopen_database()  # a reopen failed to open the file: try again
             if items:
                 try:
                     self._commit_items(items)
@@ -504,12 +525,56 @@ class StoreWriter:
                     with self._cond:
                         self._queued -= sum(i.size for i in items)
             if ops:
-                self._apply_group(ops, self._con)
+                if self._con is None:
+                    log.error("%d write operations were not applied: the database is not open", len(ops))
+                else:
+                    self._apply_group(ops, self._con)
+            if (self._reopen is not None and self._con is not None and self._rows_since_open >= self._reopen_rows
+                    and time.monotonic() >= self._next_reopen):
+                self._reopen_database()
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
 
+    def _reopen_database(self) -> None:
+        """Close and open the database between two commits, with the operations thread paused between two of its
+        transactions. Reads in progress may hold the reopen off: it is tried again a little later."""
+        with self._cond:
+            self._ops_paused = True
+            while self._ops_busy:
+                self._cond.wait(0.1)
+        try:
+            if self._ops_con is not None:
+                with contextlib.suppress(duckdb.Error):
+                    self._ops_con.close()
+                self._ops_con = None
+            try:
+                con = self._reopen() if self._reopen is not None else None
+            except Exception as exc:  # not opened again: requests are refused as unavailable until it is
+                self.stats.reopen_failures += 1
+                self._con = None
+                self._next_reopen = time.monotonic() + 1.0
+                log.error("the database could not be opened again (%s); exports are refused until it is", exc)
+                return
+            if con is None:
+                self._next_reopen = time.monotonic() + 2.0
+            else:
+                self._con = con
+                self._rows_since_open = 0
+                self.stats.reopens += 1
+            if self._con is not None:
+                self._ops_con = self._con.cursor()
+        finally:
+            with self._cond:
+                self._ops_paused = False
+                self._cond.notify_all()
+
     def _commit_items(self, items: list[_Item]) -> None:
+        if self._con is None:  # retryable: the exporter sends it again once the database is open
+            for item in items:
+                item.ticket._resolve(WriterUnavailable("the database is not open (it could not be opened again; "
+                                                       "see the collector's log)"))
+            return
         started = time.perf_counter()
         try:
             committed = self._append(items)
@@ -528,6 +593,7 @@ class StoreWriter:
             return
         self.stats.observe_flush(time.perf_counter() - started)
         self.stats.commits += 1
+        self._rows_since_open += sum(item.size for item in items)
         for item in items:
             item.ticket._resolve()
         if self._on_commit is not None and committed:
@@ -538,6 +604,7 @@ class StoreWriter:
 
     def _append(self, items: list[_Item]) -> list[Committed]:
         con = self._con
+        assert con is not None
         span_batches = [i.spans for i in items if i.spans is not None and i.spans.num_rows]
         log_batches = [i.logs for i in items if i.logs is not None and i.logs.num_rows]
         plans = []

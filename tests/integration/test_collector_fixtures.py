@@ -18,8 +18,10 @@ from collector.testing import grpc_export, post_otlp, running_collector, wait_un
 from tests.fixture_traces import Fixture, fixtures
 
 #: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process = false``);
-#: the others in the assembler process, the default
+#: the others in the assembler process, the default. "grpc" closes and reopens the database every few dozen
+#: records, between the commits, reads and run writes of the replay (``writer.reopen_rows``)
 MODES = ("http-protobuf", "http-json", "grpc", "grpc-thread")
+REOPEN_ROWS = {"grpc": 40}
 FIXTURES = fixtures()
 
 
@@ -40,7 +42,8 @@ def _send(collector: Any, mode: str, fx: Fixture) -> None:
 def replayed(request, tmp_path_factory):
     mode = request.param
     path = tmp_path_factory.mktemp(mode) / "fixtures.duckdb"
-    with running_collector(path, assembler={"process": mode != "grpc-thread"}) as collector:
+    reopen = {"writer": {"reopen_rows": REOPEN_ROWS[mode]}} if mode in REOPEN_ROWS else {}
+    with running_collector(path, assembler={"process": mode != "grpc-thread"}, **reopen) as collector:
         assert collector.in_process == (mode == "grpc-thread")
         for fx in FIXTURES:
             _send(collector, mode, fx)
@@ -62,11 +65,8 @@ def _in(ids: set[str]) -> str:
 
 
 def _select(collector: Any, sql: str) -> list[tuple]:
-    cursor = collector._cursor()
-    try:
+    with collector._cursor() as cursor:
         return cursor.execute(sql).fetchall()
-    finally:
-        cursor.close()
 
 
 def _json_or_text(value: Any) -> Any:
@@ -221,6 +221,15 @@ def test_the_replay_covered_every_fixture_and_its_logs(replayed):
     with_logs = [fx for fx in FIXTURES if fx.logs_body("protobuf")]
     assert with_logs
     assert _select(collector, "SELECT count(*) FROM logs")[0][0] == sum(len(fx.logs()) for fx in with_logs)
+
+
+@pytest.mark.parametrize("replayed", list(REOPEN_ROWS), indirect=True)
+def test_the_replay_reopened_the_database_midway(replayed):
+    """What the other tests of the "grpc" mode check held across several reopens (``REOPEN_ROWS``)."""
+    mode, collector = replayed
+    stored = _select(collector, "SELECT count(*) FROM spans")[0][0] + _select(collector, "SELECT count(*) FROM logs")[0][0]
+    assert collector.writer.stats.reopens >= stored // REOPEN_ROWS[mode] - 1 >= 3
+    assert collector.writer.stats.reopen_failures == 0 and collector.database.reopens == collector.writer.stats.reopens
 
 
 def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):

@@ -37,11 +37,8 @@ CLEAN = {"detected": False, "confidence": 0.0, "reason": "no errors", "error_typ
 
 
 def _rows(collector: Any, sql: str, params: list | None = None) -> list[tuple]:
-    cursor = collector._cursor()
-    try:
+    with collector._cursor() as cursor:
         return cursor.execute(sql, params or []).fetchall()
-    finally:
-        cursor.close()
 
 
 def _evaluations(collector: Any, trace_id: str | None = None) -> dict[str, tuple]:

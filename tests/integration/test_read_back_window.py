@@ -71,7 +71,7 @@ def test_a_log_record_with_no_time_is_stored_once_and_read_back(tmp_path):
         # the window the assembler read the trace by, as it remembers it: the log record lies in it
         window = c.assembler.buffer.decided[trace_id]
         assert window.lo_ns == t0  # the timeless record is looked up at the epoch, not by a window back to 1970
-        stored = TraceReader(c.con.cursor).load([trace_id], window.lo_ns, window.hi_ns, whole=False)
+        stored = TraceReader(c._cursor).load([trace_id], window.lo_ns, window.hi_ns, whole=False)
         assert [r.body for r in stored[trace_id].logs] == [{"content": "hello"}]
         assert [s.span_id for s in stored[trace_id].spans] == [root]
 

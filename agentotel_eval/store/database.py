@@ -1,0 +1,182 @@
+"""The collector's database handle: one DuckDB instance shared by its threads, reopened now and then.
+
+DuckDB keeps some memory of every append, update and delete for as long as the database stays open, whatever its
+``memory_limit`` says; only closing the database gives it back (measured: ~6 bytes a stored span for plain appends,
+~33 with the collector's run rows and score write-backs, nearly 2 GB an hour at 15,000 spans/s). A collector runs
+for weeks, so its writer closes and reopens the file after every ``writer.reopen_rows`` stored records
+(``StoreWriter``), which costs about 0.1 s (closing checkpoints the write-ahead log; opening reads the catalog).
+
+Every reader takes its cursor through ``cursor()``, which holds a shared lock while the cursor is in use; the
+reopen takes it exclusively, so no query runs on an instance being closed. The writer's own connections are
+quiesced by the writer itself before it calls ``reopen``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentotel_eval.store.schema import DEFAULT_ROW_GROUP_SIZE, SchemaError, open_store
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger(__name__)
+
+
+class DatabaseClosed(Exception):
+    """The database is not open (a reopen could not open it again, or it was closed)."""
+
+
+class SharedLock:
+    """Many holders in shared mode or one in exclusive mode. A waiting exclusive holder keeps new shared holders
+    out, so a stream of short reads cannot starve it; it waits a bounded time, so a long query only postpones it
+    (and a shared holder that asks again while it waits delays it only as long)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = False
+
+    def acquire_shared(self) -> None:
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+
+    def release_shared(self) -> None:
+        with self._cond:
+            self._shared -= 1
+            if not self._shared:
+                self._cond.notify_all()
+
+    def acquire_exclusive(self, timeout: float) -> bool:
+        """True once held exclusively; False if shared holders remain after ``timeout`` seconds."""
+        with self._cond:
+            while self._waiting or self._exclusive:  # one exclusive holder at a time
+                self._cond.wait()
+            self._waiting = True
+            try:
+                if not self._cond.wait_for(lambda: self._shared == 0, timeout):
+                    return False
+                self._exclusive = True
+                return True
+            finally:
+                self._waiting = False
+                self._cond.notify_all()
+
+    def release_exclusive(self) -> None:
+        with self._cond:
+            self._exclusive = False
+            self._cond.notify_all()
+
+
+class Database:
+    """The writable database file of one collector (``schema.open_store``), reopenable (see the module docstring).
+
+    ``connection`` is the root connection, for the writer's threads only; everything else reads through
+    ``cursor()``."""
+
+    #: how long a reopen waits for reads in progress to finish before it gives up and is tried again later
+    READS_WAIT = 0.25
+    #: how long a reopen keeps trying to open the file again (another process may hold it for a moment)
+    OPEN_RETRY_FOR = 10.0
+
+    def __init__(self, path: str | Path, *, settings: dict[str, object] | None = None,
+                 row_group_size: int = DEFAULT_ROW_GROUP_SIZE) -> None:
+        self.path = Path(path)
+        self._settings = dict(settings or {})
+        self._row_group_size = row_group_size
+        self._lock = SharedLock()
+        self._con: duckdb.DuckDBPyConnection | None = open_store(
+            self.path, settings=self._settings, row_group_size=row_group_size)
+        self._read_root: duckdb.DuckDBPyConnection | None = self._con.cursor()
+        self._cursor_lock = threading.Lock()  # cursor() of one connection from several threads
+        #: times the file was closed and opened again, and the seconds that took
+        self.reopens = 0
+        self.reopen_seconds = 0.0
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise DatabaseClosed(f"the database {self.path} is not open")
+        return self._con
+
+    @contextlib.contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of its own for one use (DuckDB connections are per thread), closed after it."""
+        self._lock.acquire_shared()
+        try:
+            with self._cursor_lock:
+                if self._read_root is None:
+                    raise DatabaseClosed(f"the database {self.path} is not open")
+                cur = self._read_root.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+        finally:
+            self._lock.release_shared()
+
+    def reopen(self) -> duckdb.DuckDBPyConnection | None:
+        """Close the database and open it again: the new root connection, or None when reads in progress did not
+        finish within ``READS_WAIT`` (nothing was closed; try again later). The caller must hold no cursor of
+        the old connection. Raises ``DatabaseClosed`` if the file could not be opened again; a later call
+        retries."""
+        if not self._lock.acquire_exclusive(self.READS_WAIT):
+            return None
+        started = time.monotonic()
+        try:
+            self._close()
+            con = self._open_again()
+            self._con, self._read_root = con, con.cursor()
+        finally:
+            self._lock.release_exclusive()
+        elapsed = time.monotonic() - started
+        self.reopens += 1
+        self.reopen_seconds += elapsed
+        log.debug("database %s reopened in %.3fs", self.path, elapsed)
+        return con
+
+    def _open_again(self) -> duckdb.DuckDBPyConnection:
+        """Between the close and this open another process may have opened the file (a read-only query): retried
+        for ``OPEN_RETRY_FOR`` seconds."""
+        deadline = time.monotonic() + self.OPEN_RETRY_FOR
+        delay = 0.01
+        while True:
+            try:
+                return open_store(self.path, settings=self._settings, row_group_size=self._row_group_size)
+            except SchemaError as exc:
+                if time.monotonic() >= deadline:
+                    log.error("could not open the database %s again: %s", self.path, exc)
+                    raise DatabaseClosed(f"the database {self.path} could not be opened again: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def _close(self) -> None:
+        import duckdb
+
+        for con in (self._read_root, self._con):
+            if con is not None:
+                with contextlib.suppress(duckdb.Error):
+                    con.close()
+        self._con = self._read_root = None
+
+    def close(self) -> None:
+        """Close for good (waits for reads in progress)."""
+        while not self._lock.acquire_exclusive(self.READS_WAIT):
+            pass
+        try:
+            self._close()
+        finally:
+            self._lock.release_exclusive()
+
+    @property
+    def is_open(self) -> bool:
+        return self._con is not None

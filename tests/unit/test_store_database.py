@@ -1,0 +1,198 @@
+"""The reopenable database handle: reads wait for a reopen and a reopen for reads; a failed open is retried."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agentotel_eval.store import database as database_module
+from agentotel_eval.store.database import Database, DatabaseClosed, SharedLock
+from agentotel_eval.store.rows import spans_to_arrow
+from agentotel_eval.store.schema import SchemaError, open_read_only
+from agentotel_eval.store.writer import StoreWriter, WriterUnavailable
+from tests.unit.test_store_writer import make_spans, submit_spans
+
+
+def _count(db: Database) -> int:
+    with db.cursor() as cur:
+        return cur.execute("SELECT count(*) FROM spans").fetchall()[0][0]
+
+
+def test_a_reopen_keeps_what_was_committed_and_serves_new_cursors(tmp_path):
+    db = Database(tmp_path / "d.duckdb")
+    con = db.connection
+    con.register("_s", spans_to_arrow(make_spans(1)))
+    con.execute("INSERT INTO spans BY NAME SELECT * FROM _s")
+    con.unregister("_s")
+    new = db.reopen()
+    assert new is not None and new is db.connection and new is not con
+    assert _count(db) == 3 and db.reopens == 1 and db.reopen_seconds > 0
+    with pytest.raises(Exception, match="closed"):
+        con.execute("SELECT 1")  # the old connection is gone, not left open beside the new one
+    # still sealed after the reopen: a query cannot reach the file system
+    (tmp_path / "other.txt").write_text("x")
+    with db.cursor() as cur, pytest.raises(Exception, match="disabled"):
+        cur.execute(f"SELECT * FROM read_text('{tmp_path / 'other.txt'}')")
+    db.close()
+    assert not db.is_open
+
+
+def test_a_reopen_waits_for_a_read_in_progress_and_gives_up_after_a_while(tmp_path, monkeypatch):
+    monkeypatch.setattr(Database, "READS_WAIT", 0.05)
+    db = Database(tmp_path / "d.duckdb")
+    inside, leave = threading.Event(), threading.Event()
+
+    def read() -> None:
+        with db.cursor() as cur:
+            cur.execute("SELECT count(*) FROM spans").fetchall()
+            inside.set()
+            leave.wait(5)
+            cur.execute("SELECT count(*) FROM spans").fetchall()  # still its connection: nothing was closed
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert inside.wait(5)
+    root = db.connection
+    assert db.reopen() is None and db.connection is root and db.reopens == 0
+    leave.set()
+    reader.join(5)
+    assert db.reopen() is not None and db.reopens == 1
+    db.close()
+
+
+def test_reads_asked_for_while_a_reopen_waits_go_after_it():
+    lock = SharedLock()
+    lock.acquire_shared()  # a read in progress
+    order: list[str] = []
+
+    def reopen() -> None:
+        assert lock.acquire_exclusive(5)
+        order.append("reopen")
+        lock.release_exclusive()
+
+    def new_read() -> None:
+        lock.acquire_shared()
+        order.append("read")
+        lock.release_shared()
+
+    waiting = threading.Thread(target=reopen)
+    waiting.start()
+    while not lock._waiting:
+        time.sleep(0.001)
+    late = threading.Thread(target=new_read)
+    late.start()
+    time.sleep(0.05)
+    assert order == []  # the new read waits behind the reopen, which waits for the read in progress
+    lock.release_shared()
+    waiting.join(5)
+    late.join(5)
+    assert order == ["reopen", "read"]
+
+
+def test_a_reopen_that_gave_up_lets_waiting_reads_in():
+    lock = SharedLock()
+    lock.acquire_shared()
+    got = threading.Event()
+    threading.Thread(target=lambda: (lock.acquire_shared(), got.set())).start()
+    assert not lock.acquire_exclusive(0.05)
+    assert got.wait(5)
+
+
+def test_an_open_refused_for_a_moment_is_retried(tmp_path, monkeypatch):
+    db = Database(tmp_path / "d.duckdb")
+    real = database_module.open_store
+    refusals = [2]
+
+    def flaky(*args, **kwargs):
+        if refusals[0]:
+            refusals[0] -= 1
+            raise SchemaError("cannot open for writing: Conflicting lock is held")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(database_module, "open_store", flaky)
+    assert db.reopen() is not None and refusals == [0] and _count(db) == 0
+    db.close()
+
+
+def test_another_process_holding_the_file_past_the_retries_leaves_it_closed_until_a_later_reopen(
+        tmp_path, monkeypatch):
+    """Between the close and the open a read-only process took the file (real DuckDB locks, in a child)."""
+    import multiprocessing as mp
+
+    monkeypatch.setattr(Database, "OPEN_RETRY_FOR", 0.3)
+    path = tmp_path / "d.duckdb"
+    db = Database(path)
+    db._close()  # as a reopen does first
+    ctx = mp.get_context("spawn")
+    opened, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_read_only, args=(str(path), opened, release))
+    holder.start()
+    try:
+        assert opened.wait(30)
+        with pytest.raises(DatabaseClosed, match="could not be opened again"):
+            db.reopen()
+        assert not db.is_open
+        with pytest.raises(DatabaseClosed), db.cursor():
+            pass
+    finally:
+        release.set()
+        holder.join(30)
+    assert db.reopen() is not None and _count(db) == 0
+    db.close()
+
+
+def _hold_read_only(path: str, opened, release) -> None:
+    con = open_read_only(path)
+    opened.set()
+    release.wait(30)
+    con.close()
+
+
+def test_the_writer_reopens_after_its_rows_and_loses_nothing(tmp_path):
+    db = Database(tmp_path / "w.duckdb")
+    writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=5)
+    writer.start()
+    try:
+        for trace in range(1, 8):  # 3 spans each: a reopen after every second commit
+            submit_spans(writer, make_spans(trace)).wait(5)
+            with db.cursor() as cur:  # reads beside the writer, as the assembler's and queries do
+                cur.execute("SELECT count(*) FROM spans").fetchall()
+        assert writer.flush(5)
+    finally:
+        writer.shutdown()
+    assert writer.stats.reopens == 3 == db.reopens and writer.stats.reopen_failures == 0
+    assert _count(db) == 21
+    db.close()
+
+
+def test_a_writer_whose_database_cannot_be_opened_again_refuses_until_it_can(tmp_path, monkeypatch):
+    db = Database(tmp_path / "w.duckdb")
+    writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=3)
+    real = database_module.open_store
+    refuse = threading.Event()
+    refuse.set()
+
+    def guarded(*args, **kwargs):
+        if refuse.is_set():
+            raise SchemaError("cannot open for writing: Conflicting lock is held")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(database_module, "open_store", guarded)
+    monkeypatch.setattr(Database, "OPEN_RETRY_FOR", 0.05)
+    writer.start()
+    try:
+        assert submit_spans(writer, make_spans(1)).wait(5).stored == 3  # then the reopen fails
+        with pytest.raises(WriterUnavailable, match="not open"):
+            submit_spans(writer, make_spans(2)).wait(5)
+        assert writer.stats.reopen_failures >= 1
+        refuse.clear()
+        time.sleep(1.1)  # the writer tries again a second after a failure, at its next batch
+        assert submit_spans(writer, make_spans(3)).wait(5).stored == 3
+    finally:
+        writer.shutdown()
+    with db.cursor() as cur:
+        traces = cur.execute("SELECT DISTINCT trace_id FROM spans ORDER BY 1").fetchall()
+    assert traces == [(f"{1:032x}",), (f"{3:032x}",)]  # the acknowledged ones; the refused one is the exporter's to retry
+    db.close()
