@@ -175,7 +175,8 @@ class AssemblerConfig:
     max_buffered_records: int = 250_000
     #: records committed but not yet taken by the assembler (it is behind); over it, exporters are told to retry
     max_backlog_records: int = 200_000
-    #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database)
+    #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database):
+    #: at most this many, and at least the latest half of it (``trace_buffer.DecisionCache``)
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
     late_window: float = field(default=60.0, metadata=_DURATION_KIND)

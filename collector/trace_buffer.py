@@ -4,8 +4,9 @@ A trace is complete when its run span has arrived (the root span, or an agent-ru
 of the trace) and no record of it arrived for ``grace_period`` — the OpenTelemetry Collector's tail-sampling
 processor decides the same way. A trace whose run span never comes is completed ``max_wait`` after its first
 record. Memory is bounded: over ``max_open_traces`` or ``max_buffered_records`` the least recently active traces
-are completed early. Completed traces are remembered (only their id and time window) in a bounded decision cache,
-so a span arriving later re-opens the trace: its runs are rebuilt from the stored spans and replaced.
+are completed early. Completed traces are remembered (only their id and time window) in a bounded decision cache
+(``DecisionCache``), so a span arriving later re-opens the trace: its runs are rebuilt from the stored spans and
+replaced.
 
 Only marks are buffered (``collector.marks``: ids, times, whether a span delimits a run, whether it is evidence of
 one), about 100 bytes a span instead of the record's few kilobytes; the assembler reads a trace's records from the
@@ -16,7 +17,7 @@ No I/O and no threads here; time is passed in, so tests drive it with plain numb
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from collector.marks import LogMark, SpanMark
@@ -82,6 +83,66 @@ class Decided:
     hi_ns: int
 
 
+_LOW64 = (1 << 64) - 1
+
+
+class DecisionCache:
+    """Completed traces by id, each with its window: at most ``capacity`` of them, and at least the latest
+    ``capacity // 2``.
+
+    Two generations of plain dicts: once the newer holds half the capacity it becomes the older, and the older is
+    dropped whole, so no order is kept per entry; a window is packed into one int. At 100,000 traces that is
+    ~165 bytes a trace, against ~310 for the ordered dict of ``Decided`` it replaces (measured): the cache is the
+    assembler process's largest structure under load."""
+
+    __slots__ = ("_half", "_new", "_old", "capacity")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._half = max(1, capacity // 2)
+        self._new: dict[str, int] = {}
+        self._old: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def __contains__(self, trace_id: object) -> bool:
+        return trace_id in self._new or trace_id in self._old
+
+    def __iter__(self) -> Iterator[str]:
+        """Trace ids, older generation first."""
+        yield from self._old
+        yield from self._new
+
+    def get(self, trace_id: str) -> Decided | None:
+        packed = self._new.get(trace_id)
+        if packed is None:
+            packed = self._old.get(trace_id)
+            if packed is None:
+                return None
+        return Decided(trace_id, packed >> 64, packed & _LOW64)
+
+    def __getitem__(self, trace_id: str) -> Decided:
+        decided = self.get(trace_id)
+        if decided is None:
+            raise KeyError(trace_id)
+        return decided
+
+    def pop(self, trace_id: str) -> None:
+        self._new.pop(trace_id, None)
+        self._old.pop(trace_id, None)
+
+    def add(self, decided: Decided) -> None:
+        """Remember (or refresh: it moves to the newer generation) a decision."""
+        trace_id = decided.trace_id
+        self._old.pop(trace_id, None)
+        new = self._new
+        if trace_id not in new and len(new) >= self._half:
+            self._old, self._new = new, {}
+            new = self._new
+        new[trace_id] = decided.lo_ns << 64 | (decided.hi_ns & _LOW64)
+
+
 @dataclass(slots=True)
 class BufferStats:
     records_added: int = 0
@@ -110,7 +171,7 @@ class TraceBuffer:
         self.max_buffered_records = max_buffered_records
         self.decision_cache_traces = decision_cache_traces
         self.open: OrderedDict[str, OpenTrace] = OrderedDict()
-        self.decided: OrderedDict[str, Decided] = OrderedDict()
+        self.decided = DecisionCache(decision_cache_traces)
         self.buffered = 0
         self.stats = BufferStats()
         #: whether a new trace's commits are known from its marks (``OpenTrace.commits``); off while earlier,
@@ -202,7 +263,7 @@ class TraceBuffer:
     ) -> OpenTrace:
         """Put a completed trace back in the buffer with the marks of its records as stored (after a late
         record)."""
-        self.decided.pop(decided.trace_id, None)
+        self.decided.pop(decided.trace_id)
         trace = self.open.pop(decided.trace_id, None)
         if trace is not None:
             self.buffered -= trace.size
@@ -269,10 +330,7 @@ class TraceBuffer:
         return trace, reason
 
     def _remember(self, decided: Decided) -> None:
-        self.decided[decided.trace_id] = decided
-        self.decided.move_to_end(decided.trace_id)
-        while len(self.decided) > self.decision_cache_traces:
-            self.decided.popitem(last=False)
+        self.decided.add(decided)
 
 
 def _widen(decided: Decided, start: int, end: int) -> Decided:

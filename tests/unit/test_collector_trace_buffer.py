@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from collector.marks import log_mark, span_mark
-from collector.trace_buffer import Decided, TraceBuffer
+from collector.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 TOOL = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
@@ -129,6 +129,37 @@ def test_the_decision_cache_is_bounded():
     buf.due(now=5.0)
     assert list(buf.decided) == [tid(2), tid(3)]
     assert buf.add([span(1, 2, 1)], [], now=6.0) == {}  # forgotten: a new open trace, not a late one
+
+
+def test_the_decision_cache_keeps_at_most_its_capacity_and_at_least_the_latest_half():
+    cache = DecisionCache(10)
+    for n in range(1, 101):
+        cache.add(Decided(tid(n), n, n + 1))
+        assert len(cache) <= 10
+        assert all(tid(m) in cache for m in range(max(1, n - 4), n + 1))  # the latest five, always
+    assert tid(90) not in cache and cache.get(tid(90)) is None
+
+
+def test_the_decision_cache_gives_back_each_window_as_remembered():
+    cache = DecisionCache(4)
+    windows = [(1, 2), (NO_TIME, 0), (1_764_600_000_123_456_789, (1 << 64) - 1)]  # nothing timed; the extremes
+    for n, (lo, hi) in enumerate(windows):
+        cache.add(Decided(tid(n), lo, hi))
+    assert [cache[tid(n)] for n in range(3)] == [Decided(tid(n), lo, hi) for n, (lo, hi) in enumerate(windows)]
+    cache.add(Decided(tid(1), 5, 6))  # a refresh replaces the window
+    assert cache[tid(1)] == Decided(tid(1), 5, 6) and len(cache) == 3
+
+
+def test_a_refreshed_decision_outlives_older_ones():
+    cache = DecisionCache(4)
+    for n in (1, 2):
+        cache.add(Decided(tid(n), n, n))
+    cache.add(Decided(tid(3), 3, 3))  # the first two are the older generation now
+    cache.add(Decided(tid(1), 1, 1))  # refreshed: moves to the newer one
+    cache.add(Decided(tid(4), 4, 4))  # the newer is full: the older (only 2 now) is dropped
+    assert list(cache) == [tid(3), tid(1), tid(4)] and tid(2) not in cache
+    cache.pop(tid(1))
+    assert tid(1) not in cache and len(cache) == 2
 
 
 def test_remember_seeds_decisions_without_touching_open_traces():
