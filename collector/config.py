@@ -153,13 +153,14 @@ class WriterConfig:
     #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of at least one
     #: row group is written straight into the file, compressed once, instead of into the write-ahead log and
     #: compressed again at the next checkpoint. Small groups make every loaded commit take that path, but DuckDB
-    #: keeps ~80 KB a row group in memory for the life of the process (~40 bytes a stored span at 2048, against
+    #: keeps ~80 KB a row group in memory until the database is closed (~40 bytes a stored span at 2048, against
     #: ~4 at 122,880), and under load they were no faster (see docs/collector.md)
     row_group_size: int = 122_880
     #: close and reopen the database after this many stored records (0: never). DuckDB keeps memory of every
     #: write until the database is closed (~33 bytes a span under the ingest benchmark with scoring: ~1.8 GB an
-    #: hour at 15,000 spans/s); a reopen gives it back and pauses writing for ~0.1 s (see docs/collector.md)
-    reopen_rows: int = 1_000_000
+    #: hour at 15,000 spans/s); a reopen gives it back and pauses writing for ~0.1 s. At 250,000 that is every
+    #: ~17 s under load: in 60 s phases the same throughput as never, and ~20 MB less (see docs/collector.md)
+    reopen_rows: int = 250_000
 
 
 @dataclass(frozen=True, slots=True)

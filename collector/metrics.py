@@ -103,6 +103,12 @@ def render(collector: Collector) -> str:
             collector.writer.pending_operations)
     out.add("commits_total", "counter", "Ingest transactions committed.", writer.commits)
     out.add("commit_failures_total", "counter", "Ingest transactions that failed.", writer.commit_failures)
+    out.add("database_reopens_total", "counter",
+            "Times the database was closed and opened again to give back DuckDB's memory (writer.reopen_rows).",
+            writer.reopens)
+    out.add("database_reopen_failures_total", "counter",
+            "Reopens that could not open the database again (exports are refused until one can).",
+            writer.reopen_failures)
     out.histogram("flush_duration_seconds", "Time to append and commit one batch.", FLUSH_BUCKETS,
                   writer.flush_buckets, writer.flush_sum, writer.flush_count)
     out.add("open_traces", "gauge", "Traces buffered by the assembler, waiting to complete.", assembler.open_traces)

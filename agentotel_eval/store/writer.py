@@ -556,8 +556,8 @@ class StoreWriter:
                 self._next_reopen = time.monotonic() + 1.0
                 log.error("the database could not be opened again (%s); exports are refused until it is", exc)
                 return
-            if con is None:
-                self._next_reopen = time.monotonic() + 2.0
+            if con is None:  # a query held it off: a while later (a long one may still run; ingest waited)
+                self._next_reopen = time.monotonic() + 5.0
             else:
                 self._con = con
                 self._rows_since_open = 0

@@ -230,6 +230,9 @@ def test_the_replay_reopened_the_database_midway(replayed):
     stored = _select(collector, "SELECT count(*) FROM spans")[0][0] + _select(collector, "SELECT count(*) FROM logs")[0][0]
     assert collector.writer.stats.reopens >= stored // REOPEN_ROWS[mode] - 1 >= 3
     assert collector.writer.stats.reopen_failures == 0 and collector.database.reopens == collector.writer.stats.reopens
+    metrics = collector.metrics_text()
+    assert f"agentotel_database_reopens_total {collector.writer.stats.reopens}\n" in metrics
+    assert "agentotel_database_reopen_failures_total 0\n" in metrics
 
 
 def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):
