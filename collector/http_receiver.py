@@ -214,7 +214,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             result = app.query(payload)
         except QueryError as exc:
-            self._send_json(400, {"error": str(exc), "kind": exc.kind})
+            if exc.kind == "unavailable":
+                self._send_json(503, {"error": str(exc), "kind": exc.kind}, {"Retry-After": "1"})
+            else:
+                self._send_json(400, {"error": str(exc), "kind": exc.kind})
             return
         except Exception as exc:
             log.exception("query failed")

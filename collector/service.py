@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.store import discovery
-from agentotel_eval.store.database import Database
+from agentotel_eval.store.database import Database, DatabaseClosed
 from agentotel_eval.store.operations import DeleteOlderThan, InsertEvaluations
-from agentotel_eval.store.query import QueryError, run_query
+from agentotel_eval.store.query import QueryError, QueryUnavailable, run_query
 from agentotel_eval.store.reader import TraceReader
 from agentotel_eval.store.rows import evaluations_to_arrow
 from agentotel_eval.store.writer import Committed, StoreWriter
@@ -392,19 +392,17 @@ class Collector:
         """A cursor for one use, as a context manager (``Database.cursor``)."""
         return self.database.cursor()
 
-    @property
-    def con(self) -> Any:
-        """The database's root connection as it is now (a reopen replaces it): for tests and embedding."""
-        return self.database.connection
-
     def query(self, sql: str, *, limit: int | None = None, timeout: float | None = None) -> dict[str, Any]:
         """Run one sealed read-only query (the ``POST /v1/query`` answer as a dict)."""
         cfg = self.config.query
         row_limit = min(limit, cfg.row_limit) if limit else cfg.row_limit
         time_limit = min(timeout, cfg.timeout) if timeout else cfg.timeout
         try:
-            with self._cursor() as cursor:
-                result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit)
+            try:
+                with self._cursor() as cursor:
+                    result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit)
+            except DatabaseClosed as exc:
+                raise QueryUnavailable(f"the database cannot be read right now: {exc}") from None
         except QueryError as exc:
             self._count_query(exc.kind)
             raise

@@ -138,8 +138,9 @@ class DecisionCache:
         self._old.pop(trace_id, None)
         new = self._new
         if trace_id not in new and len(new) >= self._half:
-            self._old, self._new = new, {}
-            new = self._new
+            # the full newer generation becomes the older (with a capacity of 1, where half of it is 1 too, none)
+            self._old = new if 2 * self._half <= self.capacity else {}
+            self._new = new = {}
         new[trace_id] = decided.lo_ns << 64 | (decided.hi_ns & _LOW64)
 
 

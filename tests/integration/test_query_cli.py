@@ -123,3 +123,24 @@ def test_a_stale_discovery_file_is_ignored(tmp_path):
 def test_a_missing_database_is_a_clear_error(tmp_path):
     result = cli("SELECT 1", "--db", str(tmp_path / "nope.duckdb"))
     assert result.returncode == 2 and "no database at" in result.stderr
+
+
+def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(running, monkeypatch):
+    """After a reopen failed (``store.database``), ``/v1/query`` says to retry, as an export is told."""
+    import urllib.error
+    import urllib.request
+
+    from agentotel_eval.store.database import DatabaseClosed
+
+    def closed():
+        raise DatabaseClosed("the database x could not be opened again")
+
+    monkeypatch.setattr(running.database, "cursor", closed)
+    request = urllib.request.Request(f"{running.http_endpoint}/v1/query", data=json.dumps({"sql": "SELECT 1"}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(request, timeout=10)
+    assert answer.value.code == 503 and answer.value.headers["Retry-After"] == "1"
+    body = json.loads(answer.value.read())
+    assert body["kind"] == "unavailable" and "could not be opened again" in body["error"]
+    assert running.query_counts["unavailable"] == 1

@@ -140,6 +140,13 @@ def test_the_decision_cache_keeps_at_most_its_capacity_and_at_least_the_latest_h
     assert tid(90) not in cache and cache.get(tid(90)) is None
 
 
+def test_a_decision_cache_of_one_keeps_one():
+    cache = DecisionCache(1)
+    for n in range(1, 4):
+        cache.add(Decided(tid(n), n, n))
+        assert list(cache) == [tid(n)]
+
+
 def test_the_decision_cache_gives_back_each_window_as_remembered():
     cache = DecisionCache(4)
     windows = [(1, 2), (NO_TIME, 0), (1_764_600_000_123_456_789, (1 << 64) - 1)]  # nothing timed; the extremes

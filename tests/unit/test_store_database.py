@@ -12,6 +12,7 @@ from agentotel_eval.store.database import Database, DatabaseClosed, SharedLock
 from agentotel_eval.store.rows import spans_to_arrow
 from agentotel_eval.store.schema import SchemaError, open_read_only
 from agentotel_eval.store.writer import StoreWriter, WriterUnavailable
+from collector.testing import Blocker, wait_until
 from tests.unit.test_store_writer import make_spans, submit_spans
 
 
@@ -118,7 +119,8 @@ def test_an_open_refused_for_a_moment_is_retried(tmp_path, monkeypatch):
 
 def test_another_process_holding_the_file_past_the_retries_leaves_it_closed_until_a_later_reopen(
         tmp_path, monkeypatch):
-    """Between the close and the open a read-only process took the file (real DuckDB locks, in a child)."""
+    """Between the close and the open a process that does not look at the lock file (the duckdb CLI, say) took
+    the file read-only: real DuckDB locks, in a child process."""
     import multiprocessing as mp
 
     monkeypatch.setattr(Database, "OPEN_RETRY_FOR", 0.3)
@@ -127,27 +129,50 @@ def test_another_process_holding_the_file_past_the_retries_leaves_it_closed_unti
     db._close()  # as a reopen does first
     ctx = mp.get_context("spawn")
     opened, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(target=_hold_read_only, args=(str(path), opened, release))
+    holder = ctx.Process(target=_hold_with_duckdb, args=(str(path), opened, release))
     holder.start()
     try:
         assert opened.wait(30)
+        started = time.monotonic()
         with pytest.raises(DatabaseClosed, match="could not be opened again"):
-            db.reopen()
-        assert not db.is_open
-        with pytest.raises(DatabaseClosed), db.cursor():
+            db.reopen()  # closed already: one attempt, not the retries
+        assert time.monotonic() - started < 0.3 and not db.is_open
+        with pytest.raises(DatabaseClosed), db.cursor():  # reads fail at once, they do not wait
             pass
     finally:
         release.set()
         holder.join(30)
     assert db.reopen() is not None and _count(db) == 0
     db.close()
+    with pytest.raises(DatabaseClosed, match="was closed"):
+        db.reopen()  # closed for good
 
 
-def _hold_read_only(path: str, opened, release) -> None:
-    con = open_read_only(path)
+def _hold_with_duckdb(path: str, opened, release) -> None:
+    import duckdb
+
+    con = duckdb.connect(path, read_only=True)
     opened.set()
     release.wait(30)
     con.close()
+
+
+def test_while_a_collector_has_the_file_other_opens_are_refused_even_between_close_and_reopen(tmp_path):
+    import duckdb
+
+    path = tmp_path / "d.duckdb"
+    db = Database(path)
+    with pytest.raises(SchemaError, match="another collector"):
+        Database(path)
+    db._close()  # DuckDB's own lock is dropped here, for the moment of a reopen; the lock file's is not
+    with pytest.raises(duckdb.IOException, match="a collector holds it"):
+        open_read_only(path)
+    with pytest.raises(SchemaError, match="another collector"):
+        Database(path)
+    assert db.reopen() is not None
+    db.close()
+    open_read_only(path).close()  # released with the close
+    Database(path).close()
 
 
 def test_the_writer_reopens_after_its_rows_and_loses_nothing(tmp_path):
@@ -188,11 +213,35 @@ def test_a_writer_whose_database_cannot_be_opened_again_refuses_until_it_can(tmp
             submit_spans(writer, make_spans(2)).wait(5)
         assert writer.stats.reopen_failures >= 1
         refuse.clear()
-        time.sleep(1.1)  # the writer tries again a second after a failure, at its next batch
+        # no export needed: the writer tries again about once a second by itself
+        wait_until(lambda: db.is_open, timeout=10, what="the database to be opened again")
         assert submit_spans(writer, make_spans(3)).wait(5).stored == 3
     finally:
         writer.shutdown()
     with db.cursor() as cur:
         traces = cur.execute("SELECT DISTINCT trace_id FROM spans ORDER BY 1").fetchall()
     assert traces == [(f"{1:032x}",), (f"{3:032x}",)]  # the acknowledged ones; the refused one is the exporter's to retry
+    db.close()
+
+
+def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_path):
+    db = Database(tmp_path / "w.duckdb")
+    writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=3)
+    writer.start()
+    blocker = Blocker(ingest=False)  # a long transaction of the operations thread (retention, say)
+    try:
+        writer.submit_operation(blocker)
+        assert blocker.entered.wait(5)
+        started = time.monotonic()
+        assert submit_spans(writer, make_spans(1)).wait(5).stored == 3  # reaches reopen_rows
+        assert submit_spans(writer, make_spans(2)).wait(5).stored == 3  # not held up by a reopen waiting
+        assert time.monotonic() - started < 2 and writer.stats.reopens == 0
+        blocker.release.set()
+        # put off by a second: the next commit after it reopens
+        wait_until(lambda: submit_spans(writer, make_spans(3 + writer.stats.commits)).wait(5) and writer.stats.reopens,
+                   timeout=10, what="the reopen that was put off")
+    finally:
+        blocker.release.set()
+        writer.shutdown()
+    assert _count(db) == 3 * writer.stats.commits
     db.close()
