@@ -464,9 +464,12 @@ def hold_writer_lock(path: str | Path) -> int | None:
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         os.close(fd)
         raise SchemaError(f"cannot open {path} for writing: another collector has it open (it holds {lock})") from None
+    except OSError:  # a file system without flock (some network mounts): DuckDB's lock alone
+        os.close(fd)
+        return None
     return fd
 
 
@@ -487,8 +490,10 @@ def _writer_holds(path: Path) -> bool:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         return True
+    except OSError:  # no flock here: DuckDB's lock decides
+        return False
     finally:
         os.close(fd)
     return False
