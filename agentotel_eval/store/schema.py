@@ -460,8 +460,11 @@ def hold_writer_lock(path: str | Path) -> int | None:
     except ImportError:  # not a POSIX system: DuckDB's lock alone
         return None
     lock = writer_lock_path(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a directory it may not create files in: DuckDB's lock alone (and its own error, if any)
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
