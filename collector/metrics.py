@@ -106,6 +106,8 @@ def render(collector: Collector) -> str:
     out.add("database_reopens_total", "counter",
             "Times the database was closed and opened again to give back DuckDB's memory (writer.reopen_rows).",
             writer.reopens)
+    out.add("database_open", "gauge", "1 while the database is open (0 after a reopen could not open it again).",
+            1 if collector.database is not None and collector.database.is_open else 0)
     out.add("database_reopen_failures_total", "counter",
             "Reopens that could not open the database again (exports are refused until one can).",
             writer.reopen_failures)

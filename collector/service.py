@@ -432,6 +432,8 @@ class Collector:
             "http": self.http_endpoint,
             "uptime_seconds": round(self.uptime, 3),
             "write_queue_records": self.writer.queued_records,
+            # false only after a reopen could not open the file again: exports are refused until it can
+            "database_open": self.database is not None and self.database.is_open,
             "open_traces": self.assembler.open_traces,
             "assembler_pid": getattr(self.assembler, "pid", None),  # None: assembly runs on a thread here
             "decode_pids": self.decoders.pids if self.decoders is not None else [],  # []: decoding runs here

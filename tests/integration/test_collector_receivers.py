@@ -352,6 +352,7 @@ def test_healthz_and_prometheus_metrics(collector):
     post_otlp(collector.http_endpoint, "traces", fixture("langchain__otel-genai__delegate").body("protobuf"))
     health = json.loads(http_request(collector.http_endpoint, "GET", "/healthz").body)
     assert health["status"] == "ok" and health["token"] and health["db"].endswith("r.duckdb")
+    assert health["database_open"] is True
     answer = http_request(collector.http_endpoint, "GET", "/metrics")
     assert answer.status == 200 and answer.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = answer.body.decode()
@@ -370,6 +371,7 @@ def test_healthz_and_prometheus_metrics(collector):
                  "agentotel_traces_completed_early_total", "agentotel_read_errors_total", "agentotel_reload_errors_total"):
         assert name in samples, name
     assert samples["agentotel_flush_duration_seconds_count"] >= 1
+    assert samples["agentotel_database_open"] == 1 and samples["agentotel_database_reopen_failures_total"] == 0
     assert samples['agentotel_flush_duration_seconds_bucket{le="+Inf"}'] == samples[
         "agentotel_flush_duration_seconds_count"
     ]
