@@ -170,7 +170,6 @@ class TraceBuffer:
         self.max_wait = max_wait
         self.max_open_traces = max_open_traces
         self.max_buffered_records = max_buffered_records
-        self.decision_cache_traces = decision_cache_traces
         self.open: OrderedDict[str, OpenTrace] = OrderedDict()
         self.decided = DecisionCache(decision_cache_traces)
         self.buffered = 0

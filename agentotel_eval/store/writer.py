@@ -443,7 +443,7 @@ class StoreWriter:
             while not self._items and not self._barriers:
                 if self._stopping:
                     return None
-                if self._con is None and self._reopen is not None and time.monotonic() >= self._next_reopen:
+                if self._con is None and self._reopen_due():
                     self._busy = True
                     return [], []  # nothing to write, but the database is to be opened again
                 self._cond.wait(1.0)
@@ -517,8 +517,8 @@ class StoreWriter:
             if taken is None:
                 return
             items, ops = taken
-            if self._con is None and self._reopen is not None and time.monotonic() >= self._next_reopen:
-                self._reopen_database()  # a reopen failed to open the file: try again
+            if self._con is None and self._reopen_due():
+                self._reopen_database()  # a reopen failed to open the file: try again before these commit
             if items:
                 try:
                     self._commit_items(items)
@@ -535,9 +535,7 @@ class StoreWriter:
                     log.error("%d write operations were not applied: the database is not open", len(ops))
                 else:
                     self._apply_group(ops, self._con)
-            if (self._reopen is not None and self._con is not None
-                    and self._stored() - self._stored_at_open >= self._reopen_rows
-                    and time.monotonic() >= self._next_reopen):
+            if self._reopen_due():
                 self._reopen_database()
             with self._cond:
                 self._busy = False
@@ -583,6 +581,13 @@ class StoreWriter:
 
     def _stored(self) -> int:
         return self.stats.spans_stored + self.stats.logs_stored
+
+    def _reopen_due(self) -> bool:
+        """Whether to open the database again now: ``reopen_rows`` records were stored since it was opened, or a
+        reopen left it closed; not before ``_next_reopen``."""
+        if self._reopen is None or time.monotonic() < self._next_reopen:
+            return False
+        return self._con is None or self._stored() - self._stored_at_open >= self._reopen_rows
 
     def _commit_items(self, items: list[_Item]) -> None:
         if self._con is None:  # retryable: the exporter sends it again once the database is open
