@@ -83,6 +83,17 @@ class SharedLock:
             self._exclusive = False
             self._cond.notify_all()
 
+    @contextlib.contextmanager
+    def exclusive(self, attempt: float) -> Iterator[None]:
+        """Held exclusively, however long that takes: waits ``attempt`` seconds at a time, letting the shared
+        holders that came meanwhile in between."""
+        while not self.acquire_exclusive(attempt):
+            pass
+        try:
+            yield
+        finally:
+            self.release_exclusive()
+
 
 class Database:
     """The writable database file of one collector (``schema.open_store``), reopenable (see the module docstring).
@@ -162,12 +173,8 @@ class Database:
                 self._lock.release_exclusive()
             retry_for = self.OPEN_RETRY_FOR
         con = self._open_again(retry_for)
-        while not self._lock.acquire_exclusive(self.READS_WAIT):  # reads fail at once while it is closed
-            pass
-        try:
+        with self._lock.exclusive(self.READS_WAIT):  # short: reads fail at once while it is closed
             self._install(con)
-        finally:
-            self._lock.release_exclusive()
         return self._reopened(started)
 
     def _open(self) -> duckdb.DuckDBPyConnection:
@@ -216,12 +223,10 @@ class Database:
     def close(self) -> None:
         """Close for good (waits for reads in progress); a later ``reopen`` raises ``DatabaseClosed``."""
         self._closed = True
-        while not self._lock.acquire_exclusive(self.READS_WAIT):
-            pass
         try:
-            self._close()
+            with self._lock.exclusive(self.READS_WAIT):
+                self._close()
         finally:
-            self._lock.release_exclusive()
             release_writer_lock(self._lock_file)
             self._lock_file = None
 

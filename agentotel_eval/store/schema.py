@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+try:
+    import fcntl  # the writer's lock file (``hold_writer_lock``); not on every system
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:  # imported where a database is opened: the decode and assembler processes never load it
     import duckdb
 
@@ -453,11 +458,7 @@ def hold_writer_lock(path: str | Path) -> int | None:
     """Take the writer's lock of ``path`` (an open descriptor, or None where there is no ``flock`` or no file):
     DuckDB's own lock on the file is dropped for the moment of each reopen (``store.database``), this one is not.
     Raises ``SchemaError`` when another process holds it."""
-    if str(path) == ":memory:":
-        return None
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system: DuckDB's lock alone
+    if fcntl is None or str(path) == ":memory:":  # not a POSIX system: DuckDB's lock alone
         return None
     lock = writer_lock_path(path)
     try:
@@ -465,15 +466,13 @@ def hold_writer_lock(path: str | Path) -> int | None:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:  # a directory it may not create files in: DuckDB's lock alone (and its own error, if any)
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SchemaError(f"cannot open {path} for writing: another collector has it open (it holds {lock})") from None
-    except OSError:  # a file system without flock (some network mounts): DuckDB's lock alone
-        os.close(fd)
-        return None
-    return fd
+    taken = _try_flock(fd, exclusive=True)
+    if taken:
+        return fd
+    os.close(fd)
+    if taken is False:
+        raise SchemaError(f"cannot open {path} for writing: another collector has it open (it holds {lock})")
+    return None
 
 
 def release_writer_lock(fd: int | None) -> None:
@@ -481,25 +480,31 @@ def release_writer_lock(fd: int | None) -> None:
         os.close(fd)  # closing the descriptor drops its flock
 
 
+def _try_flock(fd: int, *, exclusive: bool) -> bool | None:
+    """Lock ``fd`` without waiting: True when taken, False when another process holds it, None where ``flock``
+    does not work (some network mounts: DuckDB's lock decides alone)."""
+    assert fcntl is not None
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    return True
+
+
 def _writer_holds(path: Path) -> bool:
     """Whether a collector holds ``path`` for writing (its lock file is locked), without waiting."""
-    try:
-        import fcntl
-    except ImportError:
+    if fcntl is None:
         return False
     try:
         fd = os.open(writer_lock_path(path), os.O_RDONLY)
     except OSError:  # no lock file: no collector ever wrote it, or one from before the lock file
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:  # no flock here: DuckDB's lock decides
-        return False
+        return _try_flock(fd, exclusive=False) is False
     finally:
         os.close(fd)
-    return False
 
 
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
