@@ -162,6 +162,19 @@ class WriterConfig:
     #: ~17 s under load: in 60 s phases the same throughput as never, and ~20 MB less (see docs/collector.md)
     reopen_rows: int = 250_000
 
+    def duckdb_settings(self) -> dict[str, object]:
+        """The DuckDB settings the writer opens its database with (the benchmarks open theirs the same way)."""
+        settings: dict[str, object] = {
+            "checkpoint_threshold": self.checkpoint_threshold,
+            "allocator_flush_threshold": self.allocator_flush_threshold,
+            "max_vacuum_tasks": self.max_vacuum_tasks,
+        }
+        if self.memory_limit:
+            settings["memory_limit"] = self.memory_limit
+        if self.threads:
+            settings["threads"] = self.threads
+        return settings
+
 
 @dataclass(frozen=True, slots=True)
 class AssemblerConfig:

@@ -96,17 +96,9 @@ class Collector:
                 return self
             self._state = "starting"
         cfg = self.config
-        settings: dict[str, object] = {
-            "checkpoint_threshold": cfg.writer.checkpoint_threshold,
-            "allocator_flush_threshold": cfg.writer.allocator_flush_threshold,
-            "max_vacuum_tasks": cfg.writer.max_vacuum_tasks,
-        }
-        if cfg.writer.memory_limit:
-            settings["memory_limit"] = cfg.writer.memory_limit
-        if cfg.writer.threads:
-            settings["threads"] = cfg.writer.threads
         try:
-            self.database = Database(self.db_path, settings=settings, row_group_size=cfg.writer.row_group_size)
+            self.database = Database(self.db_path, settings=cfg.writer.duckdb_settings(),
+                                     row_group_size=cfg.writer.row_group_size)
         except BaseException:
             with self._lock:
                 self._state = "stopped"

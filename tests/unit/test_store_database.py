@@ -245,3 +245,31 @@ def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_pat
         writer.shutdown()
     assert _count(db) == 3 * writer.stats.commits
     db.close()
+
+
+def test_the_collector_opens_its_database_with_the_writer_settings_and_keeps_them_across_a_reopen(tmp_path):
+    import duckdb
+
+    from collector.testing import running_collector
+
+    settings = ("memory_limit", "threads", "checkpoint_threshold", "max_vacuum_tasks")
+    query = "SELECT " + ", ".join(f"current_setting('{name}')" for name in settings)
+    # DuckDB renders sizes its own way: the expected values are read back from a connection given the same settings
+    with duckdb.connect(config={"memory_limit": "40MB", "threads": 1, "checkpoint_threshold": "8MB",
+                                "max_vacuum_tasks": 0}) as reference:
+        expected = reference.execute(query).fetchall()[0]
+    with running_collector(tmp_path / "c.duckdb", writer={"memory_limit": "40MB", "threads": 1,
+                                                          "checkpoint_threshold": "8MB"}) as collector:
+        with collector.database.cursor() as cur:
+            assert cur.execute(query).fetchall()[0] == expected
+        assert collector.database.reopen()
+        with collector.database.cursor() as cur:
+            assert cur.execute(query).fetchall()[0] == expected
+
+
+def test_the_writer_settings_leave_duckdb_defaults_where_asked():
+    from collector.config import WriterConfig
+
+    settings = WriterConfig(memory_limit="", threads=0).duckdb_settings()
+    assert "memory_limit" not in settings and "threads" not in settings
+    assert WriterConfig(threads=3).duckdb_settings()["threads"] == 3
