@@ -13,8 +13,16 @@ request), in this one process, with the assembler process's garbage-collector se
               error detectors, the write-back of scores), with ``--scoring on``
   rows        the agent_runs / tool_calls / evaluations rows (``build_batches``)
 
-and prints µs per span (process CPU time, best round) and each stage's cost relative to ``decode``. The sum of
-read..rows is what the assembler process needs per span; decode is the bare receiver's whole per-span work.
+and, in a DuckDB file opened with the writer's settings, what the collector's process does with them:
+
+  store       the idempotent append and its commit, as the writer does it (commits of 4 requests, ~2,000 spans)
+  select      reading each commit's traces back by its ``ingested_at`` (``TraceReader.load_tables``)
+  write runs  the runs' rows applied and committed (``ReplaceRuns``, one transaction a commit's traces)
+
+It prints µs per span (process CPU time, DuckDB's threads included, best round) and each stage's cost relative to
+``decode``. The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
+per-span work. The sum of every stage but ``decode`` (which ``ingest`` includes) is the work itself, with nothing
+for moving it between processes, for the receivers, or for the exporters: a floor under the collector's CPU a span.
 """
 
 from __future__ import annotations
@@ -23,9 +31,12 @@ import argparse
 import dataclasses
 import gc
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+#: requests a commit holds (under load the writer commits ~2,000 spans at a time)
+COMMIT_REQUESTS = 4
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -39,12 +50,16 @@ def main() -> None:
     args = parser.parse_args()
 
     import duckdb
+    import pyarrow as pa
     from bench_ingest import RequestFactory
 
     from agentotel_eval.otlp import decode
     from agentotel_eval.reconstruct import reconstruct
-    from agentotel_eval.store.reader import group_by_trace
-    from agentotel_eval.store.rows import SPAN_SELECT_ASSEMBLY, spans_from_arrow
+    from agentotel_eval.store import schema
+    from agentotel_eval.store.operations import ReplaceRuns
+    from agentotel_eval.store.reader import TraceReader, group_by_trace
+    from agentotel_eval.store.rows import SPAN_SCHEMA, SPAN_SELECT_ASSEMBLY, spans_from_arrow
+    from agentotel_eval.store.writer import SPAN_KEY, _InsertPlan
     from collector.config import default_config
     from collector.decoding import decode_request
     from collector.pipeline import CompletedTrace
@@ -113,16 +128,74 @@ def main() -> None:
                 t[key] += value
         return t
 
+    # The runs of each request's traces, for the write stage (built once: their cost is ``rows`` above).
+    sink = Collect()
+    scoring = ScoringStage(sink, config.scoring_config())
+    run_rows = []
+    for table in tables:
+        records = spans_from_arrow(table)
+        completed = []
+        for tid, trace in group_by_trace({s.trace_id for s in records}, records, []).items():
+            spans = sorted(trace.spans, key=lambda s: (s.start_ns, s.span_id))
+            completed.append(CompletedTrace(tid, tuple(spans), (), tuple(reconstruct(spans, [])), "quiet", True,
+                                            False, spans[0].start_ns, max(s.end_ns for s in spans)))
+        if args.scoring == "on":
+            sink.out = []
+            scoring.consume(completed)
+            completed = sink.out
+        run_rows.append(build_batches(completed, time.time_ns())[0])
+
+    def database_stages(path: Path) -> dict[str, float]:
+        clock = time.process_time
+        t: dict[str, float] = dict.fromkeys(("store", "select", "write runs"), 0.0)
+        con = schema.open_store(path, settings=config.writer.duckdb_settings(),
+                                row_group_size=config.writer.row_group_size)
+        reader = TraceReader(con.cursor)
+        try:
+            for i in range(0, len(batches), COMMIT_REQUESTS):
+                a = clock()
+                plan = _InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, batches[i:i + COMMIT_REQUESTS],
+                                   SPAN_KEY, "start_time")
+                committed = time.time_ns()
+                con.register(plan.view, plan.data)
+                con.execute("BEGIN")
+                plan.execute(con, committed)
+                con.execute("COMMIT")
+                con.unregister(plan.view)
+                b = clock()
+                ids = plan.data.column("trace_id").unique().to_pylist()
+                reader.load_tables(ids, 0, 0, whole=False, commits=[committed])
+                c = clock()
+                parts = [rows for group in run_rows[i:i + COMMIT_REQUESTS] for rows in group]
+                con.execute("BEGIN")
+                ReplaceRuns(pa.concat_tables([p.runs for p in parts]), pa.concat_tables([p.calls for p in parts]),
+                            evaluations=(pa.concat_tables([p.evaluations for p in parts])
+                                         if all(p.evaluations is not None for p in parts) else None),
+                            span_values=(pa.concat_tables([p.span_values for p in parts])
+                                         if all(p.span_values is not None for p in parts) else None)).apply(con)
+                con.execute("COMMIT")
+                d = clock()
+                for key, value in zip(t, (b - a, c - b, d - c), strict=True):
+                    t[key] += value
+        finally:
+            con.close()
+        return t
+
     best: dict[str, float] = {}
-    for _ in range(args.rounds):
-        for key, value in stages().items():
-            best[key] = min(best.get(key, value), value)
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(args.rounds):
+            measured = {**stages(), **database_stages(Path(tmp) / f"round{n}.duckdb")}
+            for key, value in measured.items():
+                best[key] = min(best.get(key, value), value)
     per = {k: v / spans_total * 1e6 for k, v in best.items()}
     print(f"{spans_total:,} spans in {args.requests} requests, best of {args.rounds} rounds, scoring {args.scoring}")
     for key, us in per.items():
         print(f"  {key:12s} {us:7.2f} µs/span   {us / per['decode']:5.2f} x decode")
     after = sum(per[k] for k in ("read", "reconstruct", "score", "rows"))
     print(f"  assembler process total (read..rows): {after:.2f} µs/span = {after / per['decode']:.2f} x decode")
+    floor = sum(us for key, us in per.items() if key != "decode")
+    print(f"  every stage but decode (the work alone, nothing for the transport between processes): {floor:.2f} "
+          f"µs/span = {floor / per['decode']:.2f} x decode")
 
 
 if __name__ == "__main__":
