@@ -42,6 +42,11 @@ class RunRows:
     span_updates: tuple[SpanUpdate, ...]  # applied as a merge patch (a re-built trace)
     span_values: pa.Table | None = None  # whole new values (``operations.span_values_table``)
 
+    def operation(self, on_applied: Callable[[ReplaceRuns], None] | None = None) -> ReplaceRuns:
+        """The writer's operation that applies these rows in one transaction."""
+        return ReplaceRuns(self.runs, self.calls, self.replace, self.evaluations, on_applied=on_applied,
+                           span_updates=self.span_updates, span_values=self.span_values)
+
 
 def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | None:
     """The batch's rows, or None when it has nothing to write."""
@@ -109,10 +114,7 @@ class RunWriter:
 
     def submit(self, rows: RunRows) -> None:
         """Queue one batch's rows to the writer (rows built here or in the assembler process)."""
-        self._writer.submit_operation(ReplaceRuns(
-            rows.runs, rows.calls, rows.replace, rows.evaluations, on_applied=self._applied,
-            span_updates=rows.span_updates, span_values=rows.span_values,
-        ))
+        self._writer.submit_operation(rows.operation(self._applied))
 
     def _applied(self, op: ReplaceRuns) -> None:
         self.runs_written += op.runs.num_rows
