@@ -26,14 +26,6 @@ LogMark = tuple["str | None", int, bool]
 _EVALUATION = sc.EVENT_EVALUATION_RESULT
 
 
-def span_mark(span: SpanRecord) -> SpanMark:
-    return span_marks((span,))[0]
-
-
-def log_mark(record: LogRecord) -> LogMark:
-    return (record.trace_id, record.timestamp_ns, record.event_name == _EVALUATION)
-
-
 def span_marks(spans: Iterable[SpanRecord]) -> list[SpanMark]:
     """Marks of these spans (a root span is never tested for being a run span: a root completes its trace
     whatever it is). ``classify`` gives both flags in one look: its run role is ``is_run_span``'s rule."""

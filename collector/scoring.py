@@ -28,19 +28,16 @@ from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.scores import (
     ExternalEvaluation,
-    evaluation_event_attributes,
     evaluation_span,
     external_evaluations,
     with_scores,
     write_back,
 )
-from agentotel_eval.semconv import EVENT_EVALUATION_RESULT
 from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import (
     OWN_SOURCE,
     EncodedDetails,
     EvaluationRow,
-    json_list,
     new_evaluation_row,
     to_json,
 )
@@ -89,21 +86,6 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
         result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
         result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
     )
-
-
-def evaluation_event_dicts(results: Sequence[MetricResult], time_ns: int) -> list[dict[str, Any]]:
-    """``evaluation_events(results, time_ns)`` in the stored form (``spans.events`` items), without the
-    SpanEvent objects in between (this runs for every scored run)."""
-    return [
-        {"name": EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": evaluation_event_attributes(r)}
-        for r in results
-        if r.status == "ok" or r.status == "error"
-    ]
-
-
-def evaluation_events_json(results: Sequence[MetricResult], time_ns: int) -> str:
-    """``events_json(evaluation_events(results, time_ns))``: the events a write-back adds."""
-    return json_list(evaluation_event_dicts(results, time_ns))
 
 
 def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:

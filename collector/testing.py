@@ -51,15 +51,13 @@ def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
 
 
 class Blocker:
-    """A writer operation that holds a writer thread until released: makes queue states deterministic."""
+    """A writer operation that holds the operations thread until released: makes queue states deterministic."""
 
     name = "blocker"
 
-    def __init__(self, hold: float = 20.0, *, ingest: bool = True) -> None:
+    def __init__(self, hold: float = 20.0) -> None:
         import threading
 
-        #: hold the ingest thread (queued requests wait) or, with ``ingest=False``, the operations thread
-        self.holds_ingest = ingest
         self.entered = threading.Event()
         self.release = threading.Event()
         self._hold = hold
@@ -67,6 +65,26 @@ class Blocker:
     def apply(self, con: Any) -> None:
         self.entered.set()
         self.release.wait(self._hold)
+
+
+class HeldCommits:
+    """Holds a writer's ingest thread at its next commit until ``release`` is set; the records it holds stay
+    queued meanwhile (what tests use to fill the write queue, or to make requests share one commit)."""
+
+    def __init__(self, writer: Any, hold: float = 20.0) -> None:
+        import threading
+
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        commit = writer._commit_items
+
+        def held(items: Any) -> None:
+            if not self.release.is_set():
+                self.entered.set()
+                self.release.wait(hold)
+            commit(items)
+
+        writer._commit_items = held
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:

@@ -152,19 +152,3 @@ def tables_from_frames(frames: Sequence[bytes]) -> list[pa.Table]:
         else:
             batches.append(pa.ipc.read_record_batch(pa.py_buffer(frame), schema))
     return tables
-
-
-def dump_tables(*tables: pa.Table) -> tuple[bytes, ...]:
-    """Each table as one Arrow IPC stream, for a message that carries them inside it."""
-    out = []
-    for table in tables:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        out.append(sink.getvalue().to_pybytes())
-    return tuple(out)
-
-
-def load_tables(payloads: Sequence[bytes]) -> list[pa.Table]:
-    """The tables of ``dump_tables`` (read in place: no copy of the data)."""
-    return [pa.ipc.open_stream(pa.py_buffer(p)).read_all() for p in payloads]

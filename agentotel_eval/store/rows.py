@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.jsontext import dumps, finite, json_default, loads, loads_stored
+from agentotel_eval.jsontext import dumps, loads, loads_stored
 from agentotel_eval.lazymapping import LazyMapping
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
@@ -46,9 +46,6 @@ _SEVERITY_NAMES = (
 
 # --------------------------------------------------------------------------------------------------------------
 # JSON that DuckDB accepts
-
-_json_default = json_default
-_finite = finite
 
 
 def to_json(value: Any) -> str:
@@ -328,16 +325,6 @@ def _log(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Log
     )
 
 
-def span_from_row(row: Sequence[Any], resources: dict[str | None, dict[str, Any]] | None = None) -> SpanRecord:
-    """A SpanRecord from a row selected with ``SPAN_SELECT`` (the inverse of ``spans_to_arrow``)."""
-    return _span(row, {} if resources is None else resources)
-
-
-def log_from_row(row: Sequence[Any], resources: dict[str | None, dict[str, Any]] | None = None) -> LogRecord:
-    """A LogRecord from a row selected with ``LOG_SELECT``."""
-    return _log(row, {} if resources is None else resources)
-
-
 def _columns(table: pa.Table | pa.RecordBatch) -> Iterable[tuple[Any, ...]]:
     return zip(*(column.to_pylist() for column in table.columns), strict=True)
 
@@ -378,18 +365,6 @@ TOOL_CALL_SCHEMA = pa.schema(
     ]
 )
 assert tuple(TOOL_CALL_SCHEMA.names) == schema.TOOL_CALL_COLUMNS
-
-
-def _str(value: Any) -> str | None:
-    """Text columns take any value a reconstruction may carry (an attribute can be a number)."""
-    return value if value is None or isinstance(value, str) else str(value)
-
-
-def _text(value: Any) -> str | None:
-    """A free-form value as text: strings as they are, anything else as JSON."""
-    if value is None or isinstance(value, str):
-        return value
-    return to_json(value)
 
 
 _SOURCE_KEYS = ("call", "name", "span")

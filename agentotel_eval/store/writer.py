@@ -283,7 +283,6 @@ class StoreWriter:
         self._retry_after = retry_after
         self._items: deque[_Item] = deque()
         self._ops: deque[Operation] = deque()
-        self._barriers: deque[Operation] = deque()  # operations applied on the ingest thread, between batches
         self._queued = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -347,7 +346,7 @@ class StoreWriter:
         """Wait until everything queued so far (ingest and operations) is written; False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._items or self._ops or self._barriers or self._busy or self._ops_busy:
+            while self._items or self._ops or self._busy or self._ops_busy:
                 remaining = deadline - time.monotonic()
                 threads = (self._thread, self._ops_thread)
                 if remaining <= 0 or any(t is None or not t.is_alive() for t in threads):
@@ -426,32 +425,23 @@ class StoreWriter:
 
         Operations run on their own thread and cursor, beside ingest: DuckDB runs transactions of one database
         concurrently, and ingest only appends, so the two never conflict; the runs and scores of earlier traces
-        then no longer hold up the commits exporters wait for. An operation with ``holds_ingest = True`` runs on
-        the ingest thread instead, between two batches (what a test uses to hold ingest still)."""
+        then no longer hold up the commits exporters wait for."""
         with self._cond:
-            if getattr(op, "holds_ingest", False):
-                self._barriers.append(op)
-            else:
-                self._ops.append(op)
-                self._ops_rows += _rows_of(op)
+            self._ops.append(op)
+            self._ops_rows += _rows_of(op)
             self._cond.notify_all()
 
     # ---- the writer thread ----------------------------------------------------------------------------------
 
-    def _take(self) -> tuple[list[_Item], list[Operation]] | None:
+    def _take(self) -> list[_Item] | None:
         with self._cond:
-            while not self._items and not self._barriers:
+            while not self._items:
                 if self._stopping:
                     return None
                 if self._con is None and self._reopen_due():
                     self._busy = True
-                    return [], []  # nothing to write, but the database is to be opened again
+                    return []  # nothing to write, but the database is to be opened again
                 self._cond.wait(1.0)
-            if self._barriers:
-                barriers = list(self._barriers)
-                self._barriers.clear()
-                self._busy = True
-                return [], barriers
             if self._items and not self._stopping:
                 self._linger()
             items: list[_Item] = []
@@ -461,7 +451,7 @@ class StoreWriter:
                 items.append(item)
                 taken += item.size
             self._busy = True
-            return items, []
+            return items
 
     def _linger(self) -> None:
         """Wait (holding the condition) for more requests to share the commit: ``flush_interval``, or up to
@@ -513,10 +503,9 @@ class StoreWriter:
 
     def _run_ingest(self) -> None:
         while True:
-            taken = self._take()
-            if taken is None:
+            items = self._take()
+            if items is None:
                 return
-            items, ops = taken
             if self._con is None and self._reopen_due():
                 self._reopen_database()  # a reopen failed to open the file: try again before these commit
             if items:
@@ -530,11 +519,6 @@ class StoreWriter:
                 finally:
                     with self._cond:
                         self._queued -= sum(i.size for i in items)
-            if ops:
-                if self._con is None:
-                    log.error("%d write operations were not applied: the database is not open", len(ops))
-                else:
-                    self._apply_group(ops, self._con)
             if self._reopen_due():
                 self._reopen_database()
             with self._cond:

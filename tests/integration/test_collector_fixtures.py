@@ -13,7 +13,7 @@ import pytest
 from agentotel_eval.frozen import thaw
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.scores import EVALUATOR_ATTRIBUTE
-from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, log_from_row, span_from_row
+from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, logs_from_arrow, spans_from_arrow
 from collector.testing import grpc_export, post_otlp, running_collector, wait_until
 from tests.fixture_traces import Fixture, fixtures
 
@@ -69,6 +69,11 @@ def _select(collector: Any, sql: str) -> list[tuple]:
         return cursor.execute(sql).fetchall()
 
 
+def _select_arrow(collector: Any, sql: str) -> Any:
+    with collector._cursor() as cursor:
+        return cursor.sql(sql).to_arrow_table()
+
+
 def _json_or_text(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value
@@ -106,9 +111,9 @@ def test_spans_and_logs_are_stored_exactly(replayed, fx):
     mode, collector = replayed
     expected = {s.key: s for s in fx.spans(_encoding(mode))}
     trace_ids = {tid for tid, _ in expected}
-    rows = _select(collector, f"SELECT {SPAN_SELECT} FROM spans WHERE trace_id IN {_in(trace_ids)}")
+    rows = spans_from_arrow(_select_arrow(collector, f"SELECT {SPAN_SELECT} FROM spans WHERE trace_id IN {_in(trace_ids)}"))
     assert len(rows) == len(expected)  # each span once
-    stored = {(r[0], r[1]): span_from_row(r) for r in rows}
+    stored = {span.key: span for span in rows}
     run_keys = {run.key for run in _expected_runs(fx, _encoding(mode))}
     for key, span in stored.items():
         added = {k for k in span.attributes if k.startswith("agentotel.eval.")} - set(expected[key].attributes)
@@ -126,8 +131,8 @@ def test_spans_and_logs_are_stored_exactly(replayed, fx):
     logs = fx.logs(_encoding(mode))
     if logs:
         log_traces = {r.trace_id for r in logs if r.trace_id}
-        stored = [log_from_row(r) for r in _select(
-            collector, f"SELECT {LOG_SELECT} FROM logs WHERE trace_id IN {_in(log_traces)}")]
+        stored = logs_from_arrow(_select_arrow(
+            collector, f"SELECT {LOG_SELECT} FROM logs WHERE trace_id IN {_in(log_traces)}"))
         assert Counter(map(repr, stored)) == Counter(map(repr, logs))
 
 

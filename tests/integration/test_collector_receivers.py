@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces, traces_to_json
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.testing import Blocker, grpc_export, http_request, post_otlp, running_collector, wait_until
+from collector.testing import HeldCommits, grpc_export, http_request, post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 
 LIMIT = 256 * 1024
@@ -264,14 +264,13 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
 def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_path):
     with running_collector(tmp_path / "o.duckdb", writer={"max_queue_records": 3},
                            receiver={"retry_after": 1.5}) as collector:
-        blocker = Blocker()
-        collector.writer.submit_operation(blocker)
-        assert blocker.entered.wait(5)
+        commits = HeldCommits(collector.writer)
         held: dict = {}
         first = threading.Thread(target=lambda: held.update(answer=post_otlp(
             collector.http_endpoint, "traces", encode_traces([new_span(1, i) for i in range(1, 3)]).SerializeToString()
         )))
         first.start()
+        assert commits.entered.wait(5)
         wait_until(lambda: collector.writer.queued_records == 2, what="the first request to be queued")
 
         answer = post_otlp(collector.http_endpoint, "traces", encode_traces([new_span(2, 1), new_span(2, 2)])
@@ -291,7 +290,7 @@ def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_p
         details = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
         assert details.code == code_pb2.UNAVAILABLE and details.details[0].Is(error_details_pb2.RetryInfo.DESCRIPTOR)
 
-        blocker.release.set()
+        commits.release.set()
         first.join(10)
         assert held["answer"].status == 200  # the accepted request was not lost
         # its records count against the bound until the assembler has taken them and their runs are written
@@ -321,19 +320,18 @@ def test_the_sdk_exporter_retries_after_503_and_the_spans_arrive(tmp_path):
     spans = memory.get_finished_spans()
 
     with running_collector(tmp_path / "sdk.duckdb", writer={"max_queue_records": 1}) as collector:
-        blocker = Blocker()
-        collector.writer.submit_operation(blocker)
-        assert blocker.entered.wait(5)
+        commits = HeldCommits(collector.writer)
         filler = threading.Thread(target=post_otlp, args=(collector.http_endpoint, "traces",
                                                           encode_traces([new_span(50)]).SerializeToString()))
         filler.start()
+        assert commits.entered.wait(5)
         wait_until(lambda: collector.writer.queued_records == 1, what="the queue to fill")
         exporter = OTLPSpanExporter(endpoint=f"{collector.http_endpoint}/v1/traces", timeout=20)
         result: dict = {}
         export = threading.Thread(target=lambda: result.update(r=exporter.export(spans)))
         export.start()
         wait_until(lambda: 'outcome="overloaded"' in collector.metrics_text(), what="a refusal")
-        blocker.release.set()
+        commits.release.set()
         export.join(20)
         filler.join(5)
         assert result["r"] == SpanExportResult.SUCCESS

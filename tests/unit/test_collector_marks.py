@@ -6,13 +6,17 @@ import pytest
 
 from agentotel_eval.otlp.records import SpanEvent, SpanRecord
 from agentotel_eval.reconstruct import is_run_span, reconstruct
-from collector.marks import span_mark, span_marks
+from collector.marks import span_marks
 from tests.fixture_traces import fixtures
 
 FIXTURES = fixtures()
 
 HTTP_SERVER = {"http.request.method": "GET", "url.path": "/orders/7", "http.response.status_code": 200}
 DB_CALL = {"db.system.name": "postgresql", "db.query.text": "SELECT * FROM orders WHERE id = $1"}
+
+
+def span_mark(span: SpanRecord):
+    return span_marks([span])[0]
 
 
 def plain(sid: int, parent: int | None, attrs: dict, events: tuple[SpanEvent, ...] = ()) -> SpanRecord:

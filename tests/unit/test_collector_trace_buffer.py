@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.marks import log_mark, span_mark
+from collector.marks import log_marks, span_marks
 from collector.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
@@ -16,8 +16,8 @@ def tid(n: int) -> str:
 
 def span(trace: int, sid: int, parent: int | None, attrs: dict | None = None, start: int = 100) -> tuple:
     """The mark the buffer is given for a stored span with these fields."""
-    return span_mark(SpanRecord(tid(trace), f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
-                                start_ns=start, end_ns=start + 10, attributes=attrs or {}))
+    return span_marks([SpanRecord(tid(trace), f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
+                                start_ns=start, end_ns=start + 10, attributes=attrs or {})])[0]
 
 
 def buffer(**kw) -> TraceBuffer:
@@ -93,14 +93,14 @@ def test_spans_of_an_open_trace_are_buffered_once():
 
 def test_logs_join_their_trace_and_an_evaluation_result_does_not_reopen_it():
     buf = buffer()
-    choice = log_mark(LogRecord(120, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice", body={"index": 0}))
-    buf.add([span(1, 1, None, AGENT)], [choice, log_mark(LogRecord(5, trace_id=None))], now=0.0)
+    choice = log_marks([LogRecord(120, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice", body={"index": 0})])[0]
+    buf.add([span(1, 1, None, AGENT)], [choice, log_marks([LogRecord(5, trace_id=None)])[0]], now=0.0)
     done = buf.due(now=2.0)
     assert done[0][0].logs == 1 and buf.buffered == 0
     assert (done[0][0].lo_ns, done[0][0].hi_ns) == (100, 120)  # the log's time is inside the trace's window
-    score = log_mark(LogRecord(200, 0, tid(1), f"{1:016x}", event_name="gen_ai.evaluation.result"))
+    score = log_marks([LogRecord(200, 0, tid(1), f"{1:016x}", event_name="gen_ai.evaluation.result")])[0]
     assert buf.add([], [score], now=3.0) == {}
-    late_choice = log_mark(LogRecord(130, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice"))
+    late_choice = log_marks([LogRecord(130, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice")])[0]
     assert list(buf.add([], [late_choice], now=3.0)) == [tid(1)]
 
 

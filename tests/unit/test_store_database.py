@@ -228,7 +228,7 @@ def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_pat
     db = Database(tmp_path / "w.duckdb")
     writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=3)
     writer.start()
-    blocker = Blocker(ingest=False)  # a long transaction of the operations thread (retention, say)
+    blocker = Blocker()  # a long transaction of the operations thread (retention, say)
     try:
         writer.submit_operation(blocker)
         assert blocker.entered.wait(5)

@@ -14,11 +14,11 @@ from agentotel_eval.store.rows import (
     SPAN_SELECT,
     EvaluationRow,
     evaluations_to_arrow,
-    log_from_row,
     log_id,
+    logs_from_arrow,
     logs_to_arrow,
     runs_to_arrow,
-    span_from_row,
+    spans_from_arrow,
     spans_to_arrow,
     to_json,
 )
@@ -51,9 +51,9 @@ def test_every_fixture_span_and_log_round_trips_exactly(con):
         if logs:
             _insert(con, "logs", schema.LOG_COLUMNS, logs_to_arrow(logs))
             expected_logs += logs
-    stored = {(r[0], r[1]): span_from_row(r) for r in con.execute(f"SELECT {SPAN_SELECT} FROM spans").fetchall()}
+    stored = {s.key: s for s in spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT} FROM spans").to_arrow_table())}
     assert stored == expected_spans
-    stored_logs = [log_from_row(r) for r in con.execute(f"SELECT {LOG_SELECT} FROM logs").fetchall()]
+    stored_logs = logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table())
     assert sorted(stored_logs, key=repr) == sorted(expected_logs, key=repr)
     assert expected_logs, "the fixtures carry log records"
 
@@ -131,10 +131,10 @@ def test_log_id_identifies_content_not_identity():
 def test_a_log_without_a_time_keeps_it_unset_but_is_placed_at_its_observed_time(con):
     record = LogRecord(0, 1_700_000_000_123_456_789, None, None, 0, "", "", "hello")
     _insert(con, "logs", schema.LOG_COLUMNS, logs_to_arrow([record]))
-    time_ns, severity = con.execute("SELECT epoch_ns(time), severity FROM logs").fetchone()
+    ((time_ns, severity),) = con.execute("SELECT epoch_ns(time), severity FROM logs").fetchall()
     assert time_ns == 1_700_000_000_123_457_000  # rounded to microseconds
     assert severity == "UNSPECIFIED"
-    assert log_from_row(con.execute(f"SELECT {LOG_SELECT} FROM logs").fetchone()) == record
+    assert logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table()) == [record]
 
 
 def test_runs_and_calls_become_rows_numbered_within_each_run(con):

@@ -20,7 +20,7 @@ from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arr
 from agentotel_eval.store.schema import open_store
 from agentotel_eval.store.writer import Committed, QueueFull, RejectedData, StoreWriter, WriterUnavailable
 from agentotel_eval.test_case import ToolCall
-from collector.testing import Blocker
+from collector.testing import Blocker, HeldCommits
 
 T0 = 1_700_000_000_000_000_000
 
@@ -82,46 +82,47 @@ def test_a_resent_span_is_stored_once_and_not_passed_on_again(store):
 
 def test_duplicates_inside_one_batch_are_stored_once(store):
     con, writer, committed = store
-    blocker = Blocker(hold=10)
-    writer.submit_operation(blocker)
-    assert blocker.entered.wait(5)
+    held = HeldCommits(writer, hold=10)
+    first = submit_spans(writer, make_spans(99))
+    assert held.entered.wait(5)
     spans = make_spans(4)
     tickets = [submit_spans(writer, spans), submit_spans(writer, spans), submit_spans(writer, spans[:1])]
-    blocker.release.set()
+    held.release.set()
+    assert first.wait(5).stored == 3
     results = [t.wait(5) for t in tickets]
     assert sum(r.stored for r in results) == 3
     assert sum(r.duplicates for r in results) == 4
-    assert count(con) == 3
+    assert count(con) == 6
     assert sorted(s.span_id for s in committed[-1][0]) == sorted(s.span_id for s in spans)
 
 
 def test_concurrent_requests_share_a_commit(store):
     con, writer, _ = store
-    blocker = Blocker(hold=10)
-    writer.submit_operation(blocker)
-    assert blocker.entered.wait(5)
+    held = HeldCommits(writer, hold=10)
+    first = submit_spans(writer, make_spans(99))
+    assert held.entered.wait(5)
     tickets = [submit_spans(writer, make_spans(100 + i)) for i in range(20)]
-    commits_before = writer.stats.commits
-    blocker.release.set()
+    held.release.set()
+    first.wait(5)
+    commits_before = writer.stats.commits  # the held one's
     for t in tickets:
         t.wait(5)
     assert writer.stats.commits - commits_before == 1
-    assert count(con) == 60
+    assert count(con) == 63
 
 
 def test_a_full_queue_refuses_with_a_retry_delay_and_loses_nothing_accepted(tmp_path):
     con = open_store(tmp_path / "q.duckdb")
     writer = StoreWriter(con, max_queue_records=5, flush_interval=0.0, retry_after=2.5)
     writer.start()
-    blocker = Blocker(hold=10)
-    writer.submit_operation(blocker)
-    assert blocker.entered.wait(5)
+    held = HeldCommits(writer, hold=10)
     first = submit_spans(writer, make_spans(1, 3))
+    assert held.entered.wait(5)
     with pytest.raises(QueueFull) as refused:
         submit_spans(writer, make_spans(2, 3))
     assert refused.value.retry_after == 2.5
     assert writer.queued_records == 3
-    blocker.release.set()
+    held.release.set()
     assert first.wait(5).stored == 3
     submit_spans(writer, make_spans(2, 3)).wait(5)  # room again
     writer.shutdown()
@@ -142,20 +143,21 @@ def test_downstream_backlog_counts_against_the_bound(tmp_path):
 
 def test_one_bad_request_fails_alone(store):
     con, writer, _ = store
-    blocker = Blocker(hold=10)
-    writer.submit_operation(blocker)
-    assert blocker.entered.wait(5)
+    held = HeldCommits(writer, hold=10)
+    first = submit_spans(writer, make_spans(99))
+    assert held.entered.wait(5)
     good = make_spans(7)
     bad_spans = make_spans(8)
     batch = spans_to_arrow(bad_spans)
     broken = batch.set_column(batch.schema.get_field_index("flags"), "flags", pa.array(["x"] * 3, pa.string()))
     bad = writer.submit(broken, payload=bad_spans)
     ok = submit_spans(writer, good)
-    blocker.release.set()
+    held.release.set()
+    assert first.wait(5).stored == 3
     assert ok.wait(5).stored == 3
     with pytest.raises(RejectedData):
         bad.wait(5)
-    assert count(con) == 3
+    assert count(con) == 6
     assert writer.stats.rejected_requests == 1
 
 
@@ -221,7 +223,7 @@ def test_a_failing_operation_does_not_stop_the_writer(store):
 
 def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itself(store):
     con, writer, _ = store
-    blocker = Blocker(ingest=False)  # holds the operations thread
+    blocker = Blocker()  # holds the operations thread
     writer.submit_operation(blocker)  # holds the writer so the next three are taken as one group
     assert blocker.entered.wait(5)
     applied: list[str] = []
@@ -255,7 +257,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
     assert writer.stats.operations["marker"] == commits_before + 2
     assert writer.stats.operation_failures == {"broken": 1}
 
-    writer.submit_operation(blocker2 := Blocker(ingest=False))
+    writer.submit_operation(blocker2 := Blocker())
     assert blocker2.entered.wait(5)
     writer.submit_operation(Marker(3))
     writer.submit_operation(Marker(4))
@@ -266,7 +268,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
 
 def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_keeps_its_place(store):
     con, writer, _ = store
-    blocker = Blocker(ingest=False)
+    blocker = Blocker()
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
     heard: list[int] = []
@@ -301,7 +303,7 @@ def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_
 
 def test_operations_run_beside_ingest_which_an_operation_in_progress_does_not_hold_up(store):
     con, writer, _ = store
-    slow = Blocker(ingest=False)
+    slow = Blocker()
     writer.submit_operation(slow)  # an operation in progress on its thread (a big batch of runs, say)
     assert slow.entered.wait(5)
     assert submit_spans(writer, make_spans(7)).wait(5).stored == 3  # committed meanwhile
