@@ -13,6 +13,10 @@ from agentotel_eval.evaluate import CaseResult, EvaluationResult, evaluate, eval
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.multimodal_tool_correctness import MultimodalToolCorrectnessMetric
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+
+# Imported here, not lazily: the name is also the subpackage's, which Python binds on the package when the
+# subpackage is first imported; importing the function after it makes the package's name the function.
+from agentotel_eval.reconstruct import AgentRun, reconstruct
 from agentotel_eval.test_case import (
     EvalTestCase,
     MLLMImage,
@@ -26,8 +30,6 @@ __version__ = "0.1.0"
 
 #: public names that load their module on first access (attribute -> module)
 _LAZY = {
-    "reconstruct": "agentotel_eval.reconstruct",
-    "AgentRun": "agentotel_eval.reconstruct",
     "ToolsErrorMetric": "agentotel_eval.metrics.tool_errors",
     "CustomLLMClient": "agentotel_eval.judge.client",
     "traced": "agentotel_eval.tracing",

@@ -3,12 +3,27 @@
 import subprocess
 import sys
 
+import pytest
+
 import agentotel_eval
 
 
-def test_every_public_name_resolves():
+def test_every_public_name_is_the_object_its_home_module_defines():
+    """Each name in ``__all__`` (lazy or not) resolves to the very object of the module that owns it, and a name
+    that is not public is an AttributeError, not a silent None."""
+    import importlib
+
+    homes = {name: module for name, module in agentotel_eval._LAZY.items()}
     for name in agentotel_eval.__all__:
-        assert getattr(agentotel_eval, name) is not None, name
+        value = getattr(agentotel_eval, name)
+        if name == "__version__":
+            assert value == importlib.metadata.version("agentotel-eval")
+            continue
+        home = homes.get(name) or value.__module__
+        assert getattr(importlib.import_module(home), name) is value, name
+    assert set(agentotel_eval._LAZY) <= set(agentotel_eval.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'not_public'"):
+        agentotel_eval.not_public  # noqa: B018
 
 
 def test_import_loads_no_heavy_dependency():
