@@ -202,6 +202,7 @@ def test_a_busy_worker_with_requests_queued_behind_each_other_is_not_taken_for_a
         for t in threads:
             t.join(60)
         assert len(outcomes) == 6 and all(o == len(spans) or isinstance(o, DecodeUnavailable) for o in outcomes)
+        assert outcomes.count(len(spans)) >= 1, outcomes  # the first in line is decoded well within its timeout
         assert pool.pids == [pid] and pool.stats.restarts == 0 and pool.stats.failed_in_worker == 0
     finally:
         pool.shutdown()
