@@ -26,7 +26,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric, score_tool_calls
 from agentotel_eval.test_case import EvalTestCase, ToolCall
 
@@ -175,16 +174,6 @@ def best_rate(fn: Callable[[list], None], items: list, repeat: int, batch: int =
 
 def core_function(kwargs: dict) -> Callable[[Sequence[ToolCall], Sequence[ToolCall]], object]:
     """The scoring the metric itself runs for this mode, without reason, log or result object."""
-    if not kwargs:
-        return lambda e, c: matching.count_by_name([x.name for x in e], [x.name for x in c])
-    if kwargs == {"exact_match": True}:
-        return lambda e, c: matching.count_by_name([x.name for x in e], [x.name for x in c])
-    if kwargs == {"exact_match": True, "check_ordering": True}:
-        def exact_ordering(e: Sequence[ToolCall], c: Sequence[ToolCall]) -> object:
-            e_names, c_names = [x.name for x in e], [x.name for x in c]
-            return matching.count_by_name(e_names, c_names), matching.first_difference(e_names, c_names)
-
-        return exact_ordering
     flags = {
         "exact_match": kwargs.get("exact_match", False),
         "check_ordering": kwargs.get("check_ordering", False),

@@ -10,6 +10,7 @@ spans) to the downstream endpoint, the run spans carrying their scores.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -18,13 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.jsontext import dumps_finite, has_non_finite
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
-from agentotel_eval.metrics.tool_correctness import LazyLog, ToolCorrectnessMetric
+from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.scores import (
     ExternalEvaluation,
@@ -36,12 +35,8 @@ from agentotel_eval.scores import (
 from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import (
     OWN_SOURCE,
-    EncodedDetails,
     EvaluationRow,
-    new_evaluation_row,
-    to_json,
 )
-from agentotel_eval.test_case import ToolCall
 from collector.expectations import Expectation, ExpectationFinder
 from collector.judge_policy import judge_decision
 from collector.pipeline import CompletedTrace, TraceStage
@@ -49,16 +44,6 @@ from collector.scoring_config import ScoringConfig
 
 log = logging.getLogger(__name__)
 
-# Made for every scored trace and run: filled slot by slot (the frozen constructors' per-field setattr is most of
-# what they cost); the field orders are checked at import.
-_new_trace = slot_builder(CompletedTrace, (
-    "trace_id", "spans", "logs", "runs", "reason", "complete", "replace", "lo_ns", "hi_ns", "evaluations",
-    "span_updates",
-))
-_new_span_update = slot_builder(SpanUpdate, (
-    "trace_id", "span_id", "start_ns", "attributes_patch", "events", "metrics", "attributes", "all_events",
-))
-_EXPECTED_CACHE_SIZE = 4096
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 
 
@@ -70,21 +55,13 @@ def is_held_span(span: SpanRecord) -> bool:
 def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: int, latency_s: float | None = None,
                **details: Any) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
-    log_ = result.evaluation_log
-    value: Any
-    if type(log_) is LazyLog:  # a remembered pair's log is encoded once per pair, and not copied
-        text = log_.json_with(details)
-        value = EncodedDetails(text) if text != "{}" else None
-    elif log_ or details:  # encoded here, once: the walk a NaN check needs, without dumps' search of the text
-        merged = log_ if not details and type(log_) is dict else {**log_, **details}
-        value = EncodedDetails(to_json(merged) if has_non_finite(merged) else dumps_finite(merged))
-    else:
-        value = None
-    return new_evaluation_row(
-        trace_id, run_span_id, result.metric, result.score, result.threshold, result.success,
-        result.reason or (result.error or ""), value, result.status,
-        result.model, result.cost_usd, now_ns, result.evaluator or None, result.evaluator_version or None,
-        result.latency_s if latency_s is None else latency_s, OWN_SOURCE, now_ns,
+    log_ = {**result.evaluation_log, **details}
+    return EvaluationRow(
+        trace_id=trace_id, run_span_id=run_span_id, metric=result.metric, score=result.score,
+        threshold=result.threshold, success=result.success, reason=result.reason or (result.error or ""),
+        details=log_ or None, status=result.status, model=result.model, cost_usd=result.cost_usd,
+        created_at_ns=now_ns, evaluator=result.evaluator or None, evaluator_version=result.evaluator_version or None,
+        latency_s=result.latency_s if latency_s is None else latency_s, source=OWN_SOURCE, updated_at_ns=now_ns,
     )
 
 
@@ -125,7 +102,6 @@ class RunScorer:
             mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
-        self._expected_cache: dict[tuple[str, ...], list[ToolCall]] = {}
         self._finder = ExpectationFinder(config.expectations, config.dataset, settings.modes)
         self._detectors: BaseMetric | None = None
         if settings.detectors:
@@ -135,41 +111,24 @@ class RunScorer:
                 error_types=list(judge.error_types) if judge and judge.error_types else None, judge=False,
             )
 
-    def _expected_calls(self, names: tuple[str, ...]) -> list[ToolCall]:
-        """The expected tools as ToolCalls, built once per distinct list (calls are immutable, so shareable)."""
-        calls = self._expected_cache.get(names)
-        if calls is None:
-            if len(self._expected_cache) >= _EXPECTED_CACHE_SIZE:
-                self._expected_cache.clear()
-            calls = self._expected_cache[names] = [ToolCall(name) for name in names]
-        return calls
-
     def expectation(self, run: AgentRun) -> Expectation | None:
         return self._finder.find(run)
 
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
         with an expectation)."""
-        expected = self._expected_calls(expectation.expected_tools) if expectation is not None else None
+        expected = list(expectation.expected_tools) if expectation is not None else None
         case = run.to_test_case(expected_tools=expected)
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
             return case, results  # the judge may still want the case
-        # The metrics are this scorer's own: their deepeval-style ``.score`` attributes, which ``measure`` sets,
-        # are read by nobody, so the results are taken without them. Tool correctness scores the names (what the
-        # case's calls come down to without evaluation params), the expected ones being the expectation's.
-        clock = time.perf_counter
-        if expectation is not None:
-            expected_names = expectation.expected_tools
-            called_names = tuple([call.name for call in case.tools_called])
-            for mode in expectation.modes:
-                started = clock()
-                result = self._correctness[mode].measure_names(expected_names, called_names)
-                results.append((result, clock() - started))
+        metrics = [self._correctness[mode] for mode in expectation.modes] if expectation is not None else []
         if self._detectors is not None:
-            started = clock()
-            result = self._detectors._measure(case)
-            results.append((result, clock() - started))
+            metrics.append(self._detectors)
+        for metric in metrics:
+            started = time.perf_counter()
+            result = metric.measure(case)
+            results.append((result, time.perf_counter() - started))
         return case, results
 
 
@@ -256,8 +215,8 @@ class ScoringStage:
                 # First scoring of a trace: the span here is the span as stored, so the whole new value is known
                 # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
                 # since it was read (a judge answer): it gets the delta.
-                updates.append(_new_span_update(span.trace_id, span.span_id, span.start_ns,
-                                                *write_back(span, results, now, not trace.replace)))
+                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns,
+                                          *write_back(span, results, now, not trace.replace)))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
@@ -270,10 +229,8 @@ class ScoringStage:
             self.stats.external_evaluations += 1
         for row in rows:
             self.stats.evaluations[row.metric] = self.stats.evaluations.get(row.metric, 0) + 1
-        scored_trace = _new_trace(  # dataclasses.replace(trace, evaluations=..., span_updates=...)
-            trace.trace_id, trace.spans, trace.logs, trace.runs, trace.reason, trace.complete, trace.replace,
-            trace.lo_ns, trace.hi_ns, trace.evaluations + tuple(rows), trace.span_updates + tuple(updates),
-        )
+        scored_trace = dataclasses.replace(trace, evaluations=trace.evaluations + tuple(rows),
+                                           span_updates=trace.span_updates + tuple(updates))
         return scored_trace, self._held_unsent(trace, scored_spans) + late_scores
 
     def _judge_row(self, run: AgentRun, case: Any, results: list[MetricResult], expectation: Expectation | None,

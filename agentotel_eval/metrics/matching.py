@@ -6,8 +6,8 @@ two calls (they are matched by index, never deduplicated by value).
 
 Four pairings, one per scoring mode:
 
-- ``count_by_name`` / ``multiset_match``: default mode without evaluation params. Every pair weighs 0 or 1,
-  so the maximum matching is a multiset intersection of names, counted in O(|E| + |C|).
+- ``multiset_match``: default mode without evaluation params. Every pair weighs 0 or 1, so the maximum matching
+  is a multiset intersection of names, found in O(|E| + |C|).
 - ``weighted_match``: default mode with evaluation params. An exact maximum-weight assignment (Hungarian
   algorithm), solved separately per tool name because calls with different names never pair.
 - ``lcs_match`` / ``weighted_lcs_match``: ordering mode. The (maximum-weight) common subsequence.
@@ -178,36 +178,6 @@ def call_key(call: ToolCall, *, input_parameters: bool, output: bool) -> Hashabl
 
 
 # --- default mode ---------------------------------------------------------------------------------------------
-
-
-def count_by_name(
-    expected: Sequence[str], called: Sequence[str]
-) -> tuple[int, dict[str, int] | None, dict[str, int] | None]:
-    """Multiset intersection of names: ``(matched, missing, extra)``.
-
-    ``missing`` / ``extra`` map a name to how many of it are left unmatched, in first-seen order, or are None
-    when there are none. This is the hot path of the default metric: plain dict loops, and no work at all
-    when the two lists are equal.
-    """
-    if expected == called:
-        return len(expected), None, None
-    remaining: dict[str, int] = {}
-    get = remaining.get
-    for name in expected:
-        remaining[name] = get(name, 0) + 1
-    extra: dict[str, int] | None = None
-    matched = 0
-    for name in called:
-        left = get(name)
-        if left:
-            remaining[name] = left - 1
-            matched += 1
-        elif extra is None:
-            extra = {name: 1}
-        else:
-            extra[name] = extra.get(name, 0) + 1
-    missing = {name: k for name, k in remaining.items() if k} if matched < len(expected) else None
-    return matched, missing, extra
 
 
 def multiset_match(expected: Sequence[Hashable], called: Sequence[Hashable]) -> list[Pair]:

@@ -17,23 +17,20 @@ function (``score_tool_calls``); the metric class adds thresholds, reasons and r
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from agentotel_eval.jsontext import dumps
-from agentotel_eval.lazymapping import LazyMapping
+from agentotel_eval.frozen import freeze
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.matching import Pair
-from agentotel_eval.reconstruct.fastinit import fixed_builder
 from agentotel_eval.test_case import ToolCall, ToolCallParams, as_tool_calls
 
 __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for", "score_tool_calls"]
 
 _EVALUATOR_VERSION = "1"
-_MEMO_SIZE = 4096  # name-list pairs remembered per metric instance; forgotten all at once when full
-_STR_TYPE = {str}
+#: results remembered per metric instance (see ``ToolCorrectnessMetric._measure``); all forgotten when full
+_MEMO_SIZE = 4096
 _MODES = {
     (False, False): "default",
     (True, False): "exact",
@@ -212,7 +209,7 @@ def _count(names: Iterable[str]) -> dict[str, int]:
 
 
 def _default_text(matched: float, n: int, missing: Mapping[str, int] | None, extra: Mapping[str, int] | None) -> str:
-    """Default mode without params; shared by the hot path and ``build_reason`` so both say the same."""
+    """Default mode without params."""
     if n:
         text = f"Matched {matched if type(matched) is int else _fmt_num(matched)} of {n} expected tool calls."
         if missing:
@@ -236,7 +233,7 @@ def _exact_text(
     expected_names: Sequence[str],
     comparing: str = "",
 ) -> str:
-    """Exact modes; shared by the names-only fast path and ``build_reason``."""
+    """Exact modes."""
     if ok:
         if not n:
             return "No tool calls were expected and none were made."
@@ -378,24 +375,6 @@ def names_log(
     return log
 
 
-def result_maker(*, extra: tuple[str, ...] = (), **fixed: Any) -> Callable[..., MetricResult]:
-    """A fast constructor of ``status="ok"`` results whose other fields are fixed per metric instance.
-
-    A frozen dataclass's ``__init__`` sets each of MetricResult's 13 fields through ``object.__setattr__``
-    and re-validates the status: about a third of the 10 µs a default-mode case may take. The fixed fields
-    are validated once here (by building one result the ordinary way); each call then only fills the slots of
-    a twin object and hands it the frozen class (``fastinit``). Fields added to MetricResult later get their
-    defaults; a new required field fails here.
-    ``make(score, success, reason, evaluation_log, *extra)``: the ``extra`` fields vary per call too.
-    """
-    fixed = {**fixed, "status": "ok"}
-    varying = ("score", "success", "reason", "evaluation_log", *extra)
-    template = MetricResult(**dict.fromkeys(varying[:3]), evaluation_log={},  # validates
-                            **{"metric": "", "threshold": 0.0, **dict.fromkeys(extra), **fixed})
-    constant = {f.name: getattr(template, f.name) for f in dataclasses.fields(MetricResult) if f.name not in varying}
-    return fixed_builder(MetricResult, varying, constant)
-
-
 def verbose_steps(log: Mapping[str, Any]) -> str:
     """The intermediate steps of a score, for ``verbose=True`` (printed, never logged)."""
 
@@ -457,9 +436,10 @@ def _check_threshold(threshold: Any) -> float:
     return float(threshold)
 
 
-def _calls_of(case: Any, attr: str) -> tuple[Sequence[Any] | None, list[str] | None]:
-    """The case's list of calls and their names; plain names and dicts (a hand-edited case, a duck-typed
-    case from another library) are normalised to ToolCalls. ``(None, None)`` when the field is None."""
+def _calls_of(case: Any, attr: str) -> list[Any] | None:
+    """The case's list of calls: objects with a ``name`` (ToolCalls, or a duck-typed case's calls from another
+    library) as they are; plain names and dicts (a hand-edited case) normalised to ToolCalls. None when the field
+    is None."""
     try:
         value = getattr(case, attr)
     except AttributeError:
@@ -468,14 +448,13 @@ def _calls_of(case: Any, attr: str) -> tuple[Sequence[Any] | None, list[str] | N
             "expected_tools and tools_called (EvalTestCase or ModelTestCase)"
         ) from None
     if value is None:
-        return None, None
-    if type(value) is not list and (isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable)):
+        return None
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise TypeError(f"{type(case).__name__}.{attr} must be a list of tool calls, got {value!r}")
-    try:
-        return value, [call.name for call in value]
-    except AttributeError:  # names or dicts in the list
-        value = as_tool_calls(value)
-        return value, [call.name for call in value]
+    calls = list(value)
+    if all(hasattr(call, "name") for call in calls):
+        return calls
+    return as_tool_calls(calls)
 
 
 class ToolCorrectnessMetric(BaseMetric):
@@ -518,14 +497,7 @@ class ToolCorrectnessMetric(BaseMetric):
         self._mode = _MODES[self._exact_match, self._check_ordering]
         self._metric_name = metric_name_for(self._exact_match, self._check_ordering, type(self).name)
         self._param_names = tuple(p.value for p in self._evaluation_params)
-        self._evaluator = type(self).__name__
-        self._make = result_maker(
-            metric=self._metric_name, threshold=self._threshold, evaluator=self._evaluator, evaluator_version=self.version
-        )
-        self._weighted = self._check_input or self._check_output
-        self._fast = not (self._exact_match or self._check_ordering or self._check_input or self._check_output)
-        # (expected names, called names) -> (score, success, reason, unbuilt log): see ``_by_names``
-        self._memo: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, bool, str, LazyLog]] = {}
+        self._memo: dict[tuple[tuple[str, ...], tuple[str, ...]], MetricResult] = {}
 
     # Read-only configuration (an instance is shared between threads and cases).
     threshold = property(lambda self: self._threshold, doc="Passing score; 1.0 in strict mode.")
@@ -555,36 +527,36 @@ class ToolCorrectnessMetric(BaseMetric):
         if self.verbose and result.status == "ok":
             print(verbose_steps(result.evaluation_log))
 
-    def measure(self, case: Any) -> MetricResult:
-        # The default-mode hot path, inlined: plain lists of ToolCalls, names only. Anything else (names or
-        # dicts in the lists, a missing list, another mode) takes the general route through ``_measure``.
-        if self._fast and not self.verbose:
-            try:
-                expected, called = case.expected_tools, case.tools_called
-                if type(expected) is list and type(called) is list:
-                    result = self._by_names([c.name for c in expected], [c.name for c in called])
-                    BaseMetric._remember(self, result)  # not verbose: nothing of ours to add
-                    return result
-            except AttributeError:
-                pass
-        result = self._measure(case)
-        self._remember(result)
+    def _measure(self, case: Any) -> MetricResult:
+        expected = _calls_of(case, "expected_tools")
+        if expected is None:
+            return self._result(
+                score=None, success=None, reason="Skipped: the test case has no expected_tools to compare with.",
+                status="skipped", evaluation_log=freeze({"mode": self._mode}),
+            )
+        called = _calls_of(case, "tools_called")
+        if called is None and hasattr(case, "tool_calls"):
+            called = _calls_of(case, "tool_calls")
+        if called is None:
+            called = []
+        # Without evaluation params the names decide the result, and an agent repeats a few tool sequences, so a
+        # pair of name lists seen before gets the same (immutable) result again. Only str names are remembered:
+        # other names may compare equal across types (1 == True).
+        key = None
+        if not (self._check_input or self._check_output):
+            key = (tuple(c.name for c in expected), tuple(c.name for c in called))
+            if not all(type(name) is str for names in key for name in names):
+                key = None
+            elif (remembered := self._memo.get(key)) is not None:
+                return remembered
+        result = self._score(expected, called)
+        if key is not None:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[key] = result
         return result
 
-    def _measure(self, case: Any) -> MetricResult:
-        expected, e_names = _calls_of(case, "expected_tools")
-        if expected is None:
-            return MetricResult(
-                self._metric_name, None, None, "Skipped: the test case has no expected_tools to compare with.",
-                self._threshold, "skipped", {"mode": self._mode}, None, None, None, self._evaluator, self.version,
-            )
-        called, c_names = _calls_of(case, "tools_called")
-        if called is None and hasattr(case, "tool_calls"):
-            called, c_names = _calls_of(case, "tool_calls")
-        if called is None:
-            called, c_names = [], []
-        if not self._weighted:
-            return self._by_names(e_names, c_names)  # type: ignore[arg-type]
+    def _score(self, expected: Sequence[Any], called: Sequence[Any]) -> MetricResult:
         outcome = score_tool_calls(
             expected, called, exact_match=self._exact_match, check_ordering=self._check_ordering,
             input_parameters=self._check_input, output=self._check_output,
@@ -598,227 +570,9 @@ class ToolCorrectnessMetric(BaseMetric):
             )
             if score != raw:
                 reason += _strict_note(raw)
-        # Snapshots: the log is built later, and the case's lists may have changed by then.
-        log = LazyLog(build_log, outcome, tuple(expected), tuple(called), self._param_names, self._strict_mode, raw)
-        return self._make(score, score >= self._threshold, reason, log)
-
-    def _by_names(self, e_names: list[str], c_names: list[str]) -> MetricResult:
-        """Any mode without evaluation params: a pure function of the two name lists, remembered per pair.
-
-        An agent repeats a few tool sequences over and over, so most runs score a pair of lists seen before;
-        the score and reason are then looked up, and only the result is new, with a lazy log that is a copy
-        of the pair's log (built once) sharing no container with it. Only lists of ``str`` are remembered
-        (other names could compare equal across types: ``1 == True``).
-        """
-        return self._by_key((tuple(e_names), tuple(c_names)), e_names, c_names)
-
-    def measure_names(self, expected: tuple[str, ...], called: tuple[str, ...]) -> MetricResult:
-        """``measure`` of a case whose expected and called calls are these names (without evaluation params
-        nothing else of a call counts), for a caller that has the names at hand, e.g. of a run against an
-        expectation; the instance's ``.score``-style attributes are left as they are. Unweighted modes only."""
-        if self._weighted:
-            raise ValueError("measure_names scores names: this instance compares evaluation params")
-        return self._by_key((expected, called), expected, called)
-
-    def _by_key(self, key: tuple[tuple[str, ...], tuple[str, ...]], e_names: Sequence[str],
-                c_names: Sequence[str]) -> MetricResult:
-        memo = self._memo
-        hit = memo.get(key)
-        if hit is None:
-            if not {*map(type, key[0]), *map(type, key[1])} <= _STR_TYPE:
-                score, success, reason, build, args = self._score_by_names(e_names, c_names)
-                return self._make(score, success, reason, LazyLog(build, *args))
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()
-            score, success, reason, build, args = self._score_by_names(*key)
-            hit = memo[key] = (score, success, reason, LazyLog(build, *args))
-        score, success, reason, template = hit
-        return self._make(score, success, reason, _copy_of(template))
-
-    def _score_by_names(
-        self, e_names: Sequence[str], c_names: Sequence[str]
-    ) -> tuple[float, bool, str, Callable[..., dict[str, Any]], tuple[Any, ...]]:
-        """``(score, success, reason, log builder, its arguments)`` of a names-only mode. The pairing the log
-        shows is computed here, once per pair of lists, so that building a remembered result's log is only
-        filling in a dict."""
-        if self._fast:
-            result = self._measure_default(e_names, c_names)
-            build: Callable[..., dict[str, Any]] = _names_log
-            # (expected, called, strict, raw) as the lazy log holds them, and the pairing
-            args: tuple[Any, ...] = (*result.evaluation_log._args, matching.multiset_match(e_names, c_names))  # type: ignore[attr-defined]
-        elif self._exact_match:
-            result = self._measure_exact_names(e_names, c_names)
-            outcome = score_names(e_names, c_names, True, self._check_ordering)
-            build, args = names_log, (outcome, e_names, c_names, (), self._strict_mode, outcome.score)
-        else:
-            result = self._measure_names(e_names, c_names)
-            log = result.evaluation_log
-            build, args = log._build, log._args  # type: ignore[attr-defined]  # holds the outcome already
-        return result.score, result.success, result.reason, build, args  # type: ignore[return-value]
-
-    def _measure_default(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
-        """Default mode, names only. A multiset count; the pairing for the log is lazy."""
-        n = len(e_names)
-        matched, missing, extra = matching.count_by_name(e_names, c_names)
-        raw = matched / n if n else 1.0
-        score = 0.0 if self._strict_mode and raw < 1.0 else raw
-        reason = ""
-        if self._include_reason:
-            reason = _default_text(matched, n, missing, extra)
-            if score != raw:
-                reason += _strict_note(raw)
-        log = LazyLog(_names_log, e_names, c_names, self._strict_mode, raw)
-        return self._make(score, score >= self._threshold, reason, log)
-
-    def _measure_names(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
-        """Ordering mode on names alone (without evaluation params nothing else of a call counts)."""
-        outcome = score_names(e_names, c_names, False, self._check_ordering)
-        raw = outcome.score
-        score = 0.0 if self._strict_mode and raw < 1.0 else raw
-        reason = ""
-        if self._include_reason:
-            reason = names_reason(outcome, e_names, c_names)
-            if score != raw:
-                reason += _strict_note(raw)
-        log = LazyLog(names_log, outcome, e_names, c_names, (), self._strict_mode, raw)
-        return self._make(score, score >= self._threshold, reason, log)
-
-    def _measure_exact_names(self, e_names: Sequence[str], c_names: Sequence[str]) -> MetricResult:
-        """Exact modes on names alone: a multiset count (and a sequence comparison), no pairing table."""
-        _, missing, extra = matching.count_by_name(e_names, c_names)
-        first_difference = matching.first_difference(e_names, c_names) if self._check_ordering else None
-        ok = first_difference is None if self._check_ordering else (missing is None and extra is None)
-        score = 1.0 if ok else 0.0
-        reason = ""
-        if self._include_reason:
-            reason = _exact_text(
-                ok=ok, ordered=self._check_ordering, n=len(e_names), called_names=c_names, missing=missing,
-                extra=extra, first_difference=first_difference, expected_names=e_names,
-            )
-        log = LazyLog(_scored_log, e_names, c_names, self._check_ordering, self._strict_mode)
-        return self._make(score, score >= self._threshold, reason, log)
+        log = freeze(build_log(outcome, expected, called, self._param_names, self._strict_mode, raw))
+        return self._result(score=score, success=score >= self._threshold, reason=reason, evaluation_log=log)
 
 
 def _strict_note(raw: float) -> str:
     return f" Strict mode: {_fmt_num(raw)} is below 1, so the score is 0."
-
-
-def _names_log(
-    expected: Sequence[str], called: Sequence[str], strict: bool, raw: float, pairs: list[Pair] | None = None
-) -> dict[str, Any]:
-    """The default mode's log from names alone (the hot path keeps only the names); ``pairs`` if known."""
-    if pairs is None:
-        pairs = matching.multiset_match(expected, called)
-    used_e = {p[0] for p in pairs}
-    used_c = {p[1] for p in pairs}
-    return {
-        "mode": "default",
-        "evaluation_params": [],
-        "expected": list(expected),
-        "called": list(called),
-        "matches": [
-            {"expected_index": i, "called_index": j, "name": expected[i], "weight": w} for i, j, w in pairs
-        ],
-        "missing": [name for i, name in enumerate(expected) if i not in used_e],
-        "extra": [name for j, name in enumerate(called) if j not in used_c],
-        "matched_weight": float(len(pairs)),
-        "expected_count": len(expected),
-        "raw_score": raw,
-        "strict_mode": strict,
-    }
-
-
-_NAME_LIST_KEYS = ("evaluation_params", "expected", "called", "missing", "extra")
-
-
-def _copied_log(template: LazyLog | dict[str, Any]) -> dict[str, Any]:
-    """A names log equal to ``template``'s, sharing none of its lists or dicts (a caller may change its own)."""
-    source = template.as_dict() if type(template) is LazyLog else template  # a dict after a pickle round trip
-    log = source.copy()
-    for key in _NAME_LIST_KEYS:
-        log[key] = source[key].copy()
-    log["matches"] = [match.copy() for match in source["matches"]]
-    if "out_of_order" in source:
-        log["out_of_order"] = [pair.copy() for pair in source["out_of_order"]]
-    return log
-
-
-def _copy_of(template: LazyLog) -> LazyLog:
-    """``LazyLog(_copied_log, template)``, filled slot by slot (three per scored run)."""
-    log = _new_lazy_log(LazyLog)
-    log._build, log._args, log._data, log._json, log._json_with = _copied_log, (template,), None, None, None
-    return log
-
-
-_new_lazy_log = object.__new__
-
-
-def _scored_log(expected: Sequence[str], called: Sequence[str], ordered: bool, strict: bool) -> dict[str, Any]:
-    """The exact modes' log on names: the pairing is computed only when someone reads the log."""
-    outcome = score_names(expected, called, True, ordered)
-    return names_log(outcome, expected, called, (), strict, outcome.score)
-
-
-class LazyLog(LazyMapping):
-    """An evaluation log built on first read: ``build(*args)`` must return a plain dict.
-
-    Most callers read only the score and reason; building the pairing details for every case would cost as
-    much as the scoring itself. Reads like a read-only dict; ``dict(log)`` / pickling give a plain dict.
-    Building twice from two threads is harmless (the result is the same).
-    """
-
-    __slots__ = ("_args", "_build", "_data", "_json", "_json_with")
-
-    def __init__(self, build: Callable[..., dict[str, Any]], *args: Any) -> None:
-        self._build, self._args = build, args
-        self._data: dict[str, Any] | None = None
-        # a remembered pair's log (a template, never handed out): its JSON text, and the text with the extra keys
-        # of the last json_with (all text: equal ones encode the same), as (extra, text)
-        self._json: str | None = None
-        self._json_with: tuple[dict[str, str], str] | None = None
-
-    def json_with(self, extra: Mapping[str, Any]) -> str:
-        """The JSON text of ``{**log, **extra}`` (``dumps``), for a stored row's details.
-
-        A remembered pair's result that nobody has read yet holds exactly its template's log: the text is then the
-        template's, written once per pair, with ``extra`` appended (once per pair and extra keys of text, such as a
-        run's expectation), and the copy is never built.
-        """
-        template = self._args[0] if self._build is _copied_log and self._data is None else None
-        if type(template) is not LazyLog:
-            return dumps({**self._get(), **extra}) if extra else dumps(self._get())
-        source = template._get()
-        text = template._json
-        if text is None:
-            text = template._json = dumps(source)
-        if not extra:
-            return text
-        last = template._json_with
-        if last is not None and last[0] == extra:
-            for value in extra.values():
-                if type(value) is not str:
-                    break
-            else:
-                return last[1]
-        if not source or not source.keys().isdisjoint(extra):  # an empty log, or keys replaced in place
-            return dumps({**source, **extra})
-        merged = f"{text[:-1]},{dumps(dict(extra))[1:]}"
-        if all(type(k) is str and type(v) is str for k, v in extra.items()):
-            template._json_with = (dict(extra), merged)
-        return merged
-
-    def _get(self) -> dict[str, Any]:
-        data = self._data
-        if data is None:
-            data = self._data = self._build(*self._args)
-        return data
-
-    def as_dict(self) -> dict[str, Any]:
-        """The built log itself (not a copy): for callers that copy it at C speed, ``{**log.as_dict(), ...}``."""
-        return self._get()
-
-    def __repr__(self) -> str:
-        return repr(self._get())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (self._get(),))

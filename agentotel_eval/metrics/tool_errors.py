@@ -55,8 +55,6 @@ from agentotel_eval.metrics.detectors import (
     Finding,
     detect,
 )
-from agentotel_eval.metrics.tool_correctness import result_maker
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
 PROMPT_VERSION = "v1"
@@ -250,8 +248,9 @@ def _covered(finding: Finding, errors: Sequence[Mapping[str, str]]) -> bool:
 
 def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
     """The verdict of the detectors alone (``judge=False``)."""
-    if not findings:  # most runs: filled slot by slot (the frozen constructor costs more than the rest)
-        return _new_verdict(False, 0.0, f"No deterministic check found an error ({checked}).", [], [], "none", [])
+    if not findings:
+        return Verdict(detected=False, confidence=0.0, reason=f"No deterministic check found an error ({checked}).",
+                       error_types=[], errors=[], error_severity="none")
     summary = "; ".join(f.description for f in findings[:5])
     more = f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
     reason = f"Deterministic checks found {len(findings)} error(s): {summary}{more}"
@@ -291,9 +290,6 @@ def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
     )
 
 
-_new_verdict = slot_builder(Verdict, tuple(Verdict.__dataclass_fields__))
-
-
 # -- the metric --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Prepared:
@@ -305,9 +301,6 @@ class _Prepared:
     findings: list[Finding]
     available: list[ToolDefinition] | None
     reasoning: str
-
-
-_new_prepared = slot_builder(_Prepared, tuple(_Prepared.__dataclass_fields__))
 
 
 class ToolsErrorMetric(BaseMetric):
@@ -338,9 +331,6 @@ class ToolsErrorMetric(BaseMetric):
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
         self._detector_types = tuple(t for t in DETECTOR_TYPES if t in self.error_types)
-        self._checked_texts: dict[int, str] = {}  # see _checked
-        self._make = result_maker(extra=("metric", "threshold", "cost_usd", "model", "latency_s"),
-                                  evaluator=type(self).__name__, evaluator_version=self.version)
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -425,20 +415,11 @@ class ToolsErrorMetric(BaseMetric):
             history = render_tool_history(case, max_value_chars=self.max_value_chars,
                                           max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
-        return _new_prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
+        return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
                              findings, available, truncate(reasoning, MAX_TEXT_CHARS))
 
     def _checked(self, prepared: _Prepared) -> str:
-        """Which deterministic checks ran, and which could not for lack of tool definitions (one text per case of
-        the two, the checks being fixed at construction)."""
-        available = prepared.available
-        key = 0 if available is None else 1 if any(t.parameters for t in available) else 2
-        text = self._checked_texts.get(key)
-        if text is None:
-            text = self._checked_texts[key] = self._checked_text(prepared)
-        return text
-
-    def _checked_text(self, prepared: _Prepared) -> str:
+        """Which deterministic checks ran, and which could not for lack of tool definitions."""
         ran = self._detector_types
         if not ran:
             return "no deterministic check covers the selected error types"
@@ -453,21 +434,11 @@ class ToolsErrorMetric(BaseMetric):
 
     def _log(self, prepared: _Prepared, verdict: Verdict | None, *, score: float | None, success: bool | None,
              cost: float | None) -> dict[str, Any]:
-        if verdict is None:
-            detected = confidence = reason = severity = None
-            error_types: list[str] = []
-            errors: list[dict[str, str]] = []
-        else:  # Verdict.as_log(), in line
-            detected, confidence, reason = verdict.detected, verdict.confidence, verdict.reason
-            error_types, errors = list(verdict.error_types), [dict(e) for e in verdict.errors]
-            severity = verdict.error_severity
+        judged = verdict.as_log() if verdict is not None else {
+            "detected": None, "confidence": None, "reason": None, "error_types": [], "errors": [], "error_severity": None,
+        }
         return {
-            "detected": detected,
-            "confidence": confidence,
-            "reason": reason,
-            "error_types": error_types,
-            "errors": errors,
-            "error_severity": severity,
+            **judged,
             "user_input": prepared.user_input,
             "tool_history": prepared.history.text,
             "ai_response": prepared.ai_response,
@@ -484,10 +455,8 @@ class ToolsErrorMetric(BaseMetric):
         score = verdict.confidence if verdict.detected else 0.0
         success = not (verdict.detected and verdict.confidence >= self.threshold)
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
-        # Slot by slot: the hot path of every scored run (the frozen constructor, and a copy to add the latency,
-        # cost more than the detectors themselves).
-        return self._make(score, success, verdict.reason, log, self.metric_name, self.threshold, cost, log["model"],
-                          time.perf_counter() - started)
+        return self._result(score=score, success=success, reason=verdict.reason, evaluation_log=log, cost_usd=cost,
+                            model=log["model"], latency_s=time.perf_counter() - started)
 
     def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
                 raw: str | None = None) -> MetricResult:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.jsontext import dumps, loads, loads_stored
-from agentotel_eval.lazymapping import LazyMapping
+from agentotel_eval.jsontext import dumps, loads_stored
 from agentotel_eval.otlp.records import (
     SPAN_KINDS,
     STATUS_CODES,
@@ -26,7 +25,6 @@ from agentotel_eval.otlp.records import (
     SpanLink,
     SpanRecord,
 )
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.store import schema
 
@@ -259,14 +257,6 @@ LOG_SELECT = (
     "attributes, resource_attributes, scope_name, scope_version, flags"
 )
 
-# Records read back are built slot by slot (they have no __post_init__): a frozen constructor costs more than the
-# JSON parse of a span's attributes.
-_new_span = slot_builder(SpanRecord, tuple(SpanRecord.__dataclass_fields__))
-_new_event = slot_builder(SpanEvent, tuple(SpanEvent.__dataclass_fields__))
-_new_link = slot_builder(SpanLink, tuple(SpanLink.__dataclass_fields__))
-_new_log = slot_builder(LogRecord, tuple(LogRecord.__dataclass_fields__))
-
-
 def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> dict[str, Any]:
     """The resource dict of a stored text, parsed once per distinct text (every span of a process shares one)."""
     res = resources.get(text)
@@ -278,7 +268,7 @@ def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> 
 def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> SpanRecord:
     (trace_id, span_id, parent, name, kind, start, end, status, status_message, attributes, events, links,
      resource, scope_name, scope_version, trace_state, flags) = row
-    return _new_span(
+    return SpanRecord(
         trace_id,
         span_id,
         parent,
@@ -290,10 +280,10 @@ def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Sp
         status_message or "",
         loads_stored(attributes) if attributes else {},
         () if not events or events == "[]" else tuple(
-            _new_event(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in loads_stored(events)
+            SpanEvent(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in loads_stored(events)
         ),
         () if not links or links == "[]" else tuple(
-            _new_link(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in loads_stored(links)
+            SpanLink(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in loads_stored(links)
         ),
         _resource(resource, resources),
         scope_name or "",
@@ -308,7 +298,7 @@ def _log(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Log
      scope_name, scope_version, flags) = row
     severity_number = severity_number or 0
     default_text = _SEVERITY_NAMES[severity_number] if 0 <= severity_number < len(_SEVERITY_NAMES) else ""
-    return _new_log(
+    return LogRecord(
         time_ns or 0,
         observed_ns or 0,
         trace_id,
@@ -381,30 +371,6 @@ def call_source(call: Any) -> str:
     return "span" if call.span_id else "llm"
 
 
-_SOURCES_JSON: dict[tuple[tuple[Any, Any], ...], str] = {}
-_SOURCES_JSON_MAX = 4096
-
-
-def _sources_json(sources: Mapping[str, Any] | None) -> str | None:
-    """``to_json(sources)``, from a bounded cache: provenance maps come from a small vocabulary (field names and
-    convention names), so most calls repeat one already encoded. Only all-string maps are cached, so a hit
-    (equal keys and values) always encodes the same."""
-    if sources is None:
-        return None
-    try:
-        key = tuple(sources.items())
-        text = _SOURCES_JSON.get(key)
-    except TypeError:  # an unhashable value: no cache
-        return to_json(sources)
-    if text is None:
-        text = to_json(sources)
-        if len(_SOURCES_JSON) < _SOURCES_JSON_MAX and all(
-            isinstance(k, str) and isinstance(v, str) for k, v in key
-        ):
-            _SOURCES_JSON[key] = text
-    return text
-
-
 def _handoffs_json(handoffs: tuple[Handoff, ...]) -> str:
     if not handoffs:
         return "[]"
@@ -464,7 +430,7 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
         [v if (v := c.error) is None or isinstance(v, str) else str(v) for c in calls],
         [v if (v := c.llm_turn) is None or isinstance(v, str) else str(v) for c in calls],
         run_arrays[2].take(take),
-        [_sources_json(c.sources) for c in calls],
+        [None if c.sources is None else to_json(c.sources) for c in calls],
         [updated_at_ns] * len(calls),
     ]
     return (
@@ -501,30 +467,6 @@ _CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 OWN_SOURCE = schema.OWN_SOURCE
 
 
-class EncodedDetails(LazyMapping):
-    """An evaluations row's details given as the JSON text to store, written once where the parts are known (a
-    remembered tool-correctness log is encoded once per pair of name lists): the row conversion takes the text as
-    it is. Reading it as a mapping parses the text, so it reads as the stored value does."""
-
-    __slots__ = ("_value", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._value: dict[str, Any] | None = None
-
-    def _get(self) -> dict[str, Any]:
-        value = self._value
-        if value is None:
-            value = self._value = loads(self.text)
-        return value
-
-    def __repr__(self) -> str:
-        return f"EncodedDetails({self.text!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (EncodedDetails, (self.text,))
-
-
 @dataclass(frozen=True, slots=True)
 class EvaluationRow:
     """One row of the ``evaluations`` table; (trace_id, run_span_id, metric, evaluator_version) is its key."""
@@ -551,11 +493,6 @@ class EvaluationRow:
     def key(self) -> tuple[str, str, str, str]:
         return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version or "")
 
-
-#: ``EvaluationRow`` from all 17 fields, positionally, in declaration order (the hot path's constructor): the
-#: frozen ``__init__`` goes through ``object.__setattr__`` once per field, most of what creating a row costs, and
-#: rows are created for every metric of every scored run
-new_evaluation_row = slot_builder(EvaluationRow, tuple(EvaluationRow.__dataclass_fields__))
 
 
 EVALUATION_SCHEMA = pa.schema(
@@ -585,7 +522,7 @@ def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
         [v if (v := r.threshold) is None or isfinite(v) else None for r in rows],
         [r.success for r in rows],
         [r.reason for r in rows],
-        [None if (d := r.details) is None else d.text if type(d) is EncodedDetails else to_json(d) for r in rows],
+        [None if (d := r.details) is None else to_json(d) for r in rows],
         [r.status for r in rows],
         [r.model for r in rows],
         [v if (v := r.cost_usd) is None or isfinite(v) else None for r in rows],

@@ -101,21 +101,6 @@ def test_call_key_equality_follows_considered_fields():
 # --- default mode ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("expected", "called", "matched", "missing", "extra"),
-    [
-        ("ab", "ab", 2, None, None),
-        ("ab", "axb", 2, None, {"x": 1}),
-        ("aab", "a", 1, {"a": 1, "b": 1}, None),
-        ("", "aa", 0, None, {"a": 2}),
-        ("aa", "", 0, {"a": 2}, None),
-        ("abc", "cba", 3, None, None),
-    ],
-)
-def test_count_by_name(expected, called, matched, missing, extra):
-    assert matching.count_by_name(list(expected), list(called)) == (matched, missing, extra)
-
-
 def test_multiset_match_pairs_occurrences_in_order():
     assert matching.multiset_match(list("aba"), list("baab")) == [(0, 1, 1.0), (1, 0, 1.0), (2, 2, 1.0)]
     assert matching.multiset_match(list("aa"), list("a")) == [(0, 0, 1.0)]

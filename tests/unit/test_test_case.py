@@ -114,3 +114,48 @@ def test_test_case_round_trips_through_json():
     data = json.loads(json.dumps(case.to_dict()))
     assert EvalTestCase.from_dict(data) == case
     assert "expected_output" not in data
+
+
+def test_as_tool_calls_copies_a_list_of_calls():
+    from agentotel_eval.test_case import as_tool_calls
+
+    calls = [ToolCall("a"), ToolCall("b")]
+    out = as_tool_calls(calls)
+    assert out == calls and out is not calls
+    calls.append(ToolCall("c"))
+    assert len(out) == 2  # the case does not follow the caller's list
+    mixed = as_tool_calls([ToolCall("a"), "b", {"name": "c", "args": {"x": 1}}])
+    assert [c.name for c in mixed] == ["a", "b", "c"] and mixed[2].input_parameters == {"x": 1}
+    with pytest.raises(TypeError):
+        as_tool_calls("abc")
+
+
+def test_as_tool_definitions_copies_a_list_of_definitions():
+    from agentotel_eval.test_case import as_tool_definitions
+
+    tools = [ToolDefinition("a"), ToolDefinition("b", parameters={"type": "object"})]
+    out = as_tool_definitions(tools)
+    assert out == tools and out is not tools
+    mixed = as_tool_definitions([ToolDefinition("a"), "b", {"type": "function", "function": {"name": "c"}}])
+    assert [t.name for t in mixed] == ["a", "b", "c"]
+
+
+def test_a_run_as_a_test_case_has_lists_of_its_own():
+    from agentotel_eval.reconstruct import reconstruct
+    from agentotel_eval.reconstruct.model import AgentRun
+    from tests.fixture_traces import fixtures
+
+    runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
+    runs.append(AgentRun("t", "s", None, 1, 2, input="q", expected_tools=("a", "b"), span_name="x",
+                         tool_definitions=(ToolDefinition("a"),)))
+    for run in runs:
+        for expected in (None, [ToolCall("a")], ["a", {"name": "b"}], []):
+            made = run.to_test_case(expected)
+            assert made.input == (run.input or "") and made.actual_output == run.output
+            assert made.tools_called == list(run.tool_calls) == made.tool_calls
+            assert made.tools_called is not made.tool_calls  # lists of their own
+            want = expected if expected is not None else run.expected_tools
+            assert made.expected_tools == (None if want is None else [ToolCall.from_value(v) for v in want])
+            assert expected is None or made.expected_tools is not expected
+            assert made.available_tools == (list(run.tool_definitions) or None)
+            assert made.name == f"{run.agent_name or run.span_name} {run.trace_id}/{run.span_id}"

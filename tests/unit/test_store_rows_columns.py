@@ -1,4 +1,4 @@
-"""The run/call row conversion's fast paths give what the plain, row-by-row conversion gives."""
+"""The columnar row conversions give what a plain, row-by-row conversion gives."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentotel_eval.frozen import FrozenDict, FrozenList
+from agentotel_eval.jsontext import json_default
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.store import rows
@@ -22,7 +23,7 @@ from tests.fixture_traces import fixtures
 
 def _plain_json(value: Any) -> str:
     """The reference: the stdlib's own encoder with the options ``to_json`` documents."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=rows._json_default)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=json_default)
 
 
 @pytest.mark.parametrize(
@@ -44,21 +45,6 @@ def test_to_json_is_what_the_stdlib_encoder_gives(value):
 
 def test_to_json_still_spells_out_non_finite_floats():
     assert json.loads(to_json({"v": [math.nan, math.inf, -math.inf]})) == {"v": ["NaN", "Infinity", "-Infinity"]}
-
-
-def test_cached_sources_encode_as_the_encoder_does():
-    cases = [
-        {"name": "gen_ai", "arguments": "gen_ai"},
-        {"name": "gen_ai", "arguments": "gen_ai"},  # a hit
-        {"name": 1},  # not all strings: never cached ...
-        {"name": "1"},  # ... so an equal-looking string map is not confused with it
-        {"name": True},
-        {"name": ["unhashable"]},
-        {},
-    ]
-    for sources in cases * 2:
-        assert rows._sources_json(FrozenDict(sources)) == _plain_json(sources)
-    assert rows._sources_json(None) is None
 
 
 def _reference_rows(runs: list[AgentRun], updated_at_ns: int) -> tuple[list[dict], list[dict]]:
@@ -158,7 +144,7 @@ _row = st.builds(
     rows.EvaluationRow, trace_id=st.sampled_from(["t" * 32, "\ud800"]), run_span_id=st.just("s" * 16),
     metric=st.sampled_from(["tool_correctness", "x"]), score=_floats, threshold=_floats, success=st.none() | st.booleans(),
     reason=st.none() | st.text(max_size=5), details=st.none() | st.sampled_from(
-        [{"a": [1, None]}, {"n": math.nan}, rows.EncodedDetails('{"b":2}'), FrozenDict({"c": "é"})]),
+        [{"a": [1, None]}, {"n": math.nan}, FrozenDict({"c": "é"})]),
     status=st.sampled_from(["ok", "pending"]), model=st.none() | st.just("m"), cost_usd=_floats,
     created_at_ns=st.sampled_from([0, 5]), evaluator=st.none() | st.just("E"), evaluator_version=st.none() | st.just("1"),
     latency_s=_floats, source=st.just("src"), updated_at_ns=st.sampled_from([0, 7]),
