@@ -23,7 +23,6 @@ from typing import Any
 import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.store.operations import SpanUpdate, TraceWindow
 from collector.marks import LogMark, SpanMark
 from collector.run_writer import RunRows
@@ -42,17 +41,10 @@ def _span_tuple(s: SpanRecord) -> tuple[Any, ...]:
     )
 
 
-# The records have no __post_init__: built slot by slot, as the frozen constructor would, at an eighth of its cost.
-_new_span = slot_builder(SpanRecord, tuple(SpanRecord.__dataclass_fields__))
-_new_event = slot_builder(SpanEvent, tuple(SpanEvent.__dataclass_fields__))
-_new_link = slot_builder(SpanLink, tuple(SpanLink.__dataclass_fields__))
-_new_log = slot_builder(LogRecord, tuple(LogRecord.__dataclass_fields__))
-
-
 def _span(t: tuple[Any, ...]) -> SpanRecord:
-    events = tuple(_new_event(*e) for e in t[10]) if t[10] else ()
-    links = tuple(_new_link(*lk) for lk in t[11]) if t[11] else ()
-    return _new_span(*t[:10], events, links, *t[12:])
+    events = tuple(SpanEvent(*e) for e in t[10]) if t[10] else ()
+    links = tuple(SpanLink(*lk) for lk in t[11]) if t[11] else ()
+    return SpanRecord(*t[:10], events, links, *t[12:])
 
 
 def _log_tuple(r: LogRecord) -> tuple[Any, ...]:
@@ -81,7 +73,7 @@ def loads(payload: bytes) -> tuple[list[SpanRecord], list[LogRecord]]:
         spans, logs = pickle.loads(body)  # our own process wrote it, over a private socket pair
     else:
         raise ValueError(f"not a records message (starts with {kind!r})")
-    return [_span(t) for t in spans], [_new_log(*t) for t in logs]
+    return [_span(t) for t in spans], [LogRecord(*t) for t in logs]
 
 
 def run_rows_frames(rows: RunRows) -> tuple[tuple[Any, ...], list[Any]]:

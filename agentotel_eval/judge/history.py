@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.test_case import ToolCall, as_tool_calls
 
 DEFAULT_MAX_VALUE_CHARS = 2_000
@@ -229,7 +228,5 @@ def render_calls(calls: list[ToolCall], source: str = SOURCE_TOOL_CALLS, max_val
     names_only = _is_names_only(calls)
     blocks = [render_call(i, call, max_value_chars) for i, call in enumerate(calls, 1)]
     kept, truncated = _fit(blocks, max_chars)
-    return _new_history("\n".join(kept), source, names_only, len(calls), truncated)
+    return ToolHistory("\n".join(kept), source, names_only, len(calls), truncated)
 
-
-_new_history = slot_builder(ToolHistory, tuple(ToolHistory.__dataclass_fields__))  # once per scored run

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.values import parse_json, parse_literal
 
 _ARGS_KWARGS = frozenset({"args", "kwargs"})
@@ -27,9 +26,6 @@ class Arguments:
     params: dict[str, Any] | None
     encoding: str  # absent | object | json | args_kwargs | input_str | bedrock | positional | scalar
     call_id: str | None = None
-
-
-_args = slot_builder(Arguments, ("params", "encoding", "call_id"))  # Arguments(...), without the frozen __init__
 
 
 def schema_parameter_names(schema: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -69,7 +65,7 @@ def _bind_positional(args: Sequence[Any], kwargs: Mapping[str, Any], schema: Map
 def normalize_arguments(raw: Any, schema: Mapping[str, Any] | None = None) -> Arguments:
     """Normalise one recorded argument value; ``schema`` (the tool's JSON schema) names bare/positional values."""
     if raw is None:
-        return _args(None, "absent", None)
+        return Arguments(None, "absent", None)
     encoding = "object"
     value = raw
     if isinstance(value, (bytes, bytearray, str)):
@@ -95,26 +91,26 @@ def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None
         return _normalize_mapping(value, encoding, schema)
     if isinstance(value, (list, tuple)):
         bound = _bind_positional(list(value), {}, schema)
-        return _args(bound, "positional", None)
+        return Arguments(bound, "positional", None)
     name = _single_parameter(schema)
-    return _args({name: value} if name else None, "scalar", None)
+    return Arguments({name: value} if name else None, "scalar", None)
 
 
 def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
     keys = value.keys()
     if keys == _ARGS_KWARGS and isinstance(value["args"], (list, tuple)) and isinstance(value["kwargs"], dict):
         bound = _bind_positional(list(value["args"]), value["kwargs"], schema)
-        return _args(bound, "args_kwargs", None)
+        return Arguments(bound, "args_kwargs", None)
     if isinstance(value.get("input_str"), str):
         return _normalize_input_str(value, schema)
     tool_use = value.get("toolUse")
     if isinstance(tool_use, dict) and "input" in tool_use:
         inner = normalize_arguments(tool_use["input"], schema)
-        return _args(inner.params, "bedrock", inner.call_id)
+        return Arguments(inner.params, "bedrock", inner.call_id)
     if "toolUseId" in value and "input" in value:
         inner = normalize_arguments(value["input"], schema)
-        return _args(inner.params, "bedrock", inner.call_id)
-    return _args(value if encoding == "json" else dict(value), encoding, None)  # parsed here: ours, no copy
+        return Arguments(inner.params, "bedrock", inner.call_id)
+    return Arguments(value if encoding == "json" else dict(value), encoding, None)  # parsed here: ours, no copy
 
 
 def _normalize_input_str(value: Mapping[str, Any], schema: Mapping[str, Any] | None) -> Arguments:
@@ -124,9 +120,9 @@ def _normalize_input_str(value: Mapping[str, Any], schema: Mapping[str, Any] | N
     call_id = call_id if isinstance(call_id, str) and call_id else None
     inputs = value.get("inputs")
     if isinstance(inputs, dict) and inputs:
-        return _args(dict(inputs), "input_str", call_id)
+        return Arguments(dict(inputs), "input_str", call_id)
     parsed = parse_literal(value["input_str"])
     if isinstance(parsed, dict):
-        return _args(dict(parsed), "input_str", call_id)
+        return Arguments(dict(parsed), "input_str", call_id)
     inner = _normalize_value(parsed, "input_str", schema)
-    return _args(inner.params, "input_str", call_id)
+    return Arguments(inner.params, "input_str", call_id)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
 from agentotel_eval.reconstruct.history import History, LaterTraces
 from agentotel_eval.reconstruct.llm import Request
@@ -43,13 +42,6 @@ def _split_handoff_requests(requests: list[Request]) -> tuple[list[Request], lis
     """(the ``transfer_to_*`` requests, the others): handoffs are plumbing, recorded apart from the calls."""
     handoffs = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
     return handoffs, [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
-
-
-_build_run = slot_builder(AgentRun, (
-    "trace_id", "span_id", "agent_name", "start_time_ns", "end_time_ns", "status", "error", "service_name", "input",
-    "output", "tool_calls", "handoffs", "tool_definitions", "expected_tools", "parent_run_span_id", "convention",
-    "span_name", "extra",
-))
 
 
 def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
@@ -147,7 +139,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         service_name = span.service_name
         if service_name:
             break
-    return _build_run(
+    return AgentRun(
         trace_id,
         anchor.span_id,
         agent_name,

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.frozen import FrozenDict, FrozenList
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.fastinit import slot_builder
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.messages import ToolResultPart
@@ -263,63 +261,9 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
                 output, status, error, status_source = completed
                 sources["result"] = "history"
                 sources["status"] = status_source
-    return new_tool_call(
-        name, _frozen(params), output, status, error, call_id, trace_id, span.span_id, call.turn, start, raw,
-        _shared_sources(sources),
-    )
-
-
-_SOURCES: dict[tuple[str, ...], FrozenDict] = {}
-_SOURCES_MAX = 4096
-
-
-def _shared_sources(sources: dict[str, str]) -> FrozenDict:
-    """The frozen provenance map, one shared copy per distinct map (bounded): they come from a small vocabulary
-    (field and convention names), so most calls of most runs share a handful, and the runs kept in memory
-    hold fewer objects for the garbage collector to scan. Keys and values are always strings here."""
-    key = (*sources, *sources.values())  # keys then values: one tuple, no (key, value) pair per field
-    shared = _SOURCES.get(key)
-    if shared is None:
-        shared = FrozenDict(sources)
-        if len(_SOURCES) < _SOURCES_MAX:
-            _SOURCES[key] = shared
-    return shared
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _frozen(value: Any) -> Any:
-    """A flat dict of scalars frozen in one C-level copy (ToolCall deep-freezes anything else itself)."""
-    if type(value) is dict:
-        scalars = _SCALARS
-        for v in value.values():
-            if type(v) not in scalars:
-                return value
-        return FrozenDict(value)
-    return value
-
-
-_build_tool_call = slot_builder(ToolCall, (
-    "name", "input_parameters", "output", "description", "reasoning", "status", "error", "call_id", "trace_id",
-    "span_id", "llm_turn", "start_time_ns", "raw_arguments", "sources",
-))
-#: values ToolCall.__post_init__ keeps as they are (it freezes any other mapping, list or tuple)
-_AS_IS = frozenset({str, int, float, bool, bytes, type(None), FrozenDict, FrozenList})
-
-
-def new_tool_call(name: str, params: Any, output: Any, status: str, error: str | None, call_id: str | None,
-                  trace_id: str, span_id: str, llm_turn: str | None, start: int | None, raw: Any,
-                  sources: FrozenDict) -> ToolCall:
-    """``ToolCall(name, params, output, status=..., ...)`` for the reconstruction's own values, without the frozen
-    dataclass's per-field ``object.__setattr__`` and ``__post_init__`` checks when they could change nothing (a
-    str name, a known status, values already frozen); anything else goes through the constructor."""
-    if (type(name) is not str or (status != "ok" and status != "error") or type(params) not in _AS_IS
-            or type(output) not in _AS_IS or type(raw) not in _AS_IS or type(sources) is not FrozenDict):
-        return ToolCall(name, params, output, status=status, error=error, call_id=call_id, trace_id=trace_id,
-                        span_id=span_id, llm_turn=llm_turn, start_time_ns=start, raw_arguments=raw, sources=sources)
-    return _build_tool_call(
-        name, params, output, None, None, status, error, call_id, trace_id, span_id, llm_turn, start, raw, sources
+    return ToolCall(
+        name, params, output, status=status, error=error, call_id=call_id, trace_id=trace_id, span_id=span.span_id,
+        llm_turn=call.turn, start_time_ns=start, raw_arguments=raw, sources=sources,
     )
 
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentotel_eval.reconstruct.fastinit import fixed_builder
 from agentotel_eval.test_case import (
     EvalTestCase,
     ToolCall,
     ToolDefinition,
     as_tool_calls,
-    as_tool_definitions,
 )
 
 
@@ -63,36 +61,14 @@ class AgentRun:
         return (self.trace_id, self.span_id)
 
     def to_test_case(self, expected_tools: Sequence[ToolCall | str] | None = None) -> EvalTestCase:
-        """The run as a test case: expected tools from the argument, else from the run span's attribute.
-
-        Every scored run makes one: its lists are copied once each (the constructor's ``__post_init__`` would
-        copy the copies again), names or dicts among them converted as the constructor converts them."""
+        """The run as a test case: expected tools from the argument, else from the run span's attribute."""
         expected = expected_tools if expected_tools is not None else self.expected_tools
-        definitions = self.tool_definitions
-        return _new_case(
-            self.input or "",
-            self.output,
-            _calls(self.tool_calls),
-            _calls(expected) if expected is not None else None,
-            _calls(self.tool_calls),
-            (list(definitions) if all(type(d) is ToolDefinition for d in definitions)
-             else as_tool_definitions(list(definitions))) if definitions else None,
-            f"{self.agent_name or self.span_name} {self.trace_id}/{self.span_id}",
+        return EvalTestCase(
+            input=self.input or "",
+            actual_output=self.output,
+            tools_called=list(self.tool_calls),
+            expected_tools=as_tool_calls(expected),
+            tool_calls=list(self.tool_calls),
+            available_tools=list(self.tool_definitions) or None,
+            name=f"{self.agent_name or self.span_name} {self.trace_id}/{self.span_id}",
         )
-
-
-def _calls(values: Sequence[ToolCall | str]) -> list[ToolCall]:
-    """``as_tool_calls(list(values))``: a new list of ToolCalls."""
-    out = list(values)
-    for v in out:
-        if type(v) is not ToolCall:
-            return as_tool_calls(out)  # type: ignore[return-value]
-    return out
-
-
-#: ``EvalTestCase(input, actual_output, tools_called, expected_tools, tool_calls, available_tools, name=...)`` for
-#: lists already made what ``__post_init__`` makes them
-_new_case = fixed_builder(
-    EvalTestCase, ("input", "actual_output", "tools_called", "expected_tools", "tool_calls", "available_tools", "name"),
-    {"expected_output": None, "context": None, "reasoning": None, "metadata": None},
-)
