@@ -138,19 +138,6 @@ def dumps(value: Any) -> str:
     return out.decode()
 
 
-def dumps_finite(value: Any) -> str:
-    """``dumps`` of a value its caller knows holds no NaN or infinity (each float checked where it was made).
-
-    The same text ``dumps`` writes, without its search of the output for a ``null`` that may be a NaN (and the
-    walk of the value that a ``null`` starts): for the small documents the collector writes for every scored
-    run, the search costs more than the encoding. Passing a value with a non-finite float writes it as null.
-    """
-    try:
-        return _orjson_dumps(value, default=json_default, option=_DUMPS_OPTIONS).decode()
-    except (_OrjsonEncodeError, TypeError):  # lone surrogates, huge integers, non-string keys
-        return stdlib_dumps(value)
-
-
 _scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
 
 

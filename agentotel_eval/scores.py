@@ -7,13 +7,13 @@ Pure mappings, no I/O. The names follow the OTel GenAI evaluation event (``gen_a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.jsontext import dumps_finite, has_non_finite
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanRecord
 from agentotel_eval.store.rows import json_list, to_json
@@ -30,19 +30,11 @@ def _explanation(result: MetricResult) -> str:
     return text if len(text) <= MAX_EXPLANATION_CHARS else text[: MAX_EXPLANATION_CHARS - 1] + "…"
 
 
-_SCORE_FIELDS = ("score", "success", "reason", "status")
-_KEYS_CACHE_SIZE = 4096
-_keys_cache: dict[str, tuple[str, str, str, str]] = {}
-
-
+@functools.lru_cache(maxsize=1024)
 def _score_keys(metric: str) -> tuple[str, str, str, str]:
-    """The metric's ``agentotel.eval.<metric>.score|success|reason|status`` names, formatted once per metric."""
-    keys = _keys_cache.get(metric)
-    if keys is None:
-        keys = tuple(sc.score_attribute(metric, f) for f in _SCORE_FIELDS)  # type: ignore[assignment]
-        if len(_keys_cache) < _KEYS_CACHE_SIZE:
-            _keys_cache[metric] = keys  # type: ignore[assignment]
-    return keys  # type: ignore[return-value]
+    """The metric's ``agentotel.eval.<metric>.score|success|reason|status`` names."""
+    return (sc.score_attribute(metric, "score"), sc.score_attribute(metric, "success"),
+            sc.score_attribute(metric, "reason"), sc.score_attribute(metric, "status"))
 
 
 def score_attributes(results: Iterable[MetricResult]) -> dict[str, Any]:
@@ -98,11 +90,17 @@ def evaluation_event_attributes(result: MetricResult) -> dict[str, Any]:
 
 
 def evaluation_events(results: Iterable[MetricResult], time_ns: int) -> tuple[SpanEvent, ...]:
-    return tuple(
-        SpanEvent(sc.EVENT_EVALUATION_RESULT, time_ns, evaluation_event_attributes(r))
+    """One ``gen_ai.evaluation.result`` event per scored (or failed) result."""
+    return tuple(SpanEvent(e["name"], e["time_unix_nano"], e["attributes"]) for e in _event_dicts(results, time_ns))
+
+
+def _event_dicts(results: Iterable[MetricResult], time_ns: int) -> list[dict[str, Any]]:
+    """``evaluation_events`` as ``spans.events`` stores them."""
+    return [
+        {"name": sc.EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": evaluation_event_attributes(r)}
         for r in results
         if r.status in ("ok", "error")
-    )
+    ]
 
 
 def with_scores(span: SpanRecord, results: Sequence[MetricResult], time_ns: int) -> SpanRecord:
@@ -135,93 +133,27 @@ def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: li
         else:
             attributes[key] = value
     replaced = set(metrics)
-    events = [
-        {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
-        for e in span.events
-        if not _replaced(e, replaced)
-    ]
+    events = [_event_dict(e) for e in span.events if not _replaced(e, replaced)]
     events.extend(new_events)
     return to_json(attributes), json_list(events)
 
 
 def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, whole: bool
                ) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
-    """A write-back's JSON in one pass over the results: ``to_json(score_patch(results))``, the events it adds
-    (``json_list`` of ``evaluation_events``' dicts), the metrics it replaces and, with ``whole``, the span's
-    ``updated_span_json`` (else two Nones).
-
-    This runs for every scored run. The scores are the only floats of the patch and the events, so once they are
-    checked the JSON is written without searching it for a NaN written as null; a span without events gets the
-    new events' text as its whole events.
-    """
-    finite = True
-    patch: dict[str, Any] = {}
-    events: list[dict[str, Any]] = []
-    metrics: list[str] = []
-    for r in results:
-        status = r.status
-        if status == "pending" or status == "skipped":
-            continue
-        metric = r.metric
-        score_key, success_key, reason_key, status_key = _keys_cache.get(metric) or _score_keys(metric)
-        if score_key not in patch:  # the metric's four fields, in score_patch's order; unset ones removed
-            patch[score_key] = patch[success_key] = patch[reason_key] = patch[status_key] = None
-        score = r.score
-        if score is not None:
-            score = float(score)
-            if score - score != 0.0:  # a NaN or infinity: the general encoder spells it out
-                finite = False
-            patch[score_key] = score
-        success = r.success
-        if success is not None:
-            success = bool(success)
-            patch[success_key] = success
-        explanation = r.reason or (r.error or "")  # _explanation(r), in line
-        if len(explanation) > MAX_EXPLANATION_CHARS:
-            explanation = explanation[: MAX_EXPLANATION_CHARS - 1] + "…"
-        patch[reason_key] = explanation
-        if status == "error":
-            patch[status_key] = "error"
-        elif status != "ok":
-            continue
-        metrics.append(metric)
-        attrs: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: metric}
-        if score is not None:
-            attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = score
-        if success is not None:
-            attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = "pass" if success else "fail"
-        if explanation:
-            attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = explanation
-        if status == "error":
-            attrs[sc.ERROR_TYPE] = (r.error or "error").split(":", 1)[0][:200]
-        if r.evaluator:
-            attrs[EVALUATOR_ATTRIBUTE] = f"{r.evaluator}/{r.evaluator_version}"
-        events.append({"name": sc.EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": attrs})
-    encode = dumps_finite if finite else to_json
-    patch_json = encode(patch)
-    events_json = encode(events) if events else "[]"
+    """A write-back's JSON: ``to_json(score_patch(results))``, the events it adds, the metrics it replaces and,
+    with ``whole``, the span's ``updated_span_json`` (else two Nones)."""
+    patch = score_patch(results)
+    events = _event_dicts(results, time_ns)
+    metrics = tuple(scored_metrics(results))
+    patch_json, events_json = to_json(patch), json_list(events)
     if not whole:
-        return patch_json, events_json, tuple(metrics), None, None
-    attributes = {**span.attributes, **patch}  # the merge patch applied: set keys keep their place, new ones follow
-    for key, value in patch.items():
-        if value is None:
-            del attributes[key]
-    attributes_json = (dumps_finite if finite and not has_non_finite(span.attributes) else to_json)(attributes)
-    if not span.events:
-        return patch_json, events_json, tuple(metrics), attributes_json, events_json
-    replaced = set(metrics)
-    kept = [
-        {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
-        for e in span.events
-        if not _replaced(e, replaced)
-    ]
-    if not kept:
-        return patch_json, events_json, tuple(metrics), attributes_json, events_json
-    # The span's own events (often whole messages) are walked for a NaN rather than their text searched
-    all_events = kept + events
-    return patch_json, events_json, tuple(metrics), attributes_json, (
-        dumps_finite(all_events) if finite and not has_non_finite(kept) else to_json(all_events)
-    )
+        return patch_json, events_json, metrics, None, None
+    return (patch_json, events_json, metrics, *updated_span_json(span, patch, events, metrics))
+
+
+def _event_dict(event: SpanEvent) -> dict[str, Any]:
+    """A span event as ``spans.events`` stores it."""
+    return {"name": event.name, "time_unix_nano": event.time_ns, "attributes": event.attributes}
 
 
 def _replaced(event: SpanEvent, metrics: Collection[str]) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentotel_eval.jsontext import dumps, dumps_finite, has_non_finite, loads, stdlib_dumps
+from agentotel_eval.jsontext import dumps, has_non_finite, loads, stdlib_dumps
 
 _scalars = (
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
@@ -48,14 +48,6 @@ def test_non_finite_floats_are_spelled_out_not_nulled():
     assert dumps(math.nan) == '"NaN"'
 
 
-@settings(max_examples=300)
-@given(_values)
-def test_dumps_finite_writes_what_dumps_writes_for_finite_values(value):
-    """The caller's promise (no NaN or infinity) is all that lets it skip the search: the text is the same."""
-    assert not has_non_finite(value)
-    assert dumps_finite(value) == dumps(value)
-
-
 @pytest.mark.parametrize("value", [math.nan, [1.0, {"a": -math.inf}], {"b": (math.inf,)}, frozenset({math.nan})])
 def test_has_non_finite_finds_them_anywhere(value):
     assert has_non_finite(value)
@@ -75,7 +67,6 @@ def test_has_non_finite_finds_them_anywhere(value):
 )
 def test_values_orjson_cannot_write_alone_come_out_as_the_stdlib_writes_them(value):
     assert dumps(value) == stdlib_dumps(value)
-    assert dumps_finite(value) == dumps(value)
 
 
 @settings(max_examples=300)
@@ -166,3 +157,30 @@ def test_types_json_has_no_spelling_for_are_written_as_the_stdlib_with_our_defau
                                  '{"a": [1]}'.encode("utf-32")])
 def test_loads_reads_bytes_in_every_encoding_json_loads_reads(raw):
     assert loads(raw) == json.loads(raw) == {"a": [1]}
+
+
+_nested = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_nested)
+def test_dumps_means_what_a_reference_encoder_means_and_frozen_containers_encode_as_plain_ones(value):
+    """``dumps`` (orjson, with the stdlib behind it) writes what a fresh ``json.JSONEncoder`` means: the same value
+    (numbers may be spelled differently, ``1e-9`` for ``1e-09``), and frozen containers as plain ones."""
+    from agentotel_eval.frozen import freeze
+    from agentotel_eval.jsontext import finite, json_default
+
+    reference = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
+                                 default=json_default).encode
+    try:
+        expected = reference(value)
+    except ValueError:
+        expected = reference(finite(value))
+    text = dumps(value)
+    assert json.loads(text) == json.loads(expected)
+    assert dumps(freeze(value)) == text
