@@ -26,9 +26,10 @@ REASON_EARLY = "early"  # memory limits forced it out before it was quiet
 REASON_SHUTDOWN = "shutdown"  # the collector stopped
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CompletedTrace:
-    """One trace the assembler decided on, with everything known about it."""
+    """One trace the assembler decided on, with everything known about it. Read-only by convention (one is made,
+    and one replaced by the scoring stage, for every trace)."""
 
     trace_id: str
     spans: tuple[SpanRecord, ...]  # sorted by start time

@@ -3,6 +3,11 @@
 Ids are lowercase hex (32 chars for traces, 16 for spans), times are integer nanoseconds since the epoch,
 attribute values are plain Python values (str, bool, int, float, bytes, list, dict). The ``attributes``,
 ``resource`` and event dicts are shared, not copied: treat them as read-only.
+
+Records are read-only by convention, not frozen: they are made by the hundred thousand (decoded, read back,
+received from a helper process), and a frozen dataclass's ``__init__`` sets each field through
+``object.__setattr__``, nine times the cost of a plain one (docs/benchmarks.md). Nothing changes a record after it
+is made; ``dataclasses.replace`` makes a new one.
 """
 
 from __future__ import annotations
@@ -17,21 +22,21 @@ STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
 Attributes = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanEvent:
     name: str
     time_ns: int
     attributes: Attributes = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanLink:
     trace_id: str
     span_id: str
     attributes: Attributes = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanRecord:
     trace_id: str
     span_id: str
@@ -73,7 +78,7 @@ class SpanRecord:
         return (self.trace_id, self.span_id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LogRecord:
     time_ns: int
     observed_time_ns: int = 0

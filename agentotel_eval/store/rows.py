@@ -467,9 +467,12 @@ _CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 OWN_SOURCE = schema.OWN_SOURCE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EvaluationRow:
-    """One row of the ``evaluations`` table; (trace_id, run_span_id, metric, evaluator_version) is its key."""
+    """One row of the ``evaluations`` table; (trace_id, run_span_id, metric, evaluator_version) is its key.
+
+    Read-only by convention, not frozen, as the span records are (``otlp.records``): one is made for every metric
+    of every scored run."""
 
     trace_id: str
     run_span_id: str
