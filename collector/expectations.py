@@ -11,11 +11,12 @@ import fnmatch
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.test_case import ToolCall
 
 #: tool-correctness modes, by config name
 MODES = ("default", "exact", "ordering")
@@ -58,6 +59,11 @@ class Expectation:
     expected_tools: tuple[str, ...]
     modes: tuple[str, ...]
     source: str  # "span_attribute" | "rule:<name>" | "dataset:<file>:<line>"
+    #: the expected tools as calls, made once for every run that shares the expectation
+    calls: tuple[ToolCall, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", tuple(ToolCall(name) for name in self.expected_tools))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,28 +162,9 @@ def parse_rules(items: Iterable[Mapping[str, Any]]) -> tuple[ExpectationRule, ..
     return tuple(rules)
 
 
-def find_expectation(
-    run: AgentRun,
-    rules: Sequence[ExpectationRule] = (),
-    dataset: Dataset | None = None,
-    default_modes: tuple[str, ...] = MODES,
-) -> Expectation | None:
-    if run.expected_tools is not None:
-        return Expectation(tuple(run.expected_tools), default_modes, "span_attribute")
-    for rule in rules:
-        if rule.matches(run):
-            return Expectation(rule.expected_tools, rule.modes or default_modes, f"rule:{rule.name}")
-    if dataset is not None:
-        found = dataset.lookup(run.input)
-        if found is not None:
-            tools, modes, line = found
-            return Expectation(tools, modes or default_modes, f"dataset:{Path(dataset.path).name}:{line}")
-    return None
-
-
 class ExpectationFinder:
-    """``find_expectation`` for one configuration, with each rule's Expectation made once: it is the same for
-    every run the rule matches (frozen, so one object serves them all), and every scored run looks one up."""
+    """The expectation of a run, in the contract's order, for one configuration. A rule's Expectation is the same
+    for every run it matches, so it is made once."""
 
     __slots__ = ("_dataset", "_modes", "_rules")
 
@@ -196,5 +183,13 @@ class ExpectationFinder:
             if rule.matches(run):
                 return expectation
         if self._dataset is not None:
-            return find_expectation(run, (), self._dataset, self._modes)
+            found = self._dataset.lookup(run.input)
+            if found is not None:
+                tools, modes, line = found
+                return Expectation(tools, modes or self._modes, f"dataset:{Path(self._dataset.path).name}:{line}")
         return None
+
+
+def find_expectation(run: AgentRun, rules: Sequence[ExpectationRule] = (), dataset: Dataset | None = None,
+                     default_modes: tuple[str, ...] = MODES) -> Expectation | None:
+    return ExpectationFinder(rules, dataset, default_modes).find(run)

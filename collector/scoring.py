@@ -117,8 +117,7 @@ class RunScorer:
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
         with an expectation)."""
-        expected = list(expectation.expected_tools) if expectation is not None else None
-        case = run.to_test_case(expected_tools=expected)
+        case = run.to_test_case(expected_tools=expectation.calls if expectation is not None else None)
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
             return case, results  # the judge may still want the case
