@@ -85,6 +85,64 @@ def hashable(value: Any) -> Any:
     return value
 
 
+_ALREADY_FROZEN = frozenset({str, int, float, bool, bytes, type(None), FrozenDict, FrozenList})
+
+
+def freeze(value: Any) -> Any:
+    """Deep-convert dicts to FrozenDict and lists/tuples to FrozenList; other values are kept as they are."""
+    if type(value) in _ALREADY_FROZEN:  # most values, before the (slow) ABC checks
+        return value
+    if isinstance(value, (dict, Mapping)):
+        return FrozenDict({k: v if type(v) in _ALREADY_FROZEN else freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return FrozenList([v if type(v) in _ALREADY_FROZEN else freeze(v) for v in value])
+    return value
+
+
+def thaw(self) -> dict[str, Any]:
+        """A plain, mutable deep copy."""
+        return thaw(self)
+
+
+class FrozenList(list):
+    """A list that refuses mutation and hashes by content."""
+
+    __slots__ = ("_hash",)
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __iadd__ = __imul__ = _refuse
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash(tuple(hashable(v) for v in self))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    def __repr__(self) -> str:
+        return list.__repr__(self)
+
+
+def hashable(value: Any) -> Any:
+    if isinstance(value, (FrozenDict, FrozenList)):
+        return value
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
 _ALREADY_FROZEN = (str, int, float, bool, bytes, type(None), FrozenDict, FrozenList)
 
 

@@ -31,6 +31,7 @@ __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for",
 _EVALUATOR_VERSION = "1"
 #: results remembered per metric instance (see ``ToolCorrectnessMetric._measure``); all forgotten when full
 _MEMO_SIZE = 4096
+_STR = {str}
 _MODES = {
     (False, False): "default",
     (True, False): "exact",
@@ -436,10 +437,10 @@ def _check_threshold(threshold: Any) -> float:
     return float(threshold)
 
 
-def _calls_of(case: Any, attr: str) -> list[Any] | None:
-    """The case's list of calls: objects with a ``name`` (ToolCalls, or a duck-typed case's calls from another
-    library) as they are; plain names and dicts (a hand-edited case) normalised to ToolCalls. None when the field
-    is None."""
+def _calls_of(case: Any, attr: str) -> tuple[list[Any], tuple[Any, ...]] | None:
+    """The case's list of calls and their names: objects with a ``name`` (ToolCalls, or a duck-typed case's calls
+    from another library) as they are, plain names and dicts (a hand-edited case) normalised to ToolCalls. None
+    when the field is None."""
     try:
         value = getattr(case, attr)
     except AttributeError:
@@ -449,12 +450,15 @@ def _calls_of(case: Any, attr: str) -> list[Any] | None:
         ) from None
     if value is None:
         return None
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise TypeError(f"{type(case).__name__}.{attr} must be a list of tool calls, got {value!r}")
-    calls = list(value)
-    if all(hasattr(call, "name") for call in calls):
-        return calls
-    return as_tool_calls(calls)
+    if type(value) is not list:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise TypeError(f"{type(case).__name__}.{attr} must be a list of tool calls, got {value!r}")
+        value = list(value)
+    try:
+        return value, tuple([call.name for call in value])
+    except AttributeError:  # names or dicts among them
+        calls = as_tool_calls(value) or []
+        return calls, tuple([call.name for call in calls])
 
 
 class ToolCorrectnessMetric(BaseMetric):
@@ -538,18 +542,17 @@ class ToolCorrectnessMetric(BaseMetric):
         if called is None and hasattr(case, "tool_calls"):
             called = _calls_of(case, "tool_calls")
         if called is None:
-            called = []
+            called = ([], ())
         # Without evaluation params the names decide the result, and an agent repeats a few tool sequences, so a
         # pair of name lists seen before gets the same (immutable) result again. Only str names are remembered:
         # other names may compare equal across types (1 == True).
         key = None
-        if not (self._check_input or self._check_output):
-            key = (tuple(c.name for c in expected), tuple(c.name for c in called))
-            if not all(type(name) is str for names in key for name in names):
-                key = None
-            elif (remembered := self._memo.get(key)) is not None:
+        if not (self._check_input or self._check_output) and {*map(type, expected[1]), *map(type, called[1])} <= _STR:
+            key = (expected[1], called[1])
+            remembered = self._memo.get(key)
+            if remembered is not None:
                 return remembered
-        result = self._score(expected, called)
+        result = self._score(expected[0], called[0])
         if key is not None:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.clear()
