@@ -99,64 +99,6 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def thaw(self) -> dict[str, Any]:
-        """A plain, mutable deep copy."""
-        return thaw(self)
-
-
-class FrozenList(list):
-    """A list that refuses mutation and hashes by content."""
-
-    __slots__ = ("_hash",)
-
-    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-    __iadd__ = __imul__ = _refuse
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        try:
-            return self._hash
-        except AttributeError:
-            h = hash(tuple(hashable(v) for v in self))
-            object.__setattr__(self, "_hash", h)
-            return h
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenList, (list(self),))
-
-    def __copy__(self) -> FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
-        return self
-
-    def __repr__(self) -> str:
-        return list.__repr__(self)
-
-
-def hashable(value: Any) -> Any:
-    if isinstance(value, (FrozenDict, FrozenList)):
-        return value
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
-
-
-_ALREADY_FROZEN = (str, int, float, bool, bytes, type(None), FrozenDict, FrozenList)
-
-
-def freeze(value: Any) -> Any:
-    """Deep-convert dicts to FrozenDict and lists/tuples to FrozenList; other values are kept as they are."""
-    if isinstance(value, _ALREADY_FROZEN):  # fast path, before the (slow) ABC Mapping check
-        return value
-    if isinstance(value, (dict, Mapping)):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return FrozenList(freeze(v) for v in value)
-    return value
-
-
 def thaw(value: Any) -> Any:
     """Deep-convert frozen containers back to plain dicts and lists."""
     if isinstance(value, Mapping):
