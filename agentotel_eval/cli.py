@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("collector.serve_cmd", "run the OTLP collector (gRPC :4317, HTTP :4318) into DuckDB"),
+    "serve": ("collector.cli", "run the OTLP collector (gRPC :4317, HTTP :4318) into DuckDB"),
     "query": ("agentotel_eval.store.query_cmd", "run a read-only SQL query on the collector's database"),
     "eval": ("agentotel_eval.eval_cmd", "score a JSONL file of test cases offline"),
 }

@@ -55,16 +55,16 @@ def main() -> None:
     from agentotel_eval.otlp import decode
     from agentotel_eval.reconstruct import reconstruct
     from agentotel_eval.store import schema
-    from agentotel_eval.store.operations import merge_operations
-    from agentotel_eval.store.reader import TraceReader, group_by_trace
     from agentotel_eval.store.rows import SPAN_SCHEMA, SPAN_SELECT_ASSEMBLY, spans_from_arrow
-    from agentotel_eval.store.writer import SPAN_KEY, _InsertPlan
+    from collector.assemble.completed import CompletedTrace
     from collector.config import default_config
-    from collector.decoding import decode_request
-    from collector.pipeline import CompletedTrace
-    from collector.run_writer import build_batches
-    from collector.scoring import ScoringStage
-    from collector.scoring_config import parse_expectations
+    from collector.decode.batch import decode_request
+    from collector.score.config import parse_expectations
+    from collector.score.stage import ScoringStage
+    from collector.store.operations import merge_operations
+    from collector.store.reader import TraceReader, group_by_trace
+    from collector.store.runs import build_batches
+    from collector.store.writer import SPAN_KEY, _InsertPlan
 
     factory = RequestFactory(1, 512)
     bodies = [factory.next()[0] for _ in range(args.requests)]

@@ -326,7 +326,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     import dataclasses
 
     from collector.config import default_config
-    from collector.scoring_config import ScoringSettings, parse_expectations
+    from collector.score.config import ScoringSettings, parse_expectations
     from collector.service import Collector
 
     config = default_config()

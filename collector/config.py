@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
-from collector.expectations import ExpectationRule
-from collector.forward import ForwardConfig
-from collector.scoring_config import (
+from collector.forward.forwarder import ForwardConfig
+from collector.score.config import (
     JudgeSettings,
     ScoringConfig,
     ScoringConfigError,
@@ -32,6 +31,7 @@ from collector.scoring_config import (
     parse_expectations,
     parse_forward,
 )
+from collector.score.expectations import ExpectationRule
 
 MiB = 1024 * 1024
 
@@ -105,7 +105,7 @@ class ReceiverConfig:
     max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
-    #: processes that decode requests (``collector.decode_worker``), so that the collector's own process, which
+    #: processes that decode requests (``collector.decode.worker``), so that the collector's own process, which
     #: holds the DuckDB writer, does no per-span Python; 0 decodes on the receivers' threads in this process
     decode_workers: int = 1
     #: requests being decoded at the same time, across both receivers: caps the memory of requests in decoding
@@ -218,7 +218,7 @@ class ProcessConfig:
     #: collections then only walk the collector's own objects
     gc_freeze: bool = True
     #: glibc's allocator told to return large blocks to the system and to keep two arenas, and made pyarrow's
-    #: allocator too (see ``collector.memory``), in the collector's process and its helpers
+    #: allocator too (see ``collector.process.tuning``), in the collector's process and its helpers
     tune_malloc: bool = True
     #: the decode workers' nice value: when the CPU is short, assembly goes first and ingest slows down (exporters
     #: wait a little longer for their answers) instead of runs falling further and further behind ingest

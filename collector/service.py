@@ -20,27 +20,27 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.store import discovery
-from agentotel_eval.store.database import Database, DatabaseClosed
-from agentotel_eval.store.operations import DeleteOlderThan, InsertEvaluations
 from agentotel_eval.store.query import QueryError, QueryUnavailable, run_query
-from agentotel_eval.store.reader import TraceReader
 from agentotel_eval.store.rows import evaluations_to_arrow
-from agentotel_eval.store.writer import Committed, StoreWriter
-from collector import metrics
-from collector.assembler import Assembler, Reconstruct
-from collector.assembler_process import AssemblerProcess, StatsView
+from collector.assemble.assembler import Assembler, Reconstruct
+from collector.assemble.completed import TraceStage
+from collector.assemble.remote import AssemblerProcess, StatsView
 from collector.config import CollectorConfig
-from collector.decode_pool import DecodePool
-from collector.decoding import IngestBatch, decode_request
-from collector.forward import Forwarder
-from collector.grpc_receiver import GrpcReceiver
-from collector.http_receiver import HttpApp, HttpReceiver
-from collector.ingest import Ingestor
-from collector.judge_worker import JudgeWorker
-from collector.memory import arrow_through_malloc, release_free_memory, tune_malloc
-from collector.pipeline import TraceStage
-from collector.run_writer import RunWriter
-from collector.scoring import ScoringStage, external_rows, is_held_span
+from collector.decode.batch import IngestBatch, decode_request
+from collector.decode.pool import DecodePool
+from collector.forward.forwarder import Forwarder
+from collector.process.tuning import arrow_through_malloc, release_free_memory, tune_malloc
+from collector.receive.grpc import GrpcReceiver
+from collector.receive.http import HttpApp, HttpReceiver
+from collector.receive.ingest import Ingestor
+from collector.score.judge_worker import JudgeWorker
+from collector.score.stage import ScoringStage, external_rows, is_held_span
+from collector.store.database import Database, DatabaseClosed
+from collector.store.operations import DeleteOlderThan, InsertEvaluations
+from collector.store.reader import TraceReader
+from collector.store.runs import RunWriter
+from collector.store.writer import Committed, StoreWriter
+from collector.telemetry import prometheus
 
 log = logging.getLogger("agentotel.collector")
 
@@ -432,7 +432,7 @@ class Collector:
         }
 
     def metrics_text(self) -> str:
-        return metrics.render(self)
+        return prometheus.render(self)
 
     # ---- background: retention and a periodic summary line -------------------------------------------------
 

@@ -14,7 +14,7 @@ from agentotel_eval.frozen import thaw
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.scores import EVALUATOR_ATTRIBUTE
 from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, logs_from_arrow, spans_from_arrow
-from collector.testing import grpc_export, post_otlp, running_collector, wait_until
+from tests.collector_harness import grpc_export, post_otlp, running_collector, wait_until
 from tests.fixture_traces import Fixture, fixtures
 
 #: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process = false``);

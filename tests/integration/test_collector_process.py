@@ -19,7 +19,7 @@ import pytest
 from agentotel_eval.otlp.encode import encode_traces
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.store import discovery
-from collector.testing import grpc_export, post_otlp, running_collector, wait_until
+from tests.collector_harness import grpc_export, post_otlp, running_collector, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

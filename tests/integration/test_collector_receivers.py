@@ -15,7 +15,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces, traces_to_json
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.testing import HeldCommits, grpc_export, http_request, post_otlp, running_collector, wait_until
+from tests.collector_harness import (
+    HeldCommits,
+    grpc_export,
+    http_request,
+    post_otlp,
+    running_collector,
+    wait_until,
+)
 from tests.fixture_traces import fixtures
 
 LIMIT = 256 * 1024

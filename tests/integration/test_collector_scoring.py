@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.tracing import traced
-from collector.forward import ForwardConfig
-from collector.scoring_config import JudgeSettings, parse_expectations
+from collector.forward.forwarder import ForwardConfig
+from collector.score.config import JudgeSettings, parse_expectations
 from collector.service import Collector
-from collector.testing import fast_config, post_otlp, running_collector, wait_until
+from tests.collector_harness import fast_config, post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 from tests.llm_stub import LLMStub, Reply
 from tests.otlp_sink import OtlpSink

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from agentotel_eval.otlp import DecodeError
-from collector.decode_pool import DecodePool, DecodeUnavailable
-from collector.decoding import decode_request
+from collector.decode.batch import decode_request
+from collector.decode.pool import DecodePool, DecodeUnavailable
 from tests.fixture_traces import fixtures
 
 

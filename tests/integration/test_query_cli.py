@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentotel_eval.store import discovery
-from collector.testing import post_otlp, running_collector, wait_until
+from tests.collector_harness import post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(runn
     import urllib.error
     import urllib.request
 
-    from agentotel_eval.store.database import DatabaseClosed
+    from collector.store.database import DatabaseClosed
 
     def closed():
         raise DatabaseClosed("the database x could not be opened again")

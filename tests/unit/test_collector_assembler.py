@@ -6,12 +6,12 @@ import dataclasses
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import reconstruct
-from agentotel_eval.store.reader import StoredTrace
-from collector import assembler as assembler_module
-from collector.assembler import Assembler
+from collector.assemble import assembler as assembler_module
+from collector.assemble.assembler import Assembler
+from collector.assemble.completed import CompletedTrace
+from collector.assemble.marks import log_marks, span_marks
 from collector.config import AssemblerConfig
-from collector.marks import log_marks, span_marks
-from collector.pipeline import CompletedTrace
+from collector.store.reader import StoredTrace
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from collector import serve_cmd
+from collector import cli as serve_cmd
 from collector.config import (
     CollectorConfig,
     ConfigError,

@@ -6,7 +6,7 @@ import pytest
 
 from agentotel_eval.otlp.records import SpanEvent, SpanRecord
 from agentotel_eval.reconstruct import is_run_span, reconstruct
-from collector.marks import log_marks, span_marks
+from collector.assemble.marks import log_marks, span_marks
 from tests.fixture_traces import fixtures
 
 FIXTURES = fixtures()

@@ -11,8 +11,8 @@ import textwrap
 import pyarrow as pa
 import pytest
 
-from collector.memory import ARROW_POOL_VARIABLE, tune_malloc
-from collector.testing import running_collector
+from collector.process.tuning import ARROW_POOL_VARIABLE, tune_malloc
+from tests.collector_harness import running_collector
 
 glibc = pytest.mark.skipif(not tune_malloc(), reason="the allocator settings apply to glibc only")
 
@@ -29,7 +29,7 @@ def test_a_helper_process_allocates_arrow_buffers_through_malloc() -> None:
     out = _in_fresh_process("""
         import logging, pyarrow as pa
         before = pa.default_memory_pool().backend_name
-        from collector.child import apply_helper_settings
+        from collector.process.child import apply_helper_settings
         apply_helper_settings("test", logging.WARNING, 0, False, True)
         kept = pa.array(["x" * 100] * 1000)  # allocated from the new pool
         print(before, pa.default_memory_pool().backend_name, pa.system_memory_pool().bytes_allocated() > 0)
@@ -44,7 +44,7 @@ def test_a_helper_process_allocates_arrow_buffers_through_malloc() -> None:
 def test_a_pool_the_user_chose_is_kept() -> None:
     out = _in_fresh_process("""
         import pyarrow as pa
-        from collector.memory import arrow_through_malloc, tune_malloc
+        from collector.process.tuning import arrow_through_malloc, tune_malloc
         assert tune_malloc()
         print(arrow_through_malloc(), pa.default_memory_pool().backend_name)
     """, **{ARROW_POOL_VARIABLE: "mimalloc"})
@@ -56,7 +56,7 @@ def test_helpers_keep_the_default_pool_without_tune_malloc() -> None:
     out = _in_fresh_process("""
         import logging, pyarrow as pa
         before = pa.default_memory_pool().backend_name
-        from collector.child import apply_helper_settings
+        from collector.process.child import apply_helper_settings
         apply_helper_settings("test", logging.WARNING, 0, False, False)
         print(before == pa.default_memory_pool().backend_name)
     """)
@@ -86,10 +86,10 @@ def test_a_decode_worker_loads_neither_duckdb_nor_arrow_compute() -> None:
     pyarrow's core only (compute costs ~8 MB a process, DuckDB far more)."""
     out = _in_fresh_process("""
         import sys
-        import collector.decode_worker
+        import collector.decode.worker
         from agentotel_eval.otlp.encode import encode_traces
         from agentotel_eval.otlp.records import SpanRecord
-        from collector.decoding import decode_request, to_frames
+        from collector.decode.batch import decode_request, to_frames
         span = SpanRecord(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="execute_tool get_weather",
                           start_ns=1_700_000_000_000_000_000, end_ns=1_700_000_001_000_000_000,
                           attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
-from collector.pipeline import CompletedTrace
-from collector.run_writer import RunWriter
+from collector.assemble.completed import CompletedTrace
+from collector.store.runs import RunWriter
 
 
 class Recorder:

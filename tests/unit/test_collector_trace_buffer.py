@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.marks import log_marks, span_marks
-from collector.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
+from collector.assemble.marks import log_marks, span_marks
+from collector.assemble.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 TOOL = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}

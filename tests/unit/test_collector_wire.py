@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from collector import wire
+from collector.process import frames as wire
 from tests.fixture_traces import fixtures
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
@@ -71,7 +71,7 @@ class RecordingConn:
 
 
 def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
-    from collector.assembler_worker import _Link
+    from collector.assemble.worker import _Link
 
     link = _Link(RecordingConn())  # type: ignore[arg-type]
     link.replies.put((0, (True, "the answer to a call that timed out")))
@@ -81,7 +81,7 @@ def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
 
 
 def test_outstanding_calls_each_get_their_own_answer_whatever_the_order():
-    from collector.assembler_worker import _Link
+    from collector.assemble.worker import _Link
 
     link = _Link(RecordingConn())  # type: ignore[arg-type]
     first, second = link.request("load", "a"), link.request("load", "b")
@@ -97,7 +97,7 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
     import pyarrow as pa
 
     from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT
-    from collector.assembler_worker import RemoteReader, _Link
+    from collector.assemble.worker import RemoteReader, _Link
 
     conn = RecordingConn()
     link = _Link(conn)  # type: ignore[arg-type]
@@ -135,7 +135,7 @@ def test_tables_cross_as_frames_and_come_back_equal():
 
 
 def test_a_decoded_request_crosses_in_two_frames():
-    from collector.decoding import decode_request, from_frames, to_frames
+    from collector.decode.batch import decode_request, from_frames, to_frames
 
     for fx in fixtures()[:8]:
         batch = decode_request("traces", "protobuf", fx.body("protobuf"), keep_spans=True)
@@ -155,9 +155,9 @@ def test_run_rows_cross_as_frames_and_come_back_equal():
     import dataclasses
 
     from agentotel_eval.reconstruct import reconstruct
-    from agentotel_eval.store.operations import SpanUpdate, TraceWindow, span_values_table
-    from collector.pipeline import CompletedTrace
-    from collector.run_writer import RunRows, build_run_rows
+    from collector.assemble.completed import CompletedTrace
+    from collector.store.operations import SpanUpdate, TraceWindow, span_values_table
+    from collector.store.runs import RunRows, build_run_rows
 
     traces = []
     for fx in fixtures()[:6]:

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from agentotel_eval.reconstruct.model import AgentRun
-from collector.expectations import (
+from collector.score.expectations import (
     Dataset,
     ExpectationConfigError,
     ExpectationFinder,

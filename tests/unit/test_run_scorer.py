@@ -10,8 +10,8 @@ from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.store.rows import evaluations_to_arrow, to_json
 from agentotel_eval.test_case import EvalTestCase, ToolCall
 from collector.config import default_config
-from collector.scoring import RunScorer, result_row
-from collector.scoring_config import parse_expectations
+from collector.score.config import parse_expectations
+from collector.score.stage import RunScorer, result_row
 from tests.fixture_traces import fixtures
 
 

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from agentotel_eval.store import database as database_module
-from agentotel_eval.store.database import Database, DatabaseClosed, SharedLock
 from agentotel_eval.store.rows import spans_to_arrow
 from agentotel_eval.store.schema import SchemaError, open_read_only
-from agentotel_eval.store.writer import StoreWriter, WriterUnavailable
-from collector.testing import Blocker, wait_until
+from collector.store import database as database_module
+from collector.store.database import Database, DatabaseClosed, SharedLock
+from collector.store.writer import StoreWriter, WriterUnavailable
+from tests.collector_harness import Blocker, wait_until
 from tests.unit.test_store_writer import make_spans, submit_spans
 
 
@@ -250,7 +250,7 @@ def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_pat
 def test_the_collector_opens_its_database_with_the_writer_settings_and_keeps_them_across_a_reopen(tmp_path):
     import duckdb
 
-    from collector.testing import running_collector
+    from tests.collector_harness import running_collector
 
     settings = ("memory_limit", "threads", "checkpoint_threshold", "max_vacuum_tasks")
     query = "SELECT " + ", ".join(f"current_setting('{name}')" for name in settings)

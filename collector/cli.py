@@ -55,7 +55,7 @@ def build_config(args: argparse.Namespace) -> Any:
     config = dataclasses.replace(config, **flags)
     if args.forward is not None:  # the URL from the flag; headers and the rest from the config file, if any
         from collector.config import ConfigError
-        from collector.forward import ForwardConfig, ForwardConfigError
+        from collector.forward.forwarder import ForwardConfig, ForwardConfigError
 
         base = config.forward or ForwardConfig(url=args.forward)
         try:

@@ -1,6 +1,6 @@
 """What crosses the pipe between the collector and its assembler process, as bytes.
 
-* Marks (``collector.marks``) of committed records, collector -> assembler: ``marshal`` of plain tuples, the
+* Marks (``collector.assemble.marks``) of committed records, collector -> assembler: ``marshal`` of plain tuples, the
   cheapest encoding CPython has for them (well under a µs a mark).
 * Stored rows read back for the assembler, collector -> assembler: Arrow IPC streams of DuckDB's own Arrow
   export, sent as raw frames after a small header and converted to records on the assembler's side (the
@@ -23,9 +23,9 @@ from typing import Any
 import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from agentotel_eval.store.operations import SpanUpdate, TraceWindow
-from collector.marks import LogMark, SpanMark
-from collector.run_writer import RunRows
+from collector.assemble.marks import LogMark, SpanMark
+from collector.store.operations import SpanUpdate, TraceWindow
+from collector.store.runs import RunRows
 
 _MARSHAL = b"M"
 _PICKLE = b"P"

@@ -23,9 +23,9 @@ from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from collector.body import inflate, read_body
-from collector.errors import BadRequest, PayloadTooLarge, ReceiverError, UnsupportedMediaType
-from collector.ingest import ExportOutcome, Ingestor
+from collector.receive.body import inflate, read_body
+from collector.receive.errors import BadRequest, PayloadTooLarge, ReceiverError, UnsupportedMediaType
+from collector.receive.ingest import ExportOutcome, Ingestor
 
 log = logging.getLogger(__name__)
 

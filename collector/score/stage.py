@@ -1,6 +1,6 @@
 """The scoring stage: every completed agent run is scored before its rows are written.
 
-Between the assembler and the run writer (see ``collector.pipeline``). For each run it finds the expectation,
+Between the assembler and the run writer (see ``collector.assemble.completed``). For each run it finds the expectation,
 runs the deterministic metrics inline (tool correctness in the configured modes, the tool-error detectors),
 queues the LLM judge as a ``pending`` evaluation row (the judge worker answers it later; ingest never waits for
 an LLM), stores ``gen_ai.evaluation.result`` scores other tools sent, and rewrites the stored run span with its
@@ -32,15 +32,15 @@ from agentotel_eval.scores import (
     with_scores,
     write_back,
 )
-from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import (
     OWN_SOURCE,
     EvaluationRow,
 )
-from collector.expectations import Expectation, ExpectationFinder
-from collector.judge_policy import judge_decision
-from collector.pipeline import CompletedTrace, TraceStage
-from collector.scoring_config import ScoringConfig
+from collector.assemble.completed import CompletedTrace, TraceStage
+from collector.score.config import ScoringConfig
+from collector.score.expectations import Expectation, ExpectationFinder
+from collector.score.judge_policy import judge_decision
+from collector.store.operations import SpanUpdate
 
 log = logging.getLogger(__name__)
 

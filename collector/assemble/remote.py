@@ -1,4 +1,4 @@
-"""The collector's side of the assembler process (see ``collector.assembler_worker`` for why it exists).
+"""The collector's side of the assembler process (see ``collector.assemble.worker`` for why it exists).
 
 ``AssemblerProcess`` stands where the in-process ``Assembler`` stands: the writer hands it every commit's new
 records, and it exposes the same counters (``backlog``, ``open_traces``, ``stats`` ...). Behind it, one thread
@@ -26,17 +26,17 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
-from agentotel_eval.store.reader import TraceReader
-from collector import wire
-from collector.assembler import AssemblerStats
-from collector.assembler_worker import WorkerSetup
-from collector.child import ChildUnavailable, close_connection, hang_up, start_child
+from collector.assemble.assembler import AssemblerStats
+from collector.assemble.marks import LogMark, SpanMark
+from collector.assemble.trace_buffer import BufferStats
+from collector.assemble.worker import WorkerSetup
 from collector.config import AssemblerConfig
-from collector.marks import LogMark, SpanMark
-from collector.run_writer import RunWriter
-from collector.scoring import ScoringStats
-from collector.scoring_config import ScoringConfig
-from collector.trace_buffer import BufferStats
+from collector.process import frames as wire
+from collector.process.child import ChildUnavailable, close_connection, hang_up, start_child
+from collector.score.config import ScoringConfig
+from collector.score.stage import ScoringStats
+from collector.store.reader import TraceReader
+from collector.store.runs import RunWriter
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class _Snapshot:
 
 class StatsView:
     """An object whose ``stats`` are one part of the worker's counters: ``assembler.buffer`` and
-    ``collector.scoring`` in process mode, read as those of the in-process assembler and scoring stage are."""
+    ``collector.score.stage`` in process mode, read as those of the in-process assembler and scoring stage are."""
 
     def __init__(self, owner: AssemblerProcess, part: str) -> None:
         self._owner = owner
@@ -202,7 +202,7 @@ class AssemblerProcess:
 
     def _spawn(self) -> None:
         try:
-            proc, conn = start_child("collector.assembler_worker")
+            proc, conn = start_child("collector.assemble.worker")
         except ChildUnavailable as exc:
             raise AssemblerUnavailable(f"could not start the assembler process: {exc}") from exc
         conn.send(("setup", self._setup))  # first, before the sender can see this connection

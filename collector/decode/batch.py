@@ -1,9 +1,9 @@
 """One export request, decoded and converted: the rows to append and what goes on after the commit.
 
 ``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow rows
-(``store.rows``), their marks for the assembler (``collector.marks``), and the records themselves only where the
+(``store.rows``), their marks for the assembler (``collector.assemble.marks``), and the records themselves only where the
 collector still needs them after the commit (spans it forwards downstream, log records carrying other tools'
-evaluation results). It runs in the decode workers (``collector.decode_pool``), so the collector's own process,
+evaluation results). It runs in the decode workers (``collector.decode.pool``), so the collector's own process,
 which holds the DuckDB writer, does no per-span Python; ``to_frames`` / ``from_frames`` carry the result across.
 """
 
@@ -18,10 +18,10 @@ import pyarrow as pa
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp import decode
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
-from collector import wire
-from collector.marks import log_marks, span_marks
+from collector.assemble.marks import log_marks, span_marks
+from collector.process import frames as wire
 
-#: the message that tells a decode worker to exit (``collector.decode_pool`` -> ``collector.decode_worker``)
+#: the message that tells a decode worker to exit (``collector.decode.pool`` -> ``collector.decode.worker``)
 STOP = b"stop"
 
 

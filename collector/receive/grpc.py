@@ -20,8 +20,8 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from collector.errors import ReceiverError
-from collector.ingest import Ingestor
+from collector.receive.errors import ReceiverError
+from collector.receive.ingest import Ingestor
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The receivers hand each request body to ``DecodePool.decode`` (through the ``Ingestor``) and get back the rows to
 append; the call blocks the receiver's thread, as decoding in it did, but with the interpreter lock released, so
-the DuckDB writer's appends run at full speed beside it (see ``collector.decode_worker`` for the measurement). A
+the DuckDB writer's appends run at full speed beside it (see ``collector.decode.worker`` for the measurement). A
 request goes to the worker with the fewest requests in flight.
 
 When a worker dies, the requests it held fail as UNAVAILABLE (nothing of them was acknowledged, and the exporter
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
-from collector.child import ChildUnavailable, close_connection, hang_up, start_child
-from collector.decoding import STOP, IngestBatch, from_frames
+from collector.decode.batch import STOP, IngestBatch, from_frames
+from collector.process.child import ChildUnavailable, close_connection, hang_up, start_child
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class DecodePool:
 
     def _spawn(self, index: int) -> _Worker:
         try:
-            proc, conn = start_child("collector.decode_worker")
+            proc, conn = start_child("collector.decode.worker")
         except ChildUnavailable as exc:
             raise DecodeUnavailable(str(exc)) from exc
         try:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS
 from agentotel_eval.reconstruct.model import AgentRun
-from collector.scoring_config import JudgeSettings
+from collector.score.config import JudgeSettings
 
 
 def sample_point(trace_id: str, span_id: str) -> float:

@@ -1,8 +1,8 @@
-"""The one decode-and-enqueue path both receivers call: body -> rows (``collector.decoding``) -> writer -> answer.
+"""The one decode-and-enqueue path both receivers call: body -> rows (``collector.decode.batch``) -> writer -> answer.
 
 It answers only after the records are committed, and reports what the OTLP answer needs: how many records were
 rejected and why (partial success). Everything protocol-specific (status codes, encodings of the answer) stays in
-the receivers. The decoding itself runs in decode workers (``collector.decode_pool``), or on the receiver's thread
+the receivers. The decoding itself runs in decode workers (``collector.decode.pool``), or on the receiver's thread
 when the collector is configured without them.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.otlp import DecodeError
-from agentotel_eval.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
-from collector.decode_pool import DecodeUnavailable
-from collector.decoding import IngestBatch, decode_request
-from collector.errors import BadRequest, Overloaded, Unavailable
+from collector.decode.batch import IngestBatch, decode_request
+from collector.decode.pool import DecodeUnavailable
+from collector.receive.errors import BadRequest, Overloaded, Unavailable
+from collector.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
 
 #: what turns a body into rows: ``decode_request`` here, or a decode pool's ``decode``
 Decoder = Callable[[str, str, bytes], IngestBatch]

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.expectations import (
+from collector.forward.forwarder import ForwardConfig, ForwardConfigError
+from collector.score.expectations import (
     MODES,
     Dataset,
     ExpectationConfigError,
@@ -18,7 +19,6 @@ from collector.expectations import (
     parse_modes,
     parse_rules,
 )
-from collector.forward import ForwardConfig, ForwardConfigError
 
 ERROR_TYPES = (
     "parameter_error", "invalid_function", "sequence_error", "result_ignored", "repeated_failure", "error_handling",

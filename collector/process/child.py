@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from collector.memory import arrow_through_malloc, tune_malloc
+from collector.process.tuning import arrow_through_malloc, tune_malloc
 
 
 class ChildUnavailable(RuntimeError):

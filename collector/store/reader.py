@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.store.operations import ns_to_datetime
 from agentotel_eval.store.rows import (
     LOG_SELECT,
     SPAN_SELECT,
@@ -22,6 +21,7 @@ from agentotel_eval.store.rows import (
     logs_from_arrow,
     spans_from_arrow,
 )
+from collector.store.operations import ns_to_datetime
 
 if TYPE_CHECKING:
     import duckdb

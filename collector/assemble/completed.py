@@ -5,7 +5,7 @@ agent runs. A scoring stage (issue 6) sits in between: it receives every ``Compl
 and reconstructed runs, adds evaluation rows (``dataclasses.replace(trace, evaluations=...)``) and passes the batch
 on, so the runs and their scores are written in one transaction. Wire it with
 ``Collector(config, stages=[lambda next_stage: ScoringStage(next_stage, ...)])`` (the collector does this itself
-when scoring is configured, see ``collector.scoring``).
+when scoring is configured, see ``collector.score.stage``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Protocol
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.store.operations import SpanUpdate
 from agentotel_eval.store.rows import EvaluationRow
+from collector.store.operations import SpanUpdate
 
 #: Why a trace was completed.
 REASON_QUIET = "quiet"  # its run span arrived and it was quiet for the grace period

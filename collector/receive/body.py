@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from typing import BinaryIO
 
-from collector.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 256 * 1024

@@ -68,7 +68,7 @@ class PromText:
 
 def render(collector: Collector) -> str:
     """Every metric of a running collector."""
-    from agentotel_eval.store.writer import FLUSH_BUCKETS
+    from collector.store.writer import FLUSH_BUCKETS
 
     out = PromText()
     received, rejected, requests = collector.ingestor.stats.snapshot()

@@ -15,7 +15,7 @@ Messages on the socket pair (``multiprocessing.connection`` framing, pickled tup
                         ("forward", bytes), ("call", name, args),
                         ("stats", dict), ("progress", received, inbox), ("stopped",)
 
-Run as ``python -m collector.assembler_worker FD`` by ``collector.assembler_process``; not a user command.
+Run as ``python -m collector.assemble.worker FD`` by ``collector.assemble.remote``; not a user command.
 """
 
 from __future__ import annotations
@@ -36,17 +36,17 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
-from agentotel_eval.store.reader import StoredTrace, group_by_trace
 from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
-from collector import wire
-from collector.assembler import Assembler, Read
-from collector.child import apply_helper_settings, helper_main
+from collector.assemble.assembler import Assembler, Read
+from collector.assemble.completed import CompletedTrace
 from collector.config import AssemblerConfig
-from collector.memory import TRIM_INTERVAL, release_free_memory
-from collector.pipeline import CompletedTrace
-from collector.run_writer import build_batches
-from collector.scoring import ScoringStage
-from collector.scoring_config import ScoringConfig
+from collector.process import frames as wire
+from collector.process.child import apply_helper_settings, helper_main
+from collector.process.tuning import TRIM_INTERVAL, release_free_memory
+from collector.score.config import ScoringConfig
+from collector.score.stage import ScoringStage
+from collector.store.reader import StoredTrace, group_by_trace
+from collector.store.runs import build_batches
 
 log = logging.getLogger("agentotel.assembler")
 

@@ -1,4 +1,4 @@
-"""A decode worker process: turns export request bodies into rows for the collector (``collector.decode_pool``).
+"""A decode worker process: turns export request bodies into rows for the collector (``collector.decode.pool``).
 
 Decoding is the collector's heaviest per-span work in Python (the OTLP decoder, the JSON of every attribute map,
 the Arrow columns). In the collector's own process it would hold the interpreter lock against the DuckDB writer,
@@ -14,7 +14,7 @@ Messages on the socket pair (``multiprocessing.connection`` framing, ``marshal``
                         (request_id, "ok", head) and the rows frame (``decoding.to_frames``)
                         | (request_id, "bad_request", message) | (request_id, "error", message)
 
-It exits on b"stop", or when the collector's end closes (the collector is gone). Run as ``python -m collector.decode_worker FD``; not a user command.
+It exits on b"stop", or when the collector's end closes (the collector is gone). Run as ``python -m collector.decode.worker FD``; not a user command.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 from agentotel_eval.otlp import DecodeError
-from collector.child import apply_helper_settings, helper_main
-from collector.decoding import STOP, decode_request, to_frames
-from collector.memory import TRIM_INTERVAL, release_free_memory
+from collector.decode.batch import STOP, decode_request, to_frames
+from collector.process.child import apply_helper_settings, helper_main
+from collector.process.tuning import TRIM_INTERVAL, release_free_memory
 
 log = logging.getLogger("agentotel.decode")
 

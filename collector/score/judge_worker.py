@@ -31,13 +31,13 @@ from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.scores import evaluation_events, evaluation_log, evaluation_span, score_patch
 from agentotel_eval.store import schema
-from agentotel_eval.store.operations import SpanUpdate, WriteEvaluation
 from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_arrow, events_json, to_json
-from agentotel_eval.store.writer import StoreWriter
 from agentotel_eval.test_case import EvalTestCase
-from collector.judge_policy import over_budget
-from collector.scoring import result_row
-from collector.scoring_config import JudgeSettings
+from collector.score.config import JudgeSettings
+from collector.score.judge_policy import over_budget
+from collector.score.stage import result_row
+from collector.store.operations import SpanUpdate, WriteEvaluation
+from collector.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
 
