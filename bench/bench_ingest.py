@@ -322,8 +322,22 @@ def bare_main(transport: str, conn) -> None:
 
 
 def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True,
-                   overrides: dict | None = None) -> None:
+                   overrides: dict | None = None, untune: tuple[str, ...] = ()) -> None:
     import dataclasses
+
+    from collector.process.tuning import TRIM_INTERVAL, TUNED, release_free_memory, tune_process
+
+    # This process stands for ``agentotel-eval serve``'s: tuned as serve tunes its own, less what --untune turns off
+    off = {"gc_threshold": 0, "gc_freeze": False, "switch_interval": 0.0, "malloc": False}
+    tuning = dataclasses.replace(TUNED, **{name: off[name] for name in untune})
+    tune_process(tuning)
+
+    def trim() -> None:
+        while tuning.malloc:
+            time.sleep(TRIM_INTERVAL)
+            release_free_memory()
+
+    threading.Thread(target=trim, daemon=True).start()
 
     from collector.config import default_config
     from collector.score.config import ScoringSettings, parse_expectations
@@ -342,7 +356,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
             [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]))
     else:
         config = dataclasses.replace(config, scoring=ScoringSettings(enabled=False, detectors=False))
-    collector = Collector(config, summary_interval=3600).start()
+    collector = Collector(config, summary_interval=3600, tuning=tuning).start()
     # The latency records live in the collector's process, whose memory is measured: one trace in 16 is kept
     # (the trace's index in its request is 1 mod 16 there, see ``trace_prefix``), a few thousand samples a phase.
     committed_at: dict[str, float] = {}
@@ -465,7 +479,8 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     else:
         db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
         server = ctx.Process(target=collector_main,
-                             args=(transport, args.grace, db, child, args.duckdb_memory, scoring, overrides(args.set)))
+                             args=(transport, args.grace, db, child, args.duckdb_memory, scoring, overrides(args.set),
+                                   tuple(args.untune)))
     server.start()
     address = parent.recv()
     out = ctx.Queue()
@@ -536,6 +551,10 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a collector setting for the collector phases, e.g. receiver.decode_slots=8 or "
                              "assembler.process=false (a Python literal; repeatable)")
+    parser.add_argument("--untune", action="append", default=[],
+                        choices=("gc_threshold", "gc_freeze", "switch_interval", "malloc"),
+                        help="leave one of the collector processes' settings (collector.process.tuning) at Python's "
+                             "or glibc's default, for an A/B of what it buys (repeatable)")
     parser.add_argument("--web-share", type=float, default=0.0,
                         help="the share of spans in traces of a web service with no agent (HTTP, database, cache "
                              "spans), exported to the same endpoint; default 0: every trace is an agent's")

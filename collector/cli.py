@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     from agentotel_eval.store.schema import SchemaError
+    from collector.process.tuning import TRIM_INTERVAL, TUNED, release_free_memory, tune_process
     from collector.service import Collector
 
     stop = threading.Event()
@@ -121,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    collector = Collector(config)
+    # This process is the collector's own: it is tuned as its helper processes are (collector.process.tuning).
+    tune_process(TUNED)
+    collector = Collector(config, tuning=TUNED)
     try:
         try:
             collector.start()
@@ -129,8 +133,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot start the collector: {exc}", file=sys.stderr)
             return EXIT_START
         print(banner(collector), flush=True)
+        trimmed = time.monotonic()
         while not stop.wait(0.5):
-            pass
+            if TUNED.malloc and time.monotonic() - trimmed > TRIM_INTERVAL:
+                release_free_memory()
+                trimmed = time.monotonic()
         print("stopping: finishing requests in flight and writing open traces...", file=sys.stderr, flush=True)
         collector.shutdown()
         return 0

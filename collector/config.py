@@ -204,28 +204,6 @@ class AssemblerConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class ProcessConfig:
-    """Interpreter settings applied while the collector runs (restored when it stops)."""
-
-    #: Python's thread switch interval (0 leaves it alone). DuckDB takes the GIL many times while it appends an
-    #: Arrow batch; with the default 5 ms, receiver threads decoding requests make each commit several times
-    #: slower; 1 ms measured 2-4x faster commits while another thread was busy.
-    gil_switch_interval: float = field(default=0.001, metadata=_DURATION_KIND)
-    #: allocations between young-generation garbage collections (0 leaves it alone). The assembler holds many
-    #: live objects; at Python's default (700) collections took about 13% of the time under load.
-    gc_threshold: int = 50_000
-    #: move everything allocated at startup (modules, libraries) out of the collector's sight: full
-    #: collections then only walk the collector's own objects
-    gc_freeze: bool = True
-    #: glibc's allocator told to return large blocks to the system and to keep two arenas, and made pyarrow's
-    #: allocator too (see ``collector.process.tuning``), in the collector's process and its helpers
-    tune_malloc: bool = True
-    #: the decode workers' nice value: when the CPU is short, assembly goes first and ingest slows down (exporters
-    #: wait a little longer for their answers) instead of runs falling further and further behind ingest
-    decode_nice: int = 10
-
-
-@dataclass(frozen=True, slots=True)
 class QueryConfig:
     #: rows returned by one query at most
     row_limit: int = 10_000
@@ -257,7 +235,6 @@ class CollectorConfig:
     writer: WriterConfig = field(default_factory=WriterConfig)
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
-    process: ProcessConfig = field(default_factory=ProcessConfig)
 
     def scoring_config(self) -> ScoringConfig:
         """What the scoring stage and the judge worker need (loads the dataset file)."""
@@ -311,12 +288,6 @@ class CollectorConfig:
         if self.writer.row_group_size < 0 or self.writer.row_group_size % 2048:
             raise ConfigError("writer.row_group_size",
                               f"must be 0 or a multiple of 2048 (DuckDB's vector size), got {self.writer.row_group_size}")
-        if self.process.gil_switch_interval < 0:
-            raise ConfigError("process.gil_switch_interval", "must not be negative")
-        if self.process.gc_threshold < 0:
-            raise ConfigError("process.gc_threshold", "must not be negative")
-        if not 0 <= self.process.decode_nice <= 19:
-            raise ConfigError("process.decode_nice", f"must be from 0 to 19, got {self.process.decode_nice}")
         for key in ("checkpoint_threshold", "allocator_flush_threshold", "memory_limit"):
             value = getattr(self.writer, key)
             if value and not _SIZE.match(value):

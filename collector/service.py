@@ -8,10 +8,8 @@ database cleanly. Both are idempotent. Usable in-process (tests, embedding) or t
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +27,7 @@ from collector.config import CollectorConfig
 from collector.decode.batch import IngestBatch, decode_request
 from collector.decode.pool import DecodePool
 from collector.forward.forwarder import Forwarder
-from collector.process.tuning import arrow_through_malloc, release_free_memory, tune_malloc
+from collector.process.tuning import TUNED, Tuning
 from collector.receive.grpc import GrpcReceiver
 from collector.receive.http import HttpApp, HttpReceiver
 from collector.receive.ingest import Ingestor
@@ -48,7 +46,8 @@ StageFactory = Callable[[TraceStage], TraceStage]
 
 
 class Collector:
-    """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage."""
+    """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage. It never
+    changes process-wide settings of the process it runs in."""
 
     def __init__(
         self,
@@ -57,8 +56,12 @@ class Collector:
         stages: Sequence[StageFactory] = (),
         reconstruct: Reconstruct | None = None,
         summary_interval: float = 60.0,
+        tuning: Tuning = TUNED,
     ) -> None:
         self.config = config.validate()
+        #: how the helper processes tune themselves; this process is its owner's (``agentotel-eval serve`` tunes
+        #: its own with the same settings, see ``collector.process.tuning``)
+        self.tuning = tuning
         self.db_path = Path(config.db).expanduser().resolve()
         self._stage_factories = tuple(stages)
         self._reconstruct = reconstruct
@@ -70,7 +73,6 @@ class Collector:
         self._stop = threading.Event()
         self._state = "new"
         self._housekeeping: threading.Thread | None = None
-        self._previous_arrow_pool: Any = None  # pyarrow's pool before process.tune_malloc replaced it
         self.retention_deleted: dict[str, int] = {}
         self.query_counts: dict[str, int] = {}
         self.database: Any = None  # Database once started
@@ -103,7 +105,6 @@ class Collector:
             with self._lock:
                 self._state = "stopped"
             raise
-        self._tune_process()
         try:
             scoring_config = cfg.scoring_config()
             if cfg.forward is not None:
@@ -147,16 +148,14 @@ class Collector:
                 self.assembler = AssemblerProcess(
                     cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,
                     forward=forwarder.submit_spans if forwarder else None,
-                    gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
-                    tune_malloc=cfg.process.tune_malloc,
+                    tuning=self.tuning,
                 )
                 self.scoring = self.assembler.scoring
             forwarding = cfg.forward is not None
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
-                    gc_threshold=cfg.process.gc_threshold, gc_freeze=cfg.process.gc_freeze,
-                    tune_malloc=cfg.process.tune_malloc, nice=cfg.process.decode_nice,
+                    tuning=self.tuning,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout
@@ -215,32 +214,6 @@ class Collector:
             self._state = "running"
         return self
 
-    def _tune_process(self) -> None:
-        """Apply ``config.process`` (see there for why); ``_restore_process`` undoes it."""
-        process = self.config.process
-        self._previous_process = (sys.getswitchinterval(), gc.get_threshold())
-        if process.gil_switch_interval:
-            sys.setswitchinterval(process.gil_switch_interval)
-        if process.gc_threshold:
-            gc.set_threshold(process.gc_threshold, *gc.get_threshold()[1:])
-        if process.gc_freeze:
-            gc.collect()
-            gc.freeze()
-        if process.tune_malloc and tune_malloc():
-            self._previous_arrow_pool = arrow_through_malloc()
-
-    def _restore_process(self) -> None:
-        switch, threshold = self._previous_process
-        sys.setswitchinterval(switch)
-        gc.set_threshold(*threshold)
-        if self.config.process.gc_freeze:
-            gc.unfreeze()
-        if self._previous_arrow_pool is not None:
-            import pyarrow as pa
-
-            pa.set_memory_pool(self._previous_arrow_pool)
-            self._previous_arrow_pool = None
-
     def _close_partial(self) -> None:
         for name in ("grpc", "http"):
             receiver = getattr(self, name, None)
@@ -262,8 +235,6 @@ class Collector:
         if self.database is not None:
             self.database.close()
             self.database = None
-        if hasattr(self, "_previous_process"):
-            self._restore_process()
         with self._lock:
             self._state = "stopped"
 
@@ -298,7 +269,6 @@ class Collector:
             self.database.close()
         finally:
             discovery.remove_sidecar(self.db_path, self._token)
-        self._restore_process()
         with self._lock:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
@@ -456,16 +426,12 @@ class Collector:
         retention_every = min(max(seconds / 24, 60.0), 3600.0) if seconds else None
         next_retention = time.monotonic()
         next_summary = time.monotonic() + self._summary_interval
-        next_trim = time.monotonic() + 5.0
         last = (0, 0)
         while not self._stop.is_set():
             now = time.monotonic()
             if retention_every is not None and now >= next_retention:
                 self.run_retention()
                 next_retention = now + retention_every
-            if now >= next_trim:
-                release_free_memory()
-                next_trim = now + 5.0
             if now >= next_summary:
                 stats = self.writer.stats
                 current = (stats.spans_stored, self.assembler.stats.runs_completed)

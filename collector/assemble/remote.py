@@ -33,6 +33,7 @@ from collector.assemble.worker import WorkerSetup
 from collector.config import AssemblerConfig
 from collector.process import frames as wire
 from collector.process.child import ChildUnavailable, close_connection, hang_up, start_child
+from collector.process.tuning import UNTUNED, Tuning
 from collector.score.config import ScoringConfig
 from collector.score.stage import ScoringStats
 from collector.store.reader import TraceReader
@@ -90,13 +91,10 @@ class AssemblerProcess:
         *,
         forward: Callable[[Sequence[SpanRecord]], None] | None = None,
         start_timeout: float = 60.0,
-        gc_threshold: int = 0,
-        gc_freeze: bool = False,
-        tune_malloc: bool = False,
+        tuning: Tuning = UNTUNED,
     ) -> None:
         self.config = config
-        self._setup = WorkerSetup(config, scoring, forward is not None, log.getEffectiveLevel(), gc_threshold,
-                                  gc_freeze, tune_malloc)
+        self._setup = WorkerSetup(config, scoring, forward is not None, log.getEffectiveLevel(), tuning.as_tuple())
         self._reader = reader
         self._run_writer = run_writer
         self._forward = forward

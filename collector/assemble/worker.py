@@ -62,10 +62,8 @@ class WorkerSetup:
     scoring: ScoringConfig
     forwarding: bool
     log_level: int = logging.INFO
-    #: the collector's ``process.gc_threshold`` / ``gc_freeze`` / ``tune_malloc``
-    gc_threshold: int = 0
-    gc_freeze: bool = False
-    tune_malloc: bool = False
+    #: how this process tunes itself (``Tuning.as_tuple``)
+    tuning: tuple[int, bool, float, bool] = (0, False, 0.0, False)
 
 
 class RemoteCallError(RuntimeError):
@@ -240,7 +238,7 @@ def serve(conn: Connection) -> None:
     kind, setup = conn.recv()
     if kind != "setup":
         raise RuntimeError(f"expected the setup message first, got {kind!r}")
-    apply_helper_settings("assembler", setup.log_level, setup.gc_threshold, setup.gc_freeze, setup.tune_malloc)
+    apply_helper_settings("assembler", setup.log_level, setup.tuning)
     sink = RemoteRunSink(link)
 
     def forward(spans: Sequence[SpanRecord]) -> None:
@@ -272,7 +270,7 @@ def serve(conn: Connection) -> None:
         """After each round of the assembler (every tick, or batch): the counters, right after new rows, else
         every ``STATS_INTERVAL`` (a waiting thread taking the assembler's lock could starve behind it)."""
         now = time.monotonic()
-        if setup.tune_malloc and now - trimmed[0] > TRIM_INTERVAL:
+        if setup.tuning[3] and now - trimmed[0] > TRIM_INTERVAL:
             release_free_memory()  # what the reads of completed traces and their rows left free
             trimmed[0] = now
         if not sink.sent.is_set() and now - last_sent[0] < STATS_INTERVAL:

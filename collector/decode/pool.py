@@ -26,9 +26,13 @@ from multiprocessing.connection import Connection
 from agentotel_eval.otlp import DecodeError
 from collector.decode.batch import STOP, IngestBatch, from_frames
 from collector.process.child import ChildUnavailable, close_connection, hang_up, start_child
+from collector.process.tuning import UNTUNED, Tuning
 
 log = logging.getLogger(__name__)
 
+#: the workers' nice value: when the CPU is short, assembly goes first and ingest slows down (exporters wait a
+#: little longer for their answers) instead of runs falling further and further behind ingest
+NICE = 10
 #: the longest wait before starting a worker again after it died
 MAX_RESTART_DELAY = 5.0
 #: how often the watchdog looks for a request body that a worker has stopped reading
@@ -71,13 +75,12 @@ class DecodePool:
     """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown`` are idempotent."""
 
     def __init__(self, workers: int, *, keep_spans: bool = False, log_level: int = logging.INFO,
-                 gc_threshold: int = 0, gc_freeze: bool = False, tune_malloc: bool = False, nice: int = 0,
-                 start_timeout: float = 60.0) -> None:
+                 tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0) -> None:
         if workers < 1:
             raise ValueError("a decode pool needs at least one worker")
         self._count = workers
         self._keep_spans = keep_spans
-        self._setup = marshal.dumps((log_level, gc_threshold, gc_freeze, tune_malloc, nice))
+        self._setup = marshal.dumps((log_level, tuning.as_tuple(), nice))
         self._start_timeout = start_timeout
         self._workers: list[_Worker | None] = [None] * workers
         self._delays = [0.0] * workers  # the wait before the next restart of each worker

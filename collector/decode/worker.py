@@ -8,7 +8,7 @@ writer appends (an Arrow IPC stream) and the marks for the assembler.
 
 Messages on the socket pair (``multiprocessing.connection`` framing, ``marshal`` of plain tuples):
 
-    collector -> here:  (log_level, gc_threshold, gc_freeze, tune_malloc, nice) first, then for each request
+    collector -> here:  (log_level, tuning, nice) first, then for each request
                         (request_id, signal, encoding, keep_spans) and the body as a raw frame; b"stop" at the end
     here -> collector:  b"ready" once, then for each request in order
                         (request_id, "ok", head) and the rows frame (``decoding.to_frames``)
@@ -41,8 +41,9 @@ def serve(conn: Connection) -> None:
     # manager's SIGTERM to the whole group must not cut requests in flight short.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    log_level, gc_threshold, gc_freeze, malloc, nice = marshal.loads(conn.recv_bytes())
-    apply_helper_settings("decode", log_level, gc_threshold, gc_freeze, malloc)
+    log_level, tuning, nice = marshal.loads(conn.recv_bytes())
+    apply_helper_settings("decode", log_level, tuning)
+    malloc = tuning[3]
     if nice:
         # Under a CPU shortage assembly goes first: requests then wait here a little longer, which slows the
         # exporters down, instead of completed traces waiting ever longer for their runs.

@@ -4,7 +4,6 @@ and, on their side, the settings the collector sends them and their entry point.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import socket
@@ -15,7 +14,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from collector.process.tuning import arrow_through_malloc, tune_malloc
+from collector.process.tuning import Tuning, tune_process
 
 
 class ChildUnavailable(RuntimeError):
@@ -76,17 +75,11 @@ def close_connection(conn: Connection) -> None:
         conn.close()
 
 
-def apply_helper_settings(name: str, log_level: int, gc_threshold: int, gc_freeze: bool, malloc: bool) -> None:
-    """In a helper: the collector's log level and interpreter settings (``process.*``), as its own process has."""
+def apply_helper_settings(name: str, log_level: int, tuning: tuple[int, bool, float, bool]) -> None:
+    """In a helper: the collector's log level, and the process tuning it runs with (``Tuning.as_tuple``)."""
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format=f"%(asctime)s %(levelname)s agentotel {name}: %(message)s")
-    if gc_threshold:
-        gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
-    if gc_freeze:
-        gc.collect()
-        gc.freeze()
-    if malloc and tune_malloc():
-        arrow_through_malloc()
+    tune_process(Tuning(*tuning))
 
 
 def helper_main(serve: Callable[[Connection], None], argv: Sequence[str] | None = None) -> int:

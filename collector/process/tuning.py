@@ -1,39 +1,73 @@
-"""Keeping each collector process's resident memory close to what it holds.
+"""Process-wide settings of the collector's own processes, each applied once, at start, by the process itself.
 
-glibc's allocator serves large blocks (request bodies, Arrow buffers, replies between processes) from its heap once
-it has seen such blocks freed (its mmap threshold rises to the largest one, up to 32 MiB), and then keeps the freed
-pages: under load the collector's process held ~140 MB of free heap for ~50 MB in use. A fixed threshold sends
-every block over 1 MiB to mmap, which returns it to the system when freed (256 KiB measured ~10% slower ingest: a
-request's many mid-sized buffers each paid for their own mapping); two arenas instead of eight per core keep the
-threads' small allocations from spreading over many heaps. ``release_free_memory`` hands back what is left free.
-Everything here is a no-op where the C library is not glibc.
+``agentotel-eval serve`` tunes its own process before it starts the collector; every helper process (decode
+workers, the assembler) tunes itself when it starts, as its ``Setup`` says. Nothing here runs on import, and a
+collector embedded in another program (tests, a user's process) leaves that program's process as it is. The
+measurements behind each choice are in docs/benchmarks.md.
 
-pyarrow allocates its buffers from mimalloc by default, which keeps freed pages for reuse as glibc did before the
-settings above. Under the ingest benchmark's load with scoring (gRPC, three rounds alternating in one session),
-sending Arrow's buffers through the tuned glibc instead (``arrow_through_malloc``) held the three processes' summed
-RSS at 483-491 MB against 551-558 MB with mimalloc, and their PSS at 394 against 455-462 MB, at the same
-throughput (14.4-15.7k against 14.4-15.6k spans/s).
+* ``gc_threshold``: the young generation of the garbage collector is collected every 50,000 allocations instead
+  of 700. The assembler and the writer hold many long-lived objects beside many short-lived ones.
+* ``gc_freeze``: what was loaded at start (modules, libraries) is moved out of the collector's sight, so full
+  collections walk only the collector's own objects.
+* ``switch_interval``: the collector's main process switches threads every 1 ms instead of 5. DuckDB takes the
+  interpreter lock many times while it appends an Arrow batch; with the default, a receiver thread holding it
+  makes each commit several times slower.
+* ``malloc``: glibc's allocator sends every block over 1 MiB to mmap (returned to the system when freed; glibc
+  otherwise raises its threshold to the largest block it saw freed and keeps the freed pages) and keeps two arenas
+  instead of eight a core, and pyarrow allocates through it instead of mimalloc, which keeps freed pages too. Free
+  heap pages are handed back every ``TRIM_INTERVAL`` seconds (``release_free_memory``). A no-op where the C library
+  is not glibc, and pyarrow's pool is left alone when ``ARROW_DEFAULT_MEMORY_POOL`` is set.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import logging
+import gc
 import os
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-log = logging.getLogger(__name__)
+import sys
+from dataclasses import dataclass
 
 _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 MMAP_THRESHOLD = 1024 * 1024
 ARENA_MAX = 2
-#: how often the helper processes hand free heap pages back to the system (``release_free_memory``), in seconds
+#: how often a collector process hands free heap pages back to the system, in seconds
 TRIM_INTERVAL = 5.0
+#: pyarrow's own choice of allocator; when it is set, the user chose, and pyarrow's pool is left as it is
+_ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """How a collector process tunes itself (see the module docstring); ``UNTUNED`` leaves it as it is."""
+
+    gc_threshold: int = 50_000
+    gc_freeze: bool = True
+    switch_interval: float = 0.001
+    malloc: bool = True
+
+    def as_tuple(self) -> tuple[int, bool, float, bool]:
+        """Plain values for a helper's ``Setup``."""
+        return (self.gc_threshold, self.gc_freeze, self.switch_interval, self.malloc)
+
+
+#: the collector's choices
+TUNED = Tuning()
+#: nothing changed
+UNTUNED = Tuning(gc_threshold=0, gc_freeze=False, switch_interval=0.0, malloc=False)
+
+
+def tune_process(tuning: Tuning) -> None:
+    """Apply ``tuning`` to this process (0 or False leaves that setting alone)."""
+    if tuning.switch_interval:
+        sys.setswitchinterval(tuning.switch_interval)
+    if tuning.gc_threshold:
+        gc.set_threshold(tuning.gc_threshold, *gc.get_threshold()[1:])
+    if tuning.gc_freeze:
+        gc.collect()
+        gc.freeze()
+    if tuning.malloc and _tune_malloc():
+        _arrow_through_malloc()
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -46,35 +80,25 @@ def _libc() -> ctypes.CDLL | None:
     return libc
 
 
-def tune_malloc() -> bool:
-    """Apply the settings above to this process; False where they do not apply."""
+def _tune_malloc() -> bool:
     libc = _libc()
     if libc is None:
         return False
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(_M_ARENA_MAX, ARENA_MAX))
 
 
-#: pyarrow's own choice of allocator; when it is set, the user chose, and ``arrow_through_malloc`` leaves it be
-ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
-
-
-def arrow_through_malloc() -> pa.MemoryPool | None:
-    """Make the C library's allocator pyarrow's default pool (call after ``tune_malloc`` succeeded); returns the pool
-    it replaced, to restore, or None when nothing changed (``ARROW_DEFAULT_MEMORY_POOL`` is set, or it already
-    was the system pool). Buffers allocated before keep the pool they came from."""
-    if os.environ.get(ARROW_POOL_VARIABLE):
-        return None
+def _arrow_through_malloc() -> None:
+    """Make the C library's allocator pyarrow's default pool (buffers allocated before keep theirs)."""
+    if os.environ.get(_ARROW_POOL_VARIABLE):
+        return
     import pyarrow as pa
 
-    previous = pa.default_memory_pool()
-    if previous.backend_name == "system":
-        return None
-    pa.set_memory_pool(pa.system_memory_pool())
-    return previous
+    if pa.default_memory_pool().backend_name != "system":
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 def release_free_memory() -> None:
-    """Hand free heap pages back to the system (``malloc_trim``)."""
+    """Hand free heap pages back to the system (``malloc_trim``); a no-op where the C library is not glibc."""
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
