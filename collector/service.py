@@ -27,6 +27,7 @@ from collector.config import CollectorConfig
 from collector.decode.batch import IngestBatch, decode_request
 from collector.decode.pool import DecodePool
 from collector.forward.forwarder import Forwarder
+from collector.process.supervisor import Supervisor
 from collector.process.tuning import TUNED, Tuning
 from collector.receive.grpc import GrpcReceiver
 from collector.receive.http import HttpApp, HttpReceiver
@@ -383,6 +384,13 @@ class Collector:
     def _count_query(self, outcome: str) -> None:
         with self._query_lock:
             self.query_counts[outcome] = self.query_counts.get(outcome, 0) + 1
+
+    def helpers(self) -> list[Supervisor]:
+        """The supervisors of this collector's helper processes."""
+        out = list(self.decoders.supervisors) if self.decoders is not None else []
+        if isinstance(self.assembler, AssemblerProcess):
+            out.append(self.assembler.supervisor)
+        return out
 
     def health(self) -> dict[str, Any]:
         return {

@@ -4,12 +4,11 @@
 (``store.rows``), their marks for the assembler (``collector.assemble.marks``), and the records themselves only where the
 collector still needs them after the commit (spans it forwards downstream, log records carrying other tools'
 evaluation results). It runs in the decode workers (``collector.decode.pool``), so the collector's own process,
-which holds the DuckDB writer, does no per-span Python; ``to_frames`` / ``from_frames`` carry the result across.
+which holds the DuckDB writer, does no per-span Python; ``to_message`` / ``from_message`` carry the result across.
 """
 
 from __future__ import annotations
 
-import marshal
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +19,7 @@ from agentotel_eval.otlp import decode
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 from collector.assemble.marks import log_marks, span_marks
 from collector.process import frames as wire
-
-#: the message that tells a decode worker to exit (``collector.decode.pool`` -> ``collector.decode.worker``)
-STOP = b"stop"
+from collector.process.messages import Decoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,23 +59,23 @@ def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool 
 _SCHEMAS = {"traces": SPAN_SCHEMA, "logs": LOG_SCHEMA}
 
 
-def to_frames(batch: IngestBatch) -> tuple[bytes, Any]:
-    """The batch as two frames: ``marshal`` of its plain values, and its rows as one Arrow IPC record batch in
-    Arrow's own buffer (sent without a copy; the schema is the signal's, known on both sides). The second frame is
-    empty when no record was valid."""
+def to_message(request_id: int, batch: IngestBatch) -> tuple[Decoded, list[Any]]:
+    """The batch as a ``Decoded`` message and its frame: the rows as one Arrow IPC record batch, in Arrow's own
+    buffer (sent without a copy; the schema is the signal's, known on both sides). No frame when no record was
+    valid."""
     records = None
     if batch.records is not None:
         records = wire.dumps(batch.records) if batch.signal == "traces" else wire.dumps((), batch.records)
-    head = marshal.dumps((batch.signal, batch.marks, batch.rejected, batch.message, records))
-    return head, batch.rows.serialize() if batch.rows is not None else b""
+    message = Decoded(request_id, batch.signal, batch.marks, batch.rejected, batch.message, records)
+    return message, [batch.rows.serialize()] if batch.rows is not None else []
 
 
-def from_frames(head: bytes, rows: bytes) -> IngestBatch:
-    """The inverse of ``to_frames`` (the rows are read in place, from the frame's buffer)."""
-    signal, marks, rejected, message, records = marshal.loads(head)
-    batch = pa.ipc.read_record_batch(pa.py_buffer(rows), _SCHEMAS[signal]) if rows else None
+def from_message(message: Decoded, frames: list[bytes]) -> IngestBatch:
+    """The inverse of ``to_message`` (the rows are read in place, from the frame's buffer)."""
+    signal = message.signal
+    rows = pa.ipc.read_record_batch(pa.py_buffer(frames[0]), _SCHEMAS[signal]) if frames else None
     kept = None
-    if records is not None:
-        spans, logs = wire.loads(records)
+    if message.records is not None:
+        spans, logs = wire.loads(message.records)
         kept = spans if signal == "traces" else logs
-    return IngestBatch(signal, batch, marks, rejected, message, kept)
+    return IngestBatch(signal, rows, message.marks, message.rejected, message.message, kept)

@@ -1,16 +1,13 @@
-"""What crosses the pipe between the collector and its assembler process, as bytes.
+"""The payloads of helper messages that are more than plain values: records, and Arrow tables as raw frames.
 
-* Marks (``collector.assemble.marks``) of committed records, collector -> assembler: ``marshal`` of plain tuples, the
-  cheapest encoding CPython has for them (well under a µs a mark).
-* Stored rows read back for the assembler, collector -> assembler: Arrow IPC streams of DuckDB's own Arrow
-  export, sent as raw frames after a small header and converted to records on the assembler's side (the
-  collector's interpreter does no per-span work for them, and the data is never pickled).
-* Rows of runs, assembler -> collector: a small head and the tables as the same frames (``run_rows_frames``).
-* Records, assembler -> collector (the held spans it forwards with their scores): ``marshal`` of plain tuples
-  (about 4 µs a span to write, a quarter of what pickling the dataclasses costs): decoded records hold only str,
-  int, float, bool, bytes, None, lists, tuples and dicts. Records built some other way may hold values marshal
-  refuses (a dict subclass, an object); those batches go as pickle instead, so nothing is ever refused here. The
-  first byte says which.
+* Records (``dumps`` / ``loads``): the spans and log records a decode worker keeps for forwarding, and the held
+  spans the assembler hands back to forward with their scores. ``marshal`` of plain tuples, about a quarter of
+  what pickling the dataclasses costs: decoded records hold only str, int, float, bool, bytes, None, lists, tuples
+  and dicts. Records built some other way may hold values marshal refuses (a dict subclass, an object); those
+  batches go as pickle instead, so nothing is ever refused. The first byte says which.
+* Arrow tables (``ipc_frames`` / ``tables_from_frames``): the rows read back for the assembler (DuckDB's own Arrow
+  export) and the run rows it sends back (``rows_message`` / ``rows_from``), as IPC messages in Arrow's own
+  buffers, converted on the receiving side: the sender does no per-row work for them, nothing is pickled.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from collector.assemble.marks import LogMark, SpanMark
+from collector.process.messages import Rows
 from collector.store.operations import SpanUpdate, TraceWindow
 from collector.store.runs import RunRows
 
@@ -76,45 +73,30 @@ def loads(payload: bytes) -> tuple[list[SpanRecord], list[LogRecord]]:
     return [_span(t) for t in spans], [LogRecord(*t) for t in logs]
 
 
-def run_rows_frames(rows: RunRows) -> tuple[tuple[Any, ...], list[Any]]:
-    """A batch of run rows as a small head (plain values) and its tables as ``ipc_frames``."""
+def rows_message(rows: RunRows) -> tuple[Rows, list[Any]]:
+    """A batch of run rows as a ``Rows`` message and its tables as ``ipc_frames``."""
     tables = [rows.runs, rows.calls]
     if rows.evaluations is not None:
         tables.append(rows.evaluations)
     if rows.span_values is not None:
         tables.append(rows.span_values)
-    head = (
-        tuple(_fields(w) for w in rows.replace),
-        tuple(_fields(u) for u in rows.span_updates),
-        rows.evaluations is not None,
-        rows.span_values is not None,
-    )
-    return head, ipc_frames(*tables)
+    message = Rows([_fields(w) for w in rows.replace], [_fields(u) for u in rows.span_updates],
+                   rows.evaluations is not None, rows.span_values is not None)
+    return message, ipc_frames(*tables)
 
 
-def run_rows_from(head: tuple[Any, ...], frames: Sequence[bytes]) -> RunRows:
-    """The inverse of ``run_rows_frames``."""
-    replace, patches, has_evaluations, has_values = head
+def rows_from(message: Rows, frames: Sequence[bytes]) -> RunRows:
+    """The inverse of ``rows_message``."""
     tables = iter(tables_from_frames(frames))
     runs, calls = next(tables), next(tables)
-    evaluations = next(tables) if has_evaluations else None
-    values = next(tables) if has_values else None
-    return RunRows(runs, calls, tuple(TraceWindow(*w) for w in replace), evaluations,
-                   tuple(SpanUpdate(*u) for u in patches), values)
+    evaluations = next(tables) if message.has_evaluations else None
+    values = next(tables) if message.has_span_values else None
+    return RunRows(runs, calls, tuple(TraceWindow(*w) for w in message.replace), evaluations,
+                   tuple(SpanUpdate(*u) for u in message.span_updates), values)
 
 
 def _fields(obj: Any) -> tuple[Any, ...]:
     return tuple(getattr(obj, name) for name in obj.__dataclass_fields__)
-
-
-def dump_marks(spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None = None) -> bytes:
-    """One commit's marks and its ``ingested_at`` (ns, or None)."""
-    return marshal.dumps((list(spans), list(logs), commit))
-
-
-def load_marks(payload: bytes) -> tuple[list[SpanMark], list[LogMark], int | None]:
-    spans, logs, commit = marshal.loads(payload)
-    return spans, logs, commit
 
 
 def ipc_frames(*tables: pa.Table) -> list[Any]:

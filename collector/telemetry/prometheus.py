@@ -186,5 +186,12 @@ def render(collector: Collector) -> str:
                 [({"signal": "traces"}, f.dropped_spans), ({"signal": "logs"}, f.dropped_logs)])
         out.add("forward_failed_attempts_total", "counter", "Forwarding attempts that failed (retried or not).",
                 f.failed_attempts)
+    helpers = collector.helpers()
+    out.add("helper_up", "gauge", "1 while a helper process (decode worker, assembler) is running and ready.",
+            [({"helper": h.name}, 1 if h.alive else 0) for h in helpers] or [({"helper": "none"}, 0)])
+    out.add("helper_restarts_total", "counter", "Times a helper process died and its supervisor started another.",
+            [({"helper": h.name}, h.restarts) for h in helpers] or [({"helper": "none"}, 0)])
+    out.add("helper_given_up", "gauge", "1 when a helper kept dying and is no longer started.",
+            [({"helper": h.name}, 1 if h.gave_up else 0) for h in helpers] or [({"helper": "none"}, 0)])
     out.add("uptime_seconds", "gauge", "Seconds since the collector started.", round(collector.uptime, 3))
     return out.render()

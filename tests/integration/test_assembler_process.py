@@ -81,6 +81,10 @@ def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovere
                          encode_traces(agent_trace(2, time.time_ns())).SerializeToString()).status == 200
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[2]], what="the next run")
         wait_until(lambda: collector.assembler.stats.traces_recovered >= 1, timeout=5, what="the recovery counter")
+        metrics = collector.metrics_text()
+        assert 'agentotel_helper_restarts_total{helper="assembler"} 1' in metrics
+        assert 'agentotel_helper_up{helper="assembler"} 1' in metrics
+        assert 'agentotel_helper_restarts_total{helper="decode-0"} 0' in metrics
     # stopped cleanly: the worker is gone too
     assert collector.assembler.pid is not None
     assert not os.path.exists(f"/proc/{collector.assembler.pid}") or _is_zombie(collector.assembler.pid)
@@ -96,7 +100,7 @@ def test_a_late_span_sent_while_the_assembler_process_restarts_still_rebuilds_it
                          ).status == 200
         wait_until(lambda: rows(collector, "SELECT count(*) FROM tool_calls") == [[1]], what="the first run")
         os.kill(first, signal.SIGKILL)
-        wait_until(lambda: collector.assembler._ready.is_set() is False, what="the death to be seen")
+        wait_until(lambda: collector.assembler.alive is False, what="the death to be seen")
         root_id = f"{1:08x}{0:08x}"
         late = SpanRecord(f"{1:032x}", f"{1:08x}{2:08x}", root_id, "execute_tool u", start_ns=t0 + 2500,
                           end_ns=t0 + 2600, attributes={"gen_ai.operation.name": "execute_tool",
@@ -118,8 +122,8 @@ def test_deaths_far_apart_do_not_add_up_to_giving_up(tmp_path, monkeypatch):
         for death in (1, 2):
             pid = collector.assembler.pid
             os.kill(pid, signal.SIGKILL)
-            wait_until(lambda: collector.assembler.pid != pid and collector.assembler.restarts == death,  # noqa: B023
-                       what="a new assembler process")
+            wait_until(lambda: collector.assembler.pid != pid and collector.assembler.alive  # noqa: B023
+                       and collector.assembler.restarts == death, what="a new assembler process")  # noqa: B023
         assert post_otlp(collector.http_endpoint, "traces",
                          encode_traces(agent_trace(1, time.time_ns())).SerializeToString()).status == 200
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[1]], timeout=15,
@@ -146,6 +150,9 @@ def test_when_the_assembler_process_is_given_up_on_ingest_goes_on(tmp_path, monk
                              encode_traces(agent_trace(n, time.time_ns())).SerializeToString()).status == 200
         assert collector.assembler.backlog == 0
         assert rows(collector, "SELECT count(*) FROM spans") == [[6]]
+        metrics = collector.metrics_text()
+        assert 'agentotel_helper_given_up{helper="assembler"} 1' in metrics
+        assert 'agentotel_helper_up{helper="assembler"} 0' in metrics
     # the next start recovers their runs from the stored spans
     with running_collector(tmp_path / "g.duckdb") as collector:
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[3]], timeout=15,

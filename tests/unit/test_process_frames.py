@@ -1,4 +1,4 @@
-"""Records cross to the assembler process unchanged, whatever values their attributes hold."""
+"""What crosses between the collector and its helpers: typed messages, records, Arrow tables, over real channels."""
 
 from __future__ import annotations
 
@@ -60,65 +60,157 @@ def test_a_foreign_payload_is_a_clear_error():
         wire.loads(b"Xgarbage")
 
 
-class RecordingConn:
-    """Stands in for the worker's connection: keeps what it was sent."""
+def channels():
+    """Both ends of a real socket pair, as the collector and a helper hold them."""
+    import socket
+    from multiprocessing.connection import Connection
 
-    def __init__(self) -> None:
-        self.sent: list = []
+    from collector.process.channel import Channel
 
-    def send(self, message) -> None:
-        self.sent.append(message)
-
-
-def test_a_late_answer_to_an_earlier_call_is_not_taken_for_the_next_one():
-    from collector.assemble.worker import _Link
-
-    link = _Link(RecordingConn())  # type: ignore[arg-type]
-    link.replies.put((0, (True, "the answer to a call that timed out")))
-    link.replies.put((1, (True, "mine")))
-    assert link.call("latest_span_time") == "mine"
-    assert link.conn.sent == [("call", 1, "latest_span_time", ())]
+    a, b = socket.socketpair()
+    return Channel(Connection(a.detach())), Channel(Connection(b.detach()))
 
 
-def test_outstanding_calls_each_get_their_own_answer_whatever_the_order():
-    from collector.assemble.worker import _Link
+def across(message, frames=()):
+    """A message and its frames through a real channel: what the other end reads."""
+    ours, theirs = channels()
+    try:
+        ours.send(message, frames)
+        return theirs.receive()
+    finally:
+        ours.close()
+        theirs.close()
 
-    link = _Link(RecordingConn())  # type: ignore[arg-type]
-    first, second = link.request("load", "a"), link.request("load", "b")
-    link.replies.put((second, (True, "b's rows")))  # answered out of order
-    link.replies.put((99, (True, "nobody's")))  # a late answer to a call that timed out
-    link.replies.put((first, (True, "a's rows")))
-    assert link.result(first, "load") == "a's rows"
-    assert link.result(second, "load") == "b's rows"
-    assert not link._early and not link._outstanding  # nothing kept for nobody
+
+def test_calls_get_their_own_answers_whatever_the_order_and_late_ones_are_nobodys():
+    import threading
+
+    from collector.assemble.worker import _Calls
+    from collector.process.messages import LatestSpanTime, Reply
+
+    helper, collector = channels()
+    calls = _Calls(helper)
+    first, second = calls.request(LatestSpanTime), calls.request(LatestSpanTime)
+    asked = [collector.receive()[0] for _ in range(2)]
+    assert asked == [LatestSpanTime(first), LatestSpanTime(second)]
+
+    def answer() -> None:
+        for call_id, value in ((second, "b"), (99, "nobody's"), (first, "a")):  # out of order, and a stray one
+            collector.send(Reply(call_id, value))
+
+    threading.Thread(target=answer, daemon=True).start()
+
+    def receive() -> None:
+        for _ in range(3):
+            message, frames = helper.receive()
+            calls.answered(message, frames)
+
+    receiver = threading.Thread(target=receive, daemon=True)
+    receiver.start()
+    assert calls.result(first, "a") == "a" and calls.result(second, "b") == "b"
+    receiver.join(5)
+    assert not calls._waiting  # nothing kept for nobody
+    calls.close()
+    helper.close()
+    collector.close()
+
+
+def test_a_closed_link_fails_the_calls_waiting_on_it():
+    from collector.assemble.worker import RemoteCallError, _Calls
+    from collector.process.messages import LatestSpanTime
+
+    helper, collector = channels()
+    calls = _Calls(helper)
+    waiting = calls.request(LatestSpanTime)
+    calls.close()
+    with pytest.raises(RemoteCallError, match="closed"):
+        calls.result(waiting, "latest_span_time")
+    with pytest.raises(RemoteCallError, match="closed"):
+        calls.request(LatestSpanTime)
+    helper.close()
+    collector.close()
 
 
 def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
+    import threading
+
     import pyarrow as pa
 
     from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT
-    from collector.assemble.worker import RemoteReader, _Link
+    from collector.assemble.worker import RemoteReader, _Calls
+    from collector.process.messages import CallFailed, ReadTraces, Reply
 
-    conn = RecordingConn()
-    link = _Link(conn)  # type: ignore[arg-type]
-    reader = RemoteReader(link)
+    helper, collector = channels()
+    calls = _Calls(helper)
+    reader = RemoteReader(calls)
     empty_spans = pa.table({c.strip(): pa.array([], pa.string()) for c in SPAN_SELECT.split(",")})
     empty_logs = pa.table({c.strip(): pa.array([], pa.string()) for c in LOG_SELECT.split(",")})
-    frames = [bytes(memoryview(f)) if not isinstance(f, bytes) else f for f in wire.ipc_frames(empty_spans, empty_logs)]
+    tables = wire.ipc_frames(empty_spans, empty_logs)
+    asked: list = []
+
+    def serve() -> None:
+        """The collector's side: the first read is answered only once the second is asked for (it must be, before
+        the first is handed over); the second fails."""
+        asked.append(collector.receive()[0])
+        if collector.poll(10):
+            asked.append(collector.receive()[0])
+        collector.send(Reply(asked[0].call_id, None), tables)
+        collector.send(CallFailed(asked[1].call_id, "the query failed"))
+        asked.append(collector.receive()[0])
+        collector.send(Reply(asked[2].call_id, None), tables)
+
+    def receive() -> None:
+        for _ in range(3):
+            calls.answered(*helper.receive())
+
+    threading.Thread(target=serve, daemon=True).start()
+    threading.Thread(target=receive, daemon=True).start()
     reads = iter(reader.load_many([(["t1"], 1, 2, None, 0), (["t2"], 3, 4, (7000,), 1), (["t3"], 5, 6, None, 2)],
                                   whole=False))
-    link.replies.put((1, (True, frames)))
-    link.replies.put((2, (False, "the query failed")))
-    link.replies.put((3, (True, frames)))
     read, stored = next(reads)
     assert read[4] == 0 and stored == {"t1": type(stored["t1"])([], [])}
-    assert [m[1] for m in conn.sent] == [1, 2]  # the second read was asked for before the first came back
-    assert [m[3][4] for m in conn.sent] == [None, (7000,)]  # each with its commits (None: by its window)
+    assert [type(m) for m in asked[:2]] == [ReadTraces, ReadTraces]
+    assert [m.commits for m in asked[:2]] == [None, [7000]] and asked[0].whole is False
     read, failed = next(reads)
     assert read[4] == 1 and "the query failed" in str(failed)  # a failed read is handed over, not raised
     read, stored = next(reads)
     assert read[4] == 2 and list(stored) == ["t3"]
     assert next(reads, None) is None
+    helper.close()
+    collector.close()
+
+
+def test_a_message_crosses_typed_and_what_is_not_one_is_refused():
+    import marshal
+
+    from collector.process.messages import Kind, Marks, Stop, decode, encode
+
+    spans = [("a" * 32, "b" * 16, None, 1, 2, False, True)]
+    logs = [("a" * 32, 3, False), (None, 4, True)]
+    message, frames = across(Marks(spans, logs, 1_700_000_000_000_001_000))
+    assert message == Marks(spans, logs, 1_700_000_000_000_001_000) and frames == []
+    assert message.commit == 1_700_000_000_000_001_000 and type(message) is Marks
+    assert across(Stop()) == (Stop(), [])
+    with pytest.raises(ValueError, match="not a message"):
+        decode(b"not marshal at all")
+    with pytest.raises(ValueError, match="not a message"):
+        decode(marshal.dumps((999, 0)))  # no such kind
+    with pytest.raises(ValueError, match="not a message"):
+        decode(marshal.dumps((int(Kind.STOP), 0, "a field Stop has not")))
+    with pytest.raises(ValueError):
+        encode(Marks([object()], [], None))  # marshal refuses it: an error here, before anything is sent
+
+
+def test_a_value_marshal_refuses_is_an_error_and_the_channel_goes_on():
+    from collector.process.messages import Marks, Stop
+
+    ours, theirs = channels()
+    with pytest.raises(ValueError):
+        ours.send(Marks([object()], [], None))
+    ours.send(Stop())
+    assert theirs.receive() == (Stop(), [])
+    ours.close()
+    theirs.close()
 
 
 def test_tables_cross_as_frames_and_come_back_equal():
@@ -134,21 +226,22 @@ def test_tables_cross_as_frames_and_come_back_equal():
     assert got[1].schema == empty.schema
 
 
-def test_a_decoded_request_crosses_in_two_frames():
-    from collector.decode.batch import decode_request, from_frames, to_frames
+def test_a_decoded_request_crosses_as_one_message_and_its_rows():
+    from collector.decode.batch import decode_request, from_message, to_message
 
     for fx in fixtures()[:8]:
         batch = decode_request("traces", "protobuf", fx.body("protobuf"), keep_spans=True)
-        head, rows = to_frames(batch)
-        again = from_frames(head, bytes(memoryview(rows)))
+        message, frames = across(*to_message(7, batch))
+        again = from_message(message, frames)
+        assert message.request_id == 7 and len(frames) == 1
         assert again.rows.equals(batch.rows) and again.marks == batch.marks and again.records == batch.records
         logs = fx.logs_body("protobuf")
         if logs:
             batch = decode_request("logs", "protobuf", logs)
-            again = from_frames(*to_frames(batch))
+            again = from_message(*across(*to_message(8, batch)))
             assert again.rows.equals(batch.rows) and again.records == batch.records
     nothing = decode_request("traces", "json", b'{"resourceSpans": []}')
-    assert from_frames(*to_frames(nothing)).rows is None
+    assert from_message(*across(*to_message(9, nothing))).rows is None
 
 
 def test_run_rows_cross_as_frames_and_come_back_equal():
@@ -170,21 +263,12 @@ def test_run_rows_cross_as_frames_and_come_back_equal():
     rows = dataclasses.replace(rows, replace=(TraceWindow("e" * 32, 1, 2),), span_updates=(patch,),
                                span_values=span_values_table([whole]))
 
-    def across(r: RunRows) -> RunRows:
-        head, frames = wire.run_rows_frames(r)
-        return wire.run_rows_from(head, [bytes(memoryview(f)) if not isinstance(f, bytes) else f for f in frames])
+    def sent(r: RunRows) -> RunRows:
+        return wire.rows_from(*across(*wire.rows_message(r)))
 
-    got = across(rows)
+    got = sent(rows)
     assert got.runs.equals(rows.runs) and got.calls.equals(rows.calls)
     assert got.replace == rows.replace and got.span_updates == (patch,)
     assert got.span_values.to_pylist() == rows.span_values.to_pylist() and got.evaluations is None
-    bare = across(RunRows(rows.runs.slice(0, 0), rows.calls.slice(0, 0), (), None, ()))
+    bare = sent(RunRows(rows.runs.slice(0, 0), rows.calls.slice(0, 0), (), None, ()))
     assert bare.runs.num_rows == 0 and bare.span_values is None and bare.span_updates == ()
-
-
-def test_marks_cross_with_their_commit():
-    spans = [("a" * 32, "b" * 16, None, 1, 2, False, True)]
-    logs = [("a" * 32, 3, False), (None, 4, True)]
-    assert wire.load_marks(wire.dump_marks(spans, logs, 1_700_000_000_000_001_000)) == (
-        spans, logs, 1_700_000_000_000_001_000)
-    assert wire.load_marks(wire.dump_marks(spans, [], None)) == (spans, [], None)
