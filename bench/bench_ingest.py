@@ -423,8 +423,8 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "reopens": stats.reopens,
         "reopen_s": collector.database.reopen_seconds,
         "flush_avg_ms": 1000 * stats.flush_sum / max(stats.flush_count, 1),
-        "runs": collector.assembler.stats.runs_completed,
-        "early": collector.assembler.buffer.stats.completed.get("early", 0),
+        "runs": collector.assembler.snapshot().assembler.runs_completed,
+        "early": collector.assembler.snapshot().buffer.completed.get("early", 0),
         "committed_at": committed_at,
         # the latency records above live in the collector's process and grow with the phase: their size (the
         # dict's table, keys and values), to read its RSS by

@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,9 @@ from typing import Any
 from agentotel_eval.store import discovery
 from agentotel_eval.store.query import QueryError, QueryUnavailable, run_query
 from agentotel_eval.store.rows import evaluations_to_arrow
-from collector.assemble.assembler import Assembler, Reconstruct
-from collector.assemble.completed import TraceStage
-from collector.assemble.remote import AssemblerProcess, StatsView
+from collector.assemble.assembler import Reconstruct
+from collector.assemble.remote import ProcessAssembly
+from collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
 from collector.config import CollectorConfig
 from collector.decode.batch import IngestBatch, decode_request
 from collector.decode.pool import DecodePool
@@ -33,7 +33,7 @@ from collector.receive.grpc import GrpcReceiver
 from collector.receive.http import HttpApp, HttpReceiver
 from collector.receive.ingest import Ingestor
 from collector.score.judge_worker import JudgeWorker
-from collector.score.stage import ScoringStage, external_rows, is_held_span
+from collector.score.stage import external_rows, is_held_span
 from collector.store.database import Database, DatabaseClosed
 from collector.store.operations import DeleteOlderThan, InsertEvaluations
 from collector.store.reader import TraceReader
@@ -42,9 +42,6 @@ from collector.store.writer import Committed, StoreWriter
 from collector.telemetry import prometheus
 
 log = logging.getLogger("agentotel.collector")
-
-StageFactory = Callable[[TraceStage], TraceStage]
-
 
 class Collector:
     """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage. It never
@@ -78,13 +75,12 @@ class Collector:
         self.query_counts: dict[str, int] = {}
         self.database: Any = None  # Database once started
         self.writer: StoreWriter
-        self.assembler: Assembler | AssemblerProcess
+        self.assembler: AssemblyStage
         self._assembler_started = False
         #: ``gen_ai.evaluation.result`` log records from other tools stored at ingest
         self.external_log_evaluations = 0
         self.ingestor: Ingestor
         self.run_writer: RunWriter
-        self.scoring: ScoringStage | StatsView
         self.forwarder: Forwarder | None = None
         self.judge: JudgeWorker | None = None
         self.decoders: DecodePool | None = None
@@ -132,26 +128,14 @@ class Collector:
                     forward_spans=forwarder.submit_spans if forwarder else None,
                     forward_logs=forwarder.submit_logs if forwarder else None,
                 )
+            forward = forwarder.submit_spans if forwarder else None
             if self.in_process:
-                self.scoring = ScoringStage(
-                    self.run_writer, scoring_config, forward=forwarder.submit_spans if forwarder else None
-                )
-                stage: TraceStage = self.scoring
-                for factory in reversed(self._stage_factories):
-                    stage = factory(stage)
-                self.assembler = Assembler(cfg.assembler, stage, TraceReader(self._cursor),
-                                           reconstruct=self._reconstruct, whole_spans=forwarder is not None,
-                                           # another reconstruction may find runs by other rules, and a
-                                           # stage of its own is promised every completed trace
-                                           read_plain_traces=forwarder is not None or self._reconstruct is not None
-                                           or bool(self._stage_factories))
+                self.assembler = LocalAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
+                                               self.run_writer, forward=forward, stages=self._stage_factories,
+                                               reconstruct=self._reconstruct)
             else:
-                self.assembler = AssemblerProcess(
-                    cfg.assembler, scoring_config, TraceReader(self._cursor), self.run_writer,
-                    forward=forwarder.submit_spans if forwarder else None,
-                    tuning=self.tuning,
-                )
-                self.scoring = self.assembler.scoring
+                self.assembler = ProcessAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
+                                                 self.run_writer, forward=forward, tuning=self.tuning)
             forwarding = cfg.forward is not None
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
@@ -388,7 +372,7 @@ class Collector:
     def helpers(self) -> list[Supervisor]:
         """The supervisors of this collector's helper processes."""
         out = list(self.decoders.supervisors) if self.decoders is not None else []
-        if isinstance(self.assembler, AssemblerProcess):
+        if isinstance(self.assembler, ProcessAssembly):
             out.append(self.assembler.supervisor)
         return out
 
@@ -405,7 +389,7 @@ class Collector:
             # false only after a reopen could not open the file again: exports are refused until it can
             "database_open": self.database is not None and self.database.is_open,
             "open_traces": self.assembler.open_traces,
-            "assembler_pid": getattr(self.assembler, "pid", None),  # None: assembly runs on a thread here
+            "assembler_pid": self.assembler.pid,  # None: assembly runs on a thread here
             "decode_pids": self.decoders.pids if self.decoders is not None else [],  # []: decoding runs here
         }
 
@@ -442,7 +426,7 @@ class Collector:
                 next_retention = now + retention_every
             if now >= next_summary:
                 stats = self.writer.stats
-                current = (stats.spans_stored, self.assembler.stats.runs_completed)
+                current = (stats.spans_stored, self.assembler.snapshot().assembler.runs_completed)
                 if current != last:
                     log.info(
                         "stored %d spans (+%d), %d log records; %d agent runs (+%d); %d open traces, queue %d",

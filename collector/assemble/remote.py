@@ -1,6 +1,6 @@
 """The collector's side of the assembler process (``collector.assemble.worker`` runs in it).
 
-``AssemblerProcess`` takes every commit's marks from the writer and hands them to the assembler process: one
+``ProcessAssembly`` (an ``AssemblyStage``) takes every commit's marks from the writer and hands them to the assembler process: one
 thread sends them (the writer never waits on the socket); the process's supervisor hands what comes back to
 ``_received``: rows for the run writer, held spans for the forwarder, reads to serve from the database, and the
 process's counters.
@@ -20,12 +20,12 @@ import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
 from collector.assemble.assembler import AssemblerStats
 from collector.assemble.marks import LogMark, SpanMark
+from collector.assemble.stage import AssemblyStats
 from collector.assemble.trace_buffer import BufferStats
 from collector.assemble.worker import WorkerSettings
 from collector.config import AssemblerConfig
@@ -66,34 +66,11 @@ class AssemblerUnavailable(RuntimeError):
     """The assembler process could not be started."""
 
 
-@dataclass
-class _Snapshot:
-    """The process's counters as last reported (cumulative, so a lost report loses nothing)."""
-
-    received: int = 0
-    inbox: int = 0
-    open_traces: int = 0
-    buffered_records: int = 0
-    assembler: AssemblerStats = field(default_factory=AssemblerStats)
-    buffer: BufferStats = field(default_factory=BufferStats)
-    scoring: ScoringStats = field(default_factory=ScoringStats)
-    conversion_errors: int = 0
+def _empty() -> AssemblyStats:
+    return AssemblyStats(AssemblerStats(), BufferStats(), ScoringStats())
 
 
-class StatsView:
-    """An object whose ``stats`` are one part of the process's counters: ``assembler.buffer`` and
-    ``collector.scoring`` in process mode, read as those of the in-process assembler and scoring stage are."""
-
-    def __init__(self, owner: AssemblerProcess, part: str) -> None:
-        self._owner = owner
-        self._part = part
-
-    @property
-    def stats(self) -> Any:
-        return getattr(self._owner._totals(), self._part)
-
-
-class AssemblerProcess:
+class ProcessAssembly:
     """Assembly, reconstruction and scoring in a helper process; the database stays here. It is sent the marks of
     committed records and reads completed traces back through this process (``_answer``)."""
 
@@ -115,7 +92,7 @@ class AssemblerProcess:
             self._received, on_exit=self._exited, on_give_up=self._gave_up, start_timeout=start_timeout,
             policy=RestartPolicy(stable_after=STABLE_SECONDS, give_up_after=MAX_RESTARTS),
         )
-        self._reader = reader
+        self.reader = reader
         self._run_writer = run_writer
         self._forward = forward
         self._start_timeout = start_timeout
@@ -126,13 +103,12 @@ class AssemblerProcess:
         self._stopping = False
         #: the process kept dying and was given up on: records are dropped here (they are stored), nothing waits
         self._disabled = False
-        self._snapshot = _Snapshot()
+        self._snapshot = _empty()  # the running process's counters, as last reported
+        self._reported = (0, 0)  # (marks received, inbox) with those counters
         self._progress = (0, 0)  # (received, inbox) as the process's receiving thread last said
-        self._retired = _Snapshot()  # counters of processes that exited, so totals never go backwards
+        self._retired = _empty()  # counters of processes that exited, so totals never go backwards
         self._sender: threading.Thread | None = None
         self._last_failed: tuple[Any, ...] | None = None  # the marks whose send failed last (see _requeue)
-        self.buffer = StatsView(self, "buffer")
-        self.scoring = StatsView(self, "scoring")
 
     # ---- what the collector reads ---------------------------------------------------------------------------
 
@@ -142,27 +118,18 @@ class AssemblerProcess:
         with self._cond:
             if self._disabled:
                 return 0
-            snap = self._snapshot
             received, inbox = self._progress
-            if snap.received >= received:  # the full counters are the newer
-                received, inbox = snap.received, snap.inbox
+            if self._reported[0] >= received:  # the full counters are the newer
+                received, inbox = self._reported
             return self._queued + max(self._sent - received, 0) + inbox
 
     @property
     def open_traces(self) -> int:
         return self._snapshot.open_traces
 
-    @property
-    def buffered_records(self) -> int:
-        return self._snapshot.buffered_records
-
-    @property
-    def stats(self) -> AssemblerStats:
-        return self._totals().assembler
-
-    @property
-    def conversion_errors(self) -> int:
-        return self._totals().conversion_errors
+    def snapshot(self) -> AssemblyStats:
+        with self._cond:
+            return self._retired.plus(self._snapshot)
 
     @property
     def supervisor(self) -> Supervisor:
@@ -179,10 +146,6 @@ class AssemblerProcess:
     @property
     def restarts(self) -> int:
         return self._supervisor.restarts
-
-    def _totals(self) -> _Snapshot:
-        with self._cond:
-            return _merge(self._retired, self._snapshot)
 
     # ---- stage interface ------------------------------------------------------------------------------------
 
@@ -303,12 +266,12 @@ class AssemblerProcess:
         value: Any = None
         try:
             if isinstance(call, ReadTraces):
-                frames = wire.ipc_frames(*self._reader.load_tables(call.trace_ids, call.lo_ns, call.hi_ns,
+                frames = wire.ipc_frames(*self.reader.load_tables(call.trace_ids, call.lo_ns, call.hi_ns,
                                                                    whole=call.whole, commits=call.commits))
             elif isinstance(call, LatestSpanTime):
-                value = self._reader.latest_span_time()
+                value = self.reader.latest_span_time()
             else:
-                traces, with_runs = self._reader.recent_traces(call.since_ns)
+                traces, with_runs = self.reader.recent_traces(call.since_ns)
                 value = (traces, list(with_runs))
             reply: Message = Reply(call.call_id, value)
         except Exception as exc:
@@ -318,26 +281,16 @@ class AssemblerProcess:
             channel.send(reply, frames)
 
     def _update(self, data: dict[str, Any]) -> None:
-        snap = _Snapshot(
-            received=data["received"],
-            inbox=data["inbox"],
-            open_traces=data["open_traces"],
-            buffered_records=data["buffered_records"],
-            assembler=AssemblerStats(**data["assembler"]),
-            buffer=BufferStats(late_records=data["late_records"], completed=dict(data["completed"])),
-            scoring=ScoringStats(**data["scoring"]),
-            conversion_errors=data["conversion_errors"],
-        )
+        stats = AssemblyStats.from_dict(data["stats"])
         with self._cond:
-            self._snapshot = snap
+            self._snapshot, self._reported = stats, (data["received"], data["inbox"])
 
     def _exited(self, code: int | None) -> None:
         """The process exited: its counters are kept, its marks in flight are in the database (the next process's
         recovery finds the traces it held)."""
         with self._cond:
-            self._retired = _merge(self._retired, self._snapshot)
-            self._snapshot = _Snapshot()
-            self._progress = (0, 0)
+            self._retired = self._retired.plus(self._snapshot)
+            self._snapshot, self._reported, self._progress = _empty(), (0, 0), (0, 0)
             self._sent = 0
 
     def _gave_up(self) -> None:
@@ -348,26 +301,3 @@ class AssemblerProcess:
             self._outbox.clear()
             self._queued = 0
             self._cond.notify_all()
-
-
-def _merge(a: _Snapshot, b: _Snapshot) -> _Snapshot:
-    """Counters of two processes added (gauges from the newer)."""
-
-    def add(x: Any, y: Any) -> Any:
-        out = type(x)()
-        for name in x.__dataclass_fields__:
-            u, v = getattr(x, name), getattr(y, name)
-            if isinstance(u, dict):
-                merged = dict(u)
-                for k, n in v.items():
-                    merged[k] = merged.get(k, 0) + n
-                setattr(out, name, merged)
-            else:
-                setattr(out, name, u + v)
-        return out
-
-    return _Snapshot(
-        received=b.received, inbox=b.inbox, open_traces=b.open_traces, buffered_records=b.buffered_records,
-        assembler=add(a.assembler, b.assembler), buffer=add(a.buffer, b.buffer), scoring=add(a.scoring, b.scoring),
-        conversion_errors=a.conversion_errors + b.conversion_errors,
-    )

@@ -14,7 +14,6 @@ Run as ``python -m collector.assemble.worker FD`` by ``collector.assemble.remote
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import pickle
@@ -30,6 +29,7 @@ from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 from collector.assemble.assembler import Assembler, Read
 from collector.assemble.completed import CompletedTrace
+from collector.assemble.stage import assembly_stats
 from collector.config import AssemblerConfig
 from collector.process import frames as wire
 from collector.process.channel import Channel, ChannelClosed
@@ -238,17 +238,8 @@ def serve(channel: Channel, setup: Setup) -> None:
         sent as rows already. ``received`` is read first: a record arriving meanwhile is counted twice (as not
         received and as in the inbox), never as neither."""
         got = received[0]
-        return {
-            "received": got,
-            "inbox": assembler.backlog,
-            "open_traces": assembler.open_traces,
-            "buffered_records": assembler.buffered_records,
-            "assembler": dataclasses.asdict(assembler.stats),
-            "completed": dict(assembler.buffer.stats.completed),
-            "late_records": assembler.buffer.stats.late_records,
-            "scoring": dataclasses.asdict(scoring.stats),
-            "conversion_errors": sink.conversion_errors,
-        }
+        return {"received": got, "inbox": assembler.backlog,
+                "stats": assembly_stats(assembler, scoring, sink.conversion_errors).to_dict()}
 
     def publish() -> None:
         """After each round of the assembler (every tick, or batch): the counters, right after new rows, else

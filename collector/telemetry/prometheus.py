@@ -73,8 +73,8 @@ def render(collector: Collector) -> str:
     out = PromText()
     received, rejected, requests = collector.ingestor.stats.snapshot()
     writer = collector.writer.stats
-    assembler = collector.assembler
-    buffer_stats = assembler.buffer.stats
+    assembly = collector.assembler.snapshot()
+    assembler, buffer_stats = assembly.assembler, assembly.buffer
 
     def by_signal(counts: Mapping[tuple[str, str], int], signal: str) -> list[tuple[Labels, float]]:
         samples = [({"transport": t}, n) for (t, s), n in sorted(counts.items()) if s == signal]
@@ -113,10 +113,10 @@ def render(collector: Collector) -> str:
             writer.reopen_failures)
     out.histogram("flush_duration_seconds", "Time to append and commit one batch.", FLUSH_BUCKETS,
                   writer.flush_buckets, writer.flush_sum, writer.flush_count)
-    out.add("open_traces", "gauge", "Traces buffered by the assembler, waiting to complete.", assembler.open_traces)
-    out.add("buffered_records", "gauge", "Spans and log records held by the assembler.", assembler.buffered_records)
+    out.add("open_traces", "gauge", "Traces buffered by the assembler, waiting to complete.", assembly.open_traces)
+    out.add("buffered_records", "gauge", "Spans and log records held by the assembler.", assembly.buffered_records)
     out.add("assembler_backlog_records", "gauge", "Committed records not yet taken by the assembler.",
-            assembler.backlog)
+            collector.assembler.backlog)
     out.add("traces_completed_total", "counter",
             "Traces completed, by reason (quiet, timeout, early, shutdown).",
             [({"reason": r}, n) for r, n in sorted(buffer_stats.completed.items())] or [({"reason": "quiet"}, 0)])
@@ -127,24 +127,24 @@ def render(collector: Collector) -> str:
             "Spans and log records that arrived after their trace was completed (its runs are rebuilt).",
             buffer_stats.late_records)
     out.add("traces_reopened_total", "counter", "Completed traces re-opened by late records.",
-            assembler.stats.traces_reopened)
+            assembler.traces_reopened)
     out.add("traces_recovered_total", "counter", "Stored but unassembled traces re-opened at startup.",
-            assembler.stats.traces_recovered)
+            assembler.traces_recovered)
     out.add("traces_without_evidence_total", "counter",
             "Completed traces with no run, tool or LLM span, evaluation event or non-score log record: stored, "
             "not assembled.",
-            assembler.stats.traces_without_evidence)
+            assembler.traces_without_evidence)
     out.add("runs_completed_total", "counter", "Agent runs reconstructed from completed traces.",
-            assembler.stats.runs_completed)
+            assembler.runs_completed)
     out.add("reconstruct_errors_total", "counter", "Traces whose reconstruction raised.",
-            assembler.stats.reconstruct_errors)
+            assembler.reconstruct_errors)
     out.add("run_conversion_errors_total", "counter", "Completed traces whose runs could not be turned into rows.",
-            collector.run_writer.conversion_errors + getattr(assembler, "conversion_errors", 0))
+            assembly.conversion_errors)
     out.add("reload_errors_total", "counter", "Late traces that could not be re-read (their runs were kept).",
-            assembler.stats.reload_errors)
+            assembler.reload_errors)
     out.add("read_errors_total", "counter",
             "Completed traces that could not be read back after every retry (their runs were not written).",
-            assembler.stats.read_errors)
+            assembler.read_errors)
     out.add("write_operations_total", "counter", "Run and retention writes applied, by kind.",
             [({"kind": k}, n) for k, n in sorted(writer.operations.items())] or [({"kind": "replace_runs"}, 0)])
     out.add("write_operation_failures_total", "counter", "Run and retention writes that failed, by kind.",
@@ -154,7 +154,7 @@ def render(collector: Collector) -> str:
             [({"table": t}, n) for t, n in sorted(collector.retention_deleted.items())] or [({"table": "spans"}, 0)])
     out.add("queries_total", "counter", "Queries on POST /v1/query, by outcome.",
             [({"outcome": o}, n) for o, n in sorted(collector.query_counts.items())] or [({"outcome": "ok"}, 0)])
-    scoring = collector.scoring.stats
+    scoring = assembly.scoring
     out.add("runs_scored_total", "counter", "Agent runs scored by the deterministic metrics.", scoring.runs_scored)
     out.add("runs_without_expectation_total", "counter",
             "Scored runs with no expected tools (tool correctness not run).", scoring.runs_without_expectation)

@@ -34,8 +34,8 @@ def test_runs_are_assembled_and_scored_in_a_second_process(tmp_path):
                    == [[1]], what="the run's score")
         assert rows(collector, "SELECT tool_name FROM tool_calls") == [["t"]]
         # the counters of the other process reach this one (and its /metrics)
-        wait_until(lambda: collector.assembler.stats.runs_completed == 1, what="the worker's counters")
-        assert collector.scoring.stats.runs_scored == 1
+        wait_until(lambda: collector.assembler.snapshot().assembler.runs_completed == 1, what="the worker's counters")
+        assert collector.assembler.snapshot().scoring.runs_scored == 1
         metrics = collector.metrics_text()
         assert "agentotel_runs_completed_total 1" in metrics and "agentotel_runs_scored_total 1" in metrics
 
@@ -56,7 +56,7 @@ def test_a_trace_with_no_agent_span_is_stored_and_not_assembled(tmp_path):
         now = time.time_ns()
         body = encode_traces(web_trace(1, now) + agent_trace(2, now)).SerializeToString()
         assert post_otlp(collector.http_endpoint, "traces", body).status == 200
-        wait_until(lambda: collector.assembler.stats.traces_without_evidence == 1, what="the web trace's decision")
+        wait_until(lambda: collector.assembler.snapshot().assembler.traces_without_evidence == 1, what="the web trace's decision")
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[1]], what="the agent's run")
         assert rows(collector, "SELECT trace_id, count(*) FROM spans GROUP BY 1 ORDER BY 1") == [
             [f"{1:032x}", 2], [f"{2:032x}", 2]]
@@ -80,7 +80,7 @@ def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovere
         assert post_otlp(collector.http_endpoint, "traces",
                          encode_traces(agent_trace(2, time.time_ns())).SerializeToString()).status == 200
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[2]], what="the next run")
-        wait_until(lambda: collector.assembler.stats.traces_recovered >= 1, timeout=5, what="the recovery counter")
+        wait_until(lambda: collector.assembler.snapshot().assembler.traces_recovered >= 1, timeout=5, what="the recovery counter")
         metrics = collector.metrics_text()
         assert 'agentotel_helper_restarts_total{helper="assembler"} 1' in metrics
         assert 'agentotel_helper_up{helper="assembler"} 1' in metrics

@@ -195,7 +195,7 @@ def test_after_sigkill_every_acknowledged_span_is_stored_and_its_run_is_recovere
             return {r[0] for r in rows}
 
         wait_until(lambda: acked_traces <= runs(), timeout=30, what="the runs of the recovered traces")
-        wait_until(lambda: collector.assembler.stats.traces_recovered >= len(acked_traces), timeout=5,
+        wait_until(lambda: collector.assembler.snapshot().assembler.traces_recovered >= len(acked_traces), timeout=5,
                    what="the recovery counter")
 
 

@@ -257,10 +257,10 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
 
     # Without its execution span, book_hotel is known only from the model's request (the chat span's output).
     wait_until(lambda: len(calls()) == 3 and calls()[2][2] != late.span_id, what="the run without the late span")
-    reopened = collector.assembler.stats.traces_reopened
+    reopened = collector.assembler.snapshot().assembler.traces_reopened
     assert post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
     wait_until(lambda: calls()[2][2] == late.span_id, what="the rebuilt run, book_hotel now from its execution span")
-    wait_until(lambda: collector.assembler.stats.traces_reopened == reopened + 1, timeout=5, what="the counter")
+    wait_until(lambda: collector.assembler.snapshot().assembler.traces_reopened == reopened + 1, timeout=5, what="the counter")
     assert [c[:2] for c in calls()] == [[0, "search_flights"], [1, "get_weather"], [2, "book_hotel"]]
     assert rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'") == [[1]]
 

@@ -177,7 +177,7 @@ def test_expectations_from_rules_and_dataset_and_runs_without_one(tmp_path):
         # no expectation: tool correctness is not run (not scored 0); the detectors still are
         assert set(_evaluations(collector, sent["langchain__otel-genai__no_tool"])) == {"tool_errors_detectors"}
         # counted in the assembler process; its counters follow the rows within a moment
-        wait_until(lambda: collector.scoring.stats.runs_without_expectation == 1, timeout=5,
+        wait_until(lambda: collector.assembler.snapshot().scoring.runs_without_expectation == 1, timeout=5,
                    what="the scoring counters")
 
 
@@ -312,7 +312,7 @@ def test_late_spans_rescore_the_run_and_replace_its_rows(tmp_path):
         wait_until(lambda: "tool_correctness" in _evaluations(collector, trace_id), what="first scores")
         first = _rows(collector, "SELECT count(*) FROM evaluations WHERE trace_id = ?", [trace_id])[0][0]
         assert post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
-        wait_until(lambda: collector.assembler.stats.traces_reopened == 1, what="the trace to be re-opened")
+        wait_until(lambda: collector.assembler.snapshot().assembler.traces_reopened == 1, what="the trace to be re-opened")
         wait_until(lambda: _rows(collector, "SELECT count(*) FROM tool_calls WHERE trace_id = ? AND span_id = ?",
                                  [trace_id, late.span_id])[0][0] == 1, what="the rebuilt run")
         collector.writer.flush(5)

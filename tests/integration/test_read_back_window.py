@@ -69,7 +69,7 @@ def test_a_log_record_with_no_time_is_stored_once_and_read_back(tmp_path):
         wait_until(lambda: _rows(c, "SELECT count(*) FROM agent_runs") == [[1]], what="the run")
         assert _rows(c, "SELECT count(*) FROM logs") == [[1]]
         # the window the assembler read the trace by, as it remembers it: the log record lies in it
-        window = c.assembler.buffer.decided[trace_id]
+        window = c.assembler.assembler.buffer.decided[trace_id]
         assert window.lo_ns == t0  # the timeless record is looked up at the epoch, not by a window back to 1970
         stored = TraceReader(c._cursor).load([trace_id], window.lo_ns, window.hi_ns, whole=False)
         assert [r.body for r in stored[trace_id].logs] == [{"content": "hello"}]
@@ -101,7 +101,7 @@ def test_a_long_trace_sent_in_two_exports_is_read_back_by_its_two_commits(tmp_pa
               _agent(trace_id, root, now - 120 * S, now)]
     other = [_agent("9" * 32, "9" * 16, now - 60 * S, now - 59 * S)]  # stored in between, inside the window
     with running_collector(tmp_path / "l.duckdb", assembler={"process": process, "grace_period": 0.5}) as c:
-        reader = c.assembler._reader
+        reader = c.assembler.reader
         asked: list = []
         load_tables = reader.load_tables
 
