@@ -140,7 +140,10 @@ class EvaluationResult:
     cases: tuple[CaseResult, ...]
     duration_s: float = 0.0
     #: per metric name, in first-seen order (computed from ``cases`` when not given)
-    metrics: Mapping[str, MetricSummary] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    metrics: Mapping[str, MetricSummary] = field(
+        default=None,  # type: ignore[arg-type]  # None only until __post_init__ computes it
+        repr=False, compare=False,
+    )
 
     def __post_init__(self) -> None:
         if self.metrics is None:

@@ -18,6 +18,7 @@ class FrozenDict(dict):
     """A dict that refuses mutation and hashes by content."""
 
     __slots__ = ("_hash",)
+    _hash: int  # set on the first hash (a slot: no class attribute)
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
@@ -50,6 +51,7 @@ class FrozenList(list):
     """A list that refuses mutation and hashes by content."""
 
     __slots__ = ("_hash",)
+    _hash: int  # set on the first hash (a slot: no class attribute)
 
     __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = _refuse
     __iadd__ = __imul__ = _refuse

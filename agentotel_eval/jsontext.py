@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -109,7 +109,7 @@ def has_non_finite(value: Any) -> bool:
 
 # The stdlib's C encoder, built once (without circularity markers it keeps no state between calls): decoded
 # attributes cannot be circular. The reference for what ``dumps`` means, and its fallback.
-_stdlib_encode = json.JSONEncoder(
+_stdlib_encode: Callable[[Any], str] = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=json_default
 ).encode
 if c_make_encoder is not None:
@@ -138,7 +138,10 @@ def dumps(value: Any) -> str:
     return out.decode()
 
 
-_scan = json.JSONDecoder().scan_once  # the C scanner json.loads ends in, without its Python wrapper
+#: the C scanner json.loads ends in, without its Python wrapper
+_scan: Callable[[str, int], tuple[Any, int]] = (
+    json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in JSONDecoder.__init__, not in typeshed
+)
 
 
 def _stdlib_loads(text: str) -> Any:

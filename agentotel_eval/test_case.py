@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 from agentotel_eval.frozen import FrozenDict, FrozenList, freeze, hashable
 
@@ -130,6 +130,12 @@ class ToolCall:
         raise TypeError(f"expected a ToolCall, a tool name or a dict, got {type(value).__name__}")
 
 
+@overload
+def as_tool_calls(values: None) -> None: ...
+@overload
+def as_tool_calls(values: Iterable[ToolCall | str | Mapping[str, Any]]) -> list[ToolCall]: ...
+@overload
+def as_tool_calls(values: Iterable[ToolCall | str | Mapping[str, Any]] | None) -> list[ToolCall] | None: ...
 def as_tool_calls(values: Iterable[ToolCall | str | Mapping[str, Any]] | None) -> list[ToolCall] | None:
     """Normalise a list of names / ToolCalls / dicts (mixed) to ToolCalls, keeping order and duplicates."""
     if values is None:

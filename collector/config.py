@@ -18,7 +18,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
 from collector.forward.forwarder import ForwardConfig
@@ -32,6 +32,9 @@ from collector.score.config import (
     parse_forward,
 )
 from collector.score.expectations import ExpectationRule
+
+if TYPE_CHECKING:
+    from agentotel_eval.store.schema import DuckDBSetting
 
 MiB = 1024 * 1024
 
@@ -162,9 +165,9 @@ class WriterConfig:
     #: ~17 s under load: in 60 s phases the same throughput as never, and ~20 MB less (see docs/collector.md)
     reopen_rows: int = 250_000
 
-    def duckdb_settings(self) -> dict[str, object]:
+    def duckdb_settings(self) -> dict[str, DuckDBSetting]:
         """The DuckDB settings the writer opens its database with (the benchmarks open theirs the same way)."""
-        settings: dict[str, object] = {
+        settings: dict[str, DuckDBSetting] = {
             "checkpoint_threshold": self.checkpoint_threshold,
             "allocator_flush_threshold": self.allocator_flush_threshold,
             "max_vacuum_tasks": self.max_vacuum_tasks,
@@ -328,7 +331,7 @@ def _coerce(value: Any, hint: Any, meta: Mapping[str, Any], key: str) -> Any:
         if value is None:
             return None
         return _coerce(value, options[0], meta, key)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, Mapping):
             raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
         return build(hint, value, key)
@@ -377,7 +380,7 @@ def build(cls: type, data: Mapping[str, Any], prefix: str = "", base: Any = None
                 raise ConfigError(key, str(exc)) from None
             except (TypeError, AttributeError, ValueError) as exc:
                 raise ConfigError(key, f"invalid value {value!r}: {exc}") from None
-        elif dataclasses.is_dataclass(hint) and base is not None:
+        elif isinstance(hint, type) and dataclasses.is_dataclass(hint) and base is not None:
             if not isinstance(value, Mapping):
                 raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
             values[name] = build(hint, value, key, getattr(base, name))

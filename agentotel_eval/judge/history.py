@@ -12,7 +12,7 @@ huge tool result cannot blow the judge's context window or the bill. When calls 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
@@ -64,7 +64,7 @@ def truncate(text: str, limit: int) -> str:
 
 #: ``json.dumps(value, ensure_ascii=False, default=str)`` without building an encoder per value
 _dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
-_encode = _dumps
+_encode: Callable[[Any], str] = _dumps
 if c_make_encoder is not None:
     # The C encoder ``_dumps`` builds on each call, built once; without circularity markers, so a value it
     # cannot write (a cycle shows as a RecursionError) is written again by ``_dumps``, whose answer stands.
@@ -217,11 +217,12 @@ def render_tool_history(
 
 
 def _from_calls(calls: Sequence[Any], source: str, max_value_chars: int, max_chars: int) -> ToolHistory:
-    calls = as_tool_calls(calls) if type(calls) is list else [ToolCall.from_value(c) for c in calls]
-    return render_calls(calls, source, max_value_chars, max_chars)
+    tool_calls = as_tool_calls(calls) if type(calls) is list else [ToolCall.from_value(c) for c in calls]
+    return render_calls(tool_calls, source, max_value_chars, max_chars)
 
 
-def render_calls(calls: list[ToolCall], source: str = SOURCE_TOOL_CALLS, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+def render_calls(calls: Sequence[ToolCall], source: str = SOURCE_TOOL_CALLS,
+                 max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
                  max_chars: int = DEFAULT_MAX_CHARS) -> ToolHistory:
     """The history of these ToolCalls: ``render_tool_history`` of a case whose ``tool_calls`` they are, for a
     caller that has converted them already."""

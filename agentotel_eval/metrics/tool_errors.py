@@ -555,7 +555,7 @@ def _calls_of(case: Any, structured: Any = None) -> list[ToolCall]:
     if calls is None:
         calls = getattr(case, "tools_called", None)
     if type(calls) is list:
-        return as_tool_calls(calls)  # type: ignore[return-value]  # a list in, a list out
+        return as_tool_calls(calls)
     return [ToolCall.from_value(c) for c in calls or []]
 
 

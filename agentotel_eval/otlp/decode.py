@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from sys import intern
 from typing import Any
 
@@ -333,7 +333,9 @@ def _parse_json(body: bytes | str, top_key: str, top_snake: str) -> list[Any]:
     return items
 
 
-def _each_scope(items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str):
+def _each_scope(
+    items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str,
+) -> Iterator[tuple[dict[str, Any], str, str, list[Any]]]:
     for rs in items:
         if not isinstance(rs, Mapping):
             raise DecodeError("resource entries must be objects")

@@ -132,7 +132,7 @@ def encode_logs(logs: Iterable[LogRecord]) -> ExportLogsServiceRequest:
             r.trace_id = bytes.fromhex(log.trace_id)
         if log.span_id:
             r.span_id = bytes.fromhex(log.span_id)
-        r.severity_number = log.severity_number  # type: ignore[assignment]
+        r.severity_number = log.severity_number
         r.severity_text = log.severity_text
         if log.event_name and hasattr(r, "event_name"):
             r.event_name = log.event_name

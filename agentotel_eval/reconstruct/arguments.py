@@ -96,7 +96,7 @@ def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None
     return Arguments({name: value} if name else None, "scalar", None)
 
 
-def _normalize_mapping(value: Mapping[str, Any], encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
+def _normalize_mapping(value: dict[str, Any], encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
     keys = value.keys()
     if keys == _ARGS_KWARGS and isinstance(value["args"], (list, tuple)) and isinstance(value["kwargs"], dict):
         bound = _bind_positional(list(value["args"]), value["kwargs"], schema)

@@ -341,7 +341,7 @@ _OI_TOOL_FIELDS = ("tool.json_schema", "tool.name", "tool.description")
 _TRACELOOP_FUNCTION_FIELDS = ("name", "description", "parameters")
 
 
-def _openinference_tools(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
+def _openinference_tools(attrs: Mapping[str, Any]) -> tuple[ToolDefinition, ...]:
     """``llm.tools.N.tool.{json_schema,name,description}``, read by direct look-ups (no key scan)."""
     entries = []
     get = attrs.get
@@ -366,7 +366,7 @@ def _definitions_from_openinference(entries: tuple[tuple[Any, Any, Any], ...]) -
     return tuple(out)
 
 
-def _traceloop_functions(attrs: Mapping[str, Any]) -> Sequence[ToolDefinition]:
+def _traceloop_functions(attrs: Mapping[str, Any]) -> tuple[ToolDefinition, ...]:
     """``llm.request.functions.N.{name,description,parameters}``, read by direct look-ups."""
     entries = []
     get = attrs.get

@@ -8,7 +8,7 @@ parallel calls apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +151,7 @@ def assign_turns(calls: list[Call], llm_spans: Sequence[SpanRecord]) -> None:
             call.turn, call.turn_source = previous[-1], "inferred"
 
 
-def call_order_key(calls: list[Call]):
+def call_order_key(calls: list[Call]) -> Callable[[Call], tuple[int, str, int, int, int, str]]:
     """Start order; the calls of one LLM turn stay together, in the order of that turn's output (DESIGN.md)."""
     group_start: dict[str, int] = {}
     for call in calls:
@@ -161,7 +161,7 @@ def call_order_key(calls: list[Call]):
             known = group_start.get(turn)
             group_start[turn] = start if known is None or start < known else known
 
-    def key(call: Call) -> tuple:
+    def key(call: Call) -> tuple[int, str, int, int, int, str]:
         # ``call.start`` and ``call.span_id`` spelled out: this runs for every call of every run
         execution, request, turn = call.execution, call.request, call.turn
         if execution is not None:
@@ -254,6 +254,7 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
     if e is not None:
         span, start = e.span, e.span.start_ns
     else:
+        assert r is not None
         span, start = r.span, r.span.end_ns
         if later is not None and output is None and call_id:
             completed = later.completion(trace_id, call_id, start)

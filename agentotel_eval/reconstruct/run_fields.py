@@ -3,7 +3,7 @@ the tools offered to the model, the run's status and its expected tools."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -16,7 +16,7 @@ from agentotel_eval.reconstruct.llm import (
     last_user_text,
     read_definitions,
 )
-from agentotel_eval.reconstruct.messages import openinference_messages, parse_messages
+from agentotel_eval.reconstruct.messages import Message, openinference_messages, parse_messages
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution
 from agentotel_eval.reconstruct.values import parse_json, seq, text_of
@@ -172,7 +172,8 @@ def _span_output(span: SpanRecord) -> str | None:
     return None
 
 
-def _span_blob(span: SpanRecord, keys: Sequence[str], pick) -> str | None:
+def _span_blob(span: SpanRecord, keys: Sequence[str],
+               pick: Callable[[list[Message]], str | None]) -> str | None:
     """Last resort: parse the message structures on a run span (LangChain state, pydantic-ai all_messages)."""
     attrs = span.attributes
     for key in keys:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentotel_eval.jsontext import loads
 
@@ -133,7 +133,7 @@ _ERROR_TEXT_STARTS = frozenset("eEtTaA")  # error/exception, traceback, an error
 _ERROR_TEXT = re.compile(r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b)", re.I)
 
 
-def looks_like_error_text(value: Any) -> bool:
+def looks_like_error_text(value: Any) -> TypeGuard[str]:
     """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
     ``"An error occurred while running the tool..."``). Used only where nothing structured states the status."""
     if not isinstance(value, str):

@@ -156,7 +156,7 @@ def _type_converter(t: Any) -> Callable[[Any], Any] | None:
     if type_id == "struct":
         subs = {key: _type_converter(sub) for key, sub in t.children}
         return lambda v: None if v is None else {
-            k: (subs[k](x) if subs.get(k) else jsonable(x)) for k, x in v.items()
+            k: (conv(x) if (conv := subs.get(k)) else jsonable(x)) for k, x in v.items()
         }
     if type_id == "map":
         value_conv = _type_converter(t.children[1][1])

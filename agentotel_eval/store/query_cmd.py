@@ -16,8 +16,12 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentotel_eval.store import DEFAULT_DB_PATH
+
+if TYPE_CHECKING:
+    from agentotel_eval.store.query import QueryResult
 
 EXIT_QUERY_ERROR = 1
 EXIT_NO_DATABASE = 2
@@ -44,7 +48,7 @@ class _Failure(Exception):
         self.code = code
 
 
-def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | None):
+def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | None) -> QueryResult:
     from agentotel_eval.store.query import QueryResult
 
     payload: dict[str, object] = {"sql": sql}
@@ -70,7 +74,7 @@ def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | 
         raise _Failure(str(detail)) from None
 
 
-def _local(db: Path, sql: str, limit: int | None, timeout: float | None):
+def _local(db: Path, sql: str, limit: int | None, timeout: float | None) -> QueryResult:
     import duckdb
 
     from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
@@ -99,7 +103,8 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None):
         con.close()
 
 
-def execute(db: str | Path, sql: str, *, limit: int | None = None, timeout: float | None = None):
+def execute(db: str | Path, sql: str, *, limit: int | None = None,
+            timeout: float | None = None) -> QueryResult:
     """Run the query through the live collector on ``db`` if there is one, else on the file read-only."""
     from agentotel_eval.store.discovery import find_collector
     from agentotel_eval.store.query import QueryError

@@ -53,21 +53,21 @@ def to_json(value: Any) -> str:
     return dumps(value)
 
 
-def _safe_strings(values: list[Any]) -> list[Any]:
+def _safe_strings(values: Sequence[Any]) -> list[Any]:
     return [
         v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
         for v in values
     ]
 
 
-def _str_array(values: list[Any]) -> pa.Array:
+def _str_array(values: Sequence[Any]) -> pa.Array:
     try:
         return pa.array(values, _STR)
     except (UnicodeEncodeError, pa.ArrowInvalid):
         return pa.array(_safe_strings(values), _STR)
 
 
-def _json_array(values: list[str | None]) -> pa.Array:
+def _json_array(values: Sequence[str | None]) -> pa.Array:
     return pa.ExtensionArray.from_storage(_JSON, _str_array(values))
 
 
@@ -76,7 +76,7 @@ def json_list(items: list[Any]) -> str:
     return to_json(items) if items else "[]"
 
 
-def json_array(values: list[str | None]) -> pa.Array:
+def json_array(values: Sequence[str | None]) -> pa.Array:
     """JSON texts as an Arrow ``arrow.json`` array, lone surrogates replaced as the append path replaces them."""
     return _json_array(values)
 
@@ -90,7 +90,7 @@ def safe_text(value: str) -> str:
     return value
 
 
-def _ts_array(values: list[int | None]) -> pa.Array:
+def _ts_array(values: Sequence[int | None]) -> pa.Array:
     return pa.array(values, _TS)
 
 
@@ -384,7 +384,7 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
     for every run, and per-row tuples appended to per-column lists cost more than the values themselves."""
     runs = runs if isinstance(runs, list | tuple) else list(runs)
     agent_names = [v if (v := r.agent_name) is None or isinstance(v, str) else str(v) for r in runs]
-    run_columns = [
+    run_columns: list[list[Any]] = [
         [r.trace_id for r in runs],
         [r.span_id for r in runs],
         agent_names,
@@ -517,7 +517,7 @@ def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
     """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column (non-finite
     floats become null in line, without a call per value)."""
     isfinite = math.isfinite
-    columns = (
+    columns: tuple[list[Any], ...] = (
         [r.trace_id for r in rows],
         [r.run_span_id for r in rows],
         [r.metric for r in rows],

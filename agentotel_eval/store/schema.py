@@ -12,7 +12,7 @@ made appends 5-10x slower and kept slowing as the table grew (see docs/collector
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -359,9 +359,13 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
 
 
-def _sealed_config(extra: dict[str, object] | None = None) -> dict[str, object]:
+#: a DuckDB setting's value, as ``duckdb.connect(config=...)`` takes it
+DuckDBSetting = str | bool | int | float | list[str]
+
+
+def _sealed_config(extra: Mapping[str, DuckDBSetting] | None = None) -> dict[str, DuckDBSetting]:
     # Times come back in UTC whatever the host's zone; SQL cannot reach files, the network or extensions.
-    config: dict[str, object] = {
+    config: dict[str, DuckDBSetting] = {
         "enable_external_access": False,
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
@@ -377,7 +381,8 @@ CATALOG = "agentotel"
 
 
 def open_store(
-    path: str | Path, *, settings: dict[str, object] | None = None, row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    path: str | Path, *, settings: Mapping[str, DuckDBSetting] | None = None,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
 
@@ -410,7 +415,7 @@ def open_store(
     return con
 
 
-def _attach(path: Path, settings: dict[str, object] | None, row_group_size: int, *,
+def _attach(path: Path, settings: Mapping[str, DuckDBSetting] | None, row_group_size: int, *,
             read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """An instance whose only database is the file, attached with its options (external access is switched off
     right after: ATTACH itself needs it).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -36,7 +36,8 @@ def set_expected_tools(tools: Iterable[Any]) -> bool:
     """
     names = list(tool_names(tools))
     try:
-        span = otel_context.get_value(state.AGENT_SPAN_KEY)
+        # what the decorator put there: the span it started (``Tracer.start_span``)
+        span = cast("trace.Span | None", otel_context.get_value(state.AGENT_SPAN_KEY))
         if span is None:
             current = trace.get_current_span()
             attributes = getattr(current, "attributes", None) or {}

@@ -27,7 +27,7 @@ from collector.assemble.completed import REASON_SHUTDOWN, CompletedTrace, TraceS
 from collector.assemble.marks import LogMark, SpanMark, log_marks, span_marks
 from collector.assemble.trace_buffer import Decided, OpenTrace, TraceBuffer
 from collector.config import AssemblerConfig
-from collector.store.reader import StoredTrace, TraceReader
+from collector.store.reader import StoredTrace, StoredTraceReader
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class Assembler:
         self,
         config: AssemblerConfig,
         next_stage: TraceStage,
-        reader: TraceReader,
+        reader: StoredTraceReader,
         *,
         reconstruct: Reconstruct | None = None,
         clock: Callable[[], float] = time.monotonic,

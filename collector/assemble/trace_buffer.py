@@ -227,19 +227,19 @@ class TraceBuffer:
                 trace.has_root = True
             elif is_run:
                 trace.run_parents.append(parent)
-        for tid, ts, is_evaluation in logs:
-            if tid is None:
+        for log_tid, ts, is_evaluation in logs:
+            if log_tid is None:
                 continue  # not part of any trace: stored, nothing to assemble
-            trace = touched.get(tid) or open_traces.get(tid)
+            trace = touched.get(log_tid) or open_traces.get(log_tid)
             if trace is None:
-                decided = decided_traces.get(tid)
+                decided = decided_traces.get(log_tid)
                 if decided is not None:
                     if not is_evaluation:  # a score changes no tool call
-                        late[tid] = _widen(late.get(tid, decided), ts, ts)
+                        late[log_tid] = _widen(late.get(log_tid, decided), ts, ts)
                         self.stats.late_records += 1
                     continue
-                trace = open_traces[tid] = self._new(tid, now)
-            touched[tid] = trace
+                trace = open_traces[log_tid] = self._new(log_tid, now)
+            touched[log_tid] = trace
             trace.logs += 1
             trace.widen(ts, ts)
             if not is_evaluation:  # a gen_ai event may hold tool calls; a score is stored at ingest
@@ -281,7 +281,7 @@ class TraceBuffer:
                 trace.has_root = True
             elif is_run:
                 trace.run_parents.append(parent)
-        for _tid, ts, is_evaluation in logs:
+        for _log_tid, ts, is_evaluation in logs:
             trace.logs += 1
             trace.widen(ts, ts)
             if not is_evaluation:

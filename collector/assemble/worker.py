@@ -187,7 +187,7 @@ class RemoteReader:
 
     def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]:
         traces, with_runs = self._calls.call("recent_traces", lambda c: RecentTraces(c, since_ns))
-        return [tuple(t) for t in traces], set(with_runs)  # type: ignore[misc]
+        return [tuple(t) for t in traces], set(with_runs)
 
     def close(self) -> None:
         pass

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from agentotel_eval.otlp import DecodeError
 from collector.decode.batch import IngestBatch, from_message
@@ -152,7 +153,7 @@ class DecodePool:
             raise DecodeUnavailable(f"the request was not decoded within {timeout:g}s")
         kind, value = call.outcome
         if kind == "ok":
-            message, frames = value  # type: ignore[misc]
+            message, frames = cast("tuple[Decoded, list[bytes]]", value)  # as ``_answered`` stores it
             return from_message(message, frames)
         if kind == BAD_REQUEST:
             raise DecodeError(str(value))

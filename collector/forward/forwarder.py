@@ -16,7 +16,7 @@ import urllib.request
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
@@ -79,6 +79,12 @@ class _Permanent(Exception):
     pass
 
 
+class _ExportStub(Protocol):
+    """A generated OTLP service stub (``TraceServiceStub``, ``LogsServiceStub``): its one call."""
+
+    def Export(self, request: Any, *, timeout: float, metadata: Sequence[tuple[str, str]]) -> Any: ...
+
+
 class _GrpcSender:
     def __init__(self, config: ForwardConfig) -> None:
         import grpc
@@ -92,7 +98,9 @@ class _GrpcSender:
         else:
             self._channel = grpc.insecure_channel(target)
         self._grpc = grpc
-        self._stubs = {"traces": TraceServiceStub(self._channel), "logs": LogsServiceStub(self._channel)}
+        self._stubs: dict[str, _ExportStub] = {
+            "traces": TraceServiceStub(self._channel), "logs": LogsServiceStub(self._channel),
+        }
         self._metadata = tuple((k.lower(), v) for k, v in config.headers.items())
         self._timeout = config.timeout_s
 

@@ -41,7 +41,7 @@ def _span_tuple(s: SpanRecord) -> tuple[Any, ...]:
 def _span(t: tuple[Any, ...]) -> SpanRecord:
     events = tuple(SpanEvent(*e) for e in t[10]) if t[10] else ()
     links = tuple(SpanLink(*lk) for lk in t[11]) if t[11] else ()
-    return SpanRecord(*t[:10], events, links, *t[12:])
+    return SpanRecord(*(*t[:10], events, links, *t[12:]))  # one tuple: mypy cannot count past a starred slice
 
 
 def _log_tuple(r: LogRecord) -> tuple[Any, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import marshal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 
@@ -128,8 +128,8 @@ class DecodeFailed(NamedTuple):
 class Marks(NamedTuple):
     """collector -> assembler: the marks of one commit's new records, and the commit's ``ingested_at`` (ns)."""
 
-    spans: list[Any]
-    logs: list[Any]
+    spans: Sequence[Any]
+    logs: Sequence[Any]
     commit: int | None
 
 

@@ -8,7 +8,7 @@ never allocates more than the limit.
 from __future__ import annotations
 
 import zlib
-from typing import BinaryIO
+from typing import Protocol
 
 from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
@@ -16,11 +16,19 @@ CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 256 * 1024
 
 
+class BodyStream(Protocol):
+    """What a body is read from: a request's ``rfile`` (or any binary stream)."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+    def readline(self, size: int, /) -> bytes: ...
+
+
 def _too_large(limit: int, what: str) -> PayloadTooLarge:
     return PayloadTooLarge(f"{what} exceeds the limit of {limit} bytes (receiver.max_request_size)")
 
 
-def read_body(stream: BinaryIO, content_length: str | None, chunked: bool, limit: int) -> bytes:
+def read_body(stream: BodyStream, content_length: str | None, chunked: bool, limit: int) -> bytes:
     """The raw request body; ``PayloadTooLarge`` before reading when the declared length is over the limit."""
     if chunked:
         return _read_chunked(stream, limit)
@@ -40,7 +48,7 @@ def read_body(stream: BinaryIO, content_length: str | None, chunked: bool, limit
     return data
 
 
-def _read_chunked(stream: BinaryIO, limit: int) -> bytes:
+def _read_chunked(stream: BodyStream, limit: int) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import threading
@@ -85,6 +86,12 @@ def build_metric(settings: JudgeSettings) -> Any:
         cache=settings.cache_dir or None,
         **kwargs,
     )
+
+
+def _forget(in_flight: dict[tuple[str, str, str, str], asyncio.Task[None]], key: tuple[str, str, str, str],
+            _task: asyncio.Task[None]) -> None:
+    """A judge task's done callback: it is no longer in flight."""
+    in_flight.pop(key, None)
 
 
 def _utc_day(ns: int) -> str:
@@ -182,7 +189,7 @@ class JudgeWorker:
                         continue
                     task = asyncio.create_task(self._answer(job, limit))
                     in_flight[job.key] = task
-                    task.add_done_callback(lambda _t, k=job.key: in_flight.pop(k, None))
+                    task.add_done_callback(functools.partial(_forget, in_flight, job.key))
             self.stats.in_flight = len(in_flight)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
@@ -283,7 +290,7 @@ class JudgeWorker:
                                     events_json(evaluation_events([result], now)), (result.metric,))
             self._writer.submit_operation(
                 WriteEvaluation(evaluations_to_arrow([row]), job.key, job.created_at_ns, span_update=update,
-                                on_applied=lambda op, r=result, t=now: self._written(op, r, t))
+                                on_applied=functools.partial(self._written, result=result, now=now))
             )
 
     def _row(self, job: Job, now: int, *, status: str, reason: str) -> EvaluationRow:

@@ -121,7 +121,9 @@ class RunScorer:
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
             return case, results  # the judge may still want the case
-        metrics = [self._correctness[mode] for mode in expectation.modes] if expectation is not None else []
+        metrics: list[BaseMetric] = (
+            [self._correctness[mode] for mode in expectation.modes] if expectation is not None else []
+        )
         if self._detectors is not None:
             metrics.append(self._detectors)
         for metric in metrics:

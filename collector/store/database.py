@@ -18,12 +18,13 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentotel_eval.store.schema import (
     DEFAULT_ROW_GROUP_SIZE,
+    DuckDBSetting,
     SchemaError,
     hold_writer_lock,
     open_store,
@@ -108,7 +109,7 @@ class Database:
     #: how long a reopen keeps trying to open the file again (another process may hold it for a moment)
     OPEN_RETRY_FOR = 10.0
 
-    def __init__(self, path: str | Path, *, settings: dict[str, object] | None = None,
+    def __init__(self, path: str | Path, *, settings: Mapping[str, DuckDBSetting] | None = None,
                  row_group_size: int = DEFAULT_ROW_GROUP_SIZE) -> None:
         self.path = Path(path)
         self._settings = dict(settings or {})

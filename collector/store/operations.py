@@ -236,10 +236,11 @@ def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
 def _window(starts: Sequence[int | None]) -> tuple[str, dict[str, object]]:
     """The updated spans' start times bound the scan, so DuckDB skips the row groups outside them (no bound when
     one is unknown)."""
-    if not starts or not all(starts):
+    known = [s for s in starts if s]
+    if not starts or len(known) < len(starts):
         return "", {}
     return (f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND ",
-            {"lo": ns_to_datetime(min(starts)), "hi": ns_to_datetime(max(starts), ceil=True)})
+            {"lo": ns_to_datetime(min(known)), "hi": ns_to_datetime(max(known), ceil=True)})
 
 
 SPAN_VALUES_SCHEMA = pa.schema([

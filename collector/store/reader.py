@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -31,6 +31,20 @@ if TYPE_CHECKING:
 class StoredTrace:
     spans: list[SpanRecord]
     logs: list[LogRecord]
+
+
+class StoredTraceReader(Protocol):
+    """What the assembler reads stored traces back through: a ``TraceReader`` in the collector's process, or
+    ``collector.assemble.worker.RemoteReader`` in the assembler's (which asks the collector's reader)."""
+
+    def close(self) -> None: ...
+
+    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
+             commits: Sequence[int] | None = None) -> dict[str, StoredTrace]: ...
+
+    def latest_span_time(self) -> int | None: ...
+
+    def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]: ...
 
 
 class TraceReader:

@@ -663,7 +663,7 @@ class StoreWriter:
         for item in items:
             batch: pa.RecordBatch | None = getattr(item, attr)
             rows = batch.num_rows if batch is not None else 0
-            if not rows:
+            if batch is None or not rows:
                 out.append([])
                 continue
             if inserted is None:

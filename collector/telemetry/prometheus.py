@@ -77,7 +77,9 @@ def render(collector: Collector) -> str:
     assembler, buffer_stats = assembly.assembler, assembly.buffer
 
     def by_signal(counts: Mapping[tuple[str, str], int], signal: str) -> list[tuple[Labels, float]]:
-        samples = [({"transport": t}, n) for (t, s), n in sorted(counts.items()) if s == signal]
+        samples: list[tuple[Labels, float]] = [
+            ({"transport": t}, n) for (t, s), n in sorted(counts.items()) if s == signal
+        ]
         return samples or [({"transport": "grpc"}, 0), ({"transport": "http"}, 0)]
 
     out.add("spans_received_total", "counter", "Valid spans received in export requests.", by_signal(received, "traces"))
