@@ -1,7 +1,7 @@
 """Ingest benchmark: the real collector against a bare receiver that only decodes, under the same load.
 
     python bench/bench_ingest.py [--seconds 15] [--exporters 8] [--transports grpc,http] [--grace 2]
-                                 [--scoring on|off|both]
+                                 [--scoring on|off|both] [--rate SPANS_PER_S] [--untune SETTING]
 
 For each transport it runs, one after the other and each in its own process:
   * a bare receiver (same server stack: grpc / the stdlib HTTP server) that decodes every request into records
@@ -176,7 +176,7 @@ def latency_sampled(trace_id: str) -> bool:
 
 def exporter_main(index: int, transport: str, address: str, spans_per_request: int, seconds: float,
                   start_at: float, out: mp.Queue, run: int = 0, web_share: float = 0.0,
-                  time_scale: float = 1.0) -> None:
+                  time_scale: float = 1.0, rate: float = 0.0) -> None:
     factory = RequestFactory(index, spans_per_request, run, web_share, time_scale)
     acks: list[tuple[float, int]] = []  # (monotonic ack time, seq)
     refused = 0
@@ -205,7 +205,14 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
         time.sleep(0.001)
     deadline = start_at + seconds
     cpu_from = None  # the exporter's own CPU over the measurement window: what the load generator takes
+    # open loop at ``rate`` spans/s (this exporter's share), each request at its slot; 0: the next after the answer
+    interval = factory.spans / rate if rate > 0 else 0.0
+    slot = start_at + (index % 16) * interval / 16  # the exporters' slots spread over one interval
     while (now := time.monotonic()) < deadline:
+        if interval:
+            if now < slot:
+                time.sleep(slot - now)
+            slot += interval
         if cpu_from is None and now >= start_at + WARMUP:
             cpu_from = time.process_time()
         body, seq = factory.next()
@@ -488,7 +495,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     clients = [
         ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
                                                 start_at, out, phase_id, args.web_share,
-                                                args.time_scale))
+                                                args.time_scale, args.rate / args.exporters))
         for i in range(args.exporters)
     ]
     for c in clients:
@@ -551,6 +558,9 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a collector setting for the collector phases, e.g. receiver.decode_slots=8 or "
                              "assembler.process=false (a Python literal; repeatable)")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="offer this many spans/s in all (open loop, each request at its time) instead of the "
+                             "next request after each answer: a steady, moderate load for the run -> rows latency")
     parser.add_argument("--untune", action="append", default=[],
                         choices=("gc_threshold", "gc_freeze", "switch_interval", "malloc"),
                         help="leave one of the collector processes' settings (collector.process.tuning) at Python's "
