@@ -5,7 +5,7 @@
 For each mode this times, on the same pre-built cases, in the same process:
 
 - ``measure``: ``metric.measure(case)``, everything a user gets (score, success, reason, log, result object);
-- ``core``: the scoring alone (the names-only fast paths, else ``score_tool_calls``), no reason or result;
+- ``core``: the scoring alone (``score_tool_calls``), no reason, log or result;
 - ``naive``: an obvious reference that only computes the score: nested loops with ``list.remove`` for
   multisets, brute force over every assignment for weighted matching, plain recursion for the LCS.
 
