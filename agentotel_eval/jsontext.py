@@ -2,8 +2,7 @@
 
 Every span's attributes are written as JSON on ingest and parsed back when a completed trace is read for
 assembly, so both directions run for every span the collector stores. orjson does each several times faster than
-the ``json`` module (its C encoder is ~4x faster on span attributes, its parser ~3x); where it would mean something
-else, the stdlib does the work instead:
+the ``json`` module; where it would mean something else, the stdlib does the work instead:
 
 * ``dumps``: NaN and infinities are spelled as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (orjson
   writes ``null``, losing them; the stdlib cannot write them as JSON at all); lone surrogates, integers beyond

@@ -118,7 +118,7 @@ def score_attribute(metric: str, field: str) -> str:
 
 
 # --- Read by the reconstruction (agentotel_eval/reconstruct) -----------------------------------------------------
-# Observed in real captures (see CONVENTIONS.md); grouped here so the reconstruction holds no string literals.
+# Observed in real captures (docs/reconstruction.md); grouped here so the reconstruction holds no string literals.
 
 # GenAI, and vendor extensions under gen_ai.* that frameworks emit.
 GEN_AI_TOOL_STATUS = "gen_ai.tool.status"  # strands: success | error

@@ -141,28 +141,20 @@ class WriterConfig:
     #: DuckDB returns freed memory to the system above this peak (its default, 128MB, keeps a lot resident)
     allocator_flush_threshold: str = "16MB"
     #: DuckDB's row-group merges at each checkpoint (its default: 100). A commit rarely fills its last row group
-    #: exactly, and merging those partial row groups rewrites them: measured, it doubled the cost of ingest per
-    #: span. At 0 they stay as written (a few more, smaller row groups); row groups that retention empties are
-    #: still dropped and their space reused
+    #: exactly, and merging those partial row groups rewrites them at every checkpoint. At 0 they stay as written;
+    #: row groups that retention empties are still dropped and their space reused
     max_vacuum_tasks: int = 0
     #: DuckDB memory limit (empty: DuckDB's default, 80% of RAM). DuckDB otherwise keeps the rows it wrote cached
-    #: as they grow; past the limit it evicts them, and queries that need more spill to a temporary directory.
-    #: Under the ingest benchmark 96MB held the collector's process ~30 MB lower than 128MB, at the same throughput
-    #: with and without scoring (A/B in one session); group-bys, sorts, DISTINCT and SUMMARIZE over a 1M-row table
-    #: of ~1 KB JSON rows still ran (spilling)
+    #: as they grow; past the limit it evicts them, and queries that need more spill to a temporary directory
     memory_limit: str = "96MB"
     #: DuckDB worker threads (0: DuckDB's default, one per core)
     threads: int = 0
-    #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of at least one
-    #: row group is written straight into the file, compressed once, instead of into the write-ahead log and
-    #: compressed again at the next checkpoint. Small groups make every loaded commit take that path, but DuckDB
-    #: keeps ~80 KB a row group in memory until the database is closed (~40 bytes a stored span at 2048, against
-    #: ~4 at 122,880), and under load they were no faster (see docs/collector.md)
+    #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of a whole row group
+    #: is written straight into the file instead of the write-ahead log, but DuckDB keeps memory of every row group
+    #: until the database is closed, and smaller groups were no faster under load
     row_group_size: int = 122_880
     #: close and reopen the database after this many stored records (0: never). DuckDB keeps memory of every
-    #: write until the database is closed (~33 bytes a span under the ingest benchmark with scoring: ~1.8 GB an
-    #: hour at 15,000 spans/s); a reopen gives it back and pauses writing for ~0.1 s. At 250,000 that is every
-    #: ~17 s under load: in 60 s phases the same throughput as never, and ~20 MB less (see docs/collector.md)
+    #: write until the database is closed; a reopen gives it back and pauses writing for ~0.1 s
     reopen_rows: int = 250_000
 
     def duckdb_settings(self) -> dict[str, DuckDBSetting]:

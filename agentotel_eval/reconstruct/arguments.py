@@ -1,6 +1,6 @@
 """Tool-call arguments in every encoding real instrumentations use, normalised to a dict of parameters.
 
-Encodings seen in captures (CONVENTIONS.md, trap 6): a JSON object string, JSON inside JSON (pydantic-ai puts
+Encodings seen in real captures: a JSON object string, JSON inside JSON (pydantic-ai puts
 the model's argument string inside message parts), ``{"args": [...], "kwargs": {...}}`` (traceloop-sdk,
 Langfuse; positional args possible), ``{"input_str": "<python repr>", "inputs": {...}, ...}`` (OpenLLMetry
 LangChain), a bare scalar for single-argument tools (OpenInference LangChain: ``"Rome"``), Bedrock

@@ -1,6 +1,6 @@
 """Requests to executions: which model request each execution answers, in what order, and the ToolCall.
 
-Counting rule (CONVENTIONS.md traps 1-5): an execution span is the evidence that a call ran; the model's request
+Counting rule (docs/reconstruction.md): an execution span is the evidence that a call ran; the model's request
 for it (LLM output), copies on other conventions and history are the same call. Requests are matched to
 executions by call id, else by name in the latest LLM turn that asked for the tool, the arguments telling
 parallel calls apart.
@@ -152,7 +152,7 @@ def assign_turns(calls: list[Call], llm_spans: Sequence[SpanRecord]) -> None:
 
 
 def call_order_key(calls: list[Call]) -> Callable[[Call], tuple[int, str, int, int, int, str]]:
-    """Start order; the calls of one LLM turn stay together, in the order of that turn's output (DESIGN.md)."""
+    """Start order; the calls of one LLM turn stay together, in the order of that turn's output."""
     group_start: dict[str, int] = {}
     for call in calls:
         turn = call.turn

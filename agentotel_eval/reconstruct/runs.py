@@ -1,6 +1,6 @@
 """Which spans are agent runs, and which LLM and tool spans belong to each.
 
-Rules (DESIGN.md "Conventions the reconstruction recognises"), applied to one trace tree:
+Rules (docs/reconstruction.md), applied to one trace tree:
 
 1. Every span carrying a run marker opens a run scope; every tool-execution span opens a tool scope. Each
    LLM / tool span belongs to the nearest enclosing scope (a tool span that is also a run marker is a call of

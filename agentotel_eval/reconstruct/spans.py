@@ -40,7 +40,7 @@ NO_ROLE = Role()
 
 
 def run_convention(attrs: Mapping[str, Any]) -> str | None:
-    """The convention marking an agent run (DESIGN.md contract), or None."""
+    """The convention marking an agent run (docs/reconstruction.md lists them), or None."""
     op = attrs.get(sc.GEN_AI_OPERATION_NAME)
     if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
         return "gen_ai"

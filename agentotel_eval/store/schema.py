@@ -5,8 +5,8 @@ writable open, so improving a view needs no migration. ``open_store`` is the one
 writing, ``open_read_only`` the one place that opens it for reading without a collector.
 
 Uniqueness of spans on ``(trace_id, span_id)`` is enforced by the writer (an anti-join inside the batch's start-time
-window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, and on random hex ids it
-made appends 5-10x slower and kept slowing as the table grew (see docs/collector.md, "Idempotency").
+window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, which on random hex ids
+makes appends several times slower, slower still as the table grows (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -386,13 +386,9 @@ def open_store(
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
 
-    The file is attached with ``ROW_GROUP_SIZE row_group_size`` (0: DuckDB's default, 122,880 rows). DuckDB
-    writes a transaction that appends at least one row group straight into the file, compressed, and logs only
-    where it went; smaller appends go through the write-ahead log and are compressed again at the next
-    checkpoint. 2048-row groups made every loaded commit take the direct path (1.7x cheaper a span in
-    isolation), but under load the collector was no faster with them, and DuckDB keeps ~80 KB of every row group
-    appended in memory until the database is closed: ~40 bytes a stored span, against ~4 with the default. The
-    size is not stored in the file: read-only opens and older collectors read it as any database.
+    The file is attached with ``ROW_GROUP_SIZE row_group_size`` (0: DuckDB's default, 122,880 rows; the writer's
+    setting says why it is the default). The size is not stored in the file: read-only opens and older collectors
+    read it as any database.
 
     After this returns the configuration is locked: queries sharing the instance cannot re-enable file access.
     Arrow appends through ``register()`` keep working with external access disabled.

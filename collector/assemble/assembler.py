@@ -1,11 +1,10 @@
 """The assembler stage: marks of committed records in, completed traces (with their reconstructed runs) out.
 
-The writer calls ``consume`` after every commit with the marks of the new records (``collector.assemble.marks``; it only
-appends to an inbox). The assembler's own thread feeds the ``TraceBuffer``, asks it which traces are complete, reads
+The writer calls ``consume`` after every commit with the marks of the new records (``collector.assemble.marks``; it
+only appends to an inbox). The assembler's own thread feeds the ``TraceBuffer``, asks it which traces are complete, reads
 those traces' records back from the database (in a few queries per batch, bounded by the traces' time windows),
 runs ``reconstruct`` on each and hands the batch to the next stage. Buffering marks instead of records keeps the
-assembler's memory at about 100 bytes per open span, whatever the spans carry; the read costs DuckDB a few µs a span
-and is the same path a late span's re-read and the recovery at startup always took. At startup it seeds its
+assembler's memory at about 100 bytes per open span, whatever the spans carry; the read is the same path a late span's re-read and the recovery at startup always took. At startup it seeds its
 decision cache from the database and re-opens traces that were stored but never assembled (the collector was
 killed), so a restart loses no agent run.
 """

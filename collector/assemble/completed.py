@@ -1,11 +1,10 @@
 """What flows between the assembler and the stages after it, and the interface every such stage implements.
 
 The assembler hands each batch of completed traces to the next stage's ``consume``; the last stage writes the
-agent runs. A scoring stage (issue 6) sits in between: it receives every ``CompletedTrace`` with its spans, logs
+agent runs. A scoring stage sits in between: it receives every ``CompletedTrace`` with its spans, logs
 and reconstructed runs, adds evaluation rows (``dataclasses.replace(trace, evaluations=...)``) and passes the batch
-on, so the runs and their scores are written in one transaction. Wire it with
-``Collector(config, stages=[lambda next_stage: ScoringStage(next_stage, ...)])`` (the collector does this itself
-when scoring is configured, see ``collector.score.stage``).
+on, so the runs and their scores are written in one transaction. Stages of one's own wrap it:
+``Collector(config, stages=[lambda next_stage: MyStage(next_stage)])``.
 """
 
 from __future__ import annotations

@@ -91,9 +91,9 @@ class DecisionCache:
     ``capacity // 2``.
 
     Two generations of plain dicts: once the newer holds half the capacity it becomes the older, and the older is
-    dropped whole, so no order is kept per entry; a window is packed into one int. At 100,000 traces that is
-    ~165 bytes a trace, against ~310 for the ordered dict of ``Decided`` it replaces (measured): the cache is the
-    assembler process's largest structure under load."""
+    dropped whole, so no order is kept per entry; a window is packed into one int. About half the memory of an
+    ordered dict of ``Decided`` (docs/benchmarks.md): the cache is the assembler process's largest structure
+    under load."""
 
     __slots__ = ("_half", "_new", "_old", "capacity")
 

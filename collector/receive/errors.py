@@ -1,6 +1,6 @@
 """Errors that cross the receiver boundary, each knowing whether a retry can help and how it is answered.
 
-Receivers map them, and only them, to protocol answers (STYLE.md §4): a retryable error becomes HTTP 503 /
+Receivers map them, and only them, to protocol answers: a retryable error becomes HTTP 503 /
 gRPC UNAVAILABLE with a retry delay; a permanent one 400 / INVALID_ARGUMENT, 413, or 415.
 """
 

@@ -1,11 +1,9 @@
 """The collector's database handle: one DuckDB instance shared by its threads, reopened now and then.
 
 DuckDB keeps some memory of every append, update and delete for as long as the database stays open, whatever its
-``memory_limit`` says; only closing the database gives it back (measured: ~6 bytes a stored span for plain appends,
-~33 with the collector's run rows and score write-backs, nearly 2 GB an hour at 15,000 spans/s). A collector runs
+``memory_limit`` says; only closing the database gives it back (docs/benchmarks.md has how much). A collector runs
 for weeks, so its writer closes and reopens the file after every ``writer.reopen_rows`` stored records
-(``StoreWriter``), which costs 0.07-0.17 s under load (closing checkpoints the write-ahead log; opening reads the
-catalog).
+(``StoreWriter``): closing checkpoints the write-ahead log, opening reads the catalog.
 
 Every reader takes its cursor through ``cursor()``, which holds a shared lock while the cursor is in use; the
 reopen takes it exclusively, so no query runs on an instance being closed. The writer's own connections are

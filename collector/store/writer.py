@@ -456,8 +456,7 @@ class StoreWriter:
     def _linger(self) -> None:
         """Wait (holding the condition) for more requests to share the commit: ``flush_interval``, or up to
         ``max_linger`` while the batch is short of ``direct_batch_records`` and more rows are on their way. With
-        row groups larger than ``max_batch_records`` that is every loaded commit: fewer, larger commits (measured
-        as fast as 2048-row groups that each commit filled, see docs/collector.md)."""
+        row groups larger than ``max_batch_records`` that is every loaded commit: fewer, larger commits."""
         start = time.monotonic()
         while self._queued < self._max_batch and not self._stopping:
             now = time.monotonic()

@@ -236,7 +236,7 @@ def test_placeholder_call_ids_fall_back_to_name_arguments_and_order():
 
 
 def test_parallel_calls_keep_the_order_of_the_model_output():
-    """DESIGN.md: calls are ordered by start time, but one turn's parallel calls keep that turn's output order."""
+    """Calls are ordered by start time, but one turn's parallel calls keep that turn's output order."""
     root = agent("a", 0, 100)
     llm = chat(1, 10, root, calls=[("a", "{}", "c1"), ("b", "{}", "c2"), ("c", "{}", "c3")])
     run = one([root, llm, tool("c", 11, 12, root, call_id="c3"), tool("a", 13, 14, root, call_id="c1"),

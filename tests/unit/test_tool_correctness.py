@@ -1,4 +1,4 @@
-"""ToolCorrectnessMetric: the semantics of issue 2, edge cases and properties."""
+"""ToolCorrectnessMetric: the semantics of each mode, edge cases and properties."""
 
 from __future__ import annotations
 
