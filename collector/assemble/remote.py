@@ -29,7 +29,7 @@ from collector.assemble.stage import AssemblyStats
 from collector.assemble.trace_buffer import BufferStats
 from collector.assemble.worker import WorkerSettings
 from collector.config import AssemblerConfig
-from collector.process import frames as wire
+from collector.process import wire
 from collector.process.channel import Channel, ChannelClosed
 from collector.process.messages import (
     CallFailed,

@@ -31,7 +31,7 @@ from collector.assemble.assembler import Assembler, Read
 from collector.assemble.completed import CompletedTrace
 from collector.assemble.stage import assembly_stats
 from collector.config import AssemblerConfig
-from collector.process import frames as wire
+from collector.process import wire
 from collector.process.channel import Channel, ChannelClosed
 from collector.process.child import helper_main
 from collector.process.messages import (

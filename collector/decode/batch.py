@@ -18,7 +18,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp import decode
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 from collector.assemble.marks import log_marks, span_marks
-from collector.process import frames as wire
+from collector.process import wire
 from collector.process.messages import Decoded
 
 

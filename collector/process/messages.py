@@ -100,7 +100,7 @@ class Decode(NamedTuple):
 @_message(Kind.DECODED)
 class Decoded(NamedTuple):
     """A decoded request (``decode.batch.IngestBatch``): its rows follow as one Arrow IPC frame, when any record
-    was valid; ``records`` are the records themselves where the collector still needs them (``frames.dumps``)."""
+    was valid; ``records`` are the records themselves where the collector still needs them (``wire.dumps``)."""
 
     request_id: int
     signal: str
@@ -183,7 +183,7 @@ class Rows(NamedTuple):
 
 @_message(Kind.FORWARD)
 class Forward(NamedTuple):
-    """assembler -> collector: held spans to send downstream, with their scores (``frames.dumps``)."""
+    """assembler -> collector: held spans to send downstream, with their scores (``wire.dumps``)."""
 
     records: bytes
 

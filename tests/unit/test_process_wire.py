@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from collector.process import frames as wire
+from collector.process import wire
 from tests.fixture_traces import fixtures
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
