@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     from agentotel_eval.store.schema import SchemaError
+    from collector.assemble.remote import AssemblerUnavailable
+    from collector.decode.pool import DecodeUnavailable
     from collector.process.tuning import TRIM_INTERVAL, TUNED, release_free_memory, tune_process
     from collector.service import Collector
 
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             collector.start()
-        except (OSError, SchemaError) as exc:
+        except (OSError, SchemaError, DecodeUnavailable, AssemblerUnavailable) as exc:
             print(f"error: cannot start the collector: {exc}", file=sys.stderr)
             return EXIT_START
         print(banner(collector), flush=True)

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import pickle
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -177,6 +178,8 @@ class ProcessAssembly:
                 return
             self._stopping = True
             self._cond.notify_all()
+        # A process that dies from here on is not replaced: the next start's recovery rebuilds what it held
+        self._supervisor.stop_restarting()
         if self._sender is not None:
             self._sender.join(timeout)
         self._supervisor.stop(timeout)
@@ -222,6 +225,8 @@ class ProcessAssembly:
             log.error("the assembler process died twice on the same %d records; they are dropped (their runs are "
                       "not written)", n)
             self._last_failed = None
+            with self._cond:
+                self._sent = max(self._sent - n, 0)  # counted as sent when it left the outbox
             return True
         self._last_failed = key
         with self._cond:
@@ -229,6 +234,7 @@ class ProcessAssembly:
             self._sent = max(self._sent - n, 0)  # the exit may have reset it already
             self._queued += n
         supervisor = self._supervisor
+        given_up_at = time.monotonic() + self._start_timeout + 60.0  # a send that failed with its process alive
         while True:
             with self._cond:
                 if self._stopping:
@@ -237,9 +243,18 @@ class ProcessAssembly:
                     return False
                 if self._disabled:
                     return True
+                if time.monotonic() > given_up_at:  # never seen to die: these marks go, the sender goes on
+                    log.error("could not send %d records to the assembler process; their runs are not written", n)
+                    if self._outbox and self._outbox[0] is entry:
+                        self._outbox.popleft()
+                        self._queued -= n
+                    return True
             if supervisor.alive and (dead is None or supervisor.generation != dead):
                 return True
-            supervisor.wait_ready(0.05)
+            if supervisor.alive:  # the dead one's: its supervisor has not seen the death yet
+                time.sleep(0.05)
+            else:
+                supervisor.wait_ready(0.5)
 
     # ---- what the process sends -----------------------------------------------------------------------------
 

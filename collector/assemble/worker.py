@@ -208,12 +208,13 @@ class RemoteRunSink:
         pass
 
     def consume(self, traces: Sequence[CompletedTrace]) -> None:
-        if self._channel.closed:
-            return  # the collector is gone (its recovery rebuilds these runs from the stored spans at its restart)
         batches, errors = build_batches(traces, time.time_ns())
         self.conversion_errors += errors
-        for rows in batches:
-            self._channel.send(*wire.rows_message(rows))
+        try:
+            for rows in batches:
+                self._channel.send(*wire.rows_message(rows))
+        except ChannelClosed:
+            return  # the collector is gone (its recovery rebuilds these runs from the stored spans at its restart)
         if batches:
             self.sent.set()  # the counters follow the rows promptly (the collector's tests and /metrics read them)
 

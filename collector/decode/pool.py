@@ -114,11 +114,15 @@ class DecodePool:
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Tell every worker to stop after the requests it holds (the collector sends none by then); anything
-        still waiting after ``timeout`` fails as UNAVAILABLE."""
+        still waiting after ``timeout`` fails as UNAVAILABLE. Idempotent."""
         with self._lock:
+            if self._stopping:
+                return
             self._stopping = True
+        for worker in self._workers:  # all told first, so they finish side by side
+            worker.supervisor.ask_to_stop(timeout)
         for worker in self._workers:
-            worker.supervisor.stop(timeout)
+            worker.supervisor.wait_stopped(timeout)
         for worker in self._workers:
             self._fail_pending(worker, "the collector is stopping")
 
@@ -149,7 +153,7 @@ class DecodePool:
                 # (Nearly) a whole timeout without an answer: decoding never takes this long, the worker is stuck
                 # (on this body, or before it). A caller that gave up having waited for its turn leaves it alone.
                 log.error("a decode worker did not answer within %gs; stopping it", timeout)
-                supervisor.kill()
+                supervisor.kill(generation)
             raise DecodeUnavailable(f"the request was not decoded within {timeout:g}s")
         kind, value = call.outcome
         if kind == "ok":

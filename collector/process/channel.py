@@ -69,12 +69,6 @@ class Channel:
         except (EOFError, OSError) as exc:
             raise ChannelClosed(str(exc) or "the other end closed the channel") from None
 
-    def poll(self, timeout: float) -> bool:
-        try:
-            return self._conn.poll(timeout)
-        except (OSError, ValueError):
-            return True  # the next receive reports it
-
     def hang_up(self) -> None:
         """Shut both directions of the socket: threads blocked reading or writing it return at once."""
         with _FD_LOCK:
@@ -92,6 +86,13 @@ class Channel:
                 sock.close()
 
     def close(self) -> None:
-        """Close this end (idempotent, safe beside ``hang_up`` from another thread)."""
-        with _FD_LOCK, contextlib.suppress(OSError):
-            self._conn.close()
+        """Close this end (idempotent). A send under way is woken first and its end awaited: closing under it
+        could hand its descriptor's number to another file while it still writes to that number."""
+        self.hang_up()
+        locked = self._send_lock.acquire(timeout=5.0)
+        try:
+            with _FD_LOCK, contextlib.suppress(OSError):
+                self._conn.close()
+        finally:
+            if locked:
+                self._send_lock.release()

@@ -55,7 +55,7 @@ class RestartPolicy:
 
 
 def spawn(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
-    """``python -m MODULE [ARGS] FD`` (``module`` may carry arguments after the name) with FD its end of a new socket pair; the process and our end. The child gets no
+    """``python -m MODULE FD`` with FD its end of a new socket pair; the process and our end. The child gets no
     stdin and the collector's stderr; ``PYTHONPATH`` names the directory ``collector`` is imported from, so an
     uninstalled checkout runs the same code."""
     try:
@@ -66,7 +66,7 @@ def spawn(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", *module.split(), str(theirs.fileno())],
+        proc = subprocess.Popen([sys.executable, "-m", module, str(theirs.fileno())],
                                 pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
     except OSError as exc:
         ours.close()
@@ -103,8 +103,11 @@ class Supervisor:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
+        #: the current helper said Ready
         self._ready = threading.Event()
+        #: no helper is started any more: the stage is stopping
         self._stop_asked = threading.Event()
+        self._restarting = False
         #: set once no helper runs and none will: after ``stop``, or when the supervisor gave up
         self.finished = threading.Event()
         self._spawned_at = 0.0
@@ -134,31 +137,48 @@ class Supervisor:
 
     def start(self) -> None:
         """Start the helper and wait until it is ready (``HelperUnavailable`` if it is not, in time)."""
-        self._spawn()
+        try:
+            self._spawn()
+        except HelperUnavailable:
+            self.finished.set()
+            raise
         threading.Thread(target=self._watch, name=f"agentotel-{self.name}-watchdog", daemon=True).start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Tell the helper to finish what it holds and exit; stop it at ``timeout``. No restart follows."""
+    def stop_restarting(self) -> None:
+        """From now on a helper that exits is not started again (its stage is finishing its work with it)."""
         with self._lock:
             self._stop_asked.set()
-            channel, proc = self._channel, self._proc
-        if channel is not None:
-            with contextlib.suppress(ChannelBusy, ChannelClosed):  # stuck or gone: the wait below ends it
-                channel.send(Stop(), timeout=timeout)
-        if proc is not None:
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                log.error("the %s process did not stop within %gs; stopping it", self.name, timeout)
-                proc.kill()
-                proc.wait()
-        if channel is not None:
-            channel.hang_up()  # its receiving thread, if it still reads, returns now
-        self.finished.wait(timeout)
 
-    def kill(self) -> None:
-        """Stop the helper at once (it is stuck); it is started again as after any death."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Tell the helper to finish what it holds and exit, and wait for it; stop it at ``timeout``."""
+        self.ask_to_stop(timeout)
+        self.wait_stopped(timeout)
+
+    def ask_to_stop(self, timeout: float = 5.0) -> None:
+        """Send the helper ``Stop`` (no restart follows); ``wait_stopped`` waits for it to exit."""
         with self._lock:
+            self._stop_asked.set()
+            channel, restarting = self._channel, self._restarting
+        if channel is None:
+            if not restarting:  # never started, or its start failed: nothing runs
+                self.finished.set()
+            return  # a restart under way sees the request and starts nothing
+        with contextlib.suppress(ChannelBusy, ChannelClosed):  # stuck or gone: the wait ends it
+            channel.send(Stop(), timeout=timeout, stuck_after=timeout)
+
+    def wait_stopped(self, timeout: float) -> None:
+        if self.finished.wait(timeout):
+            return
+        log.error("the %s process did not stop within %gs; stopping it", self.name, timeout)
+        self.kill()
+        self.finished.wait(5.0)
+
+    def kill(self, generation: int | None = None) -> None:
+        """Stop the helper at once (it is stuck); it is started again as after any death. With ``generation``,
+        only if it is still that one (a restart in between leaves the new one alone)."""
+        with self._lock:
+            if generation is not None and generation != self.generation:
+                return
             proc, channel = self._proc, self._channel
         if proc is not None:
             with contextlib.suppress(OSError):
@@ -195,7 +215,8 @@ class Supervisor:
     def _spawn(self) -> None:
         proc, conn = spawn(self._module)
         channel = Channel(conn)
-        gone = threading.Event()  # set by the receiving thread if this helper exits before it is ready
+        ready = threading.Event()  # this helper said Ready
+        gone = threading.Event()  # this helper exited before it was ready
         try:
             channel.send(self._setup)
         except ChannelClosed as exc:
@@ -204,20 +225,28 @@ class Supervisor:
             proc.wait()
             raise HelperUnavailable(f"the {self.name} process exited while starting (code {proc.poll()})") from exc
         with self._lock:
-            self._proc, self._channel = proc, channel
-            self._spawned_at = time.monotonic()
-            self.generation += 1
-        threading.Thread(target=self._receive, args=(channel, proc, gone), name=f"agentotel-{self.name}-recv",
+            stopping = self._stop_asked.is_set()
+            if not stopping:
+                self._proc, self._channel = proc, channel
+                self._spawned_at = time.monotonic()
+                self.generation += 1
+        if stopping:  # asked to stop while this one started: it never gets a message
+            proc.kill()
+            channel.close()
+            proc.wait()
+            raise HelperUnavailable("the collector is stopping")
+        threading.Thread(target=self._receive, args=(channel, proc, ready, gone), name=f"agentotel-{self.name}-recv",
                          daemon=True).start()
         deadline = time.monotonic() + self._start_timeout
-        while not self._ready.wait(0.05):
+        while not ready.wait(0.05):
             if gone.is_set() or time.monotonic() > deadline:
                 break
         else:
             return
-        with self._lock:  # abandoned: its receiving thread must not take its exit for a death to restart
+        with self._lock:  # given up on: its receiving thread must not take its exit for a death to restart
             if self._channel is channel:
                 self._channel = None
+                self._ready.clear()
         proc.kill()
         channel.hang_up()
         code = proc.wait()
@@ -225,8 +254,9 @@ class Supervisor:
             raise HelperUnavailable(f"the {self.name} process exited while starting (code {code})")
         raise HelperUnavailable(f"the {self.name} process did not start within {self._start_timeout:g}s")
 
-    def _receive(self, channel: Channel, proc: subprocess.Popen[bytes], gone: threading.Event) -> None:
-        ready = False
+    def _receive(self, channel: Channel, proc: subprocess.Popen[bytes], ready: threading.Event,
+                 gone: threading.Event) -> None:
+        stopped = False
         while True:
             try:
                 message, frames = channel.receive()
@@ -237,10 +267,12 @@ class Supervisor:
                 proc.kill()
                 break
             if isinstance(message, Ready):
-                ready = True
-                self._ready.set()
+                with self._lock:
+                    if self._channel is channel:  # else its start was given up on
+                        ready.set()
+                        self._ready.set()
             elif isinstance(message, Stopped):
-                continue  # it exits next
+                stopped = True  # it exits next
             else:
                 try:
                     self._on_message(message, frames, channel)
@@ -248,7 +280,7 @@ class Supervisor:
                     log.exception("handling %s from the %s process failed", type(message).__name__, self.name)
         channel.close()
         code = proc.wait()
-        if not ready:  # a start that failed: the start reports it (and retries, when it is a restart)
+        if not ready.is_set():  # a start that failed: the start reports it (and tries again, when it is a restart)
             gone.set()
             return
         with self._lock:
@@ -264,45 +296,55 @@ class Supervisor:
             except Exception:
                 log.exception("the %s exit handler failed", self.name)
         if self._stop_asked.is_set():
+            if not stopped:
+                log.error("the %s process exited (code %s) before it had finished", self.name, code)
             self.finished.set()
             return
         self._restart(code)
 
     def _restart(self, code: int | None) -> None:
-        while True:
-            if time.monotonic() - self._spawned_at > self.policy.stable_after:  # the last one ran long enough
-                self._deaths_in_row = 0
-            self._deaths_in_row += 1
-            self.restarts += 1
-            limit = self.policy.give_up_after
-            if limit is not None and self._deaths_in_row > limit:
-                self.gave_up = True
-                log.error("the %s process exited (code %s) %d times in a row; it is not started again",
-                          self.name, code, self._deaths_in_row)
-                if self._on_give_up is not None:
-                    self._on_give_up()
-                self.finished.set()
+        with self._lock:
+            self._restarting = True
+        try:
+            while True:
+                if time.monotonic() - self._spawned_at > self.policy.stable_after:  # the last one ran long enough
+                    self._deaths_in_row = 0
+                self._deaths_in_row += 1
+                limit = self.policy.give_up_after
+                if limit is not None and self._deaths_in_row > limit:
+                    self.gave_up = True
+                    log.error("the %s process exited (code %s) %d times in a row; it is not started again",
+                              self.name, code, self._deaths_in_row)
+                    if self._on_give_up is not None:
+                        self._on_give_up()
+                    self.finished.set()
+                    return
+                log.error("the %s process exited unexpectedly (code %s); starting a new one", self.name, code)
+                if self._stop_asked.wait(self.policy.delay(self._deaths_in_row)):
+                    self.finished.set()
+                    return
+                self.restarts += 1
+                try:
+                    self._spawn()
+                except HelperUnavailable as exc:
+                    if self._stop_asked.is_set():
+                        self.finished.set()
+                        return
+                    log.error("could not start the %s process (%s); trying again", self.name, exc)
+                    code = None
+                    continue
                 return
-            log.error("the %s process exited unexpectedly (code %s); starting a new one", self.name, code)
-            if self._stop_asked.wait(self.policy.delay(self._deaths_in_row)):
-                self.finished.set()
-                return
-            try:
-                self._spawn()
-            except HelperUnavailable as exc:
-                log.error("could not start the %s process (%s); trying again", self.name, exc)
-                code = None
-                continue
-            if self._stop_asked.is_set():  # asked to stop while it started: it stops as the old one would have
-                self.stop(self._start_timeout)
-            return
+        finally:
+            with self._lock:
+                self._restarting = False
 
     def _watch(self) -> None:
         """Stop a helper whose send has passed its deadline: one that stopped reading would otherwise hold its
         sender, and every message queued behind it, forever."""
-        while not self._stop_asked.wait(WATCH_INTERVAL):
-            channel = self._channel
+        while not self.finished.wait(WATCH_INTERVAL):
+            with self._lock:
+                channel, generation = self._channel, self.generation
             deadline = channel.send_deadline if channel is not None else 0.0
             if deadline and time.monotonic() > deadline:
                 log.error("the %s process stopped taking messages; stopping it", self.name)
-                self.kill()
+                self.kill(generation)

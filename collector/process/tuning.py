@@ -9,9 +9,9 @@ measurements behind each choice are in docs/benchmarks.md.
   of 700. The assembler and the writer hold many long-lived objects beside many short-lived ones.
 * ``gc_freeze``: what was loaded at start (modules, libraries) is moved out of the collector's sight, so full
   collections walk only the collector's own objects.
-* ``switch_interval``: the collector's main process switches threads every 1 ms instead of 5. DuckDB takes the
-  interpreter lock many times while it appends an Arrow batch; with the default, a receiver thread holding it
-  makes each commit several times slower.
+* ``switch_interval``: threads switch every 1 ms instead of 5. DuckDB takes the interpreter lock many times while
+  it appends an Arrow batch; with the default, a receiver thread holding it makes each commit several times
+  slower (the helpers, whose threads only wait on their sockets beside one working thread, are tuned alike).
 * ``malloc``: glibc's allocator sends every block over 1 MiB to mmap (returned to the system when freed; glibc
   otherwise raises its threshold to the largest block it saw freed and keeps the freed pages) and keeps two arenas
   instead of eight a core, and pyarrow allocates through it instead of mimalloc, which keeps freed pages too. Free

@@ -191,7 +191,7 @@ def render(collector: Collector) -> str:
     helpers = collector.helpers()
     out.add("helper_up", "gauge", "1 while a helper process (decode worker, assembler) is running and ready.",
             [({"helper": h.name}, 1 if h.alive else 0) for h in helpers] or [({"helper": "none"}, 0)])
-    out.add("helper_restarts_total", "counter", "Times a helper process died and its supervisor started another.",
+    out.add("helper_restarts_total", "counter", "Times a helper process died and its supervisor started it again (failed starts included).",
             [({"helper": h.name}, h.restarts) for h in helpers] or [({"helper": "none"}, 0)])
     out.add("helper_given_up", "gauge", "1 when a helper kept dying and is no longer started.",
             [({"helper": h.name}, 1 if h.gave_up else 0) for h in helpers] or [({"helper": "none"}, 0)])

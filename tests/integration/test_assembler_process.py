@@ -144,7 +144,7 @@ def test_when_the_assembler_process_is_given_up_on_ingest_goes_on(tmp_path, monk
     monkeypatch.setattr(assembler_process, "MAX_RESTARTS", 0)  # the first death is the last
     with running_collector(tmp_path / "g.duckdb") as collector:
         os.kill(collector.assembler.pid, signal.SIGKILL)
-        wait_until(lambda: collector.assembler.restarts == 1, what="the worker to be given up on")
+        wait_until(lambda: collector.assembler.supervisor.gave_up, what="the worker to be given up on")
         for n in range(1, 4):  # accepted and stored, nothing held for an assembler that is gone
             assert post_otlp(collector.http_endpoint, "traces",
                              encode_traces(agent_trace(n, time.time_ns())).SerializeToString()).status == 200
@@ -157,3 +157,18 @@ def test_when_the_assembler_process_is_given_up_on_ingest_goes_on(tmp_path, monk
     with running_collector(tmp_path / "g.duckdb") as collector:
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[3]], timeout=15,
                    what="the runs recovered at the next start")
+
+
+def test_an_assembler_process_that_dies_while_the_collector_stops_is_not_replaced(tmp_path):
+    """From the start of a shutdown on, a death is not restarted (the next start's recovery rebuilds what the
+    process held), and the shutdown still ends promptly."""
+    with running_collector(tmp_path / "d.duckdb") as collector:
+        first = collector.assembler.pid
+        collector.assembler.supervisor.stop_restarting()  # what shutdown does first
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: not collector.assembler.alive, what="the death to be seen")
+        time.sleep(0.5)  # a restart would start at once (first delay 0.2 s)
+        assert collector.assembler.pid == first and collector.assembler.restarts == 0
+        assert collector.assembler.supervisor.finished.is_set()
+        started = time.monotonic()
+    assert time.monotonic() - started < 15

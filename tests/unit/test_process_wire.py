@@ -152,7 +152,7 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
         """The collector's side: the first read is answered only once the second is asked for (it must be, before
         the first is handed over); the second fails."""
         asked.append(collector.receive()[0])
-        if collector.poll(10):
+        if collector._conn.poll(10):
             asked.append(collector.receive()[0])
         collector.send(Reply(asked[0].call_id, None), tables)
         collector.send(CallFailed(asked[1].call_id, "the query failed"))
