@@ -335,7 +335,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     from collector.process.tuning import TRIM_INTERVAL, TUNED, release_free_memory, tune_process
 
     # This process stands for ``agentotel-eval serve``'s: tuned as serve tunes its own, less what --untune turns off
-    off = {"gc_threshold": 0, "gc_freeze": False, "switch_interval": 0.0, "malloc": False}
+    off = {"gc_threshold": 0, "malloc": False}
     tuning = dataclasses.replace(TUNED, **{name: off[name] for name in untune})
     tune_process(tuning)
 
@@ -562,7 +562,7 @@ def main() -> None:
                         help="offer this many spans/s in all (open loop, each request at its time) instead of the "
                              "next request after each answer: a steady, moderate load for the run -> rows latency")
     parser.add_argument("--untune", action="append", default=[],
-                        choices=("gc_threshold", "gc_freeze", "switch_interval", "malloc"),
+                        choices=("gc_threshold", "malloc"),
                         help="leave one of the collector processes' settings (collector.process.tuning) at Python's "
                              "or glibc's default, for an A/B of what it buys (repeatable)")
     parser.add_argument("--web-share", type=float, default=0.0,

@@ -62,7 +62,7 @@ class Setup(NamedTuple):
     socket pair by the process that started the helper)."""
 
     log_level: int
-    tuning: tuple[int, bool, float, bool]
+    tuning: tuple[int, bool]
     nice: int = 0
     settings: bytes = b""
 

@@ -7,11 +7,6 @@ measurements behind each choice are in docs/benchmarks.md.
 
 * ``gc_threshold``: the young generation of the garbage collector is collected every 50,000 allocations instead
   of 700. The assembler and the writer hold many long-lived objects beside many short-lived ones.
-* ``gc_freeze``: what was loaded at start (modules, libraries) is moved out of the collector's sight, so full
-  collections walk only the collector's own objects.
-* ``switch_interval``: threads switch every 1 ms instead of 5. DuckDB takes the interpreter lock many times while
-  it appends an Arrow batch; with the default, a receiver thread holding it makes each commit several times
-  slower (the helpers, whose threads only wait on their sockets beside one working thread, are tuned alike).
 * ``malloc``: glibc's allocator sends every block over 1 MiB to mmap (returned to the system when freed; glibc
   otherwise raises its threshold to the largest block it saw freed and keeps the freed pages) and keeps two arenas
   instead of eight a core, and pyarrow allocates through it instead of mimalloc, which keeps freed pages too. Free
@@ -24,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
-import sys
 from dataclasses import dataclass
 
 _M_MMAP_THRESHOLD = -3
@@ -42,30 +36,23 @@ class Tuning:
     """How a collector process tunes itself (see the module docstring); ``UNTUNED`` leaves it as it is."""
 
     gc_threshold: int = 50_000
-    gc_freeze: bool = True
-    switch_interval: float = 0.001
     malloc: bool = True
 
-    def as_tuple(self) -> tuple[int, bool, float, bool]:
+    def as_tuple(self) -> tuple[int, bool]:
         """Plain values for a helper's ``Setup``."""
-        return (self.gc_threshold, self.gc_freeze, self.switch_interval, self.malloc)
+        return (self.gc_threshold, self.malloc)
 
 
 #: the collector's choices
 TUNED = Tuning()
 #: nothing changed
-UNTUNED = Tuning(gc_threshold=0, gc_freeze=False, switch_interval=0.0, malloc=False)
+UNTUNED = Tuning(gc_threshold=0, malloc=False)
 
 
 def tune_process(tuning: Tuning) -> None:
     """Apply ``tuning`` to this process (0 or False leaves that setting alone)."""
-    if tuning.switch_interval:
-        sys.setswitchinterval(tuning.switch_interval)
     if tuning.gc_threshold:
         gc.set_threshold(tuning.gc_threshold, *gc.get_threshold()[1:])
-    if tuning.gc_freeze:
-        gc.collect()
-        gc.freeze()
     if tuning.malloc and _tune_malloc():
         _arrow_through_malloc()
 

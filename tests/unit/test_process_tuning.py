@@ -27,18 +27,18 @@ def _in_fresh_process(code: str, **env: str) -> str:
 
 
 @glibc
-def test_a_tuned_process_collects_less_often_switches_sooner_and_allocates_arrow_buffers_through_malloc() -> None:
+def test_a_tuned_process_collects_less_often_and_allocates_arrow_buffers_through_malloc() -> None:
     out = _in_fresh_process("""
-        import gc, sys, pyarrow as pa
+        import gc, pyarrow as pa
         before = pa.default_memory_pool().backend_name
         from collector.process.tuning import TUNED, tune_process
         tune_process(TUNED)
         kept = pa.array(["x" * 100] * 1000)  # allocated from the new pool
         print(before, pa.default_memory_pool().backend_name, pa.system_memory_pool().bytes_allocated() > 0,
-              gc.get_threshold()[0], sys.getswitchinterval(), gc.get_freeze_count() > 0)
+              gc.get_threshold()[0])
     """)
-    before, after, used, threshold, switch, frozen = out.split()
-    assert (threshold, float(switch), frozen) == ("50000", 0.001, "True")
+    before, after, used, threshold = out.split()
+    assert threshold == "50000"
     if before == "system":
         pytest.skip("this pyarrow's default pool is already the system allocator")
     assert (after, used) == ("system", "True")
@@ -61,10 +61,9 @@ def test_untuned_leaves_the_process_as_it_was() -> None:
         before = (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval())
         from collector.process.tuning import UNTUNED, tune_process
         tune_process(UNTUNED)
-        print(before == (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval()),
-              gc.get_freeze_count())
+        print(before == (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval()))
     """)
-    assert out == "True 0"
+    assert out == "True"
 
 
 def test_an_embedded_collector_leaves_its_process_alone(tmp_path) -> None:
