@@ -173,7 +173,7 @@ class ToolDefinition:
         if not isinstance(value, Mapping):
             raise TypeError(f"expected a tool name or definition, got {type(value).__name__}")
         spec: Mapping[str, Any] = value
-        for wrapper in ("function", "toolSpec"):  # OpenAI chat {"type": "function", "function": {...}}, Bedrock
+        for wrapper in ("function", "toolSpec", "data"):  # OpenAI chat {"function": {...}}, Bedrock, Haystack
             inner = spec.get(wrapper)
             if isinstance(inner, Mapping) and "name" in inner:
                 spec = inner
@@ -186,6 +186,8 @@ class ToolDefinition:
             candidate = spec.get(key)
             if isinstance(candidate, Mapping):
                 params = candidate.get("json", candidate) if key == "inputSchema" else candidate
+                if isinstance(params, Mapping) and isinstance(params.get("jsonSchema"), Mapping):
+                    params = params["jsonSchema"]  # Mastra: {"jsonSchema": {...}}
                 break
         description = spec.get("description")
         return cls(name=name, description=description if isinstance(description, str) else None, parameters=params)

@@ -6,7 +6,8 @@ Replays every recorded fixture (tests/fixtures/traces/*.pb and .logs.pb) many ti
   3. rebuild  - agentotel_eval.reconstruct.reconstruct over the decoded records, trace by trace
 plus a long synthetic run (one agent, many turns, growing history) to show the cost stays linear in spans.
 Prints spans/s per stage (process CPU time, best of N) and the ratio rebuild/decode (target: < 1).
-Run: python bench/bench_reconstruct.py
+Run: python bench/bench_reconstruct.py            (this checkout)
+     python bench/bench_reconstruct.py --against ../old-checkout   (new / old ratio, alternating)
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the checkout whose code is measured: ``--code DIR`` (read before the imports below), else this one
+sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve()) if "--code" in sys.argv
+                else str(Path(__file__).resolve().parents[1]))
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -31,13 +34,14 @@ from agentotel_eval.reconstruct import reconstruct
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "traces"
 
 
-def _load() -> list[tuple[bytes, bytes | None]]:
+def _load(fixtures: Path = FIXTURES) -> list[tuple[bytes, bytes | None]]:
+    """Every fixture of a manifest (whichever code is measured, the same traces)."""
     out = []
-    for line in (FIXTURES / "manifest.jsonl").read_text().splitlines():
+    for line in (fixtures / "manifest.jsonl").read_text().splitlines():
         entry = json.loads(line)
         stem = entry["file"].removesuffix(".json")
-        logs = FIXTURES / f"{stem}.logs.pb"
-        out.append(((FIXTURES / entry["pb_file"]).read_bytes(), logs.read_bytes() if logs.exists() else None))
+        logs = fixtures / f"{stem}.logs.pb"
+        out.append(((fixtures / entry["pb_file"]).read_bytes(), logs.read_bytes() if logs.exists() else None))
     return out
 
 
@@ -123,8 +127,22 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=40, help="replays of the whole fixture set per timing")
     parser.add_argument("--repeat", type=int, default=5, help="timings per stage (best is reported)")
     parser.add_argument("--turns", type=int, default=300, help="turns of the synthetic long run")
+    parser.add_argument("--code", help="measure the code of this checkout (on this checkout's fixtures)")
+    parser.add_argument("--against", metavar="DIR", help="also measure the checkout DIR, alternating, and print "
+                        "the ratio of time per span (new / old), each normalised by its own decode time")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
+    parser.add_argument("--fixtures", type=Path, default=FIXTURES, help="a directory of fixtures with a manifest")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    _report(f"49 real fixtures x {args.loops}", _stages(_load(), args.loops, args.repeat))
+    if args.against:
+        _compare(args)
+        return
+    bodies = _load(args.fixtures)
+    fixtures = _stages(bodies, args.loops, args.repeat)
+    if args.json:
+        print(json.dumps(fixtures))
+        return
+    _report(f"{len(bodies)} real fixtures x {args.loops}", fixtures)
     long_body = _synthetic_long_run(args.turns)
     _report(f"synthetic run, {args.turns} turns (history grows)", _stages([(long_body, None)], 3, args.repeat))
     half = decode("traces", "protobuf", _synthetic_long_run(args.turns // 2)).records
@@ -132,6 +150,29 @@ def main() -> None:
     times = _interleaved({"half": lambda: reconstruct(half), "full": lambda: reconstruct(full)}, args.repeat * 3)
     ratio = min(times["full"]) / min(times["half"])
     print(f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = {ratio:.2f} (2.0 = linear)")
+
+
+def _compare(args: argparse.Namespace) -> None:
+    """This checkout against ``--against``, in alternating subprocesses on the same fixtures: rebuild time per
+    span, and rebuild / decode (decode is the same code in both, so the ratio cancels the machine's drift)."""
+    import subprocess
+
+    script = str(Path(__file__).resolve())
+    common = ["--loops", str(args.loops), "--repeat", str(args.repeat), "--fixtures", str(args.fixtures), "--json"]
+    runs: dict[str, list[dict[str, float]]] = {"new": [], "old": []}
+    for _ in range(args.rounds):
+        for label, code in (("old", args.against), ("new", str(Path(__file__).resolve().parents[1]))):
+            out = subprocess.run([sys.executable, script, "--code", code, *common], check=True,
+                                 capture_output=True, text=True).stdout
+            runs[label].append(json.loads(out.strip().splitlines()[-1]))
+    for label in ("old", "new"):
+        per_span = [r["rebuild"] / r["spans"] * 1e6 for r in runs[label]]
+        relative = [r["rebuild"] / r["decode"] for r in runs[label]]
+        print(f"{label}: rebuild {statistics.median(per_span):.2f} µs/span (rounds: "
+              f"{', '.join(f'{x:.2f}' for x in per_span)}), rebuild/decode {statistics.median(relative):.2f}")
+    ratio = statistics.median(r["rebuild"] / r["decode"] for r in runs["new"]) / statistics.median(
+        r["rebuild"] / r["decode"] for r in runs["old"])
+    print(f"new / old time per span (each against its own decode) = {ratio:.2f}")
 
 
 if __name__ == "__main__":

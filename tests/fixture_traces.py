@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,18 +42,45 @@ class Fixture:
     def spans(self, encoding: str = "protobuf") -> list[SpanRecord]:
         return decode("traces", encoding, self.body(encoding)).records
 
+    def _raw(self) -> str:
+        """Everything the capture holds, decoded (log bodies as values, not OTLP key/value lists), as text."""
+        return repr(self.spans()) + repr(self.logs())
+
     def args_recorded(self) -> bool:
-        """Whether the capture carries the call arguments at all (their string values appear in it); some
-        instrumentations record no content (ADK's default conventions), and nothing can recover the arguments."""
-        raw = self.json_path.read_text()
-        logs = self.logs_path("json")
-        raw += logs.read_text() if logs else ""
-        strings = [v for args in self.entry["ground_truth_args"] for v in args.values() if isinstance(v, str)]
-        return any(json.dumps(s)[1:-1] in raw for s in strings)
+        """Whether the capture carries the call arguments at all: the manifest says so, else some argument appears
+        in it as a name and its quoted value (``"city": "Paris"``, ``city='Paris'``, escaped or not). Some
+        instrumentations record no content (ADK's default conventions), and nothing can recover the arguments; an
+        argument quoted in an error message (``Unknown city: Atlantis``) is not a recorded argument."""
+        if "arguments_in_capture" in self.entry:
+            return bool(self.entry["arguments_in_capture"])
+        raw = self._raw()
+        for args in self.entry["ground_truth_args"]:
+            for key, value in args.items():
+                if isinstance(value, str):
+                    pattern = re.escape(key) + r"""[\\"']*\s*[:=]\s*[\\]*["']""" + re.escape(json.dumps(value)[1:-1])
+                    if re.search(pattern, raw):
+                        return True
+        return False
+
+    def names_recorded(self) -> bool:
+        """Whether the capture names the tools at all (an SDK's metadata-only spans do not)."""
+        raw = self._raw()
+        return all(name in raw for name in self.entry["ground_truth_tools"])
 
     def logs(self, encoding: str = "protobuf") -> list[LogRecord]:
         body = self.logs_body(encoding)
         return decode("logs", encoding, body).records if body else []
+
+
+def as_stored(log: LogRecord) -> LogRecord:
+    """A log record as the store gives it back. One ``severity`` column holds the text, else the number's
+    standard name: a text that IS that name (Semantic Kernel's "INFO" with number 9) reads back unset, which
+    OTLP defines as the same severity."""
+    from agentotel_eval.store.rows import severity_name
+
+    if log.severity_text and log.severity_text == severity_name(dataclasses.replace(log, severity_text="")):
+        return dataclasses.replace(log, severity_text="")
+    return log
 
 
 @cache

@@ -16,8 +16,6 @@ from typing import Any
 
 from agentotel_eval.reconstruct.values import parse_json, parse_literal
 
-_ARGS_KWARGS = frozenset({"args", "kwargs"})
-
 
 @dataclass(frozen=True, slots=True)
 class Arguments:
@@ -97,10 +95,8 @@ def _normalize_value(value: Any, encoding: str, schema: Mapping[str, Any] | None
 
 
 def _normalize_mapping(value: dict[str, Any], encoding: str, schema: Mapping[str, Any] | None) -> Arguments:
-    keys = value.keys()
-    if keys == _ARGS_KWARGS and isinstance(value["args"], (list, tuple)) and isinstance(value["kwargs"], dict):
-        bound = _bind_positional(list(value["args"]), value["kwargs"], schema)
-        return Arguments(bound, "args_kwargs", None)
+    if ("args" in value or "kwargs" in value) and (envelope := _call_envelope(value, schema)) is not None:
+        return envelope
     if isinstance(value.get("input_str"), str):
         return _normalize_input_str(value, schema)
     tool_use = value.get("toolUse")
@@ -111,6 +107,29 @@ def _normalize_mapping(value: dict[str, Any], encoding: str, schema: Mapping[str
         inner = normalize_arguments(value["input"], schema)
         return Arguments(inner.params, "bedrock", inner.call_id)
     return Arguments(value if encoding == "json" else dict(value), encoding, None)  # parsed here: ours, no copy
+
+
+def _call_envelope(value: dict[str, Any], schema: Mapping[str, Any] | None) -> Arguments | None:
+    """A call recorded as the Python call it was: ``{"args": [...], "kwargs": {...}}`` (traceloop-sdk, Langfuse),
+    with flags beside it (smolagents' ``sanitize_inputs_outputs``), ``{"kwargs": {...}}`` alone (LlamaIndex) or
+    ``{"args": ["<JSON object>"]}`` (OpenLLMetry-JS LangChain). None when ``args``/``kwargs`` are the tool's own
+    parameters, or the shape is none of these."""
+    names, _ = schema_parameter_names(schema)
+    if "args" in names or "kwargs" in names:
+        return None
+    args, kwargs = value.get("args", ()), value.get("kwargs", {})
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
+        return None
+    others = [k for k in value if k != "args" and k != "kwargs"]
+    if others and ((names and not set(others).isdisjoint(names)) or not all(isinstance(value[k], (bool, type(None)))
+                                                                           for k in others)):
+        return None  # beside them only flags (booleans, nulls), none of them a parameter
+    if len(args) == 1 and not kwargs and _single_parameter(schema) != "args":
+        inner = parse_json(args[0])
+        if isinstance(inner, dict):  # one positional value that is the whole argument object
+            return Arguments(inner if inner is not args[0] else dict(inner), "args_kwargs", None)
+    bound = _bind_positional(list(args), kwargs, schema)
+    return Arguments(bound, "args_kwargs", None)
 
 
 def _normalize_input_str(value: Mapping[str, Any], schema: Mapping[str, Any] | None) -> Arguments:

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.frameworks import Plumbing
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
 from agentotel_eval.reconstruct.history import History, LaterTraces
 from agentotel_eval.reconstruct.llm import Request
+from agentotel_eval.reconstruct.logged_calls import arguments_from_logs
 from agentotel_eval.reconstruct.matching import (
     Call,
     arguments_of,
@@ -20,6 +24,7 @@ from agentotel_eval.reconstruct.matching import (
     call_id_of,
     call_order_key,
     match_requests,
+    name_from_history,
     output_tool_names,
     requests_of,
 )
@@ -33,15 +38,85 @@ from agentotel_eval.reconstruct.run_fields import (
     run_status_of,
 )
 from agentotel_eval.reconstruct.runs import Scope
-from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, Execution, read_execution
+from agentotel_eval.reconstruct.spans import Execution, read_execution
 from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.test_case import ToolCall
 
 
-def _split_handoff_requests(requests: list[Request]) -> tuple[list[Request], list[Request]]:
-    """(the ``transfer_to_*`` requests, the others): handoffs are plumbing, recorded apart from the calls."""
-    handoffs = [r for r in requests if r.name.startswith(TRANSFER_PREFIX)]
-    return handoffs, [r for r in requests if not r.name.startswith(TRANSFER_PREFIX)]
+def _split_plumbing_requests(requests: list[Request], plumbing: Plumbing) -> tuple[list[Request], list[Request]]:
+    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart."""
+    handoffs: list[Request] = []
+    calls: list[Request] = []
+    for r in requests:
+        kind = plumbing.kind(r.name)
+        if kind is None:
+            calls.append(r)
+        elif kind == "handoff":
+            handoffs.append(r)
+    return handoffs, calls
+
+
+def _fold_repeated_records(real: list[Execution], llm_spans: list[SpanRecord]) -> list[Execution]:
+    """Drop a zero-length tool span that repeats the execution just before it (same tool, same arguments, no
+    model call between them): a framework's second record of one call (CrewAI's ``tool failure`` beside its
+    ``call tool``). Its failure, if it says one, is the call's."""
+    out: list[Execution] = []
+    for e in real:
+        span = e.span
+        previous = out[-1] if out else None
+        if (
+            previous is not None and span.start_ns == span.end_ns and e.name == previous.name
+            and e.raw_arguments == previous.raw_arguments
+            and not (e.call_id and previous.call_id and e.call_id != previous.call_id)
+            and not any(previous.span.start_ns < s.start_ns <= span.start_ns for s in llm_spans)
+        ):
+            e.plumbing = "duplicate"
+            if e.status == "error" and previous.status != "error":
+                previous.status, previous.error = "error", e.error
+                previous.sources["status"] = "repeated_record:" + e.sources.get("status", "span_status")
+            continue
+        out.append(e)
+    return out
+
+
+def _undo_copied_failures(real: list[Execution], ctx: TraceContext) -> None:
+    """An ERROR status with no exception of its own, on a call that recorded its result, whose message repeats an
+    earlier span's exception: a status copied from another span (OpenInference's Vercel processor marks every
+    span after a trace's first error), not this call's failure. The explicit result wins."""
+    for e in real:
+        span = e.span
+        if (e.status != "error" or e.sources.get("status") != "span_status" or e.result is None
+                or not span.status_message or any(ev.name == sc.EXCEPTION_EVENT for ev in span.events)):
+            continue
+        for other in ctx.tree.spans.values():
+            if (other is not span and other.start_ns < span.start_ns and other.status_message == span.status_message
+                    and any(ev.name == sc.EXCEPTION_EVENT for ev in other.events)):
+                e.status, e.error = "ok", None
+                e.sources["status"] = "result_over_copied_status"
+                break
+
+
+def _nested_failures(real: list[Execution], internal: list[SpanRecord], ctx: TraceContext) -> None:
+    """A call whose own span says OK but a tool span nested in it (the same call recorded by a second
+    instrumentation, or the tool object the framework's step ran) failed: the call failed."""
+    by_span = {e.span.span_id: e for e in real}
+    for span in internal:
+        if span.status_code != STATUS_ERROR and not any(ev.name == sc.EXCEPTION_EVENT for ev in span.events):
+            continue
+        role = ctx.roles.get(span.span_id)
+        if role is None or role.tool is None:
+            continue
+        above = ctx.tree.parent(span)
+        hops = 0
+        while above is not None and above.span_id not in by_span and hops < 64:
+            above, hops = ctx.tree.parent(above), hops + 1
+        e = by_span.get(above.span_id) if above is not None else None
+        if e is not None and e.status != "error":
+            e.status = "error"
+            e.error = span.status_message or next(
+                (str(ev.attributes.get(sc.EXCEPTION_MESSAGE)) for ev in span.events if ev.name == sc.EXCEPTION_EVENT),
+                "error")
+            e.sources["status"] = "nested_span"
 
 
 def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
@@ -50,21 +125,30 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     llm_spans = sorted(scope.llm_spans, key=span_order) if len(scope.llm_spans) > 1 else scope.llm_spans
     tool_spans = sorted(scope.tool_spans, key=span_order) if len(scope.tool_spans) > 1 else scope.tool_spans
     roles = ctx.roles
+    plumbing = ctx.plumbing
     # (plain loops rather than comprehensions below: a comprehension is a function call of its own, and these
     # lists are short, often empty; the guards skip building what a run without tool or LLM spans does not need)
     executions: list[Execution] = []
     real: list[Execution] = []  # the executions that are calls, not plumbing
     for s in tool_spans:
-        e = read_execution(s, roles[s.span_id])
+        e = read_execution(s, roles[s.span_id], plumbing)
         executions.append(e)
         if e.plumbing is None:
             real.append(e)
+    if len(real) > 1:
+        real = _fold_repeated_records(real, llm_spans)
+    if real and ctx.tree.logs:
+        arguments_from_logs(real, ctx)
+    if scope.internal and real:
+        _nested_failures(real, scope.internal, ctx)
+    for e in real:
+        if e.status == "error" and e.result is not None:  # (rare: a failed call that still has a result)
+            _undo_copied_failures(real, ctx)
+            break
     requests = requests_of(llm_spans, ctx) if llm_spans else []
     handoff_requests: list[Request] = []
-    for r in requests:
-        if r.name.startswith(TRANSFER_PREFIX):  # a handoff asked for: split the requests (rare)
-            handoff_requests, requests = _split_handoff_requests(requests)
-            break
+    if plumbing.frameworks and requests:
+        handoff_requests, requests = _split_plumbing_requests(requests, plumbing)
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
     schemas: dict[str, Any] = {}
     for d in definitions:
@@ -84,6 +168,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     for e in real:
         calls.append(Call(e, None))
     unmatched = match_requests(calls, requests, schemas)
+    name_from_history(calls, history, ctx)
     extra: dict[str, Any] = {"chain": [chain[0].span_id] if len(chain) == 1 else [s.span_id for s in chain]}
     if not unmatched:
         counted = unmatched
@@ -99,9 +184,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         calls.extend([Call(None, r) for r in counted])
     if calls:
         assign_turns(calls, llm_spans)
-    for call in calls:
+    for call in calls:  # the result fed back to the model: a missing result, or a failure the span did not say
         execution = call.execution
-        if execution is None or execution.result is None:
+        if execution is None or execution.result is None or (
+                execution.status == "ok" and roles[execution.span.span_id].tool == "openinference"):
+            # (OpenInference tool spans can say OK for a failed call: AutoGen's sets OK before the error)
             call_id = call_id_of(call)
             if call_id:
                 done = execution.span.end_ns if execution is not None else call.start
@@ -116,9 +203,9 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             built.append(build_tool_call(c, schemas, trace_id, later))
         tool_calls = tuple(built)
     if len(real) < len(executions):
-        plumbing = [e for e in executions if e.plumbing == "internal"]
-        if plumbing:
-            extra["plumbing_spans"] = [e.span.span_id for e in plumbing]
+        internal = [e for e in executions if e.plumbing in ("internal", "answer")]
+        if internal:
+            extra["plumbing_spans"] = [e.span.span_id for e in internal]
     if scope.container_span_id:
         extra["container_span_id"] = scope.container_span_id
     if scope.internal:
@@ -126,7 +213,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         if nested:
             extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
 
-    agent_name = agent_name_of(scope, llm_spans, tool_spans)
+    agent_name = agent_name_of(scope, llm_spans, tool_spans, ctx)
     run_input, input_source = run_input_of(chain, llm_spans, ctx)
     run_output, output_source = run_output_of(chain, llm_spans, ctx)
     run_input = run_input.strip() or None if run_input else None
@@ -151,7 +238,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         run_input,
         run_output,
         tool_calls,
-        collect_handoffs(executions, handoff_requests, agent_name) if handoff_requests or len(real) < len(executions)
+        collect_handoffs(executions, handoff_requests, agent_name, plumbing) if handoff_requests or len(real) < len(executions)
         else (),
         tuple(definitions),
         expected_tools_of(chain),

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.llm import LLMOutput, read_output
+from agentotel_eval.reconstruct.frameworks import Plumbing, plumbing_of
+from agentotel_eval.reconstruct.llm import (
+    LLMOutput,
+    read_declared_input,
+    read_declared_output,
+    read_input,
+    read_output,
+)
+from agentotel_eval.reconstruct.messages import Message
 from agentotel_eval.reconstruct.spans import Role
 from agentotel_eval.reconstruct.tree import TraceTree
 
@@ -19,12 +27,15 @@ class TraceContext:
     roles: dict[str, Role]
     llm_parent: dict[str, str]  # LLM span -> LLM span it is nested in
     outputs: dict[str, LLMOutput]
+    inputs: dict[str, list[Message]]
+    plumbing: Plumbing  # the plumbing tools of the frameworks present in this trace
 
     def __init__(self, tree: TraceTree, roles: dict[str, Role], llm_parent: dict[str, str] | None = None) -> None:
         # by hand: one per trace, and the generated __init__ calls a factory per dict
         self.tree, self.roles = tree, roles
         self.llm_parent = {} if llm_parent is None else llm_parent
-        self.outputs = {}
+        self.outputs, self.inputs = {}, {}
+        self.plumbing = plumbing_of(tree.spans.values())
 
     def logs(self, span: SpanRecord) -> Sequence[LogRecord]:
         return self.tree.logs.get(span.span_id, ())
@@ -32,8 +43,44 @@ class TraceContext:
     def output(self, span: SpanRecord) -> LLMOutput:
         found = self.outputs.get(span.span_id)
         if found is None:  # (the span's logs looked up here, not through self.logs: a call per LLM span less)
-            found = self.outputs[span.span_id] = read_output(span, self.tree.logs.get(span.span_id, ()))
+            role = self.roles.get(span.span_id)
+            if role is not None and role.rule is not None:
+                found = read_declared_output(span, role.rule)
+            else:
+                found = read_output(span, self.tree.logs.get(span.span_id, ()))
+            self.outputs[span.span_id] = found
+        return found
+
+    def input(self, span: SpanRecord) -> list[Message]:
+        """The messages sent to the model on this LLM span (history: earlier turns, never calls); parsed once."""
+        found = self.inputs.get(span.span_id)
+        if found is None:
+            role = self.roles.get(span.span_id)
+            if role is not None and role.rule is not None:
+                found = read_declared_input(span, role.rule)
+            else:
+                found = read_input(span, self.tree.logs.get(span.span_id, ()))
+            self.inputs[span.span_id] = found
         return found
 
     def requests_tools(self, span: SpanRecord) -> bool:
-        return bool(self.output(span).requests)
+        """Whether the model asked for tools on this span: calls in its output, or only a finish reason that says
+        so (a capture without content: the calls happened, what they were is not recorded)."""
+        return bool(self.output(span).requests) or stopped_for_tools(span)
+
+
+#: attributes that hold an LLM call's finish / stop reason(s), by convention
+_FINISH_KEYS = ("gen_ai.response.finish_reasons", "llm.finish_reason", "anthropic.message.stop_reason",
+                "ai.response.finishReason", "gen_ai.response.finish_reason")
+
+
+def stopped_for_tools(span: SpanRecord) -> bool:
+    """Whether the span's finish reason is a tool call (``tool_calls``, ``tool_use``, ``tool-calls``, ...)."""
+    attrs = span.attributes
+    for key in _FINISH_KEYS:
+        value = attrs.get(key)
+        if value is not None:
+            text = str(value).lower()
+            if "tool" in text or "function_call" in text:
+                return True
+    return False

@@ -8,13 +8,15 @@ from dataclasses import replace
 
 from agentotel_eval.reconstruct.arguments import normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.llm import Request, read_input
+from agentotel_eval.reconstruct.frameworks import Plumbing
+from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.model import AgentRun, Handoff
-from agentotel_eval.reconstruct.spans import TRANSFER_PREFIX, Execution
+from agentotel_eval.reconstruct.spans import Execution
 from agentotel_eval.reconstruct.tree import span_order
 
 
-def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request], agent: str | None) -> tuple[Handoff, ...]:
+def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request], agent: str | None,
+                     plumbing: Plumbing) -> tuple[Handoff, ...]:
     spans = [e for e in executions if e.plumbing == "handoff"]
     if not spans and not requests:
         return ()
@@ -24,7 +26,7 @@ def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request
         match = next(
             (i for i, r in enumerate(requests) if i not in used and (
                 (e.call_id and r.call_id == e.call_id)
-                or (e.handoff_to and r.name == TRANSFER_PREFIX + e.handoff_to)
+                or (e.handoff_to and r.name in plumbing.handoff_name(e.handoff_to))
                 or r.name == e.name
             )),
             None,
@@ -36,10 +38,7 @@ def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request
         out.append(Handoff(name, e.handoff_to, agent, e.span.span_id, e.span.start_ns))
     for i, r in enumerate(requests):
         if i not in used:
-            target = r.name[len(TRANSFER_PREFIX):] or None
-            if r.name == "transfer_to_agent":
-                args = normalize_arguments(r.arguments).params or {}
-                target = args.get("agent_name") if isinstance(args.get("agent_name"), str) else None
+            target = plumbing.handoff_target(r.name, normalize_arguments(r.arguments).params)
             out.append(Handoff(r.name, target, agent, r.span.span_id, r.span.end_ns))
     out.sort(key=lambda h: (h.start_time_ns or 0, h.span_id or "", h.name))
     return tuple(out)
@@ -56,6 +55,7 @@ def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
             break
     else:
         return runs
+    plumbing = ctx.plumbing
     pending = [
         (i, j) for i, run in enumerate(runs) if run.handoffs
         for j, h in enumerate(run.handoffs) if not _MODEL_FACING.match(h.name)
@@ -70,18 +70,19 @@ def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
         start = handoff.start_time_ns or 0
         later = [s for s in llm_spans if s.start_ns >= start]
         for span in later:
-            messages = read_input(span, ctx.logs(span))
+            messages = ctx.input(span)
             if not messages:
                 continue
             found = next(
                 (c for m in messages for c in m.tool_calls
-                 if c.name.startswith(TRANSFER_PREFIX) and (c.call_id or c.name) not in used
-                 and (handoff.to_agent is None or c.name == TRANSFER_PREFIX + handoff.to_agent)),
+                 if plumbing.kind(c.name) == "handoff" and (c.call_id or c.name) not in used
+                 and (handoff.to_agent is None or c.name in plumbing.handoff_name(handoff.to_agent))),
                 None,
             )
             if found is not None:
                 used.add(found.call_id or found.name)
-                renamed = replace(handoff, name=found.name, to_agent=handoff.to_agent or found.name[len(TRANSFER_PREFIX):])
+                target = handoff.to_agent or plumbing.handoff_target(found.name, normalize_arguments(found.arguments).params)
+                renamed = replace(handoff, name=found.name, to_agent=target)
                 handoffs = list(out[i].handoffs)
                 handoffs[j] = renamed
                 out[i] = replace(out[i], handoffs=tuple(handoffs))

@@ -7,8 +7,7 @@ from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.llm import read_input
-from agentotel_eval.reconstruct.messages import ToolResultPart
+from agentotel_eval.reconstruct.messages import ToolCallPart, ToolResultPart
 from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import looks_like_error_text, text_of
 
@@ -20,13 +19,20 @@ class History:
     the run's last LLM call came before it (a run that ended on the call, a one-span plain-loop trace).
     """
 
-    __slots__ = ("_ctx", "_last", "_llm_spans", "_results")
+    __slots__ = ("_calls", "_ctx", "_last", "_llm_spans", "_results")
 
     def __init__(self, llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> None:
         self._ctx = ctx
         self._llm_spans = llm_spans
         self._last: SpanRecord | None = None  # found on the first question: most runs never ask
         self._results: dict[str, ToolResultPart] | None = None
+        self._calls: list[ToolCallPart] = []
+
+    def calls(self, after_ns: int) -> list[ToolCallPart]:
+        """The model's earlier tool calls as the latest LLM input repeats them (names and ids the execution
+        spans may lack), when that input came after ``after_ns``."""
+        self.result("", after_ns)
+        return self._calls if self._results is not None else []
 
     def result(self, call_id: str, after_ns: int) -> ToolResultPart | None:
         last = self._last
@@ -38,10 +44,17 @@ class History:
             return None
         if self._results is None:
             self._results = {}
-            for message in read_input(last, self._ctx.logs(last)):  # holds every earlier result
-                for part in message.tool_results:
-                    if part.call_id and part.call_id not in self._results:
-                        self._results[part.call_id] = part
+            # the latest LLM call that records its input holds every earlier result; a content-less second
+            # record of the same model call (an SDK's own span under an instrumentation's) is passed over
+            for span in sorted(self._llm_spans, key=span_order, reverse=True):
+                messages = self._ctx.input(span)
+                if messages:
+                    for message in messages:
+                        self._calls.extend(message.tool_calls)
+                        for part in message.tool_results:
+                            if part.call_id and part.call_id not in self._results:
+                                self._results[part.call_id] = part
+                    break
         return self._results.get(call_id)
 
 
@@ -73,7 +86,7 @@ class LaterTraces:
             results = self._seen.get(span.span_id)
             if results is None:
                 results = self._seen[span.span_id] = {
-                    part.call_id: part for m in read_input(span, ctx.logs(span)) for part in m.tool_results if part.call_id
+                    part.call_id: part for m in ctx.input(span) for part in m.tool_results if part.call_id
                 }
             part = results.get(call_id)
             if part is not None:

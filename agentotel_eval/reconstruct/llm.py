@@ -15,6 +15,7 @@ from typing import Any
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.declared import Convention
 from agentotel_eval.reconstruct.messages import (
     Message,
     flat_keys,
@@ -22,9 +23,10 @@ from agentotel_eval.reconstruct.messages import (
     normalize_role,
     openinference_messages,
     parse_messages,
+    tool_calls_in,
     traceloop_messages,
 )
-from agentotel_eval.reconstruct.values import as_dict, as_list, parse_json
+from agentotel_eval.reconstruct.values import as_dict, as_list, parse_json, text_of
 from agentotel_eval.test_case import ToolDefinition
 
 _EVENT_ROLES = {
@@ -64,6 +66,8 @@ def _choice_message(payload: Mapping[str, Any]) -> Message | None:
     """A ``gen_ai.choice`` event/log: ``message`` is an OpenAI-style message, a content-block list or text."""
     message = parse_json(payload.get("message"))
     if isinstance(message, dict):
+        if payload.get("tool_calls") and not message.get("tool_calls"):  # OpenLLMetry: beside the message
+            message = {**message, "tool_calls": payload["tool_calls"]}
         return message_from_mapping(message, "assistant") or Message("assistant")
     if isinstance(message, list):  # parse_messages() of this one message, without the container walk
         return message_from_mapping({"role": "assistant", "content": message}, "assistant")
@@ -96,7 +100,7 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
     if logs:
         choices = [
             m for log in sorted((lg for lg in logs if lg.event_name == sc.EVENT_CHOICE), key=_choice_index)
-            if isinstance(log.body, dict) and (m := _choice_message(log.body))
+            if (body := _log_body(log)) is not None and (m := _choice_message(body))
         ]
         if choices:
             yield "gen_ai.log", choices
@@ -110,8 +114,16 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
         yield "openinference", parse_messages(attrs[sc.OI_OUTPUT_VALUE], "assistant")
 
 
+def _log_body(log: LogRecord) -> dict[str, Any] | None:
+    """An event log's body as a map: an AnyValue map, or the JSON object text some SDKs send (Semantic Kernel)."""
+    body = log.body
+    if isinstance(body, dict):
+        return body
+    return as_dict(body) if isinstance(body, str) and body[:1] == "{" else None
+
+
 def _choice_index(log: LogRecord) -> tuple[int, int]:
-    body = log.body if isinstance(log.body, dict) else {}
+    body = _log_body(log) or {}
     index = body.get("index")
     return (index if isinstance(index, int) else 0, log.timestamp_ns)
 
@@ -153,6 +165,29 @@ def _genai_output(span: SpanRecord, raw: Any) -> LLMOutput | None:
 
 _ASSISTANT_ROLES = ("assistant", "model", "ai", None, "")  # tuples: compared with ==, safe for odd values
 _IGNORED_PARTS = ("reasoning", "thinking", "tool_call_response", "blob", "file", "uri")
+
+
+def read_declared_output(span: SpanRecord, rule: Convention) -> LLMOutput:
+    """An LLM span of a declared convention: the calls and text from the attributes the rule names."""
+    out = LLMOutput(source=rule.name)
+    calls = rule.get(span, "tool_calls")
+    if calls is not None:
+        for part in tool_calls_in(calls):
+            out.requests.append(Request(part.name, part.arguments, part.call_id, len(out.requests), span, rule.name))
+    raw = rule.get(span, "output_text")
+    if raw is not None:
+        value = parse_json(raw)
+        if isinstance(value, str):
+            out.text = value or None
+        else:
+            out.text = last_assistant_text(parse_messages(value, "assistant")) or (
+                text_of(value) if isinstance(value, dict) else None)
+    return out
+
+
+def read_declared_input(span: SpanRecord, rule: Convention) -> list[Message]:
+    raw = rule.get(span, "input_messages")
+    return parse_messages(raw) if raw is not None else []
 
 
 def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
@@ -220,8 +255,8 @@ def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message
         return msgs
     msgs = [
         m for log in logs
-        if log.event_name in _EVENT_ROLES and isinstance(log.body, dict)
-        and (m := _event_message(_EVENT_ROLES[log.event_name], log.body))
+        if log.event_name in _EVENT_ROLES and (body := _log_body(log)) is not None
+        and (m := _event_message(_EVENT_ROLES[log.event_name], body))
     ]
     if msgs:
         return msgs
@@ -319,6 +354,20 @@ def _definitions_from_list(raw: Any) -> tuple[ToolDefinition, ...]:
     return tuple(out)
 
 
+def definitions_from_list(raw: Any) -> tuple[ToolDefinition, ...]:
+    """Definitions in a list (or a JSON list) of definitions of any supported shape, parsed once per text (or
+    per list of texts: the AI SDK records each definition as a JSON string of an AnyValue array)."""
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        return _parse_once(_definitions_from_list, tuple(raw))
+    return _parse_once(_definitions_from_list, raw)
+
+
+def _definitions_from_request_body(raw: Any) -> tuple[ToolDefinition, ...]:
+    """The ``tools`` of a provider request body recorded as an LLM span's input (OpenInference Anthropic)."""
+    body = as_dict(raw)
+    return _definitions_from_list(body.get("tools")) if body and isinstance(body.get("tools"), list) else ()
+
+
 def _definitions_from_function_tools(raw: Any) -> tuple[ToolDefinition, ...]:
     params = as_dict(raw)
     return _definitions_from_list(params.get("function_tools")) if params else ()
@@ -402,6 +451,15 @@ def read_definitions(span: SpanRecord) -> Sequence[ToolDefinition]:
         found = _openinference_tools(attrs)
         if found:
             return found
+        if "llm.tools" in attrs:  # one JSON list rather than flattened keys (OpenInference CrewAI events)
+            found = _parse_once(_definitions_from_list, attrs["llm.tools"])
+            if found:
+                return found
+        raw = attrs.get(sc.OI_INPUT_VALUE)
+        if isinstance(raw, str) and '"tools"' in raw:
+            found = _parse_once(_definitions_from_request_body, raw)
+            if found:
+                return found
     if attrs.get(sc.TRACELOOP_LLM_REQUEST_TYPE):
         found = _traceloop_functions(attrs)
         if found:

@@ -16,10 +16,11 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.history import LaterTraces
+from agentotel_eval.reconstruct.history import History, LaterTraces
 from agentotel_eval.reconstruct.llm import Request
-from agentotel_eval.reconstruct.messages import ToolResultPart
-from agentotel_eval.reconstruct.spans import Execution
+from agentotel_eval.reconstruct.messages import ToolCallPart, ToolResultPart, parse_messages
+from agentotel_eval.reconstruct.spans import WEAK_NAME_SOURCES, Execution
+from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import (
     as_dict,
     as_list,
@@ -130,7 +131,71 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
             pick = next((i for i in turn if _argumentsmatch_requests(e, requests[i], schema)), turn[0])
         used.add(pick)
         call.request = requests[pick]
+    for call in calls:  # a class name where the tool name belongs: the arguments find the request it ran
+        e = call.execution
+        if e is None or call.request is not None or e.sources.get("name") not in WEAK_NAME_SOURCES:
+            continue
+        pool = [i for i, r in enumerate(requests) if i not in used and r.span.start_ns <= e.span.start_ns
+                and _argumentsmatch_requests(e, r, schemas.get(r.name))]
+        if pool:
+            pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
+            used.add(pick)
+            call.request = requests[pick]
     return [r for i, r in enumerate(requests) if i not in used]
+
+
+def name_from_history(calls: list[Call], history: History, ctx: TraceContext) -> None:
+    """An execution that carries only a class name and matched no request: the model's call with the same
+    arguments names it (and gives its call id), as a later LLM input repeats it or, failing that, as another
+    span of the trace recorded the model's message (a LangChain runnable's output)."""
+    pending = [c.execution for c in calls if c.execution is not None and c.request is None
+               and c.execution.sources.get("name") in WEAK_NAME_SOURCES]
+    if not pending:
+        return
+    taken: set[tuple[str | None, str]] = set()
+    recorded: list[ToolCallPart] | None = None
+    for e in pending:
+        mine = arguments_of(e, None)
+        if mine.params is None:
+            continue
+        found = _same_arguments(history.calls(e.span.end_ns), mine.params, taken)
+        source = "history"
+        if found is None:
+            if recorded is None:
+                recorded = _recorded_model_calls(ctx)
+            found, source = _same_arguments(recorded, mine.params, taken), "message"
+        if found is not None:
+            taken.add((found.call_id, found.name))
+            e.name, e.sources["name"] = found.name, source
+            if found.call_id and not e.call_id:
+                e.call_id, e.sources["call_id"] = found.call_id, source
+
+
+def _same_arguments(parts: Sequence[ToolCallPart], params: Mapping[str, Any],
+                    taken: set[tuple[str | None, str]]) -> ToolCallPart | None:
+    for part in parts:
+        if (part.call_id, part.name) in taken:
+            continue
+        theirs = normalize_arguments(part.arguments)
+        if theirs.params is not None and numeric_equal(params, theirs.params):
+            return part
+    return None
+
+
+def _recorded_model_calls(ctx: TraceContext) -> list[ToolCallPart]:
+    """Tool calls in the assistant messages other spans of the trace output, in start order, one per call id."""
+    out: list[ToolCallPart] = []
+    seen: set[str] = set()
+    for span in sorted(ctx.tree.spans.values(), key=span_order):
+        for key in (sc.TRACELOOP_ENTITY_OUTPUT, sc.OI_OUTPUT_VALUE):
+            raw = span.attributes.get(key)
+            if isinstance(raw, str) and "tool_calls" in raw:
+                for message in parse_messages(raw, "assistant"):
+                    for part in message.tool_calls:
+                        if part.call_id is None or part.call_id not in seen:
+                            seen.add(part.call_id or "")
+                            out.append(part)
+    return out
 
 
 def assign_turns(calls: list[Call], llm_spans: Sequence[SpanRecord]) -> None:
@@ -202,6 +267,9 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
         found = e.sources  # sources are listed in a fixed order: name, arguments, status, result, call_id, llm_turn
         name = e.name
         sources: dict[str, str] = {"name": found.get("name", "")}
+        if r is not None and r.name != name and found.get("name") in WEAK_NAME_SOURCES:
+            name = r.name  # the name the model called, over a class name or a framework's label
+            sources["name"] = f"request:{r.source}"
         schema = schemas.get(name) or e.schema  # the same schema the matching used
         if e.raw_arguments is not None:
             raw = e.raw_arguments
@@ -229,6 +297,9 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
         if e.result is not None:
             output = e.result
             sources["result"] = found.get("result", "")
+        if status == "ok" and result is not None and result.status == "error":  # the model was told it failed
+            status, error = "error", text_of(result.content) or "error"
+            sources["status"] = "history"
     if output is None and result is not None:
         output = text_of(result.content) if isinstance(result.content, list) else result.content
         sources["result"] = "history"

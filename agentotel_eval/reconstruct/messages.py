@@ -34,7 +34,7 @@ _ROLES = {
     "systemmessage": "system",
     "developer": "system",
 }
-_CONTAINER_KEYS = ("messages", "inputs", "outputs", "update", "input", "output")
+_CONTAINER_KEYS = ("messages", "inputs", "outputs", "update", "input", "output", "replies")
 _MAX_DEPTH = 8
 
 
@@ -241,12 +241,38 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
                 ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
             )
             continue
+        call = block.get("tool_call")
+        if isinstance(call, dict):  # Haystack ChatMessage: {"tool_call": {"tool_name", "arguments", "id"}}
+            part = _tool_call(call)
+            if part is not None:
+                msg.tool_calls.append(part)
+            continue
+        done = block.get("tool_call_result")
+        if isinstance(done, dict):  # Haystack: {"tool_call_result": {"result", "origin": {...}, "error"}}
+            origin: dict[str, Any] = done["origin"] if isinstance(done.get("origin"), dict) else {}
+            msg.tool_results.append(ToolResultPart(
+                _id(origin.get("id")), done.get("result"), "error" if done.get("error") is True else None,
+                _str(origin.get("tool_name"))))
+            continue
         kind = block.get("type")
         if kind == "tool_use" and isinstance(block.get("name"), str):  # Anthropic
             msg.tool_calls.append(ToolCallPart(block["name"], block.get("input"), _id(block.get("id"))))
         elif kind == "tool_result":
             status = "error" if block.get("is_error") is True else None
             msg.tool_results.append(ToolResultPart(_id(block.get("tool_use_id")), text_of(block.get("content")), status))
+        elif kind == "tool-call" and isinstance(block.get("toolName"), str):  # Vercel AI SDK
+            msg.tool_calls.append(ToolCallPart(block["toolName"], block.get("input", block.get("args")),
+                                               _id(block.get("toolCallId"))))
+        elif kind == "tool-result":  # Vercel AI SDK: output {"type": "text" | "json" | "error-text" | ..., "value"}
+            output = block.get("output", block.get("result"))
+            status = None
+            if isinstance(output, dict) and "value" in output:
+                status = "error" if str(output.get("type", "")).startswith("error") else None
+                output = output["value"]
+            if block.get("isError") is True:
+                status = "error"
+            msg.tool_results.append(ToolResultPart(_id(block.get("toolCallId")), output, status,
+                                                   _str(block.get("toolName"))))
         else:
             text = text_of(block)
             if text:
@@ -265,12 +291,26 @@ def _tool_call(call: Any) -> ToolCallPart | None:
     if isinstance(function, dict):  # OpenAI {"id", "function": {"name", "arguments"}}
         name = function.get("name")
         args = function.get("arguments")
-    else:  # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}
-        name = call.get("name")
-        args = call["args"] if "args" in call else call.get("arguments", call.get("input"))
+    else:  # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}; AI SDK / Mastra / Haystack
+        name = call.get("name") or call.get("toolName") or call.get("tool_name")
+        args = call["args"] if "args" in call else call.get("arguments", call.get("input", call.get("toolInput")))
     if not isinstance(name, str) or not name:
         return None
-    return ToolCallPart(name, args, _id(call.get("id")))
+    return ToolCallPart(name, args, _id(call.get("id") or call.get("toolCallId") or call.get("tool_call_id")))
+
+
+def tool_calls_in(value: Any) -> list[ToolCallPart]:
+    """The tool calls in a value that lists them: a list of call objects (``[{"toolCallId", "toolName",
+    "input"}]``), an object holding such a list (``{"text": ..., "toolCalls": [...]}``), or messages."""
+    value = parse_json(value)
+    if isinstance(value, dict):
+        for key in ("toolCalls", "tool_calls"):
+            if isinstance(value.get(key), list):
+                value = value[key]
+                break
+    if isinstance(value, list) and all(isinstance(c, dict) and not _looks_like_message(c) for c in value):
+        return [part for c in value if (part := _tool_call(c)) is not None]
+    return [call for message in parse_messages(value, "assistant") for call in message.tool_calls]
 
 
 def _id(value: Any) -> str | None:
@@ -300,6 +340,7 @@ _OI_FIELDS = (
     "message.function_call_arguments_json", "message.name",
     "message.contents", "message.tool_calls",  # heads of the nested lists
     "message.contents.0.message_content.text", "message.tool_calls.0.tool_call.id",  # their first item
+    "function.0",  # AutoGen: a function result as a JSON object beside the message
 )
 _OI_BLOCK_FIELDS = ("message_content.text", "message_content.type")
 _OI_CALL_FIELDS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
@@ -331,7 +372,7 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
         if present.isdisjoint(keys[:6]):
             break
         (role_key, content_key, call0_name_key, block0_type_key, call_id_key, fname_key, fargs_key, name_key,
-         blocks_head, calls_head, block0_text_key, call0_id_key) = keys
+         blocks_head, calls_head, block0_text_key, call0_id_key, function0_key) = keys
         role = normalize_role(get(role_key), "")
         msg = Message(role)
         content = get(content_key)
@@ -355,14 +396,29 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
         fname = get(fname_key)
         if isinstance(fname, str) and fname:
             msg.tool_calls.append(ToolCallPart(fname, get(fargs_key)))
-        if role == "tool":
+        if function0_key in attrs:
+            _function_results(attrs, f"{prefix}.{i}.function", msg)
+        elif role == "tool":
             msg.tool_results.append(
                 ToolResultPart(_id(get(call_id_key)), "\n".join(texts) if texts else None, None, _str(get(name_key)))
             )
-        else:
+        if role != "tool":
             msg.texts.extend(texts)
         out.append(msg)
     return out
+
+
+def _function_results(attrs: Mapping[str, Any], head: str, msg: Message) -> None:
+    """``<prefix>.N.function.K`` = ``{"name", "content", "call_id", "is_error"}`` (OpenInference AutoGen)."""
+    for k in range(_MAX_INDEX):
+        raw = attrs.get(f"{head}.{k}")
+        if raw is None:
+            break
+        value = parse_json(raw)
+        if isinstance(value, dict):
+            status = "error" if value.get("is_error") is True else _status(value.get("status"))
+            msg.tool_results.append(ToolResultPart(_id(value.get("call_id") or value.get("id")),
+                                                   value.get("content"), status, _str(value.get("name"))))
 
 
 def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:

@@ -8,32 +8,44 @@ result is also looked up in the later traces' history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.assemble import assemble_run
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.conversations import split_conversations
+from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.handoffs import name_handoffs
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.runs import TraceRuns, find_runs
-from agentotel_eval.reconstruct.spans import roles_of, run_convention
-from agentotel_eval.reconstruct.tree import build_trees
+from agentotel_eval.reconstruct.spans import classify, roles_of
+from agentotel_eval.reconstruct.tree import build_trees, rehome_event_logs
 
 
-def is_run_span(span: SpanRecord) -> bool:
+def is_run_span(span: SpanRecord, conventions: Conventions = BUILTIN) -> bool:
     """Whether this span delimits an agent run by its own attributes (the trace-root fallback aside)."""
-    return run_convention(span.attributes) is not None
+    return classify(span, conventions).run is not None
 
 
-def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()) -> list[AgentRun]:
-    """All agent runs found in these spans (any number of traces), ordered by start time."""
+def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
+                conventions: Sequence[Convention] | Conventions = ()) -> list[AgentRun]:
+    """All agent runs found in these spans (any number of traces), ordered by start time.
+
+    ``conventions``: declared conventions (``conventions_from_config``), read before the built-in ones.
+    """
+    declared = conventions if isinstance(conventions, Conventions) else BUILTIN.plus(tuple(conventions))
     found: list[tuple[TraceContext, TraceRuns]] = []
     for tree in build_trees(spans, logs):
-        roles = roles_of(tree.spans)  # the run, tool and LLM spans
+        roles = roles_of(tree.spans, declared)  # the run, tool and LLM spans
+        if tree.logs:
+            llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
+            rehome_event_logs(tree, llm_ids.__contains__)
         ctx = TraceContext(tree, roles)
         trace_runs = find_runs(tree, roles, ctx.requests_tools)
         ctx.llm_parent = trace_runs.llm_parent
+        if trace_runs.runs:
+            split_conversations(trace_runs, ctx)
         found.append((ctx, trace_runs))
     later = LaterTraces([ctx for ctx, _ in found]) if len(found) > 1 else None
     runs: list[AgentRun] = []

@@ -11,6 +11,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.llm import (
+    definitions_from_list,
     first_request_text,
     last_assistant_text,
     last_user_text,
@@ -23,13 +24,47 @@ from agentotel_eval.reconstruct.values import parse_json, seq, text_of
 from agentotel_eval.test_case import ToolDefinition
 
 
+def _declared(span: SpanRecord, ctx: TraceContext, field: str) -> Any:
+    """The span's value for a field of the declared convention that classified it, or None."""
+    role = ctx.roles.get(span.span_id)
+    rule = role.rule if role is not None else None
+    return rule.get(span, field) if rule is not None else None
+
+
+def declared_text(value: Any, pick: Callable[[list[Message]], str | None]) -> str | None:
+    """Text of a declared input/output value: a string (or JSON string), an object's ``prompt`` / ``text``, or
+    the user / assistant text of the messages it holds."""
+    value = parse_json(value)
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, dict):
+        for key in ("prompt", "text", "task", "input", "query"):
+            inner = value.get(key)
+            if isinstance(inner, str) and inner.strip():
+                return inner.strip()
+    return pick(parse_messages(value)) if isinstance(value, (dict, list)) else None
+
+
+def _tool_list(value: Any) -> Any:
+    """The tools list in a declared value: the list itself, or a request body's ``tools`` (``{"body": {"tools"}}``)."""
+    if isinstance(value, str) and not value.lstrip().startswith("{"):
+        return value
+    body = parse_json(value)
+    if isinstance(body, dict):
+        inner = body.get("body")
+        body = inner if isinstance(inner, dict) else body
+        return body.get("tools") if isinstance(body.get("tools"), list) else ()
+    return value
+
+
 def offered_definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], executions: Sequence[Execution],
                  ctx: TraceContext) -> list[ToolDefinition]:
     """Tools offered to the model, merged by name; a names-only list is completed from the tool spans' schemas."""
     merged: dict[str, ToolDefinition] = {}
     seen: set[int] = set()
     for span in (*chain, *llm_spans):
-        found = read_definitions(span)
+        declared = _declared(span, ctx, "tools")
+        found = definitions_from_list(_tool_list(declared)) if declared is not None else read_definitions(span)
         if id(found) in seen:
             continue  # the same parsed list (cached by its text), as on an earlier span: nothing new
         seen.add(id(found))
@@ -48,8 +83,13 @@ def offered_definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRec
     return list(merged.values())
 
 
-def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Sequence[SpanRecord]) -> str | None:
+def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Sequence[SpanRecord],
+                  ctx: TraceContext) -> str | None:
     chain = scope.chain
+    for span in chain:
+        value = _declared(span, ctx, "agent_name")
+        if isinstance(value, str) and value:
+            return value
     for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME):
         for span in chain:
             value = span.attributes.get(key)
@@ -76,7 +116,7 @@ def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Seq
     for prefix in ("invoke_agent ", "invoke_workflow "):
         if name.startswith(prefix):
             return name[len(prefix):] or None
-    for suffix in (".agent", ".workflow"):
+    for suffix in (".agent", ".workflow", ".run"):
         if name.endswith(suffix):
             return name[: -len(suffix)] or None
     return name or None
@@ -188,7 +228,8 @@ def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], c
     """The user request that started the run: the run span's own input, else the first LLM call's last user text
     (a multi-turn conversation's earlier user messages are history), else the run span's message structures."""
     for span in chain:
-        text = _span_input(span)
+        declared = _declared(span, ctx, "input")
+        text = declared_text(declared, last_user_text) if declared is not None else _span_input(span)
         if text:
             return text, span.span_id
     for span in llm_spans:
@@ -210,7 +251,8 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
     """The agent's final answer: the run span's own output, else the last LLM text of the run, else the run span's
     message structures."""
     for span in chain:
-        text = _span_output(span)
+        declared = _declared(span, ctx, "output")
+        text = declared_text(declared, last_assistant_text) if declared is not None else _span_output(span)
         if text:
             return text, span.span_id
     for span in sorted(llm_spans, key=_END_ORDER, reverse=True) if len(llm_spans) > 1 else llm_spans:

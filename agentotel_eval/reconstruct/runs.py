@@ -18,6 +18,9 @@ Rules (docs/reconstruction.md), applied to one trace tree:
    several nested runs (a multi-agent workflow) is a container, not a run of its own: its nested runs are.
 5. Evidence outside every run (tool spans, or LLM spans that requested tools) makes a fallback run anchored at
    the trace's root (plain client loops; an application span with no GenAI attributes).
+6. A run with no LLM or tool span and no nested run is dropped when another run of the trace holds them
+   (OpenLLMetry-JS tags every LangChain runnable as a workflow, and with the parent links lost each one is
+   an empty span beside the calls).
 """
 
 from __future__ import annotations
@@ -143,8 +146,16 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
     parent_run: dict[int, Scope | None] = {}
     if top.tool_spans or (top.llm_spans and any(requests_tools(s) for s in top.llm_spans)):
         anchor = min(top.roots, key=span_order)
+        if tree.is_orphan(anchor):  # its parent is missing: the trace's true root that was open when it began
+            holders = [r for r in tree.roots if not r.parent_span_id and r.start_ns <= anchor.start_ns <= r.end_ns]
+            if holders:
+                anchor = min(holders, key=span_order)
         top.kind, top.span, top.chain = "run", anchor, [anchor]
     _emit(top, None, None, emitted, parent_run)
+    if len(emitted) > 1:  # drop runs with nothing in them, when another run holds the evidence
+        kept = [s for s in emitted if s.llm_spans or s.tool_spans or any(parent_run.get(id(o)) is s for o in emitted)]
+        if kept and len(kept) < len(emitted):
+            emitted = kept
     for scope in scopes:  # the parent links were only for the walk: without them (a parent <-> children cycle)
         scope.parent = None  # the trace's scopes are freed by reference counting, not left to the cyclic GC
     if len(emitted) > 1:

@@ -15,21 +15,33 @@ from typing import Any
 from agentotel_eval import semconv as sc
 from agentotel_eval.frozen import freeze
 from agentotel_eval.otlp.records import STATUS_ERROR, STATUS_UNSET, SpanRecord
+from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
+from agentotel_eval.reconstruct.frameworks import NO_PLUMBING, Plumbing
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
-from agentotel_eval.reconstruct.values import as_dict, clean_id, looks_like_error_text, text_of
+from agentotel_eval.reconstruct.reprs import parse_call_repr
+from agentotel_eval.reconstruct.values import (
+    as_dict,
+    clean_id,
+    error_object_message,
+    is_redacted,
+    looks_like_error_text,
+    looks_like_schema,
+    text_of,
+)
 
 _HANDOFF_SPAN_PREFIX = "handoff to "
 _HANDOFF_SPAN_SUFFIX = ".handoff"
-TRANSFER_PREFIX = "transfer_to_"
 
 
 @dataclass(frozen=True, slots=True)
 class Role:
-    """The conventions that mark a span as a run / tool execution / LLM call (None: not one)."""
+    """The conventions that mark a span as a run / tool execution / LLM call (None: not one); ``rule``: the
+    declared convention that did, whose attribute keys say where each field is."""
 
     run: str | None = None
     tool: str | None = None
     llm: str | None = None
+    rule: Convention | None = None
 
     @property
     def is_evidence(self) -> bool:
@@ -75,13 +87,28 @@ _TOOL_NAME_GEN_AI, _TOOL_NAME_OI = sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME
 _HANDOFF_FROM, _HANDOFF_TO = sc.GEN_AI_HANDOFF_FROM_AGENT, sc.GEN_AI_HANDOFF_TO_AGENT
 
 
-def classify(span: SpanRecord) -> Role:
+_DECLARED_ROLES: dict[int, Role] = {}
+
+
+def _declared_role(rule: Convention) -> Role:
+    role = _DECLARED_ROLES.get(id(rule))
+    if role is None or role.rule is not rule:
+        role = Role(**{rule.role: rule.name}, rule=rule)
+        if len(_DECLARED_ROLES) < _ROLE_BY_MARKERS_MAX:
+            _DECLARED_ROLES[id(rule)] = role
+    return role
+
+
+def classify(span: SpanRecord, conventions: Conventions = BUILTIN) -> Role:
     """The span's roles, from its attributes alone (one look per span).
 
     The roles are a function of a few marker values (operation name, span kinds: a small vocabulary) and of
     whether four keys are present, so they are looked up by that tuple (bounded), and worked out by the rules in
     ``_classify_attributes`` only for a tuple not seen yet: a third cheaper than applying the rules to every span.
     """
+    rule = conventions.match(span)
+    if rule is not None:
+        return _declared_role(rule)
     attrs = span.attributes
     get = attrs.get
     key = (get(_OP), get(_OI), get(_TL), get(_LF), get(_AK), get(_TL_REQUEST_TYPE), _TOOL_NAME_GEN_AI in attrs,
@@ -97,11 +124,11 @@ def classify(span: SpanRecord) -> Role:
         return _classify_attributes(attrs)
 
 
-def roles_of(spans: Mapping[str, SpanRecord]) -> dict[str, Role]:
+def roles_of(spans: Mapping[str, SpanRecord], conventions: Conventions = BUILTIN) -> dict[str, Role]:
     """``classify`` of each span, by span id, for the spans that have a role (run, tool or LLM) only."""
     roles: dict[str, Role] = {}
     for span_id, span in spans.items():
-        role = classify(span)
+        role = classify(span, conventions)
         if role is not NO_ROLE:
             roles[span_id] = role
     return roles
@@ -179,19 +206,22 @@ class Execution:
     call_id: str | None
     schema: Mapping[str, Any] | None  # the executed tool's parameter schema, when the span carries it
     description: str | None
-    plumbing: str | None  # "handoff" | "internal" for framework plumbing; None for a real call
+    plumbing: str | None  # "handoff" | "answer" | "internal" for framework plumbing; None for a real call
     handoff_to: str | None
     result_call_id: str | None  # the call id a wrapped result carries (LangChain ToolMessage)
+    result_name: str | None  # the tool name a wrapped result carries
     normalized: Any  # Arguments, computed once by the assembly
     sources: dict[str, str]
+    discarded: list[str]  # "field:source:why" for each recorded value that was not a value
 
     def __init__(self, span: SpanRecord, name: str) -> None:
         # by hand: one per tool span, and the generated __init__ calls a factory for ``sources``
         self.span, self.name = span, name
         self.raw_arguments = self.result = self.error = self.call_id = self.schema = self.description = None
-        self.plumbing = self.handoff_to = self.result_call_id = self.normalized = None
+        self.plumbing = self.handoff_to = self.result_call_id = self.result_name = self.normalized = None
         self.status = "ok"
         self.sources = {}
+        self.discarded = []
 
 
 # (attribute, convention that supplied it), in priority order: module constants, not rebuilt per span
@@ -234,38 +264,80 @@ def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
     return (name or None), "span_name"
 
 
-_NOT_CALLABLE = re.compile(r"[\s()]")
-
-
-def _is_plumbing_name(name: str) -> bool:
-    """A name no model can call: ADK's ``(merged tools)``. Model-facing tool names have no spaces or parens."""
-    return not name.isidentifier() and _NOT_CALLABLE.search(name) is not None  # an identifier has neither
-
-
-def read_execution(span: SpanRecord, role: Role, placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS) -> Execution:
+def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBING,
+                   placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS) -> Execution:
     """Everything a tool-execution span says about its call, from whichever conventions it carries."""
-    convention = role.tool or "gen_ai"
-    name, name_source = _tool_name(span, convention)
+    rule = role.rule
+    described = None
+    if rule is not None:
+        value = rule.get(span, "tool_name")
+        if rule.call_repr is not None and (described := parse_call_repr(rule.get(span, "call_repr"))) is not None:
+            value = described.name
+        name, name_source = (value, rule.name) if isinstance(value, str) and value else (None, rule.name)
+    else:
+        name, name_source = _tool_name(span, role.tool or "gen_ai")
     execution = Execution(span, name or span.name)
     execution.sources["name"] = name_source
-    if _handoff_span(span, execution, name_source):
+    if rule is None and _handoff_span(span, execution, name_source):
         return execution
-    if name is None or _is_plumbing_name(execution.name):
+    if name is None:
         execution.plumbing = "internal"
         return execution
-    if execution.name.startswith(TRANSFER_PREFIX):
-        execution.plumbing = "handoff"
-        execution.handoff_to = execution.name[len(TRANSFER_PREFIX):] or None
-    _read_arguments(span, execution)
-    _read_result(span, execution)
-    _read_status(span, execution)
-    _read_call_id(span, execution, placeholders)
-    _read_schema(span, execution)
-    if execution.plumbing == "handoff" and execution.name == "transfer_to_agent":  # ADK: target in the arguments
-        args = as_dict(execution.raw_arguments)
-        target = args.get("agent_name") if args else None
-        execution.handoff_to = target if isinstance(target, str) and target else None
+    kind = plumbing.kind(execution.name)
+    if kind == "internal":
+        execution.plumbing = kind
+        return execution
+    execution.plumbing = kind
+    if rule is not None:
+        _read_declared(span, execution, rule, placeholders)
+        if described is not None:
+            if described.arguments is not None:
+                _argument_value(execution, described.arguments, rule.name)
+            else:
+                execution.discarded.append(f"arguments:{rule.name}:cut")
+            if described.call_id and not execution.call_id:
+                execution.call_id, execution.sources["call_id"] = described.call_id, rule.name
+    else:
+        _read_arguments(span, execution)
+        _read_result(span, execution)
+        _read_status(span, execution)
+        _read_call_id(span, execution, placeholders)
+        _read_schema(span, execution)
+    if execution.result_name and execution.result_name != execution.name and name_source in WEAK_NAME_SOURCES:
+        execution.name = execution.result_name  # a class name (DynamicStructuredTool): the tool message names it
+        execution.sources["name"] = "result"
+    if kind == "handoff":
+        execution.handoff_to = plumbing.handoff_target(execution.name, as_dict(execution.raw_arguments))
     return execution
+
+
+#: where a tool name may be a class or a framework's label rather than the name the model called
+WEAK_NAME_SOURCES = ("traceloop", "span_name")
+
+
+def _read_declared(span: SpanRecord, execution: Execution, rule: Convention, placeholders: frozenset[str]) -> None:
+    """A span of a declared convention: each field from the attribute the rule names."""
+    arguments = rule.get(span, "arguments")
+    if arguments is not None:
+        _argument_value(execution, arguments, rule.name)
+    result = rule.get(span, "result")
+    if result is not None:
+        if is_redacted(result):
+            execution.discarded.append(f"result:{rule.name}:redacted")
+        else:
+            execution.sources["result"] = rule.name
+            _take_result(execution, result)
+    failed = rule.get(span, "error")
+    if failed is True or (isinstance(failed, str) and failed.strip().lower() in ("true", "1", "yes", "error")):
+        execution.status = "error"
+        execution.error = execution.error or (text_of(execution.result) if execution.result is not None else None)
+        execution.sources["status"] = rule.name
+    _read_status(span, execution)
+    call_id = clean_id(rule.get(span, "call_id"), placeholders)
+    if call_id:
+        execution.call_id, execution.sources["call_id"] = call_id, rule.name
+    elif execution.result_call_id is not None and (from_result := clean_id(execution.result_call_id, placeholders)):
+        execution.call_id, execution.sources["call_id"] = from_result, "result"
 
 
 _HANDOFF_FROM_TO = re.compile(r"^handoff from (?P<src>.+?) to (?P<dst>.+)$")
@@ -308,29 +380,37 @@ def _handoff_span(span: SpanRecord, execution: Execution, name_source: str) -> b
     return True
 
 
+def _argument_value(execution: Execution, value: Any, source: str) -> bool:
+    """Take ``value`` as the call's arguments unless it is not a value (a redaction marker, a schema); a
+    discarded value is noted with why, and the next evidence is tried."""
+    if is_redacted(value):
+        execution.discarded.append(f"arguments:{source}:redacted")
+        return False
+    if looks_like_schema(value):
+        execution.discarded.append(f"arguments:{source}:schema")
+        return False
+    execution.raw_arguments = value
+    execution.sources["arguments"] = source
+    return True
+
+
 def _read_arguments(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
     for key, source in _ARGUMENT_KEYS:
-        if key in attrs:
-            execution.raw_arguments = attrs[key]
-            execution.sources["arguments"] = source
+        if key in attrs and _argument_value(execution, attrs[key], source):
             return
     params = attrs.get(sc.OI_TOOL_PARAMETERS)  # pydantic-ai's OpenInference: args; openai-agents': the schema
-    if params is not None and parameters_schema(params) is None:
-        execution.raw_arguments = params
-        execution.sources["arguments"] = "openinference"
+    if params is not None and parameters_schema(params) is None and _argument_value(execution, params, "openinference"):
         return
     for event in span.events:
-        if event.name == sc.EVENT_TOOL_MESSAGE and "content" in event.attributes:  # Strands default
-            execution.raw_arguments = event.attributes["content"]
-            execution.sources["arguments"] = "gen_ai.event"
+        if (event.name == sc.EVENT_TOOL_MESSAGE and "content" in event.attributes  # Strands default
+                and _argument_value(execution, event.attributes["content"], "gen_ai.event")):
             return
         if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
             for msg in parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]):
                 for call in msg.tool_calls:
-                    execution.raw_arguments = call.arguments
-                    execution.sources["arguments"] = "gen_ai.event"
-                    return
+                    if _argument_value(execution, call.arguments, "gen_ai.event"):
+                        return
 
 
 def _read_result(span: SpanRecord, execution: Execution) -> None:
@@ -338,6 +418,9 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
     raw: Any = None
     for key, source in _RESULT_KEYS:
         if key in attrs:
+            if is_redacted(attrs[key]):
+                execution.discarded.append(f"result:{source}:redacted")
+                continue
             raw = attrs[key]
             execution.sources["result"] = source
             break
@@ -355,6 +438,12 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
                     break
         else:
             return
+    _take_result(execution, raw)
+
+
+def _take_result(execution: Execution, raw: Any) -> None:
+    """The recorded result, unwrapped from its envelope; a tool message's error status or an error object
+    (``{"error": ...}``, ``{"message": ..., "code": ...}``) marks the call failed."""
     if isinstance(raw, str) and raw[:1] not in _JSON_OPENERS and not raw[:1].isspace():
         execution.result = raw  # plain text: what unwrap_tool_result would return for it, without parsing
         return
@@ -364,10 +453,15 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
         content = text_of(content)
     execution.result = content
     execution.result_call_id = unwrapped.call_id
+    execution.result_name = unwrapped.name
     if unwrapped.status == "error":
         execution.status = "error"
         execution.error = text_of(content) if content is not None else "tool message status error"
         execution.sources["status"] = "tool_message"
+    elif (message := error_object_message(content)) is not None:
+        execution.status = "error"
+        execution.error = message
+        execution.sources["status"] = "error_object"
 
 
 def _exception_text(span: SpanRecord) -> str | None:

@@ -8,7 +8,7 @@ id they carry, in time order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -127,3 +127,46 @@ def unreachable(tree: TraceTree, reached: int) -> list[SpanRecord]:
             seen.add(span_id)
             stack.extend(child.span_id for child in tree.children.get(span_id, ()))
     return sorted((s for s in tree.spans.values() if s.span_id not in seen), key=span_order)
+
+
+def rehome_event_logs(tree: TraceTree, is_llm: Callable[[str], bool]) -> None:
+    """Move GenAI event logs recorded against a span that is not an LLM call (OpenLLMetry's event mode gives
+    them the application span's id) to the LLM span below it whose time holds the log's: the model call they
+    describe. Among several, one of the log's own instrumentation scope first, then the shortest."""
+    moved: dict[str, list[LogRecord]] = {}
+    for span_id, logs in list(tree.logs.items()):
+        if is_llm(span_id):
+            continue
+        below = [s for s in _descendants(tree, span_id) if is_llm(s.span_id)]
+        if not below:
+            continue
+        kept: list[LogRecord] = []
+        for log in logs:
+            target = None
+            if log.event_name.startswith("gen_ai."):
+                holding = [s for s in below if s.start_ns <= log.timestamp_ns <= s.end_ns]
+                if holding:
+                    target = min(holding, key=lambda s: (s.scope_name != log.scope_name, s.end_ns - s.start_ns,
+                                                          s.span_id))
+            if target is None:
+                kept.append(log)
+            else:
+                moved.setdefault(target.span_id, []).append(log)
+        if len(kept) < len(logs):
+            tree.logs[span_id] = kept
+    for span_id, logs in moved.items():
+        tree.logs[span_id] = sorted([*tree.logs.get(span_id, ()), *logs], key=_log_order)
+
+
+def _log_order(log: LogRecord) -> tuple[int, int, str]:
+    return (log.timestamp_ns, log.observed_time_ns, log.event_name)
+
+
+def _descendants(tree: TraceTree, span_id: str) -> list[SpanRecord]:
+    out: list[SpanRecord] = []
+    stack = list(tree.children.get(span_id, ()))
+    while stack:
+        span = stack.pop()
+        out.append(span)
+        stack.extend(tree.children.get(span.span_id, ()))
+    return out

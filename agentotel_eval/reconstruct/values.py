@@ -142,3 +142,57 @@ def looks_like_error_text(value: Any) -> TypeGuard[str]:
     if first.isascii() and first not in _ERROR_TEXT_STARTS and not first.isspace():
         return False  # (empty, or) no error report starts this way: skip the regex
     return _ERROR_TEXT.match(value) is not None
+
+
+#: what instrumentations write in place of a value they were told not to record
+REDACTION_MARKERS = frozenset({"__redacted__", "<redacted>", "[redacted]", "redacted", "[hidden]", "<hidden>", "***"})
+_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null", "any"})
+
+
+def is_redacted(value: Any) -> bool:
+    """Whether a recorded value is a redaction marker (``__REDACTED__``): the value was not captured."""
+    return isinstance(value, str) and len(value) < 16 and value.strip().lower() in REDACTION_MARKERS
+
+
+def looks_like_schema(value: Any) -> bool:
+    """Whether a value where arguments belong is a parameter schema instead: ``{"type": "object", "properties":
+    ...}``, or a map of parameter names to ``{"type": ...}`` specs (smolagents copies ``tool.parameters`` there)."""
+    if isinstance(value, str) and '"type"' not in value:
+        return False  # (the common case, decided without parsing: a schema always names its types)
+    value = parse_json(value)
+    if not isinstance(value, dict) or not value:
+        return False
+    if value.get("type") == "object" and isinstance(value.get("properties"), dict):
+        return True
+    for spec in value.values():
+        if not (isinstance(spec, dict) and spec.get("type") in _SCHEMA_TYPES and spec.keys() <= _SPEC_KEYS):
+            return False
+    return True
+
+
+_SPEC_KEYS = frozenset({"type", "description", "title", "default", "enum", "items", "nullable", "format",
+                        "properties", "required", "anyOf", "minimum", "maximum", "examples"})
+
+
+_ERROR_OBJECT_KEYS = frozenset({"error", "message", "code", "details", "name", "stack", "type", "status",
+                                "errorType", "error_type", "cause", "domain", "category"})
+_ERROR_DETAIL_KEYS = frozenset({"code", "details", "stack", "errorType", "error_type", "cause"})
+
+
+def error_object_message(value: Any) -> str | None:
+    """The message of a tool result that is an error object rather than a value: ``{"error": "..."}``
+    (Haystack), ``{"message": ..., "code": ..., "details": ...}`` (Mastra); None for anything else."""
+    if not isinstance(value, dict) or not value or not value.keys() <= _ERROR_OBJECT_KEYS:
+        return None
+    error = value.get("error")
+    if error is not None and error is not False:
+        if isinstance(error, str) and error:
+            return error
+        if isinstance(error, dict):
+            inner = error.get("message")
+            return inner if isinstance(inner, str) and inner else "error"
+        return "error" if error is True else None
+    message = value.get("message")
+    if isinstance(message, str) and message and not _ERROR_DETAIL_KEYS.isdisjoint(value.keys()):
+        return message
+    return None

@@ -163,14 +163,6 @@ def test_a_request_only_call_completed_from_a_later_trace_keeps_its_sources_orde
     assert alone.output is None and alone.status == "ok" and dict(alone.sources)["status"] == "default"
 
 
-@pytest.mark.parametrize("name", ["get_weather", "(merged tools)", "a b", "a\u00a0b", "tool\u2003x", "f()", "x1", "ünïcode",
-                                  "dash-name", "dot.name", "", "_", "1abc", "a\tb", "名前"])
-def test_plumbing_name_shortcut_agrees_with_the_pattern(name):
-    from agentotel_eval.reconstruct.spans import _NOT_CALLABLE, _is_plumbing_name
-
-    assert _is_plumbing_name(name) == (_NOT_CALLABLE.search(name) is not None)
-
-
 _MARKER_KEYS = ("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind", "langfuse.observation.type",
                 "agentotel.kind", "llm.request.type", "gen_ai.tool.name", "tool.name", "gen_ai.handoff.from_agent",
                 "gen_ai.handoff.to_agent")

@@ -18,13 +18,29 @@ from tests.fixture_traces import TRACES_DIR, Fixture, fixtures
 FIXTURES = fixtures()
 ENCODINGS = ("protobuf", "json")
 
-# Families whose captures hold no message content at all (ADK default conventions: no content capture).
-NO_CONTENT = ("google-adk__default__",)
+# Families whose captures hold no message content at all: ADK's default conventions, instrumentations with
+# content capture off (AutoGen's built-in tracing, Semantic Kernel without sensitive diagnostics, Haystack without
+# content tracing, the Vercel AI SDK with recordInputs/recordOutputs off), the Anthropic SDK's metadata-only mode,
+# OpenInference with hidden inputs and outputs.
+NO_CONTENT = ("google-adk__default__", "autogen__builtin__", "semantic-kernel__diag__", "haystack__otel__",
+              "vercel-ai-sdk__nocontent__", "anthropic-loop__sdk-native__", "llama-index__oi-hidden__",
+              "llama-index__otel__")  # (the last: only reprs cut at 200 characters)
+# Families that record no user request on any span (CrewAI's OpenInference wrappers: the agent span's input
+# holds the agent and its tools, not the task).
+NO_USER_INPUT = (*NO_CONTENT, "crewai__openinference__")
 # Families that never record the model's final answer on any span (OpenLLMetry openai-agents keeps only the
 # input messages of each openai.response span).
 NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__")
-# Families whose LLM spans carry no tool definitions (OpenInference openai-agents; openai-v2 without content).
-NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__")
+# Families whose LLM and run spans carry no tool definitions (OpenInference openai-agents and AutoGen; openai-v2
+# without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a user-message
+# event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input).
+NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__",
+                  "anthropic-loop__sdk-native", "anthropic-loop__openllmetry-events__", "autogen__",
+                  "llama-index__", "crewai__openinference__", "langgraphjs__traceloop__", *NO_CONTENT)
+# Families with no LLM span at all: AutoGen's built-in tracing, LlamaIndex's own OpenTelemetry (dispatcher spans
+# with no GenAI attributes), CrewAI's OpenInference wrappers (the LLM call is not wrapped): no call has a
+# requesting LLM turn.
+NO_LLM_SPANS = ("autogen__builtin__", "llama-index__otel__", "crewai__openinference__")
 PLAIN_MULTI_TRACE_ROOTS = {"ChatCompletion", "openai.chat"}
 
 
@@ -55,6 +71,9 @@ def test_calls_match_ground_truth(fixture: Fixture, encoding: str):
     entry = fixture.entry
     runs = _replay(fixture, encoding)
     calls = _trace_calls(runs)
+    if not fixture.names_recorded():  # metadata-only spans: nothing names the tools, nothing may be invented
+        assert calls == []
+        return
     truth = list(zip(entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"],
                      entry["ground_truth_llm_turns"], strict=True))
     assert len(calls) == len(truth), [c.name for c in calls]
@@ -104,9 +123,9 @@ def test_run_structure(fixture: Fixture):
         assert run.service_name
         for call in run.tool_calls:
             assert call.trace_id == run.trace_id and call.span_id and call.status in ("ok", "error")
-            assert call.llm_turn, f"{call.name}: no requesting LLM turn"
+            assert call.llm_turn or name.startswith(NO_LLM_SPANS), f"{call.name}: no requesting LLM turn"
             assert call.sources and call.sources.get("name")
-        if not name.startswith(NO_CONTENT):
+        if not name.startswith(NO_USER_INPUT):
             assert run.input, f"{run.span_name}: no user input"
         ended_normally = run.status == "ok" and not run.handoffs
         plain_loop_turn = run.convention == "root" and set(entry["root_span_names"]) <= PLAIN_MULTI_TRACE_ROOTS
@@ -127,10 +146,15 @@ def test_run_structure(fixture: Fixture):
 @pytest.mark.parametrize("fixture", [f for f in FIXTURES if f.entry["scenario"] == "delegate"], ids=lambda f: f.name)
 def test_agent_as_tool_is_a_nested_run_that_owns_its_calls(fixture: Fixture):
     outer, inner = _replay(fixture, "protobuf")
-    assert outer.tools_called == ["ask_weather_assistant", "convert_currency"]
-    assert inner.tools_called == ["get_weather"]
+    entry = fixture.entry
+    sub = [t for t, turn in zip(entry["ground_truth_tools"], entry["ground_truth_llm_turns"], strict=True)
+           if turn.startswith("delegate_sub")]
+    assert outer.tools_called == [t for t in entry["ground_truth_tools"] if t not in sub]
+    assert inner.tools_called == sub
     assert inner.parent_run_span_id == outer.span_id
-    assert inner.agent_name == "weather_assistant"
+    named = [s for s in fixture.spans() if s.span_id == inner.span_id and "weather_assistant" in repr(s.attributes)]
+    if named:  # (Haystack's tracer, CrewAI's built-in one and hidden OpenInference inputs do not name it)
+        assert inner.agent_name == "weather_assistant"
     assert outer.parent_run_span_id is None
     assert outer.start_time_ns < inner.start_time_ns < inner.end_time_ns <= outer.end_time_ns
 
@@ -151,4 +175,4 @@ def test_fixture_directory_is_complete():
     names = {p.name for p in TRACES_DIR.iterdir()}
     for fixture in FIXTURES:
         assert fixture.entry["file"] in names and fixture.entry["pb_file"] in names
-    assert len(FIXTURES) == 49
+    assert len(FIXTURES) == 140

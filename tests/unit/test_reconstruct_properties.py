@@ -110,7 +110,12 @@ def _cases(want) -> list[tuple[Fixture, SpanRecord]]:
     return [(f, s) for f in FIXTURES for s in _middle_spans(f, want)]
 
 
-PLAIN_MIDDLE = _cases(lambda role: not (role.run or role.tool or role.llm))
+def _has_logs(fixture: Fixture, span: SpanRecord) -> bool:
+    return any(log.span_id == span.span_id for log in _records(fixture)[1])
+
+
+# (a span's log records go with it: a span that holds some is evidence, not plumbing)
+PLAIN_MIDDLE = [(f, s) for f, s in _cases(lambda role: not (role.run or role.tool or role.llm)) if not _has_logs(f, s)]
 RUN_MIDDLE = _cases(lambda role: role.run is not None)
 TOOL_MIDDLE = _cases(lambda role: role.tool is not None and role.run is None)
 
@@ -154,9 +159,14 @@ def test_missing_run_span_loses_no_call_and_attributes_it_to_an_enclosing_run(ca
     before = {c.span_id: c for r in _baseline(fixture) for c in r.tool_calls}
     after = {c.span_id: (c, r) for r in runs for c in r.tool_calls}
     assert after.keys() == before.keys()
+    by_id = {s.span_id: s for s in _records(fixture)[0]}
+    # an async wrapper can end before the work it started (Mastra's agent.generate): then no span encloses the
+    # dropped run's children in time, and nothing but the lost span tied them to it
+    enclosed = any(by_id[a].end_ns >= dropped.end_ns for a in _ancestors(fixture, dropped.span_id) - {dropped.span_id})
     for span_id, (call, run) in after.items():
         assert _signature(call) == _signature(before[span_id])
-        assert run.span_id in _ancestors(fixture, span_id), "a call must belong to a run that encloses it"
+        if enclosed:
+            assert run.span_id in _ancestors(fixture, span_id), "a call must belong to a run that encloses it"
 
 
 @pytest.mark.parametrize("case", TOOL_MIDDLE, ids=_case_id)
@@ -168,10 +178,37 @@ def test_missing_tool_span_loses_at_most_that_call(case):
     after = [c for r in runs for c in r.tool_calls]
     assert {_signature(c) for c in before if c is not lost} <= {_signature(c) for c in after}
     recovered = [c for c in after if c.call_id == lost.call_id and c.name == lost.name]
-    if fixture.name.startswith("google-adk__default__"):  # no content recorded: nothing to recover it from
-        assert recovered == []
-    else:  # the request and its fed-back result prove it ran
+    if _other_tool_span_of(fixture, dropped):  # a second instrumentation's span of the same call remains
+        assert len(recovered) == 1
+    elif lost.call_id and _request_and_result_recorded(fixture, lost.call_id):  # they prove it ran
         assert len(recovered) == 1 and recovered[0].sources["name"].startswith("request:")
+    else:  # nothing else records it: it is lost, and nothing is invented in its place
+        assert recovered == []
+
+
+def _other_tool_span_of(fixture: Fixture, dropped: SpanRecord) -> bool:
+    """Whether another tool span is nested in the dropped one or holds it (the same call recorded twice)."""
+    spans = _records(fixture)[0]
+    return any(classify(s).tool is not None and s.span_id != dropped.span_id and (
+        s.parent_span_id == dropped.span_id or dropped.parent_span_id == s.span_id) for s in spans)
+
+
+def _request_and_result_recorded(fixture: Fixture, call_id: str) -> bool:
+    """Whether the model's request for this call and its result fed back to the model were both recorded."""
+    from agentotel_eval.reconstruct.context import TraceContext
+    from agentotel_eval.reconstruct.spans import roles_of
+    from agentotel_eval.reconstruct.tree import build_trees
+
+    spans, logs = _records(fixture)
+    requested = answered = False
+    for tree in build_trees(spans, logs):
+        ctx = TraceContext(tree, roles_of(tree.spans))
+        for span_id, role in ctx.roles.items():
+            if role.llm:
+                span = tree.spans[span_id]
+                requested |= any(r.call_id == call_id for r in ctx.output(span).requests)
+                answered |= any(p.call_id == call_id for m in ctx.input(span) for p in m.tool_results)
+    return requested and answered
 
 
 def test_shuffling_within_one_timestamp_is_still_deterministic():

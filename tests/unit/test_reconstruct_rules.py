@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import cache
 from itertools import count
@@ -341,18 +342,24 @@ def test_multi_trace_loop_results_come_from_the_next_trace_when_reconstructed_to
 # --- plumbing, status ------------------------------------------------------------------------------------------------
 
 
+def scoped(spans: list[SpanRecord], scope: str) -> list[SpanRecord]:
+    """The spans as one instrumentation (its scope name) emitted them."""
+    return [dataclasses.replace(s, scope_name=scope) for s in spans]
+
+
 def test_handoffs_and_framework_plumbing_are_not_calls():
     root = agent("triage", 0, 100)
     llm = chat(1, 10, root, calls=[("transfer_to_weather_agent", "{}", "h1")])
     handoff = span("handoff to weather_agent", 11, 12, root, attrs={sc.OI_SPAN_KIND: "TOOL"})
-    merged = span("execute_tool (merged)", 13, 14, root,
-                  attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "(merged tools)"})
-    run = one([root, llm, handoff, merged])
+    run = one(scoped([root, llm, handoff], "openinference.instrumentation.openai_agents"))
     assert run.tool_calls == ()
     assert [(h.name, h.to_agent, h.from_agent, h.span_id) for h in run.handoffs] == [
         ("transfer_to_weather_agent", "weather_agent", "triage", handoff.span_id)
     ]
-    assert run.extra["plumbing_spans"] == [merged.span_id]
+    merged = span("execute_tool (merged)", 13, 14, root,
+                  attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "(merged tools)"})
+    adk = one(scoped([root, merged, tool("x", 15, 16, root)], "gcp.vertex.agent"))
+    assert adk.tools_called == ["x"] and adk.extra["plumbing_spans"] == [merged.span_id]
 
 
 def test_handoff_seen_only_as_a_span_takes_the_model_facing_name_from_later_history():
@@ -369,7 +376,8 @@ def test_handoff_seen_only_as_a_span_takes_the_model_facing_name_from_later_hist
     history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "h1", "name": "transfer_to_weather",
                                                 "arguments": {}}]}]
     answer = chat(42, 50, weather, text="Sunny.", history=history)
-    triage_run, weather_run = reconstruct([workflow, triage, ask, hand, weather, answer])
+    triage_run, weather_run = reconstruct(scoped([workflow, triage, ask, hand, weather, answer],
+                                                 "opentelemetry.instrumentation.openai_agents"))
     assert [(h.name, h.to_agent, h.span_id) for h in triage_run.handoffs] == [("transfer_to_weather", "weather", hand.span_id)]
     assert triage_run.tool_calls == () and weather_run.handoffs == ()
 
@@ -416,7 +424,8 @@ def test_error_text_counts_only_when_the_span_states_no_status(status, expected)
 
 def test_adk_transfer_to_agent_names_its_target_in_the_arguments():
     root = agent("root", 0, 100)
-    run = one([root, tool("transfer_to_agent", 1, 2, root, args={"agent_name": "billing"}), tool("x", 3, 4, root)])
+    run = one(scoped([root, tool("transfer_to_agent", 1, 2, root, args={"agent_name": "billing"}),
+                      tool("x", 3, 4, root)], "gcp.vertex.agent"))
     assert run.tools_called == ["x"]
     assert [(h.name, h.to_agent) for h in run.handoffs] == [("transfer_to_agent", "billing")]
 

@@ -24,7 +24,7 @@ from agentotel_eval.store.rows import (
 )
 from agentotel_eval.store.schema import open_store
 from agentotel_eval.test_case import ToolCall
-from tests.fixture_traces import fixtures
+from tests.fixture_traces import as_stored, fixtures
 
 
 def _insert(con, table, columns, batch):
@@ -54,7 +54,7 @@ def test_every_fixture_span_and_log_round_trips_exactly(con):
     stored = {s.key: s for s in spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT} FROM spans").to_arrow_table())}
     assert stored == expected_spans
     stored_logs = logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table())
-    assert sorted(stored_logs, key=repr) == sorted(expected_logs, key=repr)
+    assert sorted(stored_logs, key=repr) == sorted(map(as_stored, expected_logs), key=repr)
     assert expected_logs, "the fixtures carry log records"
 
 
@@ -81,7 +81,7 @@ def test_spans_and_logs_read_as_arrow_are_the_records_stored(con):
         k: dataclasses.replace(s, links=(), scope_version="", trace_state="", flags=0) for k, s in expected.items()
     }
     logs = logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table())
-    assert sorted(logs, key=repr) == sorted(expected_logs, key=repr) and expected_logs
+    assert sorted(logs, key=repr) == sorted(map(as_stored, expected_logs), key=repr) and expected_logs
 
 
 def test_columns_are_queryable_as_users_expect(con):

@@ -1,0 +1,99 @@
+"""Which agent frameworks produced a trace, and the plumbing tools each of them defines.
+
+Frameworks run tools of their own that are not the application's calls: handoffs that move control to another
+agent (OpenAI Agents' ``transfer_to_<agent>``, ADK's ``transfer_to_agent``, Semantic Kernel's
+``Handoff-transfer_to_<agent>``, LlamaIndex's ``handoff``), answer tools that end a run (smolagents'
+``final_answer``), merged-tool spans (ADK's ``(merged tools)``). Each rule holds only where its framework is
+present in the trace, recognised by the instrumentation scopes of its spans, so an application tool named
+``transfer_to_savings`` or ``search web`` in a plain GenAI or OpenInference trace stays a call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from agentotel_eval.otlp.records import SpanRecord
+
+_NOT_CALLABLE = re.compile(r"[\s()]")
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    """One framework's plumbing rules. ``scopes``: substrings of the instrumentation scope names that mark it."""
+
+    name: str
+    scopes: tuple[str, ...]
+    handoff_prefixes: tuple[str, ...] = ()  # a tool named <prefix><agent> hands off to <agent>
+    handoff_tools: Mapping[str, str] | None = None  # tool name -> the argument naming the target agent
+    answer_tools: frozenset[str] = frozenset()  # the framework's own tool that ends a run with its answer
+    merged_tools: bool = False  # a tool span named with spaces or parentheses stands for several calls
+
+
+FRAMEWORKS: tuple[Framework, ...] = (
+    Framework("openai-agents", ("openai_agents", "openai-agents"), handoff_prefixes=("transfer_to_",)),
+    Framework("google-adk", ("gcp.vertex.agent",), handoff_tools={"transfer_to_agent": "agent_name"},
+              merged_tools=True),
+    Framework("semantic-kernel", ("semantic_kernel",), handoff_prefixes=("Handoff-transfer_to_",)),
+    Framework("autogen", ("autogen",), handoff_prefixes=("transfer_to_",)),
+    Framework("llama-index", ("llama_index", "llamaindex"), handoff_tools={"handoff": "to_agent"}),
+    Framework("smolagents", ("smolagents",), answer_tools=frozenset({"final_answer"})),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plumbing:
+    """The plumbing rules of the frameworks present in one trace."""
+
+    frameworks: tuple[Framework, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.frameworks)
+
+    def kind(self, name: str) -> str | None:
+        """"handoff", "answer" or "internal" when a framework of this trace defines ``name`` as its own tool."""
+        for f in self.frameworks:
+            if name.startswith(f.handoff_prefixes) if f.handoff_prefixes else False:
+                return "handoff"
+            if f.handoff_tools and name in f.handoff_tools:
+                return "handoff"
+            if name in f.answer_tools:
+                return "answer"
+            if f.merged_tools and not name.isidentifier() and _NOT_CALLABLE.search(name) is not None:
+                return "internal"
+        return None
+
+    def handoff_target(self, name: str, arguments: Mapping[str, Any] | None) -> str | None:
+        """The agent a handoff tool moves control to, from its name or its arguments."""
+        for f in self.frameworks:
+            for prefix in f.handoff_prefixes:
+                if name.startswith(prefix):
+                    return name[len(prefix):] or None
+            key = f.handoff_tools.get(name) if f.handoff_tools else None
+            if key is not None:
+                target = arguments.get(key) if arguments else None
+                return target if isinstance(target, str) and target else None
+        return None
+
+    def handoff_name(self, target: str) -> tuple[str, ...]:
+        """The tool names a model calls to hand off to ``target``."""
+        return tuple(prefix + target for f in self.frameworks for prefix in f.handoff_prefixes)
+
+
+NO_PLUMBING = Plumbing()
+
+
+def plumbing_of(spans: Iterable[SpanRecord]) -> Plumbing:
+    """The plumbing rules of the frameworks whose instrumentation scopes appear among these spans."""
+    scopes = frozenset(s.scope_name for s in spans)
+    return _plumbing_of_scopes(scopes)
+
+
+@lru_cache(maxsize=1024)
+def _plumbing_of_scopes(scopes: frozenset[str]) -> Plumbing:
+    found = tuple(f for f in FRAMEWORKS if any(marker in scope for scope in scopes for marker in f.scopes))
+    return Plumbing(found) if found else NO_PLUMBING
