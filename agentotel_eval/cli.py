@@ -1,4 +1,4 @@
-"""The ``agentotel-eval`` command: ``serve``, ``query`` and ``eval``.
+"""The ``agentotel-eval`` command: ``serve``, ``query``, ``eval`` and ``explain``.
 
 Each subcommand lives in its own module with ``add_arguments(parser)`` and ``run(args) -> int``; heavy imports
 happen inside ``run`` so ``agentotel-eval --help`` stays fast.
@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("collector.cli", "run the OTLP collector (gRPC :4317, HTTP :4318) into DuckDB"),
     "query": ("agentotel_eval.store.query_cmd", "run a read-only SQL query on the collector's database"),
     "eval": ("agentotel_eval.eval_cmd", "score a JSONL file of test cases offline"),
+    "explain": ("agentotel_eval.explain_cmd", "show how a trace's runs and tool calls were rebuilt, and why"),
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.context import TraceContext
+from agentotel_eval.reconstruct.diagnostics import run_diagnostics
 from agentotel_eval.reconstruct.frameworks import Plumbing
 from agentotel_eval.reconstruct.handoffs import collect_handoffs
 from agentotel_eval.reconstruct.history import History, LaterTraces
@@ -170,6 +171,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     unmatched = match_requests(calls, requests, schemas)
     name_from_history(calls, history, ctx)
     extra: dict[str, Any] = {"chain": [chain[0].span_id] if len(chain) == 1 else [s.span_id for s in chain]}
+    dropped: list[Request] = []
     if not unmatched:
         counted = unmatched
     elif executions:
@@ -186,9 +188,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         assign_turns(calls, llm_spans)
     for call in calls:  # the result fed back to the model: a missing result, or a failure the span did not say
         execution = call.execution
-        if execution is None or execution.result is None or (
-                execution.status == "ok" and roles[execution.span.span_id].tool == "openinference"):
-            # (OpenInference tool spans can say OK for a failed call: AutoGen's sets OK before the error)
+        if execution is None or execution.result is None or (execution.status == "ok" and plumbing.unreliable_ok):
             call_id = call_id_of(call)
             if call_id:
                 done = execution.span.end_ns if execution is not None else call.start
@@ -213,6 +213,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         if nested:
             extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
 
+    diagnostics = run_diagnostics(scope, ctx, executions, calls, tool_calls, dropped, handoff_requests,
+                                  plumbing.names)
     agent_name = agent_name_of(scope, llm_spans, tool_spans, ctx)
     run_input, input_source = run_input_of(chain, llm_spans, ctx)
     run_output, output_source = run_output_of(chain, llm_spans, ctx)
@@ -246,4 +248,5 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         scope.convention,
         anchor.name,
         extra,
+        diagnostics,
     )

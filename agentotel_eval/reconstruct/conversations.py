@@ -20,6 +20,10 @@ def split_conversations(trace_runs: TraceRuns, ctx: TraceContext) -> None:
     for scope in trace_runs.runs:
         if scope.convention != "root" or scope.tool_spans or len(scope.llm_spans) < 3:
             continue  # (an agent called inside a tool makes at least one call between two of the outer run's)
+        calls = sorted((s for s in scope.llm_spans if s.span_id not in ctx.llm_parent), key=span_order)
+        answers = [s for s in calls if not ctx.output(s).requests]
+        if len(answers) < 2 and (not answers or answers[-1] is calls[-1]):
+            continue  # one conversation answers once, at its end: reading every input would be for nothing
         groups: dict[str, list[SpanRecord]] = {}
         group_of: dict[str, str] = {}
         for span in sorted(scope.llm_spans, key=span_order):

@@ -80,21 +80,28 @@ class Conventions:
     """Declared conventions in the order they are tried, indexed so that a span none of them can match (the
     usual case) costs a few dictionary look-ups: by the attribute a rule tests, by exact span name, then globs."""
 
-    __slots__ = ("_by_attribute", "_by_span_name", "_globbed", "_keys", "rules")
+    __slots__ = ("_by_attribute", "_by_span_name", "_by_value", "_globbed", "_keys", "rules")
 
     def __init__(self, rules: Sequence[Convention] = ()) -> None:
         self.rules = tuple(rules)
         self._by_attribute: dict[str, list[tuple[int, Convention]]] = {}
         self._by_span_name: dict[str, list[tuple[int, Convention]]] = {}
         self._globbed: list[tuple[int, Convention]] = []
+        #: rules that test an attribute for given values, by attribute and value (a span with
+        #: ``gen_ai.operation.name = chat`` finds the rules for "chat" in one look-up, none for most values)
+        self._by_value: dict[str, dict[Any, list[tuple[int, Convention]]]] = {}
         for order, rule in enumerate(self.rules):
-            if rule.when_attribute is not None:
+            if rule.when_attribute is not None and rule.when_equals is not None and _all_hashable(rule.when_equals):
+                values = self._by_value.setdefault(rule.when_attribute, {})
+                for value in rule.when_equals:
+                    values.setdefault(value, []).append((order, rule))
+            elif rule.when_attribute is not None:
                 self._by_attribute.setdefault(rule.when_attribute, []).append((order, rule))
             elif rule.when_span_name is not None and not _GLOB_CHARS.search(rule.when_span_name):
                 self._by_span_name.setdefault(rule.when_span_name, []).append((order, rule))
             else:
                 self._globbed.append((order, rule))
-        self._keys = frozenset(self._by_attribute)
+        self._keys = frozenset((*self._by_attribute, *self._by_value))
 
     def match(self, span: SpanRecord) -> Convention | None:
         """The first rule (in declaration order) that matches the span, or None."""
@@ -102,6 +109,15 @@ class Conventions:
         if self._keys.isdisjoint(attrs) and span.name not in self._by_span_name and not self._globbed:
             return None  # (the usual span: one C-level test)
         best: tuple[int, Convention] | None = None
+        for key, by_value in self._by_value.items():
+            value = attrs.get(key)
+            if value is not None:
+                try:
+                    found = by_value.get(value)
+                except TypeError:  # an unhashable (AnyValue list/map) value equals no declared value
+                    found = None
+                if found is not None and (best is None or found[0][0] < best[0]):
+                    best = found[0]
         for key, rules in self._by_attribute.items():
             if key in attrs:
                 for candidate in rules:
@@ -134,6 +150,14 @@ class Conventions:
 
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _all_hashable(values: tuple[Any, ...]) -> bool:
+    try:
+        hash(values)
+    except TypeError:
+        return False
+    return True
 
 
 def _rule(name: str, role: str, **spec: Any) -> Convention:

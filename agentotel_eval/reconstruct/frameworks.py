@@ -31,6 +31,9 @@ class Framework:
     handoff_tools: Mapping[str, str] | None = None  # tool name -> the argument naming the target agent
     answer_tools: frozenset[str] = frozenset()  # the framework's own tool that ends a run with its answer
     merged_tools: bool = False  # a tool span named with spaces or parentheses stands for several calls
+    #: its tool spans can say OK for a call that failed (AutoGen's OpenInference instrumentation sets OK before
+    #: the error): the result fed back to the model decides
+    unreliable_ok: bool = False
 
 
 FRAMEWORKS: tuple[Framework, ...] = (
@@ -38,7 +41,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("google-adk", ("gcp.vertex.agent",), handoff_tools={"transfer_to_agent": "agent_name"},
               merged_tools=True),
     Framework("semantic-kernel", ("semantic_kernel",), handoff_prefixes=("Handoff-transfer_to_",)),
-    Framework("autogen", ("autogen",), handoff_prefixes=("transfer_to_",)),
+    Framework("autogen", ("autogen",), handoff_prefixes=("transfer_to_",), unreliable_ok=True),
     Framework("llama-index", ("llama_index", "llamaindex"), handoff_tools={"handoff": "to_agent"}),
     Framework("smolagents", ("smolagents",), answer_tools=frozenset({"final_answer"})),
 )
@@ -53,6 +56,11 @@ class Plumbing:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.frameworks)
+
+    @property
+    def unreliable_ok(self) -> bool:
+        """Whether a tool span's OK status may hide a failure in this trace (see ``Framework.unreliable_ok``)."""
+        return any(f.unreliable_ok for f in self.frameworks)
 
     def kind(self, name: str) -> str | None:
         """"handoff", "answer" or "internal" when a framework of this trace defines ``name`` as its own tool."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentotel_eval.test_case import (
     EvalTestCase,
@@ -51,6 +52,7 @@ class AgentRun:
     convention: str = ""  # what delimited the run: gen_ai | openinference | traceloop | langfuse | root
     span_name: str = ""
     extra: dict[str, object] = field(default_factory=dict, compare=False)
+    diagnostics: dict[str, Any] = field(default_factory=dict, compare=False)  # how it was rebuilt (explain)
 
     @property
     def tools_called(self) -> list[str]:

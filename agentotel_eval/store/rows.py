@@ -341,7 +341,7 @@ AGENT_RUN_SCHEMA = pa.schema(
         ("output", _STR), ("start_time", _TS), ("end_time", _TS), ("status", _STR),
         ("tools_called", pa.list_(_STR)), ("expected_tools", pa.list_(_STR)), ("parent_run_span_id", _STR),
         ("span_name", _STR), ("convention", _STR), ("error", _STR), ("handoffs", _JSON),
-        ("tool_call_count", pa.int32()), ("updated_at", _TS),
+        ("tool_call_count", pa.int32()), ("updated_at", _TS), ("diagnostics", _JSON),
     ]
 )
 assert tuple(AGENT_RUN_SCHEMA.names) == schema.AGENT_RUN_COLUMNS
@@ -403,6 +403,7 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
         [_handoffs_json(r.handoffs) for r in runs],
         [len(r.tool_calls) for r in runs],
         [updated_at_ns] * len(runs),
+        [to_json(r.diagnostics) if r.diagnostics else None for r in runs],
     ]
     # one entry per call: the call, its run's index, its number within the run
     calls = [c for r in runs for c in r.tool_calls]

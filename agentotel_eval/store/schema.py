@@ -48,7 +48,7 @@ LOG_COLUMNS: tuple[str, ...] = (
 AGENT_RUN_COLUMNS: tuple[str, ...] = (
     "trace_id", "span_id", "agent_name", "service_name", "input", "output", "start_time", "end_time", "status",
     "tools_called", "expected_tools", "parent_run_span_id", "span_name", "convention", "error", "handoffs",
-    "tool_call_count", "updated_at",
+    "tool_call_count", "updated_at", "diagnostics",
 )
 TOOL_CALL_COLUMNS: tuple[str, ...] = (
     "trace_id", "run_span_id", "seq", "span_id", "call_id", "tool_name", "arguments", "result", "status", "source",
@@ -205,8 +205,18 @@ _V3 = Migration(
     ),
 )
 
+_V4 = Migration(
+    4,
+    "agent_runs: diagnostics, how each run was rebuilt from its spans",
+    (
+        # JSON: spans read (span id -> role:convention), spans ignored and why, each call's evidence and the
+        # values discarded, requests without an execution (docs/collector.md). NULL for runs stored before.
+        "ALTER TABLE agent_runs ADD COLUMN diagnostics JSON",
+    ),
+)
+
 #: Forward migrations, in order. Append new steps; a released step never changes.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 #: Views: (name, SELECT). Recreated on every writable open.
