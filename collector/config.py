@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentotel_eval.reconstruct.declared import Convention, ConventionError, conventions_from_config
 from agentotel_eval.store import DEFAULT_DB_PATH
 from collector.forward.forwarder import ForwardConfig
 from collector.score.config import (
@@ -221,6 +222,9 @@ class CollectorConfig:
     judge: JudgeSettings | None = field(default=None, metadata=_parsed(JudgeSettings.from_dict))
     #: ``[[expectations]]`` rules: agent / service globs, input_regex, expected_tools, modes
     expectations: tuple[ExpectationRule, ...] = field(default=(), metadata=_parsed(parse_expectations))
+    #: ``[[conventions]]``: an in-house instrumentation's spans declared as tool executions or agent runs (name,
+    #: role, when, and the attribute of each field), read before the built-in conventions
+    conventions: tuple[Convention, ...] = field(default=(), metadata=_parsed(conventions_from_config))
     #: JSONL file of {"input", "expected_tools"} matched on a run's input
     dataset: str = ""
     #: delete data older than this (e.g. "30d"); empty keeps everything
@@ -368,7 +372,7 @@ def build(cls: type, data: Mapping[str, Any], prefix: str = "", base: Any = None
         if meta.get("kind") == "parsed":
             try:
                 values[name] = meta["parse"](value)
-            except ScoringConfigError as exc:
+            except (ScoringConfigError, ConventionError) as exc:
                 raise ConfigError(key, str(exc)) from None
             except (TypeError, AttributeError, ValueError) as exc:
                 raise ConfigError(key, f"invalid value {value!r}: {exc}") from None

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.store import discovery
 from agentotel_eval.store.query import QueryError, QueryUnavailable, run_query
 from agentotel_eval.store.rows import evaluations_to_arrow
@@ -132,21 +133,23 @@ class Collector:
             if self.in_process:
                 self.assembler = LocalAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
                                                self.run_writer, forward=forward, stages=self._stage_factories,
-                                               reconstruct=self._reconstruct)
+                                               reconstruct=self._reconstruct, conventions=cfg.conventions)
             else:
                 self.assembler = ProcessAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
-                                                 self.run_writer, forward=forward, tuning=self.tuning)
+                                                 self.run_writer, forward=forward, tuning=self.tuning,
+                                                 conventions=cfg.conventions)
             forwarding = cfg.forward is not None
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
-                    tuning=self.tuning,
+                    tuning=self.tuning, conventions=cfg.conventions,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout
                 decoder = lambda signal, encoding, body: pool.decode(signal, encoding, body, timeout)  # noqa: E731
             else:
-                decoder = functools.partial(decode_request, keep_spans=forwarding)
+                decoder = functools.partial(decode_request, keep_spans=forwarding,
+                                            conventions=BUILTIN.plus(cfg.conventions))
             self.ingestor = Ingestor(
                 self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
                 backlog=lambda: self.writer.pending_operation_rows,

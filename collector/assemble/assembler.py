@@ -11,6 +11,7 @@ killed), so a restart loses no agent run.
 
 from __future__ import annotations
 
+import functools
 import logging
 import operator
 import threading
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.model import AgentRun
 from collector.assemble.completed import REASON_SHUTDOWN, CompletedTrace, TraceStage
 from collector.assemble.marks import LogMark, SpanMark, log_marks, span_marks
@@ -66,10 +68,10 @@ class AssemblerStats:
     traces_without_evidence: int = 0
 
 
-def _default_reconstruct(spans: Sequence[SpanRecord], logs: Sequence[LogRecord]) -> list[AgentRun]:
+def _reconstructor(conventions: Conventions) -> Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]:
     from agentotel_eval.reconstruct import reconstruct
 
-    return reconstruct(spans, logs)
+    return functools.partial(reconstruct, conventions=conventions)
 
 
 class Assembler:
@@ -87,8 +89,11 @@ class Assembler:
         on_step: Callable[[], None] | None = None,
         whole_spans: bool = True,
         read_plain_traces: bool = False,
+        conventions: Sequence[Convention] = (),
     ) -> None:
         self.config = config
+        #: the declared conventions (the user's first) that spans are classified and reconstructed with
+        self._conventions = BUILTIN.plus(tuple(conventions))
         self.buffer = TraceBuffer(
             grace_period=config.grace_period,
             max_wait=config.max_wait,
@@ -98,7 +103,7 @@ class Assembler:
         )
         self._next = next_stage
         self._reader = reader
-        self._reconstruct = reconstruct or _default_reconstruct
+        self._reconstruct = reconstruct or _reconstructor(self._conventions)
         self._clock = clock
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)
@@ -300,7 +305,7 @@ class Assembler:
         if record is None:
             self.buffer.reopen(decided, (), (), now)
         else:
-            self.buffer.reopen(decided, span_marks(record.spans), log_marks(record.logs), now)
+            self.buffer.reopen(decided, span_marks(record.spans, self._conventions), log_marks(record.logs), now)
 
     def _recover(self) -> None:
         """Seed the decision cache from stored runs, and re-open stored traces that have none (a crash)."""

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.declared import BUILTIN, Conventions
 from agentotel_eval.reconstruct.spans import NO_ROLE, classify
 
 SpanMark = tuple[str, str, "str | None", int, int, bool, bool]
@@ -26,14 +27,15 @@ LogMark = tuple["str | None", int, bool]
 _EVALUATION = sc.EVENT_EVALUATION_RESULT
 
 
-def span_marks(spans: Iterable[SpanRecord]) -> list[SpanMark]:
+def span_marks(spans: Iterable[SpanRecord], conventions: Conventions = BUILTIN) -> list[SpanMark]:
     """Marks of these spans (a root span is never tested for being a run span: a root completes its trace
-    whatever it is). ``classify`` gives both flags in one look: its run role is ``is_run_span``'s rule."""
+    whatever it is). ``classify`` gives both flags in one look: its run role is ``is_run_span``'s rule;
+    ``conventions``: the declared ones, the user's included, that reconstruction reads the spans with."""
     return [
         (s.trace_id, s.span_id, p, s.start_ns, s.end_ns, p is not None and role.run is not None,
          role is not NO_ROLE or (bool(s.events) and any(e.name == _EVALUATION for e in s.events)))
         for s in spans
-        for p, role in ((s.parent_span_id, classify(s)),)
+        for p, role in ((s.parent_span_id, classify(s, conventions)),)
     ]
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.declared import Convention
 from collector.assemble.assembler import AssemblerStats
 from collector.assemble.marks import LogMark, SpanMark
 from collector.assemble.stage import AssemblyStats
@@ -85,9 +86,10 @@ class ProcessAssembly:
         forward: Callable[[Sequence[SpanRecord]], None] | None = None,
         start_timeout: float = 60.0,
         tuning: Tuning = UNTUNED,
+        conventions: Sequence[Convention] = (),
     ) -> None:
         self.config = config
-        settings = pickle.dumps(WorkerSettings(config, scoring, forward is not None))
+        settings = pickle.dumps(WorkerSettings(config, scoring, forward is not None, tuple(conventions)))
         self._supervisor = Supervisor(
             "assembler", "collector.assemble.worker", Setup(log.getEffectiveLevel(), tuning.as_tuple(), 0, settings),
             self._received, on_exit=self._exited, on_give_up=self._gave_up, start_timeout=start_timeout,

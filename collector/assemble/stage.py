@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.declared import Convention
 from collector.assemble.assembler import Assembler, AssemblerStats, Reconstruct
 from collector.assemble.completed import TraceStage
 from collector.assemble.marks import LogMark, SpanMark
@@ -123,6 +124,7 @@ class LocalAssembly:
         forward: Callable[[Sequence[SpanRecord]], None] | None = None,
         stages: Sequence[StageFactory] = (),
         reconstruct: Reconstruct | None = None,
+        conventions: Sequence[Convention] = (),
     ) -> None:
         self.reader = reader
         self._run_writer = run_writer
@@ -131,7 +133,7 @@ class LocalAssembly:
         for factory in reversed(stages):
             stage = factory(stage)
         self.assembler = Assembler(
-            config, stage, reader, reconstruct=reconstruct, whole_spans=forward is not None,
+            config, stage, reader, reconstruct=reconstruct, whole_spans=forward is not None, conventions=conventions,
             # another reconstruction may find runs by other rules, and a stage of its own is promised every
             # completed trace; a forwarder sends the held spans (roots) of plain traces only after them
             read_plain_traces=forward is not None or reconstruct is not None or bool(stages),

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.declared import Convention
 from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 from collector.assemble.assembler import Assembler, Read
 from collector.assemble.completed import CompletedTrace
@@ -71,6 +72,7 @@ class WorkerSettings:
     assembler: AssemblerConfig
     scoring: ScoringConfig
     forwarding: bool
+    conventions: tuple[Convention, ...] = ()  # the user's declared conventions
 
 
 class RemoteCallError(RuntimeError):
@@ -257,7 +259,8 @@ def serve(channel: Channel, setup: Setup) -> None:
             channel.send(Counters(counters()))
 
     assembler = Assembler(settings.assembler, scoring, RemoteReader(calls), on_step=publish,
-                          whole_spans=settings.forwarding, read_plain_traces=settings.forwarding)
+                          whole_spans=settings.forwarding, read_plain_traces=settings.forwarding,
+                          conventions=settings.conventions)
     stop_asked = threading.Event()
     took = threading.Event()
 

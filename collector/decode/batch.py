@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp import decode
+from agentotel_eval.reconstruct.declared import BUILTIN, Conventions
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 from collector.assemble.marks import log_marks, span_marks
 from collector.process import wire
@@ -38,7 +39,8 @@ class IngestBatch:
         return self.rows.num_rows if self.rows is not None else 0
 
 
-def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool = False) -> IngestBatch:
+def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool = False,
+                   conventions: Conventions = BUILTIN) -> IngestBatch:
     """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all).
 
     ``keep_spans`` keeps the span records (the collector forwards them); log records are kept when one of them is
@@ -48,7 +50,8 @@ def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool 
     if not records:
         return IngestBatch(signal, None, [], decoded.rejected, decoded.message)
     if signal == "traces":
-        return IngestBatch(signal, spans_to_arrow(records), span_marks(records), decoded.rejected, decoded.message,
+        return IngestBatch(signal, spans_to_arrow(records), span_marks(records, conventions), decoded.rejected,
+                           decoded.message,
                            records if keep_spans else None)
     evaluation = sc.EVENT_EVALUATION_RESULT
     keep = keep_spans or any(r.event_name == evaluation for r in records)

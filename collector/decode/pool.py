@@ -16,12 +16,15 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import pickle
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
 from agentotel_eval.otlp import DecodeError
+from agentotel_eval.reconstruct.declared import Convention
 from collector.decode.batch import IngestBatch, from_message
 from collector.process.channel import Channel
 from collector.process.messages import BAD_REQUEST, ERROR, Decode, Decoded, DecodeFailed, Message, Setup
@@ -70,11 +73,14 @@ class DecodePool:
     """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown`` are called once each."""
 
     def __init__(self, workers: int, *, keep_spans: bool = False, log_level: int = logging.INFO,
-                 tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0) -> None:
+                 tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0,
+                 conventions: Sequence[Convention] = ()) -> None:
         if workers < 1:
             raise ValueError("a decode pool needs at least one worker")
         self._keep_spans = keep_spans
-        setup = Setup(log_level, tuning.as_tuple(), nice)
+        # the user's declared conventions: the workers mark the spans they classify (pickled: the collector's
+        # own config, over the private socket pair to the helper it starts)
+        setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps(tuple(conventions)) if conventions else b"")
         self._workers = [
             _Worker(i, Supervisor(
                 f"decode-{i}", "collector.decode.worker", setup, functools.partial(self._answered, i),

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import sys
 import time
 from collections.abc import Sequence
 
 from agentotel_eval.otlp import DecodeError
+from agentotel_eval.reconstruct.declared import BUILTIN
 from collector.decode.batch import decode_request, to_message
 from collector.process.channel import Channel, ChannelClosed
 from collector.process.child import helper_main
@@ -39,6 +41,7 @@ log = logging.getLogger("agentotel.decode")
 
 def serve(channel: Channel, setup: Setup) -> None:
     trim = Tuning(*setup.tuning).malloc
+    conventions = BUILTIN.plus(pickle.loads(setup.settings)) if setup.settings else BUILTIN  # the collector's own
     channel.send(Ready(os.getpid()))
     trimmed = time.monotonic()
     while True:
@@ -56,7 +59,8 @@ def serve(channel: Channel, setup: Setup) -> None:
         out: list[object] = []
         try:
             reply, out = to_message(message.request_id, decode_request(
-                message.signal, message.encoding, frames[0], keep_spans=message.keep_records))
+                message.signal, message.encoding, frames[0], keep_spans=message.keep_records,
+                conventions=conventions))
         except DecodeError as exc:
             reply = DecodeFailed(message.request_id, BAD_REQUEST, str(exc))
         except MemoryError:  # the body is fine: a retry, once memory is free again, decodes it
