@@ -6,6 +6,7 @@ loops), or when a later LLM input carries its result (the call ran, its span is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agentotel_eval import semconv as sc
@@ -29,6 +30,7 @@ from agentotel_eval.reconstruct.matching import (
     output_tool_names,
     requests_of,
 )
+from agentotel_eval.reconstruct.messages import ToolResultPart
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.run_fields import (
     agent_name_of,
@@ -120,8 +122,43 @@ def _nested_failures(real: list[Execution], internal: list[SpanRecord], ctx: Tra
             e.sources["status"] = "nested_span"
 
 
-def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None) -> AgentRun:
-    """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``)."""
+def _agents_called(requests: list[Request], nested: Sequence[Scope], ctx: TraceContext) -> list[Call]:
+    """Requests that an agent nested in this run answered: the model called an agent as a tool and the framework
+    ran it with no tool span (smolagents' managed agents): the nested run named like the request, started after
+    it, is its execution; its output is the call's result and its status the call's."""
+    out: list[Call] = []
+    taken: set[int] = set()
+    for r in requests:
+        for child in nested:
+            anchor = child.anchor
+            if id(child) in taken or anchor.start_ns < r.span.start_ns or r.name not in _agent_names(anchor):
+                continue
+            taken.add(id(child))
+            text, _ = run_output_of(child.chain, child.llm_spans, ctx)
+            status, error = run_status_of(child.chain)
+            call = Call(None, r)
+            call.result = ToolResultPart(r.call_id, error if status == "error" else text,
+                                         "error" if status == "error" else None)
+            out.append(call)
+            break
+    return out
+
+
+def _agent_names(span: SpanRecord) -> tuple[str, ...]:
+    """The names a run span gives its agent: its agent-name attributes, its span name without a run suffix."""
+    names = [v for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME) if isinstance(v := span.attributes.get(key), str)]
+    name = span.name
+    for prefix in ("invoke_agent ",):
+        name = name.removeprefix(prefix)
+    for suffix in (".run", ".agent"):
+        name = name.removesuffix(suffix)
+    return (*names, name)
+
+
+def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None,
+                 nested: Sequence[Scope] = ()) -> AgentRun:
+    """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``;
+    ``nested``: the runs directly inside it)."""
     chain = scope.chain
     llm_spans = sorted(scope.llm_spans, key=span_order) if len(scope.llm_spans) > 1 else scope.llm_spans
     tool_spans = sorted(scope.tool_spans, key=span_order) if len(scope.tool_spans) > 1 else scope.tool_spans
@@ -177,6 +214,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     elif executions:
         counted = [r for r in unmatched if r.call_id and history.result(r.call_id, r.span.end_ns) is not None]
         dropped = [r for r in unmatched if not any(r is c for c in counted)]
+        if dropped and nested:
+            ran = _agents_called(dropped, nested, ctx)
+            if ran:
+                calls.extend(ran)
+                dropped = [r for r in dropped if not any(r is c.request for c in ran)]
         if dropped:
             extra["unexecuted_requests"] = [r.name for r in dropped]
     else:
@@ -192,7 +234,9 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             call_id = call_id_of(call)
             if call_id:
                 done = execution.span.end_ns if execution is not None else call.start
-                call.result = history.result(call_id, done)
+                fed_back = history.result(call_id, done)
+                if fed_back is not None:
+                    call.result = fed_back
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
     trace_id = ctx.tree.trace_id
@@ -203,15 +247,15 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             built.append(build_tool_call(c, schemas, trace_id, later))
         tool_calls = tuple(built)
     if len(real) < len(executions):
-        internal = [e for e in executions if e.plumbing in ("internal", "answer")]
+        internal = [e for e in executions if e.plumbing in ("internal", "answer", "duplicate")]
         if internal:
             extra["plumbing_spans"] = [e.span.span_id for e in internal]
     if scope.container_span_id:
         extra["container_span_id"] = scope.container_span_id
     if scope.internal:
-        nested = [s.span_id for s in sorted(scope.internal, key=span_order) if roles[s.span_id].tool]
-        if nested:
-            extra["nested_tool_spans"] = nested  # inside another tool span: that tool's internals, not calls
+        inside = [s.span_id for s in sorted(scope.internal, key=span_order) if roles[s.span_id].tool]
+        if inside:
+            extra["nested_tool_spans"] = inside  # inside another tool span: that tool's internals, not calls
 
     diagnostics = run_diagnostics(scope, ctx, executions, calls, tool_calls, dropped, handoff_requests,
                                   plumbing.names)

@@ -18,7 +18,7 @@ from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.handoffs import name_handoffs
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.reconstruct.runs import TraceRuns, find_runs
+from agentotel_eval.reconstruct.runs import Scope, TraceRuns, find_runs
 from agentotel_eval.reconstruct.spans import classify, roles_of
 from agentotel_eval.reconstruct.tree import build_trees, rehome_event_logs
 
@@ -51,7 +51,14 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
     runs: list[AgentRun] = []
     for ctx, trace_runs in found:
         parent_run = trace_runs.parent_run
-        tree_runs = [assemble_run(scope, parent_run.get(id(scope)), ctx, later) for scope in trace_runs.runs]
+        nested: dict[int, list[Scope]] = {}
+        if len(trace_runs.runs) > 1:
+            for scope in trace_runs.runs:
+                above = parent_run.get(id(scope))
+                if above is not None:
+                    nested.setdefault(id(above), []).append(scope)
+        tree_runs = [assemble_run(scope, parent_run.get(id(scope)), ctx, later, nested.get(id(scope), ()))
+                     for scope in trace_runs.runs]
         runs.extend(name_handoffs(tree_runs, ctx))
     if len(runs) > 1:
         runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))

@@ -309,3 +309,24 @@ def test_a_bad_rule_is_refused_with_its_name(rule, message):
     with pytest.raises(ConventionError, match="conventions #2") as raised:
         conventions_from_config([ACME[0], rule])
     assert message in str(raised.value)
+
+
+def test_an_agent_called_as_a_tool_with_no_tool_span_is_a_call_its_nested_run_executed():
+    """smolagents' managed agents: the model calls the agent by name; the framework runs it as a nested AGENT span,
+    with no TOOL span for the call."""
+    root = span("travel_agent.run", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    ask = chat(1, 10, root, calls=[("weather_assistant", '{"task": "Cairo?"}', "c1")])
+    sub = span("weather_assistant.run", 11, 40, root, attrs={sc.OI_SPAN_KIND: "AGENT", sc.OI_OUTPUT_VALUE: "35C"})
+    sub_ask = chat(12, 15, sub, calls=[("get_weather", '{"city": "Cairo"}', "c2")])
+    sub_tool = tool("get_weather", 16, 17, sub, call_id="c2")
+    then = chat(41, 50, root, calls=[("convert", "{}", "c3")])
+    other = tool("convert", 51, 52, root, call_id="c3")
+    outer, inner = reconstruct([root, ask, sub, sub_ask, sub_tool, then, other])
+    assert outer.tools_called == ["weather_assistant", "convert"] and inner.tools_called == ["get_weather"]
+    managed = outer.tool_calls[0]
+    assert (managed.output, managed.status, managed.call_id) == ("35C", "ok", "c1")
+    assert inner.parent_run_span_id == outer.span_id
+    named_otherwise = span("planner.run", 11, 40, root, attrs={sc.OI_SPAN_KIND: "AGENT"})  # not the agent called
+    outer, _ = reconstruct([root, ask, named_otherwise, chat(12, 15, named_otherwise, text="ok"), then, other])
+    assert outer.tools_called == ["convert"]
+    assert outer.diagnostics["requests_without_execution"][0]["name"] == "weather_assistant"
