@@ -135,15 +135,6 @@ class Conventions:
                 break
         return best[1] if best is not None else None
 
-    def by_name(self, name: str | None, role: str) -> Convention | None:
-        """The first rule of this name and role (several rules of one convention share its name)."""
-        if name is None:
-            return None
-        for rule in self.rules:
-            if rule.name == name and rule.role == role:
-                return rule
-        return None
-
     def plus(self, first: Sequence[Convention]) -> Conventions:
         """These conventions with ``first`` tried before them."""
         return Conventions((*first, *self.rules)) if first else self

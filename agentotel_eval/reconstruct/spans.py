@@ -51,23 +51,6 @@ class Role:
 NO_ROLE = Role()
 
 
-def run_convention(attrs: Mapping[str, Any]) -> str | None:
-    """The convention marking an agent run (docs/reconstruction.md lists them), or None."""
-    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
-    if op == sc.OP_INVOKE_AGENT or op == sc.OP_INVOKE_WORKFLOW:
-        return "gen_ai"
-    if attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_AGENT:
-        return "openinference"
-    kind = attrs.get(sc.TRACELOOP_SPAN_KIND)
-    if kind == sc.TRACELOOP_KIND_AGENT or kind == sc.TRACELOOP_KIND_WORKFLOW:
-        return "traceloop"
-    if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_AGENT:
-        return "langfuse"
-    if attrs.get(sc.AGENTOTEL_KIND) == sc.AGENTOTEL_KIND_AGENT:
-        return "agentotel"
-    return None
-
-
 _ROLE_CACHE: dict[tuple[str | None, str | None, str | None], Role] = {}
 
 # classify() runs for every span: what it reads and compares against, as plain module globals. Values are
