@@ -11,6 +11,7 @@ user's before the built-in ones.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -72,7 +73,9 @@ class Convention:
         return span.attributes.get(key) if key else None
 
 
+@functools.lru_cache(maxsize=256)
 def _glob(pattern: str) -> re.Pattern[str]:
+    """A span-name glob compiled once (it is tested against every span that reaches it)."""
     return re.compile(fnmatch.translate(pattern))
 
 

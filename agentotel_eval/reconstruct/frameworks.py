@@ -65,10 +65,8 @@ class Plumbing:
     def kind(self, name: str) -> str | None:
         """"handoff", "answer" or "internal" when a framework of this trace defines ``name`` as its own tool."""
         for f in self.frameworks:
-            if name.startswith(f.handoff_prefixes) if f.handoff_prefixes else False:
-                return "handoff"
-            if f.handoff_tools and name in f.handoff_tools:
-                return "handoff"
+            if name.startswith(f.handoff_prefixes) or (f.handoff_tools and name in f.handoff_tools):
+                return "handoff"  # (startswith of an empty tuple is False)
             if name in f.answer_tools:
                 return "answer"
             if f.merged_tools and not name.isidentifier() and _NOT_CALLABLE.search(name) is not None:

@@ -31,10 +31,14 @@ class History:
     def calls(self, after_ns: int) -> list[ToolCallPart]:
         """The model's earlier tool calls as the latest LLM input repeats them (names and ids the execution
         spans may lack), when that input came after ``after_ns``."""
-        self.result("", after_ns)
-        return self._calls if self._results is not None else []
+        return self._calls if self._load(after_ns) is not None else []
 
     def result(self, call_id: str, after_ns: int) -> ToolResultPart | None:
+        results = self._load(after_ns)
+        return results.get(call_id) if results is not None else None
+
+    def _load(self, after_ns: int) -> dict[str, ToolResultPart] | None:
+        """The results by call id, read once; None when no LLM call started after ``after_ns``."""
         last = self._last
         if last is None:
             if not self._llm_spans:
@@ -55,7 +59,7 @@ class History:
                             if part.call_id and part.call_id not in self._results:
                                 self._results[part.call_id] = part
                     break
-        return self._results.get(call_id)
+        return self._results
 
 
 class LaterTraces:

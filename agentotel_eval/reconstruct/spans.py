@@ -266,11 +266,9 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
     if name is None:
         execution.plumbing = "internal"
         return execution
-    kind = plumbing.kind(execution.name)
+    kind = execution.plumbing = plumbing.kind(execution.name)
     if kind == "internal":
-        execution.plumbing = kind
         return execution
-    execution.plumbing = kind
     if rule is not None:
         _read_declared(span, execution, rule, placeholders)
         if described is not None:

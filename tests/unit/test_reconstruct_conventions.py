@@ -14,11 +14,7 @@ from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.declared import ConventionError, conventions_from_config
 from agentotel_eval.reconstruct.reprs import parse_call_repr
 from agentotel_eval.reconstruct.values import error_object_message, is_redacted, looks_like_schema
-from tests.unit.test_reconstruct_rules import agent, chat, one, span, tool
-
-
-def scoped(spans: list[SpanRecord], scope: str) -> list[SpanRecord]:
-    return [dataclasses.replace(s, scope_name=scope) for s in spans]
+from tests.unit.test_reconstruct_rules import agent, chat, one, scoped, span, tool
 
 
 def oi_tool(name: str, start: int, end: int, parent: SpanRecord, **attrs) -> SpanRecord:
