@@ -93,7 +93,7 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
 
 def _explain_stored(db: str, trace_id: str) -> int:
     from agentotel_eval.reconstruct.explain import explain_lines
-    from agentotel_eval.store.query_cmd import _Failure, execute
+    from agentotel_eval.store.query_cmd import QueryFailure, execute
 
     try:
         runs = _rows(execute(db, f"SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
@@ -103,7 +103,7 @@ def _explain_stored(db: str, trace_id: str) -> int:
                                   f"sources FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY run_span_id, seq"))
         spans = _rows(execute(db, f"SELECT span_id, name FROM spans WHERE trace_id = '{trace_id}' "
                                   f"ORDER BY start_time, span_id", limit=100_000))
-    except _Failure as exc:
+    except QueryFailure as exc:
         return _fail(str(exc), exc.code)
     if not spans and not runs:
         return _fail(f"trace {trace_id} is not in {db}", EXIT_NOT_FOUND)

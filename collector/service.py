@@ -19,7 +19,7 @@ from typing import Any
 
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.store import discovery
-from agentotel_eval.store.query import QueryError, QueryUnavailable, run_query
+from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
 from agentotel_eval.store.rows import evaluations_to_arrow
 from collector.assemble.assembler import Reconstruct
 from collector.assemble.remote import ProcessAssembly
@@ -342,22 +342,28 @@ class Collector:
         """A cursor for one use, as a context manager (``Database.cursor``)."""
         return self.database.cursor()
 
-    def query(self, sql: str, *, limit: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+    def query(self, sql: str, *, limit: int | None = None, timeout: float | None = None,
+              params: Sequence[Any] = ()) -> dict[str, Any]:
         """Run one sealed read-only query (the ``POST /v1/query`` answer as a dict)."""
+        return self.read(sql, params, limit=limit, timeout=timeout).to_dict()
+
+    def read(self, sql: str, params: Sequence[Any] = (), *, limit: int | None = None,
+             timeout: float | None = None) -> QueryResult:
+        """Run one sealed read-only query, within the ``[query]`` limits: what ``/v1/query`` and the UI read with."""
         cfg = self.config.query
         row_limit = min(limit, cfg.row_limit) if limit else cfg.row_limit
         time_limit = min(timeout, cfg.timeout) if timeout else cfg.timeout
         try:
             try:
                 with self._cursor() as cursor:
-                    result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit)
+                    result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit, params=params)
             except DatabaseClosed as exc:
                 raise QueryUnavailable(f"the database cannot be read right now: {exc}") from None
         except QueryError as exc:
             self._count_query(exc.kind)
             raise
         self._count_query("ok")
-        return result.to_dict()
+        return result
 
     def _http_query(self, payload: dict[str, Any]) -> dict[str, Any]:
         limit = payload.get("limit")
@@ -366,7 +372,7 @@ class Collector:
             raise QueryError("'limit' must be a positive integer")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
             raise QueryError("'timeout' must be a positive number of seconds")
-        return self.query(payload["sql"], limit=limit, timeout=timeout)
+        return self.query(payload["sql"], limit=limit, timeout=timeout, params=payload.get("params") or ())
 
     def _count_query(self, outcome: str) -> None:
         with self._query_lock:

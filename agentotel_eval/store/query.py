@@ -22,7 +22,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +112,18 @@ def check_sql(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
             f"and cannot change settings or reach files (allowed: {ALLOWED_FORMS})"
         )
     return statement.query
+
+
+def check_params(params: Any) -> list[Any]:
+    """Placeholder values as a list, or ``QueryError``: only JSON scalars (a string, number, boolean or null)."""
+    if params is None:
+        return []
+    if isinstance(params, str | bytes) or not isinstance(params, Sequence):
+        raise QueryError("'params' must be a list of values for the query's ? placeholders")
+    for value in params:
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise QueryError(f"query parameters must be strings, numbers, booleans or null, got {value!r}")
+    return list(params)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -236,9 +248,12 @@ def run_query(
     *,
     row_limit: int = DEFAULT_ROW_LIMIT,
     timeout: float = DEFAULT_TIMEOUT,
+    params: Sequence[Any] = (),
 ) -> QueryResult:
-    """Run one sealed, read-only query on ``cursor`` (a connection of its own; it is left usable)."""
+    """Run one sealed, read-only query on ``cursor`` (a connection of its own; it is left usable). ``params`` are
+    the values of the statement's ``?`` placeholders (JSON scalars), so callers never quote values into SQL."""
     statement = check_sql(sql, cursor)
+    params = check_params(params)
     if row_limit < 1:
         raise QueryError("the row limit must be at least 1")
     forbidden = _called_functions(cursor, statement) & _FORBIDDEN_FUNCTIONS
@@ -256,7 +271,7 @@ def run_query(
     cursor.execute("BEGIN TRANSACTION READ ONLY")
     timer.start()
     try:
-        cursor.execute(statement)
+        cursor.execute(statement, params or None)
         description = cursor.description or []
         fetched = cursor.fetchmany(row_limit + 1)
     except duckdb.Error as exc:

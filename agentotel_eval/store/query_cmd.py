@@ -15,8 +15,9 @@ import json
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
 
@@ -42,16 +43,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=None, help="seconds before the query is stopped (default: 30)")
 
 
-class _Failure(Exception):
+class QueryFailure(Exception):
+    """A query that could not run (its message is for the user), with the exit code a command should return."""
+
     def __init__(self, message: str, code: int = EXIT_QUERY_ERROR) -> None:
         super().__init__(message)
         self.code = code
 
 
-def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | None) -> QueryResult:
+def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | None,
+                   params: Sequence[Any] = ()) -> QueryResult:
     from agentotel_eval.store.query import QueryResult
 
     payload: dict[str, object] = {"sql": sql}
+    if params:
+        payload["params"] = list(params)
     if limit is not None:
         payload["limit"] = limit
     if timeout is not None:
@@ -71,10 +77,11 @@ def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | 
             detail = json.loads(exc.read()).get("error") or exc.reason
         except (ValueError, AttributeError):
             detail = exc.reason
-        raise _Failure(str(detail)) from None
+        raise QueryFailure(str(detail)) from None
 
 
-def _local(db: Path, sql: str, limit: int | None, timeout: float | None) -> QueryResult:
+def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
+           params: Sequence[Any] = ()) -> QueryResult:
     import duckdb
 
     from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
@@ -83,29 +90,31 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None) -> Quer
     try:
         con = open_read_only(db)
     except FileNotFoundError as exc:
-        raise _Failure(str(exc), EXIT_NO_DATABASE) from None
+        raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
     except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
         if "lock" in str(exc).lower() or isinstance(exc, duckdb.ResourceInUseException):
-            raise _Failure(
+            raise QueryFailure(
                 f"{db} is held by another process and no collector answers for it "
                 f"(is a collector starting, or running without its HTTP port?): {exc}",
                 EXIT_NO_DATABASE,
             ) from None
-        raise _Failure(f"cannot open {db}: {exc}", EXIT_NO_DATABASE) from None
+        raise QueryFailure(f"cannot open {db}: {exc}", EXIT_NO_DATABASE) from None
     try:
         return run_query(
             con.cursor(),
             sql,
             row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
             timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+            params=params,
         )
     finally:
         con.close()
 
 
 def execute(db: str | Path, sql: str, *, limit: int | None = None,
-            timeout: float | None = None) -> QueryResult:
-    """Run the query through the live collector on ``db`` if there is one, else on the file read-only."""
+            timeout: float | None = None, params: Sequence[Any] = ()) -> QueryResult:
+    """Run the query through the live collector on ``db`` if there is one, else on the file read-only.
+    ``params`` fill the statement's ``?`` placeholders."""
     from agentotel_eval.store.discovery import find_collector
     from agentotel_eval.store.query import QueryError
 
@@ -114,14 +123,14 @@ def execute(db: str | Path, sql: str, *, limit: int | None = None,
     try:
         if collector is not None:
             try:
-                return _via_collector(collector.base_url, sql, limit, timeout)
+                return _via_collector(collector.base_url, sql, limit, timeout, params)
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 # The collector went away between discovery and the query: the file is free (or will say why not).
                 if find_collector(db) is not None:
-                    raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}") from None
-        return _local(db, sql, limit, timeout)
+                    raise QueryFailure(f"the collector at {collector.base_url} did not answer: {exc}") from None
+        return _local(db, sql, limit, timeout, params)
     except QueryError as exc:
-        raise _Failure(str(exc)) from None
+        raise QueryFailure(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NO_DATABASE
     try:
         result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout)
-    except _Failure as exc:
+    except QueryFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
     print(render(result, args.format))

@@ -198,3 +198,30 @@ def test_formats(con):
     assert table[0].split() == ["agent_name", "tools_called", "expected_tools"]
     assert table[2].split() == ["planner", '["search","book"]', "NULL"]
     assert table[-1] == "(1 row)"
+
+
+def test_parameters_are_bound_values_never_sql(con):
+    result = run_query(con.cursor(), "SELECT agent_name FROM agent_runs WHERE agent_name = ? AND ? = 1",
+                       params=["planner", 1])
+    assert result.rows == [["planner"]]
+    quoted = run_query(con.cursor(), "SELECT count(*) FROM agent_runs WHERE agent_name = ?",
+                       params=["x' OR '1'='1"])
+    assert quoted.rows == [[0]]
+    # a parameter cannot smuggle a second statement or a write: it is a value
+    assert run_query(con.cursor(), "SELECT ?", params=["1; DROP TABLE spans"]).rows == [["1; DROP TABLE spans"]]
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"a": 1}, "must be a list"),
+    ("abc", "must be a list"),
+    ([[1, 2]], "strings, numbers, booleans or null"),
+    ([{"x": 1}], "strings, numbers, booleans or null"),
+])
+def test_parameters_that_are_not_plain_values_are_refused(con, params, message):
+    with pytest.raises(QueryError, match=message):
+        run_query(con.cursor(), "SELECT ?", params=params)
+
+
+def test_a_wrong_number_of_parameters_is_a_query_error(con):
+    with pytest.raises(QueryError):
+        run_query(con.cursor(), "SELECT ?, ?", params=[1])
