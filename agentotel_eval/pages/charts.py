@@ -1,0 +1,115 @@
+"""Charts as inline SVG strings: drawn on the server, so a page needs no script to show them and the report file
+stays self-contained. Colours come from the stylesheet's classes (``series-0`` ... ``series-7``, ``kind-*``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from html import escape
+
+SERIES = 8  # colour classes in the stylesheet
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def _label_time(moment: datetime, fine: bool) -> str:
+    return moment.strftime("%m-%d %H:%M" if fine else "%m-%d")
+
+
+def pass_rate_chart(
+    buckets: Sequence[datetime],
+    runs: Sequence[int],
+    rates: Mapping[str, Sequence[float | None]],
+    *,
+    title: str,
+    width: int = 560,
+    height: int = 190,
+    fine: bool = False,
+) -> str:
+    """Runs per time bucket as bars, and one line per metric of its pass rate (0..1, None: no scored run)."""
+    left, right, top, bottom = 34, 10, 12, 38
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = len(buckets)
+    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    for k, frac in enumerate((0.0, 0.5, 1.0)):
+        y = top + plot_h * (1 - frac)
+        parts.append(f'<line class="grid" x1="{left}" x2="{left + plot_w}" y1="{_num(y)}" y2="{_num(y)}"/>'
+                     f'<text class="axis" x="{left - 4}" y="{_num(y + 3)}" text-anchor="end">{(0, 50, 100)[k]}%</text>')
+    if n == 0:
+        parts.append(f'<text class="empty" x="{width / 2}" y="{height / 2}" text-anchor="middle">no runs in this '
+                     "range</text></svg>")
+        return "".join(parts)
+    step = plot_w / n
+    peak = max(runs) or 1
+    for k, (moment, count) in enumerate(zip(buckets, runs, strict=True)):
+        bar_h = plot_h * 0.9 * count / peak
+        parts.append(f'<rect class="runs-bar" x="{_num(left + k * step + step * 0.1)}" '
+                     f'y="{_num(top + plot_h - bar_h)}" width="{_num(max(step * 0.8, 1))}" height="{_num(bar_h)}">'
+                     f"<title>{escape(_label_time(moment, fine))}: {count} runs</title></rect>")
+    for s, (metric, values) in enumerate(rates.items()):
+        points = [(left + (k + 0.5) * step, top + plot_h * (1 - v)) for k, v in enumerate(values) if v is not None]
+        cls = f"series-{s % SERIES}"
+        if len(points) > 1:
+            path = " ".join(f"{_num(x)},{_num(y)}" for x, y in points)
+            parts.append(f'<polyline class="line {cls}" points="{path}"/>')
+        for (x, y), v in zip(points, [v for v in values if v is not None], strict=True):
+            parts.append(f'<circle class="dot {cls}" cx="{_num(x)}" cy="{_num(y)}" r="2.5">'
+                         f"<title>{escape(metric)}: {v:.0%}</title></circle>")
+    labels = {0, n - 1} | ({n // 2} if n > 2 else set())
+    for k in sorted(labels):
+        parts.append(f'<text class="axis" x="{_num(left + (k + 0.5) * step)}" y="{top + plot_h + 13}" '
+                     f'text-anchor="middle">{escape(_label_time(buckets[k], fine))}</text>')
+    x = left
+    for s, metric in enumerate(rates):
+        parts.append(f'<rect class="swatch series-{s % SERIES}" x="{x}" y="{height - 14}" width="9" height="9"/>'
+                     f'<text class="legend" x="{x + 12}" y="{height - 6}">{escape(metric)}</text>')
+        x += 20 + 6.2 * len(metric)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def stacked_bars(
+    rows: Sequence[tuple[str, Mapping[str, int]]],
+    kinds: Sequence[str],
+    *,
+    title: str,
+    width: int = 560,
+    bar_height: int = 16,
+) -> str:
+    """Horizontal bars, one per label, stacked by kind (``kind-<kind>`` classes), with the total at the end."""
+    label_w, gap = 150, 6
+    height = max(1, len(rows)) * (bar_height + gap) + 26
+    plot_w = width - label_w - 50
+    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+             f'aria-label="{escape(title)}"><title>{escape(title)}</title>']
+    if not rows:
+        parts.append(f'<text class="empty" x="{width / 2}" y="16" text-anchor="middle">nothing to show</text></svg>')
+        return "".join(parts)
+    peak = max(sum(counts.values()) for _, counts in rows) or 1
+    for r, (label, counts) in enumerate(rows):
+        y = r * (bar_height + gap)
+        short = label if len(label) <= 22 else label[:21] + "…"
+        parts.append(f'<text class="label" x="{label_w - 6}" y="{y + bar_height - 4}" text-anchor="end">'
+                     f"<title>{escape(label)}</title>{escape(short)}</text>")
+        x = float(label_w)
+        for kind in kinds:
+            count = counts.get(kind, 0)
+            if not count:
+                continue
+            w = plot_w * count / peak
+            parts.append(f'<rect class="kind-{escape(kind.replace(" ", "_"))}" x="{_num(x)}" y="{y}" '
+                         f'width="{_num(max(w, 1))}" height="{bar_height}"><title>{escape(label)}: {count} '
+                         f"{escape(kind)}</title></rect>")
+            x += w
+        parts.append(f'<text class="axis" x="{_num(x + 4)}" y="{y + bar_height - 4}">{sum(counts.values())}</text>')
+    y = len(rows) * (bar_height + gap) + 6
+    x = label_w
+    for kind in kinds:
+        parts.append(f'<rect class="swatch kind-{escape(kind.replace(" ", "_"))}" x="{x}" y="{y}" width="9" '
+                     f'height="9"/><text class="legend" x="{x + 12}" y="{y + 8}">{escape(kind)}</text>')
+        x += 24 + 6.2 * len(kind)
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,40 @@
+"""The SVG charts are well-formed, draw what they are given, and escape labels."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+
+from agentotel_eval.pages.charts import pass_rate_chart, stacked_bars
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1))
+
+
+def test_pass_rate_chart_draws_a_bar_per_bucket_and_a_dot_per_scored_bucket() -> None:
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    buckets = [start + timedelta(hours=h) for h in range(4)]
+    svg = parse(pass_rate_chart(buckets, [3, 0, 5, 1], {"tool_correctness": [1.0, None, 0.4, 0.0],
+                                                        "a<b>": [0.5, None, None, 1.0]}, title="t"))
+    assert len(svg.findall(f".//{SVG}rect[@class='runs-bar']")) == 4
+    assert len(svg.findall(f".//{SVG}circle")) == 5
+    assert len(svg.findall(f".//{SVG}polyline")) == 2
+    assert any(t.text == "a<b>" for t in svg.iter(f"{SVG}text"))  # escaped in the markup, the text itself intact
+
+
+def test_empty_charts_say_so() -> None:
+    assert "no runs in this range" in pass_rate_chart([], [], {}, title="t")
+    assert "nothing to show" in stacked_bars([], ("missing",), title="t")
+
+
+def test_stacked_bars_stack_by_kind_with_totals() -> None:
+    svg = parse(stacked_bars([("book_hotel", {"missing": 3, "out of order": 1}), ("get_weather", {"extra": 2})],
+                             ("missing", "extra", "out of order"), title="t"))
+    rects = [r for r in svg.iter(f"{SVG}rect") if "swatch" not in r.get("class", "")]
+    assert [r.get("class") for r in rects] == ["kind-missing", "kind-out_of_order", "kind-extra"]
+    widths = [float(r.get("width", 0)) for r in rects]
+    assert widths[0] == 3 * widths[1]  # one scale for every bar
+    assert [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "axis"] == ["4", "2"]
