@@ -1,0 +1,124 @@
+"""See the product work in one command, offline: a collector on free ports with a temporary database, example
+agents whose runs are correct, use a wrong tool, miss a call, add one, call in the wrong order and hit a tool
+error; their scores as a table with the SQL that made it; and the web UI, served until Ctrl+C (``--exit``: stop
+after printing)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_FAILED = 1
+
+TABLE_SQL = """\
+SELECT r.agent_name AS agent,
+       r.input,
+       r.expected_tools AS expected,
+       r.tools_called AS called,
+       round(max(e.score) FILTER (WHERE e.metric = 'tool_correctness'), 2) AS correctness,
+       round(max(e.score) FILTER (WHERE e.metric = 'tool_correctness_exact'), 2) AS exact,
+       round(max(e.score) FILTER (WHERE e.metric = 'tool_correctness_ordering'), 2) AS ordering,
+       any_value(CASE WHEN e.success THEN 'none' ELSE e.details->>'$.error_types[0]' END)
+           FILTER (WHERE e.metric = 'tool_errors_detectors') AS tool_errors
+FROM agent_runs r
+LEFT JOIN latest_evaluations e ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id
+GROUP BY ALL
+ORDER BY min(r.start_time)"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--exit", action="store_true", help="stop after printing the table (do not serve the UI)")
+    parser.add_argument("--http", metavar="HOST:PORT", default="127.0.0.1:0",
+                        help="where to serve OTLP/HTTP and the UI (default: a free port on 127.0.0.1)")
+    parser.add_argument("--grpc", metavar="HOST:PORT", default="127.0.0.1:0",
+                        help="where to serve OTLP/gRPC (default: a free port on 127.0.0.1)")
+    parser.add_argument("--db", metavar="PATH", help="keep the database in this file (default: a temporary one, "
+                                                     "deleted at exit)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores (default: 60)")
+
+
+def _config(db: Path, args: argparse.Namespace) -> Any:
+    from collector.config import default_config
+
+    config = default_config()
+    return dataclasses.replace(
+        config, db=str(db), grpc=args.grpc, http=args.http,
+        # the agents finish at once: a short quiet period scores them in about a second
+        assembler=dataclasses.replace(config.assembler, grace_period=0.5),
+    )
+
+
+def _export_to(collector: Any) -> Any:
+    """An OpenTelemetry SDK provider of its own, exporting to the collector over gRPC, used by ``@traced``."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentotel_eval.tracing import configure
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "demo-travel-agents"}))
+    configure(collector.grpc_endpoint, protocol="grpc", tracer_provider=provider)
+    return provider
+
+
+def _wait_for_scores(collector: Any, runs: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    sql = ("SELECT count(DISTINCT run_span_id) FROM evaluations "
+           "WHERE metric IN ('tool_correctness', 'tool_errors_detectors') GROUP BY metric")
+    while time.monotonic() < deadline:
+        counts = [row[0] for row in collector.query(sql)["rows"]]
+        if len(counts) == 2 and min(counts) >= runs:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.store.formats import render
+    from agentotel_eval.store.query import QueryResult
+    from collector.demo.agents import run_all
+    from collector.service import Collector
+
+    workdir = None
+    if args.db:
+        db = Path(args.db)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="agentotel-demo-"))
+        db = workdir / "demo.duckdb"
+    collector = Collector(_config(db, args), summary_interval=3600)
+    try:
+        collector.start()
+        print(f"collector: OTLP gRPC {collector.grpc_endpoint}, HTTP {collector.http_endpoint}, database {db}")
+        provider = _export_to(collector)
+        runs = run_all()
+        provider.force_flush()
+        print(f"ran {runs} example agent runs; waiting for their scores ...", flush=True)
+        if not _wait_for_scores(collector, runs, args.timeout):
+            print(f"error: the runs were not scored within {args.timeout:g}s", file=sys.stderr)
+            return EXIT_FAILED
+        result = QueryResult.from_dict(collector.query(TABLE_SQL))
+        print()
+        print(render(result, "table"))
+        print()
+        print("made by this SQL (run it yourself with: agentotel-eval query \"...\" --db " f"{db}):")
+        print(TABLE_SQL)
+        print()
+        print(f"web UI: {collector.http_endpoint}/   runs: {collector.http_endpoint}/runs")
+        if args.exit:
+            return 0
+        print("serving; Ctrl+C to stop", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print()
+        return 0
+    finally:
+        collector.shutdown()
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
