@@ -41,6 +41,7 @@ from collector.store.reader import TraceReader
 from collector.store.runs import RunWriter
 from collector.store.writer import Committed, StoreWriter
 from collector.telemetry import prometheus
+from collector.ui.routes import UiRoutes
 
 log = logging.getLogger("agentotel.collector")
 
@@ -169,6 +170,7 @@ class Collector:
                     ingestor=self.ingestor,
                     max_request_size=cfg.receiver.max_request_size,
                     query=self._http_query,
+                    ui=UiRoutes(self.read).answer,
                     health=self.health,
                     metrics=self.metrics_text,
                     idle_timeout=cfg.receiver.http_idle_timeout,

@@ -1,7 +1,7 @@
 """OTLP/HTTP receiver and the collector's small HTTP API, on the standard library's threading HTTP server.
 
 Routes: ``POST /v1/traces``, ``POST /v1/logs`` (OTLP, protobuf or JSON, gzip/deflate), ``POST /v1/query``
-(read-only SQL), ``GET /healthz``, ``GET /metrics`` (Prometheus text). OTLP answers follow the OTLP/HTTP spec:
+(read-only SQL), ``GET /healthz``, ``GET /metrics`` (Prometheus text), and the web UI's pages (``collector.ui``). OTLP answers follow the OTLP/HTTP spec:
 the response is in the request's encoding; errors carry a ``google.rpc.Status`` body; 400 undecodable, 413 too
 large, 415 unknown content type or encoding, 405 wrong method, 503 + ``Retry-After`` when the write queue is
 full. Each connection is served by its own thread, which blocks until its records are committed.
@@ -26,6 +26,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector.receive.body import inflate, read_body
 from collector.receive.errors import BadRequest, PayloadTooLarge, ReceiverError, UnsupportedMediaType
 from collector.receive.ingest import ExportOutcome, Ingestor
+from collector.ui.routes import Answer as UiAnswer
+from collector.ui.routes import is_ui_path
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ class HttpApp:
     health: Callable[[], dict[str, Any]]
     metrics: Callable[[], str]
     idle_timeout: float = 60.0
+    #: the web UI: (path, query string) -> its answer, or None when the path is not one of its pages
+    ui: Callable[[str, str], UiAnswer | None] | None = None
 
 
 def export_response(outcome: ExportOutcome, encoding: str) -> bytes:
@@ -129,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._otlp(OTLP_PATHS[path])
         elif path == "/v1/query":
             self._query()
-        elif path in ("/healthz", "/metrics"):
+        elif path in ("/healthz", "/metrics") or is_ui_path(path):
             self._method_not_allowed("GET")
         else:
             self.close_connection = True  # the body is not read
@@ -145,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path in OTLP_PATHS or path == "/v1/query":
             self._method_not_allowed("POST")
         else:
-            self._send_text(404, f"no route for GET {path}")
+            self._ui(path)
 
     def do_HEAD(self) -> None:
         self.do_GET()
@@ -154,7 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self._path()
         if path in OTLP_PATHS or path == "/v1/query":
             self._method_not_allowed("POST")
-        elif path in ("/healthz", "/metrics"):
+        elif path in ("/healthz", "/metrics") or is_ui_path(path):
             self._method_not_allowed("GET")
         else:
             self._send_text(404, f"no route for {self.command} {path}")
@@ -166,6 +170,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_text(405, f"{self.command} is not allowed on {self._path()}; use {allowed}", {"Allow": allowed})
 
     # ---- routes ----
+
+    def _ui(self, path: str) -> None:
+        app = self.server.app
+        query = self.path.split("?", 1)[1] if "?" in self.path else ""
+        try:
+            answer = app.ui(path, query) if app.ui is not None else None
+        except Exception as exc:  # a page must never take the connection down
+            log.exception("UI page %s failed", path)
+            self._send_text(500, f"internal error: {exc}")
+            return
+        if answer is None:
+            self._send_text(404, f"no route for GET {path}")
+            return
+        self._send(answer.status, answer.body, answer.content_type, answer.headers)
 
     def _otlp(self, signal: str) -> None:
         app = self.server.app

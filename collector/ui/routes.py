@@ -1,0 +1,99 @@
+"""Which page a GET asks for, and its answer. The receiver calls ``UiRoutes.answer``; None means "not a UI route"."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, unquote
+
+from agentotel_eval.pages import data
+from agentotel_eval.pages.filters import FilterError, parse_filters
+from agentotel_eval.pages.markup import asset, server_links
+from agentotel_eval.pages.render import message_page, overview_page, run_page, runs_page, version_text
+from agentotel_eval.store.query import QueryError
+
+log = logging.getLogger(__name__)
+
+HTML = "text/html; charset=utf-8"
+_RUN_PATH = re.compile(r"^/runs/([^/]+)/([^/]+)/?$")
+_HEX = re.compile(r"^[0-9a-f]+$")
+_STATIC = {"/static/style.css": ("style.css", "text/css; charset=utf-8"),
+           "/static/app.js": ("app.js", "text/javascript; charset=utf-8")}
+#: the pages are ours alone: no frames elsewhere, no scripts or styles from anywhere else, no referrer leaked
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+UI_PATHS = ("/", "/runs", "/api/runs/latest", *_STATIC)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    content_type: str
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def is_ui_path(path: str) -> bool:
+    return path in UI_PATHS or path == "/runs/" or _RUN_PATH.match(path) is not None or path == "/favicon.ico"
+
+
+class UiRoutes:
+    def __init__(self, read: data.Read) -> None:
+        self._read = read
+        self._links = server_links()
+
+    def answer(self, path: str, query: str) -> Answer | None:
+        if not is_ui_path(path):
+            return None
+        if path == "/favicon.ico":
+            return Answer(204, "image/x-icon", b"", {"Cache-Control": "max-age=86400"})
+        if path in _STATIC:
+            name, content_type = _STATIC[path]
+            return Answer(200, content_type, asset(name).encode(), {**SECURITY_HEADERS, "Cache-Control": "max-age=300"})
+        params = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        try:
+            return self._page(path, params)
+        except FilterError as exc:
+            return self._html(400, message_page("Bad request", str(exc), self._links))
+        except QueryError as exc:
+            status = 503 if exc.kind == "unavailable" else 500
+            log.warning("a UI page could not be read: %s", exc)
+            headers = {"Retry-After": "1"} if status == 503 else {}
+            return self._html(status, message_page("Cannot read the database", str(exc), self._links), headers)
+
+    def _html(self, status: int, body: str, headers: dict[str, str] | None = None) -> Answer:
+        return Answer(status, HTML, body.encode(), {**SECURITY_HEADERS, **(headers or {})})
+
+    def _version(self) -> tuple[dict[str, object], str]:
+        latest = data.latest_version(self._read)
+        return latest, version_text(latest)
+
+    def _page(self, path: str, params: dict[str, str]) -> Answer:
+        if path == "/api/runs/latest":
+            latest, version = self._version()
+            body = json.dumps({"version": version, **latest}, default=str).encode()
+            return Answer(200, "application/json", body, {"Cache-Control": "no-store"})
+        _, version = self._version()
+        if path == "/":
+            return self._html(200, overview_page(data.read_overview(self._read, parse_filters(params)), self._links,
+                                                 version))
+        if path in ("/runs", "/runs/"):
+            return self._html(200, runs_page(data.read_runs(self._read, parse_filters(params)), self._links, version))
+        match = _RUN_PATH.match(path)
+        assert match is not None
+        trace_id, span_id = (unquote(g).strip().lower() for g in match.groups())
+        if len(trace_id) != 32 or len(span_id) != 16 or not _HEX.match(trace_id) or not _HEX.match(span_id):
+            return self._html(400, message_page(
+                "Bad run address", "A run is /runs/<trace id: 32 hex digits>/<span id: 16 hex digits>.", self._links))
+        detail = data.read_run(self._read, trace_id, span_id)
+        if detail is None:
+            return self._html(404, message_page(
+                "No such run", f"No agent run is stored for trace {trace_id}, span {span_id}.", self._links))
+        return self._html(200, run_page(detail, self._links, version))
