@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "query": ("agentotel_eval.store.query_cmd", "run a read-only SQL query on the collector's database"),
     "eval": ("agentotel_eval.eval_cmd", "score a JSONL file of test cases offline"),
     "explain": ("agentotel_eval.explain_cmd", "show how a trace's runs and tool calls were rebuilt, and why"),
+    "report": ("agentotel_eval.report_cmd", "write the overview and the worst runs as one self-contained HTML file"),
     "demo": ("collector.demo.cli", "run example agents against a collector, print their scores, serve the UI"),
 }
 
