@@ -29,7 +29,7 @@ def pass_rate_chart(
     fine: bool = False,
 ) -> str:
     """Runs per time bucket as bars, and one line per metric of its pass rate (0..1, None: no scored run)."""
-    left, right, top, bottom = 34, 10, 12, 38
+    left, right, top, bottom = 34, 10, 12, 22
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(buckets)
     parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
@@ -62,13 +62,15 @@ def pass_rate_chart(
     for k in sorted(labels):
         parts.append(f'<text class="axis" x="{_num(left + (k + 0.5) * step)}" y="{top + plot_h + 13}" '
                      f'text-anchor="middle">{escape(_label_time(buckets[k], fine))}</text>')
-    x = left
-    for s, metric in enumerate(rates):
-        parts.append(f'<rect class="swatch series-{s % SERIES}" x="{x}" y="{height - 14}" width="9" height="9"/>'
-                     f'<text class="legend" x="{x + 12}" y="{height - 6}">{escape(metric)}</text>')
-        x += 20 + 6.2 * len(metric)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def legend(names: Sequence[str]) -> str:
+    """The series of a ``pass_rate_chart`` as HTML (it wraps where an SVG legend would overflow)."""
+    return '<ul class="legend">' + "".join(
+        f'<li><svg width="10" height="10" aria-hidden="true"><rect class="series-{s % SERIES}" width="10" '
+        f'height="10"/></svg> {escape(name)}</li>' for s, name in enumerate(names)) + "</ul>"
 
 
 def stacked_bars(

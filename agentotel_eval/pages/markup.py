@@ -43,6 +43,10 @@ def fmt_duration_ns(start: Any, end: Any) -> str:
     if not start or not end:
         return "-"
     ms = (int(end) - int(start)) / 1e6
+    if ms < 1:
+        return f"{ms:.2f} ms"
+    if ms < 10:
+        return f"{ms:.1f} ms"
     return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
 
 

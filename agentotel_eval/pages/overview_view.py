@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from agentotel_eval.pages.charts import pass_rate_chart, stacked_bars
+from agentotel_eval.pages.charts import legend, pass_rate_chart, stacked_bars
 from agentotel_eval.pages.data import Overview
 from agentotel_eval.pages.filters import RANGES
 from agentotel_eval.pages.markup import Links, esc, fmt_pct, fmt_time
@@ -117,7 +117,8 @@ def _agent_charts(ov: Overview, links: Links) -> str:
         chart = pass_rate_chart(a.buckets, a.runs_per_bucket, a.rates, title=f"{a.name}: runs and pass rate",
                                 fine=fine)
         cards.append(f'<figure class="card"><figcaption>{esc(a.name)} <span class="muted">· runs per '
-                     f'{_step_label(step)}, pass rate per metric</span></figcaption>{chart}</figure>')
+                     f'{_step_label(step)}, pass rate per metric</span></figcaption>{chart}{legend(list(a.rates))}'
+                     "</figure>")
     more = len(ov.agents) - len(charted)
     note = f'<p class="muted">{more} more agent(s) in the table above.</p>' if more > 0 else ""
     return f'<section><h2>Over time</h2><div class="cards">{"".join(cards)}</div>{note}</section>'

@@ -108,7 +108,11 @@ def _source_label(source: str) -> str:
 
 def _evidence(call: dict[str, Any], diagnostics: dict[str, Any] | None) -> str:
     sources = call.get("sources") or {}
-    items = [f"<li><b>{esc(field)}</b> from {esc(how)}</li>" for field, how in sorted(sources.items()) if how]
+    by_source: dict[str, list[str]] = {}
+    for field, how in sorted(sources.items()):
+        if how:
+            by_source.setdefault(str(how), []).append(str(field))
+    items = [f"<li>from <b>{esc(how)}</b>: {esc(', '.join(fields))}</li>" for how, fields in by_source.items()]
     entries = (diagnostics or {}).get("calls") or []
     seq = int(call.get("seq") or 0)
     entry = entries[seq] if seq < len(entries) else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
-from agentotel_eval.pages.charts import pass_rate_chart, stacked_bars
+from agentotel_eval.pages.charts import legend, pass_rate_chart, stacked_bars
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -22,7 +22,9 @@ def test_pass_rate_chart_draws_a_bar_per_bucket_and_a_dot_per_scored_bucket() ->
     assert len(svg.findall(f".//{SVG}rect[@class='runs-bar']")) == 4
     assert len(svg.findall(f".//{SVG}circle")) == 5
     assert len(svg.findall(f".//{SVG}polyline")) == 2
-    assert any(t.text == "a<b>" for t in svg.iter(f"{SVG}text"))  # escaped in the markup, the text itself intact
+    names = ET.fromstring(legend(["tool_correctness", "a<b>"]))  # escaped in the markup, the text intact
+    assert [li.find("svg/rect").get("class") for li in names] == ["series-0", "series-1"]  # type: ignore[union-attr]
+    assert "".join(names[1].itertext()).strip() == "a<b>"
 
 
 def test_empty_charts_say_so() -> None:
