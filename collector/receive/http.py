@@ -83,6 +83,9 @@ def status_body(error: ReceiverError, encoding: str) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are written separately: with Nagle's algorithm on, a keep-alive client's delayed ACK
+    # held every body back about 40 ms (docs/benchmarks.md).
+    disable_nagle_algorithm = True
     server_version = "agentotel-eval"
     sys_version = ""
     server: OTLPHTTPServer
