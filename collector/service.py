@@ -87,6 +87,7 @@ class Collector:
         self.judge: JudgeWorker | None = None
         self.decoders: DecodePool | None = None
         self.http: HttpReceiver
+        self.ui: UiRoutes
         self.grpc: GrpcReceiver
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
@@ -163,6 +164,7 @@ class Collector:
             if self.judge is not None:
                 self.judge.start()
             http_host, http_port = cfg.http_address
+            self.ui = UiRoutes(self.read)
             self.http = HttpReceiver(
                 http_host,
                 http_port,
@@ -170,7 +172,7 @@ class Collector:
                     ingestor=self.ingestor,
                     max_request_size=cfg.receiver.max_request_size,
                     query=self._http_query,
-                    ui=UiRoutes(self.read).answer,
+                    ui=self.ui.answer,
                     health=self.health,
                     metrics=self.metrics_text,
                     idle_timeout=cfg.receiver.http_idle_timeout,
@@ -205,11 +207,11 @@ class Collector:
         return self
 
     def _close_partial(self) -> None:
-        for name in ("grpc", "http"):
-            receiver = getattr(self, name, None)
-            if receiver is not None:
+        for name in ("grpc", "http", "ui"):
+            part = getattr(self, name, None)
+            if part is not None:
                 try:
-                    receiver.shutdown()
+                    part.close() if name == "ui" else part.shutdown()
                 except Exception:
                     log.exception("stopping %s", name)
         if self.judge is not None:
@@ -252,6 +254,7 @@ class Collector:
         if self.forwarder is not None:
             self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
         self.http.shutdown()
+        self.ui.close()
         self.grpc.shutdown(0)
         if self._housekeeping is not None:
             self._housekeeping.join(2)

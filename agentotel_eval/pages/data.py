@@ -12,6 +12,7 @@ from typing import Any
 from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
 from agentotel_eval.pages.filters import PAGE_SIZE, Filters, range_seconds
 from agentotel_eval.store.query import QueryResult
+from agentotel_eval.store.schema import OWN_SOURCE
 
 #: ``read(sql, params)``: one sealed read-only statement
 Read = Callable[[str, Sequence[Any]], QueryResult]
@@ -20,10 +21,43 @@ ALIGNMENT_METRICS = ("tool_correctness_ordering", "tool_correctness")
 TOP_AGENTS = 6
 SPAN_LIMIT = 2000
 
-# The latest evaluation of each (run, metric) among the runs a selection keeps: a run rebuilt or re-scored has
-# its rows replaced, but a row from an external tool may be sent twice.
-_LATEST = "QUALIFY row_number() OVER (PARTITION BY e.trace_id, e.run_span_id, e.metric " \
-          "ORDER BY e.created_at DESC NULLS LAST) = 1"
+_OWN = f"'{OWN_SOURCE}'"
+_SAME_KEY = "e.trace_id = o.trace_id AND e.run_span_id = o.run_span_id AND e.metric = o.metric"
+_NEWEST = ("QUALIFY row_number() OVER (PARTITION BY e.trace_id, e.run_span_id, e.metric "
+           "ORDER BY e.created_at DESC NULLS LAST) = 1")
+
+
+def latest_of_few(where: str, params: Sequence[Any], columns: str = "e.*") -> tuple[str, list[Any]]:
+    """``latest_evaluations`` for a selection of a few runs (a run, a page of runs): one scan and a window over
+    the rows it keeps, cheaper there than the anti-join's three scans."""
+    return f"(SELECT {columns} FROM evaluations e WHERE {where} {_NEWEST})", list(params)
+
+
+def only_own_scores(read: Read) -> bool:
+    """Whether every stored evaluation is the collector's own: then each run and metric has one row (a re-scored
+    run's rows are replaced) and the table itself is the latest evaluations."""
+    return not _rows(read(f"SELECT 1 AS found FROM evaluations WHERE source IS DISTINCT FROM {_OWN} LIMIT 1", []))
+
+
+def latest_evaluations(where: str = "TRUE", params: Sequence[Any] = (), columns: str = "e.*", *,
+                       only_own: bool = False) -> tuple[str, list[Any]]:
+    """A subquery of the latest evaluation of each run and metric (``latest_evaluations``'s rows), among those
+    ``where`` keeps: a condition on ``e``'s key columns only (trace_id, run_span_id, metric), as any other would
+    change which row is the latest. ``columns``: those the caller reads (DuckDB does not prune them through the
+    union, and an evaluation log carried by every row is most of the cost). Returns the SQL and its parameters.
+
+    The collector keeps one row of its own per run and metric, so only a key another tool scored too can have
+    several rows. With ``only_own`` (``only_own_scores``) there are none and the table is read as it is; else
+    those keys alone pay for the window that picks the newest, and the rest is an anti-join against them. Over
+    100,000 runs a window over every row was 2.5 times slower than the plain table and spilled past the
+    collector's DuckDB memory limit."""
+    if only_own:
+        return f"(SELECT {columns} FROM evaluations e WHERE {where})", list(params)
+    sql = (f"(WITH o AS (SELECT DISTINCT trace_id, run_span_id, metric FROM evaluations e "
+           f"WHERE e.source IS DISTINCT FROM {_OWN} AND ({where})) "
+           f"SELECT {columns} FROM evaluations e ANTI JOIN o ON {_SAME_KEY} WHERE e.source = {_OWN} AND ({where}) "
+           f"UNION ALL SELECT {columns} FROM evaluations e SEMI JOIN o ON {_SAME_KEY} WHERE ({where}) {_NEWEST})")
+    return sql, [*params, *params, *params]
 
 
 def _utc(value: Any) -> datetime | None:
@@ -33,16 +67,16 @@ def _utc(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def bucket_seconds(since: str) -> int:
-    """The chart's time step for a range: about 12 to 48 buckets."""
+_STEPS = (300, 3600, 6 * 3600, 86400, 7 * 86400)
+
+
+def bucket_seconds(since: str, span_seconds: float | None = None) -> int:
+    """The chart's time step: about 12 to 60 buckets over the range (for "all", over ``span_seconds``, the time
+    between the first and the last run)."""
     seconds = range_seconds(since)
-    if seconds is None or seconds > 7 * 86400:
-        return 86400
-    if seconds > 86400:
-        return 6 * 3600
-    if seconds > 3600:
-        return 3600
-    return 300
+    if seconds is None:
+        seconds = span_seconds or 0
+    return next((step for step in _STEPS if seconds / step <= 60), _STEPS[-1])
 
 
 def _runs_where(f: Filters, now: datetime, *, with_runs_filters: bool = True) -> tuple[str, list[Any]]:
@@ -105,41 +139,51 @@ class Overview:
     agent_names: list[str] = field(default_factory=list)
 
 
-def read_overview(read: Read, f: Filters, now: datetime | None = None) -> Overview:
+def in_turn(tasks: Sequence[Callable[[], QueryResult]]) -> list[QueryResult]:
+    """Run independent reads one after the other (a ``Gather``)."""
+    return [task() for task in tasks]
+
+
+#: runs independent reads and returns their results in order: ``in_turn``, or concurrently on a pool
+Gather = Callable[[Sequence[Callable[[], QueryResult]]], list[QueryResult]]
+
+
+def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: Gather = in_turn) -> Overview:
+    """One statement for the agents (the chart's step and which scores exist follow from it), then six
+    independent ones, through ``gather``: runs per time bucket, the figures made of scores (``_SCORES_SQL`` and
+    the two after it), the tool calls' error rates, and the agents to choose from."""
     now = now or datetime.now(UTC)
     where, params = _runs_where(f, now, with_runs_filters=False)
-    step = bucket_seconds(f.since)
-    runs_cte = f"WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, " \
-               f"r.start_time, r.status FROM agent_runs r WHERE {where})"
-    ev_cte = (f", ev AS (SELECT r.agent, r.start_time, e.metric, e.success, e.score, e.status, e.details, "
-              f"e.cost_usd, e.model FROM evaluations e JOIN runs r ON e.trace_id = r.trace_id "
-              f"AND e.run_span_id = r.span_id {_LATEST})")
-    agents = {
-        row["agent"]: AgentSummary(row["agent"], row["runs"], row["failed_runs"], _utc(row["last_run"]))
-        for row in _rows(read(
-            f"{runs_cte} SELECT agent, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS failed_runs, "
-            "max(start_time) AS last_run FROM runs GROUP BY agent ORDER BY runs DESC, agent LIMIT 200", params))
-    }
-    for row in _rows(read(
-            f"{runs_cte}{ev_cte} SELECT agent, metric, count(*) AS n, count(*) FILTER (WHERE success) AS passed "
-            "FROM ev WHERE status = 'ok' GROUP BY ALL", params)):
-        if row["agent"] in agents:
-            agents[row["agent"]].metrics[row["metric"]] = (row["n"], row["passed"])
-    top = list(agents.values())[:TOP_AGENTS]
-    _read_series(read, top, runs_cte, ev_cte, params, step)
-    metrics_seen = {m for a in agents.values() for m in a.metrics}
-    departures_metric = next((m for m in ALIGNMENT_METRICS if m in metrics_seen), None)
-    departures: dict[str, dict[str, int]] = {}
-    if departures_metric:
-        for row in _rows(read(
-                f"{runs_cte}{ev_cte}, chosen AS (SELECT details FROM ev WHERE metric = ? AND status = 'ok') "
-                "SELECT kind, tool, count(*) AS n FROM ("
-                "SELECT 'missing' AS kind, unnest(json_extract_string(details, '$.missing[*]')) AS tool FROM chosen "
-                "UNION ALL SELECT 'extra', unnest(json_extract_string(details, '$.extra[*]')) FROM chosen "
-                "UNION ALL SELECT 'out of order', unnest(json_extract_string(details, '$.out_of_order[*].name')) "
-                "FROM chosen) GROUP BY ALL", [*params, departures_metric])):
-            departures.setdefault(row["tool"], {})[row["kind"]] = row["n"]
-    ranked = sorted(departures.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:12]
+    runs_cte = ("WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, "
+                f"r.start_time, r.status FROM agent_runs r WHERE {where})")
+    agent_rows = _rows(read(
+        f"{runs_cte} SELECT agent, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS failed_runs, "
+        "max(start_time) AS last_run, epoch(max(start_time)) - epoch(min(start_time)) AS span, "
+        "(SELECT list(DISTINCT metric) FROM evaluations) AS metrics, "
+        f"NOT EXISTS (SELECT 1 FROM evaluations WHERE source IS DISTINCT FROM {_OWN}) AS only_own "
+        "FROM runs GROUP BY agent ORDER BY runs DESC, agent LIMIT 200", params))
+    agents = {row["agent"]: AgentSummary(row["agent"], row["runs"], row["failed_runs"], _utc(row["last_run"]))
+              for row in agent_rows}
+    step = bucket_seconds(f.since, max((row["span"] or 0 for row in agent_rows), default=0))
+    present = set(agent_rows[0]["metrics"] or ()) if agent_rows else set()
+    only_own = bool(agent_rows[0]["only_own"]) if agent_rows else True
+    # epoch arithmetic, not time_bucket: on TIMESTAMPTZ that goes through ICU, 7 times slower per row
+    bucket = f"epoch_ms(start_time) // {int(step) * 1000}"
+    top = list(agents)[:TOP_AGENTS]
+    marks = ", ".join("?" for _ in top) or "NULL"
+    aligned = next((m for m in ALIGNMENT_METRICS if m in present), ALIGNMENT_METRICS[0])
+
+    def statement(template: str, metrics: Sequence[str] | None, columns: str,
+                  extra: Sequence[Any] = ()) -> Callable[[], QueryResult]:
+        clause = f"e.metric IN ({', '.join('?' for _ in metrics)})" if metrics is not None else "TRUE"
+        latest, bound = latest_evaluations(clause, metrics or (), "e.trace_id, e.run_span_id, e.metric, " + columns,
+                                           only_own=only_own)
+        # every run is selected: the departures need not be matched to runs (an own score always has its run)
+        in_selection = ("" if f.since == "all" and not f.agent else
+                        "SEMI JOIN runs r ON p.trace_id = r.trace_id AND p.run_span_id = r.span_id")
+        sql = template.format(runs=runs_cte, bucket=bucket, latest=latest, in_selection=in_selection)
+        return lambda: read(sql, [*params, *bound, *extra])
+
     tool_where = "TRUE"
     tool_params: list[Any] = []
     cutoff = f.cutoff(now)
@@ -149,56 +193,111 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None) -> Overvi
     if f.agent:
         tool_where += " AND coalesce(agent_name, '(unnamed)') = ?"
         tool_params.append(f.agent)
-    tool_errors = _rows(read(
-        "SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors, "
-        "round(count(*) FILTER (WHERE status = 'error') / count(*), 4) AS error_rate "
-        f"FROM tool_calls WHERE {tool_where} GROUP BY tool_name "
-        "ORDER BY errors DESC, error_rate DESC, calls DESC, tool_name LIMIT 15", tool_params))
-    findings = _rows(read(
-        f"{runs_cte}{ev_cte} SELECT metric, error_type, count(*) AS runs FROM ("
-        "SELECT metric, unnest(json_extract_string(details, '$.error_types[*]')) AS error_type FROM ev "
-        "WHERE metric IN (?, ?) AND status = 'ok') GROUP BY ALL ORDER BY runs DESC, error_type",
-        [*params, METRIC_JUDGE, METRIC_DETECTORS]))
-    judge = _rows(read(
-        f"{runs_cte}{ev_cte} SELECT status, count(*) AS evaluations, round(sum(cost_usd), 6) AS cost_usd, "
-        "string_agg(DISTINCT model, ', ') AS models FROM ev WHERE metric = ? GROUP BY status ORDER BY status",
-        [*params, METRIC_JUDGE]))
-    names = [row["agent"] for row in _rows(read(
-        "SELECT DISTINCT coalesce(agent_name, '(unnamed)') AS agent FROM agent_runs ORDER BY agent LIMIT 500", []))]
+    nothing = QueryResult(columns=[], types=[], rows=[])
+    counts_result, scores_result, departures_result, findings_result, tool_result, names_result = gather([
+        (lambda: read(f"{runs_cte} SELECT agent, {bucket} AS bucket, count(*) AS runs FROM runs "
+                      f"WHERE agent IN ({marks}) GROUP BY ALL", [*params, *top])) if top else (lambda: nothing),
+        statement(_SCORES_SQL, None, "e.success, e.status, e.cost_usd, e.model", [METRIC_JUDGE]),
+        statement(_DEPARTURES_SQL, [aligned],
+                  "e.status, json_extract(e.details, ['$.missing', '$.extra', '$.out_of_order']) AS j")
+        if aligned in present else (lambda: nothing),
+        statement(_FINDINGS_SQL, [METRIC_JUDGE, METRIC_DETECTORS], "e.status, e.score, e.details"),
+        lambda: read(
+            "SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors, "
+            "round(count(*) FILTER (WHERE status = 'error') / count(*), 4) AS error_rate "
+            f"FROM tool_calls WHERE {tool_where} GROUP BY tool_name "
+            "ORDER BY errors DESC, error_rate DESC, calls DESC, tool_name LIMIT 15", tool_params),
+        lambda: read("SELECT DISTINCT coalesce(agent_name, '(unnamed)') AS agent FROM agent_runs "
+                     "ORDER BY agent LIMIT 500", []),
+    ])
+    judge: dict[str, dict[str, Any]] = {}
+    series: list[dict[str, Any]] = []
+    for row in _rows(scores_result):
+        if row["status"] == "ok" and row["agent"] in agents:
+            n, passed = agents[row["agent"]].metrics.get(row["metric"], (0, 0))
+            agents[row["agent"]].metrics[row["metric"]] = (n + row["n"], passed + row["passed"])
+            series.append(row)
+        if row["metric"] == METRIC_JUDGE:
+            entry = judge.setdefault(row["status"], {"status": row["status"], "evaluations": 0, "cost_usd": 0.0,
+                                                     "models": set()})
+            entry["evaluations"] += row["n"]
+            entry["cost_usd"] += row["cost"] or 0.0
+            if row["model"]:
+                entry["models"].add(row["model"])
+    for entry in judge.values():
+        entry["models"] = ", ".join(sorted(entry["models"]))
+    departures: dict[str, dict[str, int]] = {}
+    for row in _rows(departures_result):
+        departures.setdefault(row["tool"], {})[row["kind"]] = row["n"]
+    findings = sorted(_rows(findings_result), key=lambda r: (-r["runs"], r["error_type"], r["metric"]))
+    _fill_series([agents[name] for name in top], _rows(counts_result), series, step)
+    departures_metric = aligned if any(aligned in a.metrics for a in agents.values()) else None
+    ranked = sorted(departures.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:12]
+    tool_errors = _rows(tool_result)
+    names = [row["agent"] for row in _rows(names_result)]
     return Overview(
         filters=f, now=now, bucket_seconds=step, agents=list(agents.values()), departures=ranked,
-        departures_metric=departures_metric, tool_errors=tool_errors, findings=findings, judge=judge,
-        total_runs=sum(a.runs for a in agents.values()), agent_names=names,
+        departures_metric=departures_metric, tool_errors=tool_errors, findings=findings,
+        judge=[judge[k] for k in sorted(judge)], total_runs=sum(a.runs for a in agents.values()), agent_names=names,
     )
 
 
-def _read_series(read: Read, agents: Sequence[AgentSummary], runs_cte: str, ev_cte: str, params: list[Any],
-                 step: int) -> None:
-    """Fill each agent's chart: runs and pass rate per metric per time bucket."""
+# The overview's score figures, in three statements over the latest score of each run and metric. Each reads only
+# the metrics it needs, and only the departures and findings read evaluation logs: one statement carrying them
+# all needed more than the collector's DuckDB memory limit over 100,000 runs.
+_EV = """{runs},
+ev AS (SELECT r.agent, {bucket} AS bucket, e.* EXCLUDE (trace_id, run_span_id)
+       FROM {latest} e JOIN runs r ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id)
+"""
+_SCORES_SQL = _EV + """SELECT agent, bucket, metric, status, CASE WHEN metric = ? THEN model END AS model, count(*) AS n,
+       count(*) FILTER (WHERE success) AS passed, sum(cost_usd) AS cost
+FROM ev GROUP BY ALL"""
+# The lists are taken out of each log (one parse) before the join, so the join never carries logs; only runs
+# that departed are kept for the unnesting.
+_DEPARTURES_SQL = """{runs},
+parts AS (SELECT e.trace_id, e.run_span_id, e.j FROM {latest} e WHERE e.status = 'ok'),
+lists AS MATERIALIZED (
+    SELECT CAST(p.j[1] AS VARCHAR[]) AS missing, CAST(p.j[2] AS VARCHAR[]) AS extra,
+           json_extract_string(p.j[3], '$[*].name') AS out_of_order
+    FROM parts p {in_selection}
+    WHERE p.j[1] <> '[]' OR p.j[2] <> '[]' OR coalesce(p.j[3], '[]') <> '[]')
+SELECT kind, tool, count(*) AS n FROM (
+    SELECT 'missing' AS kind, unnest(missing) AS tool FROM lists
+    UNION ALL SELECT 'extra', unnest(extra) FROM lists
+    UNION ALL SELECT 'out of order', unnest(out_of_order) FROM lists)
+WHERE tool IS NOT NULL GROUP BY ALL"""
+_FINDINGS_SQL = _EV + """SELECT metric, error_type, count(*) AS runs FROM (
+    SELECT metric, unnest(json_extract_string(details, '$.error_types[*]')) AS error_type FROM ev
+    WHERE status = 'ok' AND score > 0)
+GROUP BY ALL"""
+
+
+def _fill_series(agents: Sequence[AgentSummary], counts: Sequence[dict[str, Any]],
+                 rates: Sequence[dict[str, Any]], step: int) -> None:
+    """Each charted agent's runs and pass rate per metric, per time bucket (the buckets any of them had runs in;
+    a bucket is its start in milliseconds over ``step`` seconds)."""
     if not agents:
         return
-    marks = ", ".join("?" for _ in agents)
-    names = [a.name for a in agents]
-    bucket = f"time_bucket(INTERVAL '{int(step)} seconds', start_time)"
-    counts = _rows(read(f"{runs_cte} SELECT agent, {bucket} AS bucket, count(*) AS runs FROM runs "
-                        f"WHERE agent IN ({marks}) GROUP BY ALL ORDER BY bucket", [*params, *names]))
-    rates = _rows(read(f"{runs_cte}{ev_cte} SELECT agent, {bucket} AS bucket, metric, count(*) AS n, "
-                       f"count(*) FILTER (WHERE success) AS passed FROM ev WHERE status = 'ok' "
-                       f"AND agent IN ({marks}) GROUP BY ALL", [*params, *names]))
     by_name = {a.name: a for a in agents}
-    starts = sorted({moment for row in counts if (moment := _utc(row["bucket"])) is not None})
-    index = {moment: k for k, moment in enumerate(starts)}
+    keys = sorted({row["bucket"] for row in counts})
+    index = {key: k for k, key in enumerate(keys)}
+    starts = [datetime.fromtimestamp(key * step, UTC) for key in keys]
     for a in agents:
         a.buckets = list(starts)
-        a.runs_per_bucket = [0] * len(starts)
-        a.rates = {m: [None] * len(starts) for m in sorted(a.metrics)}
+        a.runs_per_bucket = [0] * len(keys)
+        a.rates = {m: [None] * len(keys) for m in sorted(a.metrics)}
     for row in counts:
-        by_name[row["agent"]].runs_per_bucket[index[_utc(row["bucket"])]] = row["runs"]  # type: ignore[index]
+        by_name[row["agent"]].runs_per_bucket[index[row["bucket"]]] = row["runs"]
+    passed: dict[tuple[str, str, int], list[int]] = {}
     for row in rates:
-        moment = _utc(row["bucket"])
-        agent = by_name[row["agent"]]
-        if moment in index and row["metric"] in agent.rates and row["n"]:
-            agent.rates[row["metric"]][index[moment]] = row["passed"] / row["n"]
+        if row["agent"] in by_name and row["bucket"] in index:
+            tally = passed.setdefault((row["agent"], row["metric"], index[row["bucket"]]), [0, 0])
+            tally[0] += row["n"]
+            tally[1] += row["passed"]
+    for (name, metric, k), (n, ok) in passed.items():
+        agent = by_name[name]
+        if metric in agent.rates and n:
+            agent.rates[metric][k] = ok / n
 
 
 # ---- the runs table -----------------------------------------------------------------------------------------
@@ -215,14 +314,15 @@ class RunsPage:
     metrics: list[str]
 
 
-def _score_filter(f: Filters) -> tuple[str, list[Any]]:
+def _score_filter(read: Read, f: Filters) -> tuple[str, list[Any]]:
     """The runs-table condition on scores: a metric and/or pass / fail (fail: any metric failed)."""
     if not f.metric and not f.result:
         return "", []
-    metric_clause = "AND e.metric = ?" if f.metric else ""
-    params: list[Any] = [f.metric] if f.metric else []
-    scored = (f"SELECT e.trace_id, e.run_span_id, e.success FROM evaluations e "
-              f"WHERE e.status = 'ok' {metric_clause} {_LATEST}")
+    columns = "e.trace_id, e.run_span_id, e.success, e.status"
+    only_own = only_own_scores(read)
+    latest, params = (latest_evaluations("e.metric = ?", [f.metric], columns, only_own=only_own) if f.metric
+                      else latest_evaluations(columns=columns, only_own=only_own))
+    scored = f"SELECT e.trace_id, e.run_span_id, e.success FROM {latest} e WHERE e.status = 'ok'"
     if f.result == "fail":
         inner = f"SELECT trace_id, run_span_id FROM ({scored}) WHERE NOT success"
     elif f.result == "pass":
@@ -235,24 +335,34 @@ def _score_filter(f: Filters) -> tuple[str, list[Any]]:
 def read_runs(read: Read, f: Filters, now: datetime | None = None) -> RunsPage:
     now = now or datetime.now(UTC)
     where, params = _runs_where(f, now)
-    score_clause, score_params = _score_filter(f)
+    score_clause, score_params = _score_filter(read, f)
     where += score_clause
     params += score_params
     offset = (f.page - 1) * PAGE_SIZE
-    runs = _rows(read(
-        "SELECT r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
+    # The selection is made once: its count and the page's rows both come from it, and only the page's rows are
+    # joined back for their columns.
+    rows = _rows(read(
+        f"WITH chosen AS MATERIALIZED (SELECT r.trace_id, r.span_id, r.start_time FROM agent_runs r WHERE {where}), "
+        "page AS (SELECT * FROM chosen ORDER BY start_time DESC, trace_id, span_id "
+        f"LIMIT {PAGE_SIZE + 1} OFFSET {int(offset)}) "
+        "SELECT t.total, r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
         "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id "
-        f"FROM agent_runs r WHERE {where} ORDER BY r.start_time DESC, r.trace_id, r.span_id "
-        f"LIMIT {PAGE_SIZE + 1} OFFSET {int(offset)}", params))
+        "FROM (SELECT count(*) AS total FROM chosen) t LEFT JOIN (page p JOIN agent_runs r "
+        "ON r.trace_id = p.trace_id AND r.span_id = p.span_id) ON TRUE "
+        "ORDER BY r.start_time DESC, r.trace_id, r.span_id", params))
+    total = rows[0]["total"]
+    runs = [{k: v for k, v in row.items() if k != "total"} for row in rows if row["trace_id"] is not None]
     has_next = len(runs) > PAGE_SIZE
     runs = runs[:PAGE_SIZE]
-    total = _rows(read(f"SELECT count(*) AS n FROM agent_runs r WHERE {where}", params))[0]["n"]
     _attach_scores(read, runs)
-    agents = [r["agent"] for r in _rows(read(
-        "SELECT DISTINCT coalesce(agent_name, '(unnamed)') AS agent FROM agent_runs ORDER BY agent LIMIT 500", []))]
-    services = [r["service_name"] for r in _rows(read(
-        "SELECT DISTINCT service_name FROM agent_runs WHERE service_name IS NOT NULL ORDER BY 1 LIMIT 500", []))]
-    metrics = [r["metric"] for r in _rows(read("SELECT DISTINCT metric FROM evaluations ORDER BY 1 LIMIT 200", []))]
+    options: dict[str, list[str]] = {"agent": [], "service": [], "metric": []}
+    for row in _rows(read(
+            "SELECT * FROM (SELECT 'agent' AS kind, coalesce(agent_name, '(unnamed)') AS value FROM agent_runs "
+            "GROUP BY 2 UNION ALL SELECT 'service', service_name FROM agent_runs WHERE service_name IS NOT NULL "
+            "GROUP BY 2 UNION ALL SELECT 'metric', metric FROM evaluations GROUP BY 2) ORDER BY kind, value", [])):
+        if len(options[row["kind"]]) < 500:
+            options[row["kind"]].append(row["value"])
+    agents, services, metrics = options["agent"], options["service"], options["metric"]
     return RunsPage(f, runs, total, has_next, agents, services, metrics)
 
 
@@ -264,10 +374,11 @@ def _attach_scores(read: Read, runs: list[dict[str, Any]]) -> None:
         return
     traces = sorted({r["trace_id"] for r in runs})
     marks = ", ".join("?" for _ in traces)
+    latest, params = latest_of_few(f"e.trace_id IN ({marks})", traces, "e.trace_id, e.run_span_id, e.metric, "
+                                   "e.score, e.success, e.status, e.details")
     rows = _rows(read(
-        "SELECT e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, e.expected "
-        "FROM (SELECT *, json_extract_string(details, '$.expected[*]') AS expected FROM evaluations "
-        f"WHERE trace_id IN ({marks})) e {_LATEST} ORDER BY e.metric", traces))
+        "SELECT e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, "
+        f"json_extract_string(e.details, '$.expected[*]') AS expected FROM {latest} e ORDER BY e.metric", params))
     by_run = {(r["trace_id"], r["span_id"]): r for r in runs}
     for row in rows:
         owner = by_run.get((row.pop("trace_id"), row.pop("run_span_id")))
@@ -293,22 +404,20 @@ class RunDetail:
 
 
 def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
-    found = _rows(read("SELECT * FROM agent_runs WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]))
-    if not found:
+    trace_rows = _rows(read("SELECT * FROM agent_runs WHERE trace_id = ?", [trace_id]))
+    run = next((r for r in trace_rows if r["span_id"] == span_id), None)
+    if run is None:
         return None
-    run = found[0]
     calls = _rows(read("SELECT * FROM tool_calls WHERE trace_id = ? AND run_span_id = ? ORDER BY seq",
                        [trace_id, span_id]))
-    evaluations = _rows(read(
-        f"SELECT * FROM evaluations e WHERE e.trace_id = ? AND e.run_span_id = ? {_LATEST} ORDER BY e.metric",
-        [trace_id, span_id]))
+    latest, params = latest_of_few("e.trace_id = ? AND e.run_span_id = ?", [trace_id, span_id])
+    evaluations = _rows(read(f"SELECT * FROM {latest} e ORDER BY e.metric", params))
     spans_result = read(
         "SELECT span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
         f"status_message, scope_name FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id "
         f"LIMIT {SPAN_LIMIT + 1}", [trace_id])
     spans = _rows(spans_result)
-    trace_runs = {r["span_id"]: r["agent_name"] or "(unnamed)" for r in _rows(read(
-        "SELECT span_id, agent_name FROM agent_runs WHERE trace_id = ?", [trace_id]))}
+    trace_runs = {r["span_id"]: r["agent_name"] or "(unnamed)" for r in trace_rows}
     expected, source = _expected(run, evaluations)
     return RunDetail(run, calls, evaluations, spans[:SPAN_LIMIT], len(spans) > SPAN_LIMIT, trace_runs,
                      expected, source)
@@ -341,15 +450,18 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
     """The runs that failed the most metrics, lowest score first (rows as in ``read_runs``, with scores)."""
     now = now or datetime.now(UTC)
     where, params = _runs_where(f, now)
+    latest, latest_params = latest_evaluations(columns="e.trace_id, e.run_span_id, e.success, e.score, e.status",
+                                               only_own=only_own_scores(read))
     runs = _rows(read(
         "WITH runs AS (SELECT r.* FROM agent_runs r WHERE " + where + "), "
-        "ev AS (SELECT e.trace_id, e.run_span_id, e.success, e.score FROM evaluations e JOIN runs r "
-        f"ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id WHERE e.status = 'ok' {_LATEST}), "
+        f"ev AS (SELECT e.trace_id, e.run_span_id, e.success, e.score FROM {latest} e SEMI JOIN runs r "
+        "ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id WHERE e.status = 'ok'), "
         "failing AS (SELECT trace_id, run_span_id, count(*) FILTER (WHERE NOT success) AS failed, "
         "min(score) AS lowest FROM ev GROUP BY ALL HAVING count(*) FILTER (WHERE NOT success) > 0) "
         "SELECT r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
         "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id "
         "FROM failing x JOIN runs r ON r.trace_id = x.trace_id AND r.span_id = x.run_span_id "
-        f"ORDER BY x.failed DESC, x.lowest ASC NULLS LAST, r.start_time DESC LIMIT {int(limit)}", params))
+        f"ORDER BY x.failed DESC, x.lowest ASC NULLS LAST, r.start_time DESC LIMIT {int(limit)}",
+        [*params, *latest_params]))
     _attach_scores(read, runs)
     return runs

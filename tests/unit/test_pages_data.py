@@ -113,3 +113,29 @@ def test_a_run_takes_its_expected_tools_from_the_score_that_used_them(read: data
 def test_the_worst_runs_fail_most_first(read: data.Read) -> None:
     worst = data.read_worst(read, parse_filters({}), 10, now=NOW)
     assert [w["trace_id"] for w in worst] == ["c", "b"]  # two failures each (a skipped score is none): c scored lower
+
+
+def test_own_scores_alone_and_beside_another_tools(tmp_path: Any) -> None:
+    """The collector's own rows are one per run and metric and are read as they are; a key another tool scored
+    too counts once, its newest row."""
+    con = open_store(":memory:")
+
+    def reader(sql: str, params: Sequence[Any]) -> QueryResult:
+        return run_query(con.cursor(), sql, params=params)
+
+    run(con, "a", "planner", timedelta(hours=1), ["search"], ["search"])
+    run(con, "b", "planner", timedelta(hours=1), ["search"], ["search"])
+    for trace in ("a", "b"):
+        score(con, trace, "tool_correctness", 1.0, True)
+    con.execute("UPDATE evaluations SET source = 'agentotel-eval'")
+    assert data.only_own_scores(reader)
+    ov = data.read_overview(reader, parse_filters({}), now=NOW)
+    assert ov.agents[0].metrics["tool_correctness"] == (2, 2)
+    # another tool scores run a under the same metric name, later: its row is the latest
+    score(con, "a", "tool_correctness", 0.0, False, at=60)
+    con.execute("UPDATE evaluations SET source = 'external:deepeval/ci' WHERE source IS NULL")
+    assert not data.only_own_scores(reader)
+    ov = data.read_overview(reader, parse_filters({}), now=NOW)
+    assert ov.agents[0].metrics["tool_correctness"] == (2, 1)
+    assert [r["trace_id"] for r in data.read_runs(reader, parse_filters({"result": "fail"}), now=NOW).runs] == ["a"]
+    con.close()
