@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
-import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,18 +42,20 @@ def test_demo_serves_the_ui_until_interrupted() -> None:
                                stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
     assert process.stdout is not None
     try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 90
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+        seen: list[str] = []
         url = None
+        deadline = time.monotonic() + 90
         while url is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([process.stdout], [], [], 1)
-            if ready:
-                line = process.stdout.readline()
-                lines.append(line)
-                found = re.search(r"web UI: (http://[\d.:]+)/", line)
-                url = found.group(1) if found else None
-        assert url, "".join(lines)
-        database = re.search(r"database (\S+)", "".join(lines))
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                continue
+            found = re.search(r"web UI: (http://[\d.:]+)/", seen[-1])
+            url = found.group(1) if found else None
+        assert url, "".join(seen)
+        database = re.search(r"database (\S+)", "".join(seen))
         assert database
         answer = http_request(url, "GET", "/runs")
         assert answer.status == 200 and b"trip_planner" in answer.body
