@@ -27,8 +27,10 @@ def pass_rate_chart(
     width: int = 560,
     height: int = 190,
     fine: bool = False,
+    colours: Mapping[str, int] | None = None,
 ) -> str:
-    """Runs per time bucket as bars, and one line per metric of its pass rate (0..1, None: no scored run)."""
+    """Runs per time bucket as bars, and one line per metric of its pass rate (0..1, None: no scored run).
+    ``colours``: each metric's series number, so a metric has one colour on every chart of a page."""
     left, right, top, bottom = 34, 10, 12, 22
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(buckets)
@@ -51,7 +53,7 @@ def pass_rate_chart(
                      f"<title>{escape(_label_time(moment, fine))}: {count} runs</title></rect>")
     for s, (metric, values) in enumerate(rates.items()):
         points = [(left + (k + 0.5) * step, top + plot_h * (1 - v)) for k, v in enumerate(values) if v is not None]
-        cls = f"series-{s % SERIES}"
+        cls = f"series-{(colours or {}).get(metric, s) % SERIES}"
         if len(points) > 1:
             path = " ".join(f"{_num(x)},{_num(y)}" for x, y in points)
             parts.append(f'<polyline class="line {cls}" points="{path}"/>')
@@ -60,17 +62,19 @@ def pass_rate_chart(
                          f"<title>{escape(metric)}: {v:.0%}</title></circle>")
     labels = {0, n - 1} | ({n // 2} if n > 2 else set())
     for k in sorted(labels):
-        parts.append(f'<text class="axis" x="{_num(left + (k + 0.5) * step)}" y="{top + plot_h + 13}" '
-                     f'text-anchor="middle">{escape(_label_time(buckets[k], fine))}</text>')
+        anchor = "start" if k == 0 and n > 1 else "end" if k == n - 1 and n > 1 else "middle"
+        x = left + k * step if anchor == "start" else left + (k + 1) * step if anchor == "end" else left + (k + .5) * step
+        parts.append(f'<text class="axis" x="{_num(x)}" y="{top + plot_h + 13}" '
+                     f'text-anchor="{anchor}">{escape(_label_time(buckets[k], fine))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def legend(names: Sequence[str]) -> str:
+def legend(names: Sequence[str], colours: Mapping[str, int] | None = None) -> str:
     """The series of a ``pass_rate_chart`` as HTML (it wraps where an SVG legend would overflow)."""
     return '<ul class="legend">' + "".join(
-        f'<li><svg width="10" height="10" aria-hidden="true"><rect class="series-{s % SERIES}" width="10" '
-        f'height="10"/></svg> {escape(name)}</li>' for s, name in enumerate(names)) + "</ul>"
+        f'<li><svg width="10" height="10" aria-hidden="true"><rect class="series-{(colours or {}).get(name, s) % SERIES}" '
+        f'width="10" height="10"/></svg> {escape(name)}</li>' for s, name in enumerate(names)) + "</ul>"
 
 
 def stacked_bars(

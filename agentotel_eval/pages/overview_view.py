@@ -112,12 +112,13 @@ def _agent_charts(ov: Overview, links: Links) -> str:
         return ""
     fine = ov.bucket_seconds < 86400
     step = timedelta(seconds=ov.bucket_seconds)
+    colours = {metric: k for k, metric in enumerate(_metrics_of(ov))}
     cards = []
     for a in charted:
         chart = pass_rate_chart(a.buckets, a.runs_per_bucket, a.rates, title=f"{a.name}: runs and pass rate",
-                                fine=fine)
+                                fine=fine, colours=colours)
         cards.append(f'<figure class="card"><figcaption>{esc(a.name)} <span class="muted">· runs per '
-                     f'{_step_label(step)}, pass rate per metric</span></figcaption>{chart}{legend(list(a.rates))}'
+                     f'{_step_label(step)}, pass rate per metric</span></figcaption>{chart}{legend(list(a.rates), colours)}'
                      "</figure>")
     more = len(ov.agents) - len(charted)
     note = f'<p class="muted">{more} more agent(s) in the table above.</p>' if more > 0 else ""

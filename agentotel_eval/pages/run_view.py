@@ -173,7 +173,7 @@ def _evaluations_section(detail: RunDetail) -> str:
             f'<td class=num>{fmt_score(e.get("score"))}</td><td class=num>{fmt_score(e.get("threshold"))}</td>'
             f'<td><span class="chip {esc(result)}">{esc(result)}</span></td>'
             f'<td class="reason">{esc(e.get("reason"))}{_judge_errors(details)}</td>'
-            f'<td class="muted">{esc(e.get("source"))}</td></tr>')
+            f'<td class="muted nowrap">{esc(e.get("source"))}</td></tr>')
     return ('<section id="evaluations"><h2>Evaluations</h2><table class="data"><thead><tr><th>metric</th>'
             "<th>score</th><th>threshold</th><th>result</th><th>reason</th><th>source</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></section>")

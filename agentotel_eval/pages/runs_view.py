@@ -55,8 +55,11 @@ def _scores(scores: Sequence[dict[str, Any]]) -> str:
                          f'{esc(_short_metric(s["metric"]))} {esc(s["status"])}</span>')
             continue
         cls = "pass" if s["success"] else "fail"
-        chips.append(f'<span class="chip {cls}" data-metric="{esc(s["metric"])}" title="{esc(s["metric"])}">'
-                     f'{esc(_short_metric(s["metric"]))} {fmt_score(s["score"])}</span>')
+        # an error metric's score is how sure it is that there are errors: say what it found instead
+        value = ("none" if s["success"] else "found") if s["metric"].startswith("tool_errors") else \
+            fmt_score(s["score"])
+        chips.append(f'<span class="chip {cls}" data-metric="{esc(s["metric"])}" title="{esc(s["metric"])}: '
+                     f'{fmt_score(s["score"])}">{esc(_short_metric(s["metric"]))} {value}</span>')
     return " ".join(chips) or '<span class="muted">not scored</span>'
 
 

@@ -40,3 +40,12 @@ def test_stacked_bars_stack_by_kind_with_totals() -> None:
     widths = [float(r.get("width", 0)) for r in rects]
     assert widths[0] == 3 * widths[1]  # one scale for every bar
     assert [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "axis"] == ["4", "2"]
+
+
+def test_a_metric_keeps_its_colour_on_every_chart() -> None:
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    buckets = [start, start + timedelta(hours=1)]
+    colours = {"tool_correctness": 0, "tool_errors_detectors": 3}
+    alone = parse(pass_rate_chart(buckets, [1, 1], {"tool_errors_detectors": [1.0, 1.0]}, title="t", colours=colours))
+    assert {p.get("class") for p in alone.iter(f"{SVG}polyline")} == {"line series-3"}
+    assert 'class="series-3"' in legend(["tool_errors_detectors"], colours)
