@@ -1,0 +1,66 @@
+"""Screenshots of the web UI for docs/images, from a running collector:
+
+    python -m tests.browser.screenshots http://127.0.0.1:4318 docs/images [--run /runs/<trace>/<span>]
+
+The overview and runs pages are shot at 1400 px wide, the run page too, each as tall as its content (at most
+2400 px)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from tests.browser.conftest import CHROMIUM, DRIVER
+
+
+def shoot(base: str, out: Path, run: str | None, since: str) -> list[Path]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert CHROMIUM and DRIVER, "install chromium and chromium-driver"
+    profile = tempfile.mkdtemp(prefix="agentotel-shots-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--force-color-profile=srgb", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    pages = [("overview.png", f"/?since={since}"), ("runs.png", f"/runs?since={since}")]
+    if run:
+        pages.append(("run.png", run))
+    written = []
+    try:
+        for name, path in pages:
+            driver.set_window_size(1400, 900)
+            driver.get(base.rstrip("/") + path)
+            time.sleep(0.5)
+            height = min(int(driver.execute_script("return document.documentElement.scrollHeight")), 2400)
+            driver.set_window_size(1400, height)
+            time.sleep(0.3)
+            target = out / name
+            driver.save_screenshot(str(target))
+            written.append(target)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("base")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--run", help="the run page's path")
+    parser.add_argument("--since", default="7d")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in shoot(args.base, args.out, args.run, args.since):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
