@@ -114,8 +114,10 @@ def test_new_runs_appear_without_a_reload(browser: Any, ui_collector: Any) -> No
     fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
     assert post_otlp(ui_collector.http_endpoint, "traces", with_new_trace_ids(fx.body("protobuf"))).status == 200
 
-    def grown() -> bool:
-        return int(browser.find_element("id", "runs-count").get_attribute("data-total")) > before
+    def grown() -> bool:  # read in the page: the poller replaces the element while we look
+        total = browser.execute_script("const e = document.getElementById('runs-count'); "
+                                       "return e ? Number(e.dataset.total) : -1")
+        return total > before
 
     wait_until(grown, timeout=30, interval=0.25, what="the runs table to show the new run")
     assert browser.execute_script("return window.stillTheSamePage === true")
