@@ -73,3 +73,29 @@ def align(expected: Sequence[str], called: Sequence[str]) -> Alignment:
                        else column_of_expected[counterpart_of_called[j]] if j is not None else None)
         columns.append(Column(kind, i, j, partner))
     return Alignment(tuple(expected), tuple(called), tuple(columns))
+
+
+_MARK = {MATCHED: "", MISSING: "missing", EXTRA: "extra", OUT_OF_ORDER: "out of order"}
+
+
+def alignment_text(expected: Sequence[str], called: Sequence[str], indent: str = "  ") -> list[str]:
+    """The timeline as three aligned lines of text (expected, called, marks), for a terminal or a test failure:
+
+        expected  search_hotels  book_hotel
+        called    search_hotels              sort_by_price
+                                 missing     extra
+    """
+    a = align(expected, called)
+    if not a.columns:
+        return [f"{indent}expected (none)", f"{indent}called   (none)", ""]
+    cells: list[tuple[str, str, str]] = []
+    for column in a.columns:
+        top = a.expected[column.expected] if column.expected is not None else ""
+        bottom = a.called[column.called] if column.called is not None else ""
+        cells.append((top, bottom, _MARK[column.kind]))
+    widths = [max(len(top), len(bottom), len(mark)) for top, bottom, mark in cells]
+    lines = []
+    for label, row in (("expected", 0), ("called", 1), ("", 2)):
+        text = "  ".join(cell[row].ljust(width) for cell, width in zip(cells, widths, strict=True))
+        lines.append(f"{indent}{label:<9}{text}".rstrip())
+    return lines

@@ -79,3 +79,15 @@ def test_every_call_is_placed_once_in_order_and_agrees_with_the_score(expected: 
     assert a.count(MISSING) == len(outcome.missing)
     assert a.count(EXTRA) == len(outcome.extra)
     assert a.count(OUT_OF_ORDER) == len(outcome.out_of_order)
+
+
+def test_the_text_timeline_lines_each_call_up_with_its_mark() -> None:
+    from agentotel_eval.pages.alignment import alignment_text
+
+    lines = alignment_text(["search", "sort", "book"], ["search", "book", "share"], indent="")
+    assert lines == [
+        "expected search  sort     book",
+        "called   search           book  share",
+        "                 missing        extra",
+    ]
+    assert alignment_text([], [], indent="") == ["expected (none)", "called   (none)", ""]
