@@ -7,6 +7,10 @@ lines are still scored and reported, and the exit status says the input was bad.
 Exit status, as pytest: 0 all cases passed; 1 some case failed (or a metric raised on it); 2 usage or input
 error (unknown metric, unreadable file, invalid lines — the valid lines are still scored and shown); 5 no
 test cases in the file. ``--exit-zero`` turns 1 into 0 (report without failing a CI step).
+
+``--junit PATH`` also writes a JUnit XML report (one testcase per case and metric: a failure for a failed
+score, an error for a metric that raised, skipped for a case it could not score), which CI systems show as
+test results.
 """
 
 from __future__ import annotations
@@ -223,6 +227,36 @@ def render_json(result: EvaluationResult, lines: list[int], errors: list[LineErr
     return json.dumps(document, ensure_ascii=False, default=str)
 
 
+def render_junit(result: EvaluationResult, lines: list[int], source: str) -> str:
+    """JUnit XML: a testsuite of one testcase per case and metric."""
+    import xml.etree.ElementTree as ET
+
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    suite = ET.Element("testsuite", name=f"agentotel-eval {source}", time=f"{result.duration_s:.3f}")
+    for case in result.cases:
+        label = f"line {lines[case.index]}: {_label(case.test_case, 80)}"
+        for r in case.results:
+            counts["tests"] += 1
+            testcase = ET.SubElement(suite, "testcase", classname=f"agentotel-eval.{r.metric}", name=label,
+                                     time=f"{r.latency_s or 0.0:.6f}")
+            if r.status == "error":
+                counts["errors"] += 1
+                ET.SubElement(testcase, "error", message=r.reason or "the metric raised").text = r.reason
+            elif r.status != "ok" or r.score is None:
+                counts["skipped"] += 1
+                ET.SubElement(testcase, "skipped", message=r.reason or r.status)
+            elif not r.success:
+                counts["failures"] += 1
+                message = f"{r.metric} {r.score:.2f} < {r.threshold:g}"
+                ET.SubElement(testcase, "failure", message=message).text = f"{message}: {r.reason}"
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    root = ET.Element("testsuites", {k: suite.get(k, "") for k in ("tests", "failures", "errors", "skipped")})
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
 # --- the command ----------------------------------------------------------------------------------------------
 
 
@@ -253,7 +287,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cache.add_argument("--cache-dir", metavar="DIR", help="LLM judge response cache (default $AGENTOTEL_CACHE_DIR "
                        "or ./.agentotel-cache)")
     cache.add_argument("--no-cache", action="store_true", help="do not cache LLM judge responses")
+    parser.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report (a testcase per case and metric)")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases fail")
+    parser.epilog = ("exit status: 0 every case passed, 1 a case failed or a metric raised (0 with --exit-zero), "
+                     "2 usage or input error (invalid lines are reported, the valid ones still scored), "
+                     "5 no test cases")
 
 
 def _error(message: str) -> None:
@@ -295,6 +333,13 @@ def run(args: argparse.Namespace) -> int:
     result = evaluate_sync(
         parsed.cases, metrics, concurrency=args.concurrency, show_progress=not args.no_progress, cache=cache
     )
+    if args.junit:
+        try:
+            with open(args.junit, "w", encoding="utf-8") as out:
+                out.write(render_junit(result, parsed.lines, source))
+        except OSError as exc:
+            _error(f"cannot write {args.junit}: {exc.strerror or exc}")
+            return EXIT_USAGE
     if args.format == "json":
         print(render_json(result, parsed.lines, parsed.errors))
     else:

@@ -198,3 +198,29 @@ def test_console_script_and_no_litellm_import(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stderr.strip() == "False 0"
+
+
+def test_a_junit_report_has_a_testcase_per_case_and_metric(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    no_expectation = {"input": "hello", "tools_called": ["search"]}
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL, HALF, no_expectation)
+    report = tmp_path / "reports" / "junit.xml"
+    report.parent.mkdir()
+    proc = run_cli(str(cases), "--threshold", "0.6", "-m", "tool_correctness,tool_correctness_exact",
+                   "--junit", str(report))
+    assert proc.returncode == 1
+    root = ET.parse(report).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("6", "3", "0", "2")
+    cases_ = suite.findall("testcase")
+    assert [c.get("classname") for c in cases_[:2]] == ["agentotel-eval.tool_correctness",
+                                                        "agentotel-eval.tool_correctness_exact"]
+    assert cases_[0].find("failure") is None and cases_[1].find("failure") is not None  # extra sort_by_price
+    failure = cases_[2].find("failure")
+    assert failure is not None and failure.get("message") == "tool_correctness 0.50 < 0.6"
+    assert "Missing: book" in (failure.text or "")
+    assert cases_[2].get("name", "").startswith("line 2: half")
+    assert all(c.find("skipped") is not None for c in cases_[4:])
+    assert run_cli(str(cases), "--junit", str(tmp_path / "missing" / "x.xml")).returncode == 2
