@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("agentotel_eval.explain_cmd", "show how a trace's runs and tool calls were rebuilt, and why"),
     "report": ("agentotel_eval.report_cmd", "write the overview and the worst runs as one self-contained HTML file"),
     "demo": ("collector.demo.cli", "run example agents against a collector, print their scores, serve the UI"),
+    "export-cases": ("agentotel_eval.export_cmd", "write stored runs as test cases (JSONL) for eval and evaluate()"),
 }
 
 
