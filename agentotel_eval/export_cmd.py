@@ -68,7 +68,8 @@ def case_of(run: dict[str, Any], calls: Sequence[dict[str, Any]], expectation: t
         metadata["parent_run_span_id"] = run["parent_run_span_id"]
     metadata["expected_tools_from"] = source or None
     return EvalTestCase(
-        input=run["input"] or "", actual_output=run["output"], tools_called=tool_calls, expected_tools=expected,
+        input=run["input"] or "", actual_output=run["output"], tools_called=tool_calls,
+        expected_tools=[ToolCall(name=name) for name in expected],
         tool_calls=tool_calls, name=f"{run['agent_name'] or 'run'} {run['trace_id']}/{run['span_id']}",
         metadata=metadata,
     )
