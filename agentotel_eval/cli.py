@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("agentotel_eval.report_cmd", "write the overview and the worst runs as one self-contained HTML file"),
     "demo": ("collector.demo.cli", "run example agents against a collector, print their scores, serve the UI"),
     "export-cases": ("agentotel_eval.export_cmd", "write stored runs as test cases (JSONL) for eval and evaluate()"),
+    "compare": ("agentotel_eval.compare_cmd", "compare the scores of two versions; exit 1 on a regression"),
 }
 
 
