@@ -170,8 +170,8 @@ def compare(baseline: Sequence[ScoredRun], candidate: Sequence[ScoredRun], *, ma
         key = (r.agent, r.input, r.metric)
         if not r.success and key in passed_before and key not in failed_before and key not in seen:
             seen.add(key)
-            b = passed_before[key]
-            regressions.append(Regression(r.agent, r.input, r.metric, b.score, r.score, b.ref, r.ref))
+            earlier = passed_before[key]
+            regressions.append(Regression(r.agent, r.input, r.metric, earlier.score, r.score, earlier.ref, r.ref))
     regressions.sort(key=lambda g: (g.agent, g.metric, g.input))
     if len(regressions) > max_regressions:
         notes.append(f"{len(regressions) - max_regressions} more regressions not listed")
