@@ -1,4 +1,4 @@
-"""The ``agentotel-eval`` command: ``serve``, ``query``, ``eval`` and ``explain``.
+"""The ``agentotel-eval`` command and its subcommands (``COMMANDS``).
 
 Each subcommand lives in its own module with ``add_arguments(parser)`` and ``run(args) -> int``; heavy imports
 happen inside ``run`` so ``agentotel-eval --help`` stays fast.
@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("agentotel_eval.report_cmd", "write the overview and the worst runs as one self-contained HTML file"),
     "demo": ("collector.demo.cli", "run example agents against a collector, print their scores, serve the UI"),
     "export-cases": ("agentotel_eval.export_cmd", "write stored runs as test cases (JSONL) for eval and evaluate()"),
+    "rescore": ("collector.score.rescore_cmd", "re-score stored runs with the current expectations and code"),
     "compare": ("agentotel_eval.compare_cmd", "compare the scores of two versions; exit 1 on a regression"),
 }
 

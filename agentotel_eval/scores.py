@@ -138,13 +138,32 @@ def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: li
     return to_json(attributes), json_list(events)
 
 
-def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, whole: bool
-               ) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
+def scored_on(span: SpanRecord) -> set[str]:
+    """The metrics whose ``agentotel.eval.<metric>.score|success|reason|status`` attributes the span carries."""
+    prefix = sc.AGENTOTEL_EVAL_PREFIX + "."
+    out = set()
+    for key in span.attributes:
+        if key.startswith(prefix):
+            metric, _, field = key[len(prefix):].rpartition(".")
+            if metric and field in _SCORE_FIELDS:
+                out.add(metric)
+    return out
+
+
+_SCORE_FIELDS = frozenset({"score", "success", "reason", "status"})
+
+
+def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, whole: bool,
+               cleared: Collection[str] = ()) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
     """A write-back's JSON: ``to_json(score_patch(results))``, the events it adds, the metrics it replaces and,
-    with ``whole``, the span's ``updated_span_json`` (else two Nones)."""
+    with ``whole``, the span's ``updated_span_json`` (else two Nones). ``cleared``: metrics no longer scored,
+    whose attributes and our events are removed."""
     patch = score_patch(results)
+    for metric in cleared:
+        for key in _score_keys(metric):
+            patch.setdefault(key, None)
     events = _event_dicts(results, time_ns)
-    metrics = tuple(scored_metrics(results))
+    metrics = tuple(dict.fromkeys([*scored_metrics(results), *cleared]))
     patch_json, events_json = to_json(patch), json_list(events)
     if not whole:
         return patch_json, events_json, metrics, None, None

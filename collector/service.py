@@ -70,6 +70,7 @@ class Collector:
         self._token = discovery.new_token()
         self._lock = threading.Lock()
         self._query_lock = threading.Lock()
+        self._rescore_lock = threading.Lock()
         self._stop = threading.Event()
         self._state = "new"
         self._housekeeping: threading.Thread | None = None
@@ -172,6 +173,7 @@ class Collector:
                     ingestor=self.ingestor,
                     max_request_size=cfg.receiver.max_request_size,
                     query=self._http_query,
+                    rescore=self._http_rescore,
                     ui=self.ui.answer,
                     health=self.health,
                     metrics=self.metrics_text,
@@ -378,6 +380,49 @@ class Collector:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
             raise QueryError("'timeout' must be a positive number of seconds")
         return self.query(payload["sql"], limit=limit, timeout=timeout, params=payload.get("params") or ())
+
+    def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``collector.score.rescore``):
+        with the collector's own expectations, or those of the config file the payload names. One at a time."""
+        from collector.config import ConfigError, default_config, load_config
+        from collector.score.rescore import (
+            RescoreBusy,
+            RescoreError,
+            Rescorer,
+            committed_by,
+            request_from_payload,
+            sealed_read,
+        )
+
+        request, config_path = request_from_payload(payload)
+        config, name = self.config, "the collector's configuration"
+        if config_path is not None:
+            try:
+                config, name = load_config(config_path, default_config()).validate(), config_path
+            except (ConfigError, OSError) as exc:
+                raise RescoreError(f"invalid configuration {config_path}: {exc}") from None
+        if not self._rescore_lock.acquire(blocking=False):
+            raise RescoreBusy("another re-score is running on this database; try again when it has finished")
+        try:
+            rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
+                                committed_by(self.writer.submit_operation), conventions=config.conventions,
+                                config_name=name)
+            summary = rescorer.run(request)
+        finally:
+            self._rescore_lock.release()
+        if summary.judge_queued and self.judge is not None:
+            self.judge.wake()
+        return summary.to_dict()
+
+    def _http_rescore(self, payload: Any) -> tuple[int, dict[str, Any]]:
+        from collector.score.rescore import RescoreBusy, RescoreError
+
+        try:
+            return 200, self.rescore(payload)
+        except (RescoreError, QueryError) as exc:
+            return 400, {"error": str(exc)}
+        except RescoreBusy as exc:
+            return 409, {"error": str(exc)}
 
     def _count_query(self, outcome: str) -> None:
         with self._query_lock:

@@ -32,8 +32,8 @@ from collector.store.reader import StoredTrace, StoredTraceReader
 
 log = logging.getLogger(__name__)
 
-_SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
-_LOG_ORDER = operator.attrgetter("timestamp_ns")
+SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
+LOG_ORDER = operator.attrgetter("timestamp_ns")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 #: one read of completed traces: (trace ids, lo_ns, hi_ns, the commits their records are in or None to read
@@ -383,8 +383,8 @@ class Assembler:
         completed: list[CompletedTrace] = []
         for trace, reason in group:
             record = stored.get(trace.trace_id)
-            spans = sorted(record.spans, key=_SPAN_ORDER) if record is not None else []
-            logs = sorted(record.logs, key=_LOG_ORDER) if record is not None and record.logs else []
+            spans = sorted(record.spans, key=SPAN_ORDER) if record is not None else []
+            logs = sorted(record.logs, key=LOG_ORDER) if record is not None and record.logs else []
             try:
                 runs = tuple(self._reconstruct(spans, logs))
             except Exception:

@@ -1,10 +1,11 @@
 """OTLP/HTTP receiver and the collector's small HTTP API, on the standard library's threading HTTP server.
 
 Routes: ``POST /v1/traces``, ``POST /v1/logs`` (OTLP, protobuf or JSON, gzip/deflate), ``POST /v1/query``
-(read-only SQL), ``GET /healthz``, ``GET /metrics`` (Prometheus text), and the web UI's pages (``collector.ui``). OTLP answers follow the OTLP/HTTP spec:
-the response is in the request's encoding; errors carry a ``google.rpc.Status`` body; 400 undecodable, 413 too
-large, 415 unknown content type or encoding, 405 wrong method, 503 + ``Retry-After`` when the write queue is
-full. Each connection is served by its own thread, which blocks until its records are committed.
+(read-only SQL), ``POST /v1/rescore`` (re-score stored runs), ``GET /healthz``, ``GET /metrics`` (Prometheus
+text), and the web UI's pages (``collector.ui``). OTLP answers follow the OTLP/HTTP spec: the response is in the
+request's encoding; errors carry a ``google.rpc.Status`` body; 400 undecodable, 413 too large, 415 unknown content
+type or encoding, 405 wrong method, 503 + ``Retry-After`` when the write queue is full. Each connection is served
+by its own thread, which blocks until its records are committed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ CONTENT_TYPES = {
     "application/protobuf": "protobuf",
     "application/json": "json",
 }
+_POST_ONLY = ("/v1/query", "/v1/rescore")
 _MEDIA_TYPE = {"protobuf": "application/x-protobuf", "json": "application/json"}
 _GRPC_CODES = {"INVALID_ARGUMENT": code_pb2.INVALID_ARGUMENT, "RESOURCE_EXHAUSTED": code_pb2.RESOURCE_EXHAUSTED,
                "UNAVAILABLE": code_pb2.UNAVAILABLE}
@@ -55,6 +57,8 @@ class HttpApp:
     idle_timeout: float = 60.0
     #: the web UI: (path, query string) -> its answer, or None when the path is not one of its pages
     ui: Callable[[str, str], UiAnswer | None] | None = None
+    #: ``POST /v1/rescore``: the JSON body -> (HTTP status, JSON answer)
+    rescore: Callable[[Any], tuple[int, dict[str, Any]]] | None = None
 
 
 def export_response(outcome: ExportOutcome, encoding: str) -> bytes:
@@ -136,6 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._otlp(OTLP_PATHS[path])
         elif path == "/v1/query":
             self._query()
+        elif path == "/v1/rescore":
+            self._rescore()
         elif path in ("/healthz", "/metrics") or is_ui_path(path):
             self._method_not_allowed("GET")
         else:
@@ -149,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, app.health())
         elif path == "/metrics":
             self._send(200, app.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8")
-        elif path in OTLP_PATHS or path == "/v1/query":
+        elif path in OTLP_PATHS or path in _POST_ONLY:
             self._method_not_allowed("POST")
         else:
             self._ui(path)
@@ -159,7 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _other(self) -> None:
         path = self._path()
-        if path in OTLP_PATHS or path == "/v1/query":
+        if path in OTLP_PATHS or path in _POST_ONLY:
             self._method_not_allowed("POST")
         elif path in ("/healthz", "/metrics") or is_ui_path(path):
             self._method_not_allowed("GET")
@@ -219,6 +225,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.app.ingestor.stats.count("http", signal, "too_large" if isinstance(exc, PayloadTooLarge)
                                                   else "unsupported")
         self._send(status or exc.http_status, status_body(exc, encoding), _MEDIA_TYPE[encoding], headers)
+
+    def _rescore(self) -> None:
+        app = self.server.app
+        try:
+            payload = json.loads(self._read_body(_MAX_QUERY_BODY) or b"{}")
+        except (ReceiverError, ValueError) as exc:
+            self._send_json(400, {"error": str(exc)})
+            return
+        if app.rescore is None:
+            self._send_json(404, {"error": "this server does not re-score"})
+            return
+        try:
+            status, answer = app.rescore(payload)
+        except Exception as exc:
+            log.exception("re-score failed")
+            self._send_json(500, {"error": f"internal error: {exc}"})
+            return
+        self._send_json(status, answer)
 
     def _query(self) -> None:
         from agentotel_eval.store.query import QueryError

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
-from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
-from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
+from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric, metric_name_for
+from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
@@ -29,6 +29,7 @@ from agentotel_eval.scores import (
     ExternalEvaluation,
     evaluation_span,
     external_evaluations,
+    scored_on,
     with_scores,
     write_back,
 )
@@ -45,6 +46,9 @@ from collector.store.operations import SpanUpdate
 log = logging.getLogger(__name__)
 
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
+#: the metrics the stage computes inline, as opposed to the judge's answer that comes later
+DETERMINISTIC_METRICS = (*(metric_name_for(*flags) for flags in _MODE_FLAGS.values()), METRIC_DETECTORS)
+_DETERMINISTIC = frozenset(DETERMINISTIC_METRICS)
 
 
 def is_held_span(span: SpanRecord) -> bool:
@@ -56,6 +60,8 @@ def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: in
                **details: Any) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = {**result.evaluation_log, **details}
+    if result.evaluator_version:  # which code gave the score: a re-score with newer code replaces it
+        log_["metric_version"] = result.evaluator_version
     return EvaluationRow(
         trace_id=trace_id, run_span_id=run_span_id, metric=result.metric, score=result.score,
         threshold=result.threshold, success=result.success, reason=result.reason or (result.error or ""),
@@ -79,6 +85,32 @@ def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:
 def external_rows(logs: Sequence[LogRecord], now_ns: int) -> list[EvaluationRow]:
     """Rows for the evaluation results that arrived as log records (with a trace id: they belong to a run)."""
     return [external_row(ev, now_ns) for ev in external_evaluations((), logs) if ev.trace_id]
+
+
+def judge_row(config: ScoringConfig, run: AgentRun, case: Any, results: Sequence[MetricResult],
+              expectation: Expectation | None, now: int) -> EvaluationRow | None:
+    """The judge's row for a scored run: ``pending`` (the judge worker takes it from the table), ``skipped`` when
+    there is nothing to show the judge, or None when the run is not a candidate (sampling, ``only_when``)."""
+    settings = config.judge
+    if settings is None:
+        return None
+    judge, _why = judge_decision(run, list(results), settings)
+    if not judge:
+        return None  # not a candidate (sampling / only_when): no row, nothing to wait for
+    if not (run.input or "").strip():  # nothing to show the judge what was asked: say so, spend nothing
+        return EvaluationRow(
+            trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
+            reason="not judged: the run has no recorded user input (is message content capture on?)",
+            status="skipped", model=settings.model, created_at_ns=now, evaluator=ToolsErrorMetric.__name__,
+            evaluator_version=ToolsErrorMetric.version,
+        )
+    return EvaluationRow(
+        trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
+        reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
+        details={"test_case": case.to_dict(), "run_start_ns": run.start_time_ns,
+                 "expectation": expectation.source if expectation is not None else None},
+        evaluator=ToolsErrorMetric.__name__, evaluator_version=ToolsErrorMetric.version,
+    )
 
 
 @dataclass
@@ -144,6 +176,7 @@ class ScoringStage:
         forward: Callable[[Sequence[SpanRecord]], None] | None = None,
         wall_clock: Callable[[], int] = time.time_ns,
         forwarded_memory: int = 100_000,
+        queue_judge: bool = True,
     ) -> None:
         self._next = next_stage
         self.config = config
@@ -156,6 +189,8 @@ class ScoringStage:
         self._forwarded: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._forwarded_memory = forwarded_memory
         self._error_logged = False
+        #: whether scored runs are queued for the judge (a re-score of stored runs may keep their verdicts)
+        self._queue_judge = queue_judge
 
     def start(self) -> None:
         self._next.start()
@@ -212,12 +247,17 @@ class ScoringStage:
             if judge_row is not None:
                 rows.append(judge_row)
             span = spans.get(run.span_id)
-            if span is not None and results:
+            # A re-built trace's earlier rows give way to these: scores its span still shows that were not
+            # given again (the run lost its expectation) are removed from it too.
+            cleared: set[str] = set()
+            if span is not None and trace.replace:
+                cleared = (scored_on(span) & _DETERMINISTIC) - {r.metric for r in results}
+            if span is not None and (results or cleared):
                 # First scoring of a trace: the span here is the span as stored, so the whole new value is known
                 # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
                 # since it was read (a judge answer): it gets the delta.
                 updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns,
-                                          *write_back(span, results, now, not trace.replace)))
+                                          *write_back(span, results, now, not trace.replace, sorted(cleared))))
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
                         late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
@@ -236,27 +276,12 @@ class ScoringStage:
 
     def _judge_row(self, run: AgentRun, case: Any, results: list[MetricResult], expectation: Expectation | None,
                    now: int) -> EvaluationRow | None:
-        settings = self.config.judge
-        if settings is None:
+        if not self._queue_judge:
             return None
-        judge, _why = judge_decision(run, results, settings)
-        if not judge:
-            return None  # not a candidate (sampling / only_when): no row, nothing to wait for
-        if not (run.input or "").strip():  # nothing to show the judge what was asked: say so, spend nothing
-            return EvaluationRow(
-                trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
-                reason="not judged: the run has no recorded user input (is message content capture on?)",
-                status="skipped", model=settings.model, created_at_ns=now, evaluator=ToolsErrorMetric.__name__,
-                evaluator_version=ToolsErrorMetric.version,
-            )
-        self.stats.judge_queued += 1
-        return EvaluationRow(
-            trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
-            reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
-            details={"test_case": case.to_dict(), "run_start_ns": run.start_time_ns,
-                     "expectation": expectation.source if expectation is not None else None},
-            evaluator=ToolsErrorMetric.__name__, evaluator_version=ToolsErrorMetric.version,
-        )
+        row = judge_row(self.config, run, case, results, expectation, now)
+        if row is not None and row.status == "pending":
+            self.stats.judge_queued += 1
+        return row
 
     # ---- forwarding held spans ----------------------------------------------------------------------------
 

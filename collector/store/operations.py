@@ -70,6 +70,8 @@ class ReplaceRuns:
         on_applied: Callable[[ReplaceRuns], None] | None = None,
         span_updates: Sequence[SpanUpdate] = (),
         span_values: pa.Table | None = None,
+        keep_metrics: Sequence[str] = (),
+        on_failed: Callable[[Exception], None] | None = None,
     ) -> None:
         self.runs = runs
         self.calls = calls
@@ -79,6 +81,9 @@ class ReplaceRuns:
         self.span_updates = tuple(span_updates)
         #: whole new attributes and events of stored spans (``span_values_table``), set as they are
         self.span_values = span_values
+        #: metrics whose rows of the replaced traces stay (a re-score that does not ask the judge again)
+        self.keep_metrics = tuple(keep_metrics)
+        self.on_failed = on_failed
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         import duckdb
@@ -99,9 +104,11 @@ class ReplaceRuns:
                 # A re-built trace is re-scored: its earlier evaluations give way to the new rows — ours, and
                 # other tools' scores carried on its spans (re-read with them). Scores that came as log records
                 # were stored at ingest and stay.
+                kept = f"AND metric NOT IN ({', '.join('?' for _ in self.keep_metrics)}) " if self.keep_metrics else ""
                 con.execute(
                     f"DELETE FROM {schema.EVALUATIONS} WHERE trace_id IN (SELECT trace_id FROM _replace_ids) "
-                    f"AND (source = '{OWN_SOURCE}' OR details->>'origin' = 'span_event')"
+                    f"AND (source = '{OWN_SOURCE}' OR details->>'origin' = 'span_event') {kept}",
+                    list(self.keep_metrics),
                 )
             finally:
                 with contextlib.suppress(duckdb.Error):
@@ -117,6 +124,11 @@ class ReplaceRuns:
     def committed(self) -> None:
         if self.on_applied is not None:
             self.on_applied(self)
+
+    def failed(self, error: Exception) -> None:
+        """The writer gave up on this operation: nothing of it was written."""
+        if self.on_failed is not None:
+            self.on_failed(error)
 
     @property
     def parts(self) -> tuple[ReplaceRuns, ...]:

@@ -42,10 +42,11 @@ class RunRows:
     span_updates: tuple[SpanUpdate, ...]  # applied as a merge patch (a re-built trace)
     span_values: pa.Table | None = None  # whole new values (``operations.span_values_table``)
 
-    def operation(self, on_applied: Callable[[ReplaceRuns], None] | None = None) -> ReplaceRuns:
-        """The writer's operation that applies these rows in one transaction."""
+    def operation(self, on_applied: Callable[[ReplaceRuns], None] | None = None,
+                  keep_metrics: Sequence[str] = ()) -> ReplaceRuns:
+        """The writer's operation that applies these rows in one transaction (``ReplaceRuns.keep_metrics``)."""
         return ReplaceRuns(self.runs, self.calls, self.replace, self.evaluations, on_applied=on_applied,
-                           span_updates=self.span_updates, span_values=self.span_values)
+                           span_updates=self.span_updates, span_values=self.span_values, keep_metrics=keep_metrics)
 
 
 def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | None:

@@ -73,7 +73,8 @@ class RejectedData(WriterError):
 class Operation(Protocol):
     """A write other than ingest (agent runs, retention); ``apply`` runs inside a transaction.
 
-    An operation may also define ``committed()``, called after its transaction committed.
+    An operation may also define ``committed()``, called after its transaction committed, and ``failed(exc)``,
+    called when it was rolled back and will not be tried again.
     """
 
     name: str
@@ -715,10 +716,16 @@ class StoreWriter:
             con.execute("BEGIN TRANSACTION")
             op.apply(con)
             con.execute("COMMIT")
-        except Exception:
+        except Exception as exc:
             _rollback(con)
             self.stats.operation_failures[op.name] = self.stats.operation_failures.get(op.name, 0) + 1
             log.exception("write operation %s failed", op.name)
+            failed = getattr(op, "failed", None)  # whoever waits for it hears that it will never commit
+            if failed is not None:
+                try:
+                    failed(exc)
+                except Exception:
+                    log.exception("the failed() hook of %s failed", op.name)
             return
         self._applied(op)
 

@@ -1,0 +1,153 @@
+"""Re-score stored runs: ``agentotel-eval rescore [--db PATH] [--since 7d] [--config FILE] [--judge]``.
+
+Every selected run's trace is rebuilt from its stored spans with the current code and scored with the current
+expectations (the config file's ``[[expectations]]`` and dataset, and the runs' own expected-tools attributes):
+the deterministic scores replace the stored ones of the same metric, scores no longer given are removed, and the
+run spans' score attributes follow. The judge's verdicts stay unless ``--judge`` queues the runs for it again.
+Printed: per metric, the runs scored and passed before and after, and how many changed.
+
+When a collector holds the database the work is done inside it (its writer is the file's only writer), with its
+own configuration unless ``--config`` names another; otherwise the file is opened, and scored with ``--config``
+(without it, runs are scored only against the expected tools their spans carry). ``--dry-run`` reports what would
+change and writes nothing.
+
+Exit status: 0 done; 1 the re-score failed; 2 a usage error, an invalid configuration or condition, or a database
+that cannot be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from agentotel_eval.store import DEFAULT_DB_PATH
+
+EXIT_FAILED, EXIT_USAGE = 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "examples:\n"
+        "  agentotel-eval rescore --since 7d --config agentotel.toml --dry-run\n"
+        "  agentotel-eval rescore --since 30d --config agentotel.toml\n"
+        "  agentotel-eval rescore --where \"agent_name = 'planner'\" --judge"
+    )
+    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
+    parser.add_argument("--since", metavar="DURATION", help="only runs started within this span, e.g. 7d or 12h")
+    parser.add_argument("--where", metavar="SQL", help="only runs meeting this condition on agent_runs' columns")
+    parser.add_argument("--config", metavar="FILE", help="score with this config's expectations and settings")
+    parser.add_argument("--judge", action="store_true", help="queue the re-scored runs for the LLM judge again")
+    parser.add_argument("--dry-run", action="store_true", help="report what would change; write nothing")
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _via_collector(base_url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(f"{base_url}/v1/rescore", data=json.dumps(payload).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=3600) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+            return answer
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.loads(exc.read()).get("error") or exc.reason
+        except (ValueError, AttributeError):
+            detail = exc.reason
+        raise _Failure(f"the collector refused the re-score: {detail}",
+                       EXIT_USAGE if exc.code in (400, 409) else EXIT_FAILED) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise _Failure(f"the collector at {base_url} did not answer: {exc}", EXIT_FAILED) from None
+
+
+def _on_file(db: Path, payload: dict[str, Any]) -> dict[str, Any]:
+    from agentotel_eval.store.query import QueryError
+    from agentotel_eval.store.schema import SchemaError
+    from collector.config import ConfigError, default_config, load_config
+    from collector.score.rescore import RescoreError, Rescorer, request_from_payload, sealed_read
+    from collector.store.database import Database
+    from collector.store.reader import TraceReader
+
+    if not db.is_file():
+        raise _Failure(f"no database at {db}", EXIT_USAGE)
+    request, config_path = request_from_payload(payload)
+    try:
+        config = load_config(config_path, default_config()).validate() if config_path else default_config()
+    except ConfigError as exc:
+        raise _Failure(f"invalid configuration {config_path}: {exc}", EXIT_USAGE) from None
+    try:
+        database = Database(db, settings=config.writer.duckdb_settings())
+    except (SchemaError, OSError) as exc:
+        raise _Failure(f"cannot open {db}: {exc}", EXIT_USAGE) from None
+    except Exception as exc:  # DuckDB's own (a lock held by a process that is not a collector of ours)
+        raise _Failure(f"cannot open {db}: {exc}", EXIT_USAGE) from None
+
+    def write(op: Any) -> None:
+        con = database.connection
+        con.execute("BEGIN TRANSACTION")
+        try:
+            op.apply(con)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    try:
+        rescorer = Rescorer(config.scoring_config(), sealed_read(database.cursor), TraceReader(database.cursor),
+                            write, conventions=config.conventions,
+                            config_name=config_path or "no config (expected tools from the runs' spans only)")
+        return rescorer.run(request).to_dict()
+    except (RescoreError, QueryError) as exc:
+        raise _Failure(str(exc), EXIT_USAGE) from None
+    finally:
+        database.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.store.discovery import find_collector
+    from collector.config import ConfigError, default_config, load_config, parse_duration
+    from collector.score.rescore import RescoreError, RescoreSummary, render
+
+    payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
+    try:
+        if args.since:
+            payload["since_ns"] = time.time_ns() - int(parse_duration(args.since, "--since") * 1e9)
+        if args.config:
+            load_config(args.config, default_config()).validate()  # a mistake is told here, not by the server
+            payload["config"] = str(Path(args.config).resolve())
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.where:
+        payload["where"] = args.where
+    db = Path(args.db)
+    collector = find_collector(db)
+    try:
+        if collector is not None:
+            answer = _via_collector(collector.base_url, payload)
+        else:
+            answer = _on_file(db, payload)
+    except _Failure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except RescoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    summary = RescoreSummary.from_dict(answer)
+    if args.format == "json":
+        print(json.dumps(summary.to_dict(), ensure_ascii=False))
+    else:
+        print(render(summary))
+    return 0
