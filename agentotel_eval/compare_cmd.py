@@ -9,7 +9,8 @@ A SPEC selects scored runs from the database, as comma-separated ``key=value`` t
   ``deployment.environment=staging``;
 - ``where=SQL``: a condition on ``agent_runs r``'s columns (the last term: it may hold commas).
 
-Or a SPEC is a file written by ``agentotel-eval eval --format json`` (or JSONL of its cases): its cases' scores.
+Or a SPEC is a file written by ``agentotel-eval eval --format json`` (or JSONL of its cases): its cases' scores;
+or the file ``pytest --agentotel-results`` writes: its assertions' scores, each test standing for its input.
 
 Printed: per agent and metric, the pass rate and mean score of both and the change; per tool, the share of
 runs in which it went missing, extra or out of order in each; the inputs that passed in every baseline run and
@@ -170,6 +171,9 @@ def load_from_file(path: Path) -> list[ScoredRun]:
         cases = [json.loads(line) for line in text.splitlines() if line.strip()]
     except (KeyError, TypeError):
         raise SpecError(f"{path}: not an 'agentotel-eval eval --format json' document") from None
+    if isinstance(cases, list) and cases and all(isinstance(c, dict) and "test" in c and "metric" in c
+                                                  for c in cases):
+        return _assertions(cases)
     rows = []
     for number, case in enumerate(cases, 1):
         if not isinstance(case, dict) or not isinstance(case.get("metrics"), list):
@@ -185,6 +189,17 @@ def load_from_file(path: Path) -> list[ScoredRun]:
             j = [log.get("missing") or [], log.get("extra") or [], log.get("out_of_order") or []]
             rows.append(ScoredRun(agent, str(case.get("input") or ""), str(result["metric"]), result.get("score"),
                                   bool(result.get("success")), ref, _departures(j)))
+    return rows
+
+
+def _assertions(lines: list[dict[str, Any]]) -> list[ScoredRun]:
+    """The lines of ``pytest --agentotel-results``: one assertion each, its test standing for the input (the same
+    test on both sides is the same case)."""
+    rows = []
+    for line in lines:
+        ref = f"{line.get('trace_id')}/{line.get('span_id')}" if line.get("trace_id") else str(line["test"])
+        rows.append(ScoredRun(str(line.get("agent") or "(tests)"), str(line["test"]), str(line["metric"]),
+                              line.get("score"), bool(line.get("success")), ref))
     return rows
 
 

@@ -229,3 +229,38 @@ def test_weather_bot_wrong_expectation(agentotel):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.re_match_lines([r".*tool_correctness_ordering of weather_bot .*: 0\.50 < 1\.00"])
+
+
+def test_two_versions_results_files_gate_on_compare(pytester: pytest.Pytester, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI loop: the same tests on two versions of the agent, their results files compared, the regression
+    gated on."""
+    from tests.ui_data import cli
+
+    pytester.makepyfile(agents=AGENTS, test_versions='''
+import os
+from agents import travel_agent
+
+def test_books_a_hotel(agentotel):
+    with agentotel.capture() as runs:
+        travel_agent(os.environ["PLAN"])
+    agentotel.assert_tool_correctness(runs.one(), ["search_hotels", "book_hotel"], ordering=True)
+
+def test_searches(agentotel):
+    with agentotel.capture() as runs:
+        travel_agent("good")
+    agentotel.assert_tool_correctness(runs.one(), ["search_hotels"])
+''')
+    results = {}
+    for version, plan in (("main", "good"), ("pr", "backwards")):
+        results[version] = tmp_path / f"{version}.jsonl"
+        monkeypatch.setenv("PLAN", plan)
+        pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--agentotel-results={results[version]}")
+    done = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["pr"]),
+               "--fail-on-regression", "0.05")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "regression: travel_agent tool_correctness_ordering pass rate fell 100.0%" in done.stderr
+    assert "passed before, fail now (1):" in done.stdout and "test_books_a_hotel" in done.stdout
+    same = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["main"]),
+               "--fail-on-regression", "0.05")
+    assert same.returncode == 0, same.stdout + same.stderr
