@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.store.discovery import AUTH_TOKEN_ENV
 
 EXIT_CONFIG = 2
 EXIT_START = 1
@@ -34,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retention", metavar="DURATION", help='delete data older than this, e.g. "30d"')
     parser.add_argument("--grace-period", metavar="SECONDS", help="quiet time before a trace is complete (default 2s)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default: info")
+    parser.add_argument("--auth-token", metavar="TOKEN",
+                        help="require 'Authorization: Bearer TOKEN' on every request but /healthz "
+                             f"(default: ${AUTH_TOKEN_ENV}, else [auth] token)")
+    parser.add_argument("--tls-cert", metavar="FILE", help="serve both ports over TLS with this PEM certificate")
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -64,6 +70,13 @@ def build_config(args: argparse.Namespace) -> Any:
         except ForwardConfigError as exc:
             raise ConfigError("--forward", str(exc)) from None
         config = dataclasses.replace(config, forward=forward)
+    token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_TOKEN_ENV)
+    if token is not None:
+        config = dataclasses.replace(config, auth=dataclasses.replace(config.auth, token=token))
+    if args.tls_cert is not None or args.tls_key is not None:
+        tls = dataclasses.replace(config.tls, **{k: v for k, v in (("cert", args.tls_cert), ("key", args.tls_key))
+                                                 if v is not None})
+        config = dataclasses.replace(config, tls=tls)
     if args.grace_period is not None:
         grace = parse_duration(args.grace_period, "--grace-period")
         config = dataclasses.replace(config, assembler=dataclasses.replace(config.assembler, grace_period=grace))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, ConventionError, conventions_from_config
 from agentotel_eval.store import DEFAULT_DB_PATH
 from collector.forward.forwarder import ForwardConfig
@@ -122,6 +123,26 @@ class ReceiverConfig:
     retry_after: float = field(default=1.0, metadata=_DURATION_KIND)
     #: an idle HTTP keep-alive connection is closed after this long
     http_idle_timeout: float = field(default=60.0, metadata=_DURATION_KIND)
+    #: a request must arrive whole (headers and body) within this long of its first byte, or the connection is
+    #: closed: a client sending a byte a second, or less than its Content-Length, cannot hold a thread longer
+    http_read_timeout: float = field(default=30.0, metadata=_DURATION_KIND)
+    #: open HTTP connections at most (each holds a thread); a connection beyond it is answered 503 and closed
+    http_max_connections: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    #: a bearer token every request must carry (``Authorization: Bearer <token>``, gRPC metadata
+    #: ``authorization``), except ``GET /healthz``; empty: no authentication. ``AGENTOTEL_AUTH_TOKEN`` and
+    #: ``--auth-token`` set it too
+    token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    #: PEM certificate (chain) and private key: both listeners serve TLS (gRPC with TLS credentials, HTTPS)
+    cert: str = ""
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +255,10 @@ class CollectorConfig:
     writer: WriterConfig = field(default_factory=WriterConfig)
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    tls: TlsConfig = field(default_factory=TlsConfig)
+    #: ``[limits]``: bounds on one request's attributes, values, nesting, spans (``agentotel_eval.otlp.limits``)
+    limits: Limits = field(default_factory=Limits)
 
     def scoring_config(self) -> ScoringConfig:
         """What the scoring stage and the judge worker need (loads the dataset file)."""
@@ -268,7 +293,7 @@ class CollectorConfig:
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError("log_level", f"expected debug, info, warning or error, got {self.log_level!r}")
         _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout",
-                  "decode_slots")
+                  "decode_slots", "http_read_timeout", "http_max_connections")
         if self.receiver.decode_workers < 0:
             raise ConfigError("receiver.decode_workers", "must not be negative")
         if self.receiver.retry_after < 0:
@@ -296,6 +321,18 @@ class CollectorConfig:
         if self.assembler.read_interval < 0:
             raise ConfigError("assembler.read_interval", "must not be negative")
         _positive(self, "query", "row_limit", "timeout")
+        bad = self.limits.check()
+        if bad:
+            raise ConfigError(f"limits.{bad[0]}", "must be a positive integer")
+        if self.auth.token != self.auth.token.strip() or any(c.isspace() for c in self.auth.token):
+            raise ConfigError("auth.token", "must not contain spaces (it is sent in an HTTP header)")
+        if bool(self.tls.cert) != bool(self.tls.key):
+            raise ConfigError("tls.cert" if not self.tls.cert else "tls.key",
+                              "give both the certificate and its private key (--tls-cert and --tls-key)")
+        for key in ("cert", "key"):
+            path = getattr(self.tls, key)
+            if path and not Path(path).expanduser().is_file():
+                raise ConfigError(f"tls.{key}", f"no such file: {path}")
         return self
 
 

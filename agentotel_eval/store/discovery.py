@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 SUFFIX = ".collector.json"
+#: the collector's bearer token, for the server and for every command that talks to it
+AUTH_TOKEN_ENV = "AGENTOTEL_AUTH_TOKEN"
 
 
 def sidecar_path(db_path: str | Path) -> Path:

@@ -204,3 +204,30 @@ def test_invalid_scoring_sections_name_the_key(tmp_path, toml, key, why):
     with pytest.raises(ConfigError, match=why) as info:
         load_config(path)
     assert info.value.key == key
+
+
+def test_auth_tls_and_limits_settings(tmp_path, monkeypatch):
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("x")
+    key.write_text("y")
+    path = tmp_path / "c.toml"
+    path.write_text(f'[auth]\ntoken = "from-file"\n[tls]\ncert = "{cert}"\nkey = "{key}"\n'
+                    "[limits]\nmax_value_depth = 8\n[receiver]\nhttp_read_timeout = \"5s\"\n")
+    monkeypatch.delenv("AGENTOTEL_AUTH_TOKEN", raising=False)
+    config = serve_cmd.build_config(_args(config=path))
+    assert (config.auth.token, config.tls.cert, config.limits.max_value_depth) == ("from-file", str(cert), 8)
+    assert config.receiver.http_read_timeout == 5.0
+    monkeypatch.setenv("AGENTOTEL_AUTH_TOKEN", "from-env")
+    assert serve_cmd.build_config(_args(config=path)).auth.token == "from-env"
+    assert serve_cmd.build_config(_args(config=path, auth_token="from-flag")).auth.token == "from-flag"
+    with pytest.raises(ConfigError, match=r"tls\.key"):
+        serve_cmd.build_config(_args(tls_cert=cert))
+    with pytest.raises(ConfigError, match="no such file"):
+        serve_cmd.build_config(_args(tls_cert=cert, tls_key=tmp_path / "missing.pem"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[limits]\nmax_spans_per_request = 0\n")
+    with pytest.raises(ConfigError, match=r"limits\.max_spans_per_request"):
+        load_config(bad).validate()
+    bad.write_text("[limits]\nmax_depth = 3\n")
+    with pytest.raises(ConfigError, match=r"limits\.max_depth: .*unknown setting"):
+        load_config(bad)
