@@ -51,10 +51,11 @@ def test_a_run_without_expectation_gets_the_detectors_only():
 def test_a_result_row_stores_the_log_with_the_extra_keys():
     result = ToolCorrectnessMetric().measure(EvalTestCase(input="q", tools_called=["a"], expected_tools=["a", "b"]))
     row = result_row("t" * 32, "s" * 16, result, 5, 0.25, expectation="rule:r")
-    assert row.details == {**result.evaluation_log, "expectation": "rule:r"}
+    expected = {**result.evaluation_log, "expectation": "rule:r", "metric_version": ToolCorrectnessMetric.version}
+    assert row.details == expected
     assert (row.score, row.success, row.reason, row.latency_s) == (0.5, True, result.reason, 0.25)
     stored = evaluations_to_arrow([row]).column("details")[0].as_py()
-    assert stored == to_json({**result.evaluation_log, "expectation": "rule:r"})
+    assert stored == to_json(expected)
 
 
 def test_a_detectors_result_follows_a_threshold_changed_after_construction():
