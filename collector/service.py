@@ -8,6 +8,7 @@ database cleanly. Both are idempotent. Usable in-process (tests, embedding) or t
 from __future__ import annotations
 
 import functools
+import ipaddress
 import logging
 import os
 import threading
@@ -31,7 +32,7 @@ from collector.forward.forwarder import Forwarder
 from collector.process.supervisor import Supervisor
 from collector.process.tuning import TUNED, Tuning
 from collector.receive.grpc import GrpcReceiver
-from collector.receive.http import HttpApp, HttpReceiver
+from collector.receive.http import Authenticator, HttpApp, HttpReceiver, server_tls_context
 from collector.receive.ingest import Ingestor
 from collector.score.judge_worker import JudgeWorker
 from collector.score.stage import external_rows, is_held_span
@@ -44,6 +45,17 @@ from collector.telemetry import prometheus
 from collector.ui.routes import UiRoutes
 
 log = logging.getLogger("agentotel.collector")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listener on ``host`` is reachable only from this machine (a wildcard bind is not)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost, or "" (every interface)
+
 
 class Collector:
     """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage. It never
@@ -90,6 +102,8 @@ class Collector:
         self.http: HttpReceiver
         self.ui: UiRoutes
         self.grpc: GrpcReceiver
+        #: the bearer token check (``[auth] token``); None: no authentication
+        self.auth = Authenticator(config.auth.token) if config.auth.token else None
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
 
@@ -145,14 +159,14 @@ class Collector:
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
-                    tuning=self.tuning, conventions=cfg.conventions,
+                    tuning=self.tuning, conventions=cfg.conventions, limits=cfg.limits,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout
                 decoder = lambda signal, encoding, body: pool.decode(signal, encoding, body, timeout)  # noqa: E731
             else:
                 decoder = functools.partial(decode_request, keep_spans=forwarding,
-                                            conventions=BUILTIN.plus(cfg.conventions))
+                                            conventions=BUILTIN.plus(cfg.conventions), limits=cfg.limits)
             self.ingestor = Ingestor(
                 self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
                 backlog=lambda: self.writer.pending_operation_rows,
@@ -165,6 +179,7 @@ class Collector:
             if self.judge is not None:
                 self.judge.start()
             http_host, http_port = cfg.http_address
+            cert, key = self.tls_files
             self.ui = UiRoutes(self.read)
             self.http = HttpReceiver(
                 http_host,
@@ -178,12 +193,18 @@ class Collector:
                     health=self.health,
                     metrics=self.metrics_text,
                     idle_timeout=cfg.receiver.http_idle_timeout,
+                    read_timeout=cfg.receiver.http_read_timeout,
+                    max_connections=cfg.receiver.http_max_connections,
+                    auth=self.auth,
+                    tls=server_tls_context(cert, key) if cert else None,
                 ),
             )
             grpc_host, grpc_port = cfg.grpc_address
             self.grpc = GrpcReceiver(
                 grpc_host, grpc_port, self.ingestor, workers=cfg.receiver.grpc_workers,
-                max_request_size=cfg.receiver.max_request_size,
+                max_request_size=cfg.receiver.max_request_size, auth=self.auth,
+                tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
+                idle_timeout=cfg.receiver.http_idle_timeout, handshake_timeout=cfg.receiver.http_read_timeout,
             )
             self.http.start()
             self.grpc.start()
@@ -191,6 +212,7 @@ class Collector:
             self._close_partial()
             raise
         self._started_at = time.monotonic()
+        self._warn_if_exposed()
         discovery.write_sidecar(
             self.db_path,
             discovery.CollectorInfo(
@@ -200,6 +222,8 @@ class Collector:
                 token=self._token,
                 grpc=discovery.client_address(*self.grpc.address),
                 started_at=datetime.now(UTC).isoformat(),
+                scheme="https" if cert else "http",
+                cert=cert,
             ),
         )
         self._housekeeping = threading.Thread(target=self._housekeep, name="agentotel-housekeeping", daemon=True)
@@ -207,6 +231,33 @@ class Collector:
         with self._lock:
             self._state = "running"
         return self
+
+    @property
+    def tls_files(self) -> tuple[str, str]:
+        """The TLS certificate and key, as absolute paths; empty without TLS."""
+        tls = self.config.tls
+        if not tls.cert:
+            return "", ""
+        return str(Path(tls.cert).expanduser().resolve()), str(Path(tls.key).expanduser().resolve())
+
+    def _warn_if_exposed(self) -> None:
+        """A listener other machines can reach, with no token, hands every stored prompt and tool result to them."""
+        http_host, grpc_host = self.config.http_address[0], self.config.grpc_address[0]
+        http_where = f"{http_host or '*'}:{self.http.address[1]}"
+        grpc_where = f"{grpc_host or '*'}:{self.grpc.address[1]}"
+        if self.auth is None:
+            if not is_loopback(http_host):
+                log.warning("no auth token: anyone who can reach %s can write spans and read every stored prompt, "
+                            "tool argument and result through /v1/query and the web UI; set --auth-token or "
+                            "AGENTOTEL_AUTH_TOKEN", http_where)
+            if not is_loopback(grpc_host):
+                log.warning("no auth token: anyone who can reach %s (OTLP/gRPC) can write spans into %s; set "
+                            "--auth-token or AGENTOTEL_AUTH_TOKEN", grpc_where, self.db_path)
+        elif not self.config.tls.cert and not (is_loopback(http_host) and is_loopback(grpc_host)):
+            log.warning("the auth token is sent in clear text to %s: anyone on the network path can read it; "
+                        "serve TLS with --tls-cert and --tls-key",
+                        " and ".join(w for h, w in ((http_host, http_where), (grpc_host, grpc_where))
+                                     if not is_loopback(h)))
 
     def _close_partial(self) -> None:
         for name in ("grpc", "http", "ui"):
@@ -341,7 +392,8 @@ class Collector:
 
     @property
     def http_endpoint(self) -> str:
-        return f"http://{discovery.client_address(*self.http.address)}"
+        scheme = "https" if self.config.tls.cert else "http"
+        return f"{scheme}://{discovery.client_address(*self.http.address)}"
 
     # ---- queries, health, metrics ---------------------------------------------------------------------------
 

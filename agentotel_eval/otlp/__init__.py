@@ -2,6 +2,7 @@
 
 from agentotel_eval.otlp.decode import (
     DecodeError,
+    LimitExceeded,
     decode,
     decode_logs_json,
     decode_logs_protobuf,
@@ -15,6 +16,7 @@ from agentotel_eval.otlp.records import Decoded, LogRecord, SpanEvent, SpanLink,
 __all__ = [
     "DecodeError",
     "Decoded",
+    "LimitExceeded",
     "LogRecord",
     "SpanEvent",
     "SpanLink",

@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError as _PbDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from agentotel_eval.otlp.limits import DEFAULT_LIMITS, TOO_DEEP_MARKER, TRUNCATED_MARKER, Limits
 from agentotel_eval.otlp.records import Decoded, LogRecord, SpanEvent, SpanLink, SpanRecord
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -29,6 +30,54 @@ _MAX_REJECT_REASONS = 3
 
 class DecodeError(ValueError):
     """The body is not a valid OTLP request in the declared encoding (a permanent error: HTTP 400)."""
+
+
+class LimitExceeded(DecodeError):
+    """The request is valid but over a hard limit (``Limits``); the message names the limit."""
+
+
+class _Budget:
+    """One request's limits, and what they cut (``Decoded.limited``)."""
+
+    __slots__ = ("cut", "limits", "max_depth", "max_len")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.max_len = limits.max_attribute_value_length
+        self.max_depth = limits.max_value_depth
+        self.cut: dict[str, int] = {}
+
+    def count(self, kind: str, n: int = 1) -> None:
+        self.cut[kind] = self.cut.get(kind, 0) + n
+
+    def text(self, value: str) -> str:
+        """A string within the length limit: cut, with a marker saying how long it was."""
+        if len(value) <= self.max_len:
+            return value
+        self.count("values_truncated")
+        return value[: self.max_len] + TRUNCATED_MARKER.format(length=len(value))
+
+    def raw(self, value: bytes) -> bytes:
+        if len(value) <= self.max_len:
+            return value
+        self.count("values_truncated")
+        return value[: self.max_len]
+
+    def too_deep(self) -> str:
+        self.count("values_too_deep")
+        return TOO_DEEP_MARKER.format(depth=self.max_depth)
+
+    def first(self, items: Any, limit: int, kind: str) -> Any:
+        """The first ``limit`` items; those after are counted as dropped."""
+        if len(items) <= limit:
+            return items
+        self.count(kind, len(items) - limit)
+        return items[:limit]
+
+    def check_count(self, count: int, limit: int, what: str, key: str) -> None:
+        if count > limit:
+            raise LimitExceeded(f"the request holds {count:,} {what}, more than limits.{key} ({limit:,}); "
+                                "send smaller batches or raise the limit")
 
 
 class _Rejects:
@@ -55,10 +104,11 @@ class _Rejects:
 # protobuf
 
 
-def _pb_value(v: Any) -> Any:
+def _pb_value(v: Any, b: _Budget, depth: int = 0) -> Any:
     which = v.WhichOneof("value")
     if which == "string_value":
-        return v.string_value
+        text = v.string_value
+        return text if len(text) <= b.max_len else b.text(text)
     if which == "int_value":
         return v.int_value
     if which == "bool_value":
@@ -66,18 +116,24 @@ def _pb_value(v: Any) -> Any:
     if which == "double_value":
         return v.double_value
     if which == "array_value":
-        return [_pb_value(x) for x in v.array_value.values]
+        if depth >= b.max_depth:
+            return b.too_deep()
+        return [_pb_value(x, b, depth + 1) for x in v.array_value.values]
     if which == "kvlist_value":
-        return {kv.key: _pb_value(kv.value) for kv in v.kvlist_value.values}
+        if depth >= b.max_depth:
+            return b.too_deep()
+        return {kv.key: _pb_value(kv.value, b, depth + 1) for kv in v.kvlist_value.values}
     if which == "bytes_value":
-        return v.bytes_value
+        return b.raw(v.bytes_value)
     return None
 
 
-def _pb_attrs(kvs: Any) -> dict[str, Any]:
+def _pb_attrs(kvs: Any, b: _Budget, limit: int) -> dict[str, Any]:
     # Keys are interned: the same few dozen names repeat on every span, and a collector buffering thousands of
     # spans would otherwise hold a copy of each per span (about a third of a decoded span's memory).
-    return {intern(kv.key): _pb_value(kv.value) for kv in kvs}
+    if len(kvs) > limit:
+        kvs = b.first(kvs, limit, "attributes_dropped")
+    return {intern(kv.key): _pb_value(kv.value, b) for kv in kvs}
 
 
 def _event_times_fit(events: tuple[SpanEvent, ...]) -> bool:
@@ -97,22 +153,28 @@ def _check_ids(trace_id: str | None, span_id: str | None, rejects: _Rejects, raw
     return True
 
 
-def decode_traces_protobuf(body: bytes) -> Decoded:
+def decode_traces_protobuf(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Decoded:
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except (_PbDecodeError, ValueError) as exc:
         raise DecodeError(f"body is not an ExportTraceServiceRequest protobuf: {exc}") from None
-    return traces_from_message(request)
+    return traces_from_message(request, limits)
 
 
-def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
+def traces_from_message(request: ExportTraceServiceRequest, limits: Limits = DEFAULT_LIMITS) -> Decoded:
     """Records from an already-parsed request (the gRPC receiver gets one from grpc)."""
     spans: list[SpanRecord] = []
     rejects = _Rejects()
+    b = _Budget(limits)
+    b.check_count(sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans),
+                  limits.max_spans_per_request, "spans", "max_spans_per_request")
+    span_attrs, max_events, max_links = limits.max_attributes_per_span, limits.max_events_per_span, \
+        limits.max_links_per_span
+    max_len = b.max_len
     append = spans.append
     for rs in request.resource_spans:
-        resource = _pb_attrs(rs.resource.attributes)
+        resource = _pb_attrs(rs.resource.attributes, b, limits.max_attributes_per_resource)
         for ss in rs.scope_spans:
             scope_name = ss.scope.name
             scope_version = ss.scope.version
@@ -129,10 +191,12 @@ def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
                         rejects.add(f"invalid parent span id {parent!r} on span {span_id}")
                         continue
                 events = tuple(
-                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes)) for e in s.events
+                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, b, span_attrs))
+                    for e in b.first(s.events, max_events, "events_dropped")
                 ) if s.events else ()
                 links = tuple(
-                    SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _pb_attrs(lk.attributes)) for lk in s.links
+                    SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _pb_attrs(lk.attributes, b, span_attrs))
+                    for lk in b.first(s.links, max_links, "links_dropped")
                 ) if s.links else ()
                 start, end = s.start_time_unix_nano, s.end_time_unix_nano
                 if start > _INT64_MAX or end > _INT64_MAX or (events and not _event_times_fit(events)):
@@ -144,13 +208,13 @@ def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
                         trace_id,
                         span_id,
                         parent,
-                        s.name,
+                        name if len(name := s.name) <= max_len else b.text(name),
                         s.kind,
                         start,
                         end,
                         status.code,
-                        status.message,
-                        _pb_attrs(s.attributes),
+                        message if len(message := status.message) <= max_len else b.text(message),
+                        _pb_attrs(s.attributes, b, span_attrs),
                         events,
                         links,
                         resource,
@@ -160,23 +224,26 @@ def traces_from_message(request: ExportTraceServiceRequest) -> Decoded:
                         s.flags,
                     )
                 )
-    return Decoded(spans, rejects.count, rejects.message("spans"))
+    return Decoded(spans, rejects.count, rejects.message("spans"), b.cut)
 
 
-def decode_logs_protobuf(body: bytes) -> Decoded:
+def decode_logs_protobuf(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Decoded:
     request = ExportLogsServiceRequest()
     try:
         request.ParseFromString(body)
     except (_PbDecodeError, ValueError) as exc:
         raise DecodeError(f"body is not an ExportLogsServiceRequest protobuf: {exc}") from None
-    return logs_from_message(request)
+    return logs_from_message(request, limits)
 
 
-def logs_from_message(request: ExportLogsServiceRequest) -> Decoded:
+def logs_from_message(request: ExportLogsServiceRequest, limits: Limits = DEFAULT_LIMITS) -> Decoded:
     logs: list[LogRecord] = []
     rejects = _Rejects()
+    b = _Budget(limits)
+    b.check_count(sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs),
+                  limits.max_log_records_per_request, "log records", "max_log_records_per_request")
     for rl in request.resource_logs:
-        resource = _pb_attrs(rl.resource.attributes)
+        resource = _pb_attrs(rl.resource.attributes, b, limits.max_attributes_per_resource)
         for sl in rl.scope_logs:
             scope_name = sl.scope.name
             scope_version = sl.scope.version
@@ -196,7 +263,7 @@ def logs_from_message(request: ExportLogsServiceRequest) -> Decoded:
                 if r.time_unix_nano > _INT64_MAX or r.observed_time_unix_nano > _INT64_MAX:
                     rejects.add("a log record's time is beyond int64 nanoseconds (the year 2262)")
                     continue
-                attributes = _pb_attrs(r.attributes)
+                attributes = _pb_attrs(r.attributes, b, limits.max_attributes_per_span)
                 event_name = getattr(r, "event_name", "") or attributes.get("event.name", "") or ""
                 logs.append(
                     LogRecord(
@@ -207,7 +274,7 @@ def logs_from_message(request: ExportLogsServiceRequest) -> Decoded:
                         r.severity_number,
                         r.severity_text,
                         str(event_name),
-                        _pb_value(r.body) if r.HasField("body") else None,
+                        _pb_value(r.body, b) if r.HasField("body") else None,
                         attributes,
                         resource,
                         scope_name,
@@ -215,7 +282,7 @@ def logs_from_message(request: ExportLogsServiceRequest) -> Decoded:
                         r.flags,
                     )
                 )
-    return Decoded(logs, rejects.count, rejects.message("log records"))
+    return Decoded(logs, rejects.count, rejects.message("log records"), b.cut)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -263,12 +330,12 @@ def _json_enum(value: Any, names: Mapping[str, int], what: str) -> int:
     return _json_int(value, what)
 
 
-def _json_value(v: Any) -> Any:
+def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
     if not isinstance(v, Mapping):
         raise DecodeError(f"attribute value must be an AnyValue object, got {v!r}")
     for key, value in v.items():
         if key in ("stringValue", "string_value"):
-            return value
+            return value if not isinstance(value, str) or len(value) <= b.max_len else b.text(value)
         if key in ("intValue", "int_value"):
             number = _json_int(value, "intValue")
             if not _INT64_MIN <= number <= _INT64_MAX:  # AnyValue.int_value is an int64, as in protobuf
@@ -282,25 +349,29 @@ def _json_value(v: Any) -> Any:
             except (TypeError, ValueError):
                 raise DecodeError(f"doubleValue must be a number, got {value!r}") from None
         if key in ("arrayValue", "array_value"):
-            return [_json_value(x) for x in _get(value, "values", default=[])]
+            if depth >= b.max_depth:
+                return b.too_deep()
+            return [_json_value(x, b, depth + 1) for x in _get(value, "values", default=[])]
         if key in ("kvlistValue", "kvlist_value"):
-            return _json_attrs(_get(value, "values", default=[]))
+            if depth >= b.max_depth:
+                return b.too_deep()
+            return _json_attrs(_get(value, "values", default=[]), b, 2**62, depth + 1)
         if key in ("bytesValue", "bytes_value"):
             try:
-                return base64.b64decode(value, validate=True)
+                return b.raw(base64.b64decode(value, validate=True))
             except (binascii.Error, ValueError, TypeError):
                 raise DecodeError(f"bytesValue is not base64: {value!r}") from None
     return None
 
 
-def _json_attrs(kvs: Any) -> dict[str, Any]:
+def _json_attrs(kvs: Any, b: _Budget, limit: int, depth: int = 0) -> dict[str, Any]:
     if not isinstance(kvs, list):
         raise DecodeError(f"attributes must be a list of key/value objects, got {type(kvs).__name__}")
     out: dict[str, Any] = {}
-    for kv in kvs:
+    for kv in b.first(kvs, limit, "attributes_dropped"):
         if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
-            raise DecodeError(f"attribute must be an object with a string 'key', got {kv!r}")
-        out[intern(kv["key"])] = _json_value(kv.get("value", {}))
+            raise DecodeError(f"attribute must be an object with a string 'key', got {str(kv)[:200]}")
+        out[intern(kv["key"])] = _json_value(kv.get("value", {}), b, depth)
     return out
 
 
@@ -325,6 +396,8 @@ def _parse_json(body: bytes | str, top_key: str, top_snake: str) -> list[Any]:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DecodeError(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise DecodeError("body is not valid JSON: nested too deeply") from None
     if not isinstance(data, Mapping):
         raise DecodeError("OTLP/JSON body must be an object")
     items = _get(data, top_key, top_snake, default=[])
@@ -334,12 +407,13 @@ def _parse_json(body: bytes | str, top_key: str, top_snake: str) -> list[Any]:
 
 
 def _each_scope(
-    items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str,
+    items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str, b: _Budget,
 ) -> Iterator[tuple[dict[str, Any], str, str, list[Any]]]:
     for rs in items:
         if not isinstance(rs, Mapping):
             raise DecodeError("resource entries must be objects")
-        resource = _json_attrs(_get(_get(rs, "resource", default={}), "attributes", default=[]))
+        resource = _json_attrs(_get(_get(rs, "resource", default={}), "attributes", default=[]), b,
+                               b.limits.max_attributes_per_resource)
         for ss in _get(rs, scope_key, scope_snake, default=[]):
             scope = _get(ss, "scope", default={})
             records = _get(ss, records_key, records_snake, default=[])
@@ -348,13 +422,23 @@ def _each_scope(
             yield resource, str(scope.get("name") or ""), str(scope.get("version") or ""), records
 
 
-def decode_traces_json(body: bytes | str) -> Decoded:
+def _json_count(items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str) -> int:
+    return sum(len(records) for rs in items if isinstance(rs, Mapping)
+               for ss in _get(rs, scope_key, scope_snake, default=[]) if isinstance(ss, Mapping)
+               if isinstance(records := _get(ss, records_key, records_snake, default=[]), list))
+
+
+def decode_traces_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Decoded:
     items = _parse_json(body, "resourceSpans", "resource_spans")
     spans: list[SpanRecord] = []
     rejects = _Rejects()
+    b = _Budget(limits)
+    span_attrs = limits.max_attributes_per_span
     try:
+        b.check_count(_json_count(items, "scopeSpans", "scope_spans", "spans", "spans"),
+                      limits.max_spans_per_request, "spans", "max_spans_per_request")
         for resource, scope_name, scope_version, records in _each_scope(
-            items, "scopeSpans", "scope_spans", "spans", "spans"
+            items, "scopeSpans", "scope_spans", "spans", "spans", b
         ):
             for s in records:
                 if not isinstance(s, Mapping):
@@ -376,29 +460,29 @@ def decode_traces_json(body: bytes | str) -> Decoded:
                     SpanEvent(
                         str(e.get("name", "")),
                         _json_int(_get(e, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
-                        _json_attrs(_get(e, "attributes", default=[])),
+                        _json_attrs(_get(e, "attributes", default=[]), b, span_attrs),
                     )
-                    for e in _get(s, "events", default=[])
+                    for e in b.first(_get(s, "events", default=[]), limits.max_events_per_span, "events_dropped")
                 )
                 links = tuple(
                     SpanLink(
                         _json_id(_get(lk, "traceId", "trace_id"), 16) or "",
                         _json_id(_get(lk, "spanId", "span_id"), 8) or "",
-                        _json_attrs(_get(lk, "attributes", default=[])),
+                        _json_attrs(_get(lk, "attributes", default=[]), b, span_attrs),
                     )
-                    for lk in _get(s, "links", default=[])
+                    for lk in b.first(_get(s, "links", default=[]), limits.max_links_per_span, "links_dropped")
                 )
                 record = SpanRecord(
                     trace_id,
                     span_id,
                     parent,
-                    str(s.get("name", "")),
+                    b.text(str(s.get("name", ""))),
                     _json_enum(s.get("kind", 0), _SPAN_KIND_NAMES, "kind"),
                     _json_int(_get(s, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano"),
                     _json_int(_get(s, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
                     _json_enum(status.get("code", 0), _STATUS_NAMES, "status.code"),
-                    str(status.get("message", "") or ""),
-                    _json_attrs(_get(s, "attributes", default=[])),
+                    b.text(str(status.get("message", "") or "")),
+                    _json_attrs(_get(s, "attributes", default=[]), b, span_attrs),
                     events,
                     links,
                     resource,
@@ -414,16 +498,19 @@ def decode_traces_json(body: bytes | str) -> Decoded:
                 spans.append(record)
     except (AttributeError, TypeError) as exc:
         raise DecodeError(f"malformed OTLP/JSON trace request: {exc}") from None
-    return Decoded(spans, rejects.count, rejects.message("spans"))
+    return Decoded(spans, rejects.count, rejects.message("spans"), b.cut)
 
 
-def decode_logs_json(body: bytes | str) -> Decoded:
+def decode_logs_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Decoded:
     items = _parse_json(body, "resourceLogs", "resource_logs")
     logs: list[LogRecord] = []
     rejects = _Rejects()
+    b = _Budget(limits)
     try:
+        b.check_count(_json_count(items, "scopeLogs", "scope_logs", "logRecords", "log_records"),
+                      limits.max_log_records_per_request, "log records", "max_log_records_per_request")
         for resource, scope_name, scope_version, records in _each_scope(
-            items, "scopeLogs", "scope_logs", "logRecords", "log_records"
+            items, "scopeLogs", "scope_logs", "logRecords", "log_records", b
         ):
             for r in records:
                 if not isinstance(r, Mapping):
@@ -437,7 +524,7 @@ def decode_logs_json(body: bytes | str) -> Decoded:
                     trace_id = None
                 if span_id == _ZERO_SPAN:
                     span_id = None
-                attributes = _json_attrs(_get(r, "attributes", default=[]))
+                attributes = _json_attrs(_get(r, "attributes", default=[]), b, limits.max_attributes_per_span)
                 body_value = _get(r, "body")
                 record = LogRecord(
                     _json_int(_get(r, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
@@ -447,7 +534,7 @@ def decode_logs_json(body: bytes | str) -> Decoded:
                     _json_enum(_get(r, "severityNumber", "severity_number", 0), _SEVERITY_NAMES, "severityNumber"),
                     str(_get(r, "severityText", "severity_text", "")),
                     str(_get(r, "eventName", "event_name", "") or attributes.get("event.name", "") or ""),
-                    _json_value(body_value) if body_value is not None else None,
+                    _json_value(body_value, b) if body_value is not None else None,
                     attributes,
                     resource,
                     scope_name,
@@ -462,12 +549,12 @@ def decode_logs_json(body: bytes | str) -> Decoded:
                 logs.append(record)
     except (AttributeError, TypeError) as exc:
         raise DecodeError(f"malformed OTLP/JSON logs request: {exc}") from None
-    return Decoded(logs, rejects.count, rejects.message("log records"))
+    return Decoded(logs, rejects.count, rejects.message("log records"), b.cut)
 
 
 # --------------------------------------------------------------------------------------------------------------
 
-DECODERS: dict[tuple[str, str], Callable[[bytes], Decoded]] = {
+DECODERS: dict[tuple[str, str], Callable[[bytes, Limits], Decoded]] = {
     ("traces", "protobuf"): decode_traces_protobuf,
     ("traces", "json"): decode_traces_json,
     ("logs", "protobuf"): decode_logs_protobuf,
@@ -475,10 +562,11 @@ DECODERS: dict[tuple[str, str], Callable[[bytes], Decoded]] = {
 }
 
 
-def decode(signal: str, encoding: str, body: bytes) -> Decoded:
-    """Decode an export request body: ``signal`` is traces|logs, ``encoding`` protobuf|json."""
+def decode(signal: str, encoding: str, body: bytes, limits: Limits = DEFAULT_LIMITS) -> Decoded:
+    """Decode an export request body: ``signal`` is traces|logs, ``encoding`` protobuf|json; ``limits`` bound what
+    it may hold (``LimitExceeded``, a ``DecodeError``, when a hard one is passed)."""
     try:
         decoder = DECODERS[(signal, encoding)]
     except KeyError:
         raise ValueError(f"no decoder for signal={signal!r} encoding={encoding!r}") from None
-    return decoder(body)
+    return decoder(body, limits)

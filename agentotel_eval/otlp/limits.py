@@ -20,9 +20,10 @@ TOO_DEEP_MARKER = "[value nested deeper than {depth} levels]"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    #: attributes kept on a span (and on each of its events and links); the rest are dropped and counted
+    #: attributes kept on a span (and on each of its events and links, and on a log record); the rest are
+    #: dropped and counted
     max_attributes_per_span: int = 128
-    #: attributes kept on a resource (and on a log record)
+    #: attributes kept on a resource
     max_attributes_per_resource: int = 128
     #: characters of one string value (bytes of a bytes value) kept; the rest is cut and marked
     max_attribute_value_length: int = 262_144

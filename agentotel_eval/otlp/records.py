@@ -112,3 +112,6 @@ class Decoded:
     records: list[Any]
     rejected: int = 0
     message: str = ""
+    #: what the limits cut, by kind (``otlp.limits``): attributes, events and links dropped, values truncated
+    #: or too deep; empty when nothing was
+    limited: dict[str, int] = field(default_factory=dict)

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp import decode
+from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN, Conventions
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 from collector.assemble.marks import log_marks, span_marks
@@ -33,6 +34,8 @@ class IngestBatch:
     rejected: int = 0
     message: str = ""
     records: list[Any] | None = None
+    #: what the limits cut from the request, by kind (``otlp.limits``)
+    limited: dict[str, int] | None = None
 
     @property
     def size(self) -> int:
@@ -40,23 +43,24 @@ class IngestBatch:
 
 
 def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool = False,
-                   conventions: Conventions = BUILTIN) -> IngestBatch:
-    """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all).
+                   conventions: Conventions = BUILTIN, limits: Limits = DEFAULT_LIMITS) -> IngestBatch:
+    """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all, or is over a hard
+    limit).
 
     ``keep_spans`` keeps the span records (the collector forwards them); log records are kept when one of them is
     an evaluation result (stored as an evaluations row too), the rare case."""
-    decoded = decode(signal, encoding, body)
+    decoded = decode(signal, encoding, body, limits)
     records = decoded.records
+    limited = decoded.limited or None
     if not records:
-        return IngestBatch(signal, None, [], decoded.rejected, decoded.message)
+        return IngestBatch(signal, None, [], decoded.rejected, decoded.message, limited=limited)
     if signal == "traces":
         return IngestBatch(signal, spans_to_arrow(records), span_marks(records, conventions), decoded.rejected,
-                           decoded.message,
-                           records if keep_spans else None)
+                           decoded.message, records if keep_spans else None, limited)
     evaluation = sc.EVENT_EVALUATION_RESULT
     keep = keep_spans or any(r.event_name == evaluation for r in records)
     return IngestBatch(signal, logs_to_arrow(records), log_marks(records), decoded.rejected, decoded.message,
-                       records if keep else None)
+                       records if keep else None, limited)
 
 
 _SCHEMAS = {"traces": SPAN_SCHEMA, "logs": LOG_SCHEMA}
@@ -69,7 +73,7 @@ def to_message(request_id: int, batch: IngestBatch) -> tuple[Decoded, list[Any]]
     records = None
     if batch.records is not None:
         records = wire.dumps(batch.records) if batch.signal == "traces" else wire.dumps((), batch.records)
-    message = Decoded(request_id, batch.signal, batch.marks, batch.rejected, batch.message, records)
+    message = Decoded(request_id, batch.signal, batch.marks, batch.rejected, batch.message, records, batch.limited)
     return message, [batch.rows.serialize()] if batch.rows is not None else []
 
 
@@ -81,4 +85,4 @@ def from_message(message: Decoded, frames: list[bytes]) -> IngestBatch:
     if message.records is not None:
         spans, logs = wire.loads(message.records)
         kept = spans if signal == "traces" else logs
-    return IngestBatch(signal, rows, message.marks, message.rejected, message.message, kept)
+    return IngestBatch(signal, rows, message.marks, message.rejected, message.message, kept, message.limited)

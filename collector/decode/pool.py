@@ -23,11 +23,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from agentotel_eval.otlp import DecodeError
+from agentotel_eval.otlp import DecodeError, LimitExceeded
+from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
 from agentotel_eval.reconstruct.declared import Convention
 from collector.decode.batch import IngestBatch, from_message
 from collector.process.channel import Channel
-from collector.process.messages import BAD_REQUEST, ERROR, Decode, Decoded, DecodeFailed, Message, Setup
+from collector.process.messages import (
+    BAD_REQUEST,
+    ERROR,
+    OVER_LIMIT,
+    Decode,
+    Decoded,
+    DecodeFailed,
+    Message,
+    Setup,
+)
 from collector.process.supervisor import HelperUnavailable, RestartPolicy, Supervisor
 from collector.process.tuning import UNTUNED, Tuning
 
@@ -74,13 +84,13 @@ class DecodePool:
 
     def __init__(self, workers: int, *, keep_spans: bool = False, log_level: int = logging.INFO,
                  tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0,
-                 conventions: Sequence[Convention] = ()) -> None:
+                 conventions: Sequence[Convention] = (), limits: Limits = DEFAULT_LIMITS) -> None:
         if workers < 1:
             raise ValueError("a decode pool needs at least one worker")
         self._keep_spans = keep_spans
-        # the user's declared conventions: the workers mark the spans they classify (pickled: the collector's
-        # own config, over the private socket pair to the helper it starts)
-        setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps(tuple(conventions)) if conventions else b"")
+        # the user's declared conventions (the workers mark the spans they classify) and the request limits
+        # (pickled: the collector's own config, over the private socket pair to the helper it starts)
+        setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits)))
         self._workers = [
             _Worker(i, Supervisor(
                 f"decode-{i}", "collector.decode.worker", setup, functools.partial(self._answered, i),
@@ -167,6 +177,8 @@ class DecodePool:
             return from_message(message, frames)
         if kind == BAD_REQUEST:
             raise DecodeError(str(value))
+        if kind == OVER_LIMIT:
+            raise LimitExceeded(str(value))
         if kind == ERROR:
             raise RuntimeError(f"decoding failed: {value}")
         raise DecodeUnavailable(str(value))

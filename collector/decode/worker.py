@@ -18,7 +18,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from agentotel_eval.otlp import DecodeError
+from agentotel_eval.otlp import DecodeError, LimitExceeded
+from agentotel_eval.otlp.limits import DEFAULT_LIMITS
 from agentotel_eval.reconstruct.declared import BUILTIN
 from collector.decode.batch import decode_request, to_message
 from collector.process.channel import Channel, ChannelClosed
@@ -26,6 +27,7 @@ from collector.process.child import helper_main
 from collector.process.messages import (
     BAD_REQUEST,
     ERROR,
+    OVER_LIMIT,
     UNAVAILABLE,
     Decode,
     DecodeFailed,
@@ -41,7 +43,8 @@ log = logging.getLogger("agentotel.decode")
 
 def serve(channel: Channel, setup: Setup) -> None:
     trim = Tuning(*setup.tuning).malloc
-    conventions = BUILTIN.plus(pickle.loads(setup.settings)) if setup.settings else BUILTIN  # the collector's own
+    declared, limits = pickle.loads(setup.settings) if setup.settings else ((), DEFAULT_LIMITS)  # the collector's
+    conventions = BUILTIN.plus(declared)
     channel.send(Ready(os.getpid()))
     trimmed = time.monotonic()
     while True:
@@ -60,9 +63,10 @@ def serve(channel: Channel, setup: Setup) -> None:
         try:
             reply, out = to_message(message.request_id, decode_request(
                 message.signal, message.encoding, frames[0], keep_spans=message.keep_records,
-                conventions=conventions))
+                conventions=conventions, limits=limits))
         except DecodeError as exc:
-            reply = DecodeFailed(message.request_id, BAD_REQUEST, str(exc))
+            reply = DecodeFailed(message.request_id, OVER_LIMIT if isinstance(exc, LimitExceeded) else BAD_REQUEST,
+                                 str(exc))
         except MemoryError:  # the body is fine: a retry, once memory is free again, decodes it
             reply = DecodeFailed(message.request_id, UNAVAILABLE, "out of memory while decoding; try again")
         except Exception as exc:  # a bug: this request fails, the worker goes on

@@ -108,10 +108,12 @@ class Decoded(NamedTuple):
     rejected: int
     message: str
     records: bytes | None
+    limited: dict[str, int] | None = None
 
 
-#: why a decode failed: the body is not a valid request, memory ran out (retry later), or a bug
-BAD_REQUEST, UNAVAILABLE, ERROR = "bad_request", "unavailable", "error"
+#: why a decode failed: the body is not a valid request, it is over a hard limit, memory ran out (retry later), or
+#: a bug
+BAD_REQUEST, OVER_LIMIT, UNAVAILABLE, ERROR = "bad_request", "over_limit", "unavailable", "error"
 
 
 @_message(Kind.DECODE_FAILED)

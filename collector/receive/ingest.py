@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.otlp import DecodeError
+from agentotel_eval.otlp import DecodeError, LimitExceeded
 from collector.decode.batch import IngestBatch, decode_request
 from collector.decode.pool import DecodeUnavailable
 from collector.receive.errors import BadRequest, Overloaded, Unavailable
@@ -44,6 +44,8 @@ class IngestStats:
     received: dict[tuple[str, str], int] = field(default_factory=dict)  # (transport, signal) -> valid records
     rejected: dict[tuple[str, str], int] = field(default_factory=dict)  # invalid records (partial success)
     requests: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (transport, signal, outcome)
+    #: (signal, kind) -> what the request limits cut: attributes, events, links dropped; values cut
+    limited: dict[tuple[str, str], int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count(self, transport: str, signal: str, outcome: str, received: int = 0, rejected: int = 0) -> None:
@@ -55,6 +57,15 @@ class IngestStats:
                 self.rejected[key] = self.rejected.get(key, 0) + rejected
             rkey = (transport, signal, outcome)
             self.requests[rkey] = self.requests.get(rkey, 0) + 1
+
+    def count_limited(self, signal: str, cut: dict[str, int]) -> None:
+        with self._lock:
+            for kind, n in cut.items():
+                self.limited[(signal, kind)] = self.limited.get((signal, kind), 0) + n
+
+    def limited_snapshot(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return dict(self.limited)
 
     def snapshot(self) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int]]:
         with self._lock:
@@ -104,7 +115,7 @@ class Ingestor:
             with self._cpu_slots:
                 batch = self._decode(signal, encoding, body)
         except DecodeError as exc:
-            self.stats.count(transport, signal, "bad_request")
+            self.stats.count(transport, signal, "over_limit" if isinstance(exc, LimitExceeded) else "bad_request")
             raise BadRequest(str(exc)) from None
         except DecodeUnavailable as exc:
             self.stats.count(transport, signal, "unavailable")
@@ -134,6 +145,8 @@ class Ingestor:
     def ingest_batch(self, batch: IngestBatch, transport: str) -> ExportOutcome:
         """Rows of a decoded request -> committed."""
         signal = batch.signal
+        if batch.limited:
+            self.stats.count_limited(signal, batch.limited)
         if batch.rows is None:
             self.stats.count(transport, signal, "partial" if batch.rejected else "ok", 0, batch.rejected)
             return ExportOutcome(signal, 0, batch.rejected, batch.message)

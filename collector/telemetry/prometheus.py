@@ -94,10 +94,17 @@ def render(collector: Collector) -> str:
     out.add("log_records_duplicate_total", "counter", "Re-sent log records already stored.", writer.logs_duplicate)
     out.add(
         "export_requests_total", "counter",
-        "Export requests by transport, signal and outcome (ok, partial, bad_request, too_large, unsupported, "
-        "overloaded, unavailable).",
+        "Export requests by transport, signal and outcome (ok, partial, bad_request, over_limit, too_large, "
+        "unsupported, overloaded, unavailable).",
         [({"transport": t, "signal": s, "outcome": o}, n) for (t, s, o), n in sorted(requests.items())]
         or [({"transport": "grpc", "signal": "traces", "outcome": "ok"}, 0)],
+    )
+    out.add(
+        "limited_total", "counter",
+        "What [limits] cut from accepted requests, by signal and kind: attributes_dropped, events_dropped, "
+        "links_dropped, values_truncated, values_too_deep.",
+        [({"signal": s, "kind": k}, n) for (s, k), n in sorted(collector.ingestor.stats.limited_snapshot().items())]
+        or [({"signal": "traces", "kind": "values_truncated"}, 0)],
     )
     out.add("write_queue_records", "gauge", "Records waiting to be committed.", collector.writer.queued_records)
     out.add("write_queue_capacity_records", "gauge", "Bound of the write queue.", collector.writer.capacity)
