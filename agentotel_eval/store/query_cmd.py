@@ -85,11 +85,13 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
     import duckdb
 
     from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
-    from agentotel_eval.store.schema import open_read_only
+    from agentotel_eval.store.schema import SchemaError, open_read_only
 
     try:
         con = open_read_only(db)
     except FileNotFoundError as exc:
+        raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
+    except SchemaError as exc:  # not a database of ours, or newer than this code: the message says which
         raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
     except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
         if "lock" in str(exc).lower() or isinstance(exc, duckdb.ResourceInUseException):

@@ -2,7 +2,9 @@
 
 Tables change only through ``MIGRATIONS`` (append a step, never edit a released one); views are recreated on every
 writable open, so improving a view needs no migration. ``open_store`` is the one place that opens a database for
-writing, ``open_read_only`` the one place that opens it for reading without a collector.
+writing, ``open_read_only`` the one place that opens it for reading without a collector. Both open only a file
+that is ours (``check_store``): one that is not DuckDB, is damaged, or is another program's DuckDB database is
+refused before anything is written to it or beside it.
 
 Uniqueness of spans on ``(trace_id, span_id)`` is enforced by the writer (an anti-join inside the batch's start-time
 window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, which on random hex ids
@@ -11,6 +13,7 @@ makes appends several times slower, slower still as the table grows (docs/benchm
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -320,19 +323,59 @@ class SchemaError(RuntimeError):
     """The database cannot be used by this version (e.g. its schema is newer than the code)."""
 
 
+class DatabaseRefused(SchemaError):
+    """The file is no database of ours: not DuckDB, unreadable, or another program's. It was left as it was."""
+
+
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """The schema version recorded in the database; 0 for a database without our tables."""
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [SCHEMA_VERSION_TABLE]
-    ).fetchall()[0]
-    if not exists[0]:
+    if not _has_version_table(con):
         return 0
     row = con.execute(f"SELECT max(version) FROM {SCHEMA_VERSION_TABLE}").fetchall()[0]
     return int(row[0]) if row and row[0] is not None else 0
 
 
+def _has_version_table(con: duckdb.DuckDBPyConnection) -> bool:
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [SCHEMA_VERSION_TABLE]
+    ).fetchall()[0]
+    return bool(exists[0])
+
+
+def _objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What the connection's database holds, e.g. ``"orders (table)"``: nothing for a new, empty one."""
+    rows = con.execute(
+        """
+        SELECT 'table', schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()
+        UNION ALL SELECT 'view', schema_name, view_name FROM duckdb_views()
+            WHERE database_name = current_database() AND NOT internal
+        UNION ALL SELECT 'sequence', schema_name, sequence_name FROM duckdb_sequences()
+            WHERE database_name = current_database()
+        UNION ALL SELECT 'macro', schema_name, function_name FROM duckdb_functions()
+            WHERE database_name = current_database() AND NOT internal AND function_type IN ('macro', 'table_macro')
+        UNION ALL SELECT 'type', schema_name, type_name FROM duckdb_types()
+            WHERE database_name = current_database() AND NOT internal
+        UNION ALL SELECT 'schema', schema_name, schema_name FROM duckdb_schemas()
+            WHERE database_name = current_database() AND NOT internal AND schema_name <> 'main'
+        ORDER BY 1, 2, 3
+        """
+    ).fetchall()
+    return [f"{name if schema == 'main' or kind == 'schema' else f'{schema}.{name}'} ({kind})"
+            for kind, schema, name in rows]
+
+
+def _foreign(objects: Sequence[str]) -> str:
+    shown = ", ".join(objects[:5]) + (f" and {len(objects) - 5} more" if len(objects) > 5 else "")
+    return (f"it is another program's DuckDB database (it holds {shown} and no agentotel-eval {SCHEMA_VERSION_TABLE} "
+            "table); use another --db")
+
+
 def migrate(con: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
-    """Apply every migration newer than the database, each in its own transaction; returns the versions applied."""
+    """Apply every migration newer than the database, each in its own transaction; returns the versions applied.
+    Refuses (``DatabaseRefused``) a database that holds other objects and no ``schema_version`` table: creating
+    our tables in it would change another program's database."""
+    if not _has_version_table(con) and (others := _objects(con)):
+        raise DatabaseRefused(f"the database is not an agentotel-eval database: {_foreign(others)}")
     con.execute(
         f"CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} "
         "(version INTEGER NOT NULL, description VARCHAR, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
@@ -392,9 +435,12 @@ CATALOG = "agentotel"
 
 def open_store(
     path: str | Path, *, settings: Mapping[str, DuckDBSetting] | None = None,
-    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE, check: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
+
+    An existing file is first looked at read-only (``check_store``, skipped with ``check=False`` by a caller that
+    just did): one that is no database of ours, or of a newer schema, is refused without a byte of it changed.
 
     The file is attached with ``ROW_GROUP_SIZE row_group_size`` (0: DuckDB's default, 122,880 rows; the writer's
     setting says why it is the default). The size is not stored in the file: read-only opens and older collectors
@@ -409,6 +455,8 @@ def open_store(
     if str(path) == ":memory:":
         con = duckdb.connect(":memory:", config=_sealed_config(settings))
     else:
+        if check:
+            check_store(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         con = _attach(path, settings, row_group_size)
     try:
@@ -448,11 +496,13 @@ def _attach(path: Path, settings: Mapping[str, DuckDBSetting] | None, row_group_
         con.execute(f"USE {CATALOG}")
         con.execute("DETACH memory")
         con.execute("SET enable_external_access = false")
-    except (duckdb.IOException, duckdb.ResourceInUseException) as exc:  # held by another process, or by this one
+    except duckdb.Error as exc:
         con.close()
-        if read_only:
+        if not read_only:  # held by another process or by this one, or a directory it may not write in
+            raise SchemaError(f"cannot open {path} for writing: {_one_line(exc)}") from None
+        if _held_elsewhere(exc):
             raise
-        raise SchemaError(f"cannot open {path} for writing: {exc}") from None
+        raise DatabaseRefused(_unreadable(path, exc)) from None
     except BaseException:
         con.close()
         raise
@@ -520,7 +570,9 @@ def _writer_holds(path: Path) -> bool:
 
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing database read-only and sealed (no file, network or extension access). Raises
-    ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does."""
+    ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does,
+    ``DatabaseRefused`` for a file that is no database of ours, ``SchemaError`` for one of a newer schema or
+    without our tables yet."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")
@@ -530,8 +582,183 @@ def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
         raise duckdb.IOException(f'Could not set lock on file "{path}": a collector holds it for writing '
                                  f"({writer_lock_path(path)} is locked)")
     con = _attach(path, None, 0, read_only=True)
-    _seal(con)
+    try:
+        if not _check_ours(con, path):
+            raise SchemaError(f"{path} has no agentotel-eval tables yet (it is an empty DuckDB database): start a "
+                              f"collector on it once (agentotel-eval serve --db {path})")
+        _seal(con)
+    except BaseException:
+        con.close()
+        raise
     return con
+
+
+def check_store(path: str | Path) -> None:
+    """Refuse a file at ``path`` that ``open_store`` must not open for writing: ``DatabaseRefused`` when it is
+    not a DuckDB database, cannot be read, or is another program's; ``SchemaError`` when its schema is newer than
+    the code or another process holds it. A missing file, an empty DuckDB database and one of ours (of this
+    version or an older one, which the open migrates) pass.
+
+    The file is only attached read-only, so a refused one is left byte for byte as it was, with nothing written
+    beside it (the caller takes the writer's lock file after this)."""
+    import duckdb
+
+    path = Path(path)
+    if str(path) == ":memory:" or not path.exists():
+        return
+    if _writer_holds(path):
+        raise SchemaError(f"cannot open {path} for writing: another collector has it open "
+                          f"(it holds {writer_lock_path(path)})")
+    try:
+        con = _attach(path, None, 0, read_only=True)
+    except duckdb.Error as exc:  # held by another process, or by this one
+        raise SchemaError(f"cannot open {path} for writing: {_one_line(exc)}") from None
+    try:
+        _check_ours(con, path)
+    finally:
+        con.close()
+
+
+def _check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """The schema version of the attached database once it is known to be ours (0: a new, empty database).
+
+    Ours: a ``schema_version`` table with our columns whose version 1 row has our first migration's description,
+    and our tables with at least the columns (names and types) our migrations give them at its version."""
+    import duckdb
+
+    try:
+        kind = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+        if kind and kind[0][0] != "duckdb":  # another storage extension took the file
+            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is a {kind[0][0]} database, "
+                                  "not a DuckDB one")
+        # DuckDB reads a block only when it is needed: a file cut short can attach, and be written to, as if
+        # whole. Each block in use has a place of its own in the file (free ones at its end may be cut off).
+        size = path.stat().st_size
+        for used, block_size in con.execute("SELECT used_blocks, block_size FROM pragma_database_size() "
+                                            "WHERE database_name = current_database()").fetchall():
+            least = _DUCKDB_HEADERS + int(used) * int(block_size)
+            if size < least:
+                raise DatabaseRefused(f"{path} is a truncated DuckDB file: it has {size} bytes, fewer than the "
+                                      f"{least} its {used} blocks in use take; use another --db")
+        tables = _table_columns(con)
+        marker = tables.get(SCHEMA_VERSION_TABLE)
+        if marker is not None and _missing(marker, _reference_columns(0)[SCHEMA_VERSION_TABLE]):
+            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is another program's DuckDB "
+                                  f"database (its {SCHEMA_VERSION_TABLE} table is not agentotel-eval's); "
+                                  "use another --db")
+        have = current_version(con)
+        if not have:  # no migration ever committed: only an empty schema_version table may be there
+            others = [name for name in _objects(con) if name != f"{SCHEMA_VERSION_TABLE} (table)"]
+            if others:
+                raise DatabaseRefused(f"{path} is not an agentotel-eval database: {_foreign(others)}")
+            return 0
+        first = con.execute(f"SELECT description FROM {SCHEMA_VERSION_TABLE} WHERE version = 1").fetchall()
+        if MIGRATIONS[0].description not in {row[0] for row in first}:
+            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is another program's DuckDB "
+                                  f"database (its {SCHEMA_VERSION_TABLE} table was not written by agentotel-eval); "
+                                  "use another --db")
+        if have > SCHEMA_VERSION:
+            raise SchemaError(f"{path} has schema version {have}, newer than this agentotel-eval supports "
+                              f"({SCHEMA_VERSION}); upgrade agentotel-eval or use another --db")
+        problems = [
+            problem
+            for table, columns in _reference_columns(have).items()
+            for problem in (
+                [f"no {table} table"] if table not in tables else _missing(tables[table], columns, table)
+            )
+        ]
+        if problems:
+            shown = "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else "")
+            raise DatabaseRefused(f"{path} is not an agentotel-eval database: its tables differ from those of "
+                                  f"agentotel-eval's schema version {have} ({shown}); use another --db")
+        return have
+    except duckdb.Error as exc:  # the catalog read, but not the rows
+        raise DatabaseRefused(_unreadable(path, exc)) from None
+
+
+def _table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
+    """Table -> column -> type, of the tables in the main schema of the connection's database."""
+    rows = con.execute(
+        """
+        SELECT c.table_name, c.column_name, c.data_type
+        FROM duckdb_columns() c JOIN duckdb_tables() t ON c.table_oid = t.table_oid
+        WHERE t.database_name = current_database() AND t.schema_name = 'main'
+        ORDER BY c.table_name, c.column_index
+        """
+    ).fetchall()
+    tables: dict[str, dict[str, str]] = {}
+    for table, column, data_type in rows:
+        tables.setdefault(table, {})[column] = data_type
+    return tables
+
+
+@functools.cache
+def _reference_columns(version: int) -> dict[str, dict[str, str]]:
+    """Our tables as the migrations up to ``version`` make them (0: the ``schema_version`` table alone), read
+    from a database built for the purpose: the types are named as this DuckDB names them."""
+    import duckdb
+
+    con = duckdb.connect(":memory:", config=_sealed_config())
+    try:
+        migrate(con, [step for step in MIGRATIONS if step.version <= version])
+        return _table_columns(con)
+    finally:
+        con.close()
+
+
+def _missing(have: Mapping[str, str], want: Mapping[str, str], table: str = SCHEMA_VERSION_TABLE) -> list[str]:
+    """How the columns ``have`` fall short of ``want`` (more columns are fine: a user may add some)."""
+    return [
+        f"{table}.{name} is missing" if name not in have else f"{table}.{name} is {have[name]}, not {data_type}"
+        for name, data_type in want.items()
+        if have.get(name) != data_type
+    ]
+
+
+#: bytes 8-11 of every DuckDB file, after the header's checksum
+_DUCKDB_MAGIC = b"DUCK"
+#: a DuckDB file's main header and its two database headers, 4 KiB each, before the first block
+_DUCKDB_HEADERS = 3 * 4096
+
+
+def _unreadable(path: Path, exc: Exception) -> str:
+    """Why DuckDB could not read ``path``, for a user. The file's first bytes are read only after DuckDB failed:
+    had this process a DuckDB handle on the file, closing one of its own would drop that handle's lock."""
+    import duckdb
+
+    try:
+        with path.open("rb") as file:
+            head = file.read(64)
+    except OSError as err:
+        return f"cannot read {path}: {err.strerror or err}"
+    if head[8:12] == _DUCKDB_MAGIC:
+        return (f"{path} is a DuckDB file that DuckDB {duckdb.__version__} cannot read (damaged, truncated, or "
+                f"written by another DuckDB version): {_one_line(exc)}")
+    return f"{path} is not an agentotel-eval database: {_not_duckdb(head)}"
+
+
+def _not_duckdb(head: bytes) -> str:
+    if not head:
+        return "the file is empty (0 bytes), not a DuckDB database; delete it and a new database is created there"
+    if head.startswith(b"SQLite format 3\x00"):
+        return "it is a SQLite database, not a DuckDB one"
+    if all(byte >= 0x20 or byte in b"\t\n\r" for byte in head):  # UTF-8 text has no other control bytes
+        first = next((line for line in head.splitlines() if line.strip()), b"").decode("utf-8", "replace")[:40]
+        return f"it is a text file (it begins {first!r}), not a DuckDB database"
+    return "it is not a DuckDB file (it has no DuckDB header)"
+
+
+def _held_elsewhere(exc: Exception) -> bool:
+    """Whether DuckDB refused a file because another process (or this one) holds it, not for what is in it."""
+    import duckdb
+
+    return isinstance(exc, duckdb.ResourceInUseException) or (
+        isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
+    )
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 def _seal(con: duckdb.DuckDBPyConnection) -> None:

@@ -24,6 +24,7 @@ from agentotel_eval.store.schema import (
     DEFAULT_ROW_GROUP_SIZE,
     DuckDBSetting,
     SchemaError,
+    check_store,
     hold_writer_lock,
     open_store,
     release_writer_lock,
@@ -113,6 +114,8 @@ class Database:
         self._settings = dict(settings or {})
         self._row_group_size = row_group_size
         self._lock = SharedLock()
+        # before the lock file is made: a file refused (not ours, newer, held) is left with nothing beside it
+        check_store(self.path)
         self._lock_file = hold_writer_lock(self.path)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._read_root: duckdb.DuckDBPyConnection | None = None
@@ -177,7 +180,8 @@ class Database:
         return self._reopened(started)
 
     def _open(self) -> duckdb.DuckDBPyConnection:
-        return open_store(self.path, settings=self._settings, row_group_size=self._row_group_size)
+        # checked once before the first open; a reopen finds the file this instance migrated
+        return open_store(self.path, settings=self._settings, row_group_size=self._row_group_size, check=False)
 
     def _install(self, con: duckdb.DuckDBPyConnection) -> None:
         try:

@@ -1,0 +1,81 @@
+"""Opening a file that is already at the path: ours (of this schema or an older one) is used, anything else is
+refused with a one-line reason and left byte for byte as it was, with nothing written beside it."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from agentotel_eval.store import schema
+from agentotel_eval.store.schema import (
+    DatabaseRefused,
+    SchemaError,
+    check_store,
+    current_version,
+    migrate,
+    open_read_only,
+    open_store,
+)
+from collector.store.database import Database
+from tests.database_files import REFUSED, Refused, build, snapshot
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[case.name for case in REFUSED])
+def test_a_file_that_is_not_ours_is_refused_by_every_open_and_left_as_it_was(tmp_path, case: Refused):
+    path = build(case, tmp_path / "db")
+    before = snapshot(tmp_path)
+    for opener in (open_store, check_store, Database, open_read_only):
+        with pytest.raises(case.error) as refused:
+            opener(path)
+        message = str(refused.value)
+        assert str(path) in message and "\n" not in message, (opener, message)
+        for words in case.says:
+            assert words in message, (opener, message)
+        if case.error is SchemaError:
+            assert not isinstance(refused.value, DatabaseRefused)
+        # no byte changed, and no WAL, lock file or spill directory beside it
+        assert snapshot(tmp_path) == before, opener
+
+
+def test_migrate_refuses_to_create_its_tables_in_another_programs_database(tmp_path):
+    con = duckdb.connect(str(tmp_path / "theirs.duckdb"))
+    con.execute("CREATE TABLE orders (id INTEGER)")
+    with pytest.raises(DatabaseRefused, match=r"orders \(table\)"):
+        migrate(con)
+    tables = con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+    assert tables == [("orders",)]
+
+
+def test_an_empty_duckdb_database_is_initialised_by_the_writer_and_explained_to_a_reader(tmp_path):
+    path = tmp_path / "empty.duckdb"
+    duckdb.connect(str(path)).close()
+    with pytest.raises(SchemaError, match=r"no agentotel-eval tables yet.*serve --db"):
+        open_read_only(path)
+    con = open_store(path)
+    assert current_version(con) == schema.SCHEMA_VERSION
+    con.close()
+
+
+def test_a_database_left_before_its_first_migration_committed_is_initialised(tmp_path):
+    path = tmp_path / "crashed.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, description VARCHAR, "
+                "applied_at TIMESTAMPTZ DEFAULT current_timestamp)")
+    con.close()
+    con = open_store(path)
+    assert current_version(con) == schema.SCHEMA_VERSION
+    con.close()
+
+
+def test_what_a_user_added_to_our_database_does_not_make_it_foreign(tmp_path):
+    path = tmp_path / "ours.duckdb"
+    open_store(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE notes (trace_id VARCHAR, note VARCHAR)")
+    con.execute("CREATE VIEW slow_runs AS SELECT * FROM agent_runs WHERE end_time - start_time > INTERVAL 1 MINUTE")
+    con.execute("ALTER TABLE agent_runs ADD COLUMN team VARCHAR")
+    con.close()
+    con = open_store(path)
+    assert con.execute("SELECT count(*) FROM slow_runs").fetchone() == (0,)
+    con.close()
+    open_read_only(path).close()
