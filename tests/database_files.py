@@ -1,7 +1,7 @@
-"""Files a user may point ``--db`` at that are not ours at all.
+"""Files a user may point ``--db`` at: databases of an older schema of ours, and files that are not ours at all.
 
-``REFUSED`` builds each kind of file a collector must refuse and leave as it was, with words its refusal must say;
-``snapshot`` is what "left as it was" compares.
+``OLD_ROWS`` fills every table of an older schema; ``REFUSED`` builds each kind of file a collector must refuse
+and leave as it was, with words its refusal must say; ``snapshot`` is what "left as it was" compares.
 """
 
 from __future__ import annotations
@@ -18,12 +18,79 @@ from pathlib import Path
 import duckdb
 
 from agentotel_eval.store.schema import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     DatabaseRefused,
     SchemaError,
     migrate,
     open_store,
 )
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+RUN_SPAN = "b7ad6b7169203331"
+TOOL_SPAN = "00f067aa0ba902b7"
+
+#: rows in the columns every version has (migration 1), per table
+OLD_ROWS: dict[str, list[str]] = {
+    "spans": [
+        f"""('{TRACE}', '{RUN_SPAN}', NULL, 'invoke_agent planner', 'INTERNAL', '2026-01-05 10:00:00+00',
+             '2026-01-05 10:00:02+00', 'OK', NULL, 'travel', 'pydantic-ai', '{{"gen_ai.agent.name": "planner"}}',
+             '{{"service.name": "travel"}}', '[]', '1.0', '[]', '', 1, 1767607200000000123, 1767607202000000456)""",
+        f"""('{TRACE}', '{TOOL_SPAN}', '{RUN_SPAN}', 'execute_tool search', 'INTERNAL', '2026-01-05 10:00:01+00',
+             '2026-01-05 10:00:01.5+00', 'ERROR', 'timeout', 'travel', 'pydantic-ai',
+             '{{"gen_ai.tool.name": "search"}}', '{{"service.name": "travel"}}',
+             '[{{"name": "exception", "time_unix_nano": 1767607201400000000, "attributes": {{}}}}]', '1.0', '[]', '',
+             1, 1767607201000000000, 1767607201500000000)""",
+    ],
+    "logs": [
+        f"""('{TRACE}', '{RUN_SPAN}', '2026-01-05 10:00:01.7+00', 'gen_ai.evaluation.result', 'INFO',
+             '{{"text": "looked fine"}}', '{{"gen_ai.evaluation.name": "relevance"}}', '{{"service.name": "travel"}}',
+             'travel', 9, '2026-01-05 10:00:01.8+00', 'judge', '0.3', 1, 1767607201700000000, 1767607201800000000,
+             'c0ffee')""",
+    ],
+    "agent_runs": [
+        f"""('{TRACE}', '{RUN_SPAN}', 'planner', 'travel', 'book Paris', 'booked', '2026-01-05 10:00:00+00',
+             '2026-01-05 10:00:02+00', 'error', ['search', 'book'], ['search'], NULL, 'invoke_agent planner',
+             'gen_ai', 'timeout', '[]', 2, '2026-01-05 10:00:03+00')""",
+    ],
+    "tool_calls": [
+        f"""('{TRACE}', '{RUN_SPAN}', 0, '{TOOL_SPAN}', 'call_1', 'search', '{{"city": "Paris"}}', NULL, 'error',
+             'gen_ai', '2026-01-05 10:00:01+00', 'timeout', NULL, 'planner', '{{"tool_name": "gen_ai"}}',
+             '2026-01-05 10:00:03+00')""",
+    ],
+    "evaluations": [
+        f"""('{TRACE}', '{RUN_SPAN}', 'tool_correctness', 0.5, 0.5, true, 'one of two tools expected',
+             '{{"missing": []}}', 'ok', NULL, 0.0, '2026-01-05 10:00:04+00')""",
+    ],
+}
+
+
+def old_database(path: Path, version: int) -> None:
+    """A database our migrations up to ``version`` made, written as that version's collector left it: closed,
+    without the views (they are recreated on every open), with ``OLD_ROWS`` in it."""
+    con = duckdb.connect(str(path))
+    try:
+        migrate(con, [step for step in MIGRATIONS if step.version <= version])
+        for table, rows in OLD_ROWS.items():
+            columns = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()][:_v1_width(table)]
+            con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)}")
+        if version >= 2:  # what a collector of that version wrote in the columns it had
+            con.execute("UPDATE evaluations SET evaluator = 'ToolCorrectnessMetric', evaluator_version = '1', "
+                        "latency_s = 0.002, source = 'external:judge/travel', updated_at = '2026-01-05 10:00:06+00'")
+        if version >= 3:
+            for table in ("spans", "logs"):
+                con.execute(f"UPDATE {table} SET ingested_at = '2026-01-05 10:00:05+00'")
+    finally:
+        con.close()
+
+
+def _v1_width(table: str) -> int:
+    con = duckdb.connect(":memory:")
+    try:
+        migrate(con, MIGRATIONS[:1])
+        return len(con.execute(f"DESCRIBE {table}").fetchall())
+    finally:
+        con.close()
 
 
 def snapshot(directory: Path) -> dict[str, str]:

@@ -85,7 +85,7 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
     import duckdb
 
     from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
-    from agentotel_eval.store.schema import SchemaError, open_read_only
+    from agentotel_eval.store.schema import SCHEMA_VERSION, SchemaError, current_version, open_read_only
 
     try:
         con = open_read_only(db)
@@ -102,6 +102,11 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
             ) from None
         raise QueryFailure(f"cannot open {db}: {exc}", EXIT_NO_DATABASE) from None
     try:
+        version = current_version(con)
+        if version < SCHEMA_VERSION:  # read as it is: a query naming a newer column fails, and this says why
+            print(f"note: {db} has schema version {version}, older than this agentotel-eval's ({SCHEMA_VERSION}): "
+                  f"columns added since are missing until a collector opens it once (agentotel-eval serve --db {db})",
+                  file=sys.stderr)
         return run_query(
             con.cursor(),
             sql,

@@ -572,7 +572,11 @@ def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing database read-only and sealed (no file, network or extension access). Raises
     ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does,
     ``DatabaseRefused`` for a file that is no database of ours, ``SchemaError`` for one of a newer schema or
-    without our tables yet."""
+    without our tables yet.
+
+    A database of an older schema is read as it is (``current_version`` says which): a read-only open cannot
+    migrate it, and every column it has is there; the columns added since are missing until a collector opens it.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")

@@ -3,6 +3,9 @@ refused with a one-line reason and left byte for byte as it was, with nothing wr
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import duckdb
 import pytest
 
@@ -17,7 +20,7 @@ from agentotel_eval.store.schema import (
     open_store,
 )
 from collector.store.database import Database
-from tests.database_files import REFUSED, Refused, build, snapshot
+from tests.database_files import OLD_ROWS, REFUSED, Refused, build, old_database, snapshot
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=[case.name for case in REFUSED])
@@ -79,3 +82,60 @@ def test_what_a_user_added_to_our_database_does_not_make_it_foreign(tmp_path):
     assert con.execute("SELECT count(*) FROM slow_runs").fetchone() == (0,)
     con.close()
     open_read_only(path).close()
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_an_older_database_passes_the_check_and_is_migrated_keeping_its_rows(tmp_path, version):
+    path = tmp_path / "old.duckdb"
+    old_database(path, version)
+    con = duckdb.connect(str(path), read_only=True)
+    before = {table: con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall() for table in OLD_ROWS}
+    con.close()
+    con = open_store(path)
+    assert current_version(con) == schema.SCHEMA_VERSION
+    for table, rows in before.items():
+        width = len(rows[0])  # the older version's columns come first, the new ones after them
+        assert [row[:width] for row in con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()] == rows
+    con.close()
+
+
+def test_an_older_database_whose_last_writes_are_in_its_wal_is_checked_then_migrated(tmp_path):
+    # The check attaches it read-only: the WAL is read, not checkpointed; the writable open then replays it.
+    path = tmp_path / "crashed.duckdb"
+    old_database(path, 1)
+    script = (
+        "import duckdb, os, sys\n"
+        "con = duckdb.connect(sys.argv[1])\n"
+        "con.execute(\"SET checkpoint_threshold = '1GB'\")\n"
+        "con.execute(\"INSERT INTO evaluations (trace_id, run_span_id, metric, score) VALUES ('t', 'r', 'm', 1.0)\")\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=60)
+    wal = path.with_name(path.name + ".wal")
+    assert wal.exists()
+    check_store(path)
+    assert wal.exists()
+    db = Database(path)
+    try:
+        with db.cursor() as cur:
+            assert cur.execute("SELECT score, source FROM evaluations WHERE trace_id = 't'").fetchall() == [
+                (1.0, "agentotel-eval"),
+            ]
+            assert current_version(cur) == schema.SCHEMA_VERSION
+    finally:
+        db.close()
+
+
+def test_a_read_only_open_reads_an_older_database_as_it_is(tmp_path):
+    path = tmp_path / "old.duckdb"
+    old_database(path, 1)
+    before = snapshot(tmp_path)
+    con = open_read_only(path)
+    try:
+        assert current_version(con) == 1
+        assert con.execute("SELECT tool_name, status FROM tool_calls").fetchall() == [("search", "error")]
+        columns = {row[0] for row in con.execute("DESCRIBE evaluations").fetchall()}
+        assert "source" not in columns  # not migrated: a read-only open cannot
+    finally:
+        con.close()
+    assert snapshot(tmp_path) == before
