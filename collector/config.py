@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, ConventionError, conventions_from_config
+from agentotel_eval.redaction import RedactionConfigError, RedactionSettings
 from agentotel_eval.store import DEFAULT_DB_PATH
 from collector.forward.forwarder import ForwardConfig
 from collector.score.config import (
@@ -259,6 +260,10 @@ class CollectorConfig:
     tls: TlsConfig = field(default_factory=TlsConfig)
     #: ``[limits]``: bounds on one request's attributes, values, nesting, spans (``agentotel_eval.otlp.limits``)
     limits: Limits = field(default_factory=Limits)
+    #: ``[redaction]``: secrets and personal data replaced by markers before they are stored, shown to the judge
+    #: or forwarded (enabled, where, builtin, secret_keys, ``[[redaction.patterns]]`` name and regex)
+    redaction: RedactionSettings = field(default_factory=RedactionSettings,
+                                         metadata=_parsed(RedactionSettings.from_dict))
 
     def scoring_config(self) -> ScoringConfig:
         """What the scoring stage and the judge worker need (loads the dataset file)."""
@@ -409,7 +414,7 @@ def build(cls: type, data: Mapping[str, Any], prefix: str = "", base: Any = None
         if meta.get("kind") == "parsed":
             try:
                 values[name] = meta["parse"](value)
-            except (ScoringConfigError, ConventionError) as exc:
+            except (ScoringConfigError, ConventionError, RedactionConfigError) as exc:
                 raise ConfigError(key, str(exc)) from None
             except (TypeError, AttributeError, ValueError) as exc:
                 raise ConfigError(key, f"invalid value {value!r}: {exc}") from None

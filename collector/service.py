@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.reconstruct.declared import BUILTIN
+from agentotel_eval.redaction import Redactor
 from agentotel_eval.store import discovery
 from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
 from agentotel_eval.store.rows import evaluations_to_arrow
@@ -54,7 +55,11 @@ def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
-        return False  # a host name other than localhost, or "" (every interface)
+        return False  # a host name other than localhost
+
+
+def _where(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class Collector:
@@ -123,7 +128,7 @@ class Collector:
         try:
             scoring_config = cfg.scoring_config()
             if cfg.forward is not None:
-                self.forwarder = Forwarder(cfg.forward)
+                self.forwarder = Forwarder(cfg.forward, redactor=self._redactor("forward"))
                 self.forwarder.start()
             self.writer = StoreWriter(
                 self.database.connection,
@@ -144,7 +149,7 @@ class Collector:
                 self.judge = JudgeWorker(
                     cfg.judge, self.writer, self._cursor,
                     forward_spans=forwarder.submit_spans if forwarder else None,
-                    forward_logs=forwarder.submit_logs if forwarder else None,
+                    forward_logs=forwarder.submit_logs if forwarder else None, redactor=self._redactor("judge"),
                 )
             forward = forwarder.submit_spans if forwarder else None
             if self.in_process:
@@ -160,13 +165,15 @@ class Collector:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
                     tuning=self.tuning, conventions=cfg.conventions, limits=cfg.limits,
+                    redaction=cfg.redaction if cfg.redaction.applies("store") else None,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout
                 decoder = lambda signal, encoding, body: pool.decode(signal, encoding, body, timeout)  # noqa: E731
             else:
                 decoder = functools.partial(decode_request, keep_spans=forwarding,
-                                            conventions=BUILTIN.plus(cfg.conventions), limits=cfg.limits)
+                                            conventions=BUILTIN.plus(cfg.conventions), limits=cfg.limits,
+                                            redactor=self._redactor("store"))
             self.ingestor = Ingestor(
                 self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
                 backlog=lambda: self.writer.pending_operation_rows,
@@ -243,8 +250,8 @@ class Collector:
     def _warn_if_exposed(self) -> None:
         """A listener other machines can reach, with no token, hands every stored prompt and tool result to them."""
         http_host, grpc_host = self.config.http_address[0], self.config.grpc_address[0]
-        http_where = f"{http_host or '*'}:{self.http.address[1]}"
-        grpc_where = f"{grpc_host or '*'}:{self.grpc.address[1]}"
+        http_where = _where(http_host, self.http.address[1])
+        grpc_where = _where(grpc_host, self.grpc.address[1])
         if self.auth is None:
             if not is_loopback(http_host):
                 log.warning("no auth token: anyone who can reach %s can write spans and read every stored prompt, "
@@ -258,6 +265,11 @@ class Collector:
                         "serve TLS with --tls-cert and --tls-key",
                         " and ".join(w for h, w in ((http_host, http_where), (grpc_host, grpc_where))
                                      if not is_loopback(h)))
+
+    def _redactor(self, place: str) -> Redactor | None:
+        """The redactor of one place (store, judge, forward), or None where ``[redaction]`` does not apply."""
+        settings = self.config.redaction
+        return Redactor(settings) if settings.applies(place) else None
 
     def _close_partial(self) -> None:
         for name in ("grpc", "http", "ui"):

@@ -18,6 +18,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp import decode
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN, Conventions
+from agentotel_eval.redaction import Redactor
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 from collector.assemble.marks import log_marks, span_marks
 from collector.process import wire
@@ -43,14 +44,18 @@ class IngestBatch:
 
 
 def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool = False,
-                   conventions: Conventions = BUILTIN, limits: Limits = DEFAULT_LIMITS) -> IngestBatch:
+                   conventions: Conventions = BUILTIN, limits: Limits = DEFAULT_LIMITS,
+                   redactor: Redactor | None = None) -> IngestBatch:
     """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all, or is over a hard
     limit).
 
     ``keep_spans`` keeps the span records (the collector forwards them); log records are kept when one of them is
-    an evaluation result (stored as an evaluations row too), the rare case."""
+    an evaluation result (stored as an evaluations row too), the rare case. With a ``redactor`` the records are
+    redacted before anything is made of them: what is stored, assembled and forwarded never held the secret."""
     decoded = decode(signal, encoding, body, limits)
     records = decoded.records
+    if redactor is not None and records:
+        records = redactor.spans(records) if signal == "traces" else redactor.logs(records)
     limited = decoded.limited or None
     if not records:
         return IngestBatch(signal, None, [], decoded.rejected, decoded.message, limited=limited)

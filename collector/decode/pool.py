@@ -26,6 +26,7 @@ from typing import cast
 from agentotel_eval.otlp import DecodeError, LimitExceeded
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
 from agentotel_eval.reconstruct.declared import Convention
+from agentotel_eval.redaction import RedactionSettings
 from collector.decode.batch import IngestBatch, from_message
 from collector.process.channel import Channel
 from collector.process.messages import (
@@ -84,13 +85,15 @@ class DecodePool:
 
     def __init__(self, workers: int, *, keep_spans: bool = False, log_level: int = logging.INFO,
                  tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0,
-                 conventions: Sequence[Convention] = (), limits: Limits = DEFAULT_LIMITS) -> None:
+                 conventions: Sequence[Convention] = (), limits: Limits = DEFAULT_LIMITS,
+                 redaction: RedactionSettings | None = None) -> None:
         if workers < 1:
             raise ValueError("a decode pool needs at least one worker")
         self._keep_spans = keep_spans
-        # the user's declared conventions (the workers mark the spans they classify) and the request limits
-        # (pickled: the collector's own config, over the private socket pair to the helper it starts)
-        setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits)))
+        # the user's declared conventions (the workers mark the spans they classify), the request limits and
+        # what to redact before storing (pickled: the collector's own config, over the private socket pair to the
+        # helper it starts)
+        setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits, redaction)))
         self._workers = [
             _Worker(i, Supervisor(
                 f"decode-{i}", "collector.decode.worker", setup, functools.partial(self._answered, i),

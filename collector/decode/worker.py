@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from agentotel_eval.otlp import DecodeError, LimitExceeded
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS
 from agentotel_eval.reconstruct.declared import BUILTIN
+from agentotel_eval.redaction import Redactor
 from collector.decode.batch import decode_request, to_message
 from collector.process.channel import Channel, ChannelClosed
 from collector.process.child import helper_main
@@ -43,8 +44,9 @@ log = logging.getLogger("agentotel.decode")
 
 def serve(channel: Channel, setup: Setup) -> None:
     trim = Tuning(*setup.tuning).malloc
-    declared, limits = pickle.loads(setup.settings) if setup.settings else ((), DEFAULT_LIMITS)  # the collector's
+    declared, limits, redaction = pickle.loads(setup.settings) if setup.settings else ((), DEFAULT_LIMITS, None)
     conventions = BUILTIN.plus(declared)
+    redactor = Redactor(redaction) if redaction is not None else None
     channel.send(Ready(os.getpid()))
     trimmed = time.monotonic()
     while True:
@@ -63,7 +65,7 @@ def serve(channel: Channel, setup: Setup) -> None:
         try:
             reply, out = to_message(message.request_id, decode_request(
                 message.signal, message.encoding, frames[0], keep_spans=message.keep_records,
-                conventions=conventions, limits=limits))
+                conventions=conventions, limits=limits, redactor=redactor))
         except DecodeError as exc:
             reply = DecodeFailed(message.request_id, OVER_LIMIT if isinstance(exc, LimitExceeded) else BAD_REQUEST,
                                  str(exc))

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -194,9 +195,11 @@ class ForwardStats:
 class Forwarder:
     """Queue spans/logs for a downstream OTLP endpoint; ``submit_*`` never blocks."""
 
-    def __init__(self, config: ForwardConfig, sender: Any = None) -> None:
+    def __init__(self, config: ForwardConfig, sender: Any = None, *, redactor: Redactor | None = None) -> None:
         self.config = config.validate()
         self._sender = sender
+        #: applied on the sender thread, just before encoding: nothing secret leaves, the producers never wait
+        self._redactor = redactor
         self._queue: deque[tuple[str, list[Any]]] = deque()
         self._queued_records = 0
         self._cond = threading.Condition()
@@ -292,6 +295,8 @@ class Forwarder:
             self._deliver(signal, records)
 
     def _deliver(self, signal: str, records: list[Any]) -> None:
+        if self._redactor is not None:
+            records = self._redactor.spans(records) if signal == "traces" else self._redactor.logs(records)
         request = encode_traces(records) if signal == "traces" else encode_logs(records)
         backoff = self.config.initial_backoff_s
         for attempt in range(self.config.max_retries + 1):

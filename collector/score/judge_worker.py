@@ -30,6 +30,7 @@ from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.redaction import Redactor
 from agentotel_eval.scores import evaluation_events, evaluation_log, evaluation_span, score_patch
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_arrow, events_json, to_json
@@ -112,6 +113,7 @@ class JudgeWorker:
         forward_logs: Callable[[Sequence[LogRecord]], None] | None = None,
         wall_clock: Callable[[], int] = time.time_ns,
         poll_interval: float = 2.0,
+        redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
         self._writer = writer
@@ -121,6 +123,8 @@ class JudgeWorker:
         self._forward_logs = forward_logs
         self._now = wall_clock
         self._poll = poll_interval
+        #: applied to each queued test case before the judge's prompt is built from it
+        self._redactor = redactor
         self.stats = JudgeStats()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -258,7 +262,10 @@ class JudgeWorker:
                 self.stats.skipped_budget += 1
             else:
                 try:
-                    case = EvalTestCase.from_dict(job.details["test_case"])
+                    case_data = job.details["test_case"]
+                    if self._redactor is not None:
+                        case_data = self._redactor.value(case_data)
+                    case = EvalTestCase.from_dict(case_data)
                 except (KeyError, TypeError, ValueError) as exc:
                     row = self._row(job, now, status="error", reason=f"the queued test case is unreadable: {exc}")
                 else:
