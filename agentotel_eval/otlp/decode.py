@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from sys import intern
 from typing import Any
@@ -26,6 +27,7 @@ _UINT32_MAX = 2**32 - 1
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _MAX_REJECT_REASONS = 3
+_hex_digits = re.compile(r"[0-9a-f]+").fullmatch
 
 
 class DecodeError(ValueError):
@@ -382,11 +384,8 @@ def _json_id(value: Any, nbytes: int) -> str | None:
     if not isinstance(value, str):
         return ""
     lowered = value.lower()
-    if len(lowered) != nbytes * 2:
-        return ""
-    try:
-        int(lowered, 16)
-    except ValueError:
+    # Hex digits only: int(x, 16) would also take a sign, "0x", "_", spaces and non-ASCII digits.
+    if len(lowered) != nbytes * 2 or _hex_digits(lowered) is None:
         return ""
     return lowered
 
