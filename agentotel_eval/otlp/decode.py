@@ -348,7 +348,7 @@ def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
         if key in ("doubleValue", "double_value"):
             try:
                 return float(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond a double's range
                 raise DecodeError(f"doubleValue must be a number, got {value!r}") from None
         if key in ("arrayValue", "array_value"):
             if depth >= b.max_depth:
@@ -393,7 +393,7 @@ def _json_id(value: Any, nbytes: int) -> str | None:
 def _parse_json(body: bytes | str, top_key: str, top_snake: str) -> list[Any]:
     try:
         data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of over 4,300 digits
         raise DecodeError(f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise DecodeError("body is not valid JSON: nested too deeply") from None
