@@ -1,7 +1,8 @@
 """Helpers to run a real collector in tests and talk OTLP to it (in the spirit of logfire's ``testing``).
 
 ``running_collector`` starts an in-process collector on ephemeral ports with a fast grace period; ``post_otlp``
-and ``grpc_export`` send raw OTLP bodies; ``wait_until`` polls with a deadline instead of sleeping.
+and ``grpc_export`` send raw OTLP bodies (over TLS too, with a token); ``wait_until`` polls with a deadline instead
+of sleeping; ``self_signed_certificate`` makes a certificate for 127.0.0.1 and localhost with the openssl tool.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 import gzip as gzip_module
 import http.client
+import shutil
+import ssl
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -108,10 +112,14 @@ class HttpAnswer:
 
 def http_request(
     endpoint: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 30.0, *, context: ssl.SSLContext | None = None,
 ) -> HttpAnswer:
-    host = endpoint.removeprefix("http://")
-    conn = http.client.HTTPConnection(host, timeout=timeout)
+    """One request on a fresh connection; an ``https://`` endpoint is reached with ``context``."""
+    conn: http.client.HTTPConnection
+    if endpoint.startswith("https://"):
+        conn = http.client.HTTPSConnection(endpoint.removeprefix("https://"), timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(endpoint.removeprefix("http://"), timeout=timeout)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
@@ -122,7 +130,7 @@ def http_request(
 
 def post_otlp(
     endpoint: str, signal: str, body: bytes, encoding: str = "protobuf", *, gzip: bool = False,
-    headers: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None, context: ssl.SSLContext | None = None,
 ) -> HttpAnswer:
     """POST an OTLP body to /v1/<signal> as an exporter would."""
     all_headers = {"Content-Type": "application/x-protobuf" if encoding == "protobuf" else "application/json"}
@@ -130,13 +138,37 @@ def post_otlp(
         body = gzip_module.compress(body)
         all_headers["Content-Encoding"] = "gzip"
     all_headers.update(headers or {})
-    return http_request(endpoint, "POST", f"/v1/{signal}", body, all_headers)
+    return http_request(endpoint, "POST", f"/v1/{signal}", body, all_headers, context=context)
 
 
-def grpc_export(target: str, signal: str, body: bytes, *, compression: Any = None, timeout: float = 30.0) -> Any:
-    """Call Export with raw protobuf bytes; returns the response bytes (raises grpc.RpcError on failure)."""
+def grpc_export(target: str, signal: str, body: bytes, *, compression: Any = None, timeout: float = 30.0,
+                metadata: tuple[tuple[str, str], ...] | None = None, root_certificate: bytes | None = None) -> Any:
+    """Call Export with raw protobuf bytes; returns the response bytes (raises grpc.RpcError on failure). With
+    ``root_certificate`` the channel is TLS and trusts that certificate."""
     import grpc
 
-    with grpc.insecure_channel(target, options=[("grpc.max_send_message_length", 256 * 1024 * 1024)]) as channel:
+    options = [("grpc.max_send_message_length", 256 * 1024 * 1024)]
+    if root_certificate is not None:
+        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=root_certificate),
+                                      options=options)
+    else:
+        channel = grpc.insecure_channel(target, options=options)
+    with channel:
         method = channel.unary_unary(TRACE_EXPORT if signal == "traces" else LOGS_EXPORT)
-        return method(body, timeout=timeout, compression=compression)
+        return method(body, timeout=timeout, compression=compression, metadata=metadata)
+
+
+def self_signed_certificate(directory: Path, name: str = "server") -> tuple[Path, Path]:
+    """A self-signed certificate (P-256) for IP 127.0.0.1 and DNS localhost, and its key, made with the openssl
+    command-line tool; raises RuntimeError where there is none."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise RuntimeError("the openssl command-line tool is not installed")
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True, capture_output=True, timeout=60,
+    )
+    return cert, key

@@ -4,6 +4,10 @@ A running collector writes ``<db>.collector.json`` (its pid, HTTP address and a 
 removes it when it stops. A reader trusts the file only if the pid is alive AND ``GET /healthz`` at that address
 answers with the same token: a file left behind by a killed collector, or a port reused by another process, is
 recognised as stale.
+
+A collector serving TLS records it (``scheme`` https and its certificate file); a client then connects with https
+and trusts that certificate alone (``client_ssl_context``). A collector that requires a token is sent the one in
+``AGENTOTEL_AUTH_TOKEN`` (``auth_headers``); ``GET /healthz`` needs none.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 SUFFIX = ".collector.json"
 #: the collector's bearer token, for the server and for every command that talks to it
@@ -38,10 +43,56 @@ class CollectorInfo:
     token: str
     grpc: str = ""
     started_at: str = ""
+    #: "https" when the collector serves TLS (older collectors' files have no such field: http)
+    scheme: str = "http"
+    #: the TLS certificate file the collector serves, which its clients trust (pinned); "" without TLS
+    cert: str = ""
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.http}"
+        return f"{self.scheme}://{self.http}"
+
+
+def auth_token() -> str:
+    """The collector's bearer token for a client: ``AGENTOTEL_AUTH_TOKEN``, or ""."""
+    return os.environ.get(AUTH_TOKEN_ENV, "").strip()
+
+
+def auth_headers() -> dict[str, str]:
+    token = auth_token()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def unauthorized_message(base_url: str) -> str:
+    """What a command says when the collector answered 401."""
+    if auth_token():
+        return f"the collector at {base_url} refused the token in {AUTH_TOKEN_ENV}: it is not the collector's token"
+    return f"the collector at {base_url} requires a token: set {AUTH_TOKEN_ENV}"
+
+
+def client_ssl_context(cert: str) -> ssl.SSLContext:
+    """A client context that trusts exactly the collector's own certificate file (pinned, even if self-signed and
+    not a CA: ``VERIFY_X509_PARTIAL_CHAIN``). The host name is not checked: clients connect to the address the
+    collector wrote, often a loopback address its certificate need not name."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(cafile=cert)
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    return context
+
+
+def open_collector(info: CollectorInfo, path: str, *, data: bytes | None = None, timeout: float = 30.0,
+                   headers: dict[str, str] | None = None) -> IO[bytes]:
+    """A request to the collector, the way it asks to be reached (https and its certificate, the token if set);
+    raises ``urllib.error.HTTPError`` for an error status and ``OSError`` when it cannot be reached."""
+    all_headers = {**(headers or {}), **auth_headers()}
+    request = urllib.request.Request(f"{info.base_url}{path}", data=data, headers=all_headers,
+                                     method="POST" if data is not None else "GET")
+    context = client_ssl_context(info.cert) if info.scheme == "https" else None
+    response: IO[bytes] = urllib.request.urlopen(request, timeout=timeout, context=context)
+    return response
 
 
 def client_address(host: str, port: int) -> str:
@@ -77,6 +128,7 @@ def read_sidecar(db_path: str | Path) -> CollectorInfo | None:
         return CollectorInfo(
             pid=int(data["pid"]), http=str(data["http"]), db=str(data.get("db", "")), token=str(data["token"]),
             grpc=str(data.get("grpc", "")), started_at=str(data.get("started_at", "")),
+            scheme=str(data.get("scheme") or "http"), cert=str(data.get("cert") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -100,8 +152,8 @@ def find_collector(db_path: str | Path, timeout: float = 2.0) -> CollectorInfo |
     if info is None or not _pid_alive(info.pid):
         return None
     try:
-        with urllib.request.urlopen(f"{info.base_url}/healthz", timeout=timeout) as response:
+        with open_collector(info, "/healthz", timeout=timeout) as response:
             health = json.loads(response.read() or b"{}")
-    except (OSError, ValueError, urllib.error.URLError):
+    except (OSError, ValueError, urllib.error.URLError, ssl.SSLError):
         return None
     return info if health.get("token") == info.token else None

@@ -1,7 +1,8 @@
 """Errors that cross the receiver boundary, each knowing whether a retry can help and how it is answered.
 
 Receivers map them, and only them, to protocol answers: a retryable error becomes HTTP 503 /
-gRPC UNAVAILABLE with a retry delay; a permanent one 400 / INVALID_ARGUMENT, 413, or 415.
+gRPC UNAVAILABLE with a retry delay; a permanent one 400 / INVALID_ARGUMENT, 401 / UNAUTHENTICATED, 408, 413,
+or 415.
 """
 
 from __future__ import annotations
@@ -48,3 +49,16 @@ class Unavailable(ReceiverError):
     def __init__(self, message: str, retry_after: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Unauthenticated(ReceiverError):
+    """No bearer token, or the wrong one: the request is refused before its body is read."""
+
+    http_status = 401
+    grpc_code = "UNAUTHENTICATED"
+
+
+class RequestTimeout(ReceiverError):
+    """The request did not arrive whole within ``receiver.http_read_timeout`` of its first byte."""
+
+    http_status = 408

@@ -5,6 +5,11 @@ the message bytes to the same decode-and-enqueue path as the HTTP receiver. Answ
 records were rejected; INVALID_ARGUMENT for data that cannot be stored; UNAVAILABLE with a ``RetryInfo`` detail
 when the write queue is full or the collector is stopping — in ``grpc-status-details-bin`` as the OTLP spec and
 the Go exporters expect, and in ``google.rpc.retryinfo-bin``, which the Python exporter reads.
+
+With a token, a call without ``authorization: Bearer <token>`` metadata is UNAUTHENTICATED before its message is
+decoded. With a certificate the port serves TLS. gRPC's own transport bounds idle connections
+(``grpc.max_connection_idle_ms``), handshakes and the streams one connection may open at once; a connection that
+sends nothing holds no worker thread.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from collector.receive.errors import ReceiverError
+from collector.receive.http import Authenticator
 from collector.receive.ingest import Ingestor
 
 log = logging.getLogger(__name__)
@@ -53,8 +59,16 @@ SERVICES = (
 )
 
 
-def _export_handler(ingestor: Ingestor, signal: str, response_type: Any) -> Any:
+#: concurrent calls on one connection (HTTP/2 streams); an exporter sends one or a few at a time
+MAX_CONCURRENT_STREAMS = 32
+
+
+def _export_handler(ingestor: Ingestor, signal: str, response_type: Any, auth: Authenticator | None = None) -> Any:
     def export(body: bytes, context: grpc.ServicerContext) -> bytes:
+        if auth is not None and not auth.metadata(context.invocation_metadata()):
+            auth.failed("grpc")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "this collector requires a token: send the metadata 'authorization: Bearer <token>'")
         try:
             outcome = ingestor.ingest_body(signal, "protobuf", body, "grpc")
         except ReceiverError as exc:
@@ -75,13 +89,23 @@ def _export_handler(ingestor: Ingestor, signal: str, response_type: Any) -> Any:
 
 
 class GrpcReceiver:
+    """``auth``: the token check (None: none); ``tls``: (certificate chain, private key) PEM bytes to serve TLS;
+    ``idle_timeout``: a connection with no call for this long is closed; ``handshake_timeout``: the TLS and HTTP/2
+    handshakes must be done within it."""
+
     def __init__(self, host: str, port: int, ingestor: Ingestor, *, workers: int = 16,
-                 max_request_size: int = 20 * 1024 * 1024) -> None:
+                 max_request_size: int = 20 * 1024 * 1024, auth: Authenticator | None = None,
+                 tls: tuple[bytes, bytes] | None = None, idle_timeout: float = 60.0,
+                 handshake_timeout: float = 30.0) -> None:
         self._host = host
         self._port = port
         self._ingestor = ingestor
         self._workers = workers
         self._max = max_request_size
+        self._auth = auth
+        self._tls = tls
+        self._idle_ms = max(1, int(idle_timeout * 1000))
+        self._handshake_ms = max(1, int(handshake_timeout * 1000))
         self._server: grpc.Server | None = None
         self._bound: int | None = None
 
@@ -97,17 +121,25 @@ class GrpcReceiver:
             options=[
                 ("grpc.max_receive_message_length", self._max),
                 ("grpc.so_reuseport", 0),  # a second collector on the same port must fail, not share it
+                ("grpc.max_connection_idle_ms", self._idle_ms),
+                ("grpc.server_handshake_timeout_ms", self._handshake_ms),
+                ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
             ],
         )
         server.add_generic_rpc_handlers(
             [
-                grpc.method_handlers_generic_handler(service, {"Export": _export_handler(self._ingestor, signal, rtype)})
+                grpc.method_handlers_generic_handler(
+                    service, {"Export": _export_handler(self._ingestor, signal, rtype, self._auth)})
                 for service, signal, rtype in SERVICES
             ]
         )
         host = f"[{self._host}]" if ":" in self._host else self._host
         try:
-            bound = server.add_insecure_port(f"{host}:{self._port}")
+            if self._tls is not None:
+                chain, key = self._tls
+                bound = server.add_secure_port(f"{host}:{self._port}", grpc.ssl_server_credentials([(key, chain)]))
+            else:
+                bound = server.add_insecure_port(f"{host}:{self._port}")
         except RuntimeError as exc:
             raise OSError(f"cannot listen for gRPC on {self._host}:{self._port}: {exc}") from None
         if not bound:

@@ -4,18 +4,32 @@ Routes: ``POST /v1/traces``, ``POST /v1/logs`` (OTLP, protobuf or JSON, gzip/def
 (read-only SQL), ``POST /v1/rescore`` (re-score stored runs), ``GET /healthz``, ``GET /metrics`` (Prometheus
 text), and the web UI's pages (``collector.ui``). OTLP answers follow the OTLP/HTTP spec: the response is in the
 request's encoding; errors carry a ``google.rpc.Status`` body; 400 undecodable, 413 too large, 415 unknown content
-type or encoding, 405 wrong method, 503 + ``Retry-After`` when the write queue is full. Each connection is served
-by its own thread, which blocks until its records are committed.
+type or encoding, 405 wrong method, 503 + ``Retry-After`` when the write queue is full.
+
+Each connection is served by its own thread, which blocks until its records are committed; a client cannot hold
+one for long without sending: a request must arrive whole within ``read_timeout`` of its first byte (every read
+waits only for what is left of that time), an idle keep-alive connection is closed after ``idle_timeout``, and at
+most ``max_connections`` are open at once (one more is answered 503 by the accepting thread and closed). Over TLS
+the handshake is made on the connection's thread, under the same read timeout.
+
+With a token (``Authenticator``) every request but ``GET /healthz`` needs ``Authorization: Bearer <token>``. A
+request without it is answered 401 before its body is read, and its connection closed.
 """
 
 from __future__ import annotations
 
+import hmac
+import io
 import json
 import logging
 import math
+import socket
+import ssl
+import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -25,7 +39,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from collector.receive.body import inflate, read_body
-from collector.receive.errors import BadRequest, PayloadTooLarge, ReceiverError, UnsupportedMediaType
+from collector.receive.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    ReceiverError,
+    RequestTimeout,
+    Unauthenticated,
+    UnsupportedMediaType,
+)
 from collector.receive.ingest import ExportOutcome, Ingestor
 from collector.ui.routes import Answer as UiAnswer
 from collector.ui.routes import is_ui_path
@@ -41,8 +62,89 @@ CONTENT_TYPES = {
 _POST_ONLY = ("/v1/query", "/v1/rescore")
 _MEDIA_TYPE = {"protobuf": "application/x-protobuf", "json": "application/json"}
 _GRPC_CODES = {"INVALID_ARGUMENT": code_pb2.INVALID_ARGUMENT, "RESOURCE_EXHAUSTED": code_pb2.RESOURCE_EXHAUSTED,
-               "UNAVAILABLE": code_pb2.UNAVAILABLE}
+               "UNAVAILABLE": code_pb2.UNAVAILABLE, "UNAUTHENTICATED": code_pb2.UNAUTHENTICATED,
+               "DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED}
 _MAX_QUERY_BODY = 1024 * 1024
+_READ_BUFFER = 64 * 1024
+#: refused connections kept open a moment after their 503, so the client reads it instead of a reset
+_LINGER_SECONDS = 2.0
+_MAX_LINGERING = 512
+
+AUTH_CHALLENGE = 'Bearer realm="agentotel-eval"'
+_NEEDS_TOKEN = "this collector requires a token: send 'Authorization: Bearer <token>'"
+
+
+class Authenticator:
+    """The collector's bearer token, compared in constant time. Counts the refusals, per transport."""
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("an empty token authenticates nothing")
+        self._token = token.encode()
+        self._failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def token(self, value: str) -> bool:
+        return hmac.compare_digest(value.encode(), self._token)
+
+    def bearer(self, header: str | None) -> bool:
+        """An ``Authorization`` header (HTTP) or ``authorization`` metadata value (gRPC) carrying the token."""
+        if not header:
+            return False
+        scheme, _, credentials = header.strip().partition(" ")
+        return scheme.lower() == "bearer" and self.token(credentials.strip())
+
+    def metadata(self, pairs: Iterable[tuple[str, Any]] | None) -> bool:
+        """gRPC invocation metadata carrying the token."""
+        for key, value in pairs or ():
+            if key == "authorization" and isinstance(value, str):
+                return self.bearer(value)
+        return False
+
+    def failed(self, transport: str) -> None:
+        with self._lock:
+            self._failures[transport] = self._failures.get(transport, 0) + 1
+
+    def failures(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._failures)
+
+
+@dataclass
+class HttpStats:
+    """The HTTP listener's connections: open now, refused over the cap, requests cut at their read deadline."""
+
+    open: int = 0
+    refused: int = 0
+    timed_out: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def try_open(self, cap: int) -> bool:
+        with self._lock:
+            if self.open >= cap:
+                self.refused += 1
+                return False
+            self.open += 1
+            return True
+
+    def closed(self) -> None:
+        with self._lock:
+            self.open -= 1
+
+    def count_timeout(self) -> None:
+        with self._lock:
+            self.timed_out += 1
+
+
+def server_tls_context(cert: str, key: str) -> ssl.SSLContext:
+    """HTTPS with the certificate (chain) and key, TLS 1.2 at least."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 
 
 @dataclass
@@ -59,6 +161,15 @@ class HttpApp:
     ui: Callable[[str, str], UiAnswer | None] | None = None
     #: ``POST /v1/rescore``: the JSON body -> (HTTP status, JSON answer)
     rescore: Callable[[Any], tuple[int, dict[str, Any]]] | None = None
+    #: a request must arrive whole (request line, headers, body) within this long of its first byte
+    read_timeout: float = 30.0
+    #: open connections at most; one more is answered 503 and closed
+    max_connections: int = 256
+    #: the token check; None: no authentication
+    auth: Authenticator | None = None
+    #: serve HTTPS with this context
+    tls: ssl.SSLContext | None = None
+    stats: HttpStats = field(default_factory=HttpStats)
 
 
 def export_response(outcome: ExportOutcome, encoding: str) -> bytes:
@@ -85,6 +196,71 @@ def status_body(error: ReceiverError, encoding: str) -> bytes:
     return status.SerializeToString()
 
 
+class _TimedReader(io.RawIOBase):
+    """A connection's reads, each given only the time it may still take: up to ``idle`` for the first byte of a
+    request, then what is left of the request's deadline (``arm``). A client sending a byte a second, or fewer
+    bytes than its Content-Length, is cut at the deadline instead of holding its thread."""
+
+    def __init__(self, sock: socket.socket, idle: float, limit: float, stats: HttpStats) -> None:
+        self._sock = sock
+        self._idle = idle
+        self._limit = limit
+        self._stats = stats
+        self._deadline: float | None = None
+        self._expired = False
+
+    def readable(self) -> bool:
+        return True
+
+    def arm(self) -> None:
+        self._deadline = time.monotonic() + self._limit
+        self._expired = False
+
+    def disarm(self) -> None:
+        self._deadline = None
+
+    def _timeout(self) -> TimeoutError:
+        if not self._expired:
+            self._expired = True
+            self._stats.count_timeout()
+        return TimeoutError(f"the request did not arrive whole within {self._limit:g}s "
+                            "(receiver.http_read_timeout)")
+
+    def readinto(self, buffer: Any) -> int:
+        deadline = self._deadline
+        if deadline is None:
+            self._sock.settimeout(self._idle)
+        else:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._timeout()
+            self._sock.settimeout(left)
+        try:
+            return self._sock.recv_into(buffer)
+        except TimeoutError:
+            if deadline is None:
+                raise
+            raise self._timeout() from None
+
+
+class _SocketWriter(io.BufferedIOBase):
+    """Writes straight to the socket (as ``socketserver``'s), each within ``timeout``: a client that does not take
+    its answer does not hold the thread longer."""
+
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
+        self._sock = sock
+        self._timeout = timeout
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sock.settimeout(self._timeout)
+        self._sock.sendall(data)
+        with memoryview(data) as view:
+            return view.nbytes
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body are written separately: with Nagle's algorithm on, a keep-alive client's delayed ACK
@@ -95,8 +271,46 @@ class _Handler(BaseHTTPRequestHandler):
     server: OTLPHTTPServer
 
     def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.app.idle_timeout)
+        app = self.server.app
+        self.connection = self.request
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self._reader = _TimedReader(self.connection, app.idle_timeout, app.read_timeout, app.stats)
+        self._buffered = io.BufferedReader(self._reader, _READ_BUFFER)
+        self.rfile = self._buffered
+        self.wfile = _SocketWriter(self.connection, app.idle_timeout)
+        self._usable = True
+        if isinstance(self.connection, ssl.SSLSocket):
+            # Here, on the connection's own thread: a client that never finishes its handshake holds only this.
+            self.connection.settimeout(app.read_timeout)
+            try:
+                self.connection.do_handshake()
+            except (OSError, ValueError) as exc:  # ssl.SSLError and timeouts are OSErrors
+                log.debug("TLS handshake with %s failed: %s", self.address_string(), exc)
+                self._usable = False
+
+    def handle(self) -> None:
+        if self._usable:
+            super().handle()
+
+    def handle_one_request(self) -> None:
+        self._reader.disarm()
+        try:
+            first = self._buffered.peek(1)  # up to the idle timeout: a keep-alive connection may wait this long
+        except OSError:
+            first = b""
+        if not first:
+            self.close_connection = True
+            return
+        self._reader.arm()  # the whole request must arrive within the read timeout from here
+        super().handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        # A request about to be refused for its token gets no "100 Continue": its body is never wanted.
+        auth = self.server.app.auth
+        if auth is not None and not auth.bearer(self.headers.get("Authorization")):
+            return True
+        return super().handle_expect_100()
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
@@ -127,15 +341,57 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_body(self, limit: int) -> bytes:
         chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
         try:
-            return read_body(self.rfile, self.headers.get("Content-Length"), chunked, limit)
+            body = read_body(self.rfile, self.headers.get("Content-Length"), chunked, limit)
         except ReceiverError:
             self.close_connection = True  # the unread body would otherwise be parsed as the next request
             raise
+        except TimeoutError as exc:
+            self.close_connection = True
+            raise RequestTimeout(str(exc)) from None
+        self._reader.disarm()  # read whole: waiting for the commit is not the client's time
+        return body
+
+    def _body_error(self, exc: Exception) -> int:
+        """The status of a JSON API's unreadable body: 408 when it did not arrive in time, else 400."""
+        return exc.http_status if isinstance(exc, RequestTimeout) else 400
+
+    # ---- authentication ----
+
+    def _bearer(self) -> bool:
+        auth = self.server.app.auth
+        return auth is not None and auth.bearer(self.headers.get("Authorization"))
+
+    def _allowed(self, path: str) -> bool:
+        """Whether the request may go on: no token required, or the bearer header."""
+        auth = self.server.app.auth
+        if auth is None or auth.bearer(self.headers.get("Authorization")):
+            return True
+        self._refuse(path)
+        return False
+
+    def _refuse(self, path: str) -> None:
+        """401 without reading the body; the connection is closed, as the unread body cannot be skipped."""
+        auth = self.server.app.auth
+        assert auth is not None
+        auth.failed("http")
+        if self.command not in ("GET", "HEAD") or self.headers.get("Content-Length", "0") != "0" \
+                or "Transfer-Encoding" in self.headers:
+            self.close_connection = True
+        challenge = {"WWW-Authenticate": AUTH_CHALLENGE}
+        if path in OTLP_PATHS and self.command == "POST":
+            media_type = self.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+            encoding = CONTENT_TYPES.get(media_type, "json")
+            body = status_body(Unauthenticated(_NEEDS_TOKEN), encoding)
+            self._send(401, body, _MEDIA_TYPE[encoding], challenge)
+        else:
+            self._send_json(401, {"error": _NEEDS_TOKEN}, challenge)
 
     # ---- methods ----
 
     def do_POST(self) -> None:
         path = self._path()
+        if not self._allowed(path):
+            return
         if path in OTLP_PATHS:
             self._otlp(OTLP_PATHS[path])
         elif path == "/v1/query":
@@ -151,8 +407,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self._path()
         app = self.server.app
+        if path != "/healthz" and not self._allowed(path):
+            return
         if path == "/healthz":
-            self._send_json(200, app.health())
+            health = app.health()
+            if app.auth is not None and not self._bearer():
+                # Enough for discovery (a live collector, and which one), nothing about the host or its files.
+                health = {key: health[key] for key in ("status", "token") if key in health}
+            self._send_json(200, health)
         elif path == "/metrics":
             self._send(200, app.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8")
         elif path in OTLP_PATHS or path in _POST_ONLY:
@@ -165,6 +427,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _other(self) -> None:
         path = self._path()
+        if not self._allowed(path):
+            return
         if path in OTLP_PATHS or path in _POST_ONLY:
             self._method_not_allowed("POST")
         elif path in ("/healthz", "/metrics") or is_ui_path(path):
@@ -231,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             payload = json.loads(self._read_body(_MAX_QUERY_BODY) or b"{}")
         except (ReceiverError, ValueError) as exc:
-            self._send_json(400, {"error": str(exc)})
+            self._send_json(self._body_error(exc), {"error": str(exc)})
             return
         if app.rescore is None:
             self._send_json(404, {"error": "this server does not re-score"})
@@ -254,7 +518,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(payload, dict) or not isinstance(payload.get("sql"), str):
                 raise ValueError('expected a JSON object {"sql": "SELECT ..."}')
         except (ReceiverError, ValueError) as exc:
-            self._send_json(400, {"error": str(exc), "kind": "invalid"})
+            self._send_json(self._body_error(exc), {"error": str(exc), "kind": "invalid"})
             return
         try:
             result = app.query(payload)
@@ -278,7 +542,86 @@ class OTLPHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], app: HttpApp) -> None:
         self.app = app
+        self._lingering: list[tuple[socket.socket, float]] = []
         super().__init__(address, _Handler)
+        if app.tls is not None:
+            # No handshake here, in the accepting thread: each connection makes its own on its thread.
+            self.socket = app.tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.app.stats.try_open(self.app.max_connections):
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.app.stats.closed()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.app.stats.closed()
+
+    def _refuse(self, request: socket.socket) -> None:
+        """Over the connection cap: 503 written by this thread without blocking (it fits in the socket's buffer),
+        no thread started. Over TLS no answer can be written before a handshake, so the connection is closed."""
+        if isinstance(request, ssl.SSLSocket):
+            self.shutdown_request(request)
+            return
+        message = (f"too many open connections (receiver.http_max_connections = {self.app.max_connections}); "
+                   "retry later\n").encode()
+        head = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(message)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
+        try:
+            request.setblocking(False)
+            request.send(head + message)
+            request.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.close_request(request)
+            return
+        if len(self._lingering) >= _MAX_LINGERING:
+            self.close_request(request)
+        else:
+            self._lingering.append((request, time.monotonic() + _LINGER_SECONDS))
+
+    def service_actions(self) -> None:
+        """Close refused connections once their client has read the 503 and closed (or after a moment): closing
+        with its request unread would reset the connection, and a reset can discard the answer before it is read."""
+        if not self._lingering:
+            return
+        now = time.monotonic()
+        keep: list[tuple[socket.socket, float]] = []
+        for sock, until in self._lingering:
+            done = now >= until
+            try:
+                for _ in range(4):  # a little at a time: a client that keeps sending cannot hold this thread
+                    if not sock.recv(65536):
+                        done = True  # the client closed its side
+                        break
+            except BlockingIOError:
+                pass
+            except OSError:
+                done = True
+            if done:
+                self.close_request(sock)
+            else:
+                keep.append((sock, until))
+        self._lingering = keep
+
+    def server_close(self) -> None:
+        super().server_close()
+        for sock, _ in self._lingering:
+            self.close_request(sock)
+        self._lingering = []
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):  # a client that reset, timed out or broke off its TLS: nothing to report
+            log.debug("connection from %s ended: %s", client_address, exc)
+        else:
+            log.exception("unexpected error serving %s", client_address)
 
 
 class HttpReceiver:
@@ -290,6 +633,10 @@ class HttpReceiver:
         self._server: OTLPHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._stopped = False
+
+    @property
+    def stats(self) -> HttpStats:
+        return self._app.stats
 
     @property
     def address(self) -> tuple[str, int]:

@@ -161,6 +161,15 @@ def render(collector: Collector) -> str:
             or [({"kind": "replace_runs"}, 0)])
     out.add("retention_deleted_rows_total", "counter", "Rows deleted by retention, by table.",
             [({"table": t}, n) for t, n in sorted(collector.retention_deleted.items())] or [({"table": "spans"}, 0)])
+    auth_failures = collector.auth.failures() if collector.auth is not None else {}
+    out.add("auth_failures_total", "counter", "Requests refused for a missing or wrong bearer token, by transport.",
+            [({"transport": t}, auth_failures.get(t, 0)) for t in sorted({"grpc", "http", *auth_failures})])
+    http = collector.http.stats
+    out.add("http_connections_open", "gauge", "HTTP connections open now (each holds a thread).", http.open)
+    out.add("http_connections_refused_total", "counter",
+            "HTTP connections refused (503) over receiver.http_max_connections.", http.refused)
+    out.add("http_requests_timed_out_total", "counter",
+            "HTTP requests cut because they did not arrive whole within receiver.http_read_timeout.", http.timed_out)
     out.add("queries_total", "counter", "Queries on POST /v1/query, by outcome.",
             [({"outcome": o}, n) for o, n in sorted(collector.query_counts.items())] or [({"outcome": "ok"}, 0)])
     scoring = assembly.scoring

@@ -1,0 +1,287 @@
+"""Bearer token authentication against a real collector: OTLP over HTTP and gRPC (raw and through the real
+OpenTelemetry SDK exporters), the JSON APIs, /metrics, /healthz, the web UI's sign-in and cookie, the commands that
+talk to a running collector, and the warning about a listener open to the network without a token."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import code_pb2, status_pb2
+
+from agentotel_eval.otlp.encode import encode_traces, traces_to_json
+from agentotel_eval.otlp.records import SpanRecord
+from collector.receive.http import Authenticator
+from tests.collector_harness import grpc_export, http_request, post_otlp, running_collector, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "s3cret-Token_for-tests"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+CHALLENGE = 'Bearer realm="agentotel-eval"'
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    return tmp_path_factory.mktemp("auth") / "auth.duckdb"
+
+
+@pytest.fixture(scope="module")
+def collector(db):
+    with running_collector(db, auth={"token": TOKEN}) as c:
+        yield c
+
+
+_next_trace = iter(range(0x5000, 0x6000))
+
+
+def new_span() -> SpanRecord:
+    trace = next(_next_trace)
+    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "op", start_ns=1_700_000_000_000_000_000,
+                      end_ns=1_700_000_000_000_000_100)
+
+
+def stored(collector, trace_id: str) -> int:
+    return collector.query("SELECT count(*) FROM spans WHERE trace_id = ?", params=[trace_id])["rows"][0][0]
+
+
+# ---- OTLP/HTTP -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
+                                     {"Authorization": TOKEN}, {"Authorization": f"Bearer {TOKEN}x"}],
+                         ids=["none", "wrong", "basic", "no-scheme", "longer"])
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+def test_otlp_http_without_the_token_is_401_and_nothing_is_stored(collector, headers, encoding):
+    span = new_span()
+    body = encode_traces([span]).SerializeToString() if encoding == "protobuf" else \
+        json.dumps(traces_to_json([span])).encode()
+    answer = post_otlp(collector.http_endpoint, "traces", body, encoding, headers=headers)
+    assert answer.status == 401
+    assert answer.headers["www-authenticate"] == CHALLENGE
+    assert answer.headers["connection"] == "close"  # the body was not read: the connection cannot be reused
+    if encoding == "protobuf":
+        assert answer.headers["content-type"] == "application/x-protobuf"
+        status = status_pb2.Status.FromString(answer.body)
+        assert status.code == code_pb2.UNAUTHENTICATED
+    else:
+        assert answer.headers["content-type"] == "application/json"
+        assert json.loads(answer.body)["code"] == code_pb2.UNAUTHENTICATED
+    assert stored(collector, span.trace_id) == 0
+
+
+def test_otlp_http_with_the_token_is_stored(collector):
+    span = new_span()
+    answer = post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
+                       headers={"Authorization": f"bearer  {TOKEN}"})  # the scheme is case-insensitive
+    assert answer.status == 200
+    assert stored(collector, span.trace_id) == 1
+
+
+def test_a_refused_request_is_answered_before_its_body_is_read(collector):
+    """Headers announcing 10 MB and no body: the 401 comes at once (a read would wait for the read timeout) and
+    the connection is closed; a client that asks to continue is never told to."""
+    host, port = collector.http.address
+    for expect in ("", "Expect: 100-continue\r\n"):
+        with socket.create_connection((host, port), timeout=5) as sock:
+            started = time.monotonic()
+            sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                         f"Content-Length: 10000000\r\n{expect}\r\n".encode())
+            data = b""
+            while chunk := sock.recv(65536):  # until the server closes
+                data += chunk
+            assert time.monotonic() - started < 3
+        assert data.startswith(b"HTTP/1.1 401 "), data[:100]
+        assert b"100 Continue" not in data
+        assert f"WWW-Authenticate: {CHALLENGE}".encode() in data
+
+
+# ---- gRPC ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metadata", [None, (("authorization", "Bearer nope"),), (("authorization", TOKEN),),
+                                      (("x-token", TOKEN),)], ids=["none", "wrong", "no-scheme", "other-key"])
+def test_grpc_without_the_token_is_unauthenticated_and_nothing_is_stored(collector, metadata):
+    span = new_span()
+    before = collector.auth.failures().get("grpc", 0)
+    with pytest.raises(grpc.RpcError) as refused:
+        grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), metadata=metadata,
+                    timeout=10)
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert collector.auth.failures()["grpc"] == before + 1
+    assert stored(collector, span.trace_id) == 0
+
+
+def test_grpc_with_the_token_is_stored(collector):
+    span = new_span()
+    grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(),
+                metadata=(("authorization", f"Bearer {TOKEN}"),))
+    assert stored(collector, span.trace_id) == 1
+
+
+# ---- the real OpenTelemetry SDK exporters, configured by OTEL_EXPORTER_OTLP_HEADERS ----------------------------
+
+
+def sdk_spans(name: str) -> list:
+    """Finished SDK spans (ReadableSpan), captured in memory, to hand to an exporter."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with provider.get_tracer("auth-test").start_as_current_span(name):
+        pass
+    spans = memory.get_finished_spans()
+    provider.shutdown()
+    return list(spans)
+
+
+def sdk_exporter(protocol: str, collector):
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter(endpoint=collector.grpc_endpoint, insecure=True, timeout=5)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter(endpoint=f"{collector.http_endpoint}/v1/traces", timeout=5)
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_sdk_exporters_send_the_token_from_otel_exporter_otlp_headers(collector, monkeypatch, protocol):
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"authorization=Bearer%20{TOKEN}")
+    exporter = sdk_exporter(protocol, collector)
+    spans = sdk_spans(f"with-token-{protocol}")
+    try:
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    trace_id = f"{spans[0].context.trace_id:032x}"
+    assert stored(collector, trace_id) == 1
+
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_HEADERS")
+    exporter = sdk_exporter(protocol, collector)
+    spans = sdk_spans(f"without-token-{protocol}")
+    try:
+        assert exporter.export(spans) == SpanExportResult.FAILURE
+    finally:
+        exporter.shutdown()
+    assert stored(collector, f"{spans[0].context.trace_id:032x}") == 0
+
+
+# ---- the JSON APIs, /metrics, /healthz and the web UI ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [
+    ("POST", "/v1/query", json.dumps({"sql": "SELECT 1"}).encode()),
+    ("POST", "/v1/rescore", json.dumps({"dry_run": True}).encode()),
+    ("GET", "/metrics", None),
+])
+def test_query_rescore_and_metrics_need_the_header(collector, method, path, body):
+    refused = http_request(collector.http_endpoint, method, path, body, {"Content-Type": "application/json"})
+    assert refused.status == 401
+    assert refused.headers["www-authenticate"] == CHALLENGE
+    assert "requires a token" in json.loads(refused.body)["error"]
+    answer = http_request(collector.http_endpoint, method, path, body, {"Content-Type": "application/json", **BEARER})
+    assert answer.status == 200, answer.body
+
+
+def test_a_refused_query_is_not_run(collector):
+    before = dict(collector.query_counts)
+    http_request(collector.http_endpoint, "POST", "/v1/query", json.dumps({"sql": "SELECT 1"}).encode())
+    assert collector.query_counts == before
+
+
+def test_metrics_count_the_refusals_per_transport(collector):
+    before = collector.auth.failures().get("http", 0)
+    assert http_request(collector.http_endpoint, "GET", "/metrics").status == 401
+    text = http_request(collector.http_endpoint, "GET", "/metrics", headers=BEARER).body.decode()
+    assert f'agentotel_auth_failures_total{{transport="http"}} {before + 1}' in text
+    assert 'agentotel_auth_failures_total{transport="grpc"}' in text
+
+
+def test_healthz_stays_open_but_tells_nothing_without_the_token(collector):
+    bare = http_request(collector.http_endpoint, "GET", "/healthz")
+    assert bare.status == 200
+    assert json.loads(bare.body) == {"status": "ok", "token": collector._token}  # what discovery checks, no more
+    full = json.loads(http_request(collector.http_endpoint, "GET", "/healthz", headers=BEARER).body)
+    assert full["db"] == str(collector.db_path) and full["pid"] == os.getpid()
+    assert str(collector.db_path) not in bare.body.decode()
+
+
+@pytest.mark.parametrize("path", ["/static/style.css", "/static/app.js", "/api/runs/latest", "/favicon.ico"])
+def test_assets_and_the_polled_api_need_credentials(collector, path):
+    refused = http_request(collector.http_endpoint, "GET", path)
+    assert refused.status == 401 and refused.headers["www-authenticate"] == CHALLENGE
+    assert http_request(collector.http_endpoint, "GET", path, headers=BEARER).status in (200, 204)
+
+
+def test_the_bearer_header_opens_the_pages(collector):
+    answer = http_request(collector.http_endpoint, "GET", "/?since=all", headers=BEARER)
+    assert answer.status == 200 and b'href="/static/style.css"' in answer.body
+
+
+def test_the_authenticator_reads_headers_and_metadata():
+    auth = Authenticator("abc")
+    assert auth.bearer("Bearer abc") and auth.bearer("BEARER abc") and auth.bearer("  Bearer   abc ")
+    assert not any(auth.bearer(v) for v in (None, "", "Bearer", "Bearer ab", "Bearer abcd", "Token abc", "abc"))
+    assert auth.metadata((("user-agent", "x"), ("authorization", "Bearer abc")))
+    assert not auth.metadata((("authorization", "Bearer abd"),)) and not auth.metadata(None)
+    with pytest.raises(ValueError):
+        Authenticator("")
+
+
+# ---- the warning about a listener open to the network ----------------------------------------------------------
+
+
+def started_logs(tmp_path: Path, caplog, **sections) -> str:
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agentotel.collector"), \
+            running_collector(tmp_path / f"w{time.monotonic_ns()}.duckdb", receiver={"decode_workers": 0},
+                              assembler={"process": False}, **sections):
+        pass
+    return "\n".join(r.getMessage() for r in caplog.records if r.name == "agentotel.collector")
+
+
+def test_a_listener_beyond_loopback_without_a_token_is_warned_about(tmp_path, caplog):
+    text = started_logs(tmp_path, caplog, http="0.0.0.0:0")
+    assert "anyone who can reach 0.0.0.0:" in text
+    assert "can write spans and read every stored prompt, tool argument and result through /v1/query and the " \
+           "web UI; set --auth-token or AGENTOTEL_AUTH_TOKEN" in text
+    grpc_text = started_logs(tmp_path, caplog, grpc="0.0.0.0:0")
+    assert "anyone who can reach 0.0.0.0:" in grpc_text and "(OTLP/gRPC) can write spans" in grpc_text
+    assert "/v1/query" not in grpc_text  # the HTTP port stayed on loopback
+
+
+def test_no_warning_on_loopback_or_with_a_token(tmp_path, caplog):
+    assert "anyone who can reach" not in started_logs(tmp_path, caplog)
+    with_token = started_logs(tmp_path, caplog, http="0.0.0.0:0", auth={"token": TOKEN})
+    assert "anyone who can reach" not in with_token
+    assert "sent in clear text" in with_token  # the token itself is exposed without TLS
+
+
+def test_serve_warns_on_its_stderr(tmp_path):
+    """The real command: the warning reaches the operator's terminal."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTOTEL_AUTH_TOKEN"}
+    env["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentotel_eval.cli", "serve", "--db", str(tmp_path / "serve.duckdb"),
+         "--http", "0.0.0.0:0", "--grpc", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+    )
+    try:
+        wait_until(lambda: (tmp_path / "serve.duckdb.collector.json").exists(), timeout=60, what="the collector")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    assert "WARNING" in stderr and "anyone who can reach 0.0.0.0:" in stderr, stderr
