@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agentotel_eval.store import DEFAULT_DB_PATH
 
 if TYPE_CHECKING:
+    from agentotel_eval.store.discovery import CollectorInfo
     from agentotel_eval.store.query import QueryResult
 
 EXIT_QUERY_ERROR = 1
@@ -51,8 +51,9 @@ class QueryFailure(Exception):
         self.code = code
 
 
-def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | None,
+def _via_collector(collector: CollectorInfo, sql: str, limit: int | None, timeout: float | None,
                    params: Sequence[Any] = ()) -> QueryResult:
+    from agentotel_eval.store.discovery import open_collector, unauthorized_message
     from agentotel_eval.store.query import QueryResult
 
     payload: dict[str, object] = {"sql": sql}
@@ -62,17 +63,14 @@ def _via_collector(base_url: str, sql: str, limit: int | None, timeout: float | 
         payload["limit"] = limit
     if timeout is not None:
         payload["timeout"] = timeout
-    request = urllib.request.Request(
-        f"{base_url}/v1/query",
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
     wait = (timeout or 30.0) + 10.0
     try:
-        with urllib.request.urlopen(request, timeout=wait) as response:
+        with open_collector(collector, "/v1/query", data=json.dumps(payload).encode(), timeout=wait,
+                            headers={"Content-Type": "application/json"}) as response:
             return QueryResult.from_dict(json.loads(response.read()))
     except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            raise QueryFailure(unauthorized_message(collector.base_url)) from None
         try:
             detail = json.loads(exc.read()).get("error") or exc.reason
         except (ValueError, AttributeError):
@@ -130,7 +128,7 @@ def execute(db: str | Path, sql: str, *, limit: int | None = None,
     try:
         if collector is not None:
             try:
-                return _via_collector(collector.base_url, sql, limit, timeout, params)
+                return _via_collector(collector, sql, limit, timeout, params)
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 # The collector went away between discovery and the query: the file is free (or will say why not).
                 if find_collector(db) is not None:

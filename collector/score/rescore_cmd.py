@@ -22,11 +22,13 @@ import json
 import sys
 import time
 import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
+
+if TYPE_CHECKING:
+    from agentotel_eval.store.discovery import CollectorInfo
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
 
@@ -54,14 +56,17 @@ class _Failure(Exception):
         self.code = code
 
 
-def _via_collector(base_url: str, payload: dict[str, Any]) -> dict[str, Any]:
-    request = urllib.request.Request(f"{base_url}/v1/rescore", data=json.dumps(payload).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[str, Any]:
+    from agentotel_eval.store.discovery import open_collector, unauthorized_message
+
     try:
-        with urllib.request.urlopen(request, timeout=3600) as response:
+        with open_collector(collector, "/v1/rescore", data=json.dumps(payload).encode(), timeout=3600,
+                            headers={"Content-Type": "application/json"}) as response:
             answer: dict[str, Any] = json.loads(response.read())
             return answer
     except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            raise _Failure(unauthorized_message(collector.base_url), EXIT_FAILED) from None
         try:
             detail = json.loads(exc.read()).get("error") or exc.reason
         except (ValueError, AttributeError):
@@ -69,7 +74,7 @@ def _via_collector(base_url: str, payload: dict[str, Any]) -> dict[str, Any]:
         raise _Failure(f"the collector refused the re-score: {detail}",
                        EXIT_USAGE if exc.code in (400, 409) else EXIT_FAILED) from None
     except (urllib.error.URLError, OSError) as exc:
-        raise _Failure(f"the collector at {base_url} did not answer: {exc}", EXIT_FAILED) from None
+        raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}", EXIT_FAILED) from None
 
 
 def _on_file(db: Path, payload: dict[str, Any]) -> dict[str, Any]:
@@ -135,10 +140,7 @@ def run(args: argparse.Namespace) -> int:
     db = Path(args.db)
     collector = find_collector(db)
     try:
-        if collector is not None:
-            answer = _via_collector(collector.base_url, payload)
-        else:
-            answer = _on_file(db, payload)
+        answer = _via_collector(collector, payload) if collector is not None else _on_file(db, payload)
     except _Failure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

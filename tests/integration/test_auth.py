@@ -285,3 +285,40 @@ def test_serve_warns_on_its_stderr(tmp_path):
         process.terminate()
         _, stderr = process.communicate(timeout=60)
     assert "WARNING" in stderr and "anyone who can reach 0.0.0.0:" in stderr, stderr
+
+
+# ---- commands that talk to the running collector ---------------------------------------------------------------
+
+
+def agentotel(*args: str, token: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTOTEL_AUTH_TOKEN"}
+    env["PYTHONPATH"] = str(ROOT)
+    if token is not None:
+        env["AGENTOTEL_AUTH_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", *args], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT)
+
+
+def test_query_sends_the_token_from_the_environment(collector, db):
+    before = collector.query_counts.get("ok", 0)
+    done = agentotel("query", "SELECT 42 AS n", "--db", str(db), "--format", "json", token=TOKEN)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"n": 42}]
+    assert collector.query_counts["ok"] == before + 1  # served by the collector
+
+
+def test_query_without_the_token_says_what_to_set(collector, db):
+    done = agentotel("query", "SELECT 1", "--db", str(db), token=None)
+    assert done.returncode == 1
+    assert f"the collector at {collector.http_endpoint} requires a token: set AGENTOTEL_AUTH_TOKEN" in done.stderr
+    wrong = agentotel("query", "SELECT 1", "--db", str(db), token="wrong")
+    assert wrong.returncode == 1 and "refused the token in AGENTOTEL_AUTH_TOKEN" in wrong.stderr
+
+
+def test_rescore_sends_the_token_from_the_environment(collector, db):
+    done = agentotel("rescore", "--db", str(db), "--dry-run", "--format", "json", token=TOKEN)
+    assert done.returncode == 0, done.stderr
+    assert isinstance(json.loads(done.stdout), dict)
+    refused = agentotel("rescore", "--db", str(db), "--dry-run", token=None)
+    assert refused.returncode == 1
+    assert "requires a token: set AGENTOTEL_AUTH_TOKEN" in refused.stderr

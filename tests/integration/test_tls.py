@@ -11,6 +11,8 @@ import os
 import shutil
 import socket
 import ssl
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -252,3 +254,31 @@ def test_tls_with_a_token(guarded, certificate, pinned):
     assert post_otlp(guarded.http_endpoint, "traces", encode_traces([other]).SerializeToString(), context=pinned,
                      headers={"Authorization": f"Bearer {TOKEN}"}).status == 200
     assert stored(guarded, other.trace_id) == 1
+
+
+# ---- the commands, through discovery ---------------------------------------------------------------------------
+
+
+def query_cli(db: Path, sql: str, token: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTOTEL_AUTH_TOKEN"}
+    env["PYTHONPATH"] = str(ROOT)
+    if token is not None:
+        env["AGENTOTEL_AUTH_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "query", sql, "--db", str(db), "--format",
+                           "json"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+
+
+def test_query_reaches_the_tls_collector_through_discovery(collector, db):
+    before = collector.query_counts.get("ok", 0)
+    done = query_cli(db, "SELECT 7 AS n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"n": 7}]
+    assert collector.query_counts["ok"] == before + 1
+
+
+def test_query_sends_the_token_over_tls(guarded):
+    done = query_cli(guarded.db_path, "SELECT 5 AS n", token=TOKEN)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"n": 5}]
+    refused = query_cli(guarded.db_path, "SELECT 1")
+    assert refused.returncode == 1 and "requires a token: set AGENTOTEL_AUTH_TOKEN" in refused.stderr
