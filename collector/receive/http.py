@@ -12,12 +12,14 @@ waits only for what is left of that time), an idle keep-alive connection is clos
 most ``max_connections`` are open at once (one more is answered 503 by the accepting thread and closed). Over TLS
 the handshake is made on the connection's thread, under the same read timeout.
 
-With a token (``Authenticator``) every request but ``GET /healthz`` needs ``Authorization: Bearer <token>``. A
-request without it is answered 401 before its body is read, and its connection closed.
+With a token (``Authenticator``) every request but ``GET /healthz`` needs ``Authorization: Bearer <token>``; the web
+UI's GETs also take the cookie ``/login`` sets, as a browser cannot send the header. A request without either is
+answered 401 before its body is read, and its connection closed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import io
 import json
@@ -32,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
@@ -49,7 +52,7 @@ from collector.receive.errors import (
 )
 from collector.receive.ingest import ExportOutcome, Ingestor
 from collector.ui.routes import Answer as UiAnswer
-from collector.ui.routes import is_ui_path
+from collector.ui.routes import is_page, is_ui_path, sign_in
 
 log = logging.getLogger(__name__)
 
@@ -65,22 +68,27 @@ _GRPC_CODES = {"INVALID_ARGUMENT": code_pb2.INVALID_ARGUMENT, "RESOURCE_EXHAUSTE
                "UNAVAILABLE": code_pb2.UNAVAILABLE, "UNAUTHENTICATED": code_pb2.UNAUTHENTICATED,
                "DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED}
 _MAX_QUERY_BODY = 1024 * 1024
+_MAX_LOGIN_BODY = 16 * 1024
 _READ_BUFFER = 64 * 1024
 #: refused connections kept open a moment after their 503, so the client reads it instead of a reset
 _LINGER_SECONDS = 2.0
 _MAX_LINGERING = 512
 
 AUTH_CHALLENGE = 'Bearer realm="agentotel-eval"'
+UI_COOKIE = "agentotel_session"
 _NEEDS_TOKEN = "this collector requires a token: send 'Authorization: Bearer <token>'"
 
 
 class Authenticator:
-    """The collector's bearer token, compared in constant time. Counts the refusals, per transport."""
+    """The collector's bearer token, compared in constant time, and the web UI's cookie derived from it (an HMAC
+    of a fixed text under the token: the cookie never holds the token). Counts the refusals, per transport."""
 
     def __init__(self, token: str) -> None:
         if not token:
             raise ValueError("an empty token authenticates nothing")
         self._token = token.encode()
+        self.cookie_value = hmac.new(self._token, b"agentotel-ui", hashlib.sha256).hexdigest()
+        self._cookie = self.cookie_value.encode()
         self._failures: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -99,6 +107,16 @@ class Authenticator:
         for key, value in pairs or ():
             if key == "authorization" and isinstance(value, str):
                 return self.bearer(value)
+        return False
+
+    def cookie(self, header: str | None) -> bool:
+        """A ``Cookie`` header carrying the UI's cookie."""
+        if not header:
+            return False
+        for part in header.split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == UI_COOKIE and hmac.compare_digest(value.strip().encode(), self._cookie):
+                return True
         return False
 
     def failed(self, transport: str) -> None:
@@ -145,6 +163,13 @@ def server_tls_context(cert: str, key: str) -> ssl.SSLContext:
     return context
 
 
+def local_path(value: str) -> str:
+    """``value`` if it is a path on this server, else ``/``: where a sign-in may lead (never another site)."""
+    if (not value.startswith("/") or value.startswith("//") or "\\" in value
+            or any(not 0x21 <= ord(c) < 0x7F for c in value)
+            or value.split("?", 1)[0] in ("/login", "/logout")):
+        return "/"
+    return value
 
 
 @dataclass
@@ -308,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
     def handle_expect_100(self) -> bool:
         # A request about to be refused for its token gets no "100 Continue": its body is never wanted.
         auth = self.server.app.auth
-        if auth is not None and not auth.bearer(self.headers.get("Authorization")):
+        if auth is not None and self._path() != "/login" and not auth.bearer(self.headers.get("Authorization")):
             return True
         return super().handle_expect_100()
 
@@ -362,9 +387,11 @@ class _Handler(BaseHTTPRequestHandler):
         return auth is not None and auth.bearer(self.headers.get("Authorization"))
 
     def _allowed(self, path: str) -> bool:
-        """Whether the request may go on: no token required, or the bearer header."""
+        """Whether the request may go on: no token required, the bearer header, or (GETs of the UI) its cookie."""
         auth = self.server.app.auth
         if auth is None or auth.bearer(self.headers.get("Authorization")):
+            return True
+        if self.command in ("GET", "HEAD") and is_ui_path(path) and auth.cookie(self.headers.get("Cookie")):
             return True
         self._refuse(path)
         return False
@@ -383,15 +410,64 @@ class _Handler(BaseHTTPRequestHandler):
             encoding = CONTENT_TYPES.get(media_type, "json")
             body = status_body(Unauthenticated(_NEEDS_TOKEN), encoding)
             self._send(401, body, _MEDIA_TYPE[encoding], challenge)
+        elif self.command in ("GET", "HEAD") and is_page(path):
+            answer = sign_in(local_path(self.path))
+            self._send(answer.status, answer.body, answer.content_type, {**answer.headers, **challenge})
         else:
             self._send_json(401, {"error": _NEEDS_TOKEN}, challenge)
+
+    def _cookie_header(self, value: str, max_age: int | None = None) -> str:
+        parts = [f"{UI_COOKIE}={value}", "Path=/", "HttpOnly", "SameSite=Strict"]
+        if max_age is not None:
+            parts.append(f"Max-Age={max_age}")
+        if self.server.app.tls is not None:
+            parts.append("Secure")
+        return "; ".join(parts)
+
+    def _login_form(self) -> None:
+        query = self.path.split("?", 1)[1] if "?" in self.path else ""
+        target = parse_qs(query).get("next", ["/"])[0]
+        answer = sign_in(local_path(target), status=200)
+        self._send(answer.status, answer.body, answer.content_type, answer.headers)
+
+    def _login(self) -> None:
+        """The sign-in form's POST: a right token sets the UI's cookie and leads on to the page asked for."""
+        auth = self.server.app.auth
+        assert auth is not None
+        try:
+            form = parse_qs(self._read_body(_MAX_LOGIN_BODY).decode("utf-8", "replace"))
+        except ReceiverError as exc:
+            self._send_text(self._body_error(exc), str(exc))
+            return
+        target = local_path(form.get("next", ["/"])[0])
+        if not auth.token(form.get("token", [""])[0]):
+            auth.failed("http")
+            answer = sign_in(target, "That is not this collector's token.")
+            self._send(answer.status, answer.body, answer.content_type,
+                       {**answer.headers, "WWW-Authenticate": AUTH_CHALLENGE})
+            return
+        self._send(303, b"", "text/plain; charset=utf-8",
+                   {"Location": target, "Set-Cookie": self._cookie_header(auth.cookie_value), "Cache-Control": "no-store"})
+
+    def _logout(self) -> None:
+        if self.command == "POST":
+            self.close_connection = True  # a body, if any, is not read
+        self._send(303, b"", "text/plain; charset=utf-8",
+                   {"Location": "/", "Set-Cookie": self._cookie_header("", max_age=0), "Cache-Control": "no-store"})
 
     # ---- methods ----
 
     def do_POST(self) -> None:
         path = self._path()
-        if not self._allowed(path):
-            return
+        if self.server.app.auth is not None:
+            if path == "/login":
+                self._login()
+                return
+            if path == "/logout":
+                self._logout()
+                return
+            if not self._allowed(path):
+                return
         if path in OTLP_PATHS:
             self._otlp(OTLP_PATHS[path])
         elif path == "/v1/query":
@@ -407,8 +483,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self._path()
         app = self.server.app
-        if path != "/healthz" and not self._allowed(path):
-            return
+        if app.auth is not None and path != "/healthz":
+            if path == "/login":
+                self._login_form()
+                return
+            if path == "/logout":
+                self._logout()
+                return
+            if not self._allowed(path):
+                return
         if path == "/healthz":
             health = app.health()
             if app.auth is not None and not self._bearer():

@@ -14,6 +14,7 @@ from agentotel_eval.pages import data
 from agentotel_eval.pages.filters import FilterError, parse_filters
 from agentotel_eval.pages.markup import asset, server_links
 from agentotel_eval.pages.render import message_page, overview_page, run_page, runs_page, version_text
+from agentotel_eval.pages.sign_in import content_security_policy, sign_in_page
 from agentotel_eval.store.query import QueryError, QueryResult
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,18 @@ class Answer:
 
 def is_ui_path(path: str) -> bool:
     return path in UI_PATHS or path == "/runs/" or _RUN_PATH.match(path) is not None or path == "/favicon.ico"
+
+
+def is_page(path: str) -> bool:
+    """An HTML page a person opens (answered with the sign-in form when a token is required and not given), as
+    opposed to an asset or the polled JSON."""
+    return is_ui_path(path) and path not in _STATIC and path not in ("/api/runs/latest", "/favicon.ico")
+
+
+def sign_in(next_path: str, error: str = "", status: int = 401) -> Answer:
+    """The sign-in form (``agentotel_eval.pages.sign_in``), with the page's own Content-Security-Policy."""
+    headers = {**SECURITY_HEADERS, "Content-Security-Policy": content_security_policy()}
+    return Answer(status, HTML, sign_in_page(next_path, error).encode(), headers)
 
 
 class UiRoutes:

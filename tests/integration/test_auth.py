@@ -4,6 +4,8 @@ talk to a running collector, and the warning about a listener open to the networ
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import grpc
 import pytest
@@ -19,7 +22,7 @@ from google.rpc import code_pb2, status_pb2
 
 from agentotel_eval.otlp.encode import encode_traces, traces_to_json
 from agentotel_eval.otlp.records import SpanRecord
-from collector.receive.http import Authenticator
+from collector.receive.http import Authenticator, local_path
 from tests.collector_harness import grpc_export, http_request, post_otlp, running_collector, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -322,3 +325,103 @@ def test_rescore_sends_the_token_from_the_environment(collector, db):
     refused = agentotel("rescore", "--db", str(db), "--dry-run", token=None)
     assert refused.returncode == 1
     assert "requires a token: set AGENTOTEL_AUTH_TOKEN" in refused.stderr
+
+
+# ---- the web UI in a browser: sign-in form, cookie, logout -----------------------------------------------------
+
+
+def cookie_of(answer) -> str:
+    return answer.headers["set-cookie"].split(";", 1)[0]
+
+
+def sign_in(collector, token: str, next_path: str = "/"):
+    return http_request(collector.http_endpoint, "POST", "/login", urlencode({"token": token, "next": next_path}).encode(),
+                        {"Content-Type": "application/x-www-form-urlencoded"})
+
+
+def test_a_page_without_credentials_answers_the_sign_in_form(collector):
+    answer = http_request(collector.http_endpoint, "GET", "/runs?since=all")
+    assert answer.status == 401
+    assert answer.headers["www-authenticate"] == CHALLENGE
+    assert answer.headers["content-type"].startswith("text/html")
+    page = answer.body.decode()
+    assert '<form class="sign-in" method="post" action="/login">' in page
+    assert 'name="next" value="/runs?since=all"' in page
+    assert "<link rel=\"stylesheet\"" not in page and "<script" not in page  # self-contained: nothing to fetch
+    assert "style-src 'sha256-" in answer.headers["content-security-policy"]
+
+
+def test_signing_in_sets_a_cookie_derived_from_the_token_and_leads_to_the_page(collector):
+    answer = sign_in(collector, TOKEN, "/runs?since=all")
+    assert answer.status == 303
+    assert answer.headers["location"] == "/runs?since=all"
+    attributes = [part.strip() for part in answer.headers["set-cookie"].split(";")]
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes)
+    assert "Secure" not in attributes  # plain HTTP here (see test_tls for https)
+    name, value = attributes[0].split("=", 1)
+    assert name == "agentotel_session"
+    assert TOKEN not in answer.headers["set-cookie"]
+    assert value == hmac.new(TOKEN.encode(), b"agentotel-ui", hashlib.sha256).hexdigest()
+    cookie = {"Cookie": f"other=1; {attributes[0]}"}
+    for path in ("/runs?since=all", "/", "/static/app.js", "/api/runs/latest"):
+        assert http_request(collector.http_endpoint, "GET", path, headers=cookie).status == 200, path
+
+
+def test_the_cookie_does_not_open_otlp_the_query_rescore_or_metrics(collector):
+    cookie = {"Cookie": cookie_of(sign_in(collector, TOKEN))}
+    span = new_span()
+    answer = post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(), headers=cookie)
+    assert answer.status == 401
+    assert stored(collector, span.trace_id) == 0
+    for method, path in (("POST", "/v1/query"), ("POST", "/v1/rescore"), ("GET", "/metrics")):
+        body = json.dumps({"sql": "SELECT 1"}).encode() if method == "POST" else None
+        assert http_request(collector.http_endpoint, method, path, body, cookie).status == 401, path
+    assert set(json.loads(http_request(collector.http_endpoint, "GET", "/healthz", headers=cookie).body)) == \
+        {"status", "token"}
+
+
+def test_a_wrong_cookie_is_refused(collector):
+    forged = {"Cookie": f"agentotel_session={TOKEN}"}  # the token itself is not the cookie
+    assert http_request(collector.http_endpoint, "GET", "/", headers=forged).status == 401
+
+
+def test_a_wrong_token_shows_the_form_again_with_an_error(collector):
+    answer = sign_in(collector, "not-it", "/runs")
+    assert answer.status == 401
+    assert "set-cookie" not in answer.headers
+    page = answer.body.decode()
+    assert "That is not this collector&#x27;s token." in page and 'value="/runs"' in page
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",
+                                    "evil", "/logout", "/x\r\nSet-Cookie: a=b"])
+def test_signing_in_never_leads_off_the_collector(collector, target):
+    answer = sign_in(collector, TOKEN, target)
+    assert answer.status == 303 and answer.headers["location"] == "/"
+
+
+def test_logout_clears_the_cookie(collector):
+    answer = http_request(collector.http_endpoint, "GET", "/logout")
+    assert answer.status == 303 and answer.headers["location"] == "/"
+    attributes = [part.strip() for part in answer.headers["set-cookie"].split(";")]
+    assert attributes[0] == "agentotel_session=" and "Max-Age=0" in attributes
+
+
+def test_the_sign_in_page_can_be_asked_for(collector):
+    answer = http_request(collector.http_endpoint, "GET", "/login?next=/runs")
+    assert answer.status == 200 and b'name="next" value="/runs"' in answer.body
+
+
+def test_the_ui_cookie_is_derived_from_the_token():
+    auth = Authenticator("abc")
+    assert auth.cookie_value == hmac.new(b"abc", b"agentotel-ui", hashlib.sha256).hexdigest()
+    assert auth.cookie(f"a=1; agentotel_session={auth.cookie_value}")
+    assert not auth.cookie("agentotel_session=abc") and not auth.cookie(None)
+    assert Authenticator("abd").cookie_value != auth.cookie_value
+
+
+def test_only_local_paths_are_sign_in_targets():
+    assert local_path("/runs?since=7d&agent=a") == "/runs?since=7d&agent=a"
+    assert local_path("/runs/abc/def") == "/runs/abc/def"
+    for bad in ("", "runs", "//x", "/\\x", "http://x/", "/a b", "/ü", "/login", "/logout?x=1"):
+        assert local_path(bad) == "/", bad

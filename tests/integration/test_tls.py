@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import grpc
 import pytest
@@ -282,3 +283,13 @@ def test_query_sends_the_token_over_tls(guarded):
     assert json.loads(done.stdout) == [{"n": 5}]
     refused = query_cli(guarded.db_path, "SELECT 1")
     assert refused.returncode == 1 and "requires a token: set AGENTOTEL_AUTH_TOKEN" in refused.stderr
+
+
+# ---- the web UI's cookie ---------------------------------------------------------------------------------------
+
+
+def test_the_ui_cookie_is_secure_over_https(guarded, pinned):
+    login = http_request(guarded.http_endpoint, "POST", "/login", urlencode({"token": TOKEN, "next": "/"}).encode(),
+                         {"Content-Type": "application/x-www-form-urlencoded"}, context=pinned)
+    assert login.status == 303
+    assert "Secure" in [part.strip() for part in login.headers["set-cookie"].split(";")]
