@@ -337,7 +337,12 @@ def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
         raise DecodeError(f"attribute value must be an AnyValue object, got {v!r}")
     for key, value in v.items():
         if key in ("stringValue", "string_value"):
-            return value if not isinstance(value, str) or len(value) <= b.max_len else b.text(value)
+            if isinstance(value, str):
+                return value if len(value) <= b.max_len else b.text(value)
+            if value is None:
+                return None
+            # Anything else would be stored as it is, past the length and depth limits.
+            raise DecodeError(f"stringValue must be a string, got {type(value).__name__}")
         if key in ("intValue", "int_value"):
             number = _json_int(value, "intValue")
             if not _INT64_MIN <= number <= _INT64_MAX:  # AnyValue.int_value is an int64, as in protobuf
