@@ -84,26 +84,33 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 def banner(collector: Any) -> str:
-    grpc_endpoint = f"http://{collector.grpc_endpoint}"
+    tls = bool(collector.config.tls.cert)
+    grpc_endpoint = f"{'https' if tls else 'http'}://{collector.grpc_endpoint}"
     http_endpoint = collector.http_endpoint
     db = collector.db_path
     relative = os.path.relpath(db) if not os.path.relpath(db).startswith("..") else str(db)
     db_flag = "" if relative == DEFAULT_DB_PATH else f" --db {relative}"
-    return "\n".join(
-        [
-            "agentotel-eval collector",
-            f"  OTLP/gRPC  {collector.grpc_endpoint:<22} OTEL_EXPORTER_OTLP_ENDPOINT={grpc_endpoint} "
-            "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-            f"  OTLP/HTTP  {http_endpoint:<22} OTEL_EXPORTER_OTLP_ENDPOINT={http_endpoint} "
-            "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-            f"  database   {db}",
-            f"  metrics    {http_endpoint}/metrics",
-            "  try        agentotel-eval query "
-            '"SELECT agent_name, tools_called, status FROM agent_runs ORDER BY start_time DESC LIMIT 10"'
-            f"{db_flag}",
-            "Stop with Ctrl+C (a second Ctrl+C exits at once).",
-        ]
-    )
+    lines = [
+        "agentotel-eval collector" + (" (TLS)" if tls else ""),
+        f"  OTLP/gRPC  {collector.grpc_endpoint:<22} OTEL_EXPORTER_OTLP_ENDPOINT={grpc_endpoint} "
+        "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+        f"  OTLP/HTTP  {http_endpoint:<22} OTEL_EXPORTER_OTLP_ENDPOINT={http_endpoint} "
+        "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+    ]
+    if tls:
+        lines.append(f"  certificate {collector.config.tls.cert}  (exporters: OTEL_EXPORTER_OTLP_CERTIFICATE for a "
+                     "private CA)")
+    if collector.config.auth.token:
+        lines.append("  token      required: OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN")
+    lines += [
+        f"  database   {db}",
+        f"  metrics    {http_endpoint}/metrics",
+        "  try        agentotel-eval query "
+        '"SELECT agent_name, tools_called, status FROM agent_runs ORDER BY start_time DESC LIMIT 10"'
+        f"{db_flag}",
+        "Stop with Ctrl+C (a second Ctrl+C exits at once).",
+    ]
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -231,3 +231,22 @@ def test_auth_tls_and_limits_settings(tmp_path, monkeypatch):
     bad.write_text("[limits]\nmax_depth = 3\n")
     with pytest.raises(ConfigError, match=r"limits\.max_depth: .*unknown setting"):
         load_config(bad)
+
+
+def test_the_banner_tells_exporters_about_tls_and_the_token(tmp_path):
+    from types import SimpleNamespace
+
+    def collector(cert: str, token: str) -> SimpleNamespace:
+        config = SimpleNamespace(tls=SimpleNamespace(cert=cert), auth=SimpleNamespace(token=token))
+        scheme = "https" if cert else "http"
+        return SimpleNamespace(config=config, grpc_endpoint="127.0.0.1:4317",
+                               http_endpoint=f"{scheme}://127.0.0.1:4318", db_path=tmp_path / "a.duckdb")
+
+    plain = serve_cmd.banner(collector("", ""))
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317" in plain and "token" not in plain
+    guarded = serve_cmd.banner(collector("/etc/agentotel/cert.pem", "s3cret"))
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:4317" in guarded
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:4318" in guarded
+    assert "certificate /etc/agentotel/cert.pem" in guarded
+    assert "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN" in guarded
+    assert "s3cret" not in guarded  # the token itself is never printed
