@@ -14,6 +14,7 @@ from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMed
 
 CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 256 * 1024
+_IN_STEP = 4 * 1024
 
 
 class BodyStream(Protocol):
@@ -79,32 +80,43 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
     if encoding == "identity":
         return body
     if encoding in ("gzip", "x-gzip"):
-        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        wbits = 16 + zlib.MAX_WBITS
     elif encoding == "deflate":
-        decompressor = zlib.decompressobj(zlib.MAX_WBITS)  # zlib-wrapped, as HTTP specifies
+        wbits = zlib.MAX_WBITS  # zlib-wrapped, as HTTP specifies
     else:
         raise UnsupportedMediaType(
             f"unsupported Content-Encoding {encoding!r} (supported: {', '.join(CONTENT_ENCODINGS)})"
         )
+    decompressor = zlib.decompressobj(wbits)
     out: list[bytes] = []
     total = 0
-    data = body
+    view = memoryview(body)
+    pos = 0  # where the input not yet given to zlib starts
+    data: bytes | memoryview = b""
     try:
         while True:
+            if not data:
+                if pos >= len(body):
+                    break
+                # The input goes in by pieces: zlib copies what it leaves of one (at the end of a gzip member, or
+                # when an output step is full), and a piece's copy costs no more than the piece.
+                data = view[pos:pos + _IN_STEP]
+                pos += len(data)
             chunk = decompressor.decompress(data, _STEP)
             total += len(chunk)
             if total > limit:
                 raise _too_large(limit, "the inflated body")
             out.append(chunk)
-            data = decompressor.unconsumed_tail
-            if data:
-                continue
-            if decompressor.eof and decompressor.unused_data.strip(b"\0"):
+            if decompressor.eof:
+                pos -= len(decompressor.unused_data)
+                rest = len(body) - pos
+                if not rest or (body[pos] == 0 and body.count(0, pos) == rest):
+                    break  # trailing zeros are padding, not another member
                 # Another gzip member follows (concatenated streams are one valid gzip body).
-                data = decompressor.unused_data
-                decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding != "deflate" else zlib.MAX_WBITS)
+                decompressor = zlib.decompressobj(wbits)
+                data = b""
                 continue
-            break
+            data = decompressor.unconsumed_tail
         tail = decompressor.flush()
         total += len(tail)
         if total > limit:
