@@ -7,6 +7,7 @@ never allocates more than the limit.
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Protocol
 
@@ -15,6 +16,7 @@ from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMed
 CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 256 * 1024
 _IN_STEP = 4 * 1024
+_chunk_size = re.compile(rb"[0-9a-fA-F]+").fullmatch
 
 
 class BodyStream(Protocol):
@@ -56,10 +58,12 @@ def _read_chunked(stream: BodyStream, limit: int) -> bytes:
         line = stream.readline(1026)
         if not line.endswith(b"\n"):
             raise BadRequest("malformed chunked body")
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise BadRequest("malformed chunk size in a chunked body") from None
+        digits = line.split(b";", 1)[0].strip()
+        # Hex digits only: int() would also take a sign, and read(-1) of a negative size reads to the end of the
+        # stream, past every limit.
+        if _chunk_size(digits) is None:
+            raise BadRequest("malformed chunk size in a chunked body")
+        size = int(digits, 16)
         if size == 0:
             while stream.readline(1026) not in (b"\r\n", b"\n", b""):  # trailers
                 pass
