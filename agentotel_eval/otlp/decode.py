@@ -27,7 +27,14 @@ _UINT32_MAX = 2**32 - 1
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _MAX_REJECT_REASONS = 3
+_MAX_SHOWN = 100
 _hex_digits = re.compile(r"[0-9a-f]+").fullmatch
+
+
+def _shown(value: Any) -> str:
+    """A value quoted in a message, cut short: an answer must not echo megabytes of the request back."""
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else f"{text[:_MAX_SHOWN]}…({len(text):,} characters)"
 
 
 class DecodeError(ValueError):
@@ -147,10 +154,10 @@ def _check_ids(trace_id: str | None, span_id: str | None, rejects: _Rejects, raw
     """Both ids present, of the right size and not all zero; ``raw`` is what the request held, for the message."""
     shown_trace, shown_span = raw if raw is not None else (trace_id, span_id)
     if not trace_id or len(trace_id) != 32 or trace_id == _ZERO_TRACE:
-        rejects.add(f"invalid trace id {shown_trace!r} (must be 16 non-zero bytes)")
+        rejects.add(f"invalid trace id {_shown(shown_trace)} (must be 16 non-zero bytes)")
         return False
     if not span_id or len(span_id) != 16 or span_id == _ZERO_SPAN:
-        rejects.add(f"invalid span id {shown_span!r} (must be 8 non-zero bytes)")
+        rejects.add(f"invalid span id {_shown(shown_span)} (must be 8 non-zero bytes)")
         return False
     return True
 
@@ -190,7 +197,7 @@ def traces_from_message(request: ExportTraceServiceRequest, limits: Limits = DEF
                     if parent == _ZERO_SPAN:
                         parent = None
                     else:
-                        rejects.add(f"invalid parent span id {parent!r} on span {span_id}")
+                        rejects.add(f"invalid parent span id {_shown(parent)} on span {span_id}")
                         continue
                 events = tuple(
                     SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, b, span_attrs))
@@ -254,12 +261,12 @@ def logs_from_message(request: ExportLogsServiceRequest, limits: Limits = DEFAUL
                 span_id = r.span_id.hex() or None
                 if trace_id is not None and (len(trace_id) != 32 or trace_id == _ZERO_TRACE):
                     if trace_id != _ZERO_TRACE:
-                        rejects.add(f"invalid trace id {trace_id!r} on a log record")
+                        rejects.add(f"invalid trace id {_shown(trace_id)} on a log record")
                         continue
                     trace_id = None
                 if span_id is not None and (len(span_id) != 16 or span_id == _ZERO_SPAN):
                     if span_id != _ZERO_SPAN:
-                        rejects.add(f"invalid span id {span_id!r} on a log record")
+                        rejects.add(f"invalid span id {_shown(span_id)} on a log record")
                         continue
                     span_id = None
                 if r.time_unix_nano > _INT64_MAX or r.observed_time_unix_nano > _INT64_MAX:
@@ -313,7 +320,7 @@ def _json_int(value: Any, what: str) -> int:
     if value is None or value == "":
         return 0
     if isinstance(value, bool):
-        raise DecodeError(f"{what} must be an integer, got {value!r}")
+        raise DecodeError(f"{what} must be an integer, got {_shown(value)}")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -323,7 +330,7 @@ def _json_int(value: Any, what: str) -> int:
             return int(value)
         except ValueError:
             pass
-    raise DecodeError(f"{what} must be an integer, got {value!r}")
+    raise DecodeError(f"{what} must be an integer, got {_shown(value)}")
 
 
 def _json_enum(value: Any, names: Mapping[str, int], what: str) -> int:
@@ -334,7 +341,7 @@ def _json_enum(value: Any, names: Mapping[str, int], what: str) -> int:
 
 def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
     if not isinstance(v, Mapping):
-        raise DecodeError(f"attribute value must be an AnyValue object, got {v!r}")
+        raise DecodeError(f"attribute value must be an AnyValue object, got {_shown(v)}")
     for key, value in v.items():
         if key in ("stringValue", "string_value"):
             if isinstance(value, str):
@@ -346,7 +353,7 @@ def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
         if key in ("intValue", "int_value"):
             number = _json_int(value, "intValue")
             if not _INT64_MIN <= number <= _INT64_MAX:  # AnyValue.int_value is an int64, as in protobuf
-                raise DecodeError(f"intValue {value!r} is outside the 64-bit signed range")
+                raise DecodeError(f"intValue {_shown(value)} is outside the 64-bit signed range")
             return number
         if key in ("boolValue", "bool_value"):
             return bool(value)
@@ -354,7 +361,7 @@ def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
             try:
                 return float(value)
             except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond a double's range
-                raise DecodeError(f"doubleValue must be a number, got {value!r}") from None
+                raise DecodeError(f"doubleValue must be a number, got {_shown(value)}") from None
         if key in ("arrayValue", "array_value"):
             if depth >= b.max_depth:
                 return b.too_deep()
@@ -367,7 +374,7 @@ def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
             try:
                 return b.raw(base64.b64decode(value, validate=True))
             except (binascii.Error, ValueError, TypeError):
-                raise DecodeError(f"bytesValue is not base64: {value!r}") from None
+                raise DecodeError(f"bytesValue is not base64: {_shown(value)}") from None
     return None
 
 
