@@ -72,6 +72,9 @@ _MAX_LOGIN_BODY = 16 * 1024
 _READ_BUFFER = 64 * 1024
 #: refused connections kept open a moment after their 503, so the client reads it instead of a reset
 _LINGER_SECONDS = 2.0
+#: an answered request's unread body is read and dropped for at most this long, and this much, before closing
+_LINGER_BODY_SECONDS = 5.0
+_LINGER_BODY_BYTES = 256 * 1024 * 1024
 _MAX_LINGERING = 512
 
 AUTH_CHALLENGE = 'Bearer realm="agentotel-eval"'
@@ -328,7 +331,47 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self._reader.arm()  # the whole request must arrive within the read timeout from here
+        self._body_read = False
+        self._timed_out = False
         super().handle_one_request()
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            # a client cut off for being slow is not waited for again
+            if self._usable and self.close_connection and not getattr(self, "_body_read", True) \
+                    and not getattr(self, "_timed_out", False) and self._announced_body():
+                self._linger()
+
+    def _announced_body(self) -> bool:
+        headers = getattr(self, "headers", None)
+        if headers is None:
+            return False
+        length = headers.get("Content-Length", "")
+        return "chunked" in headers.get("Transfer-Encoding", "").lower() or (length.isdigit() and int(length) > 0)
+
+    def _linger(self) -> None:
+        """An answer given before its request's body was read (413, 415, 401): the client is still sending it, and
+        closing now would reset the connection, which can discard the answer before the client reads it. So the
+        sending side is closed and what still comes is read and dropped, bounded in time and bytes."""
+        sock = self.connection
+        deadline = time.monotonic() + _LINGER_BODY_SECONDS
+        dropped = 0
+        try:
+            if not isinstance(sock, ssl.SSLSocket):
+                sock.shutdown(socket.SHUT_WR)
+            while dropped < _LINGER_BODY_BYTES:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                sock.settimeout(left)
+                data = sock.recv(_READ_BUFFER)
+                if not data:
+                    break
+                dropped += len(data)
+        except (OSError, ValueError):
+            pass
 
     def handle_expect_100(self) -> bool:
         # A request about to be refused for its token gets no "100 Continue": its body is never wanted.
@@ -372,8 +415,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise
         except TimeoutError as exc:
             self.close_connection = True
+            self._timed_out = True
             raise RequestTimeout(str(exc)) from None
         self._reader.disarm()  # read whole: waiting for the commit is not the client's time
+        self._body_read = True
         return body
 
     def _body_error(self, exc: Exception) -> int:

@@ -604,12 +604,6 @@ def test_a_body_shorter_than_its_content_length_is_a_bad_request(service: Servic
     assert status == 400 and b"ended after 10 of 1000 bytes" in body
 
 
-@pytest.mark.xfail(strict=True, raises=(BrokenPipeError, ConnectionResetError), reason=(
-    "The HTTP receiver answers 413 (Content-Length over receiver.max_request_size) or 415 (unsupported "
-    "Content-Type) without reading the body, and closes the connection at once: a client still sending the body, "
-    "as every OTLP exporter does, gets a broken pipe or a reset instead of the answer, and retries a request that "
-    "can never succeed. collector/receive/http.py (_otlp, _read_body) must drain the unread body, bounded, or "
-    "half-close and linger as it does for refused connections, before closing."))
 @pytest.mark.parametrize(("content_type", "expected"), [("application/x-protobuf", 413), ("text/plain", 415)])
 def test_a_large_refused_body_still_gets_its_answer(service: Service, content_type: str, expected: int) -> None:
     answer = http_request(service.http, "POST", "/v1/traces", bytes(2 * LIMIT), {"Content-Type": content_type},
