@@ -326,15 +326,19 @@ class Forwarder:
         self._fail(signal, records, f"gave up after retries: {self.stats.last_error}")
 
     def _sleep(self, seconds: float) -> bool:
-        """Wait before a retry; False when shutting down past the deadline (then stop retrying)."""
+        """Wait before a retry; False when shutting down past the deadline (then stop retrying). Every submit
+        notifies the condition, so the wait runs to its own deadline: a wake-up is not the end of the backoff."""
+        until = time.monotonic() + seconds
         with self._cond:
-            if self._stopping:
-                remaining = self._deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                seconds = min(seconds, remaining)
-            self._cond.wait(seconds)
-            return not (self._stopping and time.monotonic() >= self._deadline)
+            while True:
+                now = time.monotonic()
+                if self._stopping:
+                    if now >= self._deadline:
+                        return False
+                    until = min(until, self._deadline)
+                if now >= until:
+                    return True
+                self._cond.wait(until - now)
 
     def _fail(self, signal: str, records: list[Any], message: str) -> None:
         self._count_dropped(signal, len(records))

@@ -67,6 +67,26 @@ def test_an_unreachable_endpoint_never_blocks_and_drops_after_retries():
     assert "127.0.0.1" in forwarder.stats.last_error
 
 
+def test_steady_submits_do_not_cut_the_backoff_of_a_retry():
+    """The sender's backoff waits on the condition every submit wakes; new records must not end it early, or an
+    outage burns every retry in milliseconds and drops what the backoff would have carried over."""
+    port = _free_port()
+    forwarder = Forwarder(ForwardConfig(url=f"http://127.0.0.1:{port}", max_retries=3, initial_backoff_s=0.4,
+                                        timeout_s=1.0))
+    forwarder.start()
+    deadline = time.monotonic() + 1.5
+    k = 0
+    while time.monotonic() < deadline:  # a record every 20 ms while the endpoint is down
+        k += 1
+        forwarder.submit_spans(_spans(1, trace=k))
+        time.sleep(0.02)
+    attempts, dropped = forwarder.stats.failed_attempts, forwarder.stats.dropped_spans
+    forwarder.shutdown(0)
+    # backoffs of ~0.4 s and ~0.8 s: at most a handful of attempts in 1.5 s, and no batch has run out of retries
+    assert 1 <= attempts <= 4, attempts
+    assert dropped == 0, dropped
+
+
 def test_a_full_queue_drops_the_oldest_and_counts_it():
     forwarder = Forwarder(ForwardConfig(url="http://127.0.0.1:9", max_queue_records=25))  # never started
     for k in range(5):
