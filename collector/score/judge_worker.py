@@ -90,9 +90,11 @@ def build_metric(settings: JudgeSettings) -> Any:
 
 
 def _forget(in_flight: dict[tuple[str, str, str, str], asyncio.Task[None]], key: tuple[str, str, str, str],
-            _task: asyncio.Task[None]) -> None:
-    """A judge task's done callback: it is no longer in flight."""
+            wake: asyncio.Event | None, _task: asyncio.Task[None]) -> None:
+    """A judge task's done callback: it is no longer in flight, and its slot can take the next row now."""
     in_flight.pop(key, None)
+    if wake is not None:
+        wake.set()
 
 
 def _utc_day(ns: int) -> str:
@@ -133,6 +135,12 @@ class JudgeWorker:
         self._started = threading.Event()
         self._day = ""
         self._lock = threading.Lock()
+        #: answered rows whose answer the writer has not applied yet: still ``pending`` in the table, and not to
+        #: be taken (and paid for) again meanwhile; (key, the pending row's created_at)
+        self._unwritten: set[tuple[tuple[str, str, str, str], int]] = set()
+        #: rows whose answer was applied lately (a read that began before that commit still finds them pending),
+        #: with when, kept for a minute
+        self._applied_lately: dict[tuple[tuple[str, str, str, str], int], float] = {}
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -181,21 +189,21 @@ class JudgeWorker:
         limit = asyncio.Semaphore(self.settings.max_concurrency)
         room = self.settings.max_concurrency * 2  # a few taken ahead, so the LLM is never idle between rows
         while not self._stopping:
+            self._wake.clear()  # before reading: a row or slot freed while it reads wakes the next round
             free = room - len(in_flight)
             if free > 0:
                 try:
-                    jobs = await asyncio.to_thread(self._fetch, free + len(in_flight))
+                    jobs = await asyncio.to_thread(self._fetch, free + len(in_flight) + len(self._unwritten))
                 except Exception:
                     log.exception("reading pending judge rows failed; retrying")
                     jobs = []
                 for job in jobs:
-                    if job.key in in_flight or len(in_flight) >= room:
+                    if job.key in in_flight or self._answered(job) or len(in_flight) >= room:
                         continue
                     task = asyncio.create_task(self._answer(job, limit))
                     in_flight[job.key] = task
-                    task.add_done_callback(functools.partial(_forget, in_flight, job.key))
+                    task.add_done_callback(functools.partial(_forget, in_flight, job.key, self._wake))
             self.stats.in_flight = len(in_flight)
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._poll)
         if in_flight:
@@ -295,9 +303,12 @@ class JudgeWorker:
                 start = job.details.get("run_start_ns") if isinstance(job.details, dict) else None
                 update = SpanUpdate(job.trace_id, job.run_span_id, start or None, to_json(score_patch([result])),
                                     events_json(evaluation_events([result], now)), (result.metric,))
+            with self._lock:
+                self._unwritten.add((job.key, job.created_at_ns))
             self._writer.submit_operation(
                 WriteEvaluation(evaluations_to_arrow([row]), job.key, job.created_at_ns, span_update=update,
-                                on_applied=functools.partial(self._written, result=result, now=now))
+                                on_applied=functools.partial(self._written, result=result, now=now),
+                                on_failed=self._not_written)
             )
 
     def _row(self, job: Job, now: int, *, status: str, reason: str) -> EvaluationRow:
@@ -307,7 +318,28 @@ class JudgeWorker:
             evaluator="ToolsErrorMetric", evaluator_version=job.evaluator_version or None, updated_at_ns=now,
         )
 
+    def _answered(self, job: Job) -> bool:
+        """Whether this pending row was answered already (its answer on its way to the table, or just written)."""
+        row = (job.key, job.created_at_ns)
+        with self._lock:
+            if self._applied_lately:
+                old = time.monotonic() - 60.0
+                for done in [r for r, at in self._applied_lately.items() if at < old]:
+                    del self._applied_lately[done]
+            return row in self._unwritten or row in self._applied_lately
+
+    def _not_written(self, op: WriteEvaluation) -> None:
+        """The writer gave up on an answer: its row is pending, to be answered again."""
+        with self._lock:
+            self._unwritten.discard((op.key, op.pending_created_at_ns or 0))
+        self.wake()
+
     def _written(self, op: WriteEvaluation, result: MetricResult | None, now: int) -> None:
+        row = (op.key, op.pending_created_at_ns or 0)
+        with self._lock:  # applied or stale, the row no longer waits for this answer
+            self._unwritten.discard(row)
+            self._applied_lately[row] = time.monotonic()
+        self.wake()
         if not op.applied:
             self.stats.stale += 1  # the run was re-queued meanwhile: its new row will be answered instead
             return

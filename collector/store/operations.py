@@ -365,12 +365,14 @@ class WriteEvaluation:
         pending_created_at_ns: int | None,
         span_update: SpanUpdate | None = None,
         on_applied: Callable[[WriteEvaluation], None] | None = None,
+        on_failed: Callable[[WriteEvaluation], None] | None = None,
     ) -> None:
         self.row = row
         self.key = key
         self.pending_created_at_ns = pending_created_at_ns
         self.span_update = span_update
         self.on_applied = on_applied
+        self.on_failed = on_failed
         self.applied = False
         #: the stored run span's resource (when it was found), for what is sent downstream about this score
         self.span_resource: dict | None = None
@@ -411,6 +413,11 @@ class WriteEvaluation:
     def committed(self) -> None:
         if self.on_applied is not None:
             self.on_applied(self)
+
+    def failed(self, _error: Exception) -> None:
+        """The writer gave up on it: the pending row stays, to be answered again."""
+        if self.on_failed is not None:
+            self.on_failed(self)
 
 
 #: (table, time column) pairs retention prunes; each row goes by its own time.

@@ -21,7 +21,7 @@ from agentotel_eval.tracing import traced
 from collector.forward.forwarder import ForwardConfig
 from collector.score.config import JudgeSettings, parse_expectations
 from collector.service import Collector
-from tests.collector_harness import fast_config, post_otlp, running_collector, wait_until
+from tests.collector_harness import Blocker, fast_config, post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 from tests.llm_stub import LLMStub, Reply
 from tests.otlp_sink import OtlpSink
@@ -340,3 +340,41 @@ def test_logs_only_evaluations_for_a_stored_trace(tmp_path):
         found = wait_until(lambda: _evaluations(collector, trace_id).get("helpfulness"), what="the external score")
         assert found[0] == 4.0 and found[1] is None and found[7] == "external:grader"
         assert "tool_errors_detectors" in _evaluations(collector, trace_id)  # ours were re-computed, not lost
+
+
+def test_an_answer_waiting_for_the_writer_is_not_asked_for_again(tmp_path):
+    """The judged row stays pending until the writer applies the answer; meanwhile it must not be taken (and paid
+    for) again."""
+    with LLMStub(default=Reply.json(CLEAN)) as stub, \
+            running_collector(tmp_path / "once.duckdb", judge=_judge(stub)) as collector:
+        _send_fixture(collector, "pydantic-ai__native-v5__sequence")
+        wait_until(lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors'")[0][0],
+                   what="the queued judge row")
+        blocker = Blocker(hold=8.0)
+        collector.writer.submit_operation(blocker)  # the answer will wait behind it
+        blocker.entered.wait(10)
+        wait_until(lambda: len(stub.requests) >= 1, timeout=15, what="the judge's call")
+        for _ in range(6):  # polls and wake-ups come and go while the answer waits for the writer
+            collector.judge.wake()
+            time.sleep(0.5)
+        blocker.release.set()
+        wait_until(lambda: _rows(collector, "SELECT status FROM evaluations WHERE metric = 'tool_errors'")
+                   == [("ok",)], timeout=15, what="the answer written")
+        assert len(stub.requests) == 1
+        assert collector.judge.stats.stale == 0
+
+
+def test_a_finished_answer_takes_the_next_row_without_waiting_for_a_poll(tmp_path):
+    """Free slots take the next pending rows as answers finish, not once per poll: the judge keeps up with a
+    backlog at the speed of the LLM, whatever max_concurrency is."""
+    with LLMStub(default=Reply.json(CLEAN)) as stub:
+        judge = _judge(stub, max_concurrency=2)
+        with running_collector(tmp_path / "backlog.duckdb", judge=judge) as collector:
+            collector.judge._poll = 120.0  # only answers finishing (and new runs) may start the next rows
+            trace_ids = []
+            for fx in [f for f in fixtures() if f.entry["scenario"] in ("sequence", "single")][:12]:
+                trace_ids.append(_send_fixture(collector, fx.name))
+            pending = "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors' AND status = 'pending'"
+            wait_until(lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors'")
+                       [0][0] >= 12, timeout=30, what="the queued rows")
+            wait_until(lambda: _rows(collector, pending)[0][0] == 0, timeout=60, what="every row answered")
