@@ -8,6 +8,7 @@ fetch a cost map over the network.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -27,13 +28,21 @@ _import_lock = threading.Lock()
 
 
 def import_litellm() -> Any:
-    """litellm, imported once, quietly (no "Give Feedback" banner on every retried 429)."""
+    """litellm, imported once, quietly: no "Give Feedback" banner on every retried 429, and none of its INFO lines
+    (one a call, "LiteLLM completion() model=...", printed twice under a service that logs at INFO)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with _import_lock:
         import litellm
 
         litellm.suppress_debug_info = True
+        for name in _LITELLM_LOGGERS:
+            logger = logging.getLogger(name)
+            if logger.level in (logging.NOTSET, logging.INFO, logging.DEBUG) and not os.environ.get("LITELLM_LOG"):
+                logger.setLevel(logging.WARNING)  # LITELLM_LOG, litellm's own switch, still turns them on
     return litellm
+
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 
 
 class LiteLLMClient(CustomLLMClient):

@@ -281,3 +281,17 @@ def test_json_mode_can_be_forced_off(stub):
     stub.push(Reply.json(REFERENCE_ANSWER))
     assert judge(stub, json_mode=False).measure(REFERENCE_CASE).status == "ok"
     assert "response_format" not in stub.requests[0].body
+
+
+def test_litellm_logs_no_line_per_call_at_info(caplog):
+    """A service logging at INFO must not get litellm's "completion() model=..." line for every judge call."""
+    import logging
+
+    from agentotel_eval.judge.litellm_client import import_litellm
+
+    litellm = import_litellm()
+    with caplog.at_level(logging.INFO), LLMStub(default=Reply.json({"ok": True})) as stub:
+        asyncio.run(litellm.acompletion(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test",
+                                        messages=[{"role": "user", "content": "hi"}]))
+        assert len(stub.requests) == 1
+    assert not [r for r in caplog.records if r.name.startswith("LiteLLM") and r.levelno < logging.WARNING]
