@@ -278,6 +278,7 @@ def run_query(
         raise _translate(exc, timed_out.is_set(), timeout) from None
     finally:
         timer.cancel()
+        timer.join()  # its thread is gone when the query returns, not left to the interpreter's exit
         with contextlib.suppress(duckdb.Error):
             cursor.execute("ROLLBACK")
     truncated = len(fetched) > row_limit

@@ -105,13 +105,17 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
             print(f"note: {db} has schema version {version}, older than this agentotel-eval's ({SCHEMA_VERSION}): "
                   f"columns added since are missing until a collector opens it once (agentotel-eval serve --db {db})",
                   file=sys.stderr)
-        return run_query(
-            con.cursor(),
-            sql,
-            row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
-            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
-            params=params,
-        )
+        cursor = con.cursor()
+        try:
+            return run_query(
+                cursor,
+                sql,
+                row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
+                timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+                params=params,
+            )
+        finally:
+            cursor.close()  # before its connection: nothing of DuckDB's is left for the interpreter's exit
     finally:
         con.close()
 
