@@ -172,3 +172,23 @@ def self_signed_certificate(directory: Path, name: str = "server") -> tuple[Path
         check=True, capture_output=True, timeout=60,
     )
     return cert, key
+
+
+_fresh_traces = iter(range(0x10000, 0x7FFFFFFF))
+
+
+def fresh_span() -> Any:
+    """A one-span trace with an id no other call gives (in this process)."""
+    from agentotel_eval.otlp.records import SpanRecord
+
+    trace = next(_fresh_traces)
+    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "op", start_ns=1_700_000_000_000_000_000,
+                      end_ns=1_700_000_000_000_000_100)
+
+
+def spans_stored(collector: Any, *trace_ids: str) -> int:
+    """How many spans of these traces the collector has stored."""
+    marks = ", ".join("?" for _ in trace_ids)
+    return collector.query(f"SELECT count(*) FROM spans WHERE trace_id IN ({marks})",
+                           params=list(trace_ids))["rows"][0][0]
+

@@ -500,19 +500,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(303, b"", "text/plain; charset=utf-8",
                    {"Location": "/", "Set-Cookie": self._cookie_header("", max_age=0), "Cache-Control": "no-store"})
 
+    def _guarded(self, path: str, login: Callable[[], None]) -> bool:
+        """With a token: the sign-in routes, or the refusal of a request without credentials. True when this
+        answered the request."""
+        if path == "/login":
+            login()
+            return True
+        if path == "/logout":
+            self._logout()
+            return True
+        return not self._allowed(path)
+
     # ---- methods ----
 
     def do_POST(self) -> None:
         path = self._path()
-        if self.server.app.auth is not None:
-            if path == "/login":
-                self._login()
-                return
-            if path == "/logout":
-                self._logout()
-                return
-            if not self._allowed(path):
-                return
+        if self.server.app.auth is not None and self._guarded(path, self._login):
+            return
         if path in OTLP_PATHS:
             self._otlp(OTLP_PATHS[path])
         elif path == "/v1/query":
@@ -528,15 +532,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self._path()
         app = self.server.app
-        if app.auth is not None and path != "/healthz":
-            if path == "/login":
-                self._login_form()
-                return
-            if path == "/logout":
-                self._logout()
-                return
-            if not self._allowed(path):
-                return
+        if app.auth is not None and path != "/healthz" and self._guarded(path, self._login_form):
+            return
         if path == "/healthz":
             health = app.health()
             if app.auth is not None and not self._bearer():

@@ -21,9 +21,16 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 
 from agentotel_eval.otlp.encode import encode_traces, traces_to_json
-from agentotel_eval.otlp.records import SpanRecord
 from collector.receive.http import Authenticator, local_path
-from tests.collector_harness import grpc_export, http_request, post_otlp, running_collector, wait_until
+from tests.collector_harness import (
+    fresh_span,
+    grpc_export,
+    http_request,
+    post_otlp,
+    running_collector,
+    spans_stored,
+    wait_until,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-Token_for-tests"
@@ -42,17 +49,6 @@ def collector(db):
         yield c
 
 
-_next_trace = iter(range(0x5000, 0x6000))
-
-
-def new_span() -> SpanRecord:
-    trace = next(_next_trace)
-    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "op", start_ns=1_700_000_000_000_000_000,
-                      end_ns=1_700_000_000_000_000_100)
-
-
-def stored(collector, trace_id: str) -> int:
-    return collector.query("SELECT count(*) FROM spans WHERE trace_id = ?", params=[trace_id])["rows"][0][0]
 
 
 # ---- OTLP/HTTP -------------------------------------------------------------------------------------------------
@@ -63,7 +59,7 @@ def stored(collector, trace_id: str) -> int:
                          ids=["none", "wrong", "basic", "no-scheme", "longer"])
 @pytest.mark.parametrize("encoding", ["protobuf", "json"])
 def test_otlp_http_without_the_token_is_401_and_nothing_is_stored(collector, headers, encoding):
-    span = new_span()
+    span = fresh_span()
     body = encode_traces([span]).SerializeToString() if encoding == "protobuf" else \
         json.dumps(traces_to_json([span])).encode()
     answer = post_otlp(collector.http_endpoint, "traces", body, encoding, headers=headers)
@@ -77,15 +73,15 @@ def test_otlp_http_without_the_token_is_401_and_nothing_is_stored(collector, hea
     else:
         assert answer.headers["content-type"] == "application/json"
         assert json.loads(answer.body)["code"] == code_pb2.UNAUTHENTICATED
-    assert stored(collector, span.trace_id) == 0
+    assert spans_stored(collector, span.trace_id) == 0
 
 
 def test_otlp_http_with_the_token_is_stored(collector):
-    span = new_span()
+    span = fresh_span()
     answer = post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
                        headers={"Authorization": f"bearer  {TOKEN}"})  # the scheme is case-insensitive
     assert answer.status == 200
-    assert stored(collector, span.trace_id) == 1
+    assert spans_stored(collector, span.trace_id) == 1
 
 
 def test_a_refused_request_is_answered_before_its_body_is_read(collector):
@@ -112,21 +108,21 @@ def test_a_refused_request_is_answered_before_its_body_is_read(collector):
 @pytest.mark.parametrize("metadata", [None, (("authorization", "Bearer nope"),), (("authorization", TOKEN),),
                                       (("x-token", TOKEN),)], ids=["none", "wrong", "no-scheme", "other-key"])
 def test_grpc_without_the_token_is_unauthenticated_and_nothing_is_stored(collector, metadata):
-    span = new_span()
+    span = fresh_span()
     before = collector.auth.failures().get("grpc", 0)
     with pytest.raises(grpc.RpcError) as refused:
         grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), metadata=metadata,
                     timeout=10)
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert collector.auth.failures()["grpc"] == before + 1
-    assert stored(collector, span.trace_id) == 0
+    assert spans_stored(collector, span.trace_id) == 0
 
 
 def test_grpc_with_the_token_is_stored(collector):
-    span = new_span()
+    span = fresh_span()
     grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(),
                 metadata=(("authorization", f"Bearer {TOKEN}"),))
-    assert stored(collector, span.trace_id) == 1
+    assert spans_stored(collector, span.trace_id) == 1
 
 
 # ---- the real OpenTelemetry SDK exporters, configured by OTEL_EXPORTER_OTLP_HEADERS ----------------------------
@@ -170,7 +166,7 @@ def test_sdk_exporters_send_the_token_from_otel_exporter_otlp_headers(collector,
     finally:
         exporter.shutdown()
     trace_id = f"{spans[0].context.trace_id:032x}"
-    assert stored(collector, trace_id) == 1
+    assert spans_stored(collector, trace_id) == 1
 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_HEADERS")
     exporter = sdk_exporter(protocol, collector)
@@ -179,7 +175,7 @@ def test_sdk_exporters_send_the_token_from_otel_exporter_otlp_headers(collector,
         assert exporter.export(spans) == SpanExportResult.FAILURE
     finally:
         exporter.shutdown()
-    assert stored(collector, f"{spans[0].context.trace_id:032x}") == 0
+    assert spans_stored(collector, f"{spans[0].context.trace_id:032x}") == 0
 
 
 # ---- the JSON APIs, /metrics, /healthz and the web UI ----------------------------------------------------------
@@ -369,10 +365,10 @@ def test_signing_in_sets_a_cookie_derived_from_the_token_and_leads_to_the_page(c
 
 def test_the_cookie_does_not_open_otlp_the_query_rescore_or_metrics(collector):
     cookie = {"Cookie": cookie_of(sign_in(collector, TOKEN))}
-    span = new_span()
+    span = fresh_span()
     answer = post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(), headers=cookie)
     assert answer.status == 401
-    assert stored(collector, span.trace_id) == 0
+    assert spans_stored(collector, span.trace_id) == 0
     for method, path in (("POST", "/v1/query"), ("POST", "/v1/rescore"), ("GET", "/metrics")):
         body = json.dumps({"sql": "SELECT 1"}).encode() if method == "POST" else None
         assert http_request(collector.http_endpoint, method, path, body, cookie).status == 401, path

@@ -11,13 +11,14 @@ import time
 import pytest
 
 from agentotel_eval.otlp.encode import encode_traces
-from agentotel_eval.otlp.records import SpanRecord
 from tests.collector_harness import (
     HeldCommits,
+    fresh_span,
     grpc_export,
     http_request,
     post_otlp,
     running_collector,
+    spans_stored,
     wait_until,
 )
 
@@ -33,18 +34,6 @@ def collector(tmp_path_factory):
         yield c
 
 
-_next_trace = iter(range(0x9000, 0xA000))
-
-
-def new_span() -> SpanRecord:
-    trace = next(_next_trace)
-    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "op", start_ns=1_700_000_000_000_000_000,
-                      end_ns=1_700_000_000_000_000_100)
-
-
-def stored(collector, trace_ids: list[str]) -> int:
-    marks = ", ".join("?" for _ in trace_ids)
-    return collector.query(f"SELECT count(*) FROM spans WHERE trace_id IN ({marks})", params=trace_ids)["rows"][0][0]
 
 
 def request_bytes(body: bytes, content_length: int | None = None) -> tuple[bytes, bytes]:
@@ -76,7 +65,7 @@ class Exporter(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            span = new_span()
+            span = fresh_span()
             started = time.monotonic()
             answer = post_otlp(self.collector.http_endpoint, "traces", encode_traces([span]).SerializeToString())
             self.slowest = max(self.slowest, time.monotonic() - started)
@@ -106,7 +95,7 @@ def drip(sock: socket.socket, data: bytes, interval: float) -> float | None:
 def test_a_byte_a_second_client_is_cut_at_the_read_timeout_while_others_export(collector, part):
     no_open_connections(collector)
     timed_out = collector.http.stats.timed_out
-    span = new_span()
+    span = fresh_span()
     head, body = request_bytes(encode_traces([span]).SerializeToString())
     exporter = Exporter(collector)
     exporter.start()
@@ -128,16 +117,16 @@ def test_a_byte_a_second_client_is_cut_at_the_read_timeout_while_others_export(c
     if part == "body":
         assert answer.startswith(b"HTTP/1.1 408 "), answer[:80]
     assert collector.http.stats.timed_out == timed_out + 1
-    assert stored(collector, [span.trace_id]) == 0
+    assert spans_stored(collector, span.trace_id) == 0
     # the normal client was served all along, and everything it was told was stored is stored
     assert exporter.statuses and set(exporter.statuses) == {200}
     assert len(exporter.sent) >= 5 and exporter.slowest < READ_TIMEOUT
-    assert stored(collector, exporter.sent) == len(exporter.sent)
+    assert spans_stored(collector, *exporter.sent) == len(exporter.sent)
 
 
 def test_a_lying_content_length_is_cut_at_the_read_timeout(collector):
     no_open_connections(collector)
-    span = new_span()
+    span = fresh_span()
     head, body = request_bytes(encode_traces([span]).SerializeToString(), content_length=100_000)
     exporter = Exporter(collector)
     exporter.start()
@@ -153,15 +142,15 @@ def test_a_lying_content_length_is_cut_at_the_read_timeout(collector):
     assert READ_TIMEOUT * 0.9 <= elapsed < READ_TIMEOUT + 2, elapsed
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:80]
     assert b"Connection: close" in answer
-    assert stored(collector, [span.trace_id]) == 0
-    assert set(exporter.statuses) == {200} and stored(collector, exporter.sent) == len(exporter.sent)
+    assert spans_stored(collector, span.trace_id) == 0
+    assert set(exporter.statuses) == {200} and spans_stored(collector, *exporter.sent) == len(exporter.sent)
 
 
 def test_waiting_for_the_commit_is_not_the_clients_time(collector):
     """The body arrives at once; the commit is held for twice the read timeout: the export still succeeds."""
     no_open_connections(collector)
     held = HeldCommits(collector.writer)
-    span = new_span()
+    span = fresh_span()
     result: list[int] = []
     sender = threading.Thread(target=lambda: result.append(
         post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status))
@@ -173,14 +162,14 @@ def test_waiting_for_the_commit_is_not_the_clients_time(collector):
         held.release.set()
     sender.join(30)
     assert result == [200]
-    assert stored(collector, [span.trace_id]) == 1
+    assert spans_stored(collector, span.trace_id) == 1
 
 
 def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collector):
     no_open_connections(collector)
     refused_before = collector.http.stats.refused
     sent: list[str] = []
-    span = new_span()
+    span = fresh_span()
     assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
     sent.append(span.trace_id)
     idle = [socket.create_connection(collector.http.address, timeout=10) for _ in range(CAP)]
@@ -193,7 +182,7 @@ def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collecto
         assert b"Retry-After: 1\r\n" in answer and b"Connection: close\r\n" in answer
         assert threading.active_count() == threads  # refused by the accepting thread itself
         # a client sending its request at once gets the same answer (not a reset)
-        refused = post_otlp(collector.http_endpoint, "traces", encode_traces([new_span()]).SerializeToString())
+        refused = post_otlp(collector.http_endpoint, "traces", encode_traces([fresh_span()]).SerializeToString())
         assert refused.status == 503 and refused.headers["retry-after"] == "1"
         assert collector.http.stats.refused == refused_before + 2
         assert collector.http.stats.open == CAP
@@ -201,10 +190,10 @@ def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collecto
         for sock in idle:
             sock.close()
     no_open_connections(collector)
-    span = new_span()
+    span = fresh_span()
     assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
     sent.append(span.trace_id)
-    assert stored(collector, sent) == len(sent)
+    assert spans_stored(collector, *sent) == len(sent)
 
 
 def test_metrics_show_the_connections(collector):
@@ -247,12 +236,12 @@ def test_a_silent_tcp_connection_to_the_grpc_port_does_not_stop_grpc_exports(col
     try:
         sent = []
         for _ in range(3):
-            span = new_span()
+            span = fresh_span()
             started = time.monotonic()
             grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), timeout=5)
             assert time.monotonic() - started < 2
             sent.append(span.trace_id)
-        assert stored(collector, sent) == 3
+        assert spans_stored(collector, *sent) == 3
     finally:
         for sock in silent:
             sock.close()

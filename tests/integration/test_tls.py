@@ -21,14 +21,15 @@ import grpc
 import pytest
 
 from agentotel_eval.otlp.encode import encode_traces
-from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.store import discovery
 from tests.collector_harness import (
+    fresh_span,
     grpc_export,
     http_request,
     post_otlp,
     running_collector,
     self_signed_certificate,
+    spans_stored,
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command to make a certificate")
@@ -59,17 +60,6 @@ def pinned(certificate):
     return discovery.client_ssl_context(str(certificate[0]))
 
 
-_next_trace = iter(range(0x7000, 0x8000))
-
-
-def new_span() -> SpanRecord:
-    trace = next(_next_trace)
-    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "op", start_ns=1_700_000_000_000_000_000,
-                      end_ns=1_700_000_000_000_000_100)
-
-
-def stored(collector, trace_id: str) -> int:
-    return collector.query("SELECT count(*) FROM spans WHERE trace_id = ?", params=[trace_id])["rows"][0][0]
 
 
 def sdk_spans(name: str) -> list:
@@ -105,7 +95,7 @@ def test_sdk_http_exporter_with_certificate_file_stores_spans(collector, certifi
         assert exporter.export(spans) == SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    assert stored(collector, f"{spans[0].context.trace_id:032x}") == 1
+    assert spans_stored(collector, f"{spans[0].context.trace_id:032x}") == 1
 
 
 def test_sdk_grpc_exporter_with_otel_exporter_otlp_certificate_stores_spans(collector, certificate, monkeypatch):
@@ -119,7 +109,7 @@ def test_sdk_grpc_exporter_with_otel_exporter_otlp_certificate_stores_spans(coll
         assert exporter.export(spans) == SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    assert stored(collector, f"{spans[0].context.trace_id:032x}") == 1
+    assert spans_stored(collector, f"{spans[0].context.trace_id:032x}") == 1
 
 
 def test_sdk_grpc_exporter_with_credentials_stores_spans(collector, certificate):
@@ -133,11 +123,11 @@ def test_sdk_grpc_exporter_with_credentials_stores_spans(collector, certificate)
         assert exporter.export(spans) == SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
-    assert stored(collector, f"{spans[0].context.trace_id:032x}") == 1
+    assert spans_stored(collector, f"{spans[0].context.trace_id:032x}") == 1
 
 
 def test_plain_http_to_the_tls_port_fails_and_stores_nothing(collector, pinned):
-    span = new_span()
+    span = fresh_span()
     host_port = collector.http_endpoint.removeprefix("https://")
     with pytest.raises((http.client.HTTPException, OSError)):
         plain = http.client.HTTPConnection(host_port, timeout=5)
@@ -147,26 +137,26 @@ def test_plain_http_to_the_tls_port_fails_and_stores_nothing(collector, pinned):
             plain.getresponse()
         finally:
             plain.close()
-    assert stored(collector, span.trace_id) == 0
+    assert spans_stored(collector, span.trace_id) == 0
     # and the port still serves TLS clients
     assert http_request(collector.http_endpoint, "GET", "/healthz", context=pinned).status == 200
 
 
 def test_a_plain_grpc_channel_to_the_tls_port_fails(collector):
-    span = new_span()
+    span = fresh_span()
     with pytest.raises(grpc.RpcError) as failed:
         grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), timeout=5)
     assert failed.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-    assert stored(collector, span.trace_id) == 0
+    assert spans_stored(collector, span.trace_id) == 0
 
 
 def test_raw_exports_over_tls(collector, certificate, pinned):
-    span, other = new_span(), new_span()
+    span, other = fresh_span(), fresh_span()
     assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
                      context=pinned).status == 200
     grpc_export(collector.grpc_endpoint, "traces", encode_traces([other]).SerializeToString(),
                 root_certificate=certificate[0].read_bytes())
-    assert stored(collector, span.trace_id) == 1 and stored(collector, other.trace_id) == 1
+    assert spans_stored(collector, span.trace_id) == 1 and spans_stored(collector, other.trace_id) == 1
 
 
 def test_a_client_that_does_not_trust_the_certificate_is_refused(collector):
@@ -183,11 +173,11 @@ def test_a_handshake_that_never_completes_stalls_no_one(collector, pinned):
     try:
         for _ in range(3):
             started = time.monotonic()
-            span = new_span()
+            span = fresh_span()
             assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
                              context=pinned).status == 200
             assert time.monotonic() - started < 1.5
-            assert stored(collector, span.trace_id) == 1
+            assert spans_stored(collector, span.trace_id) == 1
         started = time.monotonic()
         for sock in stalled:
             assert sock.recv(1024) == b""  # closed by the collector
@@ -241,20 +231,20 @@ def guarded(tmp_path_factory, certificate):
 
 def test_tls_with_a_token(guarded, certificate, pinned):
     cert, _ = certificate
-    span = new_span()
+    span = fresh_span()
     body = encode_traces([span]).SerializeToString()
     assert post_otlp(guarded.http_endpoint, "traces", body, context=pinned).status == 401
     with pytest.raises(grpc.RpcError) as refused:
         grpc_export(guarded.grpc_endpoint, "traces", body, root_certificate=cert.read_bytes())
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
-    assert stored(guarded, span.trace_id) == 0
+    assert spans_stored(guarded, span.trace_id) == 0
     grpc_export(guarded.grpc_endpoint, "traces", body, root_certificate=cert.read_bytes(),
                 metadata=(("authorization", f"Bearer {TOKEN}"),))
-    assert stored(guarded, span.trace_id) == 1
-    other = new_span()
+    assert spans_stored(guarded, span.trace_id) == 1
+    other = fresh_span()
     assert post_otlp(guarded.http_endpoint, "traces", encode_traces([other]).SerializeToString(), context=pinned,
                      headers={"Authorization": f"Bearer {TOKEN}"}).status == 200
-    assert stored(guarded, other.trace_id) == 1
+    assert spans_stored(guarded, other.trace_id) == 1
 
 
 # ---- the commands, through discovery ---------------------------------------------------------------------------
