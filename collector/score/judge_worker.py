@@ -322,10 +322,6 @@ class JudgeWorker:
         """Whether this pending row was answered already (its answer on its way to the table, or just written)."""
         row = (job.key, job.created_at_ns)
         with self._lock:
-            if self._applied_lately:
-                old = time.monotonic() - 60.0
-                for done in [r for r, at in self._applied_lately.items() if at < old]:
-                    del self._applied_lately[done]
             return row in self._unwritten or row in self._applied_lately
 
     def _not_written(self, op: WriteEvaluation) -> None:
@@ -338,7 +334,13 @@ class JudgeWorker:
         row = (op.key, op.pending_created_at_ns or 0)
         with self._lock:  # applied or stale, the row no longer waits for this answer
             self._unwritten.discard(row)
-            self._applied_lately[row] = time.monotonic()
+            now_s = time.monotonic()
+            self._applied_lately[row] = now_s
+            while self._applied_lately:  # kept in the order written: the oldest first
+                oldest = next(iter(self._applied_lately))
+                if self._applied_lately[oldest] >= now_s - 60.0:
+                    break
+                del self._applied_lately[oldest]
         self.wake()
         if not op.applied:
             self.stats.stale += 1  # the run was re-queued meanwhile: its new row will be answered instead
