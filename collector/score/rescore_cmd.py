@@ -77,10 +77,9 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
         raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}", EXIT_FAILED) from None
 
 
-def _on_file(db: Path, payload: dict[str, Any]) -> dict[str, Any]:
+def _on_file(db: Path, payload: dict[str, Any], config: Any) -> dict[str, Any]:
+    """The re-score done here, on the file, with ``config`` (the one ``payload`` names, loaded)."""
     from agentotel_eval.store.query import QueryError
-    from agentotel_eval.store.schema import SchemaError
-    from collector.config import ConfigError, default_config, load_config
     from collector.score.rescore import RescoreError, Rescorer, request_from_payload, sealed_read
     from collector.store.database import Database
     from collector.store.reader import TraceReader
@@ -89,14 +88,8 @@ def _on_file(db: Path, payload: dict[str, Any]) -> dict[str, Any]:
         raise _Failure(f"no database at {db}", EXIT_USAGE)
     request, config_path = request_from_payload(payload)
     try:
-        config = load_config(config_path, default_config()).validate() if config_path else default_config()
-    except ConfigError as exc:
-        raise _Failure(f"invalid configuration {config_path}: {exc}", EXIT_USAGE) from None
-    try:
         database = Database(db, settings=config.writer.duckdb_settings())
-    except (SchemaError, OSError) as exc:
-        raise _Failure(f"cannot open {db}: {exc}", EXIT_USAGE) from None
-    except Exception as exc:  # DuckDB's own (a lock held by a process that is not a collector of ours)
+    except Exception as exc:  # ours (refused, held) or DuckDB's own (a lock held by another program)
         raise _Failure(f"cannot open {db}: {exc}", EXIT_USAGE) from None
 
     def write(op: Any) -> None:
@@ -126,11 +119,12 @@ def run(args: argparse.Namespace) -> int:
     from collector.score.rescore import RescoreError, RescoreSummary, render
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
+    config = default_config()
     try:
         if args.since:
             payload["since_ns"] = time.time_ns() - int(parse_duration(args.since, "--since") * 1e9)
         if args.config:
-            load_config(args.config, default_config()).validate()  # a mistake is told here, not by the server
+            config = load_config(args.config, config).validate()  # a mistake is told here, not by the server
             payload["config"] = str(Path(args.config).resolve())
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -140,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     db = Path(args.db)
     collector = find_collector(db)
     try:
-        answer = _via_collector(collector, payload) if collector is not None else _on_file(db, payload)
+        answer = _via_collector(collector, payload) if collector is not None else _on_file(db, payload, config)
     except _Failure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
