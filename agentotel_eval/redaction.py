@@ -130,7 +130,8 @@ def _key_name(key: str) -> str:
 
 
 class Redactor:
-    """Redacts values with one settings' rules. Built once per process; thread-safe (no state)."""
+    """Redacts values with one settings' rules. Built once per process; thread-safe (its only state is a cache
+    of which keys are secret, whose entries never change)."""
 
     def __init__(self, settings: RedactionSettings) -> None:
         rules: list[tuple[str, str, tuple[str, ...]]] = list(BUILTIN_PATTERNS) if settings.builtin else []

@@ -138,6 +138,9 @@ def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: li
     return to_json(attributes), json_list(events)
 
 
+_SCORE_FIELDS = frozenset({"score", "success", "reason", "status"})
+
+
 def scored_on(span: SpanRecord) -> set[str]:
     """The metrics whose ``agentotel.eval.<metric>.score|success|reason|status`` attributes the span carries."""
     prefix = sc.AGENTOTEL_EVAL_PREFIX + "."
@@ -149,8 +152,6 @@ def scored_on(span: SpanRecord) -> set[str]:
                 out.add(metric)
     return out
 
-
-_SCORE_FIELDS = frozenset({"score", "success", "reason", "status"})
 
 
 def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, whole: bool,
