@@ -12,14 +12,14 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("collector.cli", "run the OTLP collector (gRPC :4317, HTTP :4318) into DuckDB"),
+    "serve": ("agentotel_eval.collector.cli", "run the OTLP collector (gRPC :4317, HTTP :4318) into DuckDB"),
     "query": ("agentotel_eval.store.query_cmd", "run a read-only SQL query on the collector's database"),
     "eval": ("agentotel_eval.eval_cmd", "score a JSONL file of test cases offline"),
     "explain": ("agentotel_eval.explain_cmd", "show how a trace's runs and tool calls were rebuilt, and why"),
     "report": ("agentotel_eval.report_cmd", "write the overview and the worst runs as one self-contained HTML file"),
-    "demo": ("collector.demo.cli", "run example agents against a collector, print their scores, serve the UI"),
+    "demo": ("agentotel_eval.collector.demo.cli", "run example agents against a collector, print their scores, serve the UI"),
     "export-cases": ("agentotel_eval.export_cmd", "write stored runs as test cases (JSONL) for eval and evaluate()"),
-    "rescore": ("collector.score.rescore_cmd", "re-score stored runs with the current expectations and code"),
+    "rescore": ("agentotel_eval.collector.score.rescore_cmd", "re-score stored runs with the current expectations and code"),
     "compare": ("agentotel_eval.compare_cmd", "compare the scores of two versions; exit 1 on a regression"),
 }
 

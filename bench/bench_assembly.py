@@ -52,19 +52,19 @@ def main() -> None:
     import duckdb
     from bench_ingest import RequestFactory
 
+    from agentotel_eval.collector.assemble.completed import CompletedTrace
+    from agentotel_eval.collector.config import default_config
+    from agentotel_eval.collector.decode.batch import decode_request
+    from agentotel_eval.collector.score.config import parse_expectations
+    from agentotel_eval.collector.score.stage import ScoringStage
+    from agentotel_eval.collector.store.operations import merge_operations
+    from agentotel_eval.collector.store.reader import TraceReader, group_by_trace
+    from agentotel_eval.collector.store.runs import build_batches
+    from agentotel_eval.collector.store.writer import SPAN_KEY, _InsertPlan
     from agentotel_eval.otlp import decode
     from agentotel_eval.reconstruct import reconstruct
     from agentotel_eval.store import schema
     from agentotel_eval.store.rows import SPAN_SCHEMA, SPAN_SELECT_ASSEMBLY, spans_from_arrow
-    from collector.assemble.completed import CompletedTrace
-    from collector.config import default_config
-    from collector.decode.batch import decode_request
-    from collector.score.config import parse_expectations
-    from collector.score.stage import ScoringStage
-    from collector.store.operations import merge_operations
-    from collector.store.reader import TraceReader, group_by_trace
-    from collector.store.runs import build_batches
-    from collector.store.writer import SPAN_KEY, _InsertPlan
 
     factory = RequestFactory(1, 512)
     bodies = [factory.next()[0] for _ in range(args.requests)]

@@ -332,7 +332,12 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
                    overrides: dict | None = None, untune: tuple[str, ...] = ()) -> None:
     import dataclasses
 
-    from collector.process.tuning import TRIM_INTERVAL, TUNED, release_free_memory, tune_process
+    from agentotel_eval.collector.process.tuning import (
+        TRIM_INTERVAL,
+        TUNED,
+        release_free_memory,
+        tune_process,
+    )
 
     # This process stands for ``agentotel-eval serve``'s: tuned as serve tunes its own, less what --untune turns off
     off = {"gc_threshold": 0, "malloc": False}
@@ -346,9 +351,9 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
 
     threading.Thread(target=trim, daemon=True).start()
 
-    from collector.config import default_config
-    from collector.score.config import ScoringSettings, parse_expectations
-    from collector.service import Collector
+    from agentotel_eval.collector.config import default_config
+    from agentotel_eval.collector.score.config import ScoringSettings, parse_expectations
+    from agentotel_eval.collector.service import Collector
 
     config = default_config()
     config = dataclasses.replace(
@@ -563,7 +568,7 @@ def main() -> None:
                              "next request after each answer: a steady, moderate load for the run -> rows latency")
     parser.add_argument("--untune", action="append", default=[],
                         choices=("gc_threshold", "malloc"),
-                        help="leave one of the collector processes' settings (collector.process.tuning) at Python's "
+                        help="leave one of the collector processes' settings (agentotel_eval.collector.process.tuning) at Python's "
                              "or glibc's default, for an A/B of what it buys (repeatable)")
     parser.add_argument("--web-share", type=float, default=0.0,
                         help="the share of spans in traces of a web service with no agent (HTTP, database, cache "

@@ -1,4 +1,4 @@
-"""``python -m collector`` is ``agentotel-eval serve``."""
+"""``python -m agentotel_eval.collector`` is ``agentotel-eval serve``."""
 
 import sys
 

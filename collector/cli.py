@@ -46,7 +46,7 @@ def build_config(args: argparse.Namespace) -> Any:
     """Defaults, then the --config file, then the flags; validated."""
     import dataclasses
 
-    from collector.config import default_config, load_config, parse_duration
+    from agentotel_eval.collector.config import default_config, load_config, parse_duration
 
     config = default_config()
     if args.config:
@@ -61,8 +61,8 @@ def build_config(args: argparse.Namespace) -> Any:
     }
     config = dataclasses.replace(config, **flags)
     if args.forward is not None:  # the URL from the flag; headers and the rest from the config file, if any
-        from collector.config import ConfigError
-        from collector.forward.forwarder import ForwardConfig, ForwardConfigError
+        from agentotel_eval.collector.config import ConfigError
+        from agentotel_eval.collector.forward.forwarder import ForwardConfig, ForwardConfigError
 
         base = config.forward or ForwardConfig(url=args.forward)
         try:
@@ -114,7 +114,7 @@ def banner(collector: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collector.config import ConfigError
+    from agentotel_eval.collector.config import ConfigError
 
     try:
         config = build_config(args)
@@ -127,11 +127,16 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from agentotel_eval.collector.assemble.remote import AssemblerUnavailable
+    from agentotel_eval.collector.decode.pool import DecodeUnavailable
+    from agentotel_eval.collector.process.tuning import (
+        TRIM_INTERVAL,
+        TUNED,
+        release_free_memory,
+        tune_process,
+    )
+    from agentotel_eval.collector.service import Collector
     from agentotel_eval.store.schema import SchemaError
-    from collector.assemble.remote import AssemblerUnavailable
-    from collector.decode.pool import DecodeUnavailable
-    from collector.process.tuning import TRIM_INTERVAL, TUNED, release_free_memory, tune_process
-    from collector.service import Collector
 
     stop = threading.Event()
     signals_seen = 0
@@ -145,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # This process is the collector's own: it is tuned as its helper processes are (collector.process.tuning).
+    # This process is the collector's own: it is tuned as its helper processes are (agentotel_eval.collector.process.tuning).
     tune_process(TUNED)
     collector = Collector(config, tuning=TUNED)
     try:

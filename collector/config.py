@@ -20,12 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentotel_eval.otlp.limits import Limits
-from agentotel_eval.reconstruct.declared import Convention, ConventionError, conventions_from_config
-from agentotel_eval.redaction import RedactionConfigError, RedactionSettings
-from agentotel_eval.store import DEFAULT_DB_PATH
-from collector.forward.forwarder import ForwardConfig
-from collector.score.config import (
+from agentotel_eval.collector.forward.forwarder import ForwardConfig
+from agentotel_eval.collector.score.config import (
     JudgeSettings,
     ScoringConfig,
     ScoringConfigError,
@@ -34,7 +30,11 @@ from collector.score.config import (
     parse_expectations,
     parse_forward,
 )
-from collector.score.expectations import ExpectationRule
+from agentotel_eval.collector.score.expectations import ExpectationRule
+from agentotel_eval.otlp.limits import Limits
+from agentotel_eval.reconstruct.declared import Convention, ConventionError, conventions_from_config
+from agentotel_eval.redaction import RedactionConfigError, RedactionSettings
+from agentotel_eval.store import DEFAULT_DB_PATH
 
 if TYPE_CHECKING:
     from agentotel_eval.store.schema import DuckDBSetting
@@ -111,7 +111,7 @@ class ReceiverConfig:
     max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
-    #: processes that decode requests (``collector.decode.worker``), so that the collector's own process, which
+    #: processes that decode requests (``agentotel_eval.collector.decode.worker``), so that the collector's own process, which
     #: holds the DuckDB writer, does no per-span Python; 0 decodes on the receivers' threads in this process
     decode_workers: int = 1
     #: requests being decoded at the same time, across both receivers: caps the memory of requests in decoding

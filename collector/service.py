@@ -18,32 +18,32 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentotel_eval.collector.assemble.assembler import Reconstruct
+from agentotel_eval.collector.assemble.remote import ProcessAssembly
+from agentotel_eval.collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
+from agentotel_eval.collector.config import CollectorConfig
+from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
+from agentotel_eval.collector.decode.pool import DecodePool
+from agentotel_eval.collector.forward.forwarder import Forwarder
+from agentotel_eval.collector.process.supervisor import Supervisor
+from agentotel_eval.collector.process.tuning import TUNED, Tuning
+from agentotel_eval.collector.receive.grpc import GrpcReceiver
+from agentotel_eval.collector.receive.http import Authenticator, HttpApp, HttpReceiver, server_tls_context
+from agentotel_eval.collector.receive.ingest import Ingestor
+from agentotel_eval.collector.score.judge_worker import JudgeWorker
+from agentotel_eval.collector.score.stage import external_rows, is_held_span
+from agentotel_eval.collector.store.database import Database, DatabaseClosed
+from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
+from agentotel_eval.collector.store.reader import TraceReader
+from agentotel_eval.collector.store.runs import RunWriter
+from agentotel_eval.collector.store.writer import Committed, StoreWriter
+from agentotel_eval.collector.telemetry import prometheus
+from agentotel_eval.collector.ui.routes import UiRoutes
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.store import discovery
 from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
 from agentotel_eval.store.rows import evaluations_to_arrow
-from collector.assemble.assembler import Reconstruct
-from collector.assemble.remote import ProcessAssembly
-from collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
-from collector.config import CollectorConfig
-from collector.decode.batch import IngestBatch, decode_request
-from collector.decode.pool import DecodePool
-from collector.forward.forwarder import Forwarder
-from collector.process.supervisor import Supervisor
-from collector.process.tuning import TUNED, Tuning
-from collector.receive.grpc import GrpcReceiver
-from collector.receive.http import Authenticator, HttpApp, HttpReceiver, server_tls_context
-from collector.receive.ingest import Ingestor
-from collector.score.judge_worker import JudgeWorker
-from collector.score.stage import external_rows, is_held_span
-from collector.store.database import Database, DatabaseClosed
-from collector.store.operations import DeleteOlderThan, InsertEvaluations
-from collector.store.reader import TraceReader
-from collector.store.runs import RunWriter
-from collector.store.writer import Committed, StoreWriter
-from collector.telemetry import prometheus
-from collector.ui.routes import UiRoutes
 
 log = logging.getLogger("agentotel.collector")
 
@@ -77,7 +77,7 @@ class Collector:
     ) -> None:
         self.config = config.validate()
         #: how the helper processes tune themselves; this process is its owner's (``agentotel-eval serve`` tunes
-        #: its own with the same settings, see ``collector.process.tuning``)
+        #: its own with the same settings, see ``agentotel_eval.collector.process.tuning``)
         self.tuning = tuning
         self.db_path = Path(config.db).expanduser().resolve()
         self._stage_factories = tuple(stages)
@@ -446,10 +446,10 @@ class Collector:
         return self.query(payload["sql"], limit=limit, timeout=timeout, params=payload.get("params") or ())
 
     def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``collector.score.rescore``):
+        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.score.rescore``):
         with the collector's own expectations, or those of the config file the payload names. One at a time."""
-        from collector.config import ConfigError, default_config, load_config
-        from collector.score.rescore import (
+        from agentotel_eval.collector.config import ConfigError, default_config, load_config
+        from agentotel_eval.collector.score.rescore import (
             RescoreBusy,
             RescoreError,
             Rescorer,
@@ -479,7 +479,7 @@ class Collector:
         return summary.to_dict()
 
     def _http_rescore(self, payload: Any) -> tuple[int, dict[str, Any]]:
-        from collector.score.rescore import RescoreBusy, RescoreError
+        from agentotel_eval.collector.score.rescore import RescoreBusy, RescoreError
 
         try:
             return 200, self.rescore(payload)

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from collector.config import CollectorConfig, default_config
+from agentotel_eval.collector.config import CollectorConfig, default_config
 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
@@ -44,7 +44,7 @@ def fast_config(db: str | Path, **sections: Any) -> CollectorConfig:
 
 @contextmanager
 def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
-    from collector.service import Collector
+    from agentotel_eval.collector.service import Collector
 
     collector = Collector(fast_config(db, **sections), summary_interval=3600)
     collector.start()

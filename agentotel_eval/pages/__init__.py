@@ -3,5 +3,5 @@
 ``data`` reads overview, runs and one run through a ``Read`` callable (the sealed, read-only query layer, bound to
 a live collector's cursor or to a database file); ``alignment`` lines the called tools up against the expected
 ones; ``charts`` draws SVG; ``render`` turns the plain data into HTML. Nothing here opens a socket or a file:
-``collector.ui`` serves the pages, ``agentotel-eval report`` writes them into one self-contained file.
+``agentotel_eval.collector.ui`` serves the pages, ``agentotel-eval report`` writes them into one self-contained file.
 """

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from agentotel_eval.collector.store.operations import SpanUpdate
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.store.rows import EvaluationRow
-from collector.store.operations import SpanUpdate
 
 #: Why a trace was completed.
 REASON_QUIET = "quiet"  # its run span arrived and it was quiet for the grace period

@@ -1,7 +1,7 @@
 """What the assembler keeps of each stored record: a mark of a few fields, not the record.
 
 Deciding when a trace is complete needs only each span's ids, times and whether it delimits a run; the records
-themselves are read back from the database once the trace is complete (``collector.assemble.assembler``). A mark is a plain
+themselves are read back from the database once the trace is complete (``agentotel_eval.collector.assemble.assembler``). A mark is a plain
 tuple (cheap to build, to hold by the hundred thousand, and to send to the assembler process with ``marshal``):
 
     span mark: (trace_id, span_id, parent_span_id, start_ns, end_ns, is_run_span, has_evidence)

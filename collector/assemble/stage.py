@@ -13,17 +13,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentotel_eval.collector.assemble.assembler import Assembler, AssemblerStats, Reconstruct
+from agentotel_eval.collector.assemble.completed import TraceStage
+from agentotel_eval.collector.assemble.marks import LogMark, SpanMark
+from agentotel_eval.collector.assemble.trace_buffer import BufferStats
+from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.score.config import ScoringConfig
+from agentotel_eval.collector.score.stage import ScoringStage, ScoringStats
+from agentotel_eval.collector.store.reader import TraceReader
+from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.declared import Convention
-from collector.assemble.assembler import Assembler, AssemblerStats, Reconstruct
-from collector.assemble.completed import TraceStage
-from collector.assemble.marks import LogMark, SpanMark
-from collector.assemble.trace_buffer import BufferStats
-from collector.config import AssemblerConfig
-from collector.score.config import ScoringConfig
-from collector.score.stage import ScoringStage, ScoringStats
-from collector.store.reader import TraceReader
-from collector.store.runs import RunWriter
 
 StageFactory = Callable[[TraceStage], TraceStage]
 

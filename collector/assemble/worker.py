@@ -8,7 +8,7 @@ which runs the query and sends back the Arrow rows) and sends back the ``Rows`` 
 ``Forward``, its ``Counters`` and, as soon as it took marks, its ``Progress``. It owns no file and no socket but the
 pair it was started with.
 
-Run as ``python -m collector.assemble.worker FD`` by ``collector.assemble.remote``; not a user command.
+Run as ``python -m agentotel_eval.collector.assemble.worker FD`` by ``agentotel_eval.collector.assemble.remote``; not a user command.
 """
 
 from __future__ import annotations
@@ -25,17 +25,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.otlp.records import SpanRecord
-from agentotel_eval.reconstruct.declared import Convention
-from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
-from collector.assemble.assembler import Assembler, Read
-from collector.assemble.completed import CompletedTrace
-from collector.assemble.stage import assembly_stats
-from collector.config import AssemblerConfig
-from collector.process import wire
-from collector.process.channel import Channel, ChannelClosed
-from collector.process.child import helper_main
-from collector.process.messages import (
+from agentotel_eval.collector.assemble.assembler import Assembler, Read
+from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.assemble.stage import assembly_stats
+from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.process import wire
+from agentotel_eval.collector.process.channel import Channel, ChannelClosed
+from agentotel_eval.collector.process.child import helper_main
+from agentotel_eval.collector.process.messages import (
     CallFailed,
     Counters,
     Forward,
@@ -51,11 +48,14 @@ from collector.process.messages import (
     Stop,
     Stopped,
 )
-from collector.process.tuning import TRIM_INTERVAL, Tuning, release_free_memory
-from collector.score.config import ScoringConfig
-from collector.score.stage import ScoringStage
-from collector.store.reader import StoredTrace, group_by_trace
-from collector.store.runs import build_batches
+from agentotel_eval.collector.process.tuning import TRIM_INTERVAL, Tuning, release_free_memory
+from agentotel_eval.collector.score.config import ScoringConfig
+from agentotel_eval.collector.score.stage import ScoringStage
+from agentotel_eval.collector.store.reader import StoredTrace, group_by_trace
+from agentotel_eval.collector.store.runs import build_batches
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.declared import Convention
+from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
 
 log = logging.getLogger("agentotel.assembler")
 

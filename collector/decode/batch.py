@@ -1,9 +1,9 @@
 """One export request, decoded and converted: the rows to append and what goes on after the commit.
 
 ``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow rows
-(``store.rows``), their marks for the assembler (``collector.assemble.marks``), and the records themselves only where the
+(``store.rows``), their marks for the assembler (``agentotel_eval.collector.assemble.marks``), and the records themselves only where the
 collector still needs them after the commit (spans it forwards downstream, log records carrying other tools'
-evaluation results). It runs in the decode workers (``collector.decode.pool``), so the collector's own process,
+evaluation results). It runs in the decode workers (``agentotel_eval.collector.decode.pool``), so the collector's own process,
 which holds the DuckDB writer, does no per-span Python; ``to_message`` / ``from_message`` carry the result across.
 """
 
@@ -15,14 +15,14 @@ from typing import Any
 import pyarrow as pa
 
 from agentotel_eval import semconv as sc
+from agentotel_eval.collector.assemble.marks import log_marks, span_marks
+from agentotel_eval.collector.process import wire
+from agentotel_eval.collector.process.messages import Decoded
 from agentotel_eval.otlp import decode
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN, Conventions
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
-from collector.assemble.marks import log_marks, span_marks
-from collector.process import wire
-from collector.process.messages import Decoded
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,13 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from agentotel_eval.otlp import DecodeError, LimitExceeded
-from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
-from agentotel_eval.reconstruct.declared import Convention
-from agentotel_eval.redaction import RedactionSettings
-from collector.decode.batch import IngestBatch, from_message
-from collector.process.channel import Channel
-from collector.process.messages import (
+from agentotel_eval.collector.decode.batch import IngestBatch, from_message
+from agentotel_eval.collector.process.channel import Channel
+from agentotel_eval.collector.process.messages import (
     BAD_REQUEST,
     ERROR,
     OVER_LIMIT,
@@ -39,8 +35,12 @@ from collector.process.messages import (
     Message,
     Setup,
 )
-from collector.process.supervisor import HelperUnavailable, RestartPolicy, Supervisor
-from collector.process.tuning import UNTUNED, Tuning
+from agentotel_eval.collector.process.supervisor import HelperUnavailable, RestartPolicy, Supervisor
+from agentotel_eval.collector.process.tuning import UNTUNED, Tuning
+from agentotel_eval.otlp import DecodeError, LimitExceeded
+from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
+from agentotel_eval.reconstruct.declared import Convention
+from agentotel_eval.redaction import RedactionSettings
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class DecodePool:
         setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits, redaction)))
         self._workers = [
             _Worker(i, Supervisor(
-                f"decode-{i}", "collector.decode.worker", setup, functools.partial(self._answered, i),
+                f"decode-{i}", "agentotel_eval.collector.decode.worker", setup, functools.partial(self._answered, i),
                 on_exit=functools.partial(self._exited, i), policy=RestartPolicy(stable_after=STABLE_SECONDS),
                 start_timeout=start_timeout,
             ))

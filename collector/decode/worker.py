@@ -1,4 +1,4 @@
-"""A decode worker process: turns export request bodies into what the collector appends (``collector.decode.pool``).
+"""A decode worker process: turns export request bodies into what the collector appends (``agentotel_eval.collector.decode.pool``).
 
 Decoding is the collector's heaviest per-span work in Python (the OTLP decoder, the JSON of every attribute map,
 the Arrow columns). In the collector's own process it would hold the interpreter lock against the DuckDB writer,
@@ -6,7 +6,7 @@ whose appends take that lock many times while they scan an Arrow batch (docs/ben
 process of its own: for each ``Decode`` (the body as its frame) it answers, in order, ``Decoded`` (the rows as its
 frame) or ``DecodeFailed``. It exits on ``Stop``, or when the collector's end of the channel closes.
 
-Run as ``python -m collector.decode.worker FD`` by the pool's supervisors; not a user command.
+Run as ``python -m agentotel_eval.collector.decode.worker FD`` by the pool's supervisors; not a user command.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ import sys
 import time
 from collections.abc import Sequence
 
-from agentotel_eval.otlp import DecodeError, LimitExceeded
-from agentotel_eval.otlp.limits import DEFAULT_LIMITS
-from agentotel_eval.reconstruct.declared import BUILTIN
-from agentotel_eval.redaction import Redactor
-from collector.decode.batch import decode_request, to_message
-from collector.process.channel import Channel, ChannelClosed
-from collector.process.child import helper_main
-from collector.process.messages import (
+from agentotel_eval.collector.decode.batch import decode_request, to_message
+from agentotel_eval.collector.process.channel import Channel, ChannelClosed
+from agentotel_eval.collector.process.child import helper_main
+from agentotel_eval.collector.process.messages import (
     BAD_REQUEST,
     ERROR,
     OVER_LIMIT,
@@ -37,7 +33,11 @@ from collector.process.messages import (
     Stop,
     Stopped,
 )
-from collector.process.tuning import TRIM_INTERVAL, Tuning, release_free_memory
+from agentotel_eval.collector.process.tuning import TRIM_INTERVAL, Tuning, release_free_memory
+from agentotel_eval.otlp import DecodeError, LimitExceeded
+from agentotel_eval.otlp.limits import DEFAULT_LIMITS
+from agentotel_eval.reconstruct.declared import BUILTIN
+from agentotel_eval.redaction import Redactor
 
 log = logging.getLogger("agentotel.decode")
 

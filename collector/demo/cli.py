@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(db: Path, args: argparse.Namespace) -> Any:
-    from collector.config import default_config
+    from agentotel_eval.collector.config import default_config
 
     config = default_config()
     return dataclasses.replace(
@@ -80,10 +80,10 @@ def _wait_for_scores(collector: Any, runs: int, timeout: float) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.collector.demo.agents import run_all
+    from agentotel_eval.collector.service import Collector
     from agentotel_eval.store.formats import render
     from agentotel_eval.store.query import QueryResult
-    from collector.demo.agents import run_all
-    from collector.service import Collector
 
     workdir = None
     if args.db:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-from collector.process.messages import Message, decode, encode
+from agentotel_eval.collector.process.messages import Message, decode, encode
 
 #: hang-ups and closes of channels, one at a time: a hang-up between another thread's close and the reuse of the
 #: descriptor's number would shut down whatever file got the number

@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 
-from collector.process.channel import Channel
-from collector.process.messages import Setup
-from collector.process.tuning import Tuning, tune_process
+from agentotel_eval.collector.process.channel import Channel
+from agentotel_eval.collector.process.messages import Setup
+from agentotel_eval.collector.process.tuning import Tuning, tune_process
 
 
 def helper_main(name: str, serve: Callable[[Channel, Setup], None], argv: Sequence[str] | None = None) -> int:

@@ -27,8 +27,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from collector.process.channel import Channel, ChannelBusy, ChannelClosed
-from collector.process.messages import Message, Ready, Setup, Stop, Stopped
+from agentotel_eval.collector.process.channel import Channel, ChannelBusy, ChannelClosed
+from agentotel_eval.collector.process.messages import Message, Ready, Setup, Stop, Stopped
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from agentotel_eval.collector.process.messages import Rows
+from agentotel_eval.collector.store.operations import SpanUpdate, TraceWindow
+from agentotel_eval.collector.store.runs import RunRows
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from collector.process.messages import Rows
-from collector.store.operations import SpanUpdate, TraceWindow
-from collector.store.runs import RunRows
 
 _MARSHAL = b"M"
 _PICKLE = b"P"

@@ -11,7 +11,7 @@ import re
 import zlib
 from typing import Protocol
 
-from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from agentotel_eval.collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 256 * 1024

@@ -25,9 +25,9 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from collector.receive.errors import ReceiverError
-from collector.receive.http import Authenticator
-from collector.receive.ingest import Ingestor
+from agentotel_eval.collector.receive.errors import ReceiverError
+from agentotel_eval.collector.receive.http import Authenticator
+from agentotel_eval.collector.receive.ingest import Ingestor
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Routes: ``POST /v1/traces``, ``POST /v1/logs`` (OTLP, protobuf or JSON, gzip/deflate), ``POST /v1/query``
 (read-only SQL), ``POST /v1/rescore`` (re-score stored runs), ``GET /healthz``, ``GET /metrics`` (Prometheus
-text), and the web UI's pages (``collector.ui``). OTLP answers follow the OTLP/HTTP spec: the response is in the
+text), and the web UI's pages (``agentotel_eval.collector.ui``). OTLP answers follow the OTLP/HTTP spec: the response is in the
 request's encoding; errors carry a ``google.rpc.Status`` body; 400 undecodable, 413 too large, 415 unknown content
 type or encoding, 405 wrong method, 503 + ``Retry-After`` when the write queue is full.
 
@@ -41,8 +41,8 @@ from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from collector.receive.body import inflate, read_body
-from collector.receive.errors import (
+from agentotel_eval.collector.receive.body import inflate, read_body
+from agentotel_eval.collector.receive.errors import (
     BadRequest,
     PayloadTooLarge,
     ReceiverError,
@@ -50,9 +50,9 @@ from collector.receive.errors import (
     Unauthenticated,
     UnsupportedMediaType,
 )
-from collector.receive.ingest import ExportOutcome, Ingestor
-from collector.ui.routes import Answer as UiAnswer
-from collector.ui.routes import is_page, is_ui_path, sign_in
+from agentotel_eval.collector.receive.ingest import ExportOutcome, Ingestor
+from agentotel_eval.collector.ui.routes import Answer as UiAnswer
+from agentotel_eval.collector.ui.routes import is_page, is_ui_path, sign_in
 
 log = logging.getLogger(__name__)
 

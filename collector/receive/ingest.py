@@ -1,8 +1,8 @@
-"""The one decode-and-enqueue path both receivers call: body -> rows (``collector.decode.batch``) -> writer -> answer.
+"""The one decode-and-enqueue path both receivers call: body -> rows (``agentotel_eval.collector.decode.batch``) -> writer -> answer.
 
 It answers only after the records are committed, and reports what the OTLP answer needs: how many records were
 rejected and why (partial success). Everything protocol-specific (status codes, encodings of the answer) stays in
-the receivers. The decoding itself runs in decode workers (``collector.decode.pool``), or on the receiver's thread
+the receivers. The decoding itself runs in decode workers (``agentotel_eval.collector.decode.pool``), or on the receiver's thread
 when the collector is configured without them.
 """
 
@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
+from agentotel_eval.collector.decode.pool import DecodeUnavailable
+from agentotel_eval.collector.receive.errors import BadRequest, Overloaded, Unavailable
+from agentotel_eval.collector.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
 from agentotel_eval.otlp import DecodeError, LimitExceeded
-from collector.decode.batch import IngestBatch, decode_request
-from collector.decode.pool import DecodeUnavailable
-from collector.receive.errors import BadRequest, Overloaded, Unavailable
-from collector.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
 
 #: what turns a body into rows: ``decode_request`` here, or a decode pool's ``decode``
 Decoder = Callable[[str, str, bytes], IngestBatch]

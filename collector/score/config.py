@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.forward.forwarder import ForwardConfig, ForwardConfigError
-from collector.score.expectations import (
+from agentotel_eval.collector.forward.forwarder import ForwardConfig, ForwardConfigError
+from agentotel_eval.collector.score.expectations import (
     MODES,
     Dataset,
     ExpectationConfigError,

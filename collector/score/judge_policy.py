@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS
 from agentotel_eval.reconstruct.model import AgentRun
-from collector.score.config import JudgeSettings
 
 
 def sample_point(trace_id: str, span_id: str) -> float:

@@ -26,6 +26,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentotel_eval.collector.score.config import JudgeSettings
+from agentotel_eval.collector.score.judge_policy import over_budget
+from agentotel_eval.collector.score.stage import result_row
+from agentotel_eval.collector.store.operations import SpanUpdate, WriteEvaluation
+from agentotel_eval.collector.store.writer import StoreWriter
 from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
@@ -35,11 +40,6 @@ from agentotel_eval.scores import evaluation_events, evaluation_log, evaluation_
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_arrow, events_json, to_json
 from agentotel_eval.test_case import EvalTestCase
-from collector.score.config import JudgeSettings
-from collector.score.judge_policy import over_budget
-from collector.score.stage import result_row
-from collector.store.operations import SpanUpdate, WriteEvaluation
-from collector.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
 

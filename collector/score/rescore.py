@@ -20,18 +20,18 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agentotel_eval.collector.assemble.assembler import LOG_ORDER, SPAN_ORDER
+from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.score.config import ScoringConfig
+from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, ScoringStage
+from agentotel_eval.collector.store.operations import ReplaceRuns, ns_to_datetime
+from agentotel_eval.collector.store.reader import StoredTraceReader
+from agentotel_eval.collector.store.runs import build_run_rows
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.store.schema import OWN_SOURCE
-from collector.assemble.assembler import LOG_ORDER, SPAN_ORDER
-from collector.assemble.completed import CompletedTrace
-from collector.score.config import ScoringConfig
-from collector.score.stage import DETERMINISTIC_METRICS, ScoringStage
-from collector.store.operations import ReplaceRuns, ns_to_datetime
-from collector.store.reader import StoredTraceReader
-from collector.store.runs import build_run_rows
 
 #: ``CompletedTrace.reason`` of a re-scored trace
 REASON_RESCORE = "rescore"

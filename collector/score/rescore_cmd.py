@@ -79,10 +79,15 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
 
 def _on_file(db: Path, payload: dict[str, Any], config: Any) -> dict[str, Any]:
     """The re-score done here, on the file, with ``config`` (the one ``payload`` names, loaded)."""
+    from agentotel_eval.collector.score.rescore import (
+        RescoreError,
+        Rescorer,
+        request_from_payload,
+        sealed_read,
+    )
+    from agentotel_eval.collector.store.database import Database
+    from agentotel_eval.collector.store.reader import TraceReader
     from agentotel_eval.store.query import QueryError
-    from collector.score.rescore import RescoreError, Rescorer, request_from_payload, sealed_read
-    from collector.store.database import Database
-    from collector.store.reader import TraceReader
 
     if not db.is_file():
         raise _Failure(f"no database at {db}", EXIT_USAGE)
@@ -114,9 +119,9 @@ def _on_file(db: Path, payload: dict[str, Any], config: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.collector.config import ConfigError, default_config, load_config, parse_duration
+    from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render
     from agentotel_eval.store.discovery import find_collector
-    from collector.config import ConfigError, default_config, load_config, parse_duration
-    from collector.score.rescore import RescoreError, RescoreSummary, render
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
     config = default_config()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
+from agentotel_eval.collector.store.operations import ns_to_datetime
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.store.rows import (
     LOG_SELECT,
@@ -21,7 +22,6 @@ from agentotel_eval.store.rows import (
     logs_from_arrow,
     spans_from_arrow,
 )
-from collector.store.operations import ns_to_datetime
 
 if TYPE_CHECKING:
     import duckdb
@@ -35,7 +35,7 @@ class StoredTrace:
 
 class StoredTraceReader(Protocol):
     """What the assembler reads stored traces back through: a ``TraceReader`` in the collector's process, or
-    ``collector.assemble.worker.RemoteReader`` in the assembler's (which asks the collector's reader)."""
+    ``agentotel_eval.collector.assemble.worker.RemoteReader`` in the assembler's (which asks the collector's reader)."""
 
     def close(self) -> None: ...
 

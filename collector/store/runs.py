@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
-from collector.assemble.completed import CompletedTrace
-from collector.store.operations import (
+from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.store.operations import (
     ReplaceRuns,
     SpanUpdate,
     TraceWindow,
     span_values_table,
     split_span_updates,
 )
+from agentotel_eval.store.rows import evaluations_to_arrow, runs_to_arrow
 
 if TYPE_CHECKING:
-    from collector.store.writer import StoreWriter
+    from agentotel_eval.collector.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from agentotel_eval.collector.store.operations import merge_operations, ns_to_datetime
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
-from collector.store.operations import merge_operations, ns_to_datetime
 
 log = logging.getLogger(__name__)
 

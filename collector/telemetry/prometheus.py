@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collector.service import Collector
+    from agentotel_eval.collector.service import Collector
 
 Labels = Mapping[str, str]
 
@@ -68,7 +68,7 @@ class PromText:
 
 def render(collector: Collector) -> str:
     """Every metric of a running collector."""
-    from collector.store.writer import FLUSH_BUCKETS
+    from agentotel_eval.collector.store.writer import FLUSH_BUCKETS
 
     out = PromText()
     received, rejected, requests = collector.ingestor.stats.snapshot()

@@ -20,8 +20,8 @@ import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
 
+from agentotel_eval.collector.receive.http import Authenticator, local_path
 from agentotel_eval.otlp.encode import encode_traces, traces_to_json
-from collector.receive.http import Authenticator, local_path
 from tests.collector_harness import (
     fresh_span,
     grpc_export,

@@ -1,4 +1,4 @@
-"""The collector as users run it: ``python -m collector`` in its own process, signals, bad config, and a crash."""
+"""The collector as users run it: ``python -m agentotel_eval.collector`` in its own process, signals, bad config, and a crash."""
 
 from __future__ import annotations
 

@@ -13,10 +13,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from agentotel_eval.collector.forward.forwarder import ForwardConfig
+from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.redaction import RedactionSettings
 from agentotel_eval.tracing import traced
-from collector.forward.forwarder import ForwardConfig
-from collector.score.config import JudgeSettings
 from tests.collector_harness import running_collector, wait_until
 from tests.llm_stub import LLMStub, Reply
 from tests.otlp_sink import OtlpSink

@@ -16,11 +16,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentotel_eval import semconv as sc
+from agentotel_eval.collector.forward.forwarder import ForwardConfig
+from agentotel_eval.collector.score.config import JudgeSettings, parse_expectations
+from agentotel_eval.collector.service import Collector
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.tracing import traced
-from collector.forward.forwarder import ForwardConfig
-from collector.score.config import JudgeSettings, parse_expectations
-from collector.service import Collector
 from tests.collector_harness import Blocker, fast_config, post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 from tests.llm_stub import LLMStub, Reply

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from agentotel_eval.collector.decode.batch import decode_request
+from agentotel_eval.collector.decode.pool import DecodePool, DecodeUnavailable
 from agentotel_eval.otlp import DecodeError
-from collector.decode.batch import decode_request
-from collector.decode.pool import DecodePool, DecodeUnavailable
 from tests.fixture_traces import fixtures
 
 

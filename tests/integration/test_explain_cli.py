@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
 from agentotel_eval.cli import main
+from agentotel_eval.collector.config import ConfigError, load_config
 from agentotel_eval.reconstruct import reconstruct
-from collector.config import ConfigError, load_config
 from tests.collector_harness import post_otlp, running_collector, wait_until
 from tests.fixture_traces import TRACES_DIR, fixtures
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from agentotel_eval.collector.forward.forwarder import ForwardConfig, ForwardConfigError, Forwarder
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.forward.forwarder import ForwardConfig, ForwardConfigError, Forwarder
 from tests.collector_harness import wait_until
 from tests.otlp_sink import OtlpSink
 

@@ -130,7 +130,7 @@ def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(runn
     import urllib.error
     import urllib.request
 
-    from collector.store.database import DatabaseClosed
+    from agentotel_eval.collector.store.database import DatabaseClosed
 
     def closed():
         raise DatabaseClosed("the database x could not be opened again")

@@ -55,7 +55,7 @@ def test_spans_with_odd_times_are_part_of_their_runs(tmp_path, process):
 
 
 def test_a_log_record_with_no_time_is_stored_once_and_read_back(tmp_path):
-    from collector.store.reader import TraceReader
+    from agentotel_eval.collector.store.reader import TraceReader
 
     trace_id, root = "d" * 32, "d" * 16
     t0 = time.time_ns() - 60 * S

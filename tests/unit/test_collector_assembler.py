@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from agentotel_eval.collector.assemble import assembler as assembler_module
+from agentotel_eval.collector.assemble.assembler import Assembler
+from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.assemble.marks import log_marks, span_marks
+from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.store.reader import StoredTrace
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import reconstruct
-from collector.assemble import assembler as assembler_module
-from collector.assemble.assembler import Assembler
-from collector.assemble.completed import CompletedTrace
-from collector.assemble.marks import log_marks, span_marks
-from collector.config import AssemblerConfig
-from collector.store.reader import StoredTrace
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
 

@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from collector.receive.body import inflate, read_body
-from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from agentotel_eval.collector.receive.body import inflate, read_body
+from agentotel_eval.collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 
 def test_content_length_over_the_limit_is_refused_before_reading():

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from collector import cli as serve_cmd
-from collector.config import (
+from agentotel_eval.collector import cli as serve_cmd
+from agentotel_eval.collector.config import (
     CollectorConfig,
     ConfigError,
     MiB,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentotel_eval.collector.assemble.marks import log_marks, span_marks
 from agentotel_eval.otlp.records import SpanEvent, SpanRecord
 from agentotel_eval.reconstruct import is_run_span, reconstruct
-from collector.assemble.marks import log_marks, span_marks
 from tests.fixture_traces import fixtures
 
 FIXTURES = fixtures()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
+from agentotel_eval.collector.telemetry.prometheus import PromText
 from agentotel_eval.store import discovery
-from collector.telemetry.prometheus import PromText
 
 
 def test_counters_gauges_and_histograms_render_in_the_text_format():

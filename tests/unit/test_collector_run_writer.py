@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
-from collector.assemble.completed import CompletedTrace
-from collector.store.runs import RunWriter
 
 
 class Recorder:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from agentotel_eval.collector.assemble.marks import log_marks, span_marks
+from agentotel_eval.collector.assemble.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from collector.assemble.marks import log_marks, span_marks
-from collector.assemble.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 TOOL = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}

@@ -2,8 +2,7 @@ import json
 
 import pytest
 
-from agentotel_eval.reconstruct.model import AgentRun
-from collector.score.expectations import (
+from agentotel_eval.collector.score.expectations import (
     Dataset,
     ExpectationConfigError,
     ExpectationFinder,
@@ -11,6 +10,7 @@ from collector.score.expectations import (
     normalise_input,
     parse_rules,
 )
+from agentotel_eval.reconstruct.model import AgentRun
 
 
 def _run(**kw):

@@ -32,13 +32,13 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from agentotel_eval.collector.assemble.marks import log_marks, span_marks
+from agentotel_eval.collector.receive.body import inflate, read_body
+from agentotel_eval.collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from agentotel_eval.otlp import Decoded, DecodeError, LogRecord, SpanRecord, decode
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, TOO_DEEP_MARKER, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.store.rows import logs_to_arrow, spans_to_arrow
-from collector.assemble.marks import log_marks, span_marks
-from collector.receive.body import inflate, read_body
-from collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from tests.fixture_traces import fixtures
 
 SIGNALS = ("traces", "logs")

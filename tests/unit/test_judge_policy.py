@@ -1,11 +1,11 @@
 import pytest
 
+from agentotel_eval.collector.config import CollectorConfig, ConfigError, build, default_config
+from agentotel_eval.collector.score.config import JudgeSettings
+from agentotel_eval.collector.score.judge_policy import judge_decision, over_budget, sample_point
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
-from collector.config import CollectorConfig, ConfigError, build, default_config
-from collector.score.config import JudgeSettings
-from collector.score.judge_policy import judge_decision, over_budget, sample_point
 
 
 def _run(span_id="cd" * 8, calls=()):

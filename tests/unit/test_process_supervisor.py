@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from collector.process.messages import Setup
-from collector.process.supervisor import HelperUnavailable, RestartPolicy, Supervisor
+from agentotel_eval.collector.process.messages import Setup
+from agentotel_eval.collector.process.supervisor import HelperUnavailable, RestartPolicy, Supervisor
 
 
 def test_the_restart_delay_doubles_from_the_first_up_to_the_bound():

@@ -12,8 +12,8 @@ import textwrap
 import pyarrow as pa
 import pytest
 
-from collector.process.tuning import _ARROW_POOL_VARIABLE as ARROW_POOL_VARIABLE
-from collector.process.tuning import _libc
+from agentotel_eval.collector.process.tuning import _ARROW_POOL_VARIABLE as ARROW_POOL_VARIABLE
+from agentotel_eval.collector.process.tuning import _libc
 from tests.collector_harness import running_collector
 
 glibc = pytest.mark.skipif(_libc() is None, reason="the allocator settings apply to glibc only")
@@ -31,7 +31,7 @@ def test_a_tuned_process_collects_less_often_and_allocates_arrow_buffers_through
     out = _in_fresh_process("""
         import gc, pyarrow as pa
         before = pa.default_memory_pool().backend_name
-        from collector.process.tuning import TUNED, tune_process
+        from agentotel_eval.collector.process.tuning import TUNED, tune_process
         tune_process(TUNED)
         kept = pa.array(["x" * 100] * 1000)  # allocated from the new pool
         print(before, pa.default_memory_pool().backend_name, pa.system_memory_pool().bytes_allocated() > 0,
@@ -48,7 +48,7 @@ def test_a_tuned_process_collects_less_often_and_allocates_arrow_buffers_through
 def test_a_pool_the_user_chose_is_kept() -> None:
     out = _in_fresh_process("""
         import pyarrow as pa
-        from collector.process.tuning import TUNED, tune_process
+        from agentotel_eval.collector.process.tuning import TUNED, tune_process
         tune_process(TUNED)
         print(pa.default_memory_pool().backend_name)
     """, **{ARROW_POOL_VARIABLE: "mimalloc"})
@@ -59,7 +59,7 @@ def test_untuned_leaves_the_process_as_it_was() -> None:
     out = _in_fresh_process("""
         import gc, sys, pyarrow as pa
         before = (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval())
-        from collector.process.tuning import UNTUNED, tune_process
+        from agentotel_eval.collector.process.tuning import UNTUNED, tune_process
         tune_process(UNTUNED)
         print(before == (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval()))
     """)
@@ -81,10 +81,10 @@ def test_a_decode_worker_loads_neither_duckdb_nor_arrow_compute() -> None:
     pyarrow's core only (compute costs ~8 MB a process, DuckDB far more)."""
     out = _in_fresh_process("""
         import sys
-        import collector.decode.worker
+        import agentotel_eval.collector.decode.worker
         from agentotel_eval.otlp.encode import encode_traces
         from agentotel_eval.otlp.records import SpanRecord
-        from collector.decode.batch import decode_request, to_message
+        from agentotel_eval.collector.decode.batch import decode_request, to_message
         span = SpanRecord(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="execute_tool get_weather",
                           start_ns=1_700_000_000_000_000_000, end_ns=1_700_000_001_000_000_000,
                           attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentotel_eval.collector.process import wire
 from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from collector.process import wire
 from tests.fixture_traces import fixtures
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
@@ -65,7 +65,7 @@ def channels():
     import socket
     from multiprocessing.connection import Connection
 
-    from collector.process.channel import Channel
+    from agentotel_eval.collector.process.channel import Channel
 
     a, b = socket.socketpair()
     return Channel(Connection(a.detach())), Channel(Connection(b.detach()))
@@ -85,8 +85,8 @@ def across(message, frames=()):
 def test_calls_get_their_own_answers_whatever_the_order_and_late_ones_are_nobodys():
     import threading
 
-    from collector.assemble.worker import _Calls
-    from collector.process.messages import LatestSpanTime, Reply
+    from agentotel_eval.collector.assemble.worker import _Calls
+    from agentotel_eval.collector.process.messages import LatestSpanTime, Reply
 
     helper, collector = channels()
     calls = _Calls(helper)
@@ -116,8 +116,8 @@ def test_calls_get_their_own_answers_whatever_the_order_and_late_ones_are_nobody
 
 
 def test_a_closed_link_fails_the_calls_waiting_on_it():
-    from collector.assemble.worker import RemoteCallError, _Calls
-    from collector.process.messages import LatestSpanTime
+    from agentotel_eval.collector.assemble.worker import RemoteCallError, _Calls
+    from agentotel_eval.collector.process.messages import LatestSpanTime
 
     helper, collector = channels()
     calls = _Calls(helper)
@@ -136,9 +136,9 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
 
     import pyarrow as pa
 
+    from agentotel_eval.collector.assemble.worker import RemoteReader, _Calls
+    from agentotel_eval.collector.process.messages import CallFailed, ReadTraces, Reply
     from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT
-    from collector.assemble.worker import RemoteReader, _Calls
-    from collector.process.messages import CallFailed, ReadTraces, Reply
 
     helper, collector = channels()
     calls = _Calls(helper)
@@ -183,7 +183,7 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
 def test_a_message_crosses_typed_and_what_is_not_one_is_refused():
     import marshal
 
-    from collector.process.messages import Kind, Marks, Stop, decode, encode
+    from agentotel_eval.collector.process.messages import Kind, Marks, Stop, decode, encode
 
     spans = [("a" * 32, "b" * 16, None, 1, 2, False, True)]
     logs = [("a" * 32, 3, False), (None, 4, True)]
@@ -202,7 +202,7 @@ def test_a_message_crosses_typed_and_what_is_not_one_is_refused():
 
 
 def test_a_value_marshal_refuses_is_an_error_and_the_channel_goes_on():
-    from collector.process.messages import Marks, Stop
+    from agentotel_eval.collector.process.messages import Marks, Stop
 
     ours, theirs = channels()
     with pytest.raises(ValueError):
@@ -227,7 +227,7 @@ def test_tables_cross_as_frames_and_come_back_equal():
 
 
 def test_a_decoded_request_crosses_as_one_message_and_its_rows():
-    from collector.decode.batch import decode_request, from_message, to_message
+    from agentotel_eval.collector.decode.batch import decode_request, from_message, to_message
 
     for fx in fixtures()[:8]:
         batch = decode_request("traces", "protobuf", fx.body("protobuf"), keep_spans=True)
@@ -247,10 +247,10 @@ def test_a_decoded_request_crosses_as_one_message_and_its_rows():
 def test_run_rows_cross_as_frames_and_come_back_equal():
     import dataclasses
 
+    from agentotel_eval.collector.assemble.completed import CompletedTrace
+    from agentotel_eval.collector.store.operations import SpanUpdate, TraceWindow, span_values_table
+    from agentotel_eval.collector.store.runs import RunRows, build_run_rows
     from agentotel_eval.reconstruct import reconstruct
-    from collector.assemble.completed import CompletedTrace
-    from collector.store.operations import SpanUpdate, TraceWindow, span_values_table
-    from collector.store.runs import RunRows, build_run_rows
 
     traces = []
     for fx in fixtures()[:6]:

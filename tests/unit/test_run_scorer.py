@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from agentotel_eval.collector.config import default_config
+from agentotel_eval.collector.score.config import parse_expectations
+from agentotel_eval.collector.score.stage import RunScorer, result_row
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.store.rows import evaluations_to_arrow, to_json
 from agentotel_eval.test_case import EvalTestCase, ToolCall
-from collector.config import default_config
-from collector.score.config import parse_expectations
-from collector.score.stage import RunScorer, result_row
 from tests.fixture_traces import fixtures
 
 

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
+from agentotel_eval.collector.store import database as database_module
+from agentotel_eval.collector.store.database import Database, DatabaseClosed, SharedLock
+from agentotel_eval.collector.store.writer import StoreWriter, WriterUnavailable
 from agentotel_eval.store.rows import spans_to_arrow
 from agentotel_eval.store.schema import SchemaError, open_read_only
-from collector.store import database as database_module
-from collector.store.database import Database, DatabaseClosed, SharedLock
-from collector.store.writer import StoreWriter, WriterUnavailable
 from tests.collector_harness import Blocker, wait_until
 from tests.unit.test_store_writer import make_spans, submit_spans
 
@@ -268,7 +268,7 @@ def test_the_collector_opens_its_database_with_the_writer_settings_and_keeps_the
 
 
 def test_the_writer_settings_leave_duckdb_defaults_where_asked():
-    from collector.config import WriterConfig
+    from agentotel_eval.collector.config import WriterConfig
 
     settings = WriterConfig(memory_limit="", threads=0).duckdb_settings()
     assert "memory_limit" not in settings and "threads" not in settings

@@ -9,6 +9,7 @@ import sys
 import duckdb
 import pytest
 
+from agentotel_eval.collector.store.database import Database
 from agentotel_eval.store import schema
 from agentotel_eval.store.schema import (
     DatabaseRefused,
@@ -19,7 +20,6 @@ from agentotel_eval.store.schema import (
     open_read_only,
     open_store,
 )
-from collector.store.database import Database
 from tests.database_files import OLD_ROWS, REFUSED, Refused, build, old_database, snapshot
 
 

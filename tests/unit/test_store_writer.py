@@ -7,19 +7,25 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 
-from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
-from agentotel_eval.store.schema import open_store
-from agentotel_eval.test_case import ToolCall
-from collector.store.operations import (
+from agentotel_eval.collector.store.operations import (
     DeleteOlderThan,
     ReplaceRuns,
     TraceWindow,
     merge_operations,
     ns_to_datetime,
 )
-from collector.store.writer import Committed, QueueFull, RejectedData, StoreWriter, WriterUnavailable
+from agentotel_eval.collector.store.writer import (
+    Committed,
+    QueueFull,
+    RejectedData,
+    StoreWriter,
+    WriterUnavailable,
+)
+from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
+from agentotel_eval.store.schema import open_store
+from agentotel_eval.test_case import ToolCall
 from tests.collector_harness import Blocker, HeldCommits
 
 T0 = 1_700_000_000_000_000_000
@@ -340,10 +346,10 @@ def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
     """The run span's scores are a delta applied in SQL: other attributes and other tools' events stay."""
     import json
 
+    from agentotel_eval.collector.store.operations import SpanUpdate, update_spans
     from agentotel_eval.otlp.records import SpanEvent, SpanRecord
     from agentotel_eval.store.rows import spans_to_arrow
     from agentotel_eval.store.schema import open_store
-    from collector.store.operations import SpanUpdate, update_spans
 
     con = open_store(tmp_path / "u.duckdb")
     theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness"})
@@ -371,11 +377,11 @@ def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
     the SQL merge patch and event filter make of the same span (the path re-built traces and the judge take)."""
     import json
 
+    from agentotel_eval.collector.store.operations import SpanUpdate, update_spans
     from agentotel_eval.otlp.records import SpanEvent, SpanRecord
     from agentotel_eval.scores import updated_span_json
     from agentotel_eval.store.rows import spans_to_arrow
     from agentotel_eval.store.schema import open_store
-    from collector.store.operations import SpanUpdate, update_spans
 
     con = open_store(tmp_path / "w.duckdb")
     theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness", "x": [1, 2]})
@@ -415,11 +421,11 @@ def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
     store the span's scores all the same (a failure there would cost the whole batch its runs)."""
     import json
 
+    from agentotel_eval.collector.store.operations import SpanUpdate, update_spans
     from agentotel_eval.otlp.records import SpanRecord
     from agentotel_eval.scores import updated_span_json
     from agentotel_eval.store.rows import spans_to_arrow
     from agentotel_eval.store.schema import open_store
-    from collector.store.operations import SpanUpdate, update_spans
 
     con = open_store(tmp_path / "s.duckdb")
     span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
@@ -436,8 +442,8 @@ def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
 @pytest.mark.parametrize("sub_microsecond", [0, 499, 500, 999])
 def test_a_judge_answer_finds_its_run_span_whatever_its_nanoseconds(tmp_path, sub_microsecond):
     # DuckDB keeps microseconds, rounded to the nearest: the span is looked up between the two around its time
+    from agentotel_eval.collector.store.operations import SpanUpdate, WriteEvaluation
     from agentotel_eval.store.rows import EvaluationRow, evaluations_to_arrow
-    from collector.store.operations import SpanUpdate, WriteEvaluation
 
     start = 1_700_000_000_000_000_000 + sub_microsecond
     run = SpanRecord("a" * 32, "b" * 16, None, "invoke_agent", start_ns=start, end_ns=start + 10,
@@ -475,7 +481,7 @@ def test_each_commit_stamps_its_rows_with_one_rising_ingested_at(tmp_path):
 def test_the_next_stamp_rises_even_if_the_clock_steps_back(tmp_path, monkeypatch):
     writer = StoreWriter(open_store(tmp_path / "c.duckdb"))
     clock = iter([5_000_000, 4_000_000])
-    monkeypatch.setattr("collector.store.writer.time.time_ns", lambda: next(clock))
+    monkeypatch.setattr("agentotel_eval.collector.store.writer.time.time_ns", lambda: next(clock))
     first = writer._next_ingested_ns()
     writer._last_ingested_ns = first  # what a successful commit records
     assert (first, writer._next_ingested_ns()) == (5_000_000, 5_001_000)
