@@ -11,7 +11,6 @@ bytes or strings such as ``"20MiB"``, ``"512KB"``.
 from __future__ import annotations
 
 import dataclasses
-import re
 import tomllib
 import types
 import typing
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentotel_eval import durations
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
 from agentotel_eval.collector.score.config import (
     JudgeSettings,
@@ -50,36 +50,20 @@ class ConfigError(ValueError):
         self.key = key
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$", re.IGNORECASE)
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": MiB, "gb": 1000**3, "gib": 1024**3}
-
-
 def parse_duration(value: Any, key: str = "") -> float:
-    """Seconds from a number or a string like ``"30d"``."""
-    if isinstance(value, bool):
-        raise ConfigError(key, f"expected a duration such as 2, \"500ms\" or \"30d\", got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ConfigError(key, f"expected a duration such as 2, \"500ms\" or \"30d\", got {value!r}")
-    unit = match.group(2).lower() if match.group(2) else None
-    return float(match.group(1)) * _DURATION_UNITS[unit]
+    """Seconds from a number or a string like ``"30d"`` (``agentotel_eval.durations``)."""
+    try:
+        return durations.parse_duration(value)
+    except durations.DurationError as exc:
+        raise ConfigError(key, str(exc)) from None
 
 
 def parse_size(value: Any, key: str = "") -> int:
-    """Bytes from a number or a string like ``"20MiB"``."""
-    if isinstance(value, bool):
-        raise ConfigError(key, f"expected a size such as 20971520 or \"20MiB\", got {value!r}")
-    if isinstance(value, int):
-        return value
-    match = _SIZE.match(str(value))
-    if not match:
-        raise ConfigError(key, f"expected a size such as 20971520 or \"20MiB\", got {value!r}")
-    unit = match.group(2).lower() if match.group(2) else None
-    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+    """Bytes from a number or a string like ``"20MiB"`` (``agentotel_eval.durations``)."""
+    try:
+        return durations.parse_size(value)
+    except durations.SizeError as exc:
+        raise ConfigError(key, str(exc)) from None
 
 
 def parse_address(value: str, key: str = "") -> tuple[str, int]:
@@ -319,8 +303,8 @@ class CollectorConfig:
                               f"must be 0 or a multiple of 2048 (DuckDB's vector size), got {self.writer.row_group_size}")
         for key in ("checkpoint_threshold", "allocator_flush_threshold", "memory_limit"):
             value = getattr(self.writer, key)
-            if value and not _SIZE.match(value):
-                raise ConfigError(f"writer.{key}", f"expected a size such as \"128MB\", got {value!r}")
+            if value:
+                parse_size(value, f"writer.{key}")
         _positive(self, "assembler", "grace_period", "max_wait", "max_open_traces", "max_buffered_records",
                   "max_backlog_records", "decision_cache_traces", "late_window")
         if self.assembler.read_interval < 0:
