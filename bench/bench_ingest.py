@@ -4,8 +4,8 @@
                                  [--scoring on|off|both] [--rate SPANS_PER_S] [--untune SETTING]
 
 For each transport it runs, one after the other and each in its own process:
-  * a bare receiver (same server stack: grpc / the stdlib HTTP server) that decodes every request into records
-    with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
+  * a bare receiver (same server stack: grpc / uvicorn's HTTP protocol under Starlette) that decodes every request
+    into records with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
   * the collector (receivers, Arrow conversion, DuckDB group commit, and in its assembler process: assembly,
     reconstruction, run rows, and
     with ``--scoring on`` (the default) deterministic scoring of every run: tool correctness in all three modes
@@ -296,25 +296,24 @@ def bare_main(transport: str, conn) -> None:
         server.start()
         stop = lambda: server.stop(0)  # noqa: E731
     else:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import Response
+        from starlette.routing import Route
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        from agentotel_eval.collector.receive.http.answers import Blocking
+        from agentotel_eval.collector.receive.http.bodies import read_body
+        from agentotel_eval.collector.receive.http.server import HttpServer
 
-            def do_POST(self):
-                handle(self.rfile.read(int(self.headers["Content-Length"])))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+        blocking = Blocking(64)
 
-            def log_message(self, *args):
-                pass
+        async def export_http(request: Request) -> Response:
+            await blocking.run(handle, await read_body(request, 64 << 20))
+            return Response(b"", media_type="application/x-protobuf")
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        port = httpd.server_address[1]
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        httpd = HttpServer("127.0.0.1", 0, Starlette(routes=[Route("/v1/traces", export_http, methods=["POST"])]))
+        httpd.start()
+        port = httpd.address[1]
         stop = httpd.shutdown
     conn.send(f"127.0.0.1:{port}")
     conn.recv()  # the measurement window starts

@@ -27,8 +27,10 @@ from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
+from agentotel_eval.collector.receive.auth import Authenticator
 from agentotel_eval.collector.receive.grpc import GrpcReceiver
-from agentotel_eval.collector.receive.http import Authenticator, HttpApp, HttpReceiver, server_tls_context
+from agentotel_eval.collector.receive.http.app import HttpApp, HttpReceiver
+from agentotel_eval.collector.receive.http.server import server_tls_context
 from agentotel_eval.collector.receive.ingest import Ingestor
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
@@ -38,7 +40,7 @@ from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.collector.store.writer import Committed, StoreWriter
 from agentotel_eval.collector.telemetry import prometheus
-from agentotel_eval.collector.ui.routes import UiRoutes
+from agentotel_eval.collector.ui.routes import UiPages
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.store import discovery
@@ -105,7 +107,7 @@ class Collector:
         self.judge: JudgeWorker | None = None
         self.decoders: DecodePool | None = None
         self.http: HttpReceiver
-        self.ui: UiRoutes
+        self.ui: UiPages
         self.grpc: GrpcReceiver
         #: the bearer token check (``[auth] token``); None: no authentication
         self.auth = Authenticator(config.auth.token) if config.auth.token else None
@@ -187,7 +189,7 @@ class Collector:
                 self.judge.start()
             http_host, http_port = cfg.http_address
             cert, key = self.tls_files
-            self.ui = UiRoutes(self.read)
+            self.ui = UiPages(self.read)
             self.http = HttpReceiver(
                 http_host,
                 http_port,
@@ -196,7 +198,7 @@ class Collector:
                     max_request_size=cfg.receiver.max_request_size,
                     query=self._http_query,
                     rescore=self._http_rescore,
-                    ui=self.ui.answer,
+                    ui=self.ui,
                     health=self.health,
                     metrics=self.metrics_text,
                     idle_timeout=cfg.receiver.http_idle_timeout,

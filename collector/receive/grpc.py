@@ -7,7 +7,7 @@ when the write queue is full or the collector is stopping — in ``grpc-status-d
 the Go exporters expect, and in ``google.rpc.retryinfo-bin``, which the Python exporter reads.
 
 With a token, a call without ``authorization: Bearer <token>`` metadata is UNAUTHENTICATED before its message is
-decoded. With a certificate the port serves TLS. gRPC's own transport bounds idle connections
+decoded (``auth.BearerInterceptor``). With a certificate the port serves TLS. gRPC's own transport bounds idle connections
 (``grpc.max_connection_idle_ms``), handshakes and the streams one connection may open at once; a connection that
 sends nothing holds no worker thread.
 """
@@ -25,8 +25,8 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from agentotel_eval.collector.receive.auth import Authenticator, BearerInterceptor
 from agentotel_eval.collector.receive.errors import ReceiverError
-from agentotel_eval.collector.receive.http import Authenticator
 from agentotel_eval.collector.receive.ingest import Ingestor
 
 log = logging.getLogger(__name__)
@@ -63,12 +63,8 @@ SERVICES = (
 MAX_CONCURRENT_STREAMS = 32
 
 
-def _export_handler(ingestor: Ingestor, signal: str, response_type: Any, auth: Authenticator | None = None) -> Any:
+def _export_handler(ingestor: Ingestor, signal: str, response_type: Any) -> Any:
     def export(body: bytes, context: grpc.ServicerContext) -> bytes:
-        if auth is not None and not auth.metadata(context.invocation_metadata()):
-            auth.failed("grpc")
-            context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          "this collector requires a token: send the metadata 'authorization: Bearer <token>'")
         try:
             outcome = ingestor.ingest_body(signal, "protobuf", body, "grpc")
         except ReceiverError as exc:
@@ -125,11 +121,12 @@ class GrpcReceiver:
                 ("grpc.server_handshake_timeout_ms", self._handshake_ms),
                 ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
             ],
+            interceptors=[BearerInterceptor(self._auth)] if self._auth is not None else None,
         )
         server.add_generic_rpc_handlers(
             [
                 grpc.method_handlers_generic_handler(
-                    service, {"Export": _export_handler(self._ingestor, signal, rtype, self._auth)})
+                    service, {"Export": _export_handler(self._ingestor, signal, rtype)})
                 for service, signal, rtype in SERVICES
             ]
         )

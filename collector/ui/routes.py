@@ -1,20 +1,26 @@
-"""Which page a GET asks for, and its answer. The receiver calls ``UiRoutes.answer``; None means "not a UI route"."""
+"""The web UI's routes: the overview (``/``), the runs table (``/runs``), a run (``/runs/<trace>/<span>``), the
+version the pages poll (``/api/runs/latest``) and their assets. Pages read the database through ``read`` (the
+collector's sealed query surface) on the HTTP edge's threads, never on its loop."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, unquote
+from functools import cache
 
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agentotel_eval.collector.receive.http.answers import Blocking
 from agentotel_eval.pages import data
 from agentotel_eval.pages.filters import FilterError, parse_filters
 from agentotel_eval.pages.markup import asset, server_links
 from agentotel_eval.pages.render import message_page, overview_page, run_page, runs_page, version_text
-from agentotel_eval.pages.sign_in import content_security_policy, sign_in_page
 from agentotel_eval.store.query import QueryError, QueryResult
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,9 @@ class Answer:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
 
+    def response(self) -> Response:
+        return Response(self.body, self.status, headers=self.headers, media_type=self.content_type)
+
 
 def is_ui_path(path: str) -> bool:
     return path in UI_PATHS or path == "/runs/" or _RUN_PATH.match(path) is not None or path == "/favicon.ico"
@@ -53,15 +62,10 @@ def is_page(path: str) -> bool:
     return is_ui_path(path) and path not in _STATIC and path not in ("/api/runs/latest", "/favicon.ico")
 
 
-def sign_in(next_path: str, error: str = "", status: int = 401) -> Answer:
-    """The sign-in form (``agentotel_eval.pages.sign_in``), with the page's own Content-Security-Policy."""
-    headers = {**SECURITY_HEADERS, "Content-Security-Policy": content_security_policy()}
-    return Answer(status, HTML, sign_in_page(next_path, error).encode(), headers)
-
-
-class UiRoutes:
-    """The pages over ``read``. The overview's independent statements run on a small pool of threads (DuckDB
-    runs each on its own cursor and releases the GIL): about a fifth less time per overview over 100,000 runs."""
+class UiPages:
+    """The pages over ``read``, each rendered whole (blocking: DuckDB reads). The overview's independent statements
+    run on a small pool of threads (DuckDB runs each on its own cursor and releases the GIL): about a fifth less
+    time per overview over 100,000 runs."""
 
     def __init__(self, read: data.Read, *, workers: int = 4) -> None:
         self._read = read
@@ -75,17 +79,13 @@ class UiRoutes:
         futures = [self._pool.submit(task) for task in tasks]
         return [future.result() for future in futures]
 
-    def answer(self, path: str, query: str) -> Answer | None:
-        if not is_ui_path(path):
-            return None
-        if path == "/favicon.ico":
-            return Answer(204, "image/x-icon", b"", {"Cache-Control": "max-age=86400"})
-        if path in _STATIC:
-            name, content_type = _STATIC[path]
-            return Answer(200, content_type, asset(name).encode(), {**SECURITY_HEADERS, "Cache-Control": "max-age=300"})
-        params = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    def _html(self, status: int, body: str, headers: Mapping[str, str] | None = None) -> Answer:
+        return Answer(status, HTML, body.encode(), {**SECURITY_HEADERS, **(headers or {})})
+
+    def _guarded(self, render: Callable[[], Answer]) -> Answer:
+        """A page, or the page that says why it cannot be shown."""
         try:
-            return self._page(path, params)
+            return render()
         except FilterError as exc:
             return self._html(400, message_page("Bad request", str(exc), self._links))
         except QueryError as exc:
@@ -94,32 +94,89 @@ class UiRoutes:
             headers = {"Retry-After": "1"} if status == 503 else {}
             return self._html(status, message_page("Cannot read the database", str(exc), self._links), headers)
 
-    def _html(self, status: int, body: str, headers: dict[str, str] | None = None) -> Answer:
-        return Answer(status, HTML, body.encode(), {**SECURITY_HEADERS, **(headers or {})})
-
     def _version(self) -> tuple[dict[str, object], str]:
         latest = data.latest_version(self._read)
         return latest, version_text(latest)
 
-    def _page(self, path: str, params: dict[str, str]) -> Answer:
-        if path == "/api/runs/latest":
+    def latest(self) -> Answer:
+        def render() -> Answer:
             latest, version = self._version()
             body = json.dumps({"version": version, **latest}, default=str).encode()
             return Answer(200, "application/json", body, {"Cache-Control": "no-store"})
-        _, version = self._version()
-        if path == "/":
+
+        return self._guarded(render)
+
+    def overview(self, params: Mapping[str, str]) -> Answer:
+        def render() -> Answer:
+            _, version = self._version()
             overview = data.read_overview(self._read, parse_filters(params), gather=self._gather)
             return self._html(200, overview_page(overview, self._links, version))
-        if path in ("/runs", "/runs/"):
+
+        return self._guarded(render)
+
+    def runs(self, params: Mapping[str, str]) -> Answer:
+        def render() -> Answer:
+            _, version = self._version()
             return self._html(200, runs_page(data.read_runs(self._read, parse_filters(params)), self._links, version))
-        match = _RUN_PATH.match(path)
-        assert match is not None
-        trace_id, span_id = (unquote(g).strip().lower() for g in match.groups())
+
+        return self._guarded(render)
+
+    def run(self, trace_id: str, span_id: str) -> Answer:
+        trace_id, span_id = trace_id.strip().lower(), span_id.strip().lower()
         if len(trace_id) != 32 or len(span_id) != 16 or not _HEX.match(trace_id) or not _HEX.match(span_id):
             return self._html(400, message_page(
                 "Bad run address", "A run is /runs/<trace id: 32 hex digits>/<span id: 16 hex digits>.", self._links))
-        detail = data.read_run(self._read, trace_id, span_id)
-        if detail is None:
-            return self._html(404, message_page(
-                "No such run", f"No agent run is stored for trace {trace_id}, span {span_id}.", self._links))
-        return self._html(200, run_page(detail, self._links, version))
+
+        def render() -> Answer:
+            _, version = self._version()
+            detail = data.read_run(self._read, trace_id, span_id)
+            if detail is None:
+                return self._html(404, message_page(
+                    "No such run", f"No agent run is stored for trace {trace_id}, span {span_id}.", self._links))
+            return self._html(200, run_page(detail, self._links, version))
+
+        return self._guarded(render)
+
+
+@cache
+def _asset(path: str) -> Answer:
+    name, content_type = _STATIC[path]
+    return Answer(200, content_type, asset(name).encode(), {**SECURITY_HEADERS, "Cache-Control": "max-age=300"})
+
+
+def ui_routes(pages: UiPages, blocking: Blocking) -> list[Route]:
+    """The routes of ``pages``; every page is rendered on ``blocking``'s threads."""
+
+    def params(request: Request) -> dict[str, str]:
+        query = request.query_params
+        return {key: query.getlist(key)[0] for key in query}  # the first value of each key
+
+    async def overview(request: Request) -> Response:
+        return (await blocking.run(pages.overview, params(request))).response()
+
+    async def runs(request: Request) -> Response:
+        return (await blocking.run(pages.runs, params(request))).response()
+
+    async def run(request: Request) -> Response:
+        trace_id, span_id = request.path_params["trace_id"], request.path_params["span_id"]
+        return (await blocking.run(pages.run, trace_id, span_id)).response()
+
+    async def latest(_request: Request) -> Response:
+        return (await blocking.run(pages.latest)).response()
+
+    async def static(request: Request) -> Response:
+        return _asset(request.url.path).response()
+
+    async def favicon(_request: Request) -> Response:
+        return Response(b"", 204, headers={"Cache-Control": "max-age=86400"}, media_type="image/x-icon")
+
+    return [
+        Route("/", overview, methods=["GET"]),
+        Route("/runs", runs, methods=["GET"]),
+        Route("/runs/", runs, methods=["GET"]),
+        Route("/runs/{trace_id}/{span_id}", run, methods=["GET"]),
+        Route("/runs/{trace_id}/{span_id}/", run, methods=["GET"]),
+        Route("/api/runs/latest", latest, methods=["GET"]),
+        *(Route(path, static, methods=["GET"]) for path in _STATIC),
+        Route("/favicon.ico", favicon, methods=["GET"]),
+    ]

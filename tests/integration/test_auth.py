@@ -20,7 +20,8 @@ import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
 
-from agentotel_eval.collector.receive.http import Authenticator, local_path
+from agentotel_eval.collector.receive.auth import Authenticator
+from agentotel_eval.collector.ui.sign_in import local_path
 from agentotel_eval.otlp.encode import encode_traces, traces_to_json
 from tests.collector_harness import (
     fresh_span,
@@ -99,7 +100,7 @@ def test_a_refused_request_is_answered_before_its_body_is_read(collector):
             assert time.monotonic() - started < 3
         assert data.startswith(b"HTTP/1.1 401 "), data[:100]
         assert b"100 Continue" not in data
-        assert f"WWW-Authenticate: {CHALLENGE}".encode() in data
+        assert f"www-authenticate: {CHALLENGE}".encode() in data  # names are case-insensitive, the value is not
 
 
 # ---- gRPC ------------------------------------------------------------------------------------------------------

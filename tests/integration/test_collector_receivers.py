@@ -222,7 +222,7 @@ def test_wrong_methods_are_405_with_allow_and_unknown_paths_404(collector):
     answer = http_request(collector.http_endpoint, "PUT", "/v1/logs", b"x", {"Content-Length": "1"})
     assert answer.status == 405
     answer = http_request(collector.http_endpoint, "POST", "/metrics", b"", {"Content-Length": "0"})
-    assert answer.status == 405 and answer.headers["allow"] == "GET"
+    assert answer.status == 405 and answer.headers["allow"] == "GET, HEAD"
     assert http_request(collector.http_endpoint, "GET", "/v1/nothing").status == 404
 
 

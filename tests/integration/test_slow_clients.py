@@ -141,7 +141,7 @@ def test_a_lying_content_length_is_cut_at_the_read_timeout(collector):
         exporter.join(30)
     assert READ_TIMEOUT * 0.9 <= elapsed < READ_TIMEOUT + 2, elapsed
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:80]
-    assert b"Connection: close" in answer
+    assert b"connection: close" in answer.lower()  # header names are case-insensitive
     assert spans_stored(collector, span.trace_id) == 0
     assert set(exporter.statuses) == {200} and spans_stored(collector, *exporter.sent) == len(exporter.sent)
 
@@ -179,7 +179,7 @@ def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collecto
         with socket.create_connection(collector.http.address, timeout=10) as extra:
             answer = read_until_closed(extra)
         assert answer.startswith(b"HTTP/1.1 503 "), answer[:80]
-        assert b"Retry-After: 1\r\n" in answer and b"Connection: close\r\n" in answer
+        assert b"retry-after: 1\r\n" in answer.lower() and b"connection: close\r\n" in answer.lower()
         assert threading.active_count() == threads  # refused by the accepting thread itself
         # a client sending its request at once gets the same answer (not a reset)
         refused = post_otlp(collector.http_endpoint, "traces", encode_traces([fresh_span()]).SerializeToString())
@@ -214,8 +214,8 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(tmp_path
             while b"\r\n\r\n" not in first:
                 first += sock.recv(65536)
             head, _, body = first.partition(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 200 ") and b"Connection: close" not in head  # kept alive
-            length = int(next(line for line in head.split(b"\r\n") if line.startswith(b"Content-Length:")).split()[1])
+            assert head.startswith(b"HTTP/1.1 200 ") and b"connection: close" not in head.lower()  # kept alive
+            length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")).split()[1])
             while len(body) < length:
                 body += sock.recv(65536)
             started = time.monotonic()
@@ -245,3 +245,31 @@ def test_a_silent_tcp_connection_to_the_grpc_port_does_not_stop_grpc_exports(col
     finally:
         for sock in silent:
             sock.close()
+
+
+def test_headers_past_the_budget_are_refused_with_431(collector):
+    no_open_connections(collector)
+    with socket.create_connection(collector.http.address, timeout=10) as sock:
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")
+        try:
+            for i in range(200):  # 200 headers of 1 KiB: far past the 64 KiB budget
+                sock.sendall(f"X-Filler-{i}: {'y' * 1024}\r\n".encode())
+        except OSError:
+            pass  # cut off once refused
+        answer = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
+    assert b"exceed 65536 bytes" in answer
+    span = fresh_span()
+    assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+
+
+def test_a_client_that_closes_its_sending_side_still_gets_its_answer(collector):
+    """A whole request, then a half-close (as `nc -N` does): the answer still comes, then the connection closes."""
+    span = fresh_span()
+    head, body = request_bytes(encode_traces([span]).SerializeToString())
+    with socket.create_connection(collector.http.address, timeout=10) as sock:
+        sock.sendall(head + body)
+        sock.shutdown(socket.SHUT_WR)
+        answer = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:80]
+    assert spans_stored(collector, span.trace_id) == 1

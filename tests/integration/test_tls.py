@@ -283,3 +283,26 @@ def test_the_ui_cookie_is_secure_over_https(guarded, pinned):
                          {"Content-Type": "application/x-www-form-urlencoded"}, context=pinned)
     assert login.status == 303
     assert "Secure" in [part.strip() for part in login.headers["set-cookie"].split(";")]
+
+
+def test_a_connection_over_the_cap_is_told_so_over_tls(tmp_path, certificate, pinned):
+    """The handshake is made before the cap is looked at, so even a TLS client reads why it was refused."""
+    cert, key = certificate
+    with running_collector(tmp_path / "cap.duckdb", tls={"cert": str(cert), "key": str(key)},
+                           receiver={"http_max_connections": 2}) as capped:
+        host, port = capped.http.address
+        held = [pinned.wrap_socket(socket.create_connection((host, port), timeout=10)) for _ in range(2)]
+        try:
+            with pinned.wrap_socket(socket.create_connection((host, port), timeout=10)) as extra:
+                answer = b""
+                try:
+                    while chunk := extra.recv(65536):
+                        answer += chunk
+                except (ssl.SSLError, OSError):
+                    pass
+            assert answer.startswith(b"HTTP/1.1 503 "), answer[:80]
+            assert b"http_max_connections = 2" in answer
+            assert capped.http.stats.refused == 1
+        finally:
+            for sock in held:
+                sock.close()

@@ -223,7 +223,7 @@ def test_bad_addresses_get_clear_answers(ui_collector: Any, path: str, status: i
 
 def test_pages_only_answer_get(ui_collector: Any) -> None:
     answer = http_request(ui_collector.http_endpoint, "POST", "/runs", b"x", {"Content-Length": "1"})
-    assert answer.status == 405 and answer.headers["allow"] == "GET"
+    assert answer.status == 405 and answer.headers["allow"] == "GET, HEAD"
 
 
 def test_the_polled_version_moves_when_a_run_arrives(ui_collector: Any) -> None:

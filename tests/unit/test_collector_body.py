@@ -1,48 +1,88 @@
-"""Request bodies: size limits on the wire and while inflating, chunked bodies, encodings."""
+"""Request bodies: size limits on the wire and while inflating, bodies cut short or late, encodings."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
-import io
 import tracemalloc
 import zlib
 
 import pytest
+from starlette.requests import Request
 
-from agentotel_eval.collector.receive.body import inflate, read_body
-from agentotel_eval.collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from agentotel_eval.collector.receive.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    RequestTimeout,
+    UnsupportedMediaType,
+)
+from agentotel_eval.collector.receive.http.bodies import ClientGone, inflate, read_body
+from agentotel_eval.collector.receive.http.server import WATCH, BodyWatch
+
+
+class Receive:
+    """An ASGI ``receive`` that hands out the given messages and records how many were taken."""
+
+    def __init__(self, *chunks: bytes, watch: BodyWatch | None = None, more: bool = False) -> None:
+        self.messages = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1 or more}
+                         for i, c in enumerate(chunks)]
+        self.taken = 0
+        self.watch = watch
+
+    async def __call__(self) -> dict[str, object]:
+        self.taken += 1
+        if self.messages:
+            return self.messages.pop(0)
+        return {"type": "http.disconnect"}
+
+
+def request(receive: Receive, headers: dict[str, str]) -> Request:
+    scope = {"type": "http", "method": "POST", "path": "/v1/traces",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+             "extensions": {WATCH: {"watch": receive.watch}} if receive.watch else {}}
+    return Request(scope, receive)
+
+
+def read(receive: Receive, headers: dict[str, str], limit: int = 100) -> bytes:
+    return asyncio.run(read_body(request(receive, headers), limit))
 
 
 def test_content_length_over_the_limit_is_refused_before_reading():
-    stream = io.BytesIO(b"x" * 100)
+    receive = Receive(b"x" * 101)
     with pytest.raises(PayloadTooLarge, match="101 bytes"):
-        read_body(stream, "101", False, limit=100)
-    assert stream.tell() == 0  # nothing was read
-    assert read_body(io.BytesIO(b"x" * 100), "100", False, limit=100) == b"x" * 100
+        read(receive, {"Content-Length": "101"})
+    assert receive.taken == 0  # nothing was read
+    assert read(Receive(b"x" * 60, b"y" * 40), {"Content-Length": "100"}) == b"x" * 60 + b"y" * 40
 
 
-@pytest.mark.parametrize("length", [None, "-1", "ten"])
-def test_a_body_needs_a_valid_length(length):
-    with pytest.raises(BadRequest):
-        read_body(io.BytesIO(b"abc"), length, False, limit=10)
+def test_a_body_needs_a_length_or_chunks():
+    with pytest.raises(BadRequest, match="needs Content-Length or chunked"):
+        read(Receive(b"abc"), {})
 
 
-def test_a_short_body_is_an_error():
+def test_a_body_cut_short_by_the_client_is_an_error():
     with pytest.raises(BadRequest, match="ended after 3 of 10"):
-        read_body(io.BytesIO(b"abc"), "10", False, limit=100)
+        read(Receive(b"abc", watch=BodyWatch(ended_early=True)), {"Content-Length": "10"})
+    with pytest.raises(BadRequest, match="chunked body ended early"):
+        read(Receive(b"abc", watch=BodyWatch(ended_early=True)), {"Transfer-Encoding": "chunked"})
 
 
-def _chunked(*parts: bytes) -> io.BytesIO:
-    wire = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in parts) + b"0\r\n\r\n"
-    return io.BytesIO(wire)
+def test_a_body_past_its_deadline_is_a_timeout():
+    with pytest.raises(RequestTimeout, match=r"within 1\.5s"):
+        read(Receive(b"abc", more=True, watch=BodyWatch(timed_out=True, timeout=1.5)), {"Content-Length": "10"})
 
 
-def test_chunked_bodies_are_joined_and_limited():
-    assert read_body(_chunked(b"hello ", b"world"), None, True, limit=100) == b"hello world"
-    with pytest.raises(PayloadTooLarge):
-        read_body(_chunked(b"a" * 60, b"b" * 60), None, True, limit=100)
-    with pytest.raises(BadRequest):
-        read_body(io.BytesIO(b"zz\r\nabc"), None, True, limit=100)
+def test_chunked_bodies_are_joined_and_refused_once_past_the_limit():
+    assert read(Receive(b"hello ", b"world"), {"Transfer-Encoding": "chunked"}) == b"hello world"
+    receive = Receive(b"a" * 60, b"b" * 60, b"c" * 60)
+    with pytest.raises(PayloadTooLarge, match="chunked body exceeds the limit of 100"):
+        read(receive, {"Transfer-Encoding": "chunked"})
+    assert receive.taken == 2  # refused as soon as what arrived passed the limit
+
+
+def test_a_client_gone_before_its_body_is_not_answered():
+    with pytest.raises(ClientGone):
+        read(Receive(), {"Content-Length": "10"})
 
 
 def test_gzip_and_deflate_inflate():

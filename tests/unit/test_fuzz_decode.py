@@ -2,8 +2,9 @@
 message), and what it returns is what the store can take: ids of the right size in lowercase hex, times within
 int64, every limit kept, rows and assembler marks built without an error (the decode worker's next steps).
 
-The request bodies before them get the same treatment: ``read_body`` and ``inflate`` answer with the body (never more
-than the limit, never a read past it) or a ``BadRequest``, ``PayloadTooLarge`` or ``UnsupportedMediaType``.
+The request bodies before them get the same treatment: ``inflate`` answers with the body (never more than the limit)
+or a ``BadRequest``, ``PayloadTooLarge`` or ``UnsupportedMediaType``. (The HTTP framing around them, Content-Length
+and chunked bodies, is fuzzed against a running collector in ``tests/integration/test_fuzz_receivers.py``.)
 
 Inputs: random bytes and JSON; real fixture bodies mutated (bits flipped, bytes inserted or deleted, cut at every
 offset, chunks duplicated, JSON values swapped for hostile ones); requests built field by field with hostile values;
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import io
 import json
 import re
 import time
@@ -33,8 +33,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from agentotel_eval.collector.assemble.marks import log_marks, span_marks
-from agentotel_eval.collector.receive.body import inflate, read_body
 from agentotel_eval.collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from agentotel_eval.collector.receive.http.bodies import inflate
 from agentotel_eval.otlp import Decoded, DecodeError, LogRecord, SpanRecord, decode
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, TOO_DEEP_MARKER, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN
@@ -994,7 +994,7 @@ def test_the_generated_requests_reach_the_decoder(signal: str, encoding: str) ->
     assert seen["kept"] >= 3 and seen["rejected"] >= 3, seen
 
 
-# ---- request bodies: read and inflated within the limit ---------------------------------------------------------
+# ---- request bodies: inflated within the limit ---------------------------------------------------------
 
 BODY_LIMIT = 64 * 1024
 
@@ -1008,22 +1008,6 @@ def body_outcome(read: Callable[[], bytes]) -> bytes | None:
         return None
     assert isinstance(body, bytes) and len(body) <= BODY_LIMIT
     return body
-
-
-class RecordingStream(io.BytesIO):
-    """A request stream that records every size asked of it."""
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data)
-        self.asked: list[int] = []
-
-    def read(self, size: int | None = -1, /) -> bytes:
-        self.asked.append(-1 if size is None else size)
-        return super().read(size)
-
-    def readline(self, size: int | None = -1, /) -> bytes:
-        self.asked.append(-1 if size is None else size)
-        return super().readline(size)
 
 
 ENCODING_NAMES = ("gzip", "x-gzip", "deflate", "identity", "", "GZIP", " gzip ", "br", "gzip, deflate")
@@ -1056,48 +1040,3 @@ def test_many_gzip_members_inflate_in_linear_time() -> None:
     started = time.perf_counter()
     assert inflate(body, "gzip", 20 * 1024 * 1024) == b""
     assert time.perf_counter() - started < 5
-
-
-CHUNK_SIZES = st.one_of(
-    st.integers(0, 400).map(lambda n: b"%x" % n), st.integers(0, 400).map(lambda n: b"%X" % n),
-    st.sampled_from([b"-1", b"-0", b"+5", b"0x5", b" 5", b"5_0", b"", b"zz", b"f" * 20, b"%x" % (BODY_LIMIT + 1)]),
-)
-
-
-@st.composite
-def chunked(draw: st.DrawFn) -> bytes:
-    """A chunked body, well formed or not: size lines (hex, or signed, prefixed, empty, huge), data, the end."""
-    out = b""
-    for _ in range(draw(st.integers(0, 5))):
-        out += draw(CHUNK_SIZES) + draw(st.sampled_from([b"", b";name=value"])) + draw(
-            st.sampled_from([b"\r\n", b"\n", b""]))
-        out += draw(st.binary(max_size=400)) + draw(st.sampled_from([b"\r\n", b""]))
-    if draw(st.booleans()):
-        out += b"0\r\n" + draw(st.sampled_from([b"\r\n", b"X-Trailer: 1\r\n\r\n", b""]))
-    return out
-
-
-@fuzz(200)
-@given(raw=chunked())
-def test_read_chunked_bodies_never_read_past_the_limit(raw: bytes) -> None:
-    stream = RecordingStream(raw)
-    body_outcome(lambda: read_body(stream, None, True, BODY_LIMIT))
-    assert all(0 <= size <= BODY_LIMIT for size in stream.asked), stream.asked
-
-
-@fuzz(50)
-@given(chunks=st.lists(st.binary(min_size=1, max_size=20_000), max_size=6), upper=st.booleans())
-def test_read_chunked_bodies_round_trip(chunks: list[bytes], upper: bool) -> None:
-    raw = b"".join((b"%X" if upper else b"%x") % len(c) + b";x=y\r\n" + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
-    whole = b"".join(chunks)
-    assert body_outcome(lambda: read_body(RecordingStream(raw), None, True, BODY_LIMIT)) == (
-        whole if len(whole) <= BODY_LIMIT else None)
-
-
-@pytest.mark.parametrize("length", ["-1", "1e3", "", "0x10", str(BODY_LIMIT + 1), "9" * 5000, " 10", "10", "0"])
-def test_read_body_content_lengths(length: str) -> None:
-    stream = RecordingStream(b"\x0a" * 20)
-    out = body_outcome(lambda: read_body(stream, length, False, BODY_LIMIT))
-    assert all(0 <= size <= BODY_LIMIT for size in stream.asked), stream.asked
-    if length.strip() in ("10", "0"):
-        assert out == b"\x0a" * int(length)

@@ -1,0 +1,79 @@
+"""The collector's JSON API: ``POST /v1/query`` (one sealed, read-only SQL statement) and ``POST /v1/rescore``
+(re-score stored runs where the database is held). Bodies are JSON objects of at most 1 MiB."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agentotel_eval.collector.receive.errors import ReceiverError, RequestTimeout
+from agentotel_eval.collector.receive.http.answers import CLOSE, Blocking, JsonAnswer
+from agentotel_eval.collector.receive.http.bodies import ClientGone, read_body
+from agentotel_eval.store.query import QueryError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 1024 * 1024
+
+#: a query request (the JSON object) -> its answer; raises ``QueryError``
+Query = Callable[[dict[str, Any]], dict[str, Any]]
+#: a re-score request (the JSON body) -> (HTTP status, JSON answer)
+Rescore = Callable[[Any], tuple[int, dict[str, Any]]]
+
+
+async def _json_body(request: Request) -> Any:
+    """The body parsed as JSON (an empty body is ``{}``); ``ReceiverError`` or ``ValueError`` when it cannot be."""
+    return json.loads(await read_body(request, MAX_BODY) or b"{}")
+
+
+def _unreadable(exc: Exception, **extra: str) -> Response:
+    """The answer to a body that could not be read or parsed: 408 when it did not arrive in time, else 400."""
+    status = exc.http_status if isinstance(exc, RequestTimeout) else 400
+    headers = CLOSE if isinstance(exc, ReceiverError) else None
+    return JsonAnswer({"error": str(exc), **extra}, status, headers=headers)
+
+
+def api_routes(query: Query, rescore: Rescore | None, blocking: Blocking) -> list[Route]:
+    async def run_query(request: Request) -> Response:
+        try:
+            payload = await _json_body(request)
+            if not isinstance(payload, dict) or not isinstance(payload.get("sql"), str):
+                raise ValueError('expected a JSON object {"sql": "SELECT ..."}')
+        except (ReceiverError, ValueError) as exc:
+            return _unreadable(exc, kind="invalid")
+        except ClientGone:
+            return Response(status_code=400)
+        try:
+            result = await blocking.run(query, payload)
+        except QueryError as exc:
+            if exc.kind == "unavailable":
+                return JsonAnswer({"error": str(exc), "kind": exc.kind}, 503, headers={"Retry-After": "1"})
+            return JsonAnswer({"error": str(exc), "kind": exc.kind}, 400)
+        except Exception as exc:
+            log.exception("query failed")
+            return JsonAnswer({"error": f"internal error: {exc}", "kind": "internal"}, 500)
+        return JsonAnswer(result)
+
+    async def run_rescore(request: Request) -> Response:
+        try:
+            payload = await _json_body(request)
+        except (ReceiverError, ValueError) as exc:
+            return _unreadable(exc)
+        except ClientGone:
+            return Response(status_code=400)
+        if rescore is None:
+            return JsonAnswer({"error": "this server does not re-score"}, 404)
+        try:
+            status, answer = await blocking.run(rescore, payload)
+        except Exception as exc:
+            log.exception("re-score failed")
+            return JsonAnswer({"error": f"internal error: {exc}"}, 500)
+        return JsonAnswer(answer, status)
+
+    return [Route("/v1/query", run_query, methods=["POST"]), Route("/v1/rescore", run_rescore, methods=["POST"])]
