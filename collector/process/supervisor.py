@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import agentotel_eval
 from agentotel_eval.collector.process.channel import Channel, ChannelBusy, ChannelClosed
 from agentotel_eval.collector.process.messages import Message, Ready, Setup, Stop, Stopped
 
@@ -56,14 +57,14 @@ class RestartPolicy:
 
 def spawn(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     """``python -m MODULE FD`` with FD its end of a new socket pair; the process and our end. The child gets no
-    stdin and the collector's stderr; ``PYTHONPATH`` names the directory ``collector`` is imported from, so an
+    stdin and the collector's stderr; ``PYTHONPATH`` names the directory ``agentotel_eval`` is imported from, so an
     uninstalled checkout runs the same code."""
     try:
         ours, theirs = socket.socketpair()
     except OSError as exc:  # out of file descriptors, say
         raise HelperUnavailable(f"could not start {module}: {exc}") from exc
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(agentotel_eval.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
         proc = subprocess.Popen([sys.executable, "-m", module, str(theirs.fileno())],
