@@ -18,13 +18,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry, generate_latest
+
 from agentotel_eval.collector.assemble.assembler import Reconstruct
+from agentotel_eval.collector.assemble.metrics import AssemblyMetrics
 from agentotel_eval.collector.assemble.remote import ProcessAssembly
 from agentotel_eval.collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
 from agentotel_eval.collector.config import CollectorConfig
 from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
 from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
+from agentotel_eval.collector.forward.metrics import ForwardMetrics
+from agentotel_eval.collector.process.metrics import HelperMetrics
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
 from agentotel_eval.collector.receive.auth import Authenticator
@@ -32,14 +37,17 @@ from agentotel_eval.collector.receive.grpc import GrpcReceiver
 from agentotel_eval.collector.receive.http.app import HttpApp, HttpReceiver
 from agentotel_eval.collector.receive.http.server import server_tls_context
 from agentotel_eval.collector.receive.ingest import Ingestor
+from agentotel_eval.collector.receive.metrics import ReceiveMetrics
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
+from agentotel_eval.collector.score.metrics import JudgeMetrics
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
 from agentotel_eval.collector.store.database import Database, DatabaseClosed
+from agentotel_eval.collector.store.metrics import StoreMetrics
 from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
 from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.collector.store.writer import Committed, StoreWriter
-from agentotel_eval.collector.telemetry import prometheus
+from agentotel_eval.collector.telemetry.service import ServiceMetrics
 from agentotel_eval.collector.ui.routes import UiPages
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
@@ -109,6 +117,7 @@ class Collector:
         self.http: HttpReceiver
         self.ui: UiPages
         self.grpc: GrpcReceiver
+        self._metrics: CollectorRegistry
         #: the bearer token check (``[auth] token``); None: no authentication
         self.auth = Authenticator(config.auth.token) if config.auth.token else None
 
@@ -215,6 +224,7 @@ class Collector:
                 tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
                 idle_timeout=cfg.receiver.http_idle_timeout, handshake_timeout=cfg.receiver.http_read_timeout,
             )
+            self._metrics = self._register_metrics()
             self.http.start()
             self.grpc.start()
         except BaseException:
@@ -519,7 +529,27 @@ class Collector:
         }
 
     def metrics_text(self) -> str:
-        return prometheus.render(self)
+        return generate_latest(self._metrics).decode()
+
+    def _register_metrics(self) -> CollectorRegistry:
+        """Each part's own Prometheus collector, read at scrape time (``GET /metrics``)."""
+        registry = CollectorRegistry(auto_describe=False)
+        parts: list[Any] = [
+            ReceiveMetrics(self.ingestor.stats, self.http.stats, self.auth),
+            StoreMetrics(self.writer, lambda: self.database is not None and self.database.is_open),
+            AssemblyMetrics(self.assembler, judge=self.judge is not None,
+                            external_logs=lambda: self.external_log_evaluations),
+            ServiceMetrics(retention_deleted=lambda: dict(self.retention_deleted),
+                           queries=lambda: dict(self.query_counts), uptime=lambda: self.uptime),
+        ]
+        if self.judge is not None:
+            parts.append(JudgeMetrics(self.judge))
+        if self.forwarder is not None:
+            parts.append(ForwardMetrics(self.forwarder))
+        parts.append(HelperMetrics(self.helpers))
+        for part in parts:
+            registry.register(part)
+        return registry
 
     # ---- background: retention and a periodic summary line -------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gzip as gzip_module
 import http.client
+import re
 import shutil
 import ssl
 import subprocess
@@ -192,3 +193,42 @@ def spans_stored(collector: Any, *trace_ids: str) -> int:
     return collector.query(f"SELECT count(*) FROM spans WHERE trace_id IN ({marks})",
                            params=list(trace_ids))["rows"][0][0]
 
+
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _sample_key(name: str) -> str:
+    """``name{b="2",a="1"}`` with its labels in one order (the exposition format does not fix theirs)."""
+    base, _, labels = name.partition("{")
+    pairs = sorted(_LABEL.findall(labels))
+    return base + ("{" + ",".join(f'{k}="{v}"' for k, v in pairs) + "}" if pairs else "")
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class MetricSamples(dict[str, float]):
+    """Samples by ``name{label="value",...}``, found whatever the order of the labels asked for."""
+
+    def __getitem__(self, name: str) -> float:
+        return super().__getitem__(_sample_key(name))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and super().__contains__(_sample_key(name))
+
+    def get(self, name: str, default: float = 0.0) -> float:  # type: ignore[override]
+        return super().get(_sample_key(name), default)
+
+
+def metric_samples(text: str) -> MetricSamples:
+    """Every sample of a ``/metrics`` answer, read with prometheus_client's own parser (so the text is also checked
+    to be valid exposition)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out = MetricSamples()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{key}="{_escape(value)}"' for key, value in sample.labels.items())
+            out[_sample_key(sample.name + (f"{{{labels}}}" if labels else ""))] = sample.value
+    return out

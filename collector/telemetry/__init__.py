@@ -1,3 +1,2 @@
-"""Telemetry: the collector's own counters and gauges out, as ``GET /metrics`` (``prometheus``, read at scrape
-time from each stage's counters).
-"""
+"""``GET /metrics``: every component registers its own Prometheus collector (its package's ``metrics`` module) in
+the service's registry, read at scrape time; ``families`` builds their metric families."""

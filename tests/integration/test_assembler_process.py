@@ -8,7 +8,7 @@ import time
 
 from agentotel_eval.otlp.encode import encode_traces
 from agentotel_eval.otlp.records import SpanRecord
-from tests.collector_harness import post_otlp, running_collector, wait_until
+from tests.collector_harness import metric_samples, post_otlp, running_collector, wait_until
 
 
 def agent_trace(n: int, t0: int) -> list[SpanRecord]:
@@ -37,7 +37,7 @@ def test_runs_are_assembled_and_scored_in_a_second_process(tmp_path):
         wait_until(lambda: collector.assembler.snapshot().assembler.runs_completed == 1, what="the worker's counters")
         assert collector.assembler.snapshot().scoring.runs_scored == 1
         metrics = collector.metrics_text()
-        assert "agentotel_runs_completed_total 1" in metrics and "agentotel_runs_scored_total 1" in metrics
+        assert metric_samples(metrics)["agentotel_runs_completed_total"] == 1 and metric_samples(metrics)["agentotel_runs_scored_total"] == 1
 
 
 
@@ -61,7 +61,7 @@ def test_a_trace_with_no_agent_span_is_stored_and_not_assembled(tmp_path):
         assert rows(collector, "SELECT trace_id, count(*) FROM spans GROUP BY 1 ORDER BY 1") == [
             [f"{1:032x}", 2], [f"{2:032x}", 2]]
         assert rows(collector, "SELECT DISTINCT trace_id FROM agent_runs") == [[f"{2:032x}"]]
-        assert "agentotel_traces_without_evidence_total 1" in collector.metrics_text()
+        assert metric_samples(collector.metrics_text())["agentotel_traces_without_evidence_total"] == 1
 
 def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovered(tmp_path):
     with running_collector(tmp_path / "k.duckdb", assembler={"grace_period": 1.5}) as collector:
@@ -82,9 +82,9 @@ def test_a_killed_assembler_process_is_replaced_and_its_open_traces_are_recovere
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[2]], what="the next run")
         wait_until(lambda: collector.assembler.snapshot().assembler.traces_recovered >= 1, timeout=5, what="the recovery counter")
         metrics = collector.metrics_text()
-        assert 'agentotel_helper_restarts_total{helper="assembler"} 1' in metrics
-        assert 'agentotel_helper_up{helper="assembler"} 1' in metrics
-        assert 'agentotel_helper_restarts_total{helper="decode-0"} 0' in metrics
+        assert metric_samples(metrics)['agentotel_helper_restarts_total{helper="assembler"}'] == 1
+        assert metric_samples(metrics)['agentotel_helper_up{helper="assembler"}'] == 1
+        assert metric_samples(metrics)['agentotel_helper_restarts_total{helper="decode-0"}'] == 0
     # stopped cleanly: the worker is gone too
     assert collector.assembler.pid is not None
     assert not os.path.exists(f"/proc/{collector.assembler.pid}") or _is_zombie(collector.assembler.pid)
@@ -151,8 +151,8 @@ def test_when_the_assembler_process_is_given_up_on_ingest_goes_on(tmp_path, monk
         assert collector.assembler.backlog == 0
         assert rows(collector, "SELECT count(*) FROM spans") == [[6]]
         metrics = collector.metrics_text()
-        assert 'agentotel_helper_given_up{helper="assembler"} 1' in metrics
-        assert 'agentotel_helper_up{helper="assembler"} 0' in metrics
+        assert metric_samples(metrics)['agentotel_helper_given_up{helper="assembler"}'] == 1
+        assert metric_samples(metrics)['agentotel_helper_up{helper="assembler"}'] == 0
     # the next start recovers their runs from the stored spans
     with running_collector(tmp_path / "g.duckdb") as collector:
         wait_until(lambda: rows(collector, "SELECT count(*) FROM agent_runs") == [[3]], timeout=15,

@@ -14,7 +14,7 @@ from agentotel_eval.frozen import thaw
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.scores import EVALUATOR_ATTRIBUTE
 from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, logs_from_arrow, spans_from_arrow
-from tests.collector_harness import grpc_export, post_otlp, running_collector, wait_until
+from tests.collector_harness import grpc_export, metric_samples, post_otlp, running_collector, wait_until
 from tests.fixture_traces import Fixture, as_stored, fixtures
 
 #: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process = false``);
@@ -240,8 +240,8 @@ def test_the_replay_reopened_the_database_midway(replayed):
     assert stored // REOPEN_ROWS[mode] >= 5 and collector.writer.stats.reopens >= 2
     assert collector.writer.stats.reopen_failures == 0 and collector.database.reopens == collector.writer.stats.reopens
     metrics = collector.metrics_text()
-    assert f"agentotel_database_reopens_total {collector.writer.stats.reopens}\n" in metrics
-    assert "agentotel_database_reopen_failures_total 0\n" in metrics
+    assert metric_samples(metrics)["agentotel_database_reopens_total"] == collector.writer.stats.reopens
+    assert metric_samples(metrics)["agentotel_database_reopen_failures_total"] == 0
 
 
 def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):

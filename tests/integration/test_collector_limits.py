@@ -14,7 +14,7 @@ import pytest
 
 from agentotel_eval.otlp import SpanRecord
 from agentotel_eval.otlp.encode import encode_traces
-from tests.collector_harness import grpc_export, http_request, post_otlp, running_collector
+from tests.collector_harness import grpc_export, http_request, metric_samples, post_otlp, running_collector
 from tests.unit.test_otlp_limits import span
 
 LIMITS = {"max_attribute_value_length": 64, "max_attributes_per_span": 8, "max_value_depth": 3,
@@ -39,9 +39,9 @@ def stored(collector: Any, trace_id: str) -> list[list[Any]]:
                            params=[trace_id])["rows"]
 
 
-def metric(collector: Any, line_start: str) -> float:
-    text = http_request(collector.http_endpoint, "GET", "/metrics").body.decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+def metric(collector: Any, name: str) -> float:
+    samples = metric_samples(http_request(collector.http_endpoint, "GET", "/metrics").body.decode())
+    return samples.get(name, 0.0)
 
 
 def test_soft_limits_cut_store_with_a_marker_and_count(collector: Any) -> None:

@@ -19,7 +19,7 @@ import pytest
 from agentotel_eval.otlp.encode import encode_traces
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.store import discovery
-from tests.collector_harness import grpc_export, post_otlp, running_collector, wait_until
+from tests.collector_harness import grpc_export, metric_samples, post_otlp, running_collector, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -211,4 +211,4 @@ def test_retention_deletes_older_data_in_the_background(tmp_path):
         assert collector.query("SELECT DISTINCT trace_id FROM spans")["rows"] == [[f"{2:032x}"]]
         assert collector.query("SELECT trace_id FROM agent_runs")["rows"] == [[f"{2:032x}"]]
         assert collector.query("SELECT count(*) FROM tool_calls")["rows"] == [[1]]
-        assert 'agentotel_retention_deleted_rows_total{table="spans"} 2' in collector.metrics_text()
+        assert metric_samples(collector.metrics_text())['agentotel_retention_deleted_rows_total{table="spans"}'] == 2

@@ -19,6 +19,7 @@ from tests.collector_harness import (
     HeldCommits,
     grpc_export,
     http_request,
+    metric_samples,
     post_otlp,
     running_collector,
     wait_until,
@@ -308,8 +309,8 @@ def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_p
                          .SerializeToString()).status == 200  # the retry gets in
         assert collector.query("SELECT count(*) FROM spans")["rows"] == [[4]]
         metrics = collector.metrics_text()
-        assert 'agentotel_export_requests_total{transport="http",signal="traces",outcome="overloaded"} 1' in metrics
-        assert 'agentotel_export_requests_total{transport="grpc",signal="traces",outcome="overloaded"} 1' in metrics
+        assert metric_samples(metrics)['agentotel_export_requests_total{transport="http",signal="traces",outcome="overloaded"}'] == 1
+        assert metric_samples(metrics)['agentotel_export_requests_total{transport="grpc",signal="traces",outcome="overloaded"}'] == 1
 
 
 def test_the_sdk_exporter_retries_after_503_and_the_spans_arrive(tmp_path):

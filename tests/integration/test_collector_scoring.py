@@ -21,7 +21,14 @@ from agentotel_eval.collector.score.config import JudgeSettings, parse_expectati
 from agentotel_eval.collector.service import Collector
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.tracing import traced
-from tests.collector_harness import Blocker, fast_config, post_otlp, running_collector, wait_until
+from tests.collector_harness import (
+    Blocker,
+    fast_config,
+    metric_samples,
+    post_otlp,
+    running_collector,
+    wait_until,
+)
 from tests.fixture_traces import fixtures
 from tests.llm_stub import LLMStub, Reply
 from tests.otlp_sink import OtlpSink
@@ -144,7 +151,7 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
         metrics = collector.metrics_text()
         assert re.search(r'agentotel_judge_results_total\{status="ok"\} [1-9]', metrics)
         assert re.search(r'agentotel_judge_cost_usd_total [0-9.e-]+', metrics)
-        assert "agentotel_forward_dropped_total{signal=\"traces\"} 0" in metrics
+        assert metric_samples(metrics)['agentotel_forward_dropped_total{signal="traces"}'] == 0
 
 
 def test_expectations_from_rules_and_dataset_and_runs_without_one(tmp_path):

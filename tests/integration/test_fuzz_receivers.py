@@ -38,7 +38,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS
-from tests.collector_harness import LOGS_EXPORT, TRACE_EXPORT, HttpAnswer, http_request, running_collector
+from tests.collector_harness import (
+    LOGS_EXPORT,
+    TRACE_EXPORT,
+    HttpAnswer,
+    http_request,
+    metric_samples,
+    running_collector,
+)
 from tests.unit.test_fuzz_decode import (
     ENCODINGS,
     SIGNALS,
@@ -433,9 +440,9 @@ def reset_peak(pid: int | str) -> bool:
 
 
 def limited(service: Service, kind: str) -> float:
-    text = http_request(service.http, "GET", "/metrics", timeout=ANSWER_WITHIN).body.decode()
-    line_start = f'agentotel_limited_total{{signal="traces",kind="{kind}"}}'
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+    samples = metric_samples(http_request(service.http, "GET", "/metrics", timeout=ANSWER_WITHIN).body.decode())
+    name = f'agentotel_limited_total{{signal="traces",kind="{kind}"}}'
+    return samples.get(name, 0.0)
 
 
 def _many_attributes(trace: str, encoding: str) -> bytes:

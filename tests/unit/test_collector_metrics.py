@@ -1,34 +1,43 @@
-"""Prometheus text rendering and collector discovery."""
+"""Metric families in the Prometheus text format, and collector discovery."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
-from agentotel_eval.collector.telemetry.prometheus import PromText
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from agentotel_eval.collector.telemetry.families import counter, gauge, histogram
 from agentotel_eval.store import discovery
+from tests.collector_harness import metric_samples
 
 
-def test_counters_gauges_and_histograms_render_in_the_text_format():
-    out = PromText()
-    out.add("spans_total", "counter", "Spans.", [({"transport": "grpc"}, 3), ({"transport": 'h"t\\tp'}, 1)])
-    out.add("open_traces", "gauge", "Open.", 7)
-    out.histogram("flush_seconds", "Flush.", (0.01, 0.1), [2, 1, 4], total=1.5, count=7)
-    assert out.render().splitlines() == [
-        "# HELP agentotel_spans_total Spans.",
-        "# TYPE agentotel_spans_total counter",
-        'agentotel_spans_total{transport="grpc"} 3',
-        'agentotel_spans_total{transport="h\\"t\\\\tp"} 1',
-        "# HELP agentotel_open_traces Open.",
-        "# TYPE agentotel_open_traces gauge",
-        "agentotel_open_traces 7",
-        "# HELP agentotel_flush_seconds Flush.",
-        "# TYPE agentotel_flush_seconds histogram",
-        'agentotel_flush_seconds_bucket{le="0.01"} 2',
-        'agentotel_flush_seconds_bucket{le="0.1"} 3',  # cumulative
-        'agentotel_flush_seconds_bucket{le="+Inf"} 7',
-        "agentotel_flush_seconds_sum 1.5",
-        "agentotel_flush_seconds_count 7",
-    ]
+class Parts(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield counter("spans", "Spans.", [(("grpc",), 3), (('a "b"',), 1)], labels=("transport",))
+        yield counter("requests", "Requests.", [], labels=("outcome",), empty=("ok",))
+        yield gauge("open_traces", "Open.", 7)
+        yield histogram("flush_seconds", "Flush.", (0.01, 0.1), [2, 1, 4], total=1.5, count=7)
+
+
+def test_families_render_as_prometheus_text_that_its_parser_reads_back():
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Parts())
+    text = generate_latest(registry).decode()
+    assert "# TYPE agentotel_spans_total counter" in text and "# HELP agentotel_open_traces Open." in text
+    assert metric_samples(text) == {
+        'agentotel_spans_total{transport="grpc"}': 3,
+        'agentotel_spans_total{transport="a \\"b\\""}': 1,  # quotes escaped, and read back
+        'agentotel_requests_total{outcome="ok"}': 0,  # an empty family shows its zero
+        "agentotel_open_traces": 7,
+        'agentotel_flush_seconds_bucket{le="0.01"}': 2,
+        'agentotel_flush_seconds_bucket{le="0.1"}': 3,  # cumulative
+        'agentotel_flush_seconds_bucket{le="+Inf"}': 7,
+        "agentotel_flush_seconds_sum": 1.5,
+        "agentotel_flush_seconds_count": 7,
+    }
 
 
 def test_wildcard_binds_are_reached_on_loopback():
