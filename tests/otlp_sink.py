@@ -14,6 +14,7 @@ request metadata (headers, transport, encoding) and nothing else. Anything that 
 
 Failure injection for retry tests: ``sink.reject(times=2)`` answers the next two export requests (either
 transport) with a retryable error (gRPC UNAVAILABLE / HTTP 503 with ``Retry-After: 0``); ``reject(...,
+retry_after=7.5)`` asks for that delay (a gRPC ``RetryInfo`` detail, the HTTP ``Retry-After`` header); ``reject(...,
 retryable=False)`` answers INVALID_ARGUMENT / 400 instead. Rejected requests are recorded (``accepted=False``) but
 their records are not kept.
 """
@@ -31,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
@@ -68,6 +71,7 @@ class ReceivedRequest:
 class _Rejection:
     remaining: int
     retryable: bool
+    retry_after: float | None = None
 
 
 @dataclass
@@ -121,10 +125,23 @@ def _grpc_export(
     )
     if rejection is not None:
         code = grpc.StatusCode.UNAVAILABLE if rejection.retryable else grpc.StatusCode.INVALID_ARGUMENT
+        if rejection.retryable and rejection.retry_after is not None:
+            context.set_trailing_metadata((("grpc-status-details-bin", _retry_status(rejection.retry_after)),))
         context.abort(code, "rejected by OtlpSink.reject()")
     if signal == "traces":
         return trace_service_pb2.ExportTraceServiceResponse()
     return logs_service_pb2.ExportLogsServiceResponse()
+
+
+def _retry_status(delay: float) -> bytes:
+    """A ``google.rpc.Status`` (UNAVAILABLE) carrying a ``RetryInfo`` of ``delay`` seconds, serialized."""
+    seconds = int(delay)
+    retry = error_details_pb2.RetryInfo(
+        retry_delay=duration_pb2.Duration(seconds=seconds, nanos=round((delay - seconds) * 1e9))
+    )
+    detail = any_pb2.Any()
+    detail.Pack(retry)
+    return status_pb2.Status(code=code_pb2.UNAVAILABLE, message="rejected", details=[detail]).SerializeToString()
 
 
 def _make_handler(store: _Store) -> type[BaseHTTPRequestHandler]:
@@ -173,7 +190,8 @@ def _make_handler(store: _Store) -> type[BaseHTTPRequestHandler]:
             )
             if rejection is not None:
                 if rejection.retryable:
-                    self._reply(503, b"rejected by OtlpSink.reject()", extra={"Retry-After": "0"})
+                    delay = f"{rejection.retry_after:g}" if rejection.retry_after is not None else "0"
+                    self._reply(503, b"rejected by OtlpSink.reject()", extra={"Retry-After": delay})
                 else:
                     self._reply(400, b"rejected by OtlpSink.reject()")
                 return
@@ -302,10 +320,10 @@ class OtlpSink:
             self._store.logs.clear()
             self._store.requests.clear()
 
-    def reject(self, times: int = 1, *, retryable: bool = True) -> None:
+    def reject(self, times: int = 1, *, retryable: bool = True, retry_after: float | None = None) -> None:
         """Answer the next ``times`` export requests with an error (see the module docstring)."""
         with self._store.lock:
-            self._store.rejection = _Rejection(times, retryable)
+            self._store.rejection = _Rejection(times, retryable, retry_after)
 
     def wait_for(
         self, predicate: Callable[[OtlpSink], bool], timeout: float = 10.0, interval: float = 0.02

@@ -7,8 +7,8 @@ from agentotel_eval.judge.cache import ResponseCache, cache_key
 from agentotel_eval.judge.client import CustomLLMClient
 from agentotel_eval.judge.errors import JudgeError, JudgeOutputError, PermanentJudgeError, RetryableJudgeError
 from agentotel_eval.judge.models import to_litellm_model
-from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.judge.runner import JudgeOutcome, JudgeRunner, JudgeStats
+from agentotel_eval.retry import RetryPolicy
 
 __all__ = [
     "CustomLLMClient",

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from agentotel_eval import retry
+
 
 class JudgeError(Exception):
     """The judge could not produce a verdict."""
@@ -46,12 +48,10 @@ _RETRYABLE_NAMES = ("Timeout", "TimeoutError", "APIConnectionError", "ConnectErr
 
 
 @dataclass(frozen=True, slots=True)
-class Failure:
-    """What the retry loop needs to know about an exception."""
+class Failure(retry.Failure):
+    """What the retry loop needs to know about an exception, and what kind of failure it was."""
 
-    retryable: bool
-    retry_after: float | None  # seconds the server asked us to wait, if it said
-    kind: str  # "timeout" | "rate_limit" | "server" | "connection" | "client" | "other"
+    kind: str = "other"  # "timeout" | "rate_limit" | "server" | "connection" | "client" | "other"
     status_code: int | None = None
 
 

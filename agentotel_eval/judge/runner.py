@@ -19,7 +19,8 @@ from agentotel_eval.judge import prompts
 from agentotel_eval.judge.cache import ResponseCache, cache_key
 from agentotel_eval.judge.client import CustomLLMClient, Message, complete_once
 from agentotel_eval.judge.errors import JudgeError, JudgeOutputError, PermanentJudgeError
-from agentotel_eval.judge.retry import AttemptCounter, RetriesExhausted, RetryPolicy, call_with_retries
+from agentotel_eval.judge.retry import RetriesExhausted, call_with_retries
+from agentotel_eval.retry import AttemptCounter, RetryPolicy
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)

@@ -44,7 +44,6 @@ from agentotel_eval.judge.history import (
     truncate,
 )
 from agentotel_eval.judge.parse import extract_verdict
-from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.judge.runner import DEFAULT_MAX_CONCURRENCY, JudgeRunner
 from agentotel_eval.judge.untrusted import data_block
 from agentotel_eval.metrics.base import BaseMetric, MetricResult, run_sync
@@ -55,6 +54,7 @@ from agentotel_eval.metrics.detectors import (
     Finding,
     detect,
 )
+from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
 PROMPT_VERSION = "v1"

@@ -1,20 +1,22 @@
 """Forward spans and logs to a downstream OTLP endpoint (gRPC or HTTP/protobuf) without ever blocking ingest.
 
-A bounded in-memory queue feeds one sender thread. Failed exports are retried with exponential backoff and
-jitter (honouring the server's Retry-After / RetryInfo); what cannot be delivered — queue overflow (oldest first),
-permanent errors, retries exhausted — is dropped and counted, never silently.
+A bounded in-memory queue feeds one sender thread. Failed exports are retried by the shared policy
+(``agentotel_eval.retry``: exponential backoff with jitter; the server's Retry-After / RetryInfo wins, up to
+``max_backoff_s``); what cannot be delivered — queue overflow (oldest first), permanent errors, retries exhausted
+— is dropped and counted, never silently.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -22,6 +24,7 @@ from urllib.parse import urlsplit
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import Redactor
+from agentotel_eval.retry import Failure, GaveUp, RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 
@@ -193,9 +196,21 @@ class ForwardStats:
 
 
 class Forwarder:
-    """Queue spans/logs for a downstream OTLP endpoint; ``submit_*`` never blocks."""
+    """Queue spans/logs for a downstream OTLP endpoint; ``submit_*`` never blocks.
 
-    def __init__(self, config: ForwardConfig, sender: Any = None, *, redactor: Redactor | None = None) -> None:
+    ``clock`` (monotonic seconds) times the backoff and the shutdown deadline; ``sleep`` replaces the wait before
+    a retry (False: stop retrying), ``rng`` the jitter: tests see every delay without waiting."""
+
+    def __init__(
+        self,
+        config: ForwardConfig,
+        sender: Any = None,
+        *,
+        redactor: Redactor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], bool] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.config = config.validate()
         self._sender = sender
         #: applied on the sender thread, just before encoding: nothing secret leaves, the producers never wait
@@ -206,7 +221,15 @@ class Forwarder:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.stats = ForwardStats()
-        self._rng = random.Random()
+        self._clock = clock
+        self._sleep = sleep or self._wait_before_retry
+        self._rng = rng or random.Random()
+        #: a longer delay asked by the server is cut to max_backoff_s (``_classify``), never refused; and added no
+        #: jitter: one sender thread is no crowd to spread
+        self._retry = RetryPolicy(
+            max_attempts=self.config.max_retries + 1, base_delay=self.config.initial_backoff_s,
+            max_delay=self.config.max_backoff_s, max_retry_after=math.inf, retry_after_jitter=0.0,
+        )
         self._last_warning = -_WARN_EVERY_S
         self._deadline = 0.0
 
@@ -227,7 +250,7 @@ class Forwarder:
             if self._stopping:
                 return
             self._stopping = True
-            self._deadline = time.monotonic() + timeout_s
+            self._deadline = self._clock() + timeout_s
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout_s + 1.0)
@@ -298,40 +321,41 @@ class Forwarder:
         if self._redactor is not None:
             records = self._redactor.spans(records) if signal == "traces" else self._redactor.logs(records)
         request = encode_traces(records) if signal == "traces" else encode_logs(records)
-        backoff = self.config.initial_backoff_s
-        for attempt in range(self.config.max_retries + 1):
-            try:
-                self._sender.send(signal, request)
-            except _Permanent as exc:
+        try:
+            call_with_retries(lambda: self._sender.send(signal, request), self._retry, self._classify,
+                              rng=self._rng, sleep=self._sleep, on_failure=self._count_failure)
+        except GaveUp as gave_up:
+            exc = gave_up.__cause__
+            if gave_up.failure.retryable:
+                self._fail(signal, records, f"gave up after retries: {self.stats.last_error}")
+            elif isinstance(exc, _Permanent):
                 self._fail(signal, records, str(exc))
-                return
-            except _Retryable as exc:
-                self.stats.failed_attempts += 1
-                self.stats.last_error = str(exc)
-                if attempt == self.config.max_retries:
-                    break
-                delay = exc.retry_after_s if exc.retry_after_s is not None else backoff * (0.5 + self._rng.random())
-                backoff = min(backoff * 2, self.config.max_backoff_s)
-                if not self._sleep(min(delay, self.config.max_backoff_s)):
-                    break
-                continue
-            except Exception as exc:  # an encoder or transport bug must not kill the thread
+            else:  # an encoder or transport bug must not kill the thread
                 self._fail(signal, records, f"{type(exc).__name__}: {exc}")
-                return
-            if signal == "traces":
-                self.stats.sent_spans += len(records)
-            else:
-                self.stats.sent_logs += len(records)
             return
-        self._fail(signal, records, f"gave up after retries: {self.stats.last_error}")
+        if signal == "traces":
+            self.stats.sent_spans += len(records)
+        else:
+            self.stats.sent_logs += len(records)
 
-    def _sleep(self, seconds: float) -> bool:
+    def _classify(self, exc: Exception) -> Failure:
+        if not isinstance(exc, _Retryable):
+            return Failure(False)
+        asked = exc.retry_after_s
+        return Failure(True, None if asked is None else min(asked, self.config.max_backoff_s))
+
+    def _count_failure(self, exc: Exception, failure: Failure) -> None:
+        if failure.retryable:
+            self.stats.failed_attempts += 1
+            self.stats.last_error = str(exc)
+
+    def _wait_before_retry(self, seconds: float) -> bool:
         """Wait before a retry; False when shutting down past the deadline (then stop retrying). Every submit
         notifies the condition, so the wait runs to its own deadline: a wake-up is not the end of the backoff."""
-        until = time.monotonic() + seconds
+        until = self._clock() + seconds
         with self._cond:
             while True:
-                now = time.monotonic()
+                now = self._clock()
                 if self._stopping:
                     if now >= self._deadline:
                         return False
@@ -343,7 +367,7 @@ class Forwarder:
     def _fail(self, signal: str, records: list[Any], message: str) -> None:
         self._count_dropped(signal, len(records))
         self.stats.last_error = message
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last_warning >= _WARN_EVERY_S:  # one line per interval, not one per failed batch
             self._last_warning = now
             log.warning(

@@ -31,11 +31,11 @@ from agentotel_eval.collector.score.judge_policy import over_budget
 from agentotel_eval.collector.score.stage import result_row
 from agentotel_eval.collector.store.operations import SpanUpdate, WriteEvaluation
 from agentotel_eval.collector.store.writer import StoreWriter
-from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import Redactor
+from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.scores import evaluation_events, evaluation_log, evaluation_span, score_patch
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import OWN_SOURCE, EvaluationRow, evaluations_to_arrow, events_json, to_json

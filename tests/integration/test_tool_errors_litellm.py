@@ -7,8 +7,8 @@ import re
 import pytest
 
 from agentotel_eval import EvalTestCase, ToolCall, ToolDefinition
-from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.metrics.tool_errors import LOG_KEYS, ToolsErrorMetric
+from agentotel_eval.retry import RetryPolicy
 from tests.llm_stub import LLMStub, Reply
 
 # litellm's provider modules build pydantic models that warn about ReadOnly TypedDict items: not ours to fix.

@@ -11,8 +11,8 @@ import pytest
 from agentotel_eval import EvalTestCase, ToolCall, ToolDefinition
 from agentotel_eval.judge.client import CustomLLMClient
 from agentotel_eval.judge.errors import RetryableJudgeError
-from agentotel_eval.judge.retry import RetryPolicy
 from agentotel_eval.metrics.tool_errors import LOG_KEYS, ToolsErrorMetric
+from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.runtime import judge_cache_dir
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)

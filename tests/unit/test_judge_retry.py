@@ -1,24 +1,17 @@
 import asyncio
-import random
 
 import httpx
 import pytest
 
 from agentotel_eval.judge.errors import (
-    Failure,
     JudgeOutputError,
     PermanentJudgeError,
     RetryableJudgeError,
     classify,
     parse_retry_after,
 )
-from agentotel_eval.judge.retry import (
-    AttemptCounter,
-    RetriesExhausted,
-    RetryPolicy,
-    call_with_retries,
-    retry_delay,
-)
+from agentotel_eval.judge.retry import RetriesExhausted, call_with_retries
+from agentotel_eval.retry import AttemptCounter, RetryPolicy
 
 
 class StatusError(Exception):
@@ -71,27 +64,6 @@ def test_parse_retry_after_forms():
     assert parse_retry_after("nan") is None
 
 
-def test_delays_grow_exponentially_with_bounded_jitter():
-    policy = RetryPolicy(max_attempts=10, base_delay=1.0, max_delay=8.0)
-    rng = random.Random(7)
-    failure = Failure(True, None, "server")
-    for i, cap in enumerate([1, 2, 4, 8, 8, 8]):
-        for _ in range(50):
-            delay = retry_delay(i, failure, policy, rng)
-            assert cap / 2 <= delay <= cap
-    assert len({round(retry_delay(3, failure, policy, rng), 6) for _ in range(20)}) > 10  # jittered
-
-
-def test_retry_after_is_honoured_and_bounded():
-    policy = RetryPolicy(max_attempts=3, max_retry_after=30)
-    rng = random.Random(1)
-    delay = retry_delay(0, Failure(True, 5.0, "rate_limit"), policy, rng)
-    assert 5.0 <= delay <= 5.5
-    assert retry_delay(0, Failure(True, 3600.0, "rate_limit"), policy, rng) is None  # quota gone: give up now
-    assert retry_delay(2, Failure(True, 1.0, "rate_limit"), policy, rng) is None  # attempts exhausted
-    assert retry_delay(0, Failure(False, None, "client"), policy, rng) is None
-
-
 async def test_call_with_retries_counts_attempts_and_sleeps():
     slept = []
     outcomes = [StatusError(500), StatusError(429, {"Retry-After": "0.25"}), "ok"]
@@ -139,8 +111,43 @@ async def test_attempts_are_bounded():
     assert calls == 3
 
 
-def test_policy_validation():
-    with pytest.raises(ValueError):
-        RetryPolicy(max_attempts=0)
-    with pytest.raises(ValueError):
-        RetryPolicy(base_delay=-1)
+async def test_a_longer_retry_after_than_allowed_fails_at_once():
+    calls = 0
+
+    async def attempt():
+        nonlocal calls
+        calls += 1
+        raise StatusError(429, {"Retry-After": "3600"})
+
+    with pytest.raises(RetriesExhausted, match="asked to retry after 3600s, more than max_retry_after=60s"):
+        await call_with_retries(attempt, RetryPolicy(max_retry_after=60), sleep=lambda s: asyncio.sleep(0))
+    assert calls == 1
+
+
+async def test_each_call_has_every_attempt_and_starts_its_backoff_afresh():
+    """The runner counts a judgement's first answer and its repair in one counter: the repair still gets every
+    attempt of the policy, and its backoff starts from the first step again."""
+    slept = []
+
+    async def fake_sleep(seconds):
+        slept.append(seconds)
+
+    def failing_twice():
+        outcomes = [StatusError(503), StatusError(503), "ok"]
+
+        async def attempt():
+            item = outcomes.pop(0)
+            if isinstance(item, Exception):
+                raise item
+            return item
+
+        return attempt
+
+    counter = AttemptCounter()
+    policy = RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=100.0)
+    for _ in range(2):
+        assert await call_with_retries(failing_twice(), policy, counter, sleep=fake_sleep) == "ok"
+    assert (counter.attempts, counter.retries) == (6, 4)
+    assert len(slept) == 4
+    assert all(0.5 <= d <= 1 for d in slept[0::2]) and all(1 <= d <= 2 for d in slept[1::2])
+    assert counter.waited_s == pytest.approx(sum(slept))
