@@ -21,7 +21,6 @@ import base64
 import json
 import math
 from collections.abc import Callable, Mapping
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import orjson
@@ -106,16 +105,11 @@ def has_non_finite(value: Any) -> bool:
     return False
 
 
-# The stdlib's C encoder, built once (without circularity markers it keeps no state between calls): decoded
-# attributes cannot be circular. The reference for what ``dumps`` means, and its fallback.
+# The stdlib's encoder, built once (decoded attributes cannot be circular, so no circularity check): the
+# reference for what ``dumps`` means, and its fallback.
 _stdlib_encode: Callable[[Any], str] = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=json_default
 ).encode
-if c_make_encoder is not None:
-    _c_encoder = c_make_encoder(None, json_default, encode_basestring, None, ":", ",", False, False, False)
-
-    def _stdlib_encode(value: Any, _encoder: Any = _c_encoder, _join: Any = "".join) -> str:
-        return _join(_encoder(value, 0))
 
 
 def stdlib_dumps(value: Any) -> str:
@@ -137,27 +131,8 @@ def dumps(value: Any) -> str:
     return out.decode()
 
 
-#: the C scanner json.loads ends in, without its Python wrapper
-_scan: Callable[[str, int], tuple[Any, int]] = (
-    json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in JSONDecoder.__init__, not in typeshed
-)
-
-
-def _stdlib_loads(text: str) -> Any:
-    try:
-        value, end = _scan(text, 0)
-    except StopIteration as exc:
-        raise ValueError("not JSON") from exc
-    end = _skip_space(text, end)
-    if end != len(text):
-        raise ValueError("extra data after the JSON value")
-    return value
-
-
-def _skip_space(text: str, end: int) -> int:
-    while end < len(text) and text[end] in " \t\n\r":
-        end += 1
-    return end
+def _stdlib_loads(text: str | bytes | bytearray | memoryview) -> Any:
+    return json.loads(_as_text(text))
 
 
 def loads(text: str | bytes) -> Any:
@@ -166,13 +141,13 @@ def loads(text: str | bytes) -> Any:
     try:
         value = _orjson_loads(text)
     except _OrjsonDecodeError:
-        return _stdlib_loads(_as_text(text))
+        return _stdlib_loads(text)
     t = type(value)
     if t is float:
         if _may_hold_big_integer(value):
-            return _stdlib_loads(_as_text(text))
+            return _stdlib_loads(text)
     elif (t is dict or t is list) and _has_digit_run(text) and _may_hold_big_integer(value):
-        return _stdlib_loads(_as_text(text))
+        return _stdlib_loads(text)
     return value
 
 
@@ -183,7 +158,7 @@ def loads_stored(text: str | bytes) -> Any:
     try:
         return _orjson_loads(text)
     except _OrjsonDecodeError:
-        return _stdlib_loads(_as_text(text))
+        return _stdlib_loads(text)
 
 
 def _as_text(text: str | bytes | bytearray | memoryview) -> str:
@@ -194,7 +169,7 @@ def _as_text(text: str | bytes | bytearray | memoryview) -> str:
         except UnicodeDecodeError as exc:
             raise ValueError(f"not UTF-8: {exc}") from None
         text = text.removeprefix("\ufeff")
-    return _strip_leading(text)
+    return text
 
 
 _U64 = 2.0**64  # orjson reads integers up to 2**64 - 1 exactly
@@ -233,7 +208,3 @@ def _may_hold_big_integer(value: Any) -> bool:
                 return True
         return False
     return False
-
-
-def _strip_leading(text: str) -> str:
-    return text.lstrip(" \t\n\r")
