@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from agentotel_eval.test_case import ToolCall, as_tool_calls
@@ -63,15 +62,7 @@ def truncate(text: str, limit: int) -> str:
 
 
 #: ``json.dumps(value, ensure_ascii=False, default=str)`` without building an encoder per value
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
-_encode: Callable[[Any], str] = _dumps
-if c_make_encoder is not None:
-    # The C encoder ``_dumps`` builds on each call, built once; without circularity markers, so a value it
-    # cannot write (a cycle shows as a RecursionError) is written again by ``_dumps``, whose answer stands.
-    _c_encoder = c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
-
-    def _encode(value: Any, _encoder: Any = _c_encoder, _join: Any = "".join) -> str:
-        return _join(_encoder(value, 0))
+_dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
@@ -82,12 +73,9 @@ def render_value(value: Any, limit: int = DEFAULT_MAX_VALUE_CHARS) -> str:
         text = value.decode("utf-8", "replace")
     else:
         try:  # frozen containers are dict / list subclasses: json serialises them without a copy
-            text = _encode(value)
-        except Exception:
-            try:
-                text = _dumps(value)
-            except (TypeError, ValueError):
-                text = repr(value)
+            text = _dumps(value)
+        except (TypeError, ValueError):  # a key json refuses, a cycle
+            text = repr(value)
     return text if limit <= 0 or len(text) <= limit else truncate(text, limit)
 
 
