@@ -30,6 +30,10 @@ from functools import lru_cache
 from pathlib import PurePath
 from typing import Any
 
+import orjson
+
+from agentotel_eval.jsontext import has_non_finite
+
 REDACTED = "[REDACTED]"
 DEFAULT_MAX_CHARS = 16_384
 REPR_MAX_CHARS = 1_024
@@ -146,17 +150,28 @@ def _jsonable(value: Any) -> Any:
     return safe_repr(value)
 
 
-# One C encoder, built once and shared: ``json.dumps`` builds a new one per call, which costs more than encoding
-# a small dict. No circular-reference markers (they would make it unsafe to share between threads); a cycle ends
-# in RecursionError instead, which ``_encode`` handles.
-_c_encoder = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODE = (
-    _c_encoder(None, _jsonable, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    if _c_encoder is not None
-    else None
-)
+# orjson for the common case (several times faster than the json module on the small dicts of bound arguments);
+# what it refuses (integers beyond 64 bits, keys JSON cannot hold, lone surrogates, cycles, deep nesting) goes
+# through the json module. Datetimes and dataclasses go to ``_jsonable`` as they would with the json module.
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_orjson_dumps = orjson.dumps
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=_jsonable, separators=(",", ":"))
-_encode_str = json.encoder.encode_basestring
+
+
+def _fast(value: Any) -> str:
+    """``value`` as JSON by orjson; raises TypeError (orjson.JSONEncodeError) for what orjson refuses, and for a NaN
+    or an infinity, which orjson would write as null (the json module keeps them)."""
+    out = _orjson_dumps(value, default=_jsonable, option=_ORJSON_OPTIONS)
+    if b"null" in out and has_non_finite(value):
+        raise TypeError("a NaN or infinity")
+    return out.decode()
+
+
+def _encode_str(text: str) -> str:
+    try:
+        return _orjson_dumps(text).decode()
+    except TypeError:  # a lone surrogate
+        return json.dumps(text, ensure_ascii=False)
 
 
 def _string_keys(value: Any, depth: int = 0) -> Any:
@@ -183,7 +198,11 @@ def _encode(value: Any) -> str:
     if value_type is int:
         return str(value)
     try:
-        return "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _ENCODER.encode(value)
+        return _fast(value)
+    except TypeError:
+        pass
+    try:
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         pass
     # Keys JSON cannot hold (tuples, objects), circular references, pathological nesting: keep what we can.
@@ -223,11 +242,11 @@ def to_json(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     flat mapping), the text becomes one JSON string holding its cut beginning.
     """
     value_type = type(value)
-    if _C_ENCODE is not None and (value_type is dict or value_type is list):
-        # the common case (bound arguments, a list result) inline: one C-encoder call, no _encode() frame
+    if value_type is dict or value_type is list:
+        # the common case (bound arguments, a list result) first, without _encode()'s type checks
         try:
-            text = "".join(_C_ENCODE(value, 0))
-        except (TypeError, ValueError, RecursionError):
+            text = _fast(value)
+        except TypeError:
             text = _encode(value)
     else:
         text = _encode(value)
