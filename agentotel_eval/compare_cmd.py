@@ -134,7 +134,7 @@ def _departures(j: Any) -> tuple[tuple[str, str], ...]:
 
 def load_from_db(read: Read, selection: Selection) -> list[ScoredRun]:
     """Every latest ``ok`` score of the selected runs, paged so no row limit cuts it short."""
-    from agentotel_eval.pages.data import latest_evaluations, only_own_scores
+    from agentotel_eval.access.queries import latest_evaluations, only_own_scores
 
     span_join = "JOIN spans s ON s.trace_id = r.trace_id AND s.span_id = r.span_id " if selection.needs_span else ""
     where = " AND ".join(selection.conditions) or "TRUE"
@@ -220,7 +220,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(spec: str, db: str) -> list[ScoredRun]:
-    from agentotel_eval.store.query_cmd import execute
+    from agentotel_eval.access.client import execute
 
     path = Path(spec)
     if ("=" not in spec and path.suffix in (".json", ".jsonl")) or path.is_file():
@@ -235,8 +235,8 @@ def _load(spec: str, db: str) -> list[ScoredRun]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.access.client import QueryFailure
     from agentotel_eval.comparison import compare, render
-    from agentotel_eval.store.query_cmd import QueryFailure
 
     threshold = args.fail_on_regression
     if threshold is not None and not 0 <= threshold <= 1:

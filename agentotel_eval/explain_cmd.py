@@ -92,8 +92,8 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
 
 
 def _explain_stored(db: str, trace_id: str) -> int:
+    from agentotel_eval.access.client import QueryFailure, execute
     from agentotel_eval.reconstruct.explain import explain_lines
-    from agentotel_eval.store.query_cmd import QueryFailure, execute
 
     try:
         runs = _rows(execute(db, f"SELECT span_id, agent_name, span_name, convention, status, error, input, output, "

@@ -99,7 +99,7 @@ def expectations_of(run: dict[str, Any], scores: Sequence[dict[str, Any]]) -> tu
 
 def export(read: Read, where: str, limit: int) -> Iterator[Any]:
     """The test cases of the runs ``where`` selects, oldest first."""
-    from agentotel_eval.pages.data import ALIGNMENT_METRICS, latest_of_few
+    from agentotel_eval.access.queries import ALIGNMENT_METRICS, latest_of_few
 
     runs = read(f"SELECT {', '.join(_RUN_COLUMNS)} FROM agent_runs WHERE ({where}) "
                 f"ORDER BY start_time, trace_id, span_id LIMIT {int(limit)}", []).records()
@@ -136,7 +136,7 @@ def _opened(path: str) -> Iterator[IO[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentotel_eval.store.query_cmd import QueryFailure, execute
+    from agentotel_eval.access.client import QueryFailure, execute
 
     if args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)

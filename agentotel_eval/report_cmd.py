@@ -23,10 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentotel_eval.pages import data
-    from agentotel_eval.pages.filters import FilterError, parse_filters
+    from agentotel_eval.access import queries as data
+    from agentotel_eval.access.client import QueryFailure, execute
+    from agentotel_eval.access.filters import FilterError, parse_filters
     from agentotel_eval.pages.render import report_document
-    from agentotel_eval.store.query_cmd import QueryFailure, execute
 
     if args.worst < 0:
         print("error: --worst must be 0 or more", file=sys.stderr)

@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any
 
+from agentotel_eval.access.discovery import AUTH_TOKEN_ENV
 from agentotel_eval.store import DEFAULT_DB_PATH
-from agentotel_eval.store.discovery import AUTH_TOKEN_ENV
 
 EXIT_CONFIG = 2
 EXIT_START = 1

@@ -20,6 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from agentotel_eval.access import discovery
 from agentotel_eval.collector.assemble.assembler import Reconstruct
 from agentotel_eval.collector.assemble.metrics import AssemblyMetrics
 from agentotel_eval.collector.assemble.remote import ProcessAssembly
@@ -51,7 +52,6 @@ from agentotel_eval.collector.telemetry.service import ServiceMetrics
 from agentotel_eval.collector.ui.routes import UiPages
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
-from agentotel_eval.store import discovery
 from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
 from agentotel_eval.store.rows import evaluations_to_arrow
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlencode
 
+from agentotel_eval.access.filters import RANGES
+from agentotel_eval.access.queries import Overview
 from agentotel_eval.pages.charts import legend, pass_rate_chart, stacked_bars
-from agentotel_eval.pages.data import Overview
-from agentotel_eval.pages.filters import RANGES
 from agentotel_eval.pages.markup import Links, esc, fmt_pct, fmt_time
 
 DEPARTURE_KINDS = ("missing", "extra", "out of order")

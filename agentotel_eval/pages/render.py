@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentotel_eval.pages.data import Overview, RunDetail, RunsPage
+from agentotel_eval.access.queries import Overview, RunDetail, RunsPage
 from agentotel_eval.pages.markup import Links, Page, esc, fmt_time, frame
 from agentotel_eval.pages.overview_view import overview_body
 from agentotel_eval.pages.run_view import run_body

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentotel_eval.access.queries import RunDetail
 from agentotel_eval.pages.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
-from agentotel_eval.pages.data import RunDetail
 from agentotel_eval.pages.markup import Links, esc, fmt_duration_ns, fmt_score, fmt_time, json_block
 
 _CELL_W, _CELL_H, _GAP, _LEFT = 132, 30, 14, 78

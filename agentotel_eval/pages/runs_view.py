@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentotel_eval.pages.data import RunsPage
-from agentotel_eval.pages.filters import PAGE_SIZE, RANGES
+from agentotel_eval.access.filters import PAGE_SIZE, RANGES
+from agentotel_eval.access.queries import RunsPage
 from agentotel_eval.pages.markup import Links, esc, fmt_score, fmt_time
 
 

@@ -21,14 +21,13 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.store import DEFAULT_DB_PATH
 
 if TYPE_CHECKING:
-    from agentotel_eval.store.discovery import CollectorInfo
+    from agentotel_eval.access.discovery import CollectorInfo
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
 
@@ -57,23 +56,17 @@ class _Failure(Exception):
 
 
 def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[str, Any]:
-    from agentotel_eval.store.discovery import open_collector, unauthorized_message
+    from agentotel_eval.access.client import CollectorRefused, post_json
 
     try:
-        with open_collector(collector, "/v1/rescore", data=json.dumps(payload).encode(), timeout=3600,
-                            headers={"Content-Type": "application/json"}) as response:
-            answer: dict[str, Any] = json.loads(response.read())
-            return answer
-    except urllib.error.HTTPError as exc:
-        if exc.code == 401:
-            raise _Failure(unauthorized_message(collector.base_url), EXIT_FAILED) from None
-        try:
-            detail = json.loads(exc.read()).get("error") or exc.reason
-        except (ValueError, AttributeError):
-            detail = exc.reason
-        raise _Failure(f"the collector refused the re-score: {detail}",
-                       EXIT_USAGE if exc.code in (400, 409) else EXIT_FAILED) from None
-    except (urllib.error.URLError, OSError) as exc:
+        answer: dict[str, Any] = post_json(collector, "/v1/rescore", payload, timeout=3600)
+        return answer
+    except CollectorRefused as exc:
+        if exc.status == 401:
+            raise _Failure(str(exc), EXIT_FAILED) from None
+        raise _Failure(f"the collector refused the re-score: {exc}",
+                       EXIT_USAGE if exc.status in (400, 409) else EXIT_FAILED) from None
+    except OSError as exc:  # urllib.error.URLError among them
         raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}", EXIT_FAILED) from None
 
 
@@ -119,9 +112,9 @@ def _on_file(db: Path, payload: dict[str, Any], config: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.access.discovery import find_collector
     from agentotel_eval.collector.config import ConfigError, default_config, load_config, parse_duration
     from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render
-    from agentotel_eval.store.discovery import find_collector
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
     config = default_config()

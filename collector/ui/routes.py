@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agentotel_eval.access import queries as data
+from agentotel_eval.access.filters import FilterError, parse_filters
 from agentotel_eval.collector.receive.http.answers import Blocking
-from agentotel_eval.pages import data
-from agentotel_eval.pages.filters import FilterError, parse_filters
 from agentotel_eval.pages.markup import asset, server_links
 from agentotel_eval.pages.render import message_page, overview_page, run_page, runs_page, version_text
 from agentotel_eval.store.query import QueryError, QueryResult

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentotel_eval.store import discovery
+from agentotel_eval.access import discovery
 from tests.collector_harness import post_otlp, running_collector, wait_until
 from tests.fixture_traces import fixtures
 

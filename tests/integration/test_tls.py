@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 import grpc
 import pytest
 
+from agentotel_eval.access import discovery
 from agentotel_eval.otlp.encode import encode_traces
-from agentotel_eval.store import discovery
 from tests.collector_harness import (
     fresh_span,
     grpc_export,

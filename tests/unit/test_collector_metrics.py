@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from agentotel_eval.access import discovery
 from agentotel_eval.collector.telemetry.families import counter, gauge, histogram
-from agentotel_eval.store import discovery
 from tests.collector_harness import metric_samples
 
 

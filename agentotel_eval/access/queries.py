@@ -1,6 +1,7 @@
-"""What each page shows, read with a handful of SQL statements through a ``Read`` callable: the sealed,
-read-only query layer, bound to a collector's cursor or a database file. Values are bound as parameters, never
-quoted into the SQL. Results are plain records for ``render``."""
+"""The domain queries: what the pages, the report and the commands show, read with a handful of SQL statements
+through a ``Read`` callable: the sealed, read-only query layer, bound to a collector's cursor or to a database file
+(``agentotel_eval.access.client.reader``). Values are bound as parameters, never quoted into the SQL. Results are
+plain records (for ``agentotel_eval.pages``' rendering, or a command's output)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentotel_eval.access.filters import PAGE_SIZE, Filters, range_seconds
 from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
-from agentotel_eval.pages.filters import PAGE_SIZE, Filters, range_seconds
 from agentotel_eval.store.query import QueryResult
 from agentotel_eval.store.schema import OWN_SOURCE
 

@@ -1,4 +1,5 @@
-"""What a page shows, from its query string: a time range and the runs table's filters, validated."""
+"""The selection a page or the report reads: a time range and the runs table's filters, from a query string (or
+the report's flags), validated."""
 
 from __future__ import annotations
 

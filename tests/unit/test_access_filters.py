@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from agentotel_eval.pages.filters import FilterError, Filters, parse_filters
+from agentotel_eval.access.filters import FilterError, Filters, parse_filters
 
 
 def test_defaults() -> None:

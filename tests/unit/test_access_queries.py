@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentotel_eval.pages import data
-from agentotel_eval.pages.filters import parse_filters
+from agentotel_eval.access import queries
+from agentotel_eval.access.filters import parse_filters
 from agentotel_eval.store.query import QueryResult, run_query
 from agentotel_eval.store.schema import open_store
 
@@ -34,7 +34,7 @@ def score(con: Any, trace: str, metric: str, value: float, success: bool, *, at:
 
 
 @pytest.fixture()
-def read() -> Iterator[data.Read]:
+def read() -> Iterator[queries.Read]:
     con = open_store(":memory:")
     run(con, "a", "planner", timedelta(hours=2), ["search", "book"], ["search", "book"], "Rome trip")
     run(con, "b", "planner", timedelta(hours=3), ["book"], None, "Oslo trip")
@@ -63,8 +63,8 @@ def read() -> Iterator[data.Read]:
     con.close()
 
 
-def test_the_overview_counts_latest_scores_in_range(read: data.Read) -> None:
-    ov = data.read_overview(read, parse_filters({"since": "7d"}), now=NOW)
+def test_the_overview_counts_latest_scores_in_range(read: queries.Read) -> None:
+    ov = queries.read_overview(read, parse_filters({"since": "7d"}), now=NOW)
     by_name = {a.name: a for a in ov.agents}
     assert set(by_name) == {"planner", "helper"}  # the 20-day-old run is out of range
     assert by_name["planner"].runs == 2
@@ -80,13 +80,13 @@ def test_the_overview_counts_latest_scores_in_range(read: data.Read) -> None:
     planner = by_name["planner"]
     assert sum(planner.runs_per_bucket) == 2
     assert [r for r in planner.rates["tool_correctness_ordering"] if r is not None] == [0.5]
-    everything = data.read_overview(read, parse_filters({"since": "all"}), now=NOW)
+    everything = queries.read_overview(read, parse_filters({"since": "all"}), now=NOW)
     assert everything.total_runs == 4
 
 
-def test_the_runs_table_filters_on_latest_scores(read: data.Read) -> None:
+def test_the_runs_table_filters_on_latest_scores(read: queries.Read) -> None:
     def shown(**params: str) -> list[str]:
-        return [r["trace_id"] for r in data.read_runs(read, parse_filters(params), now=NOW).runs]
+        return [r["trace_id"] for r in queries.read_runs(read, parse_filters(params), now=NOW).runs]
 
     assert shown() == ["a", "b", "c"]  # newest first, the old run out of range
     assert shown(since="all") == ["a", "b", "c", "old"]
@@ -95,23 +95,23 @@ def test_the_runs_table_filters_on_latest_scores(read: data.Read) -> None:
     assert shown(metric="tool_errors", result="pass") == ["a"]
     assert shown(agent="helper") == ["c"]
     assert shown(q="oslo") == ["b"]
-    page = data.read_runs(read, parse_filters({}), now=NOW)
+    page = queries.read_runs(read, parse_filters({}), now=NOW)
     chips = {(r["trace_id"], s["metric"]): s["score"] for r in page.runs for s in r["scores"]}
     assert chips[("b", "tool_correctness_ordering")] == 0.5
     assert page.agents == ["helper", "planner"] and page.services == ["svc"]
 
 
-def test_a_run_takes_its_expected_tools_from_the_score_that_used_them(read: data.Read) -> None:
-    detail = data.read_run(read, "b", "sb")
+def test_a_run_takes_its_expected_tools_from_the_score_that_used_them(read: queries.Read) -> None:
+    detail = queries.read_run(read, "b", "sb")
     assert detail is not None
     assert detail.run["expected_tools"] is None
     assert (detail.expected, detail.expected_source) == (["search", "book"], "rule:planning")
     assert [e["score"] for e in detail.evaluations if e["metric"] == "tool_correctness_ordering"] == [0.5]
-    assert data.read_run(read, "nope", "nope") is None
+    assert queries.read_run(read, "nope", "nope") is None
 
 
-def test_the_worst_runs_fail_most_first(read: data.Read) -> None:
-    worst = data.read_worst(read, parse_filters({}), 10, now=NOW)
+def test_the_worst_runs_fail_most_first(read: queries.Read) -> None:
+    worst = queries.read_worst(read, parse_filters({}), 10, now=NOW)
     assert [w["trace_id"] for w in worst] == ["c", "b"]  # two failures each (a skipped score is none): c scored lower
 
 
@@ -128,14 +128,14 @@ def test_own_scores_alone_and_beside_another_tools(tmp_path: Any) -> None:
     for trace in ("a", "b"):
         score(con, trace, "tool_correctness", 1.0, True)
     con.execute("UPDATE evaluations SET source = 'agentotel-eval'")
-    assert data.only_own_scores(reader)
-    ov = data.read_overview(reader, parse_filters({}), now=NOW)
+    assert queries.only_own_scores(reader)
+    ov = queries.read_overview(reader, parse_filters({}), now=NOW)
     assert ov.agents[0].metrics["tool_correctness"] == (2, 2)
     # another tool scores run a under the same metric name, later: its row is the latest
     score(con, "a", "tool_correctness", 0.0, False, at=60)
     con.execute("UPDATE evaluations SET source = 'external:deepeval/ci' WHERE source IS NULL")
-    assert not data.only_own_scores(reader)
-    ov = data.read_overview(reader, parse_filters({}), now=NOW)
+    assert not queries.only_own_scores(reader)
+    ov = queries.read_overview(reader, parse_filters({}), now=NOW)
     assert ov.agents[0].metrics["tool_correctness"] == (2, 1)
-    assert [r["trace_id"] for r in data.read_runs(reader, parse_filters({"result": "fail"}), now=NOW).runs] == ["a"]
+    assert [r["trace_id"] for r in queries.read_runs(reader, parse_filters({"result": "fail"}), now=NOW).runs] == ["a"]
     con.close()
