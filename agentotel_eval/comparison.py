@@ -1,6 +1,6 @@
 """Two sets of scored runs compared: per agent and metric the pass rate and mean score of each and the
 difference; per tool how often it went missing, extra or out of order in each; the inputs that passed before
-and fail now. Pure functions over plain records (``ScoredRun``); ``compare_cmd`` loads them."""
+and fail now. Pure functions over plain records (``ScoredRun``); ``agentotel-eval compare`` loads them."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@
     process/   helper processes: the supervisor, typed messages, process settings
     telemetry/ /metrics
 
-At the top: ``service`` (the wiring), ``config`` (settings), ``cli`` (``agentotel-eval serve``) and ``__main__``.
+At the top: ``service`` (the wiring), ``config`` (settings) and ``__main__`` (``agentotel-eval serve``, whose flags
+are ``agentotel_eval.cli.serve``).
 docs/architecture.md draws the path of one span through them.
 """

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from agentotel_eval.collector import cli as serve_cmd
+from agentotel_eval.cli import serve as serve_cmd
 from agentotel_eval.collector.config import (
     CollectorConfig,
     ConfigError,

@@ -80,8 +80,8 @@ def _wait_for_scores(collector: Any, runs: int, timeout: float) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentotel_eval.collector.demo.agents import run_all
     from agentotel_eval.collector.service import Collector
+    from agentotel_eval.demo.agents import run_all
     from agentotel_eval.store.formats import render
     from agentotel_eval.store.query import QueryResult
 

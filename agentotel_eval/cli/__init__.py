@@ -1,0 +1,91 @@
+"""The ``agentotel-eval`` command and its subcommands (``COMMANDS``).
+
+Each subcommand is a module of this package with ``add_arguments(parser)`` and ``run(args) -> int``; the options
+several share are defined once in ``options``. The modules import only the standard library at the top: duckdb,
+pyarrow, the collector, litellm and the OpenTelemetry SDK load inside ``run``, so ``--help`` and ``--version``
+stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from agentotel_eval.cli import (
+    compare,
+    demo,
+    eval_cases,
+    explain,
+    export_cases,
+    query,
+    report,
+    rescore,
+    serve,
+)
+
+DISTRIBUTION = "agentotel-eval"
+
+
+class Command(Protocol):
+    __doc__: str | None
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+#: name -> (module, one line for ``agentotel-eval --help``), in the order the help lists them
+COMMANDS: dict[str, tuple[Command, str]] = {
+    "serve": (serve, "run the OTLP collector (gRPC :4317, HTTP :4318) into DuckDB"),
+    "query": (query, "run a read-only SQL query on the collector's database"),
+    "eval": (eval_cases, "score a JSONL file of test cases offline"),
+    "explain": (explain, "show how a trace's runs and tool calls were rebuilt, and why"),
+    "report": (report, "write the overview and the worst runs as one self-contained HTML file"),
+    "demo": (demo, "run example agents against a collector, print their scores, serve the UI"),
+    "export-cases": (export_cases, "write stored runs as test cases (JSONL) for eval and evaluate()"),
+    "rescore": (rescore, "re-score stored runs with the current expectations and code"),
+    "compare": (compare, "compare the scores of two versions; exit 1 on a regression"),
+}
+
+
+class _Version(argparse.Action):
+    """``--version``: the distribution's name and version, read from its metadata only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version(DISTRIBUTION)
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from agentotel_eval import __version__ as installed
+        print(f"{DISTRIBUTION} {installed}")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=DISTRIBUTION,
+        description="Score AI agents' tool use from their OpenTelemetry traces.",
+    )
+    parser.add_argument("--version", action=_Version, help="print the name and version, and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (command, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=(command.__doc__ or help_text).strip())
+        command.add_arguments(command_parser)
+        command_parser.set_defaults(_run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130

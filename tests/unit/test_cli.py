@@ -1,0 +1,48 @@
+"""The ``agentotel-eval`` command: every subcommand's help, ``--version``, and a start that loads nothing heavy."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+
+import pytest
+
+from agentotel_eval.cli import COMMANDS, main
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_has_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([name, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: agentotel-eval {name}")
+
+
+def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for name, (_, help_text) in COMMANDS.items():
+        assert f"{name} {help_text}" in out
+
+
+def test_version_names_the_distribution_and_its_version() -> None:
+    done = subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "--version"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"agentotel-eval {importlib.metadata.version('agentotel-eval')}\n"
+
+
+def test_building_the_command_line_loads_no_heavy_dependency() -> None:
+    """The commands import duckdb, pyarrow, the collector, litellm and the SDK inside ``run``: ``--help`` stays
+    fast."""
+    code = (
+        "import sys; from agentotel_eval.cli import build_parser; build_parser();"
+        "heavy = ('duckdb', 'pyarrow', 'grpc', 'litellm', 'opentelemetry.sdk', 'agentotel_eval.collector');"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == ""
