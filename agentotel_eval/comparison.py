@@ -24,6 +24,16 @@ class ScoredRun:
     departures: tuple[tuple[str, str], ...] = ()  # (kind, tool)
 
 
+def departures(lists: Any) -> tuple[tuple[str, str], ...]:
+    """``ScoredRun.departures`` from an alignment log's ``[missing, extra, out_of_order]`` lists (as the tool
+    correctness metrics write them; anything else is no departure)."""
+    if not isinstance(lists, list) or len(lists) < 3:
+        return ()
+    missing, extra, out_of_order = (x if isinstance(x, list) else [] for x in lists[:3])
+    return (*(("missing", str(t)) for t in missing), *(("extra", str(t)) for t in extra),
+            *(("out of order", str(o.get("name"))) for o in out_of_order if isinstance(o, dict)))
+
+
 @dataclass(frozen=True, slots=True)
 class MetricRow:
     agent: str

@@ -5,15 +5,20 @@ plain records (for ``agentotel_eval.pages``' rendering, or a command's output)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from agentotel_eval.access.filters import PAGE_SIZE, Filters, range_seconds
+from agentotel_eval.access.specs import Selection
+from agentotel_eval.comparison import ScoredRun, departures
 from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
 from agentotel_eval.store.query import QueryResult
 from agentotel_eval.store.schema import OWN_SOURCE
+from agentotel_eval.stored_cases import case_of, expectations_of
+from agentotel_eval.test_case import EvalTestCase
 
 #: ``read(sql, params)``: one sealed read-only statement
 Read = Callable[[str, Sequence[Any]], QueryResult]
@@ -466,3 +471,107 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
         [*params, *latest_params]))
     _attach_scores(read, runs)
     return runs
+
+
+# ---- a stored trace, for explain ----------------------------------------------------------------------------
+
+
+def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """A stored trace as ``explain`` prints it: its runs as ``agentotel_eval.reconstruct.explain.run_record``
+    records (with their calls), and the name of each of its spans (span id -> name, in start order). Both are empty
+    when the trace is not stored."""
+    runs = _rows(read("SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
+                      "parent_run_span_id, handoffs, diagnostics FROM agent_runs WHERE trace_id = ? "
+                      "ORDER BY start_time, span_id", [trace_id]))
+    calls = _rows(read("SELECT run_span_id, seq, tool_name, arguments, result, status, error, span_id, sources "
+                       "FROM tool_calls WHERE trace_id = ? ORDER BY run_span_id, seq", [trace_id]))
+    spans = _rows(read("SELECT span_id, name FROM spans WHERE trace_id = ? ORDER BY start_time, span_id",
+                       [trace_id]))
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for call in calls:
+        by_run.setdefault(call["run_span_id"], []).append({
+            "name": call["tool_name"], "arguments": _parsed(call["arguments"]), "result": call["result"],
+            "status": call["status"], "error": call["error"], "span_id": call["span_id"],
+            "sources": _parsed(call["sources"]) or {},
+        })
+    records = [{**row, "trace_id": trace_id, "handoffs": _parsed(row["handoffs"]) or [],
+                "diagnostics": _parsed(row["diagnostics"]) or {}, "calls": by_run.get(row["span_id"], [])}
+               for row in runs]
+    return records, {s["span_id"]: s["name"] for s in spans}
+
+
+def _parsed(value: Any) -> Any:
+    """A JSON column's value: a collector answers it parsed, a file read gives its text."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+# ---- stored runs as test cases, for export-cases ------------------------------------------------------------
+
+#: runs whose calls and scores are read in one statement
+_CASES_BATCH = 200
+_CASE_COLUMNS = ("trace_id", "span_id", "agent_name", "service_name", "input", "output", "start_time",
+                 "expected_tools", "status", "parent_run_span_id")
+
+
+def read_stored_cases(read: Read, where: str, limit: int) -> Iterator[EvalTestCase]:
+    """The test cases of the runs ``where`` (a condition on ``agent_runs``' columns) selects, oldest first, at
+    most ``limit``: each run with its calls and the expected tools its scores used (``stored_cases``)."""
+    runs = _rows(read(f"SELECT {', '.join(_CASE_COLUMNS)} FROM agent_runs WHERE ({where}) "
+                      f"ORDER BY start_time, trace_id, span_id LIMIT {int(limit)}", []))
+    for start in range(0, len(runs), _CASES_BATCH):
+        batch = runs[start:start + _CASES_BATCH]
+        keys = " OR ".join("(trace_id = ? AND run_span_id = ?)" for _ in batch)
+        ids = [v for r in batch for v in (r["trace_id"], r["span_id"])]
+        calls: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in _rows(read(f"SELECT * FROM tool_calls WHERE {keys} ORDER BY trace_id, run_span_id, seq", ids)):
+            calls.setdefault((row["trace_id"], row["run_span_id"]), []).append(row)
+        metrics = ", ".join("?" for _ in ALIGNMENT_METRICS)
+        of_batch = " OR ".join("(e.trace_id = ? AND e.run_span_id = ?)" for _ in batch)
+        latest, params = latest_of_few(f"e.metric IN ({metrics}) AND ({of_batch})", [*ALIGNMENT_METRICS, *ids])
+        scores: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in _rows(read(
+                "SELECT e.trace_id, e.run_span_id, e.metric, json_extract_string(e.details, '$.expected[*]') "
+                f"AS expected, e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "
+                "ORDER BY e.metric DESC", params)):  # tool_correctness_ordering before tool_correctness
+            scores.setdefault((row["trace_id"], row["run_span_id"]), []).append(row)
+        for run in batch:
+            key = (run["trace_id"], run["span_id"])
+            yield case_of(run, calls.get(key, []), expectations_of(run, scores.get(key, [])))
+
+
+# ---- scored runs, for compare -------------------------------------------------------------------------------
+
+#: rows ``read_scored_runs`` reads in one statement: its ``read`` must return at least as many
+SCORED_RUNS_PAGE = 10_000
+
+
+def read_scored_runs(read: Read, selection: Selection) -> list[ScoredRun]:
+    """Every latest ``ok`` score of the runs a ``compare`` SPEC selects, paged so no row limit cuts it short."""
+    span_join = "JOIN spans s ON s.trace_id = r.trace_id AND s.span_id = r.span_id " if selection.needs_span else ""
+    where = " AND ".join(selection.conditions) or "TRUE"
+    latest, latest_params = latest_evaluations(
+        columns="e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, e.details",
+        only_own=only_own_scores(read))
+    marks = ", ".join("?" for _ in ALIGNMENT_METRICS)
+    sql = (f"WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, "
+           f"coalesce(r.input, '') AS input FROM agent_runs r {span_join}WHERE {where}) "
+           "SELECT r.trace_id, r.span_id, r.agent, r.input, e.metric, e.score, e.success, "
+           f"CASE WHEN e.metric IN ({marks}) THEN json_extract(e.details, ['$.missing', '$.extra', "
+           f"'$.out_of_order']) END AS j FROM runs r JOIN {latest} e ON e.trace_id = r.trace_id "
+           "AND e.run_span_id = r.span_id WHERE e.status = 'ok' ORDER BY r.trace_id, r.span_id, e.metric")
+    params = [*selection.params, *ALIGNMENT_METRICS, *latest_params]
+    rows: list[ScoredRun] = []
+    offset = 0
+    while True:
+        page = _rows(read(f"{sql} LIMIT {SCORED_RUNS_PAGE} OFFSET {offset}", params))
+        for row in page:
+            rows.append(ScoredRun(row["agent"], row["input"], row["metric"], row["score"], bool(row["success"]),
+                                  f"{row['trace_id']}/{row['span_id']}", departures(row["j"])))
+        if len(page) < SCORED_RUNS_PAGE:
+            return rows
+        offset += SCORED_RUNS_PAGE

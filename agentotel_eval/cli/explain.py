@@ -9,7 +9,6 @@ works offline on an OTLP export (an ExportTraceServiceRequest, protobuf or OTLP/
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -20,6 +19,8 @@ from agentotel_eval.store import DEFAULT_DB_PATH
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
+#: rows read of a stored trace's spans (the names of those no run read are listed)
+_SPANS_READ = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,44 +93,15 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
 
 
 def _explain_stored(db: str, trace_id: str) -> int:
-    from agentotel_eval.access.client import QueryFailure, execute
+    from agentotel_eval.access.client import QueryFailure, reader
+    from agentotel_eval.access.queries import read_trace
     from agentotel_eval.reconstruct.explain import explain_lines
 
     try:
-        runs = _rows(execute(db, f"SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
-                                 f"parent_run_span_id, handoffs, diagnostics FROM agent_runs WHERE trace_id = "
-                                 f"'{trace_id}' ORDER BY start_time, span_id"))
-        calls = _rows(execute(db, f"SELECT run_span_id, seq, tool_name, arguments, result, status, error, span_id, "
-                                  f"sources FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY run_span_id, seq"))
-        spans = _rows(execute(db, f"SELECT span_id, name FROM spans WHERE trace_id = '{trace_id}' "
-                                  f"ORDER BY start_time, span_id", limit=100_000))
+        records, span_names = read_trace(reader(db, limit=_SPANS_READ), trace_id)
     except QueryFailure as exc:
         return _fail(str(exc), exc.code)
-    if not spans and not runs:
+    if not span_names and not records:
         return _fail(f"trace {trace_id} is not in {db}", EXIT_NOT_FOUND)
-    by_run: dict[str, list[dict[str, Any]]] = {}
-    for call in calls:
-        by_run.setdefault(call["run_span_id"], []).append({
-            "name": call["tool_name"], "arguments": _json(call["arguments"]), "result": call["result"],
-            "status": call["status"], "error": call["error"], "span_id": call["span_id"],
-            "sources": _json(call["sources"]) or {},
-        })
-    records = []
-    for row in runs:
-        records.append({**row, "trace_id": trace_id, "handoffs": _json(row["handoffs"]) or [],
-                        "diagnostics": _json(row["diagnostics"]) or {}, "calls": by_run.get(row["span_id"], [])})
-    print("\n".join(explain_lines(trace_id, records, {s["span_id"]: s["name"] for s in spans})))
+    print("\n".join(explain_lines(trace_id, records, span_names)))
     return 0
-
-
-def _rows(result: Any) -> list[dict[str, Any]]:
-    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value

@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentotel_eval.access import queries as data
-    from agentotel_eval.access.client import QueryFailure, execute
+    from agentotel_eval.access import queries
+    from agentotel_eval.access.client import QueryFailure, reader
     from agentotel_eval.access.filters import FilterError, parse_filters
     from agentotel_eval.pages.render import report_document
 
@@ -36,14 +36,11 @@ def run(args: argparse.Namespace) -> int:
     except FilterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGUMENT
-
-    def read(sql: str, params: object) -> data.QueryResult:
-        return execute(args.db, sql, params=params)  # type: ignore[arg-type]
-
+    read = reader(args.db)
     try:
-        overview = data.read_overview(read, filters)
-        worst_rows = data.read_worst(read, filters, args.worst) if args.worst else []
-        details = [d for row in worst_rows if (d := data.read_run(read, row["trace_id"], row["span_id"]))]
+        overview = queries.read_overview(read, filters)
+        worst_rows = queries.read_worst(read, filters, args.worst) if args.worst else []
+        details = [d for row in worst_rows if (d := queries.read_run(read, row["trace_id"], row["span_id"]))]
     except QueryFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

@@ -70,51 +70,10 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
         raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}", EXIT_FAILED) from None
 
 
-def _on_file(db: Path, payload: dict[str, Any], config: Any) -> dict[str, Any]:
-    """The re-score done here, on the file, with ``config`` (the one ``payload`` names, loaded)."""
-    from agentotel_eval.collector.score.rescore import (
-        RescoreError,
-        Rescorer,
-        request_from_payload,
-        sealed_read,
-    )
-    from agentotel_eval.collector.store.database import Database
-    from agentotel_eval.collector.store.reader import TraceReader
-    from agentotel_eval.store.query import QueryError
-
-    if not db.is_file():
-        raise _Failure(f"no database at {db}", EXIT_USAGE)
-    request, config_path = request_from_payload(payload)
-    try:
-        database = Database(db, settings=config.writer.duckdb_settings())
-    except Exception as exc:  # ours (refused, held) or DuckDB's own (a lock held by another program)
-        raise _Failure(f"cannot open {db}: {exc}", EXIT_USAGE) from None
-
-    def write(op: Any) -> None:
-        con = database.connection
-        con.execute("BEGIN TRANSACTION")
-        try:
-            op.apply(con)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-
-    try:
-        rescorer = Rescorer(config.scoring_config(), sealed_read(database.cursor), TraceReader(database.cursor),
-                            write, conventions=config.conventions,
-                            config_name=config_path or "no config (expected tools from the runs' spans only)")
-        return rescorer.run(request).to_dict()
-    except (RescoreError, QueryError) as exc:
-        raise _Failure(str(exc), EXIT_USAGE) from None
-    finally:
-        database.close()
-
-
 def run(args: argparse.Namespace) -> int:
     from agentotel_eval.access.discovery import find_collector
     from agentotel_eval.collector.config import ConfigError, default_config, load_config, parse_duration
-    from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render
+    from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render, rescore_file
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
     config = default_config()
@@ -132,14 +91,14 @@ def run(args: argparse.Namespace) -> int:
     db = Path(args.db)
     collector = find_collector(db)
     try:
-        answer = _via_collector(collector, payload) if collector is not None else _on_file(db, payload, config)
+        summary = (RescoreSummary.from_dict(_via_collector(collector, payload)) if collector is not None
+                   else rescore_file(db, payload, config))
     except _Failure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
     except RescoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    summary = RescoreSummary.from_dict(answer)
     if args.format == "json":
         print(json.dumps(summary.to_dict(), ensure_ascii=False))
     else:

@@ -11,7 +11,8 @@ collector's own reconstruction and metrics::
         agentotel.assert_tool_correctness(run, ["search_hotels", "book_hotel"], exact=True, ordering=True)
 
 ``pytest --agentotel-results PATH`` writes one JSON line per assertion (test id, run, metric, score, success),
-for dashboards; the file is written again on every session.
+for dashboards and ``agentotel-eval compare`` (``agentotel_eval.results_files`` reads it back); the file is
+written again on every session.
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ class _Results:
         self._lock = threading.Lock()
 
     def write(self, test_id: str, outcome: ToolUseAssertion) -> None:
-        record = {"test": test_id, "trace_id": outcome.run.trace_id, "span_id": outcome.run.span_id,
-                  "agent": outcome.run.agent_name, "metric": outcome.metric, "score": outcome.score,
-                  "success": outcome.success, "tools_called": outcome.run.tools_called, "reason": outcome.reason}
+        from agentotel_eval.results_files import assertion_record
+
+        record = assertion_record(test_id, trace_id=outcome.run.trace_id, span_id=outcome.run.span_id,
+                                  agent=outcome.run.agent_name, metric=outcome.metric, score=outcome.score,
+                                  success=outcome.success, tools_called=outcome.run.tools_called,
+                                  reason=outcome.reason)
         with self._lock:
             self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._file.flush()

@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.collector.assemble.assembler import LOG_ORDER, SPAN_ORDER
 from agentotel_eval.collector.assemble.completed import CompletedTrace
@@ -32,6 +33,9 @@ from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.store.schema import OWN_SOURCE
+
+if TYPE_CHECKING:
+    from agentotel_eval.collector.config import CollectorConfig
 
 #: ``CompletedTrace.reason`` of a re-scored trace
 REASON_RESCORE = "rescore"
@@ -344,3 +348,40 @@ def render(summary: RescoreSummary) -> str:
     if summary.dry_run:
         lines.append("dry run: nothing was written")
     return "\n".join(lines)
+
+
+def rescore_file(db: Path, payload: Any, config: CollectorConfig) -> RescoreSummary:
+    """The re-score of a ``POST /v1/rescore`` body done in this process, on a database file that no collector
+    holds (this process is then its only writer), with ``config`` (the one the body names, loaded; else the
+    defaults). ``RescoreError`` when the file cannot be opened or the request is refused."""
+    from agentotel_eval.collector.store.database import Database
+    from agentotel_eval.collector.store.reader import TraceReader
+    from agentotel_eval.store.query import QueryError
+
+    if not db.is_file():
+        raise RescoreError(f"no database at {db}")
+    request, config_path = request_from_payload(payload)
+    try:
+        database = Database(db, settings=config.writer.duckdb_settings())
+    except Exception as exc:  # ours (refused, held) or DuckDB's own (a lock held by another program)
+        raise RescoreError(f"cannot open {db}: {exc}") from None
+
+    def write(op: ReplaceRuns) -> None:
+        con = database.connection
+        con.execute("BEGIN TRANSACTION")
+        try:
+            op.apply(con)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    try:
+        rescorer = Rescorer(config.scoring_config(), sealed_read(database.cursor), TraceReader(database.cursor),
+                            write, conventions=config.conventions,
+                            config_name=config_path or "no config (expected tools from the runs' spans only)")
+        return rescorer.run(request)
+    except QueryError as exc:
+        raise RescoreError(str(exc)) from None
+    finally:
+        database.close()

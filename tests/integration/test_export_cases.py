@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentotel_eval.cli.export_cases import expectations_of
+from agentotel_eval.stored_cases import expectations_of
 from agentotel_eval.test_case import EvalTestCase
 from tests.ui_data import DEMO_RUNS, cli
 
