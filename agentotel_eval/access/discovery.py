@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import ssl
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # ssl and urllib load when a client connects: every command's start reads AUTH_TOKEN_ENV
+    import ssl
 
 SUFFIX = ".collector.json"
 #: the collector's bearer token, for the server and for every command that talks to it
@@ -74,6 +74,8 @@ def client_ssl_context(cert: str) -> ssl.SSLContext:
     """A client context that trusts exactly the collector's own certificate file (pinned, even if self-signed and
     not a CA: ``VERIFY_X509_PARTIAL_CHAIN``). The host name is not checked: clients connect to the address the
     collector wrote, often a loopback address its certificate need not name."""
+    import ssl
+
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.check_hostname = False
@@ -87,6 +89,8 @@ def open_collector(info: CollectorInfo, path: str, *, data: bytes | None = None,
                    headers: dict[str, str] | None = None) -> IO[bytes]:
     """A request to the collector, the way it asks to be reached (https and its certificate, the token if set);
     raises ``urllib.error.HTTPError`` for an error status and ``OSError`` when it cannot be reached."""
+    import urllib.request
+
     all_headers = {**(headers or {}), **auth_headers()}
     request = urllib.request.Request(f"{info.base_url}{path}", data=data, headers=all_headers,
                                      method="POST" if data is not None else "GET")
@@ -154,6 +158,6 @@ def find_collector(db_path: str | Path, timeout: float = 2.0) -> CollectorInfo |
     try:
         with open_collector(info, "/healthz", timeout=timeout) as response:
             health = json.loads(response.read() or b"{}")
-    except (OSError, ValueError, urllib.error.URLError, ssl.SSLError):
+    except (OSError, ValueError):  # urllib's URLError and ssl's SSLError are OSErrors
         return None
     return info if health.get("token") == info.token else None

@@ -1,20 +1,22 @@
 """The selection a page or the report reads: a time range and the runs table's filters, from a query string (or
-the report's flags), validated."""
+the report's flags), validated. A time range is "all" or a duration in the one grammar of
+``agentotel_eval.durations`` ("7d", "1.5h", "90m"), as every command's ``--since`` and ``compare``'s SPEC."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+from agentotel_eval.durations import DurationError, parse_duration
+
 PAGE_SIZE = 50
-#: the ranges the picker offers; any "<n><unit>" (m, h, d, w) is accepted too
+#: the ranges the picker offers; any other duration is accepted too
 RANGES = ("1h", "24h", "7d", "30d", "all")
 DEFAULT_RANGE = "7d"
-_SPAN = re.compile(r"^(\d{1,5})(m|h|d|w)$")
-_UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+#: the longest range that is not "all": a cutoff further back would not be a date any more
+LONGEST_RANGE = 1000 * 365 * 86400
 RESULTS = ("pass", "fail")
 
 
@@ -22,14 +24,19 @@ class FilterError(ValueError):
     """A query-string value the page cannot use (the page answers 400 with the message)."""
 
 
-def range_seconds(since: str) -> float | None:
-    """Seconds covered by a range such as "7d"; None for "all"."""
-    if since == "all":
+def range_seconds(since: str, *, allow_all: bool = True) -> float | None:
+    """Seconds covered by a time range such as "7d" or "1.5h"; None for "all" (unless ``allow_all`` is False,
+    where no range means all)."""
+    if allow_all and since == "all":
         return None
-    match = _SPAN.match(since)
-    if not match:
-        raise FilterError(f"unknown time range {since!r}: use one of {', '.join(RANGES)} or a span like 12h")
-    return int(match.group(1)) * _UNIT[match.group(2)]
+    try:
+        seconds = parse_duration(since)
+    except DurationError:
+        seconds = None
+    if seconds is None or seconds > LONGEST_RANGE:
+        raise FilterError(f"unknown time range {since!r}: expected {'all or ' if allow_all else ''}a duration such "
+                          "as 90m, 1.5h, 7d or 2w (at most 1000 years)")
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""``compare``'s SPEC compiled: comma-separated ``key=value`` terms (``agent``, ``service``, ``since`` / ``until``,
-``from`` / ``to``, a resource attribute of the run's span such as ``service.version``, ``where=SQL``) as SQL
-conditions on ``agent_runs r`` (and the run's span ``s``) with their parameters. Pure: the conditions go to
-``agentotel_eval.access.queries.read_scored_runs``."""
+"""``compare``'s SPEC compiled: comma-separated ``key=value`` terms (``agent``, ``service``, ``since`` / ``until``
+as durations such as 7d or 1.5h, ``from`` / ``to`` as ISO times, a resource attribute of the run's span such as
+``service.version``, ``where=SQL``) as SQL conditions on ``agent_runs r`` (and the run's span ``s``) with their
+parameters. Pure: the conditions go to ``agentotel_eval.access.queries.read_scored_runs``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-_SPAN = re.compile(r"^(\d+(?:\.\d+)?)(m|h|d|w)$")
-_UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+from agentotel_eval.access.filters import FilterError, range_seconds
 
 
 class SpecError(ValueError):
@@ -28,10 +27,12 @@ class Selection:
 
 
 def _ago(value: str, term: str, now: datetime) -> str:
-    match = _SPAN.match(value.strip())
-    if not match:
-        raise SpecError(f"{term}: expected a span such as 30m, 12h, 7d or 2w, got {value!r}")
-    return (now - timedelta(seconds=float(match.group(1)) * _UNIT[match.group(2)])).isoformat()
+    """The moment a duration ago (the grammar of ``--since`` and the pages' time range)."""
+    try:
+        seconds = range_seconds(value.strip(), allow_all=False) or 0.0
+    except FilterError as exc:
+        raise SpecError(f"{term}: {exc}") from None
+    return (now - timedelta(seconds=seconds)).isoformat()
 
 
 def _moment(value: str, term: str) -> str:

@@ -3,8 +3,8 @@
 A SPEC selects scored runs from the database, as comma-separated ``key=value`` terms:
 
 - ``agent=NAME``, ``service=NAME``;
-- ``since=7d`` / ``until=1d`` (runs started within the last 7 days / more than 1 day ago), ``from=`` / ``to=``
-  (ISO times);
+- ``since=7d`` / ``until=1d`` (runs started within the last 7 days / more than 1 day ago; any duration, as
+  ``--since`` takes: ``90m``, ``1.5h``, ``2w``), ``from=`` / ``to=`` (ISO times);
 - any other ``key=value``: a resource attribute of the run's span, e.g. ``service.version=1.2`` or
   ``deployment.environment=staging``;
 - ``where=SQL``: a condition on ``agent_runs r``'s columns (the last term: it may hold commas).
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.cli import options
 
 if TYPE_CHECKING:
     from agentotel_eval.comparison import ScoredRun
@@ -47,10 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--baseline", required=True, metavar="SPEC", help="the runs to compare against")
     parser.add_argument("--candidate", required=True, metavar="SPEC", help="the runs to compare")
-    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
+    options.add_db(parser)
     parser.add_argument("--fail-on-regression", type=float, metavar="X",
                         help="exit 1 when an agent's pass rate of a metric falls by more than X (0.05: 5 points)")
-    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    options.add_format(parser, ("table", "json"))
 
 
 def _load(spec: str, db: str) -> list[ScoredRun]:

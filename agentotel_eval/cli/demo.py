@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentotel_eval.cli import options
+
 EXIT_FAILED = 1
 
 TABLE_SQL = """\
@@ -39,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to serve OTLP/HTTP and the UI (default: a free port on 127.0.0.1)")
     parser.add_argument("--grpc", metavar="HOST:PORT", default="127.0.0.1:0",
                         help="where to serve OTLP/gRPC (default: a free port on 127.0.0.1)")
-    parser.add_argument("--db", metavar="PATH", help="keep the database in this file (default: a temporary one, "
-                                                     "deleted at exit)")
+    options.add_db(parser, default=None, help="keep the database in this file (default: a temporary one, deleted at "
+                                              "exit)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores (default: 60)")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agentotel_eval.cli import options
 from agentotel_eval.metrics.registry import METRICS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CASES = 0, 1, 2, 5
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", help="model for LLM-judge metrics (e.g. openai/gpt-4o-mini)")
     parser.add_argument("--api-base", metavar="URL", help="LLM-judge API base URL (an OpenAI-compatible server)")
-    parser.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
+    options.add_format(parser, ("table", "json"))
     parser.add_argument("--quiet", "-q", action="store_true", help="table: only failures and the summary")
     parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="metric runs in flight (default 16)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.cli import options
 
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 EXIT_NOT_FOUND = 1
@@ -25,7 +25,7 @@ _SPANS_READ = 100_000
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace_id", nargs="?", help="the trace to explain (32 hex digits), from the database")
-    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
+    options.add_db(parser)
     parser.add_argument("--file", type=Path, help="explain the traces of an OTLP file instead (.pb or .json)")
     parser.add_argument("--logs", type=Path, help="with --file: the OTLP log records that go with it")
     parser.add_argument("--conventions", type=Path, metavar="TOML",

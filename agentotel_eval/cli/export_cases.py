@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.cli import options
 
 EXIT_USAGE = 2
 
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval export-cases --where \"(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM "
         "latest_evaluations WHERE metric = 'tool_correctness' AND NOT success)\" -o failing.jsonl"
     )
-    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
+    options.add_db(parser)
     parser.add_argument("--where", default="TRUE", metavar="SQL", help="a condition on agent_runs' columns")
     parser.add_argument("--limit", type=int, default=10_000, metavar="N", help="at most N runs (default 10000)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSONL ('-': stdout)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.cli import options
 
 EXIT_NO_DATABASE = 2
 
@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '  agentotel-eval query "DESCRIBE spans" --format json'
     )
     parser.add_argument("sql", help="one SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement")
-    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
+    options.add_db(parser)
+    options.add_format(parser, ("table", "json", "csv"))
     parser.add_argument("--limit", type=int, default=None, help="maximum rows returned (default: 10000)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds before the query is stopped (default: 30)")
 

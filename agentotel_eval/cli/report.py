@@ -9,14 +9,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.cli import options
 
 EXIT_BAD_ARGUMENT = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
-    parser.add_argument("--since", default="7d", help='time range: 1h, 24h, 7d, 30d, all, or e.g. "12h" (default 7d)')
+    options.add_db(parser)
+    options.add_since(parser, default="7d", allow_all=True)
     parser.add_argument("--agent", default="", help="only this agent's runs")
     parser.add_argument("--worst", type=int, default=10, metavar="N", help="worst runs to include (default 10)")
     parser.add_argument("--out", required=True, metavar="FILE.html", help="where to write the report")

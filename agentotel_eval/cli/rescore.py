@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentotel_eval.store import DEFAULT_DB_PATH
+from agentotel_eval.cli import options
+from agentotel_eval.durations import parse_duration
 
 if TYPE_CHECKING:
     from agentotel_eval.access.discovery import CollectorInfo
@@ -40,13 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval rescore --since 30d --config agentotel.toml\n"
         "  agentotel-eval rescore --where \"agent_name = 'planner'\" --judge"
     )
-    parser.add_argument("--db", default=DEFAULT_DB_PATH, help=f"the database file (default: ./{DEFAULT_DB_PATH})")
-    parser.add_argument("--since", metavar="DURATION", help="only runs started within this span, e.g. 7d or 12h")
+    options.add_db(parser)
+    options.add_since(parser)
     parser.add_argument("--where", metavar="SQL", help="only runs meeting this condition on agent_runs' columns")
     parser.add_argument("--config", metavar="FILE", help="score with this config's expectations and settings")
     parser.add_argument("--judge", action="store_true", help="queue the re-scored runs for the LLM judge again")
     parser.add_argument("--dry-run", action="store_true", help="report what would change; write nothing")
-    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    options.add_format(parser, ("table", "json"))
 
 
 class _Failure(Exception):
@@ -72,14 +73,14 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
 
 def run(args: argparse.Namespace) -> int:
     from agentotel_eval.access.discovery import find_collector
-    from agentotel_eval.collector.config import ConfigError, default_config, load_config, parse_duration
+    from agentotel_eval.collector.config import ConfigError, default_config, load_config
     from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render, rescore_file
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
+    if args.since:  # read by --since's type, and so a duration
+        payload["since_ns"] = time.time_ns() - int(parse_duration(args.since) * 1e9)
     config = default_config()
     try:
-        if args.since:
-            payload["since_ns"] = time.time_ns() - int(parse_duration(args.since, "--since") * 1e9)
         if args.config:
             config = load_config(args.config, config).validate()  # a mistake is told here, not by the server
             payload["config"] = str(Path(args.config).resolve())

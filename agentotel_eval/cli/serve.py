@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from agentotel_eval.access.discovery import AUTH_TOKEN_ENV
+from agentotel_eval.cli import options
 from agentotel_eval.store import DEFAULT_DB_PATH
 
 EXIT_CONFIG = 2
@@ -24,7 +25,9 @@ EXIT_START = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help=f"DuckDB file to write (default: ./{DEFAULT_DB_PATH})")
+    # no default here: the config file's db applies when no flag is given
+    options.add_db(parser, default=None,
+                   help=f"the database file (default: the config file's db, else ./{DEFAULT_DB_PATH})")
     parser.add_argument("--grpc", metavar="HOST:PORT", help="OTLP/gRPC listen address (default: 127.0.0.1:4317)")
     parser.add_argument("--http", metavar="HOST:PORT", help="OTLP/HTTP and API listen address (default: 127.0.0.1:4318)")
     parser.add_argument("--config", metavar="FILE", help="TOML file with any of the settings (flags win over it)")
@@ -33,13 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="send every span on to this OTLP endpoint with scores attached (grpc://host:4317 or http://host:4318)",
     )
     parser.add_argument("--retention", metavar="DURATION", help='delete data older than this, e.g. "30d"')
-    parser.add_argument("--grace-period", metavar="SECONDS", help="quiet time before a trace is complete (default 2s)")
+    parser.add_argument("--grace-period", metavar="DURATION",
+                        help='quiet time before a trace is complete, e.g. "500ms" or "5s" (default 2s)')
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default: info")
-    parser.add_argument("--auth-token", metavar="TOKEN",
-                        help="require 'Authorization: Bearer TOKEN' on every request but /healthz "
-                             f"(default: ${AUTH_TOKEN_ENV}, else [auth] token)")
-    parser.add_argument("--tls-cert", metavar="FILE", help="serve both ports over TLS with this PEM certificate")
-    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
+    options.add_server_security(parser)
 
 
 def build_config(args: argparse.Namespace) -> Any:

@@ -91,9 +91,21 @@ def test_a_regression_between_versions_is_shown_and_gated(versions: Path) -> Non
     assert same.returncode == 0 and "no input that passed in the baseline fails" in same.stdout
 
 
+def test_since_and_until_take_any_duration(versions: Path) -> None:
+    """The runs were stored minutes ago: within the last 1.5 hours, none before."""
+    done = cli("compare", "--db", str(versions), "--baseline", "service.version=1.0,since=1.5h",
+               "--candidate", "service.version=1.1,since=90m")
+    assert done.returncode == 0, done.stderr
+    assert "baseline: 4 run(s), candidate: 4 run(s)" in done.stdout
+    done = cli("compare", "--db", str(versions), "--baseline", "service.version=1.0,until=1.5h",
+               "--candidate", "service.version=1.1")
+    assert done.returncode == 3 and "selects no scored run" in done.stderr
+
+
 def test_bad_specs_are_named(versions: Path) -> None:
     done = cli("compare", "--db", str(versions), "--baseline", "since=yesterday", "--candidate", "agent=x")
-    assert done.returncode == 2 and "--baseline: since=yesterday: expected a span" in done.stderr
+    assert done.returncode == 2 and "--baseline: since=yesterday: unknown time range 'yesterday': expected a " \
+        "duration" in done.stderr
     done = cli("compare", "--db", str(versions), "--baseline", "service.version=9.9", "--candidate", "agent=x")
     assert done.returncode == 3 and "selects no scored run" in done.stderr
     done = cli("compare", "--db", str(versions), "--baseline", "agent=hotel_bot,where=no_such = 1",

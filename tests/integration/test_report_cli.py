@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from tests.ui_data import DEMO_RUNS, cli
 
 #: anything that would make the file fetch something: a script, stylesheet, font, image or frame from elsewhere
@@ -44,6 +46,16 @@ def test_one_agent_and_an_empty_range(demo_db: Path, tmp_path: Path) -> None:
     done = cli("report", "--db", str(demo_db), "--since", "all", "--agent", "nobody", "--out", str(out))
     assert done.returncode == 0 and "0 runs" in done.stdout
     assert "No agent runs in this range yet" in out.read_text()
+
+
+def test_since_takes_any_duration(demo_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "recent.html"
+    with duckdb.connect(str(demo_db), read_only=True) as con:
+        recent = con.execute("SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 90 MINUTE")
+        expected = recent.fetchone()[0]  # type: ignore[index]
+    done = cli("report", "--db", str(demo_db), "--since", "1.5h", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"{expected:,} runs" in done.stdout
 
 
 def test_through_a_running_collector(ui_collector: Any, tmp_path: Path) -> None:

@@ -162,6 +162,24 @@ def test_rows_of_an_older_metric_version_are_replaced_not_doubled(db: Path) -> N
     assert duplicate_keys(db) == 0
 
 
+def test_since_takes_any_duration(db: Path) -> None:
+    """``--since 1.5h``: the runs of the last 90 minutes, as the pages' range and compare's SPEC read it."""
+    recent = rows(db, "SELECT trace_id FROM agent_runs ORDER BY trace_id LIMIT 1")[0][0]
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE agent_runs SET start_time = now() - INTERVAL 3 HOUR")
+        con.execute("UPDATE agent_runs SET start_time = now() - INTERVAL 1 HOUR WHERE trace_id = ?", [recent])
+    traces = rows(db, "SELECT count(DISTINCT trace_id) FROM agent_runs")[0][0]
+    assert traces > 1
+    code, summary, err = rescore(db, "--since", "1.5h", "--dry-run")
+    assert code == 0, err
+    assert summary["traces"] == 1
+    code, summary, err = rescore(db, "--since", "200m", "--dry-run")
+    assert code == 0, err
+    assert summary["traces"] == traces
+    done = cli("rescore", "--db", str(db), "--since", "all")  # no --since is every run
+    assert done.returncode == 2 and "argument --since: unknown time range 'all': expected a duration" in done.stderr
+
+
 def test_the_judges_verdicts_stay_unless_it_is_asked_again(db: Path, tmp_path: Path) -> None:
     trace_id, span_id, agent, tools = target_run(db)
     with duckdb.connect(str(db)) as con:

@@ -112,6 +112,10 @@ def test_overview_of_one_agent_and_a_time_range(ui_collector: Any) -> None:
     recent = sql(ui_collector, "SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 1 HOUR")[0][0]
     _, _, body = get(ui_collector, "/?since=1h")
     assert f'<div class="tile-value">{recent:,}</div><div class="tile-label">runs</div>' in body
+    # any duration of the one grammar the commands' --since reads
+    recent = sql(ui_collector, "SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 90 MINUTE")[0][0]
+    _, _, body = get(ui_collector, "/?since=1.5h")
+    assert f'<div class="tile-value">{recent:,}</div><div class="tile-label">runs</div>' in body
 
 
 def test_filters_narrow_the_runs_table(ui_collector: Any) -> None:

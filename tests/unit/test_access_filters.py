@@ -19,6 +19,20 @@ def test_defaults() -> None:
     assert parse_filters({"since": "90m"}).cutoff(now) == now - timedelta(minutes=90)
 
 
+@pytest.mark.parametrize(("since", "seconds"), [
+    ("1.5h", 5400), ("90", 90), ("2w", 1209600), (" 12 H ", 43200), ("500ms", 0.5),
+])
+def test_a_time_range_is_any_duration_of_the_one_grammar(since: str, seconds: float) -> None:
+    now = datetime(2026, 12, 2, tzinfo=UTC)
+    assert parse_filters({"since": since}).cutoff(now) == now - timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("since", ["1h30m", "-1h", "5y", "99999999w"])
+def test_what_is_not_a_time_range_is_refused_with_examples(since: str) -> None:
+    with pytest.raises(FilterError, match=r"unknown time range .*: expected all or a duration such as 90m, 1\.5h"):
+        parse_filters({"since": since})
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"since": "yesterday"}, "unknown time range"),
     ({"result": "maybe"}, "unknown result"),

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agentotel_eval.cli import COMMANDS, main
+from agentotel_eval.cli import COMMANDS, build_parser, main
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -27,6 +27,26 @@ def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[st
     out = " ".join(capsys.readouterr().out.split())
     for name, (_, help_text) in COMMANDS.items():
         assert f"{name} {help_text}" in out
+
+
+@pytest.mark.parametrize(("command", "since"), [("report", "1.5h"), ("report", "all"), ("rescore", "1.5h"),
+                                                ("rescore", " 90m ")])
+def test_since_reads_the_one_duration_grammar(command: str, since: str) -> None:
+    args = build_parser().parse_args([command, "--since", since, *(["--out", "x.html"] if command == "report" else [])])
+    assert args.since == since.strip()
+
+
+@pytest.mark.parametrize(("command", "since", "says"), [
+    ("report", "last week", "unknown time range 'last week': expected all or a duration"),
+    ("rescore", "all", "unknown time range 'all': expected a duration"),
+    ("rescore", "1h30m", "unknown time range '1h30m': expected a duration"),
+])
+def test_a_bad_since_is_a_usage_error(command: str, since: str, says: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([command, "--since", since, *(["--out", "x.html"] if command == "report" else [])])
+    assert exited.value.code == 2
+    assert f"argument --since: {says}" in capsys.readouterr().err
 
 
 def test_version_names_the_distribution_and_its_version() -> None:

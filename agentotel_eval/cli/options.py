@@ -1,0 +1,62 @@
+"""The options several commands share, each defined once: ``--db``, ``--since``, ``--format``, and the server's
+``--auth-token`` / ``--tls-cert`` / ``--tls-key``.
+
+``--since`` reads a duration in the one grammar of ``agentotel_eval.durations`` (``90m``, ``1.5h``, ``7d``,
+``2w``), as the pages' time range and ``compare``'s ``since=`` / ``until=`` do; a command that also takes ``all``
+says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+
+from agentotel_eval.access.discovery import AUTH_TOKEN_ENV
+from agentotel_eval.access.filters import FilterError, range_seconds
+from agentotel_eval.store import DEFAULT_DB_PATH
+
+DB_HELP = f"the database file (default: ./{DEFAULT_DB_PATH})"
+
+
+def add_db(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_DB_PATH, help: str = DB_HELP) -> None:
+    """``--db PATH``; ``serve`` (whose config file may name the database) and ``demo`` (a temporary one) give
+    their own default."""
+    parser.add_argument("--db", metavar="PATH", default=default, help=help)
+
+
+def time_range(*, allow_all: bool) -> Callable[[str], str]:
+    """An argparse ``type`` for a time range: a duration, or also ``all`` with ``allow_all``. The text is kept
+    as given (stripped): a page's query string and the report carry it as it is."""
+
+    def parse(text: str) -> str:
+        value = text.strip()
+        try:
+            range_seconds(value, allow_all=allow_all)
+        except FilterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    return parse
+
+
+def add_since(parser: argparse.ArgumentParser, *, default: str | None = None, allow_all: bool = False) -> None:
+    """``--since DURATION``: only runs started within this time."""
+    choices = 'a duration such as 90m, 1.5h, 7d or 2w' + (', or "all"' if allow_all else "")
+    default_text = f" (default {default})" if default else " (default: all of them)"
+    parser.add_argument("--since", metavar="DURATION", default=default, type=time_range(allow_all=allow_all),
+                        help=f"only runs started within this time: {choices}{default_text}")
+
+
+def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], default: str = "table") -> None:
+    """``--format``, with the command's own choices."""
+    parser.add_argument("--format", choices=tuple(choices), default=default,
+                        help=f"output format: {', '.join(choices)} (default {default})")
+
+
+def add_server_security(parser: argparse.ArgumentParser) -> None:
+    """The collector's bearer token and TLS certificate (clients read the token from ``AGENTOTEL_AUTH_TOKEN``)."""
+    parser.add_argument("--auth-token", metavar="TOKEN",
+                        help="require 'Authorization: Bearer TOKEN' on every request but /healthz "
+                             f"(default: ${AUTH_TOKEN_ENV}, else [auth] token)")
+    parser.add_argument("--tls-cert", metavar="FILE", help="serve both ports over TLS with this PEM certificate")
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
