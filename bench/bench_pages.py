@@ -2,7 +2,7 @@
 
     python bench/bench_pages.py [--renders 400] [--warmup 40] [--clock wall|cpu] [--json FILE|-]
 
-The data is synthetic, shaped as ``agentotel_eval.pages.data`` reads it (times of stored rows as ISO text), and
+The data is synthetic, shaped as ``agentotel_eval.access.queries`` reads it (times of stored rows as ISO text), and
 the size ``bench/bench_ui.py``'s database gives a page: an overview of 20 agents (the
 6 busiest charted over 28 buckets, 5 metrics), a runs page of 50 runs (4 scores each), a run of 20 tool calls
 (JSON arguments and results, evidence, 5 evaluations, a 45-span tree), the error page, the sign-in page, and a
@@ -47,8 +47,8 @@ def _hex(rng: random.Random, digits: int) -> str:
 
 
 def make_overview(rng: random.Random) -> Any:
-    from agentotel_eval.pages.data import AgentSummary, Overview
-    from agentotel_eval.pages.filters import Filters
+    from agentotel_eval.access.filters import Filters
+    from agentotel_eval.access.queries import AgentSummary, Overview
 
     step = timedelta(hours=6)
     buckets = [NOW - step * (28 - k) for k in range(28)]
@@ -100,15 +100,15 @@ def run_row(rng: random.Random, k: int) -> dict[str, Any]:
 
 
 def make_runs_page(rng: random.Random) -> Any:
-    from agentotel_eval.pages.data import RunsPage
-    from agentotel_eval.pages.filters import Filters
+    from agentotel_eval.access.filters import Filters
+    from agentotel_eval.access.queries import RunsPage
 
     return RunsPage(Filters(page=3), [run_row(rng, k) for k in range(50)], 100_000, True, list(AGENTS),
                     list(SERVICES), list(METRICS))
 
 
 def make_run_detail(rng: random.Random, calls: int = 20) -> Any:
-    from agentotel_eval.pages.data import RunDetail
+    from agentotel_eval.access.queries import RunDetail
 
     row = run_row(rng, 1)
     trace_id, span_id = row["trace_id"], row["span_id"]

@@ -1,23 +1,22 @@
-"""The pieces every page shares: escaping, number and time formats, links, and the page frame."""
+"""The pieces every page shares: number and time formats, values as readable text, links, and the assets."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
-__all__ = ["Links", "Page", "asset", "esc", "fmt_duration_ns", "fmt_pct", "fmt_score", "fmt_time", "frame",
-           "json_block", "server_links"]
+__all__ = ["Links", "Readable", "asset", "fmt_duration_ns", "fmt_pct", "fmt_percent", "fmt_score", "fmt_time",
+           "or_blank", "readable", "server_links"]
 
 
-def esc(value: Any) -> str:
-    """Text for HTML, attribute-safe (quotes escaped too)."""
-    return escape("" if value is None else str(value), quote=True)
+def or_blank(value: Any) -> Any:
+    """A value to print: None prints as nothing (the templates print every value as it is, "None" included)."""
+    return "" if value is None else value
 
 
 def fmt_time(value: Any) -> str:
@@ -35,6 +34,10 @@ def fmt_pct(passed: int, total: int) -> str:
     return f"{passed / total:.0%}" if total else "-"
 
 
+def fmt_percent(share: float, digits: int = 0) -> str:
+    return f"{share:.{digits}%}"
+
+
 def fmt_score(value: Any) -> str:
     return "-" if value is None else f"{float(value):.2f}"
 
@@ -50,10 +53,17 @@ def fmt_duration_ns(start: Any, end: Any) -> str:
     return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
 
 
-def json_block(value: Any, limit: int = 20_000) -> str:
-    """A value as readable text in a <pre>: JSON pretty-printed, long text cut with a note."""
+class Readable(NamedTuple):
+    """A value as text to show in a <pre>, and how many characters were cut from its end."""
+
+    text: str
+    more: int = 0
+
+
+def readable(value: Any, limit: int = 20_000) -> Readable | None:
+    """JSON pretty-printed, other text as it is, cut after ``limit`` characters; None when there is no value."""
     if value is None:
-        return '<pre class="value empty">-</pre>'
+        return None
     if isinstance(value, str):
         try:
             parsed = json.loads(value)
@@ -62,11 +72,9 @@ def json_block(value: Any, limit: int = 20_000) -> str:
             text = value
     else:
         text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    cut = ""
     if len(text) > limit:
-        cut = f'<span class="note">… {len(text) - limit:,} more characters</span>'
-        text = text[:limit]
-    return f'<pre class="value">{esc(text)}{cut}</pre>'
+        return Readable(text[:limit], len(text) - limit)
+    return Readable(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,39 +95,3 @@ def server_links() -> Links:
 def asset(name: str) -> str:
     """A file shipped in ``agentotel_eval/pages/assets``."""
     return resources.files("agentotel_eval.pages").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    title: str
-    body: str
-    active: str = ""  # overview | runs | run
-    version: str = ""  # what the poller compares (``latest_version``)
-
-
-def frame(page: Page, links: Links, *, nav_query: str = "", generated: str = "") -> str:
-    """The whole document. Served pages link the stylesheet and script; a static file inlines them."""
-    if links.static:
-        head_assets = f"<style>{asset('style.css')}</style>"
-        script = f"<script>{asset('app.js')}</script>"
-        poll = ""
-    else:
-        head_assets = '<link rel="stylesheet" href="/static/style.css">'
-        script = '<script src="/static/app.js" defer></script>'
-        poll = ' data-poll="/api/runs/latest"'
-    nav: Sequence[tuple[str, str, str]] = (
-        ("overview", "Overview", links.overview(nav_query)),
-        ("runs", "Runs", links.runs(nav_query)),
-    )
-    items = "".join(
-        f'<a href="{esc(href)}"{" aria-current=page" if key == page.active else ""}>{label}</a>'
-        for key, label, href in nav)
-    note = f'<span class="generated">{esc(generated)}</span>' if generated else ""
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(page.title)} · agentotel-eval</title>{head_assets}</head>"
-        f'<body data-version="{esc(page.version)}"{poll}>'
-        f'<header><span class="brand">agentotel-eval</span><nav>{items}</nav>{note}</header>'
-        f"<main>{page.body}</main>{script}</body></html>"
-    )

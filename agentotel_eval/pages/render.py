@@ -1,16 +1,21 @@
-"""Whole documents: the three pages the collector serves, a page for errors, and the report file."""
+"""Whole documents: the three pages the collector serves, a page for errors, and the report file. Each is a
+template of ``templates/`` over the plain data its view module makes of what ``data`` read."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlencode
+
+from markupsafe import Markup
 
 from agentotel_eval.access.queries import Overview, RunDetail, RunsPage
-from agentotel_eval.pages.markup import Links, Page, esc, fmt_time, frame
-from agentotel_eval.pages.overview_view import overview_body
-from agentotel_eval.pages.run_view import run_body
-from agentotel_eval.pages.runs_view import runs_table
+from agentotel_eval.pages.markup import Links, asset, fmt_time
+from agentotel_eval.pages.overview_view import overview_view
+from agentotel_eval.pages.run_view import run_view
+from agentotel_eval.pages.runs_view import run_rows, runs_view
+from agentotel_eval.pages.templating import render
 
 __all__ = ["message_page", "overview_page", "report_document", "run_page", "runs_page", "version_text"]
 
@@ -21,31 +26,38 @@ def version_text(version: dict[str, Any]) -> str:
 
 
 def _nav_query(since: str, agent: str) -> str:
-    from urllib.parse import urlencode
-
     values = {k: v for k, v in (("since", since if since != "7d" else ""), ("agent", agent)) if v}
     return ("?" + urlencode(values)) if values else ""
 
 
+def _frame(links: Links, title: str, *, active: str = "", version: str = "", nav_query: str = "",
+           generated: str = "") -> dict[str, Any]:
+    """What ``layout.html`` needs; a file holds its stylesheet and script."""
+    # our own stylesheet and script, shipped in the package: inserted as they are (escaping would break them)
+    inline = {"style": Markup(asset("style.css")), "script": Markup(asset("app.js"))} if links.static else {}
+    return {"links": links, "title": title, "active": active, "version": version, "nav_query": nav_query,
+            "generated": generated, "inline": inline}
+
+
 def overview_page(ov: Overview, links: Links, version: str = "") -> str:
-    page = Page("Overview", overview_body(ov, links), "overview", version)
-    return frame(page, links, nav_query=_nav_query(ov.filters.since, ov.filters.agent))
+    return render("overview.html", view=overview_view(ov, links),
+                  **_frame(links, "Overview", active="overview", version=version,
+                           nav_query=_nav_query(ov.filters.since, ov.filters.agent)))
 
 
 def runs_page(rp: RunsPage, links: Links, version: str = "") -> str:
-    from agentotel_eval.pages.runs_view import runs_body
-
-    page = Page("Runs", runs_body(rp, links), "runs", version)
-    return frame(page, links, nav_query=_nav_query(rp.filters.since, rp.filters.agent))
+    return render("runs.html", view=runs_view(rp, links),
+                  **_frame(links, "Runs", active="runs", version=version,
+                           nav_query=_nav_query(rp.filters.since, rp.filters.agent)))
 
 
 def run_page(detail: RunDetail, links: Links, version: str = "") -> str:
     title = f"{detail.run.get('agent_name') or '(unnamed)'} run {detail.run['span_id']}"
-    return frame(Page(title, run_body(detail, links), "run", version), links)
+    return render("run.html", view=run_view(detail, links), **_frame(links, title, active="run", version=version))
 
 
 def message_page(title: str, message: str, links: Links) -> str:
-    return frame(Page(title, f'<h1>{esc(title)}</h1><p class="empty">{esc(message)}</p>'), links)
+    return render("message.html", message=message, **_frame(links, title))
 
 
 def report_document(ov: Overview, worst: Sequence[RunDetail], worst_rows: Sequence[dict[str, Any]],
@@ -57,17 +69,6 @@ def report_document(ov: Overview, worst: Sequence[RunDetail], worst_rows: Sequen
         return f"#run-{trace_id}-{span_id}" if (trace_id, span_id) in anchors else ""
 
     links = Links(overview=lambda q: "#overview", runs=lambda q: "#worst", run=run_href, static=True)
-    sections = [f'<section id="overview">{overview_body(ov, links)}</section>']
-    if worst:
-        sections.append(f'<section id="worst"><h1>Worst runs</h1><p class="muted">The {len(worst)} runs with the '
-                        "lowest scores in this range (failed runs first), each with its timeline below.</p>"
-                        f"{runs_table(worst_rows, links)}</section>")
-        for detail in worst:
-            run = detail.run
-            sections.append(f'<article class="run" id="run-{esc(run["trace_id"])}-{esc(run["span_id"])}">'
-                            f"{run_body(detail, links)}</article>")
-    else:
-        sections.append('<section id="worst"><h1>Worst runs</h1><p class="empty">No run failed a metric in this '
-                        "range.</p></section>")
-    generated = f"report of {source}, made {fmt_time(ov.now)} UTC"
-    return frame(Page("Report", "".join(sections)), links, generated=generated)
+    return render("report.html", overview=overview_view(ov, links), worst_rows=run_rows(worst_rows, links),
+                  worst=[run_view(d, links) for d in worst],
+                  **_frame(links, "Report", generated=f"report of {source}, made {fmt_time(ov.now)} UTC"))

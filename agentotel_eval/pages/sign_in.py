@@ -11,7 +11,10 @@ import base64
 import functools
 import hashlib
 
-from agentotel_eval.pages.markup import asset, esc
+from markupsafe import Markup
+
+from agentotel_eval.pages.markup import asset
+from agentotel_eval.pages.templating import render
 
 _EXTRA_STYLE = """
 form.sign-in { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin-top: 12px; }
@@ -21,8 +24,9 @@ section.sign-in { max-width: 640px; }
 
 
 @functools.cache
-def _style() -> str:
-    return asset("style.css") + _EXTRA_STYLE
+def _style() -> Markup:
+    # our own stylesheet, inserted as it is: escaping would change it, and its hash with it
+    return Markup(asset("style.css") + _EXTRA_STYLE)
 
 
 @functools.cache
@@ -35,20 +39,4 @@ def content_security_policy() -> str:
 
 def sign_in_page(next_path: str, error: str = "") -> str:
     """The form; ``next_path`` is where a right token leads (a local path, checked by the server again)."""
-    alert = f'<p class="error-text" role="alert">{esc(error)}</p>' if error else ""
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<title>Sign in · agentotel-eval</title><link rel="icon" href="data:,">'
-        f"<style>{_style()}</style></head>"
-        '<body><header><span class="brand">agentotel-eval</span></header>'
-        '<main><section class="sign-in"><h1>Sign in</h1>'
-        '<p class="muted">This collector requires its token: the one it was started with '
-        "(<code>--auth-token</code> or <code>AGENTOTEL_AUTH_TOKEN</code>).</p>"
-        f"{alert}"
-        '<form class="sign-in" method="post" action="/login">'
-        f'<input type="hidden" name="next" value="{esc(next_path)}">'
-        '<label for="token">Token</label>'
-        '<input id="token" type="password" name="token" autocomplete="current-password" required autofocus>'
-        '<button type="submit">Sign in</button></form></section></main></body></html>'
-    )
+    return render("sign_in.html", next_path=next_path, error=error, style=_style())

@@ -389,7 +389,7 @@ def test_a_wrong_token_shows_the_form_again_with_an_error(collector):
     assert answer.status == 401
     assert "set-cookie" not in answer.headers
     page = answer.body.decode()
-    assert "That is not this collector&#x27;s token." in page and 'value="/runs"' in page
+    assert "That is not this collector&#39;s token." in page and 'value="/runs"' in page
 
 
 @pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",

@@ -11,7 +11,8 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def parse(svg: str) -> ET.Element:
-    return ET.fromstring(svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1))
+    # str(): the charts are Markup, whose replace() would escape the namespace put in
+    return ET.fromstring(str(svg).replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1))
 
 
 def test_pass_rate_chart_draws_a_bar_per_bucket_and_a_dot_per_scored_bucket() -> None:
