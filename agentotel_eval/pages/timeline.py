@@ -23,16 +23,20 @@ class Link(NamedTuple):
 
 
 class Cell(NamedTuple):
+    """A call on the timeline (``timeline.html`` unpacks it: its fields in this order)."""
+
     row: str  # expected | called
     kind: str
     position: int  # in its row's list, from 0
     tool: str
     label: str  # the tool's name, cut to fit the cell
     error: bool  # a call that failed
-    notes: tuple[str, ...]  # ("missing",), ("extra", "error"), ...
+    title: str  # "called #2: get_weather (extra, error)"
+    mark: str  # under or over the cell: "extra · error", "" for a matched call
     x: int
     y: int
-    notes_y: int
+    centre: float
+    mark_y: int
 
 
 class Timeline(NamedTuple):
@@ -70,7 +74,8 @@ def timeline(alignment: Alignment, failed: Sequence[bool] = ()) -> Timeline:
                 continue
             name = (alignment.expected if row == "expected" else alignment.called)[index]
             error = row == "called" and index < len(failed) and failed[index]
-            notes = tuple(note for note in (_KIND_LABEL[col.kind], "error" if error else "") if note)
-            cells.append(Cell(row, col.kind, index, name, _cut(name), error, notes, x, y,
-                              y - 5 if row == "expected" else y + CELL_H + 13))
+            notes = [note for note in (_KIND_LABEL[col.kind], "error" if error else "") if note]
+            title = f"{row} #{index + 1}: {name}" + (f" ({', '.join(notes)})" if notes else "")
+            cells.append(Cell(row, col.kind, index, name, _cut(name), error, title, " · ".join(notes), x, y,
+                              x + CELL_W / 2, y - 5 if row == "expected" else y + CELL_H + 13))
     return Timeline(LEFT + max(len(alignment.columns), 1) * (CELL_W + GAP), BOTTOM_Y + CELL_H + 26, links, cells)
