@@ -35,7 +35,8 @@ def _frame(links: Links, title: str, *, active: str = "", version: str = "", nav
     """What ``layout.html`` needs; a file holds its stylesheet and script."""
     # our own stylesheet and script, shipped in the package: inserted as they are (escaping would break them)
     inline = {"style": Markup(asset("style.css")), "script": Markup(asset("app.js"))} if links.static else {}
-    return {"links": links, "title": title, "active": active, "version": version, "nav_query": nav_query,
+    nav = {"overview": links.overview(nav_query), "runs": links.runs(nav_query)}
+    return {"static": links.static, "nav": nav, "title": title, "active": active, "version": version,
             "generated": generated, "inline": inline}
 
 

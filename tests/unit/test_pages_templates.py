@@ -33,10 +33,10 @@ def test_every_template_compiles_and_escapes() -> None:
 
 
 def test_a_name_the_template_does_not_know_is_an_error() -> None:
-    links = server_links()
-    with pytest.raises(UndefinedError, match="message"):
-        render("message.html", links=links, title="t", active="", version="", nav_query="", generated="",
-               inline={}, mesage="misspelt")
+    with pytest.raises(UndefinedError, match="mesage"):
+        environment().from_string("<p>{{ mesage }}</p>").render(message="misspelt in the template")
+    with pytest.raises(UndefinedError):  # a page, given less than it uses
+        render("message.html", title="t", mesage="misspelt by the caller")
 
 
 def test_line_breaks_and_indentation_of_a_template_are_not_sent() -> None:
