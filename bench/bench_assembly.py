@@ -64,6 +64,7 @@ def main() -> None:
     from agentotel_eval.otlp import decode
     from agentotel_eval.reconstruct import reconstruct
     from agentotel_eval.store import schema
+    from agentotel_eval.store.opening import open_store
     from agentotel_eval.store.rows import SPAN_SCHEMA, SPAN_SELECT_ASSEMBLY, spans_from_arrow
 
     factory = RequestFactory(1, 512)
@@ -145,8 +146,7 @@ def main() -> None:
     def database_stages(path: Path) -> dict[str, float]:
         clock = time.process_time
         t: dict[str, float] = dict.fromkeys(("store", "select", "write runs"), 0.0)
-        con = schema.open_store(path, settings=config.writer.duckdb_settings(),
-                                row_group_size=config.writer.row_group_size)
+        con = open_store(path, settings=config.writer.duckdb_settings(), row_group_size=config.writer.row_group_size)
         reader = TraceReader(con.cursor)
         try:
             for i in range(0, len(batches), COMMIT_REQUESTS):

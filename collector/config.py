@@ -37,7 +37,7 @@ from agentotel_eval.redaction import RedactionConfigError, RedactionSettings
 from agentotel_eval.store import DEFAULT_DB_PATH
 
 if TYPE_CHECKING:
-    from agentotel_eval.store.schema import DuckDBSetting
+    from agentotel_eval.store.sealed import DuckDBSetting
 
 MiB = 1024 * 1024
 

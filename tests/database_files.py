@@ -17,14 +17,8 @@ from pathlib import Path
 
 import duckdb
 
-from agentotel_eval.store.schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    DatabaseRefused,
-    SchemaError,
-    migrate,
-    open_store,
-)
+from agentotel_eval.store.opening import open_store
+from agentotel_eval.store.schema import MIGRATIONS, SCHEMA_VERSION, DatabaseRefused, SchemaError, migrate
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 RUN_SPAN = "b7ad6b7169203331"

@@ -78,8 +78,9 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
            params: Sequence[Any] = ()) -> QueryResult:
     import duckdb
 
+    from agentotel_eval.store.opening import open_read_only
     from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
-    from agentotel_eval.store.schema import SCHEMA_VERSION, SchemaError, current_version, open_read_only
+    from agentotel_eval.store.schema import SCHEMA_VERSION, SchemaError, current_version
 
     try:
         con = open_read_only(db)

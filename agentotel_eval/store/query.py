@@ -3,7 +3,7 @@
 Three layers, so one slip does not open the database:
 1. ``check_sql`` (pure): exactly one statement, of a reading kind (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE,
    EXPLAIN of one of those); everything else is refused with a message that names what was refused.
-2. the instance is sealed (``schema.open_store`` / ``open_read_only``): external access off and the configuration
+2. the instance is sealed (``opening.open_store`` / ``open_read_only``): external access off and the configuration
    locked, so no statement can read or write files, attach databases, install or load extensions, or SET anything.
 3. every query runs inside ``BEGIN TRANSACTION READ ONLY``: a write that slips through (``EXPLAIN ANALYZE INSERT``,
    ``nextval``) fails in DuckDB itself.

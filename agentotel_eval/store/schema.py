@@ -1,10 +1,8 @@
 """The DuckDB schema: tables of the design contract, forward migrations, and the views users query.
 
 Tables change only through ``MIGRATIONS`` (append a step, never edit a released one); views are recreated on every
-writable open, so improving a view needs no migration. ``open_store`` is the one place that opens a database for
-writing, ``open_read_only`` the one place that opens it for reading without a collector. Both open only a file
-that is ours (``check_store``): one that is not DuckDB, is damaged, or is another program's DuckDB database is
-refused before anything is written to it or beside it.
+writable open, so improving a view needs no migration. Opening a file is ``store.opening``'s; whether a file is a
+database of ours, ``store.identity``'s.
 
 Uniqueness of spans on ``(trace_id, span_id)`` is enforced by the writer (an anti-join inside the batch's start-time
 window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, which on random hex ids
@@ -13,17 +11,9 @@ makes appends several times slower, slower still as the table grows (docs/benchm
 
 from __future__ import annotations
 
-import functools
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-try:
-    import fcntl  # the writer's lock file (``hold_writer_lock``); not on every system
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:  # imported where a database is opened: the decode and assembler processes never load it
     import duckdb
@@ -342,7 +332,7 @@ def _has_version_table(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(exists[0])
 
 
-def _objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+def database_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
     """What the connection's database holds, e.g. ``"orders (table)"``: nothing for a new, empty one."""
     rows = con.execute(
         """
@@ -364,7 +354,7 @@ def _objects(con: duckdb.DuckDBPyConnection) -> list[str]:
             for kind, schema, name in rows]
 
 
-def _foreign(objects: Sequence[str]) -> str:
+def describe_foreign(objects: Sequence[str]) -> str:
     shown = ", ".join(objects[:5]) + (f" and {len(objects) - 5} more" if len(objects) > 5 else "")
     return (f"it is another program's DuckDB database (it holds {shown} and no agentotel-eval {SCHEMA_VERSION_TABLE} "
             "table); use another --db")
@@ -374,8 +364,8 @@ def migrate(con: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MI
     """Apply every migration newer than the database, each in its own transaction; returns the versions applied.
     Refuses (``DatabaseRefused``) a database that holds other objects and no ``schema_version`` table: creating
     our tables in it would change another program's database."""
-    if not _has_version_table(con) and (others := _objects(con)):
-        raise DatabaseRefused(f"the database is not an agentotel-eval database: {_foreign(others)}")
+    if not _has_version_table(con) and (others := database_objects(con)):
+        raise DatabaseRefused(f"the database is not an agentotel-eval database: {describe_foreign(others)}")
     con.execute(
         f"CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} "
         "(version INTEGER NOT NULL, description VARCHAR, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
@@ -410,361 +400,3 @@ def migrate(con: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MI
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for name, select in VIEWS:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
-
-
-#: a DuckDB setting's value, as ``duckdb.connect(config=...)`` takes it
-DuckDBSetting = str | bool | int | float | list[str]
-
-
-def _sealed_config(extra: Mapping[str, DuckDBSetting] | None = None) -> dict[str, DuckDBSetting]:
-    # Times come back in UTC whatever the host's zone; SQL cannot reach files, the network or extensions.
-    config: dict[str, DuckDBSetting] = {
-        "enable_external_access": False,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-    }
-    config.update(extra or {})
-    return config
-
-
-#: DuckDB's row group size for the collector's database (``ATTACH ... (ROW_GROUP_SIZE n)``); see ``open_store``
-DEFAULT_ROW_GROUP_SIZE = 122_880
-#: the catalog name the writer attaches the database file under (queries never name it)
-CATALOG = "agentotel"
-
-
-def open_store(
-    path: str | Path, *, settings: Mapping[str, DuckDBSetting] | None = None,
-    row_group_size: int = DEFAULT_ROW_GROUP_SIZE, check: bool = True,
-) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
-
-    An existing file is first looked at read-only (``check_store``, skipped with ``check=False`` by a caller that
-    just did): one that is no database of ours, or of a newer schema, is refused without a byte of it changed.
-
-    The file is attached with ``ROW_GROUP_SIZE row_group_size`` (0: DuckDB's default, 122,880 rows; the writer's
-    setting says why it is the default). The size is not stored in the file: read-only opens and older collectors
-    read it as any database.
-
-    After this returns the configuration is locked: queries sharing the instance cannot re-enable file access.
-    Arrow appends through ``register()`` keep working with external access disabled.
-    """
-    import duckdb
-
-    path = Path(path)
-    if str(path) == ":memory:":
-        con = duckdb.connect(":memory:", config=_sealed_config(settings))
-    else:
-        if check:
-            check_store(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        con = _attach(path, settings, row_group_size)
-    try:
-        migrate(con)
-        create_views(con)
-        _seal(con)
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def _attach(path: Path, settings: Mapping[str, DuckDBSetting] | None, row_group_size: int, *,
-            read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """An instance whose only database is the file, attached with its options (external access is switched off
-    right after: ATTACH itself needs it).
-
-    Read-only opens attach too: DuckDB refuses to attach a file this process already holds before it touches the
-    file, where a second ``duckdb.connect`` of it would open and close a handle of its own, and closing that
-    handle drops the process's lock on the file, which another process could then open for writing."""
-    import duckdb
-
-    config = _sealed_config(settings)
-    config.pop("enable_external_access")
-    # where a query bigger than the memory limit spills: beside the file, as a direct connect of it would put it
-    # (an in-memory instance's default is ".tmp" in whatever directory the process runs in)
-    config.setdefault("temp_directory", f"{path}.tmp")
-    con = duckdb.connect(":memory:", config=config)
-    options = [f"ROW_GROUP_SIZE {int(row_group_size)}"] if row_group_size else []
-    if read_only:
-        options.append("READ_ONLY")
-    clause = f" ({', '.join(options)})" if options else ""
-    quoted = str(path).replace("'", "''")
-    try:
-        con.execute(f"ATTACH '{quoted}' AS {CATALOG}{clause}")
-        # Every cursor of this connection starts in the file's catalog once the in-memory one is gone.
-        con.execute(f"USE {CATALOG}")
-        con.execute("DETACH memory")
-        con.execute("SET enable_external_access = false")
-    except duckdb.Error as exc:
-        con.close()
-        if not read_only:  # held by another process or by this one, or a directory it may not write in
-            raise SchemaError(f"cannot open {path} for writing: {_one_line(exc)}") from None
-        if _held_elsewhere(exc):
-            raise
-        raise DatabaseRefused(_unreadable(path, exc)) from None
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def writer_lock_path(path: str | Path) -> Path:
-    """The file a collector holds locked (``flock``) for as long as it has ``path`` open for writing."""
-    path = Path(path)
-    return path.with_name(path.name + ".lock")
-
-
-def hold_writer_lock(path: str | Path) -> int | None:
-    """Take the writer's lock of ``path`` (an open descriptor, or None where there is no ``flock`` or no file):
-    DuckDB's own lock on the file is dropped for the moment of each reopen (``store.database``), this one is not.
-    Raises ``SchemaError`` when another process holds it."""
-    if fcntl is None or str(path) == ":memory:":  # not a POSIX system: DuckDB's lock alone
-        return None
-    lock = writer_lock_path(path)
-    try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:  # a directory it may not create files in: DuckDB's lock alone (and its own error, if any)
-        return None
-    taken = _try_flock(fd, exclusive=True)
-    if taken:
-        return fd
-    os.close(fd)
-    if taken is False:
-        raise SchemaError(f"cannot open {path} for writing: another collector has it open (it holds {lock})")
-    return None
-
-
-def release_writer_lock(fd: int | None) -> None:
-    if fd is not None:
-        os.close(fd)  # closing the descriptor drops its flock
-
-
-def _try_flock(fd: int, *, exclusive: bool) -> bool | None:
-    """Lock ``fd`` without waiting: True when taken, False when another process holds it, None where ``flock``
-    does not work (some network mounts: DuckDB's lock decides alone)."""
-    assert fcntl is not None
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return None
-    return True
-
-
-def _writer_holds(path: Path) -> bool:
-    """Whether a collector holds ``path`` for writing (its lock file is locked), without waiting."""
-    if fcntl is None:
-        return False
-    try:
-        fd = os.open(writer_lock_path(path), os.O_RDONLY)
-    except OSError:  # no lock file: no collector ever wrote it, or one from before the lock file
-        return False
-    try:
-        return _try_flock(fd, exclusive=False) is False
-    finally:
-        os.close(fd)
-
-
-def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open an existing database read-only and sealed (no file, network or extension access). Raises
-    ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does,
-    ``DatabaseRefused`` for a file that is no database of ours, ``SchemaError`` for one of a newer schema or
-    without our tables yet.
-
-    A database of an older schema is read as it is (``current_version`` says which): a read-only open cannot
-    migrate it, and every column it has is there; the columns added since are missing until a collector opens it.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")
-    if _writer_holds(path):  # even in the moment of a reopen, when DuckDB's own lock is not held
-        import duckdb
-
-        raise duckdb.IOException(f'Could not set lock on file "{path}": a collector holds it for writing '
-                                 f"({writer_lock_path(path)} is locked)")
-    con = _attach(path, None, 0, read_only=True)
-    try:
-        if not _check_ours(con, path):
-            raise SchemaError(f"{path} has no agentotel-eval tables yet (it is an empty DuckDB database): start a "
-                              f"collector on it once (agentotel-eval serve --db {path})")
-        _seal(con)
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def check_store(path: str | Path) -> None:
-    """Refuse a file at ``path`` that ``open_store`` must not open for writing: ``DatabaseRefused`` when it is
-    not a DuckDB database, cannot be read, or is another program's; ``SchemaError`` when its schema is newer than
-    the code or another process holds it. A missing file, an empty DuckDB database and one of ours (of this
-    version or an older one, which the open migrates) pass.
-
-    The file is only attached read-only, so a refused one is left byte for byte as it was, with nothing written
-    beside it (the caller takes the writer's lock file after this)."""
-    import duckdb
-
-    path = Path(path)
-    if str(path) == ":memory:" or not path.exists():
-        return
-    if _writer_holds(path):
-        raise SchemaError(f"cannot open {path} for writing: another collector has it open "
-                          f"(it holds {writer_lock_path(path)})")
-    try:
-        con = _attach(path, None, 0, read_only=True)
-    except duckdb.Error as exc:  # held by another process, or by this one
-        raise SchemaError(f"cannot open {path} for writing: {_one_line(exc)}") from None
-    try:
-        _check_ours(con, path)
-    finally:
-        con.close()
-
-
-def _check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """The schema version of the attached database once it is known to be ours (0: a new, empty database).
-
-    Ours: a ``schema_version`` table with our columns whose version 1 row has our first migration's description,
-    and our tables with at least the columns (names and types) our migrations give them at its version."""
-    import duckdb
-
-    try:
-        kind = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
-        if kind and kind[0][0] != "duckdb":  # another storage extension took the file
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is a {kind[0][0]} database, "
-                                  "not a DuckDB one")
-        # DuckDB reads a block only when it is needed: a file cut short can attach, and be written to, as if
-        # whole. Each block in use has a place of its own in the file (free ones at its end may be cut off).
-        size = path.stat().st_size
-        for used, block_size in con.execute("SELECT used_blocks, block_size FROM pragma_database_size() "
-                                            "WHERE database_name = current_database()").fetchall():
-            least = _DUCKDB_HEADERS + int(used) * int(block_size)
-            if size < least:
-                raise DatabaseRefused(f"{path} is a truncated DuckDB file: it has {size} bytes, fewer than the "
-                                      f"{least} its {used} blocks in use take; use another --db")
-        tables = _table_columns(con)
-        marker = tables.get(SCHEMA_VERSION_TABLE)
-        if marker is not None and _missing(marker, _reference_columns(0)[SCHEMA_VERSION_TABLE]):
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is another program's DuckDB "
-                                  f"database (its {SCHEMA_VERSION_TABLE} table is not agentotel-eval's); "
-                                  "use another --db")
-        have = current_version(con)
-        if not have:  # no migration ever committed: only an empty schema_version table may be there
-            others = [name for name in _objects(con) if name != f"{SCHEMA_VERSION_TABLE} (table)"]
-            if others:
-                raise DatabaseRefused(f"{path} is not an agentotel-eval database: {_foreign(others)}")
-            return 0
-        first = con.execute(f"SELECT description FROM {SCHEMA_VERSION_TABLE} WHERE version = 1").fetchall()
-        if MIGRATIONS[0].description not in {row[0] for row in first}:
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is another program's DuckDB "
-                                  f"database (its {SCHEMA_VERSION_TABLE} table was not written by agentotel-eval); "
-                                  "use another --db")
-        if have > SCHEMA_VERSION:
-            raise SchemaError(f"{path} has schema version {have}, newer than this agentotel-eval supports "
-                              f"({SCHEMA_VERSION}); upgrade agentotel-eval or use another --db")
-        problems = [
-            problem
-            for table, columns in _reference_columns(have).items()
-            for problem in (
-                [f"no {table} table"] if table not in tables else _missing(tables[table], columns, table)
-            )
-        ]
-        if problems:
-            shown = "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else "")
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: its tables differ from those of "
-                                  f"agentotel-eval's schema version {have} ({shown}); use another --db")
-        return have
-    except duckdb.Error as exc:  # the catalog read, but not the rows
-        raise DatabaseRefused(_unreadable(path, exc)) from None
-
-
-def _table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
-    """Table -> column -> type, of the tables in the main schema of the connection's database."""
-    rows = con.execute(
-        """
-        SELECT c.table_name, c.column_name, c.data_type
-        FROM duckdb_columns() c JOIN duckdb_tables() t ON c.table_oid = t.table_oid
-        WHERE t.database_name = current_database() AND t.schema_name = 'main'
-        ORDER BY c.table_name, c.column_index
-        """
-    ).fetchall()
-    tables: dict[str, dict[str, str]] = {}
-    for table, column, data_type in rows:
-        tables.setdefault(table, {})[column] = data_type
-    return tables
-
-
-@functools.cache
-def _reference_columns(version: int) -> dict[str, dict[str, str]]:
-    """Our tables as the migrations up to ``version`` make them (0: the ``schema_version`` table alone), read
-    from a database built for the purpose: the types are named as this DuckDB names them."""
-    import duckdb
-
-    con = duckdb.connect(":memory:", config=_sealed_config())
-    try:
-        migrate(con, [step for step in MIGRATIONS if step.version <= version])
-        return _table_columns(con)
-    finally:
-        con.close()
-
-
-def _missing(have: Mapping[str, str], want: Mapping[str, str], table: str = SCHEMA_VERSION_TABLE) -> list[str]:
-    """How the columns ``have`` fall short of ``want`` (more columns are fine: a user may add some)."""
-    return [
-        f"{table}.{name} is missing" if name not in have else f"{table}.{name} is {have[name]}, not {data_type}"
-        for name, data_type in want.items()
-        if have.get(name) != data_type
-    ]
-
-
-#: bytes 8-11 of every DuckDB file, after the header's checksum
-_DUCKDB_MAGIC = b"DUCK"
-#: a DuckDB file's main header and its two database headers, 4 KiB each, before the first block
-_DUCKDB_HEADERS = 3 * 4096
-
-
-def _unreadable(path: Path, exc: Exception) -> str:
-    """Why DuckDB could not read ``path``, for a user. The file's first bytes are read only after DuckDB failed:
-    had this process a DuckDB handle on the file, closing one of its own would drop that handle's lock."""
-    import duckdb
-
-    try:
-        with path.open("rb") as file:
-            head = file.read(64)
-    except OSError as err:
-        return f"cannot read {path}: {err.strerror or err}"
-    if head[8:12] == _DUCKDB_MAGIC:
-        return (f"{path} is a DuckDB file that DuckDB {duckdb.__version__} cannot read (damaged, truncated, or "
-                f"written by another DuckDB version): {_one_line(exc)}")
-    return f"{path} is not an agentotel-eval database: {_not_duckdb(head)}"
-
-
-def _not_duckdb(head: bytes) -> str:
-    if not head:
-        return "the file is empty (0 bytes), not a DuckDB database; delete it and a new database is created there"
-    if head.startswith(b"SQLite format 3\x00"):
-        return "it is a SQLite database, not a DuckDB one"
-    if all(byte >= 0x20 or byte in b"\t\n\r" for byte in head):  # UTF-8 text has no other control bytes
-        first = next((line for line in head.splitlines() if line.strip()), b"").decode("utf-8", "replace")[:40]
-        return f"it is a text file (it begins {first!r}), not a DuckDB database"
-    return "it is not a DuckDB file (it has no DuckDB header)"
-
-
-def _held_elsewhere(exc: Exception) -> bool:
-    """Whether DuckDB refused a file because another process (or this one) holds it, not for what is in it."""
-    import duckdb
-
-    return isinstance(exc, duckdb.ResourceInUseException) or (
-        isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
-    )
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
-
-
-def _seal(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("SET TimeZone = 'UTC'")  # an ICU setting: not accepted in connect(config=...)
-    con.execute("SET lock_configuration = true")

@@ -20,15 +20,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentotel_eval.store.schema import (
-    DEFAULT_ROW_GROUP_SIZE,
-    DuckDBSetting,
-    SchemaError,
-    check_store,
-    hold_writer_lock,
-    open_store,
-    release_writer_lock,
-)
+from agentotel_eval.store.identity import check_store
+from agentotel_eval.store.opening import DEFAULT_ROW_GROUP_SIZE, open_store
+from agentotel_eval.store.schema import SchemaError
+from agentotel_eval.store.sealed import DuckDBSetting
+from agentotel_eval.store.writer_lock import hold_writer_lock, release_writer_lock
 
 if TYPE_CHECKING:
     import duckdb
@@ -96,12 +92,12 @@ class SharedLock:
 
 
 class Database:
-    """The writable database file of one collector (``schema.open_store``), reopenable (see the module docstring).
+    """The writable database file of one collector (``open_store``), reopenable (see the module docstring).
 
     ``connection`` is the root connection, for the writer's threads only; everything else reads through
     ``cursor()``. For its whole life the instance also holds ``writer_lock_path(path)`` exclusively: DuckDB's own
     lock on the file is dropped for the moment of each reopen, and this one tells another collector, or a
-    read-only open (``schema.open_read_only``), that the file is taken all the same."""
+    read-only open (``open_read_only``), that the file is taken all the same."""
 
     #: how long a reopen waits for reads in progress to finish before it gives up and is tried again later
     READS_WAIT = 0.25

@@ -233,7 +233,7 @@ def test_pending_judge_work_survives_a_restart(tmp_path):
             wait_until(lambda: slow.requests, timeout=15, what="the judge to take the row")
         finally:
             collector.shutdown(grace=0.5)
-    from agentotel_eval.store.schema import open_read_only
+    from agentotel_eval.store.opening import open_read_only
 
     con = open_read_only(db)
     assert con.execute("SELECT status FROM evaluations WHERE metric = 'tool_errors'").fetchall() == [("pending",)]

@@ -12,8 +12,8 @@ import pytest
 
 from agentotel_eval.access import queries
 from agentotel_eval.access.filters import parse_filters
+from agentotel_eval.store.opening import open_store
 from agentotel_eval.store.query import QueryResult, run_query
-from agentotel_eval.store.schema import open_store
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

@@ -10,8 +10,9 @@ import pytest
 from agentotel_eval.collector.store import database as database_module
 from agentotel_eval.collector.store.database import Database, DatabaseClosed, SharedLock
 from agentotel_eval.collector.store.writer import StoreWriter, WriterUnavailable
+from agentotel_eval.store.opening import open_read_only
 from agentotel_eval.store.rows import spans_to_arrow
-from agentotel_eval.store.schema import SchemaError, open_read_only
+from agentotel_eval.store.schema import SchemaError
 from tests.collector_harness import Blocker, wait_until
 from tests.unit.test_store_writer import make_spans, submit_spans
 

@@ -11,15 +11,9 @@ import pytest
 
 from agentotel_eval.collector.store.database import Database
 from agentotel_eval.store import schema
-from agentotel_eval.store.schema import (
-    DatabaseRefused,
-    SchemaError,
-    check_store,
-    current_version,
-    migrate,
-    open_read_only,
-    open_store,
-)
+from agentotel_eval.store.identity import check_store
+from agentotel_eval.store.opening import open_read_only, open_store
+from agentotel_eval.store.schema import DatabaseRefused, SchemaError, current_version, migrate
 from tests.database_files import OLD_ROWS, REFUSED, Refused, build, old_database, snapshot
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from agentotel_eval.store.formats import render
+from agentotel_eval.store.opening import open_read_only, open_store
 from agentotel_eval.store.query import (
     QueryError,
     QueryForbidden,
@@ -17,7 +18,6 @@ from agentotel_eval.store.query import (
     check_sql,
     run_query,
 )
-from agentotel_eval.store.schema import open_read_only, open_store
 
 
 @pytest.fixture(scope="module")

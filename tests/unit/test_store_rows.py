@@ -9,6 +9,7 @@ import pytest
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.store import schema
+from agentotel_eval.store.opening import open_store
 from agentotel_eval.store.rows import (
     LOG_SELECT,
     SPAN_SELECT,
@@ -22,7 +23,6 @@ from agentotel_eval.store.rows import (
     spans_to_arrow,
     to_json,
 )
-from agentotel_eval.store.schema import open_store
 from agentotel_eval.test_case import ToolCall
 from tests.fixture_traces import as_stored, fixtures
 

@@ -23,8 +23,8 @@ from agentotel_eval.collector.store.writer import (
 )
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.store.opening import open_store
 from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
-from agentotel_eval.store.schema import open_store
 from agentotel_eval.test_case import ToolCall
 from tests.collector_harness import Blocker, HeldCommits
 
@@ -348,8 +348,8 @@ def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
 
     from agentotel_eval.collector.store.operations import SpanUpdate, update_spans
     from agentotel_eval.otlp.records import SpanEvent, SpanRecord
+    from agentotel_eval.store.opening import open_store
     from agentotel_eval.store.rows import spans_to_arrow
-    from agentotel_eval.store.schema import open_store
 
     con = open_store(tmp_path / "u.duckdb")
     theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness"})
@@ -380,8 +380,8 @@ def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
     from agentotel_eval.collector.store.operations import SpanUpdate, update_spans
     from agentotel_eval.otlp.records import SpanEvent, SpanRecord
     from agentotel_eval.scores import updated_span_json
+    from agentotel_eval.store.opening import open_store
     from agentotel_eval.store.rows import spans_to_arrow
-    from agentotel_eval.store.schema import open_store
 
     con = open_store(tmp_path / "w.duckdb")
     theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness", "x": [1, 2]})
@@ -424,8 +424,8 @@ def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
     from agentotel_eval.collector.store.operations import SpanUpdate, update_spans
     from agentotel_eval.otlp.records import SpanRecord
     from agentotel_eval.scores import updated_span_json
+    from agentotel_eval.store.opening import open_store
     from agentotel_eval.store.rows import spans_to_arrow
-    from agentotel_eval.store.schema import open_store
 
     con = open_store(tmp_path / "s.duckdb")
     span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
