@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.collector.config import CollectorConfig, default_config
+from agentotel_eval.collector.store.operations import BaseOperation
 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
@@ -55,7 +56,7 @@ def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
         collector.shutdown()
 
 
-class Blocker:
+class Blocker(BaseOperation):
     """A writer operation that holds the operations thread until released: makes queue states deterministic."""
 
     name = "blocker"

@@ -1,4 +1,7 @@
-"""Writes other than span/log ingest, applied by the writer thread in their own transactions.
+"""Writes other than span/log ingest, applied by the writer's operations queue in their own transactions.
+
+Each is an ``Operation`` (the protocol below: what the operations queue needs of it; ``BaseOperation`` has
+its defaults).
 
 ``ReplaceRuns`` writes the agent runs and tool calls reconstructed from completed traces; for traces that may
 already have rows (a late span re-opened them) it first deletes those rows, so a run is replaced, never
@@ -12,7 +15,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -41,6 +44,56 @@ class TraceWindow:
     hi_ns: int
 
 
+class Operation(Protocol):
+    """A write other than ingest (agent runs and scores, retention, judge answers), as the writer's operations
+    queue (``collector.store.operation_queue``) applies it: ``apply`` inside a transaction, then ``committed()``
+    once that transaction committed, or ``failed(exc)`` once it was rolled back for good."""
+
+    @property
+    def name(self) -> str:
+        """What kind of write it is, in the writer's stats."""
+        ...
+
+    @property
+    def rows(self) -> int:
+        """Rows it holds until it is applied: counted against the write queue's bound."""
+        ...
+
+    @property
+    def parts(self) -> int:
+        """How many operations it stands for in the stats (more than one once merged)."""
+        ...
+
+    def apply(self, con: duckdb.DuckDBPyConnection) -> None: ...
+
+    def committed(self) -> None: ...
+
+    def failed(self, error: Exception) -> None: ...
+
+
+class BaseOperation:
+    """``Operation``'s defaults: one operation of one row, whose outcome nobody waits for."""
+
+    name: str
+
+    @property
+    def rows(self) -> int:
+        return 1
+
+    @property
+    def parts(self) -> int:
+        return 1
+
+    def apply(self, con: duckdb.DuckDBPyConnection) -> None:
+        raise NotImplementedError
+
+    def committed(self) -> None:
+        """Its transaction committed."""
+
+    def failed(self, error: Exception) -> None:
+        """It was rolled back and will not be tried again."""
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], data: pa.Table) -> None:
     import duckdb
 
@@ -56,7 +109,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], 
             con.unregister(view)
 
 
-class ReplaceRuns:
+class ReplaceRuns(BaseOperation):
     """Insert agent_runs / tool_calls (and evaluations) rows, replacing earlier rows of the given traces."""
 
     name = "replace_runs"
@@ -131,11 +184,6 @@ class ReplaceRuns:
             self.on_failed(error)
 
     @property
-    def parts(self) -> tuple[ReplaceRuns, ...]:
-        """The operations this one was merged from (itself when it was not)."""
-        return (self,)
-
-    @property
     def rows(self) -> int:
         """Rows this operation writes (what it holds in memory until then, roughly)."""
         evaluations = self.evaluations.num_rows if self.evaluations is not None else 0
@@ -167,14 +215,14 @@ class MergedReplaceRuns(ReplaceRuns):
             part.committed()
 
     @property
-    def parts(self) -> tuple[ReplaceRuns, ...]:
-        return self._parts
+    def parts(self) -> int:
+        return len(self._parts)
 
 
-def merge_operations(ops: Sequence[Any]) -> list[Any]:
+def merge_operations(ops: Sequence[Operation]) -> list[Operation]:
     """Consecutive ``ReplaceRuns`` that replace nothing become one ``MergedReplaceRuns``; order is kept, and any
     other operation (or one that replaces a trace's earlier rows) stands alone between them."""
-    out: list[Any] = []
+    out: list[Operation] = []
     chain: list[ReplaceRuns] = []
 
     def close() -> None:
@@ -324,18 +372,18 @@ def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
             con.unregister("_span_updates")
 
 
-class InsertEvaluations:
+class InsertEvaluations(BaseOperation):
     """Evaluation rows that need no run (other tools' scores sent as log records); same key, replaced."""
 
     name = "insert_evaluations"
 
     def __init__(self, rows: pa.Table) -> None:
-        self.rows = rows
+        self.table = rows
 
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         import duckdb
 
-        con.register("_new_evaluations", self.rows)
+        con.register("_new_evaluations", self.table)
         try:
             con.execute(
                 f"DELETE FROM {schema.EVALUATIONS} e USING _new_evaluations n WHERE e.trace_id = n.trace_id "
@@ -345,10 +393,10 @@ class InsertEvaluations:
         finally:
             with contextlib.suppress(duckdb.Error):
                 con.unregister("_new_evaluations")
-        _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.rows)
+        _insert(con, schema.EVALUATIONS, schema.EVALUATION_COLUMNS, self.table)
 
 
-class WriteEvaluation:
+class WriteEvaluation(BaseOperation):
     """The LLM judge's answer for a queued run: replaces its ``pending`` row and scores the stored run span.
 
     ``pending_created_at_ns`` names the queued row this answer belongs to. If that row is gone or was re-queued
@@ -430,7 +478,7 @@ RETENTION_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-class DeleteOlderThan:
+class DeleteOlderThan(BaseOperation):
     """Retention: delete every row older than ``cutoff``; ``deleted`` holds the counts per table afterwards."""
 
     name = "retention"

@@ -28,13 +28,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentotel_eval.collector.store.operations import merge_operations, ns_to_datetime
+from agentotel_eval.collector.store.operations import Operation, merge_operations, ns_to_datetime
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
 
@@ -68,18 +68,6 @@ class RejectedData(WriterError):
     """DuckDB refused the data itself (a value it cannot store): retrying the same request cannot help."""
 
     retryable = False
-
-
-class Operation(Protocol):
-    """A write other than ingest (agent runs, retention); ``apply`` runs inside a transaction.
-
-    An operation may also define ``committed()``, called after its transaction committed, and ``failed(exc)``,
-    called when it was rolled back and will not be tried again.
-    """
-
-    name: str
-
-    def apply(self, con: duckdb.DuckDBPyConnection) -> None: ...
 
 
 @dataclass(slots=True)
@@ -239,11 +227,6 @@ class _InsertPlan:
 
 SPAN_KEY = ("trace_id", "span_id")
 LOG_KEY = ("log_id",)
-
-
-def _rows_of(op: Any) -> int:
-    rows = getattr(op, "rows", None)
-    return rows if isinstance(rows, int) else 1
 
 
 def _has_duplicate_keys(data: pa.Table, key: tuple[str, ...]) -> bool:
@@ -429,7 +412,7 @@ class StoreWriter:
         then no longer hold up the commits exporters wait for."""
         with self._cond:
             self._ops.append(op)
-            self._ops_rows += _rows_of(op)
+            self._ops_rows += op.rows
             self._cond.notify_all()
 
     # ---- the writer thread ----------------------------------------------------------------------------------
@@ -498,7 +481,7 @@ class StoreWriter:
             finally:
                 with self._cond:
                     self._ops_busy = False
-                    self._ops_rows -= sum(_rows_of(op) for op in ops)
+                    self._ops_rows -= sum(op.rows for op in ops)
                     self._cond.notify_all()
 
     def _run_ingest(self) -> None:
@@ -720,20 +703,16 @@ class StoreWriter:
             _rollback(con)
             self.stats.operation_failures[op.name] = self.stats.operation_failures.get(op.name, 0) + 1
             log.exception("write operation %s failed", op.name)
-            failed = getattr(op, "failed", None)  # whoever waits for it hears that it will never commit
-            if failed is not None:
-                try:
-                    failed(exc)
-                except Exception:
-                    log.exception("the failed() hook of %s failed", op.name)
+            try:  # whoever waits for it hears that it will never commit
+                op.failed(exc)
+            except Exception:
+                log.exception("the failed() hook of %s failed", op.name)
             return
         self._applied(op)
 
     def _applied(self, op: Operation) -> None:
-        self.stats.operations[op.name] = self.stats.operations.get(op.name, 0) + len(getattr(op, "parts", (op,)))
-        committed = getattr(op, "committed", None)
-        if committed is not None:
-            try:
-                committed()
-            except Exception:
-                log.exception("the committed() hook of %s failed", op.name)
+        self.stats.operations[op.name] = self.stats.operations.get(op.name, 0) + op.parts
+        try:
+            op.committed()
+        except Exception:
+            log.exception("the committed() hook of %s failed", op.name)

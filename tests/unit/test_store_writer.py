@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from agentotel_eval.collector.store.operations import (
+    BaseOperation,
     DeleteOlderThan,
     ReplaceRuns,
     TraceWindow,
@@ -215,7 +216,7 @@ def test_replace_runs_replaces_a_traces_rows_instead_of_adding(store):
 def test_a_failing_operation_does_not_stop_the_writer(store):
     _con, writer, _ = store
 
-    class Broken:
+    class Broken(BaseOperation):
         name = "broken"
 
         def apply(self, con):
@@ -234,7 +235,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
     assert blocker.entered.wait(5)
     applied: list[str] = []
 
-    class Marker:
+    class Marker(BaseOperation):
         name = "marker"
 
         def __init__(self, n: int) -> None:
@@ -246,7 +247,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
         def committed(self):
             applied.append(f"m{self.n}")
 
-    class Broken:
+    class Broken(BaseOperation):
         name = "broken"
 
         def apply(self, con):
@@ -291,7 +292,7 @@ def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_
         op([_run(5, ["w"])]),
     ]
     merged = merge_operations(ops)
-    assert [len(m.parts) for m in merged] == [2, 1, 2]  # the replacement stands alone, in its place
+    assert [m.parts for m in merged] == [2, 1, 2]  # the replacement stands alone, in its place
     for o in ops:
         writer.submit_operation(o)
     before = writer.stats.operations.get("replace_runs", 0)
