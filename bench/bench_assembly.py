@@ -57,10 +57,10 @@ def main() -> None:
     from agentotel_eval.collector.decode.batch import decode_request
     from agentotel_eval.collector.score.config import parse_expectations
     from agentotel_eval.collector.score.stage import ScoringStage
+    from agentotel_eval.collector.store.idempotent_append import SPAN_KEY, InsertPlan
     from agentotel_eval.collector.store.operations import merge_operations
     from agentotel_eval.collector.store.reader import TraceReader, group_by_trace
     from agentotel_eval.collector.store.runs import build_batches
-    from agentotel_eval.collector.store.writer import SPAN_KEY, _InsertPlan
     from agentotel_eval.otlp import decode
     from agentotel_eval.reconstruct import reconstruct
     from agentotel_eval.store import schema
@@ -151,8 +151,8 @@ def main() -> None:
         try:
             for i in range(0, len(batches), COMMIT_REQUESTS):
                 a = clock()
-                plan = _InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, batches[i:i + COMMIT_REQUESTS],
-                                   SPAN_KEY, "start_time")
+                plan = InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, batches[i:i + COMMIT_REQUESTS],
+                                  SPAN_KEY, "start_time")
                 committed = time.time_ns()
                 con.register(plan.view, plan.data)
                 con.execute("BEGIN")

@@ -47,7 +47,7 @@ from agentotel_eval.collector.store.metrics import StoreMetrics
 from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
 from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
-from agentotel_eval.collector.store.writer import Committed, StoreWriter
+from agentotel_eval.collector.store.writer import Committed, StoreWriter, WriterSettings
 from agentotel_eval.collector.telemetry.service import ServiceMetrics
 from agentotel_eval.collector.ui.routes import UiPages
 from agentotel_eval.reconstruct.declared import BUILTIN
@@ -142,17 +142,8 @@ class Collector:
                 self.forwarder = Forwarder(cfg.forward, redactor=self._redactor("forward"))
                 self.forwarder.start()
             self.writer = StoreWriter(
-                self.database.connection,
-                max_queue_records=cfg.writer.max_queue_records,
-                max_batch_records=cfg.writer.max_batch_records,
-                flush_interval=cfg.writer.flush_interval,
-                retry_after=cfg.receiver.retry_after,
-                on_commit=self._committed,
-                direct_batch_records=cfg.writer.row_group_size,
-                max_linger=cfg.writer.max_linger,
-                incoming=lambda: self.ingestor.decoding,
-                reopen=self.database.reopen,
-                reopen_rows=cfg.writer.reopen_rows,
+                self.database.connection, WriterSettings.from_config(cfg.writer, cfg.receiver),
+                on_commit=self._committed, incoming=lambda: self.ingestor.decoding, reopen=self.database.reopen,
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from agentotel_eval.collector.store.writer import FLUSH_BUCKETS, StoreWriter
+from agentotel_eval.collector.store.writer import StoreWriter
+from agentotel_eval.collector.store.writer_stats import FLUSH_BUCKETS
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge, histogram
 
 

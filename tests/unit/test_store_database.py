@@ -9,7 +9,7 @@ import pytest
 
 from agentotel_eval.collector.store import database as database_module
 from agentotel_eval.collector.store.database import Database, DatabaseClosed, SharedLock
-from agentotel_eval.collector.store.writer import StoreWriter, WriterUnavailable
+from agentotel_eval.collector.store.writer import StoreWriter, WriterSettings, WriterUnavailable
 from agentotel_eval.store.opening import open_read_only
 from agentotel_eval.store.rows import spans_to_arrow
 from agentotel_eval.store.schema import SchemaError
@@ -178,7 +178,7 @@ def test_while_a_collector_has_the_file_other_opens_are_refused_even_between_clo
 
 def test_the_writer_reopens_after_its_rows_and_loses_nothing(tmp_path):
     db = Database(tmp_path / "w.duckdb")
-    writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=5)
+    writer = StoreWriter(db.connection, WriterSettings(flush_interval=0.0, reopen_rows=5), reopen=db.reopen)
     writer.start()
     try:
         for trace in range(1, 8):  # 3 spans each: a reopen after every second commit
@@ -195,7 +195,7 @@ def test_the_writer_reopens_after_its_rows_and_loses_nothing(tmp_path):
 
 def test_a_writer_whose_database_cannot_be_opened_again_refuses_until_it_can(tmp_path, monkeypatch):
     db = Database(tmp_path / "w.duckdb")
-    writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=3)
+    writer = StoreWriter(db.connection, WriterSettings(flush_interval=0.0, reopen_rows=3), reopen=db.reopen)
     real = database_module.open_store
     refuse = threading.Event()
     refuse.set()
@@ -227,7 +227,7 @@ def test_a_writer_whose_database_cannot_be_opened_again_refuses_until_it_can(tmp
 
 def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_path):
     db = Database(tmp_path / "w.duckdb")
-    writer = StoreWriter(db.connection, flush_interval=0.0, reopen=db.reopen, reopen_rows=3)
+    writer = StoreWriter(db.connection, WriterSettings(flush_interval=0.0, reopen_rows=3), reopen=db.reopen)
     writer.start()
     blocker = Blocker()  # a long transaction of the operations thread (retention, say)
     try:

@@ -20,6 +20,7 @@ from agentotel_eval.collector.store.writer import (
     QueueFull,
     RejectedData,
     StoreWriter,
+    WriterSettings,
     WriterUnavailable,
 )
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
@@ -54,7 +55,7 @@ def store(tmp_path):
             logs.extend(Committed.pick(c.payload, c.new_logs) if c.new_logs != [] else [])
         committed.append((spans, logs))
 
-    writer = StoreWriter(con, on_commit=listen, flush_interval=0.0)
+    writer = StoreWriter(con, WriterSettings(flush_interval=0.0), on_commit=listen)
     writer.start()
     yield con, writer, committed
     writer.shutdown()
@@ -120,7 +121,7 @@ def test_concurrent_requests_share_a_commit(store):
 
 def test_a_full_queue_refuses_with_a_retry_delay_and_loses_nothing_accepted(tmp_path):
     con = open_store(tmp_path / "q.duckdb")
-    writer = StoreWriter(con, max_queue_records=5, flush_interval=0.0, retry_after=2.5)
+    writer = StoreWriter(con, WriterSettings(max_queue_records=5, flush_interval=0.0, retry_after=2.5))
     writer.start()
     held = HeldCommits(writer, hold=10)
     first = submit_spans(writer, make_spans(1, 3))
@@ -139,7 +140,7 @@ def test_a_full_queue_refuses_with_a_retry_delay_and_loses_nothing_accepted(tmp_
 
 def test_downstream_backlog_counts_against_the_bound(tmp_path):
     con = open_store(tmp_path / "b.duckdb")
-    writer = StoreWriter(con, max_queue_records=10)
+    writer = StoreWriter(con, WriterSettings(max_queue_records=10))
     writer.start()
     with pytest.raises(QueueFull):
         submit_spans(writer, make_spans(1, 3), extra_load=9)
@@ -463,8 +464,8 @@ def test_a_judge_answer_finds_its_run_span_whatever_its_nanoseconds(tmp_path, su
 def test_each_commit_stamps_its_rows_with_one_rising_ingested_at(tmp_path):
     con = open_store(tmp_path / "i.duckdb")
     stamps: list[int] = []
-    writer = StoreWriter(con, on_commit=lambda commits: stamps.extend(c.ingested_ns for c in commits),
-                         flush_interval=0.0)
+    writer = StoreWriter(con, WriterSettings(flush_interval=0.0),
+                         on_commit=lambda commits: stamps.extend(c.ingested_ns for c in commits))
     writer.start()
     try:
         logs = [LogRecord(T0, trace_id=f"{1:032x}", event_name="gen_ai.choice", body={"i": 0})]
