@@ -2,7 +2,8 @@
 
 Every flag of ``serve`` has a key here; a ``--config FILE`` sets any of them, and flags given on the command line
 win over the file. Sections are nested dataclasses, so a later stage (scoring, forwarding) adds its section by
-adding a field to ``CollectorConfig``: the loader and the error messages follow the type hints.
+adding a field to ``CollectorConfig``: the loader (``config_validation``, pydantic) validates the file against
+the type hints and the markers of ``config_fields``, and its errors name the key.
 
 Durations are seconds or strings such as ``"500ms"``, ``"2s"``, ``"5m"``, ``"12h"``, ``"30d"``, ``"1w"``; sizes are
 bytes or strings such as ``"20MiB"``, ``"512KB"``.
@@ -10,16 +11,13 @@ bytes or strings such as ``"20MiB"``, ``"512KB"``.
 
 from __future__ import annotations
 
-import dataclasses
 import tomllib
-import types
-import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from agentotel_eval import durations
+from agentotel_eval.collector.config_fields import Duration, Parsed, Size
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
 from agentotel_eval.collector.score.config import (
     JudgeSettings,
@@ -32,8 +30,8 @@ from agentotel_eval.collector.score.config import (
 )
 from agentotel_eval.collector.score.expectations import ExpectationRule
 from agentotel_eval.otlp.limits import Limits
-from agentotel_eval.reconstruct.declared import Convention, ConventionError, conventions_from_config
-from agentotel_eval.redaction import RedactionConfigError, RedactionSettings
+from agentotel_eval.reconstruct.declared import Convention, conventions_from_config
+from agentotel_eval.redaction import RedactionSettings
 from agentotel_eval.store import DEFAULT_DB_PATH
 
 if TYPE_CHECKING:
@@ -48,6 +46,7 @@ class ConfigError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}" if key else message)
         self.key = key
+        self.reason = message
 
 
 def parse_duration(value: Any, key: str = "") -> float:
@@ -79,20 +78,10 @@ def parse_address(value: str, key: str = "") -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-# Marks how a field's value is parsed (kept in dataclass field metadata).
-_DURATION_KIND = {"kind": "duration"}
-_SIZE_KIND = {"kind": "size"}
-
-
-def _parsed(parse: Any) -> dict[str, Any]:
-    """A section with its own parser (scoring, judge, forward, expectations: they validate their own keys)."""
-    return {"kind": "parsed", "parse": parse}
-
-
 @dataclass(frozen=True, slots=True)
 class ReceiverConfig:
     #: largest accepted request, compressed or inflated (the OpenTelemetry Collector's HTTP default: 20 MiB)
-    max_request_size: int = field(default=20 * MiB, metadata=_SIZE_KIND)
+    max_request_size: Annotated[int, Size] = 20 * MiB
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
     #: processes that decode requests (``agentotel_eval.collector.decode.worker``), so that the collector's own process, which
@@ -103,14 +92,14 @@ class ReceiverConfig:
     #: busy while the next request travels to it
     decode_slots: int = 2
     #: how long an export call waits for its records to be committed before answering UNAVAILABLE / 503
-    export_timeout: float = field(default=30.0, metadata=_DURATION_KIND)
+    export_timeout: Annotated[float, Duration] = 30.0
     #: the delay suggested to exporters when the write queue is full (Retry-After / gRPC RetryInfo)
-    retry_after: float = field(default=1.0, metadata=_DURATION_KIND)
+    retry_after: Annotated[float, Duration] = 1.0
     #: an idle HTTP keep-alive connection is closed after this long
-    http_idle_timeout: float = field(default=60.0, metadata=_DURATION_KIND)
+    http_idle_timeout: Annotated[float, Duration] = 60.0
     #: a request must arrive whole (headers and body) within this long of its first byte, or the connection is
     #: closed: a client sending a byte a second, or less than its Content-Length, cannot hold a thread longer
-    http_read_timeout: float = field(default=30.0, metadata=_DURATION_KIND)
+    http_read_timeout: Annotated[float, Duration] = 30.0
     #: open HTTP connections at most (each holds a thread); a connection beyond it is answered 503 and closed
     http_max_connections: int = 256
 
@@ -138,10 +127,10 @@ class WriterConfig:
     #: at most this many records per transaction
     max_batch_records: int = 20_000
     #: how long the writer lingers for more requests to share a commit
-    flush_interval: float = field(default=0.005, metadata=_DURATION_KIND)
+    flush_interval: Annotated[float, Duration] = 0.005
     #: how long it may linger instead while requests are being decoded and the commit is short of a whole row
     #: group (``row_group_size``): fewer, larger commits (one whole group is written straight into the file)
-    max_linger: float = field(default=0.05, metadata=_DURATION_KIND)
+    max_linger: Annotated[float, Duration] = 0.05
     #: DuckDB's WAL size that triggers a checkpoint. Rows appended since the last checkpoint stay in memory
     #: uncompressed, so this also bounds that memory; larger means fewer but longer checkpoints.
     checkpoint_threshold: str = "16MB"
@@ -181,9 +170,9 @@ class WriterConfig:
 @dataclass(frozen=True, slots=True)
 class AssemblerConfig:
     #: a trace is complete when its run span arrived and no span of it arrived for this long
-    grace_period: float = field(default=2.0, metadata=_DURATION_KIND)
+    grace_period: Annotated[float, Duration] = 2.0
     #: a trace whose run/root span never arrives is completed this long after its first span
-    max_wait: float = field(default=60.0, metadata=_DURATION_KIND)
+    max_wait: Annotated[float, Duration] = 60.0
     #: open traces kept in memory; over it, the oldest complete early (counted)
     max_open_traces: int = 20_000
     #: spans and log records of open traces (the assembler keeps a mark of ~100 bytes of each, and reads the
@@ -195,10 +184,10 @@ class AssemblerConfig:
     #: at most this many, and at least the latest half of it (``trace_buffer.DecisionCache``)
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
-    late_window: float = field(default=60.0, metadata=_DURATION_KIND)
+    late_window: Annotated[float, Duration] = 60.0
     #: completed traces are read back from the database together, at most this often: a read scans its time
     #: window whatever it returns, so fewer, larger reads cost less (runs are written up to this much later)
-    read_interval: float = field(default=0.25, metadata=_DURATION_KIND)
+    read_interval: Annotated[float, Duration] = 0.25
     #: assemble, reconstruct and score in a second process (the collector's receivers and writer keep this one's
     #: interpreter to themselves: both are CPU-bound Python, and one process runs Python on one core at a time);
     #: false runs them on a thread of the collector's process
@@ -210,7 +199,7 @@ class QueryConfig:
     #: rows returned by one query at most
     row_limit: int = 10_000
     #: seconds before a query is interrupted
-    timeout: float = field(default=30.0, metadata=_DURATION_KIND)
+    timeout: Annotated[float, Duration] = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,17 +209,17 @@ class CollectorConfig:
     http: str = "127.0.0.1:4318"
     #: downstream OTLP endpoint: ``forward = "grpc://host:4317"`` or a ``[forward]`` table (url, protocol, headers,
     #: timeout_s, max_queue_records, max_batch_records, max_retries); spans go on with their scores
-    forward: ForwardConfig | None = field(default=None, metadata=_parsed(parse_forward))
+    forward: Annotated[ForwardConfig | None, Parsed(parse_forward)] = None
     #: ``[scoring]``: enabled, modes (default/exact/ordering), threshold, detectors
-    scoring: ScoringSettings = field(default_factory=ScoringSettings, metadata=_parsed(ScoringSettings.from_dict))
+    scoring: Annotated[ScoringSettings, Parsed(ScoringSettings.from_dict)] = field(default_factory=ScoringSettings)
     #: ``[judge]``: the LLM judge (model, sample_rate, error_types, threshold, max_concurrency,
     #: max_cost_usd_per_day, only_when, timeout_s, max_retries, api_base, api_key, extra, cache_dir); off if absent
-    judge: JudgeSettings | None = field(default=None, metadata=_parsed(JudgeSettings.from_dict))
+    judge: Annotated[JudgeSettings | None, Parsed(JudgeSettings.from_dict)] = None
     #: ``[[expectations]]`` rules: agent / service globs, input_regex, expected_tools, modes
-    expectations: tuple[ExpectationRule, ...] = field(default=(), metadata=_parsed(parse_expectations))
+    expectations: Annotated[tuple[ExpectationRule, ...], Parsed(parse_expectations)] = ()
     #: ``[[conventions]]``: an in-house instrumentation's spans declared as tool executions or agent runs (name,
     #: role, when, and the attribute of each field), read before the built-in conventions
-    conventions: tuple[Convention, ...] = field(default=(), metadata=_parsed(conventions_from_config))
+    conventions: Annotated[tuple[Convention, ...], Parsed(conventions_from_config)] = ()
     #: JSONL file of {"input", "expected_tools"} matched on a run's input
     dataset: str = ""
     #: delete data older than this (e.g. "30d"); empty keeps everything
@@ -246,8 +235,12 @@ class CollectorConfig:
     limits: Limits = field(default_factory=Limits)
     #: ``[redaction]``: secrets and personal data replaced by markers before they are stored, shown to the judge
     #: or forwarded (enabled, where, builtin, secret_keys, ``[[redaction.patterns]]`` name and regex)
-    redaction: RedactionSettings = field(default_factory=RedactionSettings,
-                                         metadata=_parsed(RedactionSettings.from_dict))
+    redaction: Annotated[RedactionSettings, Parsed(RedactionSettings.from_dict)] = field(
+        default_factory=RedactionSettings)
+
+    # How the loader validates a file: exact types (no "5" for 5, no 1 for true), unknown keys are errors. The
+    # sections inherit it; pydantic reads it from this plain dict, so importing the config needs no pydantic.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"strict": True, "extra": "forbid"}
 
     def scoring_config(self) -> ScoringConfig:
         """What the scoring stage and the judge worker need (loads the dataset file)."""
@@ -337,82 +330,11 @@ def default_config() -> CollectorConfig:
     return CollectorConfig()
 
 
-# --------------------------------------------------------------------------------------------------------------
-# mapping (TOML) -> config
-
-
-def _coerce(value: Any, hint: Any, meta: Mapping[str, Any], key: str) -> Any:
-    kind = meta.get("kind")
-    if kind == "duration":
-        return parse_duration(value, key)
-    if kind == "size":
-        return parse_size(value, key)
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        if value is None:
-            return None
-        return _coerce(value, options[0], meta, key)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        if not isinstance(value, Mapping):
-            raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
-        return build(hint, value, key)
-    if origin is tuple:
-        item = typing.get_args(hint)[0]
-        if not isinstance(value, list):
-            raise ConfigError(key, f"expected a list, got {type(value).__name__}")
-        return tuple(_coerce(v, item, {}, f"{key}[{i}]") for i, v in enumerate(value))
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(key, f"expected true or false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(key, f"expected an integer, got {value!r}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(key, f"expected a number, got {value!r}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ConfigError(key, f"expected a string, got {value!r}")
-        return value
-    return value
-
-
-def build(cls: type, data: Mapping[str, Any], prefix: str = "", base: Any = None) -> Any:
-    """An instance of the config dataclass ``cls`` from a mapping; unknown keys are an error naming them."""
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = [k for k in data if k not in fields]
-    if unknown:
-        key = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
-        known = ", ".join(sorted(fields))
-        raise ConfigError(key, f"unknown setting (known here: {known})")
-    values: dict[str, Any] = {}
-    for name, value in data.items():
-        key = f"{prefix}.{name}" if prefix else name
-        hint = hints[name]
-        meta = fields[name].metadata
-        if meta.get("kind") == "parsed":
-            try:
-                values[name] = meta["parse"](value)
-            except (ScoringConfigError, ConventionError, RedactionConfigError) as exc:
-                raise ConfigError(key, str(exc)) from None
-            except (TypeError, AttributeError, ValueError) as exc:
-                raise ConfigError(key, f"invalid value {value!r}: {exc}") from None
-        elif isinstance(hint, type) and dataclasses.is_dataclass(hint) and base is not None:
-            if not isinstance(value, Mapping):
-                raise ConfigError(key, f"expected a table of settings, got {type(value).__name__}")
-            values[name] = build(hint, value, key, getattr(base, name))
-        else:
-            values[name] = _coerce(value, hint, fields[name].metadata, key)
-    return dataclasses.replace(base, **values) if base is not None else cls(**values)
-
-
 def load_config(path: str | Path, base: CollectorConfig | None = None) -> CollectorConfig:
     """Read a TOML file over ``base`` (the defaults); errors name the file and the key."""
+    # pydantic is imported only where a file is read: the helper processes import this module too
+    from agentotel_eval.collector.config_validation import config_from_mapping
+
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -423,6 +345,6 @@ def load_config(path: str | Path, base: CollectorConfig | None = None) -> Collec
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("", f"{path} is not valid TOML: {exc}") from None
     try:
-        return build(CollectorConfig, data, "", base or default_config())
+        return config_from_mapping(data, base or default_config())
     except ConfigError as exc:
-        raise ConfigError(exc.key, f"in {path}: {str(exc).removeprefix(exc.key + ': ')}") from None
+        raise ConfigError(exc.key, f"in {path}: {exc.reason}") from None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -95,6 +98,10 @@ def test_a_toml_file_sets_every_section(tmp_path):
         ("[writer]\nflush_intervall = 1", "writer.flush_intervall", "unknown setting"),
         ("[nope]\na = 1", "nope", "unknown setting"),
         ('[writer]\nmax_queue_records = "lots"', "writer.max_queue_records", "expected an integer"),
+        ('[receiver]\ngrpc_workers = "5"', "receiver.grpc_workers", "expected an integer, got '5'"),
+        ("[writer]\nmax_queue_records = 1.0", "writer.max_queue_records", "expected an integer, got 1.0"),
+        ("[assembler]\nprocess = 1", "assembler.process", "expected true or false, got 1"),
+        ("db = 1979-05-27", "db", "TOML date"),
         ("[assembler]\ngrace_period = true", "assembler.grace_period", "duration"),
         ('[receiver]\nmax_request_size = "huge"', "receiver.max_request_size", "size"),
         ("writer = 3", "writer", "table of settings"),
@@ -122,16 +129,12 @@ def test_bad_keys_and_values_are_named(tmp_path, toml, key, why):
     ],
 )
 def test_validate_names_the_bad_key(changes, key):
-    import dataclasses
-
     with pytest.raises(ConfigError) as info:
         dataclasses.replace(CollectorConfig(), **changes).validate()
     assert info.value.key == key
 
 
 def test_section_values_are_validated():
-    import dataclasses
-
     config = default_config()
     bad = dataclasses.replace(config, assembler=dataclasses.replace(config.assembler, grace_period=0))
     with pytest.raises(ConfigError, match=r"assembler\.grace_period"):
@@ -204,6 +207,35 @@ def test_invalid_scoring_sections_name_the_key(tmp_path, toml, key, why):
     with pytest.raises(ConfigError, match=why) as info:
         load_config(path)
     assert info.value.key == key
+
+
+def test_every_problem_is_counted_and_the_first_named(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('log_level = 3\n[writer]\nthreads = "2"\nflush_intervall = 1\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.key == "log_level"
+    assert str(info.value) == f"log_level: in {path}: expected a string, got 3 (and 2 more problems)"
+
+
+def test_a_file_over_a_base_changes_only_what_it_sets(tmp_path):
+    base = default_config()
+    base = dataclasses.replace(base, db="base.duckdb", writer=dataclasses.replace(base.writer, max_queue_records=7))
+    path = tmp_path / "c.toml"
+    path.write_text('[writer]\nflush_interval = "10ms"\n[redaction]\nwhere = ["store"]\n')
+    config = load_config(path, base)
+    assert config.db == "base.duckdb"
+    assert (config.writer.max_queue_records, config.writer.flush_interval) == (7, 0.01)
+    assert config.redaction.enabled and config.redaction.where == ("store",)  # a [redaction] table turns it on
+
+
+@pytest.mark.parametrize("worker", ["decode", "assemble"])
+def test_the_helper_processes_do_not_import_pydantic(worker):
+    """They import the config's section types, but never read a file: pydantic would cost each of them memory."""
+    code = (f"import sys, agentotel_eval.collector.{worker}.worker\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_auth_tls_and_limits_settings(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 import pytest
 
-from agentotel_eval.collector.config import CollectorConfig, ConfigError, build, default_config
+from agentotel_eval.collector.config import ConfigError
+from agentotel_eval.collector.config_validation import config_from_mapping
 from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.collector.score.judge_policy import judge_decision, over_budget, sample_point
 from agentotel_eval.metrics.base import MetricResult
@@ -56,7 +57,7 @@ def test_budget():
 
 def _scoring_config(data):
     """The scoring sections parsed the way the collector parses its TOML."""
-    return build(CollectorConfig, data, "", default_config()).validate().scoring_config()
+    return config_from_mapping(data).validate().scoring_config()
 
 
 def test_config_from_dict_and_errors(tmp_path):
