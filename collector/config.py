@@ -17,18 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from agentotel_eval import durations
-from agentotel_eval.collector.config_fields import Duration, Parsed, Size
+from agentotel_eval.collector.config_fields import After, Before, Duration, Parsed, Size
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
 from agentotel_eval.collector.score.config import (
     JudgeSettings,
     ScoringConfig,
-    ScoringConfigError,
     ScoringSettings,
+    checked_forward,
+    forward_table,
     load_dataset,
-    parse_expectations,
-    parse_forward,
+    named_rules,
 )
-from agentotel_eval.collector.score.expectations import ExpectationRule
+from agentotel_eval.collector.score.expectations import ExpectationConfigError, ExpectationRule
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, conventions_from_config
 from agentotel_eval.redaction import RedactionSettings
@@ -208,15 +208,17 @@ class CollectorConfig:
     grpc: str = "127.0.0.1:4317"
     http: str = "127.0.0.1:4318"
     #: downstream OTLP endpoint: ``forward = "grpc://host:4317"`` or a ``[forward]`` table (url, protocol, headers,
-    #: timeout_s, max_queue_records, max_batch_records, max_retries); spans go on with their scores
-    forward: Annotated[ForwardConfig | None, Parsed(parse_forward)] = None
+    #: timeout_s, max_queue_records, max_batch_records, max_retries, initial_backoff_s, max_backoff_s); spans go
+    #: on with their scores
+    forward: Annotated[ForwardConfig | None, Before(forward_table), After(checked_forward)] = None
     #: ``[scoring]``: enabled, modes (default/exact/ordering), threshold, detectors
-    scoring: Annotated[ScoringSettings, Parsed(ScoringSettings.from_dict)] = field(default_factory=ScoringSettings)
+    scoring: ScoringSettings = field(default_factory=ScoringSettings)
     #: ``[judge]``: the LLM judge (model, sample_rate, error_types, threshold, max_concurrency,
-    #: max_cost_usd_per_day, only_when, timeout_s, max_retries, api_base, api_key, extra, cache_dir); off if absent
-    judge: Annotated[JudgeSettings | None, Parsed(JudgeSettings.from_dict)] = None
-    #: ``[[expectations]]`` rules: agent / service globs, input_regex, expected_tools, modes
-    expectations: Annotated[tuple[ExpectationRule, ...], Parsed(parse_expectations)] = ()
+    #: max_cost_usd_per_day, only_when, timeout_s, max_retries, api_base, api_key, api_version, extra,
+    #: cache_dir); off if absent
+    judge: JudgeSettings | None = None
+    #: ``[[expectations]]`` rules: name, agent / service globs, input_regex, expected_tools, modes
+    expectations: Annotated[tuple[ExpectationRule, ...], After(named_rules)] = ()
     #: ``[[conventions]]``: an in-house instrumentation's spans declared as tool executions or agent runs (name,
     #: role, when, and the attribute of each field), read before the built-in conventions
     conventions: Annotated[tuple[Convention, ...], Parsed(conventions_from_config)] = ()
@@ -268,7 +270,7 @@ class CollectorConfig:
             raise ConfigError("http", f"gRPC and HTTP cannot share the address {self.http}")
         try:
             self.scoring_config()
-        except ScoringConfigError as exc:
+        except ExpectationConfigError as exc:
             raise ConfigError("dataset", str(exc)) from None
         if self.retention and (self.retention_seconds or 0) <= 0:
             raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from agentotel_eval.collector.config_fields import Parsed
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
 
@@ -32,26 +33,40 @@ def normalise_input(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def _parse_tools(value: Any, where: str) -> tuple[str, ...]:
+def _named(where: str, message: str) -> str:
+    return f"{where}: {message}" if where else message
+
+
+def parse_tools(value: Any, where: str = "") -> tuple[str, ...]:
+    """Tool names from a list, or from a JSON array in a string (a span attribute's form)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            raise ExpectationConfigError(f"{where}: expected_tools must be a list of tool names") from None
+            raise ExpectationConfigError(_named(where, "expected_tools must be a list of tool names")) from None
     if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise ExpectationConfigError(f"{where}: expected_tools must be a list of tool names, got {value!r}")
+        raise ExpectationConfigError(_named(where, f"expected_tools must be a list of tool names, got {value!r}"))
     return tuple(value)
 
 
-def parse_modes(value: Any, where: str) -> tuple[str, ...]:
+def parse_modes(value: Any, where: str = "") -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list | tuple) or not value:
-        raise ExpectationConfigError(f"{where}: modes must be a non-empty list of {list(MODES)}")
+        raise ExpectationConfigError(_named(where, f"modes must be a non-empty list of {list(MODES)}"))
     bad = [m for m in value if m not in MODES]
     if bad:
-        raise ExpectationConfigError(f"{where}: unknown mode(s) {bad}; expected some of {list(MODES)}")
+        raise ExpectationConfigError(_named(where, f"unknown mode(s) {bad}; expected some of {list(MODES)}"))
     return tuple(dict.fromkeys(value))
+
+
+def parse_input_regex(value: Any) -> re.Pattern[str]:
+    if not isinstance(value, str):
+        raise ExpectationConfigError(f"expected a regular expression in a string, got {value!r}")
+    try:
+        return re.compile(value, re.DOTALL)
+    except re.error as exc:
+        raise ExpectationConfigError(f"not a valid regex: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,39 +85,13 @@ class Expectation:
 class ExpectationRule:
     """``[[expectations]]``: all given matchers must match (agent/service take shell globs)."""
 
-    expected_tools: tuple[str, ...]
+    expected_tools: Annotated[tuple[str, ...], Parsed(parse_tools)]
     agent: str | None = None
     service: str | None = None
-    input_regex: re.Pattern[str] | None = None
-    modes: tuple[str, ...] | None = None
+    input_regex: Annotated[re.Pattern[str] | None, Parsed(parse_input_regex)] = None
+    modes: Annotated[tuple[str, ...] | None, Parsed(parse_modes)] = None
+    #: the config names a rule without a name by its position (``CollectorConfig.expectations``)
     name: str = ""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], index: int) -> ExpectationRule:
-        where = f"expectations[{index}]"
-        allowed = {"name", "agent", "service", "input_regex", "expected_tools", "modes"}
-        unknown = sorted(set(data) - allowed)
-        if unknown:
-            raise ExpectationConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
-        if "expected_tools" not in data:
-            raise ExpectationConfigError(f"{where}: expected_tools is required")
-        for key in ("name", "agent", "service", "input_regex"):
-            if key in data and not isinstance(data[key], str):
-                raise ExpectationConfigError(f"{where}.{key} must be a string")
-        pattern = None
-        if "input_regex" in data:
-            try:
-                pattern = re.compile(data["input_regex"], re.DOTALL)
-            except re.error as exc:
-                raise ExpectationConfigError(f"{where}.input_regex is not a valid regex: {exc}") from None
-        return cls(
-            expected_tools=_parse_tools(data["expected_tools"], where),
-            agent=data.get("agent"),
-            service=data.get("service"),
-            input_regex=pattern,
-            modes=parse_modes(data["modes"], where) if "modes" in data else None,
-            name=str(data.get("name") or index),
-        )
 
     def matches(self, run: AgentRun) -> bool:
         if self.agent is not None and not fnmatch.fnmatchcase(run.agent_name or "", self.agent):
@@ -136,7 +125,7 @@ class Dataset:
                 raise ExpectationConfigError(f"{where}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, Mapping) or not isinstance(row.get("input"), str):
                 raise ExpectationConfigError(f"{where}: each line needs a string 'input'")
-            tools = _parse_tools(row.get("expected_tools"), where)
+            tools = parse_tools(row.get("expected_tools"), where)
             modes = parse_modes(row["modes"], where) if "modes" in row else None
             key = normalise_input(row["input"])
             previous = entries.get(key)
@@ -151,15 +140,6 @@ class Dataset:
         if text is None:
             return None
         return self.by_input.get(normalise_input(text))
-
-
-def parse_rules(items: Iterable[Mapping[str, Any]]) -> tuple[ExpectationRule, ...]:
-    rules = []
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise ExpectationConfigError(f"expectations[{index}] must be a table")
-        rules.append(ExpectationRule.from_dict(item, index))
-    return tuple(rules)
 
 
 class ExpectationFinder:

@@ -62,8 +62,7 @@ def the_call(collector: Any) -> dict[str, Any]:
 def test_each_place_is_redacted_when_asked_and_only_then(tmp_path: Any, where: list[str]) -> None:
     redaction = RedactionSettings.from_dict({"where": where})
     with OtlpSink() as sink, LLMStub(default=Reply.json(CLEAN)) as stub:
-        judge = JudgeSettings(model="openai/gpt-4o-mini", llm_kwargs={"api_base": stub.base_url, "api_key": "sk-test"},
-                              max_retries=0)
+        judge = JudgeSettings(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test", max_retries=0)
         forward = ForwardConfig(url=sink.grpc_endpoint.replace("http://", "grpc://"))
         with running_collector(tmp_path / "r.duckdb", redaction=redaction, judge=judge, forward=forward) as collector:
             run_agent(collector.grpc_endpoint)

@@ -57,7 +57,7 @@ def _evaluations(collector: Any, trace_id: str | None = None) -> dict[str, tuple
 
 
 def _judge(stub: LLMStub, **kw: Any) -> JudgeSettings:
-    return JudgeSettings(model="openai/gpt-4o-mini", llm_kwargs={"api_base": stub.base_url, "api_key": "sk-test"},
+    return JudgeSettings(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test",
                          max_retries=kw.pop("max_retries", 0), **kw)
 
 

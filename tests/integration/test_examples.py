@@ -281,8 +281,7 @@ def _as_tested(config: CollectorConfig, stub: LLMStub, sink: OtlpSink) -> dict[s
         "dataset": str(REPO / config.dataset),
         # sampling hashes each run's ids, so at 0.25 which runs are judged would vary from run to run; every
         # other judge setting (only_when, the budget, the model) is the file's
-        "judge": dataclasses.replace(config.judge, sample_rate=1.0, max_retries=0,
-                                     llm_kwargs={**config.judge.llm_kwargs, "api_base": stub.base_url}),
+        "judge": dataclasses.replace(config.judge, sample_rate=1.0, max_retries=0, api_base=stub.base_url),
         "forward": dataclasses.replace(config.forward, url=sink.http_endpoint),
     }
 

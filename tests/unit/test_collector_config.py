@@ -101,7 +101,10 @@ def test_a_toml_file_sets_every_section(tmp_path):
         ('[receiver]\ngrpc_workers = "5"', "receiver.grpc_workers", "expected an integer, got '5'"),
         ("[writer]\nmax_queue_records = 1.0", "writer.max_queue_records", "expected an integer, got 1.0"),
         ("[assembler]\nprocess = 1", "assembler.process", "expected true or false, got 1"),
+        ("[scoring]\nthreshold = true", "scoring.threshold", "expected a number, got True"),
+        ("[scoring]\nmodes = 3", "scoring.modes", "modes must be a non-empty list"),
         ("db = 1979-05-27", "db", "TOML date"),
+        ('[forward]\nurl = "http://x:4318"\nheaders = { a = 1 }', "forward.headers.a", "expected a string"),
         ("[assembler]\ngrace_period = true", "assembler.grace_period", "duration"),
         ('[receiver]\nmax_request_size = "huge"', "receiver.max_request_size", "size"),
         ("writer = 3", "writer", "table of settings"),
@@ -194,11 +197,15 @@ def test_scoring_sections_load_from_toml(tmp_path):
 @pytest.mark.parametrize(
     ("toml", "key", "why"),
     [
-        ('[judge]\nmodle = "x"\n', "judge", r"\[judge\] unknown key\(s\) \['modle'\]"),
+        ('[judge]\nmodel = "m"\nmodle = "x"\n', "judge.modle", r"unknown setting \(known here: api_base, api_key, "),
         ('[judge]\nsample_rate = 0.5\n', "judge", r"model is required"),
-        ('[scoring]\nmodes = ["fuzzy"]\n', "scoring", r"unknown mode\(s\) \['fuzzy'\]"),
-        ('[[expectations]]\nagent = "a"\n', "expectations", r"expected_tools is required"),
+        ('[judge]\nmodel = " "\n', "judge.model", r"expected a litellm model name"),
+        ('[judge]\nmodel = "m"\nmax_concurrency = 0\n', "judge.max_concurrency", r"must be >= 1, got 0"),
+        ('[scoring]\nmodes = ["fuzzy"]\n', "scoring.modes", r"unknown mode\(s\) \['fuzzy'\]"),
+        ('[scoring]\nmode = ["exact"]\n', "scoring.mode", r"unknown setting \(known here: detectors, enabled, modes, "),
+        ('[[expectations]]\nagent = "a"\n', "expectations[0]", r"expected_tools is required"),
         ('forward = 3\n', "forward", r"must be a table or a URL"),
+        ('[forward]\nprotocol = "grpc"\n', "forward", r"url is required"),
     ],
 )
 def test_invalid_scoring_sections_name_the_key(tmp_path, toml, key, why):
@@ -216,6 +223,15 @@ def test_every_problem_is_counted_and_the_first_named(tmp_path):
         load_config(path)
     assert info.value.key == "log_level"
     assert str(info.value) == f"log_level: in {path}: expected a string, got 3 (and 2 more problems)"
+
+
+def test_judge_keys_for_litellm(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[judge]\nmodel = " openai/m "\napi_key = "k"\nonly_when = "tool_error"\n'
+                    '[judge.extra]\nextra_headers = { x = "y" }\n')
+    judge = load_config(path).judge
+    assert (judge.model, judge.only_when) == ("openai/m", ("tool_error",))
+    assert judge.llm_kwargs == {"api_key": "k", "extra_headers": {"x": "y"}}
 
 
 def test_a_file_over_a_base_changes_only_what_it_sets(tmp_path):

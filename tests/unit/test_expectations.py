@@ -2,13 +2,14 @@ import json
 
 import pytest
 
+from agentotel_eval.collector.config import ConfigError
+from agentotel_eval.collector.score.config import parse_expectations
 from agentotel_eval.collector.score.expectations import (
     Dataset,
     ExpectationConfigError,
     ExpectationFinder,
     find_expectation,
     normalise_input,
-    parse_rules,
 )
 from agentotel_eval.reconstruct.model import AgentRun
 
@@ -20,7 +21,7 @@ def _run(**kw):
     return AgentRun(**base)
 
 
-RULES = parse_rules([
+RULES = parse_expectations([
     {"name": "weather", "agent": "weather_*", "expected_tools": ["get_weather"]},
     {"name": "rome", "service": "travel-*", "input_regex": r"(?i)rome", "expected_tools": ["book_hotel"],
      "modes": ["exact"]},
@@ -69,17 +70,24 @@ def test_normalise_input():
 @pytest.mark.parametrize(
     ("rules", "message"),
     [
-        ([{"agent": "x"}], r"expectations\[0\]: expected_tools is required"),
-        ([{"expected_tools": ["a"], "agnet": "x"}], r"unknown key\(s\) \['agnet'\]"),
-        ([{"expected_tools": "a"}], "list of tool names"),
-        ([{"expected_tools": ["a"], "input_regex": "("}], "not a valid regex"),
-        ([{"expected_tools": ["a"], "modes": ["strict"]}], r"unknown mode\(s\) \['strict'\]"),
-        ([{"expected_tools": ["a"]}, "x"], r"expectations\[1\] must be a table"),
+        ([{"agent": "x"}], r"^expectations\[0\]: expected_tools is required"),
+        ([{"expected_tools": ["a"], "agnet": "x"}], r"^expectations\[0\]\.agnet: unknown setting \(known here: agent, "),
+        ([{"expected_tools": "a"}], r"^expectations\[0\]\.expected_tools: .*list of tool names"),
+        ([{"expected_tools": ["a"], "input_regex": "("}], r"^expectations\[0\]\.input_regex: not a valid regex"),
+        ([{"expected_tools": ["a"], "modes": ["strict"]}], r"^expectations\[0\]\.modes: unknown mode\(s\) \['strict'\]"),
+        ([{"expected_tools": ["a"]}, "x"], r"^expectations\[1\]: expected a table"),
+        ([{"expected_tools": ["a"], "agent": 3}], r"^expectations\[0\]\.agent: expected a string, got 3"),
+        ({"expected_tools": ["a"]}, r"^expectations: expected a list"),
     ],
 )
 def test_invalid_rules_name_the_problem(rules, message):
-    with pytest.raises(ExpectationConfigError, match=message):
-        parse_rules(rules)
+    with pytest.raises(ConfigError, match=message):
+        parse_expectations(rules)
+
+
+def test_rules_without_a_name_are_named_by_position():
+    rules = parse_expectations([{"name": "first", "expected_tools": []}, {"expected_tools": '["a", "b"]'}])
+    assert [(r.name, r.expected_tools) for r in rules] == [("first", ()), ("1", ("a", "b"))]
 
 
 def test_dataset_errors_name_the_line(tmp_path):

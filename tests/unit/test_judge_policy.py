@@ -73,14 +73,14 @@ def test_config_from_dict_and_errors(tmp_path):
     assert config.forward.resolved_protocol() == "grpc" and config.forward.headers == {"x-key": "v"}
     assert config.expectations[0].expected_tools == ("t",)
     for bad, message in [
-        ({"judge": {"sample_rate": 0.5}}, r"\[judge\] model is required"),
-        ({"judge": {"model": "m", "sample_rate": 2}}, r"\[judge\] sample_rate must be between 0.0 and 1.0"),
-        ({"judge": {"model": "m", "error_types": ["typo"]}}, r"unknown error_types \['typo'\]"),
-        ({"judge": {"model": "m", "modle": "x"}}, r"\[judge\] unknown key\(s\) \['modle'\]"),
-        ({"judge": {"model": "m", "only_when": ["sometimes"]}}, r"\[judge\] only_when must be"),
+        ({"judge": {"sample_rate": 0.5}}, r"^judge: model is required"),
+        ({"judge": {"model": "m", "sample_rate": 2}}, r"^judge\.sample_rate: must be between 0\.0 and 1\.0"),
+        ({"judge": {"model": "m", "error_types": ["typo"]}}, r"^judge\.error_types: unknown error_types \['typo'\]"),
+        ({"judge": {"model": "m", "modle": "x"}}, r"^judge\.modle: unknown setting \(known here: api_base, "),
+        ({"judge": {"model": "m", "only_when": ["sometimes"]}}, r"^judge\.only_when: must be some of"),
         ({"scoring": {"modes": ["fuzzy"]}}, r"unknown mode\(s\) \['fuzzy'\]"),
         ({"forward": {"url": "ftp://x"}}, "forward.url must be like"),
-        ({"forward": {"url": "http://x:4318", "retries": 3}}, r"\[forward\] unknown key\(s\) \['retries'\]"),
+        ({"forward": {"url": "http://x:4318", "retries": 3}}, r"^forward\.retries: unknown setting"),
         ({"expectations": [{"agent": "a"}]}, "expected_tools is required"),
         ({"dataset": str(tmp_path / "nope.jsonl")}, r"nope\.jsonl"),
     ]:
