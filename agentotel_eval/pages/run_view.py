@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from agentotel_eval.access.queries import RunDetail
-from agentotel_eval.pages.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
+from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
 from agentotel_eval.pages.timeline import CALLED, Timeline, timeline
 

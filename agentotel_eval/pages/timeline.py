@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from agentotel_eval.pages.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment
+from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment
 
 CELL_W, CELL_H, GAP, LEFT = 132, 30, 14, 78
 TOP_Y, BOTTOM_Y = 22, 104

@@ -202,8 +202,8 @@ def assert_tool_correctness(run: AgentRun, expected: Sequence[Any], *, exact: bo
     and/or ``output`` to compare arguments and results too (give ``ToolCall``s with them then). Returns the
     score."""
     __tracebackhide__ = True
+    from agentotel_eval.metrics.alignment import alignment_text
     from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
-    from agentotel_eval.pages.alignment import alignment_text
 
     metric = ToolCorrectnessMetric(threshold=1.0 if threshold is None else threshold, exact_match=exact,
                                    check_ordering=ordering, evaluation_params=list(params))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, align
 from agentotel_eval.metrics.tool_correctness import score_names
-from agentotel_eval.pages.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, align
 
 
 def kinds(expected: list[str], called: list[str]) -> list[tuple[str, str | None, str | None]]:
@@ -82,7 +82,7 @@ def test_every_call_is_placed_once_in_order_and_agrees_with_the_score(expected: 
 
 
 def test_the_text_timeline_lines_each_call_up_with_its_mark() -> None:
-    from agentotel_eval.pages.alignment import alignment_text
+    from agentotel_eval.metrics.alignment import alignment_text
 
     lines = alignment_text(["search", "sort", "book"], ["search", "book", "share"], indent="")
     assert lines == [
