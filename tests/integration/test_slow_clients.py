@@ -273,3 +273,12 @@ def test_a_client_that_closes_its_sending_side_still_gets_its_answer(collector):
         answer = read_until_closed(sock)
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:80]
     assert spans_stored(collector, span.trace_id) == 1
+
+
+def test_the_listener_turns_nagles_algorithm_off(collector):
+    """With Nagle on, an answer's body waits behind its headers for the client's delayed ACK (40 ms a request on a
+    keep-alive connection); asyncio turns it off only on sockets that name TCP as their protocol, and accepted
+    connections inherit the listener's setting."""
+    sock = collector.http._server._sock
+    assert sock.proto == socket.IPPROTO_TCP
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
