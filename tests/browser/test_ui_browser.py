@@ -4,7 +4,6 @@ missing call, new runs appear without a reload, and the report file renders offl
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +141,6 @@ def test_the_report_renders_offline(browser: Any, demo_db: Path, tmp_path: Path)
     link = browser.find_element("css selector", "#worst table.runs tbody tr a")
     target = link.get_attribute("href").split("#", 1)[1]
     link.click()
-    time.sleep(0.2)
-    assert browser.execute_script("return location.hash") == "#" + target
+    wait_until(lambda: browser.execute_script("return location.hash") == "#" + target, timeout=5,
+               what="the link to be followed")
     assert browser.find_element("id", target).is_displayed()
