@@ -45,10 +45,13 @@ _GRPC_CODES = {"INVALID_ARGUMENT": code_pb2.INVALID_ARGUMENT, "RESOURCE_EXHAUSTE
                "DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED}
 
 
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
 def encoding_of(request: Request) -> str | None:
     """protobuf or json, from the Content-Type; None for any other."""
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return CONTENT_TYPES.get(media_type)
+    return CONTENT_TYPES.get(_media_type(request))
 
 
 def export_response(outcome: ExportOutcome, encoding: str) -> bytes:
@@ -102,8 +105,7 @@ def otlp_routes(ingestor: Ingestor, max_request_size: int, blocking: Blocking) -
         encoding = encoding_of(request)
         try:
             if encoding is None:
-                media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-                raise UnsupportedMediaType(f"unsupported Content-Type {media_type or '(none)'!r}; "
+                raise UnsupportedMediaType(f"unsupported Content-Type {_media_type(request) or '(none)'!r}; "
                                            "use application/x-protobuf or application/json")
             compression = content_encoding(request.headers.get("content-encoding"))
             body = await read_body(request, max_request_size)

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from http import HTTPStatus
 from typing import Any
 
 import httptools
@@ -184,10 +185,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def _refuse(self, transport: asyncio.Transport) -> None:
         """Over the cap: 503 at once, no request read; the connection lingers a moment so the client reads it."""
         self._refused = transport
-        message = (f"too many open connections (receiver.http_max_connections = {self._limits.max_connections}); "
-                   "retry later\n").encode()
-        transport.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                        b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s" % (len(message), message))
+        transport.write(_plain_answer(503, "too many open connections (receiver.http_max_connections = "
+                                           f"{self._limits.max_connections}); retry later", retry_after=1))
         if transport.can_write_eof():
             transport.write_eof()
         self._linger = self.loop.call_later(LINGER_REFUSED_SECONDS, transport.close)
@@ -285,11 +284,18 @@ class GuardedProtocol(HttpToolsProtocol):
         self._linger = self.loop.call_later(LINGER_BODY_SECONDS, self.transport.close)
 
     def _answer_and_close(self, status: int, message: str) -> None:
-        reason = {431: b"Request Header Fields Too Large"}.get(status, b"")
-        body = (message + "\n").encode()
-        self.transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"
-                             b"Connection: close\r\n\r\n%s" % (status, reason, len(body), body))
+        self.transport.write(_plain_answer(status, message))
         self.close_after_answer()
+
+
+def _plain_answer(status: int, message: str, *, retry_after: int | None = None) -> bytes:
+    """A whole text answer written by the connection itself, before any request reached the app; it closes."""
+    body = (message + "\n").encode()
+    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\n")
+    if retry_after is not None:
+        head += f"Retry-After: {retry_after}\r\n"
+    return (head + "Connection: close\r\n\r\n").encode() + body
 
 
 def server_tls_context(cert: str, key: str) -> ssl.SSLContext:
