@@ -220,12 +220,19 @@ class EvalTestCase:
     available_tools: list[ToolDefinition] | None = None
     name: str | None = field(default=None, kw_only=True)
     metadata: dict[str, Any] | None = field(default=None, kw_only=True)
+    #: a trajectory spec (``agentotel_eval.trajectory``): its written form (a dict, a JSON string, a list of
+    #: steps) is read here, so a bad spec fails when the case is made, not when it is scored
+    expected_trajectory: Any = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         self.tools_called = as_tool_calls(self.tools_called)
         self.expected_tools = as_tool_calls(self.expected_tools)
         self.tool_calls = as_tool_calls(self.tool_calls)
         self.available_tools = as_tool_definitions(self.available_tools)
+        if self.expected_trajectory is not None:
+            from agentotel_eval.trajectory.spec import parse_spec  # the spec's matchers import this module
+
+            self.expected_trajectory = parse_spec(self.expected_trajectory, "expected_trajectory")
 
     @property
     def structured_calls(self) -> list[ToolCall] | None:
@@ -249,6 +256,8 @@ class EvalTestCase:
                                              ("parameters", t.parameters)) if v is not None}
                     for t in value
                 ]
+            elif name == "expected_trajectory":
+                value = value.written
             out[name] = thaw(value)
         return out
 

@@ -1,0 +1,478 @@
+"""Argument matchers: what a trajectory step (or a forbid rule) says about one argument value.
+
+A matcher is written as JSON (or TOML): a literal (JSON equality: ``100`` equals ``100.0``, a bool is not a
+number), or an object of operators that must all hold (``{"$gt": 0, "$lt": 500}``), or, for a nested object,
+a map of keys to matchers. ``compile_matcher`` turns the written form into a ``Matcher`` once; ``Matcher.test``
+answers for one value with ``True`` / ``False`` / ``None`` (cannot be decided: the value was not recorded) and a
+reason a person can read.
+
+``$ref`` compares with a value an earlier call produced; the caller resolves it (``Refs``), since which call a
+step id names depends on the alignment.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from agentotel_eval.metrics.matching import values_equal
+
+#: a ``$regex`` longer than this is refused when the spec is read
+MAX_PATTERN_CHARS = 1000
+#: a value longer than this is not matched against a pattern (the reason says so)
+MAX_SUBJECT_CHARS = 65_536
+#: seconds one pattern may take on one value; catastrophic backtracking fails the key instead of hanging
+REGEX_TIMEOUT_S = 0.05
+
+OPERATORS = ("$eq", "$norm", "$in", "$any", "$absent", "$type", "$schema", "$regex", "$gt", "$gte", "$lt",
+             "$lte", "$approx", "rel", "abs", "$contains", "$len", "$ref")
+NORMALISERS = ("case", "space", "punct")
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+_REF_PARTS = ("args", "result")
+_MISSING = object()
+_WS = re.compile(r"\s+")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+#: the outcome of one key: True (holds), False (fails), None (not recorded, so not decided)
+Verdict = bool | None
+
+
+class SpecError(ValueError):
+    """A trajectory spec that cannot be read; the message names where (``steps[2].args.zip``)."""
+
+
+def missing() -> Any:
+    """The marker for an absent key (``Matcher.test(missing(), ...)``)."""
+    return _MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """``$ref = "ID.args.PATH"`` or ``"ID.result.PATH"``: a value an earlier call produced."""
+
+    target: str  # a step id, or a tool name (its latest earlier call)
+    part: str  # "args" | "result"
+    path: tuple[str, ...]
+    text: str
+
+
+#: resolves a ``Ref`` for the call being matched: ``(found, value, why_not)``; found None = not recorded
+Refs = Callable[[Ref], tuple["Verdict", Any, str]]
+
+
+def _no_refs(ref: Ref) -> tuple[Verdict, Any, str]:
+    return False, None, f"{ref.target} has no earlier call"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, numbers.Integral):
+        return "integer"
+    if isinstance(value, numbers.Real):
+        return "integer" if float(value).is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _has_type(value: Any, name: str) -> bool:
+    actual = json_type_of(value)
+    return actual == name or (name == "number" and actual == "integer")
+
+
+def normalise_text(value: str, how: Sequence[str]) -> str:
+    if "case" in how:
+        value = value.casefold()
+    if "punct" in how:
+        value = value.translate(_PUNCT)
+    if "space" in how:
+        value = _WS.sub(" ", value).strip()
+    return value
+
+
+# --- matchers -------------------------------------------------------------------------------------------------
+
+
+class Matcher:
+    """One value's test. ``refs`` names the step ids whose bound calls the test depends on."""
+
+    refs: tuple[Ref, ...] = ()
+
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Matcher):
+    value: Any
+
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+        if value is _MISSING:
+            return False, "missing"
+        if values_equal(self.value, value):
+            return True, ""
+        return False, f"expected {_show(self.value)}, got {_show(value)}"
+
+    def describe(self) -> str:
+        return _show(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Nested(Matcher):
+    """A nested object's keys, each with its own matcher (other keys free unless ``strict``)."""
+
+    keys: tuple[tuple[str, Matcher], ...]
+    strict: bool = False
+    refs: tuple[Ref, ...] = ()
+
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+        if value is _MISSING:
+            return False, "missing"
+        if not isinstance(value, Mapping):
+            return False, f"expected an object, got {_show(value)}"
+        for key, verdict, reason in check_keys(self.keys, value, self.strict, resolve):
+            if verdict is not True:
+                return verdict, f"{key}: {reason}"
+        return True, ""
+
+    def describe(self) -> str:
+        return "{" + ", ".join(f"{k}: {m.describe()}" for k, m in self.keys) + "}"
+
+
+Test = Callable[[Any, Refs], tuple[Verdict, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Operators(Matcher):
+    """Operators that must all hold; the first that fails gives the reason."""
+
+    tests: tuple[Test, ...]
+    text: str
+    absent_ok: bool = False  # ``$absent``: a missing key passes
+    refs: tuple[Ref, ...] = ()
+
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+        if value is _MISSING and not self.absent_ok:
+            return False, "missing"
+        for test in self.tests:
+            verdict, reason = test(value, resolve)
+            if verdict is not True:
+                return verdict, reason
+        return True, ""
+
+    def describe(self) -> str:
+        return self.text
+
+
+def check_keys(keys: Sequence[tuple[str, Matcher]], value: Mapping[str, Any], strict: bool,
+               resolve: Refs = _no_refs) -> list[tuple[str, Verdict, str]]:
+    """Each named key's verdict, then (``strict``) each key the spec does not name, as a failure."""
+    out: list[tuple[str, Verdict, str]] = []
+    for key, matcher in keys:
+        verdict, reason = matcher.test(value.get(key, _MISSING), resolve)
+        out.append((key, verdict, reason))
+    if strict:
+        named = {k for k, _ in keys}
+        out.extend((key, False, "not expected (strict_args)") for key in value if key not in named)
+    return out
+
+
+# --- compiling the written form -------------------------------------------------------------------------------
+
+
+def parse_ref(text: Any, where: str) -> Ref:
+    if not isinstance(text, str):
+        raise SpecError(f"{where}: $ref must be a string 'ID.args.PATH' or 'ID.result.PATH', got {text!r}")
+    parts = text.split(".")
+    if len(parts) < 2 or not parts[0] or parts[1] not in _REF_PARTS or any(p == "" for p in parts[2:]):
+        raise SpecError(f"{where}: $ref must be 'ID.args.PATH' or 'ID.result.PATH', got {text!r}")
+    return Ref(parts[0], parts[1], tuple(parts[2:]), text)
+
+
+def compile_pattern(pattern: Any, where: str) -> Any:
+    if not isinstance(pattern, str):
+        raise SpecError(f"{where}: $regex must be a string, got {pattern!r}")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise SpecError(f"{where}: $regex is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}")
+    try:
+        return regex.compile(pattern, regex.VERSION0)
+    except regex.error as exc:
+        raise SpecError(f"{where}: $regex {pattern!r} is not a valid pattern ({exc})") from None
+
+
+def _number(value: Any, where: str, op: str) -> float:
+    if not _is_number(value):
+        raise SpecError(f"{where}: {op} needs a number, got {value!r}")
+    return float(value)
+
+
+def _comparison(op: str, bound: float) -> Test:
+    compare = {"$gt": float.__gt__, "$gte": float.__ge__, "$lt": float.__lt__, "$lte": float.__le__}[op]
+    sign = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if not _is_number(value):
+            return False, f"{_show(value)} is not a number"
+        if compare(float(value), bound):
+            return True, ""
+        return False, f"{_show(value)} is not {sign} {_show(bound)}"
+
+    return test
+
+
+def _approx(target: float, rel: float | None, abs_: float | None) -> Test:
+    tolerance = " and ".join(t for t in (f"{rel:g} relative" if rel is not None else "",
+                                         f"{abs_:g} absolute" if abs_ is not None else "") if t)
+
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if not _is_number(value):
+            return False, f"{_show(value)} is not a number"
+        ok = math.isclose(float(value), target, rel_tol=rel or 0.0, abs_tol=abs_ or 0.0)
+        if rel is None and abs_ is None:
+            ok = math.isclose(float(value), target)
+        return (True, "") if ok else (False, f"{_show(value)} is not within {tolerance or 'tolerance'} of {target:g}")
+
+    return test
+
+
+def _pattern_test(compiled: Any, pattern: str) -> Test:
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if not isinstance(value, str):
+            return False, f"{_show(value)} is not a string"
+        if len(value) > MAX_SUBJECT_CHARS:
+            return False, f"a value of {len(value)} characters is not matched (limit {MAX_SUBJECT_CHARS})"
+        try:
+            found = compiled.fullmatch(value, timeout=REGEX_TIMEOUT_S)
+        except TimeoutError:
+            return False, f"the pattern {pattern!r} took too long on this value"
+        return (True, "") if found else (False, f"{_show(value)} does not match /{pattern}/")
+
+    return test
+
+
+def _length_test(spec: Matcher | int) -> Test:
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if not isinstance(value, str | list | tuple | Mapping):
+            return False, f"{_show(value)} has no length"
+        if isinstance(spec, int):
+            return (True, "") if len(value) == spec else (False, f"length {len(value)}, expected {spec}")
+        verdict, reason = spec.test(len(value), resolve)
+        return verdict, f"length {len(value)}: {reason}" if verdict is not True else ""
+
+    return test
+
+
+def _contains_test(needle: Any) -> Test:
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if isinstance(value, str):
+            ok = isinstance(needle, str) and needle in value
+        elif isinstance(value, list | tuple):
+            wanted = needle if isinstance(needle, list | tuple) else [needle]
+            ok = all(any(values_equal(w, v) for v in value) for w in wanted)
+        elif isinstance(value, Mapping):
+            wanted = needle if isinstance(needle, list | tuple) else [needle]
+            ok = all(isinstance(w, str) and w in value for w in wanted)
+        else:
+            return False, f"{_show(value)} cannot contain anything"
+        return (True, "") if ok else (False, f"{_show(value)} does not contain {_show(needle)}")
+
+    return test
+
+
+def _schema_test(schema: Mapping[str, Any], where: str) -> Test:
+    import jsonschema
+
+    try:
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise SpecError(f"{where}: $schema is not a valid JSON Schema ({exc.message})") from None
+    validator = validator_class(schema)
+
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        return (True, "") if error is None else (False, f"schema: {error.message}")
+
+    return test
+
+
+def _ref_test(ref: Ref, norm: Sequence[str]) -> Test:
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        found, produced, why = resolve(ref)
+        if found is None:
+            return None, f"{ref.text}: {why or 'not recorded'}"
+        if not found:
+            return False, f"{ref.text}: {why}"
+        same = (normalise_text(value, norm) == normalise_text(produced, norm)
+                if norm and isinstance(value, str) and isinstance(produced, str) else values_equal(produced, value))
+        return (True, "") if same else (False, f"expected {_show(produced)} from {ref.text}, got {_show(value)}")
+
+    return test
+
+
+def _eq_test(expected: Any, norm: Sequence[str]) -> Test:
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if norm and isinstance(expected, str) and isinstance(value, str):
+            same = normalise_text(expected, norm) == normalise_text(value, norm)
+        else:
+            same = values_equal(expected, value)
+        return (True, "") if same else (False, f"expected {_show(expected)}, got {_show(value)}")
+
+    return test
+
+
+def _in_test(options: Sequence[Any], norm: Sequence[str]) -> Test:
+    eqs = [_eq_test(option, norm) for option in options]
+
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if any(eq(value, resolve)[0] for eq in eqs):
+            return True, ""
+        return False, f"{_show(value)} is not one of {_show(list(options), 80)}"
+
+    return test
+
+
+def _type_test(names: Sequence[str]) -> Test:
+    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+        if any(_has_type(value, name) for name in names):
+            return True, ""
+        return False, f"expected {' or '.join(names)}, got {json_type_of(value)}"
+
+    return test
+
+
+def _present(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    return True, ""
+
+
+def _absent(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    return (True, "") if value is _MISSING else (False, f"present ({_show(value)}), expected absent")
+
+
+def _operators(spec: Mapping[str, Any], where: str) -> Operators:
+    unknown = [k for k in spec if k not in OPERATORS]
+    if unknown:
+        raise SpecError(f"{where}: unknown operator(s) {unknown}; known: {', '.join(OPERATORS)}")
+    norm_value = spec.get("$norm", ())
+    norm = [norm_value] if isinstance(norm_value, str) else norm_value
+    if not isinstance(norm, list | tuple) or any(n not in NORMALISERS for n in norm):
+        raise SpecError(f"{where}: $norm takes some of {list(NORMALISERS)}, got {norm_value!r}")
+    if ("rel" in spec or "abs" in spec) and "$approx" not in spec:
+        raise SpecError(f"{where}: rel/abs go with $approx")
+    tests: list[Test] = []
+    refs: list[Ref] = []
+    texts: list[str] = []
+    absent_ok = False
+    for op, arg in spec.items():
+        if op in ("$norm", "rel", "abs"):
+            continue
+        texts.append(f"{op} {_show(arg, 40)}" if op not in ("$any", "$absent") else op)
+        if op == "$eq":
+            tests.append(_eq_test(arg, norm))
+        elif op == "$in":
+            if not isinstance(arg, list | tuple) or not arg:
+                raise SpecError(f"{where}: $in needs a non-empty list, got {arg!r}")
+            tests.append(_in_test(arg, norm))
+        elif op == "$any":
+            if arg is not True:
+                raise SpecError(f"{where}: write $any = true")
+            tests.append(_present)
+        elif op == "$absent":
+            if arg is not True:
+                raise SpecError(f"{where}: write $absent = true")
+            tests.append(_absent)
+            absent_ok = True
+        elif op == "$type":
+            names = [arg] if isinstance(arg, str) else arg
+            if not isinstance(names, list | tuple) or not names or any(n not in JSON_TYPES for n in names):
+                raise SpecError(f"{where}: $type takes JSON Schema type names {list(JSON_TYPES)}, got {arg!r}")
+            tests.append(_type_test(tuple(names)))
+        elif op == "$schema":
+            if not isinstance(arg, Mapping):
+                raise SpecError(f"{where}: $schema needs an object (an inline JSON Schema), got {arg!r}")
+            tests.append(_schema_test(_plain(arg), where))
+        elif op == "$regex":
+            tests.append(_pattern_test(compile_pattern(arg, where), arg))
+        elif op in ("$gt", "$gte", "$lt", "$lte"):
+            tests.append(_comparison(op, _number(arg, where, op)))
+        elif op == "$approx":
+            rel = _number(spec["rel"], where, "rel") if "rel" in spec else None
+            abs_ = _number(spec["abs"], where, "abs") if "abs" in spec else None
+            if (rel is not None and rel < 0) or (abs_ is not None and abs_ < 0):
+                raise SpecError(f"{where}: rel and abs must not be negative")
+            tests.append(_approx(_number(arg, where, op), rel, abs_))
+        elif op == "$contains":
+            tests.append(_contains_test(_plain(arg)))
+        elif op == "$len":
+            if isinstance(arg, bool) or not isinstance(arg, int | Mapping):
+                raise SpecError(f"{where}: $len needs a whole number or a matcher object, got {arg!r}")
+            tests.append(_length_test(arg if isinstance(arg, int) else compile_matcher(arg, f"{where}.$len")))
+        elif op == "$ref":
+            ref = parse_ref(arg, where)
+            refs.append(ref)
+            tests.append(_ref_test(ref, norm))
+    if absent_ok and len(tests) > 1:
+        raise SpecError(f"{where}: $absent cannot be combined with other operators")
+    if "$norm" in spec and not any(op in spec for op in ("$eq", "$in", "$ref")):
+        raise SpecError(f"{where}: $norm goes with $eq, $in or $ref")
+    return Operators(tuple(tests), ", ".join(texts), absent_ok, tuple(refs))
+
+
+def _plain(value: Any) -> Any:
+    """A written value as plain dicts and lists (TOML and frozen values alike)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _has_operator(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(isinstance(k, str) and k.startswith("$") for k in value) or any(
+            _has_operator(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return False  # operators inside arrays are not read: an array is a literal
+    return False
+
+
+def compile_matcher(spec: Any, where: str) -> Matcher:
+    """The matcher a written value means (see the module's docstring)."""
+    if isinstance(spec, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in spec):
+            return _operators(spec, where)
+        if _has_operator(spec):
+            return compile_keys(spec, where, strict=False)
+    return Literal(_plain(spec))
+
+
+def compile_keys(spec: Mapping[str, Any], where: str, strict: bool) -> Nested:
+    """Matchers for an object's keys (a step's ``args``, or a nested object in them)."""
+    keys = tuple((str(k), compile_matcher(v, f"{where}.{k}")) for k, v in spec.items())
+    return Nested(keys, strict, tuple(r for _, m in keys for r in m.refs))

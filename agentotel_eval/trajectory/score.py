@@ -1,0 +1,240 @@
+"""A run's score against a trajectory spec, with everything a person needs to see why.
+
+score = matched required weight / required weight (along the chosen alternative of each ``any_of``); with
+``extra = "penalize"`` the F1 of that and of precision (matched calls / all calls). Violations fail the run
+whatever the score: a forbidden call, more calls than ``max_calls``, an extra call under ``extra = "forbid"``,
+a ``parallel`` group split over LLM turns. ``details`` is JSON-ready: every step with the calls it took (or
+missing) and each constrained key's verdict and reason, the extra calls, and the violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentotel_eval.test_case import ToolCall
+from agentotel_eval.trajectory.align import Alignment, KeyCheck, align
+from agentotel_eval.trajectory.spec import Step, TrajectorySpec
+
+MATCHED, PARTIAL, MISSING, SKIPPED, NOT_TAKEN = "matched", "partial", "missing", "skipped", "not_taken"
+_NEAR_MISSES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryOutcome:
+    score: float
+    recall: float
+    precision: float
+    violations: tuple[dict[str, Any], ...]
+    details: dict[str, Any] = field(repr=False)
+    alignment: Alignment = field(repr=False)
+
+    @property
+    def passed_checks(self) -> bool:
+        return not self.violations
+
+
+def _check_json(check: KeyCheck) -> dict[str, Any]:
+    return {"key": check.key, "ok": check.verdict, "reason": check.reason or None, "expected": check.expected}
+
+
+class _Report:
+    """Walks the spec once with the alignment, giving each step its status, calls and checks."""
+
+    def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> None:
+        self.calls, self.alignment = calls, alignment
+        self.leaf_of = {id(step): k for k, step in enumerate(alignment.leaves)}
+        self.taken: dict[int, list[int]] = {}
+        for j, leaf in enumerate(alignment.taken_by):
+            if leaf is not None:
+                self.taken.setdefault(leaf, []).append(j)
+        self.rows: list[dict[str, Any]] = []
+        self.missing: list[dict[str, Any]] = []
+
+    def walk(self, step: Step, depth: int, need: int, taken: bool) -> tuple[str, list[int]]:
+        """Adds the rows of ``step`` and below; ``need`` is how many calls it must take (repeats of its groups
+        multiply), ``taken`` whether its ``any_of`` alternatives (if any above) chose it."""
+        row: dict[str, Any] = {"path": step.path, "kind": step.kind, "label": step.label, "depth": depth}
+        if step.id is not None:
+            row["id"] = step.id
+        if step.optional:
+            row["optional"] = True
+        if (step.count_min, step.count_max) != (1, 1):
+            row["count"] = {"min": step.count_min, "max": step.count_max}
+        if step.weight is not None:
+            row["weight"] = step.weight
+        self.rows.append(row)
+        need = need * step.least
+        if step.kind == "tool":
+            leaf = self.leaf_of[id(step)]
+            took = self.taken.get(leaf, [])
+            row["calls"] = took
+            if took:
+                row["checks"] = {str(j): [_check_json(c) for c in self.alignment.checks(j)] for j in took
+                                 if step.args is not None}
+            status = self._status(len(took), need, taken)
+            if status in (MISSING, PARTIAL):
+                near = self._near_misses(step, leaf)
+                if near:
+                    row["near_misses"] = near
+                self.missing.append(row)
+            row["status"] = status
+            return status, took
+        chosen = None
+        if step.kind == "any_of":
+            for k, member in enumerate(step.members):
+                if any(self.taken.get(self.leaf_of[id(s)]) for s in member.walk() if s.kind == "tool"):
+                    chosen = k
+                    break
+            row["chosen"] = chosen
+        statuses: list[str] = []
+        took_all: list[int] = []
+        for k, member in enumerate(step.members):
+            member_taken = taken and (step.kind != "any_of" or k == chosen)
+            status, took = self.walk(member, depth + 1, need, member_taken)
+            took_all.extend(took)
+            if member.least > 0 or status not in (SKIPPED, NOT_TAKEN):
+                statuses.append(status)
+        row["calls"] = sorted(took_all)
+        if not taken:
+            row["status"] = NOT_TAKEN
+        elif need == 0 or (step.kind == "any_of" and any(m.least == 0 for m in step.members)):
+            row["status"] = MATCHED if took_all else SKIPPED
+        elif step.kind == "any_of":
+            row["status"] = statuses[chosen] if chosen is not None else MISSING
+        elif all(s in (MATCHED, SKIPPED) for s in statuses):
+            row["status"] = MATCHED
+        else:
+            row["status"] = PARTIAL if took_all else MISSING
+        if row["status"] == MISSING and step.kind == "any_of":
+            self.missing.append(row)
+        return row["status"], took_all
+
+    @staticmethod
+    def _status(took: int, need: int, taken: bool) -> str:
+        if not taken:
+            return NOT_TAKEN if not took else MATCHED
+        if need == 0:
+            return MATCHED if took else SKIPPED
+        return MATCHED if took >= need else PARTIAL if took else MISSING
+
+    def _near_misses(self, step: Step, leaf: int) -> list[dict[str, Any]]:
+        """Calls of the step's tool it did not take, with the checks that kept them out."""
+        out: list[dict[str, Any]] = []
+        ctx = self.alignment.context
+        for j, call in enumerate(self.calls):
+            if call.name != step.tool or self.alignment.taken_by[j] == leaf:
+                continue
+            checks = ctx.checks(step, j, self.alignment.bindings[j])
+            other = self.alignment.taken_by[j]
+            entry: dict[str, Any] = {"call": j, "checks": [_check_json(c) for c in checks if c.verdict is not True]}
+            if other is not None:
+                entry["taken_by"] = self.alignment.leaves[other].path
+            out.append(entry)
+            if len(out) == _NEAR_MISSES:
+                break
+        return out
+
+
+def _violations(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment,
+                extra: list[int]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    ctx = alignment.context
+    for j, call in enumerate(calls):
+        for rule in spec.forbid:
+            if call.name != rule.tool:
+                continue
+            checks = ctx.checks(rule, j, alignment.bindings[j])
+            if any(c.verdict is False for c in checks):
+                continue
+            undecided = [c.key for c in checks if c.verdict is None]
+            violation = {"type": "forbidden", "call": j, "rule": rule.path,
+                         "message": f"call #{j + 1} {call.name} is forbidden ({rule.path})"}
+            if undecided:  # the rule's arguments were not recorded: it may not apply, so it is not a violation
+                continue
+            out.append(violation)
+            break
+    if spec.max_calls is not None and len(calls) > spec.max_calls:
+        out.append({"type": "max_calls", "calls": len(calls), "max": spec.max_calls,
+                    "message": f"{len(calls)} calls, more than max_calls = {spec.max_calls}"})
+    if spec.extra == "forbid" and extra:
+        names = ", ".join(f"#{j + 1} {calls[j].name}" for j in extra[:5]) + (" …" if len(extra) > 5 else "")
+        out.append({"type": "extra_forbidden", "calls": extra,
+                    "message": f"{len(extra)} call(s) the spec does not match, with extra = \"forbid\": {names}"})
+    for path, j in alignment.splits:
+        out.append({"type": "parallel_split", "step": path, "call": j,
+                    "message": f"parallel group {path} was split over LLM turns (call #{j + 1})"})
+    return out
+
+
+def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0) -> TrajectoryOutcome:
+    """Score ``calls`` (in run order, with their LLM turns) against ``spec``."""
+    alignment = align(spec, calls)
+    extra = [j for j, leaf in enumerate(alignment.taken_by) if leaf is None]
+    matched_calls = len(calls) - len(extra)
+    recall = alignment.recall
+    precision = matched_calls / len(calls) if calls else 1.0
+    if spec.extra == "penalize":
+        score = 0.0 if recall + precision == 0 else 2 * recall * precision / (recall + precision)
+    else:
+        score = recall
+    report = _Report(spec, calls, alignment)
+    for member in spec.root.members:
+        report.walk(member, 0, 1, True)
+    violations = _violations(spec, calls, alignment, extra)
+    details: dict[str, Any] = {
+        "score": score, "recall": recall, "precision": precision,
+        "matched_weight": float(alignment.matched_weight), "required_weight": alignment.required / alignment.unit,
+        "extra_mode": spec.extra, "threshold": threshold,
+        "steps": report.rows,
+        "calls": [{"index": j, "tool": call.name, "step": (alignment.leaves[leaf].path if leaf is not None else None),
+                   "turn": call.llm_turn} for j, (call, leaf) in enumerate(zip(calls, alignment.taken_by, strict=True))],
+        "extra": extra,
+        "violations": violations,
+        "spec": dict(spec.written),
+    }
+    if spec.preset:
+        details["preset"] = spec.preset
+    if any(c.llm_turn is None for c in calls) and any(s.kind == "parallel" for s in spec.steps()):
+        details["turns_not_recorded"] = True  # a parallel group cannot be checked for calls with no turn
+    details["reason"] = reason_text(details, calls)
+    return TrajectoryOutcome(score, recall, precision, tuple(violations), details, alignment)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
+    """One paragraph: the score's parts, what is missing and why, extra calls, violations."""
+    parts = [f"Matched {_fmt(details['matched_weight'])} of {_fmt(details['required_weight'])} required weight"]
+    if details["extra_mode"] == "penalize":
+        parts[0] += f"; precision {_fmt(details['precision'])} ({len(calls) - len(details['extra'])} of " \
+                    f"{len(calls)} calls matched), F1 {_fmt(details['score'])}"
+    parts[0] += "."
+    missing = [r for r in details["steps"] if r["status"] in (MISSING, PARTIAL) and r["kind"] == "tool"]
+    missing += [r for r in details["steps"] if r["status"] == MISSING and r["kind"] == "any_of"]
+    if missing:
+        shown = []
+        for row in missing[:4]:
+            text = f"{row['path']} {row['label']}" + (" (partly)" if row["status"] == PARTIAL else "")
+            for near in row.get("near_misses", ())[:1]:
+                failing = near["checks"][:1]
+                if failing:
+                    text += f" [call #{near['call'] + 1}: {failing[0]['key']}: {failing[0]['reason']}]"
+                elif "taken_by" in near:
+                    text += f" [call #{near['call'] + 1} went to {near['taken_by']}]"
+            shown.append(text)
+        parts.append("Missing: " + "; ".join(shown) + (" …" if len(missing) > 4 else "") + ".")
+    if details["extra"]:
+        counts: dict[str, int] = {}
+        for j in details["extra"]:
+            counts[calls[j].name] = counts.get(calls[j].name, 0) + 1
+        listed = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
+        penalised = {"ignore": "not penalised", "penalize": "penalised", "forbid": "forbidden"}[details["extra_mode"]]
+        parts.append(f"Extra calls ({penalised}): {listed}.")
+    if details["violations"]:
+        parts.append("Violations: " + "; ".join(v["message"] for v in details["violations"][:4])
+                     + (" …" if len(details["violations"]) > 4 else "") + ".")
+    return " ".join(parts)

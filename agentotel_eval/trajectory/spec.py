@@ -1,0 +1,222 @@
+"""A trajectory spec: what a run's tool calls should look like, read from its written form (TOML or JSON).
+
+    {"extra": "ignore", "max_calls": 12, "forbid": [{"tool": "delete_account"}],
+     "steps": [{"id": "who", "tool": "find_user", "args": {"zip": {"$regex": "\\\\d{5}"}}},
+               {"any_of": [{"tool": "get_user_details"}, {"tool": "search_users"}]},
+               {"parallel": [{"tool": "get_order"}, {"tool": "get_product", "optional": true}]}]}
+
+A step is one tool call (``tool``), or a group: ``steps`` (in order), ``unordered`` (any order), ``parallel``
+(any order, from one LLM turn), ``any_of`` (one of the alternatives). Any step takes ``optional``, ``count =
+{min, max}``, ``weight`` and ``id``. ``preset`` with ``expected_tools`` spells a peer's mode in one line
+(``agentotel_eval.trajectory.presets``). Everything is checked when read, so a spec that loads scores.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentotel_eval.trajectory.matchers import Nested, Ref, SpecError, _plain, compile_keys
+
+GROUPS = ("steps", "unordered", "parallel", "any_of")
+KINDS = ("tool", *GROUPS)
+EXTRA_MODES = ("ignore", "penalize", "forbid")
+_MODIFIERS = ("optional", "count", "weight", "id")
+_TOOL_KEYS = ("args", "strict_args")
+_TOP_KEYS = ("steps", "extra", "max_calls", "forbid", "threshold", "preset", "expected_tools")
+
+__all__ = ["EXTRA_MODES", "KINDS", "SpecError", "Step", "TrajectorySpec", "parse_spec"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a spec: a tool call (``kind == "tool"``) or a group of ``members``."""
+
+    kind: str
+    path: str  # where it is written, e.g. "steps[2].parallel[1]"
+    tool: str | None = None
+    args: Nested | None = None
+    members: tuple[Step, ...] = ()
+    optional: bool = False
+    count_min: int = 1
+    count_max: int | None = 1  # None: no upper bound
+    weight: float | None = None  # None: 1 for a tool, the members' required weight for a group
+    id: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.tool if self.kind == "tool" and self.tool is not None else self.kind
+
+    @property
+    def least(self) -> int:
+        """How many times the step must happen: 0 when optional."""
+        return 0 if self.optional else self.count_min
+
+    @property
+    def refs(self) -> tuple[Ref, ...]:
+        return self.args.refs if self.args is not None else ()
+
+    def walk(self) -> Iterator[Step]:
+        yield self
+        for member in self.members:
+            yield from member.walk()
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectorySpec:
+    """A read spec. ``written`` is the form it was read from (shown, stored, and read again to the same spec)."""
+
+    root: Step
+    extra: str = "ignore"
+    max_calls: int | None = None
+    forbid: tuple[Step, ...] = ()
+    threshold: float | None = None
+    preset: str | None = None
+    written: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def steps(self) -> Iterator[Step]:
+        """Every step, groups before their members, in written order."""
+        for member in self.root.members:
+            yield from member.walk()
+
+    @property
+    def ids(self) -> dict[str, Step]:
+        return {s.id: s for s in self.steps() if s.id is not None}
+
+    def to_json(self) -> str:
+        return json.dumps(self.written, sort_keys=False, separators=(",", ":"))
+
+
+def _unknown(keys: Any, known: tuple[str, ...], where: str) -> None:
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+            raise SpecError(f"{where}: unknown key {key!r}{hint}")
+
+
+def _count(value: Any, where: str) -> tuple[int, int | None]:
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}.count: write count = {{ min = N, max = M }}, got {value!r}")
+    _unknown(value, ("min", "max"), f"{where}.count")
+    low, high = value.get("min", 1), value.get("max")
+    for name, number in (("min", low), ("max", high)):
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+            raise SpecError(f"{where}.count.{name} must be a whole number >= 0, got {number!r}")
+    if high is not None and (high < low or high == 0):
+        raise SpecError(f"{where}.count: max ({high}) must be at least min ({low}) and at least 1")
+    return low, high
+
+
+def _step(value: Any, where: str) -> Step:
+    if isinstance(value, str):
+        value = {"tool": value}
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: a step is a table such as {{ tool = \"name\" }}, got {value!r}")
+    kinds = [k for k in KINDS if k in value]
+    if len(kinds) != 1:
+        what = f"has {', '.join(kinds)}" if kinds else "has none"
+        raise SpecError(f"{where}: a step needs exactly one of {', '.join(KINDS)} ({what})")
+    kind = kinds[0]
+    _unknown(value, (kind, *_MODIFIERS, *(_TOOL_KEYS if kind == "tool" else ())), where)
+    optional = value.get("optional", False)
+    if not isinstance(optional, bool):
+        raise SpecError(f"{where}.optional must be true or false, got {optional!r}")
+    low, high = _count(value["count"], where) if "count" in value else (1, 1)
+    weight = value.get("weight")
+    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0):
+        raise SpecError(f"{where}.weight must be a number >= 0, got {weight!r}")
+    step_id = value.get("id")
+    if step_id is not None and (not isinstance(step_id, str) or not step_id or "." in step_id):
+        raise SpecError(f"{where}.id must be a name without dots, got {step_id!r}")
+    common: dict[str, Any] = {"optional": optional, "count_min": low, "count_max": high,
+                              "weight": None if weight is None else float(weight), "id": step_id}
+    if kind == "tool":
+        tool = value["tool"]
+        if not isinstance(tool, str) or not tool:
+            raise SpecError(f"{where}.tool must be a tool name, got {tool!r}")
+        strict = value.get("strict_args", False)
+        if not isinstance(strict, bool):
+            raise SpecError(f"{where}.strict_args must be true or false, got {strict!r}")
+        args = value.get("args")
+        if args is not None and not isinstance(args, Mapping):
+            raise SpecError(f"{where}.args must be a table of argument names to matchers, got {args!r}")
+        matcher = compile_keys(args or {}, f"{where}.args", strict) if args is not None or strict else None
+        return Step("tool", where, tool=tool, args=matcher, **common)
+    members = value[kind]
+    if not isinstance(members, list | tuple) or not members:
+        raise SpecError(f"{where}.{kind} must be a non-empty list of steps")
+    return Step(kind, where, members=tuple(_step(m, f"{where}.{kind}[{i}]") for i, m in enumerate(members)),
+                **common)
+
+
+def _forbidden(value: Any, where: str) -> Step:
+    if isinstance(value, str):
+        value = {"tool": value}
+    if not isinstance(value, Mapping) or "tool" not in value:
+        raise SpecError(f"{where}: a forbid entry is {{ tool = \"name\", args = {{...}} }}, got {value!r}")
+    _unknown(value, ("tool", *_TOOL_KEYS), where)
+    step = _step(value, where)
+    for ref in step.refs:
+        raise SpecError(f"{where}: a forbid rule cannot use $ref ({ref.text})")
+    return step
+
+
+def parse_spec(value: Any, where: str = "trajectory") -> TrajectorySpec:
+    """A spec from its written form: a table/dict, a JSON string of one, or a bare list of steps."""
+    if isinstance(value, TrajectorySpec):
+        return value
+    if isinstance(value, str | bytes):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SpecError(f"{where}: not valid JSON ({exc})") from None
+    if isinstance(value, list | tuple):
+        value = {"steps": list(value)}
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: a trajectory spec is a table with steps (or a preset), got {value!r}")
+    written = _plain(value)
+    _unknown(written, _TOP_KEYS, where)
+    body = dict(written)
+    preset = body.get("preset")
+    if preset is not None:
+        from agentotel_eval.trajectory.presets import expand_preset
+
+        body = expand_preset(body, where)
+    elif "expected_tools" in body:
+        raise SpecError(f"{where}: expected_tools goes with a preset; write steps = [...] otherwise")
+    steps = body.get("steps", [])
+    if not isinstance(steps, list):  # no steps is a spec too: forbid rules, max_calls, extra = "forbid"
+        raise SpecError(f"{where}.steps must be a list of steps")
+    extra = body.get("extra", "ignore")
+    if extra not in EXTRA_MODES:
+        raise SpecError(f"{where}.extra must be one of {', '.join(EXTRA_MODES)}, got {extra!r}")
+    max_calls = body.get("max_calls")
+    if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0):
+        raise SpecError(f"{where}.max_calls must be a whole number >= 0, got {max_calls!r}")
+    threshold = body.get("threshold")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
+                                  or not 0 <= threshold <= 1):
+        raise SpecError(f"{where}.threshold must be a number from 0 to 1, got {threshold!r}")
+    forbid = body.get("forbid", [])
+    if not isinstance(forbid, list):
+        raise SpecError(f"{where}.forbid must be a list of {{ tool, args }} tables")
+    root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]") for i, s in enumerate(steps)))
+    spec = TrajectorySpec(
+        root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]") for i, f in enumerate(forbid)),
+        None if threshold is None else float(threshold), preset, written,
+    )
+    _check_ids(spec)
+    return spec
+
+
+def _check_ids(spec: TrajectorySpec) -> None:
+    seen: dict[str, str] = {}
+    for step in spec.steps():
+        if step.id is not None:
+            if step.id in seen:
+                raise SpecError(f"{step.path}: id {step.id!r} is already used by {seen[step.id]}")
+            seen[step.id] = step.path
