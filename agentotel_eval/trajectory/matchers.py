@@ -31,7 +31,7 @@ MAX_SUBJECT_CHARS = 65_536
 #: seconds one pattern may take on one value; catastrophic backtracking fails the key instead of hanging
 REGEX_TIMEOUT_S = 0.05
 
-OPERATORS = ("$eq", "$norm", "$in", "$any", "$absent", "$type", "$schema", "$regex", "$gt", "$gte", "$lt",
+OPERATORS = ("$eq", "$norm", "$in", "$any", "$absent", "$optional", "$type", "$schema", "$regex", "$gt", "$gte", "$lt",
              "$lte", "$approx", "rel", "abs", "$contains", "$len", "$ref")
 NORMALISERS = ("case", "space", "punct")
 JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
@@ -174,12 +174,12 @@ class Operators(Matcher):
 
     tests: tuple[Test, ...]
     text: str
-    absent_ok: bool = False  # ``$absent``: a missing key passes
+    absent_ok: bool = False  # ``$absent`` or ``$optional``: a missing key passes
     refs: tuple[Ref, ...] = ()
 
     def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
-        if value is _MISSING and not self.absent_ok:
-            return False, "missing"
+        if value is _MISSING:
+            return (True, "") if self.absent_ok else (False, "missing")
         for test in self.tests:
             verdict, reason = test(value, resolve)
             if verdict is not True:
@@ -372,7 +372,7 @@ def _present(value: Any, resolve: Refs) -> tuple[Verdict, str]:
 
 
 def _absent(value: Any, resolve: Refs) -> tuple[Verdict, str]:
-    return (True, "") if value is _MISSING else (False, f"present ({_show(value)}), expected absent")
+    return False, f"present ({_show(value)}), expected absent"  # reached only for a present key
 
 
 def _operators(spec: Mapping[str, Any], where: str) -> Operators:
@@ -392,7 +392,7 @@ def _operators(spec: Mapping[str, Any], where: str) -> Operators:
     for op, arg in spec.items():
         if op in ("$norm", "rel", "abs"):
             continue
-        texts.append(f"{op} {_show(arg, 40)}" if op not in ("$any", "$absent") else op)
+        texts.append(f"{op} {_show(arg, 40)}" if op not in ("$any", "$absent", "$optional") else op)
         if op == "$eq":
             tests.append(_eq_test(arg, norm))
         elif op == "$in":
@@ -407,6 +407,10 @@ def _operators(spec: Mapping[str, Any], where: str) -> Operators:
             if arg is not True:
                 raise SpecError(f"{where}: write $absent = true")
             tests.append(_absent)
+            absent_ok = True
+        elif op == "$optional":  # the key may be left out; when given, the other operators must hold
+            if arg is not True:
+                raise SpecError(f"{where}: write $optional = true")
             absent_ok = True
         elif op == "$type":
             names = [arg] if isinstance(arg, str) else arg
@@ -437,7 +441,7 @@ def _operators(spec: Mapping[str, Any], where: str) -> Operators:
             ref = parse_ref(arg, where)
             refs.append(ref)
             tests.append(_ref_test(ref, norm))
-    if absent_ok and len(tests) > 1:
+    if "$absent" in spec and len(tests) > 1:
         raise SpecError(f"{where}: $absent cannot be combined with other operators")
     if "$norm" in spec and not any(op in spec for op in ("$eq", "$in", "$ref")):
         raise SpecError(f"{where}: $norm goes with $eq, $in or $ref")
