@@ -117,6 +117,8 @@ def _step(value: Any, where: str) -> Step:
     if not isinstance(value, Mapping):
         raise SpecError(f"{where}: a step is a table such as {{ tool = \"name\" }}, got {value!r}")
     kinds = [k for k in KINDS if k in value]
+    if not kinds:  # a misspelt kind ("tol") is the likeliest cause: name it
+        _unknown(value, (*KINDS, *_MODIFIERS, *_TOOL_KEYS), where)
     if len(kinds) != 1:
         what = f"has {', '.join(kinds)}" if kinds else "has none"
         raise SpecError(f"{where}: a step needs exactly one of {', '.join(KINDS)} ({what})")
