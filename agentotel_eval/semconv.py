@@ -103,6 +103,9 @@ LANGFUSE_OBSERVATION_LEVEL = "langfuse.observation.level"
 # --- agentotel extensions -----------------------------------------------------------------------------------------
 #: string[] on an agent run span: the tools this run is expected to call (``@traced(expected_tools=...)``)
 AGENTOTEL_EXPECTED_TOOLS = "agentotel.eval.expected_tools"
+#: string (JSON) on an agent run span: the trajectory spec this run should follow
+#: (``@traced(expected_trajectory=...)``, ``set_expected_trajectory(...)``)
+AGENTOTEL_EXPECTED_TRAJECTORY = "agentotel.eval.expected_trajectory"
 #: prefix of score attributes written back on the run span: ``agentotel.eval.<metric>.score|success|reason``
 AGENTOTEL_EVAL_PREFIX = "agentotel.eval"
 #: JSON input / output of a ``@traced`` agent or chain span (GenAI has no attribute for a plain function's I/O)

@@ -30,6 +30,10 @@ class TrajectoryMetric(BaseMetric):
         self.threshold = float(threshold)
         self.verbose = verbose
 
+    def unreadable(self, why: str) -> MetricResult:
+        """The result for a run whose spec could not be read: an error that says why, no score."""
+        return self._result(score=None, success=None, status="error", reason=why, error=why)
+
     def _measure(self, case: Any) -> MetricResult:
         from agentotel_eval.trajectory.score import score_trajectory
         from agentotel_eval.trajectory.spec import parse_spec

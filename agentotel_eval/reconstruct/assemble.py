@@ -35,6 +35,7 @@ from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.reconstruct.run_fields import (
     agent_name_of,
     expected_tools_of,
+    expected_trajectory_of,
     offered_definitions,
     run_input_of,
     run_output_of,
@@ -288,6 +289,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         else (),
         tuple(definitions),
         expected_tools_of(chain),
+        expected_trajectory_of(chain),
         parent.anchor.span_id if parent is not None else None,
         scope.convention,
         anchor.name,

@@ -48,6 +48,7 @@ class AgentRun:
     handoffs: tuple[Handoff, ...] = ()
     tool_definitions: tuple[ToolDefinition, ...] = ()
     expected_tools: tuple[str, ...] | None = None  # from the agentotel.eval.expected_tools attribute
+    expected_trajectory: str | None = None  # the agentotel.eval.expected_trajectory attribute (JSON, read when scored)
     parent_run_span_id: str | None = None
     convention: str = ""  # what delimited the run: gen_ai | openinference | traceloop | langfuse | root
     span_name: str = ""

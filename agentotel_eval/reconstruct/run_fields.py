@@ -3,6 +3,7 @@ the tools offered to the model, the run's status and its expected tools."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -288,6 +289,15 @@ def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
                     message = ": ".join(p for p in (etype, str(exc.attributes.get(sc.EXCEPTION_MESSAGE) or "")) if p)
             return "error", str(message) if message else "error"
     return "ok", None
+
+
+def expected_trajectory_of(chain: Sequence[SpanRecord]) -> str | None:
+    """The run's trajectory spec as written on its span (JSON text); read, and reported if bad, when scored."""
+    for span in chain:
+        value = span.attributes.get(sc.AGENTOTEL_EXPECTED_TRAJECTORY)
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value)
+    return None
 
 
 def expected_tools_of(chain: Sequence[SpanRecord]) -> tuple[str, ...] | None:

@@ -27,6 +27,7 @@ from agentotel_eval.collector.store.operations import SpanUpdate
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric, metric_name_for
 from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE, ToolsErrorMetric
+from agentotel_eval.metrics.trajectory import TrajectoryMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
@@ -47,7 +48,8 @@ log = logging.getLogger(__name__)
 
 _MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 #: the metrics the stage computes inline, as opposed to the judge's answer that comes later
-DETERMINISTIC_METRICS = (*(metric_name_for(*flags) for flags in _MODE_FLAGS.values()), METRIC_DETECTORS)
+DETERMINISTIC_METRICS = (*(metric_name_for(*flags) for flags in _MODE_FLAGS.values()), TrajectoryMetric.name,
+                         METRIC_DETECTORS)
 _DETERMINISTIC = frozenset(DETERMINISTIC_METRICS)
 
 
@@ -113,6 +115,17 @@ def judge_row(config: ScoringConfig, run: AgentRun, case: Any, results: Sequence
     )
 
 
+def _expectation_source(expectation: Expectation | None, metric: str) -> str | None:
+    """Where the expectation a metric scored against came from (for its row's details)."""
+    if expectation is None:
+        return None
+    if metric.startswith("tool_correctness"):
+        return expectation.source
+    if metric == TrajectoryMetric.name:
+        return expectation.trajectory_source
+    return None
+
+
 @dataclass
 class ScoringStats:
     runs_scored: int = 0
@@ -135,6 +148,7 @@ class RunScorer:
             for mode, (exact, ordering) in _MODE_FLAGS.items()
         }
         self._finder = ExpectationFinder(config.expectations, config.dataset, settings.modes)
+        self._trajectory = TrajectoryMetric()
         self._detectors: BaseMetric | None = None
         if settings.detectors:
             judge = config.judge
@@ -148,20 +162,25 @@ class RunScorer:
 
     def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
-        with an expectation)."""
+        with expected tools, the trajectory only with a spec)."""
         case = run.to_test_case(expected_tools=expectation.calls if expectation is not None else None)
         results: list[tuple[MetricResult, float]] = []
         if not self.config.scoring.enabled:
             return case, results  # the judge may still want the case
-        metrics: list[BaseMetric] = (
-            [self._correctness[mode] for mode in expectation.modes] if expectation is not None else []
-        )
+        metrics: list[BaseMetric] = []
+        if expectation is not None and expectation.expected_tools is not None:
+            metrics.extend(self._correctness[mode] for mode in expectation.modes)
+        if expectation is not None and expectation.trajectory is not None:
+            case.expected_trajectory = expectation.trajectory
+            metrics.append(self._trajectory)
         if self._detectors is not None:
             metrics.append(self._detectors)
         for metric in metrics:
             started = time.perf_counter()
             result = metric.measure(case)
             results.append((result, time.perf_counter() - started))
+        if expectation is not None and expectation.trajectory_error is not None:
+            results.append((self._trajectory.unreadable(expectation.trajectory_error), 0.0))
         return case, results
 
 
@@ -239,8 +258,9 @@ class ScoringStage:
             if expectation is None:
                 self.stats.runs_without_expectation += 1
             for r, seconds in timed:
-                if expectation is not None and r.metric.startswith("tool_correctness"):
-                    rows.append(result_row(run.trace_id, run.span_id, r, now, seconds, expectation=expectation.source))
+                source = _expectation_source(expectation, r.metric)
+                if source is not None:
+                    rows.append(result_row(run.trace_id, run.span_id, r, now, seconds, expectation=source))
                 else:
                     rows.append(result_row(run.trace_id, run.span_id, r, now, seconds))
             judge_row = self._judge_row(run, case, results, expectation, now)

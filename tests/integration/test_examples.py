@@ -266,7 +266,9 @@ def test_example_config_validates_from_the_repository_root(monkeypatch, tmp_path
     monkeypatch.chdir(REPO)
     scoring = load_config(CONFIG).validate().scoring_config()
     assert scoring.dataset is not None
-    assert scoring.dataset.lookup("Where is my order   A-1042?") == (("lookup_order",), None, 1)
+    entry = scoring.dataset.lookup("Where is my order   A-1042?")
+    assert entry is not None
+    assert (entry.expected_tools, entry.modes, entry.trajectory, entry.line) == (("lookup_order",), None, None, 1)
     monkeypatch.chdir(tmp_path)  # elsewhere the relative dataset path names nothing, and validation says so
     with pytest.raises(ValueError, match=r"expected\.jsonl"):
         load_config(CONFIG).validate()

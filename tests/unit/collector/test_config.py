@@ -191,7 +191,7 @@ def test_scoring_sections_load_from_toml(tmp_path):
     assert config.expectations[0].expected_tools == ("search", "book")
     assert config.forward.resolved_protocol() == "http/protobuf"
     scoring = config.validate().scoring_config()
-    assert scoring.dataset.lookup("hi")[0] == ("greet",)
+    assert scoring.dataset.lookup("hi").expected_tools == ("greet",)
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ def test_scoring_sections_load_from_toml(tmp_path):
         ('[judge]\nmodel = "m"\nmax_concurrency = 0\n', "judge.max_concurrency", r"must be >= 1, got 0"),
         ('[scoring]\nmodes = ["fuzzy"]\n', "scoring.modes", r"unknown mode\(s\) \['fuzzy'\]"),
         ('[scoring]\nmode = ["exact"]\n', "scoring.mode", r"unknown setting \(known here: detectors, enabled, modes, "),
-        ('[[expectations]]\nagent = "a"\n', "expectations[0]", r"expected_tools is required"),
+        ('[[expectations]]\nagent = "a"\n', "expectations[0]", r"expected_tools or a trajectory table is required"),
         ('forward = 3\n', "forward", r"must be a table or a URL"),
         ('[forward]\nprotocol = "grpc"\n', "forward", r"url is required"),
     ],

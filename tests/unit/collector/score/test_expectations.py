@@ -70,7 +70,7 @@ def test_normalise_input():
 @pytest.mark.parametrize(
     ("rules", "message"),
     [
-        ([{"agent": "x"}], r"^expectations\[0\]: expected_tools is required"),
+        ([{"agent": "x"}], r"^expectations\[0\]: expected_tools or a trajectory table is required"),
         ([{"expected_tools": ["a"], "agnet": "x"}], r"^expectations\[0\]\.agnet: unknown setting \(known here: agent, "),
         ([{"expected_tools": "a"}], r"^expectations\[0\]\.expected_tools: .*list of tool names"),
         ([{"expected_tools": ["a"], "input_regex": "("}], r"^expectations\[0\]\.input_regex: not a valid regex"),
@@ -93,7 +93,7 @@ def test_rules_without_a_name_are_named_by_position():
 def test_dataset_errors_name_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"input": "a", "expected_tools": ["x"]}\n{"input": "a", "expected_tools": ["y"]}\n')
-    with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: the same input already has different"):
+    with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: the same input already has a different expectation on line 1"):
         Dataset.load(path)
     path.write_text('{"input": "a", "expected_tools": ["x"]}\nnot json\n')
     with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: not valid JSON"):

@@ -81,7 +81,7 @@ def test_config_from_dict_and_errors(tmp_path):
         ({"scoring": {"modes": ["fuzzy"]}}, r"unknown mode\(s\) \['fuzzy'\]"),
         ({"forward": {"url": "ftp://x"}}, "forward.url must be like"),
         ({"forward": {"url": "http://x:4318", "retries": 3}}, r"^forward\.retries: unknown setting"),
-        ({"expectations": [{"agent": "a"}]}, "expected_tools is required"),
+        ({"expectations": [{"agent": "a"}]}, "expected_tools or a trajectory table is required"),
         ({"dataset": str(tmp_path / "nope.jsonl")}, r"nope\.jsonl"),
     ]:
         with pytest.raises(ConfigError, match=message):
