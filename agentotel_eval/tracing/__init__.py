@@ -6,8 +6,9 @@ only when ``configure()`` is first called. ``@traced`` itself needs only the API
 """
 
 from agentotel_eval.tracing.decorator import traced
-from agentotel_eval.tracing.expectations import set_expected_tools
+from agentotel_eval.tracing.expectations import set_expected_tools, set_expected_trajectory
 from agentotel_eval.tracing.settings import ConfigurationError
 from agentotel_eval.tracing.setup import configure, force_flush, shutdown
 
-__all__ = ["ConfigurationError", "configure", "force_flush", "set_expected_tools", "shutdown", "traced"]
+__all__ = ["ConfigurationError", "configure", "force_flush", "set_expected_tools", "set_expected_trajectory", "shutdown",
+           "traced"]

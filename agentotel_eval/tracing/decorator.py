@@ -30,7 +30,7 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Status,
 import agentotel_eval
 from agentotel_eval.tracing import state
 from agentotel_eval.tracing.capture import DEFAULT_MAX_CHARS
-from agentotel_eval.tracing.expectations import tool_names
+from agentotel_eval.tracing.expectations import tool_names, trajectory_json
 from agentotel_eval.tracing.failures import report_failure
 from agentotel_eval.tracing.shape import KINDS, MAX_GENERATOR_ITEMS, SpanShape, generator_output
 
@@ -422,6 +422,7 @@ def traced(
     kind: str = "chain",
     name: str | None = None,
     expected_tools: Iterable[Any] | None = None,
+    expected_trajectory: Any = None,
     capture_args: bool = True,
     capture_result: bool = True,
     tracer_provider: Any = None,
@@ -436,6 +437,7 @@ def traced(
     kind: str = "chain",
     name: str | None = None,
     expected_tools: Iterable[Any] | None = None,
+    expected_trajectory: Any = None,
     capture_args: bool = True,
     capture_result: bool = True,
     tracer_provider: Any = None,
@@ -455,6 +457,10 @@ def traced(
         ``chain`` (a plain span ``{name}``). name: defaults to the function's ``__name__``.
     expected_tools: tool names (or ``ToolCall``s) this agent run should call; recorded as
         ``agentotel.eval.expected_tools`` for scoring. ``set_expected_tools()`` sets it from inside a run.
+    expected_trajectory: a trajectory spec for this agent's runs (a dict such as ``{"steps": [{"tool": "search"},
+        {"tool": "summarise", "optional": True}], "extra": "penalize"}``, a list of steps or JSON text), read here
+        (a bad spec raises ``SpecError``) and recorded as ``agentotel.eval.expected_trajectory``;
+        ``set_expected_trajectory()`` sets it from inside a run.
     capture_args / capture_result: record the arguments / return value as JSON (secret-named values redacted,
         non-JSON values as truncated ``repr``, at most ``max_chars`` characters each; default 16384 or the
         ``AGENTOTEL_TRACED_MAX_CHARS`` environment variable).
@@ -471,6 +477,10 @@ def traced(
     if fn is not None and not callable(fn) and not isinstance(fn, staticmethod | classmethod):
         raise TypeError(f"@traced decorates a function; got {fn!r} (did you mean @traced(name=...)?)")
     expected = tool_names(expected_tools) if expected_tools is not None else None
+    trajectory = trajectory_json(expected_trajectory) if expected_trajectory is not None else None
+    if (expected is not None or trajectory is not None) and kind != "agent":
+        raise ValueError(f"expected_tools and expected_trajectory describe an agent run: use them with "
+                         f"kind='agent', not {kind!r}")
     limit = max_chars if max_chars is not None else _max_chars_default()
     if not isinstance(limit, int) or limit <= 0:
         raise ValueError(f"max_chars must be a positive integer, got {max_chars!r}")
@@ -485,6 +495,7 @@ def traced(
             kind=kind,
             name=name,
             expected_tools=expected,
+            expected_trajectory=trajectory,
             capture_args=capture_args,
             capture_result=capture_result,
             max_chars=limit,

@@ -1,4 +1,5 @@
-"""Expected tools of an agent run: validated once, written on the run's span as ``agentotel.eval.expected_tools``."""
+"""What an agent run is expected to do, validated once and written on the run's span: its expected tools
+(``agentotel.eval.expected_tools``) or a trajectory spec as JSON (``agentotel.eval.expected_trajectory``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def tool_names(tools: Iterable[Any]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def trajectory_json(spec: Any) -> str:
+    """A trajectory spec (a dict, a list of steps, JSON text or a ``TrajectorySpec``) read now, so a mistake is a
+    ``SpecError`` at the call site, and returned as the JSON the span carries."""
+    from agentotel_eval.trajectory import parse_spec  # the spec's reader is only needed when a spec is given
+
+    return parse_spec(spec, "expected_trajectory").to_json()
+
+
 def set_expected_tools(tools: Iterable[Any]) -> bool:
     """Set the tools the current agent run is expected to call, from inside the run.
 
@@ -34,7 +43,20 @@ def set_expected_tools(tools: Iterable[Any]) -> bool:
     the decorator. Returns whether a recording span received it: False when tracing is not configured or no run is
     active (the latter is logged once), so evaluation code can run untraced.
     """
-    names = list(tool_names(tools))
+    return _set_on_run(sc.AGENTOTEL_EXPECTED_TOOLS, list(tool_names(tools)), "set_expected_tools")
+
+
+def set_expected_trajectory(spec: Any) -> bool:
+    """Set the trajectory spec the current agent run is scored against, from inside the run.
+
+    ``spec`` is what ``@traced(expected_trajectory=...)`` takes: a dict (``{"steps": [...], "extra": ...}``), a
+    bare list of steps, JSON text or a ``TrajectorySpec``; a spec that cannot be read raises ``SpecError`` here.
+    It goes on the same span as ``set_expected_tools()`` and returns the same way.
+    """
+    return _set_on_run(sc.AGENTOTEL_EXPECTED_TRAJECTORY, trajectory_json(spec), "set_expected_trajectory")
+
+
+def _set_on_run(attribute: str, value: Any, caller: str) -> bool:
     try:
         # what the decorator put there: the span it started (``Tracer.start_span``)
         span = cast("trace.Span | None", otel_context.get_value(state.AGENT_SPAN_KEY))
@@ -45,14 +67,14 @@ def set_expected_tools(tools: Iterable[Any]) -> bool:
                 span = current
             elif current.is_recording():
                 warn_once(
-                    "set_expected_tools-no-run",
-                    "set_expected_tools() was called outside any agent run (no @traced(kind='agent') span is "
+                    f"{caller}-no-run",
+                    f"{caller}() was called outside any agent run (no @traced(kind='agent') span is "
                     "active); the expectation was not recorded",
                 )
         if span is None or not span.is_recording():
             return False
-        span.set_attribute(sc.AGENTOTEL_EXPECTED_TOOLS, names)
+        span.set_attribute(attribute, value)
         return True
     except Exception as exc:
-        report_failure("setting expected tools", exc)
+        report_failure(f"setting the expectation ({caller})", exc)
         return False

@@ -9,6 +9,8 @@ collector's own reconstruction and metrics::
         run = runs.one()
         assert run.tools_called == ["search_hotels", "book_hotel"]
         agentotel.assert_tool_correctness(run, ["search_hotels", "book_hotel"], exact=True, ordering=True)
+        agentotel.assert_trajectory(run, {"steps": [{"tool": "search_hotels", "args": {"city": "Paris"}},
+                                                    {"tool": "book_hotel"}], "extra": "forbid"})
 
 ``pytest --agentotel-results PATH`` writes one JSON line per assertion (test id, run, metric, score, success),
 for dashboards and ``agentotel-eval compare`` (``agentotel_eval.results_files`` reads it back); the file is
@@ -98,6 +100,14 @@ class AgentOtel:
         with self._recorded():
             return testing.assert_tool_correctness(run, expected, exact=exact, ordering=ordering,
                                                    threshold=threshold, params=params)
+
+    def assert_trajectory(self, run: AgentRun, spec: Any, *, threshold: float | None = None) -> float:
+        """``testing.assert_trajectory``, recorded for ``--agentotel-results``."""
+        __tracebackhide__ = True
+        from agentotel_eval.tracing import testing
+
+        with self._recorded():
+            return testing.assert_trajectory(run, spec, threshold=threshold)
 
     def assert_no_tool_errors(self, run: AgentRun) -> None:
         """``testing.assert_no_tool_errors``, recorded for ``--agentotel-results``."""

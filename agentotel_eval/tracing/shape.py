@@ -6,7 +6,8 @@ the attributes of its arguments (``start_attributes``) and of its outcome (``end
 
 - agent: ``invoke_agent {name}``, INTERNAL, ``gen_ai.operation.name=invoke_agent``, ``gen_ai.agent.name``,
   input/output as GenAI messages (``gen_ai.input.messages``/``gen_ai.output.messages``) and as JSON
-  (``agentotel.input``/``agentotel.output``), ``agentotel.eval.expected_tools``.
+  (``agentotel.input``/``agentotel.output``), ``agentotel.eval.expected_tools`` and
+  ``agentotel.eval.expected_trajectory``.
 - tool: ``execute_tool {name}``, INTERNAL, ``gen_ai.tool.name|type|description|call.id|call.arguments|call.result``.
 - llm: ``chat {name}``, CLIENT, ``gen_ai.operation.name=chat``, messages, ``gen_ai.request.model`` from a
   ``model`` argument, response model/id/finish reasons/token usage from a chat-completion-like result.
@@ -122,6 +123,7 @@ class SpanShape:
         name: str | None,
         expected_tools: Iterable[str] | None,
         capture_args: bool,
+        expected_trajectory: str | None = None,
         capture_result: bool,
         max_chars: int,
     ) -> None:
@@ -146,6 +148,8 @@ class SpanShape:
                 attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
             if expected_tools is not None:
                 attrs[sc.AGENTOTEL_EXPECTED_TOOLS] = list(expected_tools)
+            if expected_trajectory is not None:
+                attrs[sc.AGENTOTEL_EXPECTED_TRAJECTORY] = expected_trajectory
         elif kind == "tool":
             self.span_name, self.span_kind = f"{sc.OP_EXECUTE_TOOL} {self.name}", SpanKind.INTERNAL
             attrs[sc.GEN_AI_OPERATION_NAME] = sc.OP_EXECUTE_TOOL

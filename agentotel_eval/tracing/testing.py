@@ -27,8 +27,8 @@ from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.tracing import state
 from agentotel_eval.tracing.setup import ExporterSlot
 
-__all__ = ["CapturedRuns", "ToolUseAssertion", "assert_no_tool_errors", "assert_tool_correctness", "capture",
-           "runs_from_spans"]
+__all__ = ["CapturedRuns", "ToolUseAssertion", "assert_no_tool_errors", "assert_tool_correctness",
+           "assert_trajectory", "capture", "runs_from_spans"]
 
 #: one capture slot per provider: SDK providers cannot drop a processor, so each gets one and captures swap in
 _slots: weakref.WeakKeyDictionary[Any, ExporterSlot] = weakref.WeakKeyDictionary()
@@ -217,6 +217,28 @@ def assert_tool_correctness(run: AgentRun, expected: Sequence[Any], *, exact: bo
                  *alignment_text([str(n) for n in names], run.tools_called), f"  {result.reason}"]
         raise AssertionError("\n".join(lines))
     return float(result.score or 0.0)
+
+
+def assert_trajectory(run: AgentRun, spec: Any, *, threshold: float | None = None) -> float:
+    """Score ``run`` against a trajectory spec (a dict such as ``{"steps": [...], "extra": "forbid"}``, a list of
+    steps, JSON text or a ``TrajectorySpec``) and fail, when the score is under the threshold or a violation
+    occurred, with the spec's steps lined up against the calls: what matched, what is missing and the nearest call's
+    failing argument check, the extra calls and the violations. ``threshold``: the spec's own, else 1.0. A spec
+    that cannot be read raises ``SpecError``. Returns the score."""
+    __tracebackhide__ = True
+    from agentotel_eval.trajectory import parse_spec, score_trajectory
+    from agentotel_eval.trajectory.text import trajectory_lines
+
+    read = parse_spec(spec, "spec")
+    limit = threshold if threshold is not None else read.threshold if read.threshold is not None else 1.0
+    outcome = score_trajectory(read, run.tool_calls, limit)
+    success = outcome.score >= limit and not outcome.violations
+    _report(ToolUseAssertion(run, "trajectory", outcome.score, success, str(outcome.details.get("reason", ""))))
+    if not success:
+        why = "violations" if outcome.score >= limit else f"{outcome.score:.2f} < {limit:.2f}"
+        raise AssertionError("\n".join([f"trajectory of {_describe(run)}: {why}",
+                                        *trajectory_lines(outcome.details)]))
+    return outcome.score
 
 
 def assert_no_tool_errors(run: AgentRun) -> None:

@@ -264,3 +264,64 @@ def test_searches(agentotel):
     same = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["main"]),
                "--fail-on-regression", "0.05")
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+TRAJECTORY_TESTS = '''
+import json
+import pytest
+from agentotel_eval import SpecError, set_expected_trajectory
+from agentotel_eval.tracing import traced
+from agents import travel_agent, search_hotels, book_hotel
+
+BOOKING = {"steps": [{"id": "found", "tool": "search_hotels", "args": {"city": {"$regex": "[A-Z][a-z]+"}}},
+                     {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0.hotel"}}}],
+           "extra": "forbid"}
+
+@traced(kind="agent", expected_trajectory=BOOKING)
+def declared_agent() -> str:
+    book_hotel(search_hotels("Paris")[0]["hotel"])
+    set_expected_trajectory([{"tool": "search_hotels"}, {"tool": "book_hotel"}])
+    return "done"
+
+def test_data_flow_and_order_hold(agentotel):
+    with agentotel.capture() as runs:
+        travel_agent("good")
+    assert agentotel.assert_trajectory(runs.one(), BOOKING) == 1.0
+
+def test_backwards_is_lined_up(agentotel):
+    with agentotel.capture() as runs:
+        travel_agent("backwards")
+    agentotel.assert_trajectory(runs.one(), BOOKING)
+
+def test_the_spec_travels_on_the_run_span(agentotel):
+    with agentotel.capture() as runs:
+        declared_agent()
+    run = runs.one()
+    assert json.loads(run.expected_trajectory) == {"steps": [{"tool": "search_hotels"}, {"tool": "book_hotel"}]}
+    assert agentotel.assert_trajectory(run, run.expected_trajectory) == 1.0
+
+def test_a_bad_spec_is_refused_where_it_is_written():
+    with pytest.raises(SpecError, match=r"steps\\[0\\]"):
+        traced(kind="agent", expected_trajectory=[{"tol": "x"}])
+    with pytest.raises(ValueError, match="kind='agent'"):
+        traced(kind="tool", expected_trajectory=[{"tool": "x"}])
+'''
+
+
+def test_assert_trajectory_lines_the_spec_up_against_the_calls(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(agents=AGENTS, test_trajectory=TRAJECTORY_TESTS)
+    results_path = tmp_path / "results.jsonl"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--agentotel-results={results_path}")
+    result.assert_outcomes(passed=3, failed=1)
+    # book_hotel came first, so the ordered spec keeps one of the two and the other call is extra (forbidden)
+    result.stdout.re_match_lines([
+        r".*trajectory of travel_agent .*: 0\.50 < 1\.00",
+        r".*trajectory 0\.50 \(1 of 2 required weight; extra calls forbidden\)",
+        r".*ok\s+steps\[0\] search_hotels \[found\]\s+#2 search_hotels\s+city: ok",
+        r".*missing\s+steps\[1\] book_hotel\s+nearest #1 book_hotel",
+        r".*extra\s+#1 book_hotel \(forbidden\)",
+        r".*violation\s+extra_forbidden: .*",
+    ], consecutive=False)
+    lines = [json.loads(line) for line in results_path.read_text().splitlines()]
+    assert [(line["metric"], line["success"]) for line in lines] == [
+        ("trajectory", True), ("trajectory", False), ("trajectory", True)]
