@@ -114,3 +114,24 @@ def test_finder_finds_what_find_expectation_finds(tmp_path, modes):
             finder = ExpectationFinder(rules, ds, modes)
             for run in runs:
                 assert finder.find(run) == find_expectation(run, rules, ds, modes)
+
+
+def test_a_trajectory_rule_crosses_to_the_assembler_process_and_scores_the_same():
+    """Rules are pickled into the assembler's process; a spec's compiled matchers are closures, so it travels as
+    its written form and is read again there."""
+    import pickle
+
+    from agentotel_eval.test_case import ToolCall
+    from agentotel_eval.trajectory import score_trajectory
+
+    (rule,) = parse_expectations([{"name": "r", "agent": "a", "trajectory": {"steps": [
+        {"id": "w", "tool": "who", "args": {"zip": {"$regex": r"\d{5}"}}},
+        {"tool": "get", "args": {"id": {"$ref": "w.result.id"}, "n": {"$approx": 10, "abs": 0.5}}}]}}])
+    copy = pickle.loads(pickle.dumps(rule))
+    assert copy.trajectory is not None and rule.trajectory is not None
+    assert copy.trajectory.written == rule.trajectory.written
+    calls = [ToolCall("who", {"zip": "12345"}, output={"id": 7}), ToolCall("get", {"id": 7, "n": 10.4}),
+             ToolCall("get", {"id": 8, "n": 10.4})]
+    for spec in (rule.trajectory, copy.trajectory):
+        assert score_trajectory(spec, calls).details["extra"] == [2]
+        assert score_trajectory(spec, calls[:1] + calls[2:]).score == 0.5
