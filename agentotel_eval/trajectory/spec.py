@@ -210,12 +210,15 @@ def parse_spec(value: Any, where: str = "trajectory") -> TrajectorySpec:
     forbid = body.get("forbid", [])
     if not isinstance(forbid, list):
         raise SpecError(f"{where}.forbid must be a list of {{ tool, args }} tables")
-    root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]") for i, s in enumerate(steps)))
-    spec = TrajectorySpec(
-        root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]") for i, f in enumerate(forbid)),
-        None if threshold is None else float(threshold), preset, written,
-    )
-    _check_ids(spec)
+    try:  # steps are named by their path in the spec ("steps[2]"), shown in results; errors say where the spec is
+        root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]") for i, s in enumerate(steps)))
+        spec = TrajectorySpec(
+            root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]") for i, f in enumerate(forbid)),
+            None if threshold is None else float(threshold), preset, written,
+        )
+        _check_ids(spec)
+    except SpecError as exc:
+        raise SpecError(f"{where}.{exc}") from None
     return spec
 
 
