@@ -72,6 +72,12 @@ def _tool_errors(judge: bool) -> MetricFactory:
     return build
 
 
+def _trajectory(options: MetricOptions) -> BaseMetric:
+    from agentotel_eval.metrics.trajectory import TrajectoryMetric
+
+    return TrajectoryMetric(threshold=1.0 if options.threshold is None else options.threshold)
+
+
 #: name -> (factory, help). ``--exact`` / ``--ordering`` / ``--params`` / ``--strict`` apply to the
 #: tool_correctness family; ``--threshold`` to every metric; ``--model`` to LLM-judge metrics.
 #: To add a metric, register a factory here; import its module inside the factory (keep ``--help`` fast).
@@ -80,6 +86,7 @@ METRICS: dict[str, tuple[MetricFactory, str]] = {
     "tool_correctness_exact": (_tool_correctness(True, False), "called tools equal the expected ones"),
     "tool_correctness_ordering": (_tool_correctness(False, True), "expected tools called in order (LCS)"),
     "tool_correctness_exact_ordering": (_tool_correctness(True, True), "called sequence equals the expected"),
+    "trajectory": (_trajectory, "calls follow the case's expected_trajectory spec (steps, groups, matchers)"),
     "tool_errors": (_tool_errors(True), "LLM judge of tool-use errors (needs --model; --api-base optional)"),
     "tool_errors_detectors": (_tool_errors(False), "deterministic tool-error detectors only (no LLM)"),
 }

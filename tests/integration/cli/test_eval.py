@@ -224,3 +224,27 @@ def test_a_junit_report_has_a_testcase_per_case_and_metric(tmp_path):
     assert cases_[2].get("name", "").startswith("line 2: half")
     assert all(c.find("skipped") is not None for c in cases_[4:])
     assert run_cli(str(cases), "--junit", str(tmp_path / "missing" / "x.xml")).returncode == 2
+
+
+def test_trajectory_specs_in_case_files(tmp_path):
+    spec = {"extra": "penalize", "steps": [
+        {"id": "found", "tool": "search_hotels", "args": {"city": {"$eq": "paris", "$norm": ["case"]}}},
+        {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0"}}}]}
+    tools = [{"name": "search_hotels", "input_parameters": {"city": "Paris"}, "output": ["Le Marais", "Ritz"]},
+             {"name": "book_hotel", "input_parameters": {"hotel": "Le Marais"}}]
+    wrong = [tools[0], {"name": "book_hotel", "input_parameters": {"hotel": "Hilton"}}]
+    cases = write_cases(tmp_path / "cases.jsonl",
+                        {"name": "booked", "input": "book", "tools_called": tools, "expected_trajectory": spec},
+                        {"name": "invented", "input": "book", "tools_called": wrong, "expected_trajectory": spec},
+                        {"name": "bad-spec", "input": "book", "tools_called": tools,
+                         "expected_trajectory": {"steps": [{"tool": "x", "weight": -1}]}})
+    proc = run_cli(str(cases), "--metric", "trajectory", "--format", "json")
+    assert proc.returncode == 2, proc.stdout  # the unreadable spec is an input error; the others still scored
+    assert "cases.jsonl:3: invalid test case: expected_trajectory.steps[0].weight must be" in proc.stderr
+    document = json.loads(proc.stdout)
+    assert [c["line"] for c in document["cases"]] == [1, 2]
+    (booked,), (invented,) = (c["metrics"] for c in document["cases"])
+    assert (booked["metric"], booked["score"], booked["success"]) == ("trajectory", 1.0, True)
+    assert invented["success"] is False and invented["score"] == pytest.approx(0.5)  # F1 of 1/2 and 1/2
+    assert "'Hilton'" in invented["reason"]
+    assert invented["evaluation_log"]["extra"] == [1]
