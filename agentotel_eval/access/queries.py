@@ -478,7 +478,7 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
 
 def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """A stored trace as ``explain`` prints it: its runs as ``agentotel_eval.reconstruct.explain.run_record``
-    records (with their calls), and the name of each of its spans (span id -> name, in start order). Both are empty
+    records (with their calls and their stored trajectory result), and the name of each of its spans (span id -> name, in start order). Both are empty
     when the trace is not stored."""
     runs = _rows(read("SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
                       "parent_run_span_id, handoffs, diagnostics FROM agent_runs WHERE trace_id = ? "
@@ -487,6 +487,10 @@ def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[st
                        "FROM tool_calls WHERE trace_id = ? ORDER BY run_span_id, seq", [trace_id]))
     spans = _rows(read("SELECT span_id, name FROM spans WHERE trace_id = ? ORDER BY start_time, span_id",
                        [trace_id]))
+    trajectories = {row["run_span_id"]: (_parsed(row["details"]) if row["status"] == "ok" else row["reason"])
+                    for row in _rows(read("SELECT run_span_id, status, reason, details FROM evaluations WHERE "
+                                          "trace_id = ? AND metric = 'trajectory' AND status IN ('ok', 'error')",
+                                          [trace_id]))}
     by_run: dict[str, list[dict[str, Any]]] = {}
     for call in calls:
         by_run.setdefault(call["run_span_id"], []).append({
@@ -495,7 +499,8 @@ def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[st
             "sources": _parsed(call["sources"]) or {},
         })
     records = [{**row, "trace_id": trace_id, "handoffs": _parsed(row["handoffs"]) or [],
-                "diagnostics": _parsed(row["diagnostics"]) or {}, "calls": by_run.get(row["span_id"], [])}
+                "diagnostics": _parsed(row["diagnostics"]) or {}, "calls": by_run.get(row["span_id"], []),
+                "trajectory": trajectories.get(row["span_id"])}
                for row in runs]
     return records, {s["span_id"]: s["name"] for s in spans}
 

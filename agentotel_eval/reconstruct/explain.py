@@ -11,12 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentotel_eval.reconstruct.model import AgentRun
+from agentotel_eval.trajectory.text import trajectory_lines
 
 _FIELDS = ("name", "arguments", "result", "status", "call_id", "llm_turn")
 
 
 def run_record(run: AgentRun) -> dict[str, Any]:
-    """The fields of a run that ``explain`` prints, as plain data (what the database rows hold)."""
+    """The fields of a run that ``explain`` prints, as plain data (what the database rows hold). A run whose span
+    carries a trajectory spec is scored against it here: ``trajectory`` is the result's details, or why the spec
+    could not be read."""
     return {
         "trace_id": run.trace_id, "span_id": run.span_id, "agent_name": run.agent_name, "span_name": run.span_name,
         "convention": run.convention, "status": run.status, "error": run.error, "input": run.input,
@@ -26,7 +29,20 @@ def run_record(run: AgentRun) -> dict[str, Any]:
                    else c.raw_arguments, "result": c.output, "status": c.status, "error": c.error,
                    "span_id": c.span_id, "sources": dict(c.sources or {})} for c in run.tool_calls],
         "diagnostics": run.diagnostics,
+        "trajectory": _trajectory(run),
     }
+
+
+def _trajectory(run: AgentRun) -> dict[str, Any] | str | None:
+    if run.expected_trajectory is None:
+        return None
+    from agentotel_eval.trajectory import SpecError, parse_spec, score_trajectory
+
+    try:
+        spec = parse_spec(run.expected_trajectory, "expected_trajectory")
+    except SpecError as exc:
+        return str(exc)
+    return score_trajectory(spec, run.tool_calls, 1.0 if spec.threshold is None else spec.threshold).details
 
 
 def explain_lines(trace_id: str, runs: Sequence[Mapping[str, Any]], span_names: Mapping[str, str]) -> list[str]:
@@ -96,6 +112,11 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
         yield f"  handoff: {handoff.get('name')} -> {handoff.get('to_agent') or '?'}"
     if diagnostics.get("calls_not_recorded"):
         yield f"  note: {diagnostics['calls_not_recorded']}"
+    trajectory = run.get("trajectory")
+    if isinstance(trajectory, Mapping) and trajectory.get("steps") is not None:
+        yield from (f"  {line}" for line in trajectory_lines(trajectory))
+    elif isinstance(trajectory, str):  # the spec could not be read: why
+        yield f"  trajectory: not scored: {trajectory}"
     ignored = diagnostics.get("ignored") or []
     if ignored:
         yield f"  ignored spans ({len(ignored)}):"

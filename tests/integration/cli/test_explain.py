@@ -195,3 +195,55 @@ def test_a_bad_convention_fails_at_start_naming_it(tmp_path):
                            env=env, cwd=ROOT)
     assert serve.returncode != 0 and "'acme-agent'" in serve.stderr
     assert not (tmp_path / "never.duckdb").exists()
+
+
+def test_explain_lines_a_run_up_against_its_trajectory_spec(tmp_path, capsys):
+    """The spec travels on the run span: explain scores it from a file, and prints the stored result of a trace
+    the collector scored, the same way."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor as Simple
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentotel_eval.tracing import traced
+
+    spec = {"steps": [{"id": "found", "tool": "search_hotels", "args": {"city": {"$regex": "[A-Z][a-z]+"}}},
+                      {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0"}}}]}
+    db = tmp_path / "trajectory.duckdb"
+    with running_collector(db) as collector:
+        memory = InMemorySpanExporter()
+        provider = TracerProvider(resource=Resource.create({"service.name": "hotels"}))
+        provider.add_span_processor(Simple(memory))
+        provider.add_span_processor(Simple(OTLPSpanExporter(endpoint=f"{collector.http_endpoint}/v1/traces")))
+
+        @traced(kind="tool", tracer_provider=provider)
+        def search_hotels(city: str) -> list:
+            return ["Casa Roma", "Grand Roma"]
+
+        @traced(kind="tool", tracer_provider=provider)
+        def book_hotel(hotel: str) -> str:
+            return "BK-1"
+
+        @traced(kind="agent", expected_trajectory=spec, tracer_provider=provider)
+        def booker() -> str:
+            search_hotels("rome")
+            book_hotel("Hotel Invented")
+            return "booked"
+
+        booker()
+        provider.shutdown()
+        trace_id = format(memory.get_finished_spans()[0].context.trace_id, "032x")
+        wait_until(lambda: collector.query("SELECT count(*) FROM evaluations WHERE metric = 'trajectory'")["rows"]
+                   [0][0] == 1, what="the trajectory row")
+    path = tmp_path / "trace.pb"
+    path.write_bytes(encode_spans(memory.get_finished_spans()).SerializeToString())
+    code, from_file, _ = explain("--file", str(path), capsys=capsys)
+    assert code == 0
+    lines = from_file.splitlines()
+    at = next(i for i, line in enumerate(lines) if "trajectory 0.00 (0 of 2 required weight" in line)
+    assert lines[at + 1].split()[:3] == ["missing", "steps[0]", "search_hotels"]
+    assert "nearest #1 search_hotels: city: FAILED" in lines[at + 1]
+    assert "nearest #2 book_hotel: hotel: FAILED" in lines[at + 2]
+    stored = _cli(trace_id, "--db", str(db))
+    assert stored.returncode == 0, stored.stderr
+    assert [line for line in stored.stdout.splitlines() if "trajectory" in line or "nearest" in line] == [
+        line for line in lines if "trajectory" in line or "nearest" in line]
