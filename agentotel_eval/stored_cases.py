@@ -12,8 +12,9 @@ from agentotel_eval.test_case import EvalTestCase, ToolCall
 
 
 def case_of(run: dict[str, Any], calls: Sequence[dict[str, Any]],
-            expectation: tuple[list[str], str] | None) -> EvalTestCase:
-    """The ``EvalTestCase`` of one stored run."""
+            expectation: tuple[list[str], str] | None, trajectory: tuple[Any, str] | None = None) -> EvalTestCase:
+    """The ``EvalTestCase`` of one stored run; ``trajectory``: the written spec its trajectory score used, and
+    where that spec came from."""
     tool_calls = [
         ToolCall(name=c["tool_name"], input_parameters=c["arguments"] if isinstance(c["arguments"], dict) else None,
                  output=_result(c["result"]), status=c["status"], error=c["error"], call_id=c["call_id"],
@@ -27,11 +28,13 @@ def case_of(run: dict[str, Any], calls: Sequence[dict[str, Any]],
     if run.get("parent_run_span_id"):
         metadata["parent_run_span_id"] = run["parent_run_span_id"]
     metadata["expected_tools_from"] = source or None
+    if trajectory is not None:
+        metadata["expected_trajectory_from"] = trajectory[1]
     return EvalTestCase(
         input=run["input"] or "", actual_output=run["output"], tools_called=tool_calls,
         expected_tools=[ToolCall(name=name) for name in expected],
         tool_calls=tool_calls, name=f"{run['agent_name'] or 'run'} {run['trace_id']}/{run['span_id']}",
-        metadata=metadata,
+        metadata=metadata, expected_trajectory=trajectory[0] if trajectory is not None else None,
     )
 
 

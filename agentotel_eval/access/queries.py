@@ -525,7 +525,8 @@ _CASE_COLUMNS = ("trace_id", "span_id", "agent_name", "service_name", "input", "
 
 def read_stored_cases(read: Read, where: str, limit: int) -> Iterator[EvalTestCase]:
     """The test cases of the runs ``where`` (a condition on ``agent_runs``' columns) selects, oldest first, at
-    most ``limit``: each run with its calls and the expected tools its scores used (``stored_cases``)."""
+    most ``limit``: each run with its calls, the expected tools its scores used and the trajectory spec its
+    trajectory score used (``stored_cases``)."""
     runs = _rows(read(f"SELECT {', '.join(_CASE_COLUMNS)} FROM agent_runs WHERE ({where}) "
                       f"ORDER BY start_time, trace_id, span_id LIMIT {int(limit)}", []))
     for start in range(0, len(runs), _CASES_BATCH):
@@ -544,9 +545,15 @@ def read_stored_cases(read: Read, where: str, limit: int) -> Iterator[EvalTestCa
                 f"AS expected, e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "
                 "ORDER BY e.metric DESC", params)):  # tool_correctness_ordering before tool_correctness
             scores.setdefault((row["trace_id"], row["run_span_id"]), []).append(row)
+        # the spec a trajectory score used, as written: the case file scores it again as it was
+        latest, params = latest_of_few(f"e.metric = 'trajectory' AND ({of_batch})", ids)
+        specs = {(row["trace_id"], row["run_span_id"]): (_parsed(row["spec"]), str(row["source"] or "score"))
+                 for row in _rows(read("SELECT e.trace_id, e.run_span_id, e.details->'spec' AS spec, "
+                                       f"e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "
+                                       "AND (e.details->'spec') IS NOT NULL", params))}
         for run in batch:
             key = (run["trace_id"], run["span_id"])
-            yield case_of(run, calls.get(key, []), expectations_of(run, scores.get(key, [])))
+            yield case_of(run, calls.get(key, []), expectations_of(run, scores.get(key, [])), specs.get(key))
 
 
 # ---- scored runs, for compare -------------------------------------------------------------------------------

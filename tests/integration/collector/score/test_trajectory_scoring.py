@@ -5,10 +5,12 @@ collector, which finds each run's spec (a config rule written in TOML, or JSON o
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -18,6 +20,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.collector.config import load_config
 from agentotel_eval.tracing import traced
 from tests.collector_harness import running_collector, wait_until
+from tests.ui_data import cli
 
 # the rule exactly as a user writes it in the collector's config file
 REFUND_FLOW = r'''
@@ -172,6 +175,34 @@ def test_the_toml_rule_scores_runs_of_matching_agents(tmp_path: Path) -> None:
                     and e["attributes"][sc.GEN_AI_EVALUATION_NAME] == "trajectory"]
         assert event[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
         provider.shutdown()
+        stored = {t: _trajectory(collector, t)[:2] for t in (good, bad)}
+
+    # export-cases writes the spec each run was scored against; eval scores the cases as the collector did
+    cases = tmp_path / "cases.jsonl"
+    done = cli("export-cases", "--db", str(tmp_path / "rules.duckdb"), "-o", str(cases))
+    assert done.returncode == 0, done.stderr
+    exported = [json.loads(line) for line in cases.read_text().splitlines()]
+    specs = [c.get("expected_trajectory") for c in exported]
+    assert specs.count(tomllib.loads(REFUND_FLOW)["expectations"][0]["trajectory"]) == 2 and specs.count(None) == 1
+    scored = cli("eval", str(cases), "--metric", "trajectory", "--format", "json", "--exit-zero")
+    document = json.loads(scored.stdout)
+    again = {c["name"].split()[-1].split("/")[0]: (c["metrics"][0]["score"], c["metrics"][0]["success"])
+             for c in document["cases"] if c["metrics"][0]["status"] == "ok"}
+    assert again == stored
+
+    # rescore with an edited rule: cash refunds allowed, deleting accounts no longer forbidden
+    edited = tmp_path / "edited.toml"
+    edited.write_text(REFUND_FLOW.replace('["paypal", "card"]', '["paypal", "card", "cash"]')
+                      .replace('{ tool = "delete_account" }, ', ""))
+    done = cli("rescore", "--db", str(tmp_path / "rules.duckdb"), "--config", str(edited))
+    assert done.returncode == 0, done.stderr
+    con = duckdb.connect(str(tmp_path / "rules.duckdb"), read_only=True)
+    (row,) = con.execute("SELECT success, details FROM evaluations WHERE trace_id = ? AND metric = 'trajectory'",
+                         [bad]).fetchall()
+    con.close()
+    details = json.loads(row[1])
+    assert details["violations"] == []
+    assert {s["path"]: s["status"] for s in details["steps"]}["steps[5]"] == "missing"  # A-9999: not get_order's
 
 
 def test_a_spec_on_the_run_span_wins_and_a_bad_one_is_an_error_row(tmp_path: Path) -> None:
