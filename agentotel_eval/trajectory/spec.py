@@ -89,6 +89,9 @@ class TrajectorySpec:
     def to_json(self) -> str:
         return json.dumps(self.written, sort_keys=False, separators=(",", ":"))
 
+    def __repr__(self) -> str:
+        return f"TrajectorySpec({self.to_json()})"
+
     def __reduce__(self) -> tuple[Any, ...]:
         # compiled matchers are closures: a spec crosses a process boundary as its written form, read again there
         return parse_spec, (self.written,)
