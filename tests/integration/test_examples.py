@@ -322,6 +322,13 @@ def test_example_config_scores_the_examples_and_forwards_them(tmp_path):
             return details["expectation"], details["expected"]
 
         assert expectation("refund") == expectation("late") == ("rule:support-refunds", REFUND_TOOLS)
+        # the rule's trajectory: the refund followed the policy's amount for the looked-up order; the late one
+        # stopped at the policy (no refund): two of three steps
+        refund, late = evals["refund"]["trajectory"], evals["late"]["trajectory"]
+        assert (refund["score"], refund["success"]) == (1.0, True), refund["reason"]
+        assert late["success"] is False and late["score"] == pytest.approx(0.8)  # F1 of recall 2/3, precision 1
+        assert {s["path"]: s["status"] for s in late["details"]["steps"]}["steps[2]"] == "missing"
+        assert "trajectory" not in evals["status"] and "trajectory" not in evals["trip"]
         assert expectation("status") == ("dataset:expected.jsonl:1", ["lookup_order"])
         assert expectation("trip", "tool_correctness_exact") == ("rule:trip-planning", TRIP_TOOLS)
         assert {m for m in evals["trip"] if m.startswith("tool_correctness")} == {
