@@ -17,6 +17,10 @@ Each preset is a spec like any other (steps, ``extra``, a threshold), so its res
 ``ordering``           today's ``tool_correctness_ordering``: the longest in-order part (threshold as set)
 =====================  =======================================================================================
 
+An entry that is a list is one LLM turn's calls (``expected_tools = ["search", ["get_order", "get_user"]]``):
+where order counts it is a ``parallel`` group (those calls in any order among themselves, from one turn, as
+agentevals' strict mode compares a message's tool calls), elsewhere its calls simply join the others.
+
 Peers compare a call's arguments whole: where an entry gives ``args``, the peers' presets check them exactly
 (``strict_args``: no other keys); an entry with a name only leaves the arguments free. An entry's ``args`` may use
 matchers (``$regex``, ``$approx``, ...), like agentevals' per-tool argument overrides.
@@ -76,7 +80,15 @@ def expand_preset(body: Mapping[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(tools, list):
         raise SpecError(f"{where}: preset {name!r} needs expected_tools = [...] (tool names or {{ tool, args }})")
     group, optional, extra, threshold, exact_args = PRESETS[name]
-    calls = [_entry(t, optional, exact_args, f"{where}.expected_tools[{i}]") for i, t in enumerate(tools)]
+    calls: list[dict[str, Any]] = []
+    for i, entry in enumerate(tools):
+        if isinstance(entry, list):  # one LLM turn's calls: in any order among themselves
+            turn = [_entry(t, optional, exact_args, f"{where}.expected_tools[{i}][{k}]") for k, t in enumerate(entry)]
+            if not turn:
+                raise SpecError(f"{where}.expected_tools[{i}]: a turn lists at least one call")
+            calls.extend(turn if group == "unordered" or len(turn) == 1 else [{"parallel": turn}])
+        else:
+            calls.append(_entry(entry, optional, exact_args, f"{where}.expected_tools[{i}]"))
     out = {k: v for k, v in body.items() if k not in ("preset", "expected_tools")}
     if not calls or group == "steps":
         out["steps"] = calls
