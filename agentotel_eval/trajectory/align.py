@@ -207,18 +207,14 @@ class KeyCheck:
 class _Context:
     """What matching reads: the calls, the binding slots of referenced ids, and memoised verdicts."""
 
-    def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], leaves: list[_Leaf]) -> None:
-        self.calls, self.leaves = calls, leaves
+    def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], steps: Sequence[Step]) -> None:
+        self.calls, self.steps = calls, steps  # ``steps``: the tool steps, in written order
         self.turns = [c.llm_turn for c in calls]
-        referenced = {r.target for leaf in leaves for r in leaf.step.refs}
-        ids = spec.ids
-        self.slot_of = {name: k for k, name in enumerate(sorted(t for t in referenced if t in ids))}
+        self.slot_of, self._dynamic_leaves = _slots_of(spec, steps)
         self.bindings: tuple[int, ...] = ()
         self._latest: dict[str, list[int]] = {}  # tool -> per call index, its latest earlier call (or -1)
         self._static: list[list[bool]] = []
         self._dynamic: dict[tuple[int, int, tuple[int, ...]], bool] = {}
-        self._dynamic_leaves = {leaf.idx: tuple(self.slot_of[r.target] for r in leaf.step.refs
-                                                if r.target in self.slot_of) for leaf in leaves}
 
     def latest_before(self, tool: str, j: int) -> int:
         table = self._latest.get(tool)
@@ -271,14 +267,25 @@ class _Context:
         return [KeyCheck(k, v, r, matchers[k].describe() if k in matchers else "")
                 for k, v, r in check_keys(step.args.keys, params, step.args.strict, self.resolver(j, bindings))]
 
-    def static_table(self) -> None:
-        for leaf in self.leaves:
-            tool = leaf.step.tool
-            row = []
-            for j, call in enumerate(self.calls):
-                row.append(call.name == tool and all(c.verdict is not False for c in self.checks(leaf.step, j, None)))
-            self._static.append(row)
-            leaf.can = row
+    def holds(self, step: Step, j: int, bindings: tuple[int, ...] | None) -> bool:
+        """Whether no constrained key of call ``j`` fails ``step``'s matchers (``checks`` without the report)."""
+        if step.args is None:
+            return True
+        params = self.calls[j].input_parameters
+        if params is None:
+            return True
+        if not isinstance(params, Mapping):
+            params = {"": params}
+        return all(v is not False for _, v, _ in check_keys(step.args.keys, params, step.args.strict,
+                                                             self.resolver(j, bindings)))
+
+    def static_table(self) -> tuple[tuple[bool, ...], ...]:
+        """Per tool step, per call: whether the call may take the step, before any ``$ref`` to a step id."""
+        names = [call.name for call in self.calls]
+        for step in self.steps:
+            tool = step.tool
+            self._static.append([name == tool and self.holds(step, j, None) for j, name in enumerate(names)])
+        return tuple(tuple(row) for row in self._static)
 
     def matches(self, leaf: int, j: int) -> bool:
         if not self._static[leaf][j]:
@@ -289,7 +296,7 @@ class _Context:
         key = (leaf, j, tuple(self.bindings[s] for s in slots))
         known = self._dynamic.get(key)
         if known is None:
-            known = all(c.verdict is not False for c in self.checks(self.leaves[leaf].step, j, self.bindings))
+            known = self.holds(self.steps[leaf], j, self.bindings)
             self._dynamic[key] = known
         return known
 
@@ -297,50 +304,62 @@ class _Context:
 # --- compiling ------------------------------------------------------------------------------------------------
 
 
-def _build(step: Step, scale: Fraction, calls: int, leaves: Iterator[_Leaf], gains: dict[int, Fraction],
-           holders: dict[str, list[int]]) -> tuple[_Node, Fraction]:
-    """The node for ``step`` and its required weight in its parent's units. ``leaves`` hands out the numbered
-    tool steps in written order; each one's gain per call is ``scale`` (the root's units per unit here).
-    ``holders`` collects, per step id, the leaves whose calls bind it."""
-    least, first = step.least, len(gains)
-    required = [_required(m) for m in step.members]
+def _slots_of(spec: TrajectorySpec, steps: Sequence[Step]) -> tuple[dict[str, int], dict[int, tuple[int, ...]]]:
+    """The binding slot of each step id a ``$ref`` names, and the slots each tool step's matchers read;
+    the same for every run of a spec, so memoised on it."""
+    known = spec.memo.get("slots")
+    if known is None:
+        referenced = {r.target for step in steps for r in step.refs}
+        ids = spec.ids
+        slot_of = {name: k for k, name in enumerate(sorted(t for t in referenced if t in ids))}
+        reads = {k: tuple(slot_of[r.target] for r in step.refs if r.target in slot_of) for k, step in enumerate(steps)}
+        known = spec.memo["slots"] = (slot_of, reads)
+    return known
+
+
+@dataclass(frozen=True, slots=True)
+class _Weights:
+    """What a spec's weights come to, the same for every run: computed once per spec (``TrajectorySpec.memo``)."""
+
+    gains: tuple[int, ...]  # per tool step in written order: weight units a call earns it (within ``min``)
+    required: int  # total required weight, in units
+    unit: int  # units per 1.0 of weight
+    holders: Mapping[str, tuple[int, ...]]  # per step id: the tool steps whose calls bind it
+
+
+def _weigh(step: Step, scale: Fraction, gains: list[Fraction], holders: dict[str, tuple[int, ...]]) -> Fraction:
+    """``step``'s required weight in its parent's units; appends each tool step's gain per call (``scale``: the
+    root's units per unit here) in written order and notes, per step id, the tool steps below it."""
+    first = len(gains)
     if step.kind == "tool":
         inner_required = Fraction(1)
-    elif step.kind == "any_of":  # as heavy as its heaviest alternative; optional if any alternative is
-        inner_required = Fraction(0) if any(r == 0 for r in required) else max(required)
+        required: list[Fraction] = []
     else:
-        inner_required = sum(required, Fraction(0))
+        required = [_required(m) for m in step.members]
+        if step.kind == "any_of":  # as heavy as its heaviest alternative; optional if any alternative is
+            inner_required = Fraction(0) if any(r == 0 for r in required) else max(required)
+        else:
+            inner_required = sum(required, Fraction(0))
     weight = _fraction(step.weight) if step.weight is not None else inner_required
+    least = step.least
     contributes = least > 0 and inner_required > 0 and weight > 0
     # calls of the first ``min`` rounds share the step's weight; later ones (and optional steps) earn nothing
     inner_scale = scale * weight / inner_required / least if contributes else Fraction(0)
-    node: _Node
     if step.kind == "tool":
-        leaf = next(leaves)
-        gains[leaf.idx] = inner_scale
-        node = leaf
+        gains.append(inner_scale)
     else:
-        members: list[_Node] = []
         for member, member_required in zip(step.members, required, strict=True):
             member_scale = inner_scale
             if step.kind == "any_of":  # a fully matched alternative earns the whole group's weight
                 member_scale = inner_scale * inner_required / member_required if member_required else Fraction(0)
-            members.append(_build(member, member_scale, calls, leaves, gains, holders)[0])
-        if step.kind == "steps":
-            node = _Sequence(step, members, calls)
-        elif step.kind == "any_of":
-            node = _AnyOf(step, members, calls)
-        else:
-            node = _Unordered(step, members, calls)
+            _weigh(member, member_scale, gains, holders)
     if step.id is not None:
-        holders[step.id] = list(range(first, len(gains)))  # leaves are handed out in written order
-    if (least, step.count_max) != (1, 1):
-        node = _Repeat(step, node, least, step.count_max)
-    return node, (weight if contributes else Fraction(0))
+        holders[step.id] = tuple(range(first, len(gains)))
+    return weight if contributes else Fraction(0)
 
 
 def _required(step: Step) -> Fraction:
-    """A step's required weight in its parent's units (what ``_build`` returns, without building)."""
+    """A step's required weight in its parent's units (what ``_weigh`` returns, without the gains)."""
     required = [_required(m) for m in step.members]
     if step.kind == "tool":
         inner = Fraction(1)
@@ -352,21 +371,78 @@ def _required(step: Step) -> Fraction:
     return weight if step.least > 0 and inner > 0 and weight > 0 else Fraction(0)
 
 
+def weights_of(spec: TrajectorySpec) -> _Weights:
+    """The spec's weights in whole units, exact (rationals over a common denominator), memoised on the spec."""
+    known = spec.memo.get("weights")
+    if known is None:
+        gains: list[Fraction] = []
+        holders: dict[str, tuple[int, ...]] = {}
+        required = _weigh(spec.root, Fraction(1), gains, holders)
+        unit = math.lcm(required.denominator, *(g.denominator for g in gains))
+        known = _Weights(tuple(int(g * unit) for g in gains), int(required * unit), unit, holders)
+        spec.memo["weights"] = known
+    return known
+
+
+def _build(step: Step, calls: int, leaves: Iterator[_Leaf]) -> _Node:
+    """The automaton node for ``step``; ``leaves`` hands out the numbered tool steps in written order."""
+    node: _Node
+    if step.kind == "tool":
+        node = next(leaves)
+    else:
+        members = [_build(member, calls, leaves) for member in step.members]
+        if step.kind == "steps":
+            node = _Sequence(step, members, calls)
+        elif step.kind == "any_of":
+            node = _AnyOf(step, members, calls)
+        else:
+            node = _Unordered(step, members, calls)
+    if (step.least, step.count_max) != (1, 1):
+        node = _Repeat(step, node, step.least, step.count_max)
+    return node
+
+
+def _tool_steps(spec: TrajectorySpec) -> tuple[Step, ...]:
+    known = spec.memo.get("tool_steps")
+    if known is None:
+        known = spec.memo["tool_steps"] = tuple(s for s in spec.root.walk() if s.kind == "tool")
+    return known
+
+
+#: automata kept per spec, by which calls may take which steps: runs of one agent repeat a few shapes
+_AUTOMATA_KEPT = 64
+
+
+def _automaton(spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ...]) -> tuple[_Node, list[_Leaf]]:
+    """The automaton for runs whose calls may take the tool steps as ``can`` says (per step, per call). It holds
+    no other state of a run (the run's calls and bindings are the context's), so it is reused for the same
+    ``can``."""
+    kept: dict[Any, tuple[_Node, list[_Leaf]]] = spec.memo.setdefault("automata", {})
+    key = (calls, can)
+    known = kept.get(key)
+    if known is None:
+        steps, weights = _tool_steps(spec), weights_of(spec)
+        slot_of, _reads = _slots_of(spec, steps)
+        leaves = [_Leaf(step, k) for k, step in enumerate(steps)]
+        for leaf, row, gain in zip(leaves, can, weights.gains, strict=True):
+            leaf.can, leaf.gain = list(row), gain
+        for name, slot in slot_of.items():
+            for idx in weights.holders.get(name, ()):
+                leaves[idx].slots = (*leaves[idx].slots, slot)
+        known = (_build(spec.root, calls, iter(leaves)), leaves)
+        if len(kept) >= _AUTOMATA_KEPT:
+            kept.clear()
+        kept[key] = known
+    return known
+
+
 def _compile(spec: TrajectorySpec, calls: Sequence[ToolCall]) -> tuple[_Node, list[_Leaf], _Context, int, int]:
     """(root, leaves, context, total required in integer units, units per 1.0 of weight)."""
-    leaves = [_Leaf(step, k) for k, step in enumerate(s for s in spec.root.walk() if s.kind == "tool")]
-    ctx = _Context(spec, calls, leaves)
-    ctx.static_table()  # every leaf's ``can`` row, which the groups above it read when built
-    gains: dict[int, Fraction] = {}
-    holders: dict[str, list[int]] = {}
-    root, required = _build(spec.root, Fraction(1), len(calls), iter(leaves), gains, holders)
-    for name, slot in ctx.slot_of.items():
-        for idx in holders.get(name, ()):
-            leaves[idx].slots = (*leaves[idx].slots, slot)
-    unit = math.lcm(required.denominator, *(g.denominator for g in gains.values()))
-    for leaf in leaves:
-        leaf.gain = int(gains[leaf.idx] * unit)
-    return root, leaves, ctx, int(required * unit), unit
+    ctx = _Context(spec, calls, _tool_steps(spec))
+    can = ctx.static_table()
+    root, leaves = _automaton(spec, len(calls), can)
+    weights = weights_of(spec)
+    return root, leaves, ctx, weights.required, weights.unit
 
 
 # --- the search -----------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentotel_eval.frozen import freeze
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory.align import Alignment, KeyCheck, align
 from agentotel_eval.trajectory.spec import Step, TrajectorySpec
@@ -36,15 +37,21 @@ class TrajectoryOutcome:
 
 
 def _check_json(check: KeyCheck) -> dict[str, Any]:
-    return {"key": check.key, "ok": check.verdict, "reason": check.reason or None, "expected": check.expected}
+    out = {"key": check.key, "ok": check.verdict, "expected": check.expected}
+    if check.reason:
+        out["reason"] = check.reason
+    return out
 
 
 class _Report:
     """Walks the spec once with the alignment, giving each step its status, calls and checks."""
 
     def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> None:
-        self.calls, self.alignment = calls, alignment
-        self.leaf_of = {id(step): k for k, step in enumerate(alignment.leaves)}
+        self.calls, self.alignment, self.memo = calls, alignment, spec.memo
+        leaf_of = spec.memo.get("leaf_of")
+        if leaf_of is None:
+            leaf_of = spec.memo["leaf_of"] = {id(step): k for k, step in enumerate(alignment.leaves)}
+        self.leaf_of: dict[int, int] = leaf_of
         self.taken: dict[int, list[int]] = {}
         for j, leaf in enumerate(alignment.taken_by):
             if leaf is not None:
@@ -55,15 +62,7 @@ class _Report:
     def walk(self, step: Step, depth: int, need: int, taken: bool) -> tuple[str, list[int]]:
         """Adds the rows of ``step`` and below; ``need`` is how many calls it must take (repeats of its groups
         multiply), ``taken`` whether its ``any_of`` alternatives (if any above) chose it."""
-        row: dict[str, Any] = {"path": step.path, "kind": step.kind, "label": step.label, "depth": depth}
-        if step.id is not None:
-            row["id"] = step.id
-        if step.optional:
-            row["optional"] = True
-        if (step.count_min, step.count_max) != (1, 1):
-            row["count"] = {"min": step.count_min, "max": step.count_max}
-        if step.weight is not None:
-            row["weight"] = step.weight
+        row = dict(self._static_row(step, depth))
         self.rows.append(row)
         need = need * step.least
         if step.kind == "tool":
@@ -84,10 +83,11 @@ class _Report:
         chosen = None
         if step.kind == "any_of":
             for k, member in enumerate(step.members):
-                if any(self.taken.get(self.leaf_of[id(s)]) for s in member.walk() if s.kind == "tool"):
+                if any(self.taken.get(leaf) for leaf in self._leaves_under(member)):
                     chosen = k
                     break
-            row["chosen"] = chosen
+            if chosen is not None:
+                row["chosen"] = chosen
         statuses: list[str] = []
         took_all: list[int] = []
         for k, member in enumerate(step.members):
@@ -110,6 +110,31 @@ class _Report:
         if row["status"] == MISSING and step.kind == "any_of":
             self.missing.append(row)
         return row["status"], took_all
+
+    def _static_row(self, step: Step, depth: int) -> dict[str, Any]:
+        """What a step's row says whatever the run: built once per spec (rows are copied from it)."""
+        rows = self.memo.setdefault("rows", {})
+        row = rows.get(id(step))
+        if row is None:
+            row = {"path": step.path, "kind": step.kind, "label": step.label, "depth": depth}
+            if step.id is not None:
+                row["id"] = step.id
+            if step.optional:
+                row["optional"] = True
+            if (step.count_min, step.count_max) != (1, 1):
+                row["count"] = {"min": step.count_min} if step.count_max is None else {"min": step.count_min,
+                                                                                       "max": step.count_max}
+            if step.weight is not None:
+                row["weight"] = step.weight
+            rows[id(step)] = row
+        return row
+
+    def _leaves_under(self, step: Step) -> tuple[int, ...]:
+        under = self.memo.setdefault("leaves_under", {})
+        known = under.get(id(step))
+        if known is None:
+            known = under[id(step)] = tuple(self.leaf_of[id(s)] for s in step.walk() if s.kind == "tool")
+        return known
 
     @staticmethod
     def _status(took: int, need: int, taken: bool) -> str:
@@ -168,6 +193,31 @@ def _violations(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alig
     return out
 
 
+def _call_row(j: int, call: ToolCall, step: str | None) -> dict[str, Any]:
+    # keys with no value are left out, not written as null: a row's JSON is checked for NaN only when it holds one
+    row: dict[str, Any] = {"index": j, "tool": call.name}
+    if step is not None:
+        row["step"] = step
+    if call.llm_turn is not None:
+        row["turn"] = call.llm_turn
+    return row
+
+
+def _frozen_written(spec: TrajectorySpec) -> Any:
+    """The written spec, frozen once: every result carries it, and freezing a result skips what is frozen."""
+    known = spec.memo.get("frozen_written")
+    if known is None:
+        known = spec.memo["frozen_written"] = freeze(spec.written)
+    return known
+
+
+def _has_parallel(spec: TrajectorySpec) -> bool:
+    known = spec.memo.get("has_parallel")
+    if known is None:
+        known = spec.memo["has_parallel"] = any(s.kind == "parallel" for s in spec.steps())
+    return bool(known)
+
+
 def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0) -> TrajectoryOutcome:
     """Score ``calls`` (in run order, with their LLM turns) against ``spec``."""
     alignment = align(spec, calls)
@@ -188,15 +238,15 @@ def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold:
         "matched_weight": float(alignment.matched_weight), "required_weight": alignment.required / alignment.unit,
         "extra_mode": spec.extra, "threshold": threshold,
         "steps": report.rows,
-        "calls": [{"index": j, "tool": call.name, "step": (alignment.leaves[leaf].path if leaf is not None else None),
-                   "turn": call.llm_turn} for j, (call, leaf) in enumerate(zip(calls, alignment.taken_by, strict=True))],
+        "calls": [_call_row(j, call, alignment.leaves[leaf].path if leaf is not None else None)
+                  for j, (call, leaf) in enumerate(zip(calls, alignment.taken_by, strict=True))],
         "extra": extra,
         "violations": violations,
-        "spec": dict(spec.written),
+        "spec": _frozen_written(spec),
     }
     if spec.preset:
         details["preset"] = spec.preset
-    if any(c.llm_turn is None for c in calls) and any(s.kind == "parallel" for s in spec.steps()):
+    if any(c.llm_turn is None for c in calls) and _has_parallel(spec):
         details["turns_not_recorded"] = True  # a parallel group cannot be checked for calls with no turn
     details["reason"] = reason_text(details, calls)
     return TrajectoryOutcome(score, recall, precision, tuple(violations), details, alignment)
@@ -222,7 +272,7 @@ def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
             for near in row.get("near_misses", ())[:1]:
                 failing = near["checks"][:1]
                 if failing:
-                    text += f" [call #{near['call'] + 1}: {failing[0]['key']}: {failing[0]['reason']}]"
+                    text += f" [call #{near['call'] + 1}: {failing[0]['key']}: {failing[0].get('reason', 'failed')}]"
                 elif "taken_by" in near:
                     text += f" [call #{near['call'] + 1} went to {near['taken_by']}]"
             shown.append(text)

@@ -76,6 +76,8 @@ class TrajectorySpec:
     threshold: float | None = None
     preset: str | None = None
     written: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: what scoring derives from the spec alone (its weights), kept for the next run it scores
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def steps(self) -> Iterator[Step]:
         """Every step, groups before their members, in written order."""
