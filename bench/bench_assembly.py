@@ -1,6 +1,7 @@
 """The CPU the collector spends per span after storing it, stage by stage, against the decoding that precedes it.
 
     python bench/bench_assembly.py [--requests 200] [--rounds 3] [--scoring on|off]
+                                   [--expectations flat|trajectory|both] [--compare-expectations]
 
 On the ingest benchmark's load (the recorded fixtures with 7-13 spans a trace, fresh ids and times, ~512 spans a
 request), in this one process, with the assembler process's garbage-collector settings, it times:
@@ -10,7 +11,8 @@ request), in this one process, with the assembler process's garbage-collector se
   read        completed traces read back: DuckDB-shaped Arrow rows -> records (the assembler's side of a read)
   reconstruct ``reconstruct`` on each completed trace
   score       the scoring stage (tool correctness in three modes against an expectation matching every run, the
-              error detectors, the write-back of scores), with ``--scoring on``
+              error detectors, the write-back of scores), with ``--scoring on``; ``--expectations trajectory``
+              gives every run a trajectory spec instead of the flat list (``both``: the two, so both metrics run)
   rows        the agent_runs / tool_calls / evaluations rows (``build_batches``)
 
 and, in a DuckDB file opened with the writer's settings, what the collector's process does with them:
@@ -20,7 +22,8 @@ and, in a DuckDB file opened with the writer's settings, what the collector's pr
   write runs  the runs' rows applied and committed (``ReplaceRuns``, one transaction a commit's traces)
 
 It prints µs per span (process CPU time, DuckDB's threads included, best round) and each stage's cost relative to
-``decode``. The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
+``decode``. ``--compare-expectations`` times the in-process stages with the flat list and with the chosen
+expectations alternately, round by round, and prints the scoring stage's and the assembler's ratio. The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
 per-span work. The sum of every stage but ``decode`` (which ``ingest`` includes) is the work itself, with nothing
 for moving it between processes, for the receivers, or for the exporters: a floor under the collector's CPU a span.
 """
@@ -47,6 +50,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scoring", choices=("on", "off"), default="on")
+    parser.add_argument("--expectations", choices=tuple(EXPECTATIONS), default="flat")
+    parser.add_argument("--compare-expectations", action="store_true")
     args = parser.parse_args()
 
     import duckdb
@@ -71,7 +76,9 @@ def main() -> None:
     bodies = [factory.next()[0] for _ in range(args.requests)]
     spans_total = sum(len(decode("traces", "protobuf", b).records) for b in bodies)
     config = dataclasses.replace(default_config(), expectations=parse_expectations(
-        [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]))
+        [{"name": "every run", **EXPECTATIONS[args.expectations]}]))
+    flat = dataclasses.replace(config, expectations=parse_expectations(
+        [{"name": "every run", **EXPECTATIONS["flat"]}]))
     gc.set_threshold(50_000, *gc.get_threshold()[1:])  # as the collector's processes run
     gc.collect()
     gc.freeze()
@@ -98,6 +105,7 @@ def main() -> None:
 
     sink = Collect()
     scoring = ScoringStage(sink, config.scoring_config())
+    scorings = {"flat": ScoringStage(sink, flat.scoring_config()), args.expectations: scoring}
 
     def read(table):
         records = spans_from_arrow(table)
@@ -111,15 +119,18 @@ def main() -> None:
                                             False, spans[0].start_ns, max(s.end_ns for s in spans)))
         return completed
 
+    nonlocal_scoring = [scoring]  # the stage ``score`` uses: switched per round by --compare-expectations
+
     def score(completed: list) -> list:
         if args.scoring != "on":
             return completed
         sink.out = []
-        scoring.consume(completed)
+        nonlocal_scoring[0].consume(completed)
         return sink.out
 
-    def stages() -> dict[str, float]:
+    def stages(scoring: ScoringStage = scoring) -> dict[str, float]:
         clock = time.process_time
+        nonlocal_scoring[0] = scoring
         t: dict[str, float] = dict.fromkeys(("decode", "ingest", "read", "reconstruct", "score", "rows"), 0.0)
         for body, table in zip(bodies, tables, strict=True):
             a = clock()
@@ -176,6 +187,10 @@ def main() -> None:
             con.close()
         return t
 
+    if args.compare_expectations:
+        compare(args, scorings, stages, spans_total)
+        return
+
     best: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(args.rounds):
@@ -191,6 +206,38 @@ def main() -> None:
     floor = sum(us for key, us in per.items() if key != "decode")
     print(f"  every stage but decode (the work alone, nothing for the transport between processes): {floor:.2f} "
           f"µs/span = {floor / per['decode']:.2f} x decode")
+
+
+def compare(args: argparse.Namespace, scorings: dict, stages, spans_total: int) -> None:  # type: ignore[no-untyped-def]
+    """The in-process stages with the flat list and with ``--expectations``, alternately, best round of each."""
+    best: dict[str, dict[str, float]] = {name: {} for name in scorings}
+    for _ in range(args.rounds):
+        for name, scoring in scorings.items():
+            for key, value in stages(scoring).items():
+                best[name][key] = min(best[name].get(key, value), value)
+    print(f"{spans_total:,} spans in {args.requests} requests, best of {args.rounds} alternating rounds")
+    totals = {}
+    for name, t in best.items():
+        per = {k: v / spans_total * 1e6 for k, v in t.items()}
+        totals[name] = (per["score"], sum(per[k] for k in ("read", "reconstruct", "score", "rows")))
+        print(f"  {name:10s} score {totals[name][0]:6.2f} µs/span   assembler (read..rows) {totals[name][1]:6.2f} µs/span")
+    if args.expectations != "flat":
+        (flat_score, flat_total), (score, total) = totals["flat"], totals[args.expectations]
+        print(f"  throughput {args.expectations} / flat: scoring stage {flat_score / score:.2f}x, "
+              f"assembler process {flat_total / total:.2f}x")
+
+
+#: the expectation every run gets: the flat list of today, or a trajectory spec over the same tools with matchers
+EXPECTATIONS: dict[str, dict] = {
+    "flat": {"expected_tools": ["get_weather", "search_flights", "book_hotel"]},
+    "trajectory": {"trajectory": {"extra": "penalize", "max_calls": 20, "forbid": [{"tool": "delete_booking"}],
+                                  "steps": [
+        {"id": "weather", "tool": "get_weather", "args": {"city": {"$type": "string", "$regex": "[A-Z].*"}}},
+        {"unordered": [{"tool": "search_flights", "args": {"destination": {"$any": True}}},
+                       {"tool": "search_hotels", "optional": True}]},
+        {"tool": "book_hotel", "args": {"nights": {"$gte": 1, "$lte": 30}}, "count": {"min": 1, "max": 2}}]}},
+}
+EXPECTATIONS["both"] = {**EXPECTATIONS["flat"], **EXPECTATIONS["trajectory"]}
 
 
 if __name__ == "__main__":
