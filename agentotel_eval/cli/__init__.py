@@ -18,6 +18,7 @@ from agentotel_eval.cli import (
     eval_cases,
     explain,
     export_cases,
+    import_expectations,
     query,
     report,
     rescore,
@@ -44,6 +45,8 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "report": (report, "write the overview and the worst runs as one self-contained HTML file"),
     "demo": (demo, "run example agents against a collector, print their scores, serve the UI"),
     "export-cases": (export_cases, "write stored runs as test cases (JSONL) for eval and evaluate()"),
+    "import-expectations": (import_expectations, "turn ADK eval sets, BFCL answers or agentevals trajectories into "
+                                                  "trajectory specs (a dataset file)"),
     "rescore": (rescore, "re-score stored runs with the current expectations and code"),
     "compare": (compare, "compare the scores of two versions; exit 1 on a regression"),
 }
@@ -68,10 +71,20 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's layout, without splitting words at hyphens (``self-contained``, ``export-cases``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=DISTRIBUTION,
         description="Score AI agents' tool use from their OpenTelemetry traces.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action=_Version, help="print the name and version, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
