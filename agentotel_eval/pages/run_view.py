@@ -1,6 +1,6 @@
-"""One run: input and output, expected against called tools as an aligned timeline, each call with the evidence
-it was rebuilt from, every evaluation, and the trace's span tree. What each part shows is decided here;
-``templates/run_body.html`` lays it out."""
+"""One run: input and output, expected against called tools as an aligned timeline, its trajectory spec against
+its calls, each call with the evidence it was rebuilt from, every evaluation, and the trace's span tree. What each
+part shows is decided here; ``templates/run_body.html`` lays it out."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from agentotel_eval.access.queries import RunDetail
 from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
 from agentotel_eval.pages.timeline import CALLED, Timeline, timeline
+from agentotel_eval.pages.trajectory_view import TrajectoryView, trajectory_view
 
 
 class AlignmentView(NamedTuple):
@@ -92,6 +93,7 @@ class RunView:
     input: Readable | None
     output: Readable | None
     alignment: AlignmentView
+    trajectory: TrajectoryView | None  # the run's trajectory spec against its calls, when it has one
     evaluations: list[EvaluationRow]
     calls: list[CallView]
     diagnostics: Diagnostics
@@ -206,5 +208,7 @@ def run_view(detail: RunDetail, links: Links) -> RunView:
         parent_span = run["parent_run_span_id"]
         parent = (links.run(run["trace_id"], parent_span), detail.trace_runs.get(parent_span, parent_span))
     return RunView(run, run.get("agent_name") or "(unnamed)", run.get("status") or "ok", parent,
-                   readable(run.get("input")), readable(run.get("output")), _alignment(detail), _evaluations(detail),
+                   readable(run.get("input")), readable(run.get("output")), _alignment(detail),
+                   trajectory_view(next((e for e in detail.evaluations if e.get("metric") == "trajectory"), None)),
+                   _evaluations(detail),
                    _calls(detail), _diagnostics(run), _span_rows(detail, links), detail.spans_truncated)
