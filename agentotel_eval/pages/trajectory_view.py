@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from agentotel_eval.pages.markup import fmt_score
+from agentotel_eval.trajectory.text import step_marks
 
 #: a step's status, in words, and the chip class it is shown with
 STATUS = {
@@ -84,18 +85,7 @@ def _check(check: Mapping[str, Any]) -> Check:
 
 
 def _marks(row: Mapping[str, Any]) -> list[str]:
-    marks = []
-    if row.get("id"):
-        marks.append(f"id {row['id']}")
-    if row.get("optional"):
-        marks.append("optional")
-    count = row.get("count")
-    if isinstance(count, Mapping):
-        high = count.get("max")
-        marks.append(f"count {count.get('min')}..{'∞' if high is None else high}")
-    if row.get("weight") is not None:
-        marks.append(f"weight {row['weight']:g}")
-    return marks
+    return ([f"id {row['id']}"] if row.get("id") else []) + step_marks(row)
 
 
 def _step(row: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]) -> StepRow:

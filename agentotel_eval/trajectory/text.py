@@ -33,19 +33,25 @@ def _check(check: Mapping[str, Any]) -> str:
     return f"{check.get('key')}: {verdict}{reason}{expected}"
 
 
-def _step_label(row: Mapping[str, Any]) -> str:
-    label = f"{row.get('path')} {row.get('label')}"
-    if row.get("id"):
-        label += f" [{row['id']}]"
+def step_marks(row: Mapping[str, Any]) -> list[str]:
+    """A step row's modifiers in words: ``optional``, ``count 1..3`` (``..∞``: no maximum), ``weight 0.5``."""
     marks = []
     if row.get("optional"):
         marks.append("optional")
     count = row.get("count")
     if isinstance(count, Mapping):
         high = count.get("max")
-        marks.append(f"count {count.get('min')}..{'' if high is None else high}")
+        marks.append(f"count {count.get('min')}..{'∞' if high is None else high}")
     if row.get("weight") is not None:
         marks.append(f"weight {row['weight']:g}")
+    return marks
+
+
+def _step_label(row: Mapping[str, Any]) -> str:
+    label = f"{row.get('path')} {row.get('label')}"
+    if row.get("id"):
+        label += f" [{row['id']}]"
+    marks = step_marks(row)
     return f"{label} ({', '.join(marks)})" if marks else label
 
 
