@@ -134,3 +134,26 @@ def test_two_eval_result_files(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "(cases)  tool_correctness_ordering  100.0% (1)" in done.stdout
     assert "search  0.0% -> 0.0%   0.0% -> 0.0%  0.0% -> 100.0%" in done.stdout or "out of order" in done.stdout
+
+
+def test_trajectory_scores_of_two_versions_gate_on_compare(tmp_path: Path) -> None:
+    spec = {"steps": [{"tool": "search", "args": {"city": {"$regex": "[A-Z].*"}}}, {"tool": "book"}]}
+    good = [{"input": f"trip {i}", "expected_trajectory": spec,
+             "tools_called": [{"name": "search", "input_parameters": {"city": "Paris"}}, {"name": "book"}]}
+            for i in range(4)]
+    # the new version lower-cases the city in every other run: the regex fails, search no longer matches
+    worse = [dict(case, tools_called=[{"name": "search", "input_parameters": {"city": "paris"}}, {"name": "book"}])
+             if i % 2 else case for i, case in enumerate(good)]
+    results = {}
+    for version, cases in (("v1", good), ("v2", worse)):
+        path = tmp_path / f"{version}.jsonl"
+        path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+        done = cli("eval", str(path), "--metric", "trajectory", "--format", "json", "--exit-zero")
+        assert done.returncode == 0, done.stderr
+        results[version] = tmp_path / f"{version}.json"
+        results[version].write_text(done.stdout)
+    gated = cli("compare", "--baseline", str(results["v1"]), "--candidate", str(results["v2"]),
+                "--fail-on-regression", "0.05")
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "trajectory: 1.000 -> 0.500  'trip 1'" in gated.stdout and "'trip 3'" in gated.stdout
+    assert "trajectory pass rate fell 50.0%" in gated.stderr
