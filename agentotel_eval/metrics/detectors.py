@@ -4,7 +4,8 @@ Pure functions over ``(calls, available_tools)``; no I/O, no litellm. The collec
 at ingest, and the LLM judge receives their findings as evidence.
 
 - ``invalid_function``: a called tool that is not among the available tools, when those are known.
-- ``parameter_error``: arguments that fail the tool's JSON Schema (missing required, wrong type, enum, ...).
+- ``parameter_error``: arguments that fail the tool's JSON Schema, by subtype (``SCHEMA_SUBTYPES``: missing
+  required, unexpected parameter, wrong type, value not allowed, bad format, pattern, out of range).
   Numbers follow JSON Schema: an int is a valid "number", and 100.0 IS a valid "integer" (drafts 6 and later
   define integers by value, not by spelling; frameworks routinely turn the model's 100 into 100.0).
   Arguments that are not an object where the schema wants one are an error; arguments never recorded (a
@@ -43,21 +44,28 @@ _VALUE_PREVIEW = 80
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One deterministic finding."""
+    """One deterministic finding: its type (one of the six tool-use error types), a subtype saying which kind of
+    that error, the rule that found it, the calls it concerns and the values it compared (``evidence``)."""
 
     type: str
     description: str
     tool_name: str
     call_indices: tuple[int, ...]
     argument: str | None = None  # the offending argument's path ("passengers/0/age") for parameter errors
+    subtype: str = ""
+    rule: str = ""
+    evidence: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": self.type,
+            "subtype": self.subtype,
+            "rule": self.rule,
             "description": self.description,
             "tool_name": self.tool_name,
             "call_indices": list(self.call_indices),
             "argument": self.argument,
+            "evidence": thaw(self.evidence) if self.evidence is not None else None,
         }
 
 
@@ -121,6 +129,9 @@ def _invalid_functions(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -
             f"call #{index + 1} invokes {call.name!r}, which is not an available tool (available: {offered}){hint}",
             call.name,
             (index,),
+            subtype="not_offered",
+            rule="invalid_function.not_offered",
+            evidence=freeze({"called": call.name, "offered": sorted(known)[:20], "closest": close[0] if close else None}),
         ))
     return out
 
@@ -147,7 +158,9 @@ def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) ->
         if not present:
             continue
         if problem is not None:
-            out.append(Finding(PARAMETER_ERROR, f"call #{index + 1} to {call.name!r}: {problem}", call.name, (index,)))
+            out.append(Finding(PARAMETER_ERROR, f"call #{index + 1} to {call.name!r}: {problem}", call.name, (index,),
+                               subtype="unparseable_arguments", rule="parameter_error.json",
+                               evidence=freeze({"arguments": _preview(call.raw_arguments)})))
             continue
         frozen = freeze(schema)
         quick = _quick_check(frozen)
@@ -162,12 +175,19 @@ def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) ->
             continue
         for error in errors[:MAX_SCHEMA_ERRORS_PER_CALL]:
             path = "/".join(str(p) for p in error.absolute_path) or None
+            kind = str(error.validator)
+            subtype = SCHEMA_SUBTYPES.get(kind, "schema_violation")
+            if subtype == "missing_required":
+                path = "/".join(filter(None, (path, _missing_property(error)))) or path
             out.append(Finding(
                 PARAMETER_ERROR,
-                f"call #{index + 1} to {call.name!r}: {_explain(error, path)}",
+                f"call #{index + 1} to {call.name!r}: {_explain(error, error_path(error))}",
                 call.name,
                 (index,),
                 argument=path,
+                subtype=subtype,
+                rule=f"parameter_error.schema.{kind}",
+                evidence=freeze({"value": _preview(error.instance), "schema": {kind: _evidence_value(error)}}),
             ))
         if len(errors) > MAX_SCHEMA_ERRORS_PER_CALL:
             out.append(Finding(
@@ -177,6 +197,32 @@ def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) ->
                 (index,),
             ))
     return out
+
+
+#: a JSON Schema keyword that failed -> the kind of parameter error it is (BFCL's checker tells these apart)
+SCHEMA_SUBTYPES = {
+    "required": "missing_required", "dependentRequired": "missing_required", "dependencies": "missing_required",
+    "additionalProperties": "unexpected_param", "unevaluatedProperties": "unexpected_param",
+    "propertyNames": "unexpected_param",
+    "type": "wrong_type",
+    "enum": "value_not_allowed", "const": "value_not_allowed",
+    "format": "bad_format",
+    "pattern": "pattern_mismatch",
+    "minimum": "out_of_range", "maximum": "out_of_range", "exclusiveMinimum": "out_of_range",
+    "exclusiveMaximum": "out_of_range", "multipleOf": "out_of_range", "minLength": "out_of_range",
+    "maxLength": "out_of_range", "minItems": "out_of_range", "maxItems": "out_of_range",
+    "minProperties": "out_of_range", "maxProperties": "out_of_range", "uniqueItems": "out_of_range",
+}
+
+
+def error_path(error: ValidationError) -> str | None:
+    return "/".join(str(p) for p in error.absolute_path) or None
+
+
+def _evidence_value(error: ValidationError) -> Any:
+    value = error.validator_value
+    text = _preview(value)
+    return value if len(text) < _VALUE_PREVIEW and not isinstance(value, Mapping) else text
 
 
 def _arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
@@ -205,6 +251,8 @@ def _arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
 _OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title",
                           "$schema", "default", "examples"})
 _PROPERTY_KEYS = frozenset({"type", "description", "title", "default", "examples", "enum", "format"})
+#: the formats the full validator checks, for the fast path to say "conforms" only where it would too
+_FORMATS = validators.Draft202012Validator.FORMAT_CHECKER
 _TYPE_CHECKS: dict[str, Any] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
@@ -252,6 +300,11 @@ def _quick_check(schema: Any) -> Any:
             checks[name] = lambda v, t=type_ok, a=allowed: isinstance(v, str) and v in a and t(v)
         else:
             checks[name] = type_ok
+        fmt = prop.get("format")
+        if fmt is not None:
+            if not isinstance(fmt, str):
+                return None
+            checks[name] = lambda v, c=checks[name], f=fmt: c(v) and _FORMATS.conforms(v, f)
     required = tuple(required)
     closed = not extra
 
@@ -284,7 +337,8 @@ def _validator(schema: Any) -> Any:
         return None
     # Integers by value in every draft (draft 4's checker would reject 100.0): one documented rule for all.
     checker = cls.TYPE_CHECKER.redefine("integer", _is_integer)
-    return validators.extend(cls, type_checker=checker)(plain)
+    # formats are checked (a date that is no date is a parameter error), with the formats jsonschema knows
+    return validators.extend(cls, type_checker=checker)(plain, format_checker=cls.FORMAT_CHECKER)
 
 
 def _is_integer(checker: Any, instance: Any) -> bool:
@@ -400,4 +454,7 @@ def _repeated(calls: Sequence[ToolCall], indices: list[int]) -> Finding:
         f"{first.name!r} failed {len(indices)} times in a row with the same arguments {args} (calls {positions}){reason}",
         first.name,
         tuple(indices),
+        subtype="same_arguments",
+        rule="repeated_failure.same_arguments",
+        evidence=freeze({"arguments": args, "error": reason[2:] or None, "times": len(indices)}),
     )

@@ -62,8 +62,35 @@ def kinds(findings):
 
 def test_missing_required_argument():
     assert kinds(detect_parameter_errors([ToolCall("get_weather", {"days": 2})], TOOLS)) == [
-        ((0,), None, "missing required argument 'city'"),
+        ((0,), "city", "missing required argument 'city'"),
     ]
+
+
+def test_each_parameter_error_says_its_subtype_rule_and_evidence():
+    """The kinds BFCL's checker tells apart are told apart here, each with the rule and the values it compared."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["city", "date"], "properties": {
+        "city": {"type": "string", "pattern": "^[A-Z][a-z]+$"}, "date": {"type": "string", "format": "date"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14}, "unit": {"enum": ["celsius", "fahrenheit"]},
+        "email": {"type": "string", "format": "email"}}}
+    tools = [ToolDefinition("forecast", parameters=schema)]
+
+    def found(args):
+        return [(f.subtype, f.argument, f.rule) for f in detect_parameter_errors([ToolCall("forecast", args)], tools)]
+
+    good = {"city": "Oslo", "date": "2026-12-03"}
+    assert found(good) == []
+    assert found({"date": "2026-12-03"}) == [("missing_required", "city", "parameter_error.schema.required")]
+    assert found({**good, "zip": "0150"}) == [("unexpected_param", None, "parameter_error.schema.additionalProperties")]
+    assert found({**good, "days": "3"}) == [("wrong_type", "days", "parameter_error.schema.type")]
+    assert found({**good, "unit": "kelvin"}) == [("value_not_allowed", "unit", "parameter_error.schema.enum")]
+    assert found({**good, "date": "03/12/2026"}) == [("bad_format", "date", "parameter_error.schema.format")]
+    assert found({**good, "email": "not-an-address"}) == [("bad_format", "email", "parameter_error.schema.format")]
+    assert found({**good, "city": "oslo"}) == [("pattern_mismatch", "city", "parameter_error.schema.pattern")]
+    assert found({**good, "days": 30}) == [("out_of_range", "days", "parameter_error.schema.maximum")]
+    [unit] = detect_parameter_errors([ToolCall("forecast", {**good, "unit": "kelvin"})], tools)
+    assert unit.to_dict()["evidence"] == {"value": '"kelvin"', "schema": {"enum": ["celsius", "fahrenheit"]}}
+    [bad_json] = detect_parameter_errors([ToolCall("forecast", raw_arguments="{city: Oslo")], tools)
+    assert (bad_json.subtype, bad_json.rule) == ("unparseable_arguments", "parameter_error.json")
 
 
 def test_wrong_type_enum_and_unexpected_argument():
@@ -111,7 +138,7 @@ def test_unknown_arguments_and_unknown_schemas_are_not_checked():
     tools = [*TOOLS, ToolDefinition("no_schema")]
     found = detect_parameter_errors(calls, tools)
     # names-only call: unchecked; no schema: unchecked; empty raw string = no arguments -> missing city
-    assert [(f.call_indices, f.argument) for f in found] == [((2,), None)]
+    assert [(f.call_indices, f.argument) for f in found] == [((2,), "city")]
 
 
 def test_invalid_schema_is_skipped_not_blamed_on_the_agent():
@@ -186,8 +213,12 @@ def test_detect_orders_findings_and_filters_types():
         (REPEATED_FAILURE, (0, 1)), (INVALID_FUNCTION, (2,)), (PARAMETER_ERROR, (3,)),
     ]
     assert [f.type for f in detect(calls, TOOLS, types=[PARAMETER_ERROR])] == [PARAMETER_ERROR]
-    assert found[0].to_dict() == {"type": REPEATED_FAILURE, "description": found[0].description,
-                                  "tool_name": "get_weather", "call_indices": [0, 1], "argument": None}
+    assert found[0].to_dict() == {
+        "type": REPEATED_FAILURE, "subtype": "same_arguments", "rule": "repeated_failure.same_arguments",
+        "description": found[0].description, "tool_name": "get_weather", "call_indices": [0, 1], "argument": None,
+        "evidence": {"arguments": '{"city": "X"}', "error": found[0].to_dict()["evidence"]["error"], "times": 2}}
+    assert json.loads(json.dumps([f.to_dict() for f in found]))[1]["evidence"] == {
+        "called": "nope", "offered": ["convert_currency", "get_weather"], "closest": None}
 
 
 def test_available_tools_must_be_a_list():
