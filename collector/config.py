@@ -29,6 +29,7 @@ from agentotel_eval.collector.score.config import (
     named_rules,
 )
 from agentotel_eval.collector.score.expectations import ExpectationConfigError, ExpectationRule
+from agentotel_eval.metrics.tool_rules import ToolRule, parse_tool_rules
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, conventions_from_config
 from agentotel_eval.redaction import RedactionSettings
@@ -222,6 +223,8 @@ class CollectorConfig:
     #: ``[[conventions]]``: an in-house instrumentation's spans declared as tool executions or agent runs (name,
     #: role, when, and the attribute of each field), read before the built-in conventions
     conventions: Annotated[tuple[Convention, ...], Parsed(conventions_from_config)] = ()
+    #: ``[[tools]]``: per-tool declarations for the detectors (name, requires, args matchers, claims)
+    tools: Annotated[tuple[ToolRule, ...], Parsed(parse_tool_rules)] = ()
     #: JSONL file of {"input", "expected_tools"} matched on a run's input
     dataset: str = ""
     #: delete data older than this (e.g. "30d"); empty keeps everything
@@ -246,7 +249,8 @@ class CollectorConfig:
 
     def scoring_config(self) -> ScoringConfig:
         """What the scoring stage and the judge worker need (loads the dataset file)."""
-        return ScoringConfig(self.scoring, self.judge, self.forward, self.expectations, load_dataset(self.dataset))
+        return ScoringConfig(self.scoring, self.judge, self.forward, self.expectations, load_dataset(self.dataset),
+                             self.tools)
 
     @property
     def retention_seconds(self) -> float | None:

@@ -10,6 +10,9 @@ at ingest, and the LLM judge receives their findings as evidence.
   define integers by value, not by spelling; frameworks routinely turn the model's 100 into 100.0).
   Arguments that are not an object where the schema wants one are an error; arguments never recorded (a
   names-only call) are not checked. A tool whose schema is itself invalid is not checked.
+- ``sequence_error`` (subtype ``precondition``) and ``parameter_error`` (subtype ``rule_violation``): the config's
+  per-tool declarations (``tool_rules``): a call before any successful call of a tool it ``requires``; an argument
+  failing its declared matcher.
 - ``repeated_failure``: the same tool failing two or more times in a row with the same arguments. "In a row"
   counts that tool's calls: calls of other tools in between do not break the streak, a call of the same tool
   with other arguments or a success does.
@@ -31,12 +34,19 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from agentotel_eval.frozen import freeze, thaw
+from agentotel_eval.metrics.tool_rules import ToolRule, rules_by_tool
 from agentotel_eval.test_case import ToolCall, ToolDefinition
+from agentotel_eval.trajectory.align import result_value, value_at
+from agentotel_eval.trajectory.matchers import Ref, Refs, check_keys
 
 INVALID_FUNCTION = "invalid_function"
 PARAMETER_ERROR = "parameter_error"
 REPEATED_FAILURE = "repeated_failure"
+SEQUENCE_ERROR = "sequence_error"
+#: the detectors that run on every run (the first two need the available tools)
 DETECTOR_TYPES = (INVALID_FUNCTION, PARAMETER_ERROR, REPEATED_FAILURE)
+#: findings in this order of types when they concern the same call
+_ORDER = (INVALID_FUNCTION, PARAMETER_ERROR, SEQUENCE_ERROR, REPEATED_FAILURE)
 
 MAX_SCHEMA_ERRORS_PER_CALL = 10
 _VALUE_PREVIEW = 80
@@ -77,20 +87,91 @@ def detect(
     available_tools: ToolsLike | None = None,
     *,
     types: Iterable[str] | None = None,
+    rules: Sequence[ToolRule] = (),
 ) -> list[Finding]:
-    """All findings of the selected detector ``types`` (default: all), ordered by first call index."""
-    wanted = set(DETECTOR_TYPES if types is None else types)
+    """All findings of the selected detector ``types`` (default: all), ordered by first call index. ``rules``:
+    the config's per-tool declarations (argument matchers, required earlier tools)."""
+    wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
     if INVALID_FUNCTION in wanted and tools is not None:
         findings += _invalid_functions(calls, tools)
     if PARAMETER_ERROR in wanted and tools:
         findings += _parameter_errors(calls, tools)
+    if rules:
+        by_tool = rules_by_tool(rules)
+        if PARAMETER_ERROR in wanted:
+            findings += _argument_rules(calls, by_tool)
+        if SEQUENCE_ERROR in wanted:
+            findings += _preconditions(calls, by_tool)
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
     if len(findings) > 1:
-        findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, DETECTOR_TYPES.index(f.type)))
+        findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, _ORDER.index(f.type)))
     return findings
+
+
+# -- per-tool rules ([[tools]]) ------------------------------------------------------------------------------------
+def _argument_rules(calls: Sequence[ToolCall], rules: Mapping[str, ToolRule]) -> list[Finding]:
+    """Calls whose arguments fail their tool's declared matchers (arguments not recorded: not checked)."""
+    out: list[Finding] = []
+    for index, call in enumerate(calls):
+        rule = rules.get(call.name)
+        if rule is None or rule.args is None:
+            continue
+        present, instance, _problem = _arguments_of(call)
+        if not present or not isinstance(instance, Mapping):
+            continue  # unparseable or non-object arguments are the schema check's finding
+        matchers = dict(rule.args.keys)
+        for key, verdict, reason in check_keys(rule.args.keys, instance, False, _latest_call_refs(calls, index)):
+            if verdict is not False:
+                continue
+            out.append(Finding(
+                PARAMETER_ERROR, f"call #{index + 1} to {call.name!r}: argument {key!r}: {reason}", call.name,
+                (index,), argument=key, subtype="rule_violation", rule=f"tools.{call.name}.args.{key}",
+                evidence=freeze({"value": _preview(instance.get(key)), "expected": matchers[key].describe(),
+                                 "reason": reason})))
+    return out
+
+
+def _latest_call_refs(calls: Sequence[ToolCall], index: int) -> Refs:
+    """``$ref`` in a tool rule names a tool: the value its latest call before ``index`` produced."""
+
+    def resolve(ref: Ref) -> tuple[bool | None, Any, str]:
+        source = next((j for j in range(index - 1, -1, -1) if calls[j].name == ref.target), None)
+        if source is None:
+            return False, None, f"no earlier call of {ref.target}"
+        call = calls[source]
+        data = call.input_parameters if ref.part == "args" else result_value(call)
+        if data is None:
+            return None, None, f"the {ref.part} of call #{source + 1} were not recorded"
+        found, value = value_at(data, ref.path)
+        return (True, value, "") if found else (False, None, f"call #{source + 1} has no {ref.part}.{'.'.join(ref.path)}")
+
+    return resolve
+
+
+def _preconditions(calls: Sequence[ToolCall], rules: Mapping[str, ToolRule]) -> list[Finding]:
+    """A call of a tool before any successful call of a tool it requires (once per tool and requirement)."""
+    out: list[Finding] = []
+    succeeded: set[str] = set()
+    reported: set[tuple[str, str]] = set()
+    for index, call in enumerate(calls):
+        rule = rules.get(call.name)
+        for needed in rule.requires if rule is not None else ():
+            if needed in succeeded or (call.name, needed) in reported:
+                continue
+            reported.add((call.name, needed))
+            tried = [j for j in range(index) if calls[j].name == needed]
+            why = (f"its earlier call(s) {', '.join(f'#{j + 1}' for j in tried)} failed" if tried
+                   else f"{needed!r} was not called before")
+            out.append(Finding(
+                SEQUENCE_ERROR, f"call #{index + 1} to {call.name!r} needs a successful {needed!r} first: {why}",
+                call.name, (index, *tried), subtype="precondition", rule=f"tools.{call.name}.requires",
+                evidence=freeze({"requires": needed, "earlier_calls": tried})))
+        if call.status != "error":
+            succeeded.add(call.name)
+    return out
 
 
 def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | None:

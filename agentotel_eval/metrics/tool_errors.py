@@ -51,9 +51,11 @@ from agentotel_eval.metrics.detectors import (
     DETECTOR_TYPES,
     INVALID_FUNCTION,
     PARAMETER_ERROR,
+    SEQUENCE_ERROR,
     Finding,
     detect,
 )
+from agentotel_eval.metrics.tool_rules import parse_tool_rules
 from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
@@ -323,6 +325,7 @@ class ToolsErrorMetric(BaseMetric):
         json_mode: bool | None = None,
         max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
         max_history_chars: int = DEFAULT_MAX_CHARS,
+        tool_rules: Sequence[Any] = (),
         **llm_kwargs: Any,
     ) -> None:
         super().__init__()
@@ -330,7 +333,12 @@ class ToolsErrorMetric(BaseMetric):
             raise ValueError(f"threshold must be a number from 0 to 1, got {threshold!r}")
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
-        self._detector_types = tuple(t for t in DETECTOR_TYPES if t in self.error_types)
+        # ``[[tools]]`` declarations (``tool_rules.parse_tool_rules``): argument matchers and required earlier tools
+        rules = list(tool_rules)
+        self.tool_rules = (parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules)
+                           else tuple(rules))
+        sequence = (SEQUENCE_ERROR,) if any(r.requires for r in self.tool_rules) else ()
+        self._detector_types = tuple(t for t in (*DETECTOR_TYPES, *sequence) if t in self.error_types)
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -408,7 +416,7 @@ class ToolsErrorMetric(BaseMetric):
         calls = _calls_of(case, structured)
         available = getattr(case, "available_tools", None)
         available = as_tool_definitions(available)
-        findings = detect(calls, available, types=self._detector_types)
+        findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules)
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:

@@ -241,7 +241,7 @@ def _comparison(op: str, bound: float) -> Test:
             return False, f"{_show(value)} is not a number"
         if compare(float(value), bound):
             return True, ""
-        return False, f"{_show(value)} is not {sign} {_show(bound)}"
+        return False, f"{_show(value)} is not {sign} {_show(int(bound) if bound.is_integer() else bound)}"
 
     return test
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from agentotel_eval.collector.config_fields import Parsed, Range
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
 from agentotel_eval.collector.score.expectations import MODES, Dataset, ExpectationRule, parse_modes
+from agentotel_eval.metrics.tool_rules import ToolRule
 
 ERROR_TYPES = (
     "parameter_error", "invalid_function", "sequence_error", "result_ignored", "repeated_failure", "error_handling",
@@ -120,3 +121,4 @@ class ScoringConfig:
     forward: ForwardConfig | None = None
     expectations: tuple[ExpectationRule, ...] = ()
     dataset: Dataset | None = None
+    tools: tuple[ToolRule, ...] = ()  # ``[[tools]]``: per-tool declarations for the detectors

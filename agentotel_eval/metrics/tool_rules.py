@@ -1,0 +1,92 @@
+"""Per-tool declarations for the deterministic detectors: the config's ``[[tools]]`` table.
+
+```toml
+[[tools]]
+name = "book_hotel"
+requires = ["search_hotels"]               # tools that must have succeeded before it is called
+args = { nights = { "$gte" = 1, "$lte" = 30 }, hotel_id = { "$regex" = "H-\\d+" } }   # argument matchers
+claims = "(?i)\\b(booked|reserved)\\b"      # how a final answer claims this tool's action
+```
+
+``args`` take the trajectory spec's matchers (``$regex``, ``$in``, ``$gt``, ``$ref`` to another tool's latest
+earlier call, ...): a call whose argument fails one is a ``parameter_error`` (subtype ``rule_violation``);
+``requires`` makes a call with no earlier successful call of a required tool a ``sequence_error`` (subtype
+``precondition``). ``claims`` is read and checked here; the false-success rule that uses it is not built yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from agentotel_eval.trajectory.matchers import MAX_PATTERN_CHARS, Nested, SpecError, compile_keys
+
+_KEYS = ("name", "requires", "args", "claims")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """One ``[[tools]]`` entry, read. ``written`` is the table it was read from."""
+
+    name: str
+    requires: tuple[str, ...] = ()
+    args: Nested | None = None
+    claims: Any = None  # a compiled pattern
+    written: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __repr__(self) -> str:
+        return f"ToolRule({dict(self.written)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # matchers are closures: a rule crosses a process boundary as its written form, read again there
+        return _read_one, (dict(self.written), "tools")
+
+
+def _read_one(value: Any, where: str) -> ToolRule:
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: a [[tools]] entry is a table with a name, got {value!r}")
+    unknown = [k for k in value if k not in _KEYS]
+    if unknown:
+        raise SpecError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_KEYS)})")
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{where}.name must be a tool name, got {name!r}")
+    requires = value.get("requires", [])
+    if not isinstance(requires, list | tuple) or not all(isinstance(r, str) and r for r in requires):
+        raise SpecError(f"{where}.requires must be a list of tool names, got {requires!r}")
+    args = value.get("args")
+    if args is not None and not isinstance(args, Mapping):
+        raise SpecError(f"{where}.args must be a table of argument names to matchers, got {args!r}")
+    claims = value.get("claims")
+    pattern = None
+    if claims is not None:
+        if not isinstance(claims, str) or not claims or len(claims) > MAX_PATTERN_CHARS:
+            raise SpecError(f"{where}.claims must be a regular expression of at most {MAX_PATTERN_CHARS} characters")
+        try:
+            pattern = regex.compile(claims)
+        except regex.error as exc:
+            raise SpecError(f"{where}.claims is not a valid pattern ({exc})") from None
+    return ToolRule(name, tuple(requires), compile_keys(args, f"{where}.args", False) if args else None, pattern,
+                    dict(value))
+
+
+def parse_tool_rules(value: Any, where: str = "tools") -> tuple[ToolRule, ...]:
+    """The config's ``[[tools]]`` list, read; a mistake is a ``SpecError`` naming where (``tools[1].args.n``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise SpecError(f"{where} must be a list of [[tools]] tables")
+    rules = tuple(_read_one(v, f"{where}[{i}]") for i, v in enumerate(value))
+    seen: set[str] = set()
+    for i, rule in enumerate(rules):
+        if rule.name in seen:
+            raise SpecError(f"{where}[{i}]: tool {rule.name!r} is declared twice")
+        seen.add(rule.name)
+    return rules
+
+
+def rules_by_tool(rules: Sequence[ToolRule]) -> dict[str, ToolRule]:
+    return {rule.name: rule for rule in rules}
