@@ -34,6 +34,14 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from agentotel_eval.frozen import freeze, thaw
+from agentotel_eval.metrics.outcome_detectors import (
+    ERROR_HANDLING,
+    RESULT_IGNORED,
+    false_successes,
+    freeze_evidence,
+    ignored_errors,
+    repeated_failures,
+)
 from agentotel_eval.metrics.tool_rules import ToolRule, rules_by_tool
 from agentotel_eval.test_case import ToolCall, ToolDefinition
 from agentotel_eval.trajectory.align import result_value, value_at
@@ -43,10 +51,10 @@ INVALID_FUNCTION = "invalid_function"
 PARAMETER_ERROR = "parameter_error"
 REPEATED_FAILURE = "repeated_failure"
 SEQUENCE_ERROR = "sequence_error"
-#: the detectors that run on every run (the first two need the available tools)
-DETECTOR_TYPES = (INVALID_FUNCTION, PARAMETER_ERROR, REPEATED_FAILURE)
+#: the detectors that run on every run (the first two need the available tools, error_handling the final answer)
+DETECTOR_TYPES = (INVALID_FUNCTION, PARAMETER_ERROR, REPEATED_FAILURE, RESULT_IGNORED, ERROR_HANDLING)
 #: findings in this order of types when they concern the same call
-_ORDER = (INVALID_FUNCTION, PARAMETER_ERROR, SEQUENCE_ERROR, REPEATED_FAILURE)
+_ORDER = (INVALID_FUNCTION, PARAMETER_ERROR, SEQUENCE_ERROR, RESULT_IGNORED, REPEATED_FAILURE, ERROR_HANDLING)
 
 MAX_SCHEMA_ERRORS_PER_CALL = 10
 _VALUE_PREVIEW = 80
@@ -88,9 +96,11 @@ def detect(
     *,
     types: Iterable[str] | None = None,
     rules: Sequence[ToolRule] = (),
+    answer: str | None = None,
 ) -> list[Finding]:
     """All findings of the selected detector ``types`` (default: all), ordered by first call index. ``rules``:
-    the config's per-tool declarations (argument matchers, required earlier tools)."""
+    the config's per-tool declarations (argument matchers, required earlier tools, claims); ``answer``: the
+    run's final answer (what error_handling reads)."""
     wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
@@ -98,14 +108,19 @@ def detect(
         findings += _invalid_functions(calls, tools)
     if PARAMETER_ERROR in wanted and tools:
         findings += _parameter_errors(calls, tools)
+    by_tool = rules_by_tool(rules)
     if rules:
-        by_tool = rules_by_tool(rules)
         if PARAMETER_ERROR in wanted:
             findings += _argument_rules(calls, by_tool)
         if SEQUENCE_ERROR in wanted:
             findings += _preconditions(calls, by_tool)
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
+        findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls)]
+    if RESULT_IGNORED in wanted:
+        findings += [Finding(**freeze_evidence(f)) for f in ignored_errors(calls)]
+    if ERROR_HANDLING in wanted:
+        findings += [Finding(**freeze_evidence(f)) for f in false_successes(calls, answer, by_tool)]
     if len(findings) > 1:
         findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, _ORDER.index(f.type)))
     return findings

@@ -416,7 +416,8 @@ class ToolsErrorMetric(BaseMetric):
         calls = _calls_of(case, structured)
         available = getattr(case, "available_tools", None)
         available = as_tool_definitions(available)
-        findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules)
+        findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules,
+                          answer=ai_response or None)
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:

@@ -1,0 +1,100 @@
+"""Failures repeated under other arguments, errors whose named argument is passed again, and successes claimed
+for actions that failed: on hand-made calls, and on real fixture runs with their answer or an argument changed."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agentotel_eval import ToolCall
+from agentotel_eval.metrics.detectors import detect
+from agentotel_eval.metrics.outcome_detectors import error_signature, failed
+from agentotel_eval.metrics.tool_rules import parse_tool_rules
+from agentotel_eval.reconstruct import reconstruct
+from tests.fixture_traces import fixtures
+
+
+def fail(name: str, error: str = "boom", turn: str | None = None, **args: Any) -> ToolCall:
+    return ToolCall(name, args, status="error", error=error, llm_turn=turn)
+
+
+def kinds(found: list) -> list[tuple[str, str, tuple[int, ...]]]:
+    return [(f.type, f.subtype, f.call_indices) for f in found]
+
+
+def test_failure_is_read_from_the_status_or_the_result() -> None:
+    assert failed(fail("t"))
+    assert failed(ToolCall("t", {}, output={"isError": True, "content": []}))
+    assert failed(ToolCall("t", {}, output='{"error": "quota exceeded"}'))
+    assert failed(ToolCall("t", {}, output={"status_code": 503}))
+    assert failed(ToolCall("t", {}, output={"success": False}))
+    assert not failed(ToolCall("t", {}, output={"error": None, "status": 200, "rows": []}))
+    assert not failed(ToolCall("t", {}, output="error-free text"))
+
+
+def test_the_same_error_under_changed_arguments_loops_and_retry_storms() -> None:
+    same = [fail("pay", "Card 4242 declined (code 51)", amount=10), fail("pay", "Card 4243 declined (code 51)",
+                                                                          amount=9),
+            fail("pay", "Card 4244 declined (code 51)", amount=8)]
+    assert error_signature(same[0].error or "") == error_signature(same[2].error or "")
+    assert ("repeated_failure", "same_error", (0, 1, 2)) in kinds(detect(same))
+    assert "same_error" not in [f.subtype for f in detect(same[:2])]  # two attempts: a retry, not a pattern
+    loop = [ToolCall("poll", {"id": 1}, output={"state": "pending"}) for _ in range(4)]
+    assert kinds(detect(loop)) == [("repeated_failure", "loop", (0, 1, 2, 3))]
+    assert detect(loop[:3]) == []
+    storm = [fail("fetch", turn="t1", page=k) for k in range(3)]
+    assert ("repeated_failure", "retry_storm", (0, 1, 2)) in kinds(detect(storm))
+    assert "retry_storm" not in [f.subtype for f in detect([fail("fetch", turn=f"t{k}", page=k) for k in range(3)])]
+
+
+def test_an_error_naming_an_argument_then_the_same_value_again() -> None:
+    calls = [fail("book", "Invalid date: 2026-02-30", date="2026-02-30", guests=2),
+             ToolCall("book", {"date": "2026-02-30", "guests": 3})]
+    (finding,) = [f for f in detect(calls) if f.type == "result_ignored"]
+    assert (finding.subtype, finding.argument, finding.call_indices) == ("retried_same_value", "date", (0, 1))
+    fixed = [calls[0], ToolCall("book", {"date": "2026-03-01", "guests": 2})]
+    assert [f for f in detect(fixed) if f.type == "result_ignored"] == []
+    by_key = [fail("search", "city is required to be a known city", city="Atlantis", n=1),
+              ToolCall("search", {"city": "Atlantis", "n": 5})]
+    assert [f.argument for f in detect(by_key) if f.type == "result_ignored"] == ["city"]
+
+
+def test_a_success_claimed_for_a_failed_action() -> None:
+    calls = [ToolCall("search_hotels", {"city": "Rome"}, output=[{"id": "H-1"}]),
+             fail("book_hotel", "Payment declined", hotel="H-1")]
+    claimed = detect(calls, answer="All set: I booked Hotel H-1 for you.")
+    assert kinds(claimed) == [("error_handling", "false_success", (1,))]
+    assert claimed[0].to_dict()["evidence"]["claim"] == "booked"
+    assert detect(calls, answer="Sorry, the booking failed: your payment was declined.") == []
+    retried = [*calls, ToolCall("book_hotel", {"hotel": "H-1"}, output={"confirmation": "BK-1"})]
+    assert detect(retried, answer="I booked Hotel H-1.") == []
+    # a read tool performs no action: its failure is not claimed by an answer
+    assert detect([fail("get_weather", city="Atlantis")], answer="It is sunny.") == []
+
+
+def test_a_declared_claim_for_a_tool_never_called() -> None:
+    rules = parse_tool_rules([{"name": "issue_refund", "claims": r"(?i)\brefund(ed)? (has been )?(issued|sent)\b"}])
+    found = detect([ToolCall("lookup_order", {"id": "A-1"})], answer="Your refund has been issued.", rules=rules)
+    assert kinds(found) == [("error_handling", "claimed_not_called", ())]
+    assert found[0].rule == "tools.issue_refund.claims"
+
+
+def _run(name: str) -> Any:
+    (fx,) = [f for f in fixtures() if f.name == name]
+    (run,) = reconstruct(fx.spans(), fx.logs())
+    return run
+
+
+def test_real_error_runs_are_clean_and_their_mutations_are_found() -> None:
+    """A real run whose tool failed and whose answer admits it: nothing; the same run with a claim of success in
+    its answer, or with the failing value passed again: found."""
+    run = _run("langchain__openinference__error")  # get_weather(Atlantis) fails, then get_weather(Athens)
+    assert run.output and detect(run.tool_calls, answer=run.output) == []
+    rules = parse_tool_rules([{"name": "get_weather", "claims": r"(?i)\batlantis is \d+C\b"}])
+    single = _run("google-adk__latest__error")  # its one call fails
+    assert detect(single.tool_calls, answer="Atlantis is 22C and sunny.", rules=rules)[0].subtype == "false_success"
+    assert detect(single.tool_calls, answer="Atlantis is unknown, sorry.", rules=rules) == []
+    first, second = run.tool_calls[:2]
+    again = dataclasses.replace(second, input_parameters={**(first.input_parameters or {}), "units": "metric"})
+    found = detect([first, again], answer=run.output)
+    assert [(f.type, f.subtype) for f in found] == [("result_ignored", "retried_same_value")]
