@@ -37,6 +37,7 @@ from agentotel_eval.frozen import freeze, thaw
 from agentotel_eval.metrics.outcome_detectors import (
     ERROR_HANDLING,
     RESULT_IGNORED,
+    failed,
     false_successes,
     freeze_evidence,
     ignored_errors,
@@ -114,13 +115,14 @@ def detect(
             findings += _argument_rules(calls, by_tool)
         if SEQUENCE_ERROR in wanted:
             findings += _preconditions(calls, by_tool)
+    fails = [failed(call) for call in calls] if wanted & {REPEATED_FAILURE, RESULT_IGNORED, ERROR_HANDLING} else []
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
-        findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls)]
-    if RESULT_IGNORED in wanted:
-        findings += [Finding(**freeze_evidence(f)) for f in ignored_errors(calls)]
+        findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls, fails)]
+    if RESULT_IGNORED in wanted and any(fails):
+        findings += [Finding(**freeze_evidence(f)) for f in ignored_errors(calls, fails)]
     if ERROR_HANDLING in wanted:
-        findings += [Finding(**freeze_evidence(f)) for f in false_successes(calls, answer, by_tool)]
+        findings += [Finding(**freeze_evidence(f)) for f in false_successes(calls, fails, answer, by_tool)]
     if len(findings) > 1:
         findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, _ORDER.index(f.type)))
     return findings

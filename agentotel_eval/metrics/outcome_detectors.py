@@ -58,7 +58,12 @@ def failed(call: ToolCall) -> bool:
     if call.status == "error":
         return True
     result = call.output
-    if isinstance(result, str) and result[:1] == "{":
+    kind = type(result)
+    if result is None or kind is list or kind is int or kind is float or kind is bool:
+        return False  # the usual results, told by their exact type before any ABC check
+    if kind is str:
+        if result[:1] != "{":
+            return False
         try:
             result = json.loads(result)
         except ValueError:
@@ -96,26 +101,31 @@ def _args_text(call: ToolCall) -> str:
 # -- repeated_failure ------------------------------------------------------------------------------------------
 
 
-def repeated_failures(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    """Findings (as keyword sets for ``Finding``) of the three patterns the equal-argument streak misses."""
+def repeated_failures(calls: Sequence[ToolCall], fails: Sequence[bool]) -> list[dict[str, Any]]:
+    """Findings (as keyword sets for ``Finding``) of the three patterns the equal-argument streak misses;
+    ``fails``: ``failed`` of each call."""
     out: list[dict[str, Any]] = []
     by_tool: dict[str, list[int]] = {}
     for j, call in enumerate(calls):
         by_tool.setdefault(call.name, []).append(j)
+    any_failed = any(fails)
     for name, indices in by_tool.items():
-        out += _same_error_runs(calls, name, indices)
-        out += _loops(calls, name, indices)
-        out += _storms(calls, name, indices)
+        if len(indices) >= LOOP_RUN:
+            out += _loops(calls, fails, name, indices)
+        if any_failed and len(indices) >= min(SAME_ERROR_RUN, STORM_FAILURES):
+            out += _same_error_runs(calls, fails, name, indices)
+            out += _storms(calls, fails, name, indices)
     return out
 
 
-def _same_error_runs(calls: Sequence[ToolCall], name: str, indices: list[int]) -> list[dict[str, Any]]:
+def _same_error_runs(calls: Sequence[ToolCall], fails: Sequence[bool], name: str,
+                     indices: list[int]) -> list[dict[str, Any]]:
     out = []
     run: list[int] = []
     signature = None
     for j in [*indices, -1]:
         call = calls[j] if j >= 0 else None
-        sig = error_signature(_error_text(call)) if call is not None and failed(call) else None
+        sig = error_signature(_error_text(call)) if call is not None and fails[j] else None
         if sig is not None and sig == signature and run:
             run.append(j)
             continue
@@ -130,13 +140,13 @@ def _same_error_runs(calls: Sequence[ToolCall], name: str, indices: list[int]) -
     return out
 
 
-def _loops(calls: Sequence[ToolCall], name: str, indices: list[int]) -> list[dict[str, Any]]:
+def _loops(calls: Sequence[ToolCall], fails: Sequence[bool], name: str, indices: list[int]) -> list[dict[str, Any]]:
     out = []
     run: list[int] = []
     for j in [*indices, -1]:
         call = calls[j] if j >= 0 else None
-        same = (call is not None and not failed(call) and call.input_parameters is not None and run
-                and _args_text(call) == _args_text(calls[run[-1]]) and j == run[-1] + 1)
+        same = (call is not None and not fails[j] and call.input_parameters is not None and run
+                and j == run[-1] + 1 and call.input_parameters == calls[run[-1]].input_parameters)
         if same:
             run.append(j)
             continue
@@ -146,15 +156,15 @@ def _loops(calls: Sequence[ToolCall], name: str, indices: list[int]) -> list[dic
                         "description": f"{name!r} was called {len(run)} times in a row with the same arguments "
                                        f"{_args_text(calls[run[0]])[:80]} (calls #{run[0] + 1} to #{run[-1] + 1})",
                         "evidence": {"arguments": _args_text(calls[run[0]])[:200], "times": len(run)}})
-        run = [j] if call is not None and not failed(call) and call.input_parameters is not None else []
+        run = [j] if call is not None and not fails[j] and call.input_parameters is not None else []
     return out
 
 
-def _storms(calls: Sequence[ToolCall], name: str, indices: list[int]) -> list[dict[str, Any]]:
+def _storms(calls: Sequence[ToolCall], fails: Sequence[bool], name: str, indices: list[int]) -> list[dict[str, Any]]:
     by_turn: dict[str, list[int]] = {}
     for j in indices:
         turn = calls[j].llm_turn
-        if turn is not None and failed(calls[j]):
+        if turn is not None and fails[j]:
             by_turn.setdefault(turn, []).append(j)
     return [{"type": REPEATED_FAILURE, "subtype": "retry_storm", "rule": "repeated_failure.retry_storm",
              "tool_name": name, "call_indices": tuple(js),
@@ -183,11 +193,11 @@ def _named_argument(call: ToolCall, error: str) -> tuple[str, Any] | None:
     return None
 
 
-def ignored_errors(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+def ignored_errors(calls: Sequence[ToolCall], fails: Sequence[bool]) -> list[dict[str, Any]]:
     """A failure's named argument passed again unchanged to the same tool (arguments otherwise changed)."""
     out = []
     for i, call in enumerate(calls):
-        if not failed(call):
+        if not fails[i]:
             continue
         named = _named_argument(call, _error_text(call))
         if named is None:
@@ -197,7 +207,7 @@ def ignored_errors(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
             later = calls[j]
             if later.name != call.name:
                 continue
-            if not failed(later) and later.input_parameters is None:
+            if not fails[j] and later.input_parameters is None:
                 break
             params = later.input_parameters
             if isinstance(params, Mapping) and key in params and params[key] == value \
@@ -240,10 +250,10 @@ def _claim(rule: ToolRule | None, tool: str) -> re.Pattern[str] | Any | None:
     return _verb_claim(tool)
 
 
-def false_successes(calls: Sequence[ToolCall], answer: str | None,
+def false_successes(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str | None,
                     rules: Mapping[str, ToolRule]) -> list[dict[str, Any]]:
     """Actions the answer claims that failed (last attempt failed, none later succeeded) or never ran."""
-    if not answer or not answer.strip():
+    if not answer or not answer.strip() or not (any(fails) or any(r.claims is not None for r in rules.values())):
         return []
     honest = _FAILURE_MARKERS.search(answer) is not None
     out: list[dict[str, Any]] = []
@@ -251,7 +261,7 @@ def false_successes(calls: Sequence[ToolCall], answer: str | None,
     for j, call in enumerate(calls):
         last[call.name] = j
     for tool, j in last.items():
-        if honest or not failed(calls[j]):
+        if honest or not fails[j]:
             continue
         pattern = _claim(rules.get(tool), tool)
         match = pattern.search(answer) if pattern is not None else None
