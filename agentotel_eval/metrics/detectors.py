@@ -128,6 +128,31 @@ def detect(
     return findings
 
 
+def could_not_run(calls: Sequence[ToolCall], available_tools: ToolsLike | None, *, types: Iterable[str] | None = None,
+                  rules: Sequence[ToolRule] = (), answer: str | None = None) -> list[str]:
+    """What the selected detectors could not check on this run, and the data that was missing: a run that passes
+    them has passed only what they could see."""
+    wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
+    if not calls:
+        return []
+    tools = _definitions(available_tools)
+    notes = []
+    if INVALID_FUNCTION in wanted and tools is None:
+        notes.append("invalid_function could not run: the tools offered to the model are not recorded")
+    if PARAMETER_ERROR in wanted:
+        if tools is None or not any(t.parameters for t in tools):
+            notes.append("parameter_error (schemas) could not run: no tool schema is recorded")
+        unrecorded = sum(1 for c in calls if c.input_parameters is None and c.raw_arguments is None)
+        if unrecorded:
+            notes.append(f"parameter_error could not check {unrecorded} of {len(calls)} call(s): arguments not "
+                         "recorded")
+    if ERROR_HANDLING in wanted and not (answer or "").strip():
+        notes.append("error_handling could not run: the run's final answer is not recorded")
+    if RESULT_IGNORED in wanted and all(c.output is None and not c.error for c in calls):
+        notes.append("result_ignored could not run: no call's result or error is recorded")
+    return notes
+
+
 # -- per-tool rules ([[tools]]) ------------------------------------------------------------------------------------
 def _argument_rules(calls: Sequence[ToolCall], rules: Mapping[str, ToolRule]) -> list[Finding]:
     """Calls whose arguments fail their tool's declared matchers (arguments not recorded: not checked)."""

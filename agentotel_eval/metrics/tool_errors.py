@@ -53,6 +53,7 @@ from agentotel_eval.metrics.detectors import (
     PARAMETER_ERROR,
     SEQUENCE_ERROR,
     Finding,
+    could_not_run,
     detect,
 )
 from agentotel_eval.metrics.tool_rules import parse_tool_rules
@@ -82,7 +83,7 @@ _FINDING_SEVERITY = {INVALID_FUNCTION: "high"}
 VERDICT_KEYS = ("detected", "confidence", "reason", "error_types", "errors", "error_severity")
 #: the keys of ``evaluation_log``, in order (those of the reference document, then cost, model and findings)
 LOG_KEYS = (*VERDICT_KEYS, "user_input", "tool_history", "ai_response", "error_types_filter", "score", "threshold",
-            "success", "cost_usd", "model", "detectors")
+            "success", "cost_usd", "model", "detectors", "could_not_run")
 MAX_TEXT_CHARS = 8_000  # user input and final response, as shown to the judge and stored in the log
 
 
@@ -303,6 +304,7 @@ class _Prepared:
     findings: list[Finding]
     available: list[ToolDefinition] | None
     reasoning: str
+    unchecked: tuple[str, ...] = ()  # what the detectors could not check, and why
 
 
 class ToolsErrorMetric(BaseMetric):
@@ -418,6 +420,8 @@ class ToolsErrorMetric(BaseMetric):
         available = as_tool_definitions(available)
         findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules,
                           answer=ai_response or None)
+        unchecked = tuple(could_not_run(calls, available, types=self._detector_types, rules=self.tool_rules,
+                                        answer=ai_response or None))
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:
@@ -425,7 +429,7 @@ class ToolsErrorMetric(BaseMetric):
                                           max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
         return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
-                             findings, available, truncate(reasoning, MAX_TEXT_CHARS))
+                             findings, available, truncate(reasoning, MAX_TEXT_CHARS), unchecked)
 
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
@@ -458,6 +462,8 @@ class ToolsErrorMetric(BaseMetric):
             "cost_usd": cost,
             "model": self.model_name,
             "detectors": [f.to_dict() for f in prepared.findings],
+            # what the detectors could not check for lack of recorded data ([judge] only_when = detector_uncertain)
+            "could_not_run": list(prepared.unchecked),
         }
 
     def _scored(self, prepared: _Prepared, verdict: Verdict, cost: float | None, started: float) -> MetricResult:

@@ -21,7 +21,7 @@ ERROR_TYPES = (
 )
 #: when the judge runs for a run (any of): every sampled run, runs failing a deterministic check, runs with a
 #: failed tool call, runs where a deterministic detector found an error
-ONLY_WHEN = ("always", "deterministic_failed", "tool_error", "detector_found")
+ONLY_WHEN = ("always", "deterministic_failed", "tool_error", "detector_found", "detector_uncertain")
 #: the ``[judge]`` keys passed to litellm as they are, with the ``extra`` table
 LLM_KEYS = ("api_base", "api_key", "api_version")
 

@@ -36,6 +36,12 @@ def judge_decision(run: AgentRun, results: Sequence[MetricResult], settings: Jud
             r.metric == METRIC_DETECTORS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
             for r in results
         ),
+        # the detectors passed the run only on what they could see: some check lacked the data it needs
+        "detector_uncertain": any(
+            r.metric == METRIC_DETECTORS and r.status == "ok" and not r.evaluation_log.get("detected")
+            and bool(r.evaluation_log.get("could_not_run"))
+            for r in results
+        ),
     }
     if any(reasons[w] for w in settings.only_when):
         return True, ""

@@ -98,3 +98,22 @@ def test_real_error_runs_are_clean_and_their_mutations_are_found() -> None:
     again = dataclasses.replace(second, input_parameters={**(first.input_parameters or {}), "units": "metric"})
     found = detect([first, again], answer=run.output)
     assert [(f.type, f.subtype) for f in found] == [("result_ignored", "retried_same_value")]
+
+
+def test_what_the_detectors_could_not_check_is_said() -> None:
+    from agentotel_eval.metrics.detectors import could_not_run
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.test_case import EvalTestCase
+
+    names_only = [ToolCall("book_hotel"), ToolCall("pay")]
+    notes = could_not_run(names_only, None, answer=None)
+    assert notes == [
+        "invalid_function could not run: the tools offered to the model are not recorded",
+        "parameter_error (schemas) could not run: no tool schema is recorded",
+        "parameter_error could not check 2 of 2 call(s): arguments not recorded",
+        "error_handling could not run: the run's final answer is not recorded",
+        "result_ignored could not run: no call's result or error is recorded",
+    ]
+    assert could_not_run([], None) == []
+    result = ToolsErrorMetric(judge=False).measure(EvalTestCase(input="q", tools_called=names_only))
+    assert result.evaluation_log["could_not_run"] == notes

@@ -13,8 +13,8 @@ def _run(span_id="cd" * 8, calls=()):
     return AgentRun("ab" * 16, span_id, "a", 1, 2, tool_calls=tuple(calls))
 
 
-def _result(metric, success, detected=None):
-    log = {} if detected is None else {"detected": detected}
+def _result(metric, success, detected=None, could_not_run=()):
+    log = {} if detected is None else {"detected": detected, "could_not_run": list(could_not_run)}
     return MetricResult(metric, 1.0 if success else 0.0, success, "", 0.5, evaluation_log=log)
 
 
@@ -39,6 +39,11 @@ def test_sampling_is_stable_and_close_to_the_rate():
         (("tool_error",), _run(calls=[ToolCall("a", status="error")]), [], True),
         (("detector_found",), _run(), [_result("tool_errors_detectors", True, detected=False)], False),
         (("detector_found",), _run(), [_result("tool_errors_detectors", False, detected=True)], True),
+        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", True, detected=False)], False),
+        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", True, detected=False, could_not_run=[
+            "error_handling could not run: the run's final answer is not recorded"])], True),
+        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", False, detected=True, could_not_run=[
+            "x could not run"])], False),  # found: nothing left for the judge to decide
         (("tool_error", "deterministic_failed"), _run(), [_result("tool_correctness", False)], True),
     ],
 )
