@@ -98,15 +98,19 @@ def detect(
     types: Iterable[str] | None = None,
     rules: Sequence[ToolRule] = (),
     answer: str | None = None,
+    reconstruction: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
     """All findings of the selected detector ``types`` (default: all), ordered by first call index. ``rules``:
     the config's per-tool declarations (argument matchers, required earlier tools, claims); ``answer``: the
-    run's final answer (what error_handling reads)."""
+    run's final answer (what error_handling reads); ``reconstruction``: requests that never ran and calls that
+    ran unrequested, as trace reconstruction found them (``AgentRun.to_test_case``'s metadata)."""
     wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
     if INVALID_FUNCTION in wanted and tools is not None:
         findings += _invalid_functions(calls, tools)
+    if INVALID_FUNCTION in wanted and reconstruction:
+        findings += _unmatched_calls(calls, reconstruction)
     if PARAMETER_ERROR in wanted and tools:
         findings += _parameter_errors(calls, tools)
     by_tool = rules_by_tool(rules)
@@ -256,6 +260,23 @@ def _invalid_functions(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -
             rule="invalid_function.not_offered",
             evidence=freeze({"called": call.name, "offered": sorted(known)[:20], "closest": close[0] if close else None}),
         ))
+    return out
+
+
+def _unmatched_calls(calls: Sequence[ToolCall], reconstruction: Mapping[str, Any]) -> list[Finding]:
+    out = []
+    for request in reconstruction.get("requests_without_execution") or ():
+        name = str(request.get("name") or "?")
+        out.append(Finding(
+            INVALID_FUNCTION, f"the model requested {name!r} (call id {request.get('call_id') or '?'}) but no "
+            "execution of it was recorded", name, (), subtype="requested_not_executed",
+            rule="invalid_function.requested_not_executed", evidence=freeze(dict(request))))
+    for j in reconstruction.get("executions_without_request") or ():
+        if isinstance(j, int) and 0 <= j < len(calls):
+            out.append(Finding(
+                INVALID_FUNCTION, f"call #{j + 1} to {calls[j].name!r} ran, but no LLM output requested it",
+                calls[j].name, (j,), subtype="executed_not_requested", rule="invalid_function.executed_not_requested",
+                evidence=freeze({"call_id": calls[j].call_id, "span_id": calls[j].span_id})))
     return out
 
 

@@ -418,8 +418,11 @@ class ToolsErrorMetric(BaseMetric):
         calls = _calls_of(case, structured)
         available = getattr(case, "available_tools", None)
         available = as_tool_definitions(available)
+        metadata = getattr(case, "metadata", None)
+        reconstruction = metadata.get("reconstruction") if isinstance(metadata, Mapping) else None
         findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules,
-                          answer=ai_response or None)
+                          answer=ai_response or None,
+                          reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None)
         unchecked = tuple(could_not_run(calls, available, types=self._detector_types, rules=self.tool_rules,
                                         answer=ai_response or None))
         if structured and type(structured) is list:  # the history's source: the calls just converted

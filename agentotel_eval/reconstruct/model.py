@@ -74,4 +74,18 @@ class AgentRun:
             tool_calls=list(self.tool_calls),
             available_tools=list(self.tool_definitions) or None,
             name=f"{self.agent_name or self.span_name} {self.trace_id}/{self.span_id}",
+            metadata=self._unmatched() or None,
         )
+
+    def _unmatched(self) -> dict[str, Any]:
+        """Calls the model requested that never ran, and calls that ran with no request (by call index): what the
+        invalid_function detector reads beside the calls."""
+        diagnostics = self.diagnostics or {}
+        out: dict[str, Any] = {}
+        requested = diagnostics.get("requests_without_execution")
+        if requested:
+            out["requests_without_execution"] = [dict(r) for r in requested]
+        lonely = set(diagnostics.get("executions_without_request") or ())
+        if lonely:
+            out["executions_without_request"] = [j for j, c in enumerate(self.tool_calls) if c.span_id in lonely]
+        return {"reconstruction": out} if out else {}

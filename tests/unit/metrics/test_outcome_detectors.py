@@ -117,3 +117,25 @@ def test_what_the_detectors_could_not_check_is_said() -> None:
     assert could_not_run([], None) == []
     result = ToolsErrorMetric(judge=False).measure(EvalTestCase(input="q", tools_called=names_only))
     assert result.evaluation_log["could_not_run"] == notes
+
+
+def test_requests_that_never_ran_and_calls_nobody_requested() -> None:
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.reconstruct.model import AgentRun
+
+    run = AgentRun("ab" * 16, "cd" * 8, "agent", 1, 2, input="q", output="done",
+                   tool_calls=(ToolCall("search", {"q": "x"}, span_id="e1" * 8),
+                               ToolCall("wipe_disk", {}, span_id="e2" * 8)),
+                   diagnostics={"requests_without_execution": [{"name": "book", "call_id": "call_7",
+                                                                "llm_span": "11" * 8}],
+                                "executions_without_request": ["e2" * 8]})
+    case = run.to_test_case()
+    assert case.metadata == {"reconstruction": {
+        "requests_without_execution": [{"name": "book", "call_id": "call_7", "llm_span": "11" * 8}],
+        "executions_without_request": [1]}}
+    result = ToolsErrorMetric(judge=False).measure(run)
+    found = [(f["subtype"], f["tool_name"], f["call_indices"]) for f in result.evaluation_log["detectors"]]
+    assert found == [("requested_not_executed", "book", []), ("executed_not_requested", "wipe_disk", [1])]
+    assert result.success is False
+    clean = AgentRun("ab" * 16, "cd" * 8, "agent", 1, 2, input="q", tool_calls=(ToolCall("search", {"q": "x"}),))
+    assert clean.to_test_case().metadata is None
