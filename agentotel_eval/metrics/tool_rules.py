@@ -11,7 +11,8 @@ claims = "(?i)\\b(booked|reserved)\\b"      # how a final answer claims this too
 ``args`` take the trajectory spec's matchers (``$regex``, ``$in``, ``$gt``, ``$ref`` to another tool's latest
 earlier call, ...): a call whose argument fails one is a ``parameter_error`` (subtype ``rule_violation``);
 ``requires`` makes a call with no earlier successful call of a required tool a ``sequence_error`` (subtype
-``precondition``). ``claims`` is read and checked here; the false-success rule that uses it is not built yet.
+``precondition``); ``claims`` is how an answer claims the tool's action, which ``error_handling`` checks
+(``outcome_detectors``).
 """
 
 from __future__ import annotations
