@@ -43,6 +43,7 @@ from agentotel_eval.metrics.outcome_detectors import (
     ignored_errors,
     repeated_failures,
 )
+from agentotel_eval.metrics.provenance import used_before_produced
 from agentotel_eval.metrics.tool_rules import ToolRule, rules_by_tool
 from agentotel_eval.test_case import ToolCall, ToolDefinition
 from agentotel_eval.trajectory.align import result_value, value_at
@@ -99,11 +100,13 @@ def detect(
     rules: Sequence[ToolRule] = (),
     answer: str | None = None,
     reconstruction: Mapping[str, Any] | None = None,
+    user_input: str | None = None,
 ) -> list[Finding]:
     """All findings of the selected detector ``types`` (default: all), ordered by first call index. ``rules``:
     the config's per-tool declarations (argument matchers, required earlier tools, claims); ``answer``: the
     run's final answer (what error_handling reads); ``reconstruction``: requests that never ran and calls that
-    ran unrequested, as trace reconstruction found them (``AgentRun.to_test_case``'s metadata)."""
+    ran unrequested, as trace reconstruction found them (``AgentRun.to_test_case``'s metadata); ``user_input``:
+    where an id an argument uses may first appear (provenance)."""
     wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
@@ -119,6 +122,8 @@ def detect(
             findings += _argument_rules(calls, by_tool)
         if SEQUENCE_ERROR in wanted:
             findings += _preconditions(calls, by_tool)
+    if SEQUENCE_ERROR in wanted and len(calls) > 1:
+        findings += [Finding(**freeze_evidence(f)) for f in used_before_produced(calls, user_input)]
     fails = [failed(call) for call in calls] if wanted & {REPEATED_FAILURE, RESULT_IGNORED, ERROR_HANDLING} else []
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
@@ -152,8 +157,11 @@ def could_not_run(calls: Sequence[ToolCall], available_tools: ToolsLike | None, 
                          "recorded")
     if ERROR_HANDLING in wanted and not (answer or "").strip():
         notes.append("error_handling could not run: the run's final answer is not recorded")
-    if RESULT_IGNORED in wanted and all(c.output is None and not c.error for c in calls):
-        notes.append("result_ignored could not run: no call's result or error is recorded")
+    if all(c.output is None and not c.error for c in calls):
+        if RESULT_IGNORED in wanted:
+            notes.append("result_ignored could not run: no call's result or error is recorded")
+        if SEQUENCE_ERROR in wanted and len(calls) > 1:
+            notes.append("sequence_error (provenance) could not run: no call's result is recorded")
     return notes
 
 

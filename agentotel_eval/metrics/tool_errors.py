@@ -339,8 +339,7 @@ class ToolsErrorMetric(BaseMetric):
         rules = list(tool_rules)
         self.tool_rules = (parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules)
                            else tuple(rules))
-        sequence = (SEQUENCE_ERROR,) if any(r.requires for r in self.tool_rules) else ()
-        self._detector_types = tuple(t for t in (*DETECTOR_TYPES, *sequence) if t in self.error_types)
+        self._detector_types = tuple(t for t in (*DETECTOR_TYPES, SEQUENCE_ERROR) if t in self.error_types)
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -421,7 +420,7 @@ class ToolsErrorMetric(BaseMetric):
         metadata = getattr(case, "metadata", None)
         reconstruction = metadata.get("reconstruction") if isinstance(metadata, Mapping) else None
         findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules,
-                          answer=ai_response or None,
+                          answer=ai_response or None, user_input=user_input,
                           reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None)
         unchecked = tuple(could_not_run(calls, available, types=self._detector_types, rules=self.tool_rules,
                                         answer=ai_response or None))

@@ -113,10 +113,11 @@ def test_what_the_detectors_could_not_check_is_said() -> None:
         "parameter_error could not check 2 of 2 call(s): arguments not recorded",
         "error_handling could not run: the run's final answer is not recorded",
         "result_ignored could not run: no call's result or error is recorded",
+        "sequence_error (provenance) could not run: no call's result is recorded",
     ]
     assert could_not_run([], None) == []
     result = ToolsErrorMetric(judge=False).measure(EvalTestCase(input="q", tools_called=names_only))
-    assert result.evaluation_log["could_not_run"] == notes
+    assert result.evaluation_log["could_not_run"] == notes  # the metric checks sequence_error on every run
 
 
 def test_requests_that_never_ran_and_calls_nobody_requested() -> None:

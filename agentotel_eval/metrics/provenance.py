@@ -1,0 +1,89 @@
+"""Where an argument value came from: a sequence error when a call used an id that only a later call produced.
+
+An id-like value (a token of 5 to 64 characters with letters and digits, no spaces, not a date or time: "A-1042",
+"u_7731", a UUID) in a call's arguments must have appeared before the call: in the user's input, in an earlier
+call's arguments or in an earlier result. When its first appearance is a later call's result, the call used a
+result before the call that produced it (``sequence_error``, subtype ``used_before_produced``); the finding names
+both calls and the value.
+
+A value found nowhere may have come from the system prompt or an earlier conversation, which a run's spans do not
+always hold, so it is not claimed to be wrong here. Needs results recorded (``could_not_run`` says so otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from agentotel_eval.test_case import ToolCall
+
+SEQUENCE_ERROR = "sequence_error"
+_ID_LIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9][A-Za-z0-9_\-:.]{3,62}[A-Za-z0-9]$")
+_DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$|^\d{1,2}:\d{2}(:\d{2})?$")
+_MAX_VALUES = 64  # id-like values checked per call
+
+
+def id_like(value: Any) -> bool:
+    return isinstance(value, str) and _ID_LIKE.match(value) is not None and _DATE_OR_TIME.match(value) is None
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v, depth + 1)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _contains(text: str, value: str) -> bool:
+    """``value`` as a whole token of ``text`` (not inside a longer id)."""
+    start = text.find(value)
+    while start >= 0:
+        before = text[start - 1] if start else " "
+        end = start + len(value)
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_-") and not (after.isalnum() or after in "_-"):
+            return True
+        start = text.find(value, start + 1)
+    return False
+
+
+def used_before_produced(calls: Sequence[ToolCall], user_input: str | None) -> list[dict[str, Any]]:
+    """Calls whose id-like argument values first appear in a later call's result."""
+    results = [_text(call.output) for call in calls]
+    arguments = [_text(call.input_parameters) for call in calls]
+    given = user_input or ""
+    out: list[dict[str, Any]] = []
+    for j, call in enumerate(calls):
+        values = [v for v in _strings(call.input_parameters) if id_like(v)][:_MAX_VALUES]
+        for value in dict.fromkeys(values):
+            if _contains(given, value) or any(_contains(results[k], value) or _contains(arguments[k], value)
+                                              for k in range(j)):
+                continue
+            later = next((k for k in range(j + 1, len(calls)) if _contains(results[k], value)), None)
+            if later is None:
+                continue
+            out.append({"type": SEQUENCE_ERROR, "subtype": "used_before_produced",
+                        "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j, later),
+                        "description": f"call #{j + 1} to {call.name!r} used {value!r}, which first appears in the "
+                                       f"result of call #{later + 1} ({calls[later].name}), made after it",
+                        "evidence": {"value": value, "used_by": j, "produced_by": later}})
+    return out
