@@ -68,13 +68,17 @@ def _contains(text: str, value: str) -> bool:
 
 def used_before_produced(calls: Sequence[ToolCall], user_input: str | None) -> list[dict[str, Any]]:
     """Calls whose id-like argument values first appear in a later call's result."""
+    ids = [list(dict.fromkeys(v for v in _strings(call.input_parameters) if id_like(v)))[:_MAX_VALUES]
+           for call in calls[:-1]]
+    if not any(ids):  # most runs pass no id-like value (the last call's cannot come from a later one)
+        return []
     results = [_text(call.output) for call in calls]
     arguments = [_text(call.input_parameters) for call in calls]
     given = user_input or ""
     out: list[dict[str, Any]] = []
-    for j, call in enumerate(calls):
-        values = [v for v in _strings(call.input_parameters) if id_like(v)][:_MAX_VALUES]
-        for value in dict.fromkeys(values):
+    for j, values in enumerate(ids):
+        call = calls[j]
+        for value in values:
             if _contains(given, value) or any(_contains(results[k], value) or _contains(arguments[k], value)
                                               for k in range(j)):
                 continue
