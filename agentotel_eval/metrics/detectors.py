@@ -37,6 +37,7 @@ from agentotel_eval.frozen import freeze, thaw
 from agentotel_eval.metrics.outcome_detectors import (
     ERROR_HANDLING,
     RESULT_IGNORED,
+    contradicted_results,
     failed,
     false_successes,
     freeze_evidence,
@@ -122,14 +123,17 @@ def detect(
             findings += _argument_rules(calls, by_tool)
         if SEQUENCE_ERROR in wanted:
             findings += _preconditions(calls, by_tool)
-    if SEQUENCE_ERROR in wanted and len(calls) > 1:
-        findings += [Finding(**freeze_evidence(f)) for f in used_before_produced(calls, user_input)]
+    if SEQUENCE_ERROR in wanted and calls:
+        known = _definitions_text(tools) if tools else ""
+        findings += [Finding(**freeze_evidence(f)) for f in used_before_produced(calls, user_input, known)]
     fails = [failed(call) for call in calls] if wanted & {REPEATED_FAILURE, RESULT_IGNORED, ERROR_HANDLING} else []
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
         findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls, fails)]
-    if RESULT_IGNORED in wanted and any(fails):
-        findings += [Finding(**freeze_evidence(f)) for f in ignored_errors(calls, fails)]
+    if RESULT_IGNORED in wanted:
+        if any(fails):
+            findings += [Finding(**freeze_evidence(f)) for f in ignored_errors(calls, fails)]
+        findings += [Finding(**freeze_evidence(f)) for f in contradicted_results(calls, fails, answer, user_input)]
     if ERROR_HANDLING in wanted:
         findings += [Finding(**freeze_evidence(f)) for f in false_successes(calls, fails, answer, by_tool)]
     if len(findings) > 1:
@@ -226,6 +230,13 @@ def _preconditions(calls: Sequence[ToolCall], rules: Mapping[str, ToolRule]) -> 
         if call.status != "error":
             succeeded.add(call.name)
     return out
+
+
+def _definitions_text(tools: Sequence[ToolDefinition]) -> str:
+    """The tools' descriptions and schemas as text: an id an argument takes from them (an enum, an example in a
+    description) is grounded."""
+    return "\n".join(f"{t.description or ''} {json.dumps(t.parameters, default=str) if t.parameters else ''}"
+                     for t in tools)
 
 
 def _definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | None:

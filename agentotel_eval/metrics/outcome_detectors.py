@@ -8,6 +8,8 @@ answer and the ``[[tools]]`` declarations.
   one LLM turn).
 - ``result_ignored`` (``retried_same_value``): a failed call whose error names one of its arguments (by name or by
   value), then the same tool called again, before any success, with that argument unchanged.
+- ``result_ignored`` (``answer_contradicts_result``): the final answer states a number for something a successful
+  call's result holds another number for (the answer names the result's key just before the number).
 - ``error_handling`` (``false_success``): the last attempt at an action tool failed and nothing later of it
   succeeded, yet the final answer claims the action (the tool's ``claims`` pattern, else its verb in the past
   tense: ``book_hotel`` -> "booked") with no apology or failure marker; and (``claimed_not_called``) a declared
@@ -47,6 +49,8 @@ _FAILURE_MARKERS = re.compile(
 _READ_VERBS = frozenset({"get", "search", "find", "list", "lookup", "look", "fetch", "read", "query", "check",
                          "retrieve", "calculate", "compute", "convert", "describe", "show", "view", "count", "validate",
                          "verify", "estimate", "summarize", "summarise", "translate", "parse", "load", "browse"})
+#: words that claim an action went through, whatever the action's verb
+_SUCCESS_LEXICON = re.compile(r"(?i)\b(successfully|succeeded|confirmed|all set|is done|went through|processed)\b")
 _IRREGULAR = {"send": "sent", "pay": "paid", "set": "set", "put": "put", "make": "made", "buy": "bought",
               "write": "written|wrote", "run": "ran", "begin": "begun|began", "give": "given|gave",
               "transfer": "transferred", "cancel": "cancel+ed", "submit": "submitted", "ship": "shipped",
@@ -223,6 +227,135 @@ def ignored_errors(calls: Sequence[ToolCall], fails: Sequence[bool]) -> list[dic
     return out
 
 
+_ANSWER_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d|,\d)")
+#: a currency symbol before a number, or a unit right after it: an upper-case code ("EUR", "C"), or "%"
+_UNIT_NUMBER = re.compile(r"([$€£¥])\s?(\d[\d,]*(?:\.\d+)?)|(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?(°?[A-Z]{1,3}|%)(?![A-Za-z])")
+_KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
+_WINDOW = 48  # characters before a number in which the answer names what it is
+_GENERIC_WORDS = frozenset({"the", "and", "for", "value", "data", "result", "item", "info", "number", "num", "type"})
+_MAX_LEAVES = 400
+
+
+def _parsed(result: Any) -> Any:
+    if isinstance(result, str) and result[:1] in "{[":
+        try:
+            return json.loads(result)
+        except ValueError:
+            return None
+    return result
+
+
+def _unit_numbers(text: str) -> list[tuple[int, str, float]]:
+    """Numbers written with their unit in text ("92.0 EUR", "18C", "$468", "12 %"): (position, unit, number)."""
+    found = []
+    for match in _UNIT_NUMBER.finditer(text):
+        symbol, before, after, unit = match.groups()
+        number = (before or after).replace(",", "")
+        found.append((match.start(), symbol or unit, float(number)))
+    return found
+
+
+def _numeric_leaves(value: Any, key: str = "", out: list[tuple[str, float]] | None = None,
+                    depth: int = 0) -> list[tuple[str, float]]:
+    """(the key a number sits under, the number) for every number in a result; in its text, numbers with a
+    unit count under ``unit:<unit>``."""
+    out = [] if out is None else out
+    if len(out) >= _MAX_LEAVES or depth > 8:
+        return out
+    if isinstance(value, bool):
+        return out
+    if isinstance(value, str):
+        out += [(f"unit:{unit}", number) for _, unit, number in _unit_numbers(value)]
+    elif isinstance(value, int | float):
+        out.append((key, float(value)))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _numeric_leaves(v, str(k), out, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _numeric_leaves(v, key, out, depth + 1)
+    return out
+
+
+def _key_words(key: str) -> set[str]:
+    words = {w.lower() for w in _KEY_WORDS.findall(key)}
+    return {w for w in words if len(w) >= 3 and w not in _GENERIC_WORDS}
+
+
+def _answer_numbers(answer: str) -> list[tuple[int, float]]:
+    found = []
+    for match in _ANSWER_NUMBER.finditer(answer):
+        whole = match.group(1).replace(",", "")
+        found.append((match.start(), float(whole + (match.group(2) or ""))))
+    return found
+
+
+def _named_before(window: str, words: set[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(w)}(s|es)?\b", window) for w in words)
+
+
+def _derived(stated: float, values: Sequence[float]) -> bool:
+    """Whether a stated number is a sum the answer may have computed (all of them, or two of them)."""
+    if len(values) > 12:
+        return False
+    if abs(sum(values) - stated) < 0.005:
+        return True
+    return any(abs(a + b - stated) < 0.005 for i, a in enumerate(values) for b in values[i + 1:])
+
+
+def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str | None,
+                         user_input: str | None = None) -> list[dict[str, Any]]:
+    """Numbers the final answer states for something a successful call's result gave another number for: the
+    answer names the result's key ("the refund of $468" next to ``refund_amount: 486``), states no number any
+    result or the input holds, and does not state the recorded one anywhere."""
+    if not answer or not calls:
+        return []
+    stated = _answer_numbers(answer)
+    with_units = _unit_numbers(answer)
+    if not stated and not with_units:
+        return []
+    leaves: list[tuple[int, str, float]] = []
+    for j, call in enumerate(calls):
+        if not fails[j] and call.output is not None:
+            leaves += [(j, key, number) for key, number in _numeric_leaves(_parsed(call.output)) if key]
+    if not leaves:
+        return []
+    known = {number for _, _, number in leaves} | {n for _, n in _answer_numbers(user_input or "")}
+    in_answer = {n for _, n in stated}
+    lowered = answer.lower()
+    words_of = {key: _key_words(key) for key in {key for _, key, _ in leaves}}
+    out: list[dict[str, Any]] = []
+    units = {position: f"unit:{unit}" for position, unit, _ in with_units}
+    plain = {position for position, _ in stated}
+    stated += [(position, number) for position, _, number in with_units
+               if position not in plain and position + 1 not in plain]  # "18C": no plain number there
+    for position, number in stated:
+        if number in known:
+            continue
+        unit = units.get(position) or units.get(position - 1)  # "$468": the match starts at the symbol
+        if unit is not None and any(key == unit for _, key, _ in leaves):
+            named = [(j, key, value) for j, key, value in leaves if key == unit]
+        else:
+            window = lowered[max(0, position - _WINDOW):position]
+            window = re.split(r"[.;!?]\s", window)[-1]  # the sentence the number is in
+            named = [(j, key, value) for j, key, value in leaves
+                     if not key.startswith("unit:") and _named_before(window, words_of[key])]
+        if not named or any(value in in_answer for _, _, value in named):
+            continue
+        if _derived(number, [value for _, _, value in named]):
+            continue
+        j, key, value = named[-1]
+        shown = f"{number:g}"
+        key = key.removeprefix("unit:")
+        out.append({"type": RESULT_IGNORED, "subtype": "answer_contradicts_result",
+                    "rule": "result_ignored.answer_contradicts_result", "tool_name": calls[j].name,
+                    "call_indices": (j,), "argument": key,
+                    "description": f"the final answer states {shown} for {key!r}, but call #{j + 1} "
+                                   f"({calls[j].name}) returned {key} = {value:g}",
+                    "evidence": {"stated": number, "recorded": value, "key": key, "call": j}})
+    return out
+
+
 # -- error_handling --------------------------------------------------------------------------------------------
 
 
@@ -265,6 +398,8 @@ def false_successes(calls: Sequence[ToolCall], fails: Sequence[bool], answer: st
             continue
         pattern = _claim(rules.get(tool), tool)
         match = pattern.search(answer) if pattern is not None else None
+        if match is None and pattern is not None and rules.get(tool) is None:
+            match = _SUCCESS_LEXICON.search(answer)  # an action tool's success in other words
         if match is None:
             continue
         attempts = tuple(k for k, c in enumerate(calls) if c.name == tool)

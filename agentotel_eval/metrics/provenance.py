@@ -6,8 +6,11 @@ call's arguments or in an earlier result. When its first appearance is a later c
 result before the call that produced it (``sequence_error``, subtype ``used_before_produced``); the finding names
 both calls and the value.
 
-A value found nowhere may have come from the system prompt or an earlier conversation, which a run's spans do not
-always hold, so it is not claimed to be wrong here. Needs results recorded (``could_not_run`` says so otherwise).
+A value found nowhere (not in the input, the tool definitions, any call's arguments or result) was made up: an
+``ungrounded_argument``. That finding is held to ids that cannot be the model's own vocabulary (six characters or
+more, digits mixed into capitals or two digits or more) and to runs whose input and at least one result are
+recorded; an id given only in a system prompt the spans did not record as the run's input would be reported.
+Needs results recorded (``could_not_run`` says so otherwise).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from agentotel_eval.test_case import ToolCall
 
 SEQUENCE_ERROR = "sequence_error"
-_ID_LIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9][A-Za-z0-9_\-:.]{3,62}[A-Za-z0-9]$")
+_ID_LIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)#?[A-Za-z0-9][A-Za-z0-9_\-:.]{3,62}[A-Za-z0-9]$")
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$|^\d{1,2}:\d{2}(:\d{2})?$")
 _MAX_VALUES = 64  # id-like values checked per call
 
@@ -66,15 +69,27 @@ def _contains(text: str, value: str) -> bool:
     return False
 
 
-def used_before_produced(calls: Sequence[ToolCall], user_input: str | None) -> list[dict[str, Any]]:
-    """Calls whose id-like argument values first appear in a later call's result."""
+def _grounding_candidate(value: str) -> bool:
+    """An id whose every appearance can be trusted to be a copy: long, and mixing digits into capitals or
+    carrying two digits or more ("EHGLP3", "u_7731"); short or lowercase-word-like values ("gpt-4o", "utf-8")
+    are the model's own vocabulary."""
+    digits = sum(ch.isdigit() for ch in value)
+    return len(value) >= 6 and (digits >= 2 or (digits >= 1 and any(ch.isupper() for ch in value)))
+
+
+def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
+                         known_text: str = "") -> list[dict[str, Any]]:
+    """Calls whose id-like argument values first appear in a later call's result (``used_before_produced``) or
+    nowhere at all (``ungrounded_argument``: not in the user's input, the tool definitions ``known_text``, an
+    earlier call's arguments or result, nor a later result). The second needs the input recorded."""
     ids = [list(dict.fromkeys(v for v in _strings(call.input_parameters) if id_like(v)))[:_MAX_VALUES]
-           for call in calls[:-1]]
-    if not any(ids):  # most runs pass no id-like value (the last call's cannot come from a later one)
+           for call in calls]
+    if not any(ids):  # most runs pass no id-like value
         return []
     results = [_text(call.output) for call in calls]
     arguments = [_text(call.input_parameters) for call in calls]
     given = user_input or ""
+    grounding = bool(given.strip()) and any(call.output is not None or call.error for call in calls)
     out: list[dict[str, Any]] = []
     for j, values in enumerate(ids):
         call = calls[j]
@@ -83,11 +98,18 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None) -> l
                                               for k in range(j)):
                 continue
             later = next((k for k in range(j + 1, len(calls)) if _contains(results[k], value)), None)
-            if later is None:
-                continue
-            out.append({"type": SEQUENCE_ERROR, "subtype": "used_before_produced",
-                        "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j, later),
-                        "description": f"call #{j + 1} to {call.name!r} used {value!r}, which first appears in the "
-                                       f"result of call #{later + 1} ({calls[later].name}), made after it",
-                        "evidence": {"value": value, "used_by": j, "produced_by": later}})
+            if later is not None:
+                out.append({"type": SEQUENCE_ERROR, "subtype": "used_before_produced",
+                            "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j, later),
+                            "description": f"call #{j + 1} to {call.name!r} used {value!r}, which first appears in "
+                                           f"the result of call #{later + 1} ({calls[later].name}), made after it",
+                            "evidence": {"value": value, "used_by": j, "produced_by": later}})
+            elif grounding and _grounding_candidate(value) and not _contains(known_text, value) \
+                    and not _contains(_text(call.error), value):
+                out.append({"type": SEQUENCE_ERROR, "subtype": "ungrounded_argument",
+                            "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j,),
+                            "description": f"call #{j + 1} to {call.name!r} used {value!r}, which appears nowhere "
+                                           "before it: not in the user's input, the tool definitions, nor any "
+                                           "earlier call or result",
+                            "evidence": {"value": value, "used_by": j}})
     return out

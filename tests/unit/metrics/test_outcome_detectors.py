@@ -140,3 +140,39 @@ def test_requests_that_never_ran_and_calls_nobody_requested() -> None:
     assert result.success is False
     clean = AgentRun("ab" * 16, "cd" * 8, "agent", 1, 2, input="q", tool_calls=(ToolCall("search", {"q": "x"}),))
     assert clean.to_test_case().metadata is None
+
+
+def test_an_answer_that_states_another_number_than_the_result() -> None:
+    refund = ToolCall("cancel_reservation", {"reservation_id": "AB12CD"},
+                      output={"status": "cancelled", "refund_amount": 468, "currency": "USD"})
+    assert detect([refund], answer="Cancelled: the refund of $468 is on its way.") == []
+    (found,) = detect([refund], answer="Cancelled: the refund of $486 is on its way.")
+    assert (found.type, found.subtype, found.argument) == ("result_ignored", "answer_contradicts_result",
+                                                           "refund_amount")
+    assert found.to_dict()["evidence"] == {"stated": 486.0, "recorded": 468.0, "key": "refund_amount", "call": 0}
+    # a number the answer computed from the results (a total), or one the user gave, is not a contradiction
+    prices = [ToolCall("search", {"q": "x"}, output=[{"price": 120}, {"price": 80}])]
+    assert detect(prices, answer="Both come to a price of 200 in total.") == []
+    assert detect([refund], answer="Your refund: 500, as you asked.", user_input="refund me 500",
+                  types=["result_ignored"]) == []
+    # a failed call's numbers are not what the answer reports
+    failed_refund = dataclasses.replace(refund, status="error", error="refund_amount 468 exceeds the limit")
+    assert [f.subtype for f in detect([failed_refund], answer="The refund amount is 486, sorry it failed.")] == []
+
+
+def test_a_real_run_with_its_answer_changed_to_contradict_a_result() -> None:
+    run = _run("langchain__openinference__parallel")  # ... convert_currency -> "92.0 EUR"; "100 USD is 92 EUR."
+    assert run.output and detect(run.tool_calls, answer=run.output, user_input=run.input) == []
+    changed = run.output.replace("92 EUR", "95 EUR")
+    (found,) = detect(run.tool_calls, answer=changed, user_input=run.input)
+    assert (found.subtype, found.tool_name) == ("answer_contradicts_result", "convert_currency")
+    assert found.to_dict()["evidence"]["stated"] == 95.0 and found.to_dict()["evidence"]["recorded"] == 92.0
+
+
+def test_success_in_other_words_is_a_claim_for_an_action() -> None:
+    calls = [fail("update_address", "Address service unavailable", street="Main St 1")]
+    assert kinds(detect(calls, answer="Your address change went through successfully.")) == [
+        ("error_handling", "false_success", (0,))]
+    assert detect(calls, answer="Sorry, I could not update the address.") == []
+    lookups = [fail("get_address", "Address service unavailable")]
+    assert detect(lookups, answer="Done successfully.") == []  # a read performs no action to claim

@@ -3,6 +3,8 @@ sequence error."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from agentotel_eval import ToolCall
 from agentotel_eval.metrics.detectors import SEQUENCE_ERROR, could_not_run, detect
 from agentotel_eval.metrics.provenance import id_like
@@ -35,3 +37,43 @@ def test_without_recorded_results_provenance_says_it_could_not_run() -> None:
     assert detect(calls, types=[SEQUENCE_ERROR]) == []
     assert "sequence_error (provenance) could not run: no call's result is recorded" in could_not_run(
         calls, None, types=[SEQUENCE_ERROR])
+
+
+def test_an_id_found_nowhere_is_an_ungrounded_argument() -> None:
+    listed = ToolCall("list_orders", {"user": "me"}, output=[{"id": "ORD-9931"}])
+    made_up = ToolCall("get_order", {"order_id": "ORD-7777"}, output={"error": "no such order"})
+    (finding,) = detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?")
+    assert (finding.subtype, finding.call_indices) == ("ungrounded_argument", (1,))
+    assert finding.to_dict()["evidence"] == {"value": "ORD-7777", "used_by": 1}
+    question = "Where is my latest order?"
+    # grounded by the input, by an earlier result, or by the tool's own definition (an example in its description)
+    assert detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Is ORD-7777 shipped?") == []
+    real = ToolCall("get_order", {"order_id": "ORD-9931"}, output={"status": "shipped"})
+    assert detect([listed, real], types=[SEQUENCE_ERROR], user_input=question) == []
+    documented = [{"name": "get_order", "description": "Look an order up, e.g. ORD-7777.",
+                   "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}]
+    assert detect([listed, made_up], documented, types=[SEQUENCE_ERROR], user_input=question) == []
+    # the model's own vocabulary is no id; without the input recorded nothing can be said
+    model = ToolCall("summarise", {"model": "gpt-4o", "encoding": "utf-8"}, output="ok")
+    assert detect([listed, model], types=[SEQUENCE_ERROR], user_input=question) == []
+    assert detect([listed, made_up], types=[SEQUENCE_ERROR], user_input=None) == []
+
+
+def test_a_real_run_with_an_argument_changed() -> None:
+    """A real sequence of calls (flight search, weather, hotel booking): clean as recorded; an argument changed
+    to the booking's id (its result, made later) or to an id found nowhere is a sequence error."""
+    from agentotel_eval.reconstruct import reconstruct
+    from tests.fixture_traces import fixtures
+
+    (fx,) = [f for f in fixtures() if f.name == "openai-agents__openinference__sequence"]
+    (run,) = reconstruct(fx.spans(), fx.logs())
+    calls = list(run.tool_calls)
+    assert [c.name for c in calls] == ["search_flights", "get_weather", "book_hotel"]
+    assert detect(calls, types=[SEQUENCE_ERROR], user_input=run.input) == []
+    booking = str(calls[2].output)
+    early = [calls[0], dataclasses.replace(calls[1], input_parameters={"city": booking}), calls[2]]
+    assert [(f.subtype, f.call_indices) for f in detect(early, types=[SEQUENCE_ERROR], user_input=run.input)] == [
+        ("used_before_produced", (1, 2))]
+    invented = [calls[0], dataclasses.replace(calls[1], input_parameters={"city": "HTL-PARIS-9"}), calls[2]]
+    assert [(f.subtype, f.call_indices) for f in detect(invented, types=[SEQUENCE_ERROR], user_input=run.input)] == [
+        ("ungrounded_argument", (1,))]
