@@ -6,6 +6,9 @@ at ingest, and the LLM judge receives their findings as evidence.
 - ``invalid_function``: a called tool that is not among the available tools, when those are known.
 - ``parameter_error``: arguments that fail the tool's JSON Schema, by subtype (``SCHEMA_SUBTYPES``: missing
   required, unexpected parameter, wrong type, value not allowed, bad format, pattern, out of range).
+  A key the schema's ``properties`` do not name is an unexpected parameter even when the schema does not say
+  ``additionalProperties: false`` (it is no parameter of the function behind the tool); a schema that allows
+  other keys explicitly (``additionalProperties`` given, ``patternProperties``) is followed as written.
   Numbers follow JSON Schema: an int is a valid "number", and 100.0 IS a valid "integer" (drafts 6 and later
   define integers by value, not by spelling; frameworks routinely turn the model's 100 into 100.0).
   Arguments that are not an object where the schema wants one are an error; arguments never recorded (a
@@ -326,6 +329,15 @@ def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) ->
                                evidence=freeze({"arguments": _preview(call.raw_arguments)})))
             continue
         frozen = freeze(schema)
+        declared = _declared(frozen)
+        if declared is not None and isinstance(instance, Mapping):
+            for key in [k for k in instance if k not in declared][:MAX_SCHEMA_ERRORS_PER_CALL]:
+                out.append(Finding(
+                    PARAMETER_ERROR, f"call #{index + 1} to {call.name!r}: unexpected argument {key!r} (the tool's "
+                                     f"schema declares {', '.join(sorted(declared)) or 'no parameter'})",
+                    call.name, (index,), argument=str(key), subtype="unexpected_param",
+                    rule="parameter_error.undeclared",
+                    evidence=freeze({"value": _preview(instance[key]), "declared": sorted(declared)})))
         quick = _quick_check(frozen)
         if quick is not None and quick(instance):
             continue  # conforms (the common case): no need for the full validator
@@ -360,6 +372,20 @@ def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) ->
                 (index,),
             ))
     return out
+
+
+@lru_cache(maxsize=1024)
+def _declared(schema: Any) -> frozenset[str] | None:
+    """The parameter names an object schema declares when it says nothing of others: a key it does not name is
+    no parameter of the tool (JSON Schema would let it pass; the function behind the tool would not take it).
+    None when the schema allows other keys explicitly (``additionalProperties`` given, ``patternProperties``)."""
+    if not isinstance(schema, Mapping) or "additionalProperties" in schema or "patternProperties" in schema \
+            or "unevaluatedProperties" in schema:
+        return None
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or schema.get("type", "object") != "object":
+        return None
+    return frozenset(str(k) for k in properties)
 
 
 #: a JSON Schema keyword that failed -> the kind of parameter error it is (BFCL's checker tells these apart)

@@ -8,8 +8,8 @@ both calls and the value.
 
 A value found nowhere (not in the input, the tool definitions, any call's arguments or result) was made up: an
 ``ungrounded_argument``. That finding is held to ids that cannot be the model's own vocabulary (six characters or
-more, digits mixed into capitals or two digits or more) and to runs whose input and at least one result are
-recorded; an id given only in a system prompt the spans did not record as the run's input would be reported.
+more, digits mixed into capitals or two digits or more) and to calls whose run input and every earlier result
+are recorded; an id given only in a system prompt the spans did not record as the run's input would be reported.
 Needs results recorded (``could_not_run`` says so otherwise).
 """
 
@@ -29,7 +29,16 @@ _MAX_VALUES = 64  # id-like values checked per call
 
 
 def id_like(value: Any) -> bool:
-    return isinstance(value, str) and _ID_LIKE.match(value) is not None and _DATE_OR_TIME.match(value) is None
+    return isinstance(value, str) and _ID_LIKE.match(value) is not None and _DATE_OR_TIME.match(value) is None \
+        and not _is_number(value)
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)  # "1.257e-06": a number written as a string
+    except ValueError:
+        return False
+    return True
 
 
 def _strings(value: Any, depth: int = 0) -> Iterator[str]:
@@ -89,7 +98,10 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
     results = [_text(call.output) for call in calls]
     arguments = [_text(call.input_parameters) for call in calls]
     given = user_input or ""
-    grounding = bool(given.strip()) and any(call.output is not None or call.error for call in calls)
+    # a call's ids can be said to come from nowhere only when everything before it is on record: the input,
+    # and every earlier call's result or error
+    recorded = [call.output is not None or bool(call.error) for call in calls]
+    grounding = bool(given.strip())
     out: list[dict[str, Any]] = []
     for j, values in enumerate(ids):
         call = calls[j]
@@ -104,7 +116,7 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
                             "description": f"call #{j + 1} to {call.name!r} used {value!r}, which first appears in "
                                            f"the result of call #{later + 1} ({calls[later].name}), made after it",
                             "evidence": {"value": value, "used_by": j, "produced_by": later}})
-            elif grounding and _grounding_candidate(value) and not _contains(known_text, value) \
+            elif grounding and all(recorded[:j]) and _grounding_candidate(value) and not _contains(known_text, value) \
                     and not _contains(_text(call.error), value):
                 out.append({"type": SEQUENCE_ERROR, "subtype": "ungrounded_argument",
                             "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j,),

@@ -294,3 +294,21 @@ def test_the_quick_check_leaves_other_shapes_to_jsonschema():
         {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}},
     ):
         assert _quick_check(freeze(schema)) is None
+
+
+def test_a_key_the_schema_does_not_name_is_unexpected_unless_other_keys_are_allowed():
+    """BFCL's checker counts an argument the function does not declare as an error; JSON Schema lets it pass
+    when ``additionalProperties`` is not given, so the detectors read the declared names."""
+    def found(schema, arguments):
+        tool = {"name": "f", "parameters": schema}
+        return [(f.subtype, f.argument, f.rule) for f in detect([ToolCall("f", arguments)], [tool],
+                                                                types=[PARAMETER_ERROR])]
+
+    open_by_silence = {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert found(open_by_silence, {"city": "Oslo"}) == []
+    assert found(open_by_silence, {"city": "Oslo", "verbose": True}) == [
+        ("unexpected_param", "verbose", "parameter_error.undeclared")]
+    assert found({"type": "object", "properties": {}}, {"x": 1}) == [("unexpected_param", "x",
+                                                                      "parameter_error.undeclared")]
+    assert found({**open_by_silence, "additionalProperties": True}, {"city": "Oslo", "verbose": True}) == []
+    assert found({**open_by_silence, "patternProperties": {"^x-": {}}}, {"city": "Oslo", "x-a": 1}) == []

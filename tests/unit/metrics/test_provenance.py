@@ -77,3 +77,12 @@ def test_a_real_run_with_an_argument_changed() -> None:
     invented = [calls[0], dataclasses.replace(calls[1], input_parameters={"city": "HTL-PARIS-9"}), calls[2]]
     assert [(f.subtype, f.call_indices) for f in detect(invented, types=[SEQUENCE_ERROR], user_input=run.input)] == [
         ("ungrounded_argument", (1,))]
+
+
+def test_numbers_written_as_strings_are_no_ids_and_unrecorded_results_stop_the_search() -> None:
+    assert not id_like("1.257e-06") and not id_like("12e5")
+    unknown = ToolCall("list_orders", {"user": "me"})  # its result is not on record: it may have given the id
+    used = ToolCall("get_order", {"order_id": "ORD-7777"}, output={"status": "shipped"})
+    assert detect([unknown, used], types=[SEQUENCE_ERROR], user_input="Where is my order?") == []
+    assert [f.subtype for f in detect([used], types=[SEQUENCE_ERROR], user_input="Where is my order?")] == [
+        "ungrounded_argument"]
