@@ -285,8 +285,27 @@ def _invalid_functions(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -
     return out
 
 
+def _not_offered_on_turn(calls: Sequence[ToolCall], by_turn: Mapping[str, Any]) -> list[Finding]:
+    """Calls of a tool the run offers on some turn but not on the turn whose LLM output requested the call."""
+    everywhere = {name for names in by_turn.values() for name in names}
+    out = []
+    for index, call in enumerate(calls):
+        offered = by_turn.get(call.llm_turn) if call.llm_turn is not None else None
+        if offered is None or call.name in offered or call.name not in everywhere:
+            continue  # unknown turn, offered, or offered on no turn (not_offered says so)
+        out.append(Finding(
+            INVALID_FUNCTION, f"call #{index + 1} invokes {call.name!r}, which the turn that requested it did not "
+            f"offer (that turn offered: {', '.join(list(offered)[:20]) or 'none'})", call.name, (index,),
+            subtype="not_offered_on_turn", rule="invalid_function.not_offered_on_turn",
+            evidence=freeze({"called": call.name, "turn": call.llm_turn, "offered": list(offered)[:20]})))
+    return out
+
+
 def _unmatched_calls(calls: Sequence[ToolCall], reconstruction: Mapping[str, Any]) -> list[Finding]:
     out = []
+    by_turn = reconstruction.get("offered_by_turn")
+    if isinstance(by_turn, Mapping) and by_turn:
+        out += _not_offered_on_turn(calls, by_turn)
     for request in reconstruction.get("requests_without_execution") or ():
         name = str(request.get("name") or "?")
         out.append(Finding(

@@ -36,6 +36,7 @@ from agentotel_eval.reconstruct.run_fields import (
     agent_name_of,
     expected_tools_of,
     expected_trajectory_of,
+    offered_by_turn,
     offered_definitions,
     run_input_of,
     run_output_of,
@@ -260,6 +261,10 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
 
     diagnostics = run_diagnostics(scope, ctx, executions, calls, tool_calls, dropped, handoff_requests,
                                   plumbing.names)
+    if len(llm_spans) > 1:
+        by_turn = offered_by_turn(llm_spans, ctx)
+        if by_turn:
+            diagnostics["offered_by_turn"] = by_turn
     agent_name = agent_name_of(scope, llm_spans, tool_spans, ctx)
     run_input, input_source = run_input_of(chain, llm_spans, ctx)
     run_output, output_source = run_output_of(chain, llm_spans, ctx)

@@ -78,8 +78,9 @@ class AgentRun:
         )
 
     def _unmatched(self) -> dict[str, Any]:
-        """Calls the model requested that never ran, and calls that ran with no request (by call index): what the
-        invalid_function detector reads beside the calls."""
+        """Calls the model requested that never ran, calls that ran with no request (by call index), and the tools
+        each LLM turn offered when that changed between turns: what the invalid_function detector reads beside the
+        calls."""
         diagnostics = self.diagnostics or {}
         out: dict[str, Any] = {}
         requested = diagnostics.get("requests_without_execution")
@@ -88,4 +89,7 @@ class AgentRun:
         lonely = set(diagnostics.get("executions_without_request") or ())
         if lonely:
             out["executions_without_request"] = [j for j, c in enumerate(self.tool_calls) if c.span_id in lonely]
+        by_turn = diagnostics.get("offered_by_turn")
+        if by_turn:
+            out["offered_by_turn"] = {turn: list(names) for turn, names in by_turn.items()}
         return {"reconstruction": out} if out else {}

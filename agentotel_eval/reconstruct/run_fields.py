@@ -84,6 +84,18 @@ def offered_definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRec
     return list(merged.values())
 
 
+def offered_by_turn(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> dict[str, tuple[str, ...]]:
+    """The tool names each LLM turn offered, by LLM span id, when turns offered different sets (tools added or
+    withdrawn between turns); empty when every turn that records its tools offered the same ones."""
+    offered: dict[str, tuple[str, ...]] = {}
+    for span in llm_spans:
+        declared = _declared(span, ctx, "tools")
+        found = definitions_from_list(_tool_list(declared)) if declared is not None else read_definitions(span)
+        if found:
+            offered[span.span_id] = tuple(sorted({d.name for d in found}))
+    return offered if len(set(offered.values())) > 1 else {}
+
+
 def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Sequence[SpanRecord],
                   ctx: TraceContext) -> str | None:
     chain = scope.chain
