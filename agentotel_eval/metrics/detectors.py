@@ -133,12 +133,18 @@ def detect(
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
         findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls, fails)]
+    claimed = false_successes(calls, fails, answer, by_tool) if ERROR_HANDLING in wanted or RESULT_IGNORED in wanted \
+        else []
     if RESULT_IGNORED in wanted:
         if any(fails):
             findings += [Finding(**freeze_evidence(f)) for f in ignored_errors(calls, fails)]
-        findings += [Finding(**freeze_evidence(f)) for f in contradicted_results(calls, fails, answer, user_input)]
+        if not any(f["subtype"] == "false_success" for f in claimed):
+            # an answer claiming a failed action reports that action's (unrecorded) outcome: its numbers are part
+            # of the false success, not contradictions of the results on record
+            findings += [Finding(**freeze_evidence(f)) for f in contradicted_results(calls, fails, answer,
+                                                                                     user_input)]
     if ERROR_HANDLING in wanted:
-        findings += [Finding(**freeze_evidence(f)) for f in false_successes(calls, fails, answer, by_tool)]
+        findings += [Finding(**freeze_evidence(f)) for f in claimed]
     if len(findings) > 1:
         findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, _ORDER.index(f.type)))
     return findings

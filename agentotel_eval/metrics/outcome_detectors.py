@@ -50,7 +50,8 @@ _READ_VERBS = frozenset({"get", "search", "find", "list", "lookup", "look", "fet
                          "retrieve", "calculate", "compute", "convert", "describe", "show", "view", "count", "validate",
                          "verify", "estimate", "summarize", "summarise", "translate", "parse", "load", "browse"})
 #: words that claim an action went through, whatever the action's verb
-_SUCCESS_LEXICON = re.compile(r"(?i)\b(successfully|succeeded|confirmed|all set|is done|went through|processed)\b")
+_SUCCESS_LEXICON = re.compile(r"(?i)\b(successfully|succeeded|confirmed|all set|done|went through|processed|"
+                              r"(has|have) been|is now)\b")
 _IRREGULAR = {"send": "sent", "pay": "paid", "set": "set", "put": "put", "make": "made", "buy": "bought",
               "write": "written|wrote", "run": "ran", "begin": "begun|began", "give": "given|gave",
               "transfer": "transferred", "cancel": "cancel+ed", "submit": "submitted", "ship": "shipped",
@@ -290,17 +291,25 @@ def _answer_numbers(answer: str) -> list[tuple[int, float]]:
     return found
 
 
+def _norm(number: float) -> float:
+    """A number as an answer would write it: sign aside, to the cent (results carry float noise: 0.35000000000000003)."""
+    return round(abs(number), 2)
+
+
 def _named_before(window: str, words: set[str]) -> bool:
     return any(re.search(rf"\b{re.escape(w)}(s|es)?\b", window) for w in words)
 
 
 def _derived(stated: float, values: Sequence[float]) -> bool:
-    """Whether a stated number is a sum the answer may have computed (all of them, or two of them)."""
-    if len(values) > 12:
+    """Whether a stated number is one the answer may have computed: the sum of all, or the sum or difference of
+    two of them (a total, a price difference)."""
+    if len(values) > 64:
         return False
-    if abs(sum(values) - stated) < 0.005:
+    target = abs(stated)
+    if abs(abs(sum(values)) - target) < 0.005:
         return True
-    return any(abs(a + b - stated) < 0.005 for i, a in enumerate(values) for b in values[i + 1:])
+    return any(abs(abs(a + b) - target) < 0.005 or abs(abs(a - b) - target) < 0.005
+               for i, a in enumerate(values) for b in values[i + 1:])
 
 
 def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str | None,
@@ -320,8 +329,17 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
             leaves += [(j, key, number) for key, number in _numeric_leaves(_parsed(call.output)) if key]
     if not leaves:
         return []
-    known = {number for _, _, number in leaves} | {n for _, n in _answer_numbers(user_input or "")}
-    in_answer = {n for _, n in stated}
+    # numbers on record anywhere (results, the agent's own arguments, the input), signs aside: a refund of 414
+    # is the -414 a payment history holds
+    texts = [user_input or ""]
+    for j, call in enumerate(calls):
+        texts.append(_args_text(call))
+        if not fails[j] and call.output is not None:
+            texts.append(call.output if isinstance(call.output, str) else json.dumps(call.output, default=str))
+    known = {_norm(number) for _, _, number in leaves}
+    for text in texts:
+        known.update(_norm(n) for _, n in _answer_numbers(text))
+    in_answer = {_norm(n) for _, n in stated}
     lowered = answer.lower()
     words_of = {key: _key_words(key) for key in {key for _, key, _ in leaves}}
     out: list[dict[str, Any]] = []
@@ -330,7 +348,7 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
     stated += [(position, number) for position, _, number in with_units
                if position not in plain and position + 1 not in plain]  # "18C": no plain number there
     for position, number in stated:
-        if number in known:
+        if _norm(number) in known:
             continue
         unit = units.get(position) or units.get(position - 1)  # "$468": the match starts at the symbol
         if unit is not None and any(key == unit for _, key, _ in leaves):
@@ -340,7 +358,7 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
             window = re.split(r"[.;!?]\s", window)[-1]  # the sentence the number is in
             named = [(j, key, value) for j, key, value in leaves
                      if not key.startswith("unit:") and _named_before(window, words_of[key])]
-        if not named or any(value in in_answer for _, _, value in named):
+        if not named or any(_norm(value) in in_answer for _, _, value in named):
             continue
         if _derived(number, [value for _, _, value in named]):
             continue

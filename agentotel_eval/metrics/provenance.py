@@ -1,7 +1,7 @@
 """Where an argument value came from: a sequence error when a call used an id that only a later call produced.
 
 An id-like value (a token of 5 to 64 characters with letters and digits, no spaces, not a date or time: "A-1042",
-"u_7731", a UUID) in a call's arguments must have appeared before the call: in the user's input, in an earlier
+"u_7731", a UUID; or seven digits or more written as a string: "1656367028") in a call's arguments must have appeared before the call: in the user's input, in an earlier
 call's arguments or in an earlier result. When its first appearance is a later call's result, the call used a
 result before the call that produced it (``sequence_error``, subtype ``used_before_produced``); the finding names
 both calls and the value.
@@ -24,13 +24,19 @@ from agentotel_eval.test_case import ToolCall
 
 SEQUENCE_ERROR = "sequence_error"
 _ID_LIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)#?[A-Za-z0-9][A-Za-z0-9_\-:.]{3,62}[A-Za-z0-9]$")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3})")
+_DIGITS_ID = re.compile(r"^\d{7,20}$")
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$|^\d{1,2}:\d{2}(:\d{2})?$")
 _MAX_VALUES = 64  # id-like values checked per call
 
 
 def id_like(value: Any) -> bool:
-    return isinstance(value, str) and _ID_LIKE.match(value) is not None and _DATE_OR_TIME.match(value) is None \
-        and not _is_number(value)
+    if not isinstance(value, str):
+        return False
+    if _DIGITS_ID.match(value) is not None:
+        # a long run of digits passed as text is an identifier by intent ("1656367028"); a round one a quantity
+        return not value.endswith("000")
+    return _ID_LIKE.match(value) is not None and _DATE_OR_TIME.match(value) is None and not _is_number(value)
 
 
 def _is_number(value: str) -> bool:
@@ -98,6 +104,8 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
     results = [_text(call.output) for call in calls]
     arguments = [_text(call.input_parameters) for call in calls]
     given = user_input or ""
+    if "," in given:
+        given += "\n" + _THOUSANDS.sub("", given)  # "$10,000,000" holds the id-like "10000000" too
     # a call's ids can be said to come from nowhere only when everything before it is on record: the input,
     # and every earlier call's result or error
     recorded = [call.output is not None or bool(call.error) for call in calls]
@@ -116,8 +124,7 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
                             "description": f"call #{j + 1} to {call.name!r} used {value!r}, which first appears in "
                                            f"the result of call #{later + 1} ({calls[later].name}), made after it",
                             "evidence": {"value": value, "used_by": j, "produced_by": later}})
-            elif grounding and all(recorded[:j]) and _grounding_candidate(value) and not _contains(known_text, value) \
-                    and not _contains(_text(call.error), value):
+            elif grounding and all(recorded[:j]) and _grounding_candidate(value) and not _contains(known_text, value):
                 out.append({"type": SEQUENCE_ERROR, "subtype": "ungrounded_argument",
                             "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j,),
                             "description": f"call #{j + 1} to {call.name!r} used {value!r}, which appears nowhere "

@@ -176,3 +176,20 @@ def test_success_in_other_words_is_a_claim_for_an_action() -> None:
     assert detect(calls, answer="Sorry, I could not update the address.") == []
     lookups = [fail("get_address", "Address service unavailable")]
     assert detect(lookups, answer="Done successfully.") == []  # a read performs no action to claim
+
+
+def test_numbers_match_as_an_answer_writes_them_and_one_false_success_is_one_finding() -> None:
+    history = ToolCall("update_order", {"order_id": "W1"},
+                       output={"payment_history": [{"amount": 120.0}, {"amount": -0.35000000000000003}]})
+    # a refund of the -0.35 on record, written to the cent and without its sign: no contradiction
+    assert detect([history], answer="Your order W1 is updated; a refund of amount $0.35 is on its way.",
+                  types=["result_ignored"]) == []
+    prices = [ToolCall("get_product", {"id": "P1"}, output={"variants": [{"price": 153.23}, {"price": 148.15}]})]
+    assert detect(prices, answer="The price difference is $5.08.", types=["result_ignored"]) == []
+    # the amounts of an action that failed belong to the false success the answer claims, found once
+    failed_update = ToolCall("exchange_items", {"order_id": "W1"}, status="error", error="Order not found")
+    found = detect([*prices, failed_update], answer="Done: exchanged, the price difference of $9.99 is charged.")
+    assert [(f.type, f.subtype) for f in found] == [("error_handling", "false_success")]
+    assert [f.evidence["claim"] for f in found if f.evidence] == ["exchanged"]  # the verb before the lexicon
+    done = detect([failed_update], answer="Done: the price difference of $9.99 is charged.")
+    assert [f.evidence["claim"] for f in done if f.evidence] == ["Done"]

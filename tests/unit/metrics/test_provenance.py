@@ -12,6 +12,7 @@ from agentotel_eval.metrics.provenance import id_like
 
 def test_what_counts_as_an_id() -> None:
     assert all(id_like(v) for v in ("A-1042", "u_7731", "3f2a9c1e-77d0-4b8e-9a61-0c5a8a3a4b11", "ORD2026X", "H-12x"))
+    assert id_like("1656367028") and not id_like(1656367028) and not id_like("50000000")
     assert not any(id_like(v) for v in ("Paris", "12345", "2026-12-03", "2026-12-03T10:00:00Z", "10:30", "a b1",
                                         "x1", 42, None))
 
