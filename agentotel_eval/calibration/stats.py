@@ -54,7 +54,10 @@ class TypeFigures:
 
     @property
     def status(self) -> str:
-        return "gated" if self.passes_gate else "experimental"
+        """``gated`` (passes the gate), ``experimental`` (misses it), or ``no positives`` (nothing to measure)."""
+        if self.passes_gate:
+            return "gated"
+        return "no positives" if self.positives == 0 else "experimental"
 
 
 def wilson(successes: int, total: int) -> Interval | None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from agentotel_eval.cli import (
+    calibrate,
     compare,
     demo,
     eval_cases,
@@ -49,6 +50,7 @@ COMMANDS: dict[str, tuple[Command, str]] = {
                                                   "trajectory specs (a dataset file)"),
     "rescore": (rescore, "re-score stored runs with the current expectations and code"),
     "compare": (compare, "compare the scores of two versions; exit 1 on a regression"),
+    "calibrate": (calibrate, "measure the tool-error detectors (and the judge) on labelled suites"),
 }
 
 
