@@ -491,6 +491,15 @@ def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[st
                     for row in _rows(read("SELECT run_span_id, status, reason, details FROM evaluations WHERE "
                                           "trace_id = ? AND metric = 'trajectory' AND status IN ('ok', 'error')",
                                           [trace_id]))}
+    # the detectors' findings as scored (the judge's evaluation carries them too, under the same keys)
+    tool_errors: dict[str, dict[str, Any]] = {}
+    for row in _rows(read("SELECT run_span_id, metric, details FROM evaluations WHERE trace_id = ? AND metric IN "
+                          "('tool_errors_detectors', 'tool_errors') AND status = 'ok' ORDER BY metric DESC",
+                          [trace_id])):
+        details = _parsed(row["details"])
+        if isinstance(details, dict) and row["run_span_id"] not in tool_errors:
+            tool_errors[row["run_span_id"]] = {"detectors": details.get("detectors") or [],
+                                               "could_not_run": details.get("could_not_run") or []}
     by_run: dict[str, list[dict[str, Any]]] = {}
     for call in calls:
         by_run.setdefault(call["run_span_id"], []).append({
@@ -500,7 +509,7 @@ def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[st
         })
     records = [{**row, "trace_id": trace_id, "handoffs": _parsed(row["handoffs"]) or [],
                 "diagnostics": _parsed(row["diagnostics"]) or {}, "calls": by_run.get(row["span_id"], []),
-                "trajectory": trajectories.get(row["span_id"])}
+                "trajectory": trajectories.get(row["span_id"]), "tool_errors": tool_errors.get(row["span_id"])}
                for row in runs]
     return records, {s["span_id"]: s["name"] for s in spans}
 

@@ -55,6 +55,7 @@ class EvaluationRow(NamedTuple):
     reason: str
     findings: list[tuple[Any, Any]] | None  # the judge's errors: (type, description)
     source: str
+    unchecked: list[str]  # what the detectors could not check for lack of recorded data
 
 
 class SpanRow(NamedTuple):
@@ -154,13 +155,14 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
     for e in detail.evaluations:
         details: dict[str, Any] = e["details"] if isinstance(e.get("details"), dict) else {}
         errors = details.get("errors") or []
-        findings = ([(or_blank(x.get("type")), or_blank(x.get("description"))) for x in errors if isinstance(x, dict)]
-                    if errors else None)
+        findings = ([(or_blank("/".join(filter(None, (x.get("type"), x.get("subtype"))))),
+                      or_blank(x.get("description"))) for x in errors if isinstance(x, dict)] if errors else None)
+        unchecked = [str(note) for note in details.get("could_not_run") or () if note]
         rows.append(EvaluationRow(
             e["metric"], e.get("model") or None, f"${float(e['cost_usd']):.5f}" if e.get("cost_usd") else "",
             fmt_score(e.get("score")), fmt_score(e.get("threshold")),
             ("pass" if e.get("success") else "fail") if e.get("status") == "ok" else e.get("status") or "",
-            or_blank(e.get("reason")), findings, or_blank(e.get("source"))))
+            or_blank(e.get("reason")), findings, or_blank(e.get("source")), unchecked))
     return rows
 
 

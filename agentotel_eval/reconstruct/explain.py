@@ -30,7 +30,16 @@ def run_record(run: AgentRun) -> dict[str, Any]:
                    "span_id": c.span_id, "sources": dict(c.sources or {})} for c in run.tool_calls],
         "diagnostics": run.diagnostics,
         "trajectory": _trajectory(run),
+        "tool_errors": _tool_errors(run),
     }
+
+
+def _tool_errors(run: AgentRun) -> dict[str, Any]:
+    """The deterministic detectors' findings on the run, and what they could not check."""
+    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+
+    log = ToolsErrorMetric(judge=False).measure(run.to_test_case()).evaluation_log
+    return {"detectors": list(log.get("detectors") or ()), "could_not_run": list(log.get("could_not_run") or ())}
 
 
 def _trajectory(run: AgentRun) -> dict[str, Any] | str | None:
@@ -117,11 +126,27 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
         yield from (f"  {line}" for line in trajectory_lines(trajectory))
     elif isinstance(trajectory, str):  # the spec could not be read: why
         yield f"  trajectory: not scored: {trajectory}"
+    yield from _tool_error_lines(run.get("tool_errors"))
     ignored = diagnostics.get("ignored") or []
     if ignored:
         yield f"  ignored spans ({len(ignored)}):"
         for entry in ignored:
             yield f"    {entry['span_id']}  {entry['name']!r}: {entry['why']}"
+
+
+def _tool_error_lines(tool_errors: Any) -> Iterable[str]:
+    if not isinstance(tool_errors, Mapping):
+        return
+    findings = [f for f in tool_errors.get("detectors") or () if isinstance(f, Mapping)]
+    yield f"  tool errors found by the detectors ({len(findings)}):" if findings else \
+        "  tool errors found by the detectors: none"
+    for f in findings:
+        kind = "/".join(filter(None, (f.get("type"), f.get("subtype"))))
+        yield f"    {kind} [{f.get('rule') or '-'}]: {_short(f.get('description'), 200)}"
+        if f.get("evidence"):
+            yield f"       evidence: {_short(f.get('evidence'), 160)}"
+    for note in tool_errors.get("could_not_run") or ():
+        yield f"  could not run: {note}"
 
 
 def _short(value: Any, width: int = 160) -> str:

@@ -48,6 +48,7 @@ def test_explain_a_file_offline(encoding, capsys):
     assert "discarded arguments from gen_ai: schema" in out
     assert "'FinalAnswerTool': plumbing: the framework's answer tool" in out
     assert "spans no run read (2)" in out and "'Step 1'" in out
+    assert "tool errors found by the detectors: none" in out
 
 
 def test_explain_names_redactions_duplicates_conventions_and_moved_logs(capsys):
@@ -176,6 +177,14 @@ def test_declared_conventions_read_an_in_house_trace_sent_over_otlp(tmp_path, pr
         ("book_hotel", {"hotel": "H2"}, "error", None),
     ]
     assert _value(calls[1][5])["status"] == "acme" and calls[2][4] == "card declined"
+    # explain shows what the detectors found on the stored run, and what they could not check
+    explained = _cli(trace_id, "--db", str(tmp_path / "acme.duckdb"))
+    assert explained.returncode == 0, explained.stderr
+    assert "tool errors found by the detectors (1):" in explained.stdout
+    assert "error_handling/false_success [error_handling.false_success]: the final answer claims 'Booked'" \
+        in explained.stdout
+    assert "could not run: invalid_function could not run: the tools offered to the model are not recorded" \
+        in explained.stdout
 
 
 def _value(json_column):

@@ -213,6 +213,21 @@ def test_every_stored_run_has_a_page(ui_collector: Any) -> None:
         assert tree.find("section", id="spans")
 
 
+def test_a_run_page_says_what_the_detectors_could_not_check(ui_collector: Any) -> None:
+    rows = sql(ui_collector, "SELECT trace_id, run_span_id, details FROM evaluations WHERE metric = "
+                             "'tool_errors_detectors' AND status = 'ok'")
+    unchecked = [(t, s, json.loads(d) if isinstance(d, str) else d) for t, s, d in rows]
+    unchecked = [(t, s, d["could_not_run"]) for t, s, d in unchecked if d.get("could_not_run")]
+    assert unchecked  # names-only and content-off fixtures record no arguments or results
+    trace_id, span_id, notes = unchecked[0]
+    tree = page(ui_collector, f"/runs/{trace_id}/{span_id}")
+    (shown,) = tree.find("ul", class_="unchecked")
+    _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
+    for note in notes:
+        assert f"<li>{note}</li>" in body.replace("&#39;", "'")
+    assert shown
+
+
 @pytest.mark.parametrize(("path", "status", "says"), [
     ("/?since=yesterday", 400, "unknown time range"),
     ("/runs?page=0", 400, "page must be"),
