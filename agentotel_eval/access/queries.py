@@ -499,7 +499,8 @@ def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[st
         details = _parsed(row["details"])
         if isinstance(details, dict) and row["run_span_id"] not in tool_errors:
             tool_errors[row["run_span_id"]] = {"detectors": details.get("detectors") or [],
-                                               "could_not_run": details.get("could_not_run") or []}
+                                               "could_not_run": details.get("could_not_run") or [],
+                                               "informational": details.get("informational") or []}
     by_run: dict[str, list[dict[str, Any]]] = {}
     for call in calls:
         by_run.setdefault(call["run_span_id"], []).append({

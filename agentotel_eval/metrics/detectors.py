@@ -48,6 +48,8 @@ from agentotel_eval.metrics.outcome_detectors import (
     repeated_failures,
 )
 from agentotel_eval.metrics.provenance import used_before_produced
+from agentotel_eval.metrics.result_usage import SEVERITY as USAGE_SEVERITY
+from agentotel_eval.metrics.result_usage import unused_results
 from agentotel_eval.metrics.tool_rules import ToolRule, rules_by_tool
 from agentotel_eval.test_case import ToolCall, ToolDefinition
 from agentotel_eval.trajectory.align import result_value, value_at
@@ -79,9 +81,10 @@ class Finding:
     subtype: str = ""
     rule: str = ""
     evidence: Mapping[str, Any] | None = None
+    severity: str | None = None  # "low" for an observation (``observations``): it never changes a verdict
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "type": self.type,
             "subtype": self.subtype,
             "rule": self.rule,
@@ -91,6 +94,9 @@ class Finding:
             "argument": self.argument,
             "evidence": thaw(self.evidence) if self.evidence is not None else None,
         }
+        if self.severity is not None:
+            out["severity"] = self.severity
+        return out
 
 
 ToolsLike = Sequence[ToolDefinition | str | Mapping[str, Any]]
@@ -148,6 +154,17 @@ def detect(
     if len(findings) > 1:
         findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, _ORDER.index(f.type)))
     return findings
+
+
+def observations(calls: Sequence[ToolCall], *, types: Iterable[str] | None = None,
+                 answer: str | None = None) -> list[Finding]:
+    """Low-severity observations, kept apart from ``detect``'s findings: they are shown, never scored. Today one
+    kind: results no later call and no part of the answer used (``result_ignored``/``result_unused``)."""
+    wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
+    if RESULT_IGNORED not in wanted or not calls:
+        return []
+    fails = [failed(call) for call in calls]
+    return [Finding(**freeze_evidence(f), severity=USAGE_SEVERITY) for f in unused_results(calls, fails, answer)]
 
 
 def could_not_run(calls: Sequence[ToolCall], available_tools: ToolsLike | None, *, types: Iterable[str] | None = None,

@@ -237,7 +237,7 @@ _GENERIC_WORDS = frozenset({"the", "and", "for", "value", "data", "result", "ite
 _MAX_LEAVES = 400
 
 
-def _parsed(result: Any) -> Any:
+def parsed_result(result: Any) -> Any:
     if isinstance(result, str) and result[:1] in "{[":
         try:
             return json.loads(result)
@@ -246,7 +246,7 @@ def _parsed(result: Any) -> Any:
     return result
 
 
-def _unit_numbers(text: str) -> list[tuple[int, str, float]]:
+def unit_numbers(text: str) -> list[tuple[int, str, float]]:
     """Numbers written with their unit in text ("92.0 EUR", "18C", "$468", "12 %"): (position, unit, number)."""
     found = []
     for match in _UNIT_NUMBER.finditer(text):
@@ -256,7 +256,7 @@ def _unit_numbers(text: str) -> list[tuple[int, str, float]]:
     return found
 
 
-def _numeric_leaves(value: Any, key: str = "", out: list[tuple[str, float]] | None = None,
+def numeric_leaves(value: Any, key: str = "", out: list[tuple[str, float]] | None = None,
                     depth: int = 0) -> list[tuple[str, float]]:
     """(the key a number sits under, the number) for every number in a result; in its text, numbers with a
     unit count under ``unit:<unit>``."""
@@ -266,15 +266,15 @@ def _numeric_leaves(value: Any, key: str = "", out: list[tuple[str, float]] | No
     if isinstance(value, bool):
         return out
     if isinstance(value, str):
-        out += [(f"unit:{unit}", number) for _, unit, number in _unit_numbers(value)]
+        out += [(f"unit:{unit}", number) for _, unit, number in unit_numbers(value)]
     elif isinstance(value, int | float):
         out.append((key, float(value)))
     elif isinstance(value, Mapping):
         for k, v in value.items():
-            _numeric_leaves(v, str(k), out, depth + 1)
+            numeric_leaves(v, str(k), out, depth + 1)
     elif isinstance(value, list | tuple):
         for v in value:
-            _numeric_leaves(v, key, out, depth + 1)
+            numeric_leaves(v, key, out, depth + 1)
     return out
 
 
@@ -283,7 +283,7 @@ def _key_words(key: str) -> set[str]:
     return {w for w in words if len(w) >= 3 and w not in _GENERIC_WORDS}
 
 
-def _answer_numbers(answer: str) -> list[tuple[int, float]]:
+def answer_numbers(answer: str) -> list[tuple[int, float]]:
     found = []
     for match in _ANSWER_NUMBER.finditer(answer):
         whole = match.group(1).replace(",", "")
@@ -291,7 +291,7 @@ def _answer_numbers(answer: str) -> list[tuple[int, float]]:
     return found
 
 
-def _norm(number: float) -> float:
+def norm_number(number: float) -> float:
     """A number as an answer would write it: sign aside, to the cent (results carry float noise: 0.35000000000000003)."""
     return round(abs(number), 2)
 
@@ -319,14 +319,14 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
     result or the input holds, and does not state the recorded one anywhere."""
     if not answer or not calls:
         return []
-    stated = _answer_numbers(answer)
-    with_units = _unit_numbers(answer)
+    stated = answer_numbers(answer)
+    with_units = unit_numbers(answer)
     if not stated and not with_units:
         return []
     leaves: list[tuple[int, str, float]] = []
     for j, call in enumerate(calls):
         if not fails[j] and call.output is not None:
-            leaves += [(j, key, number) for key, number in _numeric_leaves(_parsed(call.output)) if key]
+            leaves += [(j, key, number) for key, number in numeric_leaves(parsed_result(call.output)) if key]
     if not leaves:
         return []
     # numbers on record anywhere (results, the agent's own arguments, the input), signs aside: a refund of 414
@@ -336,10 +336,10 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
         texts.append(_args_text(call))
         if not fails[j] and call.output is not None:
             texts.append(call.output if isinstance(call.output, str) else json.dumps(call.output, default=str))
-    known = {_norm(number) for _, _, number in leaves}
+    known = {norm_number(number) for _, _, number in leaves}
     for text in texts:
-        known.update(_norm(n) for _, n in _answer_numbers(text))
-    in_answer = {_norm(n) for _, n in stated}
+        known.update(norm_number(n) for _, n in answer_numbers(text))
+    in_answer = {norm_number(n) for _, n in stated}
     lowered = answer.lower()
     words_of = {key: _key_words(key) for key in {key for _, key, _ in leaves}}
     out: list[dict[str, Any]] = []
@@ -348,7 +348,7 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
     stated += [(position, number) for position, _, number in with_units
                if position not in plain and position + 1 not in plain]  # "18C": no plain number there
     for position, number in stated:
-        if _norm(number) in known:
+        if norm_number(number) in known:
             continue
         unit = units.get(position) or units.get(position - 1)  # "$468": the match starts at the symbol
         if unit is not None and any(key == unit for _, key, _ in leaves):
@@ -358,7 +358,7 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
             window = re.split(r"[.;!?]\s", window)[-1]  # the sentence the number is in
             named = [(j, key, value) for j, key, value in leaves
                      if not key.startswith("unit:") and _named_before(window, words_of[key])]
-        if not named or any(_norm(value) in in_answer for _, _, value in named):
+        if not named or any(norm_number(value) in in_answer for _, _, value in named):
             continue
         if _derived(number, [value for _, _, value in named]):
             continue

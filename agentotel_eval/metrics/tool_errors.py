@@ -55,6 +55,7 @@ from agentotel_eval.metrics.detectors import (
     Finding,
     could_not_run,
     detect,
+    observations,
 )
 from agentotel_eval.metrics.tool_rules import parse_tool_rules
 from agentotel_eval.retry import RetryPolicy
@@ -83,7 +84,7 @@ _FINDING_SEVERITY = {INVALID_FUNCTION: "high"}
 VERDICT_KEYS = ("detected", "confidence", "reason", "error_types", "errors", "error_severity")
 #: the keys of ``evaluation_log``, in order (those of the reference document, then cost, model and findings)
 LOG_KEYS = (*VERDICT_KEYS, "user_input", "tool_history", "ai_response", "error_types_filter", "score", "threshold",
-            "success", "cost_usd", "model", "detectors", "could_not_run")
+            "success", "cost_usd", "model", "detectors", "could_not_run", "informational")
 MAX_TEXT_CHARS = 8_000  # user input and final response, as shown to the judge and stored in the log
 
 
@@ -305,6 +306,7 @@ class _Prepared:
     available: list[ToolDefinition] | None
     reasoning: str
     unchecked: tuple[str, ...] = ()  # what the detectors could not check, and why
+    observed: tuple[Finding, ...] = ()  # low-severity observations: shown, never part of the verdict
 
 
 class ToolsErrorMetric(BaseMetric):
@@ -424,6 +426,7 @@ class ToolsErrorMetric(BaseMetric):
                           reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None)
         unchecked = tuple(could_not_run(calls, available, types=self._detector_types, rules=self.tool_rules,
                                         answer=ai_response or None))
+        observed = tuple(observations(calls, types=self._detector_types, answer=ai_response or None))
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:
@@ -431,7 +434,7 @@ class ToolsErrorMetric(BaseMetric):
                                           max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
         return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
-                             findings, available, truncate(reasoning, MAX_TEXT_CHARS), unchecked)
+                         findings, available, truncate(reasoning, MAX_TEXT_CHARS), unchecked, observed)
 
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
@@ -466,6 +469,7 @@ class ToolsErrorMetric(BaseMetric):
             "detectors": [f.to_dict() for f in prepared.findings],
             # what the detectors could not check for lack of recorded data ([judge] only_when = detector_uncertain)
             "could_not_run": list(prepared.unchecked),
+            "informational": [f.to_dict() for f in prepared.observed],
         }
 
     def _scored(self, prepared: _Prepared, verdict: Verdict, cost: float | None, started: float) -> MetricResult:

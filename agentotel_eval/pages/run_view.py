@@ -56,6 +56,7 @@ class EvaluationRow(NamedTuple):
     findings: list[tuple[Any, Any]] | None  # the judge's errors: (type, description)
     source: str
     unchecked: list[str]  # what the detectors could not check for lack of recorded data
+    observed: list[str]  # low-severity observations (a result nothing used): shown, never scored
 
 
 class SpanRow(NamedTuple):
@@ -158,11 +159,12 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
         findings = ([(or_blank("/".join(filter(None, (x.get("type"), x.get("subtype"))))),
                       or_blank(x.get("description"))) for x in errors if isinstance(x, dict)] if errors else None)
         unchecked = [str(note) for note in details.get("could_not_run") or () if note]
+        observed = [str(x.get("description")) for x in details.get("informational") or () if isinstance(x, dict)]
         rows.append(EvaluationRow(
             e["metric"], e.get("model") or None, f"${float(e['cost_usd']):.5f}" if e.get("cost_usd") else "",
             fmt_score(e.get("score")), fmt_score(e.get("threshold")),
             ("pass" if e.get("success") else "fail") if e.get("status") == "ok" else e.get("status") or "",
-            or_blank(e.get("reason")), findings, or_blank(e.get("source")), unchecked))
+            or_blank(e.get("reason")), findings, or_blank(e.get("source")), unchecked, observed))
     return rows
 
 

@@ -39,7 +39,8 @@ def _tool_errors(run: AgentRun) -> dict[str, Any]:
     from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 
     log = ToolsErrorMetric(judge=False).measure(run.to_test_case()).evaluation_log
-    return {"detectors": list(log.get("detectors") or ()), "could_not_run": list(log.get("could_not_run") or ())}
+    return {"detectors": list(log.get("detectors") or ()), "could_not_run": list(log.get("could_not_run") or ()),
+            "informational": list(log.get("informational") or ())}
 
 
 def _trajectory(run: AgentRun) -> dict[str, Any] | str | None:
@@ -145,6 +146,9 @@ def _tool_error_lines(tool_errors: Any) -> Iterable[str]:
         yield f"    {kind} [{f.get('rule') or '-'}]: {_short(f.get('description'), 200)}"
         if f.get("evidence"):
             yield f"       evidence: {_short(f.get('evidence'), 160)}"
+    for note in tool_errors.get("informational") or ():
+        if isinstance(note, Mapping):
+            yield f"  note (low severity, not scored): {_short(note.get('description'), 200)}"
     for note in tool_errors.get("could_not_run") or ():
         yield f"  could not run: {note}"
 

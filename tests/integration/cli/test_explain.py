@@ -256,3 +256,11 @@ def test_explain_lines_a_run_up_against_its_trajectory_spec(tmp_path, capsys):
     assert stored.returncode == 0, stored.stderr
     assert [line for line in stored.stdout.splitlines() if "trajectory" in line or "nearest" in line] == [
         line for line in lines if "trajectory" in line or "nearest" in line]
+
+
+def test_observations_are_printed_as_notes_apart_from_the_findings(capsys):
+    path = TRACES_DIR / "langchain__openinference__parallel_then_seq.pb"
+    code, out, _ = explain("--file", str(path), capsys=capsys)
+    assert code == 0
+    assert "tool errors found by the detectors: none" in out
+    assert "note (low severity, not scored): call #3 book_hotel: no value of its result appears" in out

@@ -228,6 +228,21 @@ def test_a_run_page_says_what_the_detectors_could_not_check(ui_collector: Any) -
     assert shown
 
 
+def test_a_run_page_shows_observations_apart_from_the_findings(ui_collector: Any) -> None:
+    rows = sql(ui_collector, "SELECT trace_id, run_span_id, details, success FROM evaluations WHERE metric = "
+                             "'tool_errors_detectors' AND status = 'ok'")
+    parsed = [(t, s, json.loads(d) if isinstance(d, str) else d, ok) for t, s, d, ok in rows]
+    observed = [(t, s, d, ok) for t, s, d, ok in parsed if d.get("informational")]
+    assert observed  # a recorded run whose answer leaves a result out
+    trace_id, span_id, details, success = observed[0]
+    assert success and details["detected"] is False  # an observation never fails a run
+    tree = page(ui_collector, f"/runs/{trace_id}/{span_id}")
+    assert len(tree.find("ul", class_="observed")) == 1
+    _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
+    for note in details["informational"]:
+        assert f"<li>note: {note['description']}</li>" in body.replace("&#39;", "'")
+
+
 @pytest.mark.parametrize(("path", "status", "says"), [
     ("/?since=yesterday", 400, "unknown time range"),
     ("/runs?page=0", 400, "page must be"),
