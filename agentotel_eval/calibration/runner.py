@@ -17,6 +17,7 @@ from agentotel_eval.calibration.stats import TypeFigures, figures
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.pipeline import reconstruct
+from agentotel_eval.test_case import EvalTestCase
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,15 @@ def score_spans(case_id: str, suite: str, operator: str, labels: frozenset[str],
         unchecked += log.get("could_not_run") or ()
     return Scored(case_id, suite, operator, labels, convention, frozenset(predicted), tuple(findings), tuple(dict.fromkeys(unchecked)),
                   len(runs), status)
+
+
+def score_text(record_id: str, suite: str, labels: frozenset[str], text: str, metric: ToolsErrorMetric) -> Scored:
+    """A free-text transcript (no spans) through ``metric``: the transcript is the run's input, with no calls.
+    Only the judge can find anything in it."""
+    result = metric.measure(EvalTestCase(input=text, actual_output=""))
+    log = result.evaluation_log
+    return Scored(record_id, suite, "recorded", labels, "transcript", _predicted(log, metric.judge),
+                  tuple(log.get("detectors") or ()), tuple(log.get("could_not_run") or ()), 1, result.status)
 
 
 def score_cases(cases: Iterable[LabelledCase], conventions: Sequence[str] = CONVENTIONS,

@@ -120,7 +120,13 @@ def _calibrate(suite: str, args: argparse.Namespace,
     elif suites.is_case_file(path):
         cases = suites.load_cases(path)
     elif path.exists():
-        raise suites.SuiteError(f"{suite}: not a file of saved cases (JSONL with 'calls' and 'labels')")
+        from agentotel_eval.calibration import external
+
+        try:
+            traces = external.load(path)
+        except external.ExternalFormatError as exc:
+            raise suites.SuiteError(f"{exc} (nor a file of saved cases: JSONL with 'calls' and 'labels')") from None
+        cases = []
     else:
         raise suites.SuiteError(f"{suite!r} is neither a suite ({', '.join(suites.SUITES)}) nor an existing path")
     if args.save_cases and cases:
@@ -133,13 +139,22 @@ def _calibrate(suite: str, args: argparse.Namespace,
     title = f"{suite} (detectors)"
     figures = runner.summarise(scored, seed=args.seed)
     out = report.as_json(title, scored, figures)
+    if notes:
+        out["notes"] = notes
     if args.format == "table":
         print(report.render_table(title, scored, figures, notes))
         if args.show_misses:
             print("\n".join(report.misclassified(scored)))
+    judged = None
     if args.judge and cases:
         judged = [runner.score_case(case, convention, _judge_metric(args, case.rules))
                   for case in cases for convention in conventions[:1]]
+    elif args.judge and traces:
+        metric = _judge_metric(args, ())
+        judged = [runner.score_text(t.id, t.source, t.labels, t.text, metric) if not t.spans else
+                  runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
+                  for t in traces]
+    if judged is not None:
         judge_title = f"{suite} (judge {args.model}, over the detectors' findings)"
         judge_figures = runner.summarise(judged, seed=args.seed)
         out["judge"] = report.as_json(judge_title, judged, judge_figures)
@@ -167,15 +182,15 @@ def _oracle_notes(cases: Any, scored: Any) -> list[str]:
 
 
 def _score_traces(traces: Any, args: argparse.Namespace) -> tuple[list[Any], list[str]]:
-    from agentotel_eval.calibration import runner
+    from agentotel_eval.calibration import external, runner
     from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 
     metric = ToolsErrorMetric(judge=False)
     with_spans = [t for t in traces if t.spans]
     scored = [runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
               for t in with_spans]
-    notes = []
+    notes = external.describe(traces)
     if len(with_spans) < len(traces):
-        notes.append(f"{len(traces) - len(with_spans)} record(s) hold no spans (free-text logs): the span "
-                     "detectors cannot read them")
+        notes.append(f"{len(traces) - len(with_spans)} record(s) hold no spans (free-text transcripts): the "
+                     "detectors cannot read them; --judge measures the judge on them")
     return scored, notes

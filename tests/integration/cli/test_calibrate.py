@@ -74,3 +74,43 @@ def test_bad_suites_and_options_say_what_is_wrong(capsys: pytest.CaptureFixture[
     broken.write_text('{"id": "x", "calls": [{"name": "f", "arguments": {}, "bogus": 1}], "labels": []}\n')
     code, _, err = _run(capsys, "--suite", str(broken))
     assert code == 2 and f"{broken}:1" in err
+
+
+def test_a_local_copy_of_trail_and_mast_is_scored(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fixture_traces import fixtures
+    from tests.unit.calibration.test_external import trail_tree
+
+    rows = []
+    for fx in fixtures():
+        if fx.name.startswith("smolagents__openinference__"):
+            tree = trail_tree(fx.spans())
+            errors = [{"category": "Resource Abuse"}] if fx.entry.get("scenario") == "error" else []
+            rows.append(json.dumps({"trace": json.dumps(tree), "labels": json.dumps({"errors": errors})}))
+    trail = tmp_path / "trail.jsonl"
+    trail.write_text("\n".join(rows) + "\n")
+    code, out, _ = _run(capsys, "--suite", str(trail))
+    assert code == 0
+    assert f"trail: {len(rows)} record(s); labelled with the six types: repeated_failure 1" in out
+    report_line = next(line for line in out.splitlines() if line.startswith("repeated_failure"))
+    assert "experimental" in report_line or "no positives" in report_line  # one positive: below the gate's 10
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    mast = tmp_path / "MAD.json"
+    mast.write_text(json.dumps([
+        {"mas_name": "AG2", "benchmark_name": "GSM", "trace_id": n, "trace": {"trajectory": f"agent: step {n}\n" * 3},
+         "mast_annotation": {"1.3": n % 2, "3.1": 1}} for n in range(4)]))
+    code, out, _ = _run(capsys, "--suite", str(mast), "--format", "json")
+    report = json.loads(out)
+    assert code == 0 and report["cases"] == 0  # transcripts: nothing the detectors can read
+    assert any("4 record(s) hold no spans" in note for note in report["notes"])
+    answer = Reply.json({"detected": True, "confidence": 0.9, "reason": "the same step again",
+                         "error_types": ["repeated_failure"], "errors": [
+                             {"type": "repeated_failure", "description": "step repeated"}], "error_severity": "low"})
+    with LLMStub(default=answer) as stub:
+        code, out, _ = _run(capsys, "--suite", str(mast), "--judge", "--model", "openai/gpt-4o-mini",
+                            "--api-base", stub.base_url, "--format", "json")
+        assert code == 0 and len(stub.requests) == 4
+    judged = {t["type"]: (t["tp"], t["fp"], t["fn"]) for t in json.loads(out)["judge"]["types"]}
+    assert judged["repeated_failure"] == (2, 2, 0)
+    assert any("agent: step 3" in json.dumps(r.body) for r in stub.requests)
