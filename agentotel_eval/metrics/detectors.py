@@ -117,6 +117,23 @@ def detect(
     run's final answer (what error_handling reads); ``reconstruction``: requests that never ran and calls that
     ran unrequested, as trace reconstruction found them (``AgentRun.to_test_case``'s metadata); ``user_input``:
     where an id an argument uses may first appear (provenance)."""
+    return detect_and_observe(calls, available_tools, types=types, rules=rules, answer=answer,
+                              reconstruction=reconstruction, user_input=user_input, observe=False)[0]
+
+
+def detect_and_observe(
+    calls: Sequence[ToolCall],
+    available_tools: ToolsLike | None = None,
+    *,
+    types: Iterable[str] | None = None,
+    rules: Sequence[ToolRule] = (),
+    answer: str | None = None,
+    reconstruction: Mapping[str, Any] | None = None,
+    user_input: str | None = None,
+    observe: bool = True,
+) -> tuple[list[Finding], list[Finding]]:
+    """``detect``'s findings and, with ``observe``, the low-severity observations (``observations``), reading
+    each call's failure once for both."""
     wanted = set((*DETECTOR_TYPES, SEQUENCE_ERROR) if types is None else types)
     tools = _definitions(available_tools)
     findings: list[Finding] = []
@@ -136,6 +153,8 @@ def detect(
         known = _definitions_text(tools) if tools else ""
         findings += [Finding(**freeze_evidence(f)) for f in used_before_produced(calls, user_input, known)]
     fails = [failed(call) for call in calls] if wanted & {REPEATED_FAILURE, RESULT_IGNORED, ERROR_HANDLING} else []
+    observed = [Finding(**freeze_evidence(f), severity=USAGE_SEVERITY) for f in unused_results(calls, fails, answer)] \
+        if observe and RESULT_IGNORED in wanted else []
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
         findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls, fails)]
@@ -153,7 +172,7 @@ def detect(
         findings += [Finding(**freeze_evidence(f)) for f in claimed]
     if len(findings) > 1:
         findings.sort(key=lambda f: (f.call_indices[0] if f.call_indices else -1, _ORDER.index(f.type)))
-    return findings
+    return findings, observed
 
 
 def observations(calls: Sequence[ToolCall], *, types: Iterable[str] | None = None,

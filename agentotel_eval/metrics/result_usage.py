@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentotel_eval.metrics.outcome_detectors import (
     answer_numbers,
     norm_number,
-    numeric_leaves,
     parsed_result,
     unit_numbers,
 )
-from agentotel_eval.metrics.provenance import contains_token, string_values
+from agentotel_eval.metrics.provenance import contains_token
 from agentotel_eval.test_case import ToolCall
 
 RESULT_IGNORED = "result_ignored"
@@ -47,19 +46,42 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _salient(result: Any) -> tuple[set[str], set[float]]:
-    """The values of a result a later step could use: texts (lower-cased) and numbers (normalised)."""
+def _leaves(value: Any, strings: list[str], numbers: list[float], depth: int = 0) -> None:
+    """A result's strings and numbers, in one walk."""
+    kind = type(value)
+    if kind is str:
+        strings.append(value)
+    elif kind is int or kind is float:
+        numbers.append(value)
+    elif depth > 8 or len(strings) + len(numbers) > _MAX_TOKENS or kind is bool or value is None:
+        return
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _leaves(v, strings, numbers, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _leaves(v, strings, numbers, depth + 1)
+
+
+def _texts(strings: Sequence[str]) -> set[str]:
+    """The strings' forms a later step could copy: short texts whole (lower-cased), a sentence's longer words."""
     texts: set[str] = set()
-    for value in string_values(result):
+    for value in strings:
         value = value.strip()
-        if _SHORT_TEXT[0] <= len(value) <= _SHORT_TEXT[1] and value.lower() not in _PLAIN:
-            texts.add(value.lower())
+        lowered = value.lower()
+        if _SHORT_TEXT[0] <= len(value) <= _SHORT_TEXT[1] and lowered not in _PLAIN:
+            texts.add(lowered)
         if " " in value:  # a sentence is used when the answer takes up its words, whatever the phrasing
-            texts.update(w for w in map(str.lower, _WORD.findall(value)) if w not in _PLAIN and w not in _COMMON)
-        if len(texts) >= _MAX_TOKENS:
-            break
-    numbers = {norm_number(n) for _, n in numeric_leaves(result)}
-    return texts, numbers
+            texts.update(w for w in _WORD.findall(lowered) if w not in _PLAIN and w not in _COMMON)
+    return texts
+
+
+def _numbers(strings: Sequence[str], numbers: Sequence[float]) -> set[float]:
+    found = {norm_number(n) for n in numbers}
+    for value in strings:
+        if any(ch.isdigit() for ch in value):
+            found.update(norm_number(n) for _, _, n in unit_numbers(value))
+    return found
 
 
 def _numbers_in(text: str) -> set[float]:
@@ -71,17 +93,41 @@ def unused_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str
     if not (answer or "").strip() or not calls:
         return []
     assert answer is not None
-    later_args = [_text(c.input_parameters if c.input_parameters is not None else c.raw_arguments) for c in calls]
+    # each later step's numbers once (the numbers of every suffix as one set), its text only when needed
+    args = [c.input_parameters if c.input_parameters is not None else c.raw_arguments for c in calls]
+    after: list[set[float]] = [set() for _ in calls]
+    seen = _numbers_in(answer)
+    for j in range(len(calls) - 1, -1, -1):
+        after[j] = seen
+        if args[j]:
+            strings: list[str] = []
+            raw_numbers: list[float] = []
+            _leaves(args[j] if not isinstance(args[j], str) else parsed_result(args[j]), strings, raw_numbers)
+            seen = seen | _numbers(strings, raw_numbers)
+    texts_after: list[str | None] = [None] * len(calls)
+    answer_text = answer.lower()
+
+    def later_texts(i: int) -> Iterator[str]:
+        yield answer_text
+        for j in range(i + 1, len(calls)):
+            if texts_after[j] is None:
+                texts_after[j] = _text(args[j]).lower()
+            yield texts_after[j] or ""
+
     out = []
     for i, call in enumerate(calls):
         if fails[i] or call.output is None:
             continue
-        texts, numbers = _salient(parsed_result(call.output))
+        strings = []
+        raw_numbers = []
+        _leaves(parsed_result(call.output), strings, raw_numbers)
+        numbers = _numbers(strings, raw_numbers)
+        if numbers & after[i]:
+            continue
+        texts = _texts(strings)
         if not texts and not numbers:
             continue
-        downstream = "\n".join([*later_args[i + 1:], answer])
-        lowered = downstream.lower()
-        if any(contains_token(lowered, t) for t in texts) or numbers & _numbers_in(downstream):
+        if any(t in part and contains_token(part, t) for part in later_texts(i) for t in texts):
             continue
         out.append({
             "type": RESULT_IGNORED,

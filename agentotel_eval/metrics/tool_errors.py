@@ -54,8 +54,7 @@ from agentotel_eval.metrics.detectors import (
     SEQUENCE_ERROR,
     Finding,
     could_not_run,
-    detect,
-    observations,
+    detect_and_observe,
 )
 from agentotel_eval.metrics.tool_rules import parse_tool_rules
 from agentotel_eval.retry import RetryPolicy
@@ -421,12 +420,11 @@ class ToolsErrorMetric(BaseMetric):
         available = as_tool_definitions(available)
         metadata = getattr(case, "metadata", None)
         reconstruction = metadata.get("reconstruction") if isinstance(metadata, Mapping) else None
-        findings = detect(calls, available, types=self._detector_types, rules=self.tool_rules,
-                          answer=ai_response or None, user_input=user_input,
-                          reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None)
+        findings, observed = detect_and_observe(
+            calls, available, types=self._detector_types, rules=self.tool_rules, answer=ai_response or None,
+            user_input=user_input, reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None)
         unchecked = tuple(could_not_run(calls, available, types=self._detector_types, rules=self.tool_rules,
                                         answer=ai_response or None))
-        observed = tuple(observations(calls, types=self._detector_types, answer=ai_response or None))
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:
@@ -434,7 +432,7 @@ class ToolsErrorMetric(BaseMetric):
                                           max_chars=self.max_history_chars)
         reasoning = render_text(getattr(case, "reasoning", None))
         return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
-                         findings, available, truncate(reasoning, MAX_TEXT_CHARS), unchecked, observed)
+                         findings, available, truncate(reasoning, MAX_TEXT_CHARS), unchecked, tuple(observed))
 
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
