@@ -40,6 +40,7 @@ from agentotel_eval.frozen import freeze, thaw
 from agentotel_eval.metrics.outcome_detectors import (
     ERROR_HANDLING,
     RESULT_IGNORED,
+    RunValues,
     contradicted_results,
     failed,
     false_successes,
@@ -150,11 +151,12 @@ def detect_and_observe(
         if SEQUENCE_ERROR in wanted:
             findings += _preconditions(calls, by_tool)
     if SEQUENCE_ERROR in wanted and calls:
-        known = _definitions_text(tools) if tools else ""
+        known = (lambda: _definitions_text(tools)) if tools else ""
         findings += [Finding(**freeze_evidence(f)) for f in used_before_produced(calls, user_input, known)]
     fails = [failed(call) for call in calls] if wanted & {REPEATED_FAILURE, RESULT_IGNORED, ERROR_HANDLING} else []
-    observed = [Finding(**freeze_evidence(f), severity=USAGE_SEVERITY) for f in unused_results(calls, fails, answer)] \
-        if observe and RESULT_IGNORED in wanted else []
+    values = RunValues(calls, answer)  # results and answer read once for the rules that read values
+    observed = [Finding(**freeze_evidence(f), severity=USAGE_SEVERITY)
+                for f in unused_results(calls, fails, answer, values)] if observe and RESULT_IGNORED in wanted else []
     if REPEATED_FAILURE in wanted:
         findings += detect_repeated_failures(calls)
         findings += [Finding(**freeze_evidence(f)) for f in repeated_failures(calls, fails)]
@@ -167,7 +169,7 @@ def detect_and_observe(
             # an answer claiming a failed action reports that action's (unrecorded) outcome: its numbers are part
             # of the false success, not contradictions of the results on record
             findings += [Finding(**freeze_evidence(f)) for f in contradicted_results(calls, fails, answer,
-                                                                                     user_input)]
+                                                                                     user_input, values)]
     if ERROR_HANDLING in wanted:
         findings += [Finding(**freeze_evidence(f)) for f in claimed]
     if len(findings) > 1:

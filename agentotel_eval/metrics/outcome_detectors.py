@@ -278,6 +278,90 @@ def numeric_leaves(value: Any, key: str = "", out: list[tuple[str, float]] | Non
     return out
 
 
+_DIGIT = re.compile(r"\d")
+
+
+class RunValues:
+    """A run's recorded values, each read once however many rules read it: every successful result's strings and
+    numbers (one walk of its parsed value), and the numbers the answer states."""
+
+    __slots__ = ("_answer", "_answer_numbers", "_argument_numbers", "_arguments", "_calls", "_result_numbers",
+                 "_results", "answer")
+
+    def __init__(self, calls: Sequence[ToolCall], answer: str | None) -> None:
+        self._calls = calls
+        self._results: dict[int, tuple[list[tuple[str, float]], list[str]]] = {}
+        self._arguments: dict[int, tuple[list[tuple[str, float]], list[str]]] = {}
+        self._result_numbers: dict[int, frozenset[float]] = {}
+        self._argument_numbers: dict[int, frozenset[float]] = {}
+        self._answer_numbers: frozenset[float] | None = None
+        self.answer = answer
+        self._answer: tuple[list[tuple[int, float]], list[tuple[int, str, float]]] | None = None
+
+    def result(self, j: int) -> tuple[list[tuple[str, float]], list[str]]:
+        """(the numbers of call j's result under their keys, as ``numeric_leaves``; its strings)."""
+        found = self._results.get(j)
+        if found is None:
+            leaves: list[tuple[str, float]] = []
+            strings: list[str] = []
+            _walk(parsed_result(self._calls[j].output), "", leaves, strings, 0)
+            found = self._results[j] = (leaves, strings)
+        return found
+
+    def arguments(self, j: int) -> tuple[list[tuple[str, float]], list[str]]:
+        """The same of call j's arguments."""
+        found = self._arguments.get(j)
+        if found is None:
+            call = self._calls[j]
+            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
+            leaves: list[tuple[str, float]] = []
+            strings: list[str] = []
+            _walk(parsed_result(args), "", leaves, strings, 0)
+            found = self._arguments[j] = (leaves, strings)
+        return found
+
+    def numbers(self, of: str, j: int = -1) -> frozenset[float]:
+        """The numbers, as ``norm_number`` writes them, of call j's "result" or "arguments", or of the "answer"."""
+        if of == "answer":
+            if self._answer_numbers is None:
+                plain, with_units = self.stated()
+                self._answer_numbers = frozenset([round(abs(n), 2) for _, n in plain]
+                                                 + [round(abs(n), 2) for _, _, n in with_units])
+            return self._answer_numbers
+        cache = self._result_numbers if of == "result" else self._argument_numbers
+        found = cache.get(j)
+        if found is None:
+            leaves = (self.result(j) if of == "result" else self.arguments(j))[0]
+            found = cache[j] = frozenset([round(abs(n), 2) for _, n in leaves])
+        return found
+
+    def stated(self) -> tuple[list[tuple[int, float]], list[tuple[int, str, float]]]:
+        """The answer's plain numbers and its numbers with a unit (``answer_numbers``, ``unit_numbers``)."""
+        if self._answer is None:
+            text = self.answer or ""
+            self._answer = (answer_numbers(text), unit_numbers(text))
+        return self._answer
+
+
+def _walk(value: Any, key: str, leaves: list[tuple[str, float]], strings: list[str], depth: int) -> None:
+    kind = type(value)
+    if kind is str:
+        strings.append(value)
+        if len(leaves) < _MAX_LEAVES and _DIGIT.search(value) is not None:
+            leaves += [(f"unit:{unit}", number) for _, unit, number in unit_numbers(value)]
+    elif kind is int or kind is float:
+        if len(leaves) < _MAX_LEAVES:
+            leaves.append((key, float(value)))
+    elif depth > 8 or kind is bool or value is None or len(strings) + len(leaves) > 4 * _MAX_LEAVES:
+        return
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _walk(v, str(k), leaves, strings, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _walk(v, key, leaves, strings, depth + 1)
+
+
 def _key_words(key: str) -> set[str]:
     words = {w.lower() for w in _KEY_WORDS.findall(key)}
     return {w for w in words if len(w) >= 3 and w not in _GENERIC_WORDS}
@@ -313,22 +397,29 @@ def _derived(stated: float, values: Sequence[float]) -> bool:
 
 
 def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str | None,
-                         user_input: str | None = None) -> list[dict[str, Any]]:
+                         user_input: str | None = None, values: RunValues | None = None) -> list[dict[str, Any]]:
     """Numbers the final answer states for something a successful call's result gave another number for: the
     answer names the result's key ("the refund of $468" next to ``refund_amount: 486``), states no number any
     result or the input holds, and does not state the recorded one anywhere."""
     if not answer or not calls:
         return []
-    stated = answer_numbers(answer)
-    with_units = unit_numbers(answer)
+    values = values if values is not None else RunValues(calls, answer)
+    stated, with_units = values.stated()
     if not stated and not with_units:
         return []
+    stated = list(stated)
     leaves: list[tuple[int, str, float]] = []
     for j, call in enumerate(calls):
         if not fails[j] and call.output is not None:
-            leaves += [(j, key, number) for key, number in numeric_leaves(parsed_result(call.output)) if key]
+            leaves += [(j, key, number) for key, number in values.result(j)[0] if key]
     if not leaves:
         return []
+    # every number the answer states is a result's or an argument's: the usual, honest answer
+    unexplained = values.numbers("answer").difference(
+        *(values.numbers("result", j) for j, call in enumerate(calls) if not fails[j] and call.output is not None))
+    if not unexplained or not unexplained.difference(*(values.numbers("arguments", j) for j in range(len(calls)))):
+        return []
+    from_results = {norm_number(number) for _, _, number in leaves}
     # numbers on record anywhere (results, the agent's own arguments, the input), signs aside: a refund of 414
     # is the -414 a payment history holds
     texts = [user_input or ""]
@@ -336,7 +427,7 @@ def contradicted_results(calls: Sequence[ToolCall], fails: Sequence[bool], answe
         texts.append(_args_text(call))
         if not fails[j] and call.output is not None:
             texts.append(call.output if isinstance(call.output, str) else json.dumps(call.output, default=str))
-    known = {norm_number(number) for _, _, number in leaves}
+    known = from_results
     for text in texts:
         known.update(norm_number(n) for _, n in answer_numbers(text))
     in_answer = {norm_number(n) for _, n in stated}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from agentotel_eval.test_case import ToolCall
@@ -93,7 +93,7 @@ def _grounding_candidate(value: str) -> bool:
 
 
 def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
-                         known_text: str = "") -> list[dict[str, Any]]:
+                         known_text: str | Callable[[], str] = "") -> list[dict[str, Any]]:
     """Calls whose id-like argument values first appear in a later call's result (``used_before_produced``) or
     nowhere at all (``ungrounded_argument``: not in the user's input, the tool definitions ``known_text``, an
     earlier call's arguments or result, nor a later result). The second needs the input recorded."""
@@ -101,6 +101,8 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
            for call in calls]
     if not any(ids):  # most runs pass no id-like value
         return []
+    if callable(known_text):  # the tool definitions' text: rendered only for the runs that need it
+        known_text = known_text()
     results = [_text(call.output) for call in calls]
     arguments = [_text(call.input_parameters) for call in calls]
     given = user_input or ""

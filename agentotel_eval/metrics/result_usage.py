@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from agentotel_eval.metrics.outcome_detectors import (
-    answer_numbers,
-    norm_number,
-    parsed_result,
-    unit_numbers,
+    RunValues,
 )
 from agentotel_eval.metrics.provenance import contains_token
 from agentotel_eval.test_case import ToolCall
@@ -46,23 +43,6 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _leaves(value: Any, strings: list[str], numbers: list[float], depth: int = 0) -> None:
-    """A result's strings and numbers, in one walk."""
-    kind = type(value)
-    if kind is str:
-        strings.append(value)
-    elif kind is int or kind is float:
-        numbers.append(value)
-    elif depth > 8 or len(strings) + len(numbers) > _MAX_TOKENS or kind is bool or value is None:
-        return
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _leaves(v, strings, numbers, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _leaves(v, strings, numbers, depth + 1)
-
-
 def _texts(strings: Sequence[str]) -> set[str]:
     """The strings' forms a later step could copy: short texts whole (lower-cased), a sentence's longer words."""
     texts: set[str] = set()
@@ -76,58 +56,47 @@ def _texts(strings: Sequence[str]) -> set[str]:
     return texts
 
 
-def _numbers(strings: Sequence[str], numbers: Sequence[float]) -> set[float]:
-    found = {norm_number(n) for n in numbers}
-    for value in strings:
-        if any(ch.isdigit() for ch in value):
-            found.update(norm_number(n) for _, _, n in unit_numbers(value))
-    return found
-
-
-def _numbers_in(text: str) -> set[float]:
-    return {norm_number(n) for _, n in answer_numbers(text)} | {norm_number(n) for _, _, n in unit_numbers(text)}
-
-
-def unused_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str | None) -> list[dict[str, Any]]:
+def unused_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str | None,
+                   values: RunValues | None = None) -> list[dict[str, Any]]:
     """One observation per successful call whose recorded result no later step used (see the module docstring)."""
     if not (answer or "").strip() or not calls:
         return []
     assert answer is not None
-    # each later step's numbers once (the numbers of every suffix as one set), its text only when needed
-    args = [c.input_parameters if c.input_parameters is not None else c.raw_arguments for c in calls]
-    after: list[set[float]] = [set() for _ in calls]
-    seen = _numbers_in(answer)
-    for j in range(len(calls) - 1, -1, -1):
-        after[j] = seen
-        if args[j]:
-            strings: list[str] = []
-            raw_numbers: list[float] = []
-            _leaves(args[j] if not isinstance(args[j], str) else parsed_result(args[j]), strings, raw_numbers)
-            seen = seen | _numbers(strings, raw_numbers)
-    texts_after: list[str | None] = [None] * len(calls)
+    # the answer first (where results usually go), then each later call's arguments, each read once if at all
+    values = values if values is not None else RunValues(calls, answer)
     answer_text = answer.lower()
+    answer_numbers_ = values.numbers("answer")
+    args = [c.input_parameters if c.input_parameters is not None else c.raw_arguments for c in calls]
+    step_numbers: list[frozenset[float] | None] = [None] * len(calls)
+    step_texts: list[str | None] = [None] * len(calls)
 
-    def later_texts(i: int) -> Iterator[str]:
-        yield answer_text
-        for j in range(i + 1, len(calls)):
-            if texts_after[j] is None:
-                texts_after[j] = _text(args[j]).lower()
-            yield texts_after[j] or ""
+    def numbers_of_step(j: int) -> frozenset[float]:
+        found = step_numbers[j]
+        if found is None:
+            found = step_numbers[j] = values.numbers("arguments", j)
+        return found
+
+    def text_of_step(j: int) -> str:
+        found = step_texts[j]
+        if found is None:
+            found = step_texts[j] = _text(args[j]).lower()
+        return found
+
+    def used_in(text: str, texts: set[str]) -> bool:
+        return any(t in text and contains_token(text, t) for t in texts)
 
     out = []
     for i, call in enumerate(calls):
         if fails[i] or call.output is None:
             continue
-        strings = []
-        raw_numbers = []
-        _leaves(parsed_result(call.output), strings, raw_numbers)
-        numbers = _numbers(strings, raw_numbers)
-        if numbers & after[i]:
+        strings = values.result(i)[1]
+        numbers = values.numbers("result", i)
+        if numbers & answer_numbers_:
             continue
         texts = _texts(strings)
-        if not texts and not numbers:
+        if (not texts and not numbers) or used_in(answer_text, texts):
             continue
-        if any(t in part and contains_token(part, t) for part in later_texts(i) for t in texts):
+        if any(numbers & numbers_of_step(j) or used_in(text_of_step(j), texts) for j in range(i + 1, len(calls))):
             continue
         out.append({
             "type": RESULT_IGNORED,
