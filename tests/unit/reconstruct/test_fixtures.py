@@ -24,7 +24,9 @@ ENCODINGS = ("protobuf", "json")
 # OpenInference with hidden inputs and outputs.
 NO_CONTENT = ("google-adk__default__", "autogen__builtin__", "semantic-kernel__diag__", "haystack__otel__",
               "vercel-ai-sdk__nocontent__", "anthropic-loop__sdk-native__", "llama-index__oi-hidden__",
-              "llama-index__otel__")  # (the last: only reprs cut at 200 characters)
+              "llama-index__otel__",  # (only reprs cut at 200 characters)
+              "agent-framework__nosensitive__", "langgraph__langsmith-otel-hidden__", "raw-openai__openlit-raw-nocontent__",
+              "raw-openai__langtrace-raw-nocontent__")
 # Families that record no user request on any span (CrewAI's OpenInference wrappers: the agent span's input
 # holds the agent and its tools, not the task).
 NO_USER_INPUT = (*NO_CONTENT, "crewai__openinference__")
@@ -34,7 +36,8 @@ NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__")
 # Families whose LLM and run spans carry no tool definitions (OpenInference openai-agents and AutoGen; openai-v2
 # without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a user-message
 # event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input).
-NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__",
+NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents-mcp__openinference__", "agent-framework__v136__",
+                  "raw-openai__openlit-raw__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__",
                   "anthropic-loop__sdk-native", "anthropic-loop__openllmetry-events__", "autogen__",
                   "llama-index__", "crewai__openinference__", "langgraphjs__traceloop__", *NO_CONTENT)
 # Families with no LLM span at all: AutoGen's built-in tracing, LlamaIndex's own OpenTelemetry (dispatcher spans
@@ -85,8 +88,9 @@ def test_calls_match_ground_truth(fixture: Fixture, encoding: str):
         position += len(expected)
         assert Counter((c.name, c.status) for c in actual) == Counter((t[0], t[2]) for t in expected)
         if args_known:
+            lost = set(entry.get("arguments_missing_in_capture") or ())  # values the capture itself dropped
             assert Counter((c.name, _canonical(dict(c.input_parameters or {}))) for c in actual) == Counter(
-                (t[0], _canonical(t[1])) for t in expected
+                (t[0], _canonical({k: v for k, v in t[1].items() if k not in lost})) for t in expected
             )
         else:  # nothing to read them from: the reconstruction must not invent arguments
             assert all(c.input_parameters is None for c in actual)
@@ -101,8 +105,15 @@ def test_protobuf_and_json_give_the_same_runs(fixture: Fixture):
     assert _replay(fixture, "protobuf") == _replay(fixture, "json")
 
 
+# Captures of an application that called a model without tools on record (none offered, none asked for: OpenLIT
+# with content off records no definitions): nothing says an agent ran, so there is no run to score.
+NO_AGENT_EVIDENCE = ("raw-openai__openlit-raw-nocontent__no_tool",)
+
+
 def _expected_run_count(fixture: Fixture) -> int:
     entry = fixture.entry
+    if fixture.name.startswith(NO_AGENT_EVIDENCE):
+        return 0
     if set(entry["root_span_names"]) <= PLAIN_MULTI_TRACE_ROOTS:
         # no application span: each LLM call is its own trace and run; the final answer's trace holds no call
         return len(set(entry["ground_truth_llm_turns"]))
@@ -159,8 +170,8 @@ def test_agent_as_tool_is_a_nested_run_that_owns_its_calls(fixture: Fixture):
     assert outer.start_time_ns < inner.start_time_ns < inner.end_time_ns <= outer.end_time_ns
 
 
-def test_handoff_target_is_its_own_run_and_the_handoff_is_recorded_apart():
-    (fixture,) = [f for f in FIXTURES if f.entry["scenario"] == "handoff"]
+@pytest.mark.parametrize("fixture", [f for f in FIXTURES if f.entry["scenario"] == "handoff"], ids=lambda f: f.name)
+def test_handoff_target_is_its_own_run_and_the_handoff_is_recorded_apart(fixture: Fixture):
     triage, weather = _replay(fixture, "protobuf")
     assert (triage.agent_name, triage.tools_called) == ("triage_agent", [])
     assert [(h.name, h.to_agent, h.from_agent) for h in triage.handoffs] == [
@@ -175,4 +186,4 @@ def test_fixture_directory_is_complete():
     names = {p.name for p in TRACES_DIR.iterdir()}
     for fixture in FIXTURES:
         assert fixture.entry["file"] in names and fixture.entry["pb_file"] in names
-    assert len(FIXTURES) == 140
+    assert len(FIXTURES) == 177
