@@ -6,6 +6,7 @@ loops), or when a later LLM input carries its result (the call ran, its span is 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -157,6 +158,37 @@ def _agent_names(span: SpanRecord) -> tuple[str, ...]:
     return (*names, name)
 
 
+def _typed_error(error: str, tool_spans: Sequence[SpanRecord]) -> str:
+    """The run's error with the exception type a failed tool span recorded for the same message: the run failed
+    because that tool raised ("Unknown city: X" -> "UnknownCityError: Unknown city: X")."""
+    for span in tool_spans:
+        if span.status_code != STATUS_ERROR:
+            continue
+        error_type = span.attributes.get(sc.ERROR_TYPE)  # GenAI: the exception's type as error.type
+        if isinstance(error_type, str) and error_type and span.status_message == error and error_type not in error:
+            return f"{error_type.rsplit('.', 1)[-1]}: {error}"
+        for event in span.events:
+            if event.name == sc.EXCEPTION_EVENT and str(event.attributes.get(sc.EXCEPTION_MESSAGE) or "") == error:
+                etype = str(event.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+                return f"{etype}: {error}" if etype and etype not in error else error
+    return error
+
+
+def _failed_with_run(tool_calls: tuple[ToolCall, ...], last_llm: SpanRecord,
+                     error: str | None) -> tuple[ToolCall, ...]:
+    """The run ended in an error right after its last LLM call asked for tools that left no trace (no span, no
+    result fed back): the exception that ended the run was theirs (OpenLIT records a tool that raised only as
+    the root span's error)."""
+    out = []
+    for call in tool_calls:
+        if (call.span_id == last_llm.span_id and call.output is None and call.status == "ok"
+                and (call.sources or {}).get("status") == "default"):
+            call = dataclasses.replace(call, status="error", error=error or "error",
+                                       sources={**(call.sources or {}), "status": "run_error"})
+        out.append(call)
+    return tuple(out)
+
+
 def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None,
                  nested: Sequence[Scope] = ()) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``;
@@ -171,7 +203,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     executions: list[Execution] = []
     real: list[Execution] = []  # the executions that are calls, not plumbing
     for s in tool_spans:
-        e = read_execution(s, roles[s.span_id], plumbing)
+        e = read_execution(s, roles[s.span_id], plumbing, text_failures=ctx.text_failures)
         executions.append(e)
         if e.plumbing is None:
             real.append(e)
@@ -246,7 +278,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     if calls:
         built = []
         for c in calls:
-            built.append(build_tool_call(c, schemas, trace_id, later))
+            built.append(build_tool_call(c, schemas, trace_id, later, ctx.text_failures))
         tool_calls = tuple(built)
     if len(real) < len(executions):
         internal = [e for e in executions if e.plumbing in ("internal", "answer", "duplicate")]
@@ -272,6 +304,10 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     run_output = run_output.strip() or None if run_output else None
     extra["input_source"], extra["output_source"] = input_source, output_source
     status, error = run_status_of(chain)
+    if status == "error" and error and tool_spans:
+        error = _typed_error(error, tool_spans)
+    if status == "error" and tool_calls and llm_spans:
+        tool_calls = _failed_with_run(tool_calls, llm_spans[-1], error)
     anchor = chain[0]
     service_name = None
     for span in chain:

@@ -11,6 +11,7 @@ from agentotel_eval.reconstruct.llm import (
     LLMOutput,
     read_declared_input,
     read_declared_output,
+    read_definitions,
     read_input,
     read_output,
 )
@@ -29,10 +30,14 @@ class TraceContext:
     outputs: dict[str, LLMOutput]
     inputs: dict[str, list[Message]]
     plumbing: Plumbing  # the plumbing tools of the frameworks present in this trace
+    text_failures: bool
 
-    def __init__(self, tree: TraceTree, roles: dict[str, Role], llm_parent: dict[str, str] | None = None) -> None:
+    def __init__(self, tree: TraceTree, roles: dict[str, Role], llm_parent: dict[str, str] | None = None,
+                 text_failures: bool = True) -> None:
         # by hand: one per trace, and the generated __init__ calls a factory per dict
         self.tree, self.roles = tree, roles
+        #: whether a tool message that reads as an error report ("Error: ...") makes its call a failed one
+        self.text_failures = text_failures
         self.llm_parent = {} if llm_parent is None else llm_parent
         self.outputs, self.inputs = {}, {}
         self.plumbing = plumbing_of(tree.spans.values())
@@ -62,6 +67,13 @@ class TraceContext:
                 found = read_input(span, self.tree.logs.get(span.span_id, ()))
             self.inputs[span.span_id] = found
         return found
+
+    def offers_tools(self, span: SpanRecord) -> bool:
+        """Whether the model was offered tools on this LLM span (its definitions are recorded)."""
+        role = self.roles.get(span.span_id)
+        if role is not None and role.rule is not None and role.rule.tools:
+            return role.rule.get(span, "tools") is not None
+        return bool(read_definitions(span))
 
     def requests_tools(self, span: SpanRecord) -> bool:
         """Whether the model asked for tools on this span: calls in its output, or only a finish reason that says

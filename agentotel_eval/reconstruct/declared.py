@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -20,6 +21,8 @@ from typing import Any
 from agentotel_eval.otlp.records import SpanRecord
 
 ROLES = ("tool", "run", "llm")
+#: a field read from a span event rather than an attribute: ``"event:gen_ai.content.completion:gen_ai.completion"``
+EVENT_SOURCE = "event:"
 _FIELDS_BY_ROLE = {
     "tool": ("tool_name", "arguments", "result", "call_id", "error"),
     "run": ("agent_name", "input", "output"),
@@ -54,7 +57,13 @@ class Convention:
     output_text: str | None = None  # LLM: the model's text
     call_repr: str | None = None  # built-in only: an attribute holding a ``ToolCall(...)`` repr of the call
     tools: str | None = None  # built-in only (run, llm): the tools offered to the model
+    json_values: bool = False  # every value is JSON-encoded text ('"TOOL"', '{"city": "Paris"}'): decoded when read
     builtin: bool = False
+
+    def __post_init__(self) -> None:
+        if self.json_values and self.when_equals is not None:  # a JSON-encoded marker matches as written too
+            encoded = tuple(json.dumps(v) for v in self.when_equals if isinstance(v, str))
+            object.__setattr__(self, "when_equals", tuple(dict.fromkeys((*self.when_equals, *encoded))))
 
     def matches(self, span: SpanRecord) -> bool:
         if self.when_attribute is not None:
@@ -70,7 +79,29 @@ class Convention:
     def get(self, span: SpanRecord, field: str) -> Any:
         """The span's value for a field of this convention (None when not declared or absent)."""
         key = getattr(self, field)
-        return span.attributes.get(key) if key else None
+        if not key:
+            return None
+        if key.startswith(EVENT_SOURCE):  # "event:<event name>:<attribute>": the first such event's attribute
+            name, _, attribute = key[len(EVENT_SOURCE):].rpartition(":")
+            value = next((e.attributes.get(attribute) for e in span.events if e.name == name), None)
+        else:
+            value = span.attributes.get(key)
+        if self.json_values and isinstance(value, str):
+            return _json_text(value)
+        return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_text(value: str) -> Any:
+    """A JSON-encoded scalar decoded once per distinct text ('"get_weather"' -> "get_weather", "3" -> 3); objects
+    and arrays stay text, which every reader decodes where it reads it."""
+    text = value.strip()
+    if not text or text[0] in "{[":
+        return value
+    try:
+        return json.loads(text)
+    except ValueError:
+        return value
 
 
 @functools.lru_cache(maxsize=256)
@@ -193,6 +224,19 @@ BUILTIN = Conventions((
     # LlamaIndex's own OpenTelemetry: the call only as a repr of the step's input event
     _rule("llama-index-otel", "tool", when_attribute="llamaindex.step.input_event", when_equals=("ToolCall",),
           call_repr="llamaindex.step.input_summary"),
+    # MLflow tracing over OTLP: a span type, and every value JSON-encoded; a tool span is named after its tool
+    _rule("mlflow", "tool", when_attribute="mlflow.spanType", when_equals=("TOOL",), json_values=True,
+          tool_name="mlflow.spanFunctionName", arguments="mlflow.spanInputs", result="mlflow.spanOutputs",
+          call_id="tool_call_id"),
+    _rule("mlflow", "llm", when_attribute="mlflow.spanType", when_equals=("CHAT_MODEL", "LLM"), json_values=True,
+          tool_calls="mlflow.spanOutputs", input_messages="mlflow.spanInputs", output_text="mlflow.spanOutputs",
+          tools="mlflow.chat.tools"),
+    _rule("mlflow", "run", when_attribute="mlflow.spanType", when_equals=("AGENT",), json_values=True,
+          input="mlflow.spanInputs", output="mlflow.spanOutputs"),
+    # Langtrace's LangChain instrumentation: a chat model's answer (with its tool calls) as a message dump
+    _rule("langtrace-langchain", "llm", when_attribute="langchain.task.name", when_equals=("chatmodel",),
+          tool_calls="langchain.outputs", input_messages="langchain.inputs", output_text="langchain.outputs",
+          tools="langchain.metadata"),
     # Haystack's OpenTelemetry tracer
     _rule("haystack", "tool", when_span_name="haystack.agent.step.tool", tool_name="haystack.tool.name",
           arguments="haystack.agent.step.tool.input", result="haystack.agent.step.tool.output",
@@ -206,7 +250,8 @@ BUILTIN = Conventions((
 
 
 _SPEC_KEYS = frozenset(f.name for f in fields(Convention)) - {"when_attribute", "when_equals", "when_span_name",
-                                                              "builtin", "call_repr", "tools"}
+                                                              "builtin", "call_repr", "tools", "json_values"}
+_VALUES = ("text", "json")
 
 
 def conventions_from_config(items: Iterable[Mapping[str, Any]]) -> tuple[Convention, ...]:
@@ -241,18 +286,25 @@ def conventions_from_config(items: Iterable[Mapping[str, Any]]) -> tuple[Convent
         equals = when.get("equals")
         allowed = set(_FIELDS_BY_ROLE[role])
         spec: dict[str, Any] = {}
+        values = item.get("values", "text")
+        if values not in _VALUES:
+            raise ConventionError(f"{label}: 'values' must be \"json\" (every value JSON-encoded text, as MLflow "
+                                  f"writes them) or \"text\", got {values!r}")
         for key, value in item.items():
-            if key in ("name", "role", "when"):
+            if key in ("name", "role", "when", "values"):
                 continue
             if key not in _SPEC_KEYS or key not in allowed:
                 hint = f"a {role} rule takes {', '.join(_FIELDS_BY_ROLE[role])}"
                 raise ConventionError(f"{label}: unknown setting {key!r} ({hint})")
             if not isinstance(value, str) or not value:
                 raise ConventionError(f"{label}: {key!r} must be an attribute key (a string)")
+            if value.startswith(EVENT_SOURCE) and value.count(":") < 2:
+                raise ConventionError(f"{label}: {key!r} reads an event as \"event:<event name>:<attribute>\", "
+                                      f"got {value!r}")
             spec[key] = value
         if role == "tool" and "tool_name" not in spec:
             raise ConventionError(f"{label}: a tool rule needs 'tool_name' (the attribute holding the tool's name)")
         equals_tuple = tuple(equals) if isinstance(equals, list) else (equals,) if equals is not None else None
         out.append(Convention(name.strip(), role, when_attribute=attribute, when_equals=equals_tuple,
-                              when_span_name=span_name, **spec))
+                              when_span_name=span_name, json_values=values == "json", **spec))
     return tuple(out)

@@ -44,6 +44,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("autogen", ("autogen",), handoff_prefixes=("transfer_to_",), unreliable_ok=True),
     Framework("llama-index", ("llama_index", "llamaindex"), handoff_tools={"handoff": "to_agent"}),
     Framework("smolagents", ("smolagents",), answer_tools=frozenset({"final_answer"})),
+    Framework("dspy", ("dspy",), answer_tools=frozenset({"finish"})),  # ReAct's own tool that ends the loop
 )
 
 

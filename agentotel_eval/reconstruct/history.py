@@ -71,9 +71,10 @@ class LaterTraces:
     Looked up while the calls are built, so no run or call is rebuilt afterwards.
     """
 
-    __slots__ = ("_contexts", "_llm", "_seen")
+    __slots__ = ("_contexts", "_llm", "_seen", "_text_failures")
 
     def __init__(self, contexts: Sequence[TraceContext]) -> None:
+        self._text_failures = all(ctx.text_failures for ctx in contexts)
         self._contexts = contexts
         self._llm: list[tuple[SpanRecord, TraceContext]] | None = None
         self._seen: dict[str, dict[str, ToolResultPart]] = {}
@@ -105,6 +106,6 @@ class LaterTraces:
         output = text_of(part.content) if isinstance(part.content, list) else part.content
         if part.status == "error":
             return output, "error", text_of(output) or "error", "history"
-        if looks_like_error_text(output):
+        if self._text_failures and looks_like_error_text(output):
             return output, "error", output.strip(), "result_text"
         return output, "ok", None, "history"

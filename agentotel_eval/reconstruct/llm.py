@@ -8,6 +8,7 @@ tool results for request-only calls), never as calls.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -112,6 +113,8 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
             yield "openinference", parse_messages([{"role": "assistant", "function_call": call}], "assistant")
     if sc.OI_OUTPUT_VALUE in attrs and attrs.get(sc.OI_SPAN_KIND) == sc.OI_KIND_LLM:
         yield "openinference", parse_messages(attrs[sc.OI_OUTPUT_VALUE], "assistant")
+    if sc.GEN_AI_COMPLETION in attrs:  # LangSmith's OpenTelemetry mode: the answer as the span's attribute
+        yield "langsmith", parse_messages(attrs[sc.GEN_AI_COMPLETION], "assistant")
 
 
 def _log_body(log: LogRecord) -> dict[str, Any] | None:
@@ -217,7 +220,49 @@ def read_output(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> LLMOutput:
                 texts.append(text)
         out.text = "\n".join(texts) if texts else None
         return out
+    if _OL_TOOL_NAME in span.attributes:
+        return _calls_from_tool_attributes(span)
     return LLMOutput()
+
+
+_OL_TOOL_NAME, _OL_TOOL_IDS = sc.GEN_AI_TOOL_NAME, sc.GEN_AI_TOOL_CALL_ID
+_OL_TOOL_ARGS = ("gen_ai.tool.args", sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+_JSON_DECODER = json.JSONDecoder()
+
+
+def _calls_from_tool_attributes(span: SpanRecord) -> LLMOutput:
+    """An LLM span that records its output messages nowhere, only the calls it asked for as tool attributes:
+    names and ids comma-joined for parallel calls, the arguments as consecutive JSON values (OpenLIT with
+    content capture off)."""
+    attrs = span.attributes
+    names = [n.strip() for n in str(attrs[_OL_TOOL_NAME]).split(",") if n.strip()]
+    ids = [i.strip() for i in str(attrs.get(_OL_TOOL_IDS) or "").split(",")]
+    raw = next((attrs[k] for k in _OL_TOOL_ARGS if isinstance(attrs.get(k), str)), None)
+    arguments = _consecutive_values(raw) if raw is not None else []
+    if len(arguments) != len(names):
+        arguments = [raw] if len(names) == 1 and raw is not None else [None] * len(names)
+    out = LLMOutput(source="gen_ai.tool")
+    for n, name in enumerate(names):
+        call_id = ids[n] if len(ids) == len(names) and ids[n] else None
+        out.requests.append(Request(name, arguments[n], call_id, n, span, "gen_ai.tool"))
+    return out
+
+
+def _consecutive_values(text: str) -> list[Any]:
+    """``{"a": 1}, {"b": 2}``: JSON values one after another, separated by commas or spaces (empty when not)."""
+    values: list[Any] = []
+    at = 0
+    while at < len(text):
+        while at < len(text) and text[at] in " ,\n\t":
+            at += 1
+        if at >= len(text):
+            break
+        try:
+            value, at = _JSON_DECODER.raw_decode(text, at)
+        except ValueError:
+            return []
+        values.append(value)
+    return values
 
 
 # --- input (history) -----------------------------------------------------------------------------------------------
@@ -266,7 +311,11 @@ def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message
             if msgs:
                 return msgs
     prompt = [e for e in span.events if e.name == sc.EVENT_CONTENT_PROMPT and sc.GEN_AI_PROMPT in e.attributes]
-    return [m for e in prompt for m in parse_messages(e.attributes[sc.GEN_AI_PROMPT])]
+    if prompt:
+        return [m for e in prompt for m in parse_messages(e.attributes[sc.GEN_AI_PROMPT])]
+    if sc.GEN_AI_PROMPT in attrs:  # LangSmith's OpenTelemetry mode: the request as the span's prompt attribute
+        return parse_messages(attrs[sc.GEN_AI_PROMPT])
+    return []
 
 
 def first_request_text(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> tuple[bool, str | None]:
@@ -339,9 +388,12 @@ def _parse_once(reader: Callable[[Any], tuple[ToolDefinition, ...]], raw: Any) -
 
 
 def _definitions_from_list(raw: Any) -> tuple[ToolDefinition, ...]:
-    out = []
+    out: list[ToolDefinition] = []
     for item in as_list(raw) or ():
         item = parse_json(item)
+        if isinstance(item, list):  # a list recorded as one JSON text inside the list (Langtrace)
+            out.extend(_definitions_from_list(item))
+            continue
         if isinstance(item, str) and item:
             out.append(ToolDefinition(item))
             continue
@@ -436,11 +488,18 @@ def _definitions_from_traceloop(entries: tuple[tuple[Any, Any, Any], ...]) -> tu
     )
 
 
+_REQUEST_TOOLS = "gen_ai.request.tools"
+
+
 def read_definitions(span: SpanRecord) -> Sequence[ToolDefinition]:
     """Tools offered to the model on this span (LLM span or agent span), from the first convention that has any."""
     attrs = span.attributes
     if sc.GEN_AI_TOOL_DEFINITIONS in attrs:
         found = _parse_once(_definitions_from_list, attrs[sc.GEN_AI_TOOL_DEFINITIONS])
+        if found:
+            return found
+    if _REQUEST_TOOLS in attrs:  # Langtrace: the request's tools
+        found = _parse_once(_definitions_from_list, attrs[_REQUEST_TOOLS])
         if found:
             return found
     if sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS in attrs:

@@ -131,6 +131,20 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
             pick = next((i for i in turn if _argumentsmatch_requests(e, requests[i], schema)), turn[0])
         used.add(pick)
         call.request = requests[pick]
+    ids = set(by_id)
+    for call in calls:  # an execution id no request has (OpenLIT gives a failed tool a fresh UUID): same name and
+        e = call.execution  # equal arguments, asked for before it ran, with an id no execution answered
+        if e is None or call.request is not None or not e.call_id or e.call_id in ids:
+            continue
+        executed = {c.execution.call_id for c in calls if c.execution is not None and c.execution.call_id}
+        schema = schemas.get(e.name)
+        pool = [i for i, r in enumerate(requests) if i not in used and r.name == e.name and r.call_id
+                and r.call_id not in executed and r.span.start_ns <= e.span.start_ns
+                and _argumentsmatch_requests(e, r, schema)]
+        if pool:
+            pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
+            used.add(pick)
+            call.request = requests[pick]
     for call in calls:  # a class name where the tool name belongs: the arguments find the request it ran
         e = call.execution
         if e is None or call.request is not None or e.sources.get("name") not in WEAK_NAME_SOURCES:
@@ -254,7 +268,8 @@ def call_id_of(call: Call) -> str | None:
     return call.request.call_id if call.request is not None else None
 
 
-def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later: LaterTraces | None = None) -> ToolCall:
+def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later: LaterTraces | None = None,
+                    text_failures: bool = True) -> ToolCall:
     """The ToolCall of a matched call; ``later``: other traces reconstructed together, whose history can hold the
     result of a request-only call (a plain client loop split into one trace per LLM call)."""
     e, r = call.execution, call.request
@@ -307,7 +322,7 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
         if result is not None and result.status == "error":
             status, error = "error", text_of(output) or "error"
             sources["status"] = "history"
-        elif result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
+        elif text_failures and result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
             status, error = "error", output.strip()
             sources["status"] = "result_text"
         else:

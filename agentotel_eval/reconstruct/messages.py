@@ -255,6 +255,11 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
                 _str(origin.get("tool_name"))))
             continue
         kind = block.get("type")
+        if kind == "function" and isinstance(block.get("function"), dict) and msg.role != "tool":
+            part = _tool_call(block)  # an OpenAI tool call as a content block (Langtrace's completion events)
+            if part is not None:
+                msg.tool_calls.append(part)
+                continue
         if kind == "tool_use" and isinstance(block.get("name"), str):  # Anthropic
             msg.tool_calls.append(ToolCallPart(block["name"], block.get("input"), _id(block.get("id"))))
         elif kind == "tool_result":
@@ -487,4 +492,7 @@ def _is_message_envelope(value: Mapping[str, Any]) -> bool:
     if value.get("lc") and value.get("type") == "constructor":
         ident = value.get("id")
         return isinstance(ident, list) and bool(ident) and str(ident[-1]).lower() == "toolmessage"
-    return value.get("type") == "tool" and isinstance(value.get("data"), dict)
+    if value.get("type") != "tool":
+        return False
+    # {"type": "tool", "data": {...}}, or a flat ToolMessage dump (LangSmith: content, tool_call_id, status)
+    return isinstance(value.get("data"), dict) or ("tool_call_id" in value and "content" in value)

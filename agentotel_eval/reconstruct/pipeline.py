@@ -29,10 +29,13 @@ def is_run_span(span: SpanRecord, conventions: Conventions = BUILTIN) -> bool:
 
 
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
-                conventions: Sequence[Convention] | Conventions = ()) -> list[AgentRun]:
+                conventions: Sequence[Convention] | Conventions = (), *, text_failures: bool = True) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time.
 
     ``conventions``: declared conventions (``conventions_from_config``), read before the built-in ones.
+    ``text_failures``: whether a tool result that reads as an error report (``"Error: ..."``, MCP's ``"Error
+    executing tool ..."``) makes its call a failed one where no ERROR status says so (``sources["status"]`` is
+    then ``result_text``); off, only recorded statuses and structured results decide.
     """
     declared = conventions if isinstance(conventions, Conventions) else BUILTIN.plus(tuple(conventions))
     found: list[tuple[TraceContext, TraceRuns]] = []
@@ -41,8 +44,8 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
         if tree.logs:
             llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
             rehome_event_logs(tree, llm_ids.__contains__)
-        ctx = TraceContext(tree, roles)
-        trace_runs = find_runs(tree, roles, ctx.requests_tools)
+        ctx = TraceContext(tree, roles, text_failures=text_failures)
+        trace_runs = find_runs(tree, roles, ctx.requests_tools, ctx.offers_tools)
         ctx.llm_parent = trace_runs.llm_parent
         if trace_runs.runs:
             split_conversations(trace_runs, ctx)

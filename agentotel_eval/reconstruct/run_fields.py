@@ -246,7 +246,12 @@ def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], c
         if text:
             return text, span.span_id
     for span in llm_spans:
-        recorded, text = first_request_text(span, ctx.logs(span))
+        role = ctx.roles.get(span.span_id)
+        if role is not None and role.rule is not None:  # a declared convention's LLM span: its declared input
+            messages = ctx.input(span)
+            recorded, text = bool(messages), last_user_text(messages)
+        else:
+            recorded, text = first_request_text(span, ctx.logs(span))
         if text:
             return text, span.span_id
         if recorded:
@@ -294,11 +299,13 @@ def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
         level = span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL)
         if span.status_code == STATUS_ERROR or (level is not None and str(level).upper() == "ERROR"):
             message = span.status_message or span.attributes.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
-            if not message:
-                exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None)
-                if exc is not None:
-                    etype = str(exc.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+            exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None) if span.events else None
+            if exc is not None:  # the exception's type says what failed: "UnknownCityError: Unknown city: X"
+                etype = str(exc.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+                if not message:
                     message = ": ".join(p for p in (etype, str(exc.attributes.get(sc.EXCEPTION_MESSAGE) or "")) if p)
+                elif etype and etype not in str(message):
+                    message = f"{etype}: {message}"
             return "error", str(message) if message else "error"
     return "ok", None
 

@@ -16,11 +16,17 @@ Rules (docs/reconstruction.md), applied to one trace tree:
 4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same run
    (a workflow span around one agent; OpenLLMetry tagging two spans for one run). A content-free run with
    several nested runs (a multi-agent workflow) is a container, not a run of its own: its nested runs are.
-5. Evidence outside every run (tool spans, or LLM spans that requested tools) makes a fallback run anchored at
-   the trace's root (plain client loops; an application span with no GenAI attributes).
+5. Evidence outside every run (tool spans, or LLM spans that requested tools, or LLM spans offered tools under an
+   application span of their own) makes a fallback run anchored at the trace's root (plain client loops; an
+   application span with no GenAI attributes, whose agent needed no tool or whose capture recorded no call). An
+   application calling a model with no tools offered is no agent run.
 6. A run with no LLM or tool span and no nested run is dropped when another run of the trace holds them
    (OpenLLMetry-JS tags every LangChain runnable as a workflow, and with the parent links lost each one is
    an empty span beside the calls).
+7. A step is not a run: a nested run whose LLM calls requested tools, with no tool span and no run of its own,
+   inside a run that executes tools itself, is one step of that run (OpenLIT marks every LangGraph step as an
+   ``invoke_agent`` span; the tools it asks for run beside it). Its LLM spans join the enclosing run. A real
+   sub-agent runs the tools it requests inside its own span.
 """
 
 from __future__ import annotations
@@ -73,8 +79,10 @@ class TraceRuns:
     llm_parent: dict[str, str]  # LLM span id -> nearest LLM ancestor span id (same inference recorded twice)
 
 
-def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool]) -> TraceRuns:
-    """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools."""
+def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool],
+              offers_tools: Callable[[SpanRecord], bool] = lambda span: False) -> TraceRuns:
+    """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools,
+    ``offers_tools(llm_span)`` whether the model was offered any."""
     extra_children = _reattach_orphans(tree, roles)
     attached, by_parent = extra_children.attached, extra_children.by_parent
     top = Scope(None, "top", "root")
@@ -144,13 +152,19 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             _resolve_tool_scope(scope, tree, requests_tools)
     emitted: list[Scope] = []
     parent_run: dict[int, Scope | None] = {}
-    if top.tool_spans or (top.llm_spans and any(requests_tools(s) for s in top.llm_spans)):
+    if top.tool_spans or (top.llm_spans and (
+            any(requests_tools(s) for s in top.llm_spans)
+            or (any(not roles.get(r.span_id, NO_ROLE).llm for r in top.roots) and any(map(offers_tools, top.llm_spans))))):
         anchor = min(top.roots, key=span_order)
         if tree.is_orphan(anchor):  # its parent is missing: the trace's true root that was open when it began
             holders = [r for r in tree.roots if not r.parent_span_id and r.start_ns <= anchor.start_ns <= r.end_ns]
             if holders:
                 anchor = min(holders, key=span_order)
         top.kind, top.span, top.chain = "run", anchor, [anchor]
+    steps: dict[int, set[str]] = {}  # id(run) -> the span names of the steps folded into it
+    for scope in scopes:
+        if scope.kind == "run" and scope.parent is not None:
+            _fold_step(scope, requests_tools, steps)
     _emit(top, None, None, emitted, parent_run)
     if len(emitted) > 1:  # drop runs with nothing in them, when another run holds the evidence
         kept = [s for s in emitted if s.llm_spans or s.tool_spans or any(parent_run.get(id(o)) is s for o in emitted)]
@@ -177,6 +191,23 @@ def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[
     parent.children[at : at + 1] = scope.children
     for child in scope.children:
         child.parent = parent
+
+
+def _fold_step(scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps: dict[int, set[str]]) -> None:
+    """Rule 7: a step of the enclosing run (its LLM calls asked for tools that run beside it) joins that run, and
+    so do the later spans of the same step name (the last step answers without asking for tools)."""
+    parent = scope.parent
+    if (parent is None or parent.kind != "run" or not parent.tool_spans or scope.tool_spans or scope.children
+            or not scope.llm_spans or scope.span is None):
+        return
+    name = scope.span.name
+    if name not in steps.get(id(parent), ()) and not any(requests_tools(s) for s in scope.llm_spans):
+        return
+    steps.setdefault(id(parent), set()).add(name)
+    parent.llm_spans.extend(scope.llm_spans)
+    parent.internal.extend(scope.internal)
+    parent.children.remove(scope)
+    scope.kind = "step"
 
 
 def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: list[Scope],
@@ -231,6 +262,9 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
     tools = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).tool and not r.run]
     agent_tools = [t for t in tools if _holds_llm(tree, roles, t)]
     with_llm = [o for o in orphans if _holds_llm(tree, roles, o)]
+    # a run span with nothing under it (OpenLIT's LangGraph step span beside the agent doing the work) takes an
+    # orphan only when no other run encloses it
+    idle = {r.span_id for r in runs if not tree.children.get(r.span_id)}
     for orphan in (*with_llm, *(o for o in orphans if not any(o is w for w in with_llm))):
         holds_llm = any(orphan is w for w in with_llm)
         best: SpanRecord | None = None
@@ -238,7 +272,8 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
             if (target.start_ns > orphan.start_ns or target.end_ns < orphan.end_ns
                     or _descends_from(tree, target, orphan)):
                 continue
-            if best is None or (target.end_ns - target.start_ns, target.span_id) < (best.end_ns - best.start_ns, best.span_id):
+            if best is None or (target.span_id in idle, target.end_ns - target.start_ns, target.span_id) < (
+                    best.span_id in idle, best.end_ns - best.start_ns, best.span_id):
                 best = target
         if best is not None:
             out.by_parent.setdefault(best.span_id, []).append(orphan)

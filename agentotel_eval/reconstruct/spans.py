@@ -14,7 +14,7 @@ from typing import Any
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.frozen import freeze
-from agentotel_eval.otlp.records import STATUS_ERROR, STATUS_UNSET, SpanRecord
+from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.frameworks import NO_PLUMBING, Plumbing
 from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
@@ -215,6 +215,7 @@ _ARGUMENT_KEYS = (
     (sc.TRACELOOP_ENTITY_INPUT, "traceloop"),
     (sc.LANGFUSE_OBSERVATION_INPUT, "langfuse"),
     (sc.AGENTOTEL_INPUT, "agentotel"),
+    (sc.GEN_AI_PROMPT, "langsmith"),  # LangSmith's OpenTelemetry mode: a tool's input as its span's prompt
 )
 _RESULT_KEYS = (
     (sc.GEN_AI_TOOL_CALL_RESULT, "gen_ai"),
@@ -222,6 +223,7 @@ _RESULT_KEYS = (
     (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
     (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
     (sc.AGENTOTEL_OUTPUT, "agentotel"),
+    (sc.GEN_AI_COMPLETION, "langsmith"),  # ... and its output (``{"output": <ToolMessage>}``) as the completion
 )
 _CALL_ID_KEYS = ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference"))
 _JSON_OPENERS = ("", "{", "[", '"')  # a result starting otherwise (after no whitespace) is plain text
@@ -244,11 +246,13 @@ def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
         name = name[len("execute_tool "):]
     elif name.endswith(".tool"):
         name = name[: -len(".tool")]
+    elif name.endswith(".__call__"):  # a span named after the method that ran the tool (DSPy: "get_weather.__call__")
+        name = name[: -len(".__call__")]
     return (name or None), "span_name"
 
 
 def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBING,
-                   placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS) -> Execution:
+                   placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS, text_failures: bool = True) -> Execution:
     """Everything a tool-execution span says about its call, from whichever conventions it carries."""
     rule = role.rule
     described = None
@@ -256,7 +260,8 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
         value = rule.get(span, "tool_name")
         if rule.call_repr is not None and (described := parse_call_repr(rule.get(span, "call_repr"))) is not None:
             value = described.name
-        name, name_source = (value, rule.name) if isinstance(value, str) and value else (None, rule.name)
+        # a span the rule calls a tool execution, without the name attribute: named after the tool, as most are
+        name, name_source = (value, rule.name) if isinstance(value, str) and value else (span.name or None, "span_name")
     else:
         name, name_source = _tool_name(span, role.tool or "gen_ai")
     execution = Execution(span, name or span.name)
@@ -270,7 +275,7 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
     if kind == "internal":
         return execution
     if rule is not None:
-        _read_declared(span, execution, rule, placeholders)
+        _read_declared(span, execution, rule, placeholders, text_failures)
         if described is not None:
             if described.arguments is not None:
                 _argument_value(execution, described.arguments, rule.name)
@@ -281,7 +286,7 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
     else:
         _read_arguments(span, execution)
         _read_result(span, execution)
-        _read_status(span, execution)
+        _read_status(span, execution, text_failures)
         _read_call_id(span, execution, placeholders)
         _read_schema(span, execution)
     if execution.result_name and execution.result_name != execution.name and name_source in WEAK_NAME_SOURCES:
@@ -296,7 +301,8 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
 WEAK_NAME_SOURCES = ("traceloop", "span_name")
 
 
-def _read_declared(span: SpanRecord, execution: Execution, rule: Convention, placeholders: frozenset[str]) -> None:
+def _read_declared(span: SpanRecord, execution: Execution, rule: Convention, placeholders: frozenset[str],
+                   text_failures: bool = True) -> None:
     """A span of a declared convention: each field from the attribute the rule names."""
     arguments = rule.get(span, "arguments")
     if arguments is not None:
@@ -313,7 +319,7 @@ def _read_declared(span: SpanRecord, execution: Execution, rule: Convention, pla
         execution.status = "error"
         execution.error = execution.error or (text_of(execution.result) if execution.result is not None else None)
         execution.sources["status"] = rule.name
-    _read_status(span, execution)
+    _read_status(span, execution, text_failures)
     call_id = clean_id(rule.get(span, "call_id"), placeholders)
     if call_id:
         execution.call_id, execution.sources["call_id"] = call_id, rule.name
@@ -375,11 +381,24 @@ def _argument_value(execution: Execution, value: Any, source: str) -> bool:
     return True
 
 
+_LANGSMITH_HIDDEN = {"arguments": "langsmith.metadata.LANGSMITH_HIDE_INPUTS",
+                     "result": "langsmith.metadata.LANGSMITH_HIDE_OUTPUTS"}
+
+
+def _hidden(attrs: Mapping[str, Any], field: str, source: str) -> bool:
+    """LangSmith told to hide inputs or outputs still writes ``{}`` there: a placeholder, not the value."""
+    return source == "langsmith" and str(attrs.get(_LANGSMITH_HIDDEN[field], "")).lower() == "true"
+
+
 def _read_arguments(span: SpanRecord, execution: Execution) -> None:
     attrs = span.attributes
     for key, source in _ARGUMENT_KEYS:
-        if key in attrs and _argument_value(execution, attrs[key], source):
-            return
+        if key in attrs:
+            if _hidden(attrs, "arguments", source):
+                execution.discarded.append(f"arguments:{source}:redacted")
+                continue
+            if _argument_value(execution, attrs[key], source):
+                return
     params = attrs.get(sc.OI_TOOL_PARAMETERS)  # pydantic-ai's OpenInference: args; openai-agents': the schema
     if params is not None and parameters_schema(params) is None and _argument_value(execution, params, "openinference"):
         return
@@ -399,7 +418,7 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
     raw: Any = None
     for key, source in _RESULT_KEYS:
         if key in attrs:
-            if is_redacted(attrs[key]):
+            if is_redacted(attrs[key]) or _hidden(attrs, "result", source):
                 execution.discarded.append(f"result:{source}:redacted")
                 continue
             raw = attrs[key]
@@ -455,7 +474,7 @@ def _exception_text(span: SpanRecord) -> str | None:
     return None
 
 
-def _read_status(span: SpanRecord, execution: Execution) -> None:
+def _read_status(span: SpanRecord, execution: Execution, text_failures: bool = True) -> None:
     """ERROR status, an exception event, Strands ``gen_ai.tool.status``, Langfuse level ERROR: the call failed."""
     attrs = span.attributes
     exception = _exception_text(span) if span.events else None
@@ -473,9 +492,9 @@ def _read_status(span: SpanRecord, execution: Execution) -> None:
         error = message if isinstance(message, str) and message else None
     elif attrs.get(sc.ERROR_TYPE):  # GenAI: execute_tool sets error.type when the operation failed
         source = "error.type"
-    elif span.status_code == STATUS_UNSET and execution.sources.get("status") is None and looks_like_error_text(
+    elif text_failures and execution.sources.get("status") is None and looks_like_error_text(
         execution.result
-    ):  # no status recorded at all, and the result is an error report ("Error: ...")
+    ):  # the result is an error report ("Error: ...", MCP's "Error executing tool ..."), whatever OK the span says
         source, error = "result_text", execution.result.strip()
     if source is None:
         execution.sources.setdefault("status", "span_status")  # a recorded, non-failed execution

@@ -130,12 +130,14 @@ def numeric_equal(a: Any, b: Any) -> bool:
 
 
 _ERROR_TEXT_STARTS = frozenset("eEtTaA")  # error/exception, traceback, an error occurred (ASCII case-insensitive)
-_ERROR_TEXT = re.compile(r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b)", re.I)
+_ERROR_TEXT = re.compile(
+    r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b|error executing tool\b)", re.I)
 
 
 def looks_like_error_text(value: Any) -> TypeGuard[str]:
     """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
-    ``"An error occurred while running the tool..."``). Used only where nothing structured states the status."""
+    ``"An error occurred while running the tool..."``, MCP's ``"Error executing tool <name>: ..."``). A text
+    signal: never over a recorded ERROR status, and off with ``reconstruct(..., text_failures=False)``."""
     if not isinstance(value, str):
         return False
     first = value[:1]

@@ -140,7 +140,15 @@ def test_trace_root_fallback_when_no_run_marker():
 
 def test_no_run_without_markers_or_tool_calls():
     app = span("handle_request", 0, 100)
-    assert reconstruct([app, chat(1, 5, app, text="hello")]) == []
+    assert reconstruct([app, chat(1, 5, app, text="hello", definitions=())]) == []
+
+
+def test_an_application_span_whose_model_was_offered_tools_is_a_run_even_with_no_call():
+    app = span("travel_agent", 0, 100)
+    (run,) = reconstruct([app, chat(1, 5, app, text="No tool needed.")])
+    assert (run.span_id, run.convention, run.tools_called, run.output) == (app.span_id, "root", [], "No tool needed.")
+    lone = chat(1, 5, None, T2, text="hello")  # a model call that is its own trace: no agent around it
+    assert reconstruct([lone]) == []
 
 
 def test_nested_agent_in_a_tool_owns_its_calls():
@@ -414,12 +422,18 @@ def test_error_text_fed_back_by_a_plain_loop_is_an_error():
     assert (call.status, call.error, call.sources["status"]) == ("error", "Error: Unknown city", "result_text")
 
 
-@pytest.mark.parametrize(("status", "expected"), [(0, "error"), (1, "ok")])
-def test_error_text_counts_only_when_the_span_states_no_status(status, expected):
+@pytest.mark.parametrize("result", ["Error: boom", "Error executing tool get_weather: Unknown city: Atlantis"])
+@pytest.mark.parametrize("status", [0, 1])
+def test_an_error_report_as_the_result_fails_the_call_unless_text_signals_are_off(status, result):
+    """A tool that reports its failure as its result (MCP's isError text, a loop's "Error: ...") failed, whether
+    the span said OK or nothing; ``text_failures=False`` trusts the recorded status alone."""
     root = agent("a", 0, 100)
-    t = tool("x", 1, 2, root, result="Error: boom")
+    t = tool("x", 1, 2, root, result=result)
     t = SpanRecord(**{**{f: getattr(t, f) for f in t.__dataclass_fields__}, "status_code": status})
-    assert one([root, t]).tool_calls[0].status == expected
+    (call,) = one([root, t]).tool_calls
+    assert (call.status, call.error, call.sources["status"]) == ("error", result, "result_text")
+    (run,) = reconstruct([root, t], text_failures=False)
+    assert run.tool_calls[0].status == "ok"
 
 
 def test_adk_transfer_to_agent_names_its_target_in_the_arguments():

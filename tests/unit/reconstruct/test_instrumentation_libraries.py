@@ -1,0 +1,176 @@
+"""Readers of the instrumentation libraries' conventions, on small hand-built traces shaped as each library writes
+them: MLflow's span types and JSON-encoded values, LangSmith's prompt/completion on tool spans, Langtrace's tool
+calls inside message content, OpenLIT's per-step agent spans, content-off tool attributes and root-only failures.
+The recorded traces of each are checked against their ground truth in test_fixtures."""
+
+from __future__ import annotations
+
+import json
+
+from agentotel_eval import semconv as sc
+from agentotel_eval.otlp.records import STATUS_ERROR, SpanEvent
+from agentotel_eval.reconstruct import reconstruct
+from agentotel_eval.reconstruct.declared import conventions_from_config
+from tests.unit.reconstruct.test_rules import agent, chat, span, tool
+
+
+def _json(value) -> str:
+    return json.dumps(value)
+
+
+def test_mlflow_span_types_and_json_encoded_values():
+    root = span("travel_agent", 0, 100, attrs={"mlflow.spanType": '"AGENT"',
+                                               "mlflow.spanInputs": _json({"prompt": "Weather in Rome?"}),
+                                               "mlflow.spanOutputs": '"Sunny in Rome."'})
+    answer = {"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]}}]}
+    llm = span("Completions", 1, 5, root, attrs={
+        "mlflow.spanType": '"CHAT_MODEL"', "mlflow.spanOutputs": _json(answer),
+        "mlflow.spanInputs": _json({"messages": [{"role": "user", "content": "Weather in Rome?"}]})})
+    # under LangGraph the tool span has no function-name attribute: it is named after the tool
+    call = span("get_weather", 6, 7, root, attrs={"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": '{"city": "Rome"}',
+                                                   "mlflow.spanOutputs": '"Rome: 27C sunny"', "tool_call_id": '"c1"'})
+    (run,) = reconstruct([root, llm, call])
+    (made,) = run.tool_calls
+    assert (run.input, run.output) == ("Weather in Rome?", "Sunny in Rome.")
+    assert (made.name, made.input_parameters, made.output, made.call_id) == ("get_weather", {"city": "Rome"},
+                                                                              "Rome: 27C sunny", "c1")
+    assert made.sources["name"] == "span_name" and made.sources["arguments"] == "mlflow"
+
+
+def test_a_declared_convention_reads_json_encoded_values():
+    (rule,) = conventions_from_config([{"name": "acme", "role": "tool", "values": "json",
+                                        "when": {"attribute": "acme.kind", "equals": "TOOL"},
+                                        "tool_name": "acme.name", "arguments": "acme.in"}])
+    root = agent("a", 0, 100)
+    t = span("x", 1, 2, root, attrs={"acme.kind": '"TOOL"', "acme.name": '"lookup"', "acme.in": '{"q": 1}'})
+    (run,) = reconstruct([root, t], conventions=[rule])
+    assert [(c.name, c.input_parameters) for c in run.tool_calls] == [("lookup", {"q": 1})]
+    bad = {"name": "acme", "role": "tool", "values": "yaml", "when": {"attribute": "k"}, "tool_name": "n"}
+    try:
+        conventions_from_config([bad])
+    except ValueError as exc:
+        assert "'values' must be" in str(exc)
+    else:
+        raise AssertionError("a bad 'values' was accepted")
+
+
+def test_langsmith_tool_spans_keep_arguments_in_the_prompt_and_hide_them_when_told():
+    root = agent("a", 0, 100)
+    result = {"output": {"content": "Athens: 29C", "type": "tool", "name": "get_weather", "tool_call_id": "c1",
+                         "status": "success"}}
+    t = tool("get_weather", 1, 2, root, call_id="c1")
+    t.attributes.update({sc.GEN_AI_PROMPT: '{"city": "Athens"}', sc.GEN_AI_COMPLETION: _json(result)})
+    (run,) = reconstruct([root, t])
+    (call,) = run.tool_calls
+    assert (call.input_parameters, call.output, call.sources["arguments"]) == ({"city": "Athens"}, "Athens: 29C",
+                                                                               "langsmith")
+    hidden = tool("get_weather", 1, 2, root, call_id="c1")
+    hidden.attributes.update({sc.GEN_AI_PROMPT: "{}", sc.GEN_AI_COMPLETION: "{}",
+                              "langsmith.metadata.LANGSMITH_HIDE_INPUTS": "true",
+                              "langsmith.metadata.LANGSMITH_HIDE_OUTPUTS": "true"})
+    (call,) = reconstruct([root, hidden])[0].tool_calls
+    assert (call.input_parameters, call.output) == (None, None)
+
+
+def test_langtrace_tool_calls_inside_message_content_and_nested_tool_lists():
+    app = span("travel_agent", 0, 100)
+    definitions = [_json([{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}])]
+    completion = [{"role": "assistant", "content": [{"id": "c1", "type": "function", "function": {
+        "name": "get_weather", "arguments": '{"city": "Oslo"}'}}]}]
+    first = span("openai.chat.completions.create", 1, 5, app, attrs={
+        sc.GEN_AI_OPERATION_NAME: "chat", "gen_ai.request.tools": _json(definitions)},
+        events=(SpanEvent(sc.EVENT_CONTENT_PROMPT, 1, {sc.GEN_AI_PROMPT: _json([{"role": "user", "content": "Oslo?"}])}),
+                SpanEvent(sc.EVENT_CONTENT_COMPLETION, 5, {sc.GEN_AI_COMPLETION: _json(completion)})))
+    prompt = [{"role": "user", "content": "Oslo?"}, [{"id": "", "type": ""}],
+              {"role": "tool", "tool_call_id": "c1", "content": "Oslo: 6C rain"}]
+    second = span("openai.chat.completions.create", 10, 15, app, attrs={sc.GEN_AI_OPERATION_NAME: "chat"},
+                  events=(SpanEvent(sc.EVENT_CONTENT_PROMPT, 10, {sc.GEN_AI_PROMPT: _json(prompt)}),))
+    (run,) = reconstruct([app, first, second])
+    assert [(c.name, c.input_parameters, c.output) for c in run.tool_calls] == [("get_weather", {"city": "Oslo"},
+                                                                                 "Oslo: 6C rain")]
+    assert [d.name for d in run.tool_definitions] == ["get_weather"]
+
+
+def test_openlit_without_content_names_parallel_calls_in_comma_joined_attributes():
+    app = span("travel_agent", 0, 100)
+    llm = span("chat gpt-4o-mini", 1, 5, app, attrs={
+        sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_TOOL_NAME: "get_weather, get_weather, convert_currency",
+        sc.GEN_AI_TOOL_CALL_ID: "c1, c2, c3",
+        "gen_ai.tool.args": '{"city": "Tokyo"}, {"city": "Lima"}, {"amount": 100, "to": "EUR"}'})
+    (run,) = reconstruct([app, llm])
+    assert [(c.name, c.call_id, c.input_parameters) for c in run.tool_calls] == [
+        ("get_weather", "c1", {"city": "Tokyo"}), ("get_weather", "c2", {"city": "Lima"}),
+        ("convert_currency", "c3", {"amount": 100, "to": "EUR"})]
+
+
+def test_openlit_step_spans_are_one_run_and_a_fresh_failure_id_still_finds_its_request():
+    outer = agent("travel_agent", 0, 100)
+    step1 = agent("agent", 1, 10, outer)
+    ask = chat(2, 9, step1, calls=[("get_weather", '{"city": "Atlantis"}', "call_1")])
+    failed = tool("get_weather", 11, 12, outer, args={"city": "Atlantis"}, call_id="0f3e0c6a-uuid-of-the-failure",
+                  error="Unknown city: Atlantis")
+    step2 = agent("agent", 13, 20, outer)
+    final = chat(14, 19, step2, text="Atlantis is not a city I know.")
+    runs = reconstruct([outer, step1, ask, failed, step2, final])
+    assert [(r.agent_name, r.tools_called) for r in runs] == [("travel_agent", ["get_weather"])]
+    (call,) = runs[0].tool_calls
+    assert (call.status, call.llm_turn, call.sources["llm_turn"]) == ("error", ask.span_id, "request:gen_ai")
+    assert runs[0].output == "Atlantis is not a city I know."
+
+
+def test_a_sub_agent_running_its_own_tools_stays_a_run_of_its_own():
+    outer = agent("travel_agent", 0, 100)
+    sub = agent("weather", 1, 20, outer)
+    ask = chat(2, 5, sub, calls=[("get_weather", '{"city": "Cairo"}', "s1")])
+    ran = tool("get_weather", 6, 7, sub, args={"city": "Cairo"}, call_id="s1")
+    convert = tool("convert", 30, 31, outer)
+    runs = reconstruct([outer, sub, ask, ran, chat(8, 9, sub, text="Hot."), convert])
+    assert [(r.agent_name, r.tools_called) for r in runs] == [("travel_agent", ["convert"]), ("weather", ["get_weather"])]
+
+
+def test_a_run_that_died_on_its_last_requested_call_failed_that_call():
+    app = span("travel_agent", 0, 100, status=STATUS_ERROR, message="UnknownCityError: Unknown city: Atlantis")
+    ask = chat(1, 5, app, calls=[("get_weather", '{"city": "Atlantis"}', "c1")])
+    (run,) = reconstruct([app, ask])
+    (call,) = run.tool_calls
+    assert (run.status, call.status, call.sources["status"]) == ("error", "error", "run_error")
+    assert call.error == "UnknownCityError: Unknown city: Atlantis"
+    healthy = span("travel_agent", 0, 100)
+    (call,) = reconstruct([healthy, chat(1, 5, healthy, calls=[("get_weather", '{"city": "Rome"}', "c1")])])[0].tool_calls
+    assert (call.status, call.sources["status"]) == ("ok", "default")
+
+
+def test_a_tool_span_named_after_its_call_method_and_dspy_s_finish():
+    from agentotel_eval import semconv as sc2
+    from tests.unit.reconstruct.test_rules import scoped
+
+    root = span("ReAct.forward", 0, 100, attrs={sc2.OI_SPAN_KIND: "AGENT"})
+    weather = span("get_weather.__call__", 1, 2, root, attrs={sc2.OI_SPAN_KIND: "TOOL",
+                                                               sc2.OI_INPUT_VALUE: '{"city": "Paris"}'})
+    finish = span("finish.__call__", 3, 4, root, attrs={sc2.OI_SPAN_KIND: "TOOL", sc2.OI_INPUT_VALUE: "{}"})
+    (run,) = reconstruct(scoped([root, weather, finish], "openinference.instrumentation.dspy"))
+    assert run.tools_called == ["get_weather"]  # finish ends DSPy's loop: plumbing, only under DSPy
+    (plain,) = reconstruct([root, weather, finish])
+    assert plain.tools_called == ["get_weather", "finish"]
+
+
+def test_a_declared_convention_reads_a_field_from_a_span_event():
+    rules = conventions_from_config([
+        {"name": "acme-llm", "role": "llm", "when": {"attribute": "acme.kind", "equals": "llm"},
+         "tool_calls": "event:acme.answer:acme.calls"},
+        {"name": "acme-app", "role": "run", "when": {"span_name": "app"}}])
+    app = span("app", 0, 100)
+    calls = [{"id": "c1", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}]
+    llm = span("model", 1, 5, app, attrs={"acme.kind": "llm"},
+               events=(SpanEvent("acme.answer", 5, {"acme.calls": _json(calls)}),))
+    (run,) = reconstruct([app, llm], conventions=rules)
+    assert [(c.name, c.input_parameters, c.call_id) for c in run.tool_calls] == [("lookup", {"q": "x"}, "c1")]
+    bad = {"name": "b", "role": "llm", "when": {"attribute": "k"}, "tool_calls": "event:only-a-name"}
+    try:
+        conventions_from_config([bad])
+    except ValueError as exc:
+        assert "event:<event name>:<attribute>" in str(exc)
+    else:
+        raise AssertionError("a bad event source was accepted")
