@@ -196,6 +196,13 @@ class AssemblerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ReconstructionConfig:
+    #: a tool result that reads as an error report ("Error: ...", MCP's "Error executing tool ...") makes its call
+    #: a failed one where no ERROR status says so; false: only recorded statuses and structured results decide
+    text_failures: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class QueryConfig:
     #: rows returned by one query at most
     row_limit: int = 10_000
@@ -233,6 +240,8 @@ class CollectorConfig:
     receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
     writer: WriterConfig = field(default_factory=WriterConfig)
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
+    #: ``[reconstruction]``: text_failures (read an "Error: ..." tool result as a failed call)
+    reconstruction: ReconstructionConfig = field(default_factory=ReconstructionConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
     tls: TlsConfig = field(default_factory=TlsConfig)

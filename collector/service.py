@@ -157,11 +157,13 @@ class Collector:
             if self.in_process:
                 self.assembler = LocalAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
                                                self.run_writer, forward=forward, stages=self._stage_factories,
-                                               reconstruct=self._reconstruct, conventions=cfg.conventions)
+                                               reconstruct=self._reconstruct, conventions=cfg.conventions,
+                                               text_failures=cfg.reconstruction.text_failures)
             else:
                 self.assembler = ProcessAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
                                                  self.run_writer, forward=forward, tuning=self.tuning,
-                                                 conventions=cfg.conventions)
+                                                 conventions=cfg.conventions,
+                                                 text_failures=cfg.reconstruction.text_failures)
             forwarding = cfg.forward is not None
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
@@ -473,6 +475,7 @@ class Collector:
         try:
             rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
                                 committed_by(self.writer.submit_operation), conventions=config.conventions,
+                                text_failures=config.reconstruction.text_failures,
                                 config_name=name)
             summary = rescorer.run(request)
         finally:

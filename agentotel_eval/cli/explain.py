@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", type=Path, help="explain the traces of an OTLP file instead (.pb or .json)")
     parser.add_argument("--logs", type=Path, help="with --file: the OTLP log records that go with it")
     parser.add_argument("--conventions", type=Path, metavar="TOML",
-                        help="with --file: a config whose [[conventions]] to read the spans with")
+                        help="with --file: a config whose [[conventions]] (and [reconstruction]) to read the spans with")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,18 +67,21 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
     from agentotel_eval.reconstruct.explain import explain_lines, run_record
 
     conventions: tuple[Any, ...] = ()
+    text_failures = True
     try:
         spans = _read(path, "traces")
         logs = _read(logs_path, "logs") if logs_path is not None else []
         if conventions_path is not None:
             import tomllib
 
-            conventions = conventions_from_config(tomllib.loads(conventions_path.read_text()).get("conventions", []))
+            config = tomllib.loads(conventions_path.read_text())
+            conventions = conventions_from_config(config.get("conventions", []))
+            text_failures = bool((config.get("reconstruction") or {}).get("text_failures", True))
     except FileNotFoundError as exc:
         return _fail(f"no such file: {exc.filename}")
     except (DecodeError, ConventionError, ValueError) as exc:
         return _fail(str(exc))
-    runs = reconstruct(spans, logs, conventions=conventions)
+    runs = reconstruct(spans, logs, conventions=conventions, text_failures=text_failures)
     trace_ids = sorted({s.trace_id for s in spans if only is None or s.trace_id == only})
     if not trace_ids:
         return _fail(f"no spans of trace {only} in {path}" if only else f"no spans in {path}", EXIT_NOT_FOUND)

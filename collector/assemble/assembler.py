@@ -68,10 +68,11 @@ class AssemblerStats:
     traces_without_evidence: int = 0
 
 
-def _reconstructor(conventions: Conventions) -> Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]:
+def _reconstructor(conventions: Conventions, text_failures: bool = True) -> Callable[
+        [Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]:
     from agentotel_eval.reconstruct import reconstruct
 
-    return functools.partial(reconstruct, conventions=conventions)
+    return functools.partial(reconstruct, conventions=conventions, text_failures=text_failures)
 
 
 class Assembler:
@@ -90,6 +91,7 @@ class Assembler:
         whole_spans: bool = True,
         read_plain_traces: bool = False,
         conventions: Sequence[Convention] = (),
+        text_failures: bool = True,
     ) -> None:
         self.config = config
         #: the declared conventions (the user's first) that spans are classified and reconstructed with
@@ -103,7 +105,7 @@ class Assembler:
         )
         self._next = next_stage
         self._reader = reader
-        self._reconstruct = reconstruct or _reconstructor(self._conventions)
+        self._reconstruct = reconstruct or _reconstructor(self._conventions, text_failures)
         self._clock = clock
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)

@@ -87,9 +87,10 @@ class ProcessAssembly:
         start_timeout: float = 60.0,
         tuning: Tuning = UNTUNED,
         conventions: Sequence[Convention] = (),
+        text_failures: bool = True,
     ) -> None:
         self.config = config
-        settings = pickle.dumps(WorkerSettings(config, scoring, forward is not None, tuple(conventions)))
+        settings = pickle.dumps(WorkerSettings(config, scoring, forward is not None, tuple(conventions), text_failures))
         self._supervisor = Supervisor(
             "assembler", "agentotel_eval.collector.assemble.worker", Setup(log.getEffectiveLevel(), tuning.as_tuple(), 0, settings),
             self._received, on_exit=self._exited, on_give_up=self._gave_up, start_timeout=start_timeout,

@@ -125,6 +125,7 @@ class LocalAssembly:
         stages: Sequence[StageFactory] = (),
         reconstruct: Reconstruct | None = None,
         conventions: Sequence[Convention] = (),
+        text_failures: bool = True,
     ) -> None:
         self.reader = reader
         self._run_writer = run_writer
@@ -134,6 +135,7 @@ class LocalAssembly:
             stage = factory(stage)
         self.assembler = Assembler(
             config, stage, reader, reconstruct=reconstruct, whole_spans=forward is not None, conventions=conventions,
+            text_failures=text_failures,
             # another reconstruction may find runs by other rules, and a stage of its own is promised every
             # completed trace; a forwarder sends the held spans (roots) of plain traces only after them
             read_plain_traces=forward is not None or reconstruct is not None or bool(stages),

@@ -73,6 +73,7 @@ class WorkerSettings:
     scoring: ScoringConfig
     forwarding: bool
     conventions: tuple[Convention, ...] = ()  # the user's declared conventions
+    text_failures: bool = True  # [reconstruction] text_failures
 
 
 class RemoteCallError(RuntimeError):
@@ -260,7 +261,7 @@ def serve(channel: Channel, setup: Setup) -> None:
 
     assembler = Assembler(settings.assembler, scoring, RemoteReader(calls), on_step=publish,
                           whole_spans=settings.forwarding, read_plain_traces=settings.forwarding,
-                          conventions=settings.conventions)
+                          conventions=settings.conventions, text_failures=settings.text_failures)
     stop_asked = threading.Event()
     took = threading.Event()
 

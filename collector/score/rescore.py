@@ -197,13 +197,14 @@ class Rescorer:
     """Re-scores the traces of the runs a request selects, a batch at a time (see the module docstring)."""
 
     def __init__(self, config: ScoringConfig, read: Read, reader: StoredTraceReader, write: Write, *,
-                 conventions: Sequence[Convention] = (), config_name: str = "",
+                 conventions: Sequence[Convention] = (), config_name: str = "", text_failures: bool = True,
                  wall_clock: Callable[[], int] = time.time_ns, batch_traces: int = BATCH_TRACES) -> None:
         self._config = config
         self._read = read
         self._reader = reader
         self._write = write
         self._conventions = BUILTIN.plus(tuple(conventions))
+        self._text_failures = text_failures
         self._config_name = config_name
         self._now = wall_clock
         self._batch = batch_traces
@@ -268,7 +269,8 @@ class Rescorer:
             spans: list[SpanRecord] = sorted(record.spans, key=SPAN_ORDER) if record is not None else []
             logs: list[LogRecord] = sorted(record.logs, key=LOG_ORDER) if record is not None else []
             try:
-                runs: tuple[AgentRun, ...] = tuple(reconstruct(spans, logs, conventions=self._conventions))
+                runs: tuple[AgentRun, ...] = tuple(reconstruct(spans, logs, conventions=self._conventions,
+                                                                   text_failures=self._text_failures))
             except Exception:
                 summary.errors += 1  # its stored rows stay as they are
                 continue
@@ -378,7 +380,7 @@ def rescore_file(db: Path, payload: Any, config: CollectorConfig) -> RescoreSumm
 
     try:
         rescorer = Rescorer(config.scoring_config(), sealed_read(database.cursor), TraceReader(database.cursor),
-                            write, conventions=config.conventions,
+                            write, conventions=config.conventions, text_failures=config.reconstruction.text_failures,
                             config_name=config_path or "no config (expected tools from the runs' spans only)")
         return rescorer.run(request)
     except QueryError as exc:

@@ -302,3 +302,13 @@ def test_the_banner_tells_exporters_about_tls_and_the_token(tmp_path):
     assert "certificate /etc/agentotel/cert.pem" in guarded
     assert "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN" in guarded
     assert "s3cret" not in guarded  # the token itself is never printed
+
+
+def test_text_failure_signals_can_be_turned_off(tmp_path):
+    assert default_config().reconstruction.text_failures is True
+    path = tmp_path / "agentotel.toml"
+    path.write_text("[reconstruction]\ntext_failures = false\n")
+    assert load_config(path).reconstruction.text_failures is False
+    path.write_text("[reconstruction]\ntext_failure = false\n")
+    with pytest.raises(ConfigError, match="text_failure"):
+        load_config(path)
