@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanEvent
 from agentotel_eval.reconstruct import reconstruct
-from agentotel_eval.reconstruct.declared import conventions_from_config
+from agentotel_eval.reconstruct.declared import ConventionError, conventions_from_config
 from tests.unit.reconstruct.test_rules import agent, chat, span, tool
 
 
@@ -47,12 +49,8 @@ def test_a_declared_convention_reads_json_encoded_values():
     (run,) = reconstruct([root, t], conventions=[rule])
     assert [(c.name, c.input_parameters) for c in run.tool_calls] == [("lookup", {"q": 1})]
     bad = {"name": "acme", "role": "tool", "values": "yaml", "when": {"attribute": "k"}, "tool_name": "n"}
-    try:
+    with pytest.raises(ConventionError, match="'values' must be"):
         conventions_from_config([bad])
-    except ValueError as exc:
-        assert "'values' must be" in str(exc)
-    else:
-        raise AssertionError("a bad 'values' was accepted")
 
 
 def test_langsmith_tool_spans_keep_arguments_in_the_prompt_and_hide_them_when_told():
@@ -168,9 +166,5 @@ def test_a_declared_convention_reads_a_field_from_a_span_event():
     (run,) = reconstruct([app, llm], conventions=rules)
     assert [(c.name, c.input_parameters, c.call_id) for c in run.tool_calls] == [("lookup", {"q": "x"}, "c1")]
     bad = {"name": "b", "role": "llm", "when": {"attribute": "k"}, "tool_calls": "event:only-a-name"}
-    try:
+    with pytest.raises(ConventionError, match="event:<event name>:<attribute>"):
         conventions_from_config([bad])
-    except ValueError as exc:
-        assert "event:<event name>:<attribute>" in str(exc)
-    else:
-        raise AssertionError("a bad event source was accepted")
