@@ -37,6 +37,11 @@ _FROZEN_AS_IS = frozenset({str, int, float, bool, bytes, FrozenDict, FrozenList}
 _VALUE_FIELDS = ("input_parameters", "output", "description", "reasoning", "status")
 
 
+#: ``ToolCall.sources["arguments"]`` ends with this when the capture kept only some of the call's values (Langtrace's
+#: LangChain dumps drop non-string values): a required argument missing from them may not have been missing
+PARTIAL_SOURCE = ":partial"
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class ToolCall:
     """One call of a tool, as expected or as observed.

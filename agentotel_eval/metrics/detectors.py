@@ -52,7 +52,7 @@ from agentotel_eval.metrics.provenance import used_before_produced
 from agentotel_eval.metrics.result_usage import SEVERITY as USAGE_SEVERITY
 from agentotel_eval.metrics.result_usage import unused_results
 from agentotel_eval.metrics.tool_rules import ToolRule, rules_by_tool
-from agentotel_eval.test_case import ToolCall, ToolDefinition
+from agentotel_eval.test_case import PARTIAL_SOURCE, ToolCall, ToolDefinition
 from agentotel_eval.trajectory.align import result_value, value_at
 from agentotel_eval.trajectory.matchers import Ref, Refs, check_keys
 
@@ -206,6 +206,10 @@ def could_not_run(calls: Sequence[ToolCall], available_tools: ToolsLike | None, 
         if unrecorded:
             notes.append(f"parameter_error could not check {unrecorded} of {len(calls)} call(s): arguments not "
                          "recorded")
+        partial = sum(1 for c in calls if _partial(c))
+        if partial:
+            notes.append(f"parameter_error could not check required arguments of {partial} call(s): the capture "
+                         "keeps only some argument values")
     if ERROR_HANDLING in wanted and not (answer or "").strip():
         notes.append("error_handling could not run: the run's final answer is not recorded")
     if all(c.output is None and not c.error for c in calls):
@@ -372,6 +376,10 @@ def detect_parameter_errors(calls: Sequence[ToolCall], available_tools: ToolsLik
     return _parameter_errors(calls, tools) if tools else []
 
 
+def _partial(call: ToolCall) -> bool:
+    return str((call.sources or {}).get("arguments") or "").endswith(PARTIAL_SOURCE)
+
+
 def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) -> list[Finding]:
     schemas = {  # definitions hold FrozenDicts: a dict is told before the (slow) ABC check
         t.name: p for t in tools if (p := t.parameters) is not None and isinstance(p, (dict, Mapping))
@@ -415,6 +423,8 @@ def _parameter_errors(calls: Sequence[ToolCall], tools: list[ToolDefinition]) ->
             path = "/".join(str(p) for p in error.absolute_path) or None
             kind = str(error.validator)
             subtype = SCHEMA_SUBTYPES.get(kind, "schema_violation")
+            if subtype == "missing_required" and _partial(call):
+                continue  # the capture kept only some values: "missing" may be lost, not left out
             if subtype == "missing_required":
                 path = "/".join(filter(None, (path, _missing_property(error)))) or path
             out.append(Finding(

@@ -58,6 +58,7 @@ class Convention:
     call_repr: str | None = None  # built-in only: an attribute holding a ``ToolCall(...)`` repr of the call
     tools: str | None = None  # built-in only (run, llm): the tools offered to the model
     json_values: bool = False  # every value is JSON-encoded text ('"TOOL"', '{"city": "Paris"}'): decoded when read
+    partial_arguments: bool = False  # built-in only: the calls' arguments keep only some values (strings)
     builtin: bool = False
 
     def __post_init__(self) -> None:
@@ -236,7 +237,7 @@ BUILTIN = Conventions((
     # Langtrace's LangChain instrumentation: a chat model's answer (with its tool calls) as a message dump
     _rule("langtrace-langchain", "llm", when_attribute="langchain.task.name", when_equals=("chatmodel",),
           tool_calls="langchain.outputs", input_messages="langchain.inputs", output_text="langchain.outputs",
-          tools="langchain.metadata"),
+          tools="langchain.metadata", partial_arguments=True),  # its dumps keep string values only
     # Haystack's OpenTelemetry tracer
     _rule("haystack", "tool", when_span_name="haystack.agent.step.tool", tool_name="haystack.tool.name",
           arguments="haystack.agent.step.tool.input", result="haystack.agent.step.tool.output",
@@ -250,7 +251,8 @@ BUILTIN = Conventions((
 
 
 _SPEC_KEYS = frozenset(f.name for f in fields(Convention)) - {"when_attribute", "when_equals", "when_span_name",
-                                                              "builtin", "call_repr", "tools", "json_values"}
+                                                              "builtin", "call_repr", "tools", "json_values",
+                                                              "partial_arguments"}
 _VALUES = ("text", "json")
 
 

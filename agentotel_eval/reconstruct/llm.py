@@ -28,7 +28,7 @@ from agentotel_eval.reconstruct.messages import (
     traceloop_messages,
 )
 from agentotel_eval.reconstruct.values import as_dict, as_list, parse_json, text_of
-from agentotel_eval.test_case import ToolDefinition
+from agentotel_eval.test_case import PARTIAL_SOURCE, ToolDefinition
 
 _EVENT_ROLES = {
     sc.EVENT_SYSTEM_MESSAGE: "system",
@@ -176,7 +176,8 @@ def read_declared_output(span: SpanRecord, rule: Convention) -> LLMOutput:
     calls = rule.get(span, "tool_calls")
     if calls is not None:
         for part in tool_calls_in(calls):
-            out.requests.append(Request(part.name, part.arguments, part.call_id, len(out.requests), span, rule.name))
+            source = rule.name + PARTIAL_SOURCE if rule.partial_arguments else rule.name
+            out.requests.append(Request(part.name, part.arguments, part.call_id, len(out.requests), span, source))
     raw = rule.get(span, "output_text")
     if raw is not None:
         value = parse_json(raw)

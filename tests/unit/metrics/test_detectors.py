@@ -312,3 +312,18 @@ def test_a_key_the_schema_does_not_name_is_unexpected_unless_other_keys_are_allo
                                                                       "parameter_error.undeclared")]
     assert found({**open_by_silence, "additionalProperties": True}, {"city": "Oslo", "verbose": True}) == []
     assert found({**open_by_silence, "patternProperties": {"^x-": {}}}, {"city": "Oslo", "x-a": 1}) == []
+
+
+def test_a_required_argument_a_partial_capture_lost_is_not_reported_missing():
+    from agentotel_eval.metrics.detectors import could_not_run
+    from agentotel_eval.test_case import PARTIAL_SOURCE
+
+    book = {"name": "book_hotel", "parameters": {"type": "object", "required": ["city", "nights"],
+                                                 "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}}}}
+    lost = ToolCall("book_hotel", {"city": "Rome"}, sources={"arguments": "request:langtrace-langchain" + PARTIAL_SOURCE})
+    assert detect([lost], [book]) == []
+    assert any("keeps only some argument values" in n for n in could_not_run([lost], [book]))
+    whole = ToolCall("book_hotel", {"city": "Rome"}, sources={"arguments": "request:gen_ai"})
+    assert [f.subtype for f in detect([whole], [book])] == ["missing_required"]
+    wrong = ToolCall("book_hotel", {"city": 3}, sources={"arguments": "request:langtrace-langchain" + PARTIAL_SOURCE})
+    assert [f.subtype for f in detect([wrong], [book])] == ["wrong_type"]  # what was kept is still checked
