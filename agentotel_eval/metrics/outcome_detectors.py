@@ -256,28 +256,6 @@ def unit_numbers(text: str) -> list[tuple[int, str, float]]:
     return found
 
 
-def numeric_leaves(value: Any, key: str = "", out: list[tuple[str, float]] | None = None,
-                    depth: int = 0) -> list[tuple[str, float]]:
-    """(the key a number sits under, the number) for every number in a result; in its text, numbers with a
-    unit count under ``unit:<unit>``."""
-    out = [] if out is None else out
-    if len(out) >= _MAX_LEAVES or depth > 8:
-        return out
-    if isinstance(value, bool):
-        return out
-    if isinstance(value, str):
-        out += [(f"unit:{unit}", number) for _, unit, number in unit_numbers(value)]
-    elif isinstance(value, int | float):
-        out.append((key, float(value)))
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            numeric_leaves(v, str(k), out, depth + 1)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            numeric_leaves(v, key, out, depth + 1)
-    return out
-
-
 _DIGIT = re.compile(r"\d")
 
 
@@ -299,25 +277,25 @@ class RunValues:
         self._answer: tuple[list[tuple[int, float]], list[tuple[int, str, float]]] | None = None
 
     def result(self, j: int) -> tuple[list[tuple[str, float]], list[str]]:
-        """(the numbers of call j's result under their keys, as ``numeric_leaves``; its strings)."""
-        found = self._results.get(j)
-        if found is None:
-            leaves: list[tuple[str, float]] = []
-            strings: list[str] = []
-            _walk(parsed_result(self._calls[j].output), "", leaves, strings, 0)
-            found = self._results[j] = (leaves, strings)
-        return found
+        """(the numbers of call j's result under the keys they sit under, numbers written with a unit in its texts
+        under ``unit:<unit>``; its strings)."""
+        return self._walked(self._results, j, self._calls[j].output)
 
     def arguments(self, j: int) -> tuple[list[tuple[str, float]], list[str]]:
         """The same of call j's arguments."""
-        found = self._arguments.get(j)
+        call = self._calls[j]
+        return self._walked(self._arguments, j,
+                            call.input_parameters if call.input_parameters is not None else call.raw_arguments)
+
+    @staticmethod
+    def _walked(cache: dict[int, tuple[list[tuple[str, float]], list[str]]], j: int,
+                value: Any) -> tuple[list[tuple[str, float]], list[str]]:
+        found = cache.get(j)
         if found is None:
-            call = self._calls[j]
-            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
             leaves: list[tuple[str, float]] = []
             strings: list[str] = []
-            _walk(parsed_result(args), "", leaves, strings, 0)
-            found = self._arguments[j] = (leaves, strings)
+            _walk(parsed_result(value), "", leaves, strings, 0)
+            found = cache[j] = (leaves, strings)
         return found
 
     def numbers(self, of: str, j: int = -1) -> frozenset[float]:
@@ -325,14 +303,14 @@ class RunValues:
         if of == "answer":
             if self._answer_numbers is None:
                 plain, with_units = self.stated()
-                self._answer_numbers = frozenset([round(abs(n), 2) for _, n in plain]
-                                                 + [round(abs(n), 2) for _, _, n in with_units])
+                self._answer_numbers = frozenset([norm_number(n) for _, n in plain]
+                                                 + [norm_number(n) for _, _, n in with_units])
             return self._answer_numbers
         cache = self._result_numbers if of == "result" else self._argument_numbers
         found = cache.get(j)
         if found is None:
             leaves = (self.result(j) if of == "result" else self.arguments(j))[0]
-            found = cache[j] = frozenset([round(abs(n), 2) for _, n in leaves])
+            found = cache[j] = frozenset([norm_number(n) for _, n in leaves])
         return found
 
     def stated(self) -> tuple[list[tuple[int, float]], list[tuple[int, str, float]]]:

@@ -60,7 +60,8 @@ def string_values(value: Any, depth: int = 0) -> Iterator[str]:
             yield from string_values(v, depth + 1)
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A recorded value as text to search: a string as it is, anything else as JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -103,8 +104,8 @@ def used_before_produced(calls: Sequence[ToolCall], user_input: str | None,
         return []
     if callable(known_text):  # the tool definitions' text: rendered only for the runs that need it
         known_text = known_text()
-    results = [_text(call.output) for call in calls]
-    arguments = [_text(call.input_parameters) for call in calls]
+    results = [value_text(call.output) for call in calls]
+    arguments = [value_text(call.input_parameters) for call in calls]
     given = user_input or ""
     if "," in given:
         given += "\n" + _THOUSANDS.sub("", given)  # "$10,000,000" holds the id-like "10000000" too

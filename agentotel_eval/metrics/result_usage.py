@@ -7,22 +7,19 @@ evaluation log) and never changes a verdict, a score or a pass rate.
 
 A result counts as used when any of its salient values appears, as a whole token, in a later call's arguments or
 in the answer: its ids, its names and short texts (3 to 80 characters), its numbers (to the cent, thousands
-separators ignored) and, for texts of several words, any of their words of four letters or more. A result with nothing salient ("ok", ``true``,
-an empty list) has nothing to use and is never reported. It runs only where the answer and the call's result are
-recorded.
+separators ignored) and, for texts of several words, any of their words of four letters or more. A result with
+nothing salient ("ok", ``true``, an empty list) has nothing to use and is never reported. It runs only where the
+answer and the call's result are recorded.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentotel_eval.metrics.outcome_detectors import (
-    RunValues,
-)
-from agentotel_eval.metrics.provenance import contains_token
+from agentotel_eval.metrics.outcome_detectors import RunValues
+from agentotel_eval.metrics.provenance import contains_token, value_text
 from agentotel_eval.test_case import ToolCall
 
 RESULT_IGNORED = "result_ignored"
@@ -35,12 +32,6 @@ _COMMON = frozenset({"this", "that", "with", "from", "have", "been", "were", "wi
 _MAX_TOKENS = 200
 _PLAIN = frozenset({"true", "false", "none", "null", "success", "successful", "error", "status", "result",
                     "results", "found", "empty", "done"})
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _texts(strings: Sequence[str]) -> set[str]:
@@ -67,19 +58,12 @@ def unused_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str
     answer_text = answer.lower()
     answer_numbers_ = values.numbers("answer")
     args = [c.input_parameters if c.input_parameters is not None else c.raw_arguments for c in calls]
-    step_numbers: list[frozenset[float] | None] = [None] * len(calls)
     step_texts: list[str | None] = [None] * len(calls)
-
-    def numbers_of_step(j: int) -> frozenset[float]:
-        found = step_numbers[j]
-        if found is None:
-            found = step_numbers[j] = values.numbers("arguments", j)
-        return found
 
     def text_of_step(j: int) -> str:
         found = step_texts[j]
         if found is None:
-            found = step_texts[j] = _text(args[j]).lower()
+            found = step_texts[j] = value_text(args[j]).lower()
         return found
 
     def used_in(text: str, texts: set[str]) -> bool:
@@ -96,7 +80,7 @@ def unused_results(calls: Sequence[ToolCall], fails: Sequence[bool], answer: str
         texts = _texts(strings)
         if (not texts and not numbers) or used_in(answer_text, texts):
             continue
-        if any(numbers & numbers_of_step(j) or used_in(text_of_step(j), texts) for j in range(i + 1, len(calls))):
+        if any(numbers & values.numbers("arguments", j) or used_in(text_of_step(j), texts) for j in range(i + 1, len(calls))):
             continue
         out.append({
             "type": RESULT_IGNORED,
