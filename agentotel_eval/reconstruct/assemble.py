@@ -46,6 +46,7 @@ from agentotel_eval.reconstruct.run_fields import (
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution, read_execution
 from agentotel_eval.reconstruct.tree import span_order
+from agentotel_eval.reconstruct.values import short_type_name
 from agentotel_eval.test_case import ToolCall
 
 
@@ -166,10 +167,10 @@ def _typed_error(error: str, tool_spans: Sequence[SpanRecord]) -> str:
             continue
         error_type = span.attributes.get(sc.ERROR_TYPE)  # GenAI: the exception's type as error.type
         if isinstance(error_type, str) and error_type and span.status_message == error and error_type not in error:
-            return f"{error_type.rsplit('.', 1)[-1]}: {error}"
+            return f"{short_type_name(error_type)}: {error}"
         for event in span.events:
             if event.name == sc.EXCEPTION_EVENT and str(event.attributes.get(sc.EXCEPTION_MESSAGE) or "") == error:
-                etype = str(event.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+                etype = short_type_name(event.attributes.get(sc.EXCEPTION_TYPE))
                 return f"{etype}: {error}" if etype and etype not in error else error
     return error
 

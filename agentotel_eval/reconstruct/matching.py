@@ -132,11 +132,11 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
         used.add(pick)
         call.request = requests[pick]
     ids = set(by_id)
+    executed = {c.execution.call_id for c in calls if c.execution is not None and c.execution.call_id}
     for call in calls:  # an execution id no request has (OpenLIT gives a failed tool a fresh UUID): same name and
         e = call.execution  # equal arguments, asked for before it ran, with an id no execution answered
         if e is None or call.request is not None or not e.call_id or e.call_id in ids:
             continue
-        executed = {c.execution.call_id for c in calls if c.execution is not None and c.execution.call_id}
         schema = schemas.get(e.name)
         pool = [i for i, r in enumerate(requests) if i not in used and r.name == e.name and r.call_id
                 and r.call_id not in executed and r.span.start_ns <= e.span.start_ns

@@ -21,7 +21,7 @@ from agentotel_eval.reconstruct.llm import (
 from agentotel_eval.reconstruct.messages import Message, openinference_messages, parse_messages
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution
-from agentotel_eval.reconstruct.values import parse_json, seq, text_of
+from agentotel_eval.reconstruct.values import parse_json, seq, short_type_name, text_of
 from agentotel_eval.test_case import ToolDefinition
 
 
@@ -301,7 +301,7 @@ def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
             message = span.status_message or span.attributes.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
             exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None) if span.events else None
             if exc is not None:  # the exception's type says what failed: "UnknownCityError: Unknown city: X"
-                etype = str(exc.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+                etype = short_type_name(exc.attributes.get(sc.EXCEPTION_TYPE))
                 if not message:
                     message = ": ".join(p for p in (etype, str(exc.attributes.get(sc.EXCEPTION_MESSAGE) or "")) if p)
                 elif etype and etype not in str(message):

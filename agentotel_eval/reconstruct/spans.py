@@ -26,6 +26,7 @@ from agentotel_eval.reconstruct.values import (
     is_redacted,
     looks_like_error_text,
     looks_like_schema,
+    short_type_name,
     text_of,
 )
 
@@ -468,7 +469,7 @@ def _exception_text(span: SpanRecord) -> str | None:
     """``Type: message`` of the span's first exception event (type without its module path)."""
     for event in span.events:
         if event.name == sc.EXCEPTION_EVENT:
-            etype = str(event.attributes.get(sc.EXCEPTION_TYPE) or "").rsplit(".", 1)[-1]
+            etype = short_type_name(event.attributes.get(sc.EXCEPTION_TYPE))
             emsg = str(event.attributes.get(sc.EXCEPTION_MESSAGE) or "")
             return ": ".join(p for p in (etype, emsg) if p) or "exception"
     return None

@@ -134,6 +134,11 @@ _ERROR_TEXT = re.compile(
     r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b|error executing tool\b)", re.I)
 
 
+def short_type_name(value: Any) -> str:
+    """An exception's type without its module path (``tools.UnknownCityError`` -> ``UnknownCityError``)."""
+    return str(value or "").rsplit(".", 1)[-1]
+
+
 def looks_like_error_text(value: Any) -> TypeGuard[str]:
     """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
     ``"An error occurred while running the tool..."``, MCP's ``"Error executing tool <name>: ..."``). A text
