@@ -26,6 +26,8 @@ from agentotel_eval.reconstruct.matching import (
     build_tool_call,
     call_id_of,
     call_order_key,
+    display_key,
+    fold_twin_records,
     match_requests,
     name_from_history,
     output_tool_names,
@@ -46,7 +48,7 @@ from agentotel_eval.reconstruct.run_fields import (
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution, read_execution
 from agentotel_eval.reconstruct.tree import span_order
-from agentotel_eval.reconstruct.values import short_type_name
+from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
 from agentotel_eval.test_case import ToolCall
 
 
@@ -124,6 +126,33 @@ def _nested_failures(real: list[Execution], internal: list[SpanRecord], ctx: Tra
                 (str(ev.attributes.get(sc.EXCEPTION_MESSAGE)) for ev in span.events if ev.name == sc.EXCEPTION_EVENT),
                 "error")
             e.sources["status"] = "nested_span"
+
+
+def _names_from_nested(real: list[Execution], internal: list[SpanRecord], requests: list[Request],
+                       ctx: TraceContext) -> None:
+    """A call recorded under a name the model never called (a tool's class name) with the same call recorded
+    inside it under a name it did (the display name, by a second instrumentation): the inner record names it."""
+    asked = {display_key(r.name) for r in requests}
+    strangers = {e.span.span_id: e for e in real if display_key(e.name) not in asked}
+    if not strangers:
+        return
+    for span in internal:
+        role = ctx.roles.get(span.span_id)
+        if role is None or role.tool is None:
+            continue
+        above, hops = ctx.tree.parent(span), 0
+        while above is not None and above.span_id not in strangers and hops < 8:
+            above, hops = ctx.tree.parent(above), hops + 1
+        e = strangers.get(above.span_id) if above is not None else None
+        if e is None:
+            continue
+        inner = read_execution(span, role, ctx.plumbing, text_failures=ctx.text_failures)
+        if display_key(inner.name) not in asked:
+            continue
+        mine, theirs = arguments_of(e, None), arguments_of(inner, None)
+        if mine.params is not None and theirs.params is not None and numeric_equal(mine.params, theirs.params):
+            e.name, e.sources["name"] = inner.name, "nested_span"
+            del strangers[e.span.span_id]
 
 
 def _agents_called(requests: list[Request], nested: Sequence[Scope], ctx: TraceContext) -> list[Call]:
@@ -240,8 +269,14 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     calls: list[Call] = []
     for e in real:
         calls.append(Call(e, None))
+    if scope.internal and requests:
+        _names_from_nested(real, scope.internal, requests, ctx)
     unmatched = match_requests(calls, requests, schemas)
     name_from_history(calls, history, ctx)
+    if requests and len(calls) > 1:
+        calls = fold_twin_records(calls, unmatched)
+        if len(calls) < len(real):
+            real = [e for e in real if e.plumbing is None]
     extra: dict[str, Any] = {"chain": [chain[0].span_id] if len(chain) == 1 else [s.span_id for s in chain]}
     dropped: list[Request] = []
     if not unmatched:

@@ -8,6 +8,7 @@ parallel calls apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +146,21 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
             pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
             used.add(pick)
             call.request = requests[pick]
+    for call in calls:  # a display name ("Delegate work to coworker") for the tool the model called by its
+        e = call.execution  # identifier (delegate_work_to_coworker): one tool once case and separators are dropped
+        if e is None or call.request is not None:
+            continue
+        key = display_key(e.name)
+        pool = [i for i, r in enumerate(requests) if i not in used and r.name != e.name
+                and display_key(r.name) == key and r.span.start_ns <= e.span.start_ns]
+        if pool:
+            schema = schemas.get(requests[pool[0]].name)
+            pick = next((i for i in sorted(pool, key=lambda i: -requests[i].span.start_ns)
+                         if _argumentsmatch_requests(e, requests[i], schema)), max(pool, key=lambda i: (
+                             requests[i].span.start_ns, -requests[i].index)))
+            used.add(pick)
+            call.request = requests[pick]
+            e.sources["name"] = "display_name"
     for call in calls:  # a class name where the tool name belongs: the arguments find the request it ran
         e = call.execution
         if e is None or call.request is not None or e.sources.get("name") not in WEAK_NAME_SOURCES:
@@ -156,6 +172,41 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
             used.add(pick)
             call.request = requests[pick]
     return [r for i, r in enumerate(requests) if i not in used]
+
+
+def display_key(name: str) -> str:
+    """A tool name with case and separators dropped: ``Delegate work to coworker`` and
+    ``delegate_work_to_coworker`` are one key."""
+    return _SEPARATORS.sub("", name.casefold())
+
+
+_SEPARATORS = re.compile(r"[\W_]+")
+
+
+def fold_twin_records(calls: list[Call], unmatched: Sequence[Request]) -> list[Call]:
+    """An execution no request asked for that ran at the same time as a requested call, with the same arguments:
+    the same call recorded a second time under another name (a tool's class name beside its display name).
+    Kept apart when a request still waits for a tool of its name, so two calls the model made stay two."""
+    waiting = {display_key(r.name) for r in unmatched}
+    matched = [c.execution for c in calls if c.execution is not None and c.request is not None]
+    if not matched:
+        return calls
+    out: list[Call] = []
+    for call in calls:
+        e = call.execution
+        if e is not None and call.request is None and display_key(e.name) not in waiting:
+            mine = arguments_of(e, None)
+            twin = next((m for m in matched if m.span.start_ns <= e.span.end_ns and e.span.start_ns <= m.span.end_ns
+                         and mine.params and (theirs := arguments_of(m, None)).params is not None
+                         and numeric_equal(mine.params, theirs.params)), None)
+            if twin is not None:
+                e.plumbing = "duplicate"
+                if e.status == "error" and twin.status != "error":
+                    twin.status, twin.error = "error", e.error
+                    twin.sources["status"] = "twin_record:" + e.sources.get("status", "span_status")
+                continue
+        out.append(call)
+    return out
 
 
 def name_from_history(calls: list[Call], history: History, ctx: TraceContext) -> None:
@@ -282,7 +333,7 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
         found = e.sources  # sources are listed in a fixed order: name, arguments, status, result, call_id, llm_turn
         name = e.name
         sources: dict[str, str] = {"name": found.get("name", "")}
-        if r is not None and r.name != name and found.get("name") in WEAK_NAME_SOURCES:
+        if r is not None and r.name != name and found.get("name") in (*WEAK_NAME_SOURCES, "display_name"):
             name = r.name  # the name the model called, over a class name or a framework's label
             sources["name"] = f"request:{r.source}"
         schema = schemas.get(name) or e.schema  # the same schema the matching used

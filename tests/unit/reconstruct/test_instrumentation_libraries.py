@@ -168,3 +168,54 @@ def test_a_declared_convention_reads_a_field_from_a_span_event():
     bad = {"name": "b", "role": "llm", "when": {"attribute": "k"}, "tool_calls": "event:only-a-name"}
     with pytest.raises(ConventionError, match="event:<event name>:<attribute>"):
         conventions_from_config([bad])
+
+
+_TASK = {"task": "Weather in Rome", "coworker": "Weather expert"}
+_DELEGATE_DEF = {"type": "function", "name": "delegate_work_to_coworker",
+                 "parameters": {"type": "object", "properties": {"task": {"type": "string"},
+                                                                 "coworker": {"type": "string"}}}}
+
+
+def _oi_tool(name: str, start: int, end: int, parent, args=_TASK):
+    return span(name, start, end, parent, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name,
+                                                  "input.value": _json(args), "output.value": "Rome: 27C"})
+
+
+def _delegating_run():
+    root = agent("crew", 0, 100)
+    asked = chat(1, 9, root, calls=[("delegate_work_to_coworker", _json(_TASK), None)], definitions=(_DELEGATE_DEF,))
+    return root, [root, asked, chat(60, 70, root, text="27C", definitions=(_DELEGATE_DEF,))]
+
+
+@pytest.mark.parametrize("shape", ["display", "siblings", "class_outside", "display_outside"])
+def test_a_delegation_recorded_under_a_display_name_and_a_class_name_is_one_call(shape):
+    """The model calls delegate_work_to_coworker; the spans say "Delegate work to coworker", sometimes beside (or
+    around, or inside) a second record under the tool's class name with the same arguments."""
+    root, spans = _delegating_run()
+    if shape == "display":
+        spans.append(_oi_tool("Delegate work to coworker", 10, 50, root))
+    elif shape == "siblings":
+        spans += [_oi_tool("DelegateWorkTool", 10, 50, root), _oi_tool("Delegate work to coworker", 11, 49, root)]
+    else:
+        outer_name, inner_name = (("DelegateWorkTool", "Delegate work to coworker") if shape == "class_outside"
+                                  else ("Delegate work to coworker", "DelegateWorkTool"))
+        outer = _oi_tool(outer_name, 10, 50, root)
+        spans += [outer, _oi_tool(inner_name, 11, 49, outer)]
+    (run,) = reconstruct(spans)
+    (call,) = run.tool_calls
+    assert (call.name, call.input_parameters, call.output) == ("delegate_work_to_coworker", _TASK, "Rome: 27C")
+    assert call.sources["name"].startswith("request:")
+
+
+def test_same_arguments_at_the_same_time_under_two_requested_names_stay_two_calls():
+    root = agent("a", 0, 100)
+    args = _json({"city": "Rome"})
+    asked = chat(1, 9, root, calls=[("get_weather", args, "c1"), ("get_time", args, "c2")], definitions=())
+    weather, clock = tool("get_weather", 10, 50, root, args={"city": "Rome"}), tool("get_time", 11, 49, root,
+                                                                                  args={"city": "Rome"})
+    (run,) = reconstruct([root, asked, weather, clock])
+    assert run.tools_called == ["get_weather", "get_time"]
+    # with no request recorded (content off) nothing tells a second record from a second call: both stay
+    (run,) = reconstruct([root, weather, clock])
+    assert run.tools_called == ["get_weather", "get_time"]
+
