@@ -47,6 +47,7 @@ from agentotel_eval.reconstruct.run_fields import (
 )
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution, read_execution
+from agentotel_eval.reconstruct.step_results import results_from_steps
 from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
 from agentotel_eval.test_case import ToolCall
@@ -307,6 +308,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
                 fed_back = history.result(call_id, done)
                 if fed_back is not None:
                     call.result = fed_back
+    if calls and not executions and llm_spans:  # calls only in the model's messages: a step may hold the results
+        results_from_steps(calls, chain[0], ctx)
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
     trace_id = ctx.tree.trace_id

@@ -365,19 +365,19 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
             sources["result"] = found.get("result", "")
         if status == "ok" and result is not None and result.status == "error":  # the model was told it failed
             status, error = "error", text_of(result.content) or "error"
-            sources["status"] = "history"
+            sources["status"] = result.source
     if output is None and result is not None:
         output = text_of(result.content) if isinstance(result.content, list) else result.content
-        sources["result"] = "history"
+        sources["result"] = result.source
     if e is None:
         if result is not None and result.status == "error":
             status, error = "error", text_of(output) or "error"
-            sources["status"] = "history"
+            sources["status"] = result.source
         elif text_failures and result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
             status, error = "error", output.strip()
             sources["status"] = "result_text"
         else:
-            sources["status"] = "history" if result is not None else "default"
+            sources["status"] = result.source if result is not None else "default"
     call_id = None
     if e is not None and e.call_id:
         call_id = e.call_id
@@ -385,6 +385,9 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
     elif r is not None and r.call_id:
         call_id = r.call_id
         sources["call_id"] = f"request:{r.source}"
+    elif result is not None and result.call_id:
+        call_id = result.call_id
+        sources["call_id"] = result.source
     turn_source = call.turn_source
     if turn_source:
         sources["llm_turn"] = turn_source if turn_source == "inferred" else f"request:{turn_source}"

@@ -55,6 +55,7 @@ class ToolResultPart:
     content: Any
     status: str | None = None  # "error" when the message itself says so; else None
     name: str | None = None
+    source: str = "history"  # where it was read: the model's history, or a framework step's output
 
 
 @dataclass(slots=True, init=False)

@@ -68,6 +68,17 @@ def _cut_literal(text: str, marker: str) -> Any:
     if start < 0 or text[start + len(marker):start + len(marker) + 1] != "{":
         return None
     begin = start + len(marker)
+    end = _closing(text, begin)
+    if end is None:
+        return None
+    try:
+        return ast.literal_eval(text[begin:end + 1])
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _closing(text: str, begin: int) -> int | None:
+    """Index of the bracket closing the one at ``begin`` (quotes respected), or None when the text ends first."""
     depth = 0
     quote: str | None = None
     escaped = False
@@ -88,8 +99,63 @@ def _cut_literal(text: str, marker: str) -> Any:
         elif ch in "}])":
             depth -= 1
             if depth == 0:
-                try:
-                    return ast.literal_eval(text[begin:i + 1])
-                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                    return None
+                return i
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReprResult:
+    """A tool result a framework object's repr describes, with the call it answers."""
+
+    name: str | None
+    arguments: dict[str, Any] | None
+    call_id: str | None
+    result: Any
+    error: bool
+
+
+_RESULT_OBJECT = "ToolCallResult("
+
+
+def parse_result_reprs(text: Any) -> list[ReprResult]:
+    """Every complete ``ToolCallResult(result=..., origin=ToolCall(tool_name=..., arguments=..., id=...),
+    error=...)`` in ``text`` (Haystack's results, written as reprs inside a step's JSON output)."""
+    if not isinstance(text, str) or _RESULT_OBJECT not in text:
+        return []
+    out: list[ReprResult] = []
+    at = text.find(_RESULT_OBJECT)
+    while at >= 0:
+        end = _closing(text, at + len(_RESULT_OBJECT) - 1)
+        if end is None:
+            break
+        found = _result_of(text[at:end + 1])
+        if found is not None:
+            out.append(found)
+        at = text.find(_RESULT_OBJECT, end)
+    return out
+
+
+def _result_of(expression: str) -> ReprResult | None:
+    try:
+        call = ast.parse(expression, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    fields = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    result, error = _literal(fields.get("result")), _literal(fields.get("error"))
+    origin = fields.get("origin")
+    keys = {k.arg: _literal(k.value) for k in origin.keywords if k.arg} if isinstance(origin, ast.Call) else {}
+    name, arguments, call_id = keys.get("tool_name"), keys.get("arguments"), keys.get("id")
+    return ReprResult(name if isinstance(name, str) and name else None,
+                      arguments if isinstance(arguments, dict) else None,
+                      call_id if isinstance(call_id, str) and call_id else None, result, error is True)
+
+
+def _literal(node: ast.expr | None) -> Any:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None

@@ -219,3 +219,41 @@ def test_same_arguments_at_the_same_time_under_two_requested_names_stay_two_call
     (run,) = reconstruct([root, weather, clock])
     assert run.tools_called == ["get_weather", "get_time"]
 
+
+def _component(name: str, start: int, end: int, parent=None, kind: str = "CHAIN", **attrs):
+    return span(name, start, end, parent, attrs={sc.OI_SPAN_KIND: kind, **attrs})
+
+
+def _tool_message(result: str, city: str, call_id: str, error: bool) -> str:
+    return ("ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result=" + repr(result)
+            + f", origin=ToolCall(tool_name='get_weather', arguments={{'city': {city!r}}}, id={call_id!r}, "
+            + f"extra=None), error={error})], _name=None, _meta={{}})")
+
+
+def test_a_pipeline_instrumentation_with_calls_only_in_the_generator_and_results_in_a_step_output():
+    """OpenInference's Haystack components: the chat generator (an LLM span) holds the calls, with no id; the
+    component that ran them is a plain step whose JSON output holds each result as a repr naming its call."""
+    root = _component("Pipeline.run", 0, 100)
+    loop = _component("Agent.run", 1, 99, root)
+    prefix = "llm.output_messages.0.message.tool_calls"
+    asked = _component("OpenAIChatGenerator.run", 2, 10, loop, kind="LLM", **{
+        f"{prefix}.0.tool_call.function.name": "get_weather",
+        f"{prefix}.0.tool_call.function.arguments": _json({"city": "Atlantis"}),
+        f"{prefix}.1.tool_call.function.name": "get_weather",
+        f"{prefix}.1.tool_call.function.arguments": _json({"city": "Athens"}),
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Weather?"})
+    # the step lists the results in the other order: each is matched to its call by name and arguments
+    ran = _component("ToolInvoker.run", 11, 20, loop, **{sc.OI_OUTPUT_VALUE: _json({"tool_messages": [
+        _tool_message('Athens: 29C "sunny"', "Athens", "call_2", False),
+        _tool_message("No city named Atlantis", "Atlantis", "call_1", True)], "state": "State(...)"})})
+    answered = _component("OpenAIChatGenerator.run", 21, 30, loop, kind="LLM", **{
+        "llm.output_messages.0.message.content": "Athens is sunny.", "llm.output_messages.0.message.role": "assistant"})
+    (run,) = reconstruct([root, loop, asked, ran, answered])
+    got = [(c.name, c.input_parameters, c.output, c.status, c.call_id) for c in run.tool_calls]
+    assert got == [("get_weather", {"city": "Atlantis"}, "No city named Atlantis", "error", "call_1"),
+                   ("get_weather", {"city": "Athens"}, 'Athens: 29C "sunny"', "ok", "call_2")]
+    assert {c.sources["status"] for c in run.tool_calls} == {"step_output"}
+    # a step that answers nothing asked (another tool, other arguments) gives no result
+    ran.attributes[sc.OI_OUTPUT_VALUE] = _json({"tool_messages": [_tool_message("x", "Paris", "call_9", True)]})
+    (run,) = reconstruct([root, loop, asked, ran, answered])
+    assert [(c.output, c.status) for c in run.tool_calls] == [(None, "ok"), (None, "ok")]
