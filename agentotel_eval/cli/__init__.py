@@ -9,6 +9,8 @@ stay fast.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -83,6 +85,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser; each subcommand's parser is in ``parser.commands`` (by name)."""
     parser = argparse.ArgumentParser(
         prog=DISTRIBUTION,
         description="Score AI agents' tool use from their OpenTelemetry traces.",
@@ -91,16 +94,56 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="print the name and version, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    commands: dict[str, argparse.ArgumentParser] = {}
     for name, (command, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=(command.__doc__ or help_text).strip())
         command.add_arguments(command_parser)
         command_parser.set_defaults(_run=command.run)
+        commands[name] = command_parser
+    parser.set_defaults(_commands=commands)
     return parser
 
 
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments of one command. An unknown flag is reported with that subcommand's usage (not the top-level
+    one) and the closest flag it knows (``--dbb``: did you mean ``--db``?)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command_parser: argparse.ArgumentParser = args._commands[args.command]
+        command_parser.error(unrecognized(command_parser, extra))
+    return args
+
+
+def unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    import difflib
+
+    known = [flag for action in parser._actions for flag in action.option_strings if flag.startswith("--")]
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    for word in extra:
+        if word.startswith("-"):
+            flag = word.split("=", 1)[0]
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            if close:
+                return f"{message} (did you mean {close[0]}?)"
+            named = [f"{a.option_strings[-1]} {a.metavar}" for a in parser._actions  # --port: the flags taking a PORT
+                     if isinstance(a.metavar, str) and flag.lstrip("-").upper() in a.metavar.split(":")]
+            if named:
+                return f"{message} (did you mean {' or '.join(named)}?)"
+    if any(word.startswith("-") for word in extra):
+        return message
+    return f"{message} (a value with spaces needs quotes)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a reader that went away is a closed pipe, handled below
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `agentotel-eval explain ... | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return 1

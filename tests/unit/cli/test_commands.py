@@ -66,3 +66,33 @@ def test_building_the_command_line_loads_no_heavy_dependency() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(("argv", "usage", "hint"), [
+    (["serve", "--port", "9999"], "usage: agentotel-eval serve",
+     "unrecognized arguments: --port 9999 (did you mean --grpc HOST:PORT or --http HOST:PORT?)"),
+    (["query", "--dbb", "x", "select 1"], "usage: agentotel-eval query",
+     "unrecognized arguments: --dbb select 1 (did you mean --db?)"),
+    (["report", "--out", "r.html", "--sinse", "7d"], "usage: agentotel-eval report", "(did you mean --since?)"),
+])
+def test_an_unknown_flag_shows_the_subcommands_usage_and_the_closest_flag(
+        argv: list[str], usage: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and hint in err
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path) -> None:
+    """``agentotel-eval explain --file X | head``: no BrokenPipeError traceback."""
+    from tests.fixture_traces import TRACES_DIR
+
+    biggest = max(TRACES_DIR.glob("*.pb"), key=lambda p: p.stat().st_size)
+    process = subprocess.Popen([sys.executable, "-m", "agentotel_eval.cli", "explain", "--file", str(biggest)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the first line
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err
