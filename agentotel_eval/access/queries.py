@@ -19,6 +19,7 @@ from agentotel_eval.store.query import QueryResult
 from agentotel_eval.store.schema import OWN_SOURCE
 from agentotel_eval.stored_cases import case_of, expectations_of
 from agentotel_eval.test_case import EvalTestCase
+from agentotel_eval.trace_ids import prefix_bounds
 
 #: ``read(sql, params)``: one sealed read-only statement
 Read = Callable[[str, Sequence[Any]], QueryResult]
@@ -474,6 +475,14 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
 
 
 # ---- a stored trace, for explain ----------------------------------------------------------------------------
+
+
+def trace_ids_starting(read: Read, prefix: str, limit: int = 6) -> list[str]:
+    """Up to ``limit`` stored trace ids that start with ``prefix``, in order (a range the zone maps can skip by)."""
+    low, high = prefix_bounds(prefix)
+    return [row["trace_id"] for row in _rows(read(
+        "SELECT DISTINCT trace_id FROM spans WHERE trace_id BETWEEN ? AND ? ORDER BY trace_id LIMIT ?",
+        [low, high, limit]))]
 
 
 def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:

@@ -9,14 +9,12 @@ works offline on an OTLP export (an ExportTraceServiceRequest, protobuf or OTLP/
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from agentotel_eval.cli import options
 
-_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
 #: rows read of a stored trace's spans (the names of those no run read are listed)
@@ -24,7 +22,7 @@ _SPANS_READ = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace_id", nargs="?", help="the trace to explain (32 hex digits), from the database")
+    parser.add_argument("trace_id", nargs="?", help="the trace to explain, from the database: 32 hex digits, or a unique prefix of 8 or more")
     options.add_db(parser)
     parser.add_argument("--file", type=Path, help="explain the traces of an OTLP file instead (.pb or .json)")
     parser.add_argument("--logs", type=Path, help="with --file: the OTLP log records that go with it")
@@ -33,18 +31,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentotel_eval.trace_ids import TraceIdError, trace_reference
+
+    try:
+        reference = trace_reference(args.trace_id) if args.trace_id else None
+    except TraceIdError as exc:
+        return _fail(str(exc))
     if args.file is not None:
-        if args.trace_id and not _TRACE_ID.match(args.trace_id.lower()):
-            return _fail(f"not a trace id: {args.trace_id!r} (32 hex digits)")
-        return _explain_file(args.file, args.logs, args.trace_id, args.conventions)
+        return _explain_file(args.file, args.logs, reference, args.conventions)
     if args.logs is not None or args.conventions is not None:
         return _fail("--logs and --conventions go with --file")
-    if not args.trace_id:
+    if reference is None:
         return _fail("give a TRACE_ID (from the database) or --file TRACE.pb|json")
-    trace_id = args.trace_id.lower()
-    if not _TRACE_ID.match(trace_id):
-        return _fail(f"not a trace id: {args.trace_id!r} (32 hex digits)")
-    return _explain_stored(args.db, trace_id)
+    return _explain_stored(args.db, reference)
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
@@ -81,10 +80,17 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
         return _fail(f"no such file: {exc.filename}")
     except (DecodeError, ConventionError, ValueError) as exc:
         return _fail(str(exc))
-    runs = reconstruct(spans, logs, conventions=conventions, text_failures=text_failures)
-    trace_ids = sorted({s.trace_id for s in spans if only is None or s.trace_id == only})
+    trace_ids = sorted({s.trace_id for s in spans if only is None or s.trace_id.startswith(only)})
+    if only is not None:
+        from agentotel_eval.trace_ids import TraceIdError, the_one
+
+        try:
+            trace_ids = [the_one(only, trace_ids, str(path))] if trace_ids else []
+        except TraceIdError as exc:
+            return _fail(str(exc))
     if not trace_ids:
         return _fail(f"no spans of trace {only} in {path}" if only else f"no spans in {path}", EXIT_NOT_FOUND)
+    runs = reconstruct(spans, logs, conventions=conventions, text_failures=text_failures)
     for i, trace_id in enumerate(trace_ids):
         names = {s.span_id: s.name for s in sorted(spans, key=lambda s: (s.start_ns, s.span_id))
                  if s.trace_id == trace_id}
@@ -97,13 +103,19 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
 
 def _explain_stored(db: str, trace_id: str) -> int:
     from agentotel_eval.access.client import QueryFailure, reader
-    from agentotel_eval.access.queries import read_trace
+    from agentotel_eval.access.queries import read_trace, trace_ids_starting
     from agentotel_eval.reconstruct.explain import explain_lines
+    from agentotel_eval.trace_ids import TRACE_ID_DIGITS, TraceIdError, the_one
 
+    read = reader(db, limit=_SPANS_READ)
     try:
-        records, span_names = read_trace(reader(db, limit=_SPANS_READ), trace_id)
+        if len(trace_id) < TRACE_ID_DIGITS:
+            trace_id = the_one(trace_id, trace_ids_starting(read, trace_id), db)
+        records, span_names = read_trace(read, trace_id)
     except QueryFailure as exc:
         return _fail(str(exc), exc.code)
+    except TraceIdError as exc:
+        return _fail(str(exc), EXIT_NOT_FOUND)
     if not span_names and not records:
         return _fail(f"trace {trace_id} is not in {db}", EXIT_NOT_FOUND)
     print("\n".join(explain_lines(trace_id, records, span_names)))

@@ -108,6 +108,34 @@ def test_explain_a_stored_trace_through_the_collector_then_from_the_file(tmp_pat
     assert missing.returncode == 1 and "is not in" in missing.stderr
 
 
+def test_a_trace_id_prefix_names_the_trace_or_lists_the_ones_it_matches(tmp_path):
+    """The pages and pytest's failure messages show 8-digit ids: explain takes them, and says when one is not
+    enough."""
+    db = tmp_path / "prefix.duckdb"
+    ids = ["abcdef01" + "1" * 24, "abcdef01" + "2" * 24, "abcdef02" + "3" * 24]
+    now = time.time_ns()
+    spans = [{"traceId": t, "spanId": f"{i + 1:016x}", "name": "invoke_agent a", "kind": 1,
+              "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
+              "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]}
+             for i, t in enumerate(ids)]
+    body = json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": spans}]}]}).encode()
+    with running_collector(db) as collector:
+        assert post_otlp(collector.http_endpoint, "traces", body, "json").status == 200
+        wait_until(lambda: collector.query("SELECT count(*) FROM spans")["rows"][0][0] == 3, timeout=30,
+                   what="the spans")
+        unique, several = _cli("ABCDEF02", "--db", str(db)), _cli("abcdef01", "--db", str(db))
+        none, short = _cli("abcdef09", "--db", str(db)), _cli("abcdef0", "--db", str(db))
+    assert unique.returncode == 0 and unique.stdout.startswith(f"trace {ids[2]}:"), unique.stderr
+    assert several.returncode == 1 and f"{ids[0]}, {ids[1]}; give more digits" in several.stderr
+    assert none.returncode == 1 and "no trace" in none.stderr and "starts with abcdef09" in none.stderr
+    assert short.returncode == 2 and "a unique prefix of at least 8" in short.stderr
+    # the same from a file, offline
+    export = tmp_path / "trace.json"
+    export.write_bytes(body)
+    assert _cli("--file", str(export), "abcdef02").stdout.startswith(f"trace {ids[2]}:")
+    assert "give more digits" in _cli("--file", str(export), "abcdef01").stderr
+
+
 # -- [[conventions]] in the collector's config, over OTLP --------------------------------------------------------
 
 CONVENTIONS_TOML = textwrap.dedent('''
