@@ -225,19 +225,18 @@ class Collector:
             raise
         self._started_at = time.monotonic()
         self._warn_if_exposed()
-        discovery.write_sidecar(
-            self.db_path,
-            discovery.CollectorInfo(
-                pid=os.getpid(),
-                http=discovery.client_address(*self.http.address),
-                db=str(self.db_path),
-                token=self._token,
-                grpc=discovery.client_address(*self.grpc.address),
-                started_at=datetime.now(UTC).isoformat(),
-                scheme="https" if cert else "http",
-                cert=cert,
-            ),
+        info = discovery.CollectorInfo(
+            pid=os.getpid(),
+            http=discovery.client_address(*self.http.address),
+            db=str(self.db_path),
+            token=self._token,
+            grpc=discovery.client_address(*self.grpc.address),
+            started_at=datetime.now(UTC).isoformat(),
+            scheme="https" if cert else "http",
+            cert=cert,
         )
+        discovery.write_sidecar(self.db_path, info)
+        discovery.register(info)  # found by commands run elsewhere
         self._housekeeping = threading.Thread(target=self._housekeep, name="agentotel-housekeeping", daemon=True)
         self._housekeeping.start()
         with self._lock:
@@ -332,6 +331,7 @@ class Collector:
             self.database.close()
         finally:
             discovery.remove_sidecar(self.db_path, self._token)
+            discovery.unregister(self._token)
         with self._lock:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)

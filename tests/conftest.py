@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# the collectors the tests start list themselves here, not among the user's own
+os.environ.setdefault("AGENTOTEL_RUNTIME_DIR", tempfile.mkdtemp(prefix="agentotel-tests-"))
 
 
 import pytest

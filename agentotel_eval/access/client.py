@@ -8,6 +8,7 @@ a single SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement runs, w
 from __future__ import annotations
 
 import json
+import os
 import sys
 import urllib.error
 from collections.abc import Callable, Sequence
@@ -117,33 +118,76 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
         con.close()
 
 
-def execute(db: str | Path, sql: str, *, limit: int | None = None,
-            timeout: float | None = None, params: Sequence[Any] = ()) -> QueryResult:
-    """Run the query through the live collector on ``db`` if there is one, else on the file read-only.
-    ``params`` fill the statement's ``?`` placeholders."""
+def locate(db: str | Path | None, url: str | None = None) -> tuple[Path, CollectorInfo | None]:
+    """The database a reading command uses and the live collector that holds it (None: read the file).
+
+    ``url`` (or ``$AGENTOTEL_URL``) names a collector; else ``db`` (or ``$AGENTOTEL_DB``, else
+    ``./agentotel.duckdb``) and the collector its discovery file names. With neither given and no database
+    here, the one collector running on this machine is used (and said so); when several run, the command is
+    told to choose."""
+    from agentotel_eval.access.discovery import (
+        DB_ENV,
+        URL_ENV,
+        collector_at,
+        find_collector,
+        running_collectors,
+    )
+    from agentotel_eval.store import DEFAULT_DB_PATH
+
+    url = url or os.environ.get(URL_ENV, "").strip() or None
+    if url:
+        found = collector_at(url)
+        if found is None:
+            raise QueryFailure(f"no agentotel-eval collector answers at {url}", EXIT_NO_DATABASE)
+        return Path(found.db or DEFAULT_DB_PATH), found
+    named = str(db) if db is not None else os.environ.get(DB_ENV, "").strip() or None
+    path = Path(named or DEFAULT_DB_PATH)
+    collector = find_collector(path)
+    if collector is not None or named is not None or path.exists():
+        return path, collector
+    running = running_collectors()
+    if len(running) == 1:
+        (only,) = running
+        print(f"note: no {path} here: reading the collector at {only.base_url} (database {only.db})",
+              file=sys.stderr)
+        return Path(only.db), only
+    if running:
+        choices = "; ".join(f"--db {c.db} (--url {c.base_url})" for c in running)
+        raise QueryFailure(f"no database at {path}, and {len(running)} collectors run on this machine: choose one "
+                           f"with {choices}", EXIT_NO_DATABASE)
+    return path, None
+
+
+def execute(db: str | Path | None, sql: str, *, limit: int | None = None, timeout: float | None = None,
+            params: Sequence[Any] = (), url: str | None = None) -> QueryResult:
+    """Run the query through the live collector on the database (``locate``) if there is one, else on the file
+    read-only. ``params`` fill the statement's ``?`` placeholders."""
     from agentotel_eval.access.discovery import find_collector
     from agentotel_eval.store.query import QueryError
 
-    db = Path(db)
-    collector = find_collector(db)
+    path, collector = locate(db, url)
     try:
         if collector is not None:
             try:
                 return _via_collector(collector, sql, limit, timeout, params)
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 # The collector went away between discovery and the query: the file is free (or will say why not).
-                if find_collector(db) is not None:
+                if url or find_collector(path) is not None:
                     raise QueryFailure(f"the collector at {collector.base_url} did not answer: {exc}") from None
-        return _local(db, sql, limit, timeout, params)
+        return _local(path, sql, limit, timeout, params)
     except QueryError as exc:
         raise QueryFailure(str(exc)) from None
 
 
-def reader(db: str | Path, *, limit: int | None = None) -> Callable[[str, Sequence[Any]], QueryResult]:
-    """``read(sql, params)`` over ``db`` (``execute`` with ``limit``), for the domain queries
-    (``agentotel_eval.access.queries``); it raises ``QueryFailure``."""
+def reader(db: str | Path | None, *, limit: int | None = None,
+           url: str | None = None) -> Callable[[str, Sequence[Any]], QueryResult]:
+    """``read(sql, params)`` over the database ``locate`` finds (once, at the first read), for the domain
+    queries (``agentotel_eval.access.queries``); it raises ``QueryFailure``."""
+    found: list[Path] = []
 
     def read(sql: str, params: Sequence[Any]) -> QueryResult:
-        return execute(db, sql, params=params, limit=limit)
+        if not found:  # (a note that the machine's collector is used is printed once)
+            found.append(locate(db, url)[0])
+        return execute(found[0], sql, params=params, limit=limit, url=url)
 
     return read

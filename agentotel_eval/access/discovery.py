@@ -1,9 +1,11 @@
-"""How ``agentotel-eval query`` finds a collector that holds the database: a small file next to it.
+"""How ``agentotel-eval query`` finds a collector that holds the database: a small file next to it, and a list
+of the collectors running on this machine.
 
 A running collector writes ``<db>.collector.json`` (its pid, HTTP address and a random token) once it listens, and
 removes it when it stops. A reader trusts the file only if the pid is alive AND ``GET /healthz`` at that address
 answers with the same token: a file left behind by a killed collector, or a port reused by another process, is
-recognised as stale.
+recognised as stale. The same record is written under ``registry_dir()`` (one file per collector): a command run
+from another directory, with no database there and no ``--db``, asks the one collector running on the machine.
 
 A collector serving TLS records it (``scheme`` https and its certificate file); a client then connects with https
 and trusts that certificate alone (``client_ssl_context``). A collector that requires a token is sent the one in
@@ -25,6 +27,12 @@ if TYPE_CHECKING:  # ssl and urllib load when a client connects: every command's
 SUFFIX = ".collector.json"
 #: the collector's bearer token, for the server and for every command that talks to it
 AUTH_TOKEN_ENV = "AGENTOTEL_AUTH_TOKEN"
+#: the database the reading commands use when no --db is given
+DB_ENV = "AGENTOTEL_DB"
+#: the collector the reading commands ask when no --url is given
+URL_ENV = "AGENTOTEL_URL"
+#: where running collectors list themselves (default: $XDG_RUNTIME_DIR/agentotel-eval, else ~/.cache/agentotel-eval)
+RUNTIME_DIR_ENV = "AGENTOTEL_RUNTIME_DIR"
 
 
 def sidecar_path(db_path: str | Path) -> Path:
@@ -155,9 +163,88 @@ def find_collector(db_path: str | Path, timeout: float = 2.0) -> CollectorInfo |
     info = read_sidecar(db_path)
     if info is None or not _pid_alive(info.pid):
         return None
+    return info if _answers(info, timeout) else None  # urllib's URLError and ssl's SSLError are OSErrors
+
+
+def registry_dir() -> Path:
+    """Where running collectors list themselves: ``$AGENTOTEL_RUNTIME_DIR``, else the user's runtime directory."""
+    explicit = os.environ.get(RUNTIME_DIR_ENV, "").strip()
+    if explicit:
+        return Path(explicit)
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    return (Path(runtime) if runtime else Path.home() / ".cache") / "agentotel-eval" / "collectors"
+
+
+def register(info: CollectorInfo) -> None:
+    """List a started collector (best effort: a collector runs the same without it)."""
+    try:
+        folder = registry_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{info.pid}-{info.token}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({**asdict(info), "db": str(Path(info.db).resolve())}, indent=2) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def unregister(token: str) -> None:
+    try:
+        for path in registry_dir().glob(f"*-{token}.json"):
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def running_collectors(timeout: float = 2.0) -> list[CollectorInfo]:
+    """The live collectors of this machine, in start order; the records of dead ones are removed."""
+    found: list[CollectorInfo] = []
+    try:
+        paths = sorted(registry_dir().glob("*.json"))
+    except OSError:
+        return []
+    for path in paths:
+        info = _info_of(path)
+        if info is None or not _pid_alive(info.pid):
+            path.unlink(missing_ok=True)
+            continue
+        if _answers(info, timeout):
+            found.append(info)
+    return sorted(found, key=lambda i: i.started_at)
+
+
+def collector_at(url: str, timeout: float = 5.0) -> CollectorInfo | None:
+    """The collector that answers at ``url`` (``http(s)://host:port``), described by its /healthz; None when
+    nothing does."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    probe = CollectorInfo(pid=0, http=parts.netloc, db="", token="", scheme=parts.scheme)
+    try:
+        with open_collector(probe, "/healthz", timeout=timeout) as response:
+            health = json.loads(response.read() or b"{}")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(health, dict) or "token" not in health:
+        return None
+    return CollectorInfo(pid=int(health.get("pid") or 0), http=parts.netloc, db=str(health.get("db") or ""),
+                         token=str(health["token"]), scheme=parts.scheme)
+
+
+def _info_of(path: Path) -> CollectorInfo | None:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+        return CollectorInfo(**{k: data[k] for k in CollectorInfo.__dataclass_fields__ if k in data})
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _answers(info: CollectorInfo, timeout: float) -> bool:
     try:
         with open_collector(info, "/healthz", timeout=timeout) as response:
             health = json.loads(response.read() or b"{}")
-    except (OSError, ValueError):  # urllib's URLError and ssl's SSLError are OSErrors
-        return None
-    return info if health.get("token") == info.token else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(health, dict) and health.get("token") == info.token

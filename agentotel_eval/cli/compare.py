@@ -48,12 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="SPEC", help="the runs to compare against")
     parser.add_argument("--candidate", required=True, metavar="SPEC", help="the runs to compare")
     options.add_db(parser)
+    options.add_url(parser)
     parser.add_argument("--fail-on-regression", type=float, metavar="X",
                         help="exit 1 when an agent's pass rate of a metric falls by more than X (0.05: 5 points)")
     options.add_format(parser, ("table", "json"))
 
 
-def _load(spec: str, db: str) -> list[ScoredRun]:
+def _load(spec: str, db: str | None, url: str | None) -> list[ScoredRun]:
     """A SPEC's scored runs: a results file's, or those the terms select from the database."""
     from agentotel_eval.access import queries
     from agentotel_eval.access.client import reader
@@ -65,7 +66,7 @@ def _load(spec: str, db: str) -> list[ScoredRun]:
         if not path.is_file():
             raise SpecError(f"no such results file: {path}")
         return scored_runs_from_file(path)
-    return queries.read_scored_runs(reader(db, limit=queries.SCORED_RUNS_PAGE), parse_spec(spec))
+    return queries.read_scored_runs(reader(db, limit=queries.SCORED_RUNS_PAGE, url=url), parse_spec(spec))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     for side in ("baseline", "candidate"):
         spec = getattr(args, side)
         try:
-            loaded[side] = _load(spec, args.db)
+            loaded[side] = _load(spec, args.db, args.url)
         except (SpecError, ResultsFileError) as exc:
             print(f"error: --{side}: {exc}", file=sys.stderr)
             return EXIT_USAGE

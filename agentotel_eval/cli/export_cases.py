@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "latest_evaluations WHERE metric = 'tool_correctness' AND NOT success)\" -o failing.jsonl"
     )
     options.add_db(parser)
+    options.add_url(parser)
     parser.add_argument("--where", default="TRUE", metavar="SQL", help="a condition on agent_runs' columns")
     parser.add_argument("--limit", type=int, default=10_000, metavar="N", help="at most N runs (default 10000)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSONL ('-': stdout)")
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_USAGE
-    read = reader(args.db, limit=max(args.limit, 10_000))
+    read = reader(args.db, limit=max(args.limit, 10_000), url=args.url)
     try:
         cases = list(read_stored_cases(read, args.where, args.limit))
     except QueryFailure as exc:

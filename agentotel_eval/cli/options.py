@@ -11,17 +11,25 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from agentotel_eval.access.discovery import AUTH_TOKEN_ENV
+from agentotel_eval.access.discovery import AUTH_TOKEN_ENV, DB_ENV, URL_ENV
 from agentotel_eval.access.filters import FilterError, range_seconds
 from agentotel_eval.store import DEFAULT_DB_PATH
 
-DB_HELP = f"the database file (default: ./{DEFAULT_DB_PATH})"
+DB_HELP = (f"the database file (default: ${DB_ENV}, else ./{DEFAULT_DB_PATH}, else the one collector running on "
+           "this machine)")
 
 
-def add_db(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_DB_PATH, help: str = DB_HELP) -> None:
-    """``--db PATH``; ``serve`` (whose config file may name the database) and ``demo`` (a temporary one) give
-    their own default."""
+def add_db(parser: argparse.ArgumentParser, *, default: str | None = None, help: str = DB_HELP) -> None:
+    """``--db PATH``; None when not given, for ``agentotel_eval.access.client.locate`` to resolve. ``serve``
+    (whose config file may name the database) and ``demo`` (a temporary one) give their own help."""
     parser.add_argument("--db", metavar="PATH", default=default, help=help)
+
+
+def add_url(parser: argparse.ArgumentParser) -> None:
+    """``--url URL``: read through the collector answering there instead of a database file."""
+    parser.add_argument("--url", metavar="URL", default=None,
+                        help=f"read through the collector at this address, e.g. http://127.0.0.1:4318 "
+                             f"(default: ${URL_ENV})")
 
 
 def time_range(*, allow_all: bool) -> Callable[[str], str]:

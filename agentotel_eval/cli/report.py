@@ -16,6 +16,7 @@ EXIT_BAD_ARGUMENT = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_db(parser)
+    options.add_url(parser)
     options.add_since(parser, default="7d", allow_all=True)
     parser.add_argument("--agent", default="", help="only this agent's runs")
     parser.add_argument("--worst", type=int, default=10, metavar="N", help="worst runs to include (default 10)")
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentotel_eval.access import queries
-    from agentotel_eval.access.client import QueryFailure, reader
+    from agentotel_eval.access.client import QueryFailure, locate, reader
     from agentotel_eval.access.filters import FilterError, parse_filters
     from agentotel_eval.pages.render import report_document
 
@@ -36,15 +37,16 @@ def run(args: argparse.Namespace) -> int:
     except FilterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGUMENT
-    read = reader(args.db)
     try:
+        db = locate(args.db, args.url)[0]
+        read = reader(db, url=args.url)
         overview = queries.read_overview(read, filters)
         worst_rows = queries.read_worst(read, filters, args.worst) if args.worst else []
         details = [d for row in worst_rows if (d := queries.read_run(read, row["trace_id"], row["span_id"]))]
     except QueryFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
-    html = report_document(overview, details, worst_rows, source=str(Path(args.db)))
+    html = report_document(overview, details, worst_rows, source=str(db))
     out = Path(args.out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

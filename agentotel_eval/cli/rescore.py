@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval rescore --where \"agent_name = 'planner'\" --judge"
     )
     options.add_db(parser)
+    options.add_url(parser)
     options.add_since(parser)
     parser.add_argument("--where", metavar="SQL", help="only runs meeting this condition on agent_runs' columns")
     parser.add_argument("--config", metavar="FILE", help="score with this config's expectations and settings")
@@ -72,7 +73,7 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentotel_eval.access.discovery import find_collector
+    from agentotel_eval.access.client import QueryFailure, locate
     from agentotel_eval.collector.config import ConfigError, default_config, load_config
     from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render, rescore_file
 
@@ -89,12 +90,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.where:
         payload["where"] = args.where
-    db = Path(args.db)
-    collector = find_collector(db)
     try:
+        db, collector = locate(args.db, args.url)
         summary = (RescoreSummary.from_dict(_via_collector(collector, payload)) if collector is not None
                    else rescore_file(db, payload, config))
-    except _Failure as exc:
+    except (_Failure, QueryFailure) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
     except RescoreError as exc:

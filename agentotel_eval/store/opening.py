@@ -87,7 +87,8 @@ def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no database at {path} (start a collector with: agentotel-eval serve --db {path})")
+        raise FileNotFoundError(f"no database at {path}: point at a collector's with --db PATH, --url URL or "
+                                f"$AGENTOTEL_DB, or start one with: agentotel-eval serve --db {path}")
     if writer_holds(path):  # even in the moment of a reopen, when DuckDB's own lock is not held
         import duckdb
 

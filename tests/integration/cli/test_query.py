@@ -144,3 +144,32 @@ def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(runn
     body = json.loads(answer.value.read())
     assert body["kind"] == "unavailable" and "could not be opened again" in body["error"]
     assert running.query_counts["unavailable"] == 1
+
+
+def test_query_from_another_directory_finds_the_collector_running_on_the_machine(tmp_path, monkeypatch):
+    """No database here and no --db: the one collector this machine runs answers (and the command says so);
+    with two, the command says how to choose; --url names one; with none, the error says how to point at one."""
+    monkeypatch.setenv(discovery.RUNTIME_DIR_ENV, str(tmp_path / "runtime"))  # this test's collectors only
+    monkeypatch.delenv(discovery.DB_ENV, raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first, second = tmp_path / "a" / "first.duckdb", tmp_path / "b" / "second.duckdb"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    with running_collector(first) as one:
+        found = cli("SELECT count(*) AS n FROM spans", "--format", "json", cwd=elsewhere)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout) == [{"n": 0}]
+        assert f"reading the collector at http://{one.http_endpoint.split('://')[-1]}" in found.stderr
+        assert str(first.resolve()) in found.stderr
+        with running_collector(second) as two:
+            several = cli("SELECT 1", cwd=elsewhere)
+            assert several.returncode == 2 and "2 collectors run on this machine" in several.stderr
+            assert str(first.resolve()) in several.stderr and str(second.resolve()) in several.stderr
+            named = cli("SELECT 42 AS n", "--url", two.http_endpoint, "--format", "json", cwd=elsewhere)
+            assert named.returncode == 0 and json.loads(named.stdout) == [{"n": 42}], named.stderr
+    gone = cli("SELECT 1", cwd=elsewhere)
+    assert gone.returncode == 2 and "--db PATH, --url URL or $AGENTOTEL_DB" in gone.stderr
+    assert not list((tmp_path / "runtime").glob("*.json"))  # a stopped collector leaves no record
+    nobody = cli("SELECT 1", "--url", "http://127.0.0.1:9", cwd=elsewhere)
+    assert nobody.returncode == 2 and "no agentotel-eval collector answers at http://127.0.0.1:9" in nobody.stderr
