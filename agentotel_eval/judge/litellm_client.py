@@ -16,6 +16,7 @@ from typing import Any
 
 from agentotel_eval.judge.client import CustomLLMClient, Message
 from agentotel_eval.judge.models import to_litellm_model
+from agentotel_eval.judge.pricing import is_free
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -51,6 +52,9 @@ class LiteLLMClient(CustomLLMClient):
     ``json_mode``: None asks litellm whether the provider supports ``response_format`` and requests a JSON
     object when it does; True/False force it. A provider that rejects the parameter (400 naming
     ``response_format``) is retried once without it, and JSON mode stays off for this client after that.
+
+    A model on a local ``api_base`` (this machine, a private network) costs 0.0 a call unless ``llm_kwargs`` give
+    litellm a price (``input_cost_per_token``/``output_cost_per_token``): litellm would price it by its name.
     """
 
     def __init__(self, model: str, *, json_mode: bool | None = None, **llm_kwargs: Any) -> None:
@@ -65,6 +69,7 @@ class LiteLLMClient(CustomLLMClient):
         self.llm_kwargs: dict[str, Any] = dict(llm_kwargs)
         self.llm_kwargs.setdefault("timeout", DEFAULT_TIMEOUT_S)
         self._json_mode = json_mode
+        self.free = is_free(self.llm_kwargs)
 
     def get_model_name(self) -> str:
         return self.model
@@ -109,7 +114,7 @@ class LiteLLMClient(CustomLLMClient):
             self._json_mode = False
             kwargs.pop("response_format", None)
             response = await litellm.acompletion(**kwargs)
-        return _text_of(response), _cost_of(litellm, response)
+        return _text_of(response), 0.0 if self.free else _cost_of(litellm, response)
 
 
 def _supports_json_mode(litellm: Any, model: str, llm_kwargs: Mapping[str, Any]) -> bool:

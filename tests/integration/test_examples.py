@@ -283,7 +283,9 @@ def _as_tested(config: CollectorConfig, stub: LLMStub, sink: OtlpSink) -> dict[s
         "dataset": str(REPO / config.dataset),
         # sampling hashes each run's ids, so at 0.25 which runs are judged would vary from run to run; every
         # other judge setting (only_when, the budget, the model) is the file's
-        "judge": dataclasses.replace(config.judge, sample_rate=1.0, max_retries=0, api_base=stub.base_url),
+        # and on the stub's 127.0.0.1 a model costs nothing unless priced: gpt-4o-mini's list price
+        "judge": dataclasses.replace(config.judge, sample_rate=1.0, max_retries=0, api_base=stub.base_url,
+                                     extra={"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}),
         "forward": dataclasses.replace(config.forward, url=sink.http_endpoint),
     }
 

@@ -14,7 +14,10 @@ from tests.llm_stub import LLMStub, Reply
 # litellm's provider modules build pydantic models that warn about ReadOnly TypedDict items: not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning", "ignore:Items.*ReadOnly:UserWarning")
 
-MODEL = "openai/gpt-4o-mini"  # in litellm's local cost map: $0.15 / 1M input, $0.60 / 1M output tokens
+MODEL = "openai/gpt-4o-mini"
+# The stub is on 127.0.0.1, and a model on a local api_base costs nothing unless priced: gpt-4o-mini's list price
+# ($0.15 / 1M input, $0.60 / 1M output tokens), given as litellm's price arguments, which litellm then applies.
+PRICE = {"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}
 STUB_COST = 120 * 0.15e-6 + 40 * 0.60e-6  # the stub reports 120 prompt and 40 completion tokens
 FAST = RetryPolicy(max_attempts=3, base_delay=0.02, max_delay=0.05)
 
@@ -50,7 +53,7 @@ def judge(stub, model=MODEL, **kw):
     kw.setdefault("cache", False)
     kw.setdefault("api_key", "sk-test")
     kw.setdefault("api_base", stub.base_url)
-    return ToolsErrorMetric(model, **kw)
+    return ToolsErrorMetric(model, **(PRICE | kw))
 
 
 def test_reference_example_is_reproduced_key_by_key(stub):

@@ -56,9 +56,13 @@ def _evaluations(collector: Any, trace_id: str | None = None) -> dict[str, tuple
     return {r[0]: r[1:] for r in rows}
 
 
+# gpt-4o-mini's list price, given: a model on a local api_base (the stub's 127.0.0.1) costs nothing unless priced
+PRICE = {"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}
+
+
 def _judge(stub: LLMStub, **kw: Any) -> JudgeSettings:
     return JudgeSettings(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test",
-                         max_retries=kw.pop("max_retries", 0), **kw)
+                         max_retries=kw.pop("max_retries", 0), extra=kw.pop("extra", PRICE), **kw)
 
 
 def _send_fixture(collector: Any, name: str) -> str:
