@@ -51,7 +51,8 @@ class CaseResult:
     """One test case and the results of every metric on it, in the order the metrics were given.
 
     ``success`` is True when every metric that scored the case succeeded and none raised; metrics that
-    skipped the case (no expectation to compare with) neither pass nor fail it.
+    skipped the case (no expectation to compare with) neither pass nor fail it. A case no metric scored (nor
+    raised on) is not ``scored``: it is reported apart and left out of the pass rate.
     """
 
     index: int
@@ -64,6 +65,10 @@ class CaseResult:
             if result.status == "error" or (result.status == "ok" and not result.success):
                 return False
         return True
+
+    @property
+    def scored(self) -> bool:
+        return any(r.status == "error" or (r.status == "ok" and r.score is not None) for r in self.results)
 
     @property
     def name(self) -> str | None:
@@ -90,6 +95,7 @@ class CaseResult:
             "name": self.name,
             "input": _input_text(self.test_case),
             "success": self.success,
+            "scored": self.scored,
             "metrics": [r.to_dict() for r in self.results],
         }
 
@@ -159,12 +165,21 @@ class EvaluationResult:
         return self.cases[index]
 
     @property
+    def scored(self) -> int:
+        """Cases some metric scored (or raised on); the others had nothing to be compared with."""
+        return sum(1 for c in self.cases if c.scored)
+
+    @property
+    def not_scored(self) -> int:
+        return len(self.cases) - self.scored
+
+    @property
     def passed(self) -> int:
-        return sum(1 for c in self.cases if c.success)
+        return sum(1 for c in self.cases if c.scored and c.success)
 
     @property
     def failed(self) -> int:
-        return len(self.cases) - self.passed
+        return self.scored - self.passed
 
     @property
     def success(self) -> bool:
@@ -172,8 +187,9 @@ class EvaluationResult:
 
     @property
     def pass_rate(self) -> float | None:
-        """Share of cases whose every metric succeeded; None for an empty run."""
-        return self.passed / len(self.cases) if self.cases else None
+        """Share of the scored cases whose every metric succeeded; None when no case was scored."""
+        scored = self.scored
+        return self.passed / scored if scored else None
 
     @property
     def errors(self) -> int:
@@ -191,6 +207,8 @@ class EvaluationResult:
     def summary(self) -> dict[str, Any]:
         return {
             "cases": len(self.cases),
+            "scored": self.scored,
+            "not_scored": self.not_scored,
             "passed": self.passed,
             "failed": self.failed,
             "pass_rate": self.pass_rate,
@@ -431,8 +449,15 @@ def summary_lines(result: EvaluationResult) -> list[str]:
     """A human summary: pass rate, then one line per metric with its mean score."""
     if not result.cases:
         return ["No test cases."]
-    rate = result.pass_rate or 0.0
-    lines = [f"{result.passed}/{len(result)} cases passed ({rate:.1%}) in {result.duration_s:.2f}s"]
+    scored = result.scored
+    if scored:
+        line = f"{result.passed}/{scored} cases passed ({result.pass_rate or 0.0:.1%})"
+    else:
+        line = "no case was scored"
+    if result.not_scored:
+        line += (f"; {result.not_scored} not scored (no expectation to compare with: give expected_tools or "
+                 "expected_trajectory)")
+    lines = [f"{line} in {result.duration_s:.2f}s"]
     for name, s in result.metrics.items():
         mean = f"{s.mean_score:.3f}" if s.mean_score is not None else "-"
         extra = "".join(

@@ -35,7 +35,8 @@ def render_table(result: EvaluationResult, lines: list[int], *, quiet: bool = Fa
         names = [r.metric for r in result.cases[0].results]
         header = ["line", "case", *names, "result"]
         rows = [
-            [str(lines[c.index]), _label(c.test_case), *(_cell(r) for r in c.results), "PASS" if c.success else "FAIL"]
+            [str(lines[c.index]), _label(c.test_case), *(_cell(r) for r in c.results),
+             ("PASS" if c.success else "FAIL") if c.scored else "not scored"]
             for c in result.cases
         ]
         widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]

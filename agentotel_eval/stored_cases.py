@@ -32,7 +32,7 @@ def case_of(run: dict[str, Any], calls: Sequence[dict[str, Any]],
         metadata["expected_trajectory_from"] = trajectory[1]
     return EvalTestCase(
         input=run["input"] or "", actual_output=run["output"], tools_called=tool_calls,
-        expected_tools=[ToolCall(name=name) for name in expected],
+        expected_tools=[ToolCall(name=name) for name in expected] if expectation is not None else None,
         tool_calls=tool_calls, name=f"{run['agent_name'] or 'run'} {run['trace_id']}/{run['span_id']}",
         metadata=metadata, expected_trajectory=trajectory[0] if trajectory is not None else None,
     )

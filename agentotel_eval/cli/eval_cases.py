@@ -6,7 +6,8 @@ lines are still scored and reported, and the exit status says the input was bad.
 
 Exit status, as pytest: 0 all cases passed; 1 some case failed (or a metric raised on it); 2 usage or input
 error (unknown metric, unreadable file, invalid lines — the valid lines are still scored and shown); 5 no
-test cases in the file. ``--exit-zero`` turns 1 into 0 (report without failing a CI step).
+test cases in the file, or none that could be scored. A case no metric could score (no expectation to compare
+with) is shown as "not scored" and left out of the pass rate. ``--exit-zero`` turns 1 into 0 (report without failing a CI step).
 
 ``--junit PATH`` also writes a JUnit XML report (one testcase per case and metric: a failure for a failed
 score, an error for a metric that raised, skipped for a case it could not score), which CI systems show as
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases fail")
     parser.epilog = ("exit status: 0 every case passed, 1 a case failed or a metric raised (0 with --exit-zero), "
                      "2 usage or input error (invalid lines are reported, the valid ones still scored), "
-                     "5 no test cases")
+                     "5 no test cases, or none with an expectation to score")
 
 
 def _error(message: str) -> None:
@@ -118,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not parsed.cases:
         _error(f"no test cases in {source}")
+        return EXIT_NO_CASES
+    if not result.scored:
+        _error(f"no case in {source} could be scored: none has an expectation to compare with "
+               "(expected_tools or expected_trajectory)")
         return EXIT_NO_CASES
     if not result.success and not args.exit_zero:
         return EXIT_FAILED

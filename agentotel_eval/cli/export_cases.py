@@ -2,8 +2,8 @@
 
 Each line is an ``EvalTestCase`` that ``agentotel-eval eval`` and ``evaluate()`` read: the run's input and output,
 the tools it called with their arguments, results and status, its expected tools where it had any (from its span,
-an expectation rule or the dataset; else an empty list, for a person to fill in), and in ``metadata`` the trace
-and span ids, agent, service and start time. ``--where`` is a condition on the columns of ``agent_runs`` (for
+an expectation rule or the dataset; else null, for a person to fill in: ``eval`` reports such a case as not
+scored), and in ``metadata`` the trace and span ids, agent, service and start time. ``--where`` is a condition on the columns of ``agent_runs`` (for
 example ``agent_name = 'planner' AND start_time > now() - INTERVAL 7 DAY``), run through the same sealed,
 read-only query layer as ``agentotel-eval query``: through the running collector when one holds the database,
 else on the file read-only. ``-o -`` writes to stdout.
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    with_expectation = sum(1 for c in cases if c.expected_tools)
+    with_expectation = sum(1 for c in cases if c.expected_tools is not None)
     print(f"wrote {len(cases)} case(s) to {args.output}: {with_expectation} with expected tools, "
           f"{len(cases) - with_expectation} to fill in", file=sys.stderr)
     return 0

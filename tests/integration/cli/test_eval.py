@@ -248,3 +248,21 @@ def test_trajectory_specs_in_case_files(tmp_path):
     assert invented["success"] is False and invented["score"] == pytest.approx(0.5)  # F1 of 1/2 and 1/2
     assert "'Hilton'" in invented["reason"]
     assert invented["evaluation_log"]["extra"] == [1]
+
+
+def test_cases_with_no_expectation_are_reported_apart_and_left_out_of_the_pass_rate(tmp_path):
+    """export-cases writes ``expected_tools: null`` for a person to fill in: such a case is not a pass."""
+    todo = {"input": "to fill in", "tools_called": ["search"], "expected_tools": None}
+    wrong = {"input": "book it", "tools_called": ["cancel"], "expected_tools": ["book"]}
+    cases = write_cases(tmp_path / "cases.jsonl", HOTEL, wrong, todo, {**todo, "input": "also to fill in"})
+    proc = run_cli(str(cases), "--no-progress")
+    assert proc.returncode == 1, proc.stderr  # one fails; the two not scored neither pass nor fail
+    rows = proc.stdout.splitlines()
+    assert rows[3].rstrip().endswith("not scored") and rows[4].rstrip().endswith("not scored")
+    assert "skip" in rows[3]
+    assert "1/2 cases passed (50.0%); 2 not scored (no expectation to compare with" in proc.stdout
+    summary = json.loads(run_cli(str(cases), "--format", "json", "--no-progress").stdout)["summary"]
+    assert (summary["scored"], summary["not_scored"], summary["passed"], summary["pass_rate"]) == (2, 2, 1, 0.5)
+    only_todo = run_cli(str(write_cases(tmp_path / "todo.jsonl", todo)), "--no-progress")
+    assert only_todo.returncode == 5 and "could be scored: none has an expectation" in only_todo.stderr
+    assert "no case was scored; 1 not scored" in only_todo.stdout
