@@ -1,6 +1,6 @@
 """A hand-written OpenAI tool loop, traced with OpenInference, exporting to the agentotel-eval collector.
 
-    agentotel-eval serve                     # in another terminal (listens on 127.0.0.1:4317 / :4318)
+    agentotel-eval serve --config examples/agentotel.toml   # in another terminal, from the repository root
     python examples/openai_tool_loop.py "Plan a trip from Berlin to Rome on 2025-07-01 for 3 nights"
     agentotel-eval query "SELECT agent_name, tools_called, input FROM agent_runs ORDER BY start_time"
 

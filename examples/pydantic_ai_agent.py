@@ -1,6 +1,6 @@
 """A pydantic-ai support agent, traced by pydantic-ai's own OpenTelemetry instrumentation into agentotel-eval.
 
-    agentotel-eval serve                     # in another terminal (listens on 127.0.0.1:4317 / :4318)
+    agentotel-eval serve --config examples/agentotel.toml   # in another terminal, from the repository root
     python examples/pydantic_ai_agent.py "Order A-1042 arrived broken, can I get my money back?"
     agentotel-eval query "SELECT agent_name, tools_called, input FROM agent_runs ORDER BY start_time"
 
