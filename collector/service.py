@@ -39,6 +39,7 @@ from agentotel_eval.collector.receive.http.app import HttpApp, HttpReceiver
 from agentotel_eval.collector.receive.http.server import server_tls_context
 from agentotel_eval.collector.receive.ingest import Ingestor
 from agentotel_eval.collector.receive.metrics import ReceiveMetrics
+from agentotel_eval.collector.receive.ports import check_free
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.score.metrics import JudgeMetrics
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
@@ -130,6 +131,9 @@ class Collector:
             self._state = "starting"
         cfg = self.config
         try:
+            # the ports first: a start that cannot listen must not create the database and its lock
+            check_free(*cfg.grpc_address, "OTLP/gRPC", "grpc")
+            check_free(*cfg.http_address, "OTLP/HTTP", "http")
             self.database = Database(self.db_path, settings=cfg.writer.duckdb_settings(),
                                      row_group_size=cfg.writer.row_group_size)
         except BaseException:

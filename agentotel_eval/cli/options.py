@@ -68,3 +68,13 @@ def add_server_security(parser: argparse.ArgumentParser) -> None:
                              f"(default: ${AUTH_TOKEN_ENV}, else [auth] token)")
     parser.add_argument("--tls-cert", metavar="FILE", help="serve both ports over TLS with this PEM certificate")
     parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
+
+
+def quiet_grpc(debug: bool = False) -> None:
+    """Keep gRPC's C-core log lines (``add_port.cc ... Failed to add port``, ``chttp2_transport.cc ... Got
+    goaway``) out of a command's output: they repeat what the command says in its own words. Read when gRPC is
+    first imported, so this comes before; a ``GRPC_VERBOSITY`` the user set wins, and ``--log-level debug`` keeps
+    gRPC's errors."""
+    import os
+
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR" if debug else "NONE")

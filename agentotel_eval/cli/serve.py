@@ -103,6 +103,7 @@ def banner(collector: Any) -> str:
     if collector.config.auth.token:
         lines.append("  token      required: OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN")
     lines += [
+        f"  web UI     {http_endpoint}/" + ("  (sign in with the token)" if collector.config.auth.token else ""),
         f"  database   {db}",
         f"  metrics    {http_endpoint}/metrics",
         "  try        agentotel-eval query "
@@ -122,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
+    options.quiet_grpc(debug=config.log_level == "debug")
     logging.basicConfig(
         level=getattr(logging, config.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from agentotel_eval.collector.receive.auth import Authenticator, BearerInterceptor
 from agentotel_eval.collector.receive.errors import ReceiverError
 from agentotel_eval.collector.receive.ingest import Ingestor
+from agentotel_eval.collector.receive.ports import in_use_message
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +138,12 @@ class GrpcReceiver:
                 bound = server.add_secure_port(f"{host}:{self._port}", grpc.ssl_server_credentials([(key, chain)]))
             else:
                 bound = server.add_insecure_port(f"{host}:{self._port}")
-        except RuntimeError as exc:
+        except RuntimeError as exc:  # gRPC says only "Failed to bind": taken between the check and here, or in use
+            if "bind" in str(exc).lower():
+                raise OSError(in_use_message(self._port, "OTLP/gRPC", self._host, "grpc")) from None
             raise OSError(f"cannot listen for gRPC on {self._host}:{self._port}: {exc}") from None
         if not bound:
-            raise OSError(f"cannot listen for gRPC on {self._host}:{self._port} (address in use?)")
+            raise OSError(in_use_message(self._port, "OTLP/gRPC", self._host, "grpc"))
         self._bound = bound
         server.start()
         self._server = server

@@ -104,19 +104,39 @@ def test_an_invalid_config_fails_at_start_naming_the_key(tmp_path):
     assert "assembler.grace_periodd" in err and "unknown setting" in err
 
 
-def test_a_taken_port_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("taken", ["grpc", "http"])
+def test_a_taken_port_is_one_clear_line_and_creates_nothing(tmp_path, taken):
+    """No gRPC C-core log lines, and no database file or lock left by a start that could not listen."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("GRPC_VERBOSITY", None)
+        ports = {"grpc": "127.0.0.1:0", "http": "127.0.0.1:0", taken: f"127.0.0.1:{port}"}
         proc = subprocess.run(
-            [sys.executable, "-m", "collector", "--db", str(tmp_path / "t.duckdb"), "--grpc", "127.0.0.1:0",
-             "--http", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "collector", "--db", str(tmp_path / "t.duckdb"), "--grpc", ports["grpc"],
+             "--http", ports["http"]],
             capture_output=True, text=True, timeout=30, env=env, cwd=ROOT,
         )
     assert proc.returncode == 1
-    assert f"cannot listen for HTTP on 127.0.0.1:{port}" in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: cannot start the collector: port {port} is in use: cannot listen for "
+        f"{ {'grpc': 'OTLP/gRPC', 'http': 'OTLP/HTTP'}[taken]} on 127.0.0.1:{port} (another collector? choose another address with --{taken} HOST:PORT)"]
+    assert list(tmp_path.iterdir()) == []  # neither t.duckdb nor its lock
+
+
+def test_grpc_reports_a_port_taken_after_the_check_in_the_same_words():
+    """The check and the bind are two moments: a port taken in between gets the same one line."""
+    from agentotel_eval.collector.receive.grpc import GrpcReceiver
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        receiver = GrpcReceiver("127.0.0.1", port, ingestor=None, workers=1)  # type: ignore[arg-type]
+        with pytest.raises(OSError, match=f"port {port} is in use: cannot listen for OTLP/gRPC"):
+            receiver.start()
 
 
 class Exporter(threading.Thread):

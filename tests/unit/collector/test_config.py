@@ -296,12 +296,14 @@ def test_the_banner_tells_exporters_about_tls_and_the_token(tmp_path):
 
     plain = serve_cmd.banner(collector("", ""))
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317" in plain and "token" not in plain
+    assert "  web UI     http://127.0.0.1:4318/\n" in plain  # README says to open it
     guarded = serve_cmd.banner(collector("/etc/agentotel/cert.pem", "s3cret"))
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:4317" in guarded
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:4318" in guarded
     assert "certificate /etc/agentotel/cert.pem" in guarded
     assert "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN" in guarded
     assert "s3cret" not in guarded  # the token itself is never printed
+    assert "web UI     https://127.0.0.1:4318/  (sign in with the token)" in guarded
 
 
 def test_text_failure_signals_can_be_turned_off(tmp_path):
