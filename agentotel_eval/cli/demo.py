@@ -1,13 +1,15 @@
 """See the product work in one command, offline: a collector on free ports with a temporary database, example
 agents whose runs are correct, use a wrong tool, miss a call, add one, call in the wrong order and hit a tool
-error; their scores as a table with the SQL that made it; and the web UI, served until Ctrl+C (``--exit``: stop
-after printing)."""
+error; their scores as a table with the SQL that made it; and the web UI, served until Ctrl+C or SIGTERM
+(``--exit``: stop after printing). The temporary database is deleted however it stops."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -81,7 +83,34 @@ def _wait_for_scores(collector: Any, runs: int, timeout: float) -> bool:
     return False
 
 
+class _Stopped(BaseException):
+    """A SIGINT or SIGTERM: the demo stops wherever it is, and cleans up."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signals(workdir: Path | None) -> dict[int, Any]:
+    """SIGINT and SIGTERM stop the demo as they stop ``serve`` (also when a shell started it in the background
+    with SIGINT ignored); a second signal exits at once, removing the temporary directory first."""
+    seen = 0
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen > 1:
+            print("second signal: exiting now", file=sys.stderr, flush=True)
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+            os._exit(128 + signum)
+        raise _Stopped(signum)
+
+    return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
 def run(args: argparse.Namespace) -> int:
+    options.quiet_grpc()
     from agentotel_eval.collector.service import Collector
     from agentotel_eval.demo.agents import run_all
     from agentotel_eval.store.formats import render
@@ -93,10 +122,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         workdir = Path(tempfile.mkdtemp(prefix="agentotel-demo-"))
         db = workdir / "demo.duckdb"
+    previous = _on_signals(workdir)
     collector = Collector(_config(db, args), summary_interval=3600)
+    serving = False
     try:
         collector.start()
-        print(f"collector: OTLP gRPC {collector.grpc_endpoint}, HTTP {collector.http_endpoint}, database {db}")
+        kept = f", database {db}" if workdir is None else ""
+        print(f"collector: OTLP gRPC {collector.grpc_endpoint}, HTTP {collector.http_endpoint}{kept}")
         provider = _export_to(collector)
         runs = run_all()
         provider.force_flush()
@@ -108,19 +140,31 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(render(result, "table"))
         print()
-        print("made by this SQL (run it yourself with: agentotel-eval query \"...\" --db " f"{db}):")
+        if workdir is None:  # only what will still exist: the file outlives the demo, the UI and a temp one do not
+            print(f'made by this SQL (run it yourself with: agentotel-eval query "..." --db {db}):')
+        else:
+            print("made by this SQL (keep the database with --db FILE to run it yourself with agentotel-eval "
+                  "query):")
         print(TABLE_SQL)
-        print()
-        print(f"web UI: {collector.http_endpoint}/   runs: {collector.http_endpoint}/runs")
         if args.exit:
             return 0
+        print()
+        print(f"web UI: {collector.http_endpoint}/   runs: {collector.http_endpoint}/runs")
         print("serving; Ctrl+C to stop", flush=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            print()
+        serving = True
+        threading.Event().wait()
         return 0
+    except _Stopped as stopped:
+        return 0 if serving else 128 + stopped.signum
     finally:
-        collector.shutdown()
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            print("stopping: closing the collector" + (" and deleting its temporary database" if workdir else "")
+                  + " ...", file=sys.stderr, flush=True)
+            collector.shutdown()
+        except _Stopped:  # a signal while stopping: finish the cleanup below all the same
+            pass
+        finally:
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.collector_harness import http_request
 from tests.ui_data import ROOT, cli
 
@@ -33,13 +35,29 @@ def test_demo_exit_prints_the_scored_runs_and_their_sql(tmp_path: Path) -> None:
     assert by_input["What's the weather in Atlantis?"][7] == "repeated_failure"  # a tool error, retried as it was
     assert by_input["What's the weather in Paris?"][4:] == ["1.0", "1.0", "1.0", "none"]
     assert "FROM agent_runs r" in out and "LEFT JOIN latest_evaluations" in out
-    assert re.search(r"web UI: http://127\.0\.0\.1:\d+/", out)
+    # only what outlives the command is printed: the database kept with --db, never the UI it no longer serves
+    assert "web UI" not in out and f"--db {tmp_path / 'demo.duckdb'}" in out
 
 
-def test_demo_serves_the_ui_until_interrupted() -> None:
+def test_demo_exit_with_a_temporary_database_names_no_file_that_is_gone() -> None:
+    done = cli("demo", "--exit")
+    assert done.returncode == 0, done.stderr
+    assert "web UI" not in done.stdout and "agentotel-demo-" not in done.stdout
+    assert "keep the database with --db FILE" in done.stdout
+    assert "deleting its temporary database" in done.stderr
+
+
+@pytest.mark.parametrize(("stop", "ignored_at_start"), [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                                        (signal.SIGINT, True)],
+                         ids=["ctrl-c", "sigterm", "ctrl-c-started-in-the-background"])
+def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(stop: int, ignored_at_start: bool) -> None:
+    """Ctrl+C or SIGTERM stop it and remove its temporary directory (database, WAL and lock), also when a shell
+    started it in the background, where SIGINT starts out ignored."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored_at_start else None
+    before = set(_demo_dirs())
     process = subprocess.Popen([sys.executable, "-m", "agentotel_eval.cli", "demo"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+                               stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, preexec_fn=ignore)
     assert process.stdout is not None
     try:
         lines: queue.Queue[str] = queue.Queue()
@@ -55,14 +73,26 @@ def test_demo_serves_the_ui_until_interrupted() -> None:
             found = re.search(r"web UI: (http://[\d.:]+)/", seen[-1])
             url = found.group(1) if found else None
         assert url, "".join(seen)
-        database = re.search(r"database (\S+)", "".join(seen))
-        assert database
         answer = http_request(url, "GET", "/runs")
         assert answer.status == 200 and b"trip_planner" in answer.body
-        process.send_signal(signal.SIGINT)
+        workdirs = [d for d in _demo_dirs() if d not in before]
+        assert len(workdirs) == 1, "the demo's temporary directory"
+        process.send_signal(stop)
         assert process.wait(30) == 0
-        assert not Path(database.group(1)).exists()  # the temporary database goes with it
+        while True:
+            try:
+                seen.append(lines.get(timeout=2))
+            except queue.Empty:
+                break
+        assert any(line.startswith("stopping:") for line in seen), "".join(seen)
+        assert not any(d.exists() for d in workdirs)  # database, WAL, lock: the directory goes with it
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _demo_dirs() -> list[Path]:
+    import tempfile
+
+    return list(Path(tempfile.gettempdir()).glob("agentotel-demo-*"))
