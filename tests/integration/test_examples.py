@@ -4,7 +4,7 @@ Each example is a subprocess exporting with the standard OpenTelemetry SDK, conf
 OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_PROTOCOL. What the tools really ran follows from the
 scripted models, so the collector's tool calls are checked against it exactly. examples/agentotel.toml is
 loaded with the collector's own loader, then run with its database, ports, judge and forward target
-redirected to test servers.
+redirected to test servers; its judge table, commented out, is run as a user who uncomments it would.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,6 +118,21 @@ def evaluations_of(collector: Any, run: dict[str, Any]) -> dict[str, dict[str, A
         return found
 
     return wait_until(settled, timeout=30, what=f"the evaluations of {run['agent_name']}")
+
+
+def uncommented_judge(text: str) -> str:
+    """The example config as a user turns its judge on: the commented-out ``[judge]`` table uncommented."""
+    lines = text.splitlines()
+    start = end = lines.index("# [judge]")
+    while end < len(lines) and lines[end].startswith("# "):
+        end += 1
+    return "\n".join([*lines[:start], *(line[2:] for line in lines[start:end]), *lines[end:]]) + "\n"
+
+
+def load_with_judge(tmp_path: Path) -> CollectorConfig:
+    path = tmp_path / "agentotel-with-judge.toml"
+    path.write_text(uncommented_judge(CONFIG.read_text()))
+    return load_config(path)
 
 
 def load_fake_server() -> ModuleType:
@@ -250,16 +266,32 @@ def test_example_config_loads_with_every_section():
     assert lines and all(json.loads(line)["expected_tools"] for line in lines)
 
     assert (config.scoring.modes, config.scoring.threshold) == (("default", "exact", "ordering"), 0.5)
-    assert config.judge is not None
-    assert config.judge.model == "openai/gpt-4o-mini"
-    assert config.judge.llm_kwargs["api_base"] == "http://127.0.0.1:8000/v1"
-    assert (config.judge.sample_rate, config.judge.max_cost_usd_per_day) == (0.25, 2.0)
-    assert config.judge.only_when == ("deterministic_failed", "tool_error")
     assert config.forward is not None
     assert config.forward.url == "http://127.0.0.1:6006"
     assert config.forward.resolved_protocol() == "http/protobuf"
     assert (config.grpc, config.http) == ("127.0.0.1:4317", "127.0.0.1:4318")
     assert config.retention_seconds == 30 * 86400
+
+
+def test_example_config_leaves_the_judge_off_and_documents_how_to_turn_it_on(tmp_path):
+    """Off: no model runs with the offline examples (the fake server only plans trips, and a judge pointed at
+    it got no verdict). Uncommented, the table is a working judge of OpenAI's gpt-4o-mini."""
+    assert load_config(CONFIG).judge is None
+    judge = load_with_judge(tmp_path).judge
+    assert judge is not None
+    assert judge.model == "openai/gpt-4o-mini"
+    assert judge.llm_kwargs == {}  # litellm's defaults: OpenAI's API, OPENAI_API_KEY
+    assert (judge.sample_rate, judge.max_cost_usd_per_day, judge.threshold) == (0.25, 2.0, 0.7)
+    assert judge.only_when == ("deterministic_failed", "tool_error")
+    # the price the comment shows for a local model is a valid [judge] key, passed on to litellm
+    (extra,) = [line.removeprefix("#").strip() for line in CONFIG.read_text().splitlines()
+                if line.startswith("#") and line.removeprefix("#").strip().startswith("extra = {")]
+    text = f"[judge]\nmodel = 'openai/m'\napi_base = 'http://127.0.0.1:8080/v1'\n{extra}\n"
+    (tmp_path / "priced.toml").write_text(text)
+    priced = load_config(tmp_path / "priced.toml").judge
+    price = tomllib.loads(text)["judge"]["extra"]
+    assert set(price) == {"input_cost_per_token", "output_cost_per_token"}
+    assert priced is not None and priced.llm_kwargs == {"api_base": "http://127.0.0.1:8080/v1", **price}
 
 
 def test_example_config_validates_from_the_repository_root(monkeypatch, tmp_path):
@@ -282,16 +314,17 @@ def _as_tested(config: CollectorConfig, stub: LLMStub, sink: OtlpSink) -> dict[s
         "scoring": config.scoring,
         "dataset": str(REPO / config.dataset),
         # sampling hashes each run's ids, so at 0.25 which runs are judged would vary from run to run; every
-        # other judge setting (only_when, the budget, the model) is the file's
-        # and on the stub's 127.0.0.1 a model costs nothing unless priced: gpt-4o-mini's list price
+        # other judge setting (only_when, the budget, the model) is the file's. On the stub's 127.0.0.1 a model
+        # costs nothing unless priced, as a local server's would: gpt-4o-mini's list price, so the budget counts
         "judge": dataclasses.replace(config.judge, sample_rate=1.0, max_retries=0, api_base=stub.base_url,
+                                     api_key="sk-test",
                                      extra={"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}),
         "forward": dataclasses.replace(config.forward, url=sink.http_endpoint),
     }
 
 
 def test_example_config_scores_the_examples_and_forwards_them(tmp_path):
-    config = load_config(CONFIG)
+    config = load_with_judge(tmp_path)
     status_question = "Where is my order A-1042?"  # line 1 of the dataset
     late_refund = "Order B-2077: I changed my mind, I want a refund"  # the refund rule; outside the window
     with OtlpSink() as sink, LLMStub(default=Reply.json(CLEAN_VERDICT)) as stub, running_collector(
