@@ -17,6 +17,7 @@ from agentotel_eval.access.filters import RANGES, Filters
 from agentotel_eval.access.queries import Overview
 from agentotel_eval.pages.charts import legend, pass_rate_chart, stacked_bars
 from agentotel_eval.pages.markup import Links, fmt_pct, or_blank
+from agentotel_eval.pages.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.templating import macro
 
 DEPARTURE_KINDS = ("missing", "extra", "out of order")
@@ -32,7 +33,7 @@ class AgentRow(NamedTuple):
     name: str
     href: str | None  # the agent's runs; None in the report
     runs: int
-    failed_runs: int
+    failed_runs: int  # runs that ended in error (their span's status): not a score
     rates: list[Markup]  # a ``rate_cell`` per metric of the table
     last_run: datetime | None
 
@@ -74,6 +75,7 @@ class OverviewView:
     agent_names: list[str]
     tiles: list[tuple[str, str]]  # (value, label)
     metrics: list[str]
+    labels: list[MetricLabel]  # the metrics' names for people, direction and meaning, in ``metrics``' order
     agents: list[AgentRow]
     charts: list[AgentChart]
     more_agents: int  # agents in the table without a chart
@@ -102,7 +104,8 @@ def _tiles(ov: Overview) -> list[tuple[str, str]]:
     failed_runs = sum(a.failed_runs for a in ov.agents)
     cost = sum(float(row.get("cost_usd") or 0) for row in ov.judge)
     return [(f"{ov.total_runs:,}", "runs"), (f"{len(ov.agents):,}", "agents"),
-            (fmt_pct(passed, scored), "tool correctness pass rate"), (f"{failed_runs:,}", "runs that ended in error"),
+            (fmt_pct(passed, scored), f"{metric_label('tool_correctness').label} pass rate ↑"),
+            (f"{failed_runs:,}", "runs that ended in error"),
             (f"${cost:.4f}", "judge cost")]
 
 
@@ -138,11 +141,22 @@ def _agent_charts(ov: Overview, metrics: list[str]) -> list[AgentChart]:
     fine = ov.bucket_seconds < 86400
     step = _step_label(timedelta(seconds=ov.bucket_seconds))
     colours = {metric: k for k, metric in enumerate(metrics)}
+    labels = {metric: metric_label(metric).label for metric in metrics}
     return [AgentChart(a.name, step,
                        pass_rate_chart(a.buckets, a.runs_per_bucket, a.rates, title=f"{a.name}: runs and pass rate",
-                                       fine=fine, colours=colours),
-                       legend(list(a.rates), colours))
+                                       fine=fine, colours=colours, labels=labels),
+                       legend(list(a.rates), colours, labels, _latest(a.rates)))
             for a in ov.agents if a.buckets]
+
+
+def _latest(rates: dict[str, list[float | None]]) -> dict[str, str]:
+    """Each metric's pass rate in its latest scored bucket, as the legend shows it ("latest 80% passed")."""
+    notes = {}
+    for metric, values in rates.items():
+        scored = [v for v in values if v is not None]
+        if scored:
+            notes[metric] = f"latest {scored[-1]:.0%} passed"
+    return notes
 
 
 def _step_label(step: timedelta) -> str:
@@ -173,11 +187,13 @@ def overview_view(ov: Overview, links: Links) -> OverviewView:
         agent_names=ov.agent_names,
         tiles=_tiles(ov),
         metrics=metrics,
+        labels=[metric_label(m) for m in metrics],
         agents=_agent_rows(ov, metrics, links),
         charts=charts,
         more_agents=len(ov.agents) - len(charts),
         departures=departures,
-        departures_source=(f"from {ov.departures_metric}" if ov.departures_metric
+        departures_source=(f"from {metric_label(ov.departures_metric).label} ({ov.departures_metric})"
+                           if ov.departures_metric
                            else "no tool-correctness scores in this range"),
         tool_errors=[ToolErrors(or_blank(r["tool_name"]), r["calls"], r["errors"], float(r["error_rate"] or 0))
                      for r in ov.tool_errors],

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from agentotel_eval.access.queries import RunDetail
 from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
+from agentotel_eval.pages.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.timeline import CALLED, Timeline, timeline
 from agentotel_eval.pages.trajectory_view import TrajectoryView, trajectory_view
 
@@ -47,10 +48,11 @@ class CallView(NamedTuple):
 
 class EvaluationRow(NamedTuple):
     metric: str
+    label: MetricLabel  # its name for people, direction and meaning
     model: str | None  # the judge's model; None: a deterministic metric
     cost: str
     score: str
-    threshold: str
+    threshold: str  # with the side of it that passes: "≥ 0.50", "< 0.70"
     result: str  # pass | fail | the status of an evaluation that did not score
     reason: str
     findings: list[tuple[Any, Any]] | None  # the judge's errors: (type, description)
@@ -64,7 +66,8 @@ class SpanRow(NamedTuple):
     name: str
     scope: str
     depth: int
-    kind: str
+    kind: str  # what the span does, as the conventions say it (LLM, tool, chat, ...), else its OTLP kind
+    kind_title: str  # where ``kind`` was read
     duration: str
     left: str  # the bar, in percent of the trace's time ("12.50")
     width: str
@@ -97,6 +100,7 @@ class RunView:
     alignment: AlignmentView
     trajectory: TrajectoryView | None  # the run's trajectory spec against its calls, when it has one
     evaluations: list[EvaluationRow]
+    legend: list[MetricLabel]  # the evaluations' metrics, each once
     calls: list[CallView]
     diagnostics: Diagnostics
     spans: list[SpanRow]
@@ -160,12 +164,41 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
                       or_blank(x.get("description"))) for x in errors if isinstance(x, dict)] if errors else None)
         unchecked = [str(note) for note in details.get("could_not_run") or () if note]
         observed = [str(x.get("description")) for x in details.get("informational") or () if isinstance(x, dict)]
+        label = metric_label(e["metric"])
         rows.append(EvaluationRow(
-            e["metric"], e.get("model") or None, f"${float(e['cost_usd']):.5f}" if e.get("cost_usd") else "",
-            fmt_score(e.get("score")), fmt_score(e.get("threshold")),
+            e["metric"], label, e.get("model") or None, f"${float(e['cost_usd']):.5f}" if e.get("cost_usd") else "",
+            fmt_score(e.get("score")), _threshold(label, e.get("threshold")),
             ("pass" if e.get("success") else "fail") if e.get("status") == "ok" else e.get("status") or "",
             or_blank(e.get("reason")), findings, or_blank(e.get("source")), unchecked, observed))
     return rows
+
+
+def _threshold(label: MetricLabel, threshold: Any) -> str:
+    """The threshold with the side of it that passes: a score at or above it, or (lower is better) below it."""
+    if threshold is None or label.higher_is_better is None:
+        return fmt_score(threshold)
+    return ("≥ " if label.higher_is_better else "< ") + fmt_score(threshold)
+
+
+#: OpenInference's span kinds (``openinference.span.kind``), as the span tree shows them
+_OPENINFERENCE_KINDS = {"LLM": "LLM", "TOOL": "tool", "CHAIN": "chain", "AGENT": "agent", "RETRIEVER": "retriever",
+                        "EMBEDDING": "embedding", "RERANKER": "reranker", "GUARDRAIL": "guardrail",
+                        "EVALUATOR": "evaluator", "PROMPT": "prompt"}
+
+
+def span_kind(span: dict[str, Any]) -> tuple[str, str]:
+    """What a span does, and where that was read: OpenInference's ``openinference.span.kind`` (its spans are
+    all OTLP "internal"), else GenAI's ``gen_ai.operation.name``, else the OTLP kind. The two attributes are read
+    from the span row's ``openinference_span_kind`` and ``gen_ai_operation_name``, when it has them."""
+    otlp = (span.get("kind") or "").lower()
+    openinference = str(span.get("openinference_span_kind") or "").strip()
+    if openinference:
+        shown = _OPENINFERENCE_KINDS.get(openinference.upper(), openinference.lower())
+        return shown, f"openinference.span.kind = {openinference} (OTLP kind: {otlp or '-'})"
+    operation = str(span.get("gen_ai_operation_name") or "").strip()
+    if operation:
+        return operation, f"gen_ai.operation.name = {operation} (OTLP kind: {otlp or '-'})"
+    return otlp, "OTLP span kind"
 
 
 def _span_rows(detail: RunDetail, links: Links) -> list[SpanRow]:
@@ -188,8 +221,9 @@ def _span_rows(detail: RunDetail, links: Links) -> list[SpanRow]:
         start, end = int(span["start_time_unix_nano"] or t0), int(span["end_time_unix_nano"] or t0)
         other = detail.trace_runs.get(span_id) if span_id != run_span else None
         href = links.run(detail.run["trace_id"], span_id) if other is not None and links.run is not None else ""
+        kind, kind_title = span_kind(span)
         rows.append(SpanRow(span_id, span["name"], span.get("scope_name") or "", min(depth, 16),
-                            (span.get("kind") or "").lower(), fmt_duration_ns(start, end), f"{100 * (start - t0) / total:.2f}",
+                            kind, kind_title, fmt_duration_ns(start, end), f"{100 * (start - t0) / total:.2f}",
                             f"{max(100 * (end - start) / total, 0.4):.2f}", span.get("status_code") == "ERROR",
                             span_id == run_span, other, href))
         stack.extend((c, depth + 1) for c in reversed(children.get(span_id, [])))
@@ -211,8 +245,9 @@ def run_view(detail: RunDetail, links: Links) -> RunView:
     if run.get("parent_run_span_id") and links.run is not None:
         parent_span = run["parent_run_span_id"]
         parent = (links.run(run["trace_id"], parent_span), detail.trace_runs.get(parent_span, parent_span))
+    evaluations = _evaluations(detail)
     return RunView(run, run.get("agent_name") or "(unnamed)", run.get("status") or "ok", parent,
                    readable(run.get("input")), readable(run.get("output")), _alignment(detail),
                    trajectory_view(next((e for e in detail.evaluations if e.get("metric") == "trajectory"), None)),
-                   _evaluations(detail),
+                   evaluations, list({e.metric: e.label for e in evaluations}.values()),
                    _calls(detail), _diagnostics(run), _span_rows(detail, links), detail.spans_truncated)

@@ -14,6 +14,7 @@ from markupsafe import Markup
 from agentotel_eval.access.filters import PAGE_SIZE, RANGES, RESULTS, Filters
 from agentotel_eval.access.queries import RunsPage
 from agentotel_eval.pages.markup import Links, fmt_score
+from agentotel_eval.pages.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.templating import macro
 
 
@@ -42,6 +43,7 @@ class Choice(NamedTuple):
     values: Sequence[str]
     current: str
     typed: bool  # ``current`` is not among ``values`` (typed into the URL): it is shown as chosen all the same
+    texts: dict[str, str]  # an option's text, where it is not its value (a metric's label)
 
 
 class Range(NamedTuple):
@@ -57,12 +59,9 @@ class RunsView:
     total: int
     count: str  # "runs 51–100 of 1,234"
     rows: list[RunRow]
+    legend: list[MetricLabel]  # the metrics to choose from: what each score means
     newer: str | None  # the previous page's href
     older: str | None
-
-
-def _short_metric(metric: str) -> str:
-    return metric.replace("tool_correctness", "tc").replace("tool_errors", "errors")
 
 
 def score_chips(scores: Sequence[dict[str, Any]]) -> list[Markup]:
@@ -71,15 +70,19 @@ def score_chips(scores: Sequence[dict[str, Any]]) -> list[Markup]:
 
 @functools.lru_cache(maxsize=4096)
 def score_chip(metric: str, status: str, success: bool, score: float | None) -> Markup:
-    """A score's chip (``cells.html``). It is made of these four values alone, and they repeat from run to run:
+    """A score's chip (``cells.html``): the metric's full label, its score and direction (↑ higher is better, ↓ lower
+    is better), what it means in its title. It is made of these four values alone, and they repeat from run to run:
     each chip is rendered once (a page of 50 runs then renders in four fifths of the time)."""
-    label = _short_metric(metric)
+    label = metric_label(metric)
+    chip = macro("cells.html", "score_chip")
     if status != "ok":
-        return macro("cells.html", "score_chip")(metric, False, False, f"{metric}: {status}", f"{label} {status}")
+        return chip(metric, False, False, f"{label.description} Not scored: {status}.", label.label, status)
     shown = fmt_score(score)
+    title = f"{label.description} Score {shown}: {'passed' if success else 'failed'}."
     # an error metric's score is how sure it is that there are errors: say what it found instead
-    found = ("none" if success else "found") if metric.startswith("tool_errors") else shown
-    return macro("cells.html", "score_chip")(metric, True, success, f"{metric}: {shown}", f"{label} {found}")
+    if metric.startswith("tool_errors"):
+        return chip(metric, True, success, title, label.label, "no error found" if success else "errors found")
+    return chip(metric, True, success, title, label.label, f"{shown} {label.arrow}".rstrip())
 
 
 def expected_of(run: dict[str, Any]) -> list[str] | None:
@@ -115,7 +118,8 @@ def _count(page: RunsPage) -> str:
 
 def runs_view(page: RunsPage, links: Links) -> RunsView:
     f = page.filters
-    choices = [Choice(name, everything, values, current, bool(current) and current not in values)
+    texts = {"metric": {m: metric_label(m).label for m in page.metrics}}
+    choices = [Choice(name, everything, values, current, bool(current) and current not in values, texts.get(name, {}))
                for name, everything, values, current in (("agent", "all agents", page.agents, f.agent),
                                                          ("service", "all services", page.services, f.service),
                                                          ("metric", "any metric", page.metrics, f.metric),
@@ -125,5 +129,6 @@ def runs_view(page: RunsPage, links: Links) -> RunsView:
         ranges.append(Range(f.since, "last " + f.since))
     return RunsView(
         f, choices, ranges, page.total, _count(page), run_rows(page.runs, links),
+        [metric_label(m) for m in page.metrics],
         links.runs(f.query_string(page=f.page - 1)) if f.page > 1 else None,
         links.runs(f.query_string(page=f.page + 1)) if page.has_next else None)

@@ -56,7 +56,7 @@ def test_the_overview_charts_render(browser: Any, ui_collector: Any) -> None:
         assert size["width"] > 100 and size["height"] > 20
     drawn = browser.execute_script(
         "return Array.from(document.querySelectorAll('svg.chart')).map("
-        "s => s.querySelectorAll('rect.runs-bar, circle.dot, rect[class^=kind-]').length)")
+        "s => s.querySelectorAll('rect.runs-bar, .dot, rect[class^=kind-]').length)")
     assert all(n > 0 for n in drawn), drawn
     missing = browser.find_elements("css selector", "svg.chart rect.kind-missing")
     assert missing and missing[0].size["width"] > 0

@@ -298,3 +298,58 @@ def test_a_run_address_is_case_and_escape_tolerant(ui_collector: Any) -> None:
     trace_id, span_id = run_of(ui_collector, "What's the weather in Paris?")
     status, _, _ = get(ui_collector, f"/runs/{quote(trace_id.upper())}/{span_id}")
     assert status == 200
+
+
+def test_every_score_is_named_in_full_with_its_direction(ui_collector: Any) -> None:
+    """No abbreviation, and nothing a reader must look up: each metric by its label, which way is good, what it
+    measures; the count of runs that ended in error is not mistaken for a score."""
+    from agentotel_eval.pages.metric_labels import metric_label
+
+    metrics = [m for (m,) in sql(ui_collector, "SELECT DISTINCT metric FROM evaluations ORDER BY metric")]
+    assert {"tool_correctness_exact", "tool_errors_detectors"} <= set(metrics)
+    tree = page(ui_collector, "/?since=all")
+    _, _, body = get(ui_collector, "/?since=all")
+    assert ">failed runs<" not in body and ">runs ended in error</th>" in body
+    assert [h["data-metric"] for h in tree.find("th") if "data-metric" in h] == metrics
+    assert ">Tool correctness (exact set)<div class=\"sub\">pass rate ↑</div></th>" in body
+    # the legend: every metric of the table, with its direction
+    legend = [d["data-metric"] for d in tree.find("div") if "data-metric" in d]
+    assert legend == metrics
+    assert re.search(r"<dt>Tool-use errors \(detectors\) <span class=\"direction\">↓ lower is better</span>", body)
+    assert re.search(r"<dt>Tool correctness \(exact set\) <span class=\"direction\">↑ higher is better</span>", body)
+    # the runs table's chips: full names, the score's direction; the legend one click away
+    _, _, runs = get(ui_collector, "/runs?since=all")
+    assert not re.search(r'title="[^"]*">(tc|tc_\w+|errors) ', runs)  # the chips' old abbreviations
+    assert re.search(r'data-metric="tool_correctness_exact" title="[^"]*order is NOT checked[^"]*">'
+                     r'Tool correctness \(exact set\) <span class="value">\d\.\d\d ↑</span>', runs)
+    assert re.search(r'data-metric="tool_errors_detectors" title="[^"]*lower is better[^"]*">Tool-use errors '
+                     r'\(detectors\) <span class="value">(no error found|errors found)</span>', runs)
+    assert '<details class="metric-legend">' in runs
+    # a run's evaluations: the label, the stored name, the direction beside the score and the threshold's side
+    trace_id, span_id = run_of(ui_collector, "What's the weather in Atlantis?")
+    _, _, run = get(ui_collector, f"/runs/{trace_id}/{span_id}")
+    errors = metric_label("tool_errors_detectors")
+    assert re.search(r'<td class="metric" title="[^"]*">Tool-use errors \(detectors\)<div class="muted"><code>'
+                     r'tool_errors_detectors</code> · <span class="direction">↓ lower is better</span>', run)
+    assert re.search(r'<td class="num nowrap" title="lower is better">1\.00 <span class="direction" '
+                     r'aria-label="lower is better">↓</span></td><td class="num nowrap">&lt; 0\.\d\d</td>', run)
+    assert re.search(r'<td class="num nowrap">≥ 0\.\d\d</td>', run) and errors.passes in run
+
+
+def test_the_span_tree_shows_what_each_span_does(ui_collector: Any) -> None:
+    """An OpenInference span is "internal" to OTLP: the tree shows its openinference.span.kind (LLM, tool, ...);
+    a GenAI span its gen_ai.operation.name."""
+    [(trace_id,)] = sql(ui_collector, "SELECT trace_id FROM spans WHERE attributes->>'openinference.span.kind' = "
+                                      "'LLM' GROUP BY trace_id ORDER BY trace_id LIMIT 1")
+    [(span_id,)] = sql(ui_collector, "SELECT span_id FROM agent_runs WHERE trace_id = ? ORDER BY span_id LIMIT 1",
+                       trace_id)
+    _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
+    kinds = re.findall(r'<td class="muted kind" title="([^"]*)">([^<]*)</td>', body)
+    wanted = sql(ui_collector, "SELECT attributes->>'openinference.span.kind' FROM spans WHERE trace_id = ?", trace_id)
+    assert len(kinds) == len(wanted) and "LLM" in [k for _, k in kinds]
+    assert all(k != "internal" for title, k in kinds if title.startswith("openinference.span.kind"))
+    assert sum(title.startswith("openinference.span.kind") for title, _ in kinds) == sum(1 for (w,) in wanted if w)
+    trace_id, span_id = run_of(ui_collector, "What's the weather in Atlantis?")  # the demo: GenAI spans
+    _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
+    kinds = re.findall(r'<td class="muted kind" title="([^"]*)">([^<]*)</td>', body)
+    assert {k for _, k in kinds} >= {"invoke_agent", "chat", "execute_tool"}
