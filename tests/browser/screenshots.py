@@ -1,9 +1,11 @@
 """Screenshots of the web UI for docs/images, from a running collector:
 
     python -m tests.browser.screenshots http://127.0.0.1:4318 docs/images [--run /runs/<trace>/<span>]
+        [--widths 800,1400]
 
-The overview and runs pages are shot at 1400 px wide, the run page too, each as tall as its content (at most
-2400 px)."""
+The overview and runs pages (and the run page, with ``--run``) are shot at each width (``overview-800.png``,
+``overview-1400.png``, ...; at the widest also as ``overview.png`` and ``run.png``, the README's images), each as
+tall as its content (at most 2400 px)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 from tests.browser.conftest import CHROMIUM, DRIVER
 
 
-def shoot(base: str, out: Path, run: str | None, since: str) -> list[Path]:
+def shoot(base: str, out: Path, run: str | None, since: str, widths: tuple[int, ...] = (1400,)) -> list[Path]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -29,21 +31,24 @@ def shoot(base: str, out: Path, run: str | None, since: str) -> list[Path]:
                  "--force-color-profile=srgb", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
-    pages = [("overview.png", f"/?since={since}"), ("runs.png", f"/runs?since={since}")]
+    pages = [("overview", f"/?since={since}"), ("runs", f"/runs?since={since}")]
     if run:
-        pages.append(("run.png", run))
+        pages.append(("run", run))
     written = []
     try:
         for name, path in pages:
-            driver.set_window_size(1400, 900)
-            driver.get(base.rstrip("/") + path)
-            time.sleep(0.5)
-            height = min(int(driver.execute_script("return document.documentElement.scrollHeight")), 2400)
-            driver.set_window_size(1400, height)
-            time.sleep(0.3)
-            target = out / name
-            driver.save_screenshot(str(target))
-            written.append(target)
+            for width in widths:
+                driver.set_window_size(width, 900)
+                driver.get(base.rstrip("/") + path)
+                time.sleep(0.5)
+                height = min(int(driver.execute_script("return document.documentElement.scrollHeight")), 2400)
+                driver.set_window_size(width, height)
+                time.sleep(0.3)
+                names = [f"{name}-{width}.png"] + ([f"{name}.png"] if width == widths[-1] and name != "runs" else [])
+                for file_name in names:
+                    target = out / file_name
+                    driver.save_screenshot(str(target))
+                    written.append(target)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
@@ -56,9 +61,11 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--run", help="the run page's path")
     parser.add_argument("--since", default="7d")
+    parser.add_argument("--widths", default="800,1400", help="window widths in pixels, comma-separated")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for path in shoot(args.base, args.out, args.run, args.since):
+    widths = tuple(int(w) for w in args.widths.split(","))
+    for path in shoot(args.base, args.out, args.run, args.since, widths):
         print(path)
 
 
