@@ -54,6 +54,13 @@ def run_diagnostics(scope: Scope, ctx: TraceContext, executions: Sequence[Execut
         if span.span_id in ctx.llm_parent:
             ignored.append(_span_entry(span, "duplicate: a second record of the LLM call around it"))
     out: dict[str, Any] = {"spans": read}
+    anchor = scope.chain[0]
+    role = roles.get(anchor.span_id)
+    if role is not None and not role.run and (role.llm or role.tool):
+        # no agent span: an exporter that dropped it (the SDK's "Queue full, dropping Span"), or a plain client
+        # loop that never made one; the run is the calls themselves, with no agent name to show
+        out["no_agent_span"] = {"anchor": anchor.span_id, "anchor_name": anchor.name,
+                                "missing_parent": anchor.parent_span_id if ctx.tree.is_orphan(anchor) else None}
     if ignored:
         out["ignored"] = ignored
     evidence: list[dict[str, Any]] = []

@@ -79,8 +79,15 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
     diagnostics = run.get("diagnostics") or {}
     yield ""
     nested = f", inside run {run['parent_run_span_id']}" if run.get("parent_run_span_id") else ""
-    yield (f"run {run['span_id']} {run.get('agent_name') or '?'!s}: span {run.get('span_name')!r}, "
+    missing = diagnostics.get("no_agent_span")
+    name = run.get("agent_name") or ("(no agent span)" if missing else "?")
+    yield (f"run {run['span_id']} {name!s}: span {run.get('span_name')!r}, "
            f"convention {run.get('convention') or '?'}, status {run.get('status')}{nested}")
+    if isinstance(missing, Mapping):
+        parent = missing.get("missing_parent")
+        why = (f"its parent span {parent} never arrived (an exporter that drops spans, e.g. the SDK's \"Queue "
+               "full, dropping Span\", loses the agent span)") if parent else "the trace has none (a plain client loop)"
+        yield f"  no agent span: the run is anchored on {missing.get('anchor_name')!r}, a model or tool call; {why}"
     if run.get("error"):
         yield f"  error: {run['error']}"
     yield f"  input:  {_short(run.get('input'))}"

@@ -125,6 +125,9 @@ def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Seq
             value = attrs.get(key)
             if isinstance(value, str) and value:
                 return value
+    role = ctx.roles.get(chain[0].span_id)
+    if role is not None and not role.run and (role.llm or role.tool):
+        return None  # anchored on a model or tool call (no agent span arrived): its name is not an agent's
     name = chain[0].name
     for prefix in ("invoke_agent ", "invoke_workflow "):
         if name.startswith(prefix):

@@ -130,7 +130,8 @@ def test_run_structure(fixture: Fixture):
     assert len(runs) == _expected_run_count(fixture), [(r.span_name, r.tools_called) for r in runs]
     for run in runs:
         assert run.trace_id and run.span_id and run.start_time_ns <= run.end_time_ns
-        assert run.agent_name
+        # a run anchored on a model call (a plain client loop) has no agent span, and no invented agent name
+        assert run.agent_name or run.diagnostics["no_agent_span"]["anchor"] == run.span_id
         assert run.service_name
         for call in run.tool_calls:
             assert call.trace_id == run.trace_id and call.span_id and call.status in ("ok", "error")

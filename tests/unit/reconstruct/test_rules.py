@@ -511,3 +511,23 @@ def test_malformed_attribute_values_never_crash(name, data):
     assert isinstance(runs, list)
     for run in runs:
         run.to_test_case()
+
+
+def test_a_run_whose_agent_span_was_dropped_invents_no_agent_and_says_so():
+    """An exporter that drops the agent span ("Queue full, dropping Span") leaves a run anchored on its first LLM
+    call: no agent named after that call, and explain says what happened."""
+    from agentotel_eval.reconstruct.explain import explain_lines, run_record
+
+    root = agent("travel", 0, 100)  # never arrives
+    asked = chat(1, 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")])
+    ran = tool("get_weather", 10, 20, root, args={"city": "Rome"}, call_id="c1", result="sunny")
+    run = one([asked, ran, chat(21, 30, root, text="Sunny")])
+    assert run.agent_name is None and run.tools_called == ["get_weather"]
+    assert run.diagnostics["no_agent_span"] == {"anchor": asked.span_id, "anchor_name": "chat m",
+                                                "missing_parent": root.span_id}
+    text = "\n".join(explain_lines(run.trace_id, [run_record(run)], {}))
+    assert f"run {asked.span_id} (no agent span)" in text
+    assert f"its parent span {root.span_id} never arrived" in text
+    # with the agent span, nothing of this
+    whole = one([root, asked, ran])
+    assert whole.agent_name == "travel" and "no_agent_span" not in whole.diagnostics
