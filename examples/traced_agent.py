@@ -13,11 +13,22 @@ the agent still runs; the exporter logs that it could not deliver the spans.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from agentotel_eval.tracing import configure, traced
 
 CITIES = {"paris": (48.86, 2.35), "lyon": (45.76, 4.84), "berlin": (52.52, 13.40)}
+_KNOWN = re.compile("|".join(rf"\b{name}\b" for name in CITIES), re.IGNORECASE)
+_AFTER_IN = re.compile(r"\bin ([A-Z][\w-]*)")
+
+
+def cities_in(question: str) -> list[str]:
+    """The cities a question names, in the order it names them: those in CITIES, and a capitalised word after
+    "in" for any other ("What's the weather in Oslo?")."""
+    found = [(m.start(), m.group(0).title()) for m in _KNOWN.finditer(question)]
+    found += [(m.start(1), m.group(1)) for m in _AFTER_IN.finditer(question) if m.group(1).lower() not in CITIES]
+    return list(dict.fromkeys(name for _, name in sorted(found)))
 
 
 @traced(kind="tool")
@@ -50,14 +61,19 @@ TOOLS = {"get_weather": get_weather, "get_coordinates": get_coordinates, "distan
 
 @traced(kind="llm", name="scripted-model")
 def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dict:
-    """A stand-in for a chat model: asks for the tools the question needs, then answers from their results."""
-    question = messages[0]["content"].lower()
+    """A stand-in for a chat model: asks for the tools the question needs, for the cities it names (the weather
+    in the first; how far apart the first two whose coordinates it knows), then answers from their results."""
+    question = messages[0]["content"]
+    cities = cities_in(question)
+    located = [city for city in cities if city.lower() in CITIES][:2]
+    weather = "weather" in question.lower() and bool(cities)
+    distance = "far" in question.lower() and len(located) == 2
     results = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
     wanted = []
-    if "weather" in question:
-        wanted.append(("get_weather", {"city": "Paris"}))
-    if "far" in question:
-        wanted += [("get_coordinates", {"city": "Paris"}), ("get_coordinates", {"city": "Lyon"})]
+    if weather:
+        wanted.append(("get_weather", {"city": cities[0]}))
+    if distance:
+        wanted += [("get_coordinates", {"city": city}) for city in located]
     if len(results) < len(wanted):
         name, args = wanted[len(results)]
         call = {
@@ -66,7 +82,7 @@ def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dic
             "function": {"name": name, "arguments": json.dumps(args)},
         }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
-    if "far" in question and not any(isinstance(r, float) for r in results):
+    if distance and not any(isinstance(r, float) for r in results):
         coords = [r for r in results if isinstance(r, dict) and "lat" in r]
         call = {
             "id": "call_distance",
@@ -74,6 +90,10 @@ def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dic
             "function": {"name": "distance_km", "arguments": json.dumps({"a": coords[0], "b": coords[1]})},
         }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if not results:
+        known = ", ".join(city.title() for city in CITIES)
+        return {"role": "assistant", "content": f"I can tell the weather in a city you name, and how far apart two "
+                                                f"of {known} are."}
     return {"role": "assistant", "content": f"Here is what I found: {json.dumps(results)}"}
 
 
