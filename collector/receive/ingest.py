@@ -8,6 +8,7 @@ when the collector is configured without them.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from agentotel_eval.collector.decode.pool import DecodeUnavailable
 from agentotel_eval.collector.receive.errors import BadRequest, Overloaded, Unavailable
 from agentotel_eval.collector.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
 from agentotel_eval.otlp import DecodeError, LimitExceeded
+
+log = logging.getLogger(__name__)
 
 #: what turns a body into rows: ``decode_request`` here, or a decode pool's ``decode``
 Decoder = Callable[[str, str, bytes], IngestBatch]
@@ -97,6 +100,7 @@ class Ingestor:
         self._decoding = 0  # requests being decoded (or waiting for a slot), not submitted yet
         self._decoding_lock = threading.Lock()
         self.stats = stats or IngestStats()
+        self._warned_empty: set[tuple[str, str]] = set()
 
     @property
     def decoding(self) -> int:
@@ -125,6 +129,20 @@ class Ingestor:
                 self._decoding -= 1
         return self.ingest_batch(batch, transport)
 
+    def _warn_empty(self, transport: str, signal: str) -> None:
+        """A request with nothing in it is valid OTLP (answered as a success, as the specification says), but a
+        body of the wrong shape (``{"foo": 1}``) reads as one: say so once per transport and signal."""
+        key = (transport, signal)
+        with self._decoding_lock:
+            if key in self._warned_empty:
+                return
+            self._warned_empty.add(key)
+        what = "spans" if signal == "traces" else "log records"
+        log.warning("an OTLP/%s %s export request held no %s (is the body an Export%sServiceRequest?); it was "
+                    "answered as a success with nothing stored. Further ones are counted in "
+                    'agentotel_export_requests_total{outcome="empty"}, not logged', transport, signal, what,
+                    "Trace" if signal == "traces" else "Logs")
+
     def _check_room(self, signal: str, transport: str) -> None:
         why = self._overloaded()
         try:
@@ -148,7 +166,10 @@ class Ingestor:
         if batch.limited:
             self.stats.count_limited(signal, batch.limited)
         if batch.rows is None:
-            self.stats.count(transport, signal, "partial" if batch.rejected else "ok", 0, batch.rejected)
+            outcome = "partial" if batch.rejected else "empty"
+            self.stats.count(transport, signal, outcome, 0, batch.rejected)
+            if outcome == "empty":
+                self._warn_empty(transport, signal)
             return ExportOutcome(signal, 0, batch.rejected, batch.message)
         try:
             if signal == "traces":

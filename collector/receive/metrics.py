@@ -38,8 +38,8 @@ class ReceiveMetrics(Collector):
                       labels=labels)
         yield counter("log_records_rejected", "Invalid log records rejected.", _by_transport(rejected, "logs"),
                       labels=labels)
-        yield counter("export_requests", "Export requests by transport, signal and outcome (ok, partial, bad_request, "
-                      "over_limit, too_large, unsupported, overloaded, unavailable).",
+        yield counter("export_requests", "Export requests by transport, signal and outcome (ok, empty: valid but with no "
+                      "record, partial, bad_request, over_limit, too_large, unsupported, overloaded, unavailable).",
                       [(key, n) for key, n in sorted(requests.items())], labels=("transport", "signal", "outcome"),
                       empty=("grpc", "traces", "ok"))
         yield counter("limited", "What [limits] cut from accepted requests, by signal and kind: attributes_dropped, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import re
 import threading
 
@@ -386,3 +387,17 @@ def test_healthz_and_prometheus_metrics(collector):
 def test_gzip_helper_compresses():  # guards the helper the tests above rely on
     assert gzip.decompress(gzip.compress(b"x")) == b"x"
 
+
+
+def test_a_body_of_the_wrong_shape_is_an_empty_success_counted_and_warned_once(tmp_path, caplog):
+    """``{"foo": 1}`` is valid OTLP/JSON with nothing in it: answered ``{}`` and 200 as the specification says,
+    but counted apart in /metrics and logged once, so a misconfigured exporter does not go unnoticed."""
+    with running_collector(tmp_path / "empty.duckdb") as collector, caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            answer = post_otlp(collector.http_endpoint, "traces", b'{"foo": 1}', "json")
+            assert (answer.status, json.loads(answer.body)) == (200, {})
+        samples = metric_samples(collector.metrics_text())
+        assert samples['agentotel_export_requests_total{transport="http",signal="traces",outcome="empty"}'] == 3
+        assert samples.get('agentotel_export_requests_total{transport="http",signal="traces",outcome="ok"}', 0) == 0
+    warned = [r.getMessage() for r in caplog.records if "held no spans" in r.getMessage()]
+    assert len(warned) == 1 and 'outcome="empty"' in warned[0]
