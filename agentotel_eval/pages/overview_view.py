@@ -15,9 +15,9 @@ from markupsafe import Markup
 
 from agentotel_eval.access.filters import RANGES, Filters
 from agentotel_eval.access.queries import Overview
+from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.charts import legend, pass_rate_chart, stacked_bars
 from agentotel_eval.pages.markup import Links, fmt_pct, or_blank
-from agentotel_eval.pages.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.templating import macro
 
 DEPARTURE_KINDS = ("missing", "extra", "out of order")

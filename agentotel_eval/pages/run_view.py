@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from agentotel_eval.access.queries import RunDetail
+from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
-from agentotel_eval.pages.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.timeline import CALLED, Timeline, timeline
 from agentotel_eval.pages.trajectory_view import TrajectoryView, trajectory_view
 

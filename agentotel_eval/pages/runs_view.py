@@ -13,8 +13,8 @@ from markupsafe import Markup
 
 from agentotel_eval.access.filters import PAGE_SIZE, RANGES, RESULTS, Filters
 from agentotel_eval.access.queries import RunsPage
+from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.markup import Links, fmt_score
-from agentotel_eval.pages.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.templating import macro
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from html import unescape
 
+from agentotel_eval.metric_labels import HIGHER, LOWER, METRIC_LABELS, metric_label
 from agentotel_eval.metrics.registry import METRICS
-from agentotel_eval.pages.metric_labels import HIGHER, LOWER, METRIC_LABELS, metric_label
 from agentotel_eval.pages.run_view import span_kind
 from agentotel_eval.pages.runs_view import score_chip
 

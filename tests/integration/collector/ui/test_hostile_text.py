@@ -17,8 +17,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from agentotel_eval.metric_labels import METRIC_LABELS
 from agentotel_eval.pages.markup import asset
-from agentotel_eval.pages.metric_labels import METRIC_LABELS
 from agentotel_eval.tracing import traced
 from tests.collector_harness import http_request, running_collector, wait_until
 from tests.ui_data import cli
