@@ -29,11 +29,12 @@ def _cell(result: Any) -> str:
 def render_table(result: EvaluationResult, lines: list[int], *, quiet: bool = False) -> str:
     """One row per case (``--quiet``: none), then the reasons of failures, then the summary."""
     from agentotel_eval.evaluate import summary_lines
+    from agentotel_eval.metric_labels import metric_label
 
     out: list[str] = []
+    names = [r.metric for r in result.cases[0].results] if result.cases else []
     if not quiet and result.cases:
-        names = [r.metric for r in result.cases[0].results]
-        header = ["line", "case", *names, "result"]
+        header = ["line", "case", *(f"{n} {metric_label(n).arrow}".rstrip() for n in names), "result"]
         rows = [
             [str(lines[c.index]), _label(c.test_case), *(_cell(r) for r in c.results),
              ("PASS" if c.success else "FAIL") if c.scored else "not scored"]
@@ -54,6 +55,10 @@ def render_table(result: EvaluationResult, lines: list[int], *, quiet: bool = Fa
     if failures:
         out.append("")
     out.extend(summary_lines(result))
+    if names:  # what each score means and which way is good, so the table reads without the docs
+        out.append("")
+        out.append("scores (↑ higher is better, ↓ lower is better):")
+        out.extend(f"  {name}: {metric_label(name).description}" for name in dict.fromkeys(names))
     return "\n".join(out)
 
 

@@ -41,11 +41,12 @@ def test_all_cases_pass(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # short input, not a terminal: no progress bar
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["line", "case", "tool_correctness", "result"]
+    assert lines[0].split() == ["line", "case", "tool_correctness", "↑", "result"]  # higher is better
     assert "1.00 pass" in lines[1] and lines[1].rstrip().endswith("PASS")
     assert "again" in lines[2]
     assert "2/2 cases passed (100.0%)" in proc.stdout
     assert "tool_correctness: mean score 1.000, passed 2/2" in proc.stdout
+    assert "  tool_correctness: Tool correctness (higher is better). share of the expected" in proc.stdout
 
 
 def test_a_failing_case_fails_the_command_and_explains_why(tmp_path):
@@ -266,3 +267,16 @@ def test_cases_with_no_expectation_are_reported_apart_and_left_out_of_the_pass_r
     only_todo = run_cli(str(write_cases(tmp_path / "todo.jsonl", todo)), "--no-progress")
     assert only_todo.returncode == 5 and "could be scored: none has an expectation" in only_todo.stderr
     assert "no case was scored; 1 not scored" in only_todo.stdout
+
+
+def test_the_table_says_which_way_each_score_is_good(tmp_path):
+    """``tool_errors_detectors`` 1.00 is a failure: the header's arrow and the legend say lower is better, and
+    the exact-set score says order is not checked."""
+    cases = write_cases(tmp_path / "cases.jsonl", {"input": "a", "tools_called": ["x", "y"],
+                                                   "expected_tools": ["y", "x"]})
+    proc = run_cli(str(cases), "-m", "tool_correctness_exact,tool_errors_detectors", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0]
+    assert "tool_correctness_exact ↑" in header and "tool_errors_detectors ↓" in header
+    assert "tool_errors_detectors: Tool-use errors (detectors) (lower is better)" in proc.stdout
+    assert "Tool correctness (exact set) (higher is better)" in proc.stdout and "order is NOT checked" in proc.stdout
