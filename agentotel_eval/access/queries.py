@@ -19,7 +19,7 @@ from agentotel_eval.store.query import QueryResult
 from agentotel_eval.store.schema import OWN_SOURCE
 from agentotel_eval.stored_cases import case_of, expectations_of
 from agentotel_eval.test_case import EvalTestCase
-from agentotel_eval.trace_ids import prefix_bounds
+from agentotel_eval.trace_ids import TraceIdError, prefix_bounds, trace_reference
 
 #: ``read(sql, params)``: one sealed read-only statement
 Read = Callable[[str, Sequence[Any]], QueryResult]
@@ -101,9 +101,22 @@ def _runs_where(f: Filters, now: datetime, *, with_runs_filters: bool = True) ->
             clauses.append("r.service_name = ?")
             params.append(f.service)
         if f.q:
-            clauses.append("contains(lower(r.input), lower(?))")
-            params.append(f.q)
+            reference = _trace_reference_or_none(f.q)
+            if reference is None:
+                clauses.append("contains(lower(r.input), lower(?))")
+                params.append(f.q)
+            else:  # a trace id, or the 8+ digit prefix the pages and pytest's messages show: that trace's runs too
+                low, high = prefix_bounds(reference)
+                clauses.append("(contains(lower(r.input), lower(?)) OR r.trace_id BETWEEN ? AND ?)")
+                params.extend([f.q, low, high])
     return " AND ".join(clauses), params
+
+
+def _trace_reference_or_none(text: str) -> str | None:
+    try:
+        return trace_reference(text)
+    except TraceIdError:
+        return None
 
 
 def _rows(result: QueryResult) -> list[dict[str, Any]]:
@@ -353,7 +366,9 @@ def read_runs(read: Read, f: Filters, now: datetime | None = None) -> RunsPage:
         "page AS (SELECT * FROM chosen ORDER BY start_time DESC, trace_id, span_id "
         f"LIMIT {PAGE_SIZE + 1} OFFSET {int(offset)}) "
         "SELECT t.total, r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
-        "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id "
+        "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id, "
+        "CASE WHEN r.agent_name IS NULL AND json_exists(r.diagnostics, '$.no_agent_span') "
+        "THEN json_object('no_agent_span', true) END AS diagnostics "
         "FROM (SELECT count(*) AS total FROM chosen) t LEFT JOIN (page p JOIN agent_runs r "
         "ON r.trace_id = p.trace_id AND r.span_id = p.span_id) ON TRUE "
         "ORDER BY r.start_time DESC, r.trace_id, r.span_id", params))
@@ -410,6 +425,17 @@ class RunDetail:
     expected_source: str
 
 
+def agent_shown(run: dict[str, Any]) -> str:
+    """A run's agent as the pages name it: its name; "(no agent span)" for a run anchored on a model or tool call
+    (no agent span arrived); else "(unnamed)"."""
+    if run.get("agent_name"):
+        return str(run["agent_name"])
+    diagnostics = run.get("diagnostics")
+    if isinstance(diagnostics, str):  # stored as JSON text
+        diagnostics = _parsed(diagnostics)
+    return "(no agent span)" if isinstance(diagnostics, dict) and diagnostics.get("no_agent_span") else "(unnamed)"
+
+
 def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
     trace_rows = _rows(read("SELECT * FROM agent_runs WHERE trace_id = ?", [trace_id]))
     run = next((r for r in trace_rows if r["span_id"] == span_id), None)
@@ -421,10 +447,14 @@ def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
     evaluations = _rows(read(f"SELECT * FROM {latest} e ORDER BY e.metric", params))
     spans_result = read(
         "SELECT span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
-        f"status_message, scope_name FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id "
+        # what a span does, as OpenInference and the GenAI conventions say it (every OpenInference span's OTLP
+        # kind is "internal")
+        "status_message, scope_name, attributes->>'openinference.span.kind' AS openinference_span_kind, "
+        "attributes->>'gen_ai.operation.name' AS gen_ai_operation_name "
+        f"FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id "
         f"LIMIT {SPAN_LIMIT + 1}", [trace_id])
     spans = _rows(spans_result)
-    trace_runs = {r["span_id"]: r["agent_name"] or "(unnamed)" for r in trace_rows}
+    trace_runs = {r["span_id"]: agent_shown(r) for r in trace_rows}
     expected, source = _expected(run, evaluations)
     return RunDetail(run, calls, evaluations, spans[:SPAN_LIMIT], len(spans) > SPAN_LIMIT, trace_runs,
                      expected, source)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from agentotel_eval.access.queries import RunDetail
+from agentotel_eval.access.queries import RunDetail, agent_shown
 from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
@@ -246,7 +246,7 @@ def run_view(detail: RunDetail, links: Links) -> RunView:
         parent_span = run["parent_run_span_id"]
         parent = (links.run(run["trace_id"], parent_span), detail.trace_runs.get(parent_span, parent_span))
     evaluations = _evaluations(detail)
-    return RunView(run, run.get("agent_name") or "(unnamed)", run.get("status") or "ok", parent,
+    return RunView(run, agent_shown(run), run.get("status") or "ok", parent,
                    readable(run.get("input")), readable(run.get("output")), _alignment(detail),
                    trajectory_view(next((e for e in detail.evaluations if e.get("metric") == "trajectory"), None)),
                    evaluations, list({e.metric: e.label for e in evaluations}.values()),

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from markupsafe import Markup
 
 from agentotel_eval.access.filters import PAGE_SIZE, RANGES, RESULTS, Filters
-from agentotel_eval.access.queries import RunsPage
+from agentotel_eval.access.queries import RunsPage, agent_shown
 from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.pages.markup import Links, fmt_score
 from agentotel_eval.pages.templating import macro
@@ -100,7 +100,7 @@ def run_rows(runs: Sequence[dict[str, Any]], links: Links) -> list[RunRow]:
     for run in runs:
         trace_id, span_id = run["trace_id"], run["span_id"]
         rows.append(RunRow(
-            trace_id, span_id, run.get("agent_name") or "(unnamed)",
+            trace_id, span_id, agent_shown(run),
             links.run(trace_id, span_id) if links.run is not None else None,
             bool(run.get("parent_run_span_id")), run.get("service_name") or "-", run.get("start_time"),
             (run.get("input") or "").strip(), run.get("tools_called"), (run.get("status") or "ok") == "error",

@@ -133,30 +133,9 @@ class UiPages:
             if detail is None:
                 return self._html(404, message_page(
                     "No such run", f"No agent run is stored for trace {trace_id}, span {span_id}.", self._links))
-            with_span_kinds(self._read, detail)
             return self._html(200, run_page(detail, self._links, version))
 
         return self._guarded(render)
-
-
-#: what a span does, as OpenInference and the GenAI conventions say it: the span tree shows it instead of the
-#: OTLP kind (every OpenInference span is "internal"); in the order ``read_run`` reads the spans
-_SPAN_KINDS_SQL = (
-    "SELECT span_id, attributes->>'openinference.span.kind' AS openinference_span_kind, "
-    "attributes->>'gen_ai.operation.name' AS gen_ai_operation_name FROM spans WHERE trace_id = ? "
-    f"ORDER BY start_time_unix_nano, span_id LIMIT {data.SPAN_LIMIT + 1}")
-
-
-def with_span_kinds(read: data.Read, detail: data.RunDetail) -> None:
-    """Give each of ``detail``'s spans its ``openinference_span_kind`` and ``gen_ai_operation_name`` (None where
-    the span has no such attribute), which ``run_view.span_kind`` shows in the span tree."""
-    if not detail.spans:
-        return
-    kinds = {row["span_id"]: row for row in read(_SPAN_KINDS_SQL, [detail.run["trace_id"]]).records()}
-    for span in detail.spans:
-        row = kinds.get(span["span_id"], {})
-        span.setdefault("openinference_span_kind", row.get("openinference_span_kind"))
-        span.setdefault("gen_ai_operation_name", row.get("gen_ai_operation_name"))
 
 
 @cache

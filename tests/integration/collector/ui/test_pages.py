@@ -143,6 +143,11 @@ def test_filters_narrow_the_runs_table(ui_collector: Any) -> None:
     assert run_of(ui_collector, "Find me a flight and a hotel in Oslo, and book it.") not in passing
     text = page(ui_collector, "/runs?since=all&q=atlantis")
     assert run_of(ui_collector, "What's the weather in Atlantis?") in runs_shown(text)
+    # the short trace id the pages and pytest's messages show finds that trace's runs
+    trace_id, _ = run_of(ui_collector, "What's the weather in Atlantis?")
+    by_id = runs_shown(page(ui_collector, f"/runs?since=all&q={trace_id[:8].upper()}"))
+    assert {t for t, _ in by_id} == {trace_id}
+    assert runs_shown(page(ui_collector, f"/runs?since=all&q={trace_id}")) == by_id
     service = page(ui_collector, "/runs?since=all&service=demo-travel-agents")
     assert service.find("p", id="runs-count")[0]["data-total"] == "8"
     assert page(ui_collector, "/runs?since=all&agent=no-such-agent").find("p", id="runs-count")[0][
@@ -353,3 +358,27 @@ def test_the_span_tree_shows_what_each_span_does(ui_collector: Any) -> None:
     _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
     kinds = re.findall(r'<td class="muted kind" title="([^"]*)">([^<]*)</td>', body)
     assert {k for _, k in kinds} >= {"invoke_agent", "chat", "execute_tool"}
+
+
+def test_a_run_whose_agent_span_was_dropped_is_marked_not_named_after_its_model_call(tmp_path) -> None:
+    """An exporter that dropped the agent span leaves a run anchored on its LLM call: the pages say "(no agent
+    span)" rather than showing an agent called "chat m"."""
+    import time
+
+    from agentotel_eval.otlp.encode import encode_traces
+    from tests.collector_harness import running_collector
+    from tests.unit.reconstruct.test_rules import agent, chat, tool
+
+    t0 = time.time_ns()
+    root = agent("travel", t0, t0 + 100)  # dropped: never sent
+    asked = chat(t0 + 1, t0 + 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")])
+    ran = tool("get_weather", t0 + 10, t0 + 20, root, args={"city": "Rome"}, call_id="c1", result="sunny")
+    with running_collector(tmp_path / "dropped.duckdb") as collector:
+        assert post_otlp(collector.http_endpoint, "traces", encode_traces([asked, ran]).SerializeToString()).status \
+            == 200
+        wait_until(lambda: sql(collector, "SELECT count(*) FROM agent_runs")[0][0] == 1, what="the run")
+        assert sql(collector, "SELECT agent_name FROM agent_runs") == [[None]]
+        listed = get(collector, "/runs?since=all")[2]
+        shown = get(collector, f"/runs/{asked.trace_id}/{asked.span_id}")[2]
+    assert "(no agent span)" in listed and "chat m" not in listed.split("runs-count")[-1].split("</table>")[0]
+    assert "(no agent span)" in shown
