@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.collector_harness import running_collector
+from tests.collector_harness import running_collector, wait_until
 from tests.integration.test_examples import (
     TRACED,
     calls_of,
@@ -89,3 +89,18 @@ def test_the_collector_records_the_city_asked_about(tmp_path):
             assert "Berlin" in answer and "Paris" not in answer
         (run,) = runs_of(collector, "travel-assistant", 1)
         assert calls_of(collector, run) == [("get_weather", {"city": "Berlin"}, "ok", "call_0")]
+        # the expectation is the question's (set from inside the run), so a correct run scores 1
+        wait_until(lambda: collector.query("SELECT count(*) FROM evaluations WHERE metric = 'tool_correctness'")
+                   ["rows"][0][0] == 1, what="the score")
+        assert collector.query("SELECT r.expected_tools, e.score FROM agent_runs r JOIN evaluations e ON "
+                               "e.run_span_id = r.span_id AND e.metric = 'tool_correctness'")["rows"] == [
+            [["get_weather"], 1.0]]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What's the weather in Berlin?", ["get_weather"]),
+    ("What's the weather in Paris, and how far is it from Lyon?", ["get_weather", "get_coordinates", "distance_km"]),
+    ("How far is Berlin from Paris?", ["get_coordinates", "distance_km"]),
+])
+def test_each_question_states_its_own_expectation(agent, question, expected):
+    assert agent.expected_tools_for(question) == expected
