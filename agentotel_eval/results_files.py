@@ -33,6 +33,8 @@ def scored_runs_from_file(path: Path) -> list[ScoredRun]:
     text = path.read_text(encoding="utf-8")
     try:
         document = json.loads(text)
+        if isinstance(document, dict) and "cases" not in document and ("metric" in document or "metrics" in document):
+            document = [document]  # a JSONL file of one line: one assertion, or one case
         cases = document["cases"] if isinstance(document, dict) else document
     except ValueError:
         cases = [json.loads(line) for line in text.splitlines() if line.strip()]
