@@ -202,7 +202,7 @@ class Refused:
 
 REFUSED: tuple[Refused, ...] = (
     Refused("random-bytes", _random_bytes, ("is not an agentotel-eval database", "not a DuckDB file")),
-    Refused("truncated", _truncated, ("is a truncated DuckDB file", "blocks in use take")),
+    Refused("truncated", _truncated, ("is a truncated DuckDB file", "use another --db")),
     Refused("truncated-header", _truncated_header, ("DuckDB file that DuckDB", "cannot read", "truncated")),
     Refused("zero-length", lambda path: path.write_bytes(b""),
             ("is not an agentotel-eval database", "empty (0 bytes)", "delete it")),

@@ -22,7 +22,7 @@ from agentotel_eval.store.schema import (
     describe_foreign,
     migrate,
 )
-from agentotel_eval.store.sealed import attach, instance_for, sealed_config
+from agentotel_eval.store.sealed import attach, in_use_here, instance_for, sealed_config
 from agentotel_eval.store.writer_lock import writer_holds, writer_lock_path
 
 if TYPE_CHECKING:  # imported where a database is opened: the decode and assembler processes never load it
@@ -192,6 +192,11 @@ def _unreadable(path: Path, exc: Exception) -> str:
     except OSError as err:
         return f"cannot read {path}: {err.strerror or err}"
     if head[8:12] == _DUCKDB_MAGIC:
+        size = path.stat().st_size
+        if size >= _DUCKDB_HEADERS and "could not read enough bytes" in str(exc).lower():
+            # DuckDB 1.x reads blocks past a cut-off end at ATTACH already; 2.x attaches and check_ours finds it
+            return (f"{path} is a truncated DuckDB file: it has {size} bytes and DuckDB {duckdb.__version__} read "
+                    f"past its end ({one_line(exc)}); use another --db")
         return (f"{path} is a DuckDB file that DuckDB {duckdb.__version__} cannot read (damaged, truncated, or "
                 f"written by another DuckDB version): {one_line(exc)}")
     return f"{path} is not an agentotel-eval database: {_not_duckdb(head)}"
@@ -212,7 +217,7 @@ def _held_elsewhere(exc: Exception) -> bool:
     """Whether DuckDB refused a file because another process (or this one) holds it, not for what is in it."""
     import duckdb
 
-    return isinstance(exc, duckdb.ResourceInUseException) or (
+    return in_use_here(exc) or (
         isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
     )
 

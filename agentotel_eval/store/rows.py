@@ -90,7 +90,37 @@ def safe_text(value: str) -> str:
     return value
 
 
+def _duckdb_truncates() -> bool:
+    """Whether the installed DuckDB truncates nanoseconds when it stores a TIMESTAMPTZ (1.x; 2.x rounds them).
+    Read from the package's metadata: the decode workers that build rows never import duckdb."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version("duckdb").split(".")[0]) < 2
+    except (PackageNotFoundError, ValueError):
+        return False
+
+
+#: round timestamps to the microsecond before DuckDB stores them, as DuckDB 2 does itself
+ROUND_TIMESTAMPS = _duckdb_truncates()
+
+
+def to_microseconds(data: pa.Table) -> pa.Table:
+    """``data`` with its timestamp columns rounded to the microsecond, as TIMESTAMPTZ keeps them: DuckDB 2 rounds
+    nanoseconds itself (``data`` is returned as it is), DuckDB 1.x truncates them."""
+    if not ROUND_TIMESTAMPS:
+        return data
+    import pyarrow.compute as pc  # not at import: the decode workers never load it
+
+    for i, field in enumerate(data.schema):
+        if field.type == _TS:
+            data = data.set_column(i, field, pc.round_temporal(data.column(i), 1, "microsecond"))
+    return data
+
+
 def _ts_array(values: Sequence[int | None]) -> pa.Array:
+    if ROUND_TIMESTAMPS:  # DuckDB 1.x truncates nanoseconds (in Python: the decode workers never load pyarrow.compute)
+        return pa.array([v if v is None else (v + 500) // 1000 * 1000 for v in values], _TS)
     return pa.array(values, _TS)
 
 

@@ -6,6 +6,7 @@ configuration once the instance is ready. ``store.opening`` and ``store.identity
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,27 @@ def attach(con: duckdb.DuckDBPyConnection, path: Path, row_group_size: int, *, r
     con.execute(f"USE {CATALOG}")
     con.execute("DETACH memory")
     con.execute("SET enable_external_access = false")
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A cursor of ``con`` whose current database is the file's. DuckDB 1.x starts a cursor in the instance's
+    default database, which ``attach`` detached (every query then fails: 'Catalog "" does not exist'); DuckDB 2.x
+    starts it in its connection's, so there the USE changes nothing."""
+    import duckdb
+
+    cur = con.cursor()
+    with contextlib.suppress(duckdb.CatalogException):  # an in-memory store: its own database is the default
+        cur.execute(f"USE {CATALOG}")
+    return cur
+
+
+def in_use_here(exc: BaseException) -> bool:
+    """Whether DuckDB refused to attach a file because this process holds it already: ResourceInUseException
+    in DuckDB 2.x, a BinderException saying 'Unique file handle conflict' in 1.x (which has no such class)."""
+    import duckdb
+
+    in_use = getattr(duckdb, "ResourceInUseException", None)
+    return (in_use is not None and isinstance(exc, in_use)) or "unique file handle conflict" in str(exc).lower()
 
 
 def seal(con: duckdb.DuckDBPyConnection) -> None:

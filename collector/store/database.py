@@ -24,6 +24,7 @@ from agentotel_eval.store.identity import check_store
 from agentotel_eval.store.opening import DEFAULT_ROW_GROUP_SIZE, open_store
 from agentotel_eval.store.schema import SchemaError
 from agentotel_eval.store.sealed import DuckDBSetting
+from agentotel_eval.store.sealed import cursor as sealed_cursor
 from agentotel_eval.store.writer_lock import hold_writer_lock, release_writer_lock
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ class Database:
             with self._cursor_lock:
                 if self._read_root is None:
                     raise DatabaseClosed(f"the database {self.path} is not open")
-                cur = self._read_root.cursor()
+                cur = sealed_cursor(self._read_root)
             try:
                 yield cur
             finally:
@@ -181,7 +182,7 @@ class Database:
 
     def _install(self, con: duckdb.DuckDBPyConnection) -> None:
         try:
-            read_root = con.cursor()
+            read_root = sealed_cursor(con)
         except BaseException:
             con.close()  # a leaked instance would hold the file against every later open
             raise

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from agentotel_eval.store import schema
-from agentotel_eval.store.rows import json_array, safe_text
+from agentotel_eval.store.rows import json_array, safe_text, to_microseconds
 from agentotel_eval.store.schema import OWN_SOURCE
 
 if TYPE_CHECKING:  # the operations run in the collector's process only; their classes travel from the assembler's
@@ -100,7 +100,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], 
     if data is None or not data.num_rows:
         return
     view = f"_op_{table}"
-    con.register(view, data)
+    con.register(view, to_microseconds(data))
     try:
         cols = ", ".join(columns)
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {view}")
@@ -160,7 +160,7 @@ class ReplaceRuns(BaseOperation):
                 kept = f"AND metric NOT IN ({', '.join('?' for _ in self.keep_metrics)}) " if self.keep_metrics else ""
                 con.execute(
                     f"DELETE FROM {schema.EVALUATIONS} WHERE trace_id IN (SELECT trace_id FROM _replace_ids) "
-                    f"AND (source = '{OWN_SOURCE}' OR details->>'origin' = 'span_event') {kept}",
+                    f"AND (source = '{OWN_SOURCE}' OR (details->>'origin') = 'span_event') {kept}",
                     list(self.keep_metrics),
                 )
             finally:
@@ -383,7 +383,7 @@ class InsertEvaluations(BaseOperation):
     def apply(self, con: duckdb.DuckDBPyConnection) -> None:
         import duckdb
 
-        con.register("_new_evaluations", self.table)
+        con.register("_new_evaluations", to_microseconds(self.table))
         try:
             con.execute(
                 f"DELETE FROM {schema.EVALUATIONS} e USING _new_evaluations n WHERE e.trace_id = n.trace_id "

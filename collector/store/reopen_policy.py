@@ -18,6 +18,7 @@ import duckdb
 
 from agentotel_eval.collector.store.operation_queue import OperationQueue
 from agentotel_eval.collector.store.writer_stats import WriterStats
+from agentotel_eval.store.sealed import cursor as sealed_cursor
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +63,11 @@ class ReopenPolicy:
         try:
             opened = self._reopen()
             if opened is not None:
-                con, cursor = opened, opened.cursor()
+                con, cursor = opened, sealed_cursor(opened)
                 self._stored_at_open = self._stats.records_stored
                 self._stats.reopens += 1
             elif con is not None:  # reads held it off
-                cursor = con.cursor()
+                cursor = sealed_cursor(con)
                 self._next_try = time.monotonic() + RETRY_AFTER_READS
         except Exception as exc:  # not opened again: exports are refused as unavailable until it is
             self._stats.reopen_failures += 1

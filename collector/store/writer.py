@@ -33,6 +33,7 @@ from agentotel_eval.collector.store.reopen_policy import Reopen, ReopenPolicy
 from agentotel_eval.collector.store.writer_stats import WriterStats
 from agentotel_eval.store import schema
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA
+from agentotel_eval.store.sealed import cursor as sealed_cursor
 
 if TYPE_CHECKING:
     from agentotel_eval.collector.config import ReceiverConfig, WriterConfig
@@ -205,7 +206,7 @@ class StoreWriter:
         if self._thread is None:
             assert self._con is not None
             self._thread = threading.Thread(target=self._run, name="agentotel-writer", daemon=True)
-            self._operations.start(self._con.cursor())
+            self._operations.start(sealed_cursor(self._con))
             self._thread.start()
 
     def shutdown(self, timeout: float = 30.0) -> None:

@@ -14,6 +14,7 @@ from agentotel_eval.access import queries
 from agentotel_eval.access.filters import parse_filters
 from agentotel_eval.store.opening import open_store
 from agentotel_eval.store.query import QueryResult, run_query
+from agentotel_eval.store.sealed import cursor as sealed_cursor
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -57,7 +58,7 @@ def read() -> Iterator[queries.Read]:
           out_of_order=[])
 
     def reader(sql: str, params: Sequence[Any]) -> QueryResult:
-        return run_query(con.cursor(), sql, params=params)
+        return run_query(sealed_cursor(con), sql, params=params)
 
     yield reader
     con.close()
@@ -121,7 +122,7 @@ def test_own_scores_alone_and_beside_another_tools(tmp_path: Any) -> None:
     con = open_store(":memory:")
 
     def reader(sql: str, params: Sequence[Any]) -> QueryResult:
-        return run_query(con.cursor(), sql, params=params)
+        return run_query(sealed_cursor(con), sql, params=params)
 
     run(con, "a", "planner", timedelta(hours=1), ["search"], ["search"])
     run(con, "b", "planner", timedelta(hours=1), ["search"], ["search"])

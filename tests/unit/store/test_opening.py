@@ -7,6 +7,8 @@ import pytest
 
 from agentotel_eval.store.opening import open_read_only, open_store
 from agentotel_eval.store.schema import SchemaError
+from agentotel_eval.store.sealed import cursor as sealed_cursor
+from agentotel_eval.store.sealed import in_use_here
 
 
 def test_read_only_open_refuses_a_missing_file_and_writes(tmp_path):
@@ -28,7 +30,7 @@ def test_the_sealed_writable_instance_still_takes_arrow_appends_but_no_file_acce
     con.register("batch", pa.table({"trace_id": ["t"], "run_span_id": ["r"], "metric": ["m"]}))
     con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric) SELECT * FROM batch")
     assert con.execute("SELECT count(*) FROM evaluations").fetchone() == (1,)
-    reader = con.cursor()  # what queries use: the same instance
+    reader = sealed_cursor(con)  # what queries use: the same instance
     (tmp_path / "secret.csv").write_text("a\n1\n")
     for sql in (f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')",
                 f"COPY evaluations TO '{tmp_path / 'out.csv'}'",
@@ -62,7 +64,7 @@ def test_a_commit_of_a_whole_row_group_goes_straight_into_the_file(tmp_path, row
         assert logged < 32_000  # only where the new row groups went
     else:
         assert logged > 4096 * 80  # every row, into the write-ahead log
-    assert con.cursor().execute("SELECT count(*) FROM evaluations").fetchone() == (4096,)  # cursors see the file
+    assert sealed_cursor(con).execute("SELECT count(*) FROM evaluations").fetchone() == (4096,)  # cursors see the file
     con.close()
     reopened = open_read_only(path)
     assert reopened.execute("SELECT count(*), count(DISTINCT trace_id) FROM evaluations").fetchone() == (4096, 4096)
@@ -98,8 +100,9 @@ def test_a_read_only_open_beside_the_writer_in_its_process_is_refused_and_keeps_
     path = tmp_path / "one.duckdb"
     con = open_store(path)
     try:
-        with pytest.raises(duckdb.ResourceInUseException):
+        with pytest.raises(duckdb.Error) as refused:
             open_read_only(path)
+        assert in_use_here(refused.value)
         intruder = subprocess.run(
             [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]); print('opened')", str(path)],
             capture_output=True, text=True, timeout=60,

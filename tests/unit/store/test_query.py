@@ -18,6 +18,7 @@ from agentotel_eval.store.query import (
     check_sql,
     run_query,
 )
+from agentotel_eval.store.sealed import cursor as sealed_cursor
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def con(db):
     ],
 )
 def test_reading_statements_are_allowed(con, sql):
-    assert run_query(con.cursor(), sql).columns
+    assert run_query(sealed_cursor(con), sql).columns
 
 
 @pytest.mark.parametrize(
@@ -95,7 +96,7 @@ def test_every_statement_that_is_not_a_read_is_refused_by_name(sql, named):
 )
 def test_multiple_statements_are_refused(con, sql):
     with pytest.raises(QueryForbidden, match="2 statements given"):
-        run_query(con.cursor(), sql)
+        run_query(sealed_cursor(con), sql)
 
 
 @pytest.mark.parametrize(
@@ -114,24 +115,24 @@ def test_multiple_statements_are_refused(con, sql):
 )
 def test_file_and_network_access_from_a_select_is_refused(con, sql):
     with pytest.raises(QueryForbidden, match="cannot read or write files"):
-        run_query(con.cursor(), sql)
+        run_query(sealed_cursor(con), sql)
 
 
 def test_state_changing_functions_inside_a_select_are_refused(con):
     with pytest.raises(QueryForbidden, match="checkpoint"):
-        run_query(con.cursor(), "SELECT * FROM checkpoint()")
+        run_query(sealed_cursor(con), "SELECT * FROM checkpoint()")
 
 
 def test_the_read_only_transaction_stops_writes_that_look_like_reads(tmp_path):
     # On a writable instance (the collector's own), a write hidden behind EXPLAIN ANALYZE still cannot run.
     writable = open_store(tmp_path / "w.duckdb")
-    cursor = writable.cursor()
+    cursor = sealed_cursor(writable)
     cursor.execute("BEGIN TRANSACTION READ ONLY")
     with pytest.raises(Exception, match="read-only"):
         cursor.execute("INSERT INTO evaluations (trace_id, run_span_id, metric) VALUES ('a', 'b', 'c')")
     cursor.execute("ROLLBACK")
     with pytest.raises(QueryForbidden):
-        run_query(writable.cursor(), "EXPLAIN ANALYZE INSERT INTO evaluations (trace_id, run_span_id, metric) "
+        run_query(sealed_cursor(writable), "EXPLAIN ANALYZE INSERT INTO evaluations (trace_id, run_span_id, metric) "
                                      "VALUES ('a', 'b', 'c')")
     assert writable.execute("SELECT count(*) FROM evaluations").fetchone() == (0,)
     writable.close()
@@ -139,20 +140,20 @@ def test_the_read_only_transaction_stops_writes_that_look_like_reads(tmp_path):
 
 def test_syntax_errors_and_empty_queries_are_clear(con):
     with pytest.raises(QueryError, match="syntax error"):
-        run_query(con.cursor(), "SELEC 1")
+        run_query(sealed_cursor(con), "SELEC 1")
     with pytest.raises(QueryError, match="empty query"):
-        run_query(con.cursor(), "   ")
+        run_query(sealed_cursor(con), "   ")
 
 
 def test_the_row_limit_truncates_and_says_so(con):
-    result = run_query(con.cursor(), "SELECT * FROM range(25)", row_limit=10)
+    result = run_query(sealed_cursor(con), "SELECT * FROM range(25)", row_limit=10)
     assert len(result.rows) == 10 and result.truncated
-    result = run_query(con.cursor(), "SELECT * FROM range(10)", row_limit=10)
+    result = run_query(sealed_cursor(con), "SELECT * FROM range(10)", row_limit=10)
     assert len(result.rows) == 10 and not result.truncated
 
 
 def test_a_slow_query_is_interrupted_at_the_time_limit(con):
-    cursor = con.cursor()
+    cursor = sealed_cursor(con)
     with pytest.raises(QueryTimeout, match=r"0\.3s"):
         run_query(cursor, "SELECT count(*) FROM range(100000000000) a, range(100000) b WHERE a.range + b.range = -1",
                   timeout=0.3)
@@ -161,7 +162,7 @@ def test_a_slow_query_is_interrupted_at_the_time_limit(con):
 
 def test_values_come_back_json_ready(con):
     result = run_query(
-        con.cursor(),
+        sealed_cursor(con),
         "SELECT agent_name, tools_called, expected_tools, handoffs, start_time, 1.50::DECIMAL(4,2) AS d, "
         "{'a': '[1]'::JSON} AS s, 'nan'::DOUBLE AS n, '\\x01'::BLOB AS b, INTERVAL 90 SECOND AS i FROM agent_runs",
     )
@@ -182,13 +183,13 @@ def test_values_come_back_json_ready(con):
 
 
 def test_result_survives_the_http_round_trip(con):
-    result = run_query(con.cursor(), "SELECT agent_name, tools_called FROM agent_runs")
+    result = run_query(sealed_cursor(con), "SELECT agent_name, tools_called FROM agent_runs")
     again = QueryResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again.records() == result.records()
 
 
 def test_formats(con):
-    result = run_query(con.cursor(), "SELECT agent_name, tools_called, expected_tools FROM agent_runs")
+    result = run_query(sealed_cursor(con), "SELECT agent_name, tools_called, expected_tools FROM agent_runs")
     assert json.loads(render(result, "json")) == [
         {"agent_name": "planner", "tools_called": ["search", "book"], "expected_tools": None}
     ]
@@ -201,14 +202,14 @@ def test_formats(con):
 
 
 def test_parameters_are_bound_values_never_sql(con):
-    result = run_query(con.cursor(), "SELECT agent_name FROM agent_runs WHERE agent_name = ? AND ? = 1",
+    result = run_query(sealed_cursor(con), "SELECT agent_name FROM agent_runs WHERE agent_name = ? AND ? = 1",
                        params=["planner", 1])
     assert result.rows == [["planner"]]
-    quoted = run_query(con.cursor(), "SELECT count(*) FROM agent_runs WHERE agent_name = ?",
+    quoted = run_query(sealed_cursor(con), "SELECT count(*) FROM agent_runs WHERE agent_name = ?",
                        params=["x' OR '1'='1"])
     assert quoted.rows == [[0]]
     # a parameter cannot smuggle a second statement or a write: it is a value
-    assert run_query(con.cursor(), "SELECT ?", params=["1; DROP TABLE spans"]).rows == [["1; DROP TABLE spans"]]
+    assert run_query(sealed_cursor(con), "SELECT ?", params=["1; DROP TABLE spans"]).rows == [["1; DROP TABLE spans"]]
 
 
 @pytest.mark.parametrize(("params", "message"), [
@@ -219,9 +220,9 @@ def test_parameters_are_bound_values_never_sql(con):
 ])
 def test_parameters_that_are_not_plain_values_are_refused(con, params, message):
     with pytest.raises(QueryError, match=message):
-        run_query(con.cursor(), "SELECT ?", params=params)
+        run_query(sealed_cursor(con), "SELECT ?", params=params)
 
 
 def test_a_wrong_number_of_parameters_is_a_query_error(con):
     with pytest.raises(QueryError):
-        run_query(con.cursor(), "SELECT ?, ?", params=[1])
+        run_query(sealed_cursor(con), "SELECT ?, ?", params=[1])

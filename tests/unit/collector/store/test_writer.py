@@ -27,6 +27,7 @@ from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.store.opening import open_store
 from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
+from agentotel_eval.store.sealed import cursor as sealed_cursor
 from agentotel_eval.test_case import ToolCall
 from tests.collector_harness import Blocker, HeldCommits
 
@@ -67,7 +68,7 @@ def submit_spans(writer: StoreWriter, spans: list[SpanRecord], **kw):
 
 
 def count(con, table: str = "spans") -> int:
-    return con.cursor().execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return sealed_cursor(con).execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def test_a_commit_releases_the_ticket_with_what_was_stored(store):
@@ -207,7 +208,7 @@ def test_replace_runs_replaces_a_traces_rows_instead_of_adding(store):
     runs, calls = runs_to_arrow([_run(1, ["a", "b"])], 0)
     writer.submit_operation(ReplaceRuns(runs, calls, [TraceWindow(f"{1:032x}", T0, T0 + 10_000)]))
     assert writer.flush(5)
-    cur = con.cursor()
+    cur = sealed_cursor(con)
     assert cur.execute("SELECT trace_id, tools_called FROM agent_runs ORDER BY trace_id").fetchall() == [
         (f"{1:032x}", ["a", "b"]), (f"{2:032x}", ["x", "y"]),
     ]
@@ -260,7 +261,7 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
     commits_before = writer.stats.operations.get("marker", 0)
     blocker.release.set()
     assert writer.flush(5)
-    assert con.cursor().execute("SELECT n FROM marks ORDER BY n").fetchall() == [(1,), (2,)]  # each once
+    assert sealed_cursor(con).execute("SELECT n FROM marks ORDER BY n").fetchall() == [(1,), (2,)]  # each once
     assert applied == ["m1", "m2"]
     assert writer.stats.operations["marker"] == commits_before + 2
     assert writer.stats.operation_failures == {"broken": 1}
@@ -299,7 +300,7 @@ def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_
     before = writer.stats.operations.get("replace_runs", 0)
     blocker.release.set()
     assert writer.flush(5)
-    cur = con.cursor()
+    cur = sealed_cursor(con)
     assert cur.execute("SELECT trace_id, tools_called FROM agent_runs ORDER BY trace_id").fetchall() == [
         (f"{1:032x}", ["a", "b"]), (f"{2:032x}", ["x"]), (f"{3:032x}", ["y"]), (f"{4:032x}", ["z"]),
         (f"{5:032x}", ["w"]),
@@ -322,7 +323,7 @@ def test_operations_run_beside_ingest_which_an_operation_in_progress_does_not_ho
     slow.release.set()
     assert writer.flush(5)
     assert writer.pending_operation_rows == 0
-    assert con.cursor().execute("SELECT count(*) FROM agent_runs").fetchone() == (1,)
+    assert sealed_cursor(con).execute("SELECT count(*) FROM agent_runs").fetchone() == (1,)
 
 
 def test_retention_deletes_only_older_rows(store):
