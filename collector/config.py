@@ -211,6 +211,45 @@ class QueryConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class LakeS3Config:
+    #: host:port of an S3-compatible server (MinIO, moto); empty: AWS
+    endpoint: str = ""
+    key_id: str = ""
+    secret: str = ""
+    region: str = "us-east-1"
+    #: "path" for most S3-compatible servers, "vhost" for AWS
+    url_style: str = "vhost"
+    use_ssl: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LakeConfig:
+    """``[lake]``: the DuckLake this node copies what it committed to, shared with other nodes."""
+
+    #: the catalog: ``postgres://user:password@host:port/dbname`` (a DuckDB catalog file for one machine)
+    catalog: str = ""
+    #: where the Parquet data goes: ``s3://bucket/prefix/`` or a directory
+    data: str = ""
+    #: how often committed rows are copied to the lake
+    flush_interval: Annotated[float, Duration] = 5.0
+    #: this node's name in the lake's rows (default: the host name)
+    node: str = ""
+    s3: LakeS3Config = field(default_factory=LakeS3Config)
+
+    def settings(self) -> Any:
+        from agentotel_eval.store.lake import LakeSettings, S3Settings
+
+        s3 = self.s3
+        return LakeSettings(self.catalog, self.data, S3Settings(s3.endpoint, s3.key_id, s3.secret, s3.region,
+                                                                s3.url_style, s3.use_ssl))
+
+    def node_name(self) -> str:
+        import socket
+
+        return self.node or socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
 class CollectorConfig:
     db: str = DEFAULT_DB_PATH
     grpc: str = "127.0.0.1:4317"
@@ -243,6 +282,9 @@ class CollectorConfig:
     #: ``[reconstruction]``: text_failures (read an "Error: ..." tool result as a failed call)
     reconstruction: ReconstructionConfig = field(default_factory=ReconstructionConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
+    #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node, ``[lake.s3]``); off
+    #: if absent
+    lake: LakeConfig | None = None
     auth: AuthConfig = field(default_factory=AuthConfig)
     tls: TlsConfig = field(default_factory=TlsConfig)
     #: ``[limits]``: bounds on one request's attributes, values, nesting, spans (``agentotel_eval.otlp.limits``)
@@ -287,6 +329,8 @@ class CollectorConfig:
             raise ConfigError("dataset", str(exc)) from None
         if self.retention and (self.retention_seconds or 0) <= 0:
             raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")
+        if self.lake is not None:
+            _check_lake(self.lake)
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError("log_level", f"expected debug, info, warning or error, got {self.log_level!r}")
         _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout",
@@ -331,6 +375,25 @@ class CollectorConfig:
             if path and not Path(path).expanduser().is_file():
                 raise ConfigError(f"tls.{key}", f"no such file: {path}")
         return self
+
+
+def _check_lake(lake: LakeConfig) -> None:
+    from agentotel_eval.store.lake import LakeError, catalog_target
+
+    if not lake.catalog.strip():
+        raise ConfigError("lake.catalog", "name the catalog: postgres://user:password@host:port/dbname")
+    if not lake.data.strip():
+        raise ConfigError("lake.data", "name where the data goes: s3://bucket/prefix/ or a directory")
+    try:
+        catalog_target(lake.catalog)
+    except LakeError as exc:
+        raise ConfigError("lake.catalog", str(exc).partition(": ")[2] or str(exc)) from None
+    if "://" in lake.data and not lake.data.startswith("s3://"):
+        raise ConfigError("lake.data", f"an s3:// URL or a directory, got {lake.data!r}")
+    if lake.flush_interval <= 0:
+        raise ConfigError("lake.flush_interval", "must be positive")
+    if lake.s3.url_style not in ("path", "vhost"):
+        raise ConfigError("lake.s3.url_style", f'expected "path" or "vhost", got {lake.s3.url_style!r}')
 
 
 def _positive(config: CollectorConfig, section: str, *keys: str) -> None:

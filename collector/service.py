@@ -30,6 +30,7 @@ from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
 from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.forward.metrics import ForwardMetrics
+from agentotel_eval.collector.lake.flusher import LakeFlusher
 from agentotel_eval.collector.process.metrics import HelperMetrics
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
@@ -105,6 +106,7 @@ class Collector:
         self.retention_deleted: dict[str, int] = {}
         self.query_counts: dict[str, int] = {}
         self.database: Any = None  # Database once started
+        self.lake: LakeFlusher | None = None  # with [lake]: copies what this node commits to the shared lake
         self.writer: StoreWriter
         self.assembler: AssemblyStage
         self._assembler_started = False
@@ -221,6 +223,11 @@ class Collector:
                 tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
                 idle_timeout=cfg.receiver.http_idle_timeout, handshake_timeout=cfg.receiver.http_read_timeout,
             )
+            if cfg.lake is not None:  # before listening: a node that cannot reach its lake does not start
+                self.lake = LakeFlusher(cfg.lake.settings(), cfg.lake.node_name(), self._cursor,
+                                        cfg.lake.flush_interval)
+                self.lake.open()
+                self.lake.start()
             self._metrics = self._register_metrics()
             self.http.start()
             self.grpc.start()
@@ -297,6 +304,8 @@ class Collector:
             self.writer.shutdown()
         if self.forwarder is not None:
             self.forwarder.shutdown(0)
+        if self.lake is not None:
+            self.lake.close(final=False)
         if self.database is not None:
             self.database.close()
             self.database = None
@@ -324,6 +333,11 @@ class Collector:
             self.judge.shutdown(min(grace, 5.0))  # answers not back by then stay pending for the next start
         self.assembler.shutdown()  # completes every open trace; the runs go to the writer
         self.writer.shutdown()  # applies the last run writes, checkpoints
+        if self.lake is not None:
+            try:
+                self.lake.close(final=True)  # every write is done: the rest goes to the lake now
+            except Exception:
+                log.exception("the last lake flush failed; the rows stay in %s and go at the next start", self.db_path)
         if self.forwarder is not None:
             self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
         self.http.shutdown()

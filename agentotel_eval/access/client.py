@@ -82,6 +82,8 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
     from agentotel_eval.store.opening import open_read_only
     from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
     from agentotel_eval.store.schema import SCHEMA_VERSION, SchemaError, current_version
+    from agentotel_eval.store.sealed import cursor as sealed_cursor
+    from agentotel_eval.store.sealed import in_use_here
 
     try:
         con = open_read_only(db)
@@ -89,8 +91,10 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
         raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
     except SchemaError as exc:  # not a database of ours, or newer than this code: the message says which
         raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
-    except (duckdb.IOException, duckdb.ResourceInUseException) as exc:
-        if "lock" in str(exc).lower() or isinstance(exc, duckdb.ResourceInUseException):
+    except duckdb.Error as exc:
+        if not (isinstance(exc, duckdb.IOException) or in_use_here(exc)):
+            raise
+        if "lock" in str(exc).lower() or in_use_here(exc):
             raise QueryFailure(
                 f"{db} is held by another process and no collector answers for it "
                 f"(is a collector starting, or running without its HTTP port?): {exc}",
@@ -103,7 +107,7 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
             print(f"note: {db} has schema version {version}, older than this agentotel-eval's ({SCHEMA_VERSION}): "
                   f"columns added since are missing until a collector opens it once (agentotel-eval serve --db {db})",
                   file=sys.stderr)
-        cursor = con.cursor()
+        cursor = sealed_cursor(con)
         try:
             return run_query(
                 cursor,
@@ -158,13 +162,47 @@ def locate(db: str | Path | None, url: str | None = None) -> tuple[Path, Collect
     return path, None
 
 
+def _over_lake(lake: str, sql: str, limit: int | None, timeout: float | None, params: Sequence[Any]) -> QueryResult:
+    """The query over every node's rows in the lake that ``lake`` (a config file with ``[lake]``) names; one
+    sealed reader per file for the process (attaching the catalog is the slow part)."""
+    from agentotel_eval.store import lake as lakes
+    from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
+
+    try:
+        lakes.check_reader_sql(sql)
+    except lakes.LakeError as exc:
+        raise QueryFailure(str(exc)) from None
+    con = _LAKE_READERS.get(lake)
+    if con is None:
+        try:
+            con = _LAKE_READERS[lake] = lakes.open_reader(lakes.settings_from_file(lake))
+        except lakes.LakeError as exc:
+            raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
+    cursor = con.cursor()
+    try:
+        return run_query(cursor, sql, row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
+                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, params=params)
+    finally:
+        cursor.close()
+
+
+_LAKE_READERS: dict[str, Any] = {}
+
+
 def execute(db: str | Path | None, sql: str, *, limit: int | None = None, timeout: float | None = None,
-            params: Sequence[Any] = (), url: str | None = None) -> QueryResult:
+            params: Sequence[Any] = (), url: str | None = None, lake: str | None = None) -> QueryResult:
     """Run the query through the live collector on the database (``locate``) if there is one, else on the file
-    read-only. ``params`` fill the statement's ``?`` placeholders."""
-    from agentotel_eval.access.discovery import find_collector
+    read-only; with ``lake`` (a config file with ``[lake]``, or ``$AGENTOTEL_LAKE``) over every node's rows in
+    the shared lake. ``params`` fill the statement's ``?`` placeholders."""
+    from agentotel_eval.access.discovery import LAKE_ENV, find_collector
     from agentotel_eval.store.query import QueryError
 
+    lake = lake or os.environ.get(LAKE_ENV, "").strip() or None
+    if lake:
+        try:
+            return _over_lake(lake, sql, limit, timeout, params)
+        except QueryError as exc:
+            raise QueryFailure(str(exc)) from None
     path, collector = locate(db, url)
     try:
         if collector is not None:
@@ -179,13 +217,15 @@ def execute(db: str | Path | None, sql: str, *, limit: int | None = None, timeou
         raise QueryFailure(str(exc)) from None
 
 
-def reader(db: str | Path | None, *, limit: int | None = None,
-           url: str | None = None) -> Callable[[str, Sequence[Any]], QueryResult]:
+def reader(db: str | Path | None, *, limit: int | None = None, url: str | None = None,
+           lake: str | None = None) -> Callable[[str, Sequence[Any]], QueryResult]:
     """``read(sql, params)`` over the database ``locate`` finds (once, at the first read), for the domain
     queries (``agentotel_eval.access.queries``); it raises ``QueryFailure``."""
     found: list[Path] = []
 
     def read(sql: str, params: Sequence[Any]) -> QueryResult:
+        if lake:
+            return execute(None, sql, params=params, limit=limit, lake=lake)
         if not found:  # (a note that the machine's collector is used is printed once)
             found.append(locate(db, url)[0])
         return execute(found[0], sql, params=params, limit=limit, url=url)

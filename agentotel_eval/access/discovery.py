@@ -31,6 +31,8 @@ AUTH_TOKEN_ENV = "AGENTOTEL_AUTH_TOKEN"
 DB_ENV = "AGENTOTEL_DB"
 #: the collector the reading commands ask when no --url is given
 URL_ENV = "AGENTOTEL_URL"
+#: a config file whose ``[lake]`` the reading commands read every node's rows from, when no --lake is given
+LAKE_ENV = "AGENTOTEL_LAKE"
 #: where running collectors list themselves (default: $XDG_RUNTIME_DIR/agentotel-eval, else ~/.cache/agentotel-eval)
 RUNTIME_DIR_ENV = "AGENTOTEL_RUNTIME_DIR"
 

@@ -22,6 +22,7 @@ from agentotel_eval.cli import (
     explain,
     export_cases,
     import_expectations,
+    lake,
     query,
     report,
     rescore,
@@ -53,6 +54,7 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "rescore": (rescore, "re-score stored runs with the current expectations and code"),
     "compare": (compare, "compare the scores of two versions; exit 1 on a regression"),
     "calibrate": (calibrate, "measure the tool-error detectors (and the judge) on labelled suites"),
+    "lake": (lake, "maintain the DuckLake that scale-out nodes share (retention, file merging)"),
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from agentotel_eval.access.discovery import AUTH_TOKEN_ENV, DB_ENV, URL_ENV
+from agentotel_eval.access.discovery import AUTH_TOKEN_ENV, DB_ENV, LAKE_ENV, URL_ENV
 from agentotel_eval.access.filters import FilterError, range_seconds
 from agentotel_eval.store import DEFAULT_DB_PATH
 
@@ -23,6 +23,13 @@ def add_db(parser: argparse.ArgumentParser, *, default: str | None = None, help:
     """``--db PATH``; None when not given, for ``agentotel_eval.access.client.locate`` to resolve. ``serve``
     (whose config file may name the database) and ``demo`` (a temporary one) give their own help."""
     parser.add_argument("--db", metavar="PATH", default=default, help=help)
+
+
+def add_lake(parser: argparse.ArgumentParser) -> None:
+    """``--lake FILE``: read every node's rows from the shared lake a config file's ``[lake]`` names."""
+    parser.add_argument("--lake", metavar="FILE", default=None,
+                        help=f"read every node's rows from the shared lake of this config file's [lake] "
+                             f"(default: ${LAKE_ENV})")
 
 
 def add_url(parser: argparse.ArgumentParser) -> None:

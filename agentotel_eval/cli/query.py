@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sql", help="one SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement")
     options.add_db(parser)
     options.add_url(parser)
+    options.add_lake(parser)
     options.add_format(parser, ("table", "json", "csv"))
     parser.add_argument("--limit", type=int, default=None, help="maximum rows returned (default: 10000)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds before the query is stopped (default: 30)")
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_NO_DATABASE
     try:
-        result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout, url=args.url)
+        result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout, url=args.url, lake=args.lake)
     except QueryFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

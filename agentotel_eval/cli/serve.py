@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         tune_process,
     )
     from agentotel_eval.collector.service import Collector
+    from agentotel_eval.store.lake import LakeError
     from agentotel_eval.store.schema import SchemaError
 
     stop = threading.Event()
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             collector.start()
-        except (OSError, SchemaError, DecodeUnavailable, AssemblerUnavailable) as exc:
+        except (OSError, SchemaError, DecodeUnavailable, AssemblerUnavailable, LakeError) as exc:
             print(f"error: cannot start the collector: {exc}", file=sys.stderr)
             return EXIT_START
         print(banner(collector), flush=True)

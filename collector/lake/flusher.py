@@ -1,0 +1,182 @@
+"""Copy what this node committed to the shared lake, every ``[lake] flush_interval``.
+
+Each table is read past this node's flush mark for it and appended to the lake with the node's name and the
+flush time; the new marks are written to the lake in the same transaction as the rows, so a flush either lands
+whole or not at all, and a restarted node goes on from the lake's marks (nothing twice, nothing skipped).
+
+Spans and log records carry ``ingested_at``, one rising value per local commit: the mark is exact. Runs, calls
+and evaluations carry ``updated_at``, stamped when they were built, a little before their commit: they are copied
+once older than ``settle`` seconds, which must exceed the time a built row can wait for its commit.
+
+The lake is written through an instance of its own (the node's file stays sealed); the rows cross as Arrow.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from agentotel_eval.store import lake
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger(__name__)
+
+#: the column that orders each table's rows for the flush mark
+_MARK_COLUMNS = {table: order for table, (_, order) in lake.KEYS.items()}
+#: tables whose mark column is a local commit's (exact); the others are stamped before their commit
+_COMMIT_ORDERED = frozenset({"spans", "logs"})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(slots=True)
+class FlushStats:
+    flushes: int = 0
+    failures: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    last_seconds: float = 0.0
+    last_error: str = ""
+    #: when the newest flushed commit was made (the lag from ack to visible in the lake is now minus this)
+    last_watermark: datetime | None = None
+
+
+class LakeFlusher:
+    """Appends committed rows to the lake on a thread of its own; ``flush()`` once more at shutdown."""
+
+    def __init__(self, settings: lake.LakeSettings, node: str,
+                 local_cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+                 interval: float, settle: float | None = None) -> None:
+        self._settings = settings
+        self.node = node
+        self._local_cursor = local_cursor
+        self._interval = interval
+        self._settle = settle if settle is not None else max(30.0, 3 * interval)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._marks: dict[str, datetime] = {}
+        self._lock = threading.Lock()  # one flush at a time (the thread's and shutdown's)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.stats = FlushStats()
+
+    def open(self) -> None:
+        """Attach the lake (creating its tables from this node's schema) and read this node's marks. Raises
+        ``lake.LakeError`` when the lake cannot be used: a node configured for a lake does not run without it."""
+        import duckdb
+
+        con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                 "autoload_known_extensions": False})
+        try:
+            lake.attach(con, self._settings)
+            with self._local_cursor() as local:
+                schema = {table: _columns(local, table) for table in lake.TABLES}
+            lake.sync_tables(con, schema)
+            rows = con.execute(f"SELECT table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} WHERE node = ? "
+                               "GROUP BY table_name", [self.node]).fetchall()
+        except BaseException:
+            con.close()
+            raise
+        self._marks = {str(table): mark for table, mark in rows if mark is not None}
+        self._con = con
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="agentotel-lake-flush", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.flush()
+
+    def flush(self) -> dict[str, int]:
+        """Copy every table's rows past its mark; returns the rows copied per table (empty after a failure,
+        which is logged and retried at the next interval)."""
+        with self._lock:
+            if self._con is None:
+                return {}
+            started = time.monotonic()
+            try:
+                copied = self._flush(self._con)
+            except Exception as exc:  # the lake unreachable for a while: the rows wait in the node's file
+                self.stats.failures += 1
+                self.stats.last_error = str(exc)
+                log.warning("lake flush failed (retried in %.0fs): %s", self._interval, exc)
+                return {}
+            self.stats.flushes += 1
+            self.stats.last_seconds = time.monotonic() - started
+            for table, n in copied.items():
+                self.stats.rows[table] = self.stats.rows.get(table, 0) + n
+            return copied
+
+    def _flush(self, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+        now = datetime.now(UTC)
+        batches: list[tuple[str, Any, datetime]] = []
+        with self._local_cursor() as local:
+            for table in lake.TABLES:
+                column = _MARK_COLUMNS[table]
+                since = self._marks.get(table, _EPOCH)
+                if table in _COMMIT_ORDERED:  # up to the newest commit this snapshot sees: later ones are later
+                    (upper,) = local.execute(f"SELECT max({column}) FROM {table}").fetchone() or (None,)
+                else:
+                    upper = now - timedelta(seconds=self._settle)
+                if upper is None or upper <= since:
+                    continue
+                rows = local.execute(f"SELECT * FROM {table} WHERE {column} > ? AND {column} <= ?",
+                                     [since, upper]).to_arrow_table()
+                batches.append((table, rows, upper))
+        if not batches:
+            return {}
+        copied: dict[str, int] = {}
+        con.execute("BEGIN")
+        try:
+            for table, rows, upper in batches:
+                if rows.num_rows:
+                    con.register("flushed_rows", rows)
+                    names = ", ".join(rows.column_names)
+                    con.execute(f"INSERT INTO {lake.LAKE}.{table} ({names}, node, flushed_at) "
+                                f"SELECT {names}, ?, ? FROM flushed_rows", [self.node, now])
+                    con.unregister("flushed_rows")
+                con.execute(f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, ?, ?)",
+                            [self.node, table, upper, now])
+                copied[table] = rows.num_rows
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        for table, _, upper in batches:
+            self._marks[table] = upper
+        spans_mark = self._marks.get("spans")
+        if spans_mark is not None:
+            self.stats.last_watermark = spans_mark
+        return copied
+
+    def close(self, *, final: bool = True) -> None:
+        """Stop the thread; with ``final`` (every write of the node done) copy what is left, settled or not; detach."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self._interval + 30)
+        if self._con is not None:
+            if final:
+                self._settle = 0.0
+                self.flush()
+            with self._lock:
+                self._con.close()
+                self._con = None
+
+
+def _columns(local: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    rows = local.execute(f"DESCRIBE {table}").fetchall()  # (duckdb_columns() needs a catalog the reader lacks)
+    return [(str(row[0]), str(row[1])) for row in rows]
+
+
+def marks_of(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, str, datetime]]:
+    """Every node's newest mark per table: what each node has copied (for status pages and tests)."""
+    for node, table, mark in con.execute(
+            f"SELECT node, table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} GROUP BY ALL ORDER BY ALL"
+    ).fetchall():
+        yield str(node), str(table), mark

@@ -1,0 +1,190 @@
+"""Nodes that share a DuckLake: real collectors copying what they commit to a real PostgreSQL catalog and Parquet
+files on a real S3-compatible server (moto), and readers that attach the lake read-only and stay sealed.
+
+Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs in
+an environment of its own and runs these in."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentotel_eval.store import lake
+from tests.collector_harness import fast_config, post_otlp, wait_until
+from tests.fixture_traces import fixtures
+from tests.lake_servers import Postgres, S3Server, postgres_bin, running_postgres, running_s3
+
+ROOT = Path(__file__).resolve().parents[3]
+
+try:
+    lake.extension_files()
+    _MISSING = ""
+except lake.LakeError as exc:
+    _MISSING = str(exc)
+
+pytestmark = [
+    pytest.mark.lake,
+    pytest.mark.skipif(bool(_MISSING), reason=f"needs the [lake] extra ({_MISSING}); .ci/run runs these in its "
+                                              "own environment"),
+    pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)"),
+]
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[Postgres, S3Server]]:
+    with running_postgres() as pg, running_s3() as s3:
+        yield pg, s3
+
+
+@pytest.fixture
+def lake_config(servers, tmp_path):
+    """A fresh lake: its own catalog database and bucket."""
+    from agentotel_eval.collector.config import LakeConfig, LakeS3Config
+
+    pg, s3 = servers
+    name = f"lake{next(_names)}"
+    catalog = pg.create_database(name)
+    s3.create_bucket(name)
+    config = LakeConfig(catalog=catalog, data=f"s3://{name}/data/", flush_interval=0.5,
+                        s3=LakeS3Config(endpoint=s3.endpoint, key_id="test", secret="test", url_style="path",
+                                        use_ssl=False))
+    path = tmp_path / "lake.toml"
+    path.write_text(f'[lake]\ncatalog = "{catalog}"\ndata = "{config.data}"\n[lake.s3]\nendpoint = '
+                    f'"{s3.endpoint}"\nkey_id = "test"\nsecret = "test"\nurl_style = "path"\nuse_ssl = false\n')
+    return config, path
+
+
+def node(tmp_path: Path, config, name: str):
+    from agentotel_eval.collector.service import Collector
+
+    cfg = dataclasses.replace(fast_config(tmp_path / f"{name}.duckdb"), lake=dataclasses.replace(config, node=name))
+    return Collector(cfg, summary_interval=3600).start()
+
+
+def local_counts(collector) -> dict[str, int]:
+    return {table: collector.query(f"SELECT count(*) FROM {table}")["rows"][0][0] for table in lake.TABLES}
+
+
+def final_counts(db: Path) -> dict[str, int]:
+    """A stopped node's rows, from its file: what the lake must hold of it."""
+    from agentotel_eval.store.opening import open_read_only
+
+    con = open_read_only(db)
+    try:
+        return {table: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in lake.TABLES}
+    finally:
+        con.close()
+
+
+def query_lake(path: Path, sql: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "query", sql, "--lake", str(path),
+                           "--format", "json"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+
+
+def test_two_nodes_flush_concurrently_and_a_reader_sees_every_node_sealed(tmp_path, lake_config):
+    import json
+
+    config, path = lake_config
+    traces = fixtures()[:30]
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    try:
+        for i, fx in enumerate(traces):  # whole traces to one node each, as the load-balancing exporter sends
+            assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
+        wait_until(lambda: all(n.lake.stats.rows.get("spans", 0) == local_counts(n)["spans"] for n in nodes),
+                   timeout=30, what="both nodes' spans in the lake")
+    finally:
+        for n in nodes:
+            n.shutdown()  # the last flush: runs, calls and scores not yet settled go now
+    counts = [final_counts(tmp_path / "a.duckdb"), final_counts(tmp_path / "b.duckdb")]
+    reader = lake.open_reader(config.settings())
+    for table in lake.TABLES:
+        assert reader.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == sum(c[table] for c in counts), table
+    assert reader.execute("SELECT count(*) FROM spans").fetchone()[0] == sum(len(fx.spans()) for fx in traces)
+    # each trace was stored by one node
+    assert reader.execute("SELECT count(*) FROM (SELECT trace_id FROM lake.spans GROUP BY 1 "
+                          "HAVING count(DISTINCT node) > 1)").fetchone()[0] == 0
+    # the same SQL as on one node's file, over both, through the command line; still sealed
+    runs = query_lake(path, "SELECT count(*) AS n FROM agent_runs")
+    assert runs.returncode == 0, runs.stderr
+    assert json.loads(runs.stdout) == [{"n": counts[0]["agent_runs"] + counts[1]["agent_runs"]}]
+    for sql, says in [("SELECT * FROM read_csv('/etc/passwd')", "cannot read or write files"),
+                      ("SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT 1')", "catalog's server"),
+                      ("INSERT INTO spans (trace_id, span_id) VALUES ('a', 'b')", "INSERT")]:
+        refused = query_lake(path, sql)
+        assert refused.returncode == 1 and says in refused.stderr, (sql, refused.stderr)
+
+
+def test_a_restarted_node_goes_on_from_its_marks_and_copies_nothing_twice(tmp_path, lake_config):
+    config, _ = lake_config
+    traces = fixtures()[30:40]
+    first = node(tmp_path, config, "a")
+    try:
+        for fx in traces[:5]:
+            post_otlp(first.http_endpoint, "traces", fx.body("protobuf"))
+        wait_until(lambda: first.lake.stats.rows.get("spans", 0) == local_counts(first)["spans"], timeout=30,
+                   what="the spans in the lake")
+    finally:
+        first.shutdown()
+    again = node(tmp_path, config, "a")  # the same file, the same node name: its marks are in the lake
+    try:
+        for fx in traces[5:]:
+            post_otlp(again.http_endpoint, "traces", fx.body("protobuf"))
+    finally:
+        again.shutdown()
+    final = final_counts(tmp_path / "a.duckdb")
+    reader = lake.open_reader(config.settings())
+    sent = sum(len(fx.spans()) for fx in traces)
+    # spans are copied by commit: each exactly once across the restart, none left behind
+    assert reader.execute("SELECT count(*) FROM lake.spans").fetchone()[0] == sent == final["spans"]
+    # a run rebuilt after the restart is a newer row; the views keep one per run, as the node's file does
+    for table in ("agent_runs", "tool_calls", "evaluations"):
+        assert reader.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == final[table], table
+
+
+def test_a_node_whose_lake_cannot_be_reached_does_not_start(tmp_path, servers):
+    from agentotel_eval.collector.config import LakeConfig
+
+    pg, _ = servers
+    config = LakeConfig(catalog=pg.url("no_such_database"), data=str(tmp_path / "data"))
+    with pytest.raises(lake.LakeError, match=r"cannot attach the lake .*no_such_database"):
+        node(tmp_path, config, "a")
+    assert not (tmp_path / "a.duckdb.collector.json").exists()
+
+
+def test_lake_maintain_applies_the_retention_once_for_every_node_and_merges_files(tmp_path, lake_config):
+    config, path = lake_config
+    traces = fixtures()[40:46]  # recorded more than an hour ago
+    first = node(tmp_path, config, "a")
+    try:
+        for fx in traces:
+            post_otlp(first.http_endpoint, "traces", fx.body("protobuf"))
+    finally:
+        first.shutdown()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def maintain(retention: str) -> subprocess.CompletedProcess:
+        text = path.read_text()
+        (tmp_path / "maintain.toml").write_text((f'retention = "{retention}"\n' if retention else "") + text)
+        return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "lake", "maintain", "--config",
+                               str(tmp_path / "maintain.toml")], capture_output=True, text=True, timeout=120,
+                              env=env, cwd=ROOT)
+
+    kept = maintain("")
+    assert kept.returncode == 0 and "nothing deleted" in kept.stdout, kept.stderr
+    reader = lake.open_reader(config.settings())
+    assert reader.execute("SELECT count(*) FROM spans").fetchone()[0] == sum(len(fx.spans()) for fx in traces)
+    reader.close()
+    cut = maintain("1h")
+    assert cut.returncode == 0, cut.stderr
+    assert f"spans -{sum(len(fx.spans()) for fx in traces)}" in cut.stdout
+    reader = lake.open_reader(config.settings())
+    assert reader.execute("SELECT count(*) FROM spans").fetchone()[0] == 0

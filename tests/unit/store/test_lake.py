@@ -1,0 +1,77 @@
+"""The lake's settings and SQL, as data: no extension, server or DuckDB 1.5.5 needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentotel_eval.collector.config import ConfigError, load_config
+from agentotel_eval.store import lake
+
+
+def test_a_postgres_catalog_url_becomes_ducklakes_attach_string():
+    assert lake.catalog_target("postgres://agent:p%40ss w@db.internal:5433/lake") == (
+        "ducklake:postgres:dbname=lake host=db.internal port=5433 user=agent password='p@ss w'")
+    assert lake.catalog_target("/srv/lake/meta.ducklake") == "ducklake:/srv/lake/meta.ducklake"
+    with pytest.raises(lake.LakeError, match="name the database"):
+        lake.catalog_target("postgres://agent@db:5432/")
+    with pytest.raises(lake.LakeError, match="a postgres:// URL or a file path"):
+        lake.catalog_target("mysql://db/lake")
+
+
+def test_the_lake_table_of_a_config_file(tmp_path):
+    path = tmp_path / "node.toml"
+    path.write_text('[lake]\ncatalog = "postgres://a@h:5432/l"\ndata = "s3://b/p"\nflush_interval = "2s"\n'
+                    '[lake.s3]\nendpoint = "minio:9000"\nkey_id = "k"\nsecret = "s"\nurl_style = "path"\n')
+    settings = lake.settings_from_file(path)
+    assert (settings.catalog, settings.data_path, settings.on_s3) == ("postgres://a@h:5432/l", "s3://b/p/", True)
+    assert (settings.s3.endpoint, settings.s3.url_style, settings.s3.use_ssl) == ("minio:9000", "path", True)
+    config = load_config(path).validate()  # the node reads the same table, validated
+    assert config.lake is not None and config.lake.flush_interval == 2.0 and config.lake.settings() == settings
+    path.write_text('[lake]\ncatalog = "postgres://a@h:5432/l"\ndata = "ftp://x"\n')
+    with pytest.raises(ConfigError, match=r"lake\.data: an s3:// URL or a directory"):
+        load_config(path).validate()
+    path.write_text('[lake]\ncatalog = "postgres://a@h:5432/l"\ndata = "/d"\n[lake.s3]\nkey = "k"\n')
+    with pytest.raises(ConfigError, match=r"lake\.s3\.key"):
+        load_config(path)
+    (tmp_path / "none.toml").write_text("retention = '30d'\n")
+    with pytest.raises(lake.LakeError, match="has no \\[lake\\] table"):
+        lake.settings_from_file(tmp_path / "none.toml")
+
+
+@pytest.mark.parametrize(("sql", "refused"), [
+    ("SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT pg_read_file(''/etc/passwd'')')", True),
+    ("CALL postgres_execute('x', 'DROP TABLE t')", True),
+    ("SELECT * FROM query('SELECT 1')", True),
+    ("SELECT * FROM Query_Table ('spans')", True),
+    ("SELECT count(*) FROM spans WHERE name = 'query'", False),
+    ("SELECT agent_name, count(*) AS query_count FROM agent_runs GROUP BY 1", False),
+])
+def test_a_reader_refuses_the_functions_that_reach_the_catalogs_server(sql, refused):
+    if refused:
+        with pytest.raises(lake.LakeError, match="not available over the lake"):
+            lake.check_reader_sql(sql)
+    else:
+        lake.check_reader_sql(sql)
+
+
+def test_the_latest_views_keep_the_newest_version_of_each_key():
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("ATTACH ':memory:' AS lake")
+    con.execute("CREATE TABLE lake.agent_runs (trace_id VARCHAR, span_id VARCHAR, agent_name VARCHAR, "
+                "updated_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)")
+    con.execute("INSERT INTO lake.agent_runs VALUES ('t', 's', 'old', '2026-01-01', 'a', '2026-01-01'), "
+                "('t', 's', 'new', '2026-01-02', 'b', '2026-01-02'), ('t', 's', 'new', '2026-01-02', 'a', '2026-01-03'),"
+                " ('t', 'r', 'other', '2026-01-01', 'a', '2026-01-01')")
+    rows = con.execute(f"SELECT span_id, agent_name FROM ({lake.latest_select('agent_runs', 'lake')}) "
+                       "ORDER BY span_id").fetchall()
+    assert rows == [("r", "other"), ("s", "new")]
+    con.execute("CREATE TABLE lake.tool_calls (trace_id VARCHAR, run_span_id VARCHAR, seq INTEGER, tool_name VARCHAR, "
+                "updated_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)")
+    con.execute("INSERT INTO lake.tool_calls VALUES ('t', 's', 0, 'a', '2026-01-01', 'n', '2026-01-01'), "
+                "('t', 's', 1, 'b', '2026-01-01', 'n', '2026-01-01'), ('t', 's', 0, 'c', '2026-01-02', 'n', "
+                "'2026-01-02'), ('t', 's', 0, 'c', '2026-01-02', 'm', '2026-01-03')")
+    calls = con.execute(f"SELECT seq, tool_name FROM ({lake.latest_select('tool_calls', 'lake')}) "
+                        "ORDER BY seq").fetchall()
+    assert calls == [(0, "c")]  # the newest build's calls only, each once
