@@ -27,6 +27,7 @@ from agentotel_eval.reconstruct.matching import (
     call_id_of,
     call_order_key,
     display_key,
+    fold_duplicate,
     fold_twin_records,
     match_requests,
     name_from_history,
@@ -80,10 +81,7 @@ def _fold_repeated_records(real: list[Execution], llm_spans: list[SpanRecord]) -
             and not (e.call_id and previous.call_id and e.call_id != previous.call_id)
             and not any(previous.span.start_ns < s.start_ns <= span.start_ns for s in llm_spans)
         ):
-            e.plumbing = "duplicate"
-            if e.status == "error" and previous.status != "error":
-                previous.status, previous.error = "error", e.error
-                previous.sources["status"] = "repeated_record:" + e.sources.get("status", "span_status")
+            fold_duplicate(e, previous, "repeated_record")
             continue
         out.append(e)
     return out

@@ -183,6 +183,15 @@ def display_key(name: str) -> str:
 _SEPARATORS = re.compile(r"[\W_]+")
 
 
+def fold_duplicate(record: Execution, call: Execution, why: str) -> None:
+    """``record`` is a second record of ``call``'s execution: plumbing, and its failure, if it says one, the
+    call's (``sources["status"]`` = ``<why>:<what said it>``)."""
+    record.plumbing = "duplicate"
+    if record.status == "error" and call.status != "error":
+        call.status, call.error = "error", record.error
+        call.sources["status"] = f"{why}:" + record.sources.get("status", "span_status")
+
+
 def fold_twin_records(calls: list[Call], unmatched: Sequence[Request]) -> list[Call]:
     """An execution no request asked for that ran at the same time as a requested call, with the same arguments:
     the same call recorded a second time under another name (a tool's class name beside its display name).
@@ -200,10 +209,7 @@ def fold_twin_records(calls: list[Call], unmatched: Sequence[Request]) -> list[C
                          and mine.params and (theirs := arguments_of(m, None)).params is not None
                          and numeric_equal(mine.params, theirs.params)), None)
             if twin is not None:
-                e.plumbing = "duplicate"
-                if e.status == "error" and twin.status != "error":
-                    twin.status, twin.error = "error", e.error
-                    twin.sources["status"] = "twin_record:" + e.sources.get("status", "span_status")
+                fold_duplicate(e, twin, "twin_record")
                 continue
         out.append(call)
     return out
