@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import shutil
 import signal
 import sys
@@ -92,21 +91,17 @@ class _Stopped(BaseException):
 
 
 def _on_signals(workdir: Path | None) -> dict[int, Any]:
-    """SIGINT and SIGTERM stop the demo as they stop ``serve`` (also when a shell started it in the background
-    with SIGINT ignored); a second signal exits at once, removing the temporary directory first."""
-    seen = 0
+    """SIGINT and SIGTERM stop the demo as they stop ``serve``; a second signal exits at once, removing the
+    temporary directory first."""
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        nonlocal seen
-        seen += 1
-        if seen > 1:
-            print("second signal: exiting now", file=sys.stderr, flush=True)
-            if workdir is not None:
-                shutil.rmtree(workdir, ignore_errors=True)
-            os._exit(128 + signum)
+    def stop(signum: int) -> None:
         raise _Stopped(signum)
 
-    return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    def remove() -> None:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    return options.on_stop_signals(stop, remove)
 
 
 def run(args: argparse.Namespace) -> int:

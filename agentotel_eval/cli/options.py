@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from agentotel_eval.access.discovery import AUTH_TOKEN_ENV, DB_ENV, LAKE_ENV, URL_ENV
 from agentotel_eval.access.filters import FilterError, range_seconds
@@ -85,3 +86,26 @@ def quiet_grpc(debug: bool = False) -> None:
     import os
 
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR" if debug else "NONE")
+
+
+def on_stop_signals(first: Callable[[int], None], before_exit: Callable[[], None] | None = None) -> dict[int, Any]:
+    """SIGINT and SIGTERM call ``first(signum)`` (installed explicitly, so also when a shell started the command in
+    the background with SIGINT ignored); a second signal exits at once (after ``before_exit``). Returns the
+    handlers replaced, for the caller to put back."""
+    import os
+    import signal
+    import sys
+
+    seen = 0
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen > 1:
+            print("second signal: exiting now", file=sys.stderr, flush=True)
+            if before_exit is not None:
+                before_exit()
+            os._exit(128 + signum)
+        first(signum)
+
+    return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -142,17 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from agentotel_eval.store.schema import SchemaError
 
     stop = threading.Event()
-    signals_seen = 0
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        nonlocal signals_seen
-        signals_seen += 1
-        if signals_seen > 1:
-            print("second signal: exiting now", file=sys.stderr, flush=True)
-            os._exit(128 + signum)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = options.on_stop_signals(lambda _signum: stop.set())
     # This process is the collector's own: it is tuned as its helper processes are (agentotel_eval.collector.process.tuning).
     tune_process(TUNED)
     collector = Collector(config, tuning=TUNED)
