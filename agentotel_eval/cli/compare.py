@@ -49,12 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate", required=True, metavar="SPEC", help="the runs to compare")
     options.add_db(parser)
     options.add_url(parser)
+    options.add_lake(parser)
     parser.add_argument("--fail-on-regression", type=float, metavar="X",
                         help="exit 1 when an agent's pass rate of a metric falls by more than X (0.05: 5 points)")
     options.add_format(parser, ("table", "json"))
 
 
-def _load(spec: str, db: str | None, url: str | None) -> list[ScoredRun]:
+def _load(spec: str, db: str | None, url: str | None, lake: str | None = None) -> list[ScoredRun]:
     """A SPEC's scored runs: a results file's, or those the terms select from the database."""
     from agentotel_eval.access import queries
     from agentotel_eval.access.client import reader
@@ -66,7 +67,7 @@ def _load(spec: str, db: str | None, url: str | None) -> list[ScoredRun]:
         if not path.is_file():
             raise SpecError(f"no such results file: {path}")
         return scored_runs_from_file(path)
-    return queries.read_scored_runs(reader(db, limit=queries.SCORED_RUNS_PAGE, url=url), parse_spec(spec))
+    return queries.read_scored_runs(reader(db, limit=queries.SCORED_RUNS_PAGE, url=url, lake=lake), parse_spec(spec))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     for side in ("baseline", "candidate"):
         spec = getattr(args, side)
         try:
-            loaded[side] = _load(spec, args.db, args.url)
+            loaded[side] = _load(spec, args.db, args.url, options.lake_of(args))
         except (SpecError, ResultsFileError) as exc:
             print(f"error: --{side}: {exc}", file=sys.stderr)
             return EXIT_USAGE

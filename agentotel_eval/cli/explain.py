@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace_id", nargs="?", help="the trace to explain, from the database: 32 hex digits, or a unique prefix of 8 or more")
     options.add_db(parser)
     options.add_url(parser)
+    options.add_lake(parser)
     parser.add_argument("--file", type=Path, help="explain the traces of an OTLP file instead (.pb or .json)")
     parser.add_argument("--logs", type=Path, help="with --file: the OTLP log records that go with it")
     parser.add_argument("--conventions", type=Path, metavar="TOML",
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--logs and --conventions go with --file")
     if reference is None:
         return _fail("give a TRACE_ID (from the database) or --file TRACE.pb|json")
-    return _explain_stored(args.db, args.url, reference)
+    return _explain_stored(args.db, args.url, reference, options.lake_of(args))
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
@@ -102,15 +103,15 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
     return 0
 
 
-def _explain_stored(named: str | None, url: str | None, trace_id: str) -> int:
+def _explain_stored(named: str | None, url: str | None, trace_id: str, lake: str | None = None) -> int:
     from agentotel_eval.access.client import QueryFailure, locate, reader
     from agentotel_eval.access.queries import read_trace, trace_ids_starting
     from agentotel_eval.reconstruct.explain import explain_lines
     from agentotel_eval.trace_ids import TRACE_ID_DIGITS, TraceIdError, the_one
 
     try:
-        db = str(locate(named, url)[0])
-        read = reader(db, limit=_SPANS_READ, url=url)
+        db = f"the lake of {lake}" if lake else str(locate(named, url)[0])
+        read = reader(None if lake else db, limit=_SPANS_READ, url=url, lake=lake)
         if len(trace_id) < TRACE_ID_DIGITS:
             trace_id = the_one(trace_id, trace_ids_starting(read, trace_id), db)
         records, span_names = read_trace(read, trace_id)

@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     options.add_db(parser)
     options.add_url(parser)
+    options.add_lake(parser)
     parser.add_argument("--where", default="TRUE", metavar="SQL", help="a condition on agent_runs' columns")
     parser.add_argument("--limit", type=int, default=10_000, metavar="N", help="at most N runs (default 10000)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSONL ('-': stdout)")
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_USAGE
-    read = reader(args.db, limit=max(args.limit, 10_000), url=args.url)
+    read = reader(args.db, limit=max(args.limit, 10_000), url=args.url, lake=options.lake_of(args))
     try:
         cases = list(read_stored_cases(read, args.where, args.limit))
     except QueryFailure as exc:

@@ -33,6 +33,13 @@ def add_lake(parser: argparse.ArgumentParser) -> None:
                              f"(default: ${LAKE_ENV})")
 
 
+def lake_of(args: argparse.Namespace) -> str | None:
+    """The lake a reading command reads: ``--lake``, else ``$AGENTOTEL_LAKE``, else None (a node's file)."""
+    import os
+
+    return getattr(args, "lake", None) or os.environ.get(LAKE_ENV, "").strip() or None
+
+
 def add_url(parser: argparse.ArgumentParser) -> None:
     """``--url URL``: read through the collector answering there instead of a database file."""
     parser.add_argument("--url", metavar="URL", default=None,

@@ -17,6 +17,7 @@ EXIT_BAD_ARGUMENT = 2
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_db(parser)
     options.add_url(parser)
+    options.add_lake(parser)
     options.add_since(parser, default="7d", allow_all=True)
     parser.add_argument("--agent", default="", help="only this agent's runs")
     parser.add_argument("--worst", type=int, default=10, metavar="N", help="worst runs to include (default 10)")
@@ -38,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGUMENT
     try:
-        db = locate(args.db, args.url)[0]
-        read = reader(db, url=args.url)
+        lake = options.lake_of(args)
+        db = f"the lake of {lake}" if lake else locate(args.db, args.url)[0]
+        read = reader(None if lake else db, url=args.url, lake=lake)
         overview = queries.read_overview(read, filters)
         worst_rows = queries.read_worst(read, filters, args.worst) if args.worst else []
         details = [d for row in worst_rows if (d := queries.read_run(read, row["trace_id"], row["span_id"]))]

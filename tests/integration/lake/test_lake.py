@@ -188,3 +188,38 @@ def test_lake_maintain_applies_the_retention_once_for_every_node_and_merges_file
     assert f"spans -{sum(len(fx.spans()) for fx in traces)}" in cut.stdout
     reader = lake.open_reader(config.settings())
     assert reader.execute("SELECT count(*) FROM spans").fetchone()[0] == 0
+
+
+def test_the_reading_commands_read_every_node_through_the_lake(tmp_path, lake_config):
+    """explain, export-cases and report take --lake as query does: the same output over all nodes."""
+    import json
+
+    config, path = lake_config
+    traces = fixtures()[46:50]
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    try:
+        for i, fx in enumerate(traces):
+            post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf"))
+    finally:
+        for n in nodes:
+            n.shutdown()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", *args, "--lake", str(path)],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+
+    runs = sum(final_counts(tmp_path / f"{n}.duckdb")["agent_runs"] for n in ("a", "b"))
+    exported = cli("export-cases", "-o", "-")
+    assert exported.returncode == 0, exported.stderr
+    assert len(exported.stdout.splitlines()) == runs
+    trace_id = traces[1].spans()[0].trace_id  # stored by node b
+    explained = cli("explain", trace_id[:8])
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith(f"trace {trace_id}:")
+    report = tmp_path / "report.html"
+    written = cli("report", "--out", str(report), "--since", "all")
+    assert written.returncode == 0, written.stderr
+    assert "the lake of" in report.read_text()
+    exported_traces = {json.loads(line)["metadata"]["trace_id"] for line in exported.stdout.splitlines()}
+    assert exported_traces <= {fx.spans()[0].trace_id for fx in traces} and len(exported_traces) > 1  # both nodes'
