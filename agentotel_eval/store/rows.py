@@ -120,8 +120,13 @@ def to_microseconds(data: pa.Table) -> pa.Table:
 
 def _ts_array(values: Sequence[int | None]) -> pa.Array:
     if ROUND_TIMESTAMPS:  # DuckDB 1.x truncates nanoseconds (in Python: the decode workers never load pyarrow.compute)
-        return pa.array([v if v is None else (v + 500) // 1000 * 1000 for v in values], _TS)
+        return pa.array([(v + 500) // 1000 * 1000 if v is not None and 0 < v < _ROUNDABLE else v for v in values],
+                        _TS)
     return pa.array(values, _TS)
+
+
+#: above this, rounding up would leave int64 (such times are out of TIMESTAMPTZ's range anyway)
+_ROUNDABLE = 2**63 - 1000
 
 
 # --------------------------------------------------------------------------------------------------------------
