@@ -7,11 +7,12 @@ loops), or when a later LLM input carries its result (the call ran, its span is 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
+from agentotel_eval.reconstruct.arguments import normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.diagnostics import run_diagnostics
 from agentotel_eval.reconstruct.frameworks import Plumbing
@@ -128,7 +129,7 @@ def _nested_failures(real: list[Execution], internal: list[SpanRecord], ctx: Tra
 
 
 def _names_from_nested(real: list[Execution], internal: list[SpanRecord], requests: list[Request],
-                       ctx: TraceContext) -> None:
+                       schemas: Mapping[str, Any], ctx: TraceContext) -> None:
     """A call recorded under a name the model never called (a tool's class name) with the same call recorded
     inside it under a name it did (the display name, by a second instrumentation): the inner record names it."""
     asked = {display_key(r.name) for r in requests}
@@ -148,7 +149,10 @@ def _names_from_nested(real: list[Execution], internal: list[SpanRecord], reques
         inner = read_execution(span, role, ctx.plumbing, text_failures=ctx.text_failures)
         if display_key(inner.name) not in asked:
             continue
-        mine, theirs = arguments_of(e, None), arguments_of(inner, None)
+        # compared as the inner name's tool would read them; ``e`` is not normalised for good (arguments_of keeps
+        # the first normalisation) until it is known to bear that name
+        schema = schemas.get(inner.name)
+        mine, theirs = normalize_arguments(e.raw_arguments, schema), arguments_of(inner, schema)
         if mine.params is not None and theirs.params is not None and numeric_equal(mine.params, theirs.params):
             e.name, e.sources["name"] = inner.name, "nested_span"
             del strangers[e.span.span_id]
@@ -269,11 +273,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     for e in real:
         calls.append(Call(e, None))
     if scope.internal and requests:
-        _names_from_nested(real, scope.internal, requests, ctx)
+        _names_from_nested(real, scope.internal, requests, schemas, ctx)
     unmatched = match_requests(calls, requests, schemas)
     name_from_history(calls, history, ctx)
     if requests and len(calls) > 1:
-        calls = fold_twin_records(calls, unmatched)
+        calls = fold_twin_records(calls, unmatched, schemas)
         if len(calls) < len(real):
             real = [e for e in real if e.plumbing is None]
     extra: dict[str, Any] = {"chain": [chain[0].span_id] if len(chain) == 1 else [s.span_id for s in chain]}
@@ -307,7 +311,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
                 if fed_back is not None:
                     call.result = fed_back
     if calls and not executions and llm_spans:  # calls only in the model's messages: a step may hold the results
-        results_from_steps(calls, chain[0], ctx)
+        results_from_steps(calls, chain[0], schemas, ctx)
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
     trace_id = ctx.tree.trace_id

@@ -192,7 +192,7 @@ def fold_duplicate(record: Execution, call: Execution, why: str) -> None:
         call.sources["status"] = f"{why}:" + record.sources.get("status", "span_status")
 
 
-def fold_twin_records(calls: list[Call], unmatched: Sequence[Request]) -> list[Call]:
+def fold_twin_records(calls: list[Call], unmatched: Sequence[Request], schemas: Mapping[str, Any]) -> list[Call]:
     """An execution no request asked for that ran at the same time as a requested call, with the same arguments:
     the same call recorded a second time under another name (a tool's class name beside its display name).
     Kept apart when a request still waits for a tool of its name, so two calls the model made stay two."""
@@ -204,9 +204,9 @@ def fold_twin_records(calls: list[Call], unmatched: Sequence[Request]) -> list[C
     for call in calls:
         e = call.execution
         if e is not None and call.request is None and display_key(e.name) not in waiting:
-            mine = arguments_of(e, None)
+            mine = arguments_of(e, schemas.get(e.name))  # (each with its tool's schema: the result is kept)
             twin = next((m for m in matched if m.span.start_ns <= e.span.end_ns and e.span.start_ns <= m.span.end_ns
-                         and mine.params and (theirs := arguments_of(m, None)).params is not None
+                         and mine.params and (theirs := arguments_of(m, schemas.get(m.name))).params is not None
                          and numeric_equal(mine.params, theirs.params)), None)
             if twin is not None:
                 fold_duplicate(e, twin, "twin_record")

@@ -6,7 +6,7 @@ answers: its id, else its tool name and arguments."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentotel_eval import semconv as sc
@@ -22,14 +22,15 @@ SOURCE = "step_output"
 _MARKERS = ("ToolCallResult(", "tool_call_result")
 
 
-def results_from_steps(calls: Sequence[Call], anchor: SpanRecord, ctx: TraceContext) -> None:
+def results_from_steps(calls: Sequence[Call], anchor: SpanRecord, schemas: Mapping[str, Any],
+                       ctx: TraceContext) -> None:
     """Give each request-only call in ``calls`` the result a step under ``anchor`` recorded for it, if any."""
     waiting = [c for c in calls if c.execution is None and c.result is None and c.request is not None]
     if not waiting:
         return
     for step in _steps(anchor, ctx):
         for found in _results(step.attributes.get(sc.OI_OUTPUT_VALUE)):
-            call = _answered(waiting, found, step)
+            call = _answered(waiting, found, step, schemas)
             if call is None:
                 continue
             waiting.remove(call)
@@ -80,7 +81,8 @@ def _results(value: Any) -> Iterator[ReprResult]:
     yield from found
 
 
-def _answered(waiting: list[Call], found: ReprResult, step: SpanRecord) -> Call | None:
+def _answered(waiting: list[Call], found: ReprResult, step: SpanRecord,
+              schemas: Mapping[str, Any]) -> Call | None:
     """The first waiting call, asked for before the step started, that ``found`` answers: by call id when both
     have one, else by tool name and equal arguments."""
     for call in waiting:
@@ -94,7 +96,7 @@ def _answered(waiting: list[Call], found: ReprResult, step: SpanRecord) -> Call 
             continue
         if found.name != r.name or found.arguments is None:
             continue
-        mine = arguments_of(r, None)
+        mine = arguments_of(r, schemas.get(r.name))
         if mine.params is not None and numeric_equal(mine.params, found.arguments):
             return call
     return None

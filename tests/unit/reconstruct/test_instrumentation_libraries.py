@@ -13,7 +13,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanEvent
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.declared import ConventionError, conventions_from_config
-from tests.unit.reconstruct.test_rules import agent, chat, span, tool
+from tests.unit.reconstruct.test_rules import WEATHER_DEF, agent, chat, span, tool
 
 
 def _json(value) -> str:
@@ -257,3 +257,18 @@ def test_a_pipeline_instrumentation_with_calls_only_in_the_generator_and_results
     ran.attributes[sc.OI_OUTPUT_VALUE] = _json({"tool_messages": [_tool_message("x", "Paris", "call_9", True)]})
     (run,) = reconstruct([root, loop, asked, ran, answered])
     assert [(c.output, c.status) for c in run.tool_calls] == [(None, "ok"), (None, "ok")]
+
+
+def test_looking_for_a_twin_keeps_an_unrequested_calls_arguments_bound_to_its_schema():
+    """The twin check normalises an execution's arguments; it must do so with the tool's schema, as the call is
+    then built from that same normalisation (a bare "abc" is lookup's q)."""
+    definitions = ({"type": "function", "name": "lookup", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}, WEATHER_DEF)
+    root = agent("a", 0, 100)
+    asked = chat(1, 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")], definitions=definitions)
+    weather = tool("get_weather", 10, 20, root, args={"city": "Rome"}, call_id="c1", result="sunny")
+    unasked = span("lookup", 12, 18, root, attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool",
+                                                   sc.GEN_AI_TOOL_NAME: "lookup", sc.GEN_AI_TOOL_CALL_ARGUMENTS: '"abc"'})
+    (run,) = reconstruct([root, asked, weather, unasked])
+    assert [(c.name, c.input_parameters) for c in run.tool_calls] == [("get_weather", {"city": "Rome"}),
+                                                                       ("lookup", {"q": "abc"})]
