@@ -36,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if config.lake is None:
         print(f"error: {args.config} has no [lake] table", file=sys.stderr)
         return 2
-    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                             "autoload_known_extensions": False})
+    con = lake.instance()
     try:
         lake.attach(con, config.lake.settings())
         deleted = lake.maintain(con, config.retention_seconds, keep)

@@ -129,6 +129,15 @@ def extension_files() -> list[Path]:
     return found
 
 
+def instance() -> duckdb.DuckDBPyConnection:
+    """An in-memory instance to attach the lake to: extensions are loaded from their packages by ``attach``,
+    never installed or loaded by DuckDB on its own."""
+    import duckdb
+
+    return duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                              "autoload_known_extensions": False})
+
+
 def attach(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, read_only: bool = False) -> None:
     """Attach the lake to ``con`` as ``lake`` (creating it when writable and new)."""
     import duckdb
@@ -234,8 +243,7 @@ def open_reader(settings: LakeSettings) -> duckdb.DuckDBPyConnection:
     from agentotel_eval.store.schema import create_views
     from agentotel_eval.store.sealed import seal
 
-    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                             "autoload_known_extensions": False})
+    con = instance()
     try:
         attach(con, settings, read_only=True)
         for table in TABLES:

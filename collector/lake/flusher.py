@@ -68,10 +68,7 @@ class LakeFlusher:
     def open(self) -> None:
         """Attach the lake (creating its tables from this node's schema) and read this node's marks. Raises
         ``lake.LakeError`` when the lake cannot be used: a node configured for a lake does not run without it."""
-        import duckdb
-
-        con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                                 "autoload_known_extensions": False})
+        con = lake.instance()
         try:
             lake.attach(con, self._settings)
             with self._local_cursor() as local:
