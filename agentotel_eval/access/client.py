@@ -192,12 +192,11 @@ _LAKE_READERS: dict[str, Any] = {}
 def execute(db: str | Path | None, sql: str, *, limit: int | None = None, timeout: float | None = None,
             params: Sequence[Any] = (), url: str | None = None, lake: str | None = None) -> QueryResult:
     """Run the query through the live collector on the database (``locate``) if there is one, else on the file
-    read-only; with ``lake`` (a config file with ``[lake]``, or ``$AGENTOTEL_LAKE``) over every node's rows in
-    the shared lake. ``params`` fill the statement's ``?`` placeholders."""
-    from agentotel_eval.access.discovery import LAKE_ENV, find_collector
+    read-only; with ``lake`` (a config file with ``[lake]``) over every node's rows in the shared lake.
+    ``params`` fill the statement's ``?`` placeholders."""
+    from agentotel_eval.access.discovery import find_collector
     from agentotel_eval.store.query import QueryError
 
-    lake = lake or os.environ.get(LAKE_ENV, "").strip() or None
     if lake:
         try:
             return _over_lake(lake, sql, limit, timeout, params)

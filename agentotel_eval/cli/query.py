@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_NO_DATABASE
     try:
-        result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout, url=args.url, lake=args.lake)
+        result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout, url=args.url,
+                         lake=options.lake_of(args))
     except QueryFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
