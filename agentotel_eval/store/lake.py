@@ -278,10 +278,8 @@ def maintain(con: duckdb.DuckDBPyConnection, retention_seconds: float | None,
     deleted: dict[str, int] = {}
     if retention_seconds:
         for table, column in _TIME_COLUMNS.items():
-            (n,) = con.execute(f"SELECT count(*) FROM {LAKE}.{table} WHERE {column} < now() - to_seconds(?)",
-                               [retention_seconds]).fetchone() or (0,)
-            if n:
-                con.execute(f"DELETE FROM {LAKE}.{table} WHERE {column} < now() - to_seconds(?)", [retention_seconds])
+            (n,) = con.execute(f"DELETE FROM {LAKE}.{table} WHERE {column} < now() - to_seconds(?)",
+                               [retention_seconds]).fetchone() or (0,)  # DELETE answers its count
             deleted[table] = int(n)
         con.execute(f"DELETE FROM {LAKE}.{MARKS} WHERE flushed_at < now() - to_seconds(?) AND (node, table_name, "
                     f"flushed_at) NOT IN (SELECT node, table_name, max(flushed_at) FROM {LAKE}.{MARKS} GROUP BY ALL)",
