@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
 from typing import Any
 
@@ -233,6 +233,18 @@ class RoutingError(Exception):
         self.code = code
 
 
+def export_handlers(on_traces: Callable[..., Any], on_logs: Callable[..., Any]) -> tuple[Any, Any]:
+    """gRPC handlers of OTLP's trace and log Export calls, for a server's ``add_generic_rpc_handlers``."""
+    return (
+        grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(
+            on_traces, request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
+            response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString)}),
+        grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(
+            on_logs, request_deserializer=logs_service_pb2.ExportLogsServiceRequest.FromString,
+            response_serializer=logs_service_pb2.ExportLogsServiceResponse.SerializeToString)}),
+    )
+
+
 class TraceRouter:
     """A small OTLP/gRPC front that routes each request's spans and log records by trace id over a ``HashRing``.
 
@@ -292,30 +304,7 @@ class TraceRouter:
 
     def start(self) -> TraceRouter:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        server.add_generic_rpc_handlers(
-            (
-                grpc.method_handlers_generic_handler(
-                    TRACE_SERVICE,
-                    {
-                        "Export": grpc.unary_unary_rpc_method_handler(
-                            self._export_traces,
-                            request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
-                            response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString,
-                        )
-                    },
-                ),
-                grpc.method_handlers_generic_handler(
-                    LOGS_SERVICE,
-                    {
-                        "Export": grpc.unary_unary_rpc_method_handler(
-                            self._export_logs,
-                            request_deserializer=logs_service_pb2.ExportLogsServiceRequest.FromString,
-                            response_serializer=logs_service_pb2.ExportLogsServiceResponse.SerializeToString,
-                        )
-                    },
-                ),
-            )
-        )
+        server.add_generic_rpc_handlers(export_handlers(self._export_traces, self._export_logs))
         self.port = server.add_insecure_port(self._listen)
         server.start()
         self._server = server

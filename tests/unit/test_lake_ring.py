@@ -24,12 +24,11 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from tests.lake_ring import (
     DEFAULT_WEIGHT,
-    LOGS_SERVICE,
     MAX_POSITIONS,
-    TRACE_SERVICE,
     HashRing,
     TraceRouter,
     bsearch,
+    export_handlers,
     moved_fraction,
     positions_for,
     positions_for_endpoints,
@@ -189,30 +188,7 @@ class _Sink:
         self.logs: list[logs_service_pb2.ExportLogsServiceRequest] = []
         self._lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        self.server.add_generic_rpc_handlers(
-            (
-                grpc.method_handlers_generic_handler(
-                    TRACE_SERVICE,
-                    {
-                        "Export": grpc.unary_unary_rpc_method_handler(
-                            self._traces,
-                            request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
-                            response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString,
-                        )
-                    },
-                ),
-                grpc.method_handlers_generic_handler(
-                    LOGS_SERVICE,
-                    {
-                        "Export": grpc.unary_unary_rpc_method_handler(
-                            self._logs,
-                            request_deserializer=logs_service_pb2.ExportLogsServiceRequest.FromString,
-                            response_serializer=logs_service_pb2.ExportLogsServiceResponse.SerializeToString,
-                        )
-                    },
-                ),
-            )
-        )
+        self.server.add_generic_rpc_handlers(export_handlers(self._traces, self._logs))
         self.endpoint = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
         self.server.start()
 
