@@ -23,6 +23,8 @@ LOGS = "logs"
 AGENT_RUNS = "agent_runs"
 TOOL_CALLS = "tool_calls"
 EVALUATIONS = "evaluations"
+#: the variable a write transaction sets to its ``committed_at`` stamp (unset: the transaction's start time)
+COMMIT_STAMP_VARIABLE = "agentotel_commit"
 SCHEMA_VERSION_TABLE = "schema_version"
 #: ``evaluations.source`` of the scores this collector computes; other tools' scores say ``external:<scope>/<service>``
 OWN_SOURCE = "agentotel-eval"
@@ -208,8 +210,24 @@ _V4 = Migration(
     ),
 )
 
+_V5 = Migration(
+    5,
+    "agent_runs, tool_calls, evaluations: committed_at, the write that stored each row",
+    (
+        # One rising value per write transaction (the writer applies them one at a time), so "every row committed
+        # after X" is exact: what a node copies to a shared lake past its mark. updated_at is when a run was built,
+        # before its commit, and cannot say that. Rows stored before take their updated_at.
+        "ALTER TABLE agent_runs ADD COLUMN committed_at TIMESTAMPTZ",
+        "ALTER TABLE tool_calls ADD COLUMN committed_at TIMESTAMPTZ",
+        "ALTER TABLE evaluations ADD COLUMN committed_at TIMESTAMPTZ",
+        "UPDATE agent_runs SET committed_at = updated_at",
+        "UPDATE tool_calls SET committed_at = updated_at",
+        "UPDATE evaluations SET committed_at = coalesce(updated_at, created_at)",
+    ),
+)
+
 #: Forward migrations, in order. Append new steps; a released step never changes.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 #: Views: (name, SELECT). Recreated on every writable open.

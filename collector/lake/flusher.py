@@ -4,9 +4,9 @@ Each table is read past this node's flush mark for it and appended to the lake w
 flush time; the new marks are written to the lake in the same transaction as the rows, so a flush either lands
 whole or not at all, and a restarted node goes on from the lake's marks (nothing twice, nothing skipped).
 
-Spans and log records carry ``ingested_at``, one rising value per local commit: the mark is exact. Runs, calls
-and evaluations carry ``updated_at``, stamped when they were built, a little before their commit: they are copied
-once older than ``settle`` seconds, which must exceed the time a built row can wait for its commit.
+Every table's mark is exact: spans and log records carry ``ingested_at``, one rising value per ingest commit;
+runs, calls and evaluations carry ``committed_at``, one rising value per write transaction. A flush copies the
+rows up to the newest value its snapshot sees; every row it cannot see yet will carry a later one.
 
 The lake is written through an instance of its own (the node's file stays sealed); the rows cross as Arrow.
 """
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.store import lake
@@ -29,10 +29,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: the column that orders each table's rows for the flush mark
-_MARK_COLUMNS = {table: order for table, (_, order) in lake.KEYS.items()}
-#: tables whose mark column is a local commit's (exact); the others are stamped before their commit
-_COMMIT_ORDERED = frozenset({"spans", "logs"})
+#: the column that stamps each table's rows with their commit, in commit order: the flush mark's
+_MARK_COLUMNS = {"spans": "ingested_at", "logs": "ingested_at", "agent_runs": "committed_at",
+                 "tool_calls": "committed_at", "evaluations": "committed_at"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -52,12 +51,11 @@ class LakeFlusher:
 
     def __init__(self, settings: lake.LakeSettings, node: str,
                  local_cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
-                 interval: float, settle: float | None = None) -> None:
+                 interval: float) -> None:
         self._settings = settings
         self.node = node
         self._local_cursor = local_cursor
         self._interval = interval
-        self._settle = settle if settle is not None else max(30.0, 3 * interval)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._marks: dict[str, datetime] = {}
         self._lock = threading.Lock()  # one flush at a time (the thread's and shutdown's)
@@ -117,10 +115,8 @@ class LakeFlusher:
             for table in lake.TABLES:
                 column = _MARK_COLUMNS[table]
                 since = self._marks.get(table, _EPOCH)
-                if table in _COMMIT_ORDERED:  # up to the newest commit this snapshot sees: later ones are later
-                    (upper,) = local.execute(f"SELECT max({column}) FROM {table}").fetchone() or (None,)
-                else:
-                    upper = now - timedelta(seconds=self._settle)
+                # up to the newest commit this snapshot sees: a commit it does not see is stamped later
+                (upper,) = local.execute(f"SELECT max({column}) FROM {table}").fetchone() or (None,)
                 if upper is None or upper <= since:
                     continue
                 rows = local.execute(f"SELECT * FROM {table} WHERE {column} > ? AND {column} <= ?",
@@ -153,13 +149,12 @@ class LakeFlusher:
         return copied
 
     def close(self, *, final: bool = True) -> None:
-        """Stop the thread; with ``final`` (every write of the node done) copy what is left, settled or not; detach."""
+        """Stop the thread; with ``final`` (every write of the node done) copy what is left; detach."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self._interval + 30)
         if self._con is not None:
             if final:
-                self._settle = 0.0
                 self.flush()
             with self._lock:
                 self._con.close()

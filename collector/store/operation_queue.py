@@ -5,6 +5,10 @@ DuckDB runs one database's transactions concurrently, and ingest only appends, s
 operation never delays the commits exporters wait for. Everything queued is applied in one transaction (one WAL
 write and fsync); a failing group is retried operation by operation, so a bad operation costs only itself and
 never an acknowledged span.
+
+Each transaction stamps the rows it inserts with one ``committed_at``, rising from one transaction to the next:
+the transactions run one at a time on this thread, so a reader that sees the stamp S has seen every row stamped
+S or earlier, and every row it has not seen yet will be stamped later (a lake flush's exact mark).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import duckdb
 
 from agentotel_eval.collector.store.operations import Operation, merge_operations
 from agentotel_eval.collector.store.writer_stats import WriterStats
+from agentotel_eval.store.schema import COMMIT_STAMP_VARIABLE
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,7 @@ class OperationQueue:
         self._closed = False
         self._con: duckdb.DuckDBPyConnection | None = None
         self._thread: threading.Thread | None = None
+        self._last_stamp_us = 0
 
     def start(self, con: duckdb.DuckDBPyConnection) -> None:
         """Apply operations on ``con``, a cursor of the database's connection that the queue closes."""
@@ -150,6 +156,7 @@ class OperationQueue:
         merged: list[Operation] = []
         try:
             merged = merge_operations(ops)
+            self._stamp(con)
             con.execute("BEGIN TRANSACTION")
             for op in merged:
                 op.apply(con)
@@ -165,6 +172,7 @@ class OperationQueue:
 
     def _apply(self, op: Operation, con: duckdb.DuckDBPyConnection) -> None:
         try:
+            self._stamp(con)
             con.execute("BEGIN TRANSACTION")
             op.apply(con)
             con.execute("COMMIT")
@@ -178,6 +186,13 @@ class OperationQueue:
                 log.exception("the failed() hook of %s failed", op.name)
             return
         self._applied(op)
+
+    def _stamp(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The next transaction's ``committed_at``: now in whole microseconds, above the last even if the clock
+        stepped back."""
+        self._last_stamp_us = max(time.time_ns() // 1000, self._last_stamp_us + 1)
+        con.execute(f"SET VARIABLE {COMMIT_STAMP_VARIABLE} = make_timestamp({self._last_stamp_us}::BIGINT)"
+                    "::TIMESTAMPTZ")
 
     def _applied(self, op: Operation) -> None:
         self._stats.operations[op.name] = self._stats.operations.get(op.name, 0) + op.parts

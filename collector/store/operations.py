@@ -103,7 +103,8 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], 
     con.register(view, to_microseconds(data))
     try:
         cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {view}")
+        con.execute(f"INSERT INTO {table} ({cols}, committed_at) SELECT {cols}, "
+                    f"coalesce(getvariable('{schema.COMMIT_STAMP_VARIABLE}'), now()) FROM {view}")
     finally:
         with contextlib.suppress(duckdb.Error):  # inside a failed transaction only the first error matters
             con.unregister(view)

@@ -123,6 +123,34 @@ def test_two_nodes_flush_concurrently_and_a_reader_sees_every_node_sealed(tmp_pa
         assert refused.returncode == 1 and says in refused.stderr, (sql, refused.stderr)
 
 
+def test_runs_calls_and_scores_reach_the_lake_at_the_next_flush_after_their_commit(tmp_path, lake_config):
+    """Copied by their commit stamp, while the node runs: a row waits for no settle time, and a row written
+    long after its run was built (a re-score, a judge's answer) is not skipped."""
+    config, _ = lake_config
+    traces = fixtures()[50:56]
+    one = node(tmp_path, config, "a")
+    try:
+        for fx in traces:
+            assert post_otlp(one.http_endpoint, "traces", fx.body("protobuf")).status == 200
+
+        def copied() -> bool:
+            local = local_counts(one)
+            return local["agent_runs"] > 0 and all(
+                one.lake.stats.rows.get(table, 0) == local[table] for table in lake.TABLES)
+
+        wait_until(copied, timeout=30, what="every table's rows in the lake before shutdown")
+        reader = lake.open_reader(config.settings())
+        try:
+            assert reader.execute("SELECT count(*) FROM agent_runs").fetchone()[0] == local_counts(one)["agent_runs"]
+            # the lake's rows carry the stamp of the node's write, made after the run was built
+            assert reader.execute("SELECT bool_and(committed_at >= updated_at) FROM lake.agent_runs"
+                                  ).fetchone()[0] is True
+        finally:
+            reader.close()
+    finally:
+        one.shutdown()
+
+
 def test_a_restarted_node_goes_on_from_its_marks_and_copies_nothing_twice(tmp_path, lake_config):
     config, _ = lake_config
     traces = fixtures()[30:40]

@@ -46,7 +46,8 @@ def test_fresh_database_has_every_contract_column_with_its_type(tmp_path):
         ("spans", schema.SPAN_COLUMNS), ("logs", schema.LOG_COLUMNS), ("agent_runs", schema.AGENT_RUN_COLUMNS),
         ("tool_calls", schema.TOOL_CALL_COLUMNS), ("evaluations", schema.EVALUATION_COLUMNS),
     ):
-        stamped = {"ingested_at"} if name in ("spans", "logs") else set()  # set by the writer, one value a commit
+        # set by the writer, one value a commit (a write transaction for runs, calls and scores)
+        stamped = {"ingested_at"} if name in ("spans", "logs") else {"committed_at"}
         assert set(columns) | stamped == set(_columns(con, name)), name
     assert spans["ingested_at"] == logs["ingested_at"] == "TIMESTAMP WITH TIME ZONE"
     assert current_version(con) == schema.SCHEMA_VERSION

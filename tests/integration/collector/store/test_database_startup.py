@@ -92,10 +92,15 @@ def test_an_older_database_is_migrated_at_start_keeping_every_row_and_is_served(
         for table, expected in (("spans", schema.SPAN_COLUMNS), ("logs", schema.LOG_COLUMNS),
                                 ("agent_runs", schema.AGENT_RUN_COLUMNS), ("tool_calls", schema.TOOL_CALL_COLUMNS),
                                 ("evaluations", schema.EVALUATION_COLUMNS)):
-            stamped = {"ingested_at"} if table in ("spans", "logs") else set()
+            stamped = {"ingested_at"} if table in ("spans", "logs") else {"committed_at"}
             assert {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()} == set(expected) | stamped
         # what the migrations the file had not had gave its old rows
         assert rows_of(con, "agent_runs", ["diagnostics"]) == [(None,)]
+        # rows written before committed_at existed take their build time (a lake flush copies them); a run
+        # written since is stamped when its write committed, after it was built
+        assert con.execute("SELECT trace_id = ?, committed_at = updated_at, committed_at >= updated_at "
+                           "FROM agent_runs ORDER BY 1", [new_trace]).fetchall() == [(False, True, True),
+                                                                                  (True, False, True)]
         if version < 3:
             assert rows_of(con, "spans", ["ingested_at"]) == [(None,), (None,)]
         if version < 2:

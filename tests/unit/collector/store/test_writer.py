@@ -215,6 +215,27 @@ def test_replace_runs_replaces_a_traces_rows_instead_of_adding(store):
     assert cur.execute("SELECT count(*) FROM tool_calls").fetchone() == (4,)
 
 
+def test_each_write_transaction_stamps_its_rows_with_one_rising_committed_at(store):
+    """The lake flush's exact mark: the rows of one transaction share a stamp, a later transaction's is higher
+    (even built with an older updated_at), whatever each run's build time says."""
+    con, writer, _ = store
+    blocker = Blocker()
+    writer.submit_operation(blocker)
+    assert blocker.entered.wait(5)
+    late_build, early_build = runs_to_arrow([_run(1, ["a"])], 2_000_000_000_000), runs_to_arrow([_run(2, ["b"])], 0)
+    writer.submit_operation(ReplaceRuns(*late_build))  # these two are taken as one group: one transaction
+    writer.submit_operation(ReplaceRuns(*runs_to_arrow([_run(3, ["c"])], 0)))
+    blocker.release.set()
+    assert writer.flush(5)
+    writer.submit_operation(ReplaceRuns(*early_build))  # a transaction of its own, later
+    assert writer.flush(5)
+    cur = sealed_cursor(con)
+    stamps = dict(cur.execute("SELECT trace_id, committed_at FROM agent_runs").fetchall())
+    assert stamps[f"{1:032x}"] == stamps[f"{3:032x}"] < stamps[f"{2:032x}"]
+    calls = dict(cur.execute("SELECT trace_id, committed_at FROM tool_calls").fetchall())
+    assert calls == stamps
+
+
 def test_a_failing_operation_does_not_stop_the_writer(store):
     _con, writer, _ = store
 
