@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
+from agentotel_eval.store.schema import OWN_SOURCE
+
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 #: the catalog name the lake is attached under
 LAKE = "lake"
@@ -182,16 +185,55 @@ def sync_tables(con: duckdb.DuckDBPyConnection, schema: Mapping[str, Sequence[tu
 
 
 def latest_select(table: str, catalog: str) -> str:
-    """The newest version of each key of ``table``: one row per span, log record, run and metric, and the calls
-    of each run's newest build."""
+    """What each table holds now over all nodes: one row per span and log record; the runs and calls of each
+    trace's newest build (a trace rebuilt whole, by a reconciler or a re-score, replaces every run an earlier
+    build had, as a rebuild replaces them in a node's file); per run and metric the newest score, while its run
+    is in that build (other tools' scores always). A row copied twice counts once."""
     key, order = KEYS[table]
     partition = ", ".join(key)
-    if table == "tool_calls":  # every call of the newest build, not one call per run
-        return (f"SELECT * EXCLUDE (node, flushed_at) FROM {catalog}.{table} QUALIFY {order} = "
-                f"max({order}) OVER (PARTITION BY {partition}) AND row_number() OVER (PARTITION BY {partition}, "
-                f"seq, {order} ORDER BY flushed_at DESC, node) = 1")
-    return (f"SELECT * EXCLUDE (node, flushed_at) FROM {catalog}.{table} QUALIFY row_number() OVER (PARTITION BY "
-            f"{partition} ORDER BY {order} DESC NULLS LAST, flushed_at DESC, node) = 1")
+    if table in ("spans", "logs"):
+        return (f"SELECT * EXCLUDE (node, flushed_at) FROM {catalog}.{table} QUALIFY row_number() OVER "
+                f"(PARTITION BY {partition} ORDER BY {order} DESC NULLS LAST, flushed_at DESC, node) = 1")
+    built = (f"(SELECT trace_id, max(updated_at) AS built FROM {catalog}.agent_runs GROUP BY trace_id) b "
+             f"ON t.trace_id = b.trace_id")
+    if table == "agent_runs":
+        return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.agent_runs t JOIN {built} "
+                "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.span_id "
+                "ORDER BY t.flushed_at DESC, t.node) = 1")
+    if table == "tool_calls":
+        return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.tool_calls t JOIN {built} "
+                "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.run_span_id, "
+                "t.seq ORDER BY t.flushed_at DESC, t.node) = 1")
+    from agentotel_eval.metrics.tool_errors import METRIC_JUDGE
+
+    # evaluations: ours belong to a run of the newest build and were written with it (in its transaction, so
+    # with its commit stamp) or after it; a judge's verdict stays with its run span through rebuilds, as a node
+    # keeps it through a re-score
+    runs = (f"(SELECT trace_id, span_id, committed_at FROM {catalog}.agent_runs QUALIFY updated_at = "
+            "max(updated_at) OVER (PARTITION BY trace_id)) r ON t.trace_id = r.trace_id AND t.run_span_id = r.span_id")
+    return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.evaluations t LEFT JOIN {runs} "
+            f"WHERE t.source IS DISTINCT FROM '{OWN_SOURCE}' OR (r.span_id IS NOT NULL AND "
+            f"(t.committed_at >= r.committed_at OR t.metric = '{METRIC_JUDGE}')) QUALIFY row_number() OVER "
+            "(PARTITION BY t.trace_id, t.run_span_id, t.metric ORDER BY t.committed_at DESC NULLS LAST, "
+            "t.updated_at DESC NULLS LAST, t.flushed_at DESC, t.node) = 1")
+
+
+def append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, constants: Mapping[str, object]) -> int:
+    """Append ``rows`` (Arrow, a node's columns) to the lake's ``table`` with ``constants`` set on every row (the
+    node, the flush time, ...), inside the caller's transaction; returns the rows appended."""
+    from agentotel_eval.store.rows import to_microseconds
+
+    if not rows.num_rows:
+        return 0
+    con.register("_lake_rows", to_microseconds(rows))
+    try:
+        names = ", ".join(rows.column_names)
+        extra = ", ".join(constants)
+        con.execute(f"INSERT INTO {LAKE}.{table} ({names}, {extra}) SELECT {names}, "
+                    f"{', '.join('?' for _ in constants)} FROM _lake_rows", list(constants.values()))
+    finally:
+        con.unregister("_lake_rows")
+    return rows.num_rows
 
 
 def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[tuple[str, str]]:

@@ -128,12 +128,7 @@ class LakeFlusher:
         con.execute("BEGIN")
         try:
             for table, rows, upper in batches:
-                if rows.num_rows:
-                    con.register("flushed_rows", rows)
-                    names = ", ".join(rows.column_names)
-                    con.execute(f"INSERT INTO {lake.LAKE}.{table} ({names}, node, flushed_at) "
-                                f"SELECT {names}, ?, ? FROM flushed_rows", [self.node, now])
-                    con.unregister("flushed_rows")
+                lake.append(con, table, rows, {"node": self.node, "flushed_at": now})
                 con.execute(f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, ?, ?)",
                             [self.node, table, upper, now])
                 copied[table] = rows.num_rows

@@ -54,24 +54,45 @@ def test_a_reader_refuses_the_functions_that_reach_the_catalogs_server(sql, refu
         lake.check_reader_sql(sql)
 
 
-def test_the_latest_views_keep_the_newest_version_of_each_key():
+def test_the_latest_views_keep_each_traces_newest_build_and_its_scores():
     import duckdb
 
     con = duckdb.connect()
     con.execute("ATTACH ':memory:' AS lake")
     con.execute("CREATE TABLE lake.agent_runs (trace_id VARCHAR, span_id VARCHAR, agent_name VARCHAR, "
-                "updated_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)")
-    con.execute("INSERT INTO lake.agent_runs VALUES ('t', 's', 'old', '2026-01-01', 'a', '2026-01-01'), "
-                "('t', 's', 'new', '2026-01-02', 'b', '2026-01-02'), ('t', 's', 'new', '2026-01-02', 'a', '2026-01-03'),"
-                " ('t', 'r', 'other', '2026-01-01', 'a', '2026-01-01')")
-    rows = con.execute(f"SELECT span_id, agent_name FROM ({lake.latest_select('agent_runs', 'lake')}) "
-                       "ORDER BY span_id").fetchall()
-    assert rows == [("r", "other"), ("s", "new")]
+                "updated_at TIMESTAMPTZ, committed_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)")
+    # trace t: built by node a (runs s and a phantom r), rebuilt whole later (s only), copied twice; u: one build
+    con.execute("INSERT INTO lake.agent_runs VALUES ('t', 's', 'old', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+                "('t', 'r', 'phantom', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+                "('t', 's', 'new', '2026-01-02', '2026-01-02', 'b', '2026-01-02'), "
+                "('t', 's', 'new', '2026-01-02', '2026-01-02', 'b', '2026-01-03'), "
+                "('u', 'x', 'only', '2026-01-01', '2026-01-01', 'a', '2026-01-01')")
+    rows = con.execute(f"SELECT trace_id, span_id, agent_name FROM ({lake.latest_select('agent_runs', 'lake')}) "
+                       "ORDER BY ALL").fetchall()
+    assert rows == [("t", "s", "new"), ("u", "x", "only")]
     con.execute("CREATE TABLE lake.tool_calls (trace_id VARCHAR, run_span_id VARCHAR, seq INTEGER, tool_name VARCHAR, "
                 "updated_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)")
     con.execute("INSERT INTO lake.tool_calls VALUES ('t', 's', 0, 'a', '2026-01-01', 'n', '2026-01-01'), "
-                "('t', 's', 1, 'b', '2026-01-01', 'n', '2026-01-01'), ('t', 's', 0, 'c', '2026-01-02', 'n', "
-                "'2026-01-02'), ('t', 's', 0, 'c', '2026-01-02', 'm', '2026-01-03')")
-    calls = con.execute(f"SELECT seq, tool_name FROM ({lake.latest_select('tool_calls', 'lake')}) "
-                        "ORDER BY seq").fetchall()
-    assert calls == [(0, "c")]  # the newest build's calls only, each once
+                "('t', 's', 1, 'b', '2026-01-01', 'n', '2026-01-01'), ('t', 'r', 0, 'p', '2026-01-01', 'n', "
+                "'2026-01-01'), ('t', 's', 0, 'c', '2026-01-02', 'n', '2026-01-02'), ('t', 's', 0, 'c', "
+                "'2026-01-02', 'm', '2026-01-03')")
+    calls = con.execute(f"SELECT run_span_id, seq, tool_name FROM ({lake.latest_select('tool_calls', 'lake')}) "
+                        "ORDER BY ALL").fetchall()
+    assert calls == [("s", 0, "c")]  # the newest build's calls only, each once
+    con.execute("CREATE TABLE lake.evaluations (trace_id VARCHAR, run_span_id VARCHAR, metric VARCHAR, score DOUBLE, "
+                "source VARCHAR, updated_at TIMESTAMPTZ, committed_at TIMESTAMPTZ, node VARCHAR, "
+                "flushed_at TIMESTAMPTZ)")
+    own = "agentotel-eval"
+    con.execute("INSERT INTO lake.evaluations VALUES "
+                f"('t', 's', 'tool_correctness', 0.5, '{own}', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+                f"('t', 's', 'tool_errors', 1.0, '{own}', '2026-01-01 01:00', '2026-01-01 01:00', 'a', '2026-01-01'), "
+                f"('t', 's', 'argument_f1', 0.2, '{own}', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+                f"('t', 'r', 'tool_correctness', 0.0, '{own}', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+                "('t', 'r', 'external', 0.7, 'external:x/y', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+                # the rebuild's score, stamped with its build's commit (its updated_at, when it was scored, earlier)
+                f"('t', 's', 'tool_correctness', 1.0, '{own}', '2026-01-01 23:59', '2026-01-02', 'b', '2026-01-02')")
+    scores = con.execute(f"SELECT run_span_id, metric, score FROM ({lake.latest_select('evaluations', 'lake')}) "
+                         "ORDER BY ALL").fetchall()
+    # the rebuild's score; the judge's verdict kept; a metric the rebuild no longer gives and the phantom run's
+    # scores gone; another tool's score kept
+    assert scores == [("r", "external", 0.7), ("s", "tool_correctness", 1.0), ("s", "tool_errors", 1.0)]
