@@ -11,6 +11,11 @@ own configuration unless ``--config`` names another; otherwise the file is opene
 (without it, runs are scored only against the expected tools their spans carry). ``--dry-run`` reports what would
 change and writes nothing.
 
+``--lake FILE`` re-scores every node's traces in the shared lake that FILE's ``[lake]`` names, with ``--config``
+(else FILE's own settings), and appends the new builds to the lake, where its latest views show them in place of
+the nodes' (the nodes' files keep theirs). ``--shard k/n`` takes the k-th of n shares of the traces, by a hash of
+the trace id: n workers given 1/n .. n/n re-score everything once between them.
+
 Exit status: 0 done; 1 the re-score failed; 2 a usage error, an invalid configuration or condition, or a database
 that cannot be opened.
 """
@@ -29,6 +34,7 @@ from agentotel_eval.durations import parse_duration
 
 if TYPE_CHECKING:
     from agentotel_eval.access.discovery import CollectorInfo
+    from agentotel_eval.collector.score.rescore import RescoreSummary
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
 
@@ -39,10 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  agentotel-eval rescore --since 7d --config agentotel.toml --dry-run\n"
         "  agentotel-eval rescore --since 30d --config agentotel.toml\n"
-        "  agentotel-eval rescore --where \"agent_name = 'planner'\" --judge"
+        "  agentotel-eval rescore --where \"agent_name = 'planner'\" --judge\n"
+        "  agentotel-eval rescore --lake node.toml --since 30d --shard 2/4"
     )
     options.add_db(parser)
     options.add_url(parser)
+    parser.add_argument("--lake", metavar="FILE", default=None,
+                        help="re-score every node's traces in the shared lake of this config file's [lake], and "
+                             "append the new builds to it")
+    parser.add_argument("--shard", metavar="K/N", default=None,
+                        help="only the K-th of N shares of the traces (by trace id): for N workers in parallel")
     options.add_since(parser)
     parser.add_argument("--where", metavar="SQL", help="only runs meeting this condition on agent_runs' columns")
     parser.add_argument("--config", metavar="FILE", help="score with this config's expectations and settings")
@@ -75,7 +87,7 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
 def run(args: argparse.Namespace) -> int:
     from agentotel_eval.access.client import QueryFailure, locate
     from agentotel_eval.collector.config import ConfigError, default_config, load_config
-    from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, render, rescore_file
+    from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, rescore_file
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
     if args.since:  # read by --since's type, and so a duration
@@ -90,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.where:
         payload["where"] = args.where
+    if args.shard:
+        payload["shard"] = args.shard
+    if args.lake:
+        return _over_lake(args, payload)
     try:
         db, collector = locate(args.db, args.url)
         summary = (RescoreSummary.from_dict(_via_collector(collector, payload)) if collector is not None
@@ -100,8 +116,35 @@ def run(args: argparse.Namespace) -> int:
     except RescoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.format == "json":
-        print(json.dumps(summary.to_dict(), ensure_ascii=False))
-    else:
-        print(render(summary))
+    _print(summary, args.format)
+    return 0
+
+
+def _print(summary: RescoreSummary, form: str) -> None:
+    from agentotel_eval.collector.score.rescore import render
+
+    print(json.dumps(summary.to_dict(), ensure_ascii=False) if form == "json" else render(summary))
+
+
+def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:
+    from agentotel_eval.collector.config import ConfigError, load_config
+    from agentotel_eval.collector.lake.rebuild import rescore_lake
+    from agentotel_eval.collector.score.rescore import RescoreError
+    from agentotel_eval.store import lake
+
+    if args.db or args.url:
+        print("error: --lake re-scores the shared lake; --db and --url name one node's file", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        settings = lake.settings_from_file(args.lake)
+        config = load_config(args.config or args.lake).validate()
+        payload["config"] = str(Path(args.config or args.lake).resolve())
+        summary = rescore_lake(settings, payload, config, node="rescore" + (f"-{args.shard}" if args.shard else ""))
+    except (ConfigError, RescoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except lake.LakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    _print(summary, args.format)
     return 0

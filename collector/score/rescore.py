@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
@@ -58,6 +59,8 @@ class RescoreRequest:
     where: str | None = None  # a condition on agent_runs' columns (alias r)
     judge: bool = False  # queue every re-scored run for the judge again
     dry_run: bool = False  # compute and report, write nothing
+    shard: tuple[int, int] | None = None  # (k, n): only the k-th of n shares of the traces (``in_shard``)
+    trace_ids: tuple[str, ...] | None = None  # only these traces (the lake's reconciler)
 
 
 @dataclass(slots=True)
@@ -117,7 +120,7 @@ class RescoreBusy(RuntimeError):
 
 
 #: the body of ``POST /v1/rescore``: the request's fields and the config file to score with (None: the collector's)
-PAYLOAD_KEYS = ("since_ns", "where", "judge", "dry_run", "config")
+PAYLOAD_KEYS = ("since_ns", "where", "judge", "dry_run", "config", "shard")
 
 
 def request_from_payload(payload: Any) -> tuple[RescoreRequest, str | None]:
@@ -137,7 +140,29 @@ def request_from_payload(payload: Any) -> tuple[RescoreRequest, str | None]:
     flags = {k: payload.get(k, False) for k in ("judge", "dry_run")}
     if not all(isinstance(v, bool) for v in flags.values()):
         raise RescoreError("'judge' and 'dry_run' must be booleans")
-    return RescoreRequest(since, where, flags["judge"], flags["dry_run"]), config
+    shard = payload.get("shard")
+    if shard is not None:
+        shard = parse_shard(shard)
+    return RescoreRequest(since, where, flags["judge"], flags["dry_run"], shard), config
+
+
+def parse_shard(value: Any) -> tuple[int, int]:
+    """``"k/n"`` or ``[k, n]`` with 1 <= k <= n: the k-th of n shares; ``RescoreError`` otherwise."""
+    parts = value.split("/") if isinstance(value, str) else value
+    try:
+        k, n = (int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise RescoreError(f"a shard is k/n, e.g. 1/4 (got {value!r})") from None
+    if not 1 <= k <= n:
+        raise RescoreError(f"shard {k}/{n}: k must be between 1 and n")
+    return k, n
+
+
+def in_shard(trace_id: str, shard: tuple[int, int]) -> bool:
+    """Whether a trace is in the k-th of n shares: by CRC32 of its id, the same on every worker and version, so
+    n workers given 1/n .. n/n re-score every trace exactly once between them."""
+    k, n = shard
+    return zlib.crc32(trace_id.encode()) % n == k - 1
 
 
 def sealed_read(cursor: Callable[[], AbstractContextManager[Any]], timeout: float = 600.0) -> Read:
@@ -238,12 +263,16 @@ class Rescorer:
             params.append(ns_to_datetime(request.since_ns).isoformat())
         if request.where and request.where.strip():
             conditions.append(f"({request.where})")
+        if request.trace_ids is not None:
+            conditions.append(_ids_clause("r.trace_id", request.trace_ids) if request.trace_ids else "FALSE")
+            params.extend(request.trace_ids)
         rows = self._read(
             "SELECT trace_id, min(start_time_unix_nano) AS lo, "
             "max(greatest(coalesce(end_time_unix_nano, 0), start_time_unix_nano)) AS hi FROM spans "
             f"WHERE trace_id IN (SELECT r.trace_id FROM agent_runs r WHERE {' AND '.join(conditions)}) "
             "GROUP BY trace_id ORDER BY lo, trace_id", params)
-        return [(r["trace_id"], int(r["lo"] or 0), int(r["hi"] or 0)) for r in rows]
+        return [(r["trace_id"], int(r["lo"] or 0), int(r["hi"] or 0)) for r in rows
+                if request.shard is None or in_shard(r["trace_id"], request.shard)]
 
     def _before(self, trace_ids: Sequence[str]) -> _Before:
         ids = list(trace_ids)

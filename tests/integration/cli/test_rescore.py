@@ -232,6 +232,25 @@ def test_a_condition_selects_the_runs(db: Path, tmp_path: Path) -> None:
     assert by_metric(summary)["tool_correctness"]["added"] == runs
 
 
+def test_shards_split_the_traces_between_workers_once_each(db: Path, tmp_path: Path) -> None:
+    _trace, _span, agent, tools = target_run(db)
+    config = rule_config(tmp_path / "rule.toml", agent, tools)
+    code, whole, err = rescore(db, "--config", str(config), "--dry-run")
+    assert code == 0, err
+    thirds = []
+    for k in (1, 2, 3):
+        code, part, err = rescore(db, "--config", str(config), "--dry-run", "--shard", f"{k}/3")
+        assert code == 0, err
+        thirds.append(part)
+    assert sum(p["traces"] for p in thirds) == whole["traces"] and sum(p["runs_after"] for p in thirds) == \
+        whole["runs_after"]
+    assert sum(by_metric(p).get("tool_correctness", {}).get("added", 0) for p in thirds) == \
+        by_metric(whole)["tool_correctness"]["added"] > 0
+    for bad in ("0/3", "4/3", "2", "a/b"):
+        code, _summary, err = rescore(db, "--shard", bad)
+        assert code == 2 and "shard" in err, (bad, err)
+
+
 @pytest.fixture
 def serving(db: Path) -> Iterator[Any]:
     with running_collector(db) as collector:

@@ -251,3 +251,62 @@ def test_the_reading_commands_read_every_node_through_the_lake(tmp_path, lake_co
     assert "the lake of" in report.read_text()
     exported_traces = {json.loads(line)["metadata"]["trace_id"] for line in exported.stdout.splitlines()}
     assert exported_traces <= {fx.spans()[0].trace_id for fx in traces} and len(exported_traces) > 1  # both nodes'
+
+
+def rescore_lake(path: Path, *extra: str) -> dict:
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "rescore", "--lake", str(path), "--format",
+                           "json", *extra], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_config):
+    """Two nodes' history re-scored with a new rule: once whole, then by two workers on halves. Each worker takes
+    a disjoint half; together they rebuild every trace once; the latest views then hold the same runs and scores
+    as after the whole re-score, written by the workers."""
+    config, path = lake_config
+    traces = fixtures()[56:72]
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    try:
+        for i, fx in enumerate(traces):
+            assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
+    finally:
+        for n in nodes:
+            n.shutdown()
+    rules = tmp_path / "rules.toml"  # a rule the nodes did not have: every run is expected to call "search"
+    rules.write_text(path.read_text() + '\n[[expectations]]\nname = "all"\nexpected_tools = ["search"]\n')
+    reader = lake.open_reader(config.settings())
+    runs = reader.execute("SELECT count(*) FROM agent_runs").fetchone()[0]
+    reader.close()
+    scores_sql = ("SELECT trace_id, run_span_id, metric, score, success FROM evaluations WHERE source = "
+                  "'agentotel-eval' ORDER BY ALL")
+
+    whole = rescore_lake(path, "--config", str(rules))
+    assert whole["runs_after"] == runs > 0
+    assert whole["metrics"] and whole["metrics"][0]["added"] > 0  # the rule scored runs the nodes had not
+    reader = lake.open_reader(config.settings())
+    after_whole = reader.execute(scores_sql).fetchall()
+    runs_whole = reader.execute("SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL").fetchall()
+    reader.close()
+
+    halves = [rescore_lake(path, "--config", str(rules), "--shard", f"{k}/2") for k in (1, 2)]
+    assert sum(h["traces"] for h in halves) == whole["traces"] and all(h["traces"] for h in halves)
+    reader = lake.open_reader(config.settings())
+    try:
+        assert reader.execute(scores_sql).fetchall() == after_whole
+        assert reader.execute("SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL"
+                              ).fetchall() == runs_whole
+        # every trace's newest build is one worker's, and no trace was rebuilt by both
+        builders = reader.execute(
+            "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs WHERE node LIKE 'rescore-%' GROUP BY 1"
+        ).fetchall()
+        assert len(builders) == whole["traces"] and all(len(nodes) == 1 for _, nodes in builders)
+        newest = reader.execute(
+            "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) OVER (PARTITION BY "
+            "trace_id)").fetchall()
+        assert sorted(n for (n,) in newest) == ["rescore-1/2", "rescore-2/2"]
+    finally:
+        reader.close()
