@@ -234,6 +234,8 @@ class LakeConfig:
     flush_interval: Annotated[float, Duration] = 5.0
     #: this node's name in the lake's rows (default: the host name)
     node: str = ""
+    #: how often this node looks for traces that several nodes stored, to rebuild them whole; 0: never
+    reconcile_interval: Annotated[float, Duration] = 10.0
     s3: LakeS3Config = field(default_factory=LakeS3Config)
 
     def settings(self) -> Any:
@@ -282,7 +284,8 @@ class CollectorConfig:
     #: ``[reconstruction]``: text_failures (read an "Error: ..." tool result as a failed call)
     reconstruction: ReconstructionConfig = field(default_factory=ReconstructionConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
-    #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node, ``[lake.s3]``); off
+    #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node, reconcile_interval,
+    #: ``[lake.s3]``); off
     #: if absent
     lake: LakeConfig | None = None
     auth: AuthConfig = field(default_factory=AuthConfig)
@@ -392,6 +395,8 @@ def _check_lake(lake: LakeConfig) -> None:
         raise ConfigError("lake.data", f"an s3:// URL or a directory, got {lake.data!r}")
     if lake.flush_interval <= 0:
         raise ConfigError("lake.flush_interval", "must be positive")
+    if lake.reconcile_interval < 0:
+        raise ConfigError("lake.reconcile_interval", "must be 0 (off) or positive")
     if lake.s3.url_style not in ("path", "vhost"):
         raise ConfigError("lake.s3.url_style", f'expected "path" or "vhost", got {lake.s3.url_style!r}')
 

@@ -31,6 +31,7 @@ from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.forward.metrics import ForwardMetrics
 from agentotel_eval.collector.lake.flusher import LakeFlusher
+from agentotel_eval.collector.lake.reconciler import Reconciler
 from agentotel_eval.collector.process.metrics import HelperMetrics
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
@@ -107,6 +108,7 @@ class Collector:
         self.query_counts: dict[str, int] = {}
         self.database: Any = None  # Database once started
         self.lake: LakeFlusher | None = None  # with [lake]: copies what this node commits to the shared lake
+        self.reconciler: Reconciler | None = None  # with [lake]: rebuilds traces several nodes stored
         self.writer: StoreWriter
         self.assembler: AssemblyStage
         self._assembler_started = False
@@ -228,6 +230,8 @@ class Collector:
                                         cfg.lake.flush_interval)
                 self.lake.open()
                 self.lake.start()
+                if cfg.lake.reconcile_interval > 0:
+                    self.reconciler = self._reconciler(cfg)
             self._metrics = self._register_metrics()
             self.http.start()
             self.grpc.start()
@@ -304,6 +308,8 @@ class Collector:
             self.writer.shutdown()
         if self.forwarder is not None:
             self.forwarder.shutdown(0)
+        if self.reconciler is not None:
+            self.reconciler.close()
         if self.lake is not None:
             self.lake.close(final=False)
         if self.database is not None:
@@ -333,6 +339,8 @@ class Collector:
             self.judge.shutdown(min(grace, 5.0))  # answers not back by then stay pending for the next start
         self.assembler.shutdown()  # completes every open trace; the runs go to the writer
         self.writer.shutdown()  # applies the last run writes, checkpoints
+        if self.reconciler is not None:
+            self.reconciler.close()
         if self.lake is not None:
             try:
                 self.lake.close(final=True)  # every write is done: the rest goes to the lake now
@@ -542,6 +550,18 @@ class Collector:
 
     def metrics_text(self) -> str:
         return generate_latest(self._metrics).decode()
+
+    def _reconciler(self, cfg: CollectorConfig) -> Reconciler:
+        """Started with the flusher. A trace is quiet once every node that holds part of it has had time to
+        complete it (its grace period) and copy its build (two flushes)."""
+        assert cfg.lake is not None
+        interval = cfg.lake.reconcile_interval
+        reconciler = Reconciler(cfg.lake.settings(), cfg, cfg.lake.node_name(), interval=interval,
+                                quiet=cfg.assembler.grace_period + 2 * cfg.lake.flush_interval + 1.0,
+                                live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval))
+        reconciler.open()
+        reconciler.start()
+        return reconciler
 
     def _register_metrics(self) -> CollectorRegistry:
         """Each part's own Prometheus collector, read at scrape time (``GET /metrics``)."""

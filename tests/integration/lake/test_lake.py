@@ -310,3 +310,73 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
         assert sorted(n for (n,) in newest) == ["rescore-1/2", "rescore-2/2"]
     finally:
         reader.close()
+
+
+def halves(fx) -> tuple[bytes, bytes]:
+    """A fixture's spans dealt out alternately into two requests: the trace split between two nodes, as when the
+    ring changes mid-trace."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    whole = trace_service_pb2.ExportTraceServiceRequest.FromString(fx.body("protobuf"))
+    parts = [trace_service_pb2.ExportTraceServiceRequest(), trace_service_pb2.ExportTraceServiceRequest()]
+    dealt = 0
+    for rs in whole.resource_spans:
+        targets = [p.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url) for p in parts]
+        for ss in rs.scope_spans:
+            scopes = [t.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url) for t in targets]
+            for span in ss.spans:
+                scopes[dealt % 2].spans.add().CopyFrom(span)
+                dealt += 1
+    return parts[0].SerializeToString(), parts[1].SerializeToString()
+
+
+def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_path, lake_config):
+    """Each node builds and scores its half; the reconciler finds the trace under two nodes once it is quiet,
+    rebuilds it from both halves in the lake and appends that build: the latest views hold the runs and calls a
+    whole trace gives, each run scored once, and the halves' partial runs are gone."""
+    from agentotel_eval.reconstruct import reconstruct
+
+    config, _ = lake_config
+    config = dataclasses.replace(config, reconcile_interval=0.5)
+    chosen = [fx for fx in fixtures() if fx.name in ("openai-agents__otel-genai__sequence",
+                                                      "langchain__openinference__delegate",
+                                                      "strands__default__sequence")]
+    assert len(chosen) == 3
+    whole = {fx.spans()[0].trace_id: reconstruct(fx.spans(), []) for fx in chosen}
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    reader = lake.open_reader(config.settings())
+    try:
+        for fx in chosen:
+            first, second = halves(fx)
+            assert post_otlp(nodes[0].http_endpoint, "traces", first).status == 200
+            assert post_otlp(nodes[1].http_endpoint, "traces", second).status == 200
+
+        def runs() -> dict[str, list[tuple[str, list[str]]]]:
+            got: dict[str, list[tuple[str, list[str]]]] = {}
+            for trace_id, span_id, tools in reader.execute(
+                    "SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL").fetchall():
+                got.setdefault(trace_id, []).append((span_id, list(tools or [])))
+            return got
+
+        want = {tid: sorted((r.span_id, list(r.tools_called)) for r in built) for tid, built in whole.items()}
+        wait_until(lambda: runs() == want, timeout=60, what="the split traces rebuilt whole in the latest views")
+        # the build shown is the reconciler's (node a owns them: first by name of the nodes that stored them)
+        builders = reader.execute("SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) "
+                                  "OVER (PARTITION BY trace_id)").fetchall()
+        assert builders == [("reconciler@a",)]
+        # the halves were built and scored by their nodes too: without the reconciler they would show
+        assert reader.execute("SELECT count(DISTINCT node) FROM lake.agent_runs WHERE node IN ('a', 'b')"
+                              ).fetchone()[0] == 2
+        calls = reader.execute("SELECT trace_id, run_span_id, list(tool_name ORDER BY seq) FROM tool_calls "
+                               "GROUP BY ALL").fetchall()
+        assert {(t, s): list(c) for t, s, c in calls} == {
+            (tid, r.span_id): list(r.tools_called) for tid, built in whole.items() for r in built if r.tools_called}
+        per_run = reader.execute("SELECT count(*), count(DISTINCT (trace_id, run_span_id, metric)) FROM evaluations"
+                                 ).fetchone()
+        assert per_run[0] == per_run[1] > 0  # one score per run and metric
+        assert reader.execute("SELECT count(*) FROM evaluations e ANTI JOIN agent_runs r ON "
+                              "e.trace_id = r.trace_id AND e.run_span_id = r.span_id").fetchone()[0] == 0
+    finally:
+        reader.close()
+        for n in nodes:
+            n.shutdown()
