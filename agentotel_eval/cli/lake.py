@@ -1,6 +1,9 @@
-"""The shared lake's maintenance: ``agentotel-eval lake maintain --config FILE``.
+"""The shared lake: ``agentotel-eval lake maintain --config FILE`` and ``agentotel-eval lake ui --config FILE``.
 
-Run it from one scheduler (a cron job, the Kubernetes CronJob in deploy/), not from every node: it deletes rows
+``ui`` serves the web UI's pages over every node's rows in the lake, read-only, on an address of its own
+(default 127.0.0.1:4320); with ``--auth-token`` (or ``$AGENTOTEL_AUTH_TOKEN``) every page asks for the token.
+
+``maintain``: run it from one scheduler (a cron job, the Kubernetes CronJob in deploy/), not from every node: it deletes rows
 older than the config's ``retention`` from the lake, merges the small Parquet files the nodes' flushes leave,
 expires snapshots older than ``--keep-snapshots`` and deletes the files no snapshot needs.
 """
@@ -19,9 +22,69 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     maintain.add_argument("--config", metavar="FILE", required=True, help="a node config with [lake] (and retention)")
     maintain.add_argument("--keep-snapshots", metavar="DURATION", default="1d",
                           help="keep the lake's snapshots of this long ago, for time travel (default 1d)")
+    ui = sub.add_parser("ui", help="the web UI over every node's rows in the shared lake (read-only)")
+    ui.add_argument("--config", metavar="FILE", required=True, help="a config with [lake] (and [query] limits)")
+    ui.add_argument("--http", metavar="HOST:PORT", default="127.0.0.1:4320",
+                    help="the address to serve the pages on (default 127.0.0.1:4320)")
+    ui.add_argument("--auth-token", metavar="TOKEN",
+                    help="require this token on every page (default: $AGENTOTEL_AUTH_TOKEN, else [auth] token)")
 
 
 def run(args: argparse.Namespace) -> int:
+    return _ui(args) if args.action == "ui" else _maintain(args)
+
+
+def _ui(args: argparse.Namespace) -> int:
+    import os
+    import threading
+
+    from agentotel_eval.access.discovery import AUTH_TOKEN_ENV
+    from agentotel_eval.cli import options
+    from agentotel_eval.collector.config import ConfigError, load_config, parse_address
+    from agentotel_eval.collector.lake.ui import LakeUi
+    from agentotel_eval.store import lake
+
+    try:
+        config = load_config(args.config).validate()
+        host, port = parse_address(args.http, "--http")
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if config.lake is None:
+        print(f"error: {args.config} has no [lake] table", file=sys.stderr)
+        return 2
+    token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_TOKEN_ENV) or config.auth.token
+    try:
+        ui = LakeUi(config.lake.settings(), host, port, token=token or None, row_limit=config.query.row_limit,
+                    timeout=config.query.timeout)
+    except lake.LakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        ui.start()
+    except OSError as exc:
+        ui.shutdown()
+        print(f"error: cannot serve the pages on {args.http}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    stop = threading.Event()
+    previous = options.on_stop_signals(lambda _signum: stop.set())
+    bound = ui.address
+    print(f"web UI over the lake http://{bound[0]}:{bound[1]}/" + (" (sign in with the token)" if token else ""),
+          flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        import signal
+
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        print("stopping", file=sys.stderr, flush=True)
+        ui.shutdown()
+    return 0
+
+
+def _maintain(args: argparse.Namespace) -> int:
     import duckdb
 
     from agentotel_eval.collector.config import ConfigError, load_config, parse_duration

@@ -380,3 +380,54 @@ def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_pa
         reader.close()
         for n in nodes:
             n.shutdown()
+
+
+def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
+    """``lake ui`` serves the pages a node serves, over both nodes' rows, read-only; with a token it asks for it."""
+    import re
+    import signal
+    import urllib.error
+    import urllib.request
+
+    config, path = lake_config
+    traces = fixtures()[72:80]
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    try:
+        for i, fx in enumerate(traces):
+            assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
+    finally:
+        for n in nodes:
+            n.shutdown()
+    counts = [final_counts(tmp_path / "a.duckdb"), final_counts(tmp_path / "b.duckdb")]
+    assert all(c["agent_runs"] for c in counts)
+    reader = lake.open_reader(config.settings())
+    runs = {(t, s) for t, s in reader.execute("SELECT trace_id, span_id FROM agent_runs").fetchall()}
+    reader.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("AGENTOTEL_AUTH_TOKEN", None)
+    for token in (None, "s3cret"):
+        command = [sys.executable, "-m", "agentotel_eval.cli", "lake", "ui", "--config", str(path), "--http",
+                   "127.0.0.1:0", *(["--auth-token", token] if token else [])]
+        ui = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        try:
+            line = ui.stdout.readline()
+            found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+            assert found, (line, ui.stderr.read() if ui.poll() is not None else "")
+            base = f"http://127.0.0.1:{found.group(1)}"
+            if token:
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(base + "/runs", timeout=30)
+                assert refused.value.code == 401 and "token" in refused.value.read().decode().lower()
+                request = urllib.request.Request(base + "/runs", headers={"Authorization": f"Bearer {token}"})
+                assert urllib.request.urlopen(request, timeout=30).status == 200
+                continue
+            page = urllib.request.urlopen(base + "/runs?since=all", timeout=60).read().decode()
+            shown = set(re.findall(r"/runs/([0-9a-f]{32})/([0-9a-f]{16})", page))
+            assert shown == runs  # every node's runs, each once
+            trace_id, span_id = sorted(runs)[0]
+            run_page = urllib.request.urlopen(f"{base}/runs/{trace_id}/{span_id}", timeout=60).read().decode()
+            assert trace_id in run_page
+            assert urllib.request.urlopen(base + "/?since=all", timeout=60).status == 200
+        finally:
+            ui.send_signal(signal.SIGTERM)
+            assert ui.wait(30) == 0
