@@ -181,7 +181,61 @@ def sync_tables(con: duckdb.DuckDBPyConnection, schema: Mapping[str, Sequence[tu
     con.execute(f"CREATE TABLE IF NOT EXISTS {LAKE}.{MARKS} (node VARCHAR, table_name VARCHAR, "
                 "watermark TIMESTAMPTZ, flushed_at TIMESTAMPTZ)")
     for table in TABLES:
-        con.execute(f"CREATE OR REPLACE VIEW {LAKE}.latest_{table} AS {latest_select(table, LAKE)}")
+        select = latest_select(table, LAKE)
+        if not _view_is(con, f"latest_{table}", select):  # every node starts here: change the catalog only once
+            con.execute(f"CREATE OR REPLACE VIEW {LAKE}.latest_{table} AS {select}")
+
+
+def _view_is(con: duckdb.DuckDBPyConnection, name: str, select: str) -> bool:
+    """Whether the lake's view ``name`` is ``select`` already, compared as DuckDB writes views back (it re-renders
+    their SQL): through a temporary view of the same SELECT."""
+    found = con.execute("SELECT sql FROM duckdb_views() WHERE database_name = ? AND schema_name = 'main' AND "
+                        "view_name = ?", [LAKE, name]).fetchall()
+    if not found:
+        return False
+    con.execute(f"CREATE OR REPLACE TEMPORARY VIEW _agentotel_probe AS {select}")
+    try:
+        (want,) = con.execute("SELECT sql FROM duckdb_views() WHERE temporary AND view_name = '_agentotel_probe'"
+                              ).fetchone() or ("",)
+    finally:
+        con.execute("DROP VIEW _agentotel_probe")
+    return str(found[0][0]).partition(" AS ")[2] == str(want).partition(" AS ")[2]
+
+
+#: what DuckLake says when another writer changed the catalog first (its commits are optimistic); PostgreSQL's
+#: own words when two writers create the catalog's tables at once
+_CONFLICTS = ("conflict", "duplicate key", "already exists")
+
+
+def open_writer(settings: LakeSettings, schema: Mapping[str, Sequence[tuple[str, str]]] | None = None, *,
+                attempts: int = 8, pause: float = 0.25) -> duckdb.DuckDBPyConnection:
+    """A writable instance with the lake attached (created when new), and with ``schema`` its tables and views
+    synced (``sync_tables``). Several nodes starting at once race to create the catalog, its tables and views:
+    the losers' transactions conflict, and are tried again after a random pause that grows with each try.
+    ``LakeError`` when it cannot be done."""
+    import random
+    import time
+
+    import duckdb
+
+    for attempt in range(1, attempts + 1):
+        con = instance()
+        try:
+            attach(con, settings)
+            if schema is not None:
+                sync_tables(con, schema)
+            return con
+        except (LakeError, duckdb.Error) as exc:
+            con.close()
+            if attempt == attempts or not any(word in str(exc).lower() for word in _CONFLICTS):
+                raise LakeError(str(exc) if isinstance(exc, LakeError) else
+                                f"cannot set up the lake ({_shown(settings.catalog)}, data {settings.data}): {exc}"
+                                ) from None
+            time.sleep(random.uniform(pause, 2 * pause) * attempt)
+        except BaseException:
+            con.close()
+            raise
+    raise AssertionError("unreachable")
 
 
 def latest_select(table: str, catalog: str) -> str:

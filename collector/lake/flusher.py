@@ -66,12 +66,10 @@ class LakeFlusher:
     def open(self) -> None:
         """Attach the lake (creating its tables from this node's schema) and read this node's marks. Raises
         ``lake.LakeError`` when the lake cannot be used: a node configured for a lake does not run without it."""
-        con = lake.instance()
+        with self._local_cursor() as local:
+            schema = {table: _columns(local, table) for table in lake.TABLES}
+        con = lake.open_writer(self._settings, schema)
         try:
-            lake.attach(con, self._settings)
-            with self._local_cursor() as local:
-                schema = {table: _columns(local, table) for table in lake.TABLES}
-            lake.sync_tables(con, schema)
             rows = con.execute(f"SELECT table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} WHERE node = ? "
                                "GROUP BY table_name", [self.node]).fetchall()
         except BaseException:

@@ -65,8 +65,7 @@ class LakeRebuilder:
                  config_name: str = "") -> None:
         self._reader = lake.open_reader(settings)
         try:
-            self._writer = lake.instance()
-            lake.attach(self._writer, settings)
+            self._writer = lake.open_writer(settings)
             missing = [t for t in lake.TABLES if not self._writer.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
                 [lake.LAKE, t]).fetchone()[0]]  # type: ignore[index]

@@ -96,3 +96,29 @@ def test_the_latest_views_keep_each_traces_newest_build_and_its_scores():
     # the rebuild's score; the judge's verdict kept; a metric the rebuild no longer gives and the phantom run's
     # scores gone; another tool's score kept
     assert scores == [("r", "external", 0.7), ("s", "tool_correctness", 1.0), ("s", "tool_errors", 1.0)]
+
+
+def test_a_node_starting_on_a_lake_of_its_own_schema_changes_nothing_in_the_catalog(tmp_path):
+    """Every node syncs the lake's tables and views at its start: when they are already as its schema has them,
+    it writes no catalog change (nodes starting together would otherwise conflict on every view)."""
+    import duckdb
+
+    from agentotel_eval.store.schema import migrate
+
+    try:
+        lake.extension_files()
+    except lake.LakeError as exc:
+        pytest.skip(f"needs the [lake] extra: {exc}")
+    local = duckdb.connect()
+    migrate(local)
+    schema = {t: [(str(r[0]), str(r[1])) for r in local.execute(f"DESCRIBE {t}").fetchall()] for t in lake.TABLES}
+    settings = lake.LakeSettings(str(tmp_path / "catalog.ducklake"), str(tmp_path / "data"))
+    con = lake.open_writer(settings, schema)
+    snapshots = con.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0]
+    con.close()
+    again = lake.open_writer(settings, schema)
+    assert again.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0] == snapshots
+    schema["spans"] = [*schema["spans"], ("added_later", "VARCHAR")]  # a newer node's column is added
+    lake.sync_tables(again, schema)
+    assert again.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0] == snapshots + 1
+    again.close()
