@@ -39,10 +39,11 @@ class LakeTable:
     data: str
     s3_endpoint: str
     flush_interval: str = "500ms"
+    reconcile_interval: str = "1s"
 
     def toml(self, node: str) -> str:
         return (f'[lake]\ncatalog = "{self.catalog}"\ndata = "{self.data}"\nflush_interval = "{self.flush_interval}"\n'
-                f'node = "{node}"\n[lake.s3]\nendpoint = "{self.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
+                f'reconcile_interval = "{self.reconcile_interval}"\nnode = "{node}"\n[lake.s3]\nendpoint = "{self.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
                 'url_style = "path"\nuse_ssl = false\n')
 
     def settings(self) -> Any:

@@ -216,7 +216,7 @@ def check_lake(cluster: Cluster, runs: Sequence[AgentRun], acked: set[tuple[str,
 
 def test_whole_traces_land_on_one_node_and_are_scored_once(cluster):
     nodes = [cluster.node(f"node-{c}") for c in "abc"]
-    start_nodes(nodes)  # one after the other: nodes starting at once fail (the last test)
+    start_nodes(nodes)
     router = cluster.router(nodes)
     tracer = cluster.tracer(router, seed=1)
     ring = HashRing(n.endpoint for n in nodes)
@@ -255,7 +255,7 @@ def test_node_added_mid_stream_loses_nothing(cluster):
 def test_node_killed_and_restarted_loses_nothing(cluster):
     # a 2 s grace period: the traces acknowledged just before the kill are certainly stored but not yet assembled
     nodes = [cluster.node(f"node-{c}", grace_period="2s") for c in "abc"]
-    start_nodes(nodes)  # one after the other: nodes starting at once fail (the last test)
+    start_nodes(nodes)
     victim = cluster.nodes["node-b"]
     router = cluster.router(nodes, failover=True)
     ring = HashRing(n.endpoint for n in nodes)
@@ -289,9 +289,73 @@ def test_node_killed_and_restarted_loses_nothing(cluster):
 
 def test_nodes_started_together_on_one_lake_all_start(cluster):
     """As deploy/kubernetes/nodes.yaml starts them (a StatefulSet, ``podManagementPolicy: Parallel``): three nodes
-    at once on a new lake, and again once it exists (the tests above start their nodes one after the other)."""
+    at once on a new lake, and again once it exists."""
     nodes = [cluster.node(f"node-{c}") for c in "abc"]
     start_nodes(nodes, together=True)  # the lake's catalog and tables are created by whichever comes first
     stop_all(cluster)
     start_nodes(nodes, together=True)  # each node brings the lake's tables and views up to its schema
+    stop_all(cluster)
+
+
+def test_a_trace_in_flight_when_a_node_joins_is_rebuilt_whole_and_scored_once(cluster):
+    """Agent runs whose tool spans were exported before a third node joined and whose run spans after: the ring
+    moves about a third of them, and those are split, tools on one node, run span on the new one. Each node builds
+    its part; the reconciler rebuilds each split trace whole from the lake: the latest views end with one run per
+    agent run, its tools and one score per metric, and nothing of the parts."""
+    from opentelemetry import trace
+
+    from agentotel_eval import semconv as sc
+
+    first = [cluster.node("node-a"), cluster.node("node-b")]
+    start_nodes(first, together=True)
+    router = cluster.router(first)
+    agents = cluster.tracer(router, seed=4)
+    added = cluster.node("node-c")
+    two, three = HashRing(n.endpoint for n in first), HashRing(n.endpoint for n in (*first, added))
+
+    roots, want = [], {}
+    for n in range(40):
+        tools = ("search", "book") if n % 2 else ("search", "read", "pay")
+        root = agents.tracer.start_span(f"invoke_agent planner-{n}", attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "planner",
+            sc.AGENTOTEL_EXPECTED_TOOLS: ["search", "book"]})
+        inside = trace.set_span_in_context(root)
+        for i, tool in enumerate(tools):
+            agents.tracer.start_span(f"execute_tool {tool}", context=inside, attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: tool,
+                sc.GEN_AI_TOOL_CALL_ID: f"call-{n}-{i}", sc.GEN_AI_TOOL_CALL_ARGUMENTS: f'{{"step": {i}}}',
+            }).end()
+        roots.append(root)
+        context = root.get_span_context()
+        want[(f"{context.trace_id:032x}", f"{context.span_id:016x}")] = list(tools)
+    assert agents.provider.force_flush(60_000)  # the tools' spans, on the two nodes' ring
+    start_nodes([added])
+    router.set_endpoints([n.endpoint for n in (*first, added)])
+    wait_routable(router, added.endpoint)
+    for root in roots:
+        root.end()
+    assert agents.provider.force_flush(60_000)  # the run spans, on the three nodes' ring
+    assert not agents.acks.failed
+    moved = {t for t, _ in want if two.endpoint_for(t) != three.endpoint_for(t)}
+    assert len(moved) >= 3, "the ring moved too few of the traces to split any"
+
+    reader = lake.open_reader(cluster.table.settings())
+    try:
+        def runs() -> dict[tuple[str, str], list[str]]:
+            return {(t, s): list(tools or []) for t, s, tools in rows(
+                reader, "SELECT trace_id, span_id, tools_called FROM agent_runs")}
+
+        wait_until(lambda: runs() == want, timeout=90, interval=0.5,
+                   what="every agent run whole in the lake's latest views")
+        # the split ones were stored by two nodes and rebuilt by a reconciler; the others by their one node
+        stored_by = dict(rows(reader, "SELECT trace_id, count(DISTINCT node) FROM lake.spans GROUP BY 1"))
+        assert {t for t, n in stored_by.items() if n > 1} == moved
+        rebuilt = dict(rows(reader, "SELECT trace_id, arg_max(node, updated_at) FROM lake.agent_runs GROUP BY 1"))
+        assert {t for t, node in rebuilt.items() if node.startswith("reconciler@")} == moved
+        scores = rows(reader, "SELECT trace_id, run_span_id, metric, score FROM evaluations")
+        assert len(scores) == len({(t, s, m) for t, s, m, _ in scores})  # one per run and metric
+        correctness = {(t, s): score for t, s, m, score in scores if m == SCORE}
+        assert correctness == {key: (1.0 if "book" in tools else 0.5) for key, tools in want.items()}
+    finally:
+        reader.close()
     stop_all(cluster)
