@@ -553,12 +553,14 @@ class Collector:
 
     def _reconciler(self, cfg: CollectorConfig) -> Reconciler:
         """Started with the flusher. A trace is quiet once every node that holds part of it has had time to
-        complete it (its grace period) and copy its build (two flushes)."""
+        complete it (its grace period) and copy its build (two flushes). A node that copied nothing for three
+        flush intervals (and 5 s) is taken to have left the ring; the nodes are assumed to share the interval."""
         assert cfg.lake is not None
         interval = cfg.lake.reconcile_interval
         reconciler = Reconciler(cfg.lake.settings(), cfg, cfg.lake.node_name(), interval=interval,
                                 quiet=cfg.assembler.grace_period + 2 * cfg.lake.flush_interval + 1.0,
-                                live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval))
+                                live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
+                                away=3 * cfg.lake.flush_interval + 5.0)
         reconciler.open()
         reconciler.start()
         return reconciler

@@ -12,10 +12,17 @@ A trace is rebuilt again when a span of it is copied after its reconciled build,
 newer (a part that was built late): the views converge on the whole trace. Every node runs a reconciler, and
 each trace is left to one of them: the first by name among the live nodes that stored it (live: copied rows to
 the lake within ``live_for`` seconds), else the first live node, so a dead node's traces are taken over.
+
+Looking costs a scan of the trace ids of every span copied in the window looked at (random ids: no file can be
+skipped by them), so a reconciler looks only when traces can have been split: the ring changes only when a node
+joins, leaves or comes back, and each node's flush marks in the lake show when (``membership_changes``). After a
+change it looks every interval at the spans copied since ``TRACE_WINDOW`` before it (traces in flight then), for
+``TRACE_WINDOW`` after it; otherwise a look is one small read of the marks.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -34,10 +41,11 @@ log = logging.getLogger(__name__)
 
 #: the name a reconciler's builds carry in the lake's ``node`` column: ``reconciler@<node>``
 BUILDER_PREFIX = "reconciler@"
-#: how far back the first look goes, and the most a look ever spans
+#: the most a look ever spans
 LOOKBACK = timedelta(hours=1)
-#: spans of one trace lie within this of each other's start times (the scan of a trace's spans is bounded by it)
-TRACE_SPAN = timedelta(hours=1)
+#: an agent run lasts at most this: the parts of a trace in flight at a change lie within it (of the change, and
+#: of each other's start times)
+TRACE_WINDOW = timedelta(minutes=15)
 #: traces rebuilt together
 BATCH = 100
 
@@ -48,6 +56,28 @@ class SplitTrace:
     nodes: tuple[str, ...]  # the nodes that stored its spans
     last_copied: datetime  # when its newest span reached the lake
     reconciled: bool  # its newest build is a reconciler's, made after its last span was copied
+
+
+def membership_changes(marks: Sequence[tuple[str, datetime]], first_marks: dict[str, datetime], now: datetime,
+                       away: timedelta) -> list[datetime]:
+    """When the set of nodes changed, from their flush times (``marks``: (node, flushed_at)) and each node's first
+    flush ever: a node's first flush (it joined), a flush after a silence longer than ``away`` (it came back),
+    the last flush before such a silence and a last flush longer ago than ``away`` (it left or died). A node that
+    was only idle looks the same: a look more, never one less."""
+    by_node: dict[str, list[datetime]] = {}
+    for node, at in marks:
+        by_node.setdefault(node, []).append(at)
+    changes = []
+    for node, times in by_node.items():
+        times.sort()
+        if first_marks.get(node) == times[0]:
+            changes.append(times[0])
+        for before, after in itertools.pairwise(times):
+            if after - before > away:
+                changes += [before, after]
+        if now - times[-1] > away:
+            changes.append(times[-1])
+    return sorted(changes)
 
 
 def owner(trace: SplitTrace, live: Sequence[str]) -> str | None:
@@ -61,13 +91,17 @@ class Reconciler:
     """Looks for split traces every ``interval`` seconds on a thread of its own; ``run_once`` is one look."""
 
     def __init__(self, settings: lake.LakeSettings, config: CollectorConfig, node: str, *, interval: float,
-                 quiet: float, live_for: float, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 quiet: float, live_for: float, away: float,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._settings = settings
         self._config = config
         self.node = node
         self._interval = interval
         self._quiet = timedelta(seconds=quiet)
         self._live_for = timedelta(seconds=live_for)
+        self._away = timedelta(seconds=away)
+        self._waiting = False  # split traces found that are not rebuilt yet
+        self.looks = 0  # the looks that searched the spans (not only the marks)
         self._now = clock
         self._since: datetime | None = None  # spans copied after this are looked at
         self._rebuilder: LakeRebuilder | None = None
@@ -98,7 +132,13 @@ class Reconciler:
         """One look: rebuild the quiet split traces this node owns; returns their ids."""
         assert self._rebuilder is not None, "open() first"
         now = self._now()
-        since = max(self._since or now - LOOKBACK, now - LOOKBACK)
+        starts = [change - TRACE_WINDOW for change in self.changes(now) if change > now - TRACE_WINDOW - self._quiet]
+        if self._waiting and self._since is not None:
+            starts.append(self._since)
+        if not starts:  # no node joined or left lately: no trace can have been split
+            return []
+        since = max(min(starts), now - LOOKBACK)
+        self.looks += 1
         found = self.split_traces(since)
         live = self.live_nodes(now)
         due = [t for t in found if not t.reconciled and t.last_copied <= now - self._quiet
@@ -107,11 +147,22 @@ class Reconciler:
             ids = tuple(t.trace_id for t in due[start:start + BATCH])
             summary = self._rebuilder.run(RescoreRequest(trace_ids=ids))
             self.traces_rebuilt += summary.traces
-        # Next time look from the oldest trace still waiting (for quiet, or for a node that may die before it
-        # rebuilds it), else from when this look's quiet began.
+        # Keep looking from the oldest trace still waiting (for quiet, or for a node that may die before it
+        # rebuilds it), even once the change is past.
         waiting = [t.last_copied for t in found if not t.reconciled and t not in due]
-        self._since = min([*waiting, now - self._quiet]) - timedelta(microseconds=1)
+        self._waiting = bool(waiting)
+        self._since = min(waiting) - timedelta(microseconds=1) if waiting else None
         return [t.trace_id for t in due]
+
+    def changes(self, now: datetime) -> list[datetime]:
+        """``membership_changes`` over the flush marks of the last ``LOOKBACK``."""
+        assert self._rebuilder is not None
+        since = now - LOOKBACK - self._away
+        marks = self._rebuilder.read(f"SELECT DISTINCT node, flushed_at FROM {lake.LAKE}.{lake.MARKS} "
+                                     "WHERE flushed_at > ?", [since])
+        firsts = self._rebuilder.read(f"SELECT node, min(flushed_at) FROM {lake.LAKE}.{lake.MARKS} GROUP BY node")
+        return [c for c in membership_changes([(str(n), t) for n, t in marks], {str(n): t for n, t in firsts}, now,
+                                              self._away) if c > since + self._away]
 
     def split_traces(self, since: datetime) -> list[SplitTrace]:
         """The traces with a span copied after ``since`` whose spans came from more than one node."""
@@ -137,7 +188,7 @@ class Reconciler:
                    coalesce(starts_with(newest.builder, '{BUILDER_PREFIX}') AND newest.build_copied > split.last_copied,
                             FALSE)
             FROM split LEFT JOIN newest USING (trace_id) ORDER BY split.last_copied, split.trace_id
-            """, [since, TRACE_SPAN, TRACE_SPAN])
+            """, [since, TRACE_WINDOW, TRACE_WINDOW])
         return [SplitTrace(str(t), tuple(nodes), copied, bool(done)) for t, nodes, copied, done in rows]
 
     def live_nodes(self, now: datetime) -> list[str]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from agentotel_eval.collector.lake.reconciler import SplitTrace, owner
 
@@ -19,3 +19,21 @@ def test_a_split_trace_is_rebuilt_by_the_first_live_node_that_stored_it():
 def test_a_split_trace_whose_nodes_are_all_gone_is_taken_over_by_the_first_live_node():
     assert owner(split("b", "c"), ["d", "a"]) == "a"
     assert owner(split("b", "c"), []) is None
+
+
+def at(seconds: float) -> datetime:
+    return T + timedelta(seconds=seconds)
+
+
+def test_membership_changes_are_joins_returns_and_departures_seen_in_the_flush_marks():
+    from agentotel_eval.collector.lake.reconciler import membership_changes
+
+    away = timedelta(seconds=20)
+    marks = [("a", at(s)) for s in range(0, 300, 5)]  # always there
+    marks += [("b", at(s)) for s in (0, 5, 10, 100, 105)]  # away from 10 s to 100 s, back, gone since 105 s
+    marks += [("c", at(s)) for s in (200, 205, 210)]  # joined at 200 s
+    first = {"a": at(-3600), "b": at(-3600), "c": at(200)}
+    assert membership_changes(marks, first, at(300), away) == [at(10), at(100), at(105), at(200), at(210)]
+    # a cluster whose nodes all flush steadily has no change: a look is then only this read of the marks
+    steady = [(n, at(s)) for n in "ab" for s in range(0, 300, 5)]
+    assert membership_changes(steady, {"a": at(-3600), "b": at(-3600)}, at(301), away) == []
