@@ -538,3 +538,27 @@ def test_node_config_loads_with_the_collector_loader() -> None:
     assert loaded.lake.catalog == "postgres://agentotel:agentotel@postgres:5432/lake"
     assert loaded.lake.flush_interval == 5.0
     assert loaded.lake.s3.url_style == "path" and loaded.lake.s3.use_ssl is False
+
+
+def test_the_lake_ui_and_maintenance_commands_are_ones_the_cli_takes() -> None:
+    """The web UI over the lake and the maintenance job, in compose and Kubernetes, run commands this version's
+    command line accepts, on the node config (which this version's config loader takes, [lake] and all)."""
+    from agentotel_eval.cli import build_parser
+    from agentotel_eval.collector.config import load_config
+
+    services = _compose()["services"]
+    ui = services["ui"]
+    k8s_ui = _one(_k8s("lake-ui.yaml"), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    cron = _one(_k8s("maintenance-cronjob.yaml"), "CronJob")
+    cron_command = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    maintain = re.search(r"agentotel-eval (lake maintain [^;]+);", services["maintenance"]["command"][0])
+    assert maintain
+    for command in (ui["command"], k8s_ui["command"], cron_command, ["agentotel-eval", *maintain.group(1).split()]):
+        assert command[0] == "agentotel-eval", command
+        args = build_parser().parse_args(command[1:])
+        assert args.command == "lake" and args.config == "/etc/agentotel/agentotel.toml", command
+    assert build_parser().parse_args(ui["command"][1:]).http == "0.0.0.0:4320"
+    assert ui["ports"] == ["127.0.0.1:4320:4320"] and "AGENTOTEL_AUTH_TOKEN" in ui["environment"]
+    assert {e["name"] for e in k8s_ui["env"]} == {"AGENTOTEL_AUTH_TOKEN"}
+    config = load_config(DEPLOY / "node" / "agentotel.toml").validate()
+    assert config.lake is not None and config.lake.reconcile_interval == 10.0
