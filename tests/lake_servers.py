@@ -121,3 +121,23 @@ def _wait_for(port: int, process: subprocess.Popen, what: str, timeout: float = 
                 return
         time.sleep(0.1)
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout:g}s")
+
+
+def lake_marks() -> list:
+    """The marks of a module of lake tests: ``lake``, skipped with the reason when the ``[lake]`` extra (DuckDB
+    1.5.5 and its extensions) or PostgreSQL is missing; ``.ci/run`` runs them in an environment with both."""
+    import pytest
+
+    from agentotel_eval.store import lake
+
+    try:
+        lake.extension_files()
+        missing = ""
+    except lake.LakeError as exc:
+        missing = str(exc)
+    return [
+        pytest.mark.lake,
+        pytest.mark.skipif(bool(missing), reason=f"needs the [lake] extra ({missing}); .ci/run runs these in its "
+                                                 "own environment"),
+        pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)"),
+    ]

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentotel_eval.collector.config import CollectorConfig
 
 EXIT_FAILED = 1
 
@@ -30,6 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="require this token on every page (default: $AGENTOTEL_AUTH_TOKEN, else [auth] token)")
 
 
+def _lake_config(path: str) -> CollectorConfig:
+    """The config file, validated; ``ConfigError`` when it is invalid or has no ``[lake]`` table."""
+    from agentotel_eval.collector.config import ConfigError, load_config
+
+    config = load_config(path).validate()
+    if config.lake is None:
+        raise ConfigError("", f"{path} has no [lake] table")
+    return config
+
+
 def run(args: argparse.Namespace) -> int:
     return _ui(args) if args.action == "ui" else _maintain(args)
 
@@ -40,19 +54,17 @@ def _ui(args: argparse.Namespace) -> int:
 
     from agentotel_eval.access.discovery import AUTH_TOKEN_ENV
     from agentotel_eval.cli import options
-    from agentotel_eval.collector.config import ConfigError, load_config, parse_address
+    from agentotel_eval.collector.config import ConfigError, parse_address
     from agentotel_eval.collector.lake.ui import LakeUi
     from agentotel_eval.store import lake
 
     try:
-        config = load_config(args.config).validate()
+        config = _lake_config(args.config)
         host, port = parse_address(args.http, "--http")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if config.lake is None:
-        print(f"error: {args.config} has no [lake] table", file=sys.stderr)
-        return 2
+    assert config.lake is not None
     token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_TOKEN_ENV) or config.auth.token
     try:
         ui = LakeUi(config.lake.settings(), host, port, token=token or None, row_limit=config.query.row_limit,
@@ -87,18 +99,16 @@ def _ui(args: argparse.Namespace) -> int:
 def _maintain(args: argparse.Namespace) -> int:
     import duckdb
 
-    from agentotel_eval.collector.config import ConfigError, load_config, parse_duration
+    from agentotel_eval.collector.config import ConfigError, parse_duration
     from agentotel_eval.store import lake
 
     try:
-        config = load_config(args.config).validate()
+        config = _lake_config(args.config)
         keep = parse_duration(args.keep_snapshots, "--keep-snapshots")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if config.lake is None:
-        print(f"error: {args.config} has no [lake] table", file=sys.stderr)
-        return 2
+    assert config.lake is not None
     con = lake.instance()
     try:
         lake.attach(con, config.lake.settings())

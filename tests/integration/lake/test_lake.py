@@ -19,22 +19,11 @@ import pytest
 from agentotel_eval.store import lake
 from tests.collector_harness import fast_config, post_otlp, wait_until
 from tests.fixture_traces import fixtures
-from tests.lake_servers import Postgres, S3Server, postgres_bin, running_postgres, running_s3
+from tests.lake_servers import Postgres, S3Server, lake_marks, running_postgres, running_s3
 
 ROOT = Path(__file__).resolve().parents[3]
 
-try:
-    lake.extension_files()
-    _MISSING = ""
-except lake.LakeError as exc:
-    _MISSING = str(exc)
-
-pytestmark = [
-    pytest.mark.lake,
-    pytest.mark.skipif(bool(_MISSING), reason=f"needs the [lake] extra ({_MISSING}); .ci/run runs these in its "
-                                              "own environment"),
-    pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)"),
-]
+pytestmark = lake_marks()
 _names = itertools.count()
 
 
@@ -60,6 +49,18 @@ def lake_config(servers, tmp_path):
     path.write_text(f'[lake]\ncatalog = "{catalog}"\ndata = "{config.data}"\n[lake.s3]\nendpoint = '
                     f'"{s3.endpoint}"\nkey_id = "test"\nsecret = "test"\nurl_style = "path"\nuse_ssl = false\n')
     return config, path
+
+
+def two_nodes_store(tmp_path: Path, config, traces) -> None:
+    """Nodes a and b store ``traces``, whole, alternately (as the load-balancing exporter sends them), and stop:
+    everything they wrote is in the lake."""
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    try:
+        for i, fx in enumerate(traces):
+            assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
+    finally:
+        for n in nodes:
+            n.shutdown()
 
 
 def node(tmp_path: Path, config, name: str):
@@ -224,13 +225,7 @@ def test_the_reading_commands_read_every_node_through_the_lake(tmp_path, lake_co
 
     config, path = lake_config
     traces = fixtures()[46:50]
-    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
-    try:
-        for i, fx in enumerate(traces):
-            post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf"))
-    finally:
-        for n in nodes:
-            n.shutdown()
+    two_nodes_store(tmp_path, config, traces)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
@@ -269,13 +264,7 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
     as after the whole re-score, written by the workers."""
     config, path = lake_config
     traces = fixtures()[56:72]
-    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
-    try:
-        for i, fx in enumerate(traces):
-            assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
-    finally:
-        for n in nodes:
-            n.shutdown()
+    two_nodes_store(tmp_path, config, traces)
     rules = tmp_path / "rules.toml"  # a rule the nodes did not have: every run is expected to call "search"
     rules.write_text(path.read_text() + '\n[[expectations]]\nname = "all"\nexpected_tools = ["search"]\n')
     reader = lake.open_reader(config.settings())
@@ -391,13 +380,7 @@ def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
 
     config, path = lake_config
     traces = fixtures()[72:80]
-    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
-    try:
-        for i, fx in enumerate(traces):
-            assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
-    finally:
-        for n in nodes:
-            n.shutdown()
+    two_nodes_store(tmp_path, config, traces)
     counts = [final_counts(tmp_path / "a.duckdb"), final_counts(tmp_path / "b.duckdb")]
     assert all(c["agent_runs"] for c in counts)
     reader = lake.open_reader(config.settings())

@@ -23,20 +23,9 @@ from agentotel_eval.store import lake
 from tests.collector_harness import wait_until
 from tests.lake_nodes import AgentRun, AgentTracer, LakeTable, ServeNode, start_nodes, stop_nodes
 from tests.lake_ring import HashRing, TraceRouter
-from tests.lake_servers import Postgres, S3Server, postgres_bin, running_postgres, running_s3
+from tests.lake_servers import Postgres, S3Server, lake_marks, running_postgres, running_s3
 
-try:
-    lake.extension_files()
-    _MISSING = ""
-except lake.LakeError as exc:
-    _MISSING = str(exc)
-
-pytestmark = [
-    pytest.mark.lake,
-    pytest.mark.skipif(bool(_MISSING), reason=f"needs the [lake] extra ({_MISSING}); .ci/run runs these in its "
-                                              "own environment"),
-    pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)"),
-]
+pytestmark = lake_marks()
 _names = itertools.count()
 #: the deterministic score every run gets from its expected tools (agentotel.eval.expected_tools)
 SCORE = "tool_correctness"
