@@ -236,6 +236,9 @@ class LakeConfig:
     node: str = ""
     #: how often this node looks for traces that several nodes stored, to rebuild them whole; 0: never
     reconcile_interval: Annotated[float, Duration] = 10.0
+    #: while nodes join or leave, read other nodes' parts of an incomplete trace from the lake to assemble it whole
+    #: (never when forwarding: this node would forward their spans too)
+    read_peer_spans: bool = True
     s3: LakeS3Config = field(default_factory=LakeS3Config)
 
     def settings(self) -> Any:
@@ -285,7 +288,7 @@ class CollectorConfig:
     reconstruction: ReconstructionConfig = field(default_factory=ReconstructionConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node, reconcile_interval,
-    #: ``[lake.s3]``); off
+    #: read_peer_spans, ``[lake.s3]``); off
     #: if absent
     lake: LakeConfig | None = None
     auth: AuthConfig = field(default_factory=AuthConfig)

@@ -25,12 +25,13 @@ from agentotel_eval.collector.assemble.assembler import Reconstruct
 from agentotel_eval.collector.assemble.metrics import AssemblyMetrics
 from agentotel_eval.collector.assemble.remote import ProcessAssembly
 from agentotel_eval.collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
-from agentotel_eval.collector.config import CollectorConfig
+from agentotel_eval.collector.config import CollectorConfig, LakeConfig
 from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
 from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.forward.metrics import ForwardMetrics
 from agentotel_eval.collector.lake.flusher import LakeFlusher
+from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
 from agentotel_eval.collector.process.metrics import HelperMetrics
 from agentotel_eval.collector.process.supervisor import Supervisor
@@ -109,6 +110,7 @@ class Collector:
         self.database: Any = None  # Database once started
         self.lake: LakeFlusher | None = None  # with [lake]: copies what this node commits to the shared lake
         self.reconciler: Reconciler | None = None  # with [lake]: rebuilds traces several nodes stored
+        self.peers: PeerSpans | None = None  # with [lake]: other nodes' parts of a split trace, read to assemble it
         self.writer: StoreWriter
         self.assembler: AssemblyStage
         self._assembler_started = False
@@ -162,13 +164,17 @@ class Collector:
                     forward_logs=forwarder.submit_logs if forwarder else None, redactor=self._redactor("judge"),
                 )
             forward = forwarder.submit_spans if forwarder else None
+            # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
+            # this node would forward the other nodes' spans too.
+            self._trace_reader = (PeerReader(self._cursor) if cfg.lake is not None and cfg.lake.read_peer_spans
+                                  and forwarder is None else TraceReader(self._cursor))
             if self.in_process:
-                self.assembler = LocalAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
+                self.assembler = LocalAssembly(cfg.assembler, scoring_config, self._trace_reader,
                                                self.run_writer, forward=forward, stages=self._stage_factories,
                                                reconstruct=self._reconstruct, conventions=cfg.conventions,
                                                text_failures=cfg.reconstruction.text_failures)
             else:
-                self.assembler = ProcessAssembly(cfg.assembler, scoring_config, TraceReader(self._cursor),
+                self.assembler = ProcessAssembly(cfg.assembler, scoring_config, self._trace_reader,
                                                  self.run_writer, forward=forward, tuning=self.tuning,
                                                  conventions=cfg.conventions,
                                                  text_failures=cfg.reconstruction.text_failures)
@@ -232,6 +238,10 @@ class Collector:
                 self.lake.start()
                 if cfg.lake.reconcile_interval > 0:
                     self.reconciler = self._reconciler(cfg)
+                if isinstance(self._trace_reader, PeerReader):
+                    self.peers = self._trace_reader.peers = PeerSpans(
+                        cfg.lake.settings(), cfg.lake.node_name(), away=self._away(cfg.lake),
+                        quiet=self._quiet(cfg))
             self._metrics = self._register_metrics()
             self.http.start()
             self.grpc.start()
@@ -310,6 +320,8 @@ class Collector:
             self.forwarder.shutdown(0)
         if self.reconciler is not None:
             self.reconciler.close()
+        if self.peers is not None:
+            self.peers.close()
         if self.lake is not None:
             self.lake.close(final=False)
         if self.database is not None:
@@ -341,6 +353,8 @@ class Collector:
         self.writer.shutdown()  # applies the last run writes, checkpoints
         if self.reconciler is not None:
             self.reconciler.close()
+        if self.peers is not None:
+            self.peers.close()
         if self.lake is not None:
             try:
                 self.lake.close(final=True)  # every write is done: the rest goes to the lake now
@@ -551,16 +565,26 @@ class Collector:
     def metrics_text(self) -> str:
         return generate_latest(self._metrics).decode()
 
+    @staticmethod
+    def _quiet(cfg: CollectorConfig) -> float:
+        """A split trace is quiet once every node that holds part of it has had time to complete it (its grace
+        period) and copy its build (two flushes)."""
+        assert cfg.lake is not None
+        return cfg.assembler.grace_period + 2 * cfg.lake.flush_interval + 1.0
+
+    @staticmethod
+    def _away(lake: LakeConfig) -> float:
+        """A node that copied nothing for three flush intervals (and 5 s) is taken to have left the ring; the
+        nodes are assumed to share the interval."""
+        return 3 * lake.flush_interval + 5.0
+
     def _reconciler(self, cfg: CollectorConfig) -> Reconciler:
-        """Started with the flusher. A trace is quiet once every node that holds part of it has had time to
-        complete it (its grace period) and copy its build (two flushes). A node that copied nothing for three
-        flush intervals (and 5 s) is taken to have left the ring; the nodes are assumed to share the interval."""
+        """Started with the flusher."""
         assert cfg.lake is not None
         interval = cfg.lake.reconcile_interval
         reconciler = Reconciler(cfg.lake.settings(), cfg, cfg.lake.node_name(), interval=interval,
-                                quiet=cfg.assembler.grace_period + 2 * cfg.lake.flush_interval + 1.0,
-                                live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
-                                away=3 * cfg.lake.flush_interval + 5.0)
+                                quiet=self._quiet(cfg), live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
+                                away=self._away(cfg.lake))
         reconciler.open()
         reconciler.start()
         return reconciler

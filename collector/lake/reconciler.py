@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.collector.score.rescore import RescoreRequest
 from agentotel_eval.store import lake
@@ -78,6 +78,17 @@ def membership_changes(marks: Sequence[tuple[str, datetime]], first_marks: dict[
         if now - times[-1] > away:
             changes.append(times[-1])
     return sorted(changes)
+
+
+def changes_in(read: Callable[[str, list[Any]], list[tuple[Any, ...]]], now: datetime,
+               away: timedelta) -> list[datetime]:
+    """``membership_changes`` over the lake's flush marks of the last ``LOOKBACK``, through ``read`` (SQL, params
+    -> rows). Small rows: DuckLake keeps them in its catalog, not in Parquet files."""
+    since = now - LOOKBACK - away
+    marks = read(f"SELECT DISTINCT node, flushed_at FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at > ?", [since])
+    firsts = read(f"SELECT node, min(flushed_at) FROM {lake.LAKE}.{lake.MARKS} GROUP BY node", [])
+    return [c for c in membership_changes([(str(n), t) for n, t in marks], {str(n): t for n, t in firsts}, now, away)
+            if c > since + away]
 
 
 def owner(trace: SplitTrace, live: Sequence[str]) -> str | None:
@@ -155,14 +166,8 @@ class Reconciler:
         return [t.trace_id for t in due]
 
     def changes(self, now: datetime) -> list[datetime]:
-        """``membership_changes`` over the flush marks of the last ``LOOKBACK``."""
         assert self._rebuilder is not None
-        since = now - LOOKBACK - self._away
-        marks = self._rebuilder.read(f"SELECT DISTINCT node, flushed_at FROM {lake.LAKE}.{lake.MARKS} "
-                                     "WHERE flushed_at > ?", [since])
-        firsts = self._rebuilder.read(f"SELECT node, min(flushed_at) FROM {lake.LAKE}.{lake.MARKS} GROUP BY node")
-        return [c for c in membership_changes([(str(n), t) for n, t in marks], {str(n): t for n, t in firsts}, now,
-                                              self._away) if c > since + self._away]
+        return changes_in(self._rebuilder.read, now, self._away)
 
     def split_traces(self, since: datetime) -> list[SplitTrace]:
         """The traces with a span copied after ``since`` whose spans came from more than one node."""

@@ -326,7 +326,7 @@ def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_pa
     from agentotel_eval.reconstruct import reconstruct
 
     config, _ = lake_config
-    config = dataclasses.replace(config, reconcile_interval=0.5)
+    config = dataclasses.replace(config, reconcile_interval=0.5, read_peer_spans=False)  # the reconciler alone
     chosen = [fx for fx in fixtures() if fx.name in ("openai-agents__otel-genai__sequence",
                                                       "langchain__openinference__delegate",
                                                       "strands__default__sequence")]
@@ -414,3 +414,44 @@ def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
         finally:
             ui.send_signal(signal.SIGTERM)
             assert ui.wait(30) == 0
+
+
+def test_a_node_assembling_its_part_of_a_split_trace_reads_the_other_part_from_the_lake(tmp_path, lake_config):
+    """With no reconciler at all. The ring changed mid-trace: the trace's first half went to node a, which built
+    its part and copied it to the lake; the rest goes to node b, which reads a's part from the lake with its own:
+    its build is the whole trace, the newest, which the latest views show."""
+    from agentotel_eval.reconstruct import reconstruct
+
+    config, _ = lake_config
+    config = dataclasses.replace(config, reconcile_interval=0)
+    chosen = [fx for fx in fixtures() if fx.name in ("openai-agents__otel-genai__sequence",
+                                                      "strands__default__sequence")]
+    whole = {fx.spans()[0].trace_id: reconstruct(fx.spans(), []) for fx in chosen}
+    nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
+    reader = lake.open_reader(config.settings())
+    try:
+        assert all(n.reconciler is None and n.peers is not None for n in nodes)
+        parts = [halves(fx) for fx in chosen]
+        for first, _ in parts:
+            assert post_otlp(nodes[0].http_endpoint, "traces", first).status == 200
+        wait_until(lambda: reader.execute("SELECT count(*) FROM lake.agent_runs").fetchone()[0] > 0
+                   and nodes[0].lake.stats.rows.get("spans", 0) == local_counts(nodes[0])["spans"]
+                   and nodes[0].lake.stats.rows.get("agent_runs", 0) == local_counts(nodes[0])["agent_runs"],
+                   timeout=30, what="node a's parts built and in the lake")
+        for _, second in parts:
+            assert post_otlp(nodes[1].http_endpoint, "traces", second).status == 200
+        want = {(tid, r.span_id): list(r.tools_called) for tid, built in whole.items() for r in built}
+
+        def runs() -> dict[tuple[str, str], list[str]]:
+            return {(t, s): list(tools or []) for t, s, tools in reader.execute(
+                "SELECT trace_id, span_id, tools_called FROM agent_runs").fetchall()}
+
+        wait_until(lambda: runs() == want, timeout=60, what="the split traces whole in the latest views")
+        assert nodes[1].peers.spans_added > 0
+        newest = reader.execute("SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) "
+                                "OVER (PARTITION BY trace_id)").fetchall()
+        assert newest == [("b",)]
+    finally:
+        reader.close()
+        for n in nodes:
+            n.shutdown()

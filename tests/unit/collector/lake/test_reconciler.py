@@ -37,3 +37,12 @@ def test_membership_changes_are_joins_returns_and_departures_seen_in_the_flush_m
     # a cluster whose nodes all flush steadily has no change: a look is then only this read of the marks
     steady = [(n, at(s)) for n in "ab" for s in range(0, 300, 5)]
     assert membership_changes(steady, {"a": at(-3600), "b": at(-3600)}, at(301), away) == []
+
+
+def test_a_part_of_a_trace_has_no_root_or_a_span_whose_parent_it_lacks():
+    from agentotel_eval.collector.lake.peer_spans import incomplete_traces
+
+    trace_ids = ["whole", "whole", "rootless", "orphan", "orphan", "root-only"]
+    span_ids = ["r", "c", "c", "r", "c", "r"]
+    parents = [None, "r", "r", "", "x", None]
+    assert incomplete_traces(trace_ids, span_ids, parents) == {"rootless", "orphan"}
