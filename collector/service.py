@@ -31,6 +31,7 @@ from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.forward.metrics import ForwardMetrics
 from agentotel_eval.collector.lake.flusher import LakeFlusher
+from agentotel_eval.collector.lake.metrics import LakeMetrics
 from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
 from agentotel_eval.collector.process.metrics import HelperMetrics
@@ -560,7 +561,17 @@ class Collector:
             "open_traces": self.assembler.open_traces,
             "assembler_pid": self.assembler.pid,  # None: assembly runs on a thread here
             "decode_pids": self.decoders.pids if self.decoders is not None else [],  # []: decoding runs here
+            **({"lake": self._lake_health()} if self.lake is not None else {}),
         }
+
+    def _lake_health(self) -> dict[str, Any]:
+        """The node's copy to the shared lake: its name there, flushes, the last error, and how far behind."""
+        assert self.lake is not None
+        stats = self.lake.stats
+        watermark = stats.last_watermark
+        return {"node": self.lake.node, "flushes": stats.flushes, "flush_failures": stats.failures,
+                "last_error": stats.last_error or None,
+                "lag_seconds": round((datetime.now(UTC) - watermark).total_seconds(), 3) if watermark else None}
 
     def metrics_text(self) -> str:
         return generate_latest(self._metrics).decode()
@@ -604,6 +615,8 @@ class Collector:
             parts.append(JudgeMetrics(self.judge))
         if self.forwarder is not None:
             parts.append(ForwardMetrics(self.forwarder))
+        if self.lake is not None:
+            parts.append(LakeMetrics(self.lake, self.reconciler, self.peers))
         parts.append(HelperMetrics(self.helpers))
         for part in parts:
             registry.register(part)

@@ -101,6 +101,7 @@ class LakeFlusher:
                 log.warning("lake flush failed (retried in %.0fs): %s", self._interval, exc)
                 return {}
             self.stats.flushes += 1
+            self.stats.last_error = ""
             self.stats.last_seconds = time.monotonic() - started
             for table, n in copied.items():
                 self.stats.rows[table] = self.stats.rows.get(table, 0) + n

@@ -140,6 +140,15 @@ def test_runs_calls_and_scores_reach_the_lake_at_the_next_flush_after_their_comm
                 one.lake.stats.rows.get(table, 0) == local[table] for table in lake.TABLES)
 
         wait_until(copied, timeout=30, what="every table's rows in the lake before shutdown")
+        # what /metrics and /healthz say of it
+        metrics = one.metrics_text()
+        spans = local_counts(one)["spans"]
+        assert f'agentotel_lake_rows_flushed_total{{table="spans"}} {float(spans)}' in metrics
+        assert "agentotel_lake_flush_failures_total 0.0" in metrics and "agentotel_lake_lag_seconds" in metrics
+        assert "agentotel_lake_reconcile_looks_total" in metrics and "agentotel_lake_peer_reads_total" in metrics
+        health = one.health()["lake"]
+        assert health["node"] == "a" and health["flushes"] > 0 and health["last_error"] is None
+        assert 0 <= health["lag_seconds"] < 60
         reader = lake.open_reader(config.settings())
         try:
             assert reader.execute("SELECT count(*) FROM agent_runs").fetchone()[0] == local_counts(one)["agent_runs"]
