@@ -9,9 +9,9 @@ scoring config, and appends the build to the lake as the trace's newest (``LakeB
 show one whole run where there were parts, scored once.
 
 A trace is rebuilt again when a span of it is copied after its reconciled build, or when a node's build of it is
-newer (a part that was built late): the views converge on the whole trace. Every node runs a reconciler, and
-each trace is left to one of them: the first by name among the live nodes that stored it (live: copied rows to
-the lake within ``live_for`` seconds), else the first live node, so a dead node's traces are taken over.
+newer (a part that was built late): the views converge on the whole trace. Every node runs a reconciler, and one
+of them searches and rebuilds: the first live node by name (live: it copied rows to the lake within ``live_for``
+seconds), so when it dies the next takes over, and the cluster pays for one search, not one per node.
 
 Looking costs a scan of the trace ids of every span copied in the window looked at (random ids: no file can be
 skipped by them), so a reconciler looks only when traces can have been split: the ring changes only when a node
@@ -91,11 +91,9 @@ def changes_in(read: Callable[[str, list[Any]], list[tuple[Any, ...]]], now: dat
             if c > since + away]
 
 
-def owner(trace: SplitTrace, live: Sequence[str]) -> str | None:
-    """The node that rebuilds ``trace``: the first by name of the live nodes that stored it, else the first live
-    node (its nodes are gone); None with no live node."""
-    stored = sorted(n for n in trace.nodes if n in live)
-    return stored[0] if stored else min(live, default=None)
+def searcher(live: Sequence[str]) -> str | None:
+    """The node that searches for split traces and rebuilds them: the first live node by name."""
+    return min(live, default=None)
 
 
 class Reconciler:
@@ -148,18 +146,17 @@ class Reconciler:
             starts.append(self._since)
         if not starts:  # no node joined or left lately: no trace can have been split
             return []
+        if searcher(self.live_nodes(now)) != self.node:
+            return []
         since = max(min(starts), now - LOOKBACK)
         self.looks += 1
         found = self.split_traces(since)
-        live = self.live_nodes(now)
-        due = [t for t in found if not t.reconciled and t.last_copied <= now - self._quiet
-               and owner(t, live) == self.node]
+        due = [t for t in found if not t.reconciled and t.last_copied <= now - self._quiet]
         for start in range(0, len(due), BATCH):
             ids = tuple(t.trace_id for t in due[start:start + BATCH])
             summary = self._rebuilder.run(RescoreRequest(trace_ids=ids))
             self.traces_rebuilt += summary.traces
-        # Keep looking from the oldest trace still waiting (for quiet, or for a node that may die before it
-        # rebuilds it), even once the change is past.
+        # Keep looking from the oldest trace still waiting for quiet, even once the change is past.
         waiting = [t.last_copied for t in found if not t.reconciled and t not in due]
         self._waiting = bool(waiting)
         self._since = min(waiting) - timedelta(microseconds=1) if waiting else None

@@ -2,23 +2,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agentotel_eval.collector.lake.reconciler import SplitTrace, owner
+from agentotel_eval.collector.lake.reconciler import searcher
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def split(*nodes: str) -> SplitTrace:
-    return SplitTrace("t", nodes, T, reconciled=False)
-
-
-def test_a_split_trace_is_rebuilt_by_the_first_live_node_that_stored_it():
-    assert owner(split("b", "c"), ["a", "b", "c"]) == "b"
-    assert owner(split("b", "c"), ["a", "c"]) == "c"  # b is gone: c, which also stored it
-
-
-def test_a_split_trace_whose_nodes_are_all_gone_is_taken_over_by_the_first_live_node():
-    assert owner(split("b", "c"), ["d", "a"]) == "a"
-    assert owner(split("b", "c"), []) is None
+def test_the_first_live_node_by_name_searches_and_rebuilds_split_traces():
+    assert searcher(["b", "a", "c"]) == "a"
+    assert searcher(["c"]) == "c"  # a and b gone: c takes over
+    assert searcher([]) is None
 
 
 def at(seconds: float) -> datetime:
