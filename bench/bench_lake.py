@@ -830,7 +830,7 @@ def fragmented_copy(db: Path, settings: Any, flushes: int, node: str) -> float:
     started = time.monotonic()
     src = duckdb.connect(str(db), read_only=True)
     try:
-        schema = {t: [(str(r[0]), str(r[1])) for r in src.execute(f"DESCRIBE {t}").fetchall()] for t in lake.TABLES}
+        schema = lake.node_schema(src)
         stamps = [src.execute(f"SELECT min({c}), max({c}) FROM {t}").fetchone() for t, c in _MARK_COLUMNS.items()]
         lo = min(s[0] for s in stamps if s[0] is not None)
         hi = max(s[1] for s in stamps if s[1] is not None)

@@ -88,7 +88,7 @@ def main() -> None:
 
     local = duckdb.connect()
     migrate(local)
-    schema = {t: [(str(r[0]), str(r[1])) for r in local.execute(f"DESCRIBE {t}").fetchall()] for t in lake.TABLES}
+    schema = lake.node_schema(local)
     print(f"DuckDB {duckdb.__version__}; PostgreSQL catalog, moto S3 data, on loopback")
     with running_postgres() as pg, running_s3() as s3:
         for size in (int(s) for s in args.spans.split(",")):

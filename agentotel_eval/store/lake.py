@@ -238,6 +238,14 @@ def open_writer(settings: LakeSettings, schema: Mapping[str, Sequence[tuple[str,
     raise AssertionError("unreachable")
 
 
+def node_schema(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """A node's tables' columns (table -> (name, type)), as ``sync_tables`` takes them, read from ``con`` (a node's
+    database, whose catalog is its current one)."""
+    # DESCRIBE: duckdb_columns() would need the catalog's name, which a sealed reader's cursor lacks
+    return {table: [(str(row[0]), str(row[1])) for row in con.execute(f"DESCRIBE {table}").fetchall()]
+            for table in TABLES}
+
+
 def latest_select(table: str, catalog: str) -> str:
     """What each table holds now over all nodes: one row per span and log record; the runs and calls of each
     trace's newest build (a trace rebuilt whole, by a reconciler or a re-score, replaces every run an earlier

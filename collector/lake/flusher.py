@@ -67,7 +67,7 @@ class LakeFlusher:
         """Attach the lake (creating its tables from this node's schema) and read this node's marks. Raises
         ``lake.LakeError`` when the lake cannot be used: a node configured for a lake does not run without it."""
         with self._local_cursor() as local:
-            schema = {table: _columns(local, table) for table in lake.TABLES}
+            schema = lake.node_schema(local)
         con = lake.open_writer(self._settings, schema)
         try:
             rows = con.execute(f"SELECT table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} WHERE node = ? "
@@ -153,11 +153,6 @@ class LakeFlusher:
             with self._lock:
                 self._con.close()
                 self._con = None
-
-
-def _columns(local: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
-    rows = local.execute(f"DESCRIBE {table}").fetchall()  # (duckdb_columns() needs a catalog the reader lacks)
-    return [(str(row[0]), str(row[1])) for row in rows]
 
 
 def marks_of(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, str, datetime]]:

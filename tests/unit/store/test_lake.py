@@ -111,7 +111,7 @@ def test_a_node_starting_on_a_lake_of_its_own_schema_changes_nothing_in_the_cata
         pytest.skip(f"needs the [lake] extra: {exc}")
     local = duckdb.connect()
     migrate(local)
-    schema = {t: [(str(r[0]), str(r[1])) for r in local.execute(f"DESCRIBE {t}").fetchall()] for t in lake.TABLES}
+    schema = lake.node_schema(local)
     settings = lake.LakeSettings(str(tmp_path / "catalog.ducklake"), str(tmp_path / "data"))
     con = lake.open_writer(settings, schema)
     snapshots = con.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0]
