@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -153,11 +153,3 @@ class LakeFlusher:
             with self._lock:
                 self._con.close()
                 self._con = None
-
-
-def marks_of(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, str, datetime]]:
-    """Every node's newest mark per table: what each node has copied (for status pages and tests)."""
-    for node, table, mark in con.execute(
-            f"SELECT node, table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} GROUP BY ALL ORDER BY ALL"
-    ).fetchall():
-        yield str(node), str(table), mark

@@ -53,7 +53,6 @@ BATCH = 100
 @dataclass(frozen=True, slots=True)
 class SplitTrace:
     trace_id: str
-    nodes: tuple[str, ...]  # the nodes that stored its spans
     last_copied: datetime  # when its newest span reached the lake
     reconciled: bool  # its newest build is a reconciler's, made after its last span was copied
 
@@ -109,7 +108,6 @@ class Reconciler:
         self._quiet = timedelta(seconds=quiet)
         self._live_for = timedelta(seconds=live_for)
         self._away = timedelta(seconds=away)
-        self._waiting = False  # split traces found that are not rebuilt yet
         self.looks = 0  # the looks that searched the spans (not only the marks)
         self._now = clock
         self._since: datetime | None = None  # spans copied after this are looked at
@@ -138,11 +136,11 @@ class Reconciler:
                 log.warning("lake reconciliation failed (retried in %.0fs): %s", self._interval, exc)
 
     def run_once(self) -> list[str]:
-        """One look: rebuild the quiet split traces this node owns; returns their ids."""
+        """One look, when this node is the searcher: rebuild the quiet split traces; returns their ids."""
         assert self._rebuilder is not None, "open() first"
         now = self._now()
         starts = [change - TRACE_WINDOW for change in self.changes(now) if change > now - TRACE_WINDOW - self._quiet]
-        if self._waiting and self._since is not None:
+        if self._since is not None:  # split traces found last time still wait for quiet
             starts.append(self._since)
         if not starts:  # no node joined or left lately: no trace can have been split
             return []
@@ -158,7 +156,6 @@ class Reconciler:
             self.traces_rebuilt += summary.traces
         # Keep looking from the oldest trace still waiting for quiet, even once the change is past.
         waiting = [t.last_copied for t in found if not t.reconciled and t not in due]
-        self._waiting = bool(waiting)
         self._since = min(waiting) - timedelta(microseconds=1) if waiting else None
         return [t.trace_id for t in due]
 
@@ -177,21 +174,21 @@ class Reconciler:
                 WHERE flushed_at > ? GROUP BY trace_id
             ), bounds AS (SELECT min(lo) - ?::INTERVAL AS lo, max(hi) + ?::INTERVAL AS hi FROM recent),
             split AS (
-                SELECT s.trace_id, list(DISTINCT s.node ORDER BY s.node) AS nodes, max(s.flushed_at) AS last_copied
+                SELECT s.trace_id, max(s.flushed_at) AS last_copied
                 FROM {L}.spans s, bounds WHERE s.start_time BETWEEN bounds.lo AND bounds.hi
                 AND s.trace_id IN (SELECT trace_id FROM recent)
                 GROUP BY s.trace_id HAVING count(DISTINCT s.node) > 1
             ), newest AS (
-                SELECT r.trace_id, arg_max(r.node, r.updated_at) AS builder, max(r.updated_at) AS built,
+                SELECT r.trace_id, arg_max(r.node, r.updated_at) AS builder,
                        arg_max(r.flushed_at, r.updated_at) AS build_copied
                 FROM {L}.agent_runs r WHERE r.trace_id IN (SELECT trace_id FROM split) GROUP BY r.trace_id
             )
-            SELECT split.trace_id, split.nodes, split.last_copied,
+            SELECT split.trace_id, split.last_copied,
                    coalesce(starts_with(newest.builder, '{BUILDER_PREFIX}') AND newest.build_copied > split.last_copied,
                             FALSE)
             FROM split LEFT JOIN newest USING (trace_id) ORDER BY split.last_copied, split.trace_id
             """, [since, TRACE_WINDOW, TRACE_WINDOW])
-        return [SplitTrace(str(t), tuple(nodes), copied, bool(done)) for t, nodes, copied, done in rows]
+        return [SplitTrace(str(t), copied, bool(done)) for t, copied, done in rows]
 
     def live_nodes(self, now: datetime) -> list[str]:
         """The nodes that copied rows to the lake within ``live_for``, and this one."""
