@@ -19,9 +19,10 @@ from starlette.routing import BaseRoute, Route
 
 from agentotel_eval.collector.receive.auth import Authenticator, BearerAuth
 from agentotel_eval.collector.receive.http.answers import Blocking
+from agentotel_eval.collector.receive.http.app import refusal
 from agentotel_eval.collector.receive.http.server import HttpServer, Limits
 from agentotel_eval.collector.ui.routes import UiPages, is_ui_path, ui_routes
-from agentotel_eval.collector.ui.sign_in import local_path, sign_in, sign_in_routes
+from agentotel_eval.collector.ui.sign_in import sign_in_routes
 from agentotel_eval.store import lake
 from agentotel_eval.store.query import QueryResult, run_query
 
@@ -43,7 +44,7 @@ class LakeUi:
             routes += sign_in_routes(auth, secure=False)
             middleware.append(Middleware(BearerAuth, auth=auth, open_paths=frozenset({"/healthz", "/login",
                                                                                         "/logout"}),
-                                         cookie_paths=is_ui_path, refusal=_refusal))
+                                         cookie_paths=is_ui_path, refusal=refusal))
         self._server = HttpServer(host, port, Starlette(routes=routes, middleware=middleware),
                                   limits=Limits(max_connections=workers * 8))
 
@@ -72,11 +73,3 @@ class LakeUi:
 
 async def _healthy(_request: Request) -> Response:
     return JSONResponse({"status": "ok"})
-
-
-def _refusal(request: Request) -> Response:
-    """A page asks for the token with the sign-in form; anything else is a plain 401."""
-    if request.method in ("GET", "HEAD") and request.url.path not in ("/api/runs/latest",):
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        return sign_in(local_path(target))
-    return JSONResponse({"error": "this server requires a token"}, 401)

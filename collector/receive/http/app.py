@@ -51,7 +51,7 @@ class HttpApp:
     stats: HttpStats = field(default_factory=HttpStats)
 
 
-def _refusal(request: Request) -> Response:
+def refusal(request: Request) -> Response:
     """The 401 of a request without the token, in the form its client reads: an OTLP Status, the sign-in form for a
     page a person opened, JSON for the API. Its body is never read, so its connection closes after."""
     path, method = request.url.path, request.method
@@ -86,7 +86,7 @@ def build_app(parts: HttpApp, blocking: Blocking) -> Starlette:
         routes += sign_in_routes(parts.auth, secure=parts.tls is not None)
         middleware.append(Middleware(BearerAuth, auth=parts.auth, open_paths=frozenset({"/healthz", "/login",
                                                                                         "/logout"}),
-                                     cookie_paths=is_ui_path, refusal=_refusal))
+                                     cookie_paths=is_ui_path, refusal=refusal))
     if parts.ui is not None:
         routes += ui_routes(parts.ui, blocking)
     return Starlette(routes=routes, middleware=middleware,
