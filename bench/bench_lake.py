@@ -202,6 +202,15 @@ def start_all(nodes: list[Any]) -> float:
     return time.monotonic() - started
 
 
+def tear_down(nodes: list[Any], router: Any, folder: Path) -> None:
+    """Whatever still runs of a phase (its nodes, the router process) killed, and its files removed."""
+    for node in nodes:
+        node.kill()
+    if router.is_alive():
+        router.kill()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def stop_all(nodes: list[Any]) -> float:
     from tests.lake_nodes import stop_nodes
 
@@ -569,11 +578,7 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
             finally:
                 con.close()
     finally:
-        for node in nodes:
-            node.kill()
-        if router.is_alive():
-            router.kill()
-        shutil.rmtree(folder, ignore_errors=True)
+        tear_down(nodes, router, folder)
     seconds = load.window[1] - load.window[0]
     per_node = acked_in(results, *load.window)
     total = sum(per_node.values())
@@ -1061,11 +1066,7 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         finally:
             con.close()
     finally:
-        for node in nodes:
-            node.kill()
-        if router.is_alive():
-            router.kill()
-        shutil.rmtree(folder, ignore_errors=True)
+        tear_down(nodes, router, folder)
     records = sorted((rec, r["spans"]) for r in results for rec in r["records"])
     errors_after = [done - killed_at for (sent, done, ok, _), _ in records if not ok and done >= killed_at]
     acks = sorted(done for (sent, done, ok, _), _ in records if ok)
