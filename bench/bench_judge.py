@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402  (litellm's own HTTP transport, so it is installed with it)
 
 from agentotel_eval import EvalTestCase, ToolCall, ToolDefinition  # noqa: E402
+from agentotel_eval.detectors import detect_and_observe  # noqa: E402
 from agentotel_eval.judge.client import CustomLLMClient  # noqa: E402
-from agentotel_eval.metrics.detectors import detect_and_observe  # noqa: E402
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric  # noqa: E402
 from tests.llm_stub import LLMStub, Reply  # noqa: E402
 

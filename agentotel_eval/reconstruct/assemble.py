@@ -43,6 +43,7 @@ from agentotel_eval.reconstruct.run_fields import (
     expected_trajectory_of,
     offered_by_turn,
     offered_definitions,
+    run_context_of,
     run_input_of,
     run_output_of,
     run_status_of,
@@ -341,6 +342,7 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     agent_name = agent_name_of(scope, llm_spans, tool_spans, ctx)
     run_input, input_source = run_input_of(chain, llm_spans, ctx)
     run_output, output_source = run_output_of(chain, llm_spans, ctx)
+    system_prompt, assistant_texts = run_context_of(llm_spans, ctx)
     run_input = run_input.strip() or None if run_input else None
     run_output = run_output.strip() or None if run_output else None
     extra["input_source"], extra["output_source"] = input_source, output_source
@@ -377,4 +379,6 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         anchor.name,
         extra,
         diagnostics,
+        system_prompt,
+        assistant_texts,
     )

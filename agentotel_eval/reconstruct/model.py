@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,9 @@ class AgentRun:
     span_name: str = ""
     extra: dict[str, object] = field(default_factory=dict, compare=False)
     diagnostics: dict[str, Any] = field(default_factory=dict, compare=False)  # how it was rebuilt (explain)
+    #: the system prompt of the run's first recorded LLM request ("" when it had none; None: not recorded)
+    system_prompt: str | None = field(default=None, compare=False)
+    assistant_texts: tuple[str, ...] = field(default=(), compare=False)  # the model's text between calls
 
     @property
     def tools_called(self) -> list[str]:
@@ -74,8 +78,20 @@ class AgentRun:
             tool_calls=list(self.tool_calls),
             available_tools=list(self.tool_definitions) or None,
             name=f"{self.agent_name or self.span_name} {self.trace_id}/{self.span_id}",
-            metadata=self._unmatched() or None,
+            metadata={**self._unmatched(), "context": self.context()},
         )
+
+    def context(self) -> dict[str, Any]:
+        """What the detectors read beside the calls: the service and agent (``[[tools]]`` scopes), when the run
+        started (the day "tomorrow" in its input means), the system prompt and the model's text between calls."""
+        out: dict[str, Any] = {"started": _iso(self.start_time_ns), "system_prompt": self.system_prompt}
+        if self.assistant_texts:
+            out["assistant_texts"] = list(self.assistant_texts)
+        if self.service_name:
+            out["service"] = self.service_name
+        if self.agent_name:
+            out["agent"] = self.agent_name
+        return out
 
     def _unmatched(self) -> dict[str, Any]:
         """Calls the model requested that never ran, calls that ran with no request (by call index), and the tools
@@ -93,3 +109,7 @@ class AgentRun:
         if by_turn:
             out["offered_by_turn"] = {turn: list(names) for turn, names in by_turn.items()}
         return {"reconstruction": out} if out else {}
+
+
+def _iso(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC).isoformat() if ns else ""

@@ -289,6 +289,36 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
     return None, None
 
 
+_MAX_ASSISTANT_TEXTS = 20
+_MAX_CONTEXT_CHARS = 4000
+
+
+def run_context_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, tuple[str, ...]]:
+    """What the model was told besides the user's request, and what it said between calls: the system prompt of
+    the run's first LLM call whose input is recorded ("" when that input has none; None when no input is recorded,
+    so nobody can say), and the text of every LLM output but the last (the final answer)."""
+    system: str | None = None
+    ordered = sorted(llm_spans, key=_END_ORDER) if len(llm_spans) > 1 else list(llm_spans)
+    for span in ordered:
+        instructions = span.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
+        messages = ctx.input(span)
+        if not messages and instructions is None:
+            continue
+        texts = [m.text for m in messages if m.role in ("system", "developer") and m.text]
+        if instructions is not None:
+            texts.append(text_of(instructions) or "")
+        system = "\n".join(t for t in texts if t)[:_MAX_CONTEXT_CHARS]
+        break
+    said: list[str] = []
+    for span in ordered[:-1]:
+        text = ctx.output(span).text
+        if text and text.strip():
+            said.append(text.strip()[:_MAX_CONTEXT_CHARS])
+            if len(said) >= _MAX_ASSISTANT_TEXTS:
+                break
+    return system, tuple(said)
+
+
 def _among(span: SpanRecord, spans: Sequence[SpanRecord]) -> bool:
     """Whether this very span (not an equal copy) is one of these; a loop, cheaper than a generator for a few."""
     for other in spans:  # noqa: SIM110 (speed)

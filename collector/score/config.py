@@ -14,11 +14,10 @@ from typing import Annotated, Any
 from agentotel_eval.collector.config_fields import Parsed, Range
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
 from agentotel_eval.collector.score.expectations import MODES, Dataset, ExpectationRule, parse_modes
-from agentotel_eval.metrics.tool_rules import ToolRule
+from agentotel_eval.detectors.declarations import ToolRule
+from agentotel_eval.detectors.registry import check_rule_names
+from agentotel_eval.detectors.types import check_error_types
 
-ERROR_TYPES = (
-    "parameter_error", "invalid_function", "sequence_error", "result_ignored", "repeated_failure", "error_handling",
-)
 #: when the judge runs for a run (any of): every sampled run, runs failing a deterministic check, runs with a
 #: failed tool call, runs where a deterministic detector found an error
 ONLY_WHEN = ("always", "deterministic_failed", "tool_error", "detector_found", "detector_uncertain")
@@ -30,15 +29,6 @@ def _model_name(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected a litellm model name (e.g. 'openai/gpt-4o-mini'), got {value!r}")
     return value.strip()
-
-
-def _error_types(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value:
-        raise ValueError(f"must be a non-empty list of {list(ERROR_TYPES)}")
-    bad = [t for t in value if t not in ERROR_TYPES]
-    if bad:
-        raise ValueError(f"unknown error_types {bad}; expected some of {list(ERROR_TYPES)}")
-    return tuple(value)
 
 
 def _only_when(value: Any) -> tuple[str, ...]:
@@ -54,13 +44,15 @@ class ScoringSettings:
     modes: Annotated[tuple[str, ...], Parsed(parse_modes)] = MODES
     threshold: Annotated[float, Range(0.0, 1.0)] = 0.5
     detectors: bool = True
+    #: detector rules turned off by name (``error_handling.false_success``; ``agentotel-eval rules`` lists them)
+    disabled_rules: Annotated[tuple[str, ...], Parsed(check_rule_names)] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeSettings:
     model: Annotated[str, Parsed(_model_name)]
     sample_rate: Annotated[float, Range(0.0, 1.0)] = 1.0
-    error_types: Annotated[tuple[str, ...] | None, Parsed(_error_types)] = None
+    error_types: Annotated[tuple[str, ...] | None, Parsed(check_error_types)] = None
     threshold: Annotated[float, Range(0.0, 1.0)] = 0.7
     max_concurrency: Annotated[int, Range(1)] = 4
     max_cost_usd_per_day: Annotated[float | None, Range(0.0)] = None

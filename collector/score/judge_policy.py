@@ -34,18 +34,22 @@ def judge_decision(run: AgentRun, results: Sequence[MetricResult], settings: Jud
         "tool_error": any(call.status == "error" for call in run.tool_calls),
         "detector_found": any(
             r.metric == METRIC_DETECTORS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
+            and not _uncertain(r)
             for r in results
         ),
-        # the detectors passed the run only on what they could see: some check lacked the data it needs
-        "detector_uncertain": any(
-            r.metric == METRIC_DETECTORS and r.status == "ok" and not r.evaluation_log.get("detected")
-            and bool(r.evaluation_log.get("could_not_run"))
-            for r in results
-        ),
+        # the detectors found nothing they are sure of, and something they could not check or are not sure of
+        "detector_uncertain": any(r.metric == METRIC_DETECTORS and r.status == "ok" and _uncertain(r) for r in results),
     }
     if any(reasons[w] for w in settings.only_when):
         return True, ""
     return False, "only_when not met (" + ", ".join(settings.only_when) + ")"
+
+
+def _uncertain(result: MetricResult) -> bool:
+    log = result.evaluation_log
+    if "uncertain" in log:
+        return bool(log["uncertain"])
+    return not log.get("detected") and bool(log.get("could_not_run"))  # a row written before findings had a confidence
 
 
 def over_budget(spent_today_usd: float, settings: JudgeSettings) -> str | None:

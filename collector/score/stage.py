@@ -155,7 +155,7 @@ class RunScorer:
             self._detectors = ToolsErrorMetric(
                 None, threshold=judge.threshold if judge else 0.7,
                 error_types=list(judge.error_types) if judge and judge.error_types else None, judge=False,
-                tool_rules=config.tools,
+                tool_rules=config.tools, disabled_rules=settings.disabled_rules,
             )
 
     def expectation(self, run: AgentRun) -> Expectation | None:

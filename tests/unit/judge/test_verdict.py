@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from agentotel_eval.detectors import Finding
 from agentotel_eval.judge.errors import JudgeOutputError
-from agentotel_eval.metrics.detectors import Finding
 from agentotel_eval.metrics.tool_errors import (
     ERROR_TYPES,
     Verdict,

@@ -13,8 +13,10 @@ def _run(span_id="cd" * 8, calls=()):
     return AgentRun("ab" * 16, span_id, "a", 1, 2, tool_calls=tuple(calls))
 
 
-def _result(metric, success, detected=None, could_not_run=()):
+def _result(metric, success, detected=None, could_not_run=(), uncertain=None):
     log = {} if detected is None else {"detected": detected, "could_not_run": list(could_not_run)}
+    if uncertain is not None:
+        log["uncertain"] = uncertain
     return MetricResult(metric, 1.0 if success else 0.0, success, "", 0.5, evaluation_log=log)
 
 
@@ -44,6 +46,12 @@ def test_sampling_is_stable_and_close_to_the_rate():
             "error_handling could not run: the run's final answer is not recorded"])], True),
         (("detector_uncertain",), _run(), [_result("tool_errors_detectors", False, detected=True, could_not_run=[
             "x could not run"])], False),  # found: nothing left for the judge to decide
+        # a finding the detectors are not sure of is the judge's to decide; one they are sure of is not
+        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", True, detected=True, uncertain=True)],
+         True),
+        (("detector_found",), _run(), [_result("tool_errors_detectors", True, detected=True, uncertain=True)], False),
+        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", False, detected=True, uncertain=False)],
+         False),
         (("tool_error", "deterministic_failed"), _run(), [_result("tool_correctness", False)], True),
     ],
 )

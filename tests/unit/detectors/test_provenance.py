@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from agentotel_eval import ToolCall
-from agentotel_eval.metrics.detectors import SEQUENCE_ERROR, could_not_run, detect
-from agentotel_eval.metrics.provenance import id_like
+from agentotel_eval.detectors import could_not_run, detect
+from agentotel_eval.detectors.tokens import id_like
+from agentotel_eval.detectors.types import SEQUENCE_ERROR
 
 
 def test_what_counts_as_an_id() -> None:
@@ -36,7 +37,7 @@ def test_an_id_used_before_the_call_that_produced_it() -> None:
 def test_without_recorded_results_provenance_says_it_could_not_run() -> None:
     calls = [ToolCall("get_order", {"order_id": "ORD-9931"}), ToolCall("list_orders", {"user": "me"})]
     assert detect(calls, types=[SEQUENCE_ERROR]) == []
-    assert "sequence_error (provenance) could not run: no call's result is recorded" in could_not_run(
+    assert "sequence_error (provenance) could not run: no call's result or error is recorded" in could_not_run(
         calls, None, types=[SEQUENCE_ERROR])
 
 
@@ -45,7 +46,13 @@ def test_an_id_found_nowhere_is_an_ungrounded_argument() -> None:
     made_up = ToolCall("get_order", {"order_id": "ORD-7777"}, output={"error": "no such order"})
     (finding,) = detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?")
     assert (finding.subtype, finding.call_indices) == ("ungrounded_argument", (1,))
-    assert finding.to_dict()["evidence"] == {"value": "ORD-7777", "used_by": 1}
+    assert finding.to_dict()["evidence"] == {"value": "ORD-7777", "argument": "order_id", "kind": "an id",
+                                             "used_by": 1, "system_prompt_recorded": True}
+    assert not finding.uncertain
+    # where the system prompt was not recorded, the id may be there: the finding is one the rule is not sure of
+    (unsure,) = detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?",
+                       system_prompt=None)
+    assert unsure.uncertain
     question = "Where is my latest order?"
     # grounded by the input, by an earlier result, or by the tool's own definition (an example in its description)
     assert detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Is ORD-7777 shipped?") == []

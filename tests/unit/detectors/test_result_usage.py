@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentotel_eval import ToolCall
-from agentotel_eval.metrics.detectors import detect, observations
+from agentotel_eval.detectors import detect, observations
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.test_case import EvalTestCase

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from agentotel_eval import ToolCall
-from agentotel_eval.metrics.detectors import PARAMETER_ERROR, SEQUENCE_ERROR, detect
+from agentotel_eval.detectors import detect
+from agentotel_eval.detectors.declarations import parse_tool_rules
+from agentotel_eval.detectors.types import PARAMETER_ERROR, SEQUENCE_ERROR
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
-from agentotel_eval.metrics.tool_rules import parse_tool_rules
 from agentotel_eval.test_case import EvalTestCase
 from agentotel_eval.trajectory import SpecError
 

@@ -3,17 +3,28 @@ import json
 import pytest
 
 from agentotel_eval import ToolCall, ToolDefinition
-from agentotel_eval.metrics import detectors
-from agentotel_eval.metrics.detectors import (
+from agentotel_eval.detectors import detect, schemas
+from agentotel_eval.detectors.rules.schema_violation import MAX_SCHEMA_ERRORS_PER_CALL
+from agentotel_eval.detectors.types import (
     INVALID_FUNCTION,
     PARAMETER_ERROR,
     REPEATED_FAILURE,
-    detect,
-    detect_invalid_functions,
-    detect_parameter_errors,
-    detect_repeated_failures,
 )
 from tests.fixture_traces import fixtures
+
+
+def detect_invalid_functions(calls, tools):
+    return detect(calls, tools, types=[INVALID_FUNCTION])
+
+
+def detect_parameter_errors(calls, tools):
+    return detect(calls, tools, types=[PARAMETER_ERROR])
+
+
+def detect_repeated_failures(calls):
+    return [f for f in detect(calls, types=[REPEATED_FAILURE])
+            if f.rule in ("repeated_failure.same_arguments", "repeated_failure.equivalent_arguments")]
+
 
 WEATHER = ToolDefinition(
     "get_weather",
@@ -147,11 +158,11 @@ def test_invalid_schema_is_skipped_not_blamed_on_the_agent():
 
 
 def test_validators_are_cached_per_schema():
-    detectors._validator.cache_clear()
+    schemas.validator.cache_clear()
     calls = [ToolCall("get_weather", {"city": "Oslo"}) for _ in range(50)]
     detect_parameter_errors(calls, TOOLS)
     detect_parameter_errors(calls, [WEATHER.__class__(WEATHER.name, None, json.loads(json.dumps(WEATHER.parameters)))])
-    info = detectors._validator.cache_info()
+    info = schemas.validator.cache_info()
     assert info.misses == 1 and info.hits == 99
 
 
@@ -159,7 +170,7 @@ def test_schema_errors_per_call_are_capped():
     schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(30)}}
     call = ToolCall("t", {f"p{i}": i for i in range(30)})
     found = detect_parameter_errors([call], [ToolDefinition("t", parameters=schema)])
-    assert len(found) == detectors.MAX_SCHEMA_ERRORS_PER_CALL + 1
+    assert len(found) == MAX_SCHEMA_ERRORS_PER_CALL + 1
     assert "20 more schema violation(s)" in found[-1].description
 
 
@@ -216,7 +227,8 @@ def test_detect_orders_findings_and_filters_types():
     assert found[0].to_dict() == {
         "type": REPEATED_FAILURE, "subtype": "same_arguments", "rule": "repeated_failure.same_arguments",
         "description": found[0].description, "tool_name": "get_weather", "call_indices": [0, 1], "argument": None,
-        "evidence": {"arguments": '{"city": "X"}', "error": found[0].to_dict()["evidence"]["error"], "times": 2}}
+        "evidence": {"arguments": '{"city": "X"}', "error": found[0].to_dict()["evidence"]["error"], "times": 2},
+        "confidence": 1.0, "uncertain": False}
     assert json.loads(json.dumps([f.to_dict() for f in found]))[1]["evidence"] == {
         "called": "nope", "offered": ["convert_currency", "get_weather"], "closest": None}
 
@@ -250,8 +262,9 @@ def test_real_runs_from_the_fixture_manifest(fixture):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from agentotel_eval.detectors.schemas import quick_check as _quick_check  # noqa: E402
+from agentotel_eval.detectors.schemas import validator as _validator  # noqa: E402
 from agentotel_eval.frozen import freeze  # noqa: E402
-from agentotel_eval.metrics.detectors import _quick_check, _validator  # noqa: E402
 
 _VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False, width=16),
@@ -315,7 +328,7 @@ def test_a_key_the_schema_does_not_name_is_unexpected_unless_other_keys_are_allo
 
 
 def test_a_required_argument_a_partial_capture_lost_is_not_reported_missing():
-    from agentotel_eval.metrics.detectors import could_not_run
+    from agentotel_eval.detectors import could_not_run
     from agentotel_eval.test_case import PARTIAL_SOURCE
 
     book = {"name": "book_hotel", "parameters": {"type": "object", "required": ["city", "nights"],

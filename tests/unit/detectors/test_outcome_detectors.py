@@ -7,9 +7,9 @@ import dataclasses
 from typing import Any
 
 from agentotel_eval import ToolCall
-from agentotel_eval.metrics.detectors import detect
-from agentotel_eval.metrics.outcome_detectors import error_signature, failed
-from agentotel_eval.metrics.tool_rules import parse_tool_rules
+from agentotel_eval.detectors import detect
+from agentotel_eval.detectors.declarations import parse_tool_rules
+from agentotel_eval.detectors.failure import error_signature, failed
 from agentotel_eval.reconstruct import reconstruct
 from tests.fixture_traces import fixtures
 
@@ -101,7 +101,7 @@ def test_real_error_runs_are_clean_and_their_mutations_are_found() -> None:
 
 
 def test_what_the_detectors_could_not_check_is_said() -> None:
-    from agentotel_eval.metrics.detectors import could_not_run
+    from agentotel_eval.detectors import could_not_run
     from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
     from agentotel_eval.test_case import EvalTestCase
 
@@ -111,13 +111,17 @@ def test_what_the_detectors_could_not_check_is_said() -> None:
         "invalid_function could not run: the tools offered to the model are not recorded",
         "parameter_error (schemas) could not run: no tool schema is recorded",
         "parameter_error could not check 2 of 2 call(s): arguments not recorded",
-        "error_handling could not run: the run's final answer is not recorded",
+        "sequence_error (provenance) could not run: no call's result or error is recorded",
+        "sequence_error (grounding) could not run: the run's input is not recorded",
+        "sequence_error (grounding) could not run: no call's result or error is recorded",
         "result_ignored could not run: no call's result or error is recorded",
-        "sequence_error (provenance) could not run: no call's result is recorded",
+        "result_ignored could not run: the run's final answer is not recorded",
+        "error_handling could not run: the run's final answer is not recorded",
     ]
     assert could_not_run([], None) == []
     result = ToolsErrorMetric(judge=False).measure(EvalTestCase(input="q", tools_called=names_only))
-    assert result.evaluation_log["could_not_run"] == notes  # the metric checks sequence_error on every run
+    # the metric has the input: grounding is not blocked by it
+    assert result.evaluation_log["could_not_run"] == [n for n in notes if "input is not recorded" not in n]
 
 
 def test_requests_that_never_ran_and_calls_nobody_requested() -> None:
@@ -133,13 +137,14 @@ def test_requests_that_never_ran_and_calls_nobody_requested() -> None:
     case = run.to_test_case()
     assert case.metadata == {"reconstruction": {
         "requests_without_execution": [{"name": "book", "call_id": "call_7", "llm_span": "11" * 8}],
-        "executions_without_request": [1]}}
+        "executions_without_request": [1]}, "context": {"agent": "agent", "started": "1970-01-01T00:00:00+00:00",
+                                                       "system_prompt": None}}
     result = ToolsErrorMetric(judge=False).measure(run)
     found = [(f["subtype"], f["tool_name"], f["call_indices"]) for f in result.evaluation_log["detectors"]]
     assert found == [("requested_not_executed", "book", []), ("executed_not_requested", "wipe_disk", [1])]
     assert result.success is False
     clean = AgentRun("ab" * 16, "cd" * 8, "agent", 1, 2, input="q", tool_calls=(ToolCall("search", {"q": "x"}),))
-    assert clean.to_test_case().metadata is None
+    assert "reconstruction" not in (clean.to_test_case().metadata or {})
 
 
 def test_an_answer_that_states_another_number_than_the_result() -> None:
@@ -149,7 +154,8 @@ def test_an_answer_that_states_another_number_than_the_result() -> None:
     (found,) = detect([refund], answer="Cancelled: the refund of $486 is on its way.")
     assert (found.type, found.subtype, found.argument) == ("result_ignored", "answer_contradicts_result",
                                                            "refund_amount")
-    assert found.to_dict()["evidence"] == {"stated": 486.0, "recorded": 468.0, "key": "refund_amount", "call": 0}
+    assert found.to_dict()["evidence"] == {"stated": "$486", "recorded": "468", "kind": "number",
+                                           "key": "refund_amount", "call": 0, "linked_by": "key"}
     # a number the answer computed from the results (a total), or one the user gave, is not a contradiction
     prices = [ToolCall("search", {"q": "x"}, output=[{"price": 120}, {"price": 80}])]
     assert detect(prices, answer="Both come to a price of 200 in total.") == []
@@ -166,7 +172,7 @@ def test_a_real_run_with_its_answer_changed_to_contradict_a_result() -> None:
     changed = run.output.replace("92 EUR", "95 EUR")
     (found,) = detect(run.tool_calls, answer=changed, user_input=run.input)
     assert (found.subtype, found.tool_name) == ("answer_contradicts_result", "convert_currency")
-    assert found.to_dict()["evidence"]["stated"] == 95.0 and found.to_dict()["evidence"]["recorded"] == 92.0
+    assert found.to_dict()["evidence"]["stated"] == "95 EUR" and found.to_dict()["evidence"]["recorded"] == "92.0 EUR"
 
 
 def test_success_in_other_words_is_a_claim_for_an_action() -> None:

@@ -1,0 +1,294 @@
+"""``sequence_error``/``ungrounded_argument``: a call's argument value that appears nowhere before the call: not in
+the user's input, the system prompt, the tools' definitions, the assistant's text between calls, nor any earlier
+call's arguments, result or error. The model made it up.
+
+Values of every kind are checked, each by what it means rather than how it is written:
+
+- **ids** ("ORD-9931", a UUID): as whole tokens; only ids that cannot be the model's own vocabulary (six
+  characters or more, digits mixed into capitals or two digits or more: "EHGLP3", not "gpt-4o"). An id that first
+  appears in a later result is ``used_before_produced``, not this.
+- **numbers** (and numbers written as text): equal to a number stated before (92 to "92.00 EUR", 3 to "three
+  nights", 0.15 to "15%"), or computed from those by a sum, difference, product, quotient or unit conversion
+  (``statements.compare.derivations``). 0 and 1, and parameters that size a listing (``limit``, ``page``,
+  ``top_k``, ...) or have a schema default, are the model's own choice and are not checked.
+- **dates**: the same day as one stated before ("July 1" for ``2025-07-01``), or one stated before plus a
+  number of days stated before (a check-in plus 3 nights); "tomorrow" and weekdays are read from the day the run
+  started, when it is known.
+- **names** (a short value with a capital: "Madrid", "Hotel Roma", "EUR"): one of its words, its initials or,
+  for a currency code, the currency's name or symbol, stated before.
+
+A call is checked only where the run's input and every earlier call's result or error are recorded. The finding
+is uncertain (``detector_uncertain``, confidence 0.5) where the rule cannot be sure: the system prompt was not
+recorded (the value may be there), the value is a short code in capitals (an airport code the model knows), or a
+relative day could not be placed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agentotel_eval.detectors.finding import Finding, finding
+from agentotel_eval.detectors.rule import Rule
+from agentotel_eval.detectors.statements import lexicon as lx
+from agentotel_eval.detectors.statements.compare import derivations, same
+from agentotel_eval.detectors.statements.scan import DATE, NUMBER, Fact, read
+from agentotel_eval.detectors.tokens import contains_token, id_like, value_text
+from agentotel_eval.detectors.types import SEQUENCE_ERROR
+from agentotel_eval.detectors.view import RunView, normalized
+
+SURE, LIKELY, UNSURE = 0.9, 0.8, 0.5
+_MAX_VALUES = 32  # argument values checked per call
+#: parameters whose value sizes or pages a listing: the model's own choice, never the user's
+_OWN_CHOICE_KEYS = re.compile(r"(?i)(?:^|_)(?:limit|page|offset|top_?k|top_?n|k|n|size|page_?size|per_?page|count|"
+                              r"max(?:_\w+)?|min(?:_\w+)?|num(?:_\w+)?|n_\w+|retries|timeout|temperature|seed|depth|"
+                              r"radius|precision|decimals|version|level|priority|rank|index|skip|batch\w*|threshold)$")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_NAME = re.compile(r"[A-Z]")
+
+
+def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    if depth > 5:
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}" if path else str(key), depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value[:20]:
+            yield from _leaves(item, path, depth + 1)
+    else:
+        yield path, value
+
+
+class _Known:
+    """What was stated before a call: text (lower-cased), facts, and numbers; grown call by call."""
+
+    def __init__(self, view: RunView) -> None:
+        texts = [view.user_input or "", view.system_prompt or "", view.definitions_text, *view.assistant_texts]
+        self.text = "\n".join(t for t in texts if t)
+        self.lower = self.text.lower()
+        self._words: str | None = None
+        self.facts: list[Fact] = []
+        for text in texts:
+            self.facts += read(text).facts
+        self.numbers = [f.value for f in self.facts if f.kind == NUMBER]
+        self.currencies = {f.unit for f in self.facts if f.kind == NUMBER and f.dim == "money"}
+
+    @property
+    def words(self) -> str:
+        """The known text lower-cased, identifiers split into words ("mei_kovacs_8020" -> "mei kovacs 8020")."""
+        if self._words is None:
+            self._words = self.lower.replace("_", " ")
+        return self._words
+
+    def add(self, view: RunView, j: int) -> None:
+        self._words = None
+        call = view.calls[j]
+        for part in (call.input_parameters if call.input_parameters is not None else call.raw_arguments,
+                     call.output, call.error):
+            if part is None:
+                continue
+            text = value_text(part)
+            self.text += "\n" + text
+            self.lower += "\n" + text.lower()
+        for recorded in (*view.argument_facts(j), *_all_result_facts(view, j)):
+            self.facts.append(recorded.fact)
+            if recorded.fact.kind == NUMBER:
+                self.numbers.append(recorded.fact.value)
+                if recorded.fact.dim == "money" and recorded.fact.unit:
+                    self.currencies.add(recorded.fact.unit)
+
+
+def _all_result_facts(view: RunView, j: int) -> list[Any]:
+    call = view.calls[j]
+    if not view.fails[j]:
+        return view.result_facts(j)
+    from agentotel_eval.detectors.statements.values import read_value
+
+    return read_value(call.output if call.output is not None else call.error)  # an error may name the value
+
+
+def find(view: RunView) -> list[Finding]:
+    calls = view.calls
+    if not calls or not (view.user_input or "").strip():
+        return []
+    known = _Known(view)
+    uncertain_prompt = view.system_prompt is None
+    schema_defaults = _schema_defaults(view)
+    out: list[Finding] = []
+    for j, call in enumerate(calls):
+        if j and (calls[j - 1].output is None and not calls[j - 1].error):
+            break  # an earlier result not recorded: what follows may come from it
+        args = call.input_parameters
+        if isinstance(args, Mapping):
+            checked = 0
+            for path, value in _leaves(args):
+                if checked >= _MAX_VALUES:
+                    break
+                checked += 1
+                problem = _ungrounded(view, known, j, path, value, schema_defaults.get(call.name, {}))
+                if problem is None:
+                    continue
+                what, confidence = problem
+                if uncertain_prompt:
+                    confidence = min(confidence, UNSURE)
+                out.append(finding(SEQUENCE_ERROR, "ungrounded_argument", "sequence_error.ungrounded", call.name,
+                                   (j,), f"call #{j + 1} to {call.name!r} used {path} = {value_text(value)[:60]!r}, "
+                                   f"which appears nowhere before it ({what})",
+                                   {"value": value, "argument": path, "kind": what, "used_by": j,
+                                    "system_prompt_recorded": not uncertain_prompt},
+                                   argument=path, confidence=confidence))
+        known.add(view, j)
+    return out
+
+
+def _schema_defaults(view: RunView) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for tool in view.tools or ():
+        props = (tool.parameters or {}).get("properties") if isinstance(tool.parameters, Mapping) else None
+        if isinstance(props, Mapping):
+            out[tool.name] = {str(k): v for k, v in props.items() if isinstance(v, Mapping)}
+    return out
+
+
+def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any,
+                schema: Mapping[str, Any]) -> tuple[str, float] | None:
+    key = path.rsplit(".", 1)[-1]
+    prop = schema.get(key)
+    if isinstance(prop, Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
+        return None  # the tool offers the values: the model chose among them
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return _number(known, key, float(value))
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if id_like(text):
+        return _identifier(view, known, j, text)
+    facts = read(text, statuses=False).facts
+    if len(facts) == 1 and facts[0].end - facts[0].start >= 0.8 * len(text):
+        fact = facts[0]
+        if fact.kind == NUMBER:
+            return _number(known, key, fact.value)
+        if fact.kind == DATE:
+            return _date(view, known, fact)
+        return None
+    if _NAME.search(text) and len(text) <= 60 and len(text.split()) <= 4:
+        return _name(known, text)
+    return None
+
+
+def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
+    if abs(value) in (0.0, 1.0) or _OWN_CHOICE_KEYS.search(key):
+        return None
+    probe = Fact(NUMBER, value, 0, 0, f"{value:g}", decimals=_decimals(value))
+    if any(same(probe, f) for f in known.facts if f.kind == NUMBER):
+        return None
+    if derivations(value, known.numbers, limit=1):
+        return None
+    return "a number", (LIKELY if abs(value) <= 10 and float(value).is_integer() else SURE)
+
+
+def _decimals(value: float) -> int:
+    text = repr(value)
+    return len(text.split(".")[1].rstrip("0")) if "." in text else 0
+
+
+def _today(view: RunView) -> dt.date | None:
+    return view.started.date() if view.started is not None else None
+
+
+def _date(view: RunView, known: _Known, fact: Fact) -> tuple[str, float] | None:
+    dates = [f for f in known.facts if f.kind == DATE]
+    absolute = [f for f in dates if f.dim != "relative"]
+    if any(same(fact, f) for f in absolute):
+        return None
+    today = _today(view)
+    resolved = [_resolve(f, today) for f in dates if f.dim == "relative"]
+    days = [int(n) for n in known.numbers if float(n).is_integer() and 0 < abs(n) <= 366]
+    for y, m, d in fact.value:
+        for base in [*(_as_dates(f) for f in absolute), *resolved]:
+            for candidate in base or ():
+                if candidate is None:
+                    continue
+                if (candidate.month, candidate.day) == (m, d) and (not y or candidate.year == y):
+                    return None
+                try:
+                    target = dt.date(y or candidate.year, m, d)
+                except ValueError:
+                    continue
+                if abs((target - candidate).days) in {*days, 1, 7}:
+                    return None  # a stated date plus a stated number of days
+    if any(f.dim == "relative" for f in dates) and today is None:
+        return "a date, after a relative day that could not be placed", UNSURE
+    return "a date", SURE
+
+
+def _as_dates(fact: Fact) -> list[dt.date]:
+    out = []
+    for y, m, d in fact.value:
+        try:
+            out.append(dt.date(y or 2000, m, d))
+        except ValueError:
+            continue
+    return out
+
+
+def _resolve(fact: Fact, today: dt.date | None) -> list[dt.date]:
+    if today is None:
+        return []
+    offset = fact.value[0]
+    if isinstance(offset, int):
+        return [today + dt.timedelta(days=offset)]
+    word = next((w for w in lx.WEEKDAYS if w[:3] in fact.text.lower()), None)
+    if word is not None:
+        target = lx.WEEKDAYS.index(word)
+        return [today + dt.timedelta(days=(target - today.weekday()) % 7 + extra) for extra in (0, 7)]
+    return [today + dt.timedelta(days=n) for n in range(0, 32)]  # "next week", "next month": some day ahead
+
+
+def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, float] | None:
+    if contains_token(known.text, value) or contains_token(known.text.replace(",", ""), value):
+        return None
+    digits = sum(ch.isdigit() for ch in value)
+    if not (len(value) >= 6 and (digits >= 2 or (digits >= 1 and any(ch.isupper() for ch in value)))):
+        return None  # short or word-like: the model's own vocabulary ("gpt-4o", "utf-8")
+    if any(not view.fails[k] and contains_token(value_text(view.calls[k].output), value)
+           for k in range(j + 1, len(view.calls))):
+        return None  # a later result holds it: used_before_produced says so
+    return "an id", SURE
+
+
+def _name(known: _Known, value: str) -> tuple[str, float] | None:
+    lower = known.words
+    key = normalized(value)
+    if not key or contains_token(lower, key):
+        return None
+    words = [w for w in _WORD.findall(key) if w not in lx.STOPWORDS]
+    if any(contains_token(lower, w) for w in words):
+        return None
+    letters = [w[0] for w in key.split() if w]
+    if len(letters) >= 2 and contains_token(lower, "".join(letters)):
+        return None  # "New York" for "NY"
+    upper = value.upper()
+    if upper in lx.CURRENCY_CODES and (upper in known.currencies or _currency_named(lower, upper)):
+        return None  # "EUR" for "euros" or "€"
+    if len(value) <= 3 and value.isupper():
+        return "a code", UNSURE  # an airport, a country: the model's own knowledge
+    if not words:
+        return None
+    return "a name", LIKELY
+
+
+def _currency_named(lower: str, code: str) -> bool:
+    names = [w for w, c in lx.CURRENCY_WORDS.items() if c == code] + \
+        [s.lower() for s, c in lx.CURRENCY_SYMBOLS.items() if c == code and not s.isalpha()]
+    return any(contains_token(lower, n) if n.isalpha() else n in lower for n in names)
+
+
+RULE = Rule("sequence_error.ungrounded_argument", SEQUENCE_ERROR, ("ungrounded_argument",),
+            "an argument value (id, number, date or name) that appears nowhere before the call", find,
+            needs=("input", "results"), confidence=SURE, label="sequence_error (grounding)")
