@@ -10,15 +10,19 @@ from typing import Any
 
 from agentotel_eval.calibration.cases import CaseCall, LabelledCase
 
-SUITES = ("bfcl", "tau2")
+SUITES = ("bfcl", "tau2", "robustness", "robustness-heldout")
+#: where the robustness suite finds recorded runs when no directory is given: the repository's fixtures
+DEFAULT_TRACES = Path("tests/fixtures/traces")
 
 
 class SuiteError(ValueError):
     """A suite that cannot be read: the message says what was expected."""
 
 
-def build_suite(name: str, *, limit: int | None = None, seed: int = 0) -> list[LabelledCase]:
-    """A built-in suite; ``limit``: BFCL entries per category, τ² tasks per domain."""
+def build_suite(name: str, *, limit: int | None = None, seed: int = 0,
+                traces: Path | None = None) -> list[LabelledCase]:
+    """A built-in suite; ``limit``: BFCL entries per category, τ² tasks per domain, recorded runs; ``traces``: the
+    directory of OTLP traces the robustness suite changes."""
     if name == "bfcl":
         from agentotel_eval.calibration.bfcl import build_bfcl_suite
 
@@ -27,6 +31,15 @@ def build_suite(name: str, *, limit: int | None = None, seed: int = 0) -> list[L
         from agentotel_eval.calibration.tau2 import build_tau2_suite
 
         return build_tau2_suite(limit=limit, seed=seed)
+    if name in ("robustness", "robustness-heldout"):
+        from agentotel_eval.calibration.robustness import build_robustness_suite
+
+        directory = traces if traces is not None else DEFAULT_TRACES
+        if not directory.is_dir():
+            raise SuiteError(f"the robustness suite changes recorded runs: {directory} is no directory of OTLP "
+                             "traces (give one with --traces DIR)")
+        return build_robustness_suite(directory, seed=seed, limit=limit,
+                                      family="heldout" if name.endswith("heldout") else "own")
     raise SuiteError(f"unknown suite {name!r}: choose {', '.join(SUITES)} or give a path")
 
 

@@ -11,6 +11,10 @@ Suites (``--suite``, repeatable; default ``bfcl`` and ``tau2``):
 - ``tau2``: τ²-bench's golden actions replayed through its domain tools, then dependent calls swapped, an id
   made up, a tool failed with an honest or a success-claiming answer, the failing call repeated, an amount in
   the answer changed.
+- ``robustness``: recorded runs of real frameworks (``--traces DIR``, default the repository's fixtures) changed
+  the ways users meet errors: a failed call whose answer states a result or owns up (34 phrasings each), an
+  answer whose value differs from the result or restates it in another format, an argument found nowhere or
+  given in another format, a failing call retried with the argument written differently, an unoffered tool.
 - a PATH: a JSONL file of saved cases (``--save-cases``), or a local copy of TRAIL or MAST.
 
 Every case goes through spans of both conventions (OpenTelemetry GenAI and OpenInference), trace
@@ -42,10 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval calibrate --suite tau2 --judge --model openai/gpt-4o-mini\n"
         "  agentotel-eval calibrate --suite ~/data/TRAIL"
     )
-    parser.add_argument("--suite", action="append", metavar="bfcl|tau2|PATH",
+    parser.add_argument("--suite", action="append", metavar="bfcl|tau2|robustness|PATH",
                         help="a built-in suite or a labelled data file/directory (repeatable; default bfcl and tau2)")
     parser.add_argument("--limit", type=int, metavar="N",
                         help="a sample: N BFCL entries per category, N τ² tasks per domain (default: all)")
+    parser.add_argument("--traces", metavar="DIR",
+                        help="the recorded OTLP traces the robustness suite changes (default tests/fixtures/traces)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's and the intervals' seed (default 0)")
     parser.add_argument("--convention", choices=("genai", "openinference", "both"), default="both",
                         help="the span convention cases are written in (default both)")
@@ -116,7 +122,8 @@ def _calibrate(suite: str, args: argparse.Namespace,
     path = Path(suite).expanduser()
     traces = None
     if suite in suites.SUITES:
-        cases = suites.build_suite(suite, limit=args.limit, seed=args.seed)
+        cases = suites.build_suite(suite, limit=args.limit, seed=args.seed,
+                                   traces=Path(args.traces) if args.traces else None)
     elif suites.is_case_file(path):
         cases = suites.load_cases(path)
     elif path.exists():

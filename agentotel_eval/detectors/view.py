@@ -185,6 +185,11 @@ class RunView:
                 for name in r.beside if len(name) <= _MAX_ANCHOR}
 
     @cached_property
+    def name_words(self) -> frozenset[str]:
+        """The words of the names the calls and results are about ("new", "york"): they say whom, not what."""
+        return frozenset(w for key in (*self.anchor_calls, *self.result_names) for w in key.split())
+
+    @cached_property
     def answer_mentions(self) -> list[Mention]:
         """Where the answer names what the calls were about (each name the calls used, and names their results
         hold beside a fact), in order; a longer name wins where two overlap ("new york" over "york")."""

@@ -290,7 +290,7 @@ def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], 
 
 
 _MAX_ASSISTANT_TEXTS = 20
-_MAX_CONTEXT_CHARS = 4000
+_MAX_CONTEXT_CHARS = 32_000  # a framework's system prompt lists its tools and team members: keep it whole
 
 
 def run_context_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, tuple[str, ...]]:
@@ -306,7 +306,7 @@ def run_context_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[
             continue
         texts = [m.text for m in messages if m.role in ("system", "developer") and m.text]
         if instructions is not None:
-            texts.append(text_of(instructions) or "")
+            texts.append(_instructions_text(instructions))
         system = "\n".join(t for t in texts if t)[:_MAX_CONTEXT_CHARS]
         break
     said: list[str] = []
@@ -317,6 +317,14 @@ def run_context_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[
             if len(said) >= _MAX_ASSISTANT_TEXTS:
                 break
     return system, tuple(said)
+
+
+def _instructions_text(value: Any) -> str:
+    """``gen_ai.system_instructions``: a JSON list of parts (``{"type": "text", "content": ...}``), or text."""
+    parsed = parse_json(value)
+    if isinstance(parsed, list):
+        return "\n".join(str(p.get("content") or p.get("text") or "") for p in parsed if isinstance(p, dict))
+    return text_of(value) or ""
 
 
 def _among(span: SpanRecord, spans: Sequence[SpanRecord]) -> bool:

@@ -82,7 +82,7 @@ def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]
             break
         if name in view.anchor_calls and not any(r.beside for _, r in comparable):
             return None  # about something whose results hold nothing of this kind
-    words = set(_WORD.findall(context.text))
+    words = set(_WORD.findall(context.text)) - view.name_words  # what the clause names, not whom
     overlap = [len(r.words & words) for _, r in comparable]
     best = max(overlap, default=0)
     if best:  # the values whose keys the clause names best ("exchange price difference" over "price")
@@ -93,7 +93,7 @@ def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]
         return None
     if any(same(fact, r.fact) for _, r in comparable):
         return None
-    if on_record(view, fact):
+    if _given(view, fact, context.names[0] if linked else None):
         return None
     if fact.kind == NUMBER and _computed(view, fact, [r.fact.value for _, r in comparable]):
         return None
@@ -130,6 +130,17 @@ def _looks_like(stated: str, recorded: str) -> bool:
     if abs(len(a) - len(b)) > 1 or len(b) < 4:
         return False
     return OSA.distance(a, b) <= max(1, min(2, len(b) // 4))
+
+
+def _given(view: RunView, fact: Fact, name: str | None) -> bool:
+    """Whether the stated value is on record where the answer could have taken it: for a fact about a name, the
+    input or the arguments of the calls about that name (another thing's result holding it is no excuse: "Lima is
+    20C" when Tokyo is); for any other fact, anywhere on record."""
+    if name is None:
+        return on_record(view, fact)
+    if any(same(fact, f) for f in view.input_facts):
+        return True
+    return any(same(fact, r.fact) for j in view.anchor_calls.get(name, ()) for r in view.argument_facts(j))
 
 
 def _computed(view: RunView, fact: Fact, values: list[float]) -> bool:

@@ -24,8 +24,9 @@ class Clause:
     discloses: bool  # says that something did not work
 
 
-#: a sentence ends at . ! ? or a line break, unless the dot is inside a number ("18.5"), an abbreviation or an id
-_SENTENCE_END = re.compile(r"(?<!\d)(?<!\b[A-Za-z])(?<!\be\.g)(?<!\bi\.e)(?<!\bapprox)(?<!\bvs)(?<!\bSt)(?<!\bMr)"
+#: a sentence ends at . ! ? or a line break, unless the dot is inside a number ("18.5"), follows an initial ("J.")
+#: or an abbreviation
+_SENTENCE_END = re.compile(r"(?<!\d)(?<!\s[A-Z])(?<!^[A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\bapprox)(?<!\bvs)(?<!\bSt)(?<!\bMr)"
                            r"(?<!\bDr)(?<!\bMs)(?<!\bNo)[.!?]+(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|$)|\n+|(?<=\S)\s+[-*•]\s+")
 #: inside a sentence, a clause ends at ; or a dash, and before a word that turns to another thing ("but")
 _CLAUSE_END = re.compile(r"\s*[;—–]\s*|\s+-\s+|,\s+(?=(?:but|however|while|whereas|although|though|yet|except|"
