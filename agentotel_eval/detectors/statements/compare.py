@@ -133,18 +133,18 @@ def derivations(value: float, pool: Sequence[float], tol: float = 0.005, limit: 
         for n in numbers:
             if not n or abs(n) == abs(value):
                 continue
-            for factor, what in _CONVERSIONS:
+            for scale, what in _CONVERSIONS:
                 # a whole factor converts exactly; km and miles only to the digits written
-                slack = tol if float(factor).is_integer() or float(1 / factor).is_integer() else \
-                    max(tol, abs(n * factor) * 0.005)
-                if _fits(value, n * factor, slack):
+                slack = tol if float(scale).is_integer() or float(1 / scale).is_integer() else \
+                    max(tol, abs(n * scale) * 0.005)
+                if _fits(value, n * scale, slack):
                     found.append(f"{what} {n:g}")
                     break
             if _fits(value, n * 9 / 5 + 32, 0.6) or _fits(value, (n - 32) * 5 / 9, 0.6):
                 found.append(f"{n:g} in the other temperature scale")
             if len(found) >= limit:
                 return found[:limit]
-    def factor(a: float, wanted: float) -> float | None:
+    def cofactor(a: float, wanted: float) -> float | None:
         """A number of the pool that times ``a`` (or ``a`` divided by it) gives ``value``, to ``tol``."""
         key = round(wanted, 2)
         for k in (key, round(key - 0.01, 2), round(key + 0.01, 2)):
@@ -159,10 +159,10 @@ def derivations(value: float, pool: Sequence[float], tol: float = 0.005, limit: 
                 found.append(f"{a:g} + {value - a:g}")
             elif held(a - value) and abs(a - value) > tol:
                 found.append(f"{a:g} - {a - value:g}")
-            elif a not in (0, 1, -1) and (n := factor(a, value / a)) is not None and abs(a * n - value) <= tol:
-                found.append(f"{a:g} × {n:g}")
-            elif a not in (0, 1, -1) and (n := factor(a, value * a)) is not None and abs(n / a - value) <= tol:
-                found.append(f"{n:g} ÷ {a:g}")
+            elif a not in (0, 1, -1) and (m := cofactor(a, value / a)) is not None and abs(a * m - value) <= tol:
+                found.append(f"{a:g} × {m:g}")
+            elif a not in (0, 1, -1) and (d := cofactor(a, value * a)) is not None and abs(d / a - value) <= tol:
+                found.append(f"{d:g} ÷ {a:g}")
             if len(found) >= limit:
                 return found[:limit]
     if len(numbers) > 2 and _fits(value, sum(numbers), tol):
