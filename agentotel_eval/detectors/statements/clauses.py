@@ -77,6 +77,8 @@ def _split(text: str, start: int, end: int, sentence: int, out: list[Clause]) ->
 
 
 def _clause(text: str, start: int, end: int, sentence: int) -> Clause:
+    while start < end and text[start].isspace():
+        start += 1
     return Clause(start, end, sentence, discloses_failure(text[start:end]))
 
 

@@ -127,12 +127,12 @@ def _has_relative(lower: str) -> bool:
 
 
 def _digits(text: str) -> str:
-    """Number words as digits ("ninety-two" -> "92"); isolated small ones ("one of them") stay words."""
+    """Number words as digits ("ninety-two" -> "92", "two rooms" -> "2 rooms")."""
     try:
         from text_to_num import alpha2digit  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - a declared dependency; without it number words stay words
         return text
-    converted: str = alpha2digit(text, "en")
+    converted: str = alpha2digit(text, "en", threshold=0)  # "two rooms" too: a small number is a number
     return converted
 
 
@@ -220,7 +220,9 @@ def _dates(text: str, facts: list[Fact]) -> str:
 def _numbers(text: str, masked: str, facts: list[Fact]) -> str:
     out = masked
     for m in _NUMBERS.finditer(masked):
-        start, end = m.span()
+        start = m.start()
+        if _ORDINAL_AFTER.match(masked, m.end("num")):
+            continue  # "the 3rd": a rank, not a quantity
         raw = m.group("num")
         if "," in raw and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw):
             number_text = raw.replace(",", ".")  # a decimal comma before a currency ("92,50 €")
@@ -228,53 +230,40 @@ def _numbers(text: str, masked: str, facts: list[Fact]) -> str:
             number_text = raw.replace(",", "")
         number = float(number_text)
         decimals = len(number_text.split(".")[1]) if "." in number_text else 0
-        before = masked[max(0, start - 24):start]
-        if m.group("sign") in ("-", "−") or _SIGN_WORD.search(before):
+        if m.group("sign") in ("-", "−") or _SIGN_WORD.search(masked[max(0, start - 24):start]):
             number = -number
-        dim = unit = ""
-        currency = None
         pre = m.group("pre") or m.group("prec")
-        if pre:
-            currency = lx.CURRENCY_SYMBOLS.get(pre, pre if pre in lx.CURRENCY_CODES else None)
-        mult = m.group("mult")
-        unit_text = m.group("unit")
-        ugap = m.group("ugap") or ""
+        currency = lx.CURRENCY_SYMBOLS.get(pre, pre if pre in lx.CURRENCY_CODES else None) if pre else None
+        unit_text, ugap, unit_end = m.group("unit"), m.group("ugap") or "", m.end("unit")
+        mult, scale = m.group("mult"), None
         if mult:
-            factor = lx.MULTIPLIERS.get(mult.lower()) if (len(mult) > 1 or mult in "kKM" or currency or
-                                                          (unit_text and _currency_of(unit_text))) else None
-            if factor is None:
-                unit_text, ugap = mult, m.group("mgap") or ""  # "5 m" is five metres, "3b" no billion
-                end = m.start("mult") + len(mult)
-            else:
-                number *= factor
-                decimals = 0
-        used_unit = False
+            if len(mult) > 1 or mult in "kKM" or currency is not None or (unit_text and _currency_of(unit_text)):
+                scale = lx.MULTIPLIERS.get(mult.lower())
+            if scale is None:  # a unit after all: "5 m" is five metres, "3b" no billion
+                unit_text, ugap, unit_end = mult, m.group("mgap") or "", m.end("mult")
+        approx = _HEDGE.search(masked[max(0, start - 16):start]) is not None
+        if scale is not None:
+            number, decimals, approx = number * scale, 0, True  # "1.2 million": as exact as it is written
+        end = m.end("mult") if scale is not None else m.end("num")
+        dim = unit = ""
         if currency is None and unit_text:
             currency = _currency_of(unit_text)
-            used_unit = currency is not None
+            if currency is not None:
+                end = unit_end
         if currency is not None:
             dim, unit = "money", currency
             if currency == "USD¢":
                 number, unit = number / 100, "USD"
         elif unit_text:
-            found = _unit_of(unit_text, ugap)
+            found = _unit_of(unit_text, ugap, not masked[unit_end:].strip(" .,;:!?"))
             if found is not None:
-                dim, unit, factor_ = found
+                dim, unit, factor = found
                 if dim != "temperature":
-                    number *= factor_
-                used_unit = True
-            elif unit_text.isalpha() and not _ORDINAL_AFTER.match(unit_text) and unit_text.lower() not in lx.STOPWORDS \
-                    and len(unit_text) > 2 and ugap == " ":
+                    number *= factor
+                end = unit_end
+            elif unit_text.isalpha() and unit_text.lower() not in lx.STOPWORDS and len(unit_text) > 2 \
+                    and ugap == " ":
                 dim, unit = "count", unit_text.lower().removesuffix("s")
-        if used_unit:
-            end = m.end("unit")
-        elif mult is None or lx.MULTIPLIERS.get(mult.lower()) is None:
-            end = m.end("num")
-            if m.group("mult") and dim == "":
-                end = m.end("num")
-        if _ORDINAL_AFTER.match(masked, m.end("num")):
-            continue  # "the 3rd": a rank, not a quantity
-        approx = _HEDGE.search(masked[max(0, start - 16):start]) is not None
         facts.append(Fact(NUMBER, number, start, end, text[start:end], dim=dim, unit=unit, decimals=decimals,
                           approx=approx))
         out = _mask(out, start, end)
@@ -289,13 +278,13 @@ def _currency_of(word: str) -> str | None:
     return lx.CURRENCY_WORDS.get(word.lower())
 
 
-def _unit_of(word: str, gap: str) -> tuple[str, str, float] | None:
+def _unit_of(word: str, gap: str, last: bool = False) -> tuple[str, str, float] | None:
     key = word.lower().replace(" ", "")
     found = lx.UNITS.get(key)
     if found is None:
         return None
-    if len(key) == 1 and key not in "%°" and gap and word not in ("C", "F"):
-        return None  # "5 m", "3 s": too often a word; attached ("5m") or a capital C/F only
+    if len(key) == 1 and key not in "%°" and gap and word not in ("C", "F") and not last:
+        return None  # "5 m" in a sentence is too often a word: attached ("5m"), a capital C/F, or a value's end
     return found
 
 

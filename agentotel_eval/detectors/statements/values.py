@@ -89,7 +89,8 @@ def _walk(value: Any, key: str, beside: frozenset[str], out: list[Recorded], dep
                                  decimals=_decimals(value)), words, beside, key))
     elif isinstance(value, Mapping):
         names = frozenset(v.strip().lower() for k, v in value.items()
-                          if isinstance(v, str) and 2 <= len(v.strip()) <= 60 and not _is_status_key(str(k)))
+                          if isinstance(v, str) and 2 <= len(v.strip()) <= 60 and not _is_status_key(str(k))
+                          and v.strip().upper() not in lx.CURRENCY_CODES)
         currency = _currency(value)
         temperature = _temperature_unit(value)
         for k, v in value.items():
