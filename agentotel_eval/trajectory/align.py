@@ -38,10 +38,10 @@ from agentotel_eval.trajectory.spec import Step, TrajectorySpec
 
 _UNBOUND = -1
 _NOT_RECORDED = "not recorded"
-#: units of work (states expanded, moves made, assignment arcs scanned) one exact alignment may take, plus
-#: ``WORK_PER_CALL`` a call; about 0.1 s of this machine's Python at the limit
-WORK_BUDGET = 60_000
-WORK_PER_CALL = 200
+#: units of work (states expanded, automaton nodes read, moves made, assignment arcs / ``ARC_WORK``) one pass of
+#: the scan may take, plus ``WORK_PER_CALL`` a call: a unit is about 5 µs here, so 0.2 s for 200 calls
+WORK_BUDGET = 20_000
+WORK_PER_CALL = 100
 #: states kept per call once the exact scan ran out of work
 BEAM = 8
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 Move = tuple[Any, int, int, tuple[tuple[Any, ...], ...]]
 _NOTHING: tuple[int, tuple[tuple[Any, ...], ...]] = (0, ())
 _CLOSED, _OPEN = -1, -2
+#: an assignment's arcs scanned per unit of the scan's work (a unit: about one state expanded)
+ARC_WORK = 16
 
 
 class Node:
@@ -74,6 +76,7 @@ class Repeat(Node):
     def consume(self, state: Any, j: int, ctx: Context, earns: bool) -> list[Move]:
         rounds, inner_state = state
         inner, least = self.inner, self.least
+        ctx.work += 1
         out: list[Move] = []
         if rounds >= 1:
             for s, value, leaf, notes in inner.consume(inner_state, j, ctx, earns and rounds <= least):
@@ -104,6 +107,7 @@ class Sequence_(Node):
 
     def consume(self, state: Any, j: int, ctx: Context, earns: bool) -> list[Move]:
         at, at_state = state
+        ctx.work += 1
         out: list[Move] = []
         left: tuple[int, tuple[tuple[Any, ...], ...]] | None = None
         for k in self.by_call[j]:
@@ -139,6 +143,7 @@ class Unordered(Node):
 
     def consume(self, state: Any, j: int, ctx: Context, earns: bool) -> list[Move]:
         states, turn, split = state if self.parallel else (state, None, False)
+        ctx.work += 1
         out: list[Move] = []
         for k in self.by_call[j]:
             for s, value, leaf, notes in self.members[k].consume(states[k], j, ctx, earns):
@@ -171,6 +176,7 @@ class AnyOf(Node):
 
     def consume(self, state: Any, j: int, ctx: Context, earns: bool) -> list[Move]:
         chosen, inner_state = state
+        ctx.work += 1
         if chosen >= 0:
             return [((chosen, s), value, leaf, notes)
                     for s, value, leaf, notes in self.alternatives[chosen].consume(inner_state, j, ctx, earns)]
@@ -245,9 +251,7 @@ class Assign(Node):
         options = [[k for k, m in enumerate(self.members) if m.can[j] and ctx.matches(m.idx, j)] for j in window]
         caps = [Capacity(ctx.leaf_value[m.idx] if earns else 1, m.step.least, m.step.count_max)
                 for m in self.members]
-        ctx.work += len(window) * len(self.members)
-        best = best_assignment(options, caps)
-        ctx.work += best.work
+        ctx.work += (len(window) * len(self.members) + (best := best_assignment(options, caps)).work) // ARC_WORK
         solved = Solved(best.value, window, best.taken, None)
         turns = [ctx.turns[j] for j in window]
         if self.parallel:
@@ -257,7 +261,7 @@ class Assign(Node):
                 for turn in dict.fromkeys(t for t in turns if t is not None):
                     kept = [o if turns[i] in (turn, None) else [] for i, o in enumerate(options)]
                     one = best_assignment(kept, caps)
-                    ctx.work += one.work
+                    ctx.work += one.work // ARC_WORK
                     if one.value > solved.value:
                         solved = Solved(one.value, window, one.taken, None)
         ctx.solved[key] = solved
@@ -298,8 +302,8 @@ class _Growing:
                         growing.add(options)
                 if self.per_turn:  # with turns known, keeping to one turn, or the best whatever the turns, split
                     best = max(best - ctx.split_unit, *(g.value for g in self.per_turn.values()))
-            ctx.work += len(node.members) + self.unrestricted.work + sum(
-                g.work for g in self.per_turn.values()) - before
+            ctx.work += (len(node.members) + self.unrestricted.work + sum(
+                g.work for g in self.per_turn.values()) - before) // ARC_WORK
             values.append(best)
         return values[hi - lo]
 
