@@ -27,7 +27,7 @@ KINDS = ("tool", *GROUPS)
 EXTRA_MODES = ("ignore", "penalize", "forbid")
 _MODIFIERS = ("optional", "count", "weight", "id")
 _TOOL_KEYS = ("args", "strict_args")
-_TOP_KEYS = ("steps", "extra", "max_calls", "forbid", "threshold", "preset", "expected_tools")
+_TOP_KEYS = ("steps", "extra", "max_calls", "forbid", "threshold", "preset", "expected_tools", "separate_turns")
 
 __all__ = ["CONFIG_LIMITS", "EXTRA_MODES", "KINDS", "UNTRUSTED_LIMITS", "SpecError", "SpecLimits", "Step",
            "TrajectorySpec", "parse_spec"]
@@ -98,6 +98,8 @@ class TrajectorySpec:
     threshold: float | None = None
     preset: str | None = None
     written: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: no two top-level steps' calls come from one LLM turn (agentevals' strict mode compares message by message)
+    separate_turns: bool = False
     #: what scoring derives from the spec alone (its weights), kept for the next run it scores
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -302,6 +304,9 @@ def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFI
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
                                   or not 0 <= threshold <= 1):
         raise SpecError(f"{where}.threshold must be a number from 0 to 1, got {threshold!r}")
+    separate_turns = body.get("separate_turns", False)
+    if not isinstance(separate_turns, bool):
+        raise SpecError(f"{where}.separate_turns must be true or false, got {separate_turns!r}")
     forbid = body.get("forbid", [])
     if not isinstance(forbid, list):
         raise SpecError(f"{where}.forbid must be a list of {{ tool, args }} tables")
@@ -310,7 +315,7 @@ def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFI
         root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]", budget) for i, s in enumerate(steps)))
         spec = TrajectorySpec(
             root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]", budget) for i, f in enumerate(forbid)),
-            None if threshold is None else float(threshold), preset, written,
+            None if threshold is None else float(threshold), preset, written, separate_turns,
         )
         _check_ids(spec)
     except SpecError as exc:
