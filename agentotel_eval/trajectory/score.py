@@ -248,9 +248,11 @@ def _has_parallel(spec: TrajectorySpec) -> bool:
     return bool(known)
 
 
-def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0) -> TrajectoryOutcome:
-    """Score ``calls`` (in run order, with their LLM turns) against ``spec``."""
-    alignment = align(spec, calls)
+def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0,
+                     budget: int | None = None) -> TrajectoryOutcome:
+    """Score ``calls`` (in run order, with their LLM turns) against ``spec`` (``budget``: the alignment's work
+    budget, ``align.WORK_BUDGET`` unless given)."""
+    alignment = align(spec, calls, budget)
     extra = [j for j, leaf in enumerate(alignment.taken_by) if leaf is None]
     matched_calls = len(calls) - len(extra)
     recall = alignment.recall
@@ -276,6 +278,9 @@ def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold:
     }
     if spec.preset:
         details["preset"] = spec.preset
+    if alignment.approximate is not None:  # the score is a lower bound: a real alignment, maybe not the best
+        details["approximate"] = True
+        details["approximate_reason"] = alignment.approximate
     if any(c.llm_turn is None for c in calls) and (_has_parallel(spec) or spec.separate_turns):
         details["turns_not_recorded"] = True  # a parallel group cannot be checked for calls with no turn
     details["reason"] = reason_text(details, calls)
@@ -314,6 +319,8 @@ def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
         listed = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
         penalised = {"ignore": "not penalised", "penalize": "penalised", "forbid": "forbidden"}[details["extra_mode"]]
         parts.append(f"Extra calls ({penalised}): {listed}.")
+    if details.get("approximate"):
+        parts.append(f"Approximate: {details['approximate_reason']}.")
     if details["violations"]:
         parts.append("Violations: " + "; ".join(v["message"] for v in details["violations"][:4])
                      + (" …" if len(details["violations"]) > 4 else "") + ".")

@@ -297,3 +297,14 @@ def test_any_spec_and_run_finish_within_the_work_budget(spec: dict[str, Any], ca
     if alignment.work > limit:
         assert alignment.approximate and "work" in alignment.approximate
     assert len(alignment.taken_by) == len(calls)
+
+
+def test_an_alignment_past_its_budget_says_it_is_approximate_and_why() -> None:
+    spec = parse_spec({"steps": [{"unordered": [{"steps": [{"tool": t} for t in "abc"]} for _ in range(3)]}]})
+    calls = [ToolCall(t) for t in "abc" * 3]
+    exact = score_trajectory(spec, calls)
+    assert (exact.score, exact.alignment.approximate, exact.details.get("approximate")) == (1.0, None, None)
+    small = score_trajectory(spec, calls, budget=0)
+    assert small.details["approximate"] is True and small.alignment.approximate is not None
+    assert "units of work" in small.details["approximate_reason"] and "Approximate:" in small.details["reason"]
+    assert 0 < small.score <= exact.score
