@@ -131,3 +131,27 @@ def test_adk_reads_a_turn_list_in_the_order_written() -> None:
     assert passes(spec, [ToolCall("a"), ToolCall("b"), ToolCall("c")])
     assert not passes(spec, [ToolCall("a"), ToolCall("c"), ToolCall("b")])  # ADK has no turns: order counts
     assert passes(spec, [ToolCall("a", llm_turn="1"), ToolCall("b", llm_turn="2"), ToolCall("c", llm_turn="3")])
+
+
+# --- the peers' quirks not copied (docs/metrics.md lists them) ----------------------------------------------------
+
+
+def test_true_is_not_one() -> None:
+    spec = {"preset": "langchain:superset", "expected_tools": [{"tool": "set", "args": {"flag": True}}]}
+    assert not passes(spec, [ToolCall("set", {"flag": 1})])
+    assert passes(spec, [ToolCall("set", {"flag": True})])
+
+
+def test_a_matcher_is_the_expected_steps_in_every_mode() -> None:
+    # agentevals' unordered mode swaps the roles in its second pass, so a partial match passes superset only
+    entry = {"tool": "search", "args": {"q": "a"}, "strict_args": False}
+    call = [ToolCall("search", {"q": "a", "page": 2})]
+    for mode in ("superset", "unordered", "strict"):
+        assert passes({"preset": f"langchain:{mode}", "expected_tools": [entry]}, call), mode
+
+
+def test_the_pairing_is_the_optimum_not_greedy() -> None:
+    expected = [{"tool": "search", "args": {"q": {"$any": True}}}, {"tool": "search", "args": {"q": "x"}}]
+    calls = [ToolCall("search", {"q": "x"}), ToolCall("search", {"q": "y"})]
+    for preset in ("langchain:superset", "langchain:unordered", "adk:ANY_ORDER"):
+        assert passes({"preset": preset, "expected_tools": expected}, calls), preset
