@@ -12,13 +12,22 @@ Cases, each timed ``--repeat`` times in this process (median and p95 of single s
 - ``fresh spec``: the first scoring of a spec read for the run (no memoised weights or automata), as a run whose
   span carries a spec the collector has not seen;
 - ``parse``: reading the 20-step spec from JSON (the collector keeps what it read);
-- ``tool_correctness``: ``ToolCorrectnessMetric`` (default mode) on the same 50 calls against the spec's 20 tools.
+- ``tool_correctness``: ``ToolCorrectnessMetric`` (default mode) on the same 50 calls against the spec's 20 tools;
+- ``20 steps x 200 calls``: the same spec against a run of 200 calls (the 50 above, each followed by three calls of
+  the spec's repeated tools or an extra lookup): target under 20 ms;
+- ``unordered 20 x 50``: 20 expected calls with arguments in one order-free group (``adk:ANY_ORDER``) against 50
+  calls of the same tools: target under 2 ms;
+- ``hostile``: specs whose exact alignment is exponential (six order-free sequences; 16 nested
+  ``unordered``/``parallel`` groups) against 150-200 calls: bounded by the work budget, approximate;
+- with ``--solvers``: the assignment of the ``unordered`` case solved by this package's min-cost flow and by
+  networkx's ``max_flow_min_cost`` (if networkx is installed), on the same graph.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -88,6 +97,74 @@ REPEATS: dict[str, Any] = {"steps": [
 ]}
 
 
+def long_run() -> list[ToolCall]:
+    """200 calls: the realistic run, each call followed by three of the spec's repeated tools or a lookup."""
+    calls: list[ToolCall] = []
+    filler = ["lookup", "audit", "poll_status", "summarise", "get_order"]
+    for k, call in enumerate(realistic_run()):
+        calls.append(call)
+        calls += [ToolCall(filler[(k + i) % 5], {"k": k}, llm_turn=f"x{k}") for i in range(3)]
+    return calls
+
+
+def any_order_case() -> tuple[dict[str, Any], list[ToolCall]]:
+    """20 expected calls with arguments in one order-free group, 50 calls of the same tools (seeded)."""
+    rnd = random.Random(7)
+    tools = ["search", "get_order", "get_user", "refund", "notify", "log", "quote", "book"]
+    expected = [{"tool": rnd.choice(tools), "args": {"id": rnd.randint(1, 3)}} for _ in range(20)]
+    calls = [ToolCall(rnd.choice(tools), {"id": rnd.randint(1, 3)}, llm_turn=f"t{k}") for k in range(50)]
+    return {"preset": "adk:ANY_ORDER", "expected_tools": expected}, calls
+
+
+def _nest(depth: int) -> dict[str, Any]:
+    step: dict[str, Any] = {"tool": "a"}
+    for d in range(depth):
+        step = {("unordered", "parallel")[d % 2]: [{"tool": "abcd"[d % 4]}, step]}
+    return step
+
+
+HOSTILE: dict[str, tuple[dict[str, Any], list[ToolCall]]] = {
+    "six order-free sequences x 150": (
+        {"steps": [{"unordered": [{"steps": [{"tool": t} for t in "abcdef"]} for _ in range(6)]}]},
+        [ToolCall(t, {}) for t in "abcdef" * 25]),
+    "16 nested groups x 200": (
+        {"steps": [_nest(16)]}, [ToolCall("abcd"[k % 4], {}, llm_turn=f"t{k // 3}") for k in range(200)]),
+}
+
+
+def solvers(repeat: int) -> None:
+    """The unordered case's assignment by this package's min-cost flow and by networkx's, on one graph."""
+    from agentotel_eval.trajectory.assignment import Capacity, best_assignment
+
+    spec, calls = any_order_case()
+    steps = parse_spec(spec).root.members[0].members
+    eligible = [[k for k, s in enumerate(steps) if s.tool == c.name and s.args is not None
+                 and all(c.input_parameters.get(key) == m.value for key, m in s.args.keys)]  # type: ignore[attr-defined]
+                for c in calls]
+    caps = [Capacity(1000, 1, 1) for _ in steps]
+    ours = best_assignment(eligible, caps)
+    row("min-cost flow (this package)", timings(lambda: best_assignment(eligible, caps), repeat))
+    try:
+        import networkx as nx
+    except ImportError:
+        print("  networkx is not installed: its figure is left out")
+        return
+
+    def networkx_flow() -> int:
+        graph = nx.DiGraph()
+        for c, options in enumerate(eligible):
+            graph.add_edge("s", ("c", c), capacity=1, weight=0)
+            for k in options:
+                graph.add_edge(("c", c), ("k", k), capacity=1, weight=-1000)
+        for k in range(len(steps)):
+            graph.add_edge(("k", k), "t", capacity=1, weight=0)
+        flow = nx.max_flow_min_cost(graph, "s", "t")
+        return sum(flow[("c", c)][("k", k)] for c, options in enumerate(eligible) for k in options) * 1000
+
+    assert networkx_flow() == ours.value
+    row("networkx max_flow_min_cost", timings(networkx_flow, repeat))
+
+
 def timings(fn: Callable[[], object], repeat: int) -> list[float]:
     for _ in range(max(3, repeat // 10)):
         fn()
@@ -110,6 +187,7 @@ def row(name: str, samples: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=300)
+    parser.add_argument("--solvers", action="store_true", help="time the assignment solvers too")
     args = parser.parse_args()
     calls = realistic_run()
     spec = parse_spec(SPEC)
@@ -129,6 +207,19 @@ def main() -> None:
     row("parse the spec (JSON)", timings(lambda: parse_spec(text), args.repeat))
     theirs = row("tool_correctness, 50 calls", timings(lambda: metric.measure(case), args.repeat))
     print(f"  trajectory / tool_correctness time: {ours / theirs:.1f}x")
+    long = long_run()
+    few = max(10, args.repeat // 10)
+    row("20 steps x 200 calls", timings(lambda: score_trajectory(spec, long), few))
+    any_order, any_calls = any_order_case()
+    any_spec = parse_spec(any_order)
+    row("unordered 20 x 50 (adk:ANY_ORDER)", timings(lambda: score_trajectory(any_spec, any_calls), args.repeat))
+    for name, (hostile, hostile_calls) in HOSTILE.items():
+        read = parse_spec(hostile)
+        outcome = score_trajectory(read, hostile_calls)
+        row(f"hostile: {name}", timings(lambda read=read, c=hostile_calls: score_trajectory(read, c), 3))
+        print(f"    work {outcome.alignment.work:,}, approximate: {outcome.alignment.approximate is not None}")
+    if args.solvers:
+        solvers(args.repeat)
 
 
 if __name__ == "__main__":

@@ -29,10 +29,14 @@ def tool_names(tools: Iterable[Any]) -> tuple[str, ...]:
 
 def trajectory_json(spec: Any) -> str:
     """A trajectory spec (a dict, a list of steps, JSON text or a ``TrajectorySpec``) read now, so a mistake is a
-    ``SpecError`` at the call site, and returned as the JSON the span carries."""
-    from agentotel_eval.trajectory import parse_spec  # the spec's reader is only needed when a spec is given
+    ``SpecError`` at the call site (within the limits the collector holds a span's spec to), and returned as the
+    JSON the span carries."""
+    from agentotel_eval.trajectory import (
+        spec as specs,  # the spec's reader is only needed when a spec is given
+    )
 
-    return parse_spec(spec, "expected_trajectory").to_json()
+    written = spec.written if isinstance(spec, specs.TrajectorySpec) else spec  # one read elsewhere: read again
+    return specs.parse_spec(written, "expected_trajectory", specs.UNTRUSTED_LIMITS).to_json()
 
 
 def set_expected_tools(tools: Iterable[Any]) -> bool:

@@ -1,10 +1,12 @@
-"""The exact alignment of a run's calls to a trajectory spec.
+"""The best alignment of a run's calls to a trajectory spec, in bounded work.
 
-The spec is compiled into a small automaton: a tool step takes one call; ``steps`` runs its members in order
-(a member may be skipped, the calls between members are extra); ``unordered`` and ``parallel`` advance any
+The spec is compiled into an automaton (``automaton``): a tool step takes one call; ``steps`` runs its members in
+order (a member may be skipped, the calls between members are extra); ``unordered`` and ``parallel`` advance any
 member, so members interleave; ``any_of`` commits to the alternative that takes its first call; ``count``
-repeats a step. The calls are read once, in order, and for every reachable automaton state the best value so
-far is kept (dynamic programming over states), so the optimum is exact, never greedy.
+repeats a step. The calls are read once, in order, and for every reachable automaton state the best value so far
+is kept (dynamic programming over states). An order-free group of tool steps is one state while it is open and
+is solved as an assignment when it is left, so the common shapes (a group of any size, ordered steps around such
+groups, counts) are exact in polynomial time.
 
 The value of an alignment is, in this order of importance: the matched weight, fewer ``parallel`` groups split
 over LLM turns, fewer extra calls. Weights are exact rationals turned into integers over a common denominator,
@@ -12,26 +14,36 @@ so equal optima are truly equal and the tie-breaks decide.
 
 A ``$ref`` to a step id depends on which call the alignment gave that step, so the ids that are referenced are
 part of the state (the call each is bound to); a ``$ref`` to a tool name reads that tool's latest earlier call.
+Those bindings, and order-free groups with groups among their members (or nested in one), multiply the states:
+the exact problem is hard there. The scan counts its work; past ``WORK_BUDGET`` it starts again keeping only the
+best ``BEAM`` states per call, and the alignment says it is approximate and why (the score is then a lower
+bound: a real alignment, maybe not the best). If even that runs out of work, the calls not yet read are extra.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import itemgetter
 from typing import Any
 
 from agentotel_eval.test_case import ToolCall
+from agentotel_eval.trajectory.automaton import Builder, Leaf, Node, Solved
 from agentotel_eval.trajectory.matchers import Ref, Verdict, check_keys
 from agentotel_eval.trajectory.spec import Step, TrajectorySpec
 
 _UNBOUND = -1
 _NOT_RECORDED = "not recorded"
-
-#: one way for a node to take a call: (new state, weight units earned, parallel groups split, leaf that took it)
-Move = tuple[Any, int, tuple[str, ...], int]
+#: units of work (states expanded, automaton nodes read, moves made, assignment arcs / ``ARC_WORK``) one pass of
+#: the scan may take, plus ``WORK_PER_CALL`` a call: a unit is about 5 µs here, so 0.2 s for 200 calls
+WORK_BUDGET = 20_000
+WORK_PER_CALL = 100
+#: states kept per call once the exact scan ran out of work
+BEAM = 8
 
 
 def _fraction(value: float) -> Fraction:
@@ -66,131 +78,6 @@ def value_at(data: Any, path: Sequence[str]) -> tuple[bool, Any]:
     return True, data
 
 
-# --- the compiled automaton -----------------------------------------------------------------------------------
-
-
-class _Node:
-    step: Step
-    can: list[bool]  # per call: whether some tool step below may take it
-    start: Any
-
-    def consume(self, state: Any, j: int, ctx: _Context) -> list[Move]:
-        raise NotImplementedError
-
-
-class _Leaf(_Node):
-    __slots__ = ("can", "gain", "idx", "slots", "start", "step")
-
-    def __init__(self, step: Step, idx: int) -> None:
-        self.step, self.idx, self.start = step, idx, 0
-        self.gain = 0
-        self.slots: tuple[int, ...] = ()  # binding slots this leaf's call fills (its id, ids of its groups)
-        self.can = []
-
-    def consume(self, state: Any, j: int, ctx: _Context) -> list[Move]:
-        if state == 0 and ctx.matches(self.idx, j):
-            return [(1, self.gain, (), self.idx)]
-        return []
-
-
-class _Repeat(_Node):
-    __slots__ = ("can", "inner", "least", "most", "start", "step")
-
-    def __init__(self, step: Step, inner: _Node, least: int, most: int | None) -> None:
-        self.step, self.inner, self.least, self.most = step, inner, least, most
-        self.start = (0, inner.start)
-        self.can = inner.can
-
-    def consume(self, state: Any, j: int, ctx: _Context) -> list[Move]:
-        rounds, inner_state = state
-        inner, least = self.inner, self.least
-        out: list[Move] = []
-        if rounds >= 1:
-            earns = rounds <= least
-            for s, gain, split, leaf in inner.consume(inner_state, j, ctx):
-                out.append(((rounds, s), gain if earns else 0, split, leaf))
-        if self.most is None or rounds < self.most:
-            following = rounds + 1
-            earns = following <= least
-            if self.most is None and following > least + 1:
-                following = least + 1  # past ``min`` with no ``max``: every further round is alike
-            for s, gain, split, leaf in inner.consume(inner.start, j, ctx):
-                out.append(((following, s), gain if earns else 0, split, leaf))
-        return out
-
-
-class _Sequence(_Node):
-    __slots__ = ("by_call", "can", "members", "start", "step")
-
-    def __init__(self, step: Step, members: list[_Node], calls: int) -> None:
-        self.step, self.members = step, members
-        self.start = (0, members[0].start) if members else (0, None)
-        self.by_call = [[k for k, m in enumerate(members) if m.can[j]] for j in range(calls)]
-        self.can = [bool(ks) for ks in self.by_call]
-
-    def consume(self, state: Any, j: int, ctx: _Context) -> list[Move]:
-        at, at_state = state
-        out: list[Move] = []
-        for k in self.by_call[j]:
-            if k < at:
-                continue
-            member = self.members[k]
-            for s, gain, split, leaf in member.consume(at_state if k == at else member.start, j, ctx):
-                out.append(((k, s), gain, split, leaf))
-        return out
-
-
-class _Unordered(_Node):
-    __slots__ = ("by_call", "can", "members", "parallel", "start", "step")
-
-    def __init__(self, step: Step, members: list[_Node], calls: int) -> None:
-        self.step, self.members, self.parallel = step, members, step.kind == "parallel"
-        states = tuple(m.start for m in members)
-        self.start = (states, None, False) if self.parallel else states
-        self.by_call = [[k for k, m in enumerate(members) if m.can[j]] for j in range(calls)]
-        self.can = [bool(ks) for ks in self.by_call]
-
-    def consume(self, state: Any, j: int, ctx: _Context) -> list[Move]:
-        states, turn, split = state if self.parallel else (state, None, False)
-        out: list[Move] = []
-        for k in self.by_call[j]:
-            for s, gain, inner_split, leaf in self.members[k].consume(states[k], j, ctx):
-                changed = (*states[:k], s, *states[k + 1:])
-                if not self.parallel:
-                    out.append((changed, gain, inner_split, leaf))
-                    continue
-                call_turn = ctx.turns[j]
-                new_turn, now_split = turn, split
-                if call_turn is not None:
-                    if turn is None:
-                        new_turn = call_turn
-                    elif call_turn != turn:
-                        now_split = True
-                splits = inner_split + ((self.step.path,) if now_split and not split else ())
-                out.append(((changed, new_turn, now_split), gain, splits, leaf))
-        return out
-
-
-class _AnyOf(_Node):
-    __slots__ = ("alternatives", "can", "start", "step")
-
-    def __init__(self, step: Step, alternatives: list[_Node], calls: int) -> None:
-        self.step, self.alternatives = step, alternatives
-        self.start = (-1, None)
-        self.can = [any(a.can[j] for a in alternatives) for j in range(calls)]
-
-    def consume(self, state: Any, j: int, ctx: _Context) -> list[Move]:
-        chosen, inner_state = state
-        if chosen >= 0:
-            return [((chosen, s), g, v, leaf)
-                    for s, g, v, leaf in self.alternatives[chosen].consume(inner_state, j, ctx)]
-        out: list[Move] = []
-        for k, alternative in enumerate(self.alternatives):
-            if alternative.can[j]:
-                out.extend(((k, s), g, v, leaf) for s, g, v, leaf in alternative.consume(alternative.start, j, ctx))
-        return out
-
-
 # --- matching a call to a tool step ---------------------------------------------------------------------------
 
 
@@ -204,17 +91,33 @@ class KeyCheck:
     expected: str = ""
 
 
-class _Context:
-    """What matching reads: the calls, the binding slots of referenced ids, and memoised verdicts."""
+class Context:
+    """What matching reads (the calls, the binding slots of referenced ids, memoised verdicts), the scan's
+    units of value, and its work so far."""
 
     def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], steps: Sequence[Step]) -> None:
         self.calls, self.steps = calls, steps  # ``steps``: the tool steps, in written order
         self.turns = [c.llm_turn for c in calls]
         self.slot_of, self._dynamic_leaves = _slots_of(spec, steps)
+        # a binding nothing can read any more (no later call of a tool whose step reads it) is forgotten, so
+        # states that differ only there become one
+        last_read = [-1] * len(self.slot_of)
+        reader_tools = {steps[k].tool: slots for k, slots in self._dynamic_leaves.items() if slots}
+        for j, call in enumerate(calls):
+            for slot in reader_tools.get(call.name, ()):
+                last_read[slot] = j
+        self.slot_dead_from = [j + 1 for j in last_read]
         self.bindings: tuple[int, ...] = ()
         self._latest: dict[str, list[int]] = {}  # tool -> per call index, its latest earlier call (or -1)
         self._static: list[list[bool]] = []
         self._dynamic: dict[tuple[int, int, tuple[int, ...]], bool] = {}
+        m = len(calls)
+        self.weight_unit, self.split_unit = (m + 1) ** 2, m + 1  # value = weight·(m+1)² − splits·(m+1) + matched
+        self.leaf_value: list[int] = []  # per tool step: what a call it takes earns, in value units
+        self.open: int | None = None  # where the open order-free group of the state being read opened
+        self.solved: dict[Any, Solved] = {}  # order-free groups' assignments, by window and bindings
+        self.growing: dict[Any, Any] = {}  # their values, by start and bindings
+        self.work = 0
 
     def latest_before(self, tool: str, j: int) -> int:
         table = self._latest.get(tool)
@@ -384,24 +287,6 @@ def weights_of(spec: TrajectorySpec) -> _Weights:
     return known
 
 
-def _build(step: Step, calls: int, leaves: Iterator[_Leaf]) -> _Node:
-    """The automaton node for ``step``; ``leaves`` hands out the numbered tool steps in written order."""
-    node: _Node
-    if step.kind == "tool":
-        node = next(leaves)
-    else:
-        members = [_build(member, calls, leaves) for member in step.members]
-        if step.kind == "steps":
-            node = _Sequence(step, members, calls)
-        elif step.kind == "any_of":
-            node = _AnyOf(step, members, calls)
-        else:
-            node = _Unordered(step, members, calls)
-    if (step.least, step.count_max) != (1, 1):
-        node = _Repeat(step, node, step.least, step.count_max)
-    return node
-
-
 def _tool_steps(spec: TrajectorySpec) -> tuple[Step, ...]:
     known = spec.memo.get("tool_steps")
     if known is None:
@@ -413,39 +298,47 @@ def _tool_steps(spec: TrajectorySpec) -> tuple[Step, ...]:
 _AUTOMATA_KEPT = 64
 
 
-def _automaton(spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ...]) -> tuple[_Node, list[_Leaf]]:
+def _automaton(spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ...]) -> tuple[Node, list[Leaf]]:
     """The automaton for runs whose calls may take the tool steps as ``can`` says (per step, per call). It holds
     no other state of a run (the run's calls and bindings are the context's), so it is reused for the same
     ``can``."""
-    kept: dict[Any, tuple[_Node, list[_Leaf]]] = spec.memo.setdefault("automata", {})
+    kept: dict[Any, tuple[Node, list[Leaf]]] = spec.memo.setdefault("automata", {})
     key = (calls, can)
     known = kept.get(key)
     if known is None:
         steps, weights = _tool_steps(spec), weights_of(spec)
-        slot_of, _reads = _slots_of(spec, steps)
-        leaves = [_Leaf(step, k) for k, step in enumerate(steps)]
+        slot_of, reads = _slots_of(spec, steps)
+        leaves = [Leaf(step, k) for k, step in enumerate(steps)]
         for leaf, row, gain in zip(leaves, can, weights.gains, strict=True):
             leaf.can, leaf.gain = list(row), gain
         for name, slot in slot_of.items():
             for idx in weights.holders.get(name, ()):
                 leaves[idx].slots = (*leaves[idx].slots, slot)
-        known = (_build(spec.root, calls, iter(leaves)), leaves)
+        leaf_of = {id(step): k for k, step in enumerate(steps)}
+        known = (Builder(calls, leaves, leaf_of, reads).build(spec.root), leaves)
         if len(kept) >= _AUTOMATA_KEPT:
             kept.clear()
         kept[key] = known
     return known
 
 
-def _compile(spec: TrajectorySpec, calls: Sequence[ToolCall]) -> tuple[_Node, list[_Leaf], _Context, int, int]:
+def _compile(spec: TrajectorySpec, calls: Sequence[ToolCall]) -> tuple[Node, list[Leaf], Context, int, int]:
     """(root, leaves, context, total required in integer units, units per 1.0 of weight)."""
-    ctx = _Context(spec, calls, _tool_steps(spec))
+    ctx = Context(spec, calls, _tool_steps(spec))
     can = ctx.static_table()
     root, leaves = _automaton(spec, len(calls), can)
     weights = weights_of(spec)
+    ctx.leaf_value = [gain * ctx.weight_unit + 1 for gain in weights.gains]
     return root, leaves, ctx, weights.required, weights.unit
 
 
 # --- the search -----------------------------------------------------------------------------------------------
+
+#: a scan state: (automaton state, the call each referenced id is bound to, the open order-free group: (where it
+#: opened, the group, whether it earns) or None)
+Key = tuple[Any, tuple[int, ...], Any]
+#: how a state was reached: (previous state, leaf that took the call or -1, notes, value gained)
+Back = tuple[Key, int, tuple[tuple[Any, ...], ...], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,7 +352,9 @@ class Alignment:
     bindings: tuple[tuple[int, ...], ...]  # per call: the calls the referenced ids were bound to before it
     required: int  # total required weight, in units
     unit: int  # units per 1.0 of weight
-    context: _Context
+    context: Context
+    approximate: str | None = None  # why this may not be the best alignment; None: it is the exact optimum
+    work: int = 0  # units of work the search took
 
     @property
     def matched_weight(self) -> Fraction:
@@ -475,50 +370,207 @@ class Alignment:
         return [] if leaf is None else self.context.checks(self.leaves[leaf], j, self.bindings[j])
 
 
-def align(spec: TrajectorySpec, calls: Sequence[ToolCall]) -> Alignment:
-    """The exact best alignment of ``calls`` (in run order) to ``spec``."""
+class _OutOfWork(Exception):
+    pass
+
+
+def work_limit(calls: int, budget: int | None = None) -> int:
+    """The work one pass of the scan may take for a run of ``calls`` calls."""
+    return (WORK_BUDGET if budget is None else budget) + WORK_PER_CALL * calls
+
+
+def align(spec: TrajectorySpec, calls: Sequence[ToolCall], budget: int | None = None) -> Alignment:
+    """The best alignment of ``calls`` (in run order) to ``spec``: exact within ``work_limit``, else the best a
+    beam of ``BEAM`` states finds within as much work again (``Alignment.approximate`` says so)."""
     root, leaves, ctx, required, unit = _compile(spec, calls)
-    m = len(calls)
-    weight_unit, split_unit = (m + 1) ** 2, m + 1  # value = weight·(m+1)² − splits·(m+1) + matched calls
+    m, limit = len(calls), work_limit(len(calls), budget)
+    reason = None
+    try:
+        layer, back, read = _scan(root, leaves, ctx, m, limit, None)
+        final = _final(root, ctx, layer, read, limit, None)
+    except _OutOfWork:
+        reason = (f"the exact alignment needed more than {limit:,} units of work (order-free groups with groups "
+                  f"among their members, or $ref to step ids, multiply its states); this is the best of {BEAM} "
+                  f"states kept per call")
+        limit += ctx.work
+        layer, back, read = _scan(root, leaves, ctx, m, limit, BEAM)
+        final = _final(root, ctx, layer, read, limit, BEAM)
+        if read < m:
+            reason += f"; the calls from #{read + 1} on were not read within the work budget and count as extra"
+    return _trace(spec, calls, leaves, ctx, back, read, final, required, unit, reason)
+
+
+def _scan(root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int,
+          beam: int | None) -> tuple[dict[Key, int], list[dict[Key, Back]], int]:
+    """The last layer of states with their values, the way back, and how many calls were read (all, unless a
+    beam ran out of work)."""
     no_bindings = (_UNBOUND,) * len(ctx.slot_of)
-    layer: dict[Any, int] = {(root.start, no_bindings): 0}
-    back: list[dict[Any, tuple[Any, int, tuple[str, ...], int]]] = []
+    layer: dict[Key, int] = {(root.start, no_bindings, None): 0}
+    dead_from = ctx.slot_dead_from
+    dying: dict[int, list[int]] = {}
+    for slot, j in enumerate(dead_from):
+        dying.setdefault(j, []).append(slot)
+    back: list[dict[Key, Back]] = []
     for j in range(m):
-        following: dict[Any, int] = {}
-        came_from: dict[Any, tuple[Any, int, tuple[str, ...], int]] = {}
-        for key, value in layer.items():
+        following: dict[Key, int] = {}
+        came_from: dict[Key, Back] = {}
+        items = layer.items()
+        if beam is not None and len(layer) > beam:
+            items = dict(heapq.nlargest(beam, items, key=itemgetter(1))).items()
+        can = root.can[j]
+        for key, value in items:
+            ctx.work += 1
+            if ctx.work > limit:
+                if beam is None:
+                    raise _OutOfWork
+                return layer, back, j
             old = following.get(key)
             if old is None or value > old:  # the call is extra: the state stays
                 following[key] = value
                 came_from[key] = (key, -1, (), 0)
-            if not root.can[j]:
+            if not can:
                 continue
-            state, bindings = key
-            ctx.bindings = bindings
-            for new_state, gain, split, leaf in root.consume(state, j, ctx):
-                slots = leaves[leaf].slots
+            state, bindings, opened = key
+            ctx.bindings, ctx.open = bindings, opened[0] if opened is not None else None
+            moves = root.consume(state, j, ctx, True)
+            ctx.work += len(moves)
+            for new_state, gain, leaf, notes in moves:
                 new_bindings = bindings
-                if slots:
-                    new_bindings = tuple(j if k in slots else b for k, b in enumerate(bindings))
-                new_key = (new_state, new_bindings)
-                new_value = value + gain * weight_unit - len(split) * split_unit + 1
+                if leaf >= 0:
+                    slots = leaves[leaf].slots
+                    if slots:
+                        new_bindings = tuple(j if k in slots and j < dead_from[k] else b
+                                             for k, b in enumerate(bindings))
+                new_open = opened
+                for note in notes:
+                    if note[0] == "close":
+                        new_open = None
+                    elif note[0] == "open":
+                        new_open = (j, note[1], note[2])
+                new_key = (new_state, new_bindings, new_open)
+                new_value = value + gain
                 old = following.get(new_key)
                 if old is None or new_value > old:
                     following[new_key] = new_value
-                    came_from[new_key] = (key, leaf, split, gain)
+                    came_from[new_key] = (key, leaf, notes, gain)
+        if j + 1 in dying:
+            following = _forget(following, came_from, dying[j + 1])
+        _drop_dominated(following, ctx)
         layer = following
         back.append(came_from)
-    key = max(layer, key=layer.__getitem__)
+    return layer, back, m
+
+
+def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int]) -> dict[Key, int]:
+    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them."""
+    out: dict[Key, int] = {}
+    for key, value in layer.items():
+        bindings = tuple(_UNBOUND if k in slots else b for k, b in enumerate(key[1]))
+        new_key = (key[0], bindings, key[2])
+        old = out.get(new_key)
+        if old is None or value > old:
+            out[new_key] = value
+            if new_key != key:
+                came_from[new_key] = came_from[key]
+    return out
+
+
+def _drop_dominated(layer: dict[Key, int], ctx: Context) -> None:
+    """Drops the states of an open order-free group that another state, alike but for where the group opened,
+    makes useless: one that opened earlier with no less value (it has every call the later one has), or one that
+    opened later with more value than the earlier one could still win in between (what a group wins over a
+    window is at most what it wins over its two halves)."""
+    groups: dict[Any, list[tuple[int, int, Key]]] = {}
+    for key, value in layer.items():
+        if key[2] is not None:
+            groups.setdefault((key[0], key[1]), []).append((key[2][0], value, key))
+    for entries in groups.values():
+        if len(entries) < 2:
+            continue
+        entries.sort(key=itemgetter(0))
+        kept: list[tuple[int, int, Key]] = []
+        for entry in entries:
+            if kept and entry[1] <= kept[-1][1]:  # kept values rise with where they opened
+                del layer[entry[2]]
+            else:
+                kept.append(entry)
+        last_opened, last_value, last_key = kept[-1]
+        _, node, earns = last_key[2]
+        ctx.bindings = last_key[1]
+        for opened, value, key in kept[:-1]:
+            if value + node.value(opened, last_opened, ctx, earns) <= last_value:
+                del layer[key]
+
+
+def _final(root: Node, ctx: Context, layer: dict[Key, int], read: int, limit: int,
+           beam: int | None) -> tuple[Key, tuple[tuple[Any, ...], ...]]:
+    """The best state at the end (its open group settled at call ``read``) and the notes that settled it."""
+    items = list(layer.items())
+    if beam is not None and len(items) > beam:
+        items = heapq.nlargest(beam, items, key=itemgetter(1))
+    best: tuple[int, Key, tuple[tuple[Any, ...], ...]] | None = None
+    for key, value in items:
+        notes: tuple[tuple[Any, ...], ...] = ()
+        if root.defers and key[2] is not None:
+            ctx.bindings, ctx.open = key[1], key[2][0]
+            left, notes = root.settle(key[0], read, ctx, True)
+            value += left
+            if ctx.work > limit and best is not None:
+                if beam is None:
+                    raise _OutOfWork
+                break
+        if best is None or value > best[0]:
+            best = (value, key, notes)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _trace(spec: TrajectorySpec, calls: Sequence[ToolCall], leaves: Sequence[Leaf], ctx: Context,
+           back: list[dict[Key, Back]], read: int, final: tuple[Key, tuple[tuple[Any, ...], ...]], required: int,
+           unit: int, reason: str | None) -> Alignment:
+    """The alignment the way back from the final state describes."""
+    m = len(calls)
+    key, closing = final
     taken_by: list[int | None] = [None] * m
     earned = [0] * m
     splits: list[tuple[str, int]] = []
+    no_bindings = (_UNBOUND,) * len(ctx.slot_of)
     bindings_before: list[tuple[int, ...]] = [no_bindings] * m
-    for j in range(m - 1, -1, -1):
-        previous, leaf, split, gain = back[j][key]
+    closes = [note for note in closing if note[0] == "close"]
+    for j in range(read - 1, -1, -1):
+        previous, leaf, notes, gain = back[j][key]
+        for note in notes:
+            if note[0] == "split":
+                splits.append((note[1], j))
+                gain += ctx.split_unit
+            elif note[0] == "close":
+                closes.append(note)
+                gain -= _solve(ctx, note).value
         if leaf >= 0:
-            taken_by[j], earned[j] = leaf, gain
-            splits.extend((path, j) for path in split)
+            taken_by[j] = leaf
+            earned[j] = leaves[leaf].gain if gain == ctx.leaf_value[leaf] else 0
         bindings_before[j] = previous[1]
         key = previous
-    return Alignment(tuple(leaf.step for leaf in leaves), tuple(taken_by), tuple(earned), tuple(reversed(splits)),
-                     tuple(bindings_before), required, unit, ctx)
+    for note in closes:
+        _, node, _s, _t, earns, _bindings = note
+        solved = _solve(ctx, note)
+        counts = [0] * len(node.members)
+        for j, k in zip(solved.window, solved.taken, strict=True):
+            if k < 0:
+                continue
+            member = node.members[k]
+            taken_by[j] = member.idx
+            counts[k] += 1
+            earned[j] = member.gain if earns and counts[k] <= member.step.least else 0
+        if solved.split_call is not None:
+            splits.append((node.step.path, solved.split_call))
+    return Alignment(tuple(leaf.step for leaf in leaves), tuple(taken_by), tuple(earned),
+                     tuple(sorted(splits, key=itemgetter(1))), tuple(bindings_before), required, unit, ctx,
+                     reason, ctx.work)
+
+
+def _solve(ctx: Context, note: tuple[Any, ...]) -> Solved:
+    _, node, s, t, earns, bindings = note
+    ctx.bindings = bindings
+    solved: Solved = node.solve(s, t, ctx, earns)
+    return solved

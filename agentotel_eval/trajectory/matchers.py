@@ -229,6 +229,8 @@ def compile_pattern(pattern: Any, where: str) -> Any:
 def _number(value: Any, where: str, op: str) -> float:
     if not _is_number(value):
         raise SpecError(f"{where}: {op} needs a number, got {value!r}")
+    if not math.isfinite(value):
+        raise SpecError(f"{where}: {op} needs a finite number, got {value!r}")
     return float(value)
 
 

@@ -17,9 +17,12 @@ Each preset is a spec like any other (steps, ``extra``, a threshold), so its res
 ``ordering``           today's ``tool_correctness_ordering``: the longest in-order part (threshold as set)
 =====================  =======================================================================================
 
-An entry that is a list is one LLM turn's calls (``expected_tools = ["search", ["get_order", "get_user"]]``):
-where order counts it is a ``parallel`` group (those calls in any order among themselves, from one turn, as
-agentevals' strict mode compares a message's tool calls), elsewhere its calls simply join the others.
+An entry that is a list is one LLM turn's calls (``expected_tools = ["search", ["get_order", "get_user"]]``).
+``langchain:strict`` compares turn by turn, as agentevals compares messages: each entry is an LLM turn of its own
+(``separate_turns``: two entries answered in one turn fail), and a list's calls come in any order among themselves
+from one turn (a ``parallel`` group). ADK has no turns: its presets read a list's calls in the order written. The
+other presets are order-free and a list's calls simply join the others; ``ordering`` keeps a list as a
+``parallel`` group.
 
 Peers compare a call's arguments whole: where an entry gives ``args``, the peers' presets check them exactly
 (``strict_args``: no other keys); an entry with a name only leaves the arguments free. An entry's ``args`` may use
@@ -33,18 +36,20 @@ from typing import Any
 
 from agentotel_eval.trajectory.matchers import SpecError
 
-#: preset -> (group of the expected calls, each call optional, extra calls, threshold, exact arguments)
-PRESETS: dict[str, tuple[str, bool, str, float | None, bool]] = {
-    "langchain:strict": ("steps", False, "forbid", 1.0, True),
-    "langchain:unordered": ("unordered", False, "forbid", 1.0, True),
-    "langchain:subset": ("unordered", True, "forbid", 1.0, True),
-    "langchain:superset": ("unordered", False, "ignore", 1.0, True),
-    "adk:EXACT": ("steps", False, "forbid", 1.0, True),
-    "adk:IN_ORDER": ("steps", False, "ignore", 1.0, True),
-    "adk:ANY_ORDER": ("unordered", False, "ignore", 1.0, True),
-    "default": ("unordered", False, "ignore", None, False),
-    "exact": ("unordered", False, "forbid", 1.0, False),
-    "ordering": ("steps", False, "ignore", None, False),
+#: preset -> (group of the expected calls, each call optional, extra calls, threshold, exact arguments, turns:
+#: "separate" (each entry its own LLM turn, a list a parallel group), "parallel" (a list a parallel group where
+#: order counts), "flat" (a list's calls as written))
+PRESETS: dict[str, tuple[str, bool, str, float | None, bool, str]] = {
+    "langchain:strict": ("steps", False, "forbid", 1.0, True, "separate"),
+    "langchain:unordered": ("unordered", False, "forbid", 1.0, True, "flat"),
+    "langchain:subset": ("unordered", True, "forbid", 1.0, True, "flat"),
+    "langchain:superset": ("unordered", False, "ignore", 1.0, True, "flat"),
+    "adk:EXACT": ("steps", False, "forbid", 1.0, True, "flat"),
+    "adk:IN_ORDER": ("steps", False, "ignore", 1.0, True, "flat"),
+    "adk:ANY_ORDER": ("unordered", False, "ignore", 1.0, True, "flat"),
+    "default": ("unordered", False, "ignore", None, False, "flat"),
+    "exact": ("unordered", False, "forbid", 1.0, False, "flat"),
+    "ordering": ("steps", False, "ignore", None, False, "parallel"),
 }
 _ALIASES = {f"tool_correctness:{mode}": mode for mode in ("default", "exact", "ordering")}
 
@@ -79,14 +84,14 @@ def expand_preset(body: Mapping[str, Any], where: str) -> dict[str, Any]:
     tools = body.get("expected_tools")
     if not isinstance(tools, list):
         raise SpecError(f"{where}: preset {name!r} needs expected_tools = [...] (tool names or {{ tool, args }})")
-    group, optional, extra, threshold, exact_args = PRESETS[name]
+    group, optional, extra, threshold, exact_args, turns = PRESETS[name]
     calls: list[dict[str, Any]] = []
     for i, entry in enumerate(tools):
         if isinstance(entry, list):  # one LLM turn's calls: in any order among themselves
             turn = [_entry(t, optional, exact_args, f"{where}.expected_tools[{i}][{k}]") for k, t in enumerate(entry)]
             if not turn:
                 raise SpecError(f"{where}.expected_tools[{i}]: a turn lists at least one call")
-            calls.extend(turn if group == "unordered" or len(turn) == 1 else [{"parallel": turn}])
+            calls.extend(turn if turns == "flat" or len(turn) == 1 else [{"parallel": turn}])
         else:
             calls.append(_entry(entry, optional, exact_args, f"{where}.expected_tools[{i}]"))
     out = {k: v for k, v in body.items() if k not in ("preset", "expected_tools")}
@@ -95,6 +100,8 @@ def expand_preset(body: Mapping[str, Any], where: str) -> dict[str, Any]:
     else:
         out["steps"] = [{"unordered": calls}]
     out.setdefault("extra", extra)
+    if turns == "separate" and calls:
+        out.setdefault("separate_turns", True)
     if threshold is not None:
         out.setdefault("threshold", threshold)
     return out

@@ -190,6 +190,36 @@ def _violations(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alig
     for path, j in alignment.splits:
         out.append({"type": "parallel_split", "step": path, "call": j,
                     "message": f"parallel group {path} was split over LLM turns (call #{j + 1})"})
+    if spec.separate_turns:
+        out.extend(_merged_turns(spec, calls, alignment))
+    return out
+
+
+def _merged_turns(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> list[dict[str, Any]]:
+    """Top-level steps whose calls came from one LLM turn (``separate_turns``): one violation per such turn."""
+    top = spec.memo.get("top_of_leaf")
+    if top is None:
+        leaf_of = {id(step): k for k, step in enumerate(alignment.leaves)}
+        top = spec.memo["top_of_leaf"] = {leaf_of[id(s)]: k for k, member in enumerate(spec.root.members)
+                                          for s in member.walk() if s.kind == "tool"}
+    steps_of: dict[Any, list[int]] = {}
+    first_call: dict[Any, int] = {}
+    for j, leaf in enumerate(alignment.taken_by):
+        turn = calls[j].llm_turn
+        if leaf is None or turn is None:
+            continue
+        step = top[leaf]
+        steps = steps_of.setdefault(turn, [])
+        if step not in steps:
+            steps.append(step)
+        first_call.setdefault(turn, j)
+    out = []
+    for turn, steps in steps_of.items():
+        if len(steps) > 1:
+            paths = [spec.root.members[k].path for k in steps]
+            out.append({"type": "turns_merged", "steps": paths, "call": first_call[turn],
+                        "message": f"{' and '.join(paths)} came in one LLM turn (call #{first_call[turn] + 1} on); "
+                                   f"each is a turn of its own (separate_turns)"})
     return out
 
 
@@ -218,9 +248,11 @@ def _has_parallel(spec: TrajectorySpec) -> bool:
     return bool(known)
 
 
-def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0) -> TrajectoryOutcome:
-    """Score ``calls`` (in run order, with their LLM turns) against ``spec``."""
-    alignment = align(spec, calls)
+def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0,
+                     budget: int | None = None) -> TrajectoryOutcome:
+    """Score ``calls`` (in run order, with their LLM turns) against ``spec`` (``budget``: the alignment's work
+    budget, ``align.WORK_BUDGET`` unless given)."""
+    alignment = align(spec, calls, budget)
     extra = [j for j, leaf in enumerate(alignment.taken_by) if leaf is None]
     matched_calls = len(calls) - len(extra)
     recall = alignment.recall
@@ -246,7 +278,10 @@ def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold:
     }
     if spec.preset:
         details["preset"] = spec.preset
-    if any(c.llm_turn is None for c in calls) and _has_parallel(spec):
+    if alignment.approximate is not None:  # the score is a lower bound: a real alignment, maybe not the best
+        details["approximate"] = True
+        details["approximate_reason"] = alignment.approximate
+    if any(c.llm_turn is None for c in calls) and (_has_parallel(spec) or spec.separate_turns):
         details["turns_not_recorded"] = True  # a parallel group cannot be checked for calls with no turn
     details["reason"] = reason_text(details, calls)
     return TrajectoryOutcome(score, recall, precision, tuple(violations), details, alignment)
@@ -284,6 +319,8 @@ def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
         listed = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
         penalised = {"ignore": "not penalised", "penalize": "penalised", "forbid": "forbidden"}[details["extra_mode"]]
         parts.append(f"Extra calls ({penalised}): {listed}.")
+    if details.get("approximate"):
+        parts.append(f"Approximate: {details['approximate_reason']}.")
     if details["violations"]:
         parts.append("Violations: " + "; ".join(v["message"] for v in details["violations"][:4])
                      + (" …" if len(details["violations"]) > 4 else "") + ".")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +27,30 @@ KINDS = ("tool", *GROUPS)
 EXTRA_MODES = ("ignore", "penalize", "forbid")
 _MODIFIERS = ("optional", "count", "weight", "id")
 _TOOL_KEYS = ("args", "strict_args")
-_TOP_KEYS = ("steps", "extra", "max_calls", "forbid", "threshold", "preset", "expected_tools")
+_TOP_KEYS = ("steps", "extra", "max_calls", "forbid", "threshold", "preset", "expected_tools", "separate_turns")
 
-__all__ = ["EXTRA_MODES", "KINDS", "SpecError", "Step", "TrajectorySpec", "parse_spec"]
+__all__ = ["CONFIG_LIMITS", "EXTRA_MODES", "KINDS", "UNTRUSTED_LIMITS", "SpecError", "SpecLimits", "Step",
+           "TrajectorySpec", "parse_spec"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpecLimits:
+    """How large a spec may be. A spec that arrives with a run (a span attribute, a dataset line) is held to
+    ``UNTRUSTED_LIMITS``: the alignment's work is bounded whatever the spec, but reading and keeping a spec is
+    not, and a legitimate spec is far smaller. The operator's own config, and specs in code, get ``CONFIG_LIMITS``."""
+
+    name: str
+    steps: int  # tool steps and groups, forbid rules included
+    depth: int  # groups inside groups
+    alternatives: int  # members of one any_of
+    spec_bytes: int  # the spec as JSON text
+    nesting: int  # JSON objects and arrays inside each other (groups, and objects in argument matchers)
+
+
+UNTRUSTED_LIMITS = SpecLimits("a spec from a span or a dataset", steps=200, depth=8, alternatives=16,
+                              spec_bytes=64 * 1024, nesting=48)
+CONFIG_LIMITS = SpecLimits("a spec from the config or code", steps=5000, depth=32, alternatives=256,
+                           spec_bytes=4 * 1024 * 1024, nesting=160)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +98,8 @@ class TrajectorySpec:
     threshold: float | None = None
     preset: str | None = None
     written: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: no two top-level steps' calls come from one LLM turn (agentevals' strict mode compares message by message)
+    separate_turns: bool = False
     #: what scoring derives from the spec alone (its weights), kept for the next run it scores
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -120,7 +144,25 @@ def _count(value: Any, where: str) -> tuple[int, int | None]:
     return low, high
 
 
-def _step(value: Any, where: str) -> Step:
+class _Budget:
+    """Counts steps as they are read, against the limits."""
+
+    def __init__(self, limits: SpecLimits) -> None:
+        self.limits, self.steps = limits, 0
+
+    def step(self, where: str, depth: int) -> None:
+        limits = self.limits
+        self.steps += 1
+        if self.steps > limits.steps:
+            raise SpecError(f"{where}: more than {limits.steps} steps; {limits.name} may have at most "
+                            f"{limits.steps} (limit: steps)")
+        if depth > limits.depth:
+            raise SpecError(f"{where}: groups nested {depth} deep; {limits.name} may nest them at most "
+                            f"{limits.depth} deep (limit: depth)")
+
+
+def _step(value: Any, where: str, budget: _Budget, depth: int = 0) -> Step:
+    budget.step(where, depth)
     if isinstance(value, str):
         value = {"tool": value}
     if not isinstance(value, Mapping):
@@ -140,6 +182,8 @@ def _step(value: Any, where: str) -> Step:
     weight = value.get("weight")
     if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0):
         raise SpecError(f"{where}.weight must be a number >= 0, got {weight!r}")
+    if weight is not None and not math.isfinite(weight):
+        raise SpecError(f"{where}.weight must be a finite number, got {weight!r}")
     step_id = value.get("id")
     if step_id is not None and (not isinstance(step_id, str) or not step_id or "." in step_id):
         raise SpecError(f"{where}.id must be a name without dots, got {step_id!r}")
@@ -160,31 +204,79 @@ def _step(value: Any, where: str) -> Step:
     members = value[kind]
     if not isinstance(members, list | tuple) or not members:
         raise SpecError(f"{where}.{kind} must be a non-empty list of steps")
-    return Step(kind, where, members=tuple(_step(m, f"{where}.{kind}[{i}]") for i, m in enumerate(members)),
-                **common)
+    limits = budget.limits
+    if kind == "any_of" and len(members) > limits.alternatives:
+        raise SpecError(f"{where}.any_of: {len(members)} alternatives; {limits.name} may have at most "
+                        f"{limits.alternatives} (limit: alternatives)")
+    return Step(kind, where, members=tuple(_step(m, f"{where}.{kind}[{i}]", budget, depth + 1)
+                                           for i, m in enumerate(members)), **common)
 
 
-def _forbidden(value: Any, where: str) -> Step:
+def _forbidden(value: Any, where: str, budget: _Budget) -> Step:
     if isinstance(value, str):
         value = {"tool": value}
     if not isinstance(value, Mapping) or "tool" not in value:
         raise SpecError(f"{where}: a forbid entry is {{ tool = \"name\", args = {{...}} }}, got {value!r}")
     _unknown(value, ("tool", *_TOOL_KEYS), where)
-    step = _step(value, where)
+    step = _step(value, where, budget)
     for ref in step.refs:
         raise SpecError(f"{where}: a forbid rule cannot use $ref ({ref.text})")
     return step
 
 
-def parse_spec(value: Any, where: str = "trajectory") -> TrajectorySpec:
-    """A spec from its written form: a table/dict, a JSON string of one, or a bare list of steps."""
+def _check_size(value: Any, where: str, limits: SpecLimits) -> None:
+    """Refuses a written value nested deeper than ``limits.nesting`` or larger than ``limits.spec_bytes`` (as
+    JSON, counted roughly), walking it without recursion so a hostile value cannot exhaust the stack."""
+    size = 0
+    # (value, depth, index of its parent entry, its key there): the path is rebuilt only for an error
+    entries: list[tuple[Any, int, int, Any]] = [(value, 1, -1, None)]
+    stack = [0]
+    while stack:
+        at = stack.pop()
+        item, depth, _parent, _key = entries[at]
+        if isinstance(item, Mapping | list | tuple):
+            if depth > limits.nesting:
+                raise SpecError(f"{where}{_path(entries, at)}: nested more than {limits.nesting} levels deep; "
+                                f"{limits.name} may nest at most {limits.nesting} (limit: nesting)")
+            children = item.items() if isinstance(item, Mapping) else enumerate(item)
+            for key, child in children:
+                size += 2 + (len(key) if isinstance(key, str) else 0)
+                stack.append(len(entries))
+                entries.append((child, depth + 1, at, key))
+        else:
+            size += len(item) + 2 if isinstance(item, str) else 8
+        if size > limits.spec_bytes:
+            raise SpecError(f"{where}: larger than {limits.spec_bytes:,} bytes as JSON; {limits.name} may have at "
+                            f"most {limits.spec_bytes:,} (limit: spec_bytes)")
+
+
+def _path(entries: list[tuple[Any, int, int, Any]], at: int) -> str:
+    parts: list[str] = []
+    while at > 0:
+        _item, _depth, parent, key = entries[at]
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+        at = parent
+    text = "".join(reversed(parts))
+    return text if len(text) <= 200 else text[:120] + " … " + text[-60:]
+
+
+def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFIG_LIMITS) -> TrajectorySpec:
+    """A spec from its written form: a table/dict, a JSON string of one, or a bare list of steps, within
+    ``limits`` (``UNTRUSTED_LIMITS`` for a spec that came with a run)."""
     if isinstance(value, TrajectorySpec):
         return value
     if isinstance(value, str | bytes):
+        if len(value) > limits.spec_bytes:
+            raise SpecError(f"{where}: {len(value):,} bytes; {limits.name} may have at most "
+                            f"{limits.spec_bytes:,} (limit: spec_bytes)")
         try:
             value = json.loads(value)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SpecError(f"{where}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise SpecError(f"{where}: nested too deep to read; {limits.name} may nest at most {limits.nesting} "
+                            f"levels (limit: nesting)") from None
+    _check_size(value, where, limits)
     if isinstance(value, list | tuple):
         value = {"steps": list(value)}
     if not isinstance(value, Mapping):
@@ -212,14 +304,18 @@ def parse_spec(value: Any, where: str = "trajectory") -> TrajectorySpec:
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
                                   or not 0 <= threshold <= 1):
         raise SpecError(f"{where}.threshold must be a number from 0 to 1, got {threshold!r}")
+    separate_turns = body.get("separate_turns", False)
+    if not isinstance(separate_turns, bool):
+        raise SpecError(f"{where}.separate_turns must be true or false, got {separate_turns!r}")
     forbid = body.get("forbid", [])
     if not isinstance(forbid, list):
         raise SpecError(f"{where}.forbid must be a list of {{ tool, args }} tables")
+    budget = _Budget(limits)
     try:  # steps are named by their path in the spec ("steps[2]"), shown in results; errors say where the spec is
-        root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]") for i, s in enumerate(steps)))
+        root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]", budget) for i, s in enumerate(steps)))
         spec = TrajectorySpec(
-            root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]") for i, f in enumerate(forbid)),
-            None if threshold is None else float(threshold), preset, written,
+            root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]", budget) for i, f in enumerate(forbid)),
+            None if threshold is None else float(threshold), preset, written, separate_turns,
         )
         _check_ids(spec)
     except SpecError as exc:

@@ -97,6 +97,8 @@ def trajectory_lines(details: Mapping[str, Any], indent: str = "  ") -> list[str
         lines.append(f"{indent}{'extra':<10}{', '.join(_call(calls, i) for i in extra)} ({_EXTRA.get(mode, mode)})")
     for violation in details.get("violations") or []:
         lines.append(f"{indent}{'violation':<10}{violation.get('type')}: {violation.get('message')}")
+    if details.get("approximate"):
+        lines.append(f"{indent}(approximate: {details.get('approximate_reason')})")
     if details.get("turns_not_recorded"):
         lines.append(f"{indent}(LLM turns not recorded: parallel groups were not checked for one turn)")
     return lines

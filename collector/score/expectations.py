@@ -22,7 +22,13 @@ from agentotel_eval.collector.config_fields import Parsed
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory.matchers import SpecError
-from agentotel_eval.trajectory.spec import TrajectorySpec, parse_spec
+from agentotel_eval.trajectory.spec import (
+    CONFIG_LIMITS,
+    UNTRUSTED_LIMITS,
+    SpecLimits,
+    TrajectorySpec,
+    parse_spec,
+)
 
 #: tool-correctness modes, by config name
 MODES = ("default", "exact", "ordering")
@@ -76,10 +82,10 @@ def parse_input_regex(value: Any) -> re.Pattern[str]:
         raise ExpectationConfigError(f"not a valid regex: {exc}") from None
 
 
-def parse_trajectory(value: Any, where: str = "trajectory") -> TrajectorySpec:
+def parse_trajectory(value: Any, where: str = "trajectory", limits: SpecLimits = CONFIG_LIMITS) -> TrajectorySpec:
     """A rule's or a dataset line's trajectory table (``ExpectationConfigError`` names where)."""
     try:
-        return parse_spec(value, where)
+        return parse_spec(value, where, limits)
     except SpecError as exc:
         raise ExpectationConfigError(str(exc)) from None
 
@@ -184,13 +190,15 @@ class Dataset:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ExpectationConfigError(f"{where}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise ExpectationConfigError(f"{where}: nested too deep to read") from None
             if not isinstance(row, Mapping) or not isinstance(row.get("input"), str):
                 raise ExpectationConfigError(f"{where}: each line needs a string 'input'")
             if "expected_tools" not in row and "expected_trajectory" not in row:
                 raise ExpectationConfigError(f"{where}: each line needs 'expected_tools' or 'expected_trajectory'")
             tools = parse_tools(row["expected_tools"], where) if "expected_tools" in row else None
             modes = parse_modes(row["modes"], where) if "modes" in row else None
-            spec = (parse_trajectory(row["expected_trajectory"], f"{where}: expected_trajectory")
+            spec = (parse_trajectory(row["expected_trajectory"], f"{where}: expected_trajectory", UNTRUSTED_LIMITS)
                     if "expected_trajectory" in row else None)
             entry = DatasetEntry(tools, modes, spec, number)
             key = normalise_input(row["input"])
@@ -230,7 +238,7 @@ class ExpectationFinder:
         known = self._span_specs.get(text)
         if known is None:
             try:
-                known = parse_spec(text, "expected_trajectory")
+                known = parse_spec(text, "expected_trajectory", UNTRUSTED_LIMITS)
             except SpecError as exc:
                 known = f"the run's expected_trajectory attribute is not a valid spec: {exc}"
             if len(self._span_specs) >= _SPEC_MEMORY:
