@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: the six tool-use error types, in the order tables show them
-ERROR_TYPES = ("invalid_function", "parameter_error", "sequence_error", "result_ignored", "repeated_failure",
-               "error_handling")
+from agentotel_eval.detectors.types import (
+    TABLE_ORDER as ERROR_TYPES,  # the six types, in the order tables show them
+)
 
 
 @dataclass(frozen=True, slots=True)
