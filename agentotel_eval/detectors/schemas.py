@@ -23,10 +23,22 @@ _VALUE_PREVIEW = 80
 TRUNCATION_MARKERS = ("[MaxDepth]", "[Truncated]", "[Circular]", "...[truncated", "[Max Depth]")
 
 
+@lru_cache(maxsize=1024)
 def truncated(schema: Any) -> bool:
-    """Whether an exporter cut the schema short (a marker where a nested schema was)."""
-    text = json.dumps(thaw(schema), default=str) if not isinstance(schema, str) else schema
-    return any(marker in text for marker in TRUNCATION_MARKERS)
+    """Whether an exporter cut the schema short (a marker where a nested schema was); ``schema`` frozen."""
+    return _holds_marker(schema, 0)
+
+
+def _holds_marker(value: Any, depth: int) -> bool:
+    if isinstance(value, str):
+        return any(marker in value for marker in TRUNCATION_MARKERS) if "[" in value else False
+    if depth > 32:
+        return False
+    if isinstance(value, Mapping):
+        return any(_holds_marker(v, depth + 1) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_marker(v, depth + 1) for v in value)
+    return False
 
 
 @lru_cache(maxsize=1024)

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
+
 _ID_LIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)#?[A-Za-z0-9][A-Za-z0-9_\-:.]{3,62}[A-Za-z0-9]$")
 _DIGITS_ID = re.compile(r"^\d{7,20}$")
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$|^\d{1,2}:\d{2}(:\d{2})?$")
@@ -51,9 +53,12 @@ def value_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, ValueError, orjson.JSONEncodeError):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str)  # an integer beyond 64 bits
+        except (TypeError, ValueError):
+            return str(value)
 
 
 def contains_token(text: str, value: str) -> bool:

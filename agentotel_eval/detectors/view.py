@@ -20,6 +20,7 @@ from agentotel_eval.detectors.statements import lexicon as lx
 from agentotel_eval.detectors.statements.clauses import Clause, clauses
 from agentotel_eval.detectors.statements.scan import NUMBER, Fact, Reading, read
 from agentotel_eval.detectors.statements.values import Recorded, read_value
+from agentotel_eval.detectors.tokens import value_text
 from agentotel_eval.test_case import ToolCall, ToolDefinition
 
 #: strings of arguments that can name what a call is about: short, not a sentence, not a flag
@@ -115,8 +116,8 @@ class RunView:
     service: str | None = None
     agent: str | None = None
     started: dt.datetime | None = None  # when the run started, for "tomorrow" in its input
-    _results: dict[int, list[Recorded]] = field(default_factory=dict, repr=False)
-    _arguments: dict[int, list[Recorded]] = field(default_factory=dict, repr=False)
+    _results: dict[int, tuple[Recorded, ...]] = field(default_factory=dict, repr=False)
+    _arguments: dict[int, tuple[Recorded, ...]] = field(default_factory=dict, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def once(self, key: str, compute: Callable[[RunView], Any]) -> Any:
@@ -137,21 +138,31 @@ class RunView:
             return {}
         return rules_by_tool(self.declarations, self.service, self.agent, [c.name for c in self.calls])
 
-    def result_facts(self, j: int) -> list[Recorded]:
+    def result_facts(self, j: int) -> tuple[Recorded, ...]:
         """The facts call ``j``'s result holds (nothing for a failed call: what it returned is its error)."""
         found = self._results.get(j)
         if found is None:
             call = self.calls[j]
             found = self._results[j] = read_value(call.output) if call.output is not None and not self.fails[j] \
-                else []
+                else ()
         return found
 
-    def argument_facts(self, j: int) -> list[Recorded]:
+    def error_facts(self, j: int) -> tuple[Recorded, ...]:
+        """The facts a failed call's error or result states (an error may name the value to use)."""
+        key = -1 - j
+        found = self._results.get(key)
+        if found is None:
+            call = self.calls[j]
+            found = self._results[key] = read_value(call.output if call.output is not None else call.error) \
+                if self.fails[j] else ()
+        return found
+
+    def argument_facts(self, j: int) -> tuple[Recorded, ...]:
         found = self._arguments.get(j)
         if found is None:
             call = self.calls[j]
             args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
-            found = self._arguments[j] = read_value(args) if args is not None else []
+            found = self._arguments[j] = read_value(args) if args is not None else ()
         return found
 
     @cached_property
@@ -167,6 +178,16 @@ class RunView:
         for j, names in enumerate(self.call_anchors):
             for name in names:
                 out.setdefault(name, set()).add(j)
+        return out
+
+    @cached_property
+    def call_texts(self) -> list[str]:
+        """Each call's arguments, result and error as one text (JSON for values), for whole-token search."""
+        out = []
+        for call in self.calls:
+            parts = [call.input_parameters if call.input_parameters is not None else call.raw_arguments, call.output,
+                     call.error]
+            out.append("\n".join(value_text(p) for p in parts if p is not None))
         return out
 
     # -- the answer -------------------------------------------------------------------------------------------

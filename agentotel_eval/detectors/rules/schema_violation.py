@@ -33,7 +33,7 @@ from agentotel_eval.detectors.schemas import (
 )
 from agentotel_eval.detectors.types import PARAMETER_ERROR
 from agentotel_eval.detectors.view import RunView
-from agentotel_eval.frozen import freeze
+from agentotel_eval.frozen import FrozenDict, freeze
 
 MAX_SCHEMA_ERRORS_PER_CALL = 10
 
@@ -71,7 +71,7 @@ def find(view: RunView) -> list[Finding]:
                                f"call #{index + 1} to {call.name!r}: {problem}",
                                {"arguments": preview(call.raw_arguments)}))
             continue
-        frozen = freeze(schema)
+        frozen = _frozen(schema)
         if truncated(frozen):
             continue  # could_not_run says so
         out += _undeclared(index, call.name, frozen, instance)
@@ -104,6 +104,10 @@ def find(view: RunView) -> list[Finding]:
     return out
 
 
+def _frozen(schema: Any) -> Any:
+    return schema if isinstance(schema, FrozenDict) else freeze(schema)  # definitions hold frozen schemas already
+
+
 def _undeclared(index: int, name: str, schema: Any, instance: Any) -> list[Finding]:
     names = declared(schema)
     if names is None or not isinstance(instance, Mapping):
@@ -126,7 +130,7 @@ def unchecked(view: RunView) -> list[str]:
         notes.append(f"parameter_error could not check required arguments of {partial_calls} call(s): the capture "
                      "keeps only some argument values")
     schemas = schemas_of(view)
-    cut = sorted({c.name for c in calls if (s := _schema_for(schemas, c.name)) is not None and truncated(freeze(s))})
+    cut = sorted({c.name for c in calls if (s := _schema_for(schemas, c.name)) is not None and truncated(_frozen(s))})
     if cut:
         notes.append(f"parameter_error could not check the calls of {', '.join(map(repr, cut))}: the recorded "
                      "schema was cut short by the exporter")

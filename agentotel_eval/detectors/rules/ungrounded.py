@@ -46,6 +46,8 @@ _OWN_CHOICE_KEYS = re.compile(r"(?i)(?:^|_)(?:limit|page|offset|top_?k|top_?n|k|
                               r"max(?:_\w+)?|min(?:_\w+)?|num(?:_\w+)?|n_\w+|retries|timeout|temperature|seed|depth|"
                               r"radius|precision|decimals|version|level|priority|rank|index|skip|batch\w*|threshold)$")
 _WORD = re.compile(r"[^\W\d_]{3,}")
+_TOKEN = re.compile(r"[^\W_]+")
+_ID_TOKEN = re.compile(r"[A-Za-z0-9_-]+")  # what ``contains_token`` takes for a whole token
 _NAME = re.compile(r"[A-Z]")
 
 
@@ -63,18 +65,52 @@ def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, A
 
 
 class _Known:
-    """What was stated before a call: text (lower-cased), facts, and numbers; grown call by call."""
+    """What was stated before a call: facts and numbers, grown call by call, and the text (lower-cased), read
+    only when a name or an id needs it."""
 
     def __init__(self, view: RunView) -> None:
-        texts = [view.user_input or "", view.system_prompt or "", view.definitions_text, *view.assistant_texts]
-        self.text = "\n".join(t for t in texts if t)
-        self.lower = self.text.lower()
-        self._words: str | None = None
-        self.facts: list[Fact] = []
-        for text in texts:
-            self.facts += read(text).facts
+        self.view = view
+        self.texts = [t for t in (view.user_input, view.system_prompt, view.definitions_text, *view.assistant_texts)
+                      if t]
+        self.facts: list[Fact] = [f for t in self.texts for f in read(t).facts]
         self.numbers = [f.value for f in self.facts if f.kind == NUMBER]
         self.currencies = {f.unit for f in self.facts if f.kind == NUMBER and f.dim == "money"}
+        self._calls = 0  # calls whose arguments and results are known
+        joined = "\n".join(self.texts)
+        self.tokens = set(_TOKEN.findall(joined.lower().replace("_", " ")))
+        self.ids = set(_ID_TOKEN.findall(joined))
+        self.rounded = {round(abs(n), 2) for n in self.numbers}
+        self._text: str | None = None
+        self._lower: str | None = None
+        self._words: str | None = None
+
+    def add(self, j: int) -> None:
+        view = self.view
+        self._calls = j + 1
+        text = view.call_texts[j]
+        self.tokens.update(_TOKEN.findall(text.lower().replace("_", " ")))
+        self.ids.update(_ID_TOKEN.findall(text))
+        self._text = self._lower = self._words = None
+        for recorded in (*view.argument_facts(j), *view.result_facts(j), *view.error_facts(j)):
+            fact = recorded.fact
+            self.facts.append(fact)
+            if fact.kind == NUMBER:
+                self.numbers.append(fact.value)
+                self.rounded.add(round(abs(fact.value), 2))
+                if fact.dim == "money" and fact.unit:
+                    self.currencies.add(fact.unit)
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = "\n".join([*self.texts, *self.view.call_texts[:self._calls]])
+        return self._text
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.text.lower()
+        return self._lower
 
     @property
     def words(self) -> str:
@@ -82,32 +118,6 @@ class _Known:
         if self._words is None:
             self._words = self.lower.replace("_", " ")
         return self._words
-
-    def add(self, view: RunView, j: int) -> None:
-        self._words = None
-        call = view.calls[j]
-        for part in (call.input_parameters if call.input_parameters is not None else call.raw_arguments,
-                     call.output, call.error):
-            if part is None:
-                continue
-            text = value_text(part)
-            self.text += "\n" + text
-            self.lower += "\n" + text.lower()
-        for recorded in (*view.argument_facts(j), *_all_result_facts(view, j)):
-            self.facts.append(recorded.fact)
-            if recorded.fact.kind == NUMBER:
-                self.numbers.append(recorded.fact.value)
-                if recorded.fact.dim == "money" and recorded.fact.unit:
-                    self.currencies.add(recorded.fact.unit)
-
-
-def _all_result_facts(view: RunView, j: int) -> list[Any]:
-    call = view.calls[j]
-    if not view.fails[j]:
-        return view.result_facts(j)
-    from agentotel_eval.detectors.statements.values import read_value
-
-    return read_value(call.output if call.output is not None else call.error)  # an error may name the value
 
 
 def find(view: RunView) -> list[Finding]:
@@ -140,7 +150,7 @@ def find(view: RunView) -> list[Finding]:
                                    {"value": value, "argument": path, "kind": what, "used_by": j,
                                     "system_prompt_recorded": not uncertain_prompt},
                                    argument=path, confidence=confidence))
-        known.add(view, j)
+        known.add(j)
     return out
 
 
@@ -184,9 +194,12 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any,
 def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
     if abs(value) in (0.0, 1.0) or _OWN_CHOICE_KEYS.search(key):
         return None
+    rounded = known.rounded
+    if round(abs(value), 2) in rounded or round(abs(value) * 100, 2) in rounded or round(abs(value) / 100, 2) in rounded:
+        return None  # stated before, as it is or as a percentage
     probe = Fact(NUMBER, value, 0, 0, f"{value:g}", decimals=_decimals(value))
-    if any(same(probe, f) for f in known.facts if f.kind == NUMBER):
-        return None
+    if any(same(probe, f) for f in known.facts if f.kind == NUMBER and f.dim):
+        return None  # in another unit (°F, miles)
     if derivations(value, known.numbers, limit=1):
         return None
     return "a number", (LIKELY if abs(value) <= 10 and float(value).is_integer() else SURE)
@@ -251,8 +264,12 @@ def _resolve(fact: Fact, today: dt.date | None) -> list[dt.date]:
 
 
 def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, float] | None:
-    if contains_token(known.text, value) or contains_token(known.text.replace(",", ""), value):
+    if value in known.ids or value.lstrip("#") in known.ids:
         return None
+    if any(ch in value for ch in ".:") and contains_token(known.text, value):
+        return None
+    if value.isdigit() and contains_token(known.text.replace(",", ""), value):
+        return None  # "$10,000,000" holds the digits "10000000"
     digits = sum(ch.isdigit() for ch in value)
     if not (len(value) >= 6 and (digits >= 2 or (digits >= 1 and any(ch.isupper() for ch in value)))):
         return None  # short or word-like: the model's own vocabulary ("gpt-4o", "utf-8")
@@ -263,18 +280,20 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
 
 
 def _name(known: _Known, value: str) -> tuple[str, float] | None:
-    lower = known.words
     key = normalized(value)
-    if not key or contains_token(lower, key):
+    if not key:
         return None
+    tokens = known.tokens
     words = [w for w in _WORD.findall(key) if w not in lx.STOPWORDS]
-    if any(contains_token(lower, w) for w in words):
+    if any(w in tokens for w in words) or (" " not in key and key in tokens):
         return None
     letters = [w[0] for w in key.split() if w]
-    if len(letters) >= 2 and contains_token(lower, "".join(letters)):
+    if len(letters) >= 2 and "".join(letters) in tokens:
         return None  # "New York" for "NY"
+    if " " in key and contains_token(known.words, key):
+        return None
     upper = value.upper()
-    if upper in lx.CURRENCY_CODES and (upper in known.currencies or _currency_named(lower, upper)):
+    if upper in lx.CURRENCY_CODES and (upper in known.currencies or _currency_named(known.words, upper)):
         return None  # "EUR" for "euros" or "€"
     if len(value) <= 3 and value.isupper():
         return "a code", UNSURE  # an airport, a country: the model's own knowledge

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from agentotel_eval.detectors.statements import lexicon as lx
@@ -47,6 +48,7 @@ class Recorded:
     key: str = ""  # the key it sits under in a JSON value
 
 
+@lru_cache(maxsize=4096)
 def key_words(key: str) -> frozenset[str]:
     """The words of a key that say what it holds ("refund_amount" -> {"refund", "amount"})."""
     words = {w.lower() for w in _KEY_WORD.findall(key)}
@@ -63,11 +65,24 @@ def parsed(value: Any) -> Any:
     return value
 
 
-def read_value(value: Any) -> list[Recorded]:
-    """Every fact ``value`` holds, with its naming words and the names beside it (see the module docstring)."""
+def read_value(value: Any) -> tuple[Recorded, ...]:
+    """Every fact ``value`` holds, with its naming words and the names beside it (see the module docstring). A
+    hashable value (a string, a frozen result) is read once however many runs hold it."""
+    try:
+        return _read_hashable(value)
+    except TypeError:  # a plain dict or list
+        return _read_value(value)
+
+
+@lru_cache(maxsize=4096)
+def _read_hashable(value: Any) -> tuple[Recorded, ...]:
+    return _read_value(value)
+
+
+def _read_value(value: Any) -> tuple[Recorded, ...]:
     out: list[Recorded] = []
     _walk(parsed(value), "", frozenset(), out, 0)
-    return out
+    return tuple(out)
 
 
 def _dim_of(words: frozenset[str]) -> str:
@@ -196,7 +211,7 @@ def _names(text: str) -> list[str]:
     return [m.group(0).lower() for m in _NAME.finditer(text) if len(m.group(0)) >= 2]
 
 
-def facts_of_kind(recorded: list[Recorded], kind: str) -> list[Recorded]:
+def facts_of_kind(recorded: tuple[Recorded, ...], kind: str) -> list[Recorded]:
     return [r for r in recorded if r.fact.kind == kind]
 
 
