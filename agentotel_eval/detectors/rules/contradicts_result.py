@@ -78,6 +78,10 @@ def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]
     for name in context.names:
         about = [(j, r) for j, r in comparable if _about(view, j, r, name)]
         if about:
+            others = [r for j, r in comparable for other in context.names if other != name
+                      and _about(view, j, r, other)]
+            if any(same(fact, r.fact) for r in others):
+                return None  # the value of another thing the clause names: the pairing is not ours to read
             comparable, linked = about, True
             break
         if name in view.anchor_calls and not any(r.beside for _, r in comparable):
