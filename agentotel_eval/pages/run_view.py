@@ -9,8 +9,10 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from agentotel_eval.access.queries import RunDetail, agent_shown
+from agentotel_eval.detectors.registry import BY_NAME, RULES
 from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
+from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
 from agentotel_eval.pages.timeline import CALLED, Timeline, timeline
 from agentotel_eval.pages.trajectory_view import TrajectoryView, trajectory_view
@@ -55,7 +57,7 @@ class EvaluationRow(NamedTuple):
     threshold: str  # with the side of it that passes: "≥ 0.50", "< 0.70"
     result: str  # pass | fail | the status of an evaluation that did not score
     reason: str
-    findings: list[tuple[Any, Any]] | None  # the judge's errors: (type, description)
+    findings: list[tuple[Any, Any, str]] | None  # the errors: (type/subtype, description, what the rule finds)
     source: str
     unchecked: list[str]  # what the detectors could not check for lack of recorded data
     observed: list[str]  # low-severity observations (a result nothing used): shown, never scored
@@ -160,8 +162,9 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
     for e in detail.evaluations:
         details: dict[str, Any] = e["details"] if isinstance(e.get("details"), dict) else {}
         errors = details.get("errors") or []
-        findings = ([(or_blank("/".join(filter(None, (x.get("type"), x.get("subtype"))))),
-                      or_blank(x.get("description"))) for x in errors if isinstance(x, dict)] if errors else None)
+        found = details.get("detectors") if e["metric"] == METRIC_DETECTORS else None
+        findings = _findings(found) if found else ([(or_blank(x.get("type")), or_blank(x.get("description")), "")
+                                                    for x in errors if isinstance(x, dict)] if errors else None)
         unchecked = [str(note) for note in details.get("could_not_run") or () if note]
         observed = [str(x.get("description")) for x in details.get("informational") or () if isinstance(x, dict)]
         label = metric_label(e["metric"])
@@ -171,6 +174,23 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
             ("pass" if e.get("success") else "fail") if e.get("status") == "ok" else e.get("status") or "",
             or_blank(e.get("reason")), findings, or_blank(e.get("source")), unchecked, observed))
     return rows
+
+
+def _findings(found: list[Any]) -> list[tuple[Any, Any, str]]:
+    """The detectors' findings: type/subtype, the description (with the confidence of one the rule is not sure of)
+    and, as a hint, what the rule that found it looks for."""
+    out = []
+    for x in found:
+        if not isinstance(x, dict):
+            continue
+        kind = "/".join(filter(None, (x.get("type"), x.get("subtype"))))
+        description = str(x.get("description") or "")
+        if x.get("uncertain"):
+            description += f" (not sure: confidence {x.get('confidence')})"
+        rule = BY_NAME.get(str(x.get("rule") or "")) or next(
+            (r for r in RULES if x.get("subtype") in r.subtypes and r.type == x.get("type")), None)
+        out.append((or_blank(kind), or_blank(description), rule.summary if rule is not None else ""))
+    return out
 
 
 def _threshold(label: MetricLabel, threshold: Any) -> str:

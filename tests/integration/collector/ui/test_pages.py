@@ -204,7 +204,8 @@ def test_a_run_page_draws_its_alignment(ui_collector: Any) -> None:
     tree = Tree(body)
     assert [c.get("data-error") for c in cells(tree, "called")] == ["true", "true"]
     assert "ValueError: unknown city: Atlantis" in body
-    assert "<b>repeated_failure</b>" in body  # the detectors' finding, under its evaluation
+    assert "<b>repeated_failure/same_arguments</b>" in body  # the detectors' finding, under its evaluation
+    assert 'title="one tool failing two or more times in a row' in body  # what its rule looks for
     assert '<span class="chip">this run</span>' in body
 
 
