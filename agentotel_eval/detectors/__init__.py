@@ -77,7 +77,11 @@ def detect_view(view: RunView, types: Iterable[str] | None = None, *, observe: b
             continue
         if rule.missing(view):
             continue
-        found = rule.find(view)
+        try:
+            found = rule.find(view)
+        except Exception as exc:  # a rule's bug must not cost the run its other rules, nor the collector its run
+            view.failures.append(f"{rule.name} failed on this run ({type(exc).__name__}: {exc})"[:300])
+            continue
         if rule.observation:
             observed += [_observation(f, rule.severity) for f in found]
         else:
@@ -119,7 +123,7 @@ def could_not_run_view(view: RunView, types: Iterable[str] | None = None, *, dis
     has passed only what they could see."""
     if not view.calls:
         return []
-    notes: list[str] = []
+    notes: list[str] = list(view.failures)
     for rule in rules_for(types, disabled=disabled):
         if rule.observation:
             continue

@@ -119,6 +119,7 @@ class RunView:
     _results: dict[int, tuple[Recorded, ...]] = field(default_factory=dict, repr=False)
     _arguments: dict[int, tuple[Recorded, ...]] = field(default_factory=dict, repr=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    failures: list[str] = field(default_factory=list, repr=False)  # rules that raised on this run, and why
 
     def once(self, key: str, compute: Callable[[RunView], Any]) -> Any:
         """``compute(self)``, computed once per run: a reading two rules share (the answer's false claims)."""

@@ -183,7 +183,7 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any,
         fact = facts[0]
         if fact.kind == NUMBER:
             return _number(known, key, fact.value)
-        if fact.kind == DATE:
+        if fact.kind == DATE and fact.dim != "relative":  # "tomorrow" as an argument: the model's own words
             return _date(view, known, fact)
         return None
     if _NAME.search(text) and len(text) <= 60 and len(text.split()) <= 4:

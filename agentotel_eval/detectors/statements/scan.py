@@ -80,7 +80,9 @@ _NUMBERS = re.compile(
     r"(?:(?P<ugap>[ \u00a0]?-?)(?P<unit>°\s?[CcFf](?![a-z])|°|%|[$€£¥₹]|[A-Za-z]+(?:/[a-z]+)?))?")
 _SIGN_WORD = re.compile(r"(?:minus|negative)\s*$", re.IGNORECASE)
 _UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
-_TOKEN = re.compile(r"(?<![\w@/.#-])#?[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w@-]|\.\w)")
+#: a token that may be a code: with a digit, or upper-case segments joined by "-" or "_" (plain words are not)
+_TOKEN = re.compile(r"(?<![\w@/.#-])#?(?=[A-Za-z0-9_-]*(?:\d|[A-Z0-9]{2}[-_][A-Z0-9]))[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*"
+                    r"(?![\w@-]|\.\w)")
 _NUMBER_WORD = re.compile(r"(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
                           r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
                           r"seventy|eighty|ninety|hundred|thousand|dozen)\b")

@@ -214,3 +214,16 @@ def test_every_rule_is_declared_once_and_covers_a_type() -> None:
     assert ToolsErrorMetric(judge=False).measure(case).evaluation_log["detected"]
     assert not disabled.measure(case).evaluation_log["detected"]
     assert dataclasses.fields(RULES[0])  # a plain declaration
+
+
+def test_a_rule_that_raises_costs_the_run_nothing_but_its_own_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentotel_eval.detectors import registry
+
+    broken = dataclasses.replace(BY_NAME["error_handling.false_success"],
+                                 find=lambda view: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(registry, "RULES", tuple(broken if r.name == broken.name else r for r in registry.RULES))
+    calls = [_failed("get_weather", city="Paris"), _failed("get_weather", city="Paris")]
+    log = ToolsErrorMetric(judge=False).measure(EvalTestCase(input="Paris?", actual_output="Paris is 20C.",
+                                                             tool_calls=calls)).evaluation_log
+    assert [f["subtype"] for f in log["detectors"]] == ["same_arguments"]
+    assert "error_handling.false_success failed on this run (RuntimeError: boom)" in log["could_not_run"]
