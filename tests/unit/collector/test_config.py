@@ -202,7 +202,7 @@ def test_scoring_sections_load_from_toml(tmp_path):
         ('[judge]\nmodel = " "\n', "judge.model", r"expected a litellm model name"),
         ('[judge]\nmodel = "m"\nmax_concurrency = 0\n', "judge.max_concurrency", r"must be >= 1, got 0"),
         ('[scoring]\nmodes = ["fuzzy"]\n', "scoring.modes", r"unknown mode\(s\) \['fuzzy'\]"),
-        ('[scoring]\nmode = ["exact"]\n', "scoring.mode", r"unknown setting \(known here: detectors, enabled, modes, "),
+        ('[scoring]\nmode = ["exact"]\n', "scoring.mode", r"unknown setting \(known here: detectors, disabled_rules, enabled, modes, "),
         ('[[expectations]]\nagent = "a"\n', "expectations[0]", r"expected_tools or a trajectory table is required"),
         ('[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", count = { min = 2, max = 1 } }]\n',
          "expectations[0].trajectory", r"steps\[0\]\.count: max \(1\) must be at least min \(2\)"),
@@ -314,3 +314,16 @@ def test_text_failure_signals_can_be_turned_off(tmp_path):
     path.write_text("[reconstruction]\ntext_failure = false\n")
     with pytest.raises(ConfigError, match="text_failure"):
         load_config(path)
+
+
+def test_detector_rules_are_turned_off_by_their_registered_names() -> None:
+    from agentotel_eval.collector.config_validation import config_from_mapping
+
+    config = config_from_mapping({"scoring": {"disabled_rules": ["sequence_error.ungrounded_argument"]},
+                                  "tools": [{"name": "pay", "services": ["shop-*"], "agents": ["b2b"]}]})
+    assert config.scoring.disabled_rules == ("sequence_error.ungrounded_argument",)
+    assert (config.tools[0].services, config.tools[0].agents) == (("shop-*",), ("b2b",))
+    with pytest.raises(ConfigError, match=r"scoring.disabled_rules: unknown rule\(s\) \['sequence_error.ungrounded'\]"):
+        config_from_mapping({"scoring": {"disabled_rules": ["sequence_error.ungrounded"]}})
+    with pytest.raises(ConfigError, match="services must be a list of names or globs"):
+        config_from_mapping({"tools": [{"name": "pay", "services": [3]}]})
