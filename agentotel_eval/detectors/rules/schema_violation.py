@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentotel_eval.detectors.declarations import bare_name
 from agentotel_eval.detectors.failure import partial
 from agentotel_eval.detectors.finding import Finding, finding
 from agentotel_eval.detectors.rule import Rule
@@ -39,19 +38,18 @@ MAX_SCHEMA_ERRORS_PER_CALL = 10
 
 
 def schemas_of(view: RunView) -> dict[str, Any]:
-    """Each offered tool's schema, by its name and by its own name (see ``declarations.bare_name``)."""
+    """Each offered tool's schema by its name (the list and the calls come from one framework: names compare
+    exactly; a near name is another tool, found by ``not_offered``)."""
     out: dict[str, Any] = {}
     for t in view.tools or ():
         params = t.parameters
         if params is not None and isinstance(params, dict | Mapping):  # FrozenDicts are told before the ABC check
             out.setdefault(t.name, params)
-            out.setdefault(bare_name(t.name), params)
     return out
 
 
 def _schema_for(schemas: Mapping[str, Any], name: str) -> Any:
-    found = schemas.get(name)
-    return found if found is not None else schemas.get(bare_name(name))
+    return schemas.get(name)
 
 
 def find(view: RunView) -> list[Finding]:

@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from rapidfuzz.distance import OSA
+
 from agentotel_eval.detectors.finding import Finding, finding
 from agentotel_eval.detectors.rule import Rule
 from agentotel_eval.detectors.statements import lexicon as lx
@@ -41,14 +43,18 @@ from agentotel_eval.detectors.view import RunView, normalized
 
 SURE, LIKELY, UNSURE = 0.9, 0.8, 0.5
 _MAX_VALUES = 32  # argument values checked per call
-#: parameters whose value sizes or pages a listing: the model's own choice, never the user's
-_OWN_CHOICE_KEYS = re.compile(r"(?i)(?:^|_)(?:limit|page|offset|top_?k|top_?n|k|n|size|page_?size|per_?page|count|"
-                              r"max(?:_\w+)?|min(?:_\w+)?|num(?:_\w+)?|n_\w+|retries|timeout|temperature|seed|depth|"
-                              r"radius|precision|decimals|version|level|priority|rank|index|skip|batch\w*|threshold)$")
+#: words of a parameter's name that say its value sizes, pages or tunes the call: the model's own choice
+_OWN_CHOICE_WORDS = frozenset({"limit", "page", "offset", "top", "k", "n", "size", "per", "count", "max", "min", "num",
+                               "retries", "retry", "tries", "attempts", "timeout", "temperature", "seed", "depth",
+                               "radius", "precision", "decimals", "digits", "round", "rounding", "version", "level",
+                               "priority", "rank", "index", "skip", "batch", "threshold", "interval", "delay", "wait",
+                               "verbose", "verbosity", "results", "items", "rows"})
+_KEY_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _TOKEN = re.compile(r"[^\W_]+")
 _ID_TOKEN = re.compile(r"[A-Za-z0-9_-]+")  # what ``contains_token`` takes for a whole token
 _NAME = re.compile(r"[A-Z]")
+_NAME_CHARS = re.compile(r"[^\W\d_][\w .,'’&-]*")  # a name: words, not a path, a command or an expression
 
 
 def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
@@ -72,8 +78,12 @@ class _Known:
         self.view = view
         self.texts = [t for t in (view.user_input, view.system_prompt, view.definitions_text, *view.assistant_texts)
                       if t]
-        self.facts: list[Fact] = [f for t in self.texts for f in read(t).facts]
-        self.numbers = [f.value for f in self.facts if f.kind == NUMBER]
+        readings = [read(t) for t in self.texts]
+        self.facts: list[Fact] = [f for r in readings for f in r.facts]
+        # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72, "three
+        # hours" 3), and the quantities words state ("twice", "a decade", "pi")
+        self.numbers = [f.value for f in self.facts if f.kind == NUMBER] + \
+            [n for r in readings for n in (*_written(r.text), *_quantities(r.lower))]
         self.currencies = {f.unit for f in self.facts if f.kind == NUMBER and f.dim == "money"}
         self._calls = 0  # calls whose arguments and results are known
         joined = "\n".join(self.texts)
@@ -90,6 +100,9 @@ class _Known:
         text = view.call_texts[j]
         self.tokens.update(_TOKEN.findall(text.lower().replace("_", " ")))
         self.ids.update(_ID_TOKEN.findall(text))
+        written = _written(text)
+        self.numbers += written
+        self.rounded.update(round(abs(n), 2) for n in written)
         self._text = self._lower = self._words = None
         for recorded in (*view.argument_facts(j), *view.result_facts(j), *view.error_facts(j)):
             fact = recorded.fact
@@ -127,6 +140,8 @@ def find(view: RunView) -> list[Finding]:
     known = _Known(view)
     uncertain_prompt = view.system_prompt is None
     schema_defaults = _schema_defaults(view)
+    asked = _asked_names(view.user_input or "")
+    used: set[str] = set()  # the words of the calls' string arguments so far
     out: list[Finding] = []
     for j, call in enumerate(calls):
         if j and (calls[j - 1].output is None and not calls[j - 1].error):
@@ -134,11 +149,15 @@ def find(view: RunView) -> list[Finding]:
         args = call.input_parameters
         if isinstance(args, Mapping):
             checked = 0
-            for path, value in _leaves(args):
+            leaves = list(_leaves(args))
+            used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
+            replaced = any(not (set(_TOKEN.findall(name)) & used) for name in asked)
+            for path, value in leaves:
                 if checked >= _MAX_VALUES:
                     break
                 checked += 1
-                problem = _ungrounded(view, known, j, path, value, schema_defaults.get(call.name, {}))
+                problem = _ungrounded(view, known, j, path, value, schema_defaults.get(call.name, {}),
+                                      replaced=replaced)
                 if problem is None:
                     continue
                 what, confidence = problem
@@ -154,6 +173,28 @@ def find(view: RunView) -> list[Finding]:
     return out
 
 
+_DIGITS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+
+
+def _written(text: str) -> list[float]:
+    """The numbers written in a text as digits, as they stand: "12,000" is 12000, and "200,300" is also 200 and 300
+    (a list written without spaces)."""
+    out: list[float] = []
+    for m in _DIGITS.finditer(text):
+        raw = m.group(0)
+        out.append(float(raw.replace(",", "")))
+        if "," in raw:
+            out += [float(part) for part in raw.split(",") if part and part.replace(".", "", 1).isdigit()]
+    return out
+
+
+_QUANTITY = re.compile(r"(?<![\w])(" + "|".join(sorted(lx.QUANTITY_WORDS, key=len, reverse=True)) + r")(?![\w])")
+
+
+def _quantities(lower: str) -> list[float]:
+    return [lx.QUANTITY_WORDS[m.group(1)] for m in _QUANTITY.finditer(lower)]
+
+
 def _schema_defaults(view: RunView) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for tool in view.tools or ():
@@ -163,8 +204,8 @@ def _schema_defaults(view: RunView) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any,
-                schema: Mapping[str, Any]) -> tuple[str, float] | None:
+def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any, schema: Mapping[str, Any],
+                replaced: bool = False) -> tuple[str, float] | None:
     key = path.rsplit(".", 1)[-1]
     prop = schema.get(key)
     if isinstance(prop, Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
@@ -186,13 +227,13 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any,
         if fact.kind == DATE and fact.dim != "relative":  # "tomorrow" as an argument: the model's own words
             return _date(view, known, fact)
         return None
-    if _NAME.search(text) and len(text) <= 60 and len(text.split()) <= 4:
-        return _name(known, text)
+    if _NAME.search(text) and len(text) <= 60 and len(text.split()) <= 4 and _NAME_CHARS.fullmatch(text):
+        return _name(known, text, replaced)
     return None
 
 
 def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
-    if abs(value) in (0.0, 1.0) or _OWN_CHOICE_KEYS.search(key):
+    if abs(value) in (0.0, 1.0) or _own_choice(key):
         return None
     rounded = known.rounded
     if round(abs(value), 2) in rounded or round(abs(value) * 100, 2) in rounded or round(abs(value) / 100, 2) in rounded:
@@ -203,6 +244,10 @@ def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
     if derivations(value, known.numbers, limit=1):
         return None
     return "a number", (LIKELY if abs(value) <= 10 and float(value).is_integer() else SURE)
+
+
+def _own_choice(key: str) -> bool:
+    return any(part.lower() in _OWN_CHOICE_WORDS for part in _KEY_PARTS.findall(key))
 
 
 def _decimals(value: float) -> int:
@@ -279,7 +324,10 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
     return "an id", SURE
 
 
-def _name(known: _Known, value: str) -> tuple[str, float] | None:
+def _name(known: _Known, value: str, replaced: bool = False) -> tuple[str, float] | None:
+    """``replaced``: a name the user gave is used by no call so far, so this one may stand in its place; else the
+    name is one the model added from its own knowledge (a state for a city, a ticker for a company), and the
+    finding is one the rule cannot be sure of."""
     key = normalized(value)
     if not key:
         return None
@@ -292,14 +340,37 @@ def _name(known: _Known, value: str) -> tuple[str, float] | None:
         return None  # "New York" for "NY"
     if " " in key and contains_token(known.words, key):
         return None
+    if any(_near(w, tokens) for w in words if len(w) >= 5):
+        return None  # the user's spelling corrected ("Chcicago")
     upper = value.upper()
     if upper in lx.CURRENCY_CODES and (upper in known.currencies or _currency_named(known.words, upper)):
         return None  # "EUR" for "euros" or "€"
-    if len(value) <= 3 and value.isupper():
-        return "a code", UNSURE  # an airport, a country: the model's own knowledge
+    if len(value) <= 5 and value.isupper():
+        return "a code", UNSURE  # an airport, a ticker, an exchange: the model's own knowledge
     if not words:
         return None
-    return "a name", LIKELY
+    return "a name", LIKELY if replaced else UNSURE
+
+
+def _near(word: str, tokens: set[str]) -> bool:
+    limit = max(1, len(word) // 5)
+    return any(abs(len(t) - len(word)) <= limit and OSA.distance(word, t) <= limit for t in tokens
+               if t[:1] == word[:1] or t[-1:] == word[-1:])
+
+
+#: capitalised words the user wrote that name nothing: months, days, and the first word of a sentence
+_ASKED = re.compile(r"(?<![.!?\n]\s)(?<!^)\b([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)|\b([A-Z]{2,5})\b")
+_NOT_NAMES = frozenset({*lx.MONTHS, *lx.WEEKDAYS, "i", "i'm", "i’m", "ok"})
+
+
+def _asked_names(text: str) -> list[str]:
+    """The names the user gave (capitalised words past a sentence's first, and codes in capitals), lower-cased."""
+    out = []
+    for m in _ASKED.finditer(text):
+        name = (m.group(1) or m.group(2)).lower()
+        if name not in _NOT_NAMES and name.split()[0] not in _NOT_NAMES:
+            out.append(name)
+    return list(dict.fromkeys(out))
 
 
 def _currency_named(lower: str, code: str) -> bool:

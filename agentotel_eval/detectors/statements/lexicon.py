@@ -34,7 +34,7 @@ UNITS: dict[str, tuple[str, str, float]] = {
     "m": ("length", "m", 1.0), "meters": ("length", "m", 1.0), "metres": ("length", "m", 1.0),
     "cm": ("length", "m", 0.01), "mm": ("length", "m", 0.001), "mi": ("length", "m", 1609.344),
     "mile": ("length", "m", 1609.344), "miles": ("length", "m", 1609.344), "ft": ("length", "m", 0.3048),
-    "feet": ("length", "m", 0.3048), "foot": ("length", "m", 0.3048), "in": ("length", "m", 0.0254),
+    "feet": ("length", "m", 0.3048), "foot": ("length", "m", 0.3048),
     "inches": ("length", "m", 0.0254), "yards": ("length", "m", 0.9144),
     "kg": ("mass", "kg", 1.0), "kilograms": ("mass", "kg", 1.0), "kilos": ("mass", "kg", 1.0),
     "g": ("mass", "kg", 0.001), "grams": ("mass", "kg", 0.001), "lb": ("mass", "kg", 0.45359237),
@@ -54,6 +54,12 @@ UNITS: dict[str, tuple[str, str, float]] = {
 #: multipliers written after a number ("1.2 million", "$3k")
 MULTIPLIERS = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "mm": 1e6, "million": 1e6, "millions": 1e6,
                "bn": 1e9, "b": 1e9, "billion": 1e9, "trillion": 1e12}
+#: words that state a number without a digit or a cardinal ("twice", "a decade"): what a value may be taken from
+QUANTITY_WORDS = {"twice": 2.0, "double": 2.0, "pair": 2.0, "couple": 2.0, "both": 2.0, "thrice": 3.0,
+                  "triple": 3.0, "dozen": 12.0, "decade": 10.0, "decades": 10.0, "century": 100.0, "fortnight": 14.0,
+                  "week": 7.0, "weekly": 7.0, "weekend": 2.0, "month": 30.0, "year": 365.0, "half": 0.5,
+                  "quarter": 0.25, "pi": 3.141592653589793, "π": 3.141592653589793, "percent": 100.0,
+                  "hour": 60.0, "minute": 60.0, "day": 24.0}
 #: words around a number that say it is not exact ("about 92", "~92", "roughly")
 HEDGES = frozenset({"about", "around", "approximately", "approx", "roughly", "nearly", "almost", "some", "over",
                     "under", "~", "≈", "circa", "ca", "est", "estimated", "up to", "at least", "at most", "less than",

@@ -112,7 +112,7 @@ def _args(**args) -> list[ToolCall]:
     ("Flights on Sept 10th", {"date": "2025-09-12"}, True),
     ("Check in 2025-09-10 for 2 nights", {"check_out": "2025-09-12"}, False),  # a date plus a stated duration
     ("Two rooms at 120 each", {"total": 240}, False),  # a product of stated numbers
-    ("Find hotels", {"city": "Rome", "limit": 5, "page": 2}, True),  # the listing's size is the model's choice
+    ("Find hotels in Paris", {"city": "Rome", "limit": 5, "page": 2}, True),  # a listing's size: the model's choice
 ])
 def test_argument_values_of_every_kind_must_appear_before_the_call(asked: str, args: dict, found: bool) -> None:
     assert bool(_kinds(detect(_args(**args), types=["sequence_error"], user_input=asked))) is found
@@ -122,10 +122,19 @@ def test_a_value_an_earlier_result_or_the_system_prompt_gave_is_grounded() -> No
     first = ToolCall("find_user", {"name": "Ann"}, output={"user_id": "u_7731", "zip": "90210"}, status="ok")
     later = ToolCall("get_orders", {"user_id": "u_7731", "zip": 90210}, output=[], status="ok")
     assert detect([first, later], types=["sequence_error"], user_input="I am Ann") == []
-    calls = _args(region="EU-WEST")
+    calls = _args(region="EU-WEST-2")
     assert _kinds(detect(calls, types=["sequence_error"], user_input="Deploy it")) == [
         ("sequence_error", "ungrounded_argument")]
-    assert detect(calls, types=["sequence_error"], user_input="Deploy it", system_prompt="Region: EU-WEST") == []
+    assert detect(calls, types=["sequence_error"], user_input="Deploy it", system_prompt="Region: EU-WEST-2") == []
+
+
+def test_a_name_in_place_of_the_users_is_sure_one_added_beside_it_is_not() -> None:
+    asked = "Crime rate in San Francisco in 2020?"
+    added = detect(_args(city="San Francisco", state="California"), types=["sequence_error"], user_input=asked)
+    assert [f.uncertain for f in added] == [True]  # a state for a city: the model's knowledge, the judge's call
+    swapped = detect(_args(city="Chicago", state="California"), types=["sequence_error"], user_input=asked)
+    assert [(f.argument, f.uncertain) for f in swapped] == [("city", False), ("state", False)]
+    assert detect(_args(city="Chicago"), types=["sequence_error"], user_input="Weather in Chcicago?") == []
 
 
 def test_where_the_rule_cannot_be_sure_the_finding_is_uncertain() -> None:
