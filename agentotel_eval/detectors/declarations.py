@@ -18,7 +18,7 @@ agents = ["planner"]                       # only for runs of these agents (glob
 earlier call, ...): a call whose argument fails one is a ``parameter_error`` (subtype ``rule_violation``);
 ``requires`` makes a call with no earlier successful call of a required tool a ``sequence_error`` (subtype
 ``precondition``); ``claims`` is how an answer claims the tool's action, which ``error_handling`` checks
-(``outcome_detectors``).
+(``rules.false_success``, ``rules.claimed_not_called``).
 """
 
 from __future__ import annotations

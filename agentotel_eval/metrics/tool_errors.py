@@ -337,7 +337,7 @@ class ToolsErrorMetric(BaseMetric):
             raise ValueError(f"threshold must be a number from 0 to 1, got {threshold!r}")
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
-        # ``[[tools]]`` declarations (``tool_rules.parse_tool_rules``): argument matchers and required earlier tools
+        # ``[[tools]]`` declarations (``declarations.parse_tool_rules``): argument matchers and required earlier tools
         rules = list(tool_rules)
         self.tool_rules = (parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules)
                            else tuple(rules))
