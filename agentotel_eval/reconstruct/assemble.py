@@ -345,6 +345,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     system_prompt, assistant_texts = run_context_of(llm_spans, ctx)
     run_input = run_input.strip() or None if run_input else None
     run_output = run_output.strip() or None if run_output else None
+    if run_output in assistant_texts:  # an LLM call that ended after the answering one (a nested agent's)
+        assistant_texts = tuple(t for t in assistant_texts if t != run_output)
     extra["input_source"], extra["output_source"] = input_source, output_source
     status, error = run_status_of(chain)
     if status == "error" and error and tool_spans:

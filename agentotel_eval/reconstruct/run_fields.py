@@ -3,7 +3,9 @@ the tools offered to the model, the run's status and its expected tools."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -205,9 +207,12 @@ def _span_output(span: SpanRecord) -> str | None:
     """A run span's own record of the final answer, from the conventions that state it directly."""
     attrs = span.attributes
     if sc.GEN_AI_OUTPUT_MESSAGES in attrs:
-        text = last_assistant_text(parse_messages(attrs[sc.GEN_AI_OUTPUT_MESSAGES], "assistant"))
+        value = attrs[sc.GEN_AI_OUTPUT_MESSAGES]
+        text = last_assistant_text(parse_messages(value, "assistant"))
         if text:
             return text
+        if isinstance(value, str) and value.strip() and value.lstrip()[0] not in "[{":
+            return value.strip()  # the answer as plain text where messages were not recorded (content capture off)
     for event in reversed(span.events):
         if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in event.attributes:
             text = last_assistant_text(parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant"))
@@ -217,6 +222,11 @@ def _span_output(span: SpanRecord) -> str | None:
             text = text_of(parse_json(event.attributes["message"]))
             if text:
                 return text.strip() or None
+    for event in reversed(span.events):  # a workflow's output event: the result object as the framework printed it
+        if event.name.endswith(".output") and isinstance(event.attributes.get("output"), str):
+            text = printed_text(event.attributes["output"])
+            if text:
+                return text
     final = attrs.get(sc.PYDANTIC_AI_FINAL_RESULT)
     if final is not None:
         return final if isinstance(final, str) else str(parse_json(final))
@@ -226,6 +236,23 @@ def _span_output(span: SpanRecord) -> str | None:
             if text:
                 return text
     return None
+
+
+_PRINTED_TEXT = re.compile(r"""\b(?:text|content)=(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")""")
+
+
+def printed_text(value: str) -> str | None:
+    """The last text a Python object's printed form holds (``...TextBlock(block_type='text', text='It is 18C.')``):
+    frameworks that record a result object as ``repr`` keep the answer there."""
+    found = None
+    for m in _PRINTED_TEXT.finditer(value):
+        found = m.group(1) if m.group(1) is not None else m.group(2)
+    if not found or not found.strip():
+        return None
+    try:
+        return str(ast.literal_eval(f"'{found}'")).strip() or None  # the escapes the printing added
+    except (ValueError, SyntaxError):
+        return found.strip()
 
 
 def _span_blob(span: SpanRecord, keys: Sequence[str],
