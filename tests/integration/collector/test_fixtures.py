@@ -204,9 +204,8 @@ def test_tool_calls_match_the_manifest_ground_truth(replayed, fx):
         assert stored == []
         return
     actual = [_key(r[5], json.loads(r[6]) if r[6] is not None else None, r[8]) for r in stored]
-    lost = set(entry.get("arguments_missing_in_capture") or ())  # values the capture itself dropped
-    expected = [
-        _key(name, {k: v for k, v in args.items() if k not in lost} if args_known else None, outcome)
+    expected = [  # values the capture itself dropped are compared as lost: kept out, never invented
+        _key(name, fx.recorded_arguments(args) if args_known else None, outcome)
         for name, args, outcome in zip(
             entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"], strict=True
         )

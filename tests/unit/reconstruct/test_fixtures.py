@@ -88,9 +88,9 @@ def test_calls_match_ground_truth(fixture: Fixture, encoding: str):
         position += len(expected)
         assert Counter((c.name, c.status) for c in actual) == Counter((t[0], t[2]) for t in expected)
         if args_known:
-            lost = set(entry.get("arguments_missing_in_capture") or ())  # values the capture itself dropped
+            # values the capture itself dropped are compared as lost: kept out, never invented
             assert Counter((c.name, _canonical(dict(c.input_parameters or {}))) for c in actual) == Counter(
-                (t[0], _canonical({k: v for k, v in t[1].items() if k not in lost})) for t in expected
+                (t[0], _canonical(fixture.recorded_arguments(t[1]))) for t in expected
             )
         else:  # nothing to read them from: the reconstruction must not invent arguments
             assert all(c.input_parameters is None for c in actual)
@@ -187,4 +187,4 @@ def test_fixture_directory_is_complete():
     names = {p.name for p in TRACES_DIR.iterdir()}
     for fixture in FIXTURES:
         assert fixture.entry["file"] in names and fixture.entry["pb_file"] in names
-    assert len(FIXTURES) == 177
+    assert len(FIXTURES) == 180
