@@ -50,6 +50,7 @@ from agentotel_eval.reconstruct.run_fields import (
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution, read_execution
 from agentotel_eval.reconstruct.step_results import results_from_steps
+from agentotel_eval.reconstruct.transcripts import Transcript, find_transcript
 from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
 from agentotel_eval.test_case import ToolCall
@@ -251,6 +252,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             _undo_copied_failures(real, ctx)
             break
     requests = requests_of(llm_spans, ctx) if llm_spans else []
+    transcript: Transcript | None = None
+    if not llm_spans and not tool_spans:  # nothing but a step's recorded conversation can hold the calls
+        transcript = find_transcript(ctx.tree, chain[0], ctx.roles)
+        if transcript is not None:
+            requests = transcript.requests
     handoff_requests: list[Request] = []
     if plumbing.frameworks and requests:
         handoff_requests, requests = _split_plumbing_requests(requests, plumbing)
@@ -301,6 +307,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         calls.extend([Call(None, r) for r in counted])
     if calls:
         assign_turns(calls, llm_spans)
+    if transcript is not None:  # no model call was recorded: no turn to name; the conversation gives the results
+        for call in calls:
+            if call.request is not None:
+                call.turn = call.turn_source = None
+                call.result = transcript.results.get(call.request.index)
     for call in calls:  # the result fed back to the model: a missing result, or a failure the span did not say
         execution = call.execution
         if execution is None or execution.result is None or (execution.status == "ok" and plumbing.unreliable_ok):

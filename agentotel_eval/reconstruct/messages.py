@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from agentotel_eval.reconstruct.reprs import parse_message_repr
 from agentotel_eval.reconstruct.values import parse_json, seq, text_of
 
 _ROLES = {
@@ -99,6 +100,11 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, str) and depth:
+        if value.startswith(_MESSAGE_REPR):  # Haystack's ChatMessage written as its repr (OpenInference)
+            message = _from_repr(value)
+            if message is not None:
+                out.append(message)
+            return
         value = parse_json(value)
     if isinstance(value, (list, tuple)):
         for item in value:
@@ -138,6 +144,22 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
     message = message_from_mapping(value, default_role)
     if message is not None:
         out.append(message)
+
+
+_MESSAGE_REPR = "ChatMessage("
+
+
+def _from_repr(text: str) -> Message | None:
+    found = parse_message_repr(text)
+    if found is None:
+        return None
+    msg = Message(normalize_role(found.role), list(found.texts))
+    for call in found.calls:
+        msg.tool_calls.append(ToolCallPart(call.name, call.arguments, call.call_id))
+    for result in found.results:
+        msg.tool_results.append(ToolResultPart(result.call_id, result.result, "error" if result.error else None,
+                                               result.name))
+    return msg
 
 
 def _flatten(items: Iterable[Any]) -> Iterable[Any]:

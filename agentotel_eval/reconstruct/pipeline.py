@@ -18,7 +18,7 @@ from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.handoffs import name_handoffs
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.reconstruct.runs import Scope, TraceRuns, find_runs
+from agentotel_eval.reconstruct.runs import Scope, TraceRuns, find_runs, transcript_runs
 from agentotel_eval.reconstruct.spans import classify, roles_of
 from agentotel_eval.reconstruct.tree import build_trees, rehome_event_logs
 
@@ -46,6 +46,8 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
             rehome_event_logs(tree, llm_ids.__contains__)
         ctx = TraceContext(tree, roles, text_failures=text_failures)
         trace_runs = find_runs(tree, roles, ctx.requests_tools, ctx.offers_tools)
+        if not trace_runs.runs:
+            trace_runs = transcript_runs(tree, roles) or trace_runs
         ctx.llm_parent = trace_runs.llm_parent
         if trace_runs.runs:
             split_conversations(trace_runs, ctx)

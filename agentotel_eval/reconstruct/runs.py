@@ -27,6 +27,9 @@ Rules (docs/reconstruction.md), applied to one trace tree:
    inside a run that executes tools itself, is one step of that run (OpenLIT marks every LangGraph step as an
    ``invoke_agent`` span; the tools it asks for run beside it). Its LLM spans join the enclosing run. A real
    sub-agent runs the tools it requests inside its own span.
+8. A recorded conversation is a run: in a trace with no run otherwise, the span (not an LLM or tool span) whose
+   output is the conversation with the most tool calls (a pipeline instrumentation tracing an agent as one plain
+   step) is a run, anchored on it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.spans import NO_ROLE, Role
+from agentotel_eval.reconstruct.transcripts import find_transcript
 from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
 
 
@@ -175,6 +179,16 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
     if len(emitted) > 1:
         emitted.sort(key=lambda s: span_order(s.anchor))
     return TraceRuns(emitted, parent_run, llm_parent)
+
+
+def transcript_runs(tree: TraceTree, roles: dict[str, Role]) -> TraceRuns | None:
+    """Rule 8: the run of a trace that has none otherwise but whose steps recorded a conversation with tool calls."""
+    found = [t for root in tree.roots if (t := find_transcript(tree, root, roles)) is not None]
+    if not found:
+        return None
+    best = max(found, key=lambda t: (len(t.requests), span_order(t.span)))
+    scope = Scope(best.span, "run", "transcript", None, [best.span])
+    return TraceRuns([scope], {id(scope): None}, {})
 
 
 def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool]) -> None:

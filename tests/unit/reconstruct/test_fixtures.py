@@ -35,15 +35,17 @@ NO_USER_INPUT = (*NO_CONTENT, "crewai__openinference__")
 NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__")
 # Families whose LLM and run spans carry no tool definitions (OpenInference openai-agents and AutoGen; openai-v2
 # without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a user-message
-# event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input).
+# event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input;
+# OpenInference's Haystack agent step, whose input names no tools).
 NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents-mcp__openinference__", "agent-framework__v136__",
                   "raw-openai__openlit-raw__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__",
                   "anthropic-loop__sdk-native", "anthropic-loop__openllmetry-events__", "autogen__",
-                  "llama-index__", "crewai__openinference__", "langgraphjs__traceloop__", *NO_CONTENT)
+                  "llama-index__", "crewai__openinference__", "langgraphjs__traceloop__",
+                  "haystack__openinference-pipeline__", *NO_CONTENT)
 # Families with no LLM span at all: AutoGen's built-in tracing, LlamaIndex's own OpenTelemetry (dispatcher spans
-# with no GenAI attributes), CrewAI's OpenInference wrappers (the LLM call is not wrapped): no call has a
-# requesting LLM turn.
-NO_LLM_SPANS = ("autogen__builtin__", "llama-index__otel__", "crewai__openinference__")
+# with no GenAI attributes), CrewAI's OpenInference wrappers (the LLM call is not wrapped), OpenInference's Haystack
+# instrumentor around an agent run on its own (one step holding the conversation): no call has a requesting LLM turn.
+NO_LLM_SPANS = ("autogen__builtin__", "llama-index__otel__", "crewai__openinference__", "haystack__openinference-pipeline__")
 PLAIN_MULTI_TRACE_ROOTS = {"ChatCompletion", "openai.chat"}
 
 
