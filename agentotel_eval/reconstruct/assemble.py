@@ -50,6 +50,7 @@ from agentotel_eval.reconstruct.run_fields import (
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution, read_execution
 from agentotel_eval.reconstruct.step_results import results_from_steps
+from agentotel_eval.reconstruct.streamed import streamed_requests
 from agentotel_eval.reconstruct.transcripts import Transcript, find_transcript
 from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
@@ -268,6 +269,10 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     for e in real:
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
+    if llm_spans and not real and not transcript:  # a plain loop: a streamed answer may hold calls as its text
+        streamed = streamed_requests(llm_spans, ctx, schemas, run_status_of(chain)[0] == "error")
+        if streamed:
+            requests = [*requests, *streamed]
 
     for e in real:
         if e.call_id is None and isinstance(e.raw_arguments, str) and "tool_call_id" in e.raw_arguments:

@@ -31,8 +31,8 @@ NO_CONTENT = ("google-adk__default__", "autogen__builtin__", "semantic-kernel__d
 # holds the agent and its tools, not the task).
 NO_USER_INPUT = (*NO_CONTENT, "crewai__openinference__")
 # Families that never record the model's final answer on any span (OpenLLMetry openai-agents keeps only the
-# input messages of each openai.response span).
-NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__")
+# input messages of each openai.response span; Langtrace over a streamed loop records the streamed answer as "").
+NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__", "raw-openai__langtrace-raw-stream__")
 # Families whose LLM and run spans carry no tool definitions (OpenInference openai-agents and AutoGen; openai-v2
 # without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a user-message
 # event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input;
