@@ -17,7 +17,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.history import History, LaterTraces
+from agentotel_eval.reconstruct.history import History, LaterTraces, result_failure
 from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.messages import ToolCallPart, ToolResultPart, parse_messages
 from agentotel_eval.reconstruct.spans import WEAK_NAME_SOURCES, Execution
@@ -25,7 +25,6 @@ from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import (
     as_dict,
     as_list,
-    looks_like_error_text,
     numeric_equal,
     parse_json,
     text_of,
@@ -369,19 +368,18 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
         if e.result is not None:
             output = e.result
             sources["result"] = found.get("result", "")
-        if status == "ok" and result is not None and result.status == "error":  # the model was told it failed
-            status, error = "error", text_of(result.content) or "error"
-            sources["status"] = result.source
+        # the model was told it failed: a failure status, or (for a call whose span recorded no result, as for
+        # tool spans' own results) an error report as the text fed back
+        failed = result_failure(result, text_failures and e.result is None) if status == "ok" and result else None
+        if failed is not None:
+            status, (error, sources["status"]) = "error", failed
     if output is None and result is not None:
         output = text_of(result.content) if isinstance(result.content, list) else result.content
         sources["result"] = result.source
     if e is None:
-        if result is not None and result.status == "error":
-            status, error = "error", text_of(output) or "error"
-            sources["status"] = result.source
-        elif text_failures and result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
-            status, error = "error", output.strip()
-            sources["status"] = "result_text"
+        failed = result_failure(result, text_failures) if result is not None else None  # a loop feeding back "Error:"
+        if failed is not None:
+            status, (error, sources["status"]) = "error", failed
         else:
             sources["status"] = result.source if result is not None else "default"
     call_id = None

@@ -28,6 +28,27 @@ def is_run_span(span: SpanRecord, conventions: Conventions = BUILTIN) -> bool:
     return classify(span, conventions).run is not None
 
 
+def results_fed_back(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
+                     conventions: Sequence[Convention] | Conventions = ()) -> frozenset[str]:
+    """The call ids of the tool results these spans' LLM calls were sent (the tool messages in their inputs): the
+    calls whose results a trace can give to the trace that asked for them (a plain client loop makes each LLM call
+    its own trace; see ``reconstruct`` given several traces)."""
+    declared = conventions if isinstance(conventions, Conventions) else BUILTIN.plus(tuple(conventions))
+    found: set[str] = set()
+    for tree in build_trees(spans, logs):
+        roles = roles_of(tree.spans, declared)
+        llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
+        if not llm_ids:
+            continue
+        if tree.logs:
+            rehome_event_logs(tree, llm_ids.__contains__)
+        ctx = TraceContext(tree, roles)
+        for span_id in llm_ids:
+            for message in ctx.input(tree.spans[span_id]):
+                found.update(part.call_id for part in message.tool_results if part.call_id)
+    return frozenset(found)
+
+
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
                 conventions: Sequence[Convention] | Conventions = (), *, text_failures: bool = True) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time.

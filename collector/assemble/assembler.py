@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.collector.assemble.completed import REASON_SHUTDOWN, CompletedTrace, TraceStage
+from agentotel_eval.collector.assemble.later_results import LaterResults, merge
 from agentotel_eval.collector.assemble.marks import LogMark, SpanMark, log_marks, span_marks
 from agentotel_eval.collector.assemble.trace_buffer import Decided, OpenTrace, TraceBuffer
 from agentotel_eval.collector.config import AssemblerConfig
@@ -66,6 +67,8 @@ class AssemblerStats:
     #: completed traces with no run, tool or LLM span, evaluation event or log record other than a score: not read
     #: back (no runs)
     traces_without_evidence: int = 0
+    #: earlier traces rebuilt because a later trace fed back results for their calls (their rows are replaced)
+    traces_completed_later: int = 0
 
 
 def _reconstructor(conventions: Conventions, text_failures: bool = True) -> Callable[
@@ -106,6 +109,8 @@ class Assembler:
         self._next = next_stage
         self._reader = reader
         self._reconstruct = reconstruct or _reconstructor(self._conventions, text_failures)
+        #: earlier traces whose calls a later trace gives results to (a plain client loop, one trace per LLM call)
+        self._later = LaterResults(self._reconstruct, self._conventions)
         self._clock = clock
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)
@@ -394,19 +399,26 @@ class Assembler:
                 log.exception("reconstruction failed for trace %s; its runs are not written", trace.trace_id)
                 continue
             self.stats.runs_completed += len(runs)
-            completed.append(
-                CompletedTrace(
-                    trace_id=trace.trace_id,
-                    spans=tuple(spans),
-                    logs=tuple(logs),
-                    runs=runs,
-                    reason=reason,
-                    complete=trace.complete,
-                    replace=trace.replace,
-                    lo_ns=trace.lo_ns,
-                    hi_ns=trace.hi_ns,
-                )
+            done = CompletedTrace(
+                trace_id=trace.trace_id,
+                spans=tuple(spans),
+                logs=tuple(logs),
+                runs=runs,
+                reason=reason,
+                complete=trace.complete,
+                replace=trace.replace,
+                lo_ns=trace.lo_ns,
+                hi_ns=trace.hi_ns,
             )
+            completed.append(done)
+            try:
+                redone = self._later.complete(done)
+            except Exception:
+                self.stats.reconstruct_errors += 1
+                log.exception("rebuilding the traces that trace %s gives results to failed", trace.trace_id)
+                continue
+            merge(completed, redone)
+            self.stats.traces_completed_later += len(redone)
         if completed:
             try:
                 self._next.consume(completed)
