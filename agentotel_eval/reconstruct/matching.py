@@ -134,13 +134,13 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
     ids = set(by_id)
     executed = {c.execution.call_id for c in calls if c.execution is not None and c.execution.call_id}
     for call in calls:  # an execution id no request has (OpenLIT gives a failed tool a fresh UUID): same name and
-        e = call.execution  # equal arguments, asked for before it ran, with an id no execution answered
-        if e is None or call.request is not None or not e.call_id or e.call_id in ids:
+        e = call.execution  # equal arguments (when it recorded any), asked for before it ran, with an id no
+        if e is None or call.request is not None or not e.call_id or e.call_id in ids:  # execution answered
             continue
         schema = schemas.get(e.name)
         pool = [i for i, r in enumerate(requests) if i not in used and r.name == e.name and r.call_id
                 and r.call_id not in executed and r.span.start_ns <= e.span.start_ns
-                and _argumentsmatch_requests(e, r, schema)]
+                and (e.raw_arguments is None or _argumentsmatch_requests(e, r, schema))]
         if pool:
             pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
             used.add(pick)

@@ -26,7 +26,9 @@ Rules (docs/reconstruction.md), applied to one trace tree:
 7. A step is not a run: a nested run whose LLM calls requested tools, with no tool span and no run of its own,
    inside a run that executes tools itself, is one step of that run (OpenLIT marks every LangGraph step as an
    ``invoke_agent`` span; the tools it asks for run beside it). Its LLM spans join the enclosing run. A real
-   sub-agent runs the tools it requests inside its own span.
+   sub-agent runs the tools it requests inside its own span. Inside a tool span that runs tools itself, such
+   steps are a sub-agent's (a delegating tool whose agent OpenLIT records as steps): with them the tool scope is
+   an agent loop (rule 3), and its own run.
 8. A recorded conversation is a run: in a trace with no run otherwise, the span (not an LLM or tool span) whose
    output is the conversation with the most tool calls (a pipeline instrumentation tracing an agent as one plain
    step) is a run, anchored on it.
@@ -194,6 +196,14 @@ def transcript_runs(tree: TraceTree, roles: dict[str, Role]) -> TraceRuns | None
 def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool]) -> None:
     """An agent loop inside a tool becomes an implicit run; otherwise the tool scope merges into its parent."""
     assert scope.parent is not None and scope.span is not None
+    if scope.tool_spans and not scope.llm_spans:  # its model calls may be in step spans (rule 7) under it
+        steps = [c for c in scope.children if _step_like(c)]
+        if any(requests_tools(s) for c in steps for s in c.llm_spans):
+            for step in steps:
+                scope.llm_spans.extend(step.llm_spans)
+                scope.internal.extend(step.internal)
+                scope.children.remove(step)
+                step.kind = "step"
     if scope.llm_spans and (scope.tool_spans or any(requests_tools(s) for s in scope.llm_spans)):
         kids = tree.children.get(scope.span.span_id, [])
         anchor = kids[0] if len(kids) == 1 else scope.span  # the sub-agent's own span when there is one
@@ -205,6 +215,11 @@ def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[
     parent.children[at : at + 1] = scope.children
     for child in scope.children:
         child.parent = parent
+
+
+def _step_like(scope: Scope) -> bool:
+    """A run scope that holds model calls and nothing else: a step of the loop around it (rule 7)."""
+    return scope.kind == "run" and bool(scope.llm_spans) and not scope.tool_spans and not scope.children
 
 
 def _fold_step(scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps: dict[int, set[str]]) -> None:

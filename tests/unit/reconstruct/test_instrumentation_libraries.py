@@ -118,6 +118,56 @@ def test_openlit_step_spans_are_one_run_and_a_fresh_failure_id_still_finds_its_r
     assert runs[0].output == "Atlantis is not a city I know."
 
 
+@pytest.mark.parametrize("tool_name", ["get_weather", "lookup_city_forecast"])
+def test_openlit_without_content_a_failed_call_takes_its_arguments_from_the_request(tool_name):
+    """Content off: the failed tool span has a fresh UUID and no arguments; the model's request recorded both the
+    model's id and the arguments (OpenLIT's comma-joined attributes). Parallel calls of one tool: the one that ran
+    under its own id is matched by it, the failure takes the request no execution answered."""
+    outer = agent("travel_agent", 0, 100)
+    step = agent("agent", 1, 10, outer)
+    ask = span("chat gpt-4o-mini", 2, 9, step, attrs={
+        sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_TOOL_NAME: f"{tool_name}, {tool_name}",
+        sc.GEN_AI_TOOL_CALL_ID: "call_0, call_1", "gen_ai.tool.args": '{"city": "Oslo"}, {"city": "Atlantis"}'})
+    ok = tool(tool_name, 11, 12, outer, call_id="call_0")
+    failed = tool(tool_name, 11, 13, outer, call_id="7d1c5a2e-fresh-uuid", error="Unknown city: Atlantis")
+    (run,) = reconstruct([outer, step, ask, ok, failed, agent("agent", 14, 20, outer)])
+    assert sorted((c.input_parameters["city"], c.status, c.call_id) for c in run.tool_calls) == [
+        ("Atlantis", "error", "7d1c5a2e-fresh-uuid"), ("Oslo", "ok", "call_0")]
+    assert {c.sources["arguments"] for c in run.tool_calls} == {"request:gen_ai.tool"}
+    # a recorded argument that differs from the request's is another call: never given the request's
+    other = tool(tool_name, 11, 13, outer, args={"city": "Paris"}, call_id="7d1c5a2e-fresh-uuid", error="x")
+    (run,) = reconstruct([outer, step, ask, ok, other])
+    assert [c.input_parameters["city"] for c in run.tool_calls if c.status == "error"] == ["Paris"]
+
+
+def test_openlit_a_delegating_tool_whose_sub_agent_is_recorded_as_steps_is_a_run():
+    """OpenLIT under LangGraph records the sub-agent a tool runs as step spans (an ``invoke_agent`` around each
+    model call) and its tools directly under the delegating tool span: the sub-agent's calls are its own run's."""
+    outer = agent("travel_agent", 0, 100)
+    step1 = agent("agent", 1, 8, outer)
+    ask = chat(2, 7, step1, calls=[("ask_assistant", '{"question": "Paris?"}', "d0")])
+    delegate = tool("ask_assistant", 10, 40, outer, args={"question": "Paris?"}, call_id="d0", result="18C")
+    sub1 = agent("agent", 11, 18, delegate)
+    sub_ask = chat(12, 17, sub1, calls=[("get_weather", '{"city": "Paris"}', "s0")])
+    sub_ran = tool("get_weather", 19, 20, delegate, args={"city": "Paris"}, call_id="s0", result="18C")
+    sub2 = agent("agent", 21, 30, delegate)
+    sub_answer = chat(22, 29, sub2, text="18C")
+    step2 = agent("agent", 41, 50, outer)
+    answer = chat(42, 49, step2, text="Paris is 18C.")
+    outer_run, sub_run = reconstruct([outer, step1, ask, delegate, sub1, sub_ask, sub_ran, sub2, sub_answer, step2,
+                                      answer])
+    assert (outer_run.tools_called, outer_run.output) == (["ask_assistant"], "Paris is 18C.")
+    assert (sub_run.tools_called, sub_run.parent_run_span_id, sub_run.span_id) == (
+        ["get_weather"], outer.span_id, delegate.span_id)
+    assert sub_run.tool_calls[0].llm_turn == sub_ask.span_id
+    # a tool that only called a model (no tool of its own ran inside it) is no agent: its model call is internal
+    plain = tool("summarise", 10, 40, outer, call_id="d0")
+    summary_step = agent("agent", 11, 18, plain)
+    (run,) = reconstruct([outer, step1, chat(2, 7, step1, calls=[("summarise", "{}", "d0")]), plain, summary_step,
+                          chat(12, 17, summary_step, text="short")])
+    assert run.tools_called == ["summarise"]
+
+
 def test_a_sub_agent_running_its_own_tools_stays_a_run_of_its_own():
     outer = agent("travel_agent", 0, 100)
     sub = agent("weather", 1, 20, outer)
