@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
 LOG_ORDER = operator.attrgetter("timestamp_ns")
+_START_ORDER = operator.attrgetter("lo_ns", "trace_id")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 #: one read of completed traces: (trace ids, lo_ns, hi_ns, the commits their records are in or None to read
@@ -411,11 +412,12 @@ class Assembler:
                 hi_ns=trace.hi_ns,
             )
             completed.append(done)
+        for done in sorted(completed, key=_START_ORDER):  # (an earlier trace first: later ones give it results)
             try:
                 redone = self._later.complete(done)
             except Exception:
                 self.stats.reconstruct_errors += 1
-                log.exception("rebuilding the traces that trace %s gives results to failed", trace.trace_id)
+                log.exception("rebuilding the traces that trace %s gives results to failed", done.trace_id)
                 continue
             merge(completed, redone)
             self.stats.traces_completed_later += len(redone)

@@ -143,3 +143,27 @@ def _completed(span: SpanRecord):
 
     return CompletedTrace(span.trace_id, (span,), (), tuple(reconstruct([span])), "quiet", True, False, span.start_ns,
                           span.end_ns)
+
+
+@pytest.mark.parametrize("fx", [f for f in fixtures() if f.entry["trace_count"] > 1], ids=lambda f: f.name)
+def test_traces_completed_one_by_one_give_what_reconstruct_gives_them_together(fx):
+    """Every recorded fixture of several traces, completed trace by trace in start order (as the assembler sees
+    them): the last write of each trace equals ``reconstruct`` over all of them (results completed by call id)."""
+    from agentotel_eval.collector.assemble.completed import CompletedTrace
+
+    spans, logs = fx.spans(), fx.logs()
+    later = LaterResults(reconstruct, BUILTIN)
+    written: dict[str, tuple] = {}
+    traces = []
+    for trace_id in {s.trace_id for s in spans}:
+        mine = sorted((s for s in spans if s.trace_id == trace_id), key=lambda s: s.start_ns)
+        own_logs = [r for r in logs if r.trace_id == trace_id]
+        traces.append(CompletedTrace(trace_id, tuple(mine), tuple(own_logs), tuple(reconstruct(mine, own_logs)),
+                                     "quiet", True, False, mine[0].start_ns, max(s.end_ns for s in mine)))
+    for trace in sorted(traces, key=lambda t: (t.lo_ns, t.trace_id)):
+        written[trace.trace_id] = trace.runs
+        for redone in later.complete(trace):
+            written[redone.trace_id] = redone.runs
+    together = reconstruct(spans, logs)
+    assert sorted((r for runs in written.values() for r in runs), key=lambda r: r.key) == sorted(
+        together, key=lambda r: r.key)
