@@ -30,6 +30,7 @@ from agentotel_eval.reconstruct.matching import (
     display_key,
     fold_duplicate,
     fold_twin_records,
+    ids_from_history,
     match_requests,
     name_from_history,
     output_tool_names,
@@ -287,6 +288,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         _names_from_nested(real, scope.internal, requests, schemas, ctx)
     unmatched = match_requests(calls, requests, schemas)
     name_from_history(calls, history, ctx)
+    if not requests and real:
+        ids_from_history(calls, history, schemas)
     if requests and len(calls) > 1:
         calls = fold_twin_records(calls, unmatched, schemas)
         if len(calls) < len(real):

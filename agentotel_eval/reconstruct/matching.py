@@ -241,6 +241,27 @@ def name_from_history(calls: list[Call], history: History, ctx: TraceContext) ->
                 e.call_id, e.sources["call_id"] = found.call_id, source
 
 
+def ids_from_history(calls: list[Call], history: History, schemas: Mapping[str, Any]) -> None:
+    """An execution with no call id, no request and no result (the model's output hidden, the tool span's result
+    too): the model's call with its name and equal arguments, as a later LLM input repeats it, gives its call id,
+    and so the result fed back for it."""
+    pending = [c.execution for c in calls if c.execution is not None and c.request is None
+               and not c.execution.call_id and c.execution.result is None]
+    if not pending:
+        return
+    taken: set[tuple[str | None, str]] = {(c.execution.call_id, c.execution.name) for c in calls
+                                          if c.execution is not None and c.execution.call_id}
+    for e in pending:
+        mine = arguments_of(e, schemas.get(e.name))  # (the normalisation the call is built from: cached)
+        if mine.params is None:
+            continue
+        same_name = [p for p in history.calls(e.span.end_ns) if p.name == e.name and p.call_id]
+        found = _same_arguments(same_name, mine.params, taken)
+        if found is not None:
+            taken.add((found.call_id, found.name))
+            e.call_id, e.sources["call_id"] = found.call_id, "history"
+
+
 def _same_arguments(parts: Sequence[ToolCallPart], params: Mapping[str, Any],
                     taken: set[tuple[str | None, str]]) -> ToolCallPart | None:
     for part in parts:

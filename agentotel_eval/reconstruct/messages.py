@@ -499,6 +499,9 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
         output = parsed.get("output")
         if isinstance(output, dict) and set(parsed) <= {"output", "kwargs"}:  # OpenLLMetry LangChain envelope
             parsed = output
+        mcp = _mcp_result(parsed)
+        if mcp is not None:
+            return mcp
         msg = message_from_mapping(parsed, "tool") if _is_message_envelope(parsed) else None
         if msg is not None and msg.tool_results:
             return msg.tool_results[0]
@@ -509,6 +512,25 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
     if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "text" in b for b in parsed):
         return ToolResultPart(None, text_of(parsed))  # Bedrock/Strands content blocks
     return ToolResultPart(None, parsed)  # a JSON string literal ('"Athens: 29C"') is its text
+
+
+_CONTENT_PART_KEYS = frozenset({"type", "text", "annotations", "meta", "_meta"})
+_MCP_RESULT_KEYS = frozenset({"content", "isError", "is_error", "structuredContent", "structured_content", "meta",
+                              "_meta"})
+
+
+def _mcp_result(value: Mapping[str, Any]) -> ToolResultPart | None:
+    """A tool result in the MCP / OpenAI content shapes: one text content part (``{"type": "text", "text": ...}``,
+    what the OpenAI Agents SDK keeps of an MCP result) is its text; an MCP ``CallToolResult`` (``{"content": [...],
+    "isError": true}``) is its content's text, failed when ``isError`` says so."""
+    if value.get("type") == "text" and isinstance(value.get("text"), str) and value.keys() <= _CONTENT_PART_KEYS:
+        return ToolResultPart(None, value["text"])
+    content = value.get("content")
+    flag = value.get("isError", value.get("is_error"))
+    if isinstance(content, list) and isinstance(flag, bool) and value.keys() <= _MCP_RESULT_KEYS:
+        text = text_of(content)
+        return ToolResultPart(None, text if text is not None else content, "error" if flag else None)
+    return None
 
 
 def _is_message_envelope(value: Mapping[str, Any]) -> bool:

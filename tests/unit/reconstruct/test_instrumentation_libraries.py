@@ -322,3 +322,61 @@ def test_looking_for_a_twin_keeps_an_unrequested_calls_arguments_bound_to_its_sc
     (run,) = reconstruct([root, asked, weather, unasked])
     assert [(c.name, c.input_parameters) for c in run.tool_calls] == [("get_weather", {"city": "Rome"}),
                                                                        ("lookup", {"q": "abc"})]
+
+
+def _oi_agents_tool(name: str, start: int, parent, args: dict | None, output: str | None):
+    """A tool span of OpenInference's OpenAI Agents instrumentor: no call id, arguments and result as values."""
+    attrs = {sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name}
+    attrs[sc.OI_INPUT_VALUE] = _json(args) if args is not None else "__REDACTED__"
+    attrs[sc.OI_OUTPUT_VALUE] = output if output is not None else "__REDACTED__"
+    return span(name, start, start + 5, parent, attrs=attrs)
+
+
+@pytest.mark.parametrize(("tool_name", "output", "status", "text"), [
+    ("get_weather", {"type": "text", "text": "Error executing tool get_weather: Unknown city: Atlantis"}, "error",
+     "Error executing tool get_weather: Unknown city: Atlantis"),
+    ("forecast.lookup", {"type": "text", "text": "Error executing tool forecast.lookup: timeout"}, "error",
+     "Error executing tool forecast.lookup: timeout"),
+    ("get_weather", {"type": "text", "text": "Rome: 27C"}, "ok", "Rome: 27C"),
+    ("get_weather", {"content": [{"type": "text", "text": "No forecast for Atlantis"}], "isError": True}, "error",
+     "No forecast for Atlantis"),
+    ("get_weather", {"content": [{"type": "text", "text": "Rome: 27C"}], "isError": False,
+                     "structuredContent": None}, "ok", "Rome: 27C"),
+])
+def test_an_mcp_result_as_a_content_part_or_a_call_result(tool_name, output, status, text):
+    """The OpenAI Agents SDK records an MCP tool's result as one text content part (a raised tool's is MCP's
+    "Error executing tool ..."); other instrumentations record the CallToolResult with its ``isError`` flag."""
+    root = span("Agent workflow", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    (run,) = reconstruct([root, _oi_agents_tool(tool_name, 10, root, {"city": "x"}, _json(output))])
+    (call,) = run.tool_calls
+    assert (call.status, call.output) == (status, text)
+    if status == "error":
+        assert call.error == text
+    (run,) = reconstruct([root, _oi_agents_tool(tool_name, 10, root, {"city": "x"}, _json(output))],
+                         text_failures=False)
+    assert run.tool_calls[0].status == ("error" if output.get("isError") else "ok")  # the flag is no text signal
+
+
+def test_hidden_outputs_a_call_takes_its_id_and_failure_from_the_next_request():
+    """OpenInference's hidden outputs: no request recorded, the tool span's result hidden and no call id on it; the
+    next model call's input repeats each call (name, arguments, id) and the tool message fed back for it."""
+    root = span("travel_agent", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    atl = _oi_agents_tool("get_weather", 10, root, {"city": "Atlantis"}, None)
+    oslo = _oi_agents_tool("get_weather", 11, root, {"city": "Oslo"}, None)
+    calls = [{"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+             {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Atlantis"}'}}]
+    history = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": None, "tool_calls": calls},
+               {"role": "tool", "tool_call_id": "c2", "content": '{"type": "text", "text": "Oslo: 3C"}'},
+               {"role": "tool", "tool_call_id": "c1",
+                "content": "Error executing tool get_weather: Unknown city: Atlantis"}]
+    model = span("generation", 20, 30, root, attrs={sc.OI_SPAN_KIND: "LLM", sc.OI_INPUT_VALUE: _json(history),
+                                                     sc.OI_OUTPUT_VALUE: "__REDACTED__"})
+    first = span("generation", 1, 9, root, attrs={sc.OI_SPAN_KIND: "LLM", sc.OI_INPUT_VALUE: _json(history[:1]),
+                                                   sc.OI_OUTPUT_VALUE: "__REDACTED__"})
+    (run,) = reconstruct([root, first, atl, oslo, model])
+    got = [(c.input_parameters["city"], c.call_id, c.status) for c in run.tool_calls]
+    assert got == [("Atlantis", "c1", "error"), ("Oslo", "c2", "ok")]
+    assert run.tool_calls[0].sources["call_id"] == "history"
+    # arguments hidden too: nothing tells the two calls apart, nothing is given to either
+    (run,) = reconstruct([root, first, _oi_agents_tool("get_weather", 10, root, None, None), model])
+    assert [(c.call_id, c.status, c.input_parameters) for c in run.tool_calls] == [(None, "ok", None)]
