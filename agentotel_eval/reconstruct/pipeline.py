@@ -9,6 +9,7 @@ result is also looked up in the later traces' history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.assemble import assemble_run
@@ -28,13 +29,23 @@ def is_run_span(span: SpanRecord, conventions: Conventions = BUILTIN) -> bool:
     return classify(span, conventions).run is not None
 
 
+@dataclass(frozen=True, slots=True)
+class FedBack:
+    """What the LLM calls of some traces were sent back of earlier turns: the call ids of the tool results in their
+    inputs, each with the tool name the input's history gives it (None when it names none), and the user texts."""
+
+    results: dict[str, str | None]
+    user_texts: frozenset[str]
+
+
 def results_fed_back(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
-                     conventions: Sequence[Convention] | Conventions = ()) -> frozenset[str]:
-    """The call ids of the tool results these spans' LLM calls were sent (the tool messages in their inputs): the
-    calls whose results a trace can give to the trace that asked for them (a plain client loop makes each LLM call
-    its own trace; see ``reconstruct`` given several traces)."""
+                     conventions: Sequence[Convention] | Conventions = ()) -> FedBack:
+    """The tool results these spans' LLM calls were sent (the tool messages in their inputs): the calls whose
+    results a trace can give to the trace that asked for them (a plain client loop makes each LLM call its own
+    trace; see ``reconstruct`` given several traces)."""
     declared = conventions if isinstance(conventions, Conventions) else BUILTIN.plus(tuple(conventions))
-    found: set[str] = set()
+    results: dict[str, str | None] = {}
+    users: set[str] = set()
     for tree in build_trees(spans, logs):
         roles = roles_of(tree.spans, declared)
         llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
@@ -44,9 +55,15 @@ def results_fed_back(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()
             rehome_event_logs(tree, llm_ids.__contains__)
         ctx = TraceContext(tree, roles)
         for span_id in llm_ids:
-            for message in ctx.input(tree.spans[span_id]):
-                found.update(part.call_id for part in message.tool_results if part.call_id)
-    return frozenset(found)
+            messages = ctx.input(tree.spans[span_id])
+            named = {c.call_id: c.name for m in messages for c in m.tool_calls if c.call_id}
+            for message in messages:
+                if message.role == "user" and message.texts:
+                    users.add(message.text.strip())  # type: ignore[union-attr]
+                for part in message.tool_results:
+                    if part.call_id:
+                        results[part.call_id] = named.get(part.call_id) or results.get(part.call_id)
+    return FedBack(results, frozenset(users))
 
 
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),

@@ -3,9 +3,12 @@
 A plain client loop with no application span makes each LLM call its own trace: the call the model asks for in
 one trace has its result, and its failure (a tool message ``Error: ...``), only in the next trace's request. Each
 trace is assembled on its own, so the asking trace's call is written with no result and status ``ok``. This keeps
-such traces (bounded) and, when a later trace feeds back a result for one of their calls, rebuilds the earlier
-trace together with it (``reconstruct`` completes a request-only call from the later traces it is given) and
-hands it on again, to replace what was written for it.
+such traces (bounded) and, when a later trace of the same conversation feeds back a result for one of their calls,
+rebuilds the earlier trace together with it (``reconstruct`` completes a request-only call from the later traces
+it is given) and hands it on again, to replace what was written for it. The same conversation: the later trace's
+input holds the result under the call's id (and, when it names the call, under its tool name), the user request
+that started the asking run, and both come from the same service (call ids are not unique everywhere: some
+frameworks number them per run).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from agentotel_eval.collector.assemble.completed import CompletedTrace
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.declared import Conventions
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.reconstruct.pipeline import results_fed_back
+from agentotel_eval.reconstruct.pipeline import FedBack, results_fed_back
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 
@@ -34,6 +37,9 @@ MAX_GAP_NS = 15 * 60 * 1_000_000_000
 class _Asked:
     trace: CompletedTrace  # as first completed (its spans and logs; its window)
     call_ids: set[str]  # its calls that have no result yet
+    names: dict[str, str]  # call id -> tool name, of those calls
+    inputs: frozenset[str]  # the user requests that started its runs
+    service: str | None
     answers: list[CompletedTrace] = field(default_factory=list)  # the later traces that fed some back
 
     @property
@@ -70,7 +76,9 @@ class LaterResults:
             out.append(dataclasses.replace(trace, runs=self._runs_with(trace, known.answers)))
         if self._by_call:
             fed = results_fed_back(trace.spans, trace.logs, self._conventions)
-            asking = {self._by_call[c] for c in fed if c in self._by_call} - {trace.trace_id}
+            service = _service(trace)
+            asking = {t for c, name in fed.results.items() if (t := self._by_call.get(c)) is not None
+                      and t != trace.trace_id and self._same_conversation(self._asked[t], c, name, fed, service)}
             for trace_id in sorted(asking, key=lambda t: self._asked[t].trace.lo_ns):
                 asked = self._asked.get(trace_id)  # (gone when answering an earlier one made room)
                 if asked is not None and trace.lo_ns - asked.trace.hi_ns <= MAX_GAP_NS:
@@ -78,6 +86,11 @@ class LaterResults:
         if known is None:
             self._keep(trace)
         return out
+
+    @staticmethod
+    def _same_conversation(asked: _Asked, call_id: str, name: str | None, fed: FedBack, service: str | None) -> bool:
+        return (asked.service == service and (name is None or asked.names.get(call_id) == name)
+                and not asked.inputs.isdisjoint(fed.user_texts))
 
     def _answer(self, asked: _Asked, later: CompletedTrace) -> CompletedTrace:
         asked.answers.append(later)
@@ -98,9 +111,11 @@ class LaterResults:
 
     def _keep(self, trace: CompletedTrace) -> None:
         ids = waiting_call_ids(trace.runs)
-        if not ids:
+        inputs = frozenset(r.input.strip() for r in trace.runs if r.input)
+        if not ids or not inputs:  # (no request recorded: nothing tells its conversation's later traces)
             return
-        self._asked[trace.trace_id] = _Asked(trace, set(ids))
+        names = {c.call_id: c.name for r in trace.runs for c in r.tool_calls if c.call_id in ids}
+        self._asked[trace.trace_id] = _Asked(trace, set(ids), names, inputs, _service(trace))
         self._spans += len(trace.spans)
         for call_id in ids:
             self._by_call[call_id] = trace.trace_id
@@ -113,6 +128,10 @@ class LaterResults:
             for call_id in oldest.call_ids:
                 if self._by_call.get(call_id) == oldest.trace.trace_id:
                     del self._by_call[call_id]
+
+
+def _service(trace: CompletedTrace) -> str | None:
+    return next((s.service_name for s in trace.spans if s.service_name), None)
 
 
 def merge(completed: list[CompletedTrace], redone: Sequence[CompletedTrace]) -> None:

@@ -42,11 +42,12 @@ def _completion(trace: int, turn: int, prompt: list[dict], calls: list[tuple[str
     return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "ChatCompletion", 3, start, start + 50, attributes=attrs)
 
 
-def _loop(tool: str, failure: str, first_trace: int = 1) -> list[SpanRecord]:
+def _loop(tool: str, failure: str, first_trace: int = 1, ids: str = "", request: str = "Weather in Atlantis, else Athens?"
+          ) -> list[SpanRecord]:
     """Three traces: the model asks for ``tool`` (it fails with ``failure`` fed back), then again, then answers."""
-    prompt = [{"role": "user", "content": "Weather in Atlantis, else Athens?"}]
-    first = [(tool, {"city": "Atlantis"}, f"k{first_trace}-1")]
-    second = [(tool, {"city": "Athens"}, f"k{first_trace}-2")]
+    prompt = [{"role": "user", "content": request}]
+    first = [(tool, {"city": "Atlantis"}, f"{ids or f'k{first_trace}'}-1")]
+    second = [(tool, {"city": "Athens"}, f"{ids or f'k{first_trace}'}-2")]
     t1 = _completion(first_trace, 0, prompt, first)
     prompt2 = [*prompt, {"role": "assistant", "calls": first}, {"role": "tool", "tool_call_id": first[0][2], "content": failure}]
     t2 = _completion(first_trace + 1, 1, prompt2, second)
@@ -126,6 +127,24 @@ def test_a_trace_completed_again_keeps_what_later_traces_fed_back():
     # a late span re-opens the first trace: rebuilt alone it would say ok again
     (again,) = later.complete(_completed(t1))
     assert again.runs[0].tool_calls[0].status == "error"
+
+
+def test_call_ids_of_another_conversation_give_nothing():
+    """Call ids are not unique everywhere (some frameworks number them per run): another conversation's trace that
+    feeds back a result under the same id (another request, another service, another tool) gives nothing."""
+    later = LaterResults(reconstruct, BUILTIN)
+    asking, _, _ = _loop("get_weather", "Error: no", first_trace=1, ids="call_0")
+    assert later.complete(_completed(asking)) == []
+    _, other_request, _ = _loop("get_weather", "Error: no", first_trace=11, ids="call_0", request="Weather in Oslo?")
+    assert later.complete(_completed(other_request)) == []
+    _, other_tool, _ = _loop("get_time", "Error: no", first_trace=21, ids="call_0")
+    assert later.complete(_completed(other_tool)) == []
+    _, other_service, _ = _loop("get_weather", "Error: no", first_trace=31, ids="call_0")
+    other_service.resource["service.name"] = "billing"
+    assert later.complete(_completed(other_service)) == []
+    _, same, _ = _loop("get_weather", "Error: no", first_trace=41, ids="call_0")
+    (redone,) = later.complete(_completed(same))
+    assert redone.trace_id == asking.trace_id and redone.runs[0].tool_calls[0].status == "error"
 
 
 def test_waiting_traces_are_bounded(monkeypatch):
