@@ -366,8 +366,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     status, error = run_status_of(chain)
     if status == "error" and error and tool_spans:
         error = _typed_error(error, tool_spans)
-    if status == "error" and tool_calls and llm_spans:
-        tool_calls = _failed_with_run(tool_calls, llm_spans[-1], error)
+    if status == "error" and tool_calls and llm_spans:  # the last model turn: an LLM span not nested in another
+        last_turn = llm_spans[-1]  # (one inference can be recorded by several nested spans: LangChain's runnables)
+        if ctx.llm_parent:
+            last_turn = max((s for s in llm_spans if s.span_id not in ctx.llm_parent), key=span_order, default=last_turn)
+        tool_calls = _failed_with_run(tool_calls, last_turn, error)
     anchor = chain[0]
     service_name = None
     for span in chain:

@@ -190,6 +190,24 @@ def test_a_run_that_died_on_its_last_requested_call_failed_that_call():
     assert (call.status, call.sources["status"]) == ("ok", "default")
 
 
+@pytest.mark.parametrize("inner", [0, 1, 3])
+def test_a_run_that_died_on_a_call_its_model_turn_recorded_with_nested_spans(inner):
+    """Langtrace over LangGraph records one model turn as nested chat-model spans (``invoke`` > ``generate`` >
+    ``asdict``...), the request on the outermost; the last of them to start is not the turn that asked."""
+    app = span("travel_agent", 0, 100, status=STATUS_ERROR, message="UnknownCityError: Unknown city: Atlantis")
+    earlier = chat(1, 5, app, calls=[("get_weather", '{"city": "Rome"}', "c0")], text=None)
+    fed = [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c0", "response": "Rome: 27C"}]}]
+    ask = chat(10, 40, app, calls=[("lookup_city", '{"city": "Atlantis"}', "c1")], history=fed)
+    nested = [chat(11 + k, 39 - k, ask if k == 0 else None, history=fed) for k in range(inner)]
+    parent = ask
+    for n in nested:  # each nested in the one before
+        n.parent_span_id = parent.span_id
+        parent = n
+    (run,) = reconstruct([app, earlier, ask, *nested])
+    assert [(c.name, c.status, c.sources["status"]) for c in run.tool_calls] == [
+        ("get_weather", "ok", "history"), ("lookup_city", "error", "run_error")]
+
+
 def test_a_tool_span_named_after_its_call_method_and_dspy_s_finish():
     from agentotel_eval import semconv as sc2
     from tests.unit.reconstruct.test_rules import scoped
