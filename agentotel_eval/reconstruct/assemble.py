@@ -58,12 +58,14 @@ from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
 from agentotel_eval.test_case import ToolCall
 
 
-def _split_plumbing_requests(requests: list[Request], plumbing: Plumbing) -> tuple[list[Request], list[Request]]:
-    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart."""
+def _split_plumbing_requests(requests: list[Request], plumbing: Plumbing, handed_off: set[str]
+                             ) -> tuple[list[Request], list[Request]]:
+    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart, and so are the
+    tools that this run's executions show handing off (``handed_off``: a LangGraph handoff tool's ``Command``)."""
     handoffs: list[Request] = []
     calls: list[Request] = []
     for r in requests:
-        kind = plumbing.kind(r.name)
+        kind = "handoff" if r.name in handed_off else plumbing.kind(r.name)
         if kind is None:
             calls.append(r)
         elif kind == "handoff":
@@ -260,8 +262,10 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         if transcript is not None:
             requests = transcript.requests
     handoff_requests: list[Request] = []
-    if plumbing.frameworks and requests:
-        handoff_requests, requests = _split_plumbing_requests(requests, plumbing)
+    handed_off = {e.name for e in executions if e.plumbing == "handoff" and e.handoff_to} if len(real) < len(
+        executions) else set()
+    if (plumbing.frameworks or handed_off) and requests:
+        handoff_requests, requests = _split_plumbing_requests(requests, plumbing, handed_off)
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
     schemas: dict[str, Any] = {}
     for d in definitions:

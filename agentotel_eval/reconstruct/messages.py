@@ -10,6 +10,7 @@ and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -531,6 +532,44 @@ def _mcp_result(value: Mapping[str, Any]) -> ToolResultPart | None:
         text = text_of(content)
         return ToolResultPart(None, text if text is not None else content, "error" if flag else None)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCommand:
+    """A LangGraph ``Command`` a tool returned to move control to another node: a handoff to ``goto`` (swarm and
+    supervisor handoff tools return one), with the tool message it adds for the call, if any."""
+
+    goto: str
+    message: ToolResultPart | None
+
+
+_GOTO_REPR = re.compile(r"""\bgoto=\[?\(?['"](?P<goto>[^'"]+)['"]""")
+
+
+def graph_command(value: Any) -> GraphCommand | None:
+    """The LangGraph ``Command`` a tool result is (its JSON serialisation ``{"lg_name": "Command", "goto": ...}``,
+    bare or in an ``{"output": ...}`` envelope, or its Python repr ``Command(..., goto='x')``), or None."""
+    if isinstance(value, str):
+        text = value.lstrip()
+        if text.startswith("Command("):
+            found = _GOTO_REPR.search(text)
+            return GraphCommand(found["goto"], None) if found else None
+        if "Command" not in text:
+            return None
+    parsed = parse_json(value)
+    if isinstance(parsed, dict) and set(parsed) <= {"output", "kwargs"} and isinstance(parsed.get("output"), dict):
+        parsed = parsed["output"]
+    if not isinstance(parsed, dict) or parsed.get("lg_name") != "Command":
+        return None
+    goto = parsed.get("goto")
+    if isinstance(goto, list) and goto:
+        goto = goto[0]
+    if not isinstance(goto, str) or not goto:
+        return None
+    update = parsed.get("update")
+    messages = parse_messages(update.get("messages"), "") if isinstance(update, dict) else []
+    results = [r for m in messages if m.role == "tool" for r in m.tool_results]
+    return GraphCommand(goto, results[-1] if results else None)
 
 
 def _is_message_envelope(value: Mapping[str, Any]) -> bool:

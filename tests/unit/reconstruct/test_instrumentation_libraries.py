@@ -398,3 +398,53 @@ def test_hidden_outputs_a_call_takes_its_id_and_failure_from_the_next_request():
     # arguments hidden too: nothing tells the two calls apart, nothing is given to either
     (run,) = reconstruct([root, first, _oi_agents_tool("get_weather", 10, root, None, None), model])
     assert [(c.call_id, c.status, c.input_parameters) for c in run.tool_calls] == [(None, "ok", None)]
+
+
+def _command(goto, tool_name: str, call_id: str) -> dict:
+    """What LangGraph.js serialises for a handoff tool's ``Command`` (the swarm's and supervisor's)."""
+    message = {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "ToolMessage"],
+               "kwargs": {"content": f"Successfully transferred to {goto}", "name": tool_name, "tool_call_id": call_id}}
+    return {"lg_name": "Command", "update": {"messages": [message], "activeAgent": goto}, "goto": [goto]}
+
+
+@pytest.mark.parametrize("tool_name", ["transfer_to_weather_agent", "escalate", "route"])
+def test_a_tool_returning_a_graph_command_is_a_handoff_whatever_its_name(tool_name):
+    """LangGraph's handoff tools (swarm, supervisor) return a ``Command`` that moves control to another agent: a
+    handoff, recorded apart with its target, under OpenInference (``{"output": <Command>}``) as under OpenLLMetry-JS
+    (the span named after the tool's class; the tool message inside the command names it)."""
+    root = span("LangGraph", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
+    prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
+    ask = span("ChatOpenAI", 1, 9, root, attrs={sc.OI_SPAN_KIND: "LLM", f"{prefix}.id": "h1",
+                                                 f"{prefix}.function.name": tool_name,
+                                                 f"{prefix}.function.arguments": "{}"})
+    oi = span(tool_name, 10, 11, root, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: tool_name,
+                                               sc.OI_INPUT_VALUE: "{}", sc.OI_OUTPUT_VALUE: _json(
+                                                   {"output": _command("weather_agent", tool_name, "h1")})})
+    ran = span("get_weather", 20, 21, root, attrs={
+        sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather", sc.OI_INPUT_VALUE: '{"city": "Nairobi"}',
+        sc.OI_OUTPUT_VALUE: "Nairobi: 24C"})
+    (run,) = reconstruct([root, ask, oi, ran])
+    assert run.tools_called == ["get_weather"]
+    assert [(h.name, h.to_agent) for h in run.handoffs] == [(tool_name, "weather_agent")]
+    traceloop = span("execute_tool DynamicStructuredTool", 10, 11, root, attrs={
+        sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.TRACELOOP_SPAN_KIND: "tool",
+        sc.TRACELOOP_ENTITY_NAME: "DynamicStructuredTool", sc.TRACELOOP_ENTITY_INPUT: '{"args": ["{}"]}',
+        sc.TRACELOOP_ENTITY_OUTPUT: _json(_command("weather_agent", tool_name, "h1"))})
+    (run,) = reconstruct([root, ask, traceloop, ran])
+    assert run.tools_called == ["get_weather"]
+    assert [(h.name, h.to_agent) for h in run.handoffs] == [(tool_name, "weather_agent")]
+    # Python's repr of a Command says the same
+    python = span(tool_name, 10, 11, root, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: tool_name,
+                                                   sc.OI_OUTPUT_VALUE: "Command(graph='__parent__', update={'x': 1}, "
+                                                                       "goto='weather_agent')"})
+    (run,) = reconstruct([root, ask, python, ran])
+    assert run.tools_called == ["get_weather"] and run.handoffs[0].to_agent == "weather_agent"
+
+
+def test_a_tool_named_like_a_handoff_that_returns_a_value_is_a_call():
+    root = span("LangGraph", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
+    ran = span("transfer_to_savings", 10, 11, root, attrs={
+        sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "transfer_to_savings", sc.OI_INPUT_VALUE: '{"amount": 5}',
+        sc.OI_OUTPUT_VALUE: _json({"output": {"status": "Command accepted", "goto": "ledger"}})})
+    (run,) = reconstruct([root, ran])
+    assert run.tools_called == ["transfer_to_savings"] and run.handoffs == ()
