@@ -16,7 +16,7 @@ from agentotel_eval.reconstruct.llm import (
     read_output,
 )
 from agentotel_eval.reconstruct.messages import Message
-from agentotel_eval.reconstruct.spans import Role
+from agentotel_eval.reconstruct.spans import Role, read_execution
 from agentotel_eval.reconstruct.tree import TraceTree
 
 
@@ -67,6 +67,12 @@ class TraceContext:
                 found = read_input(span, self.tree.logs.get(span.span_id, ()))
             self.inputs[span.span_id] = found
         return found
+
+    def call_id_of(self, span: SpanRecord) -> str | None:
+        """The call id a tool span records (read as the assembly reads it; asked only of tool spans with tool spans
+        inside them)."""
+        role = self.roles.get(span.span_id)
+        return read_execution(span, role, self.plumbing).call_id if role is not None and role.tool else None
 
     def offers_tools(self, span: SpanRecord) -> bool:
         """Whether the model was offered tools on this LLM span (its definitions are recorded)."""

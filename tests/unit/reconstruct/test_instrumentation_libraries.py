@@ -448,3 +448,31 @@ def test_a_tool_named_like_a_handoff_that_returns_a_value_is_a_call():
         sc.OI_OUTPUT_VALUE: _json({"output": {"status": "Command accepted", "goto": "ledger"}})})
     (run,) = reconstruct([root, ran])
     assert run.tools_called == ["transfer_to_savings"] and run.handoffs == ()
+
+
+def _li_step(name: str, start: int, end: int, parent, tool: str, args: dict, call_id: str | None):
+    """A LlamaIndex own-OpenTelemetry span that runs a tool call (its input event: the ``ToolCall`` repr)."""
+    repr_ = f"ToolCall(tool_name={tool!r}, tool_kwargs={args!r}, tool_id={call_id!r})"
+    return span(name, start, end, parent, attrs={"llamaindex.step.input_event": "ToolCall",
+                                                  "llamaindex.step.input_summary": repr_})
+
+
+@pytest.mark.parametrize("inner_tool", ["get_weather", "lookup"])
+def test_calls_with_ids_of_their_own_inside_a_tool_are_a_sub_agent_s(inner_tool):
+    """LlamaIndex's own OpenTelemetry records no model call as such: a sub-agent a tool ran shows as tool spans
+    inside the tool's, with call ids a model gave them. They are the sub-agent's calls, not the tool's internals;
+    the same call recorded twice (same id) or a helper (no id) stays one call."""
+    root = span("FunctionAgent.run", 0, 100)
+    outer = _li_step("BaseWorkflowAgent.call_tool", 10, 60, root, "ask_assistant", {"question": "Paris?"}, "d0")
+    again = _li_step("FunctionTool.acall", 11, 59, outer, "ask_assistant", {"question": "Paris?"}, "d0")
+    sub = span("FunctionAgent.run", 12, 58, again)
+    inner = _li_step("BaseWorkflowAgent.call_tool", 20, 30, sub, inner_tool, {"city": "Paris"}, "s0")
+    inner_again = _li_step("FunctionTool.acall", 21, 29, inner, inner_tool, {"city": "Paris"}, "s0")
+    after = _li_step("BaseWorkflowAgent.call_tool", 70, 80, root, "convert", {"amount": 5}, "d1")
+    outer_run, sub_run = reconstruct([root, outer, again, sub, inner, inner_again, after])
+    assert outer_run.tools_called == ["ask_assistant", "convert"]
+    assert (sub_run.span_id, sub_run.parent_run_span_id, sub_run.tools_called) == (sub.span_id, root.span_id,
+                                                                                    [inner_tool])
+    helper = _li_step("FunctionTool.acall", 21, 29, again, "cache_lookup", {"k": 1}, None)
+    (run,) = reconstruct([root, outer, again, helper, after])
+    assert run.tools_called == ["ask_assistant", "convert"]
