@@ -8,7 +8,6 @@ parallel calls apart.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import (
     as_dict,
     as_list,
+    display_key,
     numeric_equal,
     parse_json,
     text_of,
@@ -171,15 +171,6 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
             used.add(pick)
             call.request = requests[pick]
     return [r for i, r in enumerate(requests) if i not in used]
-
-
-def display_key(name: str) -> str:
-    """A tool name with case and separators dropped: ``Delegate work to coworker`` and
-    ``delegate_work_to_coworker`` are one key."""
-    return _SEPARATORS.sub("", name.casefold())
-
-
-_SEPARATORS = re.compile(r"[\W_]+")
 
 
 def fold_duplicate(record: Execution, call: Execution, why: str) -> None:

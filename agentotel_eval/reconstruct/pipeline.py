@@ -83,7 +83,7 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
             llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
             rehome_event_logs(tree, llm_ids.__contains__)
         ctx = TraceContext(tree, roles, text_failures=text_failures)
-        trace_runs = find_runs(tree, roles, ctx.requests_tools, ctx.offers_tools, ctx.call_id_of)
+        trace_runs = find_runs(tree, roles, ctx.requests_tools, ctx.offers_tools, ctx.recorded_call)
         if not trace_runs.runs:
             trace_runs = transcript_runs(tree, roles) or trace_runs
         ctx.llm_parent = trace_runs.llm_parent

@@ -10,8 +10,8 @@ Rules (docs/reconstruction.md), applied to one trace tree:
    So a missing middle span does not move calls out of their run.
 3. A tool scope whose own spans include an LLM call and tool-call evidence is an agent run hidden inside a
    tool (agent-as-tool with no run marker: OpenInference LangChain tags the sub-graph as a CHAIN): it becomes
-   an implicit run; so does one whose tool spans carry call ids of their own, other than its call's (a model
-   asked for them: a sub-agent whose model calls are not recorded as LLM spans). Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
+   an implicit run; so does one whose tool spans record other calls than its own (call ids of their own, or
+   other tools with other arguments: a sub-agent whose model calls are not recorded as LLM spans). Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
    are the tool's internals (a helper it called, or the same call recorded by a second instrumentation), not
    calls of the agent.
 4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same run
@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.context import RecordedCall
 from agentotel_eval.reconstruct.spans import NO_ROLE, Role
 from agentotel_eval.reconstruct.transcripts import find_transcript
 from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
@@ -88,9 +89,9 @@ class TraceRuns:
 
 def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool],
               offers_tools: Callable[[SpanRecord], bool] = lambda span: False,
-              call_id_of: Callable[[SpanRecord], str | None] = lambda span: None) -> TraceRuns:
+              recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None) -> TraceRuns:
     """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools,
-    ``offers_tools(llm_span)`` whether the model was offered any, ``call_id_of(tool_span)`` the call id it records."""
+    ``offers_tools(llm_span)`` whether the model was offered any, ``recorded_call(tool_span)`` the call it records."""
     extra_children = _reattach_orphans(tree, roles)
     attached, by_parent = extra_children.attached, extra_children.by_parent
     top = Scope(None, "top", "root")
@@ -157,7 +158,7 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
         push((cut, top, cut, None))
     for scope in reversed(scopes):  # innermost first
         if scope.kind == "tool":
-            _resolve_tool_scope(scope, tree, requests_tools, call_id_of)
+            _resolve_tool_scope(scope, tree, requests_tools, recorded_call)
     emitted: list[Scope] = []
     parent_run: dict[int, Scope | None] = {}
     if top.tool_spans or (top.llm_spans and (
@@ -196,12 +197,12 @@ def transcript_runs(tree: TraceTree, roles: dict[str, Role]) -> TraceRuns | None
 
 
 def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool],
-                        call_id_of: Callable[[SpanRecord], str | None] = lambda span: None) -> None:
+                        recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None) -> None:
     """An agent loop inside a tool becomes an implicit run; otherwise the tool scope merges into its parent."""
     assert scope.parent is not None and scope.span is not None
-    if not scope.llm_spans and scope.tool_spans and _other_calls_inside(scope, call_id_of):
+    if not scope.llm_spans and scope.tool_spans and _other_calls_inside(scope, recorded_call):
         kids = tree.children.get(scope.span.span_id, [])
-        anchor = kids[0] if len(kids) == 1 else scope.span
+        anchor = kids[0] if len(kids) == 1 and not any(kids[0] is t for t in scope.tool_spans) else scope.span
         scope.kind, scope.convention, scope.chain = "run", "implicit", [anchor]
         return
     if scope.tool_spans and not scope.llm_spans:  # its model calls may be in step spans (rule 7) under it
@@ -225,17 +226,18 @@ def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[
         child.parent = parent
 
 
-def _other_calls_inside(scope: Scope, call_id_of: Callable[[SpanRecord], str | None]) -> bool:
-    """Whether tool spans under this one record calls of their own: call ids a model gave them, other than this
-    call's. A model asked for them, so an agent ran inside this tool, even when its model calls are not recorded
-    as such (LlamaIndex's own OpenTelemetry: a sub-agent's ``FunctionAgent.run`` inside a tool)."""
+def _other_calls_inside(scope: Scope, recorded_call: Callable[[SpanRecord], RecordedCall | None]) -> bool:
+    """Whether tool spans under this one record other calls than this one: call ids a model gave them, or other
+    tools with other arguments. An agent ran inside this tool and made them, even when its model calls are not
+    recorded as such (LlamaIndex's own OpenTelemetry: a sub-agent's ``FunctionAgent.run`` inside a tool; CrewAI's
+    OpenInference wrappers: a coworker's tools inside ``Delegate work to coworker``)."""
     assert scope.span is not None
-    own = call_id_of(scope.span)
-    if not own:
+    own = recorded_call(scope.span)
+    if own is None:
         return False
     for span in scope.tool_spans:
-        inner = call_id_of(span)
-        if inner and inner != own:
+        inner = recorded_call(span)
+        if inner is not None and inner.other_than(own):
             return True
     return False
 

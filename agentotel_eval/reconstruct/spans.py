@@ -267,6 +267,8 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
         name, name_source = _tool_name(span, role.tool or "gen_ai")
     execution = Execution(span, name or span.name)
     execution.sources["name"] = name_source
+    if name is not None and plumbing.frameworks and (model_name := plumbing.model_name(name)) != name:
+        execution.name, execution.sources["name"] = model_name, f"{name_source}:model_name"
     if rule is None and _handoff_span(span, execution, name_source):
         return execution
     if name is None:

@@ -476,3 +476,39 @@ def test_calls_with_ids_of_their_own_inside_a_tool_are_a_sub_agent_s(inner_tool)
     helper = _li_step("FunctionTool.acall", 21, 29, again, "cache_lookup", {"k": 1}, None)
     (run,) = reconstruct([root, outer, again, helper, after])
     assert run.tools_called == ["ask_assistant", "convert"]
+
+
+def _crewai_tool(name: str, start: int, end: int, parent, args: dict, result: str):
+    tool_span = span(f"{name}.run", start, end, parent, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name,
+                                                               sc.OI_INPUT_VALUE: _json(args),
+                                                               sc.OI_OUTPUT_VALUE: result})
+    tool_span.scope_name = "openinference.instrumentation.crewai"
+    return tool_span
+
+
+@pytest.mark.parametrize(("display", "offered"), [("Delegate work to coworker", "delegate_work_to_coworker"),
+                                                   ("Ask question to coworker", "ask_question_to_coworker"),
+                                                   ("SearchTheWeb", "search_the_web")])
+def test_crewai_a_coworker_s_calls_inside_a_delegation_and_the_names_the_model_knows(display, offered):
+    """CrewAI's OpenInference wrappers record no model call: a coworker that a delegation tool ran shows as tool
+    spans inside it. Another tool with other arguments inside a tool is another call, made by the agent that ran
+    there; CrewAI offers a tool to the model under its snake-case name."""
+    root = span("Crew.kickoff", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
+    agent_span = span("Travel assistant._execute_core", 1, 99, root, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    delegation = _crewai_tool(display, 10, 50, agent_span, {"task": "Weather in Paris?", "coworker": "Weather"},
+                              "Paris: 18C")
+    inner = _crewai_tool("get_weather", 20, 21, delegation, {"city": "Paris"}, "Paris: 18C")
+    after = _crewai_tool("convert_currency", 60, 61, agent_span, {"amount": 5}, "4.6 EUR")
+    outer, coworker = reconstruct([root, agent_span, delegation, inner, after])
+    assert outer.tools_called == [offered, "convert_currency"]
+    assert outer.tool_calls[0].sources["name"] == "openinference:model_name"
+    assert (coworker.tools_called, coworker.parent_run_span_id, coworker.span_id) == (
+        ["get_weather"], agent_span.span_id, delegation.span_id)
+    # the same call recorded again inside (same arguments) stays one call; outside CrewAI a name is kept as is
+    twin = _crewai_tool("delegate_work", 20, 21, delegation, {"task": "Weather in Paris?", "coworker": "Weather"},
+                        "Paris: 18C")
+    (run,) = reconstruct([root, agent_span, delegation, twin])
+    assert run.tools_called == [offered]
+    delegation.scope_name = twin.scope_name = "openinference.instrumentation.other"
+    (run,) = reconstruct([root, agent_span, delegation, twin])
+    assert run.tools_called == [display]
