@@ -109,6 +109,7 @@ _CAMEL_LOWER_UPPER = re.compile(r"([a-z])([A-Z])")
 _NOT_WORD = re.compile(r"[^a-z0-9]+")
 
 
+@lru_cache(maxsize=1024)
 def snake_case(name: str) -> str:
     """``Delegate work to coworker`` -> ``delegate_work_to_coworker`` (camel case split, lower case, anything else
     one underscore), as CrewAI offers its tools to the model."""

@@ -147,7 +147,7 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
         out.append(message)
 
 
-_MESSAGE_REPR = "ChatMessage("
+_MESSAGE_REPR = "ChatMessage(_role="  # Haystack's dataclass repr (LlamaIndex's ChatMessage(role=...) is another)
 
 
 def _from_repr(text: str) -> Message | None:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
+
+from agentotel_eval.frozen import freeze
 
 _STRING_FIELD = r"{key}=(?P<q>['\"])(?P<value>(?:\\.|(?!(?P=q)).)*)(?P=q)"
 
@@ -23,6 +26,12 @@ def parse_call_repr(text: Any, type_name: str = "ToolCall") -> ReprCall | None:
     """The call a ``ToolCall(...)`` repr describes, or None when the text is not one."""
     if not isinstance(text, str) or not text.startswith(type_name + "("):
         return None
+    return _call_of_text(text)
+
+
+@lru_cache(maxsize=1024)
+def _call_of_text(text: str) -> ReprCall | None:
+    """(parsed once per distinct text: a tool step and the tool object it runs record the same repr)"""
     fields = _literal_keywords(text)
     if fields is None:  # cut short: what the complete fields before the cut say
         fields = {}
@@ -38,7 +47,7 @@ def parse_call_repr(text: Any, type_name: str = "ToolCall") -> ReprCall | None:
         return None
     kwargs = fields.get("tool_kwargs")
     call_id = fields.get("tool_id")
-    return ReprCall(name, kwargs if isinstance(kwargs, dict) else None,
+    return ReprCall(name, freeze(kwargs) if isinstance(kwargs, dict) else None,  # (cached: shared, so frozen)
                     call_id if isinstance(call_id, str) and call_id else None)
 
 
@@ -150,8 +159,8 @@ def _result_from_node(call: ast.Call) -> ReprResult:
     keys = {k.arg: _literal(k.value) for k in origin.keywords if k.arg} if isinstance(origin, ast.Call) else {}
     name, arguments, call_id = keys.get("tool_name"), keys.get("arguments"), keys.get("id")
     return ReprResult(name if isinstance(name, str) and name else None,
-                      arguments if isinstance(arguments, dict) else None,
-                      call_id if isinstance(call_id, str) and call_id else None, result, error is True)
+                      freeze(arguments) if isinstance(arguments, dict) else None,
+                      call_id if isinstance(call_id, str) and call_id else None, freeze(result), error is True)
 
 
 def _literal(node: ast.expr | None) -> Any:
@@ -182,6 +191,12 @@ def parse_message_repr(text: Any) -> ReprMessage | None:
     """The message a ``ChatMessage(...)`` repr describes, or None when the text is not one (or was cut)."""
     if not isinstance(text, str) or not text.startswith(_MESSAGE_OBJECT):
         return None
+    return _message_of(text)
+
+
+@lru_cache(maxsize=1024)
+def _message_of(text: str) -> ReprMessage | None:
+    """(parsed once per distinct text: a step's output repeats the conversation its input and its wrapper hold)"""
     try:
         call = ast.parse(_ENUM_MEMBER.sub(r"\1", text), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -221,5 +236,5 @@ def _call_of(keys: dict[str, ast.expr]) -> ReprCall | None:
                                 _literal(keys.get("id")))
     if not isinstance(name, str) or not name:
         return None
-    return ReprCall(name, arguments if isinstance(arguments, dict) else None,
+    return ReprCall(name, freeze(arguments) if isinstance(arguments, dict) else None,
                     call_id if isinstance(call_id, str) and call_id else None)
