@@ -62,6 +62,18 @@ class Fixture:
                         return True
         return False
 
+    def recorded_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The ground-truth arguments of one call that the capture holds. A value that appears nowhere in it next to
+        its name was lost by the capture itself (Langtrace's LangChain dumps keep only string values): no
+        reconstruction can give it back, and none may invent it."""
+        raw = _raw_text(self)
+        return {key: value for key, value in args.items() if _value_recorded(raw, key, value)}
+
+    def lost_arguments(self) -> bool:
+        """Whether the capture lost some argument value the model sent (see ``recorded_arguments``)."""
+        return self.args_recorded() and any(
+            self.recorded_arguments(args) != args for args in self.entry["ground_truth_args"])
+
     def names_recorded(self) -> bool:
         """Whether the capture names the calls at all (an SDK's metadata-only spans do not; a capture whose tool names
         are only in the tool definitions, ``calls_in_capture: false`` in the manifest, records no call)."""
@@ -94,3 +106,32 @@ def fixtures() -> tuple[Fixture, ...]:
             entry = json.loads(line)
             out.append(Fixture(entry["file"].removesuffix(".json"), entry))
     return tuple(out)
+
+
+_RAW: dict[str, str] = {}
+
+
+def _raw_text(fixture: Fixture) -> str:
+    """``fixture._raw()``, once per fixture (every call of its ground truth asks)."""
+    if fixture.name not in _RAW:
+        _RAW[fixture.name] = fixture._raw()
+    return _RAW[fixture.name]
+
+
+_NAME_THEN = r"""[\\"']*\s*[:=]\s*[\\]*"""
+
+
+def _value_recorded(raw: str, key: str, value: Any) -> bool:
+    """Whether ``raw`` holds ``value`` right after the name ``key`` (quoted or not, JSON or repr; numbers compared
+    by value: the model sent 100, the framework passed 100.0)."""
+    if isinstance(value, bool):
+        pattern = re.escape(key) + _NAME_THEN + ("(true|True)" if value else "(false|False)")
+        return re.search(pattern, raw) is not None
+    if isinstance(value, int | float):
+        found = re.finditer(re.escape(key) + _NAME_THEN + r"""["']?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""", raw)
+        return any(float(m.group(1)) == float(value) for m in found)
+    if isinstance(value, str):
+        pattern = re.escape(key) + _NAME_THEN + r"""["']""" + re.escape(json.dumps(value)[1:-1])
+        return re.search(pattern, raw) is not None or re.search(
+            re.escape(key) + _NAME_THEN + r"""["']""" + re.escape(value), raw) is not None
+    return True  # (lists and objects: not lost by any capture seen)

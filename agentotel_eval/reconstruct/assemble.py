@@ -30,6 +30,7 @@ from agentotel_eval.reconstruct.matching import (
     display_key,
     fold_duplicate,
     fold_twin_records,
+    ids_from_history,
     match_requests,
     name_from_history,
     output_tool_names,
@@ -51,17 +52,21 @@ from agentotel_eval.reconstruct.run_fields import (
 from agentotel_eval.reconstruct.runs import Scope
 from agentotel_eval.reconstruct.spans import Execution, read_execution
 from agentotel_eval.reconstruct.step_results import results_from_steps
+from agentotel_eval.reconstruct.streamed import streamed_requests
+from agentotel_eval.reconstruct.transcripts import Transcript, find_transcript
 from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
 from agentotel_eval.test_case import ToolCall
 
 
-def _split_plumbing_requests(requests: list[Request], plumbing: Plumbing) -> tuple[list[Request], list[Request]]:
-    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart."""
+def _split_plumbing_requests(requests: list[Request], plumbing: Plumbing, handed_off: set[str]
+                             ) -> tuple[list[Request], list[Request]]:
+    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart, and so are the
+    tools that this run's executions show handing off (``handed_off``: a LangGraph handoff tool's ``Command``)."""
     handoffs: list[Request] = []
     calls: list[Request] = []
     for r in requests:
-        kind = plumbing.kind(r.name)
+        kind = "handoff" if r.name in handed_off else plumbing.kind(r.name)
         if kind is None:
             calls.append(r)
         elif kind == "handoff":
@@ -252,9 +257,16 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
             _undo_copied_failures(real, ctx)
             break
     requests = requests_of(llm_spans, ctx) if llm_spans else []
+    transcript: Transcript | None = None
+    if not llm_spans and not tool_spans:  # nothing but a step's recorded conversation can hold the calls
+        transcript = find_transcript(ctx.tree, chain[0], ctx.roles)
+        if transcript is not None:
+            requests = transcript.requests
     handoff_requests: list[Request] = []
-    if plumbing.frameworks and requests:
-        handoff_requests, requests = _split_plumbing_requests(requests, plumbing)
+    handed_off = {e.name for e in executions if e.plumbing == "handoff" and e.handoff_to} if len(real) < len(
+        executions) else set()
+    if (plumbing.frameworks or handed_off) and requests:
+        handoff_requests, requests = _split_plumbing_requests(requests, plumbing, handed_off)
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
     schemas: dict[str, Any] = {}
     for d in definitions:
@@ -263,6 +275,10 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     for e in real:
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
+    if llm_spans and not real and not transcript:  # a plain loop: a streamed answer may hold calls as its text
+        streamed = streamed_requests(llm_spans, ctx, schemas, run_status_of(chain)[0] == "error")
+        if streamed:
+            requests = [*requests, *streamed]
 
     for e in real:
         if e.call_id is None and isinstance(e.raw_arguments, str) and "tool_call_id" in e.raw_arguments:
@@ -277,6 +293,8 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         _names_from_nested(real, scope.internal, requests, schemas, ctx)
     unmatched = match_requests(calls, requests, schemas)
     name_from_history(calls, history, ctx)
+    if not requests and real:
+        ids_from_history(calls, history, schemas)
     if requests and len(calls) > 1:
         calls = fold_twin_records(calls, unmatched, schemas)
         if len(calls) < len(real):
@@ -302,6 +320,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
         calls.extend([Call(None, r) for r in counted])
     if calls:
         assign_turns(calls, llm_spans)
+    if transcript is not None:  # no model call was recorded: no turn to name; the conversation gives the results
+        for call in calls:
+            if call.request is not None:
+                call.turn = call.turn_source = None
+                call.result = transcript.results.get(call.request.index)
     for call in calls:  # the result fed back to the model: a missing result, or a failure the span did not say
         execution = call.execution
         if execution is None or execution.result is None or (execution.status == "ok" and plumbing.unreliable_ok):
@@ -351,8 +374,11 @@ def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: L
     status, error = run_status_of(chain)
     if status == "error" and error and tool_spans:
         error = _typed_error(error, tool_spans)
-    if status == "error" and tool_calls and llm_spans:
-        tool_calls = _failed_with_run(tool_calls, llm_spans[-1], error)
+    if status == "error" and tool_calls and llm_spans:  # the last model turn: an LLM span not nested in another
+        last_turn = llm_spans[-1]  # (one inference can be recorded by several nested spans: LangChain's runnables)
+        if ctx.llm_parent:
+            last_turn = max((s for s in llm_spans if s.span_id not in ctx.llm_parent), key=span_order, default=last_turn)
+        tool_calls = _failed_with_run(tool_calls, last_turn, error)
     anchor = chain[0]
     service_name = None
     for span in chain:

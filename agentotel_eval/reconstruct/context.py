@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
+from agentotel_eval.reconstruct.arguments import normalize_arguments
 from agentotel_eval.reconstruct.frameworks import Plumbing, plumbing_of
 from agentotel_eval.reconstruct.llm import (
     LLMOutput,
@@ -16,8 +18,27 @@ from agentotel_eval.reconstruct.llm import (
     read_output,
 )
 from agentotel_eval.reconstruct.messages import Message
-from agentotel_eval.reconstruct.spans import Role
+from agentotel_eval.reconstruct.spans import Role, read_execution
 from agentotel_eval.reconstruct.tree import TraceTree
+from agentotel_eval.reconstruct.values import display_key
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """What a tool span says of its call, to tell another call from the same one recorded again."""
+
+    call_id: str | None
+    name_key: str  # the tool name with case and separators dropped
+    arguments: Any  # normalised, or None when not recorded
+
+    def other_than(self, outer: RecordedCall) -> bool:
+        """Whether this is another call than ``outer``: a model-given call id of its own, or, where the capture
+        records no call id, another tool with other arguments (a second record of one call has its id, or its
+        arguments, under another name; a helper the tool ran has no id where the model's calls have one)."""
+        if self.call_id or outer.call_id:
+            return bool(self.call_id) and self.call_id != outer.call_id
+        return (self.name_key != outer.name_key and self.arguments is not None and outer.arguments is not None
+                and self.arguments != outer.arguments)
 
 
 @dataclass(slots=True, init=False)
@@ -67,6 +88,15 @@ class TraceContext:
                 found = read_input(span, self.tree.logs.get(span.span_id, ()))
             self.inputs[span.span_id] = found
         return found
+
+    def recorded_call(self, span: SpanRecord) -> RecordedCall | None:
+        """The call a tool span records: its call id, tool name and arguments (read as the assembly reads them;
+        asked only of tool spans with tool spans inside them)."""
+        role = self.roles.get(span.span_id)
+        if role is None or not role.tool:
+            return None
+        e = read_execution(span, role, self.plumbing)
+        return RecordedCall(e.call_id, display_key(e.name), normalize_arguments(e.raw_arguments, e.schema).params)
 
     def offers_tools(self, span: SpanRecord) -> bool:
         """Whether the model was offered tools on this LLM span (its definitions are recorded)."""

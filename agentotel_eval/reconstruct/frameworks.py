@@ -3,7 +3,8 @@
 Frameworks run tools of their own that are not the application's calls: handoffs that move control to another
 agent (OpenAI Agents' ``transfer_to_<agent>``, ADK's ``transfer_to_agent``, Semantic Kernel's
 ``Handoff-transfer_to_<agent>``, LlamaIndex's ``handoff``), answer tools that end a run (smolagents'
-``final_answer``), merged-tool spans (ADK's ``(merged tools)``). Each rule holds only where its framework is
+``final_answer``), merged-tool spans (ADK's ``(merged tools)``); and some offer a tool to the model under another
+name than the one their spans record (CrewAI's display names). Each rule holds only where its framework is
 present in the trace, recognised by the instrumentation scopes of its spans, so an application tool named
 ``transfer_to_savings`` or ``search web`` in a plain GenAI or OpenInference trace stays a call.
 """
@@ -34,6 +35,9 @@ class Framework:
     #: its tool spans can say OK for a call that failed (AutoGen's OpenInference instrumentation sets OK before
     #: the error): the result fed back to the model decides
     unreliable_ok: bool = False
+    #: it names every tool to the model in snake case (CrewAI: "Delegate work to coworker" and "SearchWeb" are
+    #: offered as delegate_work_to_coworker and search_web): a tool span named otherwise stands for that call
+    snake_case_names: bool = False
 
 
 FRAMEWORKS: tuple[Framework, ...] = (
@@ -45,6 +49,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("llama-index", ("llama_index", "llamaindex"), handoff_tools={"handoff": "to_agent"}),
     Framework("smolagents", ("smolagents",), answer_tools=frozenset({"final_answer"})),
     Framework("dspy", ("dspy",), answer_tools=frozenset({"finish"})),  # ReAct's own tool that ends the loop
+    Framework("crewai", ("crewai",), snake_case_names=True),
 )
 
 
@@ -74,6 +79,12 @@ class Plumbing:
                 return "internal"
         return None
 
+    def model_name(self, name: str) -> str:
+        """The name the model knows a tool by, given the name a framework's span records."""
+        if not any(f.snake_case_names for f in self.frameworks):
+            return name
+        return snake_case(name) or name
+
     def handoff_target(self, name: str, arguments: Mapping[str, Any] | None) -> str | None:
         """The agent a handoff tool moves control to, from its name or its arguments."""
         for f in self.frameworks:
@@ -92,6 +103,18 @@ class Plumbing:
 
 
 NO_PLUMBING = Plumbing()
+
+_CAMEL_UPPER_LOWER = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_CAMEL_LOWER_UPPER = re.compile(r"([a-z])([A-Z])")
+_NOT_WORD = re.compile(r"[^a-z0-9]+")
+
+
+@lru_cache(maxsize=1024)
+def snake_case(name: str) -> str:
+    """``Delegate work to coworker`` -> ``delegate_work_to_coworker`` (camel case split, lower case, anything else
+    one underscore), as CrewAI offers its tools to the model."""
+    name = _CAMEL_LOWER_UPPER.sub(r"\1_\2", _CAMEL_UPPER_LOWER.sub(r"\1_\2", name)).lower().replace("'", "")
+    return _NOT_WORD.sub("_", name.replace('"', "")).strip("_")
 
 
 def plumbing_of(spans: Iterable[SpanRecord]) -> Plumbing:

@@ -104,8 +104,19 @@ class LaterTraces:
         if part is None:
             return None
         output = text_of(part.content) if isinstance(part.content, list) else part.content
-        if part.status == "error":
-            return output, "error", text_of(output) or "error", "history"
-        if self._text_failures and looks_like_error_text(output):
-            return output, "error", output.strip(), "result_text"
+        failed = result_failure(part, self._text_failures)
+        if failed is not None:
+            return output, "error", failed[0], failed[1]
         return output, "ok", None, "history"
+
+
+def result_failure(part: ToolResultPart, text_failures: bool = True) -> tuple[str, str] | None:
+    """(error, what said so) when a result fed back to the model (or recorded by a step) says its call failed: its
+    own failure status, else an error report as its text (``looks_like_error_text``, the test a tool span's own
+    result gets: a text signal, off with ``text_failures=False``); None when it says nothing of the kind."""
+    content = text_of(part.content) if isinstance(part.content, list) else part.content
+    if part.status == "error":
+        return text_of(content) or "error", part.source
+    if text_failures and looks_like_error_text(content):
+        return content.strip(), "result_text"
+    return None

@@ -8,7 +8,6 @@ parallel calls apart.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.context import TraceContext
-from agentotel_eval.reconstruct.history import History, LaterTraces
+from agentotel_eval.reconstruct.history import History, LaterTraces, result_failure
 from agentotel_eval.reconstruct.llm import Request
 from agentotel_eval.reconstruct.messages import ToolCallPart, ToolResultPart, parse_messages
 from agentotel_eval.reconstruct.spans import WEAK_NAME_SOURCES, Execution
@@ -25,7 +24,7 @@ from agentotel_eval.reconstruct.tree import span_order
 from agentotel_eval.reconstruct.values import (
     as_dict,
     as_list,
-    looks_like_error_text,
+    display_key,
     numeric_equal,
     parse_json,
     text_of,
@@ -135,13 +134,13 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
     ids = set(by_id)
     executed = {c.execution.call_id for c in calls if c.execution is not None and c.execution.call_id}
     for call in calls:  # an execution id no request has (OpenLIT gives a failed tool a fresh UUID): same name and
-        e = call.execution  # equal arguments, asked for before it ran, with an id no execution answered
-        if e is None or call.request is not None or not e.call_id or e.call_id in ids:
+        e = call.execution  # equal arguments (when it recorded any), asked for before it ran, with an id no
+        if e is None or call.request is not None or not e.call_id or e.call_id in ids:  # execution answered
             continue
         schema = schemas.get(e.name)
         pool = [i for i, r in enumerate(requests) if i not in used and r.name == e.name and r.call_id
                 and r.call_id not in executed and r.span.start_ns <= e.span.start_ns
-                and _argumentsmatch_requests(e, r, schema)]
+                and (e.raw_arguments is None or _argumentsmatch_requests(e, r, schema))]
         if pool:
             pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
             used.add(pick)
@@ -172,15 +171,6 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
             used.add(pick)
             call.request = requests[pick]
     return [r for i, r in enumerate(requests) if i not in used]
-
-
-def display_key(name: str) -> str:
-    """A tool name with case and separators dropped: ``Delegate work to coworker`` and
-    ``delegate_work_to_coworker`` are one key."""
-    return _SEPARATORS.sub("", name.casefold())
-
-
-_SEPARATORS = re.compile(r"[\W_]+")
 
 
 def fold_duplicate(record: Execution, call: Execution, why: str) -> None:
@@ -240,6 +230,27 @@ def name_from_history(calls: list[Call], history: History, ctx: TraceContext) ->
             e.name, e.sources["name"] = found.name, source
             if found.call_id and not e.call_id:
                 e.call_id, e.sources["call_id"] = found.call_id, source
+
+
+def ids_from_history(calls: list[Call], history: History, schemas: Mapping[str, Any]) -> None:
+    """An execution with no call id, no request and no result (the model's output hidden, the tool span's result
+    too): the model's call with its name and equal arguments, as a later LLM input repeats it, gives its call id,
+    and so the result fed back for it."""
+    pending = [c.execution for c in calls if c.execution is not None and c.request is None
+               and not c.execution.call_id and c.execution.result is None]
+    if not pending:
+        return
+    taken: set[tuple[str | None, str]] = {(c.execution.call_id, c.execution.name) for c in calls
+                                          if c.execution is not None and c.execution.call_id}
+    for e in pending:
+        mine = arguments_of(e, schemas.get(e.name))  # (the normalisation the call is built from: cached)
+        if mine.params is None:
+            continue
+        same_name = [p for p in history.calls(e.span.end_ns) if p.name == e.name and p.call_id]
+        found = _same_arguments(same_name, mine.params, taken)
+        if found is not None:
+            taken.add((found.call_id, found.name))
+            e.call_id, e.sources["call_id"] = found.call_id, "history"
 
 
 def _same_arguments(parts: Sequence[ToolCallPart], params: Mapping[str, Any],
@@ -369,19 +380,18 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
         if e.result is not None:
             output = e.result
             sources["result"] = found.get("result", "")
-        if status == "ok" and result is not None and result.status == "error":  # the model was told it failed
-            status, error = "error", text_of(result.content) or "error"
-            sources["status"] = result.source
+        # the model was told it failed: a failure status, or (for a call whose span recorded no result, as for
+        # tool spans' own results) an error report as the text fed back
+        failed = result_failure(result, text_failures and e.result is None) if status == "ok" and result else None
+        if failed is not None:
+            status, (error, sources["status"]) = "error", failed
     if output is None and result is not None:
         output = text_of(result.content) if isinstance(result.content, list) else result.content
         sources["result"] = result.source
     if e is None:
-        if result is not None and result.status == "error":
-            status, error = "error", text_of(output) or "error"
-            sources["status"] = result.source
-        elif text_failures and result is not None and looks_like_error_text(output):  # a loop feeding back "Error: ..."
-            status, error = "error", output.strip()
-            sources["status"] = "result_text"
+        failed = result_failure(result, text_failures) if result is not None else None  # a loop feeding back "Error:"
+        if failed is not None:
+            status, (error, sources["status"]) = "error", failed
         else:
             sources["status"] = result.source if result is not None else "default"
     call_id = None

@@ -10,11 +10,13 @@ and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from agentotel_eval.reconstruct.reprs import parse_message_repr
 from agentotel_eval.reconstruct.values import parse_json, seq, text_of
 
 _ROLES = {
@@ -99,6 +101,11 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, str) and depth:
+        if value.startswith(_MESSAGE_REPR):  # Haystack's ChatMessage written as its repr (OpenInference)
+            message = _from_repr(value)
+            if message is not None:
+                out.append(message)
+            return
         value = parse_json(value)
     if isinstance(value, (list, tuple)):
         for item in value:
@@ -138,6 +145,22 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
     message = message_from_mapping(value, default_role)
     if message is not None:
         out.append(message)
+
+
+_MESSAGE_REPR = "ChatMessage(_role="  # Haystack's dataclass repr (LlamaIndex's ChatMessage(role=...) is another)
+
+
+def _from_repr(text: str) -> Message | None:
+    found = parse_message_repr(text)
+    if found is None:
+        return None
+    msg = Message(normalize_role(found.role), list(found.texts))
+    for call in found.calls:
+        msg.tool_calls.append(ToolCallPart(call.name, call.arguments, call.call_id))
+    for result in found.results:
+        msg.tool_results.append(ToolResultPart(result.call_id, result.result, "error" if result.error else None,
+                                               result.name))
+    return msg
 
 
 def _flatten(items: Iterable[Any]) -> Iterable[Any]:
@@ -477,6 +500,9 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
         output = parsed.get("output")
         if isinstance(output, dict) and set(parsed) <= {"output", "kwargs"}:  # OpenLLMetry LangChain envelope
             parsed = output
+        mcp = _mcp_result(parsed)
+        if mcp is not None:
+            return mcp
         msg = message_from_mapping(parsed, "tool") if _is_message_envelope(parsed) else None
         if msg is not None and msg.tool_results:
             return msg.tool_results[0]
@@ -487,6 +513,63 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
     if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "text" in b for b in parsed):
         return ToolResultPart(None, text_of(parsed))  # Bedrock/Strands content blocks
     return ToolResultPart(None, parsed)  # a JSON string literal ('"Athens: 29C"') is its text
+
+
+_CONTENT_PART_KEYS = frozenset({"type", "text", "annotations", "meta", "_meta"})
+_MCP_RESULT_KEYS = frozenset({"content", "isError", "is_error", "structuredContent", "structured_content", "meta",
+                              "_meta"})
+
+
+def _mcp_result(value: Mapping[str, Any]) -> ToolResultPart | None:
+    """A tool result in the MCP / OpenAI content shapes: one text content part (``{"type": "text", "text": ...}``,
+    what the OpenAI Agents SDK keeps of an MCP result) is its text; an MCP ``CallToolResult`` (``{"content": [...],
+    "isError": true}``) is its content's text, failed when ``isError`` says so."""
+    if value.get("type") == "text" and isinstance(value.get("text"), str) and value.keys() <= _CONTENT_PART_KEYS:
+        return ToolResultPart(None, value["text"])
+    content = value.get("content")
+    flag = value.get("isError", value.get("is_error"))
+    if isinstance(content, list) and isinstance(flag, bool) and value.keys() <= _MCP_RESULT_KEYS:
+        text = text_of(content)
+        return ToolResultPart(None, text if text is not None else content, "error" if flag else None)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCommand:
+    """A LangGraph ``Command`` a tool returned to move control to another node: a handoff to ``goto`` (swarm and
+    supervisor handoff tools return one), with the tool message it adds for the call, if any."""
+
+    goto: str
+    message: ToolResultPart | None
+
+
+_GOTO_REPR = re.compile(r"""\bgoto=\[?\(?['"](?P<goto>[^'"]+)['"]""")
+
+
+def graph_command(value: Any) -> GraphCommand | None:
+    """The LangGraph ``Command`` a tool result is (its JSON serialisation ``{"lg_name": "Command", "goto": ...}``,
+    bare or in an ``{"output": ...}`` envelope, or its Python repr ``Command(..., goto='x')``), or None."""
+    if isinstance(value, str):
+        text = value.lstrip()
+        if text.startswith("Command("):
+            found = _GOTO_REPR.search(text)
+            return GraphCommand(found["goto"], None) if found else None
+        if "Command" not in text:
+            return None
+    parsed = parse_json(value)
+    if isinstance(parsed, dict) and set(parsed) <= {"output", "kwargs"} and isinstance(parsed.get("output"), dict):
+        parsed = parsed["output"]
+    if not isinstance(parsed, dict) or parsed.get("lg_name") != "Command":
+        return None
+    goto = parsed.get("goto")
+    if isinstance(goto, list) and goto:
+        goto = goto[0]
+    if not isinstance(goto, str) or not goto:
+        return None
+    update = parsed.get("update")
+    messages = parse_messages(update.get("messages"), "") if isinstance(update, dict) else []
+    results = [r for m in messages if m.role == "tool" for r in m.tool_results]
+    return GraphCommand(goto, results[-1] if results else None)
 
 
 def _is_message_envelope(value: Mapping[str, Any]) -> bool:

@@ -9,6 +9,7 @@ result is also looked up in the later traces' history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.assemble import assemble_run
@@ -18,7 +19,7 @@ from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.handoffs import name_handoffs
 from agentotel_eval.reconstruct.history import LaterTraces
 from agentotel_eval.reconstruct.model import AgentRun
-from agentotel_eval.reconstruct.runs import Scope, TraceRuns, find_runs
+from agentotel_eval.reconstruct.runs import Scope, TraceRuns, find_runs, transcript_runs
 from agentotel_eval.reconstruct.spans import classify, roles_of
 from agentotel_eval.reconstruct.tree import build_trees, rehome_event_logs
 
@@ -26,6 +27,43 @@ from agentotel_eval.reconstruct.tree import build_trees, rehome_event_logs
 def is_run_span(span: SpanRecord, conventions: Conventions = BUILTIN) -> bool:
     """Whether this span delimits an agent run by its own attributes (the trace-root fallback aside)."""
     return classify(span, conventions).run is not None
+
+
+@dataclass(frozen=True, slots=True)
+class FedBack:
+    """What the LLM calls of some traces were sent back of earlier turns: the call ids of the tool results in their
+    inputs, each with the tool name the input's history gives it (None when it names none), and the user texts."""
+
+    results: dict[str, str | None]
+    user_texts: frozenset[str]
+
+
+def results_fed_back(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
+                     conventions: Sequence[Convention] | Conventions = ()) -> FedBack:
+    """The tool results these spans' LLM calls were sent (the tool messages in their inputs): the calls whose
+    results a trace can give to the trace that asked for them (a plain client loop makes each LLM call its own
+    trace; see ``reconstruct`` given several traces)."""
+    declared = conventions if isinstance(conventions, Conventions) else BUILTIN.plus(tuple(conventions))
+    results: dict[str, str | None] = {}
+    users: set[str] = set()
+    for tree in build_trees(spans, logs):
+        roles = roles_of(tree.spans, declared)
+        llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
+        if not llm_ids:
+            continue
+        if tree.logs:
+            rehome_event_logs(tree, llm_ids.__contains__)
+        ctx = TraceContext(tree, roles)
+        for span_id in llm_ids:
+            messages = ctx.input(tree.spans[span_id])
+            named = {c.call_id: c.name for m in messages for c in m.tool_calls if c.call_id}
+            for message in messages:
+                if message.role == "user" and message.texts:
+                    users.add(message.text.strip())  # type: ignore[union-attr]
+                for part in message.tool_results:
+                    if part.call_id:
+                        results[part.call_id] = named.get(part.call_id) or results.get(part.call_id)
+    return FedBack(results, frozenset(users))
 
 
 def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
@@ -45,7 +83,9 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
             llm_ids = {span_id for span_id, role in roles.items() if role.llm is not None}
             rehome_event_logs(tree, llm_ids.__contains__)
         ctx = TraceContext(tree, roles, text_failures=text_failures)
-        trace_runs = find_runs(tree, roles, ctx.requests_tools, ctx.offers_tools)
+        trace_runs = find_runs(tree, roles, ctx.requests_tools, ctx.offers_tools, ctx.recorded_call)
+        if not trace_runs.runs:
+            trace_runs = transcript_runs(tree, roles) or trace_runs
         ctx.llm_parent = trace_runs.llm_parent
         if trace_runs.runs:
             split_conversations(trace_runs, ctx)

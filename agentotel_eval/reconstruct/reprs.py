@@ -7,7 +7,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
+
+from agentotel_eval.frozen import freeze
 
 _STRING_FIELD = r"{key}=(?P<q>['\"])(?P<value>(?:\\.|(?!(?P=q)).)*)(?P=q)"
 
@@ -23,6 +26,12 @@ def parse_call_repr(text: Any, type_name: str = "ToolCall") -> ReprCall | None:
     """The call a ``ToolCall(...)`` repr describes, or None when the text is not one."""
     if not isinstance(text, str) or not text.startswith(type_name + "("):
         return None
+    return _call_of_text(text)
+
+
+@lru_cache(maxsize=1024)
+def _call_of_text(text: str) -> ReprCall | None:
+    """(parsed once per distinct text: a tool step and the tool object it runs record the same repr)"""
     fields = _literal_keywords(text)
     if fields is None:  # cut short: what the complete fields before the cut say
         fields = {}
@@ -38,7 +47,7 @@ def parse_call_repr(text: Any, type_name: str = "ToolCall") -> ReprCall | None:
         return None
     kwargs = fields.get("tool_kwargs")
     call_id = fields.get("tool_id")
-    return ReprCall(name, kwargs if isinstance(kwargs, dict) else None,
+    return ReprCall(name, freeze(kwargs) if isinstance(kwargs, dict) else None,  # (cached: shared, so frozen)
                     call_id if isinstance(call_id, str) and call_id else None)
 
 
@@ -140,16 +149,18 @@ def _result_of(expression: str) -> ReprResult | None:
         call = ast.parse(expression, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    if not isinstance(call, ast.Call):
-        return None
+    return _result_from_node(call) if isinstance(call, ast.Call) else None
+
+
+def _result_from_node(call: ast.Call) -> ReprResult:
     fields = {k.arg: k.value for k in call.keywords if k.arg is not None}
     result, error = _literal(fields.get("result")), _literal(fields.get("error"))
     origin = fields.get("origin")
     keys = {k.arg: _literal(k.value) for k in origin.keywords if k.arg} if isinstance(origin, ast.Call) else {}
     name, arguments, call_id = keys.get("tool_name"), keys.get("arguments"), keys.get("id")
     return ReprResult(name if isinstance(name, str) and name else None,
-                      arguments if isinstance(arguments, dict) else None,
-                      call_id if isinstance(call_id, str) and call_id else None, result, error is True)
+                      freeze(arguments) if isinstance(arguments, dict) else None,
+                      call_id if isinstance(call_id, str) and call_id else None, freeze(result), error is True)
 
 
 def _literal(node: ast.expr | None) -> Any:
@@ -159,3 +170,71 @@ def _literal(node: ast.expr | None) -> Any:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReprMessage:
+    """A chat message a framework object's repr describes: Haystack's ``ChatMessage(_role=<ChatRole.X: 'x'>,
+    _content=[TextContent(...), ToolCall(...), ToolCallResult(...)], ...)``."""
+
+    role: str
+    texts: tuple[str, ...]
+    calls: tuple[ReprCall, ...]
+    results: tuple[ReprResult, ...]
+
+
+_MESSAGE_OBJECT = "ChatMessage("
+_ENUM_MEMBER = re.compile(r"<[A-Za-z_][\w.]*: ('[^'\\]*'|\"[^\"\\]*\")>")  # <ChatRole.USER: 'user'> -> 'user'
+
+
+def parse_message_repr(text: Any) -> ReprMessage | None:
+    """The message a ``ChatMessage(...)`` repr describes, or None when the text is not one (or was cut)."""
+    if not isinstance(text, str) or not text.startswith(_MESSAGE_OBJECT):
+        return None
+    return _message_of(text)
+
+
+@lru_cache(maxsize=1024)
+def _message_of(text: str) -> ReprMessage | None:
+    """(parsed once per distinct text: a step's output repeats the conversation its input and its wrapper hold)"""
+    try:
+        call = ast.parse(_ENUM_MEMBER.sub(r"\1", text), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    fields = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    role = _literal(fields.get("_role", fields.get("role")))
+    content = fields.get("_content", fields.get("content"))
+    if not isinstance(role, str) or not isinstance(content, ast.List):
+        return None
+    texts: list[str] = []
+    calls: list[ReprCall] = []
+    results: list[ReprResult] = []
+    for item in content.elts:
+        if not isinstance(item, ast.Call) or not isinstance(item.func, ast.Name):
+            continue
+        keys = {k.arg: k.value for k in item.keywords if k.arg is not None}
+        kind = item.func.id
+        if kind == "TextContent":
+            value = _literal(keys.get("text"))
+            if isinstance(value, str) and value:
+                texts.append(value)
+        elif kind == "ToolCall":
+            found = _call_of(keys)
+            if found is not None:
+                calls.append(found)
+        elif kind == "ToolCallResult":
+            results.append(_result_from_node(item))
+    return ReprMessage(role.lower(), tuple(texts), tuple(calls), tuple(results))
+
+
+def _call_of(keys: dict[str, ast.expr]) -> ReprCall | None:
+    """A ``ToolCall(tool_name=..., arguments=..., id=...)`` node's fields (arguments that are not a literal map
+    are not captured)."""
+    name, arguments, call_id = (_literal(keys.get("tool_name")), _literal(keys.get("arguments")),
+                                _literal(keys.get("id")))
+    if not isinstance(name, str) or not name:
+        return None
+    return ReprCall(name, freeze(arguments) if isinstance(arguments, dict) else None,
+                    call_id if isinstance(call_id, str) and call_id else None)

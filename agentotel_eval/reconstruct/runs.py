@@ -10,7 +10,8 @@ Rules (docs/reconstruction.md), applied to one trace tree:
    So a missing middle span does not move calls out of their run.
 3. A tool scope whose own spans include an LLM call and tool-call evidence is an agent run hidden inside a
    tool (agent-as-tool with no run marker: OpenInference LangChain tags the sub-graph as a CHAIN): it becomes
-   an implicit run. Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
+   an implicit run; so does one whose tool spans record other calls than its own (call ids of their own, or
+   other tools with other arguments: a sub-agent whose model calls are not recorded as LLM spans). Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
    are the tool's internals (a helper it called, or the same call recorded by a second instrumentation), not
    calls of the agent.
 4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same run
@@ -26,7 +27,12 @@ Rules (docs/reconstruction.md), applied to one trace tree:
 7. A step is not a run: a nested run whose LLM calls requested tools, with no tool span and no run of its own,
    inside a run that executes tools itself, is one step of that run (OpenLIT marks every LangGraph step as an
    ``invoke_agent`` span; the tools it asks for run beside it). Its LLM spans join the enclosing run. A real
-   sub-agent runs the tools it requests inside its own span.
+   sub-agent runs the tools it requests inside its own span. Inside a tool span that runs tools itself, such
+   steps are a sub-agent's (a delegating tool whose agent OpenLIT records as steps): with them the tool scope is
+   an agent loop (rule 3), and its own run.
+8. A recorded conversation is a run: in a trace with no run otherwise, the span (not an LLM or tool span) whose
+   output is the conversation with the most tool calls (a pipeline instrumentation tracing an agent as one plain
+   step) is a run, anchored on it.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.reconstruct.context import RecordedCall
 from agentotel_eval.reconstruct.spans import NO_ROLE, Role
+from agentotel_eval.reconstruct.transcripts import find_transcript
 from agentotel_eval.reconstruct.tree import TraceTree, span_order, unreachable
 
 
@@ -80,9 +88,10 @@ class TraceRuns:
 
 
 def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool],
-              offers_tools: Callable[[SpanRecord], bool] = lambda span: False) -> TraceRuns:
+              offers_tools: Callable[[SpanRecord], bool] = lambda span: False,
+              recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None) -> TraceRuns:
     """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools,
-    ``offers_tools(llm_span)`` whether the model was offered any."""
+    ``offers_tools(llm_span)`` whether the model was offered any, ``recorded_call(tool_span)`` the call it records."""
     extra_children = _reattach_orphans(tree, roles)
     attached, by_parent = extra_children.attached, extra_children.by_parent
     top = Scope(None, "top", "root")
@@ -149,7 +158,7 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
         push((cut, top, cut, None))
     for scope in reversed(scopes):  # innermost first
         if scope.kind == "tool":
-            _resolve_tool_scope(scope, tree, requests_tools)
+            _resolve_tool_scope(scope, tree, requests_tools, recorded_call)
     emitted: list[Scope] = []
     parent_run: dict[int, Scope | None] = {}
     if top.tool_spans or (top.llm_spans and (
@@ -177,9 +186,33 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
     return TraceRuns(emitted, parent_run, llm_parent)
 
 
-def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool]) -> None:
+def transcript_runs(tree: TraceTree, roles: dict[str, Role]) -> TraceRuns | None:
+    """Rule 8: the run of a trace that has none otherwise but whose steps recorded a conversation with tool calls."""
+    found = [t for root in tree.roots if (t := find_transcript(tree, root, roles)) is not None]
+    if not found:
+        return None
+    best = max(found, key=lambda t: (len(t.requests), span_order(t.span)))
+    scope = Scope(best.span, "run", "transcript", None, [best.span])
+    return TraceRuns([scope], {id(scope): None}, {})
+
+
+def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool],
+                        recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None) -> None:
     """An agent loop inside a tool becomes an implicit run; otherwise the tool scope merges into its parent."""
     assert scope.parent is not None and scope.span is not None
+    if not scope.llm_spans and scope.tool_spans and _other_calls_inside(scope, recorded_call):
+        kids = tree.children.get(scope.span.span_id, [])
+        anchor = kids[0] if len(kids) == 1 and not any(kids[0] is t for t in scope.tool_spans) else scope.span
+        scope.kind, scope.convention, scope.chain = "run", "implicit", [anchor]
+        return
+    if scope.tool_spans and not scope.llm_spans:  # its model calls may be in step spans (rule 7) under it
+        steps = [c for c in scope.children if _step_like(c)]
+        if any(requests_tools(s) for c in steps for s in c.llm_spans):
+            for step in steps:
+                scope.llm_spans.extend(step.llm_spans)
+                scope.internal.extend(step.internal)
+                scope.children.remove(step)
+                step.kind = "step"
     if scope.llm_spans and (scope.tool_spans or any(requests_tools(s) for s in scope.llm_spans)):
         kids = tree.children.get(scope.span.span_id, [])
         anchor = kids[0] if len(kids) == 1 else scope.span  # the sub-agent's own span when there is one
@@ -191,6 +224,27 @@ def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[
     parent.children[at : at + 1] = scope.children
     for child in scope.children:
         child.parent = parent
+
+
+def _other_calls_inside(scope: Scope, recorded_call: Callable[[SpanRecord], RecordedCall | None]) -> bool:
+    """Whether tool spans under this one record other calls than this one: call ids a model gave them, or other
+    tools with other arguments. An agent ran inside this tool and made them, even when its model calls are not
+    recorded as such (LlamaIndex's own OpenTelemetry: a sub-agent's ``FunctionAgent.run`` inside a tool; CrewAI's
+    OpenInference wrappers: a coworker's tools inside ``Delegate work to coworker``)."""
+    assert scope.span is not None
+    own = recorded_call(scope.span)
+    if own is None:
+        return False
+    for span in scope.tool_spans:
+        inner = recorded_call(span)
+        if inner is not None and inner.other_than(own):
+            return True
+    return False
+
+
+def _step_like(scope: Scope) -> bool:
+    """A run scope that holds model calls and nothing else: a step of the loop around it (rule 7)."""
+    return scope.kind == "run" and bool(scope.llm_spans) and not scope.tool_spans and not scope.children
 
 
 def _fold_step(scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps: dict[int, set[str]]) -> None:

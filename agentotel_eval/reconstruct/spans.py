@@ -17,7 +17,7 @@ from agentotel_eval.frozen import freeze
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanRecord
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
 from agentotel_eval.reconstruct.frameworks import NO_PLUMBING, Plumbing
-from agentotel_eval.reconstruct.messages import parse_messages, unwrap_tool_result
+from agentotel_eval.reconstruct.messages import graph_command, parse_messages, unwrap_tool_result
 from agentotel_eval.reconstruct.reprs import parse_call_repr
 from agentotel_eval.reconstruct.values import (
     as_dict,
@@ -267,6 +267,8 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
         name, name_source = _tool_name(span, role.tool or "gen_ai")
     execution = Execution(span, name or span.name)
     execution.sources["name"] = name_source
+    if name is not None and plumbing.frameworks and (model_name := plumbing.model_name(name)) != name:
+        execution.name, execution.sources["name"] = model_name, f"{name_source}:model_name"
     if rule is None and _handoff_span(span, execution, name_source):
         return execution
     if name is None:
@@ -446,7 +448,12 @@ def _take_result(execution: Execution, raw: Any) -> None:
     """The recorded result, unwrapped from its envelope; a tool message's error status or an error object
     (``{"error": ...}``, ``{"message": ..., "code": ...}``) marks the call failed."""
     if isinstance(raw, str) and raw[:1] not in _JSON_OPENERS and not raw[:1].isspace():
-        execution.result = raw  # plain text: what unwrap_tool_result would return for it, without parsing
+        if raw.startswith("Command("):
+            _take_command(execution, raw)
+        else:
+            execution.result = raw  # plain text: what unwrap_tool_result would return for it, without parsing
+        return
+    if (isinstance(raw, dict) or (isinstance(raw, str) and "Command" in raw)) and _take_command(execution, raw):
         return
     unwrapped = unwrap_tool_result(raw)
     content = unwrapped.content
@@ -463,6 +470,20 @@ def _take_result(execution: Execution, raw: Any) -> None:
         execution.status = "error"
         execution.error = message
         execution.sources["status"] = "error_object"
+
+
+def _take_command(execution: Execution, raw: Any) -> bool:
+    """A tool that returned a LangGraph ``Command`` moving control to another agent is a handoff (whatever its
+    name): the result is the tool message the command adds, which also names the call and gives its id."""
+    command = graph_command(raw)
+    if command is None:
+        execution.result = raw
+        return False
+    execution.plumbing, execution.handoff_to = "handoff", command.goto
+    message = command.message
+    if message is not None:
+        execution.result, execution.result_call_id, execution.result_name = message.content, message.call_id, message.name
+    return True
 
 
 def _exception_text(span: SpanRecord) -> str | None:

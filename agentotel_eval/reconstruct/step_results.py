@@ -41,9 +41,10 @@ def results_from_steps(calls: Sequence[Call], anchor: SpanRecord, schemas: Mappi
 
 
 def _steps(anchor: SpanRecord, ctx: TraceContext) -> list[SpanRecord]:
-    """Spans under the run that are neither model calls nor tool executions and whose output names a result."""
+    """The run's span and the spans under it that are neither model calls nor tool executions and whose output
+    names a result (the step that ran the tools, or the agent step whose output is the whole conversation)."""
     out: list[SpanRecord] = []
-    stack = list(ctx.tree.children.get(anchor.span_id, ()))
+    stack = [anchor]
     while stack:
         span = stack.pop()
         stack.extend(ctx.tree.children.get(span.span_id, ()))
@@ -83,12 +84,12 @@ def _results(value: Any) -> Iterator[ReprResult]:
 
 def _answered(waiting: list[Call], found: ReprResult, step: SpanRecord,
               schemas: Mapping[str, Any]) -> Call | None:
-    """The first waiting call, asked for before the step started, that ``found`` answers: by call id when both
+    """The first waiting call, asked for before the step ended, that ``found`` answers: by call id when both
     have one, else by tool name and equal arguments."""
     for call in waiting:
         r = call.request
         assert r is not None
-        if r.span.end_ns > step.start_ns:
+        if r.span.end_ns > step.end_ns:
             continue
         if found.call_id and r.call_id:
             if found.call_id == r.call_id:

@@ -203,3 +203,12 @@ def error_object_message(value: Any) -> str | None:
     if isinstance(message, str) and message and not _ERROR_DETAIL_KEYS.isdisjoint(value.keys()):
         return message
     return None
+
+
+def display_key(name: str) -> str:
+    """A tool name with case and separators dropped: ``Delegate work to coworker`` and
+    ``delegate_work_to_coworker`` are one key."""
+    return _SEPARATORS.sub("", name.casefold())
+
+
+_SEPARATORS = re.compile(r"[\W_]+")

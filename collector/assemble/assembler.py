@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.collector.assemble.completed import REASON_SHUTDOWN, CompletedTrace, TraceStage
+from agentotel_eval.collector.assemble.later_results import LaterResults, merge
 from agentotel_eval.collector.assemble.marks import LogMark, SpanMark, log_marks, span_marks
 from agentotel_eval.collector.assemble.trace_buffer import Decided, OpenTrace, TraceBuffer
 from agentotel_eval.collector.config import AssemblerConfig
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SPAN_ORDER = operator.attrgetter("start_ns", "span_id")
 LOG_ORDER = operator.attrgetter("timestamp_ns")
+_START_ORDER = operator.attrgetter("lo_ns", "trace_id")
 
 Reconstruct = Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]
 #: one read of completed traces: (trace ids, lo_ns, hi_ns, the commits their records are in or None to read
@@ -66,6 +68,8 @@ class AssemblerStats:
     #: completed traces with no run, tool or LLM span, evaluation event or log record other than a score: not read
     #: back (no runs)
     traces_without_evidence: int = 0
+    #: earlier traces rebuilt because a later trace fed back results for their calls (their rows are replaced)
+    traces_completed_later: int = 0
 
 
 def _reconstructor(conventions: Conventions, text_failures: bool = True) -> Callable[
@@ -106,6 +110,8 @@ class Assembler:
         self._next = next_stage
         self._reader = reader
         self._reconstruct = reconstruct or _reconstructor(self._conventions, text_failures)
+        #: earlier traces whose calls a later trace gives results to (a plain client loop, one trace per LLM call)
+        self._later = LaterResults(self._reconstruct, self._conventions)
         self._clock = clock
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)
@@ -394,19 +400,27 @@ class Assembler:
                 log.exception("reconstruction failed for trace %s; its runs are not written", trace.trace_id)
                 continue
             self.stats.runs_completed += len(runs)
-            completed.append(
-                CompletedTrace(
-                    trace_id=trace.trace_id,
-                    spans=tuple(spans),
-                    logs=tuple(logs),
-                    runs=runs,
-                    reason=reason,
-                    complete=trace.complete,
-                    replace=trace.replace,
-                    lo_ns=trace.lo_ns,
-                    hi_ns=trace.hi_ns,
-                )
+            done = CompletedTrace(
+                trace_id=trace.trace_id,
+                spans=tuple(spans),
+                logs=tuple(logs),
+                runs=runs,
+                reason=reason,
+                complete=trace.complete,
+                replace=trace.replace,
+                lo_ns=trace.lo_ns,
+                hi_ns=trace.hi_ns,
             )
+            completed.append(done)
+        for done in sorted(completed, key=_START_ORDER):  # (an earlier trace first: later ones give it results)
+            try:
+                redone = self._later.complete(done)
+            except Exception:
+                self.stats.reconstruct_errors += 1
+                log.exception("rebuilding the traces that trace %s gives results to failed", done.trace_id)
+                continue
+            merge(completed, redone)
+            self.stats.traces_completed_later += len(redone)
         if completed:
             try:
                 self._next.consume(completed)

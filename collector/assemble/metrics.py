@@ -39,6 +39,8 @@ class AssemblyMetrics(Collector):
                       assembler.traces_recovered)
         yield counter("traces_without_evidence", "Completed traces with no run, tool or LLM span, evaluation event "
                       "or non-score log record: stored, not assembled.", assembler.traces_without_evidence)
+        yield counter("traces_completed_later", "Completed traces rebuilt because a later trace fed back results for "
+                      "their calls (a plain client loop, one trace per LLM call).", assembler.traces_completed_later)
         yield counter("runs_completed", "Agent runs reconstructed from completed traces.", assembler.runs_completed)
         yield counter("reconstruct_errors", "Traces whose reconstruction raised.", assembler.reconstruct_errors)
         yield counter("run_conversion_errors", "Completed traces whose runs could not be turned into rows.",

@@ -13,6 +13,7 @@ through is given to it.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import zlib
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.collector.assemble.assembler import LOG_ORDER, SPAN_ORDER
 from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.assemble.later_results import LaterResults, merge
 from agentotel_eval.collector.score.config import ScoringConfig
 from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, ScoringStage
 from agentotel_eval.collector.store.operations import ReplaceRuns, ns_to_datetime
@@ -305,6 +307,12 @@ class Rescorer:
                 continue
             out.append(CompletedTrace(trace_id, tuple(spans), tuple(logs), runs, REASON_RESCORE, complete=True,
                                       replace=True, lo_ns=lo, hi_ns=hi))
+        # a plain client loop's later traces complete the calls of the earlier ones rebuilt with them
+        later = LaterResults(functools.partial(reconstruct, conventions=self._conventions,
+                                               text_failures=self._text_failures), self._conventions)
+        batch_ids = {t.trace_id for t in out}
+        for trace in list(out):
+            merge(out, [t for t in later.complete(trace) if t.trace_id in batch_ids])
         return out
 
 

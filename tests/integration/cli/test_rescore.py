@@ -289,3 +289,30 @@ def test_every_fixture_rescored_as_it_was_scored_online(ui_collector: Any) -> No
     assert summary["errors"] == 0 and summary["runs_rebuilt_differently"] == 0
     assert summary["runs_after"] == ui_collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0]
     assert summary["metrics"] and all(m["changed"] == m["added"] == m["removed"] == 0 for m in summary["metrics"])
+
+
+def test_a_loop_of_one_trace_per_model_call_keeps_the_failure_a_later_trace_fed_back(tmp_path: Path) -> None:
+    """A hand-written loop with no application span: the failure of the first trace's call is only the tool message
+    of the second trace's request. The collector (its assembler process) rebuilds the first trace when the second
+    arrives; a rescore, which rebuilds them together, keeps it."""
+    from agentotel_eval.otlp.encode import encode_traces
+
+    (fx,) = [f for f in fixtures() if f.name == "raw-openai__openinference__error"]
+    by_trace: dict[str, list[Any]] = {}
+    for span in sorted(fx.spans(), key=lambda s: s.start_ns):
+        by_trace.setdefault(span.trace_id, []).append(span)
+    db = tmp_path / "loop.duckdb"
+    sql = "SELECT tool_name, arguments->>'city', status FROM tool_calls ORDER BY start_time"
+    expected = [("get_weather", "Atlantis", "error"), ("get_weather", "Athens", "ok")]
+    with running_collector(db) as collector:
+        for k, spans in enumerate(by_trace.values()):  # each trace completes before the next arrives
+            assert post_otlp(collector.http_endpoint, "traces", encode_traces(spans).SerializeToString()).status == 200
+            wait_until(lambda k=k: collector.query("SELECT count(*) FROM spans")["rows"][0][0] == k + 1
+                       and not collector.assembler.open_traces and not collector.assembler.backlog,
+                       timeout=60, interval=0.05, what="the trace, assembled")
+        wait_until(lambda: [tuple(r) for r in collector.query(sql)["rows"]] == expected, timeout=30,
+                   what="the first call's failure, from the second trace")
+    code, summary, err = rescore(db)
+    assert code == 0, err
+    assert rows(db, sql) == expected
+    assert summary["runs_rebuilt_differently"] == 0

@@ -85,16 +85,10 @@ def _stored_text(value: str | None, expected: Any) -> Any:
 
 
 def _expected_runs(fx: Fixture, encoding: str):
-    """What reconstruct gives trace by trace, as the collector assembles them (a plain client loop spread over
-    several traces is one run per trace, and a call's result from a later trace is not joined back)."""
-    spans, logs = fx.spans(encoding), fx.logs(encoding)
-    runs = []
-    for trace_id in sorted({s.trace_id for s in spans}):
-        runs += reconstruct(
-            sorted((s for s in spans if s.trace_id == trace_id), key=lambda s: s.start_ns),
-            [r for r in logs if r.trace_id == trace_id],
-        )
-    return sorted(runs, key=lambda r: (r.start_time_ns, r.span_id))
+    """What the collector writes: runs trace by trace (a plain client loop spread over several traces is one run
+    per trace), a request-only call's result completed from a later trace that fed it back (the asking trace is
+    rebuilt when that one arrives), which is what ``reconstruct`` gives the traces together."""
+    return sorted(reconstruct(fx.spans(encoding), fx.logs(encoding)), key=lambda r: (r.start_time_ns, r.span_id))
 
 
 def _stored_calls(collector: Any, trace_ids: set[str]) -> list[tuple]:
@@ -204,9 +198,8 @@ def test_tool_calls_match_the_manifest_ground_truth(replayed, fx):
         assert stored == []
         return
     actual = [_key(r[5], json.loads(r[6]) if r[6] is not None else None, r[8]) for r in stored]
-    lost = set(entry.get("arguments_missing_in_capture") or ())  # values the capture itself dropped
-    expected = [
-        _key(name, {k: v for k, v in args.items() if k not in lost} if args_known else None, outcome)
+    expected = [  # values the capture itself dropped are compared as lost: kept out, never invented
+        _key(name, fx.recorded_arguments(args) if args_known else None, outcome)
         for name, args, outcome in zip(
             entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"], strict=True
         )

@@ -118,6 +118,56 @@ def test_openlit_step_spans_are_one_run_and_a_fresh_failure_id_still_finds_its_r
     assert runs[0].output == "Atlantis is not a city I know."
 
 
+@pytest.mark.parametrize("tool_name", ["get_weather", "lookup_city_forecast"])
+def test_openlit_without_content_a_failed_call_takes_its_arguments_from_the_request(tool_name):
+    """Content off: the failed tool span has a fresh UUID and no arguments; the model's request recorded both the
+    model's id and the arguments (OpenLIT's comma-joined attributes). Parallel calls of one tool: the one that ran
+    under its own id is matched by it, the failure takes the request no execution answered."""
+    outer = agent("travel_agent", 0, 100)
+    step = agent("agent", 1, 10, outer)
+    ask = span("chat gpt-4o-mini", 2, 9, step, attrs={
+        sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_TOOL_NAME: f"{tool_name}, {tool_name}",
+        sc.GEN_AI_TOOL_CALL_ID: "call_0, call_1", "gen_ai.tool.args": '{"city": "Oslo"}, {"city": "Atlantis"}'})
+    ok = tool(tool_name, 11, 12, outer, call_id="call_0")
+    failed = tool(tool_name, 11, 13, outer, call_id="7d1c5a2e-fresh-uuid", error="Unknown city: Atlantis")
+    (run,) = reconstruct([outer, step, ask, ok, failed, agent("agent", 14, 20, outer)])
+    assert sorted((c.input_parameters["city"], c.status, c.call_id) for c in run.tool_calls) == [
+        ("Atlantis", "error", "7d1c5a2e-fresh-uuid"), ("Oslo", "ok", "call_0")]
+    assert {c.sources["arguments"] for c in run.tool_calls} == {"request:gen_ai.tool"}
+    # a recorded argument that differs from the request's is another call: never given the request's
+    other = tool(tool_name, 11, 13, outer, args={"city": "Paris"}, call_id="7d1c5a2e-fresh-uuid", error="x")
+    (run,) = reconstruct([outer, step, ask, ok, other])
+    assert [c.input_parameters["city"] for c in run.tool_calls if c.status == "error"] == ["Paris"]
+
+
+def test_openlit_a_delegating_tool_whose_sub_agent_is_recorded_as_steps_is_a_run():
+    """OpenLIT under LangGraph records the sub-agent a tool runs as step spans (an ``invoke_agent`` around each
+    model call) and its tools directly under the delegating tool span: the sub-agent's calls are its own run's."""
+    outer = agent("travel_agent", 0, 100)
+    step1 = agent("agent", 1, 8, outer)
+    ask = chat(2, 7, step1, calls=[("ask_assistant", '{"question": "Paris?"}', "d0")])
+    delegate = tool("ask_assistant", 10, 40, outer, args={"question": "Paris?"}, call_id="d0", result="18C")
+    sub1 = agent("agent", 11, 18, delegate)
+    sub_ask = chat(12, 17, sub1, calls=[("get_weather", '{"city": "Paris"}', "s0")])
+    sub_ran = tool("get_weather", 19, 20, delegate, args={"city": "Paris"}, call_id="s0", result="18C")
+    sub2 = agent("agent", 21, 30, delegate)
+    sub_answer = chat(22, 29, sub2, text="18C")
+    step2 = agent("agent", 41, 50, outer)
+    answer = chat(42, 49, step2, text="Paris is 18C.")
+    outer_run, sub_run = reconstruct([outer, step1, ask, delegate, sub1, sub_ask, sub_ran, sub2, sub_answer, step2,
+                                      answer])
+    assert (outer_run.tools_called, outer_run.output) == (["ask_assistant"], "Paris is 18C.")
+    assert (sub_run.tools_called, sub_run.parent_run_span_id, sub_run.span_id) == (
+        ["get_weather"], outer.span_id, delegate.span_id)
+    assert sub_run.tool_calls[0].llm_turn == sub_ask.span_id
+    # a tool that only called a model (no tool of its own ran inside it) is no agent: its model call is internal
+    plain = tool("summarise", 10, 40, outer, call_id="d0")
+    summary_step = agent("agent", 11, 18, plain)
+    (run,) = reconstruct([outer, step1, chat(2, 7, step1, calls=[("summarise", "{}", "d0")]), plain, summary_step,
+                          chat(12, 17, summary_step, text="short")])
+    assert run.tools_called == ["summarise"]
+
+
 def test_a_sub_agent_running_its_own_tools_stays_a_run_of_its_own():
     outer = agent("travel_agent", 0, 100)
     sub = agent("weather", 1, 20, outer)
@@ -138,6 +188,24 @@ def test_a_run_that_died_on_its_last_requested_call_failed_that_call():
     healthy = span("travel_agent", 0, 100)
     (call,) = reconstruct([healthy, chat(1, 5, healthy, calls=[("get_weather", '{"city": "Rome"}', "c1")])])[0].tool_calls
     assert (call.status, call.sources["status"]) == ("ok", "default")
+
+
+@pytest.mark.parametrize("inner", [0, 1, 3])
+def test_a_run_that_died_on_a_call_its_model_turn_recorded_with_nested_spans(inner):
+    """Langtrace over LangGraph records one model turn as nested chat-model spans (``invoke`` > ``generate`` >
+    ``asdict``...), the request on the outermost; the last of them to start is not the turn that asked."""
+    app = span("travel_agent", 0, 100, status=STATUS_ERROR, message="UnknownCityError: Unknown city: Atlantis")
+    earlier = chat(1, 5, app, calls=[("get_weather", '{"city": "Rome"}', "c0")], text=None)
+    fed = [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c0", "response": "Rome: 27C"}]}]
+    ask = chat(10, 40, app, calls=[("lookup_city", '{"city": "Atlantis"}', "c1")], history=fed)
+    nested = [chat(11 + k, 39 - k, ask if k == 0 else None, history=fed) for k in range(inner)]
+    parent = ask
+    for n in nested:  # each nested in the one before
+        n.parent_span_id = parent.span_id
+        parent = n
+    (run,) = reconstruct([app, earlier, ask, *nested])
+    assert [(c.name, c.status, c.sources["status"]) for c in run.tool_calls] == [
+        ("get_weather", "ok", "history"), ("lookup_city", "error", "run_error")]
 
 
 def test_a_tool_span_named_after_its_call_method_and_dspy_s_finish():
@@ -272,3 +340,175 @@ def test_looking_for_a_twin_keeps_an_unrequested_calls_arguments_bound_to_its_sc
     (run,) = reconstruct([root, asked, weather, unasked])
     assert [(c.name, c.input_parameters) for c in run.tool_calls] == [("get_weather", {"city": "Rome"}),
                                                                        ("lookup", {"q": "abc"})]
+
+
+def _oi_agents_tool(name: str, start: int, parent, args: dict | None, output: str | None):
+    """A tool span of OpenInference's OpenAI Agents instrumentor: no call id, arguments and result as values."""
+    attrs = {sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name}
+    attrs[sc.OI_INPUT_VALUE] = _json(args) if args is not None else "__REDACTED__"
+    attrs[sc.OI_OUTPUT_VALUE] = output if output is not None else "__REDACTED__"
+    return span(name, start, start + 5, parent, attrs=attrs)
+
+
+@pytest.mark.parametrize(("tool_name", "output", "status", "text"), [
+    ("get_weather", {"type": "text", "text": "Error executing tool get_weather: Unknown city: Atlantis"}, "error",
+     "Error executing tool get_weather: Unknown city: Atlantis"),
+    ("forecast.lookup", {"type": "text", "text": "Error executing tool forecast.lookup: timeout"}, "error",
+     "Error executing tool forecast.lookup: timeout"),
+    ("get_weather", {"type": "text", "text": "Rome: 27C"}, "ok", "Rome: 27C"),
+    ("get_weather", {"content": [{"type": "text", "text": "No forecast for Atlantis"}], "isError": True}, "error",
+     "No forecast for Atlantis"),
+    ("get_weather", {"content": [{"type": "text", "text": "Rome: 27C"}], "isError": False,
+                     "structuredContent": None}, "ok", "Rome: 27C"),
+])
+def test_an_mcp_result_as_a_content_part_or_a_call_result(tool_name, output, status, text):
+    """The OpenAI Agents SDK records an MCP tool's result as one text content part (a raised tool's is MCP's
+    "Error executing tool ..."); other instrumentations record the CallToolResult with its ``isError`` flag."""
+    root = span("Agent workflow", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    (run,) = reconstruct([root, _oi_agents_tool(tool_name, 10, root, {"city": "x"}, _json(output))])
+    (call,) = run.tool_calls
+    assert (call.status, call.output) == (status, text)
+    if status == "error":
+        assert call.error == text
+    (run,) = reconstruct([root, _oi_agents_tool(tool_name, 10, root, {"city": "x"}, _json(output))],
+                         text_failures=False)
+    assert run.tool_calls[0].status == ("error" if output.get("isError") else "ok")  # the flag is no text signal
+
+
+def test_hidden_outputs_a_call_takes_its_id_and_failure_from_the_next_request():
+    """OpenInference's hidden outputs: no request recorded, the tool span's result hidden and no call id on it; the
+    next model call's input repeats each call (name, arguments, id) and the tool message fed back for it."""
+    root = span("travel_agent", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    atl = _oi_agents_tool("get_weather", 10, root, {"city": "Atlantis"}, None)
+    oslo = _oi_agents_tool("get_weather", 11, root, {"city": "Oslo"}, None)
+    calls = [{"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+             {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Atlantis"}'}}]
+    history = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": None, "tool_calls": calls},
+               {"role": "tool", "tool_call_id": "c2", "content": '{"type": "text", "text": "Oslo: 3C"}'},
+               {"role": "tool", "tool_call_id": "c1",
+                "content": "Error executing tool get_weather: Unknown city: Atlantis"}]
+    model = span("generation", 20, 30, root, attrs={sc.OI_SPAN_KIND: "LLM", sc.OI_INPUT_VALUE: _json(history),
+                                                     sc.OI_OUTPUT_VALUE: "__REDACTED__"})
+    first = span("generation", 1, 9, root, attrs={sc.OI_SPAN_KIND: "LLM", sc.OI_INPUT_VALUE: _json(history[:1]),
+                                                   sc.OI_OUTPUT_VALUE: "__REDACTED__"})
+    (run,) = reconstruct([root, first, atl, oslo, model])
+    got = [(c.input_parameters["city"], c.call_id, c.status) for c in run.tool_calls]
+    assert got == [("Atlantis", "c1", "error"), ("Oslo", "c2", "ok")]
+    assert run.tool_calls[0].sources["call_id"] == "history"
+    # arguments hidden too: nothing tells the two calls apart, nothing is given to either
+    (run,) = reconstruct([root, first, _oi_agents_tool("get_weather", 10, root, None, None), model])
+    assert [(c.call_id, c.status, c.input_parameters) for c in run.tool_calls] == [(None, "ok", None)]
+
+
+def _command(goto, tool_name: str, call_id: str) -> dict:
+    """What LangGraph.js serialises for a handoff tool's ``Command`` (the swarm's and supervisor's)."""
+    message = {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "ToolMessage"],
+               "kwargs": {"content": f"Successfully transferred to {goto}", "name": tool_name, "tool_call_id": call_id}}
+    return {"lg_name": "Command", "update": {"messages": [message], "activeAgent": goto}, "goto": [goto]}
+
+
+@pytest.mark.parametrize("tool_name", ["transfer_to_weather_agent", "escalate", "route"])
+def test_a_tool_returning_a_graph_command_is_a_handoff_whatever_its_name(tool_name):
+    """LangGraph's handoff tools (swarm, supervisor) return a ``Command`` that moves control to another agent: a
+    handoff, recorded apart with its target, under OpenInference (``{"output": <Command>}``) as under OpenLLMetry-JS
+    (the span named after the tool's class; the tool message inside the command names it)."""
+    root = span("LangGraph", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
+    prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
+    ask = span("ChatOpenAI", 1, 9, root, attrs={sc.OI_SPAN_KIND: "LLM", f"{prefix}.id": "h1",
+                                                 f"{prefix}.function.name": tool_name,
+                                                 f"{prefix}.function.arguments": "{}"})
+    oi = span(tool_name, 10, 11, root, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: tool_name,
+                                               sc.OI_INPUT_VALUE: "{}", sc.OI_OUTPUT_VALUE: _json(
+                                                   {"output": _command("weather_agent", tool_name, "h1")})})
+    ran = span("get_weather", 20, 21, root, attrs={
+        sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather", sc.OI_INPUT_VALUE: '{"city": "Nairobi"}',
+        sc.OI_OUTPUT_VALUE: "Nairobi: 24C"})
+    (run,) = reconstruct([root, ask, oi, ran])
+    assert run.tools_called == ["get_weather"]
+    assert [(h.name, h.to_agent) for h in run.handoffs] == [(tool_name, "weather_agent")]
+    traceloop = span("execute_tool DynamicStructuredTool", 10, 11, root, attrs={
+        sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.TRACELOOP_SPAN_KIND: "tool",
+        sc.TRACELOOP_ENTITY_NAME: "DynamicStructuredTool", sc.TRACELOOP_ENTITY_INPUT: '{"args": ["{}"]}',
+        sc.TRACELOOP_ENTITY_OUTPUT: _json(_command("weather_agent", tool_name, "h1"))})
+    (run,) = reconstruct([root, ask, traceloop, ran])
+    assert run.tools_called == ["get_weather"]
+    assert [(h.name, h.to_agent) for h in run.handoffs] == [(tool_name, "weather_agent")]
+    # Python's repr of a Command says the same
+    python = span(tool_name, 10, 11, root, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: tool_name,
+                                                   sc.OI_OUTPUT_VALUE: "Command(graph='__parent__', update={'x': 1}, "
+                                                                       "goto='weather_agent')"})
+    (run,) = reconstruct([root, ask, python, ran])
+    assert run.tools_called == ["get_weather"] and run.handoffs[0].to_agent == "weather_agent"
+
+
+def test_a_tool_named_like_a_handoff_that_returns_a_value_is_a_call():
+    root = span("LangGraph", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
+    ran = span("transfer_to_savings", 10, 11, root, attrs={
+        sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "transfer_to_savings", sc.OI_INPUT_VALUE: '{"amount": 5}',
+        sc.OI_OUTPUT_VALUE: _json({"output": {"status": "Command accepted", "goto": "ledger"}})})
+    (run,) = reconstruct([root, ran])
+    assert run.tools_called == ["transfer_to_savings"] and run.handoffs == ()
+
+
+def _li_step(name: str, start: int, end: int, parent, tool: str, args: dict, call_id: str | None):
+    """A LlamaIndex own-OpenTelemetry span that runs a tool call (its input event: the ``ToolCall`` repr)."""
+    repr_ = f"ToolCall(tool_name={tool!r}, tool_kwargs={args!r}, tool_id={call_id!r})"
+    return span(name, start, end, parent, attrs={"llamaindex.step.input_event": "ToolCall",
+                                                  "llamaindex.step.input_summary": repr_})
+
+
+@pytest.mark.parametrize("inner_tool", ["get_weather", "lookup"])
+def test_calls_with_ids_of_their_own_inside_a_tool_are_a_sub_agent_s(inner_tool):
+    """LlamaIndex's own OpenTelemetry records no model call as such: a sub-agent a tool ran shows as tool spans
+    inside the tool's, with call ids a model gave them. They are the sub-agent's calls, not the tool's internals;
+    the same call recorded twice (same id) or a helper (no id) stays one call."""
+    root = span("FunctionAgent.run", 0, 100)
+    outer = _li_step("BaseWorkflowAgent.call_tool", 10, 60, root, "ask_assistant", {"question": "Paris?"}, "d0")
+    again = _li_step("FunctionTool.acall", 11, 59, outer, "ask_assistant", {"question": "Paris?"}, "d0")
+    sub = span("FunctionAgent.run", 12, 58, again)
+    inner = _li_step("BaseWorkflowAgent.call_tool", 20, 30, sub, inner_tool, {"city": "Paris"}, "s0")
+    inner_again = _li_step("FunctionTool.acall", 21, 29, inner, inner_tool, {"city": "Paris"}, "s0")
+    after = _li_step("BaseWorkflowAgent.call_tool", 70, 80, root, "convert", {"amount": 5}, "d1")
+    outer_run, sub_run = reconstruct([root, outer, again, sub, inner, inner_again, after])
+    assert outer_run.tools_called == ["ask_assistant", "convert"]
+    assert (sub_run.span_id, sub_run.parent_run_span_id, sub_run.tools_called) == (sub.span_id, root.span_id,
+                                                                                    [inner_tool])
+    helper = _li_step("FunctionTool.acall", 21, 29, again, "cache_lookup", {"k": 1}, None)
+    (run,) = reconstruct([root, outer, again, helper, after])
+    assert run.tools_called == ["ask_assistant", "convert"]
+
+
+def _crewai_tool(name: str, start: int, end: int, parent, args: dict, result: str):
+    tool_span = span(f"{name}.run", start, end, parent, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name,
+                                                               sc.OI_INPUT_VALUE: _json(args),
+                                                               sc.OI_OUTPUT_VALUE: result})
+    tool_span.scope_name = "openinference.instrumentation.crewai"
+    return tool_span
+
+
+@pytest.mark.parametrize(("display", "offered"), [("Delegate work to coworker", "delegate_work_to_coworker"),
+                                                   ("Ask question to coworker", "ask_question_to_coworker"),
+                                                   ("SearchTheWeb", "search_the_web")])
+def test_crewai_a_coworker_s_calls_inside_a_delegation_and_the_names_the_model_knows(display, offered):
+    """CrewAI's OpenInference wrappers record no model call: a coworker that a delegation tool ran shows as tool
+    spans inside it. Another tool with other arguments inside a tool is another call, made by the agent that ran
+    there; CrewAI offers a tool to the model under its snake-case name."""
+    root = span("Crew.kickoff", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
+    agent_span = span("Travel assistant._execute_core", 1, 99, root, attrs={sc.OI_SPAN_KIND: "AGENT"})
+    delegation = _crewai_tool(display, 10, 50, agent_span, {"task": "Weather in Paris?", "coworker": "Weather"},
+                              "Paris: 18C")
+    inner = _crewai_tool("get_weather", 20, 21, delegation, {"city": "Paris"}, "Paris: 18C")
+    after = _crewai_tool("convert_currency", 60, 61, agent_span, {"amount": 5}, "4.6 EUR")
+    outer, coworker = reconstruct([root, agent_span, delegation, inner, after])
+    assert outer.tools_called == [offered, "convert_currency"]
+    assert outer.tool_calls[0].sources["name"] == "openinference:model_name"
+    assert (coworker.tools_called, coworker.parent_run_span_id, coworker.span_id) == (
+        ["get_weather"], agent_span.span_id, delegation.span_id)
+    # the same call recorded again inside (same arguments) stays one call; outside CrewAI a name is kept as is
+    twin = _crewai_tool("delegate_work", 20, 21, delegation, {"task": "Weather in Paris?", "coworker": "Weather"},
+                        "Paris: 18C")
+    (run,) = reconstruct([root, agent_span, delegation, twin])
+    assert run.tools_called == [offered]
+    delegation.scope_name = twin.scope_name = "openinference.instrumentation.other"
+    (run,) = reconstruct([root, agent_span, delegation, twin])
+    assert run.tools_called == [display]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentotel_eval.collector.assemble.marks import log_marks, span_marks
@@ -32,6 +34,15 @@ def test_a_web_service_span_has_no_evidence_and_agent_spans_have():
     assert span_mark(plain(5, 1, {"openinference.span.kind": "AGENT"}))[5:] == (True, True)
     # a root is never marked as a run span (a root completes its trace whatever it is), but it is evidence
     assert span_mark(plain(6, None, {"gen_ai.operation.name": "invoke_agent"}))[5:] == (False, True)
+
+
+def test_a_step_whose_output_records_tool_calls_is_evidence():
+    """An agent traced as one plain step (OpenInference's Haystack components) holds its calls in its output."""
+    message = ("ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[ToolCall(tool_name='lookup', "
+               "arguments={'q': 'x'}, id='c1', extra=None)])")
+    step = {"openinference.span.kind": "CHAIN", "output.value": json.dumps({"messages": [message]})}
+    assert span_mark(plain(1, None, step))[5:] == (False, True)
+    assert span_mark(plain(2, None, {**step, "output.value": '{"answer": "42"}'}))[5:] == (False, False)
 
 
 def test_an_evaluation_event_is_evidence_other_events_are_not():
