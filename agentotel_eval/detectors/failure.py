@@ -16,9 +16,13 @@ _HEX = re.compile(r"\b[0-9a-f]{8,}\b", re.I)
 
 def failed(call: ToolCall) -> bool:
     """Whether a call failed: an error status, or a result that says so (``isError``, a truthy ``error`` or
-    ``failed``, ``success: false``, an HTTP status of 400 or more)."""
+    ``failed``, ``success: false``, an HTTP status of 400 or more). A call rebuilt from a trace (it has
+    ``sources``) has its status from reconstruction, which reads those signals itself (and honours
+    ``[reconstruction] text_failures``): that status is the answer."""
     if call.status == "error":
         return True
+    if call.sources and call.status == "ok":
+        return False
     result = call.output
     kind = type(result)
     if result is None or kind is list or kind is int or kind is float or kind is bool:
