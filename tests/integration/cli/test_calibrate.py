@@ -67,7 +67,9 @@ def test_the_judge_through_litellm_is_measured_and_its_answers_replayed_from_the
 
 def test_bad_suites_and_options_say_what_is_wrong(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = _run(capsys, "--suite", str(tmp_path / "missing.jsonl"))
-    assert code == 2 and "neither a suite (bfcl, tau2) nor an existing path" in err
+    assert code == 2 and "neither a suite (bfcl, tau2, robustness, robustness-heldout) nor an existing path" in err
+    code, _, err = _run(capsys, "--suite", "robustness", "--traces", str(tmp_path / "nowhere"))
+    assert code == 2 and "is no directory of OTLP traces" in err
     code, _, err = _run(capsys, "--judge")
     assert code == 2 and "--judge needs --model" in err
     broken = tmp_path / "broken.jsonl"
