@@ -58,8 +58,13 @@ _PLACEHOLDERS = frozenset({"null", "none", "undefined", "nil", "__redacted__", "
 
 
 def recorded(text: str | None) -> str | None:
-    """The text, or None where it only holds an exporter's placeholder for content it did not record."""
-    if text is None or text.strip().lower() in _PLACEHOLDERS:
+    """The text, or None where it only holds an exporter's placeholder for content it did not record, or an empty
+    structure (``{}``: a function's arguments when it had none)."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped.lower() in _PLACEHOLDERS or not stripped.strip("{}[]()\"' ,:") or \
+            stripped.replace(" ", "") in ('{"args":[],"kwargs":{}}', '{"kwargs":{},"args":[]}'):
         return None
     return text
 

@@ -146,18 +146,28 @@ def _tool_error_lines(tool_errors: Any) -> Iterable[str]:
     if not isinstance(tool_errors, Mapping):
         return
     findings = [f for f in tool_errors.get("detectors") or () if isinstance(f, Mapping)]
-    yield f"  tool errors found by the detectors ({len(findings)}):" if findings else \
+    sure = [f for f in findings if not f.get("uncertain")]
+    unsure = [f for f in findings if f.get("uncertain")]
+    yield f"  tool errors found by the detectors ({len(sure)}):" if sure else \
         "  tool errors found by the detectors: none"
-    for f in findings:
-        kind = "/".join(filter(None, (f.get("type"), f.get("subtype"))))
-        yield f"    {kind} [{f.get('rule') or '-'}]: {_short(f.get('description'), 200)}"
-        if f.get("evidence"):
-            yield f"       evidence: {_short(f.get('evidence'), 160)}"
+    for f in sure:
+        yield from _finding_lines(f)
+    if unsure:
+        yield f"  possible errors the detectors are not sure of, for the judge ({len(unsure)}):"
+        for f in unsure:
+            yield from _finding_lines(f, f" (confidence {f.get('confidence')})")
     for note in tool_errors.get("informational") or ():
         if isinstance(note, Mapping):
             yield f"  note (low severity, not scored): {_short(note.get('description'), 200)}"
     for note in tool_errors.get("could_not_run") or ():
         yield f"  could not run: {note}"
+
+
+def _finding_lines(f: Mapping[str, Any], suffix: str = "") -> Iterable[str]:
+    kind = "/".join(filter(None, (f.get("type"), f.get("subtype"))))
+    yield f"    {kind} [{f.get('rule') or '-'}]: {_short(f.get('description'), 200)}{suffix}"
+    if f.get("evidence"):
+        yield f"       evidence: {_short(f.get('evidence'), 160)}"
 
 
 def _short(value: Any, width: int = 160) -> str:

@@ -170,14 +170,24 @@ def _claims(view: RunView) -> list[Claim]:
         return []
     failures = _open_failures(view)
     single = len(failures) == 1
-    out = []
+    out: list[Claim] = []
     for failure in failures:
         if _disclosed(view, failure, single):
             continue
         claim = _value(view, failure) or _outcome(view, failure) or _predicate(view, failure) or \
             _unlinked(view, failure)
-        if claim is not None:
+        if claim is None:
+            continue
+        tool = bare_name(view.calls[claim.call].name)
+        same = next((k for k, c in enumerate(out) if c.said == claim.said and c.how == claim.how
+                     and bare_name(view.calls[c.call].name) == tool), None)
+        if same is None:
             out.append(claim)
+        else:  # one claim ("Booked.") for several failed attempts of the tool: one finding naming them all
+            earlier = out[same]
+            out[same] = Claim(max(earlier.call, claim.call), tuple(sorted({*earlier.attempts, *claim.attempts})),
+                              claim.said, claim.how, max(earlier.confidence, claim.confidence),
+                              earlier.positions + claim.positions)
     return out
 
 

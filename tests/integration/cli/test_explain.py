@@ -209,7 +209,7 @@ def test_declared_conventions_read_an_in_house_trace_sent_over_otlp(tmp_path, pr
     explained = _cli(trace_id, "--db", str(tmp_path / "acme.duckdb"))
     assert explained.returncode == 0, explained.stderr
     assert "tool errors found by the detectors (1):" in explained.stdout
-    assert "error_handling/false_success [error_handling.false_success]: the final answer claims 'Booked'" \
+    assert "error_handling/false_success [error_handling.false_success]: the final answer states 'Booked'" \
         in explained.stdout
     assert "could not run: invalid_function could not run: the tools offered to the model are not recorded" \
         in explained.stdout
