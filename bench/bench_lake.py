@@ -1,7 +1,7 @@
 """Scale-out benchmark: ``agentotel-eval serve`` nodes sharing a DuckLake (catalog in a real PostgreSQL 15,
 Parquet on moto's S3 server, both on loopback), under the load ``bench/bench_ingest.py`` generates.
 
-    python bench/bench_lake.py [--part throughput,lag,pages,recovery] [--seconds 15] [--exporters 8]
+    python bench/bench_lake.py [--part throughput,lag,pages,recovery,reconciler,flush,versus] [--seconds 15] [--exporters 8]
                                [--runs 20000] [--json FILE]
 
 Run it with the ``[lake]`` environment (DuckDB 1.5.5 and its extension packages), e.g. ``/tmp/v155/bin/python``.
@@ -33,6 +33,13 @@ bucket) and fresh files. The parts:
   files, unmerged); then the same page requests against ``serve`` on the file and ``agentotel-eval lake ui`` over
   each lake (all on DuckDB 1.5.5), route by route, p50/p95; and ``count(*)`` over spans on each side
   (``agentotel-eval query --db`` / ``--lake``, and in process).
+* ``reconciler``: the reconciler's search for split traces, before (a scan of the trace id and node of every span
+  copied in the window, at each look for 15 minutes after a membership change) and after (the lake's index of
+  trace parts: the rows committed since the last look; and once, when a node becomes the searcher, the window's),
+  over a lake of ``--look-spans`` spans, in CPU per span.
+* ``flush``: a flush's CPU and wall time a span with and without the index of trace parts, in process.
+* ``versus``: one lake node's stored spans/s from this checkout and from ``--baseline DIR`` (e.g. ``git worktree
+  add /tmp/base HEAD~3``), alternating ``--rounds`` times.
 * ``recovery``: 3 nodes behind ``TraceRouter(failover=True)`` under a steady open-loop load (``--recovery-rate``
   in requests of ``--recovery-request`` spans); one node SIGKILLed 10 s in, restarted on the same file 8 s
   later: export errors and the longest gap between acknowledgements after the kill, the spans it had
@@ -170,11 +177,12 @@ class Servers:
 
 
 def make_node(folder: Path, name: str, table: Any, *, with_lake: bool = True, db: str | None = None,
-              grace: str = "2s") -> Any:
-    """A ``ServeNode`` whose config is bench_ingest's collector's: scoring every run, a 2 s grace period."""
+              grace: str = "2s", root: Path | None = None) -> Any:
+    """A ``ServeNode`` whose config is bench_ingest's collector's: scoring every run, a 2 s grace period; run
+    from ``root`` (another checkout, the baseline) when given."""
     from tests.lake_nodes import ServeNode
 
-    node = ServeNode(folder, name, table)
+    node = ServeNode(folder, name, table, root=root or ROOT)
     if db is not None:
         node.db = Path(db)
     text = (f'db = "{node.db}"\ngrpc = "{node.grpc}"\nhttp = "{node.http}"\nlog_level = "warning"\n'
@@ -466,68 +474,219 @@ LAKE_METRICS = ("lake_flushes_total", "lake_flush_seconds", "lake_reconcile_look
                 "lake_peer_spans_total")
 
 
-def reconciler_look(settings: Any, grow_to: int) -> dict[str, Any]:
-    """One look of a node's reconciler (``Reconciler.split_traces``, the query a look runs while the ring may have
-    changed) over every span in the lake, and over its newer half; then the same with the lake's spans copied
-    again under other trace ids (newer ``flushed_at``) until it holds about ``grow_to``: wall and CPU seconds of
-    this process (DuckDB's threads included) against the spans in the window."""
-    from datetime import UTC, datetime
+#: the reconciler's search before the index of trace parts (as it was until then): the trace id and node of every
+#: span copied in the window, run at every look for 15 minutes after a membership change
+SPANS_SCAN_SEARCH = """
+WITH recent AS (
+    SELECT trace_id, min(start_time) AS lo, max(start_time) AS hi FROM lake.spans
+    WHERE flushed_at > ? GROUP BY trace_id
+), bounds AS (SELECT min(lo) - ?::INTERVAL AS lo, max(hi) + ?::INTERVAL AS hi FROM recent),
+split AS (
+    SELECT s.trace_id, max(s.flushed_at) AS last_copied
+    FROM lake.spans s, bounds WHERE s.start_time BETWEEN bounds.lo AND bounds.hi
+    AND s.trace_id IN (SELECT trace_id FROM recent)
+    GROUP BY s.trace_id HAVING count(DISTINCT s.node) > 1
+), newest AS (
+    SELECT r.trace_id, arg_max(r.node, r.updated_at) AS builder,
+           arg_max(r.flushed_at, r.updated_at) AS build_copied
+    FROM lake.agent_runs r WHERE r.trace_id IN (SELECT trace_id FROM split) GROUP BY r.trace_id
+)
+SELECT split.trace_id, split.last_copied FROM split LEFT JOIN newest USING (trace_id)
+"""
 
-    from agentotel_eval.collector.config import default_config
-    from agentotel_eval.collector.lake.reconciler import Reconciler
+
+def synthetic_flushes(con: Any, flushes: int, spans_per_flush: int, spans_per_trace: int, start: int,
+                      at: Any) -> int:
+    """Append ``flushes`` flushes to the lake, each as a node writes one: ``spans_per_flush`` spans of whole
+    traces of ``spans_per_trace`` (one root each) and their index rows in one transaction, by nodes node-a..c in
+    turn, one flush a second from ``at``; every 1000th trace also gets a part on the next node (split). Returns
+    the next trace number."""
+    from datetime import timedelta
+
     from agentotel_eval.store import lake
 
-    try:
-        reconciler = Reconciler(settings, default_config(), "bench", interval=10.0, quiet=13.0, live_for=60.0,
-                                away=20.0)
-    except TypeError as exc:  # the reconciler's settings changed: say so rather than fail the part
-        return {"error": str(exc)}
-    reconciler.open()
-    out: dict[str, Any] = {}
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    try:
-        def look(name: str, since: datetime) -> None:
-            con = raw_lake(settings)
-            try:
-                (spans,) = con.execute("SELECT count(*) FROM lake.spans WHERE flushed_at > ?", [since]).fetchone()
-            finally:
-                con.close()
-            reconciler.split_traces(since)  # warm: the catalog's metadata read once
-            wall, cpu = time.monotonic(), time.process_time()
-            found = reconciler.split_traces(since)
-            out[name] = {"spans": int(spans), "wall_s": time.monotonic() - wall, "cpu_s": time.process_time() - cpu,
-                         "split": len(found)}
+    traces = spans_per_flush // spans_per_trace
+    for f in range(flushes):
+        node = f"node-{'abc'[f % 3]}"
+        flushed = at + timedelta(seconds=f)
+        first = start + f * traces
+        con.execute("BEGIN")
+        con.execute(
+            "INSERT INTO lake.spans (trace_id, span_id, parent_span_id, start_time, ingested_at, node, flushed_at) "
+            "SELECT md5(t::VARCHAR), md5(t::VARCHAR || '-' || k::VARCHAR)[:16], CASE WHEN k = 0 THEN NULL ELSE "
+            "md5(t::VARCHAR || '-0')[:16] END, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?, ?::TIMESTAMPTZ "
+            "FROM range(?, ?) r(t), range(?) s(k)", [flushed, flushed, node, flushed, first, first + traces,
+                                                    spans_per_trace])
+        con.execute(f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, ?, true FROM range(?, ?) "
+                    "r(t)", [node, flushed, spans_per_trace, first, first + traces])
+        # a part of every 1000th trace of the previous flush, resent to this node (a failover): split
+        con.execute(f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, 1, false FROM range(?, ?) "
+                    "r(t) WHERE t % 1000 = 0", [node, flushed, first - traces, first])
+        con.execute("COMMIT")
+    return start + flushes * traces
 
-        con = raw_lake(settings)
-        try:
-            (middle,) = con.execute("SELECT quantile_disc(flushed_at, 0.5) FROM lake.spans").fetchone()
-        finally:
-            con.close()
-        look("phase", epoch)
-        look("newer half", middle)
-        con = lake.open_writer(settings)
-        try:
-            (base,) = con.execute("SELECT count(*) FROM lake.spans").fetchone()
-            started = time.monotonic()
-            for k in range(1, max(1, grow_to // max(base, 1))):  # the phase's spans again, as node copy-k
-                con.execute(f"INSERT INTO lake.spans SELECT * REPLACE (md5(trace_id || '{k}') AS trace_id, "
-                            f"'copy-{k}' AS node) FROM lake.spans WHERE node LIKE 'node-%'")
-            out["grow_s"] = time.monotonic() - started
-        finally:
-            con.close()
-        look("grown", epoch)
+
+def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
+    """The reconciler's search, before (a scan of the window's spans at each look after a change) and after (the
+    index rows committed since the last look; and once, when a node becomes the searcher, the window's index
+    rows): CPU seconds of this process (DuckDB's threads included) per span. A lake of ``--look-spans`` spans
+    in flushes of ``--look-flush`` spans (traces of 8 spans), then one more flush interval's worth."""
+    from datetime import UTC, datetime, timedelta
+
+    import duckdb
+
+    from agentotel_eval.collector.config import default_config
+    from agentotel_eval.collector.lake.reconciler import TRACE_WINDOW, Reconciler
+    from agentotel_eval.store import lake
+    from agentotel_eval.store.schema import migrate
+
+    table = servers.new_lake()
+    settings = table.settings()
+    local = duckdb.connect()
+    migrate(local)
+    writer = lake.open_writer(settings, lake.node_schema(local))
+    per_trace = 8
+    flushes = max(1, args.look_spans // args.look_flush)
+    now = datetime.now(UTC)
+    began = now - timedelta(seconds=flushes + 30)
+    built = time.monotonic()
+    nxt = synthetic_flushes(writer, flushes, args.look_flush, per_trace, 1, began)
+    print(f"  a lake of {flushes * args.look_flush:,} spans in {flushes} flushes built in "
+          f"{time.monotonic() - built:.0f} s", flush=True)
+    out: dict[str, Any] = {"spans": flushes * args.look_flush, "flushes": flushes, "spans_per_trace": per_trace}
+    reader = lake.open_reader(settings)
+    try:
+        cur = reader.cursor()
+        since = began - timedelta(seconds=1)
+        cur.execute(SPANS_SCAN_SEARCH, [since, TRACE_WINDOW, TRACE_WINDOW]).fetchall()  # warm: metadata read once
+        cpu, wall = time.process_time(), time.monotonic()
+        found = cur.execute(SPANS_SCAN_SEARCH, [since, TRACE_WINDOW, TRACE_WINDOW]).fetchall()
+        out["before"] = {"cpu_s": time.process_time() - cpu, "wall_s": time.monotonic() - wall,
+                         "spans": flushes * args.look_flush, "split": len(found)}
+        cur.close()
+    finally:
+        reader.close()
+    reconciler = Reconciler(settings, default_config(), "node-a", interval=10.0, quiet=13.0, live_for=3600.0,
+                            clock=lambda: now)
+    reconciler.open()
+    try:
+        cpu, wall = time.process_time(), time.monotonic()
+        reconciler.follow(now)  # a new searcher: the window's index rows, once
+        out["takeover"] = {"cpu_s": time.process_time() - cpu, "wall_s": time.monotonic() - wall,
+                           "spans": flushes * args.look_flush, "index_rows": reconciler.parts_read,
+                           "split": len(reconciler.splits)}
+        # one look's worth of new flushes (an interval of 10 s at 3 x 7,700 spans/s), then the look
+        new_spans = args.look_new
+        synthetic_flushes(writer, max(1, new_spans // args.look_flush), args.look_flush, per_trace, nxt,
+                          now - timedelta(seconds=5))
+        read_before = reconciler.parts_read
+        cpu, wall = time.process_time(), time.monotonic()
+        reconciler.follow(now)
+        out["look"] = {"cpu_s": time.process_time() - cpu, "wall_s": time.monotonic() - wall,
+                       "spans": max(1, new_spans // args.look_flush) * args.look_flush,
+                       "index_rows": reconciler.parts_read - read_before, "split": len(reconciler.splits)}
+        (held,) = reconciler._parts.execute("SELECT count(*) FROM parts").fetchone()  # type: ignore[union-attr]
+        out["memory_rows"] = int(held)
     finally:
         reconciler.close()
+        writer.close()
+    b, t, look = out["before"], out["takeover"], out["look"]
+    for name, v in (("before: spans scanned at each look", b), ("after: a new searcher reads the window's index once",
+                                                               t), ("after: a look reads what was copied since", look)):
+        print(f"  {name}: {v['spans']:,} spans, {v['cpu_s']:.3f} s CPU, {v['wall_s']:.3f} s wall = "
+              f"{1e6 * v['cpu_s'] / v['spans']:.3f} µs CPU a span; {v['split']} split traces", flush=True)
+    # Before, every look for 15 minutes after a change scanned the spans copied since 15 minutes before it: the
+    # window grows from 15 to 30 minutes, 22.5 on average, so at a 10 s interval each copied span was scanned by
+    # about 135 looks. After, each is read once, by the look after its flush.
+    scans = (TRACE_WINDOW.total_seconds() * 1.5) / args.look_interval
+    before_us = 1e6 * b["cpu_s"] / b["spans"]
+    after_us = 1e6 * look["cpu_s"] / look["spans"]
+    out["per_copied_span_us"] = {"before": before_us * scans, "after": after_us, "scans_before": scans}
+    out["ratio"] = before_us * scans / max(after_us, 1e-12)
+    print(f"  CPU per span copied in the 15 minutes after a change ({args.look_interval:g} s looks): before "
+          f"{before_us * scans:.1f} µs (each span scanned by ~{scans:.0f} looks at {before_us:.3f} µs), after "
+          f"{after_us:.3f} µs (its index row read once, with the look's fixed cost): {out['ratio']:.0f}x less; a "
+          f"new searcher reads the window once at {1e6 * t['cpu_s'] / t['spans']:.3f} µs a span; it holds "
+          f"{out['memory_rows']:,} index rows in memory", flush=True)
     return out
 
 
+def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
+    """What the index of trace parts adds to a flush: the same batch of ``--flush-spans`` spans (traces of 8, one
+    root each, every column filled as the fixtures fill them) appended to the lake in one transaction with its
+    flush mark, with and without the index rows, alternating ``--flush-rounds`` times: CPU of this process
+    (DuckDB's threads included) and wall time a span."""
+    from datetime import UTC, datetime
+
+    import duckdb
+
+    from agentotel_eval.store import lake
+    from agentotel_eval.store.schema import migrate
+
+    local = duckdb.connect()
+    migrate(local)
+    n = args.flush_spans
+    local.execute(
+        "INSERT INTO spans SELECT md5((i // 8)::VARCHAR), md5(i::VARCHAR)[:16], CASE WHEN i % 8 = 0 THEN NULL ELSE "
+        "md5((i - i % 8)::VARCHAR)[:16] END, 'execute_tool search', 'INTERNAL', now(), now(), 'OK', NULL, 'svc', "
+        "'scope', '{\"gen_ai.operation.name\": \"execute_tool\", \"gen_ai.tool.name\": \"search\"}', "
+        "'{\"service.name\": \"svc\"}', '[]', '1.0', '[]', NULL, 0, 0, 0, now() FROM range(?) r(i)", [n])
+    rows = local.execute("SELECT * FROM spans").to_arrow_table()
+    con = lake.open_writer(servers.new_lake().settings(), lake.node_schema(local))
+    results: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
+    try:
+        for _ in range(args.flush_rounds):
+            for name in ("without", "with"):
+                now = datetime.now(UTC)
+                cpu, wall = time.process_time(), time.monotonic()
+                con.execute("BEGIN")
+                lake.append(con, "spans", rows, {"node": "bench", "flushed_at": now})
+                if name == "with":
+                    lake.append_parts(con, rows, "bench", now)
+                con.execute(f"INSERT INTO lake.{lake.MARKS} VALUES ('bench', 'spans', ?, ?)", [now, now])
+                con.execute("COMMIT")
+                results[name].append((time.process_time() - cpu, time.monotonic() - wall))
+    finally:
+        con.close()
+    out: dict[str, Any] = {"spans": n, "rounds": args.flush_rounds}
+    for name, got in results.items():
+        out[name] = {"cpu_us": 1e6 * statistics.median(c for c, _ in got) / n,
+                     "wall_us": 1e6 * statistics.median(w for _, w in got) / n}
+    added = out["with"]["cpu_us"] - out["without"]["cpu_us"]
+    out["added_cpu_us"] = added
+    print(f"  a flush of {n:,} spans (median of {args.flush_rounds}): {out['without']['cpu_us']:.2f} µs CPU a span "
+          f"without the index of trace parts, {out['with']['cpu_us']:.2f} with it (+{added:.2f} µs; wall "
+          f"{out['without']['wall_us']:.2f} / {out['with']['wall_us']:.2f} µs)", flush=True)
+    return out
+
+
+def part_versus(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
+    """One lake node's stored spans/s, this checkout against ``--baseline`` (another checkout, e.g. a git worktree
+    of the previous commit), alternating, ``--rounds`` times each, under the same closed-loop load."""
+    if not args.baseline:
+        raise SystemExit("--part versus needs --baseline DIR (a checkout of the code to compare with)")
+    baseline = Path(args.baseline).resolve()
+    phases: dict[str, list[dict[str, Any]]] = {"baseline": [], "this": []}
+    for _ in range(args.rounds):
+        for name, root in (("baseline", baseline), ("this", ROOT)):
+            phase = throughput_phase(servers, args, 1, True, root=root)
+            phases[name].append(phase)
+    rate = {k: statistics.median(p["rate"] for p in v) for k, v in phases.items()}
+    cpu = {k: statistics.median(p["nodes_cpu_us"] for p in v) for k, v in phases.items()}
+    print(f"\n1 lake node, {args.rounds} rounds alternating (median): baseline {rate['baseline']:,.0f} spans/s "
+          f"({cpu['baseline']:.0f} µs CPU a span), this {rate['this']:,.0f} spans/s ({cpu['this']:.0f} µs): "
+          f"{rate['this'] / rate['baseline']:.2f}x", flush=True)
+    return {"phases": phases, "rate": rate, "cpu_us": cpu, "ratio": rate["this"] / rate["baseline"]}
+
+
 def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, with_lake: bool,
-                     via_router: bool = False) -> dict[str, Any]:
+                     via_router: bool = False, root: Path | None = None) -> dict[str, Any]:
     label = (f"{n_nodes} node{'s' if n_nodes > 1 else ''}, {'lake' if with_lake else 'no lake'}"
-             + (", via TraceRouter" if via_router else ""))
+             + (", via TraceRouter" if via_router else "") + (f", from {root}" if root and root != ROOT else ""))
     folder = Path(tempfile.mkdtemp(prefix="bench-lake-"))
     table = servers.new_lake("5s")
-    nodes = [make_node(folder, f"node-{chr(97 + i)}", table, with_lake=with_lake) for i in range(n_nodes)]
+    nodes = [make_node(folder, f"node-{chr(97 + i)}", table, with_lake=with_lake, root=root)
+             for i in range(n_nodes)]
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     router = ctx.Process(target=router_main, args=([n.endpoint for n in nodes], False, child))
@@ -556,15 +715,12 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
             router.join()
         stopped_in = stop_all(nodes)
         acked = all_acked(results)
-        look = None
         if with_lake:
             con = raw_lake(table.settings())
             try:
                 check = check_stored(con, "lake.spans", acked)
             finally:
                 con.close()
-            if n_nodes == 3 and not via_router:
-                look = reconciler_look(table.settings(), args.look_spans)
         else:
             import duckdb
 
@@ -602,7 +758,7 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
             sum(node_cpu.values()) + cpu.get("lake postgres", 0.0) + cpu.get("lake s3", 0.0) + cpu.get("router", 0.0)
             + sum(r["cpu_window_s"] for r in results)) / seconds,
         "started_s": started_in, "stopped_s": stopped_in, "check": check, "load_avg": os.getloadavg()[0],
-        "reconciler_look": look, "lake_metrics": lake_metrics,
+        "lake_metrics": lake_metrics,
     }
     where = "lake (distinct spans)" if with_lake else "the nodes' files"
     ok = check["stored"] == check["expected"] and check["short_traces"] == 0
@@ -628,13 +784,6 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
               f"{last} s), "
               f"{summed['lake_reconcile_looks_total']:.0f} reconciler looks, {summed['lake_peer_reads_total']:.0f} "
               f"peer reads ({summed['lake_peer_spans_total']:.0f} spans)", flush=True)
-    if look and "error" not in look:
-        print("    a reconciler's look (split_traces, run while the ring may have changed) over "
-              + "; ".join(f"{v['spans']:,} spans: {v['wall_s']:.2f} s wall, {v['cpu_s']:.2f} s CPU "
-                          f"({1e6 * v['cpu_s'] / max(v['spans'], 1):.2f} µs CPU a span in the window)"
-                          for k, v in look.items() if k != "grow_s"), flush=True)
-    elif look:
-        print(f"    a reconciler's look: not measured ({look['error']})", flush=True)
     return phase
 
 
@@ -1129,7 +1278,15 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of load before each window (3)")
     parser.add_argument("--exporters", type=int, default=8, help="exporter processes, closed loop (8)")
     parser.add_argument("--look-spans", type=int, default=2_000_000,
-                        help="spans the 3-node phase's lake is grown to for timing a reconciler's look (2000000)")
+                        help="the reconciler part's lake: spans in its window (2000000)")
+    parser.add_argument("--look-flush", type=int, default=20_000, help="the reconciler part: spans a flush (20000)")
+    parser.add_argument("--look-new", type=int, default=231_000,
+                        help="the reconciler part: spans copied between two looks (231000: 10 s at 3 x 7,700/s)")
+    parser.add_argument("--look-interval", type=float, default=10.0,
+                        help="the reconciler part: seconds between looks ([lake] reconcile_interval, 10)")
+    parser.add_argument("--baseline", metavar="DIR", help="the versus part: a checkout to compare this one with")
+    parser.add_argument("--flush-spans", type=int, default=40_000, help="the flush part: spans a flush (40000)")
+    parser.add_argument("--flush-rounds", type=int, default=7, help="the flush part: flushes each way (7)")
     parser.add_argument("--rounds", type=int, default=1, help="throughput phases per setup (median reported)")
     parser.add_argument("--lag-rate", type=float, default=3000.0, help="spans/s offered during the lag part")
     parser.add_argument("--lag-seconds", type=float, default=20.0, help="seconds of markers per flush interval")
@@ -1148,7 +1305,7 @@ def main() -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args()
     parts = [p.strip() for p in args.part.split(",") if p.strip()]
-    unknown = set(parts) - {"throughput", "lag", "pages", "recovery"}
+    unknown = set(parts) - {"throughput", "lag", "pages", "recovery", "reconciler", "versus", "flush"}
     if unknown:
         parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
 
@@ -1172,7 +1329,8 @@ def main() -> int:
         for part in parts:
             started = time.monotonic()
             out[part] = {"throughput": part_throughput, "lag": part_lag, "pages": part_pages,
-                         "recovery": part_recovery}[part](servers, args)
+                         "recovery": part_recovery, "reconciler": part_reconciler,
+                         "versus": part_versus, "flush": part_flush}[part](servers, args)
             print(f"[{part}] done in {time.monotonic() - started:.0f} s\n", flush=True)
     print(f"bench_lake: {time.monotonic() - began:.0f} s in all", flush=True)
     if args.json:

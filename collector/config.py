@@ -226,7 +226,7 @@ class LakeS3Config:
 class LakeConfig:
     """``[lake]``: the DuckLake this node copies what it committed to, shared with other nodes."""
 
-    #: the catalog: ``postgres://user:password@host:port/dbname`` (a DuckDB catalog file for one machine)
+    #: the catalog: ``postgres://user:password@host:port/dbname`` (``sqlite:/path/catalog.sqlite`` for one machine)
     catalog: str = ""
     #: where the Parquet data goes: ``s3://bucket/prefix/`` or a directory
     data: str = ""
@@ -239,6 +239,11 @@ class LakeConfig:
     #: while nodes join or leave, read other nodes' parts of an incomplete trace from the lake to assemble it whole
     #: (never when forwarding: this node would forward their spans too)
     read_peer_spans: bool = True
+    #: how long an operation on the catalog's server or S3 may wait for an answer before it fails (a flush then
+    #: fails, is logged and retried)
+    timeout: Annotated[float, Duration] = 30.0
+    #: /healthz says "degraded" (and /readyz answers 503) when the oldest row not yet copied is older than this
+    max_lag: Annotated[float, Duration] = 60.0
     s3: LakeS3Config = field(default_factory=LakeS3Config)
 
     def settings(self) -> Any:
@@ -246,7 +251,7 @@ class LakeConfig:
 
         s3 = self.s3
         return LakeSettings(self.catalog, self.data, S3Settings(s3.endpoint, s3.key_id, s3.secret, s3.region,
-                                                                s3.url_style, s3.use_ssl))
+                                                                s3.url_style, s3.use_ssl), self.timeout)
 
     def node_name(self) -> str:
         import socket
@@ -384,7 +389,7 @@ class CollectorConfig:
 
 
 def _check_lake(lake: LakeConfig) -> None:
-    from agentotel_eval.store.lake import LakeError, catalog_target
+    from agentotel_eval.store.lake import LakeError, catalog_target, check_node_name
 
     if not lake.catalog.strip():
         raise ConfigError("lake.catalog", "name the catalog: postgres://user:password@host:port/dbname")
@@ -400,6 +405,14 @@ def _check_lake(lake: LakeConfig) -> None:
         raise ConfigError("lake.flush_interval", "must be positive")
     if lake.reconcile_interval < 0:
         raise ConfigError("lake.reconcile_interval", "must be 0 (off) or positive")
+    if lake.timeout <= 0:
+        raise ConfigError("lake.timeout", "must be positive")
+    if lake.max_lag < lake.flush_interval:
+        raise ConfigError("lake.max_lag", "must be at least flush_interval (the lag of a healthy node reaches it)")
+    try:
+        check_node_name(lake.node)
+    except LakeError as exc:
+        raise ConfigError("lake.node", str(exc).partition(": ")[2]) from None
     if lake.s3.url_style not in ("path", "vhost"):
         raise ConfigError("lake.s3.url_style", f'expected "path" or "vhost", got {lake.s3.url_style!r}')
 

@@ -31,6 +31,7 @@ from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.forward.metrics import ForwardMetrics
 from agentotel_eval.collector.lake.flusher import LakeFlusher
+from agentotel_eval.collector.lake.health import lake_health
 from agentotel_eval.collector.lake.metrics import LakeMetrics
 from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
@@ -141,9 +142,15 @@ class Collector:
             # the ports first: a start that cannot listen must not create the database and its lock
             check_free(*cfg.grpc_address, "OTLP/gRPC", "grpc")
             check_free(*cfg.http_address, "OTLP/HTTP", "http")
+            if cfg.lake is not None:  # a node that cannot use its lake does not create its file either
+                self.lake = LakeFlusher(cfg.lake.settings(), cfg.lake.node_name(), self._cursor,
+                                        cfg.lake.flush_interval)
+                self.lake.connect()
             self.database = Database(self.db_path, settings=cfg.writer.duckdb_settings(),
                                      row_group_size=cfg.writer.row_group_size)
         except BaseException:
+            if self.lake is not None:
+                self.lake.close(final=False)
             with self._lock:
                 self._state = "stopped"
             raise
@@ -232,14 +239,14 @@ class Collector:
                 tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
                 idle_timeout=cfg.receiver.http_idle_timeout, handshake_timeout=cfg.receiver.http_read_timeout,
             )
-            if cfg.lake is not None:  # before listening: a node that cannot reach its lake does not start
-                self.lake = LakeFlusher(cfg.lake.settings(), cfg.lake.node_name(), self._cursor,
-                                        cfg.lake.flush_interval)
+            if cfg.lake is not None and self.lake is not None:  # before listening
                 self.lake.open()
                 self.lake.start()
-                if cfg.lake.reconcile_interval > 0:
+                # one machine's lake (a SQLite catalog) has one node: no trace can be split between nodes
+                several = cfg.lake.settings().sqlite_file is None
+                if cfg.lake.reconcile_interval > 0 and several:
                     self.reconciler = self._reconciler(cfg)
-                if isinstance(self._trace_reader, PeerReader):
+                if isinstance(self._trace_reader, PeerReader) and several:
                     self.peers = self._trace_reader.peers = PeerSpans(
                         cfg.lake.settings(), cfg.lake.node_name(), away=self._away(cfg.lake),
                         quiet=self._quiet(cfg))
@@ -547,8 +554,10 @@ class Collector:
         return out
 
     def health(self) -> dict[str, Any]:
+        lake = self._lake_health() if self.lake is not None else None
+        status = "ok" if self._state == "running" else self._state
         return {
-            "status": "ok" if self._state == "running" else self._state,
+            "status": "degraded" if status == "ok" and lake is not None and lake["degraded"] else status,
             "token": self._token,
             "pid": os.getpid(),
             "db": str(self.db_path),
@@ -561,17 +570,13 @@ class Collector:
             "open_traces": self.assembler.open_traces,
             "assembler_pid": self.assembler.pid,  # None: assembly runs on a thread here
             "decode_pids": self.decoders.pids if self.decoders is not None else [],  # []: decoding runs here
-            **({"lake": self._lake_health()} if self.lake is not None else {}),
+            **({"lake": lake} if lake is not None else {}),
         }
 
     def _lake_health(self) -> dict[str, Any]:
-        """The node's copy to the shared lake: its name there, flushes, the last error, and how far behind."""
-        assert self.lake is not None
-        stats = self.lake.stats
-        watermark = stats.last_watermark
-        return {"node": self.lake.node, "flushes": stats.flushes, "flush_failures": stats.failures,
-                "last_error": stats.last_error or None,
-                "lag_seconds": round((datetime.now(UTC) - watermark).total_seconds(), 3) if watermark else None}
+        """The node's copy to the shared lake (``collector.lake.health``)."""
+        assert self.lake is not None and self.config.lake is not None
+        return lake_health(self.lake, self.reconciler, self.config.lake.max_lag)
 
     def metrics_text(self) -> str:
         return generate_latest(self._metrics).decode()
@@ -595,7 +600,7 @@ class Collector:
         interval = cfg.lake.reconcile_interval
         reconciler = Reconciler(cfg.lake.settings(), cfg, cfg.lake.node_name(), interval=interval,
                                 quiet=self._quiet(cfg), live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
-                                away=self._away(cfg.lake))
+                                quiet_rootless=self._quiet(cfg) + cfg.assembler.max_wait)
         reconciler.open()
         reconciler.start()
         return reconciler

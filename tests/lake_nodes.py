@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,8 +57,10 @@ class ServeNode:
     """One ``agentotel-eval serve`` process on fixed ports; ``start`` again after ``stop`` or ``kill`` reopens the
     same file under the same node name and ports."""
 
-    def __init__(self, folder: Path, name: str, lake: LakeTable, *, grace_period: str = "200ms") -> None:
+    def __init__(self, folder: Path, name: str, lake: LakeTable, *, grace_period: str = "200ms",
+                 root: Path = ROOT) -> None:
         self.name = name
+        self.root = root  # the checkout it runs from (a benchmark compares another one's)
         self.db = folder / f"{name}.duckdb"
         self.grpc = f"127.0.0.1:{free_port()}"
         self.http = f"127.0.0.1:{free_port()}"
@@ -78,13 +80,13 @@ class ServeNode:
 
     def start(self) -> ServeNode:
         assert self.proc is None, f"{self.name} is running"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONPATH": str(self.root), "PYTHONUNBUFFERED": "1"}
         with self.log.open("a") as out:
             out.write(f"--- start {self.name}\n")
             out.flush()
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "agentotel_eval.cli", "serve", "--config", str(self.config)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.root, start_new_session=True)
         return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -292,3 +294,21 @@ class AgentTracer:
 
     def shutdown(self) -> None:
         self.provider.shutdown()
+
+
+def split_request(fx: Any, part_of: Callable[[Any, int], int]) -> tuple[bytes, bytes]:
+    """A recorded fixture's trace split into two OTLP requests: ``part_of(span, n)`` (the span's protobuf, its
+    number in the trace) says which of the two each span goes to."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    whole = trace_service_pb2.ExportTraceServiceRequest.FromString(fx.body("protobuf"))
+    parts = [trace_service_pb2.ExportTraceServiceRequest(), trace_service_pb2.ExportTraceServiceRequest()]
+    dealt = 0
+    for rs in whole.resource_spans:
+        targets = [p.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url) for p in parts]
+        for ss in rs.scope_spans:
+            scopes = [t.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url) for t in targets]
+            for span in ss.spans:
+                scopes[part_of(span, dealt)].spans.add().CopyFrom(span)
+                dealt += 1
+    return parts[0].SerializeToString(), parts[1].SerializeToString()

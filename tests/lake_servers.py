@@ -47,6 +47,14 @@ class Postgres:
         return self.url(dbname)
 
 
+def psql(pg: Postgres, sql: str, database: str = "postgres") -> str:
+    """Run one statement as the server's superuser in ``database``; its output."""
+    done = subprocess.run([str(_bin("psql")), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", database,
+                           "-q", "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def _bin(name: str) -> Path:
     base = postgres_bin()
     assert base is not None
@@ -86,6 +94,7 @@ def running_postgres() -> Iterator[Postgres]:
 @dataclass(frozen=True)
 class S3Server:
     port: int
+    pid: int = 0
 
     @property
     def endpoint(self) -> str:
@@ -105,7 +114,7 @@ def running_s3() -> Iterator[S3Server]:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(port, server, "moto's S3 server")
-        yield S3Server(port)
+        yield S3Server(port, server.pid)
     finally:
         server.terminate()
         server.wait(30)

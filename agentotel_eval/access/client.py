@@ -166,22 +166,28 @@ def _over_lake(lake: str, sql: str, limit: int | None, timeout: float | None, pa
     """The query over every node's rows in the lake that ``lake`` (a config file with ``[lake]``) names; one
     sealed reader per file for the process (attaching the catalog is the slow part)."""
     from agentotel_eval.store import lake as lakes
-    from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, run_query
+    from agentotel_eval.store.query import DEFAULT_ROW_LIMIT, DEFAULT_TIMEOUT, QueryError, run_query
 
     try:
         lakes.check_reader_sql(sql)
     except lakes.LakeError as exc:
         raise QueryFailure(str(exc)) from None
+    try:
+        settings = lakes.settings_from_file(lake)
+    except lakes.LakeError as exc:
+        raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
     con = _LAKE_READERS.get(lake)
     if con is None:
         try:
-            con = _LAKE_READERS[lake] = lakes.open_reader(lakes.settings_from_file(lake))
+            con = _LAKE_READERS[lake] = lakes.open_reader(settings)
         except lakes.LakeError as exc:
             raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
     cursor = con.cursor()
     try:
         return run_query(cursor, sql, row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
                          timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, params=params)
+    except QueryError as exc:  # DuckDB's words can name the catalog's connection string
+        raise QueryFailure(settings.scrub(str(exc))) from None
     finally:
         cursor.close()
 

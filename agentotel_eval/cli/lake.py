@@ -114,7 +114,7 @@ def _maintain(args: argparse.Namespace) -> int:
         lake.attach(con, config.lake.settings())
         deleted = lake.maintain(con, config.retention_seconds, keep)
     except (lake.LakeError, duckdb.Error) as exc:
-        print(f"error: lake maintenance failed: {exc}", file=sys.stderr)
+        print(f"error: lake maintenance failed: {config.lake.settings().scrub(lake.explain(exc))}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         con.close()

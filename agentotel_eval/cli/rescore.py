@@ -127,10 +127,13 @@ def _print(summary: RescoreSummary, form: str) -> None:
 
 
 def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:
+    import duckdb
+
     from agentotel_eval.collector.config import ConfigError, load_config
     from agentotel_eval.collector.lake.rebuild import rescore_lake
     from agentotel_eval.collector.score.rescore import RescoreError
     from agentotel_eval.store import lake
+    from agentotel_eval.store.query import QueryError
 
     if args.db or args.url:
         print("error: --lake re-scores the shared lake; --db and --url name one node's file", file=sys.stderr)
@@ -139,12 +142,15 @@ def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:
         settings = lake.settings_from_file(args.lake)
         config = load_config(args.config or args.lake).validate()
         payload["config"] = str(Path(args.config or args.lake).resolve())
-        summary = rescore_lake(settings, payload, config, node="rescore" + (f"-{args.shard}" if args.shard else ""))
+        summary = rescore_lake(settings, payload, config, node="rescore@" + (args.shard or "lake"))
     except (ConfigError, RescoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except lake.LakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (duckdb.Error, QueryError) as exc:  # the lake refused a read (an outage, a privilege): no traceback
+        print(f"error: {settings.scrub(lake.explain(exc))}", file=sys.stderr)
         return EXIT_FAILED
     _print(summary, args.format)
     return 0

@@ -71,8 +71,8 @@ def check_store(path: str | Path) -> None:
                           f"(it holds {writer_lock_path(path)})")
     try:
         con = attach_read_only(path)
-    except duckdb.Error as exc:  # held by another process, or by this one
-        raise SchemaError(f"cannot open {path} for writing: {one_line(exc)}") from None
+    except duckdb.Error as exc:  # held by another process, or by this one; or written by a newer DuckDB
+        raise SchemaError(f"cannot open {path} for writing: {why_unopenable(exc)}") from None
     try:
         check_ours(con, path)
     finally:
@@ -197,6 +197,8 @@ def _unreadable(path: Path, exc: Exception) -> str:
             # DuckDB 1.x reads blocks past a cut-off end at ATTACH already; 2.x attaches and check_ours finds it
             return (f"{path} is a truncated DuckDB file: it has {size} bytes and DuckDB {duckdb.__version__} read "
                     f"past its end ({one_line(exc)}); use another --db")
+        if "newer version of DuckDB" in str(exc):
+            return f"{path} cannot be opened: {why_unopenable(exc)}"
         return (f"{path} is a DuckDB file that DuckDB {duckdb.__version__} cannot read (damaged, truncated, or "
                 f"written by another DuckDB version): {one_line(exc)}")
     return f"{path} is not an agentotel-eval database: {_not_duckdb(head)}"
@@ -224,3 +226,16 @@ def _held_elsewhere(exc: Exception) -> bool:
 
 def one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
+
+
+def why_unopenable(exc: Exception) -> str:
+    """DuckDB's words on a file it cannot open, with the way out when a newer DuckDB wrote it: the default install
+    (DuckDB 2.x) writes files the ``[lake]`` extra's DuckDB 1.5.5 cannot read."""
+    import duckdb
+
+    said = one_line(exc)
+    if "newer version of DuckDB" not in said:
+        return said
+    return (f"it was written by a newer DuckDB than this one ({duckdb.__version__}; the default install runs 2.x, the "
+            "[lake] extra 1.5.5): copy it once with the newer DuckDB into a file written with STORAGE_VERSION "
+            f"'v1.5.0' and point db at that (docs/scale-out.md, Versions), or use a new file. DuckDB: {said}")

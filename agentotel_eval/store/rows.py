@@ -376,7 +376,7 @@ AGENT_RUN_SCHEMA = pa.schema(
         ("output", _STR), ("start_time", _TS), ("end_time", _TS), ("status", _STR),
         ("tools_called", pa.list_(_STR)), ("expected_tools", pa.list_(_STR)), ("parent_run_span_id", _STR),
         ("span_name", _STR), ("convention", _STR), ("error", _STR), ("handoffs", _JSON),
-        ("tool_call_count", pa.int32()), ("updated_at", _TS), ("diagnostics", _JSON),
+        ("tool_call_count", pa.int32()), ("updated_at", _TS), ("diagnostics", _JSON), ("trace_root", pa.bool_()),
     ]
 )
 assert tuple(AGENT_RUN_SCHEMA.names) == schema.AGENT_RUN_COLUMNS
@@ -412,8 +412,10 @@ def _handoffs_json(handoffs: tuple[Handoff, ...]) -> str:
     return to_json([{k: v for k, v in vars_of(h).items() if v is not None} for h in handoffs])
 
 
-def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Table, pa.Table]:
-    """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run).
+def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int,
+                  trace_roots: Sequence[bool | None] | None = None) -> tuple[pa.Table, pa.Table]:
+    """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run);
+    ``trace_roots``: per run, whether its build held its trace's root span (None: not known).
 
     Built column by column (one comprehension each, like ``spans_to_arrow``): this runs in the collector's writer
     for every run, and per-row tuples appended to per-column lists cost more than the values themselves."""
@@ -439,6 +441,7 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int) -> tuple[pa.Tabl
         [len(r.tool_calls) for r in runs],
         [updated_at_ns] * len(runs),
         [to_json(r.diagnostics) if r.diagnostics else None for r in runs],
+        list(trace_roots) if trace_roots is not None else [None] * len(runs),
     ]
     # one entry per call: the call, its run's index, its number within the run
     calls = [c for r in runs for c in r.tool_calls]

@@ -43,7 +43,7 @@ LOG_COLUMNS: tuple[str, ...] = (
 AGENT_RUN_COLUMNS: tuple[str, ...] = (
     "trace_id", "span_id", "agent_name", "service_name", "input", "output", "start_time", "end_time", "status",
     "tools_called", "expected_tools", "parent_run_span_id", "span_name", "convention", "error", "handoffs",
-    "tool_call_count", "updated_at", "diagnostics",
+    "tool_call_count", "updated_at", "diagnostics", "trace_root",
 )
 TOOL_CALL_COLUMNS: tuple[str, ...] = (
     "trace_id", "run_span_id", "seq", "span_id", "call_id", "tool_name", "arguments", "result", "status", "source",
@@ -226,8 +226,19 @@ _V5 = Migration(
     ),
 )
 
+_V6 = Migration(
+    6,
+    "agent_runs: trace_root, whether the run's build held its trace's root span",
+    (
+        # false: the run was built from a part of its trace without the root span (a trace split between nodes of
+        # a shared lake, or whose root lives in a service that does not export here); the lake shows a build
+        # that had the root before a newer one that did not. NULL for runs stored before.
+        "ALTER TABLE agent_runs ADD COLUMN trace_root BOOLEAN",
+    ),
+)
+
 #: Forward migrations, in order. Append new steps; a released step never changes.
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 #: Views: (name, SELECT). Recreated on every writable open.

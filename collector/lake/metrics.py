@@ -4,7 +4,6 @@ the other nodes' spans read to assemble split traces."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
@@ -28,15 +27,20 @@ class LakeMetrics(Collector):
                       stats.failures)
         yield counter("lake_rows_flushed", "Rows copied to the shared lake, by table.", by_key(stats.rows),
                       labels=("table",))
+        yield gauge("lake_flushes_failing", "Flushes failed in a row since the last that worked (0: healthy).",
+                    stats.failing)
+        yield counter("lake_flush_timeouts", "Flushes that ran past the lake's timeout and were interrupted.",
+                      stats.timeouts)
+        yield counter("lake_heartbeats", "Heartbeat marks written while there was nothing to copy.", stats.heartbeats)
+        yield counter("lake_trace_parts", "Rows written to the lake's index of trace parts.", stats.parts)
         yield gauge("lake_flush_seconds", "How long the last flush took.", stats.last_seconds)
-        watermark = stats.last_watermark
-        lag = (datetime.now(UTC) - watermark).total_seconds() if watermark is not None else 0.0
-        yield gauge("lake_lag_seconds", "Age of the newest span commit copied to the lake (0 before the first).",
-                    lag)
+        yield gauge("lake_lag_seconds", "Age of the oldest committed row not yet copied to the lake (0: all copied).",
+                    stats.lag_seconds())
         if self._reconciler is not None:
             r = self._reconciler
-            yield counter("lake_reconcile_looks", "Searches for traces split between nodes (after a membership "
-                          "change).", r.looks)
+            yield counter("lake_reconcile_looks", "Looks for traces split between nodes, as the searcher.", r.looks)
+            yield counter("lake_reconcile_parts_read", "Index rows of trace parts the reconciler read.", r.parts_read)
+            yield counter("lake_split_traces", "Traces found split between nodes.", r.splits_found)
             yield counter("lake_traces_reconciled", "Split traces rebuilt whole from the lake by this node.",
                           r.traces_rebuilt)
             yield counter("lake_reconcile_failures", "Reconciler looks that failed (retried).", r.failures)

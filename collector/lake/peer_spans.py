@@ -59,6 +59,7 @@ class PeerSpans:
     def __init__(self, settings: lake.LakeSettings, node: str, *, away: float, quiet: float,
                  clock: Any = lambda: datetime.now(UTC)) -> None:
         self.node = node
+        self._settings = settings
         self._away = timedelta(seconds=away)
         self._window = TRACE_WINDOW + timedelta(seconds=quiet)
         self._now = clock
@@ -109,7 +110,8 @@ class PeerSpans:
             their_logs = self._records("logs", LOG_SELECT, wanted, since, "log_id")
         except Exception as exc:  # the lake unreachable: build from this node's part; the reconciler catches up
             self.failures += 1
-            log.warning("could not read other nodes' parts of traces from the lake (built from this node's): %s", exc)
+            log.warning("could not read other nodes' parts of traces from the lake (built from this node's): %s",
+                        self._settings.scrub(lake.explain(exc)))
             return spans, logs
         self.reads += 1
         held = set(zip(spans.column("trace_id").to_pylist(), spans.column("span_id").to_pylist(), strict=True))

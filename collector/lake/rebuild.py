@@ -28,6 +28,7 @@ from agentotel_eval.store import lake
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
     from agentotel_eval.collector.config import CollectorConfig
 
@@ -37,12 +38,15 @@ class LakeBuilds:
     with one commit stamp, under the writer's name (``node``). Span attribute updates stay out: the lake keeps
     spans as they arrived, and the scores are in ``evaluations``."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, node: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, node: str, settings: lake.LakeSettings) -> None:
         self._con = con
         self.node = node
+        self._settings = settings
         self.rows = 0
 
     def __call__(self, op: ReplaceRuns) -> None:
+        import duckdb
+
         now = datetime.now(UTC)
         stamp = {"committed_at": now, "node": self.node, "flushed_at": now}
         con = self._con
@@ -52,6 +56,11 @@ class LakeBuilds:
             if op.evaluations is not None:
                 n += lake.append(con, "evaluations", op.evaluations, stamp)
             con.execute("COMMIT")
+        except duckdb.Error as exc:  # the catalog's server or S3 refused (a privilege, an outage): said plainly
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            raise lake.LakeError(self._settings.scrub(f"cannot write builds to the lake: {lake.explain(exc)}")
+                                 ) from None
         except BaseException:
             con.execute("ROLLBACK")
             raise
@@ -66,15 +75,20 @@ class LakeRebuilder:
         self._reader = lake.open_reader(settings)
         try:
             self._writer = lake.open_writer(settings)
-            missing = [t for t in lake.TABLES if not self._writer.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
-                [lake.LAKE, t]).fetchone()[0]]  # type: ignore[index]
-            if missing:
-                raise RescoreError(f"the lake has no {', '.join(missing)} table yet: no node has written to it")
+            try:
+                missing = [t for t in lake.TABLES if not self._writer.execute(
+                    "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
+                    [lake.LAKE, t]).fetchone()[0]]  # type: ignore[index]
+                if missing:
+                    raise RescoreError(f"the lake has no {', '.join(missing)} table yet: no node has written to it")
+                lake.check_privileges(self._writer, settings, write=True, who=node)
+            except BaseException:
+                self._writer.close()
+                raise
         except BaseException:
             self._reader.close()
             raise
-        self.builds = LakeBuilds(self._writer, node)
+        self.builds = LakeBuilds(self._writer, node, settings)
         self._rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
                                   self.builds, conventions=config.conventions,
                                   text_failures=config.reconstruction.text_failures, config_name=config_name)
@@ -96,6 +110,20 @@ class LakeRebuilder:
         """Rows of SQL over the lake's raw tables (``lake.spans``, ...) and latest views, through the reader."""
         with self._cursor() as cur:
             return cur.execute(sql, params or []).fetchall()
+
+    def arrow(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        """``read``'s rows as Arrow (many rows, kept out of Python objects)."""
+        with self._cursor() as cur:
+            return cur.execute(sql, params or []).to_arrow_table()
+
+    def read_with(self, name: str, table: pa.Table, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        """``read`` with ``table`` (Arrow) visible to the SQL as ``name``."""
+        with self._cursor() as cur:
+            cur.register(name, table)
+            try:
+                return cur.execute(sql, params).fetchall()
+            finally:
+                cur.unregister(name)
 
     def close(self) -> None:
         self._writer.close()

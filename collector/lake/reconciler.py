@@ -1,23 +1,31 @@
 """Rebuild whole the traces that more than one node stored, from the lake.
 
 The gateway sends each trace to one node, but not always: when a node joins or leaves, about 1/N of the traces
-in flight move mid-trace, and its failover resends a dead node's part elsewhere. Each node then builds and scores
-its own part. The reconciler finds such traces in the lake (spans of one trace from two or more nodes), waits
-until they are quiet (no span copied for ``quiet`` seconds, so each node has built and copied its part), reads
-every node's spans of the trace (a span stored twice, once), rebuilds and scores it whole with the node's own
-scoring config, and appends the build to the lake as the trace's newest (``LakeBuilds``): the latest views then
-show one whole run where there were parts, scored once.
+in flight move mid-trace, and a failover resend (a node answering UNAVAILABLE when overloaded, or a lost ack) sends
+a part elsewhere with no change of the ring at all. Each node then builds and scores its own part. The reconciler
+finds such traces, waits until they are quiet (no part copied for ``quiet`` seconds, so each node has built and
+copied its part), reads every node's spans of the trace (a span stored twice, once), rebuilds and scores it whole
+with the node's own scoring config, and appends the build to the lake as the trace's newest (``LakeBuilds``): the
+latest views then show one whole run where there were parts, scored once.
 
-A trace is rebuilt again when a span of it is copied after its reconciled build, or when a node's build of it is
-newer (a part that was built late): the views converge on the whole trace. Every node runs a reconciler, and one
-of them searches and rebuilds: the first live node by name (live: it copied rows to the lake within ``live_for``
-seconds), so when it dies the next takes over, and the cluster pays for one search, not one per node.
+How it finds them, always and cheaply: every flush writes, with its spans, one row per trace to the lake's narrow
+index of parts (``lake.PARTS``: trace id, node, flush time, whether the part held a root span). The reconciler
+reads only the index rows committed since its last look (DuckLake's insertions between two snapshots) into a
+table in its own memory that holds the parts of the last ``TRACE_WINDOW``, and a trace whose parts come from two
+nodes there is split. Each index row is read once, whatever the interval; the parts of the window are read from
+the lake once when a node becomes the searcher.
 
-Looking costs a scan of the trace ids of every span copied in the window looked at (random ids: no file can be
-skipped by them), so a reconciler looks only when traces can have been split: the ring changes only when a node
-joins, leaves or comes back, and each node's flush marks in the lake show when (``membership_changes``). After a
-change it looks every interval at the spans copied since ``TRACE_WINDOW`` before it (traces in flight then), for
-``TRACE_WINDOW`` after it; otherwise a look is one small read of the marks.
+Which build stays: the lake's views show a trace's newest build that had its root span (``lake.shown_builds``),
+so a node's part built late without the root (after its ``max_wait``) never replaces a whole build. A split
+trace is rebuilt when quiet unless the build shown is already a whole-lake build (the reconciler's, or ``rescore
+--lake``'s: its rules are kept) made after the last part reached the lake: one rebuild per split trace. A part
+copied later, or a node's build of it shown in its place, makes it due again. A split trace that no node holds
+the root of (it lives in a service that does not export here) waits ``quiet_rootless`` (the part's ``max_wait``
+more), so that every node's part is built before the rebuild.
+
+Every node runs a reconciler, and one of them searches and rebuilds: the first live node by name (live: it wrote
+to the lake within ``live_for`` seconds; an idle node writes a heartbeat every flush interval), so when it dies
+the next takes over, and the cluster pays for one search, not one per node.
 """
 
 from __future__ import annotations
@@ -34,27 +42,33 @@ from agentotel_eval.collector.score.rescore import RescoreRequest
 from agentotel_eval.store import lake
 
 if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
     from agentotel_eval.collector.config import CollectorConfig
     from agentotel_eval.collector.lake.rebuild import LakeRebuilder
 
 log = logging.getLogger(__name__)
 
 #: the name a reconciler's builds carry in the lake's ``node`` column: ``reconciler@<node>``
-BUILDER_PREFIX = "reconciler@"
-#: the most a look ever spans
+BUILDER_PREFIX = "reconciler" + lake.LAKE_BUILDER
+#: the most a look at the flush marks ever spans
 LOOKBACK = timedelta(hours=1)
-#: an agent run lasts at most this: the parts of a trace in flight at a change lie within it (of the change, and
-#: of each other's start times)
+#: an agent run lasts at most this: the parts of one trace reach the lake within it of each other
 TRACE_WINDOW = timedelta(minutes=15)
 #: traces rebuilt together
 BATCH = 100
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SplitTrace:
+    """A trace whose parts came from two or more nodes, as the reconciler knows it."""
+
     trace_id: str
-    last_copied: datetime  # when its newest span reached the lake
-    reconciled: bool  # its newest build is a reconciler's, made after its last span was copied
+    first_part: datetime  # when its first part reached the lake
+    last_part: datetime  # when its newest part reached the lake
+    rooted: bool  # a node's part held its root span
+    settled: bool = False  # its shown build is a whole-lake build made after its last part
 
 
 def membership_changes(marks: Sequence[tuple[str, datetime]], first_marks: dict[str, datetime], now: datetime,
@@ -90,6 +104,15 @@ def changes_in(read: Callable[[str, list[Any]], list[tuple[Any, ...]]], now: dat
             if c > since + away]
 
 
+def whole_build_kept(trace: SplitTrace, shown: tuple[str, datetime] | None) -> bool:
+    """Whether a split trace's shown build (its writer, its commit stamp) is a whole-lake build (the reconciler's,
+    or a re-score's, whose rules are kept) made after its last part reached the lake: nothing to rebuild."""
+    if shown is None:
+        return False
+    builder, committed = shown
+    return lake.LAKE_BUILDER in builder and committed >= trace.last_part
+
+
 def searcher(live: Sequence[str]) -> str | None:
     """The node that searches for split traces and rebuilds them: the first live node by name."""
     return min(live, default=None)
@@ -99,29 +122,45 @@ class Reconciler:
     """Looks for split traces every ``interval`` seconds on a thread of its own; ``run_once`` is one look."""
 
     def __init__(self, settings: lake.LakeSettings, config: CollectorConfig, node: str, *, interval: float,
-                 quiet: float, live_for: float, away: float,
+                 quiet: float, live_for: float, quiet_rootless: float | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._settings = settings
         self._config = config
         self.node = node
         self._interval = interval
         self._quiet = timedelta(seconds=quiet)
+        self._quiet_rootless = timedelta(seconds=quiet if quiet_rootless is None else max(quiet, quiet_rootless))
         self._live_for = timedelta(seconds=live_for)
-        self._away = timedelta(seconds=away)
-        self.looks = 0  # the looks that searched the spans (not only the marks)
         self._now = clock
-        self._since: datetime | None = None  # spans copied after this are looked at
         self._rebuilder: LakeRebuilder | None = None
+        self._parts: duckdb.DuckDBPyConnection | None = None  # the window's parts, in this process's memory
+        self._snapshot: int | None = None  # the lake snapshot the parts were read up to; None: read the window
+        self.splits: dict[str, SplitTrace] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.looks = 0  # looks as the searcher
+        self.parts_read = 0  # index rows read
         self.traces_rebuilt = 0
+        self.splits_found = 0
         self.failures = 0
+        self.last_error = ""
+
+    @property
+    def window(self) -> timedelta:
+        """How long the parts of a trace are remembered: its parts reach the lake within ``TRACE_WINDOW`` of each
+        other, and it is rebuilt at most ``quiet_rootless`` after its last."""
+        return TRACE_WINDOW + self._quiet_rootless
 
     def open(self) -> None:
+        import duckdb
+
         from agentotel_eval.collector.lake.rebuild import LakeRebuilder
 
         self._rebuilder = LakeRebuilder(self._settings, self._config, BUILDER_PREFIX + self.node,
                                         config_name="reconciler")
+        self._parts = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                          "autoload_known_extensions": False, "threads": 1})
+        self._parts.execute("CREATE TABLE parts (trace_id VARCHAR, node VARCHAR, copied TIMESTAMPTZ, rooted BOOLEAN)")
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="agentotel-lake-reconcile", daemon=True)
@@ -131,67 +170,124 @@ class Reconciler:
         while not self._stop.wait(self._interval):
             try:
                 self.run_once()
+                self.last_error = ""
             except Exception as exc:  # the lake unreachable for a while: the next look finds the same traces
                 self.failures += 1
-                log.warning("lake reconciliation failed (retried in %.0fs): %s", self._interval, exc)
+                self.last_error = self._settings.scrub(lake.explain(exc))
+                log.warning("lake reconciliation failed (retried in %.0fs): %s", self._interval, self.last_error)
 
     def run_once(self) -> list[str]:
-        """One look, when this node is the searcher: rebuild the quiet split traces; returns their ids."""
+        """One look, when this node is the searcher: read the parts copied since the last look, rebuild the
+        split traces now quiet; returns the ids of those rebuilt."""
         assert self._rebuilder is not None, "open() first"
         now = self._now()
-        starts = [change - TRACE_WINDOW for change in self.changes(now) if change > now - TRACE_WINDOW - self._quiet]
-        if self._since is not None:  # split traces found last time still wait for quiet
-            starts.append(self._since)
-        if not starts:  # no node joined or left lately: no trace can have been split
-            return []
         if searcher(self.live_nodes(now)) != self.node:
+            self._forget()  # another node searches: what it reads from here on is not ours to keep
             return []
-        since = max(min(starts), now - LOOKBACK)
         self.looks += 1
-        found = self.split_traces(since)
-        due = [t for t in found if not t.reconciled and t.last_copied <= now - self._quiet]
+        self.follow(now)
+        due = [t for t in self.splits.values() if not t.settled
+               and t.last_part <= now - (self._quiet if t.rooted else self._quiet_rootless)]
+        due.sort(key=lambda t: (t.last_part, t.trace_id))
+        rebuilt: list[str] = []
         for start in range(0, len(due), BATCH):
-            ids = tuple(t.trace_id for t in due[start:start + BATCH])
-            summary = self._rebuilder.run(RescoreRequest(trace_ids=ids))
-            self.traces_rebuilt += summary.traces
-        # Keep looking from the oldest trace still waiting for quiet, even once the change is past.
-        waiting = [t.last_copied for t in found if not t.reconciled and t not in due]
-        self._since = min(waiting) - timedelta(microseconds=1) if waiting else None
-        return [t.trace_id for t in due]
+            batch = due[start:start + BATCH]
+            shown = self._shown_builds(batch)
+            todo = [t.trace_id for t in batch if not whole_build_kept(t, shown.get(t.trace_id))]
+            if todo:
+                summary = self._rebuilder.run(RescoreRequest(trace_ids=tuple(todo)))
+                self.traces_rebuilt += summary.traces
+                rebuilt += todo
+            for t in batch:
+                t.settled = True
+        for trace_id in [t for t, split in self.splits.items() if split.settled and split.last_part < now - self.window]:
+            del self.splits[trace_id]
+        return rebuilt
 
-    def changes(self, now: datetime) -> list[datetime]:
-        assert self._rebuilder is not None
-        return changes_in(self._rebuilder.read, now, self._away)
+    def follow(self, now: datetime) -> None:
+        """Read the index rows committed since the last look (or, first, those of the window) into memory; mark
+        the traces they split, and those a node's build of may now be shown, as due."""
+        assert self._rebuilder is not None and self._parts is not None
+        (snapshot,) = self._rebuilder.read(f"SELECT id FROM {lake.LAKE}.current_snapshot()")[0]
+        if self._snapshot is not None and snapshot == self._snapshot:
+            return
+        since = self._snapshot
+        if since is None:
+            new = self._arrow(f"SELECT trace_id, node, flushed_at, rooted FROM {lake.LAKE}.{lake.PARTS} "
+                              "WHERE flushed_at > ?", [now - self.window])
+            built: set[str] = set()
+        else:
+            try:
+                new = self._arrow(f"SELECT trace_id, node, flushed_at, rooted FROM ducklake_table_insertions("
+                                  f"'{lake.LAKE}', 'main', '{lake.PARTS}', ?, ?)", [since + 1, snapshot])
+                built = self._built_by_nodes(since + 1, snapshot)
+            except Exception as exc:  # its snapshots expired by maintenance, say: read the window again
+                log.info("reading the lake's new trace parts from its snapshot %s failed (%s): reading the last %s",
+                         since, self._settings.scrub(str(exc)), self.window)
+                self._forget()
+                self.follow(now)
+                return
+        self.parts_read += new.num_rows
+        mem = self._parts
+        mem.register("_new", new)
+        try:
+            mem.execute("INSERT INTO parts SELECT * FROM _new")
+            split = mem.execute(
+                "SELECT trace_id, min(copied), max(copied), bool_or(rooted) FROM parts WHERE trace_id IN "
+                "(SELECT trace_id FROM _new) GROUP BY trace_id HAVING count(DISTINCT node) > 1").fetchall()
+        finally:
+            mem.unregister("_new")
+        mem.execute("DELETE FROM parts WHERE copied < ?", [now - self.window])
+        for trace_id, first, last, rooted in split:
+            known = self.splits.get(trace_id)
+            if known is None:
+                self.splits_found += 1
+                self.splits[trace_id] = SplitTrace(trace_id, first, last, bool(rooted))
+            else:
+                known.first_part, known.last_part = min(known.first_part, first), max(known.last_part, last)
+                known.rooted = known.rooted or bool(rooted)
+                known.settled = False
+        for trace_id in built & self.splits.keys():  # a node's build may be shown in place of a whole one
+            self.splits[trace_id].settled = False
+        self._snapshot = snapshot
 
-    def split_traces(self, since: datetime) -> list[SplitTrace]:
-        """The traces with a span copied after ``since`` whose spans came from more than one node."""
+    def _arrow(self, sql: str, params: list[Any]) -> pa.Table:
         assert self._rebuilder is not None
-        L = lake.LAKE
-        rows = self._rebuilder.read(
-            f"""
-            WITH recent AS (
-                SELECT trace_id, min(start_time) AS lo, max(start_time) AS hi FROM {L}.spans
-                WHERE flushed_at > ? GROUP BY trace_id
-            ), bounds AS (SELECT min(lo) - ?::INTERVAL AS lo, max(hi) + ?::INTERVAL AS hi FROM recent),
-            split AS (
-                SELECT s.trace_id, max(s.flushed_at) AS last_copied
-                FROM {L}.spans s, bounds WHERE s.start_time BETWEEN bounds.lo AND bounds.hi
-                AND s.trace_id IN (SELECT trace_id FROM recent)
-                GROUP BY s.trace_id HAVING count(DISTINCT s.node) > 1
-            ), newest AS (
-                SELECT r.trace_id, arg_max(r.node, r.updated_at) AS builder,
-                       arg_max(r.flushed_at, r.updated_at) AS build_copied
-                FROM {L}.agent_runs r WHERE r.trace_id IN (SELECT trace_id FROM split) GROUP BY r.trace_id
-            )
-            SELECT split.trace_id, split.last_copied,
-                   coalesce(starts_with(newest.builder, '{BUILDER_PREFIX}') AND newest.build_copied > split.last_copied,
-                            FALSE)
-            FROM split LEFT JOIN newest USING (trace_id) ORDER BY split.last_copied, split.trace_id
-            """, [since, TRACE_WINDOW, TRACE_WINDOW])
-        return [SplitTrace(str(t), copied, bool(done)) for t, copied, done in rows]
+        return self._rebuilder.arrow(sql, params)
+
+    def _built_by_nodes(self, first: int, last: int) -> set[str]:
+        """The traces a node (not a whole-lake builder) wrote runs of between two snapshots, among the split."""
+        if not self.splits:
+            return set()
+        rows = self._arrow(f"SELECT DISTINCT trace_id FROM ducklake_table_insertions('{lake.LAKE}', 'main', "
+                           f"'agent_runs', ?, ?) WHERE NOT contains(node, '{lake.LAKE_BUILDER}')", [first, last])
+        return set(rows.column("trace_id").to_pylist())
+
+    def _shown_builds(self, batch: Sequence[SplitTrace]) -> dict[str, tuple[str, datetime]]:
+        """Per trace of ``batch``, who wrote the build the views show (``lake.shown_builds``) and its commit
+        stamp; read from the runs copied since the batch's first part."""
+        import pyarrow as pa
+
+        assert self._rebuilder is not None
+        ids = pa.table({"trace_id": pa.array([t.trace_id for t in batch], pa.string())})
+        rows = self._rebuilder.read_with(
+            "_due", ids,
+            f"SELECT trace_id, node, committed_at FROM {lake.LAKE}.agent_runs WHERE flushed_at >= ? AND trace_id IN "
+            "(SELECT trace_id FROM _due) QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY trace_root IS "
+            "DISTINCT FROM FALSE DESC, updated_at DESC, flushed_at DESC) = 1", [min(t.first_part for t in batch)])
+        return {str(t): (str(n), at) for t, n, at in rows}
+
+    def _forget(self) -> None:
+        """Drop what was read: it is read again from the window when this node searches next."""
+        if self._snapshot is None and not self.splits:
+            return
+        self._snapshot = None
+        self.splits.clear()
+        if self._parts is not None:
+            self._parts.execute("DELETE FROM parts")
 
     def live_nodes(self, now: datetime) -> list[str]:
-        """The nodes that copied rows to the lake within ``live_for``, and this one."""
+        """The nodes that wrote to the lake (rows or a heartbeat) within ``live_for``, and this one."""
         assert self._rebuilder is not None
         rows = self._rebuilder.read(f"SELECT DISTINCT node FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at >= ?",
                                     [now - self._live_for])
@@ -204,3 +300,6 @@ class Reconciler:
         if self._rebuilder is not None:
             self._rebuilder.close()
             self._rebuilder = None
+        if self._parts is not None:
+            self._parts.close()
+            self._parts = None

@@ -24,7 +24,7 @@ from agentotel_eval.collector.receive.http.server import HttpServer, Limits
 from agentotel_eval.collector.ui.routes import UiPages, is_ui_path, ui_routes
 from agentotel_eval.collector.ui.sign_in import sign_in_routes
 from agentotel_eval.store import lake
-from agentotel_eval.store.query import QueryResult, run_query
+from agentotel_eval.store.query import QueryError, QueryResult, run_query
 
 
 class LakeUi:
@@ -32,6 +32,7 @@ class LakeUi:
 
     def __init__(self, settings: lake.LakeSettings, host: str, port: int, *, token: str | None = None,
                  row_limit: int = 10_000, timeout: float = 30.0, workers: int = 8) -> None:
+        self._settings = settings
         self._row_limit = row_limit
         self._timeout = timeout
         self._con = lake.open_reader(settings)
@@ -56,6 +57,9 @@ class LakeUi:
         cursor = self._con.cursor()
         try:
             return run_query(cursor, sql, row_limit=self._row_limit, timeout=self._timeout, params=params)
+        except QueryError as exc:  # DuckDB's words can name the catalog's connection string: a page shows them
+            exc.args = (self._settings.scrub(str(exc)),)
+            raise
         finally:
             cursor.close()
 

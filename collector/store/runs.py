@@ -58,7 +58,9 @@ def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | N
     if not runs and not replace and not evaluations and not updates:
         return None
     whole, patches = split_span_updates(updates)
-    run_rows, call_rows = runs_to_arrow(runs, now_ns)
+    rooted = [any(not span.parent_span_id for span in trace.spans) for trace in traces]
+    run_rows, call_rows = runs_to_arrow(runs, now_ns, [r for trace, root in zip(traces, rooted, strict=True)
+                                                        for r in [root] * len(trace.runs)])
     return RunRows(run_rows, call_rows, replace, evaluations_to_arrow(evaluations) if evaluations else None,
                    tuple(patches), span_values_table(whole) if whole else None)
 

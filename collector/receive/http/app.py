@@ -84,8 +84,8 @@ def build_app(parts: HttpApp, blocking: Blocking) -> Starlette:
     middleware = []
     if parts.auth is not None:
         routes += sign_in_routes(parts.auth, secure=parts.tls is not None)
-        middleware.append(Middleware(BearerAuth, auth=parts.auth, open_paths=frozenset({"/healthz", "/login",
-                                                                                        "/logout"}),
+        middleware.append(Middleware(BearerAuth, auth=parts.auth, open_paths=frozenset({"/healthz", "/readyz",
+                                                                                        "/login", "/logout"}),
                                      cookie_paths=is_ui_path, refusal=refusal))
     if parts.ui is not None:
         routes += ui_routes(parts.ui, blocking)

@@ -1,5 +1,6 @@
-"""``GET /healthz`` (open even with a token, to say the collector is up and which one it is) and ``GET /metrics``
-(Prometheus text)."""
+"""``GET /healthz`` (open even with a token, to say the collector is up and which one it is), ``GET /readyz`` (open:
+200 while the status is "ok", 503 otherwise, e.g. "degraded" while a lake node cannot copy to its lake) and
+``GET /metrics`` (Prometheus text)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,12 @@ def ops_routes(health: Callable[[], dict[str, Any]], metrics: Callable[[], str],
             answer = {key: answer[key] for key in _OPEN_HEALTH if key in answer}
         return JsonAnswer(answer)
 
+    async def readyz(_request: Request) -> Response:
+        status = (await blocking.run(health)).get("status")
+        return JsonAnswer({"status": status}, status_code=200 if status == "ok" else 503)
+
     async def scrape(_request: Request) -> Response:
         return Response(await blocking.run(metrics), media_type=METRICS_TYPE)
 
-    return [Route("/healthz", healthz, methods=["GET"]), Route("/metrics", scrape, methods=["GET"])]
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", scrape, methods=["GET"])]

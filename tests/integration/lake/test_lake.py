@@ -19,6 +19,7 @@ import pytest
 from agentotel_eval.store import lake
 from tests.collector_harness import fast_config, post_otlp, wait_until
 from tests.fixture_traces import fixtures
+from tests.lake_nodes import split_request
 from tests.lake_servers import Postgres, S3Server, lake_marks, running_postgres, running_s3
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -117,7 +118,7 @@ def test_two_nodes_flush_concurrently_and_a_reader_sees_every_node_sealed(tmp_pa
     runs = query_lake(path, "SELECT count(*) AS n FROM agent_runs")
     assert runs.returncode == 0, runs.stderr
     assert json.loads(runs.stdout) == [{"n": counts[0]["agent_runs"] + counts[1]["agent_runs"]}]
-    for sql, says in [("SELECT * FROM read_csv('/etc/passwd')", "cannot read or write files"),
+    for sql, says in [("SELECT * FROM read_csv('/etc/passwd')", "read_csv() is not available"),
                       ("SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT 1')", "catalog's server"),
                       ("INSERT INTO spans (trace_id, span_id) VALUES ('a', 'b')", "INSERT")]:
         refused = query_lake(path, sql)
@@ -195,7 +196,7 @@ def test_a_node_whose_lake_cannot_be_reached_does_not_start(tmp_path, servers):
     config = LakeConfig(catalog=pg.url("no_such_database"), data=str(tmp_path / "data"))
     with pytest.raises(lake.LakeError, match=r"cannot attach the lake .*no_such_database"):
         node(tmp_path, config, "a")
-    assert not (tmp_path / "a.duckdb.collector.json").exists()
+    assert not (tmp_path / "a.duckdb.collector.json").exists() and not (tmp_path / "a.duckdb").exists()
 
 
 def test_lake_maintain_applies_the_retention_once_for_every_node_and_merges_files(tmp_path, lake_config):
@@ -299,13 +300,13 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
                               ).fetchall() == runs_whole
         # every trace's newest build is one worker's, and no trace was rebuilt by both
         builders = reader.execute(
-            "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs WHERE node LIKE 'rescore-%' GROUP BY 1"
+            "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs WHERE node LIKE 'rescore@%/%' GROUP BY 1"
         ).fetchall()
         assert len(builders) == whole["traces"] and all(len(nodes) == 1 for _, nodes in builders)
         newest = reader.execute(
             "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) OVER (PARTITION BY "
             "trace_id)").fetchall()
-        assert sorted(n for (n,) in newest) == ["rescore-1/2", "rescore-2/2"]
+        assert sorted(n for (n,) in newest) == ["rescore@1/2", "rescore@2/2"]
     finally:
         reader.close()
 
@@ -313,19 +314,7 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
 def halves(fx) -> tuple[bytes, bytes]:
     """A fixture's spans dealt out alternately into two requests: the trace split between two nodes, as when the
     ring changes mid-trace."""
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
-    whole = trace_service_pb2.ExportTraceServiceRequest.FromString(fx.body("protobuf"))
-    parts = [trace_service_pb2.ExportTraceServiceRequest(), trace_service_pb2.ExportTraceServiceRequest()]
-    dealt = 0
-    for rs in whole.resource_spans:
-        targets = [p.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url) for p in parts]
-        for ss in rs.scope_spans:
-            scopes = [t.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url) for t in targets]
-            for span in ss.spans:
-                scopes[dealt % 2].spans.add().CopyFrom(span)
-                dealt += 1
-    return parts[0].SerializeToString(), parts[1].SerializeToString()
+    return split_request(fx, lambda _span, dealt: dealt % 2)
 
 
 def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_path, lake_config):

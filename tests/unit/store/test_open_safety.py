@@ -133,3 +133,13 @@ def test_a_read_only_open_reads_an_older_database_as_it_is(tmp_path):
     finally:
         con.close()
     assert snapshot(tmp_path) == before
+
+
+def test_a_file_of_a_newer_duckdb_is_refused_with_the_way_to_copy_it():
+    from agentotel_eval.store.identity import why_unopenable
+
+    said = why_unopenable(RuntimeError("IO Error: Trying to read a database file with version number 999, but we "
+                                       "can only read versions between 64 and 68.\nThe database file was created "
+                                       "with an newer version of DuckDB."))
+    assert said.startswith("it was written by a newer DuckDB than this one") and "STORAGE_VERSION 'v1.5.0'" in said
+    assert why_unopenable(RuntimeError("Could not set lock on file")) == "Could not set lock on file"

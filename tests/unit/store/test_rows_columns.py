@@ -69,7 +69,7 @@ def _reference_rows(runs: list[AgentRun], updated_at_ns: int) -> tuple[list[dict
                 {k: getattr(h, k) for k in h.__dataclass_fields__ if getattr(h, k) is not None} for h in run.handoffs
             ]),
             "tool_call_count": len(run.tool_calls), "updated_at": updated_at_ns,
-            "diagnostics": _plain_json(run.diagnostics) if run.diagnostics else None,
+            "diagnostics": _plain_json(run.diagnostics) if run.diagnostics else None, "trace_root": None,
         })
         for seq, call in enumerate(run.tool_calls):
             args = call.input_parameters if call.input_parameters is not None else call.raw_arguments

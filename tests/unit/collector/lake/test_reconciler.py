@@ -38,3 +38,14 @@ def test_a_part_of_a_trace_has_no_root_or_a_span_whose_parent_it_lacks():
     span_ids = ["r", "c", "c", "r", "c", "r"]
     parents = [None, "r", "r", "", "x", None]
     assert incomplete_traces(trace_ids, span_ids, parents) == {"rootless", "orphan"}
+
+
+def test_a_split_traces_whole_build_is_kept_when_made_after_its_last_part():
+    from agentotel_eval.collector.lake.reconciler import SplitTrace, whole_build_kept
+
+    trace = SplitTrace("t", first_part=at(0), last_part=at(10), rooted=True)
+    assert whole_build_kept(trace, ("reconciler@a", at(12)))
+    assert whole_build_kept(trace, ("rescore@lake", at(10)))  # a re-score's rules stay
+    assert not whole_build_kept(trace, ("reconciler@a", at(9)))  # a part came after it: rebuild
+    assert not whole_build_kept(trace, ("b", at(20)))  # a node's build of its part is shown: rebuild
+    assert not whole_build_kept(trace, None)
