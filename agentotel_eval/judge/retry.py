@@ -26,7 +26,7 @@ class RetriesExhausted(JudgeError):
         self.failure = failure
 
 
-async def call_with_retries(
+async def retry_judge_call(
     attempt: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     counter: AttemptCounter | None = None,

@@ -19,7 +19,7 @@ from agentotel_eval.judge import prompts
 from agentotel_eval.judge.cache import ResponseCache, cache_key
 from agentotel_eval.judge.client import CustomLLMClient, Message, complete_once
 from agentotel_eval.judge.errors import JudgeError, JudgeOutputError, PermanentJudgeError
-from agentotel_eval.judge.retry import RetriesExhausted, call_with_retries
+from agentotel_eval.judge.retry import RetriesExhausted, retry_judge_call
 from agentotel_eval.retry import AttemptCounter, RetryPolicy
 
 T = TypeVar("T")
@@ -140,7 +140,7 @@ class JudgeRunner:
                     return await call
                 return await asyncio.wait_for(call, self.attempt_timeout)
 
-        return await call_with_retries(attempt, self.retry, counter)
+        return await retry_judge_call(attempt, self.retry, counter)
 
     async def judge(
         self,

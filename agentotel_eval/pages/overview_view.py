@@ -52,7 +52,7 @@ class ToolErrors(NamedTuple):
     rate: float
 
 
-class Finding(NamedTuple):
+class FindingRow(NamedTuple):
     error_type: str
     found_by: str  # judge | detectors
     runs: int
@@ -82,7 +82,7 @@ class OverviewView:
     departures: Markup
     departures_source: str
     tool_errors: list[ToolErrors]
-    findings: list[Finding]
+    findings: list[FindingRow]
     judge: list[JudgeRow]
     judge_total: str
 
@@ -197,7 +197,7 @@ def overview_view(ov: Overview, links: Links) -> OverviewView:
                            else "no tool-correctness scores in this range"),
         tool_errors=[ToolErrors(or_blank(r["tool_name"]), r["calls"], r["errors"], float(r["error_rate"] or 0))
                      for r in ov.tool_errors],
-        findings=[Finding(or_blank(r["error_type"]), or_blank(_who(r["metric"])), r["runs"]) for r in ov.findings],
+        findings=[FindingRow(or_blank(r["error_type"]), or_blank(_who(r["metric"])), r["runs"]) for r in ov.findings],
         judge=[JudgeRow(or_blank(r["status"]), r["evaluations"], f"${float(r['cost_usd'] or 0):.4f}",
                         r["models"] or "-") for r in ov.judge],
         judge_total=f"${sum(float(r['cost_usd'] or 0) for r in ov.judge):.4f}",

@@ -62,7 +62,7 @@ class Job:
 
 
 @dataclass
-class JudgeStats:
+class JudgeQueueStats:
     judged: int = 0
     errors: int = 0
     skipped_budget: int = 0
@@ -127,7 +127,7 @@ class JudgeWorker:
         self._poll = poll_interval
         #: applied to each queued test case before the judge's prompt is built from it
         self._redactor = redactor
-        self.stats = JudgeStats()
+        self.stats = JudgeQueueStats()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None

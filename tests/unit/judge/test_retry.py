@@ -10,7 +10,7 @@ from agentotel_eval.judge.errors import (
     classify,
     parse_retry_after,
 )
-from agentotel_eval.judge.retry import RetriesExhausted, call_with_retries
+from agentotel_eval.judge.retry import RetriesExhausted, retry_judge_call
 from agentotel_eval.retry import AttemptCounter, RetryPolicy
 
 
@@ -79,7 +79,7 @@ async def test_call_with_retries_counts_attempts_and_sleeps():
 
     counter = AttemptCounter()
     policy = RetryPolicy(max_attempts=4, base_delay=0.1)
-    assert await call_with_retries(attempt, policy, counter, sleep=fake_sleep) == "ok"
+    assert await retry_judge_call(attempt, policy, counter, sleep=fake_sleep) == "ok"
     assert (counter.attempts, counter.retries) == (3, 2)
     assert 0.05 <= slept[0] <= 0.1 and 0.25 <= slept[1] <= 0.275
 
@@ -93,7 +93,7 @@ async def test_permanent_errors_are_not_retried():
         raise StatusError(400)
 
     with pytest.raises(RetriesExhausted, match="not retryable") as info:
-        await call_with_retries(attempt, RetryPolicy(), sleep=lambda s: asyncio.sleep(0))
+        await retry_judge_call(attempt, RetryPolicy(), sleep=lambda s: asyncio.sleep(0))
     assert calls == 1 and info.value.attempts == 1
     assert isinstance(info.value.__cause__, StatusError)
 
@@ -107,7 +107,7 @@ async def test_attempts_are_bounded():
         raise StatusError(503)
 
     with pytest.raises(RetriesExhausted, match="after 3 attempt"):
-        await call_with_retries(attempt, RetryPolicy(max_attempts=3, base_delay=0), sleep=lambda s: asyncio.sleep(0))
+        await retry_judge_call(attempt, RetryPolicy(max_attempts=3, base_delay=0), sleep=lambda s: asyncio.sleep(0))
     assert calls == 3
 
 
@@ -120,7 +120,7 @@ async def test_a_longer_retry_after_than_allowed_fails_at_once():
         raise StatusError(429, {"Retry-After": "3600"})
 
     with pytest.raises(RetriesExhausted, match="asked to retry after 3600s, more than max_retry_after=60s"):
-        await call_with_retries(attempt, RetryPolicy(max_retry_after=60), sleep=lambda s: asyncio.sleep(0))
+        await retry_judge_call(attempt, RetryPolicy(max_retry_after=60), sleep=lambda s: asyncio.sleep(0))
     assert calls == 1
 
 
@@ -146,7 +146,7 @@ async def test_each_call_has_every_attempt_and_starts_its_backoff_afresh():
     counter = AttemptCounter()
     policy = RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=100.0)
     for _ in range(2):
-        assert await call_with_retries(failing_twice(), policy, counter, sleep=fake_sleep) == "ok"
+        assert await retry_judge_call(failing_twice(), policy, counter, sleep=fake_sleep) == "ok"
     assert (counter.attempts, counter.retries) == (6, 4)
     assert len(slept) == 4
     assert all(0.5 <= d <= 1 for d in slept[0::2]) and all(1 <= d <= 2 for d in slept[1::2])
