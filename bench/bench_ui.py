@@ -413,7 +413,7 @@ class Server:
 
     def __init__(self, db: str) -> None:
         exe = Path(sys.executable).with_name("agentotel-eval")
-        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "collector"]
+        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.collector"]
         command += ["serve", "--db", db, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0",
                     "--log-level", "warning"]
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by ``stop``)

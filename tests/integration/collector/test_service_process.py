@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def start(db: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "collector", "--db", str(db), "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", *args],
+        [sys.executable, "-m", "agentotel_eval.collector", "--db", str(db), "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )
 
@@ -115,7 +115,7 @@ def test_a_taken_port_is_one_clear_line_and_creates_nothing(tmp_path, taken):
         env.pop("GRPC_VERBOSITY", None)
         ports = {"grpc": "127.0.0.1:0", "http": "127.0.0.1:0", taken: f"127.0.0.1:{port}"}
         proc = subprocess.run(
-            [sys.executable, "-m", "collector", "--db", str(tmp_path / "t.duckdb"), "--grpc", ports["grpc"],
+            [sys.executable, "-m", "agentotel_eval.collector", "--db", str(tmp_path / "t.duckdb"), "--grpc", ports["grpc"],
              "--http", ports["http"]],
             capture_output=True, text=True, timeout=30, env=env, cwd=ROOT,
         )
