@@ -102,7 +102,9 @@ class Context:
         # a binding nothing can read any more (no later call of a tool whose step reads it) is forgotten, so
         # states that differ only there become one
         last_read = [-1] * len(self.slot_of)
-        reader_tools = {steps[k].tool: slots for k, slots in self._dynamic_leaves.items() if slots}
+        reader_tools: dict[str | None, set[int]] = {}  # two steps of one tool may read different ids
+        for k, slots in self._dynamic_leaves.items():
+            reader_tools.setdefault(steps[k].tool, set()).update(slots)
         for j, call in enumerate(calls):
             for slot in reader_tools.get(call.name, ()):
                 last_read[slot] = j

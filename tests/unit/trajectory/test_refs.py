@@ -87,6 +87,19 @@ def test_the_optimum_binds_the_id_to_the_call_whose_value_flows_on() -> None:
     assert run(spec_one, first, second, ToolCall("get_orders", {"user_id": "u-2"})).details["extra"] == [0]
 
 
+def test_two_steps_of_one_tool_read_different_ids() -> None:
+    """Each id stays bound for as long as a later call of a tool whose step reads it may come."""
+    spec = [{"id": "first", "tool": "a"}, {"id": "second", "tool": "c"},
+            {"tool": "b", "args": {"x": {"$ref": "first.args.x"}}},
+            {"tool": "b", "args": {"x": {"$ref": "second.args.x"}}}]
+    outcome = run(spec, ToolCall("a", {"x": 1}), ToolCall("c", {"x": 2}), ToolCall("b", {"x": 1}),
+                  ToolCall("b", {"x": 2}))
+    assert outcome.score == 1.0 and outcome.details["extra"] == []
+    wrong = run(spec, ToolCall("a", {"x": 1}), ToolCall("c", {"x": 2}), ToolCall("b", {"x": 2}),
+                ToolCall("b", {"x": 1}))
+    assert wrong.score == 0.75  # the order of the two b steps is written: one of them misses
+
+
 def test_a_ref_compares_with_json_equality_and_normalisers() -> None:
     spec = [{"id": "q", "tool": "quote"},
             {"tool": "pay", "args": {"amount": {"$ref": "q.result.total"}, "city": {"$ref": "q.args.city",
