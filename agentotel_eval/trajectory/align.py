@@ -464,10 +464,15 @@ def _scan(root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int,
 
 
 def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int]) -> dict[Key, int]:
-    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them."""
+    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them. A state
+    whose open order-free group reads bindings keeps them: the group's calls are matched when it is settled."""
     out: dict[Key, int] = {}
     for key, value in layer.items():
-        bindings = tuple(_UNBOUND if k in slots else b for k, b in enumerate(key[1]))
+        opened = key[2]
+        if opened is not None and opened[1].dynamic:
+            bindings = key[1]
+        else:
+            bindings = tuple(_UNBOUND if k in slots else b for k, b in enumerate(key[1]))
         new_key = (key[0], bindings, key[2])
         old = out.get(new_key)
         if old is None or value > old:

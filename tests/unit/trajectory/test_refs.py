@@ -100,6 +100,14 @@ def test_two_steps_of_one_tool_read_different_ids() -> None:
     assert wrong.score == 0.75  # the order of the two b steps is written: one of them misses
 
 
+def test_a_binding_outlives_the_last_reader_call_while_its_order_free_group_is_open() -> None:
+    """An order-free group's calls are matched when the group is left, after the last call of its tool."""
+    spec = [{"id": "src", "tool": "a"}, {"unordered": [{"tool": "a", "args": {"x": {"$ref": "src.args.x"}}}]}]
+    outcome = run(spec, ToolCall("b", {"x": 2}), ToolCall("a", {"x": 2}), ToolCall("a", {"x": 2}))
+    assert outcome.score == 1.0 and outcome.details["extra"] == [0]
+    assert run(spec, ToolCall("a", {"x": 2}), ToolCall("a", {"x": 1})).score == 0.5
+
+
 def test_a_ref_compares_with_json_equality_and_normalisers() -> None:
     spec = [{"id": "q", "tool": "quote"},
             {"tool": "pay", "args": {"amount": {"$ref": "q.result.total"}, "city": {"$ref": "q.args.city",
