@@ -467,6 +467,7 @@ def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int])
     """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them. A state
     whose open order-free group reads bindings keeps them: the group's calls are matched when it is settled."""
     out: dict[Key, int] = {}
+    ways: dict[Key, Back] = {}  # set once every state is read: a merged state may be one not read yet
     for key, value in layer.items():
         opened = key[2]
         if opened is not None and opened[1].dynamic:
@@ -477,8 +478,8 @@ def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int])
         old = out.get(new_key)
         if old is None or value > old:
             out[new_key] = value
-            if new_key != key:
-                came_from[new_key] = came_from[key]
+            ways[new_key] = came_from[key]
+    came_from.update(ways)
     return out
 
 

@@ -108,6 +108,17 @@ def test_a_binding_outlives_the_last_reader_call_while_its_order_free_group_is_o
     assert run(spec, ToolCall("a", {"x": 2}), ToolCall("a", {"x": 1})).score == 0.5
 
 
+def test_the_calls_shown_are_those_of_the_best_alignment_when_an_id_is_forgotten() -> None:
+    """States alike but for a binding nothing reads any more merge; the merged state keeps its best way."""
+    spec = [{"steps": [{"steps": [{"tool": "b", "args": {"x": {"$ref": "src.args.x"}}}, {"tool": "b"},
+                                  {"tool": "a", "id": "src"}], "optional": True}, {"tool": "a"}],
+             "count": {"min": 1, "max": 2}}]
+    outcome = run(spec, ToolCall("a", {"x": 1}), ToolCall("b", {"x": 1}))
+    # a is the required step of the first round, b the optional group's in the second
+    assert outcome.score == 1.0 and outcome.details["extra"] == []
+    assert [c.get("step") for c in outcome.details["calls"]] == ["steps[0].steps[1]", "steps[0].steps[0].steps[1]"]
+
+
 def test_a_ref_compares_with_json_equality_and_normalisers() -> None:
     spec = [{"id": "q", "tool": "quote"},
             {"tool": "pay", "args": {"amount": {"$ref": "q.result.total"}, "city": {"$ref": "q.args.city",
