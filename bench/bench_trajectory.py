@@ -2,7 +2,9 @@
 
     python bench/bench_trajectory.py [--repeat 300]
 
-Cases, each timed ``--repeat`` times in this process (median and p95 of single scorings, after a warm-up):
+Cases, each timed ``--repeat`` times in this process (median and p95 of single scorings, after a warm-up). A run
+of a shape scored before takes its report from the earlier run (``score_trajectory``): every case but the last
+two forgets those first, so it times the alignment of a run seen for the first time.
 
 - ``20 steps x 50 calls``: a realistic spec of 20 steps (argument matchers with $regex, $in, $approx, $type, a
   $ref from a result, an any_of, an unordered and a parallel group, optional steps, a count) against a run of 50
@@ -19,6 +21,9 @@ Cases, each timed ``--repeat`` times in this process (median and p95 of single s
   calls of the same tools: target under 2 ms;
 - ``hostile``: specs whose exact alignment is exponential (six order-free sequences; 16 nested
   ``unordered``/``parallel`` groups) against 150-200 calls: bounded by the work budget, approximate;
+- ``3 calls, shape first seen`` / ``3 calls, shape seen before``: a short run (the online benchmark's: 3 calls
+  against a 6-step spec with argument matchers, an unordered group, a count and a forbid rule) aligned, and
+  taken from the report of an earlier run of its shape, with its own argument checks;
 - with ``--solvers``: the assignment of the ``unordered`` case solved by this package's min-cost flow and by
   networkx's ``max_flow_min_cost`` (if networkx is installed), on the same graph.
 """
@@ -37,9 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench_assembly import EXPECTATIONS
+
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.test_case import EvalTestCase, ToolCall
 from agentotel_eval.trajectory import parse_spec, score_trajectory
+from agentotel_eval.trajectory.score import forget_shapes
 
 SPEC: dict[str, Any] = {"extra": "penalize", "max_calls": 60, "forbid": [{"tool": "delete_account"}], "steps": [
     {"id": "who", "tool": "find_user", "args": {"zip": {"$regex": r"\d{5}"}}},
@@ -165,6 +173,28 @@ def solvers(repeat: int) -> None:
     row("networkx max_flow_min_cost", timings(networkx_flow, repeat))
 
 
+def first_seen(spec: Any, calls: list[ToolCall]) -> Callable[[], object]:
+    """Scoring that aligns the run, as for a shape not seen before."""
+
+    def score() -> object:
+        forget_shapes()
+        return score_trajectory(spec, calls)
+
+    return score
+
+
+#: the online benchmark's trajectory rule (bench_assembly.py): 6 steps over the ingest load's 1-3 call runs
+SHORT: dict[str, Any] = EXPECTATIONS["trajectory"]["trajectory"]
+
+
+def short_runs() -> list[list[ToolCall]]:
+    """Runs of one shape with other argument values (each scored in turn: the checks are each run's own)."""
+    return [[ToolCall("get_weather", {"city": city}, llm_turn="t1"),
+             ToolCall("search_flights", {"destination": city}, llm_turn="t2"),
+             ToolCall("book_hotel", {"nights": nights}, llm_turn="t3")]
+            for city, nights in (("Paris", 3), ("Lisbon", 2), ("Oslo", 7), ("Rome", 1))]
+
+
 def timings(fn: Callable[[], object], repeat: int) -> list[float]:
     for _ in range(max(3, repeat // 10)):
         fn()
@@ -201,23 +231,28 @@ def main() -> None:
     metric = ToolCorrectnessMetric()
     case = EvalTestCase("q", tools_called=calls, expected_tools=[ToolCall(n) for n in TOOLS_IN_ORDER])
 
-    ours = row("20 steps x 50 calls", timings(lambda: score_trajectory(spec, calls), args.repeat))
-    row("repeats (40 calls of one tool)", timings(lambda: score_trajectory(repeats_spec, fetches), args.repeat))
+    ours = row("20 steps x 50 calls", timings(first_seen(spec, calls), args.repeat))
+    row("repeats (40 calls of one tool)", timings(first_seen(repeats_spec, fetches), args.repeat))
     row("fresh spec, 50 calls", timings(lambda: score_trajectory(parse_spec(text), calls), args.repeat))
     row("parse the spec (JSON)", timings(lambda: parse_spec(text), args.repeat))
     theirs = row("tool_correctness, 50 calls", timings(lambda: metric.measure(case), args.repeat))
     print(f"  trajectory / tool_correctness time: {ours / theirs:.1f}x")
     long = long_run()
     few = max(10, args.repeat // 10)
-    row("20 steps x 200 calls", timings(lambda: score_trajectory(spec, long), few))
+    row("20 steps x 200 calls", timings(first_seen(spec, long), few))
     any_order, any_calls = any_order_case()
     any_spec = parse_spec(any_order)
-    row("unordered 20 x 50 (adk:ANY_ORDER)", timings(lambda: score_trajectory(any_spec, any_calls), args.repeat))
+    row("unordered 20 x 50 (adk:ANY_ORDER)", timings(first_seen(any_spec, any_calls), args.repeat))
     for name, (hostile, hostile_calls) in HOSTILE.items():
         read = parse_spec(hostile)
         outcome = score_trajectory(read, hostile_calls)
-        row(f"hostile: {name}", timings(lambda read=read, c=hostile_calls: score_trajectory(read, c), 3))
+        row(f"hostile: {name}", timings(first_seen(read, hostile_calls), 3))
         print(f"    work {outcome.alignment.work:,}, approximate: {outcome.alignment.approximate is not None}")
+    short, runs = parse_spec(SHORT), short_runs()
+    row("3 calls, shape first seen", timings(first_seen(short, runs[0]), args.repeat))
+    turn = iter(range(1 << 62))
+    row("3 calls, shape seen before", timings(lambda: score_trajectory(short, runs[next(turn) % len(runs)]),
+                                              args.repeat))
     if args.solvers:
         solvers(args.repeat)
 

@@ -23,9 +23,8 @@ bound: a real alignment, maybe not the best). If even that runs out of work, the
 from __future__ import annotations
 
 import heapq
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from operator import itemgetter
@@ -33,11 +32,11 @@ from typing import Any
 
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory.automaton import Builder, Leaf, Node, Solved
-from agentotel_eval.trajectory.matchers import Ref, Verdict, check_keys
+from agentotel_eval.trajectory.checks import UNBOUND, Checker, KeyCheck, plan_of
+from agentotel_eval.trajectory.checks import result_value as result_value  # read by rules that trace values
+from agentotel_eval.trajectory.checks import value_at as value_at
 from agentotel_eval.trajectory.spec import Step, TrajectorySpec
 
-_UNBOUND = -1
-_NOT_RECORDED = "not recorded"
 #: units of work (states expanded, automaton nodes read, moves made, assignment arcs / ``ARC_WORK``) one pass of
 #: the scan may take, plus ``WORK_PER_CALL`` a call: a unit is about 5 µs here, so 0.2 s for 200 calls
 WORK_BUDGET = 20_000
@@ -50,66 +49,29 @@ def _fraction(value: float) -> Fraction:
     return Fraction(str(value))  # 0.1 is one tenth, not the binary float nearest to it
 
 
-# --- reading values out of calls ------------------------------------------------------------------------------
-
-
-def result_value(call: ToolCall) -> Any:
-    """A call's result as data: JSON text is parsed (tools often return JSON as a string)."""
-    output = call.output
-    if isinstance(output, str):
-        text = output.strip()
-        if text[:1] in ("{", "[", '"') or text in ("true", "false", "null") or text[:1].isdigit():
-            try:
-                return json.loads(text)
-            except ValueError:
-                return output
-    return output
-
-
-def value_at(data: Any, path: Sequence[str]) -> tuple[bool, Any]:
-    """``(found, value)`` at a dotted path: object keys, or array indices written as numbers."""
-    for part in path:
-        if isinstance(data, Mapping) and part in data:
-            data = data[part]
-        elif isinstance(data, list | tuple) and part.lstrip("-").isdigit() and -len(data) <= int(part) < len(data):
-            data = data[int(part)]
-        else:
-            return False, None
-    return True, data
-
-
-# --- matching a call to a tool step ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class KeyCheck:
-    """One argument key of one call against its matcher."""
-
-    key: str
-    verdict: Verdict  # True, False, or None: not recorded
-    reason: str
-    expected: str = ""
-
-
 class Context:
-    """What matching reads (the calls, the binding slots of referenced ids, memoised verdicts), the scan's
-    units of value, and its work so far."""
+    """What the scan reads (the checked calls, their LLM turns, the binding slots of referenced ids, memoised
+    verdicts of steps that read them), its units of value, and its work so far."""
 
-    def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], steps: Sequence[Step]) -> None:
-        self.calls, self.steps = calls, steps  # ``steps``: the tool steps, in written order
+    def __init__(self, checker: Checker) -> None:
+        plan = checker.plan
+        self.checker, self.steps = checker, plan.steps  # ``steps``: the tool steps, in written order
+        calls = checker.calls
         self.turns = [c.llm_turn for c in calls]
-        self.slot_of, self._dynamic_leaves = _slots_of(spec, steps)
+        self.slot_of, self._dynamic_leaves = plan.slot_of, plan.reads
         # a binding nothing can read any more (no later call of a tool whose step reads it) is forgotten, so
         # states that differ only there become one
         last_read = [-1] * len(self.slot_of)
-        reader_tools = {steps[k].tool: slots for k, slots in self._dynamic_leaves.items() if slots}
-        for j, call in enumerate(calls):
-            for slot in reader_tools.get(call.name, ()):
-                last_read[slot] = j
+        if last_read:
+            reader_tools: dict[str | None, set[int]] = {}  # two steps of one tool may read different ids
+            for k, slots in self._dynamic_leaves.items():
+                reader_tools.setdefault(self.steps[k].tool, set()).update(slots)
+            for j, call in enumerate(calls):
+                for slot in reader_tools.get(call.name, ()):
+                    last_read[slot] = j
         self.slot_dead_from = [j + 1 for j in last_read]
         self.bindings: tuple[int, ...] = ()
-        self._latest: dict[str, list[int]] = {}  # tool -> per call index, its latest earlier call (or -1)
-        self._static: list[list[bool]] = []
+        self._static = checker.can
         self._dynamic: dict[tuple[int, int, tuple[int, ...]], bool] = {}
         m = len(calls)
         self.weight_unit, self.split_unit = (m + 1) ** 2, m + 1  # value = weight·(m+1)² − splits·(m+1) + matched
@@ -118,77 +80,6 @@ class Context:
         self.solved: dict[Any, Solved] = {}  # order-free groups' assignments, by window and bindings
         self.growing: dict[Any, Any] = {}  # their values, by start and bindings
         self.work = 0
-
-    def latest_before(self, tool: str, j: int) -> int:
-        table = self._latest.get(tool)
-        if table is None:
-            table, last = [], -1
-            for k, call in enumerate(self.calls):
-                table.append(last)
-                if call.name == tool:
-                    last = k
-            self._latest[tool] = table
-        return table[j] if j < len(table) else -1
-
-    def resolver(self, j: int, bindings: tuple[int, ...] | None) -> Callable[[Ref], tuple[Verdict, Any, str]]:
-        """Refs for call ``j``; with ``bindings`` None, refs to step ids are undecided (the static pass)."""
-
-        def resolve(ref: Ref) -> tuple[Verdict, Any, str]:
-            slot = self.slot_of.get(ref.target)
-            if slot is not None:
-                if bindings is None:
-                    return None, None, "depends on the alignment"
-                source = bindings[slot]
-                if source == _UNBOUND:
-                    return False, None, f"step {ref.target!r} took no call before this one"
-            else:
-                source = self.latest_before(ref.target, j)
-                if source < 0:
-                    return False, None, f"no earlier call of {ref.target}"
-            call = self.calls[source]
-            data = call.input_parameters if ref.part == "args" else result_value(call)
-            if data is None:
-                return None, None, f"the {'arguments' if ref.part == 'args' else 'result'} of call #{source + 1} " \
-                                   f"({call.name}) {_NOT_RECORDED}"
-            found, value = value_at(data, ref.path)
-            if not found:
-                return False, None, f"call #{source + 1} ({call.name}) has no {ref.part}.{'.'.join(ref.path)}"
-            return True, value, ""
-
-        return resolve
-
-    def checks(self, step: Step, j: int, bindings: tuple[int, ...] | None) -> list[KeyCheck]:
-        """Each constrained key of call ``j`` against ``step``'s matchers."""
-        if step.args is None:
-            return []
-        params = self.calls[j].input_parameters
-        if params is None:  # arguments not captured: nothing can be decided about them
-            return [KeyCheck(k, None, f"arguments {_NOT_RECORDED}", m.describe()) for k, m in step.args.keys]
-        if not isinstance(params, Mapping):
-            params = {"": params}
-        matchers = dict(step.args.keys)
-        return [KeyCheck(k, v, r, matchers[k].describe() if k in matchers else "")
-                for k, v, r in check_keys(step.args.keys, params, step.args.strict, self.resolver(j, bindings))]
-
-    def holds(self, step: Step, j: int, bindings: tuple[int, ...] | None) -> bool:
-        """Whether no constrained key of call ``j`` fails ``step``'s matchers (``checks`` without the report)."""
-        if step.args is None:
-            return True
-        params = self.calls[j].input_parameters
-        if params is None:
-            return True
-        if not isinstance(params, Mapping):
-            params = {"": params}
-        return all(v is not False for _, v, _ in check_keys(step.args.keys, params, step.args.strict,
-                                                             self.resolver(j, bindings)))
-
-    def static_table(self) -> tuple[tuple[bool, ...], ...]:
-        """Per tool step, per call: whether the call may take the step, before any ``$ref`` to a step id."""
-        names = [call.name for call in self.calls]
-        for step in self.steps:
-            tool = step.tool
-            self._static.append([name == tool and self.holds(step, j, None) for j, name in enumerate(names)])
-        return tuple(tuple(row) for row in self._static)
 
     def matches(self, leaf: int, j: int) -> bool:
         if not self._static[leaf][j]:
@@ -199,25 +90,12 @@ class Context:
         key = (leaf, j, tuple(self.bindings[s] for s in slots))
         known = self._dynamic.get(key)
         if known is None:
-            known = self.holds(self.steps[leaf], j, self.bindings)
+            known = self.checker.holds(self.steps[leaf], j, self.bindings)
             self._dynamic[key] = known
         return known
 
 
 # --- compiling ------------------------------------------------------------------------------------------------
-
-
-def _slots_of(spec: TrajectorySpec, steps: Sequence[Step]) -> tuple[dict[str, int], dict[int, tuple[int, ...]]]:
-    """The binding slot of each step id a ``$ref`` names, and the slots each tool step's matchers read;
-    the same for every run of a spec, so memoised on it."""
-    known = spec.memo.get("slots")
-    if known is None:
-        referenced = {r.target for step in steps for r in step.refs}
-        ids = spec.ids
-        slot_of = {name: k for k, name in enumerate(sorted(t for t in referenced if t in ids))}
-        reads = {k: tuple(slot_of[r.target] for r in step.refs if r.target in slot_of) for k, step in enumerate(steps)}
-        known = spec.memo["slots"] = (slot_of, reads)
-    return known
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,13 +165,6 @@ def weights_of(spec: TrajectorySpec) -> _Weights:
     return known
 
 
-def _tool_steps(spec: TrajectorySpec) -> tuple[Step, ...]:
-    known = spec.memo.get("tool_steps")
-    if known is None:
-        known = spec.memo["tool_steps"] = tuple(s for s in spec.root.walk() if s.kind == "tool")
-    return known
-
-
 #: automata kept per spec, by which calls may take which steps: runs of one agent repeat a few shapes
 _AUTOMATA_KEPT = 64
 
@@ -306,27 +177,25 @@ def _automaton(spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ..
     key = (calls, can)
     known = kept.get(key)
     if known is None:
-        steps, weights = _tool_steps(spec), weights_of(spec)
-        slot_of, reads = _slots_of(spec, steps)
+        plan, weights = plan_of(spec), weights_of(spec)
+        steps, slot_of, reads = plan.steps, plan.slot_of, plan.reads
         leaves = [Leaf(step, k) for k, step in enumerate(steps)]
         for leaf, row, gain in zip(leaves, can, weights.gains, strict=True):
             leaf.can, leaf.gain = list(row), gain
         for name, slot in slot_of.items():
             for idx in weights.holders.get(name, ()):
                 leaves[idx].slots = (*leaves[idx].slots, slot)
-        leaf_of = {id(step): k for k, step in enumerate(steps)}
-        known = (Builder(calls, leaves, leaf_of, reads).build(spec.root), leaves)
+        known = (Builder(calls, leaves, plan.leaf_of, reads).build(spec.root), leaves)
         if len(kept) >= _AUTOMATA_KEPT:
             kept.clear()
         kept[key] = known
     return known
 
 
-def _compile(spec: TrajectorySpec, calls: Sequence[ToolCall]) -> tuple[Node, list[Leaf], Context, int, int]:
+def _compile(spec: TrajectorySpec, checker: Checker) -> tuple[Node, list[Leaf], Context, int, int]:
     """(root, leaves, context, total required in integer units, units per 1.0 of weight)."""
-    ctx = Context(spec, calls, _tool_steps(spec))
-    can = ctx.static_table()
-    root, leaves = _automaton(spec, len(calls), can)
+    ctx = Context(checker)
+    root, leaves = _automaton(spec, len(checker.calls), checker.can)
     weights = weights_of(spec)
     ctx.leaf_value = [gain * ctx.weight_unit + 1 for gain in weights.gains]
     return root, leaves, ctx, weights.required, weights.unit
@@ -352,7 +221,7 @@ class Alignment:
     bindings: tuple[tuple[int, ...], ...]  # per call: the calls the referenced ids were bound to before it
     required: int  # total required weight, in units
     unit: int  # units per 1.0 of weight
-    context: Context
+    checker: Checker  # the run's calls, checked
     approximate: str | None = None  # why this may not be the best alignment; None: it is the exact optimum
     work: int = 0  # units of work the search took
 
@@ -367,7 +236,7 @@ class Alignment:
     def checks(self, j: int) -> list[KeyCheck]:
         """Call ``j``'s argument checks against the step that took it (empty for an extra call)."""
         leaf = self.taken_by[j]
-        return [] if leaf is None else self.context.checks(self.leaves[leaf], j, self.bindings[j])
+        return [] if leaf is None else self.checker.checks(self.leaves[leaf], j, self.bindings[j])
 
 
 class _OutOfWork(Exception):
@@ -379,10 +248,12 @@ def work_limit(calls: int, budget: int | None = None) -> int:
     return (WORK_BUDGET if budget is None else budget) + WORK_PER_CALL * calls
 
 
-def align(spec: TrajectorySpec, calls: Sequence[ToolCall], budget: int | None = None) -> Alignment:
+def align(spec: TrajectorySpec, calls: Sequence[ToolCall], budget: int | None = None,
+          checker: Checker | None = None) -> Alignment:
     """The best alignment of ``calls`` (in run order) to ``spec``: exact within ``work_limit``, else the best a
-    beam of ``BEAM`` states finds within as much work again (``Alignment.approximate`` says so)."""
-    root, leaves, ctx, required, unit = _compile(spec, calls)
+    beam of ``BEAM`` states finds within as much work again (``Alignment.approximate`` says so). ``checker``:
+    the calls already checked against the spec (``Checker(spec, calls)``)."""
+    root, leaves, ctx, required, unit = _compile(spec, checker if checker is not None else Checker(spec, calls))
     m, limit = len(calls), work_limit(len(calls), budget)
     reason = None
     try:
@@ -404,7 +275,7 @@ def _scan(root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int,
           beam: int | None) -> tuple[dict[Key, int], list[dict[Key, Back]], int]:
     """The last layer of states with their values, the way back, and how many calls were read (all, unless a
     beam ran out of work)."""
-    no_bindings = (_UNBOUND,) * len(ctx.slot_of)
+    no_bindings = (UNBOUND,) * len(ctx.slot_of)
     layer: dict[Key, int] = {(root.start, no_bindings, None): 0}
     dead_from = ctx.slot_dead_from
     dying: dict[int, list[int]] = {}
@@ -462,16 +333,22 @@ def _scan(root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int,
 
 
 def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int]) -> dict[Key, int]:
-    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them."""
+    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them. A state
+    whose open order-free group reads bindings keeps them: the group's calls are matched when it is settled."""
     out: dict[Key, int] = {}
+    ways: dict[Key, Back] = {}  # set once every state is read: a merged state may be one not read yet
     for key, value in layer.items():
-        bindings = tuple(_UNBOUND if k in slots else b for k, b in enumerate(key[1]))
+        opened = key[2]
+        if opened is not None and opened[1].dynamic:
+            bindings = key[1]
+        else:
+            bindings = tuple(UNBOUND if k in slots else b for k, b in enumerate(key[1]))
         new_key = (key[0], bindings, key[2])
         old = out.get(new_key)
         if old is None or value > old:
             out[new_key] = value
-            if new_key != key:
-                came_from[new_key] = came_from[key]
+            ways[new_key] = came_from[key]
+    came_from.update(ways)
     return out
 
 
@@ -534,7 +411,7 @@ def _trace(spec: TrajectorySpec, calls: Sequence[ToolCall], leaves: Sequence[Lea
     taken_by: list[int | None] = [None] * m
     earned = [0] * m
     splits: list[tuple[str, int]] = []
-    no_bindings = (_UNBOUND,) * len(ctx.slot_of)
+    no_bindings = (UNBOUND,) * len(ctx.slot_of)
     bindings_before: list[tuple[int, ...]] = [no_bindings] * m
     closes = [note for note in closing if note[0] == "close"]
     for j in range(read - 1, -1, -1):
@@ -565,8 +442,8 @@ def _trace(spec: TrajectorySpec, calls: Sequence[ToolCall], leaves: Sequence[Lea
         if solved.split_call is not None:
             splits.append((node.step.path, solved.split_call))
     return Alignment(tuple(leaf.step for leaf in leaves), tuple(taken_by), tuple(earned),
-                     tuple(sorted(splits, key=itemgetter(1))), tuple(bindings_before), required, unit, ctx,
-                     reason, ctx.work)
+                     tuple(sorted(splits, key=itemgetter(1))), tuple(bindings_before), required, unit,
+                     ctx.checker, reason, ctx.work)
 
 
 def _solve(ctx: Context, note: tuple[Any, ...]) -> Solved:

@@ -9,17 +9,26 @@ missing) and each constrained key's verdict and reason, the extra calls, and the
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.frozen import freeze
 from agentotel_eval.test_case import ToolCall
-from agentotel_eval.trajectory.align import Alignment, KeyCheck, align
-from agentotel_eval.trajectory.spec import Step, TrajectorySpec
+from agentotel_eval.trajectory.align import Alignment, align
+from agentotel_eval.trajectory.checks import Checker
+from agentotel_eval.trajectory.report import MISSING, PARTIAL, Report, turns_matter
+from agentotel_eval.trajectory.spec import TrajectorySpec
 
-MATCHED, PARTIAL, MISSING, SKIPPED, NOT_TAKEN = "matched", "partial", "missing", "skipped", "not_taken"
-_NEAR_MISSES = 3
+#: reports kept, by shape of run, for all specs together: steps and calls (rows) they hold, at most
+SHAPE_ROWS_KEPT = 50_000
+#: a run whose report holds more rows than this is not kept (a long run's alignment is where its time goes)
+SHAPE_MOST_ROWS = 512
+_shapes: dict[tuple[Any, ...], Report] = {}
+_shape_rows = 0
+_shapes_lock = threading.Lock()  # scorers on several threads share the kept reports
+_spec_numbers = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,255 +45,71 @@ class TrajectoryOutcome:
         return not self.violations
 
 
-def _check_json(check: KeyCheck) -> dict[str, Any]:
-    out = {"key": check.key, "ok": check.verdict, "expected": check.expected}
-    if check.reason:
-        out["reason"] = check.reason
-    return out
+def _shape(spec: TrajectorySpec, calls: Sequence[ToolCall], checker: Checker,
+           budget: int | None) -> tuple[Any, ...] | None:
+    """What a run's report depends on, besides argument values: its tools, which steps' matchers each call passes,
+    and where turns matter, which calls share an LLM turn. None when a ``$ref`` to a step id makes the matchers
+    depend on the alignment (the alignment is then the run's own)."""
+    if checker.plan.slot_of:
+        return None
+    number = spec.memo.get("number")
+    if number is None:
+        number = spec.memo.setdefault("number", next(_spec_numbers))
+    turns = None
+    if turns_matter(spec):
+        seen: dict[Any, int] = {}
+        turns = tuple(None if c.llm_turn is None else seen.setdefault(c.llm_turn, len(seen)) for c in calls)
+    return number, tuple(c.name for c in calls), checker.can, turns, budget
 
 
-class _Report:
-    """Walks the spec once with the alignment, giving each step its status, calls and checks."""
-
-    def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> None:
-        self.calls, self.alignment, self.memo = calls, alignment, spec.memo
-        leaf_of = spec.memo.get("leaf_of")
-        if leaf_of is None:
-            leaf_of = spec.memo["leaf_of"] = {id(step): k for k, step in enumerate(alignment.leaves)}
-        self.leaf_of: dict[int, int] = leaf_of
-        self.taken: dict[int, list[int]] = {}
-        for j, leaf in enumerate(alignment.taken_by):
-            if leaf is not None:
-                self.taken.setdefault(leaf, []).append(j)
-        self.rows: list[dict[str, Any]] = []
-        self.missing: list[dict[str, Any]] = []
-
-    def walk(self, step: Step, depth: int, need: int, taken: bool) -> tuple[str, list[int]]:
-        """Adds the rows of ``step`` and below; ``need`` is how many calls it must take (repeats of its groups
-        multiply), ``taken`` whether its ``any_of`` alternatives (if any above) chose it."""
-        row = dict(self._static_row(step, depth))
-        self.rows.append(row)
-        need = need * step.least
-        if step.kind == "tool":
-            leaf = self.leaf_of[id(step)]
-            took = self.taken.get(leaf, [])
-            row["calls"] = took
-            if took:
-                row["checks"] = {str(j): [_check_json(c) for c in self.alignment.checks(j)] for j in took
-                                 if step.args is not None}
-            status = self._status(len(took), need, taken)
-            if status in (MISSING, PARTIAL):
-                near = self._near_misses(step, leaf)
-                if near:
-                    row["near_misses"] = near
-                self.missing.append(row)
-            row["status"] = status
-            return status, took
-        chosen = None
-        if step.kind == "any_of":
-            for k, member in enumerate(step.members):
-                if any(self.taken.get(leaf) for leaf in self._leaves_under(member)):
-                    chosen = k
-                    break
-            if chosen is not None:
-                row["chosen"] = chosen
-        statuses: list[str] = []
-        took_all: list[int] = []
-        for k, member in enumerate(step.members):
-            member_taken = taken and (step.kind != "any_of" or k == chosen)
-            status, took = self.walk(member, depth + 1, need, member_taken)
-            took_all.extend(took)
-            if member.least > 0 or status not in (SKIPPED, NOT_TAKEN):
-                statuses.append(status)
-        row["calls"] = sorted(took_all)
-        if not taken:
-            row["status"] = NOT_TAKEN
-        elif need == 0 or (step.kind == "any_of" and any(m.least == 0 for m in step.members)):
-            row["status"] = MATCHED if took_all else SKIPPED
-        elif step.kind == "any_of":
-            row["status"] = statuses[chosen] if chosen is not None else MISSING
-        elif all(s in (MATCHED, SKIPPED) for s in statuses):
-            row["status"] = MATCHED
-        else:
-            row["status"] = PARTIAL if took_all else MISSING
-        if row["status"] == MISSING and step.kind == "any_of":
-            self.missing.append(row)
-        return row["status"], took_all
-
-    def _static_row(self, step: Step, depth: int) -> dict[str, Any]:
-        """What a step's row says whatever the run: built once per spec (rows are copied from it)."""
-        rows = self.memo.setdefault("rows", {})
-        row = rows.get(id(step))
-        if row is None:
-            row = {"path": step.path, "kind": step.kind, "label": step.label, "depth": depth}
-            if step.id is not None:
-                row["id"] = step.id
-            if step.optional:
-                row["optional"] = True
-            if (step.count_min, step.count_max) != (1, 1):
-                row["count"] = {"min": step.count_min} if step.count_max is None else {"min": step.count_min,
-                                                                                       "max": step.count_max}
-            if step.weight is not None:
-                row["weight"] = step.weight
-            rows[id(step)] = row
-        return row
-
-    def _leaves_under(self, step: Step) -> tuple[int, ...]:
-        under = self.memo.setdefault("leaves_under", {})
-        known = under.get(id(step))
-        if known is None:
-            known = under[id(step)] = tuple(self.leaf_of[id(s)] for s in step.walk() if s.kind == "tool")
-        return known
-
-    @staticmethod
-    def _status(took: int, need: int, taken: bool) -> str:
-        if not taken:
-            return NOT_TAKEN if not took else MATCHED
-        if need == 0:
-            return MATCHED if took else SKIPPED
-        return MATCHED if took >= need else PARTIAL if took else MISSING
-
-    def _near_misses(self, step: Step, leaf: int) -> list[dict[str, Any]]:
-        """Calls of the step's tool it did not take, with the checks that kept them out."""
-        out: list[dict[str, Any]] = []
-        ctx = self.alignment.context
-        for j, call in enumerate(self.calls):
-            if call.name != step.tool or self.alignment.taken_by[j] == leaf:
-                continue
-            checks = ctx.checks(step, j, self.alignment.bindings[j])
-            other = self.alignment.taken_by[j]
-            entry: dict[str, Any] = {"call": j, "checks": [_check_json(c) for c in checks if c.verdict is not True]}
-            if other is not None:
-                entry["taken_by"] = self.alignment.leaves[other].path
-            out.append(entry)
-            if len(out) == _NEAR_MISSES:
-                break
-        return out
+def _keep(shape: tuple[Any, ...], report: Report) -> None:
+    global _shape_rows
+    rows = len(report.rows) + len(report.call_steps)
+    if rows > SHAPE_MOST_ROWS:
+        return
+    with _shapes_lock:
+        if _shape_rows + rows > SHAPE_ROWS_KEPT:
+            _shapes.clear()
+            _shape_rows = 0
+        if shape not in _shapes:
+            _shapes[shape] = report
+            _shape_rows += rows
 
 
-def _violations(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment,
-                extra: list[int]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    ctx = alignment.context
-    for j, call in enumerate(calls):
-        for rule in spec.forbid:
-            if call.name != rule.tool:
-                continue
-            checks = ctx.checks(rule, j, alignment.bindings[j])
-            if any(c.verdict is False for c in checks):
-                continue
-            undecided = [c.key for c in checks if c.verdict is None]
-            violation = {"type": "forbidden", "call": j, "rule": rule.path,
-                         "message": f"call #{j + 1} {call.name} is forbidden ({rule.path})"}
-            if undecided:  # the rule's arguments were not recorded: it may not apply, so it is not a violation
-                continue
-            out.append(violation)
-            break
-    if spec.max_calls is not None and len(calls) > spec.max_calls:
-        out.append({"type": "max_calls", "calls": len(calls), "max": spec.max_calls,
-                    "message": f"{len(calls)} calls, more than max_calls = {spec.max_calls}"})
-    if spec.extra == "forbid" and extra:
-        names = ", ".join(f"#{j + 1} {calls[j].name}" for j in extra[:5]) + (" …" if len(extra) > 5 else "")
-        out.append({"type": "extra_forbidden", "calls": extra,
-                    "message": f"{len(extra)} call(s) the spec does not match, with extra = \"forbid\": {names}"})
-    for path, j in alignment.splits:
-        out.append({"type": "parallel_split", "step": path, "call": j,
-                    "message": f"parallel group {path} was split over LLM turns (call #{j + 1})"})
-    if spec.separate_turns:
-        out.extend(_merged_turns(spec, calls, alignment))
-    return out
-
-
-def _merged_turns(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> list[dict[str, Any]]:
-    """Top-level steps whose calls came from one LLM turn (``separate_turns``): one violation per such turn."""
-    top = spec.memo.get("top_of_leaf")
-    if top is None:
-        leaf_of = {id(step): k for k, step in enumerate(alignment.leaves)}
-        top = spec.memo["top_of_leaf"] = {leaf_of[id(s)]: k for k, member in enumerate(spec.root.members)
-                                          for s in member.walk() if s.kind == "tool"}
-    steps_of: dict[Any, list[int]] = {}
-    first_call: dict[Any, int] = {}
-    for j, leaf in enumerate(alignment.taken_by):
-        turn = calls[j].llm_turn
-        if leaf is None or turn is None:
-            continue
-        step = top[leaf]
-        steps = steps_of.setdefault(turn, [])
-        if step not in steps:
-            steps.append(step)
-        first_call.setdefault(turn, j)
-    out = []
-    for turn, steps in steps_of.items():
-        if len(steps) > 1:
-            paths = [spec.root.members[k].path for k in steps]
-            out.append({"type": "turns_merged", "steps": paths, "call": first_call[turn],
-                        "message": f"{' and '.join(paths)} came in one LLM turn (call #{first_call[turn] + 1} on); "
-                                   f"each is a turn of its own (separate_turns)"})
-    return out
-
-
-def _call_row(j: int, call: ToolCall, step: str | None) -> dict[str, Any]:
-    # keys with no value are left out, not written as null: a row's JSON is checked for NaN only when it holds one
-    row: dict[str, Any] = {"index": j, "tool": call.name}
-    if step is not None:
-        row["step"] = step
-    if call.llm_turn is not None:
-        row["turn"] = call.llm_turn
-    return row
-
-
-def _frozen_written(spec: TrajectorySpec) -> Any:
-    """The written spec, frozen once: every result carries it, and freezing a result skips what is frozen."""
-    known = spec.memo.get("frozen_written")
-    if known is None:
-        known = spec.memo["frozen_written"] = freeze(spec.written)
-    return known
-
-
-def _has_parallel(spec: TrajectorySpec) -> bool:
-    known = spec.memo.get("has_parallel")
-    if known is None:
-        known = spec.memo["has_parallel"] = any(s.kind == "parallel" for s in spec.steps())
-    return bool(known)
+def forget_shapes() -> None:
+    """Drops every kept report: the next run of each shape is aligned again (a benchmark of the alignment)."""
+    global _shape_rows
+    with _shapes_lock:
+        _shapes.clear()
+        _shape_rows = 0
 
 
 def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0,
                      budget: int | None = None) -> TrajectoryOutcome:
     """Score ``calls`` (in run order, with their LLM turns) against ``spec`` (``budget``: the alignment's work
-    budget, ``align.WORK_BUDGET`` unless given)."""
-    alignment = align(spec, calls, budget)
-    extra = [j for j, leaf in enumerate(alignment.taken_by) if leaf is None]
-    matched_calls = len(calls) - len(extra)
-    recall = alignment.recall
-    precision = matched_calls / len(calls) if calls else 1.0
-    if spec.extra == "penalize":
-        score = 0.0 if recall + precision == 0 else 2 * recall * precision / (recall + precision)
+    budget, ``align.WORK_BUDGET`` unless given).
+
+    A run of a shape seen before (``_shape``) takes its report from that run and only its own checks are read:
+    runs of one agent repeat a few shapes, and for short runs the alignment and the report's rows are most of
+    the cost."""
+    checker = Checker(spec, calls)
+    shape = _shape(spec, calls, checker, budget)
+    report = _shapes.get(shape) if shape is not None else None
+    if report is None:
+        alignment = align(spec, calls, budget, checker)
+        report = Report(spec, calls, alignment)
+        if shape is not None:
+            _keep(shape, report)
     else:
-        score = recall
-    report = _Report(spec, calls, alignment)
-    for member in spec.root.members:
-        report.walk(member, 0, 1, True)
-    violations = _violations(spec, calls, alignment, extra)
-    details: dict[str, Any] = {
-        "score": score, "recall": recall, "precision": precision,
-        "matched_weight": float(alignment.matched_weight), "required_weight": alignment.required / alignment.unit,
-        "extra_mode": spec.extra, "threshold": threshold,
-        "steps": report.rows,
-        "calls": [_call_row(j, call, alignment.leaves[leaf].path if leaf is not None else None)
-                  for j, (call, leaf) in enumerate(zip(calls, alignment.taken_by, strict=True))],
-        "extra": extra,
-        "violations": violations,
-        "spec": _frozen_written(spec),
-    }
-    if spec.preset:
-        details["preset"] = spec.preset
-    if alignment.approximate is not None:  # the score is a lower bound: a real alignment, maybe not the best
-        details["approximate"] = True
-        details["approximate_reason"] = alignment.approximate
-    if any(c.llm_turn is None for c in calls) and (_has_parallel(spec) or spec.separate_turns):
-        details["turns_not_recorded"] = True  # a parallel group cannot be checked for calls with no turn
-    details["reason"] = reason_text(details, calls)
-    return TrajectoryOutcome(score, recall, precision, tuple(violations), details, alignment)
+        alignment = report.alignment(checker)
+    details, violations = report.details(spec, calls, checker, threshold)
+    reason = report.reason
+    if reason is None:
+        reason = reason_text(details, calls)
+        if report.reason_is_fixed:
+            report.reason = reason
+    details["reason"] = reason
+    return TrajectoryOutcome(report.score, report.recall, report.precision, tuple(violations), details, alignment)
 
 
 def _fmt(value: float) -> str:

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory import parse_spec, score_trajectory
 from agentotel_eval.trajectory.align import BEAM, align, work_limit
+from tests.unit.trajectory.strategies import GROUPS, groups_of, tool_step
 
 TOOLS = "abc"
-GROUPS = ("steps", "unordered", "parallel", "any_of")
 
 # --- the brute force: every assignment of calls to tool steps, judged from the written spec -------------------
 
@@ -182,43 +182,14 @@ def _walk(step: dict[str, Any]) -> list[dict[str, Any]]:
 # --- random specs ----------------------------------------------------------------------------------------------
 
 
-def _tool(tool: str, which: str, low: int, extra: int | None, weight: float, arg: int) -> dict[str, Any]:
-    step: dict[str, Any] = {"tool": tool}
-    if which == "optional":
-        step["optional"] = True
-    elif which == "count":
-        high = None if extra is None else max(low + extra, 1)
-        step["count"] = {"min": low} | ({} if high is None else {"max": high})
-    elif which == "weight":
-        step["weight"] = weight
-    elif which == "args":
-        step["args"] = {"x": arg}
-    return step
-
-
-TOOL = st.builds(_tool, st.sampled_from(TOOLS), st.sampled_from(["none", "optional", "count", "weight", "args"]),
+TOOL = st.builds(tool_step, st.sampled_from(TOOLS), st.sampled_from(["none", "optional", "count", "weight", "args"]),
                  st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)), st.sampled_from([0.5, 2.0, 3.0]),
                  st.integers(1, 2))
 
 
-def _group(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
-    def build(kind: str, members: list[dict[str, Any]], which: str) -> dict[str, Any]:
-        group: dict[str, Any] = {kind: members}
-        if which == "optional":
-            group["optional"] = True
-        elif which == "weight":
-            group["weight"] = 2.0
-        elif which == "count":
-            group["count"] = {"min": 1, "max": 2}
-        return group
-
-    return st.builds(build, st.sampled_from(GROUPS), st.lists(children, min_size=1, max_size=3),
-                     st.sampled_from(["none", "none", "optional", "weight", "count"]))
-
-
 @st.composite
 def specs_with_refs(draw: st.DrawFn, max_leaves: int = 5) -> dict[str, Any]:
-    steps = draw(st.lists(st.recursive(TOOL, _group, max_leaves=max_leaves), min_size=1, max_size=4))
+    steps = draw(st.lists(st.recursive(TOOL, groups_of, max_leaves=max_leaves), min_size=1, max_size=4))
     spec = {"steps": steps}
     leaves = _leaves({"steps": steps})
     if len(leaves) >= 2 and draw(st.booleans()):  # data flow: a later step's x is an earlier step's x
@@ -256,13 +227,13 @@ def test_the_brute_force_sees_rounds_turns_and_refs() -> None:
 
 # --- bounded work ----------------------------------------------------------------------------------------------
 
-BIG_TOOL = st.builds(_tool, st.sampled_from("abcd"), st.sampled_from(["none", "optional", "count", "args"]),
+BIG_TOOL = st.builds(tool_step, st.sampled_from("abcd"), st.sampled_from(["none", "optional", "count", "args"]),
                      st.integers(0, 3), st.one_of(st.none(), st.integers(0, 40)), st.just(1.0), st.integers(1, 3))
 
 
 @st.composite
 def big_specs(draw: st.DrawFn) -> dict[str, Any]:
-    steps = draw(st.lists(st.recursive(BIG_TOOL, _group, max_leaves=30), min_size=1, max_size=30))
+    steps = draw(st.lists(st.recursive(BIG_TOOL, groups_of, max_leaves=30), min_size=1, max_size=30))
     spec = {"steps": steps}
     leaves = _leaves(spec)
     while len(leaves) > 30:  # at most 30 tool steps in all

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory import parse_spec, score_trajectory
+from tests.unit.trajectory.strategies import groups_of, tool_step
 
 TOOLS = "abc"
 
@@ -118,40 +119,14 @@ def brute_force(spec: dict[str, Any], calls: list[ToolCall]) -> tuple[Fraction, 
 
 # --- random specs and runs -----------------------------------------------------------------------------------
 
-def _tool_step() -> st.SearchStrategy[dict[str, Any]]:
-    modifier = st.sampled_from(["none", "optional", "count", "weight", "args"])
-
-    def build(tool: str, which: str, low: int, extra: int | None, weight: float, arg: int) -> dict[str, Any]:
-        step: dict[str, Any] = {"tool": tool}
-        if which == "optional":
-            step["optional"] = True
-        elif which == "count":
-            high = None if extra is None else max(low + extra, 1)
-            step["count"] = {"min": low} | ({} if high is None else {"max": high})
-        elif which == "weight":
-            step["weight"] = weight
-        elif which == "args":
-            step["args"] = {"x": arg}
-        return step
-
-    return st.builds(build, st.sampled_from(TOOLS), modifier, st.integers(0, 2),
-                     st.one_of(st.none(), st.integers(0, 2)), st.sampled_from([0.5, 2.0, 3.0]), st.integers(1, 2))
-
-
 def _group(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
-    def build(kind: str, members: list[dict[str, Any]], which: str) -> dict[str, Any]:
-        group: dict[str, Any] = {kind: members}
-        if which == "optional":
-            group["optional"] = True
-        elif which == "weight":
-            group["weight"] = 2.0
-        return group
-
-    return st.builds(build, st.sampled_from(["steps", "unordered", "any_of"]), st.lists(children, min_size=1,
-                     max_size=3), st.sampled_from(["none", "none", "optional", "weight"]))
+    return groups_of(children, ("steps", "unordered", "any_of"), ("none", "none", "optional", "weight"))
 
 
-STEPS = st.recursive(_tool_step(), _group, max_leaves=5)
+TOOL_STEP = st.builds(tool_step, st.sampled_from(TOOLS),
+                      st.sampled_from(["none", "optional", "count", "weight", "args"]), st.integers(0, 2),
+                      st.one_of(st.none(), st.integers(0, 2)), st.sampled_from([0.5, 2.0, 3.0]), st.integers(1, 2))
+STEPS = st.recursive(TOOL_STEP, _group, max_leaves=5)
 CALLS = st.lists(st.builds(lambda name, x: ToolCall(name, {"x": x}), st.sampled_from(TOOLS), st.integers(1, 2)),
                  max_size=6)
 

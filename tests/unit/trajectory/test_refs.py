@@ -87,6 +87,38 @@ def test_the_optimum_binds_the_id_to_the_call_whose_value_flows_on() -> None:
     assert run(spec_one, first, second, ToolCall("get_orders", {"user_id": "u-2"})).details["extra"] == [0]
 
 
+def test_two_steps_of_one_tool_read_different_ids() -> None:
+    """Each id stays bound for as long as a later call of a tool whose step reads it may come."""
+    spec = [{"id": "first", "tool": "a"}, {"id": "second", "tool": "c"},
+            {"tool": "b", "args": {"x": {"$ref": "first.args.x"}}},
+            {"tool": "b", "args": {"x": {"$ref": "second.args.x"}}}]
+    outcome = run(spec, ToolCall("a", {"x": 1}), ToolCall("c", {"x": 2}), ToolCall("b", {"x": 1}),
+                  ToolCall("b", {"x": 2}))
+    assert outcome.score == 1.0 and outcome.details["extra"] == []
+    wrong = run(spec, ToolCall("a", {"x": 1}), ToolCall("c", {"x": 2}), ToolCall("b", {"x": 2}),
+                ToolCall("b", {"x": 1}))
+    assert wrong.score == 0.75  # the order of the two b steps is written: one of them misses
+
+
+def test_a_binding_outlives_the_last_reader_call_while_its_order_free_group_is_open() -> None:
+    """An order-free group's calls are matched when the group is left, after the last call of its tool."""
+    spec = [{"id": "src", "tool": "a"}, {"unordered": [{"tool": "a", "args": {"x": {"$ref": "src.args.x"}}}]}]
+    outcome = run(spec, ToolCall("b", {"x": 2}), ToolCall("a", {"x": 2}), ToolCall("a", {"x": 2}))
+    assert outcome.score == 1.0 and outcome.details["extra"] == [0]
+    assert run(spec, ToolCall("a", {"x": 2}), ToolCall("a", {"x": 1})).score == 0.5
+
+
+def test_the_calls_shown_are_those_of_the_best_alignment_when_an_id_is_forgotten() -> None:
+    """States alike but for a binding nothing reads any more merge; the merged state keeps its best way."""
+    spec = [{"steps": [{"steps": [{"tool": "b", "args": {"x": {"$ref": "src.args.x"}}}, {"tool": "b"},
+                                  {"tool": "a", "id": "src"}], "optional": True}, {"tool": "a"}],
+             "count": {"min": 1, "max": 2}}]
+    outcome = run(spec, ToolCall("a", {"x": 1}), ToolCall("b", {"x": 1}))
+    # a is the required step of the first round, b the optional group's in the second
+    assert outcome.score == 1.0 and outcome.details["extra"] == []
+    assert [c.get("step") for c in outcome.details["calls"]] == ["steps[0].steps[1]", "steps[0].steps[0].steps[1]"]
+
+
 def test_a_ref_compares_with_json_equality_and_normalisers() -> None:
     spec = [{"id": "q", "tool": "quote"},
             {"tool": "pay", "args": {"amount": {"$ref": "q.result.total"}, "city": {"$ref": "q.args.city",
