@@ -47,6 +47,8 @@ from agentotel_eval.collector.receive.ports import check_free
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.score.metrics import JudgeMetrics
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
+from agentotel_eval.collector.sink.feed import stored_runs
+from agentotel_eval.collector.sink.hub import SinkHub
 from agentotel_eval.collector.store.database import Database, DatabaseClosed
 from agentotel_eval.collector.store.metrics import StoreMetrics
 from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
@@ -120,6 +122,10 @@ class Collector:
         self.ingestor: Ingestor
         self.run_writer: RunWriter
         self.forwarder: Forwarder | None = None
+        #: score sinks and the quality counters of /metrics, fed after each commit (``collector.sink``)
+        self.sinks: SinkHub | None = None
+        #: where forwarded spans go: the [forward] endpoint and the sinks that send spans (None: nowhere)
+        self._span_outlet: Any = None
         self.judge: JudgeWorker | None = None
         self.decoders: DecodePool | None = None
         self.http: HttpReceiver
@@ -152,23 +158,24 @@ class Collector:
             if cfg.forward is not None:
                 self.forwarder = Forwarder(cfg.forward, redactor=self._redactor("forward"))
                 self.forwarder.start()
+            self._start_sinks(cfg)
             self.writer = StoreWriter(
                 self.database.connection, WriterSettings.from_config(cfg.writer, cfg.receiver),
                 on_commit=self._committed, incoming=lambda: self.ingestor.decoding, reopen=self.database.reopen,
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
+            forward = self._span_outlet
             if cfg.judge is not None:
                 self.judge = JudgeWorker(
-                    cfg.judge, self.writer, self._cursor,
-                    forward_spans=forwarder.submit_spans if forwarder else None,
+                    cfg.judge, self.writer, self._cursor, forward_spans=forward,
                     forward_logs=forwarder.submit_logs if forwarder else None, redactor=self._redactor("judge"),
+                    on_written=self.sinks.evaluation_written if self.sinks is not None else None,
                 )
-            forward = forwarder.submit_spans if forwarder else None
             # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
             # this node would forward the other nodes' spans too.
             self._trace_reader = (PeerReader(self._cursor) if cfg.lake is not None and cfg.lake.read_peer_spans
-                                  and forwarder is None else TraceReader(self._cursor))
+                                  and forward is None else TraceReader(self._cursor))
             if self.in_process:
                 self.assembler = LocalAssembly(cfg.assembler, scoring_config, self._trace_reader,
                                                self.run_writer, forward=forward, stages=self._stage_factories,
@@ -179,7 +186,7 @@ class Collector:
                                                  self.run_writer, forward=forward, tuning=self.tuning,
                                                  conventions=cfg.conventions,
                                                  text_failures=cfg.reconstruction.text_failures)
-            forwarding = cfg.forward is not None
+            forwarding = forward is not None
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
@@ -319,6 +326,8 @@ class Collector:
             self.writer.shutdown()
         if self.forwarder is not None:
             self.forwarder.shutdown(0)
+        if self.sinks is not None:
+            self.sinks.shutdown(0)
         if self.reconciler is not None:
             self.reconciler.close()
         if self.peers is not None:
@@ -363,6 +372,8 @@ class Collector:
                 log.exception("the last lake flush failed; the rows stay in %s and go at the next start", self.db_path)
         if self.forwarder is not None:
             self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
+        if self.sinks is not None:
+            self.sinks.shutdown(min(grace, 5.0))  # the last evaluations and spans go to the tools here
         self.http.shutdown()
         self.ui.close()
         self.grpc.shutdown(0)
@@ -398,11 +409,10 @@ class Collector:
                 if batch.records is not None:
                     logs.extend(Committed.pick(batch.records, commit.new_logs))
         forwarder = self.forwarder
-        if forwarder is not None:
-            if spans:
-                forwarder.submit_spans([s for s in spans if not is_held_span(s)])
-            if logs:
-                forwarder.submit_logs(logs)
+        if spans and self._span_outlet is not None:
+            self._span_outlet([s for s in spans if not is_held_span(s)])
+        if forwarder is not None and logs:
+            forwarder.submit_logs(logs)
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:
@@ -410,6 +420,25 @@ class Collector:
                 self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
         # one commit: its records all carry its ingested_at, by which the assembler reads them back
         self.assembler.consume(span_marks, log_marks, commits[0].ingested_ns if commits else None)
+
+    # ---- score sinks (``collector.sink``): the hub is fed by the after-commit hooks above ----------------------
+
+    def _start_sinks(self, cfg: CollectorConfig) -> None:
+        """The quality counters and the ``[[sinks]]``; the span outlet joins their span forwarders to [forward]."""
+        self.sinks = SinkHub(cfg.sinks, max_agents=cfg.metrics.max_agents, lookup=stored_runs(self._cursor),
+                             redactor=self._redactor("forward"))
+        self.sinks.start()
+        self._span_outlet = self.sinks.outlet(self.forwarder.submit_spans if self.forwarder is not None else None)
+
+    @staticmethod
+    def _rescored(write: Any, sinks: SinkHub) -> Any:
+        """A re-score's write that also sends the new evaluations to the sinks once committed."""
+
+        def write_and_send(op: Any) -> None:
+            write(op)
+            sinks.rescored(op)
+
+        return write_and_send
 
     def _assembler_overloaded(self) -> str | None:
         """Why ingest must wait for the assembler, if it must: it has not taken that many committed records yet."""
@@ -423,6 +452,8 @@ class Collector:
         """Runs and their evaluation rows are committed: pending judge rows can be taken now."""
         if self.judge is not None and op.evaluations is not None and op.evaluations.num_rows:
             self.judge.wake()
+        if self.sinks is not None:
+            self.sinks.runs_committed(op)
 
     def __enter__(self) -> Collector:
         return self.start()
@@ -514,8 +545,11 @@ class Collector:
         if not self._rescore_lock.acquire(blocking=False):
             raise RescoreBusy("another re-score is running on this database; try again when it has finished")
         try:
+            write = committed_by(self.writer.submit_operation)
+            if self.sinks is not None:
+                write = self._rescored(write, self.sinks)
             rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
-                                committed_by(self.writer.submit_operation), conventions=config.conventions,
+                                write, conventions=config.conventions,
                                 text_failures=config.reconstruction.text_failures,
                                 config_name=name)
             summary = rescorer.run(request)
@@ -617,6 +651,8 @@ class Collector:
             parts.append(ForwardMetrics(self.forwarder))
         if self.lake is not None:
             parts.append(LakeMetrics(self.lake, self.reconciler, self.peers))
+        if self.sinks is not None:
+            parts.extend(self.sinks.metrics())
         parts.append(HelperMetrics(self.helpers))
         for part in parts:
             registry.register(part)

@@ -73,14 +73,16 @@ class ForwardConfig:
         return self
 
 
-class _Retryable(Exception):
+class ExportRetryable(Exception):
+    """An export a later attempt may get through (the endpoint is down or busy); raised by a sender's ``send``."""
+
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
 
 
-class _Permanent(Exception):
-    pass
+class ExportRefused(Exception):
+    """An export the endpoint refused for good; raised by a sender's ``send``."""
 
 
 class _ExportStub(Protocol):
@@ -121,8 +123,8 @@ class _GrpcSender:
             }
             message = f"gRPC {code.name if code else '?'}: {exc.details() if hasattr(exc, 'details') else exc}"
             if code in retryable:
-                raise _Retryable(message, _grpc_retry_delay(exc)) from None
-            raise _Permanent(message) from None
+                raise ExportRetryable(message, _grpc_retry_delay(exc)) from None
+            raise ExportRefused(message) from None
 
     def close(self) -> None:
         self._channel.close()
@@ -146,7 +148,9 @@ def _grpc_retry_delay(exc: Any) -> float | None:
     return None
 
 
-class _HttpSender:
+class HttpSender:
+    """OTLP/HTTP protobuf to ``config.url`` (``/v1/traces`` and ``/v1/logs`` appended to its path)."""
+
     def __init__(self, config: ForwardConfig) -> None:
         base = config.url.rstrip("/")
         path = urlsplit(base).path
@@ -166,10 +170,10 @@ class _HttpSender:
         except urllib.error.HTTPError as exc:
             message = f"HTTP {exc.code} from {self._urls[signal]}"
             if exc.code in _RETRYABLE_HTTP:
-                raise _Retryable(message, _retry_after(exc.headers.get("Retry-After"))) from None
-            raise _Permanent(message) from None
+                raise ExportRetryable(message, _retry_after(exc.headers.get("Retry-After"))) from None
+            raise ExportRefused(message) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-            raise _Retryable(f"{self._urls[signal]}: {exc}") from None
+            raise ExportRetryable(f"{self._urls[signal]}: {exc}") from None
 
     def close(self) -> None:
         pass
@@ -238,7 +242,7 @@ class Forwarder:
         if self._thread is not None:
             return
         if self._sender is None:
-            self._sender = _GrpcSender(self.config) if self.config.resolved_protocol() == "grpc" else _HttpSender(
+            self._sender = _GrpcSender(self.config) if self.config.resolved_protocol() == "grpc" else HttpSender(
                 self.config
             )
         self._thread = threading.Thread(target=self._run, name="agentotel-forwarder", daemon=True)
@@ -328,7 +332,7 @@ class Forwarder:
             exc = gave_up.__cause__
             if gave_up.failure.retryable:
                 self._fail(signal, records, f"gave up after retries: {self.stats.last_error}")
-            elif isinstance(exc, _Permanent):
+            elif isinstance(exc, ExportRefused):
                 self._fail(signal, records, str(exc))
             else:  # an encoder or transport bug must not kill the thread
                 self._fail(signal, records, f"{type(exc).__name__}: {exc}")
@@ -339,7 +343,7 @@ class Forwarder:
             self.stats.sent_logs += len(records)
 
     def _classify(self, exc: Exception) -> Failure:
-        if not isinstance(exc, _Retryable):
+        if not isinstance(exc, ExportRetryable):
             return Failure(False)
         asked = exc.retry_after_s
         return Failure(True, None if asked is None else min(asked, self.config.max_backoff_s))
