@@ -57,12 +57,20 @@ class FeedStats:
     errors: int = 0
 
 
+def _rows(table: pa.Table, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """The columns' values as dicts, times as nanoseconds since the epoch (Python's datetime has no nanoseconds)."""
+    table = table.select([c for c in columns if c in table.column_names])
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(pa.timestamp("ns")).cast(pa.int64()))
+    return table.to_pylist()
+
+
 def sendable_rows(table: pa.Table) -> list[dict[str, Any]]:
     """This collector's ok / error rows of an ``evaluations`` table, as dicts with the details parsed."""
     keep = pc.and_(pc.is_in(table.column("status"), pa.array(sorted(SENT_STATUSES))),
                    pc.equal(table.column("source"), OWN_SOURCE))
-    rows = table.filter(pc.fill_null(keep, False)).select(
-        [c for c in _EVALUATION_COLUMNS if c in table.column_names]).to_pylist()
+    rows = _rows(table.filter(pc.fill_null(keep, False)), _EVALUATION_COLUMNS)
     for row in rows:
         details = row.get("details")
         if isinstance(details, str | bytes) and details:
@@ -129,7 +137,7 @@ class EvaluationFeed:
     def process(self, item: Committed) -> list[SinkEvaluation]:
         """Count one committed batch and hand it to the sinks (on the feed's thread; tests call it directly)."""
         if item.runs is not None and item.runs.num_rows:
-            self._remember(run_identities(item.runs.select(list(_RUN_COLUMNS)).to_pylist()))
+            self._remember(run_identities(_rows(item.runs, _RUN_COLUMNS)))
         rows = sendable_rows(item.evaluations)
         evaluations = sink_evaluations(rows, self._identities({(r["trace_id"], r["run_span_id"]) for r in rows}))
         self.stats.batches += 1
@@ -173,7 +181,13 @@ def stored_runs(cursor: Callable[[], Any]) -> Lookup:
             rows = cur.execute(
                 f"SELECT {', '.join(_RUN_COLUMNS)} FROM agent_runs WHERE trace_id IN "
                 f"({', '.join('?' for _ in traces)})", traces).fetchall()
-        found = run_identities([dict(zip(_RUN_COLUMNS, row, strict=True)) for row in rows])
+        found = run_identities([dict(zip(_RUN_COLUMNS, (*row[:-1], _epoch_ns(row[-1])), strict=True))
+                                for row in rows])
         return {key: identity for key, identity in found.items() if key in wanted}
 
     return lookup
+
+
+def _epoch_ns(value: Any) -> int:
+    """A TIMESTAMPTZ as DuckDB hands it to Python (a datetime, microseconds) in nanoseconds; 0 for NULL."""
+    return int(value.timestamp() * 1_000_000) * 1000 if value is not None else 0
