@@ -58,9 +58,9 @@ def test_the_dashboard_imports_and_queries_what_exists(tmp_path, monkeypatch) ->
     assert all(p["targets"] and p["datasource"]["uid"] == "${datasource}" for p in dashboard["panels"])
     judge = JudgeSettings(model="openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{free_port()}", api_key="sk-test")
     sink = SinkConfig(kind="phoenix", url=f"http://127.0.0.1:{free_port()}")
-    with running_collector(tmp_path / "db.duckdb", judge=judge, sinks=(sink,)) as collector:
-        with urllib.request.urlopen(collector.http_endpoint + "/metrics", timeout=10) as answer:
-            served = answer.read().decode()
+    with running_collector(tmp_path / "db.duckdb", judge=judge, sinks=(sink,)) as collector, \
+            urllib.request.urlopen(collector.http_endpoint + "/metrics", timeout=10) as answer:
+        served = answer.read().decode()
     registry = CollectorRegistry()  # the lake's families, as a node with [lake] serves them
     settings = LakeConfig(catalog=str(tmp_path / "catalog.ducklake"), data=str(tmp_path / "data")).settings()
     registry.register(LakeMetrics(LakeFlusher(settings, "node-1", lambda: None, 5.0), None, None))
