@@ -124,8 +124,6 @@ class Collector:
         self.forwarder: Forwarder | None = None
         #: score sinks and the quality counters of /metrics, fed after each commit (``collector.sink``)
         self.sinks: SinkHub | None = None
-        #: where forwarded spans go: the [forward] endpoint and the sinks that send spans (None: nowhere)
-        self._span_outlet: Any = None
         self.judge: JudgeWorker | None = None
         self.decoders: DecodePool | None = None
         self.http: HttpReceiver
@@ -165,7 +163,7 @@ class Collector:
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
-            forward = self._span_outlet
+            forward = forwarder.submit_spans if forwarder else None
             if cfg.judge is not None:
                 self.judge = JudgeWorker(
                     cfg.judge, self.writer, self._cursor, forward_spans=forward,
@@ -186,7 +184,7 @@ class Collector:
                                                  self.run_writer, forward=forward, tuning=self.tuning,
                                                  conventions=cfg.conventions,
                                                  text_failures=cfg.reconstruction.text_failures)
-            forwarding = forward is not None
+            forwarding = forward is not None or (self.sinks is not None and self.sinks.forwards_spans)
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
@@ -200,6 +198,8 @@ class Collector:
                 decoder = functools.partial(decode_request, keep_spans=forwarding,
                                             conventions=BUILTIN.plus(cfg.conventions), limits=cfg.limits,
                                             redactor=self._redactor("store"))
+            if self.sinks is not None and self.sinks.forwards_spans:
+                decoder = self._keeping_raw(decoder, self.sinks)
             self.ingestor = Ingestor(
                 self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
                 backlog=lambda: self.writer.pending_operation_rows,
@@ -409,10 +409,16 @@ class Collector:
                 if batch.records is not None:
                     logs.extend(Committed.pick(batch.records, commit.new_logs))
         forwarder = self.forwarder
-        if spans and self._span_outlet is not None:
-            self._span_outlet([s for s in spans if not is_held_span(s)])
-        if forwarder is not None and logs:
-            forwarder.submit_logs(logs)
+        if forwarder is not None:
+            if spans:
+                forwarder.submit_spans([s for s in spans if not is_held_span(s)])
+            if logs:
+                forwarder.submit_logs(logs)
+        if self.sinks is not None and self.sinks.forwards_spans:
+            for commit in commits:
+                if commit.payload.signal == "traces" and commit.new_spans != []:
+                    self.sinks.received(commit.payload, Committed.pick(commit.payload.records or [], commit.new_spans),
+                                        commit.new_spans is None)
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:
@@ -424,11 +430,19 @@ class Collector:
     # ---- score sinks (``collector.sink``): the hub is fed by the after-commit hooks above ----------------------
 
     def _start_sinks(self, cfg: CollectorConfig) -> None:
-        """The quality counters and the ``[[sinks]]``; the span outlet joins their span forwarders to [forward]."""
+        """The quality counters and the ``[[sinks]]`` (their span forwarders take what ``_committed`` hands them)."""
         self.sinks = SinkHub(cfg.sinks, max_agents=cfg.metrics.max_agents, lookup=stored_runs(self._cursor),
-                             redactor=self._redactor("forward"))
+                             redactor=self._redactor("forward"), redacted_at_store=cfg.redaction.applies("store"))
         self.sinks.start()
-        self._span_outlet = self.sinks.outlet(self.forwarder.submit_spans if self.forwarder is not None else None)
+
+    @staticmethod
+    def _keeping_raw(decoder: Any, sinks: SinkHub) -> Any:
+        """The decoder, its answers keeping the request's body where the sinks may send it on as it is."""
+
+        def decode(signal: str, encoding: str, body: bytes) -> Any:
+            return sinks.keep_raw(decoder(signal, encoding, body), signal, encoding, body)
+
+        return decode
 
     @staticmethod
     def _rescored(write: Any, sinks: SinkHub) -> Any:

@@ -37,6 +37,8 @@ class IngestBatch:
     records: list[Any] | None = None
     #: what the limits cut from the request, by kind (``otlp.limits``)
     limited: dict[str, int] | None = None
+    #: the request's protobuf body as received, when it may be sent on as it is (``sink.hub.SinkHub.keep_raw``)
+    raw: bytes | None = None
 
     @property
     def size(self) -> int:

@@ -188,6 +188,32 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
+class Encoded:
+    """An export request already encoded (a request's body as it was received): sent as it is, never merged."""
+
+    __slots__ = ("body", "records")
+
+    def __init__(self, body: bytes, records: int) -> None:
+        self.body = body
+        self.records = records
+
+    def __len__(self) -> int:
+        return self.records
+
+    def SerializeToString(self) -> bytes:
+        return self.body
+
+    def message(self, signal: str) -> Any:
+        """The parsed request, for a sender that takes messages (gRPC)."""
+        if signal == "traces":
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            return ExportTraceServiceRequest.FromString(self.body)
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        return ExportLogsServiceRequest.FromString(self.body)
+
+
 @dataclass
 class ForwardStats:
     queued: int = 0
@@ -219,7 +245,7 @@ class Forwarder:
         self._sender = sender
         #: applied on the sender thread, just before encoding: nothing secret leaves, the producers never wait
         self._redactor = redactor
-        self._queue: deque[tuple[str, list[Any]]] = deque()
+        self._queue: deque[tuple[str, list[Any] | Encoded]] = deque()
         self._queued_records = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -274,7 +300,11 @@ class Forwarder:
     def submit_logs(self, logs: Sequence[LogRecord]) -> None:
         self._submit("logs", list(logs))
 
-    def _submit(self, signal: str, records: list[Any]) -> None:
+    def submit_encoded(self, signal: str, body: bytes, records: int) -> None:
+        """An OTLP request body (protobuf) of ``records`` records, sent as it is: no decoding or encoding here."""
+        self._submit(signal, Encoded(body, records))
+
+    def _submit(self, signal: str, records: list[Any] | Encoded) -> None:
         if not records:
             return
         with self._cond:
@@ -297,18 +327,19 @@ class Forwarder:
             self.stats.dropped_logs += n
 
     # -- sender thread -----------------------------------------------------------------------------------------
-    def _take_batch(self) -> tuple[str, list[Any]] | None:
+    def _take_batch(self) -> tuple[str, list[Any] | Encoded] | None:
         with self._cond:
             while not self._queue and not self._stopping:
                 self._cond.wait()
             if not self._queue:
                 return None
             signal, records = self._queue.popleft()
-            # Merge following items of the same signal up to the batch size.
-            while self._queue and self._queue[0][0] == signal and len(records) + len(self._queue[0][1]) <= (
-                self.config.max_batch_records
-            ):
-                records = records + self._queue.popleft()[1]
+            # Merge following items of the same signal up to the batch size (an encoded request goes alone).
+            while (isinstance(records, list) and self._queue and self._queue[0][0] == signal
+                   and isinstance(following := self._queue[0][1], list)
+                   and len(records) + len(following) <= self.config.max_batch_records):
+                self._queue.popleft()
+                records = records + following
             self._queued_records -= len(records)
             self.stats.queued = self._queued_records
             return signal, records
@@ -321,10 +352,15 @@ class Forwarder:
             signal, records = item
             self._deliver(signal, records)
 
-    def _deliver(self, signal: str, records: list[Any]) -> None:
-        if self._redactor is not None:
-            records = self._redactor.spans(records) if signal == "traces" else self._redactor.logs(records)
-        request = encode_traces(records) if signal == "traces" else encode_logs(records)
+    def _deliver(self, signal: str, records: list[Any] | Encoded) -> None:
+        request: Any
+        if isinstance(records, Encoded):  # sent as received: the caller chose it knowing no redaction applies
+            request = records.message(signal) if isinstance(self._sender, _GrpcSender) else records
+        else:
+            items: list[Any] = records
+            if self._redactor is not None:
+                items = self._redactor.spans(items) if signal == "traces" else self._redactor.logs(items)
+            request = encode_traces(items) if signal == "traces" else encode_logs(items)
         try:
             call_with_retries(lambda: self._sender.send(signal, request), self._retry, self._classify,
                               rng=self._rng, sleep=self._sleep, on_failure=self._count_failure)
@@ -368,7 +404,7 @@ class Forwarder:
                     return True
                 self._cond.wait(until - now)
 
-    def _fail(self, signal: str, records: list[Any], message: str) -> None:
+    def _fail(self, signal: str, records: list[Any] | Encoded, message: str) -> None:
         self._count_dropped(signal, len(records))
         self.stats.last_error = message
         now = self._clock()

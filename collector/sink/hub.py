@@ -1,6 +1,13 @@
 """What the service wires: the configured sinks (queue, client, span forwarder each), the evaluation feed and
-the quality counters. Its entry points are the service's after-commit hooks (``runs_committed``,
-``evaluation_written``, ``rescored``), the spans to send on (``outlet``), ``metrics`` and the lifecycle."""
+the quality counters. Its entry points are the service's after-commit hooks (``received`` for committed spans,
+``runs_committed``, ``evaluation_written``, ``rescored``), ``keep_raw`` on the decoder's answer, ``metrics`` and the
+lifecycle.
+
+A sink sends the spans as they were received, not the copies with scores attached that ``[forward]`` gets: the
+scores reach the tool as its own evaluation objects. A protobuf request whose spans were all valid, none cut by
+``[limits]``, with no redaction to apply, goes on as its body (no decoding or encoding in this process); any other
+goes as its decoded records, encoded once per sink.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
+from agentotel_eval.collector.decode.batch import IngestBatch
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.sink import langfuse, mlflow, phoenix
 from agentotel_eval.collector.sink.config import SinkConfig
@@ -20,8 +28,6 @@ from agentotel_eval.collector.sink.worker import SinkClient, SinkWorker
 from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityMetrics
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.redaction import Redactor
-
-SpanOutlet = Callable[[Sequence[SpanRecord]], None]
 
 
 def build(config: SinkConfig, redactor: Redactor | None) -> tuple[SinkClient, Forwarder | None]:
@@ -47,7 +53,7 @@ def _redacted(redactor: Redactor, evaluation: SinkEvaluation) -> SinkEvaluation:
 
 class SinkHub:
     def __init__(self, sinks: Sequence[SinkConfig], *, max_agents: int, lookup: Lookup | None = None,
-                 redactor: Redactor | None = None,
+                 redactor: Redactor | None = None, redacted_at_store: bool = False,
                  clients: Callable[[SinkConfig], tuple[SinkClient, Forwarder | None]] | None = None) -> None:
         self.quality = QualityCounts(max_agents)
         self.workers: list[SinkWorker] = []
@@ -58,6 +64,8 @@ class SinkHub:
             if forwarder is not None:
                 self.forwarders.append((config.name, forwarder))
         self._redactor = redactor
+        #: [redaction] rewrote the stored records: a body as received would send what it removed
+        self._redacted_at_store = redacted_at_store
         self.feed = EvaluationFeed([self._submitter(w) for w in self.workers], self.quality, lookup=lookup)
 
     def _submitter(self, worker: SinkWorker) -> Callable[[Sequence[SinkEvaluation]], None]:
@@ -87,17 +95,21 @@ class SinkHub:
     def forwards_spans(self) -> bool:
         return bool(self.forwarders)
 
-    def outlet(self, primary: SpanOutlet | None) -> SpanOutlet | None:
-        """Where forwarded spans go: ``primary`` (the ``[forward]`` endpoint) and every sink that sends spans."""
-        targets = [*([primary] if primary is not None else []), *(f.submit_spans for _n, f in self.forwarders)]
-        if len(targets) <= 1:
-            return targets[0] if targets else None
+    def keep_raw(self, batch: IngestBatch, signal: str, encoding: str, body: bytes) -> IngestBatch:
+        """The decoded request, with its body kept when the sinks may send it on as it is (the module docstring)."""
+        if (not self.forwarders or signal != "traces" or encoding != "protobuf" or batch.rejected
+                or batch.limited or self._redactor is not None or self._redacted_at_store or not batch.size):
+            return batch
+        return dataclasses.replace(batch, raw=body)
 
-        def fan_out(spans: Sequence[SpanRecord]) -> None:
-            for submit in targets:
-                submit(spans)
-
-        return fan_out
+    def received(self, batch: IngestBatch, records: Sequence[SpanRecord], all_new: bool) -> None:
+        """Spans committed from one request: its body when kept and none was a re-sent duplicate, else
+        ``records`` (the new ones, when the decoder kept them)."""
+        for _name, forwarder in self.forwarders:
+            if batch.raw is not None and all_new:
+                forwarder.submit_encoded("traces", batch.raw, batch.size)
+            elif records:
+                forwarder.submit_spans(records)
 
     # -- after-commit hooks (the writer's thread: queue and return) ----------------------------------------------
     def runs_committed(self, op: Any) -> None:
