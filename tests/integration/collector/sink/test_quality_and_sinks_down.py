@@ -63,3 +63,23 @@ def test_every_sink_down_costs_no_run_and_metrics_match_the_table(tmp_path, monk
         for worker in collector.sinks.workers:
             assert _sample(text, "agentotel_sink_dropped_total", sink=worker.name) == worker.stats.dropped > 0
         assert collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == runs
+
+
+def test_a_sink_gets_the_spans_as_received(tmp_path) -> None:
+    """Every stored span reaches the sink's OTLP endpoint once, unscored (the scores travel as the tool's own
+    objects), whether the request went on as its body or, with redaction, as re-encoded records."""
+    from agentotel_eval.redaction import RedactionSettings
+    from tests.otlp_sink import OtlpSink
+
+    for redaction in (RedactionSettings(), RedactionSettings.from_dict({"enabled": True})):
+        with OtlpSink() as otlp:
+            sink = SinkConfig(kind="phoenix", url=otlp.http_endpoint, max_retries=0, timeout=1.0)
+            with running_collector(tmp_path / f"{redaction.enabled}.duckdb", sinks=(sink,),
+                                   redaction=redaction) as collector:
+                provider = _export_to(collector)
+                run_all()
+                provider.force_flush()
+                stored = {r[0] for r in collector.query("SELECT span_id FROM spans")["rows"]}
+                otlp.wait_for(lambda s, stored=stored: {x.span_id for x in s.spans} >= stored, timeout=15)
+                assert len(otlp.spans) == len(stored)  # each once
+                assert not any(k.endswith(".score") for x in otlp.spans for k in x.attributes)
