@@ -184,7 +184,9 @@ class Collector:
                                                  self.run_writer, forward=forward, tuning=self.tuning,
                                                  conventions=cfg.conventions,
                                                  text_failures=cfg.reconstruction.text_failures)
-            forwarding = forward is not None or (self.sinks is not None and self.sinks.forwards_spans)
+            # the records of the spans: for [forward]; for the sinks only where a request's body cannot go on as is
+            forwarding: bool | str = forward is not None or (
+                self.sinks is not None and self.sinks.forwards_spans and self.sinks.keep_records)
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
@@ -417,8 +419,7 @@ class Collector:
         if self.sinks is not None and self.sinks.forwards_spans:
             for commit in commits:
                 if commit.payload.signal == "traces" and commit.new_spans != []:
-                    self.sinks.received(commit.payload, Committed.pick(commit.payload.records or [], commit.new_spans),
-                                        commit.new_spans is None)
+                    self.sinks.received(commit.payload, Committed.pick(commit.payload.records or [], commit.new_spans))
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from agentotel_eval.collector.config_fields import Duration
 
 KINDS = ("phoenix", "mlflow", "langfuse")
+#: spans a sink's forwarder holds while its tool is away (request bodies, ~2 KB a span), oldest dropped past it
+SPAN_QUEUE = 20_000
 
 
 class SinkConfigError(ValueError):
@@ -44,6 +46,9 @@ class SinkConfig:
     initial_backoff: Annotated[float, Duration] = 0.5
     max_backoff: Annotated[float, Duration] = 30.0
     timeout: Annotated[float, Duration] = 10.0
+    #: the share of one core this sink's sender thread may use (it pauses after each batch to stay under it): the
+    #: collector's process also commits ingest, which comes first; past it the queue fills and drops are counted
+    cpu_share: float = 0.03
 
     @property
     def base_url(self) -> str:
@@ -79,6 +84,9 @@ class SinkConfig:
                 raise SinkConfigError(key, f"must be at least 1, got {getattr(self, key)}")
         if self.max_retries < 0:
             raise SinkConfigError("max_retries", "must not be negative")
+        if not 0 < self.cpu_share <= 1:
+            raise SinkConfigError("cpu_share", f"must be a share of one core, above 0 and at most 1, got "
+                                               f"{self.cpu_share!r}")
         for key in ("initial_backoff", "max_backoff", "timeout"):
             if not getattr(self, key) > 0:
                 raise SinkConfigError(key, f"must be greater than 0, got {getattr(self, key)!r}")

@@ -28,6 +28,7 @@ from agentotel_eval.collector.sink.records import (
     sure_error_types,
 )
 from agentotel_eval.collector.telemetry.quality import QualityCounts
+from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
 from agentotel_eval.store.rows import OWN_SOURCE
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 _EVALUATION_COLUMNS = ("trace_id", "run_span_id", "metric", "score", "threshold", "success", "reason", "details",
                        "status", "model", "created_at", "evaluator", "evaluator_version", "source")
 _RUN_COLUMNS = ("trace_id", "span_id", "service_name", "agent_name", "start_time")
+#: the metrics whose evaluation log holds findings a sink sends
+WITH_FINDINGS = frozenset({METRIC_DETECTORS, METRIC_JUDGE})
 
 Lookup = Callable[[Sequence[tuple[str, str]]], Mapping[tuple[str, str], RunIdentity]]
 
@@ -73,7 +76,9 @@ def sendable_rows(table: pa.Table) -> list[dict[str, Any]]:
     rows = _rows(table.filter(pc.fill_null(keep, False)), _EVALUATION_COLUMNS)
     for row in rows:
         details = row.get("details")
-        if isinstance(details, str | bytes) and details:
+        if row.get("metric") not in WITH_FINDINGS:  # nothing of theirs is sent: not parsed (they can be long)
+            row["details"] = None
+        elif isinstance(details, str | bytes) and details:
             try:
                 row["details"] = orjson.loads(details)
             except orjson.JSONDecodeError:

@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from agentotel_eval.collector.decode.batch import IngestBatch
+from agentotel_eval.collector.decode.batch import KEEP_UNLESS_CLEAN, IngestBatch
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.sink import langfuse, mlflow, phoenix
 from agentotel_eval.collector.sink.config import SinkConfig
@@ -95,6 +95,14 @@ class SinkHub:
     def forwards_spans(self) -> bool:
         return bool(self.forwarders)
 
+    @property
+    def keep_records(self) -> bool | str:
+        """What the decoder must keep of span records for the sinks (``decode.batch.decode_request``'s keep_spans):
+        all of them when redaction applies (nothing goes as received), else those of requests not sent as is."""
+        if self._redactor is not None or self._redacted_at_store:
+            return True
+        return KEEP_UNLESS_CLEAN
+
     def keep_raw(self, batch: IngestBatch, signal: str, encoding: str, body: bytes) -> IngestBatch:
         """The decoded request, with its body kept when the sinks may send it on as it is (the module docstring)."""
         if (not self.forwarders or signal != "traces" or encoding != "protobuf" or batch.rejected
@@ -102,11 +110,11 @@ class SinkHub:
             return batch
         return dataclasses.replace(batch, raw=body)
 
-    def received(self, batch: IngestBatch, records: Sequence[SpanRecord], all_new: bool) -> None:
-        """Spans committed from one request: its body when kept and none was a re-sent duplicate, else
-        ``records`` (the new ones, when the decoder kept them)."""
+    def received(self, batch: IngestBatch, records: Sequence[SpanRecord]) -> None:
+        """Spans committed from one request: its body when kept (a re-sent span in it is sent again: the tools keep
+        one span per id), else ``records`` (the new ones, which the decoder kept for this)."""
         for _name, forwarder in self.forwarders:
-            if batch.raw is not None and all_new:
+            if batch.raw is not None:
                 forwarder.submit_encoded("traces", batch.raw, batch.size)
             elif records:
                 forwarder.submit_spans(records)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.sink.config import SPAN_QUEUE, SinkConfig
 from agentotel_eval.collector.sink.http import JsonApi
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.collector.sink.worker import Sent
@@ -84,4 +84,5 @@ class LangfuseClient:
 def span_export(config: SinkConfig) -> tuple[ForwardConfig, Any]:
     return ForwardConfig(url=config.base_url + OTLP_PATH, protocol="http/protobuf", headers=_headers(config),
                          timeout_s=config.timeout, max_retries=config.max_retries,
-                         initial_backoff_s=config.initial_backoff, max_backoff_s=config.max_backoff), None
+                         initial_backoff_s=config.initial_backoff, max_backoff_s=config.max_backoff,
+                         max_queue_records=SPAN_QUEUE), None

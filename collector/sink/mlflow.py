@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentotel_eval.collector.forward.forwarder import ExportRetryable, ForwardConfig, HttpSender
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.sink.config import SPAN_QUEUE, SinkConfig
 from agentotel_eval.collector.sink.http import JsonApi, NotFound
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.collector.sink.worker import Sent, SinkRefused, SinkRetryable
@@ -155,5 +155,6 @@ class _ExperimentSender:
 def span_export(config: SinkConfig, client: MlflowClient) -> tuple[ForwardConfig, Any]:
     forward = ForwardConfig(url=config.base_url, protocol="http/protobuf", timeout_s=config.timeout,
                             max_retries=config.max_retries, initial_backoff_s=config.initial_backoff,
-                            max_backoff_s=config.max_backoff)
+                            max_backoff_s=config.max_backoff,
+                            max_queue_records=SPAN_QUEUE)
     return forward, _ExperimentSender(forward, client)

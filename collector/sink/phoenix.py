@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.sink.config import SPAN_QUEUE, SinkConfig
 from agentotel_eval.collector.sink.http import JsonApi, NotFound
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.collector.sink.worker import Sent
@@ -78,4 +78,5 @@ def span_export(config: SinkConfig) -> tuple[ForwardConfig, Any]:
     """Where the spans go (Phoenix's OTLP/HTTP receiver on the same port), and no sender of our own."""
     return ForwardConfig(url=config.base_url, protocol="http/protobuf", headers=_headers(config),
                          timeout_s=config.timeout, max_retries=config.max_retries,
-                         initial_backoff_s=config.initial_backoff, max_backoff_s=config.max_backoff), None
+                         initial_backoff_s=config.initial_backoff, max_backoff_s=config.max_backoff,
+                         max_queue_records=SPAN_QUEUE), None

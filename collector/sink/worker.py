@@ -5,7 +5,8 @@ the detectors') replaces the one still waiting in place, and past ``max_queue`` 
 sends batches of ``max_batch``; a failed batch is retried with the shared backoff policy (``agentotel_eval.retry``,
 the server's Retry-After wins up to ``max_backoff``), since every tool's write here is an upsert a retry cannot
 duplicate. A batch the tool refuses, or that exhausts its retries, is dropped and counted; the warning comes once
-per interval, not once per batch.
+per interval, not once per batch. The thread keeps to ``cpu_share`` of a core (measured as its own CPU time) by
+pausing after a batch: ingest shares this process and comes first.
 """
 
 from __future__ import annotations
@@ -153,7 +154,16 @@ class SinkWorker:
             batch = self._take()
             if batch is None:
                 return
+            cpu, wall = time.thread_time(), self._clock()
             self._deliver(batch)
+            self._pause((time.thread_time() - cpu) / self.config.cpu_share - (self._clock() - wall))
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` unless stopping (then the rest is sent at once, within the shutdown's time)."""
+        until = self._clock() + seconds
+        with self._cond:
+            while not self._stopping and (now := self._clock()) < until:
+                self._cond.wait(until - now)
 
     def _deliver(self, batch: list[SinkEvaluation]) -> None:
         pending = batch

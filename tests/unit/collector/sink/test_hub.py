@@ -44,12 +44,16 @@ def _hub(**kw) -> tuple[SinkHub, _Forwarder]:
 def test_a_clean_protobuf_request_goes_on_as_its_body() -> None:
     body = next(f for f in fixtures() if f.entry["span_count"] >= 5).body("protobuf")
     hub, forwarder = _hub()
-    batch = hub.keep_raw(decode_request("traces", "protobuf", body, keep_spans=True), "traces", "protobuf", body)
-    assert batch.raw == body
-    hub.received(batch, batch.records or [], all_new=True)
-    hub.received(batch, (batch.records or [])[:2], all_new=False)  # a re-sent request: only its new spans
+    batch = hub.keep_raw(decode_request("traces", "protobuf", body, keep_spans=hub.keep_records), "traces",
+                         "protobuf", body)
+    assert batch.raw == body and batch.records is None  # not decoded into records to send: the body goes
+    hub.received(batch, [])
     assert isinstance(forwarder.got[0], Encoded) and forwarder.got[0].body == body
-    assert forwarder.got[1] == (batch.records or [])[:2]
+    kept = decode_request("traces", "json", next(f for f in fixtures() if f.entry["span_count"] >= 5).body("json"),
+                          keep_spans=hub.keep_records)
+    assert kept.records and hub.keep_raw(kept, "traces", "json", b"").raw is None
+    hub.received(kept, kept.records[:2])  # a request that cannot go as is: its new records
+    assert forwarder.got[1] == kept.records[:2]
 
 
 def test_otherwise_the_records_go() -> None:
