@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentotel_eval.metric_labels import metric_label
+
 DEPARTURES = ("missing", "extra", "out of order")
 
 
@@ -194,6 +196,11 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def points(change: float | None) -> str:
+    """A change of a 0-1 rate in percentage points: -1.0 is "-100.0 pts" (not a relative "-100%")."""
+    return "-" if change is None else f"{change * 100:+.1f} pts"
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -210,10 +217,14 @@ def render(c: Comparison, threshold: float | None = None) -> str:
     for m in c.metrics:
         change = m.pass_rate_change
         flag = " REGRESSION" if threshold is not None and change is not None and change < -threshold else ""
-        rows.append([m.agent, m.metric, f"{_pct(m.baseline_pass_rate)} ({m.baseline_runs})", _num(m.baseline_mean),
-                     f"{_pct(m.candidate_pass_rate)} ({m.candidate_runs})", _num(m.candidate_mean),
-                     ("-" if change is None else f"{change:+.1%}") + flag])
-    out += _table(["agent", "metric", "baseline pass", "mean", "candidate pass", "mean", "change"], rows)
+        arrow = metric_label(m.metric).arrow
+        rows.append([m.agent, f"{m.metric} {arrow}".strip(), f"{_pct(m.baseline_pass_rate)} ({m.baseline_runs})",
+                     _num(m.baseline_mean), f"{_pct(m.candidate_pass_rate)} ({m.candidate_runs})",
+                     _num(m.candidate_mean), points(change) + flag])
+    out += _table(["agent", "metric", "baseline passed", "mean score", "candidate passed", "mean score",
+                   "pass rate change"], rows)
+    out.append("passed: the share of runs that passed (runs); scores are 0 to 1, ↑ higher is better, ↓ lower is "
+               "better; the change is in percentage points")
     if c.tools:
         out += ["", "tools departing from the expectation (share of runs: baseline -> candidate)"]
         out += _table(["tool", *DEPARTURES], [

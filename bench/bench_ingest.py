@@ -2,6 +2,7 @@
 
     python bench/bench_ingest.py [--seconds 15] [--exporters 8] [--transports grpc,http] [--grace 2]
                                  [--scoring on|off|both] [--rate SPANS_PER_S] [--untune SETTING]
+                                 [--sinks off|on|both]
 
 For each transport it runs, one after the other and each in its own process:
   * a bare receiver (same server stack: grpc / uvicorn's HTTP protocol under Starlette) that decodes every request
@@ -21,6 +22,11 @@ committed (p50/p99; it includes the grace period); peak RSS of each server proce
 process plus its assembler process); the exporters' own CPU a span (the share of the machine the load generator
 takes from the server). ``--set assembler.process=false`` runs the single-process collector instead.
 Run it a few times: the machine is shared, so look at the ratios.
+
+``--sinks on`` configures all three score sinks (Phoenix, MLflow, Langfuse: each evaluation and every span go to
+them) with Phoenix and MLflow answered by a stand-in process that takes every request as the tools answer it and
+Langfuse down (nothing listens on its port); ``--sinks both`` alternates collector phases without and with them
+and reports the ratio, which is what the sinks cost ingest.
 """
 
 from __future__ import annotations
@@ -327,8 +333,53 @@ def bare_main(transport: str, conn) -> None:
     conn.send({"decoded": decoded[0], "rss_kb": _rss_kb(), "cpu_window_s": cpu_window})
 
 
+def standin_main(conn) -> None:
+    """Phoenix's and MLflow's endpoints the sinks use, answered at once as the tools answer (the tools' own work is
+    not the collector's cost)."""
+    import json
+    import socket
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answers = {"/api/2.0/mlflow/experiments/get-by-name": {"experiment": {"experiment_id": "1"}},
+               "/v1/span_annotations": {"data": []}}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()  # headers and body go in two writes: without this, Nagle and delayed ACKs add 40 ms
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path = self.path.split("?")[0]
+            body = answers.get(path, {"trace": {"trace_info": {"assessments": []}}} if self.command == "GET" else {})
+            data = b"" if path == "/v1/traces" else json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    conn.send(server.server_address[1])
+    server.serve_forever()
+
+
+def sink_settings(standin_port: int, down_port: int) -> list[dict]:
+    """The three sinks: Phoenix and MLflow at the stand-in, Langfuse where nothing listens."""
+    return [{"kind": "phoenix", "url": f"http://127.0.0.1:{standin_port}"},
+            {"kind": "mlflow", "url": f"http://127.0.0.1:{standin_port}", "experiment": "bench"},
+            {"kind": "langfuse", "url": f"http://127.0.0.1:{down_port}", "public_key_env": "BENCH_LANGFUSE_PUBLIC",
+             "secret_key_env": "BENCH_LANGFUSE_SECRET"}]
+
+
 def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True,
-                   overrides: dict | None = None, untune: tuple[str, ...] = ()) -> None:
+                   overrides: dict | None = None, untune: tuple[str, ...] = (), sinks: tuple[dict, ...] = ()) -> None:
     import dataclasses
 
     from agentotel_eval.collector.process.tuning import (
@@ -367,6 +418,12 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
             [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]))
     else:
         config = dataclasses.replace(config, scoring=ScoringSettings(enabled=False, detectors=False))
+    if sinks:
+        from agentotel_eval.collector.sink.config import SinkConfig
+
+        os.environ.setdefault("BENCH_LANGFUSE_PUBLIC", "pk-bench")
+        os.environ.setdefault("BENCH_LANGFUSE_SECRET", "sk-bench")
+        config = dataclasses.replace(config, sinks=tuple(SinkConfig(**s) for s in sinks))
     collector = Collector(config, summary_interval=3600, tuning=tuning).start()
     # The latency records live in the collector's process, whose memory is measured: one trace in 16 is kept
     # (the trace's index in its request is 1 mod 16 there, see ``trace_prefix``), a few thousand samples a phase.
@@ -451,6 +508,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "rss_sampled_kb": peak[0],
         "pss_sampled_kb": pss_peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
+        "sinks": {w.name: (w.stats.sent, w.stats.dropped) for w in collector.sinks.workers},
     }
     result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"] + result["rss_decoders_kb"]
     collector.shutdown()
@@ -481,7 +539,8 @@ def overrides(settings: list[str]) -> dict[str, dict]:
     return out
 
 
-def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, scoring: bool = True) -> dict:
+def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, scoring: bool = True,
+              sinks: tuple[dict, ...] = ()) -> dict:
     phase_id = next(_PHASES)  # fresh trace ids and a fresh database for every phase
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -491,7 +550,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
         db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
         server = ctx.Process(target=collector_main,
                              args=(transport, args.grace, db, child, args.duckdb_memory, scoring, overrides(args.set),
-                                   tuple(args.untune)))
+                                   tuple(args.untune), sinks))
     server.start()
     address = parent.recv()
     out = ctx.Queue()
@@ -578,17 +637,38 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
+    parser.add_argument("--sinks", choices=("off", "on", "both"), default="off",
+                        help="configure the three score sinks (Phoenix and MLflow answered by a stand-in, Langfuse "
+                             "down); 'both' alternates phases without and with them and reports the ratio")
     args = parser.parse_args()
+    sinks: tuple[dict, ...] = ()
+    if args.sinks != "off":
+        from tests.lake_servers import free_port
+
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        standin = ctx.Process(target=standin_main, args=(child,), daemon=True)
+        standin.start()
+        sinks = tuple(sink_settings(parent.recv(), free_port()))
     print(f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
           f"grace {args.grace:g}s, web share {args.web_share:g}, time scale {args.time_scale:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
-            ratios, scoring_costs = [], []
+            ratios, scoring_costs, sink_ratios = [], [], []
             for round_ in range(1, args.rounds + 1):
                 bare = run_phase("bare", transport, args, tmp)
                 phases = {}
+                if args.sinks == "both":
+                    plain = run_phase("collector", transport, args, tmp, args.scoring != "off")
+                    with_sinks = run_phase("collector", transport, args, tmp, args.scoring != "off", sinks)
+                    assert with_sinks["stored"] == with_sinks["acked"]
+                    sink_ratios.append(with_sinks["rate"] / plain["rate"])
+                    print(f"[{transport} #{round_}] no sinks {plain['rate']:,.0f} spans/s | three sinks (one down) "
+                          f"{with_sinks['rate']:,.0f} spans/s = {sink_ratios[-1]:.2f} x | sent, dropped per sink: "
+                          f"{with_sinks['sinks']} | runs {plain['runs']:,} / {with_sinks['runs']:,}", flush=True)
+                    continue
                 for scoring in ((False, True) if args.scoring == "both" else (args.scoring == "on",)):
-                    coll = run_phase("collector", transport, args, tmp, scoring)
+                    coll = run_phase("collector", transport, args, tmp, scoring, sinks)
                     assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
                     phases[scoring] = coll
                     label = "scoring on" if scoring else "scoring off"
@@ -617,6 +697,10 @@ def main() -> None:
                 ratios.append(phases[max(phases)]["rate"] / bare["rate"])
                 if len(phases) == 2:
                     scoring_costs.append(1 - phases[True]["rate"] / phases[False]["rate"])
+            if sink_ratios:
+                print(f"[{transport}] median with sinks / without {statistics.median(sink_ratios):.2f} "
+                      f"(rounds: {', '.join(f'{r:.2f}' for r in sink_ratios)})", flush=True)
+                continue
             print(f"[{transport}] median collector/bare ratio {statistics.median(ratios):.2f} "
                   f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
             if scoring_costs:

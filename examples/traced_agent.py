@@ -99,10 +99,12 @@ def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dic
 
 def expected_tools_for(question: str) -> list[str]:
     """What a correct run of this question calls, as a test writer would state it: the weather tool when the
-    question asks about the weather, the coordinates and distance tools when it asks how far."""
-    expected = ["get_weather"] if "weather" in question.lower() else []
-    if "far" in question.lower():
-        expected += ["get_coordinates", "distance_km"]
+    question asks about the weather in a city, the coordinates of both cities and the distance when it asks how far
+    apart two known cities are (every call, so that the exact and in-order scores hold too)."""
+    expected = ["get_weather"] if "weather" in question.lower() and cities_in(question) else []
+    located = [city for city in cities_in(question) if city.lower() in CITIES][:2]
+    if "far" in question.lower() and len(located) == 2:
+        expected += ["get_coordinates"] * 2 + ["distance_km"]  # the coordinates of each city, then the distance
     return expected
 
 

@@ -43,6 +43,23 @@ def _moment(value: str, term: str) -> str:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
+#: the SPEC's own keys; any other key names a resource attribute
+KEYS = ("agent", "service", "since", "until", "from", "to", "where")
+
+
+def _check_not_a_typo(key: str, term: str) -> None:
+    """A key without a dot that is one slip from a SPEC key (``agnt=``) is taken for that slip, not for a resource
+    attribute that matches nothing: the SPEC is refused with the key it was probably meant to be."""
+    import difflib
+
+    if "." in key or len(key) < 3:
+        return
+    close = difflib.get_close_matches(key.lower(), KEYS, n=1, cutoff=0.75)
+    if close:
+        raise SpecError(f"{term!r}: unknown key {key!r} (did you mean {close[0]}=?); the keys are "
+                        f"{', '.join(KEYS)}, and a resource attribute by its full name (service.version=1.2)")
+
+
 def parse_spec(spec: str, now: datetime | None = None) -> Selection:
     """A database SPEC's conditions (pure)."""
     now = now or datetime.now(UTC)
@@ -79,6 +96,7 @@ def parse_spec(spec: str, now: datetime | None = None) -> Selection:
             selection.conditions.append("r.start_time < CAST(? AS TIMESTAMPTZ)")
             selection.params.append(_moment(value, term))
         elif re.fullmatch(r"[A-Za-z_][\w.\-]*", key):
+            _check_not_a_typo(key, term)
             selection.conditions.append("json_extract_string(s.resource_attributes, ?) = ?")
             selection.params += ['$."' + key + '"', value]
             selection.needs_span = True

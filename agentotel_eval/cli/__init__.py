@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -54,7 +55,8 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "rescore": (rescore, "re-score stored runs with the current expectations and code"),
     "compare": (compare, "compare the scores of two versions; exit 1 on a regression"),
     "calibrate": (calibrate, "measure the tool-error detectors (and the judge) on labelled suites"),
-    "lake": (lake, "maintain the DuckLake that scale-out nodes share (retention, file merging)"),
+    "lake": (lake, "the DuckLake that scale-out nodes share: browse every node's runs (lake ui), retention and "
+                   "file merging (lake maintain)"),
 }
 
 
@@ -77,6 +79,20 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its help shown as plain text: the modules' docstrings, which are the commands'
+    descriptions, mark literals as reStructuredText does (two backticks each side), which a terminal shows as is."""
+
+    def format_help(self) -> str:
+        return _LITERAL.sub(r"\1", super().format_help())
+
+    def format_usage(self) -> str:
+        return _LITERAL.sub(r"\1", super().format_usage())
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """argparse's layout, without splitting words at hyphens (``self-contained``, ``export-cases``)."""
 
@@ -88,17 +104,19 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser; each subcommand's parser is in ``parser.commands`` (by name)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=DISTRIBUTION,
         description="Score AI agents' tool use from their OpenTelemetry traces.",
         formatter_class=_HelpFormatter,
+        epilog=f"Run '{DISTRIBUTION} COMMAND --help' for a command's options.",
     )
     parser.add_argument("--version", action=_Version, help="print the name and version, and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     commands: dict[str, argparse.ArgumentParser] = {}
     for name, (command, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=(command.__doc__ or help_text).strip())
+        command_parser = sub.add_parser(name, help=help_text, description=(command.__doc__ or help_text).strip(),
+                                        formatter_class=_HelpFormatter)
         command.add_arguments(command_parser)
         command_parser.set_defaults(_run=command.run)
         commands[name] = command_parser
@@ -110,11 +128,27 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments of one command. An unknown flag is reported with that subcommand's usage (not the top-level
     one) and the closest flag it knows (``--dbb``: did you mean ``--db``?)."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if not given:  # a bare ``agentotel-eval``: what it can do, not only that a command is required
+        parser.print_help()
+        parser.exit(2)
+    first = given[0]
+    if not first.startswith("-") and first not in COMMANDS:
+        parser.error(unknown_command(first))
+    args, extra = parser.parse_known_args(given)
     if extra:
         command_parser: argparse.ArgumentParser = args._commands[args.command]
         command_parser.error(unrecognized(command_parser, extra))
     return args
+
+
+def unknown_command(word: str) -> str:
+    """``serv``: did you mean serve? With the list of commands either way."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown command {word!r}{hint}; the commands: {', '.join(COMMANDS)}"
 
 
 def unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
@@ -145,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `agentotel-eval explain ... | head`: the reader has what it wanted
+    except BrokenPipeError:  # `agentotel-eval query ... | head -3`: the reader has what it wanted, a success
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
-        return 1
+        return 0

@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         print(render(result, threshold))
     worst = result.worst_drop()
     if threshold is not None and worst is not None and (worst.pass_rate_change or 0.0) < -threshold:
-        print(f"regression: {worst.agent} {worst.metric} pass rate fell {-(worst.pass_rate_change or 0):.1%} "
-              f"(more than {threshold:.1%})", file=sys.stderr)
+        fell = -(worst.pass_rate_change or 0) * 100
+        print(f"regression: {worst.agent} {worst.metric} pass rate fell {fell:.1f} percentage points "
+              f"(more than {threshold * 100:.1f})", file=sys.stderr)
         return EXIT_REGRESSION
     return 0

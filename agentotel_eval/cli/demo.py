@@ -25,15 +25,21 @@ SELECT r.agent_name AS agent,
        r.input,
        r.expected_tools AS expected,
        r.tools_called AS called,
-       round(max(e.score) FILTER (WHERE e.metric = 'tool_correctness'), 2) AS correctness,
-       round(max(e.score) FILTER (WHERE e.metric = 'tool_correctness_exact'), 2) AS exact,
-       round(max(e.score) FILTER (WHERE e.metric = 'tool_correctness_ordering'), 2) AS ordering,
-       any_value(CASE WHEN e.success THEN 'none' ELSE e.details->>'$.error_types[0]' END)
-           FILTER (WHERE e.metric = 'tool_errors_detectors') AS tool_errors
+       any_value(printf('%.2f %s', e.score, CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END))
+           FILTER (WHERE e.metric = 'tool_correctness') AS "correctness ↑",
+       any_value(printf('%.2f %s', e.score, CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END))
+           FILTER (WHERE e.metric = 'tool_correctness_exact') AS "exact ↑",
+       any_value(printf('%.2f %s', e.score, CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END))
+           FILTER (WHERE e.metric = 'tool_correctness_ordering') AS "ordering ↑",
+       any_value(CASE WHEN e.success THEN 'none, pass' ELSE e.details->>'$.error_types[0]' || ', FAIL' END)
+           FILTER (WHERE e.metric = 'tool_errors_detectors') AS "tool errors ↓"
 FROM agent_runs r
 LEFT JOIN latest_evaluations e ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id
 GROUP BY ALL
 ORDER BY min(r.start_time)"""
+#: what the table's arrows and words mean
+LEGEND = ("scores are 0 to 1; ↑ higher is better, ↓ lower is better; pass/FAIL against the threshold (tool "
+          "correctness passes at 0.5 or more; tool errors pass when the detectors found none)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         result = QueryResult.from_dict(collector.query(TABLE_SQL))
         print()
         print(render(result, "table"))
+        print(LEGEND)
         print()
         if workdir is None:  # only what will still exist: the file outlives the demo, the UI and a temp one do not
             print(f'made by this SQL (run it yourself with: agentotel-eval query "..." --db {db}):')

@@ -11,6 +11,10 @@ own configuration unless ``--config`` names another; otherwise the file is opene
 (without it, runs are scored only against the expected tools their spans carry). ``--dry-run`` reports what would
 change and writes nothing.
 
+A re-score that would remove scores (a rule or dataset entry gone from the config, say) first shows what the dry run
+shows and asks before it writes; without a terminal to ask on it stops with status 2, and ``--yes`` writes without
+asking.
+
 ``--lake FILE`` re-scores every node's traces in the shared lake that FILE's ``[lake]`` names, with ``--config``
 (else FILE's own settings), and appends the new builds to the lake, where its latest views show them in place of
 the nodes' (the nodes' files keep theirs). ``--shard k/n`` takes the k-th of n shares of the traces, by a hash of
@@ -60,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="score with this config's expectations and settings")
     parser.add_argument("--judge", action="store_true", help="queue the re-scored runs for the LLM judge again")
     parser.add_argument("--dry-run", action="store_true", help="report what would change; write nothing")
+    parser.add_argument("--yes", "-y", action="store_true",
+                        help="write without asking when the re-score would remove scores (else it shows what would "
+                             "change and asks, or stops when there is no terminal to ask on)")
     options.add_format(parser, ("table", "json"))
 
 
@@ -108,8 +115,14 @@ def run(args: argparse.Namespace) -> int:
         return _over_lake(args, payload)
     try:
         db, collector = locate(args.db, args.url)
-        summary = (RescoreSummary.from_dict(_via_collector(collector, payload)) if collector is not None
-                   else rescore_file(db, payload, config))
+
+        def rescore(request: dict[str, Any]) -> RescoreSummary:
+            return (RescoreSummary.from_dict(_via_collector(collector, request)) if collector is not None
+                    else rescore_file(db, request, config))
+
+        if not (args.dry_run or args.yes) and not _confirmed(rescore({**payload, "dry_run": True}), args.format):
+            return EXIT_USAGE
+        summary = rescore(payload)
     except (_Failure, QueryFailure) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
@@ -120,10 +133,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(summary: RescoreSummary, form: str) -> None:
+def _confirmed(preview: RescoreSummary, form: str) -> bool:
+    """Whether to write: yes when the dry run removes no score; else the user says so on a terminal."""
+    removed = sum(m.removed for m in preview.metrics.values())
+    if not removed:
+        return True
+    _print(preview, form, file=sys.stderr)
+    what = (f"this re-score would remove {removed} score(s) ("
+            + ", ".join(f"{m.metric}: {m.removed}" for m in sorted(preview.metrics.values(), key=lambda m: m.metric)
+                        if m.removed) + ")")
+    if not sys.stdin.isatty():
+        print(f"error: {what}; run it again with --yes to write it (--dry-run shows the same)", file=sys.stderr)
+        return False
+    print(f"{what}. Write it? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer in ("y", "yes"):
+        return True
+    print("nothing written", file=sys.stderr)
+    return False
+
+
+def _print(summary: RescoreSummary, form: str, file: Any = None) -> None:
     from agentotel_eval.collector.score.rescore import render
 
-    print(json.dumps(summary.to_dict(), ensure_ascii=False) if form == "json" else render(summary))
+    print(json.dumps(summary.to_dict(), ensure_ascii=False) if form == "json" else render(summary),
+          file=file or sys.stdout)
 
 
 def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:

@@ -29,6 +29,7 @@ from agentotel_eval.collector.score.config import (
     named_rules,
 )
 from agentotel_eval.collector.score.expectations import ExpectationConfigError, ExpectationRule
+from agentotel_eval.collector.sink.config import SinkConfig, SinkConfigError
 from agentotel_eval.detectors.declarations import ToolRule, parse_tool_rules
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, conventions_from_config
@@ -211,6 +212,13 @@ class QueryConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    #: (service, agent) pairs with label values of their own in ``agentotel_evaluations_total`` and
+    #: ``agentotel_tool_errors_total``; later agents are counted as ``agent="other"``
+    max_agents: int = 50
+
+
+@dataclass(frozen=True, slots=True)
 class LakeS3Config:
     #: host:port of an S3-compatible server (MinIO, moto); empty: AWS
     endpoint: str = ""
@@ -292,6 +300,12 @@ class CollectorConfig:
     #: ``[reconstruction]``: text_failures (read an "Error: ..." tool result as a failed call)
     reconstruction: ReconstructionConfig = field(default_factory=ReconstructionConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
+    #: ``[[sinks]]``: tools that also get each evaluation as their own object (kind = phoenix | mlflow | langfuse,
+    #: url, api_key_env / experiment / public_key_env and secret_key_env, forward_spans, max_queue, max_batch,
+    #: max_retries, initial_backoff, max_backoff, timeout)
+    sinks: tuple[SinkConfig, ...] = ()
+    #: ``[metrics]``: max_agents (the label bound of the quality metrics on /metrics)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node, reconcile_interval,
     #: read_peer_spans, ``[lake.s3]``); off
     #: if absent
@@ -342,6 +356,12 @@ class CollectorConfig:
             raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")
         if self.lake is not None:
             _check_lake(self.lake)
+        for i, sink in enumerate(self.sinks):
+            try:
+                sink.validate()
+            except SinkConfigError as exc:
+                raise ConfigError(f"sinks[{i}].{exc.key}", str(exc)) from None
+        _positive(self, "metrics", "max_agents")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError("log_level", f"expected debug, info, warning or error, got {self.log_level!r}")
         _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout",

@@ -48,6 +48,8 @@ from agentotel_eval.collector.receive.ports import check_free
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.score.metrics import JudgeMetrics
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
+from agentotel_eval.collector.sink.feed import stored_runs
+from agentotel_eval.collector.sink.hub import SinkHub
 from agentotel_eval.collector.store.database import Database, DatabaseClosed
 from agentotel_eval.collector.store.metrics import StoreMetrics
 from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
@@ -121,6 +123,8 @@ class Collector:
         self.ingestor: Ingestor
         self.run_writer: RunWriter
         self.forwarder: Forwarder | None = None
+        #: score sinks and the quality counters of /metrics, fed after each commit (``collector.sink``)
+        self.sinks: SinkHub | None = None
         self.judge: JudgeWorker | None = None
         self.decoders: DecodePool | None = None
         self.http: HttpReceiver
@@ -159,23 +163,24 @@ class Collector:
             if cfg.forward is not None:
                 self.forwarder = Forwarder(cfg.forward, redactor=self._redactor("forward"))
                 self.forwarder.start()
+            self._start_sinks(cfg)
             self.writer = StoreWriter(
                 self.database.connection, WriterSettings.from_config(cfg.writer, cfg.receiver),
                 on_commit=self._committed, incoming=lambda: self.ingestor.decoding, reopen=self.database.reopen,
             )
             self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
+            forward = forwarder.submit_spans if forwarder else None
             if cfg.judge is not None:
                 self.judge = JudgeWorker(
-                    cfg.judge, self.writer, self._cursor,
-                    forward_spans=forwarder.submit_spans if forwarder else None,
+                    cfg.judge, self.writer, self._cursor, forward_spans=forward,
                     forward_logs=forwarder.submit_logs if forwarder else None, redactor=self._redactor("judge"),
+                    on_written=self.sinks.evaluation_written if self.sinks is not None else None,
                 )
-            forward = forwarder.submit_spans if forwarder else None
             # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
             # this node would forward the other nodes' spans too.
             self._trace_reader = (PeerReader(self._cursor) if cfg.lake is not None and cfg.lake.read_peer_spans
-                                  and forwarder is None else TraceReader(self._cursor))
+                                  and forward is None else TraceReader(self._cursor))
             if self.in_process:
                 self.assembler = LocalAssembly(cfg.assembler, scoring_config, self._trace_reader,
                                                self.run_writer, forward=forward, stages=self._stage_factories,
@@ -186,7 +191,9 @@ class Collector:
                                                  self.run_writer, forward=forward, tuning=self.tuning,
                                                  conventions=cfg.conventions,
                                                  text_failures=cfg.reconstruction.text_failures)
-            forwarding = cfg.forward is not None
+            # the records of the spans: for [forward]; for the sinks only where a request's body cannot go on as is
+            forwarding: bool | str = forward is not None or (
+                self.sinks is not None and self.sinks.forwards_spans and self.sinks.keep_records)
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
                     cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
@@ -200,6 +207,8 @@ class Collector:
                 decoder = functools.partial(decode_request, keep_spans=forwarding,
                                             conventions=BUILTIN.plus(cfg.conventions), limits=cfg.limits,
                                             redactor=self._redactor("store"))
+            if self.sinks is not None and self.sinks.forwards_spans:
+                decoder = self._keeping_raw(decoder, self.sinks)
             self.ingestor = Ingestor(
                 self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
                 backlog=lambda: self.writer.pending_operation_rows,
@@ -326,6 +335,8 @@ class Collector:
             self.writer.shutdown()
         if self.forwarder is not None:
             self.forwarder.shutdown(0)
+        if self.sinks is not None:
+            self.sinks.shutdown(0)
         if self.reconciler is not None:
             self.reconciler.close()
         if self.peers is not None:
@@ -370,6 +381,8 @@ class Collector:
                 log.exception("the last lake flush failed; the rows stay in %s and go at the next start", self.db_path)
         if self.forwarder is not None:
             self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
+        if self.sinks is not None:
+            self.sinks.shutdown(min(grace, 5.0))  # the last evaluations and spans go to the tools here
         self.http.shutdown()
         self.ui.close()
         self.grpc.shutdown(0)
@@ -410,6 +423,10 @@ class Collector:
                 forwarder.submit_spans([s for s in spans if not is_held_span(s)])
             if logs:
                 forwarder.submit_logs(logs)
+        if self.sinks is not None and self.sinks.forwards_spans:
+            for commit in commits:
+                if commit.payload.signal == "traces" and commit.new_spans != []:
+                    self.sinks.received(commit.payload, Committed.pick(commit.payload.records or [], commit.new_spans))
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:
@@ -417,6 +434,33 @@ class Collector:
                 self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
         # one commit: its records all carry its ingested_at, by which the assembler reads them back
         self.assembler.consume(span_marks, log_marks, commits[0].ingested_ns if commits else None)
+
+    # ---- score sinks (``collector.sink``): the hub is fed by the after-commit hooks above ----------------------
+
+    def _start_sinks(self, cfg: CollectorConfig) -> None:
+        """The quality counters and the ``[[sinks]]`` (their span forwarders take what ``_committed`` hands them)."""
+        self.sinks = SinkHub(cfg.sinks, max_agents=cfg.metrics.max_agents, lookup=stored_runs(self._cursor),
+                             redactor=self._redactor("forward"), redacted_at_store=cfg.redaction.applies("store"))
+        self.sinks.start()
+
+    @staticmethod
+    def _keeping_raw(decoder: Any, sinks: SinkHub) -> Any:
+        """The decoder, its answers keeping the request's body where the sinks may send it on as it is."""
+
+        def decode(signal: str, encoding: str, body: bytes) -> Any:
+            return sinks.keep_raw(decoder(signal, encoding, body), signal, encoding, body)
+
+        return decode
+
+    @staticmethod
+    def _rescored(write: Any, sinks: SinkHub) -> Any:
+        """A re-score's write that also sends the new evaluations to the sinks once committed."""
+
+        def write_and_send(op: Any) -> None:
+            write(op)
+            sinks.rescored(op)
+
+        return write_and_send
 
     def _assembler_overloaded(self) -> str | None:
         """Why ingest must wait for the assembler, if it must: it has not taken that many committed records yet."""
@@ -430,6 +474,8 @@ class Collector:
         """Runs and their evaluation rows are committed: pending judge rows can be taken now."""
         if self.judge is not None and op.evaluations is not None and op.evaluations.num_rows:
             self.judge.wake()
+        if self.sinks is not None:
+            self.sinks.runs_committed(op)
 
     def __enter__(self) -> Collector:
         return self.start()
@@ -521,8 +567,11 @@ class Collector:
         if not self._rescore_lock.acquire(blocking=False):
             raise RescoreBusy("another re-score is running on this database; try again when it has finished")
         try:
+            write = committed_by(self.writer.submit_operation)
+            if self.sinks is not None:
+                write = self._rescored(write, self.sinks)
             rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
-                                committed_by(self.writer.submit_operation), conventions=config.conventions,
+                                write, conventions=config.conventions,
                                 text_failures=config.reconstruction.text_failures,
                                 config_name=name)
             summary = rescorer.run(request)
@@ -622,6 +671,8 @@ class Collector:
             parts.append(ForwardMetrics(self.forwarder))
         if self.lake is not None:
             parts.append(LakeMetrics(self.lake, self.reconciler, self.peers))
+        if self.sinks is not None:
+            parts.extend(self.sinks.metrics())
         parts.append(HelperMetrics(self.helpers))
         for part in parts:
             registry.register(part)

@@ -4,6 +4,7 @@ part shows is decided here; ``templates/run_body.html`` lays it out."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -91,6 +92,33 @@ class Diagnostics(NamedTuple):
         return bool(self.frameworks or self.unexecuted or self.unrequested or self.not_recorded or self.ignored)
 
 
+class Badge(NamedTuple):
+    """The run's verdict beside its name: ``text``, a chip ``kind`` (pass | fail) and the ``title`` that says why."""
+
+    text: str
+    kind: str
+    title: str
+
+
+def run_badge(status: str, evaluations: Sequence[EvaluationRow], calls: Sequence[CallView]) -> Badge:
+    """The span's error first; then what the detectors found (a failed tool whose answer claimed success has an
+    ``ok`` span); then a failed call; else ok, saying what was checked."""
+    if status == "error":
+        return Badge("error", "fail", "the run's span status is ERROR")
+    detectors = next((e for e in evaluations if e.metric == METRIC_DETECTORS), None)
+    if detectors is not None and detectors.result == "fail":
+        kinds = sorted({str(kind).split("/")[0] for kind, _d, _r in detectors.findings or ()})
+        return Badge("tool-use error" + (f": {', '.join(kinds)}" if kinds else ""), "fail",
+                     f"the span status is ok, but the detectors found: {detectors.reason}")
+    failed = [c for c in calls if c.status == "error"]
+    if failed:
+        return Badge(f"{len(failed)} failed tool call{'s' if len(failed) > 1 else ''}", "fail",
+                     "the span status is ok, but " + ", ".join(f"call {c.number} ({c.tool})" for c in failed)
+                     + " failed")
+    checked = " and the detectors found no tool-use error" if detectors is not None else ""
+    return Badge("ok", "pass", f"the run's span status is ok{checked}")
+
+
 @dataclass(frozen=True, slots=True)
 class RunView:
     run: dict[str, Any]  # the agent_runs row
@@ -107,6 +135,7 @@ class RunView:
     diagnostics: Diagnostics
     spans: list[SpanRow]
     spans_truncated: bool
+    badge: Badge
 
 
 def _alignment(detail: RunDetail) -> AlignmentView:
@@ -194,7 +223,10 @@ def _findings(found: list[Any]) -> list[tuple[Any, Any, str]]:
 
 
 def _threshold(label: MetricLabel, threshold: Any) -> str:
-    """The threshold with the side of it that passes: a score at or above it, or (lower is better) below it."""
+    """The threshold with the side of it that passes: a score at or above it, or (lower is better) below it; for
+    the detectors, whose verdict is found or not, what passes in words."""
+    if label.metric == METRIC_DETECTORS:
+        return "no error found"
     if threshold is None or label.higher_is_better is None:
         return fmt_score(threshold)
     return ("≥ " if label.higher_is_better else "< ") + fmt_score(threshold)
@@ -266,8 +298,11 @@ def run_view(detail: RunDetail, links: Links) -> RunView:
         parent_span = run["parent_run_span_id"]
         parent = (links.run(run["trace_id"], parent_span), detail.trace_runs.get(parent_span, parent_span))
     evaluations = _evaluations(detail)
-    return RunView(run, agent_shown(run), run.get("status") or "ok", parent,
+    calls = _calls(detail)
+    status = run.get("status") or "ok"
+    return RunView(run, agent_shown(run), status, parent,
                    readable(run.get("input")), readable(run.get("output")), _alignment(detail),
                    trajectory_view(next((e for e in detail.evaluations if e.get("metric") == "trajectory"), None)),
                    evaluations, list({e.metric: e.label for e in evaluations}.values()),
-                   _calls(detail), _diagnostics(run), _span_rows(detail, links), detail.spans_truncated)
+                   calls, _diagnostics(run), _span_rows(detail, links), detail.spans_truncated,
+                   run_badge(status, evaluations, calls))

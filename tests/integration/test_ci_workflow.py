@@ -208,7 +208,7 @@ def test_a_fallen_pass_rate_fails_the_gate_and_the_summary_says_why(runner):
     gate = ran[-1]
     assert gate.name == GATE
     assert gate.shell[:5] == ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # shell: bash, as declared
-    assert "REGRESSION" in gate.summary and "pass rate fell 50.0% (more than 5.0%)" in gate.summary
+    assert "REGRESSION" in gate.summary and "pass rate fell 50.0 percentage points (more than 5.0)" in gate.summary
     assert "test_trip[2]" in gate.summary and "test_trip[3]" in gate.summary
     assert "REGRESSION" in gate.output  # and in the log
 
@@ -218,7 +218,7 @@ def test_an_unchanged_pass_rate_passes_the_gate(runner):
     ran = runner.run("tool-use", FAKE_BASE_RESULTS=str(results), FAKE_PR_RESULTS=str(results))
     assert [step.returncode for step in ran] == [0, 0, 0, 0], [(s.name, s.output) for s in ran]
     gate = _by_name(ran)[GATE]
-    assert "tool_correctness_ordering" in gate.summary and "+0.0%" in gate.summary
+    assert "tool_correctness_ordering" in gate.summary and "+0.0 pts" in gate.summary
     assert "no input that passed in the baseline fails in the candidate" in gate.summary
     assert gate.summary.startswith("~~~\n") and gate.summary.endswith("~~~\n")  # a block in the summary
 

@@ -99,8 +99,25 @@ def test_the_collector_records_the_city_asked_about(tmp_path):
 
 @pytest.mark.parametrize(("question", "expected"), [
     ("What's the weather in Berlin?", ["get_weather"]),
-    ("What's the weather in Paris, and how far is it from Lyon?", ["get_weather", "get_coordinates", "distance_km"]),
-    ("How far is Berlin from Paris?", ["get_coordinates", "distance_km"]),
+    ("What's the weather in Paris, and how far is it from Lyon?",
+     ["get_weather", "get_coordinates", "get_coordinates", "distance_km"]),
+    ("How far is Berlin from Paris?", ["get_coordinates", "get_coordinates", "distance_km"]),
+    ("How far is Oslo from Berlin?", []),
 ])
 def test_each_question_states_its_own_expectation(agent, question, expected):
     assert agent.expected_tools_for(question) == expected
+    calls, _answer = _calls(agent, question)
+    assert [name for name, _ in calls] == expected  # what it states is what a correct run does
+
+
+def test_the_default_question_passes_its_own_check_in_every_mode(tmp_path):
+    with running_collector(tmp_path / "default.duckdb") as collector:
+        env = example_env(endpoint_of(collector, "grpc"))
+        with examples_running((TRACED, [], env)) as (answer,):
+            assert answer.endswith("392.5]")  # the answer is printed: the last line
+        runs_of(collector, "travel-assistant", 1)
+        sql = ("SELECT metric, score, success FROM evaluations WHERE metric LIKE 'tool_correctness%' "
+               "ORDER BY metric")
+        wait_until(lambda: len(collector.query(sql)["rows"]) == 3, what="the three scores")
+        assert collector.query(sql)["rows"] == [["tool_correctness", 1.0, True], ["tool_correctness_exact", 1.0, True],
+                                                ["tool_correctness_ordering", 1.0, True]]

@@ -37,19 +37,27 @@ class IngestBatch:
     records: list[Any] | None = None
     #: what the limits cut from the request, by kind (``otlp.limits``)
     limited: dict[str, int] | None = None
+    #: the request's protobuf body as received, when it may be sent on as it is (``sink.hub.SinkHub.keep_raw``)
+    raw: bytes | None = None
 
     @property
     def size(self) -> int:
         return self.rows.num_rows if self.rows is not None else 0
 
 
-def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool = False,
+#: ``keep_spans``: the records only where the request's body cannot be sent on as it is (JSON, a span rejected or
+#: cut by the limits): the score sinks send a clean protobuf request's body, and need the records of the others
+KEEP_UNLESS_CLEAN = "unless_clean"
+
+
+def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool | str = False,
                    conventions: Conventions = BUILTIN, limits: Limits = DEFAULT_LIMITS,
                    redactor: Redactor | None = None) -> IngestBatch:
     """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all, or is over a hard
     limit).
 
-    ``keep_spans`` keeps the span records (the collector forwards them); log records are kept when one of them is
+    ``keep_spans`` keeps the span records (the collector forwards them; ``KEEP_UNLESS_CLEAN``: only those of a
+    request that is not clean protobuf); log records are kept when one of them is
     an evaluation result (stored as an evaluations row too), the rare case. With a ``redactor`` the records are
     redacted before anything is made of them: what is stored, assembled and forwarded never held the secret."""
     decoded = decode(signal, encoding, body, limits)
@@ -60,10 +68,12 @@ def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool 
     if not records:
         return IngestBatch(signal, None, [], decoded.rejected, decoded.message, limited=limited)
     if signal == "traces":
+        keep = keep_spans is True or (keep_spans == KEEP_UNLESS_CLEAN and not (
+            encoding == "protobuf" and not decoded.rejected and not limited))
         return IngestBatch(signal, spans_to_arrow(records), span_marks(records, conventions), decoded.rejected,
-                           decoded.message, records if keep_spans else None, limited)
+                           decoded.message, records if keep else None, limited)
     evaluation = sc.EVENT_EVALUATION_RESULT
-    keep = keep_spans or any(r.event_name == evaluation for r in records)
+    keep = keep_spans is True or any(r.event_name == evaluation for r in records)
     return IngestBatch(signal, logs_to_arrow(records), log_marks(records), decoded.rejected, decoded.message,
                        records if keep else None, limited)
 

@@ -83,7 +83,7 @@ class DecodeStats:
 class DecodePool:
     """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown`` are called once each."""
 
-    def __init__(self, workers: int, *, keep_spans: bool = False, log_level: int = logging.INFO,
+    def __init__(self, workers: int, *, keep_spans: bool | str = False, log_level: int = logging.INFO,
                  tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0,
                  conventions: Sequence[Convention] = (), limits: Limits = DEFAULT_LIMITS,
                  redaction: RedactionSettings | None = None) -> None:

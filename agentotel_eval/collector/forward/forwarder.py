@@ -73,14 +73,16 @@ class ForwardConfig:
         return self
 
 
-class _Retryable(Exception):
+class ExportRetryable(Exception):
+    """An export a later attempt may get through (the endpoint is down or busy); raised by a sender's ``send``."""
+
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
 
 
-class _Permanent(Exception):
-    pass
+class ExportRefused(Exception):
+    """An export the endpoint refused for good; raised by a sender's ``send``."""
 
 
 class _ExportStub(Protocol):
@@ -121,8 +123,8 @@ class _GrpcSender:
             }
             message = f"gRPC {code.name if code else '?'}: {exc.details() if hasattr(exc, 'details') else exc}"
             if code in retryable:
-                raise _Retryable(message, _grpc_retry_delay(exc)) from None
-            raise _Permanent(message) from None
+                raise ExportRetryable(message, _grpc_retry_delay(exc)) from None
+            raise ExportRefused(message) from None
 
     def close(self) -> None:
         self._channel.close()
@@ -146,7 +148,9 @@ def _grpc_retry_delay(exc: Any) -> float | None:
     return None
 
 
-class _HttpSender:
+class HttpSender:
+    """OTLP/HTTP protobuf to ``config.url`` (``/v1/traces`` and ``/v1/logs`` appended to its path)."""
+
     def __init__(self, config: ForwardConfig) -> None:
         base = config.url.rstrip("/")
         path = urlsplit(base).path
@@ -166,10 +170,10 @@ class _HttpSender:
         except urllib.error.HTTPError as exc:
             message = f"HTTP {exc.code} from {self._urls[signal]}"
             if exc.code in _RETRYABLE_HTTP:
-                raise _Retryable(message, _retry_after(exc.headers.get("Retry-After"))) from None
-            raise _Permanent(message) from None
+                raise ExportRetryable(message, _retry_after(exc.headers.get("Retry-After"))) from None
+            raise ExportRefused(message) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-            raise _Retryable(f"{self._urls[signal]}: {exc}") from None
+            raise ExportRetryable(f"{self._urls[signal]}: {exc}") from None
 
     def close(self) -> None:
         pass
@@ -182,6 +186,32 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None  # an HTTP date: fall back to our own backoff
+
+
+class Encoded:
+    """An export request already encoded (a request's body as it was received): sent as it is, never merged."""
+
+    __slots__ = ("body", "records")
+
+    def __init__(self, body: bytes, records: int) -> None:
+        self.body = body
+        self.records = records
+
+    def __len__(self) -> int:
+        return self.records
+
+    def SerializeToString(self) -> bytes:
+        return self.body
+
+    def message(self, signal: str) -> Any:
+        """The parsed request, for a sender that takes messages (gRPC)."""
+        if signal == "traces":
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            return ExportTraceServiceRequest.FromString(self.body)
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        return ExportLogsServiceRequest.FromString(self.body)
 
 
 @dataclass
@@ -215,7 +245,7 @@ class Forwarder:
         self._sender = sender
         #: applied on the sender thread, just before encoding: nothing secret leaves, the producers never wait
         self._redactor = redactor
-        self._queue: deque[tuple[str, list[Any]]] = deque()
+        self._queue: deque[tuple[str, list[Any] | Encoded]] = deque()
         self._queued_records = 0
         self._cond = threading.Condition()
         self._stopping = False
@@ -238,7 +268,7 @@ class Forwarder:
         if self._thread is not None:
             return
         if self._sender is None:
-            self._sender = _GrpcSender(self.config) if self.config.resolved_protocol() == "grpc" else _HttpSender(
+            self._sender = _GrpcSender(self.config) if self.config.resolved_protocol() == "grpc" else HttpSender(
                 self.config
             )
         self._thread = threading.Thread(target=self._run, name="agentotel-forwarder", daemon=True)
@@ -270,7 +300,11 @@ class Forwarder:
     def submit_logs(self, logs: Sequence[LogRecord]) -> None:
         self._submit("logs", list(logs))
 
-    def _submit(self, signal: str, records: list[Any]) -> None:
+    def submit_encoded(self, signal: str, body: bytes, records: int) -> None:
+        """An OTLP request body (protobuf) of ``records`` records, sent as it is: no decoding or encoding here."""
+        self._submit(signal, Encoded(body, records))
+
+    def _submit(self, signal: str, records: list[Any] | Encoded) -> None:
         if not records:
             return
         with self._cond:
@@ -293,18 +327,19 @@ class Forwarder:
             self.stats.dropped_logs += n
 
     # -- sender thread -----------------------------------------------------------------------------------------
-    def _take_batch(self) -> tuple[str, list[Any]] | None:
+    def _take_batch(self) -> tuple[str, list[Any] | Encoded] | None:
         with self._cond:
             while not self._queue and not self._stopping:
                 self._cond.wait()
             if not self._queue:
                 return None
             signal, records = self._queue.popleft()
-            # Merge following items of the same signal up to the batch size.
-            while self._queue and self._queue[0][0] == signal and len(records) + len(self._queue[0][1]) <= (
-                self.config.max_batch_records
-            ):
-                records = records + self._queue.popleft()[1]
+            # Merge following items of the same signal up to the batch size (an encoded request goes alone).
+            while (isinstance(records, list) and self._queue and self._queue[0][0] == signal
+                   and isinstance(following := self._queue[0][1], list)
+                   and len(records) + len(following) <= self.config.max_batch_records):
+                self._queue.popleft()
+                records = records + following
             self._queued_records -= len(records)
             self.stats.queued = self._queued_records
             return signal, records
@@ -317,10 +352,15 @@ class Forwarder:
             signal, records = item
             self._deliver(signal, records)
 
-    def _deliver(self, signal: str, records: list[Any]) -> None:
-        if self._redactor is not None:
-            records = self._redactor.spans(records) if signal == "traces" else self._redactor.logs(records)
-        request = encode_traces(records) if signal == "traces" else encode_logs(records)
+    def _deliver(self, signal: str, records: list[Any] | Encoded) -> None:
+        request: Any
+        if isinstance(records, Encoded):  # sent as received: the caller chose it knowing no redaction applies
+            request = records.message(signal) if isinstance(self._sender, _GrpcSender) else records
+        else:
+            items: list[Any] = records
+            if self._redactor is not None:
+                items = self._redactor.spans(items) if signal == "traces" else self._redactor.logs(items)
+            request = encode_traces(items) if signal == "traces" else encode_logs(items)
         try:
             call_with_retries(lambda: self._sender.send(signal, request), self._retry, self._classify,
                               rng=self._rng, sleep=self._sleep, on_failure=self._count_failure)
@@ -328,7 +368,7 @@ class Forwarder:
             exc = gave_up.__cause__
             if gave_up.failure.retryable:
                 self._fail(signal, records, f"gave up after retries: {self.stats.last_error}")
-            elif isinstance(exc, _Permanent):
+            elif isinstance(exc, ExportRefused):
                 self._fail(signal, records, str(exc))
             else:  # an encoder or transport bug must not kill the thread
                 self._fail(signal, records, f"{type(exc).__name__}: {exc}")
@@ -339,7 +379,7 @@ class Forwarder:
             self.stats.sent_logs += len(records)
 
     def _classify(self, exc: Exception) -> Failure:
-        if not isinstance(exc, _Retryable):
+        if not isinstance(exc, ExportRetryable):
             return Failure(False)
         asked = exc.retry_after_s
         return Failure(True, None if asked is None else min(asked, self.config.max_backoff_s))
@@ -364,7 +404,7 @@ class Forwarder:
                     return True
                 self._cond.wait(until - now)
 
-    def _fail(self, signal: str, records: list[Any], message: str) -> None:
+    def _fail(self, signal: str, records: list[Any] | Encoded, message: str) -> None:
         self._count_dropped(signal, len(records))
         self.stats.last_error = message
         now = self._clock()

@@ -94,7 +94,7 @@ class Decode(NamedTuple):
     request_id: int
     signal: str
     encoding: str
-    keep_records: bool
+    keep_records: bool | str  # ``decode.batch.decode_request``'s ``keep_spans``
 
 
 @_message(Kind.DECODED)

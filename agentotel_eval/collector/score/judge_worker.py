@@ -116,6 +116,7 @@ class JudgeWorker:
         wall_clock: Callable[[], int] = time.time_ns,
         poll_interval: float = 2.0,
         redactor: Redactor | None = None,
+        on_written: Callable[[WriteEvaluation], None] | None = None,
     ) -> None:
         self.settings = settings
         self._writer = writer
@@ -127,6 +128,8 @@ class JudgeWorker:
         self._poll = poll_interval
         #: applied to each queued test case before the judge's prompt is built from it
         self._redactor = redactor
+        #: hears each answer the writer applied (the score sinks send it on)
+        self._on_written = on_written
         self.stats = JudgeQueueStats()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -345,6 +348,8 @@ class JudgeWorker:
         if not op.applied:
             self.stats.stale += 1  # the run was re-queued meanwhile: its new row will be answered instead
             return
+        if self._on_written is not None:
+            self._on_written(op)
         if result is None or result.status not in ("ok", "error"):
             return
         trace_id, run_span_id = op.key[0], op.key[1]

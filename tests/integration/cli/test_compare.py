@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,11 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def _cells(line: str) -> list[str]:
+    """A table row's cells (columns are two or more spaces apart)."""
+    return [cell for cell in re.split(r"\s{2,}", line.strip()) if cell]
+
+
 def test_a_regression_between_versions_is_shown_and_gated(versions: Path) -> None:
     base = ["compare", "--db", str(versions), "--baseline", "service.version=1.0",
             "--candidate", "service=hotel-bot,service.version=1.1"]
@@ -71,13 +77,18 @@ def test_a_regression_between_versions_is_shown_and_gated(versions: Path) -> Non
     assert done.returncode == 0, done.stderr  # no gate asked for
     assert "baseline: 4 run(s), candidate: 4 run(s)" in done.stdout
     # Rome scores 0.5 by default and ordering, a pass at the 0.5 threshold; the exact mode fails it
-    assert "hotel_bot  tool_correctness           100.0% (4)     1.000  100.0% (4)      0.875  +0.0%" in done.stdout
-    assert "hotel_bot  tool_correctness_exact     100.0% (4)     1.000  75.0% (4)       0.750  -25.0%" in done.stdout
+    rows = {tuple(cells[:2]): cells[2:] for cells in map(_cells, done.stdout.splitlines())}
+    assert rows[("agent", "metric")] == ["baseline passed", "mean score", "candidate passed", "mean score",
+                                         "pass rate change"]
+    assert rows[("hotel_bot", "tool_correctness ↑")] == ["100.0% (4)", "1.000", "100.0% (4)", "0.875", "+0.0 pts"]
+    assert rows[("hotel_bot", "tool_correctness_exact ↑")] == ["100.0% (4)", "1.000", "75.0% (4)", "0.750",
+                                                               "-25.0 pts"]
+    assert "↑ higher is better, ↓ lower is better; the change is in percentage points" in done.stdout
     assert "book_hotel  0.0% -> 25.0%" in done.stdout  # missing in a quarter of the runs now
     assert "passed before, fail now (1):" in done.stdout
     assert "hotel_bot tool_correctness_exact: 1.000 -> 0.000  'Book a hotel in Rome'" in done.stdout
     gated = cli(*base, "--fail-on-regression", "0.05")
-    assert gated.returncode == 1 and "hotel_bot tool_correctness_exact pass rate fell 25.0%" in gated.stderr
+    assert gated.returncode == 1 and "hotel_bot tool_correctness_exact pass rate fell 25.0 percentage points (more than 5.0)" in gated.stderr
     assert cli(*base, "--fail-on-regression", "0.3").returncode == 0
     document = json.loads(cli(*base, "--format", "json").stdout)
     row = next(m for m in document["metrics"] if m["metric"] == "tool_correctness_exact")
@@ -132,7 +143,10 @@ def test_two_eval_result_files(tmp_path: Path) -> None:
     pull = results("pull", bad)
     done = cli("compare", "--baseline", str(main), "--candidate", str(pull), "--fail-on-regression", "0.05")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "(cases)  tool_correctness_ordering  100.0% (1)" in done.stdout
+    rows = {tuple(cells[:2]): cells[2:] for cells in map(_cells, done.stdout.splitlines())}
+    baseline, _mean, candidate, _mean2, change = rows[("(cases)", "tool_correctness_ordering ↑")]
+    # a 0-1 score's pass rate falling from all to none: 100 points, not a relative "-100%"
+    assert (baseline, candidate, change) == ("100.0% (1)", "0.0% (1)", "-100.0 pts REGRESSION")
     assert "search  0.0% -> 0.0%   0.0% -> 0.0%  0.0% -> 100.0%" in done.stdout or "out of order" in done.stdout
 
 
@@ -156,4 +170,4 @@ def test_trajectory_scores_of_two_versions_gate_on_compare(tmp_path: Path) -> No
                 "--fail-on-regression", "0.05")
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "trajectory: 1.000 -> 0.500  'trip 1'" in gated.stdout and "'trip 3'" in gated.stdout
-    assert "trajectory pass rate fell 50.0%" in gated.stderr
+    assert "trajectory pass rate fell 50.0 percentage points" in gated.stderr

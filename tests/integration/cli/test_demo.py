@@ -28,12 +28,19 @@ def test_demo_exit_prints_the_scored_runs_and_their_sql(tmp_path: Path) -> None:
     by_input = {cells[1]: cells for cells in rows}
     assert len(by_input) == 8
     # agent, input, expected, called, correctness, exact, ordering, tool errors
-    assert by_input["Is it sunny in Madrid today?"][4:7] == ["0.0", "0.0", "0.0"]  # a wrong tool
-    assert by_input["Find me a flight and a hotel in Oslo, and book it."][4:7] == ["0.67", "0.0", "0.67"]  # missing
-    assert by_input["Plan a trip to Rome and book a hotel there."][4:7] == ["1.0", "1.0", "0.67"]  # out of order
-    assert by_input["Convert 50 GBP to JPY for my Tokyo trip."][4:7] == ["1.0", "0.0", "1.0"]  # an extra call
-    assert by_input["What's the weather in Atlantis?"][7] == "repeated_failure"  # a tool error, retried as it was
-    assert by_input["What's the weather in Paris?"][4:] == ["1.0", "1.0", "1.0", "none"]
+    assert by_input["Is it sunny in Madrid today?"][4:7] == ["0.00 FAIL"] * 3  # a wrong tool
+    assert by_input["Find me a flight and a hotel in Oslo, and book it."][4:7] == [
+        "0.67 pass", "0.00 FAIL", "0.67 pass"]  # missing
+    assert by_input["Plan a trip to Rome and book a hotel there."][4:7] == [
+        "1.00 pass", "1.00 pass", "0.67 pass"]  # out of order
+    assert by_input["Convert 50 GBP to JPY for my Tokyo trip."][4:7] == [
+        "1.00 pass", "0.00 FAIL", "1.00 pass"]  # an extra call
+    assert by_input["What's the weather in Atlantis?"][7] == "repeated_failure, FAIL"  # a tool error, retried
+    assert by_input["What's the weather in Paris?"][4:] == ["1.00 pass"] * 3 + ["none, pass"]
+    header = next(line for line in out.splitlines() if line.startswith("agent "))
+    assert all(f"{name} {arrow}" in header for name, arrow in (
+        ("correctness", "↑"), ("exact", "↑"), ("ordering", "↑"), ("tool errors", "↓")))
+    assert "↑ higher is better, ↓ lower is better; pass/FAIL against the threshold" in out
     assert "FROM agent_runs r" in out and "LEFT JOIN latest_evaluations" in out
     # only what outlives the command is printed: the database kept with --db, never the UI it no longer serves
     assert "web UI" not in out and f"--db {tmp_path / 'demo.duckdb'}" in out

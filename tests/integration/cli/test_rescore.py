@@ -138,8 +138,14 @@ def test_a_new_rule_scores_history_and_removing_it_takes_the_scores_away(db: Pat
     score, events = span_scores(db, trace_id, span_id, "tool_correctness_ordering")
     assert score is not None and score < 1.0 and events == 1
 
-    # no rule any more: the scores it gave go, from the table and from the span
-    code, summary, err = rescore(db)
+    # no rule any more: the scores it gave would go. Not without a yes: the dry run's summary and a refusal
+    # (no terminal here to ask on), nothing written; with --yes, from the table and from the span
+    scored = rows(db, "SELECT count(*) FROM evaluations WHERE metric LIKE 'tool_correctness%'")[0][0]
+    code, _summary, err = rescore(db)
+    assert code == 2 and f"would remove {3 * of_agent} score(s)" in err and "--yes" in err, err
+    assert '"dry_run": true' in err  # what --dry-run shows, in the format asked for
+    assert rows(db, "SELECT count(*) FROM evaluations WHERE metric LIKE 'tool_correctness%'")[0][0] == scored
+    code, summary, err = rescore(db, "--yes")
     assert code == 0, err
     assert by_metric(summary)["tool_correctness"]["removed"] == of_agent
     assert rows(db, "SELECT count(*) FROM evaluations WHERE metric LIKE 'tool_correctness%'")[0][0] == 0
@@ -275,7 +281,7 @@ def test_through_the_collector_that_holds_the_database(serving: Any, tmp_path: P
                                params=[trace_id, span_id])["rows"][0][0]
     assert attributes["agentotel.eval.tool_correctness.score"] == 1.0
     # the collector's own configuration has no rule: scoring with it takes the rule's scores away
-    code, summary, err = rescore(db)
+    code, summary, err = rescore(db, "--yes")
     assert code == 0, err
     assert by_metric(summary)["tool_correctness"]["removed"] >= 1
     code, _summary, err = rescore(db, "--where", "no_such_column = 1")

@@ -42,3 +42,15 @@ def test_from_and_to_are_iso_times_in_utc_unless_they_say() -> None:
 def test_bad_terms_are_named(spec: str, says: str) -> None:
     with pytest.raises(SpecError, match=says):
         parse_spec(spec, NOW)
+
+
+@pytest.mark.parametrize(("spec", "meant"), [("agnt=planner", "agent"), ("servce=shop", "service"),
+                                             ("sinse=7d", "since"), ("agent=a,untl=1d", "until")])
+def test_a_slip_in_a_key_is_refused_with_the_key_meant(spec: str, meant: str) -> None:
+    with pytest.raises(SpecError, match=rf"did you mean {meant}=\?"):
+        parse_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["team=core", "env=prod", "service.version=1.2", "deployment.environment=dev"])
+def test_other_keys_are_still_resource_attributes(spec: str) -> None:
+    assert parse_spec(spec).needs_span

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -94,5 +97,60 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path) -> Non
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # the reader is gone before the first line
     err = process.stderr.read().decode()
-    assert process.wait(timeout=60) == 1
+    assert process.wait(timeout=60) == 0  # the reader has what it wanted: not a failure
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_query_into_head_succeeds_every_time(tmp_path) -> None:
+    """``agentotel-eval query ... | head -3`` under ``set -o pipefail``: 0 every time, however far the query got
+    before head left."""
+    from agentotel_eval.store.opening import open_store
+
+    db = tmp_path / "spans.duckdb"
+    con = open_store(db)
+    con.execute("INSERT INTO spans (trace_id, span_id, name) SELECT printf('%032x', i), printf('%016x', i), "
+                "'span ' || i FROM range(20000) t(i)")
+    con.close()
+    command = (f"set -o pipefail; {sys.executable} -m agentotel_eval.cli query "
+               f"'SELECT trace_id, span_id, name FROM spans' --db {db} --format csv | head -3")
+    for _ in range(6):
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.splitlines()) == 3 and "Traceback" not in done.stderr
+
+
+def test_a_bare_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([])
+    assert exited.value.code == 2
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS) and "COMMAND --help" in out
+
+
+@pytest.mark.parametrize(("word", "hint"), [("serv", "did you mean serve?"), ("rescor", "did you mean rescore?"),
+                                             ("exlpain", "did you mean explain?"), ("frobnicate", "")])
+def test_a_misspelt_command_gets_the_closest_one(word: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([word, "--db", "x.duckdb"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unknown command {word!r}" in err and hint in err and "the commands: serve, query" in err
+
+
+def _parsers(parser: Any) -> Iterator[Any]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _parsers(child)
+
+
+def test_no_help_shows_restructuredtext_literals() -> None:
+    helps = [p.format_help() for p in _parsers(build_parser())]
+    assert len(helps) > len(COMMANDS)  # the subcommands' own subcommands too (lake maintain, lake ui)
+    assert not [h.splitlines()[0] for h in helps if "``" in h]
+
+
+def test_the_top_level_help_describes_lake_ui() -> None:
+    lake_line = build_parser().format_help().split("    lake", 1)[1]
+    assert "lake ui" in " ".join(lake_line.split()) and "lake maintain" in " ".join(lake_line.split())

@@ -332,13 +332,14 @@ def test_every_score_is_named_in_full_with_its_direction(ui_collector: Any) -> N
                      r'\(detectors\) <span class="value">(no error found|errors found)</span>', runs)
     assert '<details class="metric-legend">' in runs
     # a run's evaluations: the label, the stored name, the direction beside the score and the threshold's side
+    # (the detectors' verdict is found or not: it passes on no error, not on a threshold)
     trace_id, span_id = run_of(ui_collector, "What's the weather in Atlantis?")
     _, _, run = get(ui_collector, f"/runs/{trace_id}/{span_id}")
     errors = metric_label("tool_errors_detectors")
     assert re.search(r'<td class="metric" title="[^"]*">Tool-use errors \(detectors\)<div class="muted"><code>'
                      r'tool_errors_detectors</code> · <span class="direction">↓ lower is better</span>', run)
     assert re.search(r'<td class="num nowrap" title="lower is better">1\.00 <span class="direction" '
-                     r'aria-label="lower is better">↓</span></td><td class="num nowrap">&lt; 0\.\d\d</td>', run)
+                     r'aria-label="lower is better">↓</span></td><td class="num nowrap">no error found</td>', run)
     assert re.search(r'<td class="num nowrap">≥ 0\.\d\d</td>', run) and errors.passes in run
 
 
