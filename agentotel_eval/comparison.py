@@ -8,9 +8,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.metric_labels import metric_label
+from agentotel_eval.metrics.registry import metric_label, tool_correctness
 
 DEPARTURES = ("missing", "extra", "out of order")
+#: metrics whose evaluation log lists missing / extra / out-of-order calls, preferred first
+ALIGNMENT_METRICS = (tool_correctness(ordering=True).name, tool_correctness().name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,7 @@ def _departure_shares(rows: Sequence[ScoredRun], metric: str) -> tuple[dict[str,
 def departure_metric(rows: Iterable[ScoredRun]) -> str | None:
     """The metric whose logs list departures: the ordering score's, else the default one's."""
     metrics = {r.metric for r in rows if r.departures}
-    for name in ("tool_correctness_ordering", "tool_correctness"):
+    for name in ALIGNMENT_METRICS:
         if name in metrics:
             return name
     return None

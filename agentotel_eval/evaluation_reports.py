@@ -29,7 +29,7 @@ def _cell(result: Any) -> str:
 def render_table(result: EvaluationResult, lines: list[int], *, quiet: bool = False) -> str:
     """One row per case (``--quiet``: none), then the reasons of failures, then the summary."""
     from agentotel_eval.evaluate import summary_lines
-    from agentotel_eval.metric_labels import metric_label
+    from agentotel_eval.metrics.registry import metric_label
 
     out: list[str] = []
     names = [r.metric for r in result.cases[0].results] if result.cases else []

@@ -13,8 +13,8 @@ from typing import Any
 
 from agentotel_eval.access.filters import PAGE_SIZE, Filters, range_seconds
 from agentotel_eval.access.specs import Selection
-from agentotel_eval.comparison import ScoredRun, departures
-from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
+from agentotel_eval.comparison import ALIGNMENT_METRICS, ScoredRun, departures
+from agentotel_eval.metrics.registry import TOOL_ERRORS, TOOL_ERRORS_DETECTORS, TRAJECTORY
 from agentotel_eval.store.query import QueryResult
 from agentotel_eval.store.schema import OWN_SOURCE
 from agentotel_eval.stored_cases import case_of, expectations_of
@@ -23,8 +23,6 @@ from agentotel_eval.trace_ids import TraceIdError, prefix_bounds, trace_referenc
 
 #: ``read(sql, params)``: one sealed read-only statement
 Read = Callable[[str, Sequence[Any]], QueryResult]
-#: metrics whose evaluation log lists missing / extra / out-of-order calls, preferred first
-ALIGNMENT_METRICS = ("tool_correctness_ordering", "tool_correctness")
 TOP_AGENTS = 6
 SPAN_LIMIT = 2000
 
@@ -217,11 +215,11 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
     counts_result, scores_result, departures_result, findings_result, tool_result, names_result = gather([
         (lambda: read(f"{runs_cte} SELECT agent, {bucket} AS bucket, count(*) AS runs FROM runs "
                       f"WHERE agent IN ({marks}) GROUP BY ALL", [*params, *top])) if top else (lambda: nothing),
-        statement(_SCORES_SQL, None, "e.success, e.status, e.cost_usd, e.model", [METRIC_JUDGE]),
+        statement(_SCORES_SQL, None, "e.success, e.status, e.cost_usd, e.model", [TOOL_ERRORS.name]),
         statement(_DEPARTURES_SQL, [aligned],
                   "e.status, json_extract(e.details, ['$.missing', '$.extra', '$.out_of_order']) AS j")
         if aligned in present else (lambda: nothing),
-        statement(_FINDINGS_SQL, [METRIC_JUDGE, METRIC_DETECTORS], "e.status, e.score, e.details"),
+        statement(_FINDINGS_SQL, [TOOL_ERRORS.name, TOOL_ERRORS_DETECTORS.name], "e.status, e.score, e.details"),
         lambda: read(
             "SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors, "
             "round(count(*) FILTER (WHERE status = 'error') / count(*), 4) AS error_rate "
@@ -237,7 +235,7 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
             n, passed = agents[row["agent"]].metrics.get(row["metric"], (0, 0))
             agents[row["agent"]].metrics[row["metric"]] = (n + row["n"], passed + row["passed"])
             series.append(row)
-        if row["metric"] == METRIC_JUDGE:
+        if row["metric"] == TOOL_ERRORS.name:
             entry = judge.setdefault(row["status"], {"status": row["status"], "evaluations": 0, "cost_usd": 0.0,
                                                      "models": set()})
             entry["evaluations"] += row["n"]
@@ -528,13 +526,13 @@ def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[st
                        [trace_id]))
     trajectories = {row["run_span_id"]: (_parsed(row["details"]) if row["status"] == "ok" else row["reason"])
                     for row in _rows(read("SELECT run_span_id, status, reason, details FROM evaluations WHERE "
-                                          "trace_id = ? AND metric = 'trajectory' AND status IN ('ok', 'error')",
-                                          [trace_id]))}
+                                          "trace_id = ? AND metric = ? AND status IN ('ok', 'error')",
+                                          [trace_id, TRAJECTORY.name]))}
     # the detectors' findings as scored (the judge's evaluation carries them too, under the same keys)
     tool_errors: dict[str, dict[str, Any]] = {}
     for row in _rows(read("SELECT run_span_id, metric, details FROM evaluations WHERE trace_id = ? AND metric IN "
-                          "('tool_errors_detectors', 'tool_errors') AND status = 'ok' ORDER BY metric DESC",
-                          [trace_id])):
+                          "(?, ?) AND status = 'ok' ORDER BY metric DESC",
+                          [trace_id, TOOL_ERRORS_DETECTORS.name, TOOL_ERRORS.name])):
         details = _parsed(row["details"])
         if isinstance(details, dict) and row["run_span_id"] not in tool_errors:
             tool_errors[row["run_span_id"]] = {"detectors": details.get("detectors") or [],
@@ -595,7 +593,7 @@ def read_stored_cases(read: Read, where: str, limit: int) -> Iterator[EvalTestCa
                 "ORDER BY e.metric DESC", params)):  # tool_correctness_ordering before tool_correctness
             scores.setdefault((row["trace_id"], row["run_span_id"]), []).append(row)
         # the spec a trajectory score used, as written: the case file scores it again as it was
-        latest, params = latest_of_few(f"e.metric = 'trajectory' AND ({of_batch})", ids)
+        latest, params = latest_of_few(f"e.metric = ? AND ({of_batch})", [TRAJECTORY.name, *ids])
         specs = {(row["trace_id"], row["run_span_id"]): (_parsed(row["spec"]), str(row["source"] or "score"))
                  for row in _rows(read("SELECT e.trace_id, e.run_span_id, e.details->'spec' AS spec, "
                                        f"e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "

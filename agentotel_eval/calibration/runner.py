@@ -14,6 +14,7 @@ from typing import Any
 from agentotel_eval.calibration.cases import ERROR_TYPES, LabelledCase
 from agentotel_eval.calibration.spans import CONVENTIONS, case_spans
 from agentotel_eval.calibration.stats import TypeFigures, figures
+from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.pipeline import reconstruct
@@ -49,7 +50,7 @@ def _predicted(log: Mapping[str, Any], judged: bool) -> frozenset[str]:
 
 
 def detector_metric(case: LabelledCase) -> ToolsErrorMetric:
-    return ToolsErrorMetric(judge=False, tool_rules=list(case.rules))
+    return TOOL_ERRORS_DETECTORS.build(tool_rules=list(case.rules))
 
 
 def score_case(case: LabelledCase, convention: str, metric: ToolsErrorMetric | None = None) -> Scored:

@@ -105,14 +105,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _judge_metric(args: argparse.Namespace, rules: Any) -> Any:
-    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.metrics.registry import TOOL_ERRORS
 
     kwargs: dict[str, Any] = {"tool_rules": list(rules)}
     if args.api_base:
         kwargs["api_base"] = args.api_base
     if args.cache_dir:
         kwargs["cache"] = args.cache_dir
-    return ToolsErrorMetric(args.model, judge=True, **kwargs)
+    return TOOL_ERRORS.build(model=args.model, **kwargs)
 
 
 def _calibrate(suite: str, args: argparse.Namespace,
@@ -190,9 +190,9 @@ def _oracle_notes(cases: Any, scored: Any) -> list[str]:
 
 def _score_traces(traces: Any, args: argparse.Namespace) -> tuple[list[Any], list[str]]:
     from agentotel_eval.calibration import external, runner
-    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 
-    metric = ToolsErrorMetric(judge=False)
+    metric = TOOL_ERRORS_DETECTORS.build()
     with_spans = [t for t in traces if t.spans]
     scored = [runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
               for t in with_spans]

@@ -17,29 +17,43 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.cli import options
+from agentotel_eval.metrics.registry import (
+    TOOL_CORRECTNESS,
+    TOOL_CORRECTNESS_EXACT,
+    TOOL_CORRECTNESS_ORDERING,
+    TOOL_ERRORS_DETECTORS,
+    MetricDeclaration,
+)
 
 EXIT_FAILED = 1
 
-TABLE_SQL = """\
+_PASSED = "CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END"
+
+
+def _score_column(metric: MetricDeclaration[Any], title: str) -> str:
+    """A score and pass/FAIL, its column titled with the metric's direction."""
+    return (f"any_value(printf('%.2f %s', e.score, {_PASSED}))\n"
+            f"           FILTER (WHERE e.metric = '{metric.name}') AS \"{title} {metric.arrow}\"")
+
+
+TABLE_SQL = f"""\
 SELECT r.agent_name AS agent,
        r.input,
        r.expected_tools AS expected,
        r.tools_called AS called,
-       any_value(printf('%.2f %s', e.score, CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END))
-           FILTER (WHERE e.metric = 'tool_correctness') AS "correctness ↑",
-       any_value(printf('%.2f %s', e.score, CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END))
-           FILTER (WHERE e.metric = 'tool_correctness_exact') AS "exact ↑",
-       any_value(printf('%.2f %s', e.score, CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END))
-           FILTER (WHERE e.metric = 'tool_correctness_ordering') AS "ordering ↑",
+       {_score_column(TOOL_CORRECTNESS, "correctness")},
+       {_score_column(TOOL_CORRECTNESS_EXACT, "exact")},
+       {_score_column(TOOL_CORRECTNESS_ORDERING, "ordering")},
        any_value(CASE WHEN e.success THEN 'none, pass' ELSE e.details->>'$.error_types[0]' || ', FAIL' END)
-           FILTER (WHERE e.metric = 'tool_errors_detectors') AS "tool errors ↓"
+           FILTER (WHERE e.metric = '{TOOL_ERRORS_DETECTORS.name}') AS "tool errors {TOOL_ERRORS_DETECTORS.arrow}"
 FROM agent_runs r
 LEFT JOIN latest_evaluations e ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id
 GROUP BY ALL
 ORDER BY min(r.start_time)"""
 #: what the table's arrows and words mean
 LEGEND = ("scores are 0 to 1; ↑ higher is better, ↓ lower is better; pass/FAIL against the threshold (tool "
-          "correctness passes at 0.5 or more; tool errors pass when the detectors found none)")
+          f"correctness passes at {TOOL_CORRECTNESS.threshold:g} or more; tool errors pass when the detectors "
+          "found none)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +93,7 @@ def _export_to(collector: Any) -> Any:
 def _wait_for_scores(collector: Any, runs: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     sql = ("SELECT count(DISTINCT run_span_id) FROM evaluations "
-           "WHERE metric IN ('tool_correctness', 'tool_errors_detectors') GROUP BY metric")
+           f"WHERE metric IN ('{TOOL_CORRECTNESS.name}', '{TOOL_ERRORS_DETECTORS.name}') GROUP BY metric")
     while time.monotonic() < deadline:
         counts = [row[0] for row in collector.query(sql)["rows"]]
         if len(counts) == 2 and min(counts) >= runs:

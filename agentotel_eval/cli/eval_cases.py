@@ -20,7 +20,7 @@ import argparse
 import sys
 
 from agentotel_eval.cli import options
-from agentotel_eval.metrics.registry import METRICS
+from agentotel_eval.metrics.registry import ON_COMMAND_LINE, TOOL_CORRECTNESS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CASES = 0, 1, 2, 5
 
@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cases", metavar="CASES.jsonl", help="test cases, one JSON object per line ('-' = stdin)")
     parser.add_argument(
         "--metric", "-m", action="append", metavar="NAME",
-        help=f"metric to run (repeatable, or comma-separated); default tool_correctness. One of: {', '.join(METRICS)}",
+        help=f"metric to run (repeatable, or comma-separated); default {TOOL_CORRECTNESS.name}. One of: "
+             f"{', '.join(ON_COMMAND_LINE)}",
     )
     parser.add_argument("--exact", action="store_true", help="tool correctness: exact match (no extra, none missing)")
     parser.add_argument("--ordering", action="store_true", help="tool correctness: the order of calls matters")
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         params=tuple(args.params), model=args.model, api_base=args.api_base,
     )
     try:
-        metrics = build_metrics(args.metric or ["tool_correctness"], options)
+        metrics = build_metrics(args.metric or [TOOL_CORRECTNESS.name], options)
     except (MetricUnavailable, TypeError, ValueError) as exc:
         _error(str(exc))
         return EXIT_USAGE

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from agentotel_eval.cli import options
+from agentotel_eval.metrics.registry import TOOL_CORRECTNESS
 
 EXIT_USAGE = 2
 
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval export-cases --where \"agent_name = 'planner' AND start_time > now() - INTERVAL 7 DAY\" "
         "-o planner.jsonl\n"
         "  agentotel-eval export-cases --where \"(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM "
-        "latest_evaluations WHERE metric = 'tool_correctness' AND NOT success)\" -o failing.jsonl"
+        f"latest_evaluations WHERE metric = '{TOOL_CORRECTNESS.name}' AND NOT success)\" -o failing.jsonl"
     )
     options.add_db(parser)
     options.add_url(parser)

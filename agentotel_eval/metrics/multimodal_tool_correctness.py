@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agentotel_eval.metrics.registry import MULTIMODAL_TOOL_CORRECTNESS
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.test_case import ToolCallParams
 
@@ -25,11 +26,11 @@ class MultimodalToolCorrectnessMetric(ToolCorrectnessMetric):
     they are told apart from the text metric's in stored evaluations.
     """
 
-    name = "multimodal_tool_correctness"
+    name = MULTIMODAL_TOOL_CORRECTNESS.name
 
     def __init__(
         self,
-        threshold: float = 0.5,
+        threshold: float = MULTIMODAL_TOOL_CORRECTNESS.threshold,
         model: Any = None,
         include_reason: bool = True,
         strict_mode: bool = False,

@@ -24,6 +24,7 @@ from agentotel_eval.frozen import freeze
 from agentotel_eval.metrics import matching
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
 from agentotel_eval.metrics.matching import Pair
+from agentotel_eval.metrics.registry import TOOL_CORRECTNESS
 from agentotel_eval.test_case import ToolCall, ToolCallParams, as_tool_calls
 
 __all__ = ["ToolCorrectnessMetric", "ToolCorrectnessOutcome", "metric_name_for", "score_tool_calls"]
@@ -40,7 +41,7 @@ _MODES = {
 }
 
 
-def metric_name_for(exact_match: bool, check_ordering: bool, base: str = "tool_correctness") -> str:
+def metric_name_for(exact_match: bool, check_ordering: bool, base: str = TOOL_CORRECTNESS.name) -> str:
     """``tool_correctness`` plus ``_exact`` and/or ``_ordering``: the stored name of a mode."""
     return base + ("_exact" if exact_match else "") + ("_ordering" if check_ordering else "")
 
@@ -469,12 +470,12 @@ class ToolCorrectnessMetric(BaseMetric):
     one instance can score from many threads.
     """
 
-    name = "tool_correctness"
+    name = TOOL_CORRECTNESS.name
     version = _EVALUATOR_VERSION
 
     def __init__(
         self,
-        threshold: float = 0.5,
+        threshold: float = TOOL_CORRECTNESS.threshold,
         exact_match: bool | None = None,
         check_ordering: bool | None = None,
         strict_mode: bool = False,

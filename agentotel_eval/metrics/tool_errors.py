@@ -55,12 +55,11 @@ from agentotel_eval.judge.parse import extract_verdict
 from agentotel_eval.judge.runner import DEFAULT_MAX_CONCURRENCY, JudgeRunner
 from agentotel_eval.judge.untrusted import data_block
 from agentotel_eval.metrics.base import BaseMetric, MetricResult, run_sync
+from agentotel_eval.metrics.registry import TOOL_ERRORS, TOOL_ERRORS_DETECTORS
 from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as_tool_definitions
 
 PROMPT_VERSION = "v1"
-METRIC_JUDGE = "tool_errors"
-METRIC_DETECTORS = "tool_errors_detectors"
 
 _SEVERITY_SYNONYMS = {"minor": "low", "moderate": "medium", "major": "high", "critical": "high", "severe": "high",
                       "no": "none", "null": "none"}
@@ -311,13 +310,13 @@ class _Prepared:
 class ToolsErrorMetric(BaseMetric):
     """Detects tool-usage errors in one agent run (see the module docstring for the semantics)."""
 
-    name = METRIC_JUDGE
+    name = TOOL_ERRORS.name
     version = "1"
 
     def __init__(
         self,
         model: str | CustomLLMClient | None = None,
-        threshold: float = 0.7,
+        threshold: float = TOOL_ERRORS.threshold,
         error_types: Sequence[str] | None = None,
         verbose: bool = False,
         *,
@@ -383,7 +382,7 @@ class ToolsErrorMetric(BaseMetric):
 
     @property
     def metric_name(self) -> str:
-        return METRIC_JUDGE if self.judge else METRIC_DETECTORS
+        return TOOL_ERRORS.name if self.judge else TOOL_ERRORS_DETECTORS.name
 
     @property
     def model_name(self) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
+from agentotel_eval.metrics.registry import TRAJECTORY
 from agentotel_eval.test_case import as_tool_calls
 
 __all__ = ["TrajectoryMetric"]
@@ -19,10 +20,10 @@ __all__ = ["TrajectoryMetric"]
 class TrajectoryMetric(BaseMetric):
     """Scores ``expected_trajectory``; skipped (not 0) for a case without one."""
 
-    name = "trajectory"
+    name = TRAJECTORY.name
     version = "1"
 
-    def __init__(self, threshold: float = 1.0, verbose: bool = False) -> None:
+    def __init__(self, threshold: float = TRAJECTORY.threshold, verbose: bool = False) -> None:
         super().__init__()
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be a number between 0 and 1, got {threshold!r}")

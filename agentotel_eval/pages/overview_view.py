@@ -15,7 +15,13 @@ from markupsafe import Markup
 
 from agentotel_eval.access.filters import RANGES, Filters
 from agentotel_eval.access.queries import Overview
-from agentotel_eval.metric_labels import MetricLabel, metric_label
+from agentotel_eval.metrics.registry import (
+    TOOL_CORRECTNESS,
+    TOOL_ERRORS,
+    TOOL_ERRORS_DETECTORS,
+    MetricLabel,
+    metric_label,
+)
 from agentotel_eval.pages.charts import legend, pass_rate_chart, stacked_bars
 from agentotel_eval.pages.markup import Links, fmt_pct, or_blank
 from agentotel_eval.pages.templating import macro
@@ -99,12 +105,12 @@ def range_links(current: str, href: Callable[[str], str], extra: dict[str, str] 
 def _tiles(ov: Overview) -> list[tuple[str, str]]:
     scored = passed = 0
     for a in ov.agents:
-        n, p = a.metrics.get("tool_correctness", (0, 0))
+        n, p = a.metrics.get(TOOL_CORRECTNESS.name, (0, 0))
         scored, passed = scored + n, passed + p
     failed_runs = sum(a.failed_runs for a in ov.agents)
     cost = sum(float(row.get("cost_usd") or 0) for row in ov.judge)
     return [(f"{ov.total_runs:,}", "runs"), (f"{len(ov.agents):,}", "agents"),
-            (fmt_pct(passed, scored), f"{metric_label('tool_correctness').label} pass rate ↑"),
+            (fmt_pct(passed, scored), f"{TOOL_CORRECTNESS.label} pass rate ↑"),
             (f"{failed_runs:,}", "runs that ended in error"),
             (f"${cost:.4f}", "judge cost")]
 
@@ -169,7 +175,7 @@ def _step_label(step: timedelta) -> str:
 
 
 def _who(metric: str) -> str:
-    return "judge" if metric == "tool_errors" else "detectors" if metric == "tool_errors_detectors" else metric
+    return "judge" if metric == TOOL_ERRORS.name else "detectors" if metric == TOOL_ERRORS_DETECTORS.name else metric
 
 
 def overview_view(ov: Overview, links: Links) -> OverviewView:

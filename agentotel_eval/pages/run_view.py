@@ -11,9 +11,8 @@ from typing import Any, NamedTuple
 
 from agentotel_eval.access.queries import RunDetail, agent_shown
 from agentotel_eval.detectors.registry import BY_NAME, RULES
-from agentotel_eval.metric_labels import MetricLabel, metric_label
 from agentotel_eval.metrics.alignment import EXTRA, MATCHED, MISSING, OUT_OF_ORDER, Alignment, Column, align
-from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS
+from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS, TRAJECTORY, MetricLabel, metric_label
 from agentotel_eval.pages.markup import Links, Readable, fmt_duration_ns, fmt_score, or_blank, readable
 from agentotel_eval.pages.timeline import CALLED, Timeline, timeline
 from agentotel_eval.pages.trajectory_view import TrajectoryView, trajectory_view
@@ -105,7 +104,7 @@ def run_badge(status: str, evaluations: Sequence[EvaluationRow], calls: Sequence
     ``ok`` span); then a failed call; else ok, saying what was checked."""
     if status == "error":
         return Badge("error", "fail", "the run's span status is ERROR")
-    detectors = next((e for e in evaluations if e.metric == METRIC_DETECTORS), None)
+    detectors = next((e for e in evaluations if e.metric == TOOL_ERRORS_DETECTORS.name), None)
     if detectors is not None and detectors.result == "fail":
         kinds = sorted({str(kind).split("/")[0] for kind, _d, _r in detectors.findings or ()})
         return Badge("tool-use error" + (f": {', '.join(kinds)}" if kinds else ""), "fail",
@@ -191,7 +190,7 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
     for e in detail.evaluations:
         details: dict[str, Any] = e["details"] if isinstance(e.get("details"), dict) else {}
         errors = details.get("errors") or []
-        found = details.get("detectors") if e["metric"] == METRIC_DETECTORS else None
+        found = details.get("detectors") if e["metric"] == TOOL_ERRORS_DETECTORS.name else None
         findings = _findings(found) if found else ([(or_blank(x.get("type")), or_blank(x.get("description")), "")
                                                     for x in errors if isinstance(x, dict)] if errors else None)
         unchecked = [str(note) for note in details.get("could_not_run") or () if note]
@@ -225,7 +224,7 @@ def _findings(found: list[Any]) -> list[tuple[Any, Any, str]]:
 def _threshold(label: MetricLabel, threshold: Any) -> str:
     """The threshold with the side of it that passes: a score at or above it, or (lower is better) below it; for
     the detectors, whose verdict is found or not, what passes in words."""
-    if label.metric == METRIC_DETECTORS:
+    if label.name == TOOL_ERRORS_DETECTORS.name:
         return "no error found"
     if threshold is None or label.higher_is_better is None:
         return fmt_score(threshold)
@@ -302,7 +301,7 @@ def run_view(detail: RunDetail, links: Links) -> RunView:
     status = run.get("status") or "ok"
     return RunView(run, agent_shown(run), status, parent,
                    readable(run.get("input")), readable(run.get("output")), _alignment(detail),
-                   trajectory_view(next((e for e in detail.evaluations if e.get("metric") == "trajectory"), None)),
+                   trajectory_view(next((e for e in detail.evaluations if e.get("metric") == TRAJECTORY.name), None)),
                    evaluations, list({e.metric: e.label for e in evaluations}.values()),
                    calls, _diagnostics(run), _span_rows(detail, links), detail.spans_truncated,
                    run_badge(status, evaluations, calls))

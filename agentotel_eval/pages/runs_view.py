@@ -13,9 +13,12 @@ from markupsafe import Markup
 
 from agentotel_eval.access.filters import PAGE_SIZE, RANGES, RESULTS, Filters
 from agentotel_eval.access.queries import RunsPage, agent_shown
-from agentotel_eval.metric_labels import MetricLabel, metric_label
+from agentotel_eval.metrics.registry import TOOL_CORRECTNESS, MetricLabel, family, metric_label
 from agentotel_eval.pages.markup import Links, fmt_score
 from agentotel_eval.pages.templating import macro
+
+#: the tool-correctness scores, whose logs carry the expected tools they compared with
+_CORRECTNESS = frozenset(d.name for d in family(TOOL_CORRECTNESS))
 
 
 class RunRow(NamedTuple):
@@ -80,8 +83,8 @@ def score_chip(metric: str, status: str, success: bool, score: float | None) -> 
     shown = fmt_score(score)
     title = f"{label.description} Score {shown}: {'passed' if success else 'failed'}."
     # an error metric's score is how sure it is that there are errors: say what it found instead
-    if metric.startswith("tool_errors"):
-        return chip(metric, True, success, title, label.label, "no error found" if success else "errors found")
+    if label.verdicts is not None:
+        return chip(metric, True, success, title, label.label, label.verdicts[0] if success else label.verdicts[1])
     return chip(metric, True, success, title, label.label, f"{shown} {label.arrow}".rstrip())
 
 
@@ -90,7 +93,7 @@ def expected_of(run: dict[str, Any]) -> list[str] | None:
     if run.get("expected_tools") is not None:
         return list(run["expected_tools"])
     for s in run.get("scores") or ():
-        if s["metric"].startswith("tool_correctness") and s.get("expected") is not None:
+        if s["metric"] in _CORRECTNESS and s.get("expected") is not None:
             return list(s["expected"])
     return None
 

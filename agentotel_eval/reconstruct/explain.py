@@ -36,9 +36,9 @@ def run_record(run: AgentRun) -> dict[str, Any]:
 
 def _tool_errors(run: AgentRun) -> dict[str, Any]:
     """The deterministic detectors' findings on the run, and what they could not check."""
-    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 
-    log = ToolsErrorMetric(judge=False).measure(run.to_test_case()).evaluation_log
+    log = TOOL_ERRORS_DETECTORS.build().measure(run.to_test_case()).evaluation_log
     return {"detectors": list(log.get("detectors") or ()), "could_not_run": list(log.get("could_not_run") or ()),
             "informational": list(log.get("informational") or ())}
 

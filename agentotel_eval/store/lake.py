@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from agentotel_eval.metrics.registry import TOOL_ERRORS
 from agentotel_eval.store.schema import OWN_SOURCE
 
 if TYPE_CHECKING:
@@ -376,8 +377,6 @@ def latest_select(table: str, catalog: str) -> str:
         return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.tool_calls t JOIN {built} "
                 "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.run_span_id, "
                 "t.seq ORDER BY t.flushed_at DESC, t.node) = 1")
-    from agentotel_eval.metrics.tool_errors import METRIC_JUDGE
-
     # evaluations: ours belong to a run of the shown build and were written with it (in its transaction, so
     # with its commit stamp) or after it; a judge's verdict stays with its run span through rebuilds, as a node
     # keeps it through a re-score
@@ -386,7 +385,7 @@ def latest_select(table: str, catalog: str) -> str:
             "ON t.trace_id = r.trace_id AND t.run_span_id = r.span_id")
     return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.evaluations t LEFT JOIN {runs} "
             f"WHERE t.source IS DISTINCT FROM '{OWN_SOURCE}' OR (r.span_id IS NOT NULL AND "
-            f"(t.committed_at >= r.committed_at OR t.metric = '{METRIC_JUDGE}')) QUALIFY row_number() OVER "
+            f"(t.committed_at >= r.committed_at OR t.metric = '{TOOL_ERRORS.name}')) QUALIFY row_number() OVER "
             "(PARTITION BY t.trace_id, t.run_span_id, t.metric ORDER BY t.committed_at DESC NULLS LAST, "
             "t.updated_at DESC NULLS LAST, t.flushed_at DESC, t.node) = 1")
 

@@ -14,6 +14,7 @@ capture and removes it afterwards. It never replaces an application's provider. 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -203,10 +204,10 @@ def assert_tool_correctness(run: AgentRun, expected: Sequence[Any], *, exact: bo
     score."""
     __tracebackhide__ = True
     from agentotel_eval.metrics.alignment import alignment_text
-    from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+    from agentotel_eval.metrics.registry import tool_correctness
 
-    metric = ToolCorrectnessMetric(threshold=1.0 if threshold is None else threshold, exact_match=exact,
-                                   check_ordering=ordering, evaluation_params=list(params))
+    metric = tool_correctness(exact, ordering).build(1.0 if threshold is None else threshold,
+                                                     evaluation_params=list(params))
     result = metric.measure(run.to_test_case(expected_tools=list(expected)))
     success = bool(result.success)
     _report(ToolUseAssertion(run, result.metric, result.score, success, result.reason))
@@ -226,28 +227,32 @@ def assert_trajectory(run: AgentRun, spec: Any, *, threshold: float | None = Non
     failing argument check, the extra calls and the violations. ``threshold``: the spec's own, else 1.0. A spec
     that cannot be read raises ``SpecError``. Returns the score."""
     __tracebackhide__ = True
-    from agentotel_eval.trajectory import parse_spec, score_trajectory
+    from agentotel_eval.metrics.registry import TRAJECTORY
+    from agentotel_eval.trajectory import parse_spec
     from agentotel_eval.trajectory.text import trajectory_lines
 
     read = parse_spec(spec, "spec")
-    limit = threshold if threshold is not None else read.threshold if read.threshold is not None else 1.0
-    outcome = score_trajectory(read, run.tool_calls, limit)
-    success = outcome.score >= limit and not outcome.violations
-    _report(ToolUseAssertion(run, "trajectory", outcome.score, success, str(outcome.details.get("reason", ""))))
+    if threshold is not None and read.threshold is not None:  # the assertion's threshold over the spec's own
+        read = dataclasses.replace(read, threshold=None)
+    case = run.to_test_case()
+    case.expected_trajectory = read
+    result = TRAJECTORY.build(threshold).measure(case)
+    score, success = float(result.score or 0.0), bool(result.success)
+    _report(ToolUseAssertion(run, result.metric, score, success, result.reason))
     if not success:
-        why = "violations" if outcome.score >= limit else f"{outcome.score:.2f} < {limit:.2f}"
-        raise AssertionError("\n".join([f"trajectory of {_describe(run)}: {why}",
-                                        *trajectory_lines(outcome.details)]))
-    return outcome.score
+        why = "violations" if score >= result.threshold else f"{score:.2f} < {result.threshold:.2f}"
+        raise AssertionError("\n".join([f"{result.metric} of {_describe(run)}: {why}",
+                                        *trajectory_lines(result.evaluation_log)]))
+    return score
 
 
 def assert_no_tool_errors(run: AgentRun) -> None:
     """Fail when the deterministic tool-error detectors find an error in ``run`` (failed calls repeated as they
     were, calls to tools the agent does not have, arguments its schemas reject), with what they found."""
     __tracebackhide__ = True
-    from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
+    from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 
-    result = ToolsErrorMetric(judge=False).measure(run.to_test_case())
+    result = TOOL_ERRORS_DETECTORS.build().measure(run.to_test_case())
     success = bool(result.success)
     _report(ToolUseAssertion(run, result.metric, result.score, success, result.reason))
     if not success:

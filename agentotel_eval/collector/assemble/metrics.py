@@ -10,6 +10,7 @@ from prometheus_client.registry import Collector
 
 from agentotel_eval.collector.assemble.stage import AssemblyStage
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge
+from agentotel_eval.metrics.registry import TOOL_CORRECTNESS
 
 
 class AssemblyMetrics(Collector):
@@ -53,7 +54,7 @@ class AssemblyMetrics(Collector):
         yield counter("runs_without_expectation", "Scored runs with no expected tools (tool correctness not run).",
                       scoring.runs_without_expectation)
         yield counter("evaluations_written", "Evaluation rows written at scoring time, by metric.",
-                      by_key(scoring.evaluations), labels=("metric",), empty=("tool_correctness",))
+                      by_key(scoring.evaluations), labels=("metric",), empty=(TOOL_CORRECTNESS.name,))
         yield counter("external_evaluations", "gen_ai.evaluation.result records from other tools stored.",
                       scoring.external_evaluations + self._external_logs())
         yield counter("scoring_errors", "Traces whose scoring raised (their runs were written unscored).",

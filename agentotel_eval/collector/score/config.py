@@ -17,6 +17,7 @@ from agentotel_eval.collector.score.expectations import MODES, Dataset, Expectat
 from agentotel_eval.detectors.declarations import ToolRule
 from agentotel_eval.detectors.registry import check_rule_names
 from agentotel_eval.detectors.types import check_error_types
+from agentotel_eval.metrics.registry import TOOL_CORRECTNESS, TOOL_ERRORS
 
 #: when the judge runs for a run (any of): every sampled run, runs failing a deterministic check, runs with a
 #: failed tool call, runs where a deterministic detector found an error
@@ -42,7 +43,7 @@ def _only_when(value: Any) -> tuple[str, ...]:
 class ScoringSettings:
     enabled: bool = True
     modes: Annotated[tuple[str, ...], Parsed(parse_modes)] = MODES
-    threshold: Annotated[float, Range(0.0, 1.0)] = 0.5
+    threshold: Annotated[float, Range(0.0, 1.0)] = TOOL_CORRECTNESS.threshold
     detectors: bool = True
     #: detector rules turned off by name (``error_handling.false_success``; ``agentotel-eval rules`` lists them)
     disabled_rules: Annotated[tuple[str, ...], Parsed(check_rule_names)] = ()
@@ -53,7 +54,7 @@ class JudgeSettings:
     model: Annotated[str, Parsed(_model_name)]
     sample_rate: Annotated[float, Range(0.0, 1.0)] = 1.0
     error_types: Annotated[tuple[str, ...] | None, Parsed(check_error_types)] = None
-    threshold: Annotated[float, Range(0.0, 1.0)] = 0.7
+    threshold: Annotated[float, Range(0.0, 1.0)] = TOOL_ERRORS.threshold
     max_concurrency: Annotated[int, Range(1)] = 4
     max_cost_usd_per_day: Annotated[float | None, Range(0.0)] = None
     only_when: Annotated[tuple[str, ...], Parsed(_only_when)] = ("always",)

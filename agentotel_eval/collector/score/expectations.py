@@ -16,9 +16,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from agentotel_eval.collector.config_fields import Parsed
+from agentotel_eval.metrics.registry import (
+    TOOL_CORRECTNESS,
+    TOOL_CORRECTNESS_EXACT,
+    TOOL_CORRECTNESS_ORDERING,
+    MetricDeclaration,
+)
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory.matchers import SpecError
@@ -30,8 +37,14 @@ from agentotel_eval.trajectory.spec import (
     parse_spec,
 )
 
+if TYPE_CHECKING:
+    from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+
+#: config name of a tool-correctness mode -> the metric that scores it
+MODE_METRICS: Mapping[str, MetricDeclaration[ToolCorrectnessMetric]] = MappingProxyType({
+    "default": TOOL_CORRECTNESS, "exact": TOOL_CORRECTNESS_EXACT, "ordering": TOOL_CORRECTNESS_ORDERING})
 #: tool-correctness modes, by config name
-MODES = ("default", "exact", "ordering")
+MODES = tuple(MODE_METRICS)
 _WS = re.compile(r"\s+")
 #: distinct span-attribute specs remembered (read once each); all forgotten when full
 _SPEC_MEMORY = 1024

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 
 from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.metrics.base import MetricResult
-from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS
+from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 from agentotel_eval.reconstruct.model import AgentRun
+
+_DETECTORS = TOOL_ERRORS_DETECTORS.name
 
 
 def sample_point(trace_id: str, span_id: str) -> float:
@@ -29,16 +31,16 @@ def judge_decision(run: AgentRun, results: Sequence[MetricResult], settings: Jud
         return True, ""
     reasons = {
         "deterministic_failed": any(
-            r.success is False and r.metric != METRIC_DETECTORS for r in results if r.status == "ok"
+            r.success is False and r.metric != _DETECTORS for r in results if r.status == "ok"
         ),
         "tool_error": any(call.status == "error" for call in run.tool_calls),
         "detector_found": any(
-            r.metric == METRIC_DETECTORS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
+            r.metric == _DETECTORS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
             and not _uncertain(r)
             for r in results
         ),
         # the detectors found nothing they are sure of, and something they could not check or are not sure of
-        "detector_uncertain": any(r.metric == METRIC_DETECTORS and r.status == "ok" and _uncertain(r) for r in results),
+        "detector_uncertain": any(r.metric == _DETECTORS and r.status == "ok" and _uncertain(r) for r in results),
     }
     if any(reasons[w] for w in settings.only_when):
         return True, ""

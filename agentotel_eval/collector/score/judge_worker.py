@@ -32,7 +32,8 @@ from agentotel_eval.collector.score.stage import result_row
 from agentotel_eval.collector.store.operations import SpanUpdate, WriteEvaluation
 from agentotel_eval.collector.store.writer import StoreWriter
 from agentotel_eval.metrics.base import MetricResult
-from agentotel_eval.metrics.tool_errors import METRIC_JUDGE, ToolsErrorMetric
+from agentotel_eval.metrics.registry import TOOL_ERRORS
+from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.retry import RetryPolicy
@@ -78,9 +79,9 @@ def build_metric(settings: JudgeSettings) -> Any:
     """The judge metric the settings describe (litellm is imported on its first call, not here)."""
     kwargs = dict(settings.llm_kwargs)
     kwargs.setdefault("timeout", settings.timeout_s)
-    return ToolsErrorMetric(
-        settings.model,
-        threshold=settings.threshold,
+    return TOOL_ERRORS.build(
+        settings.threshold,
+        model=settings.model,
         error_types=list(settings.error_types) if settings.error_types else None,
         max_concurrency=settings.max_concurrency,
         retry=RetryPolicy(max_attempts=settings.max_retries + 1),
@@ -223,11 +224,11 @@ class JudgeWorker:
                 "SELECT trace_id, run_span_id, metric, coalesce(evaluator_version, ''), details, epoch_ns(created_at) "
                 f"FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ? "
                 "ORDER BY created_at LIMIT ?",
-                [METRIC_JUDGE, OWN_SOURCE, n],
+                [TOOL_ERRORS.name, OWN_SOURCE, n],
             ).fetchall()
             pending = cursor.execute(
                 f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ?",
-                [METRIC_JUDGE, OWN_SOURCE],
+                [TOOL_ERRORS.name, OWN_SOURCE],
             ).fetchall()[0][0]
         self.stats.pending_seen = int(pending)
         return [Job(r[0], r[1], r[2], r[3], json.loads(r[4]) if r[4] else None, int(r[5])) for r in rows]
@@ -241,7 +242,7 @@ class JudgeWorker:
             spent = cursor.execute(
                 f"SELECT coalesce(sum(cost_usd), 0) FROM {schema.EVALUATIONS} WHERE metric = ? AND source = ? "
                 "AND created_at >= CAST(date_trunc('day', CAST(? AS TIMESTAMPTZ)) AS TIMESTAMPTZ)",
-                [METRIC_JUDGE, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
+                [TOOL_ERRORS.name, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
             ).fetchall()[0][0]
         self.stats.cost_usd_today = float(spent or 0.0)
 
@@ -284,7 +285,7 @@ class JudgeWorker:
                     try:
                         result = await self._metric.a_measure(case)
                     except Exception as exc:  # the metric reports provider failures itself; this is a bug
-                        result = MetricResult(METRIC_JUDGE, None, None, f"{type(exc).__name__}: {exc}",
+                        result = MetricResult(TOOL_ERRORS.name, None, None, f"{type(exc).__name__}: {exc}",
                                               self.settings.threshold, status="error",
                                               error=f"{type(exc).__name__}: {exc}", model=self.settings.model,
                                               evaluator=ToolsErrorMetric.__name__)
@@ -318,7 +319,7 @@ class JudgeWorker:
         return EvaluationRow(
             trace_id=job.trace_id, run_span_id=job.run_span_id, metric=job.metric, threshold=self.settings.threshold,
             reason=reason, status=status, model=self.settings.model, created_at_ns=now,
-            evaluator="ToolsErrorMetric", evaluator_version=job.evaluator_version or None, updated_at_ns=now,
+            evaluator=ToolsErrorMetric.__name__, evaluator_version=job.evaluator_version or None, updated_at_ns=now,
         )
 
     def _answered(self, job: Job) -> bool:

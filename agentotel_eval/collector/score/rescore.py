@@ -31,7 +31,7 @@ from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, ScoringS
 from agentotel_eval.collector.store.operations import ReplaceRuns, ns_to_datetime
 from agentotel_eval.collector.store.reader import StoredTraceReader
 from agentotel_eval.collector.store.runs import build_run_rows
-from agentotel_eval.metrics.tool_errors import METRIC_JUDGE
+from agentotel_eval.metrics.registry import TOOL_ERRORS
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention
 from agentotel_eval.reconstruct.model import AgentRun
@@ -253,7 +253,7 @@ class Rescorer:
             _tally(summary, before, collect.traces)
             rows = build_run_rows(collect.traces, self._now())
             if rows is not None and not request.dry_run:
-                self._write(rows.operation(keep_metrics=() if request.judge else (METRIC_JUDGE,)))
+                self._write(rows.operation(keep_metrics=() if request.judge else (TOOL_ERRORS.name,)))
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
 
@@ -334,7 +334,7 @@ def _tally(summary: RescoreSummary, before: _Before, traces: Sequence[CompletedT
     after: dict[tuple[str, str, str], tuple[float | None, bool | None]] = {}
     for t in traces:
         for row in t.evaluations:
-            if row.metric == METRIC_JUDGE and row.status == "pending":
+            if row.metric == TOOL_ERRORS.name and row.status == "pending":
                 summary.judge_queued += 1
             elif row.metric in DETERMINISTIC_METRICS and row.status == "ok":
                 after[(row.trace_id, row.run_span_id, row.metric)] = (row.score, row.success)

@@ -21,13 +21,13 @@ from typing import Any
 
 from agentotel_eval.collector.assemble.completed import CompletedTrace, TraceStage
 from agentotel_eval.collector.score.config import ScoringConfig
-from agentotel_eval.collector.score.expectations import Expectation, ExpectationFinder
+from agentotel_eval.collector.score.expectations import MODE_METRICS, Expectation, ExpectationFinder
 from agentotel_eval.collector.score.judge_policy import judge_decision
 from agentotel_eval.collector.store.operations import SpanUpdate
 from agentotel_eval.metrics.base import BaseMetric, MetricResult
-from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric, metric_name_for
-from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE, ToolsErrorMetric
-from agentotel_eval.metrics.trajectory import TrajectoryMetric
+from agentotel_eval.metrics.registry import TOOL_ERRORS, TOOL_ERRORS_DETECTORS, TRAJECTORY
+from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
+from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import is_run_span
 from agentotel_eval.reconstruct.model import AgentRun
@@ -46,11 +46,10 @@ from agentotel_eval.store.rows import (
 
 log = logging.getLogger(__name__)
 
-_MODE_FLAGS = {"default": (False, False), "exact": (True, False), "ordering": (False, True)}
 #: the metrics the stage computes inline, as opposed to the judge's answer that comes later
-DETERMINISTIC_METRICS = (*(metric_name_for(*flags) for flags in _MODE_FLAGS.values()), TrajectoryMetric.name,
-                         METRIC_DETECTORS)
+DETERMINISTIC_METRICS = (*(d.name for d in MODE_METRICS.values()), TRAJECTORY.name, TOOL_ERRORS_DETECTORS.name)
 _DETERMINISTIC = frozenset(DETERMINISTIC_METRICS)
+_CORRECTNESS = frozenset(d.name for d in MODE_METRICS.values())
 
 
 def is_held_span(span: SpanRecord) -> bool:
@@ -101,13 +100,13 @@ def judge_row(config: ScoringConfig, run: AgentRun, case: Any, results: Sequence
         return None  # not a candidate (sampling / only_when): no row, nothing to wait for
     if not (run.input or "").strip():  # nothing to show the judge what was asked: say so, spend nothing
         return EvaluationRow(
-            trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
+            trace_id=run.trace_id, run_span_id=run.span_id, metric=TOOL_ERRORS.name, threshold=settings.threshold,
             reason="not judged: the run has no recorded user input (is message content capture on?)",
             status="skipped", model=settings.model, created_at_ns=now, evaluator=ToolsErrorMetric.__name__,
             evaluator_version=ToolsErrorMetric.version,
         )
     return EvaluationRow(
-        trace_id=run.trace_id, run_span_id=run.span_id, metric=METRIC_JUDGE, threshold=settings.threshold,
+        trace_id=run.trace_id, run_span_id=run.span_id, metric=TOOL_ERRORS.name, threshold=settings.threshold,
         reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
         details={"test_case": case.to_dict(), "run_start_ns": run.start_time_ns,
                  "expectation": expectation.source if expectation is not None else None},
@@ -119,9 +118,9 @@ def _expectation_source(expectation: Expectation | None, metric: str) -> str | N
     """Where the expectation a metric scored against came from (for its row's details)."""
     if expectation is None:
         return None
-    if metric.startswith("tool_correctness"):
+    if metric in _CORRECTNESS:
         return expectation.source
-    if metric == TrajectoryMetric.name:
+    if metric == TRAJECTORY.name:
         return expectation.trajectory_source
     return None
 
@@ -144,17 +143,16 @@ class RunScorer:
         self.config = config
         settings = config.scoring
         self._correctness: dict[str, ToolCorrectnessMetric] = {
-            mode: ToolCorrectnessMetric(threshold=settings.threshold, exact_match=exact, check_ordering=ordering)
-            for mode, (exact, ordering) in _MODE_FLAGS.items()
+            mode: metric.build(settings.threshold) for mode, metric in MODE_METRICS.items()
         }
         self._finder = ExpectationFinder(config.expectations, config.dataset, settings.modes)
-        self._trajectory = TrajectoryMetric()
+        self._trajectory = TRAJECTORY.build()
         self._detectors: BaseMetric | None = None
         if settings.detectors:
             judge = config.judge
-            self._detectors = ToolsErrorMetric(
-                None, threshold=judge.threshold if judge else 0.7,
-                error_types=list(judge.error_types) if judge and judge.error_types else None, judge=False,
+            self._detectors = TOOL_ERRORS_DETECTORS.build(
+                judge.threshold if judge else None,
+                error_types=list(judge.error_types) if judge and judge.error_types else None,
                 tool_rules=config.tools, disabled_rules=settings.disabled_rules,
             )
 

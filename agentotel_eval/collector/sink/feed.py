@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from agentotel_eval.collector.sink.records import (
     SENT_STATUSES,
+    WITH_FINDINGS,
     RunIdentity,
     SinkEvaluation,
     run_identities,
@@ -28,7 +29,6 @@ from agentotel_eval.collector.sink.records import (
     sure_error_types,
 )
 from agentotel_eval.collector.telemetry.quality import QualityCounts
-from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
 from agentotel_eval.store.rows import OWN_SOURCE
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 _EVALUATION_COLUMNS = ("trace_id", "run_span_id", "metric", "score", "threshold", "success", "reason", "details",
                        "status", "model", "created_at", "evaluator", "evaluator_version", "source")
 _RUN_COLUMNS = ("trace_id", "span_id", "service_name", "agent_name", "start_time")
-#: the metrics whose evaluation log holds findings a sink sends
-WITH_FINDINGS = frozenset({METRIC_DETECTORS, METRIC_JUDGE})
 
 Lookup = Callable[[Sequence[tuple[str, str]]], Mapping[tuple[str, str], RunIdentity]]
 

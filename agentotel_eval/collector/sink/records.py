@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.metrics.tool_errors import METRIC_DETECTORS, METRIC_JUDGE
+from agentotel_eval.metrics.registry import METRICS, TOOL_ERRORS, TOOL_ERRORS_DETECTORS, family
 from agentotel_eval.store.rows import OWN_SOURCE
 
 #: the evaluation statuses a tool is told of: a score, or a failed evaluation; ``pending`` and ``skipped`` rows are
@@ -21,6 +21,8 @@ from agentotel_eval.store.rows import OWN_SOURCE
 SENT_STATUSES = frozenset({"ok", "error"})
 #: the keys of a finding that go with it (its evidence and arguments stay in the database)
 FINDING_KEYS = ("type", "subtype", "rule", "confidence", "uncertain", "tool_name", "call_indices", "description")
+#: the metrics whose evaluation log holds the detectors' findings (the tool-error metrics)
+WITH_FINDINGS = frozenset(d.name for d in family(TOOL_ERRORS))
 #: agent and service when the run is not known (a run removed before its judge's answer was sent)
 UNKNOWN = ""
 
@@ -83,7 +85,7 @@ class SinkEvaluation:
         }
         if self.model:
             out["model"] = self.model
-        if self.metric in (METRIC_DETECTORS, METRIC_JUDGE):
+        if self.metric in WITH_FINDINGS:
             out["findings"] = [dict(f) for f in self.findings]
             out["uncertain"] = self.uncertain
         return out
@@ -112,7 +114,8 @@ def findings_of(details: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
 
 def annotator_of(row: Mapping[str, Any]) -> str:
     """LLM for the judge's verdict, CODE for everything computed by rules."""
-    return "LLM" if row.get("metric") == METRIC_JUDGE else "CODE"
+    declared = METRICS.get(str(row.get("metric")))
+    return "LLM" if declared is not None and declared.llm else "CODE"
 
 
 def sink_evaluations(rows: Iterable[Mapping[str, Any]],
@@ -159,6 +162,6 @@ def run_identities(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], R
 def sure_error_types(evaluation: SinkEvaluation) -> list[str]:
     """The types of the detectors' findings in a ``tool_errors_detectors`` evaluation that they are sure of, one per
     finding (what ``agentotel_tool_errors_total`` counts)."""
-    if evaluation.metric != METRIC_DETECTORS:
+    if evaluation.metric != TOOL_ERRORS_DETECTORS.name:
         return []
     return [str(f["type"]) for f in evaluation.findings if f.get("type") and not f.get("uncertain")]

@@ -7,16 +7,15 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from agentotel_eval.metric_labels import HIGHER, LOWER, METRIC_LABELS, metric_label
-from agentotel_eval.metrics.registry import METRICS
+from agentotel_eval.metrics.registry import HIGHER, LOWER, METRICS, metric_label
 from agentotel_eval.pages.run_view import span_kind
 from agentotel_eval.pages.runs_view import score_chip
 
 
 def test_every_registered_metric_has_a_label_a_direction_and_a_meaning() -> None:
-    assert set(METRICS) <= set(METRIC_LABELS)
-    for name, label in METRIC_LABELS.items():
-        assert label.metric == name and label.label and label.meaning and label.passes
+    for name, label in METRICS.items():
+        assert metric_label(name) is label
+        assert label.name == name and label.label and label.meaning and label.passes
         assert label.direction in (HIGHER, LOWER) and label.arrow in ("↑", "↓")
         assert "_" not in label.label  # words, not the stored name
     assert metric_label("tool_correctness_exact").label == "Tool correctness (exact set)"
@@ -50,7 +49,7 @@ def test_score_chips_name_the_metric_in_full_with_its_direction() -> None:
     assert text == "Tool-use errors (detectors) no error found"
     text, title = chip_text(score_chip("tool_correctness", "skipped", False, None))
     assert text == "Tool correctness skipped" and "Not scored: skipped" in title
-    for metric in METRIC_LABELS:  # no abbreviation left
+    for metric in METRICS:  # no abbreviation left
         assert not re.search(r"\btc\b|tc_", chip_text(score_chip(metric, "ok", True, 1.0))[0])
 
 

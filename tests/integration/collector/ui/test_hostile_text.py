@@ -17,7 +17,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from agentotel_eval.metric_labels import METRIC_LABELS
+from agentotel_eval.metrics.registry import METRICS
 from agentotel_eval.pages.markup import asset
 from agentotel_eval.tracing import traced
 from tests.collector_harness import http_request, running_collector, wait_until
@@ -141,7 +141,7 @@ def test_the_runs_table_shows_hostile_text_as_text(hostile: Any) -> None:
     assert INPUT in page.attribute("title") and INPUT in page.text_in("td")  # the input, whole and shown
     # tools called, expected (under the called ones for a narrow window, and in its own column); the legend's
     # metric names aside
-    assert [c for c in page.text_in("code") if c not in METRIC_LABELS] == [TOOL, "book_hotel", "book_hotel"]
+    assert [c for c in page.text_in("code") if c not in METRICS] == [TOOL, "book_hotel", "book_hotel"]
     assert HOSTILE in page.attribute("value")  # the text searched for, in its box
     assert [a["value"] for t, a in page.tags if t == "option" and "selected" in a] == [AGENT, "all"]
 

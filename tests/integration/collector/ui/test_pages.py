@@ -309,7 +309,7 @@ def test_a_run_address_is_case_and_escape_tolerant(ui_collector: Any) -> None:
 def test_every_score_is_named_in_full_with_its_direction(ui_collector: Any) -> None:
     """No abbreviation, and nothing a reader must look up: each metric by its label, which way is good, what it
     measures; the count of runs that ended in error is not mistaken for a score."""
-    from agentotel_eval.metric_labels import metric_label
+    from agentotel_eval.metrics.registry import metric_label
 
     metrics = [m for (m,) in sql(ui_collector, "SELECT DISTINCT metric FROM evaluations ORDER BY metric")]
     assert {"tool_correctness_exact", "tool_errors_detectors"} <= set(metrics)

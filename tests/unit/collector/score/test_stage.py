@@ -6,7 +6,16 @@ import dataclasses
 
 from agentotel_eval.collector.config import default_config
 from agentotel_eval.collector.score.config import parse_expectations
-from agentotel_eval.collector.score.stage import RunScorer, result_row
+from agentotel_eval.collector.score.expectations import MODES
+from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, RunScorer, result_row
+from agentotel_eval.metrics.registry import (
+    METRICS,
+    TOOL_CORRECTNESS,
+    TOOL_CORRECTNESS_EXACT,
+    TOOL_CORRECTNESS_ORDERING,
+    TOOL_ERRORS_DETECTORS,
+    TRAJECTORY,
+)
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct import reconstruct
@@ -67,3 +76,22 @@ def test_a_detectors_result_follows_a_threshold_changed_after_construction():
     assert result.score == 1.0 and result.success is False and "failed 2 times in a row" in result.reason
     metric.threshold = 1.0  # a deepeval-style change after construction is honoured
     assert metric.measure(case).threshold == 1.0
+
+
+def test_the_stage_scores_with_the_declared_metrics_at_their_declared_thresholds():
+    """Every mode an expectation may ask for, the trajectory and the detectors: each result is the metric its
+    declaration builds, at the declared threshold when the configuration sets none."""
+    rule = {"name": "r", "expected_tools": ["get_weather"], "modes": list(MODES),
+            "trajectory": {"steps": [{"tool": "get_weather"}]}}
+    config = dataclasses.replace(default_config(), expectations=parse_expectations([rule]))
+    scorer = RunScorer(config.scoring_config())
+    run = reconstruct(fixtures()[0].spans(), fixtures()[0].logs())[0]
+    _, timed = scorer.score(run, scorer.expectation(run))
+    results = [r for r, _ in timed]
+    assert [r.metric for r in results] == list(DETERMINISTIC_METRICS)
+    declared = (TOOL_CORRECTNESS, TOOL_CORRECTNESS_EXACT, TOOL_CORRECTNESS_ORDERING, TRAJECTORY, TOOL_ERRORS_DETECTORS)
+    assert list(DETERMINISTIC_METRICS) == [d.name for d in declared]
+    for result in results:
+        declaration = METRICS[result.metric]
+        assert result.status == "ok" and result.threshold == declaration.threshold, result.metric
+        assert result.evaluator == declaration.load().__name__
