@@ -31,8 +31,6 @@ MAX_SUBJECT_CHARS = 65_536
 #: seconds one pattern may take on one value; catastrophic backtracking fails the key instead of hanging
 REGEX_TIMEOUT_S = 0.05
 
-OPERATORS = ("$eq", "$norm", "$in", "$any", "$absent", "$optional", "$type", "$schema", "$regex", "$gt", "$gte", "$lt",
-             "$lte", "$approx", "rel", "abs", "$contains", "$len", "$ref")
 NORMALISERS = ("case", "space", "punct")
 JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 _REF_PARTS = ("args", "result")
@@ -377,8 +375,113 @@ def _absent(value: Any, resolve: Refs) -> tuple[Verdict, str]:
     return False, f"present ({_show(value)}), expected absent"  # reached only for a present key
 
 
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What an operator's compiler reads besides its own argument: the whole object (``$approx`` takes ``rel`` and
+    ``abs`` from it), where it is written, the ``$norm`` normalisers, and the ``$ref`` references found."""
+
+    spec: Mapping[str, Any]
+    where: str
+    norm: Sequence[str]
+    refs: list[Ref]
+
+
+@dataclass(frozen=True, slots=True)
+class _Operator:
+    """How one operator is read: ``compile`` turns its argument into its test (None: it has no test of its own)."""
+
+    compile: Callable[[Any, _Reading], Test | None]
+    absent_ok: bool = False  # a missing key passes (``$absent``, ``$optional``)
+    bare: bool = False  # described by its name alone (its argument is always ``true``)
+    modifier: bool = False  # changes another operator (``$norm``, ``rel``, ``abs``): not described on its own
+    normalised: bool = False  # compares text after ``$norm``
+
+
+def _true(op: str, test: Test | None) -> Callable[[Any, _Reading], Test | None]:
+    """An operator written ``op = true``: ``test``, or an error for any other argument."""
+
+    def compile_(arg: Any, reading: _Reading) -> Test | None:
+        if arg is not True:
+            raise SpecError(f"{reading.where}: write {op} = true")
+        return test
+
+    return compile_
+
+
+def _modifier(arg: Any, reading: _Reading) -> None:
+    return None  # read by the operator it changes
+
+
+def _compile_in(arg: Any, reading: _Reading) -> Test:
+    if not isinstance(arg, list | tuple) or not arg:
+        raise SpecError(f"{reading.where}: $in needs a non-empty list, got {arg!r}")
+    return _in_test(arg, reading.norm)
+
+
+def _compile_type(arg: Any, reading: _Reading) -> Test:
+    names = [arg] if isinstance(arg, str) else arg
+    if not isinstance(names, list | tuple) or not names or any(n not in JSON_TYPES for n in names):
+        raise SpecError(f"{reading.where}: $type takes JSON Schema type names {list(JSON_TYPES)}, got {arg!r}")
+    return _type_test(tuple(names))
+
+
+def _compile_schema(arg: Any, reading: _Reading) -> Test:
+    if not isinstance(arg, Mapping):
+        raise SpecError(f"{reading.where}: $schema needs an object (an inline JSON Schema), got {arg!r}")
+    return _schema_test(_plain(arg), reading.where)
+
+
+def _compile_bound(op: str) -> Callable[[Any, _Reading], Test]:
+    return lambda arg, reading: _comparison(op, _number(arg, reading.where, op))
+
+
+def _compile_approx(arg: Any, reading: _Reading) -> Test:
+    spec, where = reading.spec, reading.where
+    rel = _number(spec["rel"], where, "rel") if "rel" in spec else None
+    abs_ = _number(spec["abs"], where, "abs") if "abs" in spec else None
+    if (rel is not None and rel < 0) or (abs_ is not None and abs_ < 0):
+        raise SpecError(f"{where}: rel and abs must not be negative")
+    return _approx(_number(arg, where, "$approx"), rel, abs_)
+
+
+def _compile_len(arg: Any, reading: _Reading) -> Test:
+    if isinstance(arg, bool) or not isinstance(arg, int | Mapping):
+        raise SpecError(f"{reading.where}: $len needs a whole number or a matcher object, got {arg!r}")
+    return _length_test(arg if isinstance(arg, int) else compile_matcher(arg, f"{reading.where}.$len"))
+
+
+def _compile_ref(arg: Any, reading: _Reading) -> Test:
+    ref = parse_ref(arg, reading.where)
+    reading.refs.append(ref)
+    return _ref_test(ref, reading.norm)
+
+
+#: every operator and how it is read: the one list, so an operator the spec accepts always has its test
+_OPERATORS: Mapping[str, _Operator] = {
+    "$eq": _Operator(lambda arg, reading: _eq_test(arg, reading.norm), normalised=True),
+    "$norm": _Operator(_modifier, modifier=True),
+    "$in": _Operator(_compile_in, normalised=True),
+    "$any": _Operator(_true("$any", _present), bare=True),
+    "$absent": _Operator(_true("$absent", _absent), absent_ok=True, bare=True),
+    # the key may be left out; when given, the other operators must hold
+    "$optional": _Operator(_true("$optional", None), absent_ok=True, bare=True),
+    "$type": _Operator(_compile_type),
+    "$schema": _Operator(_compile_schema),
+    "$regex": _Operator(lambda arg, reading: _pattern_test(compile_pattern(arg, reading.where), arg)),
+    **{op: _Operator(_compile_bound(op)) for op in ("$gt", "$gte", "$lt", "$lte")},
+    "$approx": _Operator(_compile_approx),
+    "rel": _Operator(_modifier, modifier=True),
+    "abs": _Operator(_modifier, modifier=True),
+    "$contains": _Operator(lambda arg, reading: _contains_test(_plain(arg))),
+    "$len": _Operator(_compile_len),
+    "$ref": _Operator(_compile_ref, normalised=True),
+}
+OPERATORS = tuple(_OPERATORS)
+_NORMALISED = tuple(op for op, operator in _OPERATORS.items() if operator.normalised)
+
+
 def _operators(spec: Mapping[str, Any], where: str) -> Operators:
-    unknown = [k for k in spec if k not in OPERATORS]
+    unknown = [k for k in spec if k not in _OPERATORS]
     if unknown:
         raise SpecError(f"{where}: unknown operator(s) {unknown}; known: {', '.join(OPERATORS)}")
     norm_value = spec.get("$norm", ())
@@ -387,67 +490,24 @@ def _operators(spec: Mapping[str, Any], where: str) -> Operators:
         raise SpecError(f"{where}: $norm takes some of {list(NORMALISERS)}, got {norm_value!r}")
     if ("rel" in spec or "abs" in spec) and "$approx" not in spec:
         raise SpecError(f"{where}: rel/abs go with $approx")
+    reading = _Reading(spec, where, norm, [])
     tests: list[Test] = []
-    refs: list[Ref] = []
     texts: list[str] = []
     absent_ok = False
     for op, arg in spec.items():
-        if op in ("$norm", "rel", "abs"):
+        operator = _OPERATORS[op]
+        if operator.modifier:
             continue
-        texts.append(f"{op} {_show(arg, 40)}" if op not in ("$any", "$absent", "$optional") else op)
-        if op == "$eq":
-            tests.append(_eq_test(arg, norm))
-        elif op == "$in":
-            if not isinstance(arg, list | tuple) or not arg:
-                raise SpecError(f"{where}: $in needs a non-empty list, got {arg!r}")
-            tests.append(_in_test(arg, norm))
-        elif op == "$any":
-            if arg is not True:
-                raise SpecError(f"{where}: write $any = true")
-            tests.append(_present)
-        elif op == "$absent":
-            if arg is not True:
-                raise SpecError(f"{where}: write $absent = true")
-            tests.append(_absent)
-            absent_ok = True
-        elif op == "$optional":  # the key may be left out; when given, the other operators must hold
-            if arg is not True:
-                raise SpecError(f"{where}: write $optional = true")
-            absent_ok = True
-        elif op == "$type":
-            names = [arg] if isinstance(arg, str) else arg
-            if not isinstance(names, list | tuple) or not names or any(n not in JSON_TYPES for n in names):
-                raise SpecError(f"{where}: $type takes JSON Schema type names {list(JSON_TYPES)}, got {arg!r}")
-            tests.append(_type_test(tuple(names)))
-        elif op == "$schema":
-            if not isinstance(arg, Mapping):
-                raise SpecError(f"{where}: $schema needs an object (an inline JSON Schema), got {arg!r}")
-            tests.append(_schema_test(_plain(arg), where))
-        elif op == "$regex":
-            tests.append(_pattern_test(compile_pattern(arg, where), arg))
-        elif op in ("$gt", "$gte", "$lt", "$lte"):
-            tests.append(_comparison(op, _number(arg, where, op)))
-        elif op == "$approx":
-            rel = _number(spec["rel"], where, "rel") if "rel" in spec else None
-            abs_ = _number(spec["abs"], where, "abs") if "abs" in spec else None
-            if (rel is not None and rel < 0) or (abs_ is not None and abs_ < 0):
-                raise SpecError(f"{where}: rel and abs must not be negative")
-            tests.append(_approx(_number(arg, where, op), rel, abs_))
-        elif op == "$contains":
-            tests.append(_contains_test(_plain(arg)))
-        elif op == "$len":
-            if isinstance(arg, bool) or not isinstance(arg, int | Mapping):
-                raise SpecError(f"{where}: $len needs a whole number or a matcher object, got {arg!r}")
-            tests.append(_length_test(arg if isinstance(arg, int) else compile_matcher(arg, f"{where}.$len")))
-        elif op == "$ref":
-            ref = parse_ref(arg, where)
-            refs.append(ref)
-            tests.append(_ref_test(ref, norm))
+        texts.append(op if operator.bare else f"{op} {_show(arg, 40)}")
+        test = operator.compile(arg, reading)
+        if test is not None:
+            tests.append(test)
+        absent_ok = absent_ok or operator.absent_ok
     if "$absent" in spec and len(tests) > 1:
         raise SpecError(f"{where}: $absent cannot be combined with other operators")
-    if "$norm" in spec and not any(op in spec for op in ("$eq", "$in", "$ref")):
-        raise SpecError(f"{where}: $norm goes with $eq, $in or $ref")
-    return Operators(tuple(tests), ", ".join(texts), absent_ok, tuple(refs))
+    if "$norm" in spec and not any(op in spec for op in _NORMALISED):
+        raise SpecError(f"{where}: $norm goes with {', '.join(_NORMALISED[:-1])} or {_NORMALISED[-1]}")
+    return Operators(tuple(tests), ", ".join(texts), absent_ok, tuple(reading.refs))
 
 
 def _plain(value: Any) -> Any:

@@ -9,7 +9,7 @@ import pytest
 
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory import SpecError, parse_spec, score_trajectory
-from agentotel_eval.trajectory.matchers import MAX_PATTERN_CHARS, compile_matcher, missing
+from agentotel_eval.trajectory.matchers import MAX_PATTERN_CHARS, OPERATORS, compile_matcher, missing
 
 
 def check(spec: Any, value: Any) -> tuple[bool | None, str]:
@@ -56,12 +56,15 @@ FAILS = [
     ({"$regex": r"\d{5}"}, "9411", "does not match"), ({"$regex": r"\d{5}"}, "941100", "does not match"),
     ({"$regex": r"\d+"}, 94110, "is not a string"),
     ({"$gt": 0}, 0, "0 is not > 0"), ({"$lt": 500}, 500, "500 is not < 500"), ({"$gte": 1}, "2", "is not a number"),
+    ({"$lte": 2}, 2.5, "2.5 is not <= 2"),
     ({"$gt": 0}, True, "is not a number"),
     ({"$approx": 120.0, "rel": 0.01}, 125, "125"), ({"$approx": 1.0, "abs": 0.1}, "1.0", "is not a number"),
     ({"$contains": "Boston"}, "New York", "Boston"), ({"$contains": 4}, [1, 2, 3], "4"),
     ({"$contains": "id"}, {"name": 1}, "id"), ({"$contains": "x"}, 7, "cannot contain anything"),
     ({"$len": 3}, "ab", "length 2"), ({"$len": 1}, 5, "has no length"),
     ({"city": {"$regex": "[A-Z].*"}}, {"city": "rome"}, "city:"), ({"city": {"$eq": "Rome"}}, "Rome", "expected an object"),
+    ({"$eq": "new york", "$norm": ["case"]}, "New  York", "expected 'new york'"),
+    ({"$ref": "search.result.city"}, "Paris", "search has no earlier call"),
 ]
 
 
@@ -75,6 +78,13 @@ def test_a_matcher_fails_and_says_why(spec: Any, value: Any, reason: str) -> Non
     verdict, said = check(spec, value)
     assert verdict is False
     assert reason in said, said
+
+
+def test_every_operator_is_shown_failing() -> None:
+    """An operator the spec accepts but that tests nothing would match any value: each one (a modifier with the
+    operator it changes) is in a case above where the value fails."""
+    shown = {op for spec, _value, _reason in FAILS if isinstance(spec, dict) for op in spec}
+    assert set(OPERATORS) - shown == set()
 
 
 def test_a_catastrophic_pattern_fails_within_its_time_limit() -> None:
