@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.frozen import freeze
@@ -88,24 +88,25 @@ def classify(span: SpanRecord, conventions: Conventions = BUILTIN) -> Role:
 
     The roles are a function of a few marker values (operation name, span kinds: a small vocabulary) and of
     whether four keys are present, so they are looked up by that tuple (bounded), and worked out by the rules in
-    ``_classify_attributes`` only for a tuple not seen yet: a third cheaper than applying the rules to every span.
+    ``_classify_markers`` only for a tuple not seen yet: a third cheaper than applying the rules to every span.
     """
     rule = conventions.match(span)
     if rule is not None:
         return _declared_role(rule)
     attrs = span.attributes
     get = attrs.get
+    # the rules read this tuple alone (``_Markers`` names its fields): the memo key is all they depend on
     key = (get(_OP), get(_OI), get(_TL), get(_LF), get(_AK), get(_TL_REQUEST_TYPE), _TOOL_NAME_GEN_AI in attrs,
            _TOOL_NAME_OI in attrs, _HANDOFF_FROM in attrs, _HANDOFF_TO in attrs)
     try:
         return _ROLE_BY_MARKERS[key]
     except KeyError:
-        role = _classify_attributes(attrs)
+        role = _classify_markers(_Markers._make(key))
         if len(_ROLE_BY_MARKERS) < _ROLE_BY_MARKERS_MAX:
             _ROLE_BY_MARKERS[key] = role
         return role
     except TypeError:  # an unhashable (AnyValue list/map) marker value: the rules alone
-        return _classify_attributes(attrs)
+        return _classify_markers(_Markers._make(key))
 
 
 def roles_of(spans: Mapping[str, SpanRecord], conventions: Conventions = BUILTIN) -> dict[str, Role]:
@@ -124,14 +125,26 @@ _ROLE_BY_MARKERS: dict[tuple[Any, ...], Role] = {}
 _ROLE_BY_MARKERS_MAX = 4096
 
 
-def _classify_attributes(attrs: Mapping[str, Any]) -> Role:
-    """The rules: the first run marker, then the first LLM marker, else the first tool marker (by convention)."""
-    get = attrs.get
-    op = get(_OP)
-    oi = get(_OI)
-    tl = get(_TL)
-    lf = get(_LF)
-    ak = get(_AK)
+class _Markers(NamedTuple):
+    """What the rules read of a span, in the order ``classify`` builds its memo key: marker values, then whether
+    four keys are present."""
+
+    op: Any  # gen_ai.operation.name
+    oi: Any  # openinference.span.kind
+    tl: Any  # traceloop.span.kind
+    lf: Any  # langfuse.observation.type
+    ak: Any  # agentotel.kind
+    tl_request_type: Any  # llm.request.type
+    gen_ai_tool_name: bool
+    oi_tool_name: bool
+    handoff_from: bool
+    handoff_to: bool
+
+
+def _classify_markers(m: _Markers) -> Role:
+    """The rules: the first run marker, then the first LLM marker, else the first tool marker (by convention). They
+    see the markers only, not the span: whatever they read is in ``classify``'s memo key."""
+    op, oi, tl, lf, ak = m.op, m.oi, m.tl, m.lf, m.ak
     run = llm = tool = None
     if op in _RUN_OPS:
         run = "gen_ai"
@@ -147,15 +160,15 @@ def _classify_attributes(attrs: Mapping[str, Any]) -> Role:
         llm = "gen_ai"
     elif oi == _OI_LLM:
         llm = "openinference"
-    elif get(_TL_REQUEST_TYPE) in _LLM_TL_TYPES:
+    elif m.tl_request_type in _LLM_TL_TYPES:
         llm = "traceloop"
     elif lf == _LF_GENERATION:
         llm = "langfuse"
     elif ak == _AK_LLM:
         llm = "agentotel"
-    elif op == _OP_TOOL or _TOOL_NAME_GEN_AI in attrs:
+    elif op == _OP_TOOL or m.gen_ai_tool_name:
         tool = "gen_ai"
-    elif oi == _OI_TOOL or _TOOL_NAME_OI in attrs:
+    elif oi == _OI_TOOL or m.oi_tool_name:
         tool = "openinference"
     elif tl == _TL_TOOL:
         tool = "traceloop"
@@ -163,7 +176,7 @@ def _classify_attributes(attrs: Mapping[str, Any]) -> Role:
         tool = "langfuse"
     elif ak == _AK_TOOL:
         tool = "agentotel"
-    elif op == _HANDOFF or tl == _HANDOFF or _HANDOFF_FROM in attrs or _HANDOFF_TO in attrs:
+    elif op == _HANDOFF or tl == _HANDOFF or m.handoff_from or m.handoff_to:
         tool = "handoff"
     if run is None and llm is None and tool is None:
         return NO_ROLE
