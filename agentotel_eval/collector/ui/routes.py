@@ -14,7 +14,7 @@ from functools import cache
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, compile_path
 
 from agentotel_eval.access import queries as data
 from agentotel_eval.access.filters import FilterError, parse_filters
@@ -26,7 +26,6 @@ from agentotel_eval.store.query import QueryError, QueryResult
 log = logging.getLogger(__name__)
 
 HTML = "text/html; charset=utf-8"
-_RUN_PATH = re.compile(r"^/runs/([^/]+)/([^/]+)/?$")
 _HEX = re.compile(r"^[0-9a-f]+$")
 _STATIC = {"/static/style.css": ("style.css", "text/css; charset=utf-8"),
            "/static/app.js": ("app.js", "text/javascript; charset=utf-8")}
@@ -38,7 +37,31 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-UI_PATHS = ("/", "/runs", "/api/runs/latest", *_STATIC)
+
+
+@dataclass(frozen=True, slots=True)
+class UiPath:
+    """One path the UI answers (a Starlette path template), the ``UiPages`` answer it gets, and whether it is an
+    HTML page a person opens (answered with the sign-in form when a token is required and not given)."""
+
+    path: str
+    answer: str  # overview | runs | run | latest | static | favicon
+    page: bool
+
+
+#: every path of the UI, once: ``ui_routes`` serves these and ``is_ui_path`` / ``is_page`` read them
+UI_PATHS = (
+    UiPath("/", "overview", page=True),
+    UiPath("/runs", "runs", page=True),
+    UiPath("/runs/", "runs", page=True),
+    UiPath("/runs/{trace_id}/{span_id}", "run", page=True),
+    UiPath("/runs/{trace_id}/{span_id}/", "run", page=True),
+    UiPath("/api/runs/latest", "latest", page=False),
+    *(UiPath(path, "static", page=False) for path in _STATIC),
+    UiPath("/favicon.ico", "favicon", page=False),
+)
+_FIXED = {p.path: p for p in UI_PATHS if "{" not in p.path}
+_TEMPLATED = tuple((compile_path(p.path)[0], p) for p in UI_PATHS if "{" in p.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +75,22 @@ class Answer:
         return Response(self.body, self.status, headers=self.headers, media_type=self.content_type)
 
 
+def ui_path(path: str) -> UiPath | None:
+    """The UI path that answers ``path``, if any (as the routes match it)."""
+    fixed = _FIXED.get(path)
+    if fixed is not None:
+        return fixed
+    return next((p for pattern, p in _TEMPLATED if pattern.match(path)), None)
+
+
 def is_ui_path(path: str) -> bool:
-    return path in UI_PATHS or path == "/runs/" or _RUN_PATH.match(path) is not None or path == "/favicon.ico"
+    return ui_path(path) is not None
 
 
 def is_page(path: str) -> bool:
-    """An HTML page a person opens (answered with the sign-in form when a token is required and not given), as
-    opposed to an asset or the polled JSON."""
-    return is_ui_path(path) and path not in _STATIC and path not in ("/api/runs/latest", "/favicon.ico")
+    """An HTML page a person opens, as opposed to an asset or the polled JSON."""
+    found = ui_path(path)
+    return found is not None and found.page
 
 
 class UiPages:
@@ -170,13 +201,6 @@ def ui_routes(pages: UiPages, blocking: Blocking) -> list[Route]:
     async def favicon(_request: Request) -> Response:
         return Response(b"", 204, headers={"Cache-Control": "max-age=86400"}, media_type="image/x-icon")
 
-    return [
-        Route("/", overview, methods=["GET"]),
-        Route("/runs", runs, methods=["GET"]),
-        Route("/runs/", runs, methods=["GET"]),
-        Route("/runs/{trace_id}/{span_id}", run, methods=["GET"]),
-        Route("/runs/{trace_id}/{span_id}/", run, methods=["GET"]),
-        Route("/api/runs/latest", latest, methods=["GET"]),
-        *(Route(path, static, methods=["GET"]) for path in _STATIC),
-        Route("/favicon.ico", favicon, methods=["GET"]),
-    ]
+    answers = {"overview": overview, "runs": runs, "run": run, "latest": latest, "static": static,
+               "favicon": favicon}
+    return [Route(p.path, answers[p.answer], methods=["GET"]) for p in UI_PATHS]
