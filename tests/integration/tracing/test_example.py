@@ -46,7 +46,7 @@ def test_example_exports_a_scoreable_agent_run(protocol):
     (run,) = reconstruct(spans)
     assert run.agent_name == "travel-assistant"
     assert run.tools_called == ["get_weather", "get_coordinates", "get_coordinates", "distance_km"]
-    assert run.expected_tools == ("get_weather", "get_coordinates", "distance_km")
+    assert run.expected_tools == ("get_weather", "get_coordinates", "get_coordinates", "distance_km")
 
     # each execution carries the id of the call the model requested
     requested = [

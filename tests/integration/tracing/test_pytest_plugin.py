@@ -259,7 +259,7 @@ def test_searches(agentotel):
     done = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["pr"]),
                "--fail-on-regression", "0.05")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "regression: travel_agent tool_correctness_ordering pass rate fell 100.0%" in done.stderr
+    assert "regression: travel_agent tool_correctness_ordering pass rate fell 100.0 percentage points" in done.stderr
     assert "passed before, fail now (1):" in done.stdout and "test_books_a_hotel" in done.stdout
     same = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["main"]),
                "--fail-on-regression", "0.05")

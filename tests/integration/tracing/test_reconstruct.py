@@ -91,6 +91,6 @@ def test_the_shipped_example_agent_reconstructs(exported, monkeypatch):
     assert answer.startswith("Here is what I found")
     (run,) = reconstruct(records())
     assert run.tools_called == ["get_weather", "get_coordinates", "get_coordinates", "distance_km"]
-    assert run.expected_tools == ("get_weather", "get_coordinates", "distance_km")
+    assert run.expected_tools == ("get_weather", "get_coordinates", "get_coordinates", "distance_km")
     assert [c.call_id for c in run.tool_calls] == ["call_0", "call_1", "call_2", "call_distance"]
     assert all(c.status == "ok" for c in run.tool_calls)
