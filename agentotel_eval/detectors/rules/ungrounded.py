@@ -71,47 +71,102 @@ def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, A
 
 
 class _Known:
-    """What was stated before a call: facts and numbers, grown call by call, and the text (lower-cased), read
-    only when a name or an id needs it."""
+    """What was stated before a call: the run's texts (input, system prompt, tools, assistant text) and the calls
+    added so far. Each reading (facts and numbers, words, ids, the text) is taken when a value first needs it and
+    then only extended with the calls added since: a run whose arguments are all names never reads numbers."""
 
     def __init__(self, view: RunView) -> None:
         self.view = view
         self.texts = [t for t in (view.user_input, view.system_prompt, view.definitions_text, *view.assistant_texts)
                       if t]
-        readings = [read(t) for t in self.texts]
-        self.facts: list[Fact] = [f for r in readings for f in r.facts]
-        # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72, "three
-        # hours" 3), and the quantities words state ("twice", "a decade", "pi")
-        self.numbers = [f.value for f in self.facts if f.kind == NUMBER] + \
-            [n for r in readings for n in (*_written(r.text), *_quantities(r.lower))]
-        self.currencies = {f.unit for f in self.facts if f.kind == NUMBER and f.dim == "money"}
         self._calls = 0  # calls whose arguments and results are known
-        joined = "\n".join(self.texts)
-        self.tokens = set(_TOKEN.findall(joined.lower().replace("_", " ")))
-        self.ids = set(_ID_TOKEN.findall(joined))
-        self.rounded = {round(abs(n), 2) for n in self.numbers}
+        self._values_at = self._tokens_at = self._ids_at = -1  # calls each reading covers (-1: not read yet)
+        self._facts: list[Fact] = []
+        self._numbers: list[float] = []
+        self._rounded: set[float] = set()
+        self._currencies: set[str] = set()
+        self._tokens: set[str] = set()
+        self._ids: set[str] = set()
         self._text: str | None = None
         self._lower: str | None = None
         self._words: str | None = None
 
     def add(self, j: int) -> None:
-        view = self.view
         self._calls = j + 1
-        text = view.call_texts[j]
-        self.tokens.update(_TOKEN.findall(text.lower().replace("_", " ")))
-        self.ids.update(_ID_TOKEN.findall(text))
-        written = _written(text)
-        self.numbers += written
-        self.rounded.update(round(abs(n), 2) for n in written)
         self._text = self._lower = self._words = None
-        for recorded in (*view.argument_facts(j), *view.result_facts(j), *view.error_facts(j)):
-            fact = recorded.fact
-            self.facts.append(fact)
-            if fact.kind == NUMBER:
-                self.numbers.append(fact.value)
-                self.rounded.add(round(abs(fact.value), 2))
-                if fact.dim == "money" and fact.unit:
-                    self.currencies.add(fact.unit)
+
+    def _read_values(self) -> None:
+        view = self.view
+        if self._values_at < 0:
+            readings = [read(t) for t in self.texts]
+            self._facts = [f for r in readings for f in r.facts]
+            # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72,
+            # "three hours" 3), and the quantities words state ("twice", "a decade", "pi")
+            self._numbers = [f.value for f in self._facts if f.kind == NUMBER] + \
+                [n for r in readings for n in (*_written(r.text), *_quantities(r.lower))]
+            self._currencies = {f.unit for f in self._facts if f.kind == NUMBER and f.dim == "money"}
+            self._rounded = {round(abs(n), 2) for n in self._numbers}
+            self._values_at = 0
+        for j in range(self._values_at, self._calls):
+            written = _written(view.call_texts[j])
+            self._numbers += written
+            self._rounded.update(round(abs(n), 2) for n in written)
+            for recorded in (*view.argument_facts(j), *view.result_facts(j), *view.error_facts(j)):
+                fact = recorded.fact
+                self._facts.append(fact)
+                if fact.kind == NUMBER:
+                    self._numbers.append(fact.value)
+                    self._rounded.add(round(abs(fact.value), 2))
+                    if fact.dim == "money" and fact.unit:
+                        self._currencies.add(fact.unit)
+        self._values_at = self._calls
+
+    @property
+    def facts(self) -> list[Fact]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._facts
+
+    @property
+    def numbers(self) -> list[float]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._numbers
+
+    @property
+    def rounded(self) -> set[float]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._rounded
+
+    @property
+    def currencies(self) -> set[str]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._currencies
+
+    @property
+    def tokens(self) -> set[str]:
+        """The words known, lower-cased, identifiers split at "_" ("mei_kovacs" -> "mei", "kovacs")."""
+        if self._tokens_at != self._calls:
+            if self._tokens_at < 0:
+                self._tokens = set(_TOKEN.findall("\n".join(self.texts).lower()))
+                self._tokens_at = 0
+            for text in self.view.call_texts[self._tokens_at:self._calls]:
+                self._tokens.update(_TOKEN.findall(text.lower()))
+            self._tokens_at = self._calls
+        return self._tokens
+
+    @property
+    def ids(self) -> set[str]:
+        if self._ids_at != self._calls:
+            if self._ids_at < 0:
+                self._ids = set(_ID_TOKEN.findall("\n".join(self.texts)))
+                self._ids_at = 0
+            for text in self.view.call_texts[self._ids_at:self._calls]:
+                self._ids.update(_ID_TOKEN.findall(text))
+            self._ids_at = self._calls
+        return self._ids
 
     @property
     def text(self) -> str:
