@@ -53,7 +53,13 @@ def anchors_of(value: Any) -> list[str]:
     return [a for a in dict.fromkeys(out) if len(a) >= 2]
 
 
+#: what any text ``float`` reads holds: a digit, or "inf" or "nan"
+_MAYBE_NUMBER = re.compile(r"\d|inf|nan", re.IGNORECASE)
+
+
 def _numberish(text: str) -> bool:
+    if _MAYBE_NUMBER.search(text) is None:
+        return False  # a name: no exception to raise and catch
     try:
         float(text.replace(",", ""))
     except ValueError:
@@ -66,7 +72,7 @@ def _strings(value: Any, depth: int = 0) -> list[str]:
         return []
     if isinstance(value, str):
         return [value]
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):  # a dict (frozen or not) is told before the ABC check
         return [s for v in value.values() for s in _strings(v, depth + 1)]
     if isinstance(value, list | tuple):
         return [s for v in value[:20] for s in _strings(v, depth + 1)]

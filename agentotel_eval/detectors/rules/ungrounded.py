@@ -60,7 +60,9 @@ _NAME_CHARS = re.compile(r"[^\W\d_][\w .,'’&-]*")  # a name: words, not a path
 def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
     if depth > 5:
         return
-    if isinstance(value, Mapping):
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict | Mapping):  # a dict (frozen or not) is told before the ABC check
         for key, item in value.items():
             yield from _leaves(item, f"{path}.{key}" if path else str(key), depth + 1)
     elif isinstance(value, list | tuple):
