@@ -28,6 +28,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from rapidfuzz.distance import OSA
@@ -197,18 +199,22 @@ def find(view: RunView) -> list[Finding]:
     known = _Known(view)
     uncertain_prompt = view.system_prompt is None
     schema_defaults = _schema_defaults(view)
-    asked = _asked_names(view.user_input or "")
+    # the words of each name the user gave that no call's string arguments used so far (a name, once used, stays
+    # used: only the names still unused need the arguments' words)
+    unused = [set(_TOKEN.findall(name)) for name in _asked_names(view.user_input or "")]
     used: set[str] = set()  # the words of the calls' string arguments so far
     out: list[Finding] = []
     for j, call in enumerate(calls):
         if j and (calls[j - 1].output is None and not calls[j - 1].error):
             break  # an earlier result not recorded: what follows may come from it
         args = call.input_parameters
-        if isinstance(args, Mapping):
+        if isinstance(args, dict | Mapping):
             checked = 0
             leaves = list(_leaves(args))
-            used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
-            replaced = any(not (set(_TOKEN.findall(name)) & used) for name in asked)
+            if unused:
+                used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
+                unused = [words for words in unused if not words & used]
+            replaced = bool(unused)
             for path, value in leaves:
                 if checked >= _MAX_VALUES:
                     break
@@ -265,7 +271,7 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any, sch
                 replaced: bool = False) -> tuple[str, float] | None:
     key = path.rsplit(".", 1)[-1]
     prop = schema.get(key)
-    if isinstance(prop, Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
+    if isinstance(prop, dict | Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
         return None  # the tool offers the values: the model chose among them
     if isinstance(value, bool) or value is None:
         return None
@@ -274,19 +280,49 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any, sch
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
-    if id_like(text):
+    shape = _shape(text)
+    if shape.kind == _ID:
         return _identifier(view, known, j, text)
+    if shape.kind == NUMBER and shape.fact is not None:
+        return _number(known, key, shape.fact.value)
+    if shape.kind == DATE and shape.fact is not None:
+        return _date(view, known, shape.fact)
+    if shape.kind == _NAME_KIND:
+        return _name(known, text, shape, replaced)
+    return None
+
+
+_ID, _NAME_KIND = "id", "name"
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What an argument's text is, whatever came before it: an id, a number or a date (its fact), a name (its
+    words), or nothing to check ("")."""
+
+    kind: str
+    fact: Fact | None = None
+    key: str = ""  # a name, normalized
+    words: tuple[str, ...] = ()  # its words that are not stopwords
+
+
+@lru_cache(maxsize=4096)
+def _shape(text: str) -> _Shape:
+    """Read once however many arguments (of this run or of others) hold the text."""
+    if id_like(text):
+        return _Shape(_ID)
     facts = read(text, statuses=False).facts
     if len(facts) == 1 and facts[0].end - facts[0].start >= 0.8 * len(text):
         fact = facts[0]
         if fact.kind == NUMBER:
-            return _number(known, key, fact.value)
+            return _Shape(NUMBER, fact)
         if fact.kind == DATE and fact.dim != "relative":  # "tomorrow" as an argument: the model's own words
-            return _date(view, known, fact)
-        return None
+            return _Shape(DATE, fact)
+        return _Shape("")
     if _NAME.search(text) and len(text) <= 60 and len(text.split()) <= 4 and _NAME_CHARS.fullmatch(text):
-        return _name(known, text, replaced)
-    return None
+        key = normalized(text)
+        return _Shape(_NAME_KIND, None, key, tuple(w for w in _WORD.findall(key) if w not in lx.STOPWORDS))
+    return _Shape("")
 
 
 def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
@@ -381,15 +417,15 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
     return "an id", SURE
 
 
-def _name(known: _Known, value: str, replaced: bool = False) -> tuple[str, float] | None:
+def _name(known: _Known, value: str, shape: _Shape, replaced: bool = False) -> tuple[str, float] | None:
     """``replaced``: a name the user gave is used by no call so far, so this one may stand in its place; else the
     name is one the model added from its own knowledge (a state for a city, a ticker for a company), and the
     finding is one the rule cannot be sure of."""
-    key = normalized(value)
+    key = shape.key
     if not key:
         return None
     tokens = known.tokens
-    words = [w for w in _WORD.findall(key) if w not in lx.STOPWORDS]
+    words = shape.words
     if any(w in tokens for w in words) or (" " not in key and key in tokens):
         return None
     letters = [w[0] for w in key.split() if w]
