@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -59,19 +59,24 @@ _NAME = re.compile(r"[A-Z]")
 _NAME_CHARS = re.compile(r"[^\W\d_][\w .,'’&-]*")  # a name: words, not a path, a command or an expression
 
 
-def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+def _leaves(value: Any, path: str = "", depth: int = 0, out: list[tuple[str, Any]] | None = None) \
+        -> list[tuple[str, Any]]:
+    """Each leaf of an argument value and its dotted path (a list's items share the list's path)."""
+    if out is None:
+        out = []
     if depth > 5:
-        return
+        return out
     if isinstance(value, str):
-        yield path, value
+        out.append((path, value))
     elif isinstance(value, dict | Mapping):  # a dict (frozen or not) is told before the ABC check
         for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}" if path else str(key), depth + 1)
+            _leaves(item, f"{path}.{key}" if path else str(key), depth + 1, out)
     elif isinstance(value, list | tuple):
         for item in value[:20]:
-            yield from _leaves(item, path, depth + 1)
+            _leaves(item, path, depth + 1, out)
     else:
-        yield path, value
+        out.append((path, value))
+    return out
 
 
 class _Known:
@@ -210,7 +215,7 @@ def find(view: RunView) -> list[Finding]:
         args = call.input_parameters
         if isinstance(args, dict | Mapping):
             checked = 0
-            leaves = list(_leaves(args))
+            leaves = _leaves(args)
             if unused:
                 used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
                 unused = [words for words in unused if not words & used]
