@@ -193,13 +193,19 @@ class RunView:
         return out
 
     @cached_property
+    def output_texts(self) -> list[str]:
+        """Each call's result as text (JSON for values; "" when not recorded), for whole-token search."""
+        return [value_text(call.output) for call in self.calls]
+
+    @cached_property
     def call_texts(self) -> list[str]:
         """Each call's arguments, result and error as one text (JSON for values), for whole-token search."""
         out = []
-        for call in self.calls:
-            parts = [call.input_parameters if call.input_parameters is not None else call.raw_arguments, call.output,
-                     call.error]
-            out.append("\n".join(value_text(p) for p in parts if p is not None))
+        for call, output in zip(self.calls, self.output_texts, strict=True):
+            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
+            parts = [value_text(args) if args is not None else None, output if call.output is not None else None,
+                     value_text(call.error) if call.error is not None else None]
+            out.append("\n".join(p for p in parts if p is not None))
         return out
 
     # -- the answer -------------------------------------------------------------------------------------------

@@ -416,7 +416,7 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
     digits = sum(ch.isdigit() for ch in value)
     if not (len(value) >= 6 and (digits >= 2 or (digits >= 1 and any(ch.isupper() for ch in value)))):
         return None  # short or word-like: the model's own vocabulary ("gpt-4o", "utf-8")
-    if any(not view.fails[k] and contains_token(value_text(view.calls[k].output), value)
+    if any(not view.fails[k] and contains_token(view.output_texts[k], value)
            for k in range(j + 1, len(view.calls))):
         return None  # a later result holds it: used_before_produced says so
     return "an id", SURE
