@@ -266,9 +266,9 @@ def _quantities(lower: str) -> list[float]:
 def _schema_defaults(view: RunView) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for tool in view.tools or ():
-        props = (tool.parameters or {}).get("properties") if isinstance(tool.parameters, Mapping) else None
-        if isinstance(props, Mapping):
-            out[tool.name] = {str(k): v for k, v in props.items() if isinstance(v, Mapping)}
+        props = (tool.parameters or {}).get("properties") if isinstance(tool.parameters, dict | Mapping) else None
+        if isinstance(props, dict | Mapping):
+            out[tool.name] = {str(k): v for k, v in props.items() if isinstance(v, dict | Mapping)}
     return out
 
 
