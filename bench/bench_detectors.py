@@ -47,7 +47,7 @@ def _load(source: Path | None) -> tuple[Callable[..., Any], type, type]:
 def ten_call_run(tool_call: type, n: int = 0) -> tuple[list[Any], str]:
     """A 10-call run with recorded results, a failure and a final answer; ``n`` changes its values (0: the run
     bench_judge.py scores)."""
-    first, second, booking, price = (f"AF9{n}", f"AF7{n}", f"BK-{20931 + n}", 388 + n) if n else \
+    first, second, booking, price = (_code(2 * n), _code(2 * n + 1), f"BK-{20931 + n}", 388 + n) if n else \
         ("AF9", "AF7", "BK-20931", 388)
     calls = [tool_call("search_flights", {"from": "PAR", "to": "NYC"}, status="ok",
                        output={"flights": [{"flight_id": first, "price": 420.5 + n},
@@ -57,6 +57,11 @@ def ten_call_run(tool_call: type, n: int = 0) -> tuple[list[Any], str]:
     calls = calls * 3 + [tool_call("search_flights", {"from": "NYC", "to": "PAR"}, status="ok",
                                    output={"flights": []})]
     return calls, f"Booked {second} (booking {booking}) for ${price} after {first} sold out."
+
+
+def _code(n: int) -> str:
+    """A flight number shaped as "AF9" (two capitals and a digit: no id to trace), distinct up to 6,760."""
+    return f"{chr(65 + n // 10 % 26)}{chr(65 + n // 260 % 26)}{n % 10}"
 
 
 def tools(tool_definition: type) -> list[Any]:
