@@ -233,18 +233,20 @@ def bench_detectors(runs: int = 5_000) -> None:
     bad = [*calls[:-1], ToolCall("book_flite", {"flight_id": 9}, status="ok")]
     metric = ToolsErrorMetric(judge=False)
     for label, sample in (("clean", calls), ("with findings", bad)):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for _ in range(runs):
             detect_and_observe(sample, TOOLS, answer=answer, user_input="Fly me from Paris to New York")
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         case = EvalTestCase(input="Fly me from Paris to New York", actual_output=answer, tools_called=sample,
                             available_tools=TOOLS)
         whole = time.perf_counter()
         for _ in range(runs // 5):
             metric.measure(case)
         per_case = (time.perf_counter() - whole) / (runs // 5)
-        print(f"detectors ({label}): {runs} runs of {len(sample)} calls: {elapsed / runs * 1e6:.0f} us per run "
-              f"(rules and observations); the whole deterministic metric {per_case * 1e6:.0f} us per run")
+        print(f"detectors ({label}): {runs} runs of {len(sample)} calls: {elapsed / runs * 1e6:.0f} us per run, "
+              f"{cpu / runs * 1e6:.0f} us process CPU (rules and observations); the whole deterministic metric "
+              f"{per_case * 1e6:.0f} us per run (bench_detectors.py: CPU with fresh values, and against another "
+              "checkout)")
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ def failed(call: ToolCall) -> bool:
             result = json.loads(result)
         except ValueError:
             return False
-    if not isinstance(result, Mapping):
+    if not isinstance(result, dict | Mapping):
         return False
     if result.get("isError") is True or result.get("failed") is True or result.get("success") is False:
         return True
@@ -50,7 +50,7 @@ def error_text(call: ToolCall) -> str:
     if call.error:
         return str(call.error)
     result = call.output
-    if isinstance(result, Mapping):
+    if isinstance(result, dict | Mapping):
         return str(result.get("error") or result.get("message") or result)
     return "" if result is None else str(result)
 

@@ -26,6 +26,19 @@ class Context:
 
 
 def context_of(view: RunView, fact: Fact) -> Context:
+    """Read once per run and place in the answer: the answer rules ask about the same facts."""
+    contexts: dict[tuple[int, int], Context] = view.once("contexts", _no_contexts)
+    found = contexts.get((fact.start, fact.end))
+    if found is None:
+        found = contexts[(fact.start, fact.end)] = _context(view, fact)
+    return found
+
+
+def _no_contexts(view: RunView) -> dict[tuple[int, int], Context]:
+    return {}
+
+
+def _context(view: RunView, fact: Fact) -> Context:
     parts = view.answer_clauses
     lower = view.answer_reading.lower
     if not parts:

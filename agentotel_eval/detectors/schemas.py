@@ -34,7 +34,7 @@ def _holds_marker(value: Any, depth: int) -> bool:
         return any(marker in value for marker in TRUNCATION_MARKERS) if "[" in value else False
     if depth > 32:
         return False
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return any(_holds_marker(v, depth + 1) for v in value.values())
     if isinstance(value, list | tuple):
         return any(_holds_marker(v, depth + 1) for v in value)
@@ -46,11 +46,11 @@ def declared(schema: Any) -> frozenset[str] | None:
     """The parameter names an object schema declares when it says nothing of others: a key it does not name is
     no parameter of the tool (JSON Schema would let it pass; the function behind the tool would not take it).
     None when the schema allows other keys explicitly (``additionalProperties`` given, ``patternProperties``)."""
-    if not isinstance(schema, Mapping) or "additionalProperties" in schema or "patternProperties" in schema \
+    if not isinstance(schema, dict | Mapping) or "additionalProperties" in schema or "patternProperties" in schema \
             or "unevaluatedProperties" in schema:
         return None
     properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or schema.get("type", "object") != "object":
+    if not isinstance(properties, dict | Mapping) or schema.get("type", "object") != "object":
         return None
     return frozenset(str(k) for k in properties)
 
@@ -80,7 +80,7 @@ def error_path(error: ValidationError) -> str | None:
 def evidence_value(error: ValidationError) -> Any:
     value = error.validator_value
     text = preview(value)
-    return value if len(text) < _VALUE_PREVIEW and not isinstance(value, Mapping) else text
+    return value if len(text) < _VALUE_PREVIEW and not isinstance(value, dict | Mapping) else text
 
 
 def arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
@@ -118,7 +118,7 @@ _TYPE_CHECKS: dict[str, Any] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
     "array": lambda v: isinstance(v, list | tuple),
-    "object": lambda v: isinstance(v, Mapping),
+    "object": lambda v: isinstance(v, dict | Mapping),
 }
 
 
@@ -136,16 +136,16 @@ def _type_check(spec: Any) -> Any:
 @lru_cache(maxsize=1024)
 def quick_check(schema: Any) -> Any:
     """``instance -> True`` when it surely conforms to this flat object schema; None for other schema shapes."""
-    if not isinstance(schema, Mapping) or not set(schema) <= _OBJECT_KEYS or schema.get("type", "object") != "object":
+    if not isinstance(schema, dict | Mapping) or not set(schema) <= _OBJECT_KEYS or schema.get("type", "object") != "object":
         return None
     properties = schema.get("properties", {})
     required = schema.get("required", ())
     extra = schema.get("additionalProperties", True)
-    if not isinstance(properties, Mapping) or not isinstance(required, list | tuple) or not isinstance(extra, bool):
+    if not isinstance(properties, dict | Mapping) or not isinstance(required, list | tuple) or not isinstance(extra, bool):
         return None
     checks: dict[str, Any] = {}
     for name, prop in properties.items():
-        if not isinstance(prop, Mapping) or not set(prop) <= _PROPERTY_KEYS:
+        if not isinstance(prop, dict | Mapping) or not set(prop) <= _PROPERTY_KEYS:
             return None
         type_ok = _type_check(prop.get("type"))
         if type_ok is None:
@@ -167,7 +167,7 @@ def quick_check(schema: Any) -> Any:
     closed = not extra
 
     def conforms(instance: Any) -> bool:
-        if not isinstance(instance, Mapping):
+        if not isinstance(instance, dict | Mapping):
             return False
         for key in required:
             if key not in instance:
@@ -228,7 +228,7 @@ def explain(error: ValidationError, path: str | None) -> str:
 def missing_property(error: ValidationError) -> str | None:
     instance = error.instance
     required = error.validator_value
-    if isinstance(instance, Mapping) and isinstance(required, list | tuple):
+    if isinstance(instance, dict | Mapping) and isinstance(required, list | tuple):
         for name in required:
             if name not in instance and f"{name!r}" in error.message:
                 return str(name)
@@ -246,7 +246,7 @@ def _json_type(value: Any) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return "object"
     if isinstance(value, list | tuple):
         return "array"

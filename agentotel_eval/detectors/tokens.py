@@ -38,7 +38,7 @@ def string_values(value: Any, depth: int = 0) -> Iterator[str]:
         return
     if isinstance(value, str):
         yield value
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict | Mapping):  # a dict (frozen or not) is told before the ABC check
         for v in value.values():
             yield from string_values(v, depth + 1)
     elif isinstance(value, list | tuple):

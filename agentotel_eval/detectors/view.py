@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from agentotel_eval.detectors.declarations import ToolRule, rules_by_tool
@@ -28,6 +28,7 @@ _MAX_ANCHOR = 60
 _NAME_IN_TEXT = re.compile(r"(?<![\w'’])[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*|(?<![\w-])[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])")
 _FLAGS = frozenset({"true", "false", "none", "null", "yes", "no", "asc", "desc", "json", "text", "en", "us"})
 _TOOL_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
+_JSON = json.JSONEncoder(default=str)  # json.dumps(value, default=str) without a new encoder per call
 
 
 def normalized(text: str) -> str:
@@ -40,20 +41,30 @@ def anchors_of(value: Any) -> list[str]:
     of "Paris, France", and the capitalised names and codes inside a longer text."""
     out: list[str] = []
     for text in _strings(value):
-        text = text.strip()
-        if not text or text.lower() in _FLAGS:
-            continue
-        words = text.split()
-        if len(text) <= _MAX_ANCHOR and len(words) <= 4 and not _numberish(text):
-            out.append(normalized(text))
-            if "," in text:
-                out.append(normalized(text.split(",")[0]))
-        else:
-            out += [normalized(m.group(0)) for m in _NAME_IN_TEXT.finditer(text) if len(m.group(0)) >= 3]
+        out += _text_anchors(text)
     return [a for a in dict.fromkeys(out) if len(a) >= 2]
 
 
+@lru_cache(maxsize=4096)
+def _text_anchors(text: str) -> tuple[str, ...]:
+    """One string's names (``anchors_of``), read once however many arguments hold it."""
+    text = text.strip()
+    if not text or text.lower() in _FLAGS:
+        return ()
+    words = text.split()
+    if len(text) <= _MAX_ANCHOR and len(words) <= 4 and not _numberish(text):
+        whole = normalized(text)
+        return (whole, normalized(text.split(",")[0])) if "," in text else (whole,)
+    return tuple(normalized(m.group(0)) for m in _NAME_IN_TEXT.finditer(text) if len(m.group(0)) >= 3)
+
+
+#: what any text ``float`` reads holds: a digit, or "inf" or "nan"
+_MAYBE_NUMBER = re.compile(r"\d|inf|nan", re.IGNORECASE)
+
+
 def _numberish(text: str) -> bool:
+    if _MAYBE_NUMBER.search(text) is None:
+        return False  # a name: no exception to raise and catch
     try:
         float(text.replace(",", ""))
     except ValueError:
@@ -66,7 +77,7 @@ def _strings(value: Any, depth: int = 0) -> list[str]:
         return []
     if isinstance(value, str):
         return [value]
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):  # a dict (frozen or not) is told before the ABC check
         return [s for v in value.values() for s in _strings(v, depth + 1)]
     if isinstance(value, list | tuple):
         return [s for v in value[:20] for s in _strings(v, depth + 1)]
@@ -182,13 +193,19 @@ class RunView:
         return out
 
     @cached_property
+    def output_texts(self) -> list[str]:
+        """Each call's result as text (JSON for values; "" when not recorded), for whole-token search."""
+        return [value_text(call.output) for call in self.calls]
+
+    @cached_property
     def call_texts(self) -> list[str]:
         """Each call's arguments, result and error as one text (JSON for values), for whole-token search."""
         out = []
-        for call in self.calls:
-            parts = [call.input_parameters if call.input_parameters is not None else call.raw_arguments, call.output,
-                     call.error]
-            out.append("\n".join(value_text(p) for p in parts if p is not None))
+        for call, output in zip(self.calls, self.output_texts, strict=True):
+            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
+            parts = [value_text(args) if args is not None else None, output if call.output is not None else None,
+                     value_text(call.error) if call.error is not None else None]
+            out.append("\n".join(p for p in parts if p is not None))
         return out
 
     # -- the answer -------------------------------------------------------------------------------------------
@@ -251,7 +268,7 @@ class RunView:
         if not self.tools:
             return ""
         return "\n".join(f"{t.name} {t.description or ''} "
-                         f"{json.dumps(t.parameters, default=str) if t.parameters else ''}" for t in self.tools)
+                         f"{_JSON.encode(t.parameters) if t.parameters else ''}" for t in self.tools)
 
     @cached_property
     def context_text(self) -> str:

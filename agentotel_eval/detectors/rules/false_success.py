@@ -113,25 +113,26 @@ class _Open:
 
 def _open_failures(view: RunView) -> list[_Open]:
     calls, fails, anchors = view.calls, view.fails, view.call_anchors
+    tools = [bare_name(call.name) for call in calls]
     succeeded = {a for k in range(len(calls)) if not fails[k] for a in anchors[k]}
     out: list[_Open] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     for j in range(len(calls) - 1, -1, -1):  # the last attempt stands for the earlier ones
         if not fails[j]:
             continue
-        tool = bare_name(calls[j].name)
+        tool = tools[j]
         own = tuple(anchors[j])
         failed_only = tuple(a for a in own if a not in succeeded)
         key = (tool, failed_only or own)
         if key in seen:
             continue
         seen.add(key)
-        later = [k for k in range(j + 1, len(calls)) if not fails[k] and bare_name(calls[k].name) == tool]
+        later = [k for k in range(j + 1, len(calls)) if not fails[k] and tools[k] == tool]
         if later and not failed_only:
             continue  # a later call of the tool, about the same things, succeeded
-        attempts = tuple(k for k in range(j + 1) if bare_name(calls[k].name) == tool and fails[k]
+        attempts = tuple(k for k in range(j + 1) if tools[k] == tool and fails[k]
                          and (not own or set(anchors[k]) & set(own) or not anchors[k]))
-        never = not any(not fails[k] and bare_name(calls[k].name) == tool for k in range(len(calls)))
+        never = not any(not fails[k] and tools[k] == tool for k in range(len(calls)))
         out.append(_Open(j, attempts or (j,), failed_only, own, tool_topics(tool), never))
     out.reverse()
     return out

@@ -22,7 +22,7 @@ def find(view: RunView) -> list[Finding]:
            for call in calls]
     if not any(ids):  # most runs pass no id-like value
         return []
-    results = [value_text(call.output) for call in calls]
+    results = view.output_texts
     arguments = [value_text(call.input_parameters) for call in calls]
     given = view.context_text
     if "," in given:

@@ -69,7 +69,7 @@ def canonical(value: Any) -> Any:
         if len(facts) == 1 and facts[0].kind == NUMBER and facts[0].start == 0 and facts[0].end >= len(text.rstrip(".")):
             return ("n", facts[0].dim, round(float(facts[0].value), 6))
         return ("s", normalized(text))
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return ("o", frozenset((str(k), canonical(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return ("l", tuple(canonical(v) for v in value))

@@ -59,19 +59,19 @@ def _numbers(value: Any) -> set[float]:
 def _collect(value: Any, out: set[float], depth: int) -> None:
     if depth > 8 or len(out) > 400:
         return
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, int | float):
-        out.add(round(abs(float(value)), 2))
+    if isinstance(value, dict):  # containers and strings first: most of a result (bool is told before int)
+        for item in value.values():
+            _collect(item, out, depth + 1)
     elif isinstance(value, str):
         if any(ch.isdigit() for ch in value):
             out.update(round(abs(f.value), 2) for f in read(value, statuses=False).facts if f.kind == NUMBER)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _collect(item, out, depth + 1)
     elif isinstance(value, list | tuple):
         for item in value:
             _collect(item, out, depth + 1)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        out.add(round(abs(float(value)), 2))
 
 
 def find(view: RunView) -> list[Finding]:

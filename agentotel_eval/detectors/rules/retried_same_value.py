@@ -19,7 +19,7 @@ from agentotel_eval.test_case import ToolCall
 
 def _named_argument(call: ToolCall, error: str) -> tuple[str, Any] | None:
     params = call.input_parameters
-    if not isinstance(params, Mapping) or not error:
+    if not isinstance(params, dict | Mapping) or not error:
         return None
     lowered = error.lower()
     for key, value in params.items():
@@ -52,7 +52,7 @@ def find(view: RunView) -> list[Finding]:
             if not fails[j] and later.input_parameters is None:
                 break
             params = later.input_parameters
-            if isinstance(params, Mapping) and key in params and params[key] == value \
+            if isinstance(params, dict | Mapping) and key in params and params[key] == value \
                     and params != call.input_parameters:
                 out.append(finding(RESULT_IGNORED, "retried_same_value", "result_ignored.retried_same_value",
                                    call.name, (i, j), f"call #{i + 1} to {call.name!r} failed naming {key!r} "

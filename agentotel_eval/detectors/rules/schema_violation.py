@@ -108,7 +108,7 @@ def _frozen(schema: Any) -> Any:
 
 def _undeclared(index: int, name: str, schema: Any, instance: Any) -> list[Finding]:
     names = declared(schema)
-    if names is None or not isinstance(instance, Mapping):
+    if names is None or not isinstance(instance, dict | Mapping):
         return []
     return [finding(PARAMETER_ERROR, "unexpected_param", "parameter_error.undeclared", name, (index,),
                     f"call #{index + 1} to {name!r}: unexpected argument {key!r} (the tool's schema declares "

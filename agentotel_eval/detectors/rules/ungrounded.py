@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from rapidfuzz.distance import OSA
@@ -57,61 +59,123 @@ _NAME = re.compile(r"[A-Z]")
 _NAME_CHARS = re.compile(r"[^\W\d_][\w .,'’&-]*")  # a name: words, not a path, a command or an expression
 
 
-def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+def _leaves(value: Any, path: str = "", depth: int = 0, out: list[tuple[str, Any]] | None = None) \
+        -> list[tuple[str, Any]]:
+    """Each leaf of an argument value and its dotted path (a list's items share the list's path)."""
+    if out is None:
+        out = []
     if depth > 5:
-        return
-    if isinstance(value, Mapping):
+        return out
+    if isinstance(value, str):
+        out.append((path, value))
+    elif isinstance(value, dict | Mapping):  # a dict (frozen or not) is told before the ABC check
         for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}" if path else str(key), depth + 1)
+            _leaves(item, f"{path}.{key}" if path else str(key), depth + 1, out)
     elif isinstance(value, list | tuple):
         for item in value[:20]:
-            yield from _leaves(item, path, depth + 1)
+            _leaves(item, path, depth + 1, out)
     else:
-        yield path, value
+        out.append((path, value))
+    return out
 
 
 class _Known:
-    """What was stated before a call: facts and numbers, grown call by call, and the text (lower-cased), read
-    only when a name or an id needs it."""
+    """What was stated before a call: the run's texts (input, system prompt, tools, assistant text) and the calls
+    added so far. Each reading (facts and numbers, words, ids, the text) is taken when a value first needs it and
+    then only extended with the calls added since: a run whose arguments are all names never reads numbers."""
 
     def __init__(self, view: RunView) -> None:
         self.view = view
         self.texts = [t for t in (view.user_input, view.system_prompt, view.definitions_text, *view.assistant_texts)
                       if t]
-        readings = [read(t) for t in self.texts]
-        self.facts: list[Fact] = [f for r in readings for f in r.facts]
-        # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72, "three
-        # hours" 3), and the quantities words state ("twice", "a decade", "pi")
-        self.numbers = [f.value for f in self.facts if f.kind == NUMBER] + \
-            [n for r in readings for n in (*_written(r.text), *_quantities(r.lower))]
-        self.currencies = {f.unit for f in self.facts if f.kind == NUMBER and f.dim == "money"}
         self._calls = 0  # calls whose arguments and results are known
-        joined = "\n".join(self.texts)
-        self.tokens = set(_TOKEN.findall(joined.lower().replace("_", " ")))
-        self.ids = set(_ID_TOKEN.findall(joined))
-        self.rounded = {round(abs(n), 2) for n in self.numbers}
+        self._values_at = self._tokens_at = self._ids_at = -1  # calls each reading covers (-1: not read yet)
+        self._facts: list[Fact] = []
+        self._numbers: list[float] = []
+        self._rounded: set[float] = set()
+        self._currencies: set[str] = set()
+        self._tokens: set[str] = set()
+        self._ids: set[str] = set()
         self._text: str | None = None
         self._lower: str | None = None
         self._words: str | None = None
 
     def add(self, j: int) -> None:
-        view = self.view
         self._calls = j + 1
-        text = view.call_texts[j]
-        self.tokens.update(_TOKEN.findall(text.lower().replace("_", " ")))
-        self.ids.update(_ID_TOKEN.findall(text))
-        written = _written(text)
-        self.numbers += written
-        self.rounded.update(round(abs(n), 2) for n in written)
         self._text = self._lower = self._words = None
-        for recorded in (*view.argument_facts(j), *view.result_facts(j), *view.error_facts(j)):
-            fact = recorded.fact
-            self.facts.append(fact)
-            if fact.kind == NUMBER:
-                self.numbers.append(fact.value)
-                self.rounded.add(round(abs(fact.value), 2))
-                if fact.dim == "money" and fact.unit:
-                    self.currencies.add(fact.unit)
+
+    def _read_values(self) -> None:
+        view = self.view
+        if self._values_at < 0:
+            readings = [read(t) for t in self.texts]
+            self._facts = [f for r in readings for f in r.facts]
+            # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72,
+            # "three hours" 3), and the quantities words state ("twice", "a decade", "pi")
+            self._numbers = [f.value for f in self._facts if f.kind == NUMBER] + \
+                [n for r in readings for n in (*_written(r.text), *_quantities(r.lower))]
+            self._currencies = {f.unit for f in self._facts if f.kind == NUMBER and f.dim == "money"}
+            self._rounded = {round(abs(n), 2) for n in self._numbers}
+            self._values_at = 0
+        for j in range(self._values_at, self._calls):
+            written = _written(view.call_texts[j])
+            self._numbers += written
+            self._rounded.update(round(abs(n), 2) for n in written)
+            for recorded in (*view.argument_facts(j), *view.result_facts(j), *view.error_facts(j)):
+                fact = recorded.fact
+                self._facts.append(fact)
+                if fact.kind == NUMBER:
+                    self._numbers.append(fact.value)
+                    self._rounded.add(round(abs(fact.value), 2))
+                    if fact.dim == "money" and fact.unit:
+                        self._currencies.add(fact.unit)
+        self._values_at = self._calls
+
+    @property
+    def facts(self) -> list[Fact]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._facts
+
+    @property
+    def numbers(self) -> list[float]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._numbers
+
+    @property
+    def rounded(self) -> set[float]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._rounded
+
+    @property
+    def currencies(self) -> set[str]:
+        if self._values_at != self._calls:
+            self._read_values()
+        return self._currencies
+
+    @property
+    def tokens(self) -> set[str]:
+        """The words known, lower-cased, identifiers split at "_" ("mei_kovacs" -> "mei", "kovacs")."""
+        if self._tokens_at != self._calls:
+            if self._tokens_at < 0:
+                self._tokens = set(_TOKEN.findall("\n".join(self.texts).lower()))
+                self._tokens_at = 0
+            for text in self.view.call_texts[self._tokens_at:self._calls]:
+                self._tokens.update(_TOKEN.findall(text.lower()))
+            self._tokens_at = self._calls
+        return self._tokens
+
+    @property
+    def ids(self) -> set[str]:
+        if self._ids_at != self._calls:
+            if self._ids_at < 0:
+                self._ids = set(_ID_TOKEN.findall("\n".join(self.texts)))
+                self._ids_at = 0
+            for text in self.view.call_texts[self._ids_at:self._calls]:
+                self._ids.update(_ID_TOKEN.findall(text))
+            self._ids_at = self._calls
+        return self._ids
 
     @property
     def text(self) -> str:
@@ -140,18 +204,22 @@ def find(view: RunView) -> list[Finding]:
     known = _Known(view)
     uncertain_prompt = view.system_prompt is None
     schema_defaults = _schema_defaults(view)
-    asked = _asked_names(view.user_input or "")
+    # the words of each name the user gave that no call's string arguments used so far (a name, once used, stays
+    # used: only the names still unused need the arguments' words)
+    unused = [set(_TOKEN.findall(name)) for name in _asked_names(view.user_input or "")]
     used: set[str] = set()  # the words of the calls' string arguments so far
     out: list[Finding] = []
     for j, call in enumerate(calls):
         if j and (calls[j - 1].output is None and not calls[j - 1].error):
             break  # an earlier result not recorded: what follows may come from it
         args = call.input_parameters
-        if isinstance(args, Mapping):
+        if isinstance(args, dict | Mapping):
             checked = 0
-            leaves = list(_leaves(args))
-            used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
-            replaced = any(not (set(_TOKEN.findall(name)) & used) for name in asked)
+            leaves = _leaves(args)
+            if unused:
+                used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
+                unused = [words for words in unused if not words & used]
+            replaced = bool(unused)
             for path, value in leaves:
                 if checked >= _MAX_VALUES:
                     break
@@ -198,9 +266,9 @@ def _quantities(lower: str) -> list[float]:
 def _schema_defaults(view: RunView) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for tool in view.tools or ():
-        props = (tool.parameters or {}).get("properties") if isinstance(tool.parameters, Mapping) else None
-        if isinstance(props, Mapping):
-            out[tool.name] = {str(k): v for k, v in props.items() if isinstance(v, Mapping)}
+        props = (tool.parameters or {}).get("properties") if isinstance(tool.parameters, dict | Mapping) else None
+        if isinstance(props, dict | Mapping):
+            out[tool.name] = {str(k): v for k, v in props.items() if isinstance(v, dict | Mapping)}
     return out
 
 
@@ -208,7 +276,7 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any, sch
                 replaced: bool = False) -> tuple[str, float] | None:
     key = path.rsplit(".", 1)[-1]
     prop = schema.get(key)
-    if isinstance(prop, Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
+    if isinstance(prop, dict | Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
         return None  # the tool offers the values: the model chose among them
     if isinstance(value, bool) or value is None:
         return None
@@ -217,19 +285,49 @@ def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any, sch
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
-    if id_like(text):
+    shape = _shape(text)
+    if shape.kind == _ID:
         return _identifier(view, known, j, text)
+    if shape.kind == NUMBER and shape.fact is not None:
+        return _number(known, key, shape.fact.value)
+    if shape.kind == DATE and shape.fact is not None:
+        return _date(view, known, shape.fact)
+    if shape.kind == _NAME_KIND:
+        return _name(known, text, shape, replaced)
+    return None
+
+
+_ID, _NAME_KIND = "id", "name"
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What an argument's text is, whatever came before it: an id, a number or a date (its fact), a name (its
+    words), or nothing to check ("")."""
+
+    kind: str
+    fact: Fact | None = None
+    key: str = ""  # a name, normalized
+    words: tuple[str, ...] = ()  # its words that are not stopwords
+
+
+@lru_cache(maxsize=4096)
+def _shape(text: str) -> _Shape:
+    """Read once however many arguments (of this run or of others) hold the text."""
+    if id_like(text):
+        return _Shape(_ID)
     facts = read(text, statuses=False).facts
     if len(facts) == 1 and facts[0].end - facts[0].start >= 0.8 * len(text):
         fact = facts[0]
         if fact.kind == NUMBER:
-            return _number(known, key, fact.value)
+            return _Shape(NUMBER, fact)
         if fact.kind == DATE and fact.dim != "relative":  # "tomorrow" as an argument: the model's own words
-            return _date(view, known, fact)
-        return None
+            return _Shape(DATE, fact)
+        return _Shape("")
     if _NAME.search(text) and len(text) <= 60 and len(text.split()) <= 4 and _NAME_CHARS.fullmatch(text):
-        return _name(known, text, replaced)
-    return None
+        key = normalized(text)
+        return _Shape(_NAME_KIND, None, key, tuple(w for w in _WORD.findall(key) if w not in lx.STOPWORDS))
+    return _Shape("")
 
 
 def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
@@ -318,21 +416,21 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
     digits = sum(ch.isdigit() for ch in value)
     if not (len(value) >= 6 and (digits >= 2 or (digits >= 1 and any(ch.isupper() for ch in value)))):
         return None  # short or word-like: the model's own vocabulary ("gpt-4o", "utf-8")
-    if any(not view.fails[k] and contains_token(value_text(view.calls[k].output), value)
+    if any(not view.fails[k] and contains_token(view.output_texts[k], value)
            for k in range(j + 1, len(view.calls))):
         return None  # a later result holds it: used_before_produced says so
     return "an id", SURE
 
 
-def _name(known: _Known, value: str, replaced: bool = False) -> tuple[str, float] | None:
+def _name(known: _Known, value: str, shape: _Shape, replaced: bool = False) -> tuple[str, float] | None:
     """``replaced``: a name the user gave is used by no call so far, so this one may stand in its place; else the
     name is one the model added from its own knowledge (a state for a city, a ticker for a company), and the
     finding is one the rule cannot be sure of."""
-    key = normalized(value)
+    key = shape.key
     if not key:
         return None
     tokens = known.tokens
-    words = [w for w in _WORD.findall(key) if w not in lx.STOPWORDS]
+    words = shape.words
     if any(w in tokens for w in words) or (" " not in key and key in tokens):
         return None
     letters = [w[0] for w in key.split() if w]

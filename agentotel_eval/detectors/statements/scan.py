@@ -105,6 +105,14 @@ def read(text: str | None, *, statuses: bool = True) -> Reading:
 
 @lru_cache(maxsize=4096)
 def _read(text: str, statuses: bool) -> Reading:
+    if statuses:  # the reading without status words, shared with the readers that skip them, and the statuses
+        base = _read(text, False)
+        found = list(base.facts)
+        _statuses(base.text, found)
+        if len(found) == len(base.facts):
+            return base
+        found.sort(key=lambda f: f.start)  # stable: at one position the other facts stay before the status
+        return Reading(base.text, base.lower, tuple(found))
     if _NUMBER_WORD.search(text) is not None:
         text = _digits(text)
     facts: list[Fact] = []
@@ -117,8 +125,6 @@ def _read(text: str, statuses: bool) -> Reading:
         masked = _uuids(masked, facts)
         masked = _numbers(text, masked, facts)
         _codes(masked, facts)
-    if statuses:
-        _statuses(text, facts)
     facts.sort(key=lambda f: f.start)
     return Reading(text, lower, tuple(facts))
 

@@ -102,7 +102,7 @@ def _walk(value: Any, key: str, beside: frozenset[str], out: list[Recorded], dep
         words = key_words(key)
         out.append(Recorded(Fact(NUMBER, float(value), 0, 0, str(value), dim=_dim_of(words),
                                  decimals=_decimals(value)), words, beside, key))
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict | Mapping):
         names = frozenset(v.strip().lower() for k, v in value.items()
                           if isinstance(v, str) and 2 <= len(v.strip()) <= 60 and not _is_status_key(str(k))
                           and v.strip().upper() not in lx.CURRENCY_CODES)
