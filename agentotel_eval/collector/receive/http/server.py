@@ -10,10 +10,17 @@ leaves to a proxy in front of it:
 - per request (``request_guard.RequestGuard``, ASGI middleware in front of the app): the app's read of a body that
   came too slowly, or stopped short, returns so the app answers 408 or 400.
 
-uvicorn's own settings do the rest: ``timeout_keep_alive`` closes a connection idle between requests, its shutdown
-closes idle connections at once and busy ones after their answer. Its ``limit_concurrency`` is not the cap: it
-answers only once a request's headers have come (a silent connection over it holds its socket), without
-``Retry-After``, and it counts the connection asking.
+uvicorn's own settings do the rest: ``timeout_keep_alive`` closes a connection idle between requests, ``headers``
+names the server, ``date_header`` dates the answers, and its shutdown closes idle connections at once and busy
+ones after their answer. None of its settings can hold the connection guards, which is why they sit at the asyncio
+interface in front of its protocol instead:
+
+- ``limit_concurrency`` is not the cap: it answers only once a request's headers have come (a silent connection
+  over it holds its socket), without ``Retry-After``, and it counts the connection asking;
+- ``h11_max_incomplete_event_size`` bounds headers for the h11 protocol only, not httptools';
+- TLS through ``ssl_*`` has asyncio's 60 s handshake timeout, which uvicorn does not expose;
+- nothing bounds the time a request takes to arrive, or closes after an early answer without resetting the
+  connection, or answers a client that half-closes.
 """
 
 from __future__ import annotations
