@@ -16,7 +16,6 @@ Without a connection (an app served by other means), requests pass through untou
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -66,16 +65,23 @@ async def _receive_until_woken(receive: Receive, request: RequestState) -> Messa
     """uvicorn's ``receive()``, unless the request is woken first (its deadline passed, or the client stopped
     sending): then ``http.disconnect``. What uvicorn already holds is returned first, as its ``receive()`` returns
     at once when it holds a part of the body."""
-    reading: asyncio.Future[Any] = asyncio.ensure_future(receive())
+    loop = asyncio.get_running_loop()
+    reading: asyncio.Task[Message] = loop.create_task(receive())  # type: ignore[arg-type]
+    woken = request.woken()
+
+    def stop(_: object) -> None:
+        # after the read's first step: one that returns at once has returned; one that waits on bytes that will
+        # not come is cancelled, and nothing of the body is lost
+        loop.call_soon(reading.cancel)
+
+    # a callback, not ``asyncio.wait``: this runs for every part of every body, and a wake is rare
+    woken.add_done_callback(stop)
     try:
-        await asyncio.wait((reading, request.woken()), return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        reading.cancel()
+        return await reading
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if woken.done() and not (current is not None and current.cancelling()):
+            return _STOPPED
         raise
-    if not reading.done():
-        await asyncio.sleep(0)  # a read that has not run yet gets its turn: what uvicorn holds comes first
-    if reading.done():
-        message: Message = reading.result()
-        return message
-    reading.cancel()  # it was waiting on bytes that will not come: nothing of the body is lost
-    return _STOPPED
+    finally:
+        woken.remove_done_callback(stop)
