@@ -229,7 +229,7 @@ class Collector:
                 HttpApp(
                     ingestor=self.ingestor,
                     max_request_size=cfg.receiver.max_request_size,
-                    query=self._http_query,
+                    query=self.query,
                     rescore=self._http_rescore,
                     ui=self.ui,
                     health=self.health,
@@ -534,15 +534,6 @@ class Collector:
             raise
         self._count_query("ok")
         return result
-
-    def _http_query(self, payload: dict[str, Any]) -> dict[str, Any]:
-        limit = payload.get("limit")
-        timeout = payload.get("timeout")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise QueryError("'limit' must be a positive integer")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-            raise QueryError("'timeout' must be a positive number of seconds")
-        return self.query(payload["sql"], limit=limit, timeout=timeout, params=payload.get("params") or ())
 
     def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.score.rescore``):

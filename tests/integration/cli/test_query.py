@@ -96,6 +96,23 @@ def test_the_row_limit_is_reported(running, db):
     assert "truncated at 7 rows" in result.stderr
 
 
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("limit", 0, "'limit' must be a positive integer"),
+    ("timeout", "5", "'timeout' must be a positive number of seconds"),
+])
+def test_a_malformed_query_body_is_answered_400_with_what_is_wrong(running, field, value, message):
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"sql": "SELECT 1", field: value}).encode()
+    request = urllib.request.Request(f"{running.http_endpoint}/v1/query", data=body,
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(request, timeout=10)
+    assert answer.value.code == 400
+    assert json.loads(answer.value.read()) == {"error": message, "kind": "invalid"}
+
+
 def test_with_the_collector_stopped_the_file_is_read_directly(tmp_path):
     db = tmp_path / "stopped.duckdb"
     fx = next(f for f in fixtures() if f.name == "strands__default__sequence")

@@ -1,12 +1,14 @@
 """The collector's JSON API: ``POST /v1/query`` (one sealed, read-only SQL statement) and ``POST /v1/rescore``
-(re-score stored runs where the database is held). Bodies are JSON objects of at most 1 MiB."""
+(re-score stored runs where the database is held). Bodies are JSON objects of at most 1 MiB; a query's is checked
+here (``query_request``), so what reaches the service is a statement and its limits."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -21,10 +23,42 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
 
-#: a query request (the JSON object) -> its answer; raises ``QueryError``
-Query = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Query(Protocol):
+    """Runs one sealed read-only statement within the given limits (None: the configured ones) -> the answer as a
+    dict; raises ``QueryError``."""
+
+    def __call__(self, sql: str, *, limit: int | None = None, timeout: float | None = None,
+                 params: Sequence[Any] = ()) -> dict[str, Any]: ...
+
+
 #: a re-score request (the JSON body) -> (HTTP status, JSON answer)
 Rescore = Callable[[Any], tuple[int, dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRequest:
+    """What a ``/v1/query`` body asks for."""
+
+    sql: str
+    limit: int | None = None
+    timeout: float | None = None
+    params: Sequence[Any] = ()
+
+
+def query_request(payload: Any) -> QueryRequest:
+    """The query a ``/v1/query`` body asks for; ``ValueError`` saying what is wrong with it. ``params`` are checked
+    with the statement, where their placeholders are known."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("sql"), str):
+        raise ValueError('expected a JSON object {"sql": "SELECT ..."}')
+    limit, timeout = payload.get("limit"), payload.get("timeout")
+    # JSON's true and false are Python ints: a flag is not a count
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError("'limit' must be a positive integer")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise ValueError("'timeout' must be a positive number of seconds")
+    return QueryRequest(payload["sql"], limit, timeout, payload.get("params") or ())
 
 
 async def _json_body(request: Request) -> Any:
@@ -42,15 +76,14 @@ def _unreadable(exc: Exception, **extra: str) -> Response:
 def api_routes(query: Query, rescore: Rescore | None, blocking: Blocking) -> list[Route]:
     async def run_query(request: Request) -> Response:
         try:
-            payload = await _json_body(request)
-            if not isinstance(payload, dict) or not isinstance(payload.get("sql"), str):
-                raise ValueError('expected a JSON object {"sql": "SELECT ..."}')
+            asked = query_request(await _json_body(request))
         except (ReceiverError, ValueError) as exc:
             return _unreadable(exc, kind="invalid")
         except ClientGone:
             return Response(status_code=400)
         try:
-            result = await blocking.run(query, payload)
+            result = await blocking.run(lambda: query(asked.sql, limit=asked.limit, timeout=asked.timeout,
+                                                      params=asked.params))
         except QueryError as exc:
             if exc.kind == "unavailable":
                 return JsonAnswer({"error": str(exc), "kind": exc.kind}, 503, headers={"Retry-After": "1"})

@@ -19,7 +19,8 @@ from agentotel_eval.collector.receive.errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
-from agentotel_eval.collector.receive.http.server import WATCH, BodyWatch
+from agentotel_eval.collector.receive.http.connection import BodyWatch
+from agentotel_eval.collector.receive.http.request_guard import WATCH
 
 CONTENT_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 256 * 1024
@@ -63,11 +64,13 @@ async def read_body(request: Request, limit: int) -> bytes:
     total = 0
     while True:
         message = await request.receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone()
         if watch.timed_out:
             raise RequestTimeout(f"the request did not arrive whole within {watch.timeout:g}s "
                                  "(receiver.http_read_timeout)")
+        if message["type"] == "http.disconnect":
+            if watch.ended_early:
+                break
+            raise ClientGone()
         chunk = message.get("body", b"")
         if chunk:
             total += len(chunk)

@@ -17,7 +17,8 @@ from agentotel_eval.collector.receive.errors import (
     UnsupportedMediaType,
 )
 from agentotel_eval.collector.receive.http.bodies import ClientGone, inflate, read_body
-from agentotel_eval.collector.receive.http.server import WATCH, BodyWatch
+from agentotel_eval.collector.receive.http.connection import BodyWatch
+from agentotel_eval.collector.receive.http.request_guard import WATCH
 
 
 class Receive:
