@@ -182,6 +182,9 @@ def _langfuse_handler(state: LangfuseCheck) -> type[BaseHTTPRequestHandler]:
                     return self._refuse(400, f"unknown fields {unknown}")
                 if any(not m.trace_id or m.timestamp is None or m.timestamp.tzinfo is None for m in parsed):
                     return self._refuse(400, "a score without its trace or a timestamp with a UTC offset")
+                # as the model's documentation says: a string for categorical and text scores, else a number
+                if any(isinstance(m.value, str) != (m.data_type in ("CATEGORICAL", "TEXT")) for m in parsed):
+                    return self._refuse(400, "a score's value does not fit its data type")
                 state.score_requests += 1
                 for raw, model in zip(sent, parsed, strict=True):
                     state.scores[model.id] = raw
