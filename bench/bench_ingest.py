@@ -554,7 +554,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     server.start()
     address = parent.recv()
     out = ctx.Queue()
-    start_at = time.monotonic() + 3.0  # exporters build their requests first
+    start_at = time.monotonic() + args.start_delay  # exporters build their requests first
     clients = [
         ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
                                                 start_at, out, phase_id, args.web_share,
@@ -634,6 +634,9 @@ def main() -> None:
     parser.add_argument("--time-scale", type=float, default=1.0,
                         help="stretch every trace's span times by this factor (the recorded traces last 10-210 ms; "
                              "real agent runs last seconds: 50 makes them 0.5-10 s)")
+    parser.add_argument("--start-delay", type=float, default=3.0,
+                        help="seconds the exporters get to start and build their requests before the load starts "
+                             "(default 3; more on a machine busy with other work, or a phase may count no span)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bare/collector pairs per transport, alternated; the machine is shared, so the "
                              "median ratio is reported")
@@ -656,17 +659,20 @@ def main() -> None:
         for transport in args.transports.split(","):
             ratios, scoring_costs, sink_ratios = [], [], []
             for round_ in range(1, args.rounds + 1):
-                bare = run_phase("bare", transport, args, tmp)
-                phases = {}
-                if args.sinks == "both":
-                    plain = run_phase("collector", transport, args, tmp, args.scoring != "off")
-                    with_sinks = run_phase("collector", transport, args, tmp, args.scoring != "off", sinks)
+                if args.sinks == "both":  # the two collector phases only: their ratio is the figure
+                    # which goes first alternates too, so that a load that drifts over a round favours neither
+                    order = ((), sinks) if round_ % 2 else (sinks, ())
+                    done = {bool(s): run_phase("collector", transport, args, tmp, args.scoring != "off", s)
+                            for s in order}
+                    plain, with_sinks = done[False], done[True]
                     assert with_sinks["stored"] == with_sinks["acked"]
                     sink_ratios.append(with_sinks["rate"] / plain["rate"])
                     print(f"[{transport} #{round_}] no sinks {plain['rate']:,.0f} spans/s | three sinks (one down) "
                           f"{with_sinks['rate']:,.0f} spans/s = {sink_ratios[-1]:.2f} x | sent, dropped per sink: "
                           f"{with_sinks['sinks']} | runs {plain['runs']:,} / {with_sinks['runs']:,}", flush=True)
                     continue
+                bare = run_phase("bare", transport, args, tmp)
+                phases = {}
                 for scoring in ((False, True) if args.scoring == "both" else (args.scoring == "on",)):
                     coll = run_phase("collector", transport, args, tmp, scoring, sinks)
                     assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])

@@ -30,6 +30,9 @@ import pytest
 from tests.lake_servers import free_port
 
 STARTUP_S = 180.0  # Phoenix and MLflow import a lot; on a loaded 2-core machine they take a minute or more
+#: a round trip's own limit, over the suite's 120 s: the server's start (counted in its first test), the judge's
+#: answers (60 s), the delivery and the re-score's (120 s each) may each take their whole wait on a loaded machine
+ROUND_TRIP_S = 600
 
 
 def _tool(name: str) -> str | None:
@@ -48,7 +51,7 @@ def sink_marks(*modules: str) -> list[Any]:
             return True
 
     missing = [m for m in modules if absent(m)]
-    return [pytest.mark.sinks,
+    return [pytest.mark.sinks, pytest.mark.timeout(ROUND_TRIP_S),
             pytest.mark.skipif(bool(missing), reason=f"needs the [sinks-test] extra ({', '.join(missing)} missing); "
                                                      ".ci/run runs these in .venv-sinks")]
 
@@ -179,6 +182,9 @@ def _langfuse_handler(state: LangfuseCheck) -> type[BaseHTTPRequestHandler]:
                     return self._refuse(400, f"unknown fields {unknown}")
                 if any(not m.trace_id or m.timestamp is None or m.timestamp.tzinfo is None for m in parsed):
                     return self._refuse(400, "a score without its trace or a timestamp with a UTC offset")
+                # as the model's documentation says: a string for categorical and text scores, else a number
+                if any(isinstance(m.value, str) != (m.data_type in ("CATEGORICAL", "TEXT")) for m in parsed):
+                    return self._refuse(400, "a score's value does not fit its data type")
                 state.score_requests += 1
                 for raw, model in zip(sent, parsed, strict=True):
                     state.scores[model.id] = raw

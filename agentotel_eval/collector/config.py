@@ -302,7 +302,7 @@ class CollectorConfig:
     query: QueryConfig = field(default_factory=QueryConfig)
     #: ``[[sinks]]``: tools that also get each evaluation as their own object (kind = phoenix | mlflow | langfuse,
     #: url, api_key_env / experiment / public_key_env and secret_key_env, forward_spans, max_queue, max_batch,
-    #: max_retries, initial_backoff, max_backoff, timeout)
+    #: max_retries, initial_backoff, max_backoff, timeout, cpu_share)
     sinks: tuple[SinkConfig, ...] = ()
     #: ``[metrics]``: max_agents (the label bound of the quality metrics on /metrics)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)

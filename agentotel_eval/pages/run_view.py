@@ -101,7 +101,7 @@ class Badge(NamedTuple):
 
 def run_badge(status: str, evaluations: Sequence[EvaluationRow], calls: Sequence[CallView]) -> Badge:
     """The span's error first; then what the detectors found (a failed tool whose answer claimed success has an
-    ``ok`` span); then a failed call; else ok, saying what was checked."""
+    ``ok`` span); then a failed call; then any other evaluation the run failed; else ok, saying what was checked."""
     if status == "error":
         return Badge("error", "fail", "the run's span status is ERROR")
     detectors = next((e for e in evaluations if e.metric == TOOL_ERRORS_DETECTORS.name), None)
@@ -114,7 +114,13 @@ def run_badge(status: str, evaluations: Sequence[EvaluationRow], calls: Sequence
         return Badge(f"{len(failed)} failed tool call{'s' if len(failed) > 1 else ''}", "fail",
                      "the span status is ok, but " + ", ".join(f"call {c.number} ({c.tool})" for c in failed)
                      + " failed")
+    failing = [e for e in evaluations if e.result == "fail"]
+    if failing:
+        return Badge("fails " + ", ".join(e.label.label for e in failing), "fail",
+                     "the span status is ok, but " + "; ".join(f"{e.label.label}: {e.reason}" for e in failing))
     checked = " and the detectors found no tool-use error" if detectors is not None else ""
+    passed = [e.label.label for e in evaluations if e.result == "pass" and e.metric != TOOL_ERRORS_DETECTORS.name]
+    checked += f"; it passes {', '.join(passed)}" if passed else ""
     return Badge("ok", "pass", f"the run's span status is ok{checked}")
 
 

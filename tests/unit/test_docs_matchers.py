@@ -1,5 +1,6 @@
-"""docs/metrics.md says how a nested object in ``args`` is compared: a plain literal whole, a map of matchers by the
-keys it names. The two forms it shows behave as it says."""
+"""docs/metrics.md, where the matchers are described, and docs/scoring.md, where a config first uses them, say how a
+nested object in ``args`` is compared: a plain literal whole, a map of matchers by the keys it names. The two forms
+they show behave as they say."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from agentotel_eval.trajectory.matchers import compile_matcher
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 LITERAL = 'args = { place = { city = "Paris" } }'
 PARTIAL = 'args = { place = { city = { "$eq" = "Paris" } } }'
 CALL = {"city": "Paris", "country": "FR"}
@@ -19,7 +20,9 @@ def _place(written: str):
 
 
 def test_the_documented_literal_is_compared_whole_and_the_matcher_form_by_its_keys() -> None:
-    assert LITERAL in DOC and PARTIAL in DOC and '{ city = "Paris", country = "FR" }' in DOC
+    for doc in ("metrics.md", "scoring.md"):
+        text = (DOCS / doc).read_text()
+        assert LITERAL in text and PARTIAL in text and '{ city = "Paris", country = "FR" }' in text, doc
     ok, reason = _place(LITERAL).test(CALL)
     assert ok is False and "country" in reason
     assert _place(PARTIAL).test(CALL)[0] is True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from agentotel_eval.collector.sink.records import (
     sink_evaluations,
     sure_error_types,
 )
+from agentotel_eval.collector.sink.worker import WARN_EVERY_S
 from agentotel_eval.collector.telemetry.quality import QualityCounts
 from agentotel_eval.store.rows import OWN_SOURCE
 
@@ -97,6 +99,7 @@ class EvaluationFeed:
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._last_warning = -WARN_EVERY_S
         self.stats = FeedStats()
 
     def start(self) -> None:
@@ -113,6 +116,12 @@ class EvaluationFeed:
             if len(self._queue) > self._max_batches:
                 self._queue.popleft()
                 self.stats.dropped_batches += 1
+                now = time.monotonic()
+                if now - self._last_warning >= WARN_EVERY_S:  # one line per interval, not one per batch
+                    self._last_warning = now
+                    log.warning("the evaluation feed fell %d batches behind and drops the oldest (%d dropped so "
+                                "far): the sinks and /metrics miss them", self._max_batches,
+                                self.stats.dropped_batches)
             self._cond.notify()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:

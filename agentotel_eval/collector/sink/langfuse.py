@@ -3,9 +3,10 @@ Python SDK sends), the spans over its OTLP/HTTP endpoint (``/api/public/otel/v1/
 project's keys as HTTP basic authentication.
 
 A score's id is derived from (trace, run span, metric) and its timestamp is the run's start: Langfuse updates a
-score sent again with the same id and timestamp, so a re-score updates it. An evaluation that failed has no value
-to send and is left out. Langfuse answers 202 when it took every score and 207 with the rejected count and
-reasons otherwise.
+score sent again with the same id and timestamp, so a re-score updates it. An evaluation that failed has no number:
+it goes as a categorical score ``error`` of the same name, with the reason as its comment, so the run shows that it
+was evaluated and why there is no score (a later re-score that succeeds replaces it). Langfuse answers 202 when it
+took every score and 207 with the rejected count and reasons otherwise.
 """
 
 from __future__ import annotations
@@ -39,17 +40,20 @@ def timestamp(evaluation: SinkEvaluation) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat().replace("+00:00", "Z")
 
 
-def score(evaluation: SinkEvaluation) -> dict[str, Any] | None:
-    """Langfuse's ``CreateScoreRequest`` for one evaluation (camelCase, as on the wire); None without a value."""
-    if evaluation.score is None:
-        return None
+#: the value and data type of a failed evaluation's score (Langfuse takes a categorical score's value as a string)
+FAILED = ("error", "CATEGORICAL")
+
+
+def score(evaluation: SinkEvaluation) -> dict[str, Any]:
+    """Langfuse's ``CreateScoreRequest`` for one evaluation (camelCase, as on the wire)."""
+    value, data_type = (float(evaluation.score), "NUMERIC") if evaluation.score is not None else FAILED
     return {
         "id": score_id(evaluation),
         "traceId": evaluation.trace_id,
         "observationId": evaluation.span_id,
         "name": evaluation.metric,
-        "value": float(evaluation.score),
-        "dataType": "NUMERIC",
+        "value": value,
+        "dataType": data_type,
         "comment": evaluation.reason or None,
         "metadata": evaluation.metadata(),
         "timestamp": timestamp(evaluation),
@@ -66,9 +70,7 @@ class LangfuseClient:
         self._api = JsonApi(config.base_url, headers=_headers(config), timeout=config.timeout)
 
     def send(self, batch: Sequence[SinkEvaluation]) -> Sent:
-        scores = [s for s in map(score, batch) if s is not None]
-        if not scores:
-            return Sent()
+        scores = [score(e) for e in batch]
         answer = self._api.call("POST", PATH, json=scores)
         rejected = answer.get("rejected", 0) if isinstance(answer, dict) else 0
         if rejected:

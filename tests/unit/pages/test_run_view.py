@@ -37,6 +37,20 @@ def test_the_badge_otherwise_says_what_it_checked() -> None:
     assert (ok.text, ok.kind) == ("ok", "pass") and "detectors found no tool-use error" in ok.title
 
 
+def test_a_run_failing_any_evaluation_is_not_a_green_ok() -> None:
+    """No failed call and no detector finding, but a missing tool and the judge's verdict: the badge fails."""
+    clean = {**CLAIMED, "score": 0.0, "success": True, "details": {"detectors": []}}
+    missing = {**CLAIMED, "metric": "tool_correctness", "score": 0.5, "threshold": 0.7, "success": False,
+               "reason": "check_policy was not called", "details": {}}
+    judged = {**CLAIMED, "metric": "tool_errors", "score": 0.9, "success": False, "reason": "wrong order id",
+              "details": {}}
+    badge = _view(evaluations=[clean, missing, judged]).badge
+    assert badge.kind == "fail" and badge.text == "fails Tool correctness, Tool-use errors (judge)"
+    assert "check_policy was not called" in badge.title and "wrong order id" in badge.title
+    ok = _view(evaluations=[clean, {**missing, "score": 1.0, "success": True}]).badge
+    assert (ok.text, ok.kind) == ("ok", "pass") and ok.title.endswith("it passes Tool correctness")
+
+
 def test_the_detectors_row_passes_on_no_error_not_on_a_threshold() -> None:
     judged = {**CLAIMED, "metric": "tool_errors", "score": 0.2, "success": True, "details": {}}
     correctness = {**CLAIMED, "metric": "tool_correctness", "score": 1.0, "threshold": 0.5, "success": True,

@@ -83,3 +83,35 @@ def test_a_sink_gets_the_spans_as_received(tmp_path) -> None:
                 otlp.wait_for(lambda s, stored=stored: {x.span_id for x in s.spans} >= stored, timeout=15)
                 assert len(otlp.spans) == len(stored)  # each once
                 assert not any(k.endswith(".score") for x in otlp.spans for k in x.attributes)
+
+
+def test_agents_past_the_configured_bound_are_counted_as_other(tmp_path) -> None:
+    """``[metrics] max_agents`` from the file: with 1, the first agent keeps its name and the others' evaluations
+    are all under ``agent="other"``, nothing lost (the totals per metric and result equal the table's)."""
+    from agentotel_eval.collector.config import load_config
+
+    path = tmp_path / "agentotel.toml"
+    path.write_text("[metrics]\nmax_agents = 1\n")
+    bound = load_config(path).validate().metrics
+    assert bound.max_agents == 1
+    with running_collector(tmp_path / "db.duckdb", metrics=bound) as collector:
+        provider = _export_to(collector)
+        runs = run_all()
+        provider.force_flush()
+        wait_until(lambda: collector.query("SELECT count(DISTINCT run_span_id) FROM evaluations WHERE metric = "
+                                           "'tool_errors_detectors'")["rows"][0][0] == runs, timeout=30)
+        scored = collector.query(SCORED)["rows"]
+        assert len({agent for _s, agent, *_ in scored}) > 1, "the demo has several agents"
+        wait_until(lambda: collector.sinks.feed.stats.evaluations == sum(r[-1] for r in scored), timeout=10)
+        with urllib.request.urlopen(collector.http_endpoint + "/metrics", timeout=10) as answer:
+            lines = [line for line in answer.read().decode().splitlines()
+                     if line.startswith("agentotel_evaluations_total{")]
+    named = {line.split('agent="', 1)[1].split('"', 1)[0] for line in lines}
+    assert len(named - {"other"}) == 1 and "other" in named
+    totals: dict[tuple[str, str], float] = {}
+    for *_sa, metric, result, n in scored:
+        totals[(metric, result)] = totals.get((metric, result), 0) + n
+    for (metric, result), n in totals.items():
+        served = sum(float(line.rsplit(" ", 1)[1]) for line in lines
+                     if f'metric="{metric}"' in line and f'result="{result}"' in line)
+        assert served == n, (metric, result)

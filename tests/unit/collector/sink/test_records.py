@@ -74,8 +74,10 @@ def test_langfuse_score_keeps_its_id_and_timestamp_across_rescores() -> None:
     [again] = sink_evaluations([_row(score=0.0, success=True, created_at=datetime(2025, 3, 1, tzinfo=UTC))],
                                {(TRACE, SPAN): RUN})
     a, b = langfuse.score(first), langfuse.score(again)
-    assert a is not None and b is not None
     assert (a["id"], a["timestamp"]) == (b["id"], b["timestamp"]) and a["value"] != b["value"]
     assert a["traceId"] == TRACE and a["observationId"] == SPAN and a["dataType"] == "NUMERIC"
-    [failed] = sink_evaluations([_row(status="error", score=None, success=None)], {})
-    assert langfuse.score(failed) is None
+    [failed] = sink_evaluations([_row(status="error", score=None, success=None, reason="the judge timed out")], {})
+    sent = langfuse.score(failed)  # no number: a categorical "error" under the same id, saying why
+    assert (sent["id"], sent["value"], sent["dataType"], sent["comment"]) == (
+        a["id"], "error", "CATEGORICAL", "the judge timed out")
+    assert sent["metadata"]["label"] == "error"
