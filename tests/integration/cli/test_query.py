@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentotel_eval.access import discovery
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import fixtures
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import fixtures
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from agentotel_eval.collector.sink.config import SinkConfig
 from tests.integration.sinks.scenario import changed, rescore_stricter, scored_runs
-from tests.sink_servers import running_langfuse_check, sink_marks
+from tests.support.sink_servers import running_langfuse_check, sink_marks
 
 pytestmark = sink_marks("langfuse")
 

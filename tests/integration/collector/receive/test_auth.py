@@ -23,7 +23,7 @@ from google.rpc import code_pb2, status_pb2
 from agentotel_eval.collector.receive.auth import Authenticator
 from agentotel_eval.collector.ui.sign_in import local_path
 from agentotel_eval.otlp.encode import encode_traces, traces_to_json
-from tests.collector_harness import (
+from tests.support.collector_harness import (
     fresh_span,
     grpc_export,
     http_request,
