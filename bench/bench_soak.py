@@ -291,7 +291,7 @@ class Collector:
 def start_collector(config: Path, workdir: Path) -> Collector:
     exe = Path(sys.executable).with_name("agentotel-eval")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.cli"]
-    stdout_path, stderr_path = workdir / "agentotel_eval.collector.out", workdir / "agentotel_eval.collector.err"
+    stdout_path, stderr_path = workdir / "collector.out", workdir / "collector.err"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no fetch of litellm's price list at its import
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         proc = subprocess.Popen([*command, "serve", "--config", str(config)], stdout=out, stderr=err, env=env,
@@ -679,7 +679,7 @@ def main() -> int:
         workdir = Path(tmp)
         sink = SinkProcess()
         db = workdir / "soak.duckdb"
-        config = workdir / "agentotel_eval.collector.toml"
+        config = workdir / "collector.toml"
         collector_config(config, db, stub.base_url, sink.grpc_port, args)
         collector = start_collector(config, workdir)
         try:

@@ -126,7 +126,7 @@ def test_a_missing_database_is_a_clear_error(tmp_path):
 
 
 def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(running, monkeypatch):
-    """After a reopen failed (``store.database``), ``/v1/query`` says to retry, as an export is told."""
+    """After a reopen failed (``collector.store.database``), ``/v1/query`` says to retry, as an export is told."""
     import urllib.error
     import urllib.request
 
