@@ -405,9 +405,9 @@ class Forwarder:
         return Failure(True, None if asked is None else min(asked, self.config.max_backoff_s))
 
     def _count_failure(self, exc: Exception, failure: Failure) -> None:
-        if failure.retryable:
-            self.stats.failed_attempts += 1
-            self.stats.last_error = str(exc)
+        """Every failed attempt, retried or not (as ``forward_failed_attempts`` says, and as the sinks count)."""
+        self.stats.failed_attempts += 1
+        self.stats.last_error = str(exc)
 
     def _wait_before_retry(self, seconds: float) -> bool:
         """Wait before a retry; False when shutting down past the deadline (then stop retrying). Every submit

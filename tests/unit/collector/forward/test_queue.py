@@ -91,4 +91,4 @@ def test_a_refused_batch_is_dropped_and_the_next_one_goes():
     wait_until(lambda: len(sender.sent) == 1, what="the second batch")
     forwarder.shutdown()
     assert forwarder.stats.dropped_spans == 2 and forwarder.stats.sent_spans == 2
-    assert forwarder.stats.last_error == "HTTP 400"
+    assert forwarder.stats.last_error == "HTTP 400" and forwarder.stats.failed_attempts == 1
