@@ -10,12 +10,14 @@ one more attempt after a sleep, and times with its own clock, hence this small l
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import math
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 F = TypeVar("F", bound="Failure")
@@ -153,3 +155,29 @@ async def call_with_retries_async(
         retry_index += 1
         counter.retries += 1
         counter.waited_s += delay
+
+
+def parse_retry_after(value: Any, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value: delta-seconds (fractions tolerated) or an HTTP date."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str | bytes):
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        text = text.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                parsed = email.utils.parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                return None
+            if parsed is None:
+                return None
+            if parsed.tzinfo is None:  # an HTTP date is in GMT, whether it says so or not ("-0000")
+                parsed = parsed.replace(tzinfo=datetime.UTC)
+            seconds = parsed.timestamp() - (time.time() if now is None else now)
+    else:
+        return None
+    if math.isnan(seconds) or math.isinf(seconds):
+        return None
+    return max(0.0, seconds)

@@ -178,7 +178,7 @@ def _event_dict(event: SpanEvent) -> dict[str, Any]:
 
 def _replaced(event: SpanEvent, metrics: Collection[str]) -> bool:
     """An evaluation event we wrote earlier for one of ``metrics``: a re-score replaces it. (The SQL delta in
-    ``store.operations`` keeps the same rule.)"""
+    ``collector.store.operations`` keeps the same rule.)"""
     return (event.name == sc.EVENT_EVALUATION_RESULT and _is_ours(event.attributes)
             and event.attributes.get(sc.GEN_AI_EVALUATION_NAME) in metrics)
 

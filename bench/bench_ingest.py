@@ -56,7 +56,7 @@ WARMUP = 2.0
 
 
 def _templates() -> list[list]:
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
 
     out = []
     for fx in fixtures():
@@ -646,7 +646,7 @@ def main() -> None:
     args = parser.parse_args()
     sinks: tuple[dict, ...] = ()
     if args.sinks != "off":
-        from tests.lake_servers import free_port
+        from tests.support.lake_servers import free_port
 
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()

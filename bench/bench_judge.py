@@ -3,7 +3,7 @@
     python bench/bench_judge.py [--n 200] [--delay 0.1] [--concurrency 32] [--repeat 3] [--stub process|thread]
 
 Every evaluation takes the product path: ToolsErrorMetric -> JudgeRunner (semaphore, retries) -> litellm -> HTTP
--> tests/llm_stub.py, cache off. Sequential awaits one evaluation after another; concurrent gathers all N with
+-> tests/support/llm_stub.py, cache off. Sequential awaits one evaluation after another; concurrent gathers all N with
 ``max_concurrency``. Both run in the same process, after a warm-up (litellm import, connections), and the
 speed-up is the ratio of their wall times; the ideal is n*delay / (ceil(n/concurrency)*delay).
 
@@ -40,7 +40,7 @@ from agentotel_eval import EvalTestCase, ToolCall, ToolDefinition  # noqa: E402
 from agentotel_eval.detectors import detect_and_observe  # noqa: E402
 from agentotel_eval.judge.client import CustomLLMClient  # noqa: E402
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric  # noqa: E402
-from tests.llm_stub import LLMStub, Reply  # noqa: E402
+from tests.support.llm_stub import LLMStub, Reply  # noqa: E402
 
 ANSWER = {"detected": True, "confidence": 0.8, "reason": "booked before searching", "error_types": ["sequence_error"],
           "errors": [{"type": "sequence_error", "description": "#1 before #2"}], "error_severity": "medium"}
@@ -125,7 +125,7 @@ def stub_server(kind: str, delay: float):
         with LLMStub(default=Reply.json(ANSWER, delay=delay)) as stub:
             yield stub.base_url
         return
-    proc = subprocess.Popen([sys.executable, "-m", "tests.llm_stub", "--delay", str(delay), "--json", json.dumps(ANSWER)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.llm_stub", "--delay", str(delay), "--json", json.dumps(ANSWER)],
                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     STUB_PID.append(proc.pid)
     try:

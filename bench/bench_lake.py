@@ -5,7 +5,7 @@ Parquet on moto's S3 server, both on loopback), under the load ``bench/bench_ing
                                [--runs 20000] [--json FILE]
 
 Run it with the ``[lake]`` environment (DuckDB 1.5.5 and its extension packages), e.g. ``/tmp/v155/bin/python``.
-Every node is a real ``serve`` process of its own (``tests/lake_nodes.ServeNode``: its own session, file and
+Every node is a real ``serve`` process of its own (``tests/support/lake_nodes.ServeNode``: its own session, file and
 ports) with scoring on (an expectation matching every run, as ``bench_ingest`` sets), a 2 s grace period and
 the ``[lake]`` defaults: flush every 5 s, reconcile every 10 s, peer reads on (the tests' lake table, which
 reconciles every second, is not used). Each phase gets a fresh lake (catalog database and
@@ -15,10 +15,10 @@ bucket) and fresh files. The parts:
   DuckDB, no ``[lake]``) and 1, 2 and 3 nodes with one, under the same closed-loop load: ``--exporters`` processes
   sending the recorded fixture traces with fresh ids, 512 spans a request (``bench_ingest.RequestFactory``).
   The load is routed in the generator, not through a proxy: each request's trace ids are drawn so that the
-  OpenTelemetry Collector's load-balancing ring (``tests/lake_ring.HashRing``, an exact port) sends every one of
+  OpenTelemetry Collector's load-balancing ring (``tests/support/lake_ring.HashRing``, an exact port) sends every one of
   its traces to the node the request goes to, requests taking the nodes in turn: every trace lands where the
   gateway would send it, each node gets 1/N of the traces, in requests of 512 spans as the baseline does.
-  Also measured: the ceiling of ``tests/lake_ring.TraceRouter`` (the Python gateway, in a process of its own)
+  Also measured: the ceiling of ``tests/support/lake_ring.TraceRouter`` (the Python gateway, in a process of its own)
   in front of a bare receiver that only decodes, and 3 nodes with the load sent through it (it splits each
   request in one per node, sent one after the other), to show what routing in the generator leaves out. Printed
   per phase:
@@ -159,7 +159,7 @@ class Servers:
         self.s3_pid = pid_listening(os.path.basename(sys.executable), ("moto.server", str(s3.port)))
 
     def new_lake(self, flush_interval: str = "5s") -> Any:
-        from tests.lake_nodes import LakeTable
+        from tests.support.lake_nodes import LakeTable
 
         name = f"benchlake{next(_lakes)}"
         catalog = self.pg.create_database(name)
@@ -180,7 +180,7 @@ def make_node(folder: Path, name: str, table: Any, *, with_lake: bool = True, db
               grace: str = "2s", root: Path | None = None) -> Any:
     """A ``ServeNode`` whose config is bench_ingest's collector's: scoring every run, a 2 s grace period; run
     from ``root`` (another checkout, the baseline) when given."""
-    from tests.lake_nodes import ServeNode
+    from tests.support.lake_nodes import ServeNode
 
     node = ServeNode(folder, name, table, root=root or ROOT)
     if db is not None:
@@ -202,7 +202,7 @@ def lake_toml(table: Any, node: str) -> str:
 
 def start_all(nodes: list[Any]) -> float:
     """The first alone (it creates the lake's catalog), the others together; the seconds it took."""
-    from tests.lake_nodes import start_nodes
+    from tests.support.lake_nodes import start_nodes
 
     started = time.monotonic()
     start_nodes(nodes[:1])
@@ -220,7 +220,7 @@ def tear_down(nodes: list[Any], router: Any, folder: Path) -> None:
 
 
 def stop_all(nodes: list[Any]) -> float:
-    from tests.lake_nodes import stop_nodes
+    from tests.support.lake_nodes import stop_nodes
 
     started = time.monotonic()
     codes = stop_nodes(nodes)
@@ -282,7 +282,7 @@ def exporter_main(index: int, endpoints: list[str], ring_routed: bool, spans_per
     import grpc
     from bench_ingest import TRACE_PATH, RequestFactory, trace_prefix
 
-    from tests.lake_ring import HashRing
+    from tests.support.lake_ring import HashRing
 
     factory = RequestFactory(index, spans_per_request, run)
     spans_of = Counter(k for _, k, _, _ in factory.messages)
@@ -418,7 +418,7 @@ def sleep_until(t: float) -> None:
 
 
 def router_main(endpoints: list[str], failover: bool, conn: Any) -> None:
-    from tests.lake_ring import TraceRouter
+    from tests.support.lake_ring import TraceRouter
 
     router = TraceRouter(endpoints, failover=failover).start()
     conn.send((router.endpoint, os.getpid()))
@@ -1015,7 +1015,7 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     import duckdb
 
     from agentotel_eval.store import lake
-    from tests.lake_servers import free_port
+    from tests.support.lake_servers import free_port
 
     sidecar = Path(args.pages_db + ".build.json")
     fresh = (os.path.exists(args.pages_db) and sidecar.exists()
@@ -1312,7 +1312,7 @@ def main() -> int:
     import duckdb
 
     from agentotel_eval.store import lake
-    from tests.lake_servers import running_postgres, running_s3
+    from tests.support.lake_servers import running_postgres, running_s3
 
     try:
         lake.extension_files()

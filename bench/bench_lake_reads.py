@@ -84,7 +84,7 @@ def main() -> None:
     from agentotel_eval.collector.lake.reconciler import Reconciler
     from agentotel_eval.store import lake
     from agentotel_eval.store.schema import migrate
-    from tests.lake_servers import running_postgres, running_s3
+    from tests.support.lake_servers import running_postgres, running_s3
 
     local = duckdb.connect()
     migrate(local)

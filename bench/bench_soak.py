@@ -5,9 +5,9 @@ forward endpoint failing, then an account of every span, run and evaluation.
                                [--judge-timeout 3] [--judge-concurrency 16] [--seed 1] [--json FILE] [--keep DIR]
 
 It starts, on free ports on 127.0.0.1 and with a temporary database:
-  * an LLM stub (tests/llm_stub.py, in this process) answering the judge with valid JSON verdicts, except 5% of
+  * an LLM stub (tests/support/llm_stub.py, in this process) answering the judge with valid JSON verdicts, except 5% of
     requests answered HTTP 500 and 2% held longer than the judge's timeout (a seeded RNG picks which);
-  * an OTLP sink (tests/otlp_sink.py, in its own process, counting what it receives instead of keeping it) that
+  * an OTLP sink (tests/support/otlp_sink.py, in its own process, counting what it receives instead of keeping it) that
     the collector forwards to over gRPC; it is stopped for ``--outage`` seconds in the middle of the run and
     started again on the same ports;
   * the collector as a subprocess (``agentotel-eval serve --config``), with the judge on for every run (no
@@ -85,7 +85,7 @@ def sink_main(conn: Any) -> None:
     from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-    from tests import otlp_sink
+    from tests.support import otlp_sink
 
     class CountingStore(otlp_sink._Store):
         """Counts records (and distinct span keys, to see re-sent batches) instead of keeping them: a 10-minute
@@ -200,7 +200,7 @@ class JudgeFaults:
         self._lock = threading.Lock()
 
     def __call__(self, body: Any) -> Any:
-        from tests.llm_stub import Reply
+        from tests.support.llm_stub import Reply
 
         with self._lock:  # the stub answers on one thread a connection
             self.calls += 1
@@ -291,7 +291,7 @@ class Collector:
 def start_collector(config: Path, workdir: Path) -> Collector:
     exe = Path(sys.executable).with_name("agentotel-eval")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.cli"]
-    stdout_path, stderr_path = workdir / "agentotel_eval.collector.out", workdir / "agentotel_eval.collector.err"
+    stdout_path, stderr_path = workdir / "collector.out", workdir / "collector.err"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no fetch of litellm's price list at its import
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         proc = subprocess.Popen([*command, "serve", "--config", str(config)], stdout=out, stderr=err, env=env,
@@ -672,14 +672,14 @@ def main() -> int:
           f"{args.timeout_share:.0%} late), forward sink down {outage:g}s from t={outage_at:.0f}s; "
           f"cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}", flush=True)
 
-    from tests.llm_stub import LLMStub
+    from tests.support.llm_stub import LLMStub
 
     faults = JudgeFaults(args.judge_timeout, args.seed, args.error_share, args.timeout_share)
     with tempfile.TemporaryDirectory(prefix="agentotel-soak-") as tmp, LLMStub(responder=faults) as stub:
         workdir = Path(tmp)
         sink = SinkProcess()
         db = workdir / "soak.duckdb"
-        config = workdir / "agentotel_eval.collector.toml"
+        config = workdir / "collector.toml"
         collector_config(config, db, stub.base_url, sink.grpc_port, args)
         collector = start_collector(config, workdir)
         try:

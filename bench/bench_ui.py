@@ -124,7 +124,7 @@ def build_templates(min_spans: int, max_spans: int) -> tuple[list[Template], lis
     """Every usable fixture rewritten for every agent, each checked by reconstructing it; and the fixtures
     used."""
     from agentotel_eval.reconstruct import reconstruct
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
 
     templates: list[Template] = []
     used: list[str] = []
@@ -302,7 +302,7 @@ def build(db: str, runs: int, days: float, senders: int, runs_per_request: int, 
     from agentotel_eval.collector.process.tuning import TUNED, tune_process
     from agentotel_eval.collector.score.config import parse_expectations
     from agentotel_eval.collector.service import Collector
-    from tests.collector_harness import fast_config
+    from tests.support.collector_harness import fast_config
 
     started = time.monotonic()
     templates, used = build_templates(min_spans, max_spans)

@@ -16,7 +16,7 @@ import pytest
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory):
     """The demo's database, closed: a file to read without a collector."""
-    from tests.ui_data import demo_database
+    from tests.support.ui_data import demo_database
 
     return demo_database(tmp_path_factory.mktemp("demo"))
 
@@ -24,7 +24,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def ui_collector(demo_db, tmp_path_factory: pytest.TempPathFactory):
     """A collector serving a copy of the demo's database plus every fixture trace."""
-    from tests.ui_data import copy_database, populated_collector
+    from tests.support.ui_data import copy_database, populated_collector
 
     with populated_collector(copy_database(demo_db, tmp_path_factory.mktemp("ui"))) as collector:
         yield collector

@@ -228,7 +228,7 @@ def _mast_record(row: Mapping[str, Any], where: str) -> LabelledTrace:
 
 
 def _record(row: Any, where: str) -> LabelledTrace | None:
-    """One row of any accepted shape; None for a bare annotation or trace (joined by ``_join``)."""
+    """One row of any accepted shape; None for a bare annotation or trace (joined by ``load``)."""
     if not isinstance(row, Mapping):
         raise ExternalFormatError(f"{where}: a record is a JSON object")
     if "mast_annotation" in row:

@@ -7,13 +7,10 @@ or our own exceptions alike.
 
 from __future__ import annotations
 
-import email.utils
-import math
-import time
 from dataclasses import dataclass
-from typing import Any
 
 from agentotel_eval import retry
+from agentotel_eval.retry import parse_retry_after
 
 
 class JudgeError(Exception):
@@ -120,28 +117,3 @@ def _retry_after(exc: BaseException) -> float | None:
             if value is not None:
                 return parse_retry_after(value)
     return None
-
-
-def parse_retry_after(value: Any, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After value: delta-seconds (fractions tolerated) or an HTTP date."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str | bytes):
-        text = value.decode("latin-1") if isinstance(value, bytes) else value
-        text = text.strip()
-        try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                parsed = email.utils.parsedate_to_datetime(text)
-            except (TypeError, ValueError, IndexError):
-                return None
-            if parsed is None:
-                return None
-            seconds = parsed.timestamp() - (time.time() if now is None else now)
-    else:
-        return None
-    if math.isnan(seconds) or math.isinf(seconds):
-        return None
-    return max(0.0, seconds)
-

@@ -172,7 +172,8 @@ def decode_traces_protobuf(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Deco
 
 
 def traces_from_message(request: ExportTraceServiceRequest, limits: Limits = DEFAULT_LIMITS) -> Decoded:
-    """Records from an already-parsed request (the gRPC receiver gets one from grpc)."""
+    """Records from an already-parsed request: what ``decode_traces_protobuf`` does once it has parsed the body,
+    for a caller that holds the message itself (a gRPC servicer that lets grpc deserialize)."""
     spans: list[SpanRecord] = []
     rejects = _Rejects()
     b = _Budget(limits)
@@ -246,6 +247,7 @@ def decode_logs_protobuf(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Decode
 
 
 def logs_from_message(request: ExportLogsServiceRequest, limits: Limits = DEFAULT_LIMITS) -> Decoded:
+    """``traces_from_message`` for logs."""
     logs: list[LogRecord] = []
     rejects = _Rejects()
     b = _Budget(limits)

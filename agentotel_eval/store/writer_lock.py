@@ -25,7 +25,7 @@ def writer_lock_path(path: str | Path) -> Path:
 
 def hold_writer_lock(path: str | Path) -> int | None:
     """Take the writer's lock of ``path`` (an open descriptor, or None where there is no ``flock`` or no file):
-    DuckDB's own lock on the file is dropped for the moment of each reopen (``store.database``), this one is not.
+    DuckDB's own lock on the file is dropped for the moment of each reopen (``collector.store.database``), this one is not.
     Raises ``SchemaError`` when another process holds it."""
     if fcntl is None or str(path) == ":memory:":  # not a POSIX system: DuckDB's lock alone
         return None

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from agentotel_eval.tracing import traced
 from tests.browser.test_ui_browser import console_problems, load
-from tests.collector_harness import running_collector, wait_until
+from tests.support.collector_harness import running_collector, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

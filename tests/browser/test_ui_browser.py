@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.collector_harness import post_otlp, wait_until
-from tests.fixture_traces import fixtures
-from tests.ui_data import cli, with_new_trace_ids
+from tests.support.collector_harness import post_otlp, wait_until
+from tests.support.fixture_traces import fixtures
+from tests.support.ui_data import cli, with_new_trace_ids
 
 pytestmark = pytest.mark.timeout(300)
 

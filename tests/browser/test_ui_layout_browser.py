@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.browser.test_ui_browser import console_problems, load, run_url
-from tests.collector_harness import running_collector
-from tests.ui_data import copy_database
+from tests.support.collector_harness import running_collector
+from tests.support.ui_data import copy_database
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import fixtures
-from tests.ui_data import with_new_trace_ids
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import fixtures
+from tests.support.ui_data import with_new_trace_ids
 
 pytestmark = pytest.mark.timeout(300)
 

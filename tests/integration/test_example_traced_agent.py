@@ -8,7 +8,6 @@ from types import ModuleType
 
 import pytest
 
-from tests.collector_harness import running_collector, wait_until
 from tests.integration.test_examples import (
     TRACED,
     calls_of,
@@ -17,6 +16,7 @@ from tests.integration.test_examples import (
     examples_running,
     runs_of,
 )
+from tests.support.collector_harness import running_collector, wait_until
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,9 @@ import pytest
 
 from agentotel_eval.collector.config import CollectorConfig, load_config
 from agentotel_eval.collector.score.config import parse_expectations
-from tests.collector_harness import running_collector, wait_until
-from tests.llm_stub import LLMStub, Reply
-from tests.otlp_sink import OtlpSink
+from tests.support.collector_harness import running_collector, wait_until
+from tests.support.llm_stub import LLMStub, Reply
+from tests.support.otlp_sink import OtlpSink
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -11,7 +11,7 @@ from pathlib import Path
 from agentotel_eval.cli.demo import _export_to
 from agentotel_eval.collector.score.config import parse_expectations
 from agentotel_eval.tracing import traced
-from tests.collector_harness import running_collector, wait_until
+from tests.support.collector_harness import running_collector, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

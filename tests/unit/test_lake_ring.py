@@ -1,4 +1,4 @@
-"""tests/lake_ring.py against the load-balancing exporter's own test vectors, and its router over real gRPC.
+"""tests/support/lake_ring.py against the load-balancing exporter's own test vectors, and its router over real gRPC.
 
 The vectors are consistent_hashing_test.go's (opentelemetry-collector-contrib, exporter/loadbalancingexporter).
 """
@@ -22,7 +22,7 @@ from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from tests.lake_ring import (
+from tests.support.lake_ring import (
     DEFAULT_WEIGHT,
     MAX_POSITIONS,
     HashRing,

@@ -3,6 +3,7 @@
 import asyncio
 import math
 import random
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from agentotel_eval.retry import (
     RetryPolicy,
     call_with_retries,
     call_with_retries_async,
+    parse_retry_after,
     retry_delay,
 )
 
@@ -160,3 +162,17 @@ async def test_async_loop_does_not_retry_a_cancellation():
     with pytest.raises(asyncio.CancelledError):
         await call_with_retries_async(attempt, RetryPolicy(), classify, sleep=lambda s: asyncio.sleep(0))
     assert calls == 1
+
+
+def test_a_retry_after_date_is_read_in_gmt_whatever_zone_it_names(monkeypatch):
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # a local zone far from GMT: a date naming no zone must not use it
+    time.tzset()
+    try:
+        now = 1445412470.0  # 2015-10-21 07:27:50 GMT
+        assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=now) == pytest.approx(10.0)
+        assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 -0000", now=now) == pytest.approx(10.0)
+        assert parse_retry_after("Wed, 21 Oct 2015 09:28:00 +0200", now=now) == pytest.approx(10.0)
+        assert parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now=now) == 0.0  # past: retry now
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -117,7 +117,7 @@ def test_our_own_events_on_a_stored_run_span_are_not_external():
 
 
 def test_external_evaluation_fixture_log_is_found():
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
 
     (fixture,) = [f for f in fixtures() if f.name == "raw-openai__otel-genai-manual__sequence"]
     (found,) = external_evaluations(fixture.spans(), fixture.logs())

@@ -143,7 +143,7 @@ def test_as_tool_definitions_copies_a_list_of_definitions():
 def test_a_run_as_a_test_case_has_lists_of_its_own():
     from agentotel_eval.reconstruct import reconstruct
     from agentotel_eval.reconstruct.model import AgentRun
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
 
     runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
     runs.append(AgentRun("t", "s", None, 1, 2, input="q", expected_tools=("a", "b"), span_name="x",

@@ -2,5 +2,5 @@
 records where they are still needed after the commit).
 
 ``batch.decode_request`` is the whole per-span work of ingest, pure; the decode workers run it in helper processes
-(``pool``, on ``agentotel_eval.collector.process``), so the collector's own process, which holds the DuckDB writer, does none.
+(``pool``, on ``collector.process``), so the collector's own process, which holds the DuckDB writer, does none.
 """

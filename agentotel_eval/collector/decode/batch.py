@@ -1,10 +1,11 @@
 """One export request, decoded and converted: the rows to append and what goes on after the commit.
 
 ``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow rows
-(``store.rows``), their marks for the assembler (``agentotel_eval.collector.assemble.marks``), and the records themselves only where the
-collector still needs them after the commit (spans it forwards downstream, log records carrying other tools'
-evaluation results). It runs in the decode workers (``agentotel_eval.collector.decode.pool``), so the collector's own process,
-which holds the DuckDB writer, does no per-span Python; ``to_message`` / ``from_message`` carry the result across.
+(``store.rows``), their marks for the assembler (``collector.assemble.marks``), and the records themselves only
+where the collector still needs them after the commit (spans it forwards downstream, log records carrying other
+tools' evaluation results). It runs in the decode workers (``collector.decode.pool``), so the collector's own
+process, which holds the DuckDB writer, does no per-span Python; ``to_message`` / ``from_message`` carry the result
+across.
 """
 
 from __future__ import annotations

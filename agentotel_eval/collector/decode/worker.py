@@ -1,4 +1,4 @@
-"""A decode worker process: turns export request bodies into what the collector appends (``agentotel_eval.collector.decode.pool``).
+"""A decode worker process: turns export request bodies into what the collector appends (``collector.decode.pool``).
 
 Decoding is the collector's heaviest per-span work in Python (the OTLP decoder, the JSON of every attribute map,
 the Arrow columns). In the collector's own process it would hold the interpreter lock against the DuckDB writer,

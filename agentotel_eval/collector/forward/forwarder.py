@@ -4,6 +4,22 @@ A bounded in-memory queue feeds one sender thread. Failed exports are retried by
 (``agentotel_eval.retry``: exponential backoff with jitter; the server's Retry-After / RetryInfo wins, up to
 ``max_backoff_s``); what cannot be delivered — queue overflow (oldest first), permanent errors, retries exhausted
 — is dropped and counted, never silently.
+
+What comes from OpenTelemetry: over gRPC, the service stubs opentelemetry-proto generates (``TraceServiceStub``,
+``LogsServiceStub``); and the OTLP exporters' retry conventions — the gRPC codes they retry, HTTP 429/502/503/504
+(every other error status is final), the delay a server asks for (``RetryInfo`` in the status details or in the
+``google.rpc.retryinfo-bin`` trailer; ``Retry-After`` in seconds or as an HTTP date), exponential backoff with
+jitter. What stays ours, and why:
+
+- The exporters themselves (``OTLPSpanExporter``, ``OTLPLogExporter``) export the SDK's ``ReadableSpan`` and
+  ``ReadableLogRecord``; the forwarder holds records the collector decoded, and request bodies it passes on
+  unchanged (``submit_encoded``), which no exporter takes.
+- Their retry loop lives in private classes, waits on the wall clock and on an event of their own, and keeps every
+  retry within one request's timeout. The forwarder's retries span an outage (backoff up to ``max_backoff_s``),
+  stop at the shutdown deadline the queue shares, count every failed attempt, and take the clock, the sleep and
+  the jitter's random source as arguments, so tests see every delay without waiting.
+- HTTP goes through the standard library: the exporters' HTTP transports are a beta package of private modules,
+  which only their newest releases install.
 """
 
 from __future__ import annotations
@@ -16,7 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -24,11 +40,20 @@ from urllib.parse import urlsplit
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import Redactor
-from agentotel_eval.retry import Failure, GaveUp, RetryPolicy, call_with_retries
+from agentotel_eval.retry import Failure, GaveUp, RetryPolicy, call_with_retries, parse_retry_after
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE_HTTP = {408, 429, 502, 503, 504}
+#: the HTTP statuses the OTLP exporters retry, as the OTLP specification lists them; any other error is final
+RETRYABLE_HTTP_STATUSES = frozenset({429, 502, 503, 504})
+#: the gRPC status codes (``grpc.StatusCode`` names) the OTLP exporters retry
+RETRYABLE_GRPC_CODES = frozenset(
+    {"CANCELLED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE", "DATA_LOSS"}
+)
+#: where a gRPC server puts the delay it asks for: a ``google.rpc.Status`` with a ``RetryInfo`` among its details
+#: (gRPC's rich error model), or a bare ``RetryInfo`` (the trailer the Python exporters read)
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+_RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 _WARN_EVERY_S = 30.0
 
 
@@ -111,40 +136,44 @@ class _GrpcSender:
         self._timeout = config.timeout_s
 
     def send(self, signal: str, request: Any) -> None:
-        grpc = self._grpc
         try:
             self._stubs[signal].Export(request, timeout=self._timeout, metadata=self._metadata)
-        except grpc.RpcError as exc:
+        except self._grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else None
-            retryable = {
-                grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED,
-                grpc.StatusCode.ABORTED, grpc.StatusCode.CANCELLED, grpc.StatusCode.OUT_OF_RANGE,
-                grpc.StatusCode.DATA_LOSS,
-            }
-            message = f"gRPC {code.name if code else '?'}: {exc.details() if hasattr(exc, 'details') else exc}"
-            if code in retryable:
-                raise ExportRetryable(message, _grpc_retry_delay(exc)) from None
+            name = code.name if code is not None else "?"
+            message = f"gRPC {name}: {exc.details() if hasattr(exc, 'details') else exc}"
+            if name in RETRYABLE_GRPC_CODES:
+                trailers = exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None
+                raise ExportRetryable(message, grpc_retry_delay(trailers or ())) from None
             raise ExportRefused(message) from None
 
     def close(self) -> None:
         self._channel.close()
 
 
-def _grpc_retry_delay(exc: Any) -> float | None:
-    """The RetryInfo delay from the status details, when the server sent one."""
-    try:
-        from google.rpc import error_details_pb2, status_pb2
-    except ImportError:  # googleapis-common-protos is a dependency of the OTLP exporter; be safe anyway
-        return None
-    for key, value in exc.trailing_metadata() or ():
-        if key != "grpc-status-details-bin":
+def grpc_retry_delay(trailing_metadata: Iterable[tuple[str, str | bytes]]) -> float | None:
+    """The delay (seconds) a gRPC server asks for in its trailers, or None when it asks for none or the value
+    cannot be read: a malformed trailer falls back to our own backoff rather than losing the batch."""
+    from google.protobuf.message import DecodeError
+    from google.rpc import error_details_pb2, status_pb2
+
+    for key, value in trailing_metadata:
+        if not isinstance(value, bytes) or key not in (_STATUS_DETAILS_KEY, _RETRY_INFO_KEY):
             continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
-            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                info = error_details_pb2.RetryInfo()
-                detail.Unpack(info)
-                return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+        info = error_details_pb2.RetryInfo()
+        try:
+            if key == _RETRY_INFO_KEY:
+                info.ParseFromString(value)
+            else:
+                details = status_pb2.Status.FromString(value).details
+                found = next((d for d in details if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)), None)
+                if found is None:
+                    continue
+                found.Unpack(info)
+        except DecodeError:
+            continue
+        if info.HasField("retry_delay"):
+            return max(0.0, info.retry_delay.seconds + info.retry_delay.nanos / 1e9)
     return None
 
 
@@ -169,23 +198,14 @@ class HttpSender:
                 response.read()
         except urllib.error.HTTPError as exc:
             message = f"HTTP {exc.code} from {self._urls[signal]}"
-            if exc.code in _RETRYABLE_HTTP:
-                raise ExportRetryable(message, _retry_after(exc.headers.get("Retry-After"))) from None
+            if exc.code in RETRYABLE_HTTP_STATUSES:
+                raise ExportRetryable(message, parse_retry_after(exc.headers.get("Retry-After"))) from None
             raise ExportRefused(message) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             raise ExportRetryable(f"{self._urls[signal]}: {exc}") from None
 
     def close(self) -> None:
         pass
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
 
 
 class Encoded:
@@ -385,9 +405,9 @@ class Forwarder:
         return Failure(True, None if asked is None else min(asked, self.config.max_backoff_s))
 
     def _count_failure(self, exc: Exception, failure: Failure) -> None:
-        if failure.retryable:
-            self.stats.failed_attempts += 1
-            self.stats.last_error = str(exc)
+        """Every failed attempt, retried or not (as ``forward_failed_attempts`` says, and as the sinks count)."""
+        self.stats.failed_attempts += 1
+        self.stats.last_error = str(exc)
 
     def _wait_before_retry(self, seconds: float) -> bool:
         """Wait before a retry; False when shutting down past the deadline (then stop retrying). Every submit

@@ -175,7 +175,7 @@ class CallFailed(NamedTuple):
 
 @_message(Kind.ROWS)
 class Rows(NamedTuple):
-    """assembler -> collector: one batch of run rows (``store.runs.RunRows``); its tables follow as frames."""
+    """assembler -> collector: one batch of run rows (``collector.store.runs.RunRows``); its tables follow as frames."""
 
     replace: list[tuple[Any, ...]]
     span_updates: list[tuple[Any, ...]]

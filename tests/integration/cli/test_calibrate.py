@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentotel_eval.cli import main
-from tests.llm_stub import LLMStub, Reply
+from tests.support.llm_stub import LLMStub, Reply
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -80,7 +80,7 @@ def test_bad_suites_and_options_say_what_is_wrong(capsys: pytest.CaptureFixture[
 
 def test_a_local_copy_of_trail_and_mast_is_scored(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
     from tests.unit.calibration.test_external import trail_tree
 
     rows = []

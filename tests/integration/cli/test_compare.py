@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.collector_harness import running_collector, wait_until
-from tests.ui_data import ROOT, cli
+from tests.support.collector_harness import running_collector, wait_until
+from tests.support.ui_data import ROOT, cli
 
 AGENT = '''
 import sys

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.collector_harness import http_request
-from tests.ui_data import ROOT, cli
+from tests.support.collector_harness import http_request
+from tests.support.ui_data import ROOT, cli
 
 
 def test_demo_exit_prints_the_scored_runs_and_their_sql(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def test_usage_errors(tmp_path):
 
 def test_tool_errors_judge_through_litellm_against_the_stub(tmp_path):
     """The LLM judge from the command line: litellm talks HTTP to the local stub; cost and verdict reported."""
-    from tests.llm_stub import LLMStub, Reply
+    from tests.support.llm_stub import LLMStub, Reply
 
     verdict = {"detected": True, "confidence": 0.9, "reason": "book_hotel before search_hotels",
                "error_types": ["sequence_error"],

@@ -21,8 +21,8 @@ from opentelemetry.trace import Status, StatusCode
 from agentotel_eval.cli import main
 from agentotel_eval.collector.config import ConfigError, load_config
 from agentotel_eval.reconstruct import reconstruct
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import TRACES_DIR, fixtures
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import TRACES_DIR, fixtures
 
 ROOT = Path(__file__).resolve().parents[3]
 BY_NAME = {f.name: f for f in fixtures()}

@@ -8,7 +8,7 @@ from typing import Any
 
 from agentotel_eval.stored_cases import expectations_of
 from agentotel_eval.test_case import EvalTestCase
-from tests.ui_data import DEMO_RUNS, cli
+from tests.support.ui_data import DEMO_RUNS, cli
 
 
 def read_cases_of(text: str) -> list[EvalTestCase]:

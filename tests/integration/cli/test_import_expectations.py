@@ -8,7 +8,7 @@ from pathlib import Path
 from agentotel_eval.collector.score.expectations import Dataset
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory import score_trajectory
-from tests.ui_data import cli
+from tests.support.ui_data import cli
 
 DATA = Path(__file__).resolve().parents[2] / "unit" / "trajectory" / "data"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentotel_eval.access import discovery
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import fixtures
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import fixtures
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -143,7 +143,7 @@ def test_a_missing_database_is_a_clear_error(tmp_path):
 
 
 def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(running, monkeypatch):
-    """After a reopen failed (``store.database``), ``/v1/query`` says to retry, as an export is told."""
+    """After a reopen failed (``collector.store.database``), ``/v1/query`` says to retry, as an export is told."""
     import urllib.error
     import urllib.request
 

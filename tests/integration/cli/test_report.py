@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from tests.ui_data import DEMO_RUNS, cli
+from tests.support.ui_data import DEMO_RUNS, cli
 
 #: anything that would make the file fetch something: a script, stylesheet, font, image or frame from elsewhere
 EXTERNAL = re.compile(

@@ -14,9 +14,9 @@ import pytest
 
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import fixtures
-from tests.ui_data import cli
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import fixtures
+from tests.support.ui_data import cli
 
 #: fixtures of several frameworks whose runs call two tools or more
 _SCENARIO = "sequence"

@@ -14,8 +14,14 @@ from agentotel_eval.frozen import thaw
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.scores import EVALUATOR_ATTRIBUTE
 from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT, logs_from_arrow, spans_from_arrow
-from tests.collector_harness import grpc_export, metric_samples, post_otlp, running_collector, wait_until
-from tests.fixture_traces import Fixture, as_stored, fixtures
+from tests.support.collector_harness import (
+    grpc_export,
+    metric_samples,
+    post_otlp,
+    running_collector,
+    wait_until,
+)
+from tests.support.fixture_traces import Fixture, as_stored, fixtures
 
 #: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process = false``);
 #: the others in the assembler process, the default. "grpc" closes and reopens the database every few dozen

@@ -21,8 +21,8 @@ from agentotel_eval.collector.lake.flusher import LakeFlusher
 from agentotel_eval.collector.lake.metrics import LakeMetrics
 from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.collector.sink.config import SinkConfig
-from tests.collector_harness import running_collector
-from tests.lake_servers import free_port
+from tests.support.collector_harness import running_collector
+from tests.support.lake_servers import free_port
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 RULES = DEPLOY / "prometheus" / "alerts.yml"

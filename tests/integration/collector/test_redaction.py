@@ -17,9 +17,9 @@ from agentotel_eval.collector.forward.forwarder import ForwardConfig
 from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.redaction import RedactionSettings
 from agentotel_eval.tracing import traced
-from tests.collector_harness import running_collector, wait_until
-from tests.llm_stub import LLMStub, Reply
-from tests.otlp_sink import OtlpSink
+from tests.support.collector_harness import running_collector, wait_until
+from tests.support.llm_stub import LLMStub, Reply
+from tests.support.otlp_sink import OtlpSink
 
 SECRET = "sk-live-" + "Q" * 32
 EMAIL = "jane.doe@example.com"

@@ -19,7 +19,13 @@ import pytest
 from agentotel_eval.access import discovery
 from agentotel_eval.otlp.encode import encode_traces
 from agentotel_eval.otlp.records import SpanRecord
-from tests.collector_harness import grpc_export, metric_samples, post_otlp, running_collector, wait_until
+from tests.support.collector_harness import (
+    grpc_export,
+    metric_samples,
+    post_otlp,
+    running_collector,
+    wait_until,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 

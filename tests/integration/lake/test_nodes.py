@@ -1,5 +1,5 @@
 """Scale-out end to end: real ``agentotel-eval serve`` processes behind a router that sends each trace where the
-OpenTelemetry Collector's load-balancing exporter would (``tests/lake_ring.py``), sharing one DuckLake (catalog in
+OpenTelemetry Collector's load-balancing exporter would (``tests/support/lake_ring.py``), sharing one DuckLake (catalog in
 a real PostgreSQL, Parquet on moto's S3 server), fed by agents traced with the real OpenTelemetry SDK.
 
 What a reader of the lake must see whatever happened to the nodes: every acknowledged span exactly once, each
@@ -21,10 +21,10 @@ import grpc
 import pytest
 
 from agentotel_eval.store import lake
-from tests.collector_harness import wait_until
-from tests.lake_nodes import AgentRun, AgentTracer, LakeTable, ServeNode, start_nodes, stop_nodes
-from tests.lake_ring import HashRing, TraceRouter
-from tests.lake_servers import Postgres, S3Server, lake_marks, running_postgres, running_s3
+from tests.support.collector_harness import wait_until
+from tests.support.lake_nodes import AgentRun, AgentTracer, LakeTable, ServeNode, start_nodes, stop_nodes
+from tests.support.lake_ring import HashRing, TraceRouter
+from tests.support.lake_servers import Postgres, S3Server, lake_marks, running_postgres, running_s3
 
 pytestmark = lake_marks()
 _names = itertools.count()

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from agentotel_eval.store import lake
-from tests.collector_harness import fast_config, http_request, post_otlp, wait_until
-from tests.fixture_traces import fixtures
-from tests.lake_nodes import split_request
-from tests.lake_servers import Postgres, S3Server, lake_marks, psql, running_postgres, running_s3
+from tests.support.collector_harness import fast_config, http_request, post_otlp, wait_until
+from tests.support.fixture_traces import fixtures
+from tests.support.lake_nodes import split_request
+from tests.support.lake_servers import Postgres, S3Server, lake_marks, psql, running_postgres, running_s3
 
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "Pw-0f-the-Catalog"  # in every catalog URL here: it must be said nowhere

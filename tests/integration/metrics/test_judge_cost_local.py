@@ -8,7 +8,7 @@ from agentotel_eval import EvalTestCase
 from agentotel_eval.judge.litellm_client import _cost_of, import_litellm
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.retry import RetryPolicy
-from tests.llm_stub import LLMStub, Reply
+from tests.support.llm_stub import LLMStub, Reply
 
 pytestmark = pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning", "ignore:Items.*ReadOnly:UserWarning")
 

@@ -1,4 +1,4 @@
-"""ToolsErrorMetric through the real litellm, over real HTTP, against the local stub server (tests/llm_stub.py)."""
+"""ToolsErrorMetric through the real litellm, over real HTTP, against the local stub server (tests/support/llm_stub.py)."""
 
 import asyncio
 import json
@@ -9,7 +9,7 @@ import pytest
 from agentotel_eval import EvalTestCase, ToolCall, ToolDefinition
 from agentotel_eval.metrics.tool_errors import LOG_KEYS, ToolsErrorMetric
 from agentotel_eval.retry import RetryPolicy
-from tests.llm_stub import LLMStub, Reply
+from tests.support.llm_stub import LLMStub, Reply
 
 # litellm's provider modules build pydantic models that warn about ReadOnly TypedDict items: not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning", "ignore:Items.*ReadOnly:UserWarning")

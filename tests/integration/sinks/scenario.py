@@ -13,8 +13,8 @@ from agentotel_eval.cli.demo import _export_to
 from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.demo.agents import run_all
-from tests.collector_harness import running_collector, wait_until
-from tests.llm_stub import LLMStub, Reply
+from tests.support.collector_harness import running_collector, wait_until
+from tests.support.llm_stub import LLMStub, Reply
 
 VERDICT = {"detected": False, "confidence": 0.1, "reason": "the tools were used as asked", "error_types": [],
            "errors": [], "error_severity": "none"}

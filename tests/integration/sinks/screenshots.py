@@ -20,7 +20,7 @@ from typing import Any
 from agentotel_eval.collector.sink.config import SinkConfig
 from tests.browser.conftest import CHROMIUM, DRIVER
 from tests.integration.sinks.scenario import scored_runs
-from tests.sink_servers import running_mlflow, running_phoenix
+from tests.support.sink_servers import running_mlflow, running_phoenix
 
 WIDTH, HEIGHT = 1600, 1000
 

@@ -8,7 +8,7 @@ from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.collector.sink.langfuse import LangfuseClient
 from agentotel_eval.collector.sink.records import RunIdentity, sink_evaluations
 from tests.integration.sinks.scenario import changed, rescore_stricter, scored_runs
-from tests.sink_servers import running_langfuse_check, sink_marks
+from tests.support.sink_servers import running_langfuse_check, sink_marks
 
 pytestmark = sink_marks("langfuse")
 

@@ -7,7 +7,7 @@ import pytest
 
 from agentotel_eval.collector.sink.config import SinkConfig
 from tests.integration.sinks.scenario import changed, rescore_stricter, scored_runs
-from tests.sink_servers import running_phoenix, sink_marks
+from tests.support.sink_servers import running_phoenix, sink_marks
 
 pytestmark = sink_marks("phoenix", "phoenix.client")
 

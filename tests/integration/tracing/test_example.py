@@ -12,7 +12,7 @@ import pytest
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.reconstruct import reconstruct
-from tests.otlp_sink import OtlpSink
+from tests.support.otlp_sink import OtlpSink
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "traced_agent.py"

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.tracing import configure, force_flush, shutdown, traced
-from tests.otlp_sink import OtlpSink
+from tests.support.otlp_sink import OtlpSink
 
 REPO = Path(__file__).resolve().parents[3]
 

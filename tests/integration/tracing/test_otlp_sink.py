@@ -1,4 +1,4 @@
-"""The reusable OTLP test sink (tests/otlp_sink.py) behaves like a real OTLP endpoint, for every transport it offers."""
+"""The reusable OTLP test sink (tests/support/otlp_sink.py) behaves like a real OTLP endpoint, for every transport it offers."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from agentotel_eval.otlp import SpanRecord
 from agentotel_eval.otlp.encode import encode_traces, traces_to_json
-from tests.fixture_traces import fixtures
-from tests.otlp_sink import OtlpSink
+from tests.support.fixture_traces import fixtures
+from tests.support.otlp_sink import OtlpSink
 
 
 @pytest.fixture

@@ -235,7 +235,7 @@ def test_two_versions_results_files_gate_on_compare(pytester: pytest.Pytester, t
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The CI loop: the same tests on two versions of the agent, their results files compared, the regression
     gated on."""
-    from tests.ui_data import cli
+    from tests.support.ui_data import cli
 
     pytester.makepyfile(agents=AGENTS, test_versions='''
 import os

@@ -15,7 +15,7 @@ import pytest
 from agentotel_eval.calibration import external
 from agentotel_eval.otlp.records import SPAN_KINDS, SpanRecord
 from agentotel_eval.reconstruct import reconstruct
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 _STATUS = {0: "Unset", 1: "Ok", 2: "Error"}
 

@@ -15,7 +15,7 @@ from agentotel_eval.calibration.runner import Scored, score_cases, summarise
 from agentotel_eval.calibration.spans import CONVENTIONS
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct import reconstruct
-from tests.fixture_traces import TRACES_DIR, fixtures
+from tests.support.fixture_traces import TRACES_DIR, fixtures
 
 PRECISION, RECALL, MOST_FLAGGED = 0.90, 0.85, 0.01
 

@@ -89,7 +89,7 @@ def test_an_unknown_flag_shows_the_subcommands_usage_and_the_closest_flag(
 
 def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path) -> None:
     """``agentotel-eval explain --file X | head``: no BrokenPipeError traceback."""
-    from tests.fixture_traces import TRACES_DIR
+    from tests.support.fixture_traces import TRACES_DIR
 
     biggest = max(TRACES_DIR.glob("*.pb"), key=lambda p: p.stat().st_size)
     process = subprocess.Popen([sys.executable, "-m", "agentotel_eval.cli", "explain", "--file", str(biggest)],

@@ -10,7 +10,7 @@ from agentotel_eval.detectors.types import (
     PARAMETER_ERROR,
     REPEATED_FAILURE,
 )
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 
 def detect_invalid_functions(calls, tools):

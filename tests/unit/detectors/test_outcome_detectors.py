@@ -11,7 +11,7 @@ from agentotel_eval.detectors import detect
 from agentotel_eval.detectors.declarations import parse_tool_rules
 from agentotel_eval.detectors.failure import error_signature, failed
 from agentotel_eval.reconstruct import reconstruct
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 
 def fail(name: str, error: str = "boom", turn: str | None = None, **args: Any) -> ToolCall:

@@ -71,7 +71,7 @@ def test_a_real_run_with_an_argument_changed() -> None:
     """A real sequence of calls (flight search, weather, hotel booking): clean as recorded; an argument changed
     to the booking's id (its result, made later) or to an id found nowhere is a sequence error."""
     from agentotel_eval.reconstruct import reconstruct
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
 
     (fx,) = [f for f in fixtures() if f.name == "openai-agents__openinference__sequence"]
     (run,) = reconstruct(fx.spans(), fx.logs())

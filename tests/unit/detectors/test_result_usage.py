@@ -9,7 +9,7 @@ from agentotel_eval.detectors import detect, observations
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.test_case import EvalTestCase
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 
 def call(name: str, output: Any, **args: Any) -> ToolCall:

@@ -172,7 +172,7 @@ def test_render_call_is_each_field_rendered_as_before(name, params, raw, output,
 def test_the_metric_renders_the_history_render_tool_history_renders():
     from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
     from agentotel_eval.reconstruct import reconstruct
-    from tests.fixture_traces import fixtures
+    from tests.support.fixture_traces import fixtures
 
     metric = ToolsErrorMetric(judge=False)
     cases = [run.to_test_case() for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]

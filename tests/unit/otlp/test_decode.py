@@ -4,7 +4,7 @@ import pytest
 
 from agentotel_eval.otlp import DecodeError, decode
 from agentotel_eval.otlp.encode import encode_logs, encode_traces, traces_to_json
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 FIXTURES = fixtures()
 

@@ -39,7 +39,7 @@ from agentotel_eval.otlp import Decoded, DecodeError, LogRecord, SpanRecord, dec
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, TOO_DEEP_MARKER, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.store.rows import logs_to_arrow, spans_to_arrow
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 SIGNALS = ("traces", "logs")
 ENCODINGS = ("protobuf", "json")

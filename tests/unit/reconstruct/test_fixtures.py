@@ -13,7 +13,7 @@ import pytest
 
 from agentotel_eval.reconstruct import AgentRun, reconstruct
 from agentotel_eval.test_case import EvalTestCase
-from tests.fixture_traces import TRACES_DIR, Fixture, fixtures
+from tests.support.fixture_traces import TRACES_DIR, Fixture, fixtures
 
 FIXTURES = fixtures()
 ENCODINGS = ("protobuf", "json")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct import AgentRun, reconstruct
 from agentotel_eval.reconstruct.spans import classify
-from tests.fixture_traces import Fixture, fixtures
+from tests.support.fixture_traces import Fixture, fixtures
 
 FIXTURES = fixtures()
 # Every fixture, a few random draws each (sampling fixtures with hypothesis would favour the first ones).

@@ -15,7 +15,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, LogRecord, SpanEvent, SpanRecord
 from agentotel_eval.reconstruct import AgentRun, is_run_span, reconstruct
 from agentotel_eval.test_case import EvalTestCase
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 T1 = "ab" * 16
 T2 = "cd" * 16

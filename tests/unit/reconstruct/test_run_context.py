@@ -8,7 +8,7 @@ import json
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.run_fields import printed_text
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 TRACE = "ab" * 16
 

@@ -13,7 +13,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.otlp.records import STATUS_ERROR, SpanEvent
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.streamed import fitting_tool, trailing_objects
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 from tests.unit.reconstruct.test_rules import span
 
 SYSTEM = {"role": "system", "content": "You are a travel assistant."}

@@ -13,7 +13,7 @@ from agentotel_eval import semconv as sc
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.messages import parse_messages
 from agentotel_eval.reconstruct.reprs import ReprCall, ReprResult, parse_message_repr
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 from tests.unit.reconstruct.test_rules import span
 
 USER = "ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextContent(text={text!r})], _name=None, _meta={{}})"

@@ -14,7 +14,7 @@ from agentotel_eval.store import schema
 from agentotel_eval.store.identity import check_store
 from agentotel_eval.store.opening import open_read_only, open_store
 from agentotel_eval.store.schema import DatabaseRefused, SchemaError, current_version, migrate
-from tests.database_files import OLD_ROWS, REFUSED, Refused, build, old_database, snapshot
+from tests.support.database_files import OLD_ROWS, REFUSED, Refused, build, old_database, snapshot
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=[case.name for case in REFUSED])

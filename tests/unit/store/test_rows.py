@@ -24,7 +24,7 @@ from agentotel_eval.store.rows import (
     to_json,
 )
 from agentotel_eval.test_case import ToolCall
-from tests.fixture_traces import as_stored, fixtures
+from tests.support.fixture_traces import as_stored, fixtures
 
 
 def _insert(con, table, columns, batch):

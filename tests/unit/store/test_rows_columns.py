@@ -18,7 +18,7 @@ from agentotel_eval.reconstruct.model import AgentRun, Handoff
 from agentotel_eval.store import rows
 from agentotel_eval.store.rows import runs_to_arrow, to_json
 from agentotel_eval.test_case import ToolCall
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 
 def _plain_json(value: Any) -> str:

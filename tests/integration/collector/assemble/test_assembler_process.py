@@ -8,7 +8,7 @@ import time
 
 from agentotel_eval.otlp.encode import encode_traces
 from agentotel_eval.otlp.records import SpanRecord
-from tests.collector_harness import metric_samples, post_otlp, running_collector, wait_until
+from tests.support.collector_harness import metric_samples, post_otlp, running_collector, wait_until
 
 
 def agent_trace(n: int, t0: int) -> list[SpanRecord]:

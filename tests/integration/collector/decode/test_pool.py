@@ -13,8 +13,8 @@ import pytest
 from agentotel_eval.collector.decode.batch import decode_request
 from agentotel_eval.collector.decode.pool import DecodePool, DecodeUnavailable
 from agentotel_eval.otlp import DecodeError
-from tests.collector_harness import wait_until
-from tests.fixture_traces import fixtures
+from tests.support.collector_harness import wait_until
+from tests.support.fixture_traces import fixtures
 
 
 @pytest.fixture()

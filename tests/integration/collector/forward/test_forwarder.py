@@ -1,4 +1,4 @@
-"""The forwarder against a real downstream OTLP endpoint (tests/otlp_sink.py): delivery, retries, what is dropped."""
+"""The forwarder against a real downstream OTLP endpoint (tests/support/otlp_sink.py): delivery, retries, what is dropped."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from agentotel_eval.collector.forward.forwarder import ForwardConfig, ForwardConfigError, Forwarder
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from tests.collector_harness import wait_until
-from tests.otlp_sink import OtlpSink
+from tests.support.collector_harness import wait_until
+from tests.support.otlp_sink import OtlpSink
 
 
 def _spans(n: int, trace: int = 1) -> list[SpanRecord]:

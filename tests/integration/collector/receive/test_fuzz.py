@@ -38,7 +38,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS
-from tests.collector_harness import (
+from tests.support.collector_harness import (
     LOGS_EXPORT,
     TRACE_EXPORT,
     HttpAnswer,

@@ -14,7 +14,13 @@ import pytest
 
 from agentotel_eval.otlp import SpanRecord
 from agentotel_eval.otlp.encode import encode_traces
-from tests.collector_harness import grpc_export, http_request, metric_samples, post_otlp, running_collector
+from tests.support.collector_harness import (
+    grpc_export,
+    http_request,
+    metric_samples,
+    post_otlp,
+    running_collector,
+)
 from tests.unit.otlp.test_limits import span
 
 LIMITS = {"max_attribute_value_length": 64, "max_attributes_per_span": 8, "max_value_depth": 3,

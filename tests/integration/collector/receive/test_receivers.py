@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces, traces_to_json
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from tests.collector_harness import (
+from tests.support.collector_harness import (
     HeldCommits,
     grpc_export,
     http_request,
@@ -25,7 +25,7 @@ from tests.collector_harness import (
     running_collector,
     wait_until,
 )
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 LIMIT = 256 * 1024
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from agentotel_eval.otlp.encode import encode_traces
-from tests.collector_harness import (
+from tests.support.collector_harness import (
     HeldCommits,
     fresh_span,
     grpc_export,

@@ -22,7 +22,7 @@ import pytest
 
 from agentotel_eval.access import discovery
 from agentotel_eval.otlp.encode import encode_traces
-from tests.collector_harness import (
+from tests.support.collector_harness import (
     fresh_span,
     grpc_export,
     http_request,

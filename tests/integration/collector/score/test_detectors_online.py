@@ -14,9 +14,9 @@ from agentotel_eval.calibration.robustness import OPERATORS, build_robustness_su
 from agentotel_eval.calibration.spans import case_spans
 from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.otlp.encode import encode_traces
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import TRACES_DIR
-from tests.llm_stub import LLMStub, Reply
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import TRACES_DIR
+from tests.support.llm_stub import LLMStub, Reply
 
 
 def _detectors(collector: Any, trace_id: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.tracing import traced
-from tests.collector_harness import running_collector, wait_until
+from tests.support.collector_harness import running_collector, wait_until
 
 #: within the limits for a span's spec; six order-free sequences interleave in 7^6 ways
 EXPONENTIAL = {"steps": [{"unordered": [{"steps": [{"tool": t} for t in "abcdef"]} for _ in range(6)]}]}

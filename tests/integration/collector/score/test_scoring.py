@@ -21,7 +21,7 @@ from agentotel_eval.collector.score.config import JudgeSettings, parse_expectati
 from agentotel_eval.collector.service import Collector
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.tracing import traced
-from tests.collector_harness import (
+from tests.support.collector_harness import (
     Blocker,
     fast_config,
     metric_samples,
@@ -29,9 +29,9 @@ from tests.collector_harness import (
     running_collector,
     wait_until,
 )
-from tests.fixture_traces import fixtures
-from tests.llm_stub import LLMStub, Reply
-from tests.otlp_sink import OtlpSink
+from tests.support.fixture_traces import fixtures
+from tests.support.llm_stub import LLMStub, Reply
+from tests.support.otlp_sink import OtlpSink
 
 VERDICT = {
     "detected": True, "confidence": 0.9, "reason": "booked before confirming the price",

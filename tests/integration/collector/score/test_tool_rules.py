@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentotel_eval.collector.config import load_config
 from agentotel_eval.tracing import traced
-from tests.collector_harness import running_collector, wait_until
+from tests.support.collector_harness import running_collector, wait_until
 
 TOOLS = r'''
 [[tools]]

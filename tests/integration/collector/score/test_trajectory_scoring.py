@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from agentotel_eval import semconv as sc
 from agentotel_eval.collector.config import load_config
 from agentotel_eval.tracing import traced
-from tests.collector_harness import running_collector, wait_until
-from tests.ui_data import cli
+from tests.support.collector_harness import running_collector, wait_until
+from tests.support.ui_data import cli
 
 # the rule exactly as a user writes it in the collector's config file
 REFUND_FLOW = r'''

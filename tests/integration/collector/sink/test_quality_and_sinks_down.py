@@ -9,8 +9,8 @@ import urllib.request
 from agentotel_eval.cli.demo import _export_to
 from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.demo.agents import run_all
-from tests.collector_harness import running_collector, wait_until
-from tests.lake_servers import free_port
+from tests.support.collector_harness import running_collector, wait_until
+from tests.support.lake_servers import free_port
 
 SCORED = ("SELECT r.service_name, r.agent_name, e.metric, CASE WHEN e.status = 'error' THEN 'error' "
           "WHEN e.success THEN 'pass' ELSE 'fail' END, count(*) FROM evaluations e JOIN agent_runs r "
@@ -69,7 +69,7 @@ def test_a_sink_gets_the_spans_as_received(tmp_path) -> None:
     """Every stored span reaches the sink's OTLP endpoint once, unscored (the scores travel as the tool's own
     objects), whether the request went on as its body or, with redaction, as re-encoded records."""
     from agentotel_eval.redaction import RedactionSettings
-    from tests.otlp_sink import OtlpSink
+    from tests.support.otlp_sink import OtlpSink
 
     for redaction in (RedactionSettings(), RedactionSettings.from_dict({"enabled": True})):
         with OtlpSink() as otlp:

@@ -19,9 +19,9 @@ from agentotel_eval.otlp.encode import encode_traces
 from agentotel_eval.store import schema
 from agentotel_eval.store.opening import open_read_only
 from agentotel_eval.store.schema import current_version
-from tests.collector_harness import http_request, post_otlp, running_collector, wait_until
-from tests.database_files import OLD_ROWS, REFUSED, TRACE, Refused, build, old_database, snapshot
 from tests.integration.collector.test_service_process import agent_trace, wait_for_collector
+from tests.support.collector_harness import http_request, post_otlp, running_collector, wait_until
+from tests.support.database_files import OLD_ROWS, REFUSED, TRACE, Refused, build, old_database, snapshot
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -11,7 +11,7 @@ import pytest
 
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from tests.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
 
 S = 10**9
 

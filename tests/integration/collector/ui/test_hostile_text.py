@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from agentotel_eval.metrics.registry import METRICS
 from agentotel_eval.pages.markup import asset
 from agentotel_eval.tracing import traced
-from tests.collector_harness import http_request, running_collector, wait_until
-from tests.ui_data import cli
+from tests.support.collector_harness import http_request, running_collector, wait_until
+from tests.support.ui_data import cli
 
 HOSTILE = """</pre></td><script>alert("x")</script><img src=x onerror='alert(1)'> & "double" 'single' &amp;"""
 AGENT = "agent " + HOSTILE

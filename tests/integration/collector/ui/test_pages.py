@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.collector_harness import http_request, post_otlp, wait_until
-from tests.fixture_traces import fixtures
-from tests.ui_data import with_new_trace_ids
+from tests.support.collector_harness import http_request, post_otlp, wait_until
+from tests.support.fixture_traces import fixtures
+from tests.support.ui_data import with_new_trace_ids
 
 
 class Tree(HTMLParser):
@@ -368,7 +368,7 @@ def test_a_run_whose_agent_span_was_dropped_is_marked_not_named_after_its_model_
     import time
 
     from agentotel_eval.otlp.encode import encode_traces
-    from tests.collector_harness import running_collector
+    from tests.support.collector_harness import running_collector
     from tests.unit.reconstruct.test_rules import agent, chat, tool
 
     t0 = time.time_ns()

@@ -13,7 +13,7 @@ from agentotel_eval.collector.assemble.later_results import LaterResults
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.reconstruct.declared import BUILTIN
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 from tests.unit.collector.assemble.test_assembler import commit, make
 
 

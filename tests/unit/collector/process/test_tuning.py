@@ -14,7 +14,7 @@ import pytest
 
 from agentotel_eval.collector.process.tuning import _ARROW_POOL_VARIABLE as ARROW_POOL_VARIABLE
 from agentotel_eval.collector.process.tuning import _libc
-from tests.collector_harness import running_collector
+from tests.support.collector_harness import running_collector
 
 glibc = pytest.mark.skipif(_libc() is None, reason="the allocator settings apply to glibc only")
 

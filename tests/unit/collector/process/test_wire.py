@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from agentotel_eval.collector.process import wire
 from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
                     st.text(max_size=20), st.binary(max_size=20))

@@ -21,7 +21,7 @@ from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct import reconstruct
 from agentotel_eval.store.rows import evaluations_to_arrow, to_json
 from agentotel_eval.test_case import EvalTestCase, ToolCall
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 
 def _scorer(expected_tools: list[str], modes: list[str] | None = None) -> RunScorer:

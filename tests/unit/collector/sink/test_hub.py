@@ -12,7 +12,7 @@ from agentotel_eval.collector.sink.hub import SinkHub
 from agentotel_eval.collector.sink.worker import Sent
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.redaction import RedactionSettings, Redactor
-from tests.fixture_traces import fixtures
+from tests.support.fixture_traces import fixtures
 
 
 class _Client:

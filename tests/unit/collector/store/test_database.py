@@ -13,7 +13,7 @@ from agentotel_eval.collector.store.writer import StoreWriter, WriterSettings, W
 from agentotel_eval.store.opening import open_read_only
 from agentotel_eval.store.rows import spans_to_arrow
 from agentotel_eval.store.schema import SchemaError
-from tests.collector_harness import Blocker, wait_until
+from tests.support.collector_harness import Blocker, wait_until
 from tests.unit.collector.store.test_writer import make_spans, submit_spans
 
 
@@ -251,7 +251,7 @@ def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_pat
 def test_the_collector_opens_its_database_with_the_writer_settings_and_keeps_them_across_a_reopen(tmp_path):
     import duckdb
 
-    from tests.collector_harness import running_collector
+    from tests.support.collector_harness import running_collector
 
     settings = ("memory_limit", "threads", "checkpoint_threshold", "max_vacuum_tasks")
     query = "SELECT " + ", ".join(f"current_setting('{name}')" for name in settings)

@@ -11,7 +11,7 @@ import pytest
 from agentotel_eval.collector.config import LakeConfig
 from agentotel_eval.collector.service import Collector
 from agentotel_eval.store import lake
-from tests.collector_harness import fast_config
+from tests.support.collector_harness import fast_config
 
 
 def test_a_node_that_cannot_use_its_lake_starts_nothing_and_writes_no_file(tmp_path):

@@ -29,7 +29,7 @@ from agentotel_eval.store.opening import open_store
 from agentotel_eval.store.rows import logs_to_arrow, runs_to_arrow, spans_to_arrow
 from agentotel_eval.store.sealed import cursor as sealed_cursor
 from agentotel_eval.test_case import ToolCall
-from tests.collector_harness import Blocker, HeldCommits
+from tests.support.collector_harness import Blocker, HeldCommits
 
 T0 = 1_700_000_000_000_000_000
 

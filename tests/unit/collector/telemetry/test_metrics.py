@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 
 from agentotel_eval.access import discovery
 from agentotel_eval.collector.telemetry.families import counter, gauge, histogram
-from tests.collector_harness import metric_samples
+from tests.support.collector_harness import metric_samples
 
 
 class Parts(Collector):

@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.collector_harness import post_otlp, running_collector, wait_until
-from tests.fixture_traces import fixtures
+from tests.support.collector_harness import post_otlp, running_collector, wait_until
+from tests.support.fixture_traces import fixtures
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO_RUNS = 8
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentotel_eval.otlp import LogRecord, SpanRecord, decode
 
-TRACES_DIR = Path(__file__).parent / "fixtures" / "traces"
+TRACES_DIR = Path(__file__).parents[1] / "fixtures" / "traces"
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from typing import Any
 
 from agentotel_eval import semconv as sc
 from agentotel_eval.access import discovery
-from tests.collector_harness import http_request, metric_samples, wait_until
-from tests.lake_servers import free_port
+from tests.support.collector_harness import http_request, metric_samples, wait_until
+from tests.support.lake_servers import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class ServeNode:
         self.http = f"127.0.0.1:{free_port()}"
         self.config = folder / f"{name}.toml"
         self.log = folder / f"{name}.log"
-        # the assembly settings of tests.collector_harness.fast_config: a trace is complete ``grace_period`` (0.2 s)
+        # the assembly settings of tests.support.collector_harness.fast_config: a trace is complete ``grace_period`` (0.2 s)
         # after its run span, or 5 s after its first span without one
         self.config.write_text(f'db = "{self.db}"\ngrpc = "{self.grpc}"\nhttp = "{self.http}"\n[assembler]\n'
                                f'grace_period = "{grace_period}"\nmax_wait = "5s"\n' + lake.toml(name))
@@ -248,7 +248,7 @@ class AgentTracer:
         self.provider = TracerProvider(resource=Resource.create({"service.name": service}), id_generator=SeededIds())
         # a short schedule delay: spans go out while the agents run, as in production, not only at force_flush
         self.provider.add_span_processor(BatchSpanProcessor(Acknowledged(), schedule_delay_millis=100))
-        self.tracer = self.provider.get_tracer("tests.lake_nodes")
+        self.tracer = self.provider.get_tracer("tests.support.lake_nodes")
         self.runs: list[AgentRun] = []
         self._n = 0
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.lake_servers import free_port
+from tests.support.lake_servers import free_port
 
 STARTUP_S = 180.0  # Phoenix and MLflow import a lot; on a loaded 2-core machine they take a minute or more
 #: a round trip's own limit, over the suite's 120 s: the server's start (counted in its first test), the judge's
