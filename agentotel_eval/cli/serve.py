@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    from agentotel_eval.collector.assemble.remote import AssemblerUnavailable
+    from agentotel_eval.collector.assemble.helper_proxy import AssemblerUnavailable
     from agentotel_eval.collector.decode.pool import DecodeUnavailable
     from agentotel_eval.collector.process.tuning import (
         TRIM_INTERVAL,

@@ -22,41 +22,41 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agentotel_eval.access import discovery
 from agentotel_eval.collector.assemble.assembler import Reconstruct
-from agentotel_eval.collector.assemble.metrics import AssemblyMetrics
-from agentotel_eval.collector.assemble.remote import ProcessAssembly
-from agentotel_eval.collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
+from agentotel_eval.collector.assemble.assembly import AssemblyStage, LocalAssembly, StageFactory
+from agentotel_eval.collector.assemble.helper_proxy import ProcessAssembly
+from agentotel_eval.collector.assemble.telemetry import AssemblyTelemetry
 from agentotel_eval.collector.config import CollectorConfig, LakeConfig
 from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
 from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
-from agentotel_eval.collector.forward.metrics import ForwardMetrics
+from agentotel_eval.collector.forward.telemetry import ForwardTelemetry
 from agentotel_eval.collector.lake.flusher import LakeFlusher
 from agentotel_eval.collector.lake.health import lake_health
-from agentotel_eval.collector.lake.metrics import LakeMetrics
 from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
-from agentotel_eval.collector.process.metrics import HelperMetrics
+from agentotel_eval.collector.lake.telemetry import LakeTelemetry
 from agentotel_eval.collector.process.supervisor import Supervisor
+from agentotel_eval.collector.process.telemetry import HelperTelemetry
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
 from agentotel_eval.collector.receive.auth import Authenticator
 from agentotel_eval.collector.receive.grpc import GrpcReceiver
 from agentotel_eval.collector.receive.http.app import HttpApp, HttpReceiver
 from agentotel_eval.collector.receive.http.server import server_tls_context
 from agentotel_eval.collector.receive.ingest import Ingestor
-from agentotel_eval.collector.receive.metrics import ReceiveMetrics
 from agentotel_eval.collector.receive.ports import check_free
+from agentotel_eval.collector.receive.telemetry import ReceiveTelemetry
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
-from agentotel_eval.collector.score.metrics import JudgeMetrics
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
+from agentotel_eval.collector.score.telemetry import JudgeTelemetry
 from agentotel_eval.collector.sink.feed import stored_runs
 from agentotel_eval.collector.sink.hub import SinkHub
 from agentotel_eval.collector.store.database import Database, DatabaseClosed
-from agentotel_eval.collector.store.metrics import StoreMetrics
 from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
 from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
+from agentotel_eval.collector.store.telemetry import StoreTelemetry
 from agentotel_eval.collector.store.writer import Committed, StoreWriter, WriterSettings
-from agentotel_eval.collector.telemetry.service import ServiceMetrics
+from agentotel_eval.collector.telemetry.service import ServiceTelemetry
 from agentotel_eval.collector.ui.routes import UiPages
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
@@ -658,22 +658,22 @@ class Collector:
         """Each part's own Prometheus collector, read at scrape time (``GET /metrics``)."""
         registry = CollectorRegistry(auto_describe=False)
         parts: list[Any] = [
-            ReceiveMetrics(self.ingestor.stats, self.http.stats, self.auth),
-            StoreMetrics(self.writer, lambda: self.database is not None and self.database.is_open),
-            AssemblyMetrics(self.assembler, judge=self.judge is not None,
+            ReceiveTelemetry(self.ingestor.stats, self.http.stats, self.auth),
+            StoreTelemetry(self.writer, lambda: self.database is not None and self.database.is_open),
+            AssemblyTelemetry(self.assembler, judge=self.judge is not None,
                             external_logs=lambda: self.external_log_evaluations),
-            ServiceMetrics(retention_deleted=lambda: dict(self.retention_deleted),
+            ServiceTelemetry(retention_deleted=lambda: dict(self.retention_deleted),
                            queries=lambda: dict(self.query_counts), uptime=lambda: self.uptime),
         ]
         if self.judge is not None:
-            parts.append(JudgeMetrics(self.judge))
+            parts.append(JudgeTelemetry(self.judge))
         if self.forwarder is not None:
-            parts.append(ForwardMetrics(self.forwarder))
+            parts.append(ForwardTelemetry(self.forwarder))
         if self.lake is not None:
-            parts.append(LakeMetrics(self.lake, self.reconciler, self.peers))
+            parts.append(LakeTelemetry(self.lake, self.reconciler, self.peers))
         if self.sinks is not None:
             parts.extend(self.sinks.metrics())
-        parts.append(HelperMetrics(self.helpers))
+        parts.append(HelperTelemetry(self.helpers))
         for part in parts:
             registry.register(part)
         return registry

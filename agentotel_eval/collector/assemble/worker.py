@@ -8,7 +8,7 @@ which runs the query and sends back the Arrow rows) and sends back the ``Rows`` 
 ``Forward``, its ``Counters`` and, as soon as it took marks, its ``Progress``. It owns no file and no socket but the
 pair it was started with.
 
-Run as ``python -m agentotel_eval.collector.assemble.worker FD`` by ``agentotel_eval.collector.assemble.remote``; not a user command.
+Run as ``python -m agentotel_eval.collector.assemble.worker FD`` by ``agentotel_eval.collector.assemble.helper_proxy``; not a user command.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.collector.assemble.assembler import Assembler, Read
+from agentotel_eval.collector.assemble.assembly import assembly_stats
 from agentotel_eval.collector.assemble.completed import CompletedTrace
-from agentotel_eval.collector.assemble.stage import assembly_stats
 from agentotel_eval.collector.config import AssemblerConfig
 from agentotel_eval.collector.process import wire
 from agentotel_eval.collector.process.channel import Channel, ChannelClosed

@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 from agentotel_eval.collector.receive.auth import Authenticator, BearerAuth
 from agentotel_eval.collector.receive.http.answers import Blocking
 from agentotel_eval.collector.receive.http.app import refusal
-from agentotel_eval.collector.receive.http.server import HttpServer, Limits
+from agentotel_eval.collector.receive.http.server import ConnectionLimits, HttpServer
 from agentotel_eval.collector.ui.routes import UiPages, is_ui_path, ui_routes
 from agentotel_eval.collector.ui.sign_in import sign_in_routes
 from agentotel_eval.store import lake
@@ -47,7 +47,7 @@ class LakeUi:
                                                                                         "/logout"}),
                                          cookie_paths=is_ui_path, refusal=refusal))
         self._server = HttpServer(host, port, Starlette(routes=routes, middleware=middleware),
-                                  limits=Limits(max_connections=workers * 8))
+                                  limits=ConnectionLimits(max_connections=workers * 8))
 
     @property
     def address(self) -> tuple[str, int]:

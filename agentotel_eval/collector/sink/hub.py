@@ -22,10 +22,10 @@ from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.sink import langfuse, mlflow, phoenix
 from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.collector.sink.feed import Committed, EvaluationFeed, Lookup
-from agentotel_eval.collector.sink.metrics import SinkMetrics
 from agentotel_eval.collector.sink.records import SinkEvaluation
+from agentotel_eval.collector.sink.telemetry import SinkTelemetry
 from agentotel_eval.collector.sink.worker import SinkClient, SinkWorker
-from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityMetrics
+from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityTelemetry
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.redaction import Redactor
 
@@ -136,4 +136,4 @@ class SinkHub:
             self.feed.put(Committed(op.evaluations, op.runs, live=False))
 
     def metrics(self) -> list[Collector]:
-        return [QualityMetrics(self.quality), SinkMetrics(self.workers, lambda: self.forwarders, self.feed)]
+        return [QualityTelemetry(self.quality), SinkTelemetry(self.workers, lambda: self.forwarders, self.feed)]

@@ -21,7 +21,7 @@ from agentotel_eval.collector.receive.errors import Unauthenticated
 from agentotel_eval.collector.receive.http import api, ops, otlp
 from agentotel_eval.collector.receive.http.answers import CLOSE, Blocking, JsonAnswer, text
 from agentotel_eval.collector.receive.http.bodies import announces_body
-from agentotel_eval.collector.receive.http.server import HttpServer, HttpStats, Limits
+from agentotel_eval.collector.receive.http.server import ConnectionLimits, HttpServer, HttpStats
 from agentotel_eval.collector.receive.ingest import Ingestor
 from agentotel_eval.collector.ui.routes import UiPages, is_page, is_ui_path, ui_routes
 from agentotel_eval.collector.ui.sign_in import local_path, sign_in, sign_in_routes
@@ -100,7 +100,7 @@ class HttpReceiver:
         self._app = app
         self._blocking = Blocking(app.max_connections)
         self._server = HttpServer(host, port, build_app(app, self._blocking), tls=app.tls, stats=app.stats,
-                                  limits=Limits(read_timeout=app.read_timeout, idle_timeout=app.idle_timeout,
+                                  limits=ConnectionLimits(read_timeout=app.read_timeout, idle_timeout=app.idle_timeout,
                                                 max_connections=app.max_connections))
 
     @property

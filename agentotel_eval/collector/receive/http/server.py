@@ -108,7 +108,7 @@ class HttpStats:
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class ConnectionLimits:
     """The guards' settings (``[receiver]``)."""
 
     read_timeout: float = 30.0
@@ -143,7 +143,7 @@ class GuardedProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the guards of the module docstring."""
 
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
-                 _loop: asyncio.AbstractEventLoop | None = None, *, limits: Limits, stats: HttpStats) -> None:
+                 _loop: asyncio.AbstractEventLoop | None = None, *, limits: ConnectionLimits, stats: HttpStats) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.logger = _protocol_log
         self.access_log = False
@@ -330,7 +330,7 @@ class HttpServer:
     """Serves ``app`` on ``host:port``: ``start()`` binds (raising ``OSError`` on a taken port) and starts the loop's
     thread; ``stop_accepting()`` closes the listener and lets requests in flight finish; ``shutdown()`` stops."""
 
-    def __init__(self, host: str, port: int, app: Callable[..., Any], *, limits: Limits = Limits(),
+    def __init__(self, host: str, port: int, app: Callable[..., Any], *, limits: ConnectionLimits = ConnectionLimits(),
                  tls: ssl.SSLContext | None = None, stats: HttpStats | None = None) -> None:
         self._address = (host, port)
         self._app = app

@@ -3,7 +3,7 @@
 ``AssemblyStage`` is what the service calls: the writer hands it each commit's marks (``consume``); back-pressure
 reads its ``backlog``; ``/metrics`` and ``/healthz`` read its ``snapshot``. ``LocalAssembly`` runs the assembler,
 the scoring stage and the run writer on a thread of the collector's process (tests that hook a stage or the
-reconstruction in, or ``assembler.process = false``); ``remote.ProcessAssembly`` runs them in the assembler process.
+reconstruction in, or ``assembler.process = false``); ``helper_proxy.ProcessAssembly`` runs them in the assembler process.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentotel_eval.collector.assemble.assembler import AssemblerStats
+from agentotel_eval.collector.assemble.assembly import AssemblyStats
 from agentotel_eval.collector.assemble.marks import LogMark, SpanMark
-from agentotel_eval.collector.assemble.stage import AssemblyStats
 from agentotel_eval.collector.assemble.trace_buffer import BufferStats
 from agentotel_eval.collector.assemble.worker import WorkerSettings
 from agentotel_eval.collector.config import AssemblerConfig
