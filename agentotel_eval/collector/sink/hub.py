@@ -135,5 +135,5 @@ class SinkHub:
         if op.evaluations is not None:
             self.feed.put(Committed(op.evaluations, op.runs, live=False))
 
-    def metrics(self) -> list[Collector]:
+    def telemetry(self) -> list[Collector]:
         return [QualityTelemetry(self.quality), SinkTelemetry(self.workers, lambda: self.forwarders, self.feed)]
