@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentotel_eval.collector.decode.batch import IngestBatch
 from agentotel_eval.collector.forward.forwarder import Forwarder
+from agentotel_eval.collector.process.ingest_batch import IngestBatch
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.score.stage import external_rows, is_held_span
 from agentotel_eval.collector.sink.hub import SinkHub

@@ -9,7 +9,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-from agentotel_eval.collector.assemble.assembly import AssemblyStage
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage
 from agentotel_eval.collector.store.operations import DeleteOlderThan
 from agentotel_eval.collector.store.writer import StoreWriter
 

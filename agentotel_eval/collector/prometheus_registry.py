@@ -8,14 +8,14 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agentotel_eval.collector.assemble.assembly import AssemblyStage
-from agentotel_eval.collector.assemble.telemetry import AssemblyTelemetry
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.forward.telemetry import ForwardTelemetry
 from agentotel_eval.collector.lake.flusher import LakeFlusher
 from agentotel_eval.collector.lake.peer_spans import PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
 from agentotel_eval.collector.lake.telemetry import LakeTelemetry
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage
+from agentotel_eval.collector.pipeline.telemetry import AssemblyTelemetry
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.telemetry import HelperTelemetry
 from agentotel_eval.collector.receive.auth import Authenticator

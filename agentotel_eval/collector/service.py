@@ -27,8 +27,6 @@ from prometheus_client import CollectorRegistry
 from agentotel_eval.access import discovery
 from agentotel_eval.collector.after_commit import AfterCommit, RunsCommitted
 from agentotel_eval.collector.assemble.assembler import Reconstruct
-from agentotel_eval.collector.assemble.assembly import AssemblyStage, LocalAssembly, StageFactory
-from agentotel_eval.collector.assemble.helper_proxy import ProcessAssembly
 from agentotel_eval.collector.config import CollectorConfig
 from agentotel_eval.collector.decode.batch import decode_request
 from agentotel_eval.collector.decode.pool import DecodePool
@@ -40,6 +38,8 @@ from agentotel_eval.collector.lake.health import lake_health
 from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
 from agentotel_eval.collector.lake.timing import away_after, quiet_after, start_reconciler
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage, LocalAssembly, StageFactory
+from agentotel_eval.collector.pipeline.helper_proxy import ProcessAssembly
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
 from agentotel_eval.collector.prometheus_registry import exposition, prometheus_registry
@@ -58,6 +58,7 @@ from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.collector.store.writer import StoreWriter, WriterSettings
 from agentotel_eval.collector.ui.routes import UiPages
+from agentotel_eval.collector.ui.web import WebUi
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
@@ -231,7 +232,7 @@ class Collector:
                     max_request_size=cfg.receiver.max_request_size,
                     query=self._http_query,
                     rescore=self._http_rescore,
-                    ui=self.ui,
+                    ui=WebUi(self.ui),
                     health=self.health,
                     metrics=self.metrics_text,
                     idle_timeout=cfg.receiver.http_idle_timeout,
@@ -507,10 +508,10 @@ class Collector:
         return self.query(payload["sql"], limit=limit, timeout=timeout, params=payload.get("params") or ())
 
     def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.score.rescore``):
+        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.pipeline.rescore``):
         with the collector's own expectations, or those of the config file the payload names. One at a time."""
         from agentotel_eval.collector.config import ConfigError, default_config, load_config
-        from agentotel_eval.collector.score.rescore import (
+        from agentotel_eval.collector.pipeline.rescore import (
             RescoreBusy,
             RescoreError,
             Rescorer,
@@ -544,7 +545,7 @@ class Collector:
         return summary.to_dict()
 
     def _http_rescore(self, payload: Any) -> tuple[int, dict[str, Any]]:
-        from agentotel_eval.collector.score.rescore import RescoreBusy, RescoreError
+        from agentotel_eval.collector.pipeline.rescore import RescoreBusy, RescoreError
 
         try:
             return 200, self.rescore(payload)

@@ -17,10 +17,10 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from agentotel_eval.collector.decode.batch import KEEP_UNLESS_CLEAN, IngestBatch
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.forward.forwarder import Forwarder
+from agentotel_eval.collector.process.ingest_batch import KEEP_UNLESS_CLEAN, IngestBatch
 from agentotel_eval.collector.sink import langfuse, mlflow, phoenix
-from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.collector.sink.feed import Committed, EvaluationFeed, Lookup
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.collector.sink.telemetry import SinkTelemetry

@@ -17,10 +17,10 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agentotel_eval.collector.config import LakeConfig
+from agentotel_eval.collector.config_scoring import JudgeSettings
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.lake.flusher import LakeFlusher
 from agentotel_eval.collector.lake.telemetry import LakeTelemetry
-from agentotel_eval.collector.score.config import JudgeSettings
-from agentotel_eval.collector.sink.config import SinkConfig
 from tests.collector_harness import running_collector
 from tests.lake_servers import free_port
 

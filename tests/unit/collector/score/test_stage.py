@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from agentotel_eval.collector.config import default_config
-from agentotel_eval.collector.score.config import parse_expectations
+from agentotel_eval.collector.config_scoring import parse_expectations
 from agentotel_eval.collector.score.stage import RunScorer, result_row
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric

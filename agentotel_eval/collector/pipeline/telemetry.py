@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from agentotel_eval.collector.assemble.assembly import AssemblyStage
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge
 
 
