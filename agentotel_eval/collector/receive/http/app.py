@@ -116,8 +116,9 @@ class HttpReceiver:
         self._app = app
         self._blocking = Blocking(app.max_connections)
         self._server = HttpServer(host, port, build_app(app, self._blocking), tls=app.tls, stats=app.stats,
-                                  limits=ConnectionLimits(read_timeout=app.read_timeout, idle_timeout=app.idle_timeout,
-                                                max_connections=app.max_connections))
+                                  limits=ConnectionLimits(read_timeout=app.read_timeout,
+                                                          idle_timeout=app.idle_timeout,
+                                                          max_connections=app.max_connections))
 
     @property
     def stats(self) -> HttpStats:
