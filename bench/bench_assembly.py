@@ -57,10 +57,10 @@ def main() -> None:
     import duckdb
     from bench_ingest import RequestFactory
 
-    from agentotel_eval.collector.assemble.completed import CompletedTrace
     from agentotel_eval.collector.config import default_config
+    from agentotel_eval.collector.config_scoring import parse_expectations
     from agentotel_eval.collector.decode.batch import decode_request
-    from agentotel_eval.collector.score.config import parse_expectations
+    from agentotel_eval.collector.process.completed import CompletedTrace
     from agentotel_eval.collector.score.stage import ScoringStage
     from agentotel_eval.collector.store.idempotent_append import SPAN_KEY, InsertPlan
     from agentotel_eval.collector.store.operations import merge_operations

@@ -402,7 +402,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     threading.Thread(target=trim, daemon=True).start()
 
     from agentotel_eval.collector.config import default_config
-    from agentotel_eval.collector.score.config import ScoringSettings, parse_expectations
+    from agentotel_eval.collector.config_scoring import ScoringSettings, parse_expectations
     from agentotel_eval.collector.service import Collector
 
     config = default_config()
@@ -419,7 +419,7 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     else:
         config = dataclasses.replace(config, scoring=ScoringSettings(enabled=False, detectors=False))
     if sinks:
-        from agentotel_eval.collector.sink.config import SinkConfig
+        from agentotel_eval.collector.config_sinks import SinkConfig
 
         os.environ.setdefault("BENCH_LANGFUSE_PUBLIC", "pk-bench")
         os.environ.setdefault("BENCH_LANGFUSE_SECRET", "sk-bench")

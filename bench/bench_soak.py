@@ -450,7 +450,7 @@ def _role(pid: int, root: int) -> str:
             cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return "other"
-    if "agentotel_eval.collector.assemble" in cmdline:
+    if "agentotel_eval.collector.pipeline.worker" in cmdline:
         return "assembler"
     if "agentotel_eval.collector.decode" in cmdline:
         return "decode"

@@ -299,8 +299,8 @@ def build(db: str, runs: int, days: float, senders: int, runs_per_request: int, 
     """A fresh database at ``db`` with ``runs`` runs, written by an in-process collector with scoring on."""
     import multiprocessing as mp
 
+    from agentotel_eval.collector.config_scoring import parse_expectations
     from agentotel_eval.collector.process.tuning import TUNED, tune_process
-    from agentotel_eval.collector.score.config import parse_expectations
     from agentotel_eval.collector.service import Collector
     from tests.support.collector_harness import fast_config
 

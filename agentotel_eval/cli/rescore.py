@@ -38,7 +38,7 @@ from agentotel_eval.durations import parse_duration
 
 if TYPE_CHECKING:
     from agentotel_eval.access.discovery import CollectorInfo
-    from agentotel_eval.collector.score.rescore import RescoreSummary
+    from agentotel_eval.collector.pipeline.rescore import RescoreSummary
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
 
@@ -94,7 +94,7 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
 def run(args: argparse.Namespace) -> int:
     from agentotel_eval.access.client import QueryFailure, locate
     from agentotel_eval.collector.config import ConfigError, default_config, load_config
-    from agentotel_eval.collector.score.rescore import RescoreError, RescoreSummary, rescore_file
+    from agentotel_eval.collector.pipeline.rescore import RescoreError, RescoreSummary, rescore_file
 
     payload: dict[str, Any] = {"judge": args.judge, "dry_run": args.dry_run}
     if args.since:  # read by --since's type, and so a duration
@@ -154,7 +154,7 @@ def _confirmed(preview: RescoreSummary, form: str) -> bool:
 
 
 def _print(summary: RescoreSummary, form: str, file: Any = None) -> None:
-    from agentotel_eval.collector.score.rescore import render
+    from agentotel_eval.collector.pipeline.rescore import render
 
     print(json.dumps(summary.to_dict(), ensure_ascii=False) if form == "json" else render(summary),
           file=file or sys.stdout)
@@ -165,7 +165,7 @@ def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:
 
     from agentotel_eval.collector.config import ConfigError, load_config
     from agentotel_eval.collector.lake.rebuild import rescore_lake
-    from agentotel_eval.collector.score.rescore import RescoreError
+    from agentotel_eval.collector.pipeline.rescore import RescoreError
     from agentotel_eval.store import lake
     from agentotel_eval.store.query import QueryError
 

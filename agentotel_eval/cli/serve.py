@@ -62,7 +62,7 @@ def build_config(args: argparse.Namespace) -> Any:
     config = dataclasses.replace(config, **flags)
     if args.forward is not None:  # the URL from the flag; headers and the rest from the config file, if any
         from agentotel_eval.collector.config import ConfigError
-        from agentotel_eval.collector.forward.forwarder import ForwardConfig, ForwardConfigError
+        from agentotel_eval.collector.config_forward import ForwardConfig, ForwardConfigError
 
         base = config.forward or ForwardConfig(url=args.forward)
         try:
@@ -129,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    from agentotel_eval.collector.assemble.remote import AssemblerUnavailable
-    from agentotel_eval.collector.decode.pool import DecodeUnavailable
+    from agentotel_eval.collector.pipeline.helper_proxy import AssemblerUnavailable
+    from agentotel_eval.collector.process.ingest_batch import DecodeUnavailable
     from agentotel_eval.collector.process.tuning import (
         TRIM_INTERVAL,
         TUNED,

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from agentotel_eval import durations
 from agentotel_eval.collector.config_fields import After, Before, Duration, Parsed, Size
-from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.score.config import (
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.config_scoring import (
     JudgeSettings,
     ScoringConfig,
     ScoringSettings,
@@ -28,8 +28,8 @@ from agentotel_eval.collector.score.config import (
     load_dataset,
     named_rules,
 )
-from agentotel_eval.collector.score.expectations import ExpectationConfigError, ExpectationRule
-from agentotel_eval.collector.sink.config import SinkConfig, SinkConfigError
+from agentotel_eval.collector.config_sinks import SinkConfig, SinkConfigError
+from agentotel_eval.collector.expectations import ExpectationConfigError, ExpectationRule
 from agentotel_eval.detectors.declarations import ToolRule, parse_tool_rules
 from agentotel_eval.otlp.limits import Limits
 from agentotel_eval.reconstruct.declared import Convention, conventions_from_config

@@ -1,5 +1,9 @@
 """The collector service: wires receivers -> ingest -> writer -> assembler -> [stages] -> run writer.
 
+The parts it wires each live in a module of their own: the stages in their packages, what happens after a commit
+in ``after_commit``, ``/healthz`` in ``health``, ``/metrics`` in ``prometheus_registry``, retention and the
+summary line in ``housekeeping``, the lake's waits in ``lake.timing``.
+
 ``Collector(config).start()`` opens the database, starts every stage and binds the ports; ``shutdown()`` stops
 accepting, lets requests in flight commit, completes every open trace, writes the last runs and closes the
 database cleanly. Both are idempotent. Usable in-process (tests, embedding) or through ``agentotel-eval serve``.
@@ -14,54 +18,50 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from agentotel_eval.access import discovery
+from agentotel_eval.collector.after_commit import AfterCommit, RunsCommitted
 from agentotel_eval.collector.assemble.assembler import Reconstruct
-from agentotel_eval.collector.assemble.metrics import AssemblyMetrics
-from agentotel_eval.collector.assemble.remote import ProcessAssembly
-from agentotel_eval.collector.assemble.stage import AssemblyStage, LocalAssembly, StageFactory
-from agentotel_eval.collector.config import CollectorConfig, LakeConfig
-from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
+from agentotel_eval.collector.config import CollectorConfig
+from agentotel_eval.collector.decode.batch import decode_request
 from agentotel_eval.collector.decode.pool import DecodePool
 from agentotel_eval.collector.forward.forwarder import Forwarder
-from agentotel_eval.collector.forward.metrics import ForwardMetrics
+from agentotel_eval.collector.health import health_report
+from agentotel_eval.collector.housekeeping import Housekeeping
 from agentotel_eval.collector.lake.flusher import LakeFlusher
 from agentotel_eval.collector.lake.health import lake_health
-from agentotel_eval.collector.lake.metrics import LakeMetrics
 from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
-from agentotel_eval.collector.process.metrics import HelperMetrics
+from agentotel_eval.collector.lake.timing import away_after, quiet_after, start_reconciler
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage, LocalAssembly, StageFactory
+from agentotel_eval.collector.pipeline.helper_proxy import ProcessAssembly
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
+from agentotel_eval.collector.prometheus_registry import exposition, prometheus_registry
 from agentotel_eval.collector.receive.auth import Authenticator
 from agentotel_eval.collector.receive.grpc import GrpcReceiver
 from agentotel_eval.collector.receive.http.app import HttpApp, HttpReceiver
 from agentotel_eval.collector.receive.http.server import server_tls_context
 from agentotel_eval.collector.receive.ingest import Ingestor
-from agentotel_eval.collector.receive.metrics import ReceiveMetrics
 from agentotel_eval.collector.receive.ports import check_free
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
-from agentotel_eval.collector.score.metrics import JudgeMetrics
-from agentotel_eval.collector.score.stage import external_rows, is_held_span
 from agentotel_eval.collector.sink.feed import stored_runs
 from agentotel_eval.collector.sink.hub import SinkHub
 from agentotel_eval.collector.store.database import Database, DatabaseClosed
-from agentotel_eval.collector.store.metrics import StoreMetrics
-from agentotel_eval.collector.store.operations import DeleteOlderThan, InsertEvaluations
+from agentotel_eval.collector.store.operations import DeleteOlderThan
 from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
-from agentotel_eval.collector.store.writer import Committed, StoreWriter, WriterSettings
-from agentotel_eval.collector.telemetry.service import ServiceMetrics
+from agentotel_eval.collector.store.writer import StoreWriter, WriterSettings
 from agentotel_eval.collector.ui.routes import UiPages
+from agentotel_eval.collector.ui.web import WebUi
 from agentotel_eval.reconstruct.declared import BUILTIN
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
-from agentotel_eval.store.rows import evaluations_to_arrow
 
 log = logging.getLogger("agentotel.collector")
 
@@ -106,20 +106,17 @@ class Collector:
         self._lock = threading.Lock()
         self._query_lock = threading.Lock()
         self._rescore_lock = threading.Lock()
-        self._stop = threading.Event()
         self._state = "new"
-        self._housekeeping: threading.Thread | None = None
-        self.retention_deleted: dict[str, int] = {}
+        self.housekeeping: Housekeeping | None = None
         self.query_counts: dict[str, int] = {}
         self.database: Any = None  # Database once started
         self.lake: LakeFlusher | None = None  # with [lake]: copies what this node commits to the shared lake
         self.reconciler: Reconciler | None = None  # with [lake]: rebuilds traces several nodes stored
         self.peers: PeerSpans | None = None  # with [lake]: other nodes' parts of a split trace, read to assemble it
         self.writer: StoreWriter
+        self.after_commit: AfterCommit
         self.assembler: AssemblyStage
         self._assembler_started = False
-        #: ``gen_ai.evaluation.result`` log records from other tools stored at ingest
-        self.external_log_evaluations = 0
         self.ingestor: Ingestor
         self.run_writer: RunWriter
         self.forwarder: Forwarder | None = None
@@ -130,7 +127,7 @@ class Collector:
         self.http: HttpReceiver
         self.ui: UiPages
         self.grpc: GrpcReceiver
-        self._metrics: CollectorRegistry
+        self._telemetry: CollectorRegistry
         #: the bearer token check (``[auth] token``); None: no authentication
         self.auth = Authenticator(config.auth.token) if config.auth.token else None
 
@@ -164,11 +161,14 @@ class Collector:
                 self.forwarder = Forwarder(cfg.forward, redactor=self._redactor("forward"))
                 self.forwarder.start()
             self._start_sinks(cfg)
+            self.after_commit = AfterCommit(
+                consume=lambda spans, logs, at: self.assembler.consume(spans, logs, at),
+                submit_operation=lambda op: self.writer.submit_operation(op), forwarder=self.forwarder,
+                sinks=self.sinks)
             self.writer = StoreWriter(
                 self.database.connection, WriterSettings.from_config(cfg.writer, cfg.receiver),
-                on_commit=self._committed, incoming=lambda: self.ingestor.decoding, reopen=self.database.reopen,
+                on_commit=self.after_commit, incoming=lambda: self.ingestor.decoding, reopen=self.database.reopen,
             )
-            self.run_writer = RunWriter(self.writer, on_committed=self._runs_committed)
             forwarder = self.forwarder
             forward = forwarder.submit_spans if forwarder else None
             if cfg.judge is not None:
@@ -177,6 +177,7 @@ class Collector:
                     forward_logs=forwarder.submit_logs if forwarder else None, redactor=self._redactor("judge"),
                     on_written=self.sinks.evaluation_written if self.sinks is not None else None,
                 )
+            self.run_writer = RunWriter(self.writer, on_committed=RunsCommitted(judge=self.judge, sinks=self.sinks))
             # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
             # this node would forward the other nodes' spans too.
             self._trace_reader = (PeerReader(self._cursor) if cfg.lake is not None and cfg.lake.read_peer_spans
@@ -231,7 +232,7 @@ class Collector:
                     max_request_size=cfg.receiver.max_request_size,
                     query=self.query,
                     rescore=self._http_rescore,
-                    ui=self.ui,
+                    ui=WebUi(self.ui),
                     health=self.health,
                     metrics=self.metrics_text,
                     idle_timeout=cfg.receiver.http_idle_timeout,
@@ -254,12 +255,17 @@ class Collector:
                 # one machine's lake (a SQLite catalog) has one node: no trace can be split between nodes
                 several = cfg.lake.settings().sqlite_file is None
                 if cfg.lake.reconcile_interval > 0 and several:
-                    self.reconciler = self._reconciler(cfg)
+                    self.reconciler = start_reconciler(cfg)
                 if isinstance(self._trace_reader, PeerReader) and several:
                     self.peers = self._trace_reader.peers = PeerSpans(
-                        cfg.lake.settings(), cfg.lake.node_name(), away=self._away(cfg.lake),
-                        quiet=self._quiet(cfg))
-            self._metrics = self._register_metrics()
+                        cfg.lake.settings(), cfg.lake.node_name(), away=away_after(cfg.lake), quiet=quiet_after(cfg))
+            self._telemetry = prometheus_registry(
+                ingestor=self.ingestor, http_stats=self.http.stats, auth=self.auth, writer=self.writer,
+                database_open=lambda: self.database is not None and self.database.is_open, assembler=self.assembler,
+                judge=self.judge, external_logs=lambda: self.after_commit.external_log_evaluations,
+                retention_deleted=lambda: dict(self.retention_deleted), queries=lambda: dict(self.query_counts),
+                uptime=lambda: self.uptime, forwarder=self.forwarder, lake=self.lake, reconciler=self.reconciler,
+                peers=self.peers, sinks=self.sinks, helpers=self.helpers)
             self.http.start()
             self.grpc.start()
         except BaseException:
@@ -279,8 +285,9 @@ class Collector:
         )
         discovery.write_sidecar(self.db_path, info)
         discovery.register(info)  # found by commands run elsewhere
-        self._housekeeping = threading.Thread(target=self._housekeep, name="agentotel-housekeeping", daemon=True)
-        self._housekeeping.start()
+        self.housekeeping = Housekeeping(self.writer, self.assembler, retention_seconds=cfg.retention_seconds,
+                                         summary_interval=self._summary_interval)
+        self.housekeeping.start()
         with self._lock:
             self._state = "running"
         return self
@@ -355,8 +362,9 @@ class Collector:
             if self._state != "running":
                 return
             self._state = "stopping"
-        self._stop.set()
         started = time.monotonic()
+        if self.housekeeping is not None:
+            self.housekeeping.stop(0)
         grpc_done = self.grpc.stop_accepting(grace)
         self.http.stop_accepting()
         if grpc_done is not None:
@@ -386,8 +394,8 @@ class Collector:
         self.http.shutdown()
         self.ui.close()
         self.grpc.shutdown(0)
-        if self._housekeeping is not None:
-            self._housekeeping.join(2)
+        if self.housekeeping is not None:
+            self.housekeeping.stop()
         try:
             self.database.close()
         finally:
@@ -397,45 +405,7 @@ class Collector:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
 
-    # ---- hooks between stages ------------------------------------------------------------------------------
-
-    def _committed(self, commits: Sequence[Committed]) -> None:
-        """After each ingest commit, for the new records: their marks go to the assembler; spans and logs go
-        downstream (run and root spans wait for their scores); evaluation results other tools sent as log records
-        are stored as evaluations."""
-        span_marks: list[Any] = []
-        log_marks: list[Any] = []
-        spans: list[Any] = []
-        logs: list[Any] = []
-        for commit in commits:
-            batch: IngestBatch = commit.payload
-            if batch.signal == "traces":
-                span_marks.extend(Committed.pick(batch.marks, commit.new_spans))
-                if batch.records is not None:
-                    spans.extend(Committed.pick(batch.records, commit.new_spans))
-            else:
-                log_marks.extend(Committed.pick(batch.marks, commit.new_logs))
-                if batch.records is not None:
-                    logs.extend(Committed.pick(batch.records, commit.new_logs))
-        forwarder = self.forwarder
-        if forwarder is not None:
-            if spans:
-                forwarder.submit_spans([s for s in spans if not is_held_span(s)])
-            if logs:
-                forwarder.submit_logs(logs)
-        if self.sinks is not None and self.sinks.forwards_spans:
-            for commit in commits:
-                if commit.payload.signal == "traces" and commit.new_spans != []:
-                    self.sinks.received(commit.payload, Committed.pick(commit.payload.records or [], commit.new_spans))
-        if logs:
-            rows = external_rows(logs, time.time_ns())
-            if rows:
-                self.external_log_evaluations += len(rows)
-                self.writer.submit_operation(InsertEvaluations(evaluations_to_arrow(rows)))
-        # one commit: its records all carry its ingested_at, by which the assembler reads them back
-        self.assembler.consume(span_marks, log_marks, commits[0].ingested_ns if commits else None)
-
-    # ---- score sinks (``collector.sink``): the hub is fed by the after-commit hooks above ----------------------
+    # ---- score sinks (``collector.sink``): the hub is fed by the after-commit hooks (``after_commit``) --------
 
     def _start_sinks(self, cfg: CollectorConfig) -> None:
         """The quality counters and the ``[[sinks]]`` (their span forwarders take what ``_committed`` hands them)."""
@@ -469,13 +439,6 @@ class Collector:
         if backlog < bound:
             return None
         return f"the assembler is behind ({backlog} committed records not taken yet, bound {bound})"
-
-    def _runs_committed(self, op: Any) -> None:
-        """Runs and their evaluation rows are committed: pending judge rows can be taken now."""
-        if self.judge is not None and op.evaluations is not None and op.evaluations.num_rows:
-            self.judge.wake()
-        if self.sinks is not None:
-            self.sinks.runs_committed(op)
 
     def __enter__(self) -> Collector:
         return self.start()
@@ -536,10 +499,10 @@ class Collector:
         return result
 
     def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.score.rescore``):
+        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.pipeline.rescore``):
         with the collector's own expectations, or those of the config file the payload names. One at a time."""
         from agentotel_eval.collector.config import ConfigError, default_config, load_config
-        from agentotel_eval.collector.score.rescore import (
+        from agentotel_eval.collector.pipeline.rescore import (
             RescoreBusy,
             RescoreError,
             Rescorer,
@@ -573,7 +536,7 @@ class Collector:
         return summary.to_dict()
 
     def _http_rescore(self, payload: Any) -> tuple[int, dict[str, Any]]:
-        from agentotel_eval.collector.score.rescore import RescoreBusy, RescoreError
+        from agentotel_eval.collector.pipeline.rescore import RescoreBusy, RescoreError
 
         try:
             return 200, self.rescore(payload)
@@ -594,118 +557,29 @@ class Collector:
         return out
 
     def health(self) -> dict[str, Any]:
-        lake = self._lake_health() if self.lake is not None else None
-        status = "ok" if self._state == "running" else self._state
-        return {
-            "status": "degraded" if status == "ok" and lake is not None and lake["degraded"] else status,
-            "token": self._token,
-            "pid": os.getpid(),
-            "db": str(self.db_path),
-            "grpc": self.grpc_endpoint,
-            "http": self.http_endpoint,
-            "uptime_seconds": round(self.uptime, 3),
-            "write_queue_records": self.writer.queued_records,
-            # false only after a reopen could not open the file again: exports are refused until it can
-            "database_open": self.database is not None and self.database.is_open,
-            "open_traces": self.assembler.open_traces,
-            "assembler_pid": self.assembler.pid,  # None: assembly runs on a thread here
-            "decode_pids": self.decoders.pids if self.decoders is not None else [],  # []: decoding runs here
-            **({"lake": lake} if lake is not None else {}),
-        }
-
-    def _lake_health(self) -> dict[str, Any]:
-        """The node's copy to the shared lake (``collector.lake.health``)."""
-        assert self.lake is not None and self.config.lake is not None
-        return lake_health(self.lake, self.reconciler, self.config.lake.max_lag)
+        lake = None
+        if self.lake is not None and self.config.lake is not None:
+            lake = lake_health(self.lake, self.reconciler, self.config.lake.max_lag)
+        return health_report(
+            self._state, token=self._token, db=str(self.db_path), grpc=self.grpc_endpoint, http=self.http_endpoint,
+            uptime=self.uptime, queued_records=self.writer.queued_records,
+            database_open=self.database is not None and self.database.is_open,
+            open_traces=self.assembler.open_traces, assembler_pid=self.assembler.pid,
+            decode_pids=self.decoders.pids if self.decoders is not None else [], lake=lake)
 
     def metrics_text(self) -> str:
-        return generate_latest(self._metrics).decode()
+        return exposition(self._telemetry)
 
-    @staticmethod
-    def _quiet(cfg: CollectorConfig) -> float:
-        """A split trace is quiet once every node that holds part of it has had time to complete it (its grace
-        period) and copy its build (two flushes)."""
-        assert cfg.lake is not None
-        return cfg.assembler.grace_period + 2 * cfg.lake.flush_interval + 1.0
+    # ---- background: retention and a periodic summary line (``housekeeping``) --------------------------------
 
-    @staticmethod
-    def _away(lake: LakeConfig) -> float:
-        """A node that copied nothing for three flush intervals (and 5 s) is taken to have left the ring; the
-        nodes are assumed to share the interval."""
-        return 3 * lake.flush_interval + 5.0
+    @property
+    def retention_deleted(self) -> dict[str, int]:
+        return self.housekeeping.retention_deleted if self.housekeeping is not None else {}
 
-    def _reconciler(self, cfg: CollectorConfig) -> Reconciler:
-        """Started with the flusher."""
-        assert cfg.lake is not None
-        interval = cfg.lake.reconcile_interval
-        reconciler = Reconciler(cfg.lake.settings(), cfg, cfg.lake.node_name(), interval=interval,
-                                quiet=self._quiet(cfg), live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
-                                quiet_rootless=self._quiet(cfg) + cfg.assembler.max_wait)
-        reconciler.open()
-        reconciler.start()
-        return reconciler
-
-    def _register_metrics(self) -> CollectorRegistry:
-        """Each part's own Prometheus collector, read at scrape time (``GET /metrics``)."""
-        registry = CollectorRegistry(auto_describe=False)
-        parts: list[Any] = [
-            ReceiveMetrics(self.ingestor.stats, self.http.stats, self.auth),
-            StoreMetrics(self.writer, lambda: self.database is not None and self.database.is_open),
-            AssemblyMetrics(self.assembler, judge=self.judge is not None,
-                            external_logs=lambda: self.external_log_evaluations),
-            ServiceMetrics(retention_deleted=lambda: dict(self.retention_deleted),
-                           queries=lambda: dict(self.query_counts), uptime=lambda: self.uptime),
-        ]
-        if self.judge is not None:
-            parts.append(JudgeMetrics(self.judge))
-        if self.forwarder is not None:
-            parts.append(ForwardMetrics(self.forwarder))
-        if self.lake is not None:
-            parts.append(LakeMetrics(self.lake, self.reconciler, self.peers))
-        if self.sinks is not None:
-            parts.extend(self.sinks.metrics())
-        parts.append(HelperMetrics(self.helpers))
-        for part in parts:
-            registry.register(part)
-        return registry
-
-    # ---- background: retention and a periodic summary line -------------------------------------------------
+    @property
+    def external_log_evaluations(self) -> int:
+        return self.after_commit.external_log_evaluations
 
     def run_retention(self) -> DeleteOlderThan | None:
         """Queue one retention pass (also run at startup and periodically when ``retention`` is set)."""
-        seconds = self.config.retention_seconds
-        if not seconds:
-            return None
-        op = DeleteOlderThan(datetime.now(UTC) - timedelta(seconds=seconds), on_applied=self._retained)
-        self.writer.submit_operation(op)
-        return op
-
-    def _retained(self, deleted: dict[str, int]) -> None:
-        for table, n in deleted.items():
-            self.retention_deleted[table] = self.retention_deleted.get(table, 0) + n
-        if any(deleted.values()):
-            log.info("retention: deleted %s", ", ".join(f"{n} {t}" for t, n in deleted.items() if n))
-
-    def _housekeep(self) -> None:
-        seconds = self.config.retention_seconds
-        retention_every = min(max(seconds / 24, 60.0), 3600.0) if seconds else None
-        next_retention = time.monotonic()
-        next_summary = time.monotonic() + self._summary_interval
-        last = (0, 0)
-        while not self._stop.is_set():
-            now = time.monotonic()
-            if retention_every is not None and now >= next_retention:
-                self.run_retention()
-                next_retention = now + retention_every
-            if now >= next_summary:
-                stats = self.writer.stats
-                current = (stats.spans_stored, self.assembler.snapshot().assembler.runs_completed)
-                if current != last:
-                    log.info(
-                        "stored %d spans (+%d), %d log records; %d agent runs (+%d); %d open traces, queue %d",
-                        current[0], current[0] - last[0], stats.logs_stored, current[1], current[1] - last[1],
-                        self.assembler.open_traces, self.writer.queued_records,
-                    )
-                    last = current
-                next_summary = now + self._summary_interval
-            self._stop.wait(1.0)
+        return self.housekeeping.run_retention() if self.housekeeping is not None else None

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
-from agentotel_eval.reconstruct.assemble import assemble_run
+from agentotel_eval.reconstruct.build_run import build_run
 from agentotel_eval.reconstruct.context import TraceContext
 from agentotel_eval.reconstruct.conversations import split_conversations
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions
@@ -100,7 +100,7 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
                 above = parent_run.get(id(scope))
                 if above is not None:
                     nested.setdefault(id(above), []).append(scope)
-        tree_runs = [assemble_run(scope, parent_run.get(id(scope)), ctx, later, nested.get(id(scope), ()))
+        tree_runs = [build_run(scope, parent_run.get(id(scope)), ctx, later, nested.get(id(scope), ()))
                      for scope in trace_runs.runs]
         runs.extend(name_handoffs(tree_runs, ctx))
     if len(runs) > 1:

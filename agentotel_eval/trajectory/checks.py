@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.test_case import ToolCall
-from agentotel_eval.trajectory.matchers import Ref, Verdict, check_keys
+from agentotel_eval.trajectory.matchers import KeyOutcome, Ref, check_keys
 from agentotel_eval.trajectory.spec import Step, TrajectorySpec
 
 UNBOUND = -1
 NOT_RECORDED = "not recorded"
 
 #: one key's check: (key, verdict, reason); verdict True, False, or None (not recorded, so not decided)
-RawCheck = tuple[str, Verdict, str]
+RawCheck = tuple[str, KeyOutcome, str]
 
 
 def result_value(call: ToolCall) -> Any:
@@ -56,7 +56,7 @@ class KeyCheck:
     """One argument key of one call against its matcher."""
 
     key: str
-    verdict: Verdict  # True, False, or None: not recorded
+    verdict: KeyOutcome  # True, False, or None: not recorded
     reason: str
     expected: str = ""
 
@@ -140,11 +140,11 @@ class Checker:
             self._latest[tool] = table
         return table[j] if j < len(table) else -1
 
-    def resolver(self, j: int, bindings: Sequence[int] | None) -> Callable[[Ref], tuple[Verdict, Any, str]]:
+    def resolver(self, j: int, bindings: Sequence[int] | None) -> Callable[[Ref], tuple[KeyOutcome, Any, str]]:
         """Refs for call ``j``; with ``bindings`` None, refs to step ids are undecided (the static pass)."""
         slot_of = self.plan.slot_of
 
-        def resolve(ref: Ref) -> tuple[Verdict, Any, str]:
+        def resolve(ref: Ref) -> tuple[KeyOutcome, Any, str]:
             slot = slot_of.get(ref.target)
             if slot is not None:
                 if bindings is None:

@@ -39,7 +39,7 @@ _WS = re.compile(r"\s+")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
 #: the outcome of one key: True (holds), False (fails), None (not recorded, so not decided)
-Verdict = bool | None
+KeyOutcome = bool | None
 
 
 class SpecError(ValueError):
@@ -62,10 +62,10 @@ class Ref:
 
 
 #: resolves a ``Ref`` for the call being matched: ``(found, value, why_not)``; found None = not recorded
-Refs = Callable[[Ref], tuple["Verdict", Any, str]]
+Refs = Callable[[Ref], tuple["KeyOutcome", Any, str]]
 
 
-def _no_refs(ref: Ref) -> tuple[Verdict, Any, str]:
+def _no_refs(ref: Ref) -> tuple[KeyOutcome, Any, str]:
     return False, None, f"{ref.target} has no earlier call"
 
 
@@ -119,7 +119,7 @@ class Matcher:
 
     refs: tuple[Ref, ...] = ()
 
-    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[KeyOutcome, str]:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -130,7 +130,7 @@ class Matcher:
 class Literal(Matcher):
     value: Any
 
-    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[KeyOutcome, str]:
         if value is _MISSING:
             return False, "missing"
         if values_equal(self.value, value):
@@ -149,7 +149,7 @@ class Nested(Matcher):
     strict: bool = False
     refs: tuple[Ref, ...] = ()
 
-    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[KeyOutcome, str]:
         if value is _MISSING:
             return False, "missing"
         if not isinstance(value, Mapping):
@@ -163,7 +163,7 @@ class Nested(Matcher):
         return "{" + ", ".join(f"{k}: {m.describe()}" for k, m in self.keys) + "}"
 
 
-Test = Callable[[Any, Refs], tuple[Verdict, str]]
+Test = Callable[[Any, Refs], tuple[KeyOutcome, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +175,7 @@ class Operators(Matcher):
     absent_ok: bool = False  # ``$absent`` or ``$optional``: a missing key passes
     refs: tuple[Ref, ...] = ()
 
-    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[Verdict, str]:
+    def test(self, value: Any, resolve: Refs = _no_refs) -> tuple[KeyOutcome, str]:
         if value is _MISSING:
             return (True, "") if self.absent_ok else (False, "missing")
         for test in self.tests:
@@ -189,9 +189,9 @@ class Operators(Matcher):
 
 
 def check_keys(keys: Sequence[tuple[str, Matcher]], value: Mapping[str, Any], strict: bool,
-               resolve: Refs = _no_refs) -> list[tuple[str, Verdict, str]]:
+               resolve: Refs = _no_refs) -> list[tuple[str, KeyOutcome, str]]:
     """Each named key's verdict, then (``strict``) each key the spec does not name, as a failure."""
-    out: list[tuple[str, Verdict, str]] = []
+    out: list[tuple[str, KeyOutcome, str]] = []
     for key, matcher in keys:
         verdict, reason = matcher.test(value.get(key, _MISSING), resolve)
         out.append((key, verdict, reason))
@@ -236,7 +236,7 @@ def _comparison(op: str, bound: float) -> Test:
     compare = {"$gt": float.__gt__, "$gte": float.__ge__, "$lt": float.__lt__, "$lte": float.__le__}[op]
     sign = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
 
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if not _is_number(value):
             return False, f"{_show(value)} is not a number"
         if compare(float(value), bound):
@@ -250,7 +250,7 @@ def _approx(target: float, rel: float | None, abs_: float | None) -> Test:
     tolerance = " and ".join(t for t in (f"{rel:g} relative" if rel is not None else "",
                                          f"{abs_:g} absolute" if abs_ is not None else "") if t)
 
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if not _is_number(value):
             return False, f"{_show(value)} is not a number"
         ok = math.isclose(float(value), target, rel_tol=rel or 0.0, abs_tol=abs_ or 0.0)
@@ -262,7 +262,7 @@ def _approx(target: float, rel: float | None, abs_: float | None) -> Test:
 
 
 def _pattern_test(compiled: Any, pattern: str) -> Test:
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if not isinstance(value, str):
             return False, f"{_show(value)} is not a string"
         if len(value) > MAX_SUBJECT_CHARS:
@@ -277,7 +277,7 @@ def _pattern_test(compiled: Any, pattern: str) -> Test:
 
 
 def _length_test(spec: Matcher | int) -> Test:
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if not isinstance(value, str | list | tuple | Mapping):
             return False, f"{_show(value)} has no length"
         if isinstance(spec, int):
@@ -289,7 +289,7 @@ def _length_test(spec: Matcher | int) -> Test:
 
 
 def _contains_test(needle: Any) -> Test:
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if isinstance(value, str):
             ok = isinstance(needle, str) and needle in value
         elif isinstance(value, list | tuple):
@@ -315,7 +315,7 @@ def _schema_test(schema: Mapping[str, Any], where: str) -> Test:
         raise SpecError(f"{where}: $schema is not a valid JSON Schema ({exc.message})") from None
     validator = validator_class(schema)
 
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         return (True, "") if error is None else (False, f"schema: {error.message}")
 
@@ -323,7 +323,7 @@ def _schema_test(schema: Mapping[str, Any], where: str) -> Test:
 
 
 def _ref_test(ref: Ref, norm: Sequence[str]) -> Test:
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         found, produced, why = resolve(ref)
         if found is None:
             return None, f"{ref.text}: {why or 'not recorded'}"
@@ -337,7 +337,7 @@ def _ref_test(ref: Ref, norm: Sequence[str]) -> Test:
 
 
 def _eq_test(expected: Any, norm: Sequence[str]) -> Test:
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if norm and isinstance(expected, str) and isinstance(value, str):
             same = normalise_text(expected, norm) == normalise_text(value, norm)
         else:
@@ -350,7 +350,7 @@ def _eq_test(expected: Any, norm: Sequence[str]) -> Test:
 def _in_test(options: Sequence[Any], norm: Sequence[str]) -> Test:
     eqs = [_eq_test(option, norm) for option in options]
 
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if any(eq(value, resolve)[0] for eq in eqs):
             return True, ""
         return False, f"{_show(value)} is not one of {_show(list(options), 80)}"
@@ -359,7 +359,7 @@ def _in_test(options: Sequence[Any], norm: Sequence[str]) -> Test:
 
 
 def _type_test(names: Sequence[str]) -> Test:
-    def test(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+    def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if any(_has_type(value, name) for name in names):
             return True, ""
         return False, f"expected {' or '.join(names)}, got {json_type_of(value)}"
@@ -367,11 +367,11 @@ def _type_test(names: Sequence[str]) -> Test:
     return test
 
 
-def _present(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+def _present(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
     return True, ""
 
 
-def _absent(value: Any, resolve: Refs) -> tuple[Verdict, str]:
+def _absent(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
     return False, f"present ({_show(value)}), expected absent"  # reached only for a present key
 
 

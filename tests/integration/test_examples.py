@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from agentotel_eval.collector.config import CollectorConfig, load_config
-from agentotel_eval.collector.score.config import parse_expectations
+from agentotel_eval.collector.config_scoring import parse_expectations
 from tests.support.collector_harness import running_collector, wait_until
 from tests.support.llm_stub import LLMStub, Reply
 from tests.support.otlp_sink import OtlpSink

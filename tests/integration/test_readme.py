@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from agentotel_eval.cli.demo import _export_to
-from agentotel_eval.collector.score.config import parse_expectations
+from agentotel_eval.collector.config_scoring import parse_expectations
 from agentotel_eval.tracing import traced
 from tests.support.collector_harness import running_collector, wait_until
 

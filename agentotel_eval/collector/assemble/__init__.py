@@ -1,8 +1,8 @@
 """Assemble: the marks of committed records in, ``CompletedTrace`` batches out (a trace's spans, logs and rebuilt
 agent runs), once each trace is complete.
 
-``trace_buffer`` decides when a trace is complete (pure, clock passed in) from ``marks``; ``assembler`` reads the
-complete traces back, reconstructs their runs and hands them to the next stage (``completed.TraceStage``). The
-stage runs on a thread of the collector (``stage.LocalAssembly``) or in a helper process (``remote`` on the
-collector's side, ``worker`` on the helper's), behind one interface (``stage.AssemblyStage``).
+``trace_buffer`` decides when a trace is complete (pure, clock passed in) from the marks (``process.marks``);
+``assembler`` reads the complete traces back, reconstructs their runs and hands them to the next stage
+(``process.completed.TraceStage``); ``later_results`` folds in results that arrive after their run. Where it runs
+(a thread, the assembler process) is ``collector.pipeline``'s.
 """

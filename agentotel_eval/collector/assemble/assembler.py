@@ -1,6 +1,6 @@
 """The assembler stage: marks of committed records in, completed traces (with their reconstructed runs) out.
 
-The writer calls ``consume`` after every commit with the marks of the new records (``agentotel_eval.collector.assemble.marks``; it
+The writer calls ``consume`` after every commit with the marks of the new records (``agentotel_eval.collector.process.marks``; it
 only appends to an inbox). The assembler's own thread feeds the ``TraceBuffer``, asks it which traces are complete, reads
 those traces' records back from the database (in a few queries per batch, bounded by the traces' time windows),
 runs ``reconstruct`` on each and hands the batch to the next stage. Buffering marks instead of records keeps the
@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentotel_eval.collector.assemble.completed import REASON_SHUTDOWN, CompletedTrace, TraceStage
 from agentotel_eval.collector.assemble.later_results import LaterResults, merge
-from agentotel_eval.collector.assemble.marks import LogMark, SpanMark, log_marks, span_marks
 from agentotel_eval.collector.assemble.trace_buffer import Decided, OpenTrace, TraceBuffer
 from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.process.completed import REASON_SHUTDOWN, CompletedTrace, TraceStage
+from agentotel_eval.collector.process.marks import LogMark, SpanMark, log_marks, span_marks
 from agentotel_eval.collector.store.reader import StoredTrace, StoredTraceReader
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.declared import BUILTIN, Convention, Conventions

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.process.completed import CompletedTrace
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.declared import Conventions
 from agentotel_eval.reconstruct.model import AgentRun

@@ -8,7 +8,7 @@ are completed early. Completed traces are remembered (only their id and time win
 (``DecisionCache``), so a span arriving later re-opens the trace: its runs are rebuilt from the stored spans and
 replaced.
 
-Only marks are buffered (``agentotel_eval.collector.assemble.marks``: ids, times, whether a span delimits a run, whether it is evidence of
+Only marks are buffered (``agentotel_eval.collector.process.marks``: ids, times, whether a span delimits a run, whether it is evidence of
 one), about 100 bytes a span instead of the record's few kilobytes; the assembler reads a trace's records from the
 database once it is decided, if any of them is evidence (``OpenTrace.evidence``).
 No I/O and no threads here; time is passed in, so tests drive it with plain numbers.
@@ -20,8 +20,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from agentotel_eval.collector.assemble.completed import REASON_EARLY, REASON_QUIET, REASON_TIMEOUT
-from agentotel_eval.collector.assemble.marks import LogMark, SpanMark
+from agentotel_eval.collector.process.completed import REASON_EARLY, REASON_QUIET, REASON_TIMEOUT
+from agentotel_eval.collector.process.marks import LogMark, SpanMark
 
 #: the lower bound of a trace with no record yet (any time of a record is lower)
 NO_TIME = (1 << 63) - 1
@@ -41,7 +41,7 @@ class OpenTrace:
     has_root: bool = False
     #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
     replace: bool = False
-    #: one of its records can make a run or a score (``agentotel_eval.collector.assemble.marks``): without one, nothing is read back
+    #: one of its records can make a run or a score (``agentotel_eval.collector.process.marks``): without one, nothing is read back
     evidence: bool = False
     #: the commits its records came in (their ``ingested_at``, ns), by which they are read back; None when one is
     #: not known (a trace re-opened from storage, a commit reported without it): read back by its time window

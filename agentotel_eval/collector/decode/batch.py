@@ -1,54 +1,29 @@
 """One export request, decoded and converted: the rows to append and what goes on after the commit.
 
 ``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow rows
-(``store.rows``), their marks for the assembler (``collector.assemble.marks``), and the records themselves only
-where the collector still needs them after the commit (spans it forwards downstream, log records carrying other
-tools' evaluation results). It runs in the decode workers (``collector.decode.pool``), so the collector's own
-process, which holds the DuckDB writer, does no per-span Python; ``to_message`` / ``from_message`` carry the result
-across.
+(``store.rows``), their marks for the assembler (``agentotel_eval.collector.process.marks``), and the records
+themselves only where the collector still needs them after the commit (spans it forwards downstream, log records
+carrying other tools' evaluation results). It runs in the decode workers (``agentotel_eval.collector.decode.pool``),
+so the collector's own process, which holds the DuckDB writer, does no per-span Python; ``to_message`` /
+``from_message`` carry the result across.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.collector.assemble.marks import log_marks, span_marks
 from agentotel_eval.collector.process import wire
+from agentotel_eval.collector.process.ingest_batch import KEEP_UNLESS_CLEAN, IngestBatch
+from agentotel_eval.collector.process.marks import log_marks, span_marks
 from agentotel_eval.collector.process.messages import Decoded
 from agentotel_eval.otlp import decode
 from agentotel_eval.otlp.limits import DEFAULT_LIMITS, Limits
 from agentotel_eval.reconstruct.declared import BUILTIN, Conventions
 from agentotel_eval.redaction import Redactor
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
-
-
-@dataclass(frozen=True, slots=True)
-class IngestBatch:
-    """A decoded request. ``rows``, ``marks`` and ``records`` (when kept) are aligned: one entry per valid record."""
-
-    signal: str  # traces | logs
-    rows: pa.RecordBatch | None  # SPAN_SCHEMA or LOG_SCHEMA; None when no record was valid
-    marks: list[Any]
-    rejected: int = 0
-    message: str = ""
-    records: list[Any] | None = None
-    #: what the limits cut from the request, by kind (``otlp.limits``)
-    limited: dict[str, int] | None = None
-    #: the request's protobuf body as received, when it may be sent on as it is (``sink.hub.SinkHub.keep_raw``)
-    raw: bytes | None = None
-
-    @property
-    def size(self) -> int:
-        return self.rows.num_rows if self.rows is not None else 0
-
-
-#: ``keep_spans``: the records only where the request's body cannot be sent on as it is (JSON, a span rejected or
-#: cut by the limits): the score sinks send a clean protobuf request's body, and need the records of the others
-KEEP_UNLESS_CLEAN = "unless_clean"
 
 
 def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool | str = False,

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from agentotel_eval.collector.decode.batch import IngestBatch, from_message
+from agentotel_eval.collector.decode.batch import from_message
 from agentotel_eval.collector.process.channel import Channel
+from agentotel_eval.collector.process.ingest_batch import DecodeUnavailable, IngestBatch
 from agentotel_eval.collector.process.messages import (
     BAD_REQUEST,
     ERROR,
@@ -51,10 +52,6 @@ NICE = 10
 STUCK_SHARE = 0.9
 #: a worker that ran this long before it died is started again without the delay of one that keeps dying
 STABLE_SECONDS = 30.0
-
-
-class DecodeUnavailable(RuntimeError):
-    """No decode worker could take the request now (retryable: HTTP 503 / gRPC UNAVAILABLE)."""
 
 
 class _Call:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from agentotel_eval.collector.config_forward import ForwardConfig
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import Redactor
@@ -55,47 +56,6 @@ RETRYABLE_GRPC_CODES = frozenset(
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 _WARN_EVERY_S = 30.0
-
-
-class ForwardConfigError(ValueError):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class ForwardConfig:
-    url: str
-    protocol: str = ""  # "grpc" | "http/protobuf"; "" = infer from the URL
-    headers: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = 10.0
-    max_queue_records: int = 100_000
-    max_batch_records: int = 2_000
-    max_retries: int = 6
-    initial_backoff_s: float = 0.5
-    max_backoff_s: float = 30.0
-
-    def resolved_protocol(self) -> str:
-        if self.protocol:
-            return self.protocol
-        parts = urlsplit(self.url)
-        if parts.scheme in ("grpc", "grpcs") or parts.port == 4317:
-            return "grpc"
-        return "http/protobuf"
-
-    def validate(self) -> ForwardConfig:
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https", "grpc", "grpcs") or not parts.hostname:
-            raise ForwardConfigError(f"forward.url must be like http://host:4318 or grpc://host:4317, got {self.url!r}")
-        if self.protocol not in ("", "grpc", "http/protobuf"):
-            raise ForwardConfigError(f"forward.protocol must be 'grpc' or 'http/protobuf', got {self.protocol!r}")
-        for name in ("timeout_s", "initial_backoff_s", "max_backoff_s"):
-            if getattr(self, name) <= 0:
-                raise ForwardConfigError(f"forward.{name} must be > 0")
-        for name in ("max_queue_records", "max_batch_records"):
-            if getattr(self, name) < 1:
-                raise ForwardConfigError(f"forward.{name} must be >= 1")
-        if self.max_retries < 0:
-            raise ForwardConfigError("forward.max_retries must be >= 0")
-        return self
 
 
 class ExportRetryable(Exception):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from agentotel_eval.collector.score.rescore import (
+from agentotel_eval.collector.pipeline.rescore import (
     RescoreError,
     Rescorer,
     RescoreRequest,

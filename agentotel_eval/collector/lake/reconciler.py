@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from agentotel_eval.collector.score.rescore import RescoreRequest
+from agentotel_eval.collector.pipeline.rescore import RescoreRequest
 from agentotel_eval.store import lake
 
 if TYPE_CHECKING:

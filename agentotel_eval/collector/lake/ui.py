@@ -8,6 +8,7 @@ asks for it as a node's do (the sign-in form, then a cookie).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,9 +21,9 @@ from starlette.routing import BaseRoute, Route
 from agentotel_eval.collector.receive.auth import Authenticator, BearerAuth
 from agentotel_eval.collector.receive.http.answers import Blocking
 from agentotel_eval.collector.receive.http.app import refusal
-from agentotel_eval.collector.receive.http.server import HttpServer, Limits
-from agentotel_eval.collector.ui.routes import UiPages, is_ui_path, ui_routes
-from agentotel_eval.collector.ui.sign_in import sign_in_routes
+from agentotel_eval.collector.receive.http.server import ConnectionLimits, HttpServer
+from agentotel_eval.collector.ui.routes import UiPages
+from agentotel_eval.collector.ui.web import WebUi
 from agentotel_eval.store import lake
 from agentotel_eval.store.query import QueryError, QueryResult, run_query
 
@@ -38,16 +39,16 @@ class LakeUi:
         self._con = lake.open_reader(settings)
         self.pages = UiPages(self.read)
         self._blocking = Blocking(workers)
-        routes: list[BaseRoute] = [*ui_routes(self.pages, self._blocking), Route("/healthz", _healthy)]
+        web = WebUi(self.pages)
+        auth = Authenticator(token) if token else None
+        routes: list[BaseRoute] = [*web.routes(self._blocking, auth, secure=False), Route("/healthz", _healthy)]
         middleware = []
-        if token:
-            auth = Authenticator(token)
-            routes += sign_in_routes(auth, secure=False)
+        if auth is not None:
             middleware.append(Middleware(BearerAuth, auth=auth, open_paths=frozenset({"/healthz", "/login",
                                                                                         "/logout"}),
-                                         cookie_paths=is_ui_path, refusal=refusal))
+                                         cookie_paths=web.is_ui_path, refusal=functools.partial(refusal, ui=web)))
         self._server = HttpServer(host, port, Starlette(routes=routes, middleware=middleware),
-                                  limits=Limits(max_connections=workers * 8))
+                                  limits=ConnectionLimits(max_connections=workers * 8))
 
     @property
     def address(self) -> tuple[str, int]:

@@ -192,7 +192,7 @@ class Forward(NamedTuple):
 
 @_message(Kind.COUNTERS)
 class Counters(NamedTuple):
-    """assembler -> collector: its counters (``assemble.stage.AssemblyStats.to_dict``), cumulative."""
+    """assembler -> collector: its counters (``assemble.assembly.AssemblyStats.to_dict``), cumulative."""
 
     counters: dict[str, Any]
 

@@ -19,9 +19,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentotel_eval.collector.process.messages import Rows
-from agentotel_eval.collector.store.operations import SpanUpdate, TraceWindow
-from agentotel_eval.collector.store.runs import RunRows
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
 
 _MARSHAL = b"M"
@@ -73,29 +70,7 @@ def loads(payload: bytes) -> tuple[list[SpanRecord], list[LogRecord]]:
     return [_span(t) for t in spans], [LogRecord(*t) for t in logs]
 
 
-def rows_message(rows: RunRows) -> tuple[Rows, list[Any]]:
-    """A batch of run rows as a ``Rows`` message and its tables as ``ipc_frames``."""
-    tables = [rows.runs, rows.calls]
-    if rows.evaluations is not None:
-        tables.append(rows.evaluations)
-    if rows.span_values is not None:
-        tables.append(rows.span_values)
-    message = Rows([_fields(w) for w in rows.replace], [_fields(u) for u in rows.span_updates],
-                   rows.evaluations is not None, rows.span_values is not None)
-    return message, ipc_frames(*tables)
-
-
-def rows_from(message: Rows, frames: Sequence[bytes]) -> RunRows:
-    """The inverse of ``rows_message``."""
-    tables = iter(tables_from_frames(frames))
-    runs, calls = next(tables), next(tables)
-    evaluations = next(tables) if message.has_evaluations else None
-    values = next(tables) if message.has_span_values else None
-    return RunRows(runs, calls, tuple(TraceWindow(*w) for w in message.replace), evaluations,
-                   tuple(SpanUpdate(*u) for u in message.span_updates), values)
-
-
-def _fields(obj: Any) -> tuple[Any, ...]:
+def fields_of(obj: Any) -> tuple[Any, ...]:
     return tuple(getattr(obj, name) for name in obj.__dataclass_fields__)
 
 

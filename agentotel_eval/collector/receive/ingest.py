@@ -14,15 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.collector.decode.batch import IngestBatch, decode_request
-from agentotel_eval.collector.decode.pool import DecodeUnavailable
+from agentotel_eval.collector.process.ingest_batch import DecodeUnavailable, IngestBatch
 from agentotel_eval.collector.receive.errors import BadRequest, Overloaded, Unavailable
 from agentotel_eval.collector.store.writer import QueueFull, RejectedData, StoreWriter, WriterError
 from agentotel_eval.otlp import DecodeError, LimitExceeded
 
 log = logging.getLogger(__name__)
 
-#: what turns a body into rows: ``decode_request`` here, or a decode pool's ``decode``
+#: what turns a body into rows: ``decode.batch.decode_request`` here, or a decode pool's ``decode`` (wired by the service)
 Decoder = Callable[[str, str, bytes], IngestBatch]
 
 SIGNALS = ("traces", "logs")
@@ -82,7 +81,7 @@ class Ingestor:
         self,
         writer: StoreWriter,
         *,
-        decoder: Decoder = decode_request,
+        decoder: Decoder,
         export_timeout: float = 30.0,
         backlog: Callable[[], int] = lambda: 0,
         overloaded: Callable[[], str | None] = lambda: None,

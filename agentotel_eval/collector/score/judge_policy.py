@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from agentotel_eval.collector.score.config import JudgeSettings
+from agentotel_eval.collector.config_scoring import JudgeSettings
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 from agentotel_eval.reconstruct.model import AgentRun

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agentotel_eval.collector.score.config import JudgeSettings
+from agentotel_eval.collector.config_scoring import JudgeSettings
 from agentotel_eval.collector.score.judge_policy import over_budget
 from agentotel_eval.collector.score.stage import result_row
 from agentotel_eval.collector.store.operations import SpanUpdate, WriteEvaluation

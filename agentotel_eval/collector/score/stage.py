@@ -1,6 +1,6 @@
 """The scoring stage: every completed agent run is scored before its rows are written.
 
-Between the assembler and the run writer (see ``agentotel_eval.collector.assemble.completed``). For each run it finds the expectation,
+Between the assembler and the run writer (see ``agentotel_eval.collector.process.completed``). For each run it finds the expectation,
 runs the deterministic metrics inline (tool correctness in the configured modes, the tool-error detectors),
 queues the LLM judge as a ``pending`` evaluation row (the judge worker answers it later; ingest never waits for
 an LLM), stores ``gen_ai.evaluation.result`` scores other tools sent, and rewrites the stored run span with its
@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentotel_eval.collector.assemble.completed import CompletedTrace, TraceStage
-from agentotel_eval.collector.score.config import ScoringConfig
-from agentotel_eval.collector.score.expectations import MODE_METRICS, Expectation, ExpectationFinder
+from agentotel_eval.collector.config_scoring import ScoringConfig
+from agentotel_eval.collector.expectations import MODE_METRICS, Expectation, ExpectationFinder
+from agentotel_eval.collector.process.completed import CompletedTrace, TraceStage
 from agentotel_eval.collector.score.judge_policy import judge_decision
 from agentotel_eval.collector.store.operations import SpanUpdate
 from agentotel_eval.metrics.base import BaseMetric, MetricResult

@@ -17,15 +17,15 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from agentotel_eval.collector.decode.batch import KEEP_UNLESS_CLEAN, IngestBatch
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.forward.forwarder import Forwarder
+from agentotel_eval.collector.process.ingest_batch import KEEP_UNLESS_CLEAN, IngestBatch
 from agentotel_eval.collector.sink import langfuse, mlflow, phoenix
-from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.collector.sink.feed import Committed, EvaluationFeed, Lookup
-from agentotel_eval.collector.sink.metrics import SinkMetrics
 from agentotel_eval.collector.sink.records import SinkEvaluation
+from agentotel_eval.collector.sink.telemetry import SinkTelemetry
 from agentotel_eval.collector.sink.worker import SinkClient, SinkWorker
-from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityMetrics
+from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityTelemetry
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.redaction import Redactor
 
@@ -135,5 +135,5 @@ class SinkHub:
         if op.evaluations is not None:
             self.feed.put(Committed(op.evaluations, op.runs, live=False))
 
-    def metrics(self) -> list[Collector]:
-        return [QualityMetrics(self.quality), SinkMetrics(self.workers, lambda: self.forwarders, self.feed)]
+    def telemetry(self) -> list[Collector]:
+        return [QualityTelemetry(self.quality), SinkTelemetry(self.workers, lambda: self.forwarders, self.feed)]

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.sink.config import SPAN_QUEUE, SinkConfig
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.config_sinks import SPAN_QUEUE, SinkConfig
 from agentotel_eval.collector.sink.http import JsonApi
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.collector.sink.worker import Sent

@@ -15,8 +15,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from agentotel_eval.collector.forward.forwarder import ExportRetryable, ForwardConfig, HttpSender
-from agentotel_eval.collector.sink.config import SPAN_QUEUE, SinkConfig
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.config_sinks import SPAN_QUEUE, SinkConfig
+from agentotel_eval.collector.forward.forwarder import ExportRetryable, HttpSender
 from agentotel_eval.collector.sink.http import JsonApi, NotFound
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.collector.sink.worker import Sent, SinkRefused, SinkRetryable

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.retry import Failure, GaveUp, RetryPolicy, call_with_retries
 

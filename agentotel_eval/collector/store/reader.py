@@ -35,7 +35,7 @@ class StoredTrace:
 
 class StoredTraceReader(Protocol):
     """What the assembler reads stored traces back through: a ``TraceReader`` in the collector's process, or
-    ``agentotel_eval.collector.assemble.worker.RemoteReader`` in the assembler's (which asks the collector's reader)."""
+    ``agentotel_eval.collector.pipeline.worker.RemoteReader`` in the assembler's (which asks the collector's reader)."""
 
     def close(self) -> None: ...
 

@@ -10,14 +10,15 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.process import wire
+from agentotel_eval.collector.process.completed import CompletedTrace, SpanUpdate
+from agentotel_eval.collector.process.messages import Rows
 from agentotel_eval.collector.store.operations import (
     ReplaceRuns,
-    SpanUpdate,
     TraceWindow,
     span_values_table,
     split_span_updates,
@@ -124,3 +125,25 @@ class RunWriter:
         self.traces_written += len({*op.runs.column("trace_id").to_pylist()})
         if self._on_committed is not None:
             self._on_committed(op)
+
+
+def rows_message(rows: RunRows) -> tuple[Rows, list[Any]]:
+    """A batch of run rows as a ``Rows`` message and its tables as ``ipc_frames``."""
+    tables = [rows.runs, rows.calls]
+    if rows.evaluations is not None:
+        tables.append(rows.evaluations)
+    if rows.span_values is not None:
+        tables.append(rows.span_values)
+    message = Rows([wire.fields_of(w) for w in rows.replace], [wire.fields_of(u) for u in rows.span_updates],
+                   rows.evaluations is not None, rows.span_values is not None)
+    return message, wire.ipc_frames(*tables)
+
+
+def rows_from(message: Rows, frames: Sequence[bytes]) -> RunRows:
+    """The inverse of ``rows_message``."""
+    tables = iter(wire.tables_from_frames(frames))
+    runs, calls = next(tables), next(tables)
+    evaluations = next(tables) if message.has_evaluations else None
+    values = next(tables) if message.has_span_values else None
+    return RunRows(runs, calls, tuple(TraceWindow(*w) for w in message.replace), evaluations,
+                   tuple(SpanUpdate(*u) for u in message.span_updates), values)

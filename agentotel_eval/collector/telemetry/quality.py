@@ -58,7 +58,7 @@ class QualityCounts:
             return dict(self.evaluations), dict(self.tool_errors)
 
 
-class QualityMetrics(Collector):
+class QualityTelemetry(Collector):
     def __init__(self, counts: QualityCounts) -> None:
         self._counts = counts
 

@@ -10,7 +10,7 @@ from prometheus_client.registry import Collector
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge
 
 
-class ServiceMetrics(Collector):
+class ServiceTelemetry(Collector):
     def __init__(self, *, retention_deleted: Callable[[], Mapping[str, int]], queries: Callable[[], Mapping[str, int]],
                  uptime: Callable[[], float]) -> None:
         self._retention = retention_deleted

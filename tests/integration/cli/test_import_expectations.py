@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentotel_eval.collector.score.expectations import Dataset
+from agentotel_eval.collector.expectations import Dataset
 from agentotel_eval.test_case import ToolCall
 from agentotel_eval.trajectory import score_trajectory
 from tests.support.ui_data import cli

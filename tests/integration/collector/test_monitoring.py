@@ -17,10 +17,12 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agentotel_eval.collector.config import LakeConfig
+from agentotel_eval.collector.config_scoring import JudgeSettings
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.lake.flusher import LakeFlusher
-from agentotel_eval.collector.lake.metrics import LakeMetrics
-from agentotel_eval.collector.score.config import JudgeSettings
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_scoring import JudgeSettings
+from agentotel_eval.collector.config_sinks import SinkConfig
+from agentotel_eval.collector.lake.telemetry import LakeTelemetry
 from tests.support.collector_harness import running_collector
 from tests.support.lake_servers import free_port
 
@@ -63,7 +65,7 @@ def test_the_dashboard_imports_and_queries_what_exists(tmp_path, monkeypatch) ->
         served = answer.read().decode()
     registry = CollectorRegistry()  # the lake's families, as a node with [lake] serves them
     settings = LakeConfig(catalog=str(tmp_path / "catalog.ducklake"), data=str(tmp_path / "data")).settings()
-    registry.register(LakeMetrics(LakeFlusher(settings, "node-1", lambda: None, 5.0), None, None))
+    registry.register(LakeTelemetry(LakeFlusher(settings, "node-1", lambda: None, 5.0), None, None))
     served += generate_latest(registry).decode()
     exposed = {line.split()[2] for line in served.splitlines() if line.startswith("# TYPE")}
     exposed |= {f"{name}_total" for name in exposed}  # a counter's samples end in _total

@@ -13,8 +13,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.score.config import JudgeSettings
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.config_scoring import JudgeSettings
 from agentotel_eval.redaction import RedactionSettings
 from agentotel_eval.tracing import traced
 from tests.support.collector_harness import running_collector, wait_until

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.cli.demo import _export_to
-from agentotel_eval.collector.score.config import JudgeSettings
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_scoring import JudgeSettings
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.demo.agents import run_all
 from tests.support.collector_harness import running_collector, wait_until
 from tests.support.llm_stub import LLMStub, Reply

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_sinks import SinkConfig
 from tests.browser.conftest import CHROMIUM, DRIVER
 from tests.integration.sinks.scenario import scored_runs
 from tests.support.sink_servers import running_mlflow, running_phoenix

@@ -4,7 +4,7 @@ observation, equal to the evaluations table, and the spans as OTLP; a re-score s
 
 from __future__ import annotations
 
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.sink.langfuse import LangfuseClient
 from agentotel_eval.collector.sink.records import RunIdentity, sink_evaluations
 from tests.integration.sinks.scenario import changed, rescore_stricter, scored_runs

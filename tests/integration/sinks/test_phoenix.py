@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_sinks import SinkConfig
 from tests.integration.sinks.scenario import changed, rescore_stricter, scored_runs
 from tests.support.sink_servers import running_phoenix, sink_marks
 

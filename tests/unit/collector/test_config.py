@@ -249,7 +249,7 @@ def test_a_file_over_a_base_changes_only_what_it_sets(tmp_path):
     assert config.redaction.enabled and config.redaction.where == ("store",)  # a [redaction] table turns it on
 
 
-@pytest.mark.parametrize("worker", ["decode", "assemble"])
+@pytest.mark.parametrize("worker", ["decode", "pipeline"])
 def test_the_helper_processes_do_not_import_pydantic(worker):
     """They import the config's section types, but never read a file: pydantic would cost each of them memory."""
     code = (f"import sys, agentotel_eval.collector.{worker}.worker\n"

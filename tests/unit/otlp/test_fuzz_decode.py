@@ -32,7 +32,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from agentotel_eval.collector.assemble.marks import log_marks, span_marks
+from agentotel_eval.collector.process.marks import log_marks, span_marks
 from agentotel_eval.collector.receive.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from agentotel_eval.collector.receive.http.bodies import inflate
 from agentotel_eval.otlp import Decoded, DecodeError, LogRecord, SpanRecord, decode

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentotel_eval.collector.score.expectations import Dataset, ExpectationConfigError, ExpectationFinder
+from agentotel_eval.collector.expectations import Dataset, ExpectationConfigError, ExpectationFinder
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.trajectory import SpecError, parse_spec
 from agentotel_eval.trajectory.spec import CONFIG_LIMITS, UNTRUSTED_LIMITS

@@ -4,10 +4,11 @@ callables, so the edge knows nothing of the service; ``HttpReceiver`` serves it 
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -21,10 +22,20 @@ from agentotel_eval.collector.receive.errors import Unauthenticated
 from agentotel_eval.collector.receive.http import api, ops, otlp
 from agentotel_eval.collector.receive.http.answers import CLOSE, Blocking, JsonAnswer, text
 from agentotel_eval.collector.receive.http.bodies import announces_body
-from agentotel_eval.collector.receive.http.server import HttpServer, HttpStats, Limits
+from agentotel_eval.collector.receive.http.server import ConnectionLimits, HttpServer, HttpStats
 from agentotel_eval.collector.receive.ingest import Ingestor
-from agentotel_eval.collector.ui.routes import UiPages, is_page, is_ui_path, ui_routes
-from agentotel_eval.collector.ui.sign_in import local_path, sign_in, sign_in_routes
+
+
+class WebUi(Protocol):
+    """The web UI served beside the API (``collector.ui.web.WebUi``, wired by the service)."""
+
+    def routes(self, blocking: Blocking, auth: Authenticator | None, *, secure: bool) -> list[BaseRoute]: ...
+
+    def is_ui_path(self, path: str) -> bool:
+        """The paths that take the sign-in cookie."""
+
+    def sign_in_page(self, request: Request) -> Response | None:
+        """The answer to a page opened without the token; None for any other request."""
 
 
 @dataclass
@@ -37,8 +48,8 @@ class HttpApp:
     health: Callable[[], dict[str, Any]]
     metrics: Callable[[], str]
     idle_timeout: float = 60.0
-    #: the web UI's pages; None: no UI
-    ui: UiPages | None = None
+    #: the web UI's pages and sign-in; None: no UI
+    ui: WebUi | None = None
     rescore: api.Rescore | None = None
     #: a request must arrive whole (request line, headers, body) within this long of its first byte
     read_timeout: float = 30.0
@@ -51,17 +62,21 @@ class HttpApp:
     stats: HttpStats = field(default_factory=HttpStats)
 
 
-def refusal(request: Request) -> Response:
+def refusal(request: Request, ui: WebUi | None = None) -> Response:
     """The 401 of a request without the token, in the form its client reads: an OTLP Status, the sign-in form for a
     page a person opened, JSON for the API. Its body is never read, so its connection closes after."""
     path, method = request.url.path, request.method
     close = CLOSE if method not in ("GET", "HEAD") or announces_body(request) else {}
     if method == "POST" and path in otlp.OTLP_PATHS:
         return otlp.error_response(Unauthenticated(NEEDS_TOKEN), otlp.encoding_of(request) or "json", close=bool(close))
-    if method in ("GET", "HEAD") and is_page(path):
-        target = path + (f"?{request.url.query}" if request.url.query else "")
-        return sign_in(local_path(target))
+    page = ui.sign_in_page(request) if ui is not None else None
+    if page is not None:
+        return page
     return JsonAnswer({"error": NEEDS_TOKEN}, 401, headers=close)
+
+
+def _no_cookie(_path: str) -> bool:
+    return False
 
 
 async def _not_found(request: Request, _exc: Exception) -> Response:
@@ -82,13 +97,14 @@ def build_app(parts: HttpApp, blocking: Blocking) -> Starlette:
         *ops.ops_routes(parts.health, parts.metrics, parts.auth, blocking),
     ]
     middleware = []
+    ui = parts.ui
+    if ui is not None:
+        routes += ui.routes(blocking, parts.auth, secure=parts.tls is not None)
     if parts.auth is not None:
-        routes += sign_in_routes(parts.auth, secure=parts.tls is not None)
         middleware.append(Middleware(BearerAuth, auth=parts.auth, open_paths=frozenset({"/healthz", "/readyz",
                                                                                         "/login", "/logout"}),
-                                     cookie_paths=is_ui_path, refusal=refusal))
-    if parts.ui is not None:
-        routes += ui_routes(parts.ui, blocking)
+                                     cookie_paths=ui.is_ui_path if ui is not None else _no_cookie,
+                                     refusal=functools.partial(refusal, ui=ui)))
     return Starlette(routes=routes, middleware=middleware,
                      exception_handlers={404: _not_found, 405: _not_allowed})
 
@@ -100,8 +116,9 @@ class HttpReceiver:
         self._app = app
         self._blocking = Blocking(app.max_connections)
         self._server = HttpServer(host, port, build_app(app, self._blocking), tls=app.tls, stats=app.stats,
-                                  limits=Limits(read_timeout=app.read_timeout, idle_timeout=app.idle_timeout,
-                                                max_connections=app.max_connections))
+                                  limits=ConnectionLimits(read_timeout=app.read_timeout,
+                                                          idle_timeout=app.idle_timeout,
+                                                          max_connections=app.max_connections))
 
     @property
     def stats(self) -> HttpStats:

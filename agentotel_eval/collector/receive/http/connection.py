@@ -58,7 +58,7 @@ CONNECTION = "agentotel.connection"
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class ConnectionLimits:
     """The guards' settings (``[receiver]``)."""
 
     read_timeout: float = 30.0
@@ -136,7 +136,7 @@ class RequestState:
 class Listener:
     """What the connections of one listener share: the guards' settings, the counters, the connections open."""
 
-    limits: Limits
+    limits: ConnectionLimits
     stats: HttpStats
     tls: ssl.SSLContext | None = None
     open: set[GuardedConnection] = field(default_factory=set)

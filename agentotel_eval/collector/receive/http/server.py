@@ -35,10 +35,10 @@ from typing import Any
 
 import uvicorn
 
-from agentotel_eval.collector.receive.http.connection import HttpStats, Limits, Listener
+from agentotel_eval.collector.receive.http.connection import HttpStats, ConnectionLimits, Listener
 from agentotel_eval.collector.receive.http.request_guard import RequestGuard
 
-__all__ = ["HttpServer", "HttpStats", "Limits", "server_tls_context"]
+__all__ = ["HttpServer", "HttpStats", "ConnectionLimits", "server_tls_context"]
 
 #: how long ``start()`` waits for the server to listen
 _START_TIMEOUT = 10.0
@@ -77,11 +77,11 @@ class HttpServer:
     server's thread; ``stop_accepting()`` closes the listener and lets requests in flight finish; ``shutdown()``
     stops."""
 
-    def __init__(self, host: str, port: int, app: Callable[..., Any], *, limits: Limits | None = None,
+    def __init__(self, host: str, port: int, app: Callable[..., Any], *, limits: ConnectionLimits | None = None,
                  tls: ssl.SSLContext | None = None, stats: HttpStats | None = None) -> None:
         self._address = (host, port)
         self._app = app
-        self._limits = limits = limits or Limits()
+        self._limits = limits = limits or ConnectionLimits()
         self.stats = stats or HttpStats()
         self._listener = Listener(limits, self.stats, tls)
         self._sock: socket.socket | None = None

@@ -114,7 +114,7 @@ def test_a_late_span_sent_while_the_assembler_process_restarts_still_rebuilds_it
 
 
 def test_deaths_far_apart_do_not_add_up_to_giving_up(tmp_path, monkeypatch):
-    import agentotel_eval.collector.assemble.remote as assembler_process
+    import agentotel_eval.collector.pipeline.helper_proxy as assembler_process
 
     monkeypatch.setattr(assembler_process, "MAX_RESTARTS", 1)
     monkeypatch.setattr(assembler_process, "STABLE_SECONDS", 0.0)  # every worker counts as having run long enough
@@ -139,7 +139,7 @@ def _is_zombie(pid: int) -> bool:
 
 
 def test_when_the_assembler_process_is_given_up_on_ingest_goes_on(tmp_path, monkeypatch):
-    import agentotel_eval.collector.assemble.remote as assembler_process
+    import agentotel_eval.collector.pipeline.helper_proxy as assembler_process
 
     monkeypatch.setattr(assembler_process, "MAX_RESTARTS", 0)  # the first death is the last
     with running_collector(tmp_path / "g.duckdb") as collector:

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from agentotel_eval.collector.decode.batch import decode_request
-from agentotel_eval.collector.decode.pool import DecodePool, DecodeUnavailable
+from agentotel_eval.collector.decode.pool import DecodePool
+from agentotel_eval.collector.process.ingest_batch import DecodeUnavailable
 from agentotel_eval.otlp import DecodeError
 from tests.support.collector_harness import wait_until
 from tests.support.fixture_traces import fixtures

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from agentotel_eval.collector.forward.forwarder import ForwardConfig, ForwardConfigError, Forwarder
+from agentotel_eval.collector.config_forward import ForwardConfig, ForwardConfigError
+from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from tests.support.collector_harness import wait_until
 from tests.support.otlp_sink import OtlpSink

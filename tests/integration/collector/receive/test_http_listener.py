@@ -24,7 +24,7 @@ from starlette.routing import Route
 import agentotel_eval.collector.receive.http as http_package
 from agentotel_eval.collector.receive.errors import ReceiverError
 from agentotel_eval.collector.receive.http.bodies import read_body
-from agentotel_eval.collector.receive.http.server import HttpServer, Limits
+from agentotel_eval.collector.receive.http.server import ConnectionLimits, HttpServer
 
 READ_TIMEOUT = 1.0
 
@@ -58,7 +58,7 @@ def held() -> Held:
 @pytest.fixture
 def server(held: Held) -> Iterator[HttpServer]:
     app = Starlette(routes=[Route("/echo/{name}", echo, methods=["POST"]), Route("/held", held.route)])
-    running = HttpServer("127.0.0.1", 0, app, limits=Limits(read_timeout=READ_TIMEOUT, idle_timeout=10.0,
+    running = HttpServer("127.0.0.1", 0, app, limits=ConnectionLimits(read_timeout=READ_TIMEOUT, idle_timeout=10.0,
                                                              max_connections=8))
     running.start()
     try:

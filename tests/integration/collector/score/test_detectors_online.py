@@ -12,7 +12,7 @@ from typing import Any
 from agentotel_eval.calibration.cases import LabelledCase
 from agentotel_eval.calibration.robustness import OPERATORS, build_robustness_suite
 from agentotel_eval.calibration.spans import case_spans
-from agentotel_eval.collector.score.config import JudgeSettings
+from agentotel_eval.collector.config_scoring import JudgeSettings
 from agentotel_eval.otlp.encode import encode_traces
 from tests.support.collector_harness import post_otlp, running_collector, wait_until
 from tests.support.fixture_traces import TRACES_DIR

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from agentotel_eval import semconv as sc
-from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.score.config import JudgeSettings, parse_expectations
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.config_scoring import JudgeSettings, parse_expectations
 from agentotel_eval.collector.service import Collector
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.tracing import traced

@@ -7,7 +7,7 @@ from __future__ import annotations
 import urllib.request
 
 from agentotel_eval.cli.demo import _export_to
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.demo.agents import run_all
 from tests.support.collector_harness import running_collector, wait_until
 from tests.support.lake_servers import free_port

@@ -6,9 +6,9 @@ import dataclasses
 
 from agentotel_eval.collector.assemble import assembler as assembler_module
 from agentotel_eval.collector.assemble.assembler import Assembler
-from agentotel_eval.collector.assemble.completed import CompletedTrace
-from agentotel_eval.collector.assemble.marks import log_marks, span_marks
 from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.process.completed import CompletedTrace
+from agentotel_eval.collector.process.marks import log_marks, span_marks
 from agentotel_eval.collector.store.reader import StoredTrace
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct import reconstruct

@@ -158,7 +158,7 @@ def test_waiting_traces_are_bounded(monkeypatch):
 
 
 def _completed(span: SpanRecord):
-    from agentotel_eval.collector.assemble.completed import CompletedTrace
+    from agentotel_eval.collector.process.completed import CompletedTrace
 
     return CompletedTrace(span.trace_id, (span,), (), tuple(reconstruct([span])), "quiet", True, False, span.start_ns,
                           span.end_ns)
@@ -168,7 +168,7 @@ def _completed(span: SpanRecord):
 def test_traces_completed_one_by_one_give_what_reconstruct_gives_them_together(fx):
     """Every recorded fixture of several traces, completed trace by trace in start order (as the assembler sees
     them): the last write of each trace equals ``reconstruct`` over all of them (results completed by call id)."""
-    from agentotel_eval.collector.assemble.completed import CompletedTrace
+    from agentotel_eval.collector.process.completed import CompletedTrace
 
     spans, logs = fx.spans(), fx.logs()
     later = LaterResults(reconstruct, BUILTIN)

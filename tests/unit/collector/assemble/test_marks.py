@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentotel_eval.collector.assemble.marks import log_marks, span_marks
+from agentotel_eval.collector.process.marks import log_marks, span_marks
 from agentotel_eval.otlp.records import SpanEvent, SpanRecord
 from agentotel_eval.reconstruct import is_run_span, reconstruct
 from tests.support.fixture_traces import fixtures

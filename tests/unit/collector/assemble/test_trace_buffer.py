@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agentotel_eval.collector.assemble.marks import log_marks, span_marks
 from agentotel_eval.collector.assemble.trace_buffer import NO_TIME, Decided, DecisionCache, TraceBuffer
+from agentotel_eval.collector.process.marks import log_marks, span_marks
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}

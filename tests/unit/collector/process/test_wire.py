@@ -85,7 +85,7 @@ def across(message, frames=()):
 def test_calls_get_their_own_answers_whatever_the_order_and_late_ones_are_nobodys():
     import threading
 
-    from agentotel_eval.collector.assemble.worker import _Calls
+    from agentotel_eval.collector.pipeline.worker import _Calls
     from agentotel_eval.collector.process.messages import LatestSpanTime, Reply
 
     helper, collector = channels()
@@ -116,7 +116,7 @@ def test_calls_get_their_own_answers_whatever_the_order_and_late_ones_are_nobody
 
 
 def test_a_closed_link_fails_the_calls_waiting_on_it():
-    from agentotel_eval.collector.assemble.worker import RemoteCallError, _Calls
+    from agentotel_eval.collector.pipeline.worker import RemoteCallError, _Calls
     from agentotel_eval.collector.process.messages import LatestSpanTime
 
     helper, collector = channels()
@@ -136,7 +136,7 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
 
     import pyarrow as pa
 
-    from agentotel_eval.collector.assemble.worker import RemoteReader, _Calls
+    from agentotel_eval.collector.pipeline.worker import RemoteReader, _Calls
     from agentotel_eval.collector.process.messages import CallFailed, ReadTraces, Reply
     from agentotel_eval.store.rows import LOG_SELECT, SPAN_SELECT
 
@@ -247,9 +247,9 @@ def test_a_decoded_request_crosses_as_one_message_and_its_rows():
 def test_run_rows_cross_as_frames_and_come_back_equal():
     import dataclasses
 
-    from agentotel_eval.collector.assemble.completed import CompletedTrace
+    from agentotel_eval.collector.process.completed import CompletedTrace
     from agentotel_eval.collector.store.operations import SpanUpdate, TraceWindow, span_values_table
-    from agentotel_eval.collector.store.runs import RunRows, build_run_rows
+    from agentotel_eval.collector.store.runs import RunRows, build_run_rows, rows_from, rows_message
     from agentotel_eval.reconstruct import reconstruct
 
     traces = []
@@ -264,7 +264,7 @@ def test_run_rows_cross_as_frames_and_come_back_equal():
                                span_values=span_values_table([whole]))
 
     def sent(r: RunRows) -> RunRows:
-        return wire.rows_from(*across(*wire.rows_message(r)))
+        return rows_from(*across(*rows_message(r)))
 
     got = sent(rows)
     assert got.runs.equals(rows.runs) and got.calls.equals(rows.calls)

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from agentotel_eval.collector.config import ConfigError
-from agentotel_eval.collector.score.config import parse_expectations
-from agentotel_eval.collector.score.expectations import (
+from agentotel_eval.collector.config_scoring import parse_expectations
+from agentotel_eval.collector.expectations import (
     Dataset,
     ExpectationConfigError,
     ExpectationFinder,

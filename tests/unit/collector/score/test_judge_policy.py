@@ -1,8 +1,8 @@
 import pytest
 
 from agentotel_eval.collector.config import ConfigError
+from agentotel_eval.collector.config_scoring import JudgeSettings
 from agentotel_eval.collector.config_validation import config_from_mapping
-from agentotel_eval.collector.score.config import JudgeSettings
 from agentotel_eval.collector.score.judge_policy import judge_decision, over_budget, sample_point
 from agentotel_eval.metrics.base import MetricResult
 from agentotel_eval.reconstruct.model import AgentRun

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from agentotel_eval.collector.config import default_config
-from agentotel_eval.collector.score.config import parse_expectations
-from agentotel_eval.collector.score.expectations import MODES
+from agentotel_eval.collector.config_scoring import parse_expectations
+from agentotel_eval.collector.expectations import MODES
 from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, RunScorer, result_row
 from agentotel_eval.metrics.registry import (
     METRICS,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.decode.batch import decode_request
 from agentotel_eval.collector.forward.forwarder import Encoded
-from agentotel_eval.collector.sink.config import SinkConfig
 from agentotel_eval.collector.sink.hub import SinkHub
 from agentotel_eval.collector.sink.worker import Sent
 from agentotel_eval.otlp.limits import Limits

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agentotel_eval.collector.sink.config import SinkConfig
+from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.sink.records import RunIdentity, SinkEvaluation
 from agentotel_eval.collector.sink.worker import Sent, SinkRefused, SinkRetryable, SinkWorker
 
@@ -117,7 +117,7 @@ def test_shutdown_counts_what_it_could_not_send() -> None:
     ({"kind": "jaeger"}, "kind"), ({"url": "127.0.0.1:6006"}, "url"), ({"experiment": "x"}, "experiment"),
     ({"max_queue": 0}, "max_queue"), ({"api_key_env": "AGENTOTEL_TEST_UNSET_VARIABLE"}, "api_key_env")])
 def test_bad_sink_settings_name_their_key(over, key) -> None:
-    from agentotel_eval.collector.sink.config import SinkConfigError
+    from agentotel_eval.collector.config_sinks import SinkConfigError
 
     settings = {"kind": "phoenix", "url": "http://127.0.0.1:6006", **over}
     with pytest.raises(SinkConfigError) as raised:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentotel_eval.collector.assemble.completed import CompletedTrace
+from agentotel_eval.collector.process.completed import CompletedTrace
 from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.test_case import ToolCall

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityMetrics
+from agentotel_eval.collector.telemetry.quality import QualityCounts, QualityTelemetry
 
 
 def test_counts_and_the_label_bound() -> None:
@@ -16,7 +16,7 @@ def test_counts_and_the_label_bound() -> None:
         counts.count("shop", f"agent-{i}", "tool_correctness", "pass")
     counts.count("batch", "nightly", "tool_correctness", "error")
     registry = CollectorRegistry()
-    registry.register(QualityMetrics(counts))
+    registry.register(QualityTelemetry(counts))
     text = generate_latest(registry).decode()
     assert 'agentotel_evaluations_total{agent="refunds",metric="tool_correctness",result="pass",service="shop"} 1.0' in text
     assert 'agentotel_evaluations_total{agent="other",metric="tool_correctness",result="pass",service="shop"} 5.0' in text

@@ -13,10 +13,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agentotel_eval.collector.store.operations import SpanUpdate
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.store.rows import EvaluationRow
+
+
+@dataclass(frozen=True, slots=True)
+class SpanUpdate:
+    """Scores written onto one stored span (the run span), as a delta applied in SQL.
+
+    ``attributes_patch`` is a JSON merge patch (``null`` removes a key); ``events`` is a JSON array appended to
+    the span's events after removing the events we wrote earlier for the same ``metrics`` (ours carry the
+    ``agentotel.eval.evaluator`` attribute; other tools' events are kept). The span's other attributes are never
+    re-encoded in Python.
+    """
+
+    trace_id: str
+    span_id: str
+    start_ns: int | None
+    attributes_patch: str
+    events: str
+    metrics: tuple[str, ...]
+    #: the span's whole attributes and events JSON with the update applied, when whoever made the update holds
+    #: the span exactly as stored (a trace scored for the first time): set as they are, no merge in SQL, which
+    #: is several times cheaper. None: the delta above is applied in SQL (a re-built trace, a judge answer).
+    attributes: str | None = None
+    all_events: str | None = None
+
 
 #: Why a trace was completed.
 REASON_QUIET = "quiet"  # its run span arrived and it was quiet for the grace period

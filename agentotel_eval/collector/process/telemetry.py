@@ -11,7 +11,7 @@ from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.telemetry.families import counter, gauge
 
 
-class HelperMetrics(Collector):
+class HelperTelemetry(Collector):
     """``helpers``: the supervisors now (the assembler's may be absent when assembly runs on a thread)."""
 
     def __init__(self, helpers: Callable[[], Sequence[Supervisor]]) -> None:

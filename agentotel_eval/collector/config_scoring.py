@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from agentotel_eval.collector.config_fields import Parsed, Range
-from agentotel_eval.collector.forward.forwarder import ForwardConfig
-from agentotel_eval.collector.score.expectations import MODES, Dataset, ExpectationRule, parse_modes
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.expectations import MODES, Dataset, ExpectationRule, parse_modes
 from agentotel_eval.detectors.declarations import ToolRule
 from agentotel_eval.detectors.registry import check_rule_names
 from agentotel_eval.detectors.types import check_error_types

@@ -14,7 +14,7 @@ from agentotel_eval.collector.lake.reconciler import Reconciler
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge
 
 
-class LakeMetrics(Collector):
+class LakeTelemetry(Collector):
     def __init__(self, flusher: LakeFlusher, reconciler: Reconciler | None, peers: PeerSpans | None) -> None:
         self._flusher = flusher
         self._reconciler = reconciler

@@ -8,7 +8,7 @@ which runs the query and sends back the Arrow rows) and sends back the ``Rows`` 
 ``Forward``, its ``Counters`` and, as soon as it took marks, its ``Progress``. It owns no file and no socket but the
 pair it was started with.
 
-Run as ``python -m agentotel_eval.collector.assemble.worker FD`` by ``agentotel_eval.collector.assemble.remote``; not a user command.
+Run as ``python -m agentotel_eval.collector.pipeline.worker FD`` by ``agentotel_eval.collector.pipeline.helper_proxy``; not a user command.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentotel_eval.collector.assemble.assembler import Assembler, Read
-from agentotel_eval.collector.assemble.completed import CompletedTrace
-from agentotel_eval.collector.assemble.stage import assembly_stats
 from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.config_scoring import ScoringConfig
+from agentotel_eval.collector.pipeline.assembly import assembly_stats
 from agentotel_eval.collector.process import wire
 from agentotel_eval.collector.process.channel import Channel, ChannelClosed
 from agentotel_eval.collector.process.child import helper_main
+from agentotel_eval.collector.process.completed import CompletedTrace
 from agentotel_eval.collector.process.messages import (
     CallFailed,
     Counters,
@@ -49,10 +50,9 @@ from agentotel_eval.collector.process.messages import (
     Stopped,
 )
 from agentotel_eval.collector.process.tuning import TRIM_INTERVAL, Tuning, release_free_memory
-from agentotel_eval.collector.score.config import ScoringConfig
 from agentotel_eval.collector.score.stage import ScoringStage
 from agentotel_eval.collector.store.reader import StoredTrace, group_by_trace
-from agentotel_eval.collector.store.runs import build_batches
+from agentotel_eval.collector.store.runs import build_batches, rows_message
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.declared import Convention
 from agentotel_eval.store.rows import logs_from_arrow, spans_from_arrow
@@ -215,7 +215,7 @@ class RemoteRunSink:
         self.conversion_errors += errors
         try:
             for rows in batches:
-                self._channel.send(*wire.rows_message(rows))
+                self._channel.send(*rows_message(rows))
         except ChannelClosed:
             return  # the collector is gone (its recovery rebuilds these runs from the stored spans at its restart)
         if batches:

@@ -13,7 +13,7 @@ from agentotel_eval.collector.store.writer_stats import FLUSH_BUCKETS
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge, histogram
 
 
-class StoreMetrics(Collector):
+class StoreTelemetry(Collector):
     """``is_open``: whether the database is open now (false after a reopen could not open it again)."""
 
     def __init__(self, writer: StoreWriter, is_open: Callable[[], bool]) -> None:

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from agentotel_eval.collector.assemble.stage import AssemblyStage
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge
 from agentotel_eval.metrics.registry import TOOL_CORRECTNESS
 
 
-class AssemblyMetrics(Collector):
+class AssemblyTelemetry(Collector):
     """``judge``: whether runs are queued for the LLM judge (its queue counter is shown only then);
     ``external_logs``: evaluation results other tools sent as log records, stored at ingest."""
 

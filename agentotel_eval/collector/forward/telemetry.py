@@ -11,7 +11,7 @@ from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.telemetry.families import counter, gauge
 
 
-class ForwardMetrics(Collector):
+class ForwardTelemetry(Collector):
     def __init__(self, forwarder: Forwarder) -> None:
         self._forwarder = forwarder
 

@@ -21,7 +21,7 @@ def _by_transport(counts: Mapping[tuple[str, str], int], signal: str) -> Samples
         [((t,), 0) for t in _TRANSPORTS]
 
 
-class ReceiveMetrics(Collector):
+class ReceiveTelemetry(Collector):
     def __init__(self, ingest: IngestStats, http: HttpStats, auth: Authenticator | None) -> None:
         self._ingest = ingest
         self._http = http

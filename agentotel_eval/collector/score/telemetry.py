@@ -11,7 +11,7 @@ from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.telemetry.families import by_key, counter, gauge
 
 
-class JudgeMetrics(Collector):
+class JudgeTelemetry(Collector):
     def __init__(self, judge: JudgeWorker) -> None:
         self._judge = judge
 

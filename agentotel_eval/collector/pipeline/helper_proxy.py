@@ -1,4 +1,4 @@
-"""The collector's side of the assembler process (``agentotel_eval.collector.assemble.worker`` runs in it).
+"""The collector's side of the assembler process (``agentotel_eval.collector.pipeline.worker`` runs in it).
 
 ``ProcessAssembly`` (an ``AssemblyStage``) takes every commit's marks from the writer and hands them to the assembler process: one
 thread sends them (the writer never waits on the socket); the process's supervisor hands what comes back to
@@ -24,13 +24,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentotel_eval.collector.assemble.assembler import AssemblerStats
-from agentotel_eval.collector.assemble.marks import LogMark, SpanMark
-from agentotel_eval.collector.assemble.stage import AssemblyStats
 from agentotel_eval.collector.assemble.trace_buffer import BufferStats
-from agentotel_eval.collector.assemble.worker import WorkerSettings
 from agentotel_eval.collector.config import AssemblerConfig
+from agentotel_eval.collector.config_scoring import ScoringConfig
+from agentotel_eval.collector.pipeline.assembly import AssemblyStats
+from agentotel_eval.collector.pipeline.worker import WorkerSettings
 from agentotel_eval.collector.process import wire
 from agentotel_eval.collector.process.channel import Channel, ChannelClosed
+from agentotel_eval.collector.process.marks import LogMark, SpanMark
 from agentotel_eval.collector.process.messages import (
     CallFailed,
     Counters,
@@ -47,10 +48,9 @@ from agentotel_eval.collector.process.messages import (
 )
 from agentotel_eval.collector.process.supervisor import HelperUnavailable, RestartPolicy, Supervisor
 from agentotel_eval.collector.process.tuning import UNTUNED, Tuning
-from agentotel_eval.collector.score.config import ScoringConfig
 from agentotel_eval.collector.score.stage import ScoringStats
 from agentotel_eval.collector.store.reader import TraceReader
-from agentotel_eval.collector.store.runs import RunWriter
+from agentotel_eval.collector.store.runs import RunWriter, rows_from
 from agentotel_eval.otlp.records import SpanRecord
 from agentotel_eval.reconstruct.declared import Convention
 
@@ -92,7 +92,7 @@ class ProcessAssembly:
         self.config = config
         settings = pickle.dumps(WorkerSettings(config, scoring, forward is not None, tuple(conventions), text_failures))
         self._supervisor = Supervisor(
-            "assembler", "agentotel_eval.collector.assemble.worker", Setup(log.getEffectiveLevel(), tuning.as_tuple(), 0, settings),
+            "assembler", "agentotel_eval.collector.pipeline.worker", Setup(log.getEffectiveLevel(), tuning.as_tuple(), 0, settings),
             self._received, on_exit=self._exited, on_give_up=self._gave_up, start_timeout=start_timeout,
             policy=RestartPolicy(stable_after=STABLE_SECONDS, give_up_after=MAX_RESTARTS),
         )
@@ -263,7 +263,7 @@ class ProcessAssembly:
 
     def _received(self, message: Message, frames: list[bytes], channel: Channel) -> None:
         if isinstance(message, Rows):
-            self._run_writer.submit(wire.rows_from(message, frames))
+            self._run_writer.submit(rows_from(message, frames))
         elif isinstance(message, Counters):
             self._update(message.counters)
         elif isinstance(message, Progress):

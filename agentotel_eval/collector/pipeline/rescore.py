@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentotel_eval.collector.assemble.assembler import LOG_ORDER, SPAN_ORDER
-from agentotel_eval.collector.assemble.completed import CompletedTrace
 from agentotel_eval.collector.assemble.later_results import LaterResults, merge
-from agentotel_eval.collector.score.config import ScoringConfig
+from agentotel_eval.collector.config_scoring import ScoringConfig
+from agentotel_eval.collector.process.completed import CompletedTrace
 from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, ScoringStage
 from agentotel_eval.collector.store.operations import ReplaceRuns, ns_to_datetime
 from agentotel_eval.collector.store.reader import StoredTraceReader

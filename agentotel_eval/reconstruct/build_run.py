@@ -228,7 +228,7 @@ def _failed_with_run(tool_calls: tuple[ToolCall, ...], last_llm: SpanRecord,
     return tuple(out)
 
 
-def assemble_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None,
+def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None,
                  nested: Sequence[Scope] = ()) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``;
     ``nested``: the runs directly inside it)."""

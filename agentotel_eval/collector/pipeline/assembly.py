@@ -3,7 +3,7 @@
 ``AssemblyStage`` is what the service calls: the writer hands it each commit's marks (``consume``); back-pressure
 reads its ``backlog``; ``/metrics`` and ``/healthz`` read its ``snapshot``. ``LocalAssembly`` runs the assembler,
 the scoring stage and the run writer on a thread of the collector's process (tests that hook a stage or the
-reconstruction in, or ``assembler.process = false``); ``remote.ProcessAssembly`` runs them in the assembler process.
+reconstruction in, or ``assembler.process = false``); ``helper_proxy.ProcessAssembly`` runs them in the assembler process.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentotel_eval.collector.assemble.assembler import Assembler, AssemblerStats, Reconstruct
-from agentotel_eval.collector.assemble.completed import TraceStage
-from agentotel_eval.collector.assemble.marks import LogMark, SpanMark
 from agentotel_eval.collector.assemble.trace_buffer import BufferStats
 from agentotel_eval.collector.config import AssemblerConfig
-from agentotel_eval.collector.score.config import ScoringConfig
+from agentotel_eval.collector.config_scoring import ScoringConfig
+from agentotel_eval.collector.process.completed import TraceStage
+from agentotel_eval.collector.process.marks import LogMark, SpanMark
 from agentotel_eval.collector.score.stage import ScoringStage, ScoringStats
 from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter

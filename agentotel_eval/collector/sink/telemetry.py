@@ -14,7 +14,7 @@ from agentotel_eval.collector.sink.worker import SinkWorker
 from agentotel_eval.collector.telemetry.families import counter, gauge
 
 
-class SinkMetrics(Collector):
+class SinkTelemetry(Collector):
     def __init__(self, workers: Sequence[SinkWorker], forwarders: Callable[[], Sequence[tuple[str, Forwarder]]],
                  feed: EvaluationFeed) -> None:
         self._workers = tuple(workers)
