@@ -50,6 +50,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "bench"))
+from source import inherited_source  # noqa: E402
+
+inherited_source()  # in a process a --source run spawned (this module is its main module again)
 
 TRACE_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 WARMUP = 2.0
@@ -250,6 +253,18 @@ def _cpu_seconds(pid) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except OSError:
         return 0.0
+
+
+def _helper_path(pid) -> str:
+    """A helper process's working directory and PYTHONPATH, where its ``python -m`` imports come from."""
+    if pid is None:
+        return "no helper process"
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        return f"cwd {os.readlink(f'/proc/{pid}/cwd')}, PYTHONPATH {env.get(b'PYTHONPATH', b'').decode()}"
+    except OSError:
+        return "gone"
 
 
 def _pss_kb(pid) -> int:
@@ -492,6 +507,8 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
 
     result = {
         "package": str(imported_from()),
+        # helpers run as ``python -m``: they import from their working directory first, then PYTHONPATH
+        "helper_path": _helper_path(getattr(collector.assembler, "pid", None)),
         "stored": stats.spans_stored,
         "duplicates": stats.spans_duplicate,
         "commits": stats.commits,
@@ -515,7 +532,8 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "rss_sampled_kb": peak[0],
         "pss_sampled_kb": pss_peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
-        "sinks": {w.name: (w.stats.sent, w.stats.dropped) for w in collector.sinks.workers},
+        "sinks": {w.name: (w.stats.sent, w.stats.dropped)  # an older collector (--source) has no sinks
+                  for w in (collector.sinks.workers if hasattr(collector, "sinks") else ())},
     }
     result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"] + result["rss_decoders_kb"]
     collector.shutdown()
@@ -701,7 +719,7 @@ def main() -> None:
                         f" (avg {coll['flush_avg_ms']:.1f} ms), database reopened {coll['reopens']} times"
                         f" ({coll['reopen_s']:.2f} s in all), {coll['runs']:,} runs, {coll['early']} completed early,"
                         f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}"
-                        f"\n    the collector's agentotel_eval: {coll['package']}"
+                        f"\n    the collector's agentotel_eval: {coll['package']}; its assembler's {coll['helper_path']}"
                         f"\n    the exporters' own CPU: {bare['exporter_cpu_us_per_span']:.1f} µs/span against the bare"
                         f" receiver, {coll['exporter_cpu_us_per_span']:.1f} against the collector",
                         flush=True,
