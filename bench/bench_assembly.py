@@ -1,7 +1,7 @@
 """The CPU the collector spends per span after storing it, stage by stage, against the decoding that precedes it.
 
     python bench/bench_assembly.py [--requests 200] [--rounds 3] [--scoring on|off]
-                                   [--expectations flat|trajectory|both] [--compare-expectations]
+                                   [--expectations flat|trajectory|both] [--compare-expectations] [--source DIR]
 
 On the ingest benchmark's load (the recorded fixtures with 7-13 spans a trace, fresh ids and times, ~512 spans a
 request), in this one process, with the assembler process's garbage-collector settings, it times:
@@ -23,7 +23,8 @@ and, in a DuckDB file opened with the writer's settings, what the collector's pr
 
 It prints µs per span (process CPU time, DuckDB's threads included, best round) and each stage's cost relative to
 ``decode``. ``--compare-expectations`` times the in-process stages with the flat list and with the chosen
-expectations alternately, round by round, and prints the scoring stage's and the assembler's ratio. The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
+expectations alternately, round by round, and prints the scoring stage's and the assembler's ratio. ``--source DIR``
+times another checkout's ``agentotel_eval`` under this checkout's load (run it alternately with this one). The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
 per-span work. The sum of every stage but ``decode`` (which ``ingest`` includes) is the work itself, with nothing
 for moving it between processes, for the receivers, or for the exporters: a floor under the collector's CPU a span.
 """
@@ -52,7 +53,11 @@ def main() -> None:
     parser.add_argument("--scoring", choices=("on", "off"), default="on")
     parser.add_argument("--expectations", choices=tuple(EXPECTATIONS), default="flat")
     parser.add_argument("--compare-expectations", action="store_true")
+    parser.add_argument("--source", type=Path, help="another checkout whose agentotel_eval to time")
     args = parser.parse_args()
+    from source import imported_from, use_source
+
+    print(f"agentotel_eval from {use_source(args.source) if args.source else imported_from()}")
 
     import duckdb
     from bench_ingest import RequestFactory

@@ -2,7 +2,7 @@
 
     python bench/bench_ingest.py [--seconds 15] [--exporters 8] [--transports grpc,http] [--grace 2]
                                  [--scoring on|off|both] [--rate SPANS_PER_S] [--untune SETTING]
-                                 [--sinks off|on|both]
+                                 [--sinks off|on|both] [--source DIR]
 
 For each transport it runs, one after the other and each in its own process:
   * a bare receiver (same server stack: grpc / uvicorn's HTTP protocol under Starlette) that decodes every request
@@ -27,6 +27,9 @@ Run it a few times: the machine is shared, so look at the ratios.
 them) with Phoenix and MLflow answered by a stand-in process that takes every request as the tools answer it and
 Langfuse down (nothing listens on its port); ``--sinks both`` alternates collector phases without and with them
 and reports the ratio, which is what the sinks cost ingest.
+
+``--source DIR`` runs another checkout's collector (its ``agentotel_eval``) under this checkout's load: alternate it
+with runs of this one to compare two versions' throughput.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
+from source import inherited_source  # noqa: E402
+
+inherited_source()  # in a process a --source run spawned (this module is its main module again)
 
 TRACE_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 WARMUP = 2.0
@@ -246,6 +253,18 @@ def _cpu_seconds(pid) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except OSError:
         return 0.0
+
+
+def _helper_path(pid) -> str:
+    """A helper process's working directory and PYTHONPATH, where its ``python -m`` imports come from."""
+    if pid is None:
+        return "no helper process"
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        return f"cwd {os.readlink(f'/proc/{pid}/cwd')}, PYTHONPATH {env.get(b'PYTHONPATH', b'').decode()}"
+    except OSError:
+        return "gone"
 
 
 def _pss_kb(pid) -> int:
@@ -484,7 +503,12 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     drained_in = time.monotonic() - drain_started
     sampling.set()
     stats = collector.writer.stats
+    from source import imported_from
+
     result = {
+        "package": str(imported_from()),
+        # helpers run as ``python -m``: they import from their working directory first, then PYTHONPATH
+        "helper_path": _helper_path(getattr(collector.assembler, "pid", None)),
         "stored": stats.spans_stored,
         "duplicates": stats.spans_duplicate,
         "commits": stats.commits,
@@ -508,7 +532,8 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "rss_sampled_kb": peak[0],
         "pss_sampled_kb": pss_peak[0],
         "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
-        "sinks": {w.name: (w.stats.sent, w.stats.dropped) for w in collector.sinks.workers},
+        "sinks": {w.name: (w.stats.sent, w.stats.dropped)  # an older collector (--source) has no sinks
+                  for w in (collector.sinks.workers if hasattr(collector, "sinks") else ())},
     }
     result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"] + result["rss_decoders_kb"]
     collector.shutdown()
@@ -643,7 +668,11 @@ def main() -> None:
     parser.add_argument("--sinks", choices=("off", "on", "both"), default="off",
                         help="configure the three score sinks (Phoenix and MLflow answered by a stand-in, Langfuse "
                              "down); 'both' alternates phases without and with them and reports the ratio")
+    parser.add_argument("--source", type=Path, help="another checkout whose agentotel_eval (collector) to run")
     args = parser.parse_args()
+    from source import imported_from, use_source
+
+    print(f"agentotel_eval from {use_source(args.source) if args.source else imported_from()}")
     sinks: tuple[dict, ...] = ()
     if args.sinks != "off":
         from tests.support.lake_servers import free_port
@@ -696,6 +725,7 @@ def main() -> None:
                         f" (avg {coll['flush_avg_ms']:.1f} ms), database reopened {coll['reopens']} times"
                         f" ({coll['reopen_s']:.2f} s in all), {coll['runs']:,} runs, {coll['early']} completed early,"
                         f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}"
+                        f"\n    the collector's agentotel_eval: {coll['package']}; its assembler's {coll['helper_path']}"
                         f"\n    the exporters' own CPU: {bare['exporter_cpu_us_per_span']:.1f} µs/span against the bare"
                         f" receiver, {coll['exporter_cpu_us_per_span']:.1f} against the collector",
                         flush=True,

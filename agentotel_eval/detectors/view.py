@@ -155,8 +155,8 @@ class RunView:
         found = self._results.get(j)
         if found is None:
             call = self.calls[j]
-            found = self._results[j] = read_value(call.output) if call.output is not None and not self.fails[j] \
-                else ()
+            found = self._results[j] = read_value(call.output, self.output_texts[j]) \
+                if call.output is not None and not self.fails[j] else ()
         return found
 
     def error_facts(self, j: int) -> tuple[Recorded, ...]:
@@ -172,9 +172,9 @@ class RunView:
     def argument_facts(self, j: int) -> tuple[Recorded, ...]:
         found = self._arguments.get(j)
         if found is None:
-            call = self.calls[j]
-            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
-            found = self._arguments[j] = read_value(args) if args is not None else ()
+            args = self.calls[j].input_parameters if self.calls[j].input_parameters is not None \
+                else self.calls[j].raw_arguments
+            found = self._arguments[j] = read_value(args, self.argument_texts[j]) if args is not None else ()
         return found
 
     @cached_property
@@ -198,12 +198,18 @@ class RunView:
         return [value_text(call.output) for call in self.calls]
 
     @cached_property
+    def argument_texts(self) -> list[str]:
+        """Each call's arguments as text (JSON for values; "" when not recorded)."""
+        return [value_text(c.input_parameters if c.input_parameters is not None else c.raw_arguments)
+                for c in self.calls]
+
+    @cached_property
     def call_texts(self) -> list[str]:
         """Each call's arguments, result and error as one text (JSON for values), for whole-token search."""
         out = []
-        for call, output in zip(self.calls, self.output_texts, strict=True):
-            args = call.input_parameters if call.input_parameters is not None else call.raw_arguments
-            parts = [value_text(args) if args is not None else None, output if call.output is not None else None,
+        for call, args, output in zip(self.calls, self.argument_texts, self.output_texts, strict=True):
+            recorded = call.input_parameters is not None or call.raw_arguments is not None
+            parts = [args if recorded else None, output if call.output is not None else None,
                      value_text(call.error) if call.error is not None else None]
             out.append("\n".join(p for p in parts if p is not None))
         return out

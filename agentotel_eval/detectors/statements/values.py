@@ -65,9 +65,13 @@ def parsed(value: Any) -> Any:
     return value
 
 
-def read_value(value: Any) -> tuple[Recorded, ...]:
+def read_value(value: Any, text: str | None = None) -> tuple[Recorded, ...]:
     """Every fact ``value`` holds, with its naming words and the names beside it (see the module docstring). A
-    hashable value (a string, a frozen result) is read once however many runs hold it."""
+    hashable value (a string, a frozen result) is read once however many runs hold it. ``text``, the value written
+    as text (``tokens.value_text``) where the caller has it, keys that cache instead of the value's own hash: a
+    string's hash is computed in C, a frozen result's recursively, for a result the next run will not hold."""
+    if text is not None and not isinstance(value, str):
+        return _read_keyed(_ByText(text, value))
     try:
         return _read_hashable(value)
     except TypeError:  # a plain dict or list
@@ -77,6 +81,28 @@ def read_value(value: Any) -> tuple[Recorded, ...]:
 @lru_cache(maxsize=4096)
 def _read_hashable(value: Any) -> tuple[Recorded, ...]:
     return _read_value(value)
+
+
+class _ByText:
+    """A value as a cache key: hashed by its text, equal to the same value written the same way (1 and 1.0, equal
+    values, are written apart)."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, text: str, value: Any) -> None:
+        self.text = text
+        self.value = value
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByText) and self.text == other.text and self.value == other.value
+
+
+@lru_cache(maxsize=4096)
+def _read_keyed(key: _ByText) -> tuple[Recorded, ...]:
+    return _read_value(key.value)
 
 
 def _read_value(value: Any) -> tuple[Recorded, ...]:

@@ -20,8 +20,6 @@ from agentotel_eval.collector.config import LakeConfig
 from agentotel_eval.collector.config_scoring import JudgeSettings
 from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.lake.flusher import LakeFlusher
-from agentotel_eval.collector.config_scoring import JudgeSettings
-from agentotel_eval.collector.config_sinks import SinkConfig
 from agentotel_eval.collector.lake.telemetry import LakeTelemetry
 from tests.support.collector_harness import running_collector
 from tests.support.lake_servers import free_port

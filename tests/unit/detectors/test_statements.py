@@ -9,6 +9,8 @@ from agentotel_eval.detectors.statements.clauses import clauses, discloses_failu
 from agentotel_eval.detectors.statements.compare import derivations, same
 from agentotel_eval.detectors.statements.scan import CODE, DATE, NUMBER, STATUS, TIME, read
 from agentotel_eval.detectors.statements.values import read_value
+from agentotel_eval.detectors.tokens import value_text
+from agentotel_eval.frozen import freeze
 
 
 def _one(text: str, kind: str):
@@ -115,3 +117,18 @@ def test_recorded_values_know_their_keys_and_the_names_beside_them() -> None:
     assert (text.fact.value, text.fact.dim, "paris" in text.beside) == (18.0, "temperature", True)
     assert [r.fact.value for r in read_value({"available": False, "status": "sold out"})] == ["unavailable",
                                                                                              "unavailable"]
+
+
+def test_a_value_read_by_its_text_is_read_as_itself() -> None:
+    class Reported:  # no JSON type: written as its str(), which a string may also be
+        def __str__(self) -> str:
+            return "Paris 18C"
+
+    number, decimal = freeze({"price": 92}), freeze({"price": 92.0})  # equal values, written apart
+    assert [r.fact.decimals for r in read_value(number, value_text(number))] == [0]
+    assert [r.fact.decimals for r in read_value(decimal, value_text(decimal))] == [1]
+    opaque, text = freeze({"weather": Reported()}), freeze({"weather": "Paris 18C"})
+    assert value_text(opaque) == value_text(text)
+    assert read_value(opaque, value_text(opaque)) == ()
+    assert [r.fact.value for r in read_value(text, value_text(text))] == [18.0]
+    assert read_value(text, value_text(text)) == read_value(freeze({"weather": "Paris 18C"}))

@@ -35,10 +35,10 @@ from typing import Any
 
 import uvicorn
 
-from agentotel_eval.collector.receive.http.connection import HttpStats, ConnectionLimits, Listener
+from agentotel_eval.collector.receive.http.connection import ConnectionLimits, HttpStats, Listener
 from agentotel_eval.collector.receive.http.request_guard import RequestGuard
 
-__all__ = ["HttpServer", "HttpStats", "ConnectionLimits", "server_tls_context"]
+__all__ = ["ConnectionLimits", "HttpServer", "HttpStats", "server_tls_context"]
 
 #: how long ``start()`` waits for the server to listen
 _START_TIMEOUT = 10.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from agentotel_eval.collector.forward.forwarder import ExportRefused, ForwardConfig, Forwarder
+from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.forward.forwarder import ExportRefused, Forwarder
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import RedactionSettings, Redactor
 from tests.support.collector_harness import wait_until
