@@ -34,8 +34,11 @@ def departures(lists: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(lists, list) or len(lists) < 3:
         return ()
     missing, extra, out_of_order = (x if isinstance(x, list) else [] for x in lists[:3])
-    return (*(("missing", str(t)) for t in missing), *(("extra", str(t)) for t in extra),
-            *(("out of order", str(o.get("name"))) for o in out_of_order if isinstance(o, dict)))
+    return (
+        *(("missing", str(t)) for t in missing),
+        *(("extra", str(t)) for t in extra),
+        *(("out of order", str(o.get("name"))) for o in out_of_order if isinstance(o, dict)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +96,33 @@ class Comparison:
         return {
             "baseline_runs": self.baseline_runs,
             "candidate_runs": self.candidate_runs,
-            "metrics": [{"agent": m.agent, "metric": m.metric, "baseline_runs": m.baseline_runs,
-                         "baseline_pass_rate": m.baseline_pass_rate, "baseline_mean_score": m.baseline_mean,
-                         "candidate_runs": m.candidate_runs, "candidate_pass_rate": m.candidate_pass_rate,
-                         "candidate_mean_score": m.candidate_mean, "pass_rate_change": m.pass_rate_change}
-                        for m in self.metrics],
+            "metrics": [
+                {
+                    "agent": m.agent,
+                    "metric": m.metric,
+                    "baseline_runs": m.baseline_runs,
+                    "baseline_pass_rate": m.baseline_pass_rate,
+                    "baseline_mean_score": m.baseline_mean,
+                    "candidate_runs": m.candidate_runs,
+                    "candidate_pass_rate": m.candidate_pass_rate,
+                    "candidate_mean_score": m.candidate_mean,
+                    "pass_rate_change": m.pass_rate_change,
+                }
+                for m in self.metrics
+            ],
             "tools": [{"tool": t.tool, "baseline": t.baseline, "candidate": t.candidate} for t in self.tools],
-            "regressions": [{"agent": r.agent, "input": r.input, "metric": r.metric,
-                             "baseline_score": r.baseline_score, "candidate_score": r.candidate_score,
-                             "baseline_run": r.baseline_ref, "candidate_run": r.candidate_ref}
-                            for r in self.regressions],
+            "regressions": [
+                {
+                    "agent": r.agent,
+                    "input": r.input,
+                    "metric": r.metric,
+                    "baseline_score": r.baseline_score,
+                    "candidate_score": r.candidate_score,
+                    "baseline_run": r.baseline_ref,
+                    "candidate_run": r.candidate_ref,
+                }
+                for r in self.regressions
+            ],
             "notes": self.notes,
         }
 
@@ -144,7 +164,9 @@ def departure_metric(rows: Iterable[ScoredRun]) -> str | None:
 ALL_AGENTS = "(all agents)"
 
 
-def compare(baseline: Sequence[ScoredRun], candidate: Sequence[ScoredRun], *, max_regressions: int = 50) -> Comparison:
+def compare(
+    baseline: Sequence[ScoredRun], candidate: Sequence[ScoredRun], *, max_regressions: int = 50
+) -> Comparison:
     """The comparison; with several agents, each metric also over all of them (``ALL_AGENTS``)."""
     before, after = _summaries(baseline), _summaries(candidate)
     if len({agent for agent, _ in (*before, *after)}) > 1:
@@ -154,11 +176,18 @@ def compare(baseline: Sequence[ScoredRun], candidate: Sequence[ScoredRun], *, ma
     for agent, metric in sorted(set(before) | set(after)):
         b = before.get((agent, metric), (0, 0, 0.0, 0))
         c = after.get((agent, metric), (0, 0, 0.0, 0))
-        metrics.append(MetricRow(
-            agent, metric,
-            b[0], b[1] / b[0] if b[0] else None, b[2] / b[3] if b[3] else None,
-            c[0], c[1] / c[0] if c[0] else None, c[2] / c[3] if c[3] else None,
-        ))
+        metrics.append(
+            MetricRow(
+                agent,
+                metric,
+                b[0],
+                b[1] / b[0] if b[0] else None,
+                b[2] / b[3] if b[3] else None,
+                c[0],
+                c[1] / c[0] if c[0] else None,
+                c[2] / c[3] if c[3] else None,
+            )
+        )
     notes: list[str] = []
     chosen = departure_metric([*baseline, *candidate])
     tools: list[ToolRow] = []
@@ -185,7 +214,9 @@ def compare(baseline: Sequence[ScoredRun], candidate: Sequence[ScoredRun], *, ma
         if not r.success and key in passed_before and key not in failed_before and key not in seen:
             seen.add(key)
             earlier = passed_before[key]
-            regressions.append(Regression(r.agent, r.input, r.metric, earlier.score, r.score, earlier.ref, r.ref))
+            regressions.append(
+                Regression(r.agent, r.input, r.metric, earlier.score, r.score, earlier.ref, r.ref)
+            )
     regressions.sort(key=lambda g: (g.agent, g.metric, g.input))
     if len(regressions) > max_regressions:
         notes.append(f"{len(regressions) - max_regressions} more regressions not listed")
@@ -209,8 +240,10 @@ def _num(value: float | None) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(str(row[k])) for row in [header, *rows]) for k in range(len(header))]
-    return ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in [header, *rows]]
+    return [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
 
 
 def render(c: Comparison, threshold: float | None = None) -> str:
@@ -220,23 +253,59 @@ def render(c: Comparison, threshold: float | None = None) -> str:
         change = m.pass_rate_change
         flag = " REGRESSION" if threshold is not None and change is not None and change < -threshold else ""
         arrow = metric_label(m.metric).arrow
-        rows.append([m.agent, f"{m.metric} {arrow}".strip(), f"{_pct(m.baseline_pass_rate)} ({m.baseline_runs})",
-                     _num(m.baseline_mean), f"{_pct(m.candidate_pass_rate)} ({m.candidate_runs})",
-                     _num(m.candidate_mean), points(change) + flag])
-    out += _table(["agent", "metric", "baseline passed", "mean score", "candidate passed", "mean score",
-                   "pass rate change"], rows)
-    out.append("passed: the share of runs that passed (runs); scores are 0 to 1, ↑ higher is better, ↓ lower is "
-               "better; the change is in percentage points")
+        rows.append(
+            [
+                m.agent,
+                f"{m.metric} {arrow}".strip(),
+                f"{_pct(m.baseline_pass_rate)} ({m.baseline_runs})",
+                _num(m.baseline_mean),
+                f"{_pct(m.candidate_pass_rate)} ({m.candidate_runs})",
+                _num(m.candidate_mean),
+                points(change) + flag,
+            ]
+        )
+    out += _table(
+        [
+            "agent",
+            "metric",
+            "baseline passed",
+            "mean score",
+            "candidate passed",
+            "mean score",
+            "pass rate change",
+        ],
+        rows,
+    )
+    out.append(
+        "passed: the share of runs that passed (runs); scores are 0 to 1, ↑ higher is better, ↓ lower is "
+        "better; the change is in percentage points"
+    )
     if c.tools:
         out += ["", "tools departing from the expectation (share of runs: baseline -> candidate)"]
-        out += _table(["tool", *DEPARTURES], [
-            [t.tool, *(f"{_pct(t.baseline.get(k, 0.0))} -> {_pct(t.candidate.get(k, 0.0))}" for k in DEPARTURES)]
-            for t in c.tools])
-    out += ["", f"passed before, fail now ({len(c.regressions)}):" if c.regressions else
-            "no input that passed in the baseline fails in the candidate"]
+        out += _table(
+            ["tool", *DEPARTURES],
+            [
+                [
+                    t.tool,
+                    *(
+                        f"{_pct(t.baseline.get(k, 0.0))} -> {_pct(t.candidate.get(k, 0.0))}"
+                        for k in DEPARTURES
+                    ),
+                ]
+                for t in c.tools
+            ],
+        )
+    out += [
+        "",
+        f"passed before, fail now ({len(c.regressions)}):"
+        if c.regressions
+        else "no input that passed in the baseline fails in the candidate",
+    ]
     for g in c.regressions:
         text = " ".join(g.input.split())
-        out.append(f"  {g.agent} {g.metric}: {_num(g.baseline_score)} -> {_num(g.candidate_score)}  "
-                   f"{text[:70]!r}  ({g.baseline_ref} -> {g.candidate_ref})")
+        out.append(
+            f"  {g.agent} {g.metric}: {_num(g.baseline_score)} -> {_num(g.candidate_score)}  "
+            f"{text[:70]!r}  ({g.baseline_ref} -> {g.candidate_ref})"
+        )
     out += [f"note: {n}" for n in c.notes]
     return "\n".join(out)

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DURATION_EXAMPLES", "DurationError", "SizeError", "format_duration", "parse_duration", "parse_size"]
+__all__ = [
+    "DURATION_EXAMPLES",
+    "DurationError",
+    "SizeError",
+    "format_duration",
+    "parse_duration",
+    "parse_size",
+]
 
 DURATION_EXAMPLES = '90, "500ms", "1.5h", "30d"'
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$", re.IGNORECASE)

@@ -148,7 +148,8 @@ class EvaluationResult:
     #: per metric name, in first-seen order (computed from ``cases`` when not given)
     metrics: Mapping[str, MetricSummary] = field(
         default=None,  # type: ignore[arg-type]  # None only until __post_init__ computes it
-        repr=False, compare=False,
+        repr=False,
+        compare=False,
     )
 
     def __post_init__(self) -> None:
@@ -455,16 +456,15 @@ def summary_lines(result: EvaluationResult) -> list[str]:
     else:
         line = "no case was scored"
     if result.not_scored:
-        line += (f"; {result.not_scored} not scored (no expectation to compare with: give expected_tools or "
-                 "expected_trajectory)")
+        line += (
+            f"; {result.not_scored} not scored (no expectation to compare with: give expected_tools or "
+            "expected_trajectory)"
+        )
     lines = [f"{line} in {result.duration_s:.2f}s"]
     for name, s in result.metrics.items():
         mean = f"{s.mean_score:.3f}" if s.mean_score is not None else "-"
-        extra = "".join(
-            f", {k} {v}" for k, v in (("errors", s.errors), ("skipped", s.skipped)) if v
-        )
+        extra = "".join(f", {k} {v}" for k, v in (("errors", s.errors), ("skipped", s.skipped)) if v)
         lines.append(f"  {name}: mean score {mean}, passed {s.passed}/{s.scored}{extra}")
     if result.total_cost_usd:
         lines.append(f"  cost: ${result.total_cost_usd:.4f}")
     return lines
-

@@ -36,13 +36,20 @@ def render_table(result: EvaluationResult, lines: list[int], *, quiet: bool = Fa
     if not quiet and result.cases:
         header = ["line", "case", *(f"{n} {metric_label(n).arrow}".rstrip() for n in names), "result"]
         rows = [
-            [str(lines[c.index]), _label(c.test_case), *(_cell(r) for r in c.results),
-             ("PASS" if c.success else "FAIL") if c.scored else "not scored"]
+            [
+                str(lines[c.index]),
+                _label(c.test_case),
+                *(_cell(r) for r in c.results),
+                ("PASS" if c.success else "FAIL") if c.scored else "not scored",
+            ]
             for c in result.cases
         ]
         widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
         for row in [header, *rows]:
-            cells = [cell.rjust(w) if k == 0 else cell.ljust(w) for k, (cell, w) in enumerate(zip(row, widths, strict=True))]
+            cells = [
+                cell.rjust(w) if k == 0 else cell.ljust(w)
+                for k, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ]
             out.append("  ".join(cells).rstrip())
         out.append("")
     failures = [c for c in result.cases if not c.success]
@@ -86,8 +93,13 @@ def render_junit(result: EvaluationResult, lines: list[int], source: str) -> str
         label = f"line {lines[case.index]}: {_label(case.test_case, 80)}"
         for r in case.results:
             counts["tests"] += 1
-            testcase = ET.SubElement(suite, "testcase", classname=f"agentotel-eval.{r.metric}", name=label,
-                                     time=f"{r.latency_s or 0.0:.6f}")
+            testcase = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"agentotel-eval.{r.metric}",
+                name=label,
+                time=f"{r.latency_s or 0.0:.6f}",
+            )
             if r.status == "error":
                 counts["errors"] += 1
                 ET.SubElement(testcase, "error", message=r.reason or "the metric raised").text = r.reason

@@ -40,9 +40,29 @@ BUILTIN_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: last key segments whose values are secrets (case-insensitive; ``_``, ``-`` and ``.`` separate segments)
 BUILTIN_SECRET_KEYS = (
-    "password", "passwd", "pwd", "passphrase", "secret", "client_secret", "secret_key", "api_key", "apikey",
-    "x_api_key", "access_key", "private_key", "token", "access_token", "refresh_token", "id_token", "auth_token",
-    "session_token", "authorization", "proxy_authorization", "cookie", "set_cookie", "credentials",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "secret",
+    "client_secret",
+    "secret_key",
+    "api_key",
+    "apikey",
+    "x_api_key",
+    "access_key",
+    "private_key",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "auth_token",
+    "session_token",
+    "authorization",
+    "proxy_authorization",
+    "cookie",
+    "set_cookie",
+    "credentials",
 )
 _SEGMENTS = re.compile(r"[.\s]+")
 _JSON_KEY = re.compile(r'"([^"\\]{1,100})"\s*:')
@@ -88,8 +108,11 @@ class RedactionSettings:
             raise RedactionConfigError("secret_keys must be a list of key names")
         patterns = []
         for index, item in enumerate(data.get("patterns", [])):
-            if not isinstance(item, Mapping) or set(item) != {"name", "regex"} or \
-                    not all(isinstance(item[k], str) for k in ("name", "regex")):
+            if (
+                not isinstance(item, Mapping)
+                or set(item) != {"name", "regex"}
+                or not all(isinstance(item[k], str) for k in ("name", "regex"))
+            ):
                 raise RedactionConfigError(f"patterns[{index}] must be a table with a string name and regex")
             if not re.fullmatch(r"[A-Za-z0-9_-]+", item["name"]):
                 raise RedactionConfigError(f"patterns[{index}].name must be letters, digits, _ or -")
@@ -136,7 +159,9 @@ class Redactor:
     def __init__(self, settings: RedactionSettings) -> None:
         rules: list[tuple[str, str, tuple[str, ...]]] = list(BUILTIN_PATTERNS) if settings.builtin else []
         rules += [(name, regex, ()) for name, regex in settings.patterns]
-        self._rules = [(name, re.compile(regex), triggers, _replacer(name)) for name, regex, triggers in rules]
+        self._rules = [
+            (name, re.compile(regex), triggers, _replacer(name)) for name, regex, triggers in rules
+        ]
         # one scan for every rule's literals: a string with none of them skips those rules at once
         literals = sorted({t for _, _, triggers in rules for t in triggers}, key=len, reverse=True)
         self._any_literal = re.compile("|".join(map(re.escape, literals))) if literals else None
@@ -218,8 +243,10 @@ class Redactor:
 
     def _keys(self, value: Any) -> Any:
         if isinstance(value, Mapping):
-            return {k: self._whole(v, _key_name(k)) if self.is_secret_key(k) else self._keys(v)
-                    for k, v in value.items()}
+            return {
+                k: self._whole(v, _key_name(k)) if self.is_secret_key(k) else self._keys(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self._keys(v) for v in value]
         return value
@@ -235,12 +262,22 @@ class Redactor:
             resource = resources.get(id(span.resource))
             if resource is None:
                 resource = resources[id(span.resource)] = self.attributes(span.resource)
-            out.append(replace(
-                span, attributes=self.attributes(span.attributes), resource=resource,
-                events=tuple(SpanEvent(e.name, e.time_ns, self.attributes(e.attributes)) for e in span.events),
-                links=tuple(SpanLink(lk.trace_id, lk.span_id, self.attributes(lk.attributes)) for lk in span.links),
-                status_message=self.text(span.status_message) if span.status_message else span.status_message,
-            ))
+            out.append(
+                replace(
+                    span,
+                    attributes=self.attributes(span.attributes),
+                    resource=resource,
+                    events=tuple(
+                        SpanEvent(e.name, e.time_ns, self.attributes(e.attributes)) for e in span.events
+                    ),
+                    links=tuple(
+                        SpanLink(lk.trace_id, lk.span_id, self.attributes(lk.attributes)) for lk in span.links
+                    ),
+                    status_message=self.text(span.status_message)
+                    if span.status_message
+                    else span.status_message,
+                )
+            )
         return out
 
     def logs(self, records: list[LogRecord]) -> list[LogRecord]:
@@ -251,8 +288,14 @@ class Redactor:
             resource = resources.get(id(record.resource))
             if resource is None:
                 resource = resources[id(record.resource)] = self.attributes(record.resource)
-            out.append(replace(record, body=self.value(record.body), attributes=self.attributes(record.attributes),
-                               resource=resource))
+            out.append(
+                replace(
+                    record,
+                    body=self.value(record.body),
+                    attributes=self.attributes(record.attributes),
+                    resource=resource,
+                )
+            )
         return out
 
 

@@ -33,8 +33,12 @@ def _explanation(result: MetricResult) -> str:
 @functools.lru_cache(maxsize=1024)
 def _score_keys(metric: str) -> tuple[str, str, str, str]:
     """The metric's ``agentotel.eval.<metric>.score|success|reason|status`` names."""
-    return (sc.score_attribute(metric, "score"), sc.score_attribute(metric, "success"),
-            sc.score_attribute(metric, "reason"), sc.score_attribute(metric, "status"))
+    return (
+        sc.score_attribute(metric, "score"),
+        sc.score_attribute(metric, "success"),
+        sc.score_attribute(metric, "reason"),
+        sc.score_attribute(metric, "status"),
+    )
 
 
 def score_attributes(results: Iterable[MetricResult]) -> dict[str, Any]:
@@ -91,13 +95,19 @@ def evaluation_event_attributes(result: MetricResult) -> dict[str, Any]:
 
 def evaluation_events(results: Iterable[MetricResult], time_ns: int) -> tuple[SpanEvent, ...]:
     """One ``gen_ai.evaluation.result`` event per scored (or failed) result."""
-    return tuple(SpanEvent(e["name"], e["time_unix_nano"], e["attributes"]) for e in _event_dicts(results, time_ns))
+    return tuple(
+        SpanEvent(e["name"], e["time_unix_nano"], e["attributes"]) for e in _event_dicts(results, time_ns)
+    )
 
 
 def _event_dicts(results: Iterable[MetricResult], time_ns: int) -> list[dict[str, Any]]:
     """``evaluation_events`` as ``spans.events`` stores them."""
     return [
-        {"name": sc.EVENT_EVALUATION_RESULT, "time_unix_nano": time_ns, "attributes": evaluation_event_attributes(r)}
+        {
+            "name": sc.EVENT_EVALUATION_RESULT,
+            "time_unix_nano": time_ns,
+            "attributes": evaluation_event_attributes(r),
+        }
         for r in results
         if r.status in ("ok", "error")
     ]
@@ -115,14 +125,29 @@ def with_scores(span: SpanRecord, results: Sequence[MetricResult], time_ns: int)
     kept = tuple(e for e in span.events if not _replaced(e, names))
     events = kept + evaluation_events(results, time_ns)
     return SpanRecord(
-        span.trace_id, span.span_id, span.parent_span_id, span.name, span.kind, span.start_ns, span.end_ns,
-        span.status_code, span.status_message, attributes, events, span.links, span.resource, span.scope_name,
-        span.scope_version, span.trace_state, span.flags,
+        span.trace_id,
+        span.span_id,
+        span.parent_span_id,
+        span.name,
+        span.kind,
+        span.start_ns,
+        span.end_ns,
+        span.status_code,
+        span.status_message,
+        attributes,
+        events,
+        span.links,
+        span.resource,
+        span.scope_name,
+        span.scope_version,
+        span.trace_state,
+        span.flags,
     )
 
 
-def updated_span_json(span: SpanRecord, patch: Mapping[str, Any], new_events: list[dict[str, Any]],
-                      metrics: Sequence[str]) -> tuple[str, str]:
+def updated_span_json(
+    span: SpanRecord, patch: Mapping[str, Any], new_events: list[dict[str, Any]], metrics: Sequence[str]
+) -> tuple[str, str]:
     """The run span's attributes and events JSON after a write-back, computed as the SQL delta would compute
     them in the database: the merge patch applied (``None`` removes a key), our earlier events of the same
     metrics dropped (other tools' events kept), the new events appended."""
@@ -147,15 +172,19 @@ def scored_on(span: SpanRecord) -> set[str]:
     out = set()
     for key in span.attributes:
         if key.startswith(prefix):
-            metric, _, field = key[len(prefix):].rpartition(".")
+            metric, _, field = key[len(prefix) :].rpartition(".")
             if metric and field in _SCORE_FIELDS:
                 out.add(metric)
     return out
 
 
-
-def write_back(span: SpanRecord, results: Sequence[MetricResult], time_ns: int, whole: bool,
-               cleared: Collection[str] = ()) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
+def write_back(
+    span: SpanRecord,
+    results: Sequence[MetricResult],
+    time_ns: int,
+    whole: bool,
+    cleared: Collection[str] = (),
+) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
     """A write-back's JSON: ``to_json(score_patch(results))``, the events it adds, the metrics it replaces and,
     with ``whole``, the span's ``updated_span_json`` (else two Nones). ``cleared``: metrics no longer scored,
     whose attributes and our events are removed."""
@@ -179,8 +208,11 @@ def _event_dict(event: SpanEvent) -> dict[str, Any]:
 def _replaced(event: SpanEvent, metrics: Collection[str]) -> bool:
     """An evaluation event we wrote earlier for one of ``metrics``: a re-score replaces it. (The SQL delta in
     ``collector.store.operations`` keeps the same rule.)"""
-    return (event.name == sc.EVENT_EVALUATION_RESULT and _is_ours(event.attributes)
-            and event.attributes.get(sc.GEN_AI_EVALUATION_NAME) in metrics)
+    return (
+        event.name == sc.EVENT_EVALUATION_RESULT
+        and _is_ours(event.attributes)
+        and event.attributes.get(sc.GEN_AI_EVALUATION_NAME) in metrics
+    )
 
 
 def _is_ours(event_attributes: Mapping[str, Any]) -> bool:
@@ -190,7 +222,9 @@ def _is_ours(event_attributes: Mapping[str, Any]) -> bool:
 
 def evaluation_span_id(trace_id: str, run_span_id: str, metric: str, version: str) -> str:
     """A stable span id for the evaluation span of (run, metric, version): re-sending it is idempotent."""
-    digest = hashlib.blake2b(f"{trace_id}/{run_span_id}/{metric}/{version}".encode(), digest_size=8).hexdigest()
+    digest = hashlib.blake2b(
+        f"{trace_id}/{run_span_id}/{metric}/{version}".encode(), digest_size=8
+    ).hexdigest()
     return digest if digest != "0" * 16 else "0" * 15 + "1"
 
 
@@ -203,7 +237,9 @@ def evaluation_span(run_span: SpanRecord, result: MetricResult, start_ns: int, e
         attributes[f"{sc.AGENTOTEL_EVAL_PREFIX}.{result.metric}.cost_usd"] = float(result.cost_usd)
     return SpanRecord(
         trace_id=run_span.trace_id,
-        span_id=evaluation_span_id(run_span.trace_id, run_span.span_id, result.metric, result.evaluator_version),
+        span_id=evaluation_span_id(
+            run_span.trace_id, run_span.span_id, result.metric, result.evaluator_version
+        ),
         parent_span_id=run_span.span_id,
         name=f"gen_ai.evaluation {result.metric}",
         kind=1,
@@ -218,8 +254,13 @@ def evaluation_span(run_span: SpanRecord, result: MetricResult, start_ns: int, e
     )
 
 
-def evaluation_log(trace_id: str, run_span_id: str, result: MetricResult, time_ns: int,
-                   resource: Mapping[str, Any] | None = None) -> LogRecord:
+def evaluation_log(
+    trace_id: str,
+    run_span_id: str,
+    result: MetricResult,
+    time_ns: int,
+    resource: Mapping[str, Any] | None = None,
+) -> LogRecord:
     """A ``gen_ai.evaluation.result`` log record parented to the evaluated run span."""
     return LogRecord(
         time_ns=time_ns,
@@ -264,13 +305,21 @@ class ExternalEvaluation:
         return None
 
 
-def _external(attrs: Mapping[str, Any], trace_id: str | None, span_id: str | None, source: str,
-              time_ns: int, origin: str) -> ExternalEvaluation | None:
+def _external(
+    attrs: Mapping[str, Any],
+    trace_id: str | None,
+    span_id: str | None,
+    source: str,
+    time_ns: int,
+    origin: str,
+) -> ExternalEvaluation | None:
     name = attrs.get(sc.GEN_AI_EVALUATION_NAME)
     if not isinstance(name, str) or not name:
         return None  # the name is required by the convention; without it the record says nothing we can store
     raw_score = attrs.get(sc.GEN_AI_EVALUATION_SCORE_VALUE)
-    score = float(raw_score) if isinstance(raw_score, int | float) and not isinstance(raw_score, bool) else None
+    score = (
+        float(raw_score) if isinstance(raw_score, int | float) and not isinstance(raw_score, bool) else None
+    )
     if score is None and isinstance(raw_score, str):
         try:
             score = float(raw_score)
@@ -281,12 +330,17 @@ def _external(attrs: Mapping[str, Any], trace_id: str | None, span_id: str | Non
     error_type = attrs.get(sc.ERROR_TYPE)
     response_id = attrs.get(sc.GEN_AI_RESPONSE_ID)
     return ExternalEvaluation(
-        trace_id, span_id, name, score,
+        trace_id,
+        span_id,
+        name,
+        score,
         str(label) if label is not None else None,
         str(explanation) if explanation is not None else None,
         str(error_type) if error_type is not None else None,
         str(response_id) if response_id is not None else None,
-        source, time_ns, origin,
+        source,
+        time_ns,
+        origin,
     )
 
 
@@ -296,14 +350,22 @@ def _source(scope_name: str, resource: Mapping[str, Any]) -> str:
     return "external:" + ("/".join(parts) if parts else "unknown")
 
 
-def external_evaluations(spans: Iterable[SpanRecord] = (), logs: Iterable[LogRecord] = ()) -> list[ExternalEvaluation]:
+def external_evaluations(
+    spans: Iterable[SpanRecord] = (), logs: Iterable[LogRecord] = ()
+) -> list[ExternalEvaluation]:
     """Evaluation results carried in incoming telemetry, except the ones this collector emitted itself."""
     found: list[ExternalEvaluation] = []
     for log in logs:
         if log.event_name != sc.EVENT_EVALUATION_RESULT or log.scope_name == SCOPE_NAME:
             continue
-        ev = _external(log.attributes, log.trace_id, log.span_id, _source(log.scope_name, log.resource),
-                       log.timestamp_ns, "log")
+        ev = _external(
+            log.attributes,
+            log.trace_id,
+            log.span_id,
+            _source(log.scope_name, log.resource),
+            log.timestamp_ns,
+            "log",
+        )
         if ev is not None:
             found.append(ev)
     for span in spans:
@@ -312,8 +374,14 @@ def external_evaluations(spans: Iterable[SpanRecord] = (), logs: Iterable[LogRec
         for event in span.events:
             if event.name != sc.EVENT_EVALUATION_RESULT or _is_ours(event.attributes):
                 continue  # our own events come back on stored run spans when a trace is re-read
-            ev = _external(event.attributes, span.trace_id, span.span_id, _source(span.scope_name, span.resource),
-                           event.time_ns, "span_event")
+            ev = _external(
+                event.attributes,
+                span.trace_id,
+                span.span_id,
+                _source(span.scope_name, span.resource),
+                event.time_ns,
+                "span_event",
+            )
             if ev is not None:
                 found.append(ev)
     return found

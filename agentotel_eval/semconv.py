@@ -146,7 +146,9 @@ PYDANTIC_AI_MODEL_REQUEST_PARAMETERS = "model_request_parameters"  # JSON {"func
 # OpenInference extras.
 OI_TOOL_JSON_SCHEMA = "tool.json_schema"
 OI_METADATA = "metadata"
-OI_LLM_FUNCTION_CALL = "llm.function_call"  # older single function call on an LLM span, JSON {name, arguments}
+OI_LLM_FUNCTION_CALL = (
+    "llm.function_call"  # older single function call on an LLM span, JSON {name, arguments}
+)
 
 # OpenLLMetry / Traceloop extras.
 TRACELOOP_LLM_REQUEST_TYPE = "llm.request.type"  # chat | completion on legacy LLM spans

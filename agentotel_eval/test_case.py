@@ -33,7 +33,9 @@ class ToolCallParams(StrEnum):
 
 
 TOOL_STATUSES = ("ok", "error")
-_FROZEN_AS_IS = frozenset({str, int, float, bool, bytes, FrozenDict, FrozenList})  # freeze() returns these unchanged
+_FROZEN_AS_IS = frozenset(
+    {str, int, float, bool, bytes, FrozenDict, FrozenList}
+)  # freeze() returns these unchanged
 _VALUE_FIELDS = ("input_parameters", "output", "description", "reasoning", "status")
 
 
@@ -64,7 +66,9 @@ class ToolCall:
     llm_turn: str | None = field(default=None, kw_only=True)  # span id of the LLM span that requested it
     start_time_ns: int | None = field(default=None, kw_only=True)
     raw_arguments: Any = field(default=None, kw_only=True)  # the arguments as recorded, before normalising
-    sources: Mapping[str, str] | None = field(default=None, kw_only=True)  # field -> convention that supplied it
+    sources: Mapping[str, str] | None = field(
+        default=None, kw_only=True
+    )  # field -> convention that supplied it
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -86,7 +90,9 @@ class ToolCall:
         return f"ToolCall({', '.join(parts)})"
 
     def __hash__(self) -> int:
-        return hash((self.name, self.call_id, self.span_id, *(hashable(getattr(self, a)) for a in _VALUE_FIELDS)))
+        return hash(
+            (self.name, self.call_id, self.span_id, *(hashable(getattr(self, a)) for a in _VALUE_FIELDS))
+        )
 
     @property
     def arguments(self) -> Mapping[str, Any]:
@@ -103,8 +109,19 @@ class ToolCall:
 
         out: dict[str, Any] = {"name": self.name}
         for attr in (
-            "input_parameters", "output", "description", "reasoning", "status", "error", "call_id",
-            "trace_id", "span_id", "llm_turn", "start_time_ns", "raw_arguments", "sources",
+            "input_parameters",
+            "output",
+            "description",
+            "reasoning",
+            "status",
+            "error",
+            "call_id",
+            "trace_id",
+            "span_id",
+            "llm_turn",
+            "start_time_ns",
+            "raw_arguments",
+            "sources",
         ):
             value = getattr(self, attr)
             if value is not None:
@@ -187,7 +204,14 @@ class ToolDefinition:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a tool definition needs a 'name': {value!r}")
         params = None
-        for key in ("parameters", "parameters_json_schema", "input_schema", "inputSchema", "json_schema", "schema"):
+        for key in (
+            "parameters",
+            "parameters_json_schema",
+            "input_schema",
+            "inputSchema",
+            "json_schema",
+            "schema",
+        ):
             candidate = spec.get(key)
             if isinstance(candidate, Mapping):
                 params = candidate.get("json", candidate) if key == "inputSchema" else candidate
@@ -195,7 +219,9 @@ class ToolDefinition:
                     params = params["jsonSchema"]  # Mastra: {"jsonSchema": {...}}
                 break
         description = spec.get("description")
-        return cls(name=name, description=description if isinstance(description, str) else None, parameters=params)
+        return cls(
+            name=name, description=description if isinstance(description, str) else None, parameters=params
+        )
 
 
 def as_tool_definitions(values: Iterable[Any] | None) -> list[ToolDefinition] | None:
@@ -257,8 +283,15 @@ class EvalTestCase:
                 value = [call.to_dict() for call in value]
             elif name == "available_tools":
                 value = [
-                    {k: thaw(v) for k, v in (("name", t.name), ("description", t.description),
-                                             ("parameters", t.parameters)) if v is not None}
+                    {
+                        k: thaw(v)
+                        for k, v in (
+                            ("name", t.name),
+                            ("description", t.description),
+                            ("parameters", t.parameters),
+                        )
+                        if v is not None
+                    }
                     for t in value
                 ]
             elif name == "expected_trajectory":
@@ -316,7 +349,9 @@ class ModelTestCase:
                 raise TypeError(f"ModelTestCase.{attr} must be a list of text and MLLMImage")
             for part in getattr(self, attr):
                 if not isinstance(part, str | MLLMImage):
-                    raise TypeError(f"ModelTestCase.{attr} holds {type(part).__name__}; expected str or MLLMImage")
+                    raise TypeError(
+                        f"ModelTestCase.{attr} holds {type(part).__name__}; expected str or MLLMImage"
+                    )
         self.tools_called = as_tool_calls(self.tools_called)
         self.expected_tools = as_tool_calls(self.expected_tools)
 

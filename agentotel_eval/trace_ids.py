@@ -19,8 +19,9 @@ def trace_reference(text: str) -> str:
     """``text`` as a trace id or a prefix of one (lower case, stripped); ``TraceIdError`` otherwise."""
     value = text.strip().lower()
     if not _HEX.match(value) or not MIN_PREFIX <= len(value) <= TRACE_ID_DIGITS:
-        raise TraceIdError(f"not a trace id: {text!r} (32 hex digits, or a unique prefix of at least "
-                           f"{MIN_PREFIX})")
+        raise TraceIdError(
+            f"not a trace id: {text!r} (32 hex digits, or a unique prefix of at least {MIN_PREFIX})"
+        )
     return value
 
 
@@ -39,6 +40,8 @@ def the_one(reference: str, matches: Sequence[str], where: str) -> str:
         raise TraceIdError(f"no trace in {where} starts with {reference}")
     if len(matches) > 1:
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
-        raise TraceIdError(f"{reference} is the start of {'more than 5' if len(matches) > 5 else len(matches)} "
-                           f"traces in {where}: {shown}; give more digits")
+        raise TraceIdError(
+            f"{reference} is the start of {'more than 5' if len(matches) > 5 else len(matches)} "
+            f"traces in {where}: {shown}; give more digits"
+        )
     return matches[0]

@@ -47,7 +47,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scoring", choices=("on", "off"), default="on")
@@ -80,10 +82,13 @@ def main() -> None:
     factory = RequestFactory(1, 512)
     bodies = [factory.next()[0] for _ in range(args.requests)]
     spans_total = sum(len(decode("traces", "protobuf", b).records) for b in bodies)
-    config = dataclasses.replace(default_config(), expectations=parse_expectations(
-        [{"name": "every run", **EXPECTATIONS[args.expectations]}]))
-    flat = dataclasses.replace(config, expectations=parse_expectations(
-        [{"name": "every run", **EXPECTATIONS["flat"]}]))
+    config = dataclasses.replace(
+        default_config(),
+        expectations=parse_expectations([{"name": "every run", **EXPECTATIONS[args.expectations]}]),
+    )
+    flat = dataclasses.replace(
+        config, expectations=parse_expectations([{"name": "every run", **EXPECTATIONS["flat"]}])
+    )
     gc.set_threshold(50_000, *gc.get_threshold()[1:])  # as the collector's processes run
     gc.collect()
     gc.freeze()
@@ -120,8 +125,19 @@ def main() -> None:
         completed = []
         for tid, trace in stored.items():
             spans = sorted(trace.spans, key=lambda s: (s.start_ns, s.span_id))
-            completed.append(CompletedTrace(tid, tuple(spans), (), tuple(reconstruct(spans, [])), "quiet", True,
-                                            False, spans[0].start_ns, max(s.end_ns for s in spans)))
+            completed.append(
+                CompletedTrace(
+                    tid,
+                    tuple(spans),
+                    (),
+                    tuple(reconstruct(spans, [])),
+                    "quiet",
+                    True,
+                    False,
+                    spans[0].start_ns,
+                    max(s.end_ns for s in spans),
+                )
+            )
         return completed
 
     nonlocal_scoring = [scoring]  # the stage ``score`` uses: switched per round by --compare-expectations
@@ -162,13 +178,21 @@ def main() -> None:
     def database_stages(path: Path) -> dict[str, float]:
         clock = time.process_time
         t: dict[str, float] = dict.fromkeys(("store", "select", "write runs"), 0.0)
-        con = open_store(path, settings=config.writer.duckdb_settings(), row_group_size=config.writer.row_group_size)
+        con = open_store(
+            path, settings=config.writer.duckdb_settings(), row_group_size=config.writer.row_group_size
+        )
         reader = TraceReader(con.cursor)
         try:
             for i in range(0, len(batches), COMMIT_REQUESTS):
                 a = clock()
-                plan = InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, batches[i:i + COMMIT_REQUESTS],
-                                  SPAN_KEY, "start_time")
+                plan = InsertPlan(
+                    schema.SPANS,
+                    SPAN_SCHEMA,
+                    schema.SPAN_COLUMNS,
+                    batches[i : i + COMMIT_REQUESTS],
+                    SPAN_KEY,
+                    "start_time",
+                )
                 committed = time.time_ns()
                 con.register(plan.view, plan.data)
                 con.execute("BEGIN")
@@ -181,8 +205,9 @@ def main() -> None:
                 c = clock()
                 # merged into one statement a table, as the writer's operations thread applies queued runs
                 con.execute("BEGIN")
-                for op in merge_operations([rows.operation() for group in run_rows[i:i + COMMIT_REQUESTS]
-                                            for rows in group]):
+                for op in merge_operations(
+                    [rows.operation() for group in run_rows[i : i + COMMIT_REQUESTS] for rows in group]
+                ):
                     op.apply(con)
                 con.execute("COMMIT")
                 d = clock()
@@ -203,14 +228,20 @@ def main() -> None:
             for key, value in measured.items():
                 best[key] = min(best.get(key, value), value)
     per = {k: v / spans_total * 1e6 for k, v in best.items()}
-    print(f"{spans_total:,} spans in {args.requests} requests, best of {args.rounds} rounds, scoring {args.scoring}")
+    print(
+        f"{spans_total:,} spans in {args.requests} requests, best of {args.rounds} rounds, scoring {args.scoring}"
+    )
     for key, us in per.items():
         print(f"  {key:12s} {us:7.2f} µs/span   {us / per['decode']:5.2f} x decode")
     after = sum(per[k] for k in ("read", "reconstruct", "score", "rows"))
-    print(f"  assembler process total (read..rows): {after:.2f} µs/span = {after / per['decode']:.2f} x decode")
+    print(
+        f"  assembler process total (read..rows): {after:.2f} µs/span = {after / per['decode']:.2f} x decode"
+    )
     floor = sum(us for key, us in per.items() if key != "decode")
-    print(f"  every stage but decode (the work alone, nothing for the transport between processes): {floor:.2f} "
-          f"µs/span = {floor / per['decode']:.2f} x decode")
+    print(
+        f"  every stage but decode (the work alone, nothing for the transport between processes): {floor:.2f} "
+        f"µs/span = {floor / per['decode']:.2f} x decode"
+    )
 
 
 def compare(args: argparse.Namespace, scorings: dict, stages, spans_total: int) -> None:  # type: ignore[no-untyped-def]
@@ -225,22 +256,45 @@ def compare(args: argparse.Namespace, scorings: dict, stages, spans_total: int) 
     for name, t in best.items():
         per = {k: v / spans_total * 1e6 for k, v in t.items()}
         totals[name] = (per["score"], sum(per[k] for k in ("read", "reconstruct", "score", "rows")))
-        print(f"  {name:10s} score {totals[name][0]:6.2f} µs/span   assembler (read..rows) {totals[name][1]:6.2f} µs/span")
+        print(
+            f"  {name:10s} score {totals[name][0]:6.2f} µs/span   assembler (read..rows) {totals[name][1]:6.2f} µs/span"
+        )
     if args.expectations != "flat":
         (flat_score, flat_total), (score, total) = totals["flat"], totals[args.expectations]
-        print(f"  throughput {args.expectations} / flat: scoring stage {flat_score / score:.2f}x, "
-              f"assembler process {flat_total / total:.2f}x")
+        print(
+            f"  throughput {args.expectations} / flat: scoring stage {flat_score / score:.2f}x, "
+            f"assembler process {flat_total / total:.2f}x"
+        )
 
 
 #: the expectation every run gets: the flat list of today, or a trajectory spec over the same tools with matchers
 EXPECTATIONS: dict[str, dict] = {
     "flat": {"expected_tools": ["get_weather", "search_flights", "book_hotel"]},
-    "trajectory": {"trajectory": {"extra": "penalize", "max_calls": 20, "forbid": [{"tool": "delete_booking"}],
-                                  "steps": [
-        {"id": "weather", "tool": "get_weather", "args": {"city": {"$type": "string", "$regex": "[A-Z].*"}}},
-        {"unordered": [{"tool": "search_flights", "args": {"destination": {"$any": True}}},
-                       {"tool": "search_hotels", "optional": True}]},
-        {"tool": "book_hotel", "args": {"nights": {"$gte": 1, "$lte": 30}}, "count": {"min": 1, "max": 2}}]}},
+    "trajectory": {
+        "trajectory": {
+            "extra": "penalize",
+            "max_calls": 20,
+            "forbid": [{"tool": "delete_booking"}],
+            "steps": [
+                {
+                    "id": "weather",
+                    "tool": "get_weather",
+                    "args": {"city": {"$type": "string", "$regex": "[A-Z].*"}},
+                },
+                {
+                    "unordered": [
+                        {"tool": "search_flights", "args": {"destination": {"$any": True}}},
+                        {"tool": "search_hotels", "optional": True},
+                    ]
+                },
+                {
+                    "tool": "book_hotel",
+                    "args": {"nights": {"$gte": 1, "$lte": 30}},
+                    "count": {"min": 1, "max": 2},
+                },
+            ],
+        }
+    },
 }
 EXPECTATIONS["both"] = {**EXPECTATIONS["flat"], **EXPECTATIONS["trajectory"]}
 

@@ -47,15 +47,26 @@ def _load(source: Path | None) -> tuple[Callable[..., Any], type, type]:
 def ten_call_run(tool_call: type, n: int = 0) -> tuple[list[Any], str]:
     """A 10-call run with recorded results, a failure and a final answer; ``n`` changes its values (0: the run
     bench_judge.py scores)."""
-    first, second, booking, price = (_code(2 * n), _code(2 * n + 1), f"BK-{20931 + n}", 388 + n) if n else \
-        ("AF9", "AF7", "BK-20931", 388)
-    calls = [tool_call("search_flights", {"from": "PAR", "to": "NYC"}, status="ok",
-                       output={"flights": [{"flight_id": first, "price": 420.5 + n},
-                                           {"flight_id": second, "price": price}]}),
-             tool_call("book_flight", {"flight_id": first}, status="error", error="sold out"),
-             tool_call("book_flight", {"flight_id": second}, status="ok", output={"booking": booking, "total": price})]
-    calls = calls * 3 + [tool_call("search_flights", {"from": "NYC", "to": "PAR"}, status="ok",
-                                   output={"flights": []})]
+    first, second, booking, price = (
+        (_code(2 * n), _code(2 * n + 1), f"BK-{20931 + n}", 388 + n) if n else ("AF9", "AF7", "BK-20931", 388)
+    )
+    calls = [
+        tool_call(
+            "search_flights",
+            {"from": "PAR", "to": "NYC"},
+            status="ok",
+            output={
+                "flights": [{"flight_id": first, "price": 420.5 + n}, {"flight_id": second, "price": price}]
+            },
+        ),
+        tool_call("book_flight", {"flight_id": first}, status="error", error="sold out"),
+        tool_call(
+            "book_flight", {"flight_id": second}, status="ok", output={"booking": booking, "total": price}
+        ),
+    ]
+    calls = calls * 3 + [
+        tool_call("search_flights", {"from": "NYC", "to": "PAR"}, status="ok", output={"flights": []})
+    ]
     return calls, f"Booked {second} (booking {booking}) for ${price} after {first} sold out."
 
 
@@ -65,14 +76,32 @@ def _code(n: int) -> str:
 
 
 def tools(tool_definition: type) -> list[Any]:
-    return [tool_definition("search_flights", parameters={"type": "object", "required": ["from", "to"], "properties": {
-                "from": {"type": "string"}, "to": {"type": "string"}}}),
-            tool_definition("book_flight", parameters={"type": "object", "required": ["flight_id"], "properties": {
-                "flight_id": {"type": "string"}}})]
+    return [
+        tool_definition(
+            "search_flights",
+            parameters={
+                "type": "object",
+                "required": ["from", "to"],
+                "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+            },
+        ),
+        tool_definition(
+            "book_flight",
+            parameters={
+                "type": "object",
+                "required": ["flight_id"],
+                "properties": {"flight_id": {"type": "string"}},
+            },
+        ),
+    ]
 
 
-def cpu_per_run(detect: Callable[..., Any], warm: list[tuple[list[Any], str]],
-                rounds: list[list[tuple[list[Any], str]]], offered: list[Any]) -> tuple[float, float]:
+def cpu_per_run(
+    detect: Callable[..., Any],
+    warm: list[tuple[list[Any], str]],
+    rounds: list[list[tuple[list[Any], str]]],
+    offered: list[Any],
+) -> tuple[float, float]:
     """The best round's process CPU and wall time per run, in µs, after the ``warm`` runs."""
     for calls, answer in warm:
         detect(calls, offered, answer=answer, user_input=USER_INPUT)
@@ -87,7 +116,9 @@ def cpu_per_run(detect: Callable[..., Any], warm: list[tuple[list[Any], str]],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--source", type=Path, help="another checkout of the repository to measure")
@@ -99,9 +130,10 @@ def main() -> None:
     print(f"same run: {cpu:.0f} µs CPU per run ({wall:.0f} µs wall)")
     # fresh values: no run of the warm-up or of any round shares an id, a price or a booking with another
     fresh = [ten_call_run(tool_call, n) for n in range(1, 51 + args.runs * args.rounds)]
-    rounds = [fresh[50 + r * args.runs:50 + (r + 1) * args.runs] for r in range(args.rounds)]
+    rounds = [fresh[50 + r * args.runs : 50 + (r + 1) * args.runs] for r in range(args.rounds)]
     cpu, wall = cpu_per_run(detect, fresh[:50], rounds, offered)
     print(f"fresh values: {cpu:.0f} µs CPU per run ({wall:.0f} µs wall)")
+
 
 if __name__ == "__main__":
     main()

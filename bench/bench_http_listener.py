@@ -48,8 +48,13 @@ def serve(port_file: str) -> None:
         done.set()
         return Response(b"")
 
-    server = HttpServer("127.0.0.1", 0, Starlette(routes=[Route("/v1/traces", export, methods=["POST"]),
-                                                          Route("/stop", stop, methods=["POST"])]))
+    server = HttpServer(
+        "127.0.0.1",
+        0,
+        Starlette(
+            routes=[Route("/v1/traces", export, methods=["POST"]), Route("/stop", stop, methods=["POST"])]
+        ),
+    )
     server.start()
     Path(port_file + ".tmp").write_text(str(server.address[1]))
     os.replace(port_file + ".tmp", port_file)
@@ -61,15 +66,28 @@ def serve(port_file: str) -> None:
 def instructions(requests: int, bodies: list[bytes], tmp: str) -> int:
     """The server process's instructions in all, serving ``requests`` requests."""
     port_file, out = os.path.join(tmp, f"port{requests}"), os.path.join(tmp, f"callgrind{requests}")
-    server = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                               __file__, "--serve", port_file], stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--serve",
+            port_file,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while not os.path.exists(port_file):
         if server.poll() is not None:
             raise SystemExit(f"the server did not start: {server.stderr.read() if server.stderr else ''}")
         time.sleep(0.05)
     connection = http.client.HTTPConnection("127.0.0.1", int(Path(port_file).read_text()), timeout=600)
     for i in range(requests):
-        connection.request("POST", "/v1/traces", bodies[i % len(bodies)], {"Content-Type": "application/x-protobuf"})
+        connection.request(
+            "POST", "/v1/traces", bodies[i % len(bodies)], {"Content-Type": "application/x-protobuf"}
+        )
         answer = connection.getresponse()
         answer.read()
         assert answer.status == 200, answer.status
@@ -83,7 +101,9 @@ def instructions(requests: int, bodies: list[bytes], tmp: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
@@ -100,9 +120,11 @@ def main() -> None:
         few, many = instructions(FEW, bodies, tmp), instructions(args.requests, bodies, tmp)
     per_request = (many - few) / (args.requests - FEW)
     size = sum(map(len, bodies)) / len(bodies)
-    print(f"{per_request / 1e6:.3f} M instructions a request of {args.spans_per_request} spans ({size / 1e6:.2f} MB), "
-          f"{per_request / args.spans_per_request / 1e3:.2f} k a span (server totals {few:,} for {FEW} requests, "
-          f"{many:,} for {args.requests})")
+    print(
+        f"{per_request / 1e6:.3f} M instructions a request of {args.spans_per_request} spans ({size / 1e6:.2f} MB), "
+        f"{per_request / args.spans_per_request / 1e3:.2f} k a span (server totals {few:,} for {FEW} requests, "
+        f"{many:,} for {args.requests})"
+    )
 
 
 if __name__ == "__main__":

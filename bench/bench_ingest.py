@@ -72,9 +72,15 @@ def _templates() -> list[list]:
     return out
 
 
-_WEB_RESOURCE = {"service.name": "orders-api", "service.version": "2.14.1", "deployment.environment.name": "prod",
-                 "telemetry.sdk.name": "opentelemetry", "telemetry.sdk.language": "python",
-                 "telemetry.sdk.version": "1.27.0", "host.name": "orders-api-7d9f8b6c4-x2k8q"}
+_WEB_RESOURCE = {
+    "service.name": "orders-api",
+    "service.version": "2.14.1",
+    "deployment.environment.name": "prod",
+    "telemetry.sdk.name": "opentelemetry",
+    "telemetry.sdk.language": "python",
+    "telemetry.sdk.version": "1.27.0",
+    "host.name": "orders-api-7d9f8b6c4-x2k8q",
+}
 
 
 def _web_templates() -> list[list]:
@@ -84,38 +90,112 @@ def _web_templates() -> list[list]:
     from agentotel_eval.otlp.records import SpanRecord
 
     out = []
-    for variant, (route, queries) in enumerate((("/orders/{order_id}", 3), ("/orders", 6), ("/customers/{id}", 2))):
+    for variant, (route, queries) in enumerate(
+        (("/orders/{order_id}", 3), ("/orders", 6), ("/customers/{id}", 2))
+    ):
         tid = f"{variant + 1:032x}"
         ms = 1_000_000
-        root = SpanRecord(tid, f"{1:016x}", None, f"GET {route}", kind=2, start_ns=0, end_ns=40 * ms, attributes={
-            "http.request.method": "GET", "http.route": route, "url.path": route.replace("{order_id}", "7"),
-            "url.scheme": "https", "server.address": "orders.internal", "server.port": 443,
-            "http.response.status_code": 200, "network.protocol.version": "1.1",
-            "user_agent.original": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
-            "client.address": "10.0.3.17"}, resource=_WEB_RESOURCE, scope_name="opentelemetry.instrumentation.asgi",
-            scope_version="0.48b0")
-        spans = [root, SpanRecord(tid, f"{2:016x}", root.span_id, "auth middleware", start_ns=ms, end_ns=3 * ms,
-                                  attributes={"enduser.id": "u-4821"}, resource=_WEB_RESOURCE,
-                                  scope_name="orders_api.middleware")]
-        spans.append(SpanRecord(tid, f"{3:016x}", root.span_id, "GET", kind=3, start_ns=3 * ms, end_ns=4 * ms,
-                                attributes={"db.system.name": "redis", "db.operation.name": "GET",
-                                            "db.query.text": "GET session:u-4821", "server.address": "redis.internal",
-                                            "server.port": 6379}, resource=_WEB_RESOURCE,
-                                scope_name="opentelemetry.instrumentation.redis"))
+        root = SpanRecord(
+            tid,
+            f"{1:016x}",
+            None,
+            f"GET {route}",
+            kind=2,
+            start_ns=0,
+            end_ns=40 * ms,
+            attributes={
+                "http.request.method": "GET",
+                "http.route": route,
+                "url.path": route.replace("{order_id}", "7"),
+                "url.scheme": "https",
+                "server.address": "orders.internal",
+                "server.port": 443,
+                "http.response.status_code": 200,
+                "network.protocol.version": "1.1",
+                "user_agent.original": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
+                "client.address": "10.0.3.17",
+            },
+            resource=_WEB_RESOURCE,
+            scope_name="opentelemetry.instrumentation.asgi",
+            scope_version="0.48b0",
+        )
+        spans = [
+            root,
+            SpanRecord(
+                tid,
+                f"{2:016x}",
+                root.span_id,
+                "auth middleware",
+                start_ns=ms,
+                end_ns=3 * ms,
+                attributes={"enduser.id": "u-4821"},
+                resource=_WEB_RESOURCE,
+                scope_name="orders_api.middleware",
+            ),
+        ]
+        spans.append(
+            SpanRecord(
+                tid,
+                f"{3:016x}",
+                root.span_id,
+                "GET",
+                kind=3,
+                start_ns=3 * ms,
+                end_ns=4 * ms,
+                attributes={
+                    "db.system.name": "redis",
+                    "db.operation.name": "GET",
+                    "db.query.text": "GET session:u-4821",
+                    "server.address": "redis.internal",
+                    "server.port": 6379,
+                },
+                resource=_WEB_RESOURCE,
+                scope_name="opentelemetry.instrumentation.redis",
+            )
+        )
         for q in range(queries):
-            spans.append(SpanRecord(
-                tid, f"{4 + q:016x}", root.span_id, "SELECT orders", kind=3, start_ns=(5 + 4 * q) * ms,
-                end_ns=(8 + 4 * q) * ms, attributes={
-                    "db.system.name": "postgresql", "db.namespace": "orders", "db.operation.name": "SELECT",
-                    "db.query.text": "SELECT orders.id, orders.status, orders.total FROM orders "
-                                     "WHERE orders.customer_id = %(customer_id)s ORDER BY orders.created_at DESC",
-                    "server.address": "pg.internal", "server.port": 5432},
-                resource=_WEB_RESOURCE, scope_name="opentelemetry.instrumentation.sqlalchemy"))
-        spans.append(SpanRecord(tid, f"{20:016x}", root.span_id, "POST", kind=3, start_ns=30 * ms, end_ns=38 * ms,
-                                attributes={"http.request.method": "POST", "url.full": "https://pricing.internal/v1/quote",
-                                            "server.address": "pricing.internal", "server.port": 443,
-                                            "http.response.status_code": 200}, resource=_WEB_RESOURCE,
-                                scope_name="opentelemetry.instrumentation.httpx"))
+            spans.append(
+                SpanRecord(
+                    tid,
+                    f"{4 + q:016x}",
+                    root.span_id,
+                    "SELECT orders",
+                    kind=3,
+                    start_ns=(5 + 4 * q) * ms,
+                    end_ns=(8 + 4 * q) * ms,
+                    attributes={
+                        "db.system.name": "postgresql",
+                        "db.namespace": "orders",
+                        "db.operation.name": "SELECT",
+                        "db.query.text": "SELECT orders.id, orders.status, orders.total FROM orders "
+                        "WHERE orders.customer_id = %(customer_id)s ORDER BY orders.created_at DESC",
+                        "server.address": "pg.internal",
+                        "server.port": 5432,
+                    },
+                    resource=_WEB_RESOURCE,
+                    scope_name="opentelemetry.instrumentation.sqlalchemy",
+                )
+            )
+        spans.append(
+            SpanRecord(
+                tid,
+                f"{20:016x}",
+                root.span_id,
+                "POST",
+                kind=3,
+                start_ns=30 * ms,
+                end_ns=38 * ms,
+                attributes={
+                    "http.request.method": "POST",
+                    "url.full": "https://pricing.internal/v1/quote",
+                    "server.address": "pricing.internal",
+                    "server.port": 443,
+                    "http.response.status_code": 200,
+                },
+                resource=_WEB_RESOURCE,
+                scope_name="opentelemetry.instrumentation.httpx",
+            )
+        )
         out.append(spans)
     return out
 
@@ -123,8 +203,14 @@ def _web_templates() -> list[list]:
 class RequestFactory:
     """One protobuf request of ~``spans_per_request`` spans, re-stamped in place with new ids and times."""
 
-    def __init__(self, exporter: int, spans_per_request: int, run: int = 0, web_share: float = 0.0,
-                 time_scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        exporter: int,
+        spans_per_request: int,
+        run: int = 0,
+        web_share: float = 0.0,
+        time_scale: float = 1.0,
+    ) -> None:
         from agentotel_eval.otlp.encode import encode_traces
 
         templates = _templates()
@@ -146,7 +232,9 @@ class RequestFactory:
         for k, trace in enumerate(chosen):
             fake_tid = f"{k:032x}"  # the index of the trace; replaced by a fresh id on every request
             for s in trace:
-                spans.append(type(s)(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "trace_id": fake_tid}))
+                spans.append(
+                    type(s)(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "trace_id": fake_tid})
+                )
         self.request = encode_traces(spans)
         self.messages = []
         for rs in self.request.resource_spans:
@@ -155,8 +243,14 @@ class RequestFactory:
                     k = int(msg.trace_id.hex(), 16)
                     # times relative to the trace's end (scaled): a trace is exported once it ran, so it ends now
                     end = max(max(s.end_ns, s.start_ns) for s in chosen[k])
-                    self.messages.append((msg, k, int((msg.start_time_unix_nano - end) * time_scale),
-                                          int((msg.end_time_unix_nano - end) * time_scale)))
+                    self.messages.append(
+                        (
+                            msg,
+                            k,
+                            int((msg.start_time_unix_nano - end) * time_scale),
+                            int((msg.end_time_unix_nano - end) * time_scale),
+                        )
+                    )
         self.traces = len(chosen)
         self.spans = len(self.messages)
         self.exporter = exporter
@@ -187,9 +281,19 @@ def latency_sampled(trace_id: str) -> bool:
     return int(trace_id[16:], 16) % 16 == 1
 
 
-def exporter_main(index: int, transport: str, address: str, spans_per_request: int, seconds: float,
-                  start_at: float, out: mp.Queue, run: int = 0, web_share: float = 0.0,
-                  time_scale: float = 1.0, rate: float = 0.0) -> None:
+def exporter_main(
+    index: int,
+    transport: str,
+    address: str,
+    spans_per_request: int,
+    seconds: float,
+    start_at: float,
+    out: mp.Queue,
+    run: int = 0,
+    web_share: float = 0.0,
+    time_scale: float = 1.0,
+    rate: float = 0.0,
+) -> None:
     factory = RequestFactory(index, spans_per_request, run, web_share, time_scale)
     acks: list[tuple[float, int]] = []  # (monotonic ack time, seq)
     refused = 0
@@ -235,8 +339,17 @@ def exporter_main(index: int, transport: str, address: str, spans_per_request: i
             refused += 1
             time.sleep(0.01)
     cpu = time.process_time() - cpu_from if cpu_from is not None else 0.0
-    out.put({"index": index, "run": run, "acks": acks, "refused": refused, "spans": factory.spans,
-             "traces": factory.traces, "cpu_window_s": cpu})
+    out.put(
+        {
+            "index": index,
+            "run": run,
+            "acks": acks,
+            "refused": refused,
+            "spans": factory.spans,
+            "traces": factory.traces,
+            "cpu_window_s": cpu,
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -314,9 +427,17 @@ def bare_main(transport: str, conn) -> None:
             handle(body)
             return b""
 
-        server = grpc.server(futures.ThreadPoolExecutor(16), options=[("grpc.max_receive_message_length", 64 << 20)])
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
-            "opentelemetry.proto.collector.trace.v1.TraceService", {"Export": grpc.unary_unary_rpc_method_handler(export)})])
+        server = grpc.server(
+            futures.ThreadPoolExecutor(16), options=[("grpc.max_receive_message_length", 64 << 20)]
+        )
+        server.add_generic_rpc_handlers(
+            [
+                grpc.method_handlers_generic_handler(
+                    "opentelemetry.proto.collector.trace.v1.TraceService",
+                    {"Export": grpc.unary_unary_rpc_method_handler(export)},
+                )
+            ]
+        )
         port = server.add_insecure_port("127.0.0.1:0")
         server.start()
         stop = lambda: server.stop(0)  # noqa: E731
@@ -336,7 +457,9 @@ def bare_main(transport: str, conn) -> None:
             await blocking.run(handle, await read_body(request, 64 << 20))
             return Response(b"", media_type="application/x-protobuf")
 
-        httpd = HttpServer("127.0.0.1", 0, Starlette(routes=[Route("/v1/traces", export_http, methods=["POST"])]))
+        httpd = HttpServer(
+            "127.0.0.1", 0, Starlette(routes=[Route("/v1/traces", export_http, methods=["POST"])])
+        )
         httpd.start()
         port = httpd.address[1]
         stop = httpd.shutdown
@@ -359,8 +482,10 @@ def standin_main(conn) -> None:
     import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    answers = {"/api/2.0/mlflow/experiments/get-by-name": {"experiment": {"experiment_id": "1"}},
-               "/v1/span_annotations": {"data": []}}
+    answers = {
+        "/api/2.0/mlflow/experiments/get-by-name": {"experiment": {"experiment_id": "1"}},
+        "/v1/span_annotations": {"data": []},
+    }
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -375,7 +500,9 @@ def standin_main(conn) -> None:
         def _answer(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             path = self.path.split("?")[0]
-            body = answers.get(path, {"trace": {"trace_info": {"assessments": []}}} if self.command == "GET" else {})
+            body = answers.get(
+                path, {"trace": {"trace_info": {"assessments": []}}} if self.command == "GET" else {}
+            )
             data = b"" if path == "/v1/traces" else json.dumps(body).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
@@ -391,14 +518,29 @@ def standin_main(conn) -> None:
 
 def sink_settings(standin_port: int, down_port: int) -> list[dict]:
     """The three sinks: Phoenix and MLflow at the stand-in, Langfuse where nothing listens."""
-    return [{"kind": "phoenix", "url": f"http://127.0.0.1:{standin_port}"},
-            {"kind": "mlflow", "url": f"http://127.0.0.1:{standin_port}", "experiment": "bench"},
-            {"kind": "langfuse", "url": f"http://127.0.0.1:{down_port}", "public_key_env": "BENCH_LANGFUSE_PUBLIC",
-             "secret_key_env": "BENCH_LANGFUSE_SECRET"}]
+    return [
+        {"kind": "phoenix", "url": f"http://127.0.0.1:{standin_port}"},
+        {"kind": "mlflow", "url": f"http://127.0.0.1:{standin_port}", "experiment": "bench"},
+        {
+            "kind": "langfuse",
+            "url": f"http://127.0.0.1:{down_port}",
+            "public_key_env": "BENCH_LANGFUSE_PUBLIC",
+            "secret_key_env": "BENCH_LANGFUSE_SECRET",
+        },
+    ]
 
 
-def collector_main(transport: str, grace: float, db: str, conn, memory_limit: str = "", scoring: bool = True,
-                   overrides: dict | None = None, untune: tuple[str, ...] = (), sinks: tuple[dict, ...] = ()) -> None:
+def collector_main(
+    transport: str,
+    grace: float,
+    db: str,
+    conn,
+    memory_limit: str = "",
+    scoring: bool = True,
+    overrides: dict | None = None,
+    untune: tuple[str, ...] = (),
+    sinks: tuple[dict, ...] = (),
+) -> None:
     import dataclasses
 
     from agentotel_eval.collector.process.tuning import (
@@ -426,15 +568,26 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
 
     config = default_config()
     config = dataclasses.replace(
-        config, db=db, grpc="127.0.0.1:0", http="127.0.0.1:0",
+        config,
+        db=db,
+        grpc="127.0.0.1:0",
+        http="127.0.0.1:0",
         assembler=dataclasses.replace(config.assembler, grace_period=grace),
         writer=dataclasses.replace(config.writer, memory_limit=memory_limit or config.writer.memory_limit),
     )
     for section, values in (overrides or {}).items():  # --set section.key=value
-        config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **values)})
-    if scoring:  # deterministic metrics for every run: an expectation matching every run, all modes, detectors
-        config = dataclasses.replace(config, expectations=parse_expectations(
-            [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]))
+        config = dataclasses.replace(
+            config, **{section: dataclasses.replace(getattr(config, section), **values)}
+        )
+    if (
+        scoring
+    ):  # deterministic metrics for every run: an expectation matching every run, all modes, detectors
+        config = dataclasses.replace(
+            config,
+            expectations=parse_expectations(
+                [{"name": "every run", "expected_tools": ["get_weather", "search_flights", "book_hotel"]}]
+            ),
+        )
     else:
         config = dataclasses.replace(config, scoring=ScoringSettings(enabled=False, detectors=False))
     if sinks:
@@ -461,7 +614,10 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     sampling = threading.Event()
 
     def helpers() -> list:
-        return [getattr(collector.assembler, "pid", None), *(collector.decoders.pids if collector.decoders else [])]
+        return [
+            getattr(collector.assembler, "pid", None),
+            *(collector.decoders.pids if collector.decoders else []),
+        ]
 
     pss_peak = [0]
 
@@ -482,7 +638,9 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
             pss_peak[0] = max(pss_peak[0], pss)
 
     threading.Thread(target=sample_rss, daemon=True).start()
-    conn.send(collector.grpc_endpoint if transport == "grpc" else collector.http_endpoint.removeprefix("http://"))
+    conn.send(
+        collector.grpc_endpoint if transport == "grpc" else collector.http_endpoint.removeprefix("http://")
+    )
     conn.recv()  # the measurement window starts
     cpu_start = sum(_cpu_seconds(pid) for pid in ("self", *helpers()))
     conn.send("ok")
@@ -495,8 +653,12 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
     drain_started = time.monotonic()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if (collector.assembler.backlog == 0 and collector.assembler.open_traces == 0
-                and collector.writer.queued_records == 0 and collector.writer.pending_operations == 0):
+        if (
+            collector.assembler.backlog == 0
+            and collector.assembler.open_traces == 0
+            and collector.writer.queued_records == 0
+            and collector.writer.pending_operations == 0
+        ):
             break
         time.sleep(0.05)
     collector.writer.flush(30)
@@ -520,20 +682,29 @@ def collector_main(transport: str, grace: float, db: str, conn, memory_limit: st
         "committed_at": committed_at,
         # the latency records above live in the collector's process and grow with the phase: their size (the
         # dict's table, keys and values), to read its RSS by
-        "bookkeeping_kb": (sys.getsizeof(committed_at) + sum(sys.getsizeof(k) + sys.getsizeof(v)
-                                                             for k, v in committed_at.items())) // 1024,
+        "bookkeeping_kb": (
+            sys.getsizeof(committed_at)
+            + sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in committed_at.items())
+        )
+        // 1024,
         # each process's own peak, added: an upper bound of the pair's peak (the sample below is the pair's)
         "rss_main_kb": _rss_kb(),
         "rss_assembler_kb": _peak_rss_kb(getattr(collector.assembler, "pid", None)),
-        "rss_decoders_kb": sum(_peak_rss_kb(pid) for pid in (collector.decoders.pids if collector.decoders else [])),
+        "rss_decoders_kb": sum(
+            _peak_rss_kb(pid) for pid in (collector.decoders.pids if collector.decoders else [])
+        ),
         "cpu_window_s": cpu_window,
         "backlog_at_end": backlog_at_end,
         "drained_in": drained_in,
         "rss_sampled_kb": peak[0],
         "pss_sampled_kb": pss_peak[0],
-        "overloaded": sum(n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"),
-        "sinks": {w.name: (w.stats.sent, w.stats.dropped)  # an older collector (--source) has no sinks
-                  for w in (collector.sinks.workers if hasattr(collector, "sinks") else ())},
+        "overloaded": sum(
+            n for (t, s, o), n in collector.ingestor.stats.snapshot()[2].items() if o == "overloaded"
+        ),
+        "sinks": {
+            w.name: (w.stats.sent, w.stats.dropped)  # an older collector (--source) has no sinks
+            for w in (collector.sinks.workers if hasattr(collector, "sinks") else ())
+        },
     }
     result["rss_kb"] = result["rss_main_kb"] + result["rss_assembler_kb"] + result["rss_decoders_kb"]
     collector.shutdown()
@@ -564,8 +735,14 @@ def overrides(settings: list[str]) -> dict[str, dict]:
     return out
 
 
-def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, scoring: bool = True,
-              sinks: tuple[dict, ...] = ()) -> dict:
+def run_phase(
+    kind: str,
+    transport: str,
+    args: argparse.Namespace,
+    tmp: str,
+    scoring: bool = True,
+    sinks: tuple[dict, ...] = (),
+) -> dict:
     phase_id = next(_PHASES)  # fresh trace ids and a fresh database for every phase
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -573,17 +750,41 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
         server = ctx.Process(target=bare_main, args=(transport, child))
     else:
         db = os.path.join(tmp, f"bench-{transport}-{phase_id}.duckdb")
-        server = ctx.Process(target=collector_main,
-                             args=(transport, args.grace, db, child, args.duckdb_memory, scoring, overrides(args.set),
-                                   tuple(args.untune), sinks))
+        server = ctx.Process(
+            target=collector_main,
+            args=(
+                transport,
+                args.grace,
+                db,
+                child,
+                args.duckdb_memory,
+                scoring,
+                overrides(args.set),
+                tuple(args.untune),
+                sinks,
+            ),
+        )
     server.start()
     address = parent.recv()
     out = ctx.Queue()
     start_at = time.monotonic() + args.start_delay  # exporters build their requests first
     clients = [
-        ctx.Process(target=exporter_main, args=(i + 1, transport, address, args.spans_per_request, args.seconds,
-                                                start_at, out, phase_id, args.web_share,
-                                                args.time_scale, args.rate / args.exporters))
+        ctx.Process(
+            target=exporter_main,
+            args=(
+                i + 1,
+                transport,
+                address,
+                args.spans_per_request,
+                args.seconds,
+                start_at,
+                out,
+                phase_id,
+                args.web_share,
+                args.time_scale,
+                args.rate / args.exporters,
+            ),
+        )
         for i in range(args.exporters)
     ]
     for c in clients:
@@ -600,9 +801,7 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
     stats = parent.recv()
     server.join()
     spans_per_request = results[0]["spans"]
-    acked_in_window = sum(
-        r["spans"] for r in results for t, _ in r["acks"] if window[0] <= t <= window[1]
-    )
+    acked_in_window = sum(r["spans"] for r in results for t, _ in r["acks"] if window[0] <= t <= window[1])
     total_acked = sum(r["spans"] * len(r["acks"]) for r in results)
     phase = {
         "rate": acked_in_window / (window[1] - window[0]),
@@ -633,42 +832,87 @@ def run_phase(kind: str, transport: str, args: argparse.Namespace, tmp: str, sco
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--exporters", type=int, default=8)
     parser.add_argument("--transports", default="grpc,http")
     parser.add_argument("--spans-per-request", type=int, default=512)
     parser.add_argument("--grace", type=float, default=2.0, help="the collector's grace period (default 2 s)")
-    parser.add_argument("--duckdb-memory", default="", help="writer.memory_limit for the collector (default: the collector's own default)")
-    parser.add_argument("--scoring", choices=("on", "off", "both"), default="on",
-                        help="deterministic scoring of every run in the collector phases; 'both' runs the collector "
-                             "with and without it and reports what scoring costs")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="a collector setting for the collector phases, e.g. receiver.decode_slots=8 or "
-                             "assembler.process=false (a Python literal; repeatable)")
-    parser.add_argument("--rate", type=float, default=0.0,
-                        help="offer this many spans/s in all (open loop, each request at its time) instead of the "
-                             "next request after each answer: a steady, moderate load for the run -> rows latency")
-    parser.add_argument("--untune", action="append", default=[],
-                        choices=("gc_threshold", "malloc"),
-                        help="leave one of the collector processes' settings (agentotel_eval.collector.process.tuning) at Python's "
-                             "or glibc's default, for an A/B of what it buys (repeatable)")
-    parser.add_argument("--web-share", type=float, default=0.0,
-                        help="the share of spans in traces of a web service with no agent (HTTP, database, cache "
-                             "spans), exported to the same endpoint; default 0: every trace is an agent's")
-    parser.add_argument("--time-scale", type=float, default=1.0,
-                        help="stretch every trace's span times by this factor (the recorded traces last 10-210 ms; "
-                             "real agent runs last seconds: 50 makes them 0.5-10 s)")
-    parser.add_argument("--start-delay", type=float, default=3.0,
-                        help="seconds the exporters get to start and build their requests before the load starts "
-                             "(default 3; more on a machine busy with other work, or a phase may count no span)")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="bare/collector pairs per transport, alternated; the machine is shared, so the "
-                             "median ratio is reported")
-    parser.add_argument("--sinks", choices=("off", "on", "both"), default="off",
-                        help="configure the three score sinks (Phoenix and MLflow answered by a stand-in, Langfuse "
-                             "down); 'both' alternates phases without and with them and reports the ratio")
-    parser.add_argument("--source", type=Path, help="another checkout whose agentotel_eval (collector) to run")
+    parser.add_argument(
+        "--duckdb-memory",
+        default="",
+        help="writer.memory_limit for the collector (default: the collector's own default)",
+    )
+    parser.add_argument(
+        "--scoring",
+        choices=("on", "off", "both"),
+        default="on",
+        help="deterministic scoring of every run in the collector phases; 'both' runs the collector "
+        "with and without it and reports what scoring costs",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a collector setting for the collector phases, e.g. receiver.decode_slots=8 or "
+        "assembler.process=false (a Python literal; repeatable)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="offer this many spans/s in all (open loop, each request at its time) instead of the "
+        "next request after each answer: a steady, moderate load for the run -> rows latency",
+    )
+    parser.add_argument(
+        "--untune",
+        action="append",
+        default=[],
+        choices=("gc_threshold", "malloc"),
+        help="leave one of the collector processes' settings (agentotel_eval.collector.process.tuning) at Python's "
+        "or glibc's default, for an A/B of what it buys (repeatable)",
+    )
+    parser.add_argument(
+        "--web-share",
+        type=float,
+        default=0.0,
+        help="the share of spans in traces of a web service with no agent (HTTP, database, cache "
+        "spans), exported to the same endpoint; default 0: every trace is an agent's",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="stretch every trace's span times by this factor (the recorded traces last 10-210 ms; "
+        "real agent runs last seconds: 50 makes them 0.5-10 s)",
+    )
+    parser.add_argument(
+        "--start-delay",
+        type=float,
+        default=3.0,
+        help="seconds the exporters get to start and build their requests before the load starts "
+        "(default 3; more on a machine busy with other work, or a phase may count no span)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="bare/collector pairs per transport, alternated; the machine is shared, so the "
+        "median ratio is reported",
+    )
+    parser.add_argument(
+        "--sinks",
+        choices=("off", "on", "both"),
+        default="off",
+        help="configure the three score sinks (Phoenix and MLflow answered by a stand-in, Langfuse "
+        "down); 'both' alternates phases without and with them and reports the ratio",
+    )
+    parser.add_argument(
+        "--source", type=Path, help="another checkout whose agentotel_eval (collector) to run"
+    )
     args = parser.parse_args()
     from source import imported_from, use_source
 
@@ -682,8 +926,10 @@ def main() -> None:
         standin = ctx.Process(target=standin_main, args=(child,), daemon=True)
         standin.start()
         sinks = tuple(sink_settings(parent.recv(), free_port()))
-    print(f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
-          f"grace {args.grace:g}s, web share {args.web_share:g}, time scale {args.time_scale:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}")
+    print(
+        f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
+        f"grace {args.grace:g}s, web share {args.web_share:g}, time scale {args.time_scale:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
             ratios, scoring_costs, sink_ratios = [], [], []
@@ -691,18 +937,23 @@ def main() -> None:
                 if args.sinks == "both":  # the two collector phases only: their ratio is the figure
                     # which goes first alternates too, so that a load that drifts over a round favours neither
                     order = ((), sinks) if round_ % 2 else (sinks, ())
-                    done = {bool(s): run_phase("collector", transport, args, tmp, args.scoring != "off", s)
-                            for s in order}
+                    done = {
+                        bool(s): run_phase("collector", transport, args, tmp, args.scoring != "off", s)
+                        for s in order
+                    }
                     plain, with_sinks = done[False], done[True]
                     assert with_sinks["stored"] == with_sinks["acked"]
                     sink_ratios.append(with_sinks["rate"] / plain["rate"])
-                    print(f"[{transport} #{round_}] no sinks {plain['rate']:,.0f} spans/s | three sinks (one down) "
-                          f"{with_sinks['rate']:,.0f} spans/s = {sink_ratios[-1]:.2f} x | sent, dropped per sink: "
-                          f"{with_sinks['sinks']} | runs {plain['runs']:,} / {with_sinks['runs']:,}", flush=True)
+                    print(
+                        f"[{transport} #{round_}] no sinks {plain['rate']:,.0f} spans/s | three sinks (one down) "
+                        f"{with_sinks['rate']:,.0f} spans/s = {sink_ratios[-1]:.2f} x | sent, dropped per sink: "
+                        f"{with_sinks['sinks']} | runs {plain['runs']:,} / {with_sinks['runs']:,}",
+                        flush=True,
+                    )
                     continue
                 bare = run_phase("bare", transport, args, tmp)
                 phases = {}
-                for scoring in ((False, True) if args.scoring == "both" else (args.scoring == "on",)):
+                for scoring in (False, True) if args.scoring == "both" else (args.scoring == "on",):
                     coll = run_phase("collector", transport, args, tmp, scoring, sinks)
                     assert coll["stored"] == coll["acked"], (coll["stored"], coll["acked"])
                     phases[scoring] = coll
@@ -734,14 +985,24 @@ def main() -> None:
                 if len(phases) == 2:
                     scoring_costs.append(1 - phases[True]["rate"] / phases[False]["rate"])
             if sink_ratios:
-                print(f"[{transport}] median with sinks / without {statistics.median(sink_ratios):.2f} "
-                      f"(rounds: {', '.join(f'{r:.2f}' for r in sink_ratios)})", flush=True)
+                print(
+                    f"[{transport}] median with sinks / without {statistics.median(sink_ratios):.2f} "
+                    f"(rounds: {', '.join(f'{r:.2f}' for r in sink_ratios)})",
+                    flush=True,
+                )
                 continue
-            print(f"[{transport}] median collector/bare ratio {statistics.median(ratios):.2f} "
-                  f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+            print(
+                f"[{transport}] median collector/bare ratio {statistics.median(ratios):.2f} "
+                f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})",
+                flush=True,
+            )
             if scoring_costs:
-                print(f"[{transport}] scoring costs {statistics.median(scoring_costs):.1%} of ingest throughput "
-                      f"(rounds: {', '.join(f'{c:.1%}' for c in scoring_costs)})", flush=True)
+                print(
+                    f"[{transport}] scoring costs {statistics.median(scoring_costs):.1%} of ingest throughput "
+                    f"(rounds: {', '.join(f'{c:.1%}' for c in scoring_costs)})",
+                    flush=True,
+                )
+
 
 if __name__ == "__main__":
     main()

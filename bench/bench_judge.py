@@ -42,13 +42,31 @@ from agentotel_eval.judge.client import CustomLLMClient  # noqa: E402
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric  # noqa: E402
 from tests.support.llm_stub import LLMStub, Reply  # noqa: E402
 
-ANSWER = {"detected": True, "confidence": 0.8, "reason": "booked before searching", "error_types": ["sequence_error"],
-          "errors": [{"type": "sequence_error", "description": "#1 before #2"}], "error_severity": "medium"}
+ANSWER = {
+    "detected": True,
+    "confidence": 0.8,
+    "reason": "booked before searching",
+    "error_types": ["sequence_error"],
+    "errors": [{"type": "sequence_error", "description": "#1 before #2"}],
+    "error_severity": "medium",
+}
 TOOLS = [
-    ToolDefinition("search_flights", parameters={"type": "object", "required": ["from", "to"], "properties": {
-        "from": {"type": "string"}, "to": {"type": "string"}}}),
-    ToolDefinition("book_flight", parameters={"type": "object", "required": ["flight_id"], "properties": {
-        "flight_id": {"type": "string"}}}),
+    ToolDefinition(
+        "search_flights",
+        parameters={
+            "type": "object",
+            "required": ["from", "to"],
+            "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+        },
+    ),
+    ToolDefinition(
+        "book_flight",
+        parameters={
+            "type": "object",
+            "required": ["flight_id"],
+            "properties": {"flight_id": {"type": "string"}},
+        },
+    ),
 ]
 
 
@@ -56,8 +74,10 @@ def case(i: int) -> EvalTestCase:
     return EvalTestCase(
         input=f"Book the cheapest flight from Paris to New York (request {i}).",
         actual_output="Booked flight AF9.",
-        tool_calls=[ToolCall("book_flight", {"flight_id": "AF9"}, status="ok", output={"confirmation": f"X{i}"}),
-                    ToolCall("search_flights", {"from": "PAR", "to": "NYC"}, status="ok", output=[{"id": "AF9"}])],
+        tool_calls=[
+            ToolCall("book_flight", {"flight_id": "AF9"}, status="ok", output={"confirmation": f"X{i}"}),
+            ToolCall("search_flights", {"from": "PAR", "to": "NYC"}, status="ok", output=[{"id": "AF9"}]),
+        ],
         available_tools=TOOLS,
     )
 
@@ -76,10 +96,13 @@ class DirectClient(CustomLLMClient):
 
     async def chat_complete(self, messages, temperature=0.0):
         if self.http is None:
-            self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60),
-                                              connector=aiohttp.TCPConnector(limit=100))
-        async with self.http.post(f"{self.base_url}/chat/completions", json={
-                "model": "gpt-4o-mini", "messages": list(messages), "temperature": temperature}) as response:
+            self.http = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=60), connector=aiohttp.TCPConnector(limit=100)
+            )
+        async with self.http.post(
+            f"{self.base_url}/chat/completions",
+            json={"model": "gpt-4o-mini", "messages": list(messages), "temperature": temperature},
+        ) as response:
             response.raise_for_status()
             body = await response.json()
         return body["choices"][0]["message"]["content"], None
@@ -125,8 +148,13 @@ def stub_server(kind: str, delay: float):
         with LLMStub(default=Reply.json(ANSWER, delay=delay)) as stub:
             yield stub.base_url
         return
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.llm_stub", "--delay", str(delay), "--json", json.dumps(ANSWER)],
-                            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.llm_stub", "--delay", str(delay), "--json", json.dumps(ANSWER)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     STUB_PID.append(proc.pid)
     try:
         yield proc.stdout.readline().strip()
@@ -190,11 +218,15 @@ async def compare(label: str, make, args: argparse.Namespace) -> None:
         stub_cpu = (process_cpu(STUB_PID[-1]) - stub_before) if STUB_PID else float("nan")
         speedups.append(t_seq / t_conc)
         stub_note = f", stub process {stub_cpu / args.n * 1000:.1f} ms" if STUB_PID else ""
-        print(f"  {label} run {r + 1}: sequential {t_seq:6.2f}s{gc_seq} | concurrent({args.concurrency}) "
-              f"{t_conc:5.2f}s{gc_conc} | speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: "
-              f"sequential {cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}")
-    print(f"  {label}: median speed-up {statistics.median(speedups):.1f}x, best {max(speedups):.1f}x "
-          f"over {args.repeat} run(s)")
+        print(
+            f"  {label} run {r + 1}: sequential {t_seq:6.2f}s{gc_seq} | concurrent({args.concurrency}) "
+            f"{t_conc:5.2f}s{gc_conc} | speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: "
+            f"sequential {cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}"
+        )
+    print(
+        f"  {label}: median speed-up {statistics.median(speedups):.1f}x, best {max(speedups):.1f}x "
+        f"over {args.repeat} run(s)"
+    )
     for metric in (seq_metric, conc_metric):
         close = getattr(metric.runner.client, "close", None)
         if close is not None:
@@ -203,28 +235,53 @@ async def compare(label: str, make, args: argparse.Namespace) -> None:
 
 async def run(args: argparse.Namespace) -> None:
     with stub_server(args.stub, args.delay) as base_url:
-        print(f"{args.n} evaluations, stub answering after {args.delay * 1000:.0f} ms ({args.stub}), "
-              f"cache off, {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"{args.n} evaluations, stub answering after {args.delay * 1000:.0f} ms ({args.stub}), "
+            f"cache off, {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}"
+        )
         started = time.perf_counter()
         if not args.skip_litellm:
-            await compare("litellm", lambda c: ToolsErrorMetric(
-                "openai/gpt-4o-mini", api_base=base_url, api_key="sk-bench", cache=False, max_concurrency=c), args)
+            await compare(
+                "litellm",
+                lambda c: ToolsErrorMetric(
+                    "openai/gpt-4o-mini",
+                    api_base=base_url,
+                    api_key="sk-bench",
+                    cache=False,
+                    max_concurrency=c,
+                ),
+                args,
+            )
             print(f"  (litellm warm-up and runs took {time.perf_counter() - started:.1f}s)")
         if not args.skip_direct:
-            await compare("direct ", lambda c: ToolsErrorMetric(
-                DirectClient(base_url), cache=False, max_concurrency=c), args)
+            await compare(
+                "direct ",
+                lambda c: ToolsErrorMetric(DirectClient(base_url), cache=False, max_concurrency=c),
+                args,
+            )
     STUB_PID.clear()
-    await compare("no-http", lambda c: ToolsErrorMetric(
-        SleepClient(args.delay), cache=False, max_concurrency=c), args)
+    await compare(
+        "no-http", lambda c: ToolsErrorMetric(SleepClient(args.delay), cache=False, max_concurrency=c), args
+    )
 
 
 def _ten_call_run() -> tuple[list[ToolCall], str]:
     """A 10-call run with recorded results and a final answer, so every rule runs (provenance, answers, claims)."""
-    calls = [ToolCall("search_flights", {"from": "PAR", "to": "NYC"}, status="ok",
-                      output={"flights": [{"flight_id": "AF9", "price": 420.5}, {"flight_id": "AF7", "price": 388}]}),
-             ToolCall("book_flight", {"flight_id": "AF9"}, status="error", error="sold out"),
-             ToolCall("book_flight", {"flight_id": "AF7"}, status="ok", output={"booking": "BK-20931", "total": 388})]
-    calls = calls * 3 + [ToolCall("search_flights", {"from": "NYC", "to": "PAR"}, status="ok", output={"flights": []})]
+    calls = [
+        ToolCall(
+            "search_flights",
+            {"from": "PAR", "to": "NYC"},
+            status="ok",
+            output={"flights": [{"flight_id": "AF9", "price": 420.5}, {"flight_id": "AF7", "price": 388}]},
+        ),
+        ToolCall("book_flight", {"flight_id": "AF9"}, status="error", error="sold out"),
+        ToolCall(
+            "book_flight", {"flight_id": "AF7"}, status="ok", output={"booking": "BK-20931", "total": 388}
+        ),
+    ]
+    calls = calls * 3 + [
+        ToolCall("search_flights", {"from": "NYC", "to": "PAR"}, status="ok", output={"flights": []})
+    ]
     return calls, "Booked AF7 (booking BK-20931) for $388 after AF9 sold out."
 
 
@@ -237,20 +294,28 @@ def bench_detectors(runs: int = 5_000) -> None:
         for _ in range(runs):
             detect_and_observe(sample, TOOLS, answer=answer, user_input="Fly me from Paris to New York")
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-        case = EvalTestCase(input="Fly me from Paris to New York", actual_output=answer, tools_called=sample,
-                            available_tools=TOOLS)
+        case = EvalTestCase(
+            input="Fly me from Paris to New York",
+            actual_output=answer,
+            tools_called=sample,
+            available_tools=TOOLS,
+        )
         whole = time.perf_counter()
         for _ in range(runs // 5):
             metric.measure(case)
         per_case = (time.perf_counter() - whole) / (runs // 5)
-        print(f"detectors ({label}): {runs} runs of {len(sample)} calls: {elapsed / runs * 1e6:.0f} us per run, "
-              f"{cpu / runs * 1e6:.0f} us process CPU (rules and observations); the whole deterministic metric "
-              f"{per_case * 1e6:.0f} us per run (bench_detectors.py: CPU with fresh values, and against another "
-              "checkout)")
+        print(
+            f"detectors ({label}): {runs} runs of {len(sample)} calls: {elapsed / runs * 1e6:.0f} us per run, "
+            f"{cpu / runs * 1e6:.0f} us process CPU (rules and observations); the whole deterministic metric "
+            f"{per_case * 1e6:.0f} us per run (bench_detectors.py: CPU with fresh values, and against another "
+            "checkout)"
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--delay", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -258,7 +323,9 @@ def main() -> None:
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
     parser.add_argument("--skip-litellm", action="store_true")
     parser.add_argument("--skip-direct", action="store_true")
-    parser.add_argument("--detectors-only", action="store_true", help="only the deterministic detectors' cost")
+    parser.add_argument(
+        "--detectors-only", action="store_true", help="only the deterministic detectors' cost"
+    )
     args = parser.parse_args()
     if not args.detectors_only:
         asyncio.run(run(args))

@@ -78,7 +78,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-EXPECTED_TOOLS = ["get_weather", "search_flights", "book_hotel"]  # bench_ingest's expectation: every run scored
+EXPECTED_TOOLS = [
+    "get_weather",
+    "search_flights",
+    "book_hotel",
+]  # bench_ingest's expectation: every run scored
 MARKER_EXPORTER = 250  # the exporter number in the markers' trace ids
 PAGES_DB = os.path.join(tempfile.gettempdir(), "agentotel-bench-lake-pages.duckdb")
 _runs = itertools.count(1)  # a phase's number: the first bytes of its trace ids (bench_ingest.trace_prefix)
@@ -115,8 +119,11 @@ def session_cpu(sid: int) -> float:
 
 def tree_cpu(pid: int) -> float:
     """A process's CPU seconds and its descendants' (PostgreSQL's postmaster and its backends)."""
-    stats = {int(name): fields for name in os.listdir("/proc")
-             if name.isdigit() and (fields := _stat(name)) is not None}
+    stats = {
+        int(name): fields
+        for name in os.listdir("/proc")
+        if name.isdigit() and (fields := _stat(name)) is not None
+    }
     tree, grown = {pid}, True
     while grown:
         more = {p for p, fields in stats.items() if int(fields[1]) in tree} - tree
@@ -164,20 +171,34 @@ class Servers:
         name = f"benchlake{next(_lakes)}"
         catalog = self.pg.create_database(name)
         self.s3.create_bucket(name)
-        return LakeTable(catalog=catalog, data=f"s3://{name}/data/", s3_endpoint=self.s3.endpoint,
-                         flush_interval=flush_interval)
+        return LakeTable(
+            catalog=catalog,
+            data=f"s3://{name}/data/",
+            s3_endpoint=self.s3.endpoint,
+            flush_interval=flush_interval,
+        )
 
     def cpu(self) -> dict[str, float]:
-        return {"postgres": tree_cpu(self.pg_pid) if self.pg_pid else 0.0,
-                "s3": tree_cpu(self.s3_pid) if self.s3_pid else 0.0}
+        return {
+            "postgres": tree_cpu(self.pg_pid) if self.pg_pid else 0.0,
+            "s3": tree_cpu(self.s3_pid) if self.s3_pid else 0.0,
+        }
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # nodes
 
 
-def make_node(folder: Path, name: str, table: Any, *, with_lake: bool = True, db: str | None = None,
-              grace: str = "2s", root: Path | None = None) -> Any:
+def make_node(
+    folder: Path,
+    name: str,
+    table: Any,
+    *,
+    with_lake: bool = True,
+    db: str | None = None,
+    grace: str = "2s",
+    root: Path | None = None,
+) -> Any:
     """A ``ServeNode`` whose config is bench_ingest's collector's: scoring every run, a 2 s grace period; run
     from ``root`` (another checkout, the baseline) when given."""
     from tests.support.lake_nodes import ServeNode
@@ -185,9 +206,11 @@ def make_node(folder: Path, name: str, table: Any, *, with_lake: bool = True, db
     node = ServeNode(folder, name, table, root=root or ROOT)
     if db is not None:
         node.db = Path(db)
-    text = (f'db = "{node.db}"\ngrpc = "{node.grpc}"\nhttp = "{node.http}"\nlog_level = "warning"\n'
-            f'[assembler]\ngrace_period = "{grace}"\n[[expectations]]\nname = "every run"\n'
-            f"expected_tools = {json.dumps(EXPECTED_TOOLS)}\n")
+    text = (
+        f'db = "{node.db}"\ngrpc = "{node.grpc}"\nhttp = "{node.http}"\nlog_level = "warning"\n'
+        f'[assembler]\ngrace_period = "{grace}"\n[[expectations]]\nname = "every run"\n'
+        f"expected_tools = {json.dumps(EXPECTED_TOOLS)}\n"
+    )
     node.config.write_text(text + (lake_toml(table, name) if with_lake else ""))
     return node
 
@@ -195,9 +218,11 @@ def make_node(folder: Path, name: str, table: Any, *, with_lake: bool = True, db
 def lake_toml(table: Any, node: str) -> str:
     """The ``[lake]`` table of a node: the shared lake's catalog, data and S3 server, this phase's flush interval,
     and the product's own defaults for the rest (reconcile_interval 10 s, read_peer_spans on), not the tests'."""
-    return (f'[lake]\ncatalog = "{table.catalog}"\ndata = "{table.data}"\nflush_interval = "{table.flush_interval}"\n'
-            f'node = "{node}"\n[lake.s3]\nendpoint = "{table.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
-            'url_style = "path"\nuse_ssl = false\n')
+    return (
+        f'[lake]\ncatalog = "{table.catalog}"\ndata = "{table.data}"\nflush_interval = "{table.flush_interval}"\n'
+        f'node = "{node}"\n[lake.s3]\nendpoint = "{table.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
+        'url_style = "path"\nuse_ssl = false\n'
+    )
 
 
 def start_all(nodes: list[Any]) -> float:
@@ -251,10 +276,16 @@ def check_stored(con: Any, spans_table: str, acked: dict[str, int]) -> dict[str,
             f"WITH got AS (SELECT trace_id, count(DISTINCT span_id) AS got, count(*) AS rows_ FROM {spans_table} "
             "WHERE trace_id IN (SELECT trace_id FROM bench_acked) GROUP BY trace_id) "
             "SELECT coalesce(sum(got), 0), coalesce(sum(rows_), 0), count(*) FILTER (WHERE coalesce(got, 0) < n) "
-            "FROM bench_acked LEFT JOIN got USING (trace_id)").fetchone()
+            "FROM bench_acked LEFT JOIN got USING (trace_id)"
+        ).fetchone()
     finally:
         con.unregister("bench_acked")
-    return {"expected": sum(acked.values()), "stored": int(distinct), "rows": int(rows_), "short_traces": int(short)}
+    return {
+        "expected": sum(acked.values()),
+        "stored": int(distinct),
+        "rows": int(rows_),
+        "short_traces": int(short),
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -272,8 +303,18 @@ def _trace_id(ring: Any, endpoint: str, prefix: int, k: int) -> bytes:
         salt += 1
 
 
-def exporter_main(index: int, endpoints: list[str], ring_routed: bool, spans_per_request: int, run: int,
-                  start_at: float, window: tuple[float, float], rate: float, out: Any, stop: Any) -> None:
+def exporter_main(
+    index: int,
+    endpoints: list[str],
+    ring_routed: bool,
+    spans_per_request: int,
+    run: int,
+    start_at: float,
+    window: tuple[float, float],
+    rate: float,
+    out: Any,
+    stop: Any,
+) -> None:
     """Requests of ~``spans_per_request`` spans until ``window[1]``: closed loop (``rate`` 0) or at ``rate``
     spans/s. ``ring_routed``: request n goes to endpoint n % N with trace ids the ring sends there; else every
     request to ``endpoints[0]``. Reports each request (sent, answered, ok, endpoint), the acknowledged traces (id
@@ -330,24 +371,57 @@ def exporter_main(index: int, endpoints: list[str], ring_routed: bool, spans_per
         elif not interval:
             time.sleep(0.01)
     cpu = time.process_time() - cpu_from if cpu_from is not None else 0.0
-    out.put({"index": index, "records": records, "acked": acked, "errors": dict(errors), "spans": factory.spans,
-             "cpu_window_s": cpu})
+    out.put(
+        {
+            "index": index,
+            "records": records,
+            "acked": acked,
+            "errors": dict(errors),
+            "spans": factory.spans,
+            "cpu_window_s": cpu,
+        }
+    )
 
 
 class Load:
     """``exporters`` exporter processes; ``start()`` returns at once, ``results()`` waits for them."""
 
-    def __init__(self, endpoints: list[str], *, exporters: int, seconds: float, warmup: float, ring_routed: bool,
-                 rate: float = 0.0, spans_per_request: int = 512, lead: float = 3.0) -> None:
+    def __init__(
+        self,
+        endpoints: list[str],
+        *,
+        exporters: int,
+        seconds: float,
+        warmup: float,
+        ring_routed: bool,
+        rate: float = 0.0,
+        spans_per_request: int = 512,
+        lead: float = 3.0,
+    ) -> None:
         self.ctx = mp.get_context("spawn")
         self.run = next(_runs)
         self.start_at = time.monotonic() + lead  # the exporters build their requests first
         self.window = (self.start_at + warmup, self.start_at + warmup + seconds)
         self.out = self.ctx.Queue()
         self.halt = self.ctx.Event()  # set: the exporters stop before the window's end
-        self.procs = [self.ctx.Process(target=exporter_main, args=(
-            i + 1, endpoints, ring_routed, spans_per_request, self.run, self.start_at, self.window,
-            rate / exporters, self.out, self.halt)) for i in range(exporters)]
+        self.procs = [
+            self.ctx.Process(
+                target=exporter_main,
+                args=(
+                    i + 1,
+                    endpoints,
+                    ring_routed,
+                    spans_per_request,
+                    self.run,
+                    self.start_at,
+                    self.window,
+                    rate / exporters,
+                    self.out,
+                    self.halt,
+                ),
+            )
+            for i in range(exporters)
+        ]
 
     def start(self) -> Load:
         for p in self.procs:
@@ -386,7 +460,9 @@ def all_acked(results: list[dict[str, Any]]) -> dict[str, int]:
 class CpuWindow:
     """The CPU of the nodes, the lake's servers, other processes and the machine between ``begin`` and ``end``."""
 
-    def __init__(self, servers: Servers | None, nodes: list[Any], others: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, servers: Servers | None, nodes: list[Any], others: dict[str, int] | None = None
+    ) -> None:
         self.servers, self.nodes, self.others = servers, nodes, others or {}
 
     def _sample(self) -> dict[str, float]:
@@ -404,8 +480,9 @@ class CpuWindow:
     def end(self) -> dict[str, float]:
         last = self._sample()
         out = {k: last[k] - self.start.get(k, 0.0) for k in last if not k.startswith("_")}
-        out["machine_busy_share"] = (last["_busy"] - self.start["_busy"]) / max(last["_total"] - self.start["_total"],
-                                                                                1)
+        out["machine_busy_share"] = (last["_busy"] - self.start["_busy"]) / max(
+            last["_total"] - self.start["_total"], 1
+        )
         return out
 
 
@@ -440,7 +517,9 @@ def router_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     router = ctx.Process(target=router_main, args=([address], False, router_child))
     router.start()
     endpoint, router_pid = router_parent.recv()
-    load = Load([endpoint], exporters=args.exporters, seconds=args.seconds, warmup=args.warmup, ring_routed=False)
+    load = Load(
+        [endpoint], exporters=args.exporters, seconds=args.seconds, warmup=args.warmup, ring_routed=False
+    )
     load.start()
     window = CpuWindow(None, [], {"router": router_pid, "bare": bare.pid})
     sleep_until(load.window[0])
@@ -460,18 +539,30 @@ def router_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     bare.join()
     spans = sum(acked_in(results, *load.window).values())
     seconds = load.window[1] - load.window[0]
-    out = {"rate": spans / seconds, "router_cpu_us": 1e6 * cpu["router"] / max(spans, 1),
-           "bare_cpu_us": 1e6 * cpu["bare"] / max(spans, 1), "machine_busy": cpu["machine_busy_share"],
-           "errors": sum(sum(r["errors"].values()) for r in results)}
-    print(f"[router ceiling] TraceRouter -> bare receiver (decode only): {out['rate']:,.0f} spans/s acknowledged; "
-          f"router {out['router_cpu_us']:.1f} µs CPU/span, bare {out['bare_cpu_us']:.1f}; machine "
-          f"{out['machine_busy']:.0%} busy ({os.cpu_count()} cores); {out['errors']} errors", flush=True)
+    out = {
+        "rate": spans / seconds,
+        "router_cpu_us": 1e6 * cpu["router"] / max(spans, 1),
+        "bare_cpu_us": 1e6 * cpu["bare"] / max(spans, 1),
+        "machine_busy": cpu["machine_busy_share"],
+        "errors": sum(sum(r["errors"].values()) for r in results),
+    }
+    print(
+        f"[router ceiling] TraceRouter -> bare receiver (decode only): {out['rate']:,.0f} spans/s acknowledged; "
+        f"router {out['router_cpu_us']:.1f} µs CPU/span, bare {out['bare_cpu_us']:.1f}; machine "
+        f"{out['machine_busy']:.0%} busy ({os.cpu_count()} cores); {out['errors']} errors",
+        flush=True,
+    )
     return out
 
 
 #: a lake node's own figures, read from its /metrics at the end of a throughput window
-LAKE_METRICS = ("lake_flushes_total", "lake_flush_seconds", "lake_reconcile_looks_total", "lake_peer_reads_total",
-                "lake_peer_spans_total")
+LAKE_METRICS = (
+    "lake_flushes_total",
+    "lake_flush_seconds",
+    "lake_reconcile_looks_total",
+    "lake_peer_reads_total",
+    "lake_peer_spans_total",
+)
 
 
 #: the reconciler's search before the index of trace parts (as it was until then): the trace id and node of every
@@ -495,8 +586,9 @@ SELECT split.trace_id, split.last_copied FROM split LEFT JOIN newest USING (trac
 """
 
 
-def synthetic_flushes(con: Any, flushes: int, spans_per_flush: int, spans_per_trace: int, start: int,
-                      at: Any) -> int:
+def synthetic_flushes(
+    con: Any, flushes: int, spans_per_flush: int, spans_per_trace: int, start: int, at: Any
+) -> int:
     """Append ``flushes`` flushes to the lake, each as a node writes one: ``spans_per_flush`` spans of whole
     traces of ``spans_per_trace`` (one root each) and their index rows in one transaction, by nodes node-a..c in
     turn, one flush a second from ``at``; every 1000th trace also gets a part on the next node (split). Returns
@@ -515,13 +607,20 @@ def synthetic_flushes(con: Any, flushes: int, spans_per_flush: int, spans_per_tr
             "INSERT INTO lake.spans (trace_id, span_id, parent_span_id, start_time, ingested_at, node, flushed_at) "
             "SELECT md5(t::VARCHAR), md5(t::VARCHAR || '-' || k::VARCHAR)[:16], CASE WHEN k = 0 THEN NULL ELSE "
             "md5(t::VARCHAR || '-0')[:16] END, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?, ?::TIMESTAMPTZ "
-            "FROM range(?, ?) r(t), range(?) s(k)", [flushed, flushed, node, flushed, first, first + traces,
-                                                    spans_per_trace])
-        con.execute(f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, ?, true FROM range(?, ?) "
-                    "r(t)", [node, flushed, spans_per_trace, first, first + traces])
+            "FROM range(?, ?) r(t), range(?) s(k)",
+            [flushed, flushed, node, flushed, first, first + traces, spans_per_trace],
+        )
+        con.execute(
+            f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, ?, true FROM range(?, ?) "
+            "r(t)",
+            [node, flushed, spans_per_trace, first, first + traces],
+        )
         # a part of every 1000th trace of the previous flush, resent to this node (a failover): split
-        con.execute(f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, 1, false FROM range(?, ?) "
-                    "r(t) WHERE t % 1000 = 0", [node, flushed, first - traces, first])
+        con.execute(
+            f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, 1, false FROM range(?, ?) "
+            "r(t) WHERE t % 1000 = 0",
+            [node, flushed, first - traces, first],
+        )
         con.execute("COMMIT")
     return start + flushes * traces
 
@@ -551,50 +650,84 @@ def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any
     began = now - timedelta(seconds=flushes + 30)
     built = time.monotonic()
     nxt = synthetic_flushes(writer, flushes, args.look_flush, per_trace, 1, began)
-    print(f"  a lake of {flushes * args.look_flush:,} spans in {flushes} flushes built in "
-          f"{time.monotonic() - built:.0f} s", flush=True)
-    out: dict[str, Any] = {"spans": flushes * args.look_flush, "flushes": flushes, "spans_per_trace": per_trace}
+    print(
+        f"  a lake of {flushes * args.look_flush:,} spans in {flushes} flushes built in "
+        f"{time.monotonic() - built:.0f} s",
+        flush=True,
+    )
+    out: dict[str, Any] = {
+        "spans": flushes * args.look_flush,
+        "flushes": flushes,
+        "spans_per_trace": per_trace,
+    }
     reader = lake.open_reader(settings)
     try:
         cur = reader.cursor()
         since = began - timedelta(seconds=1)
-        cur.execute(SPANS_SCAN_SEARCH, [since, TRACE_WINDOW, TRACE_WINDOW]).fetchall()  # warm: metadata read once
+        cur.execute(
+            SPANS_SCAN_SEARCH, [since, TRACE_WINDOW, TRACE_WINDOW]
+        ).fetchall()  # warm: metadata read once
         cpu, wall = time.process_time(), time.monotonic()
         found = cur.execute(SPANS_SCAN_SEARCH, [since, TRACE_WINDOW, TRACE_WINDOW]).fetchall()
-        out["before"] = {"cpu_s": time.process_time() - cpu, "wall_s": time.monotonic() - wall,
-                         "spans": flushes * args.look_flush, "split": len(found)}
+        out["before"] = {
+            "cpu_s": time.process_time() - cpu,
+            "wall_s": time.monotonic() - wall,
+            "spans": flushes * args.look_flush,
+            "split": len(found),
+        }
         cur.close()
     finally:
         reader.close()
-    reconciler = Reconciler(settings, default_config(), "node-a", interval=10.0, quiet=13.0, live_for=3600.0,
-                            clock=lambda: now)
+    reconciler = Reconciler(
+        settings, default_config(), "node-a", interval=10.0, quiet=13.0, live_for=3600.0, clock=lambda: now
+    )
     reconciler.open()
     try:
         cpu, wall = time.process_time(), time.monotonic()
         reconciler.follow(now)  # a new searcher: the window's index rows, once
-        out["takeover"] = {"cpu_s": time.process_time() - cpu, "wall_s": time.monotonic() - wall,
-                           "spans": flushes * args.look_flush, "index_rows": reconciler.parts_read,
-                           "split": len(reconciler.splits)}
+        out["takeover"] = {
+            "cpu_s": time.process_time() - cpu,
+            "wall_s": time.monotonic() - wall,
+            "spans": flushes * args.look_flush,
+            "index_rows": reconciler.parts_read,
+            "split": len(reconciler.splits),
+        }
         # one look's worth of new flushes (an interval of 10 s at 3 x 7,700 spans/s), then the look
         new_spans = args.look_new
-        synthetic_flushes(writer, max(1, new_spans // args.look_flush), args.look_flush, per_trace, nxt,
-                          now - timedelta(seconds=5))
+        synthetic_flushes(
+            writer,
+            max(1, new_spans // args.look_flush),
+            args.look_flush,
+            per_trace,
+            nxt,
+            now - timedelta(seconds=5),
+        )
         read_before = reconciler.parts_read
         cpu, wall = time.process_time(), time.monotonic()
         reconciler.follow(now)
-        out["look"] = {"cpu_s": time.process_time() - cpu, "wall_s": time.monotonic() - wall,
-                       "spans": max(1, new_spans // args.look_flush) * args.look_flush,
-                       "index_rows": reconciler.parts_read - read_before, "split": len(reconciler.splits)}
+        out["look"] = {
+            "cpu_s": time.process_time() - cpu,
+            "wall_s": time.monotonic() - wall,
+            "spans": max(1, new_spans // args.look_flush) * args.look_flush,
+            "index_rows": reconciler.parts_read - read_before,
+            "split": len(reconciler.splits),
+        }
         (held,) = reconciler._parts.execute("SELECT count(*) FROM parts").fetchone()  # type: ignore[union-attr]
         out["memory_rows"] = int(held)
     finally:
         reconciler.close()
         writer.close()
     b, t, look = out["before"], out["takeover"], out["look"]
-    for name, v in (("before: spans scanned at each look", b), ("after: a new searcher reads the window's index once",
-                                                               t), ("after: a look reads what was copied since", look)):
-        print(f"  {name}: {v['spans']:,} spans, {v['cpu_s']:.3f} s CPU, {v['wall_s']:.3f} s wall = "
-              f"{1e6 * v['cpu_s'] / v['spans']:.3f} µs CPU a span; {v['split']} split traces", flush=True)
+    for name, v in (
+        ("before: spans scanned at each look", b),
+        ("after: a new searcher reads the window's index once", t),
+        ("after: a look reads what was copied since", look),
+    ):
+        print(
+            f"  {name}: {v['spans']:,} spans, {v['cpu_s']:.3f} s CPU, {v['wall_s']:.3f} s wall = "
+            f"{1e6 * v['cpu_s'] / v['spans']:.3f} µs CPU a span; {v['split']} split traces",
+            flush=True,
+        )
     # Before, every look for 15 minutes after a change scanned the spans copied since 15 minutes before it: the
     # window grows from 15 to 30 minutes, 22.5 on average, so at a 10 s interval each copied span was scanned by
     # about 135 looks. After, each is read once, by the look after its flush.
@@ -603,11 +736,14 @@ def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any
     after_us = 1e6 * look["cpu_s"] / look["spans"]
     out["per_copied_span_us"] = {"before": before_us * scans, "after": after_us, "scans_before": scans}
     out["ratio"] = before_us * scans / max(after_us, 1e-12)
-    print(f"  CPU per span copied in the 15 minutes after a change ({args.look_interval:g} s looks): before "
-          f"{before_us * scans:.1f} µs (each span scanned by ~{scans:.0f} looks at {before_us:.3f} µs), after "
-          f"{after_us:.3f} µs (its index row read once, with the look's fixed cost): {out['ratio']:.0f}x less; a "
-          f"new searcher reads the window once at {1e6 * t['cpu_s'] / t['spans']:.3f} µs a span; it holds "
-          f"{out['memory_rows']:,} index rows in memory", flush=True)
+    print(
+        f"  CPU per span copied in the 15 minutes after a change ({args.look_interval:g} s looks): before "
+        f"{before_us * scans:.1f} µs (each span scanned by ~{scans:.0f} looks at {before_us:.3f} µs), after "
+        f"{after_us:.3f} µs (its index row read once, with the look's fixed cost): {out['ratio']:.0f}x less; a "
+        f"new searcher reads the window once at {1e6 * t['cpu_s'] / t['spans']:.3f} µs a span; it holds "
+        f"{out['memory_rows']:,} index rows in memory",
+        flush=True,
+    )
     return out
 
 
@@ -629,8 +765,10 @@ def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     local.execute(
         "INSERT INTO spans SELECT md5((i // 8)::VARCHAR), md5(i::VARCHAR)[:16], CASE WHEN i % 8 = 0 THEN NULL ELSE "
         "md5((i - i % 8)::VARCHAR)[:16] END, 'execute_tool search', 'INTERNAL', now(), now(), 'OK', NULL, 'svc', "
-        "'scope', '{\"gen_ai.operation.name\": \"execute_tool\", \"gen_ai.tool.name\": \"search\"}', "
-        "'{\"service.name\": \"svc\"}', '[]', '1.0', '[]', NULL, 0, 0, 0, now() FROM range(?) r(i)", [n])
+        '\'scope\', \'{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}\', '
+        "'{\"service.name\": \"svc\"}', '[]', '1.0', '[]', NULL, 0, 0, 0, now() FROM range(?) r(i)",
+        [n],
+    )
     rows = local.execute("SELECT * FROM spans").to_arrow_table()
     con = lake.open_writer(servers.new_lake().settings(), lake.node_schema(local))
     results: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
@@ -650,13 +788,18 @@ def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         con.close()
     out: dict[str, Any] = {"spans": n, "rounds": args.flush_rounds}
     for name, got in results.items():
-        out[name] = {"cpu_us": 1e6 * statistics.median(c for c, _ in got) / n,
-                     "wall_us": 1e6 * statistics.median(w for _, w in got) / n}
+        out[name] = {
+            "cpu_us": 1e6 * statistics.median(c for c, _ in got) / n,
+            "wall_us": 1e6 * statistics.median(w for _, w in got) / n,
+        }
     added = out["with"]["cpu_us"] - out["without"]["cpu_us"]
     out["added_cpu_us"] = added
-    print(f"  a flush of {n:,} spans (median of {args.flush_rounds}): {out['without']['cpu_us']:.2f} µs CPU a span "
-          f"without the index of trace parts, {out['with']['cpu_us']:.2f} with it (+{added:.2f} µs; wall "
-          f"{out['without']['wall_us']:.2f} / {out['with']['wall_us']:.2f} µs)", flush=True)
+    print(
+        f"  a flush of {n:,} spans (median of {args.flush_rounds}): {out['without']['cpu_us']:.2f} µs CPU a span "
+        f"without the index of trace parts, {out['with']['cpu_us']:.2f} with it (+{added:.2f} µs; wall "
+        f"{out['without']['wall_us']:.2f} / {out['with']['wall_us']:.2f} µs)",
+        flush=True,
+    )
     return out
 
 
@@ -673,20 +816,34 @@ def part_versus(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
             phases[name].append(phase)
     rate = {k: statistics.median(p["rate"] for p in v) for k, v in phases.items()}
     cpu = {k: statistics.median(p["nodes_cpu_us"] for p in v) for k, v in phases.items()}
-    print(f"\n1 lake node, {args.rounds} rounds alternating (median): baseline {rate['baseline']:,.0f} spans/s "
-          f"({cpu['baseline']:.0f} µs CPU a span), this {rate['this']:,.0f} spans/s ({cpu['this']:.0f} µs): "
-          f"{rate['this'] / rate['baseline']:.2f}x", flush=True)
+    print(
+        f"\n1 lake node, {args.rounds} rounds alternating (median): baseline {rate['baseline']:,.0f} spans/s "
+        f"({cpu['baseline']:.0f} µs CPU a span), this {rate['this']:,.0f} spans/s ({cpu['this']:.0f} µs): "
+        f"{rate['this'] / rate['baseline']:.2f}x",
+        flush=True,
+    )
     return {"phases": phases, "rate": rate, "cpu_us": cpu, "ratio": rate["this"] / rate["baseline"]}
 
 
-def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, with_lake: bool,
-                     via_router: bool = False, root: Path | None = None) -> dict[str, Any]:
-    label = (f"{n_nodes} node{'s' if n_nodes > 1 else ''}, {'lake' if with_lake else 'no lake'}"
-             + (", via TraceRouter" if via_router else "") + (f", from {root}" if root and root != ROOT else ""))
+def throughput_phase(
+    servers: Servers,
+    args: argparse.Namespace,
+    n_nodes: int,
+    with_lake: bool,
+    via_router: bool = False,
+    root: Path | None = None,
+) -> dict[str, Any]:
+    label = (
+        f"{n_nodes} node{'s' if n_nodes > 1 else ''}, {'lake' if with_lake else 'no lake'}"
+        + (", via TraceRouter" if via_router else "")
+        + (f", from {root}" if root and root != ROOT else "")
+    )
     folder = Path(tempfile.mkdtemp(prefix="bench-lake-"))
     table = servers.new_lake("5s")
-    nodes = [make_node(folder, f"node-{chr(97 + i)}", table, with_lake=with_lake, root=root)
-             for i in range(n_nodes)]
+    nodes = [
+        make_node(folder, f"node-{chr(97 + i)}", table, with_lake=with_lake, root=root)
+        for i in range(n_nodes)
+    ]
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     router = ctx.Process(target=router_main, args=([n.endpoint for n in nodes], False, child))
@@ -696,11 +853,21 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
         if via_router:
             router.start()
             endpoint, others["router"] = parent.recv()
-            load = Load([endpoint], exporters=args.exporters, seconds=args.seconds, warmup=args.warmup,
-                        ring_routed=False).start()
+            load = Load(
+                [endpoint],
+                exporters=args.exporters,
+                seconds=args.seconds,
+                warmup=args.warmup,
+                ring_routed=False,
+            ).start()
         else:
-            load = Load([n.endpoint for n in nodes], exporters=args.exporters, seconds=args.seconds,
-                        warmup=args.warmup, ring_routed=True).start()
+            load = Load(
+                [n.endpoint for n in nodes],
+                exporters=args.exporters,
+                seconds=args.seconds,
+                warmup=args.warmup,
+                ring_routed=True,
+            ).start()
         window = CpuWindow(servers, nodes, others)
         sleep_until(load.window[0])
         window.begin()
@@ -728,7 +895,9 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
             try:
                 for i, node in enumerate(nodes):
                     con.execute(f"ATTACH '{node.db}' AS n{i} (READ_ONLY)")
-                union = " UNION ALL ".join(f"SELECT trace_id, span_id FROM n{i}.spans" for i in range(len(nodes)))
+                union = " UNION ALL ".join(
+                    f"SELECT trace_id, span_id FROM n{i}.spans" for i in range(len(nodes))
+                )
                 con.execute(f"CREATE TEMPORARY VIEW all_spans AS {union}")
                 check = check_stored(con, "all_spans", acked)
             finally:
@@ -742,7 +911,10 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
         per_node = Counter({i: total / n_nodes for i in range(n_nodes)})
     node_cpu = {n.name: cpu.get(n.name, 0.0) for n in nodes}
     phase = {
-        "label": label, "nodes": n_nodes, "lake": with_lake, "rate": total / seconds,
+        "label": label,
+        "nodes": n_nodes,
+        "lake": with_lake,
+        "rate": total / seconds,
         "per_node_rate": [per_node[i] / seconds for i in range(n_nodes)],
         "node_cpu_us": [1e6 * node_cpu[n.name] / max(per_node[i], 1) for i, n in enumerate(nodes)],
         "nodes_cpu_us": 1e6 * sum(node_cpu.values()) / max(total, 1),
@@ -750,40 +922,60 @@ def throughput_phase(servers: Servers, args: argparse.Namespace, n_nodes: int, w
         "pg_cpu_us": 1e6 * cpu.get("lake postgres", 0.0) / max(total, 1) if with_lake else 0.0,
         "s3_cpu_us": 1e6 * cpu.get("lake s3", 0.0) / max(total, 1) if with_lake else 0.0,
         "exporters_cpu_us": 1e6 * sum(r["cpu_window_s"] for r in results) / max(total, 1),
-        "via_router": via_router, "router_cpu_us": 1e6 * cpu.get("router", 0.0) / max(total, 1),
-        "machine_busy": cpu["machine_busy_share"], "errors": sum(sum(r["errors"].values()) for r in results),
+        "via_router": via_router,
+        "router_cpu_us": 1e6 * cpu.get("router", 0.0) / max(total, 1),
+        "machine_busy": cpu["machine_busy_share"],
+        "errors": sum(sum(r["errors"].values()) for r in results),
         # the cores busy with anything else on the machine (other work, this script): a phase that had fewer
         # cores for its nodes than the others is to be read with that
-        "other_cores": cpu["machine_busy_share"] * (os.cpu_count() or 1) - (
-            sum(node_cpu.values()) + cpu.get("lake postgres", 0.0) + cpu.get("lake s3", 0.0) + cpu.get("router", 0.0)
-            + sum(r["cpu_window_s"] for r in results)) / seconds,
-        "started_s": started_in, "stopped_s": stopped_in, "check": check, "load_avg": os.getloadavg()[0],
+        "other_cores": cpu["machine_busy_share"] * (os.cpu_count() or 1)
+        - (
+            sum(node_cpu.values())
+            + cpu.get("lake postgres", 0.0)
+            + cpu.get("lake s3", 0.0)
+            + cpu.get("router", 0.0)
+            + sum(r["cpu_window_s"] for r in results)
+        )
+        / seconds,
+        "started_s": started_in,
+        "stopped_s": stopped_in,
+        "check": check,
+        "load_avg": os.getloadavg()[0],
         "lake_metrics": lake_metrics,
     }
     where = "lake (distinct spans)" if with_lake else "the nodes' files"
     ok = check["stored"] == check["expected"] and check["short_traces"] == 0
     if not ok:
         LOST.append(f"throughput {label}")
-    print(f"[throughput {label}] {phase['rate']:,.0f} spans/s stored over {seconds:.0f} s "
-          f"(per node {', '.join(f'{r:,.0f}' for r in phase['per_node_rate'])}); node CPU "
-          f"{', '.join(f'{c:.0f}' for c in phase['node_cpu_us'])} µs/span ({phase['nodes_cores']:.2f} cores in all)"
-          + (f", lake servers: PostgreSQL {phase['pg_cpu_us']:.1f} + S3 (moto) {phase['s3_cpu_us']:.1f} µs/span"
-             if with_lake else "")
-          + (f", router {phase['router_cpu_us']:.1f} µs/span" if via_router else "")
-          + f", exporters {phase['exporters_cpu_us']:.1f} µs/span; machine {phase['machine_busy']:.0%} busy "
-          f"({os.cpu_count()} cores; {phase['other_cores']:.2f} busy with other processes), load avg "
-          f"{phase['load_avg']:.1f}\n"
-          f"    {check['expected']:,} spans acknowledged, {check['stored']:,} in {where}"
-          f" ({check['rows'] - check['stored']:,} stored twice, {check['short_traces']} traces short): "
-          f"{'nothing lost' if ok else 'LOST SPANS'}; {phase['errors']} export errors; started in "
-          f"{started_in:.1f} s, stopped (last flush) in {stopped_in:.1f} s", flush=True)
+    print(
+        f"[throughput {label}] {phase['rate']:,.0f} spans/s stored over {seconds:.0f} s "
+        f"(per node {', '.join(f'{r:,.0f}' for r in phase['per_node_rate'])}); node CPU "
+        f"{', '.join(f'{c:.0f}' for c in phase['node_cpu_us'])} µs/span ({phase['nodes_cores']:.2f} cores in all)"
+        + (
+            f", lake servers: PostgreSQL {phase['pg_cpu_us']:.1f} + S3 (moto) {phase['s3_cpu_us']:.1f} µs/span"
+            if with_lake
+            else ""
+        )
+        + (f", router {phase['router_cpu_us']:.1f} µs/span" if via_router else "")
+        + f", exporters {phase['exporters_cpu_us']:.1f} µs/span; machine {phase['machine_busy']:.0%} busy "
+        f"({os.cpu_count()} cores; {phase['other_cores']:.2f} busy with other processes), load avg "
+        f"{phase['load_avg']:.1f}\n"
+        f"    {check['expected']:,} spans acknowledged, {check['stored']:,} in {where}"
+        f" ({check['rows'] - check['stored']:,} stored twice, {check['short_traces']} traces short): "
+        f"{'nothing lost' if ok else 'LOST SPANS'}; {phase['errors']} export errors; started in "
+        f"{started_in:.1f} s, stopped (last flush) in {stopped_in:.1f} s",
+        flush=True,
+    )
     if lake_metrics:
         summed = {m: sum(v[m] for v in lake_metrics.values()) for m in LAKE_METRICS}
         last = ", ".join(f"{v['lake_flush_seconds']:.2f}" for v in lake_metrics.values())
-        print(f"    the nodes' /metrics at the window's end: {summed['lake_flushes_total']:.0f} flushes (the last took "
-              f"{last} s), "
-              f"{summed['lake_reconcile_looks_total']:.0f} reconciler looks, {summed['lake_peer_reads_total']:.0f} "
-              f"peer reads ({summed['lake_peer_spans_total']:.0f} spans)", flush=True)
+        print(
+            f"    the nodes' /metrics at the window's end: {summed['lake_flushes_total']:.0f} flushes (the last took "
+            f"{last} s), "
+            f"{summed['lake_reconcile_looks_total']:.0f} reconciler looks, {summed['lake_peer_reads_total']:.0f} "
+            f"peer reads ({summed['lake_peer_spans_total']:.0f} spans)",
+            flush=True,
+        )
     return phase
 
 
@@ -802,32 +994,45 @@ def part_throughput(servers: Servers, args: argparse.Namespace) -> dict[str, Any
         return statistics.median(p[key] for p in phases if (p["nodes"], p["lake"], p["via_router"]) == setup)
 
     base = median(SETUPS[0], "rate")
-    print(f"\nthroughput ({os.cpu_count()} cores shared by every node, the lake's servers and the exporters; "
-          f"{args.exporters} exporters closed loop, 512 spans/request, {args.seconds:g} s windows, median of "
-          f"{args.rounds})")
-    print(f"{'setup':<30} {'stored spans/s':>15} {'per node':>10} {'vs 1 node no lake':>18} "
-          f"{'node µs CPU/span':>17} {'lake servers µs/span':>21}")
+    print(
+        f"\nthroughput ({os.cpu_count()} cores shared by every node, the lake's servers and the exporters; "
+        f"{args.exporters} exporters closed loop, 512 spans/request, {args.seconds:g} s windows, median of "
+        f"{args.rounds})"
+    )
+    print(
+        f"{'setup':<30} {'stored spans/s':>15} {'per node':>10} {'vs 1 node no lake':>18} "
+        f"{'node µs CPU/span':>17} {'lake servers µs/span':>21}"
+    )
     for setup in SETUPS:
         n, with_lake, via_router = setup
         rate = median(setup, "rate")
         name = f"{n} node{'s' if n > 1 else ''}, {'lake' if with_lake else 'no lake'}" + (
-            ", via router" if via_router else "")
-        print(f"{name:<30} {rate:>15,.0f} {rate / n:>10,.0f} {rate / base:>17.2f}x "
-              f"{median(setup, 'nodes_cpu_us'):>17.0f} "
-              f"{median(setup, 'pg_cpu_us') + median(setup, 's3_cpu_us'):>21.1f}")
+            ", via router" if via_router else ""
+        )
+        print(
+            f"{name:<30} {rate:>15,.0f} {rate / n:>10,.0f} {rate / base:>17.2f}x "
+            f"{median(setup, 'nodes_cpu_us'):>17.0f} "
+            f"{median(setup, 'pg_cpu_us') + median(setup, 's3_cpu_us'):>21.1f}"
+        )
     out["flusher_cost"] = 1 - median(SETUPS[1], "rate") / base
-    print(f"the flusher's cost on one node: {out['flusher_cost']:.1%} of its stored spans/s "
-          f"(1 node with a lake / without = {median(SETUPS[1], 'rate') / base:.2f}); node CPU a stored span "
-          f"{median(SETUPS[1], 'nodes_cpu_us'):.0f} µs with the lake, {median(SETUPS[0], 'nodes_cpu_us'):.0f} "
-          "without", flush=True)
+    print(
+        f"the flusher's cost on one node: {out['flusher_cost']:.1%} of its stored spans/s "
+        f"(1 node with a lake / without = {median(SETUPS[1], 'rate') / base:.2f}); node CPU a stored span "
+        f"{median(SETUPS[1], 'nodes_cpu_us'):.0f} µs with the lake, {median(SETUPS[0], 'nodes_cpu_us'):.0f} "
+        "without",
+        flush=True,
+    )
     one = [p for p in phases if (p["nodes"], p["lake"], p["via_router"]) == SETUPS[1]]
     cores = statistics.median(p["nodes_cores"] for p in one)
     per_span = median(SETUPS[1], "nodes_cpu_us")
     lake_per_span = median(SETUPS[3], "pg_cpu_us") + median(SETUPS[3], "s3_cpu_us")
-    print(f"the bound: a lake node spends {per_span:.0f} µs of CPU a stored span (here it had {cores:.2f} of the "
-          f"{os.cpu_count()} cores: {1e6 * cores / per_span:,.0f} spans/s); N nodes on N such machines store about N "
-          f"times that, while the lake's servers spend {lake_per_span:.1f} µs a span (PostgreSQL + moto's S3, "
-          "3 nodes) and the gateway routes them", flush=True)
+    print(
+        f"the bound: a lake node spends {per_span:.0f} µs of CPU a stored span (here it had {cores:.2f} of the "
+        f"{os.cpu_count()} cores: {1e6 * cores / per_span:,.0f} spans/s); N nodes on N such machines store about N "
+        f"times that, while the lake's servers spend {lake_per_span:.1f} µs a span (PostgreSQL + moto's S3, "
+        "3 nodes) and the gateway routes them",
+        flush=True,
+    )
     return out
 
 
@@ -855,8 +1060,14 @@ def lag_phase(servers: Servers, args: argparse.Namespace, flush: str) -> dict[st
     stop = threading.Event()
     try:
         start_all([node])
-        load = Load([node.endpoint], exporters=2, seconds=args.lag_seconds, warmup=1.0, ring_routed=False,
-                    rate=args.lag_rate).start()
+        load = Load(
+            [node.endpoint],
+            exporters=2,
+            seconds=args.lag_seconds,
+            warmup=1.0,
+            ring_routed=False,
+            rate=args.lag_rate,
+        ).start()
         run = next(_runs)
         markers = RequestFactory(MARKER_EXPORTER, 1, run)  # one recorded trace a request
         call = grpc.insecure_channel(node.endpoint).unary_unary(TRACE_PATH)
@@ -867,10 +1078,14 @@ def lag_phase(servers: Servers, args: argparse.Namespace, flush: str) -> dict[st
                 pending = [t for t in sent if t not in seen_spans or t not in seen_runs]
                 if pending:
                     started = time.monotonic()
-                    spans = con.execute("SELECT DISTINCT trace_id FROM lake.spans WHERE trace_id IN "
-                                        "(SELECT unnest(?))", [pending]).fetchall()
-                    runs = con.execute("SELECT DISTINCT trace_id FROM lake.agent_runs WHERE trace_id IN "
-                                       "(SELECT unnest(?))", [pending]).fetchall()
+                    spans = con.execute(
+                        "SELECT DISTINCT trace_id FROM lake.spans WHERE trace_id IN (SELECT unnest(?))",
+                        [pending],
+                    ).fetchall()
+                    runs = con.execute(
+                        "SELECT DISTINCT trace_id FROM lake.agent_runs WHERE trace_id IN (SELECT unnest(?))",
+                        [pending],
+                    ).fetchall()
                     now = time.monotonic()
                     polls.append(now - started)
                     for (t,) in spans:
@@ -901,8 +1116,13 @@ def lag_phase(servers: Servers, args: argparse.Namespace, flush: str) -> dict[st
             time.sleep(0.1)
         stop.set()
         poller.join(30)
-        flushed = dict(con.execute("SELECT trace_id, epoch(min(flushed_at)) FROM lake.spans WHERE trace_id IN "
-                                   "(SELECT unnest(?)) GROUP BY trace_id", [list(sent)]).fetchall())
+        flushed = dict(
+            con.execute(
+                "SELECT trace_id, epoch(min(flushed_at)) FROM lake.spans WHERE trace_id IN "
+                "(SELECT unnest(?)) GROUP BY trace_id",
+                [list(sent)],
+            ).fetchall()
+        )
         con.close()
         stop_all([node])
     finally:
@@ -915,20 +1135,36 @@ def lag_phase(servers: Servers, args: argparse.Namespace, flush: str) -> dict[st
     flush_took = [seen_wall[t] - flushed[t] for t in sent if t in flushed and t in seen_wall]
     seconds = load.window[1] - load.window[0]
     load_rate = sum(acked_in(results, *load.window).values()) / seconds
-    phase = {"flush_interval": flush, "markers": len(sent), "spans_seen": len(span_lag), "runs_seen": len(run_lag),
-             "spans_p50": _pct(span_lag, 0.5), "spans_p95": _pct(span_lag, 0.95), "spans_max": max(span_lag),
-             "runs_p50": _pct(run_lag, 0.5), "runs_p95": _pct(run_lag, 0.95), "runs_max": max(run_lag, default=0),
-             "flush_start_p50": _pct(flushed_lag, 0.5), "flush_start_p95": _pct(flushed_lag, 0.95),
-             "flush_to_seen_p50": _pct(flush_took, 0.5), "flush_to_seen_max": max(flush_took, default=math.nan),
-             "poll_p50_ms": 1000 * _pct(polls, 0.5), "poll_p95_ms": 1000 * _pct(polls, 0.95), "load_rate": load_rate}
-    print(f"[lag flush_interval {flush}] {len(sent)} markers under {load_rate:,.0f} spans/s on 1 node "
-          f"({os.cpu_count()} cores): spans visible in lake.spans p50 {phase['spans_p50']:.2f} s, p95 "
-          f"{phase['spans_p95']:.2f} s, max {phase['spans_max']:.2f} s after the ack ({len(span_lag)} seen); "
-          f"the run in lake.agent_runs p50 {phase['runs_p50']:.2f} s, p95 {phase['runs_p95']:.2f} s "
-          f"({len(run_lag)} seen; 2 s grace first); the flush that took the spans began p50 "
-          f"{phase['flush_start_p50']:.2f} s (p95 {phase['flush_start_p95']:.2f} s) after the ack and was seen p50 "
-          f"{phase['flush_to_seen_p50']:.2f} s (max {phase['flush_to_seen_max']:.2f} s) after it began; a poll took p50 {phase['poll_p50_ms']:.0f} ms, p95 "
-          f"{phase['poll_p95_ms']:.0f} ms", flush=True)
+    phase = {
+        "flush_interval": flush,
+        "markers": len(sent),
+        "spans_seen": len(span_lag),
+        "runs_seen": len(run_lag),
+        "spans_p50": _pct(span_lag, 0.5),
+        "spans_p95": _pct(span_lag, 0.95),
+        "spans_max": max(span_lag),
+        "runs_p50": _pct(run_lag, 0.5),
+        "runs_p95": _pct(run_lag, 0.95),
+        "runs_max": max(run_lag, default=0),
+        "flush_start_p50": _pct(flushed_lag, 0.5),
+        "flush_start_p95": _pct(flushed_lag, 0.95),
+        "flush_to_seen_p50": _pct(flush_took, 0.5),
+        "flush_to_seen_max": max(flush_took, default=math.nan),
+        "poll_p50_ms": 1000 * _pct(polls, 0.5),
+        "poll_p95_ms": 1000 * _pct(polls, 0.95),
+        "load_rate": load_rate,
+    }
+    print(
+        f"[lag flush_interval {flush}] {len(sent)} markers under {load_rate:,.0f} spans/s on 1 node "
+        f"({os.cpu_count()} cores): spans visible in lake.spans p50 {phase['spans_p50']:.2f} s, p95 "
+        f"{phase['spans_p95']:.2f} s, max {phase['spans_max']:.2f} s after the ack ({len(span_lag)} seen); "
+        f"the run in lake.agent_runs p50 {phase['runs_p50']:.2f} s, p95 {phase['runs_p95']:.2f} s "
+        f"({len(run_lag)} seen; 2 s grace first); the flush that took the spans began p50 "
+        f"{phase['flush_start_p50']:.2f} s (p95 {phase['flush_start_p95']:.2f} s) after the ack and was seen p50 "
+        f"{phase['flush_to_seen_p50']:.2f} s (max {phase['flush_to_seen_max']:.2f} s) after it began; a poll took p50 {phase['poll_p50_ms']:.0f} ms, p95 "
+        f"{phase['poll_p95_ms']:.0f} ms",
+        flush=True,
+    )
     return phase
 
 
@@ -985,15 +1221,24 @@ def fragmented_copy(db: Path, settings: Any, flushes: int, node: str) -> float:
     src = duckdb.connect(str(db), read_only=True)
     try:
         schema = lake.node_schema(src)
-        stamps = [src.execute(f"SELECT min({c}), max({c}) FROM {t}").fetchone() for t, c in _MARK_COLUMNS.items()]
+        stamps = [
+            src.execute(f"SELECT min({c}), max({c}) FROM {t}").fetchone() for t, c in _MARK_COLUMNS.items()
+        ]
         lo = min(s[0] for s in stamps if s[0] is not None)
         hi = max(s[1] for s in stamps if s[1] is not None)
         con = lake.open_writer(settings, schema)
         try:
             edges = [lo - (hi - lo) / flushes] + [lo + (hi - lo) * (i + 1) / flushes for i in range(flushes)]
             for since, upper in itertools.pairwise(edges):
-                batches = [(t, src.execute(f"SELECT * FROM {t} WHERE {c} > ? AND {c} <= ?", [since, upper])
-                            .to_arrow_table()) for t, c in _MARK_COLUMNS.items()]
+                batches = [
+                    (
+                        t,
+                        src.execute(
+                            f"SELECT * FROM {t} WHERE {c} > ? AND {c} <= ?", [since, upper]
+                        ).to_arrow_table(),
+                    )
+                    for t, c in _MARK_COLUMNS.items()
+                ]
                 batches = [(t, rows) for t, rows in batches if rows.num_rows]
                 if not batches:
                     continue
@@ -1001,7 +1246,9 @@ def fragmented_copy(db: Path, settings: Any, flushes: int, node: str) -> float:
                 con.execute("BEGIN")
                 for t, rows in batches:
                     lake.append(con, t, rows, {"node": node, "flushed_at": now})
-                    con.execute(f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, ?, ?)", [node, t, upper, now])
+                    con.execute(
+                        f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, ?, ?)", [node, t, upper, now]
+                    )
                 con.execute("COMMIT")
         finally:
             con.close()
@@ -1018,16 +1265,35 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     from tests.support.lake_servers import free_port
 
     sidecar = Path(args.pages_db + ".build.json")
-    fresh = (os.path.exists(args.pages_db) and sidecar.exists()
-             and time.time() - os.path.getmtime(args.pages_db) < 12 * 3600 and not args.rebuild)
+    fresh = (
+        os.path.exists(args.pages_db)
+        and sidecar.exists()
+        and time.time() - os.path.getmtime(args.pages_db) < 12 * 3600
+        and not args.rebuild
+    )
     if fresh:
         con = duckdb.connect(args.pages_db, read_only=True)
         fresh = con.execute("SELECT count(*) FROM agent_runs").fetchone()[0] >= args.runs
         con.close()
     if not fresh:
-        print(f"[pages] building {args.runs:,} runs into {args.pages_db} (bench_ui.py --build-only)", flush=True)
-        subprocess.run([sys.executable, str(ROOT / "bench" / "bench_ui.py"), "--db", args.pages_db, "--rebuild",
-                        "--build-only", "--runs", str(args.runs)], check=True, cwd=ROOT, timeout=1800)
+        print(
+            f"[pages] building {args.runs:,} runs into {args.pages_db} (bench_ui.py --build-only)", flush=True
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "bench_ui.py"),
+                "--db",
+                args.pages_db,
+                "--rebuild",
+                "--build-only",
+                "--runs",
+                str(args.runs),
+            ],
+            check=True,
+            cwd=ROOT,
+            timeout=1800,
+        )
     summary = bench_ui.db_summary(args.pages_db)
     counts = summary["counts"]
     folder = Path(tempfile.mkdtemp(prefix="bench-lake-"))
@@ -1047,9 +1313,12 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         con = raw_lake(merged.settings())
         in_lake = {t: con.execute(f"SELECT count(*) FROM lake.{t}").fetchone()[0] for t in lake.TABLES}
         con.close()
-        print(f"[pages] {counts['agent_runs']:,} runs, {counts['spans']:,} spans, {counts['tool_calls']:,} calls, "
-              f"{counts['evaluations']:,} evaluations ({summary['db_mb']:.0f} MB file); a node started on the file "
-              f"copied them to a fresh lake and stopped in {out['copy_s']:.1f} s; lake rows: {in_lake}", flush=True)
+        print(
+            f"[pages] {counts['agent_runs']:,} runs, {counts['spans']:,} spans, {counts['tool_calls']:,} calls, "
+            f"{counts['evaluations']:,} evaluations ({summary['db_mb']:.0f} MB file); a node started on the file "
+            f"copied them to a fresh lake and stopped in {out['copy_s']:.1f} s; lake rows: {in_lake}",
+            flush=True,
+        )
         out["lake_rows"] = in_lake
         sides = {"lake": (merged, node.config)}
         if args.fragments:
@@ -1057,8 +1326,11 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
             config = folder / "fragmented.toml"
             config.write_text(lake_toml(fragmented, "node-a"))
             out["fragmented_copy_s"] = fragmented_copy(db, fragmented.settings(), args.fragments, "node-a")
-            print(f"[pages] the same rows copied to another lake as {args.fragments} flushes (unmerged small "
-                  f"files) in {out['fragmented_copy_s']:.1f} s", flush=True)
+            print(
+                f"[pages] the same rows copied to another lake as {args.fragments} flushes (unmerged small "
+                f"files) in {out['fragmented_copy_s']:.1f} s",
+                flush=True,
+            )
             sides[f"lake {args.fragments} flushes"] = (fragmented, config)
 
         file_server = bench_ui.Server(str(db))
@@ -1066,20 +1338,48 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         for side, (_, config) in sides.items():
             port = free_port()
             log_file = (folder / f"ui-{port}.log").open("w")
-            proc = subprocess.Popen([sys.executable, "-m", "agentotel_eval.cli", "lake", "ui", "--config",
-                                     str(config), "--http", f"127.0.0.1:{port}"], stdout=log_file,
-                                    stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agentotel_eval.cli",
+                    "lake",
+                    "ui",
+                    "--config",
+                    str(config),
+                    "--http",
+                    f"127.0.0.1:{port}",
+                ],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
             uis[side] = (proc, port)
             _wait_http("127.0.0.1", port, proc, f"agentotel-eval lake ui ({side})")
-        print(f"[pages] serve on the file (DuckDB {duckdb.__version__}) and agentotel-eval lake ui over "
-              f"{', '.join(sides)}; up to {args.page_requests} requests per route and side after "
-              f"{bench_ui.WARMUP} warm-ups ({os.cpu_count()} cores); ms to the whole answer", flush=True)
-        wanted = ("healthz", "overview", "overview since=all", "runs", "runs result=fail", "run page",
-                  "api runs latest")
-        routes = [r for r in bench_ui.routes(file_server.host, file_server.port, args.page_requests, "Atlantis", 7)
-                  if r.name in wanted]
+        print(
+            f"[pages] serve on the file (DuckDB {duckdb.__version__}) and agentotel-eval lake ui over "
+            f"{', '.join(sides)}; up to {args.page_requests} requests per route and side after "
+            f"{bench_ui.WARMUP} warm-ups ({os.cpu_count()} cores); ms to the whole answer",
+            flush=True,
+        )
+        wanted = (
+            "healthz",
+            "overview",
+            "overview since=all",
+            "runs",
+            "runs result=fail",
+            "run page",
+            "api runs latest",
+        )
+        routes = [
+            r
+            for r in bench_ui.routes(file_server.host, file_server.port, args.page_requests, "Atlantis", 7)
+            if r.name in wanted
+        ]
         targets = {"file": (file_server.host, file_server.port)} | {
-            side: ("127.0.0.1", port) for side, (_, port) in uis.items()}
+            side: ("127.0.0.1", port) for side, (_, port) in uis.items()
+        }
         budget = args.page_budget / len(routes) / len(targets)
         rows = []
         for route in routes:
@@ -1106,13 +1406,22 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         count = "SELECT count(*) FROM spans"
         cli = [sys.executable, "-m", "agentotel_eval.cli", "query", "--format", "csv"]
         file_cli, file_answer = _timed([*cli, "--db", str(db), count], 3)
-        over_http = bench_ui.measure(file_server.host, file_server.port, bench_ui.Route(
-            "count spans", ["/v1/query"], "POST", json.dumps({"sql": count}).encode(), "json"), 10)
-        out["count"] = {"file_cli_s": file_cli, "file_http_ms": over_http.pct(0.5),
-                        "file_answer": file_answer.splitlines()[-1]}
-        print(f"[pages] count(*) over spans: agentotel-eval query --db (to the node's /v1/query) {file_cli:.2f} s; "
-              f"POST /v1/query to the node p50 {over_http.pct(0.5):.1f} ms; answer {file_answer.splitlines()[-1]}",
-              flush=True)
+        over_http = bench_ui.measure(
+            file_server.host,
+            file_server.port,
+            bench_ui.Route("count spans", ["/v1/query"], "POST", json.dumps({"sql": count}).encode(), "json"),
+            10,
+        )
+        out["count"] = {
+            "file_cli_s": file_cli,
+            "file_http_ms": over_http.pct(0.5),
+            "file_answer": file_answer.splitlines()[-1],
+        }
+        print(
+            f"[pages] count(*) over spans: agentotel-eval query --db (to the node's /v1/query) {file_cli:.2f} s; "
+            f"POST /v1/query to the node p50 {over_http.pct(0.5):.1f} ms; answer {file_answer.splitlines()[-1]}",
+            flush=True,
+        )
         for side, (table, config) in sides.items():
             lake_cli, lake_answer = _timed([*cli, "--lake", str(config), count], 3)
             opened = time.monotonic()
@@ -1127,12 +1436,19 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
                 raw.append(time.monotonic() - t1)
                 view.append(t1 - t0)
             reader.close()
-            out["count"][side] = {"cli_s": lake_cli, "attach_s": attach_s, "view_ms": 1000 * statistics.median(view),
-                                  "raw_ms": 1000 * statistics.median(raw), "answer": lake_answer.splitlines()[-1]}
-            print(f"    {side}: agentotel-eval query --lake {lake_cli:.2f} s (answer {lake_answer.splitlines()[-1]}); "
-                  f"in process the reader attached in {attach_s:.2f} s, then the spans view (newest row per span) "
-                  f"{1000 * statistics.median(view):.0f} ms, raw lake.spans {1000 * statistics.median(raw):.0f} ms",
-                  flush=True)
+            out["count"][side] = {
+                "cli_s": lake_cli,
+                "attach_s": attach_s,
+                "view_ms": 1000 * statistics.median(view),
+                "raw_ms": 1000 * statistics.median(raw),
+                "answer": lake_answer.splitlines()[-1],
+            }
+            print(
+                f"    {side}: agentotel-eval query --lake {lake_cli:.2f} s (answer {lake_answer.splitlines()[-1]}); "
+                f"in process the reader attached in {attach_s:.2f} s, then the spans view (newest row per span) "
+                f"{1000 * statistics.median(view):.0f} ms, raw lake.spans {1000 * statistics.median(raw):.0f} ms",
+                flush=True,
+            )
     finally:
         for proc, _ in uis.values():
             proc.kill()
@@ -1172,15 +1488,25 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         start_all(nodes)
         router.start()
         endpoint, _ = parent.recv()
-        load = Load([endpoint], exporters=args.exporters, seconds=pre + down + 180, warmup=0.0, ring_routed=False,
-                    rate=args.recovery_rate, spans_per_request=args.recovery_request, lead=4.0).start()
+        load = Load(
+            [endpoint],
+            exporters=args.exporters,
+            seconds=pre + down + 180,
+            warmup=0.0,
+            ring_routed=False,
+            rate=args.recovery_rate,
+            spans_per_request=args.recovery_request,
+            lead=4.0,
+        ).start()
         con = raw_lake(table.settings())
         sleep_until(load.window[0] + pre)
         killed_at = time.monotonic()
         victim.kill()
         killed_in = time.monotonic() - killed_at
         file_spans, newest = _node_file(victim.db)
-        lake_spans = con.execute("SELECT count(*) FROM lake.spans WHERE node = ?", [victim.name]).fetchone()[0]
+        lake_spans = con.execute("SELECT count(*) FROM lake.spans WHERE node = ?", [victim.name]).fetchone()[
+            0
+        ]
         unflushed = file_spans - lake_spans
         sleep_until(killed_at + down)
         restarted_at = time.monotonic()
@@ -1190,8 +1516,10 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         caught_s = back_s = math.nan  # its flush mark past the kill; its first span stored after the restart
         while time.monotonic() - restarted_at < ready_s + 60 and (math.isnan(caught_s) or math.isnan(back_s)):
             if math.isnan(caught_s):
-                (mark,) = con.execute("SELECT max(watermark) FROM lake.flush_marks WHERE node = ? AND table_name = "
-                                      "'spans'", [victim.name]).fetchone()
+                (mark,) = con.execute(
+                    "SELECT max(watermark) FROM lake.flush_marks WHERE node = ? AND table_name = 'spans'",
+                    [victim.name],
+                ).fetchone()
                 if mark is not None and newest is not None and mark >= newest:
                     caught_s = time.monotonic() - restarted_at
             if math.isnan(back_s) and victim.metric("spans_stored_total") > 0:
@@ -1201,8 +1529,10 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         sleep_until(restarted_at + ready_s + post)
         load.halt.set()
         ended_at = time.monotonic()
-        in_lake_after = con.execute("SELECT count(DISTINCT span_id || trace_id) FROM lake.spans WHERE node = ? AND "
-                                    "ingested_at <= ?", [victim.name, newest]).fetchone()[0]
+        in_lake_after = con.execute(
+            "SELECT count(DISTINCT span_id || trace_id) FROM lake.spans WHERE node = ? AND ingested_at <= ?",
+            [victim.name, newest],
+        ).fetchone()[0]
         con.close()
         results = load.results()
         parent.send("stop")
@@ -1222,48 +1552,73 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     gaps_before = [b - a for a, b in itertools.pairwise(acks) if killed_at - pre + 2 <= a < killed_at]
     gaps_after = [b - a for a, b in itertools.pairwise(acks) if killed_at - 0.5 <= b <= killed_at + 5]
     in_flight = [done - sent for (sent, done, ok, _), _ in records if sent <= killed_at <= done]
-    latency = {name: [1000 * (done - sent) for (sent, done, ok, _), _ in records if lo <= sent < hi]
-               for name, lo, hi in (("before", killed_at - 5, killed_at), ("after", killed_at, killed_at + 3))}
+    latency = {
+        name: [1000 * (done - sent) for (sent, done, ok, _), _ in records if lo <= sent < hi]
+        for name, lo, hi in (("before", killed_at - 5, killed_at), ("after", killed_at, killed_at + 3))
+    }
     rate_around = {}
-    for name, lo, hi in (("before", killed_at - 5, killed_at), ("down", killed_at + 1, restarted_at),
-                         ("after", restarted_at + ready_s + 2, ended_at)):
-        rate_around[name] = sum(n for (sent, done, ok, _), n in records if ok and lo <= done <= hi) / max(hi - lo, 1e-9)
-    out.update({
-        "killed_in_s": killed_in, "export_errors_after_kill": len(errors_after),
-        "last_error_after_kill_s": max(errors_after, default=0.0),
-        "errors": Counter(code for r in results for code in r["errors"]),
-        "max_ack_gap_before_s": max(gaps_before, default=math.nan), "max_ack_gap_at_kill_s": max(gaps_after,
-                                                                                                 default=math.nan),
-        "in_flight_at_kill_s": in_flight, "victim_spans_in_file": file_spans, "victim_spans_in_lake_at_kill":
-        lake_spans, "unflushed": unflushed, "restart_ready_s": ready_s, "caught_up_s": caught_s,
-        "victim_spans_in_lake_after": in_lake_after, "check": check, "rates": rate_around,
-        "traffic_back_s": back_s, "traces_recovered": recovered,
-        "latency_ms": {k: {"p50": _pct(v, 0.5), "p99": _pct(v, 0.99), "max": max(v, default=math.nan)}
-                       for k, v in latency.items()},
-    })
+    for name, lo, hi in (
+        ("before", killed_at - 5, killed_at),
+        ("down", killed_at + 1, restarted_at),
+        ("after", restarted_at + ready_s + 2, ended_at),
+    ):
+        rate_around[name] = sum(n for (sent, done, ok, _), n in records if ok and lo <= done <= hi) / max(
+            hi - lo, 1e-9
+        )
+    out.update(
+        {
+            "killed_in_s": killed_in,
+            "export_errors_after_kill": len(errors_after),
+            "last_error_after_kill_s": max(errors_after, default=0.0),
+            "errors": Counter(code for r in results for code in r["errors"]),
+            "max_ack_gap_before_s": max(gaps_before, default=math.nan),
+            "max_ack_gap_at_kill_s": max(gaps_after, default=math.nan),
+            "in_flight_at_kill_s": in_flight,
+            "victim_spans_in_file": file_spans,
+            "victim_spans_in_lake_at_kill": lake_spans,
+            "unflushed": unflushed,
+            "restart_ready_s": ready_s,
+            "caught_up_s": caught_s,
+            "victim_spans_in_lake_after": in_lake_after,
+            "check": check,
+            "rates": rate_around,
+            "traffic_back_s": back_s,
+            "traces_recovered": recovered,
+            "latency_ms": {
+                k: {"p50": _pct(v, 0.5), "p99": _pct(v, 0.99), "max": max(v, default=math.nan)}
+                for k, v in latency.items()
+            },
+        }
+    )
     ok = check["stored"] == check["expected"] and check["short_traces"] == 0
     if not ok:
         LOST.append("recovery")
-    print(f"[recovery] 3 nodes behind TraceRouter(failover) at {args.recovery_rate:,.0f} spans/s offered "
-          f"({os.cpu_count()} cores); {victim.name} SIGKILLed {pre:g} s in:\n"
-          f"    (a) {len(errors_after)} export errors after the kill (last {out['last_error_after_kill_s']:.2f} s "
-          f"after); longest gap between acks around the kill {out['max_ack_gap_at_kill_s']:.2f} s (before it: "
-          f"{out['max_ack_gap_before_s']:.2f} s); {len(in_flight)} requests in flight at the kill, answered after "
-          f"{', '.join(f'{t:.2f}' for t in in_flight) or '-'} s; export latency p50/p99/max "
-          f"{'; '.join(f'{k} ' + '/'.join(f'{v:.0f}' for v in d.values()) for k, d in out['latency_ms'].items())} ms "
-          f"(before: the 5 s before the kill, after: the 3 s after); {out['failovers']} trace parts failed over; "
-          f"acked spans/s "
-          f"before {rate_around['before']:,.0f}, while down {rate_around['down']:,.0f}, after {rate_around['after']:,.0f}\n"
-          f"    (b) at the kill its file held {file_spans:,} spans, the lake {lake_spans:,} of them: {unflushed:,} "
-          f"acknowledged but not yet copied; restarted {down:g} s later on the same file: listening after "
-          f"{ready_s:.1f} s, its spans mark past its last span before the kill after {caught_s:.1f} s (lake then "
-          f"held {in_lake_after:,} of its {file_spans:,}; {recovered:.0f} unassembled traces re-opened at its start); "
-          f"the router sent it traces again "
-          + (f"{back_s:.1f} s after its restart\n" if not math.isnan(back_s) else
-             "not within 60 s after it listened\n")
-          + f"    every node stopped: {check['expected']:,} spans acknowledged, {check['stored']:,} in the lake "
-          f"({check['rows'] - check['stored']:,} stored twice, {check['short_traces']} traces short): "
-          f"{'nothing lost' if ok else 'LOST SPANS'}", flush=True)
+    print(
+        f"[recovery] 3 nodes behind TraceRouter(failover) at {args.recovery_rate:,.0f} spans/s offered "
+        f"({os.cpu_count()} cores); {victim.name} SIGKILLed {pre:g} s in:\n"
+        f"    (a) {len(errors_after)} export errors after the kill (last {out['last_error_after_kill_s']:.2f} s "
+        f"after); longest gap between acks around the kill {out['max_ack_gap_at_kill_s']:.2f} s (before it: "
+        f"{out['max_ack_gap_before_s']:.2f} s); {len(in_flight)} requests in flight at the kill, answered after "
+        f"{', '.join(f'{t:.2f}' for t in in_flight) or '-'} s; export latency p50/p99/max "
+        f"{'; '.join(f'{k} ' + '/'.join(f'{v:.0f}' for v in d.values()) for k, d in out['latency_ms'].items())} ms "
+        f"(before: the 5 s before the kill, after: the 3 s after); {out['failovers']} trace parts failed over; "
+        f"acked spans/s "
+        f"before {rate_around['before']:,.0f}, while down {rate_around['down']:,.0f}, after {rate_around['after']:,.0f}\n"
+        f"    (b) at the kill its file held {file_spans:,} spans, the lake {lake_spans:,} of them: {unflushed:,} "
+        f"acknowledged but not yet copied; restarted {down:g} s later on the same file: listening after "
+        f"{ready_s:.1f} s, its spans mark past its last span before the kill after {caught_s:.1f} s (lake then "
+        f"held {in_lake_after:,} of its {file_spans:,}; {recovered:.0f} unassembled traces re-opened at its start); "
+        f"the router sent it traces again "
+        + (
+            f"{back_s:.1f} s after its restart\n"
+            if not math.isnan(back_s)
+            else "not within 60 s after it listened\n"
+        )
+        + f"    every node stopped: {check['expected']:,} spans acknowledged, {check['stored']:,} in the lake "
+        f"({check['rows'] - check['stored']:,} stored twice, {check['short_traces']} traces short): "
+        f"{'nothing lost' if ok else 'LOST SPANS'}",
+        flush=True,
+    )
     return out
 
 
@@ -1271,37 +1626,80 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", default="throughput,lag,pages,recovery",
-                        help="which parts, comma separated (default all: throughput,lag,pages,recovery)")
-    parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per throughput phase (15)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--part",
+        default="throughput,lag,pages,recovery",
+        help="which parts, comma separated (default all: throughput,lag,pages,recovery)",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=15.0, help="measured seconds per throughput phase (15)"
+    )
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of load before each window (3)")
     parser.add_argument("--exporters", type=int, default=8, help="exporter processes, closed loop (8)")
-    parser.add_argument("--look-spans", type=int, default=2_000_000,
-                        help="the reconciler part's lake: spans in its window (2000000)")
-    parser.add_argument("--look-flush", type=int, default=20_000, help="the reconciler part: spans a flush (20000)")
-    parser.add_argument("--look-new", type=int, default=231_000,
-                        help="the reconciler part: spans copied between two looks (231000: 10 s at 3 x 7,700/s)")
-    parser.add_argument("--look-interval", type=float, default=10.0,
-                        help="the reconciler part: seconds between looks ([lake] reconcile_interval, 10)")
-    parser.add_argument("--baseline", metavar="DIR", help="the versus part: a checkout to compare this one with")
-    parser.add_argument("--flush-spans", type=int, default=40_000, help="the flush part: spans a flush (40000)")
+    parser.add_argument(
+        "--look-spans",
+        type=int,
+        default=2_000_000,
+        help="the reconciler part's lake: spans in its window (2000000)",
+    )
+    parser.add_argument(
+        "--look-flush", type=int, default=20_000, help="the reconciler part: spans a flush (20000)"
+    )
+    parser.add_argument(
+        "--look-new",
+        type=int,
+        default=231_000,
+        help="the reconciler part: spans copied between two looks (231000: 10 s at 3 x 7,700/s)",
+    )
+    parser.add_argument(
+        "--look-interval",
+        type=float,
+        default=10.0,
+        help="the reconciler part: seconds between looks ([lake] reconcile_interval, 10)",
+    )
+    parser.add_argument(
+        "--baseline", metavar="DIR", help="the versus part: a checkout to compare this one with"
+    )
+    parser.add_argument(
+        "--flush-spans", type=int, default=40_000, help="the flush part: spans a flush (40000)"
+    )
     parser.add_argument("--flush-rounds", type=int, default=7, help="the flush part: flushes each way (7)")
     parser.add_argument("--rounds", type=int, default=1, help="throughput phases per setup (median reported)")
     parser.add_argument("--lag-rate", type=float, default=3000.0, help="spans/s offered during the lag part")
-    parser.add_argument("--lag-seconds", type=float, default=20.0, help="seconds of markers per flush interval")
-    parser.add_argument("--recovery-rate", type=float, default=2000.0,
-                        help="spans/s offered through the router during the recovery part")
-    parser.add_argument("--recovery-request", type=int, default=128,
-                        help="spans per request during the recovery part (128: many small exports in flight)")
+    parser.add_argument(
+        "--lag-seconds", type=float, default=20.0, help="seconds of markers per flush interval"
+    )
+    parser.add_argument(
+        "--recovery-rate",
+        type=float,
+        default=2000.0,
+        help="spans/s offered through the router during the recovery part",
+    )
+    parser.add_argument(
+        "--recovery-request",
+        type=int,
+        default=128,
+        help="spans per request during the recovery part (128: many small exports in flight)",
+    )
     parser.add_argument("--runs", type=int, default=20_000, help="agent runs in the pages part's database")
-    parser.add_argument("--pages-db", default=PAGES_DB, help=f"the pages part's database (built once, {PAGES_DB})")
+    parser.add_argument(
+        "--pages-db", default=PAGES_DB, help=f"the pages part's database (built once, {PAGES_DB})"
+    )
     parser.add_argument("--rebuild", action="store_true", help="build the pages part's database again")
     parser.add_argument("--page-requests", type=int, default=20, help="timed requests per page and side (20)")
-    parser.add_argument("--page-budget", type=float, default=90.0, help="seconds for the page requests in all")
-    parser.add_argument("--fragments", type=int, default=240,
-                        help="also serve the pages over a lake holding the same rows as this many flushes left "
-                             "them, unmerged (0: not)")
+    parser.add_argument(
+        "--page-budget", type=float, default=90.0, help="seconds for the page requests in all"
+    )
+    parser.add_argument(
+        "--fragments",
+        type=int,
+        default=240,
+        help="also serve the pages over a lake holding the same rows as this many flushes left "
+        "them, unmerged (0: not)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args()
     parts = [p.strip() for p in args.part.split(",") if p.strip()]
@@ -1319,18 +1717,31 @@ def main() -> int:
     except lake.LakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"bench_lake: parts {', '.join(parts)}; DuckDB {duckdb.__version__}; {os.cpu_count()} cores; load avg "
-          f"{os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M:%S %z')}", flush=True)
+    print(
+        f"bench_lake: parts {', '.join(parts)}; DuckDB {duckdb.__version__}; {os.cpu_count()} cores; load avg "
+        f"{os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M:%S %z')}",
+        flush=True,
+    )
     began = time.monotonic()
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpus": os.cpu_count(),
-                           "duckdb": duckdb.__version__, "args": vars(args)}
+    out: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "cpus": os.cpu_count(),
+        "duckdb": duckdb.__version__,
+        "args": vars(args),
+    }
     with running_postgres() as pg, running_s3() as s3:
         servers = Servers(pg, s3)
         for part in parts:
             started = time.monotonic()
-            out[part] = {"throughput": part_throughput, "lag": part_lag, "pages": part_pages,
-                         "recovery": part_recovery, "reconciler": part_reconciler,
-                         "versus": part_versus, "flush": part_flush}[part](servers, args)
+            out[part] = {
+                "throughput": part_throughput,
+                "lag": part_lag,
+                "pages": part_pages,
+                "recovery": part_recovery,
+                "reconciler": part_reconciler,
+                "versus": part_versus,
+                "flush": part_flush,
+            }[part](servers, args)
             print(f"[{part}] done in {time.monotonic() - started:.0f} s\n", flush=True)
     print(f"bench_lake: {time.monotonic() - began:.0f} s in all", flush=True)
     if args.json:

@@ -48,12 +48,17 @@ def build(con, node_names: list[str], total: int, flushes: int, hours: float) ->
         ids = [tid for tid in (f"{rng.getrandbits(128):032x}" for _ in range(per // 10)) for _ in range(10)]
         traces.extend(ids[::10])
         start = now - timedelta(hours=hours) * (flushes - f) / flushes
-        rows = pa.table({
-            "trace_id": ids, "span_id": [f"{rng.getrandbits(64):016x}" for _ in ids],
-            "name": ["execute_tool search"] * len(ids), "start_time": [start] * len(ids),
-            "attributes": ['{"gen_ai.tool.name": "search"}'] * len(ids),
-            "start_time_unix_nano": [int(start.timestamp() * 1e9)] * len(ids), "ingested_at": [start] * len(ids),
-        })
+        rows = pa.table(
+            {
+                "trace_id": ids,
+                "span_id": [f"{rng.getrandbits(64):016x}" for _ in ids],
+                "name": ["execute_tool search"] * len(ids),
+                "start_time": [start] * len(ids),
+                "attributes": ['{"gen_ai.tool.name": "search"}'] * len(ids),
+                "start_time_unix_nano": [int(start.timestamp() * 1e9)] * len(ids),
+                "ingested_at": [start] * len(ids),
+            }
+        )
         con.execute("BEGIN")
         lake.append(con, "spans", rows, {"node": node_names[f % len(node_names)], "flushed_at": start})
         con.execute("COMMIT")
@@ -71,11 +76,15 @@ def timed(con, sql: str, params: list, n: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--spans", default="200000,1000000")
     parser.add_argument("--flushes", type=int, default=50)
     parser.add_argument("--lookups", type=int, default=20)
-    parser.add_argument("--hours", type=float, default=2.0, help="the flushes spread over this long (default 2)")
+    parser.add_argument(
+        "--hours", type=float, default=2.0, help="the flushes spread over this long (default 2)"
+    )
     args = parser.parse_args()
 
     import duckdb
@@ -94,8 +103,11 @@ def main() -> None:
         for size in (int(s) for s in args.spans.split(",")):
             name = f"bench{size}"
             s3.create_bucket(name)
-            settings = lake.LakeSettings(pg.create_database(name), f"s3://{name}/data/", lake.S3Settings(
-                s3.endpoint, "test", "test", "us-east-1", "path", False))
+            settings = lake.LakeSettings(
+                pg.create_database(name),
+                f"s3://{name}/data/",
+                lake.S3Settings(s3.endpoint, "test", "test", "us-east-1", "path", False),
+            )
             writer = lake.open_writer(settings, schema)
             started = time.perf_counter()
             traces = build(writer, ["a", "b"], size, args.flushes, args.hours)
@@ -104,10 +116,19 @@ def main() -> None:
             reader = lake.open_reader(settings)
             batch = traces[-100:]
             listed = ", ".join("?" for _ in batch)
-            lookup = timed(reader, f"SELECT * FROM lake.spans WHERE trace_id IN ({listed})", batch, args.lookups)
-            recent = timed(reader, f"SELECT * FROM lake.spans WHERE flushed_at > now() - INTERVAL 5 MINUTE AND "
-                                   f"trace_id IN ({listed})", batch, args.lookups)
-            reconciler = Reconciler(settings, default_config(), "a", interval=60, quiet=5, live_for=60, away=20)
+            lookup = timed(
+                reader, f"SELECT * FROM lake.spans WHERE trace_id IN ({listed})", batch, args.lookups
+            )
+            recent = timed(
+                reader,
+                f"SELECT * FROM lake.spans WHERE flushed_at > now() - INTERVAL 5 MINUTE AND "
+                f"trace_id IN ({listed})",
+                batch,
+                args.lookups,
+            )
+            reconciler = Reconciler(
+                settings, default_config(), "a", interval=60, quiet=5, live_for=60, away=20
+            )
             reconciler.open()
             # a steady look: the spans of the last flush interval (the newest flush), and each trace's other spans
             look_since = datetime.now(UTC) - timedelta(hours=args.hours) / args.flushes * 1.5
@@ -120,9 +141,11 @@ def main() -> None:
             reconciler.close()
             reader.close()
             print(f"{size:>9,} spans ({built:.1f}s to append in {args.flushes} flushes):")
-            for label, (p50, p95) in (("lookup 100", lookup), ("lookup 100, recent", recent),
-                                      ("reconciler look", (statistics.median(look),
-                                                           look[int(0.95 * (len(look) - 1))]))):
+            for label, (p50, p95) in (
+                ("lookup 100", lookup),
+                ("lookup 100, recent", recent),
+                ("reconciler look", (statistics.median(look), look[int(0.95 * (len(look) - 1))])),
+            ):
                 print(f"  {label:<22} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
 
 

@@ -29,7 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric, score_tool_calls
 from agentotel_eval.test_case import EvalTestCase, ToolCall
 
-TOOLS = ["search_hotels", "sort_by_price", "book_hotel", "get_weather", "send_email", "validate", "pay", "cancel"]
+TOOLS = [
+    "search_hotels",
+    "sort_by_price",
+    "book_hotel",
+    "get_weather",
+    "send_email",
+    "validate",
+    "pay",
+    "cancel",
+]
 PARAMS = ["input_parameters", "output"]
 
 
@@ -39,8 +48,11 @@ def build_cases(n: int, length: int = 5, seed: int = 7) -> list[EvalTestCase]:
     cases = []
     for _ in range(n):
         expected = [
-            ToolCall(rnd.choice(TOOLS), {"q": rnd.choice(["paris", "rome"]), "n": rnd.randint(1, 3)},
-                     output=rnd.choice(["ok", "none"]))
+            ToolCall(
+                rnd.choice(TOOLS),
+                {"q": rnd.choice(["paris", "rome"]), "n": rnd.randint(1, 3)},
+                output=rnd.choice(["ok", "none"]),
+            )
             for _ in range(length)
         ]
         called = list(expected)
@@ -111,7 +123,9 @@ def _weight(e: ToolCall, c: ToolCall) -> float:
     keys = set(e.arguments) | set(c.arguments)
     if not keys:
         return 1.0
-    return sum(1 for k in keys if k in e.arguments and k in c.arguments and e.arguments[k] == c.arguments[k]) / len(keys)
+    return sum(
+        1 for k in keys if k in e.arguments and k in c.arguments and e.arguments[k] == c.arguments[k]
+    ) / len(keys)
 
 
 def naive_weighted_default(expected: Sequence[ToolCall], called: Sequence[ToolCall]) -> float:
@@ -187,12 +201,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2_000, help="distinct cases (default 2000)")
     parser.add_argument("--length", type=int, default=5, help="expected calls per case (default 5)")
-    parser.add_argument("--repeat", type=int, default=25, help="rounds; each batch's best is kept (default 25)")
+    parser.add_argument(
+        "--repeat", type=int, default=25, help="rounds; each batch's best is kept (default 25)"
+    )
     args = parser.parse_args()
     cases = build_cases(args.cases, args.length)
     pairs = [(c.expected_tools, c.tools_called) for c in cases]
-    print(f"{args.cases} distinct cases of {args.length} expected / ~{args.length} called calls; "
-          f"best batch times of {args.repeat} rounds; Python {sys.version.split()[0]}")
+    print(
+        f"{args.cases} distinct cases of {args.length} expected / ~{args.length} called calls; "
+        f"best batch times of {args.repeat} rounds; Python {sys.version.split()[0]}"
+    )
     header = f"{'mode':<16} {'measure/s':>12} {'core/s':>12} {'naive/s':>12} {'measure÷naive':>14} {'core÷naive':>11}"
     print(header)
     print("-" * len(header))
@@ -201,7 +219,9 @@ def main() -> None:
         metric = ToolCorrectnessMetric(**kwargs)
         with_naive = args.length <= naive_limit
         if with_naive:
-            for case, (e, c) in zip(cases, pairs, strict=True):  # same scores, or the comparison means nothing
+            for case, (e, c) in zip(
+                cases, pairs, strict=True
+            ):  # same scores, or the comparison means nothing
                 ours, ref = metric.measure(case).score, naive(e, c)
                 assert abs(ours - ref) < 1e-9, (label, e, c, ours, ref)
         measure = metric.measure
@@ -225,13 +245,19 @@ def main() -> None:
             default_rate = m_rate
         if with_naive:
             n_rate = best_rate(run_naive, pairs, args.repeat)
-            print(f"{label:<16} {m_rate:>12,.0f} {c_rate:>12,.0f} {n_rate:>12,.0f} {m_rate / n_rate:>14.2f} "
-                  f"{c_rate / n_rate:>11.2f}")
+            print(
+                f"{label:<16} {m_rate:>12,.0f} {c_rate:>12,.0f} {n_rate:>12,.0f} {m_rate / n_rate:>14.2f} "
+                f"{c_rate / n_rate:>11.2f}"
+            )
         else:
             print(f"{label:<16} {m_rate:>12,.0f} {c_rate:>12,.0f} {'(too slow)':>12} {'-':>14} {'-':>11}")
-    verdict = ("met" if default_rate >= 100_000 else "NOT met") if args.length == 5 else "applies to 5-call cases"
-    print(f"\ndefault mode measure(): {default_rate:,.0f} cases/s = {1e6 / default_rate:.1f} µs/case "
-          f"(target ≥ 100,000 cases/s: {verdict})")
+    verdict = (
+        ("met" if default_rate >= 100_000 else "NOT met") if args.length == 5 else "applies to 5-call cases"
+    )
+    print(
+        f"\ndefault mode measure(): {default_rate:,.0f} cases/s = {1e6 / default_rate:.1f} µs/case "
+        f"(target ≥ 100,000 cases/s: {verdict})"
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,12 @@ import time
 from pathlib import Path
 
 # the checkout whose code is measured: ``--code DIR`` (read before the imports below), else this one
-sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve()) if "--code" in sys.argv
-                else str(Path(__file__).resolve().parents[1]))
+sys.path.insert(
+    0,
+    str(Path(sys.argv[sys.argv.index("--code") + 1]).resolve())
+    if "--code" in sys.argv
+    else str(Path(__file__).resolve().parents[1]),
+)
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -60,33 +64,85 @@ def _interleaved(stages: dict, repeat: int) -> dict[str, list[float]]:
 def _synthetic_long_run(turns: int) -> bytes:
     """One invoke_agent run: `turns` chat spans (history grows each turn) + one execute_tool span per turn."""
     trace = "ab" * 16
-    root = SpanRecord(trace, "f" * 16, None, "invoke_agent a", 1, 0, 10**12, attributes={
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"})
+    root = SpanRecord(
+        trace,
+        "f" * 16,
+        None,
+        "invoke_agent a",
+        1,
+        0,
+        10**12,
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"},
+    )
     spans = [root]
     history: list[dict] = [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
     t = 1
     for i in range(turns):
-        call = {"type": "tool_call", "id": f"c{i}", "name": "get_weather", "arguments": json.dumps({"city": f"C{i}"})}
-        spans.append(SpanRecord(trace, f"{2 * i + 1:016x}", root.span_id, "chat m", 3, t, t + 5, attributes={
-            "gen_ai.operation.name": "chat",
-            "gen_ai.input.messages": json.dumps(history),
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
-            "gen_ai.tool.definitions": json.dumps([{"type": "function", "name": "get_weather", "parameters": {
-                "type": "object", "properties": {"city": {"type": "string"}}}}]),
-        }))
-        spans.append(SpanRecord(trace, f"{2 * i + 2:016x}", root.span_id, "execute_tool get_weather", 1, t + 6, t + 8,
-                                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-                                            "gen_ai.tool.call.id": f"c{i}", "gen_ai.tool.call.arguments": call["arguments"],
-                                            "gen_ai.tool.call.result": f"C{i}: sunny"}))
-        history += [{"role": "assistant", "parts": [call]},
-                    {"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{i}", "response": f"C{i}: sunny"}]}]
+        call = {
+            "type": "tool_call",
+            "id": f"c{i}",
+            "name": "get_weather",
+            "arguments": json.dumps({"city": f"C{i}"}),
+        }
+        spans.append(
+            SpanRecord(
+                trace,
+                f"{2 * i + 1:016x}",
+                root.span_id,
+                "chat m",
+                3,
+                t,
+                t + 5,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": json.dumps(history),
+                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
+                    "gen_ai.tool.definitions": json.dumps(
+                        [
+                            {
+                                "type": "function",
+                                "name": "get_weather",
+                                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                            }
+                        ]
+                    ),
+                },
+            )
+        )
+        spans.append(
+            SpanRecord(
+                trace,
+                f"{2 * i + 2:016x}",
+                root.span_id,
+                "execute_tool get_weather",
+                1,
+                t + 6,
+                t + 8,
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.id": f"c{i}",
+                    "gen_ai.tool.call.arguments": call["arguments"],
+                    "gen_ai.tool.call.result": f"C{i}: sunny",
+                },
+            )
+        )
+        history += [
+            {"role": "assistant", "parts": [call]},
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": f"c{i}", "response": f"C{i}: sunny"}],
+            },
+        ]
         t += 10
     return encode_traces(spans).SerializeToString()
 
 
 def _stages(bodies: list[tuple[bytes, bytes | None]], loops: int, repeat: int) -> dict[str, float]:
-    decoded = [(decode("traces", "protobuf", t).records, decode("logs", "protobuf", lg).records if lg else [])
-               for t, lg in bodies]
+    decoded = [
+        (decode("traces", "protobuf", t).records, decode("logs", "protobuf", lg).records if lg else [])
+        for t, lg in bodies
+    ]
     n_spans = sum(len(s) for s, _ in decoded) * loops
 
     def parse():
@@ -109,7 +165,9 @@ def _stages(bodies: list[tuple[bytes, bytes | None]], loops: int, repeat: int) -
                 reconstruct(spans, logs)
 
     out: dict[str, float] = {"spans": n_spans}
-    for name, times in _interleaved({"parse": parse, "decode": decode_all, "rebuild": rebuild}, repeat).items():
+    for name, times in _interleaved(
+        {"parse": parse, "decode": decode_all, "rebuild": rebuild}, repeat
+    ).items():
         out[name], out[name + "_median"] = min(times), statistics.median(times)
     return out
 
@@ -117,9 +175,13 @@ def _stages(bodies: list[tuple[bytes, bytes | None]], loops: int, repeat: int) -
 def _report(title: str, r: dict[str, float]) -> None:
     print(f"\n{title}: {r['spans']:,} spans per pass (best of N; median in brackets)")
     for name in ("parse", "decode", "rebuild"):
-        print(f"  {name:8s} {r[name]:8.3f} s  [{r[name + '_median']:.3f}]  {r['spans'] / r[name]:>12,.0f} spans/s")
-    print(f"  rebuild / decode = {r['rebuild'] / r['decode']:.2f}   rebuild / parse = {r['rebuild'] / r['parse']:.2f}"
-          f"   decode + rebuild = {(r['decode'] + r['rebuild']) / r['decode']:.2f} x decode")
+        print(
+            f"  {name:8s} {r[name]:8.3f} s  [{r[name + '_median']:.3f}]  {r['spans'] / r[name]:>12,.0f} spans/s"
+        )
+    print(
+        f"  rebuild / decode = {r['rebuild'] / r['decode']:.2f}   rebuild / parse = {r['rebuild'] / r['parse']:.2f}"
+        f"   decode + rebuild = {(r['decode'] + r['rebuild']) / r['decode']:.2f} x decode"
+    )
 
 
 def main() -> None:
@@ -128,10 +190,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timings per stage (best is reported)")
     parser.add_argument("--turns", type=int, default=300, help="turns of the synthetic long run")
     parser.add_argument("--code", help="measure the code of this checkout (on this checkout's fixtures)")
-    parser.add_argument("--against", metavar="DIR", help="also measure the checkout DIR, alternating, and print "
-                        "the ratio of time per span (new / old), each normalised by its own decode time")
+    parser.add_argument(
+        "--against",
+        metavar="DIR",
+        help="also measure the checkout DIR, alternating, and print "
+        "the ratio of time per span (new / old), each normalised by its own decode time",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
-    parser.add_argument("--fixtures", type=Path, default=FIXTURES, help="a directory of fixtures with a manifest")
+    parser.add_argument(
+        "--fixtures", type=Path, default=FIXTURES, help="a directory of fixtures with a manifest"
+    )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.against:
@@ -144,12 +212,18 @@ def main() -> None:
         return
     _report(f"{len(bodies)} real fixtures x {args.loops}", fixtures)
     long_body = _synthetic_long_run(args.turns)
-    _report(f"synthetic run, {args.turns} turns (history grows)", _stages([(long_body, None)], 3, args.repeat))
+    _report(
+        f"synthetic run, {args.turns} turns (history grows)", _stages([(long_body, None)], 3, args.repeat)
+    )
     half = decode("traces", "protobuf", _synthetic_long_run(args.turns // 2)).records
     full = decode("traces", "protobuf", long_body).records
-    times = _interleaved({"half": lambda: reconstruct(half), "full": lambda: reconstruct(full)}, args.repeat * 3)
+    times = _interleaved(
+        {"half": lambda: reconstruct(half), "full": lambda: reconstruct(full)}, args.repeat * 3
+    )
     ratio = min(times["full"]) / min(times["half"])
-    print(f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = {ratio:.2f} (2.0 = linear)")
+    print(
+        f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = {ratio:.2f} (2.0 = linear)"
+    )
 
 
 def _compare(args: argparse.Namespace) -> None:
@@ -158,20 +232,32 @@ def _compare(args: argparse.Namespace) -> None:
     import subprocess
 
     script = str(Path(__file__).resolve())
-    common = ["--loops", str(args.loops), "--repeat", str(args.repeat), "--fixtures", str(args.fixtures), "--json"]
+    common = [
+        "--loops",
+        str(args.loops),
+        "--repeat",
+        str(args.repeat),
+        "--fixtures",
+        str(args.fixtures),
+        "--json",
+    ]
     runs: dict[str, list[dict[str, float]]] = {"new": [], "old": []}
     for _ in range(args.rounds):
         for label, code in (("old", args.against), ("new", str(Path(__file__).resolve().parents[1]))):
-            out = subprocess.run([sys.executable, script, "--code", code, *common], check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, script, "--code", code, *common], check=True, capture_output=True, text=True
+            ).stdout
             runs[label].append(json.loads(out.strip().splitlines()[-1]))
     for label in ("old", "new"):
         per_span = [r["rebuild"] / r["spans"] * 1e6 for r in runs[label]]
         relative = [r["rebuild"] / r["decode"] for r in runs[label]]
-        print(f"{label}: rebuild {statistics.median(per_span):.2f} µs/span (rounds: "
-              f"{', '.join(f'{x:.2f}' for x in per_span)}), rebuild/decode {statistics.median(relative):.2f}")
+        print(
+            f"{label}: rebuild {statistics.median(per_span):.2f} µs/span (rounds: "
+            f"{', '.join(f'{x:.2f}' for x in per_span)}), rebuild/decode {statistics.median(relative):.2f}"
+        )
     ratio = statistics.median(r["rebuild"] / r["decode"] for r in runs["new"]) / statistics.median(
-        r["rebuild"] / r["decode"] for r in runs["old"])
+        r["rebuild"] / r["decode"] for r in runs["old"]
+    )
     print(f"new / old time per span (each against its own decode) = {ratio:.2f}")
 
 

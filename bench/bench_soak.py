@@ -59,16 +59,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-RUN_ID = 0x5A  # the first two bytes of every trace id this benchmark sends (bench_ingest.trace_prefix's ``run``)
+RUN_ID = (
+    0x5A  # the first two bytes of every trace id this benchmark sends (bench_ingest.trace_prefix's ``run``)
+)
 EXPECTED_TOOLS = ["get_weather", "search_flights", "book_hotel"]
 # judge answers of the shape ToolsErrorMetric validates: one finding, and a clean run
 VERDICTS = (
-    {"detected": True, "confidence": 0.9, "reason": "booked before confirming the price",
-     "error_types": ["result_ignored"],
-     "errors": [{"type": "result_ignored", "description": "the price in the search result was ignored"}],
-     "error_severity": "medium"},
-    {"detected": False, "confidence": 0.0, "reason": "no errors", "error_types": [], "errors": [],
-     "error_severity": "none"},
+    {
+        "detected": True,
+        "confidence": 0.9,
+        "reason": "booked before confirming the price",
+        "error_types": ["result_ignored"],
+        "errors": [{"type": "result_ignored", "description": "the price in the search result was ignored"}],
+        "error_severity": "medium",
+    },
+    {
+        "detected": False,
+        "confidence": 0.0,
+        "reason": "no errors",
+        "error_types": [],
+        "errors": [],
+        "error_severity": "none",
+    },
 )
 
 
@@ -124,13 +136,18 @@ def sink_main(conn: Any) -> None:
                 return self
             for _ in range(50):  # the old sockets may take a moment to be released
                 server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-                trace_service_pb2_grpc.add_TraceServiceServicer_to_server(otlp_sink._TraceServicer(self._store), server)
-                logs_service_pb2_grpc.add_LogsServiceServicer_to_server(otlp_sink._LogsServicer(self._store), server)
+                trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
+                    otlp_sink._TraceServicer(self._store), server
+                )
+                logs_service_pb2_grpc.add_LogsServiceServicer_to_server(
+                    otlp_sink._LogsServicer(self._store), server
+                )
                 try:
                     if server.add_insecure_port(f"127.0.0.1:{self.grpc_port}") != self.grpc_port:
                         raise RuntimeError(f"gRPC port {self.grpc_port} not bound")
-                    http_server = ThreadingHTTPServer(("127.0.0.1", self.http_port or 0),
-                                                      otlp_sink._make_handler(self._store))
+                    http_server = ThreadingHTTPServer(
+                        ("127.0.0.1", self.http_port or 0), otlp_sink._make_handler(self._store)
+                    )
                     break
                 except (OSError, RuntimeError):
                     server.stop(None)
@@ -140,8 +157,12 @@ def sink_main(conn: Any) -> None:
             server.start()
             self._grpc_server = server
             http_server.daemon_threads = True
-            self._http_thread = threading.Thread(target=http_server.serve_forever, kwargs={"poll_interval": 0.05},
-                                                 name="otlp-sink-http", daemon=True)
+            self._http_thread = threading.Thread(
+                target=http_server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="otlp-sink-http",
+                daemon=True,
+            )
             self._http_thread.start()
             self._http_server = http_server
             return self
@@ -220,7 +241,9 @@ class JudgeFaults:
 # the collector: ``agentotel-eval serve`` as a subprocess
 
 
-def collector_config(path: Path, db: Path, stub_url: str, sink_grpc_port: int, args: argparse.Namespace) -> None:
+def collector_config(
+    path: Path, db: Path, stub_url: str, sink_grpc_port: int, args: argparse.Namespace
+) -> None:
     tools = ", ".join(json.dumps(t) for t in EXPECTED_TOOLS)
     path.write_text(f"""\
 db = {json.dumps(str(db))}
@@ -265,8 +288,12 @@ class Collector:
     def query(self, sql: str) -> list[list[Any]]:
         conn = http.client.HTTPConnection(self.http, timeout=60)
         try:
-            conn.request("POST", "/v1/query", json.dumps({"sql": sql, "timeout": 30}),
-                         {"Content-Type": "application/json"})
+            conn.request(
+                "POST",
+                "/v1/query",
+                json.dumps({"sql": sql, "timeout": 30}),
+                {"Content-Type": "application/json"},
+            )
             response = conn.getresponse()
             body = json.loads(response.read())
         finally:
@@ -292,10 +319,14 @@ def start_collector(config: Path, workdir: Path) -> Collector:
     exe = Path(sys.executable).with_name("agentotel-eval")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.cli"]
     stdout_path, stderr_path = workdir / "collector.out", workdir / "collector.err"
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no fetch of litellm's price list at its import
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }  # no fetch of litellm's price list at its import
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = subprocess.Popen([*command, "serve", "--config", str(config)], stdout=out, stderr=err, env=env,
-                                cwd=workdir)
+        proc = subprocess.Popen(
+            [*command, "serve", "--config", str(config)], stdout=out, stderr=err, env=env, cwd=workdir
+        )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         text = stdout_path.read_text(errors="replace")
@@ -391,7 +422,9 @@ class TransportLoad:
             import grpc
             from bench_ingest import TRACE_PATH
 
-            channel = grpc.insecure_channel(self.address, options=[("grpc.max_send_message_length", 64 << 20)])
+            channel = grpc.insecure_channel(
+                self.address, options=[("grpc.max_send_message_length", 64 << 20)]
+            )
             call = channel.unary_unary(TRACE_PATH)
 
             def send_grpc(body: bytes) -> tuple[str, int]:
@@ -501,7 +534,9 @@ class Sample:
 
 
 class Sampler:
-    def __init__(self, collector: Collector, every: float, started: float, judge_calls: Callable[[], int]) -> None:
+    def __init__(
+        self, collector: Collector, every: float, started: float, judge_calls: Callable[[], int]
+    ) -> None:
         self.collector = collector
         self.judge_calls = judge_calls
         self.every = every
@@ -534,13 +569,21 @@ class Sampler:
                 m = self.collector.metrics()
             except (OSError, RuntimeError, http.client.HTTPException):
                 m = {}
-            self.samples.append(Sample(now - self.started, self.phase, rss, cpu_pct,
-                                       m.get("agentotel_runs_completed_total", math.nan),
-                                       m.get("agentotel_judge_pending", math.nan), self.judge_calls(),
-                                       m.get("agentotel_judge_stale_total", math.nan),
-                                       m.get("agentotel_forward_queue_records", math.nan),
-                                       sum(v for k, v in m.items() if k.startswith("agentotel_forward_dropped_total")),
-                                       m.get("agentotel_open_traces", math.nan)))
+            self.samples.append(
+                Sample(
+                    now - self.started,
+                    self.phase,
+                    rss,
+                    cpu_pct,
+                    m.get("agentotel_runs_completed_total", math.nan),
+                    m.get("agentotel_judge_pending", math.nan),
+                    self.judge_calls(),
+                    m.get("agentotel_judge_stale_total", math.nan),
+                    m.get("agentotel_forward_queue_records", math.nan),
+                    sum(v for k, v in m.items() if k.startswith("agentotel_forward_dropped_total")),
+                    m.get("agentotel_open_traces", math.nan),
+                )
+            )
             for fn in self._on_tick:
                 fn()
 
@@ -551,11 +594,16 @@ def levelled(samples: list[Sample], limit_pct: float) -> dict[str, Any]:
     if len(load) < 6:
         return {"levelled": None, "why": f"{len(load)} samples under load: too few to tell"}
     third = len(load) // 3
-    middle = statistics.fmean(load[third:2 * third])
+    middle = statistics.fmean(load[third : 2 * third])
     last = statistics.fmean(load[-third:])
     growth = 100 * (last - middle) / middle
-    return {"levelled": growth < limit_pct, "middle_mb": middle, "last_mb": last, "growth_pct": growth,
-            "limit_pct": limit_pct}
+    return {
+        "levelled": growth < limit_pct,
+        "middle_mb": middle,
+        "last_mb": last,
+        "growth_pct": growth,
+        "limit_pct": limit_pct,
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -572,17 +620,27 @@ def drain(collector: Collector, timeout: float) -> tuple[bool, float, dict[str, 
             health = collector.health()
             m = collector.metrics()
             pending = collector.query(
-                "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors' AND status = 'pending'")[0][0]
+                "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors' AND status = 'pending'"
+            )[0][0]
         except (OSError, RuntimeError, http.client.HTTPException) as exc:
             state = {"error": str(exc)}
             time.sleep(1)
             continue
-        state = {"open_traces": health.get("open_traces"), "write_queue": health.get("write_queue_records"),
-                 "backlog": m.get("agentotel_assembler_backlog_records"),
-                 "operations": m.get("agentotel_write_operations_pending"), "judge_pending_rows": pending,
-                 "forward_queue": m.get("agentotel_forward_queue_records")}
-        quiet = (state["open_traces"] == 0 and state["write_queue"] == 0 and state["backlog"] == 0
-                 and state["operations"] == 0 and pending == 0)
+        state = {
+            "open_traces": health.get("open_traces"),
+            "write_queue": health.get("write_queue_records"),
+            "backlog": m.get("agentotel_assembler_backlog_records"),
+            "operations": m.get("agentotel_write_operations_pending"),
+            "judge_pending_rows": pending,
+            "forward_queue": m.get("agentotel_forward_queue_records"),
+        }
+        quiet = (
+            state["open_traces"] == 0
+            and state["write_queue"] == 0
+            and state["backlog"] == 0
+            and state["operations"] == 0
+            and pending == 0
+        )
         calm = calm + 1 if quiet else 0
         if calm >= 2:
             return True, time.monotonic() - started, state
@@ -610,22 +668,33 @@ def count_database(db: Path) -> dict[str, Any]:
         prefix = f"{RUN_ID:04x}"  # our trace ids' first two bytes: spans the collector stored of its own would differ
         spans, ours, distinct = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE starts_with(trace_id, ?)), "
-            "(SELECT count(*) FROM (SELECT DISTINCT trace_id, span_id FROM spans)) FROM spans", [prefix]).fetchall()[0]
+            "(SELECT count(*) FROM (SELECT DISTINCT trace_id, span_id FROM spans)) FROM spans",
+            [prefix],
+        ).fetchall()[0]
         runs, traces_with_runs = con.execute(
-            "SELECT count(*), count(DISTINCT trace_id) FROM agent_runs").fetchall()[0]
+            "SELECT count(*), count(DISTINCT trace_id) FROM agent_runs"
+        ).fetchall()[0]
         by_status = con.execute(
-            "SELECT metric, status, count(*) FROM evaluations GROUP BY ALL ORDER BY ALL").fetchall()
+            "SELECT metric, status, count(*) FROM evaluations GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
         judge_errors = con.execute(
             "SELECT reason, count(*) FROM evaluations WHERE metric = 'tool_errors' AND status IN ('error', 'skipped') "
-            "GROUP BY ALL ORDER BY 2 DESC LIMIT 5").fetchall()
+            "GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
+        ).fetchall()
     finally:
         con.close()
     evaluations: dict[str, dict[str, int]] = {}
     for metric, status, n in by_status:
         evaluations.setdefault(metric, {})[status] = n
-    return {"spans": spans, "spans_ours": ours, "spans_distinct": distinct, "runs": runs,
-            "traces_with_runs": traces_with_runs, "evaluations": evaluations,
-            "judge_error_reasons": [[r[:160] if r else r, n] for r, n in judge_errors]}
+    return {
+        "spans": spans,
+        "spans_ours": ours,
+        "spans_distinct": distinct,
+        "runs": runs,
+        "traces_with_runs": traces_with_runs,
+        "evaluations": evaluations,
+        "judge_error_reasons": [[r[:160] if r else r, n] for r, n in judge_errors],
+    }
 
 
 def log_lines(path: Path) -> dict[str, Any]:
@@ -644,33 +713,51 @@ def log_lines(path: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--minutes", type=float, default=10.0, help="load duration (default 10)")
-    parser.add_argument("--rate", type=float, default=200.0,
-                        help="spans/s offered in all, half a transport (default 200, about 26 runs/s: what the "
-                             "judge keeps up with here; ingest alone takes far more)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=200.0,
+        help="spans/s offered in all, half a transport (default 200, about 26 runs/s: what the "
+        "judge keeps up with here; ingest alone takes far more)",
+    )
     parser.add_argument("--spans-per-request", type=int, default=128)
-    parser.add_argument("--outage", type=float, default=30.0, help="seconds the forward sink is down, mid-run")
+    parser.add_argument(
+        "--outage", type=float, default=30.0, help="seconds the forward sink is down, mid-run"
+    )
     parser.add_argument("--judge-timeout", type=float, default=3.0, help="the judge's timeout_s")
     parser.add_argument("--judge-concurrency", type=int, default=16, help="the judge's max_concurrency")
     parser.add_argument("--error-share", type=float, default=0.05, help="judge requests answered HTTP 500")
     parser.add_argument("--timeout-share", type=float, default=0.02, help="judge requests answered too late")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds between RSS samples")
-    parser.add_argument("--rss-growth", type=float, default=10.0,
-                        help="growth in percent of the last third over the middle third still called levelled")
+    parser.add_argument(
+        "--rss-growth",
+        type=float,
+        default=10.0,
+        help="growth in percent of the last third over the middle third still called levelled",
+    )
     parser.add_argument("--drain-timeout", type=float, default=600.0)
     parser.add_argument("--json", metavar="FILE", help="write every figure to FILE as JSON")
-    parser.add_argument("--keep", metavar="DIR",
-                        help="copy the database, the collector's config and its output to DIR (to look into)")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="copy the database, the collector's config and its output to DIR (to look into)",
+    )
     args = parser.parse_args()
     seconds = args.minutes * 60
     outage = min(args.outage, seconds / 2)
     outage_at = (seconds - outage) / 2
-    print(f"soak: {args.minutes:g} min at {args.rate:,.0f} spans/s ({args.spans_per_request} a request, gRPC + HTTP), "
-          f"judge on every run (timeout {args.judge_timeout:g}s, {args.error_share:.0%} HTTP 500, "
-          f"{args.timeout_share:.0%} late), forward sink down {outage:g}s from t={outage_at:.0f}s; "
-          f"cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"soak: {args.minutes:g} min at {args.rate:,.0f} spans/s ({args.spans_per_request} a request, gRPC + HTTP), "
+        f"judge on every run (timeout {args.judge_timeout:g}s, {args.error_share:.0%} HTTP 500, "
+        f"{args.timeout_share:.0%} late), forward sink down {outage:g}s from t={outage_at:.0f}s; "
+        f"cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
 
     from tests.support.llm_stub import LLMStub
 
@@ -683,17 +770,26 @@ def main() -> int:
         collector_config(config, db, stub.base_url, sink.grpc_port, args)
         collector = start_collector(config, workdir)
         try:
-            print(f"collector pid {collector.proc.pid}: gRPC {collector.grpc}, HTTP {collector.http}; "
-                  f"stub {stub.base_url}; sink gRPC :{sink.grpc_port}", flush=True)
-            loads = [TransportLoad("grpc", collector.grpc, args.rate / 2, args.spans_per_request, (1, 17, 33)),
-                     TransportLoad("http", collector.http, args.rate / 2, args.spans_per_request, (9, 25, 41))]
+            print(
+                f"collector pid {collector.proc.pid}: gRPC {collector.grpc}, HTTP {collector.http}; "
+                f"stub {stub.base_url}; sink gRPC :{sink.grpc_port}",
+                flush=True,
+            )
+            loads = [
+                TransportLoad("grpc", collector.grpc, args.rate / 2, args.spans_per_request, (1, 17, 33)),
+                TransportLoad("http", collector.http, args.rate / 2, args.spans_per_request, (9, 25, 41)),
+            ]
             started = time.monotonic()
             sampler = Sampler(collector, args.sample_every, started, lambda: faults.calls)
             sampler.on_tick(stub.clear_requests)  # the stub keeps every prompt otherwise
             sampler.start()
             stop = threading.Event()
-            threads = [threading.Thread(target=load.run, args=(started + seconds, stop),
-                                        name=f"load-{load.transport}") for load in loads]
+            threads = [
+                threading.Thread(
+                    target=load.run, args=(started + seconds, stop), name=f"load-{load.transport}"
+                )
+                for load in loads
+            ]
             for t in threads:
                 t.start()
 
@@ -703,13 +799,19 @@ def main() -> int:
                 sink_events["before_outage"] = sink.command("stop")
                 sampler.phase = "outage"
                 sink_events["down_at"] = time.monotonic() - started
-                print(f"[t={sink_events['down_at']:.0f}s] forward sink stopped "
-                      f"({sink_events['before_outage'].get('spans', 0):,} spans received so far)", flush=True)
+                print(
+                    f"[t={sink_events['down_at']:.0f}s] forward sink stopped "
+                    f"({sink_events['before_outage'].get('spans', 0):,} spans received so far)",
+                    flush=True,
+                )
                 time.sleep(max(0.0, started + outage_at + outage - time.monotonic()))
                 sink.command("start")
                 sampler.phase = "load"
                 sink_events["up_at"] = time.monotonic() - started
-                print(f"[t={sink_events['up_at']:.0f}s] forward sink started again on the same ports", flush=True)
+                print(
+                    f"[t={sink_events['up_at']:.0f}s] forward sink started again on the same ports",
+                    flush=True,
+                )
                 for t in threads:
                     t.join()
             except KeyboardInterrupt:
@@ -734,25 +836,59 @@ def main() -> int:
         if args.keep:
             shutil.copytree(workdir, args.keep, dirs_exist_ok=True)
 
-    report = build_report(args, loads, load_s, faults, sink_events, sink_counts, drained, drain_s, drain_state,
-                          metrics, exit_code, stop_s, counts, logs, sampler.samples)
+    report = build_report(
+        args,
+        loads,
+        load_s,
+        faults,
+        sink_events,
+        sink_counts,
+        drained,
+        drain_s,
+        drain_state,
+        metrics,
+        exit_code,
+        stop_s,
+        counts,
+        logs,
+        sampler.samples,
+    )
     print_report(report, sampler.samples)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=str))
     return 0 if report["ok"] else 1
 
 
-def build_report(args: argparse.Namespace, loads: list[TransportLoad], load_s: float, faults: JudgeFaults,
-                 sink_events: dict[str, Any], sink_counts: dict[str, int], drained: bool, drain_s: float,
-                 drain_state: dict[str, Any], metrics: dict[str, float], exit_code: int | None, stop_s: float,
-                 counts: dict[str, Any], logs: dict[str, Any], samples: list[Sample]) -> dict[str, Any]:
+def build_report(
+    args: argparse.Namespace,
+    loads: list[TransportLoad],
+    load_s: float,
+    faults: JudgeFaults,
+    sink_events: dict[str, Any],
+    sink_counts: dict[str, int],
+    drained: bool,
+    drain_s: float,
+    drain_state: dict[str, Any],
+    metrics: dict[str, float],
+    exit_code: int | None,
+    stop_s: float,
+    counts: dict[str, Any],
+    logs: dict[str, Any],
+    samples: list[Sample],
+) -> dict[str, Any]:
     acked = sum(load.acked for load in loads)
     judge = counts["evaluations"].get("tool_errors", {})
     answered = sum(judge.get(s, 0) for s in ("ok", "error", "skipped"))
-    judge_spans = judge.get("ok", 0) + judge.get("error", 0)  # each answer goes downstream as a child span + a log
+    judge_spans = judge.get("ok", 0) + judge.get(
+        "error", 0
+    )  # each answer goes downstream as a child span + a log
 
     def metric(name: str, **labels: str) -> float:
-        key = "agentotel_" + name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else "")
+        key = (
+            "agentotel_"
+            + name
+            + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else "")
+        )
         return metrics.get(key, math.nan)
 
     def total(name: str) -> float:  # summed over every label set
@@ -762,119 +898,190 @@ def build_report(args: argparse.Namespace, loads: list[TransportLoad], load_s: f
     for load in loads:
         lat = sorted(load.latencies) or [math.nan]
         transports[load.transport] = {
-            "requests": load.requests, "offered": load.offered, "acked": load.acked, "rejected": load.rejected,
-            "refused": dict(load.refused), "p50_s": lat[len(lat) // 2], "p99_s": lat[int(len(lat) * 0.99)],
-            "max_s": lat[-1], "behind_schedule_max_s": load.behind,
+            "requests": load.requests,
+            "offered": load.offered,
+            "acked": load.acked,
+            "rejected": load.rejected,
+            "refused": dict(load.refused),
+            "p50_s": lat[len(lat) // 2],
+            "p99_s": lat[int(len(lat) * 0.99)],
+            "max_s": lat[-1],
+            "behind_schedule_max_s": load.behind,
         }
     forwarded_expected = counts["spans"] + judge_spans
     return {
         "ok": acked == counts["spans"] and answered == counts["runs"],
         "settings": {k: v for k, v in vars(args).items()},
         "load_seconds": load_s,
-        "spans": {"acknowledged": acked, "stored": counts["spans"], "stored_ours": counts["spans_ours"],
-                  "stored_distinct": counts["spans_distinct"], "equal": acked == counts["spans"],
-                  "by_transport": transports},
-        "runs": counts["runs"], "traces_with_runs": counts["traces_with_runs"],
+        "spans": {
+            "acknowledged": acked,
+            "stored": counts["spans"],
+            "stored_ours": counts["spans_ours"],
+            "stored_distinct": counts["spans_distinct"],
+            "equal": acked == counts["spans"],
+            "by_transport": transports,
+        },
+        "runs": counts["runs"],
+        "traces_with_runs": counts["traces_with_runs"],
         "evaluations": counts["evaluations"],
-        "judge_rows": {"runs": counts["runs"], "ok+error+skipped": answered, "pending": judge.get("pending", 0),
-                       "by_status": judge, "equal": answered == counts["runs"],
-                       "error_and_skipped_reasons": counts["judge_error_reasons"]},
+        "judge_rows": {
+            "runs": counts["runs"],
+            "ok+error+skipped": answered,
+            "pending": judge.get("pending", 0),
+            "by_status": judge,
+            "equal": answered == counts["runs"],
+            "error_and_skipped_reasons": counts["judge_error_reasons"],
+        },
         "drain": {"done": drained, "seconds": drain_s, "state": drain_state},
         "stop": {"exit_code": exit_code, "seconds": stop_s},
-        "judge": {"stub_calls": faults.calls, "injected_500": faults.errors_500,
-                  "injected_timeouts": faults.timeouts, "verdicts": dict(faults.verdicts),
-                  "collector": {
-                      "queued": metric("judge_queued_total"), "pending": metric("judge_pending"),
-                      "in_flight": metric("judge_in_flight"), "stale": metric("judge_stale_total"),
-                      "cost_usd_total": metric("judge_cost_usd_total"),
-                      "results": {k.split('"')[1]: v for k, v in metrics.items()
-                                  if k.startswith("agentotel_judge_results_total{")}}},
-        "forward": {"sink": sink_counts, "sink_events": sink_events, "collector": {
-                        "sent_spans": metric("forward_sent_total", signal="traces"),
-                        "sent_logs": metric("forward_sent_total", signal="logs"),
-                        "dropped_spans": metric("forward_dropped_total", signal="traces"),
-                        "dropped_logs": metric("forward_dropped_total", signal="logs"),
-                        "failed_attempts": metric("forward_failed_attempts_total"),
-                        "queue": metric("forward_queue_records")},
-                    "expected_spans": forwarded_expected,
-                    "expected_logs": judge_spans,
-                    "adds_up": {"spans": sink_counts.get("distinct_spans", 0) + metric(
-                                    "forward_dropped_total", signal="traces") == forwarded_expected,
-                                "logs": sink_counts.get("logs", 0) + metric(
-                                    "forward_dropped_total", signal="logs") == judge_spans}},
+        "judge": {
+            "stub_calls": faults.calls,
+            "injected_500": faults.errors_500,
+            "injected_timeouts": faults.timeouts,
+            "verdicts": dict(faults.verdicts),
+            "collector": {
+                "queued": metric("judge_queued_total"),
+                "pending": metric("judge_pending"),
+                "in_flight": metric("judge_in_flight"),
+                "stale": metric("judge_stale_total"),
+                "cost_usd_total": metric("judge_cost_usd_total"),
+                "results": {
+                    k.split('"')[1]: v
+                    for k, v in metrics.items()
+                    if k.startswith("agentotel_judge_results_total{")
+                },
+            },
+        },
+        "forward": {
+            "sink": sink_counts,
+            "sink_events": sink_events,
+            "collector": {
+                "sent_spans": metric("forward_sent_total", signal="traces"),
+                "sent_logs": metric("forward_sent_total", signal="logs"),
+                "dropped_spans": metric("forward_dropped_total", signal="traces"),
+                "dropped_logs": metric("forward_dropped_total", signal="logs"),
+                "failed_attempts": metric("forward_failed_attempts_total"),
+                "queue": metric("forward_queue_records"),
+            },
+            "expected_spans": forwarded_expected,
+            "expected_logs": judge_spans,
+            "adds_up": {
+                "spans": sink_counts.get("distinct_spans", 0)
+                + metric("forward_dropped_total", signal="traces")
+                == forwarded_expected,
+                "logs": sink_counts.get("logs", 0) + metric("forward_dropped_total", signal="logs")
+                == judge_spans,
+            },
+        },
         "collector_metrics": {
             "spans_received_grpc": metric("spans_received_total", transport="grpc"),
             "spans_received_http": metric("spans_received_total", transport="http"),
-            **{k: total(k + "_total") for k in ("spans_stored", "spans_duplicate", "runs_completed",
-                                                 "database_reopens", "traces_completed_early", "late_records",
-                                                 "helper_restarts")}},
-        "export_outcomes": {k.removeprefix("agentotel_export_requests_total"): v for k, v in metrics.items()
-                            if k.startswith("agentotel_export_requests_total") and v},
-        "rss": {"samples": [dataclasses.asdict(s) for s in samples],
-                **levelled(samples, args.rss_growth)},
+            **{
+                k: total(k + "_total")
+                for k in (
+                    "spans_stored",
+                    "spans_duplicate",
+                    "runs_completed",
+                    "database_reopens",
+                    "traces_completed_early",
+                    "late_records",
+                    "helper_restarts",
+                )
+            },
+        },
+        "export_outcomes": {
+            k.removeprefix("agentotel_export_requests_total"): v
+            for k, v in metrics.items()
+            if k.startswith("agentotel_export_requests_total") and v
+        },
+        "rss": {"samples": [dataclasses.asdict(s) for s in samples], **levelled(samples, args.rss_growth)},
         "collector_log": logs,
     }
 
 
 def print_report(r: dict[str, Any], samples: list[Sample]) -> None:
     s = r["spans"]
-    print(f"\n== spans: acknowledged {s['acknowledged']:,} vs stored {s['stored']:,}: "
-          f"{'OK' if s['equal'] else 'MISMATCH'} (stored with our ids {s['stored_ours']:,}, distinct "
-          f"{s['stored_distinct']:,})")
+    print(
+        f"\n== spans: acknowledged {s['acknowledged']:,} vs stored {s['stored']:,}: "
+        f"{'OK' if s['equal'] else 'MISMATCH'} (stored with our ids {s['stored_ours']:,}, distinct "
+        f"{s['stored_distinct']:,})"
+    )
     for name, t in s["by_transport"].items():
-        print(f"   {name}: {t['requests']:,} requests, {t['offered']:,} spans sent, {t['acked']:,} acknowledged, "
-              f"{t['rejected']} rejected in partial successes, refused {t['refused'] or 0}; answer p50 "
-              f"{t['p50_s'] * 1000:.0f} ms, p99 {t['p99_s'] * 1000:.0f} ms, max {t['max_s']:.2f} s; "
-              f"sender behind schedule at most {t['behind_schedule_max_s']:.2f} s")
+        print(
+            f"   {name}: {t['requests']:,} requests, {t['offered']:,} spans sent, {t['acked']:,} acknowledged, "
+            f"{t['rejected']} rejected in partial successes, refused {t['refused'] or 0}; answer p50 "
+            f"{t['p50_s'] * 1000:.0f} ms, p99 {t['p99_s'] * 1000:.0f} ms, max {t['max_s']:.2f} s; "
+            f"sender behind schedule at most {t['behind_schedule_max_s']:.2f} s"
+        )
     j = r["judge_rows"]
-    print(f"== judge rows (tool_errors): runs {j['runs']:,} vs ok+error+skipped {j['ok+error+skipped']:,}: "
-          f"{'OK' if j['equal'] else 'MISMATCH'}; pending left {j['pending']}; by status {j['by_status']}")
+    print(
+        f"== judge rows (tool_errors): runs {j['runs']:,} vs ok+error+skipped {j['ok+error+skipped']:,}: "
+        f"{'OK' if j['equal'] else 'MISMATCH'}; pending left {j['pending']}; by status {j['by_status']}"
+    )
     for reason, n in j["error_and_skipped_reasons"]:
         print(f"   {n} x {reason}")
     print(f"   every metric by status: {r['evaluations']}")
-    print(f"== drain: {'done' if r['drain']['done'] else 'NOT DONE'} in {r['drain']['seconds']:.0f}s; collector "
-          f"stopped in {r['stop']['seconds']:.1f}s, exit code {r['stop']['exit_code']}")
+    print(
+        f"== drain: {'done' if r['drain']['done'] else 'NOT DONE'} in {r['drain']['seconds']:.0f}s; collector "
+        f"stopped in {r['stop']['seconds']:.1f}s, exit code {r['stop']['exit_code']}"
+    )
     rss = r["rss"]
-    print(f"== RSS of the collector's process tree (MB), every {r['settings']['sample_every']:g}s "
-          f"(shown: about 15 rows)")
-    print(f"   {'t (s)':>6}  {'phase':<7}{'total':>7}{'collector':>10}{'assembler':>10}{'decode':>7}"
-          f"{'CPU %':>7}{'runs':>8}{'judge pending':>14}{'judge calls':>12}{'stale':>7}{'fwd queue':>10}"
-          f"{'fwd dropped':>12}{'open traces':>12}")
+    print(
+        f"== RSS of the collector's process tree (MB), every {r['settings']['sample_every']:g}s "
+        f"(shown: about 15 rows)"
+    )
+    print(
+        f"   {'t (s)':>6}  {'phase':<7}{'total':>7}{'collector':>10}{'assembler':>10}{'decode':>7}"
+        f"{'CPU %':>7}{'runs':>8}{'judge pending':>14}{'judge calls':>12}{'stale':>7}{'fwd queue':>10}"
+        f"{'fwd dropped':>12}{'open traces':>12}"
+    )
     step = max(1, len(samples) // 15)
     shown = samples[::step]
     if samples and shown[-1] is not samples[-1]:
         shown.append(samples[-1])
     for x in shown:
         kb = x.rss_kb
-        print(f"   {x.t:6.0f}  {x.phase:<7}{x.total_mb:7.0f}{kb.get('collector', 0) / 1024:10.0f}"
-              f"{kb.get('assembler', 0) / 1024:10.0f}{kb.get('decode', 0) / 1024:7.0f}"
-              f"{x.cpu_pct:7.0f}{x.runs:8.0f}{x.judge_pending:14.0f}{x.judge_calls:12,}{x.judge_stale:7.0f}"
-              f"{x.forward_queue:10.0f}{x.forward_dropped:12.0f}{x.open_traces:12.0f}")
+        print(
+            f"   {x.t:6.0f}  {x.phase:<7}{x.total_mb:7.0f}{kb.get('collector', 0) / 1024:10.0f}"
+            f"{kb.get('assembler', 0) / 1024:10.0f}{kb.get('decode', 0) / 1024:7.0f}"
+            f"{x.cpu_pct:7.0f}{x.runs:8.0f}{x.judge_pending:14.0f}{x.judge_calls:12,}{x.judge_stale:7.0f}"
+            f"{x.forward_queue:10.0f}{x.forward_dropped:12.0f}{x.open_traces:12.0f}"
+        )
     if rss.get("levelled") is None:
         print(f"   levelled: {rss.get('why')}")
     else:
-        print(f"   mean of the load's middle third {rss['middle_mb']:.0f} MB, last third {rss['last_mb']:.0f} MB: "
-              f"{rss['growth_pct']:+.1f}% -> {'levelled' if rss['levelled'] else 'STILL GROWING'} "
-              f"(limit {rss['limit_pct']:g}%)")
+        print(
+            f"   mean of the load's middle third {rss['middle_mb']:.0f} MB, last third {rss['last_mb']:.0f} MB: "
+            f"{rss['growth_pct']:+.1f}% -> {'levelled' if rss['levelled'] else 'STILL GROWING'} "
+            f"(limit {rss['limit_pct']:g}%)"
+        )
     f = r["forward"]
     c = f["collector"]
-    print(f"== forward: the sink received {f['sink'].get('spans', 0):,} spans ({f['sink'].get('distinct_spans', 0):,} "
-          f"distinct) and {f['sink'].get('logs', 0):,} logs; expected {f['expected_spans']:,} spans (stored + one a "
-          f"judge answer) and {f['expected_logs']:,} logs")
-    print(f"   received + dropped = expected: spans {'yes' if f['adds_up']['spans'] else 'NO'}, logs "
-          f"{'yes' if f['adds_up']['logs'] else 'NO'}")
-    print(f"   collector: sent {c['sent_spans']:,.0f} spans / {c['sent_logs']:,.0f} logs, dropped "
-          f"{c['dropped_spans']:,.0f} spans / {c['dropped_logs']:,.0f} logs, failed attempts "
-          f"{c['failed_attempts']:,.0f}, queue {c['queue']:,.0f}; "
-          f"sink down from t={f['sink_events'].get('down_at', math.nan):.0f}s to "
-          f"t={f['sink_events'].get('up_at', math.nan):.0f}s")
+    print(
+        f"== forward: the sink received {f['sink'].get('spans', 0):,} spans ({f['sink'].get('distinct_spans', 0):,} "
+        f"distinct) and {f['sink'].get('logs', 0):,} logs; expected {f['expected_spans']:,} spans (stored + one a "
+        f"judge answer) and {f['expected_logs']:,} logs"
+    )
+    print(
+        f"   received + dropped = expected: spans {'yes' if f['adds_up']['spans'] else 'NO'}, logs "
+        f"{'yes' if f['adds_up']['logs'] else 'NO'}"
+    )
+    print(
+        f"   collector: sent {c['sent_spans']:,.0f} spans / {c['sent_logs']:,.0f} logs, dropped "
+        f"{c['dropped_spans']:,.0f} spans / {c['dropped_logs']:,.0f} logs, failed attempts "
+        f"{c['failed_attempts']:,.0f}, queue {c['queue']:,.0f}; "
+        f"sink down from t={f['sink_events'].get('down_at', math.nan):.0f}s to "
+        f"t={f['sink_events'].get('up_at', math.nan):.0f}s"
+    )
     jg = r["judge"]
     jc = jg["collector"]
-    print(f"== judge: {jg['stub_calls']:,} calls to the stub, {jg['injected_500']:,} answered 500, "
-          f"{jg['injected_timeouts']:,} held past the timeout, {sum(jg['verdicts'].values()):,} verdicts; "
-          f"collector: queued {jc['queued']:,.0f}, results {jc['results']}, stale {jc['stale']:.0f} "
-          f"({jc['stale'] / max(jg['stub_calls'], 1):.0%} of the calls: answers dropped, their row already "
-          f"answered), cost ${jc['cost_usd_total']:.4f}")
+    print(
+        f"== judge: {jg['stub_calls']:,} calls to the stub, {jg['injected_500']:,} answered 500, "
+        f"{jg['injected_timeouts']:,} held past the timeout, {sum(jg['verdicts'].values()):,} verdicts; "
+        f"collector: queued {jc['queued']:,.0f}, results {jc['results']}, stale {jc['stale']:.0f} "
+        f"({jc['stale'] / max(jg['stub_calls'], 1):.0%} of the calls: answers dropped, their row already "
+        f"answered), cost ${jc['cost_usd_total']:.4f}"
+    )
     print(f"== export answers: {r['export_outcomes']}")
     print(f"== collector log: {r['collector_log']['counts'] or 'no warnings'}")
     for key, message in r["collector_log"]["first"].items():

@@ -97,7 +97,12 @@ def _quantulum(text: str) -> list[tuple[str, Any]]:
     for q in parser.parse(text):
         entity, name = q.unit.entity.name, q.unit.name
         if entity == "currency":
-            code = {"euro": "EUR", "dollar": "USD", "United States dollar": "USD", "pound sterling": "GBP"}.get(name)
+            code = {
+                "euro": "EUR",
+                "dollar": "USD",
+                "United States dollar": "USD",
+                "pound sterling": "GBP",
+            }.get(name)
             out.append(("money", (round(q.value, 2), code)))
         elif entity == "temperature":
             out.append(("temperature", round((q.value - 32) * 5 / 9 if "fahrenheit" in name else q.value)))
@@ -113,8 +118,9 @@ READERS: dict[str, tuple[Callable[[str], list[tuple[str, Any]]], tuple[str, ...]
 }
 
 
-def score(reader: Callable[[str], list[tuple[str, Any]]], kinds: tuple[str, ...],
-          cases: list[tuple[str, str, Any]]) -> tuple[float, float, float]:
+def score(
+    reader: Callable[[str], list[tuple[str, Any]]], kinds: tuple[str, ...], cases: list[tuple[str, str, Any]]
+) -> tuple[float, float, float]:
     hits = returned = wanted = 0
     started = time.perf_counter()
     for text, kind, value in cases:
@@ -130,7 +136,9 @@ def score(reader: Callable[[str], list[tuple[str, Any]]], kinds: tuple[str, ...]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=600)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -49,60 +49,108 @@ from agentotel_eval.test_case import EvalTestCase, ToolCall
 from agentotel_eval.trajectory import parse_spec, score_trajectory
 from agentotel_eval.trajectory.score import forget_shapes
 
-SPEC: dict[str, Any] = {"extra": "penalize", "max_calls": 60, "forbid": [{"tool": "delete_account"}], "steps": [
-    {"id": "who", "tool": "find_user", "args": {"zip": {"$regex": r"\d{5}"}}},
-    {"any_of": [{"tool": "get_user_details", "args": {"user_id": {"$ref": "who.result.user_id"}}},
-                {"tool": "search_users"}]},
-    {"tool": "list_orders", "args": {"user_id": {"$ref": "who.result.user_id"}, "limit": {"$lte": 50}}},
-    {"parallel": [{"tool": "get_order"}, {"tool": "get_product", "optional": True}]},
-    {"tool": "check_policy", "count": {"min": 0, "max": 1}, "weight": 0.5},
-    {"tool": "get_shipping", "args": {"order_id": {"$type": "string"}}},
-    {"unordered": [{"tool": "notify_customer"}, {"tool": "log_case"}]},
-    {"tool": "compute_refund", "args": {"amount": {"$approx": 120.0, "rel": 0.01}}},
-    {"tool": "issue_refund", "args": {"method": {"$in": ["paypal", "card"]}}},
-    {"tool": "poll_status", "count": {"min": 1, "max": 8}},
-    {"tool": "send_receipt", "args": {"email": {"$regex": r"[^@]+@[^@]+"}}},
-    {"tool": "update_crm", "optional": True},
-    {"unordered": [{"tool": "audit", "count": {"min": 1}}, {"tool": "summarise", "count": {"min": 2, "max": 12}}]},
-    {"tool": "translate", "optional": True},
-    {"tool": "close_case"},
-]}
-TOOLS_IN_ORDER = ["find_user", "get_user_details", "list_orders", "get_order", "get_product", "check_policy",
-                  "get_shipping", "notify_customer", "log_case", "compute_refund", "issue_refund", "poll_status",
-                  "send_receipt", "update_crm", "close_case", "search_users", "audit", "lookup", "summarise",
-                  "translate"]
+SPEC: dict[str, Any] = {
+    "extra": "penalize",
+    "max_calls": 60,
+    "forbid": [{"tool": "delete_account"}],
+    "steps": [
+        {"id": "who", "tool": "find_user", "args": {"zip": {"$regex": r"\d{5}"}}},
+        {
+            "any_of": [
+                {"tool": "get_user_details", "args": {"user_id": {"$ref": "who.result.user_id"}}},
+                {"tool": "search_users"},
+            ]
+        },
+        {"tool": "list_orders", "args": {"user_id": {"$ref": "who.result.user_id"}, "limit": {"$lte": 50}}},
+        {"parallel": [{"tool": "get_order"}, {"tool": "get_product", "optional": True}]},
+        {"tool": "check_policy", "count": {"min": 0, "max": 1}, "weight": 0.5},
+        {"tool": "get_shipping", "args": {"order_id": {"$type": "string"}}},
+        {"unordered": [{"tool": "notify_customer"}, {"tool": "log_case"}]},
+        {"tool": "compute_refund", "args": {"amount": {"$approx": 120.0, "rel": 0.01}}},
+        {"tool": "issue_refund", "args": {"method": {"$in": ["paypal", "card"]}}},
+        {"tool": "poll_status", "count": {"min": 1, "max": 8}},
+        {"tool": "send_receipt", "args": {"email": {"$regex": r"[^@]+@[^@]+"}}},
+        {"tool": "update_crm", "optional": True},
+        {
+            "unordered": [
+                {"tool": "audit", "count": {"min": 1}},
+                {"tool": "summarise", "count": {"min": 2, "max": 12}},
+            ]
+        },
+        {"tool": "translate", "optional": True},
+        {"tool": "close_case"},
+    ],
+}
+TOOLS_IN_ORDER = [
+    "find_user",
+    "get_user_details",
+    "list_orders",
+    "get_order",
+    "get_product",
+    "check_policy",
+    "get_shipping",
+    "notify_customer",
+    "log_case",
+    "compute_refund",
+    "issue_refund",
+    "poll_status",
+    "send_receipt",
+    "update_crm",
+    "close_case",
+    "search_users",
+    "audit",
+    "lookup",
+    "summarise",
+    "translate",
+]
 
 
 def realistic_run() -> list[ToolCall]:
-    calls = [ToolCall("find_user", {"zip": "94110"}, output={"user_id": "u-7"}, llm_turn="t0"),
-             ToolCall("get_user_details", {"user_id": "u-7"}, output={"tier": "gold"}, llm_turn="t1"),
-             ToolCall("list_orders", {"user_id": "u-7", "limit": 10}, output=[{"id": "A-1"}], llm_turn="t2"),
-             ToolCall("get_order", {"order_id": "A-1"}, llm_turn="t3"),
-             ToolCall("get_product", {"sku": "S-1"}, llm_turn="t3"),
-             ToolCall("lookup", {"q": "policy"}, llm_turn="t4"),
-             ToolCall("check_policy", {"order_id": "A-1"}, llm_turn="t5"),
-             ToolCall("get_shipping", {"order_id": "A-1"}, llm_turn="t6"),
-             ToolCall("log_case", {"case": "C-1"}, llm_turn="t7"),
-             ToolCall("notify_customer", {"user_id": "u-7"}, llm_turn="t8"),
-             ToolCall("compute_refund", {"amount": 120.5}, llm_turn="t9"),
-             ToolCall("issue_refund", {"method": "card"}, llm_turn="t10")]
+    calls = [
+        ToolCall("find_user", {"zip": "94110"}, output={"user_id": "u-7"}, llm_turn="t0"),
+        ToolCall("get_user_details", {"user_id": "u-7"}, output={"tier": "gold"}, llm_turn="t1"),
+        ToolCall("list_orders", {"user_id": "u-7", "limit": 10}, output=[{"id": "A-1"}], llm_turn="t2"),
+        ToolCall("get_order", {"order_id": "A-1"}, llm_turn="t3"),
+        ToolCall("get_product", {"sku": "S-1"}, llm_turn="t3"),
+        ToolCall("lookup", {"q": "policy"}, llm_turn="t4"),
+        ToolCall("check_policy", {"order_id": "A-1"}, llm_turn="t5"),
+        ToolCall("get_shipping", {"order_id": "A-1"}, llm_turn="t6"),
+        ToolCall("log_case", {"case": "C-1"}, llm_turn="t7"),
+        ToolCall("notify_customer", {"user_id": "u-7"}, llm_turn="t8"),
+        ToolCall("compute_refund", {"amount": 120.5}, llm_turn="t9"),
+        ToolCall("issue_refund", {"method": "card"}, llm_turn="t10"),
+    ]
     calls += [ToolCall("poll_status", {"id": f"R-{k}"}, llm_turn=f"p{k}") for k in range(10)]  # two past max
     calls += [ToolCall("audit", {"k": k}, llm_turn=f"a{k}") for k in range(14)]
-    calls += [ToolCall("send_receipt", {"email": "nope"}, llm_turn="s0"),  # a wrong argument, then the right one
-              ToolCall("send_receipt", {"email": "ana@example.com"}, llm_turn="s1")]
+    calls += [
+        ToolCall("send_receipt", {"email": "nope"}, llm_turn="s0"),  # a wrong argument, then the right one
+        ToolCall("send_receipt", {"email": "ana@example.com"}, llm_turn="s1"),
+    ]
     calls += [ToolCall("summarise", {"n": k}, llm_turn=f"m{k}") for k in range(10)]
     calls += [ToolCall("update_crm", {}, llm_turn="u"), ToolCall("close_case", {}, llm_turn="c")]
     assert len(calls) == 50, len(calls)
     return calls
 
 
-REPEATS: dict[str, Any] = {"steps": [
-    {"tool": "fetch", "count": {"min": 2, "max": 6}},
-    {"unordered": [{"tool": "fetch", "args": {"page": {"$gte": 3}}}, {"tool": "fetch", "optional": True},
-                   {"tool": "fetch", "count": {"min": 1, "max": 3}}]},
-    {"tool": "fetch", "count": {"min": 0}},
-    {"any_of": [{"steps": [{"tool": "fetch"}, {"tool": "fetch"}]}, {"tool": "fetch", "count": {"min": 3}}]},
-]}
+REPEATS: dict[str, Any] = {
+    "steps": [
+        {"tool": "fetch", "count": {"min": 2, "max": 6}},
+        {
+            "unordered": [
+                {"tool": "fetch", "args": {"page": {"$gte": 3}}},
+                {"tool": "fetch", "optional": True},
+                {"tool": "fetch", "count": {"min": 1, "max": 3}},
+            ]
+        },
+        {"tool": "fetch", "count": {"min": 0}},
+        {
+            "any_of": [
+                {"steps": [{"tool": "fetch"}, {"tool": "fetch"}]},
+                {"tool": "fetch", "count": {"min": 3}},
+            ]
+        },
+    ]
+}
 
 
 def long_run() -> list[ToolCall]:
@@ -134,9 +182,12 @@ def _nest(depth: int) -> dict[str, Any]:
 HOSTILE: dict[str, tuple[dict[str, Any], list[ToolCall]]] = {
     "six order-free sequences x 150": (
         {"steps": [{"unordered": [{"steps": [{"tool": t} for t in "abcdef"]} for _ in range(6)]}]},
-        [ToolCall(t, {}) for t in "abcdef" * 25]),
+        [ToolCall(t, {}) for t in "abcdef" * 25],
+    ),
     "16 nested groups x 200": (
-        {"steps": [_nest(16)]}, [ToolCall("abcd"[k % 4], {}, llm_turn=f"t{k // 3}") for k in range(200)]),
+        {"steps": [_nest(16)]},
+        [ToolCall("abcd"[k % 4], {}, llm_turn=f"t{k // 3}") for k in range(200)],
+    ),
 }
 
 
@@ -146,9 +197,16 @@ def solvers(repeat: int) -> None:
 
     spec, calls = any_order_case()
     steps = parse_spec(spec).root.members[0].members
-    eligible = [[k for k, s in enumerate(steps) if s.tool == c.name and s.args is not None
-                 and all(c.input_parameters.get(key) == m.value for key, m in s.args.keys)]  # type: ignore[attr-defined]
-                for c in calls]
+    eligible = [
+        [
+            k
+            for k, s in enumerate(steps)
+            if s.tool == c.name
+            and s.args is not None
+            and all(c.input_parameters.get(key) == m.value for key, m in s.args.keys)
+        ]  # type: ignore[attr-defined]
+        for c in calls
+    ]
     caps = [Capacity(1000, 1, 1) for _ in steps]
     ours = best_assignment(eligible, caps)
     row("min-cost flow (this package)", timings(lambda: best_assignment(eligible, caps), repeat))
@@ -189,10 +247,14 @@ SHORT: dict[str, Any] = EXPECTATIONS["trajectory"]["trajectory"]
 
 def short_runs() -> list[list[ToolCall]]:
     """Runs of one shape with other argument values (each scored in turn: the checks are each run's own)."""
-    return [[ToolCall("get_weather", {"city": city}, llm_turn="t1"),
-             ToolCall("search_flights", {"destination": city}, llm_turn="t2"),
-             ToolCall("book_hotel", {"nights": nights}, llm_turn="t3")]
-            for city, nights in (("Paris", 3), ("Lisbon", 2), ("Oslo", 7), ("Rome", 1))]
+    return [
+        [
+            ToolCall("get_weather", {"city": city}, llm_turn="t1"),
+            ToolCall("search_flights", {"destination": city}, llm_turn="t2"),
+            ToolCall("book_hotel", {"nights": nights}, llm_turn="t3"),
+        ]
+        for city, nights in (("Paris", 3), ("Lisbon", 2), ("Oslo", 7), ("Rome", 1))
+    ]
 
 
 def timings(fn: Callable[[], object], repeat: int) -> list[float]:
@@ -215,7 +277,9 @@ def row(name: str, samples: list[float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--solvers", action="store_true", help="time the assignment solvers too")
     args = parser.parse_args()
@@ -223,8 +287,10 @@ def main() -> None:
     spec = parse_spec(SPEC)
     outcome = score_trajectory(spec, calls)
     steps = sum(1 for s in spec.steps() if s.kind == "tool")
-    print(f"spec: {steps} tool steps; run: {len(calls)} calls; score {outcome.score:.3f}, "
-          f"{len(outcome.details['extra'])} extra, violations {[v['type'] for v in outcome.violations]}")
+    print(
+        f"spec: {steps} tool steps; run: {len(calls)} calls; score {outcome.score:.3f}, "
+        f"{len(outcome.details['extra'])} extra, violations {[v['type'] for v in outcome.violations]}"
+    )
     text = json.dumps(SPEC)
     repeats_spec = parse_spec(REPEATS)
     fetches = [ToolCall("fetch", {"page": k}) for k in range(40)]
@@ -247,12 +313,16 @@ def main() -> None:
         read = parse_spec(hostile)
         outcome = score_trajectory(read, hostile_calls)
         row(f"hostile: {name}", timings(first_seen(read, hostile_calls), 3))
-        print(f"    work {outcome.alignment.work:,}, approximate: {outcome.alignment.approximate is not None}")
+        print(
+            f"    work {outcome.alignment.work:,}, approximate: {outcome.alignment.approximate is not None}"
+        )
     short, runs = parse_spec(SHORT), short_runs()
     row("3 calls, shape first seen", timings(first_seen(short, runs[0]), args.repeat))
     turn = iter(range(1 << 62))
-    row("3 calls, shape seen before", timings(lambda: score_trajectory(short, runs[next(turn) % len(runs)]),
-                                              args.repeat))
+    row(
+        "3 calls, shape seen before",
+        timings(lambda: score_trajectory(short, runs[next(turn) % len(runs)]), args.repeat),
+    )
     if args.solvers:
         solvers(args.repeat)
 

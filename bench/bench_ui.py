@@ -84,31 +84,59 @@ class Domain:
 
 
 DOMAINS = (
-    Domain("travel", "assistant-web", {"get_weather": "get_weather", "convert_currency": "convert_currency"},
-           ("travel-planner", "travel-concierge", "travel-booker", "travel-faq"), ("get_weather",), "rule"),
-    Domain("support", "helpdesk", {"get_weather": "lookup_order", "convert_currency": "issue_refund"},
-           ("support-triage", "support-billing", "support-returns", "support-escalation"),
-           ("lookup_order", "issue_refund"), "rule"),
-    Domain("research", "research-batch", {"get_weather": "search_docs", "convert_currency": "fetch_page"},
-           ("research-analyst", "research-summarizer", "research-scout", "research-librarian"),
-           ("search_docs", "search_docs"), "rule"),
-    Domain("ops", "ops-bot", {"get_weather": "query_metrics", "convert_currency": "page_oncall"},
-           ("ops-oncall", "ops-deploy", "ops-capacity", "ops-incident")),
-    Domain("sales", "assistant-web", {"get_weather": "crm_lookup", "convert_currency": "quote_price"},
-           ("sales-qualifier", "sales-quoter", "sales-renewals", "sales-outreach"),
-           ("crm_lookup", "quote_price"), "attribute"),
+    Domain(
+        "travel",
+        "assistant-web",
+        {"get_weather": "get_weather", "convert_currency": "convert_currency"},
+        ("travel-planner", "travel-concierge", "travel-booker", "travel-faq"),
+        ("get_weather",),
+        "rule",
+    ),
+    Domain(
+        "support",
+        "helpdesk",
+        {"get_weather": "lookup_order", "convert_currency": "issue_refund"},
+        ("support-triage", "support-billing", "support-returns", "support-escalation"),
+        ("lookup_order", "issue_refund"),
+        "rule",
+    ),
+    Domain(
+        "research",
+        "research-batch",
+        {"get_weather": "search_docs", "convert_currency": "fetch_page"},
+        ("research-analyst", "research-summarizer", "research-scout", "research-librarian"),
+        ("search_docs", "search_docs"),
+        "rule",
+    ),
+    Domain(
+        "ops",
+        "ops-bot",
+        {"get_weather": "query_metrics", "convert_currency": "page_oncall"},
+        ("ops-oncall", "ops-deploy", "ops-capacity", "ops-incident"),
+    ),
+    Domain(
+        "sales",
+        "assistant-web",
+        {"get_weather": "crm_lookup", "convert_currency": "quote_price"},
+        ("sales-qualifier", "sales-quoter", "sales-renewals", "sales-outreach"),
+        ("crm_lookup", "quote_price"),
+        "attribute",
+    ),
 )
 
 
 def expectation_rules() -> list[dict[str, Any]]:
     """The ``[[expectations]]`` rules of the build's collector (the domains whose source is "rule")."""
-    return [{"name": d.name, "agent": f"{d.name}-*", "expected_tools": list(d.expected or ())}
-            for d in DOMAINS if d.source == "rule"]
+    return [
+        {"name": d.name, "agent": f"{d.name}-*", "expected_tools": list(d.expected or ())}
+        for d in DOMAINS
+        if d.source == "rule"
+    ]
 
 
 def agent_weights() -> dict[str, float]:
     """Some agents are busier than others: weight 1/rank^0.7, the ranks interleaved across the domains."""
-    agents = [a for i in range(4) for d in DOMAINS for a in d.agents[i:i + 1]]
+    agents = [a for i in range(4) for d in DOMAINS for a in d.agents[i : i + 1]]
     return {agent: 1 / (rank + 1) ** 0.7 for rank, agent in enumerate(agents)}
 
 
@@ -138,8 +166,9 @@ def build_templates(min_spans: int, max_spans: int) -> tuple[list[Template], lis
         runs = reconstruct(spans)
         if len(runs) != 1:
             continue
-        found = [t for d in DOMAINS for agent in d.agents
-                 if (t := _rewrite(fx.name, spans, runs[0], d, agent))]
+        found = [
+            t for d in DOMAINS for agent in d.agents if (t := _rewrite(fx.name, spans, runs[0], d, agent))
+        ]
         if found:
             used.append(fx.name)
             templates.extend(found)
@@ -172,15 +201,26 @@ def _rewrite(name: str, spans: Sequence[Any], base: Any, domain: Domain, agent: 
         if domain.source == "attribute" and s.span_id == base.span_id:
             attributes[AGENTOTEL_EXPECTED_TOOLS] = list(domain.expected or ())
         events = tuple(dataclasses.replace(e, attributes=fix(e.attributes)) for e in s.events)
-        out.append(dataclasses.replace(s, name=fix(s.name), attributes=attributes, events=events,
-                                       resource=resource, status_message=fix(s.status_message)))
+        out.append(
+            dataclasses.replace(
+                s,
+                name=fix(s.name),
+                attributes=attributes,
+                events=events,
+                resource=resource,
+                status_message=fix(s.status_message),
+            )
+        )
     runs = reconstruct(out)
     if len(runs) != 1:
         return None
     run = runs[0]
-    ok = (run.agent_name == agent and run.service_name == domain.service
-          and run.tools_called == [fix(t) for t in base.tools_called]
-          and (domain.source != "attribute" or run.expected_tools == domain.expected))
+    ok = (
+        run.agent_name == agent
+        and run.service_name == domain.service
+        and run.tools_called == [fix(t) for t in base.tools_called]
+        and (domain.source != "attribute" or run.expected_tools == domain.expected)
+    )
     return Template(name, agent, domain.service, out) if ok else None
 
 
@@ -194,8 +234,14 @@ class _RequestPool:
     for the present; that one is not used: it takes its own 7-13-span templates, as they are, at the current
     time."""
 
-    def __init__(self, templates: list[Template], weights: dict[str, float], runs_per_request: int,
-                 pool_size: int, rng: random.Random) -> None:
+    def __init__(
+        self,
+        templates: list[Template],
+        weights: dict[str, float],
+        runs_per_request: int,
+        pool_size: int,
+        rng: random.Random,
+    ) -> None:
         from agentotel_eval.otlp.encode import encode_traces
 
         by_agent: dict[str, list[Template]] = {}
@@ -220,8 +266,15 @@ class _RequestPool:
                     for msg in ss.spans:
                         k = int(msg.trace_id.hex(), 16)
                         end = ends[k]
-                        messages.append((msg, k, msg.start_time_unix_nano - end, msg.end_time_unix_nano - end,
-                                         [ev.time_unix_nano - end for ev in msg.events]))
+                        messages.append(
+                            (
+                                msg,
+                                k,
+                                msg.start_time_unix_nano - end,
+                                msg.end_time_unix_nano - end,
+                                [ev.time_unix_nano - end for ev in msg.events],
+                            )
+                        )
             self.requests.append((request, messages))
 
     def stamp(self, index: int, trace_ids: Sequence[bytes], ends_ns: Sequence[int]) -> bytes:
@@ -235,9 +288,19 @@ class _RequestPool:
         return request.SerializeToString()
 
 
-def sender_main(index: int, senders: int, address: str, templates: list[Template], weights: dict[str, float],
-                runs: int, runs_per_request: int, first_end_ns: int, slot_ns: float, seed: int,
-                tag: int) -> dict[str, Any]:
+def sender_main(
+    index: int,
+    senders: int,
+    address: str,
+    templates: list[Template],
+    weights: dict[str, float],
+    runs: int,
+    runs_per_request: int,
+    first_end_ns: int,
+    slot_ns: float,
+    seed: int,
+    tag: int,
+) -> dict[str, Any]:
     """Send this sender's share: request r holds runs r*R .. r*R+R-1 and sender i sends the r with
     r % senders == i, in order; each run ends in its slot of the time range. Closed loop, 503s retried."""
     from bench_ingest import trace_prefix
@@ -294,8 +357,16 @@ def _first_traces(body: bytes, keep: set[bytes]) -> bytes:
 # the build
 
 
-def build(db: str, runs: int, days: float, senders: int, runs_per_request: int, seed: int,
-          min_spans: int, max_spans: int) -> dict[str, Any]:
+def build(
+    db: str,
+    runs: int,
+    days: float,
+    senders: int,
+    runs_per_request: int,
+    seed: int,
+    min_spans: int,
+    max_spans: int,
+) -> dict[str, Any]:
     """A fresh database at ``db`` with ``runs`` runs, written by an in-process collector with scoring on."""
     import multiprocessing as mp
 
@@ -309,8 +380,11 @@ def build(db: str, runs: int, days: float, senders: int, runs_per_request: int, 
     if not templates:
         raise RuntimeError(f"no fixture of {min_spans}-{max_spans} spans could be rewritten")
     agents = sum(len(d.agents) for d in DOMAINS)
-    print(f"templates: {len(templates)} ({len(used)} fixtures x {agents} agents, those reconstruction reads "
-          f"back as rewritten) in {time.monotonic() - started:.1f} s", flush=True)
+    print(
+        f"templates: {len(templates)} ({len(used)} fixtures x {agents} agents, those reconstruction reads "
+        f"back as rewritten) in {time.monotonic() - started:.1f} s",
+        flush=True,
+    )
     for path in (db, db + ".wal"):
         if os.path.exists(path):
             os.remove(path)
@@ -325,9 +399,23 @@ def build(db: str, runs: int, days: float, senders: int, runs_per_request: int, 
         weights = agent_weights()
         t_send = time.monotonic()
         with ProcessPoolExecutor(senders, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(sender_main, i, senders, address, templates, weights, runs,
-                                   runs_per_request, first_end, slot, seed, seed & 0x7FFF)
-                       for i in range(senders)]
+            futures = [
+                pool.submit(
+                    sender_main,
+                    i,
+                    senders,
+                    address,
+                    templates,
+                    weights,
+                    runs,
+                    runs_per_request,
+                    first_end,
+                    slot,
+                    seed,
+                    seed & 0x7FFF,
+                )
+                for i in range(senders)
+            ]
             last = time.monotonic()
             while not all(f.done() for f in futures):
                 time.sleep(0.5)
@@ -352,12 +440,22 @@ def build(db: str, runs: int, days: float, senders: int, runs_per_request: int, 
         collector.shutdown()
     elapsed = time.monotonic() - started
     spans = sum(r["spans"] for r in results)
-    print(f"build: {sent:,} runs ({spans:,} spans) sent in {sent_s:.1f} s by {senders} senders "
-          f"({sum(r['retries'] for r in results)} 503 retries), all written after {written_s:.1f} s; "
-          f"{elapsed:.1f} s in all", flush=True)
-    return {"seconds": round(elapsed, 1), "send_seconds": round(sent_s, 1), "runs_sent": sent,
-            "spans_sent": spans, "spans_per_s": round(spans / max(written_s, 1e-9)), "senders": senders,
-            "templates": len(templates), "fixtures": used}
+    print(
+        f"build: {sent:,} runs ({spans:,} spans) sent in {sent_s:.1f} s by {senders} senders "
+        f"({sum(r['retries'] for r in results)} 503 retries), all written after {written_s:.1f} s; "
+        f"{elapsed:.1f} s in all",
+        flush=True,
+    )
+    return {
+        "seconds": round(elapsed, 1),
+        "send_seconds": round(sent_s, 1),
+        "runs_sent": sent,
+        "spans_sent": spans,
+        "spans_per_s": round(spans / max(written_s, 1e-9)),
+        "senders": senders,
+        "templates": len(templates),
+        "fixtures": used,
+    }
 
 
 def _count(collector: Any, table: str) -> int:
@@ -370,6 +468,7 @@ def db_summary(db: str) -> dict[str, Any]:
 
     con = duckdb.connect(db, read_only=True)
     try:
+
         def one(sql: str) -> Any:
             return con.execute(sql).fetchone()
 
@@ -377,29 +476,49 @@ def db_summary(db: str) -> dict[str, Any]:
         counts = {t: one(f"SELECT count(*) FROM {t}")[0] for t in tables}
         agents, services, oldest, newest = one(
             "SELECT count(DISTINCT agent_name), count(DISTINCT service_name), min(start_time), "
-            "max(start_time) FROM agent_runs")
+            "max(start_time) FROM agent_runs"
+        )
         # agent_runs.expected_tools holds the span attribute's expectation only; a rule's shows in the scores
-        expected = one("SELECT count(*) FROM (SELECT DISTINCT trace_id, run_span_id FROM evaluations "
-                       "WHERE metric = 'tool_correctness')")[0]
-        metrics = {m: {"pass": p, "fail": f} for m, p, f in con.execute(
-            "SELECT metric, count(*) FILTER (WHERE success), count(*) FILTER (WHERE NOT success) "
-            "FROM evaluations GROUP BY metric ORDER BY metric").fetchall()}
+        expected = one(
+            "SELECT count(*) FROM (SELECT DISTINCT trace_id, run_span_id FROM evaluations "
+            "WHERE metric = 'tool_correctness')"
+        )[0]
+        metrics = {
+            m: {"pass": p, "fail": f}
+            for m, p, f in con.execute(
+                "SELECT metric, count(*) FILTER (WHERE success), count(*) FILTER (WHERE NOT success) "
+                "FROM evaluations GROUP BY metric ORDER BY metric"
+            ).fetchall()
+        }
         tool_errors = one("SELECT count(*) FROM tool_calls WHERE status = 'error'")[0]
     finally:
         con.close()
     age_h = round((time.time() - newest.timestamp()) / 3600, 2) if newest else None
-    return {"counts": counts, "agents": agents, "services": services, "oldest_run": str(oldest),
-            "newest_run": str(newest), "newest_run_age_h": age_h, "runs_with_expectation": expected,
-            "tool_call_errors": tool_errors, "metrics": metrics, "db_mb": round(os.path.getsize(db) / 1e6, 1)}
+    return {
+        "counts": counts,
+        "agents": agents,
+        "services": services,
+        "oldest_run": str(oldest),
+        "newest_run": str(newest),
+        "newest_run_age_h": age_h,
+        "runs_with_expectation": expected,
+        "tool_call_errors": tool_errors,
+        "metrics": metrics,
+        "db_mb": round(os.path.getsize(db) / 1e6, 1),
+    }
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     c = summary["counts"]
-    print(f"database: agent_runs {c['agent_runs']:,}, tool_calls {c['tool_calls']:,}, "
-          f"evaluations {c['evaluations']:,}, spans {c['spans']:,}; {summary['db_mb']:.0f} MB")
-    print(f"  {summary['agents']} agents, {summary['services']} services, runs from {summary['oldest_run']} "
-          f"to {summary['newest_run']}, {summary['runs_with_expectation']:,} runs with an expectation, "
-          f"{summary['tool_call_errors']:,} failed tool calls")
+    print(
+        f"database: agent_runs {c['agent_runs']:,}, tool_calls {c['tool_calls']:,}, "
+        f"evaluations {c['evaluations']:,}, spans {c['spans']:,}; {summary['db_mb']:.0f} MB"
+    )
+    print(
+        f"  {summary['agents']} agents, {summary['services']} services, runs from {summary['oldest_run']} "
+        f"to {summary['newest_run']}, {summary['runs_with_expectation']:,} runs with an expectation, "
+        f"{summary['tool_call_errors']:,} failed tool calls"
+    )
     metrics = summary["metrics"].items()
     print("  " + ", ".join(f"{m} {v['pass']:,} pass / {v['fail']:,} fail" for m, v in metrics), flush=True)
 
@@ -414,8 +533,17 @@ class Server:
     def __init__(self, db: str) -> None:
         exe = Path(sys.executable).with_name("agentotel-eval")
         command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.collector"]
-        command += ["serve", "--db", db, "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                    "--log-level", "warning"]
+        command += [
+            "serve",
+            "--db",
+            db,
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--log-level",
+            "warning",
+        ]
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by ``stop``)
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.address = ""
@@ -500,8 +628,15 @@ class Result:
         return values[max(0, math.ceil(q * len(values)) - 1)] if values else math.nan
 
 
-def measure(host: str, port: int, route: Route, requests: int, warmup: int = WARMUP,
-            budget_s: float = math.inf, min_requests: int = 5) -> Result:
+def measure(
+    host: str,
+    port: int,
+    route: Route,
+    requests: int,
+    warmup: int = WARMUP,
+    budget_s: float = math.inf,
+    min_requests: int = 5,
+) -> Result:
     """``warmup`` + ``requests`` requests on one keep-alive connection, each timed to its whole answer read.
     So that a slow page does not make the whole run slow, the timed ones stop once they took ``budget_s``
     (after at least ``min_requests``), and so do the warm-up ones (after at least one)."""
@@ -583,8 +718,12 @@ def routes(host: str, port: int, requests: int, q: str, seed: int) -> list[Route
     """The routes measured; the agent is the busiest one, the run pages a random sample of the runs."""
     busiest = "SELECT agent_name FROM agent_runs GROUP BY ALL ORDER BY count(*) DESC LIMIT 1"
     agent = query(host, port, busiest)[0][0]
-    sample = query(host, port, f"SELECT trace_id, span_id FROM agent_runs "
-                               f"USING SAMPLE reservoir({requests + WARMUP} ROWS) REPEATABLE ({seed})")
+    sample = query(
+        host,
+        port,
+        f"SELECT trace_id, span_id FROM agent_runs "
+        f"USING SAMPLE reservoir({requests + WARMUP} ROWS) REPEATABLE ({seed})",
+    )
     if not sample:
         raise RuntimeError("agent_runs is empty")
 
@@ -614,23 +753,40 @@ def report(results: list[Result]) -> tuple[list[dict[str, Any]], float]:
     base = next((r for r in results if r.route.name == "query count(*)" and r.status == "ok"), None)
     base_p95 = base.pct(0.95) if base else math.nan
     rows = []
-    print(f"\n{'route':<24} {'path':<42} {'n':>3} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/query':>9} "
-          f"{'hdr p50':>8} {'hdr p95':>8} {'bytes':>8}")
+    print(
+        f"\n{'route':<24} {'path':<42} {'n':>3} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/query':>9} "
+        f"{'hdr p50':>8} {'hdr p95':>8} {'bytes':>8}"
+    )
     for r in results:
         paths = r.route.paths
         path = paths[0] if len(paths) == 1 else f"{paths[0][:26]}... ({len(paths)})"
-        row: dict[str, Any] = {"route": r.route.name, "method": r.route.method, "path": paths[0],
-                               "status": r.status, "baseline": r.route.baseline}
+        row: dict[str, Any] = {
+            "route": r.route.name,
+            "method": r.route.method,
+            "path": paths[0],
+            "status": r.status,
+            "baseline": r.route.baseline,
+        }
         if r.status == "ok":
             p50, p95, top = r.pct(0.5), r.pct(0.95), max(r.ms)
             h50, h95 = r.pct(0.5, headers=True), r.pct(0.95, headers=True)
             ratio = p95 / base_p95 if base_p95 else math.nan
             slow = p95 > SLOW_MS
-            row.update(n=len(r.ms), p50_ms=round(p50, 2), p95_ms=round(p95, 2), max_ms=round(top, 2),
-                       p95_vs_query=round(ratio, 2), headers_p50_ms=round(h50, 2),
-                       headers_p95_ms=round(h95, 2), bytes=r.bytes, slow=slow)
-            print(f"{r.route.name:<24} {path:<42} {len(r.ms):3} {p50:8.1f} {p95:8.1f} {top:8.1f} "
-                  f"{ratio:8.1f}x {h50:8.1f} {h95:8.1f} {r.bytes:8,}{'  SLOW: p95 > 300 ms' if slow else ''}")
+            row.update(
+                n=len(r.ms),
+                p50_ms=round(p50, 2),
+                p95_ms=round(p95, 2),
+                max_ms=round(top, 2),
+                p95_vs_query=round(ratio, 2),
+                headers_p50_ms=round(h50, 2),
+                headers_p95_ms=round(h95, 2),
+                bytes=r.bytes,
+                slow=slow,
+            )
+            print(
+                f"{r.route.name:<24} {path:<42} {len(r.ms):3} {p50:8.1f} {p95:8.1f} {top:8.1f} "
+                f"{ratio:8.1f}x {h50:8.1f} {h95:8.1f} {r.bytes:8,}{'  SLOW: p95 > 300 ms' if slow else ''}"
+            )
         else:
             row["detail"] = r.detail
             print(f"{r.route.name:<24} {path:<42} {'':3} {r.status.upper()}: {r.detail[:200]}")
@@ -642,10 +798,12 @@ def report(results: list[Result]) -> tuple[list[dict[str, Any]], float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default=DEFAULT_DB,
-                        help=f"the database to build or reuse (default {DEFAULT_DB})")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--db", default=DEFAULT_DB, help=f"the database to build or reuse (default {DEFAULT_DB})"
+    )
     parser.add_argument("--rebuild", action="store_true", help="build the database even when it exists")
     parser.add_argument("--runs", type=int, default=100_000, help="agent runs to build (default 100000)")
     parser.add_argument("--days", type=float, default=30.0, help="the runs end over this many past days (30)")
@@ -653,27 +811,47 @@ def main() -> int:
     parser.add_argument("--runs-per-request", type=int, default=100, help="traces per OTLP request (100)")
     parser.add_argument("--spans", default="4-6", help="the fixtures used, by their span count (4-6)")
     parser.add_argument("--requests", type=int, default=50, help="timed requests per route (default 50)")
-    parser.add_argument("--budget", type=float, default=20.0,
-                        help="seconds for the timed requests of all routes (default 20), shared equally: a "
-                             "route stops before --requests once its share is spent, its warm-ups too")
-    parser.add_argument("--min-requests", type=int, default=5,
-                        help="timed requests per route even over its share of --budget (default 5)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        help="seconds for the timed requests of all routes (default 20), shared equally: a "
+        "route stops before --requests once its share is spent, its warm-ups too",
+    )
+    parser.add_argument(
+        "--min-requests",
+        type=int,
+        default=5,
+        help="timed requests per route even over its share of --budget (default 5)",
+    )
     parser.add_argument("--q", default="Atlantis", help="the text runs?q= searches (default Atlantis)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-only", action="store_true", help="build (or check) the database only")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE ('-': stdout)")
     args = parser.parse_args()
     lo, _, hi = args.spans.partition("-")
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "db": os.path.abspath(args.db),
-                           "cpus": os.cpu_count(), "build": None}
+    out: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "db": os.path.abspath(args.db),
+        "cpus": os.cpu_count(),
+        "build": None,
+    }
     load_before = round(os.getloadavg()[0], 2)
     print(f"cpus {os.cpu_count()}, load avg {load_before:.2f}, database {args.db}", flush=True)
     try:
         sidecar = Path(args.db + ".build.json")
         if args.rebuild or not os.path.exists(args.db):
             sidecar.unlink(missing_ok=True)
-            out["build"] = build(args.db, args.runs, args.days, args.senders, args.runs_per_request,
-                                 args.seed, int(lo), int(hi or lo))
+            out["build"] = build(
+                args.db,
+                args.runs,
+                args.days,
+                args.senders,
+                args.runs_per_request,
+                args.seed,
+                int(lo),
+                int(hi or lo),
+            )
             sidecar.write_text(json.dumps({"date": out["date"], **out["build"]}, indent=2) + "\n")
         summary = db_summary(args.db)
         out["database"] = summary
@@ -682,11 +860,15 @@ def main() -> int:
             built = json.loads(sidecar.read_text()) if sidecar.exists() else None
             out["built_before"] = built
             how = f"; built {built['date']} in {built['seconds']} s" if built else ""
-            print(f"reused {args.db} (--rebuild to build it again); its newest run started "
-                  f"{summary['newest_run_age_h']} h ago{how}")
+            print(
+                f"reused {args.db} (--rebuild to build it again); its newest run started "
+                f"{summary['newest_run_age_h']} h ago{how}"
+            )
             if summary["counts"]["agent_runs"] < args.runs:
-                raise RuntimeError(f"{args.db} has {summary['counts']['agent_runs']:,} runs, fewer than "
-                                   f"--runs {args.runs:,}: use --rebuild")
+                raise RuntimeError(
+                    f"{args.db} has {summary['counts']['agent_runs']:,} runs, fewer than "
+                    f"--runs {args.runs:,}: use --rebuild"
+                )
             if (summary["newest_run_age_h"] or 0) > 24:
                 print("  note: its runs are over a day old, so the time filters see fewer of them; --rebuild")
         if args.build_only:
@@ -694,15 +876,26 @@ def main() -> int:
         server = Server(args.db)
         try:
             healthy = server.wait_healthy()
-            print(f"agentotel-eval serve (pid {server.process.pid}) on http://{server.address}, healthy "
-                  f"after {healthy:.1f} s; up to {args.requests} requests per route after {WARMUP} warm-up "
-                  f"(at least {args.min_requests}; {args.budget:g} s budget)", flush=True)
+            print(
+                f"agentotel-eval serve (pid {server.process.pid}) on http://{server.address}, healthy "
+                f"after {healthy:.1f} s; up to {args.requests} requests per route after {WARMUP} warm-up "
+                f"(at least {args.min_requests}; {args.budget:g} s budget)",
+                flush=True,
+            )
             results = []
             started = time.monotonic()
             measured = routes(server.host, server.port, args.requests, args.q, args.seed)
             for route in measured:
-                results.append(measure(server.host, server.port, route, args.requests,
-                                       budget_s=args.budget / len(measured), min_requests=args.min_requests))
+                results.append(
+                    measure(
+                        server.host,
+                        server.port,
+                        route,
+                        args.requests,
+                        budget_s=args.budget / len(measured),
+                        min_requests=args.min_requests,
+                    )
+                )
             measured_s = time.monotonic() - started
         finally:
             server.stop()
@@ -711,8 +904,10 @@ def main() -> int:
         failed = [r.route.name for r in results if r.status == "error"]
         slow = [row["route"] for row in rows if row.get("slow")]
         load_after = round(os.getloadavg()[0], 2)
-        print(f"\nmeasured in {measured_s:.1f} s; baseline POST /v1/query p95 {base_p95:.1f} ms; "
-              f"load avg {load_after:.2f}")
+        print(
+            f"\nmeasured in {measured_s:.1f} s; baseline POST /v1/query p95 {base_p95:.1f} ms; "
+            f"load avg {load_after:.2f}"
+        )
         print(f"not served (404): {', '.join(missing) or 'none'}")
         print(f"errors: {', '.join(failed) or 'none'}")
         print(f"p95 over {SLOW_MS:.0f} ms: {', '.join(slow) or 'none'}")
@@ -720,12 +915,23 @@ def main() -> int:
         if health and health.pct(0.5) - health.pct(0.5, headers=True) > 20:
             stall = health.pct(0.5) - health.pct(0.5, headers=True)
             out["body_stall_ms"] = round(stall, 1)
-            print(f"note: GET /healthz's {health.bytes}-byte body comes {stall:.0f} ms after its headers on "
-                  "a keep-alive connection (headers and body written apart, without TCP_NODELAY: Nagle "
-                  "waits for the client's delayed ACK); most answers pay it, the 'hdr' columns leave it out")
-        out.update(load_avg=[load_before, load_after], requests=args.requests, warmup=WARMUP,
-                   budget_s=args.budget, min_requests=args.min_requests, measured_s=round(measured_s, 1),
-                   routes=rows, not_served=missing, errors=failed, slow=slow)
+            print(
+                f"note: GET /healthz's {health.bytes}-byte body comes {stall:.0f} ms after its headers on "
+                "a keep-alive connection (headers and body written apart, without TCP_NODELAY: Nagle "
+                "waits for the client's delayed ACK); most answers pay it, the 'hdr' columns leave it out"
+            )
+        out.update(
+            load_avg=[load_before, load_after],
+            requests=args.requests,
+            warmup=WARMUP,
+            budget_s=args.budget,
+            min_requests=args.min_requests,
+            measured_s=round(measured_s, 1),
+            routes=rows,
+            not_served=missing,
+            errors=failed,
+            slow=slow,
+        )
         return _finish(out, args.json, 1 if failed else 0)
     except Exception as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

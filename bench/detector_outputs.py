@@ -33,7 +33,9 @@ def _finding(found: Any) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("out", type=Path)
     parser.add_argument("--bfcl", type=int, default=3)
     parser.add_argument("--tau2", type=int, default=2)
@@ -41,10 +43,20 @@ def main() -> None:
     current = {"id": ""}
     detect_view, could_not_run_view = tool_errors.detect_view, tool_errors.could_not_run_view
     with args.out.open("w") as out:
+
         def recorded_detect(view: Any, *a: Any, **k: Any) -> Any:
             findings, observed = detect_view(view, *a, **k)
-            out.write(json.dumps({"id": current["id"], "findings": [_finding(f) for f in findings],
-                                  "observed": [_finding(f) for f in observed], "failures": list(view.failures)}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": current["id"],
+                        "findings": [_finding(f) for f in findings],
+                        "observed": [_finding(f) for f in observed],
+                        "failures": list(view.failures),
+                    }
+                )
+                + "\n"
+            )
             return findings, observed
 
         def recorded_unchecked(view: Any, *a: Any, **k: Any) -> Any:
@@ -59,7 +71,9 @@ def main() -> None:
                     continue
                 spans = decode("traces", "protobuf", path.read_bytes()).records
                 logs_path = path.with_name(path.name.removesuffix(".pb") + ".logs.pb")
-                logs = decode("logs", "protobuf", logs_path.read_bytes()).records if logs_path.exists() else []
+                logs = (
+                    decode("logs", "protobuf", logs_path.read_bytes()).records if logs_path.exists() else []
+                )
                 metric = tool_errors.ToolsErrorMetric(judge=False)
                 for n, run in enumerate(reconstruct(spans, logs)):
                     current["id"] = f"{path.name}#{n}"

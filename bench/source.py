@@ -32,7 +32,9 @@ def use_source(source: Path) -> Path:
     (links / "agentotel_eval").symlink_to(package, target_is_directory=True)
     sys.path.insert(0, str(links))
     os.environ[_LINK] = str(links)
-    os.chdir(links)  # ``python -m`` helpers import from here first (a checkout as working directory would win)
+    os.chdir(
+        links
+    )  # ``python -m`` helpers import from here first (a checkout as working directory would win)
     return imported_from(package)
 
 

@@ -66,8 +66,13 @@ def make_exporter() -> SpanExporter:
 
 def search_flights(origin: str, destination: str, date: str) -> dict[str, Any]:
     number = 100 + sum(map(ord, origin + destination)) % 900  # stable across runs, unlike hash()
-    return {"flight": f"LH{number}", "origin": origin, "destination": destination, "date": date,
-            "price_eur": 129}
+    return {
+        "flight": f"LH{number}",
+        "origin": origin,
+        "destination": destination,
+        "date": date,
+        "price_eur": 129,
+    }
 
 
 def get_weather(city: str) -> dict[str, Any]:
@@ -87,14 +92,22 @@ def _function(name: str, description: str, properties: dict[str, Any]) -> dict[s
 
 
 TOOLS = [
-    _function("search_flights", "Search flights between two cities on a date (YYYY-MM-DD).",
-              {"origin": {"type": "string"}, "destination": {"type": "string"}, "date": {"type": "string"}}),
+    _function(
+        "search_flights",
+        "Search flights between two cities on a date (YYYY-MM-DD).",
+        {"origin": {"type": "string"}, "destination": {"type": "string"}, "date": {"type": "string"}},
+    ),
     _function("get_weather", "Get the current weather for a city.", {"city": {"type": "string"}}),
-    _function("book_hotel", "Book a hotel in a city for a number of nights.",
-              {"city": {"type": "string"}, "nights": {"type": "integer"}}),
+    _function(
+        "book_hotel",
+        "Book a hotel in a city for a number of nights.",
+        {"city": {"type": "string"}, "nights": {"type": "integer"}},
+    ),
 ]
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "search_flights": search_flights, "get_weather": get_weather, "book_hotel": book_hotel,
+    "search_flights": search_flights,
+    "get_weather": get_weather,
+    "book_hotel": book_hotel,
 }
 DEFINITIONS = {tool["function"]["name"]: tool["function"] for tool in TOOLS}
 
@@ -110,8 +123,9 @@ def execute_tool(tracer: OITracer, call: Any) -> str:
     ) as span:
         definition = DEFINITIONS.get(name)
         if definition is not None:
-            span.set_tool(name=name, description=definition["description"],
-                          parameters=definition["parameters"])
+            span.set_tool(
+                name=name, description=definition["description"], parameters=definition["parameters"]
+            )
         else:  # the model asked for a tool we do not have: still a call, and a failed one
             span.set_attribute("tool.name", name)
         span.set_input(arguments, mime_type="application/json")

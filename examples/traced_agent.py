@@ -27,7 +27,9 @@ def cities_in(question: str) -> list[str]:
     """The cities a question names, in the order it names them: those in CITIES, and a capitalised word after
     "in" for any other ("What's the weather in Oslo?")."""
     found = [(m.start(), m.group(0).title()) for m in _KNOWN.finditer(question)]
-    found += [(m.start(1), m.group(1)) for m in _AFTER_IN.finditer(question) if m.group(1).lower() not in CITIES]
+    found += [
+        (m.start(1), m.group(1)) for m in _AFTER_IN.finditer(question) if m.group(1).lower() not in CITIES
+    ]
     return list(dict.fromkeys(name for _, name in sorted(found)))
 
 
@@ -92,8 +94,10 @@ def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dic
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if not results:
         known = ", ".join(city.title() for city in CITIES)
-        return {"role": "assistant", "content": f"I can tell the weather in a city you name, and how far apart two "
-                                                f"of {known} are."}
+        return {
+            "role": "assistant",
+            "content": f"I can tell the weather in a city you name, and how far apart two of {known} are.",
+        }
     return {"role": "assistant", "content": f"Here is what I found: {json.dumps(results)}"}
 
 
@@ -104,14 +108,18 @@ def expected_tools_for(question: str) -> list[str]:
     expected = ["get_weather"] if "weather" in question.lower() and cities_in(question) else []
     located = [city for city in cities_in(question) if city.lower() in CITIES][:2]
     if "far" in question.lower() and len(located) == 2:
-        expected += ["get_coordinates"] * 2 + ["distance_km"]  # the coordinates of each city, then the distance
+        expected += ["get_coordinates"] * 2 + [
+            "distance_km"
+        ]  # the coordinates of each city, then the distance
     return expected
 
 
 @traced(kind="agent", name="travel-assistant")
 def travel_assistant(question: str) -> str:
     """Answers travel questions with weather and distance tools."""
-    set_expected_tools(expected_tools_for(question))  # this run's expectation, on its span, scored by the collector
+    set_expected_tools(
+        expected_tools_for(question)
+    )  # this run's expectation, on its span, scored by the collector
     messages: list[dict] = [{"role": "user", "content": question}]
     for _ in range(10):
         reply = plan_next_step(messages)

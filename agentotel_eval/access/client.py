@@ -45,8 +45,13 @@ def post_json(collector: CollectorInfo, path: str, payload: dict[str, Any], time
     from agentotel_eval.access.discovery import open_collector, unauthorized_message
 
     try:
-        with open_collector(collector, path, data=json.dumps(payload).encode(), timeout=timeout,
-                            headers={"Content-Type": "application/json"}) as response:
+        with open_collector(
+            collector,
+            path,
+            data=json.dumps(payload).encode(),
+            timeout=timeout,
+            headers={"Content-Type": "application/json"},
+        ) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         if exc.code == 401:
@@ -58,8 +63,9 @@ def post_json(collector: CollectorInfo, path: str, payload: dict[str, Any], time
         raise CollectorRefused(exc.code, str(detail)) from None
 
 
-def _via_collector(collector: CollectorInfo, sql: str, limit: int | None, timeout: float | None,
-                   params: Sequence[Any] = ()) -> QueryResult:
+def _via_collector(
+    collector: CollectorInfo, sql: str, limit: int | None, timeout: float | None, params: Sequence[Any] = ()
+) -> QueryResult:
     from agentotel_eval.store.query import QueryResult
 
     payload: dict[str, object] = {"sql": sql}
@@ -75,8 +81,9 @@ def _via_collector(collector: CollectorInfo, sql: str, limit: int | None, timeou
         raise QueryFailure(str(exc)) from None
 
 
-def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
-           params: Sequence[Any] = ()) -> QueryResult:
+def _local(
+    db: Path, sql: str, limit: int | None, timeout: float | None, params: Sequence[Any] = ()
+) -> QueryResult:
     import duckdb
 
     from agentotel_eval.store.opening import open_read_only
@@ -104,9 +111,11 @@ def _local(db: Path, sql: str, limit: int | None, timeout: float | None,
     try:
         version = current_version(con)
         if version < SCHEMA_VERSION:  # read as it is: a query naming a newer column fails, and this says why
-            print(f"note: {db} has schema version {version}, older than this agentotel-eval's ({SCHEMA_VERSION}): "
-                  f"columns added since are missing until a collector opens it once (agentotel-eval serve --db {db})",
-                  file=sys.stderr)
+            print(
+                f"note: {db} has schema version {version}, older than this agentotel-eval's ({SCHEMA_VERSION}): "
+                f"columns added since are missing until a collector opens it once (agentotel-eval serve --db {db})",
+                file=sys.stderr,
+            )
         cursor = sealed_cursor(con)
         try:
             return run_query(
@@ -152,17 +161,24 @@ def locate(db: str | Path | None, url: str | None = None) -> tuple[Path, Collect
     running = running_collectors()
     if len(running) == 1:
         (only,) = running
-        print(f"note: no {path} here: reading the collector at {only.base_url} (database {only.db})",
-              file=sys.stderr)
+        print(
+            f"note: no {path} here: reading the collector at {only.base_url} (database {only.db})",
+            file=sys.stderr,
+        )
         return Path(only.db), only
     if running:
         choices = "; ".join(f"--db {c.db} (--url {c.base_url})" for c in running)
-        raise QueryFailure(f"no database at {path}, and {len(running)} collectors run on this machine: choose one "
-                           f"with {choices}", EXIT_NO_DATABASE)
+        raise QueryFailure(
+            f"no database at {path}, and {len(running)} collectors run on this machine: choose one "
+            f"with {choices}",
+            EXIT_NO_DATABASE,
+        )
     return path, None
 
 
-def _over_lake(lake: str, sql: str, limit: int | None, timeout: float | None, params: Sequence[Any]) -> QueryResult:
+def _over_lake(
+    lake: str, sql: str, limit: int | None, timeout: float | None, params: Sequence[Any]
+) -> QueryResult:
     """The query over every node's rows in the lake that ``lake`` (a config file with ``[lake]``) names; one
     sealed reader per file for the process (attaching the catalog is the slow part)."""
     from agentotel_eval.store import lake as lakes
@@ -184,8 +200,13 @@ def _over_lake(lake: str, sql: str, limit: int | None, timeout: float | None, pa
             raise QueryFailure(str(exc), EXIT_NO_DATABASE) from None
     cursor = con.cursor()
     try:
-        return run_query(cursor, sql, row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
-                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, params=params)
+        return run_query(
+            cursor,
+            sql,
+            row_limit=limit if limit is not None else DEFAULT_ROW_LIMIT,
+            timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+            params=params,
+        )
     except QueryError as exc:  # DuckDB's words can name the catalog's connection string
         raise QueryFailure(settings.scrub(str(exc))) from None
     finally:
@@ -195,8 +216,16 @@ def _over_lake(lake: str, sql: str, limit: int | None, timeout: float | None, pa
 _LAKE_READERS: dict[str, Any] = {}
 
 
-def execute(db: str | Path | None, sql: str, *, limit: int | None = None, timeout: float | None = None,
-            params: Sequence[Any] = (), url: str | None = None, lake: str | None = None) -> QueryResult:
+def execute(
+    db: str | Path | None,
+    sql: str,
+    *,
+    limit: int | None = None,
+    timeout: float | None = None,
+    params: Sequence[Any] = (),
+    url: str | None = None,
+    lake: str | None = None,
+) -> QueryResult:
     """Run the query through the live collector on the database (``locate``) if there is one, else on the file
     read-only; with ``lake`` (a config file with ``[lake]``) over every node's rows in the shared lake.
     ``params`` fill the statement's ``?`` placeholders."""
@@ -216,14 +245,17 @@ def execute(db: str | Path | None, sql: str, *, limit: int | None = None, timeou
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 # The collector went away between discovery and the query: the file is free (or will say why not).
                 if url or find_collector(path) is not None:
-                    raise QueryFailure(f"the collector at {collector.base_url} did not answer: {exc}") from None
+                    raise QueryFailure(
+                        f"the collector at {collector.base_url} did not answer: {exc}"
+                    ) from None
         return _local(path, sql, limit, timeout, params)
     except QueryError as exc:
         raise QueryFailure(str(exc)) from None
 
 
-def reader(db: str | Path | None, *, limit: int | None = None, url: str | None = None,
-           lake: str | None = None) -> Callable[[str, Sequence[Any]], QueryResult]:
+def reader(
+    db: str | Path | None, *, limit: int | None = None, url: str | None = None, lake: str | None = None
+) -> Callable[[str, Sequence[Any]], QueryResult]:
     """``read(sql, params)`` over the database ``locate`` finds (once, at the first read), for the domain
     queries (``agentotel_eval.access.queries``); it raises ``QueryFailure``."""
     found: list[Path] = []

@@ -95,15 +95,22 @@ def client_ssl_context(cert: str) -> ssl.SSLContext:
     return context
 
 
-def open_collector(info: CollectorInfo, path: str, *, data: bytes | None = None, timeout: float = 30.0,
-                   headers: dict[str, str] | None = None) -> IO[bytes]:
+def open_collector(
+    info: CollectorInfo,
+    path: str,
+    *,
+    data: bytes | None = None,
+    timeout: float = 30.0,
+    headers: dict[str, str] | None = None,
+) -> IO[bytes]:
     """A request to the collector, the way it asks to be reached (https and its certificate, the token if set);
     raises ``urllib.error.HTTPError`` for an error status and ``OSError`` when it cannot be reached."""
     import urllib.request
 
     all_headers = {**(headers or {}), **auth_headers()}
-    request = urllib.request.Request(f"{info.base_url}{path}", data=data, headers=all_headers,
-                                     method="POST" if data is not None else "GET")
+    request = urllib.request.Request(
+        f"{info.base_url}{path}", data=data, headers=all_headers, method="POST" if data is not None else "GET"
+    )
     context = client_ssl_context(info.cert) if info.scheme == "https" else None
     response: IO[bytes] = urllib.request.urlopen(request, timeout=timeout, context=context)
     return response
@@ -140,9 +147,14 @@ def read_sidecar(db_path: str | Path) -> CollectorInfo | None:
     try:
         data: dict[str, Any] = json.loads(sidecar_path(db_path).read_text())
         return CollectorInfo(
-            pid=int(data["pid"]), http=str(data["http"]), db=str(data.get("db", "")), token=str(data["token"]),
-            grpc=str(data.get("grpc", "")), started_at=str(data.get("started_at", "")),
-            scheme=str(data.get("scheme") or "http"), cert=str(data.get("cert") or ""),
+            pid=int(data["pid"]),
+            http=str(data["http"]),
+            db=str(data.get("db", "")),
+            token=str(data["token"]),
+            grpc=str(data.get("grpc", "")),
+            started_at=str(data.get("started_at", "")),
+            scheme=str(data.get("scheme") or "http"),
+            cert=str(data.get("cert") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -231,8 +243,13 @@ def collector_at(url: str, timeout: float = 5.0) -> CollectorInfo | None:
         return None
     if not isinstance(health, dict) or "token" not in health:
         return None
-    return CollectorInfo(pid=int(health.get("pid") or 0), http=parts.netloc, db=str(health.get("db") or ""),
-                         token=str(health["token"]), scheme=parts.scheme)
+    return CollectorInfo(
+        pid=int(health.get("pid") or 0),
+        http=parts.netloc,
+        db=str(health.get("db") or ""),
+        token=str(health["token"]),
+        scheme=parts.scheme,
+    )
 
 
 def _info_of(path: Path) -> CollectorInfo | None:

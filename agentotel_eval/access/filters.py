@@ -34,8 +34,10 @@ def range_seconds(since: str, *, allow_all: bool = True) -> float | None:
     except DurationError:
         seconds = None
     if seconds is None or seconds > LONGEST_RANGE:
-        raise FilterError(f"unknown time range {since!r}: expected {'all or ' if allow_all else ''}a duration such "
-                          "as 90m, 1.5h, 7d or 2w (at most 1000 years)")
+        raise FilterError(
+            f"unknown time range {since!r}: expected {'all or ' if allow_all else ''}a duration such "
+            "as 90m, 1.5h, 7d or 2w (at most 1000 years)"
+        )
     return seconds
 
 
@@ -56,7 +58,9 @@ class Filters:
     def query_string(self, **changes: str | int) -> str:
         """This selection as a query string, with ``changes`` applied; defaults are left out."""
         chosen = replace(self, **changes)  # type: ignore[arg-type]
-        pairs = [(key, str(getattr(chosen, key))) for key in ("since", "agent", "service", "metric", "result", "q")]
+        pairs = [
+            (key, str(getattr(chosen, key))) for key in ("since", "agent", "service", "metric", "result", "q")
+        ]
         pairs = [(k, v) for k, v in pairs if v and not (k == "since" and v == DEFAULT_RANGE)]
         if chosen.page > 1:
             pairs.append(("page", str(chosen.page)))

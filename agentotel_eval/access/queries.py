@@ -28,8 +28,10 @@ SPAN_LIMIT = 2000
 
 _OWN = f"'{OWN_SOURCE}'"
 _SAME_KEY = "e.trace_id = o.trace_id AND e.run_span_id = o.run_span_id AND e.metric = o.metric"
-_NEWEST = ("QUALIFY row_number() OVER (PARTITION BY e.trace_id, e.run_span_id, e.metric "
-           "ORDER BY e.created_at DESC NULLS LAST) = 1")
+_NEWEST = (
+    "QUALIFY row_number() OVER (PARTITION BY e.trace_id, e.run_span_id, e.metric "
+    "ORDER BY e.created_at DESC NULLS LAST) = 1"
+)
 
 
 def latest_of_few(where: str, params: Sequence[Any], columns: str = "e.*") -> tuple[str, list[Any]]:
@@ -41,11 +43,14 @@ def latest_of_few(where: str, params: Sequence[Any], columns: str = "e.*") -> tu
 def only_own_scores(read: Read) -> bool:
     """Whether every stored evaluation is the collector's own: then each run and metric has one row (a re-scored
     run's rows are replaced) and the table itself is the latest evaluations."""
-    return not _rows(read(f"SELECT 1 AS found FROM evaluations WHERE source IS DISTINCT FROM {_OWN} LIMIT 1", []))
+    return not _rows(
+        read(f"SELECT 1 AS found FROM evaluations WHERE source IS DISTINCT FROM {_OWN} LIMIT 1", [])
+    )
 
 
-def latest_evaluations(where: str = "TRUE", params: Sequence[Any] = (), columns: str = "e.*", *,
-                       only_own: bool = False) -> tuple[str, list[Any]]:
+def latest_evaluations(
+    where: str = "TRUE", params: Sequence[Any] = (), columns: str = "e.*", *, only_own: bool = False
+) -> tuple[str, list[Any]]:
     """A subquery of the latest evaluation of each run and metric (``latest_evaluations``'s rows), among those
     ``where`` keeps: a condition on ``e``'s key columns only (trace_id, run_span_id, metric), as any other would
     change which row is the latest. ``columns``: those the caller reads (DuckDB does not prune them through the
@@ -58,10 +63,12 @@ def latest_evaluations(where: str = "TRUE", params: Sequence[Any] = (), columns:
     collector's DuckDB memory limit."""
     if only_own:
         return f"(SELECT {columns} FROM evaluations e WHERE {where})", list(params)
-    sql = (f"(WITH o AS (SELECT DISTINCT trace_id, run_span_id, metric FROM evaluations e "
-           f"WHERE e.source IS DISTINCT FROM {_OWN} AND ({where})) "
-           f"SELECT {columns} FROM evaluations e ANTI JOIN o ON {_SAME_KEY} WHERE e.source = {_OWN} AND ({where}) "
-           f"UNION ALL SELECT {columns} FROM evaluations e SEMI JOIN o ON {_SAME_KEY} WHERE ({where}) {_NEWEST})")
+    sql = (
+        f"(WITH o AS (SELECT DISTINCT trace_id, run_span_id, metric FROM evaluations e "
+        f"WHERE e.source IS DISTINCT FROM {_OWN} AND ({where})) "
+        f"SELECT {columns} FROM evaluations e ANTI JOIN o ON {_SAME_KEY} WHERE e.source = {_OWN} AND ({where}) "
+        f"UNION ALL SELECT {columns} FROM evaluations e SEMI JOIN o ON {_SAME_KEY} WHERE ({where}) {_NEWEST})"
+    )
     return sql, [*params, *params, *params]
 
 
@@ -172,16 +179,24 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
     the two after it), the tool calls' error rates, and the agents to choose from."""
     now = now or datetime.now(UTC)
     where, params = _runs_where(f, now, with_runs_filters=False)
-    runs_cte = ("WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, "
-                f"r.start_time, r.status FROM agent_runs r WHERE {where})")
-    agent_rows = _rows(read(
-        f"{runs_cte} SELECT agent, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS failed_runs, "
-        "max(start_time) AS last_run, epoch(max(start_time)) - epoch(min(start_time)) AS span, "
-        "(SELECT list(DISTINCT metric) FROM evaluations) AS metrics, "
-        f"NOT EXISTS (SELECT 1 FROM evaluations WHERE source IS DISTINCT FROM {_OWN}) AS only_own "
-        "FROM runs GROUP BY agent ORDER BY runs DESC, agent LIMIT 200", params))
-    agents = {row["agent"]: AgentSummary(row["agent"], row["runs"], row["failed_runs"], _utc(row["last_run"]))
-              for row in agent_rows}
+    runs_cte = (
+        "WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, "
+        f"r.start_time, r.status FROM agent_runs r WHERE {where})"
+    )
+    agent_rows = _rows(
+        read(
+            f"{runs_cte} SELECT agent, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS failed_runs, "
+            "max(start_time) AS last_run, epoch(max(start_time)) - epoch(min(start_time)) AS span, "
+            "(SELECT list(DISTINCT metric) FROM evaluations) AS metrics, "
+            f"NOT EXISTS (SELECT 1 FROM evaluations WHERE source IS DISTINCT FROM {_OWN}) AS only_own "
+            "FROM runs GROUP BY agent ORDER BY runs DESC, agent LIMIT 200",
+            params,
+        )
+    )
+    agents = {
+        row["agent"]: AgentSummary(row["agent"], row["runs"], row["failed_runs"], _utc(row["last_run"]))
+        for row in agent_rows
+    }
     step = bucket_seconds(f.since, max((row["span"] or 0 for row in agent_rows), default=0))
     present = set(agent_rows[0]["metrics"] or ()) if agent_rows else set()
     only_own = bool(agent_rows[0]["only_own"]) if agent_rows else True
@@ -191,14 +206,19 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
     marks = ", ".join("?" for _ in top) or "NULL"
     aligned = next((m for m in ALIGNMENT_METRICS if m in present), ALIGNMENT_METRICS[0])
 
-    def statement(template: str, metrics: Sequence[str] | None, columns: str,
-                  extra: Sequence[Any] = ()) -> Callable[[], QueryResult]:
+    def statement(
+        template: str, metrics: Sequence[str] | None, columns: str, extra: Sequence[Any] = ()
+    ) -> Callable[[], QueryResult]:
         clause = f"e.metric IN ({', '.join('?' for _ in metrics)})" if metrics is not None else "TRUE"
-        latest, bound = latest_evaluations(clause, metrics or (), "e.trace_id, e.run_span_id, e.metric, " + columns,
-                                           only_own=only_own)
+        latest, bound = latest_evaluations(
+            clause, metrics or (), "e.trace_id, e.run_span_id, e.metric, " + columns, only_own=only_own
+        )
         # every run is selected: the departures need not be matched to runs (an own score always has its run)
-        in_selection = ("" if f.since == "all" and not f.agent else
-                        "SEMI JOIN runs r ON p.trace_id = r.trace_id AND p.run_span_id = r.span_id")
+        in_selection = (
+            ""
+            if f.since == "all" and not f.agent
+            else "SEMI JOIN runs r ON p.trace_id = r.trace_id AND p.run_span_id = r.span_id"
+        )
         sql = template.format(runs=runs_cte, bucket=bucket, latest=latest, in_selection=in_selection)
         return lambda: read(sql, [*params, *bound, *extra])
 
@@ -212,22 +232,42 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
         tool_where += " AND coalesce(agent_name, '(unnamed)') = ?"
         tool_params.append(f.agent)
     nothing = QueryResult(columns=[], types=[], rows=[])
-    counts_result, scores_result, departures_result, findings_result, tool_result, names_result = gather([
-        (lambda: read(f"{runs_cte} SELECT agent, {bucket} AS bucket, count(*) AS runs FROM runs "
-                      f"WHERE agent IN ({marks}) GROUP BY ALL", [*params, *top])) if top else (lambda: nothing),
-        statement(_SCORES_SQL, None, "e.success, e.status, e.cost_usd, e.model", [TOOL_ERRORS.name]),
-        statement(_DEPARTURES_SQL, [aligned],
-                  "e.status, json_extract(e.details, ['$.missing', '$.extra', '$.out_of_order']) AS j")
-        if aligned in present else (lambda: nothing),
-        statement(_FINDINGS_SQL, [TOOL_ERRORS.name, TOOL_ERRORS_DETECTORS.name], "e.status, e.score, e.details"),
-        lambda: read(
-            "SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors, "
-            "round(count(*) FILTER (WHERE status = 'error') / count(*), 4) AS error_rate "
-            f"FROM tool_calls WHERE {tool_where} GROUP BY tool_name "
-            "ORDER BY errors DESC, error_rate DESC, calls DESC, tool_name LIMIT 15", tool_params),
-        lambda: read("SELECT DISTINCT coalesce(agent_name, '(unnamed)') AS agent FROM agent_runs "
-                     "ORDER BY agent LIMIT 500", []),
-    ])
+    counts_result, scores_result, departures_result, findings_result, tool_result, names_result = gather(
+        [
+            (
+                lambda: read(
+                    f"{runs_cte} SELECT agent, {bucket} AS bucket, count(*) AS runs FROM runs "
+                    f"WHERE agent IN ({marks}) GROUP BY ALL",
+                    [*params, *top],
+                )
+            )
+            if top
+            else (lambda: nothing),
+            statement(_SCORES_SQL, None, "e.success, e.status, e.cost_usd, e.model", [TOOL_ERRORS.name]),
+            statement(
+                _DEPARTURES_SQL,
+                [aligned],
+                "e.status, json_extract(e.details, ['$.missing', '$.extra', '$.out_of_order']) AS j",
+            )
+            if aligned in present
+            else (lambda: nothing),
+            statement(
+                _FINDINGS_SQL, [TOOL_ERRORS.name, TOOL_ERRORS_DETECTORS.name], "e.status, e.score, e.details"
+            ),
+            lambda: read(
+                "SELECT tool_name, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors, "
+                "round(count(*) FILTER (WHERE status = 'error') / count(*), 4) AS error_rate "
+                f"FROM tool_calls WHERE {tool_where} GROUP BY tool_name "
+                "ORDER BY errors DESC, error_rate DESC, calls DESC, tool_name LIMIT 15",
+                tool_params,
+            ),
+            lambda: read(
+                "SELECT DISTINCT coalesce(agent_name, '(unnamed)') AS agent FROM agent_runs "
+                "ORDER BY agent LIMIT 500",
+                [],
+            ),
+        ]
+    )
     judge: dict[str, dict[str, Any]] = {}
     series: list[dict[str, Any]] = []
     for row in _rows(scores_result):
@@ -236,8 +276,9 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
             agents[row["agent"]].metrics[row["metric"]] = (n + row["n"], passed + row["passed"])
             series.append(row)
         if row["metric"] == TOOL_ERRORS.name:
-            entry = judge.setdefault(row["status"], {"status": row["status"], "evaluations": 0, "cost_usd": 0.0,
-                                                     "models": set()})
+            entry = judge.setdefault(
+                row["status"], {"status": row["status"], "evaluations": 0, "cost_usd": 0.0, "models": set()}
+            )
             entry["evaluations"] += row["n"]
             entry["cost_usd"] += row["cost"] or 0.0
             if row["model"]:
@@ -254,9 +295,17 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
     tool_errors = _rows(tool_result)
     names = [row["agent"] for row in _rows(names_result)]
     return Overview(
-        filters=f, now=now, bucket_seconds=step, agents=list(agents.values()), departures=ranked,
-        departures_metric=departures_metric, tool_errors=tool_errors, findings=findings,
-        judge=[judge[k] for k in sorted(judge)], total_runs=sum(a.runs for a in agents.values()), agent_names=names,
+        filters=f,
+        now=now,
+        bucket_seconds=step,
+        agents=list(agents.values()),
+        departures=ranked,
+        departures_metric=departures_metric,
+        tool_errors=tool_errors,
+        findings=findings,
+        judge=[judge[k] for k in sorted(judge)],
+        total_runs=sum(a.runs for a in agents.values()),
+        agent_names=names,
     )
 
 
@@ -267,9 +316,12 @@ _EV = """{runs},
 ev AS (SELECT r.agent, {bucket} AS bucket, e.* EXCLUDE (trace_id, run_span_id)
        FROM {latest} e JOIN runs r ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id)
 """
-_SCORES_SQL = _EV + """SELECT agent, bucket, metric, status, CASE WHEN metric = ? THEN model END AS model, count(*) AS n,
+_SCORES_SQL = (
+    _EV
+    + """SELECT agent, bucket, metric, status, CASE WHEN metric = ? THEN model END AS model, count(*) AS n,
        count(*) FILTER (WHERE success) AS passed, sum(cost_usd) AS cost
 FROM ev GROUP BY ALL"""
+)
 # The lists are taken out of each log (one parse) before the join, so the join never carries logs; only runs
 # that departed are kept for the unnesting.
 _DEPARTURES_SQL = """{runs},
@@ -284,14 +336,21 @@ SELECT kind, tool, count(*) AS n FROM (
     UNION ALL SELECT 'extra', unnest(extra) FROM lists
     UNION ALL SELECT 'out of order', unnest(out_of_order) FROM lists)
 WHERE tool IS NOT NULL GROUP BY ALL"""
-_FINDINGS_SQL = _EV + """SELECT metric, error_type, count(*) AS runs FROM (
+_FINDINGS_SQL = (
+    _EV
+    + """SELECT metric, error_type, count(*) AS runs FROM (
     SELECT metric, unnest(json_extract_string(details, '$.error_types[*]')) AS error_type FROM ev
     WHERE status = 'ok' AND score > 0)
 GROUP BY ALL"""
+)
 
 
-def _fill_series(agents: Sequence[AgentSummary], counts: Sequence[dict[str, Any]],
-                 rates: Sequence[dict[str, Any]], step: int) -> None:
+def _fill_series(
+    agents: Sequence[AgentSummary],
+    counts: Sequence[dict[str, Any]],
+    rates: Sequence[dict[str, Any]],
+    step: int,
+) -> None:
     """Each charted agent's runs and pass rate per metric, per time bucket (the buckets any of them had runs in;
     a bucket is its start in milliseconds over ``step`` seconds)."""
     if not agents:
@@ -338,8 +397,11 @@ def _score_filter(read: Read, f: Filters) -> tuple[str, list[Any]]:
         return "", []
     columns = "e.trace_id, e.run_span_id, e.success, e.status"
     only_own = only_own_scores(read)
-    latest, params = (latest_evaluations("e.metric = ?", [f.metric], columns, only_own=only_own) if f.metric
-                      else latest_evaluations(columns=columns, only_own=only_own))
+    latest, params = (
+        latest_evaluations("e.metric = ?", [f.metric], columns, only_own=only_own)
+        if f.metric
+        else latest_evaluations(columns=columns, only_own=only_own)
+    )
     scored = f"SELECT e.trace_id, e.run_span_id, e.success FROM {latest} e WHERE e.status = 'ok'"
     if f.result == "fail":
         inner = f"SELECT trace_id, run_span_id FROM ({scored}) WHERE NOT success"
@@ -359,27 +421,35 @@ def read_runs(read: Read, f: Filters, now: datetime | None = None) -> RunsPage:
     offset = (f.page - 1) * PAGE_SIZE
     # The selection is made once: its count and the page's rows both come from it, and only the page's rows are
     # joined back for their columns.
-    rows = _rows(read(
-        f"WITH chosen AS MATERIALIZED (SELECT r.trace_id, r.span_id, r.start_time FROM agent_runs r WHERE {where}), "
-        "page AS (SELECT * FROM chosen ORDER BY start_time DESC, trace_id, span_id "
-        f"LIMIT {PAGE_SIZE + 1} OFFSET {int(offset)}) "
-        "SELECT t.total, r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
-        "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id, "
-        "CASE WHEN r.agent_name IS NULL AND json_exists(r.diagnostics, '$.no_agent_span') "
-        "THEN json_object('no_agent_span', true) END AS diagnostics "
-        "FROM (SELECT count(*) AS total FROM chosen) t LEFT JOIN (page p JOIN agent_runs r "
-        "ON r.trace_id = p.trace_id AND r.span_id = p.span_id) ON TRUE "
-        "ORDER BY r.start_time DESC, r.trace_id, r.span_id", params))
+    rows = _rows(
+        read(
+            f"WITH chosen AS MATERIALIZED (SELECT r.trace_id, r.span_id, r.start_time FROM agent_runs r WHERE {where}), "
+            "page AS (SELECT * FROM chosen ORDER BY start_time DESC, trace_id, span_id "
+            f"LIMIT {PAGE_SIZE + 1} OFFSET {int(offset)}) "
+            "SELECT t.total, r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
+            "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id, "
+            "CASE WHEN r.agent_name IS NULL AND json_exists(r.diagnostics, '$.no_agent_span') "
+            "THEN json_object('no_agent_span', true) END AS diagnostics "
+            "FROM (SELECT count(*) AS total FROM chosen) t LEFT JOIN (page p JOIN agent_runs r "
+            "ON r.trace_id = p.trace_id AND r.span_id = p.span_id) ON TRUE "
+            "ORDER BY r.start_time DESC, r.trace_id, r.span_id",
+            params,
+        )
+    )
     total = rows[0]["total"]
     runs = [{k: v for k, v in row.items() if k != "total"} for row in rows if row["trace_id"] is not None]
     has_next = len(runs) > PAGE_SIZE
     runs = runs[:PAGE_SIZE]
     _attach_scores(read, runs)
     options: dict[str, list[str]] = {"agent": [], "service": [], "metric": []}
-    for row in _rows(read(
+    for row in _rows(
+        read(
             "SELECT * FROM (SELECT 'agent' AS kind, coalesce(agent_name, '(unnamed)') AS value FROM agent_runs "
             "GROUP BY 2 UNION ALL SELECT 'service', service_name FROM agent_runs WHERE service_name IS NOT NULL "
-            "GROUP BY 2 UNION ALL SELECT 'metric', metric FROM evaluations GROUP BY 2) ORDER BY kind, value", [])):
+            "GROUP BY 2 UNION ALL SELECT 'metric', metric FROM evaluations GROUP BY 2) ORDER BY kind, value",
+            [],
+        )
+    ):
         if len(options[row["kind"]]) < 500:
             options[row["kind"]].append(row["value"])
     agents, services, metrics = options["agent"], options["service"], options["metric"]
@@ -394,11 +464,18 @@ def _attach_scores(read: Read, runs: list[dict[str, Any]]) -> None:
         return
     traces = sorted({r["trace_id"] for r in runs})
     marks = ", ".join("?" for _ in traces)
-    latest, params = latest_of_few(f"e.trace_id IN ({marks})", traces, "e.trace_id, e.run_span_id, e.metric, "
-                                   "e.score, e.success, e.status, e.details")
-    rows = _rows(read(
-        "SELECT e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, "
-        f"json_extract_string(e.details, '$.expected[*]') AS expected FROM {latest} e ORDER BY e.metric", params))
+    latest, params = latest_of_few(
+        f"e.trace_id IN ({marks})",
+        traces,
+        "e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, e.details",
+    )
+    rows = _rows(
+        read(
+            "SELECT e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, "
+            f"json_extract_string(e.details, '$.expected[*]') AS expected FROM {latest} e ORDER BY e.metric",
+            params,
+        )
+    )
     by_run = {(r["trace_id"], r["span_id"]): r for r in runs}
     for row in rows:
         owner = by_run.get((row.pop("trace_id"), row.pop("run_span_id")))
@@ -431,7 +508,11 @@ def agent_shown(run: dict[str, Any]) -> str:
     diagnostics = run.get("diagnostics")
     if isinstance(diagnostics, str):  # stored as JSON text
         diagnostics = _parsed(diagnostics)
-    return "(no agent span)" if isinstance(diagnostics, dict) and diagnostics.get("no_agent_span") else "(unnamed)"
+    return (
+        "(no agent span)"
+        if isinstance(diagnostics, dict) and diagnostics.get("no_agent_span")
+        else "(unnamed)"
+    )
 
 
 def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
@@ -439,8 +520,12 @@ def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
     run = next((r for r in trace_rows if r["span_id"] == span_id), None)
     if run is None:
         return None
-    calls = _rows(read("SELECT * FROM tool_calls WHERE trace_id = ? AND run_span_id = ? ORDER BY seq",
-                       [trace_id, span_id]))
+    calls = _rows(
+        read(
+            "SELECT * FROM tool_calls WHERE trace_id = ? AND run_span_id = ? ORDER BY seq",
+            [trace_id, span_id],
+        )
+    )
     latest, params = latest_of_few("e.trace_id = ? AND e.run_span_id = ?", [trace_id, span_id])
     evaluations = _rows(read(f"SELECT * FROM {latest} e ORDER BY e.metric", params))
     spans_result = read(
@@ -450,12 +535,15 @@ def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
         "status_message, scope_name, attributes->>'openinference.span.kind' AS openinference_span_kind, "
         "attributes->>'gen_ai.operation.name' AS gen_ai_operation_name "
         f"FROM spans WHERE trace_id = ? ORDER BY start_time_unix_nano, span_id "
-        f"LIMIT {SPAN_LIMIT + 1}", [trace_id])
+        f"LIMIT {SPAN_LIMIT + 1}",
+        [trace_id],
+    )
     spans = _rows(spans_result)
     trace_runs = {r["span_id"]: agent_shown(r) for r in trace_rows}
     expected, source = _expected(run, evaluations)
-    return RunDetail(run, calls, evaluations, spans[:SPAN_LIMIT], len(spans) > SPAN_LIMIT, trace_runs,
-                     expected, source)
+    return RunDetail(
+        run, calls, evaluations, spans[:SPAN_LIMIT], len(spans) > SPAN_LIMIT, trace_runs, expected, source
+    )
 
 
 def _expected(run: dict[str, Any], evaluations: Sequence[dict[str, Any]]) -> tuple[list[str] | None, str]:
@@ -474,10 +562,14 @@ def _expected(run: dict[str, Any], evaluations: Sequence[dict[str, Any]]) -> tup
 
 def latest_version(read: Read) -> dict[str, Any]:
     """What changes when runs or scores arrive: the pages poll it and refresh when it moves."""
-    row = _rows(read(
-        "SELECT (SELECT count(*) FROM agent_runs) AS runs, (SELECT max(updated_at) FROM agent_runs) AS runs_at, "
-        "(SELECT count(*) FROM evaluations) AS evaluations, "
-        "(SELECT max(updated_at) FROM evaluations) AS evaluations_at", []))[0]
+    row = _rows(
+        read(
+            "SELECT (SELECT count(*) FROM agent_runs) AS runs, (SELECT max(updated_at) FROM agent_runs) AS runs_at, "
+            "(SELECT count(*) FROM evaluations) AS evaluations, "
+            "(SELECT max(updated_at) FROM evaluations) AS evaluations_at",
+            [],
+        )
+    )[0]
     return row
 
 
@@ -485,19 +577,23 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
     """The runs that failed the most metrics, lowest score first (rows as in ``read_runs``, with scores)."""
     now = now or datetime.now(UTC)
     where, params = _runs_where(f, now)
-    latest, latest_params = latest_evaluations(columns="e.trace_id, e.run_span_id, e.success, e.score, e.status",
-                                               only_own=only_own_scores(read))
-    runs = _rows(read(
-        "WITH runs AS (SELECT r.* FROM agent_runs r WHERE " + where + "), "
-        f"ev AS (SELECT e.trace_id, e.run_span_id, e.success, e.score FROM {latest} e SEMI JOIN runs r "
-        "ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id WHERE e.status = 'ok'), "
-        "failing AS (SELECT trace_id, run_span_id, count(*) FILTER (WHERE NOT success) AS failed, "
-        "min(score) AS lowest FROM ev GROUP BY ALL HAVING count(*) FILTER (WHERE NOT success) > 0) "
-        "SELECT r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
-        "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id "
-        "FROM failing x JOIN runs r ON r.trace_id = x.trace_id AND r.span_id = x.run_span_id "
-        f"ORDER BY x.failed DESC, x.lowest ASC NULLS LAST, r.start_time DESC LIMIT {int(limit)}",
-        [*params, *latest_params]))
+    latest, latest_params = latest_evaluations(
+        columns="e.trace_id, e.run_span_id, e.success, e.score, e.status", only_own=only_own_scores(read)
+    )
+    runs = _rows(
+        read(
+            "WITH runs AS (SELECT r.* FROM agent_runs r WHERE " + where + "), "
+            f"ev AS (SELECT e.trace_id, e.run_span_id, e.success, e.score FROM {latest} e SEMI JOIN runs r "
+            "ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id WHERE e.status = 'ok'), "
+            "failing AS (SELECT trace_id, run_span_id, count(*) FILTER (WHERE NOT success) AS failed, "
+            "min(score) AS lowest FROM ev GROUP BY ALL HAVING count(*) FILTER (WHERE NOT success) > 0) "
+            "SELECT r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
+            "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id "
+            "FROM failing x JOIN runs r ON r.trace_id = x.trace_id AND r.span_id = x.run_span_id "
+            f"ORDER BY x.failed DESC, x.lowest ASC NULLS LAST, r.start_time DESC LIMIT {int(limit)}",
+            [*params, *latest_params],
+        )
+    )
     _attach_scores(read, runs)
     return runs
 
@@ -508,47 +604,90 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
 def trace_ids_starting(read: Read, prefix: str, limit: int = 6) -> list[str]:
     """Up to ``limit`` stored trace ids that start with ``prefix``, in order (a range the zone maps can skip by)."""
     low, high = prefix_bounds(prefix)
-    return [row["trace_id"] for row in _rows(read(
-        "SELECT DISTINCT trace_id FROM spans WHERE trace_id BETWEEN ? AND ? ORDER BY trace_id LIMIT ?",
-        [low, high, limit]))]
+    return [
+        row["trace_id"]
+        for row in _rows(
+            read(
+                "SELECT DISTINCT trace_id FROM spans WHERE trace_id BETWEEN ? AND ? ORDER BY trace_id LIMIT ?",
+                [low, high, limit],
+            )
+        )
+    ]
 
 
 def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """A stored trace as ``explain`` prints it: its runs as ``agentotel_eval.reconstruct.explain.run_record``
     records (with their calls and their stored trajectory result), and the name of each of its spans (span id -> name, in start order). Both are empty
     when the trace is not stored."""
-    runs = _rows(read("SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
-                      "parent_run_span_id, handoffs, diagnostics FROM agent_runs WHERE trace_id = ? "
-                      "ORDER BY start_time, span_id", [trace_id]))
-    calls = _rows(read("SELECT run_span_id, seq, tool_name, arguments, result, status, error, span_id, sources "
-                       "FROM tool_calls WHERE trace_id = ? ORDER BY run_span_id, seq", [trace_id]))
-    spans = _rows(read("SELECT span_id, name FROM spans WHERE trace_id = ? ORDER BY start_time, span_id",
-                       [trace_id]))
-    trajectories = {row["run_span_id"]: (_parsed(row["details"]) if row["status"] == "ok" else row["reason"])
-                    for row in _rows(read("SELECT run_span_id, status, reason, details FROM evaluations WHERE "
-                                          "trace_id = ? AND metric = ? AND status IN ('ok', 'error')",
-                                          [trace_id, TRAJECTORY.name]))}
+    runs = _rows(
+        read(
+            "SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
+            "parent_run_span_id, handoffs, diagnostics FROM agent_runs WHERE trace_id = ? "
+            "ORDER BY start_time, span_id",
+            [trace_id],
+        )
+    )
+    calls = _rows(
+        read(
+            "SELECT run_span_id, seq, tool_name, arguments, result, status, error, span_id, sources "
+            "FROM tool_calls WHERE trace_id = ? ORDER BY run_span_id, seq",
+            [trace_id],
+        )
+    )
+    spans = _rows(
+        read("SELECT span_id, name FROM spans WHERE trace_id = ? ORDER BY start_time, span_id", [trace_id])
+    )
+    trajectories = {
+        row["run_span_id"]: (_parsed(row["details"]) if row["status"] == "ok" else row["reason"])
+        for row in _rows(
+            read(
+                "SELECT run_span_id, status, reason, details FROM evaluations WHERE "
+                "trace_id = ? AND metric = ? AND status IN ('ok', 'error')",
+                [trace_id, TRAJECTORY.name],
+            )
+        )
+    }
     # the detectors' findings as scored (the judge's evaluation carries them too, under the same keys)
     tool_errors: dict[str, dict[str, Any]] = {}
-    for row in _rows(read("SELECT run_span_id, metric, details FROM evaluations WHERE trace_id = ? AND metric IN "
-                          "(?, ?) AND status = 'ok' ORDER BY metric DESC",
-                          [trace_id, TOOL_ERRORS_DETECTORS.name, TOOL_ERRORS.name])):
+    for row in _rows(
+        read(
+            "SELECT run_span_id, metric, details FROM evaluations WHERE trace_id = ? AND metric IN "
+            "(?, ?) AND status = 'ok' ORDER BY metric DESC",
+            [trace_id, TOOL_ERRORS_DETECTORS.name, TOOL_ERRORS.name],
+        )
+    ):
         details = _parsed(row["details"])
         if isinstance(details, dict) and row["run_span_id"] not in tool_errors:
-            tool_errors[row["run_span_id"]] = {"detectors": details.get("detectors") or [],
-                                               "could_not_run": details.get("could_not_run") or [],
-                                               "informational": details.get("informational") or []}
+            tool_errors[row["run_span_id"]] = {
+                "detectors": details.get("detectors") or [],
+                "could_not_run": details.get("could_not_run") or [],
+                "informational": details.get("informational") or [],
+            }
     by_run: dict[str, list[dict[str, Any]]] = {}
     for call in calls:
-        by_run.setdefault(call["run_span_id"], []).append({
-            "name": call["tool_name"], "arguments": _parsed(call["arguments"]), "result": call["result"],
-            "status": call["status"], "error": call["error"], "span_id": call["span_id"],
-            "sources": _parsed(call["sources"]) or {},
-        })
-    records = [{**row, "trace_id": trace_id, "handoffs": _parsed(row["handoffs"]) or [],
-                "diagnostics": _parsed(row["diagnostics"]) or {}, "calls": by_run.get(row["span_id"], []),
-                "trajectory": trajectories.get(row["span_id"]), "tool_errors": tool_errors.get(row["span_id"])}
-               for row in runs]
+        by_run.setdefault(call["run_span_id"], []).append(
+            {
+                "name": call["tool_name"],
+                "arguments": _parsed(call["arguments"]),
+                "result": call["result"],
+                "status": call["status"],
+                "error": call["error"],
+                "span_id": call["span_id"],
+                "sources": _parsed(call["sources"]) or {},
+            }
+        )
+    records = [
+        {
+            **row,
+            "trace_id": trace_id,
+            "handoffs": _parsed(row["handoffs"]) or [],
+            "diagnostics": _parsed(row["diagnostics"]) or {},
+            "calls": by_run.get(row["span_id"], []),
+            "trajectory": trajectories.get(row["span_id"]),
+            "tool_errors": tool_errors.get(row["span_id"]),
+        }
+        for row in runs
+    ]
     return records, {s["span_id"]: s["name"] for s in spans}
 
 
@@ -566,38 +705,68 @@ def _parsed(value: Any) -> Any:
 
 #: runs whose calls and scores are read in one statement
 _CASES_BATCH = 200
-_CASE_COLUMNS = ("trace_id", "span_id", "agent_name", "service_name", "input", "output", "start_time",
-                 "expected_tools", "status", "parent_run_span_id")
+_CASE_COLUMNS = (
+    "trace_id",
+    "span_id",
+    "agent_name",
+    "service_name",
+    "input",
+    "output",
+    "start_time",
+    "expected_tools",
+    "status",
+    "parent_run_span_id",
+)
 
 
 def read_stored_cases(read: Read, where: str, limit: int) -> Iterator[EvalTestCase]:
     """The test cases of the runs ``where`` (a condition on ``agent_runs``' columns) selects, oldest first, at
     most ``limit``: each run with its calls, the expected tools its scores used and the trajectory spec its
     trajectory score used (``stored_cases``)."""
-    runs = _rows(read(f"SELECT {', '.join(_CASE_COLUMNS)} FROM agent_runs WHERE ({where}) "
-                      f"ORDER BY start_time, trace_id, span_id LIMIT {int(limit)}", []))
+    runs = _rows(
+        read(
+            f"SELECT {', '.join(_CASE_COLUMNS)} FROM agent_runs WHERE ({where}) "
+            f"ORDER BY start_time, trace_id, span_id LIMIT {int(limit)}",
+            [],
+        )
+    )
     for start in range(0, len(runs), _CASES_BATCH):
-        batch = runs[start:start + _CASES_BATCH]
+        batch = runs[start : start + _CASES_BATCH]
         keys = " OR ".join("(trace_id = ? AND run_span_id = ?)" for _ in batch)
         ids = [v for r in batch for v in (r["trace_id"], r["span_id"])]
         calls: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in _rows(read(f"SELECT * FROM tool_calls WHERE {keys} ORDER BY trace_id, run_span_id, seq", ids)):
+        for row in _rows(
+            read(f"SELECT * FROM tool_calls WHERE {keys} ORDER BY trace_id, run_span_id, seq", ids)
+        ):
             calls.setdefault((row["trace_id"], row["run_span_id"]), []).append(row)
         metrics = ", ".join("?" for _ in ALIGNMENT_METRICS)
         of_batch = " OR ".join("(e.trace_id = ? AND e.run_span_id = ?)" for _ in batch)
-        latest, params = latest_of_few(f"e.metric IN ({metrics}) AND ({of_batch})", [*ALIGNMENT_METRICS, *ids])
+        latest, params = latest_of_few(
+            f"e.metric IN ({metrics}) AND ({of_batch})", [*ALIGNMENT_METRICS, *ids]
+        )
         scores: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in _rows(read(
+        for row in _rows(
+            read(
                 "SELECT e.trace_id, e.run_span_id, e.metric, json_extract_string(e.details, '$.expected[*]') "
                 f"AS expected, e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "
-                "ORDER BY e.metric DESC", params)):  # tool_correctness_ordering before tool_correctness
+                "ORDER BY e.metric DESC",
+                params,
+            )
+        ):  # tool_correctness_ordering before tool_correctness
             scores.setdefault((row["trace_id"], row["run_span_id"]), []).append(row)
         # the spec a trajectory score used, as written: the case file scores it again as it was
         latest, params = latest_of_few(f"e.metric = ? AND ({of_batch})", [TRAJECTORY.name, *ids])
-        specs = {(row["trace_id"], row["run_span_id"]): (_parsed(row["spec"]), str(row["source"] or "score"))
-                 for row in _rows(read("SELECT e.trace_id, e.run_span_id, e.details->'spec' AS spec, "
-                                       f"e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "
-                                       "AND (e.details->'spec') IS NOT NULL", params))}
+        specs = {
+            (row["trace_id"], row["run_span_id"]): (_parsed(row["spec"]), str(row["source"] or "score"))
+            for row in _rows(
+                read(
+                    "SELECT e.trace_id, e.run_span_id, e.details->'spec' AS spec, "
+                    f"e.details->>'expectation' AS source FROM {latest} e WHERE e.status = 'ok' "
+                    "AND (e.details->'spec') IS NOT NULL",
+                    params,
+                )
+            )
+        }
         for run in batch:
             key = (run["trace_id"], run["span_id"])
             yield case_of(run, calls.get(key, []), expectations_of(run, scores.get(key, [])), specs.get(key))
@@ -611,26 +780,40 @@ SCORED_RUNS_PAGE = 10_000
 
 def read_scored_runs(read: Read, selection: Selection) -> list[ScoredRun]:
     """Every latest ``ok`` score of the runs a ``compare`` SPEC selects, paged so no row limit cuts it short."""
-    span_join = "JOIN spans s ON s.trace_id = r.trace_id AND s.span_id = r.span_id " if selection.needs_span else ""
+    span_join = (
+        "JOIN spans s ON s.trace_id = r.trace_id AND s.span_id = r.span_id " if selection.needs_span else ""
+    )
     where = " AND ".join(selection.conditions) or "TRUE"
     latest, latest_params = latest_evaluations(
         columns="e.trace_id, e.run_span_id, e.metric, e.score, e.success, e.status, e.details",
-        only_own=only_own_scores(read))
+        only_own=only_own_scores(read),
+    )
     marks = ", ".join("?" for _ in ALIGNMENT_METRICS)
-    sql = (f"WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, "
-           f"coalesce(r.input, '') AS input FROM agent_runs r {span_join}WHERE {where}) "
-           "SELECT r.trace_id, r.span_id, r.agent, r.input, e.metric, e.score, e.success, "
-           f"CASE WHEN e.metric IN ({marks}) THEN json_extract(e.details, ['$.missing', '$.extra', "
-           f"'$.out_of_order']) END AS j FROM runs r JOIN {latest} e ON e.trace_id = r.trace_id "
-           "AND e.run_span_id = r.span_id WHERE e.status = 'ok' ORDER BY r.trace_id, r.span_id, e.metric")
+    sql = (
+        f"WITH runs AS (SELECT r.trace_id, r.span_id, coalesce(r.agent_name, '(unnamed)') AS agent, "
+        f"coalesce(r.input, '') AS input FROM agent_runs r {span_join}WHERE {where}) "
+        "SELECT r.trace_id, r.span_id, r.agent, r.input, e.metric, e.score, e.success, "
+        f"CASE WHEN e.metric IN ({marks}) THEN json_extract(e.details, ['$.missing', '$.extra', "
+        f"'$.out_of_order']) END AS j FROM runs r JOIN {latest} e ON e.trace_id = r.trace_id "
+        "AND e.run_span_id = r.span_id WHERE e.status = 'ok' ORDER BY r.trace_id, r.span_id, e.metric"
+    )
     params = [*selection.params, *ALIGNMENT_METRICS, *latest_params]
     rows: list[ScoredRun] = []
     offset = 0
     while True:
         page = _rows(read(f"{sql} LIMIT {SCORED_RUNS_PAGE} OFFSET {offset}", params))
         for row in page:
-            rows.append(ScoredRun(row["agent"], row["input"], row["metric"], row["score"], bool(row["success"]),
-                                  f"{row['trace_id']}/{row['span_id']}", departures(row["j"])))
+            rows.append(
+                ScoredRun(
+                    row["agent"],
+                    row["input"],
+                    row["metric"],
+                    row["score"],
+                    bool(row["success"]),
+                    f"{row['trace_id']}/{row['span_id']}",
+                    departures(row["j"]),
+                )
+            )
         if len(page) < SCORED_RUNS_PAGE:
             return rows
         offset += SCORED_RUNS_PAGE

@@ -56,8 +56,10 @@ def _check_not_a_typo(key: str, term: str) -> None:
         return
     close = difflib.get_close_matches(key.lower(), KEYS, n=1, cutoff=0.75)
     if close:
-        raise SpecError(f"{term!r}: unknown key {key!r} (did you mean {close[0]}=?); the keys are "
-                        f"{', '.join(KEYS)}, and a resource attribute by its full name (service.version=1.2)")
+        raise SpecError(
+            f"{term!r}: unknown key {key!r} (did you mean {close[0]}=?); the keys are "
+            f"{', '.join(KEYS)}, and a resource attribute by its full name (service.version=1.2)"
+        )
 
 
 def parse_spec(spec: str, now: datetime | None = None) -> Selection:
@@ -101,8 +103,10 @@ def parse_spec(spec: str, now: datetime | None = None) -> Selection:
             selection.params += ['$."' + key + '"', value]
             selection.needs_span = True
         else:
-            raise SpecError(f"{term!r}: expected key=value (agent, service, since, until, from, to, where, or a "
-                            "resource attribute such as service.version)")
+            raise SpecError(
+                f"{term!r}: expected key=value (agent, service, since, until, from, to, where, or a "
+                "resource attribute such as service.version)"
+            )
     if where is not None:
         if not where.strip():
             raise SpecError("where=: give a condition on agent_runs' columns")

@@ -56,8 +56,14 @@ _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 
 # parameters no BFCL tool declares under these names (each is checked against the schema anyway)
 _UNKNOWN_PARAMETERS: tuple[tuple[str, Any], ...] = (
-    ("verbose", True), ("timeout_seconds", 30), ("locale", "en"), ("response_format", "json"),
-    ("max_results", 10), ("debug", True), ("callback_url", "https://example.com/hook"), ("priority", "high"),
+    ("verbose", True),
+    ("timeout_seconds", 30),
+    ("locale", "en"),
+    ("response_format", "json"),
+    ("max_results", 10),
+    ("debug", True),
+    ("callback_url", "https://example.com/hook"),
+    ("priority", "high"),
 )
 _OUTSIDE_STRINGS = ("other", "unknown", "custom", "unspecified", "misc", "not_listed")
 
@@ -78,15 +84,26 @@ class BfclBuild:
         return sum(self.rejected.values())
 
 
-def build_bfcl_suite(root: Path | None = None, *, categories: Sequence[str] = DEFAULT_CATEGORIES,
-                     per_category: int | None = None, seed: int = 0) -> list[LabelledCase]:
+def build_bfcl_suite(
+    root: Path | None = None,
+    *,
+    categories: Sequence[str] = DEFAULT_CATEGORIES,
+    per_category: int | None = None,
+    seed: int = 0,
+) -> list[LabelledCase]:
     """The suite's cases; see ``build_bfcl_suite_with_stats``."""
-    return list(build_bfcl_suite_with_stats(root, categories=categories, per_category=per_category,
-                                            seed=seed).cases)
+    return list(
+        build_bfcl_suite_with_stats(root, categories=categories, per_category=per_category, seed=seed).cases
+    )
 
 
-def build_bfcl_suite_with_stats(root: Path | None = None, *, categories: Sequence[str] = DEFAULT_CATEGORIES,
-                                per_category: int | None = None, seed: int = 0) -> BfclBuild:
+def build_bfcl_suite_with_stats(
+    root: Path | None = None,
+    *,
+    categories: Sequence[str] = DEFAULT_CATEGORIES,
+    per_category: int | None = None,
+    seed: int = 0,
+) -> BfclBuild:
     """Cases from BFCL v4's ``categories``: all usable entries, or ``per_category`` of them per category drawn
     with ``seed``. ``root``: the directory holding the ``bfcl_eval`` package's files (default: the installed
     package, or its pinned wheel unpacked in the cache)."""
@@ -153,11 +170,15 @@ def to_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_tool(function: Mapping[str, Any]) -> dict[str, Any]:
     """A BFCL function as an OpenAI-style API receives it (dotted names kept: the checker is told they are)."""
-    return {"name": function["name"], "description": function.get("description", ""),
-            "parameters": to_json_schema(function["parameters"])}
+    return {
+        "name": function["name"],
+        "description": function.get("description", ""),
+        "parameters": to_json_schema(function["parameters"]),
+    }
 
 
 # --- one entry --------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class _Mutation:
@@ -167,9 +188,16 @@ class _Mutation:
     param: str | None = None
 
 
-def _entry_cases(entry: Mapping[str, Any], truth: list[Mapping[str, Any]], category: str, checker: _Checker,
-                 all_names: Sequence[str], seed: int, skipped: Counter[str],
-                 rejected: Counter[str]) -> list[LabelledCase] | None:
+def _entry_cases(
+    entry: Mapping[str, Any],
+    truth: list[Mapping[str, Any]],
+    category: str,
+    checker: _Checker,
+    all_names: Sequence[str],
+    seed: int,
+    skipped: Counter[str],
+    rejected: Counter[str],
+) -> list[LabelledCase] | None:
     functions = entry["function"]
     schemas = {f["name"]: f["parameters"] for f in functions}
     if any(next(iter(answer)) not in schemas for answer in truth):
@@ -187,7 +215,9 @@ def _entry_cases(entry: Mapping[str, Any], truth: list[Mapping[str, Any]], categ
         return None
 
     user_input = "\n".join(m["content"] for turn in entry["question"] for m in turn if m["role"] == "user")
-    system_prompt = "\n".join(m["content"] for turn in entry["question"] for m in turn if m["role"] == "system")
+    system_prompt = "\n".join(
+        m["content"] for turn in entry["question"] for m in turn if m["role"] == "system"
+    )
     cases = []
     for mutation in _mutations(entry["id"], calls, truth, schemas, all_names, seed):
         if mutation.operator == "none":
@@ -199,14 +229,31 @@ def _entry_cases(entry: Mapping[str, Any], truth: list[Mapping[str, Any]], categ
             rejected[f"{mutation.operator}: {oracle['error_type'] or 'valid'}"] += 1
             continue
         suffix = f"/{mutation.param}" if mutation.param is not None else ""
-        cases.append(LabelledCase(
-            id=f"bfcl/{entry['id']}/{mutation.operator}{suffix}", suite="bfcl", operator=mutation.operator,
-            user_input=user_input, tools=tools,
-            calls=tuple(CaseCall(name, arguments, result=None, call_id=f"call_{k}")
-                        for k, call in enumerate(mutation.calls) for name, arguments in call.items()),
-            answer="", labels=labels, system_prompt=system_prompt, oracle=oracle,
-            meta={"category": category, "entry_id": entry["id"], "call_index": mutation.call_index,
-                  "param": mutation.param, "source": f"{DISTRIBUTION} {VERSION}"}))
+        cases.append(
+            LabelledCase(
+                id=f"bfcl/{entry['id']}/{mutation.operator}{suffix}",
+                suite="bfcl",
+                operator=mutation.operator,
+                user_input=user_input,
+                tools=tools,
+                calls=tuple(
+                    CaseCall(name, arguments, result=None, call_id=f"call_{k}")
+                    for k, call in enumerate(mutation.calls)
+                    for name, arguments in call.items()
+                ),
+                answer="",
+                labels=labels,
+                system_prompt=system_prompt,
+                oracle=oracle,
+                meta={
+                    "category": category,
+                    "entry_id": entry["id"],
+                    "call_index": mutation.call_index,
+                    "param": mutation.param,
+                    "source": f"{DISTRIBUTION} {VERSION}",
+                },
+            )
+        )
     return cases
 
 
@@ -252,8 +299,14 @@ def _resolve_dict(allowed: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def _mutations(entry_id: str, calls: list[dict[str, Any]], truth: list[Mapping[str, Any]],
-               schemas: Mapping[str, Any], all_names: Sequence[str], seed: int) -> Iterator[_Mutation]:
+def _mutations(
+    entry_id: str,
+    calls: list[dict[str, Any]],
+    truth: list[Mapping[str, Any]],
+    schemas: Mapping[str, Any],
+    all_names: Sequence[str],
+    seed: int,
+) -> Iterator[_Mutation]:
     """The clean calls, then one mutation per operator that applies (call and parameter drawn with ``seed``)."""
     yield _Mutation("none", copy.deepcopy(calls))
     offered = set(schemas)
@@ -268,8 +321,11 @@ def _mutations(entry_id: str, calls: list[dict[str, Any]], truth: list[Mapping[s
             ((name, arguments),) = call.items()
             properties = schemas[name].get("properties", {})
             allowed = truth[k][name]
-            found += [(k, param) for param in arguments
-                      if accept(name, properties.get(param, {}), param, allowed.get(param, []))]
+            found += [
+                (k, param)
+                for param in arguments
+                if accept(name, properties.get(param, {}), param, allowed.get(param, []))
+            ]
         return found
 
     def with_arguments(k: int, change: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
@@ -298,21 +354,29 @@ def _mutations(entry_id: str, calls: list[dict[str, Any]], truth: list[Mapping[s
     unknown = [(param, value) for param, value in _UNKNOWN_PARAMETERS if param not in declared]
     if unknown:
         param, value = r.choice(unknown)
-        yield _Mutation("add_unknown", with_arguments(k, lambda args: args.__setitem__(param, value)), k, param)
+        yield _Mutation(
+            "add_unknown", with_arguments(k, lambda args: args.__setitem__(param, value)), k, param
+        )
 
     candidates = pairs(lambda _n, schema, _p, _a: schema.get("type") in _BREAKERS)
     if candidates:
         k, param = rng("break_type").choice(candidates)
         kind = schemas[name_of(k)]["properties"][param]["type"]
         broken = _BREAKERS[kind](calls[k][name_of(k)][param])
-        yield _Mutation("break_type", with_arguments(k, lambda args: args.__setitem__(param, broken)), k, param)
+        yield _Mutation(
+            "break_type", with_arguments(k, lambda args: args.__setitem__(param, broken)), k, param
+        )
 
     candidates = pairs(lambda _n, schema, _p, allowed: bool(_outside_enum(schema, allowed)))
     if candidates:
         r = rng("outside_enum")
         k, param = r.choice(candidates)
-        outside = r.choice(_outside_enum(schemas[name_of(k)]["properties"][param], truth[k][name_of(k)][param]))
-        yield _Mutation("outside_enum", with_arguments(k, lambda args: args.__setitem__(param, outside)), k, param)
+        outside = r.choice(
+            _outside_enum(schemas[name_of(k)]["properties"][param], truth[k][name_of(k)][param])
+        )
+        yield _Mutation(
+            "outside_enum", with_arguments(k, lambda args: args.__setitem__(param, outside)), k, param
+        )
 
     r = rng("close_name")
     k = r.randrange(len(calls))
@@ -326,8 +390,11 @@ def _mutations(entry_id: str, calls: list[dict[str, Any]], truth: list[Mapping[s
     if far is not None:
         yield _Mutation("far_name", with_name(k, far), k)
 
-    candidates = pairs(lambda name, _s, param, allowed: isinstance(allowed, list) and "" in allowed
-                       and param not in schemas[name].get("required", []))
+    candidates = pairs(
+        lambda name, _s, param, allowed: (
+            isinstance(allowed, list) and "" in allowed and param not in schemas[name].get("required", [])
+        )
+    )
     if candidates:
         k, param = rng("omit_optional").choice(candidates)
         yield _Mutation("omit_optional", with_arguments(k, lambda args: args.pop(param)), k, param)
@@ -382,9 +449,12 @@ def _outside_enum(schema: Mapping[str, Any], allowed: Any) -> list[Any]:
 
 def _small_edits(name: str) -> list[str]:
     """Typos of ``name``: one character dropped, two neighbours swapped, or one appended."""
-    edits = {name[:i] + name[i + 1:] for i in range(len(name))}
-    edits |= {name[:i] + name[i + 1] + name[i] + name[i + 2:]
-              for i in range(len(name) - 1) if name[i] != name[i + 1]}
+    edits = {name[:i] + name[i + 1 :] for i in range(len(name))}
+    edits |= {
+        name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+        for i in range(len(name) - 1)
+        if name[i] != name[i + 1]
+    }
     edits |= {name + "s", name + "2"}
     edits.discard(name)
     edits.discard("")
@@ -397,19 +467,24 @@ def _far_name(offered: set[str], all_names: Sequence[str], r: random.Random) -> 
     r.shuffle(order)
     for candidate in order:
         if candidate not in offered and all(
-                difflib.SequenceMatcher(None, candidate.lower(), name.lower()).ratio() < 0.5 for name in offered):
+            difflib.SequenceMatcher(None, candidate.lower(), name.lower()).ratio() < 0.5 for name in offered
+        ):
             return candidate
     return None
 
 
 # --- data -------------------------------------------------------------------------------------------------------
 
+
 def _load_category(root: Path, category: str) -> list[tuple[dict[str, Any], list[Mapping[str, Any]]]]:
     data = root / "bfcl_eval" / "data"
     answers = _read_lines(data / "possible_answer" / f"BFCL_v4_{category}.json")
     truths = {row["id"]: row["ground_truth"] for row in answers}
-    return [(entry, truths[entry["id"]]) for entry in _read_lines(data / f"BFCL_v4_{category}.json")
-            if entry["id"] in truths]
+    return [
+        (entry, truths[entry["id"]])
+        for entry in _read_lines(data / f"BFCL_v4_{category}.json")
+        if entry["id"] in truths
+    ]
 
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:
@@ -423,12 +498,16 @@ def _natural_key(text: str) -> tuple[Any, ...]:
 
 # --- BFCL's checker ---------------------------------------------------------------------------------------------
 
+
 def _error_kind(error_type: str) -> str:
     prefix, _, suffix = error_type.partition(":")
     if suffix == "wrong_func_name":
         return "invalid_function"
-    if prefix in ("type_error", "value_error") or suffix in ("missing_required", "unexpected_param",
-                                                            "missing_optional"):
+    if prefix in ("type_error", "value_error") or suffix in (
+        "missing_required",
+        "unexpected_param",
+        "missing_optional",
+    ):
         return "parameter_error"
     return UNMAPPED
 
@@ -445,18 +524,36 @@ class _Checker:
     ast_checker: Callable[..., dict[str, Any]]
     language: Any  # BFCL's Language.PYTHON, from the same enums module the checker compares against
 
-    def check(self, functions: list[Mapping[str, Any]], calls: list[dict[str, Any]],
-              truth: list[Mapping[str, Any]], category: str) -> dict[str, Any]:
+    def check(
+        self,
+        functions: list[Mapping[str, Any]],
+        calls: list[dict[str, Any]],
+        truth: list[Mapping[str, Any]],
+        category: str,
+    ) -> dict[str, Any]:
         """BFCL's verdict, reduced to what ``oracle_types`` reads (plus a parallel failure's sub error types)."""
         try:
-            result = self.ast_checker(functions, copy.deepcopy(calls), truth, self.language, category, _MODEL_NAME)
-        except Exception as exc:  # the checker assumes well-formed answers; a crash is its verdict on this one
-            return {"valid": False, "error_type": f"checker_crashed:{type(exc).__name__}", "sub_error_types": []}
+            result = self.ast_checker(
+                functions, copy.deepcopy(calls), truth, self.language, category, _MODEL_NAME
+            )
+        except (
+            Exception
+        ) as exc:  # the checker assumes well-formed answers; a crash is its verdict on this one
+            return {
+                "valid": False,
+                "error_type": f"checker_crashed:{type(exc).__name__}",
+                "sub_error_types": [],
+            }
         valid = bool(result["valid"])
-        verdict: dict[str, Any] = {"valid": valid, "error_type": "" if valid else str(result["error_type"]),
-                                   "sub_error_types": []}
+        verdict: dict[str, Any] = {
+            "valid": valid,
+            "error_type": "" if valid else str(result["error_type"]),
+            "sub_error_types": [],
+        }
         if str(verdict["error_type"]).endswith(":cannot_find_match"):
-            verdict["sub_error_types"] = _sub_error_types(result["error"], {str(f["name"]) for f in functions})
+            verdict["sub_error_types"] = _sub_error_types(
+                result["error"], {str(f["name"]) for f in functions}
+            )
         return verdict
 
 
@@ -475,13 +572,21 @@ def _sub_error_types(errors: list[Any], offered: set[str]) -> list[str]:
     return found
 
 
-_PACKAGES = ("bfcl_eval", "bfcl_eval.constants", "bfcl_eval.eval_checker", "bfcl_eval.eval_checker.ast_eval",
-             "bfcl_eval.eval_checker.ast_eval.type_convertor")
+_PACKAGES = (
+    "bfcl_eval",
+    "bfcl_eval.constants",
+    "bfcl_eval.eval_checker",
+    "bfcl_eval.eval_checker.ast_eval",
+    "bfcl_eval.eval_checker.ast_eval.type_convertor",
+)
 # in dependency order: each one's bfcl_eval imports are loaded before it runs
-_MODULES = ("bfcl_eval.constants.enums", "bfcl_eval.constants.type_mappings",
-            "bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter",
-            "bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter",
-            "bfcl_eval.eval_checker.ast_eval.ast_checker")
+_MODULES = (
+    "bfcl_eval.constants.enums",
+    "bfcl_eval.constants.type_mappings",
+    "bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter",
+    "bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter",
+    "bfcl_eval.eval_checker.ast_eval.ast_checker",
+)
 _CONFIG = "bfcl_eval.constants.model_config"
 _LOADING = threading.Lock()
 

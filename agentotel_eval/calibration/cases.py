@@ -53,4 +53,6 @@ class LabelledCase:
     def __post_init__(self) -> None:
         unknown = set(self.labels) - set(ERROR_TYPES)
         if unknown:
-            raise ValueError(f"case {self.id}: unknown error types {sorted(unknown)}; known: {', '.join(ERROR_TYPES)}")
+            raise ValueError(
+                f"case {self.id}: unknown error types {sorted(unknown)}; known: {', '.join(ERROR_TYPES)}"
+            )

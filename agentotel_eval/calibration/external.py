@@ -139,8 +139,11 @@ def _attributes(value: Any) -> dict[str, Any]:
             return {}
     if not isinstance(value, Mapping):
         return {}
-    return {str(k): v if isinstance(v, str | int | float | bool) else json.dumps(v, default=str)
-            for k, v in value.items() if v is not None}
+    return {
+        str(k): v if isinstance(v, str | int | float | bool) else json.dumps(v, default=str)
+        for k, v in value.items()
+        if v is not None
+    }
 
 
 def _events(value: Any, fallback_ns: int) -> tuple[SpanEvent, ...]:
@@ -157,7 +160,9 @@ def _walk(spans: Iterable[Any], parent: str | None) -> Iterator[tuple[Mapping[st
     for span in spans:
         if isinstance(span, Mapping):
             yield span, parent
-            yield from _walk(_get(span, "child_spans", "children") or (), str(_get(span, "span_id", "SpanId")))
+            yield from _walk(
+                _get(span, "child_spans", "children") or (), str(_get(span, "span_id", "SpanId"))
+            )
 
 
 def trail_spans(trace: Mapping[str, Any], trace_id: str) -> list[SpanRecord]:
@@ -172,16 +177,27 @@ def trail_spans(trace: Mapping[str, Any], trace_id: str) -> list[SpanRecord]:
         end = start + max(_duration_ns(_get(span, "duration", "Duration")), 0)
         if end <= start:
             end = start + _STEP_NS
-        kind = _SPAN_KINDS.get(str(_get(span, "span_kind", "SpanKind") or "").lower().removeprefix("span_kind_"), 1)
+        kind = _SPAN_KINDS.get(
+            str(_get(span, "span_kind", "SpanKind") or "").lower().removeprefix("span_kind_"), 1
+        )
         attributes = _attributes(_get(span, "span_attributes", "SpanAttributes", "attributes"))
-        out.append(SpanRecord(
-            trace_id=tid, span_id=span_id, parent_span_id=str(parent_id) if parent_id else None,
-            name=str(_get(span, "span_name", "SpanName", "name") or ""), kind=kind, start_ns=start, end_ns=end,
-            status_code=_status(_get(span, "status_code", "StatusCode")),
-            status_message=str(_get(span, "status_message", "StatusMessage") or ""),
-            attributes=attributes, events=_events(_get(span, "events", "Events"), start),
-            resource=_attributes(_get(span, "resource_attributes", "ResourceAttributes")),
-            scope_name=str(_get(span, "scope_name", "ScopeName") or "")))
+        out.append(
+            SpanRecord(
+                trace_id=tid,
+                span_id=span_id,
+                parent_span_id=str(parent_id) if parent_id else None,
+                name=str(_get(span, "span_name", "SpanName", "name") or ""),
+                kind=kind,
+                start_ns=start,
+                end_ns=end,
+                status_code=_status(_get(span, "status_code", "StatusCode")),
+                status_message=str(_get(span, "status_message", "StatusMessage") or ""),
+                attributes=attributes,
+                events=_events(_get(span, "events", "Events"), start),
+                resource=_attributes(_get(span, "resource_attributes", "ResourceAttributes")),
+                scope_name=str(_get(span, "scope_name", "ScopeName") or ""),
+            )
+        )
     return out
 
 
@@ -220,10 +236,13 @@ def _mast_record(row: Mapping[str, Any], where: str) -> LabelledTrace:
     trace = _json_field(row.get("trace"), "trace", where)
     text = trace.get("trajectory") if isinstance(trace, Mapping) else trace
     if not isinstance(annotation, Mapping) or not isinstance(text, str):
-        raise ExternalFormatError(f"{where}: a MAST record has 'mast_annotation' flags and a 'trace' with a "
-                                  "'trajectory' text")
+        raise ExternalFormatError(
+            f"{where}: a MAST record has 'mast_annotation' flags and a 'trace' with a 'trajectory' text"
+        )
     types, external = mast_labels(annotation)
-    ident = "/".join(str(row.get(k)) for k in ("mas_name", "benchmark_name", "trace_id") if row.get(k) is not None)
+    ident = "/".join(
+        str(row.get(k)) for k in ("mas_name", "benchmark_name", "trace_id") if row.get(k) is not None
+    )
     return LabelledTrace(ident or where, "mast", types, external, (), text)
 
 
@@ -279,7 +298,9 @@ def _rows(path: Path) -> Iterator[tuple[Any, str]]:
 def _files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in (".json", ".jsonl", ".parquet"))
+    return sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in (".json", ".jsonl", ".parquet")
+    )
 
 
 def load_rows(rows: Iterable[Any], where: str = "row") -> list[LabelledTrace]:
@@ -288,7 +309,9 @@ def load_rows(rows: Iterable[Any], where: str = "row") -> list[LabelledTrace]:
     for n, row in enumerate(rows):
         record = _record(row, f"{where}[{n}]")
         if record is None:
-            raise ExternalFormatError(f"{where}[{n}]: neither a TRAIL row ('trace' and 'labels') nor a MAST record")
+            raise ExternalFormatError(
+                f"{where}[{n}]: neither a TRAIL row ('trace' and 'labels') nor a MAST record"
+            )
         out.append(record)
     return out
 
@@ -319,7 +342,8 @@ def load(path: Path) -> list[LabelledTrace]:
     if not records:
         raise ExternalFormatError(
             f"{path}: no labelled record found (TRAIL rows with 'trace' and 'labels', TRAIL trace and annotation "
-            "files, or MAST records with 'mast_annotation')")
+            "files, or MAST records with 'mast_annotation')"
+        )
     return records
 
 
@@ -331,6 +355,8 @@ def describe(records: Sequence[LabelledTrace]) -> list[str]:
         mapped = {t: sum(1 for r in mine if t in r.labels) for t in ERROR_TYPES}
         outside = sum(1 for r in mine if r.external and not r.labels)
         shown = ", ".join(f"{t} {n}" for t, n in mapped.items() if n) or "none"
-        lines.append(f"{source}: {len(mine)} record(s); labelled with the six types: {shown}; {outside} labelled "
-                     "only with categories outside them (scored as negatives)")
+        lines.append(
+            f"{source}: {len(mine)} record(s); labelled with the six types: {shown}; {outside} labelled "
+            "only with categories outside them (scored as negatives)"
+        )
     return lines

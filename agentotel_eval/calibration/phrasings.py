@@ -133,15 +133,54 @@ HONEST = (
 )
 #: what tools answer when they fail ({entity})
 ERRORS = (
-    "Unknown {entity}", "Service unavailable (503)", "Timeout while contacting upstream for {entity}",
-    "NotFoundError: {entity} does not exist", "Internal server error", "Rate limit exceeded",
-    "ValueError: invalid value {entity}", "Connection refused", "No data for {entity}", "Permission denied",
+    "Unknown {entity}",
+    "Service unavailable (503)",
+    "Timeout while contacting upstream for {entity}",
+    "NotFoundError: {entity} does not exist",
+    "Internal server error",
+    "Rate limit exceeded",
+    "ValueError: invalid value {entity}",
+    "Connection refused",
+    "No data for {entity}",
+    "Permission denied",
 )
-_ONES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_ONES = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
 _TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 CURRENCY = {"USD": ("$", "dollars"), "EUR": ("€", "euros"), "GBP": ("£", "pounds"), "JPY": ("¥", "yen")}
 
 
@@ -160,8 +199,13 @@ def money(value: float, currency: str, rng: random.Random) -> str:
     """An amount in one of the ways answers write it: "92 EUR", "€92", "92.00 euros", "ninety-two euros"."""
     symbol, name = CURRENCY.get(currency, (currency + " ", currency))
     whole = float(value).is_integer()
-    forms = [f"{value:g} {currency}", f"{symbol}{value:,.2f}".replace(" ", ""), f"{value:.2f} {name}",
-             f"{currency} {value:g}", f"{value:g}{symbol}" if symbol != currency + " " else f"{value:g} {currency}"]
+    forms = [
+        f"{value:g} {currency}",
+        f"{symbol}{value:,.2f}".replace(" ", ""),
+        f"{value:.2f} {name}",
+        f"{currency} {value:g}",
+        f"{value:g}{symbol}" if symbol != currency + " " else f"{value:g} {currency}",
+    ]
     if whole and 0 <= value < 1000:
         forms.append(f"{words(int(value))} {name}")
     return rng.choice(forms)
@@ -169,16 +213,32 @@ def money(value: float, currency: str, rng: random.Random) -> str:
 
 def temperature(celsius: float, rng: random.Random) -> str:
     fahrenheit = round(celsius * 9 / 5 + 32)
-    return rng.choice([f"{celsius:g}C", f"{celsius:g}°C", f"{celsius:g} °C", f"{celsius:g} degrees",
-                       f"{fahrenheit}°F", f"{celsius:g} degrees Celsius"])
+    return rng.choice(
+        [
+            f"{celsius:g}C",
+            f"{celsius:g}°C",
+            f"{celsius:g} °C",
+            f"{celsius:g} degrees",
+            f"{fahrenheit}°F",
+            f"{celsius:g} degrees Celsius",
+        ]
+    )
 
 
 def date(year: int, month: int, day: int, rng: random.Random) -> str:
     name = MONTHS[month - 1]
     suffix = "th" if 11 <= day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
-    return rng.choice([f"{year}-{month:02d}-{day:02d}", f"{name} {day}", f"{name} {day}, {year}",
-                       f"{day} {name[:3]} {year}", f"{name[:3]}. {day}{suffix}", f"the {day}{suffix} of {name}",
-                       f"{month:02d}/{day:02d}/{year}"])
+    return rng.choice(
+        [
+            f"{year}-{month:02d}-{day:02d}",
+            f"{name} {day}",
+            f"{name} {day}, {year}",
+            f"{day} {name[:3]} {year}",
+            f"{name[:3]}. {day}{suffix}",
+            f"the {day}{suffix} of {name}",
+            f"{month:02d}/{day:02d}/{year}",
+        ]
+    )
 
 
 def number(value: float, rng: random.Random) -> str:

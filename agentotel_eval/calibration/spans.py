@@ -74,16 +74,37 @@ class _Builder:
         self.clock += _STEP_NS
         return self.clock
 
-    def span(self, name: str, parent: str | None, start: int, end: int, attributes: dict[str, Any], *,
-             kind: int = _INTERNAL, error: str | None = None) -> SpanRecord:
+    def span(
+        self,
+        name: str,
+        parent: str | None,
+        start: int,
+        end: int,
+        attributes: dict[str, Any],
+        *,
+        kind: int = _INTERNAL,
+        error: str | None = None,
+    ) -> SpanRecord:
         events: tuple[SpanEvent, ...] = ()
         if error is not None:
-            events = (SpanEvent("exception", end, {"exception.type": "ToolError", "exception.message": error}),)
-        record = SpanRecord(trace_id=self.ids.trace_id, span_id=self.ids.next(), parent_span_id=parent, name=name,
-                            kind=kind, start_ns=start, end_ns=end,
-                            status_code=STATUS_ERROR if error is not None else STATUS_OK,
-                            status_message=error or "", attributes=attributes, events=events,
-                            resource=self.resource, scope_name="agentotel_eval.calibration")
+            events = (
+                SpanEvent("exception", end, {"exception.type": "ToolError", "exception.message": error}),
+            )
+        record = SpanRecord(
+            trace_id=self.ids.trace_id,
+            span_id=self.ids.next(),
+            parent_span_id=parent,
+            name=name,
+            kind=kind,
+            start_ns=start,
+            end_ns=end,
+            status_code=STATUS_ERROR if error is not None else STATUS_OK,
+            status_message=error or "",
+            attributes=attributes,
+            events=events,
+            resource=self.resource,
+            scope_name="agentotel_eval.calibration",
+        )
         self.out.append(record)
         return record
 
@@ -99,16 +120,28 @@ class _Builder:
             start = self.tick()
             self.llm_span(root.span_id, start, self.tick(), history, requested, None)
             if requested:
-                history.append({"role": "assistant", "tool_calls": [(_call_id(self.case, i, c), c)
-                                                                    for i, c in requested]})
+                history.append(
+                    {
+                        "role": "assistant",
+                        "tool_calls": [(_call_id(self.case, i, c), c) for i, c in requested],
+                    }
+                )
             begin = self.tick()
             for k, (index, call) in enumerate(turn):
                 if not call.executed:
                     continue
                 self.tool_span(root.span_id, begin + k, self.tick(), index, call)  # one turn's calls overlap
-                history.append({"role": "tool", "tool_call_id": _call_id(self.case, index, call),
-                                "content": call.error if call.error is not None
-                                else "" if call.result is None else _json(call.result)})
+                history.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": _call_id(self.case, index, call),
+                        "content": call.error
+                        if call.error is not None
+                        else ""
+                        if call.result is None
+                        else _json(call.result),
+                    }
+                )
         start = self.tick()
         self.llm_span(root.span_id, start, self.tick(), history, [], self.case.answer)
         root.end_ns = self.tick()
@@ -117,8 +150,15 @@ class _Builder:
     def root_span(self, start: int) -> SpanRecord:
         raise NotImplementedError
 
-    def llm_span(self, parent: str, start: int, end: int, history: Sequence[Mapping[str, Any]],
-                 calls: Sequence[tuple[int, CaseCall]], answer: str | None) -> None:
+    def llm_span(
+        self,
+        parent: str,
+        start: int,
+        end: int,
+        history: Sequence[Mapping[str, Any]],
+        calls: Sequence[tuple[int, CaseCall]],
+        answer: str | None,
+    ) -> None:
         raise NotImplementedError
 
     def tool_span(self, parent: str, start: int, end: int, index: int, call: CaseCall) -> None:
@@ -128,14 +168,27 @@ class _Builder:
 class _GenAI(_Builder):
     def root_span(self, start: int) -> SpanRecord:
         agent = f"{self.case.suite}_agent"
-        return self.span(f"invoke_agent {agent}", None, start, start,
-                         {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent})
+        return self.span(
+            f"invoke_agent {agent}",
+            None,
+            start,
+            start,
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent},
+        )
 
     def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         role = message["role"]
         if role == "tool":
-            return {"role": "tool", "parts": [{"type": "tool_call_response", "id": message["tool_call_id"],
-                                               "response": message["content"]}]}
+            return {
+                "role": "tool",
+                "parts": [
+                    {
+                        "type": "tool_call_response",
+                        "id": message["tool_call_id"],
+                        "response": message["content"],
+                    }
+                ],
+            }
         if "tool_calls" in message:
             return {"role": "assistant", "parts": [self._request(cid, c) for cid, c in message["tool_calls"]]}
         return {"role": role, "parts": [{"type": "text", "content": message["content"]}]}
@@ -144,28 +197,53 @@ class _GenAI(_Builder):
     def _request(call_id: str, call: CaseCall) -> dict[str, Any]:
         return {"type": "tool_call", "id": call_id, "name": call.name, "arguments": call.arguments}
 
-    def llm_span(self, parent: str, start: int, end: int, history: Sequence[Mapping[str, Any]],
-                 calls: Sequence[tuple[int, CaseCall]], answer: str | None) -> None:
+    def llm_span(
+        self,
+        parent: str,
+        start: int,
+        end: int,
+        history: Sequence[Mapping[str, Any]],
+        calls: Sequence[tuple[int, CaseCall]],
+        answer: str | None,
+    ) -> None:
         if calls:
-            output = {"role": "assistant", "finish_reason": "tool_call",
-                      "parts": [self._request(_call_id(self.case, i, c), c) for i, c in calls]}
+            output = {
+                "role": "assistant",
+                "finish_reason": "tool_call",
+                "parts": [self._request(_call_id(self.case, i, c), c) for i, c in calls],
+            }
         else:
-            output = {"role": "assistant", "finish_reason": "stop", "parts": [{"type": "text", "content": answer or ""}]}
+            output = {
+                "role": "assistant",
+                "finish_reason": "stop",
+                "parts": [{"type": "text", "content": answer or ""}],
+            }
         tools = [{"type": "function", **tool} for tool in self.case.tools]
-        self.span("chat calibration-model", parent, start, end, {
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "calibration-model",
-            "gen_ai.input.messages": _json([self._message(m) for m in history]),
-            "gen_ai.output.messages": _json([output]),
-            "gen_ai.tool.definitions": _json(tools),
-            "gen_ai.response.finish_reasons": [output["finish_reason"]],
-        }, kind=_CLIENT)
+        self.span(
+            "chat calibration-model",
+            parent,
+            start,
+            end,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "calibration-model",
+                "gen_ai.input.messages": _json([self._message(m) for m in history]),
+                "gen_ai.output.messages": _json([output]),
+                "gen_ai.tool.definitions": _json(tools),
+                "gen_ai.response.finish_reasons": [output["finish_reason"]],
+            },
+            kind=_CLIENT,
+        )
 
     def tool_span(self, parent: str, start: int, end: int, index: int, call: CaseCall) -> None:
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
-                                      "gen_ai.tool.type": "function",
-                                      "gen_ai.tool.call.id": _call_id(self.case, index, call),
-                                      "gen_ai.tool.call.arguments": _json(call.arguments)}
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": _call_id(self.case, index, call),
+            "gen_ai.tool.call.arguments": _json(call.arguments),
+        }
         if call.error is not None:
             attributes["error.type"] = "ToolError"
         elif call.result is not None:
@@ -175,9 +253,17 @@ class _GenAI(_Builder):
 
 class _OpenInference(_Builder):
     def root_span(self, start: int) -> SpanRecord:
-        return self.span(f"{self.case.suite}_agent", None, start, start, {
-            "openinference.span.kind": "AGENT", "input.value": self.case.user_input,
-            "output.value": self.case.answer})
+        return self.span(
+            f"{self.case.suite}_agent",
+            None,
+            start,
+            start,
+            {
+                "openinference.span.kind": "AGENT",
+                "input.value": self.case.user_input,
+                "output.value": self.case.answer,
+            },
+        )
 
     @staticmethod
     def _flat(prefix: str, index: int, message: Mapping[str, Any], out: dict[str, Any]) -> None:
@@ -193,10 +279,20 @@ class _OpenInference(_Builder):
         if "content" in message:
             out[f"{key}.content"] = message["content"]
 
-    def llm_span(self, parent: str, start: int, end: int, history: Sequence[Mapping[str, Any]],
-                 calls: Sequence[tuple[int, CaseCall]], answer: str | None) -> None:
-        attributes: dict[str, Any] = {"openinference.span.kind": "LLM", "llm.model_name": "calibration-model",
-                                      "llm.provider": "openai"}
+    def llm_span(
+        self,
+        parent: str,
+        start: int,
+        end: int,
+        history: Sequence[Mapping[str, Any]],
+        calls: Sequence[tuple[int, CaseCall]],
+        answer: str | None,
+    ) -> None:
+        attributes: dict[str, Any] = {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "calibration-model",
+            "llm.provider": "openai",
+        }
         for i, message in enumerate(history):
             self._flat("llm.input_messages", i, message, attributes)
         output: dict[str, Any] = {"role": "assistant"}
@@ -206,13 +302,19 @@ class _OpenInference(_Builder):
             output["content"] = answer or ""
         self._flat("llm.output_messages", 0, output, attributes)
         for i, tool in enumerate(self.case.tools):
-            attributes[f"llm.tools.{i}.tool.json_schema"] = _json({"type": "function", "function": dict(tool)})
+            attributes[f"llm.tools.{i}.tool.json_schema"] = _json(
+                {"type": "function", "function": dict(tool)}
+            )
         self.span("ChatCompletion", parent, start, end, attributes, kind=_CLIENT)
 
     def tool_span(self, parent: str, start: int, end: int, index: int, call: CaseCall) -> None:
-        attributes: dict[str, Any] = {"openinference.span.kind": "TOOL", "tool.name": call.name,
-                                      "tool_call.id": _call_id(self.case, index, call),
-                                      "input.value": _json(call.arguments), "input.mime_type": "application/json"}
+        attributes: dict[str, Any] = {
+            "openinference.span.kind": "TOOL",
+            "tool.name": call.name,
+            "tool_call.id": _call_id(self.case, index, call),
+            "input.value": _json(call.arguments),
+            "input.mime_type": "application/json",
+        }
         if call.error is None and call.result is not None:
             attributes["output.value"] = _json(call.result)
         self.span(call.name, parent, start, end, attributes, error=call.error)

@@ -48,9 +48,15 @@ class TypeFigures:
 
     @property
     def passes_gate(self) -> bool:
-        return (self.positives >= GATE_MIN_POSITIVES and self.precision is not None and self.recall is not None
-                and self.f1 is not None and self.precision > GATE_PRECISION and self.recall > GATE_RECALL
-                and self.f1 > GATE_F1)
+        return (
+            self.positives >= GATE_MIN_POSITIVES
+            and self.precision is not None
+            and self.recall is not None
+            and self.f1 is not None
+            and self.precision > GATE_PRECISION
+            and self.recall > GATE_RECALL
+            and self.f1 > GATE_F1
+        )
 
     @property
     def status(self) -> str:
@@ -116,6 +122,17 @@ def figures(error_type: str, pairs: Sequence[tuple[bool, bool]], *, seed: int = 
     fp = sum(1 for label, predicted in pairs if predicted and not label)
     fn = sum(1 for label, predicted in pairs if label and not predicted)
     tn = len(pairs) - tp - fp - fn
-    return TypeFigures(error_type, tp, fp, fn, tn, _ratio(tp, tp + fp), _ratio(tp, tp + fn), f1_score(tp, fp, fn),
-                       cohen_kappa(tp, fp, fn, tn), wilson(tp, tp + fp), wilson(tp, tp + fn),
-                       _bootstrap_f1(pairs, seed))
+    return TypeFigures(
+        error_type,
+        tp,
+        fp,
+        fn,
+        tn,
+        _ratio(tp, tp + fp),
+        _ratio(tp, tp + fn),
+        f1_score(tp, fp, fn),
+        cohen_kappa(tp, fp, fn, tn),
+        wilson(tp, tp + fp),
+        wilson(tp, tp + fn),
+        _bootstrap_f1(pairs, seed),
+    )

@@ -19,8 +19,9 @@ class SuiteError(ValueError):
     """A suite that cannot be read: the message says what was expected."""
 
 
-def build_suite(name: str, *, limit: int | None = None, seed: int = 0,
-                traces: Path | None = None) -> list[LabelledCase]:
+def build_suite(
+    name: str, *, limit: int | None = None, seed: int = 0, traces: Path | None = None
+) -> list[LabelledCase]:
     """A built-in suite; ``limit``: BFCL entries per category, τ² tasks per domain, recorded runs; ``traces``: the
     directory of OTLP traces the robustness suite changes."""
     if name == "bfcl":
@@ -36,23 +37,44 @@ def build_suite(name: str, *, limit: int | None = None, seed: int = 0,
 
         directory = traces if traces is not None else DEFAULT_TRACES
         if not directory.is_dir():
-            raise SuiteError(f"the robustness suite changes recorded runs: {directory} is no directory of OTLP "
-                             "traces (give one with --traces DIR)")
-        return build_robustness_suite(directory, seed=seed, limit=limit,
-                                      family="heldout" if name.endswith("heldout") else "own")
+            raise SuiteError(
+                f"the robustness suite changes recorded runs: {directory} is no directory of OTLP "
+                "traces (give one with --traces DIR)"
+            )
+        return build_robustness_suite(
+            directory, seed=seed, limit=limit, family="heldout" if name.endswith("heldout") else "own"
+        )
     raise SuiteError(f"unknown suite {name!r}: choose {', '.join(SUITES)} or give a path")
 
 
 def _call_dict(call: CaseCall) -> dict[str, Any]:
-    return {"name": call.name, "arguments": call.arguments, "result": call.result, "error": call.error,
-            "call_id": call.call_id, "executed": call.executed, "requested": call.requested, "turn": call.turn}
+    return {
+        "name": call.name,
+        "arguments": call.arguments,
+        "result": call.result,
+        "error": call.error,
+        "call_id": call.call_id,
+        "executed": call.executed,
+        "requested": call.requested,
+        "turn": call.turn,
+    }
 
 
 def case_to_dict(case: LabelledCase) -> dict[str, Any]:
-    return {"id": case.id, "suite": case.suite, "operator": case.operator, "labels": sorted(case.labels),
-            "user_input": case.user_input, "system_prompt": case.system_prompt, "tools": list(case.tools),
-            "calls": [_call_dict(c) for c in case.calls], "answer": case.answer, "rules": list(case.rules),
-            "oracle": case.oracle, "meta": dict(case.meta)}
+    return {
+        "id": case.id,
+        "suite": case.suite,
+        "operator": case.operator,
+        "labels": sorted(case.labels),
+        "user_input": case.user_input,
+        "system_prompt": case.system_prompt,
+        "tools": list(case.tools),
+        "calls": [_call_dict(c) for c in case.calls],
+        "answer": case.answer,
+        "rules": list(case.rules),
+        "oracle": case.oracle,
+        "meta": dict(case.meta),
+    }
 
 
 def case_from_dict(data: Any, where: str) -> LabelledCase:
@@ -60,12 +82,20 @@ def case_from_dict(data: Any, where: str) -> LabelledCase:
         raise SuiteError(f"{where}: a case is a JSON object, got {type(data).__name__}")
     try:
         calls = tuple(CaseCall(**call) for call in data.get("calls") or ())
-        return LabelledCase(id=str(data["id"]), suite=str(data.get("suite", "file")),
-                            operator=str(data.get("operator", "none")), user_input=str(data.get("user_input", "")),
-                            tools=tuple(data.get("tools") or ()), calls=calls, answer=str(data.get("answer", "")),
-                            labels=frozenset(data.get("labels") or ()), system_prompt=str(data.get("system_prompt", "")),
-                            rules=tuple(data.get("rules") or ()), oracle=data.get("oracle"),
-                            meta=data.get("meta") or {})
+        return LabelledCase(
+            id=str(data["id"]),
+            suite=str(data.get("suite", "file")),
+            operator=str(data.get("operator", "none")),
+            user_input=str(data.get("user_input", "")),
+            tools=tuple(data.get("tools") or ()),
+            calls=calls,
+            answer=str(data.get("answer", "")),
+            labels=frozenset(data.get("labels") or ()),
+            system_prompt=str(data.get("system_prompt", "")),
+            rules=tuple(data.get("rules") or ()),
+            oracle=data.get("oracle"),
+            meta=data.get("meta") or {},
+        )
     except KeyError as exc:
         raise SuiteError(f"{where}: a case needs {exc.args[0]!r}") from None
     except (TypeError, ValueError) as exc:

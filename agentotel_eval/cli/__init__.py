@@ -50,25 +50,40 @@ COMMANDS: dict[str, tuple[Command, str]] = {
     "report": (report, "write the overview and the worst runs as one self-contained HTML file"),
     "demo": (demo, "run example agents against a collector, print their scores, serve the UI"),
     "export-cases": (export_cases, "write stored runs as test cases (JSONL) for eval and evaluate()"),
-    "import-expectations": (import_expectations, "turn ADK eval sets, BFCL answers or agentevals trajectories into "
-                                                  "trajectory specs (a dataset file)"),
+    "import-expectations": (
+        import_expectations,
+        "turn ADK eval sets, BFCL answers or agentevals trajectories into trajectory specs (a dataset file)",
+    ),
     "rescore": (rescore, "re-score stored runs with the current expectations and code"),
     "compare": (compare, "compare the scores of two versions; exit 1 on a regression"),
     "calibrate": (calibrate, "measure the tool-error detectors (and the judge) on labelled suites"),
-    "lake": (lake, "the DuckLake that scale-out nodes share: browse every node's runs (lake ui), retention and "
-                   "file merging (lake maintain)"),
+    "lake": (
+        lake,
+        "the DuckLake that scale-out nodes share: browse every node's runs (lake ui), retention and "
+        "file merging (lake maintain)",
+    ),
 }
 
 
 class _Version(argparse.Action):
     """``--version``: the distribution's name and version, read from its metadata only when asked for."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: Any = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -115,8 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     commands: dict[str, argparse.ArgumentParser] = {}
     for name, (command, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=(command.__doc__ or help_text).strip(),
-                                        formatter_class=_HelpFormatter)
+        command_parser = sub.add_parser(
+            name,
+            help=help_text,
+            description=(command.__doc__ or help_text).strip(),
+            formatter_class=_HelpFormatter,
+        )
         command.add_arguments(command_parser)
         command_parser.set_defaults(_run=command.run)
         commands[name] = command_parser
@@ -162,8 +181,11 @@ def unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
             close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
             if close:
                 return f"{message} (did you mean {close[0]}?)"
-            named = [f"{a.option_strings[-1]} {a.metavar}" for a in parser._actions  # --port: the flags taking a PORT
-                     if isinstance(a.metavar, str) and flag.lstrip("-").upper() in a.metavar.split(":")]
+            named = [
+                f"{a.option_strings[-1]} {a.metavar}"
+                for a in parser._actions  # --port: the flags taking a PORT
+                if isinstance(a.metavar, str) and flag.lstrip("-").upper() in a.metavar.split(":")
+            ]
             if named:
                 return f"{message} (did you mean {' or '.join(named)}?)"
     if any(word.startswith("-") for word in extra):

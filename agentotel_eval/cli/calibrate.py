@@ -46,23 +46,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval calibrate --suite tau2 --judge --model openai/gpt-4o-mini\n"
         "  agentotel-eval calibrate --suite ~/data/TRAIL"
     )
-    parser.add_argument("--suite", action="append", metavar="bfcl|tau2|robustness|PATH",
-                        help="a built-in suite or a labelled data file/directory (repeatable; default bfcl and tau2)")
-    parser.add_argument("--limit", type=int, metavar="N",
-                        help="a sample: N BFCL entries per category, N τ² tasks per domain (default: all)")
-    parser.add_argument("--traces", metavar="DIR",
-                        help="the recorded OTLP traces the robustness suite changes (default tests/fixtures/traces)")
-    parser.add_argument("--seed", type=int, default=0, help="the sample's and the intervals' seed (default 0)")
-    parser.add_argument("--convention", choices=("genai", "openinference", "both"), default="both",
-                        help="the span convention cases are written in (default both)")
-    parser.add_argument("--judge", action="store_true",
-                        help="also measure the LLM judge (with the detectors' findings as facts it cannot overrule)")
+    parser.add_argument(
+        "--suite",
+        action="append",
+        metavar="bfcl|tau2|robustness|PATH",
+        help="a built-in suite or a labelled data file/directory (repeatable; default bfcl and tau2)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="a sample: N BFCL entries per category, N τ² tasks per domain (default: all)",
+    )
+    parser.add_argument(
+        "--traces",
+        metavar="DIR",
+        help="the recorded OTLP traces the robustness suite changes (default tests/fixtures/traces)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the sample's and the intervals' seed (default 0)"
+    )
+    parser.add_argument(
+        "--convention",
+        choices=("genai", "openinference", "both"),
+        default="both",
+        help="the span convention cases are written in (default both)",
+    )
+    parser.add_argument(
+        "--judge",
+        action="store_true",
+        help="also measure the LLM judge (with the detectors' findings as facts it cannot overrule)",
+    )
     parser.add_argument("--model", help="the judge's model (litellm name, e.g. openai/gpt-4o-mini)")
-    parser.add_argument("--api-base", metavar="URL", help="the judge's API base URL (an OpenAI-compatible server)")
-    parser.add_argument("--cache-dir", metavar="DIR",
-                        help="the judge's response cache: recorded answers are replayed, new ones recorded")
+    parser.add_argument(
+        "--api-base", metavar="URL", help="the judge's API base URL (an OpenAI-compatible server)"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="the judge's response cache: recorded answers are replayed, new ones recorded",
+    )
     parser.add_argument("--save-cases", metavar="FILE", help="also write the cases scored (JSONL) to FILE")
-    parser.add_argument("--show-misses", action="store_true", help="list the commonest disagreements by operator")
+    parser.add_argument(
+        "--show-misses", action="store_true", help="list the commonest disagreements by operator"
+    )
     options.add_format(parser, ("table", "json"))
 
 
@@ -91,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     except (SuiteError, SourceUnavailable, OSError) as exc:
         _error(str(exc))
         return EXIT_USAGE
-    if len(reports) > 1:  # the gate applies per type over every suite: a type one suite has no case of is no miss
+    if (
+        len(reports) > 1
+    ):  # the gate applies per type over every suite: a type one suite has no case of is no miss
         from agentotel_eval.calibration import report as render
         from agentotel_eval.calibration.runner import summarise
 
@@ -115,15 +144,17 @@ def _judge_metric(args: argparse.Namespace, rules: Any) -> Any:
     return TOOL_ERRORS.build(model=args.model, **kwargs)
 
 
-def _calibrate(suite: str, args: argparse.Namespace,
-               conventions: tuple[str, ...]) -> tuple[dict[str, Any], list[Any]]:
+def _calibrate(
+    suite: str, args: argparse.Namespace, conventions: tuple[str, ...]
+) -> tuple[dict[str, Any], list[Any]]:
     from agentotel_eval.calibration import report, runner, suites
 
     path = Path(suite).expanduser()
     traces = None
     if suite in suites.SUITES:
-        cases = suites.build_suite(suite, limit=args.limit, seed=args.seed,
-                                   traces=Path(args.traces) if args.traces else None)
+        cases = suites.build_suite(
+            suite, limit=args.limit, seed=args.seed, traces=Path(args.traces) if args.traces else None
+        )
     elif suites.is_case_file(path):
         cases = suites.load_cases(path)
     elif path.exists():
@@ -132,10 +163,14 @@ def _calibrate(suite: str, args: argparse.Namespace,
         try:
             traces = external.load(path)
         except external.ExternalFormatError as exc:
-            raise suites.SuiteError(f"{exc} (nor a file of saved cases: JSONL with 'calls' and 'labels')") from None
+            raise suites.SuiteError(
+                f"{exc} (nor a file of saved cases: JSONL with 'calls' and 'labels')"
+            ) from None
         cases = []
     else:
-        raise suites.SuiteError(f"{suite!r} is neither a suite ({', '.join(suites.SUITES)}) nor an existing path")
+        raise suites.SuiteError(
+            f"{suite!r} is neither a suite ({', '.join(suites.SUITES)}) nor an existing path"
+        )
     if args.save_cases and cases:
         suites.save_cases(cases, Path(args.save_cases))
     if traces is not None:
@@ -154,13 +189,19 @@ def _calibrate(suite: str, args: argparse.Namespace,
             print("\n".join(report.misclassified(scored)))
     judged = None
     if args.judge and cases:
-        judged = [runner.score_case(case, convention, _judge_metric(args, case.rules))
-                  for case in cases for convention in conventions[:1]]
+        judged = [
+            runner.score_case(case, convention, _judge_metric(args, case.rules))
+            for case in cases
+            for convention in conventions[:1]
+        ]
     elif args.judge and traces:
         metric = _judge_metric(args, ())
-        judged = [runner.score_text(t.id, t.source, t.labels, t.text, metric) if not t.spans else
-                  runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
-                  for t in traces]
+        judged = [
+            runner.score_text(t.id, t.source, t.labels, t.text, metric)
+            if not t.spans
+            else runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
+            for t in traces
+        ]
     if judged is not None:
         judge_title = f"{suite} (judge {args.model}, over the detectors' findings)"
         judge_figures = runner.summarise(judged, seed=args.seed)
@@ -179,13 +220,24 @@ def _oracle_notes(cases: Any, scored: Any) -> list[str]:
 
     judged = {"parameter_error", "invalid_function"}
     by_id = {case.id: case for case in cases}
-    disagree = [s for s in scored if by_id[s.id].oracle is not None
-                and oracle_types(by_id[s.id].oracle) != (s.predicted & judged)]
+    disagree = [
+        s
+        for s in scored
+        if by_id[s.id].oracle is not None and oracle_types(by_id[s.id].oracle) != (s.predicted & judged)
+    ]
     total = sum(1 for s in scored if by_id[s.id].oracle is not None)
-    line = f"BFCL's checker and the detectors agree on {total - len(disagree)} of {total} scored runs " \
-           "(parameter_error, invalid_function)"
-    return [line, *[f"  disagrees: {s.id} [{s.convention}] checker {sorted(oracle_types(by_id[s.id].oracle))} "
-                    f"detectors {sorted(s.predicted & judged)}" for s in disagree[:10]]]
+    line = (
+        f"BFCL's checker and the detectors agree on {total - len(disagree)} of {total} scored runs "
+        "(parameter_error, invalid_function)"
+    )
+    return [
+        line,
+        *[
+            f"  disagrees: {s.id} [{s.convention}] checker {sorted(oracle_types(by_id[s.id].oracle))} "
+            f"detectors {sorted(s.predicted & judged)}"
+            for s in disagree[:10]
+        ],
+    ]
 
 
 def _score_traces(traces: Any, args: argparse.Namespace) -> tuple[list[Any], list[str]]:
@@ -194,10 +246,14 @@ def _score_traces(traces: Any, args: argparse.Namespace) -> tuple[list[Any], lis
 
     metric = TOOL_ERRORS_DETECTORS.build()
     with_spans = [t for t in traces if t.spans]
-    scored = [runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
-              for t in with_spans]
+    scored = [
+        runner.score_spans(t.id, t.source, "recorded", t.labels, t.spans, "recorded", metric)
+        for t in with_spans
+    ]
     notes = external.describe(traces)
     if len(with_spans) < len(traces):
-        notes.append(f"{len(traces) - len(with_spans)} record(s) hold no spans (free-text transcripts): the "
-                     "detectors cannot read them; --judge measures the judge on them")
+        notes.append(
+            f"{len(traces) - len(with_spans)} record(s) hold no spans (free-text transcripts): the "
+            "detectors cannot read them; --judge measures the judge on them"
+        )
     return scored, notes

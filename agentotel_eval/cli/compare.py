@@ -50,8 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_db(parser)
     options.add_url(parser)
     options.add_lake(parser)
-    parser.add_argument("--fail-on-regression", type=float, metavar="X",
-                        help="exit 1 when an agent's pass rate of a metric falls by more than X (0.05: 5 points)")
+    parser.add_argument(
+        "--fail-on-regression",
+        type=float,
+        metavar="X",
+        help="exit 1 when an agent's pass rate of a metric falls by more than X (0.05: 5 points)",
+    )
     options.add_format(parser, ("table", "json"))
 
 
@@ -67,7 +71,9 @@ def _load(spec: str, db: str | None, url: str | None, lake: str | None = None) -
         if not path.is_file():
             raise SpecError(f"no such results file: {path}")
         return scored_runs_from_file(path)
-    return queries.read_scored_runs(reader(db, limit=queries.SCORED_RUNS_PAGE, url=url, lake=lake), parse_spec(spec))
+    return queries.read_scored_runs(
+        reader(db, limit=queries.SCORED_RUNS_PAGE, url=url, lake=lake), parse_spec(spec)
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
     threshold = args.fail_on_regression
     if threshold is not None and not 0 <= threshold <= 1:
-        print("error: --fail-on-regression must be a fraction from 0 to 1 (0.05: five points)", file=sys.stderr)
+        print(
+            "error: --fail-on-regression must be a fraction from 0 to 1 (0.05: five points)", file=sys.stderr
+        )
         return EXIT_USAGE
     loaded = {}
     for side in ("baseline", "candidate"):
@@ -107,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
     worst = result.worst_drop()
     if threshold is not None and worst is not None and (worst.pass_rate_change or 0.0) < -threshold:
         fell = -(worst.pass_rate_change or 0) * 100
-        print(f"regression: {worst.agent} {worst.metric} pass rate fell {fell:.1f} percentage points "
-              f"(more than {threshold * 100:.1f})", file=sys.stderr)
+        print(
+            f"regression: {worst.agent} {worst.metric} pass rate fell {fell:.1f} percentage points "
+            f"(more than {threshold * 100:.1f})",
+            file=sys.stderr,
+        )
         return EXIT_REGRESSION
     return 0

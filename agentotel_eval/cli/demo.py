@@ -32,8 +32,10 @@ _PASSED = "CASE WHEN e.success THEN 'pass' ELSE 'FAIL' END"
 
 def _score_column(metric: MetricDeclaration[Any], title: str) -> str:
     """A score and pass/FAIL, its column titled with the metric's direction."""
-    return (f"any_value(printf('%.2f %s', e.score, {_PASSED}))\n"
-            f"           FILTER (WHERE e.metric = '{metric.name}') AS \"{title} {metric.arrow}\"")
+    return (
+        f"any_value(printf('%.2f %s', e.score, {_PASSED}))\n"
+        f"           FILTER (WHERE e.metric = '{metric.name}') AS \"{title} {metric.arrow}\""
+    )
 
 
 TABLE_SQL = f"""\
@@ -51,20 +53,37 @@ LEFT JOIN latest_evaluations e ON e.trace_id = r.trace_id AND e.run_span_id = r.
 GROUP BY ALL
 ORDER BY min(r.start_time)"""
 #: what the table's arrows and words mean
-LEGEND = ("scores are 0 to 1; ↑ higher is better, ↓ lower is better; pass/FAIL against the threshold (tool "
-          f"correctness passes at {TOOL_CORRECTNESS.threshold:g} or more; tool errors pass when the detectors "
-          "found none)")
+LEGEND = (
+    "scores are 0 to 1; ↑ higher is better, ↓ lower is better; pass/FAIL against the threshold (tool "
+    f"correctness passes at {TOOL_CORRECTNESS.threshold:g} or more; tool errors pass when the detectors "
+    "found none)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--exit", action="store_true", help="stop after printing the table (do not serve the UI)")
-    parser.add_argument("--http", metavar="HOST:PORT", default="127.0.0.1:0",
-                        help="where to serve OTLP/HTTP and the UI (default: a free port on 127.0.0.1)")
-    parser.add_argument("--grpc", metavar="HOST:PORT", default="127.0.0.1:0",
-                        help="where to serve OTLP/gRPC (default: a free port on 127.0.0.1)")
-    options.add_db(parser, default=None, help="keep the database in this file (default: a temporary one, deleted at "
-                                              "exit)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the scores (default: 60)")
+    parser.add_argument(
+        "--exit", action="store_true", help="stop after printing the table (do not serve the UI)"
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default="127.0.0.1:0",
+        help="where to serve OTLP/HTTP and the UI (default: a free port on 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--grpc",
+        metavar="HOST:PORT",
+        default="127.0.0.1:0",
+        help="where to serve OTLP/gRPC (default: a free port on 127.0.0.1)",
+    )
+    options.add_db(
+        parser,
+        default=None,
+        help="keep the database in this file (default: a temporary one, deleted at exit)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for the scores (default: 60)"
+    )
 
 
 def _config(db: Path, args: argparse.Namespace) -> Any:
@@ -72,7 +91,10 @@ def _config(db: Path, args: argparse.Namespace) -> Any:
 
     config = default_config()
     return dataclasses.replace(
-        config, db=str(db), grpc=args.grpc, http=args.http,
+        config,
+        db=str(db),
+        grpc=args.grpc,
+        http=args.http,
         # the agents finish at once: a short quiet period scores them in about a second
         assembler=dataclasses.replace(config.assembler, grace_period=0.5),
     )
@@ -92,8 +114,10 @@ def _export_to(collector: Any) -> Any:
 
 def _wait_for_scores(collector: Any, runs: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    sql = ("SELECT count(DISTINCT run_span_id) FROM evaluations "
-           f"WHERE metric IN ('{TOOL_CORRECTNESS.name}', '{TOOL_ERRORS_DETECTORS.name}') GROUP BY metric")
+    sql = (
+        "SELECT count(DISTINCT run_span_id) FROM evaluations "
+        f"WHERE metric IN ('{TOOL_CORRECTNESS.name}', '{TOOL_ERRORS_DETECTORS.name}') GROUP BY metric"
+    )
     while time.monotonic() < deadline:
         counts = [row[0] for row in collector.query(sql)["rows"]]
         if len(counts) == 2 and min(counts) >= runs:
@@ -156,11 +180,15 @@ def run(args: argparse.Namespace) -> int:
         print(render(result, "table"))
         print(LEGEND)
         print()
-        if workdir is None:  # only what will still exist: the file outlives the demo, the UI and a temp one do not
+        if (
+            workdir is None
+        ):  # only what will still exist: the file outlives the demo, the UI and a temp one do not
             print(f'made by this SQL (run it yourself with: agentotel-eval query "..." --db {db}):')
         else:
-            print("made by this SQL (keep the database with --db FILE to run it yourself with agentotel-eval "
-                  "query):")
+            print(
+                "made by this SQL (keep the database with --db FILE to run it yourself with agentotel-eval "
+                "query):"
+            )
         print(TABLE_SQL)
         if args.exit:
             return 0
@@ -174,8 +202,13 @@ def run(args: argparse.Namespace) -> int:
         return 0 if serving else 128 + stopped.signum
     finally:
         try:
-            print("stopping: closing the collector" + (" and deleting its temporary database" if workdir else "")
-                  + " ...", file=sys.stderr, flush=True)
+            print(
+                "stopping: closing the collector"
+                + (" and deleting its temporary database" if workdir else "")
+                + " ...",
+                file=sys.stderr,
+                flush=True,
+            )
             collector.shutdown()
         except _Stopped:  # a signal while stopping: finish the cleanup below all the same
             pass

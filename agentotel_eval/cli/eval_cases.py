@@ -27,37 +27,65 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_CASES = 0, 1, 2, 5
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("cases", metavar="CASES.jsonl", help="test cases, one JSON object per line ('-' = stdin)")
     parser.add_argument(
-        "--metric", "-m", action="append", metavar="NAME",
+        "cases", metavar="CASES.jsonl", help="test cases, one JSON object per line ('-' = stdin)"
+    )
+    parser.add_argument(
+        "--metric",
+        "-m",
+        action="append",
+        metavar="NAME",
         help=f"metric to run (repeatable, or comma-separated); default {TOOL_CORRECTNESS.name}. One of: "
-             f"{', '.join(ON_COMMAND_LINE)}",
-    )
-    parser.add_argument("--exact", action="store_true", help="tool correctness: exact match (no extra, none missing)")
-    parser.add_argument("--ordering", action="store_true", help="tool correctness: the order of calls matters")
-    parser.add_argument("--threshold", type=float, metavar="X", help="passing score in [0, 1] for every metric")
-    parser.add_argument(
-        "--strict", action="store_true", help="tool correctness strict mode: threshold 1, any imperfect score 0"
+        f"{', '.join(ON_COMMAND_LINE)}",
     )
     parser.add_argument(
-        "--params", action="append", choices=["input_parameters", "output"], default=[], metavar="FIELD",
+        "--exact", action="store_true", help="tool correctness: exact match (no extra, none missing)"
+    )
+    parser.add_argument(
+        "--ordering", action="store_true", help="tool correctness: the order of calls matters"
+    )
+    parser.add_argument(
+        "--threshold", type=float, metavar="X", help="passing score in [0, 1] for every metric"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="tool correctness strict mode: threshold 1, any imperfect score 0",
+    )
+    parser.add_argument(
+        "--params",
+        action="append",
+        choices=["input_parameters", "output"],
+        default=[],
+        metavar="FIELD",
         help="tool correctness: also compare input_parameters and/or output of calls (repeatable)",
     )
     parser.add_argument("--model", help="model for LLM-judge metrics (e.g. openai/gpt-4o-mini)")
-    parser.add_argument("--api-base", metavar="URL", help="LLM-judge API base URL (an OpenAI-compatible server)")
+    parser.add_argument(
+        "--api-base", metavar="URL", help="LLM-judge API base URL (an OpenAI-compatible server)"
+    )
     options.add_format(parser, ("table", "json"))
     parser.add_argument("--quiet", "-q", action="store_true", help="table: only failures and the summary")
-    parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="metric runs in flight (default 16)")
+    parser.add_argument(
+        "--concurrency", type=int, default=16, metavar="N", help="metric runs in flight (default 16)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     cache = parser.add_mutually_exclusive_group()
-    cache.add_argument("--cache-dir", metavar="DIR", help="LLM judge response cache (default $AGENTOTEL_CACHE_DIR "
-                       "or ./.agentotel-cache)")
+    cache.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="LLM judge response cache (default $AGENTOTEL_CACHE_DIR or ./.agentotel-cache)",
+    )
     cache.add_argument("--no-cache", action="store_true", help="do not cache LLM judge responses")
-    parser.add_argument("--junit", metavar="PATH", help="also write a JUnit XML report (a testcase per case and metric)")
+    parser.add_argument(
+        "--junit", metavar="PATH", help="also write a JUnit XML report (a testcase per case and metric)"
+    )
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases fail")
-    parser.epilog = ("exit status: 0 every case passed, 1 a case failed or a metric raised (0 with --exit-zero), "
-                     "2 usage or input error (invalid lines are reported, the valid ones still scored), "
-                     "5 no test cases, or none with an expectation to score")
+    parser.epilog = (
+        "exit status: 0 every case passed, 1 a case failed or a metric raised (0 with --exit-zero), "
+        "2 usage or input error (invalid lines are reported, the valid ones still scored), "
+        "5 no test cases, or none with an expectation to score"
+    )
 
 
 def _error(message: str) -> None:
@@ -71,8 +99,13 @@ def run(args: argparse.Namespace) -> int:
     from agentotel_eval.metrics.registry import MetricOptions, MetricUnavailable, build_metrics
 
     options = MetricOptions(
-        threshold=args.threshold, exact=args.exact, ordering=args.ordering, strict=args.strict,
-        params=tuple(args.params), model=args.model, api_base=args.api_base,
+        threshold=args.threshold,
+        exact=args.exact,
+        ordering=args.ordering,
+        strict=args.strict,
+        params=tuple(args.params),
+        model=args.model,
+        api_base=args.api_base,
     )
     try:
         metrics = build_metrics(args.metric or [TOOL_CORRECTNESS.name], options)
@@ -96,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
     for err in parsed.errors:
         print(f"{source}:{err.line}: {err.error}", file=sys.stderr)
     if parsed.errors:
-        print(f"{source}: {len(parsed.errors)} invalid line(s) left out; the valid ones are scored", file=sys.stderr)
+        print(
+            f"{source}: {len(parsed.errors)} invalid line(s) left out; the valid ones are scored",
+            file=sys.stderr,
+        )
 
     cache: bool | str = False if args.no_cache else (args.cache_dir or True)
     result = evaluate_sync(
@@ -122,8 +158,10 @@ def run(args: argparse.Namespace) -> int:
         _error(f"no test cases in {source}")
         return EXIT_NO_CASES
     if not result.scored:
-        _error(f"no case in {source} could be scored: none has an expectation to compare with "
-               "(expected_tools or expected_trajectory)")
+        _error(
+            f"no case in {source} could be scored: none has an expectation to compare with "
+            "(expected_tools or expected_trajectory)"
+        )
         return EXIT_NO_CASES
     if not result.success and not args.exit_zero:
         return EXIT_FAILED

@@ -22,14 +22,22 @@ _SPANS_READ = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace_id", nargs="?", help="the trace to explain, from the database: 32 hex digits, or a unique prefix of 8 or more")
+    parser.add_argument(
+        "trace_id",
+        nargs="?",
+        help="the trace to explain, from the database: 32 hex digits, or a unique prefix of 8 or more",
+    )
     options.add_db(parser)
     options.add_url(parser)
     options.add_lake(parser)
     parser.add_argument("--file", type=Path, help="explain the traces of an OTLP file instead (.pb or .json)")
     parser.add_argument("--logs", type=Path, help="with --file: the OTLP log records that go with it")
-    parser.add_argument("--conventions", type=Path, metavar="TOML",
-                        help="with --file: a config whose [[conventions]] (and [reconstruction]) to read the spans with")
+    parser.add_argument(
+        "--conventions",
+        type=Path,
+        metavar="TOML",
+        help="with --file: a config whose [[conventions]] (and [reconstruction]) to read the spans with",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,8 +102,11 @@ def _explain_file(path: Path, logs_path: Path | None, only: str | None, conventi
         return _fail(f"no spans of trace {only} in {path}" if only else f"no spans in {path}", EXIT_NOT_FOUND)
     runs = reconstruct(spans, logs, conventions=conventions, text_failures=text_failures)
     for i, trace_id in enumerate(trace_ids):
-        names = {s.span_id: s.name for s in sorted(spans, key=lambda s: (s.start_ns, s.span_id))
-                 if s.trace_id == trace_id}
+        names = {
+            s.span_id: s.name
+            for s in sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+            if s.trace_id == trace_id
+        }
         records = [run_record(r) for r in runs if r.trace_id == trace_id]
         if i:
             print()

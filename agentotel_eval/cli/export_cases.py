@@ -35,15 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  agentotel-eval export-cases -o cases.jsonl\n"
         "  agentotel-eval export-cases --where \"agent_name = 'planner' AND start_time > now() - INTERVAL 7 DAY\" "
         "-o planner.jsonl\n"
-        "  agentotel-eval export-cases --where \"(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM "
+        '  agentotel-eval export-cases --where "(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM '
         f"latest_evaluations WHERE metric = '{TOOL_CORRECTNESS.name}' AND NOT success)\" -o failing.jsonl"
     )
     options.add_db(parser)
     options.add_url(parser)
     options.add_lake(parser)
     parser.add_argument("--where", default="TRUE", metavar="SQL", help="a condition on agent_runs' columns")
-    parser.add_argument("--limit", type=int, default=10_000, metavar="N", help="at most N runs (default 10000)")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the JSONL ('-': stdout)")
+    parser.add_argument(
+        "--limit", type=int, default=10_000, metavar="N", help="at most N runs (default 10000)"
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="where to write the JSONL ('-': stdout)"
+    )
 
 
 @contextmanager
@@ -78,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     with_expectation = sum(1 for c in cases if c.expected_tools is not None)
-    print(f"wrote {len(cases)} case(s) to {args.output}: {with_expectation} with expected tools, "
-          f"{len(cases) - with_expectation} to fill in", file=sys.stderr)
+    print(
+        f"wrote {len(cases)} case(s) to {args.output}: {with_expectation} with expected tools, "
+        f"{len(cases) - with_expectation} to fill in",
+        file=sys.stderr,
+    )
     return 0

@@ -30,12 +30,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--questions BFCL_v4_parallel.json -o bfcl.jsonl\n"
         "  agentotel-eval import-expectations --from langchain --mode unordered reference.json"
     )
-    parser.add_argument("--from", dest="source", required=True, choices=("adk", "bfcl", "langchain"),
-                        help="the format of the files")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        choices=("adk", "bfcl", "langchain"),
+        help="the format of the files",
+    )
     parser.add_argument("files", nargs="+", metavar="FILE", help="files to read")
-    parser.add_argument("-o", "--output", default="-", metavar="FILE", help="where to write the JSONL (default: stdout)")
-    parser.add_argument("--mode", help="adk: EXACT (default), IN_ORDER, ANY_ORDER; langchain: strict (default), "
-                                       "unordered, subset, superset")
+    parser.add_argument(
+        "-o", "--output", default="-", metavar="FILE", help="where to write the JSONL (default: stdout)"
+    )
+    parser.add_argument(
+        "--mode",
+        help="adk: EXACT (default), IN_ORDER, ANY_ORDER; langchain: strict (default), "
+        "unordered, subset, superset",
+    )
     parser.add_argument("--questions", metavar="FILE", help="bfcl: the data file with each id's question")
     parser.add_argument("--ignore-args", action="store_true", help="langchain: compare tool names only")
 
@@ -85,9 +95,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {len(entries)} expectation(s) from {len(args.files)} file(s)", file=sys.stderr)
     specs: dict[str, set[str]] = {}
     for entry in entries:
-        specs.setdefault(" ".join(entry["input"].split()), set()).add(json.dumps(entry["expected_trajectory"]))
+        specs.setdefault(" ".join(entry["input"].split()), set()).add(
+            json.dumps(entry["expected_trajectory"])
+        )
     clashes = sorted(text for text, found in specs.items() if len(found) > 1)
     if clashes:  # the collector's dataset matches a run by its input, so one input must mean one spec
-        print(f"warning: {len(clashes)} input(s) have different specs (for example {clashes[0][:60]!r}); a "
-              "collector's dataset refuses that: keep one line of each", file=sys.stderr)
+        print(
+            f"warning: {len(clashes)} input(s) have different specs (for example {clashes[0][:60]!r}); a "
+            "collector's dataset refuses that: keep one line of each",
+            file=sys.stderr,
+        )
     return 0

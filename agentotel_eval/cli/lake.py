@@ -22,16 +22,33 @@ EXIT_FAILED = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    maintain = sub.add_parser("maintain", help="retention, file merging and snapshot expiry on the shared lake")
-    maintain.add_argument("--config", metavar="FILE", required=True, help="a node config with [lake] (and retention)")
-    maintain.add_argument("--keep-snapshots", metavar="DURATION", default="1d",
-                          help="keep the lake's snapshots of this long ago, for time travel (default 1d)")
+    maintain = sub.add_parser(
+        "maintain", help="retention, file merging and snapshot expiry on the shared lake"
+    )
+    maintain.add_argument(
+        "--config", metavar="FILE", required=True, help="a node config with [lake] (and retention)"
+    )
+    maintain.add_argument(
+        "--keep-snapshots",
+        metavar="DURATION",
+        default="1d",
+        help="keep the lake's snapshots of this long ago, for time travel (default 1d)",
+    )
     ui = sub.add_parser("ui", help="the web UI over every node's rows in the shared lake (read-only)")
-    ui.add_argument("--config", metavar="FILE", required=True, help="a config with [lake] (and [query] limits)")
-    ui.add_argument("--http", metavar="HOST:PORT", default="127.0.0.1:4320",
-                    help="the address to serve the pages on (default 127.0.0.1:4320)")
-    ui.add_argument("--auth-token", metavar="TOKEN",
-                    help="require this token on every page (default: $AGENTOTEL_AUTH_TOKEN, else [auth] token)")
+    ui.add_argument(
+        "--config", metavar="FILE", required=True, help="a config with [lake] (and [query] limits)"
+    )
+    ui.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default="127.0.0.1:4320",
+        help="the address to serve the pages on (default 127.0.0.1:4320)",
+    )
+    ui.add_argument(
+        "--auth-token",
+        metavar="TOKEN",
+        help="require this token on every page (default: $AGENTOTEL_AUTH_TOKEN, else [auth] token)",
+    )
 
 
 def _lake_config(path: str) -> CollectorConfig:
@@ -65,10 +82,20 @@ def _ui(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     assert config.lake is not None
-    token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_TOKEN_ENV) or config.auth.token
+    token = (
+        args.auth_token
+        if args.auth_token is not None
+        else os.environ.get(AUTH_TOKEN_ENV) or config.auth.token
+    )
     try:
-        ui = LakeUi(config.lake.settings(), host, port, token=token or None, row_limit=config.query.row_limit,
-                    timeout=config.query.timeout)
+        ui = LakeUi(
+            config.lake.settings(),
+            host,
+            port,
+            token=token or None,
+            row_limit=config.query.row_limit,
+            timeout=config.query.timeout,
+        )
     except lake.LakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -81,8 +108,11 @@ def _ui(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = options.on_stop_signals(lambda _signum: stop.set())
     bound = ui.address
-    print(f"web UI over the lake http://{bound[0]}:{bound[1]}/" + (" (sign in with the token)" if token else ""),
-          flush=True)
+    print(
+        f"web UI over the lake http://{bound[0]}:{bound[1]}/"
+        + (" (sign in with the token)" if token else ""),
+        flush=True,
+    )
     try:
         while not stop.wait(0.5):
             pass
@@ -114,11 +144,17 @@ def _maintain(args: argparse.Namespace) -> int:
         lake.attach(con, config.lake.settings())
         deleted = lake.maintain(con, config.retention_seconds, keep)
     except (lake.LakeError, duckdb.Error) as exc:
-        print(f"error: lake maintenance failed: {config.lake.settings().scrub(lake.explain(exc))}", file=sys.stderr)
+        print(
+            f"error: lake maintenance failed: {config.lake.settings().scrub(lake.explain(exc))}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     finally:
         con.close()
     kept = f"retention {config.retention}" if config.retention else "no retention set: nothing deleted"
-    print(f"lake maintained ({kept}): " + ", ".join(f"{t} -{n}" for t, n in deleted.items()) if deleted else
-          f"lake maintained ({kept}); files merged, snapshots older than {args.keep_snapshots} expired")
+    print(
+        f"lake maintained ({kept}): " + ", ".join(f"{t} -{n}" for t, n in deleted.items())
+        if deleted
+        else f"lake maintained ({kept}); files merged, snapshots older than {args.keep_snapshots} expired"
+    )
     return 0

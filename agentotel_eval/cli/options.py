@@ -16,8 +16,10 @@ from agentotel_eval.access.discovery import AUTH_TOKEN_ENV, DB_ENV, LAKE_ENV, UR
 from agentotel_eval.access.filters import FilterError, range_seconds
 from agentotel_eval.store import DEFAULT_DB_PATH
 
-DB_HELP = (f"the database file (default: ${DB_ENV}, else ./{DEFAULT_DB_PATH}, else the one collector running on "
-           "this machine)")
+DB_HELP = (
+    f"the database file (default: ${DB_ENV}, else ./{DEFAULT_DB_PATH}, else the one collector running on "
+    "this machine)"
+)
 
 
 def add_db(parser: argparse.ArgumentParser, *, default: str | None = None, help: str = DB_HELP) -> None:
@@ -28,9 +30,13 @@ def add_db(parser: argparse.ArgumentParser, *, default: str | None = None, help:
 
 def add_lake(parser: argparse.ArgumentParser) -> None:
     """``--lake FILE``: read every node's rows from the shared lake a config file's ``[lake]`` names."""
-    parser.add_argument("--lake", metavar="FILE", default=None,
-                        help=f"read every node's rows from the shared lake of this config file's [lake] "
-                             f"(default: ${LAKE_ENV})")
+    parser.add_argument(
+        "--lake",
+        metavar="FILE",
+        default=None,
+        help=f"read every node's rows from the shared lake of this config file's [lake] "
+        f"(default: ${LAKE_ENV})",
+    )
 
 
 def lake_of(args: argparse.Namespace) -> str | None:
@@ -42,9 +48,12 @@ def lake_of(args: argparse.Namespace) -> str | None:
 
 def add_url(parser: argparse.ArgumentParser) -> None:
     """``--url URL``: read through the collector answering there instead of a database file."""
-    parser.add_argument("--url", metavar="URL", default=None,
-                        help=f"read through the collector at this address, e.g. http://127.0.0.1:4318 "
-                             f"(default: ${URL_ENV})")
+    parser.add_argument(
+        "--url",
+        metavar="URL",
+        default=None,
+        help=f"read through the collector at this address, e.g. http://127.0.0.1:4318 (default: ${URL_ENV})",
+    )
 
 
 def time_range(*, allow_all: bool) -> Callable[[str], str]:
@@ -62,26 +71,42 @@ def time_range(*, allow_all: bool) -> Callable[[str], str]:
     return parse
 
 
-def add_since(parser: argparse.ArgumentParser, *, default: str | None = None, allow_all: bool = False) -> None:
+def add_since(
+    parser: argparse.ArgumentParser, *, default: str | None = None, allow_all: bool = False
+) -> None:
     """``--since DURATION``: only runs started within this time."""
-    choices = 'a duration such as 90m, 1.5h, 7d or 2w' + (', or "all"' if allow_all else "")
+    choices = "a duration such as 90m, 1.5h, 7d or 2w" + (', or "all"' if allow_all else "")
     default_text = f" (default {default})" if default else " (default: all of them)"
-    parser.add_argument("--since", metavar="DURATION", default=default, type=time_range(allow_all=allow_all),
-                        help=f"only runs started within this time: {choices}{default_text}")
+    parser.add_argument(
+        "--since",
+        metavar="DURATION",
+        default=default,
+        type=time_range(allow_all=allow_all),
+        help=f"only runs started within this time: {choices}{default_text}",
+    )
 
 
 def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], default: str = "table") -> None:
     """``--format``, with the command's own choices."""
-    parser.add_argument("--format", choices=tuple(choices), default=default,
-                        help=f"output format: {', '.join(choices)} (default {default})")
+    parser.add_argument(
+        "--format",
+        choices=tuple(choices),
+        default=default,
+        help=f"output format: {', '.join(choices)} (default {default})",
+    )
 
 
 def add_server_security(parser: argparse.ArgumentParser) -> None:
     """The collector's bearer token and TLS certificate (clients read the token from ``AGENTOTEL_AUTH_TOKEN``)."""
-    parser.add_argument("--auth-token", metavar="TOKEN",
-                        help="require 'Authorization: Bearer TOKEN' on every request but /healthz "
-                             f"(default: ${AUTH_TOKEN_ENV}, else [auth] token)")
-    parser.add_argument("--tls-cert", metavar="FILE", help="serve both ports over TLS with this PEM certificate")
+    parser.add_argument(
+        "--auth-token",
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on every request but /healthz "
+        f"(default: ${AUTH_TOKEN_ENV}, else [auth] token)",
+    )
+    parser.add_argument(
+        "--tls-cert", metavar="FILE", help="serve both ports over TLS with this PEM certificate"
+    )
     parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
 
 
@@ -95,7 +120,9 @@ def quiet_grpc(debug: bool = False) -> None:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR" if debug else "NONE")
 
 
-def on_stop_signals(first: Callable[[int], None], before_exit: Callable[[], None] | None = None) -> dict[int, Any]:
+def on_stop_signals(
+    first: Callable[[int], None], before_exit: Callable[[], None] | None = None
+) -> dict[int, Any]:
     """SIGINT and SIGTERM call ``first(signum)`` (installed explicitly, so also when a shell started the command in
     the background with SIGINT ignored); a second signal exits at once (after ``before_exit``). Returns the
     handlers replaced, for the caller to put back."""

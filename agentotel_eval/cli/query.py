@@ -32,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_lake(parser)
     options.add_format(parser, ("table", "json", "csv"))
     parser.add_argument("--limit", type=int, default=None, help="maximum rows returned (default: 10000)")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds before the query is stopped (default: 30)")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds before the query is stopped (default: 30)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,8 +45,14 @@ def run(args: argparse.Namespace) -> int:
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_NO_DATABASE
     try:
-        result = execute(args.db, args.sql, limit=args.limit, timeout=args.timeout, url=args.url,
-                         lake=options.lake_of(args))
+        result = execute(
+            args.db,
+            args.sql,
+            limit=args.limit,
+            timeout=args.timeout,
+            url=args.url,
+            lake=options.lake_of(args),
+        )
     except QueryFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

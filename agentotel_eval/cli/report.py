@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_lake(parser)
     options.add_since(parser, default="7d", allow_all=True)
     parser.add_argument("--agent", default="", help="only this agent's runs")
-    parser.add_argument("--worst", type=int, default=10, metavar="N", help="worst runs to include (default 10)")
+    parser.add_argument(
+        "--worst", type=int, default=10, metavar="N", help="worst runs to include (default 10)"
+    )
     parser.add_argument("--out", required=True, metavar="FILE.html", help="where to write the report")
 
 
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_ARGUMENT
-    print(f"wrote {out} ({len(html.encode()):,} bytes): {overview.total_runs:,} runs, "
-          f"{len(details)} worst runs with their timelines")
+    print(
+        f"wrote {out} ({len(html.encode()):,} bytes): {overview.total_runs:,} runs, "
+        f"{len(details)} worst runs with their timelines"
+    )
     return 0

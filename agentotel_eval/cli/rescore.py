@@ -54,19 +54,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     options.add_db(parser)
     options.add_url(parser)
-    parser.add_argument("--lake", metavar="FILE", default=None,
-                        help="re-score every node's traces in the shared lake of this config file's [lake], and "
-                             "append the new builds to it")
-    parser.add_argument("--shard", metavar="K/N", default=None,
-                        help="only the K-th of N shares of the traces (by trace id): for N workers in parallel")
+    parser.add_argument(
+        "--lake",
+        metavar="FILE",
+        default=None,
+        help="re-score every node's traces in the shared lake of this config file's [lake], and "
+        "append the new builds to it",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        default=None,
+        help="only the K-th of N shares of the traces (by trace id): for N workers in parallel",
+    )
     options.add_since(parser)
-    parser.add_argument("--where", metavar="SQL", help="only runs meeting this condition on agent_runs' columns")
+    parser.add_argument(
+        "--where", metavar="SQL", help="only runs meeting this condition on agent_runs' columns"
+    )
     parser.add_argument("--config", metavar="FILE", help="score with this config's expectations and settings")
-    parser.add_argument("--judge", action="store_true", help="queue the re-scored runs for the LLM judge again")
+    parser.add_argument(
+        "--judge", action="store_true", help="queue the re-scored runs for the LLM judge again"
+    )
     parser.add_argument("--dry-run", action="store_true", help="report what would change; write nothing")
-    parser.add_argument("--yes", "-y", action="store_true",
-                        help="write without asking when the re-score would remove scores (else it shows what would "
-                             "change and asks, or stops when there is no terminal to ask on)")
+    parser.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="write without asking when the re-score would remove scores (else it shows what would "
+        "change and asks, or stops when there is no terminal to ask on)",
+    )
     options.add_format(parser, ("table", "json"))
 
 
@@ -85,8 +101,10 @@ def _via_collector(collector: CollectorInfo, payload: dict[str, Any]) -> dict[st
     except CollectorRefused as exc:
         if exc.status == 401:
             raise _Failure(str(exc), EXIT_FAILED) from None
-        raise _Failure(f"the collector refused the re-score: {exc}",
-                       EXIT_USAGE if exc.status in (400, 409) else EXIT_FAILED) from None
+        raise _Failure(
+            f"the collector refused the re-score: {exc}",
+            EXIT_USAGE if exc.status in (400, 409) else EXIT_FAILED,
+        ) from None
     except OSError as exc:  # urllib.error.URLError among them
         raise _Failure(f"the collector at {collector.base_url} did not answer: {exc}", EXIT_FAILED) from None
 
@@ -117,10 +135,15 @@ def run(args: argparse.Namespace) -> int:
         db, collector = locate(args.db, args.url)
 
         def rescore(request: dict[str, Any]) -> RescoreSummary:
-            return (RescoreSummary.from_dict(_via_collector(collector, request)) if collector is not None
-                    else rescore_file(db, request, config))
+            return (
+                RescoreSummary.from_dict(_via_collector(collector, request))
+                if collector is not None
+                else rescore_file(db, request, config)
+            )
 
-        if not (args.dry_run or args.yes) and not _confirmed(rescore({**payload, "dry_run": True}), args.format):
+        if not (args.dry_run or args.yes) and not _confirmed(
+            rescore({**payload, "dry_run": True}), args.format
+        ):
             return EXIT_USAGE
         summary = rescore(payload)
     except (_Failure, QueryFailure) as exc:
@@ -139,11 +162,19 @@ def _confirmed(preview: RescoreSummary, form: str) -> bool:
     if not removed:
         return True
     _print(preview, form, file=sys.stderr)
-    what = (f"this re-score would remove {removed} score(s) ("
-            + ", ".join(f"{m.metric}: {m.removed}" for m in sorted(preview.metrics.values(), key=lambda m: m.metric)
-                        if m.removed) + ")")
+    what = (
+        f"this re-score would remove {removed} score(s) ("
+        + ", ".join(
+            f"{m.metric}: {m.removed}"
+            for m in sorted(preview.metrics.values(), key=lambda m: m.metric)
+            if m.removed
+        )
+        + ")"
+    )
     if not sys.stdin.isatty():
-        print(f"error: {what}; run it again with --yes to write it (--dry-run shows the same)", file=sys.stderr)
+        print(
+            f"error: {what}; run it again with --yes to write it (--dry-run shows the same)", file=sys.stderr
+        )
         return False
     print(f"{what}. Write it? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip().lower()
@@ -156,8 +187,10 @@ def _confirmed(preview: RescoreSummary, form: str) -> bool:
 def _print(summary: RescoreSummary, form: str, file: Any = None) -> None:
     from agentotel_eval.collector.pipeline.rescore import render
 
-    print(json.dumps(summary.to_dict(), ensure_ascii=False) if form == "json" else render(summary),
-          file=file or sys.stdout)
+    print(
+        json.dumps(summary.to_dict(), ensure_ascii=False) if form == "json" else render(summary),
+        file=file or sys.stdout,
+    )
 
 
 def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:
@@ -183,7 +216,10 @@ def _over_lake(args: argparse.Namespace, payload: dict[str, Any]) -> int:
     except lake.LakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except (duckdb.Error, QueryError) as exc:  # the lake refused a read (an outage, a privilege): no traceback
+    except (
+        duckdb.Error,
+        QueryError,
+    ) as exc:  # the lake refused a read (an outage, a privilege): no traceback
         print(f"error: {settings.scrub(lake.explain(exc))}", file=sys.stderr)
         return EXIT_FAILED
     _print(summary, args.format)

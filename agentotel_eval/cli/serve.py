@@ -26,18 +26,31 @@ EXIT_START = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # no default here: the config file's db applies when no flag is given
-    options.add_db(parser, default=None,
-                   help=f"the database file (default: the config file's db, else ./{DEFAULT_DB_PATH})")
-    parser.add_argument("--grpc", metavar="HOST:PORT", help="OTLP/gRPC listen address (default: 127.0.0.1:4317)")
-    parser.add_argument("--http", metavar="HOST:PORT", help="OTLP/HTTP and API listen address (default: 127.0.0.1:4318)")
-    parser.add_argument("--config", metavar="FILE", help="TOML file with any of the settings (flags win over it)")
+    options.add_db(
+        parser,
+        default=None,
+        help=f"the database file (default: the config file's db, else ./{DEFAULT_DB_PATH})",
+    )
     parser.add_argument(
-        "--forward", metavar="URL",
+        "--grpc", metavar="HOST:PORT", help="OTLP/gRPC listen address (default: 127.0.0.1:4317)"
+    )
+    parser.add_argument(
+        "--http", metavar="HOST:PORT", help="OTLP/HTTP and API listen address (default: 127.0.0.1:4318)"
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML file with any of the settings (flags win over it)"
+    )
+    parser.add_argument(
+        "--forward",
+        metavar="URL",
         help="send every span on to this OTLP endpoint with scores attached (grpc://host:4317 or http://host:4318)",
     )
     parser.add_argument("--retention", metavar="DURATION", help='delete data older than this, e.g. "30d"')
-    parser.add_argument("--grace-period", metavar="DURATION",
-                        help='quiet time before a trace is complete, e.g. "500ms" or "5s" (default 2s)')
+    parser.add_argument(
+        "--grace-period",
+        metavar="DURATION",
+        help='quiet time before a trace is complete, e.g. "500ms" or "5s" (default 2s)',
+    )
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="default: info")
     options.add_server_security(parser)
 
@@ -54,8 +67,11 @@ def build_config(args: argparse.Namespace) -> Any:
     flags = {
         key: value
         for key, value in (
-            ("db", args.db), ("grpc", args.grpc), ("http", args.http),
-            ("retention", args.retention), ("log_level", args.log_level),
+            ("db", args.db),
+            ("grpc", args.grpc),
+            ("http", args.http),
+            ("retention", args.retention),
+            ("log_level", args.log_level),
         )
         if value is not None
     }
@@ -74,12 +90,15 @@ def build_config(args: argparse.Namespace) -> Any:
     if token is not None:
         config = dataclasses.replace(config, auth=dataclasses.replace(config.auth, token=token))
     if args.tls_cert is not None or args.tls_key is not None:
-        tls = dataclasses.replace(config.tls, **{k: v for k, v in (("cert", args.tls_cert), ("key", args.tls_key))
-                                                 if v is not None})
+        tls = dataclasses.replace(
+            config.tls, **{k: v for k, v in (("cert", args.tls_cert), ("key", args.tls_key)) if v is not None}
+        )
         config = dataclasses.replace(config, tls=tls)
     if args.grace_period is not None:
         grace = parse_duration(args.grace_period, "--grace-period")
-        config = dataclasses.replace(config, assembler=dataclasses.replace(config.assembler, grace_period=grace))
+        config = dataclasses.replace(
+            config, assembler=dataclasses.replace(config.assembler, grace_period=grace)
+        )
     return config.validate()
 
 
@@ -98,12 +117,17 @@ def banner(collector: Any) -> str:
         "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
     ]
     if tls:
-        lines.append(f"  certificate {collector.config.tls.cert}  (exporters: OTEL_EXPORTER_OTLP_CERTIFICATE for a "
-                     "private CA)")
+        lines.append(
+            f"  certificate {collector.config.tls.cert}  (exporters: OTEL_EXPORTER_OTLP_CERTIFICATE for a "
+            "private CA)"
+        )
     if collector.config.auth.token:
-        lines.append("  token      required: OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN")
+        lines.append(
+            "  token      required: OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20$AGENTOTEL_AUTH_TOKEN"
+        )
     lines += [
-        f"  web UI     {http_endpoint}/" + ("  (sign in with the token)" if collector.config.auth.token else ""),
+        f"  web UI     {http_endpoint}/"
+        + ("  (sign in with the token)" if collector.config.auth.token else ""),
         f"  database   {db}",
         f"  metrics    {http_endpoint}/metrics",
         "  try        agentotel-eval query "
@@ -158,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
             if TUNED.malloc and time.monotonic() - trimmed > TRIM_INTERVAL:
                 release_free_memory()
                 trimmed = time.monotonic()
-        print("stopping: finishing requests in flight and writing open traces...", file=sys.stderr, flush=True)
+        print(
+            "stopping: finishing requests in flight and writing open traces...", file=sys.stderr, flush=True
+        )
         collector.shutdown()
         return 0
     finally:

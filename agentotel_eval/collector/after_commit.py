@@ -26,8 +26,14 @@ Consume = Callable[[list[Any], list[Any], int | None], None]
 
 
 class AfterCommit:
-    def __init__(self, *, consume: Consume, submit_operation: Callable[[Any], None], forwarder: Forwarder | None,
-                 sinks: SinkHub | None) -> None:
+    def __init__(
+        self,
+        *,
+        consume: Consume,
+        submit_operation: Callable[[Any], None],
+        forwarder: Forwarder | None,
+        sinks: SinkHub | None,
+    ) -> None:
         self._consume = consume
         self._submit_operation = submit_operation
         self._forwarder = forwarder
@@ -59,8 +65,9 @@ class AfterCommit:
         if self._sinks is not None and self._sinks.forwards_spans:
             for commit in commits:
                 if commit.payload.signal == "traces" and commit.new_spans != []:
-                    self._sinks.received(commit.payload, Committed.pick(commit.payload.records or [],
-                                                                        commit.new_spans))
+                    self._sinks.received(
+                        commit.payload, Committed.pick(commit.payload.records or [], commit.new_spans)
+                    )
         if logs:
             rows = external_rows(logs, time.time_ns())
             if rows:

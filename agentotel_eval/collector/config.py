@@ -258,8 +258,12 @@ class LakeConfig:
         from agentotel_eval.store.lake import LakeSettings, S3Settings
 
         s3 = self.s3
-        return LakeSettings(self.catalog, self.data, S3Settings(s3.endpoint, s3.key_id, s3.secret, s3.region,
-                                                                s3.url_style, s3.use_ssl), self.timeout)
+        return LakeSettings(
+            self.catalog,
+            self.data,
+            S3Settings(s3.endpoint, s3.key_id, s3.secret, s3.region, s3.url_style, s3.use_ssl),
+            self.timeout,
+        )
 
     def node_name(self) -> str:
         import socket
@@ -317,7 +321,8 @@ class CollectorConfig:
     #: ``[redaction]``: secrets and personal data replaced by markers before they are stored, shown to the judge
     #: or forwarded (enabled, where, builtin, secret_keys, ``[[redaction.patterns]]`` name and regex)
     redaction: Annotated[RedactionSettings, Parsed(RedactionSettings.from_dict)] = field(
-        default_factory=RedactionSettings)
+        default_factory=RedactionSettings
+    )
 
     # How the loader validates a file: exact types (no "5" for 5, no 1 for true), unknown keys are errors. The
     # sections inherit it; pydantic reads it from this plain dict, so importing the config needs no pydantic.
@@ -325,8 +330,9 @@ class CollectorConfig:
 
     def scoring_config(self) -> ScoringConfig:
         """What the scoring stage and the judge worker need (loads the dataset file)."""
-        return ScoringConfig(self.scoring, self.judge, self.forward, self.expectations, load_dataset(self.dataset),
-                             self.tools)
+        return ScoringConfig(
+            self.scoring, self.judge, self.forward, self.expectations, load_dataset(self.dataset), self.tools
+        )
 
     @property
     def retention_seconds(self) -> float | None:
@@ -353,7 +359,9 @@ class CollectorConfig:
         except ExpectationConfigError as exc:
             raise ConfigError("dataset", str(exc)) from None
         if self.retention and (self.retention_seconds or 0) <= 0:
-            raise ConfigError("retention", f"must be a positive duration such as \"30d\", got {self.retention!r}")
+            raise ConfigError(
+                "retention", f'must be a positive duration such as "30d", got {self.retention!r}'
+            )
         if self.lake is not None:
             _check_lake(self.lake)
         for i, sink in enumerate(self.sinks):
@@ -364,8 +372,17 @@ class CollectorConfig:
         _positive(self, "metrics", "max_agents")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise ConfigError("log_level", f"expected debug, info, warning or error, got {self.log_level!r}")
-        _positive(self, "receiver", "max_request_size", "grpc_workers", "export_timeout", "http_idle_timeout",
-                  "decode_slots", "http_read_timeout", "http_max_connections")
+        _positive(
+            self,
+            "receiver",
+            "max_request_size",
+            "grpc_workers",
+            "export_timeout",
+            "http_idle_timeout",
+            "decode_slots",
+            "http_read_timeout",
+            "http_max_connections",
+        )
         if self.receiver.decode_workers < 0:
             raise ConfigError("receiver.decode_workers", "must not be negative")
         if self.receiver.retry_after < 0:
@@ -382,14 +399,25 @@ class CollectorConfig:
         if self.writer.reopen_rows < 0:
             raise ConfigError("writer.reopen_rows", "must not be negative (0: never reopen)")
         if self.writer.row_group_size < 0 or self.writer.row_group_size % 2048:
-            raise ConfigError("writer.row_group_size",
-                              f"must be 0 or a multiple of 2048 (DuckDB's vector size), got {self.writer.row_group_size}")
+            raise ConfigError(
+                "writer.row_group_size",
+                f"must be 0 or a multiple of 2048 (DuckDB's vector size), got {self.writer.row_group_size}",
+            )
         for key in ("checkpoint_threshold", "allocator_flush_threshold", "memory_limit"):
             value = getattr(self.writer, key)
             if value:
                 parse_size(value, f"writer.{key}")
-        _positive(self, "assembler", "grace_period", "max_wait", "max_open_traces", "max_buffered_records",
-                  "max_backlog_records", "decision_cache_traces", "late_window")
+        _positive(
+            self,
+            "assembler",
+            "grace_period",
+            "max_wait",
+            "max_open_traces",
+            "max_buffered_records",
+            "max_backlog_records",
+            "decision_cache_traces",
+            "late_window",
+        )
         if self.assembler.read_interval < 0:
             raise ConfigError("assembler.read_interval", "must not be negative")
         _positive(self, "query", "row_limit", "timeout")
@@ -399,8 +427,10 @@ class CollectorConfig:
         if self.auth.token != self.auth.token.strip() or any(c.isspace() for c in self.auth.token):
             raise ConfigError("auth.token", "must not contain spaces (it is sent in an HTTP header)")
         if bool(self.tls.cert) != bool(self.tls.key):
-            raise ConfigError("tls.cert" if not self.tls.cert else "tls.key",
-                              "give both the certificate and its private key (--tls-cert and --tls-key)")
+            raise ConfigError(
+                "tls.cert" if not self.tls.cert else "tls.key",
+                "give both the certificate and its private key (--tls-cert and --tls-key)",
+            )
         for key in ("cert", "key"):
             path = getattr(self.tls, key)
             if path and not Path(path).expanduser().is_file():
@@ -428,7 +458,9 @@ def _check_lake(lake: LakeConfig) -> None:
     if lake.timeout <= 0:
         raise ConfigError("lake.timeout", "must be positive")
     if lake.max_lag < lake.flush_interval:
-        raise ConfigError("lake.max_lag", "must be at least flush_interval (the lag of a healthy node reaches it)")
+        raise ConfigError(
+            "lake.max_lag", "must be at least flush_interval (the lag of a healthy node reaches it)"
+        )
     try:
         check_node_name(lake.node)
     except LakeError as exc:

@@ -35,9 +35,13 @@ class ForwardConfig:
     def validate(self) -> ForwardConfig:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https", "grpc", "grpcs") or not parts.hostname:
-            raise ForwardConfigError(f"forward.url must be like http://host:4318 or grpc://host:4317, got {self.url!r}")
+            raise ForwardConfigError(
+                f"forward.url must be like http://host:4318 or grpc://host:4317, got {self.url!r}"
+            )
         if self.protocol not in ("", "grpc", "http/protobuf"):
-            raise ForwardConfigError(f"forward.protocol must be 'grpc' or 'http/protobuf', got {self.protocol!r}")
+            raise ForwardConfigError(
+                f"forward.protocol must be 'grpc' or 'http/protobuf', got {self.protocol!r}"
+            )
         for name in ("timeout_s", "initial_backoff_s", "max_backoff_s"):
             if getattr(self, name) <= 0:
                 raise ForwardConfigError(f"forward.{name} must be > 0")

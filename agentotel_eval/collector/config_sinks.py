@@ -65,16 +65,22 @@ class SinkConfig:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SinkConfigError("url", f"expected an http:// or https:// URL, got {self.url!r}")
-        allowed = {"phoenix": ("api_key_env",), "mlflow": ("experiment",),
-                   "langfuse": ("public_key_env", "secret_key_env")}[self.kind]
+        allowed = {
+            "phoenix": ("api_key_env",),
+            "mlflow": ("experiment",),
+            "langfuse": ("public_key_env", "secret_key_env"),
+        }[self.kind]
         for key in ("api_key_env", "experiment", "public_key_env", "secret_key_env"):
             if getattr(self, key) and key not in allowed:
-                raise SinkConfigError(key, f"is not a setting of a {self.kind} sink (its own: {', '.join(allowed)})")
+                raise SinkConfigError(
+                    key, f"is not a setting of a {self.kind} sink (its own: {', '.join(allowed)})"
+                )
         if self.kind == "langfuse":
             for key in ("public_key_env", "secret_key_env"):
                 if not getattr(self, key):
-                    raise SinkConfigError(key, "name the environment variable that holds it (a Langfuse sink needs "
-                                               "both keys)")
+                    raise SinkConfigError(
+                        key, "name the environment variable that holds it (a Langfuse sink needs both keys)"
+                    )
         for key in ("api_key_env", "public_key_env", "secret_key_env"):
             variable = getattr(self, key)
             if variable and not os.environ.get(variable):
@@ -85,8 +91,9 @@ class SinkConfig:
         if self.max_retries < 0:
             raise SinkConfigError("max_retries", "must not be negative")
         if not 0 < self.cpu_share <= 1:
-            raise SinkConfigError("cpu_share", f"must be a share of one core, above 0 and at most 1, got "
-                                               f"{self.cpu_share!r}")
+            raise SinkConfigError(
+                "cpu_share", f"must be a share of one core, above 0 and at most 1, got {self.cpu_share!r}"
+            )
         for key in ("initial_backoff", "max_backoff", "timeout"):
             if not getattr(self, key) > 0:
                 raise SinkConfigError(key, f"must be greater than 0, got {getattr(self, key)!r}")

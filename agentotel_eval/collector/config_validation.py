@@ -66,7 +66,11 @@ def _over(base: CollectorConfig, given: CollectorConfig, data: Mapping[str, Any]
     changes = {}
     for name, raw in data.items():
         value = getattr(given, name)
-        if isinstance(raw, Mapping) and isinstance(hints[name], type) and dataclasses.is_dataclass(hints[name]):
+        if (
+            isinstance(raw, Mapping)
+            and isinstance(hints[name], type)
+            and dataclasses.is_dataclass(hints[name])
+        ):
             value = dataclasses.replace(getattr(base, name), **{key: getattr(value, key) for key in raw})
         changes[name] = value
     return dataclasses.replace(base, **changes)
@@ -124,7 +128,9 @@ def _date_key(value: Any, key: str = "") -> str | None:
     """The key of a TOML date or time, which no setting takes and JSON cannot carry."""
     if isinstance(value, datetime.date | datetime.time):
         return key
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    )
     for name, item in items:
         found = _date_key(item, f"{key}[{name}]" if isinstance(name, int) else f"{key}.{name}".lstrip("."))
         if found is not None:

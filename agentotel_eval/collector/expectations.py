@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from agentotel_eval.metrics.tool_correctness import ToolCorrectnessMetric
 
 #: config name of a tool-correctness mode -> the metric that scores it
-MODE_METRICS: Mapping[str, MetricDeclaration[ToolCorrectnessMetric]] = MappingProxyType({
-    "default": TOOL_CORRECTNESS, "exact": TOOL_CORRECTNESS_EXACT, "ordering": TOOL_CORRECTNESS_ORDERING})
+MODE_METRICS: Mapping[str, MetricDeclaration[ToolCorrectnessMetric]] = MappingProxyType(
+    {"default": TOOL_CORRECTNESS, "exact": TOOL_CORRECTNESS_EXACT, "ordering": TOOL_CORRECTNESS_ORDERING}
+)
 #: tool-correctness modes, by config name
 MODES = tuple(MODE_METRICS)
 _WS = re.compile(r"\s+")
@@ -69,9 +70,13 @@ def parse_tools(value: Any, where: str = "") -> tuple[str, ...]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            raise ExpectationConfigError(_named(where, "expected_tools must be a list of tool names")) from None
+            raise ExpectationConfigError(
+                _named(where, "expected_tools must be a list of tool names")
+            ) from None
     if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise ExpectationConfigError(_named(where, f"expected_tools must be a list of tool names, got {value!r}"))
+        raise ExpectationConfigError(
+            _named(where, f"expected_tools must be a list of tool names, got {value!r}")
+        )
     return tuple(value)
 
 
@@ -95,7 +100,9 @@ def parse_input_regex(value: Any) -> re.Pattern[str]:
         raise ExpectationConfigError(f"not a valid regex: {exc}") from None
 
 
-def parse_trajectory(value: Any, where: str = "trajectory", limits: SpecLimits = CONFIG_LIMITS) -> TrajectorySpec:
+def parse_trajectory(
+    value: Any, where: str = "trajectory", limits: SpecLimits = CONFIG_LIMITS
+) -> TrajectorySpec:
     """A rule's or a dataset line's trajectory table (``ExpectationConfigError`` names where)."""
     try:
         return parse_spec(value, where, limits)
@@ -129,16 +136,24 @@ class Expectation:
         """This expectation with the parts it lacks taken from ``other`` (a later source in the order)."""
         if other is None:
             return self
-        tools = (self.expected_tools, self.modes, self.source) if self.expected_tools is not None else (
-            other.expected_tools, other.modes, other.source)
+        tools = (
+            (self.expected_tools, self.modes, self.source)
+            if self.expected_tools is not None
+            else (other.expected_tools, other.modes, other.source)
+        )
         has_trajectory = self.trajectory is not None or self.trajectory_error is not None
-        trajectory = (self.trajectory, self.trajectory_source, self.trajectory_error) if has_trajectory else (
-            other.trajectory, other.trajectory_source, other.trajectory_error)
+        trajectory = (
+            (self.trajectory, self.trajectory_source, self.trajectory_error)
+            if has_trajectory
+            else (other.trajectory, other.trajectory_source, other.trajectory_error)
+        )
         return Expectation(*tools, *trajectory)
 
     @property
     def complete(self) -> bool:
-        return self.expected_tools is not None and (self.trajectory is not None or self.trajectory_error is not None)
+        return self.expected_tools is not None and (
+            self.trajectory is not None or self.trajectory_error is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +192,8 @@ class DatasetEntry:
     def same(self, other: DatasetEntry) -> bool:
         spec, other_spec = self.trajectory, other.trajectory
         return (self.expected_tools, self.modes) == (other.expected_tools, other.modes) and (
-            (spec.written if spec else None) == (other_spec.written if other_spec else None))
+            (spec.written if spec else None) == (other_spec.written if other_spec else None)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,11 +224,18 @@ class Dataset:
             if not isinstance(row, Mapping) or not isinstance(row.get("input"), str):
                 raise ExpectationConfigError(f"{where}: each line needs a string 'input'")
             if "expected_tools" not in row and "expected_trajectory" not in row:
-                raise ExpectationConfigError(f"{where}: each line needs 'expected_tools' or 'expected_trajectory'")
+                raise ExpectationConfigError(
+                    f"{where}: each line needs 'expected_tools' or 'expected_trajectory'"
+                )
             tools = parse_tools(row["expected_tools"], where) if "expected_tools" in row else None
             modes = parse_modes(row["modes"], where) if "modes" in row else None
-            spec = (parse_trajectory(row["expected_trajectory"], f"{where}: expected_trajectory", UNTRUSTED_LIMITS)
-                    if "expected_trajectory" in row else None)
+            spec = (
+                parse_trajectory(
+                    row["expected_trajectory"], f"{where}: expected_trajectory", UNTRUSTED_LIMITS
+                )
+                if "expected_trajectory" in row
+                else None
+            )
             entry = DatasetEntry(tools, modes, spec, number)
             key = normalise_input(row["input"])
             previous = entries.get(key)
@@ -235,12 +258,23 @@ class ExpectationFinder:
 
     __slots__ = ("_dataset", "_modes", "_rules", "_span_specs")
 
-    def __init__(self, rules: Sequence[ExpectationRule] = (), dataset: Dataset | None = None,
-                 default_modes: tuple[str, ...] = MODES) -> None:
+    def __init__(
+        self,
+        rules: Sequence[ExpectationRule] = (),
+        dataset: Dataset | None = None,
+        default_modes: tuple[str, ...] = MODES,
+    ) -> None:
         self._rules = tuple(
-            (rule, Expectation(rule.expected_tools, rule.modes or default_modes,
-                               f"rule:{rule.name}" if rule.expected_tools is not None else None,
-                               rule.trajectory, f"rule:{rule.name}" if rule.trajectory is not None else None))
+            (
+                rule,
+                Expectation(
+                    rule.expected_tools,
+                    rule.modes or default_modes,
+                    f"rule:{rule.name}" if rule.expected_tools is not None else None,
+                    rule.trajectory,
+                    f"rule:{rule.name}" if rule.trajectory is not None else None,
+                ),
+            )
             for rule in rules
         )
         self._dataset = dataset
@@ -262,10 +296,17 @@ class ExpectationFinder:
     def find(self, run: AgentRun) -> Expectation | None:
         found: Expectation | None = None
         if run.expected_tools is not None or run.expected_trajectory is not None:
-            spec, error = self._span_trajectory(run.expected_trajectory) if run.expected_trajectory else (None, None)
-            found = Expectation(None if run.expected_tools is None else tuple(run.expected_tools), self._modes,
-                                "span_attribute" if run.expected_tools is not None else None,
-                                spec, "span_attribute" if run.expected_trajectory is not None else None, error)
+            spec, error = (
+                self._span_trajectory(run.expected_trajectory) if run.expected_trajectory else (None, None)
+            )
+            found = Expectation(
+                None if run.expected_tools is None else tuple(run.expected_tools),
+                self._modes,
+                "span_attribute" if run.expected_tools is not None else None,
+                spec,
+                "span_attribute" if run.expected_trajectory is not None else None,
+                error,
+            )
             if found.complete:
                 return found
         for rule, expectation in self._rules:
@@ -278,13 +319,20 @@ class ExpectationFinder:
             if entry is not None:
                 source = f"dataset:{Path(self._dataset.path).name}:{entry.line}"
                 from_dataset = Expectation(
-                    entry.expected_tools, entry.modes or self._modes,
+                    entry.expected_tools,
+                    entry.modes or self._modes,
                     source if entry.expected_tools is not None else None,
-                    entry.trajectory, source if entry.trajectory is not None else None)
+                    entry.trajectory,
+                    source if entry.trajectory is not None else None,
+                )
                 found = found.merged(from_dataset) if found is not None else from_dataset
         return found
 
 
-def find_expectation(run: AgentRun, rules: Sequence[ExpectationRule] = (), dataset: Dataset | None = None,
-                     default_modes: tuple[str, ...] = MODES) -> Expectation | None:
+def find_expectation(
+    run: AgentRun,
+    rules: Sequence[ExpectationRule] = (),
+    dataset: Dataset | None = None,
+    default_modes: tuple[str, ...] = MODES,
+) -> Expectation | None:
     return ExpectationFinder(rules, dataset, default_modes).find(run)

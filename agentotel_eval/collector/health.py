@@ -7,9 +7,21 @@ import os
 from typing import Any
 
 
-def health_report(state: str, *, token: str, db: str, grpc: str, http: str, uptime: float, queued_records: int,
-                  database_open: bool, open_traces: int, assembler_pid: int | None, decode_pids: list[int],
-                  lake: dict[str, Any] | None) -> dict[str, Any]:
+def health_report(
+    state: str,
+    *,
+    token: str,
+    db: str,
+    grpc: str,
+    http: str,
+    uptime: float,
+    queued_records: int,
+    database_open: bool,
+    open_traces: int,
+    assembler_pid: int | None,
+    decode_pids: list[int],
+    lake: dict[str, Any] | None,
+) -> dict[str, Any]:
     status = "ok" if state == "running" else state
     return {
         "status": "degraded" if status == "ok" and lake is not None and lake["degraded"] else status,

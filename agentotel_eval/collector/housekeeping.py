@@ -17,8 +17,14 @@ log = logging.getLogger("agentotel.collector")
 
 
 class Housekeeping:
-    def __init__(self, writer: StoreWriter, assembler: AssemblyStage, *, retention_seconds: float | None,
-                 summary_interval: float) -> None:
+    def __init__(
+        self,
+        writer: StoreWriter,
+        assembler: AssemblyStage,
+        *,
+        retention_seconds: float | None,
+        summary_interval: float,
+    ) -> None:
         self._writer = writer
         self._assembler = assembler
         self._retention_seconds = retention_seconds
@@ -69,8 +75,13 @@ class Housekeeping:
                 if current != last:
                     log.info(
                         "stored %d spans (+%d), %d log records; %d agent runs (+%d); %d open traces, queue %d",
-                        current[0], current[0] - last[0], stats.logs_stored, current[1], current[1] - last[1],
-                        self._assembler.open_traces, self._writer.queued_records,
+                        current[0],
+                        current[0] - last[0],
+                        stats.logs_stored,
+                        current[1],
+                        current[1] - last[1],
+                        self._assembler.open_traces,
+                        self._writer.queued_records,
                     )
                     last = current
                 next_summary = now + self._summary_interval

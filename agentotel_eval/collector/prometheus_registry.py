@@ -30,13 +30,26 @@ from agentotel_eval.collector.store.writer import StoreWriter
 from agentotel_eval.collector.telemetry.service import ServiceTelemetry
 
 
-def prometheus_registry(*, ingestor: Ingestor, http_stats: HttpStats, auth: Authenticator | None, writer: StoreWriter,
-                        database_open: Callable[[], bool], assembler: AssemblyStage, judge: JudgeWorker | None,
-                        external_logs: Callable[[], int], retention_deleted: Callable[[], dict[str, int]],
-                        queries: Callable[[], dict[str, int]], uptime: Callable[[], float],
-                        forwarder: Forwarder | None, lake: LakeFlusher | None, reconciler: Reconciler | None,
-                        peers: PeerSpans | None, sinks: SinkHub | None,
-                        helpers: Callable[[], Sequence[Supervisor]]) -> CollectorRegistry:
+def prometheus_registry(
+    *,
+    ingestor: Ingestor,
+    http_stats: HttpStats,
+    auth: Authenticator | None,
+    writer: StoreWriter,
+    database_open: Callable[[], bool],
+    assembler: AssemblyStage,
+    judge: JudgeWorker | None,
+    external_logs: Callable[[], int],
+    retention_deleted: Callable[[], dict[str, int]],
+    queries: Callable[[], dict[str, int]],
+    uptime: Callable[[], float],
+    forwarder: Forwarder | None,
+    lake: LakeFlusher | None,
+    reconciler: Reconciler | None,
+    peers: PeerSpans | None,
+    sinks: SinkHub | None,
+    helpers: Callable[[], Sequence[Supervisor]],
+) -> CollectorRegistry:
     """The parts present in this collector (judge, forwarder, lake and sinks only where configured)."""
     registry = CollectorRegistry(auto_describe=False)
     parts: list[Any] = [

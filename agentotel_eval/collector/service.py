@@ -112,7 +112,9 @@ class Collector:
         self.database: Any = None  # Database once started
         self.lake: LakeFlusher | None = None  # with [lake]: copies what this node commits to the shared lake
         self.reconciler: Reconciler | None = None  # with [lake]: rebuilds traces several nodes stored
-        self.peers: PeerSpans | None = None  # with [lake]: other nodes' parts of a split trace, read to assemble it
+        self.peers: PeerSpans | None = (
+            None  # with [lake]: other nodes' parts of a split trace, read to assemble it
+        )
         self.writer: StoreWriter
         self.after_commit: AfterCommit
         self.assembler: AssemblyStage
@@ -144,11 +146,13 @@ class Collector:
             check_free(*cfg.grpc_address, "OTLP/gRPC", "grpc")
             check_free(*cfg.http_address, "OTLP/HTTP", "http")
             if cfg.lake is not None:  # a node that cannot use its lake does not create its file either
-                self.lake = LakeFlusher(cfg.lake.settings(), cfg.lake.node_name(), self._cursor,
-                                        cfg.lake.flush_interval)
+                self.lake = LakeFlusher(
+                    cfg.lake.settings(), cfg.lake.node_name(), self._cursor, cfg.lake.flush_interval
+                )
                 self.lake.connect()
-            self.database = Database(self.db_path, settings=cfg.writer.duckdb_settings(),
-                                     row_group_size=cfg.writer.row_group_size)
+            self.database = Database(
+                self.db_path, settings=cfg.writer.duckdb_settings(), row_group_size=cfg.writer.row_group_size
+            )
         except BaseException:
             if self.lake is not None:
                 self.lake.close(final=False)
@@ -163,55 +167,93 @@ class Collector:
             self._start_sinks(cfg)
             self.after_commit = AfterCommit(
                 consume=lambda spans, logs, at: self.assembler.consume(spans, logs, at),
-                submit_operation=lambda op: self.writer.submit_operation(op), forwarder=self.forwarder,
-                sinks=self.sinks)
+                submit_operation=lambda op: self.writer.submit_operation(op),
+                forwarder=self.forwarder,
+                sinks=self.sinks,
+            )
             self.writer = StoreWriter(
-                self.database.connection, WriterSettings.from_config(cfg.writer, cfg.receiver),
-                on_commit=self.after_commit, incoming=lambda: self.ingestor.decoding, reopen=self.database.reopen,
+                self.database.connection,
+                WriterSettings.from_config(cfg.writer, cfg.receiver),
+                on_commit=self.after_commit,
+                incoming=lambda: self.ingestor.decoding,
+                reopen=self.database.reopen,
             )
             forwarder = self.forwarder
             forward = forwarder.submit_spans if forwarder else None
             if cfg.judge is not None:
                 self.judge = JudgeWorker(
-                    cfg.judge, self.writer, self._cursor, forward_spans=forward,
-                    forward_logs=forwarder.submit_logs if forwarder else None, redactor=self._redactor("judge"),
+                    cfg.judge,
+                    self.writer,
+                    self._cursor,
+                    forward_spans=forward,
+                    forward_logs=forwarder.submit_logs if forwarder else None,
+                    redactor=self._redactor("judge"),
                     on_written=self.sinks.evaluation_written if self.sinks is not None else None,
                 )
-            self.run_writer = RunWriter(self.writer, on_committed=RunsCommitted(judge=self.judge, sinks=self.sinks))
+            self.run_writer = RunWriter(
+                self.writer, on_committed=RunsCommitted(judge=self.judge, sinks=self.sinks)
+            )
             # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
             # this node would forward the other nodes' spans too.
-            self._trace_reader = (PeerReader(self._cursor) if cfg.lake is not None and cfg.lake.read_peer_spans
-                                  and forward is None else TraceReader(self._cursor))
+            self._trace_reader = (
+                PeerReader(self._cursor)
+                if cfg.lake is not None and cfg.lake.read_peer_spans and forward is None
+                else TraceReader(self._cursor)
+            )
             if self.in_process:
-                self.assembler = LocalAssembly(cfg.assembler, scoring_config, self._trace_reader,
-                                               self.run_writer, forward=forward, stages=self._stage_factories,
-                                               reconstruct=self._reconstruct, conventions=cfg.conventions,
-                                               text_failures=cfg.reconstruction.text_failures)
+                self.assembler = LocalAssembly(
+                    cfg.assembler,
+                    scoring_config,
+                    self._trace_reader,
+                    self.run_writer,
+                    forward=forward,
+                    stages=self._stage_factories,
+                    reconstruct=self._reconstruct,
+                    conventions=cfg.conventions,
+                    text_failures=cfg.reconstruction.text_failures,
+                )
             else:
-                self.assembler = ProcessAssembly(cfg.assembler, scoring_config, self._trace_reader,
-                                                 self.run_writer, forward=forward, tuning=self.tuning,
-                                                 conventions=cfg.conventions,
-                                                 text_failures=cfg.reconstruction.text_failures)
+                self.assembler = ProcessAssembly(
+                    cfg.assembler,
+                    scoring_config,
+                    self._trace_reader,
+                    self.run_writer,
+                    forward=forward,
+                    tuning=self.tuning,
+                    conventions=cfg.conventions,
+                    text_failures=cfg.reconstruction.text_failures,
+                )
             # the records of the spans: for [forward]; for the sinks only where a request's body cannot go on as is
             forwarding: bool | str = forward is not None or (
-                self.sinks is not None and self.sinks.forwards_spans and self.sinks.keep_records)
+                self.sinks is not None and self.sinks.forwards_spans and self.sinks.keep_records
+            )
             if cfg.receiver.decode_workers:
                 self.decoders = DecodePool(
-                    cfg.receiver.decode_workers, keep_spans=forwarding, log_level=log.getEffectiveLevel(),
-                    tuning=self.tuning, conventions=cfg.conventions, limits=cfg.limits,
+                    cfg.receiver.decode_workers,
+                    keep_spans=forwarding,
+                    log_level=log.getEffectiveLevel(),
+                    tuning=self.tuning,
+                    conventions=cfg.conventions,
+                    limits=cfg.limits,
                     redaction=cfg.redaction if cfg.redaction.applies("store") else None,
                 )
                 self.decoders.start()
                 pool, timeout = self.decoders, cfg.receiver.export_timeout
                 decoder = lambda signal, encoding, body: pool.decode(signal, encoding, body, timeout)  # noqa: E731
             else:
-                decoder = functools.partial(decode_request, keep_spans=forwarding,
-                                            conventions=BUILTIN.plus(cfg.conventions), limits=cfg.limits,
-                                            redactor=self._redactor("store"))
+                decoder = functools.partial(
+                    decode_request,
+                    keep_spans=forwarding,
+                    conventions=BUILTIN.plus(cfg.conventions),
+                    limits=cfg.limits,
+                    redactor=self._redactor("store"),
+                )
             if self.sinks is not None and self.sinks.forwards_spans:
                 decoder = self._keeping_raw(decoder, self.sinks)
             self.ingestor = Ingestor(
-                self.writer, decoder=decoder, export_timeout=cfg.receiver.export_timeout,
+                self.writer,
+                decoder=decoder,
+                export_timeout=cfg.receiver.export_timeout,
                 backlog=lambda: self.writer.pending_operation_rows,
                 overloaded=self._assembler_overloaded,
                 cpu_slots=cfg.receiver.decode_slots,
@@ -244,10 +286,15 @@ class Collector:
             )
             grpc_host, grpc_port = cfg.grpc_address
             self.grpc = GrpcReceiver(
-                grpc_host, grpc_port, self.ingestor, workers=cfg.receiver.grpc_workers,
-                max_request_size=cfg.receiver.max_request_size, auth=self.auth,
+                grpc_host,
+                grpc_port,
+                self.ingestor,
+                workers=cfg.receiver.grpc_workers,
+                max_request_size=cfg.receiver.max_request_size,
+                auth=self.auth,
                 tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
-                idle_timeout=cfg.receiver.http_idle_timeout, handshake_timeout=cfg.receiver.http_read_timeout,
+                idle_timeout=cfg.receiver.http_idle_timeout,
+                handshake_timeout=cfg.receiver.http_read_timeout,
             )
             if cfg.lake is not None and self.lake is not None:  # before listening
                 self.lake.open()
@@ -258,14 +305,30 @@ class Collector:
                     self.reconciler = start_reconciler(cfg)
                 if isinstance(self._trace_reader, PeerReader) and several:
                     self.peers = self._trace_reader.peers = PeerSpans(
-                        cfg.lake.settings(), cfg.lake.node_name(), away=away_after(cfg.lake), quiet=quiet_after(cfg))
+                        cfg.lake.settings(),
+                        cfg.lake.node_name(),
+                        away=away_after(cfg.lake),
+                        quiet=quiet_after(cfg),
+                    )
             self._telemetry = prometheus_registry(
-                ingestor=self.ingestor, http_stats=self.http.stats, auth=self.auth, writer=self.writer,
-                database_open=lambda: self.database is not None and self.database.is_open, assembler=self.assembler,
-                judge=self.judge, external_logs=lambda: self.after_commit.external_log_evaluations,
-                retention_deleted=lambda: dict(self.retention_deleted), queries=lambda: dict(self.query_counts),
-                uptime=lambda: self.uptime, forwarder=self.forwarder, lake=self.lake, reconciler=self.reconciler,
-                peers=self.peers, sinks=self.sinks, helpers=self.helpers)
+                ingestor=self.ingestor,
+                http_stats=self.http.stats,
+                auth=self.auth,
+                writer=self.writer,
+                database_open=lambda: self.database is not None and self.database.is_open,
+                assembler=self.assembler,
+                judge=self.judge,
+                external_logs=lambda: self.after_commit.external_log_evaluations,
+                retention_deleted=lambda: dict(self.retention_deleted),
+                queries=lambda: dict(self.query_counts),
+                uptime=lambda: self.uptime,
+                forwarder=self.forwarder,
+                lake=self.lake,
+                reconciler=self.reconciler,
+                peers=self.peers,
+                sinks=self.sinks,
+                helpers=self.helpers,
+            )
             self.http.start()
             self.grpc.start()
         except BaseException:
@@ -285,8 +348,12 @@ class Collector:
         )
         discovery.write_sidecar(self.db_path, info)
         discovery.register(info)  # found by commands run elsewhere
-        self.housekeeping = Housekeeping(self.writer, self.assembler, retention_seconds=cfg.retention_seconds,
-                                         summary_interval=self._summary_interval)
+        self.housekeeping = Housekeeping(
+            self.writer,
+            self.assembler,
+            retention_seconds=cfg.retention_seconds,
+            summary_interval=self._summary_interval,
+        )
         self.housekeeping.start()
         with self._lock:
             self._state = "running"
@@ -307,17 +374,27 @@ class Collector:
         grpc_where = _where(grpc_host, self.grpc.address[1])
         if self.auth is None:
             if not is_loopback(http_host):
-                log.warning("no auth token: anyone who can reach %s can write spans and read every stored prompt, "
-                            "tool argument and result through /v1/query and the web UI; set --auth-token or "
-                            "AGENTOTEL_AUTH_TOKEN", http_where)
+                log.warning(
+                    "no auth token: anyone who can reach %s can write spans and read every stored prompt, "
+                    "tool argument and result through /v1/query and the web UI; set --auth-token or "
+                    "AGENTOTEL_AUTH_TOKEN",
+                    http_where,
+                )
             if not is_loopback(grpc_host):
-                log.warning("no auth token: anyone who can reach %s (OTLP/gRPC) can write spans into %s; set "
-                            "--auth-token or AGENTOTEL_AUTH_TOKEN", grpc_where, self.db_path)
+                log.warning(
+                    "no auth token: anyone who can reach %s (OTLP/gRPC) can write spans into %s; set "
+                    "--auth-token or AGENTOTEL_AUTH_TOKEN",
+                    grpc_where,
+                    self.db_path,
+                )
         elif not self.config.tls.cert and not (is_loopback(http_host) and is_loopback(grpc_host)):
-            log.warning("the auth token is sent in clear text to %s: anyone on the network path can read it; "
-                        "serve TLS with --tls-cert and --tls-key",
-                        " and ".join(w for h, w in ((http_host, http_where), (grpc_host, grpc_where))
-                                     if not is_loopback(h)))
+            log.warning(
+                "the auth token is sent in clear text to %s: anyone on the network path can read it; "
+                "serve TLS with --tls-cert and --tls-key",
+                " and ".join(
+                    w for h, w in ((http_host, http_where), (grpc_host, grpc_where)) if not is_loopback(h)
+                ),
+            )
 
     def _redactor(self, place: str) -> Redactor | None:
         """The redactor of one place (store, judge, forward), or None where ``[redaction]`` does not apply."""
@@ -386,7 +463,9 @@ class Collector:
             try:
                 self.lake.close(final=True)  # every write is done: the rest goes to the lake now
             except Exception:
-                log.exception("the last lake flush failed; the rows stay in %s and go at the next start", self.db_path)
+                log.exception(
+                    "the last lake flush failed; the rows stay in %s and go at the next start", self.db_path
+                )
         if self.forwarder is not None:
             self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
         if self.sinks is not None:
@@ -409,8 +488,13 @@ class Collector:
 
     def _start_sinks(self, cfg: CollectorConfig) -> None:
         """The quality counters and the ``[[sinks]]`` (their span forwarders take what ``_committed`` hands them)."""
-        self.sinks = SinkHub(cfg.sinks, max_agents=cfg.metrics.max_agents, lookup=stored_runs(self._cursor),
-                             redactor=self._redactor("forward"), redacted_at_store=cfg.redaction.applies("store"))
+        self.sinks = SinkHub(
+            cfg.sinks,
+            max_agents=cfg.metrics.max_agents,
+            lookup=stored_runs(self._cursor),
+            redactor=self._redactor("forward"),
+            redacted_at_store=cfg.redaction.applies("store"),
+        )
         self.sinks.start()
 
     @staticmethod
@@ -450,7 +534,9 @@ class Collector:
     def in_process(self) -> bool:
         """Assembly and scoring run on a thread here instead of in the assembler process: when configured, or
         when a test hooks a stage or the reconstruction in (callables stay in this process)."""
-        return not self.config.assembler.process or bool(self._stage_factories) or self._reconstruct is not None
+        return (
+            not self.config.assembler.process or bool(self._stage_factories) or self._reconstruct is not None
+        )
 
     @property
     def running(self) -> bool:
@@ -475,13 +561,15 @@ class Collector:
         """A cursor for one use, as a context manager (``Database.cursor``)."""
         return self.database.cursor()
 
-    def query(self, sql: str, *, limit: int | None = None, timeout: float | None = None,
-              params: Sequence[Any] = ()) -> dict[str, Any]:
+    def query(
+        self, sql: str, *, limit: int | None = None, timeout: float | None = None, params: Sequence[Any] = ()
+    ) -> dict[str, Any]:
         """Run one sealed read-only query (the ``POST /v1/query`` answer as a dict)."""
         return self.read(sql, params, limit=limit, timeout=timeout).to_dict()
 
-    def read(self, sql: str, params: Sequence[Any] = (), *, limit: int | None = None,
-             timeout: float | None = None) -> QueryResult:
+    def read(
+        self, sql: str, params: Sequence[Any] = (), *, limit: int | None = None, timeout: float | None = None
+    ) -> QueryResult:
         """Run one sealed read-only query, within the ``[query]`` limits: what ``/v1/query`` and the UI read with."""
         cfg = self.config.query
         row_limit = min(limit, cfg.row_limit) if limit else cfg.row_limit
@@ -524,10 +612,15 @@ class Collector:
             write = committed_by(self.writer.submit_operation)
             if self.sinks is not None:
                 write = self._rescored(write, self.sinks)
-            rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
-                                write, conventions=config.conventions,
-                                text_failures=config.reconstruction.text_failures,
-                                config_name=name)
+            rescorer = Rescorer(
+                config.scoring_config(),
+                sealed_read(self._cursor),
+                TraceReader(self._cursor),
+                write,
+                conventions=config.conventions,
+                text_failures=config.reconstruction.text_failures,
+                config_name=name,
+            )
             summary = rescorer.run(request)
         finally:
             self._rescore_lock.release()
@@ -561,11 +654,19 @@ class Collector:
         if self.lake is not None and self.config.lake is not None:
             lake = lake_health(self.lake, self.reconciler, self.config.lake.max_lag)
         return health_report(
-            self._state, token=self._token, db=str(self.db_path), grpc=self.grpc_endpoint, http=self.http_endpoint,
-            uptime=self.uptime, queued_records=self.writer.queued_records,
+            self._state,
+            token=self._token,
+            db=str(self.db_path),
+            grpc=self.grpc_endpoint,
+            http=self.http_endpoint,
+            uptime=self.uptime,
+            queued_records=self.writer.queued_records,
             database_open=self.database is not None and self.database.is_open,
-            open_traces=self.assembler.open_traces, assembler_pid=self.assembler.pid,
-            decode_pids=self.decoders.pids if self.decoders is not None else [], lake=lake)
+            open_traces=self.assembler.open_traces,
+            assembler_pid=self.assembler.pid,
+            decode_pids=self.decoders.pids if self.decoders is not None else [],
+            lake=lake,
+        )
 
     def metrics_text(self) -> str:
         return exposition(self._telemetry)

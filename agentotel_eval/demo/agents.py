@@ -25,8 +25,10 @@ def get_weather(city: str, tool_call_id: str | None = None) -> str:
 @traced(kind="tool")
 def search_flights(destination: str, tool_call_id: str | None = None) -> list[dict[str, Any]]:
     """Flights to a destination."""
-    return [{"flight": "TP1234", "to": destination, "price_eur": 129}, {"flight": "IB990", "to": destination,
-                                                                          "price_eur": 154}]
+    return [
+        {"flight": "TP1234", "to": destination, "price_eur": 129},
+        {"flight": "IB990", "to": destination, "price_eur": 154},
+    ]
 
 
 @traced(kind="tool")
@@ -47,30 +49,42 @@ def convert_currency(amount: float, source: str, target: str, tool_call_id: str 
     return round(amount * RATES[(source, target)], 2)
 
 
-TOOLS: dict[str, Callable[..., Any]] = {f.__name__: f for f in (get_weather, search_flights, search_hotels,
-                                                                book_hotel, convert_currency)}
+TOOLS: dict[str, Callable[..., Any]] = {
+    f.__name__: f for f in (get_weather, search_flights, search_hotels, book_hotel, convert_currency)
+}
 
 #: question -> the calls the scripted model asks for, one model turn each
 Plan = list[tuple[str, dict[str, Any]]]
 SCRIPTS: dict[str, Plan] = {
     # trip_planner: expected search_flights, search_hotels, book_hotel
     "Plan a weekend in Lisbon: a flight, then book the cheapest hotel.": [
-        ("search_flights", {"destination": "Lisbon"}), ("search_hotels", {"city": "Lisbon"}),
-        ("book_hotel", {"hotel": "Casa Lisbon"})],
+        ("search_flights", {"destination": "Lisbon"}),
+        ("search_hotels", {"city": "Lisbon"}),
+        ("book_hotel", {"hotel": "Casa Lisbon"}),
+    ],
     "Plan a trip to Rome and book a hotel there.": [  # books before it has searched: out of order
-        ("search_flights", {"destination": "Rome"}), ("book_hotel", {"hotel": "Grand Rome"}),
-        ("search_hotels", {"city": "Rome"})],
+        ("search_flights", {"destination": "Rome"}),
+        ("book_hotel", {"hotel": "Grand Rome"}),
+        ("search_hotels", {"city": "Rome"}),
+    ],
     "Find me a flight and a hotel in Oslo, and book it.": [  # never books: a missing call
-        ("search_flights", {"destination": "Oslo"}), ("search_hotels", {"city": "Oslo"})],
+        ("search_flights", {"destination": "Oslo"}),
+        ("search_hotels", {"city": "Oslo"}),
+    ],
     # weather_assistant: expected get_weather
     "What's the weather in Paris?": [("get_weather", {"city": "Paris"})],
     "Is it sunny in Madrid today?": [("search_flights", {"destination": "Madrid"})],  # the wrong tool
     # the tool fails, and the model asks for the same call again: a repeated failure
-    "What's the weather in Atlantis?": [("get_weather", {"city": "Atlantis"}), ("get_weather", {"city": "Atlantis"})],
+    "What's the weather in Atlantis?": [
+        ("get_weather", {"city": "Atlantis"}),
+        ("get_weather", {"city": "Atlantis"}),
+    ],
     # currency_assistant: expected convert_currency
     "How much is 100 USD in EUR?": [("convert_currency", {"amount": 100, "source": "USD", "target": "EUR"})],
     "Convert 50 GBP to JPY for my Tokyo trip.": [  # looks up the weather as well: an extra call
-        ("get_weather", {"city": "Tokyo"}), ("convert_currency", {"amount": 50, "source": "GBP", "target": "JPY"})],
+        ("get_weather", {"city": "Tokyo"}),
+        ("convert_currency", {"amount": 50, "source": "GBP", "target": "JPY"}),
+    ],
 }
 
 
@@ -81,7 +95,11 @@ def plan_next_step(messages: list[dict[str, Any]], model: str = "scripted-travel
     done = sum(1 for m in messages if m["role"] == "tool")
     if done < len(plan):
         name, args = plan[done]
-        call = {"id": f"call_{done}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        call = {
+            "id": f"call_{done}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     results = [m["content"] for m in messages if m["role"] == "tool"]
     return {"role": "assistant", "content": "Done: " + "; ".join(results)}
@@ -97,8 +115,12 @@ def _loop(question: str) -> str:
         for call in reply["tool_calls"]:
             function = call["function"]
             try:
-                result: Any = TOOLS[function["name"]](**json.loads(function["arguments"]), tool_call_id=call["id"])
-            except Exception as exc:  # the model sees the failure, as real agents' tool errors reach the model
+                result: Any = TOOLS[function["name"]](
+                    **json.loads(function["arguments"]), tool_call_id=call["id"]
+                )
+            except (
+                Exception
+            ) as exc:  # the model sees the failure, as real agents' tool errors reach the model
                 result = {"error": str(exc)}
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)})
     return "I could not finish."

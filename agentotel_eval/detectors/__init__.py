@@ -40,21 +40,55 @@ def definitions(available_tools: ToolsLike | None) -> list[ToolDefinition] | Non
     return [ToolDefinition.from_value(t) for t in available_tools]
 
 
-def run_view(calls: Sequence[ToolCall], available_tools: ToolsLike | None = None, *,
-             rules: Sequence[ToolRule] = (), answer: str | None = None,
-             reconstruction: Mapping[str, Any] | None = None, user_input: str | None = None,
-             system_prompt: str | None = "", assistant_texts: Sequence[str] = (), service: str | None = None,
-             agent: str | None = None, started: dt.datetime | None = None) -> RunView:
+def run_view(
+    calls: Sequence[ToolCall],
+    available_tools: ToolsLike | None = None,
+    *,
+    rules: Sequence[ToolRule] = (),
+    answer: str | None = None,
+    reconstruction: Mapping[str, Any] | None = None,
+    user_input: str | None = None,
+    system_prompt: str | None = "",
+    assistant_texts: Sequence[str] = (),
+    service: str | None = None,
+    agent: str | None = None,
+    started: dt.datetime | None = None,
+) -> RunView:
     """One run's data as the rules read it (see ``RunView``); a text an exporter put in place of the content
     ("null", "__REDACTED__") is not recorded. ``system_prompt``: "" for none, None when it was not recorded."""
-    return RunView(calls, definitions(available_tools), tuple(rules), recorded(answer), recorded(user_input),
-                   recorded(system_prompt) if system_prompt else system_prompt,
-                   tuple(assistant_texts), reconstruction, service, agent, started)
+    return RunView(
+        calls,
+        definitions(available_tools),
+        tuple(rules),
+        recorded(answer),
+        recorded(user_input),
+        recorded(system_prompt) if system_prompt else system_prompt,
+        tuple(assistant_texts),
+        reconstruction,
+        service,
+        agent,
+        started,
+    )
 
 
 #: what exporters write where the content was not recorded
-_PLACEHOLDERS = frozenset({"null", "none", "undefined", "nil", "__redacted__", "<redacted>", "[redacted]", "redacted",
-                           "[hidden]", "<hidden>", "__hidden__", "***", "[filtered]"})
+_PLACEHOLDERS = frozenset(
+    {
+        "null",
+        "none",
+        "undefined",
+        "nil",
+        "__redacted__",
+        "<redacted>",
+        "[redacted]",
+        "redacted",
+        "[hidden]",
+        "<hidden>",
+        "__hidden__",
+        "***",
+        "[filtered]",
+    }
+)
 
 
 def recorded(text: str | None) -> str | None:
@@ -63,14 +97,18 @@ def recorded(text: str | None) -> str | None:
     if text is None:
         return None
     stripped = text.strip()
-    if stripped.lower() in _PLACEHOLDERS or not stripped.strip("{}[]()\"' ,:") or \
-            stripped.replace(" ", "") in ('{"args":[],"kwargs":{}}', '{"kwargs":{},"args":[]}'):
+    if (
+        stripped.lower() in _PLACEHOLDERS
+        or not stripped.strip("{}[]()\"' ,:")
+        or stripped.replace(" ", "") in ('{"args":[],"kwargs":{}}', '{"kwargs":{},"args":[]}')
+    ):
         return None
     return text
 
 
-def detect_view(view: RunView, types: Iterable[str] | None = None, *, observe: bool = True,
-                disabled: Iterable[str] = ()) -> tuple[list[Finding], list[Finding]]:
+def detect_view(
+    view: RunView, types: Iterable[str] | None = None, *, observe: bool = True, disabled: Iterable[str] = ()
+) -> tuple[list[Finding], list[Finding]]:
     """The findings of the selected rules, ordered by first call index then type, and, with ``observe``, the
     low-severity observations (never part of a verdict)."""
     findings: list[Finding] = []
@@ -84,7 +122,9 @@ def detect_view(view: RunView, types: Iterable[str] | None = None, *, observe: b
             continue
         try:
             found = rule.find(view)
-        except Exception as exc:  # a rule's bug must not cost the run its other rules, nor the collector its run
+        except (
+            Exception
+        ) as exc:  # a rule's bug must not cost the run its other rules, nor the collector its run
             view.failures.append(f"{rule.name} failed on this run ({type(exc).__name__}: {exc})"[:300])
             continue
         if rule.observation:
@@ -97,33 +137,60 @@ def detect_view(view: RunView, types: Iterable[str] | None = None, *, observe: b
 
 
 def _observation(found: Finding, severity: str) -> Finding:
-    return Finding(found.type, found.description, found.tool_name, found.call_indices, found.argument, found.subtype,
-                   found.rule, found.evidence, severity, found.confidence)
+    return Finding(
+        found.type,
+        found.description,
+        found.tool_name,
+        found.call_indices,
+        found.argument,
+        found.subtype,
+        found.rule,
+        found.evidence,
+        severity,
+        found.confidence,
+    )
 
 
-def detect(calls: Sequence[ToolCall], available_tools: ToolsLike | None = None, *,
-           types: Iterable[str] | None = None, **run: Any) -> list[Finding]:
+def detect(
+    calls: Sequence[ToolCall],
+    available_tools: ToolsLike | None = None,
+    *,
+    types: Iterable[str] | None = None,
+    **run: Any,
+) -> list[Finding]:
     """All findings of the selected detector ``types`` (default: all) on one run; ``run``: the rest of its data
     (``run_view``'s keywords: ``rules``, ``answer``, ``reconstruction``, ``user_input``, ...)."""
     return detect_view(run_view(calls, available_tools, **run), types, observe=False)[0]
 
 
-def detect_and_observe(calls: Sequence[ToolCall], available_tools: ToolsLike | None = None, *,
-                       types: Iterable[str] | None = None, observe: bool = True,
-                       **run: Any) -> tuple[list[Finding], list[Finding]]:
+def detect_and_observe(
+    calls: Sequence[ToolCall],
+    available_tools: ToolsLike | None = None,
+    *,
+    types: Iterable[str] | None = None,
+    observe: bool = True,
+    **run: Any,
+) -> tuple[list[Finding], list[Finding]]:
     """``detect``'s findings and, with ``observe``, the low-severity observations."""
     return detect_view(run_view(calls, available_tools, **run), types, observe=observe)
 
 
-def observations(calls: Sequence[ToolCall], *, types: Iterable[str] | None = None, answer: str | None = None,
-                 **run: Any) -> list[Finding]:
+def observations(
+    calls: Sequence[ToolCall], *, types: Iterable[str] | None = None, answer: str | None = None, **run: Any
+) -> list[Finding]:
     """Low-severity observations only: shown, never scored."""
     view = run_view(calls, answer=answer, **run)
-    return [f for rule in rules_for(types) if rule.observation and not rule.missing(view)
-            for f in (_observation(x, rule.severity) for x in rule.find(view))]
+    return [
+        f
+        for rule in rules_for(types)
+        if rule.observation and not rule.missing(view)
+        for f in (_observation(x, rule.severity) for x in rule.find(view))
+    ]
 
 
-def could_not_run_view(view: RunView, types: Iterable[str] | None = None, *, disabled: Iterable[str] = ()) -> list[str]:
+def could_not_run_view(
+    view: RunView, types: Iterable[str] | None = None, *, disabled: Iterable[str] = ()
+) -> list[str]:
     """What the selected rules could not check on this run, and the data that was missing: a run that passes them
     has passed only what they could see."""
     if not view.calls:
@@ -138,11 +205,29 @@ def could_not_run_view(view: RunView, types: Iterable[str] | None = None, *, dis
     return list(dict.fromkeys(notes))
 
 
-def could_not_run(calls: Sequence[ToolCall], available_tools: ToolsLike | None = None, *,
-                  types: Iterable[str] | None = None, **run: Any) -> list[str]:
+def could_not_run(
+    calls: Sequence[ToolCall],
+    available_tools: ToolsLike | None = None,
+    *,
+    types: Iterable[str] | None = None,
+    **run: Any,
+) -> list[str]:
     return could_not_run_view(run_view(calls, available_tools, **run), types)
 
 
-__all__ = ["ERROR_TYPES", "RULES", "UNCERTAIN_BELOW", "Finding", "RunView", "ToolRule", "could_not_run",
-           "could_not_run_view", "definitions", "detect", "detect_and_observe", "detect_view", "observations",
-           "run_view"]
+__all__ = [
+    "ERROR_TYPES",
+    "RULES",
+    "UNCERTAIN_BELOW",
+    "Finding",
+    "RunView",
+    "ToolRule",
+    "could_not_run",
+    "could_not_run_view",
+    "definitions",
+    "detect",
+    "detect_and_observe",
+    "detect_view",
+    "observations",
+    "run_view",
+]

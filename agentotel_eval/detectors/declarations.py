@@ -52,8 +52,9 @@ class ToolRule:
 
     def applies_to(self, service: str | None, agent: str | None) -> bool:
         """Whether the declaration holds for a run of this service and agent (an unknown one matches no glob)."""
-        return (not self.services or _matches(service, self.services)) and \
-            (not self.agents or _matches(agent, self.agents))
+        return (not self.services or _matches(service, self.services)) and (
+            not self.agents or _matches(agent, self.agents)
+        )
 
     def __repr__(self) -> str:
         return f"ToolRule({dict(self.written)!r})"
@@ -82,14 +83,23 @@ def _read_one(value: Any, where: str) -> ToolRule:
     pattern = None
     if claims is not None:
         if not isinstance(claims, str) or not claims or len(claims) > MAX_PATTERN_CHARS:
-            raise SpecError(f"{where}.claims must be a regular expression of at most {MAX_PATTERN_CHARS} characters")
+            raise SpecError(
+                f"{where}.claims must be a regular expression of at most {MAX_PATTERN_CHARS} characters"
+            )
         try:
             pattern = regex.compile(claims)
         except regex.error as exc:
             raise SpecError(f"{where}.claims is not a valid pattern ({exc})") from None
     scopes = [_globs(value.get(key), f"{where}.{key}") for key in ("services", "agents")]
-    return ToolRule(name, tuple(requires), compile_keys(args, f"{where}.args", False) if args else None, pattern,
-                    dict(value), scopes[0], scopes[1])
+    return ToolRule(
+        name,
+        tuple(requires),
+        compile_keys(args, f"{where}.args", False) if args else None,
+        pattern,
+        dict(value),
+        scopes[0],
+        scopes[1],
+    )
 
 
 def _globs(value: Any, where: str) -> tuple[str, ...]:
@@ -117,7 +127,9 @@ def parse_tool_rules(value: Any, where: str = "tools") -> tuple[ToolRule, ...]:
     for i, rule in enumerate(rules):
         key = (rule.name, rule.services, rule.agents)
         if key in seen:
-            raise SpecError(f"{where}[{i}]: tool {rule.name!r} is declared twice for the same services and agents")
+            raise SpecError(
+                f"{where}[{i}]: tool {rule.name!r} is declared twice for the same services and agents"
+            )
         seen.add(key)
     return rules
 
@@ -128,8 +140,12 @@ def bare_name(name: str) -> str:
     return parts[-1] if len(parts) > 1 and parts[-1] else name
 
 
-def rules_by_tool(rules: Sequence[ToolRule], service: str | None = None, agent: str | None = None,
-                  called: Sequence[str] = ()) -> dict[str, ToolRule]:
+def rules_by_tool(
+    rules: Sequence[ToolRule],
+    service: str | None = None,
+    agent: str | None = None,
+    called: Sequence[str] = (),
+) -> dict[str, ToolRule]:
     """The declarations that hold for a run of ``service`` and ``agent``, by tool name: by the declared name, and
     by each ``called`` name that is the declared one with a plugin, server or namespace before it. The first
     declaration that holds for a name wins (write narrower scopes first)."""

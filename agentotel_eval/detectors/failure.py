@@ -62,7 +62,11 @@ def error_signature(text: str) -> str:
 
 
 def args_text(call: ToolCall) -> str:
-    return json.dumps(call.input_parameters, sort_keys=True, default=str) if call.input_parameters is not None else ""
+    return (
+        json.dumps(call.input_parameters, sort_keys=True, default=str)
+        if call.input_parameters is not None
+        else ""
+    )
 
 
 def arguments_of(call: ToolCall) -> Any:

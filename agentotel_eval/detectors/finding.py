@@ -53,9 +53,27 @@ class Finding:
         return out
 
 
-def finding(type_: str, subtype: str, rule: str, tool: str, calls: tuple[int, ...], description: str,
-            evidence: Mapping[str, Any] | None = None, *, argument: str | None = None,
-            confidence: float = 1.0) -> Finding:
+def finding(
+    type_: str,
+    subtype: str,
+    rule: str,
+    tool: str,
+    calls: tuple[int, ...],
+    description: str,
+    evidence: Mapping[str, Any] | None = None,
+    *,
+    argument: str | None = None,
+    confidence: float = 1.0,
+) -> Finding:
     """A Finding with its evidence frozen (evidence is compared and hashed with the finding)."""
-    return Finding(type_, description, tool, calls, argument=argument, subtype=subtype, rule=rule,
-                   evidence=freeze(dict(evidence)) if evidence is not None else None, confidence=confidence)
+    return Finding(
+        type_,
+        description,
+        tool,
+        calls,
+        argument=argument,
+        subtype=subtype,
+        rule=rule,
+        evidence=freeze(dict(evidence)) if evidence is not None else None,
+        confidence=confidence,
+    )

@@ -51,7 +51,7 @@ def _context(view: RunView, fact: Fact) -> Context:
     start, end = sentence[0].start, sentence[-1].end
     if not names:
         names = _nearest(view.answer_mentions, fact, start, end)
-    return Context(clause, names, lower[clause.start:clause.end], lower[start:end])
+    return Context(clause, names, lower[clause.start : clause.end], lower[start:end])
 
 
 def _nearest(found: list[Mention], fact: Fact, start: int, end: int) -> tuple[str, ...]:
@@ -75,7 +75,8 @@ def mentioned_in(view: RunView, start: int, end: int) -> set[str]:
 def on_record(view: RunView, fact: Fact) -> bool:
     """Whether some successful result, some call's arguments, the input or the system prompt hold the value."""
     for j in range(len(view.calls)):
-        if any(same(fact, r.fact) for r in view.result_facts(j)) or \
-                any(same(fact, r.fact) for r in view.argument_facts(j)):
+        if any(same(fact, r.fact) for r in view.result_facts(j)) or any(
+            same(fact, r.fact) for r in view.argument_facts(j)
+        ):
             return True
     return any(same(fact, f) for f in view.input_facts)

@@ -44,14 +44,17 @@ def _has_several_calls(view: RunView) -> bool:
     return len(view.calls) > 1
 
 
-NEEDS = {need.name: need for need in (
-    Need("tools", "the tools offered to the model are not recorded", _has_tools),
-    Need("schemas", "no tool schema is recorded", _has_schemas),
-    Need("answer", "the run's final answer is not recorded", _has_answer),
-    Need("results", "no call's result or error is recorded", _has_results),
-    Need("input", "the run's input is not recorded", _has_input),
-    Need("calls", "", _has_several_calls),  # a rule over several calls: silent on a one-call run
-)}
+NEEDS = {
+    need.name: need
+    for need in (
+        Need("tools", "the tools offered to the model are not recorded", _has_tools),
+        Need("schemas", "no tool schema is recorded", _has_schemas),
+        Need("answer", "the run's final answer is not recorded", _has_answer),
+        Need("results", "no call's result or error is recorded", _has_results),
+        Need("input", "the run's input is not recorded", _has_input),
+        Need("calls", "", _has_several_calls),  # a rule over several calls: silent on a one-call run
+    )
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,12 @@ def declared(schema: Any) -> frozenset[str] | None:
     """The parameter names an object schema declares when it says nothing of others: a key it does not name is
     no parameter of the tool (JSON Schema would let it pass; the function behind the tool would not take it).
     None when the schema allows other keys explicitly (``additionalProperties`` given, ``patternProperties``)."""
-    if not isinstance(schema, dict | Mapping) or "additionalProperties" in schema or "patternProperties" in schema \
-            or "unevaluatedProperties" in schema:
+    if (
+        not isinstance(schema, dict | Mapping)
+        or "additionalProperties" in schema
+        or "patternProperties" in schema
+        or "unevaluatedProperties" in schema
+    ):
         return None
     properties = schema.get("properties")
     if not isinstance(properties, dict | Mapping) or schema.get("type", "object") != "object":
@@ -55,21 +59,31 @@ def declared(schema: Any) -> frozenset[str] | None:
     return frozenset(str(k) for k in properties)
 
 
-
-
 #: a JSON Schema keyword that failed -> the kind of parameter error it is (BFCL's checker tells these apart)
 SCHEMA_SUBTYPES = {
-    "required": "missing_required", "dependentRequired": "missing_required", "dependencies": "missing_required",
-    "additionalProperties": "unexpected_param", "unevaluatedProperties": "unexpected_param",
+    "required": "missing_required",
+    "dependentRequired": "missing_required",
+    "dependencies": "missing_required",
+    "additionalProperties": "unexpected_param",
+    "unevaluatedProperties": "unexpected_param",
     "propertyNames": "unexpected_param",
     "type": "wrong_type",
-    "enum": "value_not_allowed", "const": "value_not_allowed",
+    "enum": "value_not_allowed",
+    "const": "value_not_allowed",
     "format": "bad_format",
     "pattern": "pattern_mismatch",
-    "minimum": "out_of_range", "maximum": "out_of_range", "exclusiveMinimum": "out_of_range",
-    "exclusiveMaximum": "out_of_range", "multipleOf": "out_of_range", "minLength": "out_of_range",
-    "maxLength": "out_of_range", "minItems": "out_of_range", "maxItems": "out_of_range",
-    "minProperties": "out_of_range", "maxProperties": "out_of_range", "uniqueItems": "out_of_range",
+    "minimum": "out_of_range",
+    "maximum": "out_of_range",
+    "exclusiveMinimum": "out_of_range",
+    "exclusiveMaximum": "out_of_range",
+    "multipleOf": "out_of_range",
+    "minLength": "out_of_range",
+    "maxLength": "out_of_range",
+    "minItems": "out_of_range",
+    "maxItems": "out_of_range",
+    "minProperties": "out_of_range",
+    "maxProperties": "out_of_range",
+    "uniqueItems": "out_of_range",
 }
 
 
@@ -106,14 +120,27 @@ def arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
 # about ten times faster than jsonschema; anything it does not understand, and every failure, goes to jsonschema,
 # so findings and their wording come from one place.
 
-_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "description", "title",
-                          "$schema", "default", "examples"})
+_OBJECT_KEYS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "description",
+        "title",
+        "$schema",
+        "default",
+        "examples",
+    }
+)
 _PROPERTY_KEYS = frozenset({"type", "description", "title", "default", "examples", "enum", "format"})
 #: the formats the full validator checks, for the fast path to say "conforms" only where it would too
 _FORMATS = validators.Draft202012Validator.FORMAT_CHECKER
 _TYPE_CHECKS: dict[str, Any] = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
+    "integer": lambda v: (
+        not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer()))
+    ),
     "number": lambda v: not isinstance(v, bool) and isinstance(v, int | float),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
@@ -136,12 +163,20 @@ def _type_check(spec: Any) -> Any:
 @lru_cache(maxsize=1024)
 def quick_check(schema: Any) -> Any:
     """``instance -> True`` when it surely conforms to this flat object schema; None for other schema shapes."""
-    if not isinstance(schema, dict | Mapping) or not set(schema) <= _OBJECT_KEYS or schema.get("type", "object") != "object":
+    if (
+        not isinstance(schema, dict | Mapping)
+        or not set(schema) <= _OBJECT_KEYS
+        or schema.get("type", "object") != "object"
+    ):
         return None
     properties = schema.get("properties", {})
     required = schema.get("required", ())
     extra = schema.get("additionalProperties", True)
-    if not isinstance(properties, dict | Mapping) or not isinstance(required, list | tuple) or not isinstance(extra, bool):
+    if (
+        not isinstance(properties, dict | Mapping)
+        or not isinstance(required, list | tuple)
+        or not isinstance(extra, bool)
+    ):
         return None
     checks: dict[str, Any] = {}
     for name, prop in properties.items():
@@ -153,7 +188,9 @@ def quick_check(schema: Any) -> Any:
         enum = prop.get("enum")
         if enum is not None:
             if not isinstance(enum, list | tuple) or not all(isinstance(e, str) for e in enum):
-                return None  # non-string enums compare with JSON (not Python) equality: leave them to jsonschema
+                return (
+                    None  # non-string enums compare with JSON (not Python) equality: leave them to jsonschema
+                )
             allowed = frozenset(enum)
             checks[name] = lambda v, t=type_ok, a=allowed: isinstance(v, str) and v in a and t(v)
         else:

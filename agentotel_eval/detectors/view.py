@@ -25,7 +25,9 @@ from agentotel_eval.test_case import ToolCall, ToolDefinition
 
 #: strings of arguments that can name what a call is about: short, not a sentence, not a flag
 _MAX_ANCHOR = 60
-_NAME_IN_TEXT = re.compile(r"(?<![\w'’])[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*|(?<![\w-])[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])")
+_NAME_IN_TEXT = re.compile(
+    r"(?<![\w'’])[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*|(?<![\w-])[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])"
+)
 _FLAGS = frozenset({"true", "false", "none", "null", "yes", "no", "asc", "desc", "json", "text", "en", "us"})
 _TOOL_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _JSON = json.JSONEncoder(default=str)  # json.dumps(value, default=str) without a new encoder per call
@@ -155,8 +157,11 @@ class RunView:
         found = self._results.get(j)
         if found is None:
             call = self.calls[j]
-            found = self._results[j] = read_value(call.output, self.output_texts[j]) \
-                if call.output is not None and not self.fails[j] else ()
+            found = self._results[j] = (
+                read_value(call.output, self.output_texts[j])
+                if call.output is not None and not self.fails[j]
+                else ()
+            )
         return found
 
     def error_facts(self, j: int) -> tuple[Recorded, ...]:
@@ -165,23 +170,29 @@ class RunView:
         found = self._results.get(key)
         if found is None:
             call = self.calls[j]
-            found = self._results[key] = read_value(call.output if call.output is not None else call.error) \
-                if self.fails[j] else ()
+            found = self._results[key] = (
+                read_value(call.output if call.output is not None else call.error) if self.fails[j] else ()
+            )
         return found
 
     def argument_facts(self, j: int) -> tuple[Recorded, ...]:
         found = self._arguments.get(j)
         if found is None:
-            args = self.calls[j].input_parameters if self.calls[j].input_parameters is not None \
+            args = (
+                self.calls[j].input_parameters
+                if self.calls[j].input_parameters is not None
                 else self.calls[j].raw_arguments
+            )
             found = self._arguments[j] = read_value(args, self.argument_texts[j]) if args is not None else ()
         return found
 
     @cached_property
     def call_anchors(self) -> list[list[str]]:
         """The names each call's arguments are about (``anchors_of``)."""
-        return [anchors_of(c.input_parameters if c.input_parameters is not None else c.raw_arguments)
-                for c in self.calls]
+        return [
+            anchors_of(c.input_parameters if c.input_parameters is not None else c.raw_arguments)
+            for c in self.calls
+        ]
 
     @cached_property
     def anchor_calls(self) -> dict[str, set[int]]:
@@ -200,8 +211,10 @@ class RunView:
     @cached_property
     def argument_texts(self) -> list[str]:
         """Each call's arguments as text (JSON for values; "" when not recorded)."""
-        return [value_text(c.input_parameters if c.input_parameters is not None else c.raw_arguments)
-                for c in self.calls]
+        return [
+            value_text(c.input_parameters if c.input_parameters is not None else c.raw_arguments)
+            for c in self.calls
+        ]
 
     @cached_property
     def call_texts(self) -> list[str]:
@@ -209,8 +222,11 @@ class RunView:
         out = []
         for call, args, output in zip(self.calls, self.argument_texts, self.output_texts, strict=True):
             recorded = call.input_parameters is not None or call.raw_arguments is not None
-            parts = [args if recorded else None, output if call.output is not None else None,
-                     value_text(call.error) if call.error is not None else None]
+            parts = [
+                args if recorded else None,
+                output if call.output is not None else None,
+                value_text(call.error) if call.error is not None else None,
+            ]
             out.append("\n".join(p for p in parts if p is not None))
         return out
 
@@ -226,8 +242,14 @@ class RunView:
     @cached_property
     def result_names(self) -> set[str]:
         """The names the successful results hold beside their facts (a hotel's name beside its price)."""
-        return {name for j in range(len(self.calls)) if not self.fails[j] for r in self.result_facts(j)
-                for name in r.beside if len(name) <= _MAX_ANCHOR}
+        return {
+            name
+            for j in range(len(self.calls))
+            if not self.fails[j]
+            for r in self.result_facts(j)
+            for name in r.beside
+            if len(name) <= _MAX_ANCHOR
+        }
 
     @cached_property
     def name_words(self) -> frozenset[str]:
@@ -273,8 +295,10 @@ class RunView:
         """The tools' descriptions and schemas as text: a value an argument takes from them is grounded."""
         if not self.tools:
             return ""
-        return "\n".join(f"{t.name} {t.description or ''} "
-                         f"{_JSON.encode(t.parameters) if t.parameters else ''}" for t in self.tools)
+        return "\n".join(
+            f"{t.name} {t.description or ''} {_JSON.encode(t.parameters) if t.parameters else ''}"
+            for t in self.tools
+        )
 
     @cached_property
     def context_text(self) -> str:

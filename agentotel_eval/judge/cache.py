@@ -35,9 +35,16 @@ class CachedAnswer:
     created_at: float
 
 
-def cache_key(model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any] | None = None) -> str:
+def cache_key(
+    model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any] | None = None
+) -> str:
     """A stable hex key for (model, messages, parameters); dict key order does not matter."""
-    payload = {"format": CACHE_FORMAT, "model": model, "messages": thaw(list(messages)), "params": thaw(dict(params or {}))}
+    payload = {
+        "format": CACHE_FORMAT,
+        "model": model,
+        "messages": thaw(list(messages)),
+        "params": thaw(dict(params or {})),
+    }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -62,7 +69,11 @@ class ResponseCache:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("text"), str):
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != CACHE_FORMAT
+            or not isinstance(data.get("text"), str)
+        ):
             return None
         cost = data.get("cost_usd")
         return CachedAnswer(
@@ -75,8 +86,13 @@ class ResponseCache:
     def put(self, key: str, text: str, *, cost_usd: float | None, model: str) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"format": CACHE_FORMAT, "model": model, "text": text, "cost_usd": cost_usd,
-                  "created_at": time.time()}
+        record = {
+            "format": CACHE_FORMAT,
+            "model": model,
+            "text": text,
+            "cost_usd": cost_usd,
+            "created_at": time.time(),
+        }
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -26,7 +26,9 @@ class CustomLLMClient(ABC):
     """
 
     @abstractmethod
-    async def chat_complete(self, messages: Sequence[Message], temperature: float = 0.0) -> tuple[str, float | None]:
+    async def chat_complete(
+        self, messages: Sequence[Message], temperature: float = 0.0
+    ) -> tuple[str, float | None]:
         """The assistant's reply text to ``messages``, and what the call cost in USD (None if unknown)."""
 
     @abstractmethod
@@ -45,7 +47,9 @@ class CustomLLMClient(ABC):
         return f"{type(self).__name__}({self.get_model_name()!r})"
 
 
-async def complete_once(client: CustomLLMClient, messages: Sequence[Message], temperature: float) -> tuple[str, float | None]:
+async def complete_once(
+    client: CustomLLMClient, messages: Sequence[Message], temperature: float
+) -> tuple[str, float | None]:
     """Call a client and check what it returned; tolerate a sync implementation and a bare string."""
     result: Any = client.chat_complete(list(messages), temperature)
     if inspect.isawaitable(result):
@@ -55,7 +59,9 @@ async def complete_once(client: CustomLLMClient, messages: Sequence[Message], te
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], str | type(None)):
         text, cost = result
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0):
-            raise PermanentJudgeError(f"{type(client).__name__}.chat_complete returned an invalid cost {cost!r}")
+            raise PermanentJudgeError(
+                f"{type(client).__name__}.chat_complete returned an invalid cost {cost!r}"
+            )
         return text or "", float(cost) if cost is not None else None
     raise PermanentJudgeError(
         f"{type(client).__name__}.chat_complete must return (text, cost_or_None), got {type(result).__name__}"

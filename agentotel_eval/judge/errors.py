@@ -20,7 +20,9 @@ class JudgeError(Exception):
 class RetryableJudgeError(JudgeError):
     """Raise from a custom client for a transient failure; ``retry_after`` (seconds) is honoured when given."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None, status_code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status_code: int | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.status_code = status_code
@@ -40,8 +42,17 @@ class JudgeOutputError(JudgeError):
 
 # Statuses a retry can fix: request timeout, rate limit, and server-side failures (5xx, Cloudflare's 52x).
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
-_RETRYABLE_NAMES = ("Timeout", "TimeoutError", "APIConnectionError", "ConnectError", "ReadError",
-                    "RemoteProtocolError", "ServiceUnavailable", "InternalServerError", "BadGatewayError")
+_RETRYABLE_NAMES = (
+    "Timeout",
+    "TimeoutError",
+    "APIConnectionError",
+    "ConnectError",
+    "ReadError",
+    "RemoteProtocolError",
+    "ServiceUnavailable",
+    "InternalServerError",
+    "BadGatewayError",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +99,10 @@ def _class_names(exc: BaseException) -> list[str]:
 
 
 def _status_code(exc: BaseException) -> int | None:
-    for candidate in (getattr(exc, "status_code", None), getattr(getattr(exc, "response", None), "status_code", None)):
+    for candidate in (
+        getattr(exc, "status_code", None),
+        getattr(getattr(exc, "response", None), "status_code", None),
+    ):
         if isinstance(candidate, int) and not isinstance(candidate, bool):
             return candidate
         if isinstance(candidate, str) and candidate.isdigit():

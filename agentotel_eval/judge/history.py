@@ -113,7 +113,9 @@ def render_call(position: int, call: ToolCall, max_value_chars: int = DEFAULT_MA
         name = render_value(name, 200).replace("\n", " ")
     lines = [f"#{position} {name}"]
     params = call.input_parameters
-    if params is not None:  # _field("arguments", ...) and _field("result", ...) in line: they run for every call
+    if (
+        params is not None
+    ):  # _field("arguments", ...) and _field("result", ...) in line: they run for every call
         lines.append("   arguments: " + render_value(params, max_value_chars).replace("\n", _CONTINUATION))
     elif call.raw_arguments is not None:
         lines.append(_field("arguments (as recorded, not parsed)", call.raw_arguments, max_value_chars))
@@ -138,7 +140,10 @@ def render_call(position: int, call: ToolCall, max_value_chars: int = DEFAULT_MA
 
 def _is_names_only(calls: Sequence[ToolCall]) -> bool:
     return all(
-        c.input_parameters is None and c.raw_arguments is None and c.output is None and c.status is None
+        c.input_parameters is None
+        and c.raw_arguments is None
+        and c.output is None
+        and c.status is None
         and not c.error
         for c in calls
     )
@@ -187,7 +192,10 @@ def render_tool_history(
     context = getattr(case, "context", None)
     if context:
         items = [context] if isinstance(context, str) else list(context)
-        blocks = [f"context[{i}]: {render_value(render_text(item), max_value_chars)}" for i, item in enumerate(items, 1)]
+        blocks = [
+            f"context[{i}]: {render_value(render_text(item), max_value_chars)}"
+            for i, item in enumerate(items, 1)
+        ]
         text = truncate("\n".join(blocks), max_chars)
         return ToolHistory(text, SOURCE_CONTEXT, False, 0, text != "\n".join(blocks))
     listed = getattr(case, "tools_called", None)
@@ -199,8 +207,13 @@ def render_tool_history(
         text = truncate(full, min(max_chars, max_value_chars * 4) if max_chars > 0 else max_value_chars * 4)
         return ToolHistory(text, SOURCE_EXPECTED_OUTPUT, False, 0, text != full)
     if structured is not None or listed is not None:  # an explicit empty list: the agent called no tool
-        return ToolHistory("(the agent called no tools)", SOURCE_TOOL_CALLS if structured is not None
-                           else SOURCE_TOOLS_CALLED, False, 0, False)
+        return ToolHistory(
+            "(the agent called no tools)",
+            SOURCE_TOOL_CALLS if structured is not None else SOURCE_TOOLS_CALLED,
+            False,
+            0,
+            False,
+        )
     return ToolHistory("(no tool history available)", SOURCE_NONE, False, 0, False)
 
 
@@ -209,13 +222,15 @@ def _from_calls(calls: Sequence[Any], source: str, max_value_chars: int, max_cha
     return render_calls(tool_calls, source, max_value_chars, max_chars)
 
 
-def render_calls(calls: Sequence[ToolCall], source: str = SOURCE_TOOL_CALLS,
-                 max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
-                 max_chars: int = DEFAULT_MAX_CHARS) -> ToolHistory:
+def render_calls(
+    calls: Sequence[ToolCall],
+    source: str = SOURCE_TOOL_CALLS,
+    max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> ToolHistory:
     """The history of these ToolCalls: ``render_tool_history`` of a case whose ``tool_calls`` they are, for a
     caller that has converted them already."""
     names_only = _is_names_only(calls)
     blocks = [render_call(i, call, max_value_chars) for i, call in enumerate(calls, 1)]
     kept, truncated = _fit(blocks, max_chars)
     return ToolHistory("\n".join(kept), source, names_only, len(calls), truncated)
-

@@ -38,7 +38,9 @@ def import_litellm() -> Any:
         litellm.suppress_debug_info = True
         for name in _LITELLM_LOGGERS:
             logger = logging.getLogger(name)
-            if logger.level in (logging.NOTSET, logging.INFO, logging.DEBUG) and not os.environ.get("LITELLM_LOG"):
+            if logger.level in (logging.NOTSET, logging.INFO, logging.DEBUG) and not os.environ.get(
+                "LITELLM_LOG"
+            ):
                 logger.setLevel(logging.WARNING)  # LITELLM_LOG, litellm's own switch, still turns them on
     return litellm
 
@@ -63,7 +65,9 @@ class LiteLLMClient(CustomLLMClient):
             raise ValueError(f"llm_kwargs may not set {', '.join(bad)}: the judge controls them")
         retry = sorted(RETRY_KWARGS & set(llm_kwargs))
         if retry:
-            raise ValueError(f"{', '.join(retry)}: litellm's retries are disabled; configure the judge's retries")
+            raise ValueError(
+                f"{', '.join(retry)}: litellm's retries are disabled; configure the judge's retries"
+            )
         self.model = to_litellm_model(model)
         self.requested_model = model
         self.llm_kwargs: dict[str, Any] = dict(llm_kwargs)
@@ -93,7 +97,9 @@ class LiteLLMClient(CustomLLMClient):
             self._json_mode = _supports_json_mode(import_litellm(), self.model, self.llm_kwargs)
         return self._json_mode
 
-    async def chat_complete(self, messages: Sequence[Message], temperature: float = 0.0) -> tuple[str, float | None]:
+    async def chat_complete(
+        self, messages: Sequence[Message], temperature: float = 0.0
+    ) -> tuple[str, float | None]:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {
             **self.llm_kwargs,
@@ -119,7 +125,9 @@ class LiteLLMClient(CustomLLMClient):
 
 def _supports_json_mode(litellm: Any, model: str, llm_kwargs: Mapping[str, Any]) -> bool:
     try:
-        _, provider, _, _ = litellm.get_llm_provider(model, custom_llm_provider=llm_kwargs.get("custom_llm_provider"))
+        _, provider, _, _ = litellm.get_llm_provider(
+            model, custom_llm_provider=llm_kwargs.get("custom_llm_provider")
+        )
         params = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider) or []
     except Exception:
         return False

@@ -9,13 +9,52 @@ OpenAI fine-tunes ``ft:gpt-4o-mini:org::id``), and those must reach litellm unto
 from __future__ import annotations
 
 #: litellm provider names accepted before a colon as they are.
-LITELLM_PROVIDERS = frozenset({
-    "openai", "azure", "azure_ai", "anthropic", "gemini", "vertex_ai", "bedrock", "sagemaker", "ollama",
-    "ollama_chat", "mistral", "groq", "cohere", "cohere_chat", "together_ai", "deepseek", "xai", "openrouter",
-    "fireworks_ai", "huggingface", "perplexity", "cerebras", "databricks", "watsonx", "hosted_vllm", "vllm",
-    "lm_studio", "deepinfra", "nvidia_nim", "cloudflare", "ai21", "replicate", "anyscale", "text-completion-openai",
-    "openai_like", "litellm_proxy", "github", "sambanova", "nebius", "novita", "dashscope", "moonshot",
-})
+LITELLM_PROVIDERS = frozenset(
+    {
+        "openai",
+        "azure",
+        "azure_ai",
+        "anthropic",
+        "gemini",
+        "vertex_ai",
+        "bedrock",
+        "sagemaker",
+        "ollama",
+        "ollama_chat",
+        "mistral",
+        "groq",
+        "cohere",
+        "cohere_chat",
+        "together_ai",
+        "deepseek",
+        "xai",
+        "openrouter",
+        "fireworks_ai",
+        "huggingface",
+        "perplexity",
+        "cerebras",
+        "databricks",
+        "watsonx",
+        "hosted_vllm",
+        "vllm",
+        "lm_studio",
+        "deepinfra",
+        "nvidia_nim",
+        "cloudflare",
+        "ai21",
+        "replicate",
+        "anyscale",
+        "text-completion-openai",
+        "openai_like",
+        "litellm_proxy",
+        "github",
+        "sambanova",
+        "nebius",
+        "novita",
+        "dashscope",
+        "moonshot",
+    }
+)
 
 #: Other spellings of a provider (pydantic-ai's, the reference document's) and the litellm provider they mean.
 PROVIDER_ALIASES = {

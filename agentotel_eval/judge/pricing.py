@@ -16,8 +16,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 #: litellm's per-call price arguments: any of them is a price the configuration gives
-PRICE_KWARGS = frozenset({"input_cost_per_token", "output_cost_per_token",
-                          "input_cost_per_second", "output_cost_per_second"})
+PRICE_KWARGS = frozenset(
+    {"input_cost_per_token", "output_cost_per_token", "input_cost_per_second", "output_cost_per_second"}
+)
 
 #: host name suffixes that only resolve inside a site (RFC 6761, 6762, 8375, and the common ``.internal``)
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".lan")
@@ -48,7 +49,9 @@ def is_local_endpoint(url: str | None) -> bool:
         return False
     host = host.rstrip(".").lower()
     try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])  # an IPv6 zone ("fe80::1%eth0") is no part of it
+        address = ipaddress.ip_address(
+            host.split("%", 1)[0]
+        )  # an IPv6 zone ("fe80::1%eth0") is no part of it
     except ValueError:
         return host == "localhost" or "." not in host or host.endswith(_LOCAL_SUFFIXES)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:

@@ -41,8 +41,9 @@ async def retry_judge_call(
     except GaveUp as gave_up:
         exc = gave_up.__cause__ or gave_up  # the last attempt's error
         failure = classify(exc)
-        raise RetriesExhausted(_describe(exc, failure, gave_up.attempts, policy), gave_up.attempts,
-                               failure) from exc
+        raise RetriesExhausted(
+            _describe(exc, failure, gave_up.attempts, policy), gave_up.attempts, failure
+        ) from exc
 
 
 def _describe(exc: BaseException, failure: Failure, attempts: int, policy: RetryPolicy) -> str:
@@ -52,6 +53,8 @@ def _describe(exc: BaseException, failure: Failure, attempts: int, policy: Retry
     if not failure.retryable:
         return f"judge call failed ({failure.kind}, not retryable): {text}"
     if failure.retry_after is not None and failure.retry_after > policy.max_retry_after:
-        return (f"judge call failed: the provider asked to retry after {failure.retry_after:.0f}s, more than "
-                f"max_retry_after={policy.max_retry_after:.0f}s: {text}")
+        return (
+            f"judge call failed: the provider asked to retry after {failure.retry_after:.0f}s, more than "
+            f"max_retry_after={policy.max_retry_after:.0f}s: {text}"
+        )
     return f"judge call failed after {attempts} attempt(s) ({failure.kind}): {text}"

@@ -69,9 +69,20 @@ class JudgeStats:
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:
-            return {k: getattr(self, k) for k in ("calls", "attempts", "retries", "cache_hits", "repairs",
-                                                  "failures", "cost_usd", "unknown_cost_answers",
-                                                  "cache_write_errors")}
+            return {
+                k: getattr(self, k)
+                for k in (
+                    "calls",
+                    "attempts",
+                    "retries",
+                    "cache_hits",
+                    "repairs",
+                    "failures",
+                    "cost_usd",
+                    "unknown_cost_answers",
+                    "cache_write_errors",
+                )
+            }
 
 
 class JudgeRunner:
@@ -128,9 +139,13 @@ class JudgeRunner:
             raise PermanentJudgeError(f"judge client set-up failed: {type(exc).__name__}: {exc}") from exc
         self._prepared = True
 
-    async def complete(self, messages: Sequence[Message], counter: AttemptCounter) -> tuple[str, float | None]:
+    async def complete(
+        self, messages: Sequence[Message], counter: AttemptCounter
+    ) -> tuple[str, float | None]:
         """One answer to ``messages``, retried per the policy. Raises RetriesExhausted or PermanentJudgeError."""
-        await self._prepare_client()  # outside the attempt timeout: a first import must not count as a timeout
+        await (
+            self._prepare_client()
+        )  # outside the attempt timeout: a first import must not count as a timeout
         semaphore = self._semaphore()
 
         async def attempt() -> tuple[str, float | None]:
@@ -180,22 +195,37 @@ class JudgeRunner:
                     value = validate(text)
                 except JudgeOutputError as problem:
                     if round_ == 1:
-                        raise JudgeOutputError(f"invalid answer, also after a repair request: {problem}") from problem
+                        raise JudgeOutputError(
+                            f"invalid answer, also after a repair request: {problem}"
+                        ) from problem
                     repaired = True
                     self.stats.add(repairs=1)
                     conversation = [*messages, *_repair_turn(text, str(problem))]
                     continue
                 if cache is not None and key is not None:
                     self._store(cache, key, text, _total(costs))
-                return JudgeOutcome(value, text, _total(costs), counter.attempts, repaired=repaired,
-                                    raw_answers=tuple(answers))
+                return JudgeOutcome(
+                    value,
+                    text,
+                    _total(costs),
+                    counter.attempts,
+                    repaired=repaired,
+                    raw_answers=tuple(answers),
+                )
         except (RetriesExhausted, JudgeError) as exc:
             error = str(exc)
         finally:
             self._count(counter, costs)
         self.stats.add(failures=1)
-        return JudgeOutcome(None, answers[-1] if answers else None, _total(costs), counter.attempts,
-                            repaired=repaired, error=error, raw_answers=tuple(answers))
+        return JudgeOutcome(
+            None,
+            answers[-1] if answers else None,
+            _total(costs),
+            counter.attempts,
+            repaired=repaired,
+            error=error,
+            raw_answers=tuple(answers),
+        )
 
     def _store(self, cache: ResponseCache, key: str, text: str, cost: float | None) -> None:
         """Cache a good answer; a cache that cannot be written costs a warning, never the verdict."""
@@ -205,16 +235,26 @@ class JudgeRunner:
             self.stats.add(cache_write_errors=1)
             if not self._warned_cache:
                 self._warned_cache = True
-                logger.warning("judge cache %s cannot be written (%s); answers are not cached", cache.directory, exc)
+                logger.warning(
+                    "judge cache %s cannot be written (%s); answers are not cached", cache.directory, exc
+                )
 
     def _count(self, counter: AttemptCounter, costs: list[float | None]) -> None:
         known = [c for c in costs if c is not None]
-        self.stats.add(attempts=counter.attempts, retries=counter.retries, cost_usd=sum(known),
-                       unknown_cost_answers=len(costs) - len(known))
+        self.stats.add(
+            attempts=counter.attempts,
+            retries=counter.retries,
+            cost_usd=sum(known),
+            unknown_cost_answers=len(costs) - len(known),
+        )
 
 
 def _repair_turn(bad_answer: str, problem: str) -> list[dict[str, str]]:
-    quoted = bad_answer if len(bad_answer) <= MAX_ECHOED_ANSWER_CHARS else bad_answer[:MAX_ECHOED_ANSWER_CHARS] + "…"
+    quoted = (
+        bad_answer
+        if len(bad_answer) <= MAX_ECHOED_ANSWER_CHARS
+        else bad_answer[:MAX_ECHOED_ANSWER_CHARS] + "…"
+    )
     return [
         {"role": "assistant", "content": quoted},
         {"role": "user", "content": prompts.render("repair.v1", problem=problem)},

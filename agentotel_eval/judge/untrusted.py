@@ -23,7 +23,12 @@ def _letter(ch: str) -> str:
     """A class matching ``ch`` in either case, ASCII or full-width, optionally followed by zero-width chars."""
     if ch == "_":
         return f"[_\\-\\s\uff3f{_ZERO_WIDTH}]*"
-    variants = {ch.lower(), ch.upper(), chr(ord(ch.lower()) - 0x61 + 0xFF41), chr(ord(ch.upper()) - 0x41 + 0xFF21)}
+    variants = {
+        ch.lower(),
+        ch.upper(),
+        chr(ord(ch.lower()) - 0x61 + 0xFF41),
+        chr(ord(ch.upper()) - 0x41 + 0xFF21),
+    }
     return "[" + "".join(sorted(variants)) + f"][{_ZERO_WIDTH}]*"
 
 

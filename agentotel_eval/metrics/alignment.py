@@ -39,7 +39,9 @@ class Alignment:
 
     def count(self, kind: str) -> int:
         """Calls of a kind; an out-of-order pair counts once."""
-        return sum(1 for c in self.columns if c.kind == kind and (kind != OUT_OF_ORDER or c.expected is not None))
+        return sum(
+            1 for c in self.columns if c.kind == kind and (kind != OUT_OF_ORDER or c.expected is not None)
+        )
 
 
 def align(expected: Sequence[str], called: Sequence[str]) -> Alignment:
@@ -69,8 +71,13 @@ def align(expected: Sequence[str], called: Sequence[str]) -> Alignment:
     for kind, i, j in raw:
         partner = None
         if kind == OUT_OF_ORDER:
-            partner = (column_of_called[counterpart_of_expected[i]] if i is not None
-                       else column_of_expected[counterpart_of_called[j]] if j is not None else None)
+            partner = (
+                column_of_called[counterpart_of_expected[i]]
+                if i is not None
+                else column_of_expected[counterpart_of_called[j]]
+                if j is not None
+                else None
+            )
         columns.append(Column(kind, i, j, partner))
     return Alignment(tuple(expected), tuple(called), tuple(columns))
 
@@ -81,9 +88,9 @@ _MARK = {MATCHED: "", MISSING: "missing", EXTRA: "extra", OUT_OF_ORDER: "out of 
 def alignment_text(expected: Sequence[str], called: Sequence[str], indent: str = "  ") -> list[str]:
     """The timeline as three aligned lines of text (expected, called, marks), for a terminal or a test failure:
 
-        expected  search_hotels  book_hotel
-        called    search_hotels              sort_by_price
-                                 missing     extra
+    expected  search_hotels  book_hotel
+    called    search_hotels              sort_by_price
+                             missing     extra
     """
     a = align(expected, called)
     if not a.columns:

@@ -273,7 +273,10 @@ def weighted_match(
         if not c_idx:
             continue
         grid = [
-            [call_weight(expected[i], called[j], input_parameters=input_parameters, output=output) for j in c_idx]
+            [
+                call_weight(expected[i], called[j], input_parameters=input_parameters, output=output)
+                for j in c_idx
+            ]
             for i in e_idx
         ]
         if len(e_idx) == 1:

@@ -53,5 +53,7 @@ class MultimodalToolCorrectnessMetric(ToolCorrectnessMetric):
         self._async_mode = bool(async_mode)
 
     model = property(lambda self: self._model, doc="Accepted for API compatibility; never called.")
-    async_mode = property(lambda self: self._async_mode, doc="Accepted for API compatibility; scoring is inline.")
+    async_mode = property(
+        lambda self: self._async_mode, doc="Accepted for API compatibility; scoring is inline."
+    )
     verbose_mode = property(lambda self: self.verbose)

@@ -70,7 +70,7 @@ class MetricLabel:
 
     @property
     def direction(self) -> str:
-        """"higher is better", "lower is better", or "" when not known."""
+        """ "higher is better", "lower is better", or "" when not known."""
         return "" if self.higher_is_better is None else HIGHER if self.higher_is_better else LOWER
 
     @property
@@ -116,8 +116,10 @@ class MetricDeclaration(MetricLabel, Generic[M]):
         other constructor arguments). A declaration builds its own metric only: settings cannot change the mode."""
         clash = sorted(set(settings) & set(self.arguments))
         if clash:
-            raise TypeError(f"{', '.join(clash)} makes another metric than {self.name!r}: build that one's "
-                            "declaration (``variant``)")
+            raise TypeError(
+                f"{', '.join(clash)} makes another metric than {self.name!r}: build that one's "
+                "declaration (``variant``)"
+            )
         construct = cast("Callable[..., M]", self.load())  # each class takes its own arguments
         chosen = self.threshold if threshold is None else threshold
         return construct(threshold=chosen, **self.arguments, **settings)
@@ -157,32 +159,51 @@ _CORRECTNESS_OPTIONS = ("exact", "ordering", "strict", "params")
 _FINDINGS = ("no error found", "errors found")
 
 
-def _tool_correctness(name: str, label: str, meaning: str, *, exact: bool,
-                      ordering: bool) -> MetricDeclaration[ToolCorrectnessMetric]:
+def _tool_correctness(
+    name: str, label: str, meaning: str, *, exact: bool, ordering: bool
+) -> MetricDeclaration[ToolCorrectnessMetric]:
     """One mode of the tool-correctness class: the same threshold, options and kind of pass."""
     return MetricDeclaration(
-        name=name, label=label, higher_is_better=True, meaning=meaning, passes=_AT_THRESHOLD, threshold=0.5,
-        metric_class=_tool_correctness_class, arguments=_arguments(exact_match=exact, check_ordering=ordering),
+        name=name,
+        label=label,
+        higher_is_better=True,
+        meaning=meaning,
+        passes=_AT_THRESHOLD,
+        threshold=0.5,
+        metric_class=_tool_correctness_class,
+        arguments=_arguments(exact_match=exact, check_ordering=ordering),
         options=_CORRECTNESS_OPTIONS,
     )
 
 
 TOOL_CORRECTNESS = _tool_correctness(
-    "tool_correctness", "Tool correctness",
+    "tool_correctness",
+    "Tool correctness",
     "share of the expected tool calls the agent made (0 to 1); extra calls are not penalised",
-    exact=False, ordering=False)
+    exact=False,
+    ordering=False,
+)
 TOOL_CORRECTNESS_EXACT = _tool_correctness(
-    "tool_correctness_exact", "Tool correctness (exact set)",
+    "tool_correctness_exact",
+    "Tool correctness (exact set)",
     "1 when the called tools are exactly the expected ones, as a set with counts: order is NOT checked; else 0",
-    exact=True, ordering=False)
+    exact=True,
+    ordering=False,
+)
 TOOL_CORRECTNESS_ORDERING = _tool_correctness(
-    "tool_correctness_ordering", "Tool correctness (in order)",
+    "tool_correctness_ordering",
+    "Tool correctness (in order)",
     "share of the expected calls made in the expected order (longest common subsequence, 0 to 1)",
-    exact=False, ordering=True)
+    exact=False,
+    ordering=True,
+)
 TOOL_CORRECTNESS_EXACT_ORDERING = _tool_correctness(
-    "tool_correctness_exact_ordering", "Tool correctness (exact sequence)",
+    "tool_correctness_exact_ordering",
+    "Tool correctness (exact sequence)",
     "1 only when the called sequence equals the expected one, order included; else 0",
-    exact=True, ordering=True)
+    exact=True,
+    ordering=True,
+)
 TRAJECTORY = MetricDeclaration(
     name="trajectory",
     label="Trajectory",
@@ -217,7 +238,9 @@ TOOL_ERRORS_DETECTORS = MetricDeclaration(
 )
 
 
-def _multimodal(of: MetricDeclaration[ToolCorrectnessMetric]) -> MetricDeclaration[MultimodalToolCorrectnessMetric]:
+def _multimodal(
+    of: MetricDeclaration[ToolCorrectnessMetric],
+) -> MetricDeclaration[MultimodalToolCorrectnessMetric]:
     """The multimodal class's metric of one tool-correctness mode: the same score under a name of its own. The
     class takes the mode by deepeval's names (``should_exact_match``); ``eval`` does not offer it."""
     return MetricDeclaration(
@@ -228,8 +251,10 @@ def _multimodal(of: MetricDeclaration[ToolCorrectnessMetric]) -> MetricDeclarati
         passes=of.passes,
         threshold=of.threshold,
         metric_class=_multimodal_class,
-        arguments=_arguments(should_exact_match=of.arguments["exact_match"],
-                             should_consider_ordering=of.arguments["check_ordering"]),
+        arguments=_arguments(
+            should_exact_match=of.arguments["exact_match"],
+            should_consider_ordering=of.arguments["check_ordering"],
+        ),
         command_line=False,
     )
 
@@ -255,7 +280,8 @@ if len(METRICS) != len(_DECLARED):
     raise RuntimeError("every metric has a name of its own")
 #: the metrics ``agentotel-eval eval --metric NAME`` offers
 ON_COMMAND_LINE: Mapping[str, MetricDeclaration[Any]] = MappingProxyType(
-    {name: d for name, d in METRICS.items() if d.command_line})
+    {name: d for name, d in METRICS.items() if d.command_line}
+)
 
 
 def family(of: MetricDeclaration[M]) -> tuple[MetricDeclaration[M], ...]:
@@ -279,8 +305,11 @@ def tool_correctness(exact: bool = False, ordering: bool = False) -> MetricDecla
 
 
 #: a tool-correctness name's ending -> the mode's metric, longest ending first
-_MODE_ENDINGS = {"_exact_ordering": TOOL_CORRECTNESS_EXACT_ORDERING, "_exact": TOOL_CORRECTNESS_EXACT,
-                 "_ordering": TOOL_CORRECTNESS_ORDERING}
+_MODE_ENDINGS = {
+    "_exact_ordering": TOOL_CORRECTNESS_EXACT_ORDERING,
+    "_exact": TOOL_CORRECTNESS_EXACT,
+    "_ordering": TOOL_CORRECTNESS_ORDERING,
+}
 
 
 def metric_label(metric: str) -> MetricLabel:
@@ -293,7 +322,7 @@ def metric_label(metric: str) -> MetricLabel:
         ending = next((e for e in _MODE_ENDINGS if metric.endswith(e)), "")
         like = _MODE_ENDINGS.get(ending, TOOL_CORRECTNESS)
         words = metric[: len(metric) - len(ending)].replace("_", " ").strip().capitalize()
-        mode = like.label[len(TOOL_CORRECTNESS.label):]  # " (exact set)"; "" for the default mode
+        mode = like.label[len(TOOL_CORRECTNESS.label) :]  # " (exact set)"; "" for the default mode
         return MetricLabel(metric, words + mode, True, like.meaning, like.passes)
     return MetricLabel(metric, metric.replace("_", " ").strip().capitalize() or metric, None, "", "")
 
@@ -321,8 +350,12 @@ class MetricUnavailable(Exception):
 #: the options that pick another mode of the metric asked for (``tool_correctness --exact``): their arguments
 _MODE_OPTIONS = {"exact": "exact_match", "ordering": "check_ordering"}
 #: the options passed on to the metric's class when given: their arguments
-_SETTING_OPTIONS = {"strict": "strict_mode", "params": "evaluation_params", "model": "model",
-                    "api_base": "api_base"}
+_SETTING_OPTIONS = {
+    "strict": "strict_mode",
+    "params": "evaluation_params",
+    "model": "model",
+    "api_base": "api_base",
+}
 
 
 def _from_options(declaration: MetricDeclaration[Any], options: MetricOptions) -> BaseMetric:
@@ -331,8 +364,11 @@ def _from_options(declaration: MetricDeclaration[Any], options: MetricOptions) -
         declaration = variant(declaration, **mode)
     if "model" in declaration.options and not options.model:
         raise MetricUnavailable(f"{declaration.name} needs a judge model: --model (e.g. openai/gpt-4o-mini)")
-    settings = {_SETTING_OPTIONS[o]: getattr(options, o) for o in declaration.options
-                if o in _SETTING_OPTIONS and getattr(options, o)}
+    settings = {
+        _SETTING_OPTIONS[o]: getattr(options, o)
+        for o in declaration.options
+        if o in _SETTING_OPTIONS and getattr(options, o)
+    }
     return declaration.build(options.threshold, **settings)
 
 

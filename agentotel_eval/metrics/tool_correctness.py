@@ -119,7 +119,9 @@ def score_tool_calls(
             check_ordering,
         )
     if check_ordering:
-        pairs = matching.weighted_lcs_match(expected, called, input_parameters=input_parameters, output=output)
+        pairs = matching.weighted_lcs_match(
+            expected, called, input_parameters=input_parameters, output=output
+        )
         return _ordering_outcome(mode, pairs, [c.name for c in expected], [c.name for c in called])
     pairs = matching.weighted_match(expected, called, input_parameters=input_parameters, output=output)
     score = matching.total_weight(pairs) / n if n else 1.0
@@ -152,8 +154,13 @@ def _exact_outcome(
     first_difference = matching.first_difference(expected, called) if check_ordering else None
     ok = first_difference is None if check_ordering else same_multiset
     return ToolCorrectnessOutcome(
-        mode, 1.0 if ok else 0.0, tuple(pairs), _unpaired(n, pairs, 0), _unpaired(m, pairs, 1),
-        first_difference=first_difference, same_multiset=same_multiset,
+        mode,
+        1.0 if ok else 0.0,
+        tuple(pairs),
+        _unpaired(n, pairs, 0),
+        _unpaired(m, pairs, 1),
+        first_difference=first_difference,
+        same_multiset=same_multiset,
     )
 
 
@@ -192,9 +199,7 @@ def _considered(input_parameters: bool, output: bool) -> str:
     return " and ".join(fields)
 
 
-def _pair_difference(
-    expected: ToolCall, called: ToolCall, input_parameters: bool, output: bool
-) -> str:
+def _pair_difference(expected: ToolCall, called: ToolCall, input_parameters: bool, output: bool) -> str:
     parts: list[str] = []
     if input_parameters:
         parts.extend(matching.parameter_differences(expected.input_parameters, called.input_parameters))
@@ -210,7 +215,9 @@ def _count(names: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _default_text(matched: float, n: int, missing: Mapping[str, int] | None, extra: Mapping[str, int] | None) -> str:
+def _default_text(
+    matched: float, n: int, missing: Mapping[str, int] | None, extra: Mapping[str, int] | None
+) -> str:
     """Default mode without params."""
     if n:
         text = f"Matched {matched if type(matched) is int else _fmt_num(matched)} of {n} expected tool calls."
@@ -240,7 +247,9 @@ def _exact_text(
         if not n:
             return "No tool calls were expected and none were made."
         what = "sequence" if ordered else "calls (order ignored)"
-        return f"Exact match{comparing}: the {len(called_names)} called tools are exactly the expected {what}."
+        return (
+            f"Exact match{comparing}: the {len(called_names)} called tools are exactly the expected {what}."
+        )
     if not n:
         return f"No tool calls were expected, but {len(called_names)} were made: {_fmt_counts(_count(called_names))}."
     text = f"Not an exact match{comparing}."
@@ -278,13 +287,18 @@ def build_reason(
         for i, j, w in outcome.pairs:
             if w < 1.0:
                 diff = _pair_difference(expected[i], called[j], input_parameters, output)
-                partial.append(f"{_fmt_name(expected[i].name)} #{i + 1} ({_fmt_num(w)}; differs: {diff or '-'})")
+                partial.append(
+                    f"{_fmt_name(expected[i].name)} #{i + 1} ({_fmt_num(w)}; differs: {diff or '-'})"
+                )
     comparing = f", comparing name, {_considered(input_parameters, output)}" if weighted else ""
     return names_reason(outcome, [c.name for c in expected], [c.name for c in called], comparing, partial)
 
 
 def names_reason(
-    outcome: ToolCorrectnessOutcome, expected: Sequence[str], called: Sequence[str], comparing: str = "",
+    outcome: ToolCorrectnessOutcome,
+    expected: Sequence[str],
+    called: Sequence[str],
+    comparing: str = "",
     partial: Sequence[str] = (),
 ) -> str:
     """``build_reason`` from the call names (all it reads besides the pair differences given in ``partial``)."""
@@ -293,9 +307,14 @@ def names_reason(
     extra = _count(called[j] for j in outcome.extra) or None
     if outcome.mode in ("exact", "exact_ordering"):
         return _exact_text(
-            ok=outcome.score == 1.0, ordered=outcome.mode == "exact_ordering", n=n,
-            called_names=called, missing=missing, extra=extra,
-            first_difference=outcome.first_difference, expected_names=expected,
+            ok=outcome.score == 1.0,
+            ordered=outcome.mode == "exact_ordering",
+            n=n,
+            called_names=called,
+            missing=missing,
+            extra=extra,
+            first_difference=outcome.first_difference,
+            expected_names=expected,
             comparing=comparing,
         )
     matched = matching.total_weight(outcome.pairs)
@@ -339,7 +358,12 @@ def build_log(
 ) -> dict[str, Any]:
     """The evaluation log: JSON-ready details of how the score was reached."""
     return names_log(
-        outcome, [c.name for c in expected], [c.name for c in called], evaluation_params, strict_mode, raw_score
+        outcome,
+        [c.name for c in expected],
+        [c.name for c in called],
+        evaluation_params,
+        strict_mode,
+        raw_score,
     )
 
 
@@ -388,7 +412,10 @@ def verbose_steps(log: Mapping[str, Any]) -> str:
         for p in log["matches"]
     )
     lines = [
-        f"  mode: {log['mode']}" + (f" (evaluation params: {', '.join(log['evaluation_params'])})" if log["evaluation_params"] else ""),
+        f"  mode: {log['mode']}"
+        + (
+            f" (evaluation params: {', '.join(log['evaluation_params'])})" if log["evaluation_params"] else ""
+        ),
         f"  expected: {names(log['expected'])}",
         f"  called:   {names(log['called'])}",
         f"  matched:  {pairs or '-'}",
@@ -410,7 +437,9 @@ def verbose_steps(log: Mapping[str, Any]) -> str:
 # --- the metric -----------------------------------------------------------------------------------------------
 
 
-def _parse_params(values: Iterable[ToolCallParams | str] | ToolCallParams | str | None) -> tuple[ToolCallParams, ...]:
+def _parse_params(
+    values: Iterable[ToolCallParams | str] | ToolCallParams | str | None,
+) -> tuple[ToolCallParams, ...]:
     if values is None:
         return ()
     if isinstance(values, str):  # a single param (ToolCallParams is a str too)
@@ -536,8 +565,11 @@ class ToolCorrectnessMetric(BaseMetric):
         expected = _calls_of(case, "expected_tools")
         if expected is None:
             return self._result(
-                score=None, success=None, reason="Skipped: the test case has no expected_tools to compare with.",
-                status="skipped", evaluation_log=freeze({"mode": self._mode}),
+                score=None,
+                success=None,
+                reason="Skipped: the test case has no expected_tools to compare with.",
+                status="skipped",
+                evaluation_log=freeze({"mode": self._mode}),
             )
         called = _calls_of(case, "tools_called")
         if called is None and hasattr(case, "tool_calls"):
@@ -548,7 +580,10 @@ class ToolCorrectnessMetric(BaseMetric):
         # pair of name lists seen before gets the same (immutable) result again. Only str names are remembered:
         # other names may compare equal across types (1 == True).
         key = None
-        if not (self._check_input or self._check_output) and {*map(type, expected[1]), *map(type, called[1])} <= _STR:
+        if (
+            not (self._check_input or self._check_output)
+            and {*map(type, expected[1]), *map(type, called[1])} <= _STR
+        ):
             key = (expected[1], called[1])
             remembered = self._memo.get(key)
             if remembered is not None:
@@ -562,8 +597,12 @@ class ToolCorrectnessMetric(BaseMetric):
 
     def _score(self, expected: Sequence[Any], called: Sequence[Any]) -> MetricResult:
         outcome = score_tool_calls(
-            expected, called, exact_match=self._exact_match, check_ordering=self._check_ordering,
-            input_parameters=self._check_input, output=self._check_output,
+            expected,
+            called,
+            exact_match=self._exact_match,
+            check_ordering=self._check_ordering,
+            input_parameters=self._check_input,
+            output=self._check_output,
         )
         raw = outcome.score
         score = 0.0 if self._strict_mode and raw < 1.0 else raw

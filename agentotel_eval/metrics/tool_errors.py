@@ -61,14 +61,37 @@ from agentotel_eval.test_case import ToolCall, ToolDefinition, as_tool_calls, as
 
 PROMPT_VERSION = "v1"
 
-_SEVERITY_SYNONYMS = {"minor": "low", "moderate": "medium", "major": "high", "critical": "high", "severe": "high",
-                      "no": "none", "null": "none"}
+_SEVERITY_SYNONYMS = {
+    "minor": "low",
+    "moderate": "medium",
+    "major": "high",
+    "critical": "high",
+    "severe": "high",
+    "no": "none",
+    "null": "none",
+}
 #: a finding's severity: its rule's (invalid_function's are high, the others medium)
-_TYPE_SEVERITY = {rule.type: rule.severity for rule in RULES if not rule.observation and rule.severity == "high"}
+_TYPE_SEVERITY = {
+    rule.type: rule.severity for rule in RULES if not rule.observation and rule.severity == "high"
+}
 VERDICT_KEYS = ("detected", "confidence", "reason", "error_types", "errors", "error_severity")
 #: the keys of ``evaluation_log``, in order (those of the reference document, then cost, model and findings)
-LOG_KEYS = (*VERDICT_KEYS, "user_input", "tool_history", "ai_response", "error_types_filter", "score", "threshold",
-            "success", "cost_usd", "model", "detectors", "could_not_run", "informational", "uncertain")
+LOG_KEYS = (
+    *VERDICT_KEYS,
+    "user_input",
+    "tool_history",
+    "ai_response",
+    "error_types_filter",
+    "score",
+    "threshold",
+    "success",
+    "cost_usd",
+    "model",
+    "detectors",
+    "could_not_run",
+    "informational",
+    "uncertain",
+)
 MAX_TEXT_CHARS = 8_000  # user input and final response, as shown to the judge and stored in the log
 
 
@@ -163,7 +186,9 @@ def parse_verdict(text: str, allowed: Sequence[str], untrusted: str | None = Non
     else:
         raise JudgeOutputError('"confidence" is missing')
     reason = obj.get("reason")
-    reason = reason.strip() if isinstance(reason, str) else ("" if reason is None else render_value(reason, 2000))
+    reason = (
+        reason.strip() if isinstance(reason, str) else ("" if reason is None else render_value(reason, 2000))
+    )
 
     allowed_set = set(allowed)
     dropped: list[str] = []
@@ -186,8 +211,14 @@ def parse_verdict(text: str, allowed: Sequence[str], untrusted: str | None = Non
         if kind not in allowed_set:
             dropped.append(kind)
             continue
-        errors.append({"type": kind, "description": description if isinstance(description, str)
-                       else render_value(description, 2000)})
+        errors.append(
+            {
+                "type": kind,
+                "description": description
+                if isinstance(description, str)
+                else render_value(description, 2000),
+            }
+        )
     raw_types = obj.get("error_types") or []
     if isinstance(raw_types, str):
         raw_types = [raw_types]
@@ -203,13 +234,17 @@ def parse_verdict(text: str, allowed: Sequence[str], untrusted: str | None = Non
     types = _unique([*types, *(e["type"] for e in errors)])
 
     if not detected and errors:
-        raise JudgeOutputError(f'"detected" is false but "errors" lists {len(errors)} error(s); make them agree')
+        raise JudgeOutputError(
+            f'"detected" is false but "errors" lists {len(errors)} error(s); make them agree'
+        )
     severity = _severity(obj.get("error_severity"))
     if detected and listed and not types:
         # The judge found only error types outside the filter: for the types asked about, nothing was detected.
         detected = False
-        reason = (f"{reason} [Only error types outside error_types were reported "
-                  f"({', '.join(_unique(dropped))}); they were dropped.]").strip()
+        reason = (
+            f"{reason} [Only error types outside error_types were reported "
+            f"({', '.join(_unique(dropped))}); they were dropped.]"
+        ).strip()
     if not detected:
         severity = "none"
     elif severity is None or severity == "none":
@@ -235,20 +270,31 @@ def _sure(findings: Sequence[Finding]) -> list[Finding]:
 def _covered(finding: Finding, errors: Sequence[Mapping[str, str]]) -> bool:
     """Whether the judge already reported this finding: same type, naming the tool or one of the calls."""
     marks = [finding.tool_name, *(f"#{i + 1}" for i in finding.call_indices)]
-    return any(e["type"] == finding.type and any(m and m in e.get("description", "") for m in marks) for e in errors)
+    return any(
+        e["type"] == finding.type and any(m and m in e.get("description", "") for m in marks) for e in errors
+    )
 
 
 def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
     """The verdict of the detectors alone (``judge=False``): detected when any rule found an error, with the
     highest confidence of a finding; a verdict of uncertain findings only scores below the default threshold."""
     if not findings:
-        return Verdict(detected=False, confidence=0.0, reason=f"No deterministic check found an error ({checked}).",
-                       error_types=[], errors=[], error_severity="none")
+        return Verdict(
+            detected=False,
+            confidence=0.0,
+            reason=f"No deterministic check found an error ({checked}).",
+            error_types=[],
+            errors=[],
+            error_severity="none",
+        )
     summary = "; ".join(_described(f) for f in findings[:5])
     more = f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
     sure = _sure(findings)
-    reason = (f"Deterministic checks found {len(findings)} error(s): {summary}{more}" if sure else
-              f"Deterministic checks found {len(findings)} possible error(s) they are not sure of: {summary}{more}")
+    reason = (
+        f"Deterministic checks found {len(findings)} error(s): {summary}{more}"
+        if sure
+        else f"Deterministic checks found {len(findings)} possible error(s) they are not sure of: {summary}{more}"
+    )
     return Verdict(
         detected=True,
         confidence=max(f.confidence for f in findings),
@@ -274,8 +320,10 @@ def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
     reason = judge.reason
     if not judge.detected:
         summary = "; ".join(f.description for f in findings[:5])
-        reason = (f"Deterministic checks found {len(findings)} error(s) the judge did not report: {summary}. "
-                  f"The judge answered detected=false (confidence {judge.confidence:g}): {judge.reason}")
+        reason = (
+            f"Deterministic checks found {len(findings)} error(s) the judge did not report: {summary}. "
+            f"The judge answered detected=false (confidence {judge.confidence:g}): {judge.reason}"
+        )
     elif missed:
         summary = "; ".join(f.description for f in missed[:5])
         reason = f"{judge.reason} [Deterministic checks also found: {summary}]".strip()
@@ -332,14 +380,19 @@ class ToolsErrorMetric(BaseMetric):
         **llm_kwargs: Any,
     ) -> None:
         super().__init__()
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not 0.0 <= threshold <= 1.0
+        ):
             raise ValueError(f"threshold must be a number from 0 to 1, got {threshold!r}")
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
         # ``[[tools]]`` declarations (``declarations.parse_tool_rules``): argument matchers and required earlier tools
         rules = list(tool_rules)
-        self.tool_rules = (parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules)
-                           else tuple(rules))
+        self.tool_rules = (
+            parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules) else tuple(rules)
+        )
         self._detector_types = tuple(t for t in ERROR_TYPES if t in self.error_types)
         self.disabled_rules = check_rule_names(list(disabled_rules))
         self.error_types_given = error_types is not None
@@ -353,8 +406,10 @@ class ToolsErrorMetric(BaseMetric):
         if not self.judge:
             return
         if model is None:
-            raise ValueError("ToolsErrorMetric needs a model (a litellm name, 'provider:model' or a "
-                             "CustomLLMClient), or judge=False to run the deterministic detectors only")
+            raise ValueError(
+                "ToolsErrorMetric needs a model (a litellm name, 'provider:model' or a "
+                "CustomLLMClient), or judge=False to run the deterministic detectors only"
+            )
         retries = {k: llm_kwargs.pop(k) for k in ("num_retries", "max_retries") if k in llm_kwargs}
         if retries:
             if retry is not None:
@@ -365,8 +420,10 @@ class ToolsErrorMetric(BaseMetric):
         if isinstance(model, CustomLLMClient):
             extra = sorted(set(llm_kwargs) - {"timeout"})
             if extra or json_mode is not None:
-                raise ValueError(f"llm_kwargs ({', '.join(extra) or 'json_mode'}) apply to litellm models only, "
-                                 "not to a CustomLLMClient")
+                raise ValueError(
+                    f"llm_kwargs ({', '.join(extra) or 'json_mode'}) apply to litellm models only, "
+                    "not to a CustomLLMClient"
+                )
             client: CustomLLMClient = model
             attempt_timeout = float(timeout) if timeout is not None else 120.0
         elif isinstance(model, str):
@@ -377,8 +434,9 @@ class ToolsErrorMetric(BaseMetric):
             attempt_timeout = (client.timeout or 120.0) + 5.0
         else:
             raise TypeError(f"model must be a model name or a CustomLLMClient, got {type(model).__name__}")
-        self.runner = JudgeRunner(client, retry=retry, max_concurrency=max_concurrency,
-                                  attempt_timeout=attempt_timeout)
+        self.runner = JudgeRunner(
+            client, retry=retry, max_concurrency=max_concurrency, attempt_timeout=attempt_timeout
+        )
 
     @property
     def metric_name(self) -> str:
@@ -389,8 +447,10 @@ class ToolsErrorMetric(BaseMetric):
         return self.runner.model_name if self.runner is not None else None
 
     def __repr__(self) -> str:
-        return (f"ToolsErrorMetric(model={self.model_name!r}, threshold={self.threshold}, "
-                f"error_types={self.error_types if self.error_types_given else None}, judge={self.judge})")
+        return (
+            f"ToolsErrorMetric(model={self.model_name!r}, threshold={self.threshold}, "
+            f"error_types={self.error_types if self.error_types_given else None}, judge={self.judge})"
+        )
 
     # -- entry points ---------------------------------------------------------------------------------------
     def _measure(self, case: Any) -> MetricResult:
@@ -422,19 +482,34 @@ class ToolsErrorMetric(BaseMetric):
         metadata = getattr(case, "metadata", None)
         metadata = metadata if isinstance(metadata, Mapping) else {}
         reconstruction = metadata.get("reconstruction")
-        view = run_view(calls, available, rules=self.tool_rules, answer=ai_response or None, user_input=user_input,
-                        reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None,
-                        **run_context(metadata.get("context")))
+        view = run_view(
+            calls,
+            available,
+            rules=self.tool_rules,
+            answer=ai_response or None,
+            user_input=user_input,
+            reconstruction=reconstruction if isinstance(reconstruction, Mapping) else None,
+            **run_context(metadata.get("context")),
+        )
         findings, observed = detect_view(view, self._detector_types, disabled=self.disabled_rules)
         unchecked = tuple(could_not_run_view(view, self._detector_types, disabled=self.disabled_rules))
         if structured and type(structured) is list:  # the history's source: the calls just converted
             history = render_calls(calls, SOURCE_TOOL_CALLS, self.max_value_chars, self.max_history_chars)
         else:
-            history = render_tool_history(case, max_value_chars=self.max_value_chars,
-                                          max_chars=self.max_history_chars)
+            history = render_tool_history(
+                case, max_value_chars=self.max_value_chars, max_chars=self.max_history_chars
+            )
         reasoning = render_text(getattr(case, "reasoning", None))
-        return _Prepared(truncate(user_input, MAX_TEXT_CHARS), truncate(ai_response, MAX_TEXT_CHARS), history,
-                         findings, available, truncate(reasoning, MAX_TEXT_CHARS), unchecked, tuple(observed))
+        return _Prepared(
+            truncate(user_input, MAX_TEXT_CHARS),
+            truncate(ai_response, MAX_TEXT_CHARS),
+            history,
+            findings,
+            available,
+            truncate(reasoning, MAX_TEXT_CHARS),
+            unchecked,
+            tuple(observed),
+        )
 
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
@@ -450,11 +525,27 @@ class ToolsErrorMetric(BaseMetric):
             text += " (parameter_error not checkable: no tool schema is known)"
         return text
 
-    def _log(self, prepared: _Prepared, verdict: Verdict | None, *, score: float | None, success: bool | None,
-             cost: float | None) -> dict[str, Any]:
-        judged = verdict.as_log() if verdict is not None else {
-            "detected": None, "confidence": None, "reason": None, "error_types": [], "errors": [], "error_severity": None,
-        }
+    def _log(
+        self,
+        prepared: _Prepared,
+        verdict: Verdict | None,
+        *,
+        score: float | None,
+        success: bool | None,
+        cost: float | None,
+    ) -> dict[str, Any]:
+        judged = (
+            verdict.as_log()
+            if verdict is not None
+            else {
+                "detected": None,
+                "confidence": None,
+                "reason": None,
+                "error_types": [],
+                "errors": [],
+                "error_severity": None,
+            }
+        )
         return {
             **judged,
             "user_input": prepared.user_input,
@@ -475,24 +566,46 @@ class ToolsErrorMetric(BaseMetric):
             "uncertain": not _sure(prepared.findings) and bool(prepared.unchecked or prepared.findings),
         }
 
-    def _scored(self, prepared: _Prepared, verdict: Verdict, cost: float | None, started: float) -> MetricResult:
+    def _scored(
+        self, prepared: _Prepared, verdict: Verdict, cost: float | None, started: float
+    ) -> MetricResult:
         score = verdict.confidence if verdict.detected else 0.0
         success = not (verdict.detected and verdict.confidence >= self.threshold)
         log = self._log(prepared, verdict, score=score, success=success, cost=cost)
-        return self._result(score=score, success=success, reason=verdict.reason, evaluation_log=log, cost_usd=cost,
-                            model=log["model"], latency_s=time.perf_counter() - started)
+        return self._result(
+            score=score,
+            success=success,
+            reason=verdict.reason,
+            evaluation_log=log,
+            cost_usd=cost,
+            model=log["model"],
+            latency_s=time.perf_counter() - started,
+        )
 
-    def _failed(self, message: str, started: float, prepared: _Prepared | None = None, cost: float | None = None,
-                raw: str | None = None) -> MetricResult:
+    def _failed(
+        self,
+        message: str,
+        started: float,
+        prepared: _Prepared | None = None,
+        cost: float | None = None,
+        raw: str | None = None,
+    ) -> MetricResult:
         if prepared is None:  # the case itself was unusable: same keys, nothing known
             prepared = _Prepared("", "", ToolHistory("", "none", False, 0, False), [], None, "")
         log = self._log(prepared, None, score=None, success=None, cost=cost)
         log["reason"] = message
         if raw is not None:
             log["raw_response"] = raw  # the judge's unusable answer, kept for diagnosis
-        return self._result(score=None, success=None, reason=message, status="error", error=message,
-                            evaluation_log=log, cost_usd=cost,
-                            model=self.model_name).with_latency(time.perf_counter() - started)
+        return self._result(
+            score=None,
+            success=None,
+            reason=message,
+            status="error",
+            error=message,
+            evaluation_log=log,
+            cost_usd=cost,
+            model=self.model_name,
+        ).with_latency(time.perf_counter() - started)
 
     # -- scoring --------------------------------------------------------------------------------------------
     def _score_detectors(self, case: Any) -> MetricResult:
@@ -518,13 +631,17 @@ class ToolsErrorMetric(BaseMetric):
             return parse_verdict(text, allowed, untrusted)
 
         outcome = await self.runner.judge(
-            messages, validate, cache=cache,
+            messages,
+            validate,
+            cache=cache,
             cache_params={"prompt": f"tool_errors.{PROMPT_VERSION}", "json_mode": self.json_mode},
         )
         if self.verbose:
             print(f"[{self.metric_name}] findings={[f.description for f in prepared.findings]}")
-            print(f"[{self.metric_name}] judge answer ({outcome.attempts} attempt(s), cached={outcome.cached}): "
-                  f"{truncate(outcome.raw or '', 2000)}")
+            print(
+                f"[{self.metric_name}] judge answer ({outcome.attempts} attempt(s), cached={outcome.cached}): "
+                f"{truncate(outcome.raw or '', 2000)}"
+            )
         if outcome.value is None:
             raw = outcome.raw
             message = f"judge failed: {outcome.error}"
@@ -539,7 +656,9 @@ class ToolsErrorMetric(BaseMetric):
         type_list = "\n".join(f"- {name}: {ERROR_TYPES[name]}" for name in self.error_types)
         system = prompts.render(f"tool_errors.{PROMPT_VERSION}.system", error_type_list=type_list)
         tools_text = _render_tools(prepared.available, self.max_value_chars)
-        findings_text = "\n".join(f"- [{f.type}] {_described(f)}" for f in prepared.findings) or "findings: none"
+        findings_text = (
+            "\n".join(f"- [{f.type}] {_described(f)}" for f in prepared.findings) or "findings: none"
+        )
         values = {
             "user_input": prepared.user_input,
             "available_tools": tools_text,
@@ -549,7 +668,9 @@ class ToolsErrorMetric(BaseMetric):
             "findings": f"{self._checked(prepared)}\n{findings_text}",
         }
         blocks = {name: data_block(name, text) for name, text in values.items()}
-        user = prompts.render(f"tool_errors.{PROMPT_VERSION}.user", history_note=prepared.history.note, **blocks)
+        user = prompts.render(
+            f"tool_errors.{PROMPT_VERSION}.user", history_note=prepared.history.note, **blocks
+        )
         untrusted = "\n".join(values.values())
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], untrusted
 

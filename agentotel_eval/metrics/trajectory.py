@@ -40,8 +40,12 @@ class TrajectoryMetric(BaseMetric):
 
         written = getattr(case, "expected_trajectory", None)
         if written is None:
-            return self._result(score=None, success=None, status="skipped",
-                                reason="Skipped: the test case has no expected_trajectory to compare with.")
+            return self._result(
+                score=None,
+                success=None,
+                status="skipped",
+                reason="Skipped: the test case has no expected_trajectory to compare with.",
+            )
         spec = parse_spec(written, "expected_trajectory")
         calls = getattr(case, "tool_calls", None)
         if calls is None:
@@ -52,5 +56,10 @@ class TrajectoryMetric(BaseMetric):
         # the details are built for this result, and what they share with other results (the written spec, the
         # rows of a report kept from a run of the same shape) is frozen: not deep-copied again, which cost a third
         # of the metric on short runs
-        return self._result(score=outcome.score, success=success, reason=outcome.details["reason"],
-                            threshold=threshold, evaluation_log=outcome.details)
+        return self._result(
+            score=outcome.score,
+            success=success,
+            reason=outcome.details["reason"],
+            threshold=threshold,
+            evaluation_log=outcome.details,
+        )

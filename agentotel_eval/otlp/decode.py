@@ -85,8 +85,10 @@ class _Budget:
 
     def check_count(self, count: int, limit: int, what: str, key: str) -> None:
         if count > limit:
-            raise LimitExceeded(f"the request holds {count:,} {what}, more than limits.{key} ({limit:,}); "
-                                "send smaller batches or raise the limit")
+            raise LimitExceeded(
+                f"the request holds {count:,} {what}, more than limits.{key} ({limit:,}); "
+                "send smaller batches or raise the limit"
+            )
 
 
 class _Rejects:
@@ -150,7 +152,9 @@ def _event_times_fit(events: tuple[SpanEvent, ...]) -> bool:
     return all(_INT64_MIN <= e.time_ns <= _INT64_MAX for e in events)
 
 
-def _check_ids(trace_id: str | None, span_id: str | None, rejects: _Rejects, raw: tuple[Any, Any] | None = None) -> bool:
+def _check_ids(
+    trace_id: str | None, span_id: str | None, rejects: _Rejects, raw: tuple[Any, Any] | None = None
+) -> bool:
     """Both ids present, of the right size and not all zero; ``raw`` is what the request held, for the message."""
     shown_trace, shown_span = raw if raw is not None else (trace_id, span_id)
     if not trace_id or len(trace_id) != 32 or trace_id == _ZERO_TRACE:
@@ -177,10 +181,17 @@ def traces_from_message(request: ExportTraceServiceRequest, limits: Limits = DEF
     spans: list[SpanRecord] = []
     rejects = _Rejects()
     b = _Budget(limits)
-    b.check_count(sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans),
-                  limits.max_spans_per_request, "spans", "max_spans_per_request")
-    span_attrs, max_events, max_links = limits.max_attributes_per_span, limits.max_events_per_span, \
-        limits.max_links_per_span
+    b.check_count(
+        sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans),
+        limits.max_spans_per_request,
+        "spans",
+        "max_spans_per_request",
+    )
+    span_attrs, max_events, max_links = (
+        limits.max_attributes_per_span,
+        limits.max_events_per_span,
+        limits.max_links_per_span,
+    )
     max_len = b.max_len
     append = spans.append
     for rs in request.resource_spans:
@@ -200,14 +211,22 @@ def traces_from_message(request: ExportTraceServiceRequest, limits: Limits = DEF
                     else:
                         rejects.add(f"invalid parent span id {_shown(parent)} on span {span_id}")
                         continue
-                events = tuple(
-                    SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, b, span_attrs))
-                    for e in b.first(s.events, max_events, "events_dropped")
-                ) if s.events else ()
-                links = tuple(
-                    SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _pb_attrs(lk.attributes, b, span_attrs))
-                    for lk in b.first(s.links, max_links, "links_dropped")
-                ) if s.links else ()
+                events = (
+                    tuple(
+                        SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes, b, span_attrs))
+                        for e in b.first(s.events, max_events, "events_dropped")
+                    )
+                    if s.events
+                    else ()
+                )
+                links = (
+                    tuple(
+                        SpanLink(lk.trace_id.hex(), lk.span_id.hex(), _pb_attrs(lk.attributes, b, span_attrs))
+                        for lk in b.first(s.links, max_links, "links_dropped")
+                    )
+                    if s.links
+                    else ()
+                )
                 start, end = s.start_time_unix_nano, s.end_time_unix_nano
                 if start > _INT64_MAX or end > _INT64_MAX or (events and not _event_times_fit(events)):
                     rejects.add(f"span {span_id}: a time beyond int64 nanoseconds (the year 2262)")
@@ -251,8 +270,12 @@ def logs_from_message(request: ExportLogsServiceRequest, limits: Limits = DEFAUL
     logs: list[LogRecord] = []
     rejects = _Rejects()
     b = _Budget(limits)
-    b.check_count(sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs),
-                  limits.max_log_records_per_request, "log records", "max_log_records_per_request")
+    b.check_count(
+        sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs),
+        limits.max_log_records_per_request,
+        "log records",
+        "max_log_records_per_request",
+    )
     for rl in request.resource_logs:
         resource = _pb_attrs(rl.resource.attributes, b, limits.max_attributes_per_resource)
         for sl in rl.scope_logs:
@@ -300,8 +323,12 @@ def logs_from_message(request: ExportLogsServiceRequest, limits: Limits = DEFAUL
 # OTLP/JSON: lowerCamelCase keys (snake_case accepted too), hex ids, 64-bit ints as strings, enums as integers.
 
 _SPAN_KIND_NAMES = {
-    "SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2,
-    "SPAN_KIND_CLIENT": 3, "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5,
+    "SPAN_KIND_UNSPECIFIED": 0,
+    "SPAN_KIND_INTERNAL": 1,
+    "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3,
+    "SPAN_KIND_PRODUCER": 4,
+    "SPAN_KIND_CONSUMER": 5,
 }
 _STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _SEVERITY_NAMES = {"SEVERITY_NUMBER_UNSPECIFIED": 0} | {
@@ -362,7 +389,11 @@ def _json_value(v: Any, b: _Budget, depth: int = 0) -> Any:
         if key in ("doubleValue", "double_value"):
             try:
                 return float(value)
-            except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond a double's range
+            except (
+                TypeError,
+                ValueError,
+                OverflowError,
+            ):  # OverflowError: an integer beyond a double's range
                 raise DecodeError(f"doubleValue must be a number, got {_shown(value)}") from None
         if key in ("arrayValue", "array_value"):
             if depth >= b.max_depth:
@@ -420,13 +451,21 @@ def _parse_json(body: bytes | str, top_key: str, top_snake: str) -> list[Any]:
 
 
 def _each_scope(
-    items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str, b: _Budget,
+    items: list[Any],
+    scope_key: str,
+    scope_snake: str,
+    records_key: str,
+    records_snake: str,
+    b: _Budget,
 ) -> Iterator[tuple[dict[str, Any], str, str, list[Any]]]:
     for rs in items:
         if not isinstance(rs, Mapping):
             raise DecodeError("resource entries must be objects")
-        resource = _json_attrs(_get(_get(rs, "resource", default={}), "attributes", default=[]), b,
-                               b.limits.max_attributes_per_resource)
+        resource = _json_attrs(
+            _get(_get(rs, "resource", default={}), "attributes", default=[]),
+            b,
+            b.limits.max_attributes_per_resource,
+        )
         for ss in _get(rs, scope_key, scope_snake, default=[]):
             scope = _get(ss, "scope", default={})
             records = _get(ss, records_key, records_snake, default=[])
@@ -435,10 +474,17 @@ def _each_scope(
             yield resource, str(scope.get("name") or ""), str(scope.get("version") or ""), records
 
 
-def _json_count(items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str) -> int:
-    return sum(len(records) for rs in items if isinstance(rs, Mapping)
-               for ss in _get(rs, scope_key, scope_snake, default=[]) if isinstance(ss, Mapping)
-               if isinstance(records := _get(ss, records_key, records_snake, default=[]), list))
+def _json_count(
+    items: list[Any], scope_key: str, scope_snake: str, records_key: str, records_snake: str
+) -> int:
+    return sum(
+        len(records)
+        for rs in items
+        if isinstance(rs, Mapping)
+        for ss in _get(rs, scope_key, scope_snake, default=[])
+        if isinstance(ss, Mapping)
+        if isinstance(records := _get(ss, records_key, records_snake, default=[]), list)
+    )
 
 
 def decode_traces_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Decoded:
@@ -448,8 +494,12 @@ def decode_traces_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> De
     b = _Budget(limits)
     span_attrs = limits.max_attributes_per_span
     try:
-        b.check_count(_json_count(items, "scopeSpans", "scope_spans", "spans", "spans"),
-                      limits.max_spans_per_request, "spans", "max_spans_per_request")
+        b.check_count(
+            _json_count(items, "scopeSpans", "scope_spans", "spans", "spans"),
+            limits.max_spans_per_request,
+            "spans",
+            "max_spans_per_request",
+        )
         for resource, scope_name, scope_version, records in _each_scope(
             items, "scopeSpans", "scope_spans", "spans", "spans", b
         ):
@@ -475,7 +525,9 @@ def decode_traces_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> De
                         _json_int(_get(e, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
                         _json_attrs(_get(e, "attributes", default=[]), b, span_attrs),
                     )
-                    for e in b.first(_get(s, "events", default=[]), limits.max_events_per_span, "events_dropped")
+                    for e in b.first(
+                        _get(s, "events", default=[]), limits.max_events_per_span, "events_dropped"
+                    )
                 )
                 links = tuple(
                     SpanLink(
@@ -483,7 +535,9 @@ def decode_traces_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> De
                         _json_id(_get(lk, "spanId", "span_id"), 8) or "",
                         _json_attrs(_get(lk, "attributes", default=[]), b, span_attrs),
                     )
-                    for lk in b.first(_get(s, "links", default=[]), limits.max_links_per_span, "links_dropped")
+                    for lk in b.first(
+                        _get(s, "links", default=[]), limits.max_links_per_span, "links_dropped"
+                    )
                 )
                 record = SpanRecord(
                     trace_id,
@@ -504,8 +558,12 @@ def decode_traces_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> De
                     str(_get(s, "traceState", "trace_state", "")),
                     _json_int(s.get("flags", 0), "flags"),
                 )
-                if not (_INT64_MIN <= record.start_ns <= _INT64_MAX and _INT64_MIN <= record.end_ns <= _INT64_MAX
-                        and _event_times_fit(events) and 0 <= record.flags <= _UINT32_MAX):
+                if not (
+                    _INT64_MIN <= record.start_ns <= _INT64_MAX
+                    and _INT64_MIN <= record.end_ns <= _INT64_MAX
+                    and _event_times_fit(events)
+                    and 0 <= record.flags <= _UINT32_MAX
+                ):
                     rejects.add(f"span {span_id}: a time beyond int64 nanoseconds or flags beyond uint32")
                     continue
                 spans.append(record)
@@ -520,8 +578,12 @@ def decode_logs_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Deco
     rejects = _Rejects()
     b = _Budget(limits)
     try:
-        b.check_count(_json_count(items, "scopeLogs", "scope_logs", "logRecords", "log_records"),
-                      limits.max_log_records_per_request, "log records", "max_log_records_per_request")
+        b.check_count(
+            _json_count(items, "scopeLogs", "scope_logs", "logRecords", "log_records"),
+            limits.max_log_records_per_request,
+            "log records",
+            "max_log_records_per_request",
+        )
         for resource, scope_name, scope_version, records in _each_scope(
             items, "scopeLogs", "scope_logs", "logRecords", "log_records", b
         ):
@@ -541,10 +603,14 @@ def decode_logs_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Deco
                 body_value = _get(r, "body")
                 record = LogRecord(
                     _json_int(_get(r, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
-                    _json_int(_get(r, "observedTimeUnixNano", "observed_time_unix_nano"), "observedTimeUnixNano"),
+                    _json_int(
+                        _get(r, "observedTimeUnixNano", "observed_time_unix_nano"), "observedTimeUnixNano"
+                    ),
                     trace_id,
                     span_id,
-                    _json_enum(_get(r, "severityNumber", "severity_number", 0), _SEVERITY_NAMES, "severityNumber"),
+                    _json_enum(
+                        _get(r, "severityNumber", "severity_number", 0), _SEVERITY_NAMES, "severityNumber"
+                    ),
                     str(_get(r, "severityText", "severity_text", "")),
                     str(_get(r, "eventName", "event_name", "") or attributes.get("event.name", "") or ""),
                     _json_value(body_value, b) if body_value is not None else None,
@@ -554,10 +620,16 @@ def decode_logs_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Deco
                     scope_version,
                     _json_int(r.get("flags", 0), "flags"),
                 )
-                if not (_INT64_MIN <= record.time_ns <= _INT64_MAX and _INT64_MIN <= record.observed_time_ns <= _INT64_MAX
-                        and _INT32_MIN <= record.severity_number <= _INT32_MAX and 0 <= record.flags <= _UINT32_MAX):
-                    rejects.add("a log record's time is beyond int64 nanoseconds, its severityNumber beyond int32 or "
-                                "its flags beyond uint32")
+                if not (
+                    _INT64_MIN <= record.time_ns <= _INT64_MAX
+                    and _INT64_MIN <= record.observed_time_ns <= _INT64_MAX
+                    and _INT32_MIN <= record.severity_number <= _INT32_MAX
+                    and 0 <= record.flags <= _UINT32_MAX
+                ):
+                    rejects.add(
+                        "a log record's time is beyond int64 nanoseconds, its severityNumber beyond int32 or "
+                        "its flags beyond uint32"
+                    )
                     continue
                 logs.append(record)
     except (AttributeError, TypeError) as exc:

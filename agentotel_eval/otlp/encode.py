@@ -155,7 +155,9 @@ def _json_value(value: Any) -> dict[str, Any]:
     if isinstance(value, bytes | bytearray):
         return {"bytesValue": base64.b64encode(bytes(value)).decode()}
     if isinstance(value, Mapping):
-        return {"kvlistValue": {"values": [{"key": str(k), "value": _json_value(v)} for k, v in value.items()]}}
+        return {
+            "kvlistValue": {"values": [{"key": str(k), "value": _json_value(v)} for k, v in value.items()]}
+        }
     if isinstance(value, list | tuple):
         return {"arrayValue": {"values": [_json_value(v) for v in value]}}
     if value is None:
@@ -193,7 +195,10 @@ def traces_to_json(spans: Iterable[SpanRecord]) -> dict[str, Any]:
             "startTimeUnixNano": str(span.start_ns),
             "endTimeUnixNano": str(span.end_ns),
             "attributes": _json_attrs(span.attributes),
-            "status": {"code": span.status_code, **({"message": span.status_message} if span.status_message else {})},
+            "status": {
+                "code": span.status_code,
+                **({"message": span.status_message} if span.status_message else {}),
+            },
         }
         if span.parent_span_id:
             item["parentSpanId"] = span.parent_span_id

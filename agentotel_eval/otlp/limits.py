@@ -40,8 +40,13 @@ class Limits:
 
     def check(self) -> list[str]:
         """The names of the settings that are not positive integers."""
-        return [f.name for f in fields(self) if not isinstance(getattr(self, f.name), int)
-                or isinstance(getattr(self, f.name), bool) or getattr(self, f.name) < 1]
+        return [
+            f.name
+            for f in fields(self)
+            if not isinstance(getattr(self, f.name), int)
+            or isinstance(getattr(self, f.name), bool)
+            or getattr(self, f.name) < 1
+        ]
 
 
 DEFAULT_LIMITS = Limits()

@@ -14,8 +14,20 @@ import orjson
 
 from agentotel_eval import jsontext
 
-__all__ = ["Links", "Readable", "asset", "fmt_duration_ns", "fmt_pct", "fmt_percent", "fmt_score", "fmt_time",
-           "or_blank", "pretty_json", "readable", "server_links"]
+__all__ = [
+    "Links",
+    "Readable",
+    "asset",
+    "fmt_duration_ns",
+    "fmt_pct",
+    "fmt_percent",
+    "fmt_score",
+    "fmt_time",
+    "or_blank",
+    "pretty_json",
+    "readable",
+    "server_links",
+]
 
 
 def or_blank(value: Any) -> Any:
@@ -85,8 +97,12 @@ def readable(value: Any, limit: int = 20_000) -> Readable | None:
 
 
 #: datetimes and dataclasses by ``str()``, as the ``json`` module's ``default=str`` writes them
-_PRETTY = (orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
-           | orjson.OPT_PASSTHROUGH_DATACLASS)
+_PRETTY = (
+    orjson.OPT_INDENT_2
+    | orjson.OPT_NON_STR_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
 
 
 def pretty_json(value: Any) -> str:
@@ -108,13 +124,18 @@ class Links:
 
     overview: Callable[[str], str]  # query string -> href
     runs: Callable[[str], str]
-    run: Callable[[str, str], str] | None  # (trace id, span id) -> href; None: the run is not in this document
+    run: (
+        Callable[[str, str], str] | None
+    )  # (trace id, span id) -> href; None: the run is not in this document
     static: bool = False  # a file: no polling, no server routes
 
 
 def server_links() -> Links:
-    return Links(overview=lambda q: "/" + q, runs=lambda q: "/runs" + q,
-                 run=lambda t, s: f"/runs/{_path_part(t)}/{_path_part(s)}")
+    return Links(
+        overview=lambda q: "/" + q,
+        runs=lambda q: "/runs" + q,
+        run=lambda t, s: f"/runs/{_path_part(t)}/{_path_part(s)}",
+    )
 
 
 def _path_part(text: str) -> str:

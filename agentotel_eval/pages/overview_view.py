@@ -93,7 +93,9 @@ class OverviewView:
     judge_total: str
 
 
-def range_links(current: str, href: Callable[[str], str], extra: dict[str, str] | None = None) -> list[RangeLink]:
+def range_links(
+    current: str, href: Callable[[str], str], extra: dict[str, str] | None = None
+) -> list[RangeLink]:
     links = []
     for value in RANGES:
         query = {k: v for k, v in {**(extra or {}), "since": value}.items() if v}
@@ -109,10 +111,13 @@ def _tiles(ov: Overview) -> list[tuple[str, str]]:
         scored, passed = scored + n, passed + p
     failed_runs = sum(a.failed_runs for a in ov.agents)
     cost = sum(float(row.get("cost_usd") or 0) for row in ov.judge)
-    return [(f"{ov.total_runs:,}", "runs"), (f"{len(ov.agents):,}", "agents"),
-            (fmt_pct(passed, scored), f"{TOOL_CORRECTNESS.label} pass rate ↑"),
-            (f"{failed_runs:,}", "runs that ended in error"),
-            (f"${cost:.4f}", "judge cost")]
+    return [
+        (f"{ov.total_runs:,}", "runs"),
+        (f"{len(ov.agents):,}", "agents"),
+        (fmt_pct(passed, scored), f"{TOOL_CORRECTNESS.label} pass rate ↑"),
+        (f"{failed_runs:,}", "runs that ended in error"),
+        (f"${cost:.4f}", "judge cost"),
+    ]
 
 
 def _metrics_of(ov: Overview) -> list[str]:
@@ -127,7 +132,9 @@ def rate_cell(passed: int, scored: int) -> Markup:
         return macro("cells.html", "rate_cell")(fmt_pct(passed, scored), "not scored", "")
     rate = passed / scored
     grade = "good" if rate >= 0.9 else "warn" if rate >= 0.5 else "bad"
-    return macro("cells.html", "rate_cell")(fmt_pct(passed, scored), f"{passed} of {scored} scored runs passed", grade)
+    return macro("cells.html", "rate_cell")(
+        fmt_pct(passed, scored), f"{passed} of {scored} scored runs passed", grade
+    )
 
 
 def _agent_rows(ov: Overview, metrics: list[str], links: Links) -> list[AgentRow]:
@@ -148,11 +155,24 @@ def _agent_charts(ov: Overview, metrics: list[str]) -> list[AgentChart]:
     step = _step_label(timedelta(seconds=ov.bucket_seconds))
     colours = {metric: k for k, metric in enumerate(metrics)}
     labels = {metric: metric_label(metric).label for metric in metrics}
-    return [AgentChart(a.name, step,
-                       pass_rate_chart(a.buckets, a.runs_per_bucket, a.rates, title=f"{a.name}: runs and pass rate",
-                                       fine=fine, colours=colours, labels=labels),
-                       legend(list(a.rates), colours, labels, _latest(a.rates)))
-            for a in ov.agents if a.buckets]
+    return [
+        AgentChart(
+            a.name,
+            step,
+            pass_rate_chart(
+                a.buckets,
+                a.runs_per_bucket,
+                a.rates,
+                title=f"{a.name}: runs and pass rate",
+                fine=fine,
+                colours=colours,
+                labels=labels,
+            ),
+            legend(list(a.rates), colours, labels, _latest(a.rates)),
+        )
+        for a in ov.agents
+        if a.buckets
+    ]
 
 
 def _latest(rates: dict[str, list[float | None]]) -> dict[str, str]:
@@ -175,15 +195,22 @@ def _step_label(step: timedelta) -> str:
 
 
 def _who(metric: str) -> str:
-    return "judge" if metric == TOOL_ERRORS.name else "detectors" if metric == TOOL_ERRORS_DETECTORS.name else metric
+    return (
+        "judge"
+        if metric == TOOL_ERRORS.name
+        else "detectors"
+        if metric == TOOL_ERRORS_DETECTORS.name
+        else metric
+    )
 
 
 def overview_view(ov: Overview, links: Links) -> OverviewView:
     f = ov.filters
     metrics = _metrics_of(ov)
     charts = _agent_charts(ov, metrics)
-    departures = stacked_bars(ov.departures, DEPARTURE_KINDS,
-                              title="tools most often missing, extra or out of order")
+    departures = stacked_bars(
+        ov.departures, DEPARTURE_KINDS, title="tools most often missing, extra or out of order"
+    )
     return OverviewView(
         filters=f,
         static=links.static,
@@ -198,13 +225,26 @@ def overview_view(ov: Overview, links: Links) -> OverviewView:
         charts=charts,
         more_agents=len(ov.agents) - len(charts),
         departures=departures,
-        departures_source=(f"from {metric_label(ov.departures_metric).label} ({ov.departures_metric})"
-                           if ov.departures_metric
-                           else "no tool-correctness scores in this range"),
-        tool_errors=[ToolErrors(or_blank(r["tool_name"]), r["calls"], r["errors"], float(r["error_rate"] or 0))
-                     for r in ov.tool_errors],
-        findings=[FindingRow(or_blank(r["error_type"]), or_blank(_who(r["metric"])), r["runs"]) for r in ov.findings],
-        judge=[JudgeRow(or_blank(r["status"]), r["evaluations"], f"${float(r['cost_usd'] or 0):.4f}",
-                        r["models"] or "-") for r in ov.judge],
+        departures_source=(
+            f"from {metric_label(ov.departures_metric).label} ({ov.departures_metric})"
+            if ov.departures_metric
+            else "no tool-correctness scores in this range"
+        ),
+        tool_errors=[
+            ToolErrors(or_blank(r["tool_name"]), r["calls"], r["errors"], float(r["error_rate"] or 0))
+            for r in ov.tool_errors
+        ],
+        findings=[
+            FindingRow(or_blank(r["error_type"]), or_blank(_who(r["metric"])), r["runs"]) for r in ov.findings
+        ],
+        judge=[
+            JudgeRow(
+                or_blank(r["status"]),
+                r["evaluations"],
+                f"${float(r['cost_usd'] or 0):.4f}",
+                r["models"] or "-",
+            )
+            for r in ov.judge
+        ],
         judge_total=f"${sum(float(r['cost_usd'] or 0) for r in ov.judge):.4f}",
     )

@@ -30,39 +30,66 @@ def _nav_query(since: str, agent: str) -> str:
     return ("?" + urlencode(values)) if values else ""
 
 
-def _frame(links: Links, title: str, *, active: str = "", version: str = "", nav_query: str = "",
-           generated: str = "") -> dict[str, Any]:
+def _frame(
+    links: Links, title: str, *, active: str = "", version: str = "", nav_query: str = "", generated: str = ""
+) -> dict[str, Any]:
     """What ``layout.html`` needs; a file holds its stylesheet and script."""
     # our own stylesheet and script, shipped in the package: inserted as they are (escaping would break them)
     inline = {"style": Markup(asset("style.css")), "script": Markup(asset("app.js"))} if links.static else {}
     nav = {"overview": links.overview(nav_query), "runs": links.runs(nav_query)}
-    return {"static": links.static, "nav": nav, "title": title, "active": active, "version": version,
-            "generated": generated, "inline": inline}
+    return {
+        "static": links.static,
+        "nav": nav,
+        "title": title,
+        "active": active,
+        "version": version,
+        "generated": generated,
+        "inline": inline,
+    }
 
 
 def overview_page(ov: Overview, links: Links, version: str = "") -> str:
-    return render("overview.html", view=overview_view(ov, links),
-                  **_frame(links, "Overview", active="overview", version=version,
-                           nav_query=_nav_query(ov.filters.since, ov.filters.agent)))
+    return render(
+        "overview.html",
+        view=overview_view(ov, links),
+        **_frame(
+            links,
+            "Overview",
+            active="overview",
+            version=version,
+            nav_query=_nav_query(ov.filters.since, ov.filters.agent),
+        ),
+    )
 
 
 def runs_page(rp: RunsPage, links: Links, version: str = "") -> str:
-    return render("runs.html", view=runs_view(rp, links),
-                  **_frame(links, "Runs", active="runs", version=version,
-                           nav_query=_nav_query(rp.filters.since, rp.filters.agent)))
+    return render(
+        "runs.html",
+        view=runs_view(rp, links),
+        **_frame(
+            links,
+            "Runs",
+            active="runs",
+            version=version,
+            nav_query=_nav_query(rp.filters.since, rp.filters.agent),
+        ),
+    )
 
 
 def run_page(detail: RunDetail, links: Links, version: str = "") -> str:
     title = f"{detail.run.get('agent_name') or '(unnamed)'} run {detail.run['span_id']}"
-    return render("run.html", view=run_view(detail, links), **_frame(links, title, active="run", version=version))
+    return render(
+        "run.html", view=run_view(detail, links), **_frame(links, title, active="run", version=version)
+    )
 
 
 def message_page(title: str, message: str, links: Links) -> str:
     return render("message.html", message=message, **_frame(links, title))
 
 
-def report_document(ov: Overview, worst: Sequence[RunDetail], worst_rows: Sequence[dict[str, Any]],
-                    source: str) -> str:
+def report_document(
+    ov: Overview, worst: Sequence[RunDetail], worst_rows: Sequence[dict[str, Any]], source: str
+) -> str:
     """The overview and the worst runs, with their timelines, in one file that needs nothing else."""
     anchors = {(d.run["trace_id"], d.run["span_id"]) for d in worst}
 
@@ -70,6 +97,10 @@ def report_document(ov: Overview, worst: Sequence[RunDetail], worst_rows: Sequen
         return f"#run-{trace_id}-{span_id}" if (trace_id, span_id) in anchors else ""
 
     links = Links(overview=lambda q: "#overview", runs=lambda q: "#worst", run=run_href, static=True)
-    return render("report.html", overview=overview_view(ov, links), worst_rows=run_rows(worst_rows, links),
-                  worst=[run_view(d, links) for d in worst],
-                  **_frame(links, "Report", generated=f"report of {source}, made {fmt_time(ov.now)} UTC"))
+    return render(
+        "report.html",
+        overview=overview_view(ov, links),
+        worst_rows=run_rows(worst_rows, links),
+        worst=[run_view(d, links) for d in worst],
+        **_frame(links, "Report", generated=f"report of {source}, made {fmt_time(ov.now)} UTC"),
+    )

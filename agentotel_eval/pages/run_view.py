@@ -57,7 +57,9 @@ class EvaluationRow(NamedTuple):
     threshold: str  # with the side of it that passes: "≥ 0.50", "< 0.70"
     result: str  # pass | fail | the status of an evaluation that did not score
     reason: str
-    findings: list[tuple[Any, Any, str]] | None  # the errors: (type/subtype, description, what the rule finds)
+    findings: (
+        list[tuple[Any, Any, str]] | None
+    )  # the errors: (type/subtype, description, what the rule finds)
     source: str
     unchecked: list[str]  # what the detectors could not check for lack of recorded data
     observed: list[str]  # low-severity observations (a result nothing used): shown, never scored
@@ -88,7 +90,9 @@ class Diagnostics(NamedTuple):
 
     def __bool__(self) -> bool:
         """Whether reconstruction noted anything."""
-        return bool(self.frameworks or self.unexecuted or self.unrequested or self.not_recorded or self.ignored)
+        return bool(
+            self.frameworks or self.unexecuted or self.unrequested or self.not_recorded or self.ignored
+        )
 
 
 class Badge(NamedTuple):
@@ -107,19 +111,31 @@ def run_badge(status: str, evaluations: Sequence[EvaluationRow], calls: Sequence
     detectors = next((e for e in evaluations if e.metric == TOOL_ERRORS_DETECTORS.name), None)
     if detectors is not None and detectors.result == "fail":
         kinds = sorted({str(kind).split("/")[0] for kind, _d, _r in detectors.findings or ()})
-        return Badge("tool-use error" + (f": {', '.join(kinds)}" if kinds else ""), "fail",
-                     f"the span status is ok, but the detectors found: {detectors.reason}")
+        return Badge(
+            "tool-use error" + (f": {', '.join(kinds)}" if kinds else ""),
+            "fail",
+            f"the span status is ok, but the detectors found: {detectors.reason}",
+        )
     failed = [c for c in calls if c.status == "error"]
     if failed:
-        return Badge(f"{len(failed)} failed tool call{'s' if len(failed) > 1 else ''}", "fail",
-                     "the span status is ok, but " + ", ".join(f"call {c.number} ({c.tool})" for c in failed)
-                     + " failed")
+        return Badge(
+            f"{len(failed)} failed tool call{'s' if len(failed) > 1 else ''}",
+            "fail",
+            "the span status is ok, but "
+            + ", ".join(f"call {c.number} ({c.tool})" for c in failed)
+            + " failed",
+        )
     failing = [e for e in evaluations if e.result == "fail"]
     if failing:
-        return Badge("fails " + ", ".join(e.label.label for e in failing), "fail",
-                     "the span status is ok, but " + "; ".join(f"{e.label.label}: {e.reason}" for e in failing))
+        return Badge(
+            "fails " + ", ".join(e.label.label for e in failing),
+            "fail",
+            "the span status is ok, but " + "; ".join(f"{e.label.label}: {e.reason}" for e in failing),
+        )
     checked = " and the detectors found no tool-use error" if detectors is not None else ""
-    passed = [e.label.label for e in evaluations if e.result == "pass" and e.metric != TOOL_ERRORS_DETECTORS.name]
+    passed = [
+        e.label.label for e in evaluations if e.result == "pass" and e.metric != TOOL_ERRORS_DETECTORS.name
+    ]
     checked += f"; it passes {', '.join(passed)}" if passed else ""
     return Badge("ok", "pass", f"the run's span status is ok{checked}")
 
@@ -179,16 +195,30 @@ def _evidence(call: dict[str, Any], diagnostics: dict[str, Any] | None) -> Evide
         field, _, rest = str(item).partition(":")
         source, _, why = rest.partition(":")
         discarded.append((field, source, why))
-    return Evidence([(how, ", ".join(fields)) for how, fields in by_source.items()],
-                    entry.get("execution_span") or None, entry.get("request_span") or None, discarded)
+    return Evidence(
+        [(how, ", ".join(fields)) for how, fields in by_source.items()],
+        entry.get("execution_span") or None,
+        entry.get("request_span") or None,
+        discarded,
+    )
 
 
 def _calls(detail: RunDetail) -> list[CallView]:
     diagnostics = detail.run.get("diagnostics")
-    return [CallView(int(call.get("seq") or 0) + 1, call.get("tool_name") or "", call.get("status") or "ok",
-                     call.get("start_time"), call.get("call_id") or None, call.get("error") or None,
-                     readable(call.get("arguments")), readable(call.get("result")), _evidence(call, diagnostics))
-            for call in detail.calls]
+    return [
+        CallView(
+            int(call.get("seq") or 0) + 1,
+            call.get("tool_name") or "",
+            call.get("status") or "ok",
+            call.get("start_time"),
+            call.get("call_id") or None,
+            call.get("error") or None,
+            readable(call.get("arguments")),
+            readable(call.get("result")),
+            _evidence(call, diagnostics),
+        )
+        for call in detail.calls
+    ]
 
 
 def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
@@ -197,16 +227,42 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
         details: dict[str, Any] = e["details"] if isinstance(e.get("details"), dict) else {}
         errors = details.get("errors") or []
         found = details.get("detectors") if e["metric"] == TOOL_ERRORS_DETECTORS.name else None
-        findings = _findings(found) if found else ([(or_blank(x.get("type")), or_blank(x.get("description")), "")
-                                                    for x in errors if isinstance(x, dict)] if errors else None)
+        findings = (
+            _findings(found)
+            if found
+            else (
+                [
+                    (or_blank(x.get("type")), or_blank(x.get("description")), "")
+                    for x in errors
+                    if isinstance(x, dict)
+                ]
+                if errors
+                else None
+            )
+        )
         unchecked = [str(note) for note in details.get("could_not_run") or () if note]
-        observed = [str(x.get("description")) for x in details.get("informational") or () if isinstance(x, dict)]
+        observed = [
+            str(x.get("description")) for x in details.get("informational") or () if isinstance(x, dict)
+        ]
         label = metric_label(e["metric"])
-        rows.append(EvaluationRow(
-            e["metric"], label, e.get("model") or None, f"${float(e['cost_usd']):.5f}" if e.get("cost_usd") else "",
-            fmt_score(e.get("score")), _threshold(label, e.get("threshold")),
-            ("pass" if e.get("success") else "fail") if e.get("status") == "ok" else e.get("status") or "",
-            or_blank(e.get("reason")), findings, or_blank(e.get("source")), unchecked, observed))
+        rows.append(
+            EvaluationRow(
+                e["metric"],
+                label,
+                e.get("model") or None,
+                f"${float(e['cost_usd']):.5f}" if e.get("cost_usd") else "",
+                fmt_score(e.get("score")),
+                _threshold(label, e.get("threshold")),
+                ("pass" if e.get("success") else "fail")
+                if e.get("status") == "ok"
+                else e.get("status") or "",
+                or_blank(e.get("reason")),
+                findings,
+                or_blank(e.get("source")),
+                unchecked,
+                observed,
+            )
+        )
     return rows
 
 
@@ -222,7 +278,8 @@ def _findings(found: list[Any]) -> list[tuple[Any, Any, str]]:
         if x.get("uncertain"):
             description += f" (not sure: confidence {x.get('confidence')})"
         rule = BY_NAME.get(str(x.get("rule") or "")) or next(
-            (r for r in RULES if x.get("subtype") in r.subtypes and r.type == x.get("type")), None)
+            (r for r in RULES if x.get("subtype") in r.subtypes and r.type == x.get("type")), None
+        )
         out.append((or_blank(kind), or_blank(description), rule.summary if rule is not None else ""))
     return out
 
@@ -238,9 +295,18 @@ def _threshold(label: MetricLabel, threshold: Any) -> str:
 
 
 #: OpenInference's span kinds (``openinference.span.kind``), as the span tree shows them
-_OPENINFERENCE_KINDS = {"LLM": "LLM", "TOOL": "tool", "CHAIN": "chain", "AGENT": "agent", "RETRIEVER": "retriever",
-                        "EMBEDDING": "embedding", "RERANKER": "reranker", "GUARDRAIL": "guardrail",
-                        "EVALUATOR": "evaluator", "PROMPT": "prompt"}
+_OPENINFERENCE_KINDS = {
+    "LLM": "LLM",
+    "TOOL": "tool",
+    "CHAIN": "chain",
+    "AGENT": "agent",
+    "RETRIEVER": "retriever",
+    "EMBEDDING": "embedding",
+    "RERANKER": "reranker",
+    "GUARDRAIL": "guardrail",
+    "EVALUATOR": "evaluator",
+    "PROMPT": "prompt",
+}
 
 
 def span_kind(span: dict[str, Any]) -> tuple[str, str]:
@@ -277,12 +343,27 @@ def _span_rows(detail: RunDetail, links: Links) -> list[SpanRow]:
         span_id = span["span_id"]
         start, end = int(span["start_time_unix_nano"] or t0), int(span["end_time_unix_nano"] or t0)
         other = detail.trace_runs.get(span_id) if span_id != run_span else None
-        href = links.run(detail.run["trace_id"], span_id) if other is not None and links.run is not None else ""
+        href = (
+            links.run(detail.run["trace_id"], span_id) if other is not None and links.run is not None else ""
+        )
         kind, kind_title = span_kind(span)
-        rows.append(SpanRow(span_id, span["name"], span.get("scope_name") or "", min(depth, 16),
-                            kind, kind_title, fmt_duration_ns(start, end), f"{100 * (start - t0) / total:.2f}",
-                            f"{max(100 * (end - start) / total, 0.4):.2f}", span.get("status_code") == "ERROR",
-                            span_id == run_span, other, href))
+        rows.append(
+            SpanRow(
+                span_id,
+                span["name"],
+                span.get("scope_name") or "",
+                min(depth, 16),
+                kind,
+                kind_title,
+                fmt_duration_ns(start, end),
+                f"{100 * (start - t0) / total:.2f}",
+                f"{max(100 * (end - start) / total, 0.4):.2f}",
+                span.get("status_code") == "ERROR",
+                span_id == run_span,
+                other,
+                href,
+            )
+        )
         stack.extend((c, depth + 1) for c in reversed(children.get(span_id, [])))
     return rows
 
@@ -291,9 +372,17 @@ def _diagnostics(run: dict[str, Any]) -> Diagnostics:
     d = run.get("diagnostics") or {}
     return Diagnostics(
         ", ".join(d.get("frameworks") or ()),
-        [(or_blank(r.get("name")), or_blank(r.get("llm_span"))) for r in d.get("requests_without_execution") or ()],
-        [or_blank(span) for span in d.get("executions_without_request") or ()], d.get("calls_not_recorded"),
-        [(or_blank(e.get("span_id")), or_blank(e.get("name")), or_blank(e.get("why"))) for e in d.get("ignored") or ()])
+        [
+            (or_blank(r.get("name")), or_blank(r.get("llm_span")))
+            for r in d.get("requests_without_execution") or ()
+        ],
+        [or_blank(span) for span in d.get("executions_without_request") or ()],
+        d.get("calls_not_recorded"),
+        [
+            (or_blank(e.get("span_id")), or_blank(e.get("name")), or_blank(e.get("why")))
+            for e in d.get("ignored") or ()
+        ],
+    )
 
 
 def run_view(detail: RunDetail, links: Links) -> RunView:
@@ -305,9 +394,20 @@ def run_view(detail: RunDetail, links: Links) -> RunView:
     evaluations = _evaluations(detail)
     calls = _calls(detail)
     status = run.get("status") or "ok"
-    return RunView(run, agent_shown(run), status, parent,
-                   readable(run.get("input")), readable(run.get("output")), _alignment(detail),
-                   trajectory_view(next((e for e in detail.evaluations if e.get("metric") == TRAJECTORY.name), None)),
-                   evaluations, list({e.metric: e.label for e in evaluations}.values()),
-                   calls, _diagnostics(run), _span_rows(detail, links), detail.spans_truncated,
-                   run_badge(status, evaluations, calls))
+    return RunView(
+        run,
+        agent_shown(run),
+        status,
+        parent,
+        readable(run.get("input")),
+        readable(run.get("output")),
+        _alignment(detail),
+        trajectory_view(next((e for e in detail.evaluations if e.get("metric") == TRAJECTORY.name), None)),
+        evaluations,
+        list({e.metric: e.label for e in evaluations}.values()),
+        calls,
+        _diagnostics(run),
+        _span_rows(detail, links),
+        detail.spans_truncated,
+        run_badge(status, evaluations, calls),
+    )

@@ -45,7 +45,9 @@ class Choice(NamedTuple):
     everything: str  # the first option's text: no filter
     values: Sequence[str]
     current: str
-    typed: bool  # ``current`` is not among ``values`` (typed into the URL): it is shown as chosen all the same
+    typed: (
+        bool  # ``current`` is not among ``values`` (typed into the URL): it is shown as chosen all the same
+    )
     texts: dict[str, str]  # an option's text, where it is not its value (a metric's label)
 
 
@@ -84,7 +86,9 @@ def score_chip(metric: str, status: str, success: bool, score: float | None) -> 
     title = f"{label.description} Score {shown}: {'passed' if success else 'failed'}."
     # an error metric's score is how sure it is that there are errors: say what it found instead
     if label.verdicts is not None:
-        return chip(metric, True, success, title, label.label, label.verdicts[0] if success else label.verdicts[1])
+        return chip(
+            metric, True, success, title, label.label, label.verdicts[0] if success else label.verdicts[1]
+        )
     return chip(metric, True, success, title, label.label, f"{shown} {label.arrow}".rstrip())
 
 
@@ -102,12 +106,22 @@ def run_rows(runs: Sequence[dict[str, Any]], links: Links) -> list[RunRow]:
     rows = []
     for run in runs:
         trace_id, span_id = run["trace_id"], run["span_id"]
-        rows.append(RunRow(
-            trace_id, span_id, agent_shown(run),
-            links.run(trace_id, span_id) if links.run is not None else None,
-            bool(run.get("parent_run_span_id")), run.get("service_name") or "-", run.get("start_time"),
-            (run.get("input") or "").strip(), run.get("tools_called"), (run.get("status") or "ok") == "error",
-            expected_of(run), score_chips(run.get("scores") or ())))
+        rows.append(
+            RunRow(
+                trace_id,
+                span_id,
+                agent_shown(run),
+                links.run(trace_id, span_id) if links.run is not None else None,
+                bool(run.get("parent_run_span_id")),
+                run.get("service_name") or "-",
+                run.get("start_time"),
+                (run.get("input") or "").strip(),
+                run.get("tools_called"),
+                (run.get("status") or "ok") == "error",
+                expected_of(run),
+                score_chips(run.get("scores") or ()),
+            )
+        )
     return rows
 
 
@@ -122,16 +136,28 @@ def _count(page: RunsPage) -> str:
 def runs_view(page: RunsPage, links: Links) -> RunsView:
     f = page.filters
     texts = {"metric": {m: metric_label(m).label for m in page.metrics}}
-    choices = [Choice(name, everything, values, current, bool(current) and current not in values, texts.get(name, {}))
-               for name, everything, values, current in (("agent", "all agents", page.agents, f.agent),
-                                                         ("service", "all services", page.services, f.service),
-                                                         ("metric", "any metric", page.metrics, f.metric),
-                                                         ("result", "pass or fail", RESULTS, f.result))]
+    choices = [
+        Choice(
+            name, everything, values, current, bool(current) and current not in values, texts.get(name, {})
+        )
+        for name, everything, values, current in (
+            ("agent", "all agents", page.agents, f.agent),
+            ("service", "all services", page.services, f.service),
+            ("metric", "any metric", page.metrics, f.metric),
+            ("result", "pass or fail", RESULTS, f.result),
+        )
+    ]
     ranges = [Range(r, "all time" if r == "all" else "last " + r) for r in RANGES]
     if f.since not in RANGES:
         ranges.append(Range(f.since, "last " + f.since))
     return RunsView(
-        f, choices, ranges, page.total, _count(page), run_rows(page.runs, links),
+        f,
+        choices,
+        ranges,
+        page.total,
+        _count(page),
+        run_rows(page.runs, links),
         [metric_label(m) for m in page.metrics],
         links.runs(f.query_string(page=f.page - 1)) if f.page > 1 else None,
-        links.runs(f.query_string(page=f.page + 1)) if page.has_next else None)
+        links.runs(f.query_string(page=f.page + 1)) if page.has_next else None,
+    )

@@ -33,8 +33,10 @@ def _style() -> Markup:
 def content_security_policy() -> str:
     """Nothing but the page's own inline stylesheet, a form posting to this origin, and no favicon fetch."""
     digest = base64.b64encode(hashlib.sha256(_style().encode()).digest()).decode()
-    return (f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; form-action 'self'; "
-            "frame-ancestors 'none'; base-uri 'none'")
+    return (
+        f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
 
 
 def sign_in_page(next_path: str, error: str = "") -> str:

@@ -76,6 +76,22 @@ def timeline(alignment: Alignment, failed: Sequence[bool] = ()) -> Timeline:
             error = row == "called" and index < len(failed) and failed[index]
             notes = [note for note in (_KIND_LABEL[col.kind], "error" if error else "") if note]
             title = f"{row} #{index + 1}: {name}" + (f" ({', '.join(notes)})" if notes else "")
-            cells.append(Cell(row, col.kind, index, name, _cut(name), error, title, " · ".join(notes), x, y,
-                              x + CELL_W / 2, y - 5 if row == "expected" else y + CELL_H + 13))
-    return Timeline(LEFT + max(len(alignment.columns), 1) * (CELL_W + GAP), BOTTOM_Y + CELL_H + 26, links, cells)
+            cells.append(
+                Cell(
+                    row,
+                    col.kind,
+                    index,
+                    name,
+                    _cut(name),
+                    error,
+                    title,
+                    " · ".join(notes),
+                    x,
+                    y,
+                    x + CELL_W / 2,
+                    y - 5 if row == "expected" else y + CELL_H + 13,
+                )
+            )
+    return Timeline(
+        LEFT + max(len(alignment.columns), 1) * (CELL_W + GAP), BOTTOM_Y + CELL_H + 26, links, cells
+    )

@@ -80,8 +80,13 @@ def _call(calls: Sequence[Mapping[str, Any]], index: Any) -> str:
 
 def _check(check: Mapping[str, Any]) -> Check:
     verdict, chip = VERDICT.get(check.get("ok"), VERDICT[None])
-    return Check(str(check.get("key", "")), verdict, chip, str(check.get("expected") or ""),
-                 str(check.get("reason") or ""))
+    return Check(
+        str(check.get("key", "")),
+        verdict,
+        chip,
+        str(check.get("expected") or ""),
+        str(check.get("reason") or ""),
+    )
 
 
 def _marks(row: Mapping[str, Any]) -> list[str]:
@@ -93,13 +98,33 @@ def _step(row: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]) -> StepRow
     text, chip = STATUS.get(status, (status, "muted"))
     taken = list(row.get("calls") or [])
     checks_by_call = row.get("checks") or {}
-    checks = [(_call(calls, j), [_check(c) for c in checks_by_call.get(str(j), [])]) for j in taken
-              if checks_by_call.get(str(j))] if row.get("kind") == "tool" else []
-    near = [NearMiss(_call(calls, m.get("call")), m.get("taken_by"), [_check(c) for c in m.get("checks") or []])
-            for m in row.get("near_misses") or [] if isinstance(m, Mapping)]
-    return StepRow(str(row.get("path") or ""), str(row.get("label") or ""), str(row.get("kind") or ""),
-                   min(int(row.get("depth") or 0), 8), status, text, chip, _marks(row),
-                   [_call(calls, j) for j in taken] if row.get("kind") == "tool" else [], checks, near)
+    checks = (
+        [
+            (_call(calls, j), [_check(c) for c in checks_by_call.get(str(j), [])])
+            for j in taken
+            if checks_by_call.get(str(j))
+        ]
+        if row.get("kind") == "tool"
+        else []
+    )
+    near = [
+        NearMiss(_call(calls, m.get("call")), m.get("taken_by"), [_check(c) for c in m.get("checks") or []])
+        for m in row.get("near_misses") or []
+        if isinstance(m, Mapping)
+    ]
+    return StepRow(
+        str(row.get("path") or ""),
+        str(row.get("label") or ""),
+        str(row.get("kind") or ""),
+        min(int(row.get("depth") or 0), 8),
+        status,
+        text,
+        chip,
+        _marks(row),
+        [_call(calls, j) for j in taken] if row.get("kind") == "tool" else [],
+        checks,
+        near,
+    )
 
 
 def trajectory_view(evaluation: Mapping[str, Any] | None) -> TrajectoryView | None:
@@ -109,17 +134,39 @@ def trajectory_view(evaluation: Mapping[str, Any] | None) -> TrajectoryView | No
     details = evaluation.get("details") if isinstance(evaluation.get("details"), Mapping) else {}
     if evaluation.get("status") != "ok" or not isinstance(details, Mapping) or "steps" not in details:
         why = str(evaluation.get("reason") or evaluation.get("status") or "not scored")
-        return TrajectoryView("-", str(evaluation.get("status") or "error"), "-", "-", "", "", False, None, [], [],
-                              [], False, why)
+        return TrajectoryView(
+            "-",
+            str(evaluation.get("status") or "error"),
+            "-",
+            "-",
+            "",
+            "",
+            False,
+            None,
+            [],
+            [],
+            [],
+            False,
+            why,
+        )
     calls: Sequence[Mapping[str, Any]] = details.get("calls") or []
     mode = str(details.get("extra_mode") or "ignore")
     return TrajectoryView(
-        fmt_score(evaluation.get("score")), "pass" if evaluation.get("success") else "fail",
-        fmt_score(details.get("recall")), fmt_score(details.get("precision")),
+        fmt_score(evaluation.get("score")),
+        "pass" if evaluation.get("success") else "fail",
+        fmt_score(details.get("recall")),
+        fmt_score(details.get("precision")),
         f"{details.get('matched_weight', 0):g} of {details.get('required_weight', 0):g}",
-        EXTRA_MODE.get(mode, mode), mode == "penalize", details.get("preset"),
+        EXTRA_MODE.get(mode, mode),
+        mode == "penalize",
+        details.get("preset"),
         [_step(row, calls) for row in details.get("steps") or [] if isinstance(row, Mapping)],
         [_call(calls, j) for j in details.get("extra") or []],
-        [Violation(str(v.get("type") or ""), str(v.get("message") or "")) for v in details.get("violations") or []
-         if isinstance(v, Mapping)],
-        bool(details.get("turns_not_recorded")), None)
+        [
+            Violation(str(v.get("type") or ""), str(v.get("message") or ""))
+            for v in details.get("violations") or []
+            if isinstance(v, Mapping)
+        ],
+        bool(details.get("turns_not_recorded")),
+        None,
+    )

@@ -47,7 +47,9 @@ def _single_parameter(schema: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def _bind_positional(args: Sequence[Any], kwargs: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict | None:
+def _bind_positional(
+    args: Sequence[Any], kwargs: Mapping[str, Any], schema: Mapping[str, Any] | None
+) -> dict | None:
     """Bind positional values to the schema's parameter names (those not already given by keyword), in order."""
     if not args:
         return dict(kwargs)
@@ -106,7 +108,9 @@ def _normalize_mapping(value: dict[str, Any], encoding: str, schema: Mapping[str
     if "toolUseId" in value and "input" in value:
         inner = normalize_arguments(value["input"], schema)
         return Arguments(inner.params, "bedrock", inner.call_id)
-    return Arguments(value if encoding == "json" else dict(value), encoding, None)  # parsed here: ours, no copy
+    return Arguments(
+        value if encoding == "json" else dict(value), encoding, None
+    )  # parsed here: ours, no copy
 
 
 def _call_envelope(value: dict[str, Any], schema: Mapping[str, Any] | None) -> Arguments | None:
@@ -121,8 +125,10 @@ def _call_envelope(value: dict[str, Any], schema: Mapping[str, Any] | None) -> A
     if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
         return None
     others = [k for k in value if k != "args" and k != "kwargs"]
-    if others and ((names and not set(others).isdisjoint(names)) or not all(isinstance(value[k], (bool, type(None)))
-                                                                           for k in others)):
+    if others and (
+        (names and not set(others).isdisjoint(names))
+        or not all(isinstance(value[k], (bool, type(None))) for k in others)
+    ):
         return None  # beside them only flags (booleans, nulls), none of them a parameter
     if len(args) == 1 and not kwargs and _single_parameter(schema) != "args":
         inner = parse_json(args[0])

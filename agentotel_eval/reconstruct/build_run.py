@@ -59,8 +59,9 @@ from agentotel_eval.reconstruct.values import numeric_equal, short_type_name
 from agentotel_eval.test_case import ToolCall
 
 
-def _split_plumbing_requests(requests: list[Request], plumbing: Plumbing, handed_off: set[str]
-                             ) -> tuple[list[Request], list[Request]]:
+def _split_plumbing_requests(
+    requests: list[Request], plumbing: Plumbing, handed_off: set[str]
+) -> tuple[list[Request], list[Request]]:
     """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart, and so are the
     tools that this run's executions show handing off (``handed_off``: a LangGraph handoff tool's ``Command``)."""
     handoffs: list[Request] = []
@@ -83,7 +84,9 @@ def _fold_repeated_records(real: list[Execution], llm_spans: list[SpanRecord]) -
         span = e.span
         previous = out[-1] if out else None
         if (
-            previous is not None and span.start_ns == span.end_ns and e.name == previous.name
+            previous is not None
+            and span.start_ns == span.end_ns
+            and e.name == previous.name
             and e.raw_arguments == previous.raw_arguments
             and not (e.call_id and previous.call_id and e.call_id != previous.call_id)
             and not any(previous.span.start_ns < s.start_ns <= span.start_ns for s in llm_spans)
@@ -100,12 +103,21 @@ def _undo_copied_failures(real: list[Execution], ctx: TraceContext) -> None:
     span after a trace's first error), not this call's failure. The explicit result wins."""
     for e in real:
         span = e.span
-        if (e.status != "error" or e.sources.get("status") != "span_status" or e.result is None
-                or not span.status_message or any(ev.name == sc.EXCEPTION_EVENT for ev in span.events)):
+        if (
+            e.status != "error"
+            or e.sources.get("status") != "span_status"
+            or e.result is None
+            or not span.status_message
+            or any(ev.name == sc.EXCEPTION_EVENT for ev in span.events)
+        ):
             continue
         for other in ctx.tree.spans.values():
-            if (other is not span and other.start_ns < span.start_ns and other.status_message == span.status_message
-                    and any(ev.name == sc.EXCEPTION_EVENT for ev in other.events)):
+            if (
+                other is not span
+                and other.start_ns < span.start_ns
+                and other.status_message == span.status_message
+                and any(ev.name == sc.EXCEPTION_EVENT for ev in other.events)
+            ):
                 e.status, e.error = "ok", None
                 e.sources["status"] = "result_over_copied_status"
                 break
@@ -129,13 +141,23 @@ def _nested_failures(real: list[Execution], internal: list[SpanRecord], ctx: Tra
         if e is not None and e.status != "error":
             e.status = "error"
             e.error = span.status_message or next(
-                (str(ev.attributes.get(sc.EXCEPTION_MESSAGE)) for ev in span.events if ev.name == sc.EXCEPTION_EVENT),
-                "error")
+                (
+                    str(ev.attributes.get(sc.EXCEPTION_MESSAGE))
+                    for ev in span.events
+                    if ev.name == sc.EXCEPTION_EVENT
+                ),
+                "error",
+            )
             e.sources["status"] = "nested_span"
 
 
-def _names_from_nested(real: list[Execution], internal: list[SpanRecord], requests: list[Request],
-                       schemas: Mapping[str, Any], ctx: TraceContext) -> None:
+def _names_from_nested(
+    real: list[Execution],
+    internal: list[SpanRecord],
+    requests: list[Request],
+    schemas: Mapping[str, Any],
+    ctx: TraceContext,
+) -> None:
     """A call recorded under a name the model never called (a tool's class name) with the same call recorded
     inside it under a name it did (the display name, by a second instrumentation): the inner record names it."""
     asked = {display_key(r.name) for r in requests}
@@ -159,7 +181,11 @@ def _names_from_nested(real: list[Execution], internal: list[SpanRecord], reques
         # the first normalisation) until it is known to bear that name
         schema = schemas.get(inner.name)
         mine, theirs = normalize_arguments(e.raw_arguments, schema), arguments_of(inner, schema)
-        if mine.params is not None and theirs.params is not None and numeric_equal(mine.params, theirs.params):
+        if (
+            mine.params is not None
+            and theirs.params is not None
+            and numeric_equal(mine.params, theirs.params)
+        ):
             e.name, e.sources["name"] = inner.name, "nested_span"
             del strangers[e.span.span_id]
 
@@ -179,8 +205,9 @@ def _agents_called(requests: list[Request], nested: Sequence[Scope], ctx: TraceC
             text, _ = run_output_of(child.chain, child.llm_spans, ctx)
             status, error = run_status_of(child.chain)
             call = Call(None, r)
-            call.result = ToolResultPart(r.call_id, error if status == "error" else text,
-                                         "error" if status == "error" else None)
+            call.result = ToolResultPart(
+                r.call_id, error if status == "error" else text, "error" if status == "error" else None
+            )
             out.append(call)
             break
     return out
@@ -188,7 +215,11 @@ def _agents_called(requests: list[Request], nested: Sequence[Scope], ctx: TraceC
 
 def _agent_names(span: SpanRecord) -> tuple[str, ...]:
     """The names a run span gives its agent: its agent-name attributes, its span name without a run suffix."""
-    names = [v for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME) if isinstance(v := span.attributes.get(key), str)]
+    names = [
+        v
+        for key in (sc.GEN_AI_AGENT_NAME, sc.OI_AGENT_NAME)
+        if isinstance(v := span.attributes.get(key), str)
+    ]
     name = span.name
     for prefix in ("invoke_agent ",):
         name = name.removeprefix(prefix)
@@ -204,32 +235,54 @@ def _typed_error(error: str, tool_spans: Sequence[SpanRecord]) -> str:
         if span.status_code != STATUS_ERROR:
             continue
         error_type = span.attributes.get(sc.ERROR_TYPE)  # GenAI: the exception's type as error.type
-        if isinstance(error_type, str) and error_type and span.status_message == error and error_type not in error:
+        if (
+            isinstance(error_type, str)
+            and error_type
+            and span.status_message == error
+            and error_type not in error
+        ):
             return f"{short_type_name(error_type)}: {error}"
         for event in span.events:
-            if event.name == sc.EXCEPTION_EVENT and str(event.attributes.get(sc.EXCEPTION_MESSAGE) or "") == error:
+            if (
+                event.name == sc.EXCEPTION_EVENT
+                and str(event.attributes.get(sc.EXCEPTION_MESSAGE) or "") == error
+            ):
                 etype = short_type_name(event.attributes.get(sc.EXCEPTION_TYPE))
                 return f"{etype}: {error}" if etype and etype not in error else error
     return error
 
 
-def _failed_with_run(tool_calls: tuple[ToolCall, ...], last_llm: SpanRecord,
-                     error: str | None) -> tuple[ToolCall, ...]:
+def _failed_with_run(
+    tool_calls: tuple[ToolCall, ...], last_llm: SpanRecord, error: str | None
+) -> tuple[ToolCall, ...]:
     """The run ended in an error right after its last LLM call asked for tools that left no trace (no span, no
     result fed back): the exception that ended the run was theirs (OpenLIT records a tool that raised only as
     the root span's error)."""
     out = []
     for call in tool_calls:
-        if (call.span_id == last_llm.span_id and call.output is None and call.status == "ok"
-                and (call.sources or {}).get("status") == "default"):
-            call = dataclasses.replace(call, status="error", error=error or "error",
-                                       sources={**(call.sources or {}), "status": "run_error"})
+        if (
+            call.span_id == last_llm.span_id
+            and call.output is None
+            and call.status == "ok"
+            and (call.sources or {}).get("status") == "default"
+        ):
+            call = dataclasses.replace(
+                call,
+                status="error",
+                error=error or "error",
+                sources={**(call.sources or {}), "status": "run_error"},
+            )
         out.append(call)
     return tuple(out)
 
 
-def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: LaterTraces | None = None,
-                 nested: Sequence[Scope] = ()) -> AgentRun:
+def build_run(
+    scope: Scope,
+    parent: Scope | None,
+    ctx: TraceContext,
+    later: LaterTraces | None = None,
+    nested: Sequence[Scope] = (),
+) -> AgentRun:
     """The AgentRun of one run scope (``parent``: the nearest enclosing run, for ``parent_run_span_id``;
     ``nested``: the runs directly inside it)."""
     chain = scope.chain
@@ -263,8 +316,11 @@ def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: Late
         if transcript is not None:
             requests = transcript.requests
     handoff_requests: list[Request] = []
-    handed_off = {e.name for e in executions if e.plumbing == "handoff" and e.handoff_to} if len(real) < len(
-        executions) else set()
+    handed_off = (
+        {e.name for e in executions if e.plumbing == "handoff" and e.handoff_to}
+        if len(real) < len(executions)
+        else set()
+    )
     if (plumbing.frameworks or handed_off) and requests:
         handoff_requests, requests = _split_plumbing_requests(requests, plumbing, handed_off)
     definitions = offered_definitions(chain, llm_spans, executions, ctx)
@@ -275,14 +331,18 @@ def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: Late
     for e in real:
         if e.schema and e.name not in schemas:
             schemas[e.name] = e.schema
-    if llm_spans and not real and not transcript:  # a plain loop: a streamed answer may hold calls as its text
+    if (
+        llm_spans and not real and not transcript
+    ):  # a plain loop: a streamed answer may hold calls as its text
         streamed = streamed_requests(llm_spans, ctx, schemas, run_status_of(chain)[0] == "error")
         if streamed:
             requests = [*requests, *streamed]
 
     for e in real:
         if e.call_id is None and isinstance(e.raw_arguments, str) and "tool_call_id" in e.raw_arguments:
-            embedded = arguments_of(e, schemas.get(e.name)).call_id  # OpenLLMetry LangChain: kwargs.tool_call_id
+            embedded = arguments_of(
+                e, schemas.get(e.name)
+            ).call_id  # OpenLLMetry LangChain: kwargs.tool_call_id
             if embedded:
                 e.call_id, e.sources["call_id"] = embedded, e.sources.get("arguments", "arguments")
     history = History(llm_spans, ctx)
@@ -320,21 +380,31 @@ def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: Late
         calls.extend([Call(None, r) for r in counted])
     if calls:
         assign_turns(calls, llm_spans)
-    if transcript is not None:  # no model call was recorded: no turn to name; the conversation gives the results
+    if (
+        transcript is not None
+    ):  # no model call was recorded: no turn to name; the conversation gives the results
         for call in calls:
             if call.request is not None:
                 call.turn = call.turn_source = None
                 call.result = transcript.results.get(call.request.index)
-    for call in calls:  # the result fed back to the model: a missing result, or a failure the span did not say
+    for (
+        call
+    ) in calls:  # the result fed back to the model: a missing result, or a failure the span did not say
         execution = call.execution
-        if execution is None or execution.result is None or (execution.status == "ok" and plumbing.unreliable_ok):
+        if (
+            execution is None
+            or execution.result is None
+            or (execution.status == "ok" and plumbing.unreliable_ok)
+        ):
             call_id = call_id_of(call)
             if call_id:
                 done = execution.span.end_ns if execution is not None else call.start
                 fed_back = history.result(call_id, done)
                 if fed_back is not None:
                     call.result = fed_back
-    if calls and not executions and llm_spans:  # calls only in the model's messages: a step may hold the results
+    if (
+        calls and not executions and llm_spans
+    ):  # calls only in the model's messages: a step may hold the results
         results_from_steps(calls, chain[0], schemas, ctx)
     if len(calls) > 1:
         calls.sort(key=call_order_key(calls))
@@ -356,8 +426,9 @@ def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: Late
         if inside:
             extra["nested_tool_spans"] = inside  # inside another tool span: that tool's internals, not calls
 
-    diagnostics = run_diagnostics(scope, ctx, executions, calls, tool_calls, dropped, handoff_requests,
-                                  plumbing.names)
+    diagnostics = run_diagnostics(
+        scope, ctx, executions, calls, tool_calls, dropped, handoff_requests, plumbing.names
+    )
     if len(llm_spans) > 1:
         by_turn = offered_by_turn(llm_spans, ctx)
         if by_turn:
@@ -374,10 +445,16 @@ def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: Late
     status, error = run_status_of(chain)
     if status == "error" and error and tool_spans:
         error = _typed_error(error, tool_spans)
-    if status == "error" and tool_calls and llm_spans:  # the last model turn: an LLM span not nested in another
-        last_turn = llm_spans[-1]  # (one inference can be recorded by several nested spans: LangChain's runnables)
+    if (
+        status == "error" and tool_calls and llm_spans
+    ):  # the last model turn: an LLM span not nested in another
+        last_turn = llm_spans[
+            -1
+        ]  # (one inference can be recorded by several nested spans: LangChain's runnables)
         if ctx.llm_parent:
-            last_turn = max((s for s in llm_spans if s.span_id not in ctx.llm_parent), key=span_order, default=last_turn)
+            last_turn = max(
+                (s for s in llm_spans if s.span_id not in ctx.llm_parent), key=span_order, default=last_turn
+            )
         tool_calls = _failed_with_run(tool_calls, last_turn, error)
     anchor = chain[0]
     service_name = None
@@ -397,7 +474,8 @@ def build_run(scope: Scope, parent: Scope | None, ctx: TraceContext, later: Late
         run_input,
         run_output,
         tool_calls,
-        collect_handoffs(executions, handoff_requests, agent_name, plumbing) if handoff_requests or len(real) < len(executions)
+        collect_handoffs(executions, handoff_requests, agent_name, plumbing)
+        if handoff_requests or len(real) < len(executions)
         else (),
         tuple(definitions),
         expected_tools_of(chain),

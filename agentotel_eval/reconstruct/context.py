@@ -37,8 +37,12 @@ class RecordedCall:
         arguments, under another name; a helper the tool ran has no id where the model's calls have one)."""
         if self.call_id or outer.call_id:
             return bool(self.call_id) and self.call_id != outer.call_id
-        return (self.name_key != outer.name_key and self.arguments is not None and outer.arguments is not None
-                and self.arguments != outer.arguments)
+        return (
+            self.name_key != outer.name_key
+            and self.arguments is not None
+            and outer.arguments is not None
+            and self.arguments != outer.arguments
+        )
 
 
 @dataclass(slots=True, init=False)
@@ -53,8 +57,13 @@ class TraceContext:
     plumbing: Plumbing  # the plumbing tools of the frameworks present in this trace
     text_failures: bool
 
-    def __init__(self, tree: TraceTree, roles: dict[str, Role], llm_parent: dict[str, str] | None = None,
-                 text_failures: bool = True) -> None:
+    def __init__(
+        self,
+        tree: TraceTree,
+        roles: dict[str, Role],
+        llm_parent: dict[str, str] | None = None,
+        text_failures: bool = True,
+    ) -> None:
         # by hand: one per trace, and the generated __init__ calls a factory per dict
         self.tree, self.roles = tree, roles
         #: whether a tool message that reads as an error report ("Error: ...") makes its call a failed one
@@ -96,7 +105,9 @@ class TraceContext:
         if role is None or not role.tool:
             return None
         e = read_execution(span, role, self.plumbing)
-        return RecordedCall(e.call_id, display_key(e.name), normalize_arguments(e.raw_arguments, e.schema).params)
+        return RecordedCall(
+            e.call_id, display_key(e.name), normalize_arguments(e.raw_arguments, e.schema).params
+        )
 
     def offers_tools(self, span: SpanRecord) -> bool:
         """Whether the model was offered tools on this LLM span (its definitions are recorded)."""
@@ -112,8 +123,13 @@ class TraceContext:
 
 
 #: attributes that hold an LLM call's finish / stop reason(s), by convention
-_FINISH_KEYS = ("gen_ai.response.finish_reasons", "llm.finish_reason", "anthropic.message.stop_reason",
-                "ai.response.finishReason", "gen_ai.response.finish_reason")
+_FINISH_KEYS = (
+    "gen_ai.response.finish_reasons",
+    "llm.finish_reason",
+    "anthropic.message.stop_reason",
+    "ai.response.finishReason",
+    "gen_ai.response.finish_reason",
+)
 
 
 def stopped_for_tools(span: SpanRecord) -> bool:

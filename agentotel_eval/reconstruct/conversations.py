@@ -28,7 +28,9 @@ def split_conversations(trace_runs: TraceRuns, ctx: TraceContext) -> None:
         group_of: dict[str, str] = {}
         for span in sorted(scope.llm_spans, key=span_order):
             key = _opening(ctx, span)
-            if key is None:  # a content-less second record of a call (an SDK's span under an instrumentation's)
+            if (
+                key is None
+            ):  # a content-less second record of a call (an SDK's span under an instrumentation's)
                 key = group_of.get(ctx.llm_parent.get(span.span_id, ""))
             if key is None:
                 return  # a call whose input is not recorded: the conversations cannot be told apart

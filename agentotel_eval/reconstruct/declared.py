@@ -57,7 +57,9 @@ class Convention:
     output_text: str | None = None  # LLM: the model's text
     call_repr: str | None = None  # built-in only: an attribute holding a ``ToolCall(...)`` repr of the call
     tools: str | None = None  # built-in only (run, llm): the tools offered to the model
-    json_values: bool = False  # every value is JSON-encoded text ('"TOOL"', '{"city": "Paris"}'): decoded when read
+    json_values: bool = (
+        False  # every value is JSON-encoded text ('"TOOL"', '{"city": "Paris"}'): decoded when read
+    )
     partial_arguments: bool = False  # built-in only: the calls' arguments keep only some values (strings)
     builtin: bool = False
 
@@ -83,7 +85,7 @@ class Convention:
         if not key:
             return None
         if key.startswith(EVENT_SOURCE):  # "event:<event name>:<attribute>": the first such event's attribute
-            name, _, attribute = key[len(EVENT_SOURCE):].rpartition(":")
+            name, _, attribute = key[len(EVENT_SOURCE) :].rpartition(":")
             value = next((e.attributes.get(attribute) for e in span.events if e.name == name), None)
         else:
             value = span.attributes.get(key)
@@ -126,7 +128,11 @@ class Conventions:
         #: ``gen_ai.operation.name = chat`` finds the rules for "chat" in one look-up, none for most values)
         self._by_value: dict[str, dict[Any, list[tuple[int, Convention]]]] = {}
         for order, rule in enumerate(self.rules):
-            if rule.when_attribute is not None and rule.when_equals is not None and _all_hashable(rule.when_equals):
+            if (
+                rule.when_attribute is not None
+                and rule.when_equals is not None
+                and _all_hashable(rule.when_equals)
+            ):
                 values = self._by_value.setdefault(rule.when_attribute, {})
                 for value in rule.when_equals:
                     values.setdefault(value, []).append((order, rule))
@@ -188,71 +194,197 @@ def _all_hashable(values: tuple[Any, ...]) -> bool:
 
 def _rule(name: str, role: str, **spec: Any) -> Convention:
     equals = spec.pop("when_equals", None)
-    return Convention(name, role, when_equals=tuple(equals) if equals is not None else None, builtin=True, **spec)
+    return Convention(
+        name, role, when_equals=tuple(equals) if equals is not None else None, builtin=True, **spec
+    )
 
 
 _VERCEL_RUNS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
 _VERCEL_STEPS = tuple(f"{op}.{step}" for op in _VERCEL_RUNS for step in ("doGenerate", "doStream"))
 
-BUILTIN = Conventions((
-    # Vercel AI SDK telemetry: ai.operationId names the operation (span names may be rewritten by processors)
-    _rule("vercel-ai", "tool", when_attribute="ai.operationId", when_equals=("ai.toolCall",),
-          tool_name="ai.toolCall.name", arguments="ai.toolCall.args", result="ai.toolCall.result",
-          call_id="ai.toolCall.id"),
-    _rule("vercel-ai", "llm", when_attribute="ai.operationId", when_equals=_VERCEL_STEPS,
-          tool_calls="ai.response.toolCalls", input_messages="ai.prompt.messages", output_text="ai.response.text",
-          tools="ai.prompt.tools"),
-    _rule("vercel-ai", "run", when_attribute="ai.operationId", when_equals=_VERCEL_RUNS,
-          agent_name="ai.telemetry.functionId", input="ai.prompt", output="ai.response.text"),
-    # Mastra AI tracing (@mastra/otel-exporter)
-    _rule("mastra", "tool", when_attribute="gen_ai.operation.name", when_equals=("tool.execute",),
-          tool_name="gen_ai.tool.name", arguments="gen_ai.tool.input", result="gen_ai.tool.output"),
-    _rule("mastra", "llm", when_attribute="gen_ai.operation.name", when_equals=("model.step",),
-          tool_calls="output", input_messages="input", output_text="output", tools="input"),
-    _rule("mastra", "run", when_attribute="gen_ai.operation.name", when_equals=("agent.run",),
-          agent_name="gen_ai.agent.id", input="input", output="output"),
-    # Mastra's older telemetry config
-    _rule("mastra-telemetry", "tool", when_attribute="mastra.operationId", when_equals=("mastra.stream.toolCall",),
-          tool_name="stream.toolCall.toolName", arguments="stream.toolCall.args", result="stream.toolCall.result",
-          call_id="stream.toolCall.toolCallId"),
-    _rule("mastra-telemetry", "llm", when_attribute="mastra.operationId", when_equals=("mastra.stream",),
-          tool_calls="stream.response.toolCalls", input_messages="stream.prompt.messages",
-          output_text="stream.response.text"),
-    _rule("mastra-telemetry", "llm", when_attribute="mastra.operationId", when_equals=("mastra.stream.aisdk.doStream",),
-          tool_calls="stream.response.toolCalls", tools="stream.prompt.tools"),
-    _rule("mastra-telemetry", "run", when_span_name="agent.generate", input="agent.generate.argument.0"),
-    _rule("mastra-telemetry", "run", when_span_name="agent.stream", input="agent.stream.argument.0"),
-    # LlamaIndex's own OpenTelemetry: the call only as a repr of the step's input event
-    _rule("llama-index-otel", "tool", when_attribute="llamaindex.step.input_event", when_equals=("ToolCall",),
-          call_repr="llamaindex.step.input_summary"),
-    # MLflow tracing over OTLP: a span type, and every value JSON-encoded; a tool span is named after its tool
-    _rule("mlflow", "tool", when_attribute="mlflow.spanType", when_equals=("TOOL",), json_values=True,
-          tool_name="mlflow.spanFunctionName", arguments="mlflow.spanInputs", result="mlflow.spanOutputs",
-          call_id="tool_call_id"),
-    _rule("mlflow", "llm", when_attribute="mlflow.spanType", when_equals=("CHAT_MODEL", "LLM"), json_values=True,
-          tool_calls="mlflow.spanOutputs", input_messages="mlflow.spanInputs", output_text="mlflow.spanOutputs",
-          tools="mlflow.chat.tools"),
-    _rule("mlflow", "run", when_attribute="mlflow.spanType", when_equals=("AGENT",), json_values=True,
-          input="mlflow.spanInputs", output="mlflow.spanOutputs"),
-    # Langtrace's LangChain instrumentation: a chat model's answer (with its tool calls) as a message dump
-    _rule("langtrace-langchain", "llm", when_attribute="langchain.task.name", when_equals=("chatmodel",),
-          tool_calls="langchain.outputs", input_messages="langchain.inputs", output_text="langchain.outputs",
-          tools="langchain.metadata", partial_arguments=True),  # its dumps keep string values only
-    # Haystack's OpenTelemetry tracer
-    _rule("haystack", "tool", when_span_name="haystack.agent.step.tool", tool_name="haystack.tool.name",
-          arguments="haystack.agent.step.tool.input", result="haystack.agent.step.tool.output",
-          error="haystack.tool.error"),
-    _rule("haystack", "llm", when_span_name="haystack.agent.step.llm",
-          tool_calls="haystack.agent.step.llm.output", input_messages="haystack.agent.step.llm.input",
-          output_text="haystack.agent.step.llm.output"),
-    _rule("haystack", "run", when_span_name="haystack.agent.run", input="haystack.agent.input",
-          output="haystack.agent.output", tools="haystack.agent.tools"),
-))
+BUILTIN = Conventions(
+    (
+        # Vercel AI SDK telemetry: ai.operationId names the operation (span names may be rewritten by processors)
+        _rule(
+            "vercel-ai",
+            "tool",
+            when_attribute="ai.operationId",
+            when_equals=("ai.toolCall",),
+            tool_name="ai.toolCall.name",
+            arguments="ai.toolCall.args",
+            result="ai.toolCall.result",
+            call_id="ai.toolCall.id",
+        ),
+        _rule(
+            "vercel-ai",
+            "llm",
+            when_attribute="ai.operationId",
+            when_equals=_VERCEL_STEPS,
+            tool_calls="ai.response.toolCalls",
+            input_messages="ai.prompt.messages",
+            output_text="ai.response.text",
+            tools="ai.prompt.tools",
+        ),
+        _rule(
+            "vercel-ai",
+            "run",
+            when_attribute="ai.operationId",
+            when_equals=_VERCEL_RUNS,
+            agent_name="ai.telemetry.functionId",
+            input="ai.prompt",
+            output="ai.response.text",
+        ),
+        # Mastra AI tracing (@mastra/otel-exporter)
+        _rule(
+            "mastra",
+            "tool",
+            when_attribute="gen_ai.operation.name",
+            when_equals=("tool.execute",),
+            tool_name="gen_ai.tool.name",
+            arguments="gen_ai.tool.input",
+            result="gen_ai.tool.output",
+        ),
+        _rule(
+            "mastra",
+            "llm",
+            when_attribute="gen_ai.operation.name",
+            when_equals=("model.step",),
+            tool_calls="output",
+            input_messages="input",
+            output_text="output",
+            tools="input",
+        ),
+        _rule(
+            "mastra",
+            "run",
+            when_attribute="gen_ai.operation.name",
+            when_equals=("agent.run",),
+            agent_name="gen_ai.agent.id",
+            input="input",
+            output="output",
+        ),
+        # Mastra's older telemetry config
+        _rule(
+            "mastra-telemetry",
+            "tool",
+            when_attribute="mastra.operationId",
+            when_equals=("mastra.stream.toolCall",),
+            tool_name="stream.toolCall.toolName",
+            arguments="stream.toolCall.args",
+            result="stream.toolCall.result",
+            call_id="stream.toolCall.toolCallId",
+        ),
+        _rule(
+            "mastra-telemetry",
+            "llm",
+            when_attribute="mastra.operationId",
+            when_equals=("mastra.stream",),
+            tool_calls="stream.response.toolCalls",
+            input_messages="stream.prompt.messages",
+            output_text="stream.response.text",
+        ),
+        _rule(
+            "mastra-telemetry",
+            "llm",
+            when_attribute="mastra.operationId",
+            when_equals=("mastra.stream.aisdk.doStream",),
+            tool_calls="stream.response.toolCalls",
+            tools="stream.prompt.tools",
+        ),
+        _rule("mastra-telemetry", "run", when_span_name="agent.generate", input="agent.generate.argument.0"),
+        _rule("mastra-telemetry", "run", when_span_name="agent.stream", input="agent.stream.argument.0"),
+        # LlamaIndex's own OpenTelemetry: the call only as a repr of the step's input event
+        _rule(
+            "llama-index-otel",
+            "tool",
+            when_attribute="llamaindex.step.input_event",
+            when_equals=("ToolCall",),
+            call_repr="llamaindex.step.input_summary",
+        ),
+        # MLflow tracing over OTLP: a span type, and every value JSON-encoded; a tool span is named after its tool
+        _rule(
+            "mlflow",
+            "tool",
+            when_attribute="mlflow.spanType",
+            when_equals=("TOOL",),
+            json_values=True,
+            tool_name="mlflow.spanFunctionName",
+            arguments="mlflow.spanInputs",
+            result="mlflow.spanOutputs",
+            call_id="tool_call_id",
+        ),
+        _rule(
+            "mlflow",
+            "llm",
+            when_attribute="mlflow.spanType",
+            when_equals=("CHAT_MODEL", "LLM"),
+            json_values=True,
+            tool_calls="mlflow.spanOutputs",
+            input_messages="mlflow.spanInputs",
+            output_text="mlflow.spanOutputs",
+            tools="mlflow.chat.tools",
+        ),
+        _rule(
+            "mlflow",
+            "run",
+            when_attribute="mlflow.spanType",
+            when_equals=("AGENT",),
+            json_values=True,
+            input="mlflow.spanInputs",
+            output="mlflow.spanOutputs",
+        ),
+        # Langtrace's LangChain instrumentation: a chat model's answer (with its tool calls) as a message dump
+        _rule(
+            "langtrace-langchain",
+            "llm",
+            when_attribute="langchain.task.name",
+            when_equals=("chatmodel",),
+            tool_calls="langchain.outputs",
+            input_messages="langchain.inputs",
+            output_text="langchain.outputs",
+            tools="langchain.metadata",
+            partial_arguments=True,
+        ),  # its dumps keep string values only
+        # Haystack's OpenTelemetry tracer
+        _rule(
+            "haystack",
+            "tool",
+            when_span_name="haystack.agent.step.tool",
+            tool_name="haystack.tool.name",
+            arguments="haystack.agent.step.tool.input",
+            result="haystack.agent.step.tool.output",
+            error="haystack.tool.error",
+        ),
+        _rule(
+            "haystack",
+            "llm",
+            when_span_name="haystack.agent.step.llm",
+            tool_calls="haystack.agent.step.llm.output",
+            input_messages="haystack.agent.step.llm.input",
+            output_text="haystack.agent.step.llm.output",
+        ),
+        _rule(
+            "haystack",
+            "run",
+            when_span_name="haystack.agent.run",
+            input="haystack.agent.input",
+            output="haystack.agent.output",
+            tools="haystack.agent.tools",
+        ),
+    )
+)
 
 
-_SPEC_KEYS = frozenset(f.name for f in fields(Convention)) - {"when_attribute", "when_equals", "when_span_name",
-                                                              "builtin", "call_repr", "tools", "json_values",
-                                                              "partial_arguments"}
+_SPEC_KEYS = frozenset(f.name for f in fields(Convention)) - {
+    "when_attribute",
+    "when_equals",
+    "when_span_name",
+    "builtin",
+    "call_repr",
+    "tools",
+    "json_values",
+    "partial_arguments",
+}
 _VALUES = ("text", "json")
 
 
@@ -262,7 +394,11 @@ def conventions_from_config(items: Iterable[Mapping[str, Any]]) -> tuple[Convent
     for position, item in enumerate(items, 1):
         if not isinstance(item, Mapping):
             raise ConventionError(f"conventions #{position}: expected a table, got {type(item).__name__}")
-        label = f"conventions #{position} ({item.get('name')!r})" if item.get("name") else f"conventions #{position}"
+        label = (
+            f"conventions #{position} ({item.get('name')!r})"
+            if item.get("name")
+            else f"conventions #{position}"
+        )
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConventionError(f"{label}: 'name' must be a non-empty string")
@@ -271,8 +407,10 @@ def conventions_from_config(items: Iterable[Mapping[str, Any]]) -> tuple[Convent
             raise ConventionError(f"{label}: 'role' must be one of {', '.join(ROLES)}, got {role!r}")
         when = item.get("when")
         if not isinstance(when, Mapping) or not when:
-            raise ConventionError(f"{label}: 'when' must be a table: {{ attribute = KEY, equals = VALUE }} or "
-                                  "{ span_name = GLOB }")
+            raise ConventionError(
+                f"{label}: 'when' must be a table: {{ attribute = KEY, equals = VALUE }} or "
+                "{ span_name = GLOB }"
+            )
         unknown_when = set(when) - {"attribute", "equals", "span_name"}
         if unknown_when:
             raise ConventionError(f"{label}: unknown key(s) in 'when': {', '.join(sorted(unknown_when))}")
@@ -290,8 +428,10 @@ def conventions_from_config(items: Iterable[Mapping[str, Any]]) -> tuple[Convent
         spec: dict[str, Any] = {}
         values = item.get("values", "text")
         if values not in _VALUES:
-            raise ConventionError(f"{label}: 'values' must be \"json\" (every value JSON-encoded text, as MLflow "
-                                  f"writes them) or \"text\", got {values!r}")
+            raise ConventionError(
+                f"{label}: 'values' must be \"json\" (every value JSON-encoded text, as MLflow "
+                f'writes them) or "text", got {values!r}'
+            )
         for key, value in item.items():
             if key in ("name", "role", "when", "values"):
                 continue
@@ -301,12 +441,26 @@ def conventions_from_config(items: Iterable[Mapping[str, Any]]) -> tuple[Convent
             if not isinstance(value, str) or not value:
                 raise ConventionError(f"{label}: {key!r} must be an attribute key (a string)")
             if value.startswith(EVENT_SOURCE) and value.count(":") < 2:
-                raise ConventionError(f"{label}: {key!r} reads an event as \"event:<event name>:<attribute>\", "
-                                      f"got {value!r}")
+                raise ConventionError(
+                    f'{label}: {key!r} reads an event as "event:<event name>:<attribute>", got {value!r}'
+                )
             spec[key] = value
         if role == "tool" and "tool_name" not in spec:
-            raise ConventionError(f"{label}: a tool rule needs 'tool_name' (the attribute holding the tool's name)")
-        equals_tuple = tuple(equals) if isinstance(equals, list) else (equals,) if equals is not None else None
-        out.append(Convention(name.strip(), role, when_attribute=attribute, when_equals=equals_tuple,
-                              when_span_name=span_name, json_values=values == "json", **spec))
+            raise ConventionError(
+                f"{label}: a tool rule needs 'tool_name' (the attribute holding the tool's name)"
+            )
+        equals_tuple = (
+            tuple(equals) if isinstance(equals, list) else (equals,) if equals is not None else None
+        )
+        out.append(
+            Convention(
+                name.strip(),
+                role,
+                when_attribute=attribute,
+                when_equals=equals_tuple,
+                when_span_name=span_name,
+                json_values=values == "json",
+                **spec,
+            )
+        )
     return tuple(out)

@@ -27,9 +27,16 @@ _PLUMBING_WHY = {
 }
 
 
-def run_diagnostics(scope: Scope, ctx: TraceContext, executions: Sequence[Execution], calls: Sequence[Call],
-                    tool_calls: Sequence[ToolCall], unexecuted: Sequence[Request],
-                    handoff_requests: Sequence[Request], plumbing_names: Sequence[str]) -> dict[str, Any]:
+def run_diagnostics(
+    scope: Scope,
+    ctx: TraceContext,
+    executions: Sequence[Execution],
+    calls: Sequence[Call],
+    tool_calls: Sequence[ToolCall],
+    unexecuted: Sequence[Request],
+    handoff_requests: Sequence[Request],
+    plumbing_names: Sequence[str],
+) -> dict[str, Any]:
     """The diagnostics record of one run (JSON-ready)."""
     roles = ctx.roles
     read: dict[str, str] = {}
@@ -39,7 +46,9 @@ def run_diagnostics(scope: Scope, ctx: TraceContext, executions: Sequence[Execut
             kind = "run" if role.run else "llm" if role.llm else "tool"
             read[span.span_id] = f"{kind}:{role.run or role.llm or role.tool}"
         else:
-            read[span.span_id] = "run:root"  # the trace's root, anchoring a run of evidence outside any run span
+            read[span.span_id] = (
+                "run:root"  # the trace's root, anchoring a run of evidence outside any run span
+            )
     ignored: list[dict[str, str]] = []
     for e in executions:
         if e.plumbing is not None:
@@ -59,8 +68,11 @@ def run_diagnostics(scope: Scope, ctx: TraceContext, executions: Sequence[Execut
     if role is not None and not role.run and (role.llm or role.tool):
         # no agent span: an exporter that dropped it (the SDK's "Queue full, dropping Span"), or a plain client
         # loop that never made one; the run is the calls themselves, with no agent name to show
-        out["no_agent_span"] = {"anchor": anchor.span_id, "anchor_name": anchor.name,
-                                "missing_parent": anchor.parent_span_id if ctx.tree.is_orphan(anchor) else None}
+        out["no_agent_span"] = {
+            "anchor": anchor.span_id,
+            "anchor_name": anchor.name,
+            "missing_parent": anchor.parent_span_id if ctx.tree.is_orphan(anchor) else None,
+        }
     if ignored:
         out["ignored"] = ignored
     evidence: list[dict[str, Any]] = []
@@ -77,7 +89,8 @@ def run_diagnostics(scope: Scope, ctx: TraceContext, executions: Sequence[Execut
         out["calls"] = evidence
     if unexecuted:
         out["requests_without_execution"] = [
-            {"name": r.name, "call_id": r.call_id, "llm_span": r.span.span_id} for r in unexecuted]
+            {"name": r.name, "call_id": r.call_id, "llm_span": r.span.span_id} for r in unexecuted
+        ]
     lonely = [c.execution.span.span_id for c in calls if c.execution is not None and c.request is None]
     if lonely and any(ctx.output(s).requests for s in scope.llm_spans):
         out["executions_without_request"] = lonely

@@ -21,13 +21,29 @@ def run_record(run: AgentRun) -> dict[str, Any]:
     carries a trajectory spec is scored against it here: ``trajectory`` is the result's details, or why the spec
     could not be read."""
     return {
-        "trace_id": run.trace_id, "span_id": run.span_id, "agent_name": run.agent_name, "span_name": run.span_name,
-        "convention": run.convention, "status": run.status, "error": run.error, "input": run.input,
-        "output": run.output, "parent_run_span_id": run.parent_run_span_id,
+        "trace_id": run.trace_id,
+        "span_id": run.span_id,
+        "agent_name": run.agent_name,
+        "span_name": run.span_name,
+        "convention": run.convention,
+        "status": run.status,
+        "error": run.error,
+        "input": run.input,
+        "output": run.output,
+        "parent_run_span_id": run.parent_run_span_id,
         "handoffs": [{"name": h.name, "to_agent": h.to_agent} for h in run.handoffs],
-        "calls": [{"name": c.name, "arguments": c.input_parameters if c.input_parameters is not None
-                   else c.raw_arguments, "result": c.output, "status": c.status, "error": c.error,
-                   "span_id": c.span_id, "sources": dict(c.sources or {})} for c in run.tool_calls],
+        "calls": [
+            {
+                "name": c.name,
+                "arguments": c.input_parameters if c.input_parameters is not None else c.raw_arguments,
+                "result": c.output,
+                "status": c.status,
+                "error": c.error,
+                "span_id": c.span_id,
+                "sources": dict(c.sources or {}),
+            }
+            for c in run.tool_calls
+        ],
         "diagnostics": run.diagnostics,
         "trajectory": _trajectory(run),
         "tool_errors": _tool_errors(run),
@@ -39,8 +55,11 @@ def _tool_errors(run: AgentRun) -> dict[str, Any]:
     from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 
     log = TOOL_ERRORS_DETECTORS.build().measure(run.to_test_case()).evaluation_log
-    return {"detectors": list(log.get("detectors") or ()), "could_not_run": list(log.get("could_not_run") or ()),
-            "informational": list(log.get("informational") or ())}
+    return {
+        "detectors": list(log.get("detectors") or ()),
+        "could_not_run": list(log.get("could_not_run") or ()),
+        "informational": list(log.get("informational") or ()),
+    }
 
 
 def _trajectory(run: AgentRun) -> dict[str, Any] | str | None:
@@ -55,7 +74,9 @@ def _trajectory(run: AgentRun) -> dict[str, Any] | str | None:
     return score_trajectory(spec, run.tool_calls, 1.0 if spec.threshold is None else spec.threshold).details
 
 
-def explain_lines(trace_id: str, runs: Sequence[Mapping[str, Any]], span_names: Mapping[str, str]) -> list[str]:
+def explain_lines(
+    trace_id: str, runs: Sequence[Mapping[str, Any]], span_names: Mapping[str, str]
+) -> list[str]:
     """The report for one trace: ``span_names`` is every span of it (id -> name), to list what no run read."""
     lines = [f"trace {trace_id}: {len(runs)} run(s), {len(span_names)} span(s)"]
     seen: set[str] = set()
@@ -81,12 +102,20 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
     nested = f", inside run {run['parent_run_span_id']}" if run.get("parent_run_span_id") else ""
     missing = diagnostics.get("no_agent_span")
     name = run.get("agent_name") or ("(no agent span)" if missing else "?")
-    yield (f"run {run['span_id']} {name!s}: span {run.get('span_name')!r}, "
-           f"convention {run.get('convention') or '?'}, status {run.get('status')}{nested}")
+    yield (
+        f"run {run['span_id']} {name!s}: span {run.get('span_name')!r}, "
+        f"convention {run.get('convention') or '?'}, status {run.get('status')}{nested}"
+    )
     if isinstance(missing, Mapping):
         parent = missing.get("missing_parent")
-        why = (f"its parent span {parent} never arrived (an exporter that drops spans, e.g. the SDK's \"Queue "
-               "full, dropping Span\", loses the agent span)") if parent else "the trace has none (a plain client loop)"
+        why = (
+            (
+                f"its parent span {parent} never arrived (an exporter that drops spans, e.g. the SDK's \"Queue "
+                'full, dropping Span", loses the agent span)'
+            )
+            if parent
+            else "the trace has none (a plain client loop)"
+        )
         yield f"  no agent span: the run is anchored on {missing.get('anchor_name')!r}, a model or tool call; {why}"
     if run.get("error"):
         yield f"  error: {run['error']}"
@@ -112,8 +141,14 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
         if said:
             yield "       from " + ", ".join(said)
         extra = evidence[i - 1] if i - 1 < len(evidence) else {}
-        where = [f"{label} {extra[key]}" for key, label in (("execution_span", "execution span"),
-                                                             ("request_span", "requested in LLM span")) if extra.get(key)]
+        where = [
+            f"{label} {extra[key]}"
+            for key, label in (
+                ("execution_span", "execution span"),
+                ("request_span", "requested in LLM span"),
+            )
+            if extra.get(key)
+        ]
         if where:
             yield "       " + ", ".join(where)
         for discarded in extra.get("discarded") or ():
@@ -121,8 +156,10 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
             source, _, why = rest.partition(":")
             yield f"       discarded {field} from {source}: {why}"
     for request in diagnostics.get("requests_without_execution") or ():
-        yield f"  requested, never executed: {request['name']} (call id {request.get('call_id')}, LLM span " \
-              f"{request.get('llm_span')})"
+        yield (
+            f"  requested, never executed: {request['name']} (call id {request.get('call_id')}, LLM span "
+            f"{request.get('llm_span')})"
+        )
     for span_id in diagnostics.get("executions_without_request") or ():
         yield f"  executed without a request in the LLM output: span {span_id} {span_names.get(span_id, '')!r}"
     for handoff in run.get("handoffs") or ():
@@ -148,8 +185,11 @@ def _tool_error_lines(tool_errors: Any) -> Iterable[str]:
     findings = [f for f in tool_errors.get("detectors") or () if isinstance(f, Mapping)]
     sure = [f for f in findings if not f.get("uncertain")]
     unsure = [f for f in findings if f.get("uncertain")]
-    yield f"  tool errors found by the detectors ({len(sure)}):" if sure else \
-        "  tool errors found by the detectors: none"
+    yield (
+        f"  tool errors found by the detectors ({len(sure)}):"
+        if sure
+        else "  tool errors found by the detectors: none"
+    )
     for f in sure:
         yield from _finding_lines(f)
     if unsure:
@@ -173,6 +213,10 @@ def _finding_lines(f: Mapping[str, Any], suffix: str = "") -> Iterable[str]:
 def _short(value: Any, width: int = 160) -> str:
     if value is None:
         return "-"
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    )
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."

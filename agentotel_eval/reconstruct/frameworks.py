@@ -42,8 +42,12 @@ class Framework:
 
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework("openai-agents", ("openai_agents", "openai-agents"), handoff_prefixes=("transfer_to_",)),
-    Framework("google-adk", ("gcp.vertex.agent",), handoff_tools={"transfer_to_agent": "agent_name"},
-              merged_tools=True),
+    Framework(
+        "google-adk",
+        ("gcp.vertex.agent",),
+        handoff_tools={"transfer_to_agent": "agent_name"},
+        merged_tools=True,
+    ),
     Framework("semantic-kernel", ("semantic_kernel",), handoff_prefixes=("Handoff-transfer_to_",)),
     Framework("autogen", ("autogen",), handoff_prefixes=("transfer_to_",), unreliable_ok=True),
     Framework("llama-index", ("llama_index", "llamaindex"), handoff_tools={"handoff": "to_agent"}),
@@ -69,7 +73,7 @@ class Plumbing:
         return any(f.unreliable_ok for f in self.frameworks)
 
     def kind(self, name: str) -> str | None:
-        """"handoff", "answer" or "internal" when a framework of this trace defines ``name`` as its own tool."""
+        """ "handoff", "answer" or "internal" when a framework of this trace defines ``name`` as its own tool."""
         for f in self.frameworks:
             if name.startswith(f.handoff_prefixes) or (f.handoff_tools and name in f.handoff_tools):
                 return "handoff"  # (startswith of an empty tuple is False)
@@ -90,7 +94,7 @@ class Plumbing:
         for f in self.frameworks:
             for prefix in f.handoff_prefixes:
                 if name.startswith(prefix):
-                    return name[len(prefix):] or None
+                    return name[len(prefix) :] or None
             key = f.handoff_tools.get(name) if f.handoff_tools else None
             if key is not None:
                 target = arguments.get(key) if arguments else None

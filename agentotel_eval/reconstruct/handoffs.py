@@ -15,8 +15,9 @@ from agentotel_eval.reconstruct.spans import Execution
 from agentotel_eval.reconstruct.tree import span_order
 
 
-def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request], agent: str | None,
-                     plumbing: Plumbing) -> tuple[Handoff, ...]:
+def collect_handoffs(
+    executions: Sequence[Execution], requests: Sequence[Request], agent: str | None, plumbing: Plumbing
+) -> tuple[Handoff, ...]:
     spans = [e for e in executions if e.plumbing == "handoff"]
     if not spans and not requests:
         return ()
@@ -24,11 +25,16 @@ def collect_handoffs(executions: Sequence[Execution], requests: Sequence[Request
     used: set[int] = set()
     for e in spans:
         match = next(
-            (i for i, r in enumerate(requests) if i not in used and (
-                (e.call_id and r.call_id == e.call_id)
-                or (e.handoff_to and r.name in plumbing.handoff_name(e.handoff_to))
-                or r.name == e.name
-            )),
+            (
+                i
+                for i, r in enumerate(requests)
+                if i not in used
+                and (
+                    (e.call_id and r.call_id == e.call_id)
+                    or (e.handoff_to and r.name in plumbing.handoff_name(e.handoff_to))
+                    or r.name == e.name
+                )
+            ),
             None,
         )
         name = e.name
@@ -57,8 +63,11 @@ def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
         return runs
     plumbing = ctx.plumbing
     pending = [
-        (i, j) for i, run in enumerate(runs) if run.handoffs
-        for j, h in enumerate(run.handoffs) if not _MODEL_FACING.match(h.name)
+        (i, j)
+        for i, run in enumerate(runs)
+        if run.handoffs
+        for j, h in enumerate(run.handoffs)
+        if not _MODEL_FACING.match(h.name)
     ]
     if not pending:
         return runs
@@ -74,14 +83,21 @@ def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
             if not messages:
                 continue
             found = next(
-                (c for m in messages for c in m.tool_calls
-                 if plumbing.kind(c.name) == "handoff" and (c.call_id or c.name) not in used
-                 and (handoff.to_agent is None or c.name in plumbing.handoff_name(handoff.to_agent))),
+                (
+                    c
+                    for m in messages
+                    for c in m.tool_calls
+                    if plumbing.kind(c.name) == "handoff"
+                    and (c.call_id or c.name) not in used
+                    and (handoff.to_agent is None or c.name in plumbing.handoff_name(handoff.to_agent))
+                ),
                 None,
             )
             if found is not None:
                 used.add(found.call_id or found.name)
-                target = handoff.to_agent or plumbing.handoff_target(found.name, normalize_arguments(found.arguments).params)
+                target = handoff.to_agent or plumbing.handoff_target(
+                    found.name, normalize_arguments(found.arguments).params
+                )
                 renamed = replace(handoff, name=found.name, to_agent=target)
                 handoffs = list(out[i].handoffs)
                 handoffs[j] = renamed

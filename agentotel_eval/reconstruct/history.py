@@ -82,7 +82,12 @@ class LaterTraces:
     def result(self, trace_id: str, call_id: str, after_ns: int) -> ToolResultPart | None:
         if self._llm is None:
             self._llm = sorted(
-                ((ctx.tree.spans[span_id], ctx) for ctx in self._contexts for span_id, role in ctx.roles.items() if role.llm),
+                (
+                    (ctx.tree.spans[span_id], ctx)
+                    for ctx in self._contexts
+                    for span_id, role in ctx.roles.items()
+                    if role.llm
+                ),
                 key=lambda item: span_order(item[0]),
             )
         for span, ctx in self._llm:
@@ -98,7 +103,9 @@ class LaterTraces:
                 return part
         return None
 
-    def completion(self, trace_id: str, call_id: str, after_ns: int) -> tuple[Any, str, str | None, str] | None:
+    def completion(
+        self, trace_id: str, call_id: str, after_ns: int
+    ) -> tuple[Any, str, str | None, str] | None:
         """(output, status, error, status source) of a request-only call, from a later trace's history."""
         part = self.result(trace_id, call_id, after_ns)
         if part is None:

@@ -57,7 +57,9 @@ class LLMOutput:
     text: str | None
     source: str | None
 
-    def __init__(self, requests: list[Request] | None = None, text: str | None = None, source: str | None = None) -> None:
+    def __init__(
+        self, requests: list[Request] | None = None, text: str | None = None, source: str | None = None
+    ) -> None:
         # by hand: one per LLM span, and the generated __init__ calls a factory for the list
         self.requests = [] if requests is None else requests
         self.text, self.source = text, source
@@ -86,26 +88,48 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
         yield "gen_ai", parse_messages(attrs[sc.GEN_AI_OUTPUT_MESSAGES], "assistant")
     events = span.events
     if events:
-        details = [e for e in events if e.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in e.attributes]
+        details = [
+            e
+            for e in events
+            if e.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in e.attributes
+        ]
         if details:
-            yield "gen_ai.event", [m for e in details for m in parse_messages(e.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant")]
+            yield (
+                "gen_ai.event",
+                [
+                    m
+                    for e in details
+                    for m in parse_messages(e.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant")
+                ],
+            )
     yield "openinference", openinference_messages(attrs, sc.OI_LLM_OUTPUT_MESSAGES)
     yield "traceloop", traceloop_messages(attrs, sc.TRACELOOP_COMPLETION_PREFIX)
     if events:
         choices = [m for e in events if e.name == sc.EVENT_CHOICE and (m := _choice_message(e.attributes))]
         if choices:
             yield "gen_ai.event", choices
-        legacy = [e for e in events if e.name == sc.EVENT_CONTENT_COMPLETION and sc.GEN_AI_COMPLETION in e.attributes]
+        legacy = [
+            e
+            for e in events
+            if e.name == sc.EVENT_CONTENT_COMPLETION and sc.GEN_AI_COMPLETION in e.attributes
+        ]
         if legacy:
-            yield "gen_ai.event", [m for e in legacy for m in parse_messages(e.attributes[sc.GEN_AI_COMPLETION], "assistant")]
+            yield (
+                "gen_ai.event",
+                [m for e in legacy for m in parse_messages(e.attributes[sc.GEN_AI_COMPLETION], "assistant")],
+            )
     if logs:
         choices = [
-            m for log in sorted((lg for lg in logs if lg.event_name == sc.EVENT_CHOICE), key=_choice_index)
+            m
+            for log in sorted((lg for lg in logs if lg.event_name == sc.EVENT_CHOICE), key=_choice_index)
             if (body := _log_body(log)) is not None and (m := _choice_message(body))
         ]
         if choices:
             yield "gen_ai.log", choices
-    if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION and sc.LANGFUSE_OBSERVATION_OUTPUT in attrs:
+    if (
+        attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION
+        and sc.LANGFUSE_OBSERVATION_OUTPUT in attrs
+    ):
         yield "langfuse", parse_messages(attrs[sc.LANGFUSE_OBSERVATION_OUTPUT], "assistant")
     if sc.OI_LLM_FUNCTION_CALL in attrs:
         call = as_dict(attrs[sc.OI_LLM_FUNCTION_CALL])
@@ -152,8 +176,16 @@ def _genai_output(span: SpanRecord, raw: Any) -> LLMOutput | None:
                 name = part.get("name")
                 if isinstance(name, str) and name:
                     call_id = part.get("id")
-                    requests.append(Request(name, part.get("arguments"), call_id if isinstance(call_id, str) and call_id else None,
-                                            len(requests), span, "gen_ai"))
+                    requests.append(
+                        Request(
+                            name,
+                            part.get("arguments"),
+                            call_id if isinstance(call_id, str) and call_id else None,
+                            len(requests),
+                            span,
+                            "gen_ai",
+                        )
+                    )
             elif kind == "text":
                 text = part.get("content")
                 if isinstance(text, str) and text:
@@ -177,7 +209,9 @@ def read_declared_output(span: SpanRecord, rule: Convention) -> LLMOutput:
     if calls is not None:
         for part in tool_calls_in(calls):
             source = rule.name + PARTIAL_SOURCE if rule.partial_arguments else rule.name
-            out.requests.append(Request(part.name, part.arguments, part.call_id, len(out.requests), span, source))
+            out.requests.append(
+                Request(part.name, part.arguments, part.call_id, len(out.requests), span, source)
+            )
     raw = rule.get(span, "output_text")
     if raw is not None:
         value = parse_json(raw)
@@ -185,7 +219,8 @@ def read_declared_output(span: SpanRecord, rule: Convention) -> LLMOutput:
             out.text = value or None
         else:
             out.text = last_assistant_text(parse_messages(value, "assistant")) or (
-                text_of(value) if isinstance(value, dict) else None)
+                text_of(value) if isinstance(value, dict) else None
+            )
     return out
 
 
@@ -287,21 +322,32 @@ def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message
         if msgs:
             return msgs
     msgs = [
-        m for e in span.events if e.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in e.attributes
+        m
+        for e in span.events
+        if e.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in e.attributes
         for m in parse_messages(e.attributes[sc.GEN_AI_INPUT_MESSAGES])
     ]
     if msgs:
         return msgs
-    for reader, prefix in ((openinference_messages, sc.OI_LLM_INPUT_MESSAGES), (traceloop_messages, sc.TRACELOOP_PROMPT_PREFIX)):
+    for reader, prefix in (
+        (openinference_messages, sc.OI_LLM_INPUT_MESSAGES),
+        (traceloop_messages, sc.TRACELOOP_PROMPT_PREFIX),
+    ):
         msgs = reader(attrs, prefix)
         if msgs:
             return msgs
-    msgs = [m for e in span.events if e.name in _EVENT_ROLES and (m := _event_message(_EVENT_ROLES[e.name], e.attributes))]
+    msgs = [
+        m
+        for e in span.events
+        if e.name in _EVENT_ROLES and (m := _event_message(_EVENT_ROLES[e.name], e.attributes))
+    ]
     if msgs:
         return msgs
     msgs = [
-        m for log in logs
-        if log.event_name in _EVENT_ROLES and (body := _log_body(log)) is not None
+        m
+        for log in logs
+        if log.event_name in _EVENT_ROLES
+        and (body := _log_body(log)) is not None
         and (m := _event_message(_EVENT_ROLES[log.event_name], body))
     ]
     if msgs:
@@ -311,10 +357,14 @@ def read_input(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> list[Message
             msgs = parse_messages(attrs[key])
             if msgs:
                 return msgs
-    prompt = [e for e in span.events if e.name == sc.EVENT_CONTENT_PROMPT and sc.GEN_AI_PROMPT in e.attributes]
+    prompt = [
+        e for e in span.events if e.name == sc.EVENT_CONTENT_PROMPT and sc.GEN_AI_PROMPT in e.attributes
+    ]
     if prompt:
         return [m for e in prompt for m in parse_messages(e.attributes[sc.GEN_AI_PROMPT])]
-    if sc.GEN_AI_PROMPT in attrs:  # LangSmith's OpenTelemetry mode: the request as the span's prompt attribute
+    if (
+        sc.GEN_AI_PROMPT in attrs
+    ):  # LangSmith's OpenTelemetry mode: the request as the span's prompt attribute
         return parse_messages(attrs[sc.GEN_AI_PROMPT])
     return []
 
@@ -333,8 +383,11 @@ def first_request_text(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> tupl
                 if normalize_role(message.get("role")) == "user":
                     texts = []
                     for p in message["parts"]:
-                        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str) and (
-                            p["content"]
+                        if (
+                            isinstance(p, dict)
+                            and p.get("type") == "text"
+                            and isinstance(p.get("content"), str)
+                            and (p["content"])
                         ):
                             texts.append(p["content"])
                     if texts:
@@ -473,7 +526,9 @@ def _traceloop_functions(attrs: Mapping[str, Any]) -> tuple[ToolDefinition, ...]
     entries = []
     get = attrs.get
     for i in range(10_000):
-        name_key, description_key, parameters_key = flat_keys("llm.request.functions", i, _TRACELOOP_FUNCTION_FIELDS)
+        name_key, description_key, parameters_key = flat_keys(
+            "llm.request.functions", i, _TRACELOOP_FUNCTION_FIELDS
+        )
         name = get(name_key)
         if name is None:
             break
@@ -524,11 +579,13 @@ def read_definitions(span: SpanRecord) -> Sequence[ToolDefinition]:
         found = _traceloop_functions(attrs)
         if found:
             return found
-    if attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION and sc.LANGFUSE_OBSERVATION_INPUT in attrs:
+    if (
+        attrs.get(sc.LANGFUSE_OBSERVATION_TYPE) == sc.LANGFUSE_TYPE_GENERATION
+        and sc.LANGFUSE_OBSERVATION_INPUT in attrs
+    ):
         found = _parse_once(_definitions_from_langfuse_input, attrs[sc.LANGFUSE_OBSERVATION_INPUT])
         if found:
             return found
     if sc.GEN_AI_AGENT_TOOLS in attrs:  # Strands agent span: names only
         return _parse_once(_definitions_from_list, attrs[sc.GEN_AI_AGENT_TOOLS])
     return ()
-

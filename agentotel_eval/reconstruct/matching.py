@@ -79,7 +79,9 @@ def arguments_of(item: Execution | Request, schema: Mapping[str, Any] | None) ->
     return item.normalized
 
 
-def _argumentsmatch_requests(execution: Execution, request: Request, schema: Mapping[str, Any] | None) -> bool:
+def _argumentsmatch_requests(
+    execution: Execution, request: Request, schema: Mapping[str, Any] | None
+) -> bool:
     mine = arguments_of(execution, schema)
     theirs = arguments_of(request, schema)
     if mine.params is not None and theirs.params is not None:
@@ -115,7 +117,8 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
         if e is None or call.request is not None:
             continue
         pool = [
-            i for i, r in enumerate(requests)
+            i
+            for i, r in enumerate(requests)
             if i not in used and r.name == e.name and not (e.call_id and r.call_id)
         ]
         if not pool:
@@ -133,30 +136,52 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
         call.request = requests[pick]
     ids = set(by_id)
     executed = {c.execution.call_id for c in calls if c.execution is not None and c.execution.call_id}
-    for call in calls:  # an execution id no request has (OpenLIT gives a failed tool a fresh UUID): same name and
+    for (
+        call
+    ) in calls:  # an execution id no request has (OpenLIT gives a failed tool a fresh UUID): same name and
         e = call.execution  # equal arguments (when it recorded any), asked for before it ran, with an id no
         if e is None or call.request is not None or not e.call_id or e.call_id in ids:  # execution answered
             continue
         schema = schemas.get(e.name)
-        pool = [i for i, r in enumerate(requests) if i not in used and r.name == e.name and r.call_id
-                and r.call_id not in executed and r.span.start_ns <= e.span.start_ns
-                and (e.raw_arguments is None or _argumentsmatch_requests(e, r, schema))]
+        pool = [
+            i
+            for i, r in enumerate(requests)
+            if i not in used
+            and r.name == e.name
+            and r.call_id
+            and r.call_id not in executed
+            and r.span.start_ns <= e.span.start_ns
+            and (e.raw_arguments is None or _argumentsmatch_requests(e, r, schema))
+        ]
         if pool:
             pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
             used.add(pick)
             call.request = requests[pick]
     for call in calls:  # a display name ("Delegate work to coworker") for the tool the model called by its
-        e = call.execution  # identifier (delegate_work_to_coworker): one tool once case and separators are dropped
+        e = (
+            call.execution
+        )  # identifier (delegate_work_to_coworker): one tool once case and separators are dropped
         if e is None or call.request is not None:
             continue
         key = display_key(e.name)
-        pool = [i for i, r in enumerate(requests) if i not in used and r.name != e.name
-                and display_key(r.name) == key and r.span.start_ns <= e.span.start_ns]
+        pool = [
+            i
+            for i, r in enumerate(requests)
+            if i not in used
+            and r.name != e.name
+            and display_key(r.name) == key
+            and r.span.start_ns <= e.span.start_ns
+        ]
         if pool:
             schema = schemas.get(requests[pool[0]].name)
-            pick = next((i for i in sorted(pool, key=lambda i: -requests[i].span.start_ns)
-                         if _argumentsmatch_requests(e, requests[i], schema)), max(pool, key=lambda i: (
-                             requests[i].span.start_ns, -requests[i].index)))
+            pick = next(
+                (
+                    i
+                    for i in sorted(pool, key=lambda i: -requests[i].span.start_ns)
+                    if _argumentsmatch_requests(e, requests[i], schema)
+                ),
+                max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index)),
+            )
             used.add(pick)
             call.request = requests[pick]
             e.sources["name"] = "display_name"
@@ -164,8 +189,13 @@ def match_requests(calls: list[Call], requests: list[Request], schemas: Mapping[
         e = call.execution
         if e is None or call.request is not None or e.sources.get("name") not in WEAK_NAME_SOURCES:
             continue
-        pool = [i for i, r in enumerate(requests) if i not in used and r.span.start_ns <= e.span.start_ns
-                and _argumentsmatch_requests(e, r, schemas.get(r.name))]
+        pool = [
+            i
+            for i, r in enumerate(requests)
+            if i not in used
+            and r.span.start_ns <= e.span.start_ns
+            and _argumentsmatch_requests(e, r, schemas.get(r.name))
+        ]
         if pool:
             pick = max(pool, key=lambda i: (requests[i].span.start_ns, -requests[i].index))
             used.add(pick)
@@ -182,7 +212,9 @@ def fold_duplicate(record: Execution, call: Execution, why: str) -> None:
         call.sources["status"] = f"{why}:" + record.sources.get("status", "span_status")
 
 
-def fold_twin_records(calls: list[Call], unmatched: Sequence[Request], schemas: Mapping[str, Any]) -> list[Call]:
+def fold_twin_records(
+    calls: list[Call], unmatched: Sequence[Request], schemas: Mapping[str, Any]
+) -> list[Call]:
     """An execution no request asked for that ran at the same time as a requested call, with the same arguments:
     the same call recorded a second time under another name (a tool's class name beside its display name).
     Kept apart when a request still waits for a tool of its name, so two calls the model made stay two."""
@@ -195,9 +227,18 @@ def fold_twin_records(calls: list[Call], unmatched: Sequence[Request], schemas: 
         e = call.execution
         if e is not None and call.request is None and display_key(e.name) not in waiting:
             mine = arguments_of(e, schemas.get(e.name))  # (each with its tool's schema: the result is kept)
-            twin = next((m for m in matched if m.span.start_ns <= e.span.end_ns and e.span.start_ns <= m.span.end_ns
-                         and mine.params and (theirs := arguments_of(m, schemas.get(m.name))).params is not None
-                         and numeric_equal(mine.params, theirs.params)), None)
+            twin = next(
+                (
+                    m
+                    for m in matched
+                    if m.span.start_ns <= e.span.end_ns
+                    and e.span.start_ns <= m.span.end_ns
+                    and mine.params
+                    and (theirs := arguments_of(m, schemas.get(m.name))).params is not None
+                    and numeric_equal(mine.params, theirs.params)
+                ),
+                None,
+            )
             if twin is not None:
                 fold_duplicate(e, twin, "twin_record")
                 continue
@@ -209,8 +250,13 @@ def name_from_history(calls: list[Call], history: History, ctx: TraceContext) ->
     """An execution that carries only a class name and matched no request: the model's call with the same
     arguments names it (and gives its call id), as a later LLM input repeats it or, failing that, as another
     span of the trace recorded the model's message (a LangChain runnable's output)."""
-    pending = [c.execution for c in calls if c.execution is not None and c.request is None
-               and c.execution.sources.get("name") in WEAK_NAME_SOURCES]
+    pending = [
+        c.execution
+        for c in calls
+        if c.execution is not None
+        and c.request is None
+        and c.execution.sources.get("name") in WEAK_NAME_SOURCES
+    ]
     if not pending:
         return
     taken: set[tuple[str | None, str]] = set()
@@ -236,12 +282,21 @@ def ids_from_history(calls: list[Call], history: History, schemas: Mapping[str, 
     """An execution with no call id, no request and no result (the model's output hidden, the tool span's result
     too): the model's call with its name and equal arguments, as a later LLM input repeats it, gives its call id,
     and so the result fed back for it."""
-    pending = [c.execution for c in calls if c.execution is not None and c.request is None
-               and not c.execution.call_id and c.execution.result is None]
+    pending = [
+        c.execution
+        for c in calls
+        if c.execution is not None
+        and c.request is None
+        and not c.execution.call_id
+        and c.execution.result is None
+    ]
     if not pending:
         return
-    taken: set[tuple[str | None, str]] = {(c.execution.call_id, c.execution.name) for c in calls
-                                          if c.execution is not None and c.execution.call_id}
+    taken: set[tuple[str | None, str]] = {
+        (c.execution.call_id, c.execution.name)
+        for c in calls
+        if c.execution is not None and c.execution.call_id
+    }
     for e in pending:
         mine = arguments_of(e, schemas.get(e.name))  # (the normalisation the call is built from: cached)
         if mine.params is None:
@@ -253,8 +308,9 @@ def ids_from_history(calls: list[Call], history: History, schemas: Mapping[str, 
             e.call_id, e.sources["call_id"] = found.call_id, "history"
 
 
-def _same_arguments(parts: Sequence[ToolCallPart], params: Mapping[str, Any],
-                    taken: set[tuple[str | None, str]]) -> ToolCallPart | None:
+def _same_arguments(
+    parts: Sequence[ToolCallPart], params: Mapping[str, Any], taken: set[tuple[str | None, str]]
+) -> ToolCallPart | None:
     for part in parts:
         if (part.call_id, part.name) in taken:
             continue
@@ -336,8 +392,13 @@ def call_id_of(call: Call) -> str | None:
     return call.request.call_id if call.request is not None else None
 
 
-def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later: LaterTraces | None = None,
-                    text_failures: bool = True) -> ToolCall:
+def build_tool_call(
+    call: Call,
+    schemas: Mapping[str, Any],
+    trace_id: str,
+    later: LaterTraces | None = None,
+    text_failures: bool = True,
+) -> ToolCall:
     """The ToolCall of a matched call; ``later``: other traces reconstructed together, whose history can hold the
     result of a request-only call (a plain client loop split into one trace per LLM call)."""
     e, r = call.execution, call.request
@@ -347,7 +408,9 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
     status = "ok"
     error: str | None = None
     if e is not None:
-        found = e.sources  # sources are listed in a fixed order: name, arguments, status, result, call_id, llm_turn
+        found = (
+            e.sources
+        )  # sources are listed in a fixed order: name, arguments, status, result, call_id, llm_turn
         name = e.name
         sources: dict[str, str] = {"name": found.get("name", "")}
         if r is not None and r.name != name and found.get("name") in (*WEAK_NAME_SOURCES, "display_name"):
@@ -382,14 +445,18 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
             sources["result"] = found.get("result", "")
         # the model was told it failed: a failure status, or (for a call whose span recorded no result, as for
         # tool spans' own results) an error report as the text fed back
-        failed = result_failure(result, text_failures and e.result is None) if status == "ok" and result else None
+        failed = (
+            result_failure(result, text_failures and e.result is None) if status == "ok" and result else None
+        )
         if failed is not None:
             status, (error, sources["status"]) = "error", failed
     if output is None and result is not None:
         output = text_of(result.content) if isinstance(result.content, list) else result.content
         sources["result"] = result.source
     if e is None:
-        failed = result_failure(result, text_failures) if result is not None else None  # a loop feeding back "Error:"
+        failed = (
+            result_failure(result, text_failures) if result is not None else None
+        )  # a loop feeding back "Error:"
         if failed is not None:
             status, (error, sources["status"]) = "error", failed
         else:
@@ -419,8 +486,18 @@ def build_tool_call(call: Call, schemas: Mapping[str, Any], trace_id: str, later
                 sources["result"] = "history"
                 sources["status"] = status_source
     return ToolCall(
-        name, params, output, status=status, error=error, call_id=call_id, trace_id=trace_id, span_id=span.span_id,
-        llm_turn=call.turn, start_time_ns=start, raw_arguments=raw, sources=sources,
+        name,
+        params,
+        output,
+        status=status,
+        error=error,
+        call_id=call_id,
+        trace_id=trace_id,
+        span_id=span.span_id,
+        llm_turn=call.turn,
+        start_time_ns=start,
+        raw_arguments=raw,
+        sources=sources,
     )
 
 

@@ -67,8 +67,13 @@ class Message:
     tool_calls: list[ToolCallPart]
     tool_results: list[ToolResultPart]
 
-    def __init__(self, role: str, texts: list[str] | None = None, tool_calls: list[ToolCallPart] | None = None,
-                 tool_results: list[ToolResultPart] | None = None) -> None:
+    def __init__(
+        self,
+        role: str,
+        texts: list[str] | None = None,
+        tool_calls: list[ToolCallPart] | None = None,
+        tool_results: list[ToolResultPart] | None = None,
+    ) -> None:
         # by hand: one per message read, and the generated __init__ calls a factory per list
         self.role = role
         self.texts = [] if texts is None else texts
@@ -147,7 +152,9 @@ def _collect(value: Any, default_role: str, out: list[Message], depth: int) -> N
         out.append(message)
 
 
-_MESSAGE_REPR = "ChatMessage(_role="  # Haystack's dataclass repr (LlamaIndex's ChatMessage(role=...) is another)
+_MESSAGE_REPR = (
+    "ChatMessage(_role="  # Haystack's dataclass repr (LlamaIndex's ChatMessage(role=...) is another)
+)
 
 
 def _from_repr(text: str) -> Message | None:
@@ -158,8 +165,9 @@ def _from_repr(text: str) -> Message | None:
     for call in found.calls:
         msg.tool_calls.append(ToolCallPart(call.name, call.arguments, call.call_id))
     for result in found.results:
-        msg.tool_results.append(ToolResultPart(result.call_id, result.result, "error" if result.error else None,
-                                               result.name))
+        msg.tool_results.append(
+            ToolResultPart(result.call_id, result.result, "error" if result.error else None, result.name)
+        )
     return msg
 
 
@@ -181,7 +189,9 @@ def _looks_like_message(value: Mapping[str, Any]) -> bool:
 
 def message_from_mapping(value: Mapping[str, Any], default_role: str = "") -> Message | None:
     """One message from one mapping of any supported shape, or None when it is not a message."""
-    if value.get("lc") and value.get("type") == "constructor":  # LangChain dumpd(): {"lc":1,"id":[..."AIMessage"],"kwargs"}
+    if (
+        value.get("lc") and value.get("type") == "constructor"
+    ):  # LangChain dumpd(): {"lc":1,"id":[..."AIMessage"],"kwargs"}
         kwargs = value.get("kwargs")
         ident = value.get("id")
         cls = ident[-1] if isinstance(ident, list) and ident else ""
@@ -230,8 +240,12 @@ def _from_flat(value: Mapping[str, Any], role: str) -> Message:
     if isinstance(content, str):
         if role == "tool":
             msg.tool_results.append(
-                ToolResultPart(_id(value.get("tool_call_id") or value.get("id")), content,
-                               _status(value.get("status")), _str(value.get("name")))
+                ToolResultPart(
+                    _id(value.get("tool_call_id") or value.get("id")),
+                    content,
+                    _status(value.get("status")),
+                    _str(value.get("name")),
+                )
             )
         elif content:
             msg.texts.append(content)
@@ -262,7 +276,11 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
         result = block.get("toolResult")
         if isinstance(result, dict):
             msg.tool_results.append(
-                ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
+                ToolResultPart(
+                    _id(result.get("toolUseId")),
+                    text_of(result.get("content")),
+                    _status(result.get("status")),
+                )
             )
             continue
         call = block.get("tool_call")
@@ -274,9 +292,14 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
         done = block.get("tool_call_result")
         if isinstance(done, dict):  # Haystack: {"tool_call_result": {"result", "origin": {...}, "error"}}
             origin: dict[str, Any] = done["origin"] if isinstance(done.get("origin"), dict) else {}
-            msg.tool_results.append(ToolResultPart(
-                _id(origin.get("id")), done.get("result"), "error" if done.get("error") is True else None,
-                _str(origin.get("tool_name"))))
+            msg.tool_results.append(
+                ToolResultPart(
+                    _id(origin.get("id")),
+                    done.get("result"),
+                    "error" if done.get("error") is True else None,
+                    _str(origin.get("tool_name")),
+                )
+            )
             continue
         kind = block.get("type")
         if kind == "function" and isinstance(block.get("function"), dict) and msg.role != "tool":
@@ -288,11 +311,18 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
             msg.tool_calls.append(ToolCallPart(block["name"], block.get("input"), _id(block.get("id"))))
         elif kind == "tool_result":
             status = "error" if block.get("is_error") is True else None
-            msg.tool_results.append(ToolResultPart(_id(block.get("tool_use_id")), text_of(block.get("content")), status))
+            msg.tool_results.append(
+                ToolResultPart(_id(block.get("tool_use_id")), text_of(block.get("content")), status)
+            )
         elif kind == "tool-call" and isinstance(block.get("toolName"), str):  # Vercel AI SDK
-            msg.tool_calls.append(ToolCallPart(block["toolName"], block.get("input", block.get("args")),
-                                               _id(block.get("toolCallId"))))
-        elif kind == "tool-result":  # Vercel AI SDK: output {"type": "text" | "json" | "error-text" | ..., "value"}
+            msg.tool_calls.append(
+                ToolCallPart(
+                    block["toolName"], block.get("input", block.get("args")), _id(block.get("toolCallId"))
+                )
+            )
+        elif (
+            kind == "tool-result"
+        ):  # Vercel AI SDK: output {"type": "text" | "json" | "error-text" | ..., "value"}
             output = block.get("output", block.get("result"))
             status = None
             if isinstance(output, dict) and "value" in output:
@@ -300,16 +330,21 @@ def _content_blocks(blocks: list[Any], msg: Message, owner: Mapping[str, Any]) -
                 output = output["value"]
             if block.get("isError") is True:
                 status = "error"
-            msg.tool_results.append(ToolResultPart(_id(block.get("toolCallId")), output, status,
-                                                   _str(block.get("toolName"))))
+            msg.tool_results.append(
+                ToolResultPart(_id(block.get("toolCallId")), output, status, _str(block.get("toolName")))
+            )
         else:
             text = text_of(block)
             if text:
                 tool_texts.append(text) if msg.role == "tool" else msg.texts.append(text)
     if tool_texts and msg.role == "tool":
         msg.tool_results.append(
-            ToolResultPart(_id(owner.get("tool_call_id") or owner.get("id")), "\n".join(tool_texts),
-                           _status(owner.get("status")), _str(owner.get("name")))
+            ToolResultPart(
+                _id(owner.get("tool_call_id") or owner.get("id")),
+                "\n".join(tool_texts),
+                _status(owner.get("status")),
+                _str(owner.get("name")),
+            )
         )
 
 
@@ -322,7 +357,11 @@ def _tool_call(call: Any) -> ToolCallPart | None:
         args = function.get("arguments")
     else:  # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}; AI SDK / Mastra / Haystack
         name = call.get("name") or call.get("toolName") or call.get("tool_name")
-        args = call["args"] if "args" in call else call.get("arguments", call.get("input", call.get("toolInput")))
+        args = (
+            call["args"]
+            if "args" in call
+            else call.get("arguments", call.get("input", call.get("toolInput")))
+        )
     if not isinstance(name, str) or not name:
         return None
     return ToolCallPart(name, args, _id(call.get("id") or call.get("toolCallId") or call.get("tool_call_id")))
@@ -364,19 +403,33 @@ def _status(value: Any) -> str | None:
 _MAX_INDEX = 10_000
 _OI_FIELDS = (
     # the first six mark that message N exists
-    "message.role", "message.content", "message.tool_calls.0.tool_call.function.name",
-    "message.contents.0.message_content.type", "message.tool_call_id", "message.function_call_name",
-    "message.function_call_arguments_json", "message.name",
-    "message.contents", "message.tool_calls",  # heads of the nested lists
-    "message.contents.0.message_content.text", "message.tool_calls.0.tool_call.id",  # their first item
+    "message.role",
+    "message.content",
+    "message.tool_calls.0.tool_call.function.name",
+    "message.contents.0.message_content.type",
+    "message.tool_call_id",
+    "message.function_call_name",
+    "message.function_call_arguments_json",
+    "message.name",
+    "message.contents",
+    "message.tool_calls",  # heads of the nested lists
+    "message.contents.0.message_content.text",
+    "message.tool_calls.0.tool_call.id",  # their first item
     "function.0",  # AutoGen: a function result as a JSON object beside the message
 )
 _OI_BLOCK_FIELDS = ("message_content.text", "message_content.type")
 _OI_CALL_FIELDS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
 _TRACELOOP_FIELDS = (
     # the first six mark that message N exists
-    "role", "content", "tool_calls.0.name", "tool_call_id", "finish_reason", "function_call.name",
-    "function_call.arguments", "tool_calls", "tool_calls.0.id",
+    "role",
+    "content",
+    "tool_calls.0.name",
+    "tool_call_id",
+    "finish_reason",
+    "function_call.name",
+    "function_call.arguments",
+    "tool_calls",
+    "tool_calls.0.id",
 )
 _TRACELOOP_CALL_FIELDS = ("name", "id", "arguments")
 _OI_SPAN_KIND = "openinference.span.kind"
@@ -400,8 +453,21 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
         keys = flat_keys(prefix, i, _OI_FIELDS)
         if present.isdisjoint(keys[:6]):
             break
-        (role_key, content_key, call0_name_key, block0_type_key, call_id_key, fname_key, fargs_key, name_key,
-         blocks_head, calls_head, block0_text_key, call0_id_key, function0_key) = keys
+        (
+            role_key,
+            content_key,
+            call0_name_key,
+            block0_type_key,
+            call_id_key,
+            fname_key,
+            fargs_key,
+            name_key,
+            blocks_head,
+            calls_head,
+            block0_text_key,
+            call0_id_key,
+            function0_key,
+        ) = keys
         role = normalize_role(get(role_key), "")
         msg = Message(role)
         content = get(content_key)
@@ -429,7 +495,9 @@ def openinference_messages(attrs: Mapping[str, Any], prefix: str) -> list[Messag
             _function_results(attrs, f"{prefix}.{i}.function", msg)
         elif role == "tool":
             msg.tool_results.append(
-                ToolResultPart(_id(get(call_id_key)), "\n".join(texts) if texts else None, None, _str(get(name_key)))
+                ToolResultPart(
+                    _id(get(call_id_key)), "\n".join(texts) if texts else None, None, _str(get(name_key))
+                )
             )
         if role != "tool":
             msg.texts.extend(texts)
@@ -446,8 +514,14 @@ def _function_results(attrs: Mapping[str, Any], head: str, msg: Message) -> None
         value = parse_json(raw)
         if isinstance(value, dict):
             status = "error" if value.get("is_error") is True else _status(value.get("status"))
-            msg.tool_results.append(ToolResultPart(_id(value.get("call_id") or value.get("id")),
-                                                   value.get("content"), status, _str(value.get("name"))))
+            msg.tool_results.append(
+                ToolResultPart(
+                    _id(value.get("call_id") or value.get("id")),
+                    value.get("content"),
+                    status,
+                    _str(value.get("name")),
+                )
+            )
 
 
 def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
@@ -508,7 +582,9 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
             return msg.tool_results[0]
         result = parsed.get("toolResult")
         if isinstance(result, dict):
-            return ToolResultPart(_id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status")))
+            return ToolResultPart(
+                _id(result.get("toolUseId")), text_of(result.get("content")), _status(result.get("status"))
+            )
         return ToolResultPart(None, parsed)
     if isinstance(parsed, list) and parsed and all(isinstance(b, dict) and "text" in b for b in parsed):
         return ToolResultPart(None, text_of(parsed))  # Bedrock/Strands content blocks
@@ -516,15 +592,20 @@ def unwrap_tool_result(value: Any) -> ToolResultPart:
 
 
 _CONTENT_PART_KEYS = frozenset({"type", "text", "annotations", "meta", "_meta"})
-_MCP_RESULT_KEYS = frozenset({"content", "isError", "is_error", "structuredContent", "structured_content", "meta",
-                              "_meta"})
+_MCP_RESULT_KEYS = frozenset(
+    {"content", "isError", "is_error", "structuredContent", "structured_content", "meta", "_meta"}
+)
 
 
 def _mcp_result(value: Mapping[str, Any]) -> ToolResultPart | None:
     """A tool result in the MCP / OpenAI content shapes: one text content part (``{"type": "text", "text": ...}``,
     what the OpenAI Agents SDK keeps of an MCP result) is its text; an MCP ``CallToolResult`` (``{"content": [...],
     "isError": true}``) is its content's text, failed when ``isError`` says so."""
-    if value.get("type") == "text" and isinstance(value.get("text"), str) and value.keys() <= _CONTENT_PART_KEYS:
+    if (
+        value.get("type") == "text"
+        and isinstance(value.get("text"), str)
+        and value.keys() <= _CONTENT_PART_KEYS
+    ):
         return ToolResultPart(None, value["text"])
     content = value.get("content")
     flag = value.get("isError", value.get("is_error"))
@@ -557,7 +638,11 @@ def graph_command(value: Any) -> GraphCommand | None:
         if "Command" not in text:
             return None
     parsed = parse_json(value)
-    if isinstance(parsed, dict) and set(parsed) <= {"output", "kwargs"} and isinstance(parsed.get("output"), dict):
+    if (
+        isinstance(parsed, dict)
+        and set(parsed) <= {"output", "kwargs"}
+        and isinstance(parsed.get("output"), dict)
+    ):
         parsed = parsed["output"]
     if not isinstance(parsed, dict) or parsed.get("lg_name") != "Command":
         return None

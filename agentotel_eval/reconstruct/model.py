@@ -49,7 +49,9 @@ class AgentRun:
     handoffs: tuple[Handoff, ...] = ()
     tool_definitions: tuple[ToolDefinition, ...] = ()
     expected_tools: tuple[str, ...] | None = None  # from the agentotel.eval.expected_tools attribute
-    expected_trajectory: str | None = None  # the agentotel.eval.expected_trajectory attribute (JSON, read when scored)
+    expected_trajectory: str | None = (
+        None  # the agentotel.eval.expected_trajectory attribute (JSON, read when scored)
+    )
     parent_run_span_id: str | None = None
     convention: str = ""  # what delimited the run: gen_ai | openinference | traceloop | langfuse | root
     span_name: str = ""
@@ -104,7 +106,9 @@ class AgentRun:
             out["requests_without_execution"] = [dict(r) for r in requested]
         lonely = set(diagnostics.get("executions_without_request") or ())
         if lonely:
-            out["executions_without_request"] = [j for j, c in enumerate(self.tool_calls) if c.span_id in lonely]
+            out["executions_without_request"] = [
+                j for j, c in enumerate(self.tool_calls) if c.span_id in lonely
+            ]
         by_turn = diagnostics.get("offered_by_turn")
         if by_turn:
             out["offered_by_turn"] = {turn: list(names) for turn, names in by_turn.items()}

@@ -38,8 +38,11 @@ class FedBack:
     user_texts: frozenset[str]
 
 
-def results_fed_back(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
-                     conventions: Sequence[Convention] | Conventions = ()) -> FedBack:
+def results_fed_back(
+    spans: Iterable[SpanRecord],
+    logs: Iterable[LogRecord] = (),
+    conventions: Sequence[Convention] | Conventions = (),
+) -> FedBack:
     """The tool results these spans' LLM calls were sent (the tool messages in their inputs): the calls whose
     results a trace can give to the trace that asked for them (a plain client loop makes each LLM call its own
     trace; see ``reconstruct`` given several traces)."""
@@ -66,8 +69,13 @@ def results_fed_back(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = ()
     return FedBack(results, frozenset(users))
 
 
-def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
-                conventions: Sequence[Convention] | Conventions = (), *, text_failures: bool = True) -> list[AgentRun]:
+def reconstruct(
+    spans: Iterable[SpanRecord],
+    logs: Iterable[LogRecord] = (),
+    conventions: Sequence[Convention] | Conventions = (),
+    *,
+    text_failures: bool = True,
+) -> list[AgentRun]:
     """All agent runs found in these spans (any number of traces), ordered by start time.
 
     ``conventions``: declared conventions (``conventions_from_config``), read before the built-in ones.
@@ -100,8 +108,10 @@ def reconstruct(spans: Iterable[SpanRecord], logs: Iterable[LogRecord] = (),
                 above = parent_run.get(id(scope))
                 if above is not None:
                     nested.setdefault(id(above), []).append(scope)
-        tree_runs = [build_run(scope, parent_run.get(id(scope)), ctx, later, nested.get(id(scope), ()))
-                     for scope in trace_runs.runs]
+        tree_runs = [
+            build_run(scope, parent_run.get(id(scope)), ctx, later, nested.get(id(scope), ()))
+            for scope in trace_runs.runs
+        ]
         runs.extend(name_handoffs(tree_runs, ctx))
     if len(runs) > 1:
         runs.sort(key=lambda r: (r.start_time_ns, r.trace_id, r.span_id))

@@ -47,8 +47,11 @@ def _call_of_text(text: str) -> ReprCall | None:
         return None
     kwargs = fields.get("tool_kwargs")
     call_id = fields.get("tool_id")
-    return ReprCall(name, freeze(kwargs) if isinstance(kwargs, dict) else None,  # (cached: shared, so frozen)
-                    call_id if isinstance(call_id, str) and call_id else None)
+    return ReprCall(
+        name,
+        freeze(kwargs) if isinstance(kwargs, dict) else None,  # (cached: shared, so frozen)
+        call_id if isinstance(call_id, str) and call_id else None,
+    )
 
 
 def _literal_keywords(text: str) -> dict[str, Any] | None:
@@ -74,14 +77,14 @@ def _literal_keywords(text: str) -> dict[str, Any] | None:
 def _cut_literal(text: str, marker: str) -> Any:
     """The complete ``{...}`` literal right after ``marker``, or None when the text was cut inside it."""
     start = text.find(marker)
-    if start < 0 or text[start + len(marker):start + len(marker) + 1] != "{":
+    if start < 0 or text[start + len(marker) : start + len(marker) + 1] != "{":
         return None
     begin = start + len(marker)
     end = _closing(text, begin)
     if end is None:
         return None
     try:
-        return ast.literal_eval(text[begin:end + 1])
+        return ast.literal_eval(text[begin : end + 1])
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
@@ -137,7 +140,7 @@ def parse_result_reprs(text: Any) -> list[ReprResult]:
         end = _closing(text, at + len(_RESULT_OBJECT) - 1)
         if end is None:
             break
-        found = _result_of(text[at:end + 1])
+        found = _result_of(text[at : end + 1])
         if found is not None:
             out.append(found)
         at = text.find(_RESULT_OBJECT, end)
@@ -156,11 +159,17 @@ def _result_from_node(call: ast.Call) -> ReprResult:
     fields = {k.arg: k.value for k in call.keywords if k.arg is not None}
     result, error = _literal(fields.get("result")), _literal(fields.get("error"))
     origin = fields.get("origin")
-    keys = {k.arg: _literal(k.value) for k in origin.keywords if k.arg} if isinstance(origin, ast.Call) else {}
+    keys = (
+        {k.arg: _literal(k.value) for k in origin.keywords if k.arg} if isinstance(origin, ast.Call) else {}
+    )
     name, arguments, call_id = keys.get("tool_name"), keys.get("arguments"), keys.get("id")
-    return ReprResult(name if isinstance(name, str) and name else None,
-                      freeze(arguments) if isinstance(arguments, dict) else None,
-                      call_id if isinstance(call_id, str) and call_id else None, freeze(result), error is True)
+    return ReprResult(
+        name if isinstance(name, str) and name else None,
+        freeze(arguments) if isinstance(arguments, dict) else None,
+        call_id if isinstance(call_id, str) and call_id else None,
+        freeze(result),
+        error is True,
+    )
 
 
 def _literal(node: ast.expr | None) -> Any:
@@ -232,9 +241,15 @@ def _message_of(text: str) -> ReprMessage | None:
 def _call_of(keys: dict[str, ast.expr]) -> ReprCall | None:
     """A ``ToolCall(tool_name=..., arguments=..., id=...)`` node's fields (arguments that are not a literal map
     are not captured)."""
-    name, arguments, call_id = (_literal(keys.get("tool_name")), _literal(keys.get("arguments")),
-                                _literal(keys.get("id")))
+    name, arguments, call_id = (
+        _literal(keys.get("tool_name")),
+        _literal(keys.get("arguments")),
+        _literal(keys.get("id")),
+    )
     if not isinstance(name, str) or not name:
         return None
-    return ReprCall(name, freeze(arguments) if isinstance(arguments, dict) else None,
-                    call_id if isinstance(call_id, str) and call_id else None)
+    return ReprCall(
+        name,
+        freeze(arguments) if isinstance(arguments, dict) else None,
+        call_id if isinstance(call_id, str) and call_id else None,
+    )

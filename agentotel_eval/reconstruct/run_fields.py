@@ -60,14 +60,20 @@ def _tool_list(value: Any) -> Any:
     return value
 
 
-def offered_definitions(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], executions: Sequence[Execution],
-                 ctx: TraceContext) -> list[ToolDefinition]:
+def offered_definitions(
+    chain: Sequence[SpanRecord],
+    llm_spans: Sequence[SpanRecord],
+    executions: Sequence[Execution],
+    ctx: TraceContext,
+) -> list[ToolDefinition]:
     """Tools offered to the model, merged by name; a names-only list is completed from the tool spans' schemas."""
     merged: dict[str, ToolDefinition] = {}
     seen: set[int] = set()
     for span in (*chain, *llm_spans):
         declared = _declared(span, ctx, "tools")
-        found = definitions_from_list(_tool_list(declared)) if declared is not None else read_definitions(span)
+        found = (
+            definitions_from_list(_tool_list(declared)) if declared is not None else read_definitions(span)
+        )
         if id(found) in seen:
             continue  # the same parsed list (cached by its text), as on an earlier span: nothing new
         seen.add(id(found))
@@ -92,14 +98,17 @@ def offered_by_turn(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> dict[
     offered: dict[str, tuple[str, ...]] = {}
     for span in llm_spans:
         declared = _declared(span, ctx, "tools")
-        found = definitions_from_list(_tool_list(declared)) if declared is not None else read_definitions(span)
+        found = (
+            definitions_from_list(_tool_list(declared)) if declared is not None else read_definitions(span)
+        )
         if found:
             offered[span.span_id] = tuple(sorted({d.name for d in found}))
     return offered if len(set(offered.values())) > 1 else {}
 
 
-def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Sequence[SpanRecord],
-                  ctx: TraceContext) -> str | None:
+def agent_name_of(
+    scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Sequence[SpanRecord], ctx: TraceContext
+) -> str | None:
     chain = scope.chain
     for span in chain:
         value = _declared(span, ctx, "agent_name")
@@ -133,7 +142,7 @@ def agent_name_of(scope: Scope, llm_spans: Sequence[SpanRecord], tool_spans: Seq
     name = chain[0].name
     for prefix in ("invoke_agent ", "invoke_workflow "):
         if name.startswith(prefix):
-            return name[len(prefix):] or None
+            return name[len(prefix) :] or None
     for suffix in (".agent", ".workflow", ".run"):
         if name.endswith(suffix):
             return name[: -len(suffix)] or None
@@ -167,8 +176,18 @@ def _direct_text(value: Any) -> str | None:
 
 
 _END_ORDER = attrgetter("end_ns", "span_id")  # last LLM call first: (end time, span id), a C-level key
-_IO_KEYS_IN = (sc.AGENTOTEL_INPUT, sc.OI_INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.LANGFUSE_OBSERVATION_INPUT)
-_IO_KEYS_OUT = (sc.AGENTOTEL_OUTPUT, sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT)
+_IO_KEYS_IN = (
+    sc.AGENTOTEL_INPUT,
+    sc.OI_INPUT_VALUE,
+    sc.TRACELOOP_ENTITY_INPUT,
+    sc.LANGFUSE_OBSERVATION_INPUT,
+)
+_IO_KEYS_OUT = (
+    sc.AGENTOTEL_OUTPUT,
+    sc.OI_OUTPUT_VALUE,
+    sc.TRACELOOP_ENTITY_OUTPUT,
+    sc.LANGFUSE_OBSERVATION_OUTPUT,
+)
 _BLOB_KEYS_IN = (*_IO_KEYS_IN, sc.PYDANTIC_AI_ALL_MESSAGES)
 
 
@@ -212,17 +231,23 @@ def _span_output(span: SpanRecord) -> str | None:
         if text:
             return text
         if isinstance(value, str) and value.strip() and value.lstrip()[0] not in "[{":
-            return value.strip()  # the answer as plain text where messages were not recorded (content capture off)
+            return (
+                value.strip()
+            )  # the answer as plain text where messages were not recorded (content capture off)
     for event in reversed(span.events):
         if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in event.attributes:
-            text = last_assistant_text(parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant"))
+            text = last_assistant_text(
+                parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES], "assistant")
+            )
             if text:
                 return text
         if event.name == sc.EVENT_CHOICE and "message" in event.attributes:
             text = text_of(parse_json(event.attributes["message"]))
             if text:
                 return text.strip() or None
-    for event in reversed(span.events):  # a workflow's output event: the result object as the framework printed it
+    for event in reversed(
+        span.events
+    ):  # a workflow's output event: the result object as the framework printed it
         if event.name.endswith(".output") and isinstance(event.attributes.get("output"), str):
             text = printed_text(event.attributes["output"])
             if text:
@@ -255,8 +280,9 @@ def printed_text(value: str) -> str | None:
         return found.strip()
 
 
-def _span_blob(span: SpanRecord, keys: Sequence[str],
-               pick: Callable[[list[Message]], str | None]) -> str | None:
+def _span_blob(
+    span: SpanRecord, keys: Sequence[str], pick: Callable[[list[Message]], str | None]
+) -> str | None:
     """Last resort: parse the message structures on a run span (LangChain state, pydantic-ai all_messages)."""
     attrs = span.attributes
     for key in keys:
@@ -267,7 +293,9 @@ def _span_blob(span: SpanRecord, keys: Sequence[str],
     return None
 
 
-def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, str | None]:
+def run_input_of(
+    chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext
+) -> tuple[str | None, str | None]:
     """The user request that started the run: the run span's own input, else the first LLM call's last user text
     (a multi-turn conversation's earlier user messages are history), else the run span's message structures."""
     for span in chain:
@@ -295,7 +323,9 @@ def run_input_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], c
     return None, None
 
 
-def run_output_of(chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, str | None]:
+def run_output_of(
+    chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext
+) -> tuple[str | None, str | None]:
     """The agent's final answer: the run span's own output, else the last LLM text of the run, else the run span's
     message structures."""
     for span in chain:
@@ -367,11 +397,15 @@ def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
         level = span.attributes.get(sc.LANGFUSE_OBSERVATION_LEVEL)
         if span.status_code == STATUS_ERROR or (level is not None and str(level).upper() == "ERROR"):
             message = span.status_message or span.attributes.get(sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE)
-            exc = next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None) if span.events else None
+            exc = (
+                next((e for e in span.events if e.name == sc.EXCEPTION_EVENT), None) if span.events else None
+            )
             if exc is not None:  # the exception's type says what failed: "UnknownCityError: Unknown city: X"
                 etype = short_type_name(exc.attributes.get(sc.EXCEPTION_TYPE))
                 if not message:
-                    message = ": ".join(p for p in (etype, str(exc.attributes.get(sc.EXCEPTION_MESSAGE) or "")) if p)
+                    message = ": ".join(
+                        p for p in (etype, str(exc.attributes.get(sc.EXCEPTION_MESSAGE) or "")) if p
+                    )
                 elif etype and etype not in str(message):
                     message = f"{etype}: {message}"
             return "error", str(message) if message else "error"

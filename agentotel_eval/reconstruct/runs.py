@@ -63,8 +63,14 @@ class Scope:
     roots: list[SpanRecord]  # top level only: roots that brought evidence
     container_span_id: str | None  # the multi-agent workflow span this run sits in, if any
 
-    def __init__(self, span: SpanRecord | None, kind: str, convention: str, parent: Scope | None = None,
-                 chain: list[SpanRecord] | None = None) -> None:
+    def __init__(
+        self,
+        span: SpanRecord | None,
+        kind: str,
+        convention: str,
+        parent: Scope | None = None,
+        chain: list[SpanRecord] | None = None,
+    ) -> None:
         # by hand: one scope per run and tool span, and the generated __init__ calls a factory per list
         self.span, self.kind, self.convention, self.parent = span, kind, convention, parent
         self.chain = [] if chain is None else chain
@@ -87,9 +93,13 @@ class TraceRuns:
     llm_parent: dict[str, str]  # LLM span id -> nearest LLM ancestor span id (same inference recorded twice)
 
 
-def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[[SpanRecord], bool],
-              offers_tools: Callable[[SpanRecord], bool] = lambda span: False,
-              recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None) -> TraceRuns:
+def find_runs(
+    tree: TraceTree,
+    roles: dict[str, Role],
+    requests_tools: Callable[[SpanRecord], bool],
+    offers_tools: Callable[[SpanRecord], bool] = lambda span: False,
+    recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None,
+) -> TraceRuns:
     """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools,
     ``offers_tools(llm_span)`` whether the model was offered any, ``recorded_call(tool_span)`` the call it records."""
     extra_children = _reattach_orphans(tree, roles)
@@ -118,7 +128,9 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
                 kids = sorted([*kids, *extra], key=span_order)
             inner, below = owner, llm_above
             role = role_of(span_id)
-            if role is not None:  # a run, tool or LLM span (a span with none passes its scope on to its children)
+            if (
+                role is not None
+            ):  # a run, tool or LLM span (a span with none passes its scope on to its children)
                 llm, tool, run = role.llm, role.tool, role.run
                 if llm:  # (an LLM span is never a tool span: one of them at most, see classify)
                     owner.llm_spans.append(span)
@@ -137,7 +149,9 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
                 for child in reversed(kids):
                     push((child, inner, root, below))
         lost = sorted((tree.spans[i] for i in attached - reached), key=span_order) if attached else None
-        if lost:  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
+        if (
+            lost
+        ):  # orphans re-attached under each other (a time-containment loop): walk the earliest as a root
             attached.discard(lost[0].span_id)
             for kids in by_parent.values():
                 if lost[0] in kids:
@@ -161,12 +175,21 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             _resolve_tool_scope(scope, tree, requests_tools, recorded_call)
     emitted: list[Scope] = []
     parent_run: dict[int, Scope | None] = {}
-    if top.tool_spans or (top.llm_spans and (
+    if top.tool_spans or (
+        top.llm_spans
+        and (
             any(requests_tools(s) for s in top.llm_spans)
-            or (any(not roles.get(r.span_id, NO_ROLE).llm for r in top.roots) and any(map(offers_tools, top.llm_spans))))):
+            or (
+                any(not roles.get(r.span_id, NO_ROLE).llm for r in top.roots)
+                and any(map(offers_tools, top.llm_spans))
+            )
+        )
+    ):
         anchor = min(top.roots, key=span_order)
         if tree.is_orphan(anchor):  # its parent is missing: the trace's true root that was open when it began
-            holders = [r for r in tree.roots if not r.parent_span_id and r.start_ns <= anchor.start_ns <= r.end_ns]
+            holders = [
+                r for r in tree.roots if not r.parent_span_id and r.start_ns <= anchor.start_ns <= r.end_ns
+            ]
             if holders:
                 anchor = min(holders, key=span_order)
         top.kind, top.span, top.chain = "run", anchor, [anchor]
@@ -176,10 +199,16 @@ def find_runs(tree: TraceTree, roles: dict[str, Role], requests_tools: Callable[
             _fold_step(scope, requests_tools, steps)
     _emit(top, None, None, emitted, parent_run)
     if len(emitted) > 1:  # drop runs with nothing in them, when another run holds the evidence
-        kept = [s for s in emitted if s.llm_spans or s.tool_spans or any(parent_run.get(id(o)) is s for o in emitted)]
+        kept = [
+            s
+            for s in emitted
+            if s.llm_spans or s.tool_spans or any(parent_run.get(id(o)) is s for o in emitted)
+        ]
         if kept and len(kept) < len(emitted):
             emitted = kept
-    for scope in scopes:  # the parent links were only for the walk: without them (a parent <-> children cycle)
+    for (
+        scope
+    ) in scopes:  # the parent links were only for the walk: without them (a parent <-> children cycle)
         scope.parent = None  # the trace's scopes are freed by reference counting, not left to the cyclic GC
     if len(emitted) > 1:
         emitted.sort(key=lambda s: span_order(s.anchor))
@@ -196,8 +225,12 @@ def transcript_runs(tree: TraceTree, roles: dict[str, Role]) -> TraceRuns | None
     return TraceRuns([scope], {id(scope): None}, {})
 
 
-def _resolve_tool_scope(scope: Scope, tree: TraceTree, requests_tools: Callable[[SpanRecord], bool],
-                        recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None) -> None:
+def _resolve_tool_scope(
+    scope: Scope,
+    tree: TraceTree,
+    requests_tools: Callable[[SpanRecord], bool],
+    recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None,
+) -> None:
     """An agent loop inside a tool becomes an implicit run; otherwise the tool scope merges into its parent."""
     assert scope.parent is not None and scope.span is not None
     if not scope.llm_spans and scope.tool_spans and _other_calls_inside(scope, recorded_call):
@@ -247,12 +280,21 @@ def _step_like(scope: Scope) -> bool:
     return scope.kind == "run" and bool(scope.llm_spans) and not scope.tool_spans and not scope.children
 
 
-def _fold_step(scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps: dict[int, set[str]]) -> None:
+def _fold_step(
+    scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps: dict[int, set[str]]
+) -> None:
     """Rule 7: a step of the enclosing run (its LLM calls asked for tools that run beside it) joins that run, and
     so do the later spans of the same step name (the last step answers without asking for tools)."""
     parent = scope.parent
-    if (parent is None or parent.kind != "run" or not parent.tool_spans or scope.tool_spans or scope.children
-            or not scope.llm_spans or scope.span is None):
+    if (
+        parent is None
+        or parent.kind != "run"
+        or not parent.tool_spans
+        or scope.tool_spans
+        or scope.children
+        or not scope.llm_spans
+        or scope.span is None
+    ):
         return
     name = scope.span.name
     if name not in steps.get(id(parent), ()) and not any(requests_tools(s) for s in scope.llm_spans):
@@ -264,18 +306,33 @@ def _fold_step(scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps
     scope.kind = "step"
 
 
-def _emit(scope: Scope, enclosing: Scope | None, container: str | None, out: list[Scope],
-          parent_run: dict[int, Scope | None]) -> None:
+def _emit(
+    scope: Scope,
+    enclosing: Scope | None,
+    container: str | None,
+    out: list[Scope],
+    parent_run: dict[int, Scope | None],
+) -> None:
     """Collapse wrappers, drop containers, and list runs with their nearest emitted enclosing run."""
     if scope.kind == "run":
         # (``has_content`` spelled out here: this runs for every run)
-        while not (scope.llm_spans or scope.tool_spans) and len(scope.children) == 1 and scope.children[0].kind == "run":
+        while (
+            not (scope.llm_spans or scope.tool_spans)
+            and len(scope.children) == 1
+            and scope.children[0].kind == "run"
+        ):
             inner = scope.children[0]
             scope.chain.extend(inner.chain)
-            scope.llm_spans, scope.tool_spans, scope.children = inner.llm_spans, inner.tool_spans, inner.children
+            scope.llm_spans, scope.tool_spans, scope.children = (
+                inner.llm_spans,
+                inner.tool_spans,
+                inner.children,
+            )
             for child in scope.children:
                 child.parent = scope
-        if len(scope.children) > 1 and not (scope.llm_spans or scope.tool_spans):  # multi-agent workflow: a container
+        if len(scope.children) > 1 and not (
+            scope.llm_spans or scope.tool_spans
+        ):  # multi-agent workflow: a container
             for child in scope.children:
                 _emit(child, enclosing, scope.anchor.span_id, out, parent_run)
             return
@@ -323,16 +380,26 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
         holds_llm = any(orphan is w for w in with_llm)
         best: SpanRecord | None = None
         for target in (*runs, *(tools if holds_llm else agent_tools)):
-            if (target.start_ns > orphan.start_ns or target.end_ns < orphan.end_ns
-                    or _descends_from(tree, target, orphan)):
+            if (
+                target.start_ns > orphan.start_ns
+                or target.end_ns < orphan.end_ns
+                or _descends_from(tree, target, orphan)
+            ):
                 continue
             if best is None or (target.span_id in idle, target.end_ns - target.start_ns, target.span_id) < (
-                    best.span_id in idle, best.end_ns - best.start_ns, best.span_id):
+                best.span_id in idle,
+                best.end_ns - best.start_ns,
+                best.span_id,
+            ):
                 best = target
         if best is not None:
             out.by_parent.setdefault(best.span_id, []).append(orphan)
             out.attached.add(orphan.span_id)
-            if holds_llm and roles.get(best.span_id, NO_ROLE).tool and not any(best is t for t in agent_tools):
+            if (
+                holds_llm
+                and roles.get(best.span_id, NO_ROLE).tool
+                and not any(best is t for t in agent_tools)
+            ):
                 agent_tools.append(best)
     return out
 

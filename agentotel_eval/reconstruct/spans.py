@@ -56,15 +56,24 @@ _ROLE_CACHE: dict[tuple[str | None, str | None, str | None], Role] = {}
 
 # classify() runs for every span: what it reads and compares against, as plain module globals. Values are
 # compared with ``==`` (``in`` on these tuples), so a malformed non-string value simply matches nothing.
-_OP, _OI, _TL, _LF, _AK = (sc.GEN_AI_OPERATION_NAME, sc.OI_SPAN_KIND, sc.TRACELOOP_SPAN_KIND,
-                           sc.LANGFUSE_OBSERVATION_TYPE, sc.AGENTOTEL_KIND)
+_OP, _OI, _TL, _LF, _AK = (
+    sc.GEN_AI_OPERATION_NAME,
+    sc.OI_SPAN_KIND,
+    sc.TRACELOOP_SPAN_KIND,
+    sc.LANGFUSE_OBSERVATION_TYPE,
+    sc.AGENTOTEL_KIND,
+)
 _TL_REQUEST_TYPE = sc.TRACELOOP_LLM_REQUEST_TYPE
 _RUN_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _RUN_TL_KINDS = (sc.TRACELOOP_KIND_AGENT, sc.TRACELOOP_KIND_WORKFLOW)
 _LLM_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
 _LLM_TL_TYPES = ("chat", "completion")
 _OI_AGENT, _OI_LLM, _OI_TOOL = sc.OI_KIND_AGENT, sc.OI_KIND_LLM, sc.OI_KIND_TOOL
-_LF_AGENT, _LF_GENERATION, _LF_TOOL = sc.LANGFUSE_TYPE_AGENT, sc.LANGFUSE_TYPE_GENERATION, sc.LANGFUSE_TYPE_TOOL
+_LF_AGENT, _LF_GENERATION, _LF_TOOL = (
+    sc.LANGFUSE_TYPE_AGENT,
+    sc.LANGFUSE_TYPE_GENERATION,
+    sc.LANGFUSE_TYPE_TOOL,
+)
 _AK_AGENT, _AK_LLM, _AK_TOOL = sc.AGENTOTEL_KIND_AGENT, sc.AGENTOTEL_KIND_LLM, sc.AGENTOTEL_KIND_TOOL
 _OP_TOOL, _TL_TOOL, _HANDOFF = sc.OP_EXECUTE_TOOL, sc.TRACELOOP_KIND_TOOL, sc.OP_HANDOFF
 _TOOL_NAME_GEN_AI, _TOOL_NAME_OI = sc.GEN_AI_TOOL_NAME, sc.OI_TOOL_NAME
@@ -96,8 +105,18 @@ def classify(span: SpanRecord, conventions: Conventions = BUILTIN) -> Role:
     attrs = span.attributes
     get = attrs.get
     # the rules read this tuple alone (``_Markers`` names its fields): the memo key is all they depend on
-    key = (get(_OP), get(_OI), get(_TL), get(_LF), get(_AK), get(_TL_REQUEST_TYPE), _TOOL_NAME_GEN_AI in attrs,
-           _TOOL_NAME_OI in attrs, _HANDOFF_FROM in attrs, _HANDOFF_TO in attrs)
+    key = (
+        get(_OP),
+        get(_OI),
+        get(_TL),
+        get(_LF),
+        get(_AK),
+        get(_TL_REQUEST_TYPE),
+        _TOOL_NAME_GEN_AI in attrs,
+        _TOOL_NAME_OI in attrs,
+        _HANDOFF_FROM in attrs,
+        _HANDOFF_TO in attrs,
+    )
     try:
         return _ROLE_BY_MARKERS[key]
     except KeyError:
@@ -237,7 +256,10 @@ _RESULT_KEYS = (
     (sc.TRACELOOP_ENTITY_OUTPUT, "traceloop"),
     (sc.LANGFUSE_OBSERVATION_OUTPUT, "langfuse"),
     (sc.AGENTOTEL_OUTPUT, "agentotel"),
-    (sc.GEN_AI_COMPLETION, "langsmith"),  # ... and its output (``{"output": <ToolMessage>}``) as the completion
+    (
+        sc.GEN_AI_COMPLETION,
+        "langsmith",
+    ),  # ... and its output (``{"output": <ToolMessage>}``) as the completion
 )
 _CALL_ID_KEYS = ((sc.GEN_AI_TOOL_CALL_ID, "gen_ai"), (sc.OI_TOOL_CALL_ID, "openinference"))
 _JSON_OPENERS = ("", "{", "[", '"')  # a result starting otherwise (after no whitespace) is plain text
@@ -257,25 +279,37 @@ def _tool_name(span: SpanRecord, convention: str) -> tuple[str | None, str]:
             return value, "traceloop"
     name = span.name
     if name.startswith("execute_tool "):
-        name = name[len("execute_tool "):]
+        name = name[len("execute_tool ") :]
     elif name.endswith(".tool"):
         name = name[: -len(".tool")]
-    elif name.endswith(".__call__"):  # a span named after the method that ran the tool (DSPy: "get_weather.__call__")
+    elif name.endswith(
+        ".__call__"
+    ):  # a span named after the method that ran the tool (DSPy: "get_weather.__call__")
         name = name[: -len(".__call__")]
     return (name or None), "span_name"
 
 
-def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBING,
-                   placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS, text_failures: bool = True) -> Execution:
+def read_execution(
+    span: SpanRecord,
+    role: Role,
+    plumbing: Plumbing = NO_PLUMBING,
+    placeholders: frozenset[str] = sc.TOOL_CALL_ID_PLACEHOLDERS,
+    text_failures: bool = True,
+) -> Execution:
     """Everything a tool-execution span says about its call, from whichever conventions it carries."""
     rule = role.rule
     described = None
     if rule is not None:
         value = rule.get(span, "tool_name")
-        if rule.call_repr is not None and (described := parse_call_repr(rule.get(span, "call_repr"))) is not None:
+        if (
+            rule.call_repr is not None
+            and (described := parse_call_repr(rule.get(span, "call_repr"))) is not None
+        ):
             value = described.name
         # a span the rule calls a tool execution, without the name attribute: named after the tool, as most are
-        name, name_source = (value, rule.name) if isinstance(value, str) and value else (span.name or None, "span_name")
+        name, name_source = (
+            (value, rule.name) if isinstance(value, str) and value else (span.name or None, "span_name")
+        )
     else:
         name, name_source = _tool_name(span, role.tool or "gen_ai")
     execution = Execution(span, name or span.name)
@@ -306,7 +340,9 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
         _read_call_id(span, execution, placeholders)
         _read_schema(span, execution)
     if execution.result_name and execution.result_name != execution.name and name_source in WEAK_NAME_SOURCES:
-        execution.name = execution.result_name  # a class name (DynamicStructuredTool): the tool message names it
+        execution.name = (
+            execution.result_name
+        )  # a class name (DynamicStructuredTool): the tool message names it
         execution.sources["name"] = "result"
     if kind == "handoff":
         execution.handoff_to = plumbing.handoff_target(execution.name, as_dict(execution.raw_arguments))
@@ -317,8 +353,13 @@ def read_execution(span: SpanRecord, role: Role, plumbing: Plumbing = NO_PLUMBIN
 WEAK_NAME_SOURCES = ("traceloop", "span_name")
 
 
-def _read_declared(span: SpanRecord, execution: Execution, rule: Convention, placeholders: frozenset[str],
-                   text_failures: bool = True) -> None:
+def _read_declared(
+    span: SpanRecord,
+    execution: Execution,
+    rule: Convention,
+    placeholders: frozenset[str],
+    text_failures: bool = True,
+) -> None:
     """A span of a declared convention: each field from the attribute the rule names."""
     arguments = rule.get(span, "arguments")
     if arguments is not None:
@@ -331,15 +372,21 @@ def _read_declared(span: SpanRecord, execution: Execution, rule: Convention, pla
             execution.sources["result"] = rule.name
             _take_result(execution, result)
     failed = rule.get(span, "error")
-    if failed is True or (isinstance(failed, str) and failed.strip().lower() in ("true", "1", "yes", "error")):
+    if failed is True or (
+        isinstance(failed, str) and failed.strip().lower() in ("true", "1", "yes", "error")
+    ):
         execution.status = "error"
-        execution.error = execution.error or (text_of(execution.result) if execution.result is not None else None)
+        execution.error = execution.error or (
+            text_of(execution.result) if execution.result is not None else None
+        )
         execution.sources["status"] = rule.name
     _read_status(span, execution, text_failures)
     call_id = clean_id(rule.get(span, "call_id"), placeholders)
     if call_id:
         execution.call_id, execution.sources["call_id"] = call_id, rule.name
-    elif execution.result_call_id is not None and (from_result := clean_id(execution.result_call_id, placeholders)):
+    elif execution.result_call_id is not None and (
+        from_result := clean_id(execution.result_call_id, placeholders)
+    ):
         execution.call_id, execution.sources["call_id"] = from_result, "result"
 
 
@@ -353,7 +400,7 @@ def _handoff_target(name: str) -> str | None:
     if (found := _HANDOFF_FROM_TO.match(name)) is not None:
         return found["dst"].strip() or None
     if name.startswith(_HANDOFF_SPAN_PREFIX):
-        return name[len(_HANDOFF_SPAN_PREFIX):].strip() or None
+        return name[len(_HANDOFF_SPAN_PREFIX) :].strip() or None
     return None
 
 
@@ -370,7 +417,8 @@ def _handoff_span(span: SpanRecord, execution: Execution, name_source: str) -> b
         or sc.GEN_AI_HANDOFF_TO_AGENT in attrs
     )
     by_name = name_source == "span_name" and (
-        name.endswith(_HANDOFF_SPAN_SUFFIX) or name.startswith(_HANDOFF_SPAN_PREFIX)
+        name.endswith(_HANDOFF_SPAN_SUFFIX)
+        or name.startswith(_HANDOFF_SPAN_PREFIX)
         or _HANDOFF_FROM_TO.match(name) is not None
     )
     if not (marked or by_name):
@@ -397,8 +445,10 @@ def _argument_value(execution: Execution, value: Any, source: str) -> bool:
     return True
 
 
-_LANGSMITH_HIDDEN = {"arguments": "langsmith.metadata.LANGSMITH_HIDE_INPUTS",
-                     "result": "langsmith.metadata.LANGSMITH_HIDE_OUTPUTS"}
+_LANGSMITH_HIDDEN = {
+    "arguments": "langsmith.metadata.LANGSMITH_HIDE_INPUTS",
+    "result": "langsmith.metadata.LANGSMITH_HIDE_OUTPUTS",
+}
 
 
 def _hidden(attrs: Mapping[str, Any], field: str, source: str) -> bool:
@@ -416,11 +466,18 @@ def _read_arguments(span: SpanRecord, execution: Execution) -> None:
             if _argument_value(execution, attrs[key], source):
                 return
     params = attrs.get(sc.OI_TOOL_PARAMETERS)  # pydantic-ai's OpenInference: args; openai-agents': the schema
-    if params is not None and parameters_schema(params) is None and _argument_value(execution, params, "openinference"):
+    if (
+        params is not None
+        and parameters_schema(params) is None
+        and _argument_value(execution, params, "openinference")
+    ):
         return
     for event in span.events:
-        if (event.name == sc.EVENT_TOOL_MESSAGE and "content" in event.attributes  # Strands default
-                and _argument_value(execution, event.attributes["content"], "gen_ai.event")):
+        if (
+            event.name == sc.EVENT_TOOL_MESSAGE
+            and "content" in event.attributes  # Strands default
+            and _argument_value(execution, event.attributes["content"], "gen_ai.event")
+        ):
             return
         if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_INPUT_MESSAGES in event.attributes:
             for msg in parse_messages(event.attributes[sc.GEN_AI_INPUT_MESSAGES]):
@@ -447,7 +504,11 @@ def _read_result(span: SpanRecord, execution: Execution) -> None:
                 execution.sources["result"] = "gen_ai.event"
                 break
             if event.name == sc.EVENT_INFERENCE_DETAILS and sc.GEN_AI_OUTPUT_MESSAGES in event.attributes:
-                results = [r for m in parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES]) for r in m.tool_results]
+                results = [
+                    r
+                    for m in parse_messages(event.attributes[sc.GEN_AI_OUTPUT_MESSAGES])
+                    for r in m.tool_results
+                ]
                 if results:
                     raw = results[0].content
                     execution.sources["result"] = "gen_ai.event"
@@ -466,7 +527,9 @@ def _take_result(execution: Execution, raw: Any) -> None:
         else:
             execution.result = raw  # plain text: what unwrap_tool_result would return for it, without parsing
         return
-    if (isinstance(raw, dict) or (isinstance(raw, str) and "Command" in raw)) and _take_command(execution, raw):
+    if (isinstance(raw, dict) or (isinstance(raw, str) and "Command" in raw)) and _take_command(
+        execution, raw
+    ):
         return
     unwrapped = unwrap_tool_result(raw)
     content = unwrapped.content
@@ -495,7 +558,11 @@ def _take_command(execution: Execution, raw: Any) -> bool:
     execution.plumbing, execution.handoff_to = "handoff", command.goto
     message = command.message
     if message is not None:
-        execution.result, execution.result_call_id, execution.result_name = message.content, message.call_id, message.name
+        execution.result, execution.result_call_id, execution.result_name = (
+            message.content,
+            message.call_id,
+            message.name,
+        )
     return True
 
 
@@ -519,7 +586,9 @@ def _read_status(span: SpanRecord, execution: Execution, text_failures: bool = T
         source, error = "span_status", span.status_message or None
     elif exception is not None:
         source = "exception"
-    elif (tool_status := attrs.get(sc.GEN_AI_TOOL_STATUS)) is not None and str(tool_status).lower() == "error":
+    elif (tool_status := attrs.get(sc.GEN_AI_TOOL_STATUS)) is not None and str(
+        tool_status
+    ).lower() == "error":
         source = "gen_ai.tool.status"
     elif (level := attrs.get(sc.LANGFUSE_OBSERVATION_LEVEL)) is not None and str(level).upper() == "ERROR":
         source = "langfuse"
@@ -527,8 +596,8 @@ def _read_status(span: SpanRecord, execution: Execution, text_failures: bool = T
         error = message if isinstance(message, str) and message else None
     elif attrs.get(sc.ERROR_TYPE):  # GenAI: execute_tool sets error.type when the operation failed
         source = "error.type"
-    elif text_failures and execution.sources.get("status") is None and looks_like_error_text(
-        execution.result
+    elif (
+        text_failures and execution.sources.get("status") is None and looks_like_error_text(execution.result)
     ):  # the result is an error report ("Error: ...", MCP's "Error executing tool ..."), whatever OK the span says
         source, error = "result_text", execution.result.strip()
     if source is None:
@@ -536,7 +605,9 @@ def _read_status(span: SpanRecord, execution: Execution, text_failures: bool = T
         return
     error_type = attrs.get(sc.ERROR_TYPE)
     execution.status = "error"
-    execution.error = error or exception or (str(error_type) if error_type else None) or execution.error or "error"
+    execution.error = (
+        error or exception or (str(error_type) if error_type else None) or execution.error or "error"
+    )
     execution.sources["status"] = source
 
 
@@ -573,7 +644,11 @@ def _parameters_schema(value: Any) -> dict[str, Any] | None:
         schema = schema["function"].get("parameters")
     elif isinstance(schema.get("parameters"), dict):
         schema = schema["parameters"]
-    ok = isinstance(schema, dict) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
+    ok = (
+        isinstance(schema, dict)
+        and schema.get("type") == "object"
+        and isinstance(schema.get("properties"), dict)
+    )
     return schema if ok else None
 
 

@@ -22,8 +22,9 @@ SOURCE = "step_output"
 _MARKERS = ("ToolCallResult(", "tool_call_result")
 
 
-def results_from_steps(calls: Sequence[Call], anchor: SpanRecord, schemas: Mapping[str, Any],
-                       ctx: TraceContext) -> None:
+def results_from_steps(
+    calls: Sequence[Call], anchor: SpanRecord, schemas: Mapping[str, Any], ctx: TraceContext
+) -> None:
     """Give each request-only call in ``calls`` the result a step under ``anchor`` recorded for it, if any."""
     waiting = [c for c in calls if c.execution is None and c.result is None and c.request is not None]
     if not waiting:
@@ -34,8 +35,9 @@ def results_from_steps(calls: Sequence[Call], anchor: SpanRecord, schemas: Mappi
             if call is None:
                 continue
             waiting.remove(call)
-            call.result = ToolResultPart(found.call_id, found.result, "error" if found.error else None, found.name,
-                                         SOURCE)
+            call.result = ToolResultPart(
+                found.call_id, found.result, "error" if found.error else None, found.name, SOURCE
+            )
             if not waiting:
                 return
 
@@ -73,17 +75,23 @@ def _results(value: Any) -> Iterator[ReprResult]:
             if isinstance(done, dict):
                 origin = done["origin"] if isinstance(done.get("origin"), dict) else {}
                 name, arguments, call_id = origin.get("tool_name"), origin.get("arguments"), origin.get("id")
-                found.append(ReprResult(name if isinstance(name, str) else None,
-                                        arguments if isinstance(arguments, dict) else None,
-                                        call_id if isinstance(call_id, str) and call_id else None,
-                                        done.get("result"), done.get("error") is True))
+                found.append(
+                    ReprResult(
+                        name if isinstance(name, str) else None,
+                        arguments if isinstance(arguments, dict) else None,
+                        call_id if isinstance(call_id, str) and call_id else None,
+                        done.get("result"),
+                        done.get("error") is True,
+                    )
+                )
             else:
                 stack[:0] = list(item.values())
     yield from found
 
 
-def _answered(waiting: list[Call], found: ReprResult, step: SpanRecord,
-              schemas: Mapping[str, Any]) -> Call | None:
+def _answered(
+    waiting: list[Call], found: ReprResult, step: SpanRecord, schemas: Mapping[str, Any]
+) -> Call | None:
     """The first waiting call, asked for before the step ended, that ``found`` answers: by call id when both
     have one, else by tool name and equal arguments."""
     for call in waiting:

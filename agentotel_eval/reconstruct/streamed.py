@@ -24,11 +24,14 @@ from agentotel_eval.reconstruct.tree import span_order
 
 SOURCE = "streamed"
 _DECODER = json.JSONDecoder()
-_MAX_STARTS = 64  # braces tried as the start of the trailing objects (a long text is not parsed from every one)
+_MAX_STARTS = (
+    64  # braces tried as the start of the trailing objects (a long text is not parsed from every one)
+)
 
 
-def streamed_requests(llm_spans: Sequence[SpanRecord], ctx: TraceContext, schemas: Mapping[str, Any],
-                      run_failed: bool) -> list[Request]:
+def streamed_requests(
+    llm_spans: Sequence[SpanRecord], ctx: TraceContext, schemas: Mapping[str, Any], run_failed: bool
+) -> list[Request]:
     """The calls each of these LLM spans (one run's, any order) asked for in a streamed answer recorded as text."""
     ordered = sorted(llm_spans, key=span_order) if len(llm_spans) > 1 else list(llm_spans)
     out: list[Request] = []
@@ -104,13 +107,21 @@ def _history_names(messages: Sequence[Message]) -> dict[str, str]:
     return {call.call_id: call.name for message in messages for call in message.tool_calls if call.call_id}
 
 
-def _named(objects: list[dict[str, Any]], answers: Sequence[ToolResultPart | None], schemas: Mapping[str, Any],
-           span: SpanRecord, named: Mapping[str, str] | None = None) -> list[Request]:
+def _named(
+    objects: list[dict[str, Any]],
+    answers: Sequence[ToolResultPart | None],
+    schemas: Mapping[str, Any],
+    span: SpanRecord,
+    named: Mapping[str, str] | None = None,
+) -> list[Request]:
     out: list[Request] = []
     for index, (arguments, answer) in enumerate(zip(objects, answers, strict=True)):
         call_id = answer.call_id if answer is not None else None
-        name = (answer.name if answer is not None else None) or (named or {}).get(call_id or "") or fitting_tool(
-            arguments, schemas)
+        name = (
+            (answer.name if answer is not None else None)
+            or (named or {}).get(call_id or "")
+            or fitting_tool(arguments, schemas)
+        )
         if name:
             out.append(Request(name, arguments, call_id, index, span, SOURCE))
     return out

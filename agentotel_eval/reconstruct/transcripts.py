@@ -21,7 +21,12 @@ from agentotel_eval.reconstruct.tree import TraceTree, span_order
 
 SOURCE = "transcript"
 #: where a step records what it returned (the conventions that have a plain output value)
-_OUTPUT_KEYS = (sc.OI_OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.LANGFUSE_OBSERVATION_OUTPUT, sc.AGENTOTEL_OUTPUT)
+_OUTPUT_KEYS = (
+    sc.OI_OUTPUT_VALUE,
+    sc.TRACELOOP_ENTITY_OUTPUT,
+    sc.LANGFUSE_OBSERVATION_OUTPUT,
+    sc.AGENTOTEL_OUTPUT,
+)
 #: a recorded conversation with a tool call names one (a repr's ``ToolCall(``, a message's ``tool_calls``)
 _MARKERS = ("ToolCall(", "tool_call")
 _MAX_SPANS = 10_000  # spans looked at under one run, at most
@@ -60,8 +65,10 @@ def find_transcript(tree: TraceTree, anchor: SpanRecord, roles: Mapping[str, Any
         if span.span_id in roles or not holds_transcript(span):
             continue
         found = read_transcript(span)
-        if found.requests and (best is None or (len(found.requests), span_order(span)) > (
-                len(best.requests), span_order(best.span))):
+        if found.requests and (
+            best is None
+            or (len(found.requests), span_order(span)) > (len(best.requests), span_order(best.span))
+        ):
             best = found
     return best
 
@@ -86,7 +93,9 @@ def read_transcript(span: SpanRecord) -> Transcript:
             if index is None:
                 continue
             waiting.remove(index)
-            out.results[index] = ToolResultPart(result.call_id, result.content, result.status, result.name, SOURCE)
+            out.results[index] = ToolResultPart(
+                result.call_id, result.content, result.status, result.name, SOURCE
+            )
     return out
 
 

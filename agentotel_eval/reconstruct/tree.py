@@ -146,8 +146,10 @@ def rehome_event_logs(tree: TraceTree, is_llm: Callable[[str], bool]) -> None:
             if log.event_name.startswith("gen_ai."):
                 holding = [s for s in below if s.start_ns <= log.timestamp_ns <= s.end_ns]
                 if holding:
-                    target = min(holding, key=lambda s: (s.scope_name != log.scope_name, s.end_ns - s.start_ns,
-                                                          s.span_id))
+                    target = min(
+                        holding,
+                        key=lambda s: (s.scope_name != log.scope_name, s.end_ns - s.start_ns, s.span_id),
+                    )
             if target is None:
                 kept.append(log)
             else:

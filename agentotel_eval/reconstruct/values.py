@@ -16,7 +16,9 @@ from typing import Any, TypeGuard
 from agentotel_eval.jsontext import loads
 
 _JSON_STARTS = frozenset('{["')
-_JSON_VALUE_STARTS = frozenset('{["-0123456789tfnNI')  # objects, arrays, strings, numbers, true/false/null, NaN, Infinity
+_JSON_VALUE_STARTS = frozenset(
+    '{["-0123456789tfnNI'
+)  # objects, arrays, strings, numbers, true/false/null, NaN, Infinity
 _MAX_NESTING = 4  # JSON inside JSON inside JSON ... is unwrapped at most this deep
 #: ``json.loads`` for a stripped string (ValueError when it is not exactly one JSON value), faster
 _loads = loads
@@ -129,9 +131,13 @@ def numeric_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-_ERROR_TEXT_STARTS = frozenset("eEtTaA")  # error/exception, traceback, an error occurred (ASCII case-insensitive)
+_ERROR_TEXT_STARTS = frozenset(
+    "eEtTaA"
+)  # error/exception, traceback, an error occurred (ASCII case-insensitive)
 _ERROR_TEXT = re.compile(
-    r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b|error executing tool\b)", re.I)
+    r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b|error executing tool\b)",
+    re.I,
+)
 
 
 def short_type_name(value: Any) -> str:
@@ -152,7 +158,9 @@ def looks_like_error_text(value: Any) -> TypeGuard[str]:
 
 
 #: what instrumentations write in place of a value they were told not to record
-REDACTION_MARKERS = frozenset({"__redacted__", "<redacted>", "[redacted]", "redacted", "[hidden]", "<hidden>", "***"})
+REDACTION_MARKERS = frozenset(
+    {"__redacted__", "<redacted>", "[redacted]", "redacted", "[hidden]", "<hidden>", "***"}
+)
 _SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null", "any"})
 
 
@@ -177,12 +185,43 @@ def looks_like_schema(value: Any) -> bool:
     return True
 
 
-_SPEC_KEYS = frozenset({"type", "description", "title", "default", "enum", "items", "nullable", "format",
-                        "properties", "required", "anyOf", "minimum", "maximum", "examples"})
+_SPEC_KEYS = frozenset(
+    {
+        "type",
+        "description",
+        "title",
+        "default",
+        "enum",
+        "items",
+        "nullable",
+        "format",
+        "properties",
+        "required",
+        "anyOf",
+        "minimum",
+        "maximum",
+        "examples",
+    }
+)
 
 
-_ERROR_OBJECT_KEYS = frozenset({"error", "message", "code", "details", "name", "stack", "type", "status",
-                                "errorType", "error_type", "cause", "domain", "category"})
+_ERROR_OBJECT_KEYS = frozenset(
+    {
+        "error",
+        "message",
+        "code",
+        "details",
+        "name",
+        "stack",
+        "type",
+        "status",
+        "errorType",
+        "error_type",
+        "cause",
+        "domain",
+        "category",
+    }
+)
 _ERROR_DETAIL_KEYS = frozenset({"code", "details", "stack", "errorType", "error_type", "cause"})
 
 

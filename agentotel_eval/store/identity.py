@@ -67,8 +67,10 @@ def check_store(path: str | Path) -> None:
     if str(path) == ":memory:" or not path.exists():
         return
     if writer_holds(path):
-        raise SchemaError(f"cannot open {path} for writing: another collector has it open "
-                          f"(it holds {writer_lock_path(path)})")
+        raise SchemaError(
+            f"cannot open {path} for writing: another collector has it open "
+            f"(it holds {writer_lock_path(path)})"
+        )
     try:
         con = attach_read_only(path)
     except duckdb.Error as exc:  # held by another process, or by this one; or written by a newer DuckDB
@@ -87,25 +89,34 @@ def check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     import duckdb
 
     try:
-        kind = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+        kind = con.execute(
+            "SELECT type FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
         if kind and kind[0][0] != "duckdb":  # another storage extension took the file
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is a {kind[0][0]} database, "
-                                  "not a DuckDB one")
+            raise DatabaseRefused(
+                f"{path} is not an agentotel-eval database: it is a {kind[0][0]} database, not a DuckDB one"
+            )
         # DuckDB reads a block only when it is needed: a file cut short can attach, and be written to, as if
         # whole. Each block in use has a place of its own in the file (free ones at its end may be cut off).
         size = path.stat().st_size
-        for used, block_size in con.execute("SELECT used_blocks, block_size FROM pragma_database_size() "
-                                            "WHERE database_name = current_database()").fetchall():
+        for used, block_size in con.execute(
+            "SELECT used_blocks, block_size FROM pragma_database_size() "
+            "WHERE database_name = current_database()"
+        ).fetchall():
             least = _DUCKDB_HEADERS + int(used) * int(block_size)
             if size < least:
-                raise DatabaseRefused(f"{path} is a truncated DuckDB file: it has {size} bytes, fewer than the "
-                                      f"{least} its {used} blocks in use take; use another --db")
+                raise DatabaseRefused(
+                    f"{path} is a truncated DuckDB file: it has {size} bytes, fewer than the "
+                    f"{least} its {used} blocks in use take; use another --db"
+                )
         tables = _table_columns(con)
         marker = tables.get(SCHEMA_VERSION_TABLE)
         if marker is not None and _missing(marker, _reference_columns(0)[SCHEMA_VERSION_TABLE]):
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is another program's DuckDB "
-                                  f"database (its {SCHEMA_VERSION_TABLE} table is not agentotel-eval's); "
-                                  "use another --db")
+            raise DatabaseRefused(
+                f"{path} is not an agentotel-eval database: it is another program's DuckDB "
+                f"database (its {SCHEMA_VERSION_TABLE} table is not agentotel-eval's); "
+                "use another --db"
+            )
         have = current_version(con)
         if not have:  # no migration ever committed: only an empty schema_version table may be there
             others = [name for name in database_objects(con) if name != f"{SCHEMA_VERSION_TABLE} (table)"]
@@ -114,12 +125,16 @@ def check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> int:
             return 0
         first = con.execute(f"SELECT description FROM {SCHEMA_VERSION_TABLE} WHERE version = 1").fetchall()
         if MIGRATIONS[0].description not in {row[0] for row in first}:
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: it is another program's DuckDB "
-                                  f"database (its {SCHEMA_VERSION_TABLE} table was not written by agentotel-eval); "
-                                  "use another --db")
+            raise DatabaseRefused(
+                f"{path} is not an agentotel-eval database: it is another program's DuckDB "
+                f"database (its {SCHEMA_VERSION_TABLE} table was not written by agentotel-eval); "
+                "use another --db"
+            )
         if have > SCHEMA_VERSION:
-            raise SchemaError(f"{path} has schema version {have}, newer than this agentotel-eval supports "
-                              f"({SCHEMA_VERSION}); upgrade agentotel-eval or use another --db")
+            raise SchemaError(
+                f"{path} has schema version {have}, newer than this agentotel-eval supports "
+                f"({SCHEMA_VERSION}); upgrade agentotel-eval or use another --db"
+            )
         problems = [
             problem
             for table, columns in _reference_columns(have).items()
@@ -129,8 +144,10 @@ def check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> int:
         ]
         if problems:
             shown = "; ".join(problems[:3]) + (f"; {len(problems) - 3} more" if len(problems) > 3 else "")
-            raise DatabaseRefused(f"{path} is not an agentotel-eval database: its tables differ from those of "
-                                  f"agentotel-eval's schema version {have} ({shown}); use another --db")
+            raise DatabaseRefused(
+                f"{path} is not an agentotel-eval database: its tables differ from those of "
+                f"agentotel-eval's schema version {have} ({shown}); use another --db"
+            )
         return have
     except duckdb.Error as exc:  # the catalog read, but not the rows
         raise DatabaseRefused(_unreadable(path, exc)) from None
@@ -166,10 +183,14 @@ def _reference_columns(version: int) -> dict[str, dict[str, str]]:
         con.close()
 
 
-def _missing(have: Mapping[str, str], want: Mapping[str, str], table: str = SCHEMA_VERSION_TABLE) -> list[str]:
+def _missing(
+    have: Mapping[str, str], want: Mapping[str, str], table: str = SCHEMA_VERSION_TABLE
+) -> list[str]:
     """How the columns ``have`` fall short of ``want`` (more columns are fine: a user may add some)."""
     return [
-        f"{table}.{name} is missing" if name not in have else f"{table}.{name} is {have[name]}, not {data_type}"
+        f"{table}.{name} is missing"
+        if name not in have
+        else f"{table}.{name} is {have[name]}, not {data_type}"
         for name, data_type in want.items()
         if have.get(name) != data_type
     ]
@@ -195,12 +216,16 @@ def _unreadable(path: Path, exc: Exception) -> str:
         size = path.stat().st_size
         if size >= _DUCKDB_HEADERS and "could not read enough bytes" in str(exc).lower():
             # DuckDB 1.x reads blocks past a cut-off end at ATTACH already; 2.x attaches and check_ours finds it
-            return (f"{path} is a truncated DuckDB file: it has {size} bytes and DuckDB {duckdb.__version__} read "
-                    f"past its end ({one_line(exc)}); use another --db")
+            return (
+                f"{path} is a truncated DuckDB file: it has {size} bytes and DuckDB {duckdb.__version__} read "
+                f"past its end ({one_line(exc)}); use another --db"
+            )
         if "newer version of DuckDB" in str(exc):
             return f"{path} cannot be opened: {why_unopenable(exc)}"
-        return (f"{path} is a DuckDB file that DuckDB {duckdb.__version__} cannot read (damaged, truncated, or "
-                f"written by another DuckDB version): {one_line(exc)}")
+        return (
+            f"{path} is a DuckDB file that DuckDB {duckdb.__version__} cannot read (damaged, truncated, or "
+            f"written by another DuckDB version): {one_line(exc)}"
+        )
     return f"{path} is not an agentotel-eval database: {_not_duckdb(head)}"
 
 
@@ -210,7 +235,9 @@ def _not_duckdb(head: bytes) -> str:
     if head.startswith(b"SQLite format 3\x00"):
         return "it is a SQLite database, not a DuckDB one"
     if all(byte >= 0x20 or byte in b"\t\n\r" for byte in head):  # UTF-8 text has no other control bytes
-        first = next((line for line in head.splitlines() if line.strip()), b"").decode("utf-8", "replace")[:40]
+        first = next((line for line in head.splitlines() if line.strip()), b"").decode("utf-8", "replace")[
+            :40
+        ]
         return f"it is a text file (it begins {first!r}), not a DuckDB database"
     return "it is not a DuckDB file (it has no DuckDB header)"
 
@@ -236,6 +263,8 @@ def why_unopenable(exc: Exception) -> str:
     said = one_line(exc)
     if "newer version of DuckDB" not in said:
         return said
-    return (f"it was written by a newer DuckDB than this one ({duckdb.__version__}; the default install runs 2.x, the "
-            "[lake] extra 1.5.5): copy it once with the newer DuckDB into a file written with STORAGE_VERSION "
-            f"'v1.5.0' and point db at that (docs/scale-out.md, Versions), or use a new file. DuckDB: {said}")
+    return (
+        f"it was written by a newer DuckDB than this one ({duckdb.__version__}; the default install runs 2.x, the "
+        "[lake] extra 1.5.5): copy it once with the newer DuckDB into a file written with STORAGE_VERSION "
+        f"'v1.5.0' and point db at that (docs/scale-out.md, Versions), or use a new file. DuckDB: {said}"
+    )

@@ -91,7 +91,7 @@ class LakeSettings:
     @property
     def sqlite_file(self) -> str | None:
         """The catalog's SQLite file, for a one-machine lake; None for PostgreSQL."""
-        return self.catalog[len(_SQLITE):] if self.catalog.startswith(_SQLITE) else None
+        return self.catalog[len(_SQLITE) :] if self.catalog.startswith(_SQLITE) else None
 
     def scrub(self, text: str) -> str:
         """``text`` (an error, a log line) with this lake's secrets hidden: the catalog's password, its connection
@@ -141,30 +141,44 @@ def catalog_target(catalog: str, timeout: float = 30.0) -> str:
     if catalog.startswith(("postgres://", "postgresql://")):
         parts = urlsplit(catalog)
         if not parts.path.strip("/"):
-            raise LakeError(f"lake catalog {_shown(catalog)}: name the database (postgres://user@host:port/dbname)")
-        fields = {"dbname": unquote(parts.path.strip("/")), "host": parts.hostname or "",
-                  "port": str(parts.port or ""), "user": unquote(parts.username or ""),
-                  "password": unquote(parts.password or ""), "connect_timeout": str(max(1, round(timeout))),
-                  "keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3",
-                  "tcp_user_timeout": str(round(timeout * 1000))}
+            raise LakeError(
+                f"lake catalog {_shown(catalog)}: name the database (postgres://user@host:port/dbname)"
+            )
+        fields = {
+            "dbname": unquote(parts.path.strip("/")),
+            "host": parts.hostname or "",
+            "port": str(parts.port or ""),
+            "user": unquote(parts.username or ""),
+            "password": unquote(parts.password or ""),
+            "connect_timeout": str(max(1, round(timeout))),
+            "keepalives": "1",
+            "keepalives_idle": "10",
+            "keepalives_interval": "5",
+            "keepalives_count": "3",
+            "tcp_user_timeout": str(round(timeout * 1000)),
+        }
         conninfo = " ".join(f"{k}={_quoted(v)}" for k, v in fields.items() if v)
         return f"ducklake:postgres:{conninfo}"
     if catalog.startswith(_SQLITE):
-        if not catalog[len(_SQLITE):].strip():
+        if not catalog[len(_SQLITE) :].strip():
             raise LakeError("lake catalog sqlite: name the file (sqlite:/path/catalog.sqlite)")
         return f"ducklake:{catalog}"
     if "://" in catalog:
         raise LakeError(f"lake catalog {_shown(catalog)}: a postgres:// URL, or sqlite:/path for one machine")
-    raise LakeError(f"lake catalog {catalog!r}: a DuckDB catalog file can be open in one process only, and a node's "
-                    "flusher and reconciler and every reader (query --lake, lake ui) need it at once; for one "
-                    f"machine use a SQLite catalog (catalog = \"sqlite:{catalog}\"), for several a postgres:// URL")
+    raise LakeError(
+        f"lake catalog {catalog!r}: a DuckDB catalog file can be open in one process only, and a node's "
+        "flusher and reconciler and every reader (query --lake, lake ui) need it at once; for one "
+        f'machine use a SQLite catalog (catalog = "sqlite:{catalog}"), for several a postgres:// URL'
+    )
 
 
 def check_node_name(node: str) -> None:
     """A node's name in the lake's rows; ``LakeError`` for one that would read as a whole-lake builder's."""
     if LAKE_BUILDER in node:
-        raise LakeError(f"lake node name {node!r}: {LAKE_BUILDER!r} is kept for the builders that read every "
-                        "node's spans (reconciler@<node>, rescore@...)")
+        raise LakeError(
+            f"lake node name {node!r}: {LAKE_BUILDER!r} is kept for the builders that read every "
+            "node's spans (reconciler@<node>, rescore@...)"
+        )
 
 
 def extension_files(settings: LakeSettings | None = None) -> list[Path]:
@@ -179,14 +193,18 @@ def extension_files(settings: LakeSettings | None = None) -> list[Path]:
         package = "duckdb_extension_" + name
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
-            raise LakeError(f"the lake needs DuckDB 1.5.5 and its extension packages ({package.replace('_', '-')} "
-                            f"is missing; DuckDB {version} is installed): pip install 'agentotel-eval[lake]'")
+            raise LakeError(
+                f"the lake needs DuckDB 1.5.5 and its extension packages ({package.replace('_', '-')} "
+                f"is missing; DuckDB {version} is installed): pip install 'agentotel-eval[lake]'"
+            )
         base = Path(next(iter(spec.submodule_search_locations)))
         path = base / "extensions" / f"v{version}" / f"{name}.duckdb_extension"
         if not path.is_file():
             built = sorted(p.parent.name for p in base.glob("extensions/*/*.duckdb_extension"))
-            raise LakeError(f"{package.replace('_', '-')} is built for DuckDB {', '.join(built) or '?'}, not "
-                            f"v{version}: pip install 'agentotel-eval[lake]' (it pins both)")
+            raise LakeError(
+                f"{package.replace('_', '-')} is built for DuckDB {', '.join(built) or '?'}, not "
+                f"v{version}: pip install 'agentotel-eval[lake]' (it pins both)"
+            )
         found.append(path)
     return found
 
@@ -196,8 +214,9 @@ def instance() -> duckdb.DuckDBPyConnection:
     never installed or loaded by DuckDB on its own."""
     import duckdb
 
-    return duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                              "autoload_known_extensions": False})
+    return duckdb.connect(
+        ":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
 
 
 def attach(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, read_only: bool = False) -> None:
@@ -216,19 +235,30 @@ def attach(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, read_only:
         con.execute(f"SET GLOBAL pg_pool_wait_timeout_millis = {round(settings.timeout * 1000)}")
         if settings.on_s3:
             s3 = settings.s3
-            options = {"TYPE": "s3", "KEY_ID": s3.key_id, "SECRET": s3.secret, "REGION": s3.region,
-                       "URL_STYLE": s3.url_style, "SCOPE": settings.data_path}
+            options = {
+                "TYPE": "s3",
+                "KEY_ID": s3.key_id,
+                "SECRET": s3.secret,
+                "REGION": s3.region,
+                "URL_STYLE": s3.url_style,
+                "SCOPE": settings.data_path,
+            }
             if s3.endpoint:
                 options["ENDPOINT"] = s3.endpoint
             listed = ", ".join(f"{k} '{_sql_text(v)}'" for k, v in options.items())
-            con.execute(f"CREATE OR REPLACE TEMPORARY SECRET agentotel_lake ({listed}, "
-                        f"USE_SSL {'true' if s3.use_ssl else 'false'})")
+            con.execute(
+                f"CREATE OR REPLACE TEMPORARY SECRET agentotel_lake ({listed}, "
+                f"USE_SSL {'true' if s3.use_ssl else 'false'})"
+            )
         clause = ["READ_ONLY"] if read_only else [f"DATA_PATH '{_sql_text(settings.data_path)}'"]
         target = catalog_target(settings.catalog, settings.timeout)
         con.execute(f"ATTACH '{_sql_text(target)}' AS {LAKE} ({', '.join(clause)})")
     except duckdb.Error as exc:
-        raise LakeError(settings.scrub(f"cannot attach the lake ({_shown(settings.catalog)}, data {settings.data}): "
-                                       f"{explain(exc)}")) from None
+        raise LakeError(
+            settings.scrub(
+                f"cannot attach the lake ({_shown(settings.catalog)}, data {settings.data}): {explain(exc)}"
+            )
+        ) from None
 
 
 def _write_ahead(path: str) -> None:
@@ -259,27 +289,36 @@ def sync_tables(con: duckdb.DuckDBPyConnection, schema: Mapping[str, Sequence[tu
         for name, kind in local:
             if name not in known:
                 con.execute(f"ALTER TABLE {LAKE}.{table} ADD COLUMN {name} {kind}")
-    con.execute(f"CREATE TABLE IF NOT EXISTS {LAKE}.{MARKS} (node VARCHAR, table_name VARCHAR, "
-                "watermark TIMESTAMPTZ, flushed_at TIMESTAMPTZ)")
-    con.execute(f"CREATE TABLE IF NOT EXISTS {LAKE}.{PARTS} (trace_id VARCHAR, node VARCHAR, flushed_at TIMESTAMPTZ, "
-                "spans INTEGER, rooted BOOLEAN)")
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {LAKE}.{MARKS} (node VARCHAR, table_name VARCHAR, "
+        "watermark TIMESTAMPTZ, flushed_at TIMESTAMPTZ)"
+    )
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {LAKE}.{PARTS} (trace_id VARCHAR, node VARCHAR, flushed_at TIMESTAMPTZ, "
+        "spans INTEGER, rooted BOOLEAN)"
+    )
     for table in TABLES:
         select = latest_select(table, LAKE)
-        if not _view_is(con, f"latest_{table}", select):  # every node starts here: change the catalog only once
+        if not _view_is(
+            con, f"latest_{table}", select
+        ):  # every node starts here: change the catalog only once
             con.execute(f"CREATE OR REPLACE VIEW {LAKE}.latest_{table} AS {select}")
 
 
 def _view_is(con: duckdb.DuckDBPyConnection, name: str, select: str) -> bool:
     """Whether the lake's view ``name`` is ``select`` already, compared as DuckDB writes views back (it re-renders
     their SQL): through a temporary view of the same SELECT."""
-    found = con.execute("SELECT sql FROM duckdb_views() WHERE database_name = ? AND schema_name = 'main' AND "
-                        "view_name = ?", [LAKE, name]).fetchall()
+    found = con.execute(
+        "SELECT sql FROM duckdb_views() WHERE database_name = ? AND schema_name = 'main' AND view_name = ?",
+        [LAKE, name],
+    ).fetchall()
     if not found:
         return False
     con.execute(f"CREATE OR REPLACE TEMPORARY VIEW _agentotel_probe AS {select}")
     try:
-        (want,) = con.execute("SELECT sql FROM duckdb_views() WHERE temporary AND view_name = '_agentotel_probe'"
-                              ).fetchone() or ("",)
+        (want,) = con.execute(
+            "SELECT sql FROM duckdb_views() WHERE temporary AND view_name = '_agentotel_probe'"
+        ).fetchone() or ("",)
     finally:
         con.execute("DROP VIEW _agentotel_probe")
     return str(found[0][0]).partition(" AS ")[2] == str(want).partition(" AS ")[2]
@@ -290,8 +329,13 @@ def _view_is(con: duckdb.DuckDBPyConnection, name: str, select: str) -> bool:
 _CONFLICTS = ("conflict", "duplicate key", "already exists")
 
 
-def open_writer(settings: LakeSettings, schema: Mapping[str, Sequence[tuple[str, str]]] | None = None, *,
-                attempts: int = 8, pause: float = 0.25) -> duckdb.DuckDBPyConnection:
+def open_writer(
+    settings: LakeSettings,
+    schema: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    *,
+    attempts: int = 8,
+    pause: float = 0.25,
+) -> duckdb.DuckDBPyConnection:
     """A writable instance with the lake attached (created when new), and with ``schema`` its tables and views
     synced (``sync``). Several nodes starting at once race to create the catalog: the losers' transactions
     conflict, and are tried again after a random pause that grows with each try. ``LakeError`` when it cannot be
@@ -318,8 +362,14 @@ def open_writer(settings: LakeSettings, schema: Mapping[str, Sequence[tuple[str,
     return con
 
 
-def sync(con: duckdb.DuckDBPyConnection, settings: LakeSettings, schema: Mapping[str, Sequence[tuple[str, str]]], *,
-         attempts: int = 8, pause: float = 0.25) -> None:
+def sync(
+    con: duckdb.DuckDBPyConnection,
+    settings: LakeSettings,
+    schema: Mapping[str, Sequence[tuple[str, str]]],
+    *,
+    attempts: int = 8,
+    pause: float = 0.25,
+) -> None:
     """``sync_tables``, tried again when another node changed the catalog first (nodes starting together)."""
     import duckdb
 
@@ -340,8 +390,13 @@ def _again(settings: LakeSettings, exc: BaseException, attempt: int, attempts: i
     import time
 
     if attempt == attempts or not any(word in str(exc).lower() for word in _CONFLICTS):
-        raise LakeError(str(exc) if isinstance(exc, LakeError) else settings.scrub(
-            f"cannot set up the lake ({_shown(settings.catalog)}, data {settings.data}): {explain(exc)}")) from None
+        raise LakeError(
+            str(exc)
+            if isinstance(exc, LakeError)
+            else settings.scrub(
+                f"cannot set up the lake ({_shown(settings.catalog)}, data {settings.data}): {explain(exc)}"
+            )
+        ) from None
     time.sleep(random.uniform(pause, 2 * pause) * attempt)
 
 
@@ -349,8 +404,10 @@ def node_schema(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str
     """A node's tables' columns (table -> (name, type)), as ``sync_tables`` takes them, read from ``con`` (a node's
     database, whose catalog is its current one)."""
     # DESCRIBE: duckdb_columns() would need the catalog's name, which a sealed reader's cursor lacks
-    return {table: [(str(row[0]), str(row[1])) for row in con.execute(f"DESCRIBE {table}").fetchall()]
-            for table in TABLES}
+    return {
+        table: [(str(row[0]), str(row[1])) for row in con.execute(f"DESCRIBE {table}").fetchall()]
+        for table in TABLES
+    }
 
 
 def latest_select(table: str, catalog: str) -> str:
@@ -366,38 +423,52 @@ def latest_select(table: str, catalog: str) -> str:
     key, order = KEYS[table]
     partition = ", ".join(key)
     if table in ("spans", "logs"):
-        return (f"SELECT * EXCLUDE (node, flushed_at) FROM {catalog}.{table} QUALIFY row_number() OVER "
-                f"(PARTITION BY {partition} ORDER BY {order} DESC NULLS LAST, flushed_at DESC, node) = 1")
+        return (
+            f"SELECT * EXCLUDE (node, flushed_at) FROM {catalog}.{table} QUALIFY row_number() OVER "
+            f"(PARTITION BY {partition} ORDER BY {order} DESC NULLS LAST, flushed_at DESC, node) = 1"
+        )
     built = f"({shown_builds(catalog)}) b ON t.trace_id = b.trace_id"
     if table == "agent_runs":
-        return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.agent_runs t JOIN {built} "
-                "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.span_id "
-                "ORDER BY t.flushed_at DESC, t.node) = 1")
+        return (
+            f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.agent_runs t JOIN {built} "
+            "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.span_id "
+            "ORDER BY t.flushed_at DESC, t.node) = 1"
+        )
     if table == "tool_calls":
-        return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.tool_calls t JOIN {built} "
-                "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.run_span_id, "
-                "t.seq ORDER BY t.flushed_at DESC, t.node) = 1")
+        return (
+            f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.tool_calls t JOIN {built} "
+            "AND t.updated_at = b.built QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.run_span_id, "
+            "t.seq ORDER BY t.flushed_at DESC, t.node) = 1"
+        )
     # evaluations: ours belong to a run of the shown build and were written with it (in its transaction, so
     # with its commit stamp) or after it; a judge's verdict stays with its run span through rebuilds, as a node
     # keeps it through a re-score
-    runs = (f"(SELECT r.trace_id, r.span_id, r.committed_at FROM {catalog}.agent_runs r JOIN "
-            f"({shown_builds(catalog)}) b ON r.trace_id = b.trace_id AND r.updated_at = b.built) r "
-            "ON t.trace_id = r.trace_id AND t.run_span_id = r.span_id")
-    return (f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.evaluations t LEFT JOIN {runs} "
-            f"WHERE t.source IS DISTINCT FROM '{OWN_SOURCE}' OR (r.span_id IS NOT NULL AND "
-            f"(t.committed_at >= r.committed_at OR t.metric = '{TOOL_ERRORS.name}')) QUALIFY row_number() OVER "
-            "(PARTITION BY t.trace_id, t.run_span_id, t.metric ORDER BY t.committed_at DESC NULLS LAST, "
-            "t.updated_at DESC NULLS LAST, t.flushed_at DESC, t.node) = 1")
+    runs = (
+        f"(SELECT r.trace_id, r.span_id, r.committed_at FROM {catalog}.agent_runs r JOIN "
+        f"({shown_builds(catalog)}) b ON r.trace_id = b.trace_id AND r.updated_at = b.built) r "
+        "ON t.trace_id = r.trace_id AND t.run_span_id = r.span_id"
+    )
+    return (
+        f"SELECT t.* EXCLUDE (node, flushed_at) FROM {catalog}.evaluations t LEFT JOIN {runs} "
+        f"WHERE t.source IS DISTINCT FROM '{OWN_SOURCE}' OR (r.span_id IS NOT NULL AND "
+        f"(t.committed_at >= r.committed_at OR t.metric = '{TOOL_ERRORS.name}')) QUALIFY row_number() OVER "
+        "(PARTITION BY t.trace_id, t.run_span_id, t.metric ORDER BY t.committed_at DESC NULLS LAST, "
+        "t.updated_at DESC NULLS LAST, t.flushed_at DESC, t.node) = 1"
+    )
 
 
 def shown_builds(catalog: str) -> str:
     """Each trace's shown build, as (trace_id, built: its ``updated_at``): the newest that had the trace's root
     span, else the newest (``latest_select``)."""
-    return (f"SELECT trace_id, coalesce(max(updated_at) FILTER (WHERE trace_root IS DISTINCT FROM FALSE), "
-            f"max(updated_at)) AS built FROM {catalog}.agent_runs GROUP BY trace_id")
+    return (
+        f"SELECT trace_id, coalesce(max(updated_at) FILTER (WHERE trace_root IS DISTINCT FROM FALSE), "
+        f"max(updated_at)) AS built FROM {catalog}.agent_runs GROUP BY trace_id"
+    )
 
 
-def append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, constants: Mapping[str, object]) -> int:
+def append(
+    con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, constants: Mapping[str, object]
+) -> int:
     """Append ``rows`` (Arrow, a node's columns) to the lake's ``table`` with ``constants`` set on every row (the
     node, the flush time, ...), inside the caller's transaction; returns the rows appended."""
     from agentotel_eval.store.rows import to_microseconds
@@ -408,16 +479,22 @@ def append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, constants
     try:
         names = ", ".join(rows.column_names)
         extra = ", ".join(constants)
-        con.execute(f"INSERT INTO {LAKE}.{table} ({names}, {extra}) SELECT {names}, "
-                    f"{', '.join('?' for _ in constants)} FROM _lake_rows", list(constants.values()))
+        con.execute(
+            f"INSERT INTO {LAKE}.{table} ({names}, {extra}) SELECT {names}, "
+            f"{', '.join('?' for _ in constants)} FROM _lake_rows",
+            list(constants.values()),
+        )
     finally:
         con.unregister("_lake_rows")
     return rows.num_rows
 
 
 def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[tuple[str, str]]:
-    rows = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND "
-                       "schema_name = 'main' AND table_name = ? ORDER BY column_index", [catalog, table]).fetchall()
+    rows = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? AND "
+        "schema_name = 'main' AND table_name = ? ORDER BY column_index",
+        [catalog, table],
+    ).fetchall()
     return [(str(name), str(kind)) for name, kind in rows]
 
 
@@ -430,7 +507,9 @@ def append_parts(con: duckdb.DuckDBPyConnection, spans: pa.Table, node: str, flu
     try:
         (n,) = con.execute(
             f"INSERT INTO {LAKE}.{PARTS} SELECT trace_id, ?, ?, count(*), bool_or(coalesce(parent_span_id, '') = '') "
-            "FROM _lake_parts GROUP BY trace_id", [node, flushed_at]).fetchone() or (0,)
+            "FROM _lake_parts GROUP BY trace_id",
+            [node, flushed_at],
+        ).fetchone() or (0,)
     finally:
         con.unregister("_lake_parts")
     return int(n)
@@ -470,7 +549,9 @@ def scrub(text: str, secrets: Sequence[str] = ()) -> str:
 
 
 #: what PostgreSQL says when the catalog's role lacks a privilege on one of its tables
-_DENIED = re.compile(r"permission denied for (?:table|relation|schema|sequence|database) \"?([\w.]+)", re.IGNORECASE)
+_DENIED = re.compile(
+    r"permission denied for (?:table|relation|schema|sequence|database) \"?([\w.]+)", re.IGNORECASE
+)
 
 
 def explain(exc: BaseException) -> str:
@@ -480,9 +561,11 @@ def explain(exc: BaseException) -> str:
     denied = _DENIED.search(text)
     if denied is None:
         return text
-    return (f"the catalog's role lacks a privilege on {denied.group(1)} (PostgreSQL: {denied.group(0)}): a lake "
-            "reader needs SELECT on the catalog's tables, a node and rescore --lake also INSERT, UPDATE and DELETE "
-            f"(docs/scale-out.md, the roles). {text}")
+    return (
+        f"the catalog's role lacks a privilege on {denied.group(1)} (PostgreSQL: {denied.group(0)}): a lake "
+        "reader needs SELECT on the catalog's tables, a node and rescore --lake also INSERT, UPDATE and DELETE "
+        f"(docs/scale-out.md, the roles). {text}"
+    )
 
 
 def missing_privileges(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, write: bool) -> list[str]:
@@ -497,11 +580,14 @@ def missing_privileges(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *
         f"SELECT * FROM postgres_query('__ducklake_metadata_{LAKE}', 'SELECT c.relname::text, p.privilege::text FROM "
         "pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN unnest(ARRAY["
         f"{listed}]) AS p(privilege) WHERE c.relkind = ''r'' AND c.relname LIKE ''ducklake%'' AND n.nspname = "
-        "current_schema() AND NOT has_table_privilege(c.oid, p.privilege) ORDER BY 2, 1')").fetchall()
+        "current_schema() AND NOT has_table_privilege(c.oid, p.privilege) ORDER BY 2, 1')"
+    ).fetchall()
     return [f"{privilege} on {table}" for table, privilege in rows]
 
 
-def check_privileges(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, write: bool, who: str) -> None:
+def check_privileges(
+    con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, write: bool, who: str
+) -> None:
     """``LakeError`` naming every privilege the catalog's role lacks for ``who`` (what needs them)."""
     missing = missing_privileges(con, settings, write=write)
     if missing:
@@ -509,14 +595,17 @@ def check_privileges(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, 
         privileges = sorted({m.split(" on ", 1)[0] for m in missing})
         tables = sorted({m.split(" on ", 1)[1] for m in missing})
         shown = ", ".join(tables[:4]) + (f" and {len(tables) - 4} more" if len(tables) > 4 else "")
-        raise LakeError(f"the catalog's PostgreSQL role {user!r} lacks {', '.join(privileges)} on the catalog's "
-                        f"tables ({shown}): {who} writes to the lake; grant SELECT, INSERT, UPDATE, DELETE on them, "
-                        "or run it with the nodes' role (docs/scale-out.md, the roles)")
+        raise LakeError(
+            f"the catalog's PostgreSQL role {user!r} lacks {', '.join(privileges)} on the catalog's "
+            f"tables ({shown}): {who} writes to the lake; grant SELECT, INSERT, UPDATE, DELETE on them, "
+            "or run it with the nodes' role (docs/scale-out.md, the roles)"
+        )
 
 
 #: functions that reach the catalog's PostgreSQL server itself (its files, as a superuser), or run SQL given as text
-_SERVER_FUNCTIONS = re.compile(r"\b(postgres_(query|execute|scan|scan_pushdown|attach)|query|query_table)\s*\(",
-                               re.IGNORECASE)
+_SERVER_FUNCTIONS = re.compile(
+    r"\b(postgres_(query|execute|scan|scan_pushdown|attach)|query|query_table)\s*\(", re.IGNORECASE
+)
 #: the table functions reader SQL may call: none of them lists the instance's databases, settings or secrets
 _READER_TABLE_FUNCTIONS = frozenset({"unnest", "range", "generate_series", "json_each", "json_tree"})
 #: scalar functions reader SQL may not call: they read the instance's settings and secrets
@@ -533,8 +622,15 @@ def reader_relations() -> frozenset[str]:
 
     lake_names = {*TABLES, *(f"latest_{t}" for t in TABLES), MARKS, PARTS}
     own = {*TABLES, *(name for name, _ in VIEWS)}
-    return frozenset({*own, *(f"main.{n}" for n in own), *(f"memory.main.{n}" for n in own),
-                      *(f"{LAKE}.{n}" for n in lake_names), *(f"{LAKE}.main.{n}" for n in lake_names)})
+    return frozenset(
+        {
+            *own,
+            *(f"main.{n}" for n in own),
+            *(f"memory.main.{n}" for n in own),
+            *(f"{LAKE}.{n}" for n in lake_names),
+            *(f"{LAKE}.main.{n}" for n in lake_names),
+        }
+    )
 
 
 def check_reader_sql(sql: str) -> None:
@@ -547,37 +643,53 @@ def check_reader_sql(sql: str) -> None:
 
     found = _SERVER_FUNCTIONS.search(sql)
     if found is not None:
-        raise LakeError(f"{found.group(1)}() is not available over the lake: it would reach the catalog's server")
+        raise LakeError(
+            f"{found.group(1)}() is not available over the lake: it would reach the catalog's server"
+        )
     global _parser
     with _parser_lock:
         if _parser is None:
             _parser = instance()
         cur = _parser.cursor()
     try:
-        (tree,) = cur.execute("SELECT json_serialize_sql(?)", [_EXPLAIN.sub("", sql, count=1)]).fetchone() or ("",)
+        (tree,) = cur.execute(
+            "SELECT json_serialize_sql(?)", [_EXPLAIN.sub("", sql, count=1)]
+        ).fetchone() or ("",)
     finally:
         cur.close()
     parsed = json.loads(tree)
     if parsed.get("error"):  # not a SELECT: the query layer refuses (or reports) it with its own words
         return
     ctes: set[str] = set()
-    _walk(parsed, lambda node: ctes.update(str(e.get("key", "")).lower() for e in
-                                           (node.get("cte_map") or {}).get("map", []) if isinstance(e, dict)))
+    _walk(
+        parsed,
+        lambda node: ctes.update(
+            str(e.get("key", "")).lower()
+            for e in (node.get("cte_map") or {}).get("map", [])
+            if isinstance(e, dict)
+        ),
+    )
     allowed = reader_relations()
 
     def check(node: dict[str, Any]) -> None:
         kind = node.get("type")
         if kind == "BASE_TABLE" or (kind == "SHOW_REF" and node.get("query") is None):
-            name = ".".join(str(node.get(k) or "").strip('"').lower() for k in ("catalog_name", "schema_name",
-                                                                                "table_name") if node.get(k))
+            name = ".".join(
+                str(node.get(k) or "").strip('"').lower()
+                for k in ("catalog_name", "schema_name", "table_name")
+                if node.get(k)
+            )
             if name not in allowed and not (name in ctes and "." not in name):
-                raise LakeError(f"{name or 'that'} is not available over the lake: only the lake's tables and views "
-                                f"({', '.join(TABLES)}, their views, lake.*) can be read")
+                raise LakeError(
+                    f"{name or 'that'} is not available over the lake: only the lake's tables and views "
+                    f"({', '.join(TABLES)}, their views, lake.*) can be read"
+                )
         elif kind == "TABLE_FUNCTION":
             name = str((node.get("function") or {}).get("function_name", "")).lower()
             if name not in _READER_TABLE_FUNCTIONS:
-                raise LakeError(f"{name}() is not available over the lake: only the lake's tables and views can be "
-                                "read")
+                raise LakeError(
+                    f"{name}() is not available over the lake: only the lake's tables and views can be read"
+                )
         elif node.get("class") == "FUNCTION":
             name = str(node.get("function_name", "")).lower()
             if name in _READER_DENIED_FUNCTIONS or name.startswith(("duckdb_", "pg_", "postgres_")):
@@ -621,8 +733,11 @@ def open_reader(settings: LakeSettings) -> duckdb.DuckDBPyConnection:
         seal(con)
     except duckdb.Error as exc:
         con.close()
-        raise LakeError(settings.scrub(f"cannot read the lake ({_shown(settings.catalog)}, data {settings.data}): "
-                                       f"{explain(exc)}")) from None
+        raise LakeError(
+            settings.scrub(
+                f"cannot read the lake ({_shown(settings.catalog)}, data {settings.data}): {explain(exc)}"
+            )
+        ) from None
     except BaseException:
         con.close()
         raise
@@ -630,26 +745,37 @@ def open_reader(settings: LakeSettings) -> duckdb.DuckDBPyConnection:
 
 
 #: the time column retention reads in each table
-_TIME_COLUMNS = {"spans": "start_time", "logs": "time", "agent_runs": "start_time", "tool_calls": "start_time",
-                 "evaluations": "created_at"}
+_TIME_COLUMNS = {
+    "spans": "start_time",
+    "logs": "time",
+    "agent_runs": "start_time",
+    "tool_calls": "start_time",
+    "evaluations": "created_at",
+}
 
 
-def maintain(con: duckdb.DuckDBPyConnection, retention_seconds: float | None,
-             keep_snapshots_seconds: float = 86_400.0) -> dict[str, int]:
+def maintain(
+    con: duckdb.DuckDBPyConnection, retention_seconds: float | None, keep_snapshots_seconds: float = 86_400.0
+) -> dict[str, int]:
     """The lake's one maintenance job (run by one scheduler, not by every node): delete rows older than the
     retention, merge the small files many flushes leave, expire old snapshots and delete the files no snapshot
     needs. Returns the rows deleted per table."""
     deleted: dict[str, int] = {}
     if retention_seconds:
         for table, column in _TIME_COLUMNS.items():
-            (n,) = con.execute(f"DELETE FROM {LAKE}.{table} WHERE {column} < now() - to_seconds(?)",
-                               [retention_seconds]).fetchone() or (0,)  # DELETE answers its count
+            (n,) = con.execute(
+                f"DELETE FROM {LAKE}.{table} WHERE {column} < now() - to_seconds(?)", [retention_seconds]
+            ).fetchone() or (0,)  # DELETE answers its count
             deleted[table] = int(n)
-        con.execute(f"DELETE FROM {LAKE}.{MARKS} WHERE flushed_at < now() - to_seconds(?) AND (node, table_name, "
-                    f"flushed_at) NOT IN (SELECT node, table_name, max(flushed_at) FROM {LAKE}.{MARKS} GROUP BY ALL)",
-                    [retention_seconds])
+        con.execute(
+            f"DELETE FROM {LAKE}.{MARKS} WHERE flushed_at < now() - to_seconds(?) AND (node, table_name, "
+            f"flushed_at) NOT IN (SELECT node, table_name, max(flushed_at) FROM {LAKE}.{MARKS} GROUP BY ALL)",
+            [retention_seconds],
+        )
     con.execute(f"CALL ducklake_merge_adjacent_files('{LAKE}')")
-    con.execute(f"CALL ducklake_expire_snapshots('{LAKE}', older_than => now() - to_seconds(?))",
-                [keep_snapshots_seconds])
+    con.execute(
+        f"CALL ducklake_expire_snapshots('{LAKE}', older_than => now() - to_seconds(?))",
+        [keep_snapshots_seconds],
+    )
     con.execute(f"CALL ducklake_cleanup_old_files('{LAKE}', cleanup_all => true)")
     return deleted

@@ -25,8 +25,11 @@ DEFAULT_ROW_GROUP_SIZE = 122_880
 
 
 def open_store(
-    path: str | Path, *, settings: Mapping[str, DuckDBSetting] | None = None,
-    row_group_size: int = DEFAULT_ROW_GROUP_SIZE, check: bool = True,
+    path: str | Path,
+    *,
+    settings: Mapping[str, DuckDBSetting] | None = None,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    check: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
 
@@ -60,8 +63,9 @@ def open_store(
     return con
 
 
-def _attach_for_writing(path: Path, settings: Mapping[str, DuckDBSetting] | None,
-                        row_group_size: int) -> duckdb.DuckDBPyConnection:
+def _attach_for_writing(
+    path: Path, settings: Mapping[str, DuckDBSetting] | None, row_group_size: int
+) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = instance_for(path, settings)
@@ -87,18 +91,24 @@ def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no database at {path}: point at a collector's with --db PATH, --url URL or "
-                                f"$AGENTOTEL_DB, or start one with: agentotel-eval serve --db {path}")
+        raise FileNotFoundError(
+            f"no database at {path}: point at a collector's with --db PATH, --url URL or "
+            f"$AGENTOTEL_DB, or start one with: agentotel-eval serve --db {path}"
+        )
     if writer_holds(path):  # even in the moment of a reopen, when DuckDB's own lock is not held
         import duckdb
 
-        raise duckdb.IOException(f'Could not set lock on file "{path}": a collector holds it for writing '
-                                 f"({writer_lock_path(path)} is locked)")
+        raise duckdb.IOException(
+            f'Could not set lock on file "{path}": a collector holds it for writing '
+            f"({writer_lock_path(path)} is locked)"
+        )
     con = attach_read_only(path)
     try:
         if not check_ours(con, path):
-            raise SchemaError(f"{path} has no agentotel-eval tables yet (it is an empty DuckDB database): start a "
-                              f"collector on it once (agentotel-eval serve --db {path})")
+            raise SchemaError(
+                f"{path} has no agentotel-eval tables yet (it is an empty DuckDB database): start a "
+                f"collector on it once (agentotel-eval serve --db {path})"
+            )
         seal(con)
     except BaseException:
         con.close()

@@ -60,13 +60,34 @@ class QueryUnavailable(QueryError):
 
 
 _STATEMENT_NAMES = {
-    "INSERT": "INSERT", "UPDATE": "UPDATE", "DELETE": "DELETE", "CREATE": "CREATE", "DROP": "DROP",
-    "ALTER": "ALTER", "COPY": "COPY", "ATTACH": "ATTACH", "DETACH": "DETACH", "LOAD": "INSTALL/LOAD",
-    "SET": "SET", "VARIABLE_SET": "SET VARIABLE", "PRAGMA": "PRAGMA", "EXPORT": "EXPORT", "CALL": "CALL",
-    "TRANSACTION": "transaction control", "VACUUM": "VACUUM", "PREPARE": "PREPARE", "EXECUTE": "EXECUTE",
-    "CREATE_FUNC": "CREATE FUNCTION", "ANALYZE": "ANALYZE", "MULTI": "multiple statements", "UPDATE_EXTENSIONS":
-    "UPDATE EXTENSIONS", "RELATION": "relation", "LOGICAL_PLAN": "logical plan", "COPY_DATABASE": "COPY DATABASE",
-    "DROP_SECRET": "DROP SECRET", "CREATE_SECRET": "CREATE SECRET",
+    "INSERT": "INSERT",
+    "UPDATE": "UPDATE",
+    "DELETE": "DELETE",
+    "CREATE": "CREATE",
+    "DROP": "DROP",
+    "ALTER": "ALTER",
+    "COPY": "COPY",
+    "ATTACH": "ATTACH",
+    "DETACH": "DETACH",
+    "LOAD": "INSTALL/LOAD",
+    "SET": "SET",
+    "VARIABLE_SET": "SET VARIABLE",
+    "PRAGMA": "PRAGMA",
+    "EXPORT": "EXPORT",
+    "CALL": "CALL",
+    "TRANSACTION": "transaction control",
+    "VACUUM": "VACUUM",
+    "PREPARE": "PREPARE",
+    "EXECUTE": "EXECUTE",
+    "CREATE_FUNC": "CREATE FUNCTION",
+    "ANALYZE": "ANALYZE",
+    "MULTI": "multiple statements",
+    "UPDATE_EXTENSIONS": "UPDATE EXTENSIONS",
+    "RELATION": "relation",
+    "LOGICAL_PLAN": "logical plan",
+    "COPY_DATABASE": "COPY DATABASE",
+    "DROP_SECRET": "DROP SECRET",
+    "CREATE_SECRET": "CREATE SECRET",
 }
 
 
@@ -164,17 +185,25 @@ def _type_converter(t: Any) -> Callable[[Any], Any] | None:
         return lambda v: None if v is None else json.loads(v)
     if type_id == "list" or type_id == "array":
         child = _type_converter(t.children[0][1])
-        return (lambda v: v if v is None else [child(x) for x in v]) if child else (lambda v: v if v is None else list(v))
+        return (
+            (lambda v: v if v is None else [child(x) for x in v])
+            if child
+            else (lambda v: v if v is None else list(v))
+        )
     if type_id == "struct":
         subs = {key: _type_converter(sub) for key, sub in t.children}
-        return lambda v: None if v is None else {
-            k: (conv(x) if (conv := subs.get(k)) else jsonable(x)) for k, x in v.items()
-        }
+        return lambda v: (
+            None
+            if v is None
+            else {k: (conv(x) if (conv := subs.get(k)) else jsonable(x)) for k, x in v.items()}
+        )
     if type_id == "map":
         value_conv = _type_converter(t.children[1][1])
-        return lambda v: None if v is None else {
-            str(k): (value_conv(x) if value_conv else jsonable(x)) for k, x in v.items()
-        }
+        return lambda v: (
+            None
+            if v is None
+            else {str(k): (value_conv(x) if value_conv else jsonable(x)) for k, x in v.items()}
+        )
     if type_id in ("varchar", "bigint", "integer", "smallint", "tinyint", "boolean"):
         return None
     return jsonable
@@ -258,7 +287,9 @@ def run_query(
         raise QueryError("the row limit must be at least 1")
     forbidden = _called_functions(cursor, statement) & _FORBIDDEN_FUNCTIONS
     if forbidden:
-        raise QueryForbidden(f"{', '.join(sorted(forbidden))}() changes the database; the query surface is read-only")
+        raise QueryForbidden(
+            f"{', '.join(sorted(forbidden))}() changes the database; the query surface is read-only"
+        )
     started = time.perf_counter()
     timed_out = threading.Event()
 
@@ -285,10 +316,7 @@ def run_query(
     if truncated:
         fetched = fetched[:row_limit]
     converters = [_type_converter(d[1]) for d in description]
-    rows = [
-        [conv(v) if conv else v for conv, v in zip(converters, row, strict=True)]
-        for row in fetched
-    ]
+    rows = [[conv(v) if conv else v for conv, v in zip(converters, row, strict=True)] for row in fetched]
     return QueryResult(
         columns=[d[0] for d in description],
         types=[str(d[1]) for d in description],
@@ -304,11 +332,15 @@ def _translate(exc: duckdb.Error, timed_out: bool, timeout: float) -> QueryError
     if timed_out or isinstance(exc, duckdb.InterruptException):
         return QueryTimeout(f"the query ran longer than the {timeout:g}s limit and was stopped")
     if isinstance(exc, duckdb.PermissionException) or "disabled by configuration" in message:
-        return QueryForbidden(f"the query surface cannot read or write files or reach the network ({message})")
+        return QueryForbidden(
+            f"the query surface cannot read or write files or reach the network ({message})"
+        )
     missing = _MISSING_TABLE.search(message)
     if missing and ("/" in missing.group(1) or _FILE_SUFFIX.search(missing.group(1))):
         # DuckDB would read a quoted file name as a table; with external access off it reports a missing table.
-        return QueryForbidden(f"the query surface cannot read or write files ({missing.group(1)} is not a table)")
+        return QueryForbidden(
+            f"the query surface cannot read or write files ({missing.group(1)} is not a table)"
+        )
     if isinstance(exc, duckdb.TransactionException) and "read-only" in message:
         return QueryForbidden(f"the query surface is read-only ({message})")
     if "configuration has been locked" in message:

@@ -37,8 +37,11 @@ _KIND_BY_NAME = {name: i for i, name in enumerate(SPAN_KINDS)}
 _STATUS_BY_NAME = {name: i for i, name in enumerate(STATUS_CODES)}
 _SEVERITY_NAMES = (
     "UNSPECIFIED",
-    *(f"{level}{'' if i == 0 else i + 1}" for level in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
-      for i in range(4)),
+    *(
+        f"{level}{'' if i == 0 else i + 1}"
+        for level in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+        for i in range(4)
+    ),
 )
 
 
@@ -54,10 +57,7 @@ def to_json(value: Any) -> str:
 
 
 def _safe_strings(values: Sequence[Any]) -> list[Any]:
-    return [
-        v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
-        for v in values
-    ]
+    return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v for v in values]
 
 
 def _str_array(values: Sequence[Any]) -> pa.Array:
@@ -119,9 +119,12 @@ def to_microseconds(data: pa.Table) -> pa.Table:
 
 
 def _ts_array(values: Sequence[int | None]) -> pa.Array:
-    if ROUND_TIMESTAMPS:  # DuckDB 1.x truncates nanoseconds (in Python: the decode workers never load pyarrow.compute)
-        return pa.array([(v + 500) // 1000 * 1000 if v is not None and 0 < v < _ROUNDABLE else v for v in values],
-                        _TS)
+    if (
+        ROUND_TIMESTAMPS
+    ):  # DuckDB 1.x truncates nanoseconds (in Python: the decode workers never load pyarrow.compute)
+        return pa.array(
+            [(v + 500) // 1000 * 1000 if v is not None and 0 < v < _ROUNDABLE else v for v in values], _TS
+        )
     return pa.array(values, _TS)
 
 
@@ -136,13 +139,17 @@ _ROUNDABLE = 2**63 - 1000
 def _events_json(events: tuple[SpanEvent, ...]) -> str:
     if not events:
         return "[]"
-    return to_json([{"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes} for e in events])
+    return to_json(
+        [{"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes} for e in events]
+    )
 
 
 def _links_json(links: tuple[SpanLink, ...]) -> str:
     if not links:
         return "[]"
-    return to_json([{"trace_id": lk.trace_id, "span_id": lk.span_id, "attributes": lk.attributes} for lk in links])
+    return to_json(
+        [{"trace_id": lk.trace_id, "span_id": lk.span_id, "attributes": lk.attributes} for lk in links]
+    )
 
 
 def _resource_json(records: Sequence[SpanRecord] | Sequence[LogRecord]) -> tuple[list[str], list[str | None]]:
@@ -164,11 +171,26 @@ def _resource_json(records: Sequence[SpanRecord] | Sequence[LogRecord]) -> tuple
 
 SPAN_SCHEMA = pa.schema(
     [
-        ("trace_id", _STR), ("span_id", _STR), ("parent_span_id", _STR), ("name", _STR), ("kind", _STR),
-        ("start_time", _TS), ("end_time", _TS), ("status_code", _STR), ("status_message", _STR),
-        ("service_name", _STR), ("scope_name", _STR), ("attributes", _JSON), ("resource_attributes", _JSON),
-        ("events", _JSON), ("scope_version", _STR), ("links", _JSON), ("trace_state", _STR), ("flags", pa.uint32()),
-        ("start_time_unix_nano", pa.int64()), ("end_time_unix_nano", pa.int64()),
+        ("trace_id", _STR),
+        ("span_id", _STR),
+        ("parent_span_id", _STR),
+        ("name", _STR),
+        ("kind", _STR),
+        ("start_time", _TS),
+        ("end_time", _TS),
+        ("status_code", _STR),
+        ("status_message", _STR),
+        ("service_name", _STR),
+        ("scope_name", _STR),
+        ("attributes", _JSON),
+        ("resource_attributes", _JSON),
+        ("events", _JSON),
+        ("scope_version", _STR),
+        ("links", _JSON),
+        ("trace_state", _STR),
+        ("flags", pa.uint32()),
+        ("start_time_unix_nano", pa.int64()),
+        ("end_time_unix_nano", pa.int64()),
     ]
 )
 assert tuple(SPAN_SCHEMA.names) == schema.SPAN_COLUMNS
@@ -208,10 +230,22 @@ def spans_to_arrow(spans: Sequence[SpanRecord]) -> pa.RecordBatch:
 
 LOG_SCHEMA = pa.schema(
     [
-        ("trace_id", _STR), ("span_id", _STR), ("time", _TS), ("event_name", _STR), ("severity", _STR),
-        ("body", _JSON), ("attributes", _JSON), ("resource_attributes", _JSON), ("service_name", _STR),
-        ("severity_number", pa.int32()), ("observed_time", _TS), ("scope_name", _STR), ("scope_version", _STR),
-        ("flags", pa.uint32()), ("time_unix_nano", pa.int64()), ("observed_time_unix_nano", pa.int64()),
+        ("trace_id", _STR),
+        ("span_id", _STR),
+        ("time", _TS),
+        ("event_name", _STR),
+        ("severity", _STR),
+        ("body", _JSON),
+        ("attributes", _JSON),
+        ("resource_attributes", _JSON),
+        ("service_name", _STR),
+        ("severity_number", pa.int32()),
+        ("observed_time", _TS),
+        ("scope_name", _STR),
+        ("scope_version", _STR),
+        ("flags", pa.uint32()),
+        ("time_unix_nano", pa.int64()),
+        ("observed_time_unix_nano", pa.int64()),
         ("log_id", _STR),
     ]
 )
@@ -231,9 +265,17 @@ def log_id(record: LogRecord, body_json: str, attributes_json: str, resource_jso
     h.update(
         "\x1f".join(
             (
-                str(record.time_ns), str(record.observed_time_ns), record.trace_id or "", record.span_id or "",
-                str(record.severity_number), record.severity_text, record.event_name, record.scope_name,
-                body_json, attributes_json, resource_json,
+                str(record.time_ns),
+                str(record.observed_time_ns),
+                record.trace_id or "",
+                record.span_id or "",
+                str(record.severity_number),
+                record.severity_text,
+                record.event_name,
+                record.scope_name,
+                body_json,
+                attributes_json,
+                resource_json,
             )
         ).encode("utf-8", "replace")
     )
@@ -249,7 +291,9 @@ def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
     columns = [
         _str_array([r.trace_id for r in logs]),
         _str_array([r.span_id for r in logs]),
-        _ts_array(times),  # 0 (no time at all) as the epoch: a NULL would escape the retry check and the read-back
+        _ts_array(
+            times
+        ),  # 0 (no time at all) as the epoch: a NULL would escape the retry check and the read-back
         _str_array([r.event_name or None for r in logs]),
         _str_array([severity_name(r) for r in logs]),
         _json_array(bodies),
@@ -292,6 +336,7 @@ LOG_SELECT = (
     "attributes, resource_attributes, scope_name, scope_version, flags"
 )
 
+
 def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> dict[str, Any]:
     """The resource dict of a stored text, parsed once per distinct text (every span of a process shares one)."""
     res = resources.get(text)
@@ -301,8 +346,25 @@ def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> 
 
 
 def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> SpanRecord:
-    (trace_id, span_id, parent, name, kind, start, end, status, status_message, attributes, events, links,
-     resource, scope_name, scope_version, trace_state, flags) = row
+    (
+        trace_id,
+        span_id,
+        parent,
+        name,
+        kind,
+        start,
+        end,
+        status,
+        status_message,
+        attributes,
+        events,
+        links,
+        resource,
+        scope_name,
+        scope_version,
+        trace_state,
+        flags,
+    ) = row
     return SpanRecord(
         trace_id,
         span_id,
@@ -314,10 +376,14 @@ def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Sp
         _STATUS_BY_NAME.get(status, 0),
         status_message or "",
         loads_stored(attributes) if attributes else {},
-        () if not events or events == "[]" else tuple(
+        ()
+        if not events or events == "[]"
+        else tuple(
             SpanEvent(e["name"], e["time_unix_nano"], e.get("attributes") or {}) for e in loads_stored(events)
         ),
-        () if not links or links == "[]" else tuple(
+        ()
+        if not links or links == "[]"
+        else tuple(
             SpanLink(lk["trace_id"], lk["span_id"], lk.get("attributes") or {}) for lk in loads_stored(links)
         ),
         _resource(resource, resources),
@@ -329,8 +395,21 @@ def _span(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> Sp
 
 
 def _log(row: Sequence[Any], resources: dict[str | None, dict[str, Any]]) -> LogRecord:
-    (time_ns, observed_ns, trace_id, span_id, severity_number, severity, event_name, body, attributes, resource,
-     scope_name, scope_version, flags) = row
+    (
+        time_ns,
+        observed_ns,
+        trace_id,
+        span_id,
+        severity_number,
+        severity,
+        event_name,
+        body,
+        attributes,
+        resource,
+        scope_name,
+        scope_version,
+        flags,
+    ) = row
     severity_number = severity_number or 0
     default_text = _SEVERITY_NAMES[severity_number] if 0 <= severity_number < len(_SEVERITY_NAMES) else ""
     return LogRecord(
@@ -372,20 +451,47 @@ def logs_from_arrow(table: pa.Table | pa.RecordBatch) -> list[LogRecord]:
 
 AGENT_RUN_SCHEMA = pa.schema(
     [
-        ("trace_id", _STR), ("span_id", _STR), ("agent_name", _STR), ("service_name", _STR), ("input", _STR),
-        ("output", _STR), ("start_time", _TS), ("end_time", _TS), ("status", _STR),
-        ("tools_called", pa.list_(_STR)), ("expected_tools", pa.list_(_STR)), ("parent_run_span_id", _STR),
-        ("span_name", _STR), ("convention", _STR), ("error", _STR), ("handoffs", _JSON),
-        ("tool_call_count", pa.int32()), ("updated_at", _TS), ("diagnostics", _JSON), ("trace_root", pa.bool_()),
+        ("trace_id", _STR),
+        ("span_id", _STR),
+        ("agent_name", _STR),
+        ("service_name", _STR),
+        ("input", _STR),
+        ("output", _STR),
+        ("start_time", _TS),
+        ("end_time", _TS),
+        ("status", _STR),
+        ("tools_called", pa.list_(_STR)),
+        ("expected_tools", pa.list_(_STR)),
+        ("parent_run_span_id", _STR),
+        ("span_name", _STR),
+        ("convention", _STR),
+        ("error", _STR),
+        ("handoffs", _JSON),
+        ("tool_call_count", pa.int32()),
+        ("updated_at", _TS),
+        ("diagnostics", _JSON),
+        ("trace_root", pa.bool_()),
     ]
 )
 assert tuple(AGENT_RUN_SCHEMA.names) == schema.AGENT_RUN_COLUMNS
 
 TOOL_CALL_SCHEMA = pa.schema(
     [
-        ("trace_id", _STR), ("run_span_id", _STR), ("seq", pa.int32()), ("span_id", _STR), ("call_id", _STR),
-        ("tool_name", _STR), ("arguments", _JSON), ("result", _STR), ("status", _STR), ("source", _STR),
-        ("start_time", _TS), ("error", _STR), ("llm_turn", _STR), ("agent_name", _STR), ("sources", _JSON),
+        ("trace_id", _STR),
+        ("run_span_id", _STR),
+        ("seq", pa.int32()),
+        ("span_id", _STR),
+        ("call_id", _STR),
+        ("tool_name", _STR),
+        ("arguments", _JSON),
+        ("result", _STR),
+        ("status", _STR),
+        ("source", _STR),
+        ("start_time", _TS),
+        ("error", _STR),
+        ("llm_turn", _STR),
+        ("agent_name", _STR),
+        ("sources", _JSON),
         ("updated_at", _TS),
     ]
 )
@@ -412,8 +518,9 @@ def _handoffs_json(handoffs: tuple[Handoff, ...]) -> str:
     return to_json([{k: v for k, v in vars_of(h).items() if v is not None} for h in handoffs])
 
 
-def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int,
-                  trace_roots: Sequence[bool | None] | None = None) -> tuple[pa.Table, pa.Table]:
+def runs_to_arrow(
+    runs: Iterable[AgentRun], updated_at_ns: int, trace_roots: Sequence[bool | None] | None = None
+) -> tuple[pa.Table, pa.Table]:
     """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run);
     ``trace_roots``: per run, whether its build held its trace's root span (None: not known).
 
@@ -458,14 +565,18 @@ def runs_to_arrow(runs: Iterable[AgentRun], updated_at_ns: int,
         [v if (v := c.call_id) is None or isinstance(v, str) else str(v) for c in calls],
         [c.name for c in calls],
         [
-            None if (v := c.input_parameters if c.input_parameters is not None else c.raw_arguments) is None
+            None
+            if (v := c.input_parameters if c.input_parameters is not None else c.raw_arguments) is None
             else to_json(v)
             for c in calls
         ],
         [v if (v := c.output) is None or isinstance(v, str) else to_json(v) for c in calls],
         [c.status or "ok" for c in calls],
         [call_source(c) for c in calls],
-        [v if (v := c.start_time_ns) is not None else run_starts[i] for c, i in zip(calls, owners, strict=True)],
+        [
+            v if (v := c.start_time_ns) is not None else run_starts[i]
+            for c, i in zip(calls, owners, strict=True)
+        ],
         [v if (v := c.error) is None or isinstance(v, str) else str(v) for c in calls],
         [v if (v := c.llm_turn) is None or isinstance(v, str) else str(v) for c in calls],
         run_arrays[2].take(take),
@@ -536,13 +647,24 @@ class EvaluationRow:
         return (self.trace_id, self.run_span_id, self.metric, self.evaluator_version or "")
 
 
-
 EVALUATION_SCHEMA = pa.schema(
     [
-        ("trace_id", _STR), ("run_span_id", _STR), ("metric", _STR), ("score", pa.float64()),
-        ("threshold", pa.float64()), ("success", pa.bool_()), ("reason", _STR), ("details", _JSON),
-        ("status", _STR), ("model", _STR), ("cost_usd", pa.float64()), ("created_at", _TS),
-        ("evaluator", _STR), ("evaluator_version", _STR), ("latency_s", pa.float64()), ("source", _STR),
+        ("trace_id", _STR),
+        ("run_span_id", _STR),
+        ("metric", _STR),
+        ("score", pa.float64()),
+        ("threshold", pa.float64()),
+        ("success", pa.bool_()),
+        ("reason", _STR),
+        ("details", _JSON),
+        ("status", _STR),
+        ("model", _STR),
+        ("cost_usd", pa.float64()),
+        ("created_at", _TS),
+        ("evaluator", _STR),
+        ("evaluator_version", _STR),
+        ("latency_s", pa.float64()),
+        ("source", _STR),
         ("updated_at", _TS),
     ]
 )
@@ -575,8 +697,9 @@ def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
         [r.source for r in rows],
         [(r.updated_at_ns or r.created_at_ns) or None for r in rows],
     )
-    return pa.Table.from_arrays([b(v) for b, v in zip(_EVALUATION_BUILDERS, columns, strict=True)],
-                                schema=EVALUATION_SCHEMA)
+    return pa.Table.from_arrays(
+        [b(v) for b, v in zip(_EVALUATION_BUILDERS, columns, strict=True)], schema=EVALUATION_SCHEMA
+    )
 
 
 def events_json(events: tuple[SpanEvent, ...]) -> str:

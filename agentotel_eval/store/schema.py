@@ -31,27 +31,104 @@ OWN_SOURCE = "agentotel-eval"
 
 #: Column order of the append paths (``store.rows`` builds Arrow batches in exactly this order).
 SPAN_COLUMNS: tuple[str, ...] = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_time", "end_time", "status_code",
-    "status_message", "service_name", "scope_name", "attributes", "resource_attributes", "events",
-    "scope_version", "links", "trace_state", "flags", "start_time_unix_nano", "end_time_unix_nano",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "start_time",
+    "end_time",
+    "status_code",
+    "status_message",
+    "service_name",
+    "scope_name",
+    "attributes",
+    "resource_attributes",
+    "events",
+    "scope_version",
+    "links",
+    "trace_state",
+    "flags",
+    "start_time_unix_nano",
+    "end_time_unix_nano",
 )
 LOG_COLUMNS: tuple[str, ...] = (
-    "trace_id", "span_id", "time", "event_name", "severity", "body", "attributes", "resource_attributes",
-    "service_name", "severity_number", "observed_time", "scope_name", "scope_version", "flags", "time_unix_nano",
-    "observed_time_unix_nano", "log_id",
+    "trace_id",
+    "span_id",
+    "time",
+    "event_name",
+    "severity",
+    "body",
+    "attributes",
+    "resource_attributes",
+    "service_name",
+    "severity_number",
+    "observed_time",
+    "scope_name",
+    "scope_version",
+    "flags",
+    "time_unix_nano",
+    "observed_time_unix_nano",
+    "log_id",
 )
 AGENT_RUN_COLUMNS: tuple[str, ...] = (
-    "trace_id", "span_id", "agent_name", "service_name", "input", "output", "start_time", "end_time", "status",
-    "tools_called", "expected_tools", "parent_run_span_id", "span_name", "convention", "error", "handoffs",
-    "tool_call_count", "updated_at", "diagnostics", "trace_root",
+    "trace_id",
+    "span_id",
+    "agent_name",
+    "service_name",
+    "input",
+    "output",
+    "start_time",
+    "end_time",
+    "status",
+    "tools_called",
+    "expected_tools",
+    "parent_run_span_id",
+    "span_name",
+    "convention",
+    "error",
+    "handoffs",
+    "tool_call_count",
+    "updated_at",
+    "diagnostics",
+    "trace_root",
 )
 TOOL_CALL_COLUMNS: tuple[str, ...] = (
-    "trace_id", "run_span_id", "seq", "span_id", "call_id", "tool_name", "arguments", "result", "status", "source",
-    "start_time", "error", "llm_turn", "agent_name", "sources", "updated_at",
+    "trace_id",
+    "run_span_id",
+    "seq",
+    "span_id",
+    "call_id",
+    "tool_name",
+    "arguments",
+    "result",
+    "status",
+    "source",
+    "start_time",
+    "error",
+    "llm_turn",
+    "agent_name",
+    "sources",
+    "updated_at",
 )
 EVALUATION_COLUMNS: tuple[str, ...] = (
-    "trace_id", "run_span_id", "metric", "score", "threshold", "success", "reason", "details", "status", "model",
-    "cost_usd", "created_at", "evaluator", "evaluator_version", "latency_s", "source", "updated_at",
+    "trace_id",
+    "run_span_id",
+    "metric",
+    "score",
+    "threshold",
+    "success",
+    "reason",
+    "details",
+    "status",
+    "model",
+    "cost_usd",
+    "created_at",
+    "evaluator",
+    "evaluator_version",
+    "latency_s",
+    "source",
+    "updated_at",
 )
 
 
@@ -356,7 +433,8 @@ def current_version(con: duckdb.DuckDBPyConnection) -> int:
 
 def _has_version_table(con: duckdb.DuckDBPyConnection) -> bool:
     exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [SCHEMA_VERSION_TABLE]
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
+        [SCHEMA_VERSION_TABLE],
     ).fetchall()[0]
     return bool(exists[0])
 
@@ -379,14 +457,18 @@ def database_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
         ORDER BY 1, 2, 3
         """
     ).fetchall()
-    return [f"{name if schema == 'main' or kind == 'schema' else f'{schema}.{name}'} ({kind})"
-            for kind, schema, name in rows]
+    return [
+        f"{name if schema == 'main' or kind == 'schema' else f'{schema}.{name}'} ({kind})"
+        for kind, schema, name in rows
+    ]
 
 
 def describe_foreign(objects: Sequence[str]) -> str:
     shown = ", ".join(objects[:5]) + (f" and {len(objects) - 5} more" if len(objects) > 5 else "")
-    return (f"it is another program's DuckDB database (it holds {shown} and no agentotel-eval {SCHEMA_VERSION_TABLE} "
-            "table); use another --db")
+    return (
+        f"it is another program's DuckDB database (it holds {shown} and no agentotel-eval {SCHEMA_VERSION_TABLE} "
+        "table); use another --db"
+    )
 
 
 def migrate(con: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:

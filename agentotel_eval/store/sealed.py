@@ -45,7 +45,9 @@ def instance_for(path: Path, settings: Mapping[str, DuckDBSetting] | None) -> du
     return duckdb.connect(":memory:", config=config)
 
 
-def attach(con: duckdb.DuckDBPyConnection, path: Path, row_group_size: int, *, read_only: bool = False) -> None:
+def attach(
+    con: duckdb.DuckDBPyConnection, path: Path, row_group_size: int, *, read_only: bool = False
+) -> None:
     """Make the file ``con``'s only database, attached with its options, and switch external access off. Raises
     DuckDB's error when the file cannot be attached; the caller closes ``con`` then."""
     options = [f"ROW_GROUP_SIZE {int(row_group_size)}"] if row_group_size else []
@@ -78,7 +80,9 @@ def in_use_here(exc: BaseException) -> bool:
     import duckdb
 
     in_use = getattr(duckdb, "ResourceInUseException", None)
-    return (in_use is not None and isinstance(exc, in_use)) or "unique file handle conflict" in str(exc).lower()
+    return (in_use is not None and isinstance(exc, in_use)) or "unique file handle conflict" in str(
+        exc
+    ).lower()
 
 
 def seal(con: duckdb.DuckDBPyConnection) -> None:

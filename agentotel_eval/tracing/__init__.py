@@ -10,5 +10,12 @@ from agentotel_eval.tracing.expectations import set_expected_tools, set_expected
 from agentotel_eval.tracing.settings import ConfigurationError
 from agentotel_eval.tracing.setup import configure, force_flush, shutdown
 
-__all__ = ["ConfigurationError", "configure", "force_flush", "set_expected_tools", "set_expected_trajectory", "shutdown",
-           "traced"]
+__all__ = [
+    "ConfigurationError",
+    "configure",
+    "force_flush",
+    "set_expected_tools",
+    "set_expected_trajectory",
+    "shutdown",
+    "traced",
+]

@@ -479,8 +479,10 @@ def traced(
     expected = tool_names(expected_tools) if expected_tools is not None else None
     trajectory = trajectory_json(expected_trajectory) if expected_trajectory is not None else None
     if (expected is not None or trajectory is not None) and kind != "agent":
-        raise ValueError(f"expected_tools and expected_trajectory describe an agent run: use them with "
-                         f"kind='agent', not {kind!r}")
+        raise ValueError(
+            f"expected_tools and expected_trajectory describe an agent run: use them with "
+            f"kind='agent', not {kind!r}"
+        )
     limit = max_chars if max_chars is not None else _max_chars_default()
     if not isinstance(limit, int) or limit <= 0:
         raise ValueError(f"max_chars must be a positive integer, got {max_chars!r}")

@@ -35,7 +35,9 @@ def trajectory_json(spec: Any) -> str:
         spec as specs,  # the spec's reader is only needed when a spec is given
     )
 
-    written = spec.written if isinstance(spec, specs.TrajectorySpec) else spec  # one read elsewhere: read again
+    written = (
+        spec.written if isinstance(spec, specs.TrajectorySpec) else spec
+    )  # one read elsewhere: read again
     return specs.parse_spec(written, "expected_trajectory", specs.UNTRUSTED_LIMITS).to_json()
 
 

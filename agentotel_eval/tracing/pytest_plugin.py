@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:  # the plugin loads in every pytest session: OpenTelemetry loads only when a test asks for it
+if (
+    TYPE_CHECKING
+):  # the plugin loads in every pytest session: OpenTelemetry loads only when a test asks for it
     from agentotel_eval.reconstruct.model import AgentRun
     from agentotel_eval.tracing.testing import CapturedRuns, ToolUseAssertion
 
@@ -46,10 +48,17 @@ class _Results:
     def write(self, test_id: str, outcome: ToolUseAssertion) -> None:
         from agentotel_eval.results_files import assertion_record
 
-        record = assertion_record(test_id, trace_id=outcome.run.trace_id, span_id=outcome.run.span_id,
-                                  agent=outcome.run.agent_name, metric=outcome.metric, score=outcome.score,
-                                  success=outcome.success, tools_called=outcome.run.tools_called,
-                                  reason=outcome.reason)
+        record = assertion_record(
+            test_id,
+            trace_id=outcome.run.trace_id,
+            span_id=outcome.run.span_id,
+            agent=outcome.run.agent_name,
+            metric=outcome.metric,
+            score=outcome.score,
+            success=outcome.success,
+            tools_called=outcome.run.tools_called,
+            reason=outcome.reason,
+        )
         with self._lock:
             self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._file.flush()
@@ -90,16 +99,24 @@ class AgentOtel:
         finally:
             testing.listeners.remove(listener)
 
-    def assert_tool_correctness(self, run: AgentRun, expected: Sequence[Any], *, exact: bool = False,
-                                ordering: bool = False, threshold: float | None = None,
-                                params: Sequence[str] = ()) -> float:
+    def assert_tool_correctness(
+        self,
+        run: AgentRun,
+        expected: Sequence[Any],
+        *,
+        exact: bool = False,
+        ordering: bool = False,
+        threshold: float | None = None,
+        params: Sequence[str] = (),
+    ) -> float:
         """``testing.assert_tool_correctness``, recorded for ``--agentotel-results``."""
         __tracebackhide__ = True
         from agentotel_eval.tracing import testing
 
         with self._recorded():
-            return testing.assert_tool_correctness(run, expected, exact=exact, ordering=ordering,
-                                                   threshold=threshold, params=params)
+            return testing.assert_tool_correctness(
+                run, expected, exact=exact, ordering=ordering, threshold=threshold, params=params
+            )
 
     def assert_trajectory(self, run: AgentRun, spec: Any, *, threshold: float | None = None) -> float:
         """``testing.assert_trajectory``, recorded for ``--agentotel-results``."""
@@ -120,8 +137,12 @@ class AgentOtel:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentotel", "agentotel-eval: tool-use assertions")
-    group.addoption("--agentotel-results", metavar="PATH", default=None,
-                    help="write one JSON line per agentotel assertion (test, run, metric, score, success) here")
+    group.addoption(
+        "--agentotel-results",
+        metavar="PATH",
+        default=None,
+        help="write one JSON line per agentotel assertion (test, run, metric, score, success) here",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

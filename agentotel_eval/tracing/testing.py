@@ -28,8 +28,15 @@ from agentotel_eval.reconstruct.model import AgentRun
 from agentotel_eval.tracing import state
 from agentotel_eval.tracing.setup import ExporterSlot
 
-__all__ = ["CapturedRuns", "ToolUseAssertion", "assert_no_tool_errors", "assert_tool_correctness",
-           "assert_trajectory", "capture", "runs_from_spans"]
+__all__ = [
+    "CapturedRuns",
+    "ToolUseAssertion",
+    "assert_no_tool_errors",
+    "assert_tool_correctness",
+    "assert_trajectory",
+    "capture",
+    "runs_from_spans",
+]
 
 #: one capture slot per provider: SDK providers cannot drop a processor, so each gets one and captures swap in
 _slots: weakref.WeakKeyDictionary[Any, ExporterSlot] = weakref.WeakKeyDictionary()
@@ -99,10 +106,13 @@ class CapturedRuns(Sequence[AgentRun]):
             seen = f"{len(self.spans)} span(s): {', '.join(names[:12])}" if self.spans else "no span at all"
             raise AssertionError(
                 f"expected one agent run, captured none ({seen}). Is the agent traced (@traced(kind='agent') "
-                "or its framework's instrumentation on), and did it run inside capture()?")
+                "or its framework's instrumentation on), and did it run inside capture()?"
+            )
         listed = "\n".join(f"  - {_describe(r)}" for r in self._runs)
-        raise AssertionError(f"expected one agent run, captured {len(self._runs)}:\n{listed}\n"
-                             "pick one with runs.by_agent(name), or index the runs")
+        raise AssertionError(
+            f"expected one agent run, captured {len(self._runs)}:\n{listed}\n"
+            "pick one with runs.by_agent(name), or index the runs"
+        )
 
     def by_agent(self, name: str) -> CapturedRuns:
         """The runs of the agent called ``name`` (nested runs included)."""
@@ -122,8 +132,11 @@ def _providers() -> list[Any]:
     """The application's SDK providers: the global one, and the one ``configure()`` was given."""
     found: list[Any] = []
     for provider in (trace.get_tracer_provider(), state.default_provider):
-        if provider is not None and callable(getattr(provider, "add_span_processor", None)) \
-                and all(provider is not p for p in found):
+        if (
+            provider is not None
+            and callable(getattr(provider, "add_span_processor", None))
+            and all(provider is not p for p in found)
+        ):
             found.append(provider)
     return found
 
@@ -194,9 +207,15 @@ def _report(outcome: ToolUseAssertion) -> None:
         listener(outcome)
 
 
-def assert_tool_correctness(run: AgentRun, expected: Sequence[Any], *, exact: bool = False,
-                            ordering: bool = False, threshold: float | None = None,
-                            params: Sequence[str] = ()) -> float:
+def assert_tool_correctness(
+    run: AgentRun,
+    expected: Sequence[Any],
+    *,
+    exact: bool = False,
+    ordering: bool = False,
+    threshold: float | None = None,
+    params: Sequence[str] = (),
+) -> float:
     """Score ``run`` with ``ToolCorrectnessMetric`` against ``expected`` (tool names or ``ToolCall``s) and fail
     with the expected and called tools lined up, missing, extra and out-of-order calls marked, and the metric's
     reason. ``threshold`` defaults to 1.0 (every expected call, as asked); ``params``: ``input_parameters``
@@ -206,16 +225,20 @@ def assert_tool_correctness(run: AgentRun, expected: Sequence[Any], *, exact: bo
     from agentotel_eval.metrics.alignment import alignment_text
     from agentotel_eval.metrics.registry import tool_correctness
 
-    metric = tool_correctness(exact, ordering).build(1.0 if threshold is None else threshold,
-                                                     evaluation_params=list(params))
+    metric = tool_correctness(exact, ordering).build(
+        1.0 if threshold is None else threshold, evaluation_params=list(params)
+    )
     result = metric.measure(run.to_test_case(expected_tools=list(expected)))
     success = bool(result.success)
     _report(ToolUseAssertion(run, result.metric, result.score, success, result.reason))
     if not success:
         names = [getattr(e, "name", e) for e in expected]
         score = "-" if result.score is None else f"{result.score:.2f}"
-        lines = [f"{result.metric} of {_describe(run)}: {score} < {result.threshold:.2f}",
-                 *alignment_text([str(n) for n in names], run.tools_called), f"  {result.reason}"]
+        lines = [
+            f"{result.metric} of {_describe(run)}: {score} < {result.threshold:.2f}",
+            *alignment_text([str(n) for n in names], run.tools_called),
+            f"  {result.reason}",
+        ]
         raise AssertionError("\n".join(lines))
     return float(result.score or 0.0)
 
@@ -241,8 +264,11 @@ def assert_trajectory(run: AgentRun, spec: Any, *, threshold: float | None = Non
     _report(ToolUseAssertion(run, result.metric, score, success, result.reason))
     if not success:
         why = "violations" if score >= result.threshold else f"{score:.2f} < {result.threshold:.2f}"
-        raise AssertionError("\n".join([f"{result.metric} of {_describe(run)}: {why}",
-                                        *trajectory_lines(result.evaluation_log)]))
+        raise AssertionError(
+            "\n".join(
+                [f"{result.metric} of {_describe(run)}: {why}", *trajectory_lines(result.evaluation_log)]
+            )
+        )
     return score
 
 

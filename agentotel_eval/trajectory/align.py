@@ -74,7 +74,10 @@ class Context:
         self._static = checker.can
         self._dynamic: dict[tuple[int, int, tuple[int, ...]], bool] = {}
         m = len(calls)
-        self.weight_unit, self.split_unit = (m + 1) ** 2, m + 1  # value = weight·(m+1)² − splits·(m+1) + matched
+        self.weight_unit, self.split_unit = (
+            (m + 1) ** 2,
+            m + 1,
+        )  # value = weight·(m+1)² − splits·(m+1) + matched
         self.leaf_value: list[int] = []  # per tool step: what a call it takes earns, in value units
         self.open: int | None = None  # where the open order-free group of the state being read opened
         self.solved: dict[Any, Solved] = {}  # order-free groups' assignments, by window and bindings
@@ -108,7 +111,9 @@ class _Weights:
     holders: Mapping[str, tuple[int, ...]]  # per step id: the tool steps whose calls bind it
 
 
-def _weigh(step: Step, scale: Fraction, gains: list[Fraction], holders: dict[str, tuple[int, ...]]) -> Fraction:
+def _weigh(
+    step: Step, scale: Fraction, gains: list[Fraction], holders: dict[str, tuple[int, ...]]
+) -> Fraction:
     """``step``'s required weight in its parent's units; appends each tool step's gain per call (``scale``: the
     root's units per unit here) in written order and notes, per step id, the tool steps below it."""
     first = len(gains)
@@ -132,7 +137,9 @@ def _weigh(step: Step, scale: Fraction, gains: list[Fraction], holders: dict[str
         for member, member_required in zip(step.members, required, strict=True):
             member_scale = inner_scale
             if step.kind == "any_of":  # a fully matched alternative earns the whole group's weight
-                member_scale = inner_scale * inner_required / member_required if member_required else Fraction(0)
+                member_scale = (
+                    inner_scale * inner_required / member_required if member_required else Fraction(0)
+                )
             _weigh(member, member_scale, gains, holders)
     if step.id is not None:
         holders[step.id] = tuple(range(first, len(gains)))
@@ -169,7 +176,9 @@ def weights_of(spec: TrajectorySpec) -> _Weights:
 _AUTOMATA_KEPT = 64
 
 
-def _automaton(spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ...]) -> tuple[Node, list[Leaf]]:
+def _automaton(
+    spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ...]
+) -> tuple[Node, list[Leaf]]:
     """The automaton for runs whose calls may take the tool steps as ``can`` says (per step, per call). It holds
     no other state of a run (the run's calls and bindings are the context's), so it is reused for the same
     ``can``."""
@@ -248,31 +257,39 @@ def work_limit(calls: int, budget: int | None = None) -> int:
     return (WORK_BUDGET if budget is None else budget) + WORK_PER_CALL * calls
 
 
-def align(spec: TrajectorySpec, calls: Sequence[ToolCall], budget: int | None = None,
-          checker: Checker | None = None) -> Alignment:
+def align(
+    spec: TrajectorySpec, calls: Sequence[ToolCall], budget: int | None = None, checker: Checker | None = None
+) -> Alignment:
     """The best alignment of ``calls`` (in run order) to ``spec``: exact within ``work_limit``, else the best a
     beam of ``BEAM`` states finds within as much work again (``Alignment.approximate`` says so). ``checker``:
     the calls already checked against the spec (``Checker(spec, calls)``)."""
-    root, leaves, ctx, required, unit = _compile(spec, checker if checker is not None else Checker(spec, calls))
+    root, leaves, ctx, required, unit = _compile(
+        spec, checker if checker is not None else Checker(spec, calls)
+    )
     m, limit = len(calls), work_limit(len(calls), budget)
     reason = None
     try:
         layer, back, read = _scan(root, leaves, ctx, m, limit, None)
         final = _final(root, ctx, layer, read, limit, None)
     except _OutOfWork:
-        reason = (f"the exact alignment needed more than {limit:,} units of work (order-free groups with groups "
-                  f"among their members, or $ref to step ids, multiply its states); this is the best of {BEAM} "
-                  f"states kept per call")
+        reason = (
+            f"the exact alignment needed more than {limit:,} units of work (order-free groups with groups "
+            f"among their members, or $ref to step ids, multiply its states); this is the best of {BEAM} "
+            f"states kept per call"
+        )
         limit += ctx.work
         layer, back, read = _scan(root, leaves, ctx, m, limit, BEAM)
         final = _final(root, ctx, layer, read, limit, BEAM)
         if read < m:
-            reason += f"; the calls from #{read + 1} on were not read within the work budget and count as extra"
+            reason += (
+                f"; the calls from #{read + 1} on were not read within the work budget and count as extra"
+            )
     return _trace(spec, calls, leaves, ctx, back, read, final, required, unit, reason)
 
 
-def _scan(root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int,
-          beam: int | None) -> tuple[dict[Key, int], list[dict[Key, Back]], int]:
+def _scan(
+    root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int, beam: int | None
+) -> tuple[dict[Key, int], list[dict[Key, Back]], int]:
     """The last layer of states with their values, the way back, and how many calls were read (all, unless a
     beam ran out of work)."""
     no_bindings = (UNBOUND,) * len(ctx.slot_of)
@@ -310,8 +327,9 @@ def _scan(root: Node, leaves: Sequence[Leaf], ctx: Context, m: int, limit: int,
                 if leaf >= 0:
                     slots = leaves[leaf].slots
                     if slots:
-                        new_bindings = tuple(j if k in slots and j < dead_from[k] else b
-                                             for k, b in enumerate(bindings))
+                        new_bindings = tuple(
+                            j if k in slots and j < dead_from[k] else b for k, b in enumerate(bindings)
+                        )
                 new_open = opened
                 for note in notes:
                     if note[0] == "close":
@@ -379,8 +397,9 @@ def _drop_dominated(layer: dict[Key, int], ctx: Context) -> None:
                 del layer[key]
 
 
-def _final(root: Node, ctx: Context, layer: dict[Key, int], read: int, limit: int,
-           beam: int | None) -> tuple[Key, tuple[tuple[Any, ...], ...]]:
+def _final(
+    root: Node, ctx: Context, layer: dict[Key, int], read: int, limit: int, beam: int | None
+) -> tuple[Key, tuple[tuple[Any, ...], ...]]:
     """The best state at the end (its open group settled at call ``read``) and the notes that settled it."""
     items = list(layer.items())
     if beam is not None and len(items) > beam:
@@ -402,9 +421,18 @@ def _final(root: Node, ctx: Context, layer: dict[Key, int], read: int, limit: in
     return best[1], best[2]
 
 
-def _trace(spec: TrajectorySpec, calls: Sequence[ToolCall], leaves: Sequence[Leaf], ctx: Context,
-           back: list[dict[Key, Back]], read: int, final: tuple[Key, tuple[tuple[Any, ...], ...]], required: int,
-           unit: int, reason: str | None) -> Alignment:
+def _trace(
+    spec: TrajectorySpec,
+    calls: Sequence[ToolCall],
+    leaves: Sequence[Leaf],
+    ctx: Context,
+    back: list[dict[Key, Back]],
+    read: int,
+    final: tuple[Key, tuple[tuple[Any, ...], ...]],
+    required: int,
+    unit: int,
+    reason: str | None,
+) -> Alignment:
     """The alignment the way back from the final state describes."""
     m = len(calls)
     key, closing = final
@@ -441,9 +469,18 @@ def _trace(spec: TrajectorySpec, calls: Sequence[ToolCall], leaves: Sequence[Lea
             earned[j] = member.gain if earns and counts[k] <= member.step.least else 0
         if solved.split_call is not None:
             splits.append((node.step.path, solved.split_call))
-    return Alignment(tuple(leaf.step for leaf in leaves), tuple(taken_by), tuple(earned),
-                     tuple(sorted(splits, key=itemgetter(1))), tuple(bindings_before), required, unit,
-                     ctx.checker, reason, ctx.work)
+    return Alignment(
+        tuple(leaf.step for leaf in leaves),
+        tuple(taken_by),
+        tuple(earned),
+        tuple(sorted(splits, key=itemgetter(1))),
+        tuple(bindings_before),
+        required,
+        unit,
+        ctx.checker,
+        reason,
+        ctx.work,
+    )
 
 
 def _solve(ctx: Context, note: tuple[Any, ...]) -> Solved:

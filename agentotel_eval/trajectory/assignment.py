@@ -55,7 +55,9 @@ def best_assignment(eligible: Sequence[Sequence[int]], steps: Sequence[Capacity]
     taken = [-1] * len(eligible)
     if all(len(key) == 1 for key in class_keys):  # no call is wanted by two steps: nothing to trade
         counts = {key[0]: len(in_class) for key, in_class in classes.items()}
-        flows = {(k, g): counts[members[0]] for g, ((where, _), members) in enumerate(group_list) for k in where}
+        flows = {
+            (k, g): counts[members[0]] for g, ((where, _), members) in enumerate(group_list) for k in where
+        }
         work = len(eligible)
     else:
         flows, work = _flow(class_keys, classes, group_list, steps, len(eligible))
@@ -65,13 +67,15 @@ def best_assignment(eligible: Sequence[Sequence[int]], steps: Sequence[Capacity]
         chosen: list[int] = []
         for k in where:  # the earliest calls of each class: any would do, the earliest keep reports stable
             n = flows.get((k, g), 0)
-            chosen.extend(classes[class_keys[k]][cursor[k]:cursor[k] + n])
+            chosen.extend(classes[class_keys[k]][cursor[k] : cursor[k] + n])
             cursor[k] += n
         value += _fill(sorted(chosen), members, steps, high, taken)
     return Assignment(value, tuple(taken), work)
 
 
-def _fill(calls: list[int], members: list[int], steps: Sequence[Capacity], high: int, taken: list[int]) -> int:
+def _fill(
+    calls: list[int], members: list[int], steps: Sequence[Capacity], high: int, taken: list[int]
+) -> int:
     """Hands a step class's calls to its steps, their valuable slots first, and returns what they are worth."""
     value, k = 0, 0
     had = dict.fromkeys(members, 0)
@@ -86,9 +90,13 @@ def _fill(calls: list[int], members: list[int], steps: Sequence[Capacity], high:
     return value
 
 
-def _flow(class_keys: list[tuple[int, ...]], classes: dict[tuple[int, ...], list[int]],
-          group_list: list[tuple[tuple[tuple[int, ...], int], list[int]]], steps: Sequence[Capacity],
-          calls: int) -> tuple[dict[tuple[int, int], int], int]:
+def _flow(
+    class_keys: list[tuple[int, ...]],
+    classes: dict[tuple[int, ...], list[int]],
+    group_list: list[tuple[tuple[tuple[int, ...], int], list[int]]],
+    steps: Sequence[Capacity],
+    calls: int,
+) -> tuple[dict[tuple[int, int], int], int]:
     """Flow per (call class, step class) of a maximum-value flow, and the work done."""
     n_classes, n_groups = len(class_keys), len(group_list)
     source, sink = 0, n_classes + n_groups + 1
@@ -115,7 +123,9 @@ def _flow(class_keys: list[tuple[int, ...]], classes: dict[tuple[int, ...], list
         for k in where:
             middle[(k, g)] = arc(1 + k, node, calls, 0)
         least = sum(steps[s].least for s in members)
-        most = None if any(steps[s].most is None for s in members) else sum(steps[s].most or 0 for s in members)
+        most = (
+            None if any(steps[s].most is None for s in members) else sum(steps[s].most or 0 for s in members)
+        )
         arc(node, sink, least, -high)
         arc(node, sink, calls if most is None else most - least, -1)
     work = 0

@@ -45,7 +45,9 @@ class Node:
     def consume(self, state: Any, j: int, ctx: Context, earns: bool) -> list[Move]:
         raise NotImplementedError
 
-    def settle(self, state: Any, t: int, ctx: Context, earns: bool) -> tuple[int, tuple[tuple[Any, ...], ...]]:
+    def settle(
+        self, state: Any, t: int, ctx: Context, earns: bool
+    ) -> tuple[int, tuple[tuple[Any, ...], ...]]:
         return _NOTHING
 
 
@@ -90,9 +92,15 @@ class Repeat(Node):
                 out.append(((following, s), value + left[0], leaf, left[1] + notes))
         return out
 
-    def settle(self, state: Any, t: int, ctx: Context, earns: bool) -> tuple[int, tuple[tuple[Any, ...], ...]]:
+    def settle(
+        self, state: Any, t: int, ctx: Context, earns: bool
+    ) -> tuple[int, tuple[tuple[Any, ...], ...]]:
         rounds, inner_state = state
-        return self.inner.settle(inner_state, t, ctx, earns and rounds <= self.least) if rounds >= 1 else _NOTHING
+        return (
+            self.inner.settle(inner_state, t, ctx, earns and rounds <= self.least)
+            if rounds >= 1
+            else _NOTHING
+        )
 
 
 class Sequence_(Node):
@@ -115,16 +123,24 @@ class Sequence_(Node):
                 continue
             member = self.members[k]
             if k == at:
-                out.extend(((k, s), value, leaf, notes) for s, value, leaf, notes in
-                           member.consume(at_state, j, ctx, earns))
+                out.extend(
+                    ((k, s), value, leaf, notes)
+                    for s, value, leaf, notes in member.consume(at_state, j, ctx, earns)
+                )
                 continue
             if left is None:
-                left = self.members[at].settle(at_state, j, ctx, earns) if self.defers and self.members else _NOTHING
+                left = (
+                    self.members[at].settle(at_state, j, ctx, earns)
+                    if self.defers and self.members
+                    else _NOTHING
+                )
             for s, value, leaf, notes in member.consume(member.start, j, ctx, earns):
                 out.append(((k, s), value + left[0], leaf, left[1] + notes))
         return out
 
-    def settle(self, state: Any, t: int, ctx: Context, earns: bool) -> tuple[int, tuple[tuple[Any, ...], ...]]:
+    def settle(
+        self, state: Any, t: int, ctx: Context, earns: bool
+    ) -> tuple[int, tuple[tuple[Any, ...], ...]]:
         at, at_state = state
         return self.members[at].settle(at_state, t, ctx, earns) if self.defers and self.members else _NOTHING
 
@@ -147,7 +163,7 @@ class Unordered(Node):
         out: list[Move] = []
         for k in self.by_call[j]:
             for s, value, leaf, notes in self.members[k].consume(states[k], j, ctx, earns):
-                changed = (*states[:k], s, *states[k + 1:])
+                changed = (*states[:k], s, *states[k + 1 :])
                 if not self.parallel:
                     out.append((changed, value, leaf, notes))
                     continue
@@ -178,16 +194,22 @@ class AnyOf(Node):
         chosen, inner_state = state
         ctx.work += 1
         if chosen >= 0:
-            return [((chosen, s), value, leaf, notes)
-                    for s, value, leaf, notes in self.alternatives[chosen].consume(inner_state, j, ctx, earns)]
+            return [
+                ((chosen, s), value, leaf, notes)
+                for s, value, leaf, notes in self.alternatives[chosen].consume(inner_state, j, ctx, earns)
+            ]
         out: list[Move] = []
         for k, alternative in enumerate(self.alternatives):
             if alternative.can[j]:
-                out.extend(((k, s), value, leaf, notes)
-                           for s, value, leaf, notes in alternative.consume(alternative.start, j, ctx, earns))
+                out.extend(
+                    ((k, s), value, leaf, notes)
+                    for s, value, leaf, notes in alternative.consume(alternative.start, j, ctx, earns)
+                )
         return out
 
-    def settle(self, state: Any, t: int, ctx: Context, earns: bool) -> tuple[int, tuple[tuple[Any, ...], ...]]:
+    def settle(
+        self, state: Any, t: int, ctx: Context, earns: bool
+    ) -> tuple[int, tuple[tuple[Any, ...], ...]]:
         chosen, inner_state = state
         return self.alternatives[chosen].settle(inner_state, t, ctx, earns) if chosen >= 0 else _NOTHING
 
@@ -221,7 +243,9 @@ class Assign(Node):
             return [(_OPEN, 0, -1, (("open", self, earns),))]
         return []
 
-    def settle(self, state: Any, t: int, ctx: Context, earns: bool) -> tuple[int, tuple[tuple[Any, ...], ...]]:
+    def settle(
+        self, state: Any, t: int, ctx: Context, earns: bool
+    ) -> tuple[int, tuple[tuple[Any, ...], ...]]:
         if state == _CLOSED:
             return _NOTHING
         s = ctx.open
@@ -248,10 +272,16 @@ class Assign(Node):
         if known is not None:
             return known
         window = tuple(self.eligible[lo:hi])
-        options = [[k for k, m in enumerate(self.members) if m.can[j] and ctx.matches(m.idx, j)] for j in window]
-        caps = [Capacity(ctx.leaf_value[m.idx] if earns else 1, m.step.least, m.step.count_max)
-                for m in self.members]
-        ctx.work += (len(window) * len(self.members) + (best := best_assignment(options, caps)).work) // ARC_WORK
+        options = [
+            [k for k, m in enumerate(self.members) if m.can[j] and ctx.matches(m.idx, j)] for j in window
+        ]
+        caps = [
+            Capacity(ctx.leaf_value[m.idx] if earns else 1, m.step.least, m.step.count_max)
+            for m in self.members
+        ]
+        ctx.work += (
+            len(window) * len(self.members) + (best := best_assignment(options, caps)).work
+        ) // ARC_WORK
         solved = Solved(best.value, window, best.taken, None)
         turns = [ctx.turns[j] for j in window]
         if self.parallel:
@@ -276,8 +306,10 @@ class _Growing:
 
     def __init__(self, node: Assign, earns: bool, ctx: Context) -> None:
         self.node = node
-        self.caps = [Capacity(ctx.leaf_value[m.idx] if earns else 1, m.step.least, m.step.count_max)
-                     for m in node.members]
+        self.caps = [
+            Capacity(ctx.leaf_value[m.idx] if earns else 1, m.step.least, m.step.count_max)
+            for m in node.members
+        ]
         self.unrestricted = GrowingAssignment(self.caps)
         self.per_turn: dict[Any, GrowingAssignment] = {}
         self.values = [0]
@@ -291,19 +323,32 @@ class _Growing:
             best = self.unrestricted.add(options)
             if node.parallel:
                 turn = ctx.turns[j]
-                if turn is not None and turn not in self.per_turn:  # a new turn: it also takes the calls with none
+                if (
+                    turn is not None and turn not in self.per_turn
+                ):  # a new turn: it also takes the calls with none
                     growing = self.per_turn[turn] = GrowingAssignment(self.caps)
-                    for earlier in node.eligible[lo:lo + len(values) - 1]:
+                    for earlier in node.eligible[lo : lo + len(values) - 1]:
                         if ctx.turns[earlier] is None:
-                            growing.add([k for k, m in enumerate(node.members)
-                                         if m.can[earlier] and ctx.matches(m.idx, earlier)])
+                            growing.add(
+                                [
+                                    k
+                                    for k, m in enumerate(node.members)
+                                    if m.can[earlier] and ctx.matches(m.idx, earlier)
+                                ]
+                            )
                 for other, growing in self.per_turn.items():
                     if turn is None or turn == other:
                         growing.add(options)
-                if self.per_turn:  # with turns known, keeping to one turn, or the best whatever the turns, split
+                if (
+                    self.per_turn
+                ):  # with turns known, keeping to one turn, or the best whatever the turns, split
                     best = max(best - ctx.split_unit, *(g.value for g in self.per_turn.values()))
-            ctx.work += (len(node.members) + self.unrestricted.work + sum(
-                g.work for g in self.per_turn.values()) - before) // ARC_WORK
+            ctx.work += (
+                len(node.members)
+                + self.unrestricted.work
+                + sum(g.work for g in self.per_turn.values())
+                - before
+            ) // ARC_WORK
             values.append(best)
         return values[hi - lo]
 
@@ -345,7 +390,9 @@ class Builder:
     """Builds the automaton for one run's shape: ``leaf_of`` numbers the tool steps in written order, ``reads``
     says which of them read a step id's binding (a ``$ref``)."""
 
-    def __init__(self, calls: int, leaves: Sequence[Leaf], leaf_of: Mapping[int, int], reads: Mapping[int, Any]):
+    def __init__(
+        self, calls: int, leaves: Sequence[Leaf], leaf_of: Mapping[int, int], reads: Mapping[int, Any]
+    ):
         self.calls, self.leaves, self.leaf_of, self.reads = calls, leaves, leaf_of, reads
         self.assigns = 0
 
@@ -362,7 +409,11 @@ class Builder:
             dynamic = any(self.reads.get(leaf.idx) for leaf in flat)
             node = Assign(step, flat, self.calls, self.assigns, dynamic)
             self.assigns += 1
-            return node if (step.least, step.count_max) == (1, 1) else Repeat(step, node, step.least, step.count_max)
+            return (
+                node
+                if (step.least, step.count_max) == (1, 1)
+                else Repeat(step, node, step.least, step.count_max)
+            )
         else:
             free = under_free or step.kind in ("unordered", "parallel")
             members = [self.build(member, free) for member in step.members]

@@ -44,7 +44,11 @@ def value_at(data: Any, path: Sequence[str]) -> tuple[bool, Any]:
     for part in path:
         if isinstance(data, Mapping) and part in data:
             data = data[part]
-        elif isinstance(data, list | tuple) and part.lstrip("-").isdigit() and -len(data) <= int(part) < len(data):
+        elif (
+            isinstance(data, list | tuple)
+            and part.lstrip("-").isdigit()
+            and -len(data) <= int(part) < len(data)
+        ):
             data = data[int(part)]
         else:
             return False, None
@@ -71,7 +75,9 @@ class Plan:
     slot_of: Mapping[str, int]  # the binding slot of each step id a ``$ref`` names
     reads: Mapping[int, tuple[int, ...]]  # per leaf: the slots its matchers read
     forbid_by_tool: Mapping[str, tuple[Step, ...]]  # tool name -> its forbid rules, in written order
-    expected: dict[int, Mapping[str, str]]  # id(step) -> each matched key's matcher described, filled as needed
+    expected: dict[
+        int, Mapping[str, str]
+    ]  # id(step) -> each matched key's matcher described, filled as needed
 
 
 def plan_of(spec: TrajectorySpec) -> Plan:
@@ -85,13 +91,22 @@ def plan_of(spec: TrajectorySpec) -> Plan:
         referenced = {r.target for step in steps for r in step.refs}
         ids = spec.ids
         slot_of = {name: k for k, name in enumerate(sorted(t for t in referenced if t in ids))}
-        reads = {k: tuple(slot_of[r.target] for r in step.refs if r.target in slot_of) for k, step in enumerate(steps)}
+        reads = {
+            k: tuple(slot_of[r.target] for r in step.refs if r.target in slot_of)
+            for k, step in enumerate(steps)
+        }
         forbid: dict[str, list[Step]] = {}
         for rule in spec.forbid:
             forbid.setdefault(rule.tool or "", []).append(rule)
         known = spec.memo["plan"] = Plan(
-            steps, {id(step): k for k, step in enumerate(steps)}, {t: tuple(ks) for t, ks in by_tool.items()},
-            slot_of, reads, {t: tuple(rules) for t, rules in forbid.items()}, {})
+            steps,
+            {id(step): k for k, step in enumerate(steps)},
+            {t: tuple(ks) for t, ks in by_tool.items()},
+            slot_of,
+            reads,
+            {t: tuple(rules) for t, rules in forbid.items()},
+            {},
+        )
     return known
 
 
@@ -140,7 +155,9 @@ class Checker:
             self._latest[tool] = table
         return table[j] if j < len(table) else -1
 
-    def resolver(self, j: int, bindings: Sequence[int] | None) -> Callable[[Ref], tuple[KeyOutcome, Any, str]]:
+    def resolver(
+        self, j: int, bindings: Sequence[int] | None
+    ) -> Callable[[Ref], tuple[KeyOutcome, Any, str]]:
         """Refs for call ``j``; with ``bindings`` None, refs to step ids are undecided (the static pass)."""
         slot_of = self.plan.slot_of
 
@@ -159,8 +176,12 @@ class Checker:
             call = self.calls[source]
             data = call.input_parameters if ref.part == "args" else result_value(call)
             if data is None:
-                return None, None, f"the {'arguments' if ref.part == 'args' else 'result'} of call #{source + 1} " \
-                                   f"({call.name}) {NOT_RECORDED}"
+                return (
+                    None,
+                    None,
+                    f"the {'arguments' if ref.part == 'args' else 'result'} of call #{source + 1} "
+                    f"({call.name}) {NOT_RECORDED}",
+                )
             found, value = value_at(data, ref.path)
             if not found:
                 return False, None, f"call #{source + 1} ({call.name}) has no {ref.part}.{'.'.join(ref.path)}"

@@ -74,34 +74,60 @@ def from_adk(data: Any, mode: str = "EXACT", where: str = "eval set") -> list[En
         raise ImportFailure(f"--mode for ADK is one of {', '.join(ADK_MODES)}, got {mode!r}")
     preset = f"adk:{mode}"
     entries: list[Entry] = []
-    if isinstance(data, list):  # the older format: [{"query", "expected_tool_use": [{"tool_name", "tool_input"}]}]
+    if isinstance(
+        data, list
+    ):  # the older format: [{"query", "expected_tool_use": [{"tool_name", "tool_input"}]}]
         for i, row in enumerate(data):
             if not isinstance(row, Mapping) or "query" not in row:
-                raise ImportFailure(f"{where}[{i}]: expected {{\"query\", \"expected_tool_use\"}} (ADK's older "
-                                   "format) or an eval set object with eval_cases")
-            tools = [{"tool": t.get("tool_name"), "args": t.get("tool_input") or {}}
-                     for t in row.get("expected_tool_use") or [] if isinstance(t, Mapping)]
-            entries.append(_checked({"name": f"{i}", "input": str(row["query"]),
-                                     "expected_trajectory": {"preset": preset, "expected_tools": tools}},
-                                    f"{where}[{i}]"))
+                raise ImportFailure(
+                    f'{where}[{i}]: expected {{"query", "expected_tool_use"}} (ADK\'s older '
+                    "format) or an eval set object with eval_cases"
+                )
+            tools = [
+                {"tool": t.get("tool_name"), "args": t.get("tool_input") or {}}
+                for t in row.get("expected_tool_use") or []
+                if isinstance(t, Mapping)
+            ]
+            entries.append(
+                _checked(
+                    {
+                        "name": f"{i}",
+                        "input": str(row["query"]),
+                        "expected_trajectory": {"preset": preset, "expected_tools": tools},
+                    },
+                    f"{where}[{i}]",
+                )
+            )
         return entries
     cases = _get(data, "eval_cases") if isinstance(data, Mapping) else None
     if not isinstance(cases, list):
-        raise ImportFailure(f"{where}: not an ADK eval set (expected an object with eval_cases, or a list of "
-                           "queries)")
+        raise ImportFailure(
+            f"{where}: not an ADK eval set (expected an object with eval_cases, or a list of queries)"
+        )
     for i, case in enumerate(cases):
         case_id = str(_get(case, "eval_id") or i)
         conversation = _get(case, "conversation")
         if not isinstance(conversation, list):
-            raise ImportFailure(f"{where}.eval_cases[{i}]: a case needs a conversation (a list of invocations)")
+            raise ImportFailure(
+                f"{where}.eval_cases[{i}]: a case needs a conversation (a list of invocations)"
+            )
         for k, invocation in enumerate(conversation):
             data_ = _get(invocation, "intermediate_data") or {}
             uses = _get(data_, "tool_uses") or []
-            tools = [{"tool": u.get("name"), "args": u.get("args") or {}} for u in uses if isinstance(u, Mapping)]
+            tools = [
+                {"tool": u.get("name"), "args": u.get("args") or {}} for u in uses if isinstance(u, Mapping)
+            ]
             name = case_id if len(conversation) == 1 else f"{case_id}#{k + 1}"
-            entries.append(_checked({"name": name, "input": _text(_get(invocation, "user_content")),
-                                     "expected_trajectory": {"preset": preset, "expected_tools": tools}},
-                                    f"{where}.eval_cases[{i}].conversation[{k}]"))
+            entries.append(
+                _checked(
+                    {
+                        "name": name,
+                        "input": _text(_get(invocation, "user_content")),
+                        "expected_trajectory": {"preset": preset, "expected_tools": tools},
+                    },
+                    f"{where}.eval_cases[{i}].conversation[{k}]",
+                )
+            )
     return entries
 
 
@@ -122,28 +148,46 @@ def _bfcl_matcher(allowed: Any, where: str) -> Any:
     return matcher
 
 
-def from_bfcl(lines: Iterable[Any], questions: Mapping[str, str] | None = None,
-              where: str = "possible answers") -> list[Entry]:
+def from_bfcl(
+    lines: Iterable[Any], questions: Mapping[str, str] | None = None, where: str = "possible answers"
+) -> list[Entry]:
     """Entries of BFCL ``possible_answer`` lines; ``questions``: id -> the user's question."""
     entries: list[Entry] = []
     for n, row in enumerate(lines, 1):
         at = f"{where}:{n}"
         if not isinstance(row, Mapping) or not isinstance(row.get("ground_truth"), list):
-            raise ImportFailure(f"{at}: expected {{\"id\", \"ground_truth\": [{{function: {{param: [values]}}}}]}} "
-                               "(a BFCL possible_answer line)")
+            raise ImportFailure(
+                f'{at}: expected {{"id", "ground_truth": [{{function: {{param: [values]}}}}]}} '
+                "(a BFCL possible_answer line)"
+            )
         calls = []
         for k, call in enumerate(row["ground_truth"]):
             if not isinstance(call, Mapping) or len(call) != 1:
                 raise ImportFailure(f"{at}: ground_truth[{k}] is one {{function: {{param: [values]}}}}")
             ((function, params),) = call.items()
             if not isinstance(params, Mapping):
-                raise ImportFailure(f"{at}: ground_truth[{k}].{function}: expected its parameters' allowed values")
-            calls.append({"tool": function, "strict_args": True,
-                          "args": {p: _bfcl_matcher(v, f"{at}: {function}.{p}") for p, v in params.items()}})
+                raise ImportFailure(
+                    f"{at}: ground_truth[{k}].{function}: expected its parameters' allowed values"
+                )
+            calls.append(
+                {
+                    "tool": function,
+                    "strict_args": True,
+                    "args": {p: _bfcl_matcher(v, f"{at}: {function}.{p}") for p, v in params.items()},
+                }
+            )
         steps = calls if len(calls) == 1 else [{"unordered": calls}]
         case_id = str(row.get("id", n))
-        entries.append(_checked({"name": case_id, "input": (questions or {}).get(case_id, case_id),
-                                 "expected_trajectory": {"steps": steps, "extra": "forbid"}}, at))
+        entries.append(
+            _checked(
+                {
+                    "name": case_id,
+                    "input": (questions or {}).get(case_id, case_id),
+                    "expected_trajectory": {"steps": steps, "extra": "forbid"},
+                },
+                at,
+            )
+        )
     return entries
 
 
@@ -186,13 +230,16 @@ def _messages(value: Any) -> list[Mapping[str, Any]] | None:
             if key in value:
                 return _messages(value[key])
         return None
-    if isinstance(value, list) and all(isinstance(m, Mapping) and ("role" in m or "type" in m) for m in value):
+    if isinstance(value, list) and all(
+        isinstance(m, Mapping) and ("role" in m or "type" in m) for m in value
+    ):
         return list(value)
     return None
 
 
-def from_langchain(data: Any, mode: str = "strict", ignore_args: bool = False,
-                   where: str = "trajectory") -> list[Entry]:
+def from_langchain(
+    data: Any, mode: str = "strict", ignore_args: bool = False, where: str = "trajectory"
+) -> list[Entry]:
     """Entries of agentevals reference trajectories (one trajectory, or a list of them)."""
     if mode not in LANGCHAIN_MODES:
         raise ImportFailure(f"--mode for LangChain is one of {', '.join(LANGCHAIN_MODES)}, got {mode!r}")
@@ -203,8 +250,9 @@ def from_langchain(data: Any, mode: str = "strict", ignore_args: bool = False,
         messages = _messages(trajectory)
         at = where if single is not None else f"{where}[{i}]"
         if messages is None:
-            raise ImportFailure(f"{at}: expected a list of chat messages (role, content, tool_calls) or "
-                               "{\"messages\": [...]}")
+            raise ImportFailure(
+                f'{at}: expected a list of chat messages (role, content, tool_calls) or {{"messages": [...]}}'
+            )
         turns: list[list[Any]] = []
         user = ""
         for k, message in enumerate(messages):
@@ -217,9 +265,16 @@ def from_langchain(data: Any, mode: str = "strict", ignore_args: bool = False,
                 turn = [_call(c, f"{at}.messages[{k}]") for c in calls if isinstance(c, Mapping)]
                 turns.append([c["tool"] for c in turn] if ignore_args else turn)
         name = str(trajectory.get("id", i)) if isinstance(trajectory, Mapping) else str(i)
-        entries.append(_checked({"name": name, "input": user,
-                                 "expected_trajectory": {"preset": f"langchain:{mode}", "expected_tools": turns}},
-                                at))
+        entries.append(
+            _checked(
+                {
+                    "name": name,
+                    "input": user,
+                    "expected_trajectory": {"preset": f"langchain:{mode}", "expected_tools": turns},
+                },
+                at,
+            )
+        )
     if not entries:
         raise ImportFailure(f"{where}: no trajectory found (expected chat messages with tool_calls)")
     return entries

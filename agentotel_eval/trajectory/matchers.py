@@ -188,8 +188,9 @@ class Operators(Matcher):
         return self.text
 
 
-def check_keys(keys: Sequence[tuple[str, Matcher]], value: Mapping[str, Any], strict: bool,
-               resolve: Refs = _no_refs) -> list[tuple[str, KeyOutcome, str]]:
+def check_keys(
+    keys: Sequence[tuple[str, Matcher]], value: Mapping[str, Any], strict: bool, resolve: Refs = _no_refs
+) -> list[tuple[str, KeyOutcome, str]]:
     """Each named key's verdict, then (``strict``) each key the spec does not name, as a failure."""
     out: list[tuple[str, KeyOutcome, str]] = []
     for key, matcher in keys:
@@ -247,8 +248,14 @@ def _comparison(op: str, bound: float) -> Test:
 
 
 def _approx(target: float, rel: float | None, abs_: float | None) -> Test:
-    tolerance = " and ".join(t for t in (f"{rel:g} relative" if rel is not None else "",
-                                         f"{abs_:g} absolute" if abs_ is not None else "") if t)
+    tolerance = " and ".join(
+        t
+        for t in (
+            f"{rel:g} relative" if rel is not None else "",
+            f"{abs_:g} absolute" if abs_ is not None else "",
+        )
+        if t
+    )
 
     def test(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
         if not _is_number(value):
@@ -256,7 +263,11 @@ def _approx(target: float, rel: float | None, abs_: float | None) -> Test:
         ok = math.isclose(float(value), target, rel_tol=rel or 0.0, abs_tol=abs_ or 0.0)
         if rel is None and abs_ is None:
             ok = math.isclose(float(value), target)
-        return (True, "") if ok else (False, f"{_show(value)} is not within {tolerance or 'tolerance'} of {target:g}")
+        return (
+            (True, "")
+            if ok
+            else (False, f"{_show(value)} is not within {tolerance or 'tolerance'} of {target:g}")
+        )
 
     return test
 
@@ -329,9 +340,14 @@ def _ref_test(ref: Ref, norm: Sequence[str]) -> Test:
             return None, f"{ref.text}: {why or 'not recorded'}"
         if not found:
             return False, f"{ref.text}: {why}"
-        same = (normalise_text(value, norm) == normalise_text(produced, norm)
-                if norm and isinstance(value, str) and isinstance(produced, str) else values_equal(produced, value))
-        return (True, "") if same else (False, f"expected {_show(produced)} from {ref.text}, got {_show(value)}")
+        same = (
+            normalise_text(value, norm) == normalise_text(produced, norm)
+            if norm and isinstance(value, str) and isinstance(produced, str)
+            else values_equal(produced, value)
+        )
+        return (
+            (True, "") if same else (False, f"expected {_show(produced)} from {ref.text}, got {_show(value)}")
+        )
 
     return test
 
@@ -421,7 +437,9 @@ def _compile_in(arg: Any, reading: _Reading) -> Test:
 def _compile_type(arg: Any, reading: _Reading) -> Test:
     names = [arg] if isinstance(arg, str) else arg
     if not isinstance(names, list | tuple) or not names or any(n not in JSON_TYPES for n in names):
-        raise SpecError(f"{reading.where}: $type takes JSON Schema type names {list(JSON_TYPES)}, got {arg!r}")
+        raise SpecError(
+            f"{reading.where}: $type takes JSON Schema type names {list(JSON_TYPES)}, got {arg!r}"
+        )
     return _type_test(tuple(names))
 
 
@@ -522,7 +540,8 @@ def _plain(value: Any) -> Any:
 def _has_operator(value: Any) -> bool:
     if isinstance(value, Mapping):
         return any(isinstance(k, str) and k.startswith("$") for k in value) or any(
-            _has_operator(v) for v in value.values())
+            _has_operator(v) for v in value.values()
+        )
     if isinstance(value, list | tuple):
         return False  # operators inside arrays are not read: an array is a literal
     return False

@@ -83,12 +83,17 @@ def expand_preset(body: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise SpecError(f"{where}: a preset takes expected_tools, not steps")
     tools = body.get("expected_tools")
     if not isinstance(tools, list):
-        raise SpecError(f"{where}: preset {name!r} needs expected_tools = [...] (tool names or {{ tool, args }})")
+        raise SpecError(
+            f"{where}: preset {name!r} needs expected_tools = [...] (tool names or {{ tool, args }})"
+        )
     group, optional, extra, threshold, exact_args, turns = PRESETS[name]
     calls: list[dict[str, Any]] = []
     for i, entry in enumerate(tools):
         if isinstance(entry, list):  # one LLM turn's calls: in any order among themselves
-            turn = [_entry(t, optional, exact_args, f"{where}.expected_tools[{i}][{k}]") for k, t in enumerate(entry)]
+            turn = [
+                _entry(t, optional, exact_args, f"{where}.expected_tools[{i}][{k}]")
+                for k, t in enumerate(entry)
+            ]
             if not turn:
                 raise SpecError(f"{where}.expected_tools[{i}]: a turn lists at least one call")
             calls.extend(turn if turns == "flat" or len(turn) == 1 else [{"parallel": turn}])

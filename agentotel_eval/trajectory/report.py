@@ -34,7 +34,9 @@ class _ToolRow:
     step: Step
     took: tuple[int, ...]  # the calls it took, when its checks are shown
     checked: bool  # whether the row has ``checks`` (it took calls)
-    near: tuple[tuple[int, str | None], ...]  # near misses: a call of its tool, and the step that took it if any
+    near: tuple[
+        tuple[int, str | None], ...
+    ]  # near misses: a call of its tool, and the step that took it if any
     status: str
 
 
@@ -48,8 +50,11 @@ def _static_row(rows: dict[int, Mapping[str, Any]], step: Step, depth: int) -> M
         if step.optional:
             built["optional"] = True
         if (step.count_min, step.count_max) != (1, 1):
-            built["count"] = ({"min": step.count_min} if step.count_max is None else
-                              {"min": step.count_min, "max": step.count_max})
+            built["count"] = (
+                {"min": step.count_min}
+                if step.count_max is None
+                else {"min": step.count_min, "max": step.count_max}
+            )
         if step.weight is not None:
             built["weight"] = step.weight
         row = rows[id(step)] = freeze(built)
@@ -96,8 +101,16 @@ class _Walk:
             status = _status(len(took), need, taken)
             near = self._near_misses(step) if status in (MISSING, PARTIAL) else ()
             if (took and step.args is not None) or near:
-                self.rows.append(_ToolRow(FrozenDict(static, calls=FrozenList(took)), step,
-                                          tuple(took) if step.args is not None else (), bool(took), near, status))
+                self.rows.append(
+                    _ToolRow(
+                        FrozenDict(static, calls=FrozenList(took)),
+                        step,
+                        tuple(took) if step.args is not None else (),
+                        bool(took),
+                        near,
+                        status,
+                    )
+                )
             elif took:
                 self.rows.append(FrozenDict(static, calls=FrozenList(took), checks=_NO_CHECKS, status=status))
             else:
@@ -151,32 +164,56 @@ class _Walk:
         return tuple(out)
 
 
-def _fixed_violations(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment,
-                      extra: Sequence[int]) -> list[dict[str, Any]]:
+def _fixed_violations(
+    spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment, extra: Sequence[int]
+) -> list[dict[str, Any]]:
     """The violations that read no argument: all but ``forbidden``, in the order they are reported."""
     out: list[dict[str, Any]] = []
     if spec.max_calls is not None and len(calls) > spec.max_calls:
-        out.append({"type": "max_calls", "calls": len(calls), "max": spec.max_calls,
-                    "message": f"{len(calls)} calls, more than max_calls = {spec.max_calls}"})
+        out.append(
+            {
+                "type": "max_calls",
+                "calls": len(calls),
+                "max": spec.max_calls,
+                "message": f"{len(calls)} calls, more than max_calls = {spec.max_calls}",
+            }
+        )
     if spec.extra == "forbid" and extra:
         names = ", ".join(f"#{j + 1} {calls[j].name}" for j in extra[:5]) + (" …" if len(extra) > 5 else "")
-        out.append({"type": "extra_forbidden", "calls": list(extra),
-                    "message": f"{len(extra)} call(s) the spec does not match, with extra = \"forbid\": {names}"})
+        out.append(
+            {
+                "type": "extra_forbidden",
+                "calls": list(extra),
+                "message": f'{len(extra)} call(s) the spec does not match, with extra = "forbid": {names}',
+            }
+        )
     for path, j in alignment.splits:
-        out.append({"type": "parallel_split", "step": path, "call": j,
-                    "message": f"parallel group {path} was split over LLM turns (call #{j + 1})"})
+        out.append(
+            {
+                "type": "parallel_split",
+                "step": path,
+                "call": j,
+                "message": f"parallel group {path} was split over LLM turns (call #{j + 1})",
+            }
+        )
     if spec.separate_turns:
         out.extend(_merged_turns(spec, calls, alignment))
     return out
 
 
-def _merged_turns(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> list[dict[str, Any]]:
+def _merged_turns(
+    spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment
+) -> list[dict[str, Any]]:
     """Top-level steps whose calls came from one LLM turn (``separate_turns``): one violation per such turn."""
     top = spec.memo.get("top_of_leaf")
     if top is None:
         leaf_of = plan_of(spec).leaf_of
-        top = spec.memo["top_of_leaf"] = {leaf_of[id(s)]: k for k, member in enumerate(spec.root.members)
-                                          for s in member.walk() if s.kind == "tool"}
+        top = spec.memo["top_of_leaf"] = {
+            leaf_of[id(s)]: k
+            for k, member in enumerate(spec.root.members)
+            for s in member.walk()
+            if s.kind == "tool"
+        }
     steps_of: dict[Any, list[int]] = {}
     first_call: dict[Any, int] = {}
     for j, leaf in enumerate(alignment.taken_by):
@@ -192,9 +229,15 @@ def _merged_turns(spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Al
     for turn, steps in steps_of.items():
         if len(steps) > 1:
             paths = [spec.root.members[k].path for k in steps]
-            out.append({"type": "turns_merged", "steps": paths, "call": first_call[turn],
-                        "message": f"{' and '.join(paths)} came in one LLM turn (call #{first_call[turn] + 1} on); "
-                                   f"each is a turn of its own (separate_turns)"})
+            out.append(
+                {
+                    "type": "turns_merged",
+                    "steps": paths,
+                    "call": first_call[turn],
+                    "message": f"{' and '.join(paths)} came in one LLM turn (call #{first_call[turn] + 1} on); "
+                    f"each is a turn of its own (separate_turns)",
+                }
+            )
     return out
 
 
@@ -228,13 +271,36 @@ def _check_json(key: str, verdict: Any, reason: str, expected: Mapping[str, str]
 class Report:
     """What a run's shape determines of its result (see the module's docstring); ``details`` completes it."""
 
-    __slots__ = ("approximate", "bindings", "call_steps", "extra", "forbid_calls", "head", "kept", "near_misses",
-                 "precision", "reason", "recall", "rows", "score", "tail", "violations", "work")
+    __slots__ = (
+        "approximate",
+        "bindings",
+        "call_steps",
+        "extra",
+        "forbid_calls",
+        "head",
+        "kept",
+        "near_misses",
+        "precision",
+        "reason",
+        "recall",
+        "rows",
+        "score",
+        "tail",
+        "violations",
+        "work",
+    )
 
     def __init__(self, spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment) -> None:
         # the alignment without the run's checked calls: a kept report holds nothing of the run's values
-        self.kept = (alignment.leaves, alignment.taken_by, alignment.earned, alignment.splits, alignment.bindings,
-                     alignment.required, alignment.unit)
+        self.kept = (
+            alignment.leaves,
+            alignment.taken_by,
+            alignment.earned,
+            alignment.splits,
+            alignment.bindings,
+            alignment.required,
+            alignment.unit,
+        )
         self.bindings, self.approximate, self.work = alignment.bindings, alignment.approximate, alignment.work
         extra = [j for j, leaf in enumerate(alignment.taken_by) if leaf is None]
         recall = alignment.recall
@@ -250,14 +316,17 @@ class Report:
         self.rows = tuple(walk.rows)
         self.near_misses = any(isinstance(row, _ToolRow) and row.near for row in self.rows)
         self.extra = FrozenList(extra)
-        self.call_steps = tuple(alignment.leaves[leaf].path if leaf is not None else None
-                                for leaf in alignment.taken_by)
+        self.call_steps = tuple(
+            alignment.leaves[leaf].path if leaf is not None else None for leaf in alignment.taken_by
+        )
         forbid = plan_of(spec).forbid_by_tool
         self.forbid_calls = tuple(j for j, call in enumerate(calls) if call.name in forbid)
         fixed = _fixed_violations(spec, calls, alignment, extra)
         self.violations: tuple[dict[str, Any], ...] = tuple(freeze(v) for v in fixed)
         self.head: dict[str, Any] = {
-            "score": score, "recall": recall, "precision": precision,
+            "score": score,
+            "recall": recall,
+            "precision": precision,
             # ratios of integers, correctly rounded: float(alignment.matched_weight), without making a Fraction
             "matched_weight": sum(alignment.earned) / alignment.unit,
             "required_weight": alignment.required / alignment.unit,
@@ -266,7 +335,9 @@ class Report:
         tail: dict[str, Any] = {}
         if spec.preset:
             tail["preset"] = spec.preset
-        if alignment.approximate is not None:  # the score is a lower bound: a real alignment, maybe not the best
+        if (
+            alignment.approximate is not None
+        ):  # the score is a lower bound: a real alignment, maybe not the best
             tail["approximate"] = True
             tail["approximate_reason"] = alignment.approximate
         if any(c.llm_turn is None for c in calls) and turns_matter(spec):
@@ -284,8 +355,9 @@ class Report:
         """The alignment this report was made from, for a run of its shape (``checker``: that run's calls)."""
         return Alignment(*self.kept, checker, self.approximate, self.work)
 
-    def details(self, spec: TrajectorySpec, calls: Sequence[ToolCall], checker: Checker,
-                threshold: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def details(
+        self, spec: TrajectorySpec, calls: Sequence[ToolCall], checker: Checker, threshold: float
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The run's ``details`` (without ``reason``) and violations: this report, with the run's checks."""
         plan, bindings = checker.plan, self.bindings
         rows: list[Mapping[str, Any]] = []
@@ -297,14 +369,21 @@ class Report:
             expected = expected_texts(plan, step)
             filled = dict(row.head)
             if row.checked:
-                filled["checks"] = {str(j): [_check_json(k, v, r, expected) for k, v, r in
-                                             checker.raw(step, j, bindings[j])] for j in row.took}
+                filled["checks"] = {
+                    str(j): [_check_json(k, v, r, expected) for k, v, r in checker.raw(step, j, bindings[j])]
+                    for j in row.took
+                }
             if row.near:
                 near = []
                 for j, other in row.near:
-                    entry: dict[str, Any] = {"call": j, "checks": [
-                        _check_json(k, v, r, expected) for k, v, r in checker.raw(step, j, bindings[j])
-                        if v is not True]}
+                    entry: dict[str, Any] = {
+                        "call": j,
+                        "checks": [
+                            _check_json(k, v, r, expected)
+                            for k, v, r in checker.raw(step, j, bindings[j])
+                            if v is not True
+                        ],
+                    }
                     if other is not None:
                         entry["taken_by"] = other
                     near.append(entry)
@@ -322,13 +401,22 @@ class Report:
             if call.llm_turn is not None:
                 call_row["turn"] = call.llm_turn
             call_rows.append(call_row)
-        details = {**self.head, "threshold": threshold, "steps": rows, "calls": call_rows, "extra": self.extra,
-                   "violations": violations, "spec": _frozen_written(spec), **self.tail}
+        details = {
+            **self.head,
+            "threshold": threshold,
+            "steps": rows,
+            "calls": call_rows,
+            "extra": self.extra,
+            "violations": violations,
+            "spec": _frozen_written(spec),
+            **self.tail,
+        }
         return details, violations
 
 
-def _forbidden(calls: Sequence[ToolCall], checker: Checker, bindings: Sequence[Sequence[int]],
-               candidates: Sequence[int]) -> list[dict[str, Any]]:
+def _forbidden(
+    calls: Sequence[ToolCall], checker: Checker, bindings: Sequence[Sequence[int]], candidates: Sequence[int]
+) -> list[dict[str, Any]]:
     """A ``forbidden`` violation for each call (of ``candidates``: those of a tool a rule names) that a forbid
     rule's arguments match; a rule whose arguments were not recorded may not apply, so it is no violation."""
     out: list[dict[str, Any]] = []
@@ -339,7 +427,13 @@ def _forbidden(calls: Sequence[ToolCall], checker: Checker, bindings: Sequence[S
             found: list[RawCheck] = checker.raw(rule, j, bindings[j])
             if any(verdict is not True for _, verdict, _ in found):
                 continue
-            out.append({"type": "forbidden", "call": j, "rule": rule.path,
-                        "message": f"call #{j + 1} {call.name} is forbidden ({rule.path})"})
+            out.append(
+                {
+                    "type": "forbidden",
+                    "call": j,
+                    "rule": rule.path,
+                    "message": f"call #{j + 1} {call.name} is forbidden ({rule.path})",
+                }
+            )
             break
     return out

@@ -45,8 +45,9 @@ class TrajectoryOutcome:
         return not self.violations
 
 
-def _shape(spec: TrajectorySpec, calls: Sequence[ToolCall], checker: Checker,
-           budget: int | None) -> tuple[Any, ...] | None:
+def _shape(
+    spec: TrajectorySpec, calls: Sequence[ToolCall], checker: Checker, budget: int | None
+) -> tuple[Any, ...] | None:
     """What a run's report depends on, besides argument values: its tools, which steps' matchers each call passes,
     and where turns matter, which calls share an LLM turn. None when a ``$ref`` to a step id makes the matchers
     depend on the alignment (the alignment is then the run's own)."""
@@ -84,8 +85,9 @@ def forget_shapes() -> None:
         _shape_rows = 0
 
 
-def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0,
-                     budget: int | None = None) -> TrajectoryOutcome:
+def score_trajectory(
+    spec: TrajectorySpec, calls: Sequence[ToolCall], threshold: float = 1.0, budget: int | None = None
+) -> TrajectoryOutcome:
     """Score ``calls`` (in run order, with their LLM turns) against ``spec`` (``budget``: the alignment's work
     budget, ``align.WORK_BUDGET`` unless given).
 
@@ -109,7 +111,9 @@ def score_trajectory(spec: TrajectorySpec, calls: Sequence[ToolCall], threshold:
         if report.reason_is_fixed:
             report.reason = reason
     details["reason"] = reason
-    return TrajectoryOutcome(report.score, report.recall, report.precision, tuple(violations), details, alignment)
+    return TrajectoryOutcome(
+        report.score, report.recall, report.precision, tuple(violations), details, alignment
+    )
 
 
 def _fmt(value: float) -> str:
@@ -118,10 +122,14 @@ def _fmt(value: float) -> str:
 
 def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
     """One paragraph: the score's parts, what is missing and why, extra calls, violations."""
-    parts = [f"Matched {_fmt(details['matched_weight'])} of {_fmt(details['required_weight'])} required weight"]
+    parts = [
+        f"Matched {_fmt(details['matched_weight'])} of {_fmt(details['required_weight'])} required weight"
+    ]
     if details["extra_mode"] == "penalize":
-        parts[0] += f"; precision {_fmt(details['precision'])} ({len(calls) - len(details['extra'])} of " \
-                    f"{len(calls)} calls matched), F1 {_fmt(details['score'])}"
+        parts[0] += (
+            f"; precision {_fmt(details['precision'])} ({len(calls) - len(details['extra'])} of "
+            f"{len(calls)} calls matched), F1 {_fmt(details['score'])}"
+        )
     parts[0] += "."
     missing = [r for r in details["steps"] if r["status"] in (MISSING, PARTIAL) and r["kind"] == "tool"]
     missing += [r for r in details["steps"] if r["status"] == MISSING and r["kind"] == "any_of"]
@@ -142,11 +150,17 @@ def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
         for j in details["extra"]:
             counts[calls[j].name] = counts.get(calls[j].name, 0) + 1
         listed = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
-        penalised = {"ignore": "not penalised", "penalize": "penalised", "forbid": "forbidden"}[details["extra_mode"]]
+        penalised = {"ignore": "not penalised", "penalize": "penalised", "forbid": "forbidden"}[
+            details["extra_mode"]
+        ]
         parts.append(f"Extra calls ({penalised}): {listed}.")
     if details.get("approximate"):
         parts.append(f"Approximate: {details['approximate_reason']}.")
     if details["violations"]:
-        parts.append("Violations: " + "; ".join(v["message"] for v in details["violations"][:4])
-                     + (" …" if len(details["violations"]) > 4 else "") + ".")
+        parts.append(
+            "Violations: "
+            + "; ".join(v["message"] for v in details["violations"][:4])
+            + (" …" if len(details["violations"]) > 4 else "")
+            + "."
+        )
     return " ".join(parts)

@@ -27,10 +27,28 @@ KINDS = ("tool", *GROUPS)
 EXTRA_MODES = ("ignore", "penalize", "forbid")
 _MODIFIERS = ("optional", "count", "weight", "id")
 _TOOL_KEYS = ("args", "strict_args")
-_TOP_KEYS = ("steps", "extra", "max_calls", "forbid", "threshold", "preset", "expected_tools", "separate_turns")
+_TOP_KEYS = (
+    "steps",
+    "extra",
+    "max_calls",
+    "forbid",
+    "threshold",
+    "preset",
+    "expected_tools",
+    "separate_turns",
+)
 
-__all__ = ["CONFIG_LIMITS", "EXTRA_MODES", "KINDS", "UNTRUSTED_LIMITS", "SpecError", "SpecLimits", "Step",
-           "TrajectorySpec", "parse_spec"]
+__all__ = [
+    "CONFIG_LIMITS",
+    "EXTRA_MODES",
+    "KINDS",
+    "UNTRUSTED_LIMITS",
+    "SpecError",
+    "SpecLimits",
+    "Step",
+    "TrajectorySpec",
+    "parse_spec",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +65,17 @@ class SpecLimits:
     nesting: int  # JSON objects and arrays inside each other (groups, and objects in argument matchers)
 
 
-UNTRUSTED_LIMITS = SpecLimits("a spec from a span or a dataset", steps=200, depth=8, alternatives=16,
-                              spec_bytes=64 * 1024, nesting=48)
-CONFIG_LIMITS = SpecLimits("a spec from the config or code", steps=5000, depth=32, alternatives=256,
-                           spec_bytes=4 * 1024 * 1024, nesting=160)
+UNTRUSTED_LIMITS = SpecLimits(
+    "a spec from a span or a dataset", steps=200, depth=8, alternatives=16, spec_bytes=64 * 1024, nesting=48
+)
+CONFIG_LIMITS = SpecLimits(
+    "a spec from the config or code",
+    steps=5000,
+    depth=32,
+    alternatives=256,
+    spec_bytes=4 * 1024 * 1024,
+    nesting=160,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +179,15 @@ class _Budget:
         limits = self.limits
         self.steps += 1
         if self.steps > limits.steps:
-            raise SpecError(f"{where}: more than {limits.steps} steps; {limits.name} may have at most "
-                            f"{limits.steps} (limit: steps)")
+            raise SpecError(
+                f"{where}: more than {limits.steps} steps; {limits.name} may have at most "
+                f"{limits.steps} (limit: steps)"
+            )
         if depth > limits.depth:
-            raise SpecError(f"{where}: groups nested {depth} deep; {limits.name} may nest them at most "
-                            f"{limits.depth} deep (limit: depth)")
+            raise SpecError(
+                f"{where}: groups nested {depth} deep; {limits.name} may nest them at most "
+                f"{limits.depth} deep (limit: depth)"
+            )
 
 
 def _step(value: Any, where: str, budget: _Budget, depth: int = 0) -> Step:
@@ -166,7 +195,7 @@ def _step(value: Any, where: str, budget: _Budget, depth: int = 0) -> Step:
     if isinstance(value, str):
         value = {"tool": value}
     if not isinstance(value, Mapping):
-        raise SpecError(f"{where}: a step is a table such as {{ tool = \"name\" }}, got {value!r}")
+        raise SpecError(f'{where}: a step is a table such as {{ tool = "name" }}, got {value!r}')
     kinds = [k for k in KINDS if k in value]
     if not kinds:  # a misspelt kind ("tol") is the likeliest cause: name it
         _unknown(value, (*KINDS, *_MODIFIERS, *_TOOL_KEYS), where)
@@ -187,8 +216,13 @@ def _step(value: Any, where: str, budget: _Budget, depth: int = 0) -> Step:
     step_id = value.get("id")
     if step_id is not None and (not isinstance(step_id, str) or not step_id or "." in step_id):
         raise SpecError(f"{where}.id must be a name without dots, got {step_id!r}")
-    common: dict[str, Any] = {"optional": optional, "count_min": low, "count_max": high,
-                              "weight": None if weight is None else float(weight), "id": step_id}
+    common: dict[str, Any] = {
+        "optional": optional,
+        "count_min": low,
+        "count_max": high,
+        "weight": None if weight is None else float(weight),
+        "id": step_id,
+    }
     if kind == "tool":
         tool = value["tool"]
         if not isinstance(tool, str) or not tool:
@@ -206,17 +240,23 @@ def _step(value: Any, where: str, budget: _Budget, depth: int = 0) -> Step:
         raise SpecError(f"{where}.{kind} must be a non-empty list of steps")
     limits = budget.limits
     if kind == "any_of" and len(members) > limits.alternatives:
-        raise SpecError(f"{where}.any_of: {len(members)} alternatives; {limits.name} may have at most "
-                        f"{limits.alternatives} (limit: alternatives)")
-    return Step(kind, where, members=tuple(_step(m, f"{where}.{kind}[{i}]", budget, depth + 1)
-                                           for i, m in enumerate(members)), **common)
+        raise SpecError(
+            f"{where}.any_of: {len(members)} alternatives; {limits.name} may have at most "
+            f"{limits.alternatives} (limit: alternatives)"
+        )
+    return Step(
+        kind,
+        where,
+        members=tuple(_step(m, f"{where}.{kind}[{i}]", budget, depth + 1) for i, m in enumerate(members)),
+        **common,
+    )
 
 
 def _forbidden(value: Any, where: str, budget: _Budget) -> Step:
     if isinstance(value, str):
         value = {"tool": value}
     if not isinstance(value, Mapping) or "tool" not in value:
-        raise SpecError(f"{where}: a forbid entry is {{ tool = \"name\", args = {{...}} }}, got {value!r}")
+        raise SpecError(f'{where}: a forbid entry is {{ tool = "name", args = {{...}} }}, got {value!r}')
     _unknown(value, ("tool", *_TOOL_KEYS), where)
     step = _step(value, where, budget)
     for ref in step.refs:
@@ -236,8 +276,10 @@ def _check_size(value: Any, where: str, limits: SpecLimits) -> None:
         item, depth, _parent, _key = entries[at]
         if isinstance(item, Mapping | list | tuple):
             if depth > limits.nesting:
-                raise SpecError(f"{where}{_path(entries, at)}: nested more than {limits.nesting} levels deep; "
-                                f"{limits.name} may nest at most {limits.nesting} (limit: nesting)")
+                raise SpecError(
+                    f"{where}{_path(entries, at)}: nested more than {limits.nesting} levels deep; "
+                    f"{limits.name} may nest at most {limits.nesting} (limit: nesting)"
+                )
             children = item.items() if isinstance(item, Mapping) else enumerate(item)
             for key, child in children:
                 size += 2 + (len(key) if isinstance(key, str) else 0)
@@ -246,8 +288,10 @@ def _check_size(value: Any, where: str, limits: SpecLimits) -> None:
         else:
             size += len(item) + 2 if isinstance(item, str) else 8
         if size > limits.spec_bytes:
-            raise SpecError(f"{where}: larger than {limits.spec_bytes:,} bytes as JSON; {limits.name} may have at "
-                            f"most {limits.spec_bytes:,} (limit: spec_bytes)")
+            raise SpecError(
+                f"{where}: larger than {limits.spec_bytes:,} bytes as JSON; {limits.name} may have at "
+                f"most {limits.spec_bytes:,} (limit: spec_bytes)"
+            )
 
 
 def _path(entries: list[tuple[Any, int, int, Any]], at: int) -> str:
@@ -267,15 +311,19 @@ def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFI
         return value
     if isinstance(value, str | bytes):
         if len(value) > limits.spec_bytes:
-            raise SpecError(f"{where}: {len(value):,} bytes; {limits.name} may have at most "
-                            f"{limits.spec_bytes:,} (limit: spec_bytes)")
+            raise SpecError(
+                f"{where}: {len(value):,} bytes; {limits.name} may have at most "
+                f"{limits.spec_bytes:,} (limit: spec_bytes)"
+            )
         try:
             value = json.loads(value)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SpecError(f"{where}: not valid JSON ({exc})") from None
         except RecursionError:
-            raise SpecError(f"{where}: nested too deep to read; {limits.name} may nest at most {limits.nesting} "
-                            f"levels (limit: nesting)") from None
+            raise SpecError(
+                f"{where}: nested too deep to read; {limits.name} may nest at most {limits.nesting} "
+                f"levels (limit: nesting)"
+            ) from None
     _check_size(value, where, limits)
     if isinstance(value, list | tuple):
         value = {"steps": list(value)}
@@ -298,11 +346,14 @@ def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFI
     if extra not in EXTRA_MODES:
         raise SpecError(f"{where}.extra must be one of {', '.join(EXTRA_MODES)}, got {extra!r}")
     max_calls = body.get("max_calls")
-    if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0):
+    if max_calls is not None and (
+        isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
+    ):
         raise SpecError(f"{where}.max_calls must be a whole number >= 0, got {max_calls!r}")
     threshold = body.get("threshold")
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
-                                  or not 0 <= threshold <= 1):
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1
+    ):
         raise SpecError(f"{where}.threshold must be a number from 0 to 1, got {threshold!r}")
     separate_turns = body.get("separate_turns", False)
     if not isinstance(separate_turns, bool):
@@ -314,8 +365,14 @@ def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFI
     try:  # steps are named by their path in the spec ("steps[2]"), shown in results; errors say where the spec is
         root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]", budget) for i, s in enumerate(steps)))
         spec = TrajectorySpec(
-            root, extra, max_calls, tuple(_forbidden(f, f"forbid[{i}]", budget) for i, f in enumerate(forbid)),
-            None if threshold is None else float(threshold), preset, written, separate_turns,
+            root,
+            extra,
+            max_calls,
+            tuple(_forbidden(f, f"forbid[{i}]", budget) for i, f in enumerate(forbid)),
+            None if threshold is None else float(threshold),
+            preset,
+            written,
+            separate_turns,
         )
         _check_ids(spec)
     except SpecError as exc:

@@ -15,8 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_STATUS = {"matched": "ok", "partial": "partial", "missing": "missing", "skipped": "skipped",
-           "not_taken": "not taken"}
+_STATUS = {
+    "matched": "ok",
+    "partial": "partial",
+    "missing": "missing",
+    "skipped": "skipped",
+    "not_taken": "not taken",
+}
 _EXTRA = {"ignore": "not penalised", "penalize": "penalised", "forbid": "forbidden"}
 
 
@@ -63,8 +68,10 @@ def trajectory_lines(details: Mapping[str, Any], indent: str = "  ") -> list[str
     """The lines for one scored trajectory (``TrajectoryOutcome.details`` or a stored row's ``details``)."""
     calls: Sequence[Mapping[str, Any]] = details.get("calls") or []
     mode = details.get("extra_mode", "ignore")
-    head = (f"trajectory {_number(details.get('score'))} ({details.get('matched_weight', 0):g} of "
-            f"{details.get('required_weight', 0):g} required weight")
+    head = (
+        f"trajectory {_number(details.get('score'))} ({details.get('matched_weight', 0):g} of "
+        f"{details.get('required_weight', 0):g} required weight"
+    )
     if mode == "penalize":
         head += f"; recall {_number(details.get('recall'))}, precision {_number(details.get('precision'))}"
     head += f"; extra calls {_EXTRA.get(mode, mode)}"
@@ -94,7 +101,9 @@ def trajectory_lines(details: Mapping[str, Any], indent: str = "  ") -> list[str
         lines.append(text.rstrip())
     extra = details.get("extra") or []
     if extra:
-        lines.append(f"{indent}{'extra':<10}{', '.join(_call(calls, i) for i in extra)} ({_EXTRA.get(mode, mode)})")
+        lines.append(
+            f"{indent}{'extra':<10}{', '.join(_call(calls, i) for i in extra)} ({_EXTRA.get(mode, mode)})"
+        )
     for violation in details.get("violations") or []:
         lines.append(f"{indent}{'violation':<10}{violation.get('type')}: {violation.get('message')}")
     if details.get("approximate"):

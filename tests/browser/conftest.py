@@ -11,14 +11,18 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = os.environ.get("AGENTOTEL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = (
+    os.environ.get("AGENTOTEL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+)
 DRIVER = os.environ.get("AGENTOTEL_CHROMEDRIVER") or shutil.which("chromedriver")
 
 
 def _missing() -> str | None:
     if not CHROMIUM or not DRIVER:
-        return ("no headless browser: install Debian's chromium and chromium-driver packages "
-                "(apt-get install chromium chromium-driver; .ci/run does this when it runs as root)")
+        return (
+            "no headless browser: install Debian's chromium and chromium-driver packages "
+            "(apt-get install chromium chromium-driver; .ci/run does this when it runs as root)"
+        )
     try:
         import selenium  # noqa: F401
     except ImportError:
@@ -37,10 +41,20 @@ def browser() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="agentotel-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM  # type: ignore[assignment]
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 # no connection may leave the machine: Chromium's own background traffic is switched off
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-quic", "--window-size=1400,1000", f"--user-data-dir={profile}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        # no connection may leave the machine: Chromium's own background traffic is switched off
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)

@@ -26,9 +26,18 @@ def shoot(base: str, out: Path, run: str | None, since: str, widths: tuple[int, 
     profile = tempfile.mkdtemp(prefix="agentotel-shots-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--force-color-profile=srgb", f"--user-data-dir={profile}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--force-color-profile=srgb",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
     pages = [("overview", f"/?since={since}"), ("runs", f"/runs?since={since}")]
@@ -44,7 +53,9 @@ def shoot(base: str, out: Path, run: str | None, since: str, widths: tuple[int, 
                 height = min(int(driver.execute_script("return document.documentElement.scrollHeight")), 2400)
                 driver.set_window_size(width, height)
                 time.sleep(0.3)
-                names = [f"{name}-{width}.png"] + ([f"{name}.png"] if width == widths[-1] and name != "runs" else [])
+                names = [f"{name}-{width}.png"] + (
+                    [f"{name}.png"] if width == widths[-1] and name != "runs" else []
+                )
                 for file_name in names:
                     target = out / file_name
                     driver.save_screenshot(str(target))
@@ -56,7 +67,9 @@ def shoot(base: str, out: Path, run: str | None, since: str, widths: tuple[int, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("base")
     parser.add_argument("out", type=Path)
     parser.add_argument("--run", help="the run page's path")

@@ -18,18 +18,22 @@ from tests.support.collector_harness import running_collector, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
-SPEC = {"forbid": [{"tool": "delete_account"}], "steps": [
-    {"id": "who", "tool": "find_user", "args": {"zip": {"$regex": r"\d{5}"}}},
-    {"tool": "check_policy", "optional": True},
-    {"tool": "issue_refund", "args": {"method": {"$in": ["paypal", "card"]}}},
-]}
+SPEC = {
+    "forbid": [{"tool": "delete_account"}],
+    "steps": [
+        {"id": "who", "tool": "find_user", "args": {"zip": {"$regex": r"\d{5}"}}},
+        {"tool": "check_policy", "optional": True},
+        {"tool": "issue_refund", "args": {"method": {"$in": ["paypal", "card"]}}},
+    ],
+}
 
 
 def test_the_run_page_draws_the_spec_against_the_calls(browser: Any, tmp_path: Any) -> None:
     with running_collector(tmp_path / "trajectory.duckdb", http="127.0.0.1:0") as collector:
         provider = TracerProvider(resource=Resource.create({"service.name": "support-desk"}))
-        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
-            endpoint=f"{collector.http_endpoint}/v1/traces")))
+        provider.add_span_processor(
+            SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{collector.http_endpoint}/v1/traces"))
+        )
 
         @traced(kind="tool", tracer_provider=provider)
         def find_user(zip: str) -> dict:
@@ -52,15 +56,21 @@ def test_the_run_page_draws_the_spec_against_the_calls(browser: Any, tmp_path: A
 
         refunder()
         provider.shutdown()
-        rows = wait_until(lambda: collector.query(
-            "SELECT trace_id, run_span_id FROM evaluations WHERE metric = 'trajectory'")["rows"], what="the score")
+        rows = wait_until(
+            lambda: collector.query(
+                "SELECT trace_id, run_span_id FROM evaluations WHERE metric = 'trajectory'"
+            )["rows"],
+            what="the score",
+        )
         trace_id, span_id = rows[0]
         console_problems(browser)
         load(browser, f"{collector.http_endpoint}/runs/{trace_id}/{span_id}")
         section = browser.find_element("css selector", "section#trajectory")
         assert section.is_displayed()
         summary = section.find_element("css selector", "p.summary")
-        assert summary.get_attribute("data-result") == "fail" and summary.get_attribute("data-score") == "0.50"
+        assert (
+            summary.get_attribute("data-result") == "fail" and summary.get_attribute("data-score") == "0.50"
+        )
         matched = section.find_element("css selector", 'tr[data-path="steps[0]"]')
         assert matched.get_attribute("data-status") == "matched" and "#1 find_user" in matched.text
         skipped = section.find_element("css selector", 'tr[data-path="steps[1]"]')

@@ -27,24 +27,32 @@ def load(browser: Any, url: str) -> None:
 
 
 def run_url(collector: Any, text: str) -> str:
-    [(trace_id, span_id)] = collector.query("SELECT trace_id, span_id FROM agent_runs WHERE input = ?",
-                                            params=[text])["rows"]
+    [(trace_id, span_id)] = collector.query(
+        "SELECT trace_id, span_id FROM agent_runs WHERE input = ?", params=[text]
+    )["rows"]
     return f"{collector.http_endpoint}/runs/{trace_id}/{span_id}"
 
 
 def test_every_page_loads_without_a_console_error(browser: Any, ui_collector: Any) -> None:
     base = ui_collector.http_endpoint
     console_problems(browser)
-    urls = [f"{base}/", f"{base}/?since=all", f"{base}/runs?since=all", f"{base}/runs?since=all&result=fail",
-            run_url(ui_collector, "Find me a flight and a hotel in Oslo, and book it."),
-            run_url(ui_collector, "What's the weather in Atlantis?")]
+    urls = [
+        f"{base}/",
+        f"{base}/?since=all",
+        f"{base}/runs?since=all",
+        f"{base}/runs?since=all&result=fail",
+        run_url(ui_collector, "Find me a flight and a hotel in Oslo, and book it."),
+        run_url(ui_collector, "What's the weather in Atlantis?"),
+    ]
     for url in urls:
         load(browser, url)
         assert browser.find_element("css selector", "main").text.strip(), url
         assert console_problems(browser) == [], url
         # the stylesheet applied (the header is sticky only through it)
-        assert browser.execute_script("return getComputedStyle(document.querySelector('header')).position") == \
-            "sticky"
+        assert (
+            browser.execute_script("return getComputedStyle(document.querySelector('header')).position")
+            == "sticky"
+        )
 
 
 def test_the_overview_charts_render(browser: Any, ui_collector: Any) -> None:
@@ -56,7 +64,8 @@ def test_the_overview_charts_render(browser: Any, ui_collector: Any) -> None:
         assert size["width"] > 100 and size["height"] > 20
     drawn = browser.execute_script(
         "return Array.from(document.querySelectorAll('svg.chart')).map("
-        "s => s.querySelectorAll('rect.runs-bar, .dot, rect[class^=kind-]').length)")
+        "s => s.querySelectorAll('rect.runs-bar, .dot, rect[class^=kind-]').length)"
+    )
     assert all(n > 0 for n in drawn), drawn
     missing = browser.find_elements("css selector", "svg.chart rect.kind-missing")
     assert missing and missing[0].size["width"] > 0
@@ -75,8 +84,10 @@ def test_a_filter_narrows_the_runs_table(browser: Any, ui_collector: Any) -> Non
     load(browser, browser.current_url)
     narrowed = int(browser.find_element("id", "runs-count").get_attribute("data-total"))
     assert 3 <= narrowed < total
-    agents = [row.find_element("css selector", "td").text.split()[0]
-              for row in browser.find_elements("css selector", "table.runs tbody tr")]
+    agents = [
+        row.find_element("css selector", "td").text.split()[0]
+        for row in browser.find_elements("css selector", "table.runs tbody tr")
+    ]
     assert agents and set(agents) == {"trip_planner"}
     box = browser.find_element("name", "q")
     box.send_keys("Oslo\n")
@@ -98,8 +109,9 @@ def test_a_run_page_marks_the_missing_call(browser: Any, ui_collector: Any) -> N
     # the missing cell sits on the top row, after the matched pairs
     first = browser.find_element("css selector", "svg.alignment g.cell.matched[data-row=expected]")
     assert missing.location["x"] > first.location["x"]
-    dash = browser.execute_script("return getComputedStyle(arguments[0].querySelector('rect')).strokeDasharray",
-                                  missing)
+    dash = browser.execute_script(
+        "return getComputedStyle(arguments[0].querySelector('rect')).strokeDasharray", missing
+    )
     assert dash not in ("", "none")
     button = browser.find_element("css selector", "button.copy")
     button.click()
@@ -111,11 +123,14 @@ def test_new_runs_appear_without_a_reload(browser: Any, ui_collector: Any) -> No
     before = int(browser.find_element("id", "runs-count").get_attribute("data-total"))
     browser.execute_script("window.stillTheSamePage = true; document.activeElement.blur();")
     fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
-    assert post_otlp(ui_collector.http_endpoint, "traces", with_new_trace_ids(fx.body("protobuf"))).status == 200
+    assert (
+        post_otlp(ui_collector.http_endpoint, "traces", with_new_trace_ids(fx.body("protobuf"))).status == 200
+    )
 
     def grown() -> bool:  # read in the page: the poller replaces the element while we look
-        total = browser.execute_script("const e = document.getElementById('runs-count'); "
-                                       "return e ? Number(e.dataset.total) : -1")
+        total = browser.execute_script(
+            "const e = document.getElementById('runs-count'); return e ? Number(e.dataset.total) : -1"
+        )
         return total > before
 
     wait_until(grown, timeout=30, interval=0.25, what="the runs table to show the new run")
@@ -132,8 +147,15 @@ def test_the_report_renders_offline(browser: Any, demo_db: Path, tmp_path: Path)
     load(browser, out.as_uri())
     assert console_problems(browser) == []
     assert browser.find_elements("css selector", "svg.chart")
-    failing = cli("query", "SELECT count(DISTINCT (trace_id, run_span_id)) AS n FROM latest_evaluations "
-                  "WHERE status = 'ok' AND NOT success", "--db", str(demo_db), "--format", "csv")
+    failing = cli(
+        "query",
+        "SELECT count(DISTINCT (trace_id, run_span_id)) AS n FROM latest_evaluations "
+        "WHERE status = 'ok' AND NOT success",
+        "--db",
+        str(demo_db),
+        "--format",
+        "csv",
+    )
     timelines = browser.find_elements("css selector", "article.run svg.alignment")
     assert len(timelines) == int(failing.stdout.split()[-1]) >= 4
     assert browser.find_elements("css selector", "g.cell.missing")
@@ -141,6 +163,9 @@ def test_the_report_renders_offline(browser: Any, demo_db: Path, tmp_path: Path)
     link = browser.find_element("css selector", "#worst table.runs tbody tr a")
     target = link.get_attribute("href").split("#", 1)[1]
     link.click()
-    wait_until(lambda: browser.execute_script("return location.hash") == "#" + target, timeout=5,
-               what="the link to be followed")
+    wait_until(
+        lambda: browser.execute_script("return location.hash") == "#" + target,
+        timeout=5,
+        what="the link to be followed",
+    )
     assert browser.find_element("id", target).is_displayed()

@@ -48,8 +48,10 @@ def few_points(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
     db = copy_database(demo_db, tmp_path_factory.mktemp("few"))
     with duckdb.connect(str(db)) as con:
-        con.execute("UPDATE agent_runs SET start_time = start_time - INTERVAL 12 HOUR WHERE span_id = (SELECT "
-                    "min(span_id) FROM agent_runs WHERE agent_name = 'trip_planner')")
+        con.execute(
+            "UPDATE agent_runs SET start_time = start_time - INTERVAL 12 HOUR WHERE span_id = (SELECT "
+            "min(span_id) FROM agent_runs WHERE agent_name = 'trip_planner')"
+        )
     with running_collector(db, http="127.0.0.1:0") as collector:
         yield collector
 
@@ -57,6 +59,7 @@ def few_points(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 @pytest.fixture
 def window(browser: Any) -> Iterator[Any]:
     """Resize the shared browser's window (``window(800)``); it is put back to 1400 x 1000 after the test."""
+
     def resize(width: int) -> None:
         browser.set_window_size(width, 1000)
 
@@ -66,11 +69,16 @@ def window(browser: Any) -> Iterator[Any]:
 
 def overflow(browser: Any) -> tuple[int, int]:
     """The page's width and the window's: a page that scrolls sideways is wider."""
-    return tuple(browser.execute_script(  # type: ignore[return-value]
-        "return [document.scrollingElement.scrollWidth, window.innerWidth]"))
+    return tuple(
+        browser.execute_script(  # type: ignore[return-value]
+            "return [document.scrollingElement.scrollWidth, window.innerWidth]"
+        )
+    )
 
 
-def test_a_chart_of_one_or_two_points_marks_them_on_an_axis(browser: Any, window: Any, few_points: Any) -> None:
+def test_a_chart_of_one_or_two_points_marks_them_on_an_axis(
+    browser: Any, window: Any, few_points: Any
+) -> None:
     window(1400)
     load(browser, f"{few_points.http_endpoint}/?since=7d")
     charts = {chart["agent"]: chart for chart in browser.execute_script(POINTS_JS)}
@@ -80,7 +88,9 @@ def test_a_chart_of_one_or_two_points_marks_them_on_an_axis(browser: Any, window
         assert chart["axes"] == 2 and chart["ticks"] == 2, agent
         assert {"0%", "50%", "100%"} <= set(chart["axisText"]), agent
         assert sum(text.endswith(("run", "runs")) for text in chart["axisText"]) == 2, agent
-    assert "1 run" in charts["trip_planner"]["axisText"] and "0 runs" in charts["weather_assistant"]["axisText"]
+    assert (
+        "1 run" in charts["trip_planner"]["axisText"] and "0 runs" in charts["weather_assistant"]["axisText"]
+    )
     xs = sorted({round(d["x"]) for d in charts["trip_planner"]["dots"]})
     assert xs[-1] - xs[0] > 100  # its two buckets' points, apart on the time axis
     assert console_problems(browser) == []
@@ -114,17 +124,21 @@ def test_the_runs_table_fits_the_window(browser: Any, window: Any, ui_collector:
         load(browser, f"{ui_collector.http_endpoint}/runs?{query}")
         page_width, inner = overflow(browser)
         assert page_width <= inner, (width, query, page_width, inner)
-        right = browser.execute_script("return document.querySelector('table.runs').getBoundingClientRect().right")
+        right = browser.execute_script(
+            "return document.querySelector('table.runs').getBoundingClientRect().right"
+        )
         assert right <= inner, (width, query)
         headers = browser.execute_script(
             "return Array.from(document.querySelectorAll('table.runs th')).filter(th => th.offsetParent !== null)"
-            ".map(th => [th.textContent, th.getBoundingClientRect().right])")
+            ".map(th => [th.textContent, th.getBoundingClientRect().right])"
+        )
         shown = [text for text, _ in headers]
         assert {"tools called", "scores"} <= set(shown) and all(r <= inner for _, r in headers), headers
         if width == 800:  # the service goes, the expected tools move under the called ones
             assert "service" not in shown and "expected tools" not in shown
             assert browser.execute_script(
-                "return Array.from(document.querySelectorAll('.expected-inline')).some(e => e.offsetParent)")
+                "return Array.from(document.querySelectorAll('.expected-inline')).some(e => e.offsetParent)"
+            )
         else:
             assert {"service", "expected tools"} <= set(shown)
     assert console_problems(browser) == []
@@ -133,8 +147,11 @@ def test_the_runs_table_fits_the_window(browser: Any, window: Any, ui_collector:
 @pytest.mark.parametrize("width", [800, 1400])
 def test_no_page_scrolls_sideways(browser: Any, window: Any, ui_collector: Any, width: int) -> None:
     window(width)
-    for url in (f"{ui_collector.http_endpoint}/?since=all", f"{ui_collector.http_endpoint}/?since=7d",
-                run_url(ui_collector, "Find me a flight and a hotel in Oslo, and book it.")):
+    for url in (
+        f"{ui_collector.http_endpoint}/?since=all",
+        f"{ui_collector.http_endpoint}/?since=7d",
+        run_url(ui_collector, "Find me a flight and a hotel in Oslo, and book it."),
+    ):
         load(browser, url)
         page_width, inner = overflow(browser)
         assert page_width <= inner, (width, url, page_width, inner)

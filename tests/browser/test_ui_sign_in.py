@@ -22,10 +22,14 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with running_collector(tmp_path_factory.mktemp("signin") / "signin.duckdb", auth={"token": TOKEN}) as collector:
+    with running_collector(
+        tmp_path_factory.mktemp("signin") / "signin.duckdb", auth={"token": TOKEN}
+    ) as collector:
         fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
         assert post_otlp(collector.http_endpoint, "traces", fx.body("protobuf"), headers=BEARER).status == 200
-        wait_until(lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, what="the run")
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, what="the run"
+        )
         yield collector
 
 
@@ -36,8 +40,11 @@ def load(browser: Any, url: str) -> None:
 
 def problems(browser: Any) -> list[str]:
     """SEVERE console messages other than the 401 of the page that asks to sign in (that status is its point)."""
-    return [entry["message"] for entry in browser.get_log("browser")
-            if entry["level"] == "SEVERE" and "status of 401" not in entry["message"]]
+    return [
+        entry["message"]
+        for entry in browser.get_log("browser")
+        if entry["level"] == "SEVERE" and "status of 401" not in entry["message"]
+    ]
 
 
 def test_signing_in_through_the_form_shows_the_overview(browser: Any, guarded: Any, tmp_path: Path) -> None:
@@ -47,7 +54,10 @@ def test_signing_in_through_the_form_shows_the_overview(browser: Any, guarded: A
     load(browser, f"{base}/?since=all")
     assert browser.title.startswith("Sign in")
     # the inline stylesheet applied (allowed by its hash): the header is sticky only through it
-    assert browser.execute_script("return getComputedStyle(document.querySelector('header')).position") == "sticky"
+    assert (
+        browser.execute_script("return getComputedStyle(document.querySelector('header')).position")
+        == "sticky"
+    )
     assert problems(browser) == []  # no CSP violation, no asset fetched
 
     browser.find_element("id", "token").send_keys("wrong-token\n")
@@ -62,7 +72,9 @@ def test_signing_in_through_the_form_shows_the_overview(browser: Any, guarded: A
     (cookie,) = browser.get_cookies()
     assert cookie["name"] == "agentotel_session" and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
     assert TOKEN not in cookie["value"]
-    assert browser.execute_script("return document.cookie") == ""  # HttpOnly: out of the page's scripts' reach
+    assert (
+        browser.execute_script("return document.cookie") == ""
+    )  # HttpOnly: out of the page's scripts' reach
     assert problems(browser) == []
 
     # the poller's fetches carry the cookie: a new run appears without a reload
@@ -70,12 +82,17 @@ def test_signing_in_through_the_form_shows_the_overview(browser: Any, guarded: A
     before = int(browser.find_element("id", "runs-count").get_attribute("data-total"))
     browser.execute_script("window.stillTheSamePage = true; document.activeElement.blur();")
     fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
-    assert post_otlp(guarded.http_endpoint, "traces", with_new_trace_ids(fx.body("protobuf")),
-                     headers=BEARER).status == 200
+    assert (
+        post_otlp(
+            guarded.http_endpoint, "traces", with_new_trace_ids(fx.body("protobuf")), headers=BEARER
+        ).status
+        == 200
+    )
 
     def grown() -> bool:
-        total = browser.execute_script("const e = document.getElementById('runs-count'); "
-                                       "return e ? Number(e.dataset.total) : -1")
+        total = browser.execute_script(
+            "const e = document.getElementById('runs-count'); return e ? Number(e.dataset.total) : -1"
+        )
         return total > before
 
     wait_until(grown, timeout=30, interval=0.25, what="the runs table to show the new run")

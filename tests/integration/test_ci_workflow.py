@@ -73,8 +73,9 @@ class StepRun:
     summary: str
 
 
-def run_job(flow: dict[str, Any], job_id: str, workspace: Path, path: list[Path],
-            env: dict[str, str] | None = None) -> list[StepRun]:
+def run_job(
+    flow: dict[str, Any], job_id: str, workspace: Path, path: list[Path], env: dict[str, str] | None = None
+) -> list[StepRun]:
     """Run the job's ``run:`` steps as a runner would; the steps that ran, in order."""
     job = flow["jobs"][job_id]
     defaults = {**(flow.get("defaults") or {}).get("run", {}), **(job.get("defaults") or {}).get("run", {})}
@@ -102,8 +103,15 @@ def run_job(flow: dict[str, Any], job_id: str, workspace: Path, path: list[Path]
         step_env["GITHUB_STEP_SUMMARY"] = str(summary)
         cwd = workspace / step.get("working-directory", defaults.get("working-directory", "."))
         proc = subprocess.run(argv, cwd=cwd, env=step_env, capture_output=True, text=True, timeout=60)
-        ran.append(StepRun(step.get("name", step["run"].splitlines()[0]), argv, proc.returncode,
-                           proc.stdout + proc.stderr, summary.read_text()))
+        ran.append(
+            StepRun(
+                step.get("name", step["run"].splitlines()[0]),
+                argv,
+                proc.returncode,
+                proc.stdout + proc.stderr,
+                summary.read_text(),
+            )
+        )
         failed = failed or proc.returncode != 0
     return ran
 
@@ -117,13 +125,18 @@ with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps({"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]], "cwd": os.getcwd()}) + "\\n")
 """
 
-FAKE_GIT = RECORDER + """\
+FAKE_GIT = (
+    RECORDER
+    + """\
 if sys.argv[1:3] == ["worktree", "add"]:
     os.makedirs(sys.argv[3])
 """
+)
 
 # pytest writes the results file its working directory stands for: the base branch's worktree or the PR's
-FAKE_PYTEST = RECORDER + """\
+FAKE_PYTEST = (
+    RECORDER
+    + """\
 import shutil
 args = sys.argv[1:]
 where = "BASE" if os.path.basename(os.getcwd()) == "base" else "PR"
@@ -136,13 +149,17 @@ for arg in args:
 failed = source is None or any(not json.loads(line)["success"] for line in open(source))
 sys.exit(1 if failed else 0)
 """
+)
 
 # agentotel-eval where the real command cannot run (no production database): the CLI's parser checks the call
-FAKE_AGENTOTEL_EVAL = RECORDER + """\
+FAKE_AGENTOTEL_EVAL = (
+    RECORDER
+    + """\
 from agentotel_eval.cli import parse
 parse(sys.argv[1:])
 sys.exit(int(os.environ.get("FAKE_AGENTOTEL_EVAL_EXIT", "0")))
 """
+)
 
 
 @dataclass
@@ -159,11 +176,25 @@ class Runner:
     def results(self, name: str, passed: list[bool]) -> Path:
         """A ``pytest --agentotel-results`` file: one tool-correctness assertion per test."""
         path = self.root / name
-        path.write_text("".join(json.dumps({
-            "test": f"tests/agents/test_trips.py::test_trip[{i}]", "trace_id": f"{i:032x}", "span_id": f"{i:016x}",
-            "agent": "travel_agent", "metric": "tool_correctness_ordering", "score": 1.0 if ok else 0.5,
-            "success": ok, "tools_called": ["search_hotels", "book_hotel"], "reason": "r",
-        }) + "\n" for i, ok in enumerate(passed)))
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "test": f"tests/agents/test_trips.py::test_trip[{i}]",
+                        "trace_id": f"{i:032x}",
+                        "span_id": f"{i:016x}",
+                        "agent": "travel_agent",
+                        "metric": "tool_correctness_ordering",
+                        "score": 1.0 if ok else 0.5,
+                        "success": ok,
+                        "tools_called": ["search_hotels", "book_hotel"],
+                        "reason": "r",
+                    }
+                )
+                + "\n"
+                for i, ok in enumerate(passed)
+            )
+        )
         return path
 
     def run(self, job_id: str, **env: str) -> list[StepRun]:
@@ -208,7 +239,10 @@ def test_a_fallen_pass_rate_fails_the_gate_and_the_summary_says_why(runner):
     gate = ran[-1]
     assert gate.name == GATE
     assert gate.shell[:5] == ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # shell: bash, as declared
-    assert "REGRESSION" in gate.summary and "pass rate fell 50.0 percentage points (more than 5.0)" in gate.summary
+    assert (
+        "REGRESSION" in gate.summary
+        and "pass rate fell 50.0 percentage points (more than 5.0)" in gate.summary
+    )
     assert "test_trip[2]" in gate.summary and "test_trip[3]" in gate.summary
     assert "REGRESSION" in gate.output  # and in the log
 
@@ -238,20 +272,31 @@ def test_each_step_runs_what_the_job_needs(runner):
     installs = [call["argv"][1:] for call in runner.calls("pip")]
     requirement = Requirement(installs[0][-1])
     # a direct reference pip can resolve, not a bare name no index serves
-    assert requirement.name == "agentotel-eval" and requirement.url and requirement.url.startswith("git+https://")
+    assert (
+        requirement.name == "agentotel-eval"
+        and requirement.url
+        and requirement.url.startswith("git+https://")
+    )
     assert installs[0][:2] == ["install", "-e"]
-    assert [call["argv"][1:] for call in runner.calls("git")] == [["worktree", "add", "../base", "origin/main"]]
+    assert [call["argv"][1:] for call in runner.calls("git")] == [
+        ["worktree", "add", "../base", "origin/main"]
+    ]
     base_run, pr_run = runner.calls("pytest")
     assert Path(base_run["cwd"]).name == "base" and Path(pr_run["cwd"]) == runner.workspace
     assert (runner.workspace.parent / "main-results.jsonl").exists()  # where the gate reads the baseline
-    assert (runner.workspace / "pr-results.jsonl").exists() and (runner.workspace / "pytest-junit.xml").exists()
+    assert (runner.workspace / "pr-results.jsonl").exists() and (
+        runner.workspace / "pytest-junit.xml"
+    ).exists()
 
 
 def test_a_pipe_into_tee_under_the_default_shell_would_never_fail(runner):
     """Why the workflow sets ``shell: bash``: the harness runs a step as GitHub does, and under GitHub's default
     ``bash -e`` the old gate (``compare ... | tee``) passed with ``compare`` exiting 1."""
-    old_gate = {"name": "old gate", "run": "agentotel-eval compare --baseline ../b.jsonl --candidate pr.jsonl "
-                                           "--fail-on-regression 0.05 | tee -a \"$GITHUB_STEP_SUMMARY\""}
+    old_gate = {
+        "name": "old gate",
+        "run": "agentotel-eval compare --baseline ../b.jsonl --candidate pr.jsonl "
+        '--fail-on-regression 0.05 | tee -a "$GITHUB_STEP_SUMMARY"',
+    }
     runner.results("work/b.jsonl", [True, True])
     (runner.workspace / "pr.jsonl").write_text(runner.results("pr.jsonl", [False, False]).read_text())
     for shell, status in ((None, 0), ("bash", 1)):

@@ -28,14 +28,17 @@ def agent() -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize(("question", "cities"), [
-    ("What's the weather in Berlin?", ["Berlin"]),
-    ("What's the weather in Paris, and how far is it from Lyon?", ["Paris", "Lyon"]),
-    ("how far is lyon from BERLIN?", ["Lyon", "Berlin"]),
-    ("What's the weather in Oslo?", ["Oslo"]),
-    ("Is it raining in Berlin or in Berlin?", ["Berlin"]),
-    ("What's the weather like?", []),
-])
+@pytest.mark.parametrize(
+    ("question", "cities"),
+    [
+        ("What's the weather in Berlin?", ["Berlin"]),
+        ("What's the weather in Paris, and how far is it from Lyon?", ["Paris", "Lyon"]),
+        ("how far is lyon from BERLIN?", ["Lyon", "Berlin"]),
+        ("What's the weather in Oslo?", ["Oslo"]),
+        ("Is it raining in Berlin or in Berlin?", ["Berlin"]),
+        ("What's the weather like?", []),
+    ],
+)
 def test_the_cities_come_from_the_question(agent, question, cities):
     assert agent.cities_in(question) == cities
 
@@ -71,7 +74,11 @@ def test_a_distance_between_the_cities_named(agent):
 def test_the_default_question_is_answered_as_before(agent):
     calls, answer = _calls(agent, "What's the weather in Paris, and how far is it from Lyon?")
     assert [(name, args.get("city")) for name, args in calls] == [
-        ("get_weather", "Paris"), ("get_coordinates", "Paris"), ("get_coordinates", "Lyon"), ("distance_km", None)]
+        ("get_weather", "Paris"),
+        ("get_coordinates", "Paris"),
+        ("get_coordinates", "Lyon"),
+        ("distance_km", None),
+    ]
     assert answer.endswith("392.5]")
 
 
@@ -90,20 +97,33 @@ def test_the_collector_records_the_city_asked_about(tmp_path):
         (run,) = runs_of(collector, "travel-assistant", 1)
         assert calls_of(collector, run) == [("get_weather", {"city": "Berlin"}, "ok", "call_0")]
         # the expectation is the question's (set from inside the run), so a correct run scores 1
-        wait_until(lambda: collector.query("SELECT count(*) FROM evaluations WHERE metric = 'tool_correctness'")
-                   ["rows"][0][0] == 1, what="the score")
-        assert collector.query("SELECT r.expected_tools, e.score FROM agent_runs r JOIN evaluations e ON "
-                               "e.run_span_id = r.span_id AND e.metric = 'tool_correctness'")["rows"] == [
-            [["get_weather"], 1.0]]
+        wait_until(
+            lambda: (
+                collector.query("SELECT count(*) FROM evaluations WHERE metric = 'tool_correctness'")["rows"][
+                    0
+                ][0]
+                == 1
+            ),
+            what="the score",
+        )
+        assert collector.query(
+            "SELECT r.expected_tools, e.score FROM agent_runs r JOIN evaluations e ON "
+            "e.run_span_id = r.span_id AND e.metric = 'tool_correctness'"
+        )["rows"] == [[["get_weather"], 1.0]]
 
 
-@pytest.mark.parametrize(("question", "expected"), [
-    ("What's the weather in Berlin?", ["get_weather"]),
-    ("What's the weather in Paris, and how far is it from Lyon?",
-     ["get_weather", "get_coordinates", "get_coordinates", "distance_km"]),
-    ("How far is Berlin from Paris?", ["get_coordinates", "get_coordinates", "distance_km"]),
-    ("How far is Oslo from Berlin?", []),
-])
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What's the weather in Berlin?", ["get_weather"]),
+        (
+            "What's the weather in Paris, and how far is it from Lyon?",
+            ["get_weather", "get_coordinates", "get_coordinates", "distance_km"],
+        ),
+        ("How far is Berlin from Paris?", ["get_coordinates", "get_coordinates", "distance_km"]),
+        ("How far is Oslo from Berlin?", []),
+    ],
+)
 def test_each_question_states_its_own_expectation(agent, question, expected):
     assert agent.expected_tools_for(question) == expected
     calls, _answer = _calls(agent, question)
@@ -116,8 +136,13 @@ def test_the_default_question_passes_its_own_check_in_every_mode(tmp_path):
         with examples_running((TRACED, [], env)) as (answer,):
             assert answer.endswith("392.5]")  # the answer is printed: the last line
         runs_of(collector, "travel-assistant", 1)
-        sql = ("SELECT metric, score, success FROM evaluations WHERE metric LIKE 'tool_correctness%' "
-               "ORDER BY metric")
+        sql = (
+            "SELECT metric, score, success FROM evaluations WHERE metric LIKE 'tool_correctness%' "
+            "ORDER BY metric"
+        )
         wait_until(lambda: len(collector.query(sql)["rows"]) == 3, what="the three scores")
-        assert collector.query(sql)["rows"] == [["tool_correctness", 1.0, True], ["tool_correctness_exact", 1.0, True],
-                                                ["tool_correctness_ordering", 1.0, True]]
+        assert collector.query(sql)["rows"] == [
+            ["tool_correctness", 1.0, True],
+            ["tool_correctness_exact", 1.0, True],
+            ["tool_correctness_ordering", 1.0, True],
+        ]

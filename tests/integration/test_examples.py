@@ -44,8 +44,14 @@ TRIP_QUESTION = "Plan a trip from Berlin to Rome on 2025-07-01 for 3 nights"
 TRIP_TOOLS = ["search_flights", "get_weather", "book_hotel"]
 TRAVEL_QUESTION = "What's the weather in Paris, and how far is it from Lyon?"
 TRAVEL_TOOLS = ["get_weather", "get_coordinates", "get_coordinates", "distance_km"]
-CLEAN_VERDICT = {"detected": False, "confidence": 0.1, "reason": "the agent followed the refund policy",
-                 "error_types": [], "errors": [], "error_severity": "none"}
+CLEAN_VERDICT = {
+    "detected": False,
+    "confidence": 0.1,
+    "reason": "the agent followed the refund policy",
+    "error_types": [],
+    "errors": [],
+    "error_severity": "none",
+}
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
@@ -65,8 +71,14 @@ def endpoint_of(collector: Any, protocol: str) -> str:
 def examples_running(*runs: tuple[Path, list[str], dict[str, str]]) -> Iterator[list[str]]:
     """Run examples (script, arguments, environment) concurrently; yields their stdout once all succeeded."""
     procs = [
-        subprocess.Popen([sys.executable, str(script), *args], env=env, cwd=REPO, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, str(script), *args],
+            env=env,
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for script, args, env in runs
     ]
     outputs = []
@@ -89,19 +101,34 @@ def rows(collector: Any, sql: str, *params: Any) -> list[list[Any]]:
 
 def runs_of(collector: Any, agent: str, count: int) -> list[dict[str, Any]]:
     """The agent's runs once there are ``count`` of them (and no more), oldest first."""
-    columns = ["trace_id", "span_id", "agent_name", "service_name", "input", "output", "tools_called",
-               "expected_tools", "status", "convention"]
+    columns = [
+        "trace_id",
+        "span_id",
+        "agent_name",
+        "service_name",
+        "input",
+        "output",
+        "tools_called",
+        "expected_tools",
+        "status",
+        "convention",
+    ]
     sql = f"SELECT {', '.join(columns)} FROM agent_runs WHERE agent_name = ? ORDER BY start_time"
-    found = wait_until(lambda: len(r := rows(collector, sql, agent)) >= count and r, timeout=15,
-                       what=f"{count} run(s) of {agent}")
+    found = wait_until(
+        lambda: len(r := rows(collector, sql, agent)) >= count and r,
+        timeout=15,
+        what=f"{count} run(s) of {agent}",
+    )
     assert len(found) == count, found
     return [dict(zip(columns, row, strict=True)) for row in found]
 
 
 def calls_of(collector: Any, run: dict[str, Any]) -> list[tuple[Any, ...]]:
     """(tool_name, arguments, status, call_id) of the run's tool calls, in execution order."""
-    sql = ("SELECT tool_name, arguments, status, call_id FROM tool_calls "
-           "WHERE trace_id = ? AND run_span_id = ? ORDER BY seq")
+    sql = (
+        "SELECT tool_name, arguments, status, call_id FROM tool_calls "
+        "WHERE trace_id = ? AND run_span_id = ? ORDER BY seq"
+    )
     return [tuple(row) for row in rows(collector, sql, run["trace_id"], run["span_id"])]
 
 
@@ -111,8 +138,10 @@ def evaluations_of(collector: Any, run: dict[str, Any]) -> dict[str, dict[str, A
     sql = f"SELECT {', '.join(columns)} FROM evaluations WHERE trace_id = ? AND run_span_id = ?"
 
     def settled() -> dict[str, dict[str, Any]] | None:
-        found = {r[0]: dict(zip(columns, r, strict=True))
-                 for r in rows(collector, sql, run["trace_id"], run["span_id"])}
+        found = {
+            r[0]: dict(zip(columns, r, strict=True))
+            for r in rows(collector, sql, run["trace_id"], run["span_id"])
+        }
         if "tool_errors_detectors" not in found or found.get("tool_errors", {}).get("status") == "pending":
             return None
         return found
@@ -166,31 +195,48 @@ def test_pydantic_ai_agent_is_rebuilt_and_scored(tmp_path, protocol):
         assert (run["status"], run["convention"]) == ("ok", "gen_ai")  # pydantic-ai's own GenAI spans
         assert calls_of(collector, run) == [
             ("lookup_order", {"order_id": "A-1042"}, "ok", "call_lookup_order"),
-            ("check_refund_policy", {"order_id": "A-1042", "reason": "damaged"}, "ok",
-             "call_check_refund_policy"),
+            (
+                "check_refund_policy",
+                {"order_id": "A-1042", "reason": "damaged"},
+                "ok",
+                "call_check_refund_policy",
+            ),
             ("issue_refund", {"order_id": "A-1042", "amount": 249.0}, "ok", "call_issue_refund"),
         ]
-        ((result,),) = rows(collector, "SELECT result FROM tool_calls WHERE trace_id = ? AND tool_name = ?",
-                            run["trace_id"], "issue_refund")
+        ((result,),) = rows(
+            collector,
+            "SELECT result FROM tool_calls WHERE trace_id = ? AND tool_name = ?",
+            run["trace_id"],
+            "issue_refund",
+        )
         assert json.loads(result)["refund_id"] == "RF-A-1042"
 
         stored = rows(collector, "SELECT name FROM spans WHERE trace_id = ?", run["trace_id"])
         names = sorted(name for (name,) in stored)
-        assert names == sorted(["invoke_agent support-agent", *["chat scripted-support-model"] * 4,
-                                *[f"execute_tool {tool}" for tool in REFUND_TOOLS]])
+        assert names == sorted(
+            [
+                "invoke_agent support-agent",
+                *["chat scripted-support-model"] * 4,
+                *[f"execute_tool {tool}" for tool in REFUND_TOOLS],
+            ]
+        )
 
         evals = evaluations_of(collector, run)
         for metric in ("tool_correctness", "tool_correctness_exact", "tool_correctness_ordering"):
             details = evals[metric]["details"]
             assert (evals[metric]["score"], evals[metric]["success"]) == (1.0, True), evals[metric]
             assert (details["expectation"], details["expected"], details["called"]) == (
-                "rule:refunds", REFUND_TOOLS, REFUND_TOOLS)
+                "rule:refunds",
+                REFUND_TOOLS,
+                REFUND_TOOLS,
+            )
         assert evals["tool_errors_detectors"]["success"] is True
         assert "tool_errors" not in evals  # no [judge] configured
 
         # the spans came over the transport the environment named, and only over it
-        received = dict(re.findall(r'agentotel_spans_received_total\{transport="(\w+)"\} (\d+)',
-                                   collector.metrics_text()))
+        received = dict(
+            re.findall(r'agentotel_spans_received_total\{transport="(\w+)"\} (\d+)', collector.metrics_text())
+        )
         used, unused = ("grpc", "http") if protocol == "grpc" else ("http", "grpc")
         assert int(received[used]) == len(names) and int(received.get(unused, 0)) == 0
 
@@ -207,14 +253,19 @@ def test_openai_tool_loops_are_rebuilt_one_run_each(tmp_path):
         "bergen": "Plan a trip from Oslo to Bergen on 2025-09-01 for 0 nights",  # book_hotel raises
     }
     rule = parse_expectations([{"name": "trips", "agent": "trip-planner", "expected_tools": TRIP_TOOLS}])
-    with fake.FakeOpenAIServer() as server, running_collector(tmp_path / "oai.duckdb",
-                                                              expectations=rule) as collector:
-        env = example_env(endpoint_of(collector, "grpc"), OPENAI_BASE_URL=server.base_url,
-                          OPENAI_API_KEY="sk-test")
+    with (
+        fake.FakeOpenAIServer() as server,
+        running_collector(tmp_path / "oai.duckdb", expectations=rule) as collector,
+    ):
+        env = example_env(
+            endpoint_of(collector, "grpc"), OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test"
+        )
         with examples_running(*[(OPENAI_LOOP, [q], env) for q in questions.values()]) as outputs:
             answers = dict(zip(questions, outputs, strict=True))
-        assert answers["rome"] == ("You fly LH207 on 2025-07-01 (129 EUR). Rome will be sunny at 27C. "
-                                   "Hotel booked: Hotel Centrale Rome for 3 nights, confirmation HX-ROM-3.")
+        assert answers["rome"] == (
+            "You fly LH207 on 2025-07-01 (129 EUR). Rome will be sunny at 27C. "
+            "Hotel booked: Hotel Centrale Rome for 3 nights, confirmation HX-ROM-3."
+        )
         assert answers["bergen"] == "I could not complete the booking: Error: nights must be at least 1"
 
         runs = {run["input"]: run for run in runs_of(collector, "trip-planner", 2)}
@@ -234,19 +285,29 @@ def test_openai_tool_loops_are_rebuilt_one_run_each(tmp_path):
             assert calls_of(collector, run) == [
                 ("search_flights", flight, "ok", "call_search_flights"),
                 ("get_weather", {"city": city}, "ok", "call_get_weather"),
-                ("book_hotel", {"city": city, "nights": nights}, "error" if key == "bergen" else "ok",
-                 "call_book_hotel"),
+                (
+                    "book_hotel",
+                    {"city": city, "nights": nights},
+                    "error" if key == "bergen" else "ok",
+                    "call_book_hotel",
+                ),
             ]
             evals = evaluations_of(collector, run)
             assert (evals["tool_correctness"]["score"], evals["tool_correctness"]["success"]) == (1.0, True)
             assert evals["tool_correctness"]["details"]["expected"] == TRIP_TOOLS
             assert evals["tool_correctness_ordering"]["score"] == 1.0
 
-        ((error, result),) = rows(collector, "SELECT error, result FROM tool_calls WHERE trace_id = ? AND "
-                                  "status = 'error'", runs[questions["bergen"]]["trace_id"])
+        ((error, result),) = rows(
+            collector,
+            "SELECT error, result FROM tool_calls WHERE trace_id = ? AND status = 'error'",
+            runs[questions["bergen"]]["trace_id"],
+        )
         assert "nights must be at least 1" in error and result == "Error: nights must be at least 1"
-        kinds = rows(collector, "SELECT attributes->>'openinference.span.kind' AS kind, count(*) FROM spans "
-                     "WHERE service_name = 'openai-loop-example' GROUP BY ALL ORDER BY kind")
+        kinds = rows(
+            collector,
+            "SELECT attributes->>'openinference.span.kind' AS kind, count(*) FROM spans "
+            "WHERE service_name = 'openai-loop-example' GROUP BY ALL ORDER BY kind",
+        )
         assert kinds == [["AGENT", 2], ["LLM", 8], ["TOOL", 6]]
 
 
@@ -295,8 +356,11 @@ def test_example_config_leaves_the_judge_off_and_documents_how_to_turn_it_on(tmp
     assert (judge.sample_rate, judge.max_cost_usd_per_day, judge.threshold) == (0.25, 2.0, 0.7)
     assert judge.only_when == ("deterministic_failed", "tool_error")
     # the price the comment shows for a local model is a valid [judge] key, passed on to litellm
-    (extra,) = [line.removeprefix("#").strip() for line in CONFIG.read_text().splitlines()
-                if line.startswith("#") and line.removeprefix("#").strip().startswith("extra = {")]
+    (extra,) = [
+        line.removeprefix("#").strip()
+        for line in CONFIG.read_text().splitlines()
+        if line.startswith("#") and line.removeprefix("#").strip().startswith("extra = {")
+    ]
     text = f"[judge]\nmodel = 'openai/m'\napi_base = 'http://127.0.0.1:8080/v1'\n{extra}\n"
     (tmp_path / "priced.toml").write_text(text)
     priced = load_config(tmp_path / "priced.toml").judge
@@ -311,7 +375,12 @@ def test_example_config_validates_from_the_repository_root(monkeypatch, tmp_path
     assert scoring.dataset is not None
     entry = scoring.dataset.lookup("Where is my order   A-1042?")
     assert entry is not None
-    assert (entry.expected_tools, entry.modes, entry.trajectory, entry.line) == (("lookup_order",), None, None, 1)
+    assert (entry.expected_tools, entry.modes, entry.trajectory, entry.line) == (
+        ("lookup_order",),
+        None,
+        None,
+        1,
+    )
     monkeypatch.chdir(tmp_path)  # elsewhere the relative dataset path names nothing, and validation says so
     with pytest.raises(ValueError, match=r"expected\.jsonl"):
         load_config(CONFIG).validate()
@@ -327,9 +396,14 @@ def _as_tested(config: CollectorConfig, stub: LLMStub, sink: OtlpSink) -> dict[s
         # sampling hashes each run's ids, so at 0.25 which runs are judged would vary from run to run; every
         # other judge setting (only_when, the budget, the model) is the file's. On the stub's 127.0.0.1 a model
         # costs nothing unless priced, as a local server's would: gpt-4o-mini's list price, so the budget counts
-        "judge": dataclasses.replace(config.judge, sample_rate=1.0, max_retries=0, api_base=stub.base_url,
-                                     api_key="sk-test",
-                                     extra={"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}),
+        "judge": dataclasses.replace(
+            config.judge,
+            sample_rate=1.0,
+            max_retries=0,
+            api_base=stub.base_url,
+            api_key="sk-test",
+            extra={"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6},
+        ),
         "forward": dataclasses.replace(config.forward, url=sink.http_endpoint),
     }
 
@@ -338,9 +412,11 @@ def test_example_config_scores_the_examples_and_forwards_them(tmp_path):
     config = load_with_judge(tmp_path)
     status_question = "Where is my order A-1042?"  # line 1 of the dataset
     late_refund = "Order B-2077: I changed my mind, I want a refund"  # the refund rule; outside the window
-    with OtlpSink() as sink, LLMStub(default=Reply.json(CLEAN_VERDICT)) as stub, running_collector(
-        tmp_path / "cfg.duckdb", **_as_tested(config, stub, sink)
-    ) as collector:
+    with (
+        OtlpSink() as sink,
+        LLMStub(default=Reply.json(CLEAN_VERDICT)) as stub,
+        running_collector(tmp_path / "cfg.duckdb", **_as_tested(config, stub, sink)) as collector,
+    ):
         env = example_env(endpoint_of(collector, "grpc"))
         with examples_running(
             (PYDANTIC_AI, [REFUND_QUESTION, status_question, late_refund], env),
@@ -351,9 +427,13 @@ def test_example_config_scores_the_examples_and_forwards_them(tmp_path):
             assert trip_answer.startswith("You fly LH")
 
         support = {run["input"]: run for run in runs_of(collector, "support-agent", 3)}
-        runs = {"refund": support[REFUND_QUESTION], "status": support[status_question],
-                "late": support[late_refund], "trip": runs_of(collector, "trip-planner", 1)[0],
-                "travel": runs_of(collector, "travel-assistant", 1)[0]}
+        runs = {
+            "refund": support[REFUND_QUESTION],
+            "status": support[status_question],
+            "late": support[late_refund],
+            "trip": runs_of(collector, "trip-planner", 1)[0],
+            "travel": runs_of(collector, "travel-assistant", 1)[0],
+        }
         assert {key: run["tools_called"] for key, run in runs.items()} == {
             "refund": REFUND_TOOLS,
             "status": ["lookup_order"],
@@ -372,21 +452,31 @@ def test_example_config_scores_the_examples_and_forwards_them(tmp_path):
         # stopped at the policy (no refund): two of three steps
         refund, late = evals["refund"]["trajectory"], evals["late"]["trajectory"]
         assert (refund["score"], refund["success"]) == (1.0, True), refund["reason"]
-        assert late["success"] is False and late["score"] == pytest.approx(0.8)  # F1 of recall 2/3, precision 1
+        assert late["success"] is False and late["score"] == pytest.approx(
+            0.8
+        )  # F1 of recall 2/3, precision 1
         assert {s["path"]: s["status"] for s in late["details"]["steps"]}["steps[2]"] == "missing"
         assert "trajectory" not in evals["status"] and "trajectory" not in evals["trip"]
         assert expectation("status") == ("dataset:expected.jsonl:1", ["lookup_order"])
         assert expectation("trip", "tool_correctness_exact") == ("rule:trip-planning", TRIP_TOOLS)
         assert {m for m in evals["trip"] if m.startswith("tool_correctness")} == {
-            "tool_correctness_exact", "tool_correctness_ordering"}  # the rule's modes, not [scoring]'s
+            "tool_correctness_exact",
+            "tool_correctness_ordering",
+        }  # the rule's modes, not [scoring]'s
         # @traced(expected_tools=...) on the run span wins over the travel-assistant rule
         assert expectation("travel") == ("span_attribute", TRAVEL_TOOLS)
         assert runs["travel"]["expected_tools"] == TRAVEL_TOOLS
 
         # only_when: the runs failing a deterministic check are judged (by the stub), the others not at all
-        failed = {key for key, metrics in evals.items()
-                  if any(row["success"] is False for name, row in metrics.items()
-                         if name.startswith("tool_correctness"))}
+        failed = {
+            key
+            for key, metrics in evals.items()
+            if any(
+                row["success"] is False
+                for name, row in metrics.items()
+                if name.startswith("tool_correctness")
+            )
+        }
         assert failed == {"late"}  # no issue_refund; the travel run calls what it expects
         for key in failed:
             judge = evals[key]["tool_errors"]
@@ -399,11 +489,16 @@ def test_example_config_scores_the_examples_and_forwards_them(tmp_path):
         # every stored span went downstream, the run spans with their scores, then the judge's verdicts
         stored = {r[0] for r in rows(collector, "SELECT span_id FROM spans")}
         sink.wait_for(lambda s: stored <= {span.span_id for span in s.spans}, timeout=15)
-        sink.wait_for(lambda s: len(s.spans_named("gen_ai.evaluation tool_errors")) == len(failed), timeout=15)
+        sink.wait_for(
+            lambda s: len(s.spans_named("gen_ai.evaluation tool_errors")) == len(failed), timeout=15
+        )
         forwarded = {span.span_id: span for span in sink.spans}
         for key, run in runs.items():
             metric = "tool_correctness_exact"
-            assert forwarded[run["span_id"]].attributes[f"agentotel.eval.{metric}.score"] == (
-                evals[key][metric]["score"]), key
+            assert (
+                forwarded[run["span_id"]].attributes[f"agentotel.eval.{metric}.score"]
+                == (evals[key][metric]["score"])
+            ), key
         assert {s.parent_span_id for s in sink.spans_named("gen_ai.evaluation tool_errors")} == {
-            runs[key]["span_id"] for key in failed}
+            runs[key]["span_id"] for key in failed
+        }

@@ -47,8 +47,12 @@ def weather_bot(question: str) -> str:  # no expected tools on its span: a confi
 
 
 def test_the_first_query_shows_the_expectation_a_rule_gave(tmp_path) -> None:
-    (sql,) = [w[w.index("query") + 1] for w in _commands() if "query" in w and "run_evaluations" in " ".join(w)]
-    rule = parse_expectations([{"name": "weather", "agent": "weather-bot", "expected_tools": ["get_weather"]}])
+    (sql,) = [
+        w[w.index("query") + 1] for w in _commands() if "query" in w and "run_evaluations" in " ".join(w)
+    ]
+    rule = parse_expectations(
+        [{"name": "weather", "agent": "weather-bot", "expected_tools": ["get_weather"]}]
+    )
     with running_collector(tmp_path / "readme.duckdb", expectations=rule) as collector:
         provider = _export_to(collector)
         weather_bot("What's the weather in Paris?")

@@ -93,7 +93,9 @@ class HeldCommits:
         writer._commit_items = held
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> Any:
     """Poll ``predicate`` until it returns something truthy; raise AssertionError at the deadline."""
     deadline = time.monotonic() + timeout
     while True:
@@ -113,13 +115,21 @@ class HttpAnswer:
 
 
 def http_request(
-    endpoint: str, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-    timeout: float = 30.0, *, context: ssl.SSLContext | None = None,
+    endpoint: str,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    *,
+    context: ssl.SSLContext | None = None,
 ) -> HttpAnswer:
     """One request on a fresh connection; an ``https://`` endpoint is reached with ``context``."""
     conn: http.client.HTTPConnection
     if endpoint.startswith("https://"):
-        conn = http.client.HTTPSConnection(endpoint.removeprefix("https://"), timeout=timeout, context=context)
+        conn = http.client.HTTPSConnection(
+            endpoint.removeprefix("https://"), timeout=timeout, context=context
+        )
     else:
         conn = http.client.HTTPConnection(endpoint.removeprefix("http://"), timeout=timeout)
     try:
@@ -131,8 +141,14 @@ def http_request(
 
 
 def post_otlp(
-    endpoint: str, signal: str, body: bytes, encoding: str = "protobuf", *, gzip: bool = False,
-    headers: dict[str, str] | None = None, context: ssl.SSLContext | None = None,
+    endpoint: str,
+    signal: str,
+    body: bytes,
+    encoding: str = "protobuf",
+    *,
+    gzip: bool = False,
+    headers: dict[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
 ) -> HttpAnswer:
     """POST an OTLP body to /v1/<signal> as an exporter would."""
     all_headers = {"Content-Type": "application/x-protobuf" if encoding == "protobuf" else "application/json"}
@@ -143,16 +159,25 @@ def post_otlp(
     return http_request(endpoint, "POST", f"/v1/{signal}", body, all_headers, context=context)
 
 
-def grpc_export(target: str, signal: str, body: bytes, *, compression: Any = None, timeout: float = 30.0,
-                metadata: tuple[tuple[str, str], ...] | None = None, root_certificate: bytes | None = None) -> Any:
+def grpc_export(
+    target: str,
+    signal: str,
+    body: bytes,
+    *,
+    compression: Any = None,
+    timeout: float = 30.0,
+    metadata: tuple[tuple[str, str], ...] | None = None,
+    root_certificate: bytes | None = None,
+) -> Any:
     """Call Export with raw protobuf bytes; returns the response bytes (raises grpc.RpcError on failure). With
     ``root_certificate`` the channel is TLS and trusts that certificate."""
     import grpc
 
     options = [("grpc.max_send_message_length", 256 * 1024 * 1024)]
     if root_certificate is not None:
-        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=root_certificate),
-                                      options=options)
+        channel = grpc.secure_channel(
+            target, grpc.ssl_channel_credentials(root_certificates=root_certificate), options=options
+        )
     else:
         channel = grpc.insecure_channel(target, options=options)
     with channel:
@@ -168,10 +193,29 @@ def self_signed_certificate(directory: Path, name: str = "server") -> tuple[Path
         raise RuntimeError("the openssl command-line tool is not installed")
     cert, key = directory / f"{name}.crt", directory / f"{name}.key"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True, capture_output=True, timeout=60,
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     return cert, key
 
@@ -184,15 +228,22 @@ def fresh_span() -> Any:
     from agentotel_eval.otlp.records import SpanRecord
 
     trace = next(_fresh_traces)
-    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "op", start_ns=1_700_000_000_000_000_000,
-                      end_ns=1_700_000_000_000_000_100)
+    return SpanRecord(
+        f"{trace:032x}",
+        f"{trace:016x}",
+        None,
+        "op",
+        start_ns=1_700_000_000_000_000_000,
+        end_ns=1_700_000_000_000_000_100,
+    )
 
 
 def spans_stored(collector: Any, *trace_ids: str) -> int:
     """How many spans of these traces the collector has stored."""
     marks = ", ".join("?" for _ in trace_ids)
-    return collector.query(f"SELECT count(*) FROM spans WHERE trace_id IN ({marks})",
-                           params=list(trace_ids))["rows"][0][0]
+    return collector.query(f"SELECT count(*) FROM spans WHERE trace_id IN ({marks})", params=list(trace_ids))[
+        "rows"
+    ][0][0]
 
 
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -66,11 +66,13 @@ def old_database(path: Path, version: int) -> None:
     try:
         migrate(con, [step for step in MIGRATIONS if step.version <= version])
         for table, rows in OLD_ROWS.items():
-            columns = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()][:_v1_width(table)]
+            columns = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()][: _v1_width(table)]
             con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join(rows)}")
         if version >= 2:  # what a collector of that version wrote in the columns it had
-            con.execute("UPDATE evaluations SET evaluator = 'ToolCorrectnessMetric', evaluator_version = '1', "
-                        "latency_s = 0.002, source = 'external:judge/travel', updated_at = '2026-01-05 10:00:06+00'")
+            con.execute(
+                "UPDATE evaluations SET evaluator = 'ToolCorrectnessMetric', evaluator_version = '1', "
+                "latency_s = 0.002, source = 'external:judge/travel', updated_at = '2026-01-05 10:00:06+00'"
+            )
         if version >= 3:
             for table in ("spans", "logs"):
                 con.execute(f"UPDATE {table} SET ingested_at = '2026-01-05 10:00:05+00'")
@@ -90,7 +92,9 @@ def _v1_width(table: str) -> int:
 def snapshot(directory: Path) -> dict[str, str]:
     """Every entry under ``directory`` with a hash of its bytes ("dir" for a directory)."""
     return {
-        str(entry.relative_to(directory)): "dir" if entry.is_dir() else hashlib.sha256(entry.read_bytes()).hexdigest()
+        str(entry.relative_to(directory)): "dir"
+        if entry.is_dir()
+        else hashlib.sha256(entry.read_bytes()).hexdigest()
         for entry in sorted(directory.rglob("*"))
     }
 
@@ -103,8 +107,10 @@ def _a_real_database(path: Path) -> bytes:
     """The bytes of one of our databases with rows, built beside ``path`` and removed."""
     source = path.with_name("source.duckdb")
     con = open_store(source)
-    con.execute("INSERT INTO spans (trace_id, span_id, name) SELECT printf('%032x', i), printf('%016x', i), "
-                "'span ' || i FROM range(20000) t(i)")
+    con.execute(
+        "INSERT INTO spans (trace_id, span_id, name) SELECT printf('%032x', i), printf('%016x', i), "
+        "'span ' || i FROM range(20000) t(i)"
+    )
     con.close()
     data = source.read_bytes()
     for leftover in (source, source.with_name(source.name + ".wal")):
@@ -167,9 +173,13 @@ def _foreign_same_names(path: Path) -> None:
 def _foreign_version_table(path: Path) -> None:
     """Another program's migrations table, under our table's name and with our columns."""
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, description VARCHAR, "
-                "applied_at TIMESTAMPTZ DEFAULT current_timestamp)")
-    con.execute("INSERT INTO schema_version (version, description) VALUES (1, 'create users'), (2, 'add email')")
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL, description VARCHAR, "
+        "applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
+    )
+    con.execute(
+        "INSERT INTO schema_version (version, description) VALUES (1, 'create users'), (2, 'add email')"
+    )
     con.execute("CREATE TABLE users (id INTEGER, email VARCHAR)")
     con.close()
 
@@ -186,8 +196,10 @@ def _ours_altered(path: Path) -> None:
 def _newer(path: Path) -> None:
     con = duckdb.connect(str(path))
     migrate(con)
-    con.execute("INSERT INTO schema_version (version, description) VALUES (?, 'from a later agentotel-eval')",
-                [SCHEMA_VERSION + 1])
+    con.execute(
+        "INSERT INTO schema_version (version, description) VALUES (?, 'from a later agentotel-eval')",
+        [SCHEMA_VERSION + 1],
+    )
     con.close()
 
 
@@ -204,24 +216,51 @@ REFUSED: tuple[Refused, ...] = (
     Refused("random-bytes", _random_bytes, ("is not an agentotel-eval database", "not a DuckDB file")),
     Refused("truncated", _truncated, ("is a truncated DuckDB file", "use another --db")),
     Refused("truncated-header", _truncated_header, ("DuckDB file that DuckDB", "cannot read", "truncated")),
-    Refused("zero-length", lambda path: path.write_bytes(b""),
-            ("is not an agentotel-eval database", "empty (0 bytes)", "delete it")),
+    Refused(
+        "zero-length",
+        lambda path: path.write_bytes(b""),
+        ("is not an agentotel-eval database", "empty (0 bytes)", "delete it"),
+    ),
     Refused("sqlite", _sqlite, ("is not an agentotel-eval database", "SQLite database")),
     Refused("toml-config", _toml, ("is not an agentotel-eval database", "text file", 'db = "traces.duckdb"')),
-    Refused("another-programs-duckdb", _foreign,
-            ("another program's DuckDB database", "orders (table)", "big_orders (view)", "no agentotel-eval")),
-    Refused("another-programs-duckdb-with-wal", _foreign_with_wal,
-            ("another program's DuckDB database", "orders (table)")),
-    Refused("our-table-names-other-columns", _foreign_same_names,
-            ("another program's DuckDB database", "spans (table)", "no agentotel-eval schema_version")),
-    Refused("another-programs-schema-version", _foreign_version_table,
-            ("another program's DuckDB database", "schema_version table was not written by agentotel-eval")),
-    Refused("our-schema-version-other-columns", _ours_altered,
-            ("tables differ from those of agentotel-eval's schema version", "spans.name is missing",
-             "agent_runs.input is INTEGER, not VARCHAR")),
-    Refused("newer-schema", _newer,
-            (f"has schema version {SCHEMA_VERSION + 1}, newer than this agentotel-eval supports ({SCHEMA_VERSION})",
-             "upgrade agentotel-eval"), SchemaError),
+    Refused(
+        "another-programs-duckdb",
+        _foreign,
+        ("another program's DuckDB database", "orders (table)", "big_orders (view)", "no agentotel-eval"),
+    ),
+    Refused(
+        "another-programs-duckdb-with-wal",
+        _foreign_with_wal,
+        ("another program's DuckDB database", "orders (table)"),
+    ),
+    Refused(
+        "our-table-names-other-columns",
+        _foreign_same_names,
+        ("another program's DuckDB database", "spans (table)", "no agentotel-eval schema_version"),
+    ),
+    Refused(
+        "another-programs-schema-version",
+        _foreign_version_table,
+        ("another program's DuckDB database", "schema_version table was not written by agentotel-eval"),
+    ),
+    Refused(
+        "our-schema-version-other-columns",
+        _ours_altered,
+        (
+            "tables differ from those of agentotel-eval's schema version",
+            "spans.name is missing",
+            "agent_runs.input is INTEGER, not VARCHAR",
+        ),
+    ),
+    Refused(
+        "newer-schema",
+        _newer,
+        (
+            f"has schema version {SCHEMA_VERSION + 1}, newer than this agentotel-eval supports ({SCHEMA_VERSION})",
+            "upgrade agentotel-eval",
+        ),
+        SchemaError,
+    ),
 )
 
 
@@ -231,4 +270,3 @@ def build(case: Refused, directory: Path) -> Path:
     path = directory / ("config.toml" if case.name == "toml-config" else f"{case.name}.duckdb")
     case.build(path)
     return path
-

@@ -57,7 +57,11 @@ class Fixture:
         for args in self.entry["ground_truth_args"]:
             for key, value in args.items():
                 if isinstance(value, str):
-                    pattern = re.escape(key) + r"""[\\"']*\s*[:=]\s*[\\]*["']""" + re.escape(json.dumps(value)[1:-1])
+                    pattern = (
+                        re.escape(key)
+                        + r"""[\\"']*\s*[:=]\s*[\\]*["']"""
+                        + re.escape(json.dumps(value)[1:-1])
+                    )
                     if re.search(pattern, raw):
                         return True
         return False
@@ -72,7 +76,8 @@ class Fixture:
     def lost_arguments(self) -> bool:
         """Whether the capture lost some argument value the model sent (see ``recorded_arguments``)."""
         return self.args_recorded() and any(
-            self.recorded_arguments(args) != args for args in self.entry["ground_truth_args"])
+            self.recorded_arguments(args) != args for args in self.entry["ground_truth_args"]
+        )
 
     def names_recorded(self) -> bool:
         """Whether the capture names the calls at all (an SDK's metadata-only spans do not; a capture whose tool names
@@ -132,6 +137,8 @@ def _value_recorded(raw: str, key: str, value: Any) -> bool:
         return any(float(m.group(1)) == float(value) for m in found)
     if isinstance(value, str):
         pattern = re.escape(key) + _NAME_THEN + r"""["']""" + re.escape(json.dumps(value)[1:-1])
-        return re.search(pattern, raw) is not None or re.search(
-            re.escape(key) + _NAME_THEN + r"""["']""" + re.escape(value), raw) is not None
+        return (
+            re.search(pattern, raw) is not None
+            or re.search(re.escape(key) + _NAME_THEN + r"""["']""" + re.escape(value), raw) is not None
+        )
     return True  # (lists and objects: not lost by any capture seen)

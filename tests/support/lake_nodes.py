@@ -42,23 +42,27 @@ class LakeTable:
     reconcile_interval: str = "1s"
 
     def toml(self, node: str) -> str:
-        return (f'[lake]\ncatalog = "{self.catalog}"\ndata = "{self.data}"\nflush_interval = "{self.flush_interval}"\n'
-                f'reconcile_interval = "{self.reconcile_interval}"\nnode = "{node}"\n[lake.s3]\nendpoint = "{self.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
-                'url_style = "path"\nuse_ssl = false\n')
+        return (
+            f'[lake]\ncatalog = "{self.catalog}"\ndata = "{self.data}"\nflush_interval = "{self.flush_interval}"\n'
+            f'reconcile_interval = "{self.reconcile_interval}"\nnode = "{node}"\n[lake.s3]\nendpoint = "{self.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
+            'url_style = "path"\nuse_ssl = false\n'
+        )
 
     def settings(self) -> Any:
         from agentotel_eval.store.lake import LakeSettings, S3Settings
 
-        return LakeSettings(self.catalog, self.data, S3Settings(self.s3_endpoint, "test", "test", "us-east-1",
-                                                                "path", False))
+        return LakeSettings(
+            self.catalog, self.data, S3Settings(self.s3_endpoint, "test", "test", "us-east-1", "path", False)
+        )
 
 
 class ServeNode:
     """One ``agentotel-eval serve`` process on fixed ports; ``start`` again after ``stop`` or ``kill`` reopens the
     same file under the same node name and ports."""
 
-    def __init__(self, folder: Path, name: str, lake: LakeTable, *, grace_period: str = "200ms",
-                 root: Path = ROOT) -> None:
+    def __init__(
+        self, folder: Path, name: str, lake: LakeTable, *, grace_period: str = "200ms", root: Path = ROOT
+    ) -> None:
         self.name = name
         self.root = root  # the checkout it runs from (a benchmark compares another one's)
         self.db = folder / f"{name}.duckdb"
@@ -68,8 +72,10 @@ class ServeNode:
         self.log = folder / f"{name}.log"
         # the assembly settings of tests.support.collector_harness.fast_config: a trace is complete ``grace_period`` (0.2 s)
         # after its run span, or 5 s after its first span without one
-        self.config.write_text(f'db = "{self.db}"\ngrpc = "{self.grpc}"\nhttp = "{self.http}"\n[assembler]\n'
-                               f'grace_period = "{grace_period}"\nmax_wait = "5s"\n' + lake.toml(name))
+        self.config.write_text(
+            f'db = "{self.db}"\ngrpc = "{self.grpc}"\nhttp = "{self.http}"\n[assembler]\n'
+            f'grace_period = "{grace_period}"\nmax_wait = "5s"\n' + lake.toml(name)
+        )
         self.proc: subprocess.Popen | None = None
         self.exits: list[int] = []  # the return code of each process that ended
 
@@ -86,7 +92,12 @@ class ServeNode:
             out.flush()
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "agentotel_eval.cli", "serve", "--config", str(self.config)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.root, start_new_session=True)
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.root,
+                start_new_session=True,
+            )
         return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -96,7 +107,9 @@ class ServeNode:
 
         def ready() -> bool:
             if proc.poll() is not None:
-                raise AssertionError(f"node {self.name} exited at start ({proc.returncode}):\n{self.output()}")
+                raise AssertionError(
+                    f"node {self.name} exited at start ({proc.returncode}):\n{self.output()}"
+                )
             info = discovery.read_sidecar(self.db)
             return info is not None and info.pid == proc.pid
 
@@ -115,7 +128,9 @@ class ServeNode:
             code = proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"node {self.name} did not stop within {timeout}s:\n{self.output()}") from None
+            raise AssertionError(
+                f"node {self.name} did not stop within {timeout}s:\n{self.output()}"
+            ) from None
         self._reap(code)
         return code
 
@@ -135,7 +150,9 @@ class ServeNode:
     def _reap(self, code: int) -> None:
         proc = self.proc
         assert proc is not None
-        with contextlib.suppress(ProcessLookupError):  # what it started and left behind (none after a clean stop)
+        with contextlib.suppress(
+            ProcessLookupError
+        ):  # what it started and left behind (none after a clean stop)
             os.killpg(proc.pid, signal.SIGKILL)
         self.exits.append(code)
         self.proc = None
@@ -245,7 +262,9 @@ class AgentTracer:
             def force_flush(self, timeout_millis: int = 30_000) -> bool:
                 return self.inner.force_flush(timeout_millis)
 
-        self.provider = TracerProvider(resource=Resource.create({"service.name": service}), id_generator=SeededIds())
+        self.provider = TracerProvider(
+            resource=Resource.create({"service.name": service}), id_generator=SeededIds()
+        )
         # a short schedule delay: spans go out while the agents run, as in production, not only at force_flush
         self.provider.add_span_processor(BatchSpanProcessor(Acknowledged(), schedule_delay_millis=100))
         self.tracer = self.provider.get_tracer("tests.support.lake_nodes")
@@ -263,18 +282,25 @@ class AgentTracer:
         expected = called if n % 2 == 0 else (called[0], next(t for t in TOOLS if t not in called))
         ids: set[tuple[str, str]] = set()
         with self.tracer.start_as_current_span(
-            f"invoke_agent planner-{n}", kind=trace.SpanKind.INTERNAL,
-            attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: f"planner-{n % 4}",
-                        sc.AGENTOTEL_EXPECTED_TOOLS: list(expected)},
+            f"invoke_agent planner-{n}",
+            kind=trace.SpanKind.INTERNAL,
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: f"planner-{n % 4}",
+                sc.AGENTOTEL_EXPECTED_TOOLS: list(expected),
+            },
         ) as root:
             context = root.get_span_context()
             for i, tool in enumerate(called):
                 with self.tracer.start_as_current_span(
                     f"execute_tool {tool}",
-                    attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: tool,
-                                sc.GEN_AI_TOOL_CALL_ID: f"call-{n}-{i}",
-                                sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps({"run": n, "step": i}),
-                                sc.GEN_AI_TOOL_CALL_RESULT: json.dumps({"ok": True})},
+                    attributes={
+                        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+                        sc.GEN_AI_TOOL_NAME: tool,
+                        sc.GEN_AI_TOOL_CALL_ID: f"call-{n}-{i}",
+                        sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps({"run": n, "step": i}),
+                        sc.GEN_AI_TOOL_CALL_RESULT: json.dumps({"ok": True}),
+                    },
                 ) as child:
                     ids.add((f"{context.trace_id:032x}", f"{child.get_span_context().span_id:016x}"))
         trace_id, span_id = f"{context.trace_id:032x}", f"{context.span_id:016x}"

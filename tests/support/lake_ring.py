@@ -236,12 +236,26 @@ class RoutingError(Exception):
 def export_handlers(on_traces: Callable[..., Any], on_logs: Callable[..., Any]) -> tuple[Any, Any]:
     """gRPC handlers of OTLP's trace and log Export calls, for a server's ``add_generic_rpc_handlers``."""
     return (
-        grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(
-            on_traces, request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
-            response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString)}),
-        grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(
-            on_logs, request_deserializer=logs_service_pb2.ExportLogsServiceRequest.FromString,
-            response_serializer=logs_service_pb2.ExportLogsServiceResponse.SerializeToString)}),
+        grpc.method_handlers_generic_handler(
+            TRACE_SERVICE,
+            {
+                "Export": grpc.unary_unary_rpc_method_handler(
+                    on_traces,
+                    request_deserializer=trace_service_pb2.ExportTraceServiceRequest.FromString,
+                    response_serializer=trace_service_pb2.ExportTraceServiceResponse.SerializeToString,
+                )
+            },
+        ),
+        grpc.method_handlers_generic_handler(
+            LOGS_SERVICE,
+            {
+                "Export": grpc.unary_unary_rpc_method_handler(
+                    on_logs,
+                    request_deserializer=logs_service_pb2.ExportLogsServiceRequest.FromString,
+                    response_serializer=logs_service_pb2.ExportLogsServiceResponse.SerializeToString,
+                )
+            },
+        ),
     )
 
 

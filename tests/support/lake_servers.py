@@ -42,15 +42,49 @@ class Postgres:
         return f"postgres://postgres@127.0.0.1:{self.port}/{dbname}"
 
     def create_database(self, dbname: str) -> str:
-        subprocess.run([str(_bin("psql")), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-q", "-c",
-                        f"CREATE DATABASE {dbname}"], check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            [
+                str(_bin("psql")),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-q",
+                "-c",
+                f"CREATE DATABASE {dbname}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
         return self.url(dbname)
 
 
 def psql(pg: Postgres, sql: str, database: str = "postgres") -> str:
     """Run one statement as the server's superuser in ``database``; its output."""
-    done = subprocess.run([str(_bin("psql")), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", database,
-                           "-q", "-v", "ON_ERROR_STOP=1", "-c", sql], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [
+            str(_bin("psql")),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(pg.port),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -71,16 +105,38 @@ def running_postgres() -> Iterator[Postgres]:
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_postgres:
         shutil.chown(root, "postgres")
-    subprocess.run([*as_postgres, str(base / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"],
-                   check=True, capture_output=True, timeout=120)
-    server = subprocess.Popen([*as_postgres, str(base / "postgres"), "-D", str(data), "-p", str(port), "-k",
-                               str(root), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [*as_postgres, str(base / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    server = subprocess.Popen(
+        [
+            *as_postgres,
+            str(base / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-k",
+            str(root),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_for(port, server, "PostgreSQL")
         deadline = time.monotonic() + 60
-        while subprocess.run([str(_bin("psql")), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c",
-                              "SELECT 1"], capture_output=True, timeout=30).returncode:  # still starting up
+        while subprocess.run(
+            [str(_bin("psql")), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c", "SELECT 1"],
+            capture_output=True,
+            timeout=30,
+        ).returncode:  # still starting up
             if time.monotonic() > deadline:
                 raise RuntimeError("PostgreSQL did not accept connections within 60s")
             time.sleep(0.2)
@@ -103,15 +159,23 @@ class S3Server:
     def create_bucket(self, name: str) -> None:
         import boto3
 
-        boto3.client("s3", endpoint_url=f"http://{self.endpoint}", aws_access_key_id="test",
-                     aws_secret_access_key="test", region_name="us-east-1").create_bucket(Bucket=name)
+        boto3.client(
+            "s3",
+            endpoint_url=f"http://{self.endpoint}",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            region_name="us-east-1",
+        ).create_bucket(Bucket=name)
 
 
 @contextlib.contextmanager
 def running_s3() -> Iterator[S3Server]:
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_for(port, server, "moto's S3 server")
         yield S3Server(port, server.pid)
@@ -146,7 +210,11 @@ def lake_marks() -> list:
         missing = str(exc)
     return [
         pytest.mark.lake,
-        pytest.mark.skipif(bool(missing), reason=f"needs the [lake] extra ({missing}); .ci/run runs these in its "
-                                                 "own environment"),
-        pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)"),
+        pytest.mark.skipif(
+            bool(missing),
+            reason=f"needs the [lake] extra ({missing}); .ci/run runs these in its own environment",
+        ),
+        pytest.mark.skipif(
+            postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)"
+        ),
     ]

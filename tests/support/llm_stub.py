@@ -80,7 +80,10 @@ class Reply:
     @classmethod
     def prose(cls, obj: Any, **kw: Any) -> Reply:
         """The JSON object with sentences before and after it."""
-        return cls(content=f"Here is my assessment of the run.\n{json.dumps(obj)}\nLet me know if you need more.", **kw)
+        return cls(
+            content=f"Here is my assessment of the run.\n{json.dumps(obj)}\nLet me know if you need more.",
+            **kw,
+        )
 
     @classmethod
     def truncated(cls, obj: Any, keep: float = 0.6, **kw: Any) -> Reply:
@@ -122,7 +125,10 @@ class Reply:
         model = str(request_body.get("model", "stub-model"))
         if protocol == "anthropic":
             payload: dict[str, Any] = {
-                "id": f"msg_stub_{seq}", "type": "message", "role": "assistant", "model": model,
+                "id": f"msg_stub_{seq}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
                 "content": [{"type": "text", "text": self.content or ""}],
                 "stop_reason": "max_tokens" if self.finish_reason == "length" else "end_turn",
                 "stop_sequence": None,
@@ -131,19 +137,30 @@ class Reply:
             return json.dumps(payload).encode()
         if protocol == "gemini":
             payload = {
-                "candidates": [{"content": {"parts": [{"text": self.content or ""}], "role": "model"},
-                                "finishReason": "MAX_TOKENS" if self.finish_reason == "length" else "STOP",
-                                "index": 0}],
-                "usageMetadata": {"promptTokenCount": self.prompt_tokens,
-                                  "candidatesTokenCount": self.completion_tokens,
-                                  "totalTokenCount": self.prompt_tokens + self.completion_tokens},
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": self.content or ""}], "role": "model"},
+                        "finishReason": "MAX_TOKENS" if self.finish_reason == "length" else "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": self.prompt_tokens,
+                    "candidatesTokenCount": self.completion_tokens,
+                    "totalTokenCount": self.prompt_tokens + self.completion_tokens,
+                },
                 "modelVersion": model,
             }
             return json.dumps(payload).encode()
         if protocol in ("ollama_chat", "ollama_generate"):
-            payload = {"model": model, "created_at": "2026-01-01T00:00:00Z", "done": True,
-                       "done_reason": "length" if self.finish_reason == "length" else "stop",
-                       "prompt_eval_count": self.prompt_tokens, "eval_count": self.completion_tokens}
+            payload = {
+                "model": model,
+                "created_at": "2026-01-01T00:00:00Z",
+                "done": True,
+                "done_reason": "length" if self.finish_reason == "length" else "stop",
+                "prompt_eval_count": self.prompt_tokens,
+                "eval_count": self.completion_tokens,
+            }
             if protocol == "ollama_chat":
                 payload["message"] = {"role": "assistant", "content": self.content or ""}
             else:
@@ -155,12 +172,14 @@ class Reply:
             "created": int(time.time()),
             "model": model,
             "system_fingerprint": "fp_stub",
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": self.content},
-                "logprobs": None,
-                "finish_reason": self.finish_reason,
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.content},
+                    "logprobs": None,
+                    "finish_reason": self.finish_reason,
+                }
+            ],
             "usage": {
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
@@ -233,8 +252,9 @@ class LLMStub:
 
         server = _StubServer(("127.0.0.1", 0), Handler)
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="llm-stub", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-stub", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -330,7 +350,9 @@ class _Handler(BaseHTTPRequestHandler):
             reply = Reply.error(400, "llm_stub: the body is not a JSON object")
         else:
             reply = self.owner._next_reply(body)
-        seq = self.owner._record(RecordedRequest(path, dict(self.headers.items()), body, time.monotonic(), reply.status))
+        seq = self.owner._record(
+            RecordedRequest(path, dict(self.headers.items()), body, time.monotonic(), reply.status)
+        )
         try:
             if reply.delay:
                 time.sleep(reply.delay)
@@ -358,7 +380,9 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description="OpenAI-compatible stub LLM server")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
-    parser.add_argument("--json", default='{"detected": false, "confidence": 1.0}', help="the answer (JSON text)")
+    parser.add_argument(
+        "--json", default='{"detected": false, "confidence": 1.0}', help="the answer (JSON text)"
+    )
     args = parser.parse_args(argv)
     with LLMStub(default=Reply.text(args.json, delay=args.delay)) as stub:
         print(stub.base_url, flush=True)

@@ -126,7 +126,9 @@ def _grpc_export(
     if rejection is not None:
         code = grpc.StatusCode.UNAVAILABLE if rejection.retryable else grpc.StatusCode.INVALID_ARGUMENT
         if rejection.retryable and rejection.retry_after is not None:
-            context.set_trailing_metadata((("grpc-status-details-bin", _retry_status(rejection.retry_after)),))
+            context.set_trailing_metadata(
+                (("grpc-status-details-bin", _retry_status(rejection.retry_after)),)
+            )
         context.abort(code, "rejected by OtlpSink.reject()")
     if signal == "traces":
         return trace_service_pb2.ExportTraceServiceResponse()
@@ -141,7 +143,9 @@ def _retry_status(delay: float) -> bytes:
     )
     detail = any_pb2.Any()
     detail.Pack(retry)
-    return status_pb2.Status(code=code_pb2.UNAVAILABLE, message="rejected", details=[detail]).SerializeToString()
+    return status_pb2.Status(
+        code=code_pb2.UNAVAILABLE, message="rejected", details=[detail]
+    ).SerializeToString()
 
 
 def _make_handler(store: _Store) -> type[BaseHTTPRequestHandler]:

@@ -51,9 +51,15 @@ def sink_marks(*modules: str) -> list[Any]:
             return True
 
     missing = [m for m in modules if absent(m)]
-    return [pytest.mark.sinks, pytest.mark.timeout(ROUND_TRIP_S),
-            pytest.mark.skipif(bool(missing), reason=f"needs the [sinks-test] extra ({', '.join(missing)} missing); "
-                                                     ".ci/run runs these in .venv-sinks")]
+    return [
+        pytest.mark.sinks,
+        pytest.mark.timeout(ROUND_TRIP_S),
+        pytest.mark.skipif(
+            bool(missing),
+            reason=f"needs the [sinks-test] extra ({', '.join(missing)} missing); "
+            ".ci/run runs these in .venv-sinks",
+        ),
+    ]
 
 
 @dataclass
@@ -79,12 +85,19 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, what: s
 
 
 @contextlib.contextmanager
-def _running(command: list[str], env: dict[str, str], url: str, health: str, workdir: Path,
-             what: str) -> Iterator[Server]:
+def _running(
+    command: list[str], env: dict[str, str], url: str, health: str, workdir: Path, what: str
+) -> Iterator[Server]:
     log = workdir / "server.log"
     with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=workdir, env={**os.environ, **env}, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=workdir,
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         _wait_healthy(url + health, process, log, what)
         yield Server(url, process, log)
@@ -104,9 +117,16 @@ def running_phoenix(workdir: Path) -> Iterator[Server]:
     if phoenix is None:
         pytest.skip("the phoenix command is not installed")
     port = free_port()
-    env = {"PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(free_port()),
-           "PHOENIX_HOST": "127.0.0.1", "PHOENIX_TELEMETRY_ENABLED": "false"}
-    with _running([phoenix, "serve"], env, f"http://127.0.0.1:{port}", "/healthz", workdir, "phoenix serve") as s:
+    env = {
+        "PHOENIX_WORKING_DIR": str(workdir),
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    with _running(
+        [phoenix, "serve"], env, f"http://127.0.0.1:{port}", "/healthz", workdir, "phoenix serve"
+    ) as s:
         yield s
 
 
@@ -117,9 +137,20 @@ def running_mlflow(workdir: Path) -> Iterator[Server]:
     if mlflow is None:
         pytest.skip("the mlflow command is not installed")
     port = free_port()
-    command = [mlflow, "server", "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}",
-               "--artifacts-destination", str(workdir / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-               "--workers", "1"]
+    command = [
+        mlflow,
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{workdir / 'mlflow.db'}",
+        "--artifacts-destination",
+        str(workdir / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     env = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
     with _running(command, env, f"http://127.0.0.1:{port}", "/health", workdir, "mlflow server") as s:
         yield s
@@ -173,8 +204,11 @@ def _langfuse_handler(state: LangfuseCheck) -> type[BaseHTTPRequestHandler]:
                 try:
                     sent = json.loads(body)
                     # the SDK's models name fields in Python; its own reader maps the wire's camelCase to them
-                    parsed = scores_model.validate_python(convert_and_respect_annotation_metadata(
-                        object_=sent, annotation=CreateScoresRequest, direction="read"))
+                    parsed = scores_model.validate_python(
+                        convert_and_respect_annotation_metadata(
+                            object_=sent, annotation=CreateScoresRequest, direction="read"
+                        )
+                    )
                 except (ValueError, ValidationError) as exc:
                     return self._refuse(400, str(exc))
                 unknown = [sorted(m.model_extra) for m in parsed if m.model_extra]

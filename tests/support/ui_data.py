@@ -21,8 +21,14 @@ DEMO_RUNS = 8
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "agentotel_eval.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def demo_database(directory: Path) -> Path:
@@ -54,8 +60,10 @@ def populated_collector(db: Path) -> Iterator[Any]:
             if collector.assembler.open_traces or collector.writer.queued_records:
                 return False
             runs = collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0]
-            scored = collector.query("SELECT count(DISTINCT (trace_id, run_span_id)) FROM evaluations "
-                                     "WHERE metric = 'tool_errors_detectors'")["rows"][0][0]
+            scored = collector.query(
+                "SELECT count(DISTINCT (trace_id, run_span_id)) FROM evaluations "
+                "WHERE metric = 'tool_errors_detectors'"
+            )["rows"][0][0]
             return runs > before + 100 and scored == runs
 
         wait_until(settled, timeout=90, interval=0.2, what="the fixtures' runs, scored")

@@ -553,7 +553,12 @@ def test_the_lake_ui_and_maintenance_commands_are_ones_the_cli_takes() -> None:
     cron_command = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
     maintain = re.search(r"agentotel-eval (lake maintain [^;]+);", services["maintenance"]["command"][0])
     assert maintain
-    for command in (ui["command"], k8s_ui["command"], cron_command, ["agentotel-eval", *maintain.group(1).split()]):
+    for command in (
+        ui["command"],
+        k8s_ui["command"],
+        cron_command,
+        ["agentotel-eval", *maintain.group(1).split()],
+    ):
         assert command[0] == "agentotel-eval", command
         args = build_parser().parse_args(command[1:])
         assert args.command == "lake" and args.config == "/etc/agentotel/agentotel.toml", command

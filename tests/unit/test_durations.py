@@ -7,10 +7,22 @@ import pytest
 from agentotel_eval.durations import DurationError, SizeError, format_duration, parse_duration, parse_size
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    (90, 90.0), (2.5, 2.5), ("90", 90.0), ("500ms", 0.5), ("2s", 2.0), ("1.5h", 5400.0), ("30m", 1800.0),
-    ("7d", 604800.0), ("2w", 1209600.0), (" 12 H ", 43200.0), ("0", 0.0),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        (90, 90.0),
+        (2.5, 2.5),
+        ("90", 90.0),
+        ("500ms", 0.5),
+        ("2s", 2.0),
+        ("1.5h", 5400.0),
+        ("30m", 1800.0),
+        ("7d", 604800.0),
+        ("2w", 1209600.0),
+        (" 12 H ", 43200.0),
+        ("0", 0.0),
+    ],
+)
 def test_durations_read_with_and_without_units(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -26,9 +38,17 @@ def test_formatted_durations_read_back_to_the_same_seconds(seconds):
     assert parse_duration(format_duration(seconds)) == seconds
 
 
-@pytest.mark.parametrize(("text", "size"), [
-    (1024, 1024), ("20MiB", 20 * 1024 * 1024), ("512KB", 512_000), ("1.5 kib", 1536), ("7", 7), ("2GB", 2 * 10**9),
-])
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        (1024, 1024),
+        ("20MiB", 20 * 1024 * 1024),
+        ("512KB", 512_000),
+        ("1.5 kib", 1536),
+        ("7", 7),
+        ("2GB", 2 * 10**9),
+    ],
+)
 def test_sizes_read_with_and_without_units(text, size):
     assert parse_size(text) == size
 

@@ -297,12 +297,24 @@ def test_cache_default_is_relative_to_cwd(tmp_path, monkeypatch):
 def test_trajectory_specs_are_scored_offline_and_a_case_without_one_is_skipped():
     from agentotel_eval import EvalTestCase, ToolCall, TrajectoryMetric
 
-    spec = {"steps": [{"unordered": [{"tool": "b"}, {"tool": "a", "args": {"n": {"$gte": 2}}}]}], "extra": "forbid"}
-    cases = [EvalTestCase(input="x", tools_called=[ToolCall("a", {"n": 2}), ToolCall("b")], expected_trajectory=spec),
-             EvalTestCase(input="y", tools_called=[ToolCall("a", {"n": 1}), ToolCall("b")], expected_trajectory=spec),
-             EvalTestCase(input="z", tools_called=[ToolCall("a")])]
+    spec = {
+        "steps": [{"unordered": [{"tool": "b"}, {"tool": "a", "args": {"n": {"$gte": 2}}}]}],
+        "extra": "forbid",
+    }
+    cases = [
+        EvalTestCase(
+            input="x", tools_called=[ToolCall("a", {"n": 2}), ToolCall("b")], expected_trajectory=spec
+        ),
+        EvalTestCase(
+            input="y", tools_called=[ToolCall("a", {"n": 1}), ToolCall("b")], expected_trajectory=spec
+        ),
+        EvalTestCase(input="z", tools_called=[ToolCall("a")]),
+    ]
     results = [case.results[0] for case in evaluate_sync(cases, [TrajectoryMetric()]).cases]
     assert [(r.score, r.success, r.status) for r in results] == [
-        (1.0, True, "ok"), (0.5, False, "ok"), (None, None, "skipped")]
+        (1.0, True, "ok"),
+        (0.5, False, "ok"),
+        (None, None, "skipped"),
+    ]
     assert "extra_forbidden" in [v["type"] for v in results[1].evaluation_log["violations"]]
     assert repr(cases[0].expected_trajectory).startswith('TrajectorySpec({"steps":[{"unordered"')

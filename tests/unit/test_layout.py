@@ -20,5 +20,7 @@ def test_the_collector_is_a_real_directory_of_the_package() -> None:
 
 
 def test_import_collector_is_impossible() -> None:
-    found = subprocess.run([sys.executable, "-c", "import collector"], cwd=ROOT, capture_output=True, text=True)
+    found = subprocess.run(
+        [sys.executable, "-c", "import collector"], cwd=ROOT, capture_output=True, text=True
+    )
     assert found.returncode != 0 and "No module named 'collector'" in found.stderr

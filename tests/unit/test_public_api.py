@@ -32,7 +32,9 @@ def test_import_loads_no_heavy_dependency():
         "heavy = [m for m in ('litellm', 'opentelemetry.sdk', 'jsonschema', 'duckdb', 'grpc') if m in sys.modules];"
         "print(','.join(heavy))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == ""
 
 

@@ -11,8 +11,17 @@ from agentotel_eval.results_files import ResultsFileError, assertion_record, sco
 
 
 def _record(test: str, score: float) -> dict:
-    return assertion_record(test, trace_id="a" * 32, span_id="b" * 16, agent="planner", metric="tool_correctness",
-                            score=score, success=score >= 0.5, tools_called=["search"], reason="")
+    return assertion_record(
+        test,
+        trace_id="a" * 32,
+        span_id="b" * 16,
+        agent="planner",
+        metric="tool_correctness",
+        score=score,
+        success=score >= 0.5,
+        tools_called=["search"],
+        reason="",
+    )
 
 
 @pytest.mark.parametrize("lines", [1, 2])
@@ -22,13 +31,22 @@ def test_a_pytest_results_file_of_any_length_is_read(tmp_path: Path, lines: int)
     path.write_text("".join(json.dumps(_record(f"test_{i}", 1.0)) + "\n" for i in range(lines)))
     runs = scored_runs_from_file(path)
     assert [(r.agent, r.input, r.metric, r.score) for r in runs] == [
-        ("planner", f"test_{i}", "tool_correctness", 1.0) for i in range(lines)]
+        ("planner", f"test_{i}", "tool_correctness", 1.0) for i in range(lines)
+    ]
 
 
 def test_one_case_of_an_eval_jsonl_is_read_and_a_stranger_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "one.jsonl"
-    path.write_text(json.dumps({"name": "x", "input": "q", "metrics": [
-        {"metric": "tool_correctness", "score": 0.5, "success": True, "status": "ok"}]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "name": "x",
+                "input": "q",
+                "metrics": [{"metric": "tool_correctness", "score": 0.5, "success": True, "status": "ok"}],
+            }
+        )
+        + "\n"
+    )
     assert [(r.input, r.score) for r in scored_runs_from_file(path)] == [("q", 0.5)]
     path.write_text('{"foo": 1}\n')
     with pytest.raises(ResultsFileError, match="not an 'agentotel-eval eval --format json' document"):

@@ -78,8 +78,14 @@ def test_retry_after_without_jitter_or_limit():
 
 
 def test_policy_validation():
-    for bad in ({"max_attempts": 0}, {"base_delay": -1}, {"max_delay": -1}, {"max_retry_after": -1},
-                {"max_retry_after": math.nan}, {"retry_after_jitter": -0.1}):
+    for bad in (
+        {"max_attempts": 0},
+        {"base_delay": -1},
+        {"max_delay": -1},
+        {"max_retry_after": -1},
+        {"max_retry_after": math.nan},
+        {"retry_after_jitter": -0.1},
+    ):
         with pytest.raises(ValueError):
             RetryPolicy(**bad)
 
@@ -89,8 +95,14 @@ def test_sync_loop_sleeps_each_delay_and_counts_every_attempt():
     attempt = script(Busy(), Busy(2.5), "ok")
     counter = AttemptCounter()
     policy = RetryPolicy(max_attempts=4, base_delay=0.2, retry_after_jitter=0.0)
-    result = call_with_retries(attempt, policy, classify, counter, sleep=lambda s: slept.append(s) or True,
-                               on_failure=lambda exc, failure: seen.append(failure))
+    result = call_with_retries(
+        attempt,
+        policy,
+        classify,
+        counter,
+        sleep=lambda s: slept.append(s) or True,
+        on_failure=lambda exc, failure: seen.append(failure),
+    )
     assert result == "ok"
     assert (counter.attempts, counter.retries) == (3, 2) and counter.waited_s == pytest.approx(sum(slept))
     assert 0.1 <= slept[0] <= 0.2 and slept[1] == 2.5
@@ -102,7 +114,9 @@ def test_sync_loop_gives_up_with_the_last_error():
     counter = AttemptCounter()
     with pytest.raises(GaveUp) as info:
         call_with_retries(attempt, RetryPolicy(max_attempts=3), classify, counter, sleep=lambda s: True)
-    assert len(attempt.calls) == 3 and info.value.attempts == 3 and (counter.attempts, counter.retries) == (3, 2)
+    assert (
+        len(attempt.calls) == 3 and info.value.attempts == 3 and (counter.attempts, counter.retries) == (3, 2)
+    )
     assert isinstance(info.value.__cause__, Busy) and info.value.failure.retryable
 
 

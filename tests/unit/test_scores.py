@@ -11,17 +11,34 @@ from agentotel_eval.scores import (
     with_scores,
 )
 
-RUN = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent travel", attributes={"gen_ai.agent.name": "travel"},
-                 resource={"service.name": "svc"}, scope_name="app")
+RUN = SpanRecord(
+    "ab" * 16,
+    "cd" * 8,
+    None,
+    "invoke_agent travel",
+    attributes={"gen_ai.agent.name": "travel"},
+    resource={"service.name": "svc"},
+    scope_name="app",
+)
 
 
 def _result(metric="tool_correctness", score=0.5, success=True, reason="1 of 2 expected tools called", **kw):
-    return MetricResult(metric=metric, score=score, success=success, reason=reason, threshold=0.5,
-                        evaluator="ToolCorrectnessMetric", evaluator_version="1", **kw)
+    return MetricResult(
+        metric=metric,
+        score=score,
+        success=success,
+        reason=reason,
+        threshold=0.5,
+        evaluator="ToolCorrectnessMetric",
+        evaluator_version="1",
+        **kw,
+    )
 
 
 def test_score_attributes_follow_the_contract():
-    attrs = score_attributes([_result(), _result("tool_correctness_exact", 0.0, False, "extra call: validate")])
+    attrs = score_attributes(
+        [_result(), _result("tool_correctness_exact", 0.0, False, "extra call: validate")]
+    )
     assert attrs == {
         "agentotel.eval.tool_correctness.score": 0.5,
         "agentotel.eval.tool_correctness.success": True,
@@ -33,10 +50,19 @@ def test_score_attributes_follow_the_contract():
 
 
 def test_pending_and_skipped_results_write_no_attributes_and_errors_say_so():
-    attrs = score_attributes([
-        _result("tool_errors", None, None, "", status="pending"),
-        _result("tool_errors_detectors", None, None, "judge timed out", status="error", error="TimeoutError: x"),
-    ])
+    attrs = score_attributes(
+        [
+            _result("tool_errors", None, None, "", status="pending"),
+            _result(
+                "tool_errors_detectors",
+                None,
+                None,
+                "judge timed out",
+                status="error",
+                error="TimeoutError: x",
+            ),
+        ]
+    )
     assert attrs == {
         "agentotel.eval.tool_errors_detectors.reason": "judge timed out",
         "agentotel.eval.tool_errors_detectors.status": "error",
@@ -60,8 +86,11 @@ def test_with_scores_adds_attributes_and_one_event_per_metric_and_replaces_on_re
 
 
 def test_rescore_keeps_external_events_of_the_same_name():
-    external = SpanEvent(sc.EVENT_EVALUATION_RESULT, 5, {sc.GEN_AI_EVALUATION_NAME: "tool_correctness",
-                                                         sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.1})
+    external = SpanEvent(
+        sc.EVENT_EVALUATION_RESULT,
+        5,
+        {sc.GEN_AI_EVALUATION_NAME: "tool_correctness", sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.1},
+    )
     span = SpanRecord(RUN.trace_id, RUN.span_id, None, RUN.name, events=(external,))
     scored = with_scores(span, [_result()], time_ns=10)
     assert scored.events[0] is external
@@ -69,7 +98,9 @@ def test_rescore_keeps_external_events_of_the_same_name():
 
 
 def test_evaluation_span_is_a_stable_child_of_the_run():
-    result = _result("tool_errors", 0.85, False, "sequence error", model="openai/gpt-4o-mini", cost_usd=0.0002)
+    result = _result(
+        "tool_errors", 0.85, False, "sequence error", model="openai/gpt-4o-mini", cost_usd=0.0002
+    )
     span = evaluation_span(RUN, result, 100, 200)
     assert span.parent_span_id == RUN.span_id and span.trace_id == RUN.trace_id
     assert span.name == "gen_ai.evaluation tool_errors"
@@ -83,27 +114,66 @@ def test_evaluation_span_is_a_stable_child_of_the_run():
 
 def test_evaluation_log_is_parented_to_the_run_span():
     record = evaluation_log(RUN.trace_id, RUN.span_id, _result(), 50, RUN.resource)
-    assert (record.trace_id, record.span_id, record.event_name) == (RUN.trace_id, RUN.span_id,
-                                                                     sc.EVENT_EVALUATION_RESULT)
+    assert (record.trace_id, record.span_id, record.event_name) == (
+        RUN.trace_id,
+        RUN.span_id,
+        sc.EVENT_EVALUATION_RESULT,
+    )
     assert record.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.5
     assert record.scope_name == SCOPE_NAME
 
 
 def test_external_evaluations_from_logs_and_span_events_but_not_our_own():
-    attrs = {sc.GEN_AI_EVALUATION_NAME: "relevance", sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.9,
-             sc.GEN_AI_EVALUATION_SCORE_LABEL: "pass", sc.GEN_AI_EVALUATION_EXPLANATION: "on topic"}
+    attrs = {
+        sc.GEN_AI_EVALUATION_NAME: "relevance",
+        sc.GEN_AI_EVALUATION_SCORE_VALUE: 0.9,
+        sc.GEN_AI_EVALUATION_SCORE_LABEL: "pass",
+        sc.GEN_AI_EVALUATION_EXPLANATION: "on topic",
+    }
     logs = [
-        LogRecord(7, 0, RUN.trace_id, RUN.span_id, event_name=sc.EVENT_EVALUATION_RESULT, attributes=attrs,
-                  resource={"service.name": "grader"}, scope_name="my.evaluator"),
-        LogRecord(8, 0, RUN.trace_id, RUN.span_id, event_name=sc.EVENT_EVALUATION_RESULT, attributes=attrs,
-                  scope_name=SCOPE_NAME),
-        LogRecord(9, 0, RUN.trace_id, RUN.span_id, event_name=sc.EVENT_EVALUATION_RESULT,
-                  attributes={sc.GEN_AI_EVALUATION_SCORE_VALUE: 1.0}),  # no name: nothing to store
+        LogRecord(
+            7,
+            0,
+            RUN.trace_id,
+            RUN.span_id,
+            event_name=sc.EVENT_EVALUATION_RESULT,
+            attributes=attrs,
+            resource={"service.name": "grader"},
+            scope_name="my.evaluator",
+        ),
+        LogRecord(
+            8,
+            0,
+            RUN.trace_id,
+            RUN.span_id,
+            event_name=sc.EVENT_EVALUATION_RESULT,
+            attributes=attrs,
+            scope_name=SCOPE_NAME,
+        ),
+        LogRecord(
+            9,
+            0,
+            RUN.trace_id,
+            RUN.span_id,
+            event_name=sc.EVENT_EVALUATION_RESULT,
+            attributes={sc.GEN_AI_EVALUATION_SCORE_VALUE: 1.0},
+        ),  # no name: nothing to store
         LogRecord(10, 0, RUN.trace_id, RUN.span_id, event_name="gen_ai.choice", attributes=attrs),
     ]
-    span = SpanRecord(RUN.trace_id, "ef" * 8, RUN.span_id, "chat", scope_name="lib",
-                      events=(SpanEvent(sc.EVENT_EVALUATION_RESULT, 11, {sc.GEN_AI_EVALUATION_NAME: "toxicity",
-                                                                         sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail"}),))
+    span = SpanRecord(
+        RUN.trace_id,
+        "ef" * 8,
+        RUN.span_id,
+        "chat",
+        scope_name="lib",
+        events=(
+            SpanEvent(
+                sc.EVENT_EVALUATION_RESULT,
+                11,
+                {sc.GEN_AI_EVALUATION_NAME: "toxicity", sc.GEN_AI_EVALUATION_SCORE_LABEL: "fail"},
+            ),
+        ),
+    )
     found = external_evaluations([span], logs)
     assert [(e.name, e.score, e.success, e.source, e.span_id) for e in found] == [
         ("relevance", 0.9, True, "external:my.evaluator/grader", RUN.span_id),
@@ -122,18 +192,31 @@ def test_external_evaluation_fixture_log_is_found():
     (fixture,) = [f for f in fixtures() if f.name == "raw-openai__otel-genai-manual__sequence"]
     (found,) = external_evaluations(fixture.spans(), fixture.logs())
     run = next(s for s in fixture.spans() if s.name.startswith("invoke_agent"))
-    assert (found.name, found.score, found.success, found.span_id) == ("tool_sequence_match", 1.0, True, run.span_id)
+    assert (found.name, found.score, found.success, found.span_id) == (
+        "tool_sequence_match",
+        1.0,
+        True,
+        run.span_id,
+    )
 
 
 def test_score_patch_sets_every_field_and_clears_what_has_no_value():
     from agentotel_eval.scores import score_patch
 
-    patch = score_patch([_result(), _result("tool_errors", None, None, "judge failed", status="error",
-                                            error="Timeout: x"), _result("q", status="pending")])
+    patch = score_patch(
+        [
+            _result(),
+            _result("tool_errors", None, None, "judge failed", status="error", error="Timeout: x"),
+            _result("q", status="pending"),
+        ]
+    )
     assert patch == {
-        "agentotel.eval.tool_correctness.score": 0.5, "agentotel.eval.tool_correctness.success": True,
+        "agentotel.eval.tool_correctness.score": 0.5,
+        "agentotel.eval.tool_correctness.success": True,
         "agentotel.eval.tool_correctness.reason": "1 of 2 expected tools called",
         "agentotel.eval.tool_correctness.status": None,
-        "agentotel.eval.tool_errors.score": None, "agentotel.eval.tool_errors.success": None,
-        "agentotel.eval.tool_errors.reason": "judge failed", "agentotel.eval.tool_errors.status": "error",
+        "agentotel.eval.tool_errors.score": None,
+        "agentotel.eval.tool_errors.success": None,
+        "agentotel.eval.tool_errors.reason": "judge failed",
+        "agentotel.eval.tool_errors.status": "error",
     }

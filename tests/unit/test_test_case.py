@@ -49,7 +49,9 @@ def test_tool_call_rejects_bad_values():
 
 def test_test_case_accepts_mixed_names_and_calls():
     case = EvalTestCase(
-        "q", "a", tools_called=["a", ToolCall("b", {"x": 1}), {"name": "c", "arguments": {"y": 2}}],
+        "q",
+        "a",
+        tools_called=["a", ToolCall("b", {"x": 1}), {"name": "c", "arguments": {"y": 2}}],
         expected_tools=["a", "b"],
     )
     assert [c.name for c in case.tools_called] == ["a", "b", "c"]
@@ -104,12 +106,22 @@ def test_model_test_case_holds_text_and_images(tmp_path):
 
 def test_test_case_round_trips_through_json():
     case = EvalTestCase(
-        "Book a hotel", "Booked.", tools_called=["search", ToolCall("book", {"n": [1, {"x": 2.5}]}, status="error",
-                                                                         error="ValueError", span_id="ab" * 8)],
-        expected_tools=["search", "book"], context=["ctx"],
-        tool_calls=[ToolCall("book", {"n": 1}, output={"ok": False}, status="error", sources={"name": "gen_ai"})],
-        available_tools=[{"type": "function", "function": {"name": "book", "parameters": {"type": "object"}}}],
-        name="c1", metadata={"k": "v"},
+        "Book a hotel",
+        "Booked.",
+        tools_called=[
+            "search",
+            ToolCall("book", {"n": [1, {"x": 2.5}]}, status="error", error="ValueError", span_id="ab" * 8),
+        ],
+        expected_tools=["search", "book"],
+        context=["ctx"],
+        tool_calls=[
+            ToolCall("book", {"n": 1}, output={"ok": False}, status="error", sources={"name": "gen_ai"})
+        ],
+        available_tools=[
+            {"type": "function", "function": {"name": "book", "parameters": {"type": "object"}}}
+        ],
+        name="c1",
+        metadata={"k": "v"},
     )
     data = json.loads(json.dumps(case.to_dict()))
     assert EvalTestCase.from_dict(data) == case
@@ -146,8 +158,19 @@ def test_a_run_as_a_test_case_has_lists_of_its_own():
     from tests.support.fixture_traces import fixtures
 
     runs = [run for fx in fixtures() for run in reconstruct(fx.spans(), fx.logs())]
-    runs.append(AgentRun("t", "s", None, 1, 2, input="q", expected_tools=("a", "b"), span_name="x",
-                         tool_definitions=(ToolDefinition("a"),)))
+    runs.append(
+        AgentRun(
+            "t",
+            "s",
+            None,
+            1,
+            2,
+            input="q",
+            expected_tools=("a", "b"),
+            span_name="x",
+            tool_definitions=(ToolDefinition("a"),),
+        )
+    )
     for run in runs:
         for expected in (None, [ToolCall("a")], ["a", {"name": "b"}], []):
             made = run.to_test_case(expected)

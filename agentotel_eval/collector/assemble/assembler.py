@@ -72,8 +72,9 @@ class AssemblerStats:
     traces_completed_later: int = 0
 
 
-def _reconstructor(conventions: Conventions, text_failures: bool = True) -> Callable[
-        [Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]:
+def _reconstructor(
+    conventions: Conventions, text_failures: bool = True
+) -> Callable[[Sequence[SpanRecord], Sequence[LogRecord]], list[AgentRun]]:
     from agentotel_eval.reconstruct import reconstruct
 
     return functools.partial(reconstruct, conventions=conventions, text_failures=text_failures)
@@ -240,8 +241,12 @@ class Assembler:
         retries = _due(self._read_retries, now, force)
         if not self._decided and not retries:
             return
-        if not force and not retries and now - self._last_read < self.config.read_interval \
-                and self._decided_records < MAX_READ_RECORDS:
+        if (
+            not force
+            and not retries
+            and now - self._last_read < self.config.read_interval
+            and self._decided_records < MAX_READ_RECORDS
+        ):
             return
         batch, self._decided, self._decided_records = self._decided, [], 0
         self._last_read = now
@@ -294,8 +299,9 @@ class Assembler:
         for decided in late.values():
             self._put_back(decided, stored.get(decided.trace_id), now)
 
-    def _schedule(self, retries: dict[str, tuple[float, int, Any]], items: Mapping[str, Any],
-                  attempts: dict[str, int]) -> int:
+    def _schedule(
+        self, retries: dict[str, tuple[float, int, Any]], items: Mapping[str, Any], attempts: dict[str, int]
+    ) -> int:
         """Put each trace's item down for another try after its next delay (``READ_RETRY_DELAYS``), unless it had
         every try already or the assembler is stopping; how many were."""
         now = self._clock()
@@ -313,7 +319,9 @@ class Assembler:
         if record is None:
             self.buffer.reopen(decided, (), (), now)
         else:
-            self.buffer.reopen(decided, span_marks(record.spans, self._conventions), log_marks(record.logs), now)
+            self.buffer.reopen(
+                decided, span_marks(record.spans, self._conventions), log_marks(record.logs), now
+            )
 
     def _recover(self) -> None:
         """Seed the decision cache from stored runs, and re-open stored traces that have none (a crash)."""
@@ -335,22 +343,31 @@ class Assembler:
             # here, whose earlier records no mark names. New traces are read by their window until they are done.
             unassembled = len(pending)
             pending.sort(key=lambda d: d.hi_ns)
-            pending = pending[-self.config.max_open_traces:]
+            pending = pending[-self.config.max_open_traces :]
             self._untracked_until = self._clock() + self.config.max_wait + self.config.grace_period
             self.buffer.track_commits = False
-            log.warning("%d stored traces without runs are more than max_open_traces: the latest %d are re-opened",
-                        unassembled, len(pending))
+            log.warning(
+                "%d stored traces without runs are more than max_open_traces: the latest %d are re-opened",
+                unassembled,
+                len(pending),
+            )
         if not pending:
             return
         slack = int(self.config.late_window * _NS)
-        stored = reader.load([d.trace_id for d in pending], min(d.lo_ns for d in pending) - slack,
-                             max(d.hi_ns for d in pending) + slack, whole=False)
+        stored = reader.load(
+            [d.trace_id for d in pending],
+            min(d.lo_ns for d in pending) - slack,
+            max(d.hi_ns for d in pending) + slack,
+            whole=False,
+        )
         now = self._clock()
         for decided in pending:
             self._put_back(decided, stored.get(decided.trace_id), now)
         self.stats.traces_recovered += len(pending)
-        log.info("re-opened %d stored traces that had not been assembled (the collector had stopped abruptly)",
-                 len(pending))
+        log.info(
+            "re-opened %d stored traces that had not been assembled (the collector had stopped abruptly)",
+            len(pending),
+        )
 
     # ---- completion -----------------------------------------------------------------------------------------
 
@@ -358,8 +375,16 @@ class Assembler:
         """Read the decided traces' records back, reconstruct, and hand them on (a batch per read). A read that
         fails is tried again later (``READ_RETRY_DELAYS``); ``attempts`` counts the earlier tries of a trace."""
         groups = {id(group): group for group in _read_groups(decided)}
-        reads = [([t.trace_id for t, _ in g], min(t.lo_ns for t, _ in g), max(t.hi_ns for t, _ in g),
-                  _commits_of(g), id(g)) for g in groups.values()]
+        reads = [
+            (
+                [t.trace_id for t, _ in g],
+                min(t.lo_ns for t, _ in g),
+                max(t.hi_ns for t, _ in g),
+                _commits_of(g),
+                id(g),
+            )
+            for g in groups.values()
+        ]
         for read, stored in self._load_all(reads):
             group = groups[read[4]]
             if isinstance(stored, BaseException):
@@ -367,8 +392,9 @@ class Assembler:
                 continue
             self._reconstruct_and_pass(group, stored)
 
-    def _read_failed(self, group: list[tuple[OpenTrace, str]], error: BaseException, attempts: dict[str, int]
-                     ) -> None:
+    def _read_failed(
+        self, group: list[tuple[OpenTrace, str]], error: BaseException, attempts: dict[str, int]
+    ) -> None:
         again = self._schedule(self._read_retries, {item[0].trace_id: item for item in group}, attempts)
         # Given up on: they are stored traces without runs, which the recovery at the next start re-opens.
         self.stats.read_errors += len(group) - again
@@ -383,11 +409,16 @@ class Assembler:
             return
         for read in reads:
             try:
-                yield read, self._reader.load(read[0], read[1], read[2], whole=self._whole_spans, commits=read[3])
+                yield (
+                    read,
+                    self._reader.load(read[0], read[1], read[2], whole=self._whole_spans, commits=read[3]),
+                )
             except Exception as exc:
                 yield read, exc
 
-    def _reconstruct_and_pass(self, group: list[tuple[OpenTrace, str]], stored: dict[str, StoredTrace]) -> None:
+    def _reconstruct_and_pass(
+        self, group: list[tuple[OpenTrace, str]], stored: dict[str, StoredTrace]
+    ) -> None:
         completed: list[CompletedTrace] = []
         for trace, reason in group:
             record = stored.get(trace.trace_id)
@@ -412,7 +443,9 @@ class Assembler:
                 hi_ns=trace.hi_ns,
             )
             completed.append(done)
-        for done in sorted(completed, key=_START_ORDER):  # (an earlier trace first: later ones give it results)
+        for done in sorted(
+            completed, key=_START_ORDER
+        ):  # (an earlier trace first: later ones give it results)
             try:
                 redone = self._later.complete(done)
             except Exception:
@@ -443,8 +476,13 @@ def _log_failure(what: str, traces: int, again: int, error: BaseException) -> No
     if again:
         log.warning("could not %s %d traces (%s); %d will be tried again", what, traces, error, again)
     if traces - again:
-        log.error("could not %s %d traces (%s); given up on: their runs are left as they were", what,
-                  traces - again, error, exc_info=error)
+        log.error(
+            "could not %s %d traces (%s); given up on: their runs are left as they were",
+            what,
+            traces - again,
+            error,
+            exc_info=error,
+        )
 
 
 def _by_commits(trace: OpenTrace) -> bool:
@@ -481,9 +519,14 @@ def _cut(decided: list[tuple[OpenTrace, str]], *, gap: bool) -> list[list[tuple[
     commits: set[int] = set()
     for item in decided:
         trace = item[0]
-        if group and (size + trace.size > MAX_READ_RECORDS
-                      or (trace.lo_ns > hi + READ_GAP_NS if gap
-                          else len(commits | (trace.commits or set())) > MAX_READ_COMMITS)):
+        if group and (
+            size + trace.size > MAX_READ_RECORDS
+            or (
+                trace.lo_ns > hi + READ_GAP_NS
+                if gap
+                else len(commits | (trace.commits or set())) > MAX_READ_COMMITS
+            )
+        ):
             groups.append(group)
             group, size, hi, commits = [], 0, 0, set()
         group.append(item)

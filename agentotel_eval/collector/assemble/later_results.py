@@ -49,8 +49,12 @@ class _Asked:
 
 def waiting_call_ids(runs: Sequence[AgentRun]) -> set[str]:
     """The call ids of calls rebuilt from the model's request alone that got no result from anything recorded."""
-    return {c.call_id for run in runs for c in run.tool_calls
-            if c.call_id and c.output is None and (c.sources or {}).get("status") == "default"}
+    return {
+        c.call_id
+        for run in runs
+        for c in run.tool_calls
+        if c.call_id and c.output is None and (c.sources or {}).get("status") == "default"
+    }
 
 
 class LaterResults:
@@ -77,8 +81,13 @@ class LaterResults:
         if self._by_call:
             fed = results_fed_back(trace.spans, trace.logs, self._conventions)
             service = _service(trace)
-            asking = {t for c, name in fed.results.items() if (t := self._by_call.get(c)) is not None
-                      and t != trace.trace_id and self._same_conversation(self._asked[t], c, name, fed, service)}
+            asking = {
+                t
+                for c, name in fed.results.items()
+                if (t := self._by_call.get(c)) is not None
+                and t != trace.trace_id
+                and self._same_conversation(self._asked[t], c, name, fed, service)
+            }
             for trace_id in sorted(asking, key=lambda t: self._asked[t].trace.lo_ns):
                 asked = self._asked.get(trace_id)  # (gone when answering an earlier one made room)
                 if asked is not None and trace.lo_ns - asked.trace.hi_ns <= MAX_GAP_NS:
@@ -88,9 +97,14 @@ class LaterResults:
         return out
 
     @staticmethod
-    def _same_conversation(asked: _Asked, call_id: str, name: str | None, fed: FedBack, service: str | None) -> bool:
-        return (asked.service == service and (name is None or asked.names.get(call_id) == name)
-                and not asked.inputs.isdisjoint(fed.user_texts))
+    def _same_conversation(
+        asked: _Asked, call_id: str, name: str | None, fed: FedBack, service: str | None
+    ) -> bool:
+        return (
+            asked.service == service
+            and (name is None or asked.names.get(call_id) == name)
+            and not asked.inputs.isdisjoint(fed.user_texts)
+        )
 
     def _answer(self, asked: _Asked, later: CompletedTrace) -> CompletedTrace:
         asked.answers.append(later)

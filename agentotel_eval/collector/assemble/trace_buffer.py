@@ -193,8 +193,9 @@ class TraceBuffer:
             self.open.move_to_end(trace_id)
         return trace
 
-    def add(self, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float, commit: int | None = None
-            ) -> dict[str, Decided]:
+    def add(
+        self, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float, commit: int | None = None
+    ) -> dict[str, Decided]:
         """Take the marks of newly stored records, and the commit that stored them (``OpenTrace.commits``).
         Returns the completed traces they belong to (late records), widened to include the late records' times:
         the caller reads those traces' marks from storage and calls ``reopen``."""
@@ -258,8 +259,13 @@ class TraceBuffer:
         return late
 
     def reopen(
-        self, decided: Decided, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float,
-        *, replace: bool = True,
+        self,
+        decided: Decided,
+        spans: Iterable[SpanMark],
+        logs: Iterable[LogMark],
+        now: float,
+        *,
+        replace: bool = True,
     ) -> OpenTrace:
         """Put a completed trace back in the buffer with the marks of its records as stored (after a late
         record)."""
@@ -299,7 +305,9 @@ class TraceBuffer:
     def due(self, now: float) -> list[tuple[OpenTrace, str]]:
         """Traces to complete now, each with the reason; they leave the buffer and enter the decision cache."""
         out: list[tuple[OpenTrace, str]] = []
-        while self.open and (len(self.open) > self.max_open_traces or self.buffered > self.max_buffered_records):
+        while self.open and (
+            len(self.open) > self.max_open_traces or self.buffered > self.max_buffered_records
+        ):
             _, trace = self.open.popitem(last=False)
             out.append(self._decide(trace, REASON_EARLY))
         deadline = now - self.grace_period

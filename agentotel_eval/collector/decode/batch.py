@@ -26,9 +26,16 @@ from agentotel_eval.redaction import Redactor
 from agentotel_eval.store.rows import LOG_SCHEMA, SPAN_SCHEMA, logs_to_arrow, spans_to_arrow
 
 
-def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool | str = False,
-                   conventions: Conventions = BUILTIN, limits: Limits = DEFAULT_LIMITS,
-                   redactor: Redactor | None = None) -> IngestBatch:
+def decode_request(
+    signal: str,
+    encoding: str,
+    body: bytes,
+    *,
+    keep_spans: bool | str = False,
+    conventions: Conventions = BUILTIN,
+    limits: Limits = DEFAULT_LIMITS,
+    redactor: Redactor | None = None,
+) -> IngestBatch:
     """Decode and convert one request body (``DecodeError`` when it cannot be parsed at all, or is over a hard
     limit).
 
@@ -44,14 +51,30 @@ def decode_request(signal: str, encoding: str, body: bytes, *, keep_spans: bool 
     if not records:
         return IngestBatch(signal, None, [], decoded.rejected, decoded.message, limited=limited)
     if signal == "traces":
-        keep = keep_spans is True or (keep_spans == KEEP_UNLESS_CLEAN and not (
-            encoding == "protobuf" and not decoded.rejected and not limited))
-        return IngestBatch(signal, spans_to_arrow(records), span_marks(records, conventions), decoded.rejected,
-                           decoded.message, records if keep else None, limited)
+        keep = keep_spans is True or (
+            keep_spans == KEEP_UNLESS_CLEAN
+            and not (encoding == "protobuf" and not decoded.rejected and not limited)
+        )
+        return IngestBatch(
+            signal,
+            spans_to_arrow(records),
+            span_marks(records, conventions),
+            decoded.rejected,
+            decoded.message,
+            records if keep else None,
+            limited,
+        )
     evaluation = sc.EVENT_EVALUATION_RESULT
     keep = keep_spans is True or any(r.event_name == evaluation for r in records)
-    return IngestBatch(signal, logs_to_arrow(records), log_marks(records), decoded.rejected, decoded.message,
-                       records if keep else None, limited)
+    return IngestBatch(
+        signal,
+        logs_to_arrow(records),
+        log_marks(records),
+        decoded.rejected,
+        decoded.message,
+        records if keep else None,
+        limited,
+    )
 
 
 _SCHEMAS = {"traces": SPAN_SCHEMA, "logs": LOG_SCHEMA}
@@ -64,7 +87,9 @@ def to_message(request_id: int, batch: IngestBatch) -> tuple[Decoded, list[Any]]
     records = None
     if batch.records is not None:
         records = wire.dumps(batch.records) if batch.signal == "traces" else wire.dumps((), batch.records)
-    message = Decoded(request_id, batch.signal, batch.marks, batch.rejected, batch.message, records, batch.limited)
+    message = Decoded(
+        request_id, batch.signal, batch.marks, batch.rejected, batch.message, records, batch.limited
+    )
     return message, [batch.rows.serialize()] if batch.rows is not None else []
 
 

@@ -80,23 +80,41 @@ class DecodeStats:
 class DecodePool:
     """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown`` are called once each."""
 
-    def __init__(self, workers: int, *, keep_spans: bool | str = False, log_level: int = logging.INFO,
-                 tuning: Tuning = UNTUNED, nice: int = NICE, start_timeout: float = 60.0,
-                 conventions: Sequence[Convention] = (), limits: Limits = DEFAULT_LIMITS,
-                 redaction: RedactionSettings | None = None) -> None:
+    def __init__(
+        self,
+        workers: int,
+        *,
+        keep_spans: bool | str = False,
+        log_level: int = logging.INFO,
+        tuning: Tuning = UNTUNED,
+        nice: int = NICE,
+        start_timeout: float = 60.0,
+        conventions: Sequence[Convention] = (),
+        limits: Limits = DEFAULT_LIMITS,
+        redaction: RedactionSettings | None = None,
+    ) -> None:
         if workers < 1:
             raise ValueError("a decode pool needs at least one worker")
         self._keep_spans = keep_spans
         # the user's declared conventions (the workers mark the spans they classify), the request limits and
         # what to redact before storing (pickled: the collector's own config, over the private socket pair to the
         # helper it starts)
-        setup = Setup(log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits, redaction)))
+        setup = Setup(
+            log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits, redaction))
+        )
         self._workers = [
-            _Worker(i, Supervisor(
-                f"decode-{i}", "agentotel_eval.collector.decode.worker", setup, functools.partial(self._answered, i),
-                on_exit=functools.partial(self._exited, i), policy=RestartPolicy(stable_after=STABLE_SECONDS),
-                start_timeout=start_timeout,
-            ))
+            _Worker(
+                i,
+                Supervisor(
+                    f"decode-{i}",
+                    "agentotel_eval.collector.decode.worker",
+                    setup,
+                    functools.partial(self._answered, i),
+                    on_exit=functools.partial(self._exited, i),
+                    policy=RestartPolicy(stable_after=STABLE_SECONDS),
+                    start_timeout=start_timeout,
+                ),
+            )
             for i in range(workers)
         ]
         self._lock = threading.Lock()
@@ -116,7 +134,9 @@ class DecodePool:
 
     @property
     def stats(self) -> DecodeStats:
-        return DecodeStats(self._requests, sum(w.supervisor.restarts for w in self._workers), self._failed_in_worker)
+        return DecodeStats(
+            self._requests, sum(w.supervisor.restarts for w in self._workers), self._failed_in_worker
+        )
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
 
@@ -156,16 +176,24 @@ class DecodePool:
         try:
             # Waiting for the channel is other requests' turn; the send itself making no headway for a whole
             # timeout means the worker stopped reading (the supervisor's watchdog stops it).
-            supervisor.send(Decode(request_id, signal, encoding, self._keep_spans), [body], timeout=timeout,
-                            stuck_after=timeout)
+            supervisor.send(
+                Decode(request_id, signal, encoding, self._keep_spans),
+                [body],
+                timeout=timeout,
+                stuck_after=timeout,
+            )
         except HelperUnavailable as exc:
             self._forget(worker, request_id)
             raise DecodeUnavailable(str(exc)) from None
         sent = time.monotonic()
         if not call.event.wait(max(deadline - sent, 0.0)):
             taken = self._forget(worker, request_id)
-            if taken and supervisor.generation == generation and supervisor.alive \
-                    and time.monotonic() - sent >= STUCK_SHARE * timeout:
+            if (
+                taken
+                and supervisor.generation == generation
+                and supervisor.alive
+                and time.monotonic() - sent >= STUCK_SHARE * timeout
+            ):
                 # (Nearly) a whole timeout without an answer: decoding never takes this long, the worker is stuck
                 # (on this body, or before it). A caller that gave up having waited for its turn leaves it alone.
                 log.error("a decode worker did not answer within %gs; stopping it", timeout)
@@ -220,8 +248,9 @@ class DecodePool:
     def _exited(self, index: int, code: int | None) -> None:
         with self._lock:
             stopping = self._stopping
-        lost = self._fail_pending(self._workers[index], "the collector is stopping" if stopping
-                                  else "the decode worker exited")
+        lost = self._fail_pending(
+            self._workers[index], "the collector is stopping" if stopping else "the decode worker exited"
+        )
         if not stopping:
             with self._lock:
                 self._failed_in_worker += lost

@@ -44,7 +44,9 @@ log = logging.getLogger("agentotel.decode")
 
 def serve(channel: Channel, setup: Setup) -> None:
     trim = Tuning(*setup.tuning).malloc
-    declared, limits, redaction = pickle.loads(setup.settings) if setup.settings else ((), DEFAULT_LIMITS, None)
+    declared, limits, redaction = (
+        pickle.loads(setup.settings) if setup.settings else ((), DEFAULT_LIMITS, None)
+    )
     conventions = BUILTIN.plus(declared)
     redactor = Redactor(redaction) if redaction is not None else None
     channel.send(Ready(os.getpid()))
@@ -63,12 +65,22 @@ def serve(channel: Channel, setup: Setup) -> None:
         reply: object
         out: list[object] = []
         try:
-            reply, out = to_message(message.request_id, decode_request(
-                message.signal, message.encoding, frames[0], keep_spans=message.keep_records,
-                conventions=conventions, limits=limits, redactor=redactor))
+            reply, out = to_message(
+                message.request_id,
+                decode_request(
+                    message.signal,
+                    message.encoding,
+                    frames[0],
+                    keep_spans=message.keep_records,
+                    conventions=conventions,
+                    limits=limits,
+                    redactor=redactor,
+                ),
+            )
         except DecodeError as exc:
-            reply = DecodeFailed(message.request_id, OVER_LIMIT if isinstance(exc, LimitExceeded) else BAD_REQUEST,
-                                 str(exc))
+            reply = DecodeFailed(
+                message.request_id, OVER_LIMIT if isinstance(exc, LimitExceeded) else BAD_REQUEST, str(exc)
+            )
         except MemoryError:  # the body is fine: a retry, once memory is free again, decodes it
             reply = DecodeFailed(message.request_id, UNAVAILABLE, "out of memory while decoding; try again")
         except Exception as exc:  # a bug: this request fails, the worker goes on

@@ -49,7 +49,15 @@ log = logging.getLogger(__name__)
 RETRYABLE_HTTP_STATUSES = frozenset({429, 502, 503, 504})
 #: the gRPC status codes (``grpc.StatusCode`` names) the OTLP exporters retry
 RETRYABLE_GRPC_CODES = frozenset(
-    {"CANCELLED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE", "DATA_LOSS"}
+    {
+        "CANCELLED",
+        "DEADLINE_EXCEEDED",
+        "RESOURCE_EXHAUSTED",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+    }
 )
 #: where a gRPC server puts the delay it asks for: a ``google.rpc.Status`` with a ``RetryInfo`` among its details
 #: (gRPC's rich error model), or a bare ``RetryInfo`` (the trailer the Python exporters read)
@@ -90,7 +98,8 @@ class _GrpcSender:
             self._channel = grpc.insecure_channel(target)
         self._grpc = grpc
         self._stubs: dict[str, _ExportStub] = {
-            "traces": TraceServiceStub(self._channel), "logs": LogsServiceStub(self._channel),
+            "traces": TraceServiceStub(self._channel),
+            "logs": LogsServiceStub(self._channel),
         }
         self._metadata = tuple((k.lower(), v) for k, v in config.headers.items())
         self._timeout = config.timeout_s
@@ -237,8 +246,11 @@ class Forwarder:
         #: a longer delay asked by the server is cut to max_backoff_s (``_classify``), never refused; and added no
         #: jitter: one sender thread is no crowd to spread
         self._retry = RetryPolicy(
-            max_attempts=self.config.max_retries + 1, base_delay=self.config.initial_backoff_s,
-            max_delay=self.config.max_backoff_s, max_retry_after=math.inf, retry_after_jitter=0.0,
+            max_attempts=self.config.max_retries + 1,
+            base_delay=self.config.initial_backoff_s,
+            max_delay=self.config.max_backoff_s,
+            max_retry_after=math.inf,
+            retry_after_jitter=0.0,
         )
         self._last_warning = -_WARN_EVERY_S
         self._deadline = 0.0
@@ -248,8 +260,10 @@ class Forwarder:
         if self._thread is not None:
             return
         if self._sender is None:
-            self._sender = _GrpcSender(self.config) if self.config.resolved_protocol() == "grpc" else HttpSender(
-                self.config
+            self._sender = (
+                _GrpcSender(self.config)
+                if self.config.resolved_protocol() == "grpc"
+                else HttpSender(self.config)
             )
         self._thread = threading.Thread(target=self._run, name="agentotel-forwarder", daemon=True)
         self._thread.start()
@@ -315,9 +329,13 @@ class Forwarder:
                 return None
             signal, records = self._queue.popleft()
             # Merge following items of the same signal up to the batch size (an encoded request goes alone).
-            while (isinstance(records, list) and self._queue and self._queue[0][0] == signal
-                   and isinstance(following := self._queue[0][1], list)
-                   and len(records) + len(following) <= self.config.max_batch_records):
+            while (
+                isinstance(records, list)
+                and self._queue
+                and self._queue[0][0] == signal
+                and isinstance(following := self._queue[0][1], list)
+                and len(records) + len(following) <= self.config.max_batch_records
+            ):
                 self._queue.popleft()
                 records = records + following
             self._queued_records -= len(records)
@@ -342,8 +360,14 @@ class Forwarder:
                 items = self._redactor.spans(items) if signal == "traces" else self._redactor.logs(items)
             request = encode_traces(items) if signal == "traces" else encode_logs(items)
         try:
-            call_with_retries(lambda: self._sender.send(signal, request), self._retry, self._classify,
-                              rng=self._rng, sleep=self._sleep, on_failure=self._count_failure)
+            call_with_retries(
+                lambda: self._sender.send(signal, request),
+                self._retry,
+                self._classify,
+                rng=self._rng,
+                sleep=self._sleep,
+                on_failure=self._count_failure,
+            )
         except GaveUp as gave_up:
             exc = gave_up.__cause__
             if gave_up.failure.retryable:
@@ -392,5 +416,8 @@ class Forwarder:
             self._last_warning = now
             log.warning(
                 "forwarding to %s is dropping data (%d spans, %d logs dropped so far): %s",
-                self.config.url, self.stats.dropped_spans, self.stats.dropped_logs, message,
+                self.config.url,
+                self.stats.dropped_spans,
+                self.stats.dropped_logs,
+                message,
             )

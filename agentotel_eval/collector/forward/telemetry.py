@@ -18,9 +18,20 @@ class ForwardTelemetry(Collector):
     def collect(self) -> Iterator[Metric]:
         stats = self._forwarder.stats
         yield gauge("forward_queue_records", "Records waiting to be forwarded.", stats.queued)
-        yield counter("forward_sent", "Records forwarded downstream, by signal.",
-                      [(("traces",), stats.sent_spans), (("logs",), stats.sent_logs)], labels=("signal",))
-        yield counter("forward_dropped", "Records that could not be forwarded and were dropped, by signal.",
-                      [(("traces",), stats.dropped_spans), (("logs",), stats.dropped_logs)], labels=("signal",))
-        yield counter("forward_failed_attempts", "Forwarding attempts that failed (retried or not).",
-                      stats.failed_attempts)
+        yield counter(
+            "forward_sent",
+            "Records forwarded downstream, by signal.",
+            [(("traces",), stats.sent_spans), (("logs",), stats.sent_logs)],
+            labels=("signal",),
+        )
+        yield counter(
+            "forward_dropped",
+            "Records that could not be forwarded and were dropped, by signal.",
+            [(("traces",), stats.dropped_spans), (("logs",), stats.dropped_logs)],
+            labels=("signal",),
+        )
+        yield counter(
+            "forward_failed_attempts",
+            "Forwarding attempts that failed (retried or not).",
+            stats.failed_attempts,
+        )

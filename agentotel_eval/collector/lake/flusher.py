@@ -39,8 +39,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: the column that stamps each table's rows with their commit, in commit order: the flush mark's
-_MARK_COLUMNS = {"spans": "ingested_at", "logs": "ingested_at", "agent_runs": "committed_at",
-                 "tool_calls": "committed_at", "evaluations": "committed_at"}
+_MARK_COLUMNS = {
+    "spans": "ingested_at",
+    "logs": "ingested_at",
+    "agent_runs": "committed_at",
+    "tool_calls": "committed_at",
+    "evaluations": "committed_at",
+}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: the ``table_name`` of an idle node's heartbeat mark
 HEARTBEAT = "heartbeat"
@@ -75,9 +80,13 @@ class FlushStats:
 class LakeFlusher:
     """Appends committed rows to the lake on a thread of its own; ``flush()`` once more at shutdown."""
 
-    def __init__(self, settings: lake.LakeSettings, node: str,
-                 local_cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
-                 interval: float) -> None:
+    def __init__(
+        self,
+        settings: lake.LakeSettings,
+        node: str,
+        local_cursor: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+        interval: float,
+    ) -> None:
         self._settings = settings
         self.node = node
         self._local_cursor = local_cursor
@@ -116,8 +125,11 @@ class LakeFlusher:
             schema = lake.node_schema(local)
         try:
             lake.sync(con, self._settings, schema)
-            rows = con.execute(f"SELECT table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} WHERE node = ? "
-                               "GROUP BY table_name", [self.node]).fetchall()
+            rows = con.execute(
+                f"SELECT table_name, max(watermark) FROM {lake.LAKE}.{lake.MARKS} WHERE node = ? "
+                "GROUP BY table_name",
+                [self.node],
+            ).fetchall()
         except BaseException:
             con.close()
             self._con = None
@@ -152,8 +164,12 @@ class LakeFlusher:
                 continue
             warned = since
             self.stats.timeouts += 1
-            log.warning("lake flush has run for %.0fs, past the lake's timeout (%.0fs): the catalog's server or "
-                        "S3 is not answering; interrupting it (the rows wait in the node's file)", running, timeout)
+            log.warning(
+                "lake flush has run for %.0fs, past the lake's timeout (%.0fs): the catalog's server or "
+                "S3 is not answering; interrupting it (the rows wait in the node's file)",
+                running,
+                timeout,
+            )
             con = self._con
             if con is not None:
                 con.interrupt()
@@ -203,8 +219,9 @@ class LakeFlusher:
                 (upper,) = local.execute(f"SELECT max({column}) FROM {table}").fetchone() or (None,)
                 if upper is None or upper <= since:
                     continue
-                rows = local.execute(f"SELECT * FROM {table} WHERE {column} > ? AND {column} <= ?",
-                                     [since, upper]).to_arrow_table()
+                rows = local.execute(
+                    f"SELECT * FROM {table} WHERE {column} > ? AND {column} <= ?", [since, upper]
+                ).to_arrow_table()
                 batches.append((table, rows, upper))
         now = datetime.now(UTC)
         if not batches:
@@ -219,8 +236,10 @@ class LakeFlusher:
                 lake.append(con, table, rows, {"node": self.node, "flushed_at": now})
                 if table == "spans":
                     parts = lake.append_parts(con, rows, self.node, now)
-                con.execute(f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, ?, ?)",
-                            [self.node, table, upper, now])
+                con.execute(
+                    f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, ?, ?)",
+                    [self.node, table, upper, now],
+                )
                 copied[table] = rows.num_rows
             con.execute("COMMIT")
         except BaseException:
@@ -242,7 +261,9 @@ class LakeFlusher:
         the others do not take an idle node for a departed one."""
         if time.monotonic() - self._wrote_at < self._interval * 0.9:
             return
-        con.execute(f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, NULL, ?)", [self.node, HEARTBEAT, now])
+        con.execute(
+            f"INSERT INTO {lake.LAKE}.{lake.MARKS} VALUES (?, ?, NULL, ?)", [self.node, HEARTBEAT, now]
+        )
         self._wrote_at = time.monotonic()
         self.stats.heartbeats += 1
 
@@ -252,8 +273,9 @@ class LakeFlusher:
         oldest: datetime | None = None
         for table in lake.TABLES:
             column = _MARK_COLUMNS[table]
-            (first,) = local.execute(f"SELECT min({column}) FROM {table} WHERE {column} > ?",
-                                     [self._marks.get(table, _EPOCH)]).fetchone() or (None,)
+            (first,) = local.execute(
+                f"SELECT min({column}) FROM {table} WHERE {column} > ?", [self._marks.get(table, _EPOCH)]
+            ).fetchone() or (None,)
             if first is not None and (oldest is None or first < oldest):
                 oldest = first
         return oldest

@@ -19,13 +19,24 @@ def lake_health(flusher: LakeFlusher, reconciler: Reconciler | None, max_lag: fl
     if lag > max_lag:
         reasons.append(f"the oldest row not yet copied is {lag:.0f}s old (max_lag {max_lag:g}s)")
     out: dict[str, Any] = {
-        "node": flusher.node, "degraded": bool(reasons), "reasons": reasons, "flushes": stats.flushes,
-        "flush_failures": stats.failures, "failing": stats.failing, "flush_timeouts": stats.timeouts,
-        "heartbeats": stats.heartbeats, "last_error": stats.last_error or None, "lag_seconds": round(lag, 3),
+        "node": flusher.node,
+        "degraded": bool(reasons),
+        "reasons": reasons,
+        "flushes": stats.flushes,
+        "flush_failures": stats.failures,
+        "failing": stats.failing,
+        "flush_timeouts": stats.timeouts,
+        "heartbeats": stats.heartbeats,
+        "last_error": stats.last_error or None,
+        "lag_seconds": round(lag, 3),
         "max_lag_seconds": max_lag,
     }
     if reconciler is not None:
-        out["reconciler"] = {"looks": reconciler.looks, "split_traces_found": reconciler.splits_found,
-                             "traces_rebuilt": reconciler.traces_rebuilt, "failures": reconciler.failures,
-                             "last_error": reconciler.last_error or None}
+        out["reconciler"] = {
+            "looks": reconciler.looks,
+            "split_traces_found": reconciler.splits_found,
+            "traces_rebuilt": reconciler.traces_rebuilt,
+            "failures": reconciler.failures,
+            "last_error": reconciler.last_error or None,
+        }
     return out

@@ -38,8 +38,9 @@ log = logging.getLogger(__name__)
 CHECK_EVERY = 1.0
 
 
-def incomplete_traces(trace_ids: Sequence[str], span_ids: Sequence[str],
-                      parents: Sequence[str | None]) -> set[str]:
+def incomplete_traces(
+    trace_ids: Sequence[str], span_ids: Sequence[str], parents: Sequence[str | None]
+) -> set[str]:
     """The traces, of the spans given as columns, that have no root span or a span whose parent is not given."""
     spans: dict[str, set[str]] = {}
     wanted: dict[str, set[str]] = {}
@@ -56,8 +57,15 @@ def incomplete_traces(trace_ids: Sequence[str], span_ids: Sequence[str],
 class PeerSpans:
     """Reads other nodes' parts of traces from the lake, through a sealed reader of its own."""
 
-    def __init__(self, settings: lake.LakeSettings, node: str, *, away: float, quiet: float,
-                 clock: Any = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        settings: lake.LakeSettings,
+        node: str,
+        *,
+        away: float,
+        quiet: float,
+        clock: Any = lambda: datetime.now(UTC),
+    ) -> None:
         self.node = node
         self._settings = settings
         self._away = timedelta(seconds=away)
@@ -100,28 +108,46 @@ class PeerSpans:
         try:
             if not self.changing():
                 return spans, logs
-            wanted = incomplete_traces(spans.column("trace_id").to_pylist(), spans.column("span_id").to_pylist(),
-                                       spans.column("parent_span_id").to_pylist())
+            wanted = incomplete_traces(
+                spans.column("trace_id").to_pylist(),
+                spans.column("span_id").to_pylist(),
+                spans.column("parent_span_id").to_pylist(),
+            )
             if not wanted:
                 return spans, logs
             since = self._now() - self._window
-            their_spans = self._records("spans", SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY, wanted, since,
-                                        "span_id")
+            their_spans = self._records(
+                "spans", SPAN_SELECT if whole else SPAN_SELECT_ASSEMBLY, wanted, since, "span_id"
+            )
             their_logs = self._records("logs", LOG_SELECT, wanted, since, "log_id")
-        except Exception as exc:  # the lake unreachable: build from this node's part; the reconciler catches up
+        except (
+            Exception
+        ) as exc:  # the lake unreachable: build from this node's part; the reconciler catches up
             self.failures += 1
-            log.warning("could not read other nodes' parts of traces from the lake (built from this node's): %s",
-                        self._settings.scrub(lake.explain(exc)))
+            log.warning(
+                "could not read other nodes' parts of traces from the lake (built from this node's): %s",
+                self._settings.scrub(lake.explain(exc)),
+            )
             return spans, logs
         self.reads += 1
-        held = set(zip(spans.column("trace_id").to_pylist(), spans.column("span_id").to_pylist(), strict=True))
-        keep = [(t, s) not in held for t, s in zip(their_spans.column("trace_id").to_pylist(),
-                                                   their_spans.column("span_id").to_pylist(), strict=True)]
+        held = set(
+            zip(spans.column("trace_id").to_pylist(), spans.column("span_id").to_pylist(), strict=True)
+        )
+        keep = [
+            (t, s) not in held
+            for t, s in zip(
+                their_spans.column("trace_id").to_pylist(),
+                their_spans.column("span_id").to_pylist(),
+                strict=True,
+            )
+        ]
         their_spans = their_spans.filter(pa.array(keep, pa.bool_()))
         self.spans_added += their_spans.num_rows
         return (_concat(spans, their_spans), _concat(logs, their_logs))
 
-    def _records(self, table: str, select: str, trace_ids: Iterable[str], since: datetime, key: str) -> pa.Table:
+    def _records(
+        self, table: str, select: str, trace_ids: Iterable[str], since: datetime, key: str
+    ) -> pa.Table:
         """Other nodes' rows of ``table`` for these traces, copied since ``since``, each once."""
         cur = self._con.cursor()
         try:
@@ -129,7 +155,9 @@ class PeerSpans:
             return cur.execute(
                 f"SELECT {select} FROM {lake.LAKE}.{table} WHERE node <> ? AND flushed_at > ? AND trace_id IN "
                 f"(SELECT trace_id FROM _peer_ids) QUALIFY row_number() OVER (PARTITION BY trace_id, {key} "
-                "ORDER BY flushed_at DESC) = 1", [self.node, since]).to_arrow_table()
+                "ORDER BY flushed_at DESC) = 1",
+                [self.node, since],
+            ).to_arrow_table()
         finally:
             cur.close()
 
@@ -145,8 +173,15 @@ class PeerReader(TraceReader):
 
     peers: PeerSpans | None = None
 
-    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
-                    commits: Sequence[int] | None = None) -> tuple[pa.Table, pa.Table]:
+    def load_tables(
+        self,
+        trace_ids: Iterable[str],
+        lo_ns: int,
+        hi_ns: int,
+        *,
+        whole: bool = True,
+        commits: Sequence[int] | None = None,
+    ) -> tuple[pa.Table, pa.Table]:
         spans, logs = super().load_tables(trace_ids, lo_ns, hi_ns, whole=whole, commits=commits)
         peers = self.peers
         return peers.add(spans, logs, whole=whole) if peers is not None else (spans, logs)

@@ -52,15 +52,20 @@ class LakeBuilds:
         con = self._con
         con.execute("BEGIN")
         try:
-            n = lake.append(con, "agent_runs", op.runs, stamp) + lake.append(con, "tool_calls", op.calls, stamp)
+            n = lake.append(con, "agent_runs", op.runs, stamp) + lake.append(
+                con, "tool_calls", op.calls, stamp
+            )
             if op.evaluations is not None:
                 n += lake.append(con, "evaluations", op.evaluations, stamp)
             con.execute("COMMIT")
-        except duckdb.Error as exc:  # the catalog's server or S3 refused (a privilege, an outage): said plainly
+        except (
+            duckdb.Error
+        ) as exc:  # the catalog's server or S3 refused (a privilege, an outage): said plainly
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
-            raise lake.LakeError(self._settings.scrub(f"cannot write builds to the lake: {lake.explain(exc)}")
-                                 ) from None
+            raise lake.LakeError(
+                self._settings.scrub(f"cannot write builds to the lake: {lake.explain(exc)}")
+            ) from None
         except BaseException:
             con.execute("ROLLBACK")
             raise
@@ -70,17 +75,25 @@ class LakeBuilds:
 class LakeRebuilder:
     """A sealed reader and a writer over one lake, and a ``Rescorer`` between them; ``close`` detaches both."""
 
-    def __init__(self, settings: lake.LakeSettings, config: CollectorConfig, node: str, *,
-                 config_name: str = "") -> None:
+    def __init__(
+        self, settings: lake.LakeSettings, config: CollectorConfig, node: str, *, config_name: str = ""
+    ) -> None:
         self._reader = lake.open_reader(settings)
         try:
             self._writer = lake.open_writer(settings)
             try:
-                missing = [t for t in lake.TABLES if not self._writer.execute(
-                    "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
-                    [lake.LAKE, t]).fetchone()[0]]  # type: ignore[index]
+                missing = [
+                    t
+                    for t in lake.TABLES
+                    if not self._writer.execute(
+                        "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?",
+                        [lake.LAKE, t],
+                    ).fetchone()[0]  # type: ignore[index]
+                ]
                 if missing:
-                    raise RescoreError(f"the lake has no {', '.join(missing)} table yet: no node has written to it")
+                    raise RescoreError(
+                        f"the lake has no {', '.join(missing)} table yet: no node has written to it"
+                    )
                 lake.check_privileges(self._writer, settings, write=True, who=node)
             except BaseException:
                 self._writer.close()
@@ -89,9 +102,15 @@ class LakeRebuilder:
             self._reader.close()
             raise
         self.builds = LakeBuilds(self._writer, node, settings)
-        self._rescorer = Rescorer(config.scoring_config(), sealed_read(self._cursor), TraceReader(self._cursor),
-                                  self.builds, conventions=config.conventions,
-                                  text_failures=config.reconstruction.text_failures, config_name=config_name)
+        self._rescorer = Rescorer(
+            config.scoring_config(),
+            sealed_read(self._cursor),
+            TraceReader(self._cursor),
+            self.builds,
+            conventions=config.conventions,
+            text_failures=config.reconstruction.text_failures,
+            config_name=config_name,
+        )
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
@@ -130,13 +149,19 @@ class LakeRebuilder:
         self._reader.close()
 
 
-def rescore_lake(settings: lake.LakeSettings, payload: Any, config: CollectorConfig, *, node: str) -> RescoreSummary:
+def rescore_lake(
+    settings: lake.LakeSettings, payload: Any, config: CollectorConfig, *, node: str
+) -> RescoreSummary:
     """``agentotel-eval rescore --lake``: the re-score a ``POST /v1/rescore`` body asks for, over every node's
     traces in the lake, written back to it as newer builds under ``node``. ``RescoreError`` when refused;
     ``lake.LakeError`` when the lake cannot be used."""
     request, config_path = request_from_payload(payload)
-    rebuilder = LakeRebuilder(settings, config, node,
-                              config_name=config_path or "no config (expected tools from the runs' spans only)")
+    rebuilder = LakeRebuilder(
+        settings,
+        config,
+        node,
+        config_name=config_path or "no config (expected tools from the runs' spans only)",
+    )
     try:
         return rebuilder.run(request)
     finally:

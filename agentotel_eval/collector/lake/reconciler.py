@@ -71,8 +71,9 @@ class SplitTrace:
     settled: bool = False  # its shown build is a whole-lake build made after its last part
 
 
-def membership_changes(marks: Sequence[tuple[str, datetime]], first_marks: dict[str, datetime], now: datetime,
-                       away: timedelta) -> list[datetime]:
+def membership_changes(
+    marks: Sequence[tuple[str, datetime]], first_marks: dict[str, datetime], now: datetime, away: timedelta
+) -> list[datetime]:
     """When the set of nodes changed, from their flush times (``marks``: (node, flushed_at)) and each node's first
     flush ever: a node's first flush (it joined), a flush after a silence longer than ``away`` (it came back),
     the last flush before such a silence and a last flush longer ago than ``away`` (it left or died). A node that
@@ -93,15 +94,23 @@ def membership_changes(marks: Sequence[tuple[str, datetime]], first_marks: dict[
     return sorted(changes)
 
 
-def changes_in(read: Callable[[str, list[Any]], list[tuple[Any, ...]]], now: datetime,
-               away: timedelta) -> list[datetime]:
+def changes_in(
+    read: Callable[[str, list[Any]], list[tuple[Any, ...]]], now: datetime, away: timedelta
+) -> list[datetime]:
     """``membership_changes`` over the lake's flush marks of the last ``LOOKBACK``, through ``read`` (SQL, params
     -> rows). Small rows: DuckLake keeps them in its catalog, not in Parquet files."""
     since = now - LOOKBACK - away
-    marks = read(f"SELECT DISTINCT node, flushed_at FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at > ?", [since])
+    marks = read(
+        f"SELECT DISTINCT node, flushed_at FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at > ?", [since]
+    )
     firsts = read(f"SELECT node, min(flushed_at) FROM {lake.LAKE}.{lake.MARKS} GROUP BY node", [])
-    return [c for c in membership_changes([(str(n), t) for n, t in marks], {str(n): t for n, t in firsts}, now, away)
-            if c > since + away]
+    return [
+        c
+        for c in membership_changes(
+            [(str(n), t) for n, t in marks], {str(n): t for n, t in firsts}, now, away
+        )
+        if c > since + away
+    ]
 
 
 def whole_build_kept(trace: SplitTrace, shown: tuple[str, datetime] | None) -> bool:
@@ -121,20 +130,33 @@ def searcher(live: Sequence[str]) -> str | None:
 class Reconciler:
     """Looks for split traces every ``interval`` seconds on a thread of its own; ``run_once`` is one look."""
 
-    def __init__(self, settings: lake.LakeSettings, config: CollectorConfig, node: str, *, interval: float,
-                 quiet: float, live_for: float, quiet_rootless: float | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        settings: lake.LakeSettings,
+        config: CollectorConfig,
+        node: str,
+        *,
+        interval: float,
+        quiet: float,
+        live_for: float,
+        quiet_rootless: float | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self._settings = settings
         self._config = config
         self.node = node
         self._interval = interval
         self._quiet = timedelta(seconds=quiet)
-        self._quiet_rootless = timedelta(seconds=quiet if quiet_rootless is None else max(quiet, quiet_rootless))
+        self._quiet_rootless = timedelta(
+            seconds=quiet if quiet_rootless is None else max(quiet, quiet_rootless)
+        )
         self._live_for = timedelta(seconds=live_for)
         self._now = clock
         self._rebuilder: LakeRebuilder | None = None
         self._parts: duckdb.DuckDBPyConnection | None = None  # the window's parts, in this process's memory
-        self._snapshot: int | None = None  # the lake snapshot the parts were read up to; None: read the window
+        self._snapshot: int | None = (
+            None  # the lake snapshot the parts were read up to; None: read the window
+        )
         self.splits: dict[str, SplitTrace] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -156,11 +178,16 @@ class Reconciler:
 
         from agentotel_eval.collector.lake.rebuild import LakeRebuilder
 
-        self._rebuilder = LakeRebuilder(self._settings, self._config, BUILDER_PREFIX + self.node,
-                                        config_name="reconciler")
-        self._parts = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                                          "autoload_known_extensions": False, "threads": 1})
-        self._parts.execute("CREATE TABLE parts (trace_id VARCHAR, node VARCHAR, copied TIMESTAMPTZ, rooted BOOLEAN)")
+        self._rebuilder = LakeRebuilder(
+            self._settings, self._config, BUILDER_PREFIX + self.node, config_name="reconciler"
+        )
+        self._parts = duckdb.connect(
+            ":memory:",
+            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False, "threads": 1},
+        )
+        self._parts.execute(
+            "CREATE TABLE parts (trace_id VARCHAR, node VARCHAR, copied TIMESTAMPTZ, rooted BOOLEAN)"
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="agentotel-lake-reconcile", daemon=True)
@@ -174,7 +201,9 @@ class Reconciler:
             except Exception as exc:  # the lake unreachable for a while: the next look finds the same traces
                 self.failures += 1
                 self.last_error = self._settings.scrub(lake.explain(exc))
-                log.warning("lake reconciliation failed (retried in %.0fs): %s", self._interval, self.last_error)
+                log.warning(
+                    "lake reconciliation failed (retried in %.0fs): %s", self._interval, self.last_error
+                )
 
     def run_once(self) -> list[str]:
         """One look, when this node is the searcher: read the parts copied since the last look, rebuild the
@@ -186,12 +215,15 @@ class Reconciler:
             return []
         self.looks += 1
         self.follow(now)
-        due = [t for t in self.splits.values() if not t.settled
-               and t.last_part <= now - (self._quiet if t.rooted else self._quiet_rootless)]
+        due = [
+            t
+            for t in self.splits.values()
+            if not t.settled and t.last_part <= now - (self._quiet if t.rooted else self._quiet_rootless)
+        ]
         due.sort(key=lambda t: (t.last_part, t.trace_id))
         rebuilt: list[str] = []
         for start in range(0, len(due), BATCH):
-            batch = due[start:start + BATCH]
+            batch = due[start : start + BATCH]
             shown = self._shown_builds(batch)
             todo = [t.trace_id for t in batch if not whole_build_kept(t, shown.get(t.trace_id))]
             if todo:
@@ -200,7 +232,9 @@ class Reconciler:
                 rebuilt += todo
             for t in batch:
                 t.settled = True
-        for trace_id in [t for t, split in self.splits.items() if split.settled and split.last_part < now - self.window]:
+        for trace_id in [
+            t for t, split in self.splits.items() if split.settled and split.last_part < now - self.window
+        ]:
             del self.splits[trace_id]
         return rebuilt
 
@@ -213,17 +247,27 @@ class Reconciler:
             return
         since = self._snapshot
         if since is None:
-            new = self._arrow(f"SELECT trace_id, node, flushed_at, rooted FROM {lake.LAKE}.{lake.PARTS} "
-                              "WHERE flushed_at > ?", [now - self.window])
+            new = self._arrow(
+                f"SELECT trace_id, node, flushed_at, rooted FROM {lake.LAKE}.{lake.PARTS} "
+                "WHERE flushed_at > ?",
+                [now - self.window],
+            )
             built: set[str] = set()
         else:
             try:
-                new = self._arrow(f"SELECT trace_id, node, flushed_at, rooted FROM ducklake_table_insertions("
-                                  f"'{lake.LAKE}', 'main', '{lake.PARTS}', ?, ?)", [since + 1, snapshot])
+                new = self._arrow(
+                    f"SELECT trace_id, node, flushed_at, rooted FROM ducklake_table_insertions("
+                    f"'{lake.LAKE}', 'main', '{lake.PARTS}', ?, ?)",
+                    [since + 1, snapshot],
+                )
                 built = self._built_by_nodes(since + 1, snapshot)
             except Exception as exc:  # its snapshots expired by maintenance, say: read the window again
-                log.info("reading the lake's new trace parts from its snapshot %s failed (%s): reading the last %s",
-                         since, self._settings.scrub(str(exc)), self.window)
+                log.info(
+                    "reading the lake's new trace parts from its snapshot %s failed (%s): reading the last %s",
+                    since,
+                    self._settings.scrub(str(exc)),
+                    self.window,
+                )
                 self._forget()
                 self.follow(now)
                 return
@@ -234,7 +278,8 @@ class Reconciler:
             mem.execute("INSERT INTO parts SELECT * FROM _new")
             split = mem.execute(
                 "SELECT trace_id, min(copied), max(copied), bool_or(rooted) FROM parts WHERE trace_id IN "
-                "(SELECT trace_id FROM _new) GROUP BY trace_id HAVING count(DISTINCT node) > 1").fetchall()
+                "(SELECT trace_id FROM _new) GROUP BY trace_id HAVING count(DISTINCT node) > 1"
+            ).fetchall()
         finally:
             mem.unregister("_new")
         mem.execute("DELETE FROM parts WHERE copied < ?", [now - self.window])
@@ -259,8 +304,11 @@ class Reconciler:
         """The traces a node (not a whole-lake builder) wrote runs of between two snapshots, among the split."""
         if not self.splits:
             return set()
-        rows = self._arrow(f"SELECT DISTINCT trace_id FROM ducklake_table_insertions('{lake.LAKE}', 'main', "
-                           f"'agent_runs', ?, ?) WHERE NOT contains(node, '{lake.LAKE_BUILDER}')", [first, last])
+        rows = self._arrow(
+            f"SELECT DISTINCT trace_id FROM ducklake_table_insertions('{lake.LAKE}', 'main', "
+            f"'agent_runs', ?, ?) WHERE NOT contains(node, '{lake.LAKE_BUILDER}')",
+            [first, last],
+        )
         return set(rows.column("trace_id").to_pylist())
 
     def _shown_builds(self, batch: Sequence[SplitTrace]) -> dict[str, tuple[str, datetime]]:
@@ -271,10 +319,13 @@ class Reconciler:
         assert self._rebuilder is not None
         ids = pa.table({"trace_id": pa.array([t.trace_id for t in batch], pa.string())})
         rows = self._rebuilder.read_with(
-            "_due", ids,
+            "_due",
+            ids,
             f"SELECT trace_id, node, committed_at FROM {lake.LAKE}.agent_runs WHERE flushed_at >= ? AND trace_id IN "
             "(SELECT trace_id FROM _due) QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY trace_root IS "
-            "DISTINCT FROM FALSE DESC, updated_at DESC, flushed_at DESC) = 1", [min(t.first_part for t in batch)])
+            "DISTINCT FROM FALSE DESC, updated_at DESC, flushed_at DESC) = 1",
+            [min(t.first_part for t in batch)],
+        )
         return {str(t): (str(n), at) for t, n, at in rows}
 
     def _forget(self) -> None:
@@ -289,8 +340,10 @@ class Reconciler:
     def live_nodes(self, now: datetime) -> list[str]:
         """The nodes that wrote to the lake (rows or a heartbeat) within ``live_for``, and this one."""
         assert self._rebuilder is not None
-        rows = self._rebuilder.read(f"SELECT DISTINCT node FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at >= ?",
-                                    [now - self._live_for])
+        rows = self._rebuilder.read(
+            f"SELECT DISTINCT node FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at >= ?",
+            [now - self._live_for],
+        )
         return sorted({str(n) for (n,) in rows} | {self.node})
 
     def close(self) -> None:

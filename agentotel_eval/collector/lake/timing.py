@@ -23,9 +23,15 @@ def start_reconciler(cfg: CollectorConfig) -> Reconciler:
     """The node's reconciler, open and looking every ``reconcile_interval``."""
     assert cfg.lake is not None
     interval = cfg.lake.reconcile_interval
-    reconciler = Reconciler(cfg.lake.settings(), cfg, cfg.lake.node_name(), interval=interval,
-                            quiet=quiet_after(cfg), live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
-                            quiet_rootless=quiet_after(cfg) + cfg.assembler.max_wait)
+    reconciler = Reconciler(
+        cfg.lake.settings(),
+        cfg,
+        cfg.lake.node_name(),
+        interval=interval,
+        quiet=quiet_after(cfg),
+        live_for=max(60.0, 10 * cfg.lake.flush_interval, 3 * interval),
+        quiet_rootless=quiet_after(cfg) + cfg.assembler.max_wait,
+    )
     reconciler.open()
     reconciler.start()
     return reconciler

@@ -31,8 +31,17 @@ from agentotel_eval.store.query import QueryError, QueryResult, run_query
 class LakeUi:
     """``start()`` binds (raising ``OSError`` on a taken port), ``shutdown()`` stops serving and detaches."""
 
-    def __init__(self, settings: lake.LakeSettings, host: str, port: int, *, token: str | None = None,
-                 row_limit: int = 10_000, timeout: float = 30.0, workers: int = 8) -> None:
+    def __init__(
+        self,
+        settings: lake.LakeSettings,
+        host: str,
+        port: int,
+        *,
+        token: str | None = None,
+        row_limit: int = 10_000,
+        timeout: float = 30.0,
+        workers: int = 8,
+    ) -> None:
         self._settings = settings
         self._row_limit = row_limit
         self._timeout = timeout
@@ -41,14 +50,27 @@ class LakeUi:
         self._blocking = Blocking(workers)
         web = WebUi(self.pages)
         auth = Authenticator(token) if token else None
-        routes: list[BaseRoute] = [*web.routes(self._blocking, auth, secure=False), Route("/healthz", _healthy)]
+        routes: list[BaseRoute] = [
+            *web.routes(self._blocking, auth, secure=False),
+            Route("/healthz", _healthy),
+        ]
         middleware = []
         if auth is not None:
-            middleware.append(Middleware(BearerAuth, auth=auth, open_paths=frozenset({"/healthz", "/login",
-                                                                                        "/logout"}),
-                                         cookie_paths=web.is_ui_path, refusal=functools.partial(refusal, ui=web)))
-        self._server = HttpServer(host, port, Starlette(routes=routes, middleware=middleware),
-                                  limits=ConnectionLimits(max_connections=workers * 8))
+            middleware.append(
+                Middleware(
+                    BearerAuth,
+                    auth=auth,
+                    open_paths=frozenset({"/healthz", "/login", "/logout"}),
+                    cookie_paths=web.is_ui_path,
+                    refusal=functools.partial(refusal, ui=web),
+                )
+            )
+        self._server = HttpServer(
+            host,
+            port,
+            Starlette(routes=routes, middleware=middleware),
+            limits=ConnectionLimits(max_connections=workers * 8),
+        )
 
     @property
     def address(self) -> tuple[str, int]:
@@ -58,7 +80,9 @@ class LakeUi:
         cursor = self._con.cursor()
         try:
             return run_query(cursor, sql, row_limit=self._row_limit, timeout=self._timeout, params=params)
-        except QueryError as exc:  # DuckDB's words can name the catalog's connection string: a page shows them
+        except (
+            QueryError
+        ) as exc:  # DuckDB's words can name the catalog's connection string: a page shows them
             exc.args = (self._settings.scrub(str(exc)),)
             raise
         finally:

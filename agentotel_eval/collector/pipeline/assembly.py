@@ -40,21 +40,31 @@ class AssemblyStats:
     open_traces: int = 0
     buffered_records: int = 0
 
-
     def to_dict(self) -> dict[str, Any]:
         """Plain values (what a ``Counters`` message carries)."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AssemblyStats:
-        return cls(AssemblerStats(**data["assembler"]), BufferStats(**data["buffer"]), ScoringStats(**data["scoring"]),
-                   data["conversion_errors"], data["open_traces"], data["buffered_records"])
+        return cls(
+            AssemblerStats(**data["assembler"]),
+            BufferStats(**data["buffer"]),
+            ScoringStats(**data["scoring"]),
+            data["conversion_errors"],
+            data["open_traces"],
+            data["buffered_records"],
+        )
 
     def plus(self, newer: AssemblyStats) -> AssemblyStats:
         """This process's counters added to a newer one's (the gauges are the newer's)."""
-        return AssemblyStats(_added(self.assembler, newer.assembler), _added(self.buffer, newer.buffer),
-                             _added(self.scoring, newer.scoring), self.conversion_errors + newer.conversion_errors,
-                             newer.open_traces, newer.buffered_records)
+        return AssemblyStats(
+            _added(self.assembler, newer.assembler),
+            _added(self.buffer, newer.buffer),
+            _added(self.scoring, newer.scoring),
+            self.conversion_errors + newer.conversion_errors,
+            newer.open_traces,
+            newer.buffered_records,
+        )
 
 
 def _added(a: Any, b: Any) -> Any:
@@ -134,7 +144,12 @@ class LocalAssembly:
         for factory in reversed(stages):
             stage = factory(stage)
         self.assembler = Assembler(
-            config, stage, reader, reconstruct=reconstruct, whole_spans=forward is not None, conventions=conventions,
+            config,
+            stage,
+            reader,
+            reconstruct=reconstruct,
+            whole_spans=forward is not None,
+            conventions=conventions,
             text_failures=text_failures,
             # another reconstruction may find runs by other rules, and a stage of its own is promised every
             # completed trace; a forwarder sends the held spans (roots) of plain traces only after them

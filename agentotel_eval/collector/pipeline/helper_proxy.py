@@ -90,10 +90,17 @@ class ProcessAssembly:
         text_failures: bool = True,
     ) -> None:
         self.config = config
-        settings = pickle.dumps(WorkerSettings(config, scoring, forward is not None, tuple(conventions), text_failures))
+        settings = pickle.dumps(
+            WorkerSettings(config, scoring, forward is not None, tuple(conventions), text_failures)
+        )
         self._supervisor = Supervisor(
-            "assembler", "agentotel_eval.collector.pipeline.worker", Setup(log.getEffectiveLevel(), tuning.as_tuple(), 0, settings),
-            self._received, on_exit=self._exited, on_give_up=self._gave_up, start_timeout=start_timeout,
+            "assembler",
+            "agentotel_eval.collector.pipeline.worker",
+            Setup(log.getEffectiveLevel(), tuning.as_tuple(), 0, settings),
+            self._received,
+            on_exit=self._exited,
+            on_give_up=self._gave_up,
+            start_timeout=start_timeout,
             policy=RestartPolicy(stable_after=STABLE_SECONDS, give_up_after=MAX_RESTARTS),
         )
         self.reader = reader
@@ -199,7 +206,9 @@ class ProcessAssembly:
                 # A message a commit: its ingested_at says where its records are read back from
                 entry = self._outbox.popleft()
                 n = len(entry[0]) + len(entry[1])
-                self._sent += n  # counted before it leaves the outbox count: the backlog never dips in between
+                self._sent += (
+                    n  # counted before it leaves the outbox count: the backlog never dips in between
+                )
                 self._queued -= n
                 disabled = self._disabled
             if disabled:
@@ -225,8 +234,11 @@ class ProcessAssembly:
         n = len(spans) + len(logs)
         key = (spans[0] if spans else None, logs[0] if logs else None)  # a resend starts with the same marks
         if key == self._last_failed:  # its second process died with it: perhaps it is what kills them
-            log.error("the assembler process died twice on the same %d records; they are dropped (their runs are "
-                      "not written)", n)
+            log.error(
+                "the assembler process died twice on the same %d records; they are dropped (their runs are "
+                "not written)",
+                n,
+            )
             self._last_failed = None
             with self._cond:
                 self._sent = max(self._sent - n, 0)  # counted as sent when it left the outbox
@@ -237,7 +249,9 @@ class ProcessAssembly:
             self._sent = max(self._sent - n, 0)  # the exit may have reset it already
             self._queued += n
         supervisor = self._supervisor
-        given_up_at = time.monotonic() + self._start_timeout + 60.0  # a send that failed with its process alive
+        given_up_at = (
+            time.monotonic() + self._start_timeout + 60.0
+        )  # a send that failed with its process alive
         while True:
             with self._cond:
                 if self._stopping:
@@ -247,7 +261,9 @@ class ProcessAssembly:
                 if self._disabled:
                     return True
                 if time.monotonic() > given_up_at:  # never seen to die: these marks go, the sender goes on
-                    log.error("could not send %d records to the assembler process; their runs are not written", n)
+                    log.error(
+                        "could not send %d records to the assembler process; their runs are not written", n
+                    )
                     if self._outbox and self._outbox[0] is entry:
                         self._outbox.popleft()
                         self._queued -= n
@@ -284,8 +300,11 @@ class ProcessAssembly:
         value: Any = None
         try:
             if isinstance(call, ReadTraces):
-                frames = wire.ipc_frames(*self.reader.load_tables(call.trace_ids, call.lo_ns, call.hi_ns,
-                                                                   whole=call.whole, commits=call.commits))
+                frames = wire.ipc_frames(
+                    *self.reader.load_tables(
+                        call.trace_ids, call.lo_ns, call.hi_ns, whole=call.whole, commits=call.commits
+                    )
+                )
             elif isinstance(call, LatestSpanTime):
                 value = self.reader.latest_span_time()
             else:
@@ -312,8 +331,10 @@ class ProcessAssembly:
             self._sent = 0
 
     def _gave_up(self) -> None:
-        log.error("agent runs are no longer assembled until the collector restarts (spans are still stored, and "
-                  "that start recovers their runs)")
+        log.error(
+            "agent runs are no longer assembled until the collector restarts (spans are still stored, and "
+            "that start recovers their runs)"
+        )
         with self._cond:
             self._disabled = True
             self._outbox.clear()

@@ -223,9 +223,19 @@ class _Collect:
 class Rescorer:
     """Re-scores the traces of the runs a request selects, a batch at a time (see the module docstring)."""
 
-    def __init__(self, config: ScoringConfig, read: Read, reader: StoredTraceReader, write: Write, *,
-                 conventions: Sequence[Convention] = (), config_name: str = "", text_failures: bool = True,
-                 wall_clock: Callable[[], int] = time.time_ns, batch_traces: int = BATCH_TRACES) -> None:
+    def __init__(
+        self,
+        config: ScoringConfig,
+        read: Read,
+        reader: StoredTraceReader,
+        write: Write,
+        *,
+        conventions: Sequence[Convention] = (),
+        config_name: str = "",
+        text_failures: bool = True,
+        wall_clock: Callable[[], int] = time.time_ns,
+        batch_traces: int = BATCH_TRACES,
+    ) -> None:
         self._config = config
         self._read = read
         self._reader = reader
@@ -240,13 +250,15 @@ class Rescorer:
         if request.judge and self._config.judge is None:
             raise RescoreError("--judge needs a [judge] section in the configuration")
         started = time.perf_counter()
-        summary = RescoreSummary(dry_run=request.dry_run, judge_kept=not request.judge, config=self._config_name)
+        summary = RescoreSummary(
+            dry_run=request.dry_run, judge_kept=not request.judge, config=self._config_name
+        )
         windows = self.select(request)
         summary.traces = len(windows)
         collect = _Collect()
         stage = ScoringStage(collect, self._config, wall_clock=self._now, queue_judge=request.judge)
         for start in range(0, len(windows), self._batch):
-            batch = windows[start:start + self._batch]
+            batch = windows[start : start + self._batch]
             before = self._before([w[0] for w in batch])
             collect.traces.clear()
             stage.consume(self._rebuild(batch, summary))
@@ -272,9 +284,14 @@ class Rescorer:
             "SELECT trace_id, min(start_time_unix_nano) AS lo, "
             "max(greatest(coalesce(end_time_unix_nano, 0), start_time_unix_nano)) AS hi FROM spans "
             f"WHERE trace_id IN (SELECT r.trace_id FROM agent_runs r WHERE {' AND '.join(conditions)}) "
-            "GROUP BY trace_id ORDER BY lo, trace_id", params)
-        return [(r["trace_id"], int(r["lo"] or 0), int(r["hi"] or 0)) for r in rows
-                if request.shard is None or in_shard(r["trace_id"], request.shard)]
+            "GROUP BY trace_id ORDER BY lo, trace_id",
+            params,
+        )
+        return [
+            (r["trace_id"], int(r["lo"] or 0), int(r["hi"] or 0))
+            for r in rows
+            if request.shard is None or in_shard(r["trace_id"], request.shard)
+        ]
 
     def _before(self, trace_ids: Sequence[str]) -> _Before:
         ids = list(trace_ids)
@@ -282,15 +299,21 @@ class Rescorer:
         scores = self._read(
             "SELECT trace_id, run_span_id, metric, score, success FROM evaluations "
             f"WHERE {_ids_clause('trace_id', ids)} AND source = ? AND status = 'ok' AND "
-            f"{_ids_clause('metric', metrics)}", [*ids, OWN_SOURCE, *metrics])
-        runs = self._read(f"SELECT trace_id, span_id, tools_called FROM agent_runs WHERE {_ids_clause('trace_id', ids)}",
-                          ids)
+            f"{_ids_clause('metric', metrics)}",
+            [*ids, OWN_SOURCE, *metrics],
+        )
+        runs = self._read(
+            f"SELECT trace_id, span_id, tools_called FROM agent_runs WHERE {_ids_clause('trace_id', ids)}",
+            ids,
+        )
         return _Before(
             {(r["trace_id"], r["run_span_id"], r["metric"]): (r["score"], r["success"]) for r in scores},
             {(r["trace_id"], r["span_id"]): list(r["tools_called"] or []) for r in runs},
         )
 
-    def _rebuild(self, batch: Sequence[tuple[str, int, int]], summary: RescoreSummary) -> list[CompletedTrace]:
+    def _rebuild(
+        self, batch: Sequence[tuple[str, int, int]], summary: RescoreSummary
+    ) -> list[CompletedTrace]:
         from agentotel_eval.reconstruct import reconstruct
 
         stored = self._reader.load([w[0] for w in batch], min(w[1] for w in batch), max(w[2] for w in batch))
@@ -300,16 +323,30 @@ class Rescorer:
             spans: list[SpanRecord] = sorted(record.spans, key=SPAN_ORDER) if record is not None else []
             logs: list[LogRecord] = sorted(record.logs, key=LOG_ORDER) if record is not None else []
             try:
-                runs: tuple[AgentRun, ...] = tuple(reconstruct(spans, logs, conventions=self._conventions,
-                                                                   text_failures=self._text_failures))
+                runs: tuple[AgentRun, ...] = tuple(
+                    reconstruct(spans, logs, conventions=self._conventions, text_failures=self._text_failures)
+                )
             except Exception:
                 summary.errors += 1  # its stored rows stay as they are
                 continue
-            out.append(CompletedTrace(trace_id, tuple(spans), tuple(logs), runs, REASON_RESCORE, complete=True,
-                                      replace=True, lo_ns=lo, hi_ns=hi))
+            out.append(
+                CompletedTrace(
+                    trace_id,
+                    tuple(spans),
+                    tuple(logs),
+                    runs,
+                    REASON_RESCORE,
+                    complete=True,
+                    replace=True,
+                    lo_ns=lo,
+                    hi_ns=hi,
+                )
+            )
         # a plain client loop's later traces complete the calls of the earlier ones rebuilt with them
-        later = LaterResults(functools.partial(reconstruct, conventions=self._conventions,
-                                               text_failures=self._text_failures), self._conventions)
+        later = LaterResults(
+            functools.partial(reconstruct, conventions=self._conventions, text_failures=self._text_failures),
+            self._conventions,
+        )
         batch_ids = {t.trace_id for t in out}
         for trace in list(out):
             merge(out, [t for t in later.complete(trace) if t.trace_id in batch_ids])
@@ -330,7 +367,8 @@ def _tally(summary: RescoreSummary, before: _Before, traces: Sequence[CompletedT
     summary.runs_before += len(old_tools)
     summary.runs_after += len(after_tools)
     summary.runs_rebuilt_differently += sum(
-        1 for key in {*old_tools, *after_tools} if old_tools.get(key) != after_tools.get(key))
+        1 for key in {*old_tools, *after_tools} if old_tools.get(key) != after_tools.get(key)
+    )
     after: dict[tuple[str, str, str], tuple[float | None, bool | None]] = {}
     for t in traces:
         for row in t.evaluations:
@@ -361,14 +399,36 @@ def _tally(summary: RescoreSummary, before: _Before, traces: Sequence[CompletedT
 def render(summary: RescoreSummary) -> str:
     """The summary as lines for a terminal."""
     verb = "would re-score" if summary.dry_run else "re-scored"
-    lines = [f"{verb} {summary.runs_after} run(s) in {summary.traces} trace(s) in {summary.seconds:.1f}s"
-             + (f" with {summary.config}" if summary.config else "")]
+    lines = [
+        f"{verb} {summary.runs_after} run(s) in {summary.traces} trace(s) in {summary.seconds:.1f}s"
+        + (f" with {summary.config}" if summary.config else "")
+    ]
     if summary.metrics:
-        header = ("metric", "before: runs", "passed", "after: runs", "passed", "changed", "now fail", "now pass",
-                  "added", "removed")
+        header = (
+            "metric",
+            "before: runs",
+            "passed",
+            "after: runs",
+            "passed",
+            "changed",
+            "now fail",
+            "now pass",
+            "added",
+            "removed",
+        )
         rows = [header] + [
-            (m.metric, str(m.before_runs), str(m.before_passed), str(m.after_runs), str(m.after_passed),
-             str(m.changed), str(m.now_failing), str(m.now_passing), str(m.added), str(m.removed))
+            (
+                m.metric,
+                str(m.before_runs),
+                str(m.before_passed),
+                str(m.after_runs),
+                str(m.after_passed),
+                str(m.changed),
+                str(m.now_failing),
+                str(m.now_passing),
+                str(m.added),
+                str(m.removed),
+            )
             for _, m in sorted(summary.metrics.items())
         ]
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -376,8 +436,10 @@ def render(summary: RescoreSummary) -> str:
     else:
         lines.append("no deterministic score before or after (no run has an expectation, or scoring is off)")
     if summary.runs_rebuilt_differently:
-        lines.append(f"{summary.runs_rebuilt_differently} run(s) rebuilt with other tool calls than stored "
-                     f"(runs: {summary.runs_before} before, {summary.runs_after} after)")
+        lines.append(
+            f"{summary.runs_rebuilt_differently} run(s) rebuilt with other tool calls than stored "
+            f"(runs: {summary.runs_before} before, {summary.runs_after} after)"
+        )
     if summary.errors:
         lines.append(f"{summary.errors} trace(s) could not be rebuilt; their stored rows are unchanged")
     if summary.judge_kept:
@@ -416,9 +478,15 @@ def rescore_file(db: Path, payload: Any, config: CollectorConfig) -> RescoreSumm
             raise
 
     try:
-        rescorer = Rescorer(config.scoring_config(), sealed_read(database.cursor), TraceReader(database.cursor),
-                            write, conventions=config.conventions, text_failures=config.reconstruction.text_failures,
-                            config_name=config_path or "no config (expected tools from the runs' spans only)")
+        rescorer = Rescorer(
+            config.scoring_config(),
+            sealed_read(database.cursor),
+            TraceReader(database.cursor),
+            write,
+            conventions=config.conventions,
+            text_failures=config.reconstruction.text_failures,
+            config_name=config_path or "no config (expected tools from the runs' spans only)",
+        )
         return rescorer.run(request)
     except QueryError as exc:
         raise RescoreError(str(exc)) from None

@@ -148,8 +148,15 @@ class RemoteReader:
     def __init__(self, calls: _Calls) -> None:
         self._calls = calls
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
-             commits: Sequence[int] | None = None) -> dict[str, StoredTrace]:
+    def load(
+        self,
+        trace_ids: Iterable[str],
+        lo_ns: int,
+        hi_ns: int,
+        *,
+        whole: bool = True,
+        commits: Sequence[int] | None = None,
+    ) -> dict[str, StoredTrace]:
         """The collector runs the query and sends its Arrow tables; they become records here, on this side."""
         ids = sorted(set(trace_ids))
         commit_list = list(commits) if commits is not None else None
@@ -168,8 +175,13 @@ class RemoteReader:
             if read is not None:
                 ids = sorted(set(read[0]))
                 commits = list(read[3]) if read[3] is not None else None
-                pending.append((read, ids, self._calls.request(
-                    lambda c: ReadTraces(c, ids, read[1], read[2], whole, commits))))
+                pending.append(
+                    (
+                        read,
+                        ids,
+                        self._calls.request(lambda c: ReadTraces(c, ids, read[1], read[2], whole, commits)),
+                    )
+                )
 
         ask()
         while pending:
@@ -224,7 +236,9 @@ class RemoteRunSink:
 
 def serve(channel: Channel, setup: Setup) -> None:
     """Run until told to stop (or the collector goes away)."""
-    settings: WorkerSettings = pickle.loads(setup.settings)  # the collector's own, over our private socket pair
+    settings: WorkerSettings = pickle.loads(
+        setup.settings
+    )  # the collector's own, over our private socket pair
     trim = Tuning(*setup.tuning).malloc
     calls = _Calls(channel)
     sink = RemoteRunSink(channel)
@@ -242,8 +256,11 @@ def serve(channel: Channel, setup: Setup) -> None:
         sent as rows already. ``received`` is read first: a record arriving meanwhile is counted twice (as not
         received and as in the inbox), never as neither."""
         got = received[0]
-        return {"received": got, "inbox": assembler.backlog,
-                "stats": assembly_stats(assembler, scoring, sink.conversion_errors).to_dict()}
+        return {
+            "received": got,
+            "inbox": assembler.backlog,
+            "stats": assembly_stats(assembler, scoring, sink.conversion_errors).to_dict(),
+        }
 
     def publish() -> None:
         """After each round of the assembler (every tick, or batch): the counters, right after new rows, else
@@ -259,9 +276,16 @@ def serve(channel: Channel, setup: Setup) -> None:
         with contextlib.suppress(ChannelClosed):
             channel.send(Counters(counters()))
 
-    assembler = Assembler(settings.assembler, scoring, RemoteReader(calls), on_step=publish,
-                          whole_spans=settings.forwarding, read_plain_traces=settings.forwarding,
-                          conventions=settings.conventions, text_failures=settings.text_failures)
+    assembler = Assembler(
+        settings.assembler,
+        scoring,
+        RemoteReader(calls),
+        on_step=publish,
+        whole_spans=settings.forwarding,
+        read_plain_traces=settings.forwarding,
+        conventions=settings.conventions,
+        text_failures=settings.text_failures,
+    )
     stop_asked = threading.Event()
     took = threading.Event()
 

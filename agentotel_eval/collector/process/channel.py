@@ -42,11 +42,19 @@ class Channel:
     def closed(self) -> bool:
         return self._conn.closed
 
-    def send(self, message: Message, frames: Sequence[Any] = (), *, timeout: float | None = None,
-             stuck_after: float | None = None) -> None:
+    def send(
+        self,
+        message: Message,
+        frames: Sequence[Any] = (),
+        *,
+        timeout: float | None = None,
+        stuck_after: float | None = None,
+    ) -> None:
         """Send a message and its frames; ``ChannelBusy`` if the channel is not free within ``timeout``,
         ``ChannelClosed`` if the other end is gone. ``stuck_after``: the send itself should be done by then."""
-        header = encode(message, len(frames))  # a value marshal refuses raises ValueError here, not as a closed channel
+        header = encode(
+            message, len(frames)
+        )  # a value marshal refuses raises ValueError here, not as a closed channel
         if not self._send_lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
             raise ChannelBusy(f"the channel was busy for {timeout:g}s")
         try:
@@ -55,7 +63,11 @@ class Channel:
             self._conn.send_bytes(header)
             for frame in frames:
                 self._conn.send_bytes(frame)  # a buffer goes as it is: no copy into a bytes object
-        except (OSError, ValueError, TypeError) as exc:  # closed (here, meanwhile: TypeError), hung up, peer gone
+        except (
+            OSError,
+            ValueError,
+            TypeError,
+        ) as exc:  # closed (here, meanwhile: TypeError), hung up, peer gone
             raise ChannelClosed(str(exc) or "the channel is closed") from None
         finally:
             self.send_deadline = 0.0

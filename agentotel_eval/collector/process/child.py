@@ -29,8 +29,11 @@ def helper_main(name: str, serve: Callable[[Channel, Setup], None], argv: Sequen
         setup, _ = channel.receive()
         if not isinstance(setup, Setup):
             raise RuntimeError(f"expected the setup first, got {type(setup).__name__}")
-        logging.basicConfig(level=setup.log_level, stream=sys.stderr,
-                            format=f"%(asctime)s %(levelname)s agentotel {name}: %(message)s")
+        logging.basicConfig(
+            level=setup.log_level,
+            stream=sys.stderr,
+            format=f"%(asctime)s %(levelname)s agentotel {name}: %(message)s",
+        )
         tune_process(Tuning(*setup.tuning))
         if setup.nice:
             os.nice(setup.nice)

@@ -34,9 +34,17 @@ def span_marks(spans: Iterable[SpanRecord], conventions: Conventions = BUILTIN) 
     whatever it is). ``classify`` gives both flags in one look: its run role is ``is_run_span``'s rule;
     ``conventions``: the declared ones, the user's included, that reconstruction reads the spans with."""
     return [
-        (s.trace_id, s.span_id, p, s.start_ns, s.end_ns, p is not None and role.run is not None,
-         role is not NO_ROLE or (bool(s.events) and any(e.name == _EVALUATION for e in s.events))
-         or holds_transcript(s))
+        (
+            s.trace_id,
+            s.span_id,
+            p,
+            s.start_ns,
+            s.end_ns,
+            p is not None and role.run is not None,
+            role is not NO_ROLE
+            or (bool(s.events) and any(e.name == _EVALUATION for e in s.events))
+            or holds_transcript(s),
+        )
         for s in spans
         for p, role in ((s.parent_span_id, classify(s, conventions)),)
     ]

@@ -67,8 +67,12 @@ def spawn(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     root = str(Path(agentotel_eval.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", module, str(theirs.fileno())],
-                                pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except OSError as exc:
         ours.close()
         raise HelperUnavailable(f"could not start {module}: {exc}") from exc
@@ -189,8 +193,14 @@ class Supervisor:
 
     # ---- messages ------------------------------------------------------------------------------------------
 
-    def send(self, message: Message, frames: Sequence[Any] = (), *, timeout: float | None = None,
-             stuck_after: float | None = None) -> None:
+    def send(
+        self,
+        message: Message,
+        frames: Sequence[Any] = (),
+        *,
+        timeout: float | None = None,
+        stuck_after: float | None = None,
+    ) -> None:
         """Send to the running helper; ``HelperUnavailable`` when there is none, when the channel stays busy
         past ``timeout``, or when the helper goes away meanwhile. ``stuck_after``: a send that has not gone out
         by then means the helper stopped reading, and the watchdog stops it."""
@@ -200,7 +210,9 @@ class Supervisor:
         try:
             channel.send(message, frames, timeout=timeout, stuck_after=stuck_after)
         except ChannelBusy:
-            raise HelperUnavailable(f"the {self.name} process did not take the message within {timeout:g}s") from None
+            raise HelperUnavailable(
+                f"the {self.name} process did not take the message within {timeout:g}s"
+            ) from None
         except ChannelClosed:
             raise HelperUnavailable(f"the {self.name} process is gone; try again") from None
 
@@ -224,7 +236,9 @@ class Supervisor:
             channel.close()
             proc.kill()
             proc.wait()
-            raise HelperUnavailable(f"the {self.name} process exited while starting (code {proc.poll()})") from exc
+            raise HelperUnavailable(
+                f"the {self.name} process exited while starting (code {proc.poll()})"
+            ) from exc
         with self._lock:
             stopping = self._stop_asked.is_set()
             if not stopping:
@@ -236,8 +250,12 @@ class Supervisor:
             channel.close()
             proc.wait()
             raise HelperUnavailable("the collector is stopping")
-        threading.Thread(target=self._receive, args=(channel, proc, ready, gone), name=f"agentotel-{self.name}-recv",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._receive,
+            args=(channel, proc, ready, gone),
+            name=f"agentotel-{self.name}-recv",
+            daemon=True,
+        ).start()
         deadline = time.monotonic() + self._start_timeout
         while not ready.wait(0.05):
             if gone.is_set() or time.monotonic() > deadline:
@@ -255,8 +273,9 @@ class Supervisor:
             raise HelperUnavailable(f"the {self.name} process exited while starting (code {code})")
         raise HelperUnavailable(f"the {self.name} process did not start within {self._start_timeout:g}s")
 
-    def _receive(self, channel: Channel, proc: subprocess.Popen[bytes], ready: threading.Event,
-                 gone: threading.Event) -> None:
+    def _receive(
+        self, channel: Channel, proc: subprocess.Popen[bytes], ready: threading.Event, gone: threading.Event
+    ) -> None:
         stopped = False
         while True:
             try:
@@ -281,7 +300,9 @@ class Supervisor:
                     log.exception("handling %s from the %s process failed", type(message).__name__, self.name)
         channel.close()
         code = proc.wait()
-        if not ready.is_set():  # a start that failed: the start reports it (and tries again, when it is a restart)
+        if (
+            not ready.is_set()
+        ):  # a start that failed: the start reports it (and tries again, when it is a restart)
             gone.set()
             return
         with self._lock:
@@ -308,14 +329,20 @@ class Supervisor:
             self._restarting = True
         try:
             while True:
-                if time.monotonic() - self._spawned_at > self.policy.stable_after:  # the last one ran long enough
+                if (
+                    time.monotonic() - self._spawned_at > self.policy.stable_after
+                ):  # the last one ran long enough
                     self._deaths_in_row = 0
                 self._deaths_in_row += 1
                 limit = self.policy.give_up_after
                 if limit is not None and self._deaths_in_row > limit:
                     self.gave_up = True
-                    log.error("the %s process exited (code %s) %d times in a row; it is not started again",
-                              self.name, code, self._deaths_in_row)
+                    log.error(
+                        "the %s process exited (code %s) %d times in a row; it is not started again",
+                        self.name,
+                        code,
+                        self._deaths_in_row,
+                    )
                     if self._on_give_up is not None:
                         self._on_give_up()
                     self.finished.set()

@@ -20,9 +20,24 @@ class HelperTelemetry(Collector):
     def collect(self) -> Iterator[Metric]:
         helpers = list(self._helpers())
         labels, none = ("helper",), ("none",)
-        yield gauge("helper_up", "1 while a helper process (decode worker, assembler) is running and ready.",
-                    [((h.name,), 1 if h.alive else 0) for h in helpers], labels=labels, empty=none)
-        yield counter("helper_restarts", "Times a helper process died and its supervisor started it again (failed "
-                      "starts included).", [((h.name,), h.restarts) for h in helpers], labels=labels, empty=none)
-        yield gauge("helper_given_up", "1 when a helper kept dying and is no longer started.",
-                    [((h.name,), 1 if h.gave_up else 0) for h in helpers], labels=labels, empty=none)
+        yield gauge(
+            "helper_up",
+            "1 while a helper process (decode worker, assembler) is running and ready.",
+            [((h.name,), 1 if h.alive else 0) for h in helpers],
+            labels=labels,
+            empty=none,
+        )
+        yield counter(
+            "helper_restarts",
+            "Times a helper process died and its supervisor started it again (failed starts included).",
+            [((h.name,), h.restarts) for h in helpers],
+            labels=labels,
+            empty=none,
+        )
+        yield gauge(
+            "helper_given_up",
+            "1 when a helper kept dying and is no longer started.",
+            [((h.name,), 1 if h.gave_up else 0) for h in helpers],
+            labels=labels,
+            empty=none,
+        )

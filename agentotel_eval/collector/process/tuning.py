@@ -71,7 +71,9 @@ def _tune_malloc() -> bool:
     libc = _libc()
     if libc is None:
         return False
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(_M_ARENA_MAX, ARENA_MAX))
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
+        libc.mallopt(_M_ARENA_MAX, ARENA_MAX)
+    )
 
 
 def _arrow_through_malloc() -> None:

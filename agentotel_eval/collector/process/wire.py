@@ -27,11 +27,23 @@ _PICKLE = b"P"
 
 def _span_tuple(s: SpanRecord) -> tuple[Any, ...]:
     return (
-        s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns, s.end_ns, s.status_code,
-        s.status_message, s.attributes,
+        s.trace_id,
+        s.span_id,
+        s.parent_span_id,
+        s.name,
+        s.kind,
+        s.start_ns,
+        s.end_ns,
+        s.status_code,
+        s.status_message,
+        s.attributes,
         tuple((e.name, e.time_ns, e.attributes) for e in s.events) if s.events else (),
         tuple((lk.trace_id, lk.span_id, lk.attributes) for lk in s.links) if s.links else (),
-        s.resource, s.scope_name, s.scope_version, s.trace_state, s.flags,
+        s.resource,
+        s.scope_name,
+        s.scope_version,
+        s.trace_state,
+        s.flags,
     )
 
 
@@ -43,8 +55,19 @@ def _span(t: tuple[Any, ...]) -> SpanRecord:
 
 def _log_tuple(r: LogRecord) -> tuple[Any, ...]:
     return (
-        r.time_ns, r.observed_time_ns, r.trace_id, r.span_id, r.severity_number, r.severity_text, r.event_name,
-        r.body, r.attributes, r.resource, r.scope_name, r.scope_version, r.flags,
+        r.time_ns,
+        r.observed_time_ns,
+        r.trace_id,
+        r.span_id,
+        r.severity_number,
+        r.severity_text,
+        r.event_name,
+        r.body,
+        r.attributes,
+        r.resource,
+        r.scope_name,
+        r.scope_version,
+        r.flags,
     )
 
 

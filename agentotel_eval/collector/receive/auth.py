@@ -78,8 +78,15 @@ class BearerAuth:
     """ASGI middleware: lets a request through with the token (or, for ``cookie_paths``' GETs, the UI's cookie), or
     answers it with ``refusal(request)`` (401 with a challenge) without reading its body."""
 
-    def __init__(self, app: ASGIApp, *, auth: Authenticator, open_paths: frozenset[str],
-                 cookie_paths: Callable[[str], bool], refusal: Callable[[Request], Response]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        auth: Authenticator,
+        open_paths: frozenset[str],
+        cookie_paths: Callable[[str], bool],
+        refusal: Callable[[Request], Response],
+    ) -> None:
         self.app = app
         self._auth = auth
         self._open = open_paths
@@ -93,8 +100,10 @@ class BearerAuth:
         request = Request(scope, receive)
         headers = request.headers
         if self._auth.bearer(headers.get("authorization")) or (
-                scope["method"] in ("GET", "HEAD") and self._cookie_paths(scope["path"])
-                and self._auth.cookie(headers.get("cookie"))):
+            scope["method"] in ("GET", "HEAD")
+            and self._cookie_paths(scope["path"])
+            and self._auth.cookie(headers.get("cookie"))
+        ):
             await self.app(scope, receive, send)
             return
         self._auth.failed("http")

@@ -55,7 +55,11 @@ def _abort(context: grpc.ServicerContext, exc: ReceiverError) -> None:
 
 #: (service, signal, response type) served; the paths are those of the generated OTLP servicers.
 SERVICES = (
-    ("opentelemetry.proto.collector.trace.v1.TraceService", "traces", trace_service_pb2.ExportTraceServiceResponse),
+    (
+        "opentelemetry.proto.collector.trace.v1.TraceService",
+        "traces",
+        trace_service_pb2.ExportTraceServiceResponse,
+    ),
     ("opentelemetry.proto.collector.logs.v1.LogsService", "logs", logs_service_pb2.ExportLogsServiceResponse),
 )
 
@@ -90,10 +94,19 @@ class GrpcReceiver:
     ``idle_timeout``: a connection with no call for this long is closed; ``handshake_timeout``: the TLS and HTTP/2
     handshakes must be done within it."""
 
-    def __init__(self, host: str, port: int, ingestor: Ingestor, *, workers: int = 16,
-                 max_request_size: int = 20 * 1024 * 1024, auth: Authenticator | None = None,
-                 tls: tuple[bytes, bytes] | None = None, idle_timeout: float = 60.0,
-                 handshake_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        ingestor: Ingestor,
+        *,
+        workers: int = 16,
+        max_request_size: int = 20 * 1024 * 1024,
+        auth: Authenticator | None = None,
+        tls: tuple[bytes, bytes] | None = None,
+        idle_timeout: float = 60.0,
+        handshake_timeout: float = 30.0,
+    ) -> None:
         self._host = host
         self._port = port
         self._ingestor = ingestor
@@ -127,7 +140,8 @@ class GrpcReceiver:
         server.add_generic_rpc_handlers(
             [
                 grpc.method_handlers_generic_handler(
-                    service, {"Export": _export_handler(self._ingestor, signal, rtype)})
+                    service, {"Export": _export_handler(self._ingestor, signal, rtype)}
+                )
                 for service, signal, rtype in SERVICES
             ]
         )
@@ -135,10 +149,14 @@ class GrpcReceiver:
         try:
             if self._tls is not None:
                 chain, key = self._tls
-                bound = server.add_secure_port(f"{host}:{self._port}", grpc.ssl_server_credentials([(key, chain)]))
+                bound = server.add_secure_port(
+                    f"{host}:{self._port}", grpc.ssl_server_credentials([(key, chain)])
+                )
             else:
                 bound = server.add_insecure_port(f"{host}:{self._port}")
-        except RuntimeError as exc:  # gRPC says only "Failed to bind": taken between the check and here, or in use
+        except (
+            RuntimeError
+        ) as exc:  # gRPC says only "Failed to bind": taken between the check and here, or in use
             if "bind" in str(exc).lower():
                 raise OSError(in_use_message(self._port, "OTLP/gRPC", self._host, "grpc")) from None
             raise OSError(f"cannot listen for gRPC on {self._host}:{self._port}: {exc}") from None

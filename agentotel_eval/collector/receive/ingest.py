@@ -118,7 +118,9 @@ class Ingestor:
             with self._cpu_slots:
                 batch = self._decode(signal, encoding, body)
         except DecodeError as exc:
-            self.stats.count(transport, signal, "over_limit" if isinstance(exc, LimitExceeded) else "bad_request")
+            self.stats.count(
+                transport, signal, "over_limit" if isinstance(exc, LimitExceeded) else "bad_request"
+            )
             raise BadRequest(str(exc)) from None
         except DecodeUnavailable as exc:
             self.stats.count(transport, signal, "unavailable")
@@ -137,10 +139,15 @@ class Ingestor:
                 return
             self._warned_empty.add(key)
         what = "spans" if signal == "traces" else "log records"
-        log.warning("an OTLP/%s %s export request held no %s (is the body an Export%sServiceRequest?); it was "
-                    "answered as a success with nothing stored. Further ones are counted in "
-                    'agentotel_export_requests_total{outcome="empty"}, not logged', transport, signal, what,
-                    "Trace" if signal == "traces" else "Logs")
+        log.warning(
+            "an OTLP/%s %s export request held no %s (is the body an Export%sServiceRequest?); it was "
+            "answered as a success with nothing stored. Further ones are counted in "
+            'agentotel_export_requests_total{outcome="empty"}, not logged',
+            transport,
+            signal,
+            what,
+            "Trace" if signal == "traces" else "Logs",
+        )
 
     def _check_room(self, signal: str, transport: str) -> None:
         why = self._overloaded()

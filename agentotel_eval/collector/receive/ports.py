@@ -12,8 +12,10 @@ class PortInUse(OSError):
 
 
 def in_use_message(port: int, what: str, host: str, flag: str) -> str:
-    return (f"port {port} is in use: cannot listen for {what} on {host}:{port} (another collector? choose another "
-            f"address with --{flag} HOST:PORT)")
+    return (
+        f"port {port} is in use: cannot listen for {what} on {host}:{port} (another collector? choose another "
+        f"address with --{flag} HOST:PORT)"
+    )
 
 
 def check_free(host: str, port: int, what: str, flag: str) -> None:

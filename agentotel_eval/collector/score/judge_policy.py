@@ -23,7 +23,9 @@ def sample_point(trace_id: str, span_id: str) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def judge_decision(run: AgentRun, results: Sequence[MetricResult], settings: JudgeSettings) -> tuple[bool, str]:
+def judge_decision(
+    run: AgentRun, results: Sequence[MetricResult], settings: JudgeSettings
+) -> tuple[bool, str]:
     """(True, "") to judge this run, else (False, why) — the reason is stored with a ``skipped`` row."""
     if settings.sample_rate < 1.0 and sample_point(run.trace_id, run.span_id) >= settings.sample_rate:
         return False, f"not sampled (sample_rate={settings.sample_rate:g})"
@@ -35,12 +37,16 @@ def judge_decision(run: AgentRun, results: Sequence[MetricResult], settings: Jud
         ),
         "tool_error": any(call.status == "error" for call in run.tool_calls),
         "detector_found": any(
-            r.metric == _DETECTORS and r.status == "ok" and bool(r.evaluation_log.get("detected"))
+            r.metric == _DETECTORS
+            and r.status == "ok"
+            and bool(r.evaluation_log.get("detected"))
             and not _uncertain(r)
             for r in results
         ),
         # the detectors found nothing they are sure of, and something they could not check or are not sure of
-        "detector_uncertain": any(r.metric == _DETECTORS and r.status == "ok" and _uncertain(r) for r in results),
+        "detector_uncertain": any(
+            r.metric == _DETECTORS and r.status == "ok" and _uncertain(r) for r in results
+        ),
     }
     if any(reasons[w] for w in settings.only_when):
         return True, ""
@@ -51,7 +57,9 @@ def _uncertain(result: MetricResult) -> bool:
     log = result.evaluation_log
     if "uncertain" in log:
         return bool(log["uncertain"])
-    return not log.get("detected") and bool(log.get("could_not_run"))  # a row written before findings had a confidence
+    return not log.get("detected") and bool(
+        log.get("could_not_run")
+    )  # a row written before findings had a confidence
 
 
 def over_budget(spent_today_usd: float, settings: JudgeSettings) -> str | None:

@@ -45,7 +45,6 @@ from agentotel_eval.test_case import EvalTestCase
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Job:
     """One pending row."""
@@ -90,8 +89,12 @@ def build_metric(settings: JudgeSettings) -> Any:
     )
 
 
-def _forget(in_flight: dict[tuple[str, str, str, str], asyncio.Task[None]], key: tuple[str, str, str, str],
-            wake: asyncio.Event | None, _task: asyncio.Task[None]) -> None:
+def _forget(
+    in_flight: dict[tuple[str, str, str, str], asyncio.Task[None]],
+    key: tuple[str, str, str, str],
+    wake: asyncio.Event | None,
+    _task: asyncio.Task[None],
+) -> None:
     """A judge task's done callback: it is no longer in flight, and its slot can take the next row now."""
     in_flight.pop(key, None)
     if wake is not None:
@@ -177,7 +180,9 @@ class JudgeWorker:
 
     def _run(self) -> None:
         try:
-            asyncio.run(self._main())  # also cancels what litellm left running on the loop (its logging worker)
+            asyncio.run(
+                self._main()
+            )  # also cancels what litellm left running on the loop (its logging worker)
         except Exception:
             log.exception("the judge worker stopped on an error")
         finally:
@@ -279,23 +284,33 @@ class JudgeWorker:
                         case_data = self._redactor.value(case_data)
                     case = EvalTestCase.from_dict(case_data)
                 except (KeyError, TypeError, ValueError) as exc:
-                    row = self._row(job, now, status="error", reason=f"the queued test case is unreadable: {exc}")
+                    row = self._row(
+                        job, now, status="error", reason=f"the queued test case is unreadable: {exc}"
+                    )
                 else:
                     started = time.perf_counter()
                     try:
                         result = await self._metric.a_measure(case)
                     except Exception as exc:  # the metric reports provider failures itself; this is a bug
-                        result = MetricResult(TOOL_ERRORS.name, None, None, f"{type(exc).__name__}: {exc}",
-                                              self.settings.threshold, status="error",
-                                              error=f"{type(exc).__name__}: {exc}", model=self.settings.model,
-                                              evaluator=ToolsErrorMetric.__name__)
+                        result = MetricResult(
+                            TOOL_ERRORS.name,
+                            None,
+                            None,
+                            f"{type(exc).__name__}: {exc}",
+                            self.settings.threshold,
+                            status="error",
+                            error=f"{type(exc).__name__}: {exc}",
+                            model=self.settings.model,
+                            evaluator=ToolsErrorMetric.__name__,
+                        )
                     result = result.with_latency(time.perf_counter() - started)
                     self._add_cost(result.cost_usd)
                     now = self._now()
                     # the row keeps the queued row's key (its evaluator version), whatever this process runs
                     row = dataclasses.replace(
                         result_row(job.trace_id, job.run_span_id, result, now),
-                        model=result.model or self.settings.model, evaluator_version=job.evaluator_version or None,
+                        model=result.model or self.settings.model,
+                        evaluator_version=job.evaluator_version or None,
                     )
             self.stats.by_status[row.status] = self.stats.by_status.get(row.status, 0) + 1
             if row.status == "error":
@@ -305,21 +320,40 @@ class JudgeWorker:
             update = None
             if result is not None and result.status in ("ok", "error"):
                 start = job.details.get("run_start_ns") if isinstance(job.details, dict) else None
-                update = SpanUpdate(job.trace_id, job.run_span_id, start or None, to_json(score_patch([result])),
-                                    events_json(evaluation_events([result], now)), (result.metric,))
+                update = SpanUpdate(
+                    job.trace_id,
+                    job.run_span_id,
+                    start or None,
+                    to_json(score_patch([result])),
+                    events_json(evaluation_events([result], now)),
+                    (result.metric,),
+                )
             with self._lock:
                 self._unwritten.add((job.key, job.created_at_ns))
             self._writer.submit_operation(
-                WriteEvaluation(evaluations_to_arrow([row]), job.key, job.created_at_ns, span_update=update,
-                                on_applied=functools.partial(self._written, result=result, now=now),
-                                on_failed=self._not_written)
+                WriteEvaluation(
+                    evaluations_to_arrow([row]),
+                    job.key,
+                    job.created_at_ns,
+                    span_update=update,
+                    on_applied=functools.partial(self._written, result=result, now=now),
+                    on_failed=self._not_written,
+                )
             )
 
     def _row(self, job: Job, now: int, *, status: str, reason: str) -> EvaluationRow:
         return EvaluationRow(
-            trace_id=job.trace_id, run_span_id=job.run_span_id, metric=job.metric, threshold=self.settings.threshold,
-            reason=reason, status=status, model=self.settings.model, created_at_ns=now,
-            evaluator=ToolsErrorMetric.__name__, evaluator_version=job.evaluator_version or None, updated_at_ns=now,
+            trace_id=job.trace_id,
+            run_span_id=job.run_span_id,
+            metric=job.metric,
+            threshold=self.settings.threshold,
+            reason=reason,
+            status=status,
+            model=self.settings.model,
+            created_at_ns=now,
+            evaluator=ToolsErrorMetric.__name__,
+            evaluator_version=job.evaluator_version or None,
+            updated_at_ns=now,
         )
 
     def _answered(self, job: Job) -> bool:
@@ -361,5 +395,3 @@ class JudgeWorker:
             self._forward_spans([evaluation_span(run_span, result, start, now)])
         if self._forward_logs is not None:
             self._forward_logs([evaluation_log(trace_id, run_span_id, result, now, resource)])
-
-

@@ -47,7 +47,11 @@ from agentotel_eval.store.rows import (
 log = logging.getLogger(__name__)
 
 #: the metrics the stage computes inline, as opposed to the judge's answer that comes later
-DETERMINISTIC_METRICS = (*(d.name for d in MODE_METRICS.values()), TRAJECTORY.name, TOOL_ERRORS_DETECTORS.name)
+DETERMINISTIC_METRICS = (
+    *(d.name for d in MODE_METRICS.values()),
+    TRAJECTORY.name,
+    TOOL_ERRORS_DETECTORS.name,
+)
 _DETERMINISTIC = frozenset(DETERMINISTIC_METRICS)
 _CORRECTNESS = frozenset(d.name for d in MODE_METRICS.values())
 
@@ -57,29 +61,60 @@ def is_held_span(span: SpanRecord) -> bool:
     return span.parent_span_id is None or is_run_span(span)
 
 
-def result_row(trace_id: str, run_span_id: str, result: MetricResult, now_ns: int, latency_s: float | None = None,
-               **details: Any) -> EvaluationRow:
+def result_row(
+    trace_id: str,
+    run_span_id: str,
+    result: MetricResult,
+    now_ns: int,
+    latency_s: float | None = None,
+    **details: Any,
+) -> EvaluationRow:
     """The evaluations row of one metric result on a run; ``details`` adds keys to its evaluation log."""
     log_ = {**result.evaluation_log, **details}
     if result.evaluator_version:  # which code gave the score: a re-score with newer code replaces it
         log_["metric_version"] = result.evaluator_version
     return EvaluationRow(
-        trace_id=trace_id, run_span_id=run_span_id, metric=result.metric, score=result.score,
-        threshold=result.threshold, success=result.success, reason=result.reason or (result.error or ""),
-        details=log_ or None, status=result.status, model=result.model, cost_usd=result.cost_usd,
-        created_at_ns=now_ns, evaluator=result.evaluator or None, evaluator_version=result.evaluator_version or None,
-        latency_s=result.latency_s if latency_s is None else latency_s, source=OWN_SOURCE, updated_at_ns=now_ns,
+        trace_id=trace_id,
+        run_span_id=run_span_id,
+        metric=result.metric,
+        score=result.score,
+        threshold=result.threshold,
+        success=result.success,
+        reason=result.reason or (result.error or ""),
+        details=log_ or None,
+        status=result.status,
+        model=result.model,
+        cost_usd=result.cost_usd,
+        created_at_ns=now_ns,
+        evaluator=result.evaluator or None,
+        evaluator_version=result.evaluator_version or None,
+        latency_s=result.latency_s if latency_s is None else latency_s,
+        source=OWN_SOURCE,
+        updated_at_ns=now_ns,
     )
 
 
 def external_row(ev: ExternalEvaluation, now_ns: int) -> EvaluationRow:
     """A ``gen_ai.evaluation.result`` from another tool as an evaluations row (source recorded)."""
     return EvaluationRow(
-        trace_id=ev.trace_id or "", run_span_id=ev.span_id or "", metric=ev.name, score=ev.score,
-        success=ev.success, reason=ev.explanation,
-        details={"label": ev.label, "error_type": ev.error_type, "response_id": ev.response_id, "origin": ev.origin},
-        status="error" if ev.error_type else "ok", created_at_ns=ev.time_ns or now_ns, evaluator="external",
-        evaluator_version=ev.source, source=ev.source, updated_at_ns=now_ns,
+        trace_id=ev.trace_id or "",
+        run_span_id=ev.span_id or "",
+        metric=ev.name,
+        score=ev.score,
+        success=ev.success,
+        reason=ev.explanation,
+        details={
+            "label": ev.label,
+            "error_type": ev.error_type,
+            "response_id": ev.response_id,
+            "origin": ev.origin,
+        },
+        status="error" if ev.error_type else "ok",
+        created_at_ns=ev.time_ns or now_ns,
+        evaluator="external",
+        evaluator_version=ev.source,
+        source=ev.source,
+        updated_at_ns=now_ns,
     )
 
 
@@ -88,8 +123,14 @@ def external_rows(logs: Sequence[LogRecord], now_ns: int) -> list[EvaluationRow]
     return [external_row(ev, now_ns) for ev in external_evaluations((), logs) if ev.trace_id]
 
 
-def judge_row(config: ScoringConfig, run: AgentRun, case: Any, results: Sequence[MetricResult],
-              expectation: Expectation | None, now: int) -> EvaluationRow | None:
+def judge_row(
+    config: ScoringConfig,
+    run: AgentRun,
+    case: Any,
+    results: Sequence[MetricResult],
+    expectation: Expectation | None,
+    now: int,
+) -> EvaluationRow | None:
     """The judge's row for a scored run: ``pending`` (the judge worker takes it from the table), ``skipped`` when
     there is nothing to show the judge, or None when the run is not a candidate (sampling, ``only_when``)."""
     settings = config.judge
@@ -100,17 +141,33 @@ def judge_row(config: ScoringConfig, run: AgentRun, case: Any, results: Sequence
         return None  # not a candidate (sampling / only_when): no row, nothing to wait for
     if not (run.input or "").strip():  # nothing to show the judge what was asked: say so, spend nothing
         return EvaluationRow(
-            trace_id=run.trace_id, run_span_id=run.span_id, metric=TOOL_ERRORS.name, threshold=settings.threshold,
+            trace_id=run.trace_id,
+            run_span_id=run.span_id,
+            metric=TOOL_ERRORS.name,
+            threshold=settings.threshold,
             reason="not judged: the run has no recorded user input (is message content capture on?)",
-            status="skipped", model=settings.model, created_at_ns=now, evaluator=ToolsErrorMetric.__name__,
+            status="skipped",
+            model=settings.model,
+            created_at_ns=now,
+            evaluator=ToolsErrorMetric.__name__,
             evaluator_version=ToolsErrorMetric.version,
         )
     return EvaluationRow(
-        trace_id=run.trace_id, run_span_id=run.span_id, metric=TOOL_ERRORS.name, threshold=settings.threshold,
-        reason="queued for the LLM judge", status="pending", model=settings.model, created_at_ns=now,
-        details={"test_case": case.to_dict(), "run_start_ns": run.start_time_ns,
-                 "expectation": expectation.source if expectation is not None else None},
-        evaluator=ToolsErrorMetric.__name__, evaluator_version=ToolsErrorMetric.version,
+        trace_id=run.trace_id,
+        run_span_id=run.span_id,
+        metric=TOOL_ERRORS.name,
+        threshold=settings.threshold,
+        reason="queued for the LLM judge",
+        status="pending",
+        model=settings.model,
+        created_at_ns=now,
+        details={
+            "test_case": case.to_dict(),
+            "run_start_ns": run.start_time_ns,
+            "expectation": expectation.source if expectation is not None else None,
+        },
+        evaluator=ToolsErrorMetric.__name__,
+        evaluator_version=ToolsErrorMetric.version,
     )
 
 
@@ -153,13 +210,16 @@ class RunScorer:
             self._detectors = TOOL_ERRORS_DETECTORS.build(
                 judge.threshold if judge else None,
                 error_types=list(judge.error_types) if judge and judge.error_types else None,
-                tool_rules=config.tools, disabled_rules=settings.disabled_rules,
+                tool_rules=config.tools,
+                disabled_rules=settings.disabled_rules,
             )
 
     def expectation(self, run: AgentRun) -> Expectation | None:
         return self._finder.find(run)
 
-    def score(self, run: AgentRun, expectation: Expectation | None) -> tuple[Any, list[tuple[MetricResult, float]]]:
+    def score(
+        self, run: AgentRun, expectation: Expectation | None
+    ) -> tuple[Any, list[tuple[MetricResult, float]]]:
         """The run's test case and its deterministic results with the seconds each took (tool correctness only
         with expected tools, the trajectory only with a spec)."""
         case = run.to_test_case(expected_tools=expectation.calls if expectation is not None else None)
@@ -275,11 +335,19 @@ class ScoringStage:
                 # First scoring of a trace: the span here is the span as stored, so the whole new value is known
                 # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
                 # since it was read (a judge answer): it gets the delta.
-                updates.append(SpanUpdate(span.trace_id, span.span_id, span.start_ns,
-                                          *write_back(span, results, now, not trace.replace, sorted(cleared))))
+                updates.append(
+                    SpanUpdate(
+                        span.trace_id,
+                        span.span_id,
+                        span.start_ns,
+                        *write_back(span, results, now, not trace.replace, sorted(cleared)),
+                    )
+                )
                 if self._forward is not None:
                     if self._was_forwarded(span):  # re-scored after it was sent: new scores go as child spans
-                        late_scores.extend(evaluation_span(span, r, now, now) for r in results if r.status == "ok")
+                        late_scores.extend(
+                            evaluation_span(span, r, now, now) for r in results if r.status == "ok"
+                        )
                     else:
                         scored_spans[span.span_id] = with_scores(span, results, now)
         # Scores other tools put on spans come with the trace; those sent as log records are stored at ingest
@@ -289,12 +357,16 @@ class ScoringStage:
             self.stats.external_evaluations += 1
         for row in rows:
             self.stats.evaluations[row.metric] = self.stats.evaluations.get(row.metric, 0) + 1
-        scored_trace = dataclasses.replace(trace, evaluations=trace.evaluations + tuple(rows),
-                                           span_updates=trace.span_updates + tuple(updates))
+        scored_trace = dataclasses.replace(
+            trace,
+            evaluations=trace.evaluations + tuple(rows),
+            span_updates=trace.span_updates + tuple(updates),
+        )
         return scored_trace, self._held_unsent(trace, scored_spans) + late_scores
 
-    def _judge_row(self, run: AgentRun, case: Any, results: list[MetricResult], expectation: Expectation | None,
-                   now: int) -> EvaluationRow | None:
+    def _judge_row(
+        self, run: AgentRun, case: Any, results: list[MetricResult], expectation: Expectation | None, now: int
+    ) -> EvaluationRow | None:
         if not self._queue_judge:
             return None
         row = judge_row(self.config, run, case, results, expectation, now)

@@ -35,8 +35,22 @@ from agentotel_eval.store.rows import OWN_SOURCE
 
 log = logging.getLogger(__name__)
 
-_EVALUATION_COLUMNS = ("trace_id", "run_span_id", "metric", "score", "threshold", "success", "reason", "details",
-                       "status", "model", "created_at", "evaluator", "evaluator_version", "source")
+_EVALUATION_COLUMNS = (
+    "trace_id",
+    "run_span_id",
+    "metric",
+    "score",
+    "threshold",
+    "success",
+    "reason",
+    "details",
+    "status",
+    "model",
+    "created_at",
+    "evaluator",
+    "evaluator_version",
+    "source",
+)
 _RUN_COLUMNS = ("trace_id", "span_id", "service_name", "agent_name", "start_time")
 
 Lookup = Callable[[Sequence[tuple[str, str]]], Mapping[tuple[str, str], RunIdentity]]
@@ -71,8 +85,10 @@ def _rows(table: pa.Table, columns: Sequence[str]) -> list[dict[str, Any]]:
 
 def sendable_rows(table: pa.Table) -> list[dict[str, Any]]:
     """This collector's ok / error rows of an ``evaluations`` table, as dicts with the details parsed."""
-    keep = pc.and_(pc.is_in(table.column("status"), pa.array(sorted(SENT_STATUSES))),
-                   pc.equal(table.column("source"), OWN_SOURCE))
+    keep = pc.and_(
+        pc.is_in(table.column("status"), pa.array(sorted(SENT_STATUSES))),
+        pc.equal(table.column("source"), OWN_SOURCE),
+    )
     rows = _rows(table.filter(pc.fill_null(keep, False)), _EVALUATION_COLUMNS)
     for row in rows:
         details = row.get("details")
@@ -87,8 +103,15 @@ def sendable_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 class EvaluationFeed:
-    def __init__(self, sinks: Sequence[Callable[[Sequence[SinkEvaluation]], None]], quality: QualityCounts, *,
-                 lookup: Lookup | None = None, max_batches: int = 10_000, remembered_runs: int = 100_000) -> None:
+    def __init__(
+        self,
+        sinks: Sequence[Callable[[Sequence[SinkEvaluation]], None]],
+        quality: QualityCounts,
+        *,
+        lookup: Lookup | None = None,
+        max_batches: int = 10_000,
+        remembered_runs: int = 100_000,
+    ) -> None:
         self._sinks = tuple(sinks)
         self._quality = quality
         self._lookup = lookup
@@ -119,9 +142,12 @@ class EvaluationFeed:
                 now = time.monotonic()
                 if now - self._last_warning >= WARN_EVERY_S:  # one line per interval, not one per batch
                     self._last_warning = now
-                    log.warning("the evaluation feed fell %d batches behind and drops the oldest (%d dropped so "
-                                "far): the sinks and /metrics miss them", self._max_batches,
-                                self.stats.dropped_batches)
+                    log.warning(
+                        "the evaluation feed fell %d batches behind and drops the oldest (%d dropped so "
+                        "far): the sinks and /metrics miss them",
+                        self._max_batches,
+                        self.stats.dropped_batches,
+                    )
             self._cond.notify()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
@@ -151,7 +177,9 @@ class EvaluationFeed:
         if item.runs is not None and item.runs.num_rows:
             self._remember(run_identities(_rows(item.runs, _RUN_COLUMNS)))
         rows = sendable_rows(item.evaluations)
-        evaluations = sink_evaluations(rows, self._identities({(r["trace_id"], r["run_span_id"]) for r in rows}))
+        evaluations = sink_evaluations(
+            rows, self._identities({(r["trace_id"], r["run_span_id"]) for r in rows})
+        )
         self.stats.batches += 1
         self.stats.evaluations += len(evaluations)
         if item.live:
@@ -175,8 +203,11 @@ class EvaluationFeed:
             try:
                 looked_up = dict(self._lookup(missing))
             except Exception:
-                log.warning("could not read the runs of %d evaluations; they are sent without agent and service",
-                            len(missing), exc_info=True)
+                log.warning(
+                    "could not read the runs of %d evaluations; they are sent without agent and service",
+                    len(missing),
+                    exc_info=True,
+                )
                 looked_up = {}
             self._remember(looked_up)
             found.update(looked_up)
@@ -192,9 +223,12 @@ def stored_runs(cursor: Callable[[], Any]) -> Lookup:
         with cursor() as cur:
             rows = cur.execute(
                 f"SELECT {', '.join(_RUN_COLUMNS)} FROM agent_runs WHERE trace_id IN "
-                f"({', '.join('?' for _ in traces)})", traces).fetchall()
-        found = run_identities([dict(zip(_RUN_COLUMNS, (*row[:-1], _epoch_ns(row[-1])), strict=True))
-                                for row in rows])
+                f"({', '.join('?' for _ in traces)})",
+                traces,
+            ).fetchall()
+        found = run_identities(
+            [dict(zip(_RUN_COLUMNS, (*row[:-1], _epoch_ns(row[-1])), strict=True)) for row in rows]
+        )
         return {key: identity for key, identity in found.items() if key in wanted}
 
     return lookup

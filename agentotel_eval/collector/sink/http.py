@@ -39,14 +39,22 @@ class JsonApi:
     def _connect(self) -> http.client.HTTPConnection:
         if self._connection is None:
             if self._https:
-                self._connection = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
-                                                               context=ssl.create_default_context())
+                self._connection = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self._timeout, context=ssl.create_default_context()
+                )
             else:
                 self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         return self._connection
 
-    def call(self, method: str, path: str, *, json: Any = None, params: Mapping[str, str] | None = None,
-             headers: Mapping[str, str] | None = None) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         """The answer's JSON (None for an empty body); raises ``SinkRetryable``, ``NotFound`` or ``SinkRefused``."""
         target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
         body = orjson.dumps(json) if json is not None else None

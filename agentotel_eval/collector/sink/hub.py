@@ -47,14 +47,24 @@ def build(config: SinkConfig, redactor: Redactor | None) -> tuple[SinkClient, Fo
 
 
 def _redacted(redactor: Redactor, evaluation: SinkEvaluation) -> SinkEvaluation:
-    return dataclasses.replace(evaluation, reason=redactor.text(evaluation.reason),
-                               findings=tuple(redactor.value(dict(f)) for f in evaluation.findings))
+    return dataclasses.replace(
+        evaluation,
+        reason=redactor.text(evaluation.reason),
+        findings=tuple(redactor.value(dict(f)) for f in evaluation.findings),
+    )
 
 
 class SinkHub:
-    def __init__(self, sinks: Sequence[SinkConfig], *, max_agents: int, lookup: Lookup | None = None,
-                 redactor: Redactor | None = None, redacted_at_store: bool = False,
-                 clients: Callable[[SinkConfig], tuple[SinkClient, Forwarder | None]] | None = None) -> None:
+    def __init__(
+        self,
+        sinks: Sequence[SinkConfig],
+        *,
+        max_agents: int,
+        lookup: Lookup | None = None,
+        redactor: Redactor | None = None,
+        redacted_at_store: bool = False,
+        clients: Callable[[SinkConfig], tuple[SinkClient, Forwarder | None]] | None = None,
+    ) -> None:
         self.quality = QualityCounts(max_agents)
         self.workers: list[SinkWorker] = []
         self.forwarders: list[tuple[str, Forwarder]] = []
@@ -105,8 +115,16 @@ class SinkHub:
 
     def keep_raw(self, batch: IngestBatch, signal: str, encoding: str, body: bytes) -> IngestBatch:
         """The decoded request, with its body kept when the sinks may send it on as it is (the module docstring)."""
-        if (not self.forwarders or signal != "traces" or encoding != "protobuf" or batch.rejected
-                or batch.limited or self._redactor is not None or self._redacted_at_store or not batch.size):
+        if (
+            not self.forwarders
+            or signal != "traces"
+            or encoding != "protobuf"
+            or batch.rejected
+            or batch.limited
+            or self._redactor is not None
+            or self._redacted_at_store
+            or not batch.size
+        ):
             return batch
         return dataclasses.replace(batch, raw=body)
 
@@ -136,4 +154,7 @@ class SinkHub:
             self.feed.put(Committed(op.evaluations, op.runs, live=False))
 
     def telemetry(self) -> list[Collector]:
-        return [QualityTelemetry(self.quality), SinkTelemetry(self.workers, lambda: self.forwarders, self.feed)]
+        return [
+            QualityTelemetry(self.quality),
+            SinkTelemetry(self.workers, lambda: self.forwarders, self.feed),
+        ]

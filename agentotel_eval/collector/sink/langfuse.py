@@ -84,7 +84,13 @@ class LangfuseClient:
 
 
 def span_export(config: SinkConfig) -> tuple[ForwardConfig, Any]:
-    return ForwardConfig(url=config.base_url + OTLP_PATH, protocol="http/protobuf", headers=_headers(config),
-                         timeout_s=config.timeout, max_retries=config.max_retries,
-                         initial_backoff_s=config.initial_backoff, max_backoff_s=config.max_backoff,
-                         max_queue_records=SPAN_QUEUE), None
+    return ForwardConfig(
+        url=config.base_url + OTLP_PATH,
+        protocol="http/protobuf",
+        headers=_headers(config),
+        timeout_s=config.timeout,
+        max_retries=config.max_retries,
+        initial_backoff_s=config.initial_backoff,
+        max_backoff_s=config.max_backoff,
+        max_queue_records=SPAN_QUEUE,
+    ), None

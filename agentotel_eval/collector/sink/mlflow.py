@@ -40,17 +40,24 @@ def assessment(evaluation: SinkEvaluation) -> dict[str, Any]:
     if evaluation.status == "ok" and evaluation.score is not None:
         feedback: dict[str, Any] = {"value": evaluation.score}
     else:
-        feedback = {"error": {"error_code": "EVALUATION_ERROR", "error_message": evaluation.reason or "failed"}}
+        feedback = {
+            "error": {"error_code": "EVALUATION_ERROR", "error_message": evaluation.reason or "failed"}
+        }
     return {
         "assessment_name": evaluation.metric,
         "trace_id": trace_id(evaluation),
         "span_id": evaluation.span_id,
-        "source": {"source_type": _SOURCE_TYPES.get(evaluation.annotator, "CODE"),
-                   "source_id": SOURCE_PREFIX + (evaluation.evaluator or evaluation.metric)},
+        "source": {
+            "source_type": _SOURCE_TYPES.get(evaluation.annotator, "CODE"),
+            "source_id": SOURCE_PREFIX + (evaluation.evaluator or evaluation.metric),
+        },
         "feedback": feedback,
         "rationale": evaluation.reason,
-        "metadata": {key: value if isinstance(value, str) else json.dumps(value)
-                     for key, value in evaluation.metadata().items() if value is not None},
+        "metadata": {
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in evaluation.metadata().items()
+            if value is not None
+        },
     }
 
 
@@ -80,17 +87,21 @@ class MlflowClient:
 
     def _resolve(self) -> str:
         try:
-            found = self._api.call("GET", "/api/2.0/mlflow/experiments/get-by-name",
-                                   params={"experiment_name": self._experiment})
+            found = self._api.call(
+                "GET", "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": self._experiment}
+            )
             return str(found["experiment"]["experiment_id"])
         except NotFound:
             pass
         try:
-            created = self._api.call("POST", "/api/2.0/mlflow/experiments/create", json={"name": self._experiment})
+            created = self._api.call(
+                "POST", "/api/2.0/mlflow/experiments/create", json={"name": self._experiment}
+            )
             return str(created["experiment_id"])
         except SinkRefused:  # created meanwhile by another writer
-            found = self._api.call("GET", "/api/2.0/mlflow/experiments/get-by-name",
-                                   params={"experiment_name": self._experiment})
+            found = self._api.call(
+                "GET", "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": self._experiment}
+            )
             return str(found["experiment"]["experiment_id"])
 
     def send(self, batch: Sequence[SinkEvaluation]) -> Sent:
@@ -112,11 +123,15 @@ class MlflowClient:
                 known = existing.get((evaluation.metric, evaluation.span_id))
                 try:
                     if known:
-                        self._api.call("PATCH", f"/api/3.0/mlflow/traces/{trace}/assessments/{known}",
-                                       json={"assessment": body, "update_mask": UPDATED})
+                        self._api.call(
+                            "PATCH",
+                            f"/api/3.0/mlflow/traces/{trace}/assessments/{known}",
+                            json={"assessment": body, "update_mask": UPDATED},
+                        )
                     else:
-                        self._api.call("POST", f"/api/3.0/mlflow/traces/{trace}/assessments",
-                                       json={"assessment": body})
+                        self._api.call(
+                            "POST", f"/api/3.0/mlflow/traces/{trace}/assessments", json={"assessment": body}
+                        )
                 except NotFound:
                     waiting.append(evaluation)
                 except SinkRetryable:
@@ -144,8 +159,9 @@ class _ExperimentSender:
             except SinkRetryable as exc:
                 raise ExportRetryable(str(exc), exc.retry_after_s) from None
             headers = {**self._config.headers, EXPERIMENT_HEADER: experiment}
-            self._sender = HttpSender(ForwardConfig(url=self._config.url, headers=headers,
-                                                    timeout_s=self._config.timeout_s))
+            self._sender = HttpSender(
+                ForwardConfig(url=self._config.url, headers=headers, timeout_s=self._config.timeout_s)
+            )
         self._sender.send(signal, request)
 
     def close(self) -> None:
@@ -154,8 +170,13 @@ class _ExperimentSender:
 
 
 def span_export(config: SinkConfig, client: MlflowClient) -> tuple[ForwardConfig, Any]:
-    forward = ForwardConfig(url=config.base_url, protocol="http/protobuf", timeout_s=config.timeout,
-                            max_retries=config.max_retries, initial_backoff_s=config.initial_backoff,
-                            max_backoff_s=config.max_backoff,
-                            max_queue_records=SPAN_QUEUE)
+    forward = ForwardConfig(
+        url=config.base_url,
+        protocol="http/protobuf",
+        timeout_s=config.timeout,
+        max_retries=config.max_retries,
+        initial_backoff_s=config.initial_backoff,
+        max_backoff_s=config.max_backoff,
+        max_queue_records=SPAN_QUEUE,
+    )
     return forward, _ExperimentSender(forward, client)

@@ -76,7 +76,13 @@ class PhoenixClient:
 
 def span_export(config: SinkConfig) -> tuple[ForwardConfig, Any]:
     """Where the spans go (Phoenix's OTLP/HTTP receiver on the same port), and no sender of our own."""
-    return ForwardConfig(url=config.base_url, protocol="http/protobuf", headers=_headers(config),
-                         timeout_s=config.timeout, max_retries=config.max_retries,
-                         initial_backoff_s=config.initial_backoff, max_backoff_s=config.max_backoff,
-                         max_queue_records=SPAN_QUEUE), None
+    return ForwardConfig(
+        url=config.base_url,
+        protocol="http/protobuf",
+        headers=_headers(config),
+        timeout_s=config.timeout,
+        max_retries=config.max_retries,
+        initial_backoff_s=config.initial_backoff,
+        max_backoff_s=config.max_backoff,
+        max_queue_records=SPAN_QUEUE,
+    ), None

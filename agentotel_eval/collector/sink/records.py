@@ -20,7 +20,16 @@ from agentotel_eval.store.rows import OWN_SOURCE
 #: not evaluations yet
 SENT_STATUSES = frozenset({"ok", "error"})
 #: the keys of a finding that go with it (its evidence and arguments stay in the database)
-FINDING_KEYS = ("type", "subtype", "rule", "confidence", "uncertain", "tool_name", "call_indices", "description")
+FINDING_KEYS = (
+    "type",
+    "subtype",
+    "rule",
+    "confidence",
+    "uncertain",
+    "tool_name",
+    "call_indices",
+    "description",
+)
 #: the metrics whose evaluation log holds the detectors' findings (the tool-error metrics)
 WITH_FINDINGS = frozenset(d.name for d in family(TOOL_ERRORS))
 #: agent and service when the run is not known (a run removed before its judge's answer was sent)
@@ -108,8 +117,11 @@ def findings_of(details: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     found = details.get("detectors")
     if not isinstance(found, list):
         return ()
-    return tuple({key: item.get(key) for key in FINDING_KEYS if key in item} for item in found
-                 if isinstance(item, Mapping))
+    return tuple(
+        {key: item.get(key) for key in FINDING_KEYS if key in item}
+        for item in found
+        if isinstance(item, Mapping)
+    )
 
 
 def annotator_of(row: Mapping[str, Any]) -> str:
@@ -118,8 +130,9 @@ def annotator_of(row: Mapping[str, Any]) -> str:
     return "LLM" if declared is not None and declared.llm else "CODE"
 
 
-def sink_evaluations(rows: Iterable[Mapping[str, Any]],
-                     runs: Mapping[tuple[str, str], RunIdentity]) -> list[SinkEvaluation]:
+def sink_evaluations(
+    rows: Iterable[Mapping[str, Any]], runs: Mapping[tuple[str, str], RunIdentity]
+) -> list[SinkEvaluation]:
     """This collector's sendable rows (``evaluations`` columns as dicts) as ``SinkEvaluation``; other tools' scores,
     pending and skipped rows are left out. ``runs`` names each run's service and agent."""
     out = []
@@ -130,16 +143,26 @@ def sink_evaluations(rows: Iterable[Mapping[str, Any]],
         uncertain = details.get("uncertain")
         key = (row["trace_id"], row["run_span_id"])
         created = row.get("created_at")
-        out.append(SinkEvaluation(
-            trace_id=row["trace_id"], span_id=row["run_span_id"], metric=row["metric"],
-            score=row.get("score"), success=row.get("success"), status=row["status"],
-            reason=row.get("reason") or "", evaluator=row.get("evaluator") or "",
-            evaluator_version=row.get("evaluator_version") or "", annotator=annotator_of(row),
-            threshold=row.get("threshold"), model=row.get("model"), findings=findings_of(details),
-            uncertain=uncertain if isinstance(uncertain, bool) else None,
-            run=runs.get(key, RunIdentity(UNKNOWN, UNKNOWN)),
-            created_at_ns=_ns(created),
-        ))
+        out.append(
+            SinkEvaluation(
+                trace_id=row["trace_id"],
+                span_id=row["run_span_id"],
+                metric=row["metric"],
+                score=row.get("score"),
+                success=row.get("success"),
+                status=row["status"],
+                reason=row.get("reason") or "",
+                evaluator=row.get("evaluator") or "",
+                evaluator_version=row.get("evaluator_version") or "",
+                annotator=annotator_of(row),
+                threshold=row.get("threshold"),
+                model=row.get("model"),
+                findings=findings_of(details),
+                uncertain=uncertain if isinstance(uncertain, bool) else None,
+                run=runs.get(key, RunIdentity(UNKNOWN, UNKNOWN)),
+                created_at_ns=_ns(created),
+            )
+        )
     return out
 
 
@@ -154,9 +177,12 @@ def _ns(value: Any) -> int:
 
 def run_identities(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], RunIdentity]:
     """(trace_id, span_id) -> identity, from ``agent_runs`` rows as dicts."""
-    return {(r["trace_id"], r["span_id"]): RunIdentity(r.get("service_name") or "", r.get("agent_name") or "",
-                                                       _ns(r.get("start_time")))
-            for r in rows}
+    return {
+        (r["trace_id"], r["span_id"]): RunIdentity(
+            r.get("service_name") or "", r.get("agent_name") or "", _ns(r.get("start_time"))
+        )
+        for r in rows
+    }
 
 
 def sure_error_types(evaluation: SinkEvaluation) -> list[str]:

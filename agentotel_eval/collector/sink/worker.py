@@ -75,8 +75,15 @@ class SinkWorker:
     """The queue and sender thread of one configured sink (see the module docstring). ``clock``, ``sleep`` and
     ``rng`` stand in for time in tests, as the forwarder's do."""
 
-    def __init__(self, config: SinkConfig, client: SinkClient, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], bool] | None = None, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        config: SinkConfig,
+        client: SinkClient,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], bool] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.config = config
         self.name = config.name
         self._client = client
@@ -88,15 +95,22 @@ class SinkWorker:
         self._clock = clock
         self._sleep = sleep or self._wait_before_retry
         self._rng = rng or random.Random()
-        self._retry = RetryPolicy(max_attempts=config.max_retries + 1, base_delay=config.initial_backoff,
-                                  max_delay=config.max_backoff, max_retry_after=math.inf, retry_after_jitter=0.0)
+        self._retry = RetryPolicy(
+            max_attempts=config.max_retries + 1,
+            base_delay=config.initial_backoff,
+            max_delay=config.max_backoff,
+            max_retry_after=math.inf,
+            retry_after_jitter=0.0,
+        )
         self._last_warning = -WARN_EVERY_S
         self.stats = SinkStats()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"agentotel-sink-{self.config.kind}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"agentotel-sink-{self.config.kind}", daemon=True
+            )
             self._thread.start()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
@@ -177,11 +191,19 @@ class SinkWorker:
                     self._drop(outcome.refused, f"refused: {outcome.why}")
             if outcome.waiting:  # only these are tried again
                 pending = list(outcome.waiting)
-                raise SinkRetryable(f"{len(pending)} evaluations wait for their run's trace to reach the tool")
+                raise SinkRetryable(
+                    f"{len(pending)} evaluations wait for their run's trace to reach the tool"
+                )
 
         try:
-            call_with_retries(attempt, self._retry, self._classify, rng=self._rng, sleep=self._sleep,
-                              on_failure=self._count_failure)
+            call_with_retries(
+                attempt,
+                self._retry,
+                self._classify,
+                rng=self._rng,
+                sleep=self._sleep,
+                on_failure=self._count_failure,
+            )
         except GaveUp as gave_up:
             exc = gave_up.__cause__
             if gave_up.failure.retryable:
@@ -225,4 +247,6 @@ class SinkWorker:
         now = self._clock()
         if now - self._last_warning >= WARN_EVERY_S:
             self._last_warning = now
-            log.warning("sink %s is dropping evaluations (%d dropped so far): %s", self.name, self.stats.dropped, why)
+            log.warning(
+                "sink %s is dropping evaluations (%d dropped so far): %s", self.name, self.stats.dropped, why
+            )

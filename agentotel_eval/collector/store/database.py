@@ -105,8 +105,13 @@ class Database:
     #: how long a reopen keeps trying to open the file again (another process may hold it for a moment)
     OPEN_RETRY_FOR = 10.0
 
-    def __init__(self, path: str | Path, *, settings: Mapping[str, DuckDBSetting] | None = None,
-                 row_group_size: int = DEFAULT_ROW_GROUP_SIZE) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        settings: Mapping[str, DuckDBSetting] | None = None,
+        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    ) -> None:
         self.path = Path(path)
         self._settings = dict(settings or {})
         self._row_group_size = row_group_size
@@ -178,7 +183,9 @@ class Database:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         # checked once before the first open; a reopen finds the file this instance migrated
-        return open_store(self.path, settings=self._settings, row_group_size=self._row_group_size, check=False)
+        return open_store(
+            self.path, settings=self._settings, row_group_size=self._row_group_size, check=False
+        )
 
     def _install(self, con: duckdb.DuckDBPyConnection) -> None:
         try:
@@ -207,7 +214,9 @@ class Database:
             except SchemaError as exc:
                 if time.monotonic() >= deadline:
                     log.error("could not open the database %s again: %s", self.path, exc)
-                    raise DatabaseClosed(f"the database {self.path} could not be opened again: {exc}") from exc
+                    raise DatabaseClosed(
+                        f"the database {self.path} could not be opened again: {exc}"
+                    ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 

@@ -28,8 +28,15 @@ Outcome = tuple[int, set[tuple[str, ...]] | None]
 class InsertPlan:
     """One idempotent append: rows whose key is already stored in the batch's time window are skipped."""
 
-    def __init__(self, table: str, arrow_schema: pa.Schema, columns: Sequence[str], batches: list[pa.RecordBatch],
-                 key: tuple[str, ...], time_column: str) -> None:
+    def __init__(
+        self,
+        table: str,
+        arrow_schema: pa.Schema,
+        columns: Sequence[str],
+        batches: list[pa.RecordBatch],
+        key: tuple[str, ...],
+        time_column: str,
+    ) -> None:
         self.table = table
         self.view = f"_ingest_{table}"
         self.data = pa.Table.from_batches(batches, schema=arrow_schema)
@@ -78,8 +85,9 @@ class InsertPlan:
         return total, set(zip(*(inserted.column(k).to_pylist() for k in self.key), strict=True))
 
 
-def new_rows(batches: Sequence[pa.RecordBatch | None], outcome: Outcome | None,
-             key: tuple[str, ...]) -> list[list[int] | None]:
+def new_rows(
+    batches: Sequence[pa.RecordBatch | None], outcome: Outcome | None, key: tuple[str, ...]
+) -> list[list[int] | None]:
     """Per batch of one plan, the indices of its rows that were inserted: None for all of them, [] for none (or
     no batch). A second copy of a record, in the same batch or a later one, is a duplicate."""
     inserted = outcome[1] if outcome is not None else None
@@ -100,7 +108,9 @@ def new_rows(batches: Sequence[pa.RecordBatch | None], outcome: Outcome | None,
 
 
 def _has_duplicate_keys(data: pa.Table, key: tuple[str, ...]) -> bool:
-    column = data.column(key[0]) if len(key) == 1 else pc.binary_join_element_wise(
-        *(data.column(k) for k in key), ""
+    column = (
+        data.column(key[0])
+        if len(key) == 1
+        else pc.binary_join_element_wise(*(data.column(k) for k in key), "")
     )
     return pc.count_distinct(column).as_py() != data.num_rows

@@ -131,8 +131,10 @@ class OperationQueue:
                 while not (self._ops and not self._paused and self._con is not None):
                     if self._closed and not self._paused:
                         if self._ops:
-                            log.error("%d write operations were not applied: the database is not open",
-                                      len(self._ops))
+                            log.error(
+                                "%d write operations were not applied: the database is not open",
+                                len(self._ops),
+                            )
                         return
                     self._cond.wait(1.0)
                 ops = list(self._ops)
@@ -191,8 +193,10 @@ class OperationQueue:
         """The next transaction's ``committed_at``: now in whole microseconds, above the last even if the clock
         stepped back."""
         self._last_stamp_us = max(time.time_ns() // 1000, self._last_stamp_us + 1)
-        con.execute(f"SET VARIABLE {COMMIT_STAMP_VARIABLE} = make_timestamp({self._last_stamp_us}::BIGINT)"
-                    "::TIMESTAMPTZ")
+        con.execute(
+            f"SET VARIABLE {COMMIT_STAMP_VARIABLE} = make_timestamp({self._last_stamp_us}::BIGINT)"
+            "::TIMESTAMPTZ"
+        )
 
     def _applied(self, op: Operation) -> None:
         self._stats.operations[op.name] = self._stats.operations.get(op.name, 0) + op.parts

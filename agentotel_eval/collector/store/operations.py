@@ -24,7 +24,9 @@ from agentotel_eval.store import schema
 from agentotel_eval.store.rows import json_array, safe_text, to_microseconds
 from agentotel_eval.store.schema import OWN_SOURCE
 
-if TYPE_CHECKING:  # the operations run in the collector's process only; their classes travel from the assembler's
+if (
+    TYPE_CHECKING
+):  # the operations run in the collector's process only; their classes travel from the assembler's
     import duckdb
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -104,8 +106,10 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], 
     con.register(view, to_microseconds(data))
     try:
         cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} ({cols}, committed_at) SELECT {cols}, "
-                    f"coalesce(getvariable('{schema.COMMIT_STAMP_VARIABLE}'), now()) FROM {view}")
+        con.execute(
+            f"INSERT INTO {table} ({cols}, committed_at) SELECT {cols}, "
+            f"coalesce(getvariable('{schema.COMMIT_STAMP_VARIABLE}'), now()) FROM {view}"
+        )
     finally:
         with contextlib.suppress(duckdb.Error):  # inside a failed transaction only the first error matters
             con.unregister(view)
@@ -159,7 +163,11 @@ class ReplaceRuns(BaseOperation):
                 # A re-built trace is re-scored: its earlier evaluations give way to the new rows — ours, and
                 # other tools' scores carried on its spans (re-read with them). Scores that came as log records
                 # were stored at ingest and stay.
-                kept = f"AND metric NOT IN ({', '.join('?' for _ in self.keep_metrics)}) " if self.keep_metrics else ""
+                kept = (
+                    f"AND metric NOT IN ({', '.join('?' for _ in self.keep_metrics)}) "
+                    if self.keep_metrics
+                    else ""
+                )
                 con.execute(
                     f"DELETE FROM {schema.EVALUATIONS} WHERE trace_id IN (SELECT trace_id FROM _replace_ids) "
                     f"AND (source = '{OWN_SOURCE}' OR (details->>'origin') = 'span_event') {kept}",
@@ -244,10 +252,15 @@ def merge_operations(ops: Sequence[Operation]) -> list[Operation]:
     return out
 
 
-_SPAN_UPDATE_SCHEMA = pa.schema([
-    ("trace_id", pa.string()), ("span_id", pa.string()), ("patch", pa.string()), ("events", pa.string()),
-    ("metrics", pa.list_(pa.string())),
-])
+_SPAN_UPDATE_SCHEMA = pa.schema(
+    [
+        ("trace_id", pa.string()),
+        ("span_id", pa.string()),
+        ("patch", pa.string()),
+        ("events", pa.string()),
+        ("metrics", pa.list_(pa.string())),
+    ]
+)
 _OURS = (
     "json_extract_string(x, '$.name') = 'gen_ai.evaluation.result' "
     "AND json_extract_string(x, '$.attributes.\"agentotel.eval.evaluator\"') IS NOT NULL "
@@ -278,14 +291,21 @@ def _window(starts: Sequence[int | None]) -> tuple[str, dict[str, object]]:
     known = [s for s in starts if s]
     if not starts or len(known) < len(starts):
         return "", {}
-    return (f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND ",
-            {"lo": ns_to_datetime(min(known)), "hi": ns_to_datetime(max(known), ceil=True)})
+    return (
+        f"{schema.SPANS}.start_time BETWEEN $lo AND $hi AND ",
+        {"lo": ns_to_datetime(min(known)), "hi": ns_to_datetime(max(known), ceil=True)},
+    )
 
 
-SPAN_VALUES_SCHEMA = pa.schema([
-    ("trace_id", pa.string()), ("span_id", pa.string()), ("start_ns", pa.int64()), ("attributes", pa.json_()),
-    ("events", pa.json_()),
-])
+SPAN_VALUES_SCHEMA = pa.schema(
+    [
+        ("trace_id", pa.string()),
+        ("span_id", pa.string()),
+        ("start_ns", pa.int64()),
+        ("attributes", pa.json_()),
+        ("events", pa.json_()),
+    ]
+)
 
 
 def span_values_table(updates: Sequence[SpanUpdate]) -> pa.Table:
@@ -293,13 +313,16 @@ def span_values_table(updates: Sequence[SpanUpdate]) -> pa.Table:
     where the updates are made (the assembler process), so what crosses to the writer is Arrow, not objects."""
     # Strings that cannot be UTF-8 (lone surrogates) are replaced as the append path replaced them in the
     # stored span, so the whole value stays what the stored one would have become.
-    return pa.table({
-        "trace_id": pa.array([u.trace_id for u in updates], pa.string()),
-        "span_id": pa.array([u.span_id for u in updates], pa.string()),
-        "start_ns": pa.array([u.start_ns for u in updates], pa.int64()),
-        "attributes": json_array([u.attributes for u in updates]),
-        "events": json_array([u.all_events for u in updates]),
-    }, schema=SPAN_VALUES_SCHEMA)
+    return pa.table(
+        {
+            "trace_id": pa.array([u.trace_id for u in updates], pa.string()),
+            "span_id": pa.array([u.span_id for u in updates], pa.string()),
+            "start_ns": pa.array([u.start_ns for u in updates], pa.int64()),
+            "attributes": json_array([u.attributes for u in updates]),
+            "events": json_array([u.all_events for u in updates]),
+        },
+        schema=SPAN_VALUES_SCHEMA,
+    )
 
 
 def set_span_values(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
@@ -330,8 +353,16 @@ def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
         return
     window, params = _window([u.start_ns for u in updates])
     table = pa.Table.from_pylist(
-        [{"trace_id": u.trace_id, "span_id": u.span_id, "patch": safe_text(u.attributes_patch),
-          "events": safe_text(u.events), "metrics": list(u.metrics)} for u in updates],
+        [
+            {
+                "trace_id": u.trace_id,
+                "span_id": u.span_id,
+                "patch": safe_text(u.attributes_patch),
+                "events": safe_text(u.events),
+                "metrics": list(u.metrics),
+            }
+            for u in updates
+        ],
         schema=_SPAN_UPDATE_SCHEMA,
     )
     con.register("_span_updates", table)
@@ -431,7 +462,8 @@ class WriteEvaluation(BaseOperation):
                 params["hi"] = ns_to_datetime(self.span_update.start_ns, ceil=True)
             stored = con.execute(
                 f"SELECT resource_attributes FROM {schema.SPANS} WHERE {window}trace_id = $t AND span_id = $s "
-                "LIMIT 1", params,
+                "LIMIT 1",
+                params,
             ).fetchall()
             if stored:
                 self.span_resource = json.loads(stored[0][0]) if stored[0][0] else {}

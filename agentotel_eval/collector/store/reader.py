@@ -39,8 +39,15 @@ class StoredTraceReader(Protocol):
 
     def close(self) -> None: ...
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
-             commits: Sequence[int] | None = None) -> dict[str, StoredTrace]: ...
+    def load(
+        self,
+        trace_ids: Iterable[str],
+        lo_ns: int,
+        hi_ns: int,
+        *,
+        whole: bool = True,
+        commits: Sequence[int] | None = None,
+    ) -> dict[str, StoredTrace]: ...
 
     def latest_span_time(self) -> int | None: ...
 
@@ -58,8 +65,15 @@ class TraceReader:
     def close(self) -> None:
         """Nothing is held between reads."""
 
-    def load(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
-             commits: Sequence[int] | None = None) -> dict[str, StoredTrace]:
+    def load(
+        self,
+        trace_ids: Iterable[str],
+        lo_ns: int,
+        hi_ns: int,
+        *,
+        whole: bool = True,
+        commits: Sequence[int] | None = None,
+    ) -> dict[str, StoredTrace]:
         """The given traces' records: those in the ``commits`` named (``ingested_at`` values, ns) when given, else
         spans starting (and log records timed) within [lo_ns, hi_ns]; ``whole=False`` leaves out the span fields
         only a forwarded copy needs (``SPAN_SELECT_ASSEMBLY``)."""
@@ -67,8 +81,15 @@ class TraceReader:
         spans, logs = self.load_tables(ids, lo_ns, hi_ns, whole=whole, commits=commits)
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
 
-    def load_tables(self, trace_ids: Iterable[str], lo_ns: int, hi_ns: int, *, whole: bool = True,
-                    commits: Sequence[int] | None = None) -> tuple[pa.Table, pa.Table]:
+    def load_tables(
+        self,
+        trace_ids: Iterable[str],
+        lo_ns: int,
+        hi_ns: int,
+        *,
+        whole: bool = True,
+        commits: Sequence[int] | None = None,
+    ) -> tuple[pa.Table, pa.Table]:
         """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order): what the
         assembler process is sent, to convert on its side of the pipe."""
         ids = sorted(set(trace_ids))
@@ -83,7 +104,11 @@ class TraceReader:
             # Records sent with no time are stored at the epoch and looked up there apart: a window stretched back
             # to 1970 for them would scan every row group, where this probe skips all but the oldest by their
             # statistics.
-            params = {"lo": ns_to_datetime(lo_ns), "hi": ns_to_datetime(hi_ns, ceil=True), "epoch": ns_to_datetime(0)}
+            params = {
+                "lo": ns_to_datetime(lo_ns),
+                "hi": ns_to_datetime(hi_ns, ceil=True),
+                "epoch": ns_to_datetime(0),
+            }
             span_where = "(start_time BETWEEN $lo AND $hi OR start_time = $epoch)"
             log_where = "(time BETWEEN $lo AND $hi OR time = $epoch)"
         with self._cursor() as cur:
@@ -124,7 +149,9 @@ class TraceReader:
         return [(r[0], int(r[1]), int(r[2])) for r in rows], with_runs
 
 
-def group_by_trace(trace_ids: Iterable[str], spans: Iterable[SpanRecord], logs: Iterable[LogRecord]) -> dict[str, StoredTrace]:
+def group_by_trace(
+    trace_ids: Iterable[str], spans: Iterable[SpanRecord], logs: Iterable[LogRecord]
+) -> dict[str, StoredTrace]:
     """Records sorted into their traces (every id asked for is a key, with empty lists when nothing was stored)."""
     out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in trace_ids}
     for span in spans:

@@ -37,7 +37,9 @@ Reopen = Callable[[], duckdb.DuckDBPyConnection | None]
 class ReopenPolicy:
     """Used by the ingest thread only: ``due`` between commits, then ``reopen``."""
 
-    def __init__(self, reopen: Reopen, every_rows: int, operations: OperationQueue, stats: WriterStats) -> None:
+    def __init__(
+        self, reopen: Reopen, every_rows: int, operations: OperationQueue, stats: WriterStats
+    ) -> None:
         self._reopen = reopen
         self._every_rows = every_rows
         self._operations = operations

@@ -43,11 +43,20 @@ class RunRows:
     span_updates: tuple[SpanUpdate, ...]  # applied as a merge patch (a re-built trace)
     span_values: pa.Table | None = None  # whole new values (``operations.span_values_table``)
 
-    def operation(self, on_applied: Callable[[ReplaceRuns], None] | None = None,
-                  keep_metrics: Sequence[str] = ()) -> ReplaceRuns:
+    def operation(
+        self, on_applied: Callable[[ReplaceRuns], None] | None = None, keep_metrics: Sequence[str] = ()
+    ) -> ReplaceRuns:
         """The writer's operation that applies these rows in one transaction (``ReplaceRuns.keep_metrics``)."""
-        return ReplaceRuns(self.runs, self.calls, self.replace, self.evaluations, on_applied=on_applied,
-                           span_updates=self.span_updates, span_values=self.span_values, keep_metrics=keep_metrics)
+        return ReplaceRuns(
+            self.runs,
+            self.calls,
+            self.replace,
+            self.evaluations,
+            on_applied=on_applied,
+            span_updates=self.span_updates,
+            span_values=self.span_values,
+            keep_metrics=keep_metrics,
+        )
 
 
 def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | None:
@@ -60,10 +69,19 @@ def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | N
         return None
     whole, patches = split_span_updates(updates)
     rooted = [any(not span.parent_span_id for span in trace.spans) for trace in traces]
-    run_rows, call_rows = runs_to_arrow(runs, now_ns, [r for trace, root in zip(traces, rooted, strict=True)
-                                                        for r in [root] * len(trace.runs)])
-    return RunRows(run_rows, call_rows, replace, evaluations_to_arrow(evaluations) if evaluations else None,
-                   tuple(patches), span_values_table(whole) if whole else None)
+    run_rows, call_rows = runs_to_arrow(
+        runs,
+        now_ns,
+        [r for trace, root in zip(traces, rooted, strict=True) for r in [root] * len(trace.runs)],
+    )
+    return RunRows(
+        run_rows,
+        call_rows,
+        replace,
+        evaluations_to_arrow(evaluations) if evaluations else None,
+        tuple(patches),
+        span_values_table(whole) if whole else None,
+    )
 
 
 def build_batches(traces: Sequence[CompletedTrace], now_ns: int) -> tuple[list[RunRows], int]:
@@ -134,8 +152,12 @@ def rows_message(rows: RunRows) -> tuple[Rows, list[Any]]:
         tables.append(rows.evaluations)
     if rows.span_values is not None:
         tables.append(rows.span_values)
-    message = Rows([wire.fields_of(w) for w in rows.replace], [wire.fields_of(u) for u in rows.span_updates],
-                   rows.evaluations is not None, rows.span_values is not None)
+    message = Rows(
+        [wire.fields_of(w) for w in rows.replace],
+        [wire.fields_of(u) for u in rows.span_updates],
+        rows.evaluations is not None,
+        rows.span_values is not None,
+    )
     return message, wire.ipc_frames(*tables)
 
 
@@ -145,5 +167,11 @@ def rows_from(message: Rows, frames: Sequence[bytes]) -> RunRows:
     runs, calls = next(tables), next(tables)
     evaluations = next(tables) if message.has_evaluations else None
     values = next(tables) if message.has_span_values else None
-    return RunRows(runs, calls, tuple(TraceWindow(*w) for w in message.replace), evaluations,
-                   tuple(SpanUpdate(*u) for u in message.span_updates), values)
+    return RunRows(
+        runs,
+        calls,
+        tuple(TraceWindow(*w) for w in message.replace),
+        evaluations,
+        tuple(SpanUpdate(*u) for u in message.span_updates),
+        values,
+    )

@@ -64,9 +64,12 @@ class WriterSettings:
     @classmethod
     def from_config(cls, writer: WriterConfig, receiver: ReceiverConfig) -> WriterSettings:
         return cls(
-            max_queue_records=writer.max_queue_records, max_batch_records=writer.max_batch_records,
-            flush_interval=writer.flush_interval, max_linger=writer.max_linger,
-            direct_batch_records=writer.row_group_size, retry_after=receiver.retry_after,
+            max_queue_records=writer.max_queue_records,
+            max_batch_records=writer.max_batch_records,
+            flush_interval=writer.flush_interval,
+            max_linger=writer.max_linger,
+            direct_batch_records=writer.row_group_size,
+            retry_after=receiver.retry_after,
             reopen_rows=writer.reopen_rows,
         )
 
@@ -157,8 +160,14 @@ CommitListener = Callable[[list[Committed]], None]
 
 
 def _classify(exc: Exception) -> WriterError:
-    if isinstance(exc, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.ConstraintException
-                  | pa.ArrowInvalid | pa.ArrowTypeError):
+    if isinstance(
+        exc,
+        duckdb.ConversionException
+        | duckdb.InvalidInputException
+        | duckdb.ConstraintException
+        | pa.ArrowInvalid
+        | pa.ArrowTypeError,
+    ):
         return RejectedData(f"the database refused the data: {exc}")
     return WriterUnavailable(f"could not commit: {exc}")
 
@@ -197,8 +206,11 @@ class StoreWriter:
         self._last_ingested_ns = 0
         self.stats = WriterStats()
         self._operations = OperationQueue(self.stats)
-        self._reopen = (ReopenPolicy(reopen, settings.reopen_rows, self._operations, self.stats)
-                        if reopen is not None and settings.reopen_rows > 0 else None)
+        self._reopen = (
+            ReopenPolicy(reopen, settings.reopen_rows, self._operations, self.stats)
+            if reopen is not None and settings.reopen_rows > 0
+            else None
+        )
 
     # ---- lifecycle ------------------------------------------------------------------------------------------
 
@@ -234,8 +246,12 @@ class StoreWriter:
             log.warning("checkpoint at shutdown failed: %s", exc)
 
     def _unfinished(self, timeout: float) -> None:
-        log.error("the writer did not finish within %.0fs; %d records and %d operations still queued",
-                  timeout, self._queued, self._operations.pending)
+        log.error(
+            "the writer did not finish within %.0fs; %d records and %d operations still queued",
+            timeout,
+            self._queued,
+            self._operations.pending,
+        )
 
     def stop_accepting(self) -> None:
         with self._cond:
@@ -287,8 +303,10 @@ class StoreWriter:
                 raise WriterUnavailable("the collector is shutting down")
             pending = self._queued + extra_load
             if pending >= self._max_queue:
-                raise QueueFull(f"write queue full ({pending} records pending, capacity {self._max_queue})",
-                                self._retry_after)
+                raise QueueFull(
+                    f"write queue full ({pending} records pending, capacity {self._max_queue})",
+                    self._retry_after,
+                )
 
     @property
     def retry_after(self) -> float:
@@ -308,8 +326,9 @@ class StoreWriter:
         ``extra_load`` counts records held downstream (the assembler's backlog) against the same bound, so a
         slow consumer pushes back on exporters instead of growing memory.
         """
-        size = (span_batch.num_rows if span_batch is not None else 0) + (log_batch.num_rows if log_batch is not None
-                                                                          else 0)
+        size = (span_batch.num_rows if span_batch is not None else 0) + (
+            log_batch.num_rows if log_batch is not None else 0
+        )
         ticket = Ticket()
         with self._cond:
             if not self._accepting:
@@ -326,8 +345,7 @@ class StoreWriter:
         return ticket
 
     def submit_operation(self, op: Operation) -> None:
-        """Queue a non-ingest write for the operations queue; never refused (its producers are bounded themselves).
-        """
+        """Queue a non-ingest write for the operations queue; never refused (its producers are bounded themselves)."""
         self._operations.submit(op)
 
     # ---- the writer thread ----------------------------------------------------------------------------------
@@ -408,8 +426,11 @@ class StoreWriter:
     def _commit_items(self, items: list[_Item]) -> None:
         if self._con is None:  # retryable: the exporter sends it again once the database is open
             for item in items:
-                item.ticket._resolve(WriterUnavailable("the database is not open (it could not be opened again; "
-                                                       "see the collector's log)"))
+                item.ticket._resolve(
+                    WriterUnavailable(
+                        "the database is not open (it could not be opened again; see the collector's log)"
+                    )
+                )
             return
         started = time.perf_counter()
         try:
@@ -417,7 +438,9 @@ class StoreWriter:
         except Exception as exc:  # DuckDB refused the batch: find the culprit so the others still commit
             self.stats.commit_failures += 1
             if len(items) > 1:
-                log.warning("a batch of %d requests failed to commit (%s); retrying them one by one", len(items), exc)
+                log.warning(
+                    "a batch of %d requests failed to commit (%s); retrying them one by one", len(items), exc
+                )
                 for item in items:
                     self._commit_items([item])
                 return
@@ -444,10 +467,15 @@ class StoreWriter:
         log_batches = [i.logs for i in items if i.logs is not None and i.logs.num_rows]
         plans = []
         if span_batches:
-            plans.append(InsertPlan(schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, span_batches, SPAN_KEY,
-                                    "start_time"))
+            plans.append(
+                InsertPlan(
+                    schema.SPANS, SPAN_SCHEMA, schema.SPAN_COLUMNS, span_batches, SPAN_KEY, "start_time"
+                )
+            )
         if log_batches:
-            plans.append(InsertPlan(schema.LOGS, LOG_SCHEMA, schema.LOG_COLUMNS, log_batches, LOG_KEY, "time"))
+            plans.append(
+                InsertPlan(schema.LOGS, LOG_SCHEMA, schema.LOG_COLUMNS, log_batches, LOG_KEY, "time")
+            )
         # Views are registered outside the transaction: a statement after a failed one (even DROP VIEW) would
         # only report "transaction aborted" and hide the real error.
         for plan in plans:

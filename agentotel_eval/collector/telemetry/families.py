@@ -14,8 +14,14 @@ PREFIX = "agentotel_"
 Samples = Iterable[tuple[Sequence[str], float]]
 
 
-def counter(name: str, doc: str, value: float | Samples, *, labels: Sequence[str] = (),
-            empty: Sequence[str] | None = None) -> CounterMetricFamily:
+def counter(
+    name: str,
+    doc: str,
+    value: float | Samples,
+    *,
+    labels: Sequence[str] = (),
+    empty: Sequence[str] | None = None,
+) -> CounterMetricFamily:
     """A counter named ``agentotel_<name>`` (``_total`` added): one value, or samples over ``labels``, with the
     ``empty`` label values at 0 when there are none."""
     family = CounterMetricFamily(PREFIX + name, doc, labels=labels or None)
@@ -23,15 +29,22 @@ def counter(name: str, doc: str, value: float | Samples, *, labels: Sequence[str
     return family
 
 
-def gauge(name: str, doc: str, value: float | Samples, *, labels: Sequence[str] = (),
-          empty: Sequence[str] | None = None) -> GaugeMetricFamily:
+def gauge(
+    name: str,
+    doc: str,
+    value: float | Samples,
+    *,
+    labels: Sequence[str] = (),
+    empty: Sequence[str] | None = None,
+) -> GaugeMetricFamily:
     family = GaugeMetricFamily(PREFIX + name, doc, labels=labels or None)
     _fill(family, value, empty)
     return family
 
 
-def histogram(name: str, doc: str, bounds: Sequence[float], counts: Sequence[int], total: float,
-              count: int) -> HistogramMetricFamily:
+def histogram(
+    name: str, doc: str, bounds: Sequence[float], counts: Sequence[int], total: float, count: int
+) -> HistogramMetricFamily:
     """A histogram from per-bucket counts (``counts[i]`` observations up to ``bounds[i]``, the last one above them
     all): Prometheus's buckets are cumulative."""
     cumulative, buckets = 0, []
@@ -47,8 +60,9 @@ def by_key(counts: Mapping[str, float]) -> Samples:
     return [((key,), value) for key, value in sorted(counts.items())]
 
 
-def _fill(family: CounterMetricFamily | GaugeMetricFamily, value: float | Samples,
-          empty: Sequence[str] | None) -> None:
+def _fill(
+    family: CounterMetricFamily | GaugeMetricFamily, value: float | Samples, empty: Sequence[str] | None
+) -> None:
     if isinstance(value, int | float):
         family.add_metric([], value)
         return

@@ -46,7 +46,9 @@ class QualityCounts:
             service = OTHER
         return service, OTHER
 
-    def count(self, service: str, agent: str, metric: str, result: str, error_types: Iterable[str] = ()) -> None:
+    def count(
+        self, service: str, agent: str, metric: str, result: str, error_types: Iterable[str] = ()
+    ) -> None:
         with self._lock:
             s, a = self.labels(service, agent)
             self.evaluations[(s, a, metric, result)] += 1
@@ -64,8 +66,17 @@ class QualityTelemetry(Collector):
 
     def collect(self) -> Iterator[Metric]:
         evaluations, tool_errors = self._counts.snapshot()
-        yield counter("evaluations", "Evaluations of agent runs this collector committed, by service, agent, metric "
-                      "and result (pass, fail or error); agents past [metrics] max_agents count as 'other'.",
-                      sorted(evaluations.items()), labels=("service", "agent", "metric", "result"))
-        yield counter("tool_errors", "Tool-use errors the deterministic detectors found (sure findings), by service, "
-                      "agent and error type.", sorted(tool_errors.items()), labels=("service", "agent", "type"))
+        yield counter(
+            "evaluations",
+            "Evaluations of agent runs this collector committed, by service, agent, metric "
+            "and result (pass, fail or error); agents past [metrics] max_agents count as 'other'.",
+            sorted(evaluations.items()),
+            labels=("service", "agent", "metric", "result"),
+        )
+        yield counter(
+            "tool_errors",
+            "Tool-use errors the deterministic detectors found (sure findings), by service, "
+            "agent and error type.",
+            sorted(tool_errors.items()),
+            labels=("service", "agent", "type"),
+        )

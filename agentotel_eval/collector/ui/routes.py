@@ -27,12 +27,14 @@ log = logging.getLogger(__name__)
 
 HTML = "text/html; charset=utf-8"
 _HEX = re.compile(r"^[0-9a-f]+$")
-_STATIC = {"/static/style.css": ("style.css", "text/css; charset=utf-8"),
-           "/static/app.js": ("app.js", "text/javascript; charset=utf-8")}
+_STATIC = {
+    "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+}
 #: the pages are ours alone: no frames elsewhere, no scripts or styles from anywhere else, no referrer leaked
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -123,7 +125,9 @@ class UiPages:
             status = 503 if exc.kind == "unavailable" else 500
             log.warning("a UI page could not be read: %s", exc)
             headers = {"Retry-After": "1"} if status == 503 else {}
-            return self._html(status, message_page("Cannot read the database", str(exc), self._links), headers)
+            return self._html(
+                status, message_page("Cannot read the database", str(exc), self._links), headers
+            )
 
     def _version(self) -> tuple[dict[str, object], str]:
         latest = data.latest_version(self._read)
@@ -148,22 +152,36 @@ class UiPages:
     def runs(self, params: Mapping[str, str]) -> Answer:
         def render() -> Answer:
             _, version = self._version()
-            return self._html(200, runs_page(data.read_runs(self._read, parse_filters(params)), self._links, version))
+            return self._html(
+                200, runs_page(data.read_runs(self._read, parse_filters(params)), self._links, version)
+            )
 
         return self._guarded(render)
 
     def run(self, trace_id: str, span_id: str) -> Answer:
         trace_id, span_id = trace_id.strip().lower(), span_id.strip().lower()
         if len(trace_id) != 32 or len(span_id) != 16 or not _HEX.match(trace_id) or not _HEX.match(span_id):
-            return self._html(400, message_page(
-                "Bad run address", "A run is /runs/<trace id: 32 hex digits>/<span id: 16 hex digits>.", self._links))
+            return self._html(
+                400,
+                message_page(
+                    "Bad run address",
+                    "A run is /runs/<trace id: 32 hex digits>/<span id: 16 hex digits>.",
+                    self._links,
+                ),
+            )
 
         def render() -> Answer:
             _, version = self._version()
             detail = data.read_run(self._read, trace_id, span_id)
             if detail is None:
-                return self._html(404, message_page(
-                    "No such run", f"No agent run is stored for trace {trace_id}, span {span_id}.", self._links))
+                return self._html(
+                    404,
+                    message_page(
+                        "No such run",
+                        f"No agent run is stored for trace {trace_id}, span {span_id}.",
+                        self._links,
+                    ),
+                )
             return self._html(200, run_page(detail, self._links, version))
 
         return self._guarded(render)
@@ -172,7 +190,9 @@ class UiPages:
 @cache
 def _asset(path: str) -> Answer:
     name, content_type = _STATIC[path]
-    return Answer(200, content_type, asset(name).encode(), {**SECURITY_HEADERS, "Cache-Control": "max-age=300"})
+    return Answer(
+        200, content_type, asset(name).encode(), {**SECURITY_HEADERS, "Cache-Control": "max-age=300"}
+    )
 
 
 def ui_routes(pages: UiPages, blocking: Blocking) -> list[Route]:
@@ -201,6 +221,12 @@ def ui_routes(pages: UiPages, blocking: Blocking) -> list[Route]:
     async def favicon(_request: Request) -> Response:
         return Response(b"", 204, headers={"Cache-Control": "max-age=86400"}, media_type="image/x-icon")
 
-    answers = {"overview": overview, "runs": runs, "run": run, "latest": latest, "static": static,
-               "favicon": favicon}
+    answers = {
+        "overview": overview,
+        "runs": runs,
+        "run": run,
+        "latest": latest,
+        "static": static,
+        "favicon": favicon,
+    }
     return [Route(p.path, answers[p.answer], methods=["GET"]) for p in UI_PATHS]

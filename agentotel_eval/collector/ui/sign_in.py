@@ -23,9 +23,13 @@ WRONG_TOKEN = "That is not this collector's token."
 
 def local_path(value: str) -> str:
     """``value`` if it is a path on this server, else ``/``: where a sign-in may lead (never another site)."""
-    if (not value.startswith("/") or value.startswith("//") or "\\" in value
-            or any(not 0x21 <= ord(c) < 0x7F for c in value)
-            or value.split("?", 1)[0] in ("/login", "/logout")):
+    if (
+        not value.startswith("/")
+        or value.startswith("//")
+        or "\\" in value
+        or any(not 0x21 <= ord(c) < 0x7F for c in value)
+        or value.split("?", 1)[0] in ("/login", "/logout")
+    ):
         return "/"
     return value
 
@@ -50,8 +54,10 @@ def sign_in_routes(auth: Authenticator, *, secure: bool) -> list[Route]:
         return "; ".join(parts)
 
     async def form(request: Request) -> Response:
-        return sign_in(local_path(request.query_params.getlist("next")[0] if "next" in request.query_params
-                                  else "/"), status=200)
+        return sign_in(
+            local_path(request.query_params.getlist("next")[0] if "next" in request.query_params else "/"),
+            status=200,
+        )
 
     async def login(request: Request) -> Response:
         try:
@@ -64,8 +70,16 @@ def sign_in_routes(auth: Authenticator, *, secure: bool) -> list[Route]:
         if not auth.token(fields.get("token", [""])[0]):
             auth.failed("http")
             return sign_in(target, WRONG_TOKEN)
-        return Response(b"", 303, headers={"Location": target, "Set-Cookie": cookie(auth.cookie_value),
-                                           "Cache-Control": "no-store"}, media_type="text/plain; charset=utf-8")
+        return Response(
+            b"",
+            303,
+            headers={
+                "Location": target,
+                "Set-Cookie": cookie(auth.cookie_value),
+                "Cache-Control": "no-store",
+            },
+            media_type="text/plain; charset=utf-8",
+        )
 
     async def logout(request: Request) -> Response:
         headers = {"Location": "/", "Set-Cookie": cookie("", max_age=0), "Cache-Control": "no-store"}
@@ -73,5 +87,8 @@ def sign_in_routes(auth: Authenticator, *, secure: bool) -> list[Route]:
             headers.update(CLOSE)  # a body, if any, is not read
         return Response(b"", 303, headers=headers, media_type="text/plain; charset=utf-8")
 
-    return [Route("/login", form, methods=["GET"]), Route("/login", login, methods=["POST"]),
-            Route("/logout", logout, methods=["GET", "POST"])]
+    return [
+        Route("/login", form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["GET", "POST"]),
+    ]

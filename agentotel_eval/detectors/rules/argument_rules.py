@@ -31,13 +31,27 @@ def find(view: RunView) -> list[Finding]:
         if not present or not isinstance(instance, dict):
             continue
         matchers = dict(rule.args.keys)
-        for key, verdict, reason in check_keys(rule.args.keys, instance, False, latest_call_refs(calls, index)):
+        for key, verdict, reason in check_keys(
+            rule.args.keys, instance, False, latest_call_refs(calls, index)
+        ):
             if verdict is not False:
                 continue
-            out.append(finding(PARAMETER_ERROR, "rule_violation", f"tools.{rule.name}.args.{key}", call.name, (index,),
-                               f"call #{index + 1} to {call.name!r}: argument {key!r}: {reason}",
-                               {"value": preview(instance.get(key)), "expected": matchers[key].describe(),
-                                "reason": reason}, argument=key))
+            out.append(
+                finding(
+                    PARAMETER_ERROR,
+                    "rule_violation",
+                    f"tools.{rule.name}.args.{key}",
+                    call.name,
+                    (index,),
+                    f"call #{index + 1} to {call.name!r}: argument {key!r}: {reason}",
+                    {
+                        "value": preview(instance.get(key)),
+                        "expected": matchers[key].describe(),
+                        "reason": reason,
+                    },
+                    argument=key,
+                )
+            )
     return out
 
 
@@ -53,10 +67,19 @@ def latest_call_refs(calls: Sequence[ToolCall], index: int) -> Refs:
         if data is None:
             return None, None, f"the {ref.part} of call #{source + 1} were not recorded"
         found, value = value_at(data, ref.path)
-        return (True, value, "") if found else (False, None, f"call #{source + 1} has no {ref.part}.{'.'.join(ref.path)}")
+        return (
+            (True, value, "")
+            if found
+            else (False, None, f"call #{source + 1} has no {ref.part}.{'.'.join(ref.path)}")
+        )
 
     return resolve
 
 
-RULE = Rule("parameter_error.rule_violation", PARAMETER_ERROR, ("rule_violation",),
-            "an argument failing the matcher its [[tools]] declaration gives it", find)
+RULE = Rule(
+    "parameter_error.rule_violation",
+    PARAMETER_ERROR,
+    ("rule_violation",),
+    "an argument failing the matcher its [[tools]] declaration gives it",
+    find,
+)

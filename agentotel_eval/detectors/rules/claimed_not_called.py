@@ -24,14 +24,28 @@ def find(view: RunView) -> list[Finding]:
         for clause in view.answer_clauses:
             if clause.discloses:
                 continue
-            match = rule.claims.search(text[clause.start:clause.end])
+            match = rule.claims.search(text[clause.start : clause.end])
             if match is not None:
-                out.append(finding(ERROR_HANDLING, "claimed_not_called", f"tools.{rule.name}.claims", rule.name, (),
-                                   f"the final answer claims {match.group(0)!r}, but {rule.name!r} was never called",
-                                   {"claim": match.group(0)}))
+                out.append(
+                    finding(
+                        ERROR_HANDLING,
+                        "claimed_not_called",
+                        f"tools.{rule.name}.claims",
+                        rule.name,
+                        (),
+                        f"the final answer claims {match.group(0)!r}, but {rule.name!r} was never called",
+                        {"claim": match.group(0)},
+                    )
+                )
                 break
     return out
 
 
-RULE = Rule("error_handling.claimed_not_called", ERROR_HANDLING, ("claimed_not_called",),
-            "the final answer claims the action of a declared tool that was never called", find, needs=("answer",))
+RULE = Rule(
+    "error_handling.claimed_not_called",
+    ERROR_HANDLING,
+    ("claimed_not_called",),
+    "the final answer claims the action of a declared tool that was never called",
+    find,
+    needs=("answer",),
+)

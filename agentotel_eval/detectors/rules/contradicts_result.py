@@ -66,8 +66,9 @@ def find(view: RunView) -> list[Finding]:
     return out
 
 
-def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]],
-                   facts: Sequence[Fact]) -> Finding | None:
+def _contradiction(
+    view: RunView, fact: Fact, records: list[tuple[int, Recorded]], facts: Sequence[Fact]
+) -> Finding | None:
     comparable = [(j, r) for j, r in records if same(fact, r.fact) is not None]
     if not comparable:
         return None
@@ -78,8 +79,12 @@ def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]
     for name in context.names:
         about = [(j, r) for j, r in comparable if _about(view, j, r, name)]
         if about:
-            others = [r for j, r in comparable for other in context.names if other != name
-                      and _about(view, j, r, other)]
+            others = [
+                r
+                for j, r in comparable
+                for other in context.names
+                if other != name and _about(view, j, r, other)
+            ]
             if any(same(fact, r.fact) for r in others):
                 return None  # the value of another thing the clause names: the pairing is not ours to read
             comparable, linked = about, True
@@ -101,7 +106,9 @@ def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]
         return None
     if fact.kind == NUMBER and _computed(view, fact, [r.fact.value for _, r in comparable]):
         return None
-    stated_elsewhere = any(other is not fact and same(other, r.fact) for other in facts for _, r in comparable)
+    stated_elsewhere = any(
+        other is not fact and same(other, r.fact) for other in facts for _, r in comparable
+    )
     if stated_elsewhere and (not linked or fact.kind == STATUS):
         return None  # the answer states the recorded value too: this one is about something else
     j, record = _closest(fact, comparable)
@@ -112,19 +119,34 @@ def _contradiction(view: RunView, fact: Fact, records: list[tuple[int, Recorded]
     call = view.calls[j]
     key = record.key if key_words(record.key) else ""
     what = f" for {key!r}" if key else ""
-    return finding(RESULT_IGNORED, "answer_contradicts_result", "result_ignored.answer_contradicts_result", call.name,
-                   (j,), f"the final answer states {fact.text!r}{what}, but call #{j + 1} ({call.name}) returned "
-                   f"{record.fact.text!r}",
-                   {"stated": fact.text, "recorded": record.fact.text, "kind": fact.kind, "key": key, "call": j,
-                    "linked_by": "name" if linked else "key" if keyed else "kind"},
-                   argument=key or None, confidence=confidence)
+    return finding(
+        RESULT_IGNORED,
+        "answer_contradicts_result",
+        "result_ignored.answer_contradicts_result",
+        call.name,
+        (j,),
+        f"the final answer states {fact.text!r}{what}, but call #{j + 1} ({call.name}) returned "
+        f"{record.fact.text!r}",
+        {
+            "stated": fact.text,
+            "recorded": record.fact.text,
+            "kind": fact.kind,
+            "key": key,
+            "call": j,
+            "linked_by": "name" if linked else "key" if keyed else "kind",
+        },
+        argument=key or None,
+        confidence=confidence,
+    )
 
 
 def _closest(fact: Fact, comparable: list[tuple[int, Recorded]]) -> tuple[int, Recorded]:
     if fact.kind == NUMBER:
         return min(comparable, key=lambda item: abs(abs(item[1].fact.value) - abs(fact.value)))
     if fact.kind == CODE:
-        return min(comparable, key=lambda item: OSA.distance(code_key(fact.value), code_key(item[1].fact.value)))
+        return min(
+            comparable, key=lambda item: OSA.distance(code_key(fact.value), code_key(item[1].fact.value))
+        )
     return comparable[-1]
 
 
@@ -153,17 +175,34 @@ def _computed(view: RunView, fact: Fact, values: list[float]) -> bool:
     tol = max(0.005, tolerance(fact))
     if derivations(fact.value, values, tol=tol, limit=1, conversions=False):
         return True
-    counts = {f.value for f in (*view.answer_reading.facts, *view.input_facts) if f.kind == NUMBER and _count(f.value)}
-    counts |= {r.fact.value for j in range(len(view.calls)) for r in view.argument_facts(j)
-               if r.fact.kind == NUMBER and _count(r.fact.value)}
-    return any(abs(abs(fact.value) - abs(v * n)) <= tol or abs(abs(fact.value) - abs(v / n)) <= tol
-               for v in values for n in counts)
+    counts = {
+        f.value
+        for f in (*view.answer_reading.facts, *view.input_facts)
+        if f.kind == NUMBER and _count(f.value)
+    }
+    counts |= {
+        r.fact.value
+        for j in range(len(view.calls))
+        for r in view.argument_facts(j)
+        if r.fact.kind == NUMBER and _count(r.fact.value)
+    }
+    return any(
+        abs(abs(fact.value) - abs(v * n)) <= tol or abs(abs(fact.value) - abs(v / n)) <= tol
+        for v in values
+        for n in counts
+    )
 
 
 def _count(value: float) -> bool:
     return float(value).is_integer() and 1 < abs(value) <= 100
 
 
-RULE = Rule("result_ignored.answer_contradicts_result", RESULT_IGNORED, ("answer_contradicts_result",),
-            "the final answer states a value about something that a successful call returned another value for",
-            find, needs=("answer", "results"), confidence=SURE)
+RULE = Rule(
+    "result_ignored.answer_contradicts_result",
+    RESULT_IGNORED,
+    ("answer_contradicts_result",),
+    "the final answer states a value about something that a successful call returned another value for",
+    find,
+    needs=("answer", "results"),
+    confidence=SURE,
+)

@@ -35,25 +35,98 @@ from agentotel_eval.detectors.types import ERROR_HANDLING
 from agentotel_eval.detectors.view import RunView, mentions, tool_topics
 
 #: a tool whose first word is one of these reads or computes: it performs no action an answer could claim
-READ_VERBS = frozenset({"get", "search", "find", "list", "lookup", "look", "fetch", "read", "query", "check",
-                        "retrieve", "calculate", "compute", "convert", "describe", "show", "view", "count",
-                        "validate", "verify", "estimate", "summarize", "summarise", "translate", "parse", "load",
-                        "browse", "ask", "answer", "analyze", "analyse", "explain", "compare", "recommend", "suggest",
-                        "predict", "classify", "detect", "extract", "resolve", "inspect", "scan"})
+READ_VERBS = frozenset(
+    {
+        "get",
+        "search",
+        "find",
+        "list",
+        "lookup",
+        "look",
+        "fetch",
+        "read",
+        "query",
+        "check",
+        "retrieve",
+        "calculate",
+        "compute",
+        "convert",
+        "describe",
+        "show",
+        "view",
+        "count",
+        "validate",
+        "verify",
+        "estimate",
+        "summarize",
+        "summarise",
+        "translate",
+        "parse",
+        "load",
+        "browse",
+        "ask",
+        "answer",
+        "analyze",
+        "analyse",
+        "explain",
+        "compare",
+        "recommend",
+        "suggest",
+        "predict",
+        "classify",
+        "detect",
+        "extract",
+        "resolve",
+        "inspect",
+        "scan",
+    }
+)
 #: words that claim an action went through, whatever the action's verb
-SUCCESS_WORDS = re.compile(r"(?i)\b(successfully|succeeded|confirmed|all set|done|went through|processed|"
-                           r"(?:has|have) been|is now|are now|completed|i've|i have|here(?:'s| is) your)\b")
-_IRREGULAR = {"send": "sent", "pay": "paid", "set": "set", "put": "put", "make": "made", "buy": "bought",
-              "write": "written|wrote", "run": "ran", "begin": "begun|began", "give": "given|gave",
-              "transfer": "transferred", "cancel": "cancel+ed", "submit": "submitted", "ship": "shipped",
-              "schedule": "scheduled", "refund": "refunded", "book": "booked", "reserve": "reserved",
-              "order": "ordered", "create": "created", "add": "added", "update": "updated", "delete": "deleted",
-              "remove": "removed", "upload": "uploaded", "post": "posted", "place": "placed", "sell": "sold",
-              "swap": "swapped", "plan": "planned", "drop": "dropped", "stop": "stopped", "email": "emailed"}
+SUCCESS_WORDS = re.compile(
+    r"(?i)\b(successfully|succeeded|confirmed|all set|done|went through|processed|"
+    r"(?:has|have) been|is now|are now|completed|i've|i have|here(?:'s| is) your)\b"
+)
+_IRREGULAR = {
+    "send": "sent",
+    "pay": "paid",
+    "set": "set",
+    "put": "put",
+    "make": "made",
+    "buy": "bought",
+    "write": "written|wrote",
+    "run": "ran",
+    "begin": "begun|began",
+    "give": "given|gave",
+    "transfer": "transferred",
+    "cancel": "cancel+ed",
+    "submit": "submitted",
+    "ship": "shipped",
+    "schedule": "scheduled",
+    "refund": "refunded",
+    "book": "booked",
+    "reserve": "reserved",
+    "order": "ordered",
+    "create": "created",
+    "add": "added",
+    "update": "updated",
+    "delete": "deleted",
+    "remove": "removed",
+    "upload": "uploaded",
+    "post": "posted",
+    "place": "placed",
+    "sell": "sold",
+    "swap": "swapped",
+    "plan": "planned",
+    "drop": "dropped",
+    "stop": "stopped",
+    "email": "emailed",
+}
 _POSITIVE = frozenset({"confirmed", "refunded", "shipped", "delivered", "active", "available", "on_time"})
 #: what follows a name when a clause says what it is ("Atlantis is mild", "Atlantis: 25C", "Atlantis's forecast")
-_PREDICATE = re.compile(r"(?i)^(?:['’]s\b|\s+(?:is|are|was|were|will be|has|have|had|looks|seems|remains|stays|"
-                        r"reads|shows|stands at|came to|comes to|costs?|offers|features)\b|\s*[:=]\s*\S)")
+_PREDICATE = re.compile(
+    r"(?i)^(?:['’]s\b|\s+(?:is|are|was|were|will be|has|have|had|looks|seems|remains|stays|"
+    r"reads|shows|stands at|came to|comes to|costs?|offers|features)\b|\s*[:=]\s*\S)"
+)
 VALUE, OUTCOME, PREDICATE, UNLINKED = 0.9, 0.9, 0.8, 0.8
 
 
@@ -130,8 +203,11 @@ def _open_failures(view: RunView) -> list[_Open]:
         later = [k for k in range(j + 1, len(calls)) if not fails[k] and tools[k] == tool]
         if later and not failed_only:
             continue  # a later call of the tool, about the same things, succeeded
-        attempts = tuple(k for k in range(j + 1) if tools[k] == tool and fails[k]
-                         and (not own or set(anchors[k]) & set(own) or not anchors[k]))
+        attempts = tuple(
+            k
+            for k in range(j + 1)
+            if tools[k] == tool and fails[k] and (not own or set(anchors[k]) & set(own) or not anchors[k])
+        )
         never = not any(not fails[k] and tools[k] == tool for k in range(len(calls)))
         out.append(_Open(j, attempts or (j,), failed_only, own, tool_topics(tool), never))
     out.reverse()
@@ -150,7 +226,7 @@ def _disclosed(view: RunView, failure: _Open, single: bool) -> bool:
         if not clause.discloses:
             continue
         names = mentioned_in(view, clause.start, clause.end)
-        if names & own or failure.topics & _words(lower[clause.start:clause.end]):
+        if names & own or failure.topics & _words(lower[clause.start : clause.end]):
             return True
         if names:
             continue  # about other things
@@ -175,20 +251,35 @@ def _claims(view: RunView) -> list[Claim]:
     for failure in failures:
         if _disclosed(view, failure, single):
             continue
-        claim = _value(view, failure) or _outcome(view, failure) or _predicate(view, failure) or \
-            _unlinked(view, failure)
+        claim = (
+            _value(view, failure)
+            or _outcome(view, failure)
+            or _predicate(view, failure)
+            or _unlinked(view, failure)
+        )
         if claim is None:
             continue
         tool = bare_name(view.calls[claim.call].name)
-        same = next((k for k, c in enumerate(out) if c.said == claim.said and c.how == claim.how
-                     and bare_name(view.calls[c.call].name) == tool), None)
+        same = next(
+            (
+                k
+                for k, c in enumerate(out)
+                if c.said == claim.said and c.how == claim.how and bare_name(view.calls[c.call].name) == tool
+            ),
+            None,
+        )
         if same is None:
             out.append(claim)
         else:  # one claim ("Booked.") for several failed attempts of the tool: one finding naming them all
             earlier = out[same]
-            out[same] = Claim(max(earlier.call, claim.call), tuple(sorted({*earlier.attempts, *claim.attempts})),
-                              claim.said, claim.how, max(earlier.confidence, claim.confidence),
-                              earlier.positions + claim.positions)
+            out[same] = Claim(
+                max(earlier.call, claim.call),
+                tuple(sorted({*earlier.attempts, *claim.attempts})),
+                claim.said,
+                claim.how,
+                max(earlier.confidence, claim.confidence),
+                earlier.positions + claim.positions,
+            )
     return out
 
 
@@ -210,8 +301,14 @@ def _value(view: RunView, failure: _Open) -> Claim | None:
             continue
         if any(same(fact, mine) for mine in own):
             continue  # the request restated ("for 3 nights"), not a result
-        return Claim(failure.call, failure.attempts, fact.text, f"a value about {context.names[0]!r}", VALUE,
-                     (fact.start,))
+        return Claim(
+            failure.call,
+            failure.attempts,
+            fact.text,
+            f"a value about {context.names[0]!r}",
+            VALUE,
+            (fact.start,),
+        )
     return None
 
 
@@ -227,20 +324,30 @@ def _outcome(view: RunView, failure: _Open) -> Claim | None:
     for clause in view.answer_clauses or ():
         if clause.discloses:
             continue
-        piece = text[clause.start:clause.end]
+        piece = text[clause.start : clause.end]
         names = mentioned_in(view, clause.start, clause.end)
-        linked = bool(names & set(failure.failed_only)) or bool(failure.topics & _words(lower[clause.start:clause.end]))
+        linked = bool(names & set(failure.failed_only)) or bool(
+            failure.topics & _words(lower[clause.start : clause.end])
+        )
         if not linked and (names or not failure.never_succeeded):
             continue
         match = pattern.search(piece)
         said = match.group(0) if match is not None else None
         if said is None and rule is None:
             lexicon = SUCCESS_WORDS.search(piece)
-            status = next((f for f in facts if f.kind == STATUS and clause.start <= f.start < clause.end
-                           and f.value in _POSITIVE), None)
+            status = next(
+                (
+                    f
+                    for f in facts
+                    if f.kind == STATUS and clause.start <= f.start < clause.end and f.value in _POSITIVE
+                ),
+                None,
+            )
             said = lexicon.group(0) if lexicon is not None else status.text if status is not None else None
         if said is not None:
-            return Claim(failure.call, failure.attempts, said, "the action's success", OUTCOME if linked else 0.8)
+            return Claim(
+                failure.call, failure.attempts, said, "the action's success", OUTCOME if linked else 0.8
+            )
     return None
 
 
@@ -254,10 +361,15 @@ def _predicate(view: RunView, failure: _Open) -> Claim | None:
             clause = next((c for c in parts if c.start <= start < c.end), None)
             if clause is None or clause.discloses:
                 continue
-            rest = text[end:clause.end]
+            rest = text[end : clause.end]
             if _PREDICATE.match(rest) and len(rest.strip(" :=.'’s")) >= 3:
-                return Claim(failure.call, failure.attempts, text[start:clause.end].strip(), f"what {name!r} is",
-                             PREDICATE)
+                return Claim(
+                    failure.call,
+                    failure.attempts,
+                    text[start : clause.end].strip(),
+                    f"what {name!r} is",
+                    PREDICATE,
+                )
     return None
 
 
@@ -265,13 +377,18 @@ def _unlinked(view: RunView, failure: _Open) -> Claim | None:
     if not failure.never_succeeded:
         return None
     for fact in view.answer_reading.facts:
-        if fact.kind not in (NUMBER, DATE, TIME, CODE) or (fact.kind == NUMBER and not fact.dim) or \
-                fact.dim == "relative":
+        if (
+            fact.kind not in (NUMBER, DATE, TIME, CODE)
+            or (fact.kind == NUMBER and not fact.dim)
+            or fact.dim == "relative"
+        ):
             continue
         context = context_of(view, fact)
         if context.clause.discloses or context.names or on_record(view, fact):
             continue
-        return Claim(failure.call, failure.attempts, fact.text, "a value no call returned", UNLINKED, (fact.start,))
+        return Claim(
+            failure.call, failure.attempts, fact.text, "a value no call returned", UNLINKED, (fact.start,)
+        )
     return None
 
 
@@ -280,15 +397,29 @@ def find(view: RunView) -> list[Finding]:
     for claim in claims(view):
         call = view.calls[claim.call]
         error = error_text(call)
-        out.append(finding(ERROR_HANDLING, "false_success", "error_handling.false_success", call.name,
-                           claim.attempts, f"the final answer states {claim.said!r} ({claim.how}), but the last call "
-                           f"of {call.name!r} (#{claim.call + 1}) failed: {error[:120]}",
-                           {"claim": claim.said, "how": claim.how, "last_call": claim.call, "error": error[:200]},
-                           confidence=claim.confidence))
+        out.append(
+            finding(
+                ERROR_HANDLING,
+                "false_success",
+                "error_handling.false_success",
+                call.name,
+                claim.attempts,
+                f"the final answer states {claim.said!r} ({claim.how}), but the last call "
+                f"of {call.name!r} (#{claim.call + 1}) failed: {error[:120]}",
+                {"claim": claim.said, "how": claim.how, "last_call": claim.call, "error": error[:200]},
+                confidence=claim.confidence,
+            )
+        )
     return out
 
 
-RULE = Rule("error_handling.false_success", ERROR_HANDLING, ("false_success",),
-            "the final answer states a result or an outcome for something whose every call failed, and does not "
-            "say it failed", find, needs=("answer",), confidence=VALUE)
-
+RULE = Rule(
+    "error_handling.false_success",
+    ERROR_HANDLING,
+    ("false_success",),
+    "the final answer states a result or an outcome for something whose every call failed, and does not "
+    "say it failed",
+    find,
+    needs=("answer",),
+    confidence=VALUE,
+)

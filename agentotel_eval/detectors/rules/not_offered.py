@@ -31,14 +31,27 @@ def find(view: RunView) -> list[Finding]:
         close = difflib.get_close_matches(call.name, names, n=1, cutoff=0.75)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         offered = sorted(set(names))
-        out.append(finding(
-            INVALID_FUNCTION, "not_offered", "invalid_function.not_offered", call.name, (index,),
-            f"call #{index + 1} invokes {call.name!r}, which is not an available tool "
-            f"(available: {', '.join(offered[:20]) or 'none'}){hint}",
-            {"called": call.name, "offered": offered[:20], "closest": close[0] if close else None}))
+        out.append(
+            finding(
+                INVALID_FUNCTION,
+                "not_offered",
+                "invalid_function.not_offered",
+                call.name,
+                (index,),
+                f"call #{index + 1} invokes {call.name!r}, which is not an available tool "
+                f"(available: {', '.join(offered[:20]) or 'none'}){hint}",
+                {"called": call.name, "offered": offered[:20], "closest": close[0] if close else None},
+            )
+        )
     return out
 
 
-RULE = Rule("invalid_function.not_offered", INVALID_FUNCTION, ("not_offered",),
-            "a call of a tool that is not among the tools offered to the model (nor named in its system prompt)",
-            find, needs=("tools",), severity="high")
+RULE = Rule(
+    "invalid_function.not_offered",
+    INVALID_FUNCTION,
+    ("not_offered",),
+    "a call of a tool that is not among the tools offered to the model (nor named in its system prompt)",
+    find,
+    needs=("tools",),
+    severity="high",
+)

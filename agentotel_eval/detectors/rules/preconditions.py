@@ -27,15 +27,31 @@ def find(view: RunView) -> list[Finding]:
                 continue
             reported.add((call.name, needed))
             tried = [j for j in range(index) if bare_name(calls[j].name) == bare_name(needed)]
-            why = (f"its earlier call(s) {', '.join(f'#{j + 1}' for j in tried)} failed" if tried
-                   else f"{needed!r} was not called before")
-            out.append(finding(SEQUENCE_ERROR, "precondition", f"tools.{declared}.requires", call.name,
-                               (index, *tried), f"call #{index + 1} to {call.name!r} needs a successful {needed!r} "
-                               f"first: {why}", {"requires": needed, "earlier_calls": tried}))
+            why = (
+                f"its earlier call(s) {', '.join(f'#{j + 1}' for j in tried)} failed"
+                if tried
+                else f"{needed!r} was not called before"
+            )
+            out.append(
+                finding(
+                    SEQUENCE_ERROR,
+                    "precondition",
+                    f"tools.{declared}.requires",
+                    call.name,
+                    (index, *tried),
+                    f"call #{index + 1} to {call.name!r} needs a successful {needed!r} first: {why}",
+                    {"requires": needed, "earlier_calls": tried},
+                )
+            )
         if call.status != "error":
             succeeded.update((call.name, bare_name(call.name)))
     return out
 
 
-RULE = Rule("sequence_error.precondition", SEQUENCE_ERROR, ("precondition",),
-            "a call before any successful call of a tool its [[tools]] declaration requires", find)
+RULE = Rule(
+    "sequence_error.precondition",
+    SEQUENCE_ERROR,
+    ("precondition",),
+    "a call before any successful call of a tool its [[tools]] declaration requires",
+    find,
+)

@@ -18,8 +18,10 @@ _MAX_VALUES = 64  # id-like values checked per call
 
 def find(view: RunView) -> list[Finding]:
     calls = view.calls
-    ids = [list(dict.fromkeys(v for v in string_values(call.input_parameters) if id_like(v)))[:_MAX_VALUES]
-           for call in calls]
+    ids = [
+        list(dict.fromkeys(v for v in string_values(call.input_parameters) if id_like(v)))[:_MAX_VALUES]
+        for call in calls
+    ]
     if not any(ids):  # most runs pass no id-like value
         return []
     results = view.output_texts
@@ -31,18 +33,33 @@ def find(view: RunView) -> list[Finding]:
     for j, values in enumerate(ids):
         call = calls[j]
         for value in values:
-            if contains_token(given, value) or any(contains_token(results[k], value) or
-                                                   contains_token(arguments[k], value) for k in range(j)):
+            if contains_token(given, value) or any(
+                contains_token(results[k], value) or contains_token(arguments[k], value) for k in range(j)
+            ):
                 continue
             later = next((k for k in range(j + 1, len(calls)) if contains_token(results[k], value)), None)
             if later is not None:
-                out.append(finding(SEQUENCE_ERROR, "used_before_produced", "sequence_error.provenance", call.name,
-                                   (j, later), f"call #{j + 1} to {call.name!r} used {value!r}, which first appears "
-                                   f"in the result of call #{later + 1} ({calls[later].name}), made after it",
-                                   {"value": value, "used_by": j, "produced_by": later}))
+                out.append(
+                    finding(
+                        SEQUENCE_ERROR,
+                        "used_before_produced",
+                        "sequence_error.provenance",
+                        call.name,
+                        (j, later),
+                        f"call #{j + 1} to {call.name!r} used {value!r}, which first appears "
+                        f"in the result of call #{later + 1} ({calls[later].name}), made after it",
+                        {"value": value, "used_by": j, "produced_by": later},
+                    )
+                )
     return out
 
 
-RULE = Rule("sequence_error.used_before_produced", SEQUENCE_ERROR, ("used_before_produced",),
-            "an id a call used that first appears in the result of a later call", find, needs=("results", "calls"),
-            label="sequence_error (provenance)")
+RULE = Rule(
+    "sequence_error.used_before_produced",
+    SEQUENCE_ERROR,
+    ("used_before_produced",),
+    "an id a call used that first appears in the result of a later call",
+    find,
+    needs=("results", "calls"),
+    label="sequence_error (provenance)",
+)

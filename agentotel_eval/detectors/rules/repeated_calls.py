@@ -66,7 +66,12 @@ def canonical(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         facts = read(text, statuses=False).facts if any(ch.isdigit() for ch in text) else ()
-        if len(facts) == 1 and facts[0].kind == NUMBER and facts[0].start == 0 and facts[0].end >= len(text.rstrip(".")):
+        if (
+            len(facts) == 1
+            and facts[0].kind == NUMBER
+            and facts[0].start == 0
+            and facts[0].end >= len(text.rstrip("."))
+        ):
             return ("n", facts[0].dim, round(float(facts[0].value), 6))
         return ("s", normalized(text))
     if isinstance(value, dict | Mapping):
@@ -85,11 +90,25 @@ def _repeated(calls: Sequence[ToolCall], indices: list[int]) -> Finding:
     exact = all(thaw(_arguments(calls[i])) == thaw(_arguments(first)) for i in indices)
     subtype = "same_arguments" if exact else "equivalent_arguments"
     how = "the same arguments" if exact else "arguments written differently but the same"
-    return finding(REPEATED_FAILURE, subtype, f"repeated_failure.{subtype}", first.name, tuple(indices),
-                   f"{first.name!r} failed {len(indices)} times in a row with {how} {args} (calls {positions}){reason}",
-                   {"arguments": args, "error": reason[2:] or error_text(calls[indices[-1]])[:200] or None,
-                    "times": len(indices)})
+    return finding(
+        REPEATED_FAILURE,
+        subtype,
+        f"repeated_failure.{subtype}",
+        first.name,
+        tuple(indices),
+        f"{first.name!r} failed {len(indices)} times in a row with {how} {args} (calls {positions}){reason}",
+        {
+            "arguments": args,
+            "error": reason[2:] or error_text(calls[indices[-1]])[:200] or None,
+            "times": len(indices),
+        },
+    )
 
 
-RULE = Rule("repeated_failure.same_arguments", REPEATED_FAILURE, ("same_arguments", "equivalent_arguments"),
-            "one tool failing two or more times in a row with the same (or equivalently written) arguments", find)
+RULE = Rule(
+    "repeated_failure.same_arguments",
+    REPEATED_FAILURE,
+    ("same_arguments", "equivalent_arguments"),
+    "one tool failing two or more times in a row with the same (or equivalently written) arguments",
+    find,
+)

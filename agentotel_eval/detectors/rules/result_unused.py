@@ -29,11 +29,62 @@ from agentotel_eval.detectors.view import RunView
 SEVERITY = "low"
 _SHORT_TEXT = (3, 80)
 _WORD = re.compile(r"[^\W\d_]{4,}")
-_COMMON = frozenset({"this", "that", "with", "from", "have", "been", "were", "will", "your", "into", "than", "then",
-                     "they", "them", "what", "when", "also", "only", "some", "more", "most", "such", "each", "over",
-                     "very", "just", "like", "does", "there", "their", "which", "would", "could", "should", "about"})
-_PLAIN = frozenset({"true", "false", "none", "null", "success", "successful", "error", "status", "result",
-                    "results", "found", "empty", "done"})
+_COMMON = frozenset(
+    {
+        "this",
+        "that",
+        "with",
+        "from",
+        "have",
+        "been",
+        "were",
+        "will",
+        "your",
+        "into",
+        "than",
+        "then",
+        "they",
+        "them",
+        "what",
+        "when",
+        "also",
+        "only",
+        "some",
+        "more",
+        "most",
+        "such",
+        "each",
+        "over",
+        "very",
+        "just",
+        "like",
+        "does",
+        "there",
+        "their",
+        "which",
+        "would",
+        "could",
+        "should",
+        "about",
+    }
+)
+_PLAIN = frozenset(
+    {
+        "true",
+        "false",
+        "none",
+        "null",
+        "success",
+        "successful",
+        "error",
+        "status",
+        "result",
+        "results",
+        "found",
+        "empty",
+        "done",
+    }
+)
 _NUMBER_LEAF = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -111,16 +162,35 @@ def find(view: RunView) -> list[Finding]:
         texts = _texts(list(string_values(result)))
         if (not texts and not numbers) or used_in(answer_text, texts):
             continue
-        if any(numbers & numbers_of_step(j) or used_in(text_of_step(j), texts) for j in range(i + 1, len(calls))):
+        if any(
+            numbers & numbers_of_step(j) or used_in(text_of_step(j), texts) for j in range(i + 1, len(calls))
+        ):
             continue
-        out.append(finding(RESULT_IGNORED, "result_unused", "result_ignored.unused", call.name, (i,),
-                           f"call #{i + 1} {call.name}: no value of its result appears in a later call's arguments "
-                           "or in the final answer",
-                           {"values_checked": len(texts) + len(numbers),
-                            "sample": sorted(texts)[:3] + [f"{n:g}" for n in sorted(numbers)[:3]]}))
+        out.append(
+            finding(
+                RESULT_IGNORED,
+                "result_unused",
+                "result_ignored.unused",
+                call.name,
+                (i,),
+                f"call #{i + 1} {call.name}: no value of its result appears in a later call's arguments "
+                "or in the final answer",
+                {
+                    "values_checked": len(texts) + len(numbers),
+                    "sample": sorted(texts)[:3] + [f"{n:g}" for n in sorted(numbers)[:3]],
+                },
+            )
+        )
     return out
 
 
-RULE = Rule("result_ignored.result_unused", RESULT_IGNORED, ("result_unused",),
-            "a successful call's result that no later call and no part of the answer used (an observation)", find,
-            needs=("answer",), severity=SEVERITY, observation=True)
+RULE = Rule(
+    "result_ignored.result_unused",
+    RESULT_IGNORED,
+    ("result_unused",),
+    "a successful call's result that no later call and no part of the answer used (an observation)",
+    find,
+    needs=("answer",),
+    severity=SEVERITY,
+    observation=True,
+)

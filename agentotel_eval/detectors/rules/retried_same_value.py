@@ -27,8 +27,12 @@ def _named_argument(call: ToolCall, error: str) -> tuple[str, Any] | None:
             return str(key), value
     for key, value in params.items():
         text = str(value)
-        if isinstance(value, str | int | float) and not isinstance(value, bool) and len(text) >= 3 \
-                and text.lower() in lowered:
+        if (
+            isinstance(value, str | int | float)
+            and not isinstance(value, bool)
+            and len(text) >= 3
+            and text.lower() in lowered
+        ):
             return str(key), value
     return None
 
@@ -52,17 +56,35 @@ def find(view: RunView) -> list[Finding]:
             if not fails[j] and later.input_parameters is None:
                 break
             params = later.input_parameters
-            if isinstance(params, dict | Mapping) and key in params and params[key] == value \
-                    and params != call.input_parameters:
-                out.append(finding(RESULT_IGNORED, "retried_same_value", "result_ignored.retried_same_value",
-                                   call.name, (i, j), f"call #{i + 1} to {call.name!r} failed naming {key!r} "
-                                   f"({error_text(call)[:120]}), and call #{j + 1} passed the same {key} = "
-                                   f"{json.dumps(value, default=str)[:60]} again",
-                                   {"argument": key, "value": value, "error": error_text(call)[:200]}, argument=key))
+            if (
+                isinstance(params, dict | Mapping)
+                and key in params
+                and params[key] == value
+                and params != call.input_parameters
+            ):
+                out.append(
+                    finding(
+                        RESULT_IGNORED,
+                        "retried_same_value",
+                        "result_ignored.retried_same_value",
+                        call.name,
+                        (i, j),
+                        f"call #{i + 1} to {call.name!r} failed naming {key!r} "
+                        f"({error_text(call)[:120]}), and call #{j + 1} passed the same {key} = "
+                        f"{json.dumps(value, default=str)[:60]} again",
+                        {"argument": key, "value": value, "error": error_text(call)[:200]},
+                        argument=key,
+                    )
+                )
             break  # the first later call of the tool answers whether the error was heeded
     return out
 
 
-RULE = Rule("result_ignored.retried_same_value", RESULT_IGNORED, ("retried_same_value",),
-            "a failed call's error names an argument, and the next call of the tool passes it unchanged", find,
-            needs=("results",))
+RULE = Rule(
+    "result_ignored.retried_same_value",
+    RESULT_IGNORED,
+    ("retried_same_value",),
+    "a failed call's error names an argument, and the next call of the tool passes it unchanged",
+    find,
+    needs=("results",),
+)

@@ -43,7 +43,9 @@ def schemas_of(view: RunView) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for t in view.tools or ():
         params = t.parameters
-        if params is not None and isinstance(params, dict | Mapping):  # FrozenDicts are told before the ABC check
+        if params is not None and isinstance(
+            params, dict | Mapping
+        ):  # FrozenDicts are told before the ABC check
             out.setdefault(t.name, params)
     return out
 
@@ -65,9 +67,17 @@ def find(view: RunView) -> list[Finding]:
         if not present:
             continue
         if problem is not None:
-            out.append(finding(PARAMETER_ERROR, "unparseable_arguments", "parameter_error.json", call.name, (index,),
-                               f"call #{index + 1} to {call.name!r}: {problem}",
-                               {"arguments": preview(call.raw_arguments)}))
+            out.append(
+                finding(
+                    PARAMETER_ERROR,
+                    "unparseable_arguments",
+                    "parameter_error.json",
+                    call.name,
+                    (index,),
+                    f"call #{index + 1} to {call.name!r}: {problem}",
+                    {"arguments": preview(call.raw_arguments)},
+                )
+            )
             continue
         frozen = _frozen(schema)
         if truncated(frozen):
@@ -91,30 +101,57 @@ def find(view: RunView) -> list[Finding]:
                 continue  # the capture kept only some values: "missing" may be lost, not left out
             if subtype == "missing_required":
                 path = "/".join(filter(None, (path, missing_property(error)))) or path
-            out.append(finding(PARAMETER_ERROR, subtype, f"parameter_error.schema.{kind}", call.name, (index,),
-                               f"call #{index + 1} to {call.name!r}: {explain(error, error_path(error))}",
-                               {"value": preview(error.instance), "schema": {kind: evidence_value(error)}},
-                               argument=path))
+            out.append(
+                finding(
+                    PARAMETER_ERROR,
+                    subtype,
+                    f"parameter_error.schema.{kind}",
+                    call.name,
+                    (index,),
+                    f"call #{index + 1} to {call.name!r}: {explain(error, error_path(error))}",
+                    {"value": preview(error.instance), "schema": {kind: evidence_value(error)}},
+                    argument=path,
+                )
+            )
         if len(errors) > MAX_SCHEMA_ERRORS_PER_CALL:
-            out.append(finding(PARAMETER_ERROR, "schema_violation", "parameter_error.schema", call.name, (index,),
-                               f"call #{index + 1} to {call.name!r}: {len(errors) - MAX_SCHEMA_ERRORS_PER_CALL} more "
-                               "schema violation(s)"))
+            out.append(
+                finding(
+                    PARAMETER_ERROR,
+                    "schema_violation",
+                    "parameter_error.schema",
+                    call.name,
+                    (index,),
+                    f"call #{index + 1} to {call.name!r}: {len(errors) - MAX_SCHEMA_ERRORS_PER_CALL} more "
+                    "schema violation(s)",
+                )
+            )
     return out
 
 
 def _frozen(schema: Any) -> Any:
-    return schema if isinstance(schema, FrozenDict) else freeze(schema)  # definitions hold frozen schemas already
+    return (
+        schema if isinstance(schema, FrozenDict) else freeze(schema)
+    )  # definitions hold frozen schemas already
 
 
 def _undeclared(index: int, name: str, schema: Any, instance: Any) -> list[Finding]:
     names = declared(schema)
     if names is None or not isinstance(instance, dict | Mapping):
         return []
-    return [finding(PARAMETER_ERROR, "unexpected_param", "parameter_error.undeclared", name, (index,),
-                    f"call #{index + 1} to {name!r}: unexpected argument {key!r} (the tool's schema declares "
-                    f"{', '.join(sorted(names)) or 'no parameter'})",
-                    {"value": preview(instance[key]), "declared": sorted(names)}, argument=str(key))
-            for key in [k for k in instance if k not in names][:MAX_SCHEMA_ERRORS_PER_CALL]]
+    return [
+        finding(
+            PARAMETER_ERROR,
+            "unexpected_param",
+            "parameter_error.undeclared",
+            name,
+            (index,),
+            f"call #{index + 1} to {name!r}: unexpected argument {key!r} (the tool's schema declares "
+            f"{', '.join(sorted(names)) or 'no parameter'})",
+            {"value": preview(instance[key]), "declared": sorted(names)},
+            argument=str(key),
+        )
+        for key in [k for k in instance if k not in names][:MAX_SCHEMA_ERRORS_PER_CALL]
+    ]
 
 
 def unchecked(view: RunView) -> list[str]:
@@ -122,21 +159,44 @@ def unchecked(view: RunView) -> list[str]:
     calls = view.calls
     unrecorded = sum(1 for c in calls if c.input_parameters is None and c.raw_arguments is None)
     if unrecorded:
-        notes.append(f"parameter_error could not check {unrecorded} of {len(calls)} call(s): arguments not recorded")
+        notes.append(
+            f"parameter_error could not check {unrecorded} of {len(calls)} call(s): arguments not recorded"
+        )
     partial_calls = sum(1 for c in calls if partial(c))
     if partial_calls:
-        notes.append(f"parameter_error could not check required arguments of {partial_calls} call(s): the capture "
-                     "keeps only some argument values")
+        notes.append(
+            f"parameter_error could not check required arguments of {partial_calls} call(s): the capture "
+            "keeps only some argument values"
+        )
     schemas = schemas_of(view)
-    cut = sorted({c.name for c in calls if (s := _schema_for(schemas, c.name)) is not None and truncated(_frozen(s))})
+    cut = sorted(
+        {c.name for c in calls if (s := _schema_for(schemas, c.name)) is not None and truncated(_frozen(s))}
+    )
     if cut:
-        notes.append(f"parameter_error could not check the calls of {', '.join(map(repr, cut))}: the recorded "
-                     "schema was cut short by the exporter")
+        notes.append(
+            f"parameter_error could not check the calls of {', '.join(map(repr, cut))}: the recorded "
+            "schema was cut short by the exporter"
+        )
     return notes
 
 
-RULE = Rule("parameter_error.schema", PARAMETER_ERROR,
-            ("missing_required", "unexpected_param", "wrong_type", "value_not_allowed", "bad_format",
-             "pattern_mismatch", "out_of_range", "unparseable_arguments", "schema_violation"),
-            "arguments that fail the tool's JSON Schema, or that are not JSON", find, needs=("schemas",),
-            unchecked=unchecked, label="parameter_error (schemas)")
+RULE = Rule(
+    "parameter_error.schema",
+    PARAMETER_ERROR,
+    (
+        "missing_required",
+        "unexpected_param",
+        "wrong_type",
+        "value_not_allowed",
+        "bad_format",
+        "pattern_mismatch",
+        "out_of_range",
+        "unparseable_arguments",
+        "schema_violation",
+    ),
+    "arguments that fail the tool's JSON Schema, or that are not JSON",
+    find,
+    needs=("schemas",),
+    unchecked=unchecked,
+    label="parameter_error (schemas)",
+)

@@ -46,11 +46,52 @@ from agentotel_eval.detectors.view import RunView, normalized
 SURE, LIKELY, UNSURE = 0.9, 0.8, 0.5
 _MAX_VALUES = 32  # argument values checked per call
 #: words of a parameter's name that say its value sizes, pages or tunes the call: the model's own choice
-_OWN_CHOICE_WORDS = frozenset({"limit", "page", "offset", "top", "k", "n", "size", "per", "count", "max", "min", "num",
-                               "retries", "retry", "tries", "attempts", "timeout", "temperature", "seed", "depth",
-                               "radius", "precision", "decimals", "digits", "round", "rounding", "version", "level",
-                               "priority", "rank", "index", "skip", "batch", "threshold", "interval", "delay", "wait",
-                               "verbose", "verbosity", "results", "items", "rows"})
+_OWN_CHOICE_WORDS = frozenset(
+    {
+        "limit",
+        "page",
+        "offset",
+        "top",
+        "k",
+        "n",
+        "size",
+        "per",
+        "count",
+        "max",
+        "min",
+        "num",
+        "retries",
+        "retry",
+        "tries",
+        "attempts",
+        "timeout",
+        "temperature",
+        "seed",
+        "depth",
+        "radius",
+        "precision",
+        "decimals",
+        "digits",
+        "round",
+        "rounding",
+        "version",
+        "level",
+        "priority",
+        "rank",
+        "index",
+        "skip",
+        "batch",
+        "threshold",
+        "interval",
+        "delay",
+        "wait",
+        "verbose",
+        "verbosity",
+        "results",
+        "items",
+        "rows",
+    }
+)
 _KEY_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _TOKEN = re.compile(r"[^\W_]+")
@@ -59,8 +100,9 @@ _NAME = re.compile(r"[A-Z]")
 _NAME_CHARS = re.compile(r"[^\W\d_][\w .,'’&-]*")  # a name: words, not a path, a command or an expression
 
 
-def _leaves(value: Any, path: str = "", depth: int = 0, out: list[tuple[str, Any]] | None = None) \
-        -> list[tuple[str, Any]]:
+def _leaves(
+    value: Any, path: str = "", depth: int = 0, out: list[tuple[str, Any]] | None = None
+) -> list[tuple[str, Any]]:
     """Each leaf of an argument value and its dotted path (a list's items share the list's path)."""
     if out is None:
         out = []
@@ -86,8 +128,11 @@ class _Known:
 
     def __init__(self, view: RunView) -> None:
         self.view = view
-        self.texts = [t for t in (view.user_input, view.system_prompt, view.definitions_text, *view.assistant_texts)
-                      if t]
+        self.texts = [
+            t
+            for t in (view.user_input, view.system_prompt, view.definitions_text, *view.assistant_texts)
+            if t
+        ]
         self._calls = 0  # calls whose arguments and results are known
         self._values_at = self._tokens_at = self._ids_at = -1  # calls each reading covers (-1: not read yet)
         self._facts: list[Fact] = []
@@ -111,8 +156,9 @@ class _Known:
             self._facts = [f for r in readings for f in r.facts]
             # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72,
             # "three hours" 3), and the quantities words state ("twice", "a decade", "pi")
-            self._numbers = [f.value for f in self._facts if f.kind == NUMBER] + \
-                [n for r in readings for n in (*_written(r.text), *_quantities(r.lower))]
+            self._numbers = [f.value for f in self._facts if f.kind == NUMBER] + [
+                n for r in readings for n in (*_written(r.text), *_quantities(r.lower))
+            ]
             self._currencies = {f.unit for f in self._facts if f.kind == NUMBER and f.dim == "money"}
             self._rounded = {round(abs(n), 2) for n in self._numbers}
             self._values_at = 0
@@ -161,7 +207,7 @@ class _Known:
             if self._tokens_at < 0:
                 self._tokens = set(_TOKEN.findall("\n".join(self.texts).lower()))
                 self._tokens_at = 0
-            for text in self.view.call_texts[self._tokens_at:self._calls]:
+            for text in self.view.call_texts[self._tokens_at : self._calls]:
                 self._tokens.update(_TOKEN.findall(text.lower()))
             self._tokens_at = self._calls
         return self._tokens
@@ -172,7 +218,7 @@ class _Known:
             if self._ids_at < 0:
                 self._ids = set(_ID_TOKEN.findall("\n".join(self.texts)))
                 self._ids_at = 0
-            for text in self.view.call_texts[self._ids_at:self._calls]:
+            for text in self.view.call_texts[self._ids_at : self._calls]:
                 self._ids.update(_ID_TOKEN.findall(text))
             self._ids_at = self._calls
         return self._ids
@@ -180,7 +226,7 @@ class _Known:
     @property
     def text(self) -> str:
         if self._text is None:
-            self._text = "\n".join([*self.texts, *self.view.call_texts[:self._calls]])
+            self._text = "\n".join([*self.texts, *self.view.call_texts[: self._calls]])
         return self._text
 
     @property
@@ -217,26 +263,43 @@ def find(view: RunView) -> list[Finding]:
             checked = 0
             leaves = _leaves(args)
             if unused:
-                used.update(t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower()))
+                used.update(
+                    t for _, value in leaves if isinstance(value, str) for t in _TOKEN.findall(value.lower())
+                )
                 unused = [words for words in unused if not words & used]
             replaced = bool(unused)
             for path, value in leaves:
                 if checked >= _MAX_VALUES:
                     break
                 checked += 1
-                problem = _ungrounded(view, known, j, path, value, schema_defaults.get(call.name, {}),
-                                      replaced=replaced)
+                problem = _ungrounded(
+                    view, known, j, path, value, schema_defaults.get(call.name, {}), replaced=replaced
+                )
                 if problem is None:
                     continue
                 what, confidence = problem
                 if uncertain_prompt:
                     confidence = min(confidence, UNSURE)
-                out.append(finding(SEQUENCE_ERROR, "ungrounded_argument", "sequence_error.ungrounded", call.name,
-                                   (j,), f"call #{j + 1} to {call.name!r} used {path} = {value_text(value)[:60]!r}, "
-                                   f"which appears nowhere before it ({what})",
-                                   {"value": value, "argument": path, "kind": what, "used_by": j,
-                                    "system_prompt_recorded": not uncertain_prompt},
-                                   argument=path, confidence=confidence))
+                out.append(
+                    finding(
+                        SEQUENCE_ERROR,
+                        "ungrounded_argument",
+                        "sequence_error.ungrounded",
+                        call.name,
+                        (j,),
+                        f"call #{j + 1} to {call.name!r} used {path} = {value_text(value)[:60]!r}, "
+                        f"which appears nowhere before it ({what})",
+                        {
+                            "value": value,
+                            "argument": path,
+                            "kind": what,
+                            "used_by": j,
+                            "system_prompt_recorded": not uncertain_prompt,
+                        },
+                        argument=path,
+                        confidence=confidence,
+                    )
+                )
         known.add(j)
     return out
 
@@ -256,7 +319,9 @@ def _written(text: str) -> list[float]:
     return out
 
 
-_QUANTITY = re.compile(r"(?<![\w])(" + "|".join(sorted(lx.QUANTITY_WORDS, key=len, reverse=True)) + r")(?![\w])")
+_QUANTITY = re.compile(
+    r"(?<![\w])(" + "|".join(sorted(lx.QUANTITY_WORDS, key=len, reverse=True)) + r")(?![\w])"
+)
 
 
 def _quantities(lower: str) -> list[float]:
@@ -266,14 +331,23 @@ def _quantities(lower: str) -> list[float]:
 def _schema_defaults(view: RunView) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for tool in view.tools or ():
-        props = (tool.parameters or {}).get("properties") if isinstance(tool.parameters, dict | Mapping) else None
+        props = (
+            (tool.parameters or {}).get("properties") if isinstance(tool.parameters, dict | Mapping) else None
+        )
         if isinstance(props, dict | Mapping):
             out[tool.name] = {str(k): v for k, v in props.items() if isinstance(v, dict | Mapping)}
     return out
 
 
-def _ungrounded(view: RunView, known: _Known, j: int, path: str, value: Any, schema: Mapping[str, Any],
-                replaced: bool = False) -> tuple[str, float] | None:
+def _ungrounded(
+    view: RunView,
+    known: _Known,
+    j: int,
+    path: str,
+    value: Any,
+    schema: Mapping[str, Any],
+    replaced: bool = False,
+) -> tuple[str, float] | None:
     key = path.rsplit(".", 1)[-1]
     prop = schema.get(key)
     if isinstance(prop, dict | Mapping) and ("default" in prop or "enum" in prop or "const" in prop):
@@ -334,7 +408,11 @@ def _number(known: _Known, key: str, value: float) -> tuple[str, float] | None:
     if abs(value) in (0.0, 1.0) or _own_choice(key):
         return None
     rounded = known.rounded
-    if round(abs(value), 2) in rounded or round(abs(value) * 100, 2) in rounded or round(abs(value) / 100, 2) in rounded:
+    if (
+        round(abs(value), 2) in rounded
+        or round(abs(value) * 100, 2) in rounded
+        or round(abs(value) / 100, 2) in rounded
+    ):
         return None  # stated before, as it is or as a percentage
     probe = Fact(NUMBER, value, 0, 0, f"{value:g}", decimals=_decimals(value))
     if any(same(probe, f) for f in known.facts if f.kind == NUMBER and f.dim):
@@ -416,8 +494,10 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
     digits = sum(ch.isdigit() for ch in value)
     if not (len(value) >= 6 and (digits >= 2 or (digits >= 1 and any(ch.isupper() for ch in value)))):
         return None  # short or word-like: the model's own vocabulary ("gpt-4o", "utf-8")
-    if any(not view.fails[k] and contains_token(view.output_texts[k], value)
-           for k in range(j + 1, len(view.calls))):
+    if any(
+        not view.fails[k] and contains_token(view.output_texts[k], value)
+        for k in range(j + 1, len(view.calls))
+    ):
         return None  # a later result holds it: used_before_produced says so
     return "an id", SURE
 
@@ -452,8 +532,11 @@ def _name(known: _Known, value: str, shape: _Shape, replaced: bool = False) -> t
 
 def _near(word: str, tokens: set[str]) -> bool:
     limit = max(1, len(word) // 5)
-    return any(abs(len(t) - len(word)) <= limit and OSA.distance(word, t) <= limit for t in tokens
-               if t[:1] == word[:1] or t[-1:] == word[-1:])
+    return any(
+        abs(len(t) - len(word)) <= limit and OSA.distance(word, t) <= limit
+        for t in tokens
+        if t[:1] == word[:1] or t[-1:] == word[-1:]
+    )
 
 
 #: capitalised words the user wrote that name nothing: months, days, and the first word of a sentence
@@ -472,11 +555,19 @@ def _asked_names(text: str) -> list[str]:
 
 
 def _currency_named(lower: str, code: str) -> bool:
-    names = [w for w, c in lx.CURRENCY_WORDS.items() if c == code] + \
-        [s.lower() for s, c in lx.CURRENCY_SYMBOLS.items() if c == code and not s.isalpha()]
+    names = [w for w, c in lx.CURRENCY_WORDS.items() if c == code] + [
+        s.lower() for s, c in lx.CURRENCY_SYMBOLS.items() if c == code and not s.isalpha()
+    ]
     return any(contains_token(lower, n) if n.isalpha() else n in lower for n in names)
 
 
-RULE = Rule("sequence_error.ungrounded_argument", SEQUENCE_ERROR, ("ungrounded_argument",),
-            "an argument value (id, number, date or name) that appears nowhere before the call", find,
-            needs=("input", "results"), confidence=SURE, label="sequence_error (grounding)")
+RULE = Rule(
+    "sequence_error.ungrounded_argument",
+    SEQUENCE_ERROR,
+    ("ungrounded_argument",),
+    "an argument value (id, number, date or name) that appears nowhere before the call",
+    find,
+    needs=("input", "results"),
+    confidence=SURE,
+    label="sequence_error (grounding)",
+)

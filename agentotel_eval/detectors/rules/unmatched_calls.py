@@ -31,20 +31,36 @@ def find(view: RunView) -> list[Finding]:
     if isinstance(by_turn, Mapping) and by_turn:
         out += _not_offered_on_turn(calls, by_turn)
     requests = [r for r in found.get("requests_without_execution") or () if isinstance(r, Mapping)]
-    lonely = [j for j in found.get("executions_without_request") or ()
-              if isinstance(j, int) and 0 <= j < len(calls)]
+    lonely = [
+        j for j in found.get("executions_without_request") or () if isinstance(j, int) and 0 <= j < len(calls)
+    ]
     requests, lonely = _unpaired(calls, requests, lonely)
     for request in requests:
         name = str(request.get("name") or "?")
-        out.append(finding(
-            INVALID_FUNCTION, "requested_not_executed", "invalid_function.requested_not_executed", name, (),
-            f"the model requested {name!r} (call id {request.get('call_id') or '?'}) but no execution of it was "
-            "recorded", dict(request)))
+        out.append(
+            finding(
+                INVALID_FUNCTION,
+                "requested_not_executed",
+                "invalid_function.requested_not_executed",
+                name,
+                (),
+                f"the model requested {name!r} (call id {request.get('call_id') or '?'}) but no execution of it was "
+                "recorded",
+                dict(request),
+            )
+        )
     for j in lonely:
-        out.append(finding(
-            INVALID_FUNCTION, "executed_not_requested", "invalid_function.executed_not_requested", calls[j].name,
-            (j,), f"call #{j + 1} to {calls[j].name!r} ran, but no LLM output requested it",
-            {"call_id": calls[j].call_id, "span_id": calls[j].span_id}))
+        out.append(
+            finding(
+                INVALID_FUNCTION,
+                "executed_not_requested",
+                "invalid_function.executed_not_requested",
+                calls[j].name,
+                (j,),
+                f"call #{j + 1} to {calls[j].name!r} ran, but no LLM output requested it",
+                {"call_id": calls[j].call_id, "span_id": calls[j].span_id},
+            )
+        )
     return out
 
 
@@ -54,8 +70,9 @@ def _same_arguments(request: Mapping[str, Any], call: ToolCall) -> bool:
     return thaw(request["arguments"]) == thaw(call.input_parameters)
 
 
-def _unpaired(calls: Sequence[ToolCall], requests: list[Mapping[str, Any]],
-              lonely: list[int]) -> tuple[list[Mapping[str, Any]], list[int]]:
+def _unpaired(
+    calls: Sequence[ToolCall], requests: list[Mapping[str, Any]], lonely: list[int]
+) -> tuple[list[Mapping[str, Any]], list[int]]:
     """The requests and executions left once each request is paired with the first unpaired execution of the same
     tool and arguments, in order (the pairing reconstruction makes by id, made here by content)."""
     if not requests or not lonely:
@@ -64,8 +81,9 @@ def _unpaired(calls: Sequence[ToolCall], requests: list[Mapping[str, Any]],
     kept = []
     for request in requests:
         name = bare_name(str(request.get("name") or ""))
-        match = next((j for j in left if bare_name(calls[j].name) == name and _same_arguments(request, calls[j])),
-                     None)
+        match = next(
+            (j for j in left if bare_name(calls[j].name) == name and _same_arguments(request, calls[j])), None
+        )
         if match is None:
             kept.append(request)
         else:
@@ -80,15 +98,27 @@ def _not_offered_on_turn(calls: Sequence[ToolCall], by_turn: Mapping[str, Any]) 
         offered = by_turn.get(call.llm_turn) if call.llm_turn is not None else None
         if offered is None or call.name in offered or call.name not in everywhere:
             continue  # unknown turn, offered, or offered on no turn (not_offered says so)
-        out.append(finding(
-            INVALID_FUNCTION, "not_offered_on_turn", "invalid_function.not_offered_on_turn", call.name, (index,),
-            f"call #{index + 1} invokes {call.name!r}, which the turn that requested it did not offer (that turn "
-            f"offered: {', '.join(list(offered)[:20]) or 'none'})",
-            {"called": call.name, "turn": call.llm_turn, "offered": list(offered)[:20]}))
+        out.append(
+            finding(
+                INVALID_FUNCTION,
+                "not_offered_on_turn",
+                "invalid_function.not_offered_on_turn",
+                call.name,
+                (index,),
+                f"call #{index + 1} invokes {call.name!r}, which the turn that requested it did not offer (that turn "
+                f"offered: {', '.join(list(offered)[:20]) or 'none'})",
+                {"called": call.name, "turn": call.llm_turn, "offered": list(offered)[:20]},
+            )
+        )
     return out
 
 
-RULE = Rule("invalid_function.requested_not_executed", INVALID_FUNCTION,
-            ("requested_not_executed", "executed_not_requested", "not_offered_on_turn"),
-            "a call the model requested that never ran, one that ran unrequested, or a tool its turn did not offer",
-            find, severity="high", label="invalid_function (reconstruction)")
+RULE = Rule(
+    "invalid_function.requested_not_executed",
+    INVALID_FUNCTION,
+    ("requested_not_executed", "executed_not_requested", "not_offered_on_turn"),
+    "a call the model requested that never ran, one that ran unrequested, or a tool its turn did not offer",
+    find,
+    severity="high",
+    label="invalid_function (reconstruction)",
+)

@@ -26,17 +26,24 @@ class Clause:
 
 #: a sentence ends at . ! ? or a line break, unless the dot is inside a number ("18.5"), follows an initial ("J.")
 #: or an abbreviation
-_SENTENCE_END = re.compile(r"(?<!\d)(?<!\s[A-Z])(?<!^[A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\bapprox)(?<!\bvs)(?<!\bSt)(?<!\bMr)"
-                           r"(?<!\bDr)(?<!\bMs)(?<!\bNo)[.!?]+(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|$)|\n+|(?<=\S)\s+[-*•]\s+")
+_SENTENCE_END = re.compile(
+    r"(?<!\d)(?<!\s[A-Z])(?<!^[A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\bapprox)(?<!\bvs)(?<!\bSt)(?<!\bMr)"
+    r"(?<!\bDr)(?<!\bMs)(?<!\bNo)[.!?]+(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|$)|\n+|(?<=\S)\s+[-*•]\s+"
+)
 #: inside a sentence, a clause ends at ; or a dash, and before a word that turns to another thing ("but")
-_CLAUSE_END = re.compile(r"\s*[;—–]\s*|\s+-\s+|,\s+(?=(?:but|however|while|whereas|although|though|yet|except|"
-                         r"and|so|as)\b)|\s+(?=(?:but|however|whereas|although|though|except|unfortunately)\b)"
-                         r"|,\s+|:\s+(?=[A-Z])")
+_CLAUSE_END = re.compile(
+    r"\s*[;—–]\s*|\s+-\s+|,\s+(?=(?:but|however|while|whereas|although|though|yet|except|"
+    r"and|so|as)\b)|\s+(?=(?:but|however|whereas|although|though|except|unfortunately)\b)"
+    r"|,\s+|:\s+(?=[A-Z])"
+)
 _FAILURE = re.compile(r"(?i)(?<![\w-])(?:" + "|".join(lx.FAILURE_WORDS) + r")(?![\w-])")
-_NEGATED_COMPLETION = re.compile(r"(?i)(?<![\w-])" + lx.NEGATIONS + r"(?:\s+(?:\w+\s+){0,2}?)"
-                                 r"(?:" + "|".join(lx.COMPLETION_VERBS) + r")(?![\w-])")
-_NEGATED_COMPLETION_GLUED = re.compile(r"(?i)\b\w+n't\s+(?:\w+\s+){0,2}?(?:" + "|".join(lx.COMPLETION_VERBS) +
-                                       r")(?![\w-])")
+_NEGATED_COMPLETION = re.compile(
+    r"(?i)(?<![\w-])" + lx.NEGATIONS + r"(?:\s+(?:\w+\s+){0,2}?)"
+    r"(?:" + "|".join(lx.COMPLETION_VERBS) + r")(?![\w-])"
+)
+_NEGATED_COMPLETION_GLUED = re.compile(
+    r"(?i)\b\w+n't\s+(?:\w+\s+){0,2}?(?:" + "|".join(lx.COMPLETION_VERBS) + r")(?![\w-])"
+)
 _NOT_FAILURE = re.compile(r"(?i)(?:" + "|".join(lx.NOT_FAILURE_PHRASES) + r")")
 
 
@@ -44,8 +51,11 @@ def discloses_failure(text: str) -> bool:
     """Whether ``text`` says that something did not work (see the module docstring)."""
     if _NOT_FAILURE.search(text) is not None:
         text = _NOT_FAILURE.sub(" ", text)
-    return (_FAILURE.search(text) is not None or _NEGATED_COMPLETION.search(text) is not None
-            or _NEGATED_COMPLETION_GLUED.search(text) is not None)
+    return (
+        _FAILURE.search(text) is not None
+        or _NEGATED_COMPLETION.search(text) is not None
+        or _NEGATED_COMPLETION_GLUED.search(text) is not None
+    )
 
 
 @lru_cache(maxsize=2048)
@@ -69,7 +79,7 @@ def _split(text: str, start: int, end: int, sentence: int, out: list[Clause]) ->
     piece = text[start:end]
     at = 0
     for m in _CLAUSE_END.finditer(piece):
-        if m.start() > at and piece[at:m.start()].strip():
+        if m.start() > at and piece[at : m.start()].strip():
             out.append(_clause(text, start + at, start + m.start(), sentence))
         at = m.end()
     if piece[at:].strip():

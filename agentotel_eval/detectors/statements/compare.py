@@ -20,7 +20,7 @@ APPROX_REL = 0.05  # "about 92": within 5%
 
 def tolerance(fact: Fact) -> float:
     """How far a stated number may be from the exact one: half its last written digit, 5% when hedged or scaled."""
-    tol = 0.5 * 10 ** -fact.decimals + _EPSILON
+    tol = 0.5 * 10**-fact.decimals + _EPSILON
     if fact.approx:
         tol = max(tol, abs(fact.value) * APPROX_REL)
     return tol
@@ -29,7 +29,9 @@ def tolerance(fact: Fact) -> float:
 def close(stated: float, recorded: float, tol: float) -> bool:
     """Within rounding, or cut short rather than rounded ("92" for 92.7)."""
     diff = abs(stated - recorded)
-    return diff <= tol or (diff < 2 * tol and abs(stated) <= abs(recorded) and math.floor(abs(recorded)) == abs(stated))
+    return diff <= tol or (
+        diff < 2 * tol and abs(stated) <= abs(recorded) and math.floor(abs(recorded)) == abs(stated)
+    )
 
 
 def _temperature(value: float, unit: str, to: str) -> float:
@@ -57,7 +59,12 @@ def same_number(stated: Fact, recorded: Fact) -> bool | None:
         return True
     if a == "percent" and not b and abs(value) <= 1.0 and close(abs(stated.value), abs(value) * 100, tol):
         return True  # 15% for a recorded 0.15
-    return bool(b == "percent" and not a and abs(stated.value) <= 1.0 and close(abs(stated.value) * 100, abs(value), tol))
+    return bool(
+        b == "percent"
+        and not a
+        and abs(stated.value) <= 1.0
+        and close(abs(stated.value) * 100, abs(value), tol)
+    )
 
 
 def same_date(stated: Fact, recorded: Fact) -> bool | None:
@@ -96,18 +103,27 @@ def same(stated: Fact, recorded: Fact) -> bool | None:
 
 
 #: conversions a value may have been written in: (factor, what it is)
-_CONVERSIONS = ((100.0, "a percentage of"), (0.01, "a fraction of"), (60.0, "minutes or seconds of"),
-                (1 / 60.0, "hours or minutes of"), (24.0, "hours of days"), (1000.0, "thousandths of"),
-                (0.001, "thousands of"), (1.609344, "km of miles"), (1 / 1.609344, "miles of km"),
-                (7.0, "days of weeks"))
+_CONVERSIONS = (
+    (100.0, "a percentage of"),
+    (0.01, "a fraction of"),
+    (60.0, "minutes or seconds of"),
+    (1 / 60.0, "hours or minutes of"),
+    (24.0, "hours of days"),
+    (1000.0, "thousandths of"),
+    (0.001, "thousands of"),
+    (1.609344, "km of miles"),
+    (1 / 1.609344, "miles of km"),
+    (7.0, "days of weeks"),
+)
 
 
 def _fits(value: float, candidate: float, tol: float) -> bool:
     return abs(abs(value) - abs(candidate)) <= tol
 
 
-def derivations(value: float, pool: Sequence[float], tol: float = 0.005, limit: int = 3, *,
-                conversions: bool = True) -> list[str]:
+def derivations(
+    value: float, pool: Sequence[float], tol: float = 0.005, limit: int = 3, *, conversions: bool = True
+) -> list[str]:
     """Ways ``value`` is computed from numbers of ``pool`` (at most ``limit``): a unit conversion of one (with
     ``conversions``), the sum, difference, product or quotient of two, or the sum of all. Equal values are not
     derivations."""
@@ -135,8 +151,11 @@ def derivations(value: float, pool: Sequence[float], tol: float = 0.005, limit: 
                 continue
             for scale, what in _CONVERSIONS:
                 # a whole factor converts exactly; km and miles only to the digits written
-                slack = tol if float(scale).is_integer() or float(1 / scale).is_integer() else \
-                    max(tol, abs(n * scale) * 0.005)
+                slack = (
+                    tol
+                    if float(scale).is_integer() or float(1 / scale).is_integer()
+                    else max(tol, abs(n * scale) * 0.005)
+                )
                 if _fits(value, n * scale, slack):
                     found.append(f"{what} {n:g}")
                     break
@@ -144,6 +163,7 @@ def derivations(value: float, pool: Sequence[float], tol: float = 0.005, limit: 
                 found.append(f"{n:g} in the other temperature scale")
             if len(found) >= limit:
                 return found[:limit]
+
     def cofactor(a: float, wanted: float) -> float | None:
         """A number of the pool that times ``a`` (or ``a`` divided by it) gives ``value``, to ``tol``."""
         key = round(wanted, 2)
@@ -159,9 +179,17 @@ def derivations(value: float, pool: Sequence[float], tol: float = 0.005, limit: 
                 found.append(f"{a:g} + {value - a:g}")
             elif held(a - value) and abs(a - value) > tol:
                 found.append(f"{a:g} - {a - value:g}")
-            elif a not in (0, 1, -1) and (m := cofactor(a, value / a)) is not None and abs(a * m - value) <= tol:
+            elif (
+                a not in (0, 1, -1)
+                and (m := cofactor(a, value / a)) is not None
+                and abs(a * m - value) <= tol
+            ):
                 found.append(f"{a:g} × {m:g}")
-            elif a not in (0, 1, -1) and (d := cofactor(a, value * a)) is not None and abs(d / a - value) <= tol:
+            elif (
+                a not in (0, 1, -1)
+                and (d := cofactor(a, value * a)) is not None
+                and abs(d / a - value) <= tol
+            ):
                 found.append(f"{d:g} ÷ {a:g}")
             if len(found) >= limit:
                 return found[:limit]

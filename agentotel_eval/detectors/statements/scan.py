@@ -54,8 +54,10 @@ class Reading:
     facts: tuple[Fact, ...]
 
 
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)[a-z]*\.?,?\s+"
 _DATES = re.compile(
     rf"(?P<iso>(?<![\w.-])(?P<iy>\d{{4}})-(?P<im>\d{{2}})-(?P<id>\d{{2}})(?:[T ](?P<ih>\d{{2}}):(?P<imi>\d{{2}})"
@@ -69,29 +71,42 @@ _DATES = re.compile(
     r"|(?<![\w:.,])(?P<th2>1[0-2]|0?[1-9])\s?(?P<tap2>[ap])\.?m\b\.?|\b(?P<tnoon>noon|midday|midnight)\b)"
     rf"|(?P<rel>\b(?:day after tomorrow|today|tonight|tomorrow|yesterday|(?:next|this|last)\s+(?:week|month|year|"
     rf"weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|in\s+(?P<rn>\d+)\s+(?P<ru>day|week)s?)\b)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _SYMBOLS = sorted(lx.CURRENCY_SYMBOLS, key=len, reverse=True)
 _CODES = "|".join(sorted(lx.CURRENCY_CODES))
 _NUMBERS = re.compile(
-    r"(?<![\w.,/:#-])(?:(?P<pre>" + "|".join(re.escape(s) for s in _SYMBOLS if s not in ("kr", "Fr.")) +
-    rf")\s?|(?P<prec>\b(?:{_CODES}))\s?)?(?P<sign>[-−+])?"
+    r"(?<![\w.,/:#-])(?:(?P<pre>"
+    + "|".join(re.escape(s) for s in _SYMBOLS if s not in ("kr", "Fr."))
+    + rf")\s?|(?P<prec>\b(?:{_CODES}))\s?)?(?P<sign>[-−+])?"
     r"(?P<num>\d+,\d{1,2}(?=\s?(?:€|EUR|euros?|CHF|kr|zł|₽)(?!\w))|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"(?![\d.,]\d)(?:(?P<mgap>\s?)(?P<mult>thousand|millions?|billion|trillion|mn|bn|[kKmMbB])(?![\w]))?"
-    r"(?:(?P<ugap>[ \u00a0]?-?)(?P<unit>°\s?[CcFf](?![a-z])|°|%|[$€£¥₹]|[A-Za-z]+(?:/[a-z]+)?))?")
+    r"(?:(?P<ugap>[ \u00a0]?-?)(?P<unit>°\s?[CcFf](?![a-z])|°|%|[$€£¥₹]|[A-Za-z]+(?:/[a-z]+)?))?"
+)
 _SIGN_WORD = re.compile(r"(?:minus|negative)\s*$", re.IGNORECASE)
-_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
+_UUID = re.compile(
+    r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
+)
 #: a token that may be a code: with a digit, or upper-case segments joined by "-" or "_" (plain words are not)
-_TOKEN = re.compile(r"(?<![\w@/.#-])#?(?=[A-Za-z0-9_-]*(?:\d|[A-Z0-9]{2}[-_][A-Z0-9]))[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*"
-                    r"(?![\w@-]|\.\w)")
-_NUMBER_WORD = re.compile(r"(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
-                          r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
-                          r"seventy|eighty|ninety|hundred|thousand|dozen)\b")
-_STATUS = re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+")
-                                                     for w in sorted(lx.STATUS_WORDS, key=len, reverse=True))
-                     + r")(?![\w-])")
+_TOKEN = re.compile(
+    r"(?<![\w@/.#-])#?(?=[A-Za-z0-9_-]*(?:\d|[A-Z0-9]{2}[-_][A-Z0-9]))[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*"
+    r"(?![\w@-]|\.\w)"
+)
+_NUMBER_WORD = re.compile(
+    r"(?i)\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
+    r"seventy|eighty|ninety|hundred|thousand|dozen)\b"
+)
+_STATUS = re.compile(
+    r"(?i)(?<![\w-])(?:"
+    + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(lx.STATUS_WORDS, key=len, reverse=True))
+    + r")(?![\w-])"
+)
 _STATUS_NEGATION = re.compile(r"(?i)(?:\bnot|n't|\bnever|\bno longer)\s+(?:\w+\s+){0,2}$")
-_HEDGE = re.compile(r"(?i)(?:\b(?:about|around|approximately|approx\.?|roughly|nearly|almost|circa|ca\.|"
-                    r"estimated|up to|at least|at most|less than|more than|over|under|some)|~|≈)\s*$")
+_HEDGE = re.compile(
+    r"(?i)(?:\b(?:about|around|approximately|approx\.?|roughly|nearly|almost|circa|ca\.|"
+    r"estimated|up to|at least|at most|less than|more than|over|under|some)|~|≈)\s*$"
+)
 _ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 
@@ -130,8 +145,21 @@ def _read(text: str, statuses: bool) -> Reading:
 
 
 def _has_relative(lower: str) -> bool:
-    return any(w in lower for w in ("today", "tonight", "tomorrow", "yesterday", "next ", "this ", "last ", "noon",
-                                    "midnight", "midday"))
+    return any(
+        w in lower
+        for w in (
+            "today",
+            "tonight",
+            "tomorrow",
+            "yesterday",
+            "next ",
+            "this ",
+            "last ",
+            "noon",
+            "midnight",
+            "midday",
+        )
+    )
 
 
 def _digits(text: str) -> str:
@@ -171,7 +199,9 @@ def _dates(text: str, facts: list[Fact]) -> str:
                 continue
             value = ((y, mo, d),)
             if m.group("ih") is not None:
-                facts.append(Fact(TIME, (int(m.group("ih")) * 60 + int(m.group("imi")),), start, end, m.group(0)))
+                facts.append(
+                    Fact(TIME, (int(m.group("ih")) * 60 + int(m.group("imi")),), start, end, m.group(0))
+                )
         elif m.group("named"):
             month = lx.MONTHS.get((m.group("mn1") or m.group("mn2")).lower().rstrip("."))
             day = int(m.group("d1") or m.group("d2"))
@@ -210,8 +240,11 @@ def _dates(text: str, facts: list[Fact]) -> str:
                     hour = hour % 12 + (12 if ampm == "p" else 0)
                     value = (hour * 60 + minute,)
                 else:
-                    value = (hour * 60 + minute,) if hour >= 13 or hour == 0 else \
-                        (hour * 60 + minute, (hour + 12) % 24 * 60 + minute)
+                    value = (
+                        (hour * 60 + minute,)
+                        if hour >= 13 or hour == 0
+                        else (hour * 60 + minute, (hour + 12) % 24 * 60 + minute)
+                    )
         else:
             dim = "relative"
             phrase = m.group("rel").lower()
@@ -238,18 +271,23 @@ def _numbers(text: str, masked: str, facts: list[Fact]) -> str:
             number_text = raw.replace(",", "")
         number = float(number_text)
         decimals = len(number_text.split(".")[1]) if "." in number_text else 0
-        if m.group("sign") in ("-", "−") or _SIGN_WORD.search(masked[max(0, start - 24):start]):
+        if m.group("sign") in ("-", "−") or _SIGN_WORD.search(masked[max(0, start - 24) : start]):
             number = -number
         pre = m.group("pre") or m.group("prec")
         currency = lx.CURRENCY_SYMBOLS.get(pre, pre if pre in lx.CURRENCY_CODES else None) if pre else None
         unit_text, ugap, unit_end = m.group("unit"), m.group("ugap") or "", m.end("unit")
         mult, scale = m.group("mult"), None
         if mult:
-            if len(mult) > 1 or mult in "kKM" or currency is not None or (unit_text and _currency_of(unit_text)):
+            if (
+                len(mult) > 1
+                or mult in "kKM"
+                or currency is not None
+                or (unit_text and _currency_of(unit_text))
+            ):
                 scale = lx.MULTIPLIERS.get(mult.lower())
             if scale is None:  # a unit after all: "5 m" is five metres, "3b" no billion
                 unit_text, ugap, unit_end = mult, m.group("mgap") or "", m.end("mult")
-        approx = _HEDGE.search(masked[max(0, start - 16):start]) is not None
+        approx = _HEDGE.search(masked[max(0, start - 16) : start]) is not None
         if scale is not None:
             number, decimals, approx = number * scale, 0, True  # "1.2 million": as exact as it is written
         end = m.end("mult") if scale is not None else m.end("num")
@@ -269,11 +307,26 @@ def _numbers(text: str, masked: str, facts: list[Fact]) -> str:
                 if dim != "temperature":
                     number *= factor
                 end = unit_end
-            elif unit_text.isalpha() and unit_text.lower() not in lx.STOPWORDS and len(unit_text) > 2 \
-                    and ugap == " ":
+            elif (
+                unit_text.isalpha()
+                and unit_text.lower() not in lx.STOPWORDS
+                and len(unit_text) > 2
+                and ugap == " "
+            ):
                 dim, unit = "count", unit_text.lower().removesuffix("s")
-        facts.append(Fact(NUMBER, number, start, end, text[start:end], dim=dim, unit=unit, decimals=decimals,
-                          approx=approx))
+        facts.append(
+            Fact(
+                NUMBER,
+                number,
+                start,
+                end,
+                text[start:end],
+                dim=dim,
+                unit=unit,
+                decimals=decimals,
+                approx=approx,
+            )
+        )
         out = _mask(out, start, end)
     return out
 
@@ -292,7 +345,9 @@ def _unit_of(word: str, gap: str, last: bool = False) -> tuple[str, str, float] 
     if found is None:
         return None
     if len(key) == 1 and key not in "%°" and gap and word not in ("C", "F") and not last:
-        return None  # "5 m" in a sentence is too often a word: attached ("5m"), a capital C/F, or a value's end
+        return (
+            None  # "5 m" in a sentence is too often a word: attached ("5m"), a capital C/F, or a value's end
+        )
     return found
 
 
@@ -329,10 +384,12 @@ def _statuses(text: str, facts: list[Fact]) -> None:
     for m in _STATUS.finditer(text):
         word = " ".join(m.group(0).lower().split())
         group, axes = lx.STATUS_WORDS[word]
-        negated = _STATUS_NEGATION.search(text[max(0, m.start() - 30):m.start()]) is not None
+        negated = _STATUS_NEGATION.search(text[max(0, m.start() - 30) : m.start()]) is not None
         if negated:
             flipped = lx.NEGATED_GROUP.get(group)
             if flipped is None:
                 continue  # "not shipped": says what is not, not what is
             group = flipped
-        facts.append(Fact(STATUS, group, m.start(), m.end(), m.group(0), unit=",".join(axes), negated=negated))
+        facts.append(
+            Fact(STATUS, group, m.start(), m.end(), m.group(0), unit=",".join(axes), negated=negated)
+        )

@@ -22,13 +22,67 @@ from agentotel_eval.detectors.statements.scan import CODE, DATE, NUMBER, STATUS,
 MAX_FACTS = 300  # facts read from one value: a result of thousands of rows is sampled, not read whole
 _MAX_DEPTH = 8
 _KEY_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
-_GENERIC_KEYS = frozenset({"value", "data", "result", "results", "item", "items", "info", "number", "num", "type",
-                           "text", "content", "output", "response", "the", "and", "for", "of", "id"})
+_GENERIC_KEYS = frozenset(
+    {
+        "value",
+        "data",
+        "result",
+        "results",
+        "item",
+        "items",
+        "info",
+        "number",
+        "num",
+        "type",
+        "text",
+        "content",
+        "output",
+        "response",
+        "the",
+        "and",
+        "for",
+        "of",
+        "id",
+    }
+)
 #: key words -> the dimension a number under that key measures
 _KEY_DIMS = (
-    (frozenset({"price", "cost", "amount", "total", "fare", "fee", "fees", "balance", "refund", "charge", "charged",
-                "paid", "payment", "subtotal", "tax", "tip", "budget", "salary", "deposit", "spend", "spent",
-                "revenue", "income", "usd", "eur", "gbp", "money", "owed", "due"}), "money"),
+    (
+        frozenset(
+            {
+                "price",
+                "cost",
+                "amount",
+                "total",
+                "fare",
+                "fee",
+                "fees",
+                "balance",
+                "refund",
+                "charge",
+                "charged",
+                "paid",
+                "payment",
+                "subtotal",
+                "tax",
+                "tip",
+                "budget",
+                "salary",
+                "deposit",
+                "spend",
+                "spent",
+                "revenue",
+                "income",
+                "usd",
+                "eur",
+                "gbp",
+                "money",
+                "owed",
+                "due",
+            }
+        ),
+        "money",
+    ),
     (frozenset({"temp", "temperature", "celsius", "fahrenheit", "feels", "high", "low"}), "temperature"),
     (frozenset({"percent", "percentage", "pct", "probability", "humidity", "chance"}), "percent"),
     (frozenset({"distance", "km", "miles", "meters", "metres"}), "length"),
@@ -126,12 +180,23 @@ def _walk(value: Any, key: str, beside: frozenset[str], out: list[Recorded], dep
         _text(value, key, beside, out)
     elif kind is int or kind is float:
         words = key_words(key)
-        out.append(Recorded(Fact(NUMBER, float(value), 0, 0, str(value), dim=_dim_of(words),
-                                 decimals=_decimals(value)), words, beside, key))
+        out.append(
+            Recorded(
+                Fact(NUMBER, float(value), 0, 0, str(value), dim=_dim_of(words), decimals=_decimals(value)),
+                words,
+                beside,
+                key,
+            )
+        )
     elif isinstance(value, dict | Mapping):
-        names = frozenset(v.strip().lower() for k, v in value.items()
-                          if isinstance(v, str) and 2 <= len(v.strip()) <= 60 and not _is_status_key(str(k))
-                          and v.strip().upper() not in lx.CURRENCY_CODES)
+        names = frozenset(
+            v.strip().lower()
+            for k, v in value.items()
+            if isinstance(v, str)
+            and 2 <= len(v.strip()) <= 60
+            and not _is_status_key(str(k))
+            and v.strip().upper() not in lx.CURRENCY_CODES
+        )
         currency = _currency(value)
         temperature = _temperature_unit(value)
         for k, v in value.items():
@@ -142,8 +207,14 @@ def _walk(value: Any, key: str, beside: frozenset[str], out: list[Recorded], dep
                 words = key_words(k)
                 dim = _dim_of(words)
                 unit = currency if dim == "money" else temperature if dim == "temperature" else ""
-                out.append(Recorded(Fact(NUMBER, float(v), 0, 0, str(v), dim=dim, unit=unit,
-                                         decimals=_decimals(v)), words, names, k))
+                out.append(
+                    Recorded(
+                        Fact(NUMBER, float(v), 0, 0, str(v), dim=dim, unit=unit, decimals=_decimals(v)),
+                        words,
+                        names,
+                        k,
+                    )
+                )
             else:
                 _walk(v, k, names, out, depth + 1)
     elif isinstance(value, list | tuple):
@@ -190,8 +261,11 @@ def _boolean(key: str, value: bool, beside: frozenset[str], out: list[Recorded])
     if not group:
         return
     axes = next((axes for g, axes in lx.STATUS_WORDS.values() if g == group), ())
-    out.append(Recorded(Fact(STATUS, group, 0, 0, f"{key}={value}", unit=",".join(axes)), key_words(key), beside,
-                        key))
+    out.append(
+        Recorded(
+            Fact(STATUS, group, 0, 0, f"{key}={value}", unit=",".join(axes)), key_words(key), beside, key
+        )
+    )
 
 
 def _text(text: str, key: str, beside: frozenset[str], out: list[Recorded]) -> None:
@@ -208,11 +282,17 @@ def _text(text: str, key: str, beside: frozenset[str], out: list[Recorded]) -> N
         if fact.kind == STATUS and not (status_key or len(reading.facts) == 1 or short):
             continue
         # the words and names before the fact in its line name it: "Paris: 18C", "total 468.50 USD"
-        line_start = max(lower.rfind("\n", 0, fact.start), lower.rfind(";", 0, fact.start),
-                         lower.rfind(". ", 0, fact.start)) + 1
-        before = lower[line_start:fact.start]
+        line_start = (
+            max(
+                lower.rfind("\n", 0, fact.start),
+                lower.rfind(";", 0, fact.start),
+                lower.rfind(". ", 0, fact.start),
+            )
+            + 1
+        )
+        before = lower[line_start : fact.start]
         named = words | frozenset(w for w in _KEY_WORD.findall(before) if len(w) >= 3) if before else words
-        near = beside | frozenset(_names(reading.text[line_start:fact.start])) if before else beside
+        near = beside | frozenset(_names(reading.text[line_start : fact.start])) if before else beside
         fact = _with_key_dim(fact, named)
         out.append(Recorded(fact, named, near, key))
         if len(out) >= MAX_FACTS:
@@ -225,8 +305,17 @@ def _with_key_dim(fact: Fact, words: frozenset[str]) -> Fact:
     dim = _dim_of(words)
     if not dim:
         return fact
-    return Fact(fact.kind, fact.value, fact.start, fact.end, fact.text, dim=dim, unit=fact.unit,
-                decimals=fact.decimals, approx=fact.approx)
+    return Fact(
+        fact.kind,
+        fact.value,
+        fact.start,
+        fact.end,
+        fact.text,
+        dim=dim,
+        unit=fact.unit,
+        decimals=fact.decimals,
+        approx=fact.approx,
+    )
 
 
 _NAME = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*|[A-Z0-9]{2,}[-\w]*")
@@ -241,5 +330,15 @@ def facts_of_kind(recorded: tuple[Recorded, ...], kind: str) -> list[Recorded]:
     return [r for r in recorded if r.fact.kind == kind]
 
 
-__all__ = ["CODE", "DATE", "MAX_FACTS", "NUMBER", "STATUS", "Recorded", "facts_of_kind", "key_words", "parsed",
-           "read_value"]
+__all__ = [
+    "CODE",
+    "DATE",
+    "MAX_FACTS",
+    "NUMBER",
+    "STATUS",
+    "Recorded",
+    "facts_of_kind",
+    "key_words",
+    "parsed",
+    "read_value",
+]

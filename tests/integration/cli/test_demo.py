@@ -23,23 +23,37 @@ def test_demo_exit_prints_the_scored_runs_and_their_sql(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "(8 rows)" in out
-    rows = [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()
-            if line.startswith(("trip_planner", "weather_assistant", "currency_assistant"))]
+    rows = [
+        re.split(r"\s{2,}", line.strip())
+        for line in out.splitlines()
+        if line.startswith(("trip_planner", "weather_assistant", "currency_assistant"))
+    ]
     by_input = {cells[1]: cells for cells in rows}
     assert len(by_input) == 8
     # agent, input, expected, called, correctness, exact, ordering, tool errors
     assert by_input["Is it sunny in Madrid today?"][4:7] == ["0.00 FAIL"] * 3  # a wrong tool
     assert by_input["Find me a flight and a hotel in Oslo, and book it."][4:7] == [
-        "0.67 pass", "0.00 FAIL", "0.67 pass"]  # missing
+        "0.67 pass",
+        "0.00 FAIL",
+        "0.67 pass",
+    ]  # missing
     assert by_input["Plan a trip to Rome and book a hotel there."][4:7] == [
-        "1.00 pass", "1.00 pass", "0.67 pass"]  # out of order
+        "1.00 pass",
+        "1.00 pass",
+        "0.67 pass",
+    ]  # out of order
     assert by_input["Convert 50 GBP to JPY for my Tokyo trip."][4:7] == [
-        "1.00 pass", "0.00 FAIL", "1.00 pass"]  # an extra call
+        "1.00 pass",
+        "0.00 FAIL",
+        "1.00 pass",
+    ]  # an extra call
     assert by_input["What's the weather in Atlantis?"][7] == "repeated_failure, FAIL"  # a tool error, retried
     assert by_input["What's the weather in Paris?"][4:] == ["1.00 pass"] * 3 + ["none, pass"]
     header = next(line for line in out.splitlines() if line.startswith("agent "))
-    assert all(f"{name} {arrow}" in header for name, arrow in (
-        ("correctness", "↑"), ("exact", "↑"), ("ordering", "↑"), ("tool errors", "↓")))
+    assert all(
+        f"{name} {arrow}" in header
+        for name, arrow in (("correctness", "↑"), ("exact", "↑"), ("ordering", "↑"), ("tool errors", "↓"))
+    )
     assert "↑ higher is better, ↓ lower is better; pass/FAIL against the threshold" in out
     assert "FROM agent_runs r" in out and "LEFT JOIN latest_evaluations" in out
     # only what outlives the command is printed: the database kept with --db, never the UI it no longer serves
@@ -54,17 +68,28 @@ def test_demo_exit_with_a_temporary_database_names_no_file_that_is_gone() -> Non
     assert "deleting its temporary database" in done.stderr
 
 
-@pytest.mark.parametrize(("stop", "ignored_at_start"), [(signal.SIGINT, False), (signal.SIGTERM, False),
-                                                        (signal.SIGINT, True)],
-                         ids=["ctrl-c", "sigterm", "ctrl-c-started-in-the-background"])
-def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(stop: int, ignored_at_start: bool) -> None:
+@pytest.mark.parametrize(
+    ("stop", "ignored_at_start"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["ctrl-c", "sigterm", "ctrl-c-started-in-the-background"],
+)
+def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(
+    stop: int, ignored_at_start: bool
+) -> None:
     """Ctrl+C or SIGTERM stop it and remove its temporary directory (database, WAL and lock), also when a shell
     started it in the background, where SIGINT starts out ignored."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored_at_start else None
     before = set(_demo_dirs())
-    process = subprocess.Popen([sys.executable, "-m", "agentotel_eval.cli", "demo"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, preexec_fn=ignore)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentotel_eval.cli", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        preexec_fn=ignore,
+    )
     assert process.stdout is not None
     try:
         lines: queue.Queue[str] = queue.Queue()

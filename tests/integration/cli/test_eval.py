@@ -22,16 +22,24 @@ HALF = {"input": "book it", "tools_called": ["search"], "expected_tools": ["sear
 
 
 def write_cases(path: Path, *rows: object) -> Path:
-    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8"
+    )
     return path
 
 
-def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, stdin: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "agentotel_eval.cli", "eval", *args],
-        input=stdin, capture_output=True, text=True, timeout=60, env=env, cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=cwd,
     )
 
 
@@ -53,7 +61,10 @@ def test_a_failing_case_fails_the_command_and_explains_why(tmp_path):
     cases = write_cases(tmp_path / "cases.jsonl", HOTEL, HALF)
     proc = run_cli(str(cases), "--threshold", "0.6")
     assert proc.returncode == 1
-    assert "FAILED line 2 (half) tool_correctness [0.50 < 0.6]: Matched 1 of 2 expected tool calls. Missing: book." in proc.stdout
+    assert (
+        "FAILED line 2 (half) tool_correctness [0.50 < 0.6]: Matched 1 of 2 expected tool calls. Missing: book."
+        in proc.stdout
+    )
     assert "1/2 cases passed (50.0%)" in proc.stdout
     assert "mean score 0.750" in proc.stdout
     assert run_cli(str(cases), "--threshold", "0.6", "--exit-zero").returncode == 0
@@ -62,7 +73,9 @@ def test_a_failing_case_fails_the_command_and_explains_why(tmp_path):
 
 def test_json_output_and_mode_flags(tmp_path):
     cases = write_cases(tmp_path / "cases.jsonl", HOTEL, HALF)
-    proc = run_cli(str(cases), "--format", "json", "--metric", "tool_correctness", "-m", "tool_correctness", "--ordering")
+    proc = run_cli(
+        str(cases), "--format", "json", "--metric", "tool_correctness", "-m", "tool_correctness", "--ordering"
+    )
     document = json.loads(proc.stdout)
     assert [c["line"] for c in document["cases"]] == [1, 2]
     first = document["cases"][0]["metrics"]
@@ -72,7 +85,9 @@ def test_json_output_and_mode_flags(tmp_path):
     assert summary["cases"] == 2 and summary["pass_rate"] == 1.0
     assert summary["metrics"]["tool_correctness_ordering"]["mean_score"] == pytest.approx(0.75)
 
-    proc = run_cli(str(cases), "--format", "json", "--exact", "--metric", "tool_correctness,tool_correctness_ordering")
+    proc = run_cli(
+        str(cases), "--format", "json", "--exact", "--metric", "tool_correctness,tool_correctness_ordering"
+    )
     document = json.loads(proc.stdout)
     assert proc.returncode == 1
     names = [m["metric"] for m in document["cases"][0]["metrics"]]
@@ -140,17 +155,37 @@ def test_tool_errors_judge_through_litellm_against_the_stub(tmp_path):
     """The LLM judge from the command line: litellm talks HTTP to the local stub; cost and verdict reported."""
     from tests.support.llm_stub import LLMStub, Reply
 
-    verdict = {"detected": True, "confidence": 0.9, "reason": "book_hotel before search_hotels",
-               "error_types": ["sequence_error"],
-               "errors": [{"type": "sequence_error", "description": "booked before searching"}],
-               "error_severity": "high"}
-    case = {**HOTEL, "tool_calls": [{"name": "book_hotel", "input_parameters": {"hotel": "x"}},
-                                    {"name": "search_hotels", "input_parameters": {"city": "Paris"}}]}
+    verdict = {
+        "detected": True,
+        "confidence": 0.9,
+        "reason": "book_hotel before search_hotels",
+        "error_types": ["sequence_error"],
+        "errors": [{"type": "sequence_error", "description": "booked before searching"}],
+        "error_severity": "high",
+    }
+    case = {
+        **HOTEL,
+        "tool_calls": [
+            {"name": "book_hotel", "input_parameters": {"hotel": "x"}},
+            {"name": "search_hotels", "input_parameters": {"city": "Paris"}},
+        ],
+    }
     cases = write_cases(tmp_path / "cases.jsonl", case)
     with LLMStub(default=Reply.json(verdict)) as stub:
-        proc = run_cli(str(cases), "-m", "tool_errors", "--model", "openai/gpt-4o-mini", "--api-base",
-                       stub.base_url, "--format", "json", "--cache-dir", str(tmp_path / "cache"),
-                       env={"OPENAI_API_KEY": "sk-test"})
+        proc = run_cli(
+            str(cases),
+            "-m",
+            "tool_errors",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--api-base",
+            stub.base_url,
+            "--format",
+            "json",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            env={"OPENAI_API_KEY": "sk-test"},
+        )
         assert proc.returncode == 1, proc.stderr  # a confidently detected error fails the case
         (result,) = json.loads(proc.stdout)["cases"][0]["metrics"]
         assert (result["metric"], result["score"], result["success"]) == ("tool_errors", 0.9, False)
@@ -158,19 +193,33 @@ def test_tool_errors_judge_through_litellm_against_the_stub(tmp_path):
         assert result["cost_usd"] == 0.0  # a model on a local api_base costs nothing (no price given)
         assert "book_hotel" in stub.requests[0].prompt_text()
         # the second run is answered from the on-disk cache: no request reaches the stub
-        again = run_cli(str(cases), "-m", "tool_errors", "--model", "openai/gpt-4o-mini", "--api-base",
-                        stub.base_url, "--cache-dir", str(tmp_path / "cache"), env={"OPENAI_API_KEY": "sk-test"})
+        again = run_cli(
+            str(cases),
+            "-m",
+            "tool_errors",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--api-base",
+            stub.base_url,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            env={"OPENAI_API_KEY": "sk-test"},
+        )
         assert again.returncode == 1 and len(stub.requests) == 1
 
 
 def test_tool_errors_needs_a_model_and_detectors_need_none(tmp_path):
-    cases = write_cases(tmp_path / "cases.jsonl", {**HOTEL, "available_tools": ["search_hotels", "book_hotel"]})
+    cases = write_cases(
+        tmp_path / "cases.jsonl", {**HOTEL, "available_tools": ["search_hotels", "book_hotel"]}
+    )
     proc = run_cli(str(cases), "--metric", "tool_errors")
     assert proc.returncode == 2 and "tool_errors needs a judge model" in proc.stderr
     detectors = run_cli(str(cases), "--metric", "tool_errors_detectors", "--format", "json")
     (result,) = json.loads(detectors.stdout)["cases"][0]["metrics"]
     assert result["metric"] == "tool_errors_detectors" and result["model"] is None
-    assert result["evaluation_log"]["detectors"][0]["type"] == "invalid_function"  # sort_by_price is not offered
+    assert (
+        result["evaluation_log"]["detectors"][0]["type"] == "invalid_function"
+    )  # sort_by_price is not offered
     assert detectors.returncode == 1
 
 
@@ -208,16 +257,30 @@ def test_a_junit_report_has_a_testcase_per_case_and_metric(tmp_path):
     cases = write_cases(tmp_path / "cases.jsonl", HOTEL, HALF, no_expectation)
     report = tmp_path / "reports" / "junit.xml"
     report.parent.mkdir()
-    proc = run_cli(str(cases), "--threshold", "0.6", "-m", "tool_correctness,tool_correctness_exact",
-                   "--junit", str(report))
+    proc = run_cli(
+        str(cases),
+        "--threshold",
+        "0.6",
+        "-m",
+        "tool_correctness,tool_correctness_exact",
+        "--junit",
+        str(report),
+    )
     assert proc.returncode == 1
     root = ET.parse(report).getroot()
     suite = root.find("testsuite")
     assert suite is not None
-    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("6", "3", "0", "2")
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
+        "6",
+        "3",
+        "0",
+        "2",
+    )
     cases_ = suite.findall("testcase")
-    assert [c.get("classname") for c in cases_[:2]] == ["agentotel-eval.tool_correctness",
-                                                        "agentotel-eval.tool_correctness_exact"]
+    assert [c.get("classname") for c in cases_[:2]] == [
+        "agentotel-eval.tool_correctness",
+        "agentotel-eval.tool_correctness_exact",
+    ]
     assert cases_[0].find("failure") is None and cases_[1].find("failure") is not None  # extra sort_by_price
     failure = cases_[2].find("failure")
     assert failure is not None and failure.get("message") == "tool_correctness 0.50 < 0.6"
@@ -228,17 +291,29 @@ def test_a_junit_report_has_a_testcase_per_case_and_metric(tmp_path):
 
 
 def test_trajectory_specs_in_case_files(tmp_path):
-    spec = {"extra": "penalize", "steps": [
-        {"id": "found", "tool": "search_hotels", "args": {"city": {"$eq": "paris", "$norm": ["case"]}}},
-        {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0"}}}]}
-    tools = [{"name": "search_hotels", "input_parameters": {"city": "Paris"}, "output": ["Le Marais", "Ritz"]},
-             {"name": "book_hotel", "input_parameters": {"hotel": "Le Marais"}}]
+    spec = {
+        "extra": "penalize",
+        "steps": [
+            {"id": "found", "tool": "search_hotels", "args": {"city": {"$eq": "paris", "$norm": ["case"]}}},
+            {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0"}}},
+        ],
+    }
+    tools = [
+        {"name": "search_hotels", "input_parameters": {"city": "Paris"}, "output": ["Le Marais", "Ritz"]},
+        {"name": "book_hotel", "input_parameters": {"hotel": "Le Marais"}},
+    ]
     wrong = [tools[0], {"name": "book_hotel", "input_parameters": {"hotel": "Hilton"}}]
-    cases = write_cases(tmp_path / "cases.jsonl",
-                        {"name": "booked", "input": "book", "tools_called": tools, "expected_trajectory": spec},
-                        {"name": "invented", "input": "book", "tools_called": wrong, "expected_trajectory": spec},
-                        {"name": "bad-spec", "input": "book", "tools_called": tools,
-                         "expected_trajectory": {"steps": [{"tool": "x", "weight": -1}]}})
+    cases = write_cases(
+        tmp_path / "cases.jsonl",
+        {"name": "booked", "input": "book", "tools_called": tools, "expected_trajectory": spec},
+        {"name": "invented", "input": "book", "tools_called": wrong, "expected_trajectory": spec},
+        {
+            "name": "bad-spec",
+            "input": "book",
+            "tools_called": tools,
+            "expected_trajectory": {"steps": [{"tool": "x", "weight": -1}]},
+        },
+    )
     proc = run_cli(str(cases), "--metric", "trajectory", "--format", "json")
     assert proc.returncode == 2, proc.stdout  # the unreadable spec is an input error; the others still scored
     assert "cases.jsonl:3: invalid test case: expected_trajectory.steps[0].weight must be" in proc.stderr
@@ -263,7 +338,12 @@ def test_cases_with_no_expectation_are_reported_apart_and_left_out_of_the_pass_r
     assert "skip" in rows[3]
     assert "1/2 cases passed (50.0%); 2 not scored (no expectation to compare with" in proc.stdout
     summary = json.loads(run_cli(str(cases), "--format", "json", "--no-progress").stdout)["summary"]
-    assert (summary["scored"], summary["not_scored"], summary["passed"], summary["pass_rate"]) == (2, 2, 1, 0.5)
+    assert (summary["scored"], summary["not_scored"], summary["passed"], summary["pass_rate"]) == (
+        2,
+        2,
+        1,
+        0.5,
+    )
     only_todo = run_cli(str(write_cases(tmp_path / "todo.jsonl", todo)), "--no-progress")
     assert only_todo.returncode == 5 and "could be scored: none has an expectation" in only_todo.stderr
     assert "no case was scored; 1 not scored" in only_todo.stdout
@@ -272,11 +352,15 @@ def test_cases_with_no_expectation_are_reported_apart_and_left_out_of_the_pass_r
 def test_the_table_says_which_way_each_score_is_good(tmp_path):
     """``tool_errors_detectors`` 1.00 is a failure: the header's arrow and the legend say lower is better, and
     the exact-set score says order is not checked."""
-    cases = write_cases(tmp_path / "cases.jsonl", {"input": "a", "tools_called": ["x", "y"],
-                                                   "expected_tools": ["y", "x"]})
+    cases = write_cases(
+        tmp_path / "cases.jsonl", {"input": "a", "tools_called": ["x", "y"], "expected_tools": ["y", "x"]}
+    )
     proc = run_cli(str(cases), "-m", "tool_correctness_exact,tool_errors_detectors", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     header = proc.stdout.splitlines()[0]
     assert "tool_correctness_exact ↑" in header and "tool_errors_detectors ↓" in header
     assert "tool_errors_detectors: Tool-use errors (detectors) (lower is better)" in proc.stdout
-    assert "Tool correctness (exact set) (higher is better)" in proc.stdout and "order is NOT checked" in proc.stdout
+    assert (
+        "Tool correctness (exact set) (higher is better)" in proc.stdout
+        and "order is NOT checked" in proc.stdout
+    )

@@ -28,8 +28,13 @@ ROOT = Path(__file__).resolve().parents[3]
 BY_NAME = {f.name: f for f in fixtures()}
 # one fixture per trap the report has to show: plumbing, a discarded schema, redacted values, a folded second
 # record of a failure, a convention with a vocabulary of its own, log records moved to their LLM call
-EXPLAINED = ("smolagents__oi-genai__single", "llama-index__oi-hidden__single", "crewai__builtin__error",
-             "vercel-ai-sdk__default__error", "anthropic-loop__openllmetry-events__single")
+EXPLAINED = (
+    "smolagents__oi-genai__single",
+    "llama-index__oi-hidden__single",
+    "crewai__builtin__error",
+    "vercel-ai-sdk__default__error",
+    "anthropic-loop__openllmetry-events__single",
+)
 
 
 def explain(*args: str, capsys) -> tuple[int, str, str]:
@@ -82,8 +87,14 @@ def test_explain_refuses_bad_input_clearly(tmp_path, capsys):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "explain", *args],
-                          capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "agentotel_eval.cli", "explain", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_explain_a_stored_trace_through_the_collector_then_from_the_file(tmp_path):
@@ -92,8 +103,11 @@ def test_explain_a_stored_trace_through_the_collector_then_from_the_file(tmp_pat
     with running_collector(db) as collector:
         for fx in sent:
             assert post_otlp(collector.http_endpoint, "traces", fx.body("protobuf")).status == 200
-        wait_until(lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 3, timeout=30,
-                   what="the runs")
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 3,
+            timeout=30,
+            what="the runs",
+        )
         rows = collector.query("SELECT span_id, diagnostics FROM agent_runs ORDER BY span_id")["rows"]
         trace_id = sent[1].spans()[0].trace_id
         live = _cli(trace_id, "--db", str(db))
@@ -114,15 +128,26 @@ def test_a_trace_id_prefix_names_the_trace_or_lists_the_ones_it_matches(tmp_path
     db = tmp_path / "prefix.duckdb"
     ids = ["abcdef01" + "1" * 24, "abcdef01" + "2" * 24, "abcdef02" + "3" * 24]
     now = time.time_ns()
-    spans = [{"traceId": t, "spanId": f"{i + 1:016x}", "name": "invoke_agent a", "kind": 1,
-              "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000),
-              "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]}
-             for i, t in enumerate(ids)]
+    spans = [
+        {
+            "traceId": t,
+            "spanId": f"{i + 1:016x}",
+            "name": "invoke_agent a",
+            "kind": 1,
+            "startTimeUnixNano": str(now),
+            "endTimeUnixNano": str(now + 1000),
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}],
+        }
+        for i, t in enumerate(ids)
+    ]
     body = json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": spans}]}]}).encode()
     with running_collector(db) as collector:
         assert post_otlp(collector.http_endpoint, "traces", body, "json").status == 200
-        wait_until(lambda: collector.query("SELECT count(*) FROM spans")["rows"][0][0] == 3, timeout=30,
-                   what="the spans")
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM spans")["rows"][0][0] == 3,
+            timeout=30,
+            what="the spans",
+        )
         unique, several = _cli("ABCDEF02", "--db", str(db)), _cli("abcdef01", "--db", str(db))
         none, short = _cli("abcdef09", "--db", str(db)), _cli("abcdef0", "--db", str(db))
     assert unique.returncode == 0 and unique.stdout.startswith(f"trace {ids[2]}:"), unique.stderr
@@ -138,7 +163,7 @@ def test_a_trace_id_prefix_names_the_trace_or_lists_the_ones_it_matches(tmp_path
 
 # -- [[conventions]] in the collector's config, over OTLP --------------------------------------------------------
 
-CONVENTIONS_TOML = textwrap.dedent('''
+CONVENTIONS_TOML = textwrap.dedent("""
     [[conventions]]
     name = "acme"                                     # shown in diagnostics
     role = "tool"                                      # "tool": a span is one executed call; "run": a span is an agent run
@@ -156,7 +181,7 @@ CONVENTIONS_TOML = textwrap.dedent('''
     agent_name = "acme.agent.name"
     input = "acme.agent.input"
     output = "acme.agent.output"
-''')
+""")
 
 
 def _in_house_agent(endpoint: str) -> str:
@@ -164,19 +189,44 @@ def _in_house_agent(endpoint: str) -> str:
     provider = TracerProvider(resource=Resource.create({"service.name": "acme-planner"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
     tracer = provider.get_tracer("acme.agents")
-    with tracer.start_as_current_span("acme.run", attributes={
-            "acme.kind": "agent", "acme.agent.name": "planner", "acme.agent.input": "Plan two days in Rome",
-            "acme.agent.output": "Booked."}) as root:
-        with tracer.start_as_current_span("acme.tool.search", attributes={
-                "acme.kind": "tool", "acme.tool.name": "search_hotels", "acme.tool.args": '{"city": "Rome", "n": 2}',
-                "acme.tool.result": "2 hotels", "acme.tool.call_id": "k-1"}):
+    with tracer.start_as_current_span(
+        "acme.run",
+        attributes={
+            "acme.kind": "agent",
+            "acme.agent.name": "planner",
+            "acme.agent.input": "Plan two days in Rome",
+            "acme.agent.output": "Booked.",
+        },
+    ) as root:
+        with tracer.start_as_current_span(
+            "acme.tool.search",
+            attributes={
+                "acme.kind": "tool",
+                "acme.tool.name": "search_hotels",
+                "acme.tool.args": '{"city": "Rome", "n": 2}',
+                "acme.tool.result": "2 hotels",
+                "acme.tool.call_id": "k-1",
+            },
+        ):
             time.sleep(0.001)  # spans of distinct start times: the order under test
-        with tracer.start_as_current_span("acme.tool.book", attributes={
-                "acme.kind": "tool", "acme.tool.name": "book_hotel", "acme.tool.args": '{"hotel": "H1"}',
-                "acme.tool.failed": True}):
+        with tracer.start_as_current_span(
+            "acme.tool.book",
+            attributes={
+                "acme.kind": "tool",
+                "acme.tool.name": "book_hotel",
+                "acme.tool.args": '{"hotel": "H1"}',
+                "acme.tool.failed": True,
+            },
+        ):
             time.sleep(0.001)  # spans of distinct start times: the order under test
-        with tracer.start_as_current_span("acme.tool.book", attributes={
-                "acme.kind": "tool", "acme.tool.name": "book_hotel", "acme.tool.args": '{"hotel": "H2"}'}) as span:
+        with tracer.start_as_current_span(
+            "acme.tool.book",
+            attributes={
+                "acme.kind": "tool",
+                "acme.tool.name": "book_hotel",
+                "acme.tool.args": '{"hotel": "H2"}',
+            },
+        ) as span:
             span.set_status(Status(StatusCode.ERROR, "card declined"))
         trace_id = format(root.get_span_context().trace_id, "032x")
     provider.shutdown()
@@ -189,15 +239,26 @@ def test_declared_conventions_read_an_in_house_trace_sent_over_otlp(tmp_path, pr
     config_file.write_text(CONVENTIONS_TOML + "\n[receiver]\ndecode_workers = 1\n")
     config = load_config(config_file)
     assert [c.name for c in config.conventions] == ["acme", "acme-agent"]
-    with running_collector(tmp_path / "acme.duckdb", conventions=config.conventions, receiver={"decode_workers": 1},
-                           assembler={"process": process}) as collector:
+    with running_collector(
+        tmp_path / "acme.duckdb",
+        conventions=config.conventions,
+        receiver={"decode_workers": 1},
+        assembler={"process": process},
+    ) as collector:
         trace_id = _in_house_agent(collector.http_endpoint)
-        wait_until(lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, timeout=30,
-                   what="the in-house run")
-        (run,) = collector.query("SELECT agent_name, input, output, convention, service_name FROM agent_runs "
-                                 f"WHERE trace_id = '{trace_id}'")["rows"]
-        calls = collector.query("SELECT tool_name, arguments, status, call_id, error, sources FROM tool_calls "
-                                f"WHERE trace_id = '{trace_id}' ORDER BY seq")["rows"]
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1,
+            timeout=30,
+            what="the in-house run",
+        )
+        (run,) = collector.query(
+            "SELECT agent_name, input, output, convention, service_name FROM agent_runs "
+            f"WHERE trace_id = '{trace_id}'"
+        )["rows"]
+        calls = collector.query(
+            "SELECT tool_name, arguments, status, call_id, error, sources FROM tool_calls "
+            f"WHERE trace_id = '{trace_id}' ORDER BY seq"
+        )["rows"]
     assert run == ["planner", "Plan two days in Rome", "Booked.", "acme-agent", "acme-planner"]
     assert [(c[0], _value(c[1]), c[2], c[3]) for c in calls] == [
         ("search_hotels", {"city": "Rome", "n": 2}, "ok", "k-1"),
@@ -209,10 +270,14 @@ def test_declared_conventions_read_an_in_house_trace_sent_over_otlp(tmp_path, pr
     explained = _cli(trace_id, "--db", str(tmp_path / "acme.duckdb"))
     assert explained.returncode == 0, explained.stderr
     assert "tool errors found by the detectors (1):" in explained.stdout
-    assert "error_handling/false_success [error_handling.false_success]: the final answer states 'Booked'" \
+    assert (
+        "error_handling/false_success [error_handling.false_success]: the final answer states 'Booked'"
         in explained.stdout
-    assert "could not run: invalid_function could not run: the tools offered to the model are not recorded" \
+    )
+    assert (
+        "could not run: invalid_function could not run: the tools offered to the model are not recorded"
         in explained.stdout
+    )
 
 
 def _value(json_column):
@@ -227,9 +292,23 @@ def test_a_bad_convention_fails_at_start_naming_it(tmp_path):
     assert "conventions" in str(raised.value) and "'acme-agent'" in str(raised.value)
     assert "'role' must be one of tool, run, llm" in str(raised.value)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    serve = subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "serve", "--config", str(bad),
-                            "--db", str(tmp_path / "never.duckdb")], capture_output=True, text=True, timeout=60,
-                           env=env, cwd=ROOT)
+    serve = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentotel_eval.cli",
+            "serve",
+            "--config",
+            str(bad),
+            "--db",
+            str(tmp_path / "never.duckdb"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
     assert serve.returncode != 0 and "'acme-agent'" in serve.stderr
     assert not (tmp_path / "never.duckdb").exists()
 
@@ -243,8 +322,12 @@ def test_explain_lines_a_run_up_against_its_trajectory_spec(tmp_path, capsys):
 
     from agentotel_eval.tracing import traced
 
-    spec = {"steps": [{"id": "found", "tool": "search_hotels", "args": {"city": {"$regex": "[A-Z][a-z]+"}}},
-                      {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0"}}}]}
+    spec = {
+        "steps": [
+            {"id": "found", "tool": "search_hotels", "args": {"city": {"$regex": "[A-Z][a-z]+"}}},
+            {"tool": "book_hotel", "args": {"hotel": {"$ref": "found.result.0"}}},
+        ]
+    }
     db = tmp_path / "trajectory.duckdb"
     with running_collector(db) as collector:
         memory = InMemorySpanExporter()
@@ -269,8 +352,13 @@ def test_explain_lines_a_run_up_against_its_trajectory_spec(tmp_path, capsys):
         booker()
         provider.shutdown()
         trace_id = format(memory.get_finished_spans()[0].context.trace_id, "032x")
-        wait_until(lambda: collector.query("SELECT count(*) FROM evaluations WHERE metric = 'trajectory'")["rows"]
-                   [0][0] == 1, what="the trajectory row")
+        wait_until(
+            lambda: (
+                collector.query("SELECT count(*) FROM evaluations WHERE metric = 'trajectory'")["rows"][0][0]
+                == 1
+            ),
+            what="the trajectory row",
+        )
     path = tmp_path / "trace.pb"
     path.write_bytes(encode_spans(memory.get_finished_spans()).SerializeToString())
     code, from_file, _ = explain("--file", str(path), capsys=capsys)
@@ -283,7 +371,8 @@ def test_explain_lines_a_run_up_against_its_trajectory_spec(tmp_path, capsys):
     stored = _cli(trace_id, "--db", str(db))
     assert stored.returncode == 0, stored.stderr
     assert [line for line in stored.stdout.splitlines() if "trajectory" in line or "nearest" in line] == [
-        line for line in lines if "trajectory" in line or "nearest" in line]
+        line for line in lines if "trajectory" in line or "nearest" in line
+    ]
 
 
 def test_observations_are_printed_as_notes_apart_from_the_findings(capsys):

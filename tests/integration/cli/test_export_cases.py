@@ -29,29 +29,48 @@ def test_runs_become_cases_that_score_as_stored(demo_db: Path, tmp_path: Path) -
     assert [t.name for t in oslo.tools_called or []] == ["search_flights", "search_hotels"]
     assert (oslo.tools_called or [])[0].input_parameters == {"destination": "Oslo"}
     assert [t.name for t in oslo.expected_tools or []] == ["search_flights", "search_hotels", "book_hotel"]
-    assert oslo.metadata and oslo.metadata["agent_name"] == "trip_planner" and len(oslo.metadata["trace_id"]) == 32
+    assert (
+        oslo.metadata
+        and oslo.metadata["agent_name"] == "trip_planner"
+        and len(oslo.metadata["trace_id"]) == 32
+    )
     atlantis = next(c for c in cases if "Atlantis" in c.input)
     assert [(t.status, t.error) for t in atlantis.tools_called or []] == [
-        ("error", "ValueError: unknown city: Atlantis")] * 2
+        ("error", "ValueError: unknown city: Atlantis")
+    ] * 2
     # eval scores the exported cases as the collector scored the runs
     scored = cli("eval", str(out), "--ordering", "--format", "json", "--no-progress", "--exit-zero")
     assert scored.returncode == 0, scored.stderr
-    by_trace = {c["name"].split()[-1].split("/")[0]: c["metrics"][0]["score"]
-                for c in json.loads(scored.stdout)["cases"]}
-    stored = cli("query", "SELECT trace_id, score FROM latest_evaluations WHERE metric = 'tool_correctness_ordering'",
-                 "--db", str(demo_db), "--format", "json")
+    by_trace = {
+        c["name"].split()[-1].split("/")[0]: c["metrics"][0]["score"]
+        for c in json.loads(scored.stdout)["cases"]
+    }
+    stored = cli(
+        "query",
+        "SELECT trace_id, score FROM latest_evaluations WHERE metric = 'tool_correctness_ordering'",
+        "--db",
+        str(demo_db),
+        "--format",
+        "json",
+    )
     assert by_trace == {row["trace_id"]: row["score"] for row in json.loads(stored.stdout)}
 
 
 def test_a_condition_selects_and_bad_sql_is_refused(demo_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "weather.jsonl"
-    done = cli("export-cases", "--db", str(demo_db), "--where", "agent_name = 'weather_assistant'", "-o", str(out))
-    assert done.returncode == 0 and {c.metadata["agent_name"] for c in read_cases(out)} == {"weather_assistant"}  # type: ignore[index]
+    done = cli(
+        "export-cases", "--db", str(demo_db), "--where", "agent_name = 'weather_assistant'", "-o", str(out)
+    )
+    assert done.returncode == 0 and {c.metadata["agent_name"] for c in read_cases(out)} == {
+        "weather_assistant"
+    }  # type: ignore[index]
     assert len(read_cases(out)) == 3
     done = cli("export-cases", "--db", str(demo_db), "--limit", "2", "-o", "-")
     assert done.returncode == 0 and len(done.stdout.splitlines()) == 2
-    failing = "(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM latest_evaluations " \
-              "WHERE metric = 'tool_correctness_exact' AND NOT success)"
+    failing = (
+        "(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM latest_evaluations "
+        "WHERE metric = 'tool_correctness_exact' AND NOT success)"
+    )
     done = cli("export-cases", "--db", str(demo_db), "--where", failing, "-o", "-")
     assert done.returncode == 0 and len(done.stdout.splitlines()) == 4
     done = cli("export-cases", "--db", str(demo_db), "--where", "TRUE; DELETE FROM agent_runs", "-o", "-")
@@ -78,6 +97,9 @@ def test_through_a_running_collector(ui_collector: Any, tmp_path: Path) -> None:
 
 def test_a_rules_expectation_is_taken_from_the_score_that_used_it() -> None:
     run = {"expected_tools": None}
-    assert expectations_of(run, [{"expected": ["a", "b"], "source": "rule:planning"}]) == (["a", "b"], "rule:planning")
+    assert expectations_of(run, [{"expected": ["a", "b"], "source": "rule:planning"}]) == (
+        ["a", "b"],
+        "rule:planning",
+    )
     assert expectations_of({"expected_tools": ["x"]}, []) == (["x"], "span_attribute")
     assert expectations_of(run, []) is None

@@ -23,7 +23,11 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "agentotel_eval.cli", "query", *args],
-        capture_output=True, text=True, timeout=60, env=env, cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=cwd or ROOT,
     )
 
 
@@ -37,7 +41,9 @@ def running(db):
     fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
     with running_collector(db) as collector:
         post_otlp(collector.http_endpoint, "traces", fx.body("protobuf"))
-        wait_until(lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, what="the run")
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, what="the run"
+        )
         yield collector
 
 
@@ -57,15 +63,22 @@ def test_with_the_collector_running_the_query_goes_through_it(running, db):
 
 
 def test_json_columns_come_back_parsed(running, db):
-    result = cli("SELECT attributes, resource_attributes FROM spans WHERE name LIKE 'execute_tool%' LIMIT 1",
-                 "--db", str(db), "--format", "json")
+    result = cli(
+        "SELECT attributes, resource_attributes FROM spans WHERE name LIKE 'execute_tool%' LIMIT 1",
+        "--db",
+        str(db),
+        "--format",
+        "json",
+    )
     (row,) = json.loads(result.stdout)
     assert row["attributes"]["gen_ai.operation.name"] == "execute_tool"
     assert row["resource_attributes"]["service.name"] == "travel-bot-pydantic-ai"
 
 
 def test_csv_and_table_output(running, db):
-    result = cli("SELECT agent_name, 'a,b' AS quoted, tools_called FROM agent_runs", "--db", str(db), "--format", "csv")
+    result = cli(
+        "SELECT agent_name, 'a,b' AS quoted, tools_called FROM agent_runs", "--db", str(db), "--format", "csv"
+    )
     header, row = csv.reader(io.StringIO(result.stdout))
     assert header == ["agent_name", "quoted", "tools_called"]
     assert row[:2] == ["travel_agent", "a,b"] and isinstance(json.loads(row[2]), list)
@@ -96,17 +109,24 @@ def test_the_row_limit_is_reported(running, db):
     assert "truncated at 7 rows" in result.stderr
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("limit", 0, "'limit' must be a positive integer"),
-    ("timeout", "5", "'timeout' must be a positive number of seconds"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("limit", 0, "'limit' must be a positive integer"),
+        ("timeout", "5", "'timeout' must be a positive number of seconds"),
+    ],
+)
 def test_a_malformed_query_body_is_answered_400_with_what_is_wrong(running, field, value, message):
     import urllib.error
     import urllib.request
 
     body = json.dumps({"sql": "SELECT 1", field: value}).encode()
-    request = urllib.request.Request(f"{running.http_endpoint}/v1/query", data=body,
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        f"{running.http_endpoint}/v1/query",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with pytest.raises(urllib.error.HTTPError) as answer:
         urllib.request.urlopen(request, timeout=10)
     assert answer.value.code == 400
@@ -118,7 +138,9 @@ def test_with_the_collector_stopped_the_file_is_read_directly(tmp_path):
     fx = next(f for f in fixtures() if f.name == "strands__default__sequence")
     with running_collector(db) as collector:
         post_otlp(collector.http_endpoint, "traces", fx.body("json"), "json")
-        wait_until(lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, what="the run")
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0] == 1, what="the run"
+        )
     assert not discovery.sidecar_path(db).exists()  # a clean stop removes the discovery file
     result = cli("SELECT count(*) AS n FROM spans", "--db", str(db), "--format", "json")
     assert result.returncode == 0, result.stderr
@@ -131,7 +153,9 @@ def test_a_stale_discovery_file_is_ignored(tmp_path):
     db = tmp_path / "stale.duckdb"
     with running_collector(db):
         pass
-    discovery.write_sidecar(db, discovery.CollectorInfo(pid=os.getpid(), http="127.0.0.1:9", db=str(db), token="x"))
+    discovery.write_sidecar(
+        db, discovery.CollectorInfo(pid=os.getpid(), http="127.0.0.1:9", db=str(db), token="x")
+    )
     result = cli("SELECT count(*) AS n FROM spans", "--db", str(db), "--format", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [{"n": 0}]
@@ -153,8 +177,12 @@ def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(runn
         raise DatabaseClosed("the database x could not be opened again")
 
     monkeypatch.setattr(running.database, "cursor", closed)
-    request = urllib.request.Request(f"{running.http_endpoint}/v1/query", data=json.dumps({"sql": "SELECT 1"}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        f"{running.http_endpoint}/v1/query",
+        data=json.dumps({"sql": "SELECT 1"}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with pytest.raises(urllib.error.HTTPError) as answer:
         urllib.request.urlopen(request, timeout=10)
     assert answer.value.code == 503 and answer.value.headers["Retry-After"] == "1"
@@ -189,4 +217,7 @@ def test_query_from_another_directory_finds_the_collector_running_on_the_machine
     assert gone.returncode == 2 and "--db PATH, --url URL or $AGENTOTEL_DB" in gone.stderr
     assert not list((tmp_path / "runtime").glob("*.json"))  # a stopped collector leaves no record
     nobody = cli("SELECT 1", "--url", "http://127.0.0.1:9", cwd=elsewhere)
-    assert nobody.returncode == 2 and "no agentotel-eval collector answers at http://127.0.0.1:9" in nobody.stderr
+    assert (
+        nobody.returncode == 2
+        and "no agentotel-eval collector answers at http://127.0.0.1:9" in nobody.stderr
+    )

@@ -25,7 +25,9 @@ def test_the_report_holds_everything_it_shows(demo_db: Path, tmp_path: Path) -> 
     html = out.read_text()
     assert f"wrote {out}" in done.stdout and f"{DEMO_RUNS} runs" in done.stdout
     assert EXTERNAL.search(html) is None, EXTERNAL.search(html)
-    assert re.findall(r'href="([^"]*)"', html) and all(h.startswith("#") for h in re.findall(r'href="([^"]*)"', html))
+    assert re.findall(r'href="([^"]*)"', html) and all(
+        h.startswith("#") for h in re.findall(r'href="([^"]*)"', html)
+    )
     assert "<style>" in html and "<script>" in html and "data-poll" not in html
     # the worst runs, each with its timeline: the wrong tool, the missing call, the extra call, the failing tool
     sections = re.findall(r'<article class="run" id="run-([0-9a-f]{32})-([0-9a-f]{16})">', html)
@@ -35,7 +37,7 @@ def test_the_report_holds_everything_it_shows(demo_db: Path, tmp_path: Path) -> 
     assert 'data-row="called" data-kind="extra" data-index="0" data-tool="search_flights"' in html
     # the worst first: the wrong tool scores 0 on every tool-correctness mode
     first = html.index('<article class="run"')
-    assert "Is it sunny in Madrid today?" in html[first:html.index("</article>", first)]
+    assert "Is it sunny in Madrid today?" in html[first : html.index("</article>", first)]
 
 
 def test_one_agent_and_an_empty_range(demo_db: Path, tmp_path: Path) -> None:

@@ -55,30 +55,42 @@ def rows(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any,
 
 def target_run(db: Path) -> tuple[str, str, str, list[str]]:
     """A run with two calls or more: (trace, span, agent, tools called)."""
-    found = rows(db, "SELECT trace_id, span_id, agent_name, tools_called FROM agent_runs "
-                     "WHERE len(tools_called) >= 2 AND agent_name IS NOT NULL ORDER BY start_time LIMIT 1")
+    found = rows(
+        db,
+        "SELECT trace_id, span_id, agent_name, tools_called FROM agent_runs "
+        "WHERE len(tools_called) >= 2 AND agent_name IS NOT NULL ORDER BY start_time LIMIT 1",
+    )
     assert found, "the fixtures hold a run with two calls"
     return found[0]  # type: ignore[return-value]
 
 
 def rule_config(path: Path, agent: str, tools: list[str], *, judge: bool = False) -> Path:
-    text = (f'[[expectations]]\nname = "history"\nagent = {json.dumps(agent)}\n'
-            f"expected_tools = {json.dumps(tools)}\n")
+    text = (
+        f'[[expectations]]\nname = "history"\nagent = {json.dumps(agent)}\n'
+        f"expected_tools = {json.dumps(tools)}\n"
+    )
     if judge:
-        text += ('[judge]\nmodel = "openai/gpt-4o-mini"\napi_base = "http://127.0.0.1:9/v1"\napi_key = "sk-test"\n'
-                 "sample_rate = 1.0\n")
+        text += (
+            '[judge]\nmodel = "openai/gpt-4o-mini"\napi_base = "http://127.0.0.1:9/v1"\napi_key = "sk-test"\n'
+            "sample_rate = 1.0\n"
+        )
     path.write_text(text)
     return path
 
 
 def span_scores(db: Path, trace_id: str, span_id: str, metric: str) -> tuple[Any, int]:
     """The run span's ``agentotel.eval.<metric>.score`` attribute and how many of our events it has for it."""
-    attributes, events = rows(db, "SELECT attributes, events FROM spans WHERE trace_id = ? AND span_id = ?",
-                              [trace_id, span_id])[0]
+    attributes, events = rows(
+        db, "SELECT attributes, events FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]
+    )[0]
     score = json.loads(attributes).get(f"agentotel.eval.{metric}.score")
-    ours = [e for e in json.loads(events or "[]") if e["name"] == "gen_ai.evaluation.result"
-            and e["attributes"].get("gen_ai.evaluation.name") == metric
-            and "agentotel.eval.evaluator" in e["attributes"]]
+    ours = [
+        e
+        for e in json.loads(events or "[]")
+        if e["name"] == "gen_ai.evaluation.result"
+        and e["attributes"].get("gen_ai.evaluation.name") == metric
+        and "agentotel.eval.evaluator" in e["attributes"]
+    ]
     return score, len(ours)
 
 
@@ -92,8 +104,11 @@ def by_metric(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def duplicate_keys(db: Path) -> int:
-    return rows(db, "SELECT count(*) FROM (SELECT trace_id, run_span_id, metric FROM evaluations "
-                    "GROUP BY ALL HAVING count(*) > 1)")[0][0]
+    return rows(
+        db,
+        "SELECT count(*) FROM (SELECT trace_id, run_span_id, metric FROM evaluations "
+        "GROUP BY ALL HAVING count(*) > 1)",
+    )[0][0]
 
 
 def test_a_new_rule_scores_history_and_removing_it_takes_the_scores_away(db: Path, tmp_path: Path) -> None:
@@ -115,9 +130,12 @@ def test_a_new_rule_scores_history_and_removing_it_takes_the_scores_away(db: Pat
         assert added[metric]["added"] == of_agent and added[metric]["removed"] == 0
     assert added["tool_errors_detectors"]["changed"] == 0 and added["tool_errors_detectors"]["added"] == 0
     assert summary["runs_rebuilt_differently"] == 0
-    stored = rows(db, "SELECT score, success, details->>'expectation', details->>'metric_version' FROM evaluations "
-                      "WHERE trace_id = ? AND run_span_id = ? AND metric = 'tool_correctness_ordering'",
-                  [trace_id, span_id])
+    stored = rows(
+        db,
+        "SELECT score, success, details->>'expectation', details->>'metric_version' FROM evaluations "
+        "WHERE trace_id = ? AND run_span_id = ? AND metric = 'tool_correctness_ordering'",
+        [trace_id, span_id],
+    )
     assert stored == [(1.0, True, "rule:history", ToolCorrectnessMetric.version)]
     assert span_scores(db, trace_id, span_id, "tool_correctness_ordering") == (1.0, 1)
     assert duplicate_keys(db) == 0
@@ -155,15 +173,20 @@ def test_a_new_rule_scores_history_and_removing_it_takes_the_scores_away(db: Pat
 
 def test_rows_of_an_older_metric_version_are_replaced_not_doubled(db: Path) -> None:
     with duckdb.connect(str(db)) as con:
-        con.execute("UPDATE evaluations SET evaluator_version = '0', "
-                    "details = json_merge_patch(details, '{\"metric_version\": \"0\"}') "
-                    "WHERE metric = 'tool_errors_detectors'")
+        con.execute(
+            "UPDATE evaluations SET evaluator_version = '0', "
+            'details = json_merge_patch(details, \'{"metric_version": "0"}\') '
+            "WHERE metric = 'tool_errors_detectors'"
+        )
     runs = rows(db, "SELECT count(*) FROM agent_runs")[0][0]
     code, _summary, err = rescore(db, "--since", "3650d")
     assert code == 0, err
     version = ToolsErrorMetric.version
-    assert rows(db, "SELECT DISTINCT evaluator_version, details->>'metric_version' FROM evaluations "
-                    "WHERE metric = 'tool_errors_detectors'") == [(version, version)]
+    assert rows(
+        db,
+        "SELECT DISTINCT evaluator_version, details->>'metric_version' FROM evaluations "
+        "WHERE metric = 'tool_errors_detectors'",
+    ) == [(version, version)]
     assert rows(db, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors_detectors'")[0][0] == runs
     assert duplicate_keys(db) == 0
 
@@ -183,21 +206,29 @@ def test_since_takes_any_duration(db: Path) -> None:
     assert code == 0, err
     assert summary["traces"] == traces
     done = cli("rescore", "--db", str(db), "--since", "all")  # no --since is every run
-    assert done.returncode == 2 and "argument --since: unknown time range 'all': expected a duration" in done.stderr
+    assert (
+        done.returncode == 2
+        and "argument --since: unknown time range 'all': expected a duration" in done.stderr
+    )
 
 
 def test_the_judges_verdicts_stay_unless_it_is_asked_again(db: Path, tmp_path: Path) -> None:
     trace_id, span_id, agent, tools = target_run(db)
     with duckdb.connect(str(db)) as con:
-        con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric, score, success, reason, status, source, "
-                    "evaluator_version, created_at) VALUES (?, ?, 'tool_errors', 1.0, true, 'no error found', 'ok', "
-                    "'agentotel-eval', '1', now())", [trace_id, span_id])
+        con.execute(
+            "INSERT INTO evaluations (trace_id, run_span_id, metric, score, success, reason, status, source, "
+            "evaluator_version, created_at) VALUES (?, ?, 'tool_errors', 1.0, true, 'no error found', 'ok', "
+            "'agentotel-eval', '1', now())",
+            [trace_id, span_id],
+        )
     judged = "SELECT status, reason FROM evaluations WHERE metric = 'tool_errors' ORDER BY status"
     code, summary, err = rescore(db, "--config", str(rule_config(tmp_path / "rule.toml", agent, tools)))
     assert code == 0, err
     assert summary["judge_kept"] and rows(db, judged) == [("ok", "no error found")]
 
-    code, _summary, err = rescore(db, "--judge", "--config", str(rule_config(tmp_path / "r.toml", agent, tools)))
+    code, _summary, err = rescore(
+        db, "--judge", "--config", str(rule_config(tmp_path / "r.toml", agent, tools))
+    )
     assert code == 2 and "[judge]" in err  # nothing to ask
 
     config = rule_config(tmp_path / "judge.toml", agent, tools, judge=True)
@@ -205,7 +236,9 @@ def test_the_judges_verdicts_stay_unless_it_is_asked_again(db: Path, tmp_path: P
     assert code == 0, err
     with_input = rows(db, "SELECT count(*) FROM agent_runs WHERE trim(coalesce(input, '')) <> ''")[0][0]
     assert summary["judge_queued"] == with_input > 0
-    statuses = dict(rows(db, "SELECT status, count(*) FROM evaluations WHERE metric = 'tool_errors' GROUP BY ALL"))
+    statuses = dict(
+        rows(db, "SELECT status, count(*) FROM evaluations WHERE metric = 'tool_errors' GROUP BY ALL")
+    )
     assert statuses.get("pending") == with_input and "ok" not in statuses  # the old verdict gave way
     assert duplicate_keys(db) == 0
 
@@ -248,10 +281,15 @@ def test_shards_split_the_traces_between_workers_once_each(db: Path, tmp_path: P
         code, part, err = rescore(db, "--config", str(config), "--dry-run", "--shard", f"{k}/3")
         assert code == 0, err
         thirds.append(part)
-    assert sum(p["traces"] for p in thirds) == whole["traces"] and sum(p["runs_after"] for p in thirds) == \
-        whole["runs_after"]
-    assert sum(by_metric(p).get("tool_correctness", {}).get("added", 0) for p in thirds) == \
-        by_metric(whole)["tool_correctness"]["added"] > 0
+    assert (
+        sum(p["traces"] for p in thirds) == whole["traces"]
+        and sum(p["runs_after"] for p in thirds) == whole["runs_after"]
+    )
+    assert (
+        sum(by_metric(p).get("tool_correctness", {}).get("added", 0) for p in thirds)
+        == by_metric(whole)["tool_correctness"]["added"]
+        > 0
+    )
     for bad in ("0/3", "4/3", "2", "a/b"):
         code, _summary, err = rescore(db, "--shard", bad)
         assert code == 2 and "shard" in err, (bad, err)
@@ -267,18 +305,27 @@ def test_through_the_collector_that_holds_the_database(serving: Any, tmp_path: P
     db = serving.db_path
     trace_id, span_id = serving.query(
         "SELECT trace_id, span_id FROM agent_runs WHERE len(tools_called) >= 2 AND agent_name IS NOT NULL "
-        "ORDER BY start_time LIMIT 1")["rows"][0]
-    agent, tools = serving.query("SELECT agent_name, tools_called FROM agent_runs WHERE trace_id = ? AND span_id = ?",
-                                 params=[trace_id, span_id])["rows"][0]
+        "ORDER BY start_time LIMIT 1"
+    )["rows"][0]
+    agent, tools = serving.query(
+        "SELECT agent_name, tools_called FROM agent_runs WHERE trace_id = ? AND span_id = ?",
+        params=[trace_id, span_id],
+    )["rows"][0]
     config = rule_config(tmp_path / "rule.toml", agent, tools)
-    code, summary, err = rescore(db, "--config", str(config))  # the file is held: only the collector can write
+    code, summary, err = rescore(
+        db, "--config", str(config)
+    )  # the file is held: only the collector can write
     assert code == 0, err
     assert by_metric(summary)["tool_correctness"]["added"] >= 1
-    got = serving.query("SELECT score, details->>'expectation' FROM evaluations WHERE trace_id = ? AND "
-                        "run_span_id = ? AND metric = 'tool_correctness'", params=[trace_id, span_id])["rows"]
+    got = serving.query(
+        "SELECT score, details->>'expectation' FROM evaluations WHERE trace_id = ? AND "
+        "run_span_id = ? AND metric = 'tool_correctness'",
+        params=[trace_id, span_id],
+    )["rows"]
     assert got == [[1.0, "rule:history"]]
-    attributes = serving.query("SELECT attributes FROM spans WHERE trace_id = ? AND span_id = ?",
-                               params=[trace_id, span_id])["rows"][0][0]
+    attributes = serving.query(
+        "SELECT attributes FROM spans WHERE trace_id = ? AND span_id = ?", params=[trace_id, span_id]
+    )["rows"][0][0]
     assert attributes["agentotel.eval.tool_correctness.score"] == 1.0
     # the collector's own configuration has no rule: scoring with it takes the rule's scores away
     code, summary, err = rescore(db, "--yes")
@@ -294,7 +341,9 @@ def test_every_fixture_rescored_as_it_was_scored_online(ui_collector: Any) -> No
     assert code == 0, err
     assert summary["errors"] == 0 and summary["runs_rebuilt_differently"] == 0
     assert summary["runs_after"] == ui_collector.query("SELECT count(*) FROM agent_runs")["rows"][0][0]
-    assert summary["metrics"] and all(m["changed"] == m["added"] == m["removed"] == 0 for m in summary["metrics"])
+    assert summary["metrics"] and all(
+        m["changed"] == m["added"] == m["removed"] == 0 for m in summary["metrics"]
+    )
 
 
 def test_a_loop_of_one_trace_per_model_call_keeps_the_failure_a_later_trace_fed_back(tmp_path: Path) -> None:
@@ -312,12 +361,25 @@ def test_a_loop_of_one_trace_per_model_call_keeps_the_failure_a_later_trace_fed_
     expected = [("get_weather", "Atlantis", "error"), ("get_weather", "Athens", "ok")]
     with running_collector(db) as collector:
         for k, spans in enumerate(by_trace.values()):  # each trace completes before the next arrives
-            assert post_otlp(collector.http_endpoint, "traces", encode_traces(spans).SerializeToString()).status == 200
-            wait_until(lambda k=k: collector.query("SELECT count(*) FROM spans")["rows"][0][0] == k + 1
-                       and not collector.assembler.open_traces and not collector.assembler.backlog,
-                       timeout=60, interval=0.05, what="the trace, assembled")
-        wait_until(lambda: [tuple(r) for r in collector.query(sql)["rows"]] == expected, timeout=30,
-                   what="the first call's failure, from the second trace")
+            assert (
+                post_otlp(collector.http_endpoint, "traces", encode_traces(spans).SerializeToString()).status
+                == 200
+            )
+            wait_until(
+                lambda k=k: (
+                    collector.query("SELECT count(*) FROM spans")["rows"][0][0] == k + 1
+                    and not collector.assembler.open_traces
+                    and not collector.assembler.backlog
+                ),
+                timeout=60,
+                interval=0.05,
+                what="the trace, assembled",
+            )
+        wait_until(
+            lambda: [tuple(r) for r in collector.query(sql)["rows"]] == expected,
+            timeout=30,
+            what="the first call's failure, from the second trace",
+        )
     code, summary, err = rescore(db)
     assert code == 0, err
     assert rows(db, sql) == expected

@@ -94,7 +94,9 @@ def _expected_runs(fx: Fixture, encoding: str):
     """What the collector writes: runs trace by trace (a plain client loop spread over several traces is one run
     per trace), a request-only call's result completed from a later trace that fed it back (the asking trace is
     rebuilt when that one arrives), which is what ``reconstruct`` gives the traces together."""
-    return sorted(reconstruct(fx.spans(encoding), fx.logs(encoding)), key=lambda r: (r.start_time_ns, r.span_id))
+    return sorted(
+        reconstruct(fx.spans(encoding), fx.logs(encoding)), key=lambda r: (r.start_time_ns, r.span_id)
+    )
 
 
 def _stored_calls(collector: Any, trace_ids: set[str]) -> list[tuple]:
@@ -111,12 +113,16 @@ def test_spans_and_logs_are_stored_exactly(replayed, fx):
     mode, collector = replayed
     expected = {s.key: s for s in fx.spans(_encoding(mode))}
     trace_ids = {tid for tid, _ in expected}
-    rows = spans_from_arrow(_select_arrow(collector, f"SELECT {SPAN_SELECT} FROM spans WHERE trace_id IN {_in(trace_ids)}"))
+    rows = spans_from_arrow(
+        _select_arrow(collector, f"SELECT {SPAN_SELECT} FROM spans WHERE trace_id IN {_in(trace_ids)}")
+    )
     assert len(rows) == len(expected)  # each span once
     stored = {span.key: span for span in rows}
     run_keys = {run.key for run in _expected_runs(fx, _encoding(mode))}
     for key, span in stored.items():
-        added = {k for k in span.attributes if k.startswith("agentotel.eval.")} - set(expected[key].attributes)
+        added = {k for k in span.attributes if k.startswith("agentotel.eval.")} - set(
+            expected[key].attributes
+        )
         ours = [e for e in span.events if EVALUATOR_ATTRIBUTE in e.attributes]
         if key in run_keys:  # every run is scored (the detectors need no expectation): its span says so
             assert "agentotel.eval.tool_errors_detectors.success" in added
@@ -124,15 +130,17 @@ def test_spans_and_logs_are_stored_exactly(replayed, fx):
         else:
             assert not added and not ours
         stored[key] = dataclasses.replace(
-            span, attributes={k: v for k, v in span.attributes.items() if k not in added},
+            span,
+            attributes={k: v for k, v in span.attributes.items() if k not in added},
             events=tuple(e for e in span.events if e not in ours),
         )
     assert stored == expected  # ids, attributes, events, times, resource: all as received
     logs = fx.logs(_encoding(mode))
     if logs:
         log_traces = {r.trace_id for r in logs if r.trace_id}
-        stored = logs_from_arrow(_select_arrow(
-            collector, f"SELECT {LOG_SELECT} FROM logs WHERE trace_id IN {_in(log_traces)}"))
+        stored = logs_from_arrow(
+            _select_arrow(collector, f"SELECT {LOG_SELECT} FROM logs WHERE trace_id IN {_in(log_traces)}")
+        )
         assert Counter(map(repr, stored)) == Counter(map(repr, map(as_stored, logs)))
 
 
@@ -153,8 +161,12 @@ def test_runs_and_tool_calls_equal_what_reconstruct_returns(replayed, fx):
     for run in runs:
         row = by_key[(run.trace_id, run.span_id)]
         assert row[2:8] == (
-            run.agent_name, run.service_name, run.status, run.tools_called,
-            list(run.expected_tools) if run.expected_tools is not None else None, run.parent_run_span_id,
+            run.agent_name,
+            run.service_name,
+            run.status,
+            run.tools_called,
+            list(run.expected_tools) if run.expected_tools is not None else None,
+            run.parent_run_span_id,
         )
         assert _stored_text(row[8], run.input) == _json_or_text(run.input)
         assert _stored_text(row[9], run.output) == _json_or_text(run.output)
@@ -207,7 +219,10 @@ def test_tool_calls_match_the_manifest_ground_truth(replayed, fx):
     expected = [  # values the capture itself dropped are compared as lost: kept out, never invented
         _key(name, fx.recorded_arguments(args) if args_known else None, outcome)
         for name, args, outcome in zip(
-            entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"], strict=True
+            entry["ground_truth_tools"],
+            entry["ground_truth_args"],
+            entry["ground_truth_outcomes"],
+            strict=True,
         )
     ]
     assert len(actual) == len(expected), (actual, expected)
@@ -235,10 +250,16 @@ def test_the_replay_covered_every_fixture_and_its_logs(replayed):
 def test_the_replay_reopened_the_database_midway(replayed):
     """What the other tests of the "grpc" mode check held across several reopens (``REOPEN_ROWS``)."""
     mode, collector = replayed
-    stored = _select(collector, "SELECT count(*) FROM spans")[0][0] + _select(collector, "SELECT count(*) FROM logs")[0][0]
+    stored = (
+        _select(collector, "SELECT count(*) FROM spans")[0][0]
+        + _select(collector, "SELECT count(*) FROM logs")[0][0]
+    )
     # about one reopen every REOPEN_ROWS records; fewer if reads held some off (then put off by 5 s) on a loaded machine
     assert stored // REOPEN_ROWS[mode] >= 5 and collector.writer.stats.reopens >= 2
-    assert collector.writer.stats.reopen_failures == 0 and collector.database.reopens == collector.writer.stats.reopens
+    assert (
+        collector.writer.stats.reopen_failures == 0
+        and collector.database.reopens == collector.writer.stats.reopens
+    )
     metrics = collector.metrics_text()
     assert metric_samples(metrics)["agentotel_database_reopens_total"] == collector.writer.stats.reopens
     assert metric_samples(metrics)["agentotel_database_reopen_failures_total"] == 0
@@ -260,10 +281,14 @@ def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):
 
     with running_collector(tmp_path / "sdk.duckdb") as collector:
         exporters = {
-            "grpc": (GrpcSpanExporter(endpoint=collector.grpc_endpoint, insecure=True),
-                     GrpcLogExporter(endpoint=collector.grpc_endpoint, insecure=True)),
-            "http": (HttpSpanExporter(endpoint=f"{collector.http_endpoint}/v1/traces"),
-                     HttpLogExporter(endpoint=f"{collector.http_endpoint}/v1/logs")),
+            "grpc": (
+                GrpcSpanExporter(endpoint=collector.grpc_endpoint, insecure=True),
+                GrpcLogExporter(endpoint=collector.grpc_endpoint, insecure=True),
+            ),
+            "http": (
+                HttpSpanExporter(endpoint=f"{collector.http_endpoint}/v1/traces"),
+                HttpLogExporter(endpoint=f"{collector.http_endpoint}/v1/logs"),
+            ),
         }
         for transport, (span_exporter, log_exporter) in exporters.items():
             resource = Resource.create({"service.name": f"planner-{transport}"})
@@ -275,18 +300,32 @@ def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):
             logger = logger_provider.get_logger("agent")
             with tracer.start_as_current_span(
                 "invoke_agent planner",
-                attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner",
-                            "agentotel.eval.expected_tools": ["search", "book"]},
+                attributes={
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "planner",
+                    "agentotel.eval.expected_tools": ["search", "book"],
+                },
             ) as root:
-                with tracer.start_as_current_span("chat gpt-4o", kind=SpanKind.CLIENT,
-                                                  attributes={"gen_ai.operation.name": "chat",
-                                                              "gen_ai.usage.input_tokens": 12}):
-                    logger.emit(LogRecord(event_name="gen_ai.choice", body={"index": 0, "finish_reason": "stop"},
-                                          attributes={"gen_ai.system": "openai"}))
+                with tracer.start_as_current_span(
+                    "chat gpt-4o",
+                    kind=SpanKind.CLIENT,
+                    attributes={"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 12},
+                ):
+                    logger.emit(
+                        LogRecord(
+                            event_name="gen_ai.choice",
+                            body={"index": 0, "finish_reason": "stop"},
+                            attributes={"gen_ai.system": "openai"},
+                        )
+                    )
                 with tracer.start_as_current_span(
                     "execute_tool search",
-                    attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-                                "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"q": "rome"}'},
+                    attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "search",
+                        "gen_ai.tool.call.id": "call_1",
+                        "gen_ai.tool.call.arguments": '{"q": "rome"}',
+                    },
                 ):
                     pass
                 with tracer.start_as_current_span(
@@ -311,8 +350,12 @@ def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):
                 "SELECT name, kind, status_code, attributes, events FROM spans "
                 f"WHERE trace_id = '{trace_id}' ORDER BY start_time"
             )["rows"]
-            assert [s[0] for s in spans] == ["invoke_agent planner", "chat gpt-4o", "execute_tool search",
-                                             "execute_tool book"]
+            assert [s[0] for s in spans] == [
+                "invoke_agent planner",
+                "chat gpt-4o",
+                "execute_tool search",
+                "execute_tool book",
+            ]
             assert spans[1][1] == "CLIENT" and spans[1][3]["gen_ai.usage.input_tokens"] == 12
             assert spans[0][3]["agentotel.eval.expected_tools"] == ["search", "book"]
             assert spans[3][2] == "ERROR" and spans[3][4][0]["name"] == "exception"
@@ -327,7 +370,8 @@ def test_the_real_sdk_exporters_over_grpc_and_http(tmp_path):
             chat_span_id = collector.query(
                 f"SELECT span_id FROM spans WHERE trace_id = '{trace_id}' AND name = 'chat gpt-4o'"
             )["rows"][0][0]
-            assert logs == [["gen_ai.choice", {"index": 0, "finish_reason": "stop"}, chat_span_id,
-                             f"planner-{transport}"]]
+            assert logs == [
+                ["gen_ai.choice", {"index": 0, "finish_reason": "stop"}, chat_span_id, f"planner-{transport}"]
+            ]
             tracer_provider.shutdown()
             logger_provider.shutdown()

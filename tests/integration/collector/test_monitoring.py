@@ -28,19 +28,31 @@ DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 RULES = DEPLOY / "prometheus" / "alerts.yml"
 DASHBOARD = DEPLOY / "grafana" / "agentotel.json"
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is missing (Debian's prometheus package; "
-                                                              ".ci/run installs it)")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool is missing (Debian's prometheus package; .ci/run installs it)"
+)
 _NAME = re.compile(r"\bagentotel_[a-z_]+\b")
 
 
 @needs_promtool
 def test_the_rules_check_and_their_tests_fire() -> None:
     for command in (["check", "rules", "alerts.yml"], ["test", "rules", "alerts_test.yml"]):
-        done = subprocess.run([PROMTOOL, *command], cwd=RULES.parent, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [PROMTOOL, *command], cwd=RULES.parent, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stdout + done.stderr
-    tested = {t["alertname"] for case in yaml.safe_load((RULES.parent / "alerts_test.yml").read_text())["tests"]
-              for t in case["alert_rule_test"]}
-    assert {"AgentPassRateLow", "ToolUseErrorsRising", "IngestRefusals", "LakeLagHigh", "JudgeCostHigh"} <= tested
+    tested = {
+        t["alertname"]
+        for case in yaml.safe_load((RULES.parent / "alerts_test.yml").read_text())["tests"]
+        for t in case["alert_rule_test"]
+    }
+    assert {
+        "AgentPassRateLow",
+        "ToolUseErrorsRising",
+        "IngestRefusals",
+        "LakeLagHigh",
+        "JudgeCostHigh",
+    } <= tested
 
 
 def _queried() -> set[str]:
@@ -48,7 +60,9 @@ def _queried() -> set[str]:
     exprs = [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
     dashboard = json.loads(DASHBOARD.read_text())
     exprs += [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
-    exprs += [v["query"]["query"] for v in dashboard["templating"]["list"] if isinstance(v.get("query"), dict)]
+    exprs += [
+        v["query"]["query"] for v in dashboard["templating"]["list"] if isinstance(v.get("query"), dict)
+    ]
     return {name for expr in exprs for name in _NAME.findall(expr)}
 
 
@@ -56,10 +70,14 @@ def test_the_dashboard_imports_and_queries_what_exists(tmp_path, monkeypatch) ->
     dashboard = json.loads(DASHBOARD.read_text())
     assert dashboard["uid"] and dashboard["panels"]
     assert all(p["targets"] and p["datasource"]["uid"] == "${datasource}" for p in dashboard["panels"])
-    judge = JudgeSettings(model="openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{free_port()}", api_key="sk-test")
+    judge = JudgeSettings(
+        model="openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{free_port()}", api_key="sk-test"
+    )
     sink = SinkConfig(kind="phoenix", url=f"http://127.0.0.1:{free_port()}")
-    with running_collector(tmp_path / "db.duckdb", judge=judge, sinks=(sink,)) as collector, \
-            urllib.request.urlopen(collector.http_endpoint + "/metrics", timeout=10) as answer:
+    with (
+        running_collector(tmp_path / "db.duckdb", judge=judge, sinks=(sink,)) as collector,
+        urllib.request.urlopen(collector.http_endpoint + "/metrics", timeout=10) as answer,
+    ):
         served = answer.read().decode()
     registry = CollectorRegistry()  # the lake's families, as a node with [lake] serves them
     settings = LakeConfig(catalog=str(tmp_path / "catalog.ducklake"), data=str(tmp_path / "data")).settings()

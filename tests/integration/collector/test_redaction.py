@@ -23,8 +23,14 @@ from tests.support.otlp_sink import OtlpSink
 
 SECRET = "sk-live-" + "Q" * 32
 EMAIL = "jane.doe@example.com"
-CLEAN = {"detected": False, "confidence": 0.0, "reason": "no errors", "error_types": [], "errors": [],
-         "error_severity": "none"}
+CLEAN = {
+    "detected": False,
+    "confidence": 0.0,
+    "reason": "no errors",
+    "error_types": [],
+    "errors": [],
+    "error_severity": "none",
+}
 
 
 def run_agent(endpoint: str) -> None:
@@ -46,15 +52,18 @@ def run_agent(endpoint: str) -> None:
 
 
 def stored_text(collector: Any) -> str:
-    rows = collector.query("SELECT name, status_message, attributes, events, resource_attributes FROM spans",
-                           limit=10_000)["rows"]
+    rows = collector.query(
+        "SELECT name, status_message, attributes, events, resource_attributes FROM spans", limit=10_000
+    )["rows"]
     rows += collector.query("SELECT input, output FROM agent_runs")["rows"]
     rows += collector.query("SELECT arguments, result FROM tool_calls")["rows"]
     return json.dumps(rows)
 
 
 def the_call(collector: Any) -> dict[str, Any]:
-    (arguments,) = wait_until(lambda: collector.query("SELECT arguments FROM tool_calls")["rows"], what="the call")[0]
+    (arguments,) = wait_until(
+        lambda: collector.query("SELECT arguments FROM tool_calls")["rows"], what="the call"
+    )[0]
     return arguments if isinstance(arguments, dict) else json.loads(arguments)
 
 
@@ -62,17 +71,33 @@ def the_call(collector: Any) -> dict[str, Any]:
 def test_each_place_is_redacted_when_asked_and_only_then(tmp_path: Any, where: list[str]) -> None:
     redaction = RedactionSettings.from_dict({"where": where})
     with OtlpSink() as sink, LLMStub(default=Reply.json(CLEAN)) as stub:
-        judge = JudgeSettings(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test", max_retries=0)
+        judge = JudgeSettings(
+            model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test", max_retries=0
+        )
         forward = ForwardConfig(url=sink.grpc_endpoint.replace("http://", "grpc://"))
-        with running_collector(tmp_path / "r.duckdb", redaction=redaction, judge=judge, forward=forward) as collector:
+        with running_collector(
+            tmp_path / "r.duckdb", redaction=redaction, judge=judge, forward=forward
+        ) as collector:
             run_agent(collector.grpc_endpoint)
             arguments = the_call(collector)
-            wait_until(lambda: collector.query("SELECT count(*) FROM evaluations WHERE metric = 'tool_errors' "
-                                               "AND status = 'ok'")["rows"][0][0] == 1, timeout=30, what="the judge")
-            wait_until(lambda: any(s.name.startswith("invoke_agent") for s in sink.spans), what="the forwarded run")
+            wait_until(
+                lambda: (
+                    collector.query(
+                        "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors' AND status = 'ok'"
+                    )["rows"][0][0]
+                    == 1
+                ),
+                timeout=30,
+                what="the judge",
+            )
+            wait_until(
+                lambda: any(s.name.startswith("invoke_agent") for s in sink.spans), what="the forwarded run"
+            )
             stored = stored_text(collector)
         prompt = json.dumps([r.body for r in stub.requests])
-        forwarded = json.dumps([[s.attributes, s.resource, [e.attributes for e in s.events]] for s in sink.spans])
+        forwarded = json.dumps(
+            [[s.attributes, s.resource, [e.attributes for e in s.events]] for s in sink.spans]
+        )
 
     for place, text in (("store", stored), ("judge", prompt), ("forward", forwarded)):
         if place in where or "store" in where:  # the judge and forwarding take what is stored

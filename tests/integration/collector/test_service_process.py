@@ -33,8 +33,23 @@ ROOT = Path(__file__).resolve().parents[3]
 def start(db: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "agentotel_eval.collector", "--db", str(db), "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "agentotel_eval.collector",
+            "--db",
+            str(db),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
 
 
@@ -50,10 +65,24 @@ def wait_for_collector(proc: subprocess.Popen, db: Path) -> discovery.CollectorI
 
 def agent_trace(n: int, t0: int) -> list[SpanRecord]:
     trace_id = f"{n:032x}"
-    root = SpanRecord(trace_id, f"{n:08x}{0:08x}", None, "invoke_agent a", start_ns=t0, end_ns=t0 + 3000,
-                      attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"})
-    tool = SpanRecord(trace_id, f"{n:08x}{1:08x}", root.span_id, "execute_tool t", start_ns=t0 + 1000,
-                      end_ns=t0 + 2000, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+    root = SpanRecord(
+        trace_id,
+        f"{n:08x}{0:08x}",
+        None,
+        "invoke_agent a",
+        start_ns=t0,
+        end_ns=t0 + 3000,
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"},
+    )
+    tool = SpanRecord(
+        trace_id,
+        f"{n:08x}{1:08x}",
+        root.span_id,
+        "execute_tool t",
+        start_ns=t0 + 1000,
+        end_ns=t0 + 2000,
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+    )
     return [tool, root]
 
 
@@ -63,7 +92,9 @@ def test_serve_prints_where_it_listens_stores_and_stops_cleanly_on_sigterm(tmp_p
     try:
         info = wait_for_collector(proc, db)
         spans = agent_trace(1, time.time_ns())
-        assert post_otlp(f"http://{info.http}", "traces", encode_traces(spans).SerializeToString()).status == 200
+        assert (
+            post_otlp(f"http://{info.http}", "traces", encode_traces(spans).SerializeToString()).status == 200
+        )
         grpc_export(info.grpc, "traces", encode_traces(agent_trace(2, time.time_ns())).SerializeToString())
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
@@ -78,7 +109,8 @@ def test_serve_prints_where_it_listens_stores_and_stops_cleanly_on_sigterm(tmp_p
     with running_collector(db) as collector:  # the file was closed cleanly and reopens
         assert collector.query("SELECT count(*) FROM spans")["rows"] == [[4]]
         assert collector.query("SELECT trace_id FROM agent_runs ORDER BY trace_id")["rows"] == [
-            [f"{1:032x}"], [f"{2:032x}"],
+            [f"{1:032x}"],
+            [f"{2:032x}"],
         ]
 
 
@@ -88,12 +120,21 @@ def test_a_second_signal_exits_at_once(tmp_path):
     try:
         info = wait_for_collector(proc, db)
         t0 = time.time_ns()
-        for batch in range(10):  # open traces the first stop will have to reconstruct and write: it takes a while
+        for batch in range(
+            10
+        ):  # open traces the first stop will have to reconstruct and write: it takes a while
             spans = [s for k in range(1500) for s in agent_trace(batch * 10_000 + k, t0)]
-            assert post_otlp(f"http://{info.http}", "traces", encode_traces(spans).SerializeToString()).status == 200
+            assert (
+                post_otlp(f"http://{info.http}", "traces", encode_traces(spans).SerializeToString()).status
+                == 200
+            )
         proc.send_signal(signal.SIGINT)
-        wait_until(lambda: "stopping" in proc.stderr.readline(), timeout=30, interval=0, what="the stop to begin")
-        proc.send_signal(signal.SIGINT)  # Python runs one handler for signals that arrive together: send it after
+        wait_until(
+            lambda: "stopping" in proc.stderr.readline(), timeout=30, interval=0, what="the stop to begin"
+        )
+        proc.send_signal(
+            signal.SIGINT
+        )  # Python runs one handler for signals that arrive together: send it after
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
@@ -121,14 +162,28 @@ def test_a_taken_port_is_one_clear_line_and_creates_nothing(tmp_path, taken):
         env.pop("GRPC_VERBOSITY", None)
         ports = {"grpc": "127.0.0.1:0", "http": "127.0.0.1:0", taken: f"127.0.0.1:{port}"}
         proc = subprocess.run(
-            [sys.executable, "-m", "agentotel_eval.collector", "--db", str(tmp_path / "t.duckdb"), "--grpc", ports["grpc"],
-             "--http", ports["http"]],
-            capture_output=True, text=True, timeout=30, env=env, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "agentotel_eval.collector",
+                "--db",
+                str(tmp_path / "t.duckdb"),
+                "--grpc",
+                ports["grpc"],
+                "--http",
+                ports["http"],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+            cwd=ROOT,
         )
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
         f"error: cannot start the collector: port {port} is in use: cannot listen for "
-        f"{ {'grpc': 'OTLP/gRPC', 'http': 'OTLP/HTTP'}[taken]} on 127.0.0.1:{port} (another collector? choose another address with --{taken} HOST:PORT)"]
+        f"{ {'grpc': 'OTLP/gRPC', 'http': 'OTLP/HTTP'}[taken] } on 127.0.0.1:{port} (another collector? choose another address with --{taken} HOST:PORT)"
+    ]
     assert list(tmp_path.iterdir()) == []  # neither t.duckdb nor its lock
 
 
@@ -191,14 +246,18 @@ def test_after_sigkill_every_acknowledged_span_is_stored_and_its_run_is_recovere
         exporters = [Exporter(i + 1, info, "grpc" if i % 2 else "http") for i in range(4)]
         for e in exporters:
             e.start()
-        wait_until(lambda: sum(len(e.acked) for e in exporters) > 400, timeout=30, what="some acknowledged load")
+        wait_until(
+            lambda: sum(len(e.acked) for e in exporters) > 400, timeout=30, what="some acknowledged load"
+        )
         with urllib.request.urlopen(f"http://{info.http}/healthz", timeout=5) as answer:
             assembler_pid = json.loads(answer.read())["assembler_pid"]
         assert assembler_pid not in (None, proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         # its assembler process sees the socket close and exits too: no orphan left running
-        wait_until(lambda: not _alive(assembler_pid), timeout=10, what="the orphaned assembler process to exit")
+        wait_until(
+            lambda: not _alive(assembler_pid), timeout=10, what="the orphaned assembler process to exit"
+        )
     finally:
         for e in exporters:
             e.stop.set()
@@ -211,7 +270,9 @@ def test_after_sigkill_every_acknowledged_span_is_stored_and_its_run_is_recovere
     assert json.loads(discovery.sidecar_path(db).read_text())["pid"] == proc.pid  # left behind by the crash
 
     with running_collector(db, assembler={"grace_period": 0.2}) as collector:
-        stored = {tuple(r) for r in collector.query("SELECT trace_id, span_id FROM spans", limit=1_000_000)["rows"]}
+        stored = {
+            tuple(r) for r in collector.query("SELECT trace_id, span_id FROM spans", limit=1_000_000)["rows"]
+        }
         missing = acked - stored
         assert not missing, f"{len(missing)} acknowledged spans were lost"
         acked_traces = {trace_id for trace_id, _ in acked}
@@ -221,8 +282,11 @@ def test_after_sigkill_every_acknowledged_span_is_stored_and_its_run_is_recovere
             return {r[0] for r in rows}
 
         wait_until(lambda: acked_traces <= runs(), timeout=30, what="the runs of the recovered traces")
-        wait_until(lambda: collector.assembler.snapshot().assembler.traces_recovered >= len(acked_traces), timeout=5,
-                   what="the recovery counter")
+        wait_until(
+            lambda: collector.assembler.snapshot().assembler.traces_recovered >= len(acked_traces),
+            timeout=5,
+            what="the recovery counter",
+        )
 
 
 def test_retention_deletes_older_data_in_the_background(tmp_path):
@@ -231,10 +295,15 @@ def test_retention_deletes_older_data_in_the_background(tmp_path):
     old, new = agent_trace(1, now - 40 * 86400 * 10**9), agent_trace(2, now)
     with running_collector(db) as collector:
         post_otlp(collector.http_endpoint, "traces", encode_traces(old + new).SerializeToString())
-        wait_until(lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"] == [[2]], what="both runs")
+        wait_until(
+            lambda: collector.query("SELECT count(*) FROM agent_runs")["rows"] == [[2]], what="both runs"
+        )
     with running_collector(db, retention="30d") as collector:  # the first pass runs at startup
         wait_until(lambda: collector.retention_deleted.get("spans") == 2, what="the retention pass")
         assert collector.query("SELECT DISTINCT trace_id FROM spans")["rows"] == [[f"{2:032x}"]]
         assert collector.query("SELECT trace_id FROM agent_runs")["rows"] == [[f"{2:032x}"]]
         assert collector.query("SELECT count(*) FROM tool_calls")["rows"] == [[1]]
-        assert metric_samples(collector.metrics_text())['agentotel_retention_deleted_rows_total{table="spans"}'] == 2
+        assert (
+            metric_samples(collector.metrics_text())['agentotel_retention_deleted_rows_total{table="spans"}']
+            == 2
+        )

@@ -43,12 +43,17 @@ def lake_config(servers, tmp_path):
     name = f"lake{next(_names)}"
     catalog = pg.create_database(name)
     s3.create_bucket(name)
-    config = LakeConfig(catalog=catalog, data=f"s3://{name}/data/", flush_interval=0.5,
-                        s3=LakeS3Config(endpoint=s3.endpoint, key_id="test", secret="test", url_style="path",
-                                        use_ssl=False))
+    config = LakeConfig(
+        catalog=catalog,
+        data=f"s3://{name}/data/",
+        flush_interval=0.5,
+        s3=LakeS3Config(endpoint=s3.endpoint, key_id="test", secret="test", url_style="path", use_ssl=False),
+    )
     path = tmp_path / "lake.toml"
-    path.write_text(f'[lake]\ncatalog = "{catalog}"\ndata = "{config.data}"\n[lake.s3]\nendpoint = '
-                    f'"{s3.endpoint}"\nkey_id = "test"\nsecret = "test"\nurl_style = "path"\nuse_ssl = false\n')
+    path.write_text(
+        f'[lake]\ncatalog = "{catalog}"\ndata = "{config.data}"\n[lake.s3]\nendpoint = '
+        f'"{s3.endpoint}"\nkey_id = "test"\nsecret = "test"\nurl_style = "path"\nuse_ssl = false\n'
+    )
     return config, path
 
 
@@ -67,7 +72,9 @@ def two_nodes_store(tmp_path: Path, config, traces) -> None:
 def node(tmp_path: Path, config, name: str):
     from agentotel_eval.collector.service import Collector
 
-    cfg = dataclasses.replace(fast_config(tmp_path / f"{name}.duckdb"), lake=dataclasses.replace(config, node=name))
+    cfg = dataclasses.replace(
+        fast_config(tmp_path / f"{name}.duckdb"), lake=dataclasses.replace(config, node=name)
+    )
     return Collector(cfg, summary_interval=3600).start()
 
 
@@ -88,8 +95,14 @@ def final_counts(db: Path) -> dict[str, int]:
 
 def query_lake(path: Path, sql: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "query", sql, "--lake", str(path),
-                           "--format", "json"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "agentotel_eval.cli", "query", sql, "--lake", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_two_nodes_flush_concurrently_and_a_reader_sees_every_node_sealed(tmp_path, lake_config):
@@ -101,26 +114,38 @@ def test_two_nodes_flush_concurrently_and_a_reader_sees_every_node_sealed(tmp_pa
     try:
         for i, fx in enumerate(traces):  # whole traces to one node each, as the load-balancing exporter sends
             assert post_otlp(nodes[i % 2].http_endpoint, "traces", fx.body("protobuf")).status == 200
-        wait_until(lambda: all(n.lake.stats.rows.get("spans", 0) == local_counts(n)["spans"] for n in nodes),
-                   timeout=30, what="both nodes' spans in the lake")
+        wait_until(
+            lambda: all(n.lake.stats.rows.get("spans", 0) == local_counts(n)["spans"] for n in nodes),
+            timeout=30,
+            what="both nodes' spans in the lake",
+        )
     finally:
         for n in nodes:
             n.shutdown()  # the last flush: runs, calls and scores not yet settled go now
     counts = [final_counts(tmp_path / "a.duckdb"), final_counts(tmp_path / "b.duckdb")]
     reader = lake.open_reader(config.settings())
     for table in lake.TABLES:
-        assert reader.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == sum(c[table] for c in counts), table
+        assert reader.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == sum(
+            c[table] for c in counts
+        ), table
     assert reader.execute("SELECT count(*) FROM spans").fetchone()[0] == sum(len(fx.spans()) for fx in traces)
     # each trace was stored by one node
-    assert reader.execute("SELECT count(*) FROM (SELECT trace_id FROM lake.spans GROUP BY 1 "
-                          "HAVING count(DISTINCT node) > 1)").fetchone()[0] == 0
+    assert (
+        reader.execute(
+            "SELECT count(*) FROM (SELECT trace_id FROM lake.spans GROUP BY 1 "
+            "HAVING count(DISTINCT node) > 1)"
+        ).fetchone()[0]
+        == 0
+    )
     # the same SQL as on one node's file, over both, through the command line; still sealed
     runs = query_lake(path, "SELECT count(*) AS n FROM agent_runs")
     assert runs.returncode == 0, runs.stderr
     assert json.loads(runs.stdout) == [{"n": counts[0]["agent_runs"] + counts[1]["agent_runs"]}]
-    for sql, says in [("SELECT * FROM read_csv('/etc/passwd')", "read_csv() is not available"),
-                      ("SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT 1')", "catalog's server"),
-                      ("INSERT INTO spans (trace_id, span_id) VALUES ('a', 'b')", "INSERT")]:
+    for sql, says in [
+        ("SELECT * FROM read_csv('/etc/passwd')", "read_csv() is not available"),
+        ("SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT 1')", "catalog's server"),
+        ("INSERT INTO spans (trace_id, span_id) VALUES ('a', 'b')", "INSERT"),
+    ]:
         refused = query_lake(path, sql)
         assert refused.returncode == 1 and says in refused.stderr, (sql, refused.stderr)
 
@@ -138,24 +163,36 @@ def test_runs_calls_and_scores_reach_the_lake_at_the_next_flush_after_their_comm
         def copied() -> bool:
             local = local_counts(one)
             return local["agent_runs"] > 0 and all(
-                one.lake.stats.rows.get(table, 0) == local[table] for table in lake.TABLES)
+                one.lake.stats.rows.get(table, 0) == local[table] for table in lake.TABLES
+            )
 
         wait_until(copied, timeout=30, what="every table's rows in the lake before shutdown")
         # what /metrics and /healthz say of it
         metrics = one.metrics_text()
         spans = local_counts(one)["spans"]
         assert f'agentotel_lake_rows_flushed_total{{table="spans"}} {float(spans)}' in metrics
-        assert "agentotel_lake_flush_failures_total 0.0" in metrics and "agentotel_lake_lag_seconds" in metrics
-        assert "agentotel_lake_reconcile_looks_total" in metrics and "agentotel_lake_peer_reads_total" in metrics
+        assert (
+            "agentotel_lake_flush_failures_total 0.0" in metrics and "agentotel_lake_lag_seconds" in metrics
+        )
+        assert (
+            "agentotel_lake_reconcile_looks_total" in metrics and "agentotel_lake_peer_reads_total" in metrics
+        )
         health = one.health()["lake"]
         assert health["node"] == "a" and health["flushes"] > 0 and health["last_error"] is None
         assert 0 <= health["lag_seconds"] < 60
         reader = lake.open_reader(config.settings())
         try:
-            assert reader.execute("SELECT count(*) FROM agent_runs").fetchone()[0] == local_counts(one)["agent_runs"]
+            assert (
+                reader.execute("SELECT count(*) FROM agent_runs").fetchone()[0]
+                == local_counts(one)["agent_runs"]
+            )
             # the lake's rows carry the stamp of the node's write, made after the run was built
-            assert reader.execute("SELECT bool_and(committed_at >= updated_at) FROM lake.agent_runs"
-                                  ).fetchone()[0] is True
+            assert (
+                reader.execute("SELECT bool_and(committed_at >= updated_at) FROM lake.agent_runs").fetchone()[
+                    0
+                ]
+                is True
+            )
         finally:
             reader.close()
     finally:
@@ -169,8 +206,11 @@ def test_a_restarted_node_goes_on_from_its_marks_and_copies_nothing_twice(tmp_pa
     try:
         for fx in traces[:5]:
             post_otlp(first.http_endpoint, "traces", fx.body("protobuf"))
-        wait_until(lambda: first.lake.stats.rows.get("spans", 0) == local_counts(first)["spans"], timeout=30,
-                   what="the spans in the lake")
+        wait_until(
+            lambda: first.lake.stats.rows.get("spans", 0) == local_counts(first)["spans"],
+            timeout=30,
+            what="the spans in the lake",
+        )
     finally:
         first.shutdown()
     again = node(tmp_path, config, "a")  # the same file, the same node name: its marks are in the lake
@@ -213,9 +253,22 @@ def test_lake_maintain_applies_the_retention_once_for_every_node_and_merges_file
     def maintain(retention: str) -> subprocess.CompletedProcess:
         text = path.read_text()
         (tmp_path / "maintain.toml").write_text((f'retention = "{retention}"\n' if retention else "") + text)
-        return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "lake", "maintain", "--config",
-                               str(tmp_path / "maintain.toml")], capture_output=True, text=True, timeout=120,
-                              env=env, cwd=ROOT)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentotel_eval.cli",
+                "lake",
+                "maintain",
+                "--config",
+                str(tmp_path / "maintain.toml"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=ROOT,
+        )
 
     kept = maintain("")
     assert kept.returncode == 0 and "nothing deleted" in kept.stdout, kept.stderr
@@ -239,8 +292,14 @@ def test_the_reading_commands_read_every_node_through_the_lake(tmp_path, lake_co
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", *args, "--lake", str(path)],
-                              capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+        return subprocess.run(
+            [sys.executable, "-m", "agentotel_eval.cli", *args, "--lake", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=ROOT,
+        )
 
     runs = sum(final_counts(tmp_path / f"{n}.duckdb")["agent_runs"] for n in ("a", "b"))
     exported = cli("export-cases", "-o", "-")
@@ -255,15 +314,33 @@ def test_the_reading_commands_read_every_node_through_the_lake(tmp_path, lake_co
     assert written.returncode == 0, written.stderr
     assert "the lake of" in report.read_text()
     exported_traces = {json.loads(line)["metadata"]["trace_id"] for line in exported.stdout.splitlines()}
-    assert exported_traces <= {fx.spans()[0].trace_id for fx in traces} and len(exported_traces) > 1  # both nodes'
+    assert (
+        exported_traces <= {fx.spans()[0].trace_id for fx in traces} and len(exported_traces) > 1
+    )  # both nodes'
 
 
 def rescore_lake(path: Path, *extra: str) -> dict:
     import json
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "rescore", "--lake", str(path), "--format",
-                           "json", *extra], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentotel_eval.cli",
+            "rescore",
+            "--lake",
+            str(path),
+            "--format",
+            "json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -280,15 +357,19 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
     reader = lake.open_reader(config.settings())
     runs = reader.execute("SELECT count(*) FROM agent_runs").fetchone()[0]
     reader.close()
-    scores_sql = ("SELECT trace_id, run_span_id, metric, score, success FROM evaluations WHERE source = "
-                  "'agentotel-eval' ORDER BY ALL")
+    scores_sql = (
+        "SELECT trace_id, run_span_id, metric, score, success FROM evaluations WHERE source = "
+        "'agentotel-eval' ORDER BY ALL"
+    )
 
     whole = rescore_lake(path, "--config", str(rules))
     assert whole["runs_after"] == runs > 0
     assert whole["metrics"] and whole["metrics"][0]["added"] > 0  # the rule scored runs the nodes had not
     reader = lake.open_reader(config.settings())
     after_whole = reader.execute(scores_sql).fetchall()
-    runs_whole = reader.execute("SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL").fetchall()
+    runs_whole = reader.execute(
+        "SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL"
+    ).fetchall()
     reader.close()
 
     halves = [rescore_lake(path, "--config", str(rules), "--shard", f"{k}/2") for k in (1, 2)]
@@ -296,8 +377,10 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
     reader = lake.open_reader(config.settings())
     try:
         assert reader.execute(scores_sql).fetchall() == after_whole
-        assert reader.execute("SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL"
-                              ).fetchall() == runs_whole
+        assert (
+            reader.execute("SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL").fetchall()
+            == runs_whole
+        )
         # every trace's newest build is one worker's, and no trace was rebuilt by both
         builders = reader.execute(
             "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs WHERE node LIKE 'rescore@%/%' GROUP BY 1"
@@ -305,7 +388,8 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
         assert len(builders) == whole["traces"] and all(len(nodes) == 1 for _, nodes in builders)
         newest = reader.execute(
             "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) OVER (PARTITION BY "
-            "trace_id)").fetchall()
+            "trace_id)"
+        ).fetchall()
         assert sorted(n for (n,) in newest) == ["rescore@1/2", "rescore@2/2"]
     finally:
         reader.close()
@@ -324,10 +408,19 @@ def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_pa
     from agentotel_eval.reconstruct import reconstruct
 
     config, _ = lake_config
-    config = dataclasses.replace(config, reconcile_interval=0.5, read_peer_spans=False)  # the reconciler alone
-    chosen = [fx for fx in fixtures() if fx.name in ("openai-agents__otel-genai__sequence",
-                                                      "langchain__openinference__delegate",
-                                                      "strands__default__sequence")]
+    config = dataclasses.replace(
+        config, reconcile_interval=0.5, read_peer_spans=False
+    )  # the reconciler alone
+    chosen = [
+        fx
+        for fx in fixtures()
+        if fx.name
+        in (
+            "openai-agents__otel-genai__sequence",
+            "langchain__openinference__delegate",
+            "strands__default__sequence",
+        )
+    ]
     assert len(chosen) == 3
     whole = {fx.spans()[0].trace_id: reconstruct(fx.spans(), []) for fx in chosen}
     nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
@@ -341,33 +434,54 @@ def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_pa
         def runs() -> dict[str, list[tuple[str, list[str]]]]:
             got: dict[str, list[tuple[str, list[str]]]] = {}
             for trace_id, span_id, tools in reader.execute(
-                    "SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL").fetchall():
+                "SELECT trace_id, span_id, tools_called FROM agent_runs ORDER BY ALL"
+            ).fetchall():
                 got.setdefault(trace_id, []).append((span_id, list(tools or [])))
             return got
 
         want = {tid: sorted((r.span_id, list(r.tools_called)) for r in built) for tid, built in whole.items()}
 
         def builders() -> list[tuple[str]]:
-            return reader.execute("SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) "
-                                  "OVER (PARTITION BY trace_id)").fetchall()
+            return reader.execute(
+                "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) "
+                "OVER (PARTITION BY trace_id)"
+            ).fetchall()
 
         # A node may build its part after a rebuild (the part without the root waits longest): the reconciler
         # rebuilds that trace again. Converged: every trace's build shown is the reconciler's (node a's: the first
         # live node by name), and it is the whole trace.
-        wait_until(lambda: runs() == want and builders() == [("reconciler@a",)], timeout=60,
-                   what="the split traces rebuilt whole by the reconciler in the latest views")
+        wait_until(
+            lambda: runs() == want and builders() == [("reconciler@a",)],
+            timeout=60,
+            what="the split traces rebuilt whole by the reconciler in the latest views",
+        )
         # the halves were built and scored by their nodes too: without the reconciler they would show
-        assert reader.execute("SELECT count(DISTINCT node) FROM lake.agent_runs WHERE node IN ('a', 'b')"
-                              ).fetchone()[0] == 2
-        calls = reader.execute("SELECT trace_id, run_span_id, list(tool_name ORDER BY seq) FROM tool_calls "
-                               "GROUP BY ALL").fetchall()
+        assert (
+            reader.execute(
+                "SELECT count(DISTINCT node) FROM lake.agent_runs WHERE node IN ('a', 'b')"
+            ).fetchone()[0]
+            == 2
+        )
+        calls = reader.execute(
+            "SELECT trace_id, run_span_id, list(tool_name ORDER BY seq) FROM tool_calls GROUP BY ALL"
+        ).fetchall()
         assert {(t, s): list(c) for t, s, c in calls} == {
-            (tid, r.span_id): list(r.tools_called) for tid, built in whole.items() for r in built if r.tools_called}
-        per_run = reader.execute("SELECT count(*), count(DISTINCT (trace_id, run_span_id, metric)) FROM evaluations"
-                                 ).fetchone()
+            (tid, r.span_id): list(r.tools_called)
+            for tid, built in whole.items()
+            for r in built
+            if r.tools_called
+        }
+        per_run = reader.execute(
+            "SELECT count(*), count(DISTINCT (trace_id, run_span_id, metric)) FROM evaluations"
+        ).fetchone()
         assert per_run[0] == per_run[1] > 0  # one score per run and metric
-        assert reader.execute("SELECT count(*) FROM evaluations e ANTI JOIN agent_runs r ON "
-                              "e.trace_id = r.trace_id AND e.run_span_id = r.span_id").fetchone()[0] == 0
+        assert (
+            reader.execute(
+                "SELECT count(*) FROM evaluations e ANTI JOIN agent_runs r ON "
+                "e.trace_id = r.trace_id AND e.run_span_id = r.span_id"
+            ).fetchone()[0]
+            == 0
+        )
     finally:
         reader.close()
         for n in nodes:
@@ -392,9 +506,21 @@ def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("AGENTOTEL_AUTH_TOKEN", None)
     for token in (None, "s3cret"):
-        command = [sys.executable, "-m", "agentotel_eval.cli", "lake", "ui", "--config", str(path), "--http",
-                   "127.0.0.1:0", *(["--auth-token", token] if token else [])]
-        ui = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        command = [
+            sys.executable,
+            "-m",
+            "agentotel_eval.cli",
+            "lake",
+            "ui",
+            "--config",
+            str(path),
+            "--http",
+            "127.0.0.1:0",
+            *(["--auth-token", token] if token else []),
+        ]
+        ui = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+        )
         try:
             line = ui.stdout.readline()
             found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
@@ -419,7 +545,9 @@ def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
             assert ui.wait(30) == 0
 
 
-def test_a_node_assembling_its_part_of_a_split_trace_reads_the_other_part_from_the_lake(tmp_path, lake_config):
+def test_a_node_assembling_its_part_of_a_split_trace_reads_the_other_part_from_the_lake(
+    tmp_path, lake_config
+):
     """With no reconciler at all. The ring changed mid-trace: the trace's first half went to node a, which built
     its part and copied it to the lake; the rest goes to node b, which reads a's part from the lake with its own:
     its build is the whole trace, the newest, which the latest views show."""
@@ -427,8 +555,11 @@ def test_a_node_assembling_its_part_of_a_split_trace_reads_the_other_part_from_t
 
     config, _ = lake_config
     config = dataclasses.replace(config, reconcile_interval=0)
-    chosen = [fx for fx in fixtures() if fx.name in ("openai-agents__otel-genai__sequence",
-                                                      "strands__default__sequence")]
+    chosen = [
+        fx
+        for fx in fixtures()
+        if fx.name in ("openai-agents__otel-genai__sequence", "strands__default__sequence")
+    ]
     whole = {fx.spans()[0].trace_id: reconstruct(fx.spans(), []) for fx in chosen}
     nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
     reader = lake.open_reader(config.settings())
@@ -437,22 +568,33 @@ def test_a_node_assembling_its_part_of_a_split_trace_reads_the_other_part_from_t
         parts = [halves(fx) for fx in chosen]
         for first, _ in parts:
             assert post_otlp(nodes[0].http_endpoint, "traces", first).status == 200
-        wait_until(lambda: reader.execute("SELECT count(*) FROM lake.agent_runs").fetchone()[0] > 0
-                   and nodes[0].lake.stats.rows.get("spans", 0) == local_counts(nodes[0])["spans"]
-                   and nodes[0].lake.stats.rows.get("agent_runs", 0) == local_counts(nodes[0])["agent_runs"],
-                   timeout=30, what="node a's parts built and in the lake")
+        wait_until(
+            lambda: (
+                reader.execute("SELECT count(*) FROM lake.agent_runs").fetchone()[0] > 0
+                and nodes[0].lake.stats.rows.get("spans", 0) == local_counts(nodes[0])["spans"]
+                and nodes[0].lake.stats.rows.get("agent_runs", 0) == local_counts(nodes[0])["agent_runs"]
+            ),
+            timeout=30,
+            what="node a's parts built and in the lake",
+        )
         for _, second in parts:
             assert post_otlp(nodes[1].http_endpoint, "traces", second).status == 200
         want = {(tid, r.span_id): list(r.tools_called) for tid, built in whole.items() for r in built}
 
         def runs() -> dict[tuple[str, str], list[str]]:
-            return {(t, s): list(tools or []) for t, s, tools in reader.execute(
-                "SELECT trace_id, span_id, tools_called FROM agent_runs").fetchall()}
+            return {
+                (t, s): list(tools or [])
+                for t, s, tools in reader.execute(
+                    "SELECT trace_id, span_id, tools_called FROM agent_runs"
+                ).fetchall()
+            }
 
         wait_until(lambda: runs() == want, timeout=60, what="the split traces whole in the latest views")
         assert nodes[1].peers.spans_added > 0
-        newest = reader.execute("SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) "
-                                "OVER (PARTITION BY trace_id)").fetchall()
+        newest = reader.execute(
+            "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) "
+            "OVER (PARTITION BY trace_id)"
+        ).fetchall()
         assert newest == [("b",)]
     finally:
         reader.close()

@@ -105,16 +105,21 @@ def wait_routable(router: TraceRouter, endpoint: str, timeout: float = 30.0) -> 
     """Until the router's own channel to ``endpoint`` is connected again. After failing to reach a node, a gRPC
     channel waits out a reconnect backoff, and an export meanwhile fails at once (and fails over): the exporter's
     sub-exporter does the same after a backend comes back."""
-    channel = router._backends[endpoint].channel  # the router's channel, not a new one: that is the one to wait for
+    channel = router._backends[
+        endpoint
+    ].channel  # the router's channel, not a new one: that is the one to wait for
     grpc.channel_ready_future(channel).result(timeout=timeout)
 
 
-def run_agents(tracer: AgentTracer, at_least: int, ring: HashRing, wanted: Mapping[str, int]) -> list[AgentRun]:
+def run_agents(
+    tracer: AgentTracer, at_least: int, ring: HashRing, wanted: Mapping[str, int]
+) -> list[AgentRun]:
     """At least ``at_least`` agent runs, and more until the ring has given each endpoint of ``wanted`` that many
     of them (the ports, and so the ring, differ from one run of the test to the next; the trace ids do not)."""
     runs: list[AgentRun] = []
     while len(runs) < at_least or any(
-            sum(ring.endpoint_for(r.trace_id) == e for r in runs) < n for e, n in wanted.items()):
+        sum(ring.endpoint_for(r.trace_id) == e for r in runs) < n for e, n in wanted.items()
+    ):
         assert len(runs) < 10 * at_least, f"the ring gave {wanted} too few of {len(runs)} traces"
         runs.append(tracer.run_agent())
     return runs
@@ -135,8 +140,9 @@ def local_spans(db: Path) -> int:
         con.close()
 
 
-def check_lake(cluster: Cluster, runs: Sequence[AgentRun], acked: set[tuple[str, str]],
-               node_of: Mapping[str, str]) -> None:
+def check_lake(
+    cluster: Cluster, runs: Sequence[AgentRun], acked: set[tuple[str, str]], node_of: Mapping[str, str]
+) -> None:
     """What the lake must hold of ``runs`` once every node has stopped: ``node_of`` names the node each trace
     was routed to; ``acked`` is every span an export had acknowledged."""
     sent = {key for run in runs for key in run.spans}
@@ -144,42 +150,67 @@ def check_lake(cluster: Cluster, runs: Sequence[AgentRun], acked: set[tuple[str,
     reader = lake.open_reader(cluster.table.settings())
     try:
         # every acknowledged span, once in the lake's own rows (not only once in the newest-per-key view)
-        copies = {(t, s): (n, nodes) for t, s, n, nodes in rows(
-            reader, "SELECT trace_id, span_id, count(*), list(DISTINCT node ORDER BY node) FROM lake.spans GROUP BY ALL")}
+        copies = {
+            (t, s): (n, nodes)
+            for t, s, n, nodes in rows(
+                reader,
+                "SELECT trace_id, span_id, count(*), list(DISTINCT node ORDER BY node) FROM lake.spans GROUP BY ALL",
+            )
+        }
         missing = sent - copies.keys()
-        assert not missing, (f"{len(missing)} of {len(sent)} acknowledged spans are not in the lake, of traces "
-                             f"routed to {sorted(Counter(node_of[t] for t, _ in missing).items())}")
+        assert not missing, (
+            f"{len(missing)} of {len(sent)} acknowledged spans are not in the lake, of traces "
+            f"routed to {sorted(Counter(node_of[t] for t, _ in missing).items())}"
+        )
         assert not copies.keys() - sent, f"{len(copies.keys() - sent)} spans in the lake were never sent"
         twice = {key: value for key, value in copies.items() if value[0] != 1}
-        assert not twice, f"{len(twice)} spans are in the lake more than once, e.g. {next(iter(twice.items()))}"
+        assert not twice, (
+            f"{len(twice)} spans are in the lake more than once, e.g. {next(iter(twice.items()))}"
+        )
         assert rows(reader, "SELECT count(*) FROM spans") == [(len(sent),)]
 
         # each trace from exactly one node: the one it was routed to
-        stored_by = dict(rows(reader, "SELECT trace_id, list(DISTINCT node ORDER BY node) FROM lake.spans "
-                                      "GROUP BY 1"))
+        stored_by = dict(
+            rows(reader, "SELECT trace_id, list(DISTINCT node ORDER BY node) FROM lake.spans GROUP BY 1")
+        )
         wrong = {t: (nodes, node_of[t]) for t, nodes in stored_by.items() if nodes != [node_of[t]]}
-        assert not wrong, f"{len(wrong)} traces stored by another node than the ring's, e.g. {next(iter(wrong.items()))}"
+        assert not wrong, (
+            f"{len(wrong)} traces stored by another node than the ring's, e.g. {next(iter(wrong.items()))}"
+        )
         # and the lake holds all of each node's file, no more
         for node in cluster.nodes.values():
             assert rows(reader, f"SELECT count(*) FROM lake.spans WHERE node = '{node.name}'") == [
-                (local_spans(node.db),)], node.name
+                (local_spans(node.db),)
+            ], node.name
 
         # one run per agent run, built and scored by that same node only
-        built = {(t, s): (tools, expected) for t, s, tools, expected in rows(
-            reader, "SELECT trace_id, span_id, tools_called, expected_tools FROM agent_runs")}
+        built = {
+            (t, s): (tools, expected)
+            for t, s, tools, expected in rows(
+                reader, "SELECT trace_id, span_id, tools_called, expected_tools FROM agent_runs"
+            )
+        }
         want = {(r.trace_id, r.span_id): r for r in runs}
         missing_runs = want.keys() - built.keys()
         assert not missing_runs, (
             f"{len(missing_runs)} of {len(want)} agent runs are not in the lake's agent_runs, of traces routed to "
-            f"{sorted(Counter(node_of[t] for t, _ in missing_runs).items())}")
-        assert not built.keys() - want.keys(), f"runs in the lake that were never sent: {built.keys() - want.keys()}"
+            f"{sorted(Counter(node_of[t] for t, _ in missing_runs).items())}"
+        )
+        assert not built.keys() - want.keys(), (
+            f"runs in the lake that were never sent: {built.keys() - want.keys()}"
+        )
         for key, run in want.items():
             assert built[key] == (list(run.called), list(run.expected)), key
         for table in ("agent_runs", "evaluations"):
-            by = dict(rows(reader, f"SELECT trace_id, list(DISTINCT node ORDER BY node) FROM lake.{table} "
-                                   "GROUP BY 1"))
+            by = dict(
+                rows(
+                    reader, f"SELECT trace_id, list(DISTINCT node ORDER BY node) FROM lake.{table} GROUP BY 1"
+                )
+            )
             wrong = {t: (nodes, node_of[t]) for t, nodes in by.items() if nodes != [node_of[t]]}
-            assert not wrong, f"lake.{table}: {len(wrong)} traces written by another node, e.g. {next(iter(wrong.items()))}"
+            assert not wrong, (
+                f"lake.{table}: {len(wrong)} traces written by another node, e.g. {next(iter(wrong.items()))}"
+            )
 
         # one score per run and metric, the deterministic score among them, with the value its expectation gives
         scores = rows(reader, "SELECT trace_id, run_span_id, metric, score, status FROM evaluations")
@@ -190,15 +221,23 @@ def check_lake(cluster: Cluster, runs: Sequence[AgentRun], acked: set[tuple[str,
             if metric == SCORE:
                 assert (score, status) == (want[(t, s)].tool_correctness, "ok"), (t, s, score, status)
         unscored = [key for key in want if SCORE not in metrics.get(key, set())]
-        assert not unscored, (f"{len(unscored)} of {len(want)} runs have no {SCORE} score, of traces routed to "
-                              f"{sorted(Counter(node_of[t] for t, _ in unscored).items())}")
-        assert len({frozenset(m) for m in metrics.values()}) == 1, "the runs were scored with different metrics"
+        assert not unscored, (
+            f"{len(unscored)} of {len(want)} runs have no {SCORE} score, of traces routed to "
+            f"{sorted(Counter(node_of[t] for t, _ in unscored).items())}"
+        )
+        assert len({frozenset(m) for m in metrics.values()}) == 1, (
+            "the runs were scored with different metrics"
+        )
         # built and scored once: one row per key in the lake's own rows too, not only in the newest-per-key views
-        again = rows(reader, "SELECT trace_id, run_span_id, metric, count(*) FROM lake.evaluations GROUP BY ALL "
-                             "HAVING count(*) > 1")
+        again = rows(
+            reader,
+            "SELECT trace_id, run_span_id, metric, count(*) FROM lake.evaluations GROUP BY ALL "
+            "HAVING count(*) > 1",
+        )
         assert not again, f"{len(again)} scores were written more than once, e.g. {again[0]}"
-        again = rows(reader, "SELECT trace_id, span_id, count(*) FROM lake.agent_runs GROUP BY ALL "
-                             "HAVING count(*) > 1")
+        again = rows(
+            reader, "SELECT trace_id, span_id, count(*) FROM lake.agent_runs GROUP BY ALL HAVING count(*) > 1"
+        )
         assert not again, f"{len(again)} runs were written more than once, e.g. {again[0]}"
     finally:
         reader.close()
@@ -265,8 +304,11 @@ def test_node_killed_and_restarted_loses_nothing(cluster):
     victim.start()  # the same file, node name and ports
     victim.wait_ready()
     # it finds every trace it had stored without assembling them
-    wait_until(lambda: victim.metric("traces_recovered_total") == stored_unassembled, timeout=10,
-               what=f"{victim.name} to re-open its {stored_unassembled} unassembled traces")
+    wait_until(
+        lambda: victim.metric("traces_recovered_total") == stored_unassembled,
+        timeout=10,
+        what=f"{victim.name} to re-open its {stored_unassembled} unassembled traces",
+    )
     wait_routable(router, victim.endpoint)
     after = run_agents(tracer, 20, ring, {victim.endpoint: 5})
     tracer.flush()
@@ -306,15 +348,26 @@ def test_a_trace_in_flight_when_a_node_joins_is_rebuilt_whole_and_scored_once(cl
     roots, want = [], {}
     for n in range(40):
         tools = ("search", "book") if n % 2 else ("search", "read", "pay")
-        root = agents.tracer.start_span(f"invoke_agent planner-{n}", attributes={
-            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "planner",
-            sc.AGENTOTEL_EXPECTED_TOOLS: ["search", "book"]})
+        root = agents.tracer.start_span(
+            f"invoke_agent planner-{n}",
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: "planner",
+                sc.AGENTOTEL_EXPECTED_TOOLS: ["search", "book"],
+            },
+        )
         inside = trace.set_span_in_context(root)
         for i, tool in enumerate(tools):
-            agents.tracer.start_span(f"execute_tool {tool}", context=inside, attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: tool,
-                sc.GEN_AI_TOOL_CALL_ID: f"call-{n}-{i}", sc.GEN_AI_TOOL_CALL_ARGUMENTS: f'{{"step": {i}}}',
-            }).end()
+            agents.tracer.start_span(
+                f"execute_tool {tool}",
+                context=inside,
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+                    sc.GEN_AI_TOOL_NAME: tool,
+                    sc.GEN_AI_TOOL_CALL_ID: f"call-{n}-{i}",
+                    sc.GEN_AI_TOOL_CALL_ARGUMENTS: f'{{"step": {i}}}',
+                },
+            ).end()
         roots.append(root)
         context = root.get_span_context()
         want[(f"{context.trace_id:032x}", f"{context.span_id:016x}")] = list(tools)
@@ -331,12 +384,19 @@ def test_a_trace_in_flight_when_a_node_joins_is_rebuilt_whole_and_scored_once(cl
 
     reader = lake.open_reader(cluster.table.settings())
     try:
-        def runs() -> dict[tuple[str, str], list[str]]:
-            return {(t, s): list(tools or []) for t, s, tools in rows(
-                reader, "SELECT trace_id, span_id, tools_called FROM agent_runs")}
 
-        wait_until(lambda: runs() == want, timeout=90, interval=0.5,
-                   what="every agent run whole in the lake's latest views")
+        def runs() -> dict[tuple[str, str], list[str]]:
+            return {
+                (t, s): list(tools or [])
+                for t, s, tools in rows(reader, "SELECT trace_id, span_id, tools_called FROM agent_runs")
+            }
+
+        wait_until(
+            lambda: runs() == want,
+            timeout=90,
+            interval=0.5,
+            what="every agent run whole in the lake's latest views",
+        )
         # the split ones were stored by two nodes, and built whole by the node that read the other part from the
         # lake or by a reconciler; the others only by the node the ring gave them
         stored_by = dict(rows(reader, "SELECT trace_id, count(DISTINCT node) FROM lake.spans GROUP BY 1"))
@@ -349,11 +409,14 @@ def test_a_trace_in_flight_when_a_node_joins_is_rebuilt_whole_and_scored_once(cl
         assert len(scores) == len({(t, s, m) for t, s, m, _ in scores})  # one per run and metric
         correctness = {(t, s): score for t, s, m, score in scores if m == SCORE}
         assert correctness == {key: (1.0 if "book" in tools else 0.5) for key, tools in want.items()}
+
         # each split trace rebuilt once: a part built later without its root does not make it due again
         def rebuilt() -> float:
             return sum(node.metric("lake_traces_reconciled_total") for node in cluster.nodes.values())
 
-        wait_until(lambda: rebuilt() >= len(moved), timeout=60, interval=0.5, what="every split trace rebuilt")
+        wait_until(
+            lambda: rebuilt() >= len(moved), timeout=60, interval=0.5, what="every split trace rebuilt"
+        )
         time.sleep(5)  # the rootless parts' max_wait (5 s) more, and looks: a second rebuild would show here
         assert rebuilt() == len(moved), (rebuilt(), len(moved))
     finally:

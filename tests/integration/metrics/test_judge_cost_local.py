@@ -10,11 +10,19 @@ from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.retry import RetryPolicy
 from tests.support.llm_stub import LLMStub, Reply
 
-pytestmark = pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning", "ignore:Items.*ReadOnly:UserWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Item.*ReadOnly:UserWarning", "ignore:Items.*ReadOnly:UserWarning"
+)
 
 CASE = EvalTestCase(input="Weather in Berlin?", actual_output="Sunny.", tools_called=["get_weather"])
-CLEAN = {"detected": False, "confidence": 0.9, "reason": "fine", "error_types": [], "errors": [],
-         "error_severity": "none"}
+CLEAN = {
+    "detected": False,
+    "confidence": 0.9,
+    "reason": "fine",
+    "error_types": [],
+    "errors": [],
+    "error_severity": "none",
+}
 TOKENS = (120, 40)  # the stub's prompt and completion tokens
 
 
@@ -25,8 +33,14 @@ def stub():
 
 
 def _measure(stub, **kw):
-    metric = ToolsErrorMetric("openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-local", cache=False,
-                              retry=RetryPolicy(max_attempts=1), **kw)
+    metric = ToolsErrorMetric(
+        "openai/gpt-4o-mini",
+        api_base=stub.base_url,
+        api_key="sk-local",
+        cache=False,
+        retry=RetryPolicy(max_attempts=1),
+        **kw,
+    )
     result = metric.measure(CASE)
     assert result.status == "ok", result.error
     return result
@@ -45,6 +59,13 @@ def test_a_price_in_the_config_is_what_the_local_model_costs(stub):
 def test_litellm_still_prices_a_hosted_model_by_its_name(stub):
     """The same response, priced as for a hosted API: litellm's cost map, gpt-4o-mini's rates."""
     litellm = import_litellm()
-    response = asyncio.run(litellm.acompletion(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk",
-                                               messages=[{"role": "user", "content": "hi"}], num_retries=0))
+    response = asyncio.run(
+        litellm.acompletion(
+            model="openai/gpt-4o-mini",
+            api_base=stub.base_url,
+            api_key="sk",
+            messages=[{"role": "user", "content": "hi"}],
+            num_retries=0,
+        )
+    )
     assert _cost_of(litellm, response) == pytest.approx(TOKENS[0] * 0.15e-6 + TOKENS[1] * 0.60e-6)

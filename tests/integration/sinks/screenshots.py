@@ -32,9 +32,19 @@ def _driver(profile: str) -> Any:
     assert CHROMIUM and DRIVER, "install chromium and chromium-driver"
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--force-color-profile=srgb", f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--force-color-profile=srgb",
+        f"--user-data-dir={profile}",
+        f"--window-size={WIDTH},{HEIGHT}",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
 
@@ -69,24 +79,44 @@ def main() -> None:
     driver = _driver(str(work / "profile"))
     try:
         (work / "phoenix").mkdir()
-        with running_phoenix(work / "phoenix") as phoenix, \
-                scored_runs(work, SinkConfig(kind="phoenix", url=phoenix.url)) as (collector, _expected):
-            trace = collector.query("SELECT trace_id FROM agent_runs WHERE agent_name = 'weather_assistant' "
-                                    "ORDER BY start_time DESC LIMIT 1")["rows"][0][0]
+        with (
+            running_phoenix(work / "phoenix") as phoenix,
+            scored_runs(work, SinkConfig(kind="phoenix", url=phoenix.url)) as (collector, _expected),
+        ):
+            trace = collector.query(
+                "SELECT trace_id FROM agent_runs WHERE agent_name = 'weather_assistant' "
+                "ORDER BY start_time DESC LIMIT 1"
+            )["rows"][0][0]
             project = base64.b64encode(b"Project:1").decode()
-            _shoot(driver, f"{phoenix.url}/projects/{project}/traces/{trace}", args.out / "phoenix-annotations.png",
-                   "weather_assistant", click="Annotations")
+            _shoot(
+                driver,
+                f"{phoenix.url}/projects/{project}/traces/{trace}",
+                args.out / "phoenix-annotations.png",
+                "weather_assistant",
+                click="Annotations",
+            )
         (work / "mlflow").mkdir()
-        with running_mlflow(work / "mlflow") as mlflow, \
-                scored_runs(work / "mlflow", SinkConfig(kind="mlflow", url=mlflow.url, experiment="agents")) as (
-                    collector, _expected):
+        with (
+            running_mlflow(work / "mlflow") as mlflow,
+            scored_runs(work / "mlflow", SinkConfig(kind="mlflow", url=mlflow.url, experiment="agents")) as (
+                collector,
+                _expected,
+            ),
+        ):
             from mlflow import MlflowClient
 
             experiment = MlflowClient(tracking_uri=mlflow.url).get_experiment_by_name("agents").experiment_id
-            trace = collector.query("SELECT trace_id FROM agent_runs WHERE agent_name = 'weather_assistant' "
-                                    "ORDER BY start_time DESC LIMIT 1")["rows"][0][0]
-            _shoot(driver, f"{mlflow.url}/#/experiments/{experiment}/traces?selectedEvaluationId=tr-{trace}",
-                   args.out / "mlflow-assessments.png", "weather_assistant", click="Assess")
+            trace = collector.query(
+                "SELECT trace_id FROM agent_runs WHERE agent_name = 'weather_assistant' "
+                "ORDER BY start_time DESC LIMIT 1"
+            )["rows"][0][0]
+            _shoot(
+                driver,
+                f"{mlflow.url}/#/experiments/{experiment}/traces?selectedEvaluationId=tr-{trace}",
+                args.out / "mlflow-assessments.png",
+                "weather_assistant",
+                click="Assess",
+            )
     finally:
         driver.quit()
         shutil.rmtree(work, ignore_errors=True)

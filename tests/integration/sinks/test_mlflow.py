@@ -52,8 +52,9 @@ def test_scores_round_trip_through_mlflow(mlflow_server, tmp_path) -> None:
             assert (a.value, a.metadata["label"], a.rationale) == (e.score, e.label, e.reason), key
             assert a.source.source_type == ("LLM_JUDGE" if e.annotator == "LLM" else "CODE")
             assert a.metadata["evaluator"] == e.evaluator
-        findings = [json.loads(a.metadata["findings"]) for (_s, m), a in shown.items()
-                    if m == "tool_errors_detectors"]
+        findings = [
+            json.loads(a.metadata["findings"]) for (_s, m), a in shown.items() if m == "tool_errors_detectors"
+        ]
         assert any(findings)
 
         after = rescore_stricter(collector, tmp_path)

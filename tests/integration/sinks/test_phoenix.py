@@ -21,8 +21,9 @@ def phoenix(tmp_path_factory):
 def _annotations(url: str, span_ids: list[str]) -> dict[tuple[str, str], dict]:
     from phoenix.client import Client
 
-    found = Client(base_url=url).spans.get_span_annotations(span_ids=span_ids, project_identifier="default",
-                                                            limit=1000)
+    found = Client(base_url=url).spans.get_span_annotations(
+        span_ids=span_ids, project_identifier="default", limit=1000
+    )
     ours = [a for a in found if a["identifier"] == "agentotel-eval"]
     keyed = {(a["span_id"], a["name"]): a for a in ours}
     assert len(keyed) == len(ours), "one annotation per run span and metric"
@@ -37,12 +38,18 @@ def test_scores_round_trip_through_phoenix(phoenix, tmp_path) -> None:
         for key, e in expected.items():
             a = shown[key]
             assert (a["result"]["score"], a["result"]["label"], a["result"]["explanation"]) == (
-                e.score, e.label, e.reason), key
+                e.score,
+                e.label,
+                e.reason,
+            ), key
             assert a["annotator_kind"] == e.annotator and a["metadata"]["evaluator"] == e.evaluator
         detectors = [a for (_s, m), a in shown.items() if m == "tool_errors_detectors"]
         assert any(a["metadata"]["findings"] for a in detectors)
-        assert all({"type", "subtype", "rule", "confidence", "uncertain"} <= f.keys()
-                   for a in detectors for f in a["metadata"]["findings"])
+        assert all(
+            {"type", "subtype", "rule", "confidence", "uncertain"} <= f.keys()
+            for a in detectors
+            for f in a["metadata"]["findings"]
+        )
 
         after = rescore_stricter(collector, tmp_path)
         again = _annotations(phoenix.url, spans)

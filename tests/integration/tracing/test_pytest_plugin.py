@@ -11,7 +11,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-AGENTS = '''
+AGENTS = """
 import json
 from agentotel_eval.tracing import traced
 
@@ -51,9 +51,9 @@ def delegate(plan: str) -> str:
 @traced(kind="agent")
 def concierge(plan: str) -> str:
     return delegate(plan)
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import pytest
 from agentotel_eval import ToolCall
 from agents import travel_agent, concierge
@@ -99,7 +99,7 @@ def test_nested_runs(agentotel):
     assert runs.by_agent("travel_agent").one().tools_called == ["search_hotels", "book_hotel"]
     assert runs.top_level().one().agent_name == "concierge"
     runs.one()
-'''
+"""
 
 
 @pytest.fixture()
@@ -114,14 +114,24 @@ def test_the_plugin_captures_asserts_and_explains(project: pytest.Pytester, tmp_
     result.assert_outcomes(passed=1, failed=5)
     out = result.stdout.str()
     # the wrong order: the calls lined up, the one out of order marked, the metric's reason
-    result.stdout.re_match_lines([
-        r".*tool_correctness_ordering of travel_agent .*: 0\.50 < 1\.00",
-        r".*expected\s+search_hotels\s+book_hotel",
-        r".*called\s+book_hotel\s+search_hotels",
-        r".*out of order\s+out of order",
-    ], consecutive=False)
-    result.stdout.re_match_lines([r".*expected\s+search_hotels\s+book_hotel", r".*called\s+search_hotels",
-                                  r"E\s+missing$", r".*Missing: book_hotel"], consecutive=False)
+    result.stdout.re_match_lines(
+        [
+            r".*tool_correctness_ordering of travel_agent .*: 0\.50 < 1\.00",
+            r".*expected\s+search_hotels\s+book_hotel",
+            r".*called\s+book_hotel\s+search_hotels",
+            r".*out of order\s+out of order",
+        ],
+        consecutive=False,
+    )
+    result.stdout.re_match_lines(
+        [
+            r".*expected\s+search_hotels\s+book_hotel",
+            r".*called\s+search_hotels",
+            r"E\s+missing$",
+            r".*Missing: book_hotel",
+        ],
+        consecutive=False,
+    )
     assert "repeated_failure" in out or "failed 2 times in a row" in out
     assert "get_weather: ValueError: unknown city: Atlantis" in out
     assert "expected one agent run, captured none (no span at all)" in out
@@ -130,15 +140,21 @@ def test_the_plugin_captures_asserts_and_explains(project: pytest.Pytester, tmp_
     by_test = {}
     for line in lines:
         by_test.setdefault(line["test"].split("::")[-1], []).append((line["metric"], line["success"]))
-    assert by_test["test_correct_run"] == [("tool_correctness_exact_ordering", True), ("tool_correctness", True),
-                                           ("tool_correctness", False), ("tool_errors_detectors", True)]
+    assert by_test["test_correct_run"] == [
+        ("tool_correctness_exact_ordering", True),
+        ("tool_correctness", True),
+        ("tool_correctness", False),
+        ("tool_errors_detectors", True),
+    ]
     assert by_test["test_wrong_order"] == [("tool_correctness_ordering", False)]
     assert by_test["test_repeated_failure"] == [("tool_errors_detectors", False)]
     assert all(line["trace_id"] and line["span_id"] and line["agent"] == "travel_agent" for line in lines)
 
 
 def test_an_applications_provider_is_used_and_kept(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(agents=AGENTS, test_app='''
+    pytester.makepyfile(
+        agents=AGENTS,
+        test_app="""
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -164,9 +180,11 @@ def test_capture_beside_the_app(agentotel):
 
 def test_without_a_provider_one_is_lent_and_taken_back(agentotel):
     pass
-''')
+""",
+    )
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
-    pytester.makepyfile(test_lent='''
+    pytester.makepyfile(
+        test_lent="""
 from opentelemetry import trace
 from agents import travel_agent
 
@@ -182,12 +200,14 @@ def test_lent(agentotel):
     mine = TracerProvider()
     trace.set_tracer_provider(mine)
     assert trace.get_tracer_provider() is mine
-''')
+"""
+    )
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_lent.py").assert_outcomes(passed=1)
 
 
 def test_a_pydantic_ai_agent_on_its_own_instrumentation(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_pydantic='''
+    pytester.makepyfile(
+        test_pydantic="""
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
@@ -225,19 +245,23 @@ def test_weather_bot_wrong_expectation(agentotel):
     with agentotel.capture() as runs:
         agent.run_sync("Weather in Lyon, in Fahrenheit?")
     agentotel.assert_tool_correctness(runs.one(), ["convert_temperature", "get_forecast"], ordering=True)
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.re_match_lines([r".*tool_correctness_ordering of weather_bot .*: 0\.50 < 1\.00"])
 
 
-def test_two_versions_results_files_gate_on_compare(pytester: pytest.Pytester, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_versions_results_files_gate_on_compare(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CI loop: the same tests on two versions of the agent, their results files compared, the regression
     gated on."""
     from tests.support.ui_data import cli
 
-    pytester.makepyfile(agents=AGENTS, test_versions='''
+    pytester.makepyfile(
+        agents=AGENTS,
+        test_versions="""
 import os
 from agents import travel_agent
 
@@ -250,23 +274,41 @@ def test_searches(agentotel):
     with agentotel.capture() as runs:
         travel_agent("good")
     agentotel.assert_tool_correctness(runs.one(), ["search_hotels"])
-''')
+""",
+    )
     results = {}
     for version, plan in (("main", "good"), ("pr", "backwards")):
         results[version] = tmp_path / f"{version}.jsonl"
         monkeypatch.setenv("PLAN", plan)
         pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--agentotel-results={results[version]}")
-    done = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["pr"]),
-               "--fail-on-regression", "0.05")
+    done = cli(
+        "compare",
+        "--baseline",
+        str(results["main"]),
+        "--candidate",
+        str(results["pr"]),
+        "--fail-on-regression",
+        "0.05",
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "regression: travel_agent tool_correctness_ordering pass rate fell 100.0 percentage points" in done.stderr
+    assert (
+        "regression: travel_agent tool_correctness_ordering pass rate fell 100.0 percentage points"
+        in done.stderr
+    )
     assert "passed before, fail now (1):" in done.stdout and "test_books_a_hotel" in done.stdout
-    same = cli("compare", "--baseline", str(results["main"]), "--candidate", str(results["main"]),
-               "--fail-on-regression", "0.05")
+    same = cli(
+        "compare",
+        "--baseline",
+        str(results["main"]),
+        "--candidate",
+        str(results["main"]),
+        "--fail-on-regression",
+        "0.05",
+    )
     assert same.returncode == 0, same.stdout + same.stderr
 
 
-TRAJECTORY_TESTS = '''
+TRAJECTORY_TESTS = """
 import json
 import pytest
 from agentotel_eval import SpecError, set_expected_trajectory
@@ -305,23 +347,31 @@ def test_a_bad_spec_is_refused_where_it_is_written():
         traced(kind="agent", expected_trajectory=[{"tol": "x"}])
     with pytest.raises(ValueError, match="kind='agent'"):
         traced(kind="tool", expected_trajectory=[{"tool": "x"}])
-'''
+"""
 
 
-def test_assert_trajectory_lines_the_spec_up_against_the_calls(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_assert_trajectory_lines_the_spec_up_against_the_calls(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
     pytester.makepyfile(agents=AGENTS, test_trajectory=TRAJECTORY_TESTS)
     results_path = tmp_path / "results.jsonl"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--agentotel-results={results_path}")
     result.assert_outcomes(passed=3, failed=1)
     # book_hotel came first, so the ordered spec keeps one of the two and the other call is extra (forbidden)
-    result.stdout.re_match_lines([
-        r".*trajectory of travel_agent .*: 0\.50 < 1\.00",
-        r".*trajectory 0\.50 \(1 of 2 required weight; extra calls forbidden\)",
-        r".*ok\s+steps\[0\] search_hotels \[found\]\s+#2 search_hotels\s+city: ok",
-        r".*missing\s+steps\[1\] book_hotel\s+nearest #1 book_hotel",
-        r".*extra\s+#1 book_hotel \(forbidden\)",
-        r".*violation\s+extra_forbidden: .*",
-    ], consecutive=False)
+    result.stdout.re_match_lines(
+        [
+            r".*trajectory of travel_agent .*: 0\.50 < 1\.00",
+            r".*trajectory 0\.50 \(1 of 2 required weight; extra calls forbidden\)",
+            r".*ok\s+steps\[0\] search_hotels \[found\]\s+#2 search_hotels\s+city: ok",
+            r".*missing\s+steps\[1\] book_hotel\s+nearest #1 book_hotel",
+            r".*extra\s+#1 book_hotel \(forbidden\)",
+            r".*violation\s+extra_forbidden: .*",
+        ],
+        consecutive=False,
+    )
     lines = [json.loads(line) for line in results_path.read_text().splitlines()]
     assert [(line["metric"], line["success"]) for line in lines] == [
-        ("trajectory", True), ("trajectory", False), ("trajectory", True)]
+        ("trajectory", True),
+        ("trajectory", False),
+        ("trajectory", True),
+    ]

@@ -19,19 +19,51 @@ from agentotel_eval.store.sealed import cursor as sealed_cursor
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
-def run(con: Any, trace: str, agent: str, age: timedelta, called: Sequence[str], expected: Sequence[str] | None,
-        text: str = "") -> None:
-    con.execute("INSERT INTO agent_runs (trace_id, span_id, agent_name, service_name, input, start_time, status, "
-                "tools_called, expected_tools, tool_call_count) VALUES (?, ?, ?, 'svc', ?, ?, 'ok', ?, ?, ?)",
-                [trace, "s" + trace, agent, text, NOW - age, list(called), expected, len(called)])
+def run(
+    con: Any,
+    trace: str,
+    agent: str,
+    age: timedelta,
+    called: Sequence[str],
+    expected: Sequence[str] | None,
+    text: str = "",
+) -> None:
+    con.execute(
+        "INSERT INTO agent_runs (trace_id, span_id, agent_name, service_name, input, start_time, status, "
+        "tools_called, expected_tools, tool_call_count) VALUES (?, ?, ?, 'svc', ?, ?, 'ok', ?, ?, ?)",
+        [trace, "s" + trace, agent, text, NOW - age, list(called), expected, len(called)],
+    )
 
 
-def score(con: Any, trace: str, metric: str, value: float, success: bool, *, at: int = 0,
-          status: str = "ok", cost: float | None = None, model: str | None = None, **details: Any) -> None:
-    con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric, score, success, status, details, cost_usd, "
-                "model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [trace, "s" + trace, metric, value, success, status, json.dumps(details), cost, model,
-                 NOW - timedelta(hours=1) + timedelta(seconds=at)])
+def score(
+    con: Any,
+    trace: str,
+    metric: str,
+    value: float,
+    success: bool,
+    *,
+    at: int = 0,
+    status: str = "ok",
+    cost: float | None = None,
+    model: str | None = None,
+    **details: Any,
+) -> None:
+    con.execute(
+        "INSERT INTO evaluations (trace_id, run_span_id, metric, score, success, status, details, cost_usd, "
+        "model, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            trace,
+            "s" + trace,
+            metric,
+            value,
+            success,
+            status,
+            json.dumps(details),
+            cost,
+            model,
+            NOW - timedelta(hours=1) + timedelta(seconds=at),
+        ],
+    )
 
 
 @pytest.fixture()
@@ -41,21 +73,69 @@ def read() -> Iterator[queries.Read]:
     run(con, "b", "planner", timedelta(hours=3), ["book"], None, "Oslo trip")
     run(con, "c", "helper", timedelta(days=3), ["weather"], ["convert"])
     run(con, "old", "planner", timedelta(days=20), ["search"], ["search"])
-    score(con, "a", "tool_correctness_ordering", 1.0, True, expected=["search", "book"], missing=[], extra=[],
-          out_of_order=[])
+    score(
+        con,
+        "a",
+        "tool_correctness_ordering",
+        1.0,
+        True,
+        expected=["search", "book"],
+        missing=[],
+        extra=[],
+        out_of_order=[],
+    )
     # run b was re-scored: only the later row counts
-    score(con, "b", "tool_correctness_ordering", 1.0, True, at=0, expected=["search", "book"], missing=[],
-          extra=[], out_of_order=[])
-    score(con, "b", "tool_correctness_ordering", 0.5, False, at=5, expected=["search", "book"],
-          expectation="rule:planning", missing=["search"], extra=[], out_of_order=[])
-    score(con, "c", "tool_correctness_ordering", 0.0, False, expected=["convert"], missing=["convert"],
-          extra=["weather"], out_of_order=[])
+    score(
+        con,
+        "b",
+        "tool_correctness_ordering",
+        1.0,
+        True,
+        at=0,
+        expected=["search", "book"],
+        missing=[],
+        extra=[],
+        out_of_order=[],
+    )
+    score(
+        con,
+        "b",
+        "tool_correctness_ordering",
+        0.5,
+        False,
+        at=5,
+        expected=["search", "book"],
+        expectation="rule:planning",
+        missing=["search"],
+        extra=[],
+        out_of_order=[],
+    )
+    score(
+        con,
+        "c",
+        "tool_correctness_ordering",
+        0.0,
+        False,
+        expected=["convert"],
+        missing=["convert"],
+        extra=["weather"],
+        out_of_order=[],
+    )
     score(con, "a", "tool_errors", 0.0, True, cost=0.002, model="openai/m", error_types=[])
     score(con, "b", "tool_errors", 0.9, False, cost=0.003, model="openai/m", error_types=["sequence_error"])
     score(con, "c", "tool_errors", 0.0, False, status="skipped")
     score(con, "c", "tool_errors_detectors", 1.0, False, error_types=["repeated_failure"])
-    score(con, "old", "tool_correctness_ordering", 1.0, True, expected=["search"], missing=[], extra=[],
-          out_of_order=[])
+    score(
+        con,
+        "old",
+        "tool_correctness_ordering",
+        1.0,
+        True,
+        expected=["search"],
+        missing=[],
+        extra=[],
+        out_of_order=[],
+    )
 
     def reader(sql: str, params: Sequence[Any]) -> QueryResult:
         return run_query(sealed_cursor(con), sql, params=params)
@@ -71,9 +151,15 @@ def test_the_overview_counts_latest_scores_in_range(read: queries.Read) -> None:
     assert by_name["planner"].runs == 2
     assert by_name["planner"].metrics["tool_correctness_ordering"] == (2, 1)  # b's latest row failed
     assert ov.departures_metric == "tool_correctness_ordering"
-    assert dict(ov.departures) == {"search": {"missing": 1}, "convert": {"missing": 1}, "weather": {"extra": 1}}
+    assert dict(ov.departures) == {
+        "search": {"missing": 1},
+        "convert": {"missing": 1},
+        "weather": {"extra": 1},
+    }
     assert {(f["metric"], f["error_type"], f["runs"]) for f in ov.findings} == {
-        ("tool_errors", "sequence_error", 1), ("tool_errors_detectors", "repeated_failure", 1)}
+        ("tool_errors", "sequence_error", 1),
+        ("tool_errors_detectors", "repeated_failure", 1),
+    }
     judge = {j["status"]: j for j in ov.judge}
     assert judge["ok"]["evaluations"] == 2 and judge["ok"]["cost_usd"] == pytest.approx(0.005)
     assert judge["skipped"]["evaluations"] == 1 and judge["ok"]["models"] == "openai/m"
@@ -113,7 +199,10 @@ def test_a_run_takes_its_expected_tools_from_the_score_that_used_them(read: quer
 
 def test_the_worst_runs_fail_most_first(read: queries.Read) -> None:
     worst = queries.read_worst(read, parse_filters({}), 10, now=NOW)
-    assert [w["trace_id"] for w in worst] == ["c", "b"]  # two failures each (a skipped score is none): c scored lower
+    assert [w["trace_id"] for w in worst] == [
+        "c",
+        "b",
+    ]  # two failures each (a skipped score is none): c scored lower
 
 
 def test_own_scores_alone_and_beside_another_tools(tmp_path: Any) -> None:
@@ -138,5 +227,7 @@ def test_own_scores_alone_and_beside_another_tools(tmp_path: Any) -> None:
     assert not queries.only_own_scores(reader)
     ov = queries.read_overview(reader, parse_filters({}), now=NOW)
     assert ov.agents[0].metrics["tool_correctness"] == (2, 1)
-    assert [r["trace_id"] for r in queries.read_runs(reader, parse_filters({"result": "fail"}), now=NOW).runs] == ["a"]
+    assert [
+        r["trace_id"] for r in queries.read_runs(reader, parse_filters({"result": "fail"}), now=NOW).runs
+    ] == ["a"]
     con.close()

@@ -56,7 +56,9 @@ def test_same_seed_same_cases_other_seed_other_sample(cases):
     again = build_bfcl_suite(per_category=PER_CATEGORY, seed=0)
     assert [case.id for case in again] == [case.id for case in cases]
     assert [case.calls for case in again] == [case.calls for case in cases]
-    assert {case.id for case in build_bfcl_suite(per_category=PER_CATEGORY, seed=1)} != {case.id for case in cases}
+    assert {case.id for case in build_bfcl_suite(per_category=PER_CATEGORY, seed=1)} != {
+        case.id for case in cases
+    }
 
 
 def test_an_entrys_cases_do_not_depend_on_the_sample(cases):
@@ -102,35 +104,69 @@ def test_mutations_the_checker_disagrees_with_are_dropped_and_counted(monkeypatc
     assert build.rejected == {"omit_optional: valid": build.rejected_total} and build.rejected_total > 0
 
 
-@pytest.mark.parametrize(("oracle", "types"), [
-    ({"valid": True, "error_type": ""}, set()),
-    ({"valid": False, "error_type": "simple_function_checker:wrong_func_name"}, {"invalid_function"}),
-    ({"valid": False, "error_type": "simple_function_checker:missing_optional"}, {"parameter_error"}),
-    ({"valid": False, "error_type": "type_error:nested"}, {"parameter_error"}),
-    ({"valid": False, "error_type": "multiple_function_checker:wrong_count"}, {UNMAPPED}),
-    ({"valid": False, "error_type": "parallel_function_checker_no_order:cannot_find_match",
-      "sub_error_types": ["simple_function_checker:wrong_func_name", "value_error:string"]}, {"invalid_function"}),
-    ({"valid": False, "error_type": "parallel_function_checker_no_order:cannot_find_match",
-      "sub_error_types": ["simple_function_checker:missing_required", "value_error:others"]}, {"parameter_error"}),
-    ({"valid": False, "error_type": "parallel_function_checker_no_order:cannot_find_match",
-      "sub_error_types": []}, {UNMAPPED}),
-])
+@pytest.mark.parametrize(
+    ("oracle", "types"),
+    [
+        ({"valid": True, "error_type": ""}, set()),
+        ({"valid": False, "error_type": "simple_function_checker:wrong_func_name"}, {"invalid_function"}),
+        ({"valid": False, "error_type": "simple_function_checker:missing_optional"}, {"parameter_error"}),
+        ({"valid": False, "error_type": "type_error:nested"}, {"parameter_error"}),
+        ({"valid": False, "error_type": "multiple_function_checker:wrong_count"}, {UNMAPPED}),
+        (
+            {
+                "valid": False,
+                "error_type": "parallel_function_checker_no_order:cannot_find_match",
+                "sub_error_types": ["simple_function_checker:wrong_func_name", "value_error:string"],
+            },
+            {"invalid_function"},
+        ),
+        (
+            {
+                "valid": False,
+                "error_type": "parallel_function_checker_no_order:cannot_find_match",
+                "sub_error_types": ["simple_function_checker:missing_required", "value_error:others"],
+            },
+            {"parameter_error"},
+        ),
+        (
+            {
+                "valid": False,
+                "error_type": "parallel_function_checker_no_order:cannot_find_match",
+                "sub_error_types": [],
+            },
+            {UNMAPPED},
+        ),
+    ],
+)
 def test_oracle_types(oracle, types):
     assert oracle_types(oracle) == types
 
 
 def test_bfcl_types_become_json_schema_types():
-    schema = {"type": "dict", "required": ["a"], "properties": {
-        "a": {"type": "float"}, "b": {"type": "any"}, "c": {"type": "tuple", "items": {"type": "float"}},
-        "d": {"type": "array", "items": {"type": "dict", "properties": {"e": {"type": "integer", "enum": [1]}}}},
-        "f": {"type": "array", "items": {"type": "string"}, "enum": ["x", "y"]}}}
+    schema = {
+        "type": "dict",
+        "required": ["a"],
+        "properties": {
+            "a": {"type": "float"},
+            "b": {"type": "any"},
+            "c": {"type": "tuple", "items": {"type": "float"}},
+            "d": {
+                "type": "array",
+                "items": {"type": "dict", "properties": {"e": {"type": "integer", "enum": [1]}}},
+            },
+            "f": {"type": "array", "items": {"type": "string"}, "enum": ["x", "y"]},
+        },
+    }
     converted = to_json_schema(schema)
     Draft202012Validator.check_schema(converted)
     properties = converted["properties"]
     assert converted["type"] == "object" and converted["required"] == ["a"]
     assert properties["a"] == {"type": "number"} and properties["b"] == {}
     assert properties["c"] == {"type": "array", "items": {"type": "number"}}
-    assert properties["d"]["items"] == {"type": "object", "properties": {"e": {"type": "integer", "enum": [1]}}}
+    assert properties["d"]["items"] == {
+        "type": "object",
+        "properties": {"e": {"type": "integer", "enum": [1]}},
+    }
     # an array's enum lists allowed items
     assert properties["f"] == {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}}
     assert schema["type"] == "dict"  # the input is left as it was

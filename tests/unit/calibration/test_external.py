@@ -22,20 +22,32 @@ _STATUS = {0: "Unset", 1: "Ok", 2: "Error"}
 
 def trail_tree(spans: list[SpanRecord]) -> dict[str, Any]:
     """Spans in TRAIL's layout: a tree of ``child_spans``, snake_case fields, ISO times, durations in ns."""
+
     def node(span: SpanRecord) -> dict[str, Any]:
         stamp = datetime.fromtimestamp(span.start_ns // 1_000_000_000, UTC).replace(
-            microsecond=span.start_ns % 1_000_000_000 // 1000)
+            microsecond=span.start_ns % 1_000_000_000 // 1000
+        )
         return {
-            "timestamp": stamp.isoformat().replace("+00:00", "Z"), "trace_id": span.trace_id,
-            "span_id": span.span_id, "parent_span_id": span.parent_span_id or "", "span_name": span.name,
-            "span_kind": SPAN_KINDS[span.kind].title(), "service_name": "agent",
-            "resource_attributes": dict(span.resource), "scope_name": span.scope_name,
-            "span_attributes": {k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, list | dict) else v
-                                for k, v in span.attributes.items()},
-            "duration": span.end_ns - span.start_ns, "status_code": _STATUS[span.status_code],
+            "timestamp": stamp.isoformat().replace("+00:00", "Z"),
+            "trace_id": span.trace_id,
+            "span_id": span.span_id,
+            "parent_span_id": span.parent_span_id or "",
+            "span_name": span.name,
+            "span_kind": SPAN_KINDS[span.kind].title(),
+            "service_name": "agent",
+            "resource_attributes": dict(span.resource),
+            "scope_name": span.scope_name,
+            "span_attributes": {
+                k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, list | dict) else v
+                for k, v in span.attributes.items()
+            },
+            "duration": span.end_ns - span.start_ns,
+            "status_code": _STATUS[span.status_code],
             "status_message": span.status_message,
             "events": [{"name": e.name, "attributes": dict(e.attributes)} for e in span.events],
-            "child_spans": [node(c) for c in sorted(children.get(span.span_id, []), key=lambda s: s.start_ns)],
+            "child_spans": [
+                node(c) for c in sorted(children.get(span.span_id, []), key=lambda s: s.start_ns)
+            ],
         }
 
     ids = {s.span_id for s in spans}
@@ -46,11 +58,17 @@ def trail_tree(spans: list[SpanRecord]) -> dict[str, Any]:
 
 
 def calls_of(spans: list[SpanRecord]) -> list[tuple[str, Any, Any, Any]]:
-    return [(c.name, c.input_parameters, c.status, c.output) for run in reconstruct(spans) for c in run.tool_calls]
+    return [
+        (c.name, c.input_parameters, c.status, c.output) for run in reconstruct(spans) for c in run.tool_calls
+    ]
 
 
 def openinference_fixtures() -> list[Any]:
-    return [fx for fx in fixtures() if "openinference" in fx.name and fx.entry.get("scenario") in ("error", "parallel")]
+    return [
+        fx
+        for fx in fixtures()
+        if "openinference" in fx.name and fx.entry.get("scenario") in ("error", "parallel")
+    ]
 
 
 @pytest.mark.parametrize("fx", openinference_fixtures(), ids=lambda fx: fx.name)
@@ -63,15 +81,23 @@ def test_a_recorded_run_in_trails_layout_reconstructs_to_the_same_calls(fx: Any)
 
 
 def test_taxonomies_map_onto_the_six_types() -> None:
-    labels, categories = external.trail_labels([
-        {"category": "Formatting Errors", "location": "a"}, {"category": "Tool Selection Errors"},
-        {"category": "Resource Abuse"}, {"category": "Goal Deviation"}, {"category": "Tool Output Misinterpretation"}])
+    labels, categories = external.trail_labels(
+        [
+            {"category": "Formatting Errors", "location": "a"},
+            {"category": "Tool Selection Errors"},
+            {"category": "Resource Abuse"},
+            {"category": "Goal Deviation"},
+            {"category": "Tool Output Misinterpretation"},
+        ]
+    )
     assert labels == {"parameter_error", "invalid_function", "repeated_failure", "result_ignored"}
     assert "Goal Deviation" in categories and len(categories) == 5
     assert external.trail_labels([{"category": "Formatting Error"}])[0] == {"parameter_error"}
     assert external.trail_labels([{"category": "Task Orchestration"}])[0] == {"sequence_error"}
     assert external.mast_labels({"1.3": 1, "2.5": 0, "3.1": 1, "1.1": None}) == (
-        frozenset({"repeated_failure"}), ("1.3", "3.1"))
+        frozenset({"repeated_failure"}),
+        ("1.3", "3.1"),
+    )
 
 
 def _fixture_tree(name_part: str = "smolagents__openinference__error") -> dict[str, Any]:
@@ -106,15 +132,31 @@ def test_every_layout_loads(tmp_path: Path) -> None:
     assert joined.spans == from_jsonl.spans and joined.labels == {"repeated_failure"}
 
     mast = tmp_path / "MAD_full_dataset.json"
-    mast.write_text(json.dumps([
-        {"mas_name": "AG2", "llm_name": "gpt-4o", "benchmark_name": "GSM", "trace_id": 7,
-         "trace": {"key": "k", "index": 7, "trajectory": "user: add 2 and 2\nassistant: 5\nassistant: 5"},
-         "mast_annotation": {"1.3": 1, "3.2": 1}}]))
+    mast.write_text(
+        json.dumps(
+            [
+                {
+                    "mas_name": "AG2",
+                    "llm_name": "gpt-4o",
+                    "benchmark_name": "GSM",
+                    "trace_id": 7,
+                    "trace": {
+                        "key": "k",
+                        "index": 7,
+                        "trajectory": "user: add 2 and 2\nassistant: 5\nassistant: 5",
+                    },
+                    "mast_annotation": {"1.3": 1, "3.2": 1},
+                }
+            ]
+        )
+    )
     (record,) = external.load(mast)
     assert record.source == "mast" and record.spans == () and record.labels == {"repeated_failure"}
     assert record.id == "AG2/GSM/7" and "assistant: 5" in record.text
-    assert any("1 labelled only with" in line or "repeated_failure 1" in line
-               for line in external.describe([record, joined]))
+    assert any(
+        "1 labelled only with" in line or "repeated_failure 1" in line
+        for line in external.describe([record, joined])
+    )
 
 
 def test_bad_files_say_what_is_wrong(tmp_path: Path) -> None:

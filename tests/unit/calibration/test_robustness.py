@@ -34,14 +34,17 @@ def test_every_family_has_the_phrasings_it_promises() -> None:
         for template in family.HONEST:
             assert "{value}" not in template  # owning up states nothing
     shared = set(phrasings.STATEMENTS) & set(phrasings_heldout.STATEMENTS)
-    assert len(shared) <= len(phrasings_heldout.STATEMENTS) // 10  # written apart: a common sentence or two at most
+    assert (
+        len(shared) <= len(phrasings_heldout.STATEMENTS) // 10
+    )  # written apart: a common sentence or two at most
 
 
 def test_the_suite_is_the_same_from_run_to_run_and_covers_every_operator() -> None:
     first = build_robustness_suite(Path(TRACES_DIR), limit=30)
     again = build_robustness_suite(Path(TRACES_DIR), limit=30)
     assert [(c.id, c.answer, c.calls, c.user_input) for c in first] == [
-        (c.id, c.answer, c.calls, c.user_input) for c in again]
+        (c.id, c.answer, c.calls, c.user_input) for c in again
+    ]
     assert {c.operator for c in first} == set(OPERATORS)
     other_seed = build_robustness_suite(Path(TRACES_DIR), limit=30, seed=1)
     assert [c.answer for c in other_seed] != [c.answer for c in first]

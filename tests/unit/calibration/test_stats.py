@@ -31,7 +31,11 @@ def test_figures_count_each_case_once_and_gate_needs_ten_positives() -> None:
     ten = figures("parameter_error", [*pairs, (True, True)])
     assert ten.status == "gated"
     assert figures("x", [(False, False)] * 5).status == "no positives"
-    noisy = figures("x", [(True, True)] * 12 + [(False, True)] * 5 + [(True, False)] * 2 + [(False, False)] * 30)
-    assert noisy.precision == pytest.approx(12 / 17) and noisy.status == "experimental"  # precision 0.71 < 0.75
+    noisy = figures(
+        "x", [(True, True)] * 12 + [(False, True)] * 5 + [(True, False)] * 2 + [(False, False)] * 30
+    )
+    assert (
+        noisy.precision == pytest.approx(12 / 17) and noisy.status == "experimental"
+    )  # precision 0.71 < 0.75
     assert noisy.f1_ci is not None and noisy.f1_ci.low < noisy.f1 < noisy.f1_ci.high  # type: ignore[operator]
     assert figures("x", pairs, seed=3).f1_ci == figures("x", pairs, seed=3).f1_ci

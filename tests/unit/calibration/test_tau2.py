@@ -34,7 +34,9 @@ def tau2_env(root, monkeypatch):
     monkeypatch.syspath_prepend(str(root))
 
     def make(domain):
-        return __import__(f"tau2.domains.{domain}.environment", fromlist=["get_environment"]).get_environment()
+        return __import__(
+            f"tau2.domains.{domain}.environment", fromlist=["get_environment"]
+        ).get_environment()
 
     return make
 
@@ -68,7 +70,9 @@ def test_clean_cases_carry_the_tools_real_results(clean, tau2_env):
     flows = 0
     for case in clean.values():
         assert case.labels == frozenset()
-        assert all(call.error is None and call.result not in (None, "", [], {}) for call in case.calls), case.id
+        assert all(call.error is None and call.result not in (None, "", [], {}) for call in case.calls), (
+            case.id
+        )
         # an id first seen in a result is what a later call passes on
         for j, call in enumerate(case.calls):
             for value in re.findall(r"[#\w]*\d[#\w]*", _text(call.arguments)):
@@ -94,7 +98,11 @@ def test_clean_answer_states_values_of_the_last_write(clean):
 
 def test_swap_dependent_uses_the_value_before_the_call_that_produces_it(cases, clean):
     for case in _of(cases, "swap_dependent"):
-        value, consumer, producer = case.meta["value"], case.meta["consumer_index"], case.meta["producer_index"]
+        value, consumer, producer = (
+            case.meta["value"],
+            case.meta["consumer_index"],
+            case.meta["producer_index"],
+        )
         assert consumer < producer
         assert value in _text(case.calls[consumer].arguments)
         assert value in _text(case.calls[producer].result)
@@ -132,8 +140,10 @@ def test_fail_cases_fail_with_the_tools_own_error(cases, clean, tau2_env):
             assert case.calls[:k] == original.calls[:k]
             failed = case.calls[k:]
             assert all(c.error == case.meta["error"] and c.result is None for c in failed)
-            assert all(c.name == original.calls[k].name and c.arguments == original.calls[k].arguments
-                       for c in failed)
+            assert all(
+                c.name == original.calls[k].name and c.arguments == original.calls[k].arguments
+                for c in failed
+            )
         assert len(group["fail_claim"].calls) == len(group["fail_honest"].calls) == k + 1
         assert len(group["repeat_failure"].calls) == k + 3
         assert group["fail_claim"].answer == original.answer
@@ -158,8 +168,11 @@ def test_change_amount_contradicts_the_result_it_came_from(cases, clean):
         stated, recorded = case.meta["stated"], case.meta["recorded"]
         assert stated != recorded
         numbers = re.compile(r"\d+(?:\.\d+)?")
-        changed = [(a, b) for a, b in zip(numbers.findall(original.answer), numbers.findall(case.answer), strict=True)
-                   if a != b]
+        changed = [
+            (a, b)
+            for a, b in zip(numbers.findall(original.answer), numbers.findall(case.answer), strict=True)
+            if a != b
+        ]
         assert len(changed) == 1 and float(changed[0][1]) == abs(stated), case.id
 
 

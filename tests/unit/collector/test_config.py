@@ -41,14 +41,25 @@ def test_defaults_are_the_contract_and_valid():
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [(2, 2.0), (0.5, 0.5), ("500ms", 0.5), ("2s", 2.0), ("5m", 300.0), ("12h", 43200.0), ("30d", 2592000.0),
-     ("1w", 604800.0), ("1.5h", 5400.0)],
+    [
+        (2, 2.0),
+        (0.5, 0.5),
+        ("500ms", 0.5),
+        ("2s", 2.0),
+        ("5m", 300.0),
+        ("12h", 43200.0),
+        ("30d", 2592000.0),
+        ("1w", 604800.0),
+        ("1.5h", 5400.0),
+    ],
 )
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize(("text", "size"), [(1024, 1024), ("20MiB", 20 * MiB), ("512KB", 512000), ("1 gib", 1 << 30)])
+@pytest.mark.parametrize(
+    ("text", "size"), [(1024, 1024), ("20MiB", 20 * MiB), ("512KB", 512000), ("1 gib", 1 << 30)]
+)
 def test_sizes(text, size):
     assert parse_size(text) == size
 
@@ -82,7 +93,9 @@ def test_a_toml_file_sets_every_section(tmp_path):
         """
     )
     config = load_config(path).validate()
-    assert config.db == "traces.duckdb" and config.http == "127.0.0.1:9318" and config.grpc == "127.0.0.1:4317"
+    assert (
+        config.db == "traces.duckdb" and config.http == "127.0.0.1:9318" and config.grpc == "127.0.0.1:4317"
+    )
     assert config.retention_seconds == 30 * 86400
     assert config.receiver.max_request_size == 4 * MiB
     assert config.writer.flush_interval == 0.01 and config.writer.max_queue_records == 1000
@@ -197,18 +210,36 @@ def test_scoring_sections_load_from_toml(tmp_path):
 @pytest.mark.parametrize(
     ("toml", "key", "why"),
     [
-        ('[judge]\nmodel = "m"\nmodle = "x"\n', "judge.modle", r"unknown setting \(known here: api_base, api_key, "),
-        ('[judge]\nsample_rate = 0.5\n', "judge", r"model is required"),
+        (
+            '[judge]\nmodel = "m"\nmodle = "x"\n',
+            "judge.modle",
+            r"unknown setting \(known here: api_base, api_key, ",
+        ),
+        ("[judge]\nsample_rate = 0.5\n", "judge", r"model is required"),
         ('[judge]\nmodel = " "\n', "judge.model", r"expected a litellm model name"),
         ('[judge]\nmodel = "m"\nmax_concurrency = 0\n', "judge.max_concurrency", r"must be >= 1, got 0"),
         ('[scoring]\nmodes = ["fuzzy"]\n', "scoring.modes", r"unknown mode\(s\) \['fuzzy'\]"),
-        ('[scoring]\nmode = ["exact"]\n', "scoring.mode", r"unknown setting \(known here: detectors, disabled_rules, enabled, modes, "),
-        ('[[expectations]]\nagent = "a"\n', "expectations[0]", r"expected_tools or a trajectory table is required"),
-        ('[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", count = { min = 2, max = 1 } }]\n',
-         "expectations[0].trajectory", r"steps\[0\]\.count: max \(1\) must be at least min \(2\)"),
-        ('[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", args = { n = { "$gtt" = 1 } } }]\n',
-         "expectations[0].trajectory", r"steps\[0\]\.args\.n: unknown operator"),
-        ('forward = 3\n', "forward", r"must be a table or a URL"),
+        (
+            '[scoring]\nmode = ["exact"]\n',
+            "scoring.mode",
+            r"unknown setting \(known here: detectors, disabled_rules, enabled, modes, ",
+        ),
+        (
+            '[[expectations]]\nagent = "a"\n',
+            "expectations[0]",
+            r"expected_tools or a trajectory table is required",
+        ),
+        (
+            '[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", count = { min = 2, max = 1 } }]\n',
+            "expectations[0].trajectory",
+            r"steps\[0\]\.count: max \(1\) must be at least min \(2\)",
+        ),
+        (
+            '[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", args = { n = { "$gtt" = 1 } } }]\n',
+            "expectations[0].trajectory",
+            r"steps\[0\]\.args\.n: unknown operator",
+        ),
+        ("forward = 3\n", "forward", r"must be a table or a URL"),
         ('[forward]\nprotocol = "grpc"\n', "forward", r"url is required"),
     ],
 )
@@ -231,8 +262,10 @@ def test_every_problem_is_counted_and_the_first_named(tmp_path):
 
 def test_judge_keys_for_litellm(tmp_path):
     path = tmp_path / "c.toml"
-    path.write_text('[judge]\nmodel = " openai/m "\napi_key = "k"\nonly_when = "tool_error"\n'
-                    '[judge.extra]\nextra_headers = { x = "y" }\n')
+    path.write_text(
+        '[judge]\nmodel = " openai/m "\napi_key = "k"\nonly_when = "tool_error"\n'
+        '[judge.extra]\nextra_headers = { x = "y" }\n'
+    )
     judge = load_config(path).judge
     assert (judge.model, judge.only_when) == ("openai/m", ("tool_error",))
     assert judge.llm_kwargs == {"api_key": "k", "extra_headers": {"x": "y"}}
@@ -240,21 +273,29 @@ def test_judge_keys_for_litellm(tmp_path):
 
 def test_a_file_over_a_base_changes_only_what_it_sets(tmp_path):
     base = default_config()
-    base = dataclasses.replace(base, db="base.duckdb", writer=dataclasses.replace(base.writer, max_queue_records=7))
+    base = dataclasses.replace(
+        base, db="base.duckdb", writer=dataclasses.replace(base.writer, max_queue_records=7)
+    )
     path = tmp_path / "c.toml"
     path.write_text('[writer]\nflush_interval = "10ms"\n[redaction]\nwhere = ["store"]\n')
     config = load_config(path, base)
     assert config.db == "base.duckdb"
     assert (config.writer.max_queue_records, config.writer.flush_interval) == (7, 0.01)
-    assert config.redaction.enabled and config.redaction.where == ("store",)  # a [redaction] table turns it on
+    assert config.redaction.enabled and config.redaction.where == (
+        "store",
+    )  # a [redaction] table turns it on
 
 
 @pytest.mark.parametrize("worker", ["decode", "pipeline"])
 def test_the_helper_processes_do_not_import_pydantic(worker):
     """They import the config's section types, but never read a file: pydantic would cost each of them memory."""
-    code = (f"import sys, agentotel_eval.collector.{worker}.worker\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    code = (
+        f"import sys, agentotel_eval.collector.{worker}.worker\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -263,8 +304,10 @@ def test_auth_tls_and_limits_settings(tmp_path, monkeypatch):
     cert.write_text("x")
     key.write_text("y")
     path = tmp_path / "c.toml"
-    path.write_text(f'[auth]\ntoken = "from-file"\n[tls]\ncert = "{cert}"\nkey = "{key}"\n'
-                    "[limits]\nmax_value_depth = 8\n[receiver]\nhttp_read_timeout = \"5s\"\n")
+    path.write_text(
+        f'[auth]\ntoken = "from-file"\n[tls]\ncert = "{cert}"\nkey = "{key}"\n'
+        '[limits]\nmax_value_depth = 8\n[receiver]\nhttp_read_timeout = "5s"\n'
+    )
     monkeypatch.delenv("AGENTOTEL_AUTH_TOKEN", raising=False)
     config = serve_cmd.build_config(_args(config=path))
     assert (config.auth.token, config.tls.cert, config.limits.max_value_depth) == ("from-file", str(cert), 8)
@@ -291,8 +334,12 @@ def test_the_banner_tells_exporters_about_tls_and_the_token(tmp_path):
     def collector(cert: str, token: str) -> SimpleNamespace:
         config = SimpleNamespace(tls=SimpleNamespace(cert=cert), auth=SimpleNamespace(token=token))
         scheme = "https" if cert else "http"
-        return SimpleNamespace(config=config, grpc_endpoint="127.0.0.1:4317",
-                               http_endpoint=f"{scheme}://127.0.0.1:4318", db_path=tmp_path / "a.duckdb")
+        return SimpleNamespace(
+            config=config,
+            grpc_endpoint="127.0.0.1:4317",
+            http_endpoint=f"{scheme}://127.0.0.1:4318",
+            db_path=tmp_path / "a.duckdb",
+        )
 
     plain = serve_cmd.banner(collector("", ""))
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317" in plain and "token" not in plain
@@ -319,11 +366,17 @@ def test_text_failure_signals_can_be_turned_off(tmp_path):
 def test_detector_rules_are_turned_off_by_their_registered_names() -> None:
     from agentotel_eval.collector.config_validation import config_from_mapping
 
-    config = config_from_mapping({"scoring": {"disabled_rules": ["sequence_error.ungrounded_argument"]},
-                                  "tools": [{"name": "pay", "services": ["shop-*"], "agents": ["b2b"]}]})
+    config = config_from_mapping(
+        {
+            "scoring": {"disabled_rules": ["sequence_error.ungrounded_argument"]},
+            "tools": [{"name": "pay", "services": ["shop-*"], "agents": ["b2b"]}],
+        }
+    )
     assert config.scoring.disabled_rules == ("sequence_error.ungrounded_argument",)
     assert (config.tools[0].services, config.tools[0].agents) == (("shop-*",), ("b2b",))
-    with pytest.raises(ConfigError, match=r"scoring.disabled_rules: unknown rule\(s\) \['sequence_error.ungrounded'\]"):
+    with pytest.raises(
+        ConfigError, match=r"scoring.disabled_rules: unknown rule\(s\) \['sequence_error.ungrounded'\]"
+    ):
         config_from_mapping({"scoring": {"disabled_rules": ["sequence_error.ungrounded"]}})
     with pytest.raises(ConfigError, match="services must be a list of names or globs"):
         config_from_mapping({"tools": [{"name": "pay", "services": [3]}]})

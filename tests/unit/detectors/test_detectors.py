@@ -22,8 +22,11 @@ def detect_parameter_errors(calls, tools):
 
 
 def detect_repeated_failures(calls):
-    return [f for f in detect(calls, types=[REPEATED_FAILURE])
-            if f.rule in ("repeated_failure.same_arguments", "repeated_failure.equivalent_arguments")]
+    return [
+        f
+        for f in detect(calls, types=[REPEATED_FAILURE])
+        if f.rule in ("repeated_failure.same_arguments", "repeated_failure.equivalent_arguments")
+    ]
 
 
 WEATHER = ToolDefinition(
@@ -41,11 +44,21 @@ WEATHER = ToolDefinition(
     },
 )
 # The OpenAI chat shape, as it appears in gen_ai.tool.definitions
-CONVERT = {"type": "function", "function": {"name": "convert_currency", "parameters": {
-    "type": "object",
-    "properties": {"amount": {"type": "number"}, "from_currency": {"type": "string"}, "to_currency": {"type": "string"}},
-    "required": ["amount", "from_currency", "to_currency"],
-}}}
+CONVERT = {
+    "type": "function",
+    "function": {
+        "name": "convert_currency",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "from_currency": {"type": "string"},
+                "to_currency": {"type": "string"},
+            },
+            "required": ["amount", "from_currency", "to_currency"],
+        },
+    },
+}
 TOOLS = [WEATHER, CONVERT]
 
 
@@ -79,23 +92,38 @@ def test_missing_required_argument():
 
 def test_each_parameter_error_says_its_subtype_rule_and_evidence():
     """The kinds BFCL's checker tells apart are told apart here, each with the rule and the values it compared."""
-    schema = {"type": "object", "additionalProperties": False, "required": ["city", "date"], "properties": {
-        "city": {"type": "string", "pattern": "^[A-Z][a-z]+$"}, "date": {"type": "string", "format": "date"},
-        "days": {"type": "integer", "minimum": 1, "maximum": 14}, "unit": {"enum": ["celsius", "fahrenheit"]},
-        "email": {"type": "string", "format": "email"}}}
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["city", "date"],
+        "properties": {
+            "city": {"type": "string", "pattern": "^[A-Z][a-z]+$"},
+            "date": {"type": "string", "format": "date"},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14},
+            "unit": {"enum": ["celsius", "fahrenheit"]},
+            "email": {"type": "string", "format": "email"},
+        },
+    }
     tools = [ToolDefinition("forecast", parameters=schema)]
 
     def found(args):
-        return [(f.subtype, f.argument, f.rule) for f in detect_parameter_errors([ToolCall("forecast", args)], tools)]
+        return [
+            (f.subtype, f.argument, f.rule)
+            for f in detect_parameter_errors([ToolCall("forecast", args)], tools)
+        ]
 
     good = {"city": "Oslo", "date": "2026-12-03"}
     assert found(good) == []
     assert found({"date": "2026-12-03"}) == [("missing_required", "city", "parameter_error.schema.required")]
-    assert found({**good, "zip": "0150"}) == [("unexpected_param", None, "parameter_error.schema.additionalProperties")]
+    assert found({**good, "zip": "0150"}) == [
+        ("unexpected_param", None, "parameter_error.schema.additionalProperties")
+    ]
     assert found({**good, "days": "3"}) == [("wrong_type", "days", "parameter_error.schema.type")]
     assert found({**good, "unit": "kelvin"}) == [("value_not_allowed", "unit", "parameter_error.schema.enum")]
     assert found({**good, "date": "03/12/2026"}) == [("bad_format", "date", "parameter_error.schema.format")]
-    assert found({**good, "email": "not-an-address"}) == [("bad_format", "email", "parameter_error.schema.format")]
+    assert found({**good, "email": "not-an-address"}) == [
+        ("bad_format", "email", "parameter_error.schema.format")
+    ]
     assert found({**good, "city": "oslo"}) == [("pattern_mismatch", "city", "parameter_error.schema.pattern")]
     assert found({**good, "days": 30}) == [("out_of_range", "days", "parameter_error.schema.maximum")]
     [unit] = detect_parameter_errors([ToolCall("forecast", {**good, "unit": "kelvin"})], tools)
@@ -117,17 +145,28 @@ def test_numbers_follow_json_schema():
     ok = [
         ToolCall("get_weather", {"city": "Oslo", "days": 3}),
         ToolCall("get_weather", {"city": "Oslo", "days": 3.0}),  # 3.0 IS an integer in JSON Schema
-        ToolCall("convert_currency", {"amount": 100, "from_currency": "USD", "to_currency": "EUR"}),  # int is a number
+        ToolCall(
+            "convert_currency", {"amount": 100, "from_currency": "USD", "to_currency": "EUR"}
+        ),  # int is a number
     ]
     assert detect_parameter_errors(ok, TOOLS) == []
-    bad = [ToolCall("get_weather", {"city": "Oslo", "days": 2.5}), ToolCall("get_weather", {"city": "Oslo", "days": True})]
+    bad = [
+        ToolCall("get_weather", {"city": "Oslo", "days": 2.5}),
+        ToolCall("get_weather", {"city": "Oslo", "days": True}),
+    ]
     assert [f.argument for f in detect_parameter_errors(bad, TOOLS)] == ["days", "days"]
     assert "'days' is number 2.5, expected integer" in detect_parameter_errors(bad, TOOLS)[0].description
 
 
 def test_integers_by_value_in_draft_4_schemas_too():
-    tool = ToolDefinition("t", parameters={"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
-                                           "properties": {"n": {"type": "integer"}}})
+    tool = ToolDefinition(
+        "t",
+        parameters={
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+        },
+    )
     assert detect_parameter_errors([ToolCall("t", {"n": 100.0})], [tool]) == []
 
 
@@ -145,7 +184,11 @@ def test_arguments_that_are_not_an_object():
 
 
 def test_unknown_arguments_and_unknown_schemas_are_not_checked():
-    calls = [ToolCall("get_weather"), ToolCall("no_schema", {"anything": 1}), ToolCall("get_weather", raw_arguments="")]
+    calls = [
+        ToolCall("get_weather"),
+        ToolCall("no_schema", {"anything": 1}),
+        ToolCall("get_weather", raw_arguments=""),
+    ]
     tools = [*TOOLS, ToolDefinition("no_schema")]
     found = detect_parameter_errors(calls, tools)
     # names-only call: unchecked; no schema: unchecked; empty raw string = no arguments -> missing city
@@ -161,7 +204,9 @@ def test_validators_are_cached_per_schema():
     schemas.validator.cache_clear()
     calls = [ToolCall("get_weather", {"city": "Oslo"}) for _ in range(50)]
     detect_parameter_errors(calls, TOOLS)
-    detect_parameter_errors(calls, [WEATHER.__class__(WEATHER.name, None, json.loads(json.dumps(WEATHER.parameters)))])
+    detect_parameter_errors(
+        calls, [WEATHER.__class__(WEATHER.name, None, json.loads(json.dumps(WEATHER.parameters)))]
+    )
     info = schemas.validator.cache_info()
     assert info.misses == 1 and info.hits == 99
 
@@ -180,7 +225,11 @@ def fail(name, **args):
 
 
 def test_repeated_failure_same_tool_same_arguments():
-    calls = [fail("get_weather", city="Atlantis"), fail("get_weather", city="Atlantis"), fail("get_weather", city="Atlantis")]
+    calls = [
+        fail("get_weather", city="Atlantis"),
+        fail("get_weather", city="Atlantis"),
+        fail("get_weather", city="Atlantis"),
+    ]
     [finding] = detect_repeated_failures(calls)
     assert (finding.type, finding.call_indices) == (REPEATED_FAILURE, (0, 1, 2))
     assert "failed 3 times in a row" in finding.description and "Atlantis" in finding.description
@@ -194,11 +243,21 @@ def test_other_tools_in_between_do_not_break_the_streak():
 @pytest.mark.parametrize(
     "calls",
     [
-        [fail("get_weather", city="Atlantis"), ToolCall("get_weather", {"city": "Athens"}, status="ok")],  # recovered
+        [
+            fail("get_weather", city="Atlantis"),
+            ToolCall("get_weather", {"city": "Athens"}, status="ok"),
+        ],  # recovered
         [fail("get_weather", city="Atlantis"), fail("get_weather", city="Athens")],  # changed the arguments
-        [fail("get_weather", city="A"), ToolCall("get_weather", {"city": "A"}, status="ok"), fail("get_weather", city="A")],
+        [
+            fail("get_weather", city="A"),
+            ToolCall("get_weather", {"city": "A"}, status="ok"),
+            fail("get_weather", city="A"),
+        ],
         [fail("get_weather", city="A")],
-        [ToolCall("get_weather", {"city": "A"}, status="ok"), ToolCall("get_weather", {"city": "A"}, status="ok")],
+        [
+            ToolCall("get_weather", {"city": "A"}, status="ok"),
+            ToolCall("get_weather", {"city": "A"}, status="ok"),
+        ],
     ],
     ids=["recovered", "new-arguments", "success-between", "single", "no-failures"],
 )
@@ -217,20 +276,40 @@ def test_two_separate_streaks():
 
 # -- all together ---------------------------------------------------------------------------------------------
 def test_detect_orders_findings_and_filters_types():
-    calls = [fail("get_weather", city="X"), fail("get_weather", city="X"), ToolCall("nope", {}),
-             ToolCall("get_weather", {})]
+    calls = [
+        fail("get_weather", city="X"),
+        fail("get_weather", city="X"),
+        ToolCall("nope", {}),
+        ToolCall("get_weather", {}),
+    ]
     found = detect(calls, TOOLS)
     assert [(f.type, f.call_indices) for f in found] == [
-        (REPEATED_FAILURE, (0, 1)), (INVALID_FUNCTION, (2,)), (PARAMETER_ERROR, (3,)),
+        (REPEATED_FAILURE, (0, 1)),
+        (INVALID_FUNCTION, (2,)),
+        (PARAMETER_ERROR, (3,)),
     ]
     assert [f.type for f in detect(calls, TOOLS, types=[PARAMETER_ERROR])] == [PARAMETER_ERROR]
     assert found[0].to_dict() == {
-        "type": REPEATED_FAILURE, "subtype": "same_arguments", "rule": "repeated_failure.same_arguments",
-        "description": found[0].description, "tool_name": "get_weather", "call_indices": [0, 1], "argument": None,
-        "evidence": {"arguments": '{"city": "X"}', "error": found[0].to_dict()["evidence"]["error"], "times": 2},
-        "confidence": 1.0, "uncertain": False}
+        "type": REPEATED_FAILURE,
+        "subtype": "same_arguments",
+        "rule": "repeated_failure.same_arguments",
+        "description": found[0].description,
+        "tool_name": "get_weather",
+        "call_indices": [0, 1],
+        "argument": None,
+        "evidence": {
+            "arguments": '{"city": "X"}',
+            "error": found[0].to_dict()["evidence"]["error"],
+            "times": 2,
+        },
+        "confidence": 1.0,
+        "uncertain": False,
+    }
     assert json.loads(json.dumps([f.to_dict() for f in found]))[1]["evidence"] == {
-        "called": "nope", "offered": ["convert_currency", "get_weather"], "closest": None}
+        "called": "nope",
+        "offered": ["convert_currency", "get_weather"],
+        "closest": None,
+    }
 
 
 def test_available_tools_must_be_a_list():
@@ -238,17 +317,29 @@ def test_available_tools_must_be_a_list():
         detect([], "get_weather")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("fixture", [f for f in fixtures() if f.entry["scenario"] in ("error", "repeat", "parallel")],
-                         ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "fixture",
+    [f for f in fixtures() if f.entry["scenario"] in ("error", "repeat", "parallel")],
+    ids=lambda f: f.name,
+)
 def test_real_runs_from_the_fixture_manifest(fixture):
     """Ground-truth calls of real framework runs: a failure followed by a corrected call, repeats with new
     arguments, parallel calls. None is a repeated failure; with the tools they had, none is invalid."""
     entry = fixture.entry
-    calls = [ToolCall(name, args, status=outcome, error="boom" if outcome == "error" else None)
-             for name, args, outcome in zip(entry["ground_truth_tools"], entry["ground_truth_args"],
-                                            entry["ground_truth_outcomes"], strict=True)]
+    calls = [
+        ToolCall(name, args, status=outcome, error="boom" if outcome == "error" else None)
+        for name, args, outcome in zip(
+            entry["ground_truth_tools"],
+            entry["ground_truth_args"],
+            entry["ground_truth_outcomes"],
+            strict=True,
+        )
+    ]
     known = {"get_weather", "convert_currency"}  # the names of TOOLS
-    offered = [*TOOLS, *sorted(set(entry["ground_truth_tools"]) - known)]  # plugin-qualified names (Semantic Kernel)
+    offered = [
+        *TOOLS,
+        *sorted(set(entry["ground_truth_tools"]) - known),
+    ]  # plugin-qualified names (Semantic Kernel)
     assert detect(calls, offered) == []
     assert [f.call_indices for f in detect(calls, ["get_weather"], types=[INVALID_FUNCTION])] == [
         (i,) for i, c in enumerate(calls) if c.name != "get_weather"
@@ -267,22 +358,32 @@ from agentotel_eval.detectors.schemas import validator as _validator  # noqa: E4
 from agentotel_eval.frozen import freeze  # noqa: E402
 
 _VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False, width=16),
-    st.sampled_from(["a", "b", "c", ""]), st.lists(st.integers(0, 2), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.sampled_from(["a", "b", "c", ""]),
+    st.lists(st.integers(0, 2), max_size=2),
     st.dictionaries(st.sampled_from(["x"]), st.integers(0, 1), max_size=1),
 )
 _PROPERTY = st.fixed_dictionaries(
     {},
     optional={
-        "type": st.one_of(st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"]),
-                          st.lists(st.sampled_from(["string", "integer", "null"]), min_size=1, max_size=2, unique=True)),
+        "type": st.one_of(
+            st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"]),
+            st.lists(st.sampled_from(["string", "integer", "null"]), min_size=1, max_size=2, unique=True),
+        ),
         "enum": st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True),
         "description": st.just("d"),
     },
 )
 _SCHEMA = st.builds(
-    lambda props, required, extra: {"type": "object", "properties": props, "required": required,
-                                    "additionalProperties": extra},
+    lambda props, required, extra: {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": extra,
+    },
     st.dictionaries(st.sampled_from(["p", "q", "r"]), _PROPERTY, max_size=3),
     st.lists(st.sampled_from(["p", "q", "r"]), max_size=2, unique=True),
     st.booleans(),
@@ -312,17 +413,22 @@ def test_the_quick_check_leaves_other_shapes_to_jsonschema():
 def test_a_key_the_schema_does_not_name_is_unexpected_unless_other_keys_are_allowed():
     """BFCL's checker counts an argument the function does not declare as an error; JSON Schema lets it pass
     when ``additionalProperties`` is not given, so the detectors read the declared names."""
+
     def found(schema, arguments):
         tool = {"name": "f", "parameters": schema}
-        return [(f.subtype, f.argument, f.rule) for f in detect([ToolCall("f", arguments)], [tool],
-                                                                types=[PARAMETER_ERROR])]
+        return [
+            (f.subtype, f.argument, f.rule)
+            for f in detect([ToolCall("f", arguments)], [tool], types=[PARAMETER_ERROR])
+        ]
 
     open_by_silence = {"type": "object", "properties": {"city": {"type": "string"}}}
     assert found(open_by_silence, {"city": "Oslo"}) == []
     assert found(open_by_silence, {"city": "Oslo", "verbose": True}) == [
-        ("unexpected_param", "verbose", "parameter_error.undeclared")]
-    assert found({"type": "object", "properties": {}}, {"x": 1}) == [("unexpected_param", "x",
-                                                                      "parameter_error.undeclared")]
+        ("unexpected_param", "verbose", "parameter_error.undeclared")
+    ]
+    assert found({"type": "object", "properties": {}}, {"x": 1}) == [
+        ("unexpected_param", "x", "parameter_error.undeclared")
+    ]
     assert found({**open_by_silence, "additionalProperties": True}, {"city": "Oslo", "verbose": True}) == []
     assert found({**open_by_silence, "patternProperties": {"^x-": {}}}, {"city": "Oslo", "x-a": 1}) == []
 
@@ -331,12 +437,22 @@ def test_a_required_argument_a_partial_capture_lost_is_not_reported_missing():
     from agentotel_eval.detectors import could_not_run
     from agentotel_eval.test_case import PARTIAL_SOURCE
 
-    book = {"name": "book_hotel", "parameters": {"type": "object", "required": ["city", "nights"],
-                                                 "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}}}}
-    lost = ToolCall("book_hotel", {"city": "Rome"}, sources={"arguments": "request:langtrace-langchain" + PARTIAL_SOURCE})
+    book = {
+        "name": "book_hotel",
+        "parameters": {
+            "type": "object",
+            "required": ["city", "nights"],
+            "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}},
+        },
+    }
+    lost = ToolCall(
+        "book_hotel", {"city": "Rome"}, sources={"arguments": "request:langtrace-langchain" + PARTIAL_SOURCE}
+    )
     assert detect([lost], [book]) == []
     assert any("keeps only some argument values" in n for n in could_not_run([lost], [book]))
     whole = ToolCall("book_hotel", {"city": "Rome"}, sources={"arguments": "request:gen_ai"})
     assert [f.subtype for f in detect([whole], [book])] == ["missing_required"]
-    wrong = ToolCall("book_hotel", {"city": 3}, sources={"arguments": "request:langtrace-langchain" + PARTIAL_SOURCE})
+    wrong = ToolCall(
+        "book_hotel", {"city": 3}, sources={"arguments": "request:langtrace-langchain" + PARTIAL_SOURCE}
+    )
     assert [f.subtype for f in detect([wrong], [book])] == ["wrong_type"]  # what was kept is still checked

@@ -12,18 +12,27 @@ from agentotel_eval.detectors.types import SEQUENCE_ERROR
 
 
 def test_what_counts_as_an_id() -> None:
-    assert all(id_like(v) for v in ("A-1042", "u_7731", "3f2a9c1e-77d0-4b8e-9a61-0c5a8a3a4b11", "ORD2026X", "H-12x"))
+    assert all(
+        id_like(v) for v in ("A-1042", "u_7731", "3f2a9c1e-77d0-4b8e-9a61-0c5a8a3a4b11", "ORD2026X", "H-12x")
+    )
     assert id_like("1656367028") and not id_like(1656367028) and not id_like("50000000")
-    assert not any(id_like(v) for v in ("Paris", "12345", "2026-12-03", "2026-12-03T10:00:00Z", "10:30", "a b1",
-                                        "x1", 42, None))
+    assert not any(
+        id_like(v)
+        for v in ("Paris", "12345", "2026-12-03", "2026-12-03T10:00:00Z", "10:30", "a b1", "x1", 42, None)
+    )
 
 
 def test_an_id_used_before_the_call_that_produced_it() -> None:
-    calls = [ToolCall("get_order", {"order_id": "ORD-9931"}, output={"status": "shipped"}),
-             ToolCall("list_orders", {"user": "me"}, output=[{"id": "ORD-9931"}, {"id": "ORD-9932"}])]
+    calls = [
+        ToolCall("get_order", {"order_id": "ORD-9931"}, output={"status": "shipped"}),
+        ToolCall("list_orders", {"user": "me"}, output=[{"id": "ORD-9931"}, {"id": "ORD-9932"}]),
+    ]
     (finding,) = detect(calls, types=[SEQUENCE_ERROR], user_input="Where is my latest order?")
     assert (finding.subtype, finding.rule, finding.call_indices) == (
-        "used_before_produced", "sequence_error.provenance", (0, 1))
+        "used_before_produced",
+        "sequence_error.provenance",
+        (0, 1),
+    )
     assert finding.to_dict()["evidence"] == {"value": "ORD-9931", "used_by": 0, "produced_by": 1}
     in_order = list(reversed(calls))
     assert detect(in_order, types=[SEQUENCE_ERROR], user_input="Where is my latest order?") == []
@@ -37,8 +46,10 @@ def test_an_id_used_before_the_call_that_produced_it() -> None:
 def test_without_recorded_results_provenance_says_it_could_not_run() -> None:
     calls = [ToolCall("get_order", {"order_id": "ORD-9931"}), ToolCall("list_orders", {"user": "me"})]
     assert detect(calls, types=[SEQUENCE_ERROR]) == []
-    assert "sequence_error (provenance) could not run: no call's result or error is recorded" in could_not_run(
-        calls, None, types=[SEQUENCE_ERROR])
+    assert (
+        "sequence_error (provenance) could not run: no call's result or error is recorded"
+        in could_not_run(calls, None, types=[SEQUENCE_ERROR])
+    )
 
 
 def test_an_id_found_nowhere_is_an_ungrounded_argument() -> None:
@@ -46,20 +57,31 @@ def test_an_id_found_nowhere_is_an_ungrounded_argument() -> None:
     made_up = ToolCall("get_order", {"order_id": "ORD-7777"}, output={"error": "no such order"})
     (finding,) = detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?")
     assert (finding.subtype, finding.call_indices) == ("ungrounded_argument", (1,))
-    assert finding.to_dict()["evidence"] == {"value": "ORD-7777", "argument": "order_id", "kind": "an id",
-                                             "used_by": 1, "system_prompt_recorded": True}
+    assert finding.to_dict()["evidence"] == {
+        "value": "ORD-7777",
+        "argument": "order_id",
+        "kind": "an id",
+        "used_by": 1,
+        "system_prompt_recorded": True,
+    }
     assert not finding.uncertain
     # where the system prompt was not recorded, the id may be there: the finding is one the rule is not sure of
-    (unsure,) = detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?",
-                       system_prompt=None)
+    (unsure,) = detect(
+        [listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?", system_prompt=None
+    )
     assert unsure.uncertain
     question = "Where is my latest order?"
     # grounded by the input, by an earlier result, or by the tool's own definition (an example in its description)
     assert detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Is ORD-7777 shipped?") == []
     real = ToolCall("get_order", {"order_id": "ORD-9931"}, output={"status": "shipped"})
     assert detect([listed, real], types=[SEQUENCE_ERROR], user_input=question) == []
-    documented = [{"name": "get_order", "description": "Look an order up, e.g. ORD-7777.",
-                   "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}]
+    documented = [
+        {
+            "name": "get_order",
+            "description": "Look an order up, e.g. ORD-7777.",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        }
+    ]
     assert detect([listed, made_up], documented, types=[SEQUENCE_ERROR], user_input=question) == []
     # the model's own vocabulary is no id; without the input recorded nothing can be said
     model = ToolCall("summarise", {"model": "gpt-4o", "encoding": "utf-8"}, output="ok")
@@ -80,11 +102,13 @@ def test_a_real_run_with_an_argument_changed() -> None:
     assert detect(calls, types=[SEQUENCE_ERROR], user_input=run.input) == []
     booking = str(calls[2].output)
     early = [calls[0], dataclasses.replace(calls[1], input_parameters={"city": booking}), calls[2]]
-    assert [(f.subtype, f.call_indices) for f in detect(early, types=[SEQUENCE_ERROR], user_input=run.input)] == [
-        ("used_before_produced", (1, 2))]
+    assert [
+        (f.subtype, f.call_indices) for f in detect(early, types=[SEQUENCE_ERROR], user_input=run.input)
+    ] == [("used_before_produced", (1, 2))]
     invented = [calls[0], dataclasses.replace(calls[1], input_parameters={"city": "HTL-PARIS-9"}), calls[2]]
-    assert [(f.subtype, f.call_indices) for f in detect(invented, types=[SEQUENCE_ERROR], user_input=run.input)] == [
-        ("ungrounded_argument", (1,))]
+    assert [
+        (f.subtype, f.call_indices) for f in detect(invented, types=[SEQUENCE_ERROR], user_input=run.input)
+    ] == [("ungrounded_argument", (1,))]
 
 
 def test_numbers_written_as_strings_are_no_ids_and_unrecorded_results_stop_the_search() -> None:
@@ -93,4 +117,5 @@ def test_numbers_written_as_strings_are_no_ids_and_unrecorded_results_stop_the_s
     used = ToolCall("get_order", {"order_id": "ORD-7777"}, output={"status": "shipped"})
     assert detect([unknown, used], types=[SEQUENCE_ERROR], user_input="Where is my order?") == []
     assert [f.subtype for f in detect([used], types=[SEQUENCE_ERROR], user_input="Where is my order?")] == [
-        "ungrounded_argument"]
+        "ungrounded_argument"
+    ]

@@ -21,8 +21,10 @@ def unused(calls: list[ToolCall], answer: str | None) -> list[tuple[str, tuple[i
 
 
 def test_a_result_no_later_step_used_is_an_observation() -> None:
-    calls = [call("get_weather", {"temp_c": 18, "sky": "clear"}, city="Paris"),
-             call("get_news", {"headline": "Louvre closes for renovation works"}, topic="Paris")]
+    calls = [
+        call("get_weather", {"temp_c": 18, "sky": "clear"}, city="Paris"),
+        call("get_news", {"headline": "Louvre closes for renovation works"}, topic="Paris"),
+    ]
     assert unused(calls, "It is 18 degrees in Paris.") == [("result_unused", (1,))]
     (found,) = observations(calls, answer="It is 18 degrees in Paris.")
     assert found.severity == "low" and found.to_dict()["severity"] == "low"
@@ -50,8 +52,11 @@ def test_nothing_to_use_or_nothing_recorded_is_never_reported() -> None:
 
 
 def test_observations_never_change_the_verdict() -> None:
-    case = EvalTestCase(input="Weather in Paris?", actual_output="I could not say.",
-                        tools_called=[call("get_weather", {"temp_c": 18, "sky": "clear"}, city="Paris")])
+    case = EvalTestCase(
+        input="Weather in Paris?",
+        actual_output="I could not say.",
+        tools_called=[call("get_weather", {"temp_c": 18, "sky": "clear"}, city="Paris")],
+    )
     result = ToolsErrorMetric(judge=False).measure(case)
     log = result.evaluation_log
     assert result.success and result.score == 0.0 and log["detected"] is False and log["detectors"] == []

@@ -13,7 +13,9 @@ def test_key_depends_on_model_messages_and_params_only():
     base = cache_key("m", MESSAGES, {"temperature": 0, "prompt": "v1"})
     assert base == cache_key("m", [dict(m) for m in MESSAGES], {"prompt": "v1", "temperature": 0})
     assert base != cache_key("m2", MESSAGES, {"temperature": 0, "prompt": "v1"})
-    assert base != cache_key("m", [*MESSAGES[:1], {"role": "user", "content": "u2"}], {"temperature": 0, "prompt": "v1"})
+    assert base != cache_key(
+        "m", [*MESSAGES[:1], {"role": "user", "content": "u2"}], {"temperature": 0, "prompt": "v1"}
+    )
     assert base != cache_key("m", MESSAGES, {"temperature": 0, "prompt": "v2"})
 
 
@@ -56,7 +58,9 @@ def test_concurrent_writers_and_readers_never_see_a_partial_entry(tmp_path):
             if hit is not None and hit.text not in texts:
                 bad.append(hit.text[:50])
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)] + [threading.Thread(target=read) for _ in range(4)]
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)] + [
+        threading.Thread(target=read) for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:

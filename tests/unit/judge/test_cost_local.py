@@ -12,21 +12,49 @@ from agentotel_eval.judge.pricing import has_price, is_free, is_local_endpoint
 OPENAI_RATE = 0.0008  # what litellm's map would charge gpt-4o-mini for the call
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:8000/v1", "http://127.8.9.10", "http://localhost:11434", "http://LOCALHOST.:8080/v1",
-    "http://[::1]:8000/v1", "http://[::ffff:127.0.0.1]:8000", "http://0.0.0.0:8000", "127.0.0.1:8000",
-    "http://10.1.2.3:8000/v1", "https://172.16.0.9/v1", "http://192.168.1.20:8080", "http://[fd00::5]:8000",
-    "http://169.254.10.1", "http://[fe80::1%25eth0]:8000", "http://vllm:8000/v1", "http://gpu-box.local:8000",
-    "http://judge.internal/v1", "http://llm.home.arpa", "http://models.localhost",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://127.8.9.10",
+        "http://localhost:11434",
+        "http://LOCALHOST.:8080/v1",
+        "http://[::1]:8000/v1",
+        "http://[::ffff:127.0.0.1]:8000",
+        "http://0.0.0.0:8000",
+        "127.0.0.1:8000",
+        "http://10.1.2.3:8000/v1",
+        "https://172.16.0.9/v1",
+        "http://192.168.1.20:8080",
+        "http://[fd00::5]:8000",
+        "http://169.254.10.1",
+        "http://[fe80::1%25eth0]:8000",
+        "http://vllm:8000/v1",
+        "http://gpu-box.local:8000",
+        "http://judge.internal/v1",
+        "http://llm.home.arpa",
+        "http://models.localhost",
+    ],
+)
 def test_local_endpoints(url):
     assert is_local_endpoint(url)
 
 
-@pytest.mark.parametrize("url", [
-    None, "", "   ", "https://api.openai.com/v1", "https://my-resource.openai.azure.com", "http://8.8.8.8/v1",
-    "http://[2001:4860:4860::8888]/v1", "https://localhost.example.com/v1", "http://172.32.0.1", "http://[",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        None,
+        "",
+        "   ",
+        "https://api.openai.com/v1",
+        "https://my-resource.openai.azure.com",
+        "http://8.8.8.8/v1",
+        "http://[2001:4860:4860::8888]/v1",
+        "https://localhost.example.com/v1",
+        "http://172.32.0.1",
+        "http://[",
+    ],
+)
 def test_remote_or_unknown_endpoints(url):
     assert not is_local_endpoint(url)
 
@@ -73,8 +101,15 @@ def _cost(**llm_kwargs):
     return cost
 
 
-@pytest.mark.parametrize("base", ["http://127.0.0.1:8000/v1", "http://localhost:8080/v1", "http://[::1]:8000/v1",
-                                  "http://192.168.1.20:8000/v1"])
+@pytest.mark.parametrize(
+    "base",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://localhost:8080/v1",
+        "http://[::1]:8000/v1",
+        "http://192.168.1.20:8000/v1",
+    ],
+)
 def test_a_local_model_costs_nothing(fake_litellm, base):
     assert _cost(api_base=base) == 0.0
 

@@ -16,11 +16,22 @@ from agentotel_eval.retry import RetryPolicy
 from agentotel_eval.runtime import judge_cache_dir
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
-CLEAN = {"detected": False, "confidence": 0.9, "reason": "fine", "error_types": [], "errors": [],
-         "error_severity": "none"}
-FOUND = {"detected": True, "confidence": 0.8, "reason": "booked before searching",
-         "error_types": ["sequence_error"], "errors": [{"type": "sequence_error", "description": "#1 before #2"}],
-         "error_severity": "medium"}
+CLEAN = {
+    "detected": False,
+    "confidence": 0.9,
+    "reason": "fine",
+    "error_types": [],
+    "errors": [],
+    "error_severity": "none",
+}
+FOUND = {
+    "detected": True,
+    "confidence": 0.8,
+    "reason": "booked before searching",
+    "error_types": ["sequence_error"],
+    "errors": [{"type": "sequence_error", "description": "#1 before #2"}],
+    "error_severity": "medium",
+}
 
 
 class ScriptedClient(CustomLLMClient):
@@ -76,7 +87,12 @@ def test_custom_client_result_and_log():
     client = ScriptedClient(FOUND)
     result = metric(client).measure(CASE)
     assert (result.status, result.metric, result.model, result.score, result.success) == (
-        "ok", "tool_errors", "scripted-judge", 0.8, False)
+        "ok",
+        "tool_errors",
+        "scripted-judge",
+        0.8,
+        False,
+    )
     assert tuple(result.evaluation_log) == LOG_KEYS
     assert result.cost_usd == 0.001 and result.evaluation_log["cost_usd"] == 0.001
     assert result.evaluation_log["model"] == "scripted-judge"
@@ -190,11 +206,20 @@ def test_cache_directory_from_the_evaluate_contextvar(tmp_path):
 
 
 def test_detectors_only():
-    case = EvalTestCase("weather?", "It is sunny", tool_calls=[ToolCall("get_wether", {"city": "Oslo"}, status="ok")],
-                        available_tools=[ToolDefinition("get_weather", parameters={"type": "object"})])
+    case = EvalTestCase(
+        "weather?",
+        "It is sunny",
+        tool_calls=[ToolCall("get_wether", {"city": "Oslo"}, status="ok")],
+        available_tools=[ToolDefinition("get_weather", parameters={"type": "object"})],
+    )
     m = ToolsErrorMetric(judge=False)
     result = m.measure(case)
-    assert (result.metric, result.model, result.cost_usd, result.status) == ("tool_errors_detectors", None, 0.0, "ok")
+    assert (result.metric, result.model, result.cost_usd, result.status) == (
+        "tool_errors_detectors",
+        None,
+        0.0,
+        "ok",
+    )
     log = result.evaluation_log
     assert tuple(log) == LOG_KEYS and log["model"] is None
     assert (log["detected"], log["confidence"], log["score"], log["success"]) == (True, 1.0, 1.0, False)
@@ -205,8 +230,12 @@ def test_detectors_only():
 
 
 def test_detector_findings_reach_the_judge_and_override_its_denial():
-    case = EvalTestCase("weather?", "It is sunny", available_tools=["get_weather"],
-                        tool_calls=[ToolCall("get_wether", {"city": "Oslo"}, status="ok", output="sunny")])
+    case = EvalTestCase(
+        "weather?",
+        "It is sunny",
+        available_tools=["get_weather"],
+        tool_calls=[ToolCall("get_wether", {"city": "Oslo"}, status="ok", output="sunny")],
+    )
     client = ScriptedClient(CLEAN)
     result = metric(client).measure(case)
     assert "[invalid_function] call #1 invokes 'get_wether'" in client.calls[0][0][1]["content"]
@@ -234,16 +263,19 @@ def test_sync_custom_client_returning_a_string_is_tolerated():
     assert result.status == "ok" and result.cost_usd is None  # cost unknown, said so
 
 
-@pytest.mark.parametrize(("kwargs", "error"), [
-    ({}, ValueError),  # no model
-    ({"model": 42}, TypeError),
-    ({"model": "gpt-4o", "threshold": 1.5}, ValueError),
-    ({"model": "gpt-4o", "error_types": ["typo_error"]}, ValueError),
-    ({"model": "gpt-4o", "error_types": []}, ValueError),
-    ({"model": "gpt-4o", "temperature": 0.7}, ValueError),
-    ({"model": "gpt-4o", "num_retries": 2, "retry": FAST}, ValueError),
-    ({"model": ScriptedClient(), "api_base": "http://x"}, ValueError),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({}, ValueError),  # no model
+        ({"model": 42}, TypeError),
+        ({"model": "gpt-4o", "threshold": 1.5}, ValueError),
+        ({"model": "gpt-4o", "error_types": ["typo_error"]}, ValueError),
+        ({"model": "gpt-4o", "error_types": []}, ValueError),
+        ({"model": "gpt-4o", "temperature": 0.7}, ValueError),
+        ({"model": "gpt-4o", "num_retries": 2, "retry": FAST}, ValueError),
+        ({"model": ScriptedClient(), "api_base": "http://x"}, ValueError),
+    ],
+)
 def test_configuration_errors(kwargs, error):
     with pytest.raises(error):
         ToolsErrorMetric(**kwargs)
@@ -274,11 +306,20 @@ def test_an_agent_run_is_scored_directly():
     from agentotel_eval.reconstruct.model import AgentRun
 
     run = AgentRun(
-        trace_id="a" * 32, span_id="b" * 16, agent_name="weather", start_time_ns=0, end_time_ns=1,
-        input="Weather in Atlantis?", output="It is sunny.",
-        tool_calls=(ToolCall("get_weather", {"city": "Atlantis"}, status="error", error="UnknownCity"),
-                    ToolCall("get_weather", {"city": "Atlantis"}, status="error", error="UnknownCity")),
-        tool_definitions=(ToolDefinition("get_weather", parameters={"type": "object", "required": ["city"]}),),
+        trace_id="a" * 32,
+        span_id="b" * 16,
+        agent_name="weather",
+        start_time_ns=0,
+        end_time_ns=1,
+        input="Weather in Atlantis?",
+        output="It is sunny.",
+        tool_calls=(
+            ToolCall("get_weather", {"city": "Atlantis"}, status="error", error="UnknownCity"),
+            ToolCall("get_weather", {"city": "Atlantis"}, status="error", error="UnknownCity"),
+        ),
+        tool_definitions=(
+            ToolDefinition("get_weather", parameters={"type": "object", "required": ["city"]}),
+        ),
     )
     result = ToolsErrorMetric(judge=False).measure(run)
     assert result.status == "ok" and result.evaluation_log["error_types"] == ["repeated_failure"]
@@ -322,8 +363,12 @@ def test_detectors_alone_run_without_an_input():
     """A trace recorded without content (no user input) still gets its zero-cost deterministic checks."""
     from agentotel_eval import EvalTestCase, ToolCall, ToolsErrorMetric
 
-    case = EvalTestCase(input="", tools_called=[ToolCall("lookup"), ToolCall("nope")], available_tools=["lookup"])
+    case = EvalTestCase(
+        input="", tools_called=[ToolCall("lookup"), ToolCall("nope")], available_tools=["lookup"]
+    )
     result = ToolsErrorMetric(judge=False).measure(case)
     assert result.status == "ok" and result.metric == "tool_errors_detectors"
     assert result.evaluation_log["error_types"] == ["invalid_function"]
-    assert ToolsErrorMetric("openai/gpt-4o-mini", api_base="http://127.0.0.1:9").measure(case).status == "error"
+    assert (
+        ToolsErrorMetric("openai/gpt-4o-mini", api_base="http://127.0.0.1:9").measure(case).status == "error"
+    )

@@ -11,7 +11,10 @@ from agentotel_eval.judge.models import known_provider, to_litellm_model
         ("openai/gpt-4o-mini", "openai/gpt-4o-mini"),
         ("anthropic/claude-3-5-sonnet-latest", "anthropic/claude-3-5-sonnet-latest"),
         ("ollama/llama3:8b", "ollama/llama3:8b"),
-        ("bedrock/anthropic.claude-3-sonnet-20240229-v1:0", "bedrock/anthropic.claude-3-sonnet-20240229-v1:0"),
+        (
+            "bedrock/anthropic.claude-3-sonnet-20240229-v1:0",
+            "bedrock/anthropic.claude-3-sonnet-20240229-v1:0",
+        ),
         # the provider:model form of the reference document
         ("anthropic:claude-3-5-sonnet-latest", "anthropic/claude-3-5-sonnet-latest"),
         ("google:gemini-2.0-flash", "gemini/gemini-2.0-flash"),

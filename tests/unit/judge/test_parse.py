@@ -5,8 +5,14 @@ import pytest
 from agentotel_eval.judge.errors import JudgeOutputError
 from agentotel_eval.judge.parse import extract_verdict, find_objects
 
-VERDICT = {"detected": True, "confidence": 0.85, "reason": "r", "error_types": ["sequence_error"],
-           "errors": [{"type": "sequence_error", "description": "d"}], "error_severity": "medium"}
+VERDICT = {
+    "detected": True,
+    "confidence": 0.85,
+    "reason": "r",
+    "error_types": ["sequence_error"],
+    "errors": [{"type": "sequence_error", "description": "d"}],
+    "error_severity": "medium",
+}
 KEYS = ("detected", "confidence", "reason", "error_types", "errors", "error_severity")
 
 
@@ -32,8 +38,12 @@ def test_tolerated_shapes(text):
 
 def test_single_quotes_and_python_literals_are_repaired_safely():
     text = "{'detected': True, 'confidence': 0.5, 'reason': 'the tool\\'s \"result\" was ignored', 'errors': None}"
-    assert verdict(text) == {"detected": True, "confidence": 0.5,
-                             "reason": "the tool's \"result\" was ignored", "errors": None}
+    assert verdict(text) == {
+        "detected": True,
+        "confidence": 0.5,
+        "reason": 'the tool\'s "result" was ignored',
+        "errors": None,
+    }
 
 
 def test_apostrophes_inside_double_quoted_strings_are_left_alone():

@@ -107,7 +107,9 @@ async def test_attempts_are_bounded():
         raise StatusError(503)
 
     with pytest.raises(RetriesExhausted, match="after 3 attempt"):
-        await retry_judge_call(attempt, RetryPolicy(max_attempts=3, base_delay=0), sleep=lambda s: asyncio.sleep(0))
+        await retry_judge_call(
+            attempt, RetryPolicy(max_attempts=3, base_delay=0), sleep=lambda s: asyncio.sleep(0)
+        )
     assert calls == 3
 
 

@@ -19,10 +19,20 @@ from agentotel_eval.metrics.tool_errors import (
 ALL = list(ERROR_TYPES)
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (True, True), (False, False), ("false", False), ("False", False), (" TRUE ", True), ("no", False),
-    ("yes", True), (0, False), (1, True),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (True, True),
+        (False, False),
+        ("false", False),
+        ("False", False),
+        (" TRUE ", True),
+        ("no", False),
+        ("yes", True),
+        (0, False),
+        (1, True),
+    ],
+)
 def test_detected_must_be_a_real_boolean(value, expected):
     assert as_bool(value) is expected
 
@@ -33,10 +43,23 @@ def test_detected_rejects_anything_else(value):
         as_bool(value)
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (0.85, 0.85), (0, 0.0), (1, 1.0), (1.0, 1.0), ("0.7", 0.7), (85, 0.85), (100, 1.0), ("85%", 0.85),
-    ("85", 0.85), (90.0, 0.9), (1.0000000001, 1.0), ("0 %", 0.0),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.85, 0.85),
+        (0, 0.0),
+        (1, 1.0),
+        (1.0, 1.0),
+        ("0.7", 0.7),
+        (85, 0.85),
+        (100, 1.0),
+        ("85%", 0.85),
+        ("85", 0.85),
+        (90.0, 0.9),
+        (1.0000000001, 1.0),
+        ("0 %", 0.0),
+    ],
+)
 def test_confidence_is_a_fraction_or_a_clear_percentage(value, expected):
     assert as_confidence(value) == pytest.approx(expected)
 
@@ -48,8 +71,14 @@ def test_confidence_that_is_not_clearly_valid_is_invalid(value):
 
 
 def answer(**fields):
-    base = {"detected": True, "confidence": 0.8, "reason": "r", "error_types": [], "errors": [],
-            "error_severity": "medium"}
+    base = {
+        "detected": True,
+        "confidence": 0.8,
+        "reason": "r",
+        "error_types": [],
+        "errors": [],
+        "error_severity": "medium",
+    }
     base.update(fields)
     return json.dumps(base)
 
@@ -60,10 +89,16 @@ def test_string_false_is_false():
 
 
 def test_unknown_types_are_dropped_and_types_follow_errors():
-    verdict = parse_verdict(answer(
-        error_types=["sequence_error", "made_up"],
-        errors=[{"type": "Result-Ignored", "description": "ignored #2"}, {"type": "hallucination", "description": "x"}],
-    ), ALL)
+    verdict = parse_verdict(
+        answer(
+            error_types=["sequence_error", "made_up"],
+            errors=[
+                {"type": "Result-Ignored", "description": "ignored #2"},
+                {"type": "hallucination", "description": "x"},
+            ],
+        ),
+        ALL,
+    )
     assert verdict.error_types == ["sequence_error", "result_ignored"]
     assert verdict.errors == [{"type": "result_ignored", "description": "ignored #2"}]
     assert verdict.dropped == ["hallucination", "made_up"]
@@ -72,12 +107,22 @@ def test_unknown_types_are_dropped_and_types_follow_errors():
 def test_types_outside_the_filter_are_dropped_and_then_nothing_is_detected():
     text = answer(error_types=["sequence_error"], errors=[{"type": "sequence_error", "description": "d"}])
     verdict = parse_verdict(text, ["parameter_error"])
-    assert (verdict.detected, verdict.errors, verdict.error_types, verdict.error_severity) == (False, [], [], "none")
+    assert (verdict.detected, verdict.errors, verdict.error_types, verdict.error_severity) == (
+        False,
+        [],
+        [],
+        "none",
+    )
     assert "outside error_types" in verdict.reason
 
 
 def test_mixed_types_keep_only_the_filtered_ones():
-    text = answer(errors=[{"type": "sequence_error", "description": "a"}, {"type": "parameter_error", "description": "b"}])
+    text = answer(
+        errors=[
+            {"type": "sequence_error", "description": "a"},
+            {"type": "parameter_error", "description": "b"},
+        ]
+    )
     verdict = parse_verdict(text, ["parameter_error"])
     assert verdict.detected and verdict.errors == [{"type": "parameter_error", "description": "b"}]
 
@@ -99,12 +144,20 @@ def test_severity_normalised_or_defaulted():
     assert parse_verdict(answer(detected=False, error_severity="high"), ALL).error_severity == "none"
 
 
-FINDING = Finding("invalid_function", "call #2 invokes 'get_wether', which is not an available tool", "get_wether", (1,))
+FINDING = Finding(
+    "invalid_function", "call #2 invokes 'get_wether', which is not an available tool", "get_wether", (1,)
+)
 
 
 def judge_says(detected, confidence=0.9, errors=(), severity=None):
-    return Verdict(detected, confidence, "judge reason", [e["type"] for e in errors], list(errors),
-                   severity or ("medium" if detected else "none"))
+    return Verdict(
+        detected,
+        confidence,
+        "judge reason",
+        [e["type"] for e in errors],
+        list(errors),
+        severity or ("medium" if detected else "none"),
+    )
 
 
 def test_a_hard_finding_overrides_a_judge_that_saw_nothing():
@@ -129,7 +182,11 @@ def test_without_findings_the_judge_stands():
 def test_detectors_alone():
     verdict = detectors_verdict([FINDING], "checks run: invalid_function")
     assert (verdict.detected, verdict.confidence, verdict.error_types, verdict.error_severity) == (
-        True, 1.0, ["invalid_function"], "high")
+        True,
+        1.0,
+        ["invalid_function"],
+        "high",
+    )
     clean = detectors_verdict([], "checks run: invalid_function")
     assert (clean.detected, clean.confidence, clean.errors, clean.error_severity) == (False, 0.0, [], "none")
     assert "checks run: invalid_function" in clean.reason

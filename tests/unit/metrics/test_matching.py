@@ -51,7 +51,11 @@ def test_values_equal(a, b, equal):
         ({"price": 100}, {"price": 100.0}, 1.0),
         ({"flag": True}, {"flag": 1}, 0.0),
         # nested dicts count their own fraction: q equal (1) + filters half-equal (0.5) over 2 keys
-        ({"q": "x", "filters": {"stars": 4, "city": "Paris"}}, {"q": "x", "filters": {"stars": 5, "city": "Paris"}}, 0.75),
+        (
+            {"q": "x", "filters": {"stars": 4, "city": "Paris"}},
+            {"q": "x", "filters": {"stars": 5, "city": "Paris"}},
+            0.75,
+        ),
         ({"filters": {}}, {"filters": {}}, 1.0),
         ({"filters": {"a": 1}}, {"filters": "a=1"}, 0.0),
         # lists compare whole
@@ -80,7 +84,9 @@ def test_call_weight_output_check_zeroes_pair():
     assert matching.call_weight(a, b, input_parameters=True, output=False) == 1.0
     assert matching.call_weight(a, b, input_parameters=True, output=True) == 0.0
     assert matching.call_weight(a, b, input_parameters=False, output=True) == 0.0
-    assert matching.call_weight(a, ToolCall("Search", {"q": "x"}), input_parameters=False, output=False) == 0.0
+    assert (
+        matching.call_weight(a, ToolCall("Search", {"q": "x"}), input_parameters=False, output=False) == 0.0
+    )
 
 
 def test_call_key_equality_follows_considered_fields():
@@ -241,7 +247,9 @@ def test_weighted_lcs_is_optimal(expected, called):
             return None
         return matching.call_weight(expected[i], called[j], input_parameters=True, output=False)
 
-    assert matching.total_weight(pairs) == pytest.approx(_brute_common_subsequence(weight, len(expected), len(called)))
+    assert matching.total_weight(pairs) == pytest.approx(
+        _brute_common_subsequence(weight, len(expected), len(called))
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -24,13 +24,35 @@ def mm_case(expected, called):
 @pytest.mark.parametrize(
     ("kwargs", "expected", "called", "score", "name"),
     [
-        ({}, ["draw_image", "describe_image"], ["draw_image", "describe_image"], 1.0, "multimodal_tool_correctness"),
+        (
+            {},
+            ["draw_image", "describe_image"],
+            ["draw_image", "describe_image"],
+            1.0,
+            "multimodal_tool_correctness",
+        ),
         ({}, ["draw_image", "describe_image"], ["draw_image"], 0.5, "multimodal_tool_correctness"),
-        ({"should_exact_match": True}, ["draw_image"], ["draw_image", "upscale"], 0.0, "multimodal_tool_correctness_exact"),
-        ({"should_consider_ordering": True}, ["draw_image", "describe_image"], ["describe_image", "draw_image"], 0.5,
-         "multimodal_tool_correctness_ordering"),
-        ({"should_exact_match": True, "should_consider_ordering": True}, ["a", "b"], ["a", "b"], 1.0,
-         "multimodal_tool_correctness_exact_ordering"),
+        (
+            {"should_exact_match": True},
+            ["draw_image"],
+            ["draw_image", "upscale"],
+            0.0,
+            "multimodal_tool_correctness_exact",
+        ),
+        (
+            {"should_consider_ordering": True},
+            ["draw_image", "describe_image"],
+            ["describe_image", "draw_image"],
+            0.5,
+            "multimodal_tool_correctness_ordering",
+        ),
+        (
+            {"should_exact_match": True, "should_consider_ordering": True},
+            ["a", "b"],
+            ["a", "b"],
+            1.0,
+            "multimodal_tool_correctness_exact_ordering",
+        ),
     ],
 )
 def test_modes_score_like_the_text_metric(kwargs, expected, called, score, name):
@@ -87,5 +109,7 @@ def test_model_is_accepted_but_never_called():
 
 def test_works_on_text_cases_and_in_evaluate():
     text_case = EvalTestCase("q", "a", tools_called=["a"], expected_tools=["a", "b"])
-    result = evaluate_sync([text_case, mm_case(["a"], ["a"])], [MultimodalToolCorrectnessMetric()], show_progress=False)
+    result = evaluate_sync(
+        [text_case, mm_case(["a"], ["a"])], [MultimodalToolCorrectnessMetric()], show_progress=False
+    )
     assert [c.results[0].score for c in result] == [0.5, 1.0]

@@ -104,10 +104,8 @@ def test_000_usage_runs_as_documented():
 def test_002_usage_runs_as_documented():
     code = _usage_code(DOC_002, "Usage Example", None)
     imports = {
-        "from agensight.eval.metrics import MultimodalToolCorrectnessMetric":
-            "from agentotel_eval.metrics.multimodal_tool_correctness import MultimodalToolCorrectnessMetric",
-        "from agensight.eval.test_case import ModelTestCase, ToolCall":
-            "from agentotel_eval.test_case import ModelTestCase, ToolCall",
+        "from agensight.eval.metrics import MultimodalToolCorrectnessMetric": "from agentotel_eval.metrics.multimodal_tool_correctness import MultimodalToolCorrectnessMetric",
+        "from agensight.eval.test_case import ModelTestCase, ToolCall": "from agentotel_eval.test_case import ModelTestCase, ToolCall",
         "from agensight.eval.test_case import MLLMImage": "from agentotel_eval.test_case import MLLMImage",
     }
     for theirs, ours in imports.items():
@@ -131,5 +129,7 @@ def test_002_documented_arguments_and_defaults():
     metric = MultimodalToolCorrectnessMetric()
     assert metric.threshold == 0.5 and metric.include_reason and not metric.strict_mode
     assert metric.async_mode and not metric.verbose_mode and metric.model is None
-    strict = MultimodalToolCorrectnessMetric(threshold=0.3, strict_mode=True, model="gpt-4o", async_mode=False)
+    strict = MultimodalToolCorrectnessMetric(
+        threshold=0.3, strict_mode=True, model="gpt-4o", async_mode=False
+    )
     assert strict.threshold == 1.0 and strict.model == "gpt-4o" and not strict.async_mode

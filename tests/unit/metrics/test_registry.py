@@ -43,7 +43,9 @@ def _settings(declaration: MetricDeclaration[Any]) -> dict[str, Any]:
 
 
 def _case() -> EvalTestCase:
-    case = EvalTestCase(input="q", tools_called=[ToolCall("a"), ToolCall("b")], expected_tools=[ToolCall("a")])
+    case = EvalTestCase(
+        input="q", tools_called=[ToolCall("a"), ToolCall("b")], expected_tools=[ToolCall("a")]
+    )
     case.expected_trajectory = {"steps": [{"tool": "a"}, {"tool": "c"}]}
     return case
 
@@ -74,8 +76,15 @@ def _metric_classes() -> set[type[BaseMetric]]:
     found: set[type[BaseMetric]] = set()
     for info in pkgutil.iter_modules(agentotel_eval.metrics.__path__, "agentotel_eval.metrics."):
         module = importlib.import_module(info.name)
-        found |= {value for value in vars(module).values() if inspect.isclass(value) and issubclass(value, BaseMetric)
-                  and value is not BaseMetric and not inspect.isabstract(value) and value.__module__ == info.name}
+        found |= {
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value)
+            and issubclass(value, BaseMetric)
+            and value is not BaseMetric
+            and not inspect.isabstract(value)
+            and value.__module__ == info.name
+        }
     return found
 
 
@@ -121,13 +130,18 @@ def test_eval_offers_the_declared_metrics_built_as_declared() -> None:
     assert f"One of: {', '.join(ON_COMMAND_LINE)}" in help_text
     assert set(ON_COMMAND_LINE) == {name for name, d in METRICS.items() if d.command_line}
     built = build_metrics(list(ON_COMMAND_LINE), MetricOptions(model=JUDGE_MODEL))
-    assert [(m.metric_name, m.threshold) for m in built] == [(n, d.threshold) for n, d in ON_COMMAND_LINE.items()]
+    assert [(m.metric_name, m.threshold) for m in built] == [
+        (n, d.threshold) for n, d in ON_COMMAND_LINE.items()
+    ]
 
 
 def test_eval_options_pick_the_declared_mode_and_pass_on_the_rest() -> None:
     options = MetricOptions(exact=True, threshold=0.8, params=("input_parameters",), strict=False)
     built = build_metrics(["tool_correctness,tool_correctness_exact", "trajectory"], options)
-    assert [(m.metric_name, m.threshold) for m in built] == [(TOOL_CORRECTNESS_EXACT.name, 0.8), ("trajectory", 0.8)]
+    assert [(m.metric_name, m.threshold) for m in built] == [
+        (TOOL_CORRECTNESS_EXACT.name, 0.8),
+        ("trajectory", 0.8),
+    ]
     assert [p.value for p in built[0].evaluation_params] == ["input_parameters"]
     with pytest.raises(MetricUnavailable, match="tool_errors needs a judge model: --model"):
         build_metrics([TOOL_ERRORS.name], MetricOptions())
@@ -156,14 +170,18 @@ def test_no_module_builds_a_metric_class_itself() -> None:
                 called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
                 if called in classes:
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {called}(...)")
-    assert not found, "build metrics from their declarations (agentotel_eval.metrics.registry):\n" + "\n".join(found)
+    assert not found, (
+        "build metrics from their declarations (agentotel_eval.metrics.registry):\n" + "\n".join(found)
+    )
 
 
 def _names_a_metric(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in METRICS
 
 
-_SQL_NAME = re.compile(r"metric\s*(=|IN\s*\()\s*'(" + "|".join(map(re.escape, METRICS)) + r")'", re.IGNORECASE)
+_SQL_NAME = re.compile(
+    r"metric\s*(=|IN\s*\()\s*'(" + "|".join(map(re.escape, METRICS)) + r")'", re.IGNORECASE
+)
 
 
 def test_no_module_tells_metrics_apart_by_a_name_of_its_own() -> None:
@@ -176,17 +194,33 @@ def test_no_module_tells_metrics_apart_by_a_name_of_its_own() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare):
                 compared = [node.left, *node.comparators]
-                compared += [e for c in node.comparators if isinstance(c, ast.Tuple | ast.List | ast.Set)
-                             for e in c.elts]
+                compared += [
+                    e
+                    for c in node.comparators
+                    if isinstance(c, ast.Tuple | ast.List | ast.Set)
+                    for e in c.elts
+                ]
                 if any(_names_a_metric(c) for c in compared):
                     found.append(f"{where}:{node.lineno} compares with a metric's name")
-            elif isinstance(node, ast.Tuple | ast.List | ast.Set) and any(_names_a_metric(e) for e in node.elts):
+            elif isinstance(node, ast.Tuple | ast.List | ast.Set) and any(
+                _names_a_metric(e) for e in node.elts
+            ):
                 found.append(f"{where}:{node.lineno} lists a metric by its name")
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                  and node.func.attr in ("startswith", "endswith") and node.args
-                  and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-                  and len(node.args[0].value) > 3 and any(name.startswith(node.args[0].value) for name in METRICS)):
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("startswith", "endswith")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and len(node.args[0].value) > 3
+                and any(name.startswith(node.args[0].value) for name in METRICS)
+            ):
                 found.append(f"{where}:{node.lineno} matches a metric's name by its start")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL_NAME.search(node.value):
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _SQL_NAME.search(node.value)
+            ):
                 found.append(f"{where}:{node.lineno} names a metric in SQL")
     assert not found, "\n".join(found)

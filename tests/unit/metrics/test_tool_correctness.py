@@ -122,7 +122,9 @@ def test_strict_mode_forces_threshold_one_and_binary_score():
     assert result.evaluation_log["raw_score"] == 0.5
     perfect = metric.measure(case(["a", "b"], ["b", "a", "c"]))
     assert (perfect.score, perfect.success) == (1.0, True)
-    ordered = ToolCorrectnessMetric(check_ordering=True, strict_mode=True).measure(case(["a", "b"], ["b", "a"]))
+    ordered = ToolCorrectnessMetric(check_ordering=True, strict_mode=True).measure(
+        case(["a", "b"], ["b", "a"])
+    )
     assert ordered.score == 0.0
 
 
@@ -130,8 +132,13 @@ def test_metric_names_per_mode():
     assert ToolCorrectnessMetric().metric_name == "tool_correctness"
     assert ToolCorrectnessMetric(exact_match=True).metric_name == "tool_correctness_exact"
     assert ToolCorrectnessMetric(check_ordering=True).metric_name == "tool_correctness_ordering"
-    assert ToolCorrectnessMetric(exact_match=True, check_ordering=True).metric_name == "tool_correctness_exact_ordering"
-    assert ToolCorrectnessMetric(exact_match=True).measure(case(["a"], ["a"])).metric == "tool_correctness_exact"
+    assert (
+        ToolCorrectnessMetric(exact_match=True, check_ordering=True).metric_name
+        == "tool_correctness_exact_ordering"
+    )
+    assert (
+        ToolCorrectnessMetric(exact_match=True).measure(case(["a"], ["a"])).metric == "tool_correctness_exact"
+    )
 
 
 def test_deepeval_aliases():
@@ -169,7 +176,9 @@ def test_unknown_evaluation_param_is_a_clear_error():
 SEARCH_PARIS = ToolCall("search", {"city": "Paris", "stars": 4}, output="3 hotels")
 
 
-@pytest.mark.parametrize("params", [[ToolCallParams.INPUT_PARAMETERS], ["input_parameters"], "input_parameters"])
+@pytest.mark.parametrize(
+    "params", [[ToolCallParams.INPUT_PARAMETERS], ["input_parameters"], "input_parameters"]
+)
 def test_input_parameters_weight_pairs(params):
     called = [ToolCall("search", {"city": "Paris", "stars": 5}), ToolCall("book", {"id": 1})]
     expected = [SEARCH_PARIS, ToolCall("book", {"id": 1})]
@@ -220,7 +229,11 @@ def test_default_mode_takes_the_best_assignment_not_a_greedy_one():
 
 
 def test_parameter_weighted_lcs():
-    expected = [ToolCall("search", {"q": "paris"}), ToolCall("book", {"id": 7}), ToolCall("pay", {"amount": 10})]
+    expected = [
+        ToolCall("search", {"q": "paris"}),
+        ToolCall("book", {"id": 7}),
+        ToolCall("pay", {"amount": 10}),
+    ]
     called = [
         ToolCall("book", {"id": 7}),  # too early
         ToolCall("search", {"q": "paris"}),
@@ -259,7 +272,10 @@ def test_reason_names_missing_calls_with_multiplicity_and_extra_calls():
 
 
 def test_reason_for_perfect_and_empty_cases():
-    assert ToolCorrectnessMetric().measure(case(["a", "b"], ["b", "a"])).reason == "Matched 2 of 2 expected tool calls."
+    assert (
+        ToolCorrectnessMetric().measure(case(["a", "b"], ["b", "a"])).reason
+        == "Matched 2 of 2 expected tool calls."
+    )
     assert "No tool calls were expected" in ToolCorrectnessMetric().measure(case([], ["a"])).reason
     exact = ToolCorrectnessMetric(exact_match=True)
     assert exact.measure(case([], [])).reason == "No tool calls were expected and none were made."
@@ -306,8 +322,13 @@ def test_include_reason_false_leaves_reason_empty():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"exact_match": True}, {"check_ordering": True}, {"exact_match": True, "check_ordering": True},
-     {"evaluation_params": ["input_parameters", "output"]}],
+    [
+        {},
+        {"exact_match": True},
+        {"check_ordering": True},
+        {"exact_match": True, "check_ordering": True},
+        {"evaluation_params": ["input_parameters", "output"]},
+    ],
 )
 def test_evaluation_log_is_json_ready_and_pickles(kwargs):
     result = ToolCorrectnessMetric(**kwargs).measure(
@@ -348,7 +369,10 @@ def test_missing_expectation_is_skipped_not_scored_zero():
 
 def test_no_tools_called_means_an_empty_list():
     assert ToolCorrectnessMetric().measure(EvalTestCase("q", "a", expected_tools=["a"])).score == 0.0
-    assert ToolCorrectnessMetric(exact_match=True).measure(EvalTestCase("q", "a", expected_tools=[])).score == 1.0
+    assert (
+        ToolCorrectnessMetric(exact_match=True).measure(EvalTestCase("q", "a", expected_tools=[])).score
+        == 1.0
+    )
 
 
 def test_structured_tool_calls_are_used_when_tools_called_is_absent():
@@ -386,7 +410,10 @@ def test_equal_calls_are_distinct_calls():
     call = ToolCall("search", {"q": "x"})
     both = case([call, call], [call])
     assert ToolCorrectnessMetric(evaluation_params=["input_parameters"]).measure(both).score == 0.5
-    assert ToolCorrectnessMetric(check_ordering=True, evaluation_params=["input_parameters"]).measure(both).score == 0.5
+    assert (
+        ToolCorrectnessMetric(check_ordering=True, evaluation_params=["input_parameters"]).measure(both).score
+        == 0.5
+    )
 
 
 # --- the instance: reuse, threads, async, compatibility -------------------------------------------------------

@@ -13,17 +13,30 @@ from agentotel_eval.calibration.spans import case_spans
 from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
 from agentotel_eval.reconstruct.pipeline import reconstruct
 
-TOOLS = tuple({"name": n, "description": n, "parameters": {"type": "object", "properties": {}}}
-              for n in ("search", "book", "pay"))
+TOOLS = tuple(
+    {"name": n, "description": n, "parameters": {"type": "object", "properties": {}}}
+    for n in ("search", "book", "pay")
+)
 
 
 def _spans(convention: str, second_turn_tools: tuple[str, ...]):
-    case = LabelledCase("turns/1", "unit", "none", "Book something.", TOOLS,
-                        (CaseCall("search", {}, {"hits": 1}, turn=0), CaseCall("pay", {}, {"ok": True}, turn=1)),
-                        "Paid.", frozenset())
+    case = LabelledCase(
+        "turns/1",
+        "unit",
+        "none",
+        "Book something.",
+        TOOLS,
+        (CaseCall("search", {}, {"hits": 1}, turn=0), CaseCall("pay", {}, {"ok": True}, turn=1)),
+        "Paid.",
+        frozenset(),
+    )
     spans = case_spans(case, convention)
-    llm = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"
-           or s.attributes.get("openinference.span.kind") == "LLM"]
+    llm = [
+        s
+        for s in spans
+        if s.attributes.get("gen_ai.operation.name") == "chat"
+        or s.attributes.get("openinference.span.kind") == "LLM"
+    ]
     second = llm[1].attributes
     kept = [t for t in TOOLS if t["name"] in second_turn_tools]
     if convention == "genai":
@@ -41,7 +54,8 @@ def test_a_call_the_requesting_turn_did_not_offer(convention: str) -> None:
     (run,) = reconstruct(_spans(convention, ("search", "book")))  # "pay" withdrawn on the turn that calls it
     log = ToolsErrorMetric(judge=False).measure(run.to_test_case()).evaluation_log
     assert [(f["type"], f["subtype"], f["call_indices"]) for f in log["detectors"]] == [
-        ("invalid_function", "not_offered_on_turn", [1])]
+        ("invalid_function", "not_offered_on_turn", [1])
+    ]
     assert log["detectors"][0]["evidence"]["offered"] == ["book", "search"]
     # the same run whose second turn offers "pay": nothing; and one tool set for every turn records no turns
     (fine,) = reconstruct(_spans(convention, ("pay", "search")))

@@ -57,28 +57,48 @@ _CUT = re.compile(r"…\[truncated: (\d+) characters\]")
 def non_hex_ids(size: int) -> list[str]:
     """Strings of an id's length that are not its hex: what int(x, 16) or a lax check would still take."""
     n = 2 * size
-    return ["g" * n, "0x" + "1" * (n - 2), " " + "1" * (n - 1), "1" * (n - 1) + " ", "+" + "1" * (n - 1),
-            "-" + "1" * (n - 1), "1_" + "1" * (n - 2), "١" + "1" * (n - 1), "１" * n, "z" + "0" * (n - 1)]
+    return [
+        "g" * n,
+        "0x" + "1" * (n - 2),
+        " " + "1" * (n - 1),
+        "1" * (n - 1) + " ",
+        "+" + "1" * (n - 1),
+        "-" + "1" * (n - 1),
+        "1_" + "1" * (n - 2),
+        "١" + "1" * (n - 1),
+        "１" * n,
+        "z" + "0" * (n - 1),
+    ]
 
 
 def fuzz(max_examples: int) -> settings:
     """The same examples on every run, within a budget, with no example database written."""
-    return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much])
+    return settings(
+        max_examples=max_examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
 
 
 # ---- what every outcome must satisfy ----------------------------------------------------------------------------
 
 
 def _is_id(value: Any, nbytes: int) -> bool:
-    return (isinstance(value, str) and len(value) == 2 * nbytes and _HEX.fullmatch(value) is not None
-            and value != "0" * 2 * nbytes)
+    return (
+        isinstance(value, str)
+        and len(value) == 2 * nbytes
+        and _HEX.fullmatch(value) is not None
+        and value != "0" * 2 * nbytes
+    )
 
 
 def _check_text(value: Any, limits: Limits) -> None:
     assert isinstance(value, str)
-    if len(value) > limits.max_attribute_value_length and value != TOO_DEEP_MARKER.format(depth=limits.max_value_depth):
+    if len(value) > limits.max_attribute_value_length and value != TOO_DEEP_MARKER.format(
+        depth=limits.max_value_depth
+    ):
         cut = _CUT.fullmatch(value, limits.max_attribute_value_length)
         assert cut is not None and int(cut[1]) > limits.max_attribute_value_length, value[-80:]
 
@@ -229,8 +249,14 @@ def json_logs(*records: Any) -> bytes:
 
 
 def json_span(**fields: Any) -> dict[str, Any]:
-    return {"traceId": TRACE, "spanId": SPAN, "name": "op", "startTimeUnixNano": "1700000000000000000",
-            "endTimeUnixNano": "1700000001000000000", **fields}
+    return {
+        "traceId": TRACE,
+        "spanId": SPAN,
+        "name": "op",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        **fields,
+    }
 
 
 def set_any(target: AnyValue, value: Any) -> None:
@@ -269,18 +295,45 @@ def test_random_bytes(signal: str, encoding: str, body: bytes) -> None:
 
 
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20))
-OTLP_KEYS = ("resourceSpans", "resource_spans", "scopeSpans", "spans", "resourceLogs", "scopeLogs", "logRecords",
-             "resource", "attributes", "traceId", "spanId", "key", "value", "stringValue", "arrayValue", "values")
+OTLP_KEYS = (
+    "resourceSpans",
+    "resource_spans",
+    "scopeSpans",
+    "spans",
+    "resourceLogs",
+    "scopeLogs",
+    "logRecords",
+    "resource",
+    "attributes",
+    "traceId",
+    "spanId",
+    "key",
+    "value",
+    "stringValue",
+    "arrayValue",
+    "values",
+)
 
 
 @pytest.mark.parametrize("signal", SIGNALS)
 @fuzz(150)
-@given(value=st.recursive(
-    JSON_SCALARS, lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(OTLP_KEYS) | st.text(max_size=8), inner, max_size=4), max_leaves=30))
+@given(
+    value=st.recursive(
+        JSON_SCALARS,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(st.sampled_from(OTLP_KEYS) | st.text(max_size=8), inner, max_size=4)
+        ),
+        max_leaves=30,
+    )
+)
 def test_random_json(signal: str, value: Any) -> None:
     outcome(signal, "json", json.dumps(value).encode())
-    outcome(signal, "json", json.dumps({"resourceSpans" if signal == "traces" else "resourceLogs": value}).encode())
+    outcome(
+        signal,
+        "json",
+        json.dumps({"resourceSpans" if signal == "traces" else "resourceLogs": value}).encode(),
+    )
 
 
 @fuzz(100)
@@ -309,8 +362,25 @@ def smallest(signal: str, encoding: str) -> bytes:
     return min((b for _, s, e, b in small_bodies() if s == signal and e == encoding), key=len)
 
 
-JSON_TOKENS = (b'"', b"\\", b"\\u", b"\\ud800", b"{", b"}", b"[", b"]", b",", b":", b"null", b"-", b"1e999",
-               b"9" * 30, b"\xff", b"\xed\xa0\x80", b"\x00")
+JSON_TOKENS = (
+    b'"',
+    b"\\",
+    b"\\u",
+    b"\\ud800",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"null",
+    b"-",
+    b"1e999",
+    b"9" * 30,
+    b"\xff",
+    b"\xed\xa0\x80",
+    b"\x00",
+)
 
 
 @st.composite
@@ -327,12 +397,12 @@ def mutated(draw: st.DrawFn, body: bytes, encoding: str) -> bytes:
             tokens = st.sampled_from(JSON_TOKENS) if encoding == "json" else st.nothing()
             data[at:at] = draw(st.binary(min_size=1, max_size=12) | tokens)
         elif kind == "delete":
-            del data[at:at + draw(st.integers(1, 64))]
+            del data[at : at + draw(st.integers(1, 64))]
         elif kind == "truncate":
             del data[at:]
         elif kind == "duplicate":
             start = draw(st.integers(0, len(data)))
-            data[at:at] = data[start:start + draw(st.integers(1, 512))]
+            data[at:at] = data[start : start + draw(st.integers(1, 512))]
         elif kind == "set" and data:
             data[min(at, len(data) - 1)] = draw(st.sampled_from((0x00, 0x01, 0x7F, 0x80, 0xFF, 0x22, 0x5C)))
     return bytes(data)
@@ -376,8 +446,13 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 HOSTILE = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**66), 2**66), st.floats(), st.text(max_size=12),
-    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**66), 2**66),
+    st.floats(),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.sampled_from([10**400, -(10**30), "1e3", "0x10", " 12", "", "NaN", "\ud800", "ABCDEF", "0" * 32]),
 )
 
@@ -403,34 +478,52 @@ def swap_hostile(data: st.DataObject, tree: Any) -> Any:
 @fuzz(200)
 @given(data=st.data())
 def test_real_json_bodies_with_a_value_swapped_for_a_hostile_one(signal: str, data: st.DataObject) -> None:
-    _, _, _, body = data.draw(st.sampled_from([b for b in small_bodies() if b[1] == signal and b[2] == "json"]))
+    _, _, _, body = data.draw(
+        st.sampled_from([b for b in small_bodies() if b[1] == signal and b[2] == "json"])
+    )
     outcome(signal, "json", json.dumps(swap_hostile(data, json.loads(body))).encode())
 
 
 # ---- requests built field by field ------------------------------------------------------------------------------
 
 
-def sometimes(valid: st.SearchStrategy[Any], hostile: st.SearchStrategy[Any] = HOSTILE) -> st.SearchStrategy[Any]:
+def sometimes(
+    valid: st.SearchStrategy[Any], hostile: st.SearchStrategy[Any] = HOSTILE
+) -> st.SearchStrategy[Any]:
     """Mostly ``valid``, about one time in ten ``hostile``, so most requests get deep into the decoder (hypothesis
     draws 0 far more often than other integers: 0 is the valid side, and what a failure shrinks towards)."""
     return st.integers(0, 7).flatmap(lambda i: hostile if i == 4 else valid)
 
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=24)
-TIMES = sometimes(st.integers(0, INT64_MAX), st.integers(0, 2**64 - 1) | st.sampled_from([0, INT64_MAX, 2**63, 2**64 - 1]))
-LIMITS = st.builds(Limits, max_attributes_per_span=st.integers(1, 4), max_attributes_per_resource=st.integers(1, 3),
-                   max_attribute_value_length=st.integers(1, 12), max_value_depth=st.integers(1, 3),
-                   max_events_per_span=st.integers(1, 3), max_links_per_span=st.integers(1, 2),
-                   max_spans_per_request=st.integers(1, 8), max_log_records_per_request=st.integers(1, 8))
+TIMES = sometimes(
+    st.integers(0, INT64_MAX), st.integers(0, 2**64 - 1) | st.sampled_from([0, INT64_MAX, 2**63, 2**64 - 1])
+)
+LIMITS = st.builds(
+    Limits,
+    max_attributes_per_span=st.integers(1, 4),
+    max_attributes_per_resource=st.integers(1, 3),
+    max_attribute_value_length=st.integers(1, 12),
+    max_value_depth=st.integers(1, 3),
+    max_events_per_span=st.integers(1, 3),
+    max_links_per_span=st.integers(1, 2),
+    max_spans_per_request=st.integers(1, 8),
+    max_log_records_per_request=st.integers(1, 8),
+)
 ANY_LIMITS = st.one_of(st.just(DEFAULT_LIMITS), LIMITS)
 PLAIN_VALUES = st.recursive(
     st.one_of(TEXT, st.integers(INT64_MIN, INT64_MAX), st.floats(), st.booleans(), st.binary(max_size=16)),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=12)
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 def id_bytes(size: int) -> st.SearchStrategy[bytes]:
-    bad = st.one_of(st.sampled_from([bytes(n) for n in WRONG_ID_SIZES]), st.just(bytes(size)),
-                    st.binary(max_size=2 * size + 1))
+    bad = st.one_of(
+        st.sampled_from([bytes(n) for n in WRONG_ID_SIZES]),
+        st.just(bytes(size)),
+        st.binary(max_size=2 * size + 1),
+    )
     return sometimes(st.binary(min_size=size, max_size=size), bad)
 
 
@@ -535,8 +628,11 @@ def test_protobuf_log_requests_built_field_by_field(request: tuple[bytes, int], 
 def _hex_id(size: int) -> st.SearchStrategy[str]:
     """Mostly an id in hex (lower or upper case); else one its record is rejected for."""
     good = st.binary(min_size=size, max_size=size).map(bytes.hex)
-    bad = st.one_of(st.sampled_from(non_hex_ids(size)), st.just("0" * 2 * size),
-                    st.binary(max_size=2 * size + 1).map(bytes.hex))
+    bad = st.one_of(
+        st.sampled_from(non_hex_ids(size)),
+        st.just("0" * 2 * size),
+        st.binary(max_size=2 * size + 1).map(bytes.hex),
+    )
     return sometimes(good | good.map(str.upper), bad)
 
 
@@ -546,7 +642,9 @@ JSON_ANY_LEAF = st.one_of(
     st.builds(lambda v: {"intValue": v}, JSON_INT64.map(str) | st.integers(-(2**53), 2**53)),
     st.builds(lambda v: {"doubleValue": v}, st.floats()),
     st.builds(lambda v: {"boolValue": v}, st.booleans()),
-    st.builds(lambda v: {"bytesValue": v}, st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())),
+    st.builds(
+        lambda v: {"bytesValue": v}, st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())
+    ),
     st.just({}),
 )
 
@@ -557,13 +655,18 @@ def _json_kv(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 JSON_ANY = st.recursive(
     JSON_ANY_LEAF,
-    lambda inner: st.builds(lambda vs: {"arrayValue": {"values": vs}}, st.lists(inner, max_size=3))
-    | st.builds(lambda kvs: {"kvlistValue": {"values": kvs}}, st.lists(_json_kv(inner), max_size=3)),
-    max_leaves=6)
+    lambda inner: (
+        st.builds(lambda vs: {"arrayValue": {"values": vs}}, st.lists(inner, max_size=3))
+        | st.builds(lambda kvs: {"kvlistValue": {"values": kvs}}, st.lists(_json_kv(inner), max_size=3))
+    ),
+    max_leaves=6,
+)
 JSON_ATTRIBUTES = st.lists(_json_kv(JSON_ANY), max_size=4)
 #: mostly a time that fits int64 (as a string or a number); else one beyond it, which rejects its record
-JSON_TIMES = sometimes(st.integers(0, INT64_MAX).map(str) | st.integers(INT64_MIN, INT64_MAX),
-                       st.integers(INT64_MAX + 1, 2**64).map(str) | st.integers(-(2**64), INT64_MIN - 1))
+JSON_TIMES = sometimes(
+    st.integers(0, INT64_MAX).map(str) | st.integers(INT64_MIN, INT64_MAX),
+    st.integers(INT64_MAX + 1, 2**64).map(str) | st.integers(-(2**64), INT64_MIN - 1),
+)
 JSON_FLAGS = sometimes(st.integers(0, UINT32_MAX), st.integers(UINT32_MAX + 1, 2**64) | st.integers(-5, -1))
 
 
@@ -577,37 +680,70 @@ def json_fields(draw: st.DrawFn, fields: dict[tuple[str, str], st.SearchStrategy
     return out
 
 
-JSON_SPAN = json_fields({
-    ("traceId", "trace_id"): _hex_id(16), ("spanId", "span_id"): _hex_id(8),
-    ("parentSpanId", "parent_span_id"): _hex_id(8) | st.just(""), ("name", "name"): TEXT,
-    ("kind", "kind"): st.integers(0, 5) | st.sampled_from(["SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"]),
-    ("startTimeUnixNano", "start_time_unix_nano"): JSON_TIMES, ("endTimeUnixNano", "end_time_unix_nano"): JSON_TIMES,
-    ("attributes", "attributes"): JSON_ATTRIBUTES, ("flags", "flags"): JSON_FLAGS,
-    ("status", "status"): st.fixed_dictionaries({}, optional={"code": st.integers(0, 2), "message": TEXT}),
-    ("events", "events"): st.lists(json_fields({
-        ("name", "name"): TEXT, ("timeUnixNano", "time_unix_nano"): JSON_TIMES,
-        ("attributes", "attributes"): JSON_ATTRIBUTES}), max_size=2),
-    ("links", "links"): st.lists(json_fields({
-        ("traceId", "trace_id"): _hex_id(16), ("spanId", "span_id"): _hex_id(8),
-        ("attributes", "attributes"): JSON_ATTRIBUTES}), max_size=2),
-    ("traceState", "trace_state"): TEXT,
-})
-JSON_LOG = json_fields({
-    ("timeUnixNano", "time_unix_nano"): JSON_TIMES, ("observedTimeUnixNano", "observed_time_unix_nano"): JSON_TIMES,
-    ("traceId", "trace_id"): _hex_id(16) | st.just(""), ("spanId", "span_id"): _hex_id(8),
-    ("severityNumber", "severity_number"): sometimes(st.integers(0, 24) | st.just("SEVERITY_NUMBER_WARN"),
-                                                     st.integers(2**31, 2**40)),
-    ("severityText", "severity_text"): TEXT, ("eventName", "event_name"): TEXT,
-    ("body", "body"): JSON_ANY, ("attributes", "attributes"): JSON_ATTRIBUTES, ("flags", "flags"): JSON_FLAGS,
-})
+JSON_SPAN = json_fields(
+    {
+        ("traceId", "trace_id"): _hex_id(16),
+        ("spanId", "span_id"): _hex_id(8),
+        ("parentSpanId", "parent_span_id"): _hex_id(8) | st.just(""),
+        ("name", "name"): TEXT,
+        ("kind", "kind"): st.integers(0, 5) | st.sampled_from(["SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"]),
+        ("startTimeUnixNano", "start_time_unix_nano"): JSON_TIMES,
+        ("endTimeUnixNano", "end_time_unix_nano"): JSON_TIMES,
+        ("attributes", "attributes"): JSON_ATTRIBUTES,
+        ("flags", "flags"): JSON_FLAGS,
+        ("status", "status"): st.fixed_dictionaries(
+            {}, optional={"code": st.integers(0, 2), "message": TEXT}
+        ),
+        ("events", "events"): st.lists(
+            json_fields(
+                {
+                    ("name", "name"): TEXT,
+                    ("timeUnixNano", "time_unix_nano"): JSON_TIMES,
+                    ("attributes", "attributes"): JSON_ATTRIBUTES,
+                }
+            ),
+            max_size=2,
+        ),
+        ("links", "links"): st.lists(
+            json_fields(
+                {
+                    ("traceId", "trace_id"): _hex_id(16),
+                    ("spanId", "span_id"): _hex_id(8),
+                    ("attributes", "attributes"): JSON_ATTRIBUTES,
+                }
+            ),
+            max_size=2,
+        ),
+        ("traceState", "trace_state"): TEXT,
+    }
+)
+JSON_LOG = json_fields(
+    {
+        ("timeUnixNano", "time_unix_nano"): JSON_TIMES,
+        ("observedTimeUnixNano", "observed_time_unix_nano"): JSON_TIMES,
+        ("traceId", "trace_id"): _hex_id(16) | st.just(""),
+        ("spanId", "span_id"): _hex_id(8),
+        ("severityNumber", "severity_number"): sometimes(
+            st.integers(0, 24) | st.just("SEVERITY_NUMBER_WARN"), st.integers(2**31, 2**40)
+        ),
+        ("severityText", "severity_text"): TEXT,
+        ("eventName", "event_name"): TEXT,
+        ("body", "body"): JSON_ANY,
+        ("attributes", "attributes"): JSON_ATTRIBUTES,
+        ("flags", "flags"): JSON_FLAGS,
+    }
+)
 
 
 @st.composite
 def json_request(draw: st.DrawFn, signal: str) -> tuple[bytes, int]:
     """A valid OTLP/JSON request but for records it must reject (ids, times, flags, severities out of range), and
     how many records it holds."""
-    top, scopes, records, record = (("resourceSpans", "scopeSpans", "spans", JSON_SPAN) if signal == "traces"
-                                    else ("resourceLogs", "scopeLogs", "logRecords", JSON_LOG))
+    top, scopes, records, record = (
+        ("resourceSpans", "scopeSpans", "spans", JSON_SPAN)
+        if signal == "traces"
+        else ("resourceLogs", "scopeLogs", "logRecords", JSON_LOG)
+    )
     count = 0
     resources = []
     for _ in range(draw(st.integers(0, 2))):
@@ -616,8 +752,13 @@ def json_request(draw: st.DrawFn, signal: str) -> tuple[bytes, int]:
             items = draw(st.lists(record, max_size=3))
             count += len(items)
             scope_list.append({"scope": {"name": draw(TEXT)}, records: items})
-        resources.append({"resource": {"attributes": draw(JSON_ATTRIBUTES)}, scopes: scope_list,
-                          "unknownField": draw(st.none() | TEXT)})
+        resources.append(
+            {
+                "resource": {"attributes": draw(JSON_ATTRIBUTES)},
+                scopes: scope_list,
+                "unknownField": draw(st.none() | TEXT),
+            }
+        )
     return json.dumps({top: resources}).encode(), count
 
 
@@ -641,8 +782,13 @@ def test_json_requests_built_field_by_field(signal: str, data: st.DataObject) ->
 @pytest.mark.parametrize("which", ["trace", "span", "parent"])
 def test_protobuf_ids_of_a_wrong_size_reject_their_span(which: str, size: int) -> None:
     bad = b"\x01" * size
-    hostile = (pb_span(trace=bad) if which == "trace" else pb_span(span=bad) if which == "span"
-               else pb_span(pb_bytes(4, bad)))
+    hostile = (
+        pb_span(trace=bad)
+        if which == "trace"
+        else pb_span(span=bad)
+        if which == "span"
+        else pb_span(pb_bytes(4, bad))
+    )
     good = pb_span(span=bytes.fromhex("00000000000000aa"))
     decoded = outcome("traces", "protobuf", pb_traces(hostile, good))
     assert decoded is not None
@@ -667,8 +813,13 @@ def test_all_zero_ids() -> None:
     decoded = outcome("traces", "protobuf", pb_traces(zero_trace, zero_span, zero_parent))
     assert decoded is not None and decoded.rejected == 2
     assert [(s.span_id, s.parent_span_id) for s in decoded.records] == [(SPAN, None)]  # a zero parent: a root
-    as_json = outcome("traces", "json", json_traces(json_span(traceId="0" * 32), json_span(spanId="0" * 16),
-                                                    json_span(parentSpanId="0" * 16)))
+    as_json = outcome(
+        "traces",
+        "json",
+        json_traces(
+            json_span(traceId="0" * 32), json_span(spanId="0" * 16), json_span(parentSpanId="0" * 16)
+        ),
+    )
     assert as_json is not None and as_json.rejected == 2 and as_json.records[0].parent_span_id is None
     logs = outcome("logs", "protobuf", pb_logs(pb_bytes(9, bytes(16)) + pb_bytes(10, bytes(8))))
     assert logs is not None and (logs.records[0].trace_id, logs.records[0].span_id) == (None, None)
@@ -677,7 +828,9 @@ def test_all_zero_ids() -> None:
 @pytest.mark.parametrize("field", ["traceId", "spanId", "parentSpanId"])
 @pytest.mark.parametrize("size", WRONG_ID_SIZES)
 def test_json_ids_of_a_wrong_size_reject_their_span(field: str, size: int) -> None:
-    decoded = outcome("traces", "json", json_traces(json_span(**{field: "ab" * size}), json_span(spanId="00" * 7 + "aa")))
+    decoded = outcome(
+        "traces", "json", json_traces(json_span(**{field: "ab" * size}), json_span(spanId="00" * 7 + "aa"))
+    )
     assert decoded is not None
     if field == "parentSpanId" and size == 0:  # "" is no parent
         assert len(decoded.records) == 2
@@ -696,8 +849,11 @@ def test_json_ids_that_are_not_hex_reject_their_span(field: str) -> None:
 
 
 def test_json_ids_in_uppercase_hex_are_lowercased() -> None:
-    decoded = outcome("traces", "json", json_traces(json_span(traceId=TRACE.upper(), spanId=SPAN.upper(),
-                                                              parentSpanId="ABCDEF0123456789")))
+    decoded = outcome(
+        "traces",
+        "json",
+        json_traces(json_span(traceId=TRACE.upper(), spanId=SPAN.upper(), parentSpanId="ABCDEF0123456789")),
+    )
     assert decoded is not None
     (span,) = decoded.records
     assert (span.trace_id, span.span_id, span.parent_span_id) == (TRACE, SPAN, "abcdef0123456789")
@@ -706,25 +862,54 @@ def test_json_ids_in_uppercase_hex_are_lowercased() -> None:
 @pytest.mark.parametrize("time", [0, 1, INT64_MAX, 2**63, 2**64 - 1])
 def test_protobuf_times_beyond_int64_reject_their_record(time: int) -> None:
     fits = time <= INT64_MAX
-    for span in (pb_span(pb_fixed64(7, time)), pb_span(pb_fixed64(8, time)), pb_span(pb_bytes(11, pb_fixed64(1, time)))):
+    for span in (
+        pb_span(pb_fixed64(7, time)),
+        pb_span(pb_fixed64(8, time)),
+        pb_span(pb_bytes(11, pb_fixed64(1, time))),
+    ):
         decoded = outcome("traces", "protobuf", pb_traces(span))
-        assert decoded is not None and (len(decoded.records), decoded.rejected) == ((1, 0) if fits else (0, 1))
+        assert decoded is not None and (len(decoded.records), decoded.rejected) == (
+            (1, 0) if fits else (0, 1)
+        )
     for record in (pb_fixed64(1, time), pb_fixed64(11, time)):
         decoded = outcome("logs", "protobuf", pb_logs(record))
-        assert decoded is not None and (len(decoded.records), decoded.rejected) == ((1, 0) if fits else (0, 1))
+        assert decoded is not None and (len(decoded.records), decoded.rejected) == (
+            (1, 0) if fits else (0, 1)
+        )
 
 
-@pytest.mark.parametrize(("time", "expected"), [
-    (0, "kept"), ("0", "kept"), (-1, "kept"), ("-5", "kept"), (str(INT64_MIN), "kept"),
-    (str(INT64_MIN - 1), "rejected"), (2**63, "rejected"), (str(2**64 - 1), "rejected"), (1.7e18, "kept"),
-    (1e300, "rejected"), (1.5, "refused"), ("1.5", "refused"), ("1e18", "refused"), ("soon", "refused"),
-    ("0x10", "refused"), (True, "refused"), ([1], "refused"), ({"n": 1}, "refused"), ("9" * 5000, "refused"),
-])
+@pytest.mark.parametrize(
+    ("time", "expected"),
+    [
+        (0, "kept"),
+        ("0", "kept"),
+        (-1, "kept"),
+        ("-5", "kept"),
+        (str(INT64_MIN), "kept"),
+        (str(INT64_MIN - 1), "rejected"),
+        (2**63, "rejected"),
+        (str(2**64 - 1), "rejected"),
+        (1.7e18, "kept"),
+        (1e300, "rejected"),
+        (1.5, "refused"),
+        ("1.5", "refused"),
+        ("1e18", "refused"),
+        ("soon", "refused"),
+        ("0x10", "refused"),
+        (True, "refused"),
+        ([1], "refused"),
+        ({"n": 1}, "refused"),
+        ("9" * 5000, "refused"),
+    ],
+)
 @pytest.mark.parametrize("signal", SIGNALS)
 def test_json_times_absurd_or_not_numbers(signal: str, time: Any, expected: str) -> None:
     if signal == "traces":
-        bodies = [json_traces(json_span(startTimeUnixNano=time)), json_traces(json_span(endTimeUnixNano=time)),
-                  json_traces(json_span(events=[{"name": "e", "timeUnixNano": time}]))]
+        bodies = [
+            json_traces(json_span(startTimeUnixNano=time)),
+            json_traces(json_span(endTimeUnixNano=time)),
+            json_traces(json_span(events=[{"name": "e", "timeUnixNano": time}])),
+        ]
     else:
         bodies = [json_logs({"timeUnixNano": time}), json_logs({"observedTimeUnixNano": time})]
     for body in bodies:
@@ -736,15 +921,23 @@ def test_json_times_absurd_or_not_numbers(signal: str, time: Any, expected: str)
             assert (len(decoded.records), decoded.rejected) == ((1, 0) if expected == "kept" else (0, 1))
 
 
-@pytest.mark.parametrize("literal", [b"1" * 5000, b"-" + b"1" * 5000, b"1" + b"0" * 400, b"1e999", b"-1e999",
-                                     b"NaN", b"Infinity"])
-@pytest.mark.parametrize("where", ["kind", "startTimeUnixNano", "flags", "intValue", "doubleValue", "stringValue",
-                                   "status"])
+@pytest.mark.parametrize(
+    "literal", [b"1" * 5000, b"-" + b"1" * 5000, b"1" + b"0" * 400, b"1e999", b"-1e999", b"NaN", b"Infinity"]
+)
+@pytest.mark.parametrize(
+    "where", ["kind", "startTimeUnixNano", "flags", "intValue", "doubleValue", "stringValue", "status"]
+)
 def test_json_numbers_python_cannot_hold(where: str, literal: bytes) -> None:
     """Number literals past int()'s digit limit, past float range, or non-finite: refused or kept, never a crash."""
-    span = json.dumps(json_span(attributes=[{"key": "a", "value": {where: "@"}}] if where.endswith("Value") else [],
-                                **({} if where.endswith("Value") else {where: "@"})))
-    body = json_traces().replace(b'"spans": []', b'"spans": [' + span.encode().replace(b'"@"', literal) + b"]")
+    span = json.dumps(
+        json_span(
+            attributes=[{"key": "a", "value": {where: "@"}}] if where.endswith("Value") else [],
+            **({} if where.endswith("Value") else {where: "@"}),
+        )
+    )
+    body = json_traces().replace(
+        b'"spans": []', b'"spans": [' + span.encode().replace(b'"@"', literal) + b"]"
+    )
     assert literal in body
     outcome("traces", "json", body)
 
@@ -754,7 +947,9 @@ def test_a_json_string_value_that_is_not_a_string_refuses_the_request(value: Any
     """Kept as it came, it would escape the length and depth limits (and int64)."""
     body = json_traces(json_span(attributes=[{"key": "k", "value": {"stringValue": value}}]))
     assert outcome("traces", "json", body, Limits(max_attribute_value_length=10, max_value_depth=2)) is None
-    null = outcome("traces", "json", json_traces(json_span(attributes=[{"key": "k", "value": {"stringValue": None}}])))
+    null = outcome(
+        "traces", "json", json_traces(json_span(attributes=[{"key": "k", "value": {"stringValue": None}}]))
+    )
     assert null is not None and null.records[0].attributes == {"k": None}
 
 
@@ -769,7 +964,9 @@ def test_protobuf_strings_that_are_not_utf8_refuse_the_request(bad: bytes) -> No
         pb_traces(pb_span(pb_bytes(5, bad))),  # name
         pb_traces(pb_span(pb_bytes(9, pb_attribute(bad, pb_bytes(1, b"v"))))),  # attribute key
         pb_traces(pb_span(pb_bytes(9, pb_attribute(b"k", string_value)))),  # attribute value
-        pb_traces(pb_span(pb_bytes(9, pb_attribute(b"k", pb_bytes(5, pb_bytes(1, string_value)))))),  # in an array
+        pb_traces(
+            pb_span(pb_bytes(9, pb_attribute(b"k", pb_bytes(5, pb_bytes(1, string_value)))))
+        ),  # in an array
         pb_traces(pb_span(pb_bytes(3, bad))),  # trace_state
         pb_traces(pb_span(pb_bytes(15, pb_bytes(2, bad)))),  # status.message
         pb_traces(pb_span(pb_bytes(11, pb_bytes(2, bad)))),  # event name
@@ -778,21 +975,35 @@ def test_protobuf_strings_that_are_not_utf8_refuse_the_request(bad: bytes) -> No
     ]
     for body in traces:
         assert outcome("traces", "protobuf", body) is None
-    logs = [pb_logs(pb_bytes(5, string_value)), pb_logs(pb_bytes(3, bad)),  # body, severity_text
-            pb_logs(pb_bytes(6, pb_attribute(bad, string_value)))]
+    logs = [
+        pb_logs(pb_bytes(5, string_value)),
+        pb_logs(pb_bytes(3, bad)),  # body, severity_text
+        pb_logs(pb_bytes(6, pb_attribute(bad, string_value))),
+    ]
     for body in logs:
         assert outcome("logs", "protobuf", body) is None
 
 
-@pytest.mark.parametrize("text", [b"\\ud800", b"\\udfff", b"x\\ud800y", b"\\ud83d", b"\\ude00\\ud83d",
-                                  b"\\ud83d\\ude00", b"\xed\xa0\x80"])
+@pytest.mark.parametrize(
+    "text",
+    [b"\\ud800", b"\\udfff", b"x\\ud800y", b"\\ud83d", b"\\ude00\\ud83d", b"\\ud83d\\ude00", b"\xed\xa0\x80"],
+)
 def test_json_lone_surrogates_decode_and_convert_to_rows(text: bytes) -> None:
     span = json.dumps(json_span(name="@", attributes=[{"key": "@", "value": {"stringValue": "@"}}])).encode()
-    decoded = outcome("traces", "json", json_traces().replace(b'"spans": []', b'"spans": [' + span.replace(
-        b"@", text) + b"]"))
+    decoded = outcome(
+        "traces",
+        "json",
+        json_traces().replace(b'"spans": []', b'"spans": [' + span.replace(b"@", text) + b"]"),
+    )
     assert decoded is not None and len(decoded.records) == 1
-    logs = outcome("logs", "json", json_logs().replace(b'"logRecords": []', b'"logRecords": [{"body": {"stringValue": "'
-                                                       + text + b'"}, "severityText": "' + text + b'"}]'))
+    logs = outcome(
+        "logs",
+        "json",
+        json_logs().replace(
+            b'"logRecords": []',
+            b'"logRecords": [{"body": {"stringValue": "' + text + b'"}, "severityText": "' + text + b'"}]',
+        ),
+    )
     assert logs is not None and len(logs.records) == 1
 
 
@@ -801,17 +1012,27 @@ def test_messages_quote_hostile_values_cut_short(encoding: str) -> None:
     """A 5 MB id, time or value is named in the answer, not echoed whole."""
     huge = "a" * 5_000_000
     if encoding == "protobuf":
-        partial = [("traces", pb_traces(pb_span(trace=b"\x01" * 5_000_000))),
-                   ("traces", pb_traces(pb_span(pb_bytes(4, b"\x02" * 5_000_000)))),
-                   ("logs", pb_logs(pb_bytes(9, b"\x03" * 5_000_000)))]
+        partial = [
+            ("traces", pb_traces(pb_span(trace=b"\x01" * 5_000_000))),
+            ("traces", pb_traces(pb_span(pb_bytes(4, b"\x02" * 5_000_000)))),
+            ("logs", pb_logs(pb_bytes(9, b"\x03" * 5_000_000))),
+        ]
         refused: list[tuple[str, bytes]] = []
     else:
-        partial = [("traces", json_traces(json_span(traceId=huge))), ("traces", json_traces(json_span(spanId=huge)))]
-        refused = [("traces", json_traces(json_span(startTimeUnixNano=huge))),
-                   ("logs", json_logs({"severityNumber": huge})),
-                   ("traces", json_traces(json_span(attributes=[{"key": "k", "value": {"bytesValue": "!" + huge}}]))),
-                   ("traces", json_traces(json_span(attributes=[{"key": "k", "value": {"doubleValue": huge}}]))),
-                   ("traces", json_traces(json_span(attributes=[{"key": "k", "value": [huge]}])))]
+        partial = [
+            ("traces", json_traces(json_span(traceId=huge))),
+            ("traces", json_traces(json_span(spanId=huge))),
+        ]
+        refused = [
+            ("traces", json_traces(json_span(startTimeUnixNano=huge))),
+            ("logs", json_logs({"severityNumber": huge})),
+            (
+                "traces",
+                json_traces(json_span(attributes=[{"key": "k", "value": {"bytesValue": "!" + huge}}])),
+            ),
+            ("traces", json_traces(json_span(attributes=[{"key": "k", "value": {"doubleValue": huge}}]))),
+            ("traces", json_traces(json_span(attributes=[{"key": "k", "value": [huge]}]))),
+        ]
     for signal, body in partial:
         decoded = outcome(signal, encoding, body)
         assert decoded is not None and decoded.rejected == 1 and "characters)" in decoded.message
@@ -829,14 +1050,30 @@ def _pb_nested(depth: int, container: int) -> bytes:
     """An AnyValue ``depth`` arrays (5) or key/value lists (6) deep around a string."""
     value = pb_bytes(1, b"leaf")
     for _ in range(depth):
-        value = pb_bytes(5, pb_bytes(1, value)) if container == 5 else pb_bytes(6, pb_bytes(1, pb_attribute(b"k", value)))
+        value = (
+            pb_bytes(5, pb_bytes(1, value))
+            if container == 5
+            else pb_bytes(6, pb_bytes(1, pb_attribute(b"k", value)))
+        )
     return value
 
 
-@pytest.mark.parametrize(("container", "depth", "expected"), [
-    (5, 1, "kept"), (5, 32, "kept"), (5, 33, "marker"), (5, 47, "marker"), (5, 48, "refused"), (5, 3000, "refused"),
-    (6, 1, "kept"), (6, 31, "kept"), (6, 32, "refused"), (6, 200, "refused"), (6, 3000, "refused"),
-])
+@pytest.mark.parametrize(
+    ("container", "depth", "expected"),
+    [
+        (5, 1, "kept"),
+        (5, 32, "kept"),
+        (5, 33, "marker"),
+        (5, 47, "marker"),
+        (5, 48, "refused"),
+        (5, 3000, "refused"),
+        (6, 1, "kept"),
+        (6, 31, "kept"),
+        (6, 32, "refused"),
+        (6, 200, "refused"),
+        (6, 3000, "refused"),
+    ],
+)
 def test_protobuf_values_nested_deep(container: int, depth: int, expected: str) -> None:
     """Within the depth limit: kept; past it: the marker; past the protobuf parser's own depth (100 messages; an
     array level is two, a key/value list level three, the request around the value six): refused, never a crash."""
@@ -854,8 +1091,11 @@ def test_protobuf_values_nested_deep(container: int, depth: int, expected: str) 
 @pytest.mark.parametrize("depth", [1, 32, 33, 250, 320, 400, 5000, 200_000])
 def test_json_values_nested_deep(depth: int) -> None:
     value = '{"arrayValue": {"values": [' * depth + '{"stringValue": "leaf"}' + "]}}" * depth
-    traces = outcome("traces", "json", json_traces(json_span(attributes=[{"key": "x", "value": "@"}])).replace(
-        b'"@"', value.encode()))
+    traces = outcome(
+        "traces",
+        "json",
+        json_traces(json_span(attributes=[{"key": "x", "value": "@"}])).replace(b'"@"', value.encode()),
+    )
     logs = outcome("logs", "json", json_logs({"body": "@"}).replace(b'"@"', value.encode()))
     if depth <= DEFAULT_LIMITS.max_value_depth:
         assert traces is not None and logs is not None and not traces.limited
@@ -885,7 +1125,9 @@ def test_fifty_thousand_attributes_keep_the_limit_and_count_the_rest(encoding: s
     (got,) = decoded.records
     assert list(got.attributes) == [f"attribute.{i}" for i in range(limit)]
     assert len(got.resource) == DEFAULT_LIMITS.max_attributes_per_resource
-    assert decoded.limited == {"attributes_dropped": 2 * 50_000 - limit - DEFAULT_LIMITS.max_attributes_per_resource}
+    assert decoded.limited == {
+        "attributes_dropped": 2 * 50_000 - limit - DEFAULT_LIMITS.max_attributes_per_resource
+    }
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -900,15 +1142,26 @@ def test_very_long_strings_are_cut_with_a_marker(encoding: str) -> None:
         _attributes(span.attributes, [("text", long), ("bytes", b"\x00" * length), ("list", [long, "ok"])])
         body = request.SerializeToString()
     else:
-        body = json_traces(json_span(name=long, attributes=[
-            {"key": "text", "value": {"stringValue": long}},
-            {"key": "bytes", "value": {"bytesValue": base64.b64encode(b"\x00" * length).decode()}},
-            {"key": "list", "value": {"arrayValue": {"values": [{"stringValue": long}, {"stringValue": "ok"}]}}}]))
+        body = json_traces(
+            json_span(
+                name=long,
+                attributes=[
+                    {"key": "text", "value": {"stringValue": long}},
+                    {"key": "bytes", "value": {"bytesValue": base64.b64encode(b"\x00" * length).decode()}},
+                    {
+                        "key": "list",
+                        "value": {"arrayValue": {"values": [{"stringValue": long}, {"stringValue": "ok"}]}},
+                    },
+                ],
+            )
+        )
     decoded = outcome("traces", encoding, body)
     assert decoded is not None
     (got,) = decoded.records
     marked = "é" * limit + f"…[truncated: {length} characters]"
-    assert got.name == marked and got.attributes["text"] == marked and got.attributes["list"] == [marked, "ok"]
+    assert (
+        got.name == marked and got.attributes["text"] == marked and got.attributes["list"] == [marked, "ok"]
+    )
     assert got.attributes["bytes"] == b"\x00" * limit
     assert decoded.limited == {"values_truncated": 4}
 
@@ -916,32 +1169,60 @@ def test_very_long_strings_are_cut_with_a_marker(encoding: str) -> None:
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_duplicate_attribute_keys_keep_one_value(encoding: str) -> None:
     if encoding == "protobuf":
-        body = pb_traces(pb_span(pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"first"))),
-                                 pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"second")))))
+        body = pb_traces(
+            pb_span(
+                pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"first"))),
+                pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"second"))),
+            )
+        )
     else:
-        body = json_traces(json_span(attributes=[{"key": "k", "value": {"stringValue": "first"}},
-                                                 {"key": "k", "value": {"stringValue": "second"}}]))
+        body = json_traces(
+            json_span(
+                attributes=[
+                    {"key": "k", "value": {"stringValue": "first"}},
+                    {"key": "k", "value": {"stringValue": "second"}},
+                ]
+            )
+        )
     decoded = outcome("traces", encoding, body)
     assert decoded is not None
     (got,) = decoded.records
     assert list(got.attributes) == ["k"] and got.attributes["k"] in ("first", "second")
 
 
-EMPTY_PROTOBUF = [b"", pb_bytes(1, b""), pb_bytes(1, pb_bytes(2, b"")), pb_bytes(1, pb_bytes(1, b"") + pb_bytes(2, b""))]
-EMPTY_JSON = [b"{}", b'{"X": []}', b'{"X": null}', b'{"X": [{}]}', b'{"X": [{"Y": []}]}', b'{"X": [{"Y": [{}]}]}',
-              b'{"X": [{"resource": {}, "Y": [{"scope": {}, "Z": []}]}]}']
+EMPTY_PROTOBUF = [
+    b"",
+    pb_bytes(1, b""),
+    pb_bytes(1, pb_bytes(2, b"")),
+    pb_bytes(1, pb_bytes(1, b"") + pb_bytes(2, b"")),
+]
+EMPTY_JSON = [
+    b"{}",
+    b'{"X": []}',
+    b'{"X": null}',
+    b'{"X": [{}]}',
+    b'{"X": [{"Y": []}]}',
+    b'{"X": [{"Y": [{}]}]}',
+    b'{"X": [{"resource": {}, "Y": [{"scope": {}, "Z": []}]}]}',
+]
 
 
 @pytest.mark.parametrize("signal", SIGNALS)
 def test_empty_requests_decode_to_nothing(signal: str) -> None:
-    names = (b"resourceSpans", b"scopeSpans", b"spans") if signal == "traces" else (
-        b"resourceLogs", b"scopeLogs", b"logRecords")
+    names = (
+        (b"resourceSpans", b"scopeSpans", b"spans")
+        if signal == "traces"
+        else (b"resourceLogs", b"scopeLogs", b"logRecords")
+    )
     for body in EMPTY_PROTOBUF:
         decoded = outcome(signal, "protobuf", body)
         assert decoded is not None and decoded.records == [] and decoded.rejected == 0
     for body in EMPTY_JSON:
-        body = body.replace(b'"X"', b'"%s"' % names[0]).replace(b'"Y"', b'"%s"' % names[1]).replace(
-            b'"Z"', b'"%s"' % names[2])
+        body = (
+            body.replace(b'"X"', b'"%s"' % names[0])
+            .replace(b'"Y"', b'"%s"' % names[1])
+            .replace(b'"Z"', b'"%s"' % names[2])
+        )
         decoded = outcome(signal, "json", body)
         assert decoded is not None and decoded.records == [] and decoded.rejected == 0, body
     for body in (b"", b" ", b"null", b"[]", b'""', b"0"):
@@ -950,7 +1231,13 @@ def test_empty_requests_decode_to_nothing(signal: str) -> None:
 
 def _with_unknown(message: bytes) -> bytes:
     """``message`` with unknown fields of every wire type before and after (a newer proto's fields)."""
-    unknown = pb_bytes(1000, b"later") + pb_varint(1001, 2**63) + pb_fixed64(1002, 7) + _varint(1003 << 3 | 5) + b"\0" * 4
+    unknown = (
+        pb_bytes(1000, b"later")
+        + pb_varint(1001, 2**63)
+        + pb_fixed64(1002, 7)
+        + _varint(1003 << 3 | 5)
+        + b"\0" * 4
+    )
     return unknown + message + unknown
 
 
@@ -967,7 +1254,10 @@ def test_unknown_fields_are_ignored() -> None:
     extra = json.loads(json.dumps(plain))
     extra["newTopLevel"] = [1]
     extra["resourceSpans"][0]["schemaUrl"] = "x"
-    extra["resourceSpans"][0]["scopeSpans"][0]["spans"][0] |= {"droppedAttributesCount": 3, "newThing": {"a": []}}
+    extra["resourceSpans"][0]["scopeSpans"][0]["spans"][0] |= {
+        "droppedAttributesCount": 3,
+        "newThing": {"a": []},
+    }
     extra["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0]["value"]["other"] = 1
     with_extra = outcome("traces", "json", json.dumps(extra).encode())
     without = outcome("traces", "json", json.dumps(plain).encode())
@@ -978,8 +1268,13 @@ def test_unknown_fields_are_ignored() -> None:
 @pytest.mark.parametrize("signal", SIGNALS)
 def test_the_generated_requests_reach_the_decoder(signal: str, encoding: str) -> None:
     """Guards the generators above: of what they build, some decodes to records and some has records rejected."""
-    strategy = json_request(signal) if encoding == "json" else pb_trace_request() if signal == "traces" \
+    strategy = (
+        json_request(signal)
+        if encoding == "json"
+        else pb_trace_request()
+        if signal == "traces"
         else pb_logs_request()
+    )
     seen = {"kept": 0, "rejected": 0}
 
     @fuzz(60)
@@ -1017,14 +1312,20 @@ ENCODING_NAMES = ("gzip", "x-gzip", "deflate", "identity", "", "GZIP", " gzip ",
 @given(data=st.data(), encoding=st.sampled_from(ENCODING_NAMES))
 def test_inflate_random_and_mutated_bodies(data: st.DataObject, encoding: str) -> None:
     raw = data.draw(st.binary(max_size=3000))
-    body = data.draw(st.one_of(st.just(raw), st.just(gzip.compress(raw)), st.just(zlib.compress(raw))).flatmap(
-        lambda b: st.just(b) | mutated(b, "protobuf")))
+    body = data.draw(
+        st.one_of(st.just(raw), st.just(gzip.compress(raw)), st.just(zlib.compress(raw))).flatmap(
+            lambda b: st.just(b) | mutated(b, "protobuf")
+        )
+    )
     body_outcome(lambda: inflate(body, encoding, BODY_LIMIT))
 
 
 @fuzz(100)
-@given(parts=st.lists(st.binary(max_size=30_000) | st.just(bytes(50_000)), min_size=1, max_size=5),
-       padding=st.integers(0, 16), cut=st.integers(0, 64))
+@given(
+    parts=st.lists(st.binary(max_size=30_000) | st.just(bytes(50_000)), min_size=1, max_size=5),
+    padding=st.integers(0, 16),
+    cut=st.integers(0, 64),
+)
 def test_inflate_concatenated_gzip_members(parts: list[bytes], padding: int, cut: int) -> None:
     """Members are inflated one after the other, zeros after the last are padding; past the limit is refused."""
     body = b"".join(gzip.compress(p) for p in parts) + bytes(padding)

@@ -18,16 +18,31 @@ TRACE = "0102030405060708090a0b0c0d0e0f10"
 
 def span(i: int = 1, **fields: Any) -> SpanRecord:
     base: dict[str, Any] = dict(
-        trace_id=TRACE, span_id=f"{i:016x}", parent_span_id=None, name="work", kind=1, start_ns=1_700_000_000_000_000_000,
-        end_ns=1_700_000_001_000_000_000, status_code=0, status_message="", attributes={}, events=(), links=(),
-        resource={"service.name": "svc"}, scope_name="s", scope_version="1",
+        trace_id=TRACE,
+        span_id=f"{i:016x}",
+        parent_span_id=None,
+        name="work",
+        kind=1,
+        start_ns=1_700_000_000_000_000_000,
+        end_ns=1_700_000_001_000_000_000,
+        status_code=0,
+        status_message="",
+        attributes={},
+        events=(),
+        links=(),
+        resource={"service.name": "svc"},
+        scope_name="s",
+        scope_version="1",
     )
     base.update(fields)
     return SpanRecord(**base)
 
 
 def bodies(spans: list[SpanRecord]) -> dict[str, bytes]:
-    return {"protobuf": encode_traces(spans).SerializeToString(), "json": json.dumps(traces_to_json(spans)).encode()}
+    return {
+        "protobuf": encode_traces(spans).SerializeToString(),
+        "json": json.dumps(traces_to_json(spans)).encode(),
+    }
 
 
 def nested(depth: int) -> Any:
@@ -49,13 +64,23 @@ def test_within_the_limits_nothing_is_cut(encoding: str) -> None:
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_counts_over_the_limits_keep_the_first_and_are_counted(encoding: str) -> None:
-    limits = Limits(max_attributes_per_span=3, max_attributes_per_resource=2, max_events_per_span=2,
-                    max_links_per_span=1)
+    limits = Limits(
+        max_attributes_per_span=3, max_attributes_per_resource=2, max_events_per_span=2, max_links_per_span=1
+    )
     attributes = {f"k{i}": i for i in range(10)}
-    events = tuple(SpanEvent(f"e{i}", 1_700_000_000_500_000_000, {f"a{j}": j for j in range(5)}) for i in range(4))
+    events = tuple(
+        SpanEvent(f"e{i}", 1_700_000_000_500_000_000, {f"a{j}": j for j in range(5)}) for i in range(4)
+    )
     links = tuple(SpanLink(TRACE, f"{j + 9:016x}", {}) for j in range(3))
-    records = [span(1, attributes=attributes, events=events, links=links,
-                    resource={"service.name": "svc", "r1": 1, "r2": 2})]
+    records = [
+        span(
+            1,
+            attributes=attributes,
+            events=events,
+            links=links,
+            resource={"service.name": "svc", "r1": 1, "r2": 2},
+        )
+    ]
     decoded = decode("traces", encoding, bodies(records)[encoding], limits)
     (got,) = decoded.records
     assert got.attributes == {"k0": 0, "k1": 1, "k2": 2}
@@ -67,7 +92,9 @@ def test_counts_over_the_limits_keep_the_first_and_are_counted(encoding: str) ->
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_long_strings_are_truncated_with_a_marker_and_counted(encoding: str) -> None:
     limits = Limits(max_attribute_value_length=10)
-    records = [span(1, name="n" * 50, attributes={"short": "abc", "long": "é" * 25, "list": ["y" * 11, "ok"]})]
+    records = [
+        span(1, name="n" * 50, attributes={"short": "abc", "long": "é" * 25, "list": ["y" * 11, "ok"]})
+    ]
     decoded = decode("traces", encoding, bodies(records)[encoding], limits)
     (got,) = decoded.records
     assert got.attributes["short"] == "abc"
@@ -98,8 +125,23 @@ def test_too_many_spans_refuse_the_request_naming_the_limit(encoding: str) -> No
 
 
 def test_too_many_log_records_refuse_the_request() -> None:
-    logs = [LogRecord(1_700_000_000_000_000_000, 0, TRACE, "0000000000000001", 9, "INFO", "", f"m{i}", {},
-                      {"service.name": "svc"}, "s", "1") for i in range(3)]
+    logs = [
+        LogRecord(
+            1_700_000_000_000_000_000,
+            0,
+            TRACE,
+            "0000000000000001",
+            9,
+            "INFO",
+            "",
+            f"m{i}",
+            {},
+            {"service.name": "svc"},
+            "s",
+            "1",
+        )
+        for i in range(3)
+    ]
     body = encode_logs(logs).SerializeToString()
     with pytest.raises(LimitExceeded, match=r"max_log_records_per_request \(2\)"):
         decode("logs", "protobuf", body, Limits(max_log_records_per_request=2))
@@ -109,7 +151,11 @@ def test_too_many_log_records_refuse_the_request() -> None:
 
 def test_a_json_body_nested_past_the_interpreter_is_a_bad_request_not_a_crash() -> None:
     value = '{"arrayValue": {"values": [' * 200_000 + "]}}" * 200_000
-    head = '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "' + TRACE + '", "spanId": "0000000000000001", '
+    head = (
+        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "'
+        + TRACE
+        + '", "spanId": "0000000000000001", '
+    )
     body = head + '"attributes": [{"key": "x", "value": ' + value + "}]}]}]}]}"
     with pytest.raises(DecodeError, match="nested too deeply"):
         decode("traces", "json", body.encode())
@@ -138,7 +184,12 @@ def test_a_protobuf_body_nested_past_the_parser_is_a_bad_request() -> None:
     shallow = _field(1, b"leaf")
     for _ in range(20):
         shallow = _field(5, _field(1, shallow))
-    span_bytes = _field(1, bytes.fromhex(TRACE)) + _field(2, bytes(7) + b"\x01") + \
-        _field(9, _field(1, b"x") + _field(2, shallow))
-    decoded = decode("traces", "protobuf", _field(1, _field(2, _field(2, span_bytes))), Limits(max_value_depth=8))
+    span_bytes = (
+        _field(1, bytes.fromhex(TRACE))
+        + _field(2, bytes(7) + b"\x01")
+        + _field(9, _field(1, b"x") + _field(2, shallow))
+    )
+    decoded = decode(
+        "traces", "protobuf", _field(1, _field(2, _field(2, span_bytes))), Limits(max_value_depth=8)
+    )
     assert decoded.limited == {"values_too_deep": 1} and len(decoded.records) == 1

@@ -19,8 +19,14 @@ def parse(svg: str) -> ET.Element:
 def test_pass_rate_chart_draws_a_bar_per_bucket_and_a_dot_per_scored_bucket() -> None:
     start = datetime(2026, 12, 1, tzinfo=UTC)
     buckets = [start + timedelta(hours=h) for h in range(4)]
-    svg = parse(pass_rate_chart(buckets, [3, 0, 5, 1], {"tool_correctness": [1.0, None, 0.4, 0.0],
-                                                        "a<b>": [0.5, None, None, 1.0]}, title="t"))
+    svg = parse(
+        pass_rate_chart(
+            buckets,
+            [3, 0, 5, 1],
+            {"tool_correctness": [1.0, None, 0.4, 0.0], "a<b>": [0.5, None, None, 1.0]},
+            title="t",
+        )
+    )
     assert len(svg.findall(f".//{SVG}rect[@class='runs-bar']")) == 4
     assert len(dots(svg)) == 5
     assert len(svg.findall(f".//{SVG}polyline")) == 2
@@ -46,34 +52,58 @@ def centre(dot: ET.Element) -> tuple[float, float]:
 def test_a_chart_of_one_or_two_buckets_marks_points_on_an_axis_without_bars() -> None:
     start = datetime(2026, 12, 1, 9, tzinfo=UTC)
     for buckets, runs in (([start], [7]), ([start, start + timedelta(hours=6)], [7, 1])):
-        svg = parse(pass_rate_chart(buckets, runs, {"tool_correctness": [1.0] * len(runs)}, title="t", fine=True))
+        svg = parse(
+            pass_rate_chart(buckets, runs, {"tool_correctness": [1.0] * len(runs)}, title="t", fine=True)
+        )
         assert not svg.findall(f".//{SVG}rect[@class='runs-bar']")  # no bar as wide as the chart
         assert len(svg.findall(f".//{SVG}line[@class='axis-line']")) == 2
         assert len(svg.findall(f".//{SVG}line[@class='tick']")) == len(runs)
         axis = [t.text for t in svg.iter(f"{SVG}text") if "axis" in t.get("class", "")]
         assert "12-01 09:00" in axis and "7 runs" in axis and "0%" in axis and "100%" in axis
         assert len(dots(svg)) == len(runs)
-    two = [t.text for t in parse(pass_rate_chart([start, start + timedelta(hours=6)], [7, 1], {}, title="t",
-                                                 fine=True)).iter(f"{SVG}text")]
+    two = [
+        t.text
+        for t in parse(
+            pass_rate_chart([start, start + timedelta(hours=6)], [7, 1], {}, title="t", fine=True)
+        ).iter(f"{SVG}text")
+    ]
     assert "12-01 15:00" in two and "1 run" in two
 
 
 def test_many_buckets_draw_bars_no_wider_than_a_bar() -> None:
     start = datetime(2026, 12, 1, tzinfo=UTC)
-    svg = parse(pass_rate_chart([start + timedelta(hours=h) for h in range(3)], [1, 2, 3],
-                                {"tool_correctness": [1.0, 0.5, 0.0]}, title="t"))
+    svg = parse(
+        pass_rate_chart(
+            [start + timedelta(hours=h) for h in range(3)],
+            [1, 2, 3],
+            {"tool_correctness": [1.0, 0.5, 0.0]},
+            title="t",
+        )
+    )
     bars = svg.findall(f".//{SVG}rect[@class='runs-bar']")
     assert len(bars) == 3 and all(float(b.get("width", 0)) <= 28 for b in bars)
 
 
 def test_equal_rates_of_different_metrics_do_not_hide_each_other() -> None:
     start = datetime(2026, 12, 1, tzinfo=UTC)
-    metrics = ["tool_correctness", "tool_correctness_exact", "tool_correctness_ordering", "tool_errors_detectors"]
+    metrics = [
+        "tool_correctness",
+        "tool_correctness_exact",
+        "tool_correctness_ordering",
+        "tool_errors_detectors",
+    ]
     for n in (1, 2, 12):
         buckets = [start + timedelta(hours=h) for h in range(n)]
-        svg = parse(pass_rate_chart(buckets, [1] * n, {m: [1.0] * n for m in metrics}, title="t",
-                                    colours={m: k for k, m in enumerate(metrics)},
-                                    labels={"tool_correctness": "Tool correctness"}))
+        svg = parse(
+            pass_rate_chart(
+                buckets,
+                [1] * n,
+                {m: [1.0] * n for m in metrics},
+                title="t",
+                colours={m: k for k, m in enumerate(metrics)},
+                labels={"tool_correctness": "Tool correctness"},
+            )
+        )
         found = dots(svg)
         assert len(found) == 4 * n
         centres = [centre(d) for d in found]
@@ -93,8 +123,13 @@ def test_empty_charts_say_so() -> None:
 
 
 def test_stacked_bars_stack_by_kind_with_totals() -> None:
-    svg = parse(stacked_bars([("book_hotel", {"missing": 3, "out of order": 1}), ("get_weather", {"extra": 2})],
-                             ("missing", "extra", "out of order"), title="t"))
+    svg = parse(
+        stacked_bars(
+            [("book_hotel", {"missing": 3, "out of order": 1}), ("get_weather", {"extra": 2})],
+            ("missing", "extra", "out of order"),
+            title="t",
+        )
+    )
     rects = [r for r in svg.iter(f"{SVG}rect") if "swatch" not in r.get("class", "")]
     assert [r.get("class") for r in rects] == ["kind-missing", "kind-out_of_order", "kind-extra"]
     widths = [float(r.get("width", 0)) for r in rects]
@@ -106,14 +141,21 @@ def test_a_metric_keeps_its_colour_on_every_chart() -> None:
     start = datetime(2026, 12, 1, tzinfo=UTC)
     buckets = [start, start + timedelta(hours=1)]
     colours = {"tool_correctness": 0, "tool_errors_detectors": 3}
-    alone = parse(pass_rate_chart(buckets, [1, 1], {"tool_errors_detectors": [1.0, 1.0]}, title="t", colours=colours))
+    alone = parse(
+        pass_rate_chart(buckets, [1, 1], {"tool_errors_detectors": [1.0, 1.0]}, title="t", colours=colours)
+    )
     assert {p.get("class") for p in alone.iter(f"{SVG}polyline")} == {"line series-3 dash-3"}
     assert 'class="series-3"' in legend(["tool_errors_detectors"], colours)
 
 
 def test_the_legend_shows_labels_and_notes() -> None:
-    items = ET.fromstring(legend(["tool_correctness_exact"], {"tool_correctness_exact": 1},
-                                 {"tool_correctness_exact": "Tool correctness (exact set)"},
-                                 {"tool_correctness_exact": "latest 50% passed"}))
+    items = ET.fromstring(
+        legend(
+            ["tool_correctness_exact"],
+            {"tool_correctness_exact": 1},
+            {"tool_correctness_exact": "Tool correctness (exact set)"},
+            {"tool_correctness_exact": "latest 50% passed"},
+        )
+    )
     assert items[0].get("data-metric") == "tool_correctness_exact"
     assert "".join(items[0].itertext()).strip() == "Tool correctness (exact set) latest 50% passed"

@@ -22,12 +22,16 @@ def test_every_registered_metric_has_a_label_a_direction_and_a_meaning() -> None
     assert "order is NOT checked" in metric_label("tool_correctness_exact").meaning
     for errors in ("tool_errors", "tool_errors_detectors"):
         assert metric_label(errors).direction == LOWER and metric_label(errors).arrow == "↓"
-    assert metric_label("tool_correctness").description.startswith("Tool correctness (higher is better). share")
+    assert metric_label("tool_correctness").description.startswith(
+        "Tool correctness (higher is better). share"
+    )
 
 
 def test_a_variant_or_an_unknown_metric_still_reads_as_words() -> None:
     multimodal = metric_label("multimodal_tool_correctness_exact")
-    assert multimodal.label == "Multimodal tool correctness (exact set)" and multimodal.higher_is_better is True
+    assert (
+        multimodal.label == "Multimodal tool correctness (exact set)" and multimodal.higher_is_better is True
+    )
     unknown = metric_label("answer_relevancy")
     assert unknown.label == "Answer relevancy" and unknown.direction == "" and unknown.arrow == ""
 
@@ -57,7 +61,9 @@ def test_the_span_tree_shows_what_a_span_does_rather_than_internal() -> None:
     assert span_kind({"kind": "INTERNAL", "openinference_span_kind": "LLM"})[0] == "LLM"
     assert span_kind({"kind": "INTERNAL", "openinference_span_kind": "TOOL"})[0] == "tool"
     assert span_kind({"kind": "INTERNAL", "openinference_span_kind": "CHAIN"}) == (
-        "chain", "openinference.span.kind = CHAIN (OTLP kind: internal)")
+        "chain",
+        "openinference.span.kind = CHAIN (OTLP kind: internal)",
+    )
     assert span_kind({"kind": "CLIENT", "gen_ai_operation_name": "chat"})[0] == "chat"
     assert span_kind({"kind": "INTERNAL", "gen_ai_operation_name": "execute_tool"})[0] == "execute_tool"
     assert span_kind({"kind": "SERVER"}) == ("server", "OTLP span kind")

@@ -22,7 +22,9 @@ HOSTILE = """</pre><script>alert("x")</script> 'single' & more"""
 def test_every_template_compiles_and_escapes() -> None:
     env = environment()
     names = env.list_templates()
-    assert {"layout.html", "overview.html", "runs.html", "run.html", "report.html", "sign_in.html"} <= set(names)
+    assert {"layout.html", "overview.html", "runs.html", "run.html", "report.html", "sign_in.html"} <= set(
+        names
+    )
     for name in names:
         assert template(name) is template(name) is env.get_template(name)  # compiled once
     assert env.autoescape is True and environment() is env
@@ -43,8 +45,10 @@ def test_line_breaks_and_indentation_of_a_template_are_not_sent() -> None:
     page = message_page("Bad request", "x", server_links())
     assert "\n" not in page
     assert page.startswith('<!doctype html><html lang="en"><head><meta charset="utf-8">')
-    assert ('<header><span class="brand">agentotel-eval</span><nav><a href="/" aria-current=page>Overview</a>'
-            not in page)  # no page is active on an error page
+    assert (
+        '<header><span class="brand">agentotel-eval</span><nav><a href="/" aria-current=page>Overview</a>'
+        not in page
+    )  # no page is active on an error page
     assert '<nav><a href="/">Overview</a><a href="/runs">Runs</a></nav>' in page
 
 

@@ -14,11 +14,18 @@ CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required"
 NIGHTS = {"type": "object", "properties": {"nights": {"type": "integer"}}, "required": ["nights"]}
 FLIGHT = {
     "type": "object",
-    "properties": {"origin": {"type": "string"}, "destination": {"type": "string"}, "date": {"type": "string"}},
+    "properties": {
+        "origin": {"type": "string"},
+        "destination": {"type": "string"},
+        "date": {"type": "string"},
+    },
     "required": ["origin", "destination", "date"],
 }
-OPTIONAL_UNITS = {"type": "object", "properties": {"city": {"type": "string"}, "units": {"type": "string"}},
-                  "required": ["city"]}
+OPTIONAL_UNITS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "units": {"type": "string"}},
+    "required": ["city"],
+}
 
 
 @pytest.mark.parametrize(
@@ -31,12 +38,26 @@ OPTIONAL_UNITS = {"type": "object", "properties": {"city": {"type": "string"}, "
         ("{}", None, {}, "json"),
         ('{"args": [], "kwargs": {"city": "Oslo"}}', None, {"city": "Oslo"}, "args_kwargs"),
         ({"args": ["Oslo"], "kwargs": {}}, CITY, {"city": "Oslo"}, "args_kwargs"),
-        ({"args": ["Berlin"], "kwargs": {"date": "2025-07-01", "destination": "Rome"}}, FLIGHT,
-         {"origin": "Berlin", "destination": "Rome", "date": "2025-07-01"}, "args_kwargs"),
+        (
+            {"args": ["Berlin"], "kwargs": {"date": "2025-07-01", "destination": "Rome"}},
+            FLIGHT,
+            {"origin": "Berlin", "destination": "Rome", "date": "2025-07-01"},
+            "args_kwargs",
+        ),
         ({"args": ["Oslo"], "kwargs": {}}, None, None, "args_kwargs"),  # positional, names unknowable
         ({"args": ["a", "b"], "kwargs": {}}, CITY, None, "args_kwargs"),  # more values than parameters
-        ('{"input_str": "{\'city\': \'Paris\'}", "inputs": {"city": "Paris"}, "tags": []}', None, {"city": "Paris"}, "input_str"),
-        ({"input_str": "{'city': 'Paris', 'n': 3}", "tags": []}, None, {"city": "Paris", "n": 3}, "input_str"),
+        (
+            '{"input_str": "{\'city\': \'Paris\'}", "inputs": {"city": "Paris"}, "tags": []}',
+            None,
+            {"city": "Paris"},
+            "input_str",
+        ),
+        (
+            {"input_str": "{'city': 'Paris', 'n': 3}", "tags": []},
+            None,
+            {"city": "Paris", "n": 3},
+            "input_str",
+        ),
         ({"input_str": "Rome", "inputs": {}}, CITY, {"city": "Rome"}, "input_str"),
         ("Rome", CITY, {"city": "Rome"}, "scalar"),
         ("Rome", None, None, "scalar"),
@@ -44,11 +65,24 @@ OPTIONAL_UNITS = {"type": "object", "properties": {"city": {"type": "string"}, "
         ("2025", CITY, {"city": "2025"}, "scalar"),  # a string parameter keeps the string
         ("3", NIGHTS, {"nights": 3}, "scalar"),
         (3, NIGHTS, {"nights": 3}, "scalar"),
-        (["Berlin", "Rome", "2025-07-01"], FLIGHT, {"origin": "Berlin", "destination": "Rome", "date": "2025-07-01"},
-         "positional"),
-        ({"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Lima"}}}, None, {"city": "Lima"},
-         "bedrock"),
-        ({"toolUseId": "t1", "name": "get_weather", "input": '{"city": "Lima"}'}, None, {"city": "Lima"}, "bedrock"),
+        (
+            ["Berlin", "Rome", "2025-07-01"],
+            FLIGHT,
+            {"origin": "Berlin", "destination": "Rome", "date": "2025-07-01"},
+            "positional",
+        ),
+        (
+            {"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Lima"}}},
+            None,
+            {"city": "Lima"},
+            "bedrock",
+        ),
+        (
+            {"toolUseId": "t1", "name": "get_weather", "input": '{"city": "Lima"}'},
+            None,
+            {"city": "Lima"},
+            "bedrock",
+        ),
         ("{city: Paris", None, None, "scalar"),  # malformed JSON stays a raw value
         (None, CITY, None, "absent"),
     ],
@@ -60,12 +94,19 @@ def test_normalize_arguments(raw, schema, params, encoding):
 
 
 def test_input_str_carries_the_call_id_in_its_kwargs():
-    raw = {"input_str": "{'city': 'Paris'}", "inputs": {"city": "Paris"}, "kwargs": {"tool_call_id": "call_1"}}
+    raw = {
+        "input_str": "{'city': 'Paris'}",
+        "inputs": {"city": "Paris"},
+        "kwargs": {"tool_call_id": "call_1"},
+    }
     assert normalize_arguments(raw).call_id == "call_1"
 
 
 def test_schema_parameter_names_keep_declaration_order():
-    assert schema_parameter_names(FLIGHT) == (("origin", "destination", "date"), ("origin", "destination", "date"))
+    assert schema_parameter_names(FLIGHT) == (
+        ("origin", "destination", "date"),
+        ("origin", "destination", "date"),
+    )
     assert schema_parameter_names(None) == ((), ())
 
 
@@ -94,14 +135,34 @@ def test_parse_json_leaves_plain_text_alone():
     ("recorded", "content", "status", "call_id"),
     [
         # OpenInference LangChain: ToolMessage dump; handle_tool_error gives status OK + ToolMessage status error
-        ({"type": "tool", "data": {"content": "Unknown city", "tool_call_id": "c1", "status": "error"}},
-         "Unknown city", "error", "c1"),
+        (
+            {"type": "tool", "data": {"content": "Unknown city", "tool_call_id": "c1", "status": "error"}},
+            "Unknown city",
+            "error",
+            "c1",
+        ),
         # OpenLLMetry LangChain: {"output": <lc ToolMessage>, "kwargs": {...}}
-        ({"output": {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"],
-                     "kwargs": {"content": "Paris: 18C", "tool_call_id": "c2", "status": "success"}},
-          "kwargs": {"name": "get_weather"}}, "Paris: 18C", None, "c2"),
+        (
+            {
+                "output": {
+                    "lc": 1,
+                    "type": "constructor",
+                    "id": ["langchain", "schema", "messages", "ToolMessage"],
+                    "kwargs": {"content": "Paris: 18C", "tool_call_id": "c2", "status": "success"},
+                },
+                "kwargs": {"name": "get_weather"},
+            },
+            "Paris: 18C",
+            None,
+            "c2",
+        ),
         ('[{"text": "Tokyo: 20C"}]', "Tokyo: 20C", None, None),  # Strands content blocks
-        ({"toolResult": {"toolUseId": "t9", "status": "error", "content": [{"text": "boom"}]}}, "boom", "error", "t9"),
+        (
+            {"toolResult": {"toolUseId": "t9", "status": "error", "content": [{"text": "boom"}]}},
+            "boom",
+            "error",
+            "t9",
+        ),
         ('"Athens: 29C sunny"', "Athens: 29C sunny", None, None),  # a JSON string literal
         ('{"result": "Paris"}', {"result": "Paris"}, None, None),
         ("plain text", "plain text", None, None),

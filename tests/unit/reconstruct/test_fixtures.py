@@ -22,11 +22,20 @@ ENCODINGS = ("protobuf", "json")
 # content capture off (AutoGen's built-in tracing, Semantic Kernel without sensitive diagnostics, Haystack without
 # content tracing, the Vercel AI SDK with recordInputs/recordOutputs off), the Anthropic SDK's metadata-only mode,
 # OpenInference with hidden inputs and outputs.
-NO_CONTENT = ("google-adk__default__", "autogen__builtin__", "semantic-kernel__diag__", "haystack__otel__",
-              "vercel-ai-sdk__nocontent__", "anthropic-loop__sdk-native__", "llama-index__oi-hidden__",
-              "llama-index__otel__",  # (only reprs cut at 200 characters)
-              "agent-framework__nosensitive__", "langgraph__langsmith-otel-hidden__", "raw-openai__openlit-raw-nocontent__",
-              "raw-openai__langtrace-raw-nocontent__")
+NO_CONTENT = (
+    "google-adk__default__",
+    "autogen__builtin__",
+    "semantic-kernel__diag__",
+    "haystack__otel__",
+    "vercel-ai-sdk__nocontent__",
+    "anthropic-loop__sdk-native__",
+    "llama-index__oi-hidden__",
+    "llama-index__otel__",  # (only reprs cut at 200 characters)
+    "agent-framework__nosensitive__",
+    "langgraph__langsmith-otel-hidden__",
+    "raw-openai__openlit-raw-nocontent__",
+    "raw-openai__langtrace-raw-nocontent__",
+)
 # Families that record no user request on any span (CrewAI's OpenInference wrappers: the agent span's input
 # holds the agent and its tools, not the task).
 NO_USER_INPUT = (*NO_CONTENT, "crewai__openinference__")
@@ -37,15 +46,31 @@ NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__", "raw-openai__langt
 # without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a user-message
 # event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input;
 # OpenInference's Haystack agent step, whose input names no tools).
-NO_DEFINITIONS = ("openai-agents__openinference__", "openai-agents-mcp__openinference__", "agent-framework__v136__",
-                  "raw-openai__openlit-raw__", "openai-agents__traceloop__", "raw-openai__openai-v2-legacy__",
-                  "anthropic-loop__sdk-native", "anthropic-loop__openllmetry-events__", "autogen__",
-                  "llama-index__", "crewai__openinference__", "langgraphjs__traceloop__",
-                  "haystack__openinference-pipeline__", *NO_CONTENT)
+NO_DEFINITIONS = (
+    "openai-agents__openinference__",
+    "openai-agents-mcp__openinference__",
+    "agent-framework__v136__",
+    "raw-openai__openlit-raw__",
+    "openai-agents__traceloop__",
+    "raw-openai__openai-v2-legacy__",
+    "anthropic-loop__sdk-native",
+    "anthropic-loop__openllmetry-events__",
+    "autogen__",
+    "llama-index__",
+    "crewai__openinference__",
+    "langgraphjs__traceloop__",
+    "haystack__openinference-pipeline__",
+    *NO_CONTENT,
+)
 # Families with no LLM span at all: AutoGen's built-in tracing, LlamaIndex's own OpenTelemetry (dispatcher spans
 # with no GenAI attributes), CrewAI's OpenInference wrappers (the LLM call is not wrapped), OpenInference's Haystack
 # instrumentor around an agent run on its own (one step holding the conversation): no call has a requesting LLM turn.
-NO_LLM_SPANS = ("autogen__builtin__", "llama-index__otel__", "crewai__openinference__", "haystack__openinference-pipeline__")
+NO_LLM_SPANS = (
+    "autogen__builtin__",
+    "llama-index__otel__",
+    "crewai__openinference__",
+    "haystack__openinference-pipeline__",
+)
 PLAIN_MULTI_TRACE_ROOTS = {"ChatCompletion", "openai.chat"}
 
 
@@ -79,8 +104,15 @@ def test_calls_match_ground_truth(fixture: Fixture, encoding: str):
     if not fixture.names_recorded():  # metadata-only spans: nothing names the tools, nothing may be invented
         assert calls == []
         return
-    truth = list(zip(entry["ground_truth_tools"], entry["ground_truth_args"], entry["ground_truth_outcomes"],
-                     entry["ground_truth_llm_turns"], strict=True))
+    truth = list(
+        zip(
+            entry["ground_truth_tools"],
+            entry["ground_truth_args"],
+            entry["ground_truth_outcomes"],
+            entry["ground_truth_llm_turns"],
+            strict=True,
+        )
+    )
     assert len(calls) == len(truth), [c.name for c in calls]
     args_known = fixture.args_recorded()
     position = 0
@@ -142,7 +174,9 @@ def test_run_structure(fixture: Fixture):
         if not name.startswith(NO_USER_INPUT):
             assert run.input, f"{run.span_name}: no user input"
         ended_normally = run.status == "ok" and not run.handoffs
-        plain_loop_turn = run.convention == "root" and set(entry["root_span_names"]) <= PLAIN_MULTI_TRACE_ROOTS
+        plain_loop_turn = (
+            run.convention == "root" and set(entry["root_span_names"]) <= PLAIN_MULTI_TRACE_ROOTS
+        )
         if ended_normally and not plain_loop_turn and not name.startswith(NO_FINAL_ANSWER):
             assert run.output, f"{run.span_name}: no final output"
         if not name.startswith(NO_DEFINITIONS):
@@ -157,30 +191,43 @@ def test_run_structure(fixture: Fixture):
         assert entry["run_error"].split(":")[0] in (runs[0].error or "")
 
 
-@pytest.mark.parametrize("fixture", [f for f in FIXTURES if f.entry["scenario"] == "delegate"], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "fixture", [f for f in FIXTURES if f.entry["scenario"] == "delegate"], ids=lambda f: f.name
+)
 def test_agent_as_tool_is_a_nested_run_that_owns_its_calls(fixture: Fixture):
     outer, inner = _replay(fixture, "protobuf")
     entry = fixture.entry
-    sub = [t for t, turn in zip(entry["ground_truth_tools"], entry["ground_truth_llm_turns"], strict=True)
-           if turn.startswith("delegate_sub")]
+    sub = [
+        t
+        for t, turn in zip(entry["ground_truth_tools"], entry["ground_truth_llm_turns"], strict=True)
+        if turn.startswith("delegate_sub")
+    ]
     assert outer.tools_called == [t for t in entry["ground_truth_tools"] if t not in sub]
     assert inner.tools_called == sub
     assert inner.parent_run_span_id == outer.span_id
-    named = [s for s in fixture.spans() if s.span_id == inner.span_id and "weather_assistant" in repr(s.attributes)]
+    named = [
+        s for s in fixture.spans() if s.span_id == inner.span_id and "weather_assistant" in repr(s.attributes)
+    ]
     if named:  # (Haystack's tracer, CrewAI's built-in one and hidden OpenInference inputs do not name it)
         assert inner.agent_name == "weather_assistant"
     assert outer.parent_run_span_id is None
     assert outer.start_time_ns < inner.start_time_ns < inner.end_time_ns <= outer.end_time_ns
 
 
-@pytest.mark.parametrize("fixture", [f for f in FIXTURES if f.entry["scenario"] == "handoff"], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "fixture", [f for f in FIXTURES if f.entry["scenario"] == "handoff"], ids=lambda f: f.name
+)
 def test_handoff_target_is_its_own_run_and_the_handoff_is_recorded_apart(fixture: Fixture):
     triage, weather = _replay(fixture, "protobuf")
     assert (triage.agent_name, triage.tools_called) == ("triage_agent", [])
     assert [(h.name, h.to_agent, h.from_agent) for h in triage.handoffs] == [
         ("transfer_to_weather_agent", "weather_agent", "triage_agent")
     ]
-    assert (weather.agent_name, weather.tools_called, weather.handoffs) == ("weather_agent", ["get_weather"], ())
+    assert (weather.agent_name, weather.tools_called, weather.handoffs) == (
+        "weather_agent",
+        ["get_weather"],
+        (),
+    )
     assert weather.output == "Nairobi is 24C and sunny."
     assert triage.input == weather.input == "Route me to the weather specialist: weather in Nairobi?"
 

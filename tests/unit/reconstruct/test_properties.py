@@ -24,7 +24,11 @@ from tests.support.fixture_traces import Fixture, fixtures
 
 FIXTURES = fixtures()
 # Every fixture, a few random draws each (sampling fixtures with hypothesis would favour the first ones).
-SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors])
+SETTINGS = settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
+)
 EACH_FIXTURE = pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.name)
 
 
@@ -56,7 +60,13 @@ def _same(runs: list[AgentRun], expected: tuple[AgentRun, ...]) -> None:
 
 
 def _signature(call) -> tuple:
-    return (call.name, repr(sorted((call.input_parameters or {}).items())), call.status, call.call_id, repr(call.output))
+    return (
+        call.name,
+        repr(sorted((call.input_parameters or {}).items())),
+        call.status,
+        call.call_id,
+        repr(call.output),
+    )
 
 
 @EACH_FIXTURE
@@ -115,7 +125,9 @@ def _has_logs(fixture: Fixture, span: SpanRecord) -> bool:
 
 
 # (a span's log records go with it: a span that holds some is evidence, not plumbing)
-PLAIN_MIDDLE = [(f, s) for f, s in _cases(lambda role: not (role.run or role.tool or role.llm)) if not _has_logs(f, s)]
+PLAIN_MIDDLE = [
+    (f, s) for f, s in _cases(lambda role: not (role.run or role.tool or role.llm)) if not _has_logs(f, s)
+]
 RUN_MIDDLE = _cases(lambda role: role.run is not None)
 TOOL_MIDDLE = _cases(lambda role: role.tool is not None and role.run is None)
 
@@ -162,7 +174,9 @@ def test_missing_run_span_loses_no_call_and_attributes_it_to_an_enclosing_run(ca
     by_id = {s.span_id: s for s in _records(fixture)[0]}
     # an async wrapper can end before the work it started (Mastra's agent.generate): then no span encloses the
     # dropped run's children in time, and nothing but the lost span tied them to it
-    enclosed = any(by_id[a].end_ns >= dropped.end_ns for a in _ancestors(fixture, dropped.span_id) - {dropped.span_id})
+    enclosed = any(
+        by_id[a].end_ns >= dropped.end_ns for a in _ancestors(fixture, dropped.span_id) - {dropped.span_id}
+    )
     for span_id, (call, run) in after.items():
         assert _signature(call) == _signature(before[span_id])
         if enclosed:
@@ -189,8 +203,12 @@ def test_missing_tool_span_loses_at_most_that_call(case):
 def _other_tool_span_of(fixture: Fixture, dropped: SpanRecord) -> bool:
     """Whether another tool span is nested in the dropped one or holds it (the same call recorded twice)."""
     spans = _records(fixture)[0]
-    return any(classify(s).tool is not None and s.span_id != dropped.span_id and (
-        s.parent_span_id == dropped.span_id or dropped.parent_span_id == s.span_id) for s in spans)
+    return any(
+        classify(s).tool is not None
+        and s.span_id != dropped.span_id
+        and (s.parent_span_id == dropped.span_id or dropped.parent_span_id == s.span_id)
+        for s in spans
+    )
 
 
 def _request_and_result_recorded(fixture: Fixture, call_id: str) -> bool:

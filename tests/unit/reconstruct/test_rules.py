@@ -21,35 +21,79 @@ T1 = "ab" * 16
 T2 = "cd" * 16
 T3 = "ef" * 16
 _ids = count(1)
-WEATHER_DEF = {"type": "function", "name": "get_weather", "description": "Weather.",
-               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+WEATHER_DEF = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
 
 
 def sid() -> str:
     return f"{next(_ids):016x}"
 
 
-def span(name: str, start: int, end: int, parent: SpanRecord | str | None = None, trace: str = T1, *,
-         attrs: dict | None = None, events: tuple[SpanEvent, ...] = (), status: int = 0, message: str = "",
-         span_id: str | None = None) -> SpanRecord:
+def span(
+    name: str,
+    start: int,
+    end: int,
+    parent: SpanRecord | str | None = None,
+    trace: str = T1,
+    *,
+    attrs: dict | None = None,
+    events: tuple[SpanEvent, ...] = (),
+    status: int = 0,
+    message: str = "",
+    span_id: str | None = None,
+) -> SpanRecord:
     parent_id = parent.span_id if isinstance(parent, SpanRecord) else parent
-    return SpanRecord(trace, span_id or sid(), parent_id, name, 1, start, end, status, message, dict(attrs or {}),
-                      events, (), {"service.name": "svc"})
+    return SpanRecord(
+        trace,
+        span_id or sid(),
+        parent_id,
+        name,
+        1,
+        start,
+        end,
+        status,
+        message,
+        dict(attrs or {}),
+        events,
+        (),
+        {"service.name": "svc"},
+    )
 
 
 def agent(name: str, start: int, end: int, parent=None, trace: str = T1, **attrs) -> SpanRecord:
-    return span(f"invoke_agent {name}", start, end, parent, trace,
-                attrs={sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: name, **attrs})
+    return span(
+        f"invoke_agent {name}",
+        start,
+        end,
+        parent,
+        trace,
+        attrs={sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: name, **attrs},
+    )
 
 
-def chat(start: int, end: int, parent=None, trace: str = T1, *, calls=(), text: str | None = None,
-         history=(), definitions=(WEATHER_DEF,)) -> SpanRecord:
+def chat(
+    start: int,
+    end: int,
+    parent=None,
+    trace: str = T1,
+    *,
+    calls=(),
+    text: str | None = None,
+    history=(),
+    definitions=(WEATHER_DEF,),
+) -> SpanRecord:
     parts = [{"type": "tool_call", "id": cid, "name": n, "arguments": a} for n, a, cid in calls]
     if text:
         parts.append({"type": "text", "content": text})
     attrs = {
         sc.GEN_AI_OPERATION_NAME: "chat",
-        sc.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}, *history]),
+        sc.GEN_AI_INPUT_MESSAGES: json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}, *history]
+        ),
         sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": parts}]),
     }
     if definitions:
@@ -57,8 +101,18 @@ def chat(start: int, end: int, parent=None, trace: str = T1, *, calls=(), text: 
     return span("chat m", start, end, parent, trace, attrs=attrs)
 
 
-def tool(name: str, start: int, end: int, parent=None, trace: str = T1, *, args=None, result=None,
-         call_id: str | None = None, error: str | None = None) -> SpanRecord:
+def tool(
+    name: str,
+    start: int,
+    end: int,
+    parent=None,
+    trace: str = T1,
+    *,
+    args=None,
+    result=None,
+    call_id: str | None = None,
+    error: str | None = None,
+) -> SpanRecord:
     attrs = {sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: name}
     if args is not None:
         attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = json.dumps(args)
@@ -68,9 +122,21 @@ def tool(name: str, start: int, end: int, parent=None, trace: str = T1, *, args=
         attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
     events: tuple[SpanEvent, ...] = ()
     if error:
-        events = (SpanEvent(sc.EXCEPTION_EVENT, end, {sc.EXCEPTION_TYPE: "app.ToolError", sc.EXCEPTION_MESSAGE: error}),)
-    return span(f"execute_tool {name}", start, end, parent, trace, attrs=attrs, events=events,
-                status=STATUS_ERROR if error else 0)
+        events = (
+            SpanEvent(
+                sc.EXCEPTION_EVENT, end, {sc.EXCEPTION_TYPE: "app.ToolError", sc.EXCEPTION_MESSAGE: error}
+            ),
+        )
+    return span(
+        f"execute_tool {name}",
+        start,
+        end,
+        parent,
+        trace,
+        attrs=attrs,
+        events=events,
+        status=STATUS_ERROR if error else 0,
+    )
 
 
 def one(spans, logs=()) -> AgentRun:
@@ -84,12 +150,23 @@ def one(spans, logs=()) -> AgentRun:
 
 def test_traced_decorator_shapes():
     """What our own @traced emits: invoke_agent + execute_tool spans with GenAI attributes."""
-    root = agent("helper", 0, 100, **{
-        sc.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Weather in Rome?"}]}]),
-        sc.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}]}]),
-        sc.AGENTOTEL_EXPECTED_TOOLS: ["get_weather", "book_hotel"],
-    })
-    ok = tool("get_weather", 10, 20, root, args={"city": "Rome"}, result=json.dumps("Rome: sunny"), call_id="c1")
+    root = agent(
+        "helper",
+        0,
+        100,
+        **{
+            sc.GEN_AI_INPUT_MESSAGES: json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Weather in Rome?"}]}]
+            ),
+            sc.GEN_AI_OUTPUT_MESSAGES: json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "Sunny."}]}]
+            ),
+            sc.AGENTOTEL_EXPECTED_TOOLS: ["get_weather", "book_hotel"],
+        },
+    )
+    ok = tool(
+        "get_weather", 10, 20, root, args={"city": "Rome"}, result=json.dumps("Rome: sunny"), call_id="c1"
+    )
     bad = tool("book_hotel", 30, 40, root, args={"city": "Rome", "nights": 2}, call_id="c2", error="no rooms")
     run = one([bad, ok, root])
     assert (run.agent_name, run.input, run.output) == ("helper", "Weather in Rome?", "Sunny.")
@@ -115,9 +192,20 @@ def test_wrapper_layers_make_one_run_with_the_outer_span():
     outer = agent("mine", 0, 100, **{sc.AGENTOTEL_EXPECTED_TOOLS: ["get_weather"]})
     workflow = span("Agent workflow", 1, 99, outer, attrs={sc.OI_SPAN_KIND: "AGENT"})
     middle = span("Agent workflow", 2, 98, workflow, attrs={sc.OI_SPAN_KIND: "CHAIN"})
-    inner = span("travel_agent", 3, 97, middle, attrs={sc.OI_SPAN_KIND: "AGENT", sc.OI_AGENT_NAME: "travel_agent"})
+    inner = span(
+        "travel_agent", 3, 97, middle, attrs={sc.OI_SPAN_KIND: "AGENT", sc.OI_AGENT_NAME: "travel_agent"}
+    )
     llm = chat(4, 10, inner, calls=[("get_weather", '{"city": "Oslo"}', "c1")])
-    run = one([outer, workflow, middle, inner, llm, tool("get_weather", 11, 12, inner, args={"city": "Oslo"}, call_id="c1")])
+    run = one(
+        [
+            outer,
+            workflow,
+            middle,
+            inner,
+            llm,
+            tool("get_weather", 11, 12, inner, args={"city": "Oslo"}, call_id="c1"),
+        ]
+    )
     assert run.span_id == outer.span_id
     assert run.expected_tools == ("get_weather",)
     assert run.agent_name == "mine"
@@ -133,8 +221,13 @@ def test_two_runs_under_one_application_span_stay_two_runs():
 
 def test_trace_root_fallback_when_no_run_marker():
     app = span("handle_request", 0, 100)
-    run = one([app, chat(1, 5, app, calls=[("get_weather", '{"city": "Rome"}', "c1")]),
-               tool("get_weather", 6, 7, app, args={"city": "Rome"}, call_id="c1")])
+    run = one(
+        [
+            app,
+            chat(1, 5, app, calls=[("get_weather", '{"city": "Rome"}', "c1")]),
+            tool("get_weather", 6, 7, app, args={"city": "Rome"}, call_id="c1"),
+        ]
+    )
     assert (run.span_id, run.convention, run.tools_called) == (app.span_id, "root", ["get_weather"])
 
 
@@ -146,7 +239,12 @@ def test_no_run_without_markers_or_tool_calls():
 def test_an_application_span_whose_model_was_offered_tools_is_a_run_even_with_no_call():
     app = span("travel_agent", 0, 100)
     (run,) = reconstruct([app, chat(1, 5, app, text="No tool needed.")])
-    assert (run.span_id, run.convention, run.tools_called, run.output) == (app.span_id, "root", [], "No tool needed.")
+    assert (run.span_id, run.convention, run.tools_called, run.output) == (
+        app.span_id,
+        "root",
+        [],
+        "No tool needed.",
+    )
     lone = chat(1, 5, None, T2, text="hello")  # a model call that is its own trace: no agent around it
     assert reconstruct([lone]) == []
 
@@ -155,12 +253,20 @@ def test_nested_agent_in_a_tool_owns_its_calls():
     outer = agent("travel", 0, 100)
     ask = tool("ask_weather", 10, 60, outer, args={"q": "Cairo?"}, call_id="c1")
     sub = agent("weather", 11, 59, ask)
-    runs = reconstruct([outer, chat(1, 9, outer, calls=[("ask_weather", '{"q": "Cairo?"}', "c1")]), ask, sub,
-                        chat(12, 20, sub, calls=[("get_weather", '{"city": "Cairo"}', "s1")]),
-                        tool("get_weather", 21, 22, sub, args={"city": "Cairo"}, call_id="s1"),
-                        tool("convert", 70, 71, outer)])
+    runs = reconstruct(
+        [
+            outer,
+            chat(1, 9, outer, calls=[("ask_weather", '{"q": "Cairo?"}', "c1")]),
+            ask,
+            sub,
+            chat(12, 20, sub, calls=[("get_weather", '{"city": "Cairo"}', "s1")]),
+            tool("get_weather", 21, 22, sub, args={"city": "Cairo"}, call_id="s1"),
+            tool("convert", 70, 71, outer),
+        ]
+    )
     assert [(r.agent_name, r.tools_called, r.parent_run_span_id) for r in runs] == [
-        ("travel", ["ask_weather", "convert"], None), ("weather", ["get_weather"], outer.span_id)
+        ("travel", ["ask_weather", "convert"], None),
+        ("weather", ["get_weather"], outer.span_id),
     ]
 
 
@@ -168,10 +274,18 @@ def test_agent_loop_inside_a_tool_without_run_marker_is_an_implicit_run():
     outer = agent("travel", 0, 100)
     ask = tool("ask_weather", 10, 60, outer, args={"q": "Cairo?"})
     graph = span("weather_graph", 11, 59, ask)
-    runs = reconstruct([outer, ask, graph, chat(12, 20, graph, calls=[("get_weather", '{"city": "Cairo"}', "s1")]),
-                        tool("get_weather", 21, 22, graph, args={"city": "Cairo"}, call_id="s1")])
+    runs = reconstruct(
+        [
+            outer,
+            ask,
+            graph,
+            chat(12, 20, graph, calls=[("get_weather", '{"city": "Cairo"}', "s1")]),
+            tool("get_weather", 21, 22, graph, args={"city": "Cairo"}, call_id="s1"),
+        ]
+    )
     assert [(r.agent_name, r.convention, r.tools_called) for r in runs] == [
-        ("travel", "gen_ai", ["ask_weather"]), ("weather_graph", "implicit", ["get_weather"])
+        ("travel", "gen_ai", ["ask_weather"]),
+        ("weather_graph", "implicit", ["get_weather"]),
     ]
 
 
@@ -198,7 +312,9 @@ def test_a_tool_span_inside_a_tool_span_is_part_of_that_call():
     outer = tool("get_weather", 10, 30, root, args={"city": "Rome"}, call_id="c1")
     helper = tool("normalize_city", 12, 14, outer, args={"city": "rome"})
     same = span("get_weather", 15, 29, outer, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather"})
-    run = one([root, chat(1, 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")]), outer, helper, same])
+    run = one(
+        [root, chat(1, 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")]), outer, helper, same]
+    )
     assert run.tools_called == ["get_weather"]
     assert run.extra["nested_tool_spans"] == [helper.span_id, same.span_id]
 
@@ -217,9 +333,15 @@ def test_is_run_span():
 def test_request_and_execution_are_one_call_and_history_is_not_a_call():
     root = agent("a", 0, 100)
     first = chat(1, 10, root, calls=[("get_weather", '{"city": "Rome"}', "c1")])
-    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
-                                                "arguments": '{"city": "Rome"}'}]},
-               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "sunny"}]}]
+    history = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": '{"city": "Rome"}'}
+            ],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "sunny"}]},
+    ]
     last = chat(30, 40, root, text="Sunny in Rome.", history=history)
     run = one([root, first, tool("get_weather", 11, 20, root, args={"city": "Rome"}, call_id="c1"), last])
     assert run.tools_called == ["get_weather"]
@@ -227,20 +349,32 @@ def test_request_and_execution_are_one_call_and_history_is_not_a_call():
 
 
 def test_history_alone_is_never_a_call():
-    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
-                                                "arguments": '{"city": "Rome"}'}]}]
+    history = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": '{"city": "Rome"}'}
+            ],
+        }
+    ]
     assert reconstruct([chat(0, 10, text="done", history=history)]) == []
 
 
 def test_placeholder_call_ids_fall_back_to_name_arguments_and_order():
     """ADK writes "<not specified>": never an identity; match by arguments, parallel calls stay apart."""
     root = agent("a", 0, 100)
-    llm = chat(1, 10, root, calls=[("get_weather", '{"city": "Tokyo"}', "c1"), ("get_weather", '{"city": "Lima"}', "c2")])
+    llm = chat(
+        1,
+        10,
+        root,
+        calls=[("get_weather", '{"city": "Tokyo"}', "c1"), ("get_weather", '{"city": "Lima"}', "c2")],
+    )
     lima = tool("get_weather", 11, 20, root, args={"city": "Lima"}, call_id="<not specified>")
     tokyo = tool("get_weather", 12, 21, root, args={"city": "Tokyo"}, call_id="<not specified>")
     run = one([root, llm, lima, tokyo])
     assert [(c.input_parameters["city"], c.call_id, c.sources["call_id"]) for c in run.tool_calls] == [
-        ("Tokyo", "c1", "request:gen_ai"), ("Lima", "c2", "request:gen_ai")
+        ("Tokyo", "c1", "request:gen_ai"),
+        ("Lima", "c2", "request:gen_ai"),
     ]
 
 
@@ -248,9 +382,17 @@ def test_parallel_calls_keep_the_order_of_the_model_output():
     """Calls are ordered by start time, but one turn's parallel calls keep that turn's output order."""
     root = agent("a", 0, 100)
     llm = chat(1, 10, root, calls=[("a", "{}", "c1"), ("b", "{}", "c2"), ("c", "{}", "c3")])
-    run = one([root, llm, tool("c", 11, 12, root, call_id="c3"), tool("a", 13, 14, root, call_id="c1"),
-               tool("b", 15, 16, root, call_id="c2"), chat(20, 30, root, calls=[("d", "{}", "c4")]),
-               tool("d", 31, 32, root, call_id="c4")])
+    run = one(
+        [
+            root,
+            llm,
+            tool("c", 11, 12, root, call_id="c3"),
+            tool("a", 13, 14, root, call_id="c1"),
+            tool("b", 15, 16, root, call_id="c2"),
+            chat(20, 30, root, calls=[("d", "{}", "c4")]),
+            tool("d", 31, 32, root, call_id="c4"),
+        ]
+    )
     assert run.tools_called == ["a", "b", "c", "d"]
     assert [c.llm_turn for c in run.tool_calls] == [llm.span_id] * 3 + [run.tool_calls[3].llm_turn]
 
@@ -258,12 +400,23 @@ def test_parallel_calls_keep_the_order_of_the_model_output():
 def test_requests_without_any_execution_are_the_calls_with_results_from_history():
     app = span("loop", 0, 100)
     first = chat(1, 10, app, calls=[("get_weather", '{"city": "Rome"}', "c1")])
-    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
-                                                "arguments": '{"city": "Rome"}'}]},
-               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "Rome: sunny"}]}]
+    history = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": '{"city": "Rome"}'}
+            ],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "Rome: sunny"}]},
+    ]
     run = one([app, first, chat(20, 30, app, text="Sunny.", history=history)])
     (call,) = run.tool_calls
-    assert (call.name, dict(call.input_parameters), call.output, call.status) == ("get_weather", {"city": "Rome"}, "Rome: sunny", "ok")
+    assert (call.name, dict(call.input_parameters), call.output, call.status) == (
+        "get_weather",
+        {"city": "Rome"},
+        "Rome: sunny",
+        "ok",
+    )
     assert call.span_id == first.span_id and call.start_time_ns == first.end_ns
     assert call.sources["name"] == "request:gen_ai" and call.sources["result"] == "history"
 
@@ -286,7 +439,9 @@ def test_same_inference_recorded_by_two_nested_instrumentations_counts_once():
 def test_pydantic_ai_output_tool_is_not_a_call():
     app = span("loop", 0, 100)
     llm = chat(1, 10, app, calls=[("get_weather", "{}", "c1"), ("final_result", '{"answer": 1}', "c2")])
-    llm.attributes[sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS] = json.dumps({"output_tools": [{"name": "final_result"}]})
+    llm.attributes[sc.PYDANTIC_AI_MODEL_REQUEST_PARAMETERS] = json.dumps(
+        {"output_tools": [{"name": "final_result"}]}
+    )
     assert one([app, llm]).tools_called == ["get_weather"]
 
 
@@ -294,10 +449,24 @@ def test_requested_calls_from_legacy_log_records():
     """openai-v2 (semconv 1.30): spans carry no content, the gen_ai.choice log record does."""
     app = span("handle_request", 0, 100)
     llm = span("chat gpt", 1, 10, app, attrs={sc.GEN_AI_OPERATION_NAME: "chat"})
-    choice = {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}}
-    logs = [LogRecord(0, 5, T1, llm.span_id, event_name=sc.EVENT_USER_MESSAGE, body={"content": "Paris?"}),
-            LogRecord(0, 9, T1, llm.span_id, event_name=sc.EVENT_CHOICE, body=choice)]
+    choice = {
+        "index": 0,
+        "finish_reason": "tool_calls",
+        "message": {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+    }
+    logs = [
+        LogRecord(0, 5, T1, llm.span_id, event_name=sc.EVENT_USER_MESSAGE, body={"content": "Paris?"}),
+        LogRecord(0, 9, T1, llm.span_id, event_name=sc.EVENT_CHOICE, body=choice),
+    ]
     run = one([app, llm], logs)
     assert (run.tools_called, run.input) == (["get_weather"], "Paris?")
     assert run.tool_calls[0].sources["arguments"] == "request:gen_ai.log"
@@ -305,21 +474,33 @@ def test_requested_calls_from_legacy_log_records():
 
 def test_multi_trace_plain_client_loop():
     """No application span: each chat completion is its own trace; each trace with calls is its own run."""
+
     def oi_llm(trace, start, calls=(), text=None):
-        attrs = {sc.OI_SPAN_KIND: "LLM", "llm.input_messages.0.message.role": "user",
-                 "llm.input_messages.0.message.content": "Plan a trip"}
+        attrs = {
+            sc.OI_SPAN_KIND: "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": "Plan a trip",
+        }
         for i, (name, args, cid) in enumerate(calls):
             prefix = f"llm.output_messages.0.message.tool_calls.{i}.tool_call"
-            attrs |= {f"{prefix}.function.name": name, f"{prefix}.function.arguments": args, f"{prefix}.id": cid}
+            attrs |= {
+                f"{prefix}.function.name": name,
+                f"{prefix}.function.arguments": args,
+                f"{prefix}.id": cid,
+            }
         if text:
             attrs["llm.output_messages.0.message.content"] = text
         return span("ChatCompletion", start, start + 5, None, trace, attrs=attrs)
 
-    spans = [oi_llm(T2, 20, [("get_weather", '{"city": "Rome"}', "c2")]), oi_llm(T3, 40, text="Done."),
-             oi_llm(T1, 0, [("search_flights", '{"to": "Rome"}', "c1"), ("book_hotel", '{"nights": 3}', "c0")])]
+    spans = [
+        oi_llm(T2, 20, [("get_weather", '{"city": "Rome"}', "c2")]),
+        oi_llm(T3, 40, text="Done."),
+        oi_llm(T1, 0, [("search_flights", '{"to": "Rome"}', "c1"), ("book_hotel", '{"nights": 3}', "c0")]),
+    ]
     runs = reconstruct(spans)
     assert [(r.trace_id, r.convention, r.tools_called) for r in runs] == [
-        (T1, "root", ["search_flights", "book_hotel"]), (T2, "root", ["get_weather"])
+        (T1, "root", ["search_flights", "book_hotel"]),
+        (T2, "root", ["get_weather"]),
     ]
     per_trace = [r for s in spans for r in reconstruct([s])]
     assert sorted(per_trace, key=lambda r: r.start_time_ns) == runs  # the collector calls it trace by trace
@@ -328,22 +509,44 @@ def test_multi_trace_plain_client_loop():
 
 def test_multi_trace_loop_results_come_from_the_next_trace_when_reconstructed_together():
     def oi_llm(trace, start, calls=(), history=()):
-        attrs = {sc.OI_SPAN_KIND: "LLM", "llm.input_messages.0.message.role": "user",
-                 "llm.input_messages.0.message.content": "Weather in Atlantis, else Athens"}
+        attrs = {
+            sc.OI_SPAN_KIND: "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": "Weather in Atlantis, else Athens",
+        }
         for k, (cid, content) in enumerate(history, start=1):
-            attrs |= {f"llm.input_messages.{k}.message.role": "tool", f"llm.input_messages.{k}.message.tool_call_id": cid,
-                      f"llm.input_messages.{k}.message.content": content}
+            attrs |= {
+                f"llm.input_messages.{k}.message.role": "tool",
+                f"llm.input_messages.{k}.message.tool_call_id": cid,
+                f"llm.input_messages.{k}.message.content": content,
+            }
         for i, (name, args, cid) in enumerate(calls):
             prefix = f"llm.output_messages.0.message.tool_calls.{i}.tool_call"
-            attrs |= {f"{prefix}.function.name": name, f"{prefix}.function.arguments": args, f"{prefix}.id": cid}
+            attrs |= {
+                f"{prefix}.function.name": name,
+                f"{prefix}.function.arguments": args,
+                f"{prefix}.id": cid,
+            }
         return span("ChatCompletion", start, start + 5, None, trace, attrs=attrs)
 
-    spans = [oi_llm(T1, 0, [("get_weather", '{"city": "Atlantis"}', "c1")]),
-             oi_llm(T2, 20, [("get_weather", '{"city": "Athens"}', "c2")], [("c1", "Error: Unknown city: Atlantis")]),
-             oi_llm(T3, 40, history=[("c1", "Error: Unknown city: Atlantis"), ("c2", "Athens: 29C")])]
+    spans = [
+        oi_llm(T1, 0, [("get_weather", '{"city": "Atlantis"}', "c1")]),
+        oi_llm(
+            T2, 20, [("get_weather", '{"city": "Athens"}', "c2")], [("c1", "Error: Unknown city: Atlantis")]
+        ),
+        oi_llm(T3, 40, history=[("c1", "Error: Unknown city: Atlantis"), ("c2", "Athens: 29C")]),
+    ]
     together = [(c.name, c.output, c.status) for r in reconstruct(spans) for c in r.tool_calls]
-    assert together == [("get_weather", "Error: Unknown city: Atlantis", "error"), ("get_weather", "Athens: 29C", "ok")]
-    alone = [(c.output, c.status, c.sources["status"]) for s in spans for r in reconstruct([s]) for c in r.tool_calls]
+    assert together == [
+        ("get_weather", "Error: Unknown city: Atlantis", "error"),
+        ("get_weather", "Athens: 29C", "ok"),
+    ]
+    alone = [
+        (c.output, c.status, c.sources["status"])
+        for s in spans
+        for r in reconstruct([s])
+        for c in r.tool_calls
+    ]
     assert alone == [(None, "ok", "default"), (None, "ok", "default")]  # each trace alone cannot know
 
 
@@ -364,8 +567,13 @@ def test_handoffs_and_framework_plumbing_are_not_calls():
     assert [(h.name, h.to_agent, h.from_agent, h.span_id) for h in run.handoffs] == [
         ("transfer_to_weather_agent", "weather_agent", "triage", handoff.span_id)
     ]
-    merged = span("execute_tool (merged)", 13, 14, root,
-                  attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "(merged tools)"})
+    merged = span(
+        "execute_tool (merged)",
+        13,
+        14,
+        root,
+        attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "(merged tools)"},
+    )
     adk = one(scoped([root, merged, tool("x", 15, 16, root)], "gcp.vertex.agent"))
     assert adk.tools_called == ["x"] and adk.extra["plumbing_spans"] == [merged.span_id]
 
@@ -374,27 +582,68 @@ def test_handoff_seen_only_as_a_span_takes_the_model_facing_name_from_later_hist
     """OpenLLMetry openai-agents records no LLM output: the handoff is a `triage → unknown.handoff` span and the
     transfer_to_* call appears only in the next LLM call's input."""
     workflow = span("Agent Workflow", 0, 100, attrs={sc.TRACELOOP_SPAN_KIND: "workflow"})
-    triage = span("triage.agent", 1, 40, workflow, attrs={sc.TRACELOOP_SPAN_KIND: "agent", sc.GEN_AI_AGENT_NAME: "triage",
-                                                         sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
+    triage = span(
+        "triage.agent",
+        1,
+        40,
+        workflow,
+        attrs={
+            sc.TRACELOOP_SPAN_KIND: "agent",
+            sc.GEN_AI_AGENT_NAME: "triage",
+            sc.GEN_AI_OPERATION_NAME: "invoke_agent",
+        },
+    )
     ask = span("openai.response", 2, 10, triage, attrs={sc.GEN_AI_OPERATION_NAME: "chat"})
-    hand = span("triage → unknown.handoff", 11, 12, triage, attrs={
-        sc.TRACELOOP_SPAN_KIND: "handoff", sc.GEN_AI_OPERATION_NAME: "handoff", sc.GEN_AI_HANDOFF_FROM_AGENT: "triage"})
-    weather = span("weather.agent", 41, 90, workflow, attrs={sc.TRACELOOP_SPAN_KIND: "agent", sc.GEN_AI_AGENT_NAME: "weather",
-                                                            sc.GEN_AI_OPERATION_NAME: "invoke_agent"})
-    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "h1", "name": "transfer_to_weather",
-                                                "arguments": {}}]}]
+    hand = span(
+        "triage → unknown.handoff",
+        11,
+        12,
+        triage,
+        attrs={
+            sc.TRACELOOP_SPAN_KIND: "handoff",
+            sc.GEN_AI_OPERATION_NAME: "handoff",
+            sc.GEN_AI_HANDOFF_FROM_AGENT: "triage",
+        },
+    )
+    weather = span(
+        "weather.agent",
+        41,
+        90,
+        workflow,
+        attrs={
+            sc.TRACELOOP_SPAN_KIND: "agent",
+            sc.GEN_AI_AGENT_NAME: "weather",
+            sc.GEN_AI_OPERATION_NAME: "invoke_agent",
+        },
+    )
+    history = [
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "h1", "name": "transfer_to_weather", "arguments": {}}],
+        }
+    ]
     answer = chat(42, 50, weather, text="Sunny.", history=history)
-    triage_run, weather_run = reconstruct(scoped([workflow, triage, ask, hand, weather, answer],
-                                                 "opentelemetry.instrumentation.openai_agents"))
-    assert [(h.name, h.to_agent, h.span_id) for h in triage_run.handoffs] == [("transfer_to_weather", "weather", hand.span_id)]
+    triage_run, weather_run = reconstruct(
+        scoped([workflow, triage, ask, hand, weather, answer], "opentelemetry.instrumentation.openai_agents")
+    )
+    assert [(h.name, h.to_agent, h.span_id) for h in triage_run.handoffs] == [
+        ("transfer_to_weather", "weather", hand.span_id)
+    ]
     assert triage_run.tool_calls == () and weather_run.handoffs == ()
 
 
-@pytest.mark.parametrize(("name", "attrs", "target"), [
-    ("handoff to weather", {sc.OI_SPAN_KIND: "TOOL"}, "weather"),
-    ("handoff from triage to weather", {sc.GEN_AI_OPERATION_NAME: "handoff"}, "weather"),
-    ("triage → weather.handoff", {sc.TRACELOOP_SPAN_KIND: "handoff", sc.GEN_AI_HANDOFF_TO_AGENT: "weather"}, "weather"),
-])
+@pytest.mark.parametrize(
+    ("name", "attrs", "target"),
+    [
+        ("handoff to weather", {sc.OI_SPAN_KIND: "TOOL"}, "weather"),
+        ("handoff from triage to weather", {sc.GEN_AI_OPERATION_NAME: "handoff"}, "weather"),
+        (
+            "triage → weather.handoff",
+            {sc.TRACELOOP_SPAN_KIND: "handoff", sc.GEN_AI_HANDOFF_TO_AGENT: "weather"},
+            "weather",
+        ),
+    ],
+)
 def test_handoff_span_shapes(name, attrs, target):
     root = agent("triage", 0, 100)
     run = one([root, span(name, 1, 2, root, attrs=attrs), tool("x", 3, 4, root)])
@@ -404,11 +653,24 @@ def test_handoff_span_shapes(name, attrs, target):
 
 def test_openllmetry_langchain_call_id_inside_the_arguments():
     root = agent("a", 0, 100)
-    llm = chat(1, 10, root, calls=[("get_weather", '{"city": "Rome"}', "c7"), ("get_weather", '{"city": "Oslo"}', "c8")])
+    llm = chat(
+        1,
+        10,
+        root,
+        calls=[("get_weather", '{"city": "Rome"}', "c7"), ("get_weather", '{"city": "Oslo"}', "c8")],
+    )
     args = {"input_str": "{'city': 'Oslo'}", "inputs": {"city": "Oslo"}, "kwargs": {"tool_call_id": "c8"}}
-    t = span("execute_tool get_weather", 11, 12, root, attrs={
-        sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "get_weather",
-        sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(args)})
+    t = span(
+        "execute_tool get_weather",
+        11,
+        12,
+        root,
+        attrs={
+            sc.GEN_AI_OPERATION_NAME: "execute_tool",
+            sc.GEN_AI_TOOL_NAME: "get_weather",
+            sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(args),
+        },
+    )
     (call,) = one([root, llm, t]).tool_calls
     assert (call.call_id, dict(call.input_parameters), call.llm_turn) == ("c8", {"city": "Oslo"}, llm.span_id)
 
@@ -416,13 +678,27 @@ def test_openllmetry_langchain_call_id_inside_the_arguments():
 def test_error_text_fed_back_by_a_plain_loop_is_an_error():
     app = span("loop", 0, 100)
     first = chat(1, 10, app, calls=[("get_weather", '{"city": "Atlantis"}', "c1")])
-    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": "{}"}]},
-               {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "Error: Unknown city"}]}]
+    history = [
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": "{}"}],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": "c1", "response": "Error: Unknown city"}],
+        },
+    ]
     (call,) = one([app, first, chat(20, 30, app, text="Sorry.", history=history)]).tool_calls
-    assert (call.status, call.error, call.sources["status"]) == ("error", "Error: Unknown city", "result_text")
+    assert (call.status, call.error, call.sources["status"]) == (
+        "error",
+        "Error: Unknown city",
+        "result_text",
+    )
 
 
-@pytest.mark.parametrize("result", ["Error: boom", "Error executing tool get_weather: Unknown city: Atlantis"])
+@pytest.mark.parametrize(
+    "result", ["Error: boom", "Error executing tool get_weather: Unknown city: Atlantis"]
+)
 @pytest.mark.parametrize("status", [0, 1])
 def test_an_error_report_as_the_result_fails_the_call_unless_text_signals_are_off(status, result):
     """A tool that reports its failure as its result (MCP's isError text, a loop's "Error: ...") failed, whether
@@ -438,8 +714,16 @@ def test_an_error_report_as_the_result_fails_the_call_unless_text_signals_are_of
 
 def test_adk_transfer_to_agent_names_its_target_in_the_arguments():
     root = agent("root", 0, 100)
-    run = one(scoped([root, tool("transfer_to_agent", 1, 2, root, args={"agent_name": "billing"}),
-                      tool("x", 3, 4, root)], "gcp.vertex.agent"))
+    run = one(
+        scoped(
+            [
+                root,
+                tool("transfer_to_agent", 1, 2, root, args={"agent_name": "billing"}),
+                tool("x", 3, 4, root),
+            ],
+            "gcp.vertex.agent",
+        )
+    )
     assert run.tools_called == ["x"]
     assert [(h.name, h.to_agent) for h in run.handoffs] == [("transfer_to_agent", "billing")]
 
@@ -449,26 +733,48 @@ def test_adk_transfer_to_agent_names_its_target_in_the_arguments():
     [
         ({sc.GEN_AI_TOOL_STATUS: "error"}, 0, "error"),
         ({sc.LANGFUSE_OBSERVATION_LEVEL: "ERROR", sc.LANGFUSE_OBSERVATION_STATUS_MESSAGE: "bad"}, 0, "error"),
-        ({sc.GEN_AI_TOOL_CALL_RESULT: json.dumps({"type": "tool", "data": {"content": "x", "status": "error"}})}, 0, "error"),
+        (
+            {
+                sc.GEN_AI_TOOL_CALL_RESULT: json.dumps(
+                    {"type": "tool", "data": {"content": "x", "status": "error"}}
+                )
+            },
+            0,
+            "error",
+        ),
         ({}, STATUS_ERROR, "error"),
         ({sc.GEN_AI_TOOL_STATUS: "success"}, 0, "ok"),
     ],
 )
 def test_call_status_sources(attrs, status, expected):
     root = agent("a", 0, 100)
-    t = span("execute_tool x", 1, 2, root, attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "x", **attrs},
-             status=status)
+    t = span(
+        "execute_tool x",
+        1,
+        2,
+        root,
+        attrs={sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "x", **attrs},
+        status=status,
+    )
     assert one([root, t]).tool_calls[0].status == expected
 
 
 def test_bare_scalar_arguments_are_named_from_the_offered_definition():
     root = agent("a", 0, 100)
     llm = chat(1, 10, root, text="calling", definitions=(WEATHER_DEF,))
-    t = span("get_weather", 11, 12, root, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather",
-                                                  sc.OI_INPUT_VALUE: "Rome"})
+    t = span(
+        "get_weather",
+        11,
+        12,
+        root,
+        attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: "get_weather", sc.OI_INPUT_VALUE: "Rome"},
+    )
     (call,) = one([root, llm, t]).tool_calls
     assert (dict(call.input_parameters), call.raw_arguments, call.sources["arguments"]) == (
-        {"city": "Rome"}, "Rome", "openinference+schema")
+        {"city": "Rome"},
+        "Rome",
+        "openinference+schema",
+    )
 
 
 def test_errored_run_status_and_message():
@@ -485,8 +791,18 @@ _JSONISH = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
-_GARBAGE = _JSONISH | _JSONISH.map(lambda v: json.dumps(v, default=str)) | st.sampled_from(
-    ["{", "[1,", '{"parts": 3}', '[{"role": "assistant", "parts": [{"type": "tool_call"}]}]', "<not specified>"]
+_GARBAGE = (
+    _JSONISH
+    | _JSONISH.map(lambda v: json.dumps(v, default=str))
+    | st.sampled_from(
+        [
+            "{",
+            "[1,",
+            '{"parts": 3}',
+            '[{"role": "assistant", "parts": [{"type": "tool_call"}]}]',
+            "<not specified>",
+        ]
+    )
 )
 
 
@@ -497,7 +813,11 @@ def _fixture_records(name: str) -> tuple[list[SpanRecord], list[LogRecord]]:
 
 
 @pytest.mark.parametrize("name", [f.name for f in fixtures()])
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors])
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
+)
 @given(data=st.data())
 def test_malformed_attribute_values_never_crash(name, data):
     spans, logs = _fixture_records(name)
@@ -506,7 +826,9 @@ def test_malformed_attribute_values_never_crash(name, data):
         attrs = dict(s.attributes)
         for key in data.draw(st.lists(st.sampled_from(sorted(attrs) or ["x"]), max_size=4)):
             attrs[key] = data.draw(_GARBAGE)
-        mutated.append(SpanRecord(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "attributes": attrs}))
+        mutated.append(
+            SpanRecord(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "attributes": attrs})
+        )
     runs = reconstruct(mutated, logs)
     assert isinstance(runs, list)
     for run in runs:
@@ -523,8 +845,11 @@ def test_a_run_whose_agent_span_was_dropped_invents_no_agent_and_says_so():
     ran = tool("get_weather", 10, 20, root, args={"city": "Rome"}, call_id="c1", result="sunny")
     run = one([asked, ran, chat(21, 30, root, text="Sunny")])
     assert run.agent_name is None and run.tools_called == ["get_weather"]
-    assert run.diagnostics["no_agent_span"] == {"anchor": asked.span_id, "anchor_name": "chat m",
-                                                "missing_parent": root.span_id}
+    assert run.diagnostics["no_agent_span"] == {
+        "anchor": asked.span_id,
+        "anchor_name": "chat m",
+        "missing_parent": root.span_id,
+    }
     text = "\n".join(explain_lines(run.trace_id, [run_record(run)], {}))
     assert f"run {asked.span_id} (no agent span)" in text
     assert f"its parent span {root.span_id} never arrived" in text

@@ -20,8 +20,17 @@ SYSTEM = {"role": "system", "content": "You are a travel assistant."}
 
 
 def _tool(name: str, properties: dict, required: list[str]) -> dict:
-    return {"type": "function", "function": {"name": name, "parameters": {
-        "type": "object", "properties": {p: {"type": t} for p, t in properties.items()}, "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": t} for p, t in properties.items()},
+                "required": required,
+            },
+        },
+    }
 
 
 WEATHER = _tool("weather_lookup", {"city": "string"}, ["city"])
@@ -31,12 +40,25 @@ FX = _tool("fx_convert", {"amount": "number", "from": "string", "to": "string"},
 
 def _chat(start: int, parent, prompt: list, answer: str, tools=(WEATHER, HOTEL, FX)):
     """A Langtrace chat span of a streamed call: the prompt and the joined content deltas as events."""
-    return span("openai.chat.completions.create", start, start + 5, parent, attrs={
-        sc.GEN_AI_OPERATION_NAME: "chat", "gen_ai.request.stream": "True",
-        "gen_ai.request.tools": [json.dumps(list(tools))]}, events=(
-        SpanEvent("gen_ai.content.prompt", start, {"gen_ai.prompt": json.dumps(prompt)}),
-        SpanEvent("gen_ai.content.completion", start + 5, {"gen_ai.completion": json.dumps(
-            [{"role": "assistant", "content": answer}])})))
+    return span(
+        "openai.chat.completions.create",
+        start,
+        start + 5,
+        parent,
+        attrs={
+            sc.GEN_AI_OPERATION_NAME: "chat",
+            "gen_ai.request.stream": "True",
+            "gen_ai.request.tools": [json.dumps(list(tools))],
+        },
+        events=(
+            SpanEvent("gen_ai.content.prompt", start, {"gen_ai.prompt": json.dumps(prompt)}),
+            SpanEvent(
+                "gen_ai.content.completion",
+                start + 5,
+                {"gen_ai.completion": json.dumps([{"role": "assistant", "content": answer}])},
+            ),
+        ),
+    )
 
 
 def _reduced(n: int) -> list:
@@ -81,22 +103,39 @@ def test_the_recorded_streamed_loop():
     (run,) = reconstruct(fx.spans())
     got = [(c.name, c.input_parameters, c.call_id, c.output, c.status) for c in run.tool_calls]
     assert got == [
-        ("search_flights", {"origin": "Berlin", "destination": "Rome", "date": "2025-07-01"}, "call_sequence_0_0",
-         "LH207 Berlin->Rome on 2025-07-01, 120 EUR", "ok"),
+        (
+            "search_flights",
+            {"origin": "Berlin", "destination": "Rome", "date": "2025-07-01"},
+            "call_sequence_0_0",
+            "LH207 Berlin->Rome on 2025-07-01, 120 EUR",
+            "ok",
+        ),
         ("get_weather", {"city": "Rome"}, "call_sequence_1_0", "Rome: 27C sunny", "ok"),
-        ("book_hotel", {"city": "Rome", "nights": 3}, "call_sequence_2_0", "HTL-ROME-3", "ok")]
+        ("book_hotel", {"city": "Rome", "nights": 3}, "call_sequence_2_0", "HTL-ROME-3", "ok"),
+    ]
     assert {c.sources["name"] for c in run.tool_calls} == {"request:streamed"}
     assert run.output is None  # the streamed answers were calls; the last one recorded no text
 
 
 def test_parallel_streamed_calls_with_a_failure_fed_back_as_text():
-    spans = _loop([([{"city": "Oslo"}, {"city": "Atlantis"}, {"amount": 5, "from": "USD", "to": "EUR"}],
-                    ["Oslo: 3C", "Error: no city called Atlantis", "4.6 EUR"]),
-                   ([{"city": "Oslo", "nights": 2}], ["HTL-OSLO-2"])], final="Done.")
+    spans = _loop(
+        [
+            (
+                [{"city": "Oslo"}, {"city": "Atlantis"}, {"amount": 5, "from": "USD", "to": "EUR"}],
+                ["Oslo: 3C", "Error: no city called Atlantis", "4.6 EUR"],
+            ),
+            ([{"city": "Oslo", "nights": 2}], ["HTL-OSLO-2"]),
+        ],
+        final="Done.",
+    )
     (run,) = reconstruct(spans)
     got = [(c.name, c.call_id, c.status) for c in run.tool_calls]
-    assert got == [("weather_lookup", "c0_0", "ok"), ("weather_lookup", "c0_1", "error"),
-                   ("fx_convert", "c0_2", "ok"), ("reserve_room", "c1_0", "ok")]
+    assert got == [
+        ("weather_lookup", "c0_0", "ok"),
+        ("weather_lookup", "c0_1", "error"),
+        ("fx_convert", "c0_2", "ok"),
+        ("reserve_room", "c1_0", "ok"),
+    ]
     assert run.tool_calls[1].sources["status"] == "result_text" and run.output == "Done."
     # the parallel calls of one turn keep their streamed order and share their turn
     assert len({c.llm_turn for c in run.tool_calls[:3]}) == 1
@@ -112,8 +151,17 @@ def test_a_tool_message_or_the_history_names_a_call_no_schema_tells():
     named = [SYSTEM, _reduced(1), _result("c1", "sunny", name="forecast")]
     (run,) = reconstruct([root, first, _chat(100, root, named, "ok", tools=(WEATHER, twin))])
     assert [(c.name, c.call_id) for c in run.tool_calls] == [("forecast", "c1")]
-    history = [SYSTEM, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "forecast", "arguments": "{}"}}]}, _result("c1", "sunny")]
+    history = [
+        SYSTEM,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "forecast", "arguments": "{}"}}
+            ],
+        },
+        _result("c1", "sunny"),
+    ]
     (run,) = reconstruct([root, first, _chat(100, root, history, "ok", tools=(WEATHER, twin))])
     assert [c.name for c in run.tool_calls] == ["forecast"]
     unnamed = [SYSTEM, _reduced(1), _result("c1", "sunny")]

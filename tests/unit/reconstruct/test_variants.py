@@ -32,6 +32,8 @@ def test_a_recorded_variant_gives_the_tools_it_executed(entry):
     logs_path = VARIANTS / entry["file"].replace(".pb", ".logs.pb")
     logs = decode("logs", "protobuf", logs_path.read_bytes()).records if logs_path.exists() else []
     runs = reconstruct(spans, logs)
-    calls = [(c.name, _canonical(dict(c.input_parameters or {})), c.status) for r in runs for c in r.tool_calls]
+    calls = [
+        (c.name, _canonical(dict(c.input_parameters or {})), c.status) for r in runs for c in r.tool_calls
+    ]
     assert Counter(calls) == Counter((n, _canonical(a), o) for n, a, o in entry["executed"]), entry["shape"]
     assert sorted(h.name for r in runs for h in r.handoffs) == sorted(entry["handoffs"])

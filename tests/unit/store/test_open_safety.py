@@ -56,8 +56,10 @@ def test_an_empty_duckdb_database_is_initialised_by_the_writer_and_explained_to_
 def test_a_database_left_before_its_first_migration_committed_is_initialised(tmp_path):
     path = tmp_path / "crashed.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, description VARCHAR, "
-                "applied_at TIMESTAMPTZ DEFAULT current_timestamp)")
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL, description VARCHAR, "
+        "applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
+    )
     con.close()
     con = open_store(path)
     assert current_version(con) == schema.SCHEMA_VERSION
@@ -69,7 +71,9 @@ def test_what_a_user_added_to_our_database_does_not_make_it_foreign(tmp_path):
     open_store(path).close()
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE notes (trace_id VARCHAR, note VARCHAR)")
-    con.execute("CREATE VIEW slow_runs AS SELECT * FROM agent_runs WHERE end_time - start_time > INTERVAL 1 MINUTE")
+    con.execute(
+        "CREATE VIEW slow_runs AS SELECT * FROM agent_runs WHERE end_time - start_time > INTERVAL 1 MINUTE"
+    )
     con.execute("ALTER TABLE agent_runs ADD COLUMN team VARCHAR")
     con.close()
     con = open_store(path)
@@ -138,8 +142,15 @@ def test_a_read_only_open_reads_an_older_database_as_it_is(tmp_path):
 def test_a_file_of_a_newer_duckdb_is_refused_with_the_way_to_copy_it():
     from agentotel_eval.store.identity import why_unopenable
 
-    said = why_unopenable(RuntimeError("IO Error: Trying to read a database file with version number 999, but we "
-                                       "can only read versions between 64 and 68.\nThe database file was created "
-                                       "with an newer version of DuckDB."))
-    assert said.startswith("it was written by a newer DuckDB than this one") and "STORAGE_VERSION 'v1.5.0'" in said
+    said = why_unopenable(
+        RuntimeError(
+            "IO Error: Trying to read a database file with version number 999, but we "
+            "can only read versions between 64 and 68.\nThe database file was created "
+            "with an newer version of DuckDB."
+        )
+    )
+    assert (
+        said.startswith("it was written by a newer DuckDB than this one")
+        and "STORAGE_VERSION 'v1.5.0'" in said
+    )
     assert why_unopenable(RuntimeError("Could not set lock on file")) == "Could not set lock on file"

@@ -32,9 +32,11 @@ def test_the_sealed_writable_instance_still_takes_arrow_appends_but_no_file_acce
     assert con.execute("SELECT count(*) FROM evaluations").fetchone() == (1,)
     reader = sealed_cursor(con)  # what queries use: the same instance
     (tmp_path / "secret.csv").write_text("a\n1\n")
-    for sql in (f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')",
-                f"COPY evaluations TO '{tmp_path / 'out.csv'}'",
-                f"ATTACH '{tmp_path / 'other.duckdb'}'"):
+    for sql in (
+        f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')",
+        f"COPY evaluations TO '{tmp_path / 'out.csv'}'",
+        f"ATTACH '{tmp_path / 'other.duckdb'}'",
+    ):
         with pytest.raises(duckdb.PermissionException):
             reader.execute(sql)
     with pytest.raises(duckdb.Error, match="locked"):
@@ -46,8 +48,17 @@ def test_the_sealed_writable_instance_still_takes_arrow_appends_but_no_file_acce
 def _append_rows(con: duckdb.DuckDBPyConnection, n: int) -> None:
     import pyarrow as pa
 
-    con.register("batch", pa.table({"trace_id": [f"{i:032x}" for i in range(n)], "run_span_id": ["r"] * n,
-                                    "metric": ["m"] * n, "reason": ["some text to store " * 4] * n}))
+    con.register(
+        "batch",
+        pa.table(
+            {
+                "trace_id": [f"{i:032x}" for i in range(n)],
+                "run_span_id": ["r"] * n,
+                "metric": ["m"] * n,
+                "reason": ["some text to store " * 4] * n,
+            }
+        ),
+    )
     con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric, reason) SELECT * FROM batch")
     con.unregister("batch")
 
@@ -64,10 +75,15 @@ def test_a_commit_of_a_whole_row_group_goes_straight_into_the_file(tmp_path, row
         assert logged < 32_000  # only where the new row groups went
     else:
         assert logged > 4096 * 80  # every row, into the write-ahead log
-    assert sealed_cursor(con).execute("SELECT count(*) FROM evaluations").fetchone() == (4096,)  # cursors see the file
+    assert sealed_cursor(con).execute("SELECT count(*) FROM evaluations").fetchone() == (
+        4096,
+    )  # cursors see the file
     con.close()
     reopened = open_read_only(path)
-    assert reopened.execute("SELECT count(*), count(DISTINCT trace_id) FROM evaluations").fetchone() == (4096, 4096)
+    assert reopened.execute("SELECT count(*), count(DISTINCT trace_id) FROM evaluations").fetchone() == (
+        4096,
+        4096,
+    )
     reopened.close()
 
 
@@ -81,8 +97,15 @@ def test_a_second_writer_on_the_same_file_is_refused_with_a_clear_error(tmp_path
         with pytest.raises(SchemaError, match="cannot open"):
             open_store(path)  # in this process
         other = subprocess.run(
-            [sys.executable, "-c", "import sys; from agentotel_eval.store.opening import open_store; open_store(sys.argv[1])",
-             str(path)], capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-c",
+                "import sys; from agentotel_eval.store.opening import open_store; open_store(sys.argv[1])",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert other.returncode != 0 and "SchemaError: cannot open" in other.stderr  # in another one
     finally:
@@ -104,10 +127,19 @@ def test_a_read_only_open_beside_the_writer_in_its_process_is_refused_and_keeps_
             open_read_only(path)
         assert in_use_here(refused.value)
         intruder = subprocess.run(
-            [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]); print('opened')", str(path)],
-            capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-c",
+                "import duckdb, sys; duckdb.connect(sys.argv[1]); print('opened')",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
-        assert intruder.returncode != 0 and "opened" not in intruder.stdout and "lock" in intruder.stderr.lower()
+        assert (
+            intruder.returncode != 0 and "opened" not in intruder.stdout and "lock" in intruder.stderr.lower()
+        )
         assert con.execute("SELECT count(*) FROM spans").fetchone() == (0,)  # the writer is unharmed
     finally:
         con.close()

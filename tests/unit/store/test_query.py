@@ -132,8 +132,10 @@ def test_the_read_only_transaction_stops_writes_that_look_like_reads(tmp_path):
         cursor.execute("INSERT INTO evaluations (trace_id, run_span_id, metric) VALUES ('a', 'b', 'c')")
     cursor.execute("ROLLBACK")
     with pytest.raises(QueryForbidden):
-        run_query(sealed_cursor(writable), "EXPLAIN ANALYZE INSERT INTO evaluations (trace_id, run_span_id, metric) "
-                                     "VALUES ('a', 'b', 'c')")
+        run_query(
+            sealed_cursor(writable),
+            "EXPLAIN ANALYZE INSERT INTO evaluations (trace_id, run_span_id, metric) VALUES ('a', 'b', 'c')",
+        )
     assert writable.execute("SELECT count(*) FROM evaluations").fetchone() == (0,)
     writable.close()
 
@@ -155,8 +157,11 @@ def test_the_row_limit_truncates_and_says_so(con):
 def test_a_slow_query_is_interrupted_at_the_time_limit(con):
     cursor = sealed_cursor(con)
     with pytest.raises(QueryTimeout, match=r"0\.3s"):
-        run_query(cursor, "SELECT count(*) FROM range(100000000000) a, range(100000) b WHERE a.range + b.range = -1",
-                  timeout=0.3)
+        run_query(
+            cursor,
+            "SELECT count(*) FROM range(100000000000) a, range(100000) b WHERE a.range + b.range = -1",
+            timeout=0.3,
+        )
     assert run_query(cursor, "SELECT 42 AS x").rows == [[42]]  # the cursor stays usable
 
 
@@ -202,22 +207,31 @@ def test_formats(con):
 
 
 def test_parameters_are_bound_values_never_sql(con):
-    result = run_query(sealed_cursor(con), "SELECT agent_name FROM agent_runs WHERE agent_name = ? AND ? = 1",
-                       params=["planner", 1])
+    result = run_query(
+        sealed_cursor(con),
+        "SELECT agent_name FROM agent_runs WHERE agent_name = ? AND ? = 1",
+        params=["planner", 1],
+    )
     assert result.rows == [["planner"]]
-    quoted = run_query(sealed_cursor(con), "SELECT count(*) FROM agent_runs WHERE agent_name = ?",
-                       params=["x' OR '1'='1"])
+    quoted = run_query(
+        sealed_cursor(con), "SELECT count(*) FROM agent_runs WHERE agent_name = ?", params=["x' OR '1'='1"]
+    )
     assert quoted.rows == [[0]]
     # a parameter cannot smuggle a second statement or a write: it is a value
-    assert run_query(sealed_cursor(con), "SELECT ?", params=["1; DROP TABLE spans"]).rows == [["1; DROP TABLE spans"]]
+    assert run_query(sealed_cursor(con), "SELECT ?", params=["1; DROP TABLE spans"]).rows == [
+        ["1; DROP TABLE spans"]
+    ]
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    ({"a": 1}, "must be a list"),
-    ("abc", "must be a list"),
-    ([[1, 2]], "strings, numbers, booleans or null"),
-    ([{"x": 1}], "strings, numbers, booleans or null"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"a": 1}, "must be a list"),
+        ("abc", "must be a list"),
+        ([[1, 2]], "strings, numbers, booleans or null"),
+        ([{"x": 1}], "strings, numbers, booleans or null"),
+    ],
+)
 def test_parameters_that_are_not_plain_values_are_refused(con, params, message):
     with pytest.raises(QueryError, match=message):
         run_query(sealed_cursor(con), "SELECT ?", params=params)

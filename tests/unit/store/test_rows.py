@@ -51,7 +51,9 @@ def test_every_fixture_span_and_log_round_trips_exactly(con):
         if logs:
             _insert(con, "logs", schema.LOG_COLUMNS, logs_to_arrow(logs))
             expected_logs += logs
-    stored = {s.key: s for s in spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT} FROM spans").to_arrow_table())}
+    stored = {
+        s.key: s for s in spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT} FROM spans").to_arrow_table())
+    }
     assert stored == expected_spans
     stored_logs = logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table())
     assert sorted(stored_logs, key=repr) == sorted(map(as_stored, expected_logs), key=repr)
@@ -78,7 +80,8 @@ def test_spans_and_logs_read_as_arrow_are_the_records_stored(con):
     assert {s.key: s for s in whole} == expected
     narrow = spans_from_arrow(con.sql(f"SELECT {SPAN_SELECT_ASSEMBLY} FROM spans").to_arrow_table())
     assert {s.key: s for s in narrow} == {
-        k: dataclasses.replace(s, links=(), scope_version="", trace_state="", flags=0) for k, s in expected.items()
+        k: dataclasses.replace(s, links=(), scope_version="", trace_state="", flags=0)
+        for k, s in expected.items()
     }
     logs = logs_from_arrow(con.sql(f"SELECT {LOG_SELECT} FROM logs").to_arrow_table())
     assert sorted(logs, key=repr) == sorted(map(as_stored, expected_logs), key=repr) and expected_logs
@@ -102,7 +105,10 @@ def test_columns_are_queryable_as_users_expect(con):
 
 def test_values_json_cannot_hold_are_stored_rather_than_failing_the_batch(con):
     span = SpanRecord(
-        "a" * 32, "b" * 16, None, "odd \ud800 name",
+        "a" * 32,
+        "b" * 16,
+        None,
+        "odd \ud800 name",
         attributes={"nan": float("nan"), "inf": float("-inf"), "raw": b"\x00\x01", "text": "lone \udc00"},
         events=(SpanEvent("e", 5, {"x": float("inf")}),),
         links=(SpanLink("c" * 32, "d" * 16, {}),),
@@ -139,11 +145,27 @@ def test_a_log_without_a_time_keeps_it_unset_but_is_placed_at_its_observed_time(
 
 def test_runs_and_calls_become_rows_numbered_within_each_run(con):
     run = AgentRun(
-        trace_id="t" * 32, span_id="r" * 16, agent_name="planner", start_time_ns=1_000_000_000,
-        end_time_ns=5_000_000_000, status="error", error="boom", service_name="svc", input="go", output={"a": 1},
+        trace_id="t" * 32,
+        span_id="r" * 16,
+        agent_name="planner",
+        start_time_ns=1_000_000_000,
+        end_time_ns=5_000_000_000,
+        status="error",
+        error="boom",
+        service_name="svc",
+        input="go",
+        output={"a": 1},
         tool_calls=(
-            ToolCall("search", {"q": "x", "n": 2}, output="found", status="ok", span_id="s" * 16, call_id="c1",
-                     start_time_ns=2_000_000_000, sources={"name": "gen_ai"}),
+            ToolCall(
+                "search",
+                {"q": "x", "n": 2},
+                output="found",
+                status="ok",
+                span_id="s" * 16,
+                call_id="c1",
+                start_time_ns=2_000_000_000,
+                sources={"name": "gen_ai"},
+            ),
             ToolCall("book", None, raw_arguments="not json", status="error", error="TimeoutError"),
             ToolCall("search", {"q": "x", "n": 2}, output={"n": 0}),
         ),
@@ -177,8 +199,15 @@ def test_runs_and_calls_become_rows_numbered_within_each_run(con):
 
 
 def test_non_text_values_in_text_columns_do_not_fail_the_write(con):
-    run = AgentRun(trace_id="t" * 32, span_id="r" * 16, agent_name=42, start_time_ns=1, end_time_ns=2,
-                   expected_tools=("a", 7), tool_calls=(ToolCall("x", call_id=5, status="ok"),))  # type: ignore[arg-type]
+    run = AgentRun(
+        trace_id="t" * 32,
+        span_id="r" * 16,
+        agent_name=42,
+        start_time_ns=1,
+        end_time_ns=2,
+        expected_tools=("a", 7),
+        tool_calls=(ToolCall("x", call_id=5, status="ok"),),
+    )  # type: ignore[arg-type]
     runs, calls = runs_to_arrow([run], updated_at_ns=3)
     _insert(con, "agent_runs", schema.AGENT_RUN_COLUMNS, runs)
     _insert(con, "tool_calls", schema.TOOL_CALL_COLUMNS, calls)
@@ -195,8 +224,23 @@ def test_an_expectation_free_run_stores_null_expected_tools(con):
 
 
 def test_evaluation_rows(con):
-    rows = [EvaluationRow("t", "r", "tool_correctness", 0.5, 0.7, False, "missed one", {"missing": ["x"]},
-                          model="gpt", cost_usd=0.001, created_at_ns=1_000_000)]
+    rows = [
+        EvaluationRow(
+            "t",
+            "r",
+            "tool_correctness",
+            0.5,
+            0.7,
+            False,
+            "missed one",
+            {"missing": ["x"]},
+            model="gpt",
+            cost_usd=0.001,
+            created_at_ns=1_000_000,
+        )
+    ]
     _insert(con, "evaluations", schema.EVALUATION_COLUMNS, evaluations_to_arrow(rows))
-    got = con.execute("SELECT metric, score, success, details->>'$.missing[0]', status FROM evaluations").fetchone()
+    got = con.execute(
+        "SELECT metric, score, success, details->>'$.missing[0]', status FROM evaluations"
+    ).fetchone()
     assert got == ("tool_correctness", 0.5, False, "x", "ok")

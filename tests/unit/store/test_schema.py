@@ -17,8 +17,17 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
 def test_fresh_database_has_every_contract_column_with_its_type(tmp_path):
     con = open_store(tmp_path / "a.duckdb")
     spans = _columns(con, "spans")
-    for name in ("trace_id", "span_id", "parent_span_id", "name", "kind", "status_code", "status_message",
-                 "service_name", "scope_name"):
+    for name in (
+        "trace_id",
+        "span_id",
+        "parent_span_id",
+        "name",
+        "kind",
+        "status_code",
+        "status_message",
+        "service_name",
+        "scope_name",
+    ):
         assert spans[name] == "VARCHAR"
     for name in ("start_time", "end_time"):
         assert spans[name] == "TIMESTAMP WITH TIME ZONE"
@@ -43,8 +52,11 @@ def test_fresh_database_has_every_contract_column_with_its_type(tmp_path):
     for name in ("threshold", "cost_usd"):
         assert evaluations[name] == "DOUBLE"
     for name, columns in (
-        ("spans", schema.SPAN_COLUMNS), ("logs", schema.LOG_COLUMNS), ("agent_runs", schema.AGENT_RUN_COLUMNS),
-        ("tool_calls", schema.TOOL_CALL_COLUMNS), ("evaluations", schema.EVALUATION_COLUMNS),
+        ("spans", schema.SPAN_COLUMNS),
+        ("logs", schema.LOG_COLUMNS),
+        ("agent_runs", schema.AGENT_RUN_COLUMNS),
+        ("tool_calls", schema.TOOL_CALL_COLUMNS),
+        ("evaluations", schema.EVALUATION_COLUMNS),
     ):
         # set by the writer, one value a commit (a write transaction for runs, calls and scores)
         stamped = {"ingested_at"} if name in ("spans", "logs") else {"committed_at"}
@@ -69,8 +81,10 @@ def test_reopening_applies_nothing_and_keeps_data(tmp_path):
 def test_a_version_1_database_is_upgraded_keeping_its_evaluations(tmp_path):
     con = duckdb.connect(str(tmp_path / "v1.duckdb"))
     assert migrate(con, schema.MIGRATIONS[:1]) == [1]
-    con.execute("INSERT INTO evaluations (trace_id, run_span_id, metric, score, created_at) "
-                "VALUES ('t', 's', 'tool_correctness', 0.5, '2026-01-01 00:00:00+00')")
+    con.execute(
+        "INSERT INTO evaluations (trace_id, run_span_id, metric, score, created_at) "
+        "VALUES ('t', 's', 'tool_correctness', 0.5, '2026-01-01 00:00:00+00')"
+    )
     assert migrate(con) == [m.version for m in schema.MIGRATIONS[1:]]
     row = con.execute("SELECT metric, score, source, updated_at = created_at FROM evaluations").fetchone()
     assert row == ("tool_correctness", 0.5, "agentotel-eval", True)
@@ -78,9 +92,12 @@ def test_a_version_1_database_is_upgraded_keeping_its_evaluations(tmp_path):
 
 def test_forward_migration_runs_once_in_order(tmp_path):
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
-    steps = (*schema.MIGRATIONS, Migration(schema.SCHEMA_VERSION + 1, "add a column", (
-        "ALTER TABLE agent_runs ADD COLUMN note VARCHAR",
-    )))
+    steps = (
+        *schema.MIGRATIONS,
+        Migration(
+            schema.SCHEMA_VERSION + 1, "add a column", ("ALTER TABLE agent_runs ADD COLUMN note VARCHAR",)
+        ),
+    )
     assert migrate(con, steps) == [step.version for step in steps]
     assert "note" in _columns(con, "agent_runs")
     assert migrate(con, steps) == []
@@ -89,9 +106,17 @@ def test_forward_migration_runs_once_in_order(tmp_path):
 def test_a_failed_migration_leaves_the_previous_version(tmp_path):
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
     migrate(con)
-    broken = (*schema.MIGRATIONS, Migration(schema.SCHEMA_VERSION + 1, "broken", (
-        "ALTER TABLE agent_runs ADD COLUMN x VARCHAR", "THIS IS NOT SQL",
-    )))
+    broken = (
+        *schema.MIGRATIONS,
+        Migration(
+            schema.SCHEMA_VERSION + 1,
+            "broken",
+            (
+                "ALTER TABLE agent_runs ADD COLUMN x VARCHAR",
+                "THIS IS NOT SQL",
+            ),
+        ),
+    )
     with pytest.raises(duckdb.Error):
         migrate(con, broken)
     assert current_version(con) == schema.SCHEMA_VERSION
@@ -129,7 +154,9 @@ def test_views_answer_on_real_rows(tmp_path):
     )
     latest = con.execute("SELECT trace_id, score FROM latest_evaluations ORDER BY trace_id").fetchall()
     assert latest == [("t1", 1.0), ("t2", 0.0)]  # the later evaluation of t1 wins
-    rate = con.execute("SELECT agent_name, day::VARCHAR, runs, passed, pass_rate FROM agent_pass_rate_daily").fetchall()
+    rate = con.execute(
+        "SELECT agent_name, day::VARCHAR, runs, passed, pass_rate FROM agent_pass_rate_daily"
+    ).fetchall()
     assert rate == [("planner", "2025-01-01", 2, 1, 0.5)]
     errors = dict(con.execute("SELECT tool_name, error_rate FROM tool_error_rates").fetchall())
     assert errors == {"search": 0.5, "book": 0.0}

@@ -18,8 +18,15 @@ from agentotel_eval.tracing.testing import (
     assert_trajectory,
 )
 
-RUN = AgentRun("ab" * 16, "cd" * 8, "agent", 1, 2, input="book it",
-               tool_calls=(ToolCall("search", {"city": "Paris"}), ToolCall("book", {"hotel": "h1"})))
+RUN = AgentRun(
+    "ab" * 16,
+    "cd" * 8,
+    "agent",
+    1,
+    2,
+    input="book it",
+    tool_calls=(ToolCall("search", {"city": "Paris"}), ToolCall("book", {"hotel": "h1"})),
+)
 
 
 @pytest.fixture
@@ -39,8 +46,10 @@ def test_each_assertion_reports_its_declared_metric(reported: list[ToolUseAssert
     assert assert_trajectory(RUN, [{"tool": "search"}, {"tool": "book"}]) == 1.0
     assert_no_tool_errors(RUN)
     assert [r.metric for r in reported] == [
-        *(tool_correctness(e, o).name for e in (False, True) for o in (False, True)), TRAJECTORY.name,
-        TOOL_ERRORS_DETECTORS.name]
+        *(tool_correctness(e, o).name for e in (False, True) for o in (False, True)),
+        TRAJECTORY.name,
+        TOOL_ERRORS_DETECTORS.name,
+    ]
     assert all(r.metric in METRICS and r.success for r in reported)
 
 
@@ -53,9 +62,11 @@ def test_the_assertions_threshold_takes_precedence_over_the_specs(reported: list
         assert_trajectory(RUN, {"steps": spec["steps"]}, threshold=0.6)
     with pytest.raises(AssertionError, match=r"0\.50 < 1\.00"):  # the declared threshold when none is given
         assert_trajectory(RUN, {"steps": spec["steps"]})
-    assert [(r.metric, r.score, r.success) for r in reported] == [(TRAJECTORY.name, 0.5, False),
-                                                                   (TRAJECTORY.name, 0.5, True),
-                                                                   (TRAJECTORY.name, 0.5, False),
-                                                                   (TRAJECTORY.name, 0.5, False)]
+    assert [(r.metric, r.score, r.success) for r in reported] == [
+        (TRAJECTORY.name, 0.5, False),
+        (TRAJECTORY.name, 0.5, True),
+        (TRAJECTORY.name, 0.5, False),
+        (TRAJECTORY.name, 0.5, False),
+    ]
     with pytest.raises(AssertionError, match=r"tool_correctness of agent .*: 0\.50 < 1\.00"):
         assert_tool_correctness(RUN, ["search", "pay"])

@@ -23,9 +23,11 @@ def tool_step(tool: str, which: str, low: int, extra: int | None, weight: float,
     return step
 
 
-def groups_of(children: st.SearchStrategy[dict[str, Any]], kinds: tuple[str, ...] = GROUPS,
-              modifiers: tuple[str, ...] = ("none", "none", "optional", "weight", "count"),
-              ) -> st.SearchStrategy[dict[str, Any]]:
+def groups_of(
+    children: st.SearchStrategy[dict[str, Any]],
+    kinds: tuple[str, ...] = GROUPS,
+    modifiers: tuple[str, ...] = ("none", "none", "optional", "weight", "count"),
+) -> st.SearchStrategy[dict[str, Any]]:
     def build(kind: str, members: list[dict[str, Any]], which: str) -> dict[str, Any]:
         group: dict[str, Any] = {kind: members}
         if which == "optional":
@@ -36,5 +38,6 @@ def groups_of(children: st.SearchStrategy[dict[str, Any]], kinds: tuple[str, ...
             group["count"] = {"min": 1, "max": 2}
         return group
 
-    return st.builds(build, st.sampled_from(kinds), st.lists(children, min_size=1, max_size=3),
-                     st.sampled_from(modifiers))
+    return st.builds(
+        build, st.sampled_from(kinds), st.lists(children, min_size=1, max_size=3), st.sampled_from(modifiers)
+    )

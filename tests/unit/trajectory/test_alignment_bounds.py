@@ -85,7 +85,9 @@ class Judge:
                 if any(r is None for r in rounds):
                     continue
                 least = _least(step)
-                value = sum((r[0] for r in rounds[:least] if r), Fraction(0)) / least if least else Fraction(0)
+                value = (
+                    sum((r[0] for r in rounds[:least] if r), Fraction(0)) / least if least else Fraction(0)
+                )
                 candidate = (value, sum(r[1] for r in rounds if r))
                 if best is None or (candidate[0], -candidate[1]) > (best[0], -best[1]):
                     best = candidate
@@ -116,8 +118,10 @@ class Judge:
         own = _own_required(step)
         if not own:
             return Fraction(0), splits
-        return sum((_required(m) * j[0] for m, j in zip(members, judged, strict=True) if j and _required(m)),
-                   Fraction(0)) / own, splits
+        return sum(
+            (_required(m) * j[0] for m, j in zip(members, judged, strict=True) if j and _required(m)),
+            Fraction(0),
+        ) / own, splits
 
     def leaf_set(self, step: dict[str, Any]) -> set[int]:
         return {self.index[id(leaf)] for leaf in _leaves(step)}
@@ -182,9 +186,15 @@ def _walk(step: dict[str, Any]) -> list[dict[str, Any]]:
 # --- random specs ----------------------------------------------------------------------------------------------
 
 
-TOOL = st.builds(tool_step, st.sampled_from(TOOLS), st.sampled_from(["none", "optional", "count", "weight", "args"]),
-                 st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)), st.sampled_from([0.5, 2.0, 3.0]),
-                 st.integers(1, 2))
+TOOL = st.builds(
+    tool_step,
+    st.sampled_from(TOOLS),
+    st.sampled_from(["none", "optional", "count", "weight", "args"]),
+    st.integers(0, 2),
+    st.one_of(st.none(), st.integers(0, 2)),
+    st.sampled_from([0.5, 2.0, 3.0]),
+    st.integers(1, 2),
+)
 
 
 @st.composite
@@ -200,8 +210,15 @@ def specs_with_refs(draw: st.DrawFn, max_leaves: int = 5) -> dict[str, Any]:
     return spec
 
 
-CALLS = st.lists(st.builds(lambda name, x, turn: ToolCall(name, {"x": x}, llm_turn=turn), st.sampled_from(TOOLS),
-                           st.integers(1, 2), st.sampled_from([None, "t1", "t2"])), max_size=6)
+CALLS = st.lists(
+    st.builds(
+        lambda name, x, turn: ToolCall(name, {"x": x}, llm_turn=turn),
+        st.sampled_from(TOOLS),
+        st.integers(1, 2),
+        st.sampled_from([None, "t1", "t2"]),
+    ),
+    max_size=6,
+)
 
 
 @settings(max_examples=250, deadline=None)
@@ -227,8 +244,15 @@ def test_the_brute_force_sees_rounds_turns_and_refs() -> None:
 
 # --- bounded work ----------------------------------------------------------------------------------------------
 
-BIG_TOOL = st.builds(tool_step, st.sampled_from("abcd"), st.sampled_from(["none", "optional", "count", "args"]),
-                     st.integers(0, 3), st.one_of(st.none(), st.integers(0, 40)), st.just(1.0), st.integers(1, 3))
+BIG_TOOL = st.builds(
+    tool_step,
+    st.sampled_from("abcd"),
+    st.sampled_from(["none", "optional", "count", "args"]),
+    st.integers(0, 3),
+    st.one_of(st.none(), st.integers(0, 40)),
+    st.just(1.0),
+    st.integers(1, 3),
+)
 
 
 @st.composite
@@ -252,8 +276,10 @@ def big_runs(draw: st.DrawFn) -> list[ToolCall]:
     """Up to 200 calls (drawn from a seeded generator: hypothesis's own lists stay short)."""
     size, rnd = draw(st.integers(0, 200)), draw(st.randoms(use_true_random=False))
     turns = rnd.randint(1, 60)
-    return [ToolCall(rnd.choice("abcd"), {"x": rnd.randint(1, 3)}, llm_turn=f"t{rnd.randrange(turns)}")
-            for _ in range(size)]
+    return [
+        ToolCall(rnd.choice("abcd"), {"x": rnd.randint(1, 3)}, llm_turn=f"t{rnd.randrange(turns)}")
+        for _ in range(size)
+    ]
 
 
 @settings(max_examples=60, deadline=None)
@@ -277,5 +303,7 @@ def test_an_alignment_past_its_budget_says_it_is_approximate_and_why() -> None:
     assert (exact.score, exact.alignment.approximate, exact.details.get("approximate")) == (1.0, None, None)
     small = score_trajectory(spec, calls, budget=0)
     assert small.details["approximate"] is True and small.alignment.approximate is not None
-    assert "units of work" in small.details["approximate_reason"] and "Approximate:" in small.details["reason"]
+    assert (
+        "units of work" in small.details["approximate_reason"] and "Approximate:" in small.details["reason"]
+    )
     assert 0 < small.score <= exact.score

@@ -41,22 +41,32 @@ def passes(entry: dict[str, Any], calls: list[ToolCall]) -> bool:
 
 def test_an_adk_eval_set_gives_one_entry_per_invocation() -> None:
     entries = from_adk(json.loads((DATA / "adk_dependent_tool_calls.test.json").read_text()))
-    assert [e["input"] for e in entries] == ["Turn off device_2 in the Bedroom.",
-                                             "What's the status of device_2 in the Bedroom?"]
+    assert [e["input"] for e in entries] == [
+        "Turn off device_2 in the Bedroom.",
+        "What's the status of device_2 in the Bedroom?",
+    ]
     assert entries[0]["name"].endswith("dependent_tool_calls.test.json#1")
     turn_off = entries[0]
     exact = ToolCall("set_device_info", {"location": "Bedroom", "status": "OFF", "device_id": "device_2"})
     assert passes(turn_off, [exact])
-    assert not passes(turn_off, [ToolCall("set_device_info", {"location": "Bedroom", "status": "ON",
-                                                              "device_id": "device_2"})])
+    assert not passes(
+        turn_off,
+        [ToolCall("set_device_info", {"location": "Bedroom", "status": "ON", "device_id": "device_2"})],
+    )
     assert not passes(turn_off, [exact, ToolCall("get_device_info", {"device_id": "device_2"})])  # EXACT
     in_order = from_adk(json.loads((DATA / "adk_dependent_tool_calls.test.json").read_text()), "IN_ORDER")[0]
     assert passes(in_order, [ToolCall("get_device_info", {"device_id": "device_2"}), exact])
 
 
 def test_adks_older_list_format() -> None:
-    (entry,) = from_adk([{"query": "roll a die", "expected_tool_use": [{"tool_name": "roll_die",
-                                                                         "tool_input": {"sides": 6}}]}])
+    (entry,) = from_adk(
+        [
+            {
+                "query": "roll a die",
+                "expected_tool_use": [{"tool_name": "roll_die", "tool_input": {"sides": 6}}],
+            }
+        ]
+    )
     assert entry["input"] == "roll a die"
     assert passes(entry, [ToolCall("roll_die", {"sides": 6})])
     assert not passes(entry, [ToolCall("roll_die", {"sides": 20})])
@@ -70,13 +80,22 @@ def test_bfcl_answers_take_any_allowed_value_and_nothing_else() -> None:
     assert passes(triangle, [ToolCall("calculate_triangle_area", {"base": 10, "height": 5})])  # unit optional
     assert passes(triangle, [ToolCall("calculate_triangle_area", {"base": 10, "height": 5, "unit": "Units"})])
     assert not passes(triangle, [ToolCall("calculate_triangle_area", {"base": 10, "height": 6})])
-    assert not passes(triangle, [ToolCall("calculate_triangle_area", {"base": 10, "height": 5, "colour": "red"})])
-    assert not passes(triangle, [ToolCall("calculate_triangle_area", {"base": 10, "height": 5}),
-                                 ToolCall("calculate_triangle_area", {"base": 10, "height": 5})])  # extra
+    assert not passes(
+        triangle, [ToolCall("calculate_triangle_area", {"base": 10, "height": 5, "colour": "red"})]
+    )
+    assert not passes(
+        triangle,
+        [
+            ToolCall("calculate_triangle_area", {"base": 10, "height": 5}),
+            ToolCall("calculate_triangle_area", {"base": 10, "height": 5}),
+        ],
+    )  # extra
     # parallel_multiple_1: two functions in either order
     areas = by_id["parallel_multiple_1"]
-    circle, rectangle = ToolCall("area_circle.calculate", {"radius": 5.0}), ToolCall(
-        "area_rectangle.calculate", {"length": 7, "breadth": 3.0})
+    circle, rectangle = (
+        ToolCall("area_circle.calculate", {"radius": 5.0}),
+        ToolCall("area_rectangle.calculate", {"length": 7, "breadth": 3.0}),
+    )
     assert passes(areas, [circle, rectangle]) and passes(areas, [rectangle, circle])
     assert not passes(areas, [circle])
 
@@ -84,28 +103,45 @@ def test_bfcl_answers_take_any_allowed_value_and_nothing_else() -> None:
 def test_agentevals_reference_messages_per_mode() -> None:
     reference = json.loads((DATA / "agentevals_reference_outputs.json").read_text())
     outputs = json.loads((DATA / "agentevals_outputs.json").read_text())
-    calls = [ToolCall(c["function"]["name"], json.loads(c["function"]["arguments"]), llm_turn=str(k))
-             for k, m in enumerate(outputs) if m.get("tool_calls") for c in m["tool_calls"]]
+    calls = [
+        ToolCall(c["function"]["name"], json.loads(c["function"]["arguments"]), llm_turn=str(k))
+        for k, m in enumerate(outputs)
+        if m.get("tool_calls")
+        for c in m["tool_calls"]
+    ]
     # the test's verdicts: unordered, superset and subset pass; strict does not (two turns against one)
-    verdicts = {mode: passes(from_langchain(reference, mode)[0], calls)
-                for mode in ("strict", "unordered", "subset", "superset")}
+    verdicts = {
+        mode: passes(from_langchain(reference, mode)[0], calls)
+        for mode in ("strict", "unordered", "subset", "superset")
+    }
     assert verdicts == {"strict": False, "unordered": True, "subset": True, "superset": True}
     (entry,) = from_langchain({"messages": reference}, "strict")
     assert entry["input"] == "What is the weather in SF and London?"
 
 
-@pytest.mark.parametrize(("reader", "data", "message"), [
-    (lambda d: from_adk(d), {"cases": []}, "not an ADK eval set"),
-    (lambda d: from_adk(d, "FUZZY"), {"eval_cases": []}, "--mode for ADK"),
-    (lambda d: from_adk(d), [{"question": "x"}], "query"),
-    (lambda d: from_bfcl(d), [{"id": "x", "ground_truth": "f(1)"}], "possible_answer line"),
-    (lambda d: from_bfcl(d), [{"id": "x", "ground_truth": [{"f": {"a": 1}}]}], "f.a: BFCL lists the allowed"),
-    (lambda d: from_langchain(d), [{"text": "hi"}], "expected a list of chat messages"),
-    (lambda d: from_langchain(d, "exact"), [], "--mode for LangChain"),
-    (lambda d: from_langchain(d), [{"role": "assistant", "tool_calls": [{"function": {"name": "f",
-                                                                                       "arguments": "{x"}}]}],
-     "not JSON"),
-])
-def test_a_file_in_another_shape_is_refused_saying_what_was_expected(reader: Any, data: Any, message: str) -> None:
+@pytest.mark.parametrize(
+    ("reader", "data", "message"),
+    [
+        (lambda d: from_adk(d), {"cases": []}, "not an ADK eval set"),
+        (lambda d: from_adk(d, "FUZZY"), {"eval_cases": []}, "--mode for ADK"),
+        (lambda d: from_adk(d), [{"question": "x"}], "query"),
+        (lambda d: from_bfcl(d), [{"id": "x", "ground_truth": "f(1)"}], "possible_answer line"),
+        (
+            lambda d: from_bfcl(d),
+            [{"id": "x", "ground_truth": [{"f": {"a": 1}}]}],
+            "f.a: BFCL lists the allowed",
+        ),
+        (lambda d: from_langchain(d), [{"text": "hi"}], "expected a list of chat messages"),
+        (lambda d: from_langchain(d, "exact"), [], "--mode for LangChain"),
+        (
+            lambda d: from_langchain(d),
+            [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}],
+            "not JSON",
+        ),
+    ],
+)
+def test_a_file_in_another_shape_is_refused_saying_what_was_expected(
+    reader: Any, data: Any, message: str
+) -> None:
     with pytest.raises(ImportFailure, match=message):
         reader(data)

@@ -28,8 +28,13 @@ def refused(value: Any, limits: Any = CONFIG_LIMITS) -> str:
     return str(raised.value)
 
 
-@pytest.mark.parametrize("written", ['{"steps": [{"tool": "a", "weight": NaN}]}',
-                                     '{"steps": [{"unordered": [{"tool": "a"}], "weight": Infinity}]}'])
+@pytest.mark.parametrize(
+    "written",
+    [
+        '{"steps": [{"tool": "a", "weight": NaN}]}',
+        '{"steps": [{"unordered": [{"tool": "a"}], "weight": Infinity}]}',
+    ],
+)
 def test_a_weight_that_is_not_a_finite_number_is_refused_with_its_key(written: str) -> None:
     message = refused(written)
     assert message.startswith("expected_trajectory.steps[0].weight must be a finite number"), message
@@ -57,19 +62,30 @@ def test_groups_nested_deeper_than_the_limit_name_the_step_and_the_limit() -> No
     depth = UNTRUSTED_LIMITS.depth
     parse_spec(nested(depth), limits=UNTRUSTED_LIMITS)
     message = refused(nested(depth + 1), UNTRUSTED_LIMITS)
-    assert message.startswith("expected_trajectory.steps[0]" + ".unordered[0]" * (depth + 1) + ": groups nested")
+    assert message.startswith(
+        "expected_trajectory.steps[0]" + ".unordered[0]" * (depth + 1) + ": groups nested"
+    )
     assert "(limit: depth)" in message and "a spec from a span or a dataset" in message
     parse_spec(nested(depth + 1))  # the config's limit is larger
 
 
-@pytest.mark.parametrize(("written", "limit"), [
-    ({"steps": ["a"] * (UNTRUSTED_LIMITS.steps + 1)}, "steps"),
-    ({"steps": [{"tool": "a"}], "forbid": ["x"] * UNTRUSTED_LIMITS.steps}, "steps"),  # forbid rules count too
-    ({"preset": "adk:ANY_ORDER", "expected_tools": ["a"] * (UNTRUSTED_LIMITS.steps + 1)}, "steps"),
-    ({"steps": [{"any_of": ["a"] * (UNTRUSTED_LIMITS.alternatives + 1)}]}, "alternatives"),
-    ({"steps": [{"tool": "a", "args": {"q": "x" * UNTRUSTED_LIMITS.spec_bytes}}]}, "spec_bytes"),
-    (json.dumps({"steps": [{"tool": "a", "args": {"q": "x" * UNTRUSTED_LIMITS.spec_bytes}}]}), "spec_bytes"),
-])
+@pytest.mark.parametrize(
+    ("written", "limit"),
+    [
+        ({"steps": ["a"] * (UNTRUSTED_LIMITS.steps + 1)}, "steps"),
+        (
+            {"steps": [{"tool": "a"}], "forbid": ["x"] * UNTRUSTED_LIMITS.steps},
+            "steps",
+        ),  # forbid rules count too
+        ({"preset": "adk:ANY_ORDER", "expected_tools": ["a"] * (UNTRUSTED_LIMITS.steps + 1)}, "steps"),
+        ({"steps": [{"any_of": ["a"] * (UNTRUSTED_LIMITS.alternatives + 1)}]}, "alternatives"),
+        ({"steps": [{"tool": "a", "args": {"q": "x" * UNTRUSTED_LIMITS.spec_bytes}}]}, "spec_bytes"),
+        (
+            json.dumps({"steps": [{"tool": "a", "args": {"q": "x" * UNTRUSTED_LIMITS.spec_bytes}}]}),
+            "spec_bytes",
+        ),
+    ],
+)
 def test_each_limit_on_a_spec_from_a_run_is_named(written: Any, limit: str) -> None:
     message = refused(written, UNTRUSTED_LIMITS)
     assert f"(limit: {limit})" in message and "a spec from a span or a dataset" in message, message
@@ -81,8 +97,14 @@ def test_the_config_limits_are_bounded_too() -> None:
 
 
 def _run(spec: str) -> AgentRun:
-    return AgentRun(trace_id="ab" * 16, span_id="cd" * 8, agent_name="a", start_time_ns=1, end_time_ns=2,
-                    expected_trajectory=spec)
+    return AgentRun(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        agent_name="a",
+        start_time_ns=1,
+        end_time_ns=2,
+        expected_trajectory=spec,
+    )
 
 
 def test_the_collector_holds_a_span_and_a_dataset_line_to_the_small_limits(tmp_path: Any) -> None:
@@ -92,7 +114,11 @@ def test_the_collector_holds_a_span_and_a_dataset_line_to_the_small_limits(tmp_p
     assert found.trajectory_error is not None and "(limit: steps)" in found.trajectory_error
     deep = '{"steps": [' + '{"unordered": [' * 2000 + '{"tool": "a"}' + "]}" * 2000 + "]}"
     found = ExpectationFinder().find(_run(deep))
-    assert found is not None and found.trajectory_error is not None and "(limit: nesting)" in found.trajectory_error
+    assert (
+        found is not None
+        and found.trajectory_error is not None
+        and "(limit: nesting)" in found.trajectory_error
+    )
     lines = tmp_path / "ds.jsonl"
     lines.write_text(json.dumps({"input": "q", "expected_trajectory": big}) + "\n")
     with pytest.raises(ExpectationConfigError, match=r"ds.jsonl:1: expected_trajectory.*\(limit: steps\)"):

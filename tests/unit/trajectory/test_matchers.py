@@ -18,31 +18,59 @@ def check(spec: Any, value: Any) -> tuple[bool | None, str]:
 
 HOLDS = [
     # literals: JSON equality
-    (100, 100.0), ("Paris", "Paris"), ({"a": [1, {"b": 2}]}, {"a": [1.0, {"b": 2}]}), (None, None), ([1, 2], [1, 2]),
+    (100, 100.0),
+    ("Paris", "Paris"),
+    ({"a": [1, {"b": 2}]}, {"a": [1.0, {"b": 2}]}),
+    (None, None),
+    ([1, 2], [1, 2]),
     ({"$eq": "New  York"}, "New  York"),
     ({"$eq": "new york", "$norm": ["case", "space"]}, "  New   YORK "),
     ({"$eq": "st louis", "$norm": ["case", "punct"]}, "St. Louis"),
-    ({"$in": ["paypal", "card"]}, "card"), ({"$in": [1, 2]}, 2.0),
+    ({"$in": ["paypal", "card"]}, "card"),
+    ({"$in": [1, 2]}, 2.0),
     ({"$in": ["paypal"], "$norm": ["case"]}, "PayPal"),
-    ({"$any": True}, 0), ({"$any": True}, None),
+    ({"$any": True}, 0),
+    ({"$any": True}, None),
     ({"$absent": True}, missing()),
-    ({"$optional": True}, missing()), ({"$optional": True, "$gt": 3}, 4),
-    ({"$type": "string"}, "x"), ({"$type": "integer"}, 3), ({"$type": "integer"}, 3.0), ({"$type": "number"}, 3.5),
-    ({"$type": "boolean"}, False), ({"$type": "object"}, {}), ({"$type": "array"}, []), ({"$type": "null"}, None),
+    ({"$optional": True}, missing()),
+    ({"$optional": True, "$gt": 3}, 4),
+    ({"$type": "string"}, "x"),
+    ({"$type": "integer"}, 3),
+    ({"$type": "integer"}, 3.0),
+    ({"$type": "number"}, 3.5),
+    ({"$type": "boolean"}, False),
+    ({"$type": "object"}, {}),
+    ({"$type": "array"}, []),
+    ({"$type": "null"}, None),
     ({"$type": ["string", "null"]}, None),
-    ({"$schema": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}}, {"id": 7}),
-    ({"$regex": r"\d{5}"}, "94110"), ({"$regex": r"(?i)[a-z]+"}, "Paris"),
-    ({"$gt": 0}, 0.5), ({"$gte": 1}, 1), ({"$lt": 500}, 499.99), ({"$lte": 2}, 2.0), ({"$gt": 0, "$lt": 10}, 5),
-    ({"$approx": 120.0, "rel": 0.01}, 121.1), ({"$approx": 1.0, "abs": 0.1}, 0.95),
+    (
+        {"$schema": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}},
+        {"id": 7},
+    ),
+    ({"$regex": r"\d{5}"}, "94110"),
+    ({"$regex": r"(?i)[a-z]+"}, "Paris"),
+    ({"$gt": 0}, 0.5),
+    ({"$gte": 1}, 1),
+    ({"$lt": 500}, 499.99),
+    ({"$lte": 2}, 2.0),
+    ({"$gt": 0, "$lt": 10}, 5),
+    ({"$approx": 120.0, "rel": 0.01}, 121.1),
+    ({"$approx": 1.0, "abs": 0.1}, 0.95),
     ({"$approx": 100, "rel": 0.001, "abs": 5}, 104),  # either tolerance is enough
-    ({"$contains": "York"}, "New York"), ({"$contains": 2}, [1, 2.0, 3]), ({"$contains": "id"}, {"id": 1}),
+    ({"$contains": "York"}, "New York"),
+    ({"$contains": 2}, [1, 2.0, 3]),
+    ({"$contains": "id"}, {"id": 1}),
     ({"$contains": {"a": 1}}, [{"a": 1}, {"b": 2}]),
-    ({"$len": 3}, "abc"), ({"$len": {"$gte": 2}}, [1, 2, 3]), ({"$len": 0}, {}),
+    ({"$len": 3}, "abc"),
+    ({"$len": {"$gte": 2}}, [1, 2, 3]),
+    ({"$len": 0}, {}),
     ({"city": {"$regex": "[A-Z].*"}}, {"city": "Rome", "country": "IT"}),  # a nested map: other keys free
 ]
 
 FAILS = [
-    (100, 101, "expected 100, got 101"), (1, True, "expected 1, got True"), (True, 1, "expected True, got 1"),
+    (100, 101, "expected 100, got 101"),
+    (1, True, "expected 1, got True"),
+    (True, 1, "expected True, got 1"),
     ("Paris", missing(), "missing"),
     ({"$eq": "new york"}, "New York", "New York"),
     ({"$in": ["paypal", "card"]}, "cash", "'cash' is not one of ['paypal', 'card']"),
@@ -50,19 +78,29 @@ FAILS = [
     ({"$any": True}, missing(), "missing"),
     ({"$absent": True}, "here", "present"),
     ({"$optional": True, "$gt": 3}, 2, "2 is not > 3"),
-    ({"$type": "integer"}, 3.5, "expected integer, got number"), ({"$type": "integer"}, True, "got boolean"),
-    ({"$type": "number"}, "3", "got string"), ({"$type": ["string", "null"]}, 1, "expected string or null"),
+    ({"$type": "integer"}, 3.5, "expected integer, got number"),
+    ({"$type": "integer"}, True, "got boolean"),
+    ({"$type": "number"}, "3", "got string"),
+    ({"$type": ["string", "null"]}, 1, "expected string or null"),
     ({"$schema": {"type": "object", "required": ["id"]}}, {"name": "x"}, "'id' is a required property"),
-    ({"$regex": r"\d{5}"}, "9411", "does not match"), ({"$regex": r"\d{5}"}, "941100", "does not match"),
+    ({"$regex": r"\d{5}"}, "9411", "does not match"),
+    ({"$regex": r"\d{5}"}, "941100", "does not match"),
     ({"$regex": r"\d+"}, 94110, "is not a string"),
-    ({"$gt": 0}, 0, "0 is not > 0"), ({"$lt": 500}, 500, "500 is not < 500"), ({"$gte": 1}, "2", "is not a number"),
+    ({"$gt": 0}, 0, "0 is not > 0"),
+    ({"$lt": 500}, 500, "500 is not < 500"),
+    ({"$gte": 1}, "2", "is not a number"),
     ({"$lte": 2}, 2.5, "2.5 is not <= 2"),
     ({"$gt": 0}, True, "is not a number"),
-    ({"$approx": 120.0, "rel": 0.01}, 125, "125"), ({"$approx": 1.0, "abs": 0.1}, "1.0", "is not a number"),
-    ({"$contains": "Boston"}, "New York", "Boston"), ({"$contains": 4}, [1, 2, 3], "4"),
-    ({"$contains": "id"}, {"name": 1}, "id"), ({"$contains": "x"}, 7, "cannot contain anything"),
-    ({"$len": 3}, "ab", "length 2"), ({"$len": 1}, 5, "has no length"),
-    ({"city": {"$regex": "[A-Z].*"}}, {"city": "rome"}, "city:"), ({"city": {"$eq": "Rome"}}, "Rome", "expected an object"),
+    ({"$approx": 120.0, "rel": 0.01}, 125, "125"),
+    ({"$approx": 1.0, "abs": 0.1}, "1.0", "is not a number"),
+    ({"$contains": "Boston"}, "New York", "Boston"),
+    ({"$contains": 4}, [1, 2, 3], "4"),
+    ({"$contains": "id"}, {"name": 1}, "id"),
+    ({"$contains": "x"}, 7, "cannot contain anything"),
+    ({"$len": 3}, "ab", "length 2"),
+    ({"$len": 1}, 5, "has no length"),
+    ({"city": {"$regex": "[A-Z].*"}}, {"city": "rome"}, "city:"),
+    ({"city": {"$eq": "Rome"}}, "Rome", "expected an object"),
     ({"$eq": "new york", "$norm": ["case"]}, "New  York", "expected 'new york'"),
     ({"$ref": "search.result.city"}, "Paris", "search has no earlier call"),
 ]
@@ -99,22 +137,25 @@ def test_a_long_value_is_not_matched_against_a_pattern() -> None:
     assert verdict is False and "limit" in reason
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ({"$regex": "x" * (MAX_PATTERN_CHARS + 1)}, f"the limit is {MAX_PATTERN_CHARS}"),
-    ({"$regex": "(unclosed"}, "not a valid pattern"),
-    ({"$gt": "five"}, "$gt needs a number"),
-    ({"$gt": 1, "rel": 0.1}, "rel/abs go with $approx"),
-    ({"$approx": 10, "rel": -1}, "rel"),
-    ({"$type": "float"}, "float"),
-    ({"$norm": ["case"]}, "$norm"),
-    ({"$norm": ["capital"], "$eq": "x"}, "capital"),
-    ({"$in": "paypal"}, "$in"),
-    ({"$schema": {"type": "nonsense"}}, "$schema"),
-    ({"$ref": "who"}, "$ref"),
-    ({"$ref": "who.params.id"}, "args"),
-    ({"$regexp": "x"}, "$regex"),  # a misspelt operator: did you mean
-    ({"$len": "three"}, "$len"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"$regex": "x" * (MAX_PATTERN_CHARS + 1)}, f"the limit is {MAX_PATTERN_CHARS}"),
+        ({"$regex": "(unclosed"}, "not a valid pattern"),
+        ({"$gt": "five"}, "$gt needs a number"),
+        ({"$gt": 1, "rel": 0.1}, "rel/abs go with $approx"),
+        ({"$approx": 10, "rel": -1}, "rel"),
+        ({"$type": "float"}, "float"),
+        ({"$norm": ["case"]}, "$norm"),
+        ({"$norm": ["capital"], "$eq": "x"}, "capital"),
+        ({"$in": "paypal"}, "$in"),
+        ({"$schema": {"type": "nonsense"}}, "$schema"),
+        ({"$ref": "who"}, "$ref"),
+        ({"$ref": "who.params.id"}, "args"),
+        ({"$regexp": "x"}, "$regex"),  # a misspelt operator: did you mean
+        ({"$len": "three"}, "$len"),
+    ],
+)
 def test_a_bad_matcher_is_refused_naming_where(spec: Any, message: str) -> None:
     with pytest.raises(SpecError) as raised:
         compile_matcher(spec, "args.k")
@@ -145,4 +186,6 @@ def test_arguments_not_recorded_are_not_decided_and_do_not_fail() -> None:
     status, checks = _step_checks({"city": {"$regex": "R.*"}, "n": 2}, ToolCall("t", None))
     assert status == "matched"
     assert [(c["key"], c["ok"], c["reason"]) for c in checks] == [
-        ("city", None, "arguments not recorded"), ("n", None, "arguments not recorded")]
+        ("city", None, "arguments not recorded"),
+        ("n", None, "arguments not recorded"),
+    ]

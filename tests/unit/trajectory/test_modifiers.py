@@ -55,16 +55,21 @@ def test_groups_order_and_interleaving() -> None:
     assert run(ordered, "b", "a").score == 0.5
     unordered = [{"unordered": [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}]}]
     assert run(unordered, "c", "x", "a", "b").score == 1.0  # other calls may interleave
-    nested = [{"tool": "start"}, {"unordered": [{"steps": [{"tool": "a"}, {"tool": "b"}]}, {"tool": "c"}]},
-              {"tool": "end"}]
+    nested = [
+        {"tool": "start"},
+        {"unordered": [{"steps": [{"tool": "a"}, {"tool": "b"}]}, {"tool": "c"}]},
+        {"tool": "end"},
+    ]
     assert run(nested, "start", "a", "c", "b", "end").score == 1.0
     assert run(nested, "start", "b", "c", "a", "end").score == pytest.approx(4 / 5)
     assert run(nested, "a", "start", "b", "c", "end").score == pytest.approx(4 / 5)  # a before start
 
 
 def test_any_of_takes_one_alternative_with_partial_credit() -> None:
-    spec = [{"any_of": [{"tool": "get_user_details"}, {"steps": [{"tool": "search"}, {"tool": "pick"}]}]},
-            {"tool": "refund"}]
+    spec = [
+        {"any_of": [{"tool": "get_user_details"}, {"steps": [{"tool": "search"}, {"tool": "pick"}]}]},
+        {"tool": "refund"},
+    ]
     assert run(spec, "get_user_details", "refund").score == 1.0
     assert run(spec, "search", "pick", "refund").score == 1.0
     partial = run(spec, "search", "refund")
@@ -73,7 +78,9 @@ def test_any_of_takes_one_alternative_with_partial_credit() -> None:
     assert partial.details["steps"][0]["chosen"] == 1
     assert statuses(partial)["steps[0].any_of[0]"] == "not_taken"
     both = run(spec, "get_user_details", "search", "pick", "refund")
-    assert both.score == 1.0 and len(both.details["extra"]) == 1  # one alternative only; the other's calls extra
+    assert (
+        both.score == 1.0 and len(both.details["extra"]) == 1
+    )  # one alternative only; the other's calls extra
 
 
 def test_extra_calls_ignored_penalized_or_forbidden() -> None:
@@ -89,8 +96,11 @@ def test_extra_calls_ignored_penalized_or_forbidden() -> None:
 
 
 def test_forbidden_calls_and_max_calls_are_violations_whatever_the_score() -> None:
-    spec = {"steps": [{"tool": "refund"}], "max_calls": 3,
-            "forbid": [{"tool": "delete_account"}, {"tool": "refund", "args": {"amount": {"$gt": 500}}}]}
+    spec = {
+        "steps": [{"tool": "refund"}],
+        "max_calls": 3,
+        "forbid": [{"tool": "delete_account"}, {"tool": "refund", "args": {"amount": {"$gt": 500}}}],
+    }
     assert run(spec, ToolCall("refund", {"amount": 20})).violations == ()
     big = run(spec, ToolCall("refund", {"amount": 900}))
     assert big.score == 1.0 and [v["type"] for v in big.violations] == ["forbidden"]
@@ -111,8 +121,12 @@ def test_a_parallel_group_must_come_from_one_llm_turn() -> None:
     unknown = run(spec, "get_order", "get_product")
     assert unknown.violations == () and unknown.details["turns_not_recorded"] is True
     # with a same-turn call available, the optimum avoids the split
-    choice = run(spec, ToolCall("get_order", llm_turn="t1"), ToolCall("get_order", llm_turn="t2"),
-                 ToolCall("get_product", llm_turn="t2"))
+    choice = run(
+        spec,
+        ToolCall("get_order", llm_turn="t1"),
+        ToolCall("get_order", llm_turn="t2"),
+        ToolCall("get_product", llm_turn="t2"),
+    )
     assert choice.violations == () and choice.details["extra"] == [0]
 
 
@@ -129,26 +143,34 @@ def test_a_threshold_and_a_bare_list_of_steps() -> None:
     assert parse_spec('{"steps": [{"tool": "a"}]}').to_json() == '{"steps":[{"tool":"a"}]}'
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ({"steps": [{"tol": "a"}]}, "trajectory.steps[0]: unknown key 'tol'; did you mean 'tool'?"),
-    ({"steps": [{"tool": "a", "unordered": []}]}, "exactly one of"),
-    ({"steps": [{"tool": "a", "count": {"min": 3, "max": 1}}]}, "trajectory.steps[0].count: max (1) must be"),
-    ({"steps": [{"tool": "a", "count": {"max": 0}}]}, "at least 1"),
-    ({"steps": [{"tool": "a", "weight": -1}]}, "trajectory.steps[0].weight must be a number >= 0"),
-    ({"steps": [{"tool": "a", "optional": "yes"}]}, "optional must be true or false"),
-    ({"steps": [{"unordered": []}]}, "unordered must be a non-empty list"),
-    ({"steps": [{"id": "x", "tool": "a"}, {"id": "x", "tool": "b"}]}, "x"),
-    ({"steps": [{"any_of": [{"tool": "a", "args": {"q": {"$regxe": "x"}}}]}]},
-     "trajectory.steps[0].any_of[0].args.q"),
-    ({"extra": "warn"}, "trajectory.extra must be one of ignore, penalize, forbid"),
-    ({"max_calls": -1}, "max_calls"),
-    ({"threshold": 2}, "threshold"),
-    ({"forbid": {"tool": "x"}}, "forbid must be a list"),
-    ({"steps": "a"}, "steps must be a list"),
-    ({"stesp": []}, "did you mean 'steps'"),
-    ("not json", "not valid JSON"),
-    (42, "a trajectory spec is a table"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"steps": [{"tol": "a"}]}, "trajectory.steps[0]: unknown key 'tol'; did you mean 'tool'?"),
+        ({"steps": [{"tool": "a", "unordered": []}]}, "exactly one of"),
+        (
+            {"steps": [{"tool": "a", "count": {"min": 3, "max": 1}}]},
+            "trajectory.steps[0].count: max (1) must be",
+        ),
+        ({"steps": [{"tool": "a", "count": {"max": 0}}]}, "at least 1"),
+        ({"steps": [{"tool": "a", "weight": -1}]}, "trajectory.steps[0].weight must be a number >= 0"),
+        ({"steps": [{"tool": "a", "optional": "yes"}]}, "optional must be true or false"),
+        ({"steps": [{"unordered": []}]}, "unordered must be a non-empty list"),
+        ({"steps": [{"id": "x", "tool": "a"}, {"id": "x", "tool": "b"}]}, "x"),
+        (
+            {"steps": [{"any_of": [{"tool": "a", "args": {"q": {"$regxe": "x"}}}]}]},
+            "trajectory.steps[0].any_of[0].args.q",
+        ),
+        ({"extra": "warn"}, "trajectory.extra must be one of ignore, penalize, forbid"),
+        ({"max_calls": -1}, "max_calls"),
+        ({"threshold": 2}, "threshold"),
+        ({"forbid": {"tool": "x"}}, "forbid must be a list"),
+        ({"steps": "a"}, "steps must be a list"),
+        ({"stesp": []}, "did you mean 'steps'"),
+        ("not json", "not valid JSON"),
+        (42, "a trajectory spec is a table"),
+    ],
+)
 def test_a_spec_that_cannot_be_read_is_refused_naming_where(spec: Any, message: str) -> None:
     with pytest.raises(SpecError) as raised:
         parse_spec(spec)

@@ -63,8 +63,10 @@ def _fraction_matched(step: dict[str, Any], taken: dict[int, list[int]], ids: di
         chosen = [m for m in members if _calls_under(m, taken, ids)]
         return _fraction_matched(chosen[0], taken, ids) if chosen and _required(chosen[0]) else Fraction(0)
     own = _own_required(step)
-    return sum((_required(m) * _fraction_matched(m, taken, ids) for m in members if _required(m)),
-               Fraction(0)) / own
+    return (
+        sum((_required(m) * _fraction_matched(m, taken, ids) for m in members if _required(m)), Fraction(0))
+        / own
+    )
 
 
 def _calls_under(step: dict[str, Any], taken: dict[int, list[int]], ids: dict[int, int]) -> list[int]:
@@ -119,16 +121,24 @@ def brute_force(spec: dict[str, Any], calls: list[ToolCall]) -> tuple[Fraction, 
 
 # --- random specs and runs -----------------------------------------------------------------------------------
 
+
 def _group(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
     return groups_of(children, ("steps", "unordered", "any_of"), ("none", "none", "optional", "weight"))
 
 
-TOOL_STEP = st.builds(tool_step, st.sampled_from(TOOLS),
-                      st.sampled_from(["none", "optional", "count", "weight", "args"]), st.integers(0, 2),
-                      st.one_of(st.none(), st.integers(0, 2)), st.sampled_from([0.5, 2.0, 3.0]), st.integers(1, 2))
+TOOL_STEP = st.builds(
+    tool_step,
+    st.sampled_from(TOOLS),
+    st.sampled_from(["none", "optional", "count", "weight", "args"]),
+    st.integers(0, 2),
+    st.one_of(st.none(), st.integers(0, 2)),
+    st.sampled_from([0.5, 2.0, 3.0]),
+    st.integers(1, 2),
+)
 STEPS = st.recursive(TOOL_STEP, _group, max_leaves=5)
-CALLS = st.lists(st.builds(lambda name, x: ToolCall(name, {"x": x}), st.sampled_from(TOOLS), st.integers(1, 2)),
-                 max_size=6)
+CALLS = st.lists(
+    st.builds(lambda name, x: ToolCall(name, {"x": x}), st.sampled_from(TOOLS), st.integers(1, 2)), max_size=6
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -166,8 +176,16 @@ def test_an_early_match_that_skips_a_step_is_not_taken() -> None:
 
 
 def test_any_of_takes_the_alternative_that_ends_best_not_the_one_that_starts_first() -> None:
-    spec = {"steps": [{"any_of": [{"steps": [{"tool": "a"}, {"tool": "x"}]},
-                                  {"steps": [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}]}]}]}
+    spec = {
+        "steps": [
+            {
+                "any_of": [
+                    {"steps": [{"tool": "a"}, {"tool": "x"}]},
+                    {"steps": [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}]},
+                ]
+            }
+        ]
+    }
     assert _score(spec, [ToolCall("a"), ToolCall("b"), ToolCall("c")]) == (1.0, [])
     # partial credit: two of the second alternative's three steps, one of the first's two
     assert _score(spec, [ToolCall("a"), ToolCall("b")])[0] == pytest.approx(2 / 3)

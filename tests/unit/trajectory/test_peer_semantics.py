@@ -56,8 +56,9 @@ AGENTEVALS = {
     "strict": agentevals_strict,
     "superset": agentevals_superset,
     "subset": lambda outputs, reference: agentevals_superset(reference, outputs),
-    "unordered": lambda outputs, reference: (agentevals_superset(outputs, reference)
-                                             and agentevals_superset(reference, outputs)),
+    "unordered": lambda outputs, reference: (
+        agentevals_superset(outputs, reference) and agentevals_superset(reference, outputs)
+    ),
 }
 
 
@@ -112,7 +113,9 @@ def test_adk_presets_give_adk_verdicts(actual: list[Call], expected: list[Call])
     calls = [ToolCall(name, args) for name, args in actual]
     tools = [{"tool": name, "args": args} for name, args in expected]
     for match in ("EXACT", "IN_ORDER", "ANY_ORDER"):
-        assert passes({"preset": f"adk:{match}", "expected_tools": tools}, calls) is adk(match, actual, expected)
+        assert passes({"preset": f"adk:{match}", "expected_tools": tools}, calls) is adk(
+            match, actual, expected
+        )
 
 
 def test_two_expected_turns_answered_in_one_turn_fail_strict() -> None:
@@ -130,7 +133,9 @@ def test_adk_reads_a_turn_list_in_the_order_written() -> None:
     spec = {"preset": "adk:EXACT", "expected_tools": ["a", ["b", "c"]]}
     assert passes(spec, [ToolCall("a"), ToolCall("b"), ToolCall("c")])
     assert not passes(spec, [ToolCall("a"), ToolCall("c"), ToolCall("b")])  # ADK has no turns: order counts
-    assert passes(spec, [ToolCall("a", llm_turn="1"), ToolCall("b", llm_turn="2"), ToolCall("c", llm_turn="3")])
+    assert passes(
+        spec, [ToolCall("a", llm_turn="1"), ToolCall("b", llm_turn="2"), ToolCall("c", llm_turn="3")]
+    )
 
 
 # --- the peers' quirks not copied (docs/metrics.md lists them) ----------------------------------------------------

@@ -14,8 +14,10 @@ SPEC = {
     "steps": [
         {"id": "who", "tool": "find_user", "args": {"zip": {"$regex": r"\d{5}"}}},
         {"parallel": [{"tool": "get_order"}, {"tool": "get_product", "optional": True}]},
-        {"tool": "issue_refund", "args": {"order_id": {"$ref": "get_order.args.order_id"},
-                                          "method": {"$in": ["paypal", "card"]}}},
+        {
+            "tool": "issue_refund",
+            "args": {"order_id": {"$ref": "get_order.args.order_id"}, "method": {"$in": ["paypal", "card"]}},
+        },
     ],
 }
 
@@ -26,14 +28,19 @@ def _lines(calls: list[ToolCall]) -> list[str]:
 
 
 def test_every_step_is_lined_up_with_its_call_and_its_checks() -> None:
-    lines = _lines([
-        ToolCall("find_user", {"zip": "94110"}, output={"user_id": "u1"}),
-        ToolCall("get_order", {"order_id": "o9"}),
-        ToolCall("issue_refund", {"order_id": "o9", "method": "cash"}),
-        ToolCall("delete_account", {}),
-    ])
+    lines = _lines(
+        [
+            ToolCall("find_user", {"zip": "94110"}, output={"user_id": "u1"}),
+            ToolCall("get_order", {"order_id": "o9"}),
+            ToolCall("issue_refund", {"order_id": "o9", "method": "cash"}),
+            ToolCall("delete_account", {}),
+        ]
+    )
     text = "\n".join(lines)
-    assert lines[0] == "trajectory 0.57 (2 of 3 required weight; recall 0.67, precision 0.50; extra calls penalised)"
+    assert (
+        lines[0]
+        == "trajectory 0.57 (2 of 3 required weight; recall 0.67, precision 0.50; extra calls penalised)"
+    )
     assert "ok        steps[0] find_user [who]" in text and "#1 find_user   zip: ok ($regex" in text
     assert "skipped     steps[1].parallel[1] get_product (optional)" in text
     missing = next(line for line in lines if "steps[2] issue_refund" in line)
@@ -44,11 +51,13 @@ def test_every_step_is_lined_up_with_its_call_and_its_checks() -> None:
 
 
 def test_an_argument_not_recorded_says_so_and_does_not_fail() -> None:
-    lines = _lines([
-        ToolCall("find_user", None),  # arguments not captured
-        ToolCall("get_order", {"order_id": "o9"}),
-        ToolCall("issue_refund", {"order_id": "o9", "method": "card"}),
-    ])
+    lines = _lines(
+        [
+            ToolCall("find_user", None),  # arguments not captured
+            ToolCall("get_order", {"order_id": "o9"}),
+            ToolCall("issue_refund", {"order_id": "o9", "method": "card"}),
+        ]
+    )
     assert lines[0].startswith("trajectory 1.00 (3 of 3 required weight")
     (who,) = [line for line in lines if "steps[0] find_user" in line]
     assert "zip: not recorded" in who and who.lstrip().startswith("ok")

@@ -28,7 +28,9 @@ class JsonAnswer(Response):
 
 
 def text(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(message + "\n", status, headers=dict(headers or {}), media_type="text/plain; charset=utf-8")
+    return Response(
+        message + "\n", status, headers=dict(headers or {}), media_type="text/plain; charset=utf-8"
+    )
 
 
 class Blocking:

@@ -24,13 +24,13 @@ log = logging.getLogger(__name__)
 MAX_BODY = 1024 * 1024
 
 
-
 class Query(Protocol):
     """Runs one sealed read-only statement within the given limits (None: the configured ones) -> the answer as a
     dict; raises ``QueryError``."""
 
-    def __call__(self, sql: str, *, limit: int | None = None, timeout: float | None = None,
-                 params: Sequence[Any] = ()) -> dict[str, Any]: ...
+    def __call__(
+        self, sql: str, *, limit: int | None = None, timeout: float | None = None, params: Sequence[Any] = ()
+    ) -> dict[str, Any]: ...
 
 
 #: a re-score request (the JSON body) -> (HTTP status, JSON answer)
@@ -56,7 +56,9 @@ def query_request(payload: Any) -> QueryRequest:
     # JSON's true and false are Python ints: a flag is not a count
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError("'limit' must be a positive integer")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
         raise ValueError("'timeout' must be a positive number of seconds")
     return QueryRequest(payload["sql"], limit, timeout, payload.get("params") or ())
 
@@ -82,8 +84,9 @@ def api_routes(query: Query, rescore: Rescore | None, blocking: Blocking) -> lis
         except ClientGone:
             return Response(status_code=400)
         try:
-            result = await blocking.run(lambda: query(asked.sql, limit=asked.limit, timeout=asked.timeout,
-                                                      params=asked.params))
+            result = await blocking.run(
+                lambda: query(asked.sql, limit=asked.limit, timeout=asked.timeout, params=asked.params)
+            )
         except QueryError as exc:
             if exc.kind == "unavailable":
                 return JsonAnswer({"error": str(exc), "kind": exc.kind}, 503, headers={"Retry-After": "1"})
@@ -109,4 +112,7 @@ def api_routes(query: Query, rescore: Rescore | None, blocking: Blocking) -> lis
             return JsonAnswer({"error": f"internal error: {exc}"}, 500)
         return JsonAnswer(answer, status)
 
-    return [Route("/v1/query", run_query, methods=["POST"]), Route("/v1/rescore", run_rescore, methods=["POST"])]
+    return [
+        Route("/v1/query", run_query, methods=["POST"]),
+        Route("/v1/rescore", run_rescore, methods=["POST"]),
+    ]

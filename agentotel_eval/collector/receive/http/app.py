@@ -68,7 +68,9 @@ def refusal(request: Request, ui: WebUi | None = None) -> Response:
     path, method = request.url.path, request.method
     close = CLOSE if method not in ("GET", "HEAD") or announces_body(request) else {}
     if method == "POST" and path in otlp.OTLP_PATHS:
-        return otlp.error_response(Unauthenticated(NEEDS_TOKEN), otlp.encoding_of(request) or "json", close=bool(close))
+        return otlp.error_response(
+            Unauthenticated(NEEDS_TOKEN), otlp.encoding_of(request) or "json", close=bool(close)
+        )
     page = ui.sign_in_page(request) if ui is not None else None
     if page is not None:
         return page
@@ -80,14 +82,19 @@ def _no_cookie(_path: str) -> bool:
 
 
 async def _not_found(request: Request, _exc: Exception) -> Response:
-    return text(404, f"no route for {request.method} {request.url.path}", CLOSE if announces_body(request) else None)
+    return text(
+        404, f"no route for {request.method} {request.url.path}", CLOSE if announces_body(request) else None
+    )
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:
     allowed = (exc.headers or {}).get("Allow", "") if isinstance(exc, HTTPException) else ""
     allowed = ", ".join(sorted(m.strip() for m in allowed.split(",") if m.strip()))  # one order, not a set's
-    return text(405, f"{request.method} is not allowed on {request.url.path}; use {allowed}",
-                {"Allow": allowed, **CLOSE})
+    return text(
+        405,
+        f"{request.method} is not allowed on {request.url.path}; use {allowed}",
+        {"Allow": allowed, **CLOSE},
+    )
 
 
 def build_app(parts: HttpApp, blocking: Blocking) -> Starlette:
@@ -101,12 +108,18 @@ def build_app(parts: HttpApp, blocking: Blocking) -> Starlette:
     if ui is not None:
         routes += ui.routes(blocking, parts.auth, secure=parts.tls is not None)
     if parts.auth is not None:
-        middleware.append(Middleware(BearerAuth, auth=parts.auth, open_paths=frozenset({"/healthz", "/readyz",
-                                                                                        "/login", "/logout"}),
-                                     cookie_paths=ui.is_ui_path if ui is not None else _no_cookie,
-                                     refusal=functools.partial(refusal, ui=ui)))
-    return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={404: _not_found, 405: _not_allowed})
+        middleware.append(
+            Middleware(
+                BearerAuth,
+                auth=parts.auth,
+                open_paths=frozenset({"/healthz", "/readyz", "/login", "/logout"}),
+                cookie_paths=ui.is_ui_path if ui is not None else _no_cookie,
+                refusal=functools.partial(refusal, ui=ui),
+            )
+        )
+    return Starlette(
+        routes=routes, middleware=middleware, exception_handlers={404: _not_found, 405: _not_allowed}
+    )
 
 
 class HttpReceiver:
@@ -115,10 +128,18 @@ class HttpReceiver:
     def __init__(self, host: str, port: int, app: HttpApp) -> None:
         self._app = app
         self._blocking = Blocking(app.max_connections)
-        self._server = HttpServer(host, port, build_app(app, self._blocking), tls=app.tls, stats=app.stats,
-                                  limits=ConnectionLimits(read_timeout=app.read_timeout,
-                                                          idle_timeout=app.idle_timeout,
-                                                          max_connections=app.max_connections))
+        self._server = HttpServer(
+            host,
+            port,
+            build_app(app, self._blocking),
+            tls=app.tls,
+            stats=app.stats,
+            limits=ConnectionLimits(
+                read_timeout=app.read_timeout,
+                idle_timeout=app.idle_timeout,
+                max_connections=app.max_connections,
+            ),
+        )
 
     @property
     def stats(self) -> HttpStats:

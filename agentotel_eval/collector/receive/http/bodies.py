@@ -65,8 +65,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     while True:
         message = await request.receive()
         if watch.timed_out:
-            raise RequestTimeout(f"the request did not arrive whole within {watch.timeout:g}s "
-                                 "(receiver.http_read_timeout)")
+            raise RequestTimeout(
+                f"the request did not arrive whole within {watch.timeout:g}s (receiver.http_read_timeout)"
+            )
         if message["type"] == "http.disconnect":
             if watch.ended_early:
                 break
@@ -116,7 +117,7 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
                     break
                 # The input goes in by pieces: zlib copies what it leaves of one (at the end of a gzip member, or
                 # when an output step is full), and a piece's copy costs no more than the piece.
-                data = view[pos:pos + _IN_STEP]
+                data = view[pos : pos + _IN_STEP]
                 pos += len(data)
             chunk = decompressor.decompress(data, _STEP)
             total += len(chunk)

@@ -155,8 +155,13 @@ class GuardedConnection(asyncio.Protocol):
 
     listener: ClassVar[Listener]
 
-    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
-                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self._config = config
         self._server_state = server_state
         self._app_state = app_state
@@ -196,8 +201,9 @@ class GuardedConnection(asyncio.Protocol):
 
     async def _handshake(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
         try:
-            secured = await self._loop.start_tls(raw, self, tls, server_side=True,
-                                                 ssl_handshake_timeout=self._limits.read_timeout)
+            secured = await self._loop.start_tls(
+                raw, self, tls, server_side=True, ssl_handshake_timeout=self._limits.read_timeout
+            )
         except Exception as exc:  # a client that never completes it, or a plain-text one
             log.debug("TLS handshake failed: %r", exc)  # start_tls has closed the connection
             self.listener.open.discard(self)
@@ -212,8 +218,12 @@ class GuardedConnection(asyncio.Protocol):
             self._refuse(transport)
             return
         self._counted = True
-        self._http = HttpToolsProtocol(config=self._config, server_state=self._server_state,
-                                       app_state={**self._app_state, CONNECTION: self}, _loop=self._loop)
+        self._http = HttpToolsProtocol(
+            config=self._config,
+            server_state=self._server_state,
+            app_state={**self._app_state, CONNECTION: self},
+            _loop=self._loop,
+        )
         self._http.connection_made(_Transport(transport, self))
         # a connection that never begins a request is closed as an idle kept-alive one is
         self._idle = self._loop.call_later(self._limits.idle_timeout, transport.close)
@@ -226,8 +236,14 @@ class GuardedConnection(asyncio.Protocol):
     def _refuse(self, transport: asyncio.Transport) -> None:
         """Over the cap: 503 at once, no request read; the connection lingers a moment so the client reads it."""
         self._dropping = True
-        transport.write(plain_answer(503, "too many open connections (receiver.http_max_connections = "
-                                          f"{self._limits.max_connections}); retry later", retry_after=1))
+        transport.write(
+            plain_answer(
+                503,
+                "too many open connections (receiver.http_max_connections = "
+                f"{self._limits.max_connections}); retry later",
+                retry_after=1,
+            )
+        )
         if transport.can_write_eof():
             transport.write_eof()
         self._linger = self._loop.call_later(LINGER_REFUSED_SECONDS, transport.close)
@@ -447,8 +463,10 @@ class _Transport(asyncio.Transport):
 def plain_answer(status: int, message: str, *, retry_after: int | None = None) -> bytes:
     """A whole text answer written by the connection itself, before any request reached the app; it closes."""
     body = (message + "\n").encode()
-    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\n")
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n"
+    )
     if retry_after is not None:
         head += f"Retry-After: {retry_after}\r\n"
     return (head + "Connection: close\r\n\r\n").encode() + body

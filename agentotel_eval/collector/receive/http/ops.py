@@ -20,8 +20,12 @@ _OPEN_HEALTH = ("status", "token")
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def ops_routes(health: Callable[[], dict[str, Any]], metrics: Callable[[], str], auth: Authenticator | None,
-               blocking: Blocking) -> list[Route]:
+def ops_routes(
+    health: Callable[[], dict[str, Any]],
+    metrics: Callable[[], str],
+    auth: Authenticator | None,
+    blocking: Blocking,
+) -> list[Route]:
     async def healthz(request: Request) -> Response:
         answer = await blocking.run(health)  # it reads counters under their locks: not on the loop
         if auth is not None and not auth.bearer(request.headers.get("authorization")):
@@ -35,5 +39,8 @@ def ops_routes(health: Callable[[], dict[str, Any]], metrics: Callable[[], str],
     async def scrape(_request: Request) -> Response:
         return Response(await blocking.run(metrics), media_type=METRICS_TYPE)
 
-    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),
-            Route("/metrics", scrape, methods=["GET"])]
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", scrape, methods=["GET"]),
+    ]

@@ -40,9 +40,13 @@ CONTENT_TYPES = {
     "application/json": "json",
 }
 MEDIA_TYPE = {"protobuf": "application/x-protobuf", "json": "application/json"}
-_GRPC_CODES = {"INVALID_ARGUMENT": code_pb2.INVALID_ARGUMENT, "RESOURCE_EXHAUSTED": code_pb2.RESOURCE_EXHAUSTED,
-               "UNAVAILABLE": code_pb2.UNAVAILABLE, "UNAUTHENTICATED": code_pb2.UNAUTHENTICATED,
-               "DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED}
+_GRPC_CODES = {
+    "INVALID_ARGUMENT": code_pb2.INVALID_ARGUMENT,
+    "RESOURCE_EXHAUSTED": code_pb2.RESOURCE_EXHAUSTED,
+    "UNAVAILABLE": code_pb2.UNAVAILABLE,
+    "UNAUTHENTICATED": code_pb2.UNAUTHENTICATED,
+    "DEADLINE_EXCEEDED": code_pb2.DEADLINE_EXCEEDED,
+}
 
 
 def _media_type(request: Request) -> str:
@@ -78,14 +82,19 @@ def status_body(error: ReceiverError, encoding: str) -> bytes:
     return status.SerializeToString()
 
 
-def error_response(error: ReceiverError, encoding: str, *, status: int | None = None,
-                   close: bool = False) -> Response:
+def error_response(
+    error: ReceiverError, encoding: str, *, status: int | None = None, close: bool = False
+) -> Response:
     """An OTLP error answer: a Status in the request's encoding, ``Retry-After`` when a retry can help."""
     headers = dict(CLOSE) if close else {}
     if error.retryable:
         headers["Retry-After"] = str(max(1, math.ceil(getattr(error, "retry_after", 1.0))))
-    return Response(status_body(error, encoding), status or error.http_status, headers=headers,
-                    media_type=MEDIA_TYPE[encoding])
+    return Response(
+        status_body(error, encoding),
+        status or error.http_status,
+        headers=headers,
+        media_type=MEDIA_TYPE[encoding],
+    )
 
 
 def otlp_routes(ingestor: Ingestor, max_request_size: int, blocking: Blocking) -> list[Route]:
@@ -97,7 +106,9 @@ def otlp_routes(ingestor: Ingestor, max_request_size: int, blocking: Blocking) -
 
     def refused(error: ReceiverError, encoding: str, signal: str, *, close: bool) -> Response:
         if isinstance(error, UnsupportedMediaType | PayloadTooLarge):
-            ingestor.stats.count("http", signal, "too_large" if isinstance(error, PayloadTooLarge) else "unsupported")
+            ingestor.stats.count(
+                "http", signal, "too_large" if isinstance(error, PayloadTooLarge) else "unsupported"
+            )
         return error_response(error, encoding, close=close)
 
     async def export(request: Request) -> Response:
@@ -105,8 +116,10 @@ def otlp_routes(ingestor: Ingestor, max_request_size: int, blocking: Blocking) -
         encoding = encoding_of(request)
         try:
             if encoding is None:
-                raise UnsupportedMediaType(f"unsupported Content-Type {_media_type(request) or '(none)'!r}; "
-                                           "use application/x-protobuf or application/json")
+                raise UnsupportedMediaType(
+                    f"unsupported Content-Type {_media_type(request) or '(none)'!r}; "
+                    "use application/x-protobuf or application/json"
+                )
             compression = content_encoding(request.headers.get("content-encoding"))
             body = await read_body(request, max_request_size)
         except ReceiverError as exc:  # the body was not read (whole): the connection closes after the answer

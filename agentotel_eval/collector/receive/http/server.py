@@ -77,8 +77,16 @@ class HttpServer:
     server's thread; ``stop_accepting()`` closes the listener and lets requests in flight finish; ``shutdown()``
     stops."""
 
-    def __init__(self, host: str, port: int, app: Callable[..., Any], *, limits: ConnectionLimits | None = None,
-                 tls: ssl.SSLContext | None = None, stats: HttpStats | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        app: Callable[..., Any],
+        *,
+        limits: ConnectionLimits | None = None,
+        tls: ssl.SSLContext | None = None,
+        stats: HttpStats | None = None,
+    ) -> None:
         self._address = (host, port)
         self._app = app
         self._limits = limits = limits or ConnectionLimits()
@@ -106,16 +114,26 @@ class HttpServer:
         bound = self._sock.getsockname()
         self._bound = (str(bound[0]), int(bound[1]))
         config = uvicorn.Config(
-            RequestGuard(self._app), http=self._listener.protocol(), ws="none", lifespan="off",
+            RequestGuard(self._app),
+            http=self._listener.protocol(),
+            ws="none",
+            lifespan="off",
             # uvicorn's own messages are the client's business (a malformed request) or routine (started, stopping);
             # its errors (an app's exception) still show
-            log_config=None, log_level="error", access_log=False,
-            proxy_headers=False, server_header=False, date_header=True, headers=[("server", "agentotel-eval")],
+            log_config=None,
+            log_level="error",
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            date_header=True,
+            headers=[("server", "agentotel-eval")],
             timeout_keep_alive=self._limits.idle_timeout,  # type: ignore[arg-type]  # any number of seconds
-            backlog=128)
+            backlog=128,
+        )
         self._server = server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._run, args=(server, self._sock), name="agentotel-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(server, self._sock), name="agentotel-http", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + _START_TIMEOUT
         while not server.started and self._thread.is_alive() and time.monotonic() < deadline:

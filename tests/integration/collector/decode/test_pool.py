@@ -32,7 +32,9 @@ def test_requests_decode_in_the_workers_as_they_would_here(pool):
         got, want = pool.decode("traces", "protobuf", body), decode_request("traces", "protobuf", body)
         assert got.rows.equals(want.rows) and got.marks == want.marks and got.records is None
         json_body = fx.body("json")
-        assert pool.decode("traces", "json", json_body).rows.equals(decode_request("traces", "json", json_body).rows)
+        assert pool.decode("traces", "json", json_body).rows.equals(
+            decode_request("traces", "json", json_body).rows
+        )
     assert pool.stats.requests == 20
 
 
@@ -159,7 +161,9 @@ def test_a_worker_that_stops_reading_costs_a_retryable_answer_within_the_timeout
         assert all(isinstance(e, DecodeUnavailable) for e in outcomes.values()), outcomes
         wait_until(lambda: pool.pids and pool.pids != [pid], timeout=30, what="a new worker")
         body = fixtures()[1].body("protobuf")
-        assert pool.decode("traces", "protobuf", body).marks == decode_request("traces", "protobuf", body).marks
+        assert (
+            pool.decode("traces", "protobuf", body).marks == decode_request("traces", "protobuf", body).marks
+        )
     finally:
         t0 = time.monotonic()
         pool.shutdown(timeout=1.0)
@@ -172,8 +176,18 @@ def test_a_busy_worker_with_requests_queued_behind_each_other_is_not_taken_for_a
     from agentotel_eval.otlp.encode import encode_traces
     from agentotel_eval.otlp.records import SpanRecord
 
-    spans = [SpanRecord(f"{i % 50 + 1:032x}", f"{i + 1:016x}", None, "s", start_ns=10**18 + i, end_ns=10**18 + i + 5,
-                        attributes={"k": "v" * 20, "n": i}) for i in range(15_000)]
+    spans = [
+        SpanRecord(
+            f"{i % 50 + 1:032x}",
+            f"{i + 1:016x}",
+            None,
+            "s",
+            start_ns=10**18 + i,
+            end_ns=10**18 + i + 5,
+            attributes={"k": "v" * 20, "n": i},
+        )
+        for i in range(15_000)
+    ]
     body = encode_traces(spans).SerializeToString()  # ~1.5 MB: more than a socket buffer holds
     pool = DecodePool(1)
     pool.start()
@@ -195,8 +209,12 @@ def test_a_busy_worker_with_requests_queued_behind_each_other_is_not_taken_for_a
             t.start()
         for t in threads:
             t.join(60)
-        assert len(outcomes) == 6 and all(o == len(spans) or isinstance(o, DecodeUnavailable) for o in outcomes)
-        assert outcomes.count(len(spans)) >= 1, outcomes  # the first in line is decoded well within its timeout
+        assert len(outcomes) == 6 and all(
+            o == len(spans) or isinstance(o, DecodeUnavailable) for o in outcomes
+        )
+        assert outcomes.count(len(spans)) >= 1, (
+            outcomes
+        )  # the first in line is decoded well within its timeout
         assert pool.pids == [pid] and pool.stats.restarts == 0 and pool.stats.failed_in_worker == 0
     finally:
         pool.shutdown()

@@ -17,8 +17,19 @@ from tests.support.otlp_sink import OtlpSink
 
 
 def _spans(n: int, trace: int = 1) -> list[SpanRecord]:
-    return [SpanRecord(f"{trace:032x}", f"{i + 1:016x}", None, f"s{i}", start_ns=1, end_ns=2,
-                       attributes={"i": i}, resource={"service.name": "svc"}) for i in range(n)]
+    return [
+        SpanRecord(
+            f"{trace:032x}",
+            f"{i + 1:016x}",
+            None,
+            f"s{i}",
+            start_ns=1,
+            end_ns=2,
+            attributes={"i": i},
+            resource={"service.name": "svc"},
+        )
+        for i in range(n)
+    ]
 
 
 def _free_port() -> int:
@@ -56,8 +67,11 @@ def test_a_permanent_error_drops_the_batch_at_once_and_counts_it():
 
 
 def test_an_unreachable_endpoint_never_blocks_and_drops_after_retries():
-    forwarder = Forwarder(ForwardConfig(url=f"http://127.0.0.1:{_free_port()}", max_retries=2,
-                                        initial_backoff_s=0.02, timeout_s=1.0))
+    forwarder = Forwarder(
+        ForwardConfig(
+            url=f"http://127.0.0.1:{_free_port()}", max_retries=2, initial_backoff_s=0.02, timeout_s=1.0
+        )
+    )
     forwarder.start()
     started = time.monotonic()
     for k in range(50):
@@ -97,8 +111,17 @@ class RecordedSleep:
 
 def test_backoff_grows_exponentially_with_jitter_up_to_its_cap():
     sleep = RecordedSleep()
-    forwarder = Forwarder(ForwardConfig(url=f"http://127.0.0.1:{_free_port()}", max_retries=5, initial_backoff_s=1.0,
-                                        max_backoff_s=4.0, timeout_s=1.0), sleep=sleep, rng=random.Random(5))
+    forwarder = Forwarder(
+        ForwardConfig(
+            url=f"http://127.0.0.1:{_free_port()}",
+            max_retries=5,
+            initial_backoff_s=1.0,
+            max_backoff_s=4.0,
+            timeout_s=1.0,
+        ),
+        sleep=sleep,
+        rng=random.Random(5),
+    )
     forwarder.start()
     forwarder.submit_spans(_spans(3))
     wait_until(lambda: forwarder.stats.dropped_spans == 3, what="the batch dropped after its retries")
@@ -188,8 +211,11 @@ def test_a_full_queue_drops_the_oldest_and_counts_it():
 
 
 def test_bad_settings_are_refused():
-    for config in (ForwardConfig(url="ftp://x"), ForwardConfig(url="http://x:1", protocol="thrift"),
-                   ForwardConfig(url="http://x:1", max_queue_records=0)):
+    for config in (
+        ForwardConfig(url="ftp://x"),
+        ForwardConfig(url="http://x:1", protocol="thrift"),
+        ForwardConfig(url="http://x:1", max_queue_records=0),
+    ):
         with pytest.raises(ForwardConfigError):
             config.validate()
     assert ForwardConfig(url="http://h:4317").resolved_protocol() == "grpc"

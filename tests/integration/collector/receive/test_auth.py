@@ -50,19 +50,28 @@ def collector(db):
         yield c
 
 
-
-
 # ---- OTLP/HTTP -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
-                                     {"Authorization": TOKEN}, {"Authorization": f"Bearer {TOKEN}x"}],
-                         ids=["none", "wrong", "basic", "no-scheme", "longer"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": TOKEN},
+        {"Authorization": f"Bearer {TOKEN}x"},
+    ],
+    ids=["none", "wrong", "basic", "no-scheme", "longer"],
+)
 @pytest.mark.parametrize("encoding", ["protobuf", "json"])
 def test_otlp_http_without_the_token_is_401_and_nothing_is_stored(collector, headers, encoding):
     span = fresh_span()
-    body = encode_traces([span]).SerializeToString() if encoding == "protobuf" else \
-        json.dumps(traces_to_json([span])).encode()
+    body = (
+        encode_traces([span]).SerializeToString()
+        if encoding == "protobuf"
+        else json.dumps(traces_to_json([span])).encode()
+    )
     answer = post_otlp(collector.http_endpoint, "traces", body, encoding, headers=headers)
     assert answer.status == 401
     assert answer.headers["www-authenticate"] == CHALLENGE
@@ -79,8 +88,12 @@ def test_otlp_http_without_the_token_is_401_and_nothing_is_stored(collector, hea
 
 def test_otlp_http_with_the_token_is_stored(collector):
     span = fresh_span()
-    answer = post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
-                       headers={"Authorization": f"bearer  {TOKEN}"})  # the scheme is case-insensitive
+    answer = post_otlp(
+        collector.http_endpoint,
+        "traces",
+        encode_traces([span]).SerializeToString(),
+        headers={"Authorization": f"bearer  {TOKEN}"},
+    )  # the scheme is case-insensitive
     assert answer.status == 200
     assert spans_stored(collector, span.trace_id) == 1
 
@@ -92,28 +105,40 @@ def test_a_refused_request_is_answered_before_its_body_is_read(collector):
     for expect in ("", "Expect: 100-continue\r\n"):
         with socket.create_connection((host, port), timeout=5) as sock:
             started = time.monotonic()
-            sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
-                         f"Content-Length: 10000000\r\n{expect}\r\n".encode())
+            sock.sendall(
+                f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                f"Content-Length: 10000000\r\n{expect}\r\n".encode()
+            )
             data = b""
             while chunk := sock.recv(65536):  # until the server closes
                 data += chunk
             assert time.monotonic() - started < 3
         assert data.startswith(b"HTTP/1.1 401 "), data[:100]
         assert b"100 Continue" not in data
-        assert f"www-authenticate: {CHALLENGE}".encode() in data  # names are case-insensitive, the value is not
+        assert (
+            f"www-authenticate: {CHALLENGE}".encode() in data
+        )  # names are case-insensitive, the value is not
 
 
 # ---- gRPC ------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("metadata", [None, (("authorization", "Bearer nope"),), (("authorization", TOKEN),),
-                                      (("x-token", TOKEN),)], ids=["none", "wrong", "no-scheme", "other-key"])
+@pytest.mark.parametrize(
+    "metadata",
+    [None, (("authorization", "Bearer nope"),), (("authorization", TOKEN),), (("x-token", TOKEN),)],
+    ids=["none", "wrong", "no-scheme", "other-key"],
+)
 def test_grpc_without_the_token_is_unauthenticated_and_nothing_is_stored(collector, metadata):
     span = fresh_span()
     before = collector.auth.failures().get("grpc", 0)
     with pytest.raises(grpc.RpcError) as refused:
-        grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), metadata=metadata,
-                    timeout=10)
+        grpc_export(
+            collector.grpc_endpoint,
+            "traces",
+            encode_traces([span]).SerializeToString(),
+            metadata=metadata,
+            timeout=10,
+        )
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert collector.auth.failures()["grpc"] == before + 1
     assert spans_stored(collector, span.trace_id) == 0
@@ -121,8 +146,12 @@ def test_grpc_without_the_token_is_unauthenticated_and_nothing_is_stored(collect
 
 def test_grpc_with_the_token_is_stored(collector):
     span = fresh_span()
-    grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(),
-                metadata=(("authorization", f"Bearer {TOKEN}"),))
+    grpc_export(
+        collector.grpc_endpoint,
+        "traces",
+        encode_traces([span]).SerializeToString(),
+        metadata=(("authorization", f"Bearer {TOKEN}"),),
+    )
     assert spans_stored(collector, span.trace_id) == 1
 
 
@@ -182,17 +211,22 @@ def test_sdk_exporters_send_the_token_from_otel_exporter_otlp_headers(collector,
 # ---- the JSON APIs, /metrics, /healthz and the web UI ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [
-    ("POST", "/v1/query", json.dumps({"sql": "SELECT 1"}).encode()),
-    ("POST", "/v1/rescore", json.dumps({"dry_run": True}).encode()),
-    ("GET", "/metrics", None),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/query", json.dumps({"sql": "SELECT 1"}).encode()),
+        ("POST", "/v1/rescore", json.dumps({"dry_run": True}).encode()),
+        ("GET", "/metrics", None),
+    ],
+)
 def test_query_rescore_and_metrics_need_the_header(collector, method, path, body):
     refused = http_request(collector.http_endpoint, method, path, body, {"Content-Type": "application/json"})
     assert refused.status == 401
     assert refused.headers["www-authenticate"] == CHALLENGE
     assert "requires a token" in json.loads(refused.body)["error"]
-    answer = http_request(collector.http_endpoint, method, path, body, {"Content-Type": "application/json", **BEARER})
+    answer = http_request(
+        collector.http_endpoint, method, path, body, {"Content-Type": "application/json", **BEARER}
+    )
     assert answer.status == 200, answer.body
 
 
@@ -214,7 +248,10 @@ def test_metrics_count_the_refusals_per_transport(collector):
 def test_healthz_stays_open_but_tells_nothing_without_the_token(collector):
     bare = http_request(collector.http_endpoint, "GET", "/healthz")
     assert bare.status == 200
-    assert json.loads(bare.body) == {"status": "ok", "token": collector._token}  # what discovery checks, no more
+    assert json.loads(bare.body) == {
+        "status": "ok",
+        "token": collector._token,
+    }  # what discovery checks, no more
     full = json.loads(http_request(collector.http_endpoint, "GET", "/healthz", headers=BEARER).body)
     assert full["db"] == str(collector.db_path) and full["pid"] == os.getpid()
     assert str(collector.db_path) not in bare.body.decode()
@@ -235,7 +272,9 @@ def test_the_bearer_header_opens_the_pages(collector):
 def test_the_authenticator_reads_headers_and_metadata():
     auth = Authenticator("abc")
     assert auth.bearer("Bearer abc") and auth.bearer("BEARER abc") and auth.bearer("  Bearer   abc ")
-    assert not any(auth.bearer(v) for v in (None, "", "Bearer", "Bearer ab", "Bearer abcd", "Token abc", "abc"))
+    assert not any(
+        auth.bearer(v) for v in (None, "", "Bearer", "Bearer ab", "Bearer abcd", "Token abc", "abc")
+    )
     assert auth.metadata((("user-agent", "x"), ("authorization", "Bearer abc")))
     assert not auth.metadata((("authorization", "Bearer abd"),)) and not auth.metadata(None)
     with pytest.raises(ValueError):
@@ -247,9 +286,15 @@ def test_the_authenticator_reads_headers_and_metadata():
 
 def started_logs(tmp_path: Path, caplog, **sections) -> str:
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="agentotel.collector"), \
-            running_collector(tmp_path / f"w{time.monotonic_ns()}.duckdb", receiver={"decode_workers": 0},
-                              assembler={"process": False}, **sections):
+    with (
+        caplog.at_level(logging.WARNING, logger="agentotel.collector"),
+        running_collector(
+            tmp_path / f"w{time.monotonic_ns()}.duckdb",
+            receiver={"decode_workers": 0},
+            assembler={"process": False},
+            **sections,
+        ),
+    ):
         pass
     return "\n".join(r.getMessage() for r in caplog.records if r.name == "agentotel.collector")
 
@@ -257,8 +302,10 @@ def started_logs(tmp_path: Path, caplog, **sections) -> str:
 def test_a_listener_beyond_loopback_without_a_token_is_warned_about(tmp_path, caplog):
     text = started_logs(tmp_path, caplog, http="0.0.0.0:0")
     assert "anyone who can reach 0.0.0.0:" in text
-    assert "can write spans and read every stored prompt, tool argument and result through /v1/query and the " \
-           "web UI; set --auth-token or AGENTOTEL_AUTH_TOKEN" in text
+    assert (
+        "can write spans and read every stored prompt, tool argument and result through /v1/query and the "
+        "web UI; set --auth-token or AGENTOTEL_AUTH_TOKEN" in text
+    )
     grpc_text = started_logs(tmp_path, caplog, grpc="0.0.0.0:0")
     assert "anyone who can reach 0.0.0.0:" in grpc_text and "(OTLP/gRPC) can write spans" in grpc_text
     assert "/v1/query" not in grpc_text  # the HTTP port stayed on loopback
@@ -276,12 +323,28 @@ def test_serve_warns_on_its_stderr(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "AGENTOTEL_AUTH_TOKEN"}
     env["PYTHONPATH"] = str(ROOT)
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentotel_eval.cli", "serve", "--db", str(tmp_path / "serve.duckdb"),
-         "--http", "0.0.0.0:0", "--grpc", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "agentotel_eval.cli",
+            "serve",
+            "--db",
+            str(tmp_path / "serve.duckdb"),
+            "--http",
+            "0.0.0.0:0",
+            "--grpc",
+            "127.0.0.1:0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     try:
-        wait_until(lambda: (tmp_path / "serve.duckdb.collector.json").exists(), timeout=60, what="the collector")
+        wait_until(
+            lambda: (tmp_path / "serve.duckdb.collector.json").exists(), timeout=60, what="the collector"
+        )
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=60)
@@ -296,8 +359,14 @@ def agentotel(*args: str, token: str | None) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(ROOT)
     if token is not None:
         env["AGENTOTEL_AUTH_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", *args], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "agentotel_eval.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_query_sends_the_token_from_the_environment(collector, db):
@@ -311,7 +380,10 @@ def test_query_sends_the_token_from_the_environment(collector, db):
 def test_query_without_the_token_says_what_to_set(collector, db):
     done = agentotel("query", "SELECT 1", "--db", str(db), token=None)
     assert done.returncode == 1
-    assert f"the collector at {collector.http_endpoint} requires a token: set AGENTOTEL_AUTH_TOKEN" in done.stderr
+    assert (
+        f"the collector at {collector.http_endpoint} requires a token: set AGENTOTEL_AUTH_TOKEN"
+        in done.stderr
+    )
     wrong = agentotel("query", "SELECT 1", "--db", str(db), token="wrong")
     assert wrong.returncode == 1 and "refused the token in AGENTOTEL_AUTH_TOKEN" in wrong.stderr
 
@@ -333,8 +405,13 @@ def cookie_of(answer) -> str:
 
 
 def sign_in(collector, token: str, next_path: str = "/"):
-    return http_request(collector.http_endpoint, "POST", "/login", urlencode({"token": token, "next": next_path}).encode(),
-                        {"Content-Type": "application/x-www-form-urlencoded"})
+    return http_request(
+        collector.http_endpoint,
+        "POST",
+        "/login",
+        urlencode({"token": token, "next": next_path}).encode(),
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
 
 
 def test_a_page_without_credentials_answers_the_sign_in_form(collector):
@@ -345,7 +422,7 @@ def test_a_page_without_credentials_answers_the_sign_in_form(collector):
     page = answer.body.decode()
     assert '<form class="sign-in" method="post" action="/login">' in page
     assert 'name="next" value="/runs?since=all"' in page
-    assert "<link rel=\"stylesheet\"" not in page and "<script" not in page  # self-contained: nothing to fetch
+    assert '<link rel="stylesheet"' not in page and "<script" not in page  # self-contained: nothing to fetch
     assert "style-src 'sha256-" in answer.headers["content-security-policy"]
 
 
@@ -368,14 +445,18 @@ def test_signing_in_sets_a_cookie_derived_from_the_token_and_leads_to_the_page(c
 def test_the_cookie_does_not_open_otlp_the_query_rescore_or_metrics(collector):
     cookie = {"Cookie": cookie_of(sign_in(collector, TOKEN))}
     span = fresh_span()
-    answer = post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(), headers=cookie)
+    answer = post_otlp(
+        collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(), headers=cookie
+    )
     assert answer.status == 401
     assert spans_stored(collector, span.trace_id) == 0
     for method, path in (("POST", "/v1/query"), ("POST", "/v1/rescore"), ("GET", "/metrics")):
         body = json.dumps({"sql": "SELECT 1"}).encode() if method == "POST" else None
         assert http_request(collector.http_endpoint, method, path, body, cookie).status == 401, path
-    assert set(json.loads(http_request(collector.http_endpoint, "GET", "/healthz", headers=cookie).body)) == \
-        {"status", "token"}
+    assert set(json.loads(http_request(collector.http_endpoint, "GET", "/healthz", headers=cookie).body)) == {
+        "status",
+        "token",
+    }
 
 
 def test_a_wrong_cookie_is_refused(collector):
@@ -391,8 +472,18 @@ def test_a_wrong_token_shows_the_form_again_with_an_error(collector):
     assert "That is not this collector&#39;s token." in page and 'value="/runs"' in page
 
 
-@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",
-                                    "evil", "/logout", "/x\r\nSet-Cookie: a=b"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "javascript:alert(1)",
+        "evil",
+        "/logout",
+        "/x\r\nSet-Cookie: a=b",
+    ],
+)
 def test_signing_in_never_leads_off_the_collector(collector, target):
     answer = sign_in(collector, TOKEN, target)
     assert answer.status == 303 and answer.headers["location"] == "/"

@@ -93,8 +93,9 @@ def span_id(i: int) -> bytes:
 def valid_body(trace: str, encoding: str = "protobuf", spans: int = 1) -> bytes:
     if encoding == "json":
         return json_traces(*(json_span(traceId=trace, spanId=span_id(i + 1).hex()) for i in range(spans)))
-    return pb_traces(*(pb_span(pb_bytes(5, b"op"), trace=bytes.fromhex(trace), span=span_id(i + 1))
-                       for i in range(spans)))
+    return pb_traces(
+        *(pb_span(pb_bytes(5, b"op"), trace=bytes.fromhex(trace), span=span_id(i + 1)) for i in range(spans))
+    )
 
 
 # ---- the collector and its clients --------------------------------------------------------------------------------
@@ -114,8 +115,12 @@ class Service:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     db: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.duckdb"
-    with running_collector(db) as collector, grpc.insecure_channel(
-            collector.grpc_endpoint, options=[("grpc.max_send_message_length", 256 * MIB)]) as channel:
+    with (
+        running_collector(db) as collector,
+        grpc.insecure_channel(
+            collector.grpc_endpoint, options=[("grpc.max_send_message_length", 256 * MIB)]
+        ) as channel,
+    ):
         assert collector.decoders is not None and collector.decoders.pids
         running = Service(collector, channel, list(collector.decoders.pids))
         # The marker: stored before any hostile request, it must stay whole through all of them.
@@ -125,11 +130,18 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
 
 
 def span_count(service: Service, trace: str) -> int:
-    return service.collector.query("SELECT count(*) FROM spans WHERE trace_id = ?", params=[trace])["rows"][0][0]
+    return service.collector.query("SELECT count(*) FROM spans WHERE trace_id = ?", params=[trace])["rows"][
+        0
+    ][0]
 
 
-def post(service: Service, signal: str, body: bytes, encoding: str = "protobuf",
-         headers: dict[str, str] | None = None) -> HttpAnswer:
+def post(
+    service: Service,
+    signal: str,
+    body: bytes,
+    encoding: str = "protobuf",
+    headers: dict[str, str] | None = None,
+) -> HttpAnswer:
     all_headers = {"Content-Type": _MEDIA[encoding], **(headers or {})}
     return http_request(service.http, "POST", f"/v1/{signal}", body, all_headers, timeout=ANSWER_WITHIN)
 
@@ -144,10 +156,15 @@ def clear_http(answer: HttpAnswer, signal: str) -> HttpAnswer:
         if encoding == "json":
             assert isinstance(json.loads(answer.body), dict)
         else:
-            (ExportTraceServiceResponse if signal == "traces" else ExportLogsServiceResponse).FromString(answer.body)
+            (ExportTraceServiceResponse if signal == "traces" else ExportLogsServiceResponse).FromString(
+                answer.body
+            )
     else:
-        message = (json.loads(answer.body)["message"] if encoding == "json"
-                   else status_pb2.Status.FromString(answer.body).message)
+        message = (
+            json.loads(answer.body)["message"]
+            if encoding == "json"
+            else status_pb2.Status.FromString(answer.body).message
+        )
         assert message.strip() and len(message) < 64 * 1024, message[:500]
     return answer
 
@@ -169,7 +186,9 @@ class GrpcAnswer:
     rejected: int = 0
 
 
-def grpc_call(service: Service, signal: str, body: bytes, compression: grpc.Compression | None = None) -> GrpcAnswer:
+def grpc_call(
+    service: Service, signal: str, body: bytes, compression: grpc.Compression | None = None
+) -> GrpcAnswer:
     """Export over gRPC: a clear answer, one of the expected codes with a message when it is an error."""
     method = service.channel.unary_unary(TRACE_EXPORT if signal == "traces" else LOGS_EXPORT)
     try:
@@ -210,11 +229,17 @@ def still_serving(service: Service) -> None:
 
 def test_random_bytes_over_both_transports(service: Service) -> None:
     @fuzz(40)
-    @given(body=st.binary(max_size=2048), signal=st.sampled_from(SIGNALS), encoding=st.sampled_from(ENCODINGS),
-           compress=st.booleans())
+    @given(
+        body=st.binary(max_size=2048),
+        signal=st.sampled_from(SIGNALS),
+        encoding=st.sampled_from(ENCODINGS),
+        compress=st.booleans(),
+    )
     def run(body: bytes, signal: str, encoding: str, compress: bool) -> None:
         headers = {"Content-Encoding": "gzip"} if compress else {}
-        clear_http(post(service, signal, gzip.compress(body) if compress else body, encoding, headers), signal)
+        clear_http(
+            post(service, signal, gzip.compress(body) if compress else body, encoding, headers), signal
+        )
         grpc_call(service, signal, body)
 
     run()
@@ -228,7 +253,9 @@ def test_mutated_real_bodies_over_both_transports(service: Service) -> None:
         _, signal, encoding, body = data.draw(st.sampled_from(small_bodies()))
         body = data.draw(mutated(body, encoding))
         headers = {"Content-Encoding": "gzip"} if compress else {}
-        clear_http(post(service, signal, gzip.compress(body) if compress else body, encoding, headers), signal)
+        clear_http(
+            post(service, signal, gzip.compress(body) if compress else body, encoding, headers), signal
+        )
         if encoding == "protobuf":
             grpc_call(service, signal, body, grpc.Compression.Gzip if compress else None)
 
@@ -267,7 +294,9 @@ class Hostile:
 
 
 def _ids_of_wrong_sizes(trace: str) -> bytes:
-    bad = [pb_span(trace=b"\x01" * n) for n in WRONG_ID_SIZES] + [pb_span(span=b"\x02" * n) for n in WRONG_ID_SIZES]
+    bad = [pb_span(trace=b"\x01" * n) for n in WRONG_ID_SIZES] + [
+        pb_span(span=b"\x02" * n) for n in WRONG_ID_SIZES
+    ]
     bad += [pb_span(trace=bytes(16)), pb_span(span=bytes(8)), pb_span(pb_bytes(4, b"\x03" * 9))]
     return pb_traces(*bad, pb_span(trace=bytes.fromhex(trace), span=span_id(1)))
 
@@ -280,8 +309,10 @@ def _json_ids_hostile(trace: str) -> bytes:
 
 def _times(trace: str) -> bytes:
     beyond = [pb_span(pb_fixed64(7, t), span=span_id(9)) for t in (2**63, 2**64 - 1)]
-    return pb_traces(*beyond, pb_span(pb_fixed64(7, 0), pb_fixed64(8, 2**63 - 1), trace=bytes.fromhex(trace),
-                                      span=span_id(1)))
+    return pb_traces(
+        *beyond,
+        pb_span(pb_fixed64(7, 0), pb_fixed64(8, 2**63 - 1), trace=bytes.fromhex(trace), span=span_id(1)),
+    )
 
 
 def _json_literal(trace: str, where: str, literal: bytes) -> bytes:
@@ -291,8 +322,11 @@ def _json_literal(trace: str, where: str, literal: bytes) -> bytes:
 
 def _unknown_fields(trace: str) -> bytes:
     unknown = pb_bytes(1000, b"later") + pb_varint(1001, 7)
-    span = unknown + pb_span(pb_bytes(9, pb_attribute(b"k", unknown + pb_bytes(1, b"v"))), trace=bytes.fromhex(trace),
-                             span=span_id(1))
+    span = unknown + pb_span(
+        pb_bytes(9, pb_attribute(b"k", unknown + pb_bytes(1, b"v"))),
+        trace=bytes.fromhex(trace),
+        span=span_id(1),
+    )
     return unknown + pb_bytes(1, unknown + pb_bytes(2, unknown + pb_bytes(2, span))) + unknown
 
 
@@ -305,55 +339,182 @@ def _pb_nested(depth: int) -> bytes:
 
 HOSTILE = [
     Hostile("ids of wrong sizes, zero ids", "traces", "protobuf", _ids_of_wrong_sizes, "partial", 1, 13),
-    Hostile("non-hex, wrong-size and uppercase JSON ids", "traces", "json", _json_ids_hostile, "partial", 1, 26),
+    Hostile(
+        "non-hex, wrong-size and uppercase JSON ids", "traces", "json", _json_ids_hostile, "partial", 1, 26
+    ),
     Hostile("times at and beyond int64", "traces", "protobuf", _times, "partial", 1, 2),
-    Hostile("JSON times that are not numbers", "traces", "json",
-            lambda t: json_traces(json_span(traceId=t, startTimeUnixNano="yesterday")), "refused"),
-    Hostile("JSON negative and float times", "traces", "json", lambda t: json_traces(
-        json_span(traceId=t, startTimeUnixNano="-5", endTimeUnixNano=1.7e18)), "stored", 1),
-    Hostile("invalid UTF-8 in a protobuf span name", "traces", "protobuf",
-            lambda t: pb_traces(pb_span(pb_bytes(5, b"\xff\xfe"), trace=bytes.fromhex(t))), "refused"),
-    Hostile("invalid UTF-8 in a protobuf attribute key", "traces", "protobuf", lambda t: pb_traces(pb_span(
-        pb_bytes(9, pb_attribute(b"\xed\xa0\x80", pb_bytes(1, b"v"))), trace=bytes.fromhex(t))), "refused"),
-    Hostile("invalid UTF-8 in a protobuf log body", "logs", "protobuf",
-            lambda t: pb_logs(pb_bytes(5, pb_bytes(1, b"\xc3\x28"))), "refused"),
-    Hostile("lone surrogates in JSON", "traces", "json", lambda t: json_traces(json_span(
-        traceId=t, name="\ud800", attributes=[{"key": "\udfff", "value": {"stringValue": "x\ud83d"}}])), "stored", 1),
-    Hostile("invalid JSON escape", "traces", "json",
-            lambda t: json_traces(json_span(traceId=t, name="@")).replace(b'"@"', b'"\\x41"'), "refused"),
-    Hostile("protobuf nested past the parser", "traces", "protobuf", lambda t: pb_traces(pb_span(
-        pb_bytes(9, pb_attribute(b"deep", _pb_nested(500))), trace=bytes.fromhex(t))), "refused"),
-    Hostile("protobuf nested past the depth limit", "traces", "protobuf", lambda t: pb_traces(pb_span(
-        pb_bytes(9, pb_attribute(b"deep", _pb_nested(40))), trace=bytes.fromhex(t))), "stored", 1),
-    Hostile("JSON nested past the interpreter", "traces", "json", lambda t: json_traces(json_span(
-        traceId=t, attributes=[{"key": "deep", "value": "@"}])).replace(
-        b'"@"', b'{"arrayValue": {"values": [' * 100_000 + b"]}}" * 100_000), "refused"),
-    Hostile("an integer literal of 5,000 digits", "traces", "json",
-            lambda t: _json_literal(t, "intValue", b"9" * 5000), "refused"),
-    Hostile("a doubleValue beyond a double", "traces", "json",
-            lambda t: _json_literal(t, "doubleValue", b"1" + b"0" * 400), "refused"),
-    Hostile("a non-finite doubleValue", "traces", "json", lambda t: _json_literal(t, "doubleValue", b"NaN"),
-            "stored", 1),
-    Hostile("a stringValue that is a list", "traces", "json",
-            lambda t: _json_literal(t, "stringValue", b'["' + b"x" * 1000 + b'"]'), "refused"),
-    Hostile("duplicate attribute keys", "traces", "protobuf", lambda t: pb_traces(pb_span(
-        pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"1"))), pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"2"))),
-        trace=bytes.fromhex(t))), "stored", 1),
+    Hostile(
+        "JSON times that are not numbers",
+        "traces",
+        "json",
+        lambda t: json_traces(json_span(traceId=t, startTimeUnixNano="yesterday")),
+        "refused",
+    ),
+    Hostile(
+        "JSON negative and float times",
+        "traces",
+        "json",
+        lambda t: json_traces(json_span(traceId=t, startTimeUnixNano="-5", endTimeUnixNano=1.7e18)),
+        "stored",
+        1,
+    ),
+    Hostile(
+        "invalid UTF-8 in a protobuf span name",
+        "traces",
+        "protobuf",
+        lambda t: pb_traces(pb_span(pb_bytes(5, b"\xff\xfe"), trace=bytes.fromhex(t))),
+        "refused",
+    ),
+    Hostile(
+        "invalid UTF-8 in a protobuf attribute key",
+        "traces",
+        "protobuf",
+        lambda t: pb_traces(
+            pb_span(pb_bytes(9, pb_attribute(b"\xed\xa0\x80", pb_bytes(1, b"v"))), trace=bytes.fromhex(t))
+        ),
+        "refused",
+    ),
+    Hostile(
+        "invalid UTF-8 in a protobuf log body",
+        "logs",
+        "protobuf",
+        lambda t: pb_logs(pb_bytes(5, pb_bytes(1, b"\xc3\x28"))),
+        "refused",
+    ),
+    Hostile(
+        "lone surrogates in JSON",
+        "traces",
+        "json",
+        lambda t: json_traces(
+            json_span(
+                traceId=t, name="\ud800", attributes=[{"key": "\udfff", "value": {"stringValue": "x\ud83d"}}]
+            )
+        ),
+        "stored",
+        1,
+    ),
+    Hostile(
+        "invalid JSON escape",
+        "traces",
+        "json",
+        lambda t: json_traces(json_span(traceId=t, name="@")).replace(b'"@"', b'"\\x41"'),
+        "refused",
+    ),
+    Hostile(
+        "protobuf nested past the parser",
+        "traces",
+        "protobuf",
+        lambda t: pb_traces(
+            pb_span(pb_bytes(9, pb_attribute(b"deep", _pb_nested(500))), trace=bytes.fromhex(t))
+        ),
+        "refused",
+    ),
+    Hostile(
+        "protobuf nested past the depth limit",
+        "traces",
+        "protobuf",
+        lambda t: pb_traces(
+            pb_span(pb_bytes(9, pb_attribute(b"deep", _pb_nested(40))), trace=bytes.fromhex(t))
+        ),
+        "stored",
+        1,
+    ),
+    Hostile(
+        "JSON nested past the interpreter",
+        "traces",
+        "json",
+        lambda t: json_traces(json_span(traceId=t, attributes=[{"key": "deep", "value": "@"}])).replace(
+            b'"@"', b'{"arrayValue": {"values": [' * 100_000 + b"]}}" * 100_000
+        ),
+        "refused",
+    ),
+    Hostile(
+        "an integer literal of 5,000 digits",
+        "traces",
+        "json",
+        lambda t: _json_literal(t, "intValue", b"9" * 5000),
+        "refused",
+    ),
+    Hostile(
+        "a doubleValue beyond a double",
+        "traces",
+        "json",
+        lambda t: _json_literal(t, "doubleValue", b"1" + b"0" * 400),
+        "refused",
+    ),
+    Hostile(
+        "a non-finite doubleValue",
+        "traces",
+        "json",
+        lambda t: _json_literal(t, "doubleValue", b"NaN"),
+        "stored",
+        1,
+    ),
+    Hostile(
+        "a stringValue that is a list",
+        "traces",
+        "json",
+        lambda t: _json_literal(t, "stringValue", b'["' + b"x" * 1000 + b'"]'),
+        "refused",
+    ),
+    Hostile(
+        "duplicate attribute keys",
+        "traces",
+        "protobuf",
+        lambda t: pb_traces(
+            pb_span(
+                pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"1"))),
+                pb_bytes(9, pb_attribute(b"k", pb_bytes(1, b"2"))),
+                trace=bytes.fromhex(t),
+            )
+        ),
+        "stored",
+        1,
+    ),
     Hostile("unknown fields everywhere", "traces", "protobuf", _unknown_fields, "stored", 1),
-    Hostile("unknown JSON keys", "traces", "json", lambda t: json_traces(json_span(traceId=t, newField={"a": [1]}),
-                                                                        resource={"attributes": [], "x": 1}),
-            "stored", 1),
+    Hostile(
+        "unknown JSON keys",
+        "traces",
+        "json",
+        lambda t: json_traces(json_span(traceId=t, newField={"a": [1]}), resource={"attributes": [], "x": 1}),
+        "stored",
+        1,
+    ),
     Hostile("an empty protobuf request", "traces", "protobuf", lambda t: b"", "stored"),
-    Hostile("empty resource and scope lists", "traces", "protobuf",
-            lambda t: pb_bytes(1, b"") + pb_bytes(1, pb_bytes(2, b"")), "stored"),
+    Hostile(
+        "empty resource and scope lists",
+        "traces",
+        "protobuf",
+        lambda t: pb_bytes(1, b"") + pb_bytes(1, pb_bytes(2, b"")),
+        "stored",
+    ),
     Hostile("an empty JSON object", "logs", "json", lambda t: b"{}", "stored"),
-    Hostile("empty JSON lists", "traces", "json", lambda t: b'{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}',
-            "stored"),
+    Hostile(
+        "empty JSON lists",
+        "traces",
+        "json",
+        lambda t: b'{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}',
+        "stored",
+    ),
     Hostile("an empty JSON body", "traces", "json", lambda t: b"", "refused"),
-    Hostile("log records with wrong-size ids", "logs", "protobuf",
-            lambda t: pb_logs(pb_bytes(9, b"\x01" * 15), pb_bytes(10, b"\x02" * 17), pb_varint(2, 9)), "partial", 0, 2),
-    Hostile("log records with non-hex JSON ids", "logs", "json",
-            lambda t: json_logs(*({"traceId": bad} for bad in non_hex_ids(16))), "partial", 0, 10),
+    Hostile(
+        "log records with wrong-size ids",
+        "logs",
+        "protobuf",
+        lambda t: pb_logs(pb_bytes(9, b"\x01" * 15), pb_bytes(10, b"\x02" * 17), pb_varint(2, 9)),
+        "partial",
+        0,
+        2,
+    ),
+    Hostile(
+        "log records with non-hex JSON ids",
+        "logs",
+        "json",
+        lambda t: json_logs(*({"traceId": bad} for bad in non_hex_ids(16))),
+        "partial",
+        0,
+        10,
+    ),
 ]
 
 
@@ -371,8 +532,13 @@ def test_hostile_content_over_both_transports(service: Service, case: Hostile) -
         else:
             reply = grpc_call(service, case.signal, body)
             rejects = reply.rejected
-            outcome = ("refused" if reply.code == grpc.StatusCode.INVALID_ARGUMENT
-                       else "partial" if rejects else "stored")
+            outcome = (
+                "refused"
+                if reply.code == grpc.StatusCode.INVALID_ARGUMENT
+                else "partial"
+                if rejects
+                else "stored"
+            )
         assert (outcome, rejects) == (case.expected, case.rejects), transport
         if case.signal == "traces":
             assert span_count(service, trace) == case.stored, transport
@@ -398,8 +564,11 @@ def gzip_of_zeros(mib: int) -> bytes:
     zeros = bytes(MIB)
     for _ in range(mib):
         crc = zlib.crc32(zeros, crc)
-    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + deflate_of_zeros(mib) + struct.pack(
-        "<II", crc, (mib * MIB) & 0xFFFFFFFF)
+    return (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+        + deflate_of_zeros(mib)
+        + struct.pack("<II", crc, (mib * MIB) & 0xFFFFFFFF)
+    )
 
 
 def zlib_of_zeros(mib: int) -> bytes:
@@ -440,7 +609,9 @@ def reset_peak(pid: int | str) -> bool:
 
 
 def limited(service: Service, kind: str) -> float:
-    samples = metric_samples(http_request(service.http, "GET", "/metrics", timeout=ANSWER_WITHIN).body.decode())
+    samples = metric_samples(
+        http_request(service.http, "GET", "/metrics", timeout=ANSWER_WITHIN).body.decode()
+    )
     name = f'agentotel_limited_total{{signal="traces",kind="{kind}"}}'
     return samples.get(name, 0.0)
 
@@ -473,7 +644,9 @@ def test_bombs_and_huge_requests_keep_memory_bounded(service: Service) -> None:
         assert answer.status == 400
     # 1 GiB of zeros gzipped to 1 MB, and 256 MiB deflated: refused once past the limit, never inflated whole
     for bomb, encoding in ((gzip_of_zeros(1024), "gzip"), (zlib_of_zeros(256), "deflate")):
-        answer = clear_http(post(service, "traces", bomb, "protobuf", {"Content-Encoding": encoding}), "traces")
+        answer = clear_http(
+            post(service, "traces", bomb, "protobuf", {"Content-Encoding": encoding}), "traces"
+        )
         assert answer.status == 413 and b"inflated body" in answer.body
     # over gRPC, a message that inflates past the limit
     reply = grpc_call(service, "traces", bytes(LIMIT + MIB), grpc.Compression.Gzip)
@@ -489,8 +662,9 @@ def test_bombs_and_huge_requests_keep_memory_bounded(service: Service) -> None:
             assert clear_http(post(service, "traces", body, encoding), "traces").status == 200
         else:
             assert grpc_call(service, "traces", body).code == grpc.StatusCode.OK
-        (attributes,) = service.collector.query("SELECT attributes FROM spans WHERE trace_id = ?",
-                                                params=[trace])["rows"][0]
+        (attributes,) = service.collector.query(
+            "SELECT attributes FROM spans WHERE trace_id = ?", params=[trace]
+        )["rows"][0]
         assert list(attributes) == [f"attribute.{i}" for i in range(keep)]
     assert limited(service, "attributes_dropped") - dropped == 3 * (50_000 - keep)
 
@@ -516,38 +690,81 @@ def test_bombs_and_huge_requests_keep_memory_bounded(service: Service) -> None:
 
 
 def _fixture_body() -> bytes:
-    return next(body for _, signal, encoding, body in small_bodies() if signal == "traces" and encoding == "protobuf")
+    return next(
+        body for _, signal, encoding, body in small_bodies() if signal == "traces" and encoding == "protobuf"
+    )
 
 
-@pytest.mark.parametrize(("name", "body", "headers", "expected"), [
-    ("truncated gzip", lambda: gzip.compress(_fixture_body())[:-20], {"Content-Encoding": "gzip"}, 400),
-    ("gzip cut after its header", lambda: gzip.compress(_fixture_body())[:10], {"Content-Encoding": "gzip"}, 400),
-    ("gzip of garbage", lambda: gzip.compress(b"\xff" * 1000), {"Content-Encoding": "gzip"}, 400),
-    ("garbage said to be gzip", lambda: b"\x1f\x8b" + b"\xff" * 100, {"Content-Encoding": "gzip"}, 400),
-    ("gzip said to be deflate", lambda: gzip.compress(_fixture_body()), {"Content-Encoding": "deflate"}, 400),
-    ("deflate said to be gzip", lambda: zlib.compress(_fixture_body()), {"Content-Encoding": "gzip"}, 400),
-    ("raw deflate said to be deflate", lambda: zlib.compress(_fixture_body(), wbits=-15),
-     {"Content-Encoding": "deflate"}, 400),
-    ("gzip followed by junk", lambda: gzip.compress(_fixture_body()) + b"junk", {"Content-Encoding": "gzip"}, 400),
-    ("two gzip members and padding", lambda: gzip.compress(b"") + gzip.compress(_fixture_body()) + bytes(8),
-     {"Content-Encoding": "gzip"}, 200),
-    ("GZIP in capitals", lambda: gzip.compress(_fixture_body()), {"Content-Encoding": "GZIP"}, 200),
-    ("x-gzip", lambda: gzip.compress(_fixture_body()), {"Content-Encoding": "x-gzip"}, 200),
-    ("identity", _fixture_body, {"Content-Encoding": "identity"}, 200),
-    ("br", _fixture_body, {"Content-Encoding": "br"}, 415),
-    ("zstd", _fixture_body, {"Content-Encoding": "zstd"}, 415),
-    ("two encodings", lambda: gzip.compress(gzip.compress(_fixture_body())), {"Content-Encoding": "gzip, gzip"}, 415),
-    ("an encoding of *", _fixture_body, {"Content-Encoding": "*"}, 415),
-    ("no Content-Type", _fixture_body, {"Content-Type": ""}, 415),
-    ("text/plain", _fixture_body, {"Content-Type": "text/plain"}, 415),
-    ("application/xml", _fixture_body, {"Content-Type": "application/xml"}, 415),
-    ("protobuf said to be JSON", _fixture_body, {"Content-Type": "application/json"}, 400),
-    ("JSON with a charset", lambda: json_traces(json_span(traceId=new_trace())),
-     {"Content-Type": "application/json; charset=utf-8"}, 200),
-    ("application/protobuf", _fixture_body, {"Content-Type": "application/protobuf"}, 200),
-])
-def test_compression_and_content_headers(service: Service, name: str, body: Callable[[], bytes],
-                                         headers: dict[str, str], expected: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "body", "headers", "expected"),
+    [
+        ("truncated gzip", lambda: gzip.compress(_fixture_body())[:-20], {"Content-Encoding": "gzip"}, 400),
+        (
+            "gzip cut after its header",
+            lambda: gzip.compress(_fixture_body())[:10],
+            {"Content-Encoding": "gzip"},
+            400,
+        ),
+        ("gzip of garbage", lambda: gzip.compress(b"\xff" * 1000), {"Content-Encoding": "gzip"}, 400),
+        ("garbage said to be gzip", lambda: b"\x1f\x8b" + b"\xff" * 100, {"Content-Encoding": "gzip"}, 400),
+        (
+            "gzip said to be deflate",
+            lambda: gzip.compress(_fixture_body()),
+            {"Content-Encoding": "deflate"},
+            400,
+        ),
+        (
+            "deflate said to be gzip",
+            lambda: zlib.compress(_fixture_body()),
+            {"Content-Encoding": "gzip"},
+            400,
+        ),
+        (
+            "raw deflate said to be deflate",
+            lambda: zlib.compress(_fixture_body(), wbits=-15),
+            {"Content-Encoding": "deflate"},
+            400,
+        ),
+        (
+            "gzip followed by junk",
+            lambda: gzip.compress(_fixture_body()) + b"junk",
+            {"Content-Encoding": "gzip"},
+            400,
+        ),
+        (
+            "two gzip members and padding",
+            lambda: gzip.compress(b"") + gzip.compress(_fixture_body()) + bytes(8),
+            {"Content-Encoding": "gzip"},
+            200,
+        ),
+        ("GZIP in capitals", lambda: gzip.compress(_fixture_body()), {"Content-Encoding": "GZIP"}, 200),
+        ("x-gzip", lambda: gzip.compress(_fixture_body()), {"Content-Encoding": "x-gzip"}, 200),
+        ("identity", _fixture_body, {"Content-Encoding": "identity"}, 200),
+        ("br", _fixture_body, {"Content-Encoding": "br"}, 415),
+        ("zstd", _fixture_body, {"Content-Encoding": "zstd"}, 415),
+        (
+            "two encodings",
+            lambda: gzip.compress(gzip.compress(_fixture_body())),
+            {"Content-Encoding": "gzip, gzip"},
+            415,
+        ),
+        ("an encoding of *", _fixture_body, {"Content-Encoding": "*"}, 415),
+        ("no Content-Type", _fixture_body, {"Content-Type": ""}, 415),
+        ("text/plain", _fixture_body, {"Content-Type": "text/plain"}, 415),
+        ("application/xml", _fixture_body, {"Content-Type": "application/xml"}, 415),
+        ("protobuf said to be JSON", _fixture_body, {"Content-Type": "application/json"}, 400),
+        (
+            "JSON with a charset",
+            lambda: json_traces(json_span(traceId=new_trace())),
+            {"Content-Type": "application/json; charset=utf-8"},
+            200,
+        ),
+        ("application/protobuf", _fixture_body, {"Content-Type": "application/protobuf"}, 200),
+    ],
+)
+def test_compression_and_content_headers(
+    service: Service, name: str, body: Callable[[], bytes], headers: dict[str, str], expected: int
+) -> None:
     all_headers = {"Content-Type": "application/x-protobuf", **headers}
     if not all_headers["Content-Type"]:
         del all_headers["Content-Type"]
@@ -590,29 +807,41 @@ CHUNKED = HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
 # Framing the HTTP parser refuses: a 400 at once that says what was wrong (in plain text, as the parser answers
 # before any route is chosen). Nothing follows what is refused: bytes never read could reset the connection before
 # the answer is read.
-@pytest.mark.parametrize(("name", "request_bytes", "reason"), [
-    ("a negative chunk size", CHUNKED + b"-1\r\n", b"chunk size"),
-    ("a chunk size with a sign", CHUNKED + b"+5\r\n", b"chunk size"),
-    ("a chunk size that is not hex", CHUNKED + b"zz\r\n", b"chunk size"),
-    ("a negative Content-Length", HEAD + b"Content-Length: -1\r\n\r\n", b"Content-Length"),
-    ("a Content-Length that is not a number", HEAD + b"Content-Length: 1e3\r\n\r\n", b"Content-Length"),
-])
-def test_malformed_framing_is_answered_at_once(service: Service, name: str, request_bytes: bytes,
-                                               reason: bytes) -> None:
+@pytest.mark.parametrize(
+    ("name", "request_bytes", "reason"),
+    [
+        ("a negative chunk size", CHUNKED + b"-1\r\n", b"chunk size"),
+        ("a chunk size with a sign", CHUNKED + b"+5\r\n", b"chunk size"),
+        ("a chunk size that is not hex", CHUNKED + b"zz\r\n", b"chunk size"),
+        ("a negative Content-Length", HEAD + b"Content-Length: -1\r\n\r\n", b"Content-Length"),
+        ("a Content-Length that is not a number", HEAD + b"Content-Length: 1e3\r\n\r\n", b"Content-Length"),
+    ],
+)
+def test_malformed_framing_is_answered_at_once(
+    service: Service, name: str, request_bytes: bytes, reason: bytes
+) -> None:
     status, body = raw_http(service, request_bytes)
     assert status == 400 and body.startswith(b"invalid HTTP request: ") and reason in body, body[:300]
 
 
 # What the OTLP route refuses: an OTLP Status in the body, at once (a body past the limit as soon as the part past
 # it arrives).
-@pytest.mark.parametrize(("name", "request_bytes", "expected"), [
-    ("a chunk past the limit", CHUNKED + b"%x\r\n" % (LIMIT + 1) + bytes(LIMIT + 1), 413),
-    ("chunks past the limit", CHUNKED + (b"%x\r\n" % MIB + bytes(MIB) + b"\r\n") * 20 + b"%x\r\n" % MIB + b"\0", 413),
-    ("a Content-Length past the limit", HEAD + b"Content-Length: %d\r\n\r\n" % (LIMIT + 1), 413),
-    ("no Content-Length", HEAD + b"\r\n", 400),
-])
-def test_bodies_the_route_refuses_are_answered_at_once(service: Service, name: str, request_bytes: bytes,
-                                                        expected: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "request_bytes", "expected"),
+    [
+        ("a chunk past the limit", CHUNKED + b"%x\r\n" % (LIMIT + 1) + bytes(LIMIT + 1), 413),
+        (
+            "chunks past the limit",
+            CHUNKED + (b"%x\r\n" % MIB + bytes(MIB) + b"\r\n") * 20 + b"%x\r\n" % MIB + b"\0",
+            413,
+        ),
+        ("a Content-Length past the limit", HEAD + b"Content-Length: %d\r\n\r\n" % (LIMIT + 1), 413),
+        ("no Content-Length", HEAD + b"\r\n", 400),
+    ],
+)
+def test_bodies_the_route_refuses_are_answered_at_once(
+    service: Service, name: str, request_bytes: bytes, expected: int
+) -> None:
     status, body = raw_http(service, request_bytes)
     assert status == expected, body[:300]
     assert status_pb2.Status.FromString(body).message
@@ -636,7 +865,8 @@ def test_a_real_body_in_random_chunks_is_stored(service: Service, data: st.DataO
 
 
 CHUNK_SIZES = st.one_of(
-    st.integers(0, 400).map(lambda n: b"%x" % n), st.integers(0, 400).map(lambda n: b"%X" % n),
+    st.integers(0, 400).map(lambda n: b"%x" % n),
+    st.integers(0, 400).map(lambda n: b"%X" % n),
     st.sampled_from([b"-1", b"-0", b"+5", b"0x5", b" 5", b"5_0", b"", b"zz", b"f" * 20]),
 )
 
@@ -646,8 +876,11 @@ def chunked(draw: st.DrawFn) -> bytes:
     """A chunked body, well formed or not: size lines (hex, or signed, prefixed, empty, huge), data, the end."""
     out = b""
     for _ in range(draw(st.integers(0, 5))):
-        out += draw(CHUNK_SIZES) + draw(st.sampled_from([b"", b";name=value"])) + draw(
-            st.sampled_from([b"\r\n", b"\n", b""]))
+        out += (
+            draw(CHUNK_SIZES)
+            + draw(st.sampled_from([b"", b";name=value"]))
+            + draw(st.sampled_from([b"\r\n", b"\n", b""]))
+        )
         out += draw(st.binary(max_size=400)) + draw(st.sampled_from([b"\r\n", b""]))
     if draw(st.booleans()):
         out += b"0\r\n" + draw(st.sampled_from([b"\r\n", b"X-Trailer: 1\r\n\r\n", b""]))
@@ -665,8 +898,9 @@ def test_any_chunked_framing_gets_a_clear_answer(service: Service, raw: bytes) -
 
 @pytest.mark.parametrize("length", ["-1", "1e3", "", "0x10", str(LIMIT + 1), "9" * 5000, " 10", "10", "0"])
 def test_any_content_length_gets_a_clear_answer(service: Service, length: str) -> None:
-    status, body = raw_http(service, HEAD + b"Content-Length: %s\r\n\r\n" % length.encode() + b"\x0a" * 20,
-                            close_write=True)
+    status, body = raw_http(
+        service, HEAD + b"Content-Length: %s\r\n\r\n" % length.encode() + b"\x0a" * 20, close_write=True
+    )
     expected = {"0": 200, str(LIMIT + 1): 413}.get(length, 400)
     assert status == expected, (status, body[:300])
     if length == "10":  # read whole, exactly 10 bytes: the decoder says what is wrong with them
@@ -679,9 +913,17 @@ def test_a_body_shorter_than_its_content_length_is_a_bad_request(service: Servic
 
 
 @pytest.mark.parametrize(("content_type", "expected"), [("application/x-protobuf", 413), ("text/plain", 415)])
-def test_a_large_refused_body_still_gets_its_answer(service: Service, content_type: str, expected: int) -> None:
-    answer = http_request(service.http, "POST", "/v1/traces", bytes(2 * LIMIT), {"Content-Type": content_type},
-                          timeout=ANSWER_WITHIN)
+def test_a_large_refused_body_still_gets_its_answer(
+    service: Service, content_type: str, expected: int
+) -> None:
+    answer = http_request(
+        service.http,
+        "POST",
+        "/v1/traces",
+        bytes(2 * LIMIT),
+        {"Content-Type": content_type},
+        timeout=ANSWER_WITHIN,
+    )
     assert answer.status == expected
 
 

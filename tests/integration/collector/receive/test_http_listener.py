@@ -45,7 +45,9 @@ class Held:
 async def echo(request: Request) -> Response:
     try:
         body = await read_body(request, 1 << 20)
-    except ReceiverError as exc:  # as the collector's routes answer: the body was not read, the connection closes
+    except (
+        ReceiverError
+    ) as exc:  # as the collector's routes answer: the body was not read, the connection closes
         return PlainTextResponse(str(exc), exc.http_status, headers={"Connection": "close"})
     return PlainTextResponse(f"{request.url.path} {len(body)} {hashlib.sha256(body).hexdigest()[:12]}")
 
@@ -58,8 +60,12 @@ def held() -> Held:
 @pytest.fixture
 def server(held: Held) -> Iterator[HttpServer]:
     app = Starlette(routes=[Route("/echo/{name}", echo, methods=["POST"]), Route("/held", held.route)])
-    running = HttpServer("127.0.0.1", 0, app, limits=ConnectionLimits(read_timeout=READ_TIMEOUT, idle_timeout=10.0,
-                                                             max_connections=8))
+    running = HttpServer(
+        "127.0.0.1",
+        0,
+        app,
+        limits=ConnectionLimits(read_timeout=READ_TIMEOUT, idle_timeout=10.0, max_connections=8),
+    )
     running.start()
     try:
         yield running
@@ -84,24 +90,37 @@ def digest(body: bytes) -> str:
 
 def test_pipelined_requests_are_answered_in_order_each_with_its_own_body(server: HttpServer) -> None:
     bodies = [b"first" * 1000, b"", b"third" * 30_000]
-    chunked = b"".join(b"%x\r\n" % len(part) + part + b"\r\n" for part in (bodies[2][:70_000], bodies[2][70_000:]))
-    wire = (b"POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(bodies[0]) + bodies[0]
-            + b"POST /echo/b HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
-            + b"POST /echo/c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked + b"0\r\n\r\n")
+    chunked = b"".join(
+        b"%x\r\n" % len(part) + part + b"\r\n" for part in (bodies[2][:70_000], bodies[2][70_000:])
+    )
+    wire = (
+        b"POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(bodies[0])
+        + bodies[0]
+        + b"POST /echo/b HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        + b"POST /echo/c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + chunked
+        + b"0\r\n\r\n"
+    )
     with socket.create_connection(server.address, timeout=10) as sock, sock.makefile("rb") as stream:
         sock.sendall(wire)  # all three at once: the second and third wait behind the first
         answers = [read_answer(stream) for _ in bodies]
     assert [status for status, _, _ in answers] == [200, 200, 200]
     assert [body.decode() for _, _, body in answers] == [
-        f"/echo/{name} {len(body)} {digest(body)}" for name, body in zip("abc", bodies, strict=True)]
+        f"/echo/{name} {len(body)} {digest(body)}" for name, body in zip("abc", bodies, strict=True)
+    ]
     assert all("connection" not in headers for _, headers, _ in answers)  # kept alive throughout
 
 
 def test_a_pipelined_request_whose_body_stalls_gets_its_own_408_after_the_answer_before_it(
-        server: HttpServer) -> None:
+    server: HttpServer,
+) -> None:
     whole = b"whole" * 100
-    wire = (b"POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(whole) + whole
-            + b"POST /echo/b HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"only ten b")
+    wire = (
+        b"POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(whole)
+        + whole
+        + b"POST /echo/b HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+        + b"only ten b"
+    )
     with socket.create_connection(server.address, timeout=10) as sock, sock.makefile("rb") as stream:
         started = time.monotonic()
         sock.sendall(wire)
@@ -118,8 +137,10 @@ def test_a_pipelined_request_whose_body_stalls_gets_its_own_408_after_the_answer
 def test_expect_100_continue_is_answered_once_the_app_reads(server: HttpServer) -> None:
     body = b"x" * 5000
     with socket.create_connection(server.address, timeout=10) as sock, sock.makefile("rb") as stream:
-        sock.sendall(b"POST /echo/e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
-                     % len(body))
+        sock.sendall(
+            b"POST /echo/e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+            % len(body)
+        )
         assert stream.readline() == b"HTTP/1.1 100 Continue\r\n" and stream.readline() == b"\r\n"
         sock.sendall(body)
         status, _, answer = read_answer(stream)
@@ -134,8 +155,9 @@ def test_the_answers_name_the_server_and_carry_a_date(server: HttpServer) -> Non
     assert headers["date"].endswith(" GMT")
 
 
-def test_stopping_lets_a_request_in_flight_finish_and_takes_no_new_connection(server: HttpServer,
-                                                                              held: Held) -> None:
+def test_stopping_lets_a_request_in_flight_finish_and_takes_no_new_connection(
+    server: HttpServer, held: Held
+) -> None:
     idle = socket.create_connection(server.address, timeout=10)
     with socket.create_connection(server.address, timeout=10) as busy, busy.makefile("rb") as stream:
         busy.sendall(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -172,7 +194,9 @@ def test_the_listener_subclasses_nothing_of_uvicorn() -> None:
     classes = []
     for module_info in pkgutil.iter_modules(http_package.__path__, f"{http_package.__name__}."):
         module = importlib.import_module(module_info.name)
-        classes += [cls for _, cls in inspect.getmembers(module, inspect.isclass) if cls.__module__ == module.__name__]
+        classes += [
+            cls for _, cls in inspect.getmembers(module, inspect.isclass) if cls.__module__ == module.__name__
+        ]
     assert len(classes) >= 5
     for cls in classes:
         assert not any(base.__module__.split(".")[0] == "uvicorn" for base in inspect.getmro(cls)), cls

@@ -23,8 +23,12 @@ from tests.support.collector_harness import (
 )
 from tests.unit.otlp.test_limits import span
 
-LIMITS = {"max_attribute_value_length": 64, "max_attributes_per_span": 8, "max_value_depth": 3,
-          "max_spans_per_request": 10}
+LIMITS = {
+    "max_attribute_value_length": 64,
+    "max_attributes_per_span": 8,
+    "max_value_depth": 3,
+    "max_spans_per_request": 10,
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +45,9 @@ def body(spans: list[SpanRecord]) -> bytes:
 
 
 def stored(collector: Any, trace_id: str) -> list[list[Any]]:
-    return collector.query("SELECT span_id, name, attributes FROM spans WHERE trace_id = ? ORDER BY span_id",
-                           params=[trace_id])["rows"]
+    return collector.query(
+        "SELECT span_id, name, attributes FROM spans WHERE trace_id = ? ORDER BY span_id", params=[trace_id]
+    )["rows"]
 
 
 def metric(collector: Any, name: str) -> float:
@@ -52,8 +57,11 @@ def metric(collector: Any, name: str) -> float:
 
 def test_soft_limits_cut_store_with_a_marker_and_count(collector: Any) -> None:
     trace = "a1" * 16
-    hostile = span(1, trace_id=trace, attributes={"prompt": "p" * 1000, "deep": {"a": [{"b": [1]}]},
-                                                  **{f"extra{i}": i for i in range(20)}})
+    hostile = span(
+        1,
+        trace_id=trace,
+        attributes={"prompt": "p" * 1000, "deep": {"a": [{"b": [1]}]}, **{f"extra{i}": i for i in range(20)}},
+    )
     assert post_otlp(collector.http_endpoint, "traces", body([hostile])).status == 200
     grpc_export(collector.grpc_endpoint, "traces", body([span(2, trace_id=trace, name="x" * 500)]))
     rows = stored(collector, trace)
@@ -74,17 +82,35 @@ def test_a_request_over_a_hard_limit_is_refused_whole_and_named(collector: Any) 
     answer = post_otlp(collector.http_endpoint, "traces", too_many)
     assert answer.status == 400
     assert b"12 spans, more than limits.max_spans_per_request (10)" in answer.body
-    json_answer = post_otlp(collector.http_endpoint, "traces",
-                            json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-                                {"traceId": trace, "spanId": f"{i:016x}"} for i in range(20, 32)]}]}]}).encode(),
-                            encoding="json")
+    json_answer = post_otlp(
+        collector.http_endpoint,
+        "traces",
+        json.dumps(
+            {
+                "resourceSpans": [
+                    {
+                        "scopeSpans": [
+                            {"spans": [{"traceId": trace, "spanId": f"{i:016x}"} for i in range(20, 32)]}
+                        ]
+                    }
+                ]
+            }
+        ).encode(),
+        encoding="json",
+    )
     assert json_answer.status == 400 and "max_spans_per_request" in json_answer.body.decode()
     with pytest.raises(grpc.RpcError) as refused:
         grpc_export(collector.grpc_endpoint, "traces", too_many)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "max_spans_per_request (10)" in (refused.value.details() or "")
     assert [r[0] for r in stored(collector, trace)] == [f"{1:016x}"]  # what came before stays, nothing after
-    assert metric(collector, 'agentotel_export_requests_total{transport="grpc",signal="traces",outcome="over_limit"}') == 1
+    assert (
+        metric(
+            collector,
+            'agentotel_export_requests_total{transport="grpc",signal="traces",outcome="over_limit"}',
+        )
+        == 1
+    )
     # the service goes on
     assert post_otlp(collector.http_endpoint, "traces", body([span(40, trace_id=trace)])).status == 200
     assert len(stored(collector, trace)) == 2

@@ -36,7 +36,9 @@ def fixture(name: str):
 
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory):
-    with running_collector(tmp_path_factory.mktemp("recv") / "r.duckdb", receiver={"max_request_size": LIMIT}) as c:
+    with running_collector(
+        tmp_path_factory.mktemp("recv") / "r.duckdb", receiver={"max_request_size": LIMIT}
+    ) as c:
         yield c
 
 
@@ -49,8 +51,15 @@ def span_count(collector, trace_id: str) -> int:
 
 
 def new_span(trace: int, sid: int = 1, **kw) -> SpanRecord:
-    return SpanRecord(f"{trace:032x}", f"{sid:016x}", None, "op", start_ns=1_700_000_000_000_000_000 + sid,
-                      end_ns=1_700_000_000_000_000_100 + sid, **kw)
+    return SpanRecord(
+        f"{trace:032x}",
+        f"{sid:016x}",
+        None,
+        "op",
+        start_ns=1_700_000_000_000_000_000 + sid,
+        end_ns=1_700_000_000_000_000_100 + sid,
+        **kw,
+    )
 
 
 # ---- success ---------------------------------------------------------------------------------------------------
@@ -87,7 +96,9 @@ def test_logs_over_both_transports(collector):
     fx = fixture("raw-openai__openai-v2-legacy__sequence")
     assert post_otlp(collector.http_endpoint, "logs", fx.logs_body("json"), "json").status == 200
     fx2 = fixture("raw-openai__otel-genai-manual__sequence")
-    response = ExportLogsServiceResponse.FromString(grpc_export(collector.grpc_endpoint, "logs", fx2.logs_body("protobuf")))
+    response = ExportLogsServiceResponse.FromString(
+        grpc_export(collector.grpc_endpoint, "logs", fx2.logs_body("protobuf"))
+    )
     assert not response.HasField("partial_success")
     for f in (fx, fx2):
         trace_id = f.logs()[0].trace_id
@@ -160,8 +171,10 @@ def test_a_number_out_of_its_range_rejects_its_record_not_the_request(collector)
     assert span_count(collector, f"{107:032x}") == 1
 
     trace_id = f"{108:032x}"
-    records = [{"timeUnixNano": "5", "traceId": trace_id, "severityNumber": n, "body": {"stringValue": "ok"}}
-               for n in (9, 2**31)]
+    records = [
+        {"timeUnixNano": "5", "traceId": trace_id, "severityNumber": n, "body": {"stringValue": "ok"}}
+        for n in (9, 2**31)
+    ]
     logs = {"resourceLogs": [{"resource": {}, "scopeLogs": [{"scope": {}, "logRecords": records}]}]}
     answer = post_otlp(collector.http_endpoint, "logs", json.dumps(logs).encode(), "json")
     assert answer.status == 200 and int(json.loads(answer.body)["partialSuccess"]["rejectedLogRecords"]) == 1
@@ -206,7 +219,9 @@ def test_over_the_limit_and_bombs_are_resource_exhausted_over_grpc(collector):
         grpc_export(collector.grpc_endpoint, "traces", b"\x0a" + b"\0" * (LIMIT + 10))
     assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     with pytest.raises(grpc.RpcError) as info:
-        grpc_export(collector.grpc_endpoint, "traces", b"\0" * (32 * LIMIT), compression=grpc.Compression.Gzip)
+        grpc_export(
+            collector.grpc_endpoint, "traces", b"\0" * (32 * LIMIT), compression=grpc.Compression.Gzip
+        )
     assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert collector.health()["status"] == "ok"
 
@@ -239,8 +254,10 @@ def test_a_resent_request_is_stored_once_over_both_transports(collector):
         grpc_export(collector.grpc_endpoint, "traces", fx.body("protobuf"))
         assert post_otlp(collector.http_endpoint, "traces", fx.body("json"), "json").status == 200
     assert span_count(collector, trace_id) == len(fx.spans())
-    wait_until(lambda: rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'")[0][0],
-               what="the run")
+    wait_until(
+        lambda: rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'")[0][0],
+        what="the run",
+    )
     collector.writer.flush(5)
     assert rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'")[0][0] == 1
     assert collector.writer.stats.spans_duplicate >= 5 * len(fx.spans())
@@ -252,17 +269,32 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
     trace_id = spans[0].trace_id
     late = next(s for s in spans if s.name == "execute_tool book_hotel")
     early = [s for s in spans if s is not late]
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces(early).SerializeToString()).status == 200
+    assert (
+        post_otlp(collector.http_endpoint, "traces", encode_traces(early).SerializeToString()).status == 200
+    )
 
     def calls():
-        return rows(collector, f"SELECT seq, tool_name, span_id FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY seq")
+        return rows(
+            collector,
+            f"SELECT seq, tool_name, span_id FROM tool_calls WHERE trace_id = '{trace_id}' ORDER BY seq",
+        )
 
     # Without its execution span, book_hotel is known only from the model's request (the chat span's output).
-    wait_until(lambda: len(calls()) == 3 and calls()[2][2] != late.span_id, what="the run without the late span")
+    wait_until(
+        lambda: len(calls()) == 3 and calls()[2][2] != late.span_id, what="the run without the late span"
+    )
     reopened = collector.assembler.snapshot().assembler.traces_reopened
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
-    wait_until(lambda: calls()[2][2] == late.span_id, what="the rebuilt run, book_hotel now from its execution span")
-    wait_until(lambda: collector.assembler.snapshot().assembler.traces_reopened == reopened + 1, timeout=5, what="the counter")
+    assert (
+        post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
+    )
+    wait_until(
+        lambda: calls()[2][2] == late.span_id, what="the rebuilt run, book_hotel now from its execution span"
+    )
+    wait_until(
+        lambda: collector.assembler.snapshot().assembler.traces_reopened == reopened + 1,
+        timeout=5,
+        what="the counter",
+    )
     assert [c[:2] for c in calls()] == [[0, "search_flights"], [1, "get_weather"], [2, "book_hotel"]]
     assert rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'") == [[1]]
 
@@ -271,47 +303,80 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
 
 
 def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_path):
-    with running_collector(tmp_path / "o.duckdb", writer={"max_queue_records": 3},
-                           receiver={"retry_after": 1.5}) as collector:
+    with running_collector(
+        tmp_path / "o.duckdb", writer={"max_queue_records": 3}, receiver={"retry_after": 1.5}
+    ) as collector:
         commits = HeldCommits(collector.writer)
         held: dict = {}
-        first = threading.Thread(target=lambda: held.update(answer=post_otlp(
-            collector.http_endpoint, "traces", encode_traces([new_span(1, i) for i in range(1, 3)]).SerializeToString()
-        )))
+        first = threading.Thread(
+            target=lambda: held.update(
+                answer=post_otlp(
+                    collector.http_endpoint,
+                    "traces",
+                    encode_traces([new_span(1, i) for i in range(1, 3)]).SerializeToString(),
+                )
+            )
+        )
         first.start()
         assert commits.entered.wait(5)
         wait_until(lambda: collector.writer.queued_records == 2, what="the first request to be queued")
 
-        answer = post_otlp(collector.http_endpoint, "traces", encode_traces([new_span(2, 1), new_span(2, 2)])
-                           .SerializeToString())
+        answer = post_otlp(
+            collector.http_endpoint,
+            "traces",
+            encode_traces([new_span(2, 1), new_span(2, 2)]).SerializeToString(),
+        )
         assert answer.status == 503 and answer.headers["retry-after"] == "2"
         status = status_pb2.Status.FromString(answer.body)
         assert status.code == code_pb2.UNAVAILABLE and "write queue full" in status.message
 
         with pytest.raises(grpc.RpcError) as info:
-            grpc_export(collector.grpc_endpoint, "traces", encode_traces([new_span(3, 1), new_span(3, 2)])
-                        .SerializeToString())
+            grpc_export(
+                collector.grpc_endpoint,
+                "traces",
+                encode_traces([new_span(3, 1), new_span(3, 2)]).SerializeToString(),
+            )
         error = info.value
         assert error.code() == grpc.StatusCode.UNAVAILABLE
         trailers = dict(error.trailing_metadata())
         retry = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
         assert (retry.retry_delay.seconds, retry.retry_delay.nanos) == (1, 500_000_000)
         details = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
-        assert details.code == code_pb2.UNAVAILABLE and details.details[0].Is(error_details_pb2.RetryInfo.DESCRIPTOR)
+        assert details.code == code_pb2.UNAVAILABLE and details.details[0].Is(
+            error_details_pb2.RetryInfo.DESCRIPTOR
+        )
 
         commits.release.set()
         first.join(10)
         assert held["answer"].status == 200  # the accepted request was not lost
         # its records count against the bound until the assembler has taken them and their runs are written
         # (the exporter's retry delay)
-        wait_until(lambda: collector.assembler.backlog == 0 and collector.writer.pending_operation_rows == 0,
-                   what="the assembler to take the committed records and their runs to be written")
-        assert post_otlp(collector.http_endpoint, "traces", encode_traces([new_span(2, 1), new_span(2, 2)])
-                         .SerializeToString()).status == 200  # the retry gets in
+        wait_until(
+            lambda: collector.assembler.backlog == 0 and collector.writer.pending_operation_rows == 0,
+            what="the assembler to take the committed records and their runs to be written",
+        )
+        assert (
+            post_otlp(
+                collector.http_endpoint,
+                "traces",
+                encode_traces([new_span(2, 1), new_span(2, 2)]).SerializeToString(),
+            ).status
+            == 200
+        )  # the retry gets in
         assert collector.query("SELECT count(*) FROM spans")["rows"] == [[4]]
         metrics = collector.metrics_text()
-        assert metric_samples(metrics)['agentotel_export_requests_total{transport="http",signal="traces",outcome="overloaded"}'] == 1
-        assert metric_samples(metrics)['agentotel_export_requests_total{transport="grpc",signal="traces",outcome="overloaded"}'] == 1
+        assert (
+            metric_samples(metrics)[
+                'agentotel_export_requests_total{transport="http",signal="traces",outcome="overloaded"}'
+            ]
+            == 1
+        )
+        assert (
+            metric_samples(metrics)[
+                'agentotel_export_requests_total{transport="grpc",signal="traces",outcome="overloaded"}'
+            ]
+            == 1
+        )
 
 
 def test_the_sdk_exporter_retries_after_503_and_the_spans_arrive(tmp_path):
@@ -330,8 +395,10 @@ def test_the_sdk_exporter_retries_after_503_and_the_spans_arrive(tmp_path):
 
     with running_collector(tmp_path / "sdk.duckdb", writer={"max_queue_records": 1}) as collector:
         commits = HeldCommits(collector.writer)
-        filler = threading.Thread(target=post_otlp, args=(collector.http_endpoint, "traces",
-                                                          encode_traces([new_span(50)]).SerializeToString()))
+        filler = threading.Thread(
+            target=post_otlp,
+            args=(collector.http_endpoint, "traces", encode_traces([new_span(50)]).SerializeToString()),
+        )
         filler.start()
         assert commits.entered.wait(5)
         wait_until(lambda: collector.writer.queued_records == 1, what="the queue to fill")
@@ -351,8 +418,10 @@ def test_the_sdk_exporter_retries_after_503_and_the_spans_arrive(tmp_path):
 
 # ---- health and metrics ------------------------------------------------------------------------------------------
 
-_SAMPLE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? '
-                     r"-?[0-9.e+\-]+$")
+_SAMPLE = re.compile(
+    r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? '
+    r"-?[0-9.e+\-]+$"
+)
 
 
 def test_healthz_and_prometheus_metrics(collector):
@@ -373,20 +442,29 @@ def test_healthz_and_prometheus_metrics(collector):
         samples[name] = float(value)
     assert samples['agentotel_spans_received_total{transport="http"}'] > 0
     assert samples["agentotel_spans_stored_total"] > 0
-    for name in ("agentotel_open_traces", "agentotel_write_queue_records", "agentotel_flush_duration_seconds_count",
-                 "agentotel_runs_completed_total", "agentotel_late_records_total",
-                 "agentotel_traces_completed_early_total", "agentotel_read_errors_total", "agentotel_reload_errors_total"):
+    for name in (
+        "agentotel_open_traces",
+        "agentotel_write_queue_records",
+        "agentotel_flush_duration_seconds_count",
+        "agentotel_runs_completed_total",
+        "agentotel_late_records_total",
+        "agentotel_traces_completed_early_total",
+        "agentotel_read_errors_total",
+        "agentotel_reload_errors_total",
+    ):
         assert name in samples, name
     assert samples["agentotel_flush_duration_seconds_count"] >= 1
-    assert samples["agentotel_database_open"] == 1 and samples["agentotel_database_reopen_failures_total"] == 0
-    assert samples['agentotel_flush_duration_seconds_bucket{le="+Inf"}'] == samples[
-        "agentotel_flush_duration_seconds_count"
-    ]
+    assert (
+        samples["agentotel_database_open"] == 1 and samples["agentotel_database_reopen_failures_total"] == 0
+    )
+    assert (
+        samples['agentotel_flush_duration_seconds_bucket{le="+Inf"}']
+        == samples["agentotel_flush_duration_seconds_count"]
+    )
 
 
 def test_gzip_helper_compresses():  # guards the helper the tests above rely on
     assert gzip.decompress(gzip.compress(b"x")) == b"x"
-
 
 
 def test_a_body_of_the_wrong_shape_is_an_empty_success_counted_and_warned_once(tmp_path, caplog):
@@ -397,7 +475,12 @@ def test_a_body_of_the_wrong_shape_is_an_empty_success_counted_and_warned_once(t
             answer = post_otlp(collector.http_endpoint, "traces", b'{"foo": 1}', "json")
             assert (answer.status, json.loads(answer.body)) == (200, {})
         samples = metric_samples(collector.metrics_text())
-        assert samples['agentotel_export_requests_total{transport="http",signal="traces",outcome="empty"}'] == 3
-        assert samples.get('agentotel_export_requests_total{transport="http",signal="traces",outcome="ok"}', 0) == 0
+        assert (
+            samples['agentotel_export_requests_total{transport="http",signal="traces",outcome="empty"}'] == 3
+        )
+        assert (
+            samples.get('agentotel_export_requests_total{transport="http",signal="traces",outcome="ok"}', 0)
+            == 0
+        )
     warned = [r.getMessage() for r in caplog.records if "held no spans" in r.getMessage()]
     assert len(warned) == 1 and 'outcome="empty"' in warned[0]

@@ -28,17 +28,18 @@ CAP = 6
 
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory):
-    with running_collector(tmp_path_factory.mktemp("slow") / "slow.duckdb",
-                           receiver={"http_read_timeout": READ_TIMEOUT, "http_idle_timeout": 30.0,
-                                     "http_max_connections": CAP}) as c:
+    with running_collector(
+        tmp_path_factory.mktemp("slow") / "slow.duckdb",
+        receiver={"http_read_timeout": READ_TIMEOUT, "http_idle_timeout": 30.0, "http_max_connections": CAP},
+    ) as c:
         yield c
 
 
-
-
 def request_bytes(body: bytes, content_length: int | None = None) -> tuple[bytes, bytes]:
-    head = (f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
-            f"Content-Length: {len(body) if content_length is None else content_length}\r\n\r\n").encode()
+    head = (
+        f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
+        f"Content-Length: {len(body) if content_length is None else content_length}\r\n\r\n"
+    ).encode()
     return head, body
 
 
@@ -67,7 +68,9 @@ class Exporter(threading.Thread):
         while not self.stop.is_set():
             span = fresh_span()
             started = time.monotonic()
-            answer = post_otlp(self.collector.http_endpoint, "traces", encode_traces([span]).SerializeToString())
+            answer = post_otlp(
+                self.collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()
+            )
             self.slowest = max(self.slowest, time.monotonic() - started)
             self.statuses.append(answer.status)
             if answer.status == 200:
@@ -84,7 +87,7 @@ def drip(sock: socket.socket, data: bytes, interval: float) -> float | None:
     started = time.monotonic()
     for i in range(len(data)):
         try:
-            sock.sendall(data[i:i + 1])
+            sock.sendall(data[i : i + 1])
         except OSError:
             return time.monotonic() - started
         time.sleep(interval)
@@ -152,8 +155,11 @@ def test_waiting_for_the_commit_is_not_the_clients_time(collector):
     held = HeldCommits(collector.writer)
     span = fresh_span()
     result: list[int] = []
-    sender = threading.Thread(target=lambda: result.append(
-        post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status))
+    sender = threading.Thread(
+        target=lambda: result.append(
+            post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status
+        )
+    )
     sender.start()
     try:
         assert held.entered.wait(10)
@@ -170,7 +176,9 @@ def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collecto
     refused_before = collector.http.stats.refused
     sent: list[str] = []
     span = fresh_span()
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+    assert (
+        post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+    )
     sent.append(span.trace_id)
     idle = [socket.create_connection(collector.http.address, timeout=10) for _ in range(CAP)]
     try:
@@ -182,7 +190,9 @@ def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collecto
         assert b"retry-after: 1\r\n" in answer.lower() and b"connection: close\r\n" in answer.lower()
         assert threading.active_count() == threads  # refused by the accepting thread itself
         # a client sending its request at once gets the same answer (not a reset)
-        refused = post_otlp(collector.http_endpoint, "traces", encode_traces([fresh_span()]).SerializeToString())
+        refused = post_otlp(
+            collector.http_endpoint, "traces", encode_traces([fresh_span()]).SerializeToString()
+        )
         assert refused.status == 503 and refused.headers["retry-after"] == "1"
         assert collector.http.stats.refused == refused_before + 2
         assert collector.http.stats.open == CAP
@@ -191,31 +201,45 @@ def test_connections_over_the_cap_are_refused_with_503_without_a_thread(collecto
             sock.close()
     no_open_connections(collector)
     span = fresh_span()
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+    assert (
+        post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+    )
     sent.append(span.trace_id)
     assert spans_stored(collector, *sent) == len(sent)
 
 
 def test_metrics_show_the_connections(collector):
     text = http_request(collector.http_endpoint, "GET", "/metrics").body.decode()
-    values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-              if line.startswith("agentotel_http_")}
+    values = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in text.splitlines()
+        if line.startswith("agentotel_http_")
+    }
     assert values["agentotel_http_connections_open"] >= 1  # this one
     assert values["agentotel_http_connections_refused_total"] == collector.http.stats.refused
     assert values["agentotel_http_requests_timed_out_total"] == collector.http.stats.timed_out
 
 
 def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(tmp_path):
-    with running_collector(tmp_path / "idle.duckdb", receiver={"http_idle_timeout": 1.0, "decode_workers": 0},
-                           assembler={"process": False}) as collector:
+    with running_collector(
+        tmp_path / "idle.duckdb",
+        receiver={"http_idle_timeout": 1.0, "decode_workers": 0},
+        assembler={"process": False},
+    ) as collector:
         with socket.create_connection(collector.http.address, timeout=10) as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             first = sock.recv(65536)
             while b"\r\n\r\n" not in first:
                 first += sock.recv(65536)
             head, _, body = first.partition(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 200 ") and b"connection: close" not in head.lower()  # kept alive
-            length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")).split()[1])
+            assert (
+                head.startswith(b"HTTP/1.1 200 ") and b"connection: close" not in head.lower()
+            )  # kept alive
+            length = int(
+                next(
+                    line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+                ).split()[1]
+            )
             while len(body) < length:
                 body += sock.recv(65536)
             started = time.monotonic()
@@ -238,7 +262,9 @@ def test_a_silent_tcp_connection_to_the_grpc_port_does_not_stop_grpc_exports(col
         for _ in range(3):
             span = fresh_span()
             started = time.monotonic()
-            grpc_export(collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), timeout=5)
+            grpc_export(
+                collector.grpc_endpoint, "traces", encode_traces([span]).SerializeToString(), timeout=5
+            )
             assert time.monotonic() - started < 2
             sent.append(span.trace_id)
         assert spans_stored(collector, *sent) == 3
@@ -260,7 +286,9 @@ def test_headers_past_the_budget_are_refused_with_431(collector):
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
     assert b"exceed 65536 bytes" in answer
     span = fresh_span()
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+    assert (
+        post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString()).status == 200
+    )
 
 
 def test_a_client_that_closes_its_sending_side_still_gets_its_answer(collector):

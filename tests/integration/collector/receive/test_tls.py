@@ -32,7 +32,9 @@ from tests.support.collector_harness import (
     spans_stored,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl command to make a certificate")
+pytestmark = pytest.mark.skipif(
+    shutil.which("openssl") is None, reason="no openssl command to make a certificate"
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 TOKEN = "tls-test-token"
@@ -51,15 +53,15 @@ def db(tmp_path_factory):
 @pytest.fixture(scope="module")
 def collector(db, certificate):
     cert, key = certificate
-    with running_collector(db, tls={"cert": str(cert), "key": str(key)}, receiver={"http_read_timeout": 2.0}) as c:
+    with running_collector(
+        db, tls={"cert": str(cert), "key": str(key)}, receiver={"http_read_timeout": 2.0}
+    ) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def pinned(certificate):
     return discovery.client_ssl_context(str(certificate[0]))
-
-
 
 
 def sdk_spans(name: str) -> list:
@@ -88,8 +90,9 @@ def test_sdk_http_exporter_with_certificate_file_stores_spans(collector, certifi
     # requests lets these variables override a session's own CA file (certificate_file); a machine may set them
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    exporter = OTLPSpanExporter(endpoint=f"{collector.http_endpoint}/v1/traces", certificate_file=str(certificate[0]),
-                                timeout=10)
+    exporter = OTLPSpanExporter(
+        endpoint=f"{collector.http_endpoint}/v1/traces", certificate_file=str(certificate[0]), timeout=10
+    )
     spans = sdk_spans("https-export")
     try:
         assert exporter.export(spans) == SpanExportResult.SUCCESS
@@ -98,7 +101,9 @@ def test_sdk_http_exporter_with_certificate_file_stores_spans(collector, certifi
     assert spans_stored(collector, f"{spans[0].context.trace_id:032x}") == 1
 
 
-def test_sdk_grpc_exporter_with_otel_exporter_otlp_certificate_stores_spans(collector, certificate, monkeypatch):
+def test_sdk_grpc_exporter_with_otel_exporter_otlp_certificate_stores_spans(
+    collector, certificate, monkeypatch
+):
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExportResult
 
@@ -117,7 +122,9 @@ def test_sdk_grpc_exporter_with_credentials_stores_spans(collector, certificate)
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     credentials = grpc.ssl_channel_credentials(root_certificates=certificate[0].read_bytes())
-    exporter = OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=False, credentials=credentials, timeout=10)
+    exporter = OTLPSpanExporter(
+        endpoint=collector.grpc_endpoint, insecure=False, credentials=credentials, timeout=10
+    )
     spans = sdk_spans("grpc-credentials-export")
     try:
         assert exporter.export(spans) == SpanExportResult.SUCCESS
@@ -132,8 +139,12 @@ def test_plain_http_to_the_tls_port_fails_and_stores_nothing(collector, pinned):
     with pytest.raises((http.client.HTTPException, OSError)):
         plain = http.client.HTTPConnection(host_port, timeout=5)
         try:
-            plain.request("POST", "/v1/traces", body=encode_traces([span]).SerializeToString(),
-                          headers={"Content-Type": "application/x-protobuf"})
+            plain.request(
+                "POST",
+                "/v1/traces",
+                body=encode_traces([span]).SerializeToString(),
+                headers={"Content-Type": "application/x-protobuf"},
+            )
             plain.getresponse()
         finally:
             plain.close()
@@ -152,10 +163,18 @@ def test_a_plain_grpc_channel_to_the_tls_port_fails(collector):
 
 def test_raw_exports_over_tls(collector, certificate, pinned):
     span, other = fresh_span(), fresh_span()
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
-                     context=pinned).status == 200
-    grpc_export(collector.grpc_endpoint, "traces", encode_traces([other]).SerializeToString(),
-                root_certificate=certificate[0].read_bytes())
+    assert (
+        post_otlp(
+            collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(), context=pinned
+        ).status
+        == 200
+    )
+    grpc_export(
+        collector.grpc_endpoint,
+        "traces",
+        encode_traces([other]).SerializeToString(),
+        root_certificate=certificate[0].read_bytes(),
+    )
     assert spans_stored(collector, span.trace_id) == 1 and spans_stored(collector, other.trace_id) == 1
 
 
@@ -174,8 +193,15 @@ def test_a_handshake_that_never_completes_stalls_no_one(collector, pinned):
         for _ in range(3):
             started = time.monotonic()
             span = fresh_span()
-            assert post_otlp(collector.http_endpoint, "traces", encode_traces([span]).SerializeToString(),
-                             context=pinned).status == 200
+            assert (
+                post_otlp(
+                    collector.http_endpoint,
+                    "traces",
+                    encode_traces([span]).SerializeToString(),
+                    context=pinned,
+                ).status
+                == 200
+            )
             assert time.monotonic() - started < 1.5
             assert spans_stored(collector, span.trace_id) == 1
         started = time.monotonic()
@@ -212,8 +238,18 @@ def test_discovery_trusts_only_the_recorded_certificate(collector, db, tmp_path)
 
 def test_an_old_sidecar_without_the_tls_fields_is_read_as_http(tmp_path):
     db = tmp_path / "old.duckdb"
-    discovery.sidecar_path(db).write_text(json.dumps(
-        {"pid": os.getpid(), "http": "127.0.0.1:1", "db": str(db), "token": "t", "grpc": "", "started_at": ""}))
+    discovery.sidecar_path(db).write_text(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "http": "127.0.0.1:1",
+                "db": str(db),
+                "token": "t",
+                "grpc": "",
+                "started_at": "",
+            }
+        )
+    )
     info = discovery.read_sidecar(db)
     assert info is not None and info.scheme == "http" and info.cert == ""
     assert info.base_url == "http://127.0.0.1:1"
@@ -224,8 +260,13 @@ def guarded(tmp_path_factory, certificate):
     """TLS and a token."""
     cert, key = certificate
     db = tmp_path_factory.mktemp("guarded") / "guarded.duckdb"
-    with running_collector(db, tls={"cert": str(cert), "key": str(key)}, auth={"token": TOKEN},
-                           receiver={"decode_workers": 0}, assembler={"process": False}) as c:
+    with running_collector(
+        db,
+        tls={"cert": str(cert), "key": str(key)},
+        auth={"token": TOKEN},
+        receiver={"decode_workers": 0},
+        assembler={"process": False},
+    ) as c:
         yield c
 
 
@@ -238,12 +279,25 @@ def test_tls_with_a_token(guarded, certificate, pinned):
         grpc_export(guarded.grpc_endpoint, "traces", body, root_certificate=cert.read_bytes())
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert spans_stored(guarded, span.trace_id) == 0
-    grpc_export(guarded.grpc_endpoint, "traces", body, root_certificate=cert.read_bytes(),
-                metadata=(("authorization", f"Bearer {TOKEN}"),))
+    grpc_export(
+        guarded.grpc_endpoint,
+        "traces",
+        body,
+        root_certificate=cert.read_bytes(),
+        metadata=(("authorization", f"Bearer {TOKEN}"),),
+    )
     assert spans_stored(guarded, span.trace_id) == 1
     other = fresh_span()
-    assert post_otlp(guarded.http_endpoint, "traces", encode_traces([other]).SerializeToString(), context=pinned,
-                     headers={"Authorization": f"Bearer {TOKEN}"}).status == 200
+    assert (
+        post_otlp(
+            guarded.http_endpoint,
+            "traces",
+            encode_traces([other]).SerializeToString(),
+            context=pinned,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        ).status
+        == 200
+    )
     assert spans_stored(guarded, other.trace_id) == 1
 
 
@@ -255,8 +309,14 @@ def query_cli(db: Path, sql: str, token: str | None = None) -> subprocess.Comple
     env["PYTHONPATH"] = str(ROOT)
     if token is not None:
         env["AGENTOTEL_AUTH_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "agentotel_eval.cli", "query", sql, "--db", str(db), "--format",
-                           "json"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "agentotel_eval.cli", "query", sql, "--db", str(db), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_query_reaches_the_tls_collector_through_discovery(collector, db):
@@ -279,8 +339,14 @@ def test_query_sends_the_token_over_tls(guarded):
 
 
 def test_the_ui_cookie_is_secure_over_https(guarded, pinned):
-    login = http_request(guarded.http_endpoint, "POST", "/login", urlencode({"token": TOKEN, "next": "/"}).encode(),
-                         {"Content-Type": "application/x-www-form-urlencoded"}, context=pinned)
+    login = http_request(
+        guarded.http_endpoint,
+        "POST",
+        "/login",
+        urlencode({"token": TOKEN, "next": "/"}).encode(),
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        context=pinned,
+    )
     assert login.status == 303
     assert "Secure" in [part.strip() for part in login.headers["set-cookie"].split(";")]
 
@@ -288,8 +354,11 @@ def test_the_ui_cookie_is_secure_over_https(guarded, pinned):
 def test_a_connection_over_the_cap_is_told_so_over_tls(tmp_path, certificate, pinned):
     """The handshake is made before the cap is looked at, so even a TLS client reads why it was refused."""
     cert, key = certificate
-    with running_collector(tmp_path / "cap.duckdb", tls={"cert": str(cert), "key": str(key)},
-                           receiver={"http_max_connections": 2}) as capped:
+    with running_collector(
+        tmp_path / "cap.duckdb",
+        tls={"cert": str(cert), "key": str(key)},
+        receiver={"http_max_connections": 2},
+    ) as capped:
         host, port = capped.http.address
         held = [pinned.wrap_socket(socket.create_connection((host, port), timeout=10)) for _ in range(2)]
         try:

@@ -34,24 +34,30 @@ def _rows(collector: Any, sql: str, params: list | None = None) -> list[tuple]:
 def test_a_hostile_spec_on_a_span_does_not_delay_the_next_run(tmp_path: Path) -> None:
     with running_collector(tmp_path / "hostile.duckdb") as collector:
         provider = TracerProvider(resource=Resource.create({"service.name": "hostile"}))
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint,
-                                                                        insecure=True)))
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=True))
+        )
 
         tools = {}
         for name in "abcdef":
+
             def tool(n: int, name: str = name) -> str:
                 return f"{name}{n}"
+
             tool.__name__ = name
             tools[name] = traced(kind="tool", tracer_provider=provider)(tool)
 
         def agent(name: str, spec_text: str | None, calls: str) -> Any:
             @traced(kind="agent", name=name, tracer_provider=provider)
             def run() -> str:
-                if spec_text is not None:  # set raw, as any client may: the SDK's own helper checks the limits
+                if (
+                    spec_text is not None
+                ):  # set raw, as any client may: the SDK's own helper checks the limits
                     trace.get_current_span().set_attribute(sc.AGENTOTEL_EXPECTED_TRAJECTORY, spec_text)
                 for k, t in enumerate(calls):
                     tools[t](k)
                 return "done"
+
             return run
 
         agent("exponential", json.dumps(EXPONENTIAL), "abcdef" * 25)()
@@ -59,18 +65,31 @@ def test_a_hostile_spec_on_a_span_does_not_delay_the_next_run(tmp_path: Path) ->
         assert provider.force_flush(10_000)
         agent("next", json.dumps({"steps": [{"tool": "a"}, {"tool": "b"}]}), "ab")()
         assert provider.force_flush(10_000)
-        scored = wait_until(lambda: _rows(
-            collector, "SELECT e.score, e.details FROM evaluations e JOIN agent_runs r USING (trace_id) "
-                       "WHERE r.agent_name = 'next' AND e.metric = 'trajectory'"), timeout=8.0,
-            what="the run after the hostile ones scored")
+        scored = wait_until(
+            lambda: _rows(
+                collector,
+                "SELECT e.score, e.details FROM evaluations e JOIN agent_runs r USING (trace_id) "
+                "WHERE r.agent_name = 'next' AND e.metric = 'trajectory'",
+            ),
+            timeout=8.0,
+            what="the run after the hostile ones scored",
+        )
         assert scored[0][0] == 1.0
 
-        rows = dict(_rows(collector, "SELECT r.agent_name, e.details FROM evaluations e JOIN agent_runs r "
-                                     "USING (trace_id) WHERE e.metric = 'trajectory'"))
+        rows = dict(
+            _rows(
+                collector,
+                "SELECT r.agent_name, e.details FROM evaluations e JOIN agent_runs r "
+                "USING (trace_id) WHERE e.metric = 'trajectory'",
+            )
+        )
         exponential = json.loads(rows["exponential"])
         assert exponential["approximate"] is True and "units of work" in exponential["approximate_reason"]
-        (status, reason), = _rows(collector, "SELECT e.status, e.reason FROM evaluations e JOIN agent_runs r "
-                                             "USING (trace_id) WHERE r.agent_name = 'nested' AND "
-                                             "e.metric = 'trajectory'")
+        ((status, reason),) = _rows(
+            collector,
+            "SELECT e.status, e.reason FROM evaluations e JOIN agent_runs r "
+            "USING (trace_id) WHERE r.agent_name = 'nested' AND "
+            "e.metric = 'trajectory'",
+        )
         assert status == "error" and "(limit: nesting)" in reason
         provider.shutdown()

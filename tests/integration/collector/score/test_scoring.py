@@ -34,13 +34,21 @@ from tests.support.llm_stub import LLMStub, Reply
 from tests.support.otlp_sink import OtlpSink
 
 VERDICT = {
-    "detected": True, "confidence": 0.9, "reason": "booked before confirming the price",
+    "detected": True,
+    "confidence": 0.9,
+    "reason": "booked before confirming the price",
     "error_types": ["result_ignored"],
     "errors": [{"type": "result_ignored", "description": "the price in the search result was ignored"}],
     "error_severity": "medium",
 }
-CLEAN = {"detected": False, "confidence": 0.0, "reason": "no errors", "error_types": [], "errors": [],
-         "error_severity": "none"}
+CLEAN = {
+    "detected": False,
+    "confidence": 0.0,
+    "reason": "no errors",
+    "error_types": [],
+    "errors": [],
+    "error_severity": "none",
+}
 
 
 def _rows(collector: Any, sql: str, params: list | None = None) -> list[tuple]:
@@ -51,8 +59,12 @@ def _rows(collector: Any, sql: str, params: list | None = None) -> list[tuple]:
 def _evaluations(collector: Any, trace_id: str | None = None) -> dict[str, tuple]:
     """metric -> (score, success, status, reason, details, model, cost_usd, source, evaluator)"""
     where = "WHERE trace_id = ?" if trace_id else ""
-    rows = _rows(collector, "SELECT metric, score, success, status, reason, details, model, cost_usd, source, "
-                 f"evaluator, run_span_id FROM evaluations {where}", [trace_id] if trace_id else [])
+    rows = _rows(
+        collector,
+        "SELECT metric, score, success, status, reason, details, model, cost_usd, source, "
+        f"evaluator, run_span_id FROM evaluations {where}",
+        [trace_id] if trace_id else [],
+    )
     return {r[0]: r[1:] for r in rows}
 
 
@@ -61,8 +73,14 @@ PRICE = {"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}
 
 
 def _judge(stub: LLMStub, **kw: Any) -> JudgeSettings:
-    return JudgeSettings(model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test",
-                         max_retries=kw.pop("max_retries", 0), extra=kw.pop("extra", PRICE), **kw)
+    return JudgeSettings(
+        model="openai/gpt-4o-mini",
+        api_base=stub.base_url,
+        api_key="sk-test",
+        max_retries=kw.pop("max_retries", 0),
+        extra=kw.pop("extra", PRICE),
+        **kw,
+    )
 
 
 def _send_fixture(collector: Any, name: str) -> str:
@@ -94,8 +112,12 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
             def book_hotel(name: str, nights: int) -> dict:
                 return {"confirmation": "X1"}
 
-            @traced(kind="agent", name="hotel-agent", expected_tools=["search_hotels", "book_hotel"],
-                    tracer_provider=provider)
+            @traced(
+                kind="agent",
+                name="hotel-agent",
+                expected_tools=["search_hotels", "book_hotel"],
+                tracer_provider=provider,
+            )
             def agent(question: str) -> str:
                 hotels = sort_by_price(search_hotels("Paris"))
                 book_hotel(hotels[0]["name"], 3)
@@ -103,10 +125,14 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
 
             agent("Search for hotels in Paris and book the cheapest one.")
             assert provider.force_flush(10_000)
-            run = wait_until(lambda: _rows(collector, "SELECT trace_id, span_id FROM agent_runs"), what="the run")[0]
+            run = wait_until(
+                lambda: _rows(collector, "SELECT trace_id, span_id FROM agent_runs"), what="the run"
+            )[0]
             trace_id, run_span_id = run
-            wait_until(lambda: _evaluations(collector, trace_id).get("tool_errors", (None,) * 3)[2] == "ok",
-                       what="the judge's answer")
+            wait_until(
+                lambda: _evaluations(collector, trace_id).get("tool_errors", (None,) * 3)[2] == "ok",
+                what="the judge's answer",
+            )
             evals = _evaluations(collector, trace_id)
 
             # deterministic scores, from the expectation on the span (@traced(expected_tools=...))
@@ -118,29 +144,50 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
             assert evals["tool_errors_detectors"][2] == "ok"
             # the judge: queued, answered through litellm by the stub, cost recorded
             score, success, status, _reason, details, model, cost, source, evaluator, _ = evals["tool_errors"]
-            assert (score, success, status, model, source) == (0.9, False, "ok", "openai/gpt-4o-mini", "agentotel-eval")
+            assert (score, success, status, model, source) == (
+                0.9,
+                False,
+                "ok",
+                "openai/gpt-4o-mini",
+                "agentotel-eval",
+            )
             assert cost > 0 and evaluator == "ToolsErrorMetric"
             assert json.loads(details)["error_types"] == ["result_ignored"]
             assert "search_hotels" in stub.requests[0].prompt_text()
 
             # the stored run span carries every score as attributes and as gen_ai.evaluation.result events
-            (attrs, events), = _rows(collector, "SELECT attributes, events FROM spans WHERE span_id = ?", [run_span_id])
+            ((attrs, events),) = _rows(
+                collector, "SELECT attributes, events FROM spans WHERE span_id = ?", [run_span_id]
+            )
             attrs, events = json.loads(attrs), json.loads(events)
             assert attrs["agentotel.eval.tool_correctness.score"] == 1.0
             assert attrs["agentotel.eval.tool_correctness_exact.success"] is False
             assert attrs["agentotel.eval.tool_errors.score"] == 0.9
             assert attrs[sc.GEN_AI_AGENT_NAME] == "hotel-agent"  # what the agent sent is kept
-            by_name = {e["attributes"][sc.GEN_AI_EVALUATION_NAME]: e["attributes"] for e in events
-                       if e["name"] == sc.EVENT_EVALUATION_RESULT}
-            assert set(by_name) == {"tool_correctness", "tool_correctness_exact", "tool_correctness_ordering",
-                                    "tool_errors_detectors", "tool_errors"}
+            by_name = {
+                e["attributes"][sc.GEN_AI_EVALUATION_NAME]: e["attributes"]
+                for e in events
+                if e["name"] == sc.EVENT_EVALUATION_RESULT
+            }
+            assert set(by_name) == {
+                "tool_correctness",
+                "tool_correctness_exact",
+                "tool_correctness_ordering",
+                "tool_errors_detectors",
+                "tool_errors",
+            }
             assert by_name["tool_errors"][sc.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
             assert by_name["tool_correctness"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
 
             # downstream: every span, the run span with its deterministic scores, then the judge's child span + log
-            sink.wait_for(lambda s: len(s.spans_named("gen_ai.evaluation tool_errors")) == 1 and s.logs, timeout=15)
+            sink.wait_for(
+                lambda s: len(s.spans_named("gen_ai.evaluation tool_errors")) == 1 and s.logs, timeout=15
+            )
             names = sorted(s.name for s in sink.spans)
-            assert names.count("execute_tool search_hotels") == 1 and names.count("invoke_agent hotel-agent") == 1
+            assert (
+                names.count("execute_tool search_hotels") == 1
+                and names.count("invoke_agent hotel-agent") == 1
+            )
             (forwarded_run,) = sink.spans_named("invoke_agent hotel-agent")
             assert forwarded_run.attributes["agentotel.eval.tool_correctness.score"] == 1.0
             assert forwarded_run.attributes["agentotel.eval.tool_correctness_exact.score"] == 0.0
@@ -154,55 +201,87 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
             provider.shutdown()
         metrics = collector.metrics_text()
         assert re.search(r'agentotel_judge_results_total\{status="ok"\} [1-9]', metrics)
-        assert re.search(r'agentotel_judge_cost_usd_total [0-9.e-]+', metrics)
+        assert re.search(r"agentotel_judge_cost_usd_total [0-9.e-]+", metrics)
         assert metric_samples(metrics)['agentotel_forward_dropped_total{signal="traces"}'] == 0
 
 
 def test_expectations_from_rules_and_dataset_and_runs_without_one(tmp_path):
     dataset = tmp_path / "dataset.jsonl"
-    dataset.write_text(json.dumps({"input": "Plan a trip from Berlin   to Rome on 2025-07-01 and book 3 nights.",
-                                   "expected_tools": ["search_flights", "get_weather", "book_hotel"]}) + "\n")
-    rules = parse_expectations([
-        {"name": "pydantic", "service": "travel-bot-pydantic-*", "expected_tools": ["search_flights", "book_hotel"],
-         "modes": ["exact"]},
-        {"name": "weather", "input_regex": "(?i)weather in paris", "expected_tools": ["get_weather"]},
-    ])
+    dataset.write_text(
+        json.dumps(
+            {
+                "input": "Plan a trip from Berlin   to Rome on 2025-07-01 and book 3 nights.",
+                "expected_tools": ["search_flights", "get_weather", "book_hotel"],
+            }
+        )
+        + "\n"
+    )
+    rules = parse_expectations(
+        [
+            {
+                "name": "pydantic",
+                "service": "travel-bot-pydantic-*",
+                "expected_tools": ["search_flights", "book_hotel"],
+                "modes": ["exact"],
+            },
+            {"name": "weather", "input_regex": "(?i)weather in paris", "expected_tools": ["get_weather"]},
+        ]
+    )
     with running_collector(tmp_path / "rules.duckdb", expectations=rules, dataset=str(dataset)) as collector:
-        sent = {name: _send_fixture(collector, name) for name in (
-            "pydantic-ai__native-v5__sequence", "openai-agents__otel-genai__single", "strands__latest__sequence",
-            "langchain__otel-genai__no_tool",
-        )}
-        wait_until(lambda: all("tool_errors_detectors" in _evaluations(collector, t) for t in sent.values()),
-                   what="every run scored")
+        sent = {
+            name: _send_fixture(collector, name)
+            for name in (
+                "pydantic-ai__native-v5__sequence",
+                "openai-agents__otel-genai__single",
+                "strands__latest__sequence",
+                "langchain__otel-genai__no_tool",
+            )
+        }
+        wait_until(
+            lambda: all("tool_errors_detectors" in _evaluations(collector, t) for t in sent.values()),
+            what="every run scored",
+        )
         pydantic = _evaluations(collector, sent["pydantic-ai__native-v5__sequence"])
         assert set(pydantic) == {"tool_correctness_exact", "tool_errors_detectors"}  # the rule's modes only
         assert pydantic["tool_correctness_exact"][:2] == (0.0, False)  # get_weather was not expected
         assert json.loads(pydantic["tool_correctness_exact"][4])["expectation"] == "rule:pydantic"
         weather = _evaluations(collector, sent["openai-agents__otel-genai__single"])
         assert {m: v[0] for m, v in weather.items() if m.startswith("tool_correctness")} == {
-            "tool_correctness": 1.0, "tool_correctness_exact": 1.0, "tool_correctness_ordering": 1.0}
+            "tool_correctness": 1.0,
+            "tool_correctness_exact": 1.0,
+            "tool_correctness_ordering": 1.0,
+        }
         assert json.loads(weather["tool_correctness"][4])["expectation"] == "rule:weather"
         strands = _evaluations(collector, sent["strands__latest__sequence"])
         assert strands["tool_correctness_ordering"][:2] == (1.0, True)
         assert json.loads(strands["tool_correctness"][4])["expectation"] == "dataset:dataset.jsonl:1"
         # no expectation: tool correctness is not run (not scored 0); the detectors still are
-        assert set(_evaluations(collector, sent["langchain__otel-genai__no_tool"])) == {"tool_errors_detectors"}
+        assert set(_evaluations(collector, sent["langchain__otel-genai__no_tool"])) == {
+            "tool_errors_detectors"
+        }
         # counted in the assembler process; its counters follow the rows within a moment
-        wait_until(lambda: collector.assembler.snapshot().scoring.runs_without_expectation == 1, timeout=5,
-                   what="the scoring counters")
+        wait_until(
+            lambda: collector.assembler.snapshot().scoring.runs_without_expectation == 1,
+            timeout=5,
+            what="the scoring counters",
+        )
 
 
 def test_evaluation_results_from_other_tools_are_stored_with_their_source(tmp_path):
     with running_collector(tmp_path / "external.duckdb") as collector:
         trace_id = _send_fixture(collector, "raw-openai__otel-genai-manual__sequence")
-        external = wait_until(lambda: _evaluations(collector, trace_id).get("tool_sequence_match"),
-                              what="the external evaluation")
+        external = wait_until(
+            lambda: _evaluations(collector, trace_id).get("tool_sequence_match"),
+            what="the external evaluation",
+        )
         score, success, status, reason, _details, _model, _cost, source, evaluator, run_span_id = external
         assert (score, success, status, evaluator) == (1.0, True, "ok", "external")
         assert source == "external:travel_bot.evaluator/travel-bot-raw-openai"
         assert reason == "called ['search_flights', 'get_weather', 'book_hotel']"
-        run = wait_until(lambda: _rows(collector, "SELECT span_id FROM agent_runs WHERE trace_id = ?", [trace_id]),
-                         what="the run")
+        run = wait_until(
+            lambda: _rows(collector, "SELECT span_id FROM agent_runs WHERE trace_id = ?", [trace_id]),
+            what="the run",
+        )
         assert [(run_span_id,)] == run  # parented to the invoke_agent span, as the convention asks
 
 
@@ -211,8 +290,18 @@ def test_the_judge_runs_concurrently_within_its_limit(tmp_path):
         judge = _judge(stub, max_concurrency=3)
         with running_collector(tmp_path / "c.duckdb", judge=judge) as collector:
             traces = [_replayed_run(collector, i) for i in range(8)]
-            wait_until(lambda: sum(1 for t in traces if _evaluations(collector, t).get("tool_errors", ("",) * 3)[2]
-                                   == "ok") == 8, timeout=30, what="eight judge answers")
+            wait_until(
+                lambda: (
+                    sum(
+                        1
+                        for t in traces
+                        if _evaluations(collector, t).get("tool_errors", ("",) * 3)[2] == "ok"
+                    )
+                    == 8
+                ),
+                timeout=30,
+                what="eight judge answers",
+            )
         assert 2 <= stub.max_in_flight <= 3
         assert len(stub.requests) == 8
 
@@ -224,7 +313,9 @@ def _replayed_run(collector: Any, i: int) -> str:
     import dataclasses
 
     spans = [dataclasses.replace(s, trace_id=trace_id) for s in fx.spans()]
-    assert post_otlp(collector.http_endpoint, "traces", encode_traces(spans).SerializeToString()).status == 200
+    assert (
+        post_otlp(collector.http_endpoint, "traces", encode_traces(spans).SerializeToString()).status == 200
+    )
     return trace_id
 
 
@@ -240,11 +331,16 @@ def test_pending_judge_work_survives_a_restart(tmp_path):
     from agentotel_eval.store.opening import open_read_only
 
     con = open_read_only(db)
-    assert con.execute("SELECT status FROM evaluations WHERE metric = 'tool_errors'").fetchall() == [("pending",)]
+    assert con.execute("SELECT status FROM evaluations WHERE metric = 'tool_errors'").fetchall() == [
+        ("pending",)
+    ]
     con.close()
     with LLMStub(default=Reply.json(VERDICT)) as stub, running_collector(db, judge=_judge(stub)) as collector:
-        wait_until(lambda: _evaluations(collector, trace_id).get("tool_errors", ("",) * 3)[2] == "ok",
-                   timeout=20, what="the pending row answered after the restart")
+        wait_until(
+            lambda: _evaluations(collector, trace_id).get("tool_errors", ("",) * 3)[2] == "ok",
+            timeout=20,
+            what="the pending row answered after the restart",
+        )
         assert _evaluations(collector, trace_id)["tool_errors"][0] == 0.9
         assert len(stub.requests) == 1
 
@@ -271,8 +367,14 @@ def test_provider_failures_after_retries_become_error_rows(tmp_path):
     with LLMStub(default=Reply.server_error(503)) as stub:
         with running_collector(tmp_path / "fail.duckdb", judge=_judge(stub, max_retries=1)) as collector:
             trace_id = _replayed_run(collector, 1)
-            row = wait_until(lambda: _evaluations(collector, trace_id).get("tool_errors", ("",) * 3)[2] == "error"
-                             and _evaluations(collector, trace_id)["tool_errors"], timeout=20, what="an error row")
+            row = wait_until(
+                lambda: (
+                    _evaluations(collector, trace_id).get("tool_errors", ("",) * 3)[2] == "error"
+                    and _evaluations(collector, trace_id)["tool_errors"]
+                ),
+                timeout=20,
+                what="an error row",
+            )
         assert row[0] is None and row[1] is None
         assert "ServiceUnavailableError" in row[3]  # the provider's answer (HTTP 503), kept
         assert len(stub.requests) == 2  # one retry, then the error is recorded
@@ -281,12 +383,23 @@ def test_provider_failures_after_retries_become_error_rows(tmp_path):
 def test_runs_recorded_without_content_are_not_sent_to_the_judge(tmp_path):
     with LLMStub(default=Reply.json(CLEAN)) as stub:
         with running_collector(tmp_path / "nocontent.duckdb", judge=_judge(stub)) as collector:
-            trace_id = _send_fixture(collector, "google-adk__default__sequence")  # no message content recorded
-            rows = wait_until(lambda: [r for r in _rows(
-                collector, "SELECT status, reason FROM evaluations WHERE trace_id = ? AND metric = 'tool_errors'",
-                [trace_id])], what="the judge decision")
-        assert rows == [("skipped", "not judged: the run has no recorded user input (is message content capture "
-                                    "on?)")]
+            trace_id = _send_fixture(
+                collector, "google-adk__default__sequence"
+            )  # no message content recorded
+            rows = wait_until(
+                lambda: [
+                    r
+                    for r in _rows(
+                        collector,
+                        "SELECT status, reason FROM evaluations WHERE trace_id = ? AND metric = 'tool_errors'",
+                        [trace_id],
+                    )
+                ],
+                what="the judge decision",
+            )
+        assert rows == [
+            ("skipped", "not judged: the run has no recorded user input (is message content capture on?)")
+        ]
         assert stub.requests == []
 
 
@@ -300,10 +413,14 @@ def test_forwarding_delivers_every_span_and_log_despite_downstream_errors(tmp_pa
             (fx,) = [f for f in fixtures() if f.name == "raw-openai__openai-v2-legacy__sequence"]
             assert post_otlp(collector.http_endpoint, "traces", fx.body("protobuf")).status == 200
             assert post_otlp(collector.http_endpoint, "logs", fx.logs_body("protobuf")).status == 200
-            sink.wait_for(lambda s: len(s.spans) == len(fx.spans()) and len(s.logs) == len(fx.logs()), timeout=20)
+            sink.wait_for(
+                lambda s: len(s.spans) == len(fx.spans()) and len(s.logs) == len(fx.logs()), timeout=20
+            )
         assert sorted(s.span_id for s in sink.spans) == sorted(s.span_id for s in fx.spans())
         root = next(s for s in sink.spans if s.parent_span_id is None)
-        assert root.attributes["agentotel.eval.tool_errors_detectors.success"] is True  # scored before it went
+        assert (
+            root.attributes["agentotel.eval.tool_errors_detectors.success"] is True
+        )  # scored before it went
         assert collector.forwarder.stats.failed_attempts >= 2
         assert collector.forwarder.stats.dropped_spans == 0
 
@@ -315,21 +432,47 @@ def test_late_spans_rescore_the_run_and_replace_its_rows(tmp_path):
     import dataclasses
 
     run_span = next(s for s in spans if s.name.startswith("invoke_agent"))
-    expected = dataclasses.replace(run_span, attributes={**run_span.attributes, sc.AGENTOTEL_EXPECTED_TOOLS: [
-        "search_flights", "get_weather", "book_hotel"]})
+    expected = dataclasses.replace(
+        run_span,
+        attributes={
+            **run_span.attributes,
+            sc.AGENTOTEL_EXPECTED_TOOLS: ["search_flights", "get_weather", "book_hotel"],
+        },
+    )
     early = [expected if s is run_span else s for s in spans if s is not late]
     with running_collector(tmp_path / "late.duckdb") as collector:
-        assert post_otlp(collector.http_endpoint, "traces", encode_traces(early).SerializeToString()).status == 200
+        assert (
+            post_otlp(collector.http_endpoint, "traces", encode_traces(early).SerializeToString()).status
+            == 200
+        )
         trace_id = run_span.trace_id
         wait_until(lambda: "tool_correctness" in _evaluations(collector, trace_id), what="first scores")
         first = _rows(collector, "SELECT count(*) FROM evaluations WHERE trace_id = ?", [trace_id])[0][0]
-        assert post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status == 200
-        wait_until(lambda: collector.assembler.snapshot().assembler.traces_reopened == 1, what="the trace to be re-opened")
-        wait_until(lambda: _rows(collector, "SELECT count(*) FROM tool_calls WHERE trace_id = ? AND span_id = ?",
-                                 [trace_id, late.span_id])[0][0] == 1, what="the rebuilt run")
+        assert (
+            post_otlp(collector.http_endpoint, "traces", encode_traces([late]).SerializeToString()).status
+            == 200
+        )
+        wait_until(
+            lambda: collector.assembler.snapshot().assembler.traces_reopened == 1,
+            what="the trace to be re-opened",
+        )
+        wait_until(
+            lambda: (
+                _rows(
+                    collector,
+                    "SELECT count(*) FROM tool_calls WHERE trace_id = ? AND span_id = ?",
+                    [trace_id, late.span_id],
+                )[0][0]
+                == 1
+            ),
+            what="the rebuilt run",
+        )
         collector.writer.flush(5)
-        rows = _rows(collector, "SELECT metric, count(*) FROM evaluations WHERE trace_id = ? GROUP BY metric",
-                     [trace_id])
+        rows = _rows(
+            collector,
+            "SELECT metric, count(*) FROM evaluations WHERE trace_id = ? GROUP BY metric",
+            [trace_id],
+        )
         assert all(n == 1 for _, n in rows) and sum(n for _, n in rows) == first  # replaced, not added
         assert _evaluations(collector, trace_id)["tool_correctness_exact"][:2] == (1.0, True)
 
@@ -343,12 +486,26 @@ def test_logs_only_evaluations_for_a_stored_trace(tmp_path):
         wait_until(lambda: _evaluations(collector, trace_id).get("tool_errors_detectors"), what="scored")
         run_span_id = _rows(collector, "SELECT span_id FROM agent_runs WHERE trace_id = ?", [trace_id])[0][0]
         now = time.time_ns()  # graded later, outside the trace's own time window
-        record = LogRecord(now, now, trace_id, run_span_id, event_name=sc.EVENT_EVALUATION_RESULT,
-                           attributes={sc.GEN_AI_EVALUATION_NAME: "helpfulness", sc.GEN_AI_EVALUATION_SCORE_VALUE: 4.0,
-                                       sc.GEN_AI_EVALUATION_SCORE_LABEL: "good"},
-                           scope_name="grader")
-        assert post_otlp(collector.http_endpoint, "logs", encode_logs([record]).SerializeToString()).status == 200
-        found = wait_until(lambda: _evaluations(collector, trace_id).get("helpfulness"), what="the external score")
+        record = LogRecord(
+            now,
+            now,
+            trace_id,
+            run_span_id,
+            event_name=sc.EVENT_EVALUATION_RESULT,
+            attributes={
+                sc.GEN_AI_EVALUATION_NAME: "helpfulness",
+                sc.GEN_AI_EVALUATION_SCORE_VALUE: 4.0,
+                sc.GEN_AI_EVALUATION_SCORE_LABEL: "good",
+            },
+            scope_name="grader",
+        )
+        assert (
+            post_otlp(collector.http_endpoint, "logs", encode_logs([record]).SerializeToString()).status
+            == 200
+        )
+        found = wait_until(
+            lambda: _evaluations(collector, trace_id).get("helpfulness"), what="the external score"
+        )
         assert found[0] == 4.0 and found[1] is None and found[7] == "external:grader"
         assert "tool_errors_detectors" in _evaluations(collector, trace_id)  # ours were re-computed, not lost
 
@@ -356,11 +513,15 @@ def test_logs_only_evaluations_for_a_stored_trace(tmp_path):
 def test_an_answer_waiting_for_the_writer_is_not_asked_for_again(tmp_path):
     """The judged row stays pending until the writer applies the answer; meanwhile it must not be taken (and paid
     for) again."""
-    with LLMStub(default=Reply.json(CLEAN)) as stub, \
-            running_collector(tmp_path / "once.duckdb", judge=_judge(stub)) as collector:
+    with (
+        LLMStub(default=Reply.json(CLEAN)) as stub,
+        running_collector(tmp_path / "once.duckdb", judge=_judge(stub)) as collector,
+    ):
         _send_fixture(collector, "pydantic-ai__native-v5__sequence")
-        wait_until(lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors'")[0][0],
-                   what="the queued judge row")
+        wait_until(
+            lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors'")[0][0],
+            what="the queued judge row",
+        )
         blocker = Blocker(hold=8.0)
         collector.writer.submit_operation(blocker)  # the answer will wait behind it
         blocker.entered.wait(10)
@@ -369,8 +530,13 @@ def test_an_answer_waiting_for_the_writer_is_not_asked_for_again(tmp_path):
             collector.judge.wake()
             time.sleep(0.5)
         blocker.release.set()
-        wait_until(lambda: _rows(collector, "SELECT status FROM evaluations WHERE metric = 'tool_errors'")
-                   == [("ok",)], timeout=15, what="the answer written")
+        wait_until(
+            lambda: (
+                _rows(collector, "SELECT status FROM evaluations WHERE metric = 'tool_errors'") == [("ok",)]
+            ),
+            timeout=15,
+            what="the answer written",
+        )
         assert len(stub.requests) == 1
         assert collector.judge.stats.stale == 0
 
@@ -386,6 +552,12 @@ def test_a_finished_answer_takes_the_next_row_without_waiting_for_a_poll(tmp_pat
             for fx in [f for f in fixtures() if f.entry["scenario"] in ("sequence", "single")][:12]:
                 trace_ids.append(_send_fixture(collector, fx.name))
             pending = "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors' AND status = 'pending'"
-            wait_until(lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors'")
-                       [0][0] >= 12, timeout=30, what="the queued rows")
+            wait_until(
+                lambda: (
+                    _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors'")[0][0]
+                    >= 12
+                ),
+                timeout=30,
+                what="the queued rows",
+            )
             wait_until(lambda: _rows(collector, pending)[0][0] == 0, timeout=60, what="every row answered")

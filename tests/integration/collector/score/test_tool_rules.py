@@ -15,12 +15,12 @@ from agentotel_eval.collector.config import load_config
 from agentotel_eval.tracing import traced
 from tests.support.collector_harness import running_collector, wait_until
 
-TOOLS = r'''
+TOOLS = r"""
 [[tools]]
 name = "book_hotel"
 requires = ["search_hotels"]
 args = { nights = { "$gte" = 1, "$lte" = 30 } }
-'''
+"""
 
 
 def test_declared_tool_rules_find_sequence_and_argument_errors(tmp_path: Path) -> None:
@@ -29,8 +29,9 @@ def test_declared_tool_rules_find_sequence_and_argument_errors(tmp_path: Path) -
     rules = load_config(config_file).tools
     with running_collector(tmp_path / "tools.duckdb", tools=rules) as collector:
         provider = TracerProvider(resource=Resource.create({"service.name": "hotel-bot"}))
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint,
-                                                                         insecure=True)))
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=True))
+        )
 
         @traced(kind="tool", tracer_provider=provider)
         def search_hotels(city: str) -> list:
@@ -55,10 +56,13 @@ def test_declared_tool_rules_find_sequence_and_argument_errors(tmp_path: Path) -
         careful()
         assert provider.force_flush(10_000)
         with collector._cursor() as cursor:
+
             def rows() -> list:
-                return cursor.execute("SELECT r.agent_name, e.success, e.details FROM evaluations e JOIN agent_runs r "
-                                      "ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id "
-                                      "WHERE e.metric = 'tool_errors_detectors' ORDER BY r.agent_name").fetchall()
+                return cursor.execute(
+                    "SELECT r.agent_name, e.success, e.details FROM evaluations e JOIN agent_runs r "
+                    "ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id "
+                    "WHERE e.metric = 'tool_errors_detectors' ORDER BY r.agent_name"
+                ).fetchall()
 
             wait_until(lambda: len(rows()) == 2, what="both runs scored")
             (careful_row, hasty_row) = rows()
@@ -67,8 +71,10 @@ def test_declared_tool_rules_find_sequence_and_argument_errors(tmp_path: Path) -
     agent, success, details = hasty_row
     assert (agent, success) == ("hasty", False)
     findings = {(f["type"], f["subtype"], f["rule"]): f for f in json.loads(details)["detectors"]}
-    assert set(findings) == {("sequence_error", "precondition", "tools.book_hotel.requires"),
-                             ("parameter_error", "rule_violation", "tools.book_hotel.args.nights")}
+    assert set(findings) == {
+        ("sequence_error", "precondition", "tools.book_hotel.requires"),
+        ("parameter_error", "rule_violation", "tools.book_hotel.args.nights"),
+    }
     nights = findings[("parameter_error", "rule_violation", "tools.book_hotel.args.nights")]
     assert nights["evidence"] == {"value": "45", "expected": "$gte 1, $lte 30", "reason": "45 is not <= 30"}
     assert nights["call_indices"] == [0]

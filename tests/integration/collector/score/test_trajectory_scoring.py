@@ -23,7 +23,7 @@ from tests.support.collector_harness import running_collector, wait_until
 from tests.support.ui_data import cli
 
 # the rule exactly as a user writes it in the collector's config file
-REFUND_FLOW = r'''
+REFUND_FLOW = r"""
 [[expectations]]
 name = "refund-flow"
 agent = "support-*"
@@ -41,7 +41,7 @@ steps = [
   { unordered = [ { tool = "notify_customer" }, { tool = "log_case" } ] },
   { tool = "issue_refund", args = { order_id = { "$ref" = "get_order.args.order_id" }, amount = { "$approx" = 120.0, rel = 0.01 }, method = { "$in" = ["paypal", "card"] } } },
 ]
-'''
+"""
 
 
 def _rows(collector: Any, sql: str, params: list | None = None) -> list[tuple]:
@@ -51,7 +51,9 @@ def _rows(collector: Any, sql: str, params: list | None = None) -> list[tuple]:
 
 def _provider(collector: Any, service: str) -> TracerProvider:
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=True)))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=True))
+    )
     return provider
 
 
@@ -84,13 +86,27 @@ def _support_tools(provider: TracerProvider) -> dict[str, Callable[..., Any]]:
     def delete_account(user_id: str) -> str:
         return "deleted"
 
-    return {f.__name__: f for f in (find_user, get_user_details, get_order, notify_customer, log_case,
-                                    issue_refund, delete_account)}
+    return {
+        f.__name__: f
+        for f in (
+            find_user,
+            get_user_details,
+            get_order,
+            notify_customer,
+            log_case,
+            issue_refund,
+            delete_account,
+        )
+    }
 
 
 def _trajectory(collector: Any, trace_id: str) -> tuple[Any, ...]:
-    (row,) = _rows(collector, "SELECT score, success, status, reason, details FROM evaluations "
-                   "WHERE trace_id = ? AND metric = 'trajectory'", [trace_id])
+    (row,) = _rows(
+        collector,
+        "SELECT score, success, status, reason, details FROM evaluations "
+        "WHERE trace_id = ? AND metric = 'trajectory'",
+        [trace_id],
+    )
     return row
 
 
@@ -135,9 +151,18 @@ def test_the_toml_rule_scores_runs_of_matching_agents(tmp_path: Path) -> None:
         bad_agent()
         other_agent()
         assert provider.force_flush(10_000)
-        wait_until(lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = "
-                                 "'tool_errors_detectors'")[0][0] == 3, what="every run scored")
-        good, bad, other = (_trace_of(collector, a) for a in ("support-refunds", "support-cleanup", "billing-bot"))
+        wait_until(
+            lambda: (
+                _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors_detectors'")[
+                    0
+                ][0]
+                == 3
+            ),
+            what="every run scored",
+        )
+        good, bad, other = (
+            _trace_of(collector, a) for a in ("support-refunds", "support-cleanup", "billing-bot")
+        )
 
         score, success, status, reason, details = _trajectory(collector, good)
         assert (score, success, status) == (1.0, True, "ok")
@@ -162,17 +187,26 @@ def test_the_toml_rule_scores_runs_of_matching_agents(tmp_path: Path) -> None:
         assert score is not None and score < 0.5
 
         # the agent the rule does not name is not scored on a trajectory (nor scored 0)
-        assert not _rows(collector, "SELECT 1 FROM evaluations WHERE trace_id = ? AND metric = 'trajectory'",
-                         [other])
+        assert not _rows(
+            collector, "SELECT 1 FROM evaluations WHERE trace_id = ? AND metric = 'trajectory'", [other]
+        )
 
         # the run span carries the result as attributes and as an evaluation event
-        (attrs, events), = _rows(collector, "SELECT s.attributes, s.events FROM spans s JOIN agent_runs r "
-                                 "ON s.trace_id = r.trace_id AND s.span_id = r.span_id WHERE r.trace_id = ?", [bad])
+        ((attrs, events),) = _rows(
+            collector,
+            "SELECT s.attributes, s.events FROM spans s JOIN agent_runs r "
+            "ON s.trace_id = r.trace_id AND s.span_id = r.span_id WHERE r.trace_id = ?",
+            [bad],
+        )
         attrs = json.loads(attrs)
         assert attrs["agentotel.eval.trajectory.score"] == score
         assert attrs["agentotel.eval.trajectory.success"] is False
-        (event,) = [e["attributes"] for e in json.loads(events) if e["name"] == sc.EVENT_EVALUATION_RESULT
-                    and e["attributes"][sc.GEN_AI_EVALUATION_NAME] == "trajectory"]
+        (event,) = [
+            e["attributes"]
+            for e in json.loads(events)
+            if e["name"] == sc.EVENT_EVALUATION_RESULT
+            and e["attributes"][sc.GEN_AI_EVALUATION_NAME] == "trajectory"
+        ]
         assert event[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
         provider.shutdown()
         stored = {t: _trajectory(collector, t)[:2] for t in (good, bad)}
@@ -183,26 +217,38 @@ def test_the_toml_rule_scores_runs_of_matching_agents(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     exported = [json.loads(line) for line in cases.read_text().splitlines()]
     specs = [c.get("expected_trajectory") for c in exported]
-    assert specs.count(tomllib.loads(REFUND_FLOW)["expectations"][0]["trajectory"]) == 2 and specs.count(None) == 1
+    assert (
+        specs.count(tomllib.loads(REFUND_FLOW)["expectations"][0]["trajectory"]) == 2
+        and specs.count(None) == 1
+    )
     scored = cli("eval", str(cases), "--metric", "trajectory", "--format", "json", "--exit-zero")
     document = json.loads(scored.stdout)
-    again = {c["name"].split()[-1].split("/")[0]: (c["metrics"][0]["score"], c["metrics"][0]["success"])
-             for c in document["cases"] if c["metrics"][0]["status"] == "ok"}
+    again = {
+        c["name"].split()[-1].split("/")[0]: (c["metrics"][0]["score"], c["metrics"][0]["success"])
+        for c in document["cases"]
+        if c["metrics"][0]["status"] == "ok"
+    }
     assert again == stored
 
     # rescore with an edited rule: cash refunds allowed, deleting accounts no longer forbidden
     edited = tmp_path / "edited.toml"
-    edited.write_text(REFUND_FLOW.replace('["paypal", "card"]', '["paypal", "card", "cash"]')
-                      .replace('{ tool = "delete_account" }, ', ""))
+    edited.write_text(
+        REFUND_FLOW.replace('["paypal", "card"]', '["paypal", "card", "cash"]').replace(
+            '{ tool = "delete_account" }, ', ""
+        )
+    )
     done = cli("rescore", "--db", str(tmp_path / "rules.duckdb"), "--config", str(edited))
     assert done.returncode == 0, done.stderr
     con = duckdb.connect(str(tmp_path / "rules.duckdb"), read_only=True)
-    (row,) = con.execute("SELECT success, details FROM evaluations WHERE trace_id = ? AND metric = 'trajectory'",
-                         [bad]).fetchall()
+    (row,) = con.execute(
+        "SELECT success, details FROM evaluations WHERE trace_id = ? AND metric = 'trajectory'", [bad]
+    ).fetchall()
     con.close()
     details = json.loads(row[1])
     assert details["violations"] == []
-    assert {s["path"]: s["status"] for s in details["steps"]}["steps[5]"] == "missing"  # A-9999: not get_order's
+    assert {s["path"]: s["status"] for s in details["steps"]}[
+        "steps[5]"
+    ] == "missing"  # A-9999: not get_order's
 
 
 def test_a_spec_on_the_run_span_wins_and_a_bad_one_is_an_error_row(tmp_path: Path) -> None:
@@ -212,10 +258,13 @@ def test_a_spec_on_the_run_span_wins_and_a_bad_one_is_an_error_row(tmp_path: Pat
     with running_collector(tmp_path / "span.duckdb", expectations=rules) as collector:
         provider = _provider(collector, "support-desk")
         tools = _support_tools(provider)
-        spec = {"extra": "forbid", "steps": [
-            {"id": "who", "tool": "find_user"},
-            {"tool": "notify_customer", "args": {"user_id": {"$ref": "who.result.user_id"}}},
-        ]}
+        spec = {
+            "extra": "forbid",
+            "steps": [
+                {"id": "who", "tool": "find_user"},
+                {"tool": "notify_customer", "args": {"user_id": {"$ref": "who.result.user_id"}}},
+            ],
+        }
 
         @traced(kind="agent", name="support-notify", expected_trajectory=spec, tracer_provider=provider)
         def notifier() -> str:
@@ -226,24 +275,41 @@ def test_a_spec_on_the_run_span_wins_and_a_bad_one_is_an_error_row(tmp_path: Pat
         tracer = provider.get_tracer("hand-written")
         notifier()
         # another instrumentation's run span, carrying JSON that is no spec: the run is still stored and scored
-        with tracer.start_as_current_span("invoke_agent support-legacy", attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "support-legacy",
-                sc.AGENTOTEL_EXPECTED_TRAJECTORY: json.dumps({"steps": [{"tool": "a", "count": {"min": 3,
-                                                                                              "max": 1}}]})}):
+        with tracer.start_as_current_span(
+            "invoke_agent support-legacy",
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: "support-legacy",
+                sc.AGENTOTEL_EXPECTED_TRAJECTORY: json.dumps(
+                    {"steps": [{"tool": "a", "count": {"min": 3, "max": 1}}]}
+                ),
+            },
+        ):
             tools["find_user"]("94110")
         assert provider.force_flush(10_000)
-        wait_until(lambda: _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'trajectory'")[0][0]
-                   == 2, what="both runs' trajectory rows")
+        wait_until(
+            lambda: (
+                _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'trajectory'")[0][0] == 2
+            ),
+            what="both runs' trajectory rows",
+        )
 
-        score, success, status, _reason, details = _trajectory(collector, _trace_of(collector, "support-notify"))
+        score, success, status, _reason, details = _trajectory(
+            collector, _trace_of(collector, "support-notify")
+        )
         assert (score, success, status) == (1.0, True, "ok")
         details = json.loads(details)
         assert details["expectation"] == "span_attribute"  # not the support-* rule
         assert details["spec"] == spec and details["extra_mode"] == "forbid"
 
-        score, success, status, reason, _details = _trajectory(collector, _trace_of(collector, "support-legacy"))
+        score, success, status, reason, _details = _trajectory(
+            collector, _trace_of(collector, "support-legacy")
+        )
         assert (score, success, status) == (None, None, "error")
         assert "count" in reason and "steps[0]" in reason
         # the detectors still ran on it
-        assert _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors_detectors'")[0][0] == 2
+        assert (
+            _rows(collector, "SELECT count(*) FROM evaluations WHERE metric = 'tool_errors_detectors'")[0][0]
+            == 2
+        )
         provider.shutdown()

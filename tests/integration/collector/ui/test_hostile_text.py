@@ -89,10 +89,13 @@ def check_no_markup_let_through(html: str, page: Parsed, *, report: bool = False
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A collector holding one run whose agent, tool, argument, result and input are all hostile text."""
-    with running_collector(tmp_path_factory.mktemp("hostile") / "hostile.duckdb", http="127.0.0.1:0") as collector:
+    with running_collector(
+        tmp_path_factory.mktemp("hostile") / "hostile.duckdb", http="127.0.0.1:0"
+    ) as collector:
         provider = TracerProvider(resource=Resource.create({"service.name": "hostile-bot"}))
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint,
-                                                                        insecure=True)))
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=collector.grpc_endpoint, insecure=True))
+        )
 
         @traced(kind="tool", name=TOOL, tracer_provider=provider)
         def lookup(city: str) -> dict[str, str]:
@@ -106,8 +109,16 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         agent(INPUT)
         assert provider.force_flush(10_000)
         provider.shutdown()
-        wait_until(lambda: collector.query("SELECT count(*) FROM evaluations WHERE metric = 'tool_errors_detectors'")[
-            "rows"][0][0] == 1, timeout=30, what="the run, scored")
+        wait_until(
+            lambda: (
+                collector.query("SELECT count(*) FROM evaluations WHERE metric = 'tool_errors_detectors'")[
+                    "rows"
+                ][0][0]
+                == 1
+            ),
+            timeout=30,
+            what="the run, scored",
+        )
         yield collector
 
 
@@ -164,7 +175,8 @@ def check_run(page: Parsed) -> None:
     assert [a["data-tool"] for t, a in page.tags if t == "g" and a.get("data-row") == "called"] == [TOOL]
     assert TOOL in page.text_in("code")  # the call's heading
     assert f"execute_tool {TOOL}" in page.text_in("td") and any(
-        text.startswith(f"invoke_agent {AGENT}") for text in page.text_in("td"))  # the span tree
+        text.startswith(f"invoke_agent {AGENT}") for text in page.text_in("td")
+    )  # the span tree
 
 
 def test_the_report_shows_hostile_text_as_text(hostile: Any, tmp_path: Path) -> None:

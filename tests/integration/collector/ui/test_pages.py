@@ -38,6 +38,7 @@ class Tree(HTMLParser):
                 elif have.get(key) != want:
                     return False
             return True
+
         return [a for t, a in self.tags if t == tag and ok(a)]
 
 
@@ -88,7 +89,9 @@ def test_overview_agrees_with_sql(ui_collector: Any) -> None:
     _, _, body = get(ui_collector, "/?since=all")
     total = sql(ui_collector, "SELECT count(*) FROM agent_runs")[0][0]
     assert re.search(rf'<div class="tile-value">{total:,}</div><div class="tile-label">runs</div>', body)
-    agents = sql(ui_collector, "SELECT count(DISTINCT coalesce(agent_name, '(unnamed)')) FROM agent_runs")[0][0]
+    agents = sql(ui_collector, "SELECT count(DISTINCT coalesce(agent_name, '(unnamed)')) FROM agent_runs")[0][
+        0
+    ]
     assert f'<div class="tile-value">{agents:,}</div><div class="tile-label">agents</div>' in body
     # a chart per busiest agent, each with its runs drawn
     assert len(tree.find("svg", class_="chart")) >= 6
@@ -98,8 +101,12 @@ def test_overview_agrees_with_sql(ui_collector: Any) -> None:
     assert re.search(r"<title>book_hotel: 1 out of order</title>", body)
     assert re.search(r"<title>search_flights: 1 extra</title>", body)
     # tool-call errors per tool, as SQL counts them
-    errors = sql(ui_collector, "SELECT count(*) FROM tool_calls WHERE tool_name = 'get_weather' AND status = 'error'")
-    assert re.search(rf"<td>get_weather</td><td class=num>[\d,]+</td><td class=num>{errors[0][0]:,}</td>", body)
+    errors = sql(
+        ui_collector, "SELECT count(*) FROM tool_calls WHERE tool_name = 'get_weather' AND status = 'error'"
+    )
+    assert re.search(
+        rf"<td>get_weather</td><td class=num>[\d,]+</td><td class=num>{errors[0][0]:,}</td>", body
+    )
     # the detectors' findings by type
     assert re.search(r"<td>repeated_failure</td><td>detectors</td><td class=num>\d+</td>", body)
 
@@ -109,11 +116,15 @@ def test_overview_of_one_agent_and_a_time_range(ui_collector: Any) -> None:
     assert '<div class="tile-value">3</div><div class="tile-label">runs</div>' in body
     assert '<a class="range" aria-current="true" href="/?agent=trip_planner&amp;since=all">' in body
     # the demo ran just now, the fixtures days ago: the last hour holds the demo's runs at most
-    recent = sql(ui_collector, "SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 1 HOUR")[0][0]
+    recent = sql(ui_collector, "SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 1 HOUR")[
+        0
+    ][0]
     _, _, body = get(ui_collector, "/?since=1h")
     assert f'<div class="tile-value">{recent:,}</div><div class="tile-label">runs</div>' in body
     # any duration of the one grammar the commands' --since reads
-    recent = sql(ui_collector, "SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 90 MINUTE")[0][0]
+    recent = sql(
+        ui_collector, "SELECT count(*) FROM agent_runs WHERE start_time >= now() - INTERVAL 90 MINUTE"
+    )[0][0]
     _, _, body = get(ui_collector, "/?since=1.5h")
     assert f'<div class="tile-value">{recent:,}</div><div class="tile-label">runs</div>' in body
 
@@ -124,22 +135,39 @@ def test_filters_narrow_the_runs_table(ui_collector: Any) -> None:
     assert everything.find("p", id="runs-count")[0]["data-total"] == str(total)
 
     weather = page(ui_collector, "/runs?since=all&agent=weather_assistant")
-    theirs = {tuple(r) for r in sql(
-        ui_collector, "SELECT trace_id, span_id FROM agent_runs WHERE agent_name = 'weather_assistant'")}
+    theirs = {
+        tuple(r)
+        for r in sql(
+            ui_collector, "SELECT trace_id, span_id FROM agent_runs WHERE agent_name = 'weather_assistant'"
+        )
+    }
     assert 3 <= len(theirs) < total
     assert weather.find("p", id="runs-count")[0]["data-total"] == str(len(theirs))
     assert set(runs_shown(weather)) == theirs
 
     failing = page(ui_collector, "/runs?since=all&metric=tool_correctness_exact&result=fail")
-    expected = {tuple(r) for r in sql(ui_collector, "SELECT trace_id, run_span_id FROM latest_evaluations "
-                                                    "WHERE metric = 'tool_correctness_exact' AND NOT success")}
+    expected = {
+        tuple(r)
+        for r in sql(
+            ui_collector,
+            "SELECT trace_id, run_span_id FROM latest_evaluations "
+            "WHERE metric = 'tool_correctness_exact' AND NOT success",
+        )
+    }
     assert expected and set(runs_shown(failing)) == expected
 
     passing = set(runs_shown(page(ui_collector, "/runs?since=all&agent=trip_planner&result=pass")))
-    assert passing == {tuple(r) for r in sql(
-        ui_collector, "SELECT trace_id, run_span_id FROM run_evaluations WHERE agent_name = 'trip_planner' "
-                      "AND status = 'ok' GROUP BY ALL HAVING bool_and(success)")}
-    assert run_of(ui_collector, "Plan a weekend in Lisbon: a flight, then book the cheapest hotel.") in passing
+    assert passing == {
+        tuple(r)
+        for r in sql(
+            ui_collector,
+            "SELECT trace_id, run_span_id FROM run_evaluations WHERE agent_name = 'trip_planner' "
+            "AND status = 'ok' GROUP BY ALL HAVING bool_and(success)",
+        )
+    }
+    assert (
+        run_of(ui_collector, "Plan a weekend in Lisbon: a flight, then book the cheapest hotel.") in passing
+    )
     assert run_of(ui_collector, "Find me a flight and a hotel in Oslo, and book it.") not in passing
     text = page(ui_collector, "/runs?since=all&q=atlantis")
     assert run_of(ui_collector, "What's the weather in Atlantis?") in runs_shown(text)
@@ -150,8 +178,10 @@ def test_filters_narrow_the_runs_table(ui_collector: Any) -> None:
     assert runs_shown(page(ui_collector, f"/runs?since=all&q={trace_id}")) == by_id
     service = page(ui_collector, "/runs?since=all&service=demo-travel-agents")
     assert service.find("p", id="runs-count")[0]["data-total"] == "8"
-    assert page(ui_collector, "/runs?since=all&agent=no-such-agent").find("p", id="runs-count")[0][
-        "data-total"] == "0"
+    assert (
+        page(ui_collector, "/runs?since=all&agent=no-such-agent").find("p", id="runs-count")[0]["data-total"]
+        == "0"
+    )
 
 
 def test_paging_walks_every_run_once_newest_first(ui_collector: Any) -> None:
@@ -167,7 +197,9 @@ def test_paging_walks_every_run_once_newest_first(ui_collector: Any) -> None:
         following = tree.find("a", rel="next")
         path = following[0]["href"] if following else None
     assert len(seen) == len(set(seen)) == total
-    newest = sql(ui_collector, "SELECT trace_id, span_id FROM agent_runs ORDER BY start_time DESC, trace_id, span_id")
+    newest = sql(
+        ui_collector, "SELECT trace_id, span_id FROM agent_runs ORDER BY start_time DESC, trace_id, span_id"
+    )
     assert seen == [tuple(r) for r in newest]
 
 
@@ -179,25 +211,39 @@ def test_a_run_page_draws_its_alignment(ui_collector: Any) -> None:
     trace_id, span_id = run_of(ui_collector, "Find me a flight and a hotel in Oslo, and book it.")
     tree = page(ui_collector, f"/runs/{trace_id}/{span_id}")
     assert [(c["data-tool"], c["data-kind"]) for c in cells(tree, "expected")] == [
-        ("search_flights", "matched"), ("search_hotels", "matched"), ("book_hotel", "missing")]
+        ("search_flights", "matched"),
+        ("search_hotels", "matched"),
+        ("book_hotel", "missing"),
+    ]
     assert [(c["data-tool"], c["data-kind"]) for c in cells(tree, "called")] == [
-        ("search_flights", "matched"), ("search_hotels", "matched")]
+        ("search_flights", "matched"),
+        ("search_hotels", "matched"),
+    ]
     summary = tree.find("p", class_="summary")[0]
     assert (summary["data-matched"], summary["data-missing"], summary["data-extra"]) == ("2", "1", "0")
     assert [r["data-metric"] for r in tree.find("tr") if "data-metric" in r] == [
-        "tool_correctness", "tool_correctness_exact", "tool_correctness_ordering", "tool_errors_detectors"]
+        "tool_correctness",
+        "tool_correctness_exact",
+        "tool_correctness_ordering",
+        "tool_errors_detectors",
+    ]
     assert tree.find("button", data_copy=trace_id)
     assert len(tree.find("details", class_="call")) == 2
 
     trace_id, span_id = run_of(ui_collector, "Plan a trip to Rome and book a hotel there.")
     tree = page(ui_collector, f"/runs/{trace_id}/{span_id}")
     assert [(c["data-tool"], c["data-kind"]) for c in cells(tree, "called")] == [
-        ("search_flights", "matched"), ("book_hotel", "out_of_order"), ("search_hotels", "matched")]
+        ("search_flights", "matched"),
+        ("book_hotel", "out_of_order"),
+        ("search_hotels", "matched"),
+    ]
 
     trace_id, span_id = run_of(ui_collector, "Is it sunny in Madrid today?")
     tree = page(ui_collector, f"/runs/{trace_id}/{span_id}")
     assert [(c["data-tool"], c["data-kind"]) for c in tree.find("g", class_="cell")] == [
-        ("get_weather", "missing"), ("search_flights", "extra")]
+        ("get_weather", "missing"),
+        ("search_flights", "extra"),
+    ]
 
     trace_id, span_id = run_of(ui_collector, "What's the weather in Atlantis?")
     _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
@@ -220,8 +266,11 @@ def test_every_stored_run_has_a_page(ui_collector: Any) -> None:
 
 
 def test_a_run_page_says_what_the_detectors_could_not_check(ui_collector: Any) -> None:
-    rows = sql(ui_collector, "SELECT trace_id, run_span_id, details FROM evaluations WHERE metric = "
-                             "'tool_errors_detectors' AND status = 'ok'")
+    rows = sql(
+        ui_collector,
+        "SELECT trace_id, run_span_id, details FROM evaluations WHERE metric = "
+        "'tool_errors_detectors' AND status = 'ok'",
+    )
     unchecked = [(t, s, json.loads(d) if isinstance(d, str) else d) for t, s, d in rows]
     unchecked = [(t, s, d["could_not_run"]) for t, s, d in unchecked if d.get("could_not_run")]
     assert unchecked  # names-only and content-off fixtures record no arguments or results
@@ -235,8 +284,11 @@ def test_a_run_page_says_what_the_detectors_could_not_check(ui_collector: Any) -
 
 
 def test_a_run_page_shows_observations_apart_from_the_findings(ui_collector: Any) -> None:
-    rows = sql(ui_collector, "SELECT trace_id, run_span_id, details, success FROM evaluations WHERE metric = "
-                             "'tool_errors_detectors' AND status = 'ok'")
+    rows = sql(
+        ui_collector,
+        "SELECT trace_id, run_span_id, details, success FROM evaluations WHERE metric = "
+        "'tool_errors_detectors' AND status = 'ok'",
+    )
     parsed = [(t, s, json.loads(d) if isinstance(d, str) else d, ok) for t, s, d, ok in rows]
     observed = [(t, s, d, ok) for t, s, d, ok in parsed if d.get("informational")]
     assert observed  # a recorded run whose answer leaves a result out
@@ -249,13 +301,16 @@ def test_a_run_page_shows_observations_apart_from_the_findings(ui_collector: Any
         assert f"<li>note: {note['description']}</li>" in body.replace("&#39;", "'")
 
 
-@pytest.mark.parametrize(("path", "status", "says"), [
-    ("/?since=yesterday", 400, "unknown time range"),
-    ("/runs?page=0", 400, "page must be"),
-    ("/runs/not-hex/123", 400, "Bad run address"),
-    ("/runs/" + "0" * 32 + "/" + "0" * 16, 404, "No agent run is stored"),
-    ("/nowhere", 404, "no route for GET /nowhere"),
-])
+@pytest.mark.parametrize(
+    ("path", "status", "says"),
+    [
+        ("/?since=yesterday", 400, "unknown time range"),
+        ("/runs?page=0", 400, "page must be"),
+        ("/runs/not-hex/123", 400, "Bad run address"),
+        ("/runs/" + "0" * 32 + "/" + "0" * 16, 404, "No agent run is stored"),
+        ("/nowhere", 404, "no route for GET /nowhere"),
+    ],
+)
 def test_bad_addresses_get_clear_answers(ui_collector: Any, path: str, status: int, says: str) -> None:
     answer_status, _, body = get(ui_collector, path)
     assert answer_status == status and says in body
@@ -275,27 +330,35 @@ def test_the_polled_version_moves_when_a_run_arrives(ui_collector: Any) -> None:
     assert tree.find("body")[0]["data-poll"] == "/api/runs/latest"
     fx = next(f for f in fixtures() if f.name == "pydantic-ai__native-v5__sequence")
     post_otlp(ui_collector.http_endpoint, "traces", with_new_trace_ids(fx.body("protobuf")))
-    after = wait_until(lambda: (v := json.loads(get(ui_collector, "/api/runs/latest")[2]))["runs"] > before["runs"]
-                       and v, timeout=30, what="the new run in the polled version")
+    after = wait_until(
+        lambda: (v := json.loads(get(ui_collector, "/api/runs/latest")[2]))["runs"] > before["runs"] and v,
+        timeout=30,
+        what="the new run in the polled version",
+    )
     assert after["version"] != before["version"]
 
 
 def test_query_parameters_are_bound_not_quoted(ui_collector: Any) -> None:
-    body = json.dumps({"sql": "SELECT count(*) FROM agent_runs WHERE agent_name = ?",
-                       "params": ["weather_assistant"]}).encode()
-    answer = http_request(ui_collector.http_endpoint, "POST", "/v1/query", body,
-                          {"Content-Type": "application/json"})
+    body = json.dumps(
+        {"sql": "SELECT count(*) FROM agent_runs WHERE agent_name = ?", "params": ["weather_assistant"]}
+    ).encode()
+    answer = http_request(
+        ui_collector.http_endpoint, "POST", "/v1/query", body, {"Content-Type": "application/json"}
+    )
     literal = sql(ui_collector, "SELECT count(*) FROM agent_runs WHERE agent_name = 'weather_assistant'")
     assert answer.status == 200 and json.loads(answer.body)["rows"] == literal != [[0]]
-    injected = json.dumps({"sql": "SELECT count(*) FROM agent_runs WHERE agent_name = ?",
-                           "params": ["x' OR '1'='1"]}).encode()
-    answer = http_request(ui_collector.http_endpoint, "POST", "/v1/query", injected,
-                          {"Content-Type": "application/json"})
+    injected = json.dumps(
+        {"sql": "SELECT count(*) FROM agent_runs WHERE agent_name = ?", "params": ["x' OR '1'='1"]}
+    ).encode()
+    answer = http_request(
+        ui_collector.http_endpoint, "POST", "/v1/query", injected, {"Content-Type": "application/json"}
+    )
     assert json.loads(answer.body)["rows"] == [[0]]
     for params in ({"a": 1}, [[1]], "text"):
         bad = json.dumps({"sql": "SELECT ?", "params": params}).encode()
-        answer = http_request(ui_collector.http_endpoint, "POST", "/v1/query", bad,
-                              {"Content-Type": "application/json"})
+        answer = http_request(
+            ui_collector.http_endpoint, "POST", "/v1/query", bad, {"Content-Type": "application/json"}
+        )
         error = json.loads(answer.body)["error"]
         assert answer.status == 400 and ("'params'" in error or "parameters must be" in error), error
 
@@ -317,45 +380,69 @@ def test_every_score_is_named_in_full_with_its_direction(ui_collector: Any) -> N
     _, _, body = get(ui_collector, "/?since=all")
     assert ">failed runs<" not in body and ">runs ended in error</th>" in body
     assert [h["data-metric"] for h in tree.find("th") if "data-metric" in h] == metrics
-    assert ">Tool correctness (exact set)<div class=\"sub\">pass rate ↑</div></th>" in body
+    assert '>Tool correctness (exact set)<div class="sub">pass rate ↑</div></th>' in body
     # the legend: every metric of the table, with its direction
     legend = [d["data-metric"] for d in tree.find("div") if "data-metric" in d]
     assert legend == metrics
-    assert re.search(r"<dt>Tool-use errors \(detectors\) <span class=\"direction\">↓ lower is better</span>", body)
-    assert re.search(r"<dt>Tool correctness \(exact set\) <span class=\"direction\">↑ higher is better</span>", body)
+    assert re.search(
+        r"<dt>Tool-use errors \(detectors\) <span class=\"direction\">↓ lower is better</span>", body
+    )
+    assert re.search(
+        r"<dt>Tool correctness \(exact set\) <span class=\"direction\">↑ higher is better</span>", body
+    )
     # the runs table's chips: full names, the score's direction; the legend one click away
     _, _, runs = get(ui_collector, "/runs?since=all")
     assert not re.search(r'title="[^"]*">(tc|tc_\w+|errors) ', runs)  # the chips' old abbreviations
-    assert re.search(r'data-metric="tool_correctness_exact" title="[^"]*order is NOT checked[^"]*">'
-                     r'Tool correctness \(exact set\) <span class="value">\d\.\d\d ↑</span>', runs)
-    assert re.search(r'data-metric="tool_errors_detectors" title="[^"]*lower is better[^"]*">Tool-use errors '
-                     r'\(detectors\) <span class="value">(no error found|errors found)</span>', runs)
+    assert re.search(
+        r'data-metric="tool_correctness_exact" title="[^"]*order is NOT checked[^"]*">'
+        r'Tool correctness \(exact set\) <span class="value">\d\.\d\d ↑</span>',
+        runs,
+    )
+    assert re.search(
+        r'data-metric="tool_errors_detectors" title="[^"]*lower is better[^"]*">Tool-use errors '
+        r'\(detectors\) <span class="value">(no error found|errors found)</span>',
+        runs,
+    )
     assert '<details class="metric-legend">' in runs
     # a run's evaluations: the label, the stored name, the direction beside the score and the threshold's side
     # (the detectors' verdict is found or not: it passes on no error, not on a threshold)
     trace_id, span_id = run_of(ui_collector, "What's the weather in Atlantis?")
     _, _, run = get(ui_collector, f"/runs/{trace_id}/{span_id}")
     errors = metric_label("tool_errors_detectors")
-    assert re.search(r'<td class="metric" title="[^"]*">Tool-use errors \(detectors\)<div class="muted"><code>'
-                     r'tool_errors_detectors</code> · <span class="direction">↓ lower is better</span>', run)
-    assert re.search(r'<td class="num nowrap" title="lower is better">1\.00 <span class="direction" '
-                     r'aria-label="lower is better">↓</span></td><td class="num nowrap">no error found</td>', run)
+    assert re.search(
+        r'<td class="metric" title="[^"]*">Tool-use errors \(detectors\)<div class="muted"><code>'
+        r'tool_errors_detectors</code> · <span class="direction">↓ lower is better</span>',
+        run,
+    )
+    assert re.search(
+        r'<td class="num nowrap" title="lower is better">1\.00 <span class="direction" '
+        r'aria-label="lower is better">↓</span></td><td class="num nowrap">no error found</td>',
+        run,
+    )
     assert re.search(r'<td class="num nowrap">≥ 0\.\d\d</td>', run) and errors.passes in run
 
 
 def test_the_span_tree_shows_what_each_span_does(ui_collector: Any) -> None:
     """An OpenInference span is "internal" to OTLP: the tree shows its openinference.span.kind (LLM, tool, ...);
     a GenAI span its gen_ai.operation.name."""
-    [(trace_id,)] = sql(ui_collector, "SELECT trace_id FROM spans WHERE attributes->>'openinference.span.kind' = "
-                                      "'LLM' GROUP BY trace_id ORDER BY trace_id LIMIT 1")
-    [(span_id,)] = sql(ui_collector, "SELECT span_id FROM agent_runs WHERE trace_id = ? ORDER BY span_id LIMIT 1",
-                       trace_id)
+    [(trace_id,)] = sql(
+        ui_collector,
+        "SELECT trace_id FROM spans WHERE attributes->>'openinference.span.kind' = "
+        "'LLM' GROUP BY trace_id ORDER BY trace_id LIMIT 1",
+    )
+    [(span_id,)] = sql(
+        ui_collector, "SELECT span_id FROM agent_runs WHERE trace_id = ? ORDER BY span_id LIMIT 1", trace_id
+    )
     _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
     kinds = re.findall(r'<td class="muted kind" title="([^"]*)">([^<]*)</td>', body)
-    wanted = sql(ui_collector, "SELECT attributes->>'openinference.span.kind' FROM spans WHERE trace_id = ?", trace_id)
+    wanted = sql(
+        ui_collector, "SELECT attributes->>'openinference.span.kind' FROM spans WHERE trace_id = ?", trace_id
+    )
     assert len(kinds) == len(wanted) and "LLM" in [k for _, k in kinds]
     assert all(k != "internal" for title, k in kinds if title.startswith("openinference.span.kind"))
-    assert sum(title.startswith("openinference.span.kind") for title, _ in kinds) == sum(1 for (w,) in wanted if w)
+    assert sum(title.startswith("openinference.span.kind") for title, _ in kinds) == sum(
+        1 for (w,) in wanted if w
+    )
     trace_id, span_id = run_of(ui_collector, "What's the weather in Atlantis?")  # the demo: GenAI spans
     _, _, body = get(ui_collector, f"/runs/{trace_id}/{span_id}")
     kinds = re.findall(r'<td class="muted kind" title="([^"]*)">([^<]*)</td>', body)
@@ -376,8 +463,12 @@ def test_a_run_whose_agent_span_was_dropped_is_marked_not_named_after_its_model_
     asked = chat(t0 + 1, t0 + 9, root, calls=[("get_weather", '{"city": "Rome"}', "c1")])
     ran = tool("get_weather", t0 + 10, t0 + 20, root, args={"city": "Rome"}, call_id="c1", result="sunny")
     with running_collector(tmp_path / "dropped.duckdb") as collector:
-        assert post_otlp(collector.http_endpoint, "traces", encode_traces([asked, ran]).SerializeToString()).status \
+        assert (
+            post_otlp(
+                collector.http_endpoint, "traces", encode_traces([asked, ran]).SerializeToString()
+            ).status
             == 200
+        )
         wait_until(lambda: sql(collector, "SELECT count(*) FROM agent_runs")[0][0] == 1, what="the run")
         assert sql(collector, "SELECT agent_name FROM agent_runs") == [[None]]
         listed = get(collector, "/runs?since=all")[2]

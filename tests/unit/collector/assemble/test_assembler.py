@@ -21,8 +21,15 @@ def tool(name: str) -> dict:
 
 
 def span(trace: int, sid: int, parent: int | None, attrs: dict, start: int) -> SpanRecord:
-    return SpanRecord(f"{trace:032x}", f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
-                      start_ns=start, end_ns=start + 5, attributes=attrs)
+    return SpanRecord(
+        f"{trace:032x}",
+        f"{sid:016x}",
+        None if parent is None else f"{parent:016x}",
+        f"s{sid}",
+        start_ns=start,
+        end_ns=start + 5,
+        attributes=attrs,
+    )
 
 
 class Clock:
@@ -48,9 +55,16 @@ class MemoryStore:
         self.loads.append((ids, lo, hi))
         self.commits.append(commits)
         if commits is not None:  # by the commits the records came in (``commit`` stamps them)
-            return {t: StoredTrace([s for s in self.spans if s.trace_id == t and self.ingested[id(s)] in commits], [])
-                    for t in ids}
-        return {t: StoredTrace([s for s in self.spans if s.trace_id == t and lo <= s.start_ns <= hi], []) for t in ids}
+            return {
+                t: StoredTrace(
+                    [s for s in self.spans if s.trace_id == t and self.ingested[id(s)] in commits], []
+                )
+                for t in ids
+            }
+        return {
+            t: StoredTrace([s for s in self.spans if s.trace_id == t and lo <= s.start_ns <= hi], [])
+            for t in ids
+        }
 
     def latest_span_time(self):
         return max((s.start_ns for s in self.spans), default=None)
@@ -89,8 +103,13 @@ def make(store=None, read_plain_traces=False, **config):
     clock = Clock()
     recorder = Recorder()
     cfg = dataclasses.replace(AssemblerConfig(), grace_period=1.0, max_wait=10.0, late_window=0.0, **config)
-    assembler = Assembler(cfg, recorder, store if store is not None else MemoryStore(), clock=clock,
-                          read_plain_traces=read_plain_traces)
+    assembler = Assembler(
+        cfg,
+        recorder,
+        store if store is not None else MemoryStore(),
+        clock=clock,
+        read_plain_traces=read_plain_traces,
+    )
     return assembler, recorder, clock
 
 
@@ -444,7 +463,9 @@ def test_a_late_agent_span_makes_a_plain_trace_assembled():
     assembler.step()
     assert recorder.traces == [] and assembler.stats.traces_without_evidence == 1
     clock.now = 3.0
-    commit(assembler, [span(1, 2, 1, AGENT, 110), span(1, 3, 2, tool("book"), 120)])  # its agent, exported later
+    commit(
+        assembler, [span(1, 2, 1, AGENT, 110), span(1, 3, 2, tool("book"), 120)]
+    )  # its agent, exported later
     assembler.step()
     clock.now = 4.0
     assembler.step()
@@ -510,8 +531,11 @@ def test_a_read_names_at_most_max_read_commits_and_a_trace_of_more_is_read_by_it
     for n, ingested in ((1, 1000), (2, 2000), (3, 3000)):  # three traces of one commit each: two queries
         commit(assembler, [span(n, 1, None, AGENT, 100)], ingested=ingested)
     for k, ingested in enumerate((4000, 5000, 6000)):  # one trace of three commits: by its window
-        commit(assembler, [span(4, 1 + k, None if k == 0 else 1, AGENT if k == 0 else tool("t"), 100 + k)],
-               ingested=ingested)
+        commit(
+            assembler,
+            [span(4, 1 + k, None if k == 0 else 1, AGENT if k == 0 else tool("t"), 100 + k)],
+            ingested=ingested,
+        )
     assembler.step()
     clock.now = 1.0
     assembler.step()
@@ -526,7 +550,10 @@ def test_when_recovery_cannot_reopen_every_stored_trace_new_traces_are_read_by_t
     assembler.start()
     try:
         assert assembler.stats.traces_recovered == 2 and not assembler.buffer.track_commits
-        assert sorted(t.trace_id for t in assembler.buffer.open.values()) == [f"{2:032x}", f"{3:032x}"]  # latest
+        assert sorted(t.trace_id for t in assembler.buffer.open.values()) == [
+            f"{2:032x}",
+            f"{3:032x}",
+        ]  # latest
         # a later span of the one left out: its trace's earlier records have no marks here
         commit(assembler, [span(1, 2, 1, tool("x"), 150)], ingested=9000)
         assembler.step()

@@ -17,7 +17,9 @@ from tests.support.fixture_traces import fixtures
 from tests.unit.collector.assemble.test_assembler import commit, make
 
 
-def _completion(trace: int, turn: int, prompt: list[dict], calls: list[tuple[str, dict, str]], text: str = "") -> SpanRecord:
+def _completion(
+    trace: int, turn: int, prompt: list[dict], calls: list[tuple[str, dict, str]], text: str = ""
+) -> SpanRecord:
     """One OpenInference ChatCompletion span, the root of its own trace."""
     attrs: dict = {"openinference.span.kind": "LLM", "llm.system": "openai"}
     for i, m in enumerate(prompt):
@@ -28,30 +30,50 @@ def _completion(trace: int, turn: int, prompt: list[dict], calls: list[tuple[str
         if m.get("tool_call_id"):
             attrs[f"{base}.tool_call_id"] = m["tool_call_id"]
         for j, (name, args, call_id) in enumerate(m.get("calls", ())):
-            attrs |= {f"{base}.tool_calls.{j}.tool_call.id": call_id,
-                      f"{base}.tool_calls.{j}.tool_call.function.name": name,
-                      f"{base}.tool_calls.{j}.tool_call.function.arguments": json.dumps(args)}
+            attrs |= {
+                f"{base}.tool_calls.{j}.tool_call.id": call_id,
+                f"{base}.tool_calls.{j}.tool_call.function.name": name,
+                f"{base}.tool_calls.{j}.tool_call.function.arguments": json.dumps(args),
+            }
     out = "llm.output_messages.0.message"
     attrs[f"{out}.role"] = "assistant"
     for j, (name, args, call_id) in enumerate(calls):
-        attrs |= {f"{out}.tool_calls.{j}.tool_call.id": call_id, f"{out}.tool_calls.{j}.tool_call.function.name": name,
-                  f"{out}.tool_calls.{j}.tool_call.function.arguments": json.dumps(args)}
+        attrs |= {
+            f"{out}.tool_calls.{j}.tool_call.id": call_id,
+            f"{out}.tool_calls.{j}.tool_call.function.name": name,
+            f"{out}.tool_calls.{j}.tool_call.function.arguments": json.dumps(args),
+        }
     if text:
         attrs[f"{out}.content"] = text
     start = 1_000 + 100 * turn
-    return SpanRecord(f"{trace:032x}", f"{trace:016x}", None, "ChatCompletion", 3, start, start + 50, attributes=attrs)
+    return SpanRecord(
+        f"{trace:032x}", f"{trace:016x}", None, "ChatCompletion", 3, start, start + 50, attributes=attrs
+    )
 
 
-def _loop(tool: str, failure: str, first_trace: int = 1, ids: str = "", request: str = "Weather in Atlantis, else Athens?"
-          ) -> list[SpanRecord]:
+def _loop(
+    tool: str,
+    failure: str,
+    first_trace: int = 1,
+    ids: str = "",
+    request: str = "Weather in Atlantis, else Athens?",
+) -> list[SpanRecord]:
     """Three traces: the model asks for ``tool`` (it fails with ``failure`` fed back), then again, then answers."""
     prompt = [{"role": "user", "content": request}]
     first = [(tool, {"city": "Atlantis"}, f"{ids or f'k{first_trace}'}-1")]
     second = [(tool, {"city": "Athens"}, f"{ids or f'k{first_trace}'}-2")]
     t1 = _completion(first_trace, 0, prompt, first)
-    prompt2 = [*prompt, {"role": "assistant", "calls": first}, {"role": "tool", "tool_call_id": first[0][2], "content": failure}]
+    prompt2 = [
+        *prompt,
+        {"role": "assistant", "calls": first},
+        {"role": "tool", "tool_call_id": first[0][2], "content": failure},
+    ]
     t2 = _completion(first_trace + 1, 1, prompt2, second)
-    prompt3 = [*prompt2, {"role": "assistant", "calls": second}, {"role": "tool", "tool_call_id": second[0][2], "content": "29C"}]
+    prompt3 = [
+        *prompt2,
+        {"role": "assistant", "calls": second},
+        {"role": "tool", "tool_call_id": second[0][2], "content": "29C"},
+    ]
     t3 = _completion(first_trace + 2, 2, prompt3, [], text="Athens is 29C.")
     return [t1, t2, t3]
 
@@ -67,13 +89,26 @@ def _send(assembler, clock, spans) -> None:
 def _stored_calls(recorder):
     """The calls as the last write of each trace leaves them."""
     last = {t.trace_id: t for t in recorder.traces}
-    return sorted(((c.input_parameters["city"], c.status, c.output) for t in last.values() for r in t.runs
-                   for c in r.tool_calls), key=lambda c: c[0], reverse=True)
+    return sorted(
+        (
+            (c.input_parameters["city"], c.status, c.output)
+            for t in last.values()
+            for r in t.runs
+            for c in r.tool_calls
+        ),
+        key=lambda c: c[0],
+        reverse=True,
+    )
 
 
-@pytest.mark.parametrize(("tool", "failure"), [("get_weather", "Error: Unknown city: Atlantis"),
-                                               ("lookup-forecast", "Exception: the service said 404"),
-                                               ("weather", "Error executing tool weather: no such city")])
+@pytest.mark.parametrize(
+    ("tool", "failure"),
+    [
+        ("get_weather", "Error: Unknown city: Atlantis"),
+        ("lookup-forecast", "Exception: the service said 404"),
+        ("weather", "Error executing tool weather: no such city"),
+    ],
+)
 def test_a_later_trace_gives_an_earlier_call_its_failure(tool, failure):
     assembler, recorder, clock = make()
     t1, t2, t3 = _loop(tool, failure)
@@ -87,7 +122,9 @@ def test_a_later_trace_gives_an_earlier_call_its_failure(tool, failure):
     assert _stored_calls(recorder) == [("Atlantis", "error", failure), ("Athens", "ok", "29C")]
     (call,) = rebuilt[0].runs[0].tool_calls
     assert call.sources["status"] == "result_text" and call.error == failure
-    assert assembler.stats.traces_completed_later == 2  # the second trace's call got its result from the third
+    assert (
+        assembler.stats.traces_completed_later == 2
+    )  # the second trace's call got its result from the third
 
 
 def test_traces_completed_together_are_rebuilt_in_place():
@@ -112,9 +149,13 @@ def test_the_recorded_loop_whose_failure_only_the_model_saw():
     assembler, recorder, clock = make()
     for spans in by_trace.values():
         _send(assembler, clock, spans)
-    calls = {c.call_id: c for t in recorder.traces for r in t.runs for c in r.tool_calls}  # the last write wins
+    calls = {
+        c.call_id: c for t in recorder.traces for r in t.runs for c in r.tool_calls
+    }  # the last write wins
     assert [(c.name, c.input_parameters, c.status) for c in calls.values()] == [
-        ("get_weather", {"city": "Atlantis"}, "error"), ("get_weather", {"city": "Athens"}, "ok")]
+        ("get_weather", {"city": "Atlantis"}, "error"),
+        ("get_weather", {"city": "Athens"}, "ok"),
+    ]
 
 
 def test_a_trace_completed_again_keeps_what_later_traces_fed_back():
@@ -135,7 +176,9 @@ def test_call_ids_of_another_conversation_give_nothing():
     later = LaterResults(reconstruct, BUILTIN)
     asking, _, _ = _loop("get_weather", "Error: no", first_trace=1, ids="call_0")
     assert later.complete(_completed(asking)) == []
-    _, other_request, _ = _loop("get_weather", "Error: no", first_trace=11, ids="call_0", request="Weather in Oslo?")
+    _, other_request, _ = _loop(
+        "get_weather", "Error: no", first_trace=11, ids="call_0", request="Weather in Oslo?"
+    )
     assert later.complete(_completed(other_request)) == []
     _, other_tool, _ = _loop("get_time", "Error: no", first_trace=21, ids="call_0")
     assert later.complete(_completed(other_tool)) == []
@@ -160,8 +203,17 @@ def test_waiting_traces_are_bounded(monkeypatch):
 def _completed(span: SpanRecord):
     from agentotel_eval.collector.process.completed import CompletedTrace
 
-    return CompletedTrace(span.trace_id, (span,), (), tuple(reconstruct([span])), "quiet", True, False, span.start_ns,
-                          span.end_ns)
+    return CompletedTrace(
+        span.trace_id,
+        (span,),
+        (),
+        tuple(reconstruct([span])),
+        "quiet",
+        True,
+        False,
+        span.start_ns,
+        span.end_ns,
+    )
 
 
 @pytest.mark.parametrize("fx", [f for f in fixtures() if f.entry["trace_count"] > 1], ids=lambda f: f.name)
@@ -177,12 +229,24 @@ def test_traces_completed_one_by_one_give_what_reconstruct_gives_them_together(f
     for trace_id in {s.trace_id for s in spans}:
         mine = sorted((s for s in spans if s.trace_id == trace_id), key=lambda s: s.start_ns)
         own_logs = [r for r in logs if r.trace_id == trace_id]
-        traces.append(CompletedTrace(trace_id, tuple(mine), tuple(own_logs), tuple(reconstruct(mine, own_logs)),
-                                     "quiet", True, False, mine[0].start_ns, max(s.end_ns for s in mine)))
+        traces.append(
+            CompletedTrace(
+                trace_id,
+                tuple(mine),
+                tuple(own_logs),
+                tuple(reconstruct(mine, own_logs)),
+                "quiet",
+                True,
+                False,
+                mine[0].start_ns,
+                max(s.end_ns for s in mine),
+            )
+        )
     for trace in sorted(traces, key=lambda t: (t.lo_ns, t.trace_id)):
         written[trace.trace_id] = trace.runs
         for redone in later.complete(trace):
             written[redone.trace_id] = redone.runs
     together = reconstruct(spans, logs)
     assert sorted((r for runs in written.values() for r in runs), key=lambda r: r.key) == sorted(
-        together, key=lambda r: r.key)
+        together, key=lambda r: r.key
+    )

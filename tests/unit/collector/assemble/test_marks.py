@@ -22,14 +22,25 @@ def span_mark(span: SpanRecord):
 
 
 def plain(sid: int, parent: int | None, attrs: dict, events: tuple[SpanEvent, ...] = ()) -> SpanRecord:
-    return SpanRecord("ab" * 16, f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
-                      start_ns=100 + sid, end_ns=200, attributes=attrs, events=events)
+    return SpanRecord(
+        "ab" * 16,
+        f"{sid:016x}",
+        None if parent is None else f"{parent:016x}",
+        f"s{sid}",
+        start_ns=100 + sid,
+        end_ns=200,
+        attributes=attrs,
+        events=events,
+    )
 
 
 def test_a_web_service_span_has_no_evidence_and_agent_spans_have():
     assert span_mark(plain(1, None, HTTP_SERVER))[5:] == (False, False)
     assert span_mark(plain(2, 1, DB_CALL))[5:] == (False, False)
-    assert span_mark(plain(3, 1, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}))[5:] == (False, True)
+    assert span_mark(plain(3, 1, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}))[5:] == (
+        False,
+        True,
+    )
     assert span_mark(plain(4, 1, {"gen_ai.operation.name": "chat"}))[5:] == (False, True)
     assert span_mark(plain(5, 1, {"openinference.span.kind": "AGENT"}))[5:] == (True, True)
     # a root is never marked as a run span (a root completes its trace whatever it is), but it is evidence
@@ -38,8 +49,10 @@ def test_a_web_service_span_has_no_evidence_and_agent_spans_have():
 
 def test_a_step_whose_output_records_tool_calls_is_evidence():
     """An agent traced as one plain step (OpenInference's Haystack components) holds its calls in its output."""
-    message = ("ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[ToolCall(tool_name='lookup', "
-               "arguments={'q': 'x'}, id='c1', extra=None)])")
+    message = (
+        "ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[ToolCall(tool_name='lookup', "
+        "arguments={'q': 'x'}, id='c1', extra=None)])"
+    )
     step = {"openinference.span.kind": "CHAIN", "output.value": json.dumps({"messages": [message]})}
     assert span_mark(plain(1, None, step))[5:] == (False, True)
     assert span_mark(plain(2, None, {**step, "output.value": '{"answer": "42"}'}))[5:] == (False, False)
@@ -67,5 +80,7 @@ def test_spans_without_evidence_never_make_a_run(fx):
     marks = span_marks(spans)
     rest = [s for s, m in zip(spans, marks, strict=True) if not m[6]]
     assert reconstruct(rest) == []
-    if reconstruct(spans, fx.logs()):  # evidence as the trace buffer counts it: a span's, or a non-score log's
+    if reconstruct(
+        spans, fx.logs()
+    ):  # evidence as the trace buffer counts it: a span's, or a non-score log's
         assert any(m[6] for m in marks) or any(not is_score for _, _, is_score in log_marks(fx.logs()))

@@ -16,8 +16,19 @@ def tid(n: int) -> str:
 
 def span(trace: int, sid: int, parent: int | None, attrs: dict | None = None, start: int = 100) -> tuple:
     """The mark the buffer is given for a stored span with these fields."""
-    return span_marks([SpanRecord(tid(trace), f"{sid:016x}", None if parent is None else f"{parent:016x}", f"s{sid}",
-                                start_ns=start, end_ns=start + 10, attributes=attrs or {})])[0]
+    return span_marks(
+        [
+            SpanRecord(
+                tid(trace),
+                f"{sid:016x}",
+                None if parent is None else f"{parent:016x}",
+                f"s{sid}",
+                start_ns=start,
+                end_ns=start + 10,
+                attributes=attrs or {},
+            )
+        ]
+    )[0]
 
 
 def buffer(**kw) -> TraceBuffer:
@@ -76,7 +87,9 @@ def test_a_span_after_completion_is_late_and_reopens_the_trace_for_replacement()
     assert late[tid(1)].lo_ns == 50 and late[tid(1)].hi_ns == 110  # widened to the late span
     assert buf.stats.late_records == 1
     assert tid(1) not in buf.open  # the caller re-reads the stored trace, then:
-    trace = buf.reopen(late[tid(1)], [span(1, 1, None, AGENT, start=100), span(1, 2, 1, TOOL, start=50)], [], 4.0)
+    trace = buf.reopen(
+        late[tid(1)], [span(1, 1, None, AGENT, start=100), span(1, 2, 1, TOOL, start=50)], [], 4.0
+    )
     assert trace.replace and trace.span_ids == {f"{1:016x}", f"{2:016x}"}
     assert buf.buffered == 2
     done = buf.due(now=6.0)
@@ -93,7 +106,9 @@ def test_spans_of_an_open_trace_are_buffered_once():
 
 def test_logs_join_their_trace_and_an_evaluation_result_does_not_reopen_it():
     buf = buffer()
-    choice = log_marks([LogRecord(120, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice", body={"index": 0})])[0]
+    choice = log_marks(
+        [LogRecord(120, 0, tid(1), f"{1:016x}", event_name="gen_ai.choice", body={"index": 0})]
+    )[0]
     buf.add([span(1, 1, None, AGENT)], [choice, log_marks([LogRecord(5, trace_id=None)])[0]], now=0.0)
     done = buf.due(now=2.0)
     assert done[0][0].logs == 1 and buf.buffered == 0
@@ -149,10 +164,16 @@ def test_a_decision_cache_of_one_keeps_one():
 
 def test_the_decision_cache_gives_back_each_window_as_remembered():
     cache = DecisionCache(4)
-    windows = [(1, 2), (NO_TIME, 0), (1_764_600_000_123_456_789, (1 << 64) - 1)]  # nothing timed; the extremes
+    windows = [
+        (1, 2),
+        (NO_TIME, 0),
+        (1_764_600_000_123_456_789, (1 << 64) - 1),
+    ]  # nothing timed; the extremes
     for n, (lo, hi) in enumerate(windows):
         cache.add(Decided(tid(n), lo, hi))
-    assert [cache[tid(n)] for n in range(3)] == [Decided(tid(n), lo, hi) for n, (lo, hi) in enumerate(windows)]
+    assert [cache[tid(n)] for n in range(3)] == [
+        Decided(tid(n), lo, hi) for n, (lo, hi) in enumerate(windows)
+    ]
     cache.add(Decided(tid(1), 5, 6))  # a refresh replaces the window
     assert cache[tid(1)] == Decided(tid(1), 5, 6) and len(cache) == 3
 

@@ -16,8 +16,19 @@ SECRET = "sk-abcdefghijklmnopqrstuvwx12345"
 
 
 def _spans(n: int = 3) -> list[SpanRecord]:
-    return [SpanRecord(f"{1:032x}", f"{i + 1:016x}", None, f"s{i}", start_ns=1, end_ns=2,
-                       attributes={"i": i, "api_key": SECRET}, resource={"service.name": "svc"}) for i in range(n)]
+    return [
+        SpanRecord(
+            f"{1:032x}",
+            f"{i + 1:016x}",
+            None,
+            f"s{i}",
+            start_ns=1,
+            end_ns=2,
+            attributes={"i": i, "api_key": SECRET},
+            resource={"service.name": "svc"},
+        )
+        for i in range(n)
+    ]
 
 
 def _body(spans: list[SpanRecord], *, bad: int = 0) -> bytes:
@@ -25,13 +36,16 @@ def _body(spans: list[SpanRecord], *, bad: int = 0) -> bytes:
     if bad and not request.resource_spans:
         request.resource_spans.add().scope_spans.add()
     for k in range(bad):  # spans the decoder rejects: a trace id of two bytes
-        request.resource_spans[0].scope_spans[0].spans.add(trace_id=b"\x01\x02", span_id=b"\x03" * 8, name=f"b{k}")
+        request.resource_spans[0].scope_spans[0].spans.add(
+            trace_id=b"\x01\x02", span_id=b"\x03" * 8, name=f"b{k}"
+        )
     return request.SerializeToString()
 
 
 def _logs(*event_names: str) -> bytes:
-    return encode_logs([LogRecord(5, 5, f"{1:032x}", f"{1:016x}", event_name=name) for name in event_names]
-                       ).SerializeToString()
+    return encode_logs(
+        [LogRecord(5, 5, f"{1:032x}", f"{1:016x}", event_name=name) for name in event_names]
+    ).SerializeToString()
 
 
 def test_rows_marks_and_records_are_aligned_one_per_valid_span():
@@ -51,8 +65,13 @@ def test_unless_clean_keeps_the_records_of_a_body_that_cannot_be_sent_on_as_it_i
     assert clean.records is None  # the body itself is sent on
     with_rejected = decode_request("traces", "protobuf", _body(_spans(), bad=1), keep_spans=KEEP_UNLESS_CLEAN)
     assert len(with_rejected.records) == 3
-    cut = decode_request("traces", "protobuf", _body(_spans()), keep_spans=KEEP_UNLESS_CLEAN,
-                         limits=Limits(max_attributes_per_span=1))
+    cut = decode_request(
+        "traces",
+        "protobuf",
+        _body(_spans()),
+        keep_spans=KEEP_UNLESS_CLEAN,
+        limits=Limits(max_attributes_per_span=1),
+    )
     assert cut.limited and len(cut.records) == 3
 
 
@@ -83,10 +102,15 @@ def test_a_body_that_is_not_a_request_or_is_over_a_hard_limit_raises():
         decode_request("traces", "protobuf", _body(_spans(3)), limits=Limits(max_spans_per_request=2))
 
 
-@pytest.mark.parametrize("signal, body, keep", [
-    ("traces", _body(_spans(3), bad=1), True), ("traces", _body(_spans(3)), False),
-    ("logs", _logs("x", sc.EVENT_EVALUATION_RESULT), False), ("traces", _body([], bad=1), True),
-])
+@pytest.mark.parametrize(
+    "signal, body, keep",
+    [
+        ("traces", _body(_spans(3), bad=1), True),
+        ("traces", _body(_spans(3)), False),
+        ("logs", _logs("x", sc.EVENT_EVALUATION_RESULT), False),
+        ("traces", _body([], bad=1), True),
+    ],
+)
 def test_a_batch_crosses_to_the_collector_unchanged(signal, body, keep):
     batch = decode_request(signal, "protobuf", body, keep_spans=keep)
     message, frames = to_message(7, batch)

@@ -33,8 +33,20 @@ SECRET = "sk-abcdefghijklmnopqrstuvwx12345"
 
 
 def _body(n: int) -> bytes:
-    return encode_traces([SpanRecord(f"{1:032x}", f"{i + 1:016x}", None, f"s{i}", start_ns=1, end_ns=2,
-                                     attributes={"api_key": SECRET}) for i in range(n)]).SerializeToString()
+    return encode_traces(
+        [
+            SpanRecord(
+                f"{1:032x}",
+                f"{i + 1:016x}",
+                None,
+                f"s{i}",
+                start_ns=1,
+                end_ns=2,
+                attributes={"api_key": SECRET},
+            )
+            for i in range(n)
+        ]
+    ).SerializeToString()
 
 
 class Worker:
@@ -43,8 +55,9 @@ class Worker:
     def __init__(self, settings: bytes = b"") -> None:
         ours, theirs = multiprocessing.Pipe()
         self.channel, self._theirs = Channel(ours), Channel(theirs)
-        self.thread = threading.Thread(target=serve, args=(self._theirs, Setup(0, (0, False), 0, settings)),
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=serve, args=(self._theirs, Setup(0, (0, False), 0, settings)), daemon=True
+        )
         self.thread.start()
         ready, _ = self.channel.receive()
         assert isinstance(ready, Ready)
@@ -70,7 +83,10 @@ def test_requests_are_answered_in_order_as_they_decode_here(worker):
     for request_id, n in ((1, 3), (2, 1)):
         reply, frames = worker.decode(request_id, _body(n), keep=True)
         assert isinstance(reply, Decoded) and reply.request_id == request_id
-        got, want = from_message(reply, frames), decode_request("traces", "protobuf", _body(n), keep_spans=True)
+        got, want = (
+            from_message(reply, frames),
+            decode_request("traces", "protobuf", _body(n), keep_spans=True),
+        )
         assert got.rows.equals(want.rows) and got.marks == want.marks and got.records == want.records
 
 

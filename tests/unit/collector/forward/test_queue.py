@@ -33,8 +33,18 @@ class RecordingSender:
 
 
 def _spans(n: int, trace: int = 1) -> list[SpanRecord]:
-    return [SpanRecord(f"{trace:032x}", f"{i + 1:016x}", None, f"s{i}", start_ns=1, end_ns=2,
-                       attributes={"api_key": SECRET}) for i in range(n)]
+    return [
+        SpanRecord(
+            f"{trace:032x}",
+            f"{i + 1:016x}",
+            None,
+            f"s{i}",
+            start_ns=1,
+            end_ns=2,
+            attributes={"api_key": SECRET},
+        )
+        for i in range(n)
+    ]
 
 
 def _span_count(request: object) -> int:
@@ -53,7 +63,11 @@ def test_queued_records_of_one_signal_merge_up_to_the_batch_size():
     wait_until(lambda: len(sender.sent) == 4, what="four requests")
     forwarder.shutdown()
     assert [(signal, _span_count(r) if signal == "traces" else 1) for signal, r in sender.sent] == [
-        ("traces", 4), ("traces", 2), ("logs", 1), ("traces", 1)]
+        ("traces", 4),
+        ("traces", 2),
+        ("logs", 1),
+        ("traces", 1),
+    ]
     assert forwarder.stats.sent_spans == 7 and forwarder.stats.sent_logs == 1 and forwarder.stats.queued == 0
     assert sender.closed
 
@@ -73,8 +87,9 @@ def test_an_encoded_body_goes_alone_and_as_it_is():
 
 def test_records_are_redacted_before_they_are_encoded():
     sender = RecordingSender()
-    forwarder = Forwarder(ForwardConfig(url="http://127.0.0.1:9"), sender,
-                          redactor=Redactor(RedactionSettings(enabled=True)))
+    forwarder = Forwarder(
+        ForwardConfig(url="http://127.0.0.1:9"), sender, redactor=Redactor(RedactionSettings(enabled=True))
+    )
     forwarder.start()
     forwarder.submit_spans(_spans(2))
     wait_until(lambda: len(sender.sent) == 1, what="the request")

@@ -34,7 +34,8 @@ from agentotel_eval.otlp.records import SpanRecord
 def _retry_info(seconds: float) -> error_details_pb2.RetryInfo:
     whole = int(seconds)
     return error_details_pb2.RetryInfo(
-        retry_delay=duration_pb2.Duration(seconds=whole, nanos=round((seconds - whole) * 1e9)))
+        retry_delay=duration_pb2.Duration(seconds=whole, nanos=round((seconds - whole) * 1e9))
+    )
 
 
 def _status_with(*details: object) -> bytes:
@@ -58,7 +59,9 @@ def test_a_bare_retry_info_trailer_is_read_as_the_python_exporters_read_it():
 
 def test_no_usable_retry_info_means_our_own_backoff():
     assert grpc_retry_delay([]) is None
-    assert grpc_retry_delay([("grpc-status-details-bin", _status_with(error_details_pb2.DebugInfo()))]) is None
+    assert (
+        grpc_retry_delay([("grpc-status-details-bin", _status_with(error_details_pb2.DebugInfo()))]) is None
+    )
     # malformed bytes under either key: no delay, and no exception that would drop the batch
     assert grpc_retry_delay([("grpc-status-details-bin", b"\xff\xff\xff")]) is None
     assert grpc_retry_delay([("google.rpc.retryinfo-bin", b"\x0a\xff")]) is None
@@ -192,10 +195,13 @@ def grpc_server() -> Iterator[tuple[_Aborting, str]]:
     server.stop(0)
 
 
-@pytest.mark.parametrize("key, value", [
-    ("grpc-status-details-bin", _status_with(_retry_info(1.5))),
-    ("google.rpc.retryinfo-bin", _retry_info(1.5).SerializeToString()),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("grpc-status-details-bin", _status_with(_retry_info(1.5))),
+        ("google.rpc.retryinfo-bin", _retry_info(1.5).SerializeToString()),
+    ],
+)
 def test_a_grpc_server_s_retry_info_sets_the_delay(grpc_server, key, value):
     servicer, url = grpc_server
     servicer.trailers = ((key, value),)
@@ -208,11 +214,16 @@ def test_a_grpc_server_s_retry_info_sets_the_delay(grpc_server, key, value):
     assert caught.value.retry_after_s == 1.5
 
 
-@pytest.mark.parametrize("code, retried", [
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, True), (grpc.StatusCode.ABORTED, True),
-    (grpc.StatusCode.INVALID_ARGUMENT, False), (grpc.StatusCode.UNAUTHENTICATED, False),
-    (grpc.StatusCode.UNIMPLEMENTED, False),
-])
+@pytest.mark.parametrize(
+    "code, retried",
+    [
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, True),
+        (grpc.StatusCode.ABORTED, True),
+        (grpc.StatusCode.INVALID_ARGUMENT, False),
+        (grpc.StatusCode.UNAUTHENTICATED, False),
+        (grpc.StatusCode.UNIMPLEMENTED, False),
+    ],
+)
 def test_grpc_codes_are_retried_as_the_exporters_retry_them(grpc_server, code, retried):
     servicer, url = grpc_server
     servicer.code = code

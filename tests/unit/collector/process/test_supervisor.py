@@ -15,8 +15,13 @@ def test_the_restart_delay_doubles_from_the_first_up_to_the_bound():
 
 def test_a_helper_that_exits_before_it_is_ready_fails_its_start(tmp_path):
     """A helper that exits at once: the start fails (it is not restarted), and sending to it is refused."""
-    supervisor = Supervisor("not-a-helper", "tests.support.helper_exits", Setup(20, (0, False)), lambda *_: None,
-                            start_timeout=1.0)
+    supervisor = Supervisor(
+        "not-a-helper",
+        "tests.support.helper_exits",
+        Setup(20, (0, False)),
+        lambda *_: None,
+        start_timeout=1.0,
+    )
     with pytest.raises(HelperUnavailable, match="exited while starting"):
         supervisor.start()
     assert not supervisor.alive
@@ -26,8 +31,9 @@ def test_a_helper_that_exits_before_it_is_ready_fails_its_start(tmp_path):
 
 def test_a_helper_that_never_says_ready_is_stopped_at_the_start_timeout():
     """A helper that runs but never answers: the start gives up at its timeout and stops it."""
-    supervisor = Supervisor("silent", "tests.support.helper_silent", Setup(20, (0, False)), lambda *_: None,
-                            start_timeout=1.0)
+    supervisor = Supervisor(
+        "silent", "tests.support.helper_silent", Setup(20, (0, False)), lambda *_: None, start_timeout=1.0
+    )
     with pytest.raises(HelperUnavailable, match="did not start within 1s"):
         supervisor.start()
     assert supervisor.pid is not None and supervisor._proc is not None and supervisor._proc.poll() is not None
@@ -37,8 +43,13 @@ def test_a_helper_that_never_says_ready_is_stopped_at_the_start_timeout():
 def test_stopping_a_supervisor_whose_start_failed_returns_at_once():
     import time
 
-    supervisor = Supervisor("not-a-helper", "tests.support.helper_exits", Setup(20, (0, False)), lambda *_: None,
-                            start_timeout=1.0)
+    supervisor = Supervisor(
+        "not-a-helper",
+        "tests.support.helper_exits",
+        Setup(20, (0, False)),
+        lambda *_: None,
+        start_timeout=1.0,
+    )
     with pytest.raises(HelperUnavailable):
         supervisor.start()
     started = time.monotonic()

@@ -21,8 +21,14 @@ glibc = pytest.mark.skipif(_libc() is None, reason="the allocator settings apply
 
 def _in_fresh_process(code: str, **env: str) -> str:
     environ = {k: v for k, v in os.environ.items() if k != ARROW_POOL_VARIABLE} | env
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environ, capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -46,12 +52,15 @@ def test_a_tuned_process_collects_less_often_and_allocates_arrow_buffers_through
 
 @glibc
 def test_a_pool_the_user_chose_is_kept() -> None:
-    out = _in_fresh_process("""
+    out = _in_fresh_process(
+        """
         import pyarrow as pa
         from agentotel_eval.collector.process.tuning import TUNED, tune_process
         tune_process(TUNED)
         print(pa.default_memory_pool().backend_name)
-    """, **{ARROW_POOL_VARIABLE: "mimalloc"})
+    """,
+        **{ARROW_POOL_VARIABLE: "mimalloc"},
+    )
     assert out == "mimalloc"
 
 
@@ -67,13 +76,26 @@ def test_untuned_leaves_the_process_as_it_was() -> None:
 
 
 def test_an_embedded_collector_leaves_its_process_alone(tmp_path) -> None:
-    before = (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval(), gc.get_freeze_count())
+    before = (
+        pa.default_memory_pool().backend_name,
+        gc.get_threshold(),
+        sys.getswitchinterval(),
+        gc.get_freeze_count(),
+    )
     with running_collector(tmp_path / "m.duckdb"):
-        during = (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval(),
-                  gc.get_freeze_count())
+        during = (
+            pa.default_memory_pool().backend_name,
+            gc.get_threshold(),
+            sys.getswitchinterval(),
+            gc.get_freeze_count(),
+        )
     assert during == before
-    assert (pa.default_memory_pool().backend_name, gc.get_threshold(), sys.getswitchinterval(),
-            gc.get_freeze_count()) == before
+    assert (
+        pa.default_memory_pool().backend_name,
+        gc.get_threshold(),
+        sys.getswitchinterval(),
+        gc.get_freeze_count(),
+    ) == before
 
 
 def test_a_decode_worker_loads_neither_duckdb_nor_arrow_compute() -> None:

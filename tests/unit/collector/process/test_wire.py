@@ -11,10 +11,21 @@ from agentotel_eval.frozen import FrozenDict
 from agentotel_eval.otlp.records import LogRecord, SpanEvent, SpanLink, SpanRecord
 from tests.support.fixture_traces import fixtures
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
-                    st.text(max_size=20), st.binary(max_size=20))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=12)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.binary(max_size=20),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 attributes = st.dictionaries(st.text(max_size=12), values, max_size=6)
 
 
@@ -24,13 +35,23 @@ def spans(draw) -> SpanRecord:
         trace_id=draw(st.text("0123456789abcdef", min_size=32, max_size=32)),
         span_id=draw(st.text("0123456789abcdef", min_size=16, max_size=16)),
         parent_span_id=draw(st.none() | st.text("0123456789abcdef", min_size=16, max_size=16)),
-        name=draw(st.text(max_size=20)), kind=draw(st.integers(0, 5)), start_ns=draw(st.integers(0, 2**63 - 1)),
-        end_ns=draw(st.integers(0, 2**63 - 1)), status_code=draw(st.integers(0, 2)),
-        status_message=draw(st.text(max_size=10)), attributes=draw(attributes),
-        events=tuple(SpanEvent(n, t, a) for n, t, a in draw(st.lists(
-            st.tuples(st.text(max_size=8), st.integers(0, 2**63 - 1), attributes), max_size=3))),
+        name=draw(st.text(max_size=20)),
+        kind=draw(st.integers(0, 5)),
+        start_ns=draw(st.integers(0, 2**63 - 1)),
+        end_ns=draw(st.integers(0, 2**63 - 1)),
+        status_code=draw(st.integers(0, 2)),
+        status_message=draw(st.text(max_size=10)),
+        attributes=draw(attributes),
+        events=tuple(
+            SpanEvent(n, t, a)
+            for n, t, a in draw(
+                st.lists(st.tuples(st.text(max_size=8), st.integers(0, 2**63 - 1), attributes), max_size=3)
+            )
+        ),
         links=tuple(SpanLink("a" * 32, "b" * 16, a) for a in draw(st.lists(attributes, max_size=2))),
-        resource=draw(attributes), scope_name=draw(st.text(max_size=8)), flags=draw(st.integers(0, 2**32 - 1)),
+        resource=draw(attributes),
+        scope_name=draw(st.text(max_size=8)),
+        flags=draw(st.integers(0, 2**32 - 1)),
     )
 
 
@@ -95,7 +116,11 @@ def test_calls_get_their_own_answers_whatever_the_order_and_late_ones_are_nobody
     assert asked == [LatestSpanTime(first), LatestSpanTime(second)]
 
     def answer() -> None:
-        for call_id, value in ((second, "b"), (99, "nobody's"), (first, "a")):  # out of order, and a stray one
+        for call_id, value in (
+            (second, "b"),
+            (99, "nobody's"),
+            (first, "a"),
+        ):  # out of order, and a stray one
             collector.send(Reply(call_id, value))
 
     threading.Thread(target=answer, daemon=True).start()
@@ -165,8 +190,11 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
 
     threading.Thread(target=serve, daemon=True).start()
     threading.Thread(target=receive, daemon=True).start()
-    reads = iter(reader.load_many([(["t1"], 1, 2, None, 0), (["t2"], 3, 4, (7000,), 1), (["t3"], 5, 6, None, 2)],
-                                  whole=False))
+    reads = iter(
+        reader.load_many(
+            [(["t1"], 1, 2, None, 0), (["t2"], 3, 4, (7000,), 1), (["t3"], 5, 6, None, 2)], whole=False
+        )
+    )
     read, stored = next(reads)
     assert read[4] == 0 and stored == {"t1": type(stored["t1"])([], [])}
     assert [type(m) for m in asked[:2]] == [ReadTraces, ReadTraces]
@@ -255,13 +283,28 @@ def test_run_rows_cross_as_frames_and_come_back_equal():
     traces = []
     for fx in fixtures()[:6]:
         spans = sorted(fx.spans("protobuf"), key=lambda s: s.start_ns)
-        traces.append(CompletedTrace(spans[0].trace_id, tuple(spans), (), tuple(reconstruct(spans)), "quiet", True,
-                                     False, spans[0].start_ns, max(s.end_ns for s in spans)))
+        traces.append(
+            CompletedTrace(
+                spans[0].trace_id,
+                tuple(spans),
+                (),
+                tuple(reconstruct(spans)),
+                "quiet",
+                True,
+                False,
+                spans[0].start_ns,
+                max(s.end_ns for s in spans),
+            )
+        )
     rows = build_run_rows(traces, 123)
     whole = SpanUpdate("a" * 32, "b" * 16, 5, '{"k":1}', "[]", ("m",), '{"x":1}', "[]")
     patch = SpanUpdate("c" * 32, "d" * 16, None, '{"k":null}', "[]", ("m", "n"))
-    rows = dataclasses.replace(rows, replace=(TraceWindow("e" * 32, 1, 2),), span_updates=(patch,),
-                               span_values=span_values_table([whole]))
+    rows = dataclasses.replace(
+        rows,
+        replace=(TraceWindow("e" * 32, 1, 2),),
+        span_updates=(patch,),
+        span_values=span_values_table([whole]),
+    )
 
     def sent(r: RunRows) -> RunRows:
         return rows_from(*across(*rows_message(r)))

@@ -15,18 +15,32 @@ from agentotel_eval.reconstruct.model import AgentRun
 
 
 def _run(**kw):
-    base = dict(trace_id="ab" * 16, span_id="cd" * 8, agent_name="travel_agent", start_time_ns=1, end_time_ns=2,
-                service_name="travel-bot", input="Book  a hotel\nin Rome")
+    base = dict(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        agent_name="travel_agent",
+        start_time_ns=1,
+        end_time_ns=2,
+        service_name="travel-bot",
+        input="Book  a hotel\nin Rome",
+    )
     base.update(kw)
     return AgentRun(**base)
 
 
-RULES = parse_expectations([
-    {"name": "weather", "agent": "weather_*", "expected_tools": ["get_weather"]},
-    {"name": "rome", "service": "travel-*", "input_regex": r"(?i)rome", "expected_tools": ["book_hotel"],
-     "modes": ["exact"]},
-    {"name": "catch-all", "expected_tools": []},
-])
+RULES = parse_expectations(
+    [
+        {"name": "weather", "agent": "weather_*", "expected_tools": ["get_weather"]},
+        {
+            "name": "rome",
+            "service": "travel-*",
+            "input_regex": r"(?i)rome",
+            "expected_tools": ["book_hotel"],
+            "modes": ["exact"],
+        },
+        {"name": "catch-all", "expected_tools": []},
+    ]
+)
 
 
 def test_span_attribute_wins_over_rules_and_dataset(tmp_path):
@@ -48,8 +62,10 @@ def test_first_matching_rule_in_order():
 def test_dataset_matches_on_whitespace_normalised_input(tmp_path):
     ds_path = tmp_path / "ds.jsonl"
     ds_path.write_text(
-        json.dumps({"input": "Book a hotel in Rome", "expected_tools": ["search_hotels", "book_hotel"]}) + "\n\n"
-        + json.dumps({"input": "weather?", "expected_tools": ["get_weather"], "modes": ["ordering"]}) + "\n"
+        json.dumps({"input": "Book a hotel in Rome", "expected_tools": ["search_hotels", "book_hotel"]})
+        + "\n\n"
+        + json.dumps({"input": "weather?", "expected_tools": ["get_weather"], "modes": ["ordering"]})
+        + "\n"
     )
     dataset = Dataset.load(ds_path)
     found = find_expectation(_run(), (), dataset)
@@ -71,10 +87,19 @@ def test_normalise_input():
     ("rules", "message"),
     [
         ([{"agent": "x"}], r"^expectations\[0\]: expected_tools or a trajectory table is required"),
-        ([{"expected_tools": ["a"], "agnet": "x"}], r"^expectations\[0\]\.agnet: unknown setting \(known here: agent, "),
+        (
+            [{"expected_tools": ["a"], "agnet": "x"}],
+            r"^expectations\[0\]\.agnet: unknown setting \(known here: agent, ",
+        ),
         ([{"expected_tools": "a"}], r"^expectations\[0\]\.expected_tools: .*list of tool names"),
-        ([{"expected_tools": ["a"], "input_regex": "("}], r"^expectations\[0\]\.input_regex: not a valid regex"),
-        ([{"expected_tools": ["a"], "modes": ["strict"]}], r"^expectations\[0\]\.modes: unknown mode\(s\) \['strict'\]"),
+        (
+            [{"expected_tools": ["a"], "input_regex": "("}],
+            r"^expectations\[0\]\.input_regex: not a valid regex",
+        ),
+        (
+            [{"expected_tools": ["a"], "modes": ["strict"]}],
+            r"^expectations\[0\]\.modes: unknown mode\(s\) \['strict'\]",
+        ),
         ([{"expected_tools": ["a"]}, "x"], r"^expectations\[1\]: expected a table"),
         ([{"expected_tools": ["a"], "agent": 3}], r"^expectations\[0\]\.agent: expected a string, got 3"),
         ({"expected_tools": ["a"]}, r"^expectations: expected a list"),
@@ -93,7 +118,10 @@ def test_rules_without_a_name_are_named_by_position():
 def test_dataset_errors_name_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"input": "a", "expected_tools": ["x"]}\n{"input": "a", "expected_tools": ["y"]}\n')
-    with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: the same input already has a different expectation on line 1"):
+    with pytest.raises(
+        ExpectationConfigError,
+        match=r"bad.jsonl:2: the same input already has a different expectation on line 1",
+    ):
         Dataset.load(path)
     path.write_text('{"input": "a", "expected_tools": ["x"]}\nnot json\n')
     with pytest.raises(ExpectationConfigError, match=r"bad.jsonl:2: not valid JSON"):
@@ -107,8 +135,14 @@ def test_finder_finds_what_find_expectation_finds(tmp_path, modes):
     ds_path = tmp_path / "ds.jsonl"
     ds_path.write_text(json.dumps({"input": "hello", "expected_tools": ["x"]}) + "\n")
     dataset = Dataset.load(ds_path)
-    runs = [_run(), _run(agent_name="weather_bot"), _run(expected_tools=("a",)), _run(input="hello", service_name="o"),
-            _run(input=None, service_name="o"), _run(expected_tools=())]
+    runs = [
+        _run(),
+        _run(agent_name="weather_bot"),
+        _run(expected_tools=("a",)),
+        _run(input="hello", service_name="o"),
+        _run(input=None, service_name="o"),
+        _run(expected_tools=()),
+    ]
     for rules in (RULES, RULES[:2], ()):
         for ds in (dataset, None):
             finder = ExpectationFinder(rules, ds, modes)
@@ -124,14 +158,31 @@ def test_a_trajectory_rule_crosses_to_the_assembler_process_and_scores_the_same(
     from agentotel_eval.test_case import ToolCall
     from agentotel_eval.trajectory import score_trajectory
 
-    (rule,) = parse_expectations([{"name": "r", "agent": "a", "trajectory": {"steps": [
-        {"id": "w", "tool": "who", "args": {"zip": {"$regex": r"\d{5}"}}},
-        {"tool": "get", "args": {"id": {"$ref": "w.result.id"}, "n": {"$approx": 10, "abs": 0.5}}}]}}])
+    (rule,) = parse_expectations(
+        [
+            {
+                "name": "r",
+                "agent": "a",
+                "trajectory": {
+                    "steps": [
+                        {"id": "w", "tool": "who", "args": {"zip": {"$regex": r"\d{5}"}}},
+                        {
+                            "tool": "get",
+                            "args": {"id": {"$ref": "w.result.id"}, "n": {"$approx": 10, "abs": 0.5}},
+                        },
+                    ]
+                },
+            }
+        ]
+    )
     copy = pickle.loads(pickle.dumps(rule))
     assert copy.trajectory is not None and rule.trajectory is not None
     assert copy.trajectory.written == rule.trajectory.written
-    calls = [ToolCall("who", {"zip": "12345"}, output={"id": 7}), ToolCall("get", {"id": 7, "n": 10.4}),
-             ToolCall("get", {"id": 8, "n": 10.4})]
+    calls = [
+        ToolCall("who", {"zip": "12345"}, output={"id": 7}),
+        ToolCall("get", {"id": 7, "n": 10.4}),
+        ToolCall("get", {"id": 8, "n": 10.4}),
+    ]
     for spec in (rule.trajectory, copy.trajectory):
         assert score_trajectory(spec, calls).details["extra"] == [2]
         assert score_trajectory(spec, calls[:1] + calls[2:]).score == 0.5

@@ -28,7 +28,9 @@ def test_sampling_is_stable_and_close_to_the_rate():
     assert 0.22 < sum(chosen) / len(chosen) < 0.28
     assert all(0 <= sample_point(r.trace_id, r.span_id) < 1 for r in runs[:50])
     assert judge_decision(runs[0], [], JudgeSettings(model="m", sample_rate=0.0)) == (
-        False, "not sampled (sample_rate=0)")
+        False,
+        "not sampled (sample_rate=0)",
+    )
 
 
 @pytest.mark.parametrize(
@@ -42,16 +44,44 @@ def test_sampling_is_stable_and_close_to_the_rate():
         (("detector_found",), _run(), [_result("tool_errors_detectors", True, detected=False)], False),
         (("detector_found",), _run(), [_result("tool_errors_detectors", False, detected=True)], True),
         (("detector_uncertain",), _run(), [_result("tool_errors_detectors", True, detected=False)], False),
-        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", True, detected=False, could_not_run=[
-            "error_handling could not run: the run's final answer is not recorded"])], True),
-        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", False, detected=True, could_not_run=[
-            "x could not run"])], False),  # found: nothing left for the judge to decide
+        (
+            ("detector_uncertain",),
+            _run(),
+            [
+                _result(
+                    "tool_errors_detectors",
+                    True,
+                    detected=False,
+                    could_not_run=["error_handling could not run: the run's final answer is not recorded"],
+                )
+            ],
+            True,
+        ),
+        (
+            ("detector_uncertain",),
+            _run(),
+            [_result("tool_errors_detectors", False, detected=True, could_not_run=["x could not run"])],
+            False,
+        ),  # found: nothing left for the judge to decide
         # a finding the detectors are not sure of is the judge's to decide; one they are sure of is not
-        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", True, detected=True, uncertain=True)],
-         True),
-        (("detector_found",), _run(), [_result("tool_errors_detectors", True, detected=True, uncertain=True)], False),
-        (("detector_uncertain",), _run(), [_result("tool_errors_detectors", False, detected=True, uncertain=False)],
-         False),
+        (
+            ("detector_uncertain",),
+            _run(),
+            [_result("tool_errors_detectors", True, detected=True, uncertain=True)],
+            True,
+        ),
+        (
+            ("detector_found",),
+            _run(),
+            [_result("tool_errors_detectors", True, detected=True, uncertain=True)],
+            False,
+        ),
+        (
+            ("detector_uncertain",),
+            _run(),
+            [_result("tool_errors_detectors", False, detected=True, uncertain=False)],
+            False,
+        ),
         (("tool_error", "deterministic_failed"), _run(), [_result("tool_correctness", False)], True),
     ],
 )
@@ -74,21 +104,34 @@ def _scoring_config(data):
 
 
 def test_config_from_dict_and_errors(tmp_path):
-    config = _scoring_config({
-        "scoring": {"modes": ["default", "ordering"], "threshold": 0.8},
-        "judge": {"model": "openai/gpt-4o-mini", "sample_rate": 0.5, "error_types": ["sequence_error"],
-                  "only_when": "tool_error", "api_base": "http://127.0.0.1:9/v1", "max_cost_usd_per_day": 2},
-        "forward": {"url": "grpc://127.0.0.1:4317", "headers": {"x-key": "v"}},
-        "expectations": [{"agent": "a", "expected_tools": ["t"]}],
-    })
+    config = _scoring_config(
+        {
+            "scoring": {"modes": ["default", "ordering"], "threshold": 0.8},
+            "judge": {
+                "model": "openai/gpt-4o-mini",
+                "sample_rate": 0.5,
+                "error_types": ["sequence_error"],
+                "only_when": "tool_error",
+                "api_base": "http://127.0.0.1:9/v1",
+                "max_cost_usd_per_day": 2,
+            },
+            "forward": {"url": "grpc://127.0.0.1:4317", "headers": {"x-key": "v"}},
+            "expectations": [{"agent": "a", "expected_tools": ["t"]}],
+        }
+    )
     assert config.scoring.modes == ("default", "ordering") and config.scoring.threshold == 0.8
-    assert config.judge.only_when == ("tool_error",) and config.judge.llm_kwargs == {"api_base": "http://127.0.0.1:9/v1"}
+    assert config.judge.only_when == ("tool_error",) and config.judge.llm_kwargs == {
+        "api_base": "http://127.0.0.1:9/v1"
+    }
     assert config.forward.resolved_protocol() == "grpc" and config.forward.headers == {"x-key": "v"}
     assert config.expectations[0].expected_tools == ("t",)
     for bad, message in [
         ({"judge": {"sample_rate": 0.5}}, r"^judge: model is required"),
         ({"judge": {"model": "m", "sample_rate": 2}}, r"^judge\.sample_rate: must be between 0\.0 and 1\.0"),
-        ({"judge": {"model": "m", "error_types": ["typo"]}}, r"^judge\.error_types: unknown error_types \['typo'\]"),
+        (
+            {"judge": {"model": "m", "error_types": ["typo"]}},
+            r"^judge\.error_types: unknown error_types \['typo'\]",
+        ),
         ({"judge": {"model": "m", "modle": "x"}}, r"^judge\.modle: unknown setting \(known here: api_base, "),
         ({"judge": {"model": "m", "only_when": ["sometimes"]}}, r"^judge\.only_when: must be some of"),
         ({"scoring": {"modes": ["fuzzy"]}}, r"unknown mode\(s\) \['fuzzy'\]"),

@@ -16,8 +16,24 @@ from agentotel_eval.collector.sink.worker import Sent, SinkRefused, SinkRetryabl
 
 
 def _e(span: str, metric: str = "tool_correctness", score: float = 1.0) -> SinkEvaluation:
-    return SinkEvaluation("t" * 32, span, metric, score, True, "ok", "", "M", "1", "CODE", 0.5, None, (), None,
-                          RunIdentity("s", "a"), 0)
+    return SinkEvaluation(
+        "t" * 32,
+        span,
+        metric,
+        score,
+        True,
+        "ok",
+        "",
+        "M",
+        "1",
+        "CODE",
+        0.5,
+        None,
+        (),
+        None,
+        RunIdentity("s", "a"),
+        0,
+    )
 
 
 class Tool:
@@ -79,14 +95,20 @@ def test_retries_then_sends_and_only_waiting_evaluations_are_tried_again() -> No
     worker.start()
     worker.submit([_e("now"), _e("late")])
     _wait(lambda: worker.stats.sent == 2)
-    assert [[e.span_id for e in c] for c in tool.calls] == [["now", "late"], ["now", "late"], ["late"], ["late"]]
+    assert [[e.span_id for e in c] for c in tool.calls] == [
+        ["now", "late"],
+        ["now", "late"],
+        ["late"],
+        ["late"],
+    ]
     assert worker.stats.failed_attempts == 3 and worker.stats.dropped == 0
     worker.shutdown(1)
 
 
 def test_refusals_and_exhausted_retries_are_dropped_counted_and_warned_once(caplog) -> None:
-    tool = Tool(lambda batch: Sent(refused=1, why="bad value"), SinkRefused("401"),
-                *[SinkRetryable("down")] * 3)
+    tool = Tool(
+        lambda batch: Sent(refused=1, why="bad value"), SinkRefused("401"), *[SinkRetryable("down")] * 3
+    )
     worker = _worker(tool, max_retries=2, max_batch=2)
     worker.start()
     with caplog.at_level(logging.WARNING, logger="agentotel_eval.collector.sink.worker"):
@@ -113,9 +135,16 @@ def test_shutdown_counts_what_it_could_not_send() -> None:
     assert worker.stats.dropped == 3
 
 
-@pytest.mark.parametrize("over, key", [
-    ({"kind": "jaeger"}, "kind"), ({"url": "127.0.0.1:6006"}, "url"), ({"experiment": "x"}, "experiment"),
-    ({"max_queue": 0}, "max_queue"), ({"api_key_env": "AGENTOTEL_TEST_UNSET_VARIABLE"}, "api_key_env")])
+@pytest.mark.parametrize(
+    "over, key",
+    [
+        ({"kind": "jaeger"}, "kind"),
+        ({"url": "127.0.0.1:6006"}, "url"),
+        ({"experiment": "x"}, "experiment"),
+        ({"max_queue": 0}, "max_queue"),
+        ({"api_key_env": "AGENTOTEL_TEST_UNSET_VARIABLE"}, "api_key_env"),
+    ],
+)
 def test_bad_sink_settings_name_their_key(over, key) -> None:
     from agentotel_eval.collector.config_sinks import SinkConfigError
 

@@ -119,7 +119,8 @@ def test_an_open_refused_for_a_moment_is_retried(tmp_path, monkeypatch):
 
 
 def test_another_process_holding_the_file_past_the_retries_leaves_it_closed_until_a_later_reopen(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Between the close and the open a process that does not look at the lock file (the duckdb CLI, say) took
     the file read-only: real DuckDB locks, in a child process."""
     import multiprocessing as mp
@@ -221,7 +222,10 @@ def test_a_writer_whose_database_cannot_be_opened_again_refuses_until_it_can(tmp
         writer.shutdown()
     with db.cursor() as cur:
         traces = cur.execute("SELECT DISTINCT trace_id FROM spans ORDER BY 1").fetchall()
-    assert traces == [(f"{1:032x}",), (f"{3:032x}",)]  # the acknowledged ones; the refused one is the exporter's to retry
+    assert traces == [
+        (f"{1:032x}",),
+        (f"{3:032x}",),
+    ]  # the acknowledged ones; the refused one is the exporter's to retry
     db.close()
 
 
@@ -239,8 +243,13 @@ def test_a_long_operation_puts_the_reopen_off_instead_of_holding_exports(tmp_pat
         assert time.monotonic() - started < 2 and writer.stats.reopens == 0
         blocker.release.set()
         # put off by a second: the next commit after it reopens
-        wait_until(lambda: submit_spans(writer, make_spans(3 + writer.stats.commits)).wait(5) and writer.stats.reopens,
-                   timeout=10, what="the reopen that was put off")
+        wait_until(
+            lambda: (
+                submit_spans(writer, make_spans(3 + writer.stats.commits)).wait(5) and writer.stats.reopens
+            ),
+            timeout=10,
+            what="the reopen that was put off",
+        )
     finally:
         blocker.release.set()
         writer.shutdown()
@@ -256,11 +265,13 @@ def test_the_collector_opens_its_database_with_the_writer_settings_and_keeps_the
     settings = ("memory_limit", "threads", "checkpoint_threshold", "max_vacuum_tasks")
     query = "SELECT " + ", ".join(f"current_setting('{name}')" for name in settings)
     # DuckDB renders sizes its own way: the expected values are read back from a connection given the same settings
-    with duckdb.connect(config={"memory_limit": "40MB", "threads": 1, "checkpoint_threshold": "8MB",
-                                "max_vacuum_tasks": 0}) as reference:
+    with duckdb.connect(
+        config={"memory_limit": "40MB", "threads": 1, "checkpoint_threshold": "8MB", "max_vacuum_tasks": 0}
+    ) as reference:
         expected = reference.execute(query).fetchall()[0]
-    with running_collector(tmp_path / "c.duckdb", writer={"memory_limit": "40MB", "threads": 1,
-                                                          "checkpoint_threshold": "8MB"}) as collector:
+    with running_collector(
+        tmp_path / "c.duckdb", writer={"memory_limit": "40MB", "threads": 1, "checkpoint_threshold": "8MB"}
+    ) as collector:
         with collector.database.cursor() as cur:
             assert cur.execute(query).fetchall()[0] == expected
         assert collector.database.reopen()

@@ -15,8 +15,9 @@ from tests.support.collector_harness import fast_config
 
 
 def test_a_node_that_cannot_use_its_lake_starts_nothing_and_writes_no_file(tmp_path):
-    closed = LakeConfig(catalog="postgres://agentotel:s3cret-pw@127.0.0.1:1/lake", data=str(tmp_path / "data"),
-                        timeout=2.0)
+    closed = LakeConfig(
+        catalog="postgres://agentotel:s3cret-pw@127.0.0.1:1/lake", data=str(tmp_path / "data"), timeout=2.0
+    )
     config = dataclasses.replace(fast_config(tmp_path / "node.duckdb"), lake=closed)
     with pytest.raises(lake.LakeError) as failed:
         Collector(config, summary_interval=3600).start()

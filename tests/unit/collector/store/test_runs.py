@@ -17,8 +17,14 @@ class Recorder:
 
 
 def completed(n: int, start: object = 1_000, replace: bool = False) -> CompletedTrace:
-    run = AgentRun(trace_id=f"{n:032x}", span_id=f"{n:016x}", agent_name="a", start_time_ns=start,  # type: ignore[arg-type]
-                   end_time_ns=2_000, tool_calls=(ToolCall("t"),))
+    run = AgentRun(
+        trace_id=f"{n:032x}",
+        span_id=f"{n:016x}",
+        agent_name="a",
+        start_time_ns=start,  # type: ignore[arg-type]
+        end_time_ns=2_000,
+        tool_calls=(ToolCall("t"),),
+    )
     return CompletedTrace(f"{n:032x}", (), (), (run,), "quiet", True, replace, 1_000, 2_000)
 
 

@@ -37,8 +37,15 @@ T0 = 1_700_000_000_000_000_000
 def make_spans(trace: int, n: int = 3, t0: int = T0) -> list[SpanRecord]:
     tid = f"{trace:032x}"
     return [
-        SpanRecord(tid, f"{trace:08x}{i:08x}", None if i == 0 else f"{trace:08x}{0:08x}", f"s{i}",
-                   start_ns=t0 + i * 1000, end_ns=t0 + i * 1000 + 500, attributes={"i": i})
+        SpanRecord(
+            tid,
+            f"{trace:08x}{i:08x}",
+            None if i == 0 else f"{trace:08x}{0:08x}",
+            f"s{i}",
+            start_ns=t0 + i * 1000,
+            end_ns=t0 + i * 1000 + 500,
+            attributes={"i": i},
+        )
         for i in range(n)
     ]
 
@@ -158,7 +165,9 @@ def test_one_bad_request_fails_alone(store):
     good = make_spans(7)
     bad_spans = make_spans(8)
     batch = spans_to_arrow(bad_spans)
-    broken = batch.set_column(batch.schema.get_field_index("flags"), "flags", pa.array(["x"] * 3, pa.string()))
+    broken = batch.set_column(
+        batch.schema.get_field_index("flags"), "flags", pa.array(["x"] * 3, pa.string())
+    )
     bad = writer.submit(broken, payload=bad_spans)
     ok = submit_spans(writer, good)
     held.release.set()
@@ -172,7 +181,9 @@ def test_one_bad_request_fails_alone(store):
 
 def test_logs_are_idempotent_on_content(store):
     con, writer, committed = store
-    logs = [LogRecord(T0 + i, 0, f"{1:032x}", f"{1:016x}", 9, "", "gen_ai.choice", {"i": i}) for i in range(3)]
+    logs = [
+        LogRecord(T0 + i, 0, f"{1:032x}", f"{1:016x}", 9, "", "gen_ai.choice", {"i": i}) for i in range(3)
+    ]
     r1 = writer.submit(log_batch=logs_to_arrow(logs), payload=logs).wait(5)
     r2 = writer.submit(log_batch=logs_to_arrow(logs), payload=logs).wait(5)
     assert (r1.stored, r2.stored, r2.duplicates) == (3, 0, 3)
@@ -195,7 +206,10 @@ def test_shutdown_drains_the_queue_then_refuses(tmp_path):
 
 def _run(trace: int, tools: list[str], start: int = T0) -> AgentRun:
     return AgentRun(
-        trace_id=f"{trace:032x}", span_id=f"{trace:016x}", agent_name="a", start_time_ns=start,
+        trace_id=f"{trace:032x}",
+        span_id=f"{trace:016x}",
+        agent_name="a",
+        start_time_ns=start,
         end_time_ns=start + 10_000,
         tool_calls=tuple(ToolCall(t, start_time_ns=start + 100 * i) for i, t in enumerate(tools)),
     )
@@ -210,7 +224,8 @@ def test_replace_runs_replaces_a_traces_rows_instead_of_adding(store):
     assert writer.flush(5)
     cur = sealed_cursor(con)
     assert cur.execute("SELECT trace_id, tools_called FROM agent_runs ORDER BY trace_id").fetchall() == [
-        (f"{1:032x}", ["a", "b"]), (f"{2:032x}", ["x", "y"]),
+        (f"{1:032x}", ["a", "b"]),
+        (f"{2:032x}", ["x", "y"]),
     ]
     assert cur.execute("SELECT count(*) FROM tool_calls").fetchone() == (4,)
 
@@ -222,7 +237,10 @@ def test_each_write_transaction_stamps_its_rows_with_one_rising_committed_at(sto
     blocker = Blocker()
     writer.submit_operation(blocker)
     assert blocker.entered.wait(5)
-    late_build, early_build = runs_to_arrow([_run(1, ["a"])], 2_000_000_000_000), runs_to_arrow([_run(2, ["b"])], 0)
+    late_build, early_build = (
+        runs_to_arrow([_run(1, ["a"])], 2_000_000_000_000),
+        runs_to_arrow([_run(2, ["b"])], 0),
+    )
     writer.submit_operation(ReplaceRuns(*late_build))  # these two are taken as one group: one transaction
     writer.submit_operation(ReplaceRuns(*runs_to_arrow([_run(3, ["c"])], 0)))
     blocker.release.set()
@@ -282,7 +300,10 @@ def test_pending_operations_share_one_transaction_and_a_bad_one_costs_only_itsel
     commits_before = writer.stats.operations.get("marker", 0)
     blocker.release.set()
     assert writer.flush(5)
-    assert sealed_cursor(con).execute("SELECT n FROM marks ORDER BY n").fetchall() == [(1,), (2,)]  # each once
+    assert sealed_cursor(con).execute("SELECT n FROM marks ORDER BY n").fetchall() == [
+        (1,),
+        (2,),
+    ]  # each once
     assert applied == ["m1", "m2"]
     assert writer.stats.operations["marker"] == commits_before + 2
     assert writer.stats.operation_failures == {"broken": 1}
@@ -323,7 +344,10 @@ def test_queued_runs_are_written_with_one_statement_per_table_and_a_replacement_
     assert writer.flush(5)
     cur = sealed_cursor(con)
     assert cur.execute("SELECT trace_id, tools_called FROM agent_runs ORDER BY trace_id").fetchall() == [
-        (f"{1:032x}", ["a", "b"]), (f"{2:032x}", ["x"]), (f"{3:032x}", ["y"]), (f"{4:032x}", ["z"]),
+        (f"{1:032x}", ["a", "b"]),
+        (f"{2:032x}", ["x"]),
+        (f"{3:032x}", ["y"]),
+        (f"{4:032x}", ["z"]),
         (f"{5:032x}", ["w"]),
     ]
     assert cur.execute("SELECT count(*) FROM tool_calls").fetchone() == (6,)
@@ -377,20 +401,52 @@ def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
 
     con = open_store(tmp_path / "u.duckdb")
     theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness"})
-    span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
-                      attributes={"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.status": "error"},
-                      events=(theirs,))
+    span = SpanRecord(
+        "ab" * 16,
+        "cd" * 8,
+        None,
+        "invoke_agent a",
+        start_ns=1_700_000_000_000_000_000,
+        attributes={"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.status": "error"},
+        events=(theirs,),
+    )
     con.register("s", spans_to_arrow([span]))
     con.execute("INSERT INTO spans BY NAME SELECT * FROM s")
 
     def ours(value: float) -> str:
-        return json.dumps([{"name": "gen_ai.evaluation.result", "time_unix_nano": 9, "attributes": {
-            "gen_ai.evaluation.name": "tool_correctness", "agentotel.eval.evaluator": "T/1", "v": value}}])
+        return json.dumps(
+            [
+                {
+                    "name": "gen_ai.evaluation.result",
+                    "time_unix_nano": 9,
+                    "attributes": {
+                        "gen_ai.evaluation.name": "tool_correctness",
+                        "agentotel.eval.evaluator": "T/1",
+                        "v": value,
+                    },
+                }
+            ]
+        )
 
     for value in (0.5, 1.0):  # scored, then re-scored
-        update_spans(con, [SpanUpdate(span.trace_id, span.span_id, span.start_ns, json.dumps({
-            "agentotel.eval.tool_correctness.score": value, "agentotel.eval.tool_correctness.status": None}),
-            ours(value), ("tool_correctness",))])
+        update_spans(
+            con,
+            [
+                SpanUpdate(
+                    span.trace_id,
+                    span.span_id,
+                    span.start_ns,
+                    json.dumps(
+                        {
+                            "agentotel.eval.tool_correctness.score": value,
+                            "agentotel.eval.tool_correctness.status": None,
+                        }
+                    ),
+                    ours(value),
+                    ("tool_correctness",),
+                )
+            ],
+        )
     attributes, events = con.execute("SELECT attributes, events FROM spans").fetchone()
     assert json.loads(attributes) == {"gen_ai.agent.name": "a", "agentotel.eval.tool_correctness.score": 1.0}
     assert [e["attributes"].get("v") for e in json.loads(events)] == [None, 1.0]  # theirs kept, ours replaced
@@ -408,31 +464,85 @@ def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
     from agentotel_eval.store.rows import spans_to_arrow
 
     con = open_store(tmp_path / "w.duckdb")
-    theirs = SpanEvent("gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness", "x": [1, 2]})
-    earlier = SpanEvent("gen_ai.evaluation.result", 6, {"gen_ai.evaluation.name": "tool_correctness",
-                                                        "agentotel.eval.evaluator": "T/1", "v": 0.1})
-    other_metric = SpanEvent("gen_ai.evaluation.result", 7, {"gen_ai.evaluation.name": "tool_errors",
-                                                             "agentotel.eval.evaluator": "J/1"})
-    attributes = {"gen_ai.agent.name": "a", "n": 1.5, "nested": {"k": ["é", None]},
-                  "agentotel.eval.tool_correctness.status": "error", "agentotel.eval.tool_errors.score": 0.2}
-    spans = [SpanRecord("ab" * 16, f"{i:016x}", None, "invoke_agent a", start_ns=1_700_000_000_000_000_000 + i,
-                        attributes=attributes, events=(theirs, earlier, other_metric, SpanEvent("log", 8)))
-             for i in (1, 2)]
+    theirs = SpanEvent(
+        "gen_ai.evaluation.result", 5, {"gen_ai.evaluation.name": "tool_correctness", "x": [1, 2]}
+    )
+    earlier = SpanEvent(
+        "gen_ai.evaluation.result",
+        6,
+        {"gen_ai.evaluation.name": "tool_correctness", "agentotel.eval.evaluator": "T/1", "v": 0.1},
+    )
+    other_metric = SpanEvent(
+        "gen_ai.evaluation.result",
+        7,
+        {"gen_ai.evaluation.name": "tool_errors", "agentotel.eval.evaluator": "J/1"},
+    )
+    attributes = {
+        "gen_ai.agent.name": "a",
+        "n": 1.5,
+        "nested": {"k": ["é", None]},
+        "agentotel.eval.tool_correctness.status": "error",
+        "agentotel.eval.tool_errors.score": 0.2,
+    }
+    spans = [
+        SpanRecord(
+            "ab" * 16,
+            f"{i:016x}",
+            None,
+            "invoke_agent a",
+            start_ns=1_700_000_000_000_000_000 + i,
+            attributes=attributes,
+            events=(theirs, earlier, other_metric, SpanEvent("log", 8)),
+        )
+        for i in (1, 2)
+    ]
     con.register("s", spans_to_arrow(spans))
     con.execute("INSERT INTO spans BY NAME SELECT * FROM s")
-    patch = {"agentotel.eval.tool_correctness.score": 1.0, "agentotel.eval.tool_correctness.success": True,
-             "agentotel.eval.tool_correctness.status": None, "agentotel.eval.tool_correctness.reason": "all ✓"}
-    new_events = [{"name": "gen_ai.evaluation.result", "time_unix_nano": 9, "attributes": {
-        "gen_ai.evaluation.name": "tool_correctness", "agentotel.eval.evaluator": "T/1", "v": 1.0}}]
+    patch = {
+        "agentotel.eval.tool_correctness.score": 1.0,
+        "agentotel.eval.tool_correctness.success": True,
+        "agentotel.eval.tool_correctness.status": None,
+        "agentotel.eval.tool_correctness.reason": "all ✓",
+    }
+    new_events = [
+        {
+            "name": "gen_ai.evaluation.result",
+            "time_unix_nano": 9,
+            "attributes": {
+                "gen_ai.evaluation.name": "tool_correctness",
+                "agentotel.eval.evaluator": "T/1",
+                "v": 1.0,
+            },
+        }
+    ]
     metrics = ("tool_correctness",)
     delta, whole = spans
-    update_spans(con, [
-        SpanUpdate(delta.trace_id, delta.span_id, delta.start_ns, json.dumps(patch), json.dumps(new_events), metrics),
-        SpanUpdate(whole.trace_id, whole.span_id, whole.start_ns, json.dumps(patch), json.dumps(new_events), metrics,
-                   *updated_span_json(whole, patch, new_events, metrics)),
-    ])
-    stored = {row[0]: (json.loads(row[1]), json.loads(row[2]))
-              for row in con.execute("SELECT span_id, attributes, events FROM spans").fetchall()}
+    update_spans(
+        con,
+        [
+            SpanUpdate(
+                delta.trace_id,
+                delta.span_id,
+                delta.start_ns,
+                json.dumps(patch),
+                json.dumps(new_events),
+                metrics,
+            ),
+            SpanUpdate(
+                whole.trace_id,
+                whole.span_id,
+                whole.start_ns,
+                json.dumps(patch),
+                json.dumps(new_events),
+                metrics,
+                *updated_span_json(whole, patch, new_events, metrics),
+            ),
+        ],
+    )
+    stored = {
+        row[0]: (json.loads(row[1]), json.loads(row[2]))
+        for row in con.execute("SELECT span_id, attributes, events FROM spans").fetchall()
+    }
     assert stored[whole.span_id] == stored[delta.span_id]
     got_attributes, got_events = stored[whole.span_id]
     assert "agentotel.eval.tool_correctness.status" not in got_attributes
@@ -452,13 +562,31 @@ def test_a_whole_value_write_back_takes_text_utf8_cannot_carry(tmp_path):
     from agentotel_eval.store.rows import spans_to_arrow
 
     con = open_store(tmp_path / "s.duckdb")
-    span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent a", start_ns=1_700_000_000_000_000_000,
-                      attributes={"gen_ai.input": "cut \ud83d here"})
+    span = SpanRecord(
+        "ab" * 16,
+        "cd" * 8,
+        None,
+        "invoke_agent a",
+        start_ns=1_700_000_000_000_000_000,
+        attributes={"gen_ai.input": "cut \ud83d here"},
+    )
     con.register("s", spans_to_arrow([span]))
     con.execute("INSERT INTO spans BY NAME SELECT * FROM s")
     patch = {"agentotel.eval.tool_correctness.score": 1.0}
-    update_spans(con, [SpanUpdate(span.trace_id, span.span_id, span.start_ns, json.dumps(patch), "[]",
-                                  ("tool_correctness",), *updated_span_json(span, patch, [], ("tool_correctness",)))])
+    update_spans(
+        con,
+        [
+            SpanUpdate(
+                span.trace_id,
+                span.span_id,
+                span.start_ns,
+                json.dumps(patch),
+                "[]",
+                ("tool_correctness",),
+                *updated_span_json(span, patch, [], ("tool_correctness",)),
+            )
+        ],
+    )
     stored = json.loads(con.execute("SELECT attributes FROM spans").fetchone()[0])
     assert stored == {"gen_ai.input": "cut ? here", "agentotel.eval.tool_correctness.score": 1.0}
 
@@ -470,8 +598,15 @@ def test_a_judge_answer_finds_its_run_span_whatever_its_nanoseconds(tmp_path, su
     from agentotel_eval.store.rows import EvaluationRow, evaluations_to_arrow
 
     start = 1_700_000_000_000_000_000 + sub_microsecond
-    run = SpanRecord("a" * 32, "b" * 16, None, "invoke_agent", start_ns=start, end_ns=start + 10,
-                     resource={"service.name": "svc"})
+    run = SpanRecord(
+        "a" * 32,
+        "b" * 16,
+        None,
+        "invoke_agent",
+        start_ns=start,
+        end_ns=start + 10,
+        resource={"service.name": "svc"},
+    )
     con = open_store(tmp_path / "j.duckdb")
     con.register("_s", spans_to_arrow([run]))
     con.execute("INSERT INTO spans BY NAME SELECT * FROM _s")
@@ -486,8 +621,11 @@ def test_a_judge_answer_finds_its_run_span_whatever_its_nanoseconds(tmp_path, su
 def test_each_commit_stamps_its_rows_with_one_rising_ingested_at(tmp_path):
     con = open_store(tmp_path / "i.duckdb")
     stamps: list[int] = []
-    writer = StoreWriter(con, WriterSettings(flush_interval=0.0),
-                         on_commit=lambda commits: stamps.extend(c.ingested_ns for c in commits))
+    writer = StoreWriter(
+        con,
+        WriterSettings(flush_interval=0.0),
+        on_commit=lambda commits: stamps.extend(c.ingested_ns for c in commits),
+    )
     writer.start()
     try:
         logs = [LogRecord(T0, trace_id=f"{1:032x}", event_name="gen_ai.choice", body={"i": 0})]
@@ -496,8 +634,10 @@ def test_each_commit_stamps_its_rows_with_one_rising_ingested_at(tmp_path):
     finally:
         writer.shutdown()
     assert len(stamps) == 2 and stamps[0] < stamps[1] and all(s % 1000 == 0 for s in stamps)
-    rows = con.execute("SELECT trace_id, epoch_ns(ingested_at) FROM spans UNION ALL "
-                       "SELECT 'log', epoch_ns(ingested_at) FROM logs ORDER BY 1").fetchall()
+    rows = con.execute(
+        "SELECT trace_id, epoch_ns(ingested_at) FROM spans UNION ALL "
+        "SELECT 'log', epoch_ns(ingested_at) FROM logs ORDER BY 1"
+    ).fetchall()
     assert rows == [(f"{1:032x}", stamps[0])] * 3 + [(f"{2:032x}", stamps[1])] * 3 + [("log", stamps[1])]
     con.close()
 

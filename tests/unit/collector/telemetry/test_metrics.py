@@ -60,9 +60,13 @@ def test_the_sidecar_round_trips_and_is_only_removed_by_its_owner(tmp_path):
 def test_a_dead_or_silent_collector_is_not_found(tmp_path):
     db = tmp_path / "y.duckdb"
     assert discovery.find_collector(db) is None  # no file
-    discovery.write_sidecar(db, discovery.CollectorInfo(pid=2**22 + 12345, http="127.0.0.1:9", db="", token="t"))
+    discovery.write_sidecar(
+        db, discovery.CollectorInfo(pid=2**22 + 12345, http="127.0.0.1:9", db="", token="t")
+    )
     assert discovery.find_collector(db) is None  # no such process
-    discovery.write_sidecar(db, discovery.CollectorInfo(pid=os.getpid(), http="127.0.0.1:9", db="", token="t"))
+    discovery.write_sidecar(
+        db, discovery.CollectorInfo(pid=os.getpid(), http="127.0.0.1:9", db="", token="t")
+    )
     assert discovery.find_collector(db, timeout=0.5) is None  # alive, but nothing answers there
     discovery.sidecar_path(db).write_text("{broken")
     assert discovery.find_collector(db) is None

@@ -49,13 +49,25 @@ def pages(db) -> Iterator[UiPages]:
     ui.close()
 
 
-@pytest.mark.parametrize("path, ui, page", [
-    ("/", True, True), ("/runs", True, True), ("/runs/", True, True), (f"/runs/{TRACE}/{SPAN}", True, True),
-    (f"/runs/{TRACE}/{SPAN}/", True, True), ("/api/runs/latest", True, False), ("/static/app.js", True, False),
-    ("/static/style.css", True, False), ("/favicon.ico", True, False), ("/static/other.js", False, False),
-    ("/runs/a/b/c", False, False), ("/v1/traces", False, False), ("/metrics", False, False),
-    ("/login", False, False),
-])
+@pytest.mark.parametrize(
+    "path, ui, page",
+    [
+        ("/", True, True),
+        ("/runs", True, True),
+        ("/runs/", True, True),
+        (f"/runs/{TRACE}/{SPAN}", True, True),
+        (f"/runs/{TRACE}/{SPAN}/", True, True),
+        ("/api/runs/latest", True, False),
+        ("/static/app.js", True, False),
+        ("/static/style.css", True, False),
+        ("/favicon.ico", True, False),
+        ("/static/other.js", False, False),
+        ("/runs/a/b/c", False, False),
+        ("/v1/traces", False, False),
+        ("/metrics", False, False),
+        ("/login", False, False),
+    ],
+)
 def test_which_paths_are_the_ui_s_and_which_of_them_pages(path, ui, page):
     assert is_ui_path(path) is ui and is_page(path) is page
 
@@ -77,9 +89,16 @@ def test_the_polled_version_is_json_and_moves_when_a_run_arrives(pages, db):
     assert after["runs"] == 1 and after["version"] != before["version"]
 
 
-@pytest.mark.parametrize("trace_id, span_id", [
-    ("ab" * 15, SPAN), (TRACE, "cd" * 7), ("zz" * 16, SPAN), (TRACE, SPAN + "0"), ("", ""),
-])
+@pytest.mark.parametrize(
+    "trace_id, span_id",
+    [
+        ("ab" * 15, SPAN),
+        (TRACE, "cd" * 7),
+        ("zz" * 16, SPAN),
+        (TRACE, SPAN + "0"),
+        ("", ""),
+    ],
+)
 def test_a_bad_run_address_is_refused_without_reading(pages, db, trace_id, span_id):
     answer = pages.run(trace_id, span_id)
     assert answer.status == 400 and b"Bad run address" in answer.body and db.reads == 0

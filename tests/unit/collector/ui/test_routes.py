@@ -13,10 +13,29 @@ from agentotel_eval.collector.ui.routes import UI_PATHS, is_page, is_ui_path, ui
 
 TRACE, SPAN = "ab" * 16, "cd" * 8
 #: paths near the UI's that are not its own, and one of each of its own (templates filled in)
-PATHS = ["/", "/runs", "/runs/", f"/runs/{TRACE}/{SPAN}", f"/runs/{TRACE}/{SPAN}/", "/runs/x/y", "/runs/x",
-         f"/runs/{TRACE}/{SPAN}/more", "/runs//", "/api/runs/latest", "/api/runs", "/static/style.css",
-         "/static/app.js", "/static/other.css", "/favicon.ico", "/v1/traces", "/metrics", "/healthz", "/query", "",
-         "/RUNS"]
+PATHS = [
+    "/",
+    "/runs",
+    "/runs/",
+    f"/runs/{TRACE}/{SPAN}",
+    f"/runs/{TRACE}/{SPAN}/",
+    "/runs/x/y",
+    "/runs/x",
+    f"/runs/{TRACE}/{SPAN}/more",
+    "/runs//",
+    "/api/runs/latest",
+    "/api/runs",
+    "/static/style.css",
+    "/static/app.js",
+    "/static/other.css",
+    "/favicon.ico",
+    "/v1/traces",
+    "/metrics",
+    "/healthz",
+    "/query",
+    "",
+    "/RUNS",
+]
 
 
 def _routes() -> list[Route]:
@@ -37,6 +56,14 @@ def test_a_path_is_the_uis_exactly_when_a_ui_route_serves_it(path: str) -> None:
 def test_every_declared_path_is_served_and_the_pages_are_html() -> None:
     served = [route.path for route in _routes()]
     assert served == [p.path for p in UI_PATHS]
-    assert [p for p in PATHS if is_page(p)] == ["/", "/runs", "/runs/", f"/runs/{TRACE}/{SPAN}",
-                                                f"/runs/{TRACE}/{SPAN}/", "/runs/x/y"]
-    assert not any(is_page(p) for p in ("/api/runs/latest", "/static/style.css", "/favicon.ico", "/v1/traces"))
+    assert [p for p in PATHS if is_page(p)] == [
+        "/",
+        "/runs",
+        "/runs/",
+        f"/runs/{TRACE}/{SPAN}",
+        f"/runs/{TRACE}/{SPAN}/",
+        "/runs/x/y",
+    ]
+    assert not any(
+        is_page(p) for p in ("/api/runs/latest", "/static/style.css", "/favicon.ico", "/v1/traces")
+    )

@@ -35,7 +35,9 @@ def test_a_wrong_token_shows_the_form_again_and_is_counted():
     with _client(auth) as client:
         answer = client.post("/login", data={"token": "nope", "next": "/runs"})
     assert answer.status_code == 401 and "WWW-Authenticate" in answer.headers
-    assert WRONG_TOKEN in answer.text.replace("&#39;", "'") and UI_COOKIE not in answer.headers.get("set-cookie", "")
+    assert WRONG_TOKEN in answer.text.replace("&#39;", "'") and UI_COOKIE not in answer.headers.get(
+        "set-cookie", ""
+    )
     assert auth.failures() == {"http": 1}
 
 
@@ -60,8 +62,11 @@ def test_a_sign_in_leading_elsewhere_leads_home():
 def test_a_form_over_its_limit_is_refused_and_signs_nobody_in():
     auth = Authenticator("tok")
     with _client(auth) as client:
-        answer = client.post("/login", content=b"token=tok&x=" + b"a" * MAX_FORM,
-                             headers={"Content-Type": "application/x-www-form-urlencoded"})
+        answer = client.post(
+            "/login",
+            content=b"token=tok&x=" + b"a" * MAX_FORM,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
     assert answer.status_code == 400 and "set-cookie" not in answer.headers
 
 
@@ -70,4 +75,7 @@ def test_signing_out_clears_the_cookie(method):
     with _client(Authenticator("tok")) as client:
         answer = client.request(method, "/logout")
     assert answer.status_code == 303 and answer.headers["location"] == "/"
-    assert answer.headers["set-cookie"].startswith(f"{UI_COOKIE}=;") and "Max-Age=0" in answer.headers["set-cookie"]
+    assert (
+        answer.headers["set-cookie"].startswith(f"{UI_COOKIE}=;")
+        and "Max-Age=0" in answer.headers["set-cookie"]
+    )

@@ -25,8 +25,10 @@ class Receive:
     """An ASGI ``receive`` that hands out the given messages and records how many were taken."""
 
     def __init__(self, *chunks: bytes, watch: BodyWatch | None = None, more: bool = False) -> None:
-        self.messages = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1 or more}
-                         for i, c in enumerate(chunks)]
+        self.messages = [
+            {"type": "http.request", "body": c, "more_body": i < len(chunks) - 1 or more}
+            for i, c in enumerate(chunks)
+        ]
         self.taken = 0
         self.watch = watch
 
@@ -38,9 +40,13 @@ class Receive:
 
 
 def request(receive: Receive, headers: dict[str, str]) -> Request:
-    scope = {"type": "http", "method": "POST", "path": "/v1/traces",
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-             "extensions": {WATCH: {"watch": receive.watch}} if receive.watch else {}}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/traces",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "extensions": {WATCH: {"watch": receive.watch}} if receive.watch else {},
+    }
     return Request(scope, receive)
 
 
@@ -70,7 +76,9 @@ def test_a_body_cut_short_by_the_client_is_an_error():
 
 def test_a_body_past_its_deadline_is_a_timeout():
     with pytest.raises(RequestTimeout, match=r"within 1\.5s"):
-        read(Receive(b"abc", more=True, watch=BodyWatch(timed_out=True, timeout=1.5)), {"Content-Length": "10"})
+        read(
+            Receive(b"abc", more=True, watch=BodyWatch(timed_out=True, timeout=1.5)), {"Content-Length": "10"}
+        )
 
 
 def test_chunked_bodies_are_joined_and_refused_once_past_the_limit():
