@@ -31,6 +31,23 @@ def _sample(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
+def _run_demo_until_scored(collector) -> int:
+    """Export the demo agents' runs to ``collector`` and wait until each has its detectors' score; the run count."""
+    provider = _export_to(collector)
+    runs = run_all()
+    provider.force_flush()
+    wait_until(
+        lambda: (
+            collector.query(
+                "SELECT count(DISTINCT run_span_id) FROM evaluations WHERE metric = 'tool_errors_detectors'"
+            )["rows"][0][0]
+            == runs
+        ),
+        timeout=30,
+    )
+    return runs
+
+
 def test_every_sink_down_costs_no_run_and_metrics_match_the_table(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("AGENTOTEL_TEST_LF_PUBLIC", "pk-lf-test")
     monkeypatch.setenv("AGENTOTEL_TEST_LF_SECRET", "sk-lf-test")
@@ -48,19 +65,7 @@ def test_every_sink_down_costs_no_run_and_metrics_match_the_table(tmp_path, monk
         ),
     )
     with running_collector(tmp_path / "db.duckdb", sinks=sinks) as collector:
-        provider = _export_to(collector)
-        runs = run_all()
-        provider.force_flush()
-        wait_until(
-            lambda: (
-                collector.query(
-                    "SELECT count(DISTINCT run_span_id) FROM evaluations WHERE metric = "
-                    "'tool_errors_detectors'"
-                )["rows"][0][0]
-                == runs
-            ),
-            timeout=30,
-        )
+        runs = _run_demo_until_scored(collector)
         scored = collector.query(SCORED)["rows"]
         found = collector.query(FOUND)["rows"]
         assert found, "the demo has a run with a detector finding"
@@ -126,19 +131,7 @@ def test_agents_past_the_configured_bound_are_counted_as_other(tmp_path) -> None
     bound = load_config(path).validate().metrics
     assert bound.max_agents == 1
     with running_collector(tmp_path / "db.duckdb", metrics=bound) as collector:
-        provider = _export_to(collector)
-        runs = run_all()
-        provider.force_flush()
-        wait_until(
-            lambda: (
-                collector.query(
-                    "SELECT count(DISTINCT run_span_id) FROM evaluations WHERE metric = "
-                    "'tool_errors_detectors'"
-                )["rows"][0][0]
-                == runs
-            ),
-            timeout=30,
-        )
+        _run_demo_until_scored(collector)
         scored = collector.query(SCORED)["rows"]
         assert len({agent for _s, agent, *_ in scored}) > 1, "the demo has several agents"
         wait_until(lambda: collector.sinks.feed.stats.evaluations == sum(r[-1] for r in scored), timeout=10)
