@@ -1,6 +1,6 @@
 """Forward spans and logs to a downstream OTLP endpoint (gRPC or HTTP/protobuf) without ever blocking ingest.
 
-A bounded in-memory queue feeds one sender thread. Failed exports are retried by the shared policy
+A bounded in-memory queue feeds one sender thread (``collector.send_queue``). Failed exports are retried by the shared policy
 (``agentotel_eval.retry``: exponential backoff with jitter; the server's Retry-After / RetryInfo wins, up to
 ``max_backoff_s``); what cannot be delivered — queue overflow (oldest first), permanent errors, retries exhausted
 — is dropped and counted, never silently.
@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import math
 import random
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +37,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agentotel_eval.collector.config_forward import ForwardConfig
+from agentotel_eval.collector.send_queue import Dropped, SendQueue
 from agentotel_eval.otlp.encode import encode_logs, encode_traces
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
 from agentotel_eval.redaction import Redactor
@@ -214,6 +214,55 @@ class ForwardStats:
     last_error: str = ""
 
 
+#: one submit: the signal ("traces", "logs") and its records, or a request body sent as it is
+Item = tuple[str, list[Any] | Encoded]
+
+
+class _RecordQueue:
+    """The forwarder's ``Buffer``: submits in order, bounded by records; a batch merges the following submits of
+    its signal up to ``max_batch`` records (an encoded request goes alone)."""
+
+    def __init__(self, max_records: int, max_batch: int) -> None:
+        self._items: deque[Item] = deque()
+        self._max_records = max_records
+        self._max_batch = max_batch
+        self.queued = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, items: Sequence[Item]) -> list[Item]:
+        pushed_out: list[Item] = []
+        for item in items:
+            self._items.append(item)
+            self.queued += len(item[1])
+        while self.queued > self._max_records and len(self._items) > 1:
+            old = self._items.popleft()  # drop oldest: fresh data is worth more downstream
+            self.queued -= len(old[1])
+            pushed_out.append(old)
+        return pushed_out
+
+    def take(self) -> list[Item]:
+        signal, records = self._items.popleft()
+        while (
+            isinstance(records, list)
+            and self._items
+            and self._items[0][0] == signal
+            and isinstance(following := self._items[0][1], list)
+            and len(records) + len(following) <= self._max_batch
+        ):
+            self._items.popleft()
+            records = records + following
+        self.queued -= len(records)
+        return [(signal, records)]
+
+    def clear(self) -> list[Item]:
+        left = list(self._items)
+        self._items.clear()
+        self.queued = 0
+        return left
+
+
 class Forwarder:
     """Queue spans/logs for a downstream OTLP endpoint; ``submit_*`` never blocks.
 
@@ -234,14 +283,17 @@ class Forwarder:
         self._sender = sender
         #: applied on the sender thread, just before encoding: nothing secret leaves, the producers never wait
         self._redactor = redactor
-        self._queue: deque[tuple[str, list[Any] | Encoded]] = deque()
-        self._queued_records = 0
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
         self.stats = ForwardStats()
         self._clock = clock
-        self._sleep = sleep or self._wait_before_retry
+        self._queue = SendQueue[Item](
+            _RecordQueue(self.config.max_queue_records, self.config.max_batch_records),
+            self._deliver_batch,
+            name="agentotel-forwarder",
+            on_drop=self._dropped,
+            on_queued=self._set_queued,
+            clock=clock,
+        )
+        self._sleep = sleep or self._queue.backoff
         self._rng = rng or random.Random()
         #: a longer delay asked by the server is cut to max_backoff_s (``_classify``), never refused; and added no
         #: jitter: one sender thread is no crowd to spread
@@ -253,11 +305,10 @@ class Forwarder:
             retry_after_jitter=0.0,
         )
         self._last_warning = -_WARN_EVERY_S
-        self._deadline = 0.0
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
-        if self._thread is not None:
+        if self._queue.started:
             return
         if self._sender is None:
             self._sender = (
@@ -265,26 +316,11 @@ class Forwarder:
                 if self.config.resolved_protocol() == "grpc"
                 else HttpSender(self.config)
             )
-        self._thread = threading.Thread(target=self._run, name="agentotel-forwarder", daemon=True)
-        self._thread.start()
+        self._queue.start()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Try to deliver what is queued within ``timeout_s``; count the rest as dropped."""
-        with self._cond:
-            if self._stopping:
-                return
-            self._stopping = True
-            self._deadline = self._clock() + timeout_s
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout_s + 1.0)
-        with self._cond:
-            while self._queue:
-                signal, records = self._queue.popleft()
-                self._count_dropped(signal, len(records))
-            self._queued_records = 0
-            self.stats.queued = 0
-        if self._sender is not None:
+        if self._queue.shutdown(timeout_s) and self._sender is not None:
             self._sender.close()
 
     # -- producer side -----------------------------------------------------------------------------------------
@@ -299,20 +335,19 @@ class Forwarder:
         self._submit(signal, Encoded(body, records))
 
     def _submit(self, signal: str, records: list[Any] | Encoded) -> None:
-        if not records:
+        if records:
+            self._queue.submit([(signal, records)])
+
+    def _set_queued(self, queued: int) -> None:
+        self.stats.queued = queued
+
+    def _dropped(self, items: list[Item], why: Dropped, error: Exception | None) -> None:
+        if why is Dropped.FAILED:  # an encoder or redaction bug: counted and warned as a failed batch
+            for signal, records in items:
+                self._fail(signal, records, f"{type(error).__name__}: {error}")
             return
-        with self._cond:
-            if self._stopping:
-                self._count_dropped(signal, len(records))
-                return
-            self._queue.append((signal, records))
-            self._queued_records += len(records)
-            while self._queued_records > self.config.max_queue_records and len(self._queue) > 1:
-                old_signal, old = self._queue.popleft()  # drop oldest: fresh data is worth more downstream
-                self._queued_records -= len(old)
-                self._count_dropped(old_signal, len(old))
-            self.stats.queued = self._queued_records
-            self._cond.notify()
+        for signal, records in items:
+            self._count_dropped(signal, len(records))
 
     def _count_dropped(self, signal: str, n: int) -> None:
         if signal == "traces":
@@ -321,33 +356,8 @@ class Forwarder:
             self.stats.dropped_logs += n
 
     # -- sender thread -----------------------------------------------------------------------------------------
-    def _take_batch(self) -> tuple[str, list[Any] | Encoded] | None:
-        with self._cond:
-            while not self._queue and not self._stopping:
-                self._cond.wait()
-            if not self._queue:
-                return None
-            signal, records = self._queue.popleft()
-            # Merge following items of the same signal up to the batch size (an encoded request goes alone).
-            while (
-                isinstance(records, list)
-                and self._queue
-                and self._queue[0][0] == signal
-                and isinstance(following := self._queue[0][1], list)
-                and len(records) + len(following) <= self.config.max_batch_records
-            ):
-                self._queue.popleft()
-                records = records + following
-            self._queued_records -= len(records)
-            self.stats.queued = self._queued_records
-            return signal, records
-
-    def _run(self) -> None:
-        while True:
-            item = self._take_batch()
-            if item is None:
-                return
-            signal, records = item
+    def _deliver_batch(self, batch: list[Item]) -> None:
+        for signal, records in batch:
             self._deliver(signal, records)
 
     def _deliver(self, signal: str, records: list[Any] | Encoded) -> None:
@@ -392,21 +402,6 @@ class Forwarder:
         """Every failed attempt, retried or not (as ``forward_failed_attempts`` says, and as the sinks count)."""
         self.stats.failed_attempts += 1
         self.stats.last_error = str(exc)
-
-    def _wait_before_retry(self, seconds: float) -> bool:
-        """Wait before a retry; False when shutting down past the deadline (then stop retrying). Every submit
-        notifies the condition, so the wait runs to its own deadline: a wake-up is not the end of the backoff."""
-        until = self._clock() + seconds
-        with self._cond:
-            while True:
-                now = self._clock()
-                if self._stopping:
-                    if now >= self._deadline:
-                        return False
-                    until = min(until, self._deadline)
-                if now >= until:
-                    return True
-                self._cond.wait(until - now)
 
     def _fail(self, signal: str, records: list[Any] | Encoded, message: str) -> None:
         self._count_dropped(signal, len(records))

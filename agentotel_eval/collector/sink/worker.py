@@ -2,7 +2,7 @@
 
 The queue is keyed by (run, metric) and bounded: a newer evaluation of a run (a re-score, the judge's answer after
 the detectors') replaces the one still waiting in place, and past ``max_queue`` the oldest is dropped. One thread
-sends batches of ``max_batch``; a failed batch is retried with the shared backoff policy (``agentotel_eval.retry``,
+(``collector.send_queue``) sends batches of ``max_batch``; a failed batch is retried with the shared backoff policy (``agentotel_eval.retry``,
 the server's Retry-After wins up to ``max_backoff``), since every tool's write here is an upsert a retry cannot
 duplicate. A batch the tool refuses, or that exhausts its retries, is dropped and counted; the warning comes once
 per interval, not once per batch. The thread keeps to ``cpu_share`` of a core (measured as its own CPU time) by
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import math
 import random
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agentotel_eval.collector.config_sinks import SinkConfig
+from agentotel_eval.collector.send_queue import Dropped, SendQueue
 from agentotel_eval.collector.sink.records import SinkEvaluation
 from agentotel_eval.retry import Failure, GaveUp, RetryPolicy, call_with_retries
 
@@ -71,6 +71,44 @@ class SinkStats:
     last_error: str = ""
 
 
+Key = tuple[str, str, str]
+
+
+class _LatestEvaluations:
+    """A sink's ``Buffer``: one evaluation per (run, metric), in the order they first came; a newer one replaces
+    the one waiting in place (counted in ``stats.replaced``); past ``max_queue`` the oldest go."""
+
+    def __init__(self, max_queue: int, max_batch: int, stats: SinkStats) -> None:
+        self._items: OrderedDict[Key, SinkEvaluation] = OrderedDict()
+        self._max_queue = max_queue
+        self._max_batch = max_batch
+        self._stats = stats
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def queued(self) -> int:
+        return len(self._items)
+
+    def put(self, items: Sequence[SinkEvaluation]) -> list[SinkEvaluation]:
+        for evaluation in items:
+            if evaluation.key in self._items:
+                self._stats.replaced += 1
+            self._items[evaluation.key] = evaluation
+        overflow = len(self._items) - self._max_queue
+        # the oldest first: fresh scores are worth more
+        return [self._items.popitem(last=False)[1] for _ in range(max(overflow, 0))]
+
+    def take(self) -> list[SinkEvaluation]:
+        return [self._items.popitem(last=False)[1] for _ in range(min(self._max_batch, len(self._items)))]
+
+    def clear(self) -> list[SinkEvaluation]:
+        left = list(self._items.values())
+        self._items.clear()
+        return left
+
+
 class SinkWorker:
     """The queue and sender thread of one configured sink (see the module docstring). ``clock``, ``sleep`` and
     ``rng`` stand in for time in tests, as the forwarder's do."""
@@ -87,13 +125,17 @@ class SinkWorker:
         self.config = config
         self.name = config.name
         self._client = client
-        self._queue: OrderedDict[tuple[str, str, str], SinkEvaluation] = OrderedDict()
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._deadline = 0.0
-        self._thread: threading.Thread | None = None
+        self.stats = SinkStats()
         self._clock = clock
-        self._sleep = sleep or self._wait_before_retry
+        self._queue = SendQueue[SinkEvaluation](
+            _LatestEvaluations(config.max_queue, config.max_batch, self.stats),
+            self._send,
+            name=f"agentotel-sink-{config.kind}",
+            on_drop=self._dropped,
+            on_queued=self._set_queued,
+            clock=clock,
+        )
+        self._sleep = sleep or self._queue.backoff
         self._rng = rng or random.Random()
         self._retry = RetryPolicy(
             max_attempts=config.max_retries + 1,
@@ -103,81 +145,38 @@ class SinkWorker:
             retry_after_jitter=0.0,
         )
         self._last_warning = -WARN_EVERY_S
-        self.stats = SinkStats()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"agentotel-sink-{self.config.kind}", daemon=True
-            )
-            self._thread.start()
+        self._queue.start()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Send what is queued within ``timeout_s``; the rest is counted as dropped."""
-        with self._cond:
-            if self._stopping:
-                return
-            self._stopping = True
-            self._deadline = self._clock() + timeout_s
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout_s + 1.0)
-        with self._cond:
-            if self._queue:
-                self._drop(len(self._queue), "not sent before shutdown")
-                self._queue.clear()
-            self.stats.queued = 0
-        self._client.close()
+        if self._queue.shutdown(timeout_s):
+            self._client.close()
 
     # -- producer side -----------------------------------------------------------------------------------------
     def submit(self, evaluations: Sequence[SinkEvaluation]) -> None:
-        if not evaluations:
-            return
-        with self._cond:
-            if self._stopping:
-                self._drop(len(evaluations), "the collector is stopping")
-                return
-            for evaluation in evaluations:
-                if evaluation.key in self._queue:
-                    self.stats.replaced += 1
-                self._queue[evaluation.key] = evaluation
-            overflow = len(self._queue) - self.config.max_queue
-            if overflow > 0:
-                for _ in range(overflow):
-                    self._queue.popitem(last=False)  # the oldest first: fresh scores are worth more
-                self._drop(overflow, f"the queue is full ({self.config.max_queue} evaluations)")
-            self.stats.queued = len(self._queue)
-            self._cond.notify()
+        self._queue.submit(evaluations)
+
+    def _set_queued(self, queued: int) -> None:
+        self.stats.queued = queued
+
+    def _dropped(self, items: list[SinkEvaluation], why: Dropped, error: Exception | None) -> None:
+        if why is Dropped.FULL:
+            self._drop(len(items), f"the queue is full ({self.config.max_queue} evaluations)")
+        elif why is Dropped.STOPPING:
+            self._drop(len(items), "the collector is stopping")
+        elif why is Dropped.UNSENT:
+            self._drop(len(items), "not sent before shutdown")
+        else:
+            self._drop(len(items), f"{type(error).__name__}: {error}")
 
     # -- sender thread -----------------------------------------------------------------------------------------
-    def _take(self) -> list[SinkEvaluation] | None:
-        with self._cond:
-            while not self._queue and not self._stopping:
-                self._cond.wait()
-            if not self._queue:
-                return None
-            batch: list[SinkEvaluation] = []
-            while self._queue and len(batch) < self.config.max_batch:
-                batch.append(self._queue.popitem(last=False)[1])
-            self.stats.queued = len(self._queue)
-            return batch
-
-    def _run(self) -> None:
-        while True:
-            batch = self._take()
-            if batch is None:
-                return
-            cpu, wall = time.thread_time(), self._clock()
-            self._deliver(batch)
-            self._pause((time.thread_time() - cpu) / self.config.cpu_share - (self._clock() - wall))
-
-    def _pause(self, seconds: float) -> None:
-        """Wait ``seconds`` unless stopping (then the rest is sent at once, within the shutdown's time)."""
-        until = self._clock() + seconds
-        with self._cond:
-            while not self._stopping and (now := self._clock()) < until:
-                self._cond.wait(until - now)
+    def _send(self, batch: list[SinkEvaluation]) -> None:
+        cpu, wall = time.thread_time(), self._clock()
+        self._deliver(batch)
+        self._queue.pause((time.thread_time() - cpu) / self.config.cpu_share - (self._clock() - wall))
 
     def _deliver(self, batch: list[SinkEvaluation]) -> None:
         pending = batch
@@ -185,7 +184,7 @@ class SinkWorker:
         def attempt() -> None:
             nonlocal pending
             outcome = self._client.send(pending)
-            with self._cond:
+            with self._queue.lock:
                 self.stats.sent += len(pending) - len(outcome.waiting) - outcome.refused
                 if outcome.refused:
                     self._drop(outcome.refused, f"refused: {outcome.why}")
@@ -213,7 +212,7 @@ class SinkWorker:
             else:  # a mapping or transport bug must not end the thread
                 message = f"{type(exc).__name__}: {exc}"
                 log.debug("sink %s failed", self.name, exc_info=exc)
-            with self._cond:
+            with self._queue.lock:
                 self._drop(len(pending), message)
 
     def _classify(self, exc: Exception) -> Failure:
@@ -225,20 +224,6 @@ class SinkWorker:
     def _count_failure(self, exc: Exception, failure: Failure) -> None:
         self.stats.failed_attempts += 1
         self.stats.last_error = str(exc)
-
-    def _wait_before_retry(self, seconds: float) -> bool:
-        """Wait before a retry; False once shutting down past the deadline."""
-        until = self._clock() + seconds
-        with self._cond:
-            while True:
-                now = self._clock()
-                if self._stopping:
-                    if now >= self._deadline:
-                        return False
-                    until = min(until, self._deadline)
-                if now >= until:
-                    return True
-                self._cond.wait(until - now)
 
     def _drop(self, n: int, why: str) -> None:
         """Count ``n`` evaluations as dropped; warn at most once per interval (the caller holds the lock)."""
