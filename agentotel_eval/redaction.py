@@ -88,6 +88,10 @@ class RedactionSettings:
     def applies(self, place: str) -> bool:
         return self.enabled and place in self.where
 
+    def redactor(self, place: str) -> Redactor | None:
+        """The redactor of one place (store, judge, forward), or None where these settings do not apply."""
+        return Redactor(self) if self.applies(place) else None
+
     @classmethod
     def from_dict(cls, data: Any) -> RedactionSettings:
         if not isinstance(data, Mapping):

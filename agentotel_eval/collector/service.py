@@ -2,7 +2,10 @@
 
 The parts it wires each live in a module of their own: the stages in their packages, what happens after a commit
 in ``after_commit``, ``/healthz`` in ``health``, ``/metrics`` in ``prometheus_registry``, retention and the
-summary line in ``housekeeping``, the lake's waits in ``lake.timing``.
+summary line in ``housekeeping``, the exposure warnings and TLS files in ``exposure``, where decoding and assembly
+run in ``decode.choice`` and ``pipeline.choice``, the lake's waits and joining it in ``lake.timing``, queries in
+``store.queries``, re-scores in ``pipeline.rescore`` and their HTTP answers in ``receive.http.api``. What is left
+here is construction from the config, the callbacks between the parts, and the order they start and stop in.
 
 ``Collector(config).start()`` opens the database, starts every stage and binds the ports; ``shutdown()`` stops
 accepting, lets requests in flight commit, completes every open trace, writes the last runs and closes the
@@ -11,14 +14,13 @@ database cleanly. Both are idempotent. Usable in-process (tests, embedding) or t
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +30,20 @@ from agentotel_eval.access import discovery
 from agentotel_eval.collector.after_commit import AfterCommit, RunsCommitted
 from agentotel_eval.collector.assemble.assembler import Reconstruct
 from agentotel_eval.collector.config import CollectorConfig
-from agentotel_eval.collector.decode.batch import decode_request
+from agentotel_eval.collector.decode.choice import decoder_for
 from agentotel_eval.collector.decode.pool import DecodePool
+from agentotel_eval.collector.exposure import tls_files, warn_if_exposed
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.health import health_report
 from agentotel_eval.collector.housekeeping import Housekeeping
 from agentotel_eval.collector.lake.flusher import LakeFlusher
-from agentotel_eval.collector.lake.health import lake_health
 from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
-from agentotel_eval.collector.lake.timing import away_after, quiet_after, start_reconciler
-from agentotel_eval.collector.pipeline.assembly import AssemblyStage, LocalAssembly, StageFactory
+from agentotel_eval.collector.lake.timing import join_lake
+from agentotel_eval.collector.pipeline.assembly import AssemblyStage, StageFactory, behind
+from agentotel_eval.collector.pipeline.choice import assembly_for, runs_in_process
 from agentotel_eval.collector.pipeline.helper_proxy import ProcessAssembly
+from agentotel_eval.collector.pipeline.rescore import HeldRescores
 from agentotel_eval.collector.process.supervisor import Supervisor
 from agentotel_eval.collector.process.tuning import TUNED, Tuning
 from agentotel_eval.collector.prometheus_registry import exposition, prometheus_registry
@@ -52,32 +56,21 @@ from agentotel_eval.collector.receive.ports import check_free
 from agentotel_eval.collector.score.judge_worker import JudgeWorker
 from agentotel_eval.collector.sink.feed import stored_runs
 from agentotel_eval.collector.sink.hub import SinkHub
-from agentotel_eval.collector.store.database import Database, DatabaseClosed
+from agentotel_eval.collector.store.database import Database
 from agentotel_eval.collector.store.operations import DeleteOlderThan
+from agentotel_eval.collector.store.queries import Queries
 from agentotel_eval.collector.store.reader import TraceReader
 from agentotel_eval.collector.store.runs import RunWriter
 from agentotel_eval.collector.store.writer import StoreWriter, WriterSettings
 from agentotel_eval.collector.ui.routes import UiPages
 from agentotel_eval.collector.ui.web import WebUi
-from agentotel_eval.reconstruct.declared import BUILTIN
-from agentotel_eval.redaction import Redactor
-from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable, run_query
+from agentotel_eval.otlp.records import SpanRecord
+from agentotel_eval.store.query import QueryResult
 
 log = logging.getLogger("agentotel.collector")
 
-
-def is_loopback(host: str) -> bool:
-    """Whether a listener on ``host`` is reachable only from this machine (a wildcard bind is not)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost
-
-
-def _where(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+#: what forwards completed spans downstream (``[forward]``)
+Forward = Callable[[Sequence[SpanRecord]], None]
 
 
 class Collector:
@@ -104,17 +97,17 @@ class Collector:
         self._started_at = 0.0
         self._token = discovery.new_token()
         self._lock = threading.Lock()
-        self._query_lock = threading.Lock()
-        self._rescore_lock = threading.Lock()
         self._state = "new"
         self.housekeeping: Housekeeping | None = None
-        self.query_counts: dict[str, int] = {}
         self.database: Any = None  # Database once started
+        #: the read side: ``/v1/query`` and the web UI read through it
+        self.queries = Queries(self._cursor, self.config.query)
+        #: outcomes of the queries so far, by kind ("ok" or a ``QueryError`` kind)
+        self.query_counts = self.queries.counts
         self.lake: LakeFlusher | None = None  # with [lake]: copies what this node commits to the shared lake
         self.reconciler: Reconciler | None = None  # with [lake]: rebuilds traces several nodes stored
-        self.peers: PeerSpans | None = (
-            None  # with [lake]: other nodes' parts of a split trace, read to assemble it
-        )
+        #: with [lake]: other nodes' parts of a split trace, read to assemble it
+        self.peers: PeerSpans | None = None
         self.writer: StoreWriter
         self.after_commit: AfterCommit
         self.assembler: AssemblyStage
@@ -129,6 +122,7 @@ class Collector:
         self.http: HttpReceiver
         self.ui: UiPages
         self.grpc: GrpcReceiver
+        self.rescores: HeldRescores
         self._telemetry: CollectorRegistry
         #: the bearer token check (``[auth] token``); None: no authentication
         self.auth = Authenticator(config.auth.token) if config.auth.token else None
@@ -136,16 +130,50 @@ class Collector:
     # ---- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> Collector:
+        """Open the store, build and start every stage in the order data flows, then listen and announce."""
         with self._lock:
             if self._state != "new":
                 return self
             self._state = "starting"
+        self._open()
+        try:
+            forward = self._start_outputs()
+            self._build_pipeline(forward)
+            self.writer.start()
+            self.assembler.start()
+            self._assembler_started = True
+            if self.judge is not None:
+                self.judge.start()
+            self._build_listeners()
+            if self.lake is not None:  # before listening
+                self.reconciler, self.peers = join_lake(self.config, self.lake, self._trace_reader)
+            self._telemetry = self._registry()
+            self.http.start()
+            self.grpc.start()
+        except BaseException:
+            self._close_partial()
+            raise
+        self._started_at = time.monotonic()
+        self._announce()
+        self.housekeeping = Housekeeping(
+            self.writer,
+            self.assembler,
+            retention_seconds=self.config.retention_seconds,
+            summary_interval=self._summary_interval,
+        )
+        self.housekeeping.start()
+        with self._lock:
+            self._state = "running"
+        return self
+
+    def _open(self) -> None:
+        """The ports checked first, the lake connected, then the database: a start that cannot listen or use its
+        lake creates neither the database nor its lock."""
         cfg = self.config
         try:
-            # the ports first: a start that cannot listen must not create the database and its lock
             check_free(*cfg.grpc_address, "OTLP/gRPC", "grpc")
             check_free(*cfg.http_address, "OTLP/HTTP", "http")
-            if cfg.lake is not None:  # a node that cannot use its lake does not create its file either
+            if cfg.lake is not None:
                 self.lake = LakeFlusher(
                     cfg.lake.settings(), cfg.lake.node_name(), self._cursor, cfg.lake.flush_interval
                 )
@@ -159,183 +187,158 @@ class Collector:
             with self._lock:
                 self._state = "stopped"
             raise
-        try:
-            scoring_config = cfg.scoring_config()
-            if cfg.forward is not None:
-                self.forwarder = Forwarder(cfg.forward, redactor=self._redactor("forward"))
-                self.forwarder.start()
-            self._start_sinks(cfg)
-            self.after_commit = AfterCommit(
-                consume=lambda spans, logs, at: self.assembler.consume(spans, logs, at),
-                submit_operation=lambda op: self.writer.submit_operation(op),
-                forwarder=self.forwarder,
-                sinks=self.sinks,
-            )
-            self.writer = StoreWriter(
-                self.database.connection,
-                WriterSettings.from_config(cfg.writer, cfg.receiver),
-                on_commit=self.after_commit,
-                incoming=lambda: self.ingestor.decoding,
-                reopen=self.database.reopen,
-            )
-            forwarder = self.forwarder
-            forward = forwarder.submit_spans if forwarder else None
-            if cfg.judge is not None:
-                self.judge = JudgeWorker(
-                    cfg.judge,
-                    self.writer,
-                    self._cursor,
-                    forward_spans=forward,
-                    forward_logs=forwarder.submit_logs if forwarder else None,
-                    redactor=self._redactor("judge"),
-                    on_written=self.sinks.evaluation_written if self.sinks is not None else None,
-                )
-            self.run_writer = RunWriter(
-                self.writer, on_committed=RunsCommitted(judge=self.judge, sinks=self.sinks)
-            )
-            # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
-            # this node would forward the other nodes' spans too.
-            self._trace_reader = (
-                PeerReader(self._cursor)
-                if cfg.lake is not None and cfg.lake.read_peer_spans and forward is None
-                else TraceReader(self._cursor)
-            )
-            if self.in_process:
-                self.assembler = LocalAssembly(
-                    cfg.assembler,
-                    scoring_config,
-                    self._trace_reader,
-                    self.run_writer,
-                    forward=forward,
-                    stages=self._stage_factories,
-                    reconstruct=self._reconstruct,
-                    conventions=cfg.conventions,
-                    text_failures=cfg.reconstruction.text_failures,
-                )
-            else:
-                self.assembler = ProcessAssembly(
-                    cfg.assembler,
-                    scoring_config,
-                    self._trace_reader,
-                    self.run_writer,
-                    forward=forward,
-                    tuning=self.tuning,
-                    conventions=cfg.conventions,
-                    text_failures=cfg.reconstruction.text_failures,
-                )
-            # the records of the spans: for [forward]; for the sinks only where a request's body cannot go on as is
-            forwarding: bool | str = forward is not None or (
-                self.sinks is not None and self.sinks.forwards_spans and self.sinks.keep_records
-            )
-            if cfg.receiver.decode_workers:
-                self.decoders = DecodePool(
-                    cfg.receiver.decode_workers,
-                    keep_spans=forwarding,
-                    log_level=log.getEffectiveLevel(),
-                    tuning=self.tuning,
-                    conventions=cfg.conventions,
-                    limits=cfg.limits,
-                    redaction=cfg.redaction if cfg.redaction.applies("store") else None,
-                )
-                self.decoders.start()
-                pool, timeout = self.decoders, cfg.receiver.export_timeout
-                decoder = lambda signal, encoding, body: pool.decode(signal, encoding, body, timeout)  # noqa: E731
-            else:
-                decoder = functools.partial(
-                    decode_request,
-                    keep_spans=forwarding,
-                    conventions=BUILTIN.plus(cfg.conventions),
-                    limits=cfg.limits,
-                    redactor=self._redactor("store"),
-                )
-            if self.sinks is not None and self.sinks.forwards_spans:
-                decoder = self._keeping_raw(decoder, self.sinks)
-            self.ingestor = Ingestor(
+
+    def _start_outputs(self) -> Forward | None:
+        """What leaves the collector: ``[forward]`` and the score sinks (started: they only queue until fed).
+        Returns what forwards completed spans, if anything does."""
+        cfg = self.config
+        if cfg.forward is not None:
+            self.forwarder = Forwarder(cfg.forward, redactor=cfg.redaction.redactor("forward"))
+            self.forwarder.start()
+        self.sinks = SinkHub(
+            cfg.sinks,
+            max_agents=cfg.metrics.max_agents,
+            lookup=stored_runs(self._cursor),
+            redactor=cfg.redaction.redactor("forward"),
+            redacted_at_store=cfg.redaction.applies("store"),
+        )
+        self.sinks.start()
+        return self.forwarder.submit_spans if self.forwarder is not None else None
+
+    def _build_pipeline(self, forward: Forward | None) -> None:
+        """Writer, after-commit hooks, judge, run writer, assembly and ingest, connected by callbacks."""
+        cfg, sinks, forwarder = self.config, self.sinks, self.forwarder
+        assert sinks is not None
+        self.after_commit = AfterCommit(
+            consume=lambda spans, logs, at: self.assembler.consume(spans, logs, at),
+            submit_operation=lambda op: self.writer.submit_operation(op),
+            forwarder=forwarder,
+            sinks=sinks,
+        )
+        self.writer = StoreWriter(
+            self.database.connection,
+            WriterSettings.from_config(cfg.writer, cfg.receiver),
+            on_commit=self.after_commit,
+            incoming=lambda: self.ingestor.decoding,
+            reopen=self.database.reopen,
+        )
+        if cfg.judge is not None:
+            self.judge = JudgeWorker(
+                cfg.judge,
                 self.writer,
-                decoder=decoder,
-                export_timeout=cfg.receiver.export_timeout,
-                backlog=lambda: self.writer.pending_operation_rows,
-                overloaded=self._assembler_overloaded,
-                cpu_slots=cfg.receiver.decode_slots,
+                self._cursor,
+                forward_spans=forward,
+                forward_logs=forwarder.submit_logs if forwarder is not None else None,
+                redactor=cfg.redaction.redactor("judge"),
+                on_written=sinks.evaluation_written,
             )
-            self.writer.start()
-            self.assembler.start()
-            self._assembler_started = True
-            if self.judge is not None:
-                self.judge.start()
-            http_host, http_port = cfg.http_address
-            cert, key = self.tls_files
-            self.ui = UiPages(self.read)
-            self.http = HttpReceiver(
-                http_host,
-                http_port,
-                HttpApp(
-                    ingestor=self.ingestor,
-                    max_request_size=cfg.receiver.max_request_size,
-                    query=self.query,
-                    rescore=self._http_rescore,
-                    ui=WebUi(self.ui),
-                    health=self.health,
-                    metrics=self.metrics_text,
-                    idle_timeout=cfg.receiver.http_idle_timeout,
-                    read_timeout=cfg.receiver.http_read_timeout,
-                    max_connections=cfg.receiver.http_max_connections,
-                    auth=self.auth,
-                    tls=server_tls_context(cert, key) if cert else None,
-                ),
-            )
-            grpc_host, grpc_port = cfg.grpc_address
-            self.grpc = GrpcReceiver(
-                grpc_host,
-                grpc_port,
-                self.ingestor,
-                workers=cfg.receiver.grpc_workers,
-                max_request_size=cfg.receiver.max_request_size,
-                auth=self.auth,
-                tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
-                idle_timeout=cfg.receiver.http_idle_timeout,
-                handshake_timeout=cfg.receiver.http_read_timeout,
-            )
-            if cfg.lake is not None and self.lake is not None:  # before listening
-                self.lake.open()
-                self.lake.start()
-                # one machine's lake (a SQLite catalog) has one node: no trace can be split between nodes
-                several = cfg.lake.settings().sqlite_file is None
-                if cfg.lake.reconcile_interval > 0 and several:
-                    self.reconciler = start_reconciler(cfg)
-                if isinstance(self._trace_reader, PeerReader) and several:
-                    self.peers = self._trace_reader.peers = PeerSpans(
-                        cfg.lake.settings(),
-                        cfg.lake.node_name(),
-                        away=away_after(cfg.lake),
-                        quiet=quiet_after(cfg),
-                    )
-            self._telemetry = prometheus_registry(
+        self.run_writer = RunWriter(self.writer, on_committed=RunsCommitted(judge=self.judge, sinks=sinks))
+        # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
+        # this node would forward the other nodes' spans too.
+        self._trace_reader = (
+            PeerReader(self._cursor)
+            if cfg.lake is not None and cfg.lake.read_peer_spans and forward is None
+            else TraceReader(self._cursor)
+        )
+        self.assembler = assembly_for(
+            cfg,
+            self._trace_reader,
+            self.run_writer,
+            forward=forward,
+            tuning=self.tuning,
+            stages=self._stage_factories,
+            reconstruct=self._reconstruct,
+        )
+        # the records of the spans: for [forward]; for the sinks only where a request's body cannot go on as is
+        keep_spans = forward is not None or (sinks.forwards_spans and sinks.keep_records)
+        self.decoders, decoder = decoder_for(
+            cfg, keep_spans=keep_spans, tuning=self.tuning, log_level=log.getEffectiveLevel()
+        )
+        if self.decoders is not None:
+            self.decoders.start()
+        self.ingestor = Ingestor(
+            self.writer,
+            decoder=sinks.keeping_raw(decoder) if sinks.forwards_spans else decoder,
+            export_timeout=cfg.receiver.export_timeout,
+            backlog=lambda: self.writer.pending_operation_rows,
+            overloaded=partial(behind, self.assembler, cfg.assembler.max_backlog_records),
+            cpu_slots=cfg.receiver.decode_slots,
+        )
+        self.rescores = HeldRescores(
+            cfg,
+            self._cursor,
+            self.writer.submit_operation,
+            sent=sinks.rescored,
+            wake_judge=self.judge.wake if self.judge is not None else None,
+        )
+
+    def _build_listeners(self) -> None:
+        """OTLP/HTTP with the JSON API and the web UI on it, and OTLP/gRPC; bound, not yet serving."""
+        cfg = self.config
+        cert, key = tls_files(cfg.tls)
+        self.ui = UiPages(self.queries.read)
+        self.http = HttpReceiver(
+            *cfg.http_address,
+            HttpApp(
                 ingestor=self.ingestor,
-                http_stats=self.http.stats,
+                max_request_size=cfg.receiver.max_request_size,
+                query=self.queries.query,
+                rescore=self.rescores.run,
+                ui=WebUi(self.ui),
+                health=self.health,
+                metrics=self.metrics_text,
+                idle_timeout=cfg.receiver.http_idle_timeout,
+                read_timeout=cfg.receiver.http_read_timeout,
+                max_connections=cfg.receiver.http_max_connections,
                 auth=self.auth,
-                writer=self.writer,
-                database_open=lambda: self.database is not None and self.database.is_open,
-                assembler=self.assembler,
-                judge=self.judge,
-                external_logs=lambda: self.after_commit.external_log_evaluations,
-                retention_deleted=lambda: dict(self.retention_deleted),
-                queries=lambda: dict(self.query_counts),
-                uptime=lambda: self.uptime,
-                forwarder=self.forwarder,
-                lake=self.lake,
-                reconciler=self.reconciler,
-                peers=self.peers,
-                sinks=self.sinks,
-                helpers=self.helpers,
-            )
-            self.http.start()
-            self.grpc.start()
-        except BaseException:
-            self._close_partial()
-            raise
-        self._started_at = time.monotonic()
-        self._warn_if_exposed()
+                tls=server_tls_context(cert, key) if cert else None,
+            ),
+        )
+        self.grpc = GrpcReceiver(
+            *cfg.grpc_address,
+            self.ingestor,
+            workers=cfg.receiver.grpc_workers,
+            max_request_size=cfg.receiver.max_request_size,
+            auth=self.auth,
+            tls=(Path(cert).read_bytes(), Path(key).read_bytes()) if cert else None,
+            idle_timeout=cfg.receiver.http_idle_timeout,
+            handshake_timeout=cfg.receiver.http_read_timeout,
+        )
+
+    def _registry(self) -> CollectorRegistry:
+        """``/metrics``: every part's counters, read when scraped."""
+        return prometheus_registry(
+            ingestor=self.ingestor,
+            http_stats=self.http.stats,
+            auth=self.auth,
+            writer=self.writer,
+            database_open=lambda: self.database is not None and self.database.is_open,
+            assembler=self.assembler,
+            judge=self.judge,
+            external_logs=lambda: self.after_commit.external_log_evaluations,
+            retention_deleted=lambda: dict(self.retention_deleted),
+            queries=lambda: dict(self.query_counts),
+            uptime=lambda: self.uptime,
+            forwarder=self.forwarder,
+            lake=self.lake,
+            reconciler=self.reconciler,
+            peers=self.peers,
+            sinks=self.sinks,
+            helpers=self.helpers,
+        )
+
+    def _announce(self) -> None:
+        """Warn when the listeners are open to other machines; register where this collector is, for commands run
+        elsewhere (the database's sidecar file and the user's registry)."""
+        cfg = self.config
+        cert, _key = tls_files(cfg.tls)
+        warn_if_exposed(
+            (cfg.http_address[0], self.http.address[1]),
+            (cfg.grpc_address[0], self.grpc.address[1]),
+            authenticated=self.auth is not None,
+            tls=bool(cert),
+            db=self.db_path,
+        )
         info = discovery.CollectorInfo(
             pid=os.getpid(),
             http=discovery.client_address(*self.http.address),
@@ -347,59 +350,7 @@ class Collector:
             cert=cert,
         )
         discovery.write_sidecar(self.db_path, info)
-        discovery.register(info)  # found by commands run elsewhere
-        self.housekeeping = Housekeeping(
-            self.writer,
-            self.assembler,
-            retention_seconds=cfg.retention_seconds,
-            summary_interval=self._summary_interval,
-        )
-        self.housekeeping.start()
-        with self._lock:
-            self._state = "running"
-        return self
-
-    @property
-    def tls_files(self) -> tuple[str, str]:
-        """The TLS certificate and key, as absolute paths; empty without TLS."""
-        tls = self.config.tls
-        if not tls.cert:
-            return "", ""
-        return str(Path(tls.cert).expanduser().resolve()), str(Path(tls.key).expanduser().resolve())
-
-    def _warn_if_exposed(self) -> None:
-        """A listener other machines can reach, with no token, hands every stored prompt and tool result to them."""
-        http_host, grpc_host = self.config.http_address[0], self.config.grpc_address[0]
-        http_where = _where(http_host, self.http.address[1])
-        grpc_where = _where(grpc_host, self.grpc.address[1])
-        if self.auth is None:
-            if not is_loopback(http_host):
-                log.warning(
-                    "no auth token: anyone who can reach %s can write spans and read every stored prompt, "
-                    "tool argument and result through /v1/query and the web UI; set --auth-token or "
-                    "AGENTOTEL_AUTH_TOKEN",
-                    http_where,
-                )
-            if not is_loopback(grpc_host):
-                log.warning(
-                    "no auth token: anyone who can reach %s (OTLP/gRPC) can write spans into %s; set "
-                    "--auth-token or AGENTOTEL_AUTH_TOKEN",
-                    grpc_where,
-                    self.db_path,
-                )
-        elif not self.config.tls.cert and not (is_loopback(http_host) and is_loopback(grpc_host)):
-            log.warning(
-                "the auth token is sent in clear text to %s: anyone on the network path can read it; "
-                "serve TLS with --tls-cert and --tls-key",
-                " and ".join(
-                    w for h, w in ((http_host, http_where), (grpc_host, grpc_where)) if not is_loopback(h)
-                ),
-            )
-
-    def _redactor(self, place: str) -> Redactor | None:
-        """The redactor of one place (store, judge, forward), or None where ``[redaction]`` does not apply."""
-        settings = self.config.redaction
-        return Redactor(settings) if settings.applies(place) else None
+        discovery.register(info)
 
     def _close_partial(self) -> None:
         for name in ("grpc", "http", "ui"):
@@ -421,12 +372,7 @@ class Collector:
             self.forwarder.shutdown(0)
         if self.sinks is not None:
             self.sinks.shutdown(0)
-        if self.reconciler is not None:
-            self.reconciler.close()
-        if self.peers is not None:
-            self.peers.close()
-        if self.lake is not None:
-            self.lake.close(final=False)
+        self._close_lake(final=False)
         if self.database is not None:
             self.database.close()
             self.database = None
@@ -455,17 +401,7 @@ class Collector:
             self.judge.shutdown(min(grace, 5.0))  # answers not back by then stay pending for the next start
         self.assembler.shutdown()  # completes every open trace; the runs go to the writer
         self.writer.shutdown()  # applies the last run writes, checkpoints
-        if self.reconciler is not None:
-            self.reconciler.close()
-        if self.peers is not None:
-            self.peers.close()
-        if self.lake is not None:
-            try:
-                self.lake.close(final=True)  # every write is done: the rest goes to the lake now
-            except Exception:
-                log.exception(
-                    "the last lake flush failed; the rows stay in %s and go at the next start", self.db_path
-                )
+        self._close_lake(final=True)  # every write is done: the rest goes to the lake now
         if self.forwarder is not None:
             self.forwarder.shutdown(min(grace, 5.0))  # the held spans of the last traces go out here
         if self.sinks is not None:
@@ -484,45 +420,23 @@ class Collector:
             self._state = "stopped"
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
 
-    # ---- score sinks (``collector.sink``): the hub is fed by the after-commit hooks (``after_commit``) --------
-
-    def _start_sinks(self, cfg: CollectorConfig) -> None:
-        """The quality counters and the ``[[sinks]]`` (their span forwarders take what ``_committed`` hands them)."""
-        self.sinks = SinkHub(
-            cfg.sinks,
-            max_agents=cfg.metrics.max_agents,
-            lookup=stored_runs(self._cursor),
-            redactor=self._redactor("forward"),
-            redacted_at_store=cfg.redaction.applies("store"),
-        )
-        self.sinks.start()
-
-    @staticmethod
-    def _keeping_raw(decoder: Any, sinks: SinkHub) -> Any:
-        """The decoder, its answers keeping the request's body where the sinks may send it on as it is."""
-
-        def decode(signal: str, encoding: str, body: bytes) -> Any:
-            return sinks.keep_raw(decoder(signal, encoding, body), signal, encoding, body)
-
-        return decode
-
-    @staticmethod
-    def _rescored(write: Any, sinks: SinkHub) -> Any:
-        """A re-score's write that also sends the new evaluations to the sinks once committed."""
-
-        def write_and_send(op: Any) -> None:
-            write(op)
-            sinks.rescored(op)
-
-        return write_and_send
-
-    def _assembler_overloaded(self) -> str | None:
-        """Why ingest must wait for the assembler, if it must: it has not taken that many committed records yet."""
-        backlog = self.assembler.backlog
-        bound = self.config.assembler.max_backlog_records
-        if backlog < bound:
-            return None
-        return f"the assembler is behind ({backlog} committed records not taken yet, bound {bound})"
+    def _close_lake(self, *, final: bool) -> None:
+        """The reconciler and the peer reads, then the copy to the lake: ``final`` flushes what is left first (a
+        failure there is logged: the rows stay in the database and go at the next start)."""
+        if self.reconciler is not None:
+            self.reconciler.close()
+        if self.peers is not None:
+            self.peers.close()
+        if self.lake is None:
+            return
+        try:
+            self.lake.close(final=final)
+        except Exception:
+            if not final:
+                raise
+            log.exception(
+                "the last lake flush failed; the rows stay in %s and go at the next start", self.db_path
+            )
 
     def __enter__(self) -> Collector:
         return self.start()
@@ -534,9 +448,7 @@ class Collector:
     def in_process(self) -> bool:
         """Assembly and scoring run on a thread here instead of in the assembler process: when configured, or
         when a test hooks a stage or the reconstruction in (callables stay in this process)."""
-        return (
-            not self.config.assembler.process or bool(self._stage_factories) or self._reconstruct is not None
-        )
+        return runs_in_process(self.config, self._stage_factories, self._reconstruct)
 
     @property
     def running(self) -> bool:
@@ -545,6 +457,11 @@ class Collector:
     @property
     def uptime(self) -> float:
         return time.monotonic() - self._started_at if self._started_at else 0.0
+
+    @property
+    def tls_files(self) -> tuple[str, str]:
+        """The TLS certificate and key, as absolute paths; empty without TLS."""
+        return tls_files(self.config.tls)
 
     @property
     def grpc_endpoint(self) -> str:
@@ -565,82 +482,18 @@ class Collector:
         self, sql: str, *, limit: int | None = None, timeout: float | None = None, params: Sequence[Any] = ()
     ) -> dict[str, Any]:
         """Run one sealed read-only query (the ``POST /v1/query`` answer as a dict)."""
-        return self.read(sql, params, limit=limit, timeout=timeout).to_dict()
+        return self.queries.query(sql, limit=limit, timeout=timeout, params=params)
 
     def read(
         self, sql: str, params: Sequence[Any] = (), *, limit: int | None = None, timeout: float | None = None
     ) -> QueryResult:
         """Run one sealed read-only query, within the ``[query]`` limits: what ``/v1/query`` and the UI read with."""
-        cfg = self.config.query
-        row_limit = min(limit, cfg.row_limit) if limit else cfg.row_limit
-        time_limit = min(timeout, cfg.timeout) if timeout else cfg.timeout
-        try:
-            try:
-                with self._cursor() as cursor:
-                    result = run_query(cursor, sql, row_limit=row_limit, timeout=time_limit, params=params)
-            except DatabaseClosed as exc:
-                raise QueryUnavailable(f"the database cannot be read right now: {exc}") from None
-        except QueryError as exc:
-            self._count_query(exc.kind)
-            raise
-        self._count_query("ok")
-        return result
+        return self.queries.read(sql, params, limit=limit, timeout=timeout)
 
     def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Re-score stored runs here, where the database is held (``POST /v1/rescore``; ``agentotel_eval.collector.pipeline.rescore``):
-        with the collector's own expectations, or those of the config file the payload names. One at a time."""
-        from agentotel_eval.collector.config import ConfigError, default_config, load_config
-        from agentotel_eval.collector.pipeline.rescore import (
-            RescoreBusy,
-            RescoreError,
-            Rescorer,
-            committed_by,
-            request_from_payload,
-            sealed_read,
-        )
-
-        request, config_path = request_from_payload(payload)
-        config, name = self.config, "the collector's configuration"
-        if config_path is not None:
-            try:
-                config, name = load_config(config_path, default_config()).validate(), config_path
-            except (ConfigError, OSError) as exc:
-                raise RescoreError(f"invalid configuration {config_path}: {exc}") from None
-        if not self._rescore_lock.acquire(blocking=False):
-            raise RescoreBusy("another re-score is running on this database; try again when it has finished")
-        try:
-            write = committed_by(self.writer.submit_operation)
-            if self.sinks is not None:
-                write = self._rescored(write, self.sinks)
-            rescorer = Rescorer(
-                config.scoring_config(),
-                sealed_read(self._cursor),
-                TraceReader(self._cursor),
-                write,
-                conventions=config.conventions,
-                text_failures=config.reconstruction.text_failures,
-                config_name=name,
-            )
-            summary = rescorer.run(request)
-        finally:
-            self._rescore_lock.release()
-        if summary.judge_queued and self.judge is not None:
-            self.judge.wake()
-        return summary.to_dict()
-
-    def _http_rescore(self, payload: Any) -> tuple[int, dict[str, Any]]:
-        from agentotel_eval.collector.pipeline.rescore import RescoreBusy, RescoreError
-
-        try:
-            return 200, self.rescore(payload)
-        except (RescoreError, QueryError) as exc:
-            return 400, {"error": str(exc)}
-        except RescoreBusy as exc:
-            return 409, {"error": str(exc)}
-
-    def _count_query(self, outcome: str) -> None:
-        with self._query_lock:
-            self.query_counts[outcome] = self.query_counts.get(outcome, 0) + 1
+        """Re-score stored runs here, where the database is held (``POST /v1/rescore``): with the collector's own
+        expectations, or those of the config file the payload names. One at a time."""
+        return self.rescores.run(payload)
 
     def helpers(self) -> list[Supervisor]:
         """The supervisors of this collector's helper processes."""
@@ -650,9 +503,6 @@ class Collector:
         return out
 
     def health(self) -> dict[str, Any]:
-        lake = None
-        if self.lake is not None and self.config.lake is not None:
-            lake = lake_health(self.lake, self.reconciler, self.config.lake.max_lag)
         return health_report(
             self._state,
             token=self._token,
@@ -660,12 +510,13 @@ class Collector:
             grpc=self.grpc_endpoint,
             http=self.http_endpoint,
             uptime=self.uptime,
-            queued_records=self.writer.queued_records,
-            database_open=self.database is not None and self.database.is_open,
-            open_traces=self.assembler.open_traces,
-            assembler_pid=self.assembler.pid,
-            decode_pids=self.decoders.pids if self.decoders is not None else [],
-            lake=lake,
+            writer=self.writer,
+            database=self.database,
+            assembler=self.assembler,
+            decoders=self.decoders,
+            lake=self.lake,
+            reconciler=self.reconciler,
+            lake_max_lag=self.config.lake.max_lag if self.config.lake is not None else 0.0,
         )
 
     def metrics_text(self) -> str:

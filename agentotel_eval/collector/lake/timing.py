@@ -1,10 +1,14 @@
 """How long a node on a shared lake waits before it takes a split trace as quiet or another node as gone, and the
-reconciler started with those times. The nodes are assumed to share ``flush_interval``."""
+reconciler and peer reads started with those times (``join_lake``). The nodes are assumed to share
+``flush_interval``."""
 
 from __future__ import annotations
 
 from agentotel_eval.collector.config import CollectorConfig, LakeConfig
+from agentotel_eval.collector.lake.flusher import LakeFlusher
+from agentotel_eval.collector.lake.peer_spans import PeerReader, PeerSpans
 from agentotel_eval.collector.lake.reconciler import Reconciler
+from agentotel_eval.collector.store.reader import TraceReader
 
 
 def quiet_after(cfg: CollectorConfig) -> float:
@@ -35,3 +39,23 @@ def start_reconciler(cfg: CollectorConfig) -> Reconciler:
     reconciler.open()
     reconciler.start()
     return reconciler
+
+
+def join_lake(
+    cfg: CollectorConfig, flusher: LakeFlusher, reader: TraceReader
+) -> tuple[Reconciler | None, PeerSpans | None]:
+    """Open the node's copy to the lake and start it; on a lake several nodes share, the reconciler (when
+    ``reconcile_interval`` is set) and the reads of other nodes' parts of a split trace (when ``reader`` takes
+    them). One machine's lake (a SQLite catalog) has one node: no trace can be split between nodes."""
+    assert cfg.lake is not None
+    flusher.open()
+    flusher.start()
+    if cfg.lake.settings().sqlite_file is not None:
+        return None, None
+    reconciler = start_reconciler(cfg) if cfg.lake.reconcile_interval > 0 else None
+    peers = None
+    if isinstance(reader, PeerReader):
+        peers = reader.peers = PeerSpans(
+            cfg.lake.settings(), cfg.lake.node_name(), away=away_after(cfg.lake), quiet=quiet_after(cfg)
+        )
+    return reconciler, peers

@@ -118,6 +118,14 @@ class AssemblyStage(Protocol):
         """Complete every open trace and write its runs; idempotent."""
 
 
+def behind(assembler: AssemblyStage, bound: int) -> str | None:
+    """Why ingest must wait for the assembler, if it must: it has not taken ``bound`` committed records yet."""
+    backlog = assembler.backlog
+    if backlog < bound:
+        return None
+    return f"the assembler is behind ({backlog} committed records not taken yet, bound {bound})"
+
+
 class LocalAssembly:
     """Assembly, reconstruction and scoring on a thread of the collector's process. ``stages`` wrap the scoring
     stage, outermost first (each gets the next); ``reconstruct`` replaces the reconstruction."""

@@ -29,7 +29,7 @@ from agentotel_eval.collector.config_scoring import ScoringConfig
 from agentotel_eval.collector.process.completed import CompletedTrace
 from agentotel_eval.collector.score.stage import DETERMINISTIC_METRICS, ScoringStage
 from agentotel_eval.collector.store.operations import ReplaceRuns, ns_to_datetime
-from agentotel_eval.collector.store.reader import StoredTraceReader
+from agentotel_eval.collector.store.reader import StoredTraceReader, TraceReader
 from agentotel_eval.collector.store.runs import build_run_rows
 from agentotel_eval.metrics.registry import TOOL_ERRORS
 from agentotel_eval.otlp.records import LogRecord, SpanRecord
@@ -53,6 +53,8 @@ Write = Callable[[ReplaceRuns], None]
 
 class RescoreError(ValueError):
     """A re-score that cannot start (a bad condition, a judge asked for with none configured); for the user."""
+
+    http_status = 400  # how ``POST /v1/rescore`` answers it
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,8 @@ class RescoreSummary:
 
 class RescoreBusy(RuntimeError):
     """Another re-score is running on this database."""
+
+    http_status = 409
 
 
 #: the body of ``POST /v1/rescore``: the request's fields and the config file to score with (None: the collector's)
@@ -451,12 +455,67 @@ def render(summary: RescoreSummary) -> str:
     return "\n".join(lines)
 
 
+class HeldRescores:
+    """The re-scores of ``POST /v1/rescore`` in the collector that holds the database, one at a time: with its
+    configuration, or the one the payload names; written through its writer (``submit``), then handed to ``sent``
+    (the sinks) once committed; ``wake_judge`` when runs were queued for the judge."""
+
+    def __init__(
+        self,
+        config: CollectorConfig,
+        cursor: Callable[[], AbstractContextManager[Any]],
+        submit: Callable[[ReplaceRuns], None],
+        *,
+        sent: Callable[[ReplaceRuns], None] | None = None,
+        wake_judge: Callable[[], None] | None = None,
+    ) -> None:
+        self._config = config
+        self._cursor = cursor
+        self._commit = committed_by(submit)
+        self._sent = sent
+        self._wake_judge = wake_judge
+        self._lock = threading.Lock()
+
+    def run(self, payload: Any) -> dict[str, Any]:
+        """The summary of the re-score a payload asks for; ``RescoreError``, ``RescoreBusy`` or ``QueryError``."""
+        from agentotel_eval.collector.config import ConfigError, default_config, load_config
+
+        request, config_path = request_from_payload(payload)
+        config, name = self._config, "the collector's configuration"
+        if config_path is not None:
+            try:
+                config, name = load_config(config_path, default_config()).validate(), config_path
+            except (ConfigError, OSError) as exc:
+                raise RescoreError(f"invalid configuration {config_path}: {exc}") from None
+        if not self._lock.acquire(blocking=False):
+            raise RescoreBusy("another re-score is running on this database; try again when it has finished")
+        try:
+            summary = Rescorer(
+                config.scoring_config(),
+                sealed_read(self._cursor),
+                TraceReader(self._cursor),
+                self._write,
+                conventions=config.conventions,
+                text_failures=config.reconstruction.text_failures,
+                config_name=name,
+            ).run(request)
+        finally:
+            self._lock.release()
+        if summary.judge_queued and self._wake_judge is not None:
+            self._wake_judge()
+        return summary.to_dict()
+
+    def _write(self, op: ReplaceRuns) -> None:
+        self._commit(op)
+        if self._sent is not None:
+            self._sent(op)
+
+
 def rescore_file(db: Path, payload: Any, config: CollectorConfig) -> RescoreSummary:
     """The re-score of a ``POST /v1/rescore`` body done in this process, on a database file that no collector
     holds (this process is then its only writer), with ``config`` (the one the body names, loaded; else the
     defaults). ``RescoreError`` when the file cannot be opened or the request is refused."""
     from agentotel_eval.collector.store.database import Database
-    from agentotel_eval.collector.store.reader import TraceReader
     from agentotel_eval.store.query import QueryError
 
     if not db.is_file():

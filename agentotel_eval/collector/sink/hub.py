@@ -1,6 +1,6 @@
 """What the service wires: the configured sinks (queue, client, span forwarder each), the evaluation feed and
 the quality counters. Its entry points are the service's after-commit hooks (``received`` for committed spans,
-``runs_committed``, ``evaluation_written``, ``rescored``), ``keep_raw`` on the decoder's answer, ``metrics`` and the
+``runs_committed``, ``evaluation_written``, ``rescored``), ``keeping_raw`` around the decoder, ``metrics`` and the
 lifecycle.
 
 A sink sends the spans as they were received, not the copies with scores attached that ``[forward]`` gets: the
@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client.registry import Collector
 
 from agentotel_eval.collector.config_sinks import SinkConfig
+from agentotel_eval.collector.decode.choice import Decoder
 from agentotel_eval.collector.forward.forwarder import Forwarder
 from agentotel_eval.collector.process.ingest_batch import KEEP_UNLESS_CLEAN, IngestBatch
 from agentotel_eval.collector.sink import langfuse, mlflow, phoenix
@@ -127,6 +128,14 @@ class SinkHub:
         ):
             return batch
         return dataclasses.replace(batch, raw=body)
+
+    def keeping_raw(self, decoder: Decoder) -> Decoder:
+        """``decoder``, its answers keeping the request's body where the sinks may send it on as it is."""
+
+        def decode(signal: str, encoding: str, body: bytes) -> IngestBatch:
+            return self.keep_raw(decoder(signal, encoding, body), signal, encoding, body)
+
+        return decode
 
     def received(self, batch: IngestBatch, records: Sequence[SpanRecord]) -> None:
         """Spans committed from one request: its body when kept (a re-sent span in it is sent again: the tools keep

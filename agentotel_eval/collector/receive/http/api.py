@@ -33,8 +33,9 @@ class Query(Protocol):
     ) -> dict[str, Any]: ...
 
 
-#: a re-score request (the JSON body) -> (HTTP status, JSON answer)
-Rescore = Callable[[Any], tuple[int, dict[str, Any]]]
+#: a re-score request (the JSON body) -> its JSON answer; raises ``QueryError`` or an error whose ``http_status``
+#: says how it is answered (``rescore_answer``)
+Rescore = Callable[[Any], dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,20 @@ def query_request(payload: Any) -> QueryRequest:
     ):
         raise ValueError("'timeout' must be a positive number of seconds")
     return QueryRequest(payload["sql"], limit, timeout, payload.get("params") or ())
+
+
+def rescore_answer(rescore: Rescore, payload: Any) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and JSON answer to a re-score: 200 and its summary; 400 for a bad request or condition, 409
+    while another runs (the error's ``http_status``). Any other error propagates: a 500, logged."""
+    try:
+        return 200, rescore(payload)
+    except QueryError as exc:
+        return 400, {"error": str(exc)}
+    except Exception as exc:
+        status = getattr(exc, "http_status", None)
+        if not isinstance(status, int):
+            raise
+        return status, {"error": str(exc)}
 
 
 async def _json_body(request: Request) -> Any:
@@ -106,7 +121,7 @@ def api_routes(query: Query, rescore: Rescore | None, blocking: Blocking) -> lis
         if rescore is None:
             return JsonAnswer({"error": "this server does not re-score"}, 404)
         try:
-            status, answer = await blocking.run(rescore, payload)
+            status, answer = await blocking.run(rescore_answer, rescore, payload)
         except Exception as exc:
             log.exception("re-score failed")
             return JsonAnswer({"error": f"internal error: {exc}"}, 500)
