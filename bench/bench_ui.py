@@ -1,7 +1,7 @@
 """Web UI benchmark: how fast the collector's pages answer with 100,000 agent runs in the database.
 
     python bench/bench_ui.py [--db /tmp/agentotel-bench-ui.duckdb] [--rebuild] [--runs 100000]
-                             [--requests 50] [--budget 20] [--json FILE|-] [--build-only]
+                             [--requests 50] [--budget 20] [--json FILE|-] [--build-only] [--source DIR]
 
 Two steps:
 
@@ -33,6 +33,11 @@ Two steps:
 A route the server does not have (a 404 "no route for ...") is reported as not served, not as an error. The
 exit status is non-zero only on errors (the build, the server, an answer that is not a 200 of the right
 content type), never on slowness. The machine may be shared: compare the ratios to the baseline, not the ms.
+
+``--source DIR`` serves the database with another checkout's ``agentotel_eval`` (``bench/source.py``; the server
+is started as ``python -m agentotel_eval.collector`` from the link's directory, and where it imports the package
+from is checked first): alternate it with runs of this one on the same ``--db`` to compare two versions' pages.
+A database it has to build is built by that checkout's collector.
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+from source import inherited_source  # noqa: E402
+
+inherited_source()  # in a process a --source run spawned (this module is its main module again)
 
 DEFAULT_DB = os.path.join(tempfile.gettempdir(), "agentotel-bench-ui.duckdb")
 SLOW_MS = 300.0
@@ -370,10 +378,16 @@ def build(
     """A fresh database at ``db`` with ``runs`` runs, written by an in-process collector with scoring on."""
     import multiprocessing as mp
 
-    from agentotel_eval.collector.config_scoring import parse_expectations
+    from source import first_module
+
     from agentotel_eval.collector.process.tuning import TUNED, tune_process
     from agentotel_eval.collector.service import Collector
     from tests.support.collector_harness import fast_config
+
+    # before the collector's restructuring (``--source``) in the score package
+    parse_expectations = first_module(
+        "agentotel_eval.collector.config_scoring", "agentotel_eval.collector.score.config"
+    ).parse_expectations
 
     started = time.monotonic()
     templates, used = build_templates(min_spans, max_spans)
@@ -530,11 +544,13 @@ def print_summary(summary: dict[str, Any]) -> None:
 class Server:
     """``agentotel-eval serve`` on the database, in its own process; its HTTP address read from its banner."""
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, as_module: bool = False) -> None:
         exe = Path(sys.executable).with_name("agentotel-eval")
-        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.collector"]
+        if exe.exists() and not as_module:
+            command = [str(exe), "serve"]
+        else:  # ``python -m`` imports from the working directory first (``--source``: the link's)
+            command = [sys.executable, "-m", "agentotel_eval.collector"]  # this module is ``serve``
         command += [
-            "serve",
             "--db",
             db,
             "--grpc",
@@ -597,6 +613,14 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         self.stderr.close()
+
+
+def served_package() -> Path:
+    """Where a ``python -m`` started from here imports ``agentotel_eval`` from (``-c`` puts the working
+    directory first on the path as ``-m`` does)."""
+    code = "import agentotel_eval, pathlib; print(pathlib.Path(agentotel_eval.__file__).resolve().parent)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -828,11 +852,22 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-only", action="store_true", help="build (or check) the database only")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE ('-': stdout)")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        help="another checkout whose agentotel_eval to serve the database with (and to build it with)",
+    )
     args = parser.parse_args()
+    args.db = os.path.abspath(args.db)  # ``--source`` changes the working directory
+    from source import imported_from, use_source
+
+    package = use_source(args.source) if args.source else imported_from()
+    print(f"agentotel_eval from {package}")
     lo, _, hi = args.spans.partition("-")
     out: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "db": os.path.abspath(args.db),
+        "db": args.db,
+        "package": str(package),
         "cpus": os.cpu_count(),
         "build": None,
     }
@@ -873,7 +908,12 @@ def main() -> int:
                 print("  note: its runs are over a day old, so the time filters see fewer of them; --rebuild")
         if args.build_only:
             return _finish(out, args.json, 0)
-        server = Server(args.db)
+        if args.source:
+            served = served_package()
+            print(f"agentotel-eval serve (python -m) imports agentotel_eval from {served}")
+            if served != package:
+                raise RuntimeError(f"the server would import agentotel_eval from {served}, not {package}")
+        server = Server(args.db, as_module=args.source is not None)
         try:
             healthy = server.wait_healthy()
             print(
