@@ -27,8 +27,10 @@ Two steps:
    each request, picked with ``POST /v1/query``) and ``/api/runs/latest``; and, as baselines in the same run,
    ``GET /healthz`` and ``POST /v1/query`` with ``SELECT count(*) FROM agent_runs``. Printed per route: p50,
    p95 and max in ms (to the whole answer read), the p95 as a multiple of the ``/v1/query`` baseline's p95,
-   the p50 and p95 to the status line and headers (``hdr``: the server's work without the body's transfer)
-   and the answer's size; routes whose p95 is over 300 ms are marked.
+   the p50 and p95 to the status line and headers (``hdr``: the server's work without the body's transfer),
+   the answer's size and the server process's CPU time a request (``cpu ms``, warm-ups included, counted
+   in the kernel's clock ticks, 10 ms on most: steadier than the times when the machine is shared); routes whose p95 is over 300 ms are
+   marked.
 
 A route the server does not have (a 404 "no route for ...") is reported as not served, not as an error. The
 exit status is non-zero only on errors (the build, the server, an answer that is not a 200 of the right
@@ -600,6 +602,13 @@ class Server:
                 raise RuntimeError(f"the collector never answered GET /healthz with 200: {self.errors()}")
             time.sleep(0.1)
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far, user and system (its helper processes idle while pages are
+        read, so they are left out)."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def errors(self) -> str:
         self.stderr.seek(0)
         return self.stderr.read().decode(errors="replace")[-2000:] or "(nothing on stderr)"
@@ -645,6 +654,9 @@ class Result:
     ms: list[float] = field(default_factory=list)  # to the whole answer read
     headers_ms: list[float] = field(default_factory=list)  # to the status line and headers read
     bytes: int = 0
+    sent: int = 0  # requests sent, warm-ups included
+    #: the server process's CPU time (user + system, its DuckDB threads included) per request sent
+    cpu_ms: float = math.nan
 
     def pct(self, q: float, headers: bool = False) -> float:
         """Nearest-rank percentile of the latencies (to the headers: ``headers``)."""
@@ -682,6 +694,7 @@ def measure(
                 break
             path = route.paths[i % len(route.paths)]
             i += 1
+            result.sent = i
             started = time.perf_counter()
             conn.request(route.method, path, body=route.body, headers=headers)
             response = conn.getresponse()
@@ -779,7 +792,7 @@ def report(results: list[Result]) -> tuple[list[dict[str, Any]], float]:
     rows = []
     print(
         f"\n{'route':<24} {'path':<42} {'n':>3} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/query':>9} "
-        f"{'hdr p50':>8} {'hdr p95':>8} {'bytes':>8}"
+        f"{'hdr p50':>8} {'hdr p95':>8} {'bytes':>8} {'cpu ms':>7}"
     )
     for r in results:
         paths = r.route.paths
@@ -805,11 +818,13 @@ def report(results: list[Result]) -> tuple[list[dict[str, Any]], float]:
                 headers_p50_ms=round(h50, 2),
                 headers_p95_ms=round(h95, 2),
                 bytes=r.bytes,
+                server_cpu_ms=round(r.cpu_ms, 2),
                 slow=slow,
             )
             print(
                 f"{r.route.name:<24} {path:<42} {len(r.ms):3} {p50:8.1f} {p95:8.1f} {top:8.1f} "
-                f"{ratio:8.1f}x {h50:8.1f} {h95:8.1f} {r.bytes:8,}{'  SLOW: p95 > 300 ms' if slow else ''}"
+                f"{ratio:8.1f}x {h50:8.1f} {h95:8.1f} {r.bytes:8,} {r.cpu_ms:7.1f}"
+                f"{'  SLOW: p95 > 300 ms' if slow else ''}"
             )
         else:
             row["detail"] = r.detail
@@ -926,16 +941,17 @@ def main() -> int:
             started = time.monotonic()
             measured = routes(server.host, server.port, args.requests, args.q, args.seed)
             for route in measured:
-                results.append(
-                    measure(
-                        server.host,
-                        server.port,
-                        route,
-                        args.requests,
-                        budget_s=args.budget / len(measured),
-                        min_requests=args.min_requests,
-                    )
+                cpu_before = server.cpu_seconds()
+                result = measure(
+                    server.host,
+                    server.port,
+                    route,
+                    args.requests,
+                    budget_s=args.budget / len(measured),
+                    min_requests=args.min_requests,
                 )
+                result.cpu_ms = 1000 * (server.cpu_seconds() - cpu_before) / max(result.sent, 1)
+                results.append(result)
             measured_s = time.monotonic() - started
         finally:
             server.stop()
