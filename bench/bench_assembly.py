@@ -63,11 +63,10 @@ def main() -> None:
 
     import duckdb
     from bench_ingest import RequestFactory
+    from source import first_module
 
     from agentotel_eval.collector.config import default_config
-    from agentotel_eval.collector.config_scoring import parse_expectations
     from agentotel_eval.collector.decode.batch import decode_request
-    from agentotel_eval.collector.process.completed import CompletedTrace
     from agentotel_eval.collector.score.stage import ScoringStage
     from agentotel_eval.collector.store.idempotent_append import SPAN_KEY, InsertPlan
     from agentotel_eval.collector.store.operations import merge_operations
@@ -78,6 +77,14 @@ def main() -> None:
     from agentotel_eval.store import schema
     from agentotel_eval.store.opening import open_store
     from agentotel_eval.store.rows import SPAN_SCHEMA, SPAN_SELECT_ASSEMBLY, spans_from_arrow
+
+    # before the collector's restructuring (``--source``) these lived in the score and assemble packages
+    parse_expectations = first_module(
+        "agentotel_eval.collector.config_scoring", "agentotel_eval.collector.score.config"
+    ).parse_expectations
+    CompletedTrace = first_module(
+        "agentotel_eval.collector.process.completed", "agentotel_eval.collector.assemble.completed"
+    ).CompletedTrace
 
     factory = RequestFactory(1, 512)
     bodies = [factory.next()[0] for _ in range(args.requests)]

@@ -562,9 +562,16 @@ def collector_main(
 
     threading.Thread(target=trim, daemon=True).start()
 
+    from source import first_module
+
     from agentotel_eval.collector.config import default_config
-    from agentotel_eval.collector.config_scoring import ScoringSettings, parse_expectations
     from agentotel_eval.collector.service import Collector
+
+    # the scoring settings' module; before the collector's restructuring (``--source``) in the score package
+    scoring_config = first_module(
+        "agentotel_eval.collector.config_scoring", "agentotel_eval.collector.score.config"
+    )
+    ScoringSettings, parse_expectations = scoring_config.ScoringSettings, scoring_config.parse_expectations
 
     config = default_config()
     config = dataclasses.replace(

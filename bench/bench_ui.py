@@ -1,7 +1,7 @@
 """Web UI benchmark: how fast the collector's pages answer with 100,000 agent runs in the database.
 
     python bench/bench_ui.py [--db /tmp/agentotel-bench-ui.duckdb] [--rebuild] [--runs 100000]
-                             [--requests 50] [--budget 20] [--json FILE|-] [--build-only]
+                             [--requests 50] [--budget 20] [--json FILE|-] [--build-only] [--source DIR]
 
 Two steps:
 
@@ -27,12 +27,19 @@ Two steps:
    each request, picked with ``POST /v1/query``) and ``/api/runs/latest``; and, as baselines in the same run,
    ``GET /healthz`` and ``POST /v1/query`` with ``SELECT count(*) FROM agent_runs``. Printed per route: p50,
    p95 and max in ms (to the whole answer read), the p95 as a multiple of the ``/v1/query`` baseline's p95,
-   the p50 and p95 to the status line and headers (``hdr``: the server's work without the body's transfer)
-   and the answer's size; routes whose p95 is over 300 ms are marked.
+   the p50 and p95 to the status line and headers (``hdr``: the server's work without the body's transfer),
+   the answer's size and the server process's CPU time a request (``cpu ms``, warm-ups included, counted
+   in the kernel's clock ticks, 10 ms on most: steadier than the times when the machine is shared); routes whose p95 is over 300 ms are
+   marked.
 
 A route the server does not have (a 404 "no route for ...") is reported as not served, not as an error. The
 exit status is non-zero only on errors (the build, the server, an answer that is not a 200 of the right
 content type), never on slowness. The machine may be shared: compare the ratios to the baseline, not the ms.
+
+``--source DIR`` serves the database with another checkout's ``agentotel_eval`` (``bench/source.py``; the server
+is started as ``python -m agentotel_eval.collector`` from the link's directory, and where it imports the package
+from is checked first): alternate it with runs of this one on the same ``--db`` to compare two versions' pages.
+A database it has to build is built by that checkout's collector.
 """
 
 from __future__ import annotations
@@ -61,6 +68,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+from source import inherited_source  # noqa: E402
+
+inherited_source()  # in a process a --source run spawned (this module is its main module again)
 
 DEFAULT_DB = os.path.join(tempfile.gettempdir(), "agentotel-bench-ui.duckdb")
 SLOW_MS = 300.0
@@ -370,10 +380,16 @@ def build(
     """A fresh database at ``db`` with ``runs`` runs, written by an in-process collector with scoring on."""
     import multiprocessing as mp
 
-    from agentotel_eval.collector.config_scoring import parse_expectations
+    from source import first_module
+
     from agentotel_eval.collector.process.tuning import TUNED, tune_process
     from agentotel_eval.collector.service import Collector
     from tests.support.collector_harness import fast_config
+
+    # before the collector's restructuring (``--source``) in the score package
+    parse_expectations = first_module(
+        "agentotel_eval.collector.config_scoring", "agentotel_eval.collector.score.config"
+    ).parse_expectations
 
     started = time.monotonic()
     templates, used = build_templates(min_spans, max_spans)
@@ -530,11 +546,13 @@ def print_summary(summary: dict[str, Any]) -> None:
 class Server:
     """``agentotel-eval serve`` on the database, in its own process; its HTTP address read from its banner."""
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, as_module: bool = False) -> None:
         exe = Path(sys.executable).with_name("agentotel-eval")
-        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "agentotel_eval.collector"]
+        if exe.exists() and not as_module:
+            command = [str(exe), "serve"]
+        else:  # ``python -m`` imports from the working directory first (``--source``: the link's)
+            command = [sys.executable, "-m", "agentotel_eval.collector"]  # this module is ``serve``
         command += [
-            "serve",
             "--db",
             db,
             "--grpc",
@@ -584,6 +602,13 @@ class Server:
                 raise RuntimeError(f"the collector never answered GET /healthz with 200: {self.errors()}")
             time.sleep(0.1)
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far, user and system (its helper processes idle while pages are
+        read, so they are left out)."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def errors(self) -> str:
         self.stderr.seek(0)
         return self.stderr.read().decode(errors="replace")[-2000:] or "(nothing on stderr)"
@@ -597,6 +622,14 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         self.stderr.close()
+
+
+def served_package() -> Path:
+    """Where a ``python -m`` started from here imports ``agentotel_eval`` from (``-c`` puts the working
+    directory first on the path as ``-m`` does)."""
+    code = "import agentotel_eval, pathlib; print(pathlib.Path(agentotel_eval.__file__).resolve().parent)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -621,6 +654,9 @@ class Result:
     ms: list[float] = field(default_factory=list)  # to the whole answer read
     headers_ms: list[float] = field(default_factory=list)  # to the status line and headers read
     bytes: int = 0
+    sent: int = 0  # requests sent, warm-ups included
+    #: the server process's CPU time (user + system, its DuckDB threads included) per request sent
+    cpu_ms: float = math.nan
 
     def pct(self, q: float, headers: bool = False) -> float:
         """Nearest-rank percentile of the latencies (to the headers: ``headers``)."""
@@ -658,6 +694,7 @@ def measure(
                 break
             path = route.paths[i % len(route.paths)]
             i += 1
+            result.sent = i
             started = time.perf_counter()
             conn.request(route.method, path, body=route.body, headers=headers)
             response = conn.getresponse()
@@ -755,7 +792,7 @@ def report(results: list[Result]) -> tuple[list[dict[str, Any]], float]:
     rows = []
     print(
         f"\n{'route':<24} {'path':<42} {'n':>3} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95/query':>9} "
-        f"{'hdr p50':>8} {'hdr p95':>8} {'bytes':>8}"
+        f"{'hdr p50':>8} {'hdr p95':>8} {'bytes':>8} {'cpu ms':>7}"
     )
     for r in results:
         paths = r.route.paths
@@ -781,11 +818,13 @@ def report(results: list[Result]) -> tuple[list[dict[str, Any]], float]:
                 headers_p50_ms=round(h50, 2),
                 headers_p95_ms=round(h95, 2),
                 bytes=r.bytes,
+                server_cpu_ms=round(r.cpu_ms, 2),
                 slow=slow,
             )
             print(
                 f"{r.route.name:<24} {path:<42} {len(r.ms):3} {p50:8.1f} {p95:8.1f} {top:8.1f} "
-                f"{ratio:8.1f}x {h50:8.1f} {h95:8.1f} {r.bytes:8,}{'  SLOW: p95 > 300 ms' if slow else ''}"
+                f"{ratio:8.1f}x {h50:8.1f} {h95:8.1f} {r.bytes:8,} {r.cpu_ms:7.1f}"
+                f"{'  SLOW: p95 > 300 ms' if slow else ''}"
             )
         else:
             row["detail"] = r.detail
@@ -828,11 +867,22 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--build-only", action="store_true", help="build (or check) the database only")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE ('-': stdout)")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        help="another checkout whose agentotel_eval to serve the database with (and to build it with)",
+    )
     args = parser.parse_args()
+    args.db = os.path.abspath(args.db)  # ``--source`` changes the working directory
+    from source import imported_from, use_source
+
+    package = use_source(args.source) if args.source else imported_from()
+    print(f"agentotel_eval from {package}")
     lo, _, hi = args.spans.partition("-")
     out: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "db": os.path.abspath(args.db),
+        "db": args.db,
+        "package": str(package),
         "cpus": os.cpu_count(),
         "build": None,
     }
@@ -873,7 +923,12 @@ def main() -> int:
                 print("  note: its runs are over a day old, so the time filters see fewer of them; --rebuild")
         if args.build_only:
             return _finish(out, args.json, 0)
-        server = Server(args.db)
+        if args.source:
+            served = served_package()
+            print(f"agentotel-eval serve (python -m) imports agentotel_eval from {served}")
+            if served != package:
+                raise RuntimeError(f"the server would import agentotel_eval from {served}, not {package}")
+        server = Server(args.db, as_module=args.source is not None)
         try:
             healthy = server.wait_healthy()
             print(
@@ -886,16 +941,17 @@ def main() -> int:
             started = time.monotonic()
             measured = routes(server.host, server.port, args.requests, args.q, args.seed)
             for route in measured:
-                results.append(
-                    measure(
-                        server.host,
-                        server.port,
-                        route,
-                        args.requests,
-                        budget_s=args.budget / len(measured),
-                        min_requests=args.min_requests,
-                    )
+                cpu_before = server.cpu_seconds()
+                result = measure(
+                    server.host,
+                    server.port,
+                    route,
+                    args.requests,
+                    budget_s=args.budget / len(measured),
+                    min_requests=args.min_requests,
                 )
+                result.cpu_ms = 1000 * (server.cpu_seconds() - cpu_before) / max(result.sent, 1)
+                results.append(result)
             measured_s = time.monotonic() - started
         finally:
             server.stop()

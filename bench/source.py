@@ -11,11 +11,13 @@ from the link's directory, so they import the same package.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 _LINK = "BENCH_SOURCE_LINK"
 
@@ -53,3 +55,15 @@ def imported_from(expected: Path | None = None) -> Path:
     if expected is not None and where != expected:
         raise SystemExit(f"agentotel_eval was imported from {where}, not from {expected}")
     return where
+
+
+def first_module(*names: str) -> ModuleType:
+    """The first of ``names`` that imports: a module a ``--source`` checkout may hold under an older path (the
+    newest path first)."""
+    for name in names[:-1]:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise  # the module exists but something it imports does not
+    return importlib.import_module(names[-1])
