@@ -11,6 +11,12 @@ os.environ.setdefault("AGENTOTEL_RUNTIME_DIR", tempfile.mkdtemp(prefix="agentote
 
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis's clocks (an example's deadline, how fast inputs are drawn) measure the machine's other jobs as much as
+# the code when the suite runs on several workers: the examples and their checks stay, the timing checks go
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")
