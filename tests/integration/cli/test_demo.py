@@ -74,13 +74,14 @@ def test_demo_exit_with_a_temporary_database_names_no_file_that_is_gone() -> Non
     ids=["ctrl-c", "sigterm", "ctrl-c-started-in-the-background"],
 )
 def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(
-    stop: int, ignored_at_start: bool
+    stop: int, ignored_at_start: bool, tmp_path: Path
 ) -> None:
     """Ctrl+C or SIGTERM stop it and remove its temporary directory (database, WAL and lock), also when a shell
     started it in the background, where SIGINT starts out ignored."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # a temporary directory of its own: demos that other test workers run make theirs beside it
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
     ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored_at_start else None
-    before = set(_demo_dirs())
+    before = set(_demo_dirs(tmp_path))
     process = subprocess.Popen(
         [sys.executable, "-m", "agentotel_eval.cli", "demo"],
         stdout=subprocess.PIPE,
@@ -107,7 +108,7 @@ def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(
         assert url, "".join(seen)
         answer = http_request(url, "GET", "/runs")
         assert answer.status == 200 and b"trip_planner" in answer.body
-        workdirs = [d for d in _demo_dirs() if d not in before]
+        workdirs = [d for d in _demo_dirs(tmp_path) if d not in before]
         assert len(workdirs) == 1, "the demo's temporary directory"
         process.send_signal(stop)
         assert process.wait(30) == 0
@@ -124,7 +125,5 @@ def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(
             process.wait()
 
 
-def _demo_dirs() -> list[Path]:
-    import tempfile
-
-    return list(Path(tempfile.gettempdir()).glob("agentotel-demo-*"))
+def _demo_dirs(tmp: Path) -> list[Path]:
+    return list(tmp.glob("agentotel-demo-*"))

@@ -131,6 +131,7 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
             trace_id, run_span_id = run
             wait_until(
                 lambda: _evaluations(collector, trace_id).get("tool_errors", (None,) * 3)[2] == "ok",
+                timeout=60,  # a judge call through litellm: seconds on a busy machine
                 what="the judge's answer",
             )
             evals = _evaluations(collector, trace_id)
