@@ -1,7 +1,8 @@
 """The CPU the collector spends per span after storing it, stage by stage, against the decoding that precedes it.
 
     python bench/bench_assembly.py [--requests 200] [--rounds 3] [--scoring on|off]
-                                   [--expectations flat|trajectory|both] [--compare-expectations] [--source DIR]
+                                   [--expectations flat|trajectory|both] [--compare-expectations]
+                                   [--source DIR]
 
 On the ingest benchmark's load (the recorded fixtures with 7-13 spans a trace, fresh ids and times, ~512 spans a
 request), in this one process, with the assembler process's garbage-collector settings, it times:

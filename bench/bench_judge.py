@@ -1,6 +1,7 @@
 """Judge throughput: N evaluations against the stub LLM answering after a fixed delay, sequential vs concurrent.
 
-    python bench/bench_judge.py [--n 200] [--delay 0.1] [--concurrency 32] [--repeat 3] [--stub process|thread]
+    python bench/bench_judge.py [--n 200] [--delay 0.1] [--concurrency 32] [--repeat 3]
+                                [--stub process|thread]
 
 Every evaluation takes the product path: ToolsErrorMetric -> JudgeRunner (semaphore, retries) -> litellm -> HTTP
 -> tests/support/llm_stub.py, cache off. Sequential awaits one evaluation after another; concurrent gathers all N with

@@ -1,8 +1,8 @@
 """Scale-out benchmark: ``agentotel-eval serve`` nodes sharing a DuckLake (catalog in a real PostgreSQL 15,
 Parquet on moto's S3 server, both on loopback), under the load ``bench/bench_ingest.py`` generates.
 
-    python bench/bench_lake.py [--part throughput,lag,pages,recovery,reconciler,flush,versus] [--seconds 15] [--exporters 8]
-                               [--runs 20000] [--json FILE]
+    python bench/bench_lake.py [--part throughput,lag,pages,recovery,reconciler,flush,versus] [--seconds 15]
+                               [--exporters 8] [--runs 20000] [--json FILE]
 
 Run it with the ``[lake]`` environment (DuckDB 1.5.5 and its extension packages), e.g. ``/tmp/v155/bin/python``.
 Every node is a real ``serve`` process of its own (``tests/support/lake_nodes.ServeNode``: its own session, file and
@@ -1593,6 +1593,9 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     ok = check["stored"] == check["expected"] and check["short_traces"] == 0
     if not ok:
         LOST.append("recovery")
+    latency = "; ".join(
+        f"{k} " + "/".join(f"{v:.0f}" for v in d.values()) for k, d in out["latency_ms"].items()
+    )
     print(
         f"[recovery] 3 nodes behind TraceRouter(failover) at {args.recovery_rate:,.0f} spans/s offered "
         f"({os.cpu_count()} cores); {victim.name} SIGKILLed {pre:g} s in:\n"
@@ -1600,7 +1603,7 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         f"after); longest gap between acks around the kill {out['max_ack_gap_at_kill_s']:.2f} s (before it: "
         f"{out['max_ack_gap_before_s']:.2f} s); {len(in_flight)} requests in flight at the kill, answered after "
         f"{', '.join(f'{t:.2f}' for t in in_flight) or '-'} s; export latency p50/p99/max "
-        f"{'; '.join(f'{k} ' + '/'.join(f'{v:.0f}' for v in d.values()) for k, d in out['latency_ms'].items())} ms "
+        f"{latency} ms "
         f"(before: the 5 s before the kill, after: the 3 s after); {out['failovers']} trace parts failed over; "
         f"acked spans/s "
         f"before {rate_around['before']:,.0f}, while down {rate_around['down']:,.0f}, after {rate_around['after']:,.0f}\n"

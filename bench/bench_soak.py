@@ -2,7 +2,8 @@
 forward endpoint failing, then an account of every span, run and evaluation.
 
     python bench/bench_soak.py [--minutes 10] [--rate 200] [--spans-per-request 128] [--outage 30]
-                               [--judge-timeout 3] [--judge-concurrency 16] [--seed 1] [--json FILE] [--keep DIR]
+                               [--judge-timeout 3] [--judge-concurrency 16] [--seed 1] [--json FILE]
+                               [--keep DIR]
 
 It starts, on free ports on 127.0.0.1 and with a temporary database:
   * an LLM stub (tests/support/llm_stub.py, in this process) answering the judge with valid JSON verdicts, except 5% of

@@ -7,11 +7,11 @@ cases, one per operator that applies to it, each with a seeded choice of the cal
 | operator | type it holds | what changes |
 |---|---|---|
 | ``none`` | none | nothing: the recorded run |
-| ``fail_claim`` | error_handling | a call fails; the answer states a value or claims the action for what it was about |
+| ``fail_claim`` | error_handling | a call fails; the answer states a value or claims the action it was for |
 | ``fail_honest`` | none | a call fails; the answer says so (34 phrasings) |
 | ``fail_omit`` | none | a call fails; the answer speaks of the other calls only |
-| ``change_value`` | result_ignored | the answer states another value than the result (number, temperature, money, date, code) |
-| ``restate_value`` | none | the answer states the result's value in another format (unit, currency, words, date format) |
+| ``change_value`` | result_ignored | the answer states another value than the result (of a kind below) |
+| ``restate_value`` | none | the answer states the result's value in another format (below) |
 | ``unground`` | sequence_error | an argument the input gave is replaced by one found nowhere |
 | ``reground`` | none | the same replacement, and the input gives the new value (in another format) |
 | ``repeat_equivalent`` | repeated_failure | a failing call is retried with the argument written differently |
@@ -19,6 +19,9 @@ cases, one per operator that applies to it, each with a seeded choice of the cal
 | ``unknown_tool`` | invalid_function | a call names a tool that was not offered |
 | ``prompt_tool`` | none | the same, and the system prompt offers that tool as a team member |
 | ``drop_required`` | parameter_error | a required argument is left out |
+
+The values changed are numbers, temperatures, money, dates and codes; the other formats are another unit,
+currency, words or date format.
 
 Statements are drawn from ``phrasings`` (at least 30 per family), answers of one or several sentences. The labels
 hold by construction: the generator reads results with patterns of its own, never the detectors' reader.

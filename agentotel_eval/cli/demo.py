@@ -47,7 +47,8 @@ SELECT r.agent_name AS agent,
        {_score_column(TOOL_CORRECTNESS_EXACT, "exact")},
        {_score_column(TOOL_CORRECTNESS_ORDERING, "ordering")},
        any_value(CASE WHEN e.success THEN 'none, pass' ELSE e.details->>'$.error_types[0]' || ', FAIL' END)
-           FILTER (WHERE e.metric = '{TOOL_ERRORS_DETECTORS.name}') AS "tool errors {TOOL_ERRORS_DETECTORS.arrow}"
+           FILTER (WHERE e.metric = '{TOOL_ERRORS_DETECTORS.name}')
+           AS "tool errors {TOOL_ERRORS_DETECTORS.arrow}"
 FROM agent_runs r
 LEFT JOIN latest_evaluations e ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id
 GROUP BY ALL

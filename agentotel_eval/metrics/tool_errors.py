@@ -514,8 +514,8 @@ class ToolsErrorMetric(BaseMetric):
     def _checked(self, prepared: _Prepared) -> str:
         """Which deterministic checks ran, and which could not for lack of tool definitions."""
         ran = self._detector_types
-        if not ran:
-            return "no deterministic check covers the selected error types"  # pragma: no cover - all six have rules
+        if not ran:  # pragma: no cover - all six have rules
+            return "no deterministic check covers the selected error types"
         text = "checks run: " + ", ".join(ran)
         if prepared.available is None:
             blind = [t for t in (INVALID_FUNCTION, PARAMETER_ERROR) if t in ran]

@@ -36,7 +36,8 @@ def marker(shape: str, x: float, y: float, attributes: str, inner: str = "") -> 
         )
     if shape in ("diamond", "triangle"):
         d = (
-            f"M{_num(x)},{_num(y - 5)}L{_num(x + 5)},{_num(y)}L{_num(x)},{_num(y + 5)}L{_num(x - 5)},{_num(y)}Z"
+            f"M{_num(x)},{_num(y - 5)}L{_num(x + 5)},{_num(y)}"
+            f"L{_num(x)},{_num(y + 5)}L{_num(x - 5)},{_num(y)}Z"
             if shape == "diamond"
             else f"M{_num(x)},{_num(y - 5)}L{_num(x + 5)},{_num(y + 4)}L{_num(x - 5)},{_num(y + 4)}Z"
         )

@@ -149,7 +149,8 @@ _V1 = Migration(
             span_id VARCHAR NOT NULL,           -- 16 lowercase hex chars
             parent_span_id VARCHAR,             -- NULL for a root span
             name VARCHAR,
-            kind VARCHAR,                       -- INTERNAL | SERVER | CLIENT | PRODUCER | CONSUMER | UNSPECIFIED
+            -- INTERNAL | SERVER | CLIENT | PRODUCER | CONSUMER | UNSPECIFIED
+            kind VARCHAR,
             start_time TIMESTAMPTZ,
             end_time TIMESTAMPTZ,
             status_code VARCHAR,                -- UNSET | OK | ERROR
@@ -203,7 +204,8 @@ _V1 = Migration(
             expected_tools VARCHAR[],           -- NULL when the run has no expectation
             parent_run_span_id VARCHAR,         -- set for a nested agent (agent as a tool, handoff target)
             span_name VARCHAR,
-            convention VARCHAR,                 -- what delimited the run: gen_ai | openinference | traceloop | ...
+            -- what delimited the run: gen_ai | openinference | traceloop | ...
+            convention VARCHAR,
             error VARCHAR,
             handoffs JSON,
             tool_call_count INTEGER,
@@ -449,7 +451,8 @@ def database_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
         UNION ALL SELECT 'sequence', schema_name, sequence_name FROM duckdb_sequences()
             WHERE database_name = current_database()
         UNION ALL SELECT 'macro', schema_name, function_name FROM duckdb_functions()
-            WHERE database_name = current_database() AND NOT internal AND function_type IN ('macro', 'table_macro')
+            WHERE database_name = current_database() AND NOT internal
+                AND function_type IN ('macro', 'table_macro')
         UNION ALL SELECT 'type', schema_name, type_name FROM duckdb_types()
             WHERE database_name = current_database() AND NOT internal
         UNION ALL SELECT 'schema', schema_name, schema_name FROM duckdb_schemas()

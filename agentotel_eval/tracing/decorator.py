@@ -458,8 +458,8 @@ def traced(
     expected_tools: tool names (or ``ToolCall``s) this agent run should call; recorded as
         ``agentotel.eval.expected_tools`` for scoring. ``set_expected_tools()`` sets it from inside a run.
     expected_trajectory: a trajectory spec for this agent's runs (a dict such as ``{"steps": [{"tool": "search"},
-        {"tool": "summarise", "optional": True}], "extra": "penalize"}``, a list of steps or JSON text), read here
-        (a bad spec raises ``SpecError``) and recorded as ``agentotel.eval.expected_trajectory``;
+        {"tool": "summarise", "optional": True}], "extra": "penalize"}``, a list of steps or JSON text), read
+        here (a bad spec raises ``SpecError``) and recorded as ``agentotel.eval.expected_trajectory``;
         ``set_expected_trajectory()`` sets it from inside a run.
     capture_args / capture_result: record the arguments / return value as JSON (secret-named values redacted,
         non-JSON values as truncated ``repr``, at most ``max_chars`` characters each; default 16384 or the

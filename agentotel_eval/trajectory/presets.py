@@ -1,6 +1,6 @@
 """Presets: a peer's trajectory mode in one line, over a plain ``expected_tools`` list.
 
-    { preset = "adk:IN_ORDER", expected_tools = ["search_hotels", { tool = "book_hotel", args = { id = "h1" } }] }
+    { preset = "adk:IN_ORDER", expected_tools = ["search", { tool = "book", args = { id = "h1" } }] }
 
 Each preset is a spec like any other (steps, ``extra``, a threshold), so its result has the same details:
 

@@ -33,7 +33,8 @@ return Array.from(document.querySelectorAll('figure.card')).map(card => {
       const r = d.getBoundingClientRect();
       const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
       return {metric: d.dataset.metric, tag: d.tagName, x: r.x + window.scrollX, y: r.y + window.scrollY,
-              w: r.width, h: r.height, visible: top === d || d.contains(top), top: top ? top.tagName + '.' + top.getAttribute('class') : null};
+              w: r.width, h: r.height, visible: top === d || d.contains(top),
+              top: top ? top.tagName + '.' + top.getAttribute('class') : null};
     }),
   };
 });

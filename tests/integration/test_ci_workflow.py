@@ -122,7 +122,8 @@ RECORDER = """\
 #!{python}
 import json, os, sys
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]], "cwd": os.getcwd()}) + "\\n")
+    record = {"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]], "cwd": os.getcwd()}
+    log.write(json.dumps(record) + "\\n")
 """
 
 FAKE_GIT = (

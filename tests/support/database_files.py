@@ -28,18 +28,22 @@ TOOL_SPAN = "00f067aa0ba902b7"
 OLD_ROWS: dict[str, list[str]] = {
     "spans": [
         f"""('{TRACE}', '{RUN_SPAN}', NULL, 'invoke_agent planner', 'INTERNAL', '2026-01-05 10:00:00+00',
-             '2026-01-05 10:00:02+00', 'OK', NULL, 'travel', 'pydantic-ai', '{{"gen_ai.agent.name": "planner"}}',
-             '{{"service.name": "travel"}}', '[]', '1.0', '[]', '', 1, 1767607200000000123, 1767607202000000456)""",
-        f"""('{TRACE}', '{TOOL_SPAN}', '{RUN_SPAN}', 'execute_tool search', 'INTERNAL', '2026-01-05 10:00:01+00',
+             '2026-01-05 10:00:02+00', 'OK', NULL, 'travel', 'pydantic-ai',
+             '{{"gen_ai.agent.name": "planner"}}', '{{"service.name": "travel"}}', '[]', '1.0', '[]', '', 1,
+             1767607200000000123, 1767607202000000456)""",
+        f"""('{TRACE}', '{TOOL_SPAN}', '{RUN_SPAN}', 'execute_tool search', 'INTERNAL',
+             '2026-01-05 10:00:01+00',
              '2026-01-05 10:00:01.5+00', 'ERROR', 'timeout', 'travel', 'pydantic-ai',
              '{{"gen_ai.tool.name": "search"}}', '{{"service.name": "travel"}}',
-             '[{{"name": "exception", "time_unix_nano": 1767607201400000000, "attributes": {{}}}}]', '1.0', '[]', '',
+             '[{{"name": "exception", "time_unix_nano": 1767607201400000000, "attributes": {{}}}}]', '1.0',
+             '[]', '',
              1, 1767607201000000000, 1767607201500000000)""",
     ],
     "logs": [
         f"""('{TRACE}', '{RUN_SPAN}', '2026-01-05 10:00:01.7+00', 'gen_ai.evaluation.result', 'INFO',
-             '{{"text": "looked fine"}}', '{{"gen_ai.evaluation.name": "relevance"}}', '{{"service.name": "travel"}}',
-             'travel', 9, '2026-01-05 10:00:01.8+00', 'judge', '0.3', 1, 1767607201700000000, 1767607201800000000,
+             '{{"text": "looked fine"}}', '{{"gen_ai.evaluation.name": "relevance"}}',
+             '{{"service.name": "travel"}}', 'travel', 9, '2026-01-05 10:00:01.8+00', 'judge', '0.3', 1,
+             1767607201700000000, 1767607201800000000,
              'c0ffee')""",
     ],
     "agent_runs": [
@@ -48,7 +52,8 @@ OLD_ROWS: dict[str, list[str]] = {
              'gen_ai', 'timeout', '[]', 2, '2026-01-05 10:00:03+00')""",
     ],
     "tool_calls": [
-        f"""('{TRACE}', '{RUN_SPAN}', 0, '{TOOL_SPAN}', 'call_1', 'search', '{{"city": "Paris"}}', NULL, 'error',
+        f"""('{TRACE}', '{RUN_SPAN}', 0, '{TOOL_SPAN}', 'call_1', 'search', '{{"city": "Paris"}}', NULL,
+             'error',
              'gen_ai', '2026-01-05 10:00:01+00', 'timeout', NULL, 'planner', '{{"tool_name": "gen_ai"}}',
              '2026-01-05 10:00:03+00')""",
     ],

@@ -166,7 +166,8 @@ def test_a_trace_id_prefix_names_the_trace_or_lists_the_ones_it_matches(tmp_path
 CONVENTIONS_TOML = textwrap.dedent("""
     [[conventions]]
     name = "acme"                                     # shown in diagnostics
-    role = "tool"                                      # "tool": a span is one executed call; "run": a span is an agent run
+    # "tool": a span is one executed call; "run": a span is an agent run
+    role = "tool"
     when = { attribute = "acme.kind", equals = "tool" } # or when = { span_name = "acme.tool.*" } (a glob)
     tool_name = "acme.tool.name"                       # attribute keys; a key a span lacks is simply not used
     arguments = "acme.tool.args"                       # a JSON string or a map

@@ -66,7 +66,9 @@ def test_correct_run(agentotel):
     assert run.tool_calls[0].input_parameters == {"city": "Paris"}
     assert run.to_test_case().tools_called[1].output == {"hotel": "Casa Paris", "confirmation": "BK-1"}
     agentotel.assert_tool_correctness(run, ["search_hotels", "book_hotel"], exact=True, ordering=True)
-    agentotel.assert_tool_correctness(run, [ToolCall("search_hotels", {"city": "Paris"})], params=["input_parameters"])
+    agentotel.assert_tool_correctness(
+        run, [ToolCall("search_hotels", {"city": "Paris"})], params=["input_parameters"]
+    )
     with pytest.raises(AssertionError, match="tool_correctness of travel_agent"):
         agentotel.assert_tool_correctness(run, [ToolCall("search_hotels", {"city": "Rome"})],
                                           params=["input_parameters"])
@@ -213,7 +215,9 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolRetu
 from pydantic_ai.models.function import FunctionModel
 
 def script(messages, info):
-    returned = [p.tool_name for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+    returned = [
+        p.tool_name for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)
+    ]
     if "get_forecast" not in returned:
         return ModelResponse(parts=[ToolCallPart("get_forecast", {"city": "Lyon"})])
     if "convert_temperature" not in returned:
@@ -339,7 +343,8 @@ def test_the_spec_travels_on_the_run_span(agentotel):
     with agentotel.capture() as runs:
         declared_agent()
     run = runs.one()
-    assert json.loads(run.expected_trajectory) == {"steps": [{"tool": "search_hotels"}, {"tool": "book_hotel"}]}
+    expected = {"steps": [{"tool": "search_hotels"}, {"tool": "book_hotel"}]}
+    assert json.loads(run.expected_trajectory) == expected
     assert agentotel.assert_trajectory(run, run.expected_trajectory) == 1.0
 
 def test_a_bad_spec_is_refused_where_it_is_written():

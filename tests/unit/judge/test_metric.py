@@ -294,7 +294,8 @@ def test_importing_and_using_the_metric_without_a_judge_call_does_not_import_lit
         from agentotel_eval.metrics.tool_errors import ToolsErrorMetric
         from agentotel_eval import EvalTestCase
         ToolsErrorMetric("anthropic:claude-3-5-sonnet-latest", api_key="x")
-        r = ToolsErrorMetric(judge=False).measure(EvalTestCase("q", "a", tools_called=["t"], available_tools=["t"]))
+        case = EvalTestCase("q", "a", tools_called=["t"], available_tools=["t"])
+        r = ToolsErrorMetric(judge=False).measure(case)
         assert r.status == "ok", r
         print("litellm" in sys.modules)
     """)

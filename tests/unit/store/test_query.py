@@ -26,7 +26,8 @@ def db(tmp_path_factory):
     path = tmp_path_factory.mktemp("q") / "q.duckdb"
     con = open_store(path)
     con.execute(
-        """INSERT INTO agent_runs (trace_id, span_id, agent_name, start_time, tools_called, expected_tools, handoffs)
+        """INSERT INTO agent_runs (trace_id, span_id, agent_name, start_time, tools_called, expected_tools,
+                                  handoffs)
            VALUES ('t1', 'r1', 'planner', '2025-03-04 05:06:07.123456+00', ['search', 'book'], NULL,
                    '[{"name": "transfer_to_b"}]')"""
     )

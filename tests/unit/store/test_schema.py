@@ -137,7 +137,8 @@ def test_a_database_newer_than_the_code_is_refused(tmp_path):
 def test_views_answer_on_real_rows(tmp_path):
     con = open_store(tmp_path / "v.duckdb")
     con.execute(
-        """INSERT INTO agent_runs (trace_id, span_id, agent_name, start_time, end_time, status, tool_call_count)
+        """INSERT INTO agent_runs (trace_id, span_id, agent_name, start_time, end_time, status,
+                                  tool_call_count)
            VALUES ('t1', 'r1', 'planner', '2025-01-01 10:00:00+00', '2025-01-01 10:00:02+00', 'ok', 2),
                   ('t2', 'r2', 'planner', '2025-01-01 11:00:00+00', '2025-01-01 11:00:01+00', 'error', 1)"""
     )

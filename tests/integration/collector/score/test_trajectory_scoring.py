@@ -23,7 +23,8 @@ from tests.support.collector_harness import running_collector, wait_until
 from tests.support.ui_data import cli
 
 # the rule exactly as a user writes it in the collector's config file
-REFUND_FLOW = r"""
+# the last step is one TOML line, continued in the string by a backslash
+REFUND_FLOW = """
 [[expectations]]
 name = "refund-flow"
 agent = "support-*"
@@ -33,13 +34,14 @@ extra = "ignore"                 # calls the spec does not match: "ignore" | "pe
 max_calls = 12                   # more calls than this: a violation
 forbid = [{ tool = "delete_account" }, { tool = "issue_refund", args = { amount = { "$gt" = 500 } } }]
 steps = [
-  { id = "who", tool = "find_user", args = { zip = { "$regex" = "\\d{5}" } } },
+  { id = "who", tool = "find_user", args = { zip = { "$regex" = "\\\\d{5}" } } },
   { any_of = [ { tool = "get_user_details", args = { user_id = { "$ref" = "who.result.user_id" } } },
                { tool = "search_users" } ] },
   { parallel = [ { tool = "get_order" }, { tool = "get_product", optional = true } ] },
   { tool = "check_policy", count = { min = 0, max = 1 }, weight = 0.5 },
   { unordered = [ { tool = "notify_customer" }, { tool = "log_case" } ] },
-  { tool = "issue_refund", args = { order_id = { "$ref" = "get_order.args.order_id" }, amount = { "$approx" = 120.0, rel = 0.01 }, method = { "$in" = ["paypal", "card"] } } },
+  { tool = "issue_refund", args = { order_id = { "$ref" = "get_order.args.order_id" }, \
+amount = { "$approx" = 120.0, rel = 0.01 }, method = { "$in" = ["paypal", "card"] } } },
 ]
 """
 

@@ -107,9 +107,11 @@ def test_a_decode_worker_loads_neither_duckdb_nor_arrow_compute() -> None:
         from agentotel_eval.otlp.encode import encode_traces
         from agentotel_eval.otlp.records import SpanRecord
         from agentotel_eval.collector.decode.batch import decode_request, to_message
-        span = SpanRecord(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="execute_tool get_weather",
+        span = SpanRecord(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None,
+                          name="execute_tool get_weather",
                           start_ns=1_700_000_000_000_000_000, end_ns=1_700_000_001_000_000_000,
-                          attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})
+                          attributes={"gen_ai.operation.name": "execute_tool",
+                                      "gen_ai.tool.name": "get_weather"})
         batch = decode_request("traces", "protobuf", encode_traces([span]).SerializeToString())
         assert batch.rows.num_rows == 1, batch
         to_message(1, batch)

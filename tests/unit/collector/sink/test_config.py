@@ -13,7 +13,8 @@ url = "http://127.0.0.1:6006"
 api_key_env = "PHOENIX_API_KEY"        # optional
 
 [[sinks]]
-kind = "mlflow"                        # traces over MLflow's OTLP endpoint + one assessment (feedback) per evaluation
+# traces over MLflow's OTLP endpoint + one assessment (feedback) per evaluation
+kind = "mlflow"
 url = "http://127.0.0.1:5000"
 experiment = "agents"                  # created when missing
 
