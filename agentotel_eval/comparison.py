@@ -17,7 +17,8 @@ ALIGNMENT_METRICS = (tool_correctness(ordering=True).name, tool_correctness().na
 
 @dataclass(frozen=True, slots=True)
 class ScoredRun:
-    """One run's (or test case's) score under one metric, with the calls that departed from its expectation."""
+    """One run's (or test case's) score under one metric, with the calls that departed
+    from its expectation."""
 
     agent: str
     input: str
@@ -141,7 +142,8 @@ def _summaries(rows: Iterable[ScoredRun]) -> dict[tuple[str, str], tuple[int, in
 
 
 def _departure_shares(rows: Sequence[ScoredRun], metric: str) -> tuple[dict[str, dict[str, float]], int]:
-    """tool -> kind -> share of the runs scored under ``metric`` that had that departure (counted once a run)."""
+    """tool -> kind -> share of the runs scored under ``metric`` that had that departure
+    (counted once a run)."""
     scored = [r for r in rows if r.metric == metric]
     counts: dict[str, dict[str, int]] = {}
     for r in scored:

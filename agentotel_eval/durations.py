@@ -1,9 +1,9 @@
-"""One grammar for durations and sizes: every command's flags (``--since 1.5h``), the pages' time ranges and the
-config file (``grace_period = "500ms"``, ``max_request_size = "20MiB"``) read them the same way.
+"""One grammar for durations and sizes: every command's flags (``--since 1.5h``), the pages' time ranges and
+the config file (``grace_period = "500ms"``, ``max_request_size = "20MiB"``) read them the same way.
 
 A duration is a number of seconds (``90``, ``2.5``) or a number with a unit: ``ms``, ``s``, ``m`` (minutes),
-``h``, ``d``, ``w`` (``"500ms"``, ``"1.5h"``, ``"30d"``, ``"2w"``). A size is a number of bytes or a number with
-a unit: ``B``, ``KB``/``MB``/``GB`` (powers of 1000), ``KiB``/``MiB``/``GiB`` (powers of 1024). Units are
+``h``, ``d``, ``w`` (``"500ms"``, ``"1.5h"``, ``"30d"``, ``"2w"``). A size is a number of bytes or a number
+with a unit: ``B``, ``KB``/``MB``/``GB`` (powers of 1000), ``KiB``/``MiB``/``GiB`` (powers of 1024). Units are
 case-insensitive; spaces around the number and the unit are allowed.
 """
 
@@ -50,7 +50,8 @@ def parse_duration(value: object) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest exact spelling of ``seconds`` in the grammar: ``"7d"``, ``"1.5h"``, ``"500ms"``, ``"90s"``."""
+    """The shortest exact spelling of ``seconds`` in the grammar: ``"7d"``, ``"1.5h"``,
+    ``"500ms"``, ``"90s"``."""
     for unit in ("w", "d", "h", "m", "s"):
         count = seconds / _DURATION_UNITS[unit]
         if count >= 1 and round(count, 3) == count:

@@ -43,7 +43,7 @@ CACHE_DIR_ENV = "AGENTOTEL_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".agentotel-cache"
 
 
-# --- results --------------------------------------------------------------------------------------------------
+# --- results ------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +253,7 @@ def _input_text(case: Any) -> Any:
     return value
 
 
-# --- progress -------------------------------------------------------------------------------------------------
+# --- progress -----------------------------------------------------------------------------------------------
 
 
 class ProgressBar:
@@ -316,11 +316,12 @@ class ProgressBar:
             self.stream.flush()
 
 
-# --- running --------------------------------------------------------------------------------------------------
+# --- running ------------------------------------------------------------------------------------------------
 
 
 def resolve_cache_dir(cache: bool | str | os.PathLike[str] | None) -> Path | None:
-    """``True``: ``$AGENTOTEL_CACHE_DIR`` or ``./.agentotel-cache``; a path: that directory; False/None: off."""
+    """``True``: ``$AGENTOTEL_CACHE_DIR`` or ``./.agentotel-cache``; a path: that
+    directory; False/None: off."""
     if cache is True:
         return Path(os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR).absolute()
     if cache is False or cache is None:

@@ -1,5 +1,6 @@
-"""An ``EvaluationResult`` written out: a table for people, a JSON document for tools (and for ``compare``), and
-JUnit XML, which CI systems show as test results. ``lines`` maps each case to its line in the cases file."""
+"""An ``EvaluationResult`` written out: a table for people, a JSON document for tools (and for ``compare``),
+and JUnit XML, which CI systems show as test results. ``lines`` maps each case to its
+line in the cases file."""
 
 from __future__ import annotations
 

@@ -1,18 +1,18 @@
 """JSON text in and out, fast, with the stdlib's meaning.
 
 Every span's attributes are written as JSON on ingest and parsed back when a completed trace is read for
-assembly, so both directions run for every span the collector stores. orjson does each several times faster than
-the ``json`` module; where it would mean something else, the stdlib does the work instead:
+assembly, so both directions run for every span the collector stores. orjson does each several times faster
+than the ``json`` module; where it would mean something else, the stdlib does the work instead:
 
 * ``dumps``: NaN and infinities are spelled as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (orjson
   writes ``null``, losing them; the stdlib cannot write them as JSON at all); lone surrogates, integers beyond
   64 bits and dict keys that are not strings, which orjson refuses, go through the stdlib encoder as before.
   Output is compact, keeps non-ASCII characters, and parses to the same value as the stdlib's (numbers may be
   spelled differently: ``1e+300`` is ``1e300``). Values of other types become what ``json_default`` makes of
-  them, as with the stdlib encoder, except enums, which orjson writes by their value (the stdlib has no spelling
-  for a plain ``Enum``; OTLP values and the collector's own documents hold none).
-* ``loads``: NaN/Infinity literals, which orjson refuses, and integers beyond 64 bits, which it reads as floats,
-  are parsed by the stdlib (a parsed value holding an integral float of 2**64 or more is read again).
+  them, as with the stdlib encoder, except enums, which orjson writes by their value (the stdlib has no
+  spelling for a plain ``Enum``; OTLP values and the collector's own documents hold none).
+* ``loads``: NaN/Infinity literals, which orjson refuses, and integers beyond 64 bits, which it reads as
+  floats, are parsed by the stdlib (a parsed value holding an integral float of 2**64 or more is read again).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import Any
 import orjson
 
 _orjson_dumps = orjson.dumps
-#: datetimes and dataclasses go to ``json_default`` (their ``str()``, as the stdlib encoder would make them) instead
-#: of orjson's own spellings; enums are the one type orjson still writes its own way (by value, not ``str()``)
+#: datetimes and dataclasses go to ``json_default`` (their ``str()``, as the stdlib encoder would make them)
+#: instead of orjson's own spellings; enums are the one type orjson still writes its own way (by
+#: value, not ``str()``)
 _DUMPS_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _orjson_loads = orjson.loads
 _OrjsonEncodeError = orjson.JSONEncodeError
@@ -59,7 +60,8 @@ def finite(value: Any) -> Any:
 
 
 def _key(key: Any) -> Any:
-    """A dict key as the stdlib encoder writes it (``true``, ``null``, ``1.5``), NaN and infinities spelled out."""
+    """A dict key as the stdlib encoder writes it (``true``, ``null``, ``1.5``), NaN and
+    infinities spelled out."""
     if isinstance(key, str):
         return key
     if key is True or key is False:
@@ -181,8 +183,9 @@ _BIG_INTEGER_DIGITS = b"0" * 19  # the shortest integer literal orjson reads as 
 
 def _has_digit_run(text: str | bytes | bytearray | memoryview) -> bool:
     """Whether the text holds 19 digits in a row, as every integer literal beyond 64 bits does: without one
-    the parsed value need not be walked for a huge integer read as a float (the walk costs more than the parse;
-    this C-level scan a fraction of it). A float literal such as ``1e20`` reads the same in both parsers."""
+    the parsed value need not be walked for a huge integer read as a float (the walk costs more than the
+    parse; this C-level scan a fraction of it). A float literal such as ``1e20`` reads the
+    same in both parsers."""
     if len(text) < 19:
         return False
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)

@@ -1,13 +1,15 @@
 """Redaction of secrets and personal data in attribute values, event and log bodies, and judge prompts.
 
-A value is redacted when it matches a pattern (API keys, bearer tokens, e-mail addresses, card numbers, and the
-user's own regexes) or sits under a key that names a secret (``password``, ``api_key``, ``authorization``,
-``token``, ``secret``, ...: the last segment of an attribute key, or a key of a map or of a JSON object inside a
-string, such as a tool call's arguments). What matched becomes ``[REDACTED:<rule>:<length class>]``: the rule
-that matched (a pattern's name, or the secret key's) and a power-of-two bucket of the original length, so a redacted argument is still an argument, of
-a known kind and rough size, and the JSON it sat in stays valid JSON.
+A value is redacted when it matches a pattern (API keys, bearer tokens, e-mail addresses, card numbers, and
+the user's own regexes) or sits under a key that names a secret (``password``, ``api_key``, ``authorization``,
+``token``, ``secret``, ...: the last segment of an attribute key, or a key of a map or of a JSON object inside
+a string, such as a tool call's arguments). What matched becomes ``[REDACTED:<rule>:<length class>]``: the
+rule that matched (a pattern's name, or the secret key's) and a power-of-two bucket of the original length, so
+a redacted argument is still an argument, of a known kind and rough size, and the JSON it sat
+in stays valid JSON.
 
-Pure functions over plain values and records; ``RedactionSettings`` is the ``[redaction]`` section of the config.
+Pure functions over plain values and records; ``RedactionSettings`` is the ``[redaction]``
+section of the config.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ PLACES = ("store", "judge", "forward")
 MARKER_PREFIX = "[REDACTED:"
 
 #: (rule name, regex, literals one of which any match contains) applied to every string value; a match is
-#: replaced whole. The literals let a string skip a rule at the speed of a substring search: Python's regex engine
-#: scans text a hundred times slower, and most values (message contents) hold none of them.
+#: replaced whole. The literals let a string skip a rule at the speed of a substring search: Python's regex
+#: engine scans text a hundred times slower, and most values (message contents) hold none of them.
 BUILTIN_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("api_key", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_-]{16,}", ("sk-",)),
     ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
@@ -205,7 +207,8 @@ class Redactor:
         return value
 
     def _has_secret_key(self, text: str) -> bool:
-        """Whether a JSON text has an object key that names a secret (found without parsing it: most do not)."""
+        """Whether a JSON text has an object key that names a secret (found without
+        parsing it: most do not)."""
         is_secret = self.is_secret_key
         return any(is_secret(key) for key in set(_JSON_KEY.findall(text)))
 

@@ -1,6 +1,6 @@
-"""Scored runs from the files the tools write, for ``compare``: an ``agentotel-eval eval --format json`` document
-(or JSONL of its cases), or the lines ``pytest --agentotel-results`` writes (``assertion_record``: one assertion
-each, its test standing for the input)."""
+"""Scored runs from the files the tools write, for ``compare``: an ``agentotel-eval eval --format json``
+document (or JSONL of its cases), or the lines ``pytest --agentotel-results`` writes (``assertion_record``:
+one assertion each, its test standing for the input)."""
 
 from __future__ import annotations
 
@@ -102,8 +102,8 @@ def scored_runs_from_file(path: Path) -> list[ScoredRun]:
 
 
 def _assertions(lines: list[dict[str, Any]]) -> list[ScoredRun]:
-    """The lines of ``pytest --agentotel-results``: one assertion each, its test standing for the input (the same
-    test on both sides is the same case)."""
+    """The lines of ``pytest --agentotel-results``: one assertion each, its test standing for the input (the
+    same test on both sides is the same case)."""
     rows = []
     for line in lines:
         ref = f"{line.get('trace_id')}/{line.get('span_id')}" if line.get("trace_id") else str(line["test"])

@@ -1,10 +1,11 @@
 """Bounded retries with exponential backoff and jitter, honouring the delay a server asks for.
 
-One policy for the judge's calls (async) and the forwarder's exports (a thread of its own). The delay before each
-retry is a pure function of the retry number, the failure and a random source (``retry_delay``); the loops around it
-take the sleep as an argument, so a test sees every delay without waiting, and a sleep that returns False (the
-forwarder shutting down past its deadline) ends the retries without another attempt. Tenacity's loop always makes
-one more attempt after a sleep, and times with its own clock, hence this small loop of ours.
+One policy for the judge's calls (async) and the forwarder's exports (a thread of its own). The delay before
+each retry is a pure function of the retry number, the failure and a random source (``retry_delay``); the
+loops around it take the sleep as an argument, so a test sees every delay without waiting, and a sleep that
+returns False (the forwarder shutting down past its deadline) ends the retries without another attempt.
+Tenacity's loop always makes one more attempt after a sleep, and times with its own clock, hence this
+small loop of ours.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class RetryPolicy:
 def retry_delay(retry_index: int, failure: Failure, policy: RetryPolicy, rng: random.Random) -> float | None:
     """Seconds to wait before retry number ``retry_index`` (0-based), or None to give up.
 
-    Without a server's delay: "equal jitter", uniform in [cap/2, cap] with cap = base * 2**i bounded by max_delay,
-    so concurrent callers spread out but none retries at once. With one: at least what the server asked, plus up
-    to ``retry_after_jitter`` of it.
+    Without a server's delay: "equal jitter", uniform in [cap/2, cap] with cap = base * 2**i bounded by
+    max_delay, so concurrent callers spread out but none retries at once. With one: at least what the server
+    asked, plus up to ``retry_after_jitter`` of it.
     """
     if not failure.retryable or retry_index + 1 >= policy.max_attempts:
         return None
@@ -81,8 +82,8 @@ class AttemptCounter:
 
 
 class GaveUp(Exception):
-    """No further attempt: the failure is permanent, the attempts are spent, the server asked for a longer wait
-    than the policy allows, or the sleep said stop. ``__cause__`` is the last attempt's error."""
+    """No further attempt: the failure is permanent, the attempts are spent, the server asked for a longer
+    wait than the policy allows, or the sleep said stop. ``__cause__`` is the last attempt's error."""
 
     def __init__(self, attempts: int, failure: Failure) -> None:
         super().__init__(f"gave up after {attempts} attempt(s)")
@@ -136,7 +137,8 @@ async def call_with_retries_async(
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     on_failure: Callable[[Exception, F], object] | None = None,
 ) -> T:
-    """``call_with_retries`` for a coroutine: the same policy, counting and GaveUp; cancellation is not retried."""
+    """``call_with_retries`` for a coroutine: the same policy, counting and GaveUp;
+    cancellation is not retried."""
     counter = counter if counter is not None else AttemptCounter()
     rng = rng or random.Random()
     retry_index = 0

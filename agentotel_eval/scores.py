@@ -1,4 +1,5 @@
-"""Scores as telemetry: metric results <-> span attributes, ``gen_ai.evaluation.result`` events, spans and logs.
+"""Scores as telemetry: metric results <-> span attributes, ``gen_ai.evaluation.result``
+events, spans and logs.
 
 Pure mappings, no I/O. The names follow the OTel GenAI evaluation event (``gen_ai.evaluation.name``,
 ``.score.value``, ``.score.label``, ``.explanation``, ``error.type``) and our contract's span attributes
@@ -61,7 +62,8 @@ def score_attributes(results: Iterable[MetricResult]) -> dict[str, Any]:
 
 def score_patch(results: Iterable[MetricResult]) -> dict[str, Any]:
     """A JSON merge patch (RFC 7396) giving a stored run span these results' attributes: every field of each
-    scored metric is set or, when it has no value now, removed (``None``), so a re-score leaves nothing stale."""
+    scored metric is set or, when it has no value now, removed (``None``), so a re-score
+    leaves nothing stale."""
     patch: dict[str, Any] = {}
     for r in results:
         if r.status == "pending" or r.status == "skipped":
@@ -167,7 +169,8 @@ _SCORE_FIELDS = frozenset({"score", "success", "reason", "status"})
 
 
 def scored_on(span: SpanRecord) -> set[str]:
-    """The metrics whose ``agentotel.eval.<metric>.score|success|reason|status`` attributes the span carries."""
+    """The metrics whose ``agentotel.eval.<metric>.score|success|reason|status``
+    attributes the span carries."""
     prefix = sc.AGENTOTEL_EVAL_PREFIX + "."
     out = set()
     for key in span.attributes:
@@ -185,9 +188,9 @@ def write_back(
     whole: bool,
     cleared: Collection[str] = (),
 ) -> tuple[str, str, tuple[str, ...], str | None, str | None]:
-    """A write-back's JSON: ``to_json(score_patch(results))``, the events it adds, the metrics it replaces and,
-    with ``whole``, the span's ``updated_span_json`` (else two Nones). ``cleared``: metrics no longer scored,
-    whose attributes and our events are removed."""
+    """A write-back's JSON: ``to_json(score_patch(results))``, the events it adds, the metrics it replaces
+    and, with ``whole``, the span's ``updated_span_json`` (else two Nones). ``cleared``: metrics no longer
+    scored, whose attributes and our events are removed."""
     patch = score_patch(results)
     for metric in cleared:
         for key in _score_keys(metric):
@@ -229,7 +232,8 @@ def evaluation_span_id(trace_id: str, run_span_id: str, metric: str, version: st
 
 
 def evaluation_span(run_span: SpanRecord, result: MetricResult, start_ns: int, end_ns: int) -> SpanRecord:
-    """The child span ``gen_ai.evaluation <metric>`` that carries a score computed after the run was forwarded."""
+    """The child span ``gen_ai.evaluation <metric>`` that carries a score computed after
+    the run was forwarded."""
     attributes: dict[str, Any] = {**evaluation_event_attributes(result), **score_attributes([result])}
     if result.model:
         attributes[sc.GEN_AI_REQUEST_MODEL] = result.model

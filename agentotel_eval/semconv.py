@@ -7,7 +7,7 @@ semantic-conventions-genai repository with the strings unchanged). Our own exten
 
 from __future__ import annotations
 
-# --- OpenTelemetry GenAI ----------------------------------------------------------------------------------------
+# --- OpenTelemetry GenAI ------------------------------------------------------------------------------------
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
 GEN_AI_SYSTEM = "gen_ai.system"  # deprecated alias of gen_ai.provider.name
@@ -64,7 +64,7 @@ GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 
-# --- OpenInference --------------------------------------------------------------------------------------------
+# --- OpenInference ------------------------------------------------------------------------------------------
 OI_SPAN_KIND = "openinference.span.kind"
 OI_KIND_AGENT = "AGENT"
 OI_KIND_TOOL = "TOOL"
@@ -84,7 +84,7 @@ OI_LLM_INPUT_MESSAGES = "llm.input_messages"  # prefix of flattened keys
 OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"  # prefix of flattened keys
 OI_LLM_TOOLS = "llm.tools"  # prefix: llm.tools.N.tool.json_schema
 
-# --- OpenLLMetry / Traceloop ------------------------------------------------------------------------------------
+# --- OpenLLMetry / Traceloop --------------------------------------------------------------------------------
 TRACELOOP_SPAN_KIND = "traceloop.span.kind"
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
 TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
@@ -94,13 +94,13 @@ TRACELOOP_PROMPT_PREFIX = "gen_ai.prompt"  # gen_ai.prompt.N.* (history)
 TRACELOOP_COMPLETION_PREFIX = "gen_ai.completion"  # gen_ai.completion.N.tool_calls.M.{id,name,arguments}
 TRACELOOP_FUNCTIONS_PREFIX = "llm.request.functions"  # llm.request.functions.N.{name,description,parameters}
 
-# --- Langfuse ---------------------------------------------------------------------------------------------------
+# --- Langfuse -----------------------------------------------------------------------------------------------
 LANGFUSE_OBSERVATION_TYPE = "langfuse.observation.type"
 LANGFUSE_OBSERVATION_INPUT = "langfuse.observation.input"
 LANGFUSE_OBSERVATION_OUTPUT = "langfuse.observation.output"
 LANGFUSE_OBSERVATION_LEVEL = "langfuse.observation.level"
 
-# --- agentotel extensions -----------------------------------------------------------------------------------------
+# --- agentotel extensions -----------------------------------------------------------------------------------
 #: string[] on an agent run span: the tools this run is expected to call (``@traced(expected_tools=...)``)
 AGENTOTEL_EXPECTED_TOOLS = "agentotel.eval.expected_tools"
 #: string (JSON) on an agent run span: the trajectory spec this run should follow
@@ -108,7 +108,8 @@ AGENTOTEL_EXPECTED_TOOLS = "agentotel.eval.expected_tools"
 AGENTOTEL_EXPECTED_TRAJECTORY = "agentotel.eval.expected_trajectory"
 #: prefix of score attributes written back on the run span: ``agentotel.eval.<metric>.score|success|reason``
 AGENTOTEL_EVAL_PREFIX = "agentotel.eval"
-#: JSON input / output of a ``@traced`` agent or chain span (GenAI has no attribute for a plain function's I/O)
+#: JSON input / output of a ``@traced`` agent or chain span (GenAI has no attribute for a
+#: plain function's I/O)
 AGENTOTEL_INPUT = "agentotel.input"
 AGENTOTEL_OUTPUT = "agentotel.output"
 #: the ``@traced`` kind of a span: agent | tool | llm | chain
@@ -120,8 +121,9 @@ def score_attribute(metric: str, field: str) -> str:
     return f"{AGENTOTEL_EVAL_PREFIX}.{metric}.{field}"
 
 
-# --- Read by the reconstruction (agentotel_eval/reconstruct) -----------------------------------------------------
-# Observed in real captures (docs/reconstruction.md); grouped here so the reconstruction holds no string literals.
+# --- Read by the reconstruction (agentotel_eval/reconstruct) ------------------------------------------------
+# Observed in real captures (docs/reconstruction.md); grouped here so the reconstruction holds
+# no string literals.
 
 # GenAI, and vendor extensions under gen_ai.* that frameworks emit.
 GEN_AI_TOOL_STATUS = "gen_ai.tool.status"  # strands: success | error

@@ -1,6 +1,7 @@
 """Stored runs as test cases: a row of ``agent_runs`` with its ``tool_calls`` rows and the expected tools its
-scores used becomes the ``EvalTestCase`` that ``agentotel-eval eval`` and ``evaluate()`` score as the collector
-did. Pure: plain rows in (``agentotel_eval.access.queries.read_stored_cases`` reads them), cases out."""
+scores used becomes the ``EvalTestCase`` that ``agentotel-eval eval`` and ``evaluate()`` score as the
+collector did. Pure: plain rows in (``agentotel_eval.access.queries.read_stored_cases``
+reads them), cases out."""
 
 from __future__ import annotations
 

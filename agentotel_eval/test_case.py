@@ -39,8 +39,9 @@ _FROZEN_AS_IS = frozenset(
 _VALUE_FIELDS = ("input_parameters", "output", "description", "reasoning", "status")
 
 
-#: ``ToolCall.sources["arguments"]`` ends with this when the capture kept only some of the call's values (Langtrace's
-#: LangChain dumps drop non-string values): a required argument missing from them may not have been missing
+#: ``ToolCall.sources["arguments"]`` ends with this when the capture kept only some of the call's values
+#: (Langtrace's LangChain dumps drop non-string values): a required argument missing from them may
+#: not have been missing
 PARTIAL_SOURCE = ":partial"
 
 

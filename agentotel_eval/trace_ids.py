@@ -1,5 +1,5 @@
-"""Trace ids as people type them: the whole 32 hex digits, or a unique prefix of at least 8 (the pages, the pytest
-plugin's failure messages and ``explain`` show shortened ids)."""
+"""Trace ids as people type them: the whole 32 hex digits, or a unique prefix of at least 8 (the pages, the
+pytest plugin's failure messages and ``explain`` show shortened ids)."""
 
 from __future__ import annotations
 

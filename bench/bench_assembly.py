@@ -1,33 +1,38 @@
-"""The CPU the collector spends per span after storing it, stage by stage, against the decoding that precedes it.
+"""The CPU the collector spends per span after storing it, stage by stage, against the
+decoding that precedes it.
 
     python bench/bench_assembly.py [--requests 200] [--rounds 3] [--scoring on|off]
                                    [--expectations flat|trajectory|both] [--compare-expectations]
                                    [--source DIR]
 
-On the ingest benchmark's load (the recorded fixtures with 7-13 spans a trace, fresh ids and times, ~512 spans a
-request), in this one process, with the assembler process's garbage-collector settings, it times:
+On the ingest benchmark's load (the recorded fixtures with 7-13 spans a trace, fresh ids and times, ~512 spans
+a request), in this one process, with the assembler process's garbage-collector settings, it times:
 
   decode      the OTLP decoder alone (what the bare receiver of bench_ingest does for each span)
   ingest      ``decode_request``: the decoder, the Arrow rows and the marks (the decode worker's work)
   read        completed traces read back: DuckDB-shaped Arrow rows -> records (the assembler's side of a read)
   reconstruct ``reconstruct`` on each completed trace
-  score       the scoring stage (tool correctness in three modes against an expectation matching every run, the
-              error detectors, the write-back of scores), with ``--scoring on``; ``--expectations trajectory``
-              gives every run a trajectory spec instead of the flat list (``both``: the two, so both metrics run)
+  score       the scoring stage (tool correctness in three modes against an expectation matching every run,
+              the error detectors, the write-back of scores), with ``--scoring on``; ``--expectations
+              trajectory`` gives every run a trajectory spec instead of the flat list (``both``: the two,
+              so both metrics run)
   rows        the agent_runs / tool_calls / evaluations rows (``build_batches``)
 
 and, in a DuckDB file opened with the writer's settings, what the collector's process does with them:
 
-  store       the idempotent append and its commit, as the writer does it (commits of 4 requests, ~2,000 spans)
+  store       the idempotent append and its commit, as the writer does it (commits of 4
+              requests, ~2,000 spans)
   select      reading each commit's traces back by its ``ingested_at`` (``TraceReader.load_tables``)
   write runs  the runs' rows applied and committed (``ReplaceRuns``, one transaction a commit's traces)
 
-It prints µs per span (process CPU time, DuckDB's threads included, best round) and each stage's cost relative to
-``decode``. ``--compare-expectations`` times the in-process stages with the flat list and with the chosen
-expectations alternately, round by round, and prints the scoring stage's and the assembler's ratio. ``--source DIR``
-times another checkout's ``agentotel_eval`` under this checkout's load (run it alternately with this one). The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
-per-span work. The sum of every stage but ``decode`` (which ``ingest`` includes) is the work itself, with nothing
-for moving it between processes, for the receivers, or for the exporters: a floor under the collector's CPU a span.
+It prints µs per span (process CPU time, DuckDB's threads included, best round) and each stage's cost relative
+to ``decode``. ``--compare-expectations`` times the in-process stages with the flat list and with the chosen
+expectations alternately, round by round, and prints the scoring stage's and the assembler's ratio. ``--source
+DIR`` times another checkout's ``agentotel_eval`` under this checkout's load (run it alternately with this
+one). The sum of read..rows is what the assembler process needs per span; decode is the bare receiver's whole
+per-span work. The sum of every stage but ``decode`` (which ``ingest`` includes) is the work itself, with
+nothing for moving it between processes, for the receivers, or for the exporters: a floor under the
+collector's CPU a span.
 """
 
 from __future__ import annotations
@@ -101,7 +106,8 @@ def main() -> None:
     gc.collect()
     gc.freeze()
 
-    # Rows shaped as the read-back query returns them: the Arrow rows DuckDB would store, selected as assembly does.
+    # Rows shaped as the read-back query returns them: the Arrow rows DuckDB would store,
+    # selected as assembly does.
     con = duckdb.connect()
     batches = [decode_request("traces", "protobuf", b).rows for b in bodies]
     tables = []
@@ -179,8 +185,8 @@ def main() -> None:
                 t[key] += value
         return t
 
-    # Each request's run rows for the write stage, built once before the timed rounds: kept during a round they
-    # would grow the heap under the stages timed, and slowed ``ingest`` by half with scoring.
+    # Each request's run rows for the write stage, built once before the timed rounds: kept during a round
+    # they would grow the heap under the stages timed, and slowed ``ingest`` by half with scoring.
     run_rows = [build_batches(score(complete(read(table))), time.time_ns())[0] for table in tables]
 
     def database_stages(path: Path) -> dict[str, float]:
@@ -237,7 +243,8 @@ def main() -> None:
                 best[key] = min(best.get(key, value), value)
     per = {k: v / spans_total * 1e6 for k, v in best.items()}
     print(
-        f"{spans_total:,} spans in {args.requests} requests, best of {args.rounds} rounds, scoring {args.scoring}"
+        f"{spans_total:,} spans in {args.requests} requests, best of {args.rounds} rounds, "
+        f"scoring {args.scoring}"
     )
     for key, us in per.items():
         print(f"  {key:12s} {us:7.2f} µs/span   {us / per['decode']:5.2f} x decode")
@@ -247,13 +254,14 @@ def main() -> None:
     )
     floor = sum(us for key, us in per.items() if key != "decode")
     print(
-        f"  every stage but decode (the work alone, nothing for the transport between processes): {floor:.2f} "
-        f"µs/span = {floor / per['decode']:.2f} x decode"
+        f"  every stage but decode (the work alone, nothing for the transport between processes): "
+        f"{floor:.2f} µs/span = {floor / per['decode']:.2f} x decode"
     )
 
 
 def compare(args: argparse.Namespace, scorings: dict, stages, spans_total: int) -> None:  # type: ignore[no-untyped-def]
-    """The in-process stages with the flat list and with ``--expectations``, alternately, best round of each."""
+    """The in-process stages with the flat list and with ``--expectations``, alternately,
+    best round of each."""
     best: dict[str, dict[str, float]] = {name: {} for name in scorings}
     for _ in range(args.rounds):
         for name, scoring in scorings.items():
@@ -265,7 +273,8 @@ def compare(args: argparse.Namespace, scorings: dict, stages, spans_total: int) 
         per = {k: v / spans_total * 1e6 for k, v in t.items()}
         totals[name] = (per["score"], sum(per[k] for k in ("read", "reconstruct", "score", "rows")))
         print(
-            f"  {name:10s} score {totals[name][0]:6.2f} µs/span   assembler (read..rows) {totals[name][1]:6.2f} µs/span"
+            f"  {name:10s} score {totals[name][0]:6.2f} µs/span   assembler (read..rows) "
+            f"{totals[name][1]:6.2f} µs/span"
         )
     if args.expectations != "flat":
         (flat_score, flat_total), (score, total) = totals["flat"], totals[args.expectations]
@@ -275,7 +284,8 @@ def compare(args: argparse.Namespace, scorings: dict, stages, spans_total: int) 
         )
 
 
-#: the expectation every run gets: the flat list of today, or a trajectory spec over the same tools with matchers
+#: the expectation every run gets: the flat list of today, or a trajectory spec over the same
+#: tools with matchers
 EXPECTATIONS: dict[str, dict] = {
     "flat": {"expected_tools": ["get_weather", "search_flights", "book_hotel"]},
     "trajectory": {

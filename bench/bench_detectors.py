@@ -1,15 +1,15 @@
-"""The deterministic tool-error detectors' CPU per agent run: ``detect_and_observe`` on a 10-call run with results
-and an answer (every rule runs), in process CPU time (``time.process_time``), so other work on a shared machine
-counts less than in wall time.
+"""The deterministic tool-error detectors' CPU per agent run: ``detect_and_observe`` on a 10-call run with
+results and an answer (every rule runs), in process CPU time (``time.process_time``), so other work on a
+shared machine counts less than in wall time.
 
     python bench/bench_detectors.py [--runs 300] [--rounds 5] [--source DIR]
 
 Each figure is the best of ``--rounds`` rounds of ``--runs`` runs, after a warm-up:
 
-- ``same run``: one run scored again and again, so what the detectors read once per distinct text (the statement
-  reader's and the argument readers' caches) is read once for all rounds;
-- ``fresh values``: every run's ids, prices and booking references differ, so those caches miss as they do on a
-  collector's stream of new runs.
+- ``same run``: one run scored again and again, so what the detectors read once per distinct text (the
+  statement reader's and the argument readers' caches) is read once for all rounds;
+- ``fresh values``: every run's ids, prices and booking references differ, so those caches miss as they do on
+  a collector's stream of new runs.
 
 ``--source DIR`` measures another checkout of the repository (its ``agentotel_eval`` put first on the path; an
 older layout's ``agentotel_eval.metrics.detectors`` is found too): run it alternately with this one to compare

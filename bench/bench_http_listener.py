@@ -1,14 +1,14 @@
-"""The HTTP listener's own cost: instructions the server process spends a request, counted by callgrind, so the
-figure does not move with the load of a shared machine.
+"""The HTTP listener's own cost: instructions the server process spends a request, counted by callgrind, so
+the figure does not move with the load of a shared machine.
 
     python bench/bench_http_listener.py [--requests 60] [--spans-per-request 512]
 
-The server (``--serve``, run under ``valgrind --tool=callgrind``) is ``HttpServer`` with one route that reads the
-body as the collector's routes do and answers from the blocking pool, with no decoding: what is counted is uvicorn,
-the guards and Starlette. One client sends bench_ingest's OTLP requests (the recorded fixtures, fresh ids) one
-after the other on one keep-alive connection. The server runs twice, for 10 requests and for ``--requests``; the
-difference of the two totals over the difference of the counts is a request's cost, start-up and imports left out.
-Run it in each checkout to compare (``PYTHONPATH`` pointing at the checkout).
+The server (``--serve``, run under ``valgrind --tool=callgrind``) is ``HttpServer`` with one route that reads
+the body as the collector's routes do and answers from the blocking pool, with no decoding: what is counted is
+uvicorn, the guards and Starlette. One client sends bench_ingest's OTLP requests (the recorded fixtures, fresh
+ids) one after the other on one keep-alive connection. The server runs twice, for 10 requests and for
+``--requests``; the difference of the two totals over the difference of the counts is a request's cost,
+start-up and imports left out. Run it in each checkout to compare (``PYTHONPATH`` pointing at the checkout).
 """
 
 from __future__ import annotations
@@ -121,9 +121,9 @@ def main() -> None:
     per_request = (many - few) / (args.requests - FEW)
     size = sum(map(len, bodies)) / len(bodies)
     print(
-        f"{per_request / 1e6:.3f} M instructions a request of {args.spans_per_request} spans ({size / 1e6:.2f} MB), "
-        f"{per_request / args.spans_per_request / 1e3:.2f} k a span (server totals {few:,} for {FEW} requests, "
-        f"{many:,} for {args.requests})"
+        f"{per_request / 1e6:.3f} M instructions a request of {args.spans_per_request} spans "
+        f"({size / 1e6:.2f} MB), {per_request / args.spans_per_request / 1e3:.2f} k a span (server totals "
+        f"{few:,} for {FEW} requests, {many:,} for {args.requests})"
     )
 
 

@@ -5,31 +5,32 @@
                                  [--sinks off|on|both] [--source DIR]
 
 For each transport it runs, one after the other and each in its own process:
-  * a bare receiver (same server stack: grpc / uvicorn's HTTP protocol under Starlette) that decodes every request
-    into records with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
+  * a bare receiver (same server stack: grpc / uvicorn's HTTP protocol under Starlette) that decodes every
+    request into records with the same ``agentotel_eval.otlp`` decoder and answers; that is the ceiling;
   * the collector (receivers, Arrow conversion, DuckDB group commit, and in its assembler process: assembly,
     reconstruction, run rows, and
-    with ``--scoring on`` (the default) deterministic scoring of every run: tool correctness in all three modes
-    against an expectation that matches every run, the error detectors, scores written back on the run spans;
-    ``--scoring both`` also runs it without scoring and reports the difference).
+    with ``--scoring on`` (the default) deterministic scoring of every run: tool correctness in all three
+    modes against an expectation that matches every run, the error detectors, scores written back on the run
+    spans; ``--scoring both`` also runs it without scoring and reports the difference).
 Several exporter processes send agent-like traces closed-loop (the next request after the answer, as the SDK's
 BatchSpanProcessor does), 512 spans per request. The traces are the recorded real-framework fixtures with 7-13
-spans each (their attributes as the frameworks emit them), given fresh ids and current times for every request.
+spans each (their attributes as the frameworks emit them), given fresh ids and current
+times for every request.
 
 Printed per transport: sustained spans/s (acknowledged = committed for the collector; excluding a warm-up) and
 the ratio collector/bare; the time from a run's last span being acknowledged to its tool_calls rows being
 committed (p50/p99; it includes the grace period); peak RSS of each server process (the collector's is its own
-process plus its assembler process); the exporters' own CPU a span (the share of the machine the load generator
-takes from the server). ``--set assembler.process=false`` runs the single-process collector instead.
+process plus its assembler process); the exporters' own CPU a span (the share of the machine the load
+generator takes from the server). ``--set assembler.process=false`` runs the single-process collector instead.
 Run it a few times: the machine is shared, so look at the ratios.
 
-``--sinks on`` configures all three score sinks (Phoenix, MLflow, Langfuse: each evaluation and every span go to
-them) with Phoenix and MLflow answered by a stand-in process that takes every request as the tools answer it and
-Langfuse down (nothing listens on its port); ``--sinks both`` alternates collector phases without and with them
-and reports the ratio, which is what the sinks cost ingest.
+``--sinks on`` configures all three score sinks (Phoenix, MLflow, Langfuse: each evaluation and every span go
+to them) with Phoenix and MLflow answered by a stand-in process that takes every request as the tools answer
+it and Langfuse down (nothing listens on its port); ``--sinks both`` alternates collector phases without and
+with them and reports the ratio, which is what the sinks cost ingest.
 
-``--source DIR`` runs another checkout's collector (its ``agentotel_eval``) under this checkout's load: alternate it
-with runs of this one to compare two versions' throughput.
+``--source DIR`` runs another checkout's collector (its ``agentotel_eval``) under this checkout's load:
+alternate it with runs of this one to compare two versions' throughput.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ TRACE_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 WARMUP = 2.0
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # load generator
 
 
@@ -85,8 +86,8 @@ _WEB_RESOURCE = {
 
 def _web_templates() -> list[list]:
     """Traces of a web service exporting to the same endpoint (no agent in them): an HTTP request through
-    middleware to database queries, a cache and an outbound call, with the attributes the OTel instrumentations
-    (ASGI, SQLAlchemy, Redis, httpx) set."""
+    middleware to database queries, a cache and an outbound call, with the attributes the OTel
+    instrumentations (ASGI, SQLAlchemy, Redis, httpx) set."""
     from agentotel_eval.otlp.records import SpanRecord
 
     out = []
@@ -112,7 +113,9 @@ def _web_templates() -> list[list]:
                 "server.port": 443,
                 "http.response.status_code": 200,
                 "network.protocol.version": "1.1",
-                "user_agent.original": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36",
+                "user_agent.original": (
+                    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/126.0 Safari/537.36"
+                ),
                 "client.address": "10.0.3.17",
             },
             resource=_WEB_RESOURCE,
@@ -241,7 +244,8 @@ class RequestFactory:
             for ss in rs.scope_spans:
                 for msg in ss.spans:
                     k = int(msg.trace_id.hex(), 16)
-                    # times relative to the trace's end (scaled): a trace is exported once it ran, so it ends now
+                    # times relative to the trace's end (scaled): a trace is exported once it
+                    # ran, so it ends now
                     end = max(max(s.end_ns, s.start_ns) for s in chosen[k])
                     self.messages.append(
                         (
@@ -277,7 +281,8 @@ def trace_prefix(run: int, exporter: int, seq: int) -> int:
 
 
 def latency_sampled(trace_id: str) -> bool:
-    """Whether a trace's latency is recorded: its index in its request (the id's last 8 bytes, from 1) is 1 mod 16."""
+    """Whether a trace's latency is recorded: its index in its request (the id's last 8 bytes,
+    from 1) is 1 mod 16."""
     return int(trace_id[16:], 16) % 16 == 1
 
 
@@ -322,7 +327,8 @@ def exporter_main(
         time.sleep(0.001)
     deadline = start_at + seconds
     cpu_from = None  # the exporter's own CPU over the measurement window: what the load generator takes
-    # open loop at ``rate`` spans/s (this exporter's share), each request at its slot; 0: the next after the answer
+    # open loop at ``rate`` spans/s (this exporter's share), each request at its slot; 0: the
+    # next after the answer
     interval = factory.spans / rate if rate > 0 else 0.0
     slot = start_at + (index % 16) * interval / 16  # the exporters' slots spread over one interval
     while (now := time.monotonic()) < deadline:
@@ -352,7 +358,7 @@ def exporter_main(
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # servers (each in its own process)
 
 
@@ -476,8 +482,8 @@ def bare_main(transport: str, conn) -> None:
 
 
 def standin_main(conn) -> None:
-    """Phoenix's and MLflow's endpoints the sinks use, answered at once as the tools answer (the tools' own work is
-    not the collector's cost)."""
+    """Phoenix's and MLflow's endpoints the sinks use, answered at once as the tools answer (the tools' own
+    work is not the collector's cost)."""
     import json
     import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -491,7 +497,8 @@ def standin_main(conn) -> None:
         protocol_version = "HTTP/1.1"
 
         def setup(self) -> None:
-            super().setup()  # headers and body go in two writes: without this, Nagle and delayed ACKs add 40 ms
+            # headers and body go in two writes: without this, Nagle and delayed ACKs add 40 ms
+            super().setup()
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, *args) -> None:
@@ -550,7 +557,8 @@ def collector_main(
         tune_process,
     )
 
-    # This process stands for ``agentotel-eval serve``'s: tuned as serve tunes its own, less what --untune turns off
+    # This process stands for ``agentotel-eval serve``'s: tuned as serve tunes its own, less
+    # what --untune turns off
     off = {"gc_threshold": 0, "malloc": False}
     tuning = dataclasses.replace(TUNED, **{name: off[name] for name in untune})
     tune_process(tuning)
@@ -605,7 +613,8 @@ def collector_main(
         config = dataclasses.replace(config, sinks=tuple(SinkConfig(**s) for s in sinks))
     collector = Collector(config, summary_interval=3600, tuning=tuning).start()
     # The latency records live in the collector's process, whose memory is measured: one trace in 16 is kept
-    # (the trace's index in its request is 1 mod 16 there, see ``trace_prefix``), a few thousand samples a phase.
+    # (the trace's index in its request is 1 mod 16 there, see ``trace_prefix``), a few
+    # thousand samples a phase.
     committed_at: dict[str, float] = {}
     original = collector.run_writer._applied
 
@@ -629,8 +638,9 @@ def collector_main(
     pss_peak = [0]
 
     def sample_rss() -> None:
-        """Peak of the collector's RSS plus its helper processes' (assembler, decode workers: one collector), and
-        of their PSS: shared pages (the interpreter, pyarrow's libraries) counted once, split between them."""
+        """Peak of the collector's RSS plus its helper processes' (assembler, decode workers: one collector),
+        and of their PSS: shared pages (the interpreter, pyarrow's libraries) counted once,
+        split between them."""
         page = os.sysconf("SC_PAGE_SIZE")
         while not sampling.wait(0.2):
             total = pss = 0
@@ -719,7 +729,7 @@ def collector_main(
     conn.send(result)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 _PHASES = iter(range(1, 1 << 15))
@@ -879,8 +889,10 @@ def main() -> None:
         action="append",
         default=[],
         choices=("gc_threshold", "malloc"),
-        help="leave one of the collector processes' settings (agentotel_eval.collector.process.tuning) at Python's "
-        "or glibc's default, for an A/B of what it buys (repeatable)",
+        help=(
+            "leave one of the collector processes' settings (agentotel_eval.collector.process.tuning) at "
+            "Python's or glibc's default, for an A/B of what it buys (repeatable)"
+        ),
     )
     parser.add_argument(
         "--web-share",
@@ -935,7 +947,8 @@ def main() -> None:
         sinks = tuple(sink_settings(parent.recv(), free_port()))
     print(
         f"{args.exporters} exporters x {args.seconds:g}s per phase, ~{args.spans_per_request} spans/request, "
-        f"grace {args.grace:g}s, web share {args.web_share:g}, time scale {args.time_scale:g}, {args.rounds} rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}"
+        f"grace {args.grace:g}s, web share {args.web_share:g}, time scale {args.time_scale:g}, {args.rounds} "
+        f"rounds, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for transport in args.transports.split(","):
@@ -952,9 +965,9 @@ def main() -> None:
                     assert with_sinks["stored"] == with_sinks["acked"]
                     sink_ratios.append(with_sinks["rate"] / plain["rate"])
                     print(
-                        f"[{transport} #{round_}] no sinks {plain['rate']:,.0f} spans/s | three sinks (one down) "
-                        f"{with_sinks['rate']:,.0f} spans/s = {sink_ratios[-1]:.2f} x | sent, dropped per sink: "
-                        f"{with_sinks['sinks']} | runs {plain['runs']:,} / {with_sinks['runs']:,}",
+                        f"[{transport} #{round_}] no sinks {plain['rate']:,.0f} spans/s | three sinks (one "
+                        f"down) {with_sinks['rate']:,.0f} spans/s = {sink_ratios[-1]:.2f} x | sent, dropped "
+                        f"per sink: {with_sinks['sinks']} | runs {plain['runs']:,} / {with_sinks['runs']:,}",
                         flush=True,
                     )
                     continue
@@ -968,24 +981,26 @@ def main() -> None:
                     print(
                         f"[{transport} #{round_} {label}] bare decode {bare['rate']:,.0f} spans/s "
                         f"({bare['cpu_us_per_span']:.1f} µs CPU/span, rss {bare['rss_kb'] / 1024:.0f} MB) | "
-                        f"collector {coll['rate']:,.0f} spans/s stored ({coll['cpu_us_per_span']:.1f} µs CPU/span) = "
-                        f"{coll['rate'] / bare['rate']:.2f} x bare"
+                        f"collector {coll['rate']:,.0f} spans/s stored ({coll['cpu_us_per_span']:.1f} µs "
+                        f"CPU/span) = {coll['rate'] / bare['rate']:.2f} x bare"
                         f" | run->tool_calls rows p50 {coll.get('p50', float('nan')):.2f}s"
                         f" p99 {coll.get('p99', float('nan')):.2f}s ({coll['latency_n']} runs)"
                         f" | peak rss: sum of each process's peak {coll['rss_kb'] / 1024:.0f} MB (collector "
                         f"{coll['rss_main_kb'] / 1024:.0f}, of which this benchmark's latency records "
-                        f"{coll['bookkeeping_kb'] / 1024:.0f}, + assembler {coll['rss_assembler_kb'] / 1024:.0f} + decode "
+                        f"{coll['bookkeeping_kb'] / 1024:.0f}, + assembler "
+                        f"{coll['rss_assembler_kb'] / 1024:.0f} + decode "
                         f"{coll['rss_decoders_kb'] / 1024:.0f}); their sum sampled every 0.2 s: "
-                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB, PSS {coll['pss_sampled_kb'] / 1024:.0f} MB"
-                        f"\n    assembly: {coll['backlog_at_end']:,} committed records not yet taken at the end of the window,"
-                        f" every run written {coll['drained_in']:.1f} s after the load stopped"
-                        f"\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits"
-                        f" (avg {coll['flush_avg_ms']:.1f} ms), database reopened {coll['reopens']} times"
-                        f" ({coll['reopen_s']:.2f} s in all), {coll['runs']:,} runs, {coll['early']} completed early,"
-                        f" {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load avg {os.getloadavg()[0]:.2f}"
-                        f"\n    the collector's agentotel_eval: {coll['package']}; its assembler's {coll['helper_path']}"
-                        f"\n    the exporters' own CPU: {bare['exporter_cpu_us_per_span']:.1f} µs/span against the bare"
-                        f" receiver, {coll['exporter_cpu_us_per_span']:.1f} against the collector",
+                        f"{coll['rss_sampled_kb'] / 1024:.0f} MB, PSS {coll['pss_sampled_kb'] / 1024:.0f} "
+                        f"MB\n    assembly: {coll['backlog_at_end']:,} committed records not yet taken at "
+                        f"the end of the window, every run written {coll['drained_in']:.1f} s after the load "
+                        f"stopped\n    {coll['acked']:,} spans acked and stored, {coll['commits']} commits "
+                        f"(avg {coll['flush_avg_ms']:.1f} ms), database reopened {coll['reopens']} times "
+                        f"({coll['reopen_s']:.2f} s in all), {coll['runs']:,} runs, {coll['early']} "
+                        f"completed early, {coll['overloaded']} refusals, db {coll['db_mb']:.0f} MB, load "
+                        f"avg {os.getloadavg()[0]:.2f}\n    the collector's agentotel_eval: "
+                        f"{coll['package']}; its assembler's {coll['helper_path']}\n    the exporters' own "
+                        f"CPU: {bare['exporter_cpu_us_per_span']:.1f} µs/span against the bare receiver, "
+                        f"{coll['exporter_cpu_us_per_span']:.1f} against the collector",
                         flush=True,
                     )
                 ratios.append(phases[max(phases)]["rate"] / bare["rate"])
@@ -1005,8 +1020,8 @@ def main() -> None:
             )
             if scoring_costs:
                 print(
-                    f"[{transport}] scoring costs {statistics.median(scoring_costs):.1%} of ingest throughput "
-                    f"(rounds: {', '.join(f'{c:.1%}' for c in scoring_costs)})",
+                    f"[{transport}] scoring costs {statistics.median(scoring_costs):.1%} of ingest "
+                    f"throughput (rounds: {', '.join(f'{c:.1%}' for c in scoring_costs)})",
                     flush=True,
                 )
 

@@ -1,12 +1,14 @@
-"""Judge throughput: N evaluations against the stub LLM answering after a fixed delay, sequential vs concurrent.
+"""Judge throughput: N evaluations against the stub LLM answering after a fixed delay,
+sequential vs concurrent.
 
     python bench/bench_judge.py [--n 200] [--delay 0.1] [--concurrency 32] [--repeat 3]
                                 [--stub process|thread]
 
-Every evaluation takes the product path: ToolsErrorMetric -> JudgeRunner (semaphore, retries) -> litellm -> HTTP
--> tests/support/llm_stub.py, cache off. Sequential awaits one evaluation after another; concurrent gathers all N with
-``max_concurrency``. Both run in the same process, after a warm-up (litellm import, connections), and the
-speed-up is the ratio of their wall times; the ideal is n*delay / (ceil(n/concurrency)*delay).
+Every evaluation takes the product path: ToolsErrorMetric -> JudgeRunner (semaphore, retries) -> litellm ->
+HTTP -> tests/support/llm_stub.py, cache off. Sequential awaits one evaluation after another; concurrent
+gathers all N with ``max_concurrency``. Both run in the same process, after a warm-up (litellm import,
+connections), and the speed-up is the ratio of their wall times; the ideal is n*delay /
+(ceil(n/concurrency)*delay).
 
 The stub runs in its own process by default, as a real provider would (in a thread it competes for our GIL).
 For comparison the same is measured with a thin aiohttp ``CustomLLMClient`` (``direct``), which separates what
@@ -86,9 +88,9 @@ def case(i: int) -> EvalTestCase:
 class DirectClient(CustomLLMClient):
     """A minimal OpenAI-compatible client: the baseline without litellm's per-call work.
 
-    On aiohttp, litellm's own transport. (httpx's connection pool was tried first and measured: it re-scans every
-    connection for every queued request, ~4,000 idle checks per request at 32 in flight, so it cost more CPU
-    than litellm and hid what a thin client achieves.)
+    On aiohttp, litellm's own transport. (httpx's connection pool was tried first and measured: it re-scans
+    every connection for every queued request, ~4,000 idle checks per request at 32 in flight, so it cost more
+    CPU than litellm and hid what a thin client achieves.)
     """
 
     def __init__(self, base_url: str) -> None:
@@ -165,8 +167,9 @@ def stub_server(kind: str, delay: float):
 
 
 class FullCollections:
-    """Counts full (oldest-generation) garbage collections and their CPU time. litellm's import leaves ~400,000
-    objects that every full collection walks (~0.3 s CPU each), so one landing in a short run skews it."""
+    """Counts full (oldest-generation) garbage collections and their CPU time. litellm's import leaves
+    ~400,000 objects that every full collection walks (~0.3 s CPU each), so one landing in a
+    short run skews it."""
 
     def __init__(self) -> None:
         self.count, self.cpu, self._started = 0, 0.0, 0.0
@@ -221,8 +224,9 @@ async def compare(label: str, make, args: argparse.Namespace) -> None:
         stub_note = f", stub process {stub_cpu / args.n * 1000:.1f} ms" if STUB_PID else ""
         print(
             f"  {label} run {r + 1}: sequential {t_seq:6.2f}s{gc_seq} | concurrent({args.concurrency}) "
-            f"{t_conc:5.2f}s{gc_conc} | speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per evaluation: "
-            f"sequential {cpu_seq / args.n * 1000:.1f} ms, concurrent {cpu_conc / args.n * 1000:.1f} ms{stub_note}"
+            f"{t_conc:5.2f}s{gc_conc} | speed-up {t_seq / t_conc:5.1f}x (ideal {ideal:.1f}x) | CPU per "
+            f"evaluation: sequential {cpu_seq / args.n * 1000:.1f} ms, concurrent "
+            f"{cpu_conc / args.n * 1000:.1f} ms{stub_note}"
         )
     print(
         f"  {label}: median speed-up {statistics.median(speedups):.1f}x, best {max(speedups):.1f}x "
@@ -267,7 +271,8 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def _ten_call_run() -> tuple[list[ToolCall], str]:
-    """A 10-call run with recorded results and a final answer, so every rule runs (provenance, answers, claims)."""
+    """A 10-call run with recorded results and a final answer, so every rule runs
+    (provenance, answers, claims)."""
     calls = [
         ToolCall(
             "search_flights",
@@ -306,10 +311,10 @@ def bench_detectors(runs: int = 5_000) -> None:
             metric.measure(case)
         per_case = (time.perf_counter() - whole) / (runs // 5)
         print(
-            f"detectors ({label}): {runs} runs of {len(sample)} calls: {elapsed / runs * 1e6:.0f} us per run, "
-            f"{cpu / runs * 1e6:.0f} us process CPU (rules and observations); the whole deterministic metric "
-            f"{per_case * 1e6:.0f} us per run (bench_detectors.py: CPU with fresh values, and against another "
-            "checkout)"
+            f"detectors ({label}): {runs} runs of {len(sample)} calls: {elapsed / runs * 1e6:.0f} us per "
+            f"run, {cpu / runs * 1e6:.0f} us process CPU (rules and observations); the whole deterministic "
+            f"metric {per_case * 1e6:.0f} us per run (bench_detectors.py: CPU with fresh values, and against "
+            f"another checkout)"
         )
 
 

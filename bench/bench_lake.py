@@ -4,48 +4,48 @@ Parquet on moto's S3 server, both on loopback), under the load ``bench/bench_ing
     python bench/bench_lake.py [--part throughput,lag,pages,recovery,reconciler,flush,versus] [--seconds 15]
                                [--exporters 8] [--runs 20000] [--json FILE]
 
-Run it with the ``[lake]`` environment (DuckDB 1.5.5 and its extension packages), e.g. ``/tmp/v155/bin/python``.
-Every node is a real ``serve`` process of its own (``tests/support/lake_nodes.ServeNode``: its own session, file and
-ports) with scoring on (an expectation matching every run, as ``bench_ingest`` sets), a 2 s grace period and
-the ``[lake]`` defaults: flush every 5 s, reconcile every 10 s, peer reads on (the tests' lake table, which
-reconciles every second, is not used). Each phase gets a fresh lake (catalog database and
-bucket) and fresh files. The parts:
+Run it with the ``[lake]`` environment (DuckDB 1.5.5 and its extension packages), e.g.
+``/tmp/v155/bin/python``. Every node is a real ``serve`` process of its own
+(``tests/support/lake_nodes.ServeNode``: its own session, file and ports) with scoring on (an expectation
+matching every run, as ``bench_ingest`` sets), a 2 s grace period and the ``[lake]`` defaults: flush every 5
+s, reconcile every 10 s, peer reads on (the tests' lake table, which reconciles every second, is not used).
+Each phase gets a fresh lake (catalog database and bucket) and fresh files. The parts:
 
 * ``throughput``: stored (acknowledged) spans/s with 1 node without a lake (the baseline: the same serve, same
-  DuckDB, no ``[lake]``) and 1, 2 and 3 nodes with one, under the same closed-loop load: ``--exporters`` processes
-  sending the recorded fixture traces with fresh ids, 512 spans a request (``bench_ingest.RequestFactory``).
-  The load is routed in the generator, not through a proxy: each request's trace ids are drawn so that the
-  OpenTelemetry Collector's load-balancing ring (``tests/support/lake_ring.HashRing``, an exact port) sends every one of
-  its traces to the node the request goes to, requests taking the nodes in turn: every trace lands where the
-  gateway would send it, each node gets 1/N of the traces, in requests of 512 spans as the baseline does.
-  Also measured: the ceiling of ``tests/support/lake_ring.TraceRouter`` (the Python gateway, in a process of its own)
-  in front of a bare receiver that only decodes, and 3 nodes with the load sent through it (it splits each
-  request in one per node, sent one after the other), to show what routing in the generator leaves out. Printed
-  per phase:
+  DuckDB, no ``[lake]``) and 1, 2 and 3 nodes with one, under the same closed-loop load: ``--exporters``
+  processes sending the recorded fixture traces with fresh ids, 512 spans a request
+  (``bench_ingest.RequestFactory``). The load is routed in the generator, not through a proxy: each request's
+  trace ids are drawn so that the OpenTelemetry Collector's load-balancing ring
+  (``tests/support/lake_ring.HashRing``, an exact port) sends every one of its traces to the node the request
+  goes to, requests taking the nodes in turn: every trace lands where the gateway would send it, each node
+  gets 1/N of the traces, in requests of 512 spans as the baseline does. Also measured: the ceiling of
+  ``tests/support/lake_ring.TraceRouter`` (the Python gateway, in a process of its own) in front of a bare
+  receiver that only decodes, and 3 nodes with the load sent through it (it splits each request in one per
+  node, sent one after the other), to show what routing in the generator leaves out. Printed per phase:
   aggregate and per-node spans/s, the CPU each node, the lake's servers and the exporters spent a stored span,
   and the check that every acknowledged span is in the lake (or, without a lake, in the node's file).
-* ``lag``: one node under a steady open-loop load (``--lag-rate``) with flush_interval 5 s and 1 s; a marker trace
-  sent every 0.37 s, and a reader polling ``lake.spans`` (and ``lake.agent_runs``) for the markers: the time
-  from each marker's acknowledgement to the first poll that sees it, p50/p95/max.
+* ``lag``: one node under a steady open-loop load (``--lag-rate``) with flush_interval 5 s and 1 s; a marker
+  trace sent every 0.37 s, and a reader polling ``lake.spans`` (and ``lake.agent_runs``) for the markers: the
+  time from each marker's acknowledgement to the first poll that sees it, p50/p95/max.
 * ``pages``: a database of ``--runs`` runs built by ``bench_ui.py --build-only`` (the real pipeline; kept at
-  ``--pages-db`` and reused for 12 hours), copied to a fresh lake by a node started and stopped on it (one flush:
-  few files, as after ``lake maintain``), and to another as ``--fragments`` flushes would leave it (many small
-  files, unmerged); then the same page requests against ``serve`` on the file and ``agentotel-eval lake ui`` over
-  each lake (all on DuckDB 1.5.5), route by route, p50/p95; and ``count(*)`` over spans on each side
-  (``agentotel-eval query --db`` / ``--lake``, and in process).
-* ``reconciler``: the reconciler's search for split traces, before (a scan of the trace id and node of every span
-  copied in the window, at each look for 15 minutes after a membership change) and after (the lake's index of
-  trace parts: the rows committed since the last look; and once, when a node becomes the searcher, the window's),
-  over a lake of ``--look-spans`` spans, in CPU per span.
+  ``--pages-db`` and reused for 12 hours), copied to a fresh lake by a node started and stopped on it (one
+  flush: few files, as after ``lake maintain``), and to another as ``--fragments`` flushes would leave it
+  (many small files, unmerged); then the same page requests against ``serve`` on the file and ``agentotel-eval
+  lake ui`` over each lake (all on DuckDB 1.5.5), route by route, p50/p95; and ``count(*)`` over spans on each
+  side (``agentotel-eval query --db`` / ``--lake``, and in process).
+* ``reconciler``: the reconciler's search for split traces, before (a scan of the trace id and node of every
+  span copied in the window, at each look for 15 minutes after a membership change) and after (the lake's
+  index of trace parts: the rows committed since the last look; and once, when a node becomes the searcher,
+  the window's), over a lake of ``--look-spans`` spans, in CPU per span.
 * ``flush``: a flush's CPU and wall time a span with and without the index of trace parts, in process.
-* ``versus``: one lake node's stored spans/s from this checkout and from ``--baseline DIR`` (e.g. ``git worktree
-  add /tmp/base HEAD~3``), alternating ``--rounds`` times.
-* ``recovery``: 3 nodes behind ``TraceRouter(failover=True)`` under a steady open-loop load (``--recovery-rate``
-  in requests of ``--recovery-request`` spans); one node SIGKILLed 10 s in, restarted on the same file 8 s
-  later: export errors and the longest gap between acknowledgements after the kill, the spans it had
-  acknowledged but not yet copied, the time from its restart until it listens, until its flush mark covers them
-  and until the router sends it traces again, and whether every acknowledged span is in the lake (once, whole
-  traces) after all nodes stopped.
+* ``versus``: one lake node's stored spans/s from this checkout and from ``--baseline DIR`` (e.g. ``git
+  worktree add /tmp/base HEAD~3``), alternating ``--rounds`` times.
+* ``recovery``: 3 nodes behind ``TraceRouter(failover=True)`` under a steady open-loop load
+  (``--recovery-rate`` in requests of ``--recovery-request`` spans); one node SIGKILLed 10 s in, restarted on
+  the same file 8 s later: export errors and the longest gap between acknowledgements after the kill, the
+  spans it had acknowledged but not yet copied, the time from its restart until it listens, until its flush
+  mark covers them and until the router sends it traces again, and whether every acknowledged span is in the
+  lake (once, whole traces) after all nodes stopped.
 
 The machine this is run on may have few cores: N nodes on the same cores share them, so the aggregate cannot
 scale with N here; the per-node figures and the CPU a stored span are what extrapolate to N machines.
@@ -91,7 +91,7 @@ _lakes = itertools.count(1)
 LOST: list[str] = []
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # CPU time of processes, from /proc
 
 
@@ -185,7 +185,7 @@ class Servers:
         }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # nodes
 
 
@@ -216,12 +216,13 @@ def make_node(
 
 
 def lake_toml(table: Any, node: str) -> str:
-    """The ``[lake]`` table of a node: the shared lake's catalog, data and S3 server, this phase's flush interval,
-    and the product's own defaults for the rest (reconcile_interval 10 s, read_peer_spans on), not the tests'."""
+    """The ``[lake]`` table of a node: the shared lake's catalog, data and S3 server, this phase's flush
+    interval, and the product's own defaults for the rest (reconcile_interval 10 s, read_peer_spans
+    on), not the tests'."""
     return (
-        f'[lake]\ncatalog = "{table.catalog}"\ndata = "{table.data}"\nflush_interval = "{table.flush_interval}"\n'
-        f'node = "{node}"\n[lake.s3]\nendpoint = "{table.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
-        'url_style = "path"\nuse_ssl = false\n'
+        f'[lake]\ncatalog = "{table.catalog}"\ndata = "{table.data}"\nflush_interval = '
+        f'"{table.flush_interval}"\nnode = "{node}"\n[lake.s3]\nendpoint = "{table.s3_endpoint}"\nkey_id = '
+        f'"test"\nsecret = "test"\nurl_style = "path"\nuse_ssl = false\n'
     )
 
 
@@ -266,17 +267,17 @@ def raw_lake(settings: Any) -> Any:
 
 
 def check_stored(con: Any, spans_table: str, acked: dict[str, int]) -> dict[str, int]:
-    """Of the acknowledged traces (trace id -> its spans): spans expected, distinct spans stored, rows stored (a
-    span stored twice counts twice here), traces missing a span."""
+    """Of the acknowledged traces (trace id -> its spans): spans expected, distinct spans stored, rows stored
+    (a span stored twice counts twice here), traces missing a span."""
     import pyarrow as pa
 
     con.register("bench_acked", pa.table({"trace_id": list(acked), "n": list(acked.values())}))
     try:
         distinct, rows_, short = con.execute(
-            f"WITH got AS (SELECT trace_id, count(DISTINCT span_id) AS got, count(*) AS rows_ FROM {spans_table} "
-            "WHERE trace_id IN (SELECT trace_id FROM bench_acked) GROUP BY trace_id) "
-            "SELECT coalesce(sum(got), 0), coalesce(sum(rows_), 0), count(*) FILTER (WHERE coalesce(got, 0) < n) "
-            "FROM bench_acked LEFT JOIN got USING (trace_id)"
+            f"WITH got AS (SELECT trace_id, count(DISTINCT span_id) AS got, count(*) AS rows_ FROM "
+            f"{spans_table} WHERE trace_id IN (SELECT trace_id FROM bench_acked) GROUP BY trace_id) "
+            "SELECT coalesce(sum(got), 0), coalesce(sum(rows_), 0), count(*) FILTER (WHERE coalesce(got, 0) "
+            "< n) FROM bench_acked LEFT JOIN got USING (trace_id)"
         ).fetchone()
     finally:
         con.unregister("bench_acked")
@@ -288,13 +289,13 @@ def check_stored(con: Any, spans_table: str, acked: dict[str, int]) -> dict[str,
     }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # load generator (each exporter a process of its own)
 
 
 def _trace_id(ring: Any, endpoint: str, prefix: int, k: int) -> bytes:
-    """The trace id for the k-th trace of a request: with a ring, the first of (prefix, salt << 32 | k + 1) that
-    the ring sends to ``endpoint``."""
+    """The trace id for the k-th trace of a request: with a ring, the first of (prefix, salt << 32 | k + 1)
+    that the ring sends to ``endpoint``."""
     salt = 0
     while True:
         tid = struct.pack(">QQ", prefix, (salt << 32) | (k + 1))
@@ -317,8 +318,8 @@ def exporter_main(
 ) -> None:
     """Requests of ~``spans_per_request`` spans until ``window[1]``: closed loop (``rate`` 0) or at ``rate``
     spans/s. ``ring_routed``: request n goes to endpoint n % N with trace ids the ring sends there; else every
-    request to ``endpoints[0]``. Reports each request (sent, answered, ok, endpoint), the acknowledged traces (id
-    -> spans), the errors by status, and this process's CPU over the window. ``stop`` set: the window ends
+    request to ``endpoints[0]``. Reports each request (sent, answered, ok, endpoint), the acknowledged traces
+    (id -> spans), the errors by status, and this process's CPU over the window. ``stop`` set: the window ends
     there."""
     import grpc
     from bench_ingest import TRACE_PATH, RequestFactory, trace_prefix
@@ -458,7 +459,8 @@ def all_acked(results: list[dict[str, Any]]) -> dict[str, int]:
 
 
 class CpuWindow:
-    """The CPU of the nodes, the lake's servers, other processes and the machine between ``begin`` and ``end``."""
+    """The CPU of the nodes, the lake's servers, other processes and the machine between
+    ``begin`` and ``end``."""
 
     def __init__(
         self, servers: Servers | None, nodes: list[Any], others: dict[str, int] | None = None
@@ -490,7 +492,7 @@ def sleep_until(t: float) -> None:
     time.sleep(max(0.0, t - time.monotonic()))
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # part 1: throughput
 
 
@@ -547,9 +549,9 @@ def router_ceiling(args: argparse.Namespace) -> dict[str, Any]:
         "errors": sum(sum(r["errors"].values()) for r in results),
     }
     print(
-        f"[router ceiling] TraceRouter -> bare receiver (decode only): {out['rate']:,.0f} spans/s acknowledged; "
-        f"router {out['router_cpu_us']:.1f} µs CPU/span, bare {out['bare_cpu_us']:.1f}; machine "
-        f"{out['machine_busy']:.0%} busy ({os.cpu_count()} cores); {out['errors']} errors",
+        f"[router ceiling] TraceRouter -> bare receiver (decode only): {out['rate']:,.0f} spans/s "
+        f"acknowledged; router {out['router_cpu_us']:.1f} µs CPU/span, bare {out['bare_cpu_us']:.1f}; "
+        f"machine {out['machine_busy']:.0%} busy ({os.cpu_count()} cores); {out['errors']} errors",
         flush=True,
     )
     return out
@@ -565,8 +567,8 @@ LAKE_METRICS = (
 )
 
 
-#: the reconciler's search before the index of trace parts (as it was until then): the trace id and node of every
-#: span copied in the window, run at every look for 15 minutes after a membership change
+#: the reconciler's search before the index of trace parts (as it was until then): the trace id and node of
+#: every span copied in the window, run at every look for 15 minutes after a membership change
 SPANS_SCAN_SEARCH = """
 WITH recent AS (
     SELECT trace_id, min(start_time) AS lo, max(start_time) AS hi FROM lake.spans
@@ -590,9 +592,9 @@ def synthetic_flushes(
     con: Any, flushes: int, spans_per_flush: int, spans_per_trace: int, start: int, at: Any
 ) -> int:
     """Append ``flushes`` flushes to the lake, each as a node writes one: ``spans_per_flush`` spans of whole
-    traces of ``spans_per_trace`` (one root each) and their index rows in one transaction, by nodes node-a..c in
-    turn, one flush a second from ``at``; every 1000th trace also gets a part on the next node (split). Returns
-    the next trace number."""
+    traces of ``spans_per_trace`` (one root each) and their index rows in one transaction, by nodes node-a..c
+    in turn, one flush a second from ``at``; every 1000th trace also gets a part on the next node (split).
+    Returns the next trace number."""
     from datetime import timedelta
 
     from agentotel_eval.store import lake
@@ -604,21 +606,21 @@ def synthetic_flushes(
         first = start + f * traces
         con.execute("BEGIN")
         con.execute(
-            "INSERT INTO lake.spans (trace_id, span_id, parent_span_id, start_time, ingested_at, node, flushed_at) "
-            "SELECT md5(t::VARCHAR), md5(t::VARCHAR || '-' || k::VARCHAR)[:16], CASE WHEN k = 0 THEN NULL ELSE "
-            "md5(t::VARCHAR || '-0')[:16] END, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?, ?::TIMESTAMPTZ "
-            "FROM range(?, ?) r(t), range(?) s(k)",
+            "INSERT INTO lake.spans (trace_id, span_id, parent_span_id, start_time, ingested_at, node, "
+            "flushed_at) SELECT md5(t::VARCHAR), md5(t::VARCHAR || '-' || k::VARCHAR)[:16], CASE WHEN k = 0 "
+            "THEN NULL ELSE md5(t::VARCHAR || '-0')[:16] END, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?, "
+            "?::TIMESTAMPTZ FROM range(?, ?) r(t), range(?) s(k)",
             [flushed, flushed, node, flushed, first, first + traces, spans_per_trace],
         )
         con.execute(
-            f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, ?, true FROM range(?, ?) "
-            "r(t)",
+            f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, ?, true FROM range(?, "
+            f"?) r(t)",
             [node, flushed, spans_per_trace, first, first + traces],
         )
         # a part of every 1000th trace of the previous flush, resent to this node (a failover): split
         con.execute(
-            f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, 1, false FROM range(?, ?) "
-            "r(t) WHERE t % 1000 = 0",
+            f"INSERT INTO lake.{lake.PARTS} SELECT md5(t::VARCHAR), ?, ?::TIMESTAMPTZ, 1, false FROM "
+            f"range(?, ?) r(t) WHERE t % 1000 = 0",
             [node, flushed, first - traces, first],
         )
         con.execute("COMMIT")
@@ -626,10 +628,10 @@ def synthetic_flushes(
 
 
 def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
-    """The reconciler's search, before (a scan of the window's spans at each look after a change) and after (the
-    index rows committed since the last look; and once, when a node becomes the searcher, the window's index
-    rows): CPU seconds of this process (DuckDB's threads included) per span. A lake of ``--look-spans`` spans
-    in flushes of ``--look-flush`` spans (traces of 8 spans), then one more flush interval's worth."""
+    """The reconciler's search, before (a scan of the window's spans at each look after a change) and after
+    (the index rows committed since the last look; and once, when a node becomes the searcher, the window's
+    index rows): CPU seconds of this process (DuckDB's threads included) per span. A lake of ``--look-spans``
+    spans in flushes of ``--look-flush`` spans (traces of 8 spans), then one more flush interval's worth."""
     from datetime import UTC, datetime, timedelta
 
     import duckdb
@@ -728,9 +730,9 @@ def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any
             f"{1e6 * v['cpu_s'] / v['spans']:.3f} µs CPU a span; {v['split']} split traces",
             flush=True,
         )
-    # Before, every look for 15 minutes after a change scanned the spans copied since 15 minutes before it: the
-    # window grows from 15 to 30 minutes, 22.5 on average, so at a 10 s interval each copied span was scanned by
-    # about 135 looks. After, each is read once, by the look after its flush.
+    # Before, every look for 15 minutes after a change scanned the spans copied since 15 minutes before it:
+    # the window grows from 15 to 30 minutes, 22.5 on average, so at a 10 s interval each copied span was
+    # scanned by about 135 looks. After, each is read once, by the look after its flush.
     scans = (TRACE_WINDOW.total_seconds() * 1.5) / args.look_interval
     before_us = 1e6 * b["cpu_s"] / b["spans"]
     after_us = 1e6 * look["cpu_s"] / look["spans"]
@@ -739,8 +741,8 @@ def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any
     print(
         f"  CPU per span copied in the 15 minutes after a change ({args.look_interval:g} s looks): before "
         f"{before_us * scans:.1f} µs (each span scanned by ~{scans:.0f} looks at {before_us:.3f} µs), after "
-        f"{after_us:.3f} µs (its index row read once, with the look's fixed cost): {out['ratio']:.0f}x less; a "
-        f"new searcher reads the window once at {1e6 * t['cpu_s'] / t['spans']:.3f} µs a span; it holds "
+        f"{after_us:.3f} µs (its index row read once, with the look's fixed cost): {out['ratio']:.0f}x less; "
+        f"a new searcher reads the window once at {1e6 * t['cpu_s'] / t['spans']:.3f} µs a span; it holds "
         f"{out['memory_rows']:,} index rows in memory",
         flush=True,
     )
@@ -748,9 +750,9 @@ def part_reconciler(servers: Servers, args: argparse.Namespace) -> dict[str, Any
 
 
 def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
-    """What the index of trace parts adds to a flush: the same batch of ``--flush-spans`` spans (traces of 8, one
-    root each, every column filled as the fixtures fill them) appended to the lake in one transaction with its
-    flush mark, with and without the index rows, alternating ``--flush-rounds`` times: CPU of this process
+    """What the index of trace parts adds to a flush: the same batch of ``--flush-spans`` spans (traces of 8,
+    one root each, every column filled as the fixtures fill them) appended to the lake in one transaction with
+    its flush mark, with and without the index rows, alternating ``--flush-rounds`` times: CPU of this process
     (DuckDB's threads included) and wall time a span."""
     from datetime import UTC, datetime
 
@@ -763,8 +765,9 @@ def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     migrate(local)
     n = args.flush_spans
     local.execute(
-        "INSERT INTO spans SELECT md5((i // 8)::VARCHAR), md5(i::VARCHAR)[:16], CASE WHEN i % 8 = 0 THEN NULL ELSE "
-        "md5((i - i % 8)::VARCHAR)[:16] END, 'execute_tool search', 'INTERNAL', now(), now(), 'OK', NULL, 'svc', "
+        "INSERT INTO spans SELECT md5((i // 8)::VARCHAR), md5(i::VARCHAR)[:16], CASE WHEN i % 8 = 0 THEN "
+        "NULL ELSE md5((i - i % 8)::VARCHAR)[:16] END, 'execute_tool search', 'INTERNAL', now(), "
+        "now(), 'OK', NULL, 'svc', "
         '\'scope\', \'{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}\', '
         "'{\"service.name\": \"svc\"}', '[]', '1.0', '[]', NULL, 0, 0, 0, now() FROM range(?) r(i)",
         [n],
@@ -795,8 +798,8 @@ def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     added = out["with"]["cpu_us"] - out["without"]["cpu_us"]
     out["added_cpu_us"] = added
     print(
-        f"  a flush of {n:,} spans (median of {args.flush_rounds}): {out['without']['cpu_us']:.2f} µs CPU a span "
-        f"without the index of trace parts, {out['with']['cpu_us']:.2f} with it (+{added:.2f} µs; wall "
+        f"  a flush of {n:,} spans (median of {args.flush_rounds}): {out['without']['cpu_us']:.2f} µs CPU a "
+        f"span without the index of trace parts, {out['with']['cpu_us']:.2f} with it (+{added:.2f} µs; wall "
         f"{out['without']['wall_us']:.2f} / {out['with']['wall_us']:.2f} µs)",
         flush=True,
     )
@@ -804,8 +807,9 @@ def part_flush(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def part_versus(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
-    """One lake node's stored spans/s, this checkout against ``--baseline`` (another checkout, e.g. a git worktree
-    of the previous commit), alternating, ``--rounds`` times each, under the same closed-loop load."""
+    """One lake node's stored spans/s, this checkout against ``--baseline`` (another checkout, e.g. a git
+    worktree of the previous commit), alternating, ``--rounds`` times each, under the
+    same closed-loop load."""
     if not args.baseline:
         raise SystemExit("--part versus needs --baseline DIR (a checkout of the code to compare with)")
     baseline = Path(args.baseline).resolve()
@@ -950,9 +954,11 @@ def throughput_phase(
     print(
         f"[throughput {label}] {phase['rate']:,.0f} spans/s stored over {seconds:.0f} s "
         f"(per node {', '.join(f'{r:,.0f}' for r in phase['per_node_rate'])}); node CPU "
-        f"{', '.join(f'{c:.0f}' for c in phase['node_cpu_us'])} µs/span ({phase['nodes_cores']:.2f} cores in all)"
+        f"{', '.join(f'{c:.0f}' for c in phase['node_cpu_us'])} µs/span "
+        f"({phase['nodes_cores']:.2f} cores in all)"
         + (
-            f", lake servers: PostgreSQL {phase['pg_cpu_us']:.1f} + S3 (moto) {phase['s3_cpu_us']:.1f} µs/span"
+            f", lake servers: PostgreSQL {phase['pg_cpu_us']:.1f} + S3 (moto) "
+            f"{phase['s3_cpu_us']:.1f} µs/span"
             if with_lake
             else ""
         )
@@ -970,10 +976,10 @@ def throughput_phase(
         summed = {m: sum(v[m] for v in lake_metrics.values()) for m in LAKE_METRICS}
         last = ", ".join(f"{v['lake_flush_seconds']:.2f}" for v in lake_metrics.values())
         print(
-            f"    the nodes' /metrics at the window's end: {summed['lake_flushes_total']:.0f} flushes (the last took "
-            f"{last} s), "
-            f"{summed['lake_reconcile_looks_total']:.0f} reconciler looks, {summed['lake_peer_reads_total']:.0f} "
-            f"peer reads ({summed['lake_peer_spans_total']:.0f} spans)",
+            f"    the nodes' /metrics at the window's end: {summed['lake_flushes_total']:.0f} flushes (the "
+            f"last took {last} s), "
+            f"{summed['lake_reconcile_looks_total']:.0f} reconciler looks, "
+            f"{summed['lake_peer_reads_total']:.0f} peer reads ({summed['lake_peer_spans_total']:.0f} spans)",
             flush=True,
         )
     return phase
@@ -1027,16 +1033,16 @@ def part_throughput(servers: Servers, args: argparse.Namespace) -> dict[str, Any
     per_span = median(SETUPS[1], "nodes_cpu_us")
     lake_per_span = median(SETUPS[3], "pg_cpu_us") + median(SETUPS[3], "s3_cpu_us")
     print(
-        f"the bound: a lake node spends {per_span:.0f} µs of CPU a stored span (here it had {cores:.2f} of the "
-        f"{os.cpu_count()} cores: {1e6 * cores / per_span:,.0f} spans/s); N nodes on N such machines store about N "
-        f"times that, while the lake's servers spend {lake_per_span:.1f} µs a span (PostgreSQL + moto's S3, "
-        "3 nodes) and the gateway routes them",
+        f"the bound: a lake node spends {per_span:.0f} µs of CPU a stored span (here it had {cores:.2f} of "
+        f"the {os.cpu_count()} cores: {1e6 * cores / per_span:,.0f} spans/s); N nodes on N such machines "
+        f"store about N times that, while the lake's servers spend {lake_per_span:.1f} µs a span (PostgreSQL "
+        f"+ moto's S3, 3 nodes) and the gateway routes them",
         flush=True,
     )
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # part 2: lag from ack to visible in the lake
 
 
@@ -1160,9 +1166,9 @@ def lag_phase(servers: Servers, args: argparse.Namespace, flush: str) -> dict[st
         f"{phase['spans_p95']:.2f} s, max {phase['spans_max']:.2f} s after the ack ({len(span_lag)} seen); "
         f"the run in lake.agent_runs p50 {phase['runs_p50']:.2f} s, p95 {phase['runs_p95']:.2f} s "
         f"({len(run_lag)} seen; 2 s grace first); the flush that took the spans began p50 "
-        f"{phase['flush_start_p50']:.2f} s (p95 {phase['flush_start_p95']:.2f} s) after the ack and was seen p50 "
-        f"{phase['flush_to_seen_p50']:.2f} s (max {phase['flush_to_seen_max']:.2f} s) after it began; a poll took p50 {phase['poll_p50_ms']:.0f} ms, p95 "
-        f"{phase['poll_p95_ms']:.0f} ms",
+        f"{phase['flush_start_p50']:.2f} s (p95 {phase['flush_start_p95']:.2f} s) after the ack and was seen "
+        f"p50 {phase['flush_to_seen_p50']:.2f} s (max {phase['flush_to_seen_max']:.2f} s) after it began; a "
+        f"poll took p50 {phase['poll_p50_ms']:.0f} ms, p95 {phase['poll_p95_ms']:.0f} ms",
         flush=True,
     )
     return phase
@@ -1172,7 +1178,7 @@ def part_lag(servers: Servers, args: argparse.Namespace) -> list[dict[str, Any]]
     return [lag_phase(servers, args, flush) for flush in ("5s", "1s")]
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # part 3: pages over the lake against a file
 
 
@@ -1304,7 +1310,8 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     file_server = None
     uis: dict[str, tuple[subprocess.Popen, int]] = {}
     try:
-        # a node started on the file copies every row to the fresh lake (one flush); stopping it flushes the rest
+        # a node started on the file copies every row to the fresh lake (one flush); stopping
+        # it flushes the rest
         node = make_node(folder, "node-a", merged, db=str(db))
         started = time.monotonic()
         start_all([node])
@@ -1314,9 +1321,10 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
         in_lake = {t: con.execute(f"SELECT count(*) FROM lake.{t}").fetchone()[0] for t in lake.TABLES}
         con.close()
         print(
-            f"[pages] {counts['agent_runs']:,} runs, {counts['spans']:,} spans, {counts['tool_calls']:,} calls, "
-            f"{counts['evaluations']:,} evaluations ({summary['db_mb']:.0f} MB file); a node started on the file "
-            f"copied them to a fresh lake and stopped in {out['copy_s']:.1f} s; lake rows: {in_lake}",
+            f"[pages] {counts['agent_runs']:,} runs, {counts['spans']:,} spans, {counts['tool_calls']:,} "
+            f"calls, {counts['evaluations']:,} evaluations ({summary['db_mb']:.0f} MB file); a node started "
+            f"on the file copied them to a fresh lake and stopped in {out['copy_s']:.1f} s; "
+            f"lake rows: {in_lake}",
             flush=True,
         )
         out["lake_rows"] = in_lake
@@ -1401,8 +1409,8 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
             proc.wait(60)
         uis.clear()
 
-        # count(*) over spans: the CLI each way (a process: the node's /v1/query, or the lake attached), and in
-        # process after the attach (the spans view, newest row per span, and the raw table)
+        # count(*) over spans: the CLI each way (a process: the node's /v1/query, or the lake attached), and
+        # in process after the attach (the spans view, newest row per span, and the raw table)
         count = "SELECT count(*) FROM spans"
         cli = [sys.executable, "-m", "agentotel_eval.cli", "query", "--format", "csv"]
         file_cli, file_answer = _timed([*cli, "--db", str(db), count], 3)
@@ -1418,8 +1426,9 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
             "file_answer": file_answer.splitlines()[-1],
         }
         print(
-            f"[pages] count(*) over spans: agentotel-eval query --db (to the node's /v1/query) {file_cli:.2f} s; "
-            f"POST /v1/query to the node p50 {over_http.pct(0.5):.1f} ms; answer {file_answer.splitlines()[-1]}",
+            f"[pages] count(*) over spans: agentotel-eval query --db (to the node's /v1/query) "
+            f"{file_cli:.2f} s; POST /v1/query to the node p50 {over_http.pct(0.5):.1f} ms; answer "
+            f"{file_answer.splitlines()[-1]}",
             flush=True,
         )
         for side, (table, config) in sides.items():
@@ -1444,9 +1453,10 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
                 "answer": lake_answer.splitlines()[-1],
             }
             print(
-                f"    {side}: agentotel-eval query --lake {lake_cli:.2f} s (answer {lake_answer.splitlines()[-1]}); "
-                f"in process the reader attached in {attach_s:.2f} s, then the spans view (newest row per span) "
-                f"{1000 * statistics.median(view):.0f} ms, raw lake.spans {1000 * statistics.median(raw):.0f} ms",
+                f"    {side}: agentotel-eval query --lake {lake_cli:.2f} s (answer "
+                f"{lake_answer.splitlines()[-1]}); in process the reader attached in {attach_s:.2f} s, then "
+                f"the spans view (newest row per span) {1000 * statistics.median(view):.0f} ms, raw "
+                f"lake.spans {1000 * statistics.median(raw):.0f} ms",
                 flush=True,
             )
     finally:
@@ -1459,7 +1469,7 @@ def part_pages(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # part 4: a node killed under load and restarted
 
 
@@ -1599,33 +1609,33 @@ def part_recovery(servers: Servers, args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"[recovery] 3 nodes behind TraceRouter(failover) at {args.recovery_rate:,.0f} spans/s offered "
         f"({os.cpu_count()} cores); {victim.name} SIGKILLed {pre:g} s in:\n"
-        f"    (a) {len(errors_after)} export errors after the kill (last {out['last_error_after_kill_s']:.2f} s "
-        f"after); longest gap between acks around the kill {out['max_ack_gap_at_kill_s']:.2f} s (before it: "
-        f"{out['max_ack_gap_before_s']:.2f} s); {len(in_flight)} requests in flight at the kill, answered after "
-        f"{', '.join(f'{t:.2f}' for t in in_flight) or '-'} s; export latency p50/p99/max "
-        f"{latency} ms "
-        f"(before: the 5 s before the kill, after: the 3 s after); {out['failovers']} trace parts failed over; "
-        f"acked spans/s "
-        f"before {rate_around['before']:,.0f}, while down {rate_around['down']:,.0f}, after {rate_around['after']:,.0f}\n"
-        f"    (b) at the kill its file held {file_spans:,} spans, the lake {lake_spans:,} of them: {unflushed:,} "
-        f"acknowledged but not yet copied; restarted {down:g} s later on the same file: listening after "
-        f"{ready_s:.1f} s, its spans mark past its last span before the kill after {caught_s:.1f} s (lake then "
-        f"held {in_lake_after:,} of its {file_spans:,}; {recovered:.0f} unassembled traces re-opened at its start); "
-        f"the router sent it traces again "
+        f"    (a) {len(errors_after)} export errors after the kill (last "
+        f"{out['last_error_after_kill_s']:.2f} s after); longest gap between acks around the kill "
+        f"{out['max_ack_gap_at_kill_s']:.2f} s (before it: {out['max_ack_gap_before_s']:.2f} s); "
+        f"{len(in_flight)} requests in flight at the kill, answered after "
+        f"{', '.join(f'{t:.2f}' for t in in_flight) or '-'} s; export latency p50/p99/max {latency} ms "
+        f"(before: the 5 s before the kill, after: the 3 s after); {out['failovers']} trace parts failed "
+        f"over; acked spans/s "
+        f"before {rate_around['before']:,.0f}, while down {rate_around['down']:,.0f}, after "
+        f"{rate_around['after']:,.0f}\n    (b) at the kill its file held {file_spans:,} spans, the lake "
+        f"{lake_spans:,} of them: {unflushed:,} acknowledged but not yet copied; restarted {down:g} s later "
+        f"on the same file: listening after {ready_s:.1f} s, its spans mark past its last span before the "
+        f"kill after {caught_s:.1f} s (lake then held {in_lake_after:,} of its {file_spans:,}; "
+        f"{recovered:.0f} unassembled traces re-opened at its start); the router sent it traces again "
         + (
             f"{back_s:.1f} s after its restart\n"
             if not math.isnan(back_s)
             else "not within 60 s after it listened\n"
         )
-        + f"    every node stopped: {check['expected']:,} spans acknowledged, {check['stored']:,} in the lake "
-        f"({check['rows'] - check['stored']:,} stored twice, {check['short_traces']} traces short): "
-        f"{'nothing lost' if ok else 'LOST SPANS'}",
+        + f"    every node stopped: {check['expected']:,} spans acknowledged, {check['stored']:,} in the "
+        f"lake ({check['rows'] - check['stored']:,} stored twice, {check['short_traces']} traces "
+        f"short): {'nothing lost' if ok else 'LOST SPANS'}",
         flush=True,
     )
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 def main() -> int:
@@ -1721,8 +1731,8 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(
-        f"bench_lake: parts {', '.join(parts)}; DuckDB {duckdb.__version__}; {os.cpu_count()} cores; load avg "
-        f"{os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M:%S %z')}",
+        f"bench_lake: parts {', '.join(parts)}; DuckDB {duckdb.__version__}; {os.cpu_count()} cores; load "
+        f"avg {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M:%S %z')}",
         flush=True,
     )
     began = time.monotonic()

@@ -1,15 +1,15 @@
-"""What reading a trace back from the shared lake costs, as the lake grows: the basis for reconciling split traces
-after the fact instead of reading every trace's other spans from the lake before assembling it.
+"""What reading a trace back from the shared lake costs, as the lake grows: the basis for reconciling split
+traces after the fact instead of reading every trace's other spans from the lake before assembling it.
 
     python bench/bench_lake_reads.py [--spans 200000,1000000] [--flushes 50] [--lookups 20]
 
-Needs the ``[lake]`` extra, PostgreSQL's server programs (Debian's ``postgresql``) and ``moto[server]``: it starts
-both on loopback. For each lake size it appends that many spans (10 a trace, from 2 nodes, in ``--flushes``
-flushes as nodes do, each flush its own Parquet files), then times, each ``--lookups`` times:
+Needs the ``[lake]`` extra, PostgreSQL's server programs (Debian's ``postgresql``) and ``moto[server]``: it
+starts both on loopback. For each lake size it appends that many spans (10 a trace, from 2 nodes, in
+``--flushes`` flushes as nodes do, each flush its own Parquet files), then times, each ``--lookups`` times:
 
 * ``lookup 100``: the spans of 100 traces by id (what a node would read before assembling a batch of traces);
-* ``lookup 100, recent``: the same bounded to the last five minutes' flushes (``flushed_at``), which the files'
-  statistics can prune;
+* ``lookup 100, recent``: the same bounded to the last five minutes' flushes (``flushed_at``), which the
+  files' statistics can prune;
 * ``reconciler look``: the reconciler's search for split traces among the spans of the newest flush.
 
 The flushes are spread evenly over the last ``--hours``: a lake of that much history.
@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def build(con, node_names: list[str], total: int, flushes: int, hours: float) -> list[str]:
-    """``total`` spans, 10 a trace with random ids (as real trace ids are: no file's id range prunes a lookup),
-    appended in ``flushes`` lake transactions spread evenly over the last ``hours`` and alternating between the
-    nodes; returns the trace ids."""
+    """``total`` spans, 10 a trace with random ids (as real trace ids are: no file's id range prunes a
+    lookup), appended in ``flushes`` lake transactions spread evenly over the last ``hours`` and alternating
+    between the nodes; returns the trace ids."""
     import random
 
     import pyarrow as pa
@@ -130,7 +130,8 @@ def main() -> None:
                 settings, default_config(), "a", interval=60, quiet=5, live_for=60, away=20
             )
             reconciler.open()
-            # a steady look: the spans of the last flush interval (the newest flush), and each trace's other spans
+            # a steady look: the spans of the last flush interval (the newest flush), and each
+            # trace's other spans
             look_since = datetime.now(UTC) - timedelta(hours=args.hours) / args.flushes * 1.5
             look = []
             for _ in range(args.lookups):

@@ -73,7 +73,7 @@ def build_cases(n: int, length: int = 5, seed: int = 7) -> list[EvalTestCase]:
     return cases
 
 
-# --- naive references (score only) ----------------------------------------------------------------------------
+# --- naive references (score only) --------------------------------------------------------------------------
 
 
 def naive_default(expected: Sequence[ToolCall], called: Sequence[ToolCall]) -> float:
@@ -156,7 +156,7 @@ def naive_weighted_ordering(expected: Sequence[ToolCall], called: Sequence[ToolC
     return _wlcs(expected, called) / len(expected) if expected else 1.0
 
 
-# --- timing ---------------------------------------------------------------------------------------------------
+# --- timing -------------------------------------------------------------------------------------------------
 
 # (label, metric kwargs, naive reference, longest sequence the naive reference can do in reasonable time)
 MODES: list[tuple[str, dict, Callable[[Sequence[ToolCall], Sequence[ToolCall]], float], int]] = [
@@ -211,7 +211,10 @@ def main() -> None:
         f"{args.cases} distinct cases of {args.length} expected / ~{args.length} called calls; "
         f"best batch times of {args.repeat} rounds; Python {sys.version.split()[0]}"
     )
-    header = f"{'mode':<16} {'measure/s':>12} {'core/s':>12} {'naive/s':>12} {'measure÷naive':>14} {'core÷naive':>11}"
+    header = (
+        f"{'mode':<16} {'measure/s':>12} {'core/s':>12} {'naive/s':>12} "
+        f"{'measure÷naive':>14} {'core÷naive':>11}"
+    )
     print(header)
     print("-" * len(header))
     default_rate = 0.0

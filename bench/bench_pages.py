@@ -2,18 +2,18 @@
 
     python bench/bench_pages.py [--renders 400] [--warmup 40] [--clock wall|cpu] [--json FILE|-]
 
-The data is synthetic, shaped as the pages read it from the database (times of stored rows as ISO text), and the
-size ``bench/bench_ui.py``'s database gives a page: an overview of 20 agents (the 6 busiest charted over 28
-buckets, 5 metrics), a runs page of 50 runs (4 scores each), a run of 20 tool calls (JSON arguments and results,
-evidence, 5 evaluations, a 45-span tree), the error page, the sign-in page, and a report of that overview with its
-10 worst runs. Every text is the same on every run of the script, so two versions of the pages can be compared:
-run it with each on ``PYTHONPATH`` in turn, a few times, alternating.
+The data is synthetic, shaped as the pages read it from the database (times of stored rows as ISO text), and
+the size ``bench/bench_ui.py``'s database gives a page: an overview of 20 agents (the 6 busiest charted over
+28 buckets, 5 metrics), a runs page of 50 runs (4 scores each), a run of 20 tool calls (JSON arguments and
+results, evidence, 5 evaluations, a 45-span tree), the error page, the sign-in page, and a report of that
+overview with its 10 worst runs. Every text is the same on every run of the script, so two versions of the
+pages can be compared: run it with each on ``PYTHONPATH`` in turn, a few times, alternating.
 
-Printed per page: the median and p95 in microseconds over ``--renders`` renders after ``--warmup`` ones, and the
-page's size. ``--clock cpu`` times the thread's CPU time instead of the wall clock: on a machine other work
-shares, what the render costs rather than how long it waited for a core. Only the public rendering functions
-are called (``agentotel_eval.pages.render``, ``agentotel_eval.pages.sign_in``), so the script measures any
-version that has them.
+Printed per page: the median and p95 in microseconds over ``--renders`` renders after ``--warmup`` ones, and
+the page's size. ``--clock cpu`` times the thread's CPU time instead of the wall clock: on a machine other
+work shares, what the render costs rather than how long it waited for a core. Only the public rendering
+functions are called (``agentotel_eval.pages.render``, ``agentotel_eval.pages.sign_in``), so the script
+measures any version that has them.
 """
 
 from __future__ import annotations

@@ -176,11 +176,13 @@ def _report(title: str, r: dict[str, float]) -> None:
     print(f"\n{title}: {r['spans']:,} spans per pass (best of N; median in brackets)")
     for name in ("parse", "decode", "rebuild"):
         print(
-            f"  {name:8s} {r[name]:8.3f} s  [{r[name + '_median']:.3f}]  {r['spans'] / r[name]:>12,.0f} spans/s"
+            f"  {name:8s} {r[name]:8.3f} s  [{r[name + '_median']:.3f}]  "
+            f"{r['spans'] / r[name]:>12,.0f} spans/s"
         )
     print(
-        f"  rebuild / decode = {r['rebuild'] / r['decode']:.2f}   rebuild / parse = {r['rebuild'] / r['parse']:.2f}"
-        f"   decode + rebuild = {(r['decode'] + r['rebuild']) / r['decode']:.2f} x decode"
+        f"  rebuild / decode = {r['rebuild'] / r['decode']:.2f}   rebuild / parse = "
+        f"{r['rebuild'] / r['parse']:.2f}   decode + rebuild = "
+        f"{(r['decode'] + r['rebuild']) / r['decode']:.2f} x decode"
     )
 
 
@@ -222,7 +224,8 @@ def main() -> None:
     )
     ratio = min(times["full"]) / min(times["half"])
     print(
-        f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = {ratio:.2f} (2.0 = linear)"
+        f"\nscaling: rebuild({args.turns} turns) / rebuild({args.turns // 2} turns) = "
+        f"{ratio:.2f} (2.0 = linear)"
     )
 
 

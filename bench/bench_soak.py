@@ -1,32 +1,34 @@
-"""Soak under faults: ``agentotel-eval serve`` for a bounded time under steady load, with the judge's LLM and the
-forward endpoint failing, then an account of every span, run and evaluation.
+"""Soak under faults: ``agentotel-eval serve`` for a bounded time under steady load, with the judge's LLM and
+the forward endpoint failing, then an account of every span, run and evaluation.
 
     python bench/bench_soak.py [--minutes 10] [--rate 200] [--spans-per-request 128] [--outage 30]
                                [--judge-timeout 3] [--judge-concurrency 16] [--seed 1] [--json FILE]
                                [--keep DIR]
 
 It starts, on free ports on 127.0.0.1 and with a temporary database:
-  * an LLM stub (tests/support/llm_stub.py, in this process) answering the judge with valid JSON verdicts, except 5% of
-    requests answered HTTP 500 and 2% held longer than the judge's timeout (a seeded RNG picks which);
-  * an OTLP sink (tests/support/otlp_sink.py, in its own process, counting what it receives instead of keeping it) that
-    the collector forwards to over gRPC; it is stopped for ``--outage`` seconds in the middle of the run and
-    started again on the same ports;
+  * an LLM stub (tests/support/llm_stub.py, in this process) answering the judge with valid JSON verdicts,
+    except 5% of requests answered HTTP 500 and 2% held longer than the judge's timeout (a
+    seeded RNG picks which);
+  * an OTLP sink (tests/support/otlp_sink.py, in its own process, counting what it receives instead of keeping
+    it) that the collector forwards to over gRPC; it is stopped for ``--outage`` seconds in the middle of the
+    run and started again on the same ports;
   * the collector as a subprocess (``agentotel-eval serve --config``), with the judge on for every run (no
     sampling, a budget it cannot reach), an expectation rule matching every run, and forwarding to the sink.
 Load: the recorded fixture traces (7-13 spans, fresh ids and current times, see bench_ingest.py), open loop at
-``--rate`` spans/s in all, half over gRPC and half over OTLP/HTTP protobuf; every answer is recorded (the spans
-of a 200 / OK answer, less any ``partial_success`` rejected count, are acknowledged). After the load it waits
-until every trace is completed and no judge row is pending (at most ``--drain-timeout``), reads ``/metrics``,
-stops the collector with SIGTERM and opens the database read-only.
+``--rate`` spans/s in all, half over gRPC and half over OTLP/HTTP protobuf; every answer is recorded (the
+spans of a 200 / OK answer, less any ``partial_success`` rejected count, are acknowledged). After the load it
+waits until every trace is completed and no judge row is pending (at most ``--drain-timeout``), reads
+``/metrics``, stops the collector with SIGTERM and opens the database read-only.
 
 Printed (and written to ``--json FILE``): spans acknowledged against stored (must be equal); the judge's
-``tool_errors`` rows by status against the runs (ok + error + skipped must equal the runs, none pending); every
-metric's rows by status; RSS of the collector's process tree sampled every ``--sample-every`` seconds, as a table
-over time, and whether it levelled off (mean of the last third of the load against the middle third); spans the
-sink received against the collector's forward counters; judge calls made to the stub, the 500s and timeouts
-injected, and the collector's judge counters. Exits 1 when acknowledged != stored or ok + error + skipped != runs.
-The default rate is modest on purpose: the machine has 2 cores shared with other work, and the judge (one litellm
-call for each run with a user input, about 3 of 4 runs here) is what falls behind first, not ingest.
+``tool_errors`` rows by status against the runs (ok + error + skipped must equal the runs, none pending);
+every metric's rows by status; RSS of the collector's process tree sampled every ``--sample-every`` seconds,
+as a table over time, and whether it levelled off (mean of the last third of the load against the middle
+third); spans the sink received against the collector's forward counters; judge calls made to the stub, the
+500s and timeouts injected, and the collector's judge counters. Exits 1 when acknowledged != stored or ok +
+error + skipped != runs. The default rate is modest on purpose: the machine has 2 cores shared with other
+work, and the judge (one litellm call for each run with a user input, about 3 of 4 runs here) is what falls
+behind first, not ingest.
 """
 
 from __future__ import annotations
@@ -85,12 +87,13 @@ VERDICTS = (
 )
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # the forward sink: its own process, restartable on the same ports, counting instead of keeping
 
 
 def sink_main(conn: Any) -> None:
-    """Serve an OtlpSink until told to exit; ``stop`` / ``start`` take it down and bring it back on its ports."""
+    """Serve an OtlpSink until told to exit; ``stop`` / ``start`` take it down and bring
+    it back on its ports."""
     from concurrent import futures
     from http.server import ThreadingHTTPServer
 
@@ -101,8 +104,8 @@ def sink_main(conn: Any) -> None:
     from tests.support import otlp_sink
 
     class CountingStore(otlp_sink._Store):
-        """Counts records (and distinct span keys, to see re-sent batches) instead of keeping them: a 10-minute
-        soak forwards about a million spans."""
+        """Counts records (and distinct span keys, to see re-sent batches) instead of keeping them: a
+        10-minute soak forwards about a million spans."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -125,7 +128,8 @@ def sink_main(conn: Any) -> None:
                 return {**self.counts, "distinct_spans": len(self.span_keys)}
 
     class RestartableSink(otlp_sink.OtlpSink):
-        """OtlpSink binds fresh ephemeral ports on every start; this one binds the first start's ports again."""
+        """OtlpSink binds fresh ephemeral ports on every start; this one binds the first
+        start's ports again."""
 
         def __init__(self, store: CountingStore) -> None:
             super().__init__()
@@ -202,7 +206,7 @@ class SinkProcess:
         return answer
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # the judge's LLM: valid verdicts, some 500s, some answers later than the judge waits
 
 
@@ -238,7 +242,7 @@ class JudgeFaults:
             return Reply.json(verdict)
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # the collector: ``agentotel-eval serve`` as a subprocess
 
 
@@ -354,7 +358,7 @@ def parse_prometheus(text: str) -> dict[str, float]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # load: open loop, both transports
 
 
@@ -458,7 +462,7 @@ class TransportLoad:
         return send_http
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # memory: the collector's whole process tree, from /proc
 
 
@@ -607,7 +611,7 @@ def levelled(samples: list[Sample], limit_pct: float) -> dict[str, Any]:
     }
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # the run
 
 
@@ -666,7 +670,8 @@ def count_database(db: Path) -> dict[str, Any]:
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        prefix = f"{RUN_ID:04x}"  # our trace ids' first two bytes: spans the collector stored of its own would differ
+        # our trace ids' first two bytes: spans the collector stored of its own would differ
+        prefix = f"{RUN_ID:04x}"
         spans, ours, distinct = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE starts_with(trace_id, ?)), "
             "(SELECT count(*) FROM (SELECT DISTINCT trace_id, span_id FROM spans)) FROM spans",
@@ -679,8 +684,8 @@ def count_database(db: Path) -> dict[str, Any]:
             "SELECT metric, status, count(*) FROM evaluations GROUP BY ALL ORDER BY ALL"
         ).fetchall()
         judge_errors = con.execute(
-            "SELECT reason, count(*) FROM evaluations WHERE metric = 'tool_errors' AND status IN ('error', 'skipped') "
-            "GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
+            "SELECT reason, count(*) FROM evaluations WHERE metric = 'tool_errors' AND status IN ('error', "
+            "'skipped') GROUP BY ALL ORDER BY 2 DESC LIMIT 5"
         ).fetchall()
     finally:
         con.close()
@@ -753,8 +758,8 @@ def main() -> int:
     outage = min(args.outage, seconds / 2)
     outage_at = (seconds - outage) / 2
     print(
-        f"soak: {args.minutes:g} min at {args.rate:,.0f} spans/s ({args.spans_per_request} a request, gRPC + HTTP), "
-        f"judge on every run (timeout {args.judge_timeout:g}s, {args.error_share:.0%} HTTP 500, "
+        f"soak: {args.minutes:g} min at {args.rate:,.0f} spans/s ({args.spans_per_request} a request, gRPC + "
+        f"HTTP), judge on every run (timeout {args.judge_timeout:g}s, {args.error_share:.0%} HTTP 500, "
         f"{args.timeout_share:.0%} late), forward sink down {outage:g}s from t={outage_at:.0f}s; "
         f"cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.2f}",
         flush=True,
@@ -1009,9 +1014,9 @@ def print_report(r: dict[str, Any], samples: list[Sample]) -> None:
     )
     for name, t in s["by_transport"].items():
         print(
-            f"   {name}: {t['requests']:,} requests, {t['offered']:,} spans sent, {t['acked']:,} acknowledged, "
-            f"{t['rejected']} rejected in partial successes, refused {t['refused'] or 0}; answer p50 "
-            f"{t['p50_s'] * 1000:.0f} ms, p99 {t['p99_s'] * 1000:.0f} ms, max {t['max_s']:.2f} s; "
+            f"   {name}: {t['requests']:,} requests, {t['offered']:,} spans sent, {t['acked']:,} "
+            f"acknowledged, {t['rejected']} rejected in partial successes, refused {t['refused'] or 0}; "
+            f"answer p50 {t['p50_s'] * 1000:.0f} ms, p99 {t['p99_s'] * 1000:.0f} ms, max {t['max_s']:.2f} s; "
             f"sender behind schedule at most {t['behind_schedule_max_s']:.2f} s"
         )
     j = r["judge_rows"]
@@ -1023,8 +1028,8 @@ def print_report(r: dict[str, Any], samples: list[Sample]) -> None:
         print(f"   {n} x {reason}")
     print(f"   every metric by status: {r['evaluations']}")
     print(
-        f"== drain: {'done' if r['drain']['done'] else 'NOT DONE'} in {r['drain']['seconds']:.0f}s; collector "
-        f"stopped in {r['stop']['seconds']:.1f}s, exit code {r['stop']['exit_code']}"
+        f"== drain: {'done' if r['drain']['done'] else 'NOT DONE'} in {r['drain']['seconds']:.0f}s; "
+        f"collector stopped in {r['stop']['seconds']:.1f}s, exit code {r['stop']['exit_code']}"
     )
     rss = r["rss"]
     print(
@@ -1052,16 +1057,16 @@ def print_report(r: dict[str, Any], samples: list[Sample]) -> None:
         print(f"   levelled: {rss.get('why')}")
     else:
         print(
-            f"   mean of the load's middle third {rss['middle_mb']:.0f} MB, last third {rss['last_mb']:.0f} MB: "
-            f"{rss['growth_pct']:+.1f}% -> {'levelled' if rss['levelled'] else 'STILL GROWING'} "
+            f"   mean of the load's middle third {rss['middle_mb']:.0f} MB, last third {rss['last_mb']:.0f} "
+            f"MB: {rss['growth_pct']:+.1f}% -> {'levelled' if rss['levelled'] else 'STILL GROWING'} "
             f"(limit {rss['limit_pct']:g}%)"
         )
     f = r["forward"]
     c = f["collector"]
     print(
-        f"== forward: the sink received {f['sink'].get('spans', 0):,} spans ({f['sink'].get('distinct_spans', 0):,} "
-        f"distinct) and {f['sink'].get('logs', 0):,} logs; expected {f['expected_spans']:,} spans (stored + one a "
-        f"judge answer) and {f['expected_logs']:,} logs"
+        f"== forward: the sink received {f['sink'].get('spans', 0):,} spans "
+        f"({f['sink'].get('distinct_spans', 0):,} distinct) and {f['sink'].get('logs', 0):,} logs; expected "
+        f"{f['expected_spans']:,} spans (stored + one a judge answer) and {f['expected_logs']:,} logs"
     )
     print(
         f"   received + dropped = expected: spans {'yes' if f['adds_up']['spans'] else 'NO'}, logs "

@@ -1,11 +1,11 @@
-"""How well, and how fast, the detectors' statement reader finds the values an answer states, against the libraries
-that could do parts of it: dateparser and python-dateutil (dates), price-parser (money), quantulum3 (quantities),
-and text2num / number-parser (number words).
+"""How well, and how fast, the detectors' statement reader finds the values an answer states, against the
+libraries that could do parts of it: dateparser and python-dateutil (dates), price-parser (money), quantulum3
+(quantities), and text2num / number-parser (number words).
 
-The labelled sentences are generated (seeded) from the robustness suite's phrasings and value formats: each states
-one value of a known kind in one of the ways answers write it, in a sentence of its own. A reader scores a hit when
-it returns that value (a date's month and day, an amount and its currency, a temperature in °C); precision counts
-what it returns that is not the stated value.
+The labelled sentences are generated (seeded) from the robustness suite's phrasings and value formats: each
+states one value of a known kind in one of the ways answers write it, in a sentence of its own. A reader
+scores a hit when it returns that value (a date's month and day, an amount and its currency, a temperature in
+°C); precision counts what it returns that is not the stated value.
 
     python bench/bench_statements.py [--n 600] [--seed 0]
 

@@ -1,14 +1,15 @@
-"""Overhead of @traced on a no-op tool, against an undecorated call and a bare ``start_as_current_span`` block.
+"""Overhead of @traced on a no-op tool, against an undecorated call and a bare
+``start_as_current_span`` block.
 
 All variants run in one process against one SDK TracerProvider whose only processor discards spans, so what is
 measured is span creation plus our work (argument binding, JSON capture, attributes), not export.
-Reported: the best of several repeats per variant (the least disturbed by other processes on a shared machine),
-in microseconds per call, and ratios to the bare span block. Target: decorated (capture on) <= 1.5x bare block.
-A reference row, "SDK floor", makes the same SDK calls @traced makes with every attribute precomputed: what the
-SDK alone costs for what is recorded, i.e. the part no change to @traced can remove.
+Reported: the best of several repeats per variant (the least disturbed by other processes on a shared
+machine), in microseconds per call, and ratios to the bare span block. Target: decorated (capture on) <= 1.5x
+bare block. A reference row, "SDK floor", makes the same SDK calls @traced makes with every attribute
+precomputed: what the SDK alone costs for what is recorded, i.e. the part no change to @traced can remove.
 
-Run: ``python bench/bench_traced.py [--calls N] [--repeats R]`` (on a busy machine many short samples are steadier:
-``--calls 300 --repeats 200``). ``--only TEXT`` runs one variant silently, for a profiler.
+Run: ``python bench/bench_traced.py [--calls N] [--repeats R]`` (on a busy machine many short samples are
+steadier: ``--calls 300 --repeats 200``). ``--only TEXT`` runs one variant silently, for a profiler.
 """
 
 from __future__ import annotations
@@ -179,8 +180,8 @@ def main() -> None:
     floor = best["SDK floor: same attributes, precomputed"]
     print(f"capture on vs a hand-written span with the same attributes: {captured / reference:.2f}x")
     print(
-        f"SDK floor for these attributes: {floor / baseline:.2f}x the bare block; at the 1.5x target that leaves"
-        f" {1.5 * baseline - floor:.1f} us for binding, JSON, the call id and the wrapper, which take"
+        f"SDK floor for these attributes: {floor / baseline:.2f}x the bare block; at the 1.5x target that "
+        f"leaves {1.5 * baseline - floor:.1f} us for binding, JSON, the call id and the wrapper, which take"
         f" {captured - floor:.1f} us here"
     )
 

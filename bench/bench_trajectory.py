@@ -2,23 +2,24 @@
 
     python bench/bench_trajectory.py [--repeat 300]
 
-Cases, each timed ``--repeat`` times in this process (median and p95 of single scorings, after a warm-up). A run
-of a shape scored before takes its report from the earlier run (``score_trajectory``): every case but the last
-two forgets those first, so it times the alignment of a run seen for the first time.
+Cases, each timed ``--repeat`` times in this process (median and p95 of single scorings, after a warm-up). A
+run of a shape scored before takes its report from the earlier run (``score_trajectory``): every case but the
+last two forgets those first, so it times the alignment of a run seen for the first time.
 
 - ``20 steps x 50 calls``: a realistic spec of 20 steps (argument matchers with $regex, $in, $approx, $type, a
-  $ref from a result, an any_of, an unordered and a parallel group, optional steps, a count) against a run of 50
-  calls that mostly follows it (repeats, a few extra calls, one wrong argument);
-- ``repeats``: a worst case for the state space: 40 calls of one tool against count ranges and unordered groups
-  of that tool;
-- ``fresh spec``: the first scoring of a spec read for the run (no memoised weights or automata), as a run whose
-  span carries a spec the collector has not seen;
+  $ref from a result, an any_of, an unordered and a parallel group, optional steps, a count) against a run of
+  50 calls that mostly follows it (repeats, a few extra calls, one wrong argument);
+- ``repeats``: a worst case for the state space: 40 calls of one tool against count ranges and unordered
+  groups of that tool;
+- ``fresh spec``: the first scoring of a spec read for the run (no memoised weights or automata), as a run
+  whose span carries a spec the collector has not seen;
 - ``parse``: reading the 20-step spec from JSON (the collector keeps what it read);
-- ``tool_correctness``: ``ToolCorrectnessMetric`` (default mode) on the same 50 calls against the spec's 20 tools;
-- ``20 steps x 200 calls``: the same spec against a run of 200 calls (the 50 above, each followed by three calls of
-  the spec's repeated tools or an extra lookup): target under 20 ms;
-- ``unordered 20 x 50``: 20 expected calls with arguments in one order-free group (``adk:ANY_ORDER``) against 50
-  calls of the same tools: target under 2 ms;
+- ``tool_correctness``: ``ToolCorrectnessMetric`` (default mode) on the same 50 calls against
+  the spec's 20 tools;
+- ``20 steps x 200 calls``: the same spec against a run of 200 calls (the 50 above, each followed by three
+  calls of the spec's repeated tools or an extra lookup): target under 20 ms;
+- ``unordered 20 x 50``: 20 expected calls with arguments in one order-free group (``adk:ANY_ORDER``) against
+  50 calls of the same tools: target under 2 ms;
 - ``hostile``: specs whose exact alignment is exponential (six order-free sequences; 16 nested
   ``unordered``/``parallel`` groups) against 150-200 calls: bounded by the work budget, approximate;
 - ``3 calls, shape first seen`` / ``3 calls, shape seen before``: a short run (the online benchmark's: 3 calls

@@ -29,17 +29,17 @@ Two steps:
    p95 and max in ms (to the whole answer read), the p95 as a multiple of the ``/v1/query`` baseline's p95,
    the p50 and p95 to the status line and headers (``hdr``: the server's work without the body's transfer),
    the answer's size and the server process's CPU time a request (``cpu ms``, warm-ups included, counted
-   in the kernel's clock ticks, 10 ms on most: steadier than the times when the machine is shared); routes whose p95 is over 300 ms are
-   marked.
+   in the kernel's clock ticks, 10 ms on most: steadier than the times when the machine is shared); routes
+   whose p95 is over 300 ms are marked.
 
 A route the server does not have (a 404 "no route for ...") is reported as not served, not as an error. The
 exit status is non-zero only on errors (the build, the server, an answer that is not a 200 of the right
 content type), never on slowness. The machine may be shared: compare the ratios to the baseline, not the ms.
 
-``--source DIR`` serves the database with another checkout's ``agentotel_eval`` (``bench/source.py``; the server
-is started as ``python -m agentotel_eval.collector`` from the link's directory, and where it imports the package
-from is checked first): alternate it with runs of this one on the same ``--db`` to compare two versions' pages.
-A database it has to build is built by that checkout's collector.
+``--source DIR`` serves the database with another checkout's ``agentotel_eval`` (``bench/source.py``; the
+server is started as ``python -m agentotel_eval.collector`` from the link's directory, and where it imports
+the package from is checked first): alternate it with runs of this one on the same ``--db`` to compare two
+versions' pages. A database it has to build is built by that checkout's collector.
 """
 
 from __future__ import annotations

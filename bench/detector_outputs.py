@@ -4,9 +4,9 @@
     (run it before and after the change, then: cmp before.jsonl after.jsonl)
 
 For every run of every fixture trace (tests/fixtures/traces, tests/fixtures/variants) and every case of the
-robustness suite and of the BFCL (``--bfcl`` entries per category, default 3) and τ² (``--tau2`` tasks per domain,
-default 2) suites, in both span conventions, the deterministic metric scores the run as the collector does; each
-line holds the run's findings, observations and the rule failures, or its could-not-run notes.
+robustness suite and of the BFCL (``--bfcl`` entries per category, default 3) and τ² (``--tau2`` tasks per
+domain, default 2) suites, in both span conventions, the deterministic metric scores the run as the collector
+does; each line holds the run's findings, observations and the rule failures, or its could-not-run notes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""``--source DIR`` for the benchmarks: import another checkout's ``agentotel_eval`` while the load (this checkout's
-``tests`` fixtures and ``bench`` modules) stays the same, to compare two versions under one load.
+"""``--source DIR`` for the benchmarks: import another checkout's ``agentotel_eval`` while the load (this
+checkout's ``tests`` fixtures and ``bench`` modules) stays the same, to compare two versions under one load.
 
-Only the package is put first on the path (through a link in a temporary directory), so ``tests`` still comes from
-this checkout; processes started with ``spawn`` inherit the parent's path, and ``inherited_source`` puts the link
-first again after their main module put this checkout there (``BENCH_SOURCE_LINK`` names it). The collector starts its helpers (the
-assembler, decode workers) as ``python -m``, which imports from the working directory first: the benchmark runs
-from the link's directory, so they import the same package.
+Only the package is put first on the path (through a link in a temporary directory), so ``tests`` still comes
+from this checkout; processes started with ``spawn`` inherit the parent's path, and ``inherited_source`` puts
+the link first again after their main module put this checkout there (``BENCH_SOURCE_LINK`` names it). The
+collector starts its helpers (the assembler, decode workers) as ``python -m``, which imports from the working
+directory first: the benchmark runs from the link's directory, so they import the same package.
 """
 
 from __future__ import annotations

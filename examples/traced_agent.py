@@ -4,10 +4,11 @@
     python examples/traced_agent.py "What's the weather in Paris, and how far is it from Lyon?"
     agentotel-eval query "SELECT agent_name, tools_called, expected_tools FROM agent_runs"
 
-The "LLM" is a scripted function (no network, no API key), so the example runs anywhere; swap ``plan_next_step``
-for a real model call and nothing else changes. Export goes to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (default
-``http://127.0.0.1:4317``; set ``OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`` for port 4318). Without a collector
-the agent still runs; the exporter logs that it could not deliver the spans.
+The "LLM" is a scripted function (no network, no API key), so the example runs anywhere; swap
+``plan_next_step`` for a real model call and nothing else changes. Export goes to
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (default ``http://127.0.0.1:4317``; set
+``OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`` for port 4318). Without a collector the agent still runs; the
+exporter logs that it could not deliver the spans.
 """
 
 from __future__ import annotations
@@ -56,15 +57,16 @@ def distance_km(a: dict, b: dict, tool_call_id: str | None = None) -> float:
     return round(2 * 6371 * asin(sqrt(h)), 1)
 
 
-# A tool's ``tool_call_id`` parameter becomes the span's gen_ai.tool.call.id (and is not one of its arguments),
-# so the call the model requested and the execution are linked.
+# A tool's ``tool_call_id`` parameter becomes the span's gen_ai.tool.call.id (and is not one of its
+# arguments), so the call the model requested and the execution are linked.
 TOOLS = {"get_weather": get_weather, "get_coordinates": get_coordinates, "distance_km": distance_km}
 
 
 @traced(kind="llm", name="scripted-model")
 def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dict:
-    """A stand-in for a chat model: asks for the tools the question needs, for the cities it names (the weather
-    in the first; how far apart the first two whose coordinates it knows), then answers from their results."""
+    """A stand-in for a chat model: asks for the tools the question needs, for the cities it names (the
+    weather in the first; how far apart the first two whose coordinates it knows), then answers
+    from their results."""
     question = messages[0]["content"]
     cities = cities_in(question)
     located = [city for city in cities if city.lower() in CITIES][:2]
@@ -103,8 +105,8 @@ def plan_next_step(messages: list[dict], model: str = "scripted-planner") -> dic
 
 def expected_tools_for(question: str) -> list[str]:
     """What a correct run of this question calls, as a test writer would state it: the weather tool when the
-    question asks about the weather in a city, the coordinates of both cities and the distance when it asks how far
-    apart two known cities are (every call, so that the exact and in-order scores hold too)."""
+    question asks about the weather in a city, the coordinates of both cities and the distance when it asks
+    how far apart two known cities are (every call, so that the exact and in-order scores hold too)."""
     expected = ["get_weather"] if "weather" in question.lower() and cities_in(question) else []
     located = [city for city in cities_in(question) if city.lower() in CITIES][:2]
     if "far" in question.lower() and len(located) == 2:

@@ -13,8 +13,9 @@ os.environ.setdefault("AGENTOTEL_RUNTIME_DIR", tempfile.mkdtemp(prefix="agentote
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Hypothesis's clocks (an example's deadline, how fast inputs are drawn) measure the machine's other jobs as much as
-# the code when the suite runs on several workers: the examples and their checks stay, the timing checks go
+# Hypothesis's clocks (an example's deadline, how fast inputs are drawn) measure the machine's other jobs as
+# much as the code when the suite runs on several workers: the examples and their checks stay,
+# the timing checks go
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
 
@@ -56,8 +57,8 @@ def _shared_fixtures(item: pytest.Item) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup`` the tests that share a module or session fixture run on one worker, so a
-    collector replaying every fixture trace or a browser is built once, not once per worker. The groups are the
-    connected parts of tests linked through the instances they share."""
+    collector replaying every fixture trace or a browser is built once, not once per worker. The groups are
+    the connected parts of tests linked through the instances they share."""
     parent: dict[str, str] = {}
 
     def root(key: str) -> str:

@@ -1,8 +1,9 @@
 """Run one sealed read-only query on the collector's database, from outside the collector.
 
-When a collector holds the database, the query goes to its ``POST /v1/query`` (DuckDB lets one process open a file
-for writing and no other process open it at the same time); otherwise the file is opened read-only. Either way only
-a single SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement runs, with no file or network access.
+When a collector holds the database, the query goes to its ``POST /v1/query`` (DuckDB lets one process open a
+file for writing and no other process open it at the same time); otherwise the file is opened read-only.
+Either way only a single SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement runs, with no
+file or network access.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ EXIT_NO_DATABASE = 2
 
 
 class QueryFailure(Exception):
-    """A query that could not run (its message is for the user), with the exit code a command should return."""
+    """A query that could not run (its message is for the user), with the exit code a
+    command should return."""
 
     def __init__(self, message: str, code: int = EXIT_QUERY_ERROR) -> None:
         super().__init__(message)
@@ -32,7 +34,8 @@ class QueryFailure(Exception):
 
 
 class CollectorRefused(Exception):
-    """The collector answered a request with an error status; the message is its reason (for 401, what to do)."""
+    """The collector answered a request with an error status; the message is its reason
+    (for 401, what to do)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -112,8 +115,9 @@ def _local(
         version = current_version(con)
         if version < SCHEMA_VERSION:  # read as it is: a query naming a newer column fails, and this says why
             print(
-                f"note: {db} has schema version {version}, older than this agentotel-eval's ({SCHEMA_VERSION}): "
-                f"columns added since are missing until a collector opens it once (agentotel-eval serve --db {db})",
+                f"note: {db} has schema version {version}, older than this agentotel-eval's "
+                f"({SCHEMA_VERSION}): columns added since are missing until a collector opens it once "
+                f"(agentotel-eval serve --db {db})",
                 file=sys.stderr,
             )
         cursor = sealed_cursor(con)
@@ -243,7 +247,8 @@ def execute(
             try:
                 return _via_collector(collector, sql, limit, timeout, params)
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                # The collector went away between discovery and the query: the file is free (or will say why not).
+                # The collector went away between discovery and the query: the file is free
+                # (or will say why not).
                 if url or find_collector(path) is not None:
                     raise QueryFailure(
                         f"the collector at {collector.base_url} did not answer: {exc}"

@@ -1,15 +1,16 @@
 """How ``agentotel-eval query`` finds a collector that holds the database: a small file next to it, and a list
 of the collectors running on this machine.
 
-A running collector writes ``<db>.collector.json`` (its pid, HTTP address and a random token) once it listens, and
-removes it when it stops. A reader trusts the file only if the pid is alive AND ``GET /healthz`` at that address
-answers with the same token: a file left behind by a killed collector, or a port reused by another process, is
-recognised as stale. The same record is written under ``registry_dir()`` (one file per collector): a command run
-from another directory, with no database there and no ``--db``, asks the one collector running on the machine.
+A running collector writes ``<db>.collector.json`` (its pid, HTTP address and a random token) once it listens,
+and removes it when it stops. A reader trusts the file only if the pid is alive AND ``GET /healthz`` at that
+address answers with the same token: a file left behind by a killed collector, or a port reused by another
+process, is recognised as stale. The same record is written under ``registry_dir()`` (one file per collector):
+a command run from another directory, with no database there and no ``--db``, asks the one collector
+running on the machine.
 
-A collector serving TLS records it (``scheme`` https and its certificate file); a client then connects with https
-and trusts that certificate alone (``client_ssl_context``). A collector that requires a token is sent the one in
-``AGENTOTEL_AUTH_TOKEN`` (``auth_headers``); ``GET /healthz`` needs none.
+A collector serving TLS records it (``scheme`` https and its certificate file); a client then connects with
+https and trusts that certificate alone (``client_ssl_context``). A collector that requires a token is sent
+the one in ``AGENTOTEL_AUTH_TOKEN`` (``auth_headers``); ``GET /healthz`` needs none.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ DB_ENV = "AGENTOTEL_DB"
 URL_ENV = "AGENTOTEL_URL"
 #: a config file whose ``[lake]`` the reading commands read every node's rows from, when no --lake is given
 LAKE_ENV = "AGENTOTEL_LAKE"
-#: where running collectors list themselves (default: $XDG_RUNTIME_DIR/agentotel-eval, else ~/.cache/agentotel-eval)
+#: where running collectors list themselves (default: $XDG_RUNTIME_DIR/agentotel-eval, else
+#: ~/.cache/agentotel-eval)
 RUNTIME_DIR_ENV = "AGENTOTEL_RUNTIME_DIR"
 
 
@@ -76,14 +78,17 @@ def auth_headers() -> dict[str, str]:
 def unauthorized_message(base_url: str) -> str:
     """What a command says when the collector answered 401."""
     if auth_token():
-        return f"the collector at {base_url} refused the token in {AUTH_TOKEN_ENV}: it is not the collector's token"
+        return (
+            f"the collector at {base_url} refused the token in {AUTH_TOKEN_ENV}: it is not "
+            f"the collector's token"
+        )
     return f"the collector at {base_url} requires a token: set {AUTH_TOKEN_ENV}"
 
 
 def client_ssl_context(cert: str) -> ssl.SSLContext:
-    """A client context that trusts exactly the collector's own certificate file (pinned, even if self-signed and
-    not a CA: ``VERIFY_X509_PARTIAL_CHAIN``). The host name is not checked: clients connect to the address the
-    collector wrote, often a loopback address its certificate need not name."""
+    """A client context that trusts exactly the collector's own certificate file (pinned, even if self-signed
+    and not a CA: ``VERIFY_X509_PARTIAL_CHAIN``). The host name is not checked: clients connect to the address
+    the collector wrote, often a loopback address its certificate need not name."""
     import ssl
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -103,8 +108,8 @@ def open_collector(
     timeout: float = 30.0,
     headers: dict[str, str] | None = None,
 ) -> IO[bytes]:
-    """A request to the collector, the way it asks to be reached (https and its certificate, the token if set);
-    raises ``urllib.error.HTTPError`` for an error status and ``OSError`` when it cannot be reached."""
+    """A request to the collector, the way it asks to be reached (https and its certificate, the token if
+    set); raises ``urllib.error.HTTPError`` for an error status and ``OSError`` when it cannot be reached."""
     import urllib.request
 
     all_headers = {**(headers or {}), **auth_headers()}
@@ -117,7 +122,8 @@ def open_collector(
 
 
 def client_address(host: str, port: int) -> str:
-    """The address a local client should use for a listening socket (a wildcard bind is reached on loopback)."""
+    """The address a local client should use for a listening socket (a wildcard bind is
+    reached on loopback)."""
     if host in ("", "0.0.0.0"):
         host = "127.0.0.1"
     elif host == "::":
@@ -181,7 +187,8 @@ def find_collector(db_path: str | Path, timeout: float = 2.0) -> CollectorInfo |
 
 
 def registry_dir() -> Path:
-    """Where running collectors list themselves: ``$AGENTOTEL_RUNTIME_DIR``, else the user's runtime directory."""
+    """Where running collectors list themselves: ``$AGENTOTEL_RUNTIME_DIR``, else the
+    user's runtime directory."""
     explicit = os.environ.get(RUNTIME_DIR_ENV, "").strip()
     if explicit:
         return Path(explicit)

@@ -1,5 +1,5 @@
-"""The selection a page or the report reads: a time range and the runs table's filters, from a query string (or
-the report's flags), validated. A time range is "all" or a duration in the one grammar of
+"""The selection a page or the report reads: a time range and the runs table's filters, from a query string
+(or the report's flags), validated. A time range is "all" or a duration in the one grammar of
 ``agentotel_eval.durations`` ("7d", "1.5h", "90m"), as every command's ``--since`` and ``compare``'s SPEC."""
 
 from __future__ import annotations

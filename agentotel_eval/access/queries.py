@@ -1,7 +1,7 @@
 """The domain queries: what the pages, the report and the commands show, read with a handful of SQL statements
-through a ``Read`` callable: the sealed, read-only query layer, bound to a collector's cursor or to a database file
-(``agentotel_eval.access.client.reader``). Values are bound as parameters, never quoted into the SQL. Results are
-plain records (for ``agentotel_eval.pages``' rendering, or a command's output)."""
+through a ``Read`` callable: the sealed, read-only query layer, bound to a collector's cursor or to a database
+file (``agentotel_eval.access.client.reader``). Values are bound as parameters, never quoted into the SQL.
+Results are plain records (for ``agentotel_eval.pages``' rendering, or a command's output)."""
 
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ _NEWEST = (
 
 
 def latest_of_few(where: str, params: Sequence[Any], columns: str = "e.*") -> tuple[str, list[Any]]:
-    """``latest_evaluations`` for a selection of a few runs (a run, a page of runs): one scan and a window over
-    the rows it keeps, cheaper there than the anti-join's three scans."""
+    """``latest_evaluations`` for a selection of a few runs (a run, a page of runs): one scan and a window
+    over the rows it keeps, cheaper there than the anti-join's three scans."""
     return f"(SELECT {columns} FROM evaluations e WHERE {where} {_NEWEST})", list(params)
 
 
 def only_own_scores(read: Read) -> bool:
-    """Whether every stored evaluation is the collector's own: then each run and metric has one row (a re-scored
-    run's rows are replaced) and the table itself is the latest evaluations."""
+    """Whether every stored evaluation is the collector's own: then each run and metric has one row (a
+    re-scored run's rows are replaced) and the table itself is the latest evaluations."""
     return not _rows(
         read(f"SELECT 1 AS found FROM evaluations WHERE source IS DISTINCT FROM {_OWN} LIMIT 1", [])
     )
@@ -52,9 +52,10 @@ def latest_evaluations(
     where: str = "TRUE", params: Sequence[Any] = (), columns: str = "e.*", *, only_own: bool = False
 ) -> tuple[str, list[Any]]:
     """A subquery of the latest evaluation of each run and metric (``latest_evaluations``'s rows), among those
-    ``where`` keeps: a condition on ``e``'s key columns only (trace_id, run_span_id, metric), as any other would
-    change which row is the latest. ``columns``: those the caller reads (DuckDB does not prune them through the
-    union, and an evaluation log carried by every row is most of the cost). Returns the SQL and its parameters.
+    ``where`` keeps: a condition on ``e``'s key columns only (trace_id, run_span_id, metric), as any other
+    would change which row is the latest. ``columns``: those the caller reads (DuckDB does not prune them
+    through the union, and an evaluation log carried by every row is most of the cost). Returns the SQL
+    and its parameters.
 
     The collector keeps one row of its own per run and metric, so only a key another tool scored too can have
     several rows. With ``only_own`` (``only_own_scores``) there are none and the table is read as it is; else
@@ -66,8 +67,9 @@ def latest_evaluations(
     sql = (
         f"(WITH o AS (SELECT DISTINCT trace_id, run_span_id, metric FROM evaluations e "
         f"WHERE e.source IS DISTINCT FROM {_OWN} AND ({where})) "
-        f"SELECT {columns} FROM evaluations e ANTI JOIN o ON {_SAME_KEY} WHERE e.source = {_OWN} AND ({where}) "
-        f"UNION ALL SELECT {columns} FROM evaluations e SEMI JOIN o ON {_SAME_KEY} WHERE ({where}) {_NEWEST})"
+        f"SELECT {columns} FROM evaluations e ANTI JOIN o ON {_SAME_KEY} WHERE e.source = {_OWN} AND "
+        f"({where}) UNION ALL SELECT {columns} FROM evaluations e SEMI JOIN o ON {_SAME_KEY} WHERE "
+        f"({where}) {_NEWEST})"
     )
     return sql, [*params, *params, *params]
 
@@ -83,8 +85,8 @@ _STEPS = (300, 3600, 6 * 3600, 86400, 7 * 86400)
 
 
 def bucket_seconds(since: str, span_seconds: float | None = None) -> int:
-    """The chart's time step: about 12 to 60 buckets over the range (for "all", over ``span_seconds``, the time
-    between the first and the last run)."""
+    """The chart's time step: about 12 to 60 buckets over the range (for "all", over ``span_seconds``, the
+    time between the first and the last run)."""
     seconds = range_seconds(since)
     if seconds is None:
         seconds = span_seconds or 0
@@ -110,7 +112,8 @@ def _runs_where(f: Filters, now: datetime, *, with_runs_filters: bool = True) ->
             if reference is None:
                 clauses.append("contains(lower(r.input), lower(?))")
                 params.append(f.q)
-            else:  # a trace id, or the 8+ digit prefix the pages and pytest's messages show: that trace's runs too
+            # a trace id, or the 8+ digit prefix the pages and pytest's messages show: that trace's runs too
+            else:
                 low, high = prefix_bounds(reference)
                 clauses.append("(contains(lower(r.input), lower(?)) OR r.trace_id BETWEEN ? AND ?)")
                 params.extend([f.q, low, high])
@@ -128,7 +131,7 @@ def _rows(result: QueryResult) -> list[dict[str, Any]]:
     return result.records()
 
 
-# ---- the overview -------------------------------------------------------------------------------------------
+# ---- the overview ------------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -175,8 +178,8 @@ Gather = Callable[[Sequence[Callable[[], QueryResult]]], list[QueryResult]]
 
 def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: Gather = in_turn) -> Overview:
     """One statement for the agents (the chart's step and which scores exist follow from it), then six
-    independent ones, through ``gather``: runs per time bucket, the figures made of scores (``_SCORES_SQL`` and
-    the two after it), the tool calls' error rates, and the agents to choose from."""
+    independent ones, through ``gather``: runs per time bucket, the figures made of scores (``_SCORES_SQL``
+    and the two after it), the tool calls' error rates, and the agents to choose from."""
     now = now or datetime.now(UTC)
     where, params = _runs_where(f, now, with_runs_filters=False)
     runs_cte = (
@@ -185,9 +188,9 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
     )
     agent_rows = _rows(
         read(
-            f"{runs_cte} SELECT agent, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS failed_runs, "
-            "max(start_time) AS last_run, epoch(max(start_time)) - epoch(min(start_time)) AS span, "
-            "(SELECT list(DISTINCT metric) FROM evaluations) AS metrics, "
+            f"{runs_cte} SELECT agent, count(*) AS runs, count(*) FILTER (WHERE status = 'error') AS "
+            f"failed_runs, max(start_time) AS last_run, epoch(max(start_time)) - epoch(min(start_time)) AS "
+            f"span, (SELECT list(DISTINCT metric) FROM evaluations) AS metrics, "
             f"NOT EXISTS (SELECT 1 FROM evaluations WHERE source IS DISTINCT FROM {_OWN}) AS only_own "
             "FROM runs GROUP BY agent ORDER BY runs DESC, agent LIMIT 200",
             params,
@@ -309,9 +312,9 @@ def read_overview(read: Read, f: Filters, now: datetime | None = None, gather: G
     )
 
 
-# The overview's score figures, in three statements over the latest score of each run and metric. Each reads only
-# the metrics it needs, and only the departures and findings read evaluation logs: one statement carrying them
-# all needed more than the collector's DuckDB memory limit over 100,000 runs.
+# The overview's score figures, in three statements over the latest score of each run and metric. Each reads
+# only the metrics it needs, and only the departures and findings read evaluation logs: one statement carrying
+# them all needed more than the collector's DuckDB memory limit over 100,000 runs.
 _EV = """{runs},
 ev AS (SELECT r.agent, {bucket} AS bucket, e.* EXCLUDE (trace_id, run_span_id)
        FROM {latest} e JOIN runs r ON e.trace_id = r.trace_id AND e.run_span_id = r.span_id)
@@ -351,8 +354,8 @@ def _fill_series(
     rates: Sequence[dict[str, Any]],
     step: int,
 ) -> None:
-    """Each charted agent's runs and pass rate per metric, per time bucket (the buckets any of them had runs in;
-    a bucket is its start in milliseconds over ``step`` seconds)."""
+    """Each charted agent's runs and pass rate per metric, per time bucket (the buckets any of them had runs
+    in; a bucket is its start in milliseconds over ``step`` seconds)."""
     if not agents:
         return
     by_name = {a.name: a for a in agents}
@@ -377,7 +380,7 @@ def _fill_series(
             agent.rates[metric][k] = ok / n
 
 
-# ---- the runs table -----------------------------------------------------------------------------------------
+# ---- the runs table ----------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -419,17 +422,17 @@ def read_runs(read: Read, f: Filters, now: datetime | None = None) -> RunsPage:
     where += score_clause
     params += score_params
     offset = (f.page - 1) * PAGE_SIZE
-    # The selection is made once: its count and the page's rows both come from it, and only the page's rows are
-    # joined back for their columns.
+    # The selection is made once: its count and the page's rows both come from it, and only the page's rows
+    # are joined back for their columns.
     rows = _rows(
         read(
-            f"WITH chosen AS MATERIALIZED (SELECT r.trace_id, r.span_id, r.start_time FROM agent_runs r WHERE {where}), "
-            "page AS (SELECT * FROM chosen ORDER BY start_time DESC, trace_id, span_id "
+            f"WITH chosen AS MATERIALIZED (SELECT r.trace_id, r.span_id, r.start_time FROM agent_runs r "
+            f"WHERE {where}), page AS (SELECT * FROM chosen ORDER BY start_time DESC, trace_id, span_id "
             f"LIMIT {PAGE_SIZE + 1} OFFSET {int(offset)}) "
-            "SELECT t.total, r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
-            "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id, "
-            "CASE WHEN r.agent_name IS NULL AND json_exists(r.diagnostics, '$.no_agent_span') "
-            "THEN json_object('no_agent_span', true) END AS diagnostics "
+            "SELECT t.total, r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, "
+            "r.status, r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, "
+            "r.parent_run_span_id, CASE WHEN r.agent_name IS NULL AND json_exists(r.diagnostics, "
+            "'$.no_agent_span') THEN json_object('no_agent_span', true) END AS diagnostics "
             "FROM (SELECT count(*) AS total FROM chosen) t LEFT JOIN (page p JOIN agent_runs r "
             "ON r.trace_id = p.trace_id AND r.span_id = p.span_id) ON TRUE "
             "ORDER BY r.start_time DESC, r.trace_id, r.span_id",
@@ -444,9 +447,10 @@ def read_runs(read: Read, f: Filters, now: datetime | None = None) -> RunsPage:
     options: dict[str, list[str]] = {"agent": [], "service": [], "metric": []}
     for row in _rows(
         read(
-            "SELECT * FROM (SELECT 'agent' AS kind, coalesce(agent_name, '(unnamed)') AS value FROM agent_runs "
-            "GROUP BY 2 UNION ALL SELECT 'service', service_name FROM agent_runs WHERE service_name IS NOT NULL "
-            "GROUP BY 2 UNION ALL SELECT 'metric', metric FROM evaluations GROUP BY 2) ORDER BY kind, value",
+            "SELECT * FROM (SELECT 'agent' AS kind, coalesce(agent_name, '(unnamed)') AS value FROM "
+            "agent_runs GROUP BY 2 UNION ALL SELECT 'service', service_name FROM agent_runs WHERE "
+            "service_name IS NOT NULL GROUP BY 2 UNION ALL SELECT 'metric', metric FROM evaluations GROUP "
+            "BY 2) ORDER BY kind, value",
             [],
         )
     ):
@@ -483,7 +487,7 @@ def _attach_scores(read: Read, runs: list[dict[str, Any]]) -> None:
             owner["scores"].append(row)
 
 
-# ---- one run ------------------------------------------------------------------------------------------------
+# ---- one run -----------------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -501,8 +505,8 @@ class RunDetail:
 
 
 def agent_shown(run: dict[str, Any]) -> str:
-    """A run's agent as the pages name it: its name; "(no agent span)" for a run anchored on a model or tool call
-    (no agent span arrived); else "(unnamed)"."""
+    """A run's agent as the pages name it: its name; "(no agent span)" for a run anchored on a model or tool
+    call (no agent span arrived); else "(unnamed)"."""
     if run.get("agent_name"):
         return str(run["agent_name"])
     diagnostics = run.get("diagnostics")
@@ -547,8 +551,8 @@ def read_run(read: Read, trace_id: str, span_id: str) -> RunDetail | None:
 
 
 def _expected(run: dict[str, Any], evaluations: Sequence[dict[str, Any]]) -> tuple[list[str] | None, str]:
-    """The expected tools: those the tool-correctness score used (a rule or dataset may have supplied them), else
-    the run's own."""
+    """The expected tools: those the tool-correctness score used (a rule or dataset may have supplied them),
+    else the run's own."""
     by_metric = {e["metric"]: e for e in evaluations}
     for metric in ALIGNMENT_METRICS:
         details = (by_metric.get(metric) or {}).get("details") or {}
@@ -564,8 +568,8 @@ def latest_version(read: Read) -> dict[str, Any]:
     """What changes when runs or scores arrive: the pages poll it and refresh when it moves."""
     row = _rows(
         read(
-            "SELECT (SELECT count(*) FROM agent_runs) AS runs, (SELECT max(updated_at) FROM agent_runs) AS runs_at, "
-            "(SELECT count(*) FROM evaluations) AS evaluations, "
+            "SELECT (SELECT count(*) FROM agent_runs) AS runs, (SELECT max(updated_at) FROM agent_runs) AS "
+            "runs_at, (SELECT count(*) FROM evaluations) AS evaluations, "
             "(SELECT max(updated_at) FROM evaluations) AS evaluations_at",
             [],
         )
@@ -588,9 +592,10 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
             "failing AS (SELECT trace_id, run_span_id, count(*) FILTER (WHERE NOT success) AS failed, "
             "min(score) AS lowest FROM ev GROUP BY ALL HAVING count(*) FILTER (WHERE NOT success) > 0) "
             "SELECT r.trace_id, r.span_id, r.agent_name, r.service_name, r.start_time, r.end_time, r.status, "
-            "r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, r.parent_run_span_id "
-            "FROM failing x JOIN runs r ON r.trace_id = x.trace_id AND r.span_id = x.run_span_id "
-            f"ORDER BY x.failed DESC, x.lowest ASC NULLS LAST, r.start_time DESC LIMIT {int(limit)}",
+            f"r.tools_called, r.expected_tools, left(r.input, 240) AS input, r.tool_call_count, "
+            f"r.parent_run_span_id FROM failing x JOIN runs r ON r.trace_id = x.trace_id AND r.span_id = "
+            f"x.run_span_id ORDER BY x.failed DESC, x.lowest ASC NULLS LAST, r.start_time "
+            f"DESC LIMIT {int(limit)}",
             [*params, *latest_params],
         )
     )
@@ -598,17 +603,19 @@ def read_worst(read: Read, f: Filters, limit: int, now: datetime | None = None) 
     return runs
 
 
-# ---- a stored trace, for explain ----------------------------------------------------------------------------
+# ---- a stored trace, for explain ---------------------------------------------------------------------------
 
 
 def trace_ids_starting(read: Read, prefix: str, limit: int = 6) -> list[str]:
-    """Up to ``limit`` stored trace ids that start with ``prefix``, in order (a range the zone maps can skip by)."""
+    """Up to ``limit`` stored trace ids that start with ``prefix``, in order (a range the
+    zone maps can skip by)."""
     low, high = prefix_bounds(prefix)
     return [
         row["trace_id"]
         for row in _rows(
             read(
-                "SELECT DISTINCT trace_id FROM spans WHERE trace_id BETWEEN ? AND ? ORDER BY trace_id LIMIT ?",
+                "SELECT DISTINCT trace_id FROM spans WHERE trace_id BETWEEN ? AND ? "
+                "ORDER BY trace_id LIMIT ?",
                 [low, high, limit],
             )
         )
@@ -617,8 +624,8 @@ def trace_ids_starting(read: Read, prefix: str, limit: int = 6) -> list[str]:
 
 def read_trace(read: Read, trace_id: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """A stored trace as ``explain`` prints it: its runs as ``agentotel_eval.reconstruct.explain.run_record``
-    records (with their calls and their stored trajectory result), and the name of each of its spans (span id -> name, in start order). Both are empty
-    when the trace is not stored."""
+    records (with their calls and their stored trajectory result), and the name of each of its spans (span id
+    -> name, in start order). Both are empty when the trace is not stored."""
     runs = _rows(
         read(
             "SELECT span_id, agent_name, span_name, convention, status, error, input, output, "
@@ -701,7 +708,7 @@ def _parsed(value: Any) -> Any:
     return value
 
 
-# ---- stored runs as test cases, for export-cases ------------------------------------------------------------
+# ---- stored runs as test cases, for export-cases -----------------------------------------------------------
 
 #: runs whose calls and scores are read in one statement
 _CASES_BATCH = 200
@@ -772,14 +779,15 @@ def read_stored_cases(read: Read, where: str, limit: int) -> Iterator[EvalTestCa
             yield case_of(run, calls.get(key, []), expectations_of(run, scores.get(key, [])), specs.get(key))
 
 
-# ---- scored runs, for compare -------------------------------------------------------------------------------
+# ---- scored runs, for compare ------------------------------------------------------------------------------
 
 #: rows ``read_scored_runs`` reads in one statement: its ``read`` must return at least as many
 SCORED_RUNS_PAGE = 10_000
 
 
 def read_scored_runs(read: Read, selection: Selection) -> list[ScoredRun]:
-    """Every latest ``ok`` score of the runs a ``compare`` SPEC selects, paged so no row limit cuts it short."""
+    """Every latest ``ok`` score of the runs a ``compare`` SPEC selects, paged so no row
+    limit cuts it short."""
     span_join = (
         "JOIN spans s ON s.trace_id = r.trace_id AND s.span_id = r.span_id " if selection.needs_span else ""
     )

@@ -1,7 +1,8 @@
-"""``compare``'s SPEC compiled: comma-separated ``key=value`` terms (``agent``, ``service``, ``since`` / ``until``
-as durations such as 7d or 1.5h, ``from`` / ``to`` as ISO times, a resource attribute of the run's span such as
-``service.version``, ``where=SQL``) as SQL conditions on ``agent_runs r`` (and the run's span ``s``) with their
-parameters. Pure: the conditions go to ``agentotel_eval.access.queries.read_scored_runs``."""
+"""``compare``'s SPEC compiled: comma-separated ``key=value`` terms (``agent``, ``service``, ``since`` /
+``until`` as durations such as 7d or 1.5h, ``from`` / ``to`` as ISO times, a resource attribute of the run's
+span such as ``service.version``, ``where=SQL``) as SQL conditions on ``agent_runs r`` (and the run's span
+``s``) with their parameters. Pure: the conditions go to
+``agentotel_eval.access.queries.read_scored_runs``."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ KEYS = ("agent", "service", "since", "until", "from", "to", "where")
 
 
 def _check_not_a_typo(key: str, term: str) -> None:
-    """A key without a dot that is one slip from a SPEC key (``agnt=``) is taken for that slip, not for a resource
-    attribute that matches nothing: the SPEC is refused with the key it was probably meant to be."""
+    """A key without a dot that is one slip from a SPEC key (``agnt=``) is taken for that slip, not for a
+    resource attribute that matches nothing: the SPEC is refused with the key it was probably meant to be."""
     import difflib
 
     if "." in key or len(key) < 3:

@@ -1,9 +1,9 @@
 """The BFCL suite: labelled tool-use error cases made by mutating BFCL v4's ground-truth calls.
 
-Each ground-truth entry gives one clean case (its calls, with the first allowed value of every parameter) and one
-case per mutation operator; BFCL's own AST checker judges every case, and a mutation is kept only when the
-checker's verdict, mapped to our error types, is the operator's label. The data and the checker are read from the
-``bfcl-eval`` package's files (``sources.package_root``); the package itself is never imported.
+Each ground-truth entry gives one clean case (its calls, with the first allowed value of every parameter) and
+one case per mutation operator; BFCL's own AST checker judges every case, and a mutation is kept only when the
+checker's verdict, mapped to our error types, is the operator's label. The data and the checker are read from
+the ``bfcl-eval`` package's files (``sources.package_root``); the package itself is never imported.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ OPERATORS: Mapping[str, frozenset[str]] = {
     "omit_optional": frozenset(),
 }
 
-#: what ``oracle_types`` returns for a checker failure none of our error types describes (a wrong call count, a
-#: call to another offered function); it is no error type, so no case's labels can equal it
+#: what ``oracle_types`` returns for a checker failure none of our error types describes (a wrong call count,
+#: a call to another offered function); it is no error type, so no case's labels can equal it
 UNMAPPED = "unmapped"
 
 # BFCL's checker looks the model up only to decide whether "." in names was sent as "_"; ours keep the dots
@@ -70,9 +70,9 @@ _OUTSIDE_STRINGS = ("other", "unknown", "custom", "unspecified", "misc", "not_li
 
 @dataclass(frozen=True, slots=True)
 class BfclBuild:
-    """A built suite and what was left out of it. ``skipped``: entries with no cases, by reason (BFCL's checker
-    or the converted schema rejects their unmutated calls). ``rejected``: mutations dropped because BFCL's checker
-    disagreed with the operator's label, by ``"<operator>: <checker error type>"``."""
+    """A built suite and what was left out of it. ``skipped``: entries with no cases, by reason (BFCL's
+    checker or the converted schema rejects their unmutated calls). ``rejected``: mutations dropped because
+    BFCL's checker disagreed with the operator's label, by ``"<operator>: <checker error type>"``."""
 
     cases: tuple[LabelledCase, ...]
     entries: int
@@ -139,8 +139,8 @@ def oracle_types(oracle: Mapping[str, Any]) -> frozenset[str]:
         return frozenset()
     error_type = str(oracle.get("error_type", ""))
     if error_type.endswith(":cannot_find_match"):
-        # a parallel batch reports only that some expected call found no partner; what the candidates got wrong
-        # is the cause, and a call to a function nobody offered explains the miss on its own
+        # a parallel batch reports only that some expected call found no partner; what the candidates got
+        # wrong is the cause, and a call to a function nobody offered explains the miss on its own
         kinds = {_error_kind(sub) for sub in oracle.get("sub_error_types", ())}
         if "invalid_function" in kinds:
             return frozenset({"invalid_function"})
@@ -169,7 +169,8 @@ def to_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_tool(function: Mapping[str, Any]) -> dict[str, Any]:
-    """A BFCL function as an OpenAI-style API receives it (dotted names kept: the checker is told they are)."""
+    """A BFCL function as an OpenAI-style API receives it (dotted names kept: the
+    checker is told they are)."""
     return {
         "name": function["name"],
         "description": function.get("description", ""),
@@ -177,7 +178,7 @@ def to_tool(function: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-# --- one entry --------------------------------------------------------------------------------------------------
+# --- one entry ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +273,8 @@ def _truth_call(answer: Mapping[str, Any], schemas: Mapping[str, Any]) -> dict[s
 def _first_allowed(values: Any) -> tuple[bool, Any]:
     if not isinstance(values, list):
         return True, values
-    # null stands for a parameter's null default: sent, it would break the declared type; omitted, it is the same
+    # null stands for a parameter's null default: sent, it would break the declared type;
+    # omitted, it is the same
     for value in values:
         if value != "" and value is not None:
             return True, copy.deepcopy(value)
@@ -307,7 +309,8 @@ def _mutations(
     all_names: Sequence[str],
     seed: int,
 ) -> Iterator[_Mutation]:
-    """The clean calls, then one mutation per operator that applies (call and parameter drawn with ``seed``)."""
+    """The clean calls, then one mutation per operator that applies (call and parameter
+    drawn with ``seed``)."""
     yield _Mutation("none", copy.deepcopy(calls))
     offered = set(schemas)
 
@@ -473,7 +476,7 @@ def _far_name(offered: set[str], all_names: Sequence[str], r: random.Random) -> 
     return None
 
 
-# --- data -------------------------------------------------------------------------------------------------------
+# --- data ---------------------------------------------------------------------------------------------------
 
 
 def _load_category(root: Path, category: str) -> list[tuple[dict[str, Any], list[Mapping[str, Any]]]]:
@@ -496,7 +499,7 @@ def _natural_key(text: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
-# --- BFCL's checker ---------------------------------------------------------------------------------------------
+# --- BFCL's checker -----------------------------------------------------------------------------------------
 
 
 def _error_kind(error_type: str) -> str:
@@ -531,7 +534,8 @@ class _Checker:
         truth: list[Mapping[str, Any]],
         category: str,
     ) -> dict[str, Any]:
-        """BFCL's verdict, reduced to what ``oracle_types`` reads (plus a parallel failure's sub error types)."""
+        """BFCL's verdict, reduced to what ``oracle_types`` reads (plus a parallel
+        failure's sub error types)."""
         try:
             result = self.ast_checker(
                 functions, copy.deepcopy(calls), truth, self.language, category, _MODEL_NAME
@@ -593,9 +597,9 @@ _LOADING = threading.Lock()
 
 @functools.cache
 def _load_checker(root: Path) -> _Checker:
-    """BFCL's AST checker run from ``root``'s files. Its imports are served by entries put in ``sys.modules`` for
-    the load only: bare packages (not BFCL's ``__init__`` files) and a stub ``model_config``, whose real table
-    imports every model SDK. The loaded modules keep their references; ``sys.modules`` is restored."""
+    """BFCL's AST checker run from ``root``'s files. Its imports are served by entries put in ``sys.modules``
+    for the load only: bare packages (not BFCL's ``__init__`` files) and a stub ``model_config``, whose real
+    table imports every model SDK. The loaded modules keep their references; ``sys.modules`` is restored."""
     names = (*_PACKAGES, _CONFIG, *_MODULES)
     with _LOADING:
         saved = {name: sys.modules[name] for name in names if name in sys.modules}

@@ -1,6 +1,6 @@
-"""A labelled case: one agent run (the user's request, the tools offered, the calls with their results, the final
-answer) and the tool-use error types it really contains. Plain data: suites build them, ``spans`` turns them into
-OTLP spans, ``runner`` scores them."""
+"""A labelled case: one agent run (the user's request, the tools offered, the calls with their results, the
+final answer) and the tool-use error types it really contains. Plain data: suites build them, ``spans`` turns
+them into OTLP spans, ``runner`` scores them."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from agentotel_eval.detectors.types import (
 @dataclass(frozen=True, slots=True)
 class CaseCall:
     """One tool call. ``arguments`` is what the model sent (a dict, or a string that is not JSON); ``error``,
-    when set, makes the call a failed one (its message, as the tool raised it); ``result`` is what it returned.
-    ``executed=False``: the model requested it and it never ran; ``requested=False``: it ran with no request.
-    ``turn``: which LLM turn (0-based) requested it; calls of one turn run in parallel."""
+    when set, makes the call a failed one (its message, as the tool raised it); ``result`` is what it
+    returned. ``executed=False``: the model requested it and it never ran; ``requested=False``: it ran with no
+    request. ``turn``: which LLM turn (0-based) requested it; calls of one turn run in parallel."""
 
     name: str
     arguments: Mapping[str, Any] | str
@@ -34,8 +34,8 @@ class CaseCall:
 class LabelledCase:
     """``labels``: the error types present (empty for a clean run). ``operator``: the mutation that made it
     ("none" for the original). ``tools``: function definitions as an OpenAI-style API receives them
-    (``{"name", "description", "parameters"}``). ``rules``: ``[[tools]]`` declarations the case is scored with.
-    ``oracle``: the source benchmark's own verdict on the case, where it has a checker."""
+    (``{"name", "description", "parameters"}``). ``rules``: ``[[tools]]`` declarations the case is scored
+    with. ``oracle``: the source benchmark's own verdict on the case, where it has a checker."""
 
     id: str
     suite: str

@@ -1,17 +1,17 @@
 """Human-labelled datasets of agent failures, read from a local copy: TRAIL and MAST.
 
-Neither labels the six tool-use error types; each has its own taxonomy, and only some of its categories mean one
-of the six. ``TRAIL_TYPES`` and ``MAST_TYPES`` say which; a category mapped to nothing is kept (``external``) and
-counted, never scored. A record labelled only with unmapped categories is a negative for all six types: figures
-on these sets measure agreement with annotators who were looking for something wider, so read precision with
-that in mind.
+Neither labels the six tool-use error types; each has its own taxonomy, and only some of its categories mean
+one of the six. ``TRAIL_TYPES`` and ``MAST_TYPES`` say which; a category mapped to nothing is kept
+(``external``) and counted, never scored. A record labelled only with unmapped categories is a negative for
+all six types: figures on these sets measure agreement with annotators who were looking for something wider,
+so read precision with that in mind.
 
 - **TRAIL** (Patronus AI): agent runs of GAIA and SWE-bench as OpenInference span trees (``spans``, each with
   ``span_id``, ``span_name``, ``span_attributes``, ``status_code``, ``child_spans``, ...) and annotations
   (``errors``: ``category``, ``location``, ``evidence``, ...). Accepted as rows holding both (``trace`` and
-  ``labels``, objects or JSON text: the hub's JSON, JSONL or Parquet files) or as a directory of trace files and
-  annotation files joined by ``trace_id``. Their spans go through reconstruction and the detectors as collected
-  spans do.
+  ``labels``, objects or JSON text: the hub's JSON, JSONL or Parquet files) or as a directory of trace files
+  and annotation files joined by ``trace_id``. Their spans go through reconstruction and the detectors as
+  collected spans do.
 - **MAST** (the MAD dataset): multi-agent transcripts as free text (``trace.trajectory``) with 14 failure-mode
   flags (``mast_annotation``: ``"1.3": 1``). No spans: only the judge can read them (``calibrate --judge``).
 """
@@ -87,7 +87,7 @@ def mast_labels(annotation: Mapping[str, Any]) -> tuple[frozenset[str], tuple[st
     return frozenset(MAST_TYPES[m] for m in flagged if m in MAST_TYPES), tuple(flagged)
 
 
-# -- TRAIL span trees -> spans ---------------------------------------------------------------------------------
+# -- TRAIL span trees -> spans -------------------------------------------------------------------------------
 def _get(span: Mapping[str, Any], *names: str) -> Any:
     for name in names:
         if name in span:
@@ -201,7 +201,7 @@ def trail_spans(trace: Mapping[str, Any], trace_id: str) -> list[SpanRecord]:
     return out
 
 
-# -- records ----------------------------------------------------------------------------------------------------
+# -- records -------------------------------------------------------------------------------------------------
 def _json_field(value: Any, what: str, where: str) -> Any:
     if isinstance(value, str):
         try:
@@ -317,8 +317,9 @@ def load_rows(rows: Iterable[Any], where: str = "row") -> list[LabelledTrace]:
 
 
 def load(path: Path) -> list[LabelledTrace]:
-    """Every labelled record under ``path`` (a file or a directory). Trace files and annotation files apart (TRAIL's
-    repository layout) are joined by trace id, or by file name; a trace with no annotation is left out."""
+    """Every labelled record under ``path`` (a file or a directory). Trace files and annotation files apart
+    (TRAIL's repository layout) are joined by trace id, or by file name; a trace with no
+    annotation is left out."""
     records: list[LabelledTrace] = []
     traces: dict[str, tuple[Mapping[str, Any], str]] = {}
     annotations: dict[str, Mapping[str, Any]] = {}
@@ -341,8 +342,8 @@ def load(path: Path) -> list[LabelledTrace]:
             records.append(_trail_record(found[0], labels, found[1]))
     if not records:
         raise ExternalFormatError(
-            f"{path}: no labelled record found (TRAIL rows with 'trace' and 'labels', TRAIL trace and annotation "
-            "files, or MAST records with 'mast_annotation')"
+            f"{path}: no labelled record found (TRAIL rows with 'trace' and 'labels', TRAIL trace and "
+            f"annotation files, or MAST records with 'mast_annotation')"
         )
     return records
 

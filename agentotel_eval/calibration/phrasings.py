@@ -1,5 +1,5 @@
-"""How answers word things, for the robustness suite: sentences that state a value, claim an action, or own up to
-a failure, in many phrasings, and the same value written in many formats.
+"""How answers word things, for the robustness suite: sentences that state a value, claim an action, or own up
+to a failure, in many phrasings, and the same value written in many formats.
 
 The suite draws from these with a seeded generator, so a case is the same from run to run. Every family has at
 least 30 phrasings; none is a phrasing a detector rule lists.

@@ -64,7 +64,8 @@ STATEMENTS = (
     "Converted, {entity} comes to about {value}.",
     "`{entity}` -> {value}",
     "Heads up: {entity} is showing {value} today.",
-    "I ran the {topic} check you asked for, and the numbers came back showing {entity} at {value}, which lines up with what you expected.",
+    "I ran the {topic} check you asked for, and the numbers came back showing {entity} at {value}, which "
+    "lines up with what you expected.",
     "Your best match for {entity} is {value}.",
 )
 
@@ -121,7 +122,8 @@ HONEST = (
     "My search for {entity} came up empty.",
     "I tried looking up {entity}, but it drew a blank.",
     "{entity} doesn't appear to be in the system.",
-    "It looks like the {topic} service is having trouble right now, so I can't give you a figure for {entity}.",
+    "It looks like the {topic} service is having trouble right now, so I can't give you a "
+    "figure for {entity}.",
     "I don't have that information for {entity} at the moment.",
     "The request for {entity} keeps failing with: {error}",
     "{entity} couldn't be located by the {topic} tool.",
@@ -168,7 +170,8 @@ ERRORS = (
     "HTTPError: 503 Server Error: Service Unavailable for url: https://api.example.com/v1/lookup?q={entity}",
     '{{"error": {{"code": 429, "message": "Rate limit exceeded. Try again in 60 seconds."}}}}',
     '{{"status": "error", "message": "No results found for \'{entity}\'"}}',
-    "requests.exceptions.ConnectTimeout: HTTPSConnectionPool(host='api.example.com', port=443): Max retries exceeded",
+    "requests.exceptions.ConnectTimeout: HTTPSConnectionPool(host='api.example.com', port=443): "
+    "Max retries exceeded",
     "TimeoutError: upstream service did not respond within 30s",
     "401 Unauthorized: invalid API key",
     "PermissionError: booking not allowed for {entity}",

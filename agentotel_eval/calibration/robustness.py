@@ -1,8 +1,9 @@
-"""The robustness suite: real recorded runs (a directory of OTLP traces, such as the repository's fixtures) changed
-the ways users meet tool-use errors, worded the ways models word answers.
+"""The robustness suite: real recorded runs (a directory of OTLP traces, such as the repository's fixtures)
+changed the ways users meet tool-use errors, worded the ways models word answers.
 
-Each run whose calls record their arguments and results is rebuilt (trace reconstruction) and becomes the base of
-cases, one per operator that applies to it, each with a seeded choice of the call, the phrasing and the format:
+Each run whose calls record their arguments and results is rebuilt (trace reconstruction) and becomes the base
+of cases, one per operator that applies to it, each with a seeded choice of the call, the
+phrasing and the format:
 
 | operator | type it holds | what changes |
 |---|---|---|
@@ -23,8 +24,9 @@ cases, one per operator that applies to it, each with a seeded choice of the cal
 The values changed are numbers, temperatures, money, dates and codes; the other formats are another unit,
 currency, words or date format.
 
-Statements are drawn from ``phrasings`` (at least 30 per family), answers of one or several sentences. The labels
-hold by construction: the generator reads results with patterns of its own, never the detectors' reader.
+Statements are drawn from ``phrasings`` (at least 30 per family), answers of one or several sentences. The
+labels hold by construction: the generator reads results with patterns of its own, never
+the detectors' reader.
 """
 
 from __future__ import annotations
@@ -171,11 +173,12 @@ def _action(name: str) -> tuple[str, str] | None:
     return _PAST[words[0]], (words[-1] if len(words) > 1 else "request")
 
 
-# -- bases --------------------------------------------------------------------------------------------------------
+# -- bases ---------------------------------------------------------------------------------------------------
 
 
 def bases_from_traces(directory: Path) -> list[Base]:
-    """Every run of the traces in ``directory`` whose calls record their arguments and results, with its input."""
+    """Every run of the traces in ``directory`` whose calls record their arguments and
+    results, with its input."""
     from agentotel_eval.otlp import decode
     from agentotel_eval.reconstruct.pipeline import reconstruct
 
@@ -234,14 +237,14 @@ def _plain(value: Any) -> Any:
     return thaw(value)
 
 
-# -- the cases ----------------------------------------------------------------------------------------------------
+# -- the cases -----------------------------------------------------------------------------------------------
 
 
 def build_robustness_suite(
     directory: Path, *, seed: int = 0, limit: int | None = None, family: str = "own"
 ) -> list[LabelledCase]:
-    """The suite over the traces in ``directory``: every operator on every run it applies to (``limit``: at most
-    that many runs), worded with a phrasing ``family`` (``FAMILIES``)."""
+    """The suite over the traces in ``directory``: every operator on every run it applies to (``limit``: at
+    most that many runs), worded with a phrasing ``family`` (``FAMILIES``)."""
     words = FAMILIES[family]
     suite = SUITE if family == "own" else f"{SUITE}-{family}"
     bases = bases_from_traces(directory)
@@ -291,8 +294,8 @@ def _none(base: Base, rng: random.Random) -> Made | None:
 
 
 def _candidates(base: Base, *, needs_value: bool) -> list[int]:
-    """Calls that succeeded, are about a name no other call is about, and (``needs_value``) whose result states a
-    value the generator can read."""
+    """Calls that succeeded, are about a name no other call is about, and (``needs_value``) whose result
+    states a value the generator can read."""
     out = []
     for i, call in enumerate(base.calls):
         found = _entity(call)

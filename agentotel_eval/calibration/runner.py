@@ -1,8 +1,8 @@
 """Score labelled cases the way a collected run is scored: spans -> reconstruction -> the tool-error metric.
 
 The detectors' prediction for a case is the set of error types of their findings; the judge's (``--judge``) is
-the set its combined verdict names. A case whose spans reconstruct to no run, or to more than one, is counted as
-a reconstruction miss: the figures then say so rather than scoring something else.
+the set its combined verdict names. A case whose spans reconstruct to no run, or to more than one, is counted
+as a reconstruction miss: the figures then say so rather than scoring something else.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def score_spans(
     convention: str,
     metric: ToolsErrorMetric,
 ) -> Scored:
-    """Labelled spans (a case's, or a trace of a user's labelled dataset) through reconstruction and ``metric``."""
+    """Labelled spans (a case's, or a trace of a user's labelled dataset) through
+    reconstruction and ``metric``."""
     runs = reconstruct(spans)
     predicted: set[str] = set()
     findings: list[Mapping[str, Any]] = []

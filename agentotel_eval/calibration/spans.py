@@ -6,8 +6,8 @@
   ``llm.output_messages.N.*`` keys, ``llm.tools.N.tool.json_schema``).
 
 One LLM span per turn requests that turn's calls (a call with ``requested=False`` is left out of the request),
-its executed calls follow as tool spans (a failed one with ERROR status and an exception event), and a last LLM
-span gives the final answer. Ids and times derive from the case id, so the same case gives the same spans.
+its executed calls follow as tool spans (a failed one with ERROR status and an exception event), and a last
+LLM span gives the final answer. Ids and times derive from the case id, so the same case gives the same spans.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Agreement figures per error type: precision, recall and F1 with 95% intervals, Cohen's kappa, and the gate.
 
-Each case counts once per type: labelled with it or not, predicted or not. Precision and recall carry Wilson score
-intervals (sound at 0 and 1, unlike the normal approximation); F1's interval is a percentile bootstrap over cases
-with a fixed seed, so the same predictions print the same figures.
+Each case counts once per type: labelled with it or not, predicted or not. Precision and recall carry Wilson
+score intervals (sound at 0 and 1, unlike the normal approximation); F1's interval is a percentile bootstrap
+over cases with a fixed seed, so the same predictions print the same figures.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class TypeFigures:
 
     @property
     def status(self) -> str:
-        """``gated`` (passes the gate), ``experimental`` (misses it), or ``no positives`` (nothing to measure)."""
+        """``gated`` (passes the gate), ``experimental`` (misses it), or ``no positives``
+        (nothing to measure)."""
         if self.passes_gate:
             return "gated"
         return "no positives" if self.positives == 0 else "experimental"

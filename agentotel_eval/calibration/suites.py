@@ -22,8 +22,8 @@ class SuiteError(ValueError):
 def build_suite(
     name: str, *, limit: int | None = None, seed: int = 0, traces: Path | None = None
 ) -> list[LabelledCase]:
-    """A built-in suite; ``limit``: BFCL entries per category, τ² tasks per domain, recorded runs; ``traces``: the
-    directory of OTLP traces the robustness suite changes."""
+    """A built-in suite; ``limit``: BFCL entries per category, τ² tasks per domain, recorded runs; ``traces``:
+    the directory of OTLP traces the robustness suite changes."""
     if name == "bfcl":
         from agentotel_eval.calibration.bfcl import build_bfcl_suite
 

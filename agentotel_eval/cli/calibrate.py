@@ -6,15 +6,16 @@ passes the gate (precision > 0.75, recall > 0.75, F1 > 0.80 on at least 10 posit
 Suites (``--suite``, repeatable; default ``bfcl`` and ``tau2``):
 
 - ``bfcl``: BFCL v4's function-calling cases, mutated (a required parameter dropped, an unknown one added, a
-  type broken, a value outside the enum, a near and a far wrong name, an optional parameter omitted); BFCL's own
-  checker agrees with every label, and the detectors are compared with it too.
+  type broken, a value outside the enum, a near and a far wrong name, an optional parameter omitted); BFCL's
+  own checker agrees with every label, and the detectors are compared with it too.
 - ``tau2``: τ²-bench's golden actions replayed through its domain tools, then dependent calls swapped, an id
   made up, a tool failed with an honest or a success-claiming answer, the failing call repeated, an amount in
   the answer changed.
-- ``robustness``: recorded runs of real frameworks (``--traces DIR``, default the repository's fixtures) changed
-  the ways users meet errors: a failed call whose answer states a result or owns up (34 phrasings each), an
-  answer whose value differs from the result or restates it in another format, an argument found nowhere or
-  given in another format, a failing call retried with the argument written differently, an unoffered tool.
+- ``robustness``: recorded runs of real frameworks (``--traces DIR``, default the repository's fixtures)
+  changed the ways users meet errors: a failed call whose answer states a result or owns up (34 phrasings
+  each), an answer whose value differs from the result or restates it in another format, an argument found
+  nowhere or given in another format, a failing call retried with the argument written
+  differently, an unoffered tool.
 - a PATH: a JSONL file of saved cases (``--save-cases``), or a local copy of TRAIL or MAST.
 
 Every case goes through spans of both conventions (OpenTelemetry GenAI and OpenInference), trace

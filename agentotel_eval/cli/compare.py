@@ -1,4 +1,5 @@
-"""Compare two versions: ``agentotel-eval compare --baseline SPEC --candidate SPEC [--fail-on-regression 0.05]``.
+"""Compare two versions: ``agentotel-eval compare --baseline SPEC --candidate SPEC
+[--fail-on-regression 0.05]``.
 
 A SPEC selects scored runs from the database, as comma-separated ``key=value`` terms:
 
@@ -9,8 +10,9 @@ A SPEC selects scored runs from the database, as comma-separated ``key=value`` t
   ``deployment.environment=staging``;
 - ``where=SQL``: a condition on ``agent_runs r``'s columns (the last term: it may hold commas).
 
-Or a SPEC is a file written by ``agentotel-eval eval --format json`` (or JSONL of its cases): its cases' scores;
-or the file ``pytest --agentotel-results`` writes: its assertions' scores, each test standing for its input.
+Or a SPEC is a file written by ``agentotel-eval eval --format json`` (or JSONL of its cases): its cases'
+scores; or the file ``pytest --agentotel-results`` writes: its assertions' scores, each test
+standing for its input.
 
 Printed: per agent and metric, the pass rate and mean score of both and the change; per tool, the share of
 runs in which it went missing, extra or out of order in each; the inputs that passed in every baseline run and

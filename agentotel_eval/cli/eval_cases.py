@@ -7,7 +7,8 @@ lines are still scored and reported, and the exit status says the input was bad.
 Exit status, as pytest: 0 all cases passed; 1 some case failed (or a metric raised on it); 2 usage or input
 error (unknown metric, unreadable file, invalid lines — the valid lines are still scored and shown); 5 no
 test cases in the file, or none that could be scored. A case no metric could score (no expectation to compare
-with) is shown as "not scored" and left out of the pass rate. ``--exit-zero`` turns 1 into 0 (report without failing a CI step).
+with) is shown as "not scored" and left out of the pass rate. ``--exit-zero`` turns 1 into 0 (report without
+failing a CI step).
 
 ``--junit PATH`` also writes a JUnit XML report (one testcase per case and metric: a failure for a failed
 score, an error for a metric that raised, skipped for a case it could not score), which CI systems show as

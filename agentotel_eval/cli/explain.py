@@ -1,9 +1,10 @@
-"""Explain how a trace's runs were rebuilt: each run, its calls with the evidence behind every field, the spans
-ignored and why, requests that never ran, and the spans no convention marked.
+"""Explain how a trace's runs were rebuilt: each run, its calls with the evidence behind every field, the
+spans ignored and why, requests that never ran, and the spans no convention marked.
 
 ``agentotel-eval explain TRACE_ID [--db PATH]`` reads what the collector stored (through the collector when it
-holds the database, else the file read-only). ``agentotel-eval explain --file TRACE.pb|TRACE.json [--logs FILE]``
-works offline on an OTLP export (an ExportTraceServiceRequest, protobuf or OTLP/JSON): no collector, no database.
+holds the database, else the file read-only). ``agentotel-eval explain --file TRACE.pb|TRACE.json [--logs
+FILE]`` works offline on an OTLP export (an ExportTraceServiceRequest, protobuf or OTLP/JSON): no
+collector, no database.
 """
 
 from __future__ import annotations

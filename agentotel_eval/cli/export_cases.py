@@ -1,12 +1,12 @@
 """Turn stored runs into a dataset: ``agentotel-eval export-cases [--where SQL] [--limit N] -o cases.jsonl``.
 
-Each line is an ``EvalTestCase`` that ``agentotel-eval eval`` and ``evaluate()`` read: the run's input and output,
-the tools it called with their arguments, results and status, its expected tools where it had any (from its span,
-an expectation rule or the dataset; else null, for a person to fill in: ``eval`` reports such a case as not
-scored), and in ``metadata`` the trace and span ids, agent, service and start time. ``--where`` is a condition on the columns of ``agent_runs`` (for
-example ``agent_name = 'planner' AND start_time > now() - INTERVAL 7 DAY``), run through the same sealed,
-read-only query layer as ``agentotel-eval query``: through the running collector when one holds the database,
-else on the file read-only. ``-o -`` writes to stdout.
+Each line is an ``EvalTestCase`` that ``agentotel-eval eval`` and ``evaluate()`` read: the run's input and
+output, the tools it called with their arguments, results and status, its expected tools where it had any
+(from its span, an expectation rule or the dataset; else null, for a person to fill in: ``eval`` reports such
+a case as not scored), and in ``metadata`` the trace and span ids, agent, service and start time. ``--where``
+is a condition on the columns of ``agent_runs`` (for example ``agent_name = 'planner' AND start_time > now() -
+INTERVAL 7 DAY``), run through the same sealed, read-only query layer as ``agentotel-eval query``: through the
+running collector when one holds the database, else on the file read-only. ``-o -`` writes to stdout.
 
 Exit status: 0 written (also when no run matched: the file is then empty); 1 the query failed; 2 a usage error
 or the database cannot be opened.
@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "examples:\n"
         "  agentotel-eval export-cases -o cases.jsonl\n"
-        "  agentotel-eval export-cases --where \"agent_name = 'planner' AND start_time > now() - INTERVAL 7 DAY\" "
-        "-o planner.jsonl\n"
+        "  agentotel-eval export-cases --where \"agent_name = 'planner' AND start_time > now() - INTERVAL 7 "
+        'DAY" -o planner.jsonl\n'
         '  agentotel-eval export-cases --where "(trace_id, span_id) IN (SELECT trace_id, run_span_id FROM '
         f"latest_evaluations WHERE metric = '{TOOL_CORRECTNESS.name}' AND NOT success)\" -o failing.jsonl"
     )

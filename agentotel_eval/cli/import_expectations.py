@@ -1,13 +1,15 @@
 """Peers' expectation files as a dataset of trajectory specs:
 ``agentotel-eval import-expectations --from adk|bfcl|langchain FILE... [-o dataset.jsonl]``.
 
-Each output line is ``{"name", "input", "expected_trajectory"}``: the collector's ``dataset`` file (a run whose
-input matches a line is scored against its spec), and a case file's expectation. ``--from adk`` reads ADK eval sets
-(one line per invocation; ``--mode EXACT|IN_ORDER|ANY_ORDER``), ``--from bfcl`` BFCL ``possible_answer`` files
-(``--questions`` its data file, for the inputs), ``--from langchain`` agentevals reference trajectories (``--mode
-strict|unordered|subset|superset``, ``--ignore-args`` to compare tool names only).
+Each output line is ``{"name", "input", "expected_trajectory"}``: the collector's ``dataset`` file (a run
+whose input matches a line is scored against its spec), and a case file's expectation. ``--from adk`` reads
+ADK eval sets (one line per invocation; ``--mode EXACT|IN_ORDER|ANY_ORDER``), ``--from bfcl`` BFCL
+``possible_answer`` files (``--questions`` its data file, for the inputs), ``--from langchain`` agentevals
+reference trajectories (``--mode strict|unordered|subset|superset``, ``--ignore-args`` to
+compare tool names only).
 
-Exit status: 0 written; 2 a usage error or a file that cannot be read as the format named (nothing is written).
+Exit status: 0 written; 2 a usage error or a file that cannot be read as the format named
+(nothing is written).
 """
 
 from __future__ import annotations

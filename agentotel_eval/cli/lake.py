@@ -1,11 +1,12 @@
-"""The shared lake: ``agentotel-eval lake maintain --config FILE`` and ``agentotel-eval lake ui --config FILE``.
+"""The shared lake: ``agentotel-eval lake maintain --config FILE`` and ``agentotel-eval lake
+ui --config FILE``.
 
 ``ui`` serves the web UI's pages over every node's rows in the lake, read-only, on an address of its own
 (default 127.0.0.1:4320); with ``--auth-token`` (or ``$AGENTOTEL_AUTH_TOKEN``) every page asks for the token.
 
-``maintain``: run it from one scheduler (a cron job, the Kubernetes CronJob in deploy/), not from every node: it deletes rows
-older than the config's ``retention`` from the lake, merges the small Parquet files the nodes' flushes leave,
-expires snapshots older than ``--keep-snapshots`` and deletes the files no snapshot needs.
+``maintain``: run it from one scheduler (a cron job, the Kubernetes CronJob in deploy/), not from every node:
+it deletes rows older than the config's ``retention`` from the lake, merges the small Parquet files the nodes'
+flushes leave, expires snapshots older than ``--keep-snapshots`` and deletes the files no snapshot needs.
 """
 
 from __future__ import annotations

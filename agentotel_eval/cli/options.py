@@ -1,9 +1,9 @@
-"""The options several commands share, each defined once: ``--db``, ``--since``, ``--format``, and the server's
-``--auth-token`` / ``--tls-cert`` / ``--tls-key``.
+"""The options several commands share, each defined once: ``--db``, ``--since``, ``--format``, and the
+server's ``--auth-token`` / ``--tls-cert`` / ``--tls-key``.
 
 ``--since`` reads a duration in the one grammar of ``agentotel_eval.durations`` (``90m``, ``1.5h``, ``7d``,
-``2w``), as the pages' time range and ``compare``'s ``since=`` / ``until=`` do; a command that also takes ``all``
-says so.
+``2w``), as the pages' time range and ``compare``'s ``since=`` / ``until=`` do; a command that also takes
+``all`` says so.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], default:
 
 
 def add_server_security(parser: argparse.ArgumentParser) -> None:
-    """The collector's bearer token and TLS certificate (clients read the token from ``AGENTOTEL_AUTH_TOKEN``)."""
+    """The collector's bearer token and TLS certificate (clients read the token from
+    ``AGENTOTEL_AUTH_TOKEN``)."""
     parser.add_argument(
         "--auth-token",
         metavar="TOKEN",
@@ -113,8 +114,8 @@ def add_server_security(parser: argparse.ArgumentParser) -> None:
 def quiet_grpc(debug: bool = False) -> None:
     """Keep gRPC's C-core log lines (``add_port.cc ... Failed to add port``, ``chttp2_transport.cc ... Got
     goaway``) out of a command's output: they repeat what the command says in its own words. Read when gRPC is
-    first imported, so this comes before; a ``GRPC_VERBOSITY`` the user set wins, and ``--log-level debug`` keeps
-    gRPC's errors."""
+    first imported, so this comes before; a ``GRPC_VERBOSITY`` the user set wins, and ``--log-level debug``
+    keeps gRPC's errors."""
     import os
 
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR" if debug else "NONE")
@@ -123,9 +124,9 @@ def quiet_grpc(debug: bool = False) -> None:
 def on_stop_signals(
     first: Callable[[int], None], before_exit: Callable[[], None] | None = None
 ) -> dict[int, Any]:
-    """SIGINT and SIGTERM call ``first(signum)`` (installed explicitly, so also when a shell started the command in
-    the background with SIGINT ignored); a second signal exits at once (after ``before_exit``). Returns the
-    handlers replaced, for the caller to put back."""
+    """SIGINT and SIGTERM call ``first(signum)`` (installed explicitly, so also when a shell started the
+    command in the background with SIGINT ignored); a second signal exits at once (after ``before_exit``).
+    Returns the handlers replaced, for the caller to put back."""
     import os
     import signal
     import sys

@@ -1,8 +1,9 @@
 """Run one read-only SQL query on the collector's DuckDB database.
 
-When a collector holds the database, the query goes to its POST /v1/query (DuckDB lets one process open a file for
-writing and no other process open it at the same time); otherwise the file is opened read-only. Either way only a
-single SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement runs, with no file or network access.
+When a collector holds the database, the query goes to its POST /v1/query (DuckDB lets one process open a file
+for writing and no other process open it at the same time); otherwise the file is opened read-only. Either way
+only a single SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement runs, with no
+file or network access.
 
 Tables: spans, logs, agent_runs, tool_calls, evaluations. Views: latest_evaluations, run_evaluations,
 agent_pass_rate_daily, agent_runs_daily, tool_error_rates, traces, llm_usage_daily.
@@ -22,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
         "examples:\n"
-        '  agentotel-eval query "SELECT agent_name, tools_called FROM agent_runs ORDER BY start_time DESC LIMIT 10"\n'
-        '  agentotel-eval query "SELECT * FROM tool_error_rates ORDER BY error_rate DESC" --format csv\n'
-        '  agentotel-eval query "DESCRIBE spans" --format json'
+        '  agentotel-eval query "SELECT agent_name, tools_called FROM agent_runs ORDER BY start_time DESC '
+        'LIMIT 10"\n  agentotel-eval query "SELECT * FROM tool_error_rates ORDER BY error_rate DESC" '
+        '--format csv\n  agentotel-eval query "DESCRIBE spans" --format json'
     )
     parser.add_argument("sql", help="one SELECT / WITH / DESCRIBE / SHOW / SUMMARIZE / EXPLAIN statement")
     options.add_db(parser)

@@ -1,5 +1,6 @@
-"""Write the overview and the worst runs, each with its expected-against-called timeline, as ONE self-contained
-HTML file: no external script, stylesheet, font or image, so it opens offline and can be attached to a ticket.
+"""Write the overview and the worst runs, each with its expected-against-called timeline, as ONE
+self-contained HTML file: no external script, stylesheet, font or image, so it opens offline and can be
+attached to a ticket.
 
 Reads through the running collector when it holds the database, else opens the file read-only."""
 

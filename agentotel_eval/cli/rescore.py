@@ -1,27 +1,27 @@
 """Re-score stored runs: ``agentotel-eval rescore [--db PATH] [--since 7d] [--config FILE] [--judge]``.
 
 Every selected run's trace is rebuilt from its stored spans with the current code and scored with the current
-expectations (the config file's ``[[expectations]]`` and dataset, and the runs' own expected-tools attributes):
-the deterministic scores replace the stored ones of the same metric, scores no longer given are removed, and the
-run spans' score attributes follow. The judge's verdicts stay unless ``--judge`` queues the runs for it again.
-Printed: per metric, the runs scored and passed before and after, and how many changed.
+expectations (the config file's ``[[expectations]]`` and dataset, and the runs' own expected-tools
+attributes): the deterministic scores replace the stored ones of the same metric, scores no longer given are
+removed, and the run spans' score attributes follow. The judge's verdicts stay unless ``--judge`` queues the
+runs for it again. Printed: per metric, the runs scored and passed before and after, and how many changed.
 
-When a collector holds the database the work is done inside it (its writer is the file's only writer), with its
-own configuration unless ``--config`` names another; otherwise the file is opened, and scored with ``--config``
-(without it, runs are scored only against the expected tools their spans carry). ``--dry-run`` reports what would
-change and writes nothing.
+When a collector holds the database the work is done inside it (its writer is the file's only writer), with
+its own configuration unless ``--config`` names another; otherwise the file is opened, and scored with
+``--config`` (without it, runs are scored only against the expected tools their spans carry). ``--dry-run``
+reports what would change and writes nothing.
 
-A re-score that would remove scores (a rule or dataset entry gone from the config, say) first shows what the dry run
-shows and asks before it writes; without a terminal to ask on it stops with status 2, and ``--yes`` writes without
-asking.
+A re-score that would remove scores (a rule or dataset entry gone from the config, say) first shows what the
+dry run shows and asks before it writes; without a terminal to ask on it stops with status 2, and ``--yes``
+writes without asking.
 
-``--lake FILE`` re-scores every node's traces in the shared lake that FILE's ``[lake]`` names, with ``--config``
-(else FILE's own settings), and appends the new builds to the lake, where its latest views show them in place of
-the nodes' (the nodes' files keep theirs). ``--shard k/n`` takes the k-th of n shares of the traces, by a hash of
-the trace id: n workers given 1/n .. n/n re-score everything once between them.
+``--lake FILE`` re-scores every node's traces in the shared lake that FILE's ``[lake]`` names, with
+``--config`` (else FILE's own settings), and appends the new builds to the lake, where its latest views show
+them in place of the nodes' (the nodes' files keep theirs). ``--shard k/n`` takes the k-th of n shares of the
+traces, by a hash of the trace id: n workers given 1/n .. n/n re-score everything once between them.
 
-Exit status: 0 done; 1 the re-score failed; 2 a usage error, an invalid configuration or condition, or a database
-that cannot be opened.
+Exit status: 0 done; 1 the re-score failed; 2 a usage error, an invalid configuration or condition, or a
+database that cannot be opened.
 """
 
 from __future__ import annotations

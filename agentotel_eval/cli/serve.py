@@ -167,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
 
     stop = threading.Event()
     previous = options.on_stop_signals(lambda _signum: stop.set())
-    # This process is the collector's own: it is tuned as its helper processes are (agentotel_eval.collector.process.tuning).
+    # This process is the collector's own: it is tuned as its helper processes are
+    # (agentotel_eval.collector.process.tuning).
     tune_process(TUNED)
     collector = Collector(config, tuning=TUNED)
     try:

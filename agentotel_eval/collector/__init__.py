@@ -1,5 +1,5 @@
-"""The OTLP collector: one package per stage a span goes through, each a component that imports no other stage,
-wired together by ``service.Collector`` (the layers are a contract in ``.importlinter``).
+"""The OTLP collector: one package per stage a span goes through, each a component that imports no other
+stage, wired together by ``service.Collector`` (the layers are a contract in ``.importlinter``).
 
     receive/   OTLP/gRPC and OTLP/HTTP in, the one ingest path, the HTTP API
     decode/    request bodies -> Arrow rows and marks (in decode worker processes)
@@ -9,7 +9,8 @@ wired together by ``service.Collector`` (the layers are a contract in ``.importl
     store/     the DuckDB writer every stage writes through: group commits, run and score writes, reading back
     ui/        the web UI, on receive's HTTP listener
     sink/      committed evaluations -> Phoenix, MLflow, Langfuse (spans through forward's exporter)
-    pipeline/  assemble -> score -> run rows joined: on a thread, in the assembler process, or over stored runs
+    pipeline/  assemble -> score -> run rows joined: on a thread, in the assembler process,
+               or over stored runs
     lake/      the node's part of a shared DuckLake
     process/   what crosses between stages (marks, ingest batches, completed traces, typed messages) and the
                helper processes: the supervisor, channels, process settings
@@ -18,5 +19,6 @@ wired together by ``service.Collector`` (the layers are a contract in ``.importl
 Shared settings: ``config`` (``CollectorConfig``), ``config_scoring``, ``config_sinks``, ``config_forward``,
 ``expectations``, validated by ``config_validation``. At the top: ``service`` (the wiring), beside it
 ``after_commit``, ``health``, ``prometheus_registry`` and ``housekeeping``, and ``__main__`` (``agentotel-eval
-serve``, whose flags are ``agentotel_eval.cli.serve``). docs/architecture.md draws the path of one span through them.
+serve``, whose flags are ``agentotel_eval.cli.serve``). docs/architecture.md draws the path of
+one span through them.
 """

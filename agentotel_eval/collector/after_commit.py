@@ -2,8 +2,8 @@
 
 ``AfterCommit`` is the writer's ``on_commit``: the new records' marks go to the assembler; spans and logs go
 downstream (run and root spans wait for their scores); evaluation results other tools sent as log records are
-stored as evaluations. ``RunsCommitted`` is the run writer's ``on_committed``: pending judge rows can be taken,
-and the sinks get the new evaluations.
+stored as evaluations. ``RunsCommitted`` is the run writer's ``on_committed``: pending judge rows can be
+taken, and the sinks get the new evaluations.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Collector configuration: frozen data with defaults, a TOML loader that names bad keys, and ``validate()``.
 
-Every flag of ``serve`` has a key here; a ``--config FILE`` sets any of them, and flags given on the command line
-win over the file. Sections are nested dataclasses, so a later stage (scoring, forwarding) adds its section by
-adding a field to ``CollectorConfig``: the loader (``config_validation``, pydantic) validates the file against
-the type hints and the markers of ``config_fields``, and its errors name the key.
+Every flag of ``serve`` has a key here; a ``--config FILE`` sets any of them, and flags given on the command
+line win over the file. Sections are nested dataclasses, so a later stage (scoring, forwarding) adds its
+section by adding a field to ``CollectorConfig``: the loader (``config_validation``, pydantic) validates the
+file against the type hints and the markers of ``config_fields``, and its errors name the key.
 
-Durations are seconds or strings such as ``"500ms"``, ``"2s"``, ``"5m"``, ``"12h"``, ``"30d"``, ``"1w"``; sizes are
-bytes or strings such as ``"20MiB"``, ``"512KB"``.
+Durations are seconds or strings such as ``"500ms"``, ``"2s"``, ``"5m"``, ``"12h"``, ``"30d"``, ``"1w"``;
+sizes are bytes or strings such as ``"20MiB"``, ``"512KB"``.
 """
 
 from __future__ import annotations
@@ -86,12 +86,13 @@ class ReceiverConfig:
     max_request_size: Annotated[int, Size] = 20 * MiB
     #: threads serving gRPC calls; each waits for its commit, so this caps concurrent gRPC exports
     grpc_workers: int = 8
-    #: processes that decode requests (``agentotel_eval.collector.decode.worker``), so that the collector's own process, which
-    #: holds the DuckDB writer, does no per-span Python; 0 decodes on the receivers' threads in this process
+    #: processes that decode requests (``agentotel_eval.collector.decode.worker``), so that the collector's
+    #: own process, which holds the DuckDB writer, does no per-span Python; 0 decodes on the receivers'
+    #: threads in this process
     decode_workers: int = 1
     #: requests being decoded at the same time, across both receivers: caps the memory of requests in decoding
-    #: (a 20 MiB request decodes to several times its size); with decode workers, one more than them keeps each
-    #: busy while the next request travels to it
+    #: (a 20 MiB request decodes to several times its size); with decode workers, one more than them keeps
+    #: each busy while the next request travels to it
     decode_slots: int = 2
     #: how long an export call waits for its records to be committed before answering UNAVAILABLE / 503
     export_timeout: Annotated[float, Duration] = 30.0
@@ -123,8 +124,8 @@ class TlsConfig:
 
 @dataclass(frozen=True, slots=True)
 class WriterConfig:
-    #: records (spans + log records) queued for a commit, plus rows of runs not yet written, before exporters are
-    #: told to retry (the assembler's backlog has its own bound, ``assembler.max_backlog_records``)
+    #: records (spans + log records) queued for a commit, plus rows of runs not yet written, before exporters
+    #: are told to retry (the assembler's backlog has its own bound, ``assembler.max_backlog_records``)
     max_queue_records: int = 50_000
     #: at most this many records per transaction
     max_batch_records: int = 20_000
@@ -138,25 +139,27 @@ class WriterConfig:
     checkpoint_threshold: str = "16MB"
     #: DuckDB returns freed memory to the system above this peak (its default, 128MB, keeps a lot resident)
     allocator_flush_threshold: str = "16MB"
-    #: DuckDB's row-group merges at each checkpoint (its default: 100). A commit rarely fills its last row group
-    #: exactly, and merging those partial row groups rewrites them at every checkpoint. At 0 they stay as written;
-    #: row groups that retention empties are still dropped and their space reused
+    #: DuckDB's row-group merges at each checkpoint (its default: 100). A commit rarely fills its last row
+    #: group exactly, and merging those partial row groups rewrites them at every checkpoint. At 0 they stay
+    #: as written; row groups that retention empties are still dropped and their space reused
     max_vacuum_tasks: int = 0
-    #: DuckDB memory limit (empty: DuckDB's default, 80% of RAM). DuckDB otherwise keeps the rows it wrote cached
-    #: as they grow; past the limit it evicts them, and queries that need more spill to a temporary directory
+    #: DuckDB memory limit (empty: DuckDB's default, 80% of RAM). DuckDB otherwise keeps the rows it wrote
+    #: cached as they grow; past the limit it evicts them, and queries that need more spill to a
+    #: temporary directory
     memory_limit: str = "96MB"
     #: DuckDB worker threads (0: DuckDB's default, one per core)
     threads: int = 0
-    #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of a whole row group
-    #: is written straight into the file instead of the write-ahead log, but DuckDB keeps memory of every row group
-    #: until the database is closed, and smaller groups were no faster under load
+    #: rows per DuckDB row group (a multiple of 2048; 0: DuckDB's default, 122,880). A commit of a whole row
+    #: group is written straight into the file instead of the write-ahead log, but DuckDB keeps memory of
+    #: every row group until the database is closed, and smaller groups were no faster under load
     row_group_size: int = 122_880
     #: close and reopen the database after this many stored records (0: never). DuckDB keeps memory of every
     #: write until the database is closed; a reopen gives it back and pauses writing for ~0.1 s
     reopen_rows: int = 250_000
 
     def duckdb_settings(self) -> dict[str, DuckDBSetting]:
-        """The DuckDB settings the writer opens its database with (the benchmarks open theirs the same way)."""
+        """The DuckDB settings the writer opens its database with (the benchmarks open
+        theirs the same way)."""
         settings: dict[str, DuckDBSetting] = {
             "checkpoint_threshold": self.checkpoint_threshold,
             "allocator_flush_threshold": self.allocator_flush_threshold,
@@ -180,26 +183,28 @@ class AssemblerConfig:
     #: spans and log records of open traces (the assembler keeps a mark of ~100 bytes of each, and reads the
     #: records back once a trace is complete); over it, the oldest traces complete early
     max_buffered_records: int = 250_000
-    #: records committed but not yet taken by the assembler (it is behind); over it, exporters are told to retry
+    #: records committed but not yet taken by the assembler (it is behind); over it,
+    #: exporters are told to retry
     max_backlog_records: int = 200_000
-    #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the database):
-    #: at most this many, and at least the latest half of it (``trace_buffer.DecisionCache``)
+    #: completed traces remembered so a late span re-builds its runs (their spans are re-read from the
+    #: database): at most this many, and at least the latest half of it (``trace_buffer.DecisionCache``)
     decision_cache_traces: int = 100_000
     #: how far around a trace's known spans to look for its stored spans when re-reading it
     late_window: Annotated[float, Duration] = 60.0
     #: completed traces are read back from the database together, at most this often: a read scans its time
     #: window whatever it returns, so fewer, larger reads cost less (runs are written up to this much later)
     read_interval: Annotated[float, Duration] = 0.25
-    #: assemble, reconstruct and score in a second process (the collector's receivers and writer keep this one's
-    #: interpreter to themselves: both are CPU-bound Python, and one process runs Python on one core at a time);
-    #: false runs them on a thread of the collector's process
+    #: assemble, reconstruct and score in a second process (the collector's receivers and writer keep this
+    #: one's interpreter to themselves: both are CPU-bound Python, and one process runs Python on one core at
+    #: a time); false runs them on a thread of the collector's process
     process: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class ReconstructionConfig:
-    #: a tool result that reads as an error report ("Error: ...", MCP's "Error executing tool ...") makes its call
-    #: a failed one where no ERROR status says so; false: only recorded statuses and structured results decide
+    #: a tool result that reads as an error report ("Error: ...", MCP's "Error executing tool ...") makes its
+    #: call a failed one where no ERROR status says so; false: only recorded statuses and
+    #: structured results decide
     text_failures: bool = True
 
 
@@ -234,7 +239,8 @@ class LakeS3Config:
 class LakeConfig:
     """``[lake]``: the DuckLake this node copies what it committed to, shared with other nodes."""
 
-    #: the catalog: ``postgres://user:password@host:port/dbname`` (``sqlite:/path/catalog.sqlite`` for one machine)
+    #: the catalog: ``postgres://user:password@host:port/dbname``
+    #: (``sqlite:/path/catalog.sqlite`` for one machine)
     catalog: str = ""
     #: where the Parquet data goes: ``s3://bucket/prefix/`` or a directory
     data: str = ""
@@ -244,13 +250,14 @@ class LakeConfig:
     node: str = ""
     #: how often this node looks for traces that several nodes stored, to rebuild them whole; 0: never
     reconcile_interval: Annotated[float, Duration] = 10.0
-    #: while nodes join or leave, read other nodes' parts of an incomplete trace from the lake to assemble it whole
-    #: (never when forwarding: this node would forward their spans too)
+    #: while nodes join or leave, read other nodes' parts of an incomplete trace from the lake to assemble it
+    #: whole (never when forwarding: this node would forward their spans too)
     read_peer_spans: bool = True
-    #: how long an operation on the catalog's server or S3 may wait for an answer before it fails (a flush then
-    #: fails, is logged and retried)
+    #: how long an operation on the catalog's server or S3 may wait for an answer before it fails (a flush
+    #: then fails, is logged and retried)
     timeout: Annotated[float, Duration] = 30.0
-    #: /healthz says "degraded" (and /readyz answers 503) when the oldest row not yet copied is older than this
+    #: /healthz says "degraded" (and /readyz answers 503) when the oldest row not yet
+    #: copied is older than this
     max_lag: Annotated[float, Duration] = 60.0
     s3: LakeS3Config = field(default_factory=LakeS3Config)
 
@@ -276,9 +283,9 @@ class CollectorConfig:
     db: str = DEFAULT_DB_PATH
     grpc: str = "127.0.0.1:4317"
     http: str = "127.0.0.1:4318"
-    #: downstream OTLP endpoint: ``forward = "grpc://host:4317"`` or a ``[forward]`` table (url, protocol, headers,
-    #: timeout_s, max_queue_records, max_batch_records, max_retries, initial_backoff_s, max_backoff_s); spans go
-    #: on with their scores
+    #: downstream OTLP endpoint: ``forward = "grpc://host:4317"`` or a ``[forward]`` table (url, protocol,
+    #: headers, timeout_s, max_queue_records, max_batch_records, max_retries, initial_backoff_s,
+    #: max_backoff_s); spans go on with their scores
     forward: Annotated[ForwardConfig | None, Before(forward_table), After(checked_forward)] = None
     #: ``[scoring]``: enabled, modes (default/exact/ordering), threshold, detectors
     scoring: ScoringSettings = field(default_factory=ScoringSettings)
@@ -288,8 +295,8 @@ class CollectorConfig:
     judge: JudgeSettings | None = None
     #: ``[[expectations]]`` rules: name, agent / service globs, input_regex, expected_tools, modes
     expectations: Annotated[tuple[ExpectationRule, ...], After(named_rules)] = ()
-    #: ``[[conventions]]``: an in-house instrumentation's spans declared as tool executions or agent runs (name,
-    #: role, when, and the attribute of each field), read before the built-in conventions
+    #: ``[[conventions]]``: an in-house instrumentation's spans declared as tool executions or agent runs
+    #: (name, role, when, and the attribute of each field), read before the built-in conventions
     conventions: Annotated[tuple[Convention, ...], Parsed(conventions_from_config)] = ()
     #: ``[[tools]]``: per-tool declarations for the detectors (name, requires, args matchers, claims)
     tools: Annotated[tuple[ToolRule, ...], Parsed(parse_tool_rules)] = ()
@@ -304,22 +311,23 @@ class CollectorConfig:
     #: ``[reconstruction]``: text_failures (read an "Error: ..." tool result as a failed call)
     reconstruction: ReconstructionConfig = field(default_factory=ReconstructionConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
-    #: ``[[sinks]]``: tools that also get each evaluation as their own object (kind = phoenix | mlflow | langfuse,
-    #: url, api_key_env / experiment / public_key_env and secret_key_env, forward_spans, max_queue, max_batch,
-    #: max_retries, initial_backoff, max_backoff, timeout, cpu_share)
+    #: ``[[sinks]]``: tools that also get each evaluation as their own object (kind = phoenix | mlflow |
+    #: langfuse, url, api_key_env / experiment / public_key_env and secret_key_env, forward_spans, max_queue,
+    #: max_batch, max_retries, initial_backoff, max_backoff, timeout, cpu_share)
     sinks: tuple[SinkConfig, ...] = ()
     #: ``[metrics]``: max_agents (the label bound of the quality metrics on /metrics)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node, reconcile_interval,
-    #: read_peer_spans, ``[lake.s3]``); off
+    #: ``[lake]``: a DuckLake shared by several nodes (catalog, data, flush_interval, node,
+    #: reconcile_interval, read_peer_spans, ``[lake.s3]``); off
     #: if absent
     lake: LakeConfig | None = None
     auth: AuthConfig = field(default_factory=AuthConfig)
     tls: TlsConfig = field(default_factory=TlsConfig)
-    #: ``[limits]``: bounds on one request's attributes, values, nesting, spans (``agentotel_eval.otlp.limits``)
+    #: ``[limits]``: bounds on one request's attributes, values, nesting, spans
+    #: (``agentotel_eval.otlp.limits``)
     limits: Limits = field(default_factory=Limits)
-    #: ``[redaction]``: secrets and personal data replaced by markers before they are stored, shown to the judge
-    #: or forwarded (enabled, where, builtin, secret_keys, ``[[redaction.patterns]]`` name and regex)
+    #: ``[redaction]``: secrets and personal data replaced by markers before they are stored, shown to the
+    #: judge or forwarded (enabled, where, builtin, secret_keys, ``[[redaction.patterns]]`` name and regex)
     redaction: Annotated[RedactionSettings, Parsed(RedactionSettings.from_dict)] = field(
         default_factory=RedactionSettings
     )

@@ -1,9 +1,9 @@
 """Markers on config fields (``Annotated[float, Duration]``) that tell the loader how to validate a value.
 
-The config's section types are imported by the helper processes, which never read a config file, so this module
-does not import pydantic: a marker's ``__get_pydantic_core_schema__`` imports ``pydantic_core`` only when the loader
-(``agentotel_eval.collector.config_validation``) builds its schema. A ``ValueError`` a marker's function raises
-becomes the loader's ``ConfigError`` for that field's key.
+The config's section types are imported by the helper processes, which never read a config file, so this
+module does not import pydantic: a marker's ``__get_pydantic_core_schema__`` imports ``pydantic_core`` only
+when the loader (``agentotel_eval.collector.config_validation``) builds its schema. A ``ValueError`` a
+marker's function raises becomes the loader's ``ConfigError`` for that field's key.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class Parsed:
 
 
 class Before:
-    """``reshape`` turns the file's value into the field type's shape (a URL into a table), then the type validates."""
+    """``reshape`` turns the file's value into the field type's shape (a URL into a table), then
+    the type validates."""
 
     __slots__ = ("reshape",)
 

@@ -1,5 +1,5 @@
-"""``[forward]``: the downstream OTLP endpoint spans and logs are forwarded to (``forward.forwarder``), and the
-sinks' span endpoints (``config_sinks``)."""
+"""``[forward]``: the downstream OTLP endpoint spans and logs are forwarded to (``forward.forwarder``), and
+the sinks' span endpoints (``config_sinks``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""Configuration of online scoring: ``[scoring]``, ``[judge]``, ``[forward]``, ``[[expectations]]``, ``dataset``.
+"""Configuration of online scoring: ``[scoring]``, ``[judge]``, ``[forward]``,
+``[[expectations]]``, ``dataset``.
 
-Config is data: frozen objects whose fields are the keys of their TOML tables. The collector's loader validates a
-table against its type (``agentotel_eval.collector.config_validation``) and rejects unknown keys by name, so a typo
-fails at start-up instead of silently disabling a feature; the markers on the fields add what a type cannot say.
+Config is data: frozen objects whose fields are the keys of their TOML tables. The collector's loader
+validates a table against its type (``agentotel_eval.collector.config_validation``) and rejects unknown keys
+by name, so a typo fails at start-up instead of silently disabling a feature; the markers on the fields add
+what a type cannot say.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class ScoringSettings:
     modes: Annotated[tuple[str, ...], Parsed(parse_modes)] = MODES
     threshold: Annotated[float, Range(0.0, 1.0)] = TOOL_CORRECTNESS.threshold
     detectors: bool = True
-    #: detector rules turned off by name (``error_handling.false_success``; ``agentotel-eval rules`` lists them)
+    #: detector rules turned off by name (``error_handling.false_success``; ``agentotel-eval
+    #: rules`` lists them)
     disabled_rules: Annotated[tuple[str, ...], Parsed(check_rule_names)] = ()
 
 
@@ -70,7 +73,8 @@ class JudgeSettings:
 
     @property
     def llm_kwargs(self) -> dict[str, Any]:
-        """What the judge passes to litellm: ``api_base``, ``api_key``, ``api_version`` when set, and ``extra``."""
+        """What the judge passes to litellm: ``api_base``, ``api_key``, ``api_version`` when
+        set, and ``extra``."""
         given = {key: getattr(self, key) for key in LLM_KEYS if getattr(self, key) is not None}
         return given | dict(self.extra)
 
@@ -94,7 +98,8 @@ def named_rules(rules: Sequence[ExpectationRule]) -> tuple[ExpectationRule, ...]
 
 
 def parse_expectations(items: Any) -> tuple[ExpectationRule, ...]:
-    """``[[expectations]]`` tables as rules, validated as the config file's are (``ConfigError`` names the key)."""
+    """``[[expectations]]`` tables as rules, validated as the config file's are
+    (``ConfigError`` names the key)."""
     from agentotel_eval.collector.config_validation import config_from_mapping
 
     return config_from_mapping({"expectations": items}).expectations

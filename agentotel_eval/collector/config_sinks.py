@@ -1,4 +1,5 @@
-"""``[[sinks]]``: where evaluations also go, as each tool's own object; credentials come only from the environment."""
+"""``[[sinks]]``: where evaluations also go, as each tool's own object; credentials come only
+from the environment."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from urllib.parse import urlsplit
 from agentotel_eval.collector.config_fields import Duration
 
 KINDS = ("phoenix", "mlflow", "langfuse")
-#: spans a sink's forwarder holds while its tool is away (request bodies, ~2 KB a span), oldest dropped past it
+#: spans a sink's forwarder holds while its tool is away (request bodies, ~2 KB a span),
+#: oldest dropped past it
 SPAN_QUEUE = 20_000
 
 
@@ -46,8 +48,9 @@ class SinkConfig:
     initial_backoff: Annotated[float, Duration] = 0.5
     max_backoff: Annotated[float, Duration] = 30.0
     timeout: Annotated[float, Duration] = 10.0
-    #: the share of one core this sink's sender thread may use (it pauses after each batch to stay under it): the
-    #: collector's process also commits ingest, which comes first; past it the queue fills and drops are counted
+    #: the share of one core this sink's sender thread may use (it pauses after each batch to stay under it):
+    #: the collector's process also commits ingest, which comes first; past it the queue fills
+    #: and drops are counted
     cpu_share: float = 0.03
 
     @property
@@ -100,6 +103,7 @@ class SinkConfig:
         return self
 
     def secret(self, key: str) -> str:
-        """The value of the variable ``key`` names (``api_key_env``...), read when it is needed; "" when unnamed."""
+        """The value of the variable ``key`` names (``api_key_env``...), read when it is
+        needed; "" when unnamed."""
         variable = getattr(self, key)
         return os.environ.get(variable, "") if variable else ""

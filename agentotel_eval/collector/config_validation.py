@@ -1,7 +1,7 @@
 """The config file's data validated into a ``CollectorConfig`` by pydantic; its errors as a ``ConfigError``.
 
-pydantic validates the frozen dataclasses of ``agentotel_eval.collector.config`` directly: their type hints, the
-markers of ``config_fields`` (durations, sizes, sections with their own parser) and ``CollectorConfig``'s
+pydantic validates the frozen dataclasses of ``agentotel_eval.collector.config`` directly: their type hints,
+the markers of ``config_fields`` (durations, sizes, sections with their own parser) and ``CollectorConfig``'s
 ``__pydantic_config__`` (exact types, unknown keys refused). The data goes in as JSON: in strict mode pydantic
 takes a table for a dataclass, and a list for a tuple, only from JSON (from Python it wants the instances).
 
@@ -60,8 +60,8 @@ def config_from_mapping(data: Mapping[str, Any], base: CollectorConfig | None = 
 
 
 def _over(base: CollectorConfig, given: CollectorConfig, data: Mapping[str, Any]) -> CollectorConfig:
-    """``base`` with what ``data`` sets: a table of plain settings changes only the keys it names; a section read
-    whole (judge, forward, redaction, the lists) replaces base's."""
+    """``base`` with what ``data`` sets: a table of plain settings changes only the keys it names; a section
+    read whole (judge, forward, redaction, the lists) replaces base's."""
     hints = _hints(CollectorConfig)
     changes = {}
     for name, raw in data.items():

@@ -2,10 +2,10 @@
 spec it should follow.
 
 Each is looked up in the contract's order: the run span's attribute (``agentotel.eval.expected_tools``,
-``agentotel.eval.expected_trajectory``); else the first matching ``[[expectations]]`` rule of the config that has
-one; else a dataset file matched on the run's input. Expected tools and a trajectory are found independently (a
-span may carry expected tools while a rule gives the spec). No expectation means the metrics that need it do not
-run (they are not scored 0).
+``agentotel.eval.expected_trajectory``); else the first matching ``[[expectations]]`` rule of the config that
+has one; else a dataset file matched on the run's input. Expected tools and a trajectory are found
+independently (a span may carry expected tools while a rule gives the spec). No expectation means the metrics
+that need it do not run (they are not scored 0).
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ class Expectation:
     """What a run is expected to do: tools (for tool correctness), a trajectory spec, or both.
 
     ``source`` / ``trajectory_source`` say where each came from: "span_attribute", "rule:<name>" or
-    "dataset:<file>:<line>". ``trajectory_error`` is set instead of a spec when the run's own attribute holds one
-    that cannot be read (the trajectory metric reports it).
+    "dataset:<file>:<line>". ``trajectory_error`` is set instead of a spec when the run's own attribute holds
+    one that cannot be read (the trajectory metric reports it).
     """
 
     expected_tools: tuple[str, ...] | None
@@ -158,8 +158,8 @@ class Expectation:
 
 @dataclass(frozen=True, slots=True)
 class ExpectationRule:
-    """``[[expectations]]``: all given matchers must match (agent/service take shell globs). A rule gives expected
-    tools, a ``trajectory`` table, or both."""
+    """``[[expectations]]``: all given matchers must match (agent/service take shell globs). A rule gives
+    expected tools, a ``trajectory`` table, or both."""
 
     expected_tools: Annotated[tuple[str, ...] | None, Parsed(parse_tools)] = None
     trajectory: Annotated[TrajectorySpec | None, Parsed(parse_trajectory)] = None
@@ -198,8 +198,9 @@ class DatasetEntry:
 
 @dataclass(frozen=True, slots=True)
 class Dataset:
-    """A JSONL file of ``{"input": ..., "expected_tools"?: [...], "modes"?: [...], "expected_trajectory"?: {...}}``
-    (at least one of the two expectations), indexed by normalised input. Other keys (a ``name``) are kept aside."""
+    """A JSONL file of ``{"input": ..., "expected_tools"?: [...], "modes"?: [...], "expected_trajectory"?:
+    {...}}`` (at least one of the two expectations), indexed by normalised input. Other keys (a
+    ``name``) are kept aside."""
 
     path: str
     by_input: Mapping[str, DatasetEntry]
@@ -253,8 +254,8 @@ class Dataset:
 
 
 class ExpectationFinder:
-    """The expectation of a run, in the contract's order, for one configuration. A rule's Expectation is the same
-    for every run it matches, so it is made once; a spec on a span is read once per distinct text."""
+    """The expectation of a run, in the contract's order, for one configuration. A rule's Expectation is the
+    same for every run it matches, so it is made once; a spec on a span is read once per distinct text."""
 
     __slots__ = ("_dataset", "_modes", "_rules", "_span_specs")
 

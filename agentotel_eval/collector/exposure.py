@@ -1,5 +1,6 @@
-"""Who can reach the listeners, and the TLS files they serve: the warnings a start logs when stored prompts and tool
-results are open to other machines (no token), or the token travels in clear text (no TLS off loopback)."""
+"""Who can reach the listeners, and the TLS files they serve: the warnings a start logs when stored prompts
+and tool results are open to other machines (no token), or the token travels in clear text
+(no TLS off loopback)."""
 
 from __future__ import annotations
 

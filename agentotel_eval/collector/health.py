@@ -1,5 +1,5 @@
-"""What ``GET /healthz`` answers: the collector's state, where it listens, its queues, its helper processes and,
-on a lake, its copy to the lake (a lagging or failing copy makes a running collector ``degraded``)."""
+"""What ``GET /healthz`` answers: the collector's state, where it listens, its queues, its helper processes
+and, on a lake, its copy to the lake (a lagging or failing copy makes a running collector ``degraded``)."""
 
 from __future__ import annotations
 

@@ -74,7 +74,8 @@ class Housekeeping:
                 current = (stats.spans_stored, self._assembler.snapshot().assembler.runs_completed)
                 if current != last:
                     log.info(
-                        "stored %d spans (+%d), %d log records; %d agent runs (+%d); %d open traces, queue %d",
+                        "stored %d spans (+%d), %d log records; %d agent runs (+%d); %d "
+                        "open traces, queue %d",
                         current[0],
                         current[0] - last[0],
                         stats.logs_stored,

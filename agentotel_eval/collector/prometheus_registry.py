@@ -1,5 +1,5 @@
-"""The registry ``GET /metrics`` exposes: each part's own Prometheus collector (its ``telemetry`` module), read
-from the part's plain counters at scrape time."""
+"""The registry ``GET /metrics`` exposes: each part's own Prometheus collector (its ``telemetry`` module),
+read from the part's plain counters at scrape time."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""A bounded queue and the daemon thread that sends from it: ``submit`` never blocks, and what is not delivered —
-pushed out by the bound, submitted while stopping, still queued at the shutdown's deadline, or in a batch whose
-``deliver`` raised — goes to ``on_drop`` with the reason, so its owner counts it; nothing is lost silently.
+"""A bounded queue and the daemon thread that sends from it: ``submit`` never blocks, and what is not
+delivered — pushed out by the bound, submitted while stopping, still queued at the shutdown's deadline, or in
+a batch whose ``deliver`` raised — goes to ``on_drop`` with the reason, so its owner counts it;
+nothing is lost silently.
 
 The forwarder and each sink build on it: what they queue, how they batch (the ``Buffer``) and how they send
-(``deliver``, retrying with ``backoff`` as its sleep) stay theirs. The OpenTelemetry SDK's ``BatchProcessor`` does
-not fit: it lives in a private module, bounds its queue by item count only, reports no drop to its owner and gives
-the exporter's retries no shared shutdown deadline.
+(``deliver``, retrying with ``backoff`` as its sleep) stay theirs. The OpenTelemetry SDK's ``BatchProcessor``
+does not fit: it lives in a private module, bounds its queue by item count only, reports no drop to its owner
+and gives the exporter's retries no shared shutdown deadline.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ class Buffer(Protocol[T]):
 class SendQueue(Generic[T]):
     """A ``Buffer`` fed by ``submit`` and sent by one daemon thread calling ``deliver(batch)``.
 
-    ``on_drop(items, why, error)`` and ``on_queued(queued)`` run with the lock held (``lock``, reentrant: owners
-    update their counters under it too). ``clock`` times the shutdown deadline; tests pass their own."""
+    ``on_drop(items, why, error)`` and ``on_queued(queued)`` run with the lock held (``lock``, reentrant:
+    owners update their counters under it too). ``clock`` times the shutdown deadline;
+    tests pass their own."""
 
     def __init__(
         self,
@@ -91,8 +93,8 @@ class SendQueue(Generic[T]):
             self._thread.start()
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Let the thread send what is queued within ``timeout_s``; hand the rest to ``on_drop`` as ``UNSENT``.
-        False when shutdown had already begun (nothing done)."""
+        """Let the thread send what is queued within ``timeout_s``; hand the rest to ``on_drop`` as
+        ``UNSENT``. False when shutdown had already begun (nothing done)."""
         with self.lock:
             if self._stopping:
                 return False

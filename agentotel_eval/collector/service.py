@@ -1,15 +1,17 @@
 """The collector service: wires receivers -> ingest -> writer -> assembler -> [stages] -> run writer.
 
-The parts it wires each live in a module of their own: the stages in their packages, what happens after a commit
-in ``after_commit``, ``/healthz`` in ``health``, ``/metrics`` in ``prometheus_registry``, retention and the
-summary line in ``housekeeping``, the exposure warnings and TLS files in ``exposure``, where decoding and assembly
-run in ``decode.choice`` and ``pipeline.choice``, the lake's waits and joining it in ``lake.timing``, queries in
-``store.queries``, re-scores in ``pipeline.rescore`` and their HTTP answers in ``receive.http.api``. What is left
-here is construction from the config, the callbacks between the parts, and the order they start and stop in.
+The parts it wires each live in a module of their own: the stages in their packages, what happens after a
+commit in ``after_commit``, ``/healthz`` in ``health``, ``/metrics`` in ``prometheus_registry``, retention and
+the summary line in ``housekeeping``, the exposure warnings and TLS files in ``exposure``, where decoding and
+assembly run in ``decode.choice`` and ``pipeline.choice``, the lake's waits and joining it in ``lake.timing``,
+queries in ``store.queries``, re-scores in ``pipeline.rescore`` and their HTTP answers in
+``receive.http.api``. What is left here is construction from the config, the callbacks between the parts, and
+the order they start and stop in.
 
 ``Collector(config).start()`` opens the database, starts every stage and binds the ports; ``shutdown()`` stops
 accepting, lets requests in flight commit, completes every open trace, writes the last runs and closes the
-database cleanly. Both are idempotent. Usable in-process (tests, embedding) or through ``agentotel-eval serve``.
+database cleanly. Both are idempotent. Usable in-process (tests, embedding) or through
+``agentotel-eval serve``.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ Forward = Callable[[Sequence[SpanRecord]], None]
 
 
 class Collector:
-    """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage. It never
-    changes process-wide settings of the process it runs in."""
+    """One collector instance. ``stages`` wrap the run writer, outermost first: each gets the next stage. It
+    never changes process-wide settings of the process it runs in."""
 
     def __init__(
         self,
@@ -87,8 +89,8 @@ class Collector:
         tuning: Tuning = TUNED,
     ) -> None:
         self.config = config.validate()
-        #: how the helper processes tune themselves; this process is its owner's (``agentotel-eval serve`` tunes
-        #: its own with the same settings, see ``agentotel_eval.collector.process.tuning``)
+        #: how the helper processes tune themselves; this process is its owner's (``agentotel-eval serve``
+        #: tunes its own with the same settings, see ``agentotel_eval.collector.process.tuning``)
         self.tuning = tuning
         self.db_path = Path(config.db).expanduser().resolve()
         self._stage_factories = tuple(stages)
@@ -127,7 +129,7 @@ class Collector:
         #: the bearer token check (``[auth] token``); None: no authentication
         self.auth = Authenticator(config.auth.token) if config.auth.token else None
 
-    # ---- lifecycle ------------------------------------------------------------------------------------------
+    # ---- lifecycle -----------------------------------------------------------------------------------------
 
     def start(self) -> Collector:
         """Open the store, build and start every stage in the order data flows, then listen and announce."""
@@ -167,8 +169,8 @@ class Collector:
         return self
 
     def _open(self) -> None:
-        """The ports checked first, the lake connected, then the database: a start that cannot listen or use its
-        lake creates neither the database nor its lock."""
+        """The ports checked first, the lake connected, then the database: a start that cannot listen or use
+        its lake creates neither the database nor its lock."""
         cfg = self.config
         try:
             check_free(*cfg.grpc_address, "OTLP/gRPC", "grpc")
@@ -233,8 +235,8 @@ class Collector:
                 on_written=sinks.evaluation_written,
             )
         self.run_writer = RunWriter(self.writer, on_committed=RunsCommitted(judge=self.judge, sinks=sinks))
-        # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when forwarding:
-        # this node would forward the other nodes' spans too.
+        # On a lake, a trace split between nodes is read whole (other nodes' parts added); not when
+        # forwarding: this node would forward the other nodes' spans too.
         self._trace_reader = (
             PeerReader(self._cursor)
             if cfg.lake is not None and cfg.lake.read_peer_spans and forward is None
@@ -249,7 +251,8 @@ class Collector:
             stages=self._stage_factories,
             reconstruct=self._reconstruct,
         )
-        # the records of the spans: for [forward]; for the sinks only where a request's body cannot go on as is
+        # the records of the spans: for [forward]; for the sinks only where a request's
+        # body cannot go on as is
         keep_spans = forward is not None or (sinks.forwards_spans and sinks.keep_records)
         self.decoders, decoder = decoder_for(
             cfg, keep_spans=keep_spans, tuning=self.tuning, log_level=log.getEffectiveLevel()
@@ -328,8 +331,8 @@ class Collector:
         )
 
     def _announce(self) -> None:
-        """Warn when the listeners are open to other machines; register where this collector is, for commands run
-        elsewhere (the database's sidecar file and the user's registry)."""
+        """Warn when the listeners are open to other machines; register where this collector is, for commands
+        run elsewhere (the database's sidecar file and the user's registry)."""
         cfg = self.config
         cert, _key = tls_files(cfg.tls)
         warn_if_exposed(
@@ -421,8 +424,8 @@ class Collector:
         log.info("collector stopped in %.1fs; database %s closed", time.monotonic() - started, self.db_path)
 
     def _close_lake(self, *, final: bool) -> None:
-        """The reconciler and the peer reads, then the copy to the lake: ``final`` flushes what is left first (a
-        failure there is logged: the rows stay in the database and go at the next start)."""
+        """The reconciler and the peer reads, then the copy to the lake: ``final`` flushes what is left first
+        (a failure there is logged: the rows stay in the database and go at the next start)."""
         if self.reconciler is not None:
             self.reconciler.close()
         if self.peers is not None:
@@ -472,7 +475,7 @@ class Collector:
         scheme = "https" if self.config.tls.cert else "http"
         return f"{scheme}://{discovery.client_address(*self.http.address)}"
 
-    # ---- queries, health, metrics ---------------------------------------------------------------------------
+    # ---- queries, health, metrics --------------------------------------------------------------------------
 
     def _cursor(self) -> Any:
         """A cursor for one use, as a context manager (``Database.cursor``)."""
@@ -487,12 +490,13 @@ class Collector:
     def read(
         self, sql: str, params: Sequence[Any] = (), *, limit: int | None = None, timeout: float | None = None
     ) -> QueryResult:
-        """Run one sealed read-only query, within the ``[query]`` limits: what ``/v1/query`` and the UI read with."""
+        """Run one sealed read-only query, within the ``[query]`` limits: what ``/v1/query``
+        and the UI read with."""
         return self.queries.read(sql, params, limit=limit, timeout=timeout)
 
     def rescore(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Re-score stored runs here, where the database is held (``POST /v1/rescore``): with the collector's own
-        expectations, or those of the config file the payload names. One at a time."""
+        """Re-score stored runs here, where the database is held (``POST /v1/rescore``): with the collector's
+        own expectations, or those of the config file the payload names. One at a time."""
         return self.rescores.run(payload)
 
     def helpers(self) -> list[Supervisor]:
@@ -522,7 +526,7 @@ class Collector:
     def metrics_text(self) -> str:
         return exposition(self._telemetry)
 
-    # ---- background: retention and a periodic summary line (``housekeeping``) --------------------------------
+    # ---- background: retention and a periodic summary line (``housekeeping``) ------------------------------
 
     @property
     def retention_deleted(self) -> dict[str, int]:

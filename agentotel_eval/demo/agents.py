@@ -1,6 +1,6 @@
 """Three small travel agents traced with ``@traced``, their "model" a script, so the demo needs no network and
-no API key. Each question makes the script do one thing the scores should catch: a correct run, a wrong tool, a
-missing call, an extra call, calls in the wrong order, and a tool that fails (and is retried as it was)."""
+no API key. Each question makes the script do one thing the scores should catch: a correct run, a wrong tool,
+a missing call, an extra call, calls in the wrong order, and a tool that fails (and is retried as it was)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,8 @@ SCRIPTS: dict[str, Plan] = {
 
 @traced(kind="llm", name="scripted-model")
 def plan_next_step(messages: list[dict[str, Any]], model: str = "scripted-travel-model") -> dict[str, Any]:
-    """A stand-in for a chat model: the next call of the question's script, then an answer from the results."""
+    """A stand-in for a chat model: the next call of the question's script, then an
+    answer from the results."""
     plan = SCRIPTS[messages[0]["content"]]
     done = sum(1 for m in messages if m["role"] == "tool")
     if done < len(plan):

@@ -1,10 +1,10 @@
 """Deterministic tool-use error detectors: what needs no model, found for free.
 
-Pure functions over one run's data (``RunView``): its calls, the tools offered, the ``[[tools]]`` declarations,
-the final answer, the input, the system prompt and assistant text when recorded, and what trace reconstruction
-found. No I/O, no litellm. The collector runs them on every agent run at ingest; the LLM judge receives their
-findings as evidence. Each rule is one module under ``rules`` with its declaration (``rule.Rule``: type, subtypes,
-the data it needs, severity, confidence), listed in ``registry.RULES``.
+Pure functions over one run's data (``RunView``): its calls, the tools offered, the ``[[tools]]``
+declarations, the final answer, the input, the system prompt and assistant text when recorded, and what trace
+reconstruction found. No I/O, no litellm. The collector runs them on every agent run at ingest; the LLM judge
+receives their findings as evidence. Each rule is one module under ``rules`` with its declaration
+(``rule.Rule``: type, subtypes, the data it needs, severity, confidence), listed in ``registry.RULES``.
 
 Call indices are 0-based positions in the call list (the ``seq`` of the ``tool_calls`` table); descriptions
 say ``call #n`` with n = index + 1, as the judge's tool history does.
@@ -55,7 +55,8 @@ def run_view(
     started: dt.datetime | None = None,
 ) -> RunView:
     """One run's data as the rules read it (see ``RunView``); a text an exporter put in place of the content
-    ("null", "__REDACTED__") is not recorded. ``system_prompt``: "" for none, None when it was not recorded."""
+    ("null", "__REDACTED__") is not recorded. ``system_prompt``: "" for none, None when
+    it was not recorded."""
     return RunView(
         calls,
         definitions(available_tools),
@@ -92,8 +93,8 @@ _PLACEHOLDERS = frozenset(
 
 
 def recorded(text: str | None) -> str | None:
-    """The text, or None where it only holds an exporter's placeholder for content it did not record, or an empty
-    structure (``{}``: a function's arguments when it had none)."""
+    """The text, or None where it only holds an exporter's placeholder for content it did not record, or an
+    empty structure (``{}``: a function's arguments when it had none)."""
     if text is None:
         return None
     stripped = text.strip()
@@ -158,8 +159,8 @@ def detect(
     types: Iterable[str] | None = None,
     **run: Any,
 ) -> list[Finding]:
-    """All findings of the selected detector ``types`` (default: all) on one run; ``run``: the rest of its data
-    (``run_view``'s keywords: ``rules``, ``answer``, ``reconstruction``, ``user_input``, ...)."""
+    """All findings of the selected detector ``types`` (default: all) on one run; ``run``: the rest of its
+    data (``run_view``'s keywords: ``rules``, ``answer``, ``reconstruction``, ``user_input``, ...)."""
     return detect_view(run_view(calls, available_tools, **run), types, observe=False)[0]
 
 
@@ -191,8 +192,8 @@ def observations(
 def could_not_run_view(
     view: RunView, types: Iterable[str] | None = None, *, disabled: Iterable[str] = ()
 ) -> list[str]:
-    """What the selected rules could not check on this run, and the data that was missing: a run that passes them
-    has passed only what they could see."""
+    """What the selected rules could not check on this run, and the data that was missing: a run that passes
+    them has passed only what they could see."""
     if not view.calls:
         return []
     notes: list[str] = list(view.failures)

@@ -11,8 +11,8 @@ agents = ["planner"]                       # only for runs of these agents (glob
 ```
 
 ``name`` matches the names frameworks give the same tool: ``book_hotel`` also matches ``travel-book_hotel``
-(a Semantic Kernel plugin's function), ``hotels__book_hotel`` (an MCP server's tool), ``functions.book_hotel`` and
-``hotels/book_hotel``; a call whose exact name is declared is read with that declaration first.
+(a Semantic Kernel plugin's function), ``hotels__book_hotel`` (an MCP server's tool), ``functions.book_hotel``
+and ``hotels/book_hotel``; a call whose exact name is declared is read with that declaration first.
 
 ``args`` take the trajectory spec's matchers (``$regex``, ``$in``, ``$gt``, ``$ref`` to another tool's latest
 earlier call, ...): a call whose argument fails one is a ``parameter_error`` (subtype ``rule_violation``);
@@ -51,7 +51,8 @@ class ToolRule:
     agents: tuple[str, ...] = ()  # globs; empty: every agent
 
     def applies_to(self, service: str | None, agent: str | None) -> bool:
-        """Whether the declaration holds for a run of this service and agent (an unknown one matches no glob)."""
+        """Whether the declaration holds for a run of this service and agent (an unknown
+        one matches no glob)."""
         return (not self.services or _matches(service, self.services)) and (
             not self.agents or _matches(agent, self.agents)
         )
@@ -117,7 +118,8 @@ def _matches(name: str | None, globs: Sequence[str]) -> bool:
 
 
 def parse_tool_rules(value: Any, where: str = "tools") -> tuple[ToolRule, ...]:
-    """The config's ``[[tools]]`` list, read; a mistake is a ``SpecError`` naming where (``tools[1].args.n``)."""
+    """The config's ``[[tools]]`` list, read; a mistake is a ``SpecError`` naming where
+    (``tools[1].args.n``)."""
     if value is None:
         return ()
     if not isinstance(value, list | tuple):
@@ -146,9 +148,9 @@ def rules_by_tool(
     agent: str | None = None,
     called: Sequence[str] = (),
 ) -> dict[str, ToolRule]:
-    """The declarations that hold for a run of ``service`` and ``agent``, by tool name: by the declared name, and
-    by each ``called`` name that is the declared one with a plugin, server or namespace before it. The first
-    declaration that holds for a name wins (write narrower scopes first)."""
+    """The declarations that hold for a run of ``service`` and ``agent``, by tool name: by the declared name,
+    and by each ``called`` name that is the declared one with a plugin, server or namespace before it. The
+    first declaration that holds for a name wins (write narrower scopes first)."""
     out: dict[str, ToolRule] = {}
     for rule in rules:
         if (rule.services or rule.agents) and not rule.applies_to(service, agent):

@@ -8,17 +8,17 @@ from typing import Any
 
 from agentotel_eval.frozen import freeze, thaw
 
-#: a finding below this confidence is one the rule cannot be sure of (``uncertain``): it is shown, it sends the run
-#: to the judge under ``only_when = ["detector_uncertain"]``, and it does not fail a run on its own at the
-#: metric's default threshold
+#: a finding below this confidence is one the rule cannot be sure of (``uncertain``): it is shown, it sends
+#: the run to the judge under ``only_when = ["detector_uncertain"]``, and it does not fail a run on its own at
+#: the metric's default threshold
 UNCERTAIN_BELOW = 0.7
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One deterministic finding: its type (one of the six tool-use error types), a subtype saying which kind of
-    that error, the rule that found it, the calls it concerns, the values it compared (``evidence``) and how sure
-    the rule is (``confidence``; below ``UNCERTAIN_BELOW`` the finding is ``uncertain``)."""
+    """One deterministic finding: its type (one of the six tool-use error types), a subtype saying which kind
+    of that error, the rule that found it, the calls it concerns, the values it compared (``evidence``) and
+    how sure the rule is (``confidence``; below ``UNCERTAIN_BELOW`` the finding is ``uncertain``)."""
 
     type: str
     description: str

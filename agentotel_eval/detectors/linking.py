@@ -73,7 +73,8 @@ def mentioned_in(view: RunView, start: int, end: int) -> set[str]:
 
 
 def on_record(view: RunView, fact: Fact) -> bool:
-    """Whether some successful result, some call's arguments, the input or the system prompt hold the value."""
+    """Whether some successful result, some call's arguments, the input or the system
+    prompt hold the value."""
     for j in range(len(view.calls)):
         if any(same(fact, r.fact) for r in view.result_facts(j)) or any(
             same(fact, r.fact) for r in view.argument_facts(j)

@@ -1,6 +1,6 @@
-"""Every rule, in one list: what the detectors run, what ``could_not_run`` reports, what the judge's prompt, the
-config's validation, ``calibrate``, the pages and docs/judge.md read. Adding a rule is one module under ``rules``
-with its ``RULE`` declaration, listed here, and its test."""
+"""Every rule, in one list: what the detectors run, what ``could_not_run`` reports, what the judge's prompt,
+the config's validation, ``calibrate``, the pages and docs/judge.md read. Adding a rule is one module under
+``rules`` with its ``RULE`` declaration, listed here, and its test."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def subtypes() -> dict[str, tuple[str, ...]]:
 
 
 def check_rule_names(value: object) -> tuple[str, ...]:
-    """A list of rule names (``[scoring] disabled_rules``), validated: ``ValueError`` names the unknown ones."""
+    """A list of rule names (``[scoring] disabled_rules``), validated: ``ValueError``
+    names the unknown ones."""
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"must be a list of rule names, got {value!r}")
     unknown = [v for v in value if v not in BY_NAME]

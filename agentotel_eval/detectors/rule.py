@@ -1,6 +1,7 @@
-"""What a rule declares: the error type and subtypes it finds, the data it needs, its severity and how sure its
-findings are. The registry (``registry``) lists every rule; the detectors, ``could_not_run``, the judge's prompt,
-``calibrate``, the config's validation, the pages and docs/judge.md all read the declarations from there."""
+"""What a rule declares: the error type and subtypes it finds, the data it needs, its severity and how sure
+its findings are. The registry (``registry``) lists every rule; the detectors, ``could_not_run``, the judge's
+prompt, ``calibrate``, the config's validation, the pages and docs/judge.md all read the
+declarations from there."""
 
 from __future__ import annotations
 

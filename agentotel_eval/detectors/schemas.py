@@ -1,5 +1,6 @@
-"""JSON Schema checks of a call's arguments: a compiled validator per distinct schema, a fast path for the common
-flat object schema, and findings worded for a person (the argument's path, what it is, what was expected).
+"""JSON Schema checks of a call's arguments: a compiled validator per distinct schema, a fast path for the
+common flat object schema, and findings worded for a person (the argument's path, what it is,
+what was expected).
 
 Numbers follow JSON Schema by value: an int is a valid "number", and 100.0 IS a valid "integer" in every draft
 (frameworks routinely turn the model's 100 into 100.0). Formats are checked with the formats jsonschema knows.
@@ -45,7 +46,8 @@ def _holds_marker(value: Any, depth: int) -> bool:
 def declared(schema: Any) -> frozenset[str] | None:
     """The parameter names an object schema declares when it says nothing of others: a key it does not name is
     no parameter of the tool (JSON Schema would let it pass; the function behind the tool would not take it).
-    None when the schema allows other keys explicitly (``additionalProperties`` given, ``patternProperties``)."""
+    None when the schema allows other keys explicitly (``additionalProperties`` given,
+    ``patternProperties``)."""
     if (
         not isinstance(schema, dict | Mapping)
         or "additionalProperties" in schema
@@ -116,9 +118,9 @@ def arguments_of(call: ToolCall) -> tuple[bool, Any, str | None]:
 
 
 # -- a fast path for the common schema shape ----------------------------------------------------------------
-# Tool schemas are nearly always a flat object of typed properties. For those, a hand-written check says "valid"
-# about ten times faster than jsonschema; anything it does not understand, and every failure, goes to jsonschema,
-# so findings and their wording come from one place.
+# Tool schemas are nearly always a flat object of typed properties. For those, a hand-written check says
+# "valid" about ten times faster than jsonschema; anything it does not understand, and every failure, goes to
+# jsonschema, so findings and their wording come from one place.
 
 _OBJECT_KEYS = frozenset(
     {
@@ -162,7 +164,8 @@ def _type_check(spec: Any) -> Any:
 
 @lru_cache(maxsize=1024)
 def quick_check(schema: Any) -> Any:
-    """``instance -> True`` when it surely conforms to this flat object schema; None for other schema shapes."""
+    """``instance -> True`` when it surely conforms to this flat object schema; None for
+    other schema shapes."""
     if (
         not isinstance(schema, dict | Mapping)
         or not set(schema) <= _OBJECT_KEYS
@@ -223,7 +226,8 @@ def quick_check(schema: Any) -> Any:
 
 @lru_cache(maxsize=1024)
 def validator(schema: Any) -> Any:
-    """A compiled validator per distinct schema (schemas are frozen, hence hashable); None if the schema is invalid."""
+    """A compiled validator per distinct schema (schemas are frozen, hence hashable); None if
+    the schema is invalid."""
     plain = thaw(schema)
     cls = validators.validator_for(plain, default=validators.Draft202012Validator)
     try:
@@ -251,7 +255,10 @@ def explain(error: ValidationError, path: str | None) -> str:
         return f"missing required argument {missing!r}{parent}" if missing else error.message
     verb = "are" if path is None else "is"
     if kind == "type":
-        return f"{where} {verb} {_json_type(error.instance)} {preview(error.instance)}, expected {_expected(error.validator_value)}"
+        return (
+            f"{where} {verb} {_json_type(error.instance)} {preview(error.instance)}, expected "
+            f"{_expected(error.validator_value)}"
+        )
     if kind == "enum":
         return f"{where} {verb} {preview(error.instance)}, not one of {preview(error.validator_value)}"
     if kind == "const":

@@ -1,4 +1,5 @@
-"""Values as text, and whole-token search in text: what tells an id that was copied from one that was made up."""
+"""Values as text, and whole-token search in text: what tells an id that was copied from
+one that was made up."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$|^\d{1,2}:\d{2}(:\d{2})
 
 
 def id_like(value: Any) -> bool:
-    """An identifier: 5 to 64 characters mixing letters and digits, no spaces, not a date, time or number ("A-1042",
-    "u_7731", a UUID), or a long run of digits written as text ("1656367028")."""
+    """An identifier: 5 to 64 characters mixing letters and digits, no spaces, not a date, time or number
+    ("A-1042", "u_7731", a UUID), or a long run of digits written as text ("1656367028")."""
     if not isinstance(value, str):
         return False
     if _DIGITS_ID.match(value) is not None:
-        # a long run of digits passed as text is an identifier by intent ("1656367028"); a round one a quantity
+        # a long run of digits passed as text is an identifier by intent ("1656367028"); a
+        # round one a quantity
         return not value.endswith("000")
     return _ID_LIKE.match(value) is not None and _DATE_OR_TIME.match(value) is None and not _is_number(value)
 

@@ -1,5 +1,6 @@
-"""The six tool-use error types: their names and the definition the judge is given. The one list every part of the
-product reads (the detectors' rules, the judge's prompt, ``calibrate``, the config's ``error_types``, the pages)."""
+"""The six tool-use error types: their names and the definition the judge is given. The one list every part of
+the product reads (the detectors' rules, the judge's prompt, ``calibrate``, the config's
+``error_types``, the pages)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,20 @@ ERROR_HANDLING = "error_handling"
 ERROR_TYPES: dict[str, str] = {
     PARAMETER_ERROR: "wrong argument types, missing required parameters, or invalid argument values",
     INVALID_FUNCTION: "a call to a function that does not exist or is not available to the agent",
-    SEQUENCE_ERROR: "tools called in the wrong order, e.g. booking before searching, or using a result before the "
-    "call that produces it",
-    RESULT_IGNORED: "a tool's result or error message ignored: later calls or the final response disregard or "
-    "contradict what a tool returned",
+    SEQUENCE_ERROR: (
+        "tools called in the wrong order, e.g. booking before searching, or using a result before the "
+        "call that produces it"
+    ),
+    RESULT_IGNORED: (
+        "a tool's result or error message ignored: later calls or the final response disregard or "
+        "contradict what a tool returned"
+    ),
     REPEATED_FAILURE: "the same failing call repeated without changing what made it fail",
     ERROR_HANDLING: "bad handling of errors: a failure hidden from the user, a false claim of success, or no "
     "recovery where one was possible",
 }
-#: the order reports and tables show them in: what the model called, how, in what order, then what it made of it
+#: the order reports and tables show them in: what the model called, how, in what order,
+#: then what it made of it
 TABLE_ORDER = (
     INVALID_FUNCTION,
     PARAMETER_ERROR,

@@ -1,7 +1,8 @@
-"""What the rules read of one run: its calls, the tools offered, the ``[[tools]]`` declarations, the final answer, the
-user's input, the system prompt and the assistant's text between calls when the trace recorded them, and what
-trace reconstruction found. Each derived reading (which calls failed, the answer's facts and clauses, the names
-the calls were about, the facts each result holds) is computed on first use and shared by every rule.
+"""What the rules read of one run: its calls, the tools offered, the ``[[tools]]`` declarations, the final
+answer, the user's input, the system prompt and the assistant's text between calls when the trace recorded
+them, and what trace reconstruction found. Each derived reading (which calls failed, the answer's facts and
+clauses, the names the calls were about, the facts each result holds) is computed on first use and
+shared by every rule.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def normalized(text: str) -> str:
 
 
 def anchors_of(value: Any) -> list[str]:
-    """The names a call's argument value can be about: a short string whole ("Paris", "HTL-ROME-3"), the first part
-    of "Paris, France", and the capitalised names and codes inside a longer text."""
+    """The names a call's argument value can be about: a short string whole ("Paris", "HTL-ROME-3"), the first
+    part of "Paris, France", and the capitalised names and codes inside a longer text."""
     out: list[str] = []
     for text in _strings(value):
         out += _text_anchors(text)
@@ -115,8 +116,8 @@ class Mention:
 
 @dataclass
 class RunView:
-    """One run as the rules read it (see the module docstring). ``system_prompt`` is None when the trace did not
-    record one, "" when it recorded that there was none."""
+    """One run as the rules read it (see the module docstring). ``system_prompt`` is None when the trace did
+    not record one, "" when it recorded that there was none."""
 
     calls: Sequence[ToolCall]
     tools: list[ToolDefinition] | None = None
@@ -140,7 +141,7 @@ class RunView:
             self._memo[key] = compute(self)
         return self._memo[key]
 
-    # -- calls ------------------------------------------------------------------------------------------------
+    # -- calls -----------------------------------------------------------------------------------------------
     @cached_property
     def fails(self) -> list[bool]:
         return [failed(call) for call in self.calls]
@@ -230,7 +231,7 @@ class RunView:
             out.append("\n".join(p for p in parts if p is not None))
         return out
 
-    # -- the answer -------------------------------------------------------------------------------------------
+    # -- the answer ------------------------------------------------------------------------------------------
     @cached_property
     def answer_reading(self) -> Reading:
         return read(self.answer)
@@ -289,7 +290,7 @@ class RunView:
         numbers += [f.value for f in self.input_facts if f.kind == NUMBER]
         return list(dict.fromkeys(numbers))[:200]
 
-    # -- what was known before a call -------------------------------------------------------------------------
+    # -- what was known before a call ------------------------------------------------------------------------
     @cached_property
     def definitions_text(self) -> str:
         """The tools' descriptions and schemas as text: a value an argument takes from them is grounded."""

@@ -5,8 +5,9 @@ JSON mode, prompt version); change any of them and the entry no longer matches. 
 validation are stored, so a malformed reply is retried on the next run instead of being replayed forever.
 
 One small JSON file per entry (``<dir>/<k[:2]>/<k>.json``), written to a temporary file in the same directory
-and moved into place with ``os.replace``: a reader sees the old entry or the new one, never half of one, whatever
-the number of threads or processes sharing the directory. A file that cannot be read is treated as a miss.
+and moved into place with ``os.replace``: a reader sees the old entry or the new one, never half of one,
+whatever the number of threads or processes sharing the directory. A file that cannot be read
+is treated as a miss.
 """
 
 from __future__ import annotations

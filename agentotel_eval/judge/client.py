@@ -20,8 +20,8 @@ Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "conten
 class CustomLLMClient(ABC):
     """A chat model the judge can call.
 
-    ``chat_complete`` makes ONE attempt and returns ``(text, cost_usd_or_None)``. For a transient failure raise
-    ``RetryableJudgeError`` (with ``retry_after`` when the server said), or let an exception with a
+    ``chat_complete`` makes ONE attempt and returns ``(text, cost_usd_or_None)``. For a transient failure
+    raise ``RetryableJudgeError`` (with ``retry_after`` when the server said), or let an exception with a
     ``status_code`` (429, 5xx) or a timeout propagate: the runner retries those. Anything else fails the call.
     """
 

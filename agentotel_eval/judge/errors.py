@@ -1,8 +1,8 @@
 """Judge errors, and which failures are worth retrying.
 
-Classification is by duck typing (``status_code``, the exception's class names, a ``response.headers`` mapping),
-so this module never imports litellm, and a ``CustomLLMClient`` may raise litellm's, the OpenAI SDK's, httpx's
-or our own exceptions alike.
+Classification is by duck typing (``status_code``, the exception's class names, a ``response.headers``
+mapping), so this module never imports litellm, and a ``CustomLLMClient`` may raise litellm's, the OpenAI
+SDK's, httpx's or our own exceptions alike.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ class JudgeError(Exception):
 
 
 class RetryableJudgeError(JudgeError):
-    """Raise from a custom client for a transient failure; ``retry_after`` (seconds) is honoured when given."""
+    """Raise from a custom client for a transient failure; ``retry_after`` (seconds) is
+    honoured when given."""
 
     def __init__(
         self, message: str, *, retry_after: float | None = None, status_code: int | None = None
@@ -111,7 +112,8 @@ def _status_code(exc: BaseException) -> int | None:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    """Retry-After from any header mapping the exception carries (httpx response, litellm's copy, ``headers``)."""
+    """Retry-After from any header mapping the exception carries (httpx response, litellm's
+    copy, ``headers``)."""
     sources = (
         getattr(getattr(exc, "response", None), "headers", None),
         getattr(exc, "litellm_response_headers", None),

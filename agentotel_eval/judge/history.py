@@ -1,8 +1,8 @@
 """The tool history a judge reads, rendered from a test case. Pure.
 
 Sources, in order of preference: structured ``tool_calls`` (as reconstructed from traces: arguments, result,
-error status); ``context``; ``tools_called`` (often names only, which the rendering says); else a text fallback
-from ``expected_output``. Each call shows its position, name, arguments, status and result or error.
+error status); ``context``; ``tools_called`` (often names only, which the rendering says); else a text
+fallback from ``expected_output``. Each call shows its position, name, arguments, status and result or error.
 
 Every value is cut at ``max_value_chars`` and the whole history at ``max_chars``, with a visible marker, so a
 huge tool result cannot blow the judge's context window or the bill. When calls must go, the middle ones go
@@ -28,10 +28,14 @@ SOURCE_EXPECTED_OUTPUT = "expected_output"
 SOURCE_NONE = "none"
 
 _SOURCE_NOTES = {
-    SOURCE_TOOL_CALLS: "Structured tool calls recorded from the agent's execution (arguments, status, results).",
+    SOURCE_TOOL_CALLS: (
+        "Structured tool calls recorded from the agent's execution (arguments, status, results)."
+    ),
     SOURCE_CONTEXT: "No structured calls were recorded; this is the context supplied with the test case.",
     SOURCE_TOOLS_CALLED: "Tool calls as listed by the test case.",
-    SOURCE_EXPECTED_OUTPUT: "No tool calls were recorded; this is a text fallback taken from the expected output.",
+    SOURCE_EXPECTED_OUTPUT: (
+        "No tool calls were recorded; this is a text fallback taken from the expected output."
+    ),
     SOURCE_NONE: "No tool history is available.",
 }
 

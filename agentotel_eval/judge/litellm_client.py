@@ -1,8 +1,8 @@
 """The litellm client: any provider litellm knows, one attempt per call, with its cost.
 
-litellm is imported on the first call, not with this module: it takes seconds to import, and deterministic code
-paths must never pay that. ``LITELLM_LOCAL_MODEL_COST_MAP`` is defaulted first so the import does not try to
-fetch a cost map over the network.
+litellm is imported on the first call, not with this module: it takes seconds to import, and deterministic
+code paths must never pay that. ``LITELLM_LOCAL_MODEL_COST_MAP`` is defaulted first so the import does not try
+to fetch a cost map over the network.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ DEFAULT_TIMEOUT_S = 120.0
 
 # Arguments the judge owns: passing them in llm_kwargs would change what the judge is.
 _RESERVED = frozenset({"model", "messages", "temperature", "stream", "n"})
-# Retry arguments of litellm / the OpenAI SDK: theirs are switched off so the runner's retries are the only ones.
+# Retry arguments of litellm / the OpenAI SDK: theirs are switched off so the runner's
+# retries are the only ones.
 RETRY_KWARGS = frozenset({"num_retries", "max_retries"})
 
 _import_lock = threading.Lock()
 
 
 def import_litellm() -> Any:
-    """litellm, imported once, quietly: no "Give Feedback" banner on every retried 429, and none of its INFO lines
-    (one a call, "LiteLLM completion() model=...", printed twice under a service that logs at INFO)."""
+    """litellm, imported once, quietly: no "Give Feedback" banner on every retried 429, and none of its INFO
+    lines (one a call, "LiteLLM completion() model=...", printed twice under a service that logs at INFO)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with _import_lock:
         import litellm
@@ -49,14 +50,16 @@ _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 
 
 class LiteLLMClient(CustomLLMClient):
-    """Calls ``litellm.acompletion``. ``llm_kwargs`` (api_base, api_key, timeout, extra_headers, ...) pass through.
+    """Calls ``litellm.acompletion``. ``llm_kwargs`` (api_base, api_key, timeout,
+    extra_headers, ...) pass through.
 
     ``json_mode``: None asks litellm whether the provider supports ``response_format`` and requests a JSON
     object when it does; True/False force it. A provider that rejects the parameter (400 naming
     ``response_format``) is retried once without it, and JSON mode stays off for this client after that.
 
-    A model on a local ``api_base`` (this machine, a private network) costs 0.0 a call unless ``llm_kwargs`` give
-    litellm a price (``input_cost_per_token``/``output_cost_per_token``): litellm would price it by its name.
+    A model on a local ``api_base`` (this machine, a private network) costs 0.0 a call unless ``llm_kwargs``
+    give litellm a price (``input_cost_per_token``/``output_cost_per_token``): litellm would
+    price it by its name.
     """
 
     def __init__(self, model: str, *, json_mode: bool | None = None, **llm_kwargs: Any) -> None:
@@ -151,7 +154,8 @@ def _text_of(response: Any) -> str:
 
 
 def _cost_of(litellm: Any, response: Any) -> float | None:
-    """litellm's cost for this response: its hidden ``response_cost``, else ``completion_cost``; None if unknown."""
+    """litellm's cost for this response: its hidden ``response_cost``, else
+    ``completion_cost``; None if unknown."""
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     if isinstance(cost, int | float) and not isinstance(cost, bool):

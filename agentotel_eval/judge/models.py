@@ -1,9 +1,11 @@
-"""Model strings: litellm names pass through; the ``provider:model`` form becomes litellm's ``provider/model``.
+"""Model strings: litellm names pass through; the ``provider:model`` form becomes litellm's
+``provider/model``.
 
-The colon form is the one of the reference document and of pydantic-ai (``anthropic:claude-3-5-sonnet-latest``,
-``google:gemini-2.0-flash``, ``ollama:llama3:8b``). It is split on the FIRST colon only, and only when the part
-before it is a provider we know: model names themselves hold colons (``llama3:8b``, Bedrock's ``...-v1:0``,
-OpenAI fine-tunes ``ft:gpt-4o-mini:org::id``), and those must reach litellm untouched.
+The colon form is the one of the reference document and of pydantic-ai
+(``anthropic:claude-3-5-sonnet-latest``, ``google:gemini-2.0-flash``, ``ollama:llama3:8b``). It is split on
+the FIRST colon only, and only when the part before it is a provider we know: model names themselves hold
+colons (``llama3:8b``, Bedrock's ``...-v1:0``, OpenAI fine-tunes ``ft:gpt-4o-mini:org::id``), and those must
+reach litellm untouched.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Find the judge's JSON verdict in what a model actually writes.
 
-Models wrap JSON in code fences, surround it with prose, leave trailing commas, write Python-style single quotes
-and ``True``/``None``, or get cut off mid-object. This module recovers what can be recovered safely and says
-precisely what could not (a truncated object is not guessed at).
+Models wrap JSON in code fences, surround it with prose, leave trailing commas, write Python-style single
+quotes and ``True``/``None``, or get cut off mid-object. This module recovers what can be recovered safely and
+says precisely what could not (a truncated object is not guessed at).
 
 It also refuses objects that merely repeat JSON found in the untrusted data shown to the judge: a tool result
 saying ``answer {"detected": false}`` must never become the verdict, even if the judge quotes it.

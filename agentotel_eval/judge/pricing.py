@@ -25,13 +25,15 @@ _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".lan")
 
 
 def endpoint_of(llm_kwargs: Mapping[str, Any]) -> str | None:
-    """The URL the judge's litellm arguments send calls to (``api_base``, or the SDK's ``base_url``), if any."""
+    """The URL the judge's litellm arguments send calls to (``api_base``, or the SDK's
+    ``base_url``), if any."""
     base = llm_kwargs.get("api_base") or llm_kwargs.get("base_url")
     return base if isinstance(base, str) and base.strip() else None
 
 
 def is_local_endpoint(url: str | None) -> bool:
-    """Whether ``url`` names this machine or a private network (no name is resolved: that would be a network call).
+    """Whether ``url`` names this machine or a private network (no name is resolved: that would
+    be a network call).
 
     >>> is_local_endpoint("http://127.0.0.1:8000/v1"), is_local_endpoint("http://[::1]:8000")
     (True, True)

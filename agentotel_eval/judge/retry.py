@@ -1,4 +1,5 @@
-"""The judge's retries: the shared policy (``agentotel_eval.retry``) with the judge's classification and messages.
+"""The judge's retries: the shared policy (``agentotel_eval.retry``) with the judge's
+classification and messages.
 
 litellm's and the OpenAI SDK's own retries are switched off by the litellm client, so these are the only ones,
 and every attempt is counted.
@@ -34,7 +35,8 @@ async def retry_judge_call(
     rng: random.Random | None = None,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
 ) -> T:
-    """Run ``attempt`` until it succeeds, a failure is not retryable, or the policy gives up (RetriesExhausted)."""
+    """Run ``attempt`` until it succeeds, a failure is not retryable, or the policy gives up
+    (RetriesExhausted)."""
     counter = counter if counter is not None else AttemptCounter()
     try:
         return await call_with_retries_async(attempt, policy, classify, counter, rng=rng, sleep=sleep)

@@ -2,7 +2,8 @@
 
 Per call: the response cache; a concurrency limit; a timeout per attempt; bounded retries with backoff; then
 validation of the answer, and ONE repair request asking for valid JSON when the answer does not validate. A
-failure is an outcome with the error and the raw text, never an exception that loses them and never a silent 0.
+failure is an outcome with the error and the raw text, never an exception that loses them
+and never a silent 0.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ class JudgeRunner:
     async def complete(
         self, messages: Sequence[Message], counter: AttemptCounter
     ) -> tuple[str, float | None]:
-        """One answer to ``messages``, retried per the policy. Raises RetriesExhausted or PermanentJudgeError."""
+        """One answer to ``messages``, retried per the policy. Raises RetriesExhausted or
+        PermanentJudgeError."""
         await (
             self._prepare_client()
         )  # outside the attempt timeout: a first import must not count as a timeout
@@ -165,7 +167,8 @@ class JudgeRunner:
         cache: ResponseCache | None = None,
         cache_params: Mapping[str, Any] | None = None,
     ) -> JudgeOutcome[T]:
-        """Ask, validate (``validate`` raises JudgeOutputError on a bad answer), repair once, cache the good."""
+        """Ask, validate (``validate`` raises JudgeOutputError on a bad answer), repair
+        once, cache the good."""
         self.stats.add(calls=1)
         key = None
         if cache is not None:

@@ -1,10 +1,10 @@
 """Untrusted content in judge prompts: delimit it, and make sure it cannot close its own delimiter.
 
 User input, tool arguments and tool results were written by whoever the agent talked to. They go into the
-prompt between ``<untrusted_data name="...">`` and ``</untrusted_data>``; the system prompt tells the judge that
-everything inside is data to assess, never instructions. Inside the data, anything that looks like those tags
-(any case, spacing, full-width letters, zero-width characters, look-alike brackets) has its bracket replaced
-with ``[``, so no content can end the block early and speak as the prompt.
+prompt between ``<untrusted_data name="...">`` and ``</untrusted_data>``; the system prompt tells the judge
+that everything inside is data to assess, never instructions. Inside the data, anything that looks like those
+tags (any case, spacing, full-width letters, zero-width characters, look-alike brackets) has its bracket
+replaced with ``[``, so no content can end the block early and speak as the prompt.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ _SEP = f"[\\s{_ZERO_WIDTH}]*"
 
 
 def _letter(ch: str) -> str:
-    """A class matching ``ch`` in either case, ASCII or full-width, optionally followed by zero-width chars."""
+    """A class matching ``ch`` in either case, ASCII or full-width, optionally followed
+    by zero-width chars."""
     if ch == "_":
         return f"[_\\-\\s\uff3f{_ZERO_WIDTH}]*"
     variants = {

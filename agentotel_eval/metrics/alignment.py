@@ -1,9 +1,9 @@
 """Expected against called tools, as columns of a timeline: the same alignment the ordering score is made of.
 
 The longest common subsequence pairs calls that were made where the order allows; an expected call left out is
-*out of order* when an unpaired call of its tool exists (that call is its counterpart) and *missing* otherwise;
-an unpaired call with no counterpart is *extra*. Columns keep both rows in their own order, so a matched pair
-shares a column and an out-of-order pair is joined across columns.
+*out of order* when an unpaired call of its tool exists (that call is its counterpart) and *missing*
+otherwise; an unpaired call with no counterpart is *extra*. Columns keep both rows in their own order, so a
+matched pair shares a column and an out-of-order pair is joined across columns.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ OUT_OF_ORDER = "out_of_order"
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One column: an expected call (top row), a called call (bottom row), or both when they are a matched pair.
-    ``kind`` is MATCHED, MISSING (top only), EXTRA (bottom only) or OUT_OF_ORDER (either row; ``partner`` is the
-    column of its counterpart on the other row)."""
+    """One column: an expected call (top row), a called call (bottom row), or both when they are a matched
+    pair. ``kind`` is MATCHED, MISSING (top only), EXTRA (bottom only) or OUT_OF_ORDER (either row;
+    ``partner`` is the column of its counterpart on the other row)."""
 
     kind: str
     expected: int | None = None  # index into the expected list
@@ -86,7 +86,8 @@ _MARK = {MATCHED: "", MISSING: "missing", EXTRA: "extra", OUT_OF_ORDER: "out of 
 
 
 def alignment_text(expected: Sequence[str], called: Sequence[str], indent: str = "  ") -> list[str]:
-    """The timeline as three aligned lines of text (expected, called, marks), for a terminal or a test failure:
+    """The timeline as three aligned lines of text (expected, called, marks), for a
+    terminal or a test failure:
 
     expected  search_hotels  book_hotel
     called    search_hotels              sort_by_price

@@ -1,8 +1,9 @@
 """What every metric returns, and the small base class they share.
 
-Metrics return a ``MetricResult`` and keep no per-case state of their own, so one instance can score many cases
-from many threads. For compatibility with deepeval-style code, ``measure`` also sets ``.score``, ``.success``
-and ``.reason`` on the instance (last writer wins; use the returned result when sharing an instance).
+Metrics return a ``MetricResult`` and keep no per-case state of their own, so one instance can score many
+cases from many threads. For compatibility with deepeval-style code, ``measure`` also sets ``.score``,
+``.success`` and ``.reason`` on the instance (last writer wins; use the returned result when
+sharing an instance).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ two calls (they are matched by index, never deduplicated by value).
 
 Four pairings, one per scoring mode:
 
-- ``multiset_match``: default mode without evaluation params. Every pair weighs 0 or 1, so the maximum matching
-  is a multiset intersection of names, found in O(|E| + |C|).
+- ``multiset_match``: default mode without evaluation params. Every pair weighs 0 or 1, so the maximum
+  matching is a multiset intersection of names, found in O(|E| + |C|).
 - ``weighted_match``: default mode with evaluation params. An exact maximum-weight assignment (Hungarian
   algorithm), solved separately per tool name because calls with different names never pair.
 - ``lcs_match`` / ``weighted_lcs_match``: ordering mode. The (maximum-weight) common subsequence.
@@ -30,7 +30,7 @@ Pair = tuple[int, int, float]
 _INF = float("inf")
 
 
-# --- value equality -------------------------------------------------------------------------------------------
+# --- value equality -----------------------------------------------------------------------------------------
 
 
 def _is_number(value: Any) -> bool:
@@ -79,8 +79,9 @@ def values_equal(a: Any, b: Any) -> bool:
 def canonical(value: Any) -> Hashable:
     """A hashable form of a JSON-like value with the equality of ``values_equal``.
 
-    Numbers keep their value under a ``num`` tag (Python already hashes ``100`` and ``100.0`` alike), bools get
-    their own tag, mappings become frozensets of items, sequences tuples; unhashable leftovers use ``repr``.
+    Numbers keep their value under a ``num`` tag (Python already hashes ``100`` and ``100.0`` alike), bools
+    get their own tag, mappings become frozensets of items, sequences tuples; unhashable
+    leftovers use ``repr``.
     """
     if value is None or type(value) is str:
         return value
@@ -99,7 +100,7 @@ def canonical(value: Any) -> Hashable:
     return value
 
 
-# --- how alike two calls are ----------------------------------------------------------------------------------
+# --- how alike two calls are --------------------------------------------------------------------------------
 
 
 def _as_params(value: Any) -> Any:
@@ -177,7 +178,7 @@ def call_key(call: ToolCall, *, input_parameters: bool, output: bool) -> Hashabl
     )
 
 
-# --- default mode ---------------------------------------------------------------------------------------------
+# --- default mode -------------------------------------------------------------------------------------------
 
 
 def multiset_match(expected: Sequence[Hashable], called: Sequence[Hashable]) -> list[Pair]:
@@ -293,7 +294,7 @@ def weighted_match(
     return pairs
 
 
-# --- ordering mode --------------------------------------------------------------------------------------------
+# --- ordering mode ------------------------------------------------------------------------------------------
 
 
 def _front_alignment(n: int, m: int, weight: Callable[[int, int], float | None]) -> list[Pair]:
@@ -374,7 +375,7 @@ def weighted_lcs_match(
     return _front_alignment(len(expected), len(called), weight)
 
 
-# --- exact mode -----------------------------------------------------------------------------------------------
+# --- exact mode ---------------------------------------------------------------------------------------------
 
 
 def first_difference(expected: Sequence[Hashable], called: Sequence[Hashable]) -> int | None:

@@ -1,11 +1,12 @@
 """Every metric this project scores with, declared once: its stored name, its label for people, which way is
-good, what the score and a pass mean, its default threshold, and the class (with the arguments) that computes it.
+good, what the score and a pass mean, its default threshold, and the class (with the
+arguments) that computes it.
 
 Everything that names, builds or shows a metric reads these declarations: the metric classes (their names and
-default thresholds), ``agentotel-eval eval --metric``, the collector's scoring stage and judge worker, the test
-suite assertions (``agentotel_eval.tracing.testing``), ``calibrate``, the read side and the pages. A metric's
-stored name (``tool_correctness_exact``) is for queries; a reader sees its label ("Tool correctness (exact set)")
-and its direction.
+default thresholds), ``agentotel-eval eval --metric``, the collector's scoring stage and judge worker, the
+test suite assertions (``agentotel_eval.tracing.testing``), ``calibrate``, the read side and the pages. A
+metric's stored name (``tool_correctness_exact``) is for queries; a reader sees its label ("Tool correctness
+(exact set)") and its direction.
 
 Adding a metric is one declaration here, listed in ``METRICS``, and its class. A declaration imports its class
 only when it first builds one: the judge's module alone takes seconds to import, and the pages and ``--help``
@@ -65,7 +66,8 @@ class MetricLabel:
     higher_is_better: bool | None  # None: not known (a metric nothing here declares)
     meaning: str  # what the score is, in one sentence ("" when not known)
     passes: str  # what a pass means
-    #: what a score's chip says instead of the score, (passed, failed), when the score is how sure a finding is
+    #: what a score's chip says instead of the score, (passed, failed), when the score is
+    #: how sure a finding is
     verdicts: tuple[str, str] | None = None
 
     @property
@@ -91,14 +93,16 @@ class MetricLabel:
 class MetricDeclaration(MetricLabel, Generic[M]):
     """One metric: how it is shown (``MetricLabel``), its default threshold and the class that computes it.
 
-    ``arguments`` are the constructor arguments that make this metric of its class (a mode: ``exact_match=True``);
-    ``build`` adds the threshold and the caller's own settings (a judge model, tool rules).
+    ``arguments`` are the constructor arguments that make this metric of its class (a mode:
+    ``exact_match=True``); ``build`` adds the threshold and the caller's own settings (a judge
+    model, tool rules).
     """
 
     threshold: float  # the default passing threshold
     metric_class: Callable[[], type[M]]  # the class, imported on first use
     arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    #: the ``agentotel-eval eval`` options that apply (``MetricOptions`` fields; "model": it needs a judge model)
+    #: the ``agentotel-eval eval`` options that apply (``MetricOptions`` fields; "model": it
+    #: needs a judge model)
     options: tuple[str, ...] = ()
     command_line: bool = True  # offered by ``agentotel-eval eval --metric``
 
@@ -112,8 +116,9 @@ class MetricDeclaration(MetricLabel, Generic[M]):
         return self.metric_class()
 
     def build(self, threshold: float | None = None, **settings: Any) -> M:
-        """An instance of this metric: the declared threshold unless one is given, plus ``settings`` (its class's
-        other constructor arguments). A declaration builds its own metric only: settings cannot change the mode."""
+        """An instance of this metric: the declared threshold unless one is given, plus ``settings`` (its
+        class's other constructor arguments). A declaration builds its own metric only: settings
+        cannot change the mode."""
         clash = sorted(set(settings) & set(self.arguments))
         if clash:
             raise TypeError(
@@ -186,7 +191,8 @@ TOOL_CORRECTNESS = _tool_correctness(
 TOOL_CORRECTNESS_EXACT = _tool_correctness(
     "tool_correctness_exact",
     "Tool correctness (exact set)",
-    "1 when the called tools are exactly the expected ones, as a set with counts: order is NOT checked; else 0",
+    "1 when the called tools are exactly the expected ones, as a set with counts: order "
+    "is NOT checked; else 0",
     exact=True,
     ordering=False,
 )

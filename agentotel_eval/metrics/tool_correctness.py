@@ -11,8 +11,8 @@ Four modes, each with its own metric name (the ``evaluations.metric`` value and 
 - ``tool_correctness_exact_ordering``: 1.0 only when the called sequence equals the expected one.
 
 With ``evaluation_params`` a matched pair weighs its parameter similarity (and 0 when outputs differ), and the
-best pairing is exact (maximum-weight assignment / common subsequence, see ``matching``). The scoring is a pure
-function (``score_tool_calls``); the metric class adds thresholds, reasons and results around it.
+best pairing is exact (maximum-weight assignment / common subsequence, see ``matching``). The scoring is a
+pure function (``score_tool_calls``); the metric class adds thresholds, reasons and results around it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def metric_name_for(exact_match: bool, check_ordering: bool, base: str = TOOL_CO
     return base + ("_exact" if exact_match else "") + ("_ordering" if check_ordering else "")
 
 
-# --- the pure scoring -----------------------------------------------------------------------------------------
+# --- the pure scoring ---------------------------------------------------------------------------------------
 
 
 class ToolCorrectnessOutcome(NamedTuple):
@@ -175,7 +175,7 @@ def _ordering_outcome(
     return ToolCorrectnessOutcome(mode, score, tuple(pairs), missing, extra, out_of_order)
 
 
-# --- reasons --------------------------------------------------------------------------------------------------
+# --- reasons ------------------------------------------------------------------------------------------------
 
 
 def _fmt_name(name: str) -> str:
@@ -251,7 +251,10 @@ def _exact_text(
             f"Exact match{comparing}: the {len(called_names)} called tools are exactly the expected {what}."
         )
     if not n:
-        return f"No tool calls were expected, but {len(called_names)} were made: {_fmt_counts(_count(called_names))}."
+        return (
+            f"No tool calls were expected, but {len(called_names)} were made: "
+            f"{_fmt_counts(_count(called_names))}."
+        )
     text = f"Not an exact match{comparing}."
     if ordered and not missing and not extra:
         text += " The expected calls were all made, but in another order."
@@ -280,7 +283,8 @@ def build_reason(
     input_parameters: bool = False,
     output: bool = False,
 ) -> str:
-    """A reason that always agrees with ``outcome.score``: what matched, what is missing, extra, out of order."""
+    """A reason that always agrees with ``outcome.score``: what matched, what is missing,
+    extra, out of order."""
     weighted = input_parameters or output
     partial: list[str] = []
     if weighted and outcome.mode in ("default", "ordering"):
@@ -301,7 +305,8 @@ def names_reason(
     comparing: str = "",
     partial: Sequence[str] = (),
 ) -> str:
-    """``build_reason`` from the call names (all it reads besides the pair differences given in ``partial``)."""
+    """``build_reason`` from the call names (all it reads besides the pair differences
+    given in ``partial``)."""
     n = len(expected)
     missing = _count(_missing_names(outcome, expected)) or None
     extra = _count(called[j] for j in outcome.extra) or None
@@ -408,7 +413,8 @@ def verbose_steps(log: Mapping[str, Any]) -> str:
         return "[" + ", ".join(map(_fmt_name, values)) + "]"
 
     pairs = ", ".join(
-        f"{_fmt_name(p['name'])} #{p['expected_index'] + 1}→#{p['called_index'] + 1} ({_fmt_num(p['weight'])})"
+        f"{_fmt_name(p['name'])} #{p['expected_index'] + 1}→#{p['called_index'] + 1} "
+        f"({_fmt_num(p['weight'])})"
         for p in log["matches"]
     )
     lines = [
@@ -427,14 +433,20 @@ def verbose_steps(log: Mapping[str, Any]) -> str:
     if log.get("first_difference") is not None:
         lines.append(f"  first difference at call #{log['first_difference'] + 1}")
     if log["mode"].startswith("exact"):
-        score = f"  score: {_fmt_num(log['raw_score'])} ({'exact match' if log['raw_score'] == 1.0 else 'not exact'})"
+        score = (
+            f"  score: {_fmt_num(log['raw_score'])} "
+            f"({'exact match' if log['raw_score'] == 1.0 else 'not exact'})"
+        )
     else:
-        score = f"  score: {_fmt_num(log['matched_weight'])} / {log['expected_count']} = {_fmt_num(log['raw_score'])}"
+        score = (
+            f"  score: {_fmt_num(log['matched_weight'])} / {log['expected_count']} = "
+            f"{_fmt_num(log['raw_score'])}"
+        )
     lines.append(score + (" (strict mode)" if log["strict_mode"] else ""))
     return "\n".join(lines)
 
 
-# --- the metric -----------------------------------------------------------------------------------------------
+# --- the metric ---------------------------------------------------------------------------------------------
 
 
 def _parse_params(
@@ -468,9 +480,9 @@ def _check_threshold(threshold: Any) -> float:
 
 
 def _calls_of(case: Any, attr: str) -> tuple[list[Any], tuple[Any, ...]] | None:
-    """The case's list of calls and their names: objects with a ``name`` (ToolCalls, or a duck-typed case's calls
-    from another library) as they are, plain names and dicts (a hand-edited case) normalised to ToolCalls. None
-    when the field is None."""
+    """The case's list of calls and their names: objects with a ``name`` (ToolCalls, or a duck-typed case's
+    calls from another library) as they are, plain names and dicts (a hand-edited case) normalised to
+    ToolCalls. None when the field is None."""
     try:
         value = getattr(case, attr)
     except AttributeError:
@@ -576,9 +588,9 @@ class ToolCorrectnessMetric(BaseMetric):
             called = _calls_of(case, "tool_calls")
         if called is None:
             called = ([], ())
-        # Without evaluation params the names decide the result, and an agent repeats a few tool sequences, so a
-        # pair of name lists seen before gets the same (immutable) result again. Only str names are remembered:
-        # other names may compare equal across types (1 == True).
+        # Without evaluation params the names decide the result, and an agent repeats a few tool sequences, so
+        # a pair of name lists seen before gets the same (immutable) result again. Only str names are
+        # remembered: other names may compare equal across types (1 == True).
         key = None
         if (
             not (self._check_input or self._check_output)

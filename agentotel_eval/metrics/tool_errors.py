@@ -1,15 +1,15 @@
 """Tool Error Detection: HOW an agent misused its tools, found by deterministic detectors and an LLM judge.
 
 ``ToolsErrorMetric(model, threshold=0.7, error_types=None, verbose=False, **llm_kwargs)`` scores one test case
-(an ``EvalTestCase``, a ``ModelTestCase`` or an agent run's test case). The detectors run first, for free; their
-findings go to the judge as evidence, and the judge makes ONE call (plus at most one repair request).
+(an ``EvalTestCase``, a ``ModelTestCase`` or an agent run's test case). The detectors run first, for free;
+their findings go to the judge as evidence, and the judge makes ONE call (plus at most one repair request).
 
 How the two combine (deterministic findings are facts; the judge cannot veto them):
 
 - ``detected`` is true when the judge detected an error OR any detector found one it is sure of;
 - ``confidence`` is the highest of a sure finding's confidence and the judge's, else the judge's confidence;
-- a finding the detector is not sure of (``uncertain``: the data it would need was not recorded, several readings
-  fit) is evidence for the judge, not a fact: the judge decides;
+- a finding the detector is not sure of (``uncertain``: the data it would need was not recorded, several
+  readings fit) is evidence for the judge, not a fact: the judge decides;
 - ``errors`` holds the judge's errors, then every finding the judge did not already report (same type, naming
   the same tool or call number); all findings are also under ``detectors``;
 - when the judge missed findings, ``reason`` names them; when it said "not detected" but a detector found an
@@ -118,7 +118,7 @@ class Verdict:
         }
 
 
-# -- validation of the judge's answer (pure) ---------------------------------------------------------------------
+# -- validation of the judge's answer (pure) -----------------------------------------------------------------
 def as_bool(value: Any) -> bool:
     """A real boolean: true/false, or their unambiguous spellings ("false" is False, not truthy)."""
     if isinstance(value, bool):
@@ -135,7 +135,8 @@ def as_bool(value: Any) -> bool:
 
 
 def as_confidence(value: Any) -> float:
-    """A confidence in [0, 1]. ``"85%"`` and a whole number from 2 to 100 are clearly percentages; 1.5 is not."""
+    """A confidence in [0, 1]. ``"85%"`` and a whole number from 2 to 100 are clearly
+    percentages; 1.5 is not."""
     percent = False
     if isinstance(value, bool) or value is None:
         raise JudgeOutputError(f'"confidence" must be a number from 0 to 1, got {value!r}')
@@ -239,7 +240,8 @@ def parse_verdict(text: str, allowed: Sequence[str], untrusted: str | None = Non
         )
     severity = _severity(obj.get("error_severity"))
     if detected and listed and not types:
-        # The judge found only error types outside the filter: for the types asked about, nothing was detected.
+        # The judge found only error types outside the filter: for the types asked about,
+        # nothing was detected.
         detected = False
         reason = (
             f"{reason} [Only error types outside error_types were reported "
@@ -256,7 +258,7 @@ def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-# -- combination with the detectors (pure) -----------------------------------------------------------------------
+# -- combination with the detectors (pure) -------------------------------------------------------------------
 def findings_severity(findings: Sequence[Finding]) -> str:
     if not findings:
         return "none"
@@ -277,7 +279,8 @@ def _covered(finding: Finding, errors: Sequence[Mapping[str, str]]) -> bool:
 
 def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
     """The verdict of the detectors alone (``judge=False``): detected when any rule found an error, with the
-    highest confidence of a finding; a verdict of uncertain findings only scores below the default threshold."""
+    highest confidence of a finding; a verdict of uncertain findings only scores below
+    the default threshold."""
     if not findings:
         return Verdict(
             detected=False,
@@ -293,7 +296,8 @@ def detectors_verdict(findings: Sequence[Finding], checked: str) -> Verdict:
     reason = (
         f"Deterministic checks found {len(findings)} error(s): {summary}{more}"
         if sure
-        else f"Deterministic checks found {len(findings)} possible error(s) they are not sure of: {summary}{more}"
+        else f"Deterministic checks found {len(findings)} possible error(s) they are not "
+        f"sure of: {summary}{more}"
     )
     return Verdict(
         detected=True,
@@ -310,8 +314,8 @@ def _described(found: Finding) -> str:
 
 
 def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
-    """The judge's verdict with the deterministic findings added as facts (see the module docstring); findings the
-    detectors are not sure of were the judge's to weigh, and do not overrule it."""
+    """The judge's verdict with the deterministic findings added as facts (see the module docstring); findings
+    the detectors are not sure of were the judge's to weigh, and do not overrule it."""
     findings = _sure(findings)
     if not findings:
         return judge
@@ -340,7 +344,7 @@ def combine(judge: Verdict, findings: Sequence[Finding]) -> Verdict:
     )
 
 
-# -- the metric --------------------------------------------------------------------------------------------------
+# -- the metric ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """What one case turns into before any model is called."""
@@ -388,7 +392,8 @@ class ToolsErrorMetric(BaseMetric):
             raise ValueError(f"threshold must be a number from 0 to 1, got {threshold!r}")
         self.threshold = float(threshold)
         self.error_types = _check_error_types(error_types)
-        # ``[[tools]]`` declarations (``declarations.parse_tool_rules``): argument matchers and required earlier tools
+        # ``[[tools]]`` declarations (``declarations.parse_tool_rules``): argument matchers and
+        # required earlier tools
         rules = list(tool_rules)
         self.tool_rules = (
             parse_tool_rules(rules) if rules and all(isinstance(r, Mapping) for r in rules) else tuple(rules)
@@ -558,7 +563,8 @@ class ToolsErrorMetric(BaseMetric):
             "cost_usd": cost,
             "model": self.model_name,
             "detectors": [f.to_dict() for f in prepared.findings],
-            # what the detectors could not check for lack of recorded data ([judge] only_when = detector_uncertain)
+            # what the detectors could not check for lack of recorded data ([judge] only_when =
+            # detector_uncertain)
             "could_not_run": list(prepared.unchecked),
             "informational": [f.to_dict() for f in prepared.observed],
             # nothing found the detectors are sure of, and something they could not check or are not sure of:
@@ -639,8 +645,8 @@ class ToolsErrorMetric(BaseMetric):
         if self.verbose:
             print(f"[{self.metric_name}] findings={[f.description for f in prepared.findings]}")
             print(
-                f"[{self.metric_name}] judge answer ({outcome.attempts} attempt(s), cached={outcome.cached}): "
-                f"{truncate(outcome.raw or '', 2000)}"
+                f"[{self.metric_name}] judge answer ({outcome.attempts} attempt(s), "
+                f"cached={outcome.cached}): {truncate(outcome.raw or '', 2000)}"
             )
         if outcome.value is None:
             raw = outcome.raw
@@ -676,8 +682,9 @@ class ToolsErrorMetric(BaseMetric):
 
 
 def run_context(value: Any) -> dict[str, Any]:
-    """The run's context a test case's ``metadata["context"]`` carries (trace reconstruction writes it): the system
-    prompt ("" when recorded as none), the assistant's text between calls, the service, the agent, the start."""
+    """The run's context a test case's ``metadata["context"]`` carries (trace reconstruction writes it): the
+    system prompt ("" when recorded as none), the assistant's text between calls, the service,
+    the agent, the start."""
     if not isinstance(value, Mapping):
         return {}  # a hand-written case: what it gives is all there is
     out: dict[str, Any] = {"system_prompt": value.get("system_prompt")}

@@ -54,8 +54,8 @@ class TrajectoryMetric(BaseMetric):
         outcome = score_trajectory(spec, as_tool_calls(calls) or [], threshold)
         success = outcome.score >= threshold and not outcome.violations
         # the details are built for this result, and what they share with other results (the written spec, the
-        # rows of a report kept from a run of the same shape) is frozen: not deep-copied again, which cost a third
-        # of the metric on short runs
+        # rows of a report kept from a run of the same shape) is frozen: not deep-copied again, which cost a
+        # third of the metric on short runs
         return self._result(
             score=outcome.score,
             success=success,

@@ -111,7 +111,7 @@ class _Rejects:
         return f"{self.count} {what} rejected: " + "; ".join(self.reasons)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # protobuf
 
 
@@ -155,7 +155,8 @@ def _event_times_fit(events: tuple[SpanEvent, ...]) -> bool:
 def _check_ids(
     trace_id: str | None, span_id: str | None, rejects: _Rejects, raw: tuple[Any, Any] | None = None
 ) -> bool:
-    """Both ids present, of the right size and not all zero; ``raw`` is what the request held, for the message."""
+    """Both ids present, of the right size and not all zero; ``raw`` is what the request
+    held, for the message."""
     shown_trace, shown_span = raw if raw is not None else (trace_id, span_id)
     if not trace_id or len(trace_id) != 32 or trace_id == _ZERO_TRACE:
         rejects.add(f"invalid trace id {_shown(shown_trace)} (must be 16 non-zero bytes)")
@@ -176,8 +177,8 @@ def decode_traces_protobuf(body: bytes, limits: Limits = DEFAULT_LIMITS) -> Deco
 
 
 def traces_from_message(request: ExportTraceServiceRequest, limits: Limits = DEFAULT_LIMITS) -> Decoded:
-    """Records from an already-parsed request: what ``decode_traces_protobuf`` does once it has parsed the body,
-    for a caller that holds the message itself (a gRPC servicer that lets grpc deserialize)."""
+    """Records from an already-parsed request: what ``decode_traces_protobuf`` does once it has parsed the
+    body, for a caller that holds the message itself (a gRPC servicer that lets grpc deserialize)."""
     spans: list[SpanRecord] = []
     rejects = _Rejects()
     b = _Budget(limits)
@@ -319,8 +320,9 @@ def logs_from_message(request: ExportLogsServiceRequest, limits: Limits = DEFAUL
     return Decoded(logs, rejects.count, rejects.message("log records"), b.cut)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# OTLP/JSON: lowerCamelCase keys (snake_case accepted too), hex ids, 64-bit ints as strings, enums as integers.
+# ------------------------------------------------------------------------------------------------------------
+# OTLP/JSON: lowerCamelCase keys (snake_case accepted too), hex ids, 64-bit ints as
+# strings, enums as integers.
 
 _SPAN_KIND_NAMES = {
     "SPAN_KIND_UNSPECIFIED": 0,
@@ -637,7 +639,7 @@ def decode_logs_json(body: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Deco
     return Decoded(logs, rejects.count, rejects.message("log records"), b.cut)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 DECODERS: dict[tuple[str, str], Callable[[bytes, Limits], Decoded]] = {
     ("traces", "protobuf"): decode_traces_protobuf,
@@ -648,8 +650,8 @@ DECODERS: dict[tuple[str, str], Callable[[bytes, Limits], Decoded]] = {
 
 
 def decode(signal: str, encoding: str, body: bytes, limits: Limits = DEFAULT_LIMITS) -> Decoded:
-    """Decode an export request body: ``signal`` is traces|logs, ``encoding`` protobuf|json; ``limits`` bound what
-    it may hold (``LimitExceeded``, a ``DecodeError``, when a hard one is passed)."""
+    """Decode an export request body: ``signal`` is traces|logs, ``encoding`` protobuf|json; ``limits`` bound
+    what it may hold (``LimitExceeded``, a ``DecodeError``, when a hard one is passed)."""
     try:
         decoder = DECODERS[(signal, encoding)]
     except KeyError:

@@ -1,6 +1,7 @@
 """Encode plain records back into OTLP requests: for forwarding downstream and for replaying traces in tests.
 
-Records sharing a resource (by identity or equal content) and scope are grouped as an exporter would group them.
+Records sharing a resource (by identity or equal content) and scope are grouped as an
+exporter would group them.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Counts beyond a bound are cut and counted, as the OpenTelemetry SDK does with its span limits: the first
 attributes, events and links are kept, a longer string is truncated with a marker, a value nested deeper than
-``max_value_depth`` is replaced by a marker. A request with more spans or log records than its bound is refused
-whole, with the bound named (nothing of it is stored, so a smaller retry can be). The defaults follow the SDK's
-(128 attributes, events and links) where a GenAI span does not need more, and leave room for the long message
-contents of LLM spans.
+``max_value_depth`` is replaced by a marker. A request with more spans or log records than its bound is
+refused whole, with the bound named (nothing of it is stored, so a smaller retry can be). The defaults follow
+the SDK's (128 attributes, events and links) where a GenAI span does not need more, and leave room for the
+long message contents of LLM spans.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ attribute values are plain Python values (str, bool, int, float, bytes, list, di
 
 Records are read-only by convention, not frozen: they are made by the hundred thousand (decoded, read back,
 received from a helper process), and a frozen dataclass's ``__init__`` sets each field through
-``object.__setattr__``, nine times the cost of a plain one (docs/benchmarks.md). Nothing changes a record after it
-is made; ``dataclasses.replace`` makes a new one.
+``object.__setattr__``, nine times the cost of a plain one (docs/benchmarks.md). Nothing changes a record
+after it is made; ``dataclasses.replace`` makes a new one.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Charts as inline SVG: drawn on the server, so a page needs no script to show them and the report file stays
 self-contained. Colours come from the stylesheet's classes (``series-0`` ... ``series-7``, ``kind-*``).
 
-A chart is hundreds of coordinates and a few labels, so it is written here rather than in a template, where each
-number would be escaped in turn (two and a half times as slow): numbers are formatted here and every text is
-escaped, and the chart is ``Markup`` for the templates to place."""
+A chart is hundreds of coordinates and a few labels, so it is written here rather than in a template, where
+each number would be escaped in turn (two and a half times as slow): numbers are formatted here and every text
+is escaped, and the chart is ``Markup`` for the templates to place."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from html import escape
 from markupsafe import Markup
 
 SERIES = 8  # colour classes in the stylesheet
-#: each series' marker, by its colour number: with its colour and its offset in the bucket, equal values stay apart
+#: each series' marker, by its colour number: with its colour and its offset in the bucket,
+#: equal values stay apart
 SHAPES = ("circle", "square", "diamond", "triangle")
 FEW = 2  # buckets up to which the chart marks its points and counts without bars
 
@@ -59,9 +60,9 @@ def pass_rate_chart(
 ) -> Markup:
     """Runs per time bucket as bars, and one line per metric of its pass rate (0..1, None: no scored run).
     ``colours``: each metric's series number, so a metric has one colour and marker on every chart of a page;
-    ``labels``: each metric's name to show. A metric's points sit a few pixels apart from the other metrics' in
-    the same bucket, so equal rates do not hide each other. With one or two buckets there are no bars to read:
-    each bucket is marked on the axis with its time and its runs."""
+    ``labels``: each metric's name to show. A metric's points sit a few pixels apart from the other metrics'
+    in the same bucket, so equal rates do not hide each other. With one or two buckets there are no bars to
+    read: each bucket is marked on the axis with its time and its runs."""
     few = len(buckets) <= FEW
     left, right, top, bottom = 34, 10, 12, (36 if few else 22)
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -161,8 +162,9 @@ def legend(
     labels: Mapping[str, str] | None = None,
     notes: Mapping[str, str] | None = None,
 ) -> Markup:
-    """The series of a ``pass_rate_chart`` as HTML (it wraps where an SVG legend would overflow): each metric's
-    marker, its label (``labels``, else its name) and a note after it (``notes``: its latest rate, say)."""
+    """The series of a ``pass_rate_chart`` as HTML (it wraps where an SVG legend would overflow): each
+    metric's marker, its label (``labels``, else its name) and a note after it (``notes``:
+    its latest rate, say)."""
     items = []
     for s, name in enumerate(names):
         number = (colours or {}).get(name, s)
@@ -185,7 +187,8 @@ def stacked_bars(
     width: int = 560,
     bar_height: int = 16,
 ) -> Markup:
-    """Horizontal bars, one per label, stacked by kind (``kind-<kind>`` classes), with the total at the end."""
+    """Horizontal bars, one per label, stacked by kind (``kind-<kind>`` classes), with
+    the total at the end."""
     label_w, gap = 150, 6
     height = max(1, len(rows)) * (bar_height + gap) + 26
     plot_w = width - label_w - 50

@@ -31,7 +31,8 @@ __all__ = [
 
 
 def or_blank(value: Any) -> Any:
-    """A value to print: None prints as nothing (the templates print every value as it is, "None" included)."""
+    """A value to print: None prints as nothing (the templates print every value as it
+    is, "None" included)."""
     return "" if value is None else value
 
 
@@ -80,7 +81,8 @@ class Readable(NamedTuple):
 
 
 def readable(value: Any, limit: int = 20_000) -> Readable | None:
-    """JSON pretty-printed, other text as it is, cut after ``limit`` characters; None when there is no value."""
+    """JSON pretty-printed, other text as it is, cut after ``limit`` characters; None
+    when there is no value."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -106,9 +108,10 @@ _PRETTY = (
 
 
 def pretty_json(value: Any) -> str:
-    """JSON indented by two spaces, non-ASCII kept, other types by ``str``. orjson writes it ten times faster than
-    the ``json`` module (whose indenting encoder is pure Python); what orjson refuses (integers beyond 64 bits,
-    lone surrogates) or would change (NaN and infinities, which it writes as null) goes to the ``json`` module."""
+    """JSON indented by two spaces, non-ASCII kept, other types by ``str``. orjson writes it ten times faster
+    than the ``json`` module (whose indenting encoder is pure Python); what orjson refuses (integers beyond 64
+    bits, lone surrogates) or would change (NaN and infinities, which it writes as null) goes to
+    the ``json`` module."""
     try:
         out = orjson.dumps(value, default=str, option=_PRETTY)
     except TypeError:  # orjson.JSONEncodeError included
@@ -139,7 +142,8 @@ def server_links() -> Links:
 
 
 def _path_part(text: str) -> str:
-    """Text quoted for a URL path; an id (hex digits, as quoting leaves it) as it is, without quoting's cost."""
+    """Text quoted for a URL path; an id (hex digits, as quoting leaves it) as it is,
+    without quoting's cost."""
     return text if text.isascii() and text.isalnum() else quote(text, safe="")
 
 

@@ -1,5 +1,5 @@
-"""The overview: per agent, runs and pass rate per metric over time; the tools most often missing, extra and out
-of order; tool-call error rates; the judge's findings and cost. What each part shows is decided here;
+"""The overview: per agent, runs and pass rate per metric over time; the tools most often missing, extra and
+out of order; tool-call error rates; the judge's findings and cost. What each part shows is decided here;
 ``templates/overview_body.html`` lays it out."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""One run: input and output, expected against called tools as an aligned timeline, its trajectory spec against
-its calls, each call with the evidence it was rebuilt from, every evaluation, and the trace's span tree. What each
-part shows is decided here; ``templates/run_body.html`` lays it out."""
+"""One run: input and output, expected against called tools as an aligned timeline, its trajectory spec
+against its calls, each call with the evidence it was rebuilt from, every evaluation, and the trace's span
+tree. What each part shows is decided here; ``templates/run_body.html`` lays it out."""
 
 from __future__ import annotations
 
@@ -96,7 +96,8 @@ class Diagnostics(NamedTuple):
 
 
 class Badge(NamedTuple):
-    """The run's verdict beside its name: ``text``, a chip ``kind`` (pass | fail) and the ``title`` that says why."""
+    """The run's verdict beside its name: ``text``, a chip ``kind`` (pass | fail) and the
+    ``title`` that says why."""
 
     text: str
     kind: str
@@ -104,8 +105,9 @@ class Badge(NamedTuple):
 
 
 def run_badge(status: str, evaluations: Sequence[EvaluationRow], calls: Sequence[CallView]) -> Badge:
-    """The span's error first; then what the detectors found (a failed tool whose answer claimed success has an
-    ``ok`` span); then a failed call; then any other evaluation the run failed; else ok, saying what was checked."""
+    """The span's error first; then what the detectors found (a failed tool whose answer claimed success has
+    an ``ok`` span); then a failed call; then any other evaluation the run failed; else ok,
+    saying what was checked."""
     if status == "error":
         return Badge("error", "fail", "the run's span status is ERROR")
     detectors = next((e for e in evaluations if e.metric == TOOL_ERRORS_DETECTORS.name), None)
@@ -171,7 +173,8 @@ def _alignment(detail: RunDetail) -> AlignmentView:
 
 
 def _source_label(source: str) -> str:
-    """Where the expectation came from, in words (the scorer records span_attribute, rule:NAME, dataset:FILE:LINE)."""
+    """Where the expectation came from, in words (the scorer records span_attribute, rule:NAME,
+    dataset:FILE:LINE)."""
     if source == "span_attribute":
         return "the run's span"
     kind, _, rest = source.partition(":")
@@ -267,8 +270,8 @@ def _evaluations(detail: RunDetail) -> list[EvaluationRow]:
 
 
 def _findings(found: list[Any]) -> list[tuple[Any, Any, str]]:
-    """The detectors' findings: type/subtype, the description (with the confidence of one the rule is not sure of)
-    and, as a hint, what the rule that found it looks for."""
+    """The detectors' findings: type/subtype, the description (with the confidence of one the rule is not sure
+    of) and, as a hint, what the rule that found it looks for."""
     out = []
     for x in found:
         if not isinstance(x, dict):
@@ -285,8 +288,8 @@ def _findings(found: list[Any]) -> list[tuple[Any, Any, str]]:
 
 
 def _threshold(label: MetricLabel, threshold: Any) -> str:
-    """The threshold with the side of it that passes: a score at or above it, or (lower is better) below it; for
-    the detectors, whose verdict is found or not, what passes in words."""
+    """The threshold with the side of it that passes: a score at or above it, or (lower is better) below it;
+    for the detectors, whose verdict is found or not, what passes in words."""
     if label.name == TOOL_ERRORS_DETECTORS.name:
         return "no error found"
     if threshold is None or label.higher_is_better is None:
@@ -311,8 +314,8 @@ _OPENINFERENCE_KINDS = {
 
 def span_kind(span: dict[str, Any]) -> tuple[str, str]:
     """What a span does, and where that was read: OpenInference's ``openinference.span.kind`` (its spans are
-    all OTLP "internal"), else GenAI's ``gen_ai.operation.name``, else the OTLP kind. The two attributes are read
-    from the span row's ``openinference_span_kind`` and ``gen_ai_operation_name``, when it has them."""
+    all OTLP "internal"), else GenAI's ``gen_ai.operation.name``, else the OTLP kind. The two attributes are
+    read from the span row's ``openinference_span_kind`` and ``gen_ai_operation_name``, when it has them."""
     otlp = (span.get("kind") or "").lower()
     openinference = str(span.get("openinference_span_kind") or "").strip()
     if openinference:

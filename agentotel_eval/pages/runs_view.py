@@ -75,9 +75,10 @@ def score_chips(scores: Sequence[dict[str, Any]]) -> list[Markup]:
 
 @functools.lru_cache(maxsize=4096)
 def score_chip(metric: str, status: str, success: bool, score: float | None) -> Markup:
-    """A score's chip (``cells.html``): the metric's full label, its score and direction (↑ higher is better, ↓ lower
-    is better), what it means in its title. It is made of these four values alone, and they repeat from run to run:
-    each chip is rendered once (a page of 50 runs then renders in four fifths of the time)."""
+    """A score's chip (``cells.html``): the metric's full label, its score and direction (↑ higher is better,
+    ↓ lower is better), what it means in its title. It is made of these four values alone, and they repeat
+    from run to run: each chip is rendered once (a page of 50 runs then renders in four
+    fifths of the time)."""
     label = metric_label(metric)
     chip = macro("cells.html", "score_chip")
     if status != "ok":

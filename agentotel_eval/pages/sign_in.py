@@ -1,5 +1,5 @@
-"""The sign-in page a collector that requires a token answers to a browser: a browser cannot send a bearer header,
-so the page posts the token to ``/login`` and the collector answers with a cookie.
+"""The sign-in page a collector that requires a token answers to a browser: a browser cannot send a bearer
+header, so the page posts the token to ``/login`` and the collector answers with a cookie.
 
 The page needs nothing else from the server (its stylesheet is inline, allowed by its hash in the page's own
 Content-Security-Policy): the assets behind ``/static`` require the token too.

@@ -1,10 +1,10 @@
 """The one Jinja2 environment the pages and the report are rendered with, built once: the templates in
-``agentotel_eval/pages/templates``, compiled on first use and kept; every value escaped unless it is ``Markup``;
-a name a template does not know is an error, not an empty string.
+``agentotel_eval/pages/templates``, compiled on first use and kept; every value escaped unless it is
+``Markup``; a name a template does not know is an error, not an empty string.
 
-Templates are laid out for reading; the pages are sent without that layout: when a template is loaded, each line
-break and the indentation after it are dropped, so a space that matters is written on its line. A value prints
-as it is (``None`` as "None": the view modules give the templates text, ``markup.or_blank``)."""
+Templates are laid out for reading; the pages are sent without that layout: when a template is loaded, each
+line break and the indentation after it are dropped, so a space that matters is written on its line. A value
+prints as it is (``None`` as "None": the view modules give the templates text, ``markup.or_blank``)."""
 
 from __future__ import annotations
 

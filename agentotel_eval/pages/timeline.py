@@ -1,6 +1,6 @@
-"""Where each cell and link of a run's timeline goes: expected calls on the top row, called ones below, a matched
-pair in one column and joined, an out-of-order pair joined across columns (``alignment`` decides the columns).
-``templates/timeline.html`` draws it."""
+"""Where each cell and link of a run's timeline goes: expected calls on the top row, called ones below, a
+matched pair in one column and joined, an out-of-order pair joined across columns (``alignment`` decides the
+columns). ``templates/timeline.html`` draws it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A run's trajectory result as the run page draws it: the spec's steps in written order beside the calls that
 matched them, each argument check (holds, failed with its reason, not recorded), the nearest call of a missing
-step and why it did not match, the extra calls and the violations. Pure: it reads the ``trajectory`` evaluation
-row (its ``details`` as the scorer wrote them); ``templates/trajectory.html`` lays it out."""
+step and why it did not match, the extra calls and the violations. Pure: it reads the ``trajectory``
+evaluation row (its ``details`` as the scorer wrote them); ``templates/trajectory.html`` lays it out."""
 
 from __future__ import annotations
 

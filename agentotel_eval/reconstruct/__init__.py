@@ -1,4 +1,5 @@
-"""Tool-call reconstruction: spans of any convention -> agent runs -> ordered tool calls (docs/reconstruction.md)."""
+"""Tool-call reconstruction: spans of any convention -> agent runs -> ordered tool calls
+(docs/reconstruction.md)."""
 
 from agentotel_eval.reconstruct.arguments import Arguments, normalize_arguments
 from agentotel_eval.reconstruct.model import AgentRun, Handoff

@@ -19,7 +19,8 @@ from agentotel_eval.reconstruct.values import parse_json, parse_literal
 
 @dataclass(frozen=True, slots=True)
 class Arguments:
-    """Normalised arguments: ``params`` (None when not knowable), how they were encoded, an embedded call id."""
+    """Normalised arguments: ``params`` (None when not knowable), how they were encoded,
+    an embedded call id."""
 
     params: dict[str, Any] | None
     encoding: str  # absent | object | json | args_kwargs | input_str | bedrock | positional | scalar
@@ -50,7 +51,8 @@ def _single_parameter(schema: Mapping[str, Any] | None) -> str | None:
 def _bind_positional(
     args: Sequence[Any], kwargs: Mapping[str, Any], schema: Mapping[str, Any] | None
 ) -> dict | None:
-    """Bind positional values to the schema's parameter names (those not already given by keyword), in order."""
+    """Bind positional values to the schema's parameter names (those not already given by
+    keyword), in order."""
     if not args:
         return dict(kwargs)
     names, _ = schema_parameter_names(schema)
@@ -63,7 +65,8 @@ def _bind_positional(
 
 
 def normalize_arguments(raw: Any, schema: Mapping[str, Any] | None = None) -> Arguments:
-    """Normalise one recorded argument value; ``schema`` (the tool's JSON schema) names bare/positional values."""
+    """Normalise one recorded argument value; ``schema`` (the tool's JSON schema) names
+    bare/positional values."""
     if raw is None:
         return Arguments(None, "absent", None)
     encoding = "object"
@@ -114,10 +117,10 @@ def _normalize_mapping(value: dict[str, Any], encoding: str, schema: Mapping[str
 
 
 def _call_envelope(value: dict[str, Any], schema: Mapping[str, Any] | None) -> Arguments | None:
-    """A call recorded as the Python call it was: ``{"args": [...], "kwargs": {...}}`` (traceloop-sdk, Langfuse),
-    with flags beside it (smolagents' ``sanitize_inputs_outputs``), ``{"kwargs": {...}}`` alone (LlamaIndex) or
-    ``{"args": ["<JSON object>"]}`` (OpenLLMetry-JS LangChain). None when ``args``/``kwargs`` are the tool's own
-    parameters, or the shape is none of these."""
+    """A call recorded as the Python call it was: ``{"args": [...], "kwargs": {...}}`` (traceloop-sdk,
+    Langfuse), with flags beside it (smolagents' ``sanitize_inputs_outputs``), ``{"kwargs": {...}}`` alone
+    (LlamaIndex) or ``{"args": ["<JSON object>"]}`` (OpenLLMetry-JS LangChain). None when ``args``/``kwargs``
+    are the tool's own parameters, or the shape is none of these."""
     names, _ = schema_parameter_names(schema)
     if "args" in names or "kwargs" in names:
         return None

@@ -62,8 +62,9 @@ from agentotel_eval.test_case import ToolCall
 def _split_plumbing_requests(
     requests: list[Request], plumbing: Plumbing, handed_off: set[str]
 ) -> tuple[list[Request], list[Request]]:
-    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart, and so are the
-    tools that this run's executions show handing off (``handed_off``: a LangGraph handoff tool's ``Command``)."""
+    """(the handoff requests, the calls): framework plumbing the model asked for is recorded apart, and so are
+    the tools that this run's executions show handing off (``handed_off``: a LangGraph handoff
+    tool's ``Command``)."""
     handoffs: list[Request] = []
     calls: list[Request] = []
     for r in requests:
@@ -98,9 +99,9 @@ def _fold_repeated_records(real: list[Execution], llm_spans: list[SpanRecord]) -
 
 
 def _undo_copied_failures(real: list[Execution], ctx: TraceContext) -> None:
-    """An ERROR status with no exception of its own, on a call that recorded its result, whose message repeats an
-    earlier span's exception: a status copied from another span (OpenInference's Vercel processor marks every
-    span after a trace's first error), not this call's failure. The explicit result wins."""
+    """An ERROR status with no exception of its own, on a call that recorded its result, whose message repeats
+    an earlier span's exception: a status copied from another span (OpenInference's Vercel processor marks
+    every span after a trace's first error), not this call's failure. The explicit result wins."""
     for e in real:
         span = e.span
         if (
@@ -159,7 +160,8 @@ def _names_from_nested(
     ctx: TraceContext,
 ) -> None:
     """A call recorded under a name the model never called (a tool's class name) with the same call recorded
-    inside it under a name it did (the display name, by a second instrumentation): the inner record names it."""
+    inside it under a name it did (the display name, by a second instrumentation): the
+    inner record names it."""
     asked = {display_key(r.name) for r in requests}
     strangers = {e.span.span_id: e for e in real if display_key(e.name) not in asked}
     if not strangers:
@@ -177,8 +179,8 @@ def _names_from_nested(
         inner = read_execution(span, role, ctx.plumbing, text_failures=ctx.text_failures)
         if display_key(inner.name) not in asked:
             continue
-        # compared as the inner name's tool would read them; ``e`` is not normalised for good (arguments_of keeps
-        # the first normalisation) until it is known to bear that name
+        # compared as the inner name's tool would read them; ``e`` is not normalised for good (arguments_of
+        # keeps the first normalisation) until it is known to bear that name
         schema = schemas.get(inner.name)
         mine, theirs = normalize_arguments(e.raw_arguments, schema), arguments_of(inner, schema)
         if (
@@ -191,9 +193,9 @@ def _names_from_nested(
 
 
 def _agents_called(requests: list[Request], nested: Sequence[Scope], ctx: TraceContext) -> list[Call]:
-    """Requests that an agent nested in this run answered: the model called an agent as a tool and the framework
-    ran it with no tool span (smolagents' managed agents): the nested run named like the request, started after
-    it, is its execution; its output is the call's result and its status the call's."""
+    """Requests that an agent nested in this run answered: the model called an agent as a tool and the
+    framework ran it with no tool span (smolagents' managed agents): the nested run named like the request,
+    started after it, is its execution; its output is the call's result and its status the call's."""
     out: list[Call] = []
     taken: set[int] = set()
     for r in requests:
@@ -229,8 +231,8 @@ def _agent_names(span: SpanRecord) -> tuple[str, ...]:
 
 
 def _typed_error(error: str, tool_spans: Sequence[SpanRecord]) -> str:
-    """The run's error with the exception type a failed tool span recorded for the same message: the run failed
-    because that tool raised ("Unknown city: X" -> "UnknownCityError: Unknown city: X")."""
+    """The run's error with the exception type a failed tool span recorded for the same message: the run
+    failed because that tool raised ("Unknown city: X" -> "UnknownCityError: Unknown city: X")."""
     for span in tool_spans:
         if span.status_code != STATUS_ERROR:
             continue
@@ -291,7 +293,8 @@ def build_run(
     roles = ctx.roles
     plumbing = ctx.plumbing
     # (plain loops rather than comprehensions below: a comprehension is a function call of its own, and these
-    # lists are short, often empty; the guards skip building what a run without tool or LLM spans does not need)
+    # lists are short, often empty; the guards skip building what a run without tool or LLM
+    # spans does not need)
     executions: list[Execution] = []
     real: list[Execution] = []  # the executions that are calls, not plumbing
     for s in tool_spans:

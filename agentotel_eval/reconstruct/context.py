@@ -32,9 +32,10 @@ class RecordedCall:
     arguments: Any  # normalised, or None when not recorded
 
     def other_than(self, outer: RecordedCall) -> bool:
-        """Whether this is another call than ``outer``: a model-given call id of its own, or, where the capture
-        records no call id, another tool with other arguments (a second record of one call has its id, or its
-        arguments, under another name; a helper the tool ran has no id where the model's calls have one)."""
+        """Whether this is another call than ``outer``: a model-given call id of its own, or, where the
+        capture records no call id, another tool with other arguments (a second record of one call has its id,
+        or its arguments, under another name; a helper the tool ran has no id where the
+        model's calls have one)."""
         if self.call_id or outer.call_id:
             return bool(self.call_id) and self.call_id != outer.call_id
         return (
@@ -87,7 +88,8 @@ class TraceContext:
         return found
 
     def input(self, span: SpanRecord) -> list[Message]:
-        """The messages sent to the model on this LLM span (history: earlier turns, never calls); parsed once."""
+        """The messages sent to the model on this LLM span (history: earlier turns, never
+        calls); parsed once."""
         found = self.inputs.get(span.span_id)
         if found is None:
             role = self.roles.get(span.span_id)
@@ -99,8 +101,8 @@ class TraceContext:
         return found
 
     def recorded_call(self, span: SpanRecord) -> RecordedCall | None:
-        """The call a tool span records: its call id, tool name and arguments (read as the assembly reads them;
-        asked only of tool spans with tool spans inside them)."""
+        """The call a tool span records: its call id, tool name and arguments (read as the assembly reads
+        them; asked only of tool spans with tool spans inside them)."""
         role = self.roles.get(span.span_id)
         if role is None or not role.tool:
             return None
@@ -117,8 +119,8 @@ class TraceContext:
         return bool(read_definitions(span))
 
     def requests_tools(self, span: SpanRecord) -> bool:
-        """Whether the model asked for tools on this span: calls in its output, or only a finish reason that says
-        so (a capture without content: the calls happened, what they were is not recorded)."""
+        """Whether the model asked for tools on this span: calls in its output, or only a finish reason that
+        says so (a capture without content: the calls happened, what they were is not recorded)."""
         return bool(self.output(span).requests) or stopped_for_tools(span)
 
 

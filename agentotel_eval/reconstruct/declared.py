@@ -21,7 +21,8 @@ from typing import Any
 from agentotel_eval.otlp.records import SpanRecord
 
 ROLES = ("tool", "run", "llm")
-#: a field read from a span event rather than an attribute: ``"event:gen_ai.content.completion:gen_ai.completion"``
+#: a field read from a span event rather than an attribute:
+#: ``"event:gen_ai.content.completion:gen_ai.completion"``
 EVENT_SOURCE = "event:"
 _FIELDS_BY_ROLE = {
     "tool": ("tool_name", "arguments", "result", "call_id", "error"),
@@ -96,8 +97,8 @@ class Convention:
 
 @functools.lru_cache(maxsize=4096)
 def _json_text(value: str) -> Any:
-    """A JSON-encoded scalar decoded once per distinct text ('"get_weather"' -> "get_weather", "3" -> 3); objects
-    and arrays stay text, which every reader decodes where it reads it."""
+    """A JSON-encoded scalar decoded once per distinct text ('"get_weather"' -> "get_weather", "3" -> 3);
+    objects and arrays stay text, which every reader decodes where it reads it."""
     text = value.strip()
     if not text or text[0] in "{[":
         return value
@@ -115,7 +116,8 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 class Conventions:
     """Declared conventions in the order they are tried, indexed so that a span none of them can match (the
-    usual case) costs a few dictionary look-ups: by the attribute a rule tests, by exact span name, then globs."""
+    usual case) costs a few dictionary look-ups: by the attribute a rule tests, by exact
+    span name, then globs."""
 
     __slots__ = ("_by_attribute", "_by_span_name", "_by_value", "_globbed", "_keys", "rules")
 
@@ -204,7 +206,8 @@ _VERCEL_STEPS = tuple(f"{op}.{step}" for op in _VERCEL_RUNS for step in ("doGene
 
 BUILTIN = Conventions(
     (
-        # Vercel AI SDK telemetry: ai.operationId names the operation (span names may be rewritten by processors)
+        # Vercel AI SDK telemetry: ai.operationId names the operation (span names may be
+        # rewritten by processors)
         _rule(
             "vercel-ai",
             "tool",
@@ -301,7 +304,8 @@ BUILTIN = Conventions(
             when_equals=("ToolCall",),
             call_repr="llamaindex.step.input_summary",
         ),
-        # MLflow tracing over OTLP: a span type, and every value JSON-encoded; a tool span is named after its tool
+        # MLflow tracing over OTLP: a span type, and every value JSON-encoded; a tool span is
+        # named after its tool
         _rule(
             "mlflow",
             "tool",

@@ -1,4 +1,5 @@
-"""How a run was rebuilt, as plain data stored with it (``agent_runs.diagnostics``) and printed by ``explain``.
+"""How a run was rebuilt, as plain data stored with it (``agent_runs.diagnostics``) and
+printed by ``explain``.
 
 For one run: the spans read and the convention each was read with; the spans ignored and why; for each call,
 the evidence that supplied each field and the values discarded as not values; the model's requests that no
@@ -66,8 +67,8 @@ def run_diagnostics(
     anchor = scope.chain[0]
     role = roles.get(anchor.span_id)
     if role is not None and not role.run and (role.llm or role.tool):
-        # no agent span: an exporter that dropped it (the SDK's "Queue full, dropping Span"), or a plain client
-        # loop that never made one; the run is the calls themselves, with no agent name to show
+        # no agent span: an exporter that dropped it (the SDK's "Queue full, dropping Span"), or a plain
+        # client loop that never made one; the run is the calls themselves, with no agent name to show
         out["no_agent_span"] = {
             "anchor": anchor.span_id,
             "anchor_name": anchor.name,

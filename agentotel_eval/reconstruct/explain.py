@@ -17,9 +17,9 @@ _FIELDS = ("name", "arguments", "result", "status", "call_id", "llm_turn")
 
 
 def run_record(run: AgentRun) -> dict[str, Any]:
-    """The fields of a run that ``explain`` prints, as plain data (what the database rows hold). A run whose span
-    carries a trajectory spec is scored against it here: ``trajectory`` is the result's details, or why the spec
-    could not be read."""
+    """The fields of a run that ``explain`` prints, as plain data (what the database rows hold). A run whose
+    span carries a trajectory spec is scored against it here: ``trajectory`` is the result's details, or why
+    the spec could not be read."""
     return {
         "trace_id": run.trace_id,
         "span_id": run.span_id,
@@ -110,13 +110,17 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
         parent = missing.get("missing_parent")
         why = (
             (
-                f"its parent span {parent} never arrived (an exporter that drops spans, e.g. the SDK's \"Queue "
+                f"its parent span {parent} never arrived (an exporter that drops spans, "
+                f"e.g. the SDK's \"Queue "
                 'full, dropping Span", loses the agent span)'
             )
             if parent
             else "the trace has none (a plain client loop)"
         )
-        yield f"  no agent span: the run is anchored on {missing.get('anchor_name')!r}, a model or tool call; {why}"
+        yield (
+            f"  no agent span: the run is anchored on {missing.get('anchor_name')!r}, a "
+            f"model or tool call; {why}"
+        )
     if run.get("error"):
         yield f"  error: {run['error']}"
     yield f"  input:  {_short(run.get('input'))}"
@@ -161,7 +165,9 @@ def _run_lines(run: Mapping[str, Any], span_names: Mapping[str, str]) -> Iterabl
             f"{request.get('llm_span')})"
         )
     for span_id in diagnostics.get("executions_without_request") or ():
-        yield f"  executed without a request in the LLM output: span {span_id} {span_names.get(span_id, '')!r}"
+        yield (
+            f"  executed without a request in the LLM output: span {span_id} {span_names.get(span_id, '')!r}"
+        )
     for handoff in run.get("handoffs") or ():
         yield f"  handoff: {handoff.get('name')} -> {handoff.get('to_agent') or '?'}"
     if diagnostics.get("calls_not_recorded"):

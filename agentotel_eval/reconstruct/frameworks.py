@@ -3,10 +3,10 @@
 Frameworks run tools of their own that are not the application's calls: handoffs that move control to another
 agent (OpenAI Agents' ``transfer_to_<agent>``, ADK's ``transfer_to_agent``, Semantic Kernel's
 ``Handoff-transfer_to_<agent>``, LlamaIndex's ``handoff``), answer tools that end a run (smolagents'
-``final_answer``), merged-tool spans (ADK's ``(merged tools)``); and some offer a tool to the model under another
-name than the one their spans record (CrewAI's display names). Each rule holds only where its framework is
-present in the trace, recognised by the instrumentation scopes of its spans, so an application tool named
-``transfer_to_savings`` or ``search web`` in a plain GenAI or OpenInference trace stays a call.
+``final_answer``), merged-tool spans (ADK's ``(merged tools)``); and some offer a tool to the model under
+another name than the one their spans record (CrewAI's display names). Each rule holds only where its
+framework is present in the trace, recognised by the instrumentation scopes of its spans, so an application
+tool named ``transfer_to_savings`` or ``search web`` in a plain GenAI or OpenInference trace stays a call.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ _NOT_CALLABLE = re.compile(r"[\s()]")
 
 @dataclass(frozen=True, slots=True)
 class Framework:
-    """One framework's plumbing rules. ``scopes``: substrings of the instrumentation scope names that mark it."""
+    """One framework's plumbing rules. ``scopes``: substrings of the instrumentation scope
+    names that mark it."""
 
     name: str
     scopes: tuple[str, ...]
@@ -32,8 +33,8 @@ class Framework:
     handoff_tools: Mapping[str, str] | None = None  # tool name -> the argument naming the target agent
     answer_tools: frozenset[str] = frozenset()  # the framework's own tool that ends a run with its answer
     merged_tools: bool = False  # a tool span named with spaces or parentheses stands for several calls
-    #: its tool spans can say OK for a call that failed (AutoGen's OpenInference instrumentation sets OK before
-    #: the error): the result fed back to the model decides
+    #: its tool spans can say OK for a call that failed (AutoGen's OpenInference instrumentation sets OK
+    #: before the error): the result fed back to the model decides
     unreliable_ok: bool = False
     #: it names every tool to the model in snake case (CrewAI: "Delegate work to coworker" and "SearchWeb" are
     #: offered as delegate_work_to_coworker and search_web): a tool span named otherwise stands for that call
@@ -69,11 +70,13 @@ class Plumbing:
 
     @property
     def unreliable_ok(self) -> bool:
-        """Whether a tool span's OK status may hide a failure in this trace (see ``Framework.unreliable_ok``)."""
+        """Whether a tool span's OK status may hide a failure in this trace (see
+        ``Framework.unreliable_ok``)."""
         return any(f.unreliable_ok for f in self.frameworks)
 
     def kind(self, name: str) -> str | None:
-        """ "handoff", "answer" or "internal" when a framework of this trace defines ``name`` as its own tool."""
+        """ "handoff", "answer" or "internal" when a framework of this trace defines
+        ``name`` as its own tool."""
         for f in self.frameworks:
             if name.startswith(f.handoff_prefixes) or (f.handoff_tools and name in f.handoff_tools):
                 return "handoff"  # (startswith of an empty tuple is False)
@@ -115,8 +118,8 @@ _NOT_WORD = re.compile(r"[^a-z0-9]+")
 
 @lru_cache(maxsize=1024)
 def snake_case(name: str) -> str:
-    """``Delegate work to coworker`` -> ``delegate_work_to_coworker`` (camel case split, lower case, anything else
-    one underscore), as CrewAI offers its tools to the model."""
+    """``Delegate work to coworker`` -> ``delegate_work_to_coworker`` (camel case split, lower case, anything
+    else one underscore), as CrewAI offers its tools to the model."""
     name = _CAMEL_LOWER_UPPER.sub(r"\1_\2", _CAMEL_UPPER_LOWER.sub(r"\1_\2", name)).lower().replace("'", "")
     return _NOT_WORD.sub("_", name.replace('"', "")).strip("_")
 

@@ -54,8 +54,9 @@ _MODEL_FACING = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
 def name_handoffs(runs: list[AgentRun], ctx: TraceContext) -> list[AgentRun]:
-    """Give handoffs seen only as a framework span (OpenLLMetry ``A → unknown.handoff``) the tool call the model
-    made, found in the history of the first LLM call after it (the ``transfer_to_*`` call it answered)."""
+    """Give handoffs seen only as a framework span (OpenLLMetry ``A → unknown.handoff``) the tool call the
+    model made, found in the history of the first LLM call after it (the
+    ``transfer_to_*`` call it answered)."""
     for run in runs:  # (a loop for the usual case: no run has a handoff)
         if run.handoffs:
             break

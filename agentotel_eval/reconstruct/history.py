@@ -1,4 +1,5 @@
-"""Tool results fed back to the model (history): read lazily, only for calls that need a result or a status."""
+"""Tool results fed back to the model (history): read lazily, only for calls that need a
+result or a status."""
 
 from __future__ import annotations
 
@@ -66,9 +67,9 @@ class LaterTraces:
     """Tool results fed back in the OTHER traces reconstructed together, by call id.
 
     A plain client loop with no application span makes each LLM call its own trace: a call requested in one
-    trace gets its result fed back in the next. A request-only call with no result of its own is completed from
-    the input of the first LLM call of another trace that started after it (inputs read lazily, once per span).
-    Looked up while the calls are built, so no run or call is rebuilt afterwards.
+    trace gets its result fed back in the next. A request-only call with no result of its own is completed
+    from the input of the first LLM call of another trace that started after it (inputs read lazily, once per
+    span). Looked up while the calls are built, so no run or call is rebuilt afterwards.
     """
 
     __slots__ = ("_contexts", "_llm", "_seen", "_text_failures")
@@ -118,9 +119,10 @@ class LaterTraces:
 
 
 def result_failure(part: ToolResultPart, text_failures: bool = True) -> tuple[str, str] | None:
-    """(error, what said so) when a result fed back to the model (or recorded by a step) says its call failed: its
-    own failure status, else an error report as its text (``looks_like_error_text``, the test a tool span's own
-    result gets: a text signal, off with ``text_failures=False``); None when it says nothing of the kind."""
+    """(error, what said so) when a result fed back to the model (or recorded by a step) says its call failed:
+    its own failure status, else an error report as its text (``looks_like_error_text``, the test a tool
+    span's own result gets: a text signal, off with ``text_failures=False``); None when it says
+    nothing of the kind."""
     content = text_of(part.content) if isinstance(part.content, list) else part.content
     if part.status == "error":
         return text_of(content) or "error", part.source

@@ -142,7 +142,8 @@ def _output_candidates(span: SpanRecord, logs: Sequence[LogRecord]) -> Iterable[
 
 
 def _log_body(log: LogRecord) -> dict[str, Any] | None:
-    """An event log's body as a map: an AnyValue map, or the JSON object text some SDKs send (Semantic Kernel)."""
+    """An event log's body as a map: an AnyValue map, or the JSON object text some SDKs
+    send (Semantic Kernel)."""
     body = log.body
     if isinstance(body, dict):
         return body
@@ -156,7 +157,8 @@ def _choice_index(log: LogRecord) -> tuple[int, int]:
 
 
 def _genai_output(span: SpanRecord, raw: Any) -> LLMOutput | None:
-    """Fast path for the common case, ``gen_ai.output.messages`` as GenAI JSON; None to use the generic reader."""
+    """Fast path for the common case, ``gen_ai.output.messages`` as GenAI JSON; None to use
+    the generic reader."""
     value = parse_json(raw)
     if not isinstance(value, list):
         return None
@@ -285,7 +287,8 @@ def _calls_from_tool_attributes(span: SpanRecord) -> LLMOutput:
 
 
 def _consecutive_values(text: str) -> list[Any]:
-    """``{"a": 1}, {"b": 2}``: JSON values one after another, separated by commas or spaces (empty when not)."""
+    """``{"a": 1}, {"b": 2}``: JSON values one after another, separated by commas or
+    spaces (empty when not)."""
     values: list[Any] = []
     at = 0
     while at < len(text):
@@ -301,11 +304,12 @@ def _consecutive_values(text: str) -> list[Any]:
     return values
 
 
-# --- input (history) -----------------------------------------------------------------------------------------------
+# --- input (history) ----------------------------------------------------------------------------------------
 
 
 def _event_message(role: str, payload: Mapping[str, Any]) -> Message | None:
-    """Deprecated per-message events (span events or log records): body/attributes ``{content, tool_calls, id}``."""
+    """Deprecated per-message events (span events or log records): body/attributes
+    ``{content, tool_calls, id}``."""
     flat: dict[str, Any] = {"role": role, "content": parse_json(payload.get("content"))}
     if payload.get("tool_calls"):
         flat["tool_calls"] = payload["tool_calls"]
@@ -398,8 +402,8 @@ def first_request_text(span: SpanRecord, logs: Sequence[LogRecord] = ()) -> tupl
 
 
 def _all_genai_messages(value: list[Any]) -> bool:
-    """Whether every item is a GenAI message (``{"role", "parts": [...]}``); a loop, not a generator: it runs for
-    the first LLM call of every run."""
+    """Whether every item is a GenAI message (``{"role", "parts": [...]}``); a loop, not a generator: it runs
+    for the first LLM call of every run."""
     for m in value:  # noqa: SIM110 (speed)
         if not (isinstance(m, dict) and isinstance(m.get("parts"), list)):
             return False
@@ -421,7 +425,7 @@ def last_assistant_text(messages: Sequence[Message]) -> str | None:
     return None
 
 
-# --- tool definitions ----------------------------------------------------------------------------------------------
+# --- tool definitions ---------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=512)
@@ -548,7 +552,8 @@ _REQUEST_TOOLS = "gen_ai.request.tools"
 
 
 def read_definitions(span: SpanRecord) -> Sequence[ToolDefinition]:
-    """Tools offered to the model on this span (LLM span or agent span), from the first convention that has any."""
+    """Tools offered to the model on this span (LLM span or agent span), from the first
+    convention that has any."""
     attrs = span.attributes
     if sc.GEN_AI_TOOL_DEFINITIONS in attrs:
         found = _parse_once(_definitions_from_list, attrs[sc.GEN_AI_TOOL_DEFINITIONS])

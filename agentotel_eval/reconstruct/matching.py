@@ -215,9 +215,10 @@ def fold_duplicate(record: Execution, call: Execution, why: str) -> None:
 def fold_twin_records(
     calls: list[Call], unmatched: Sequence[Request], schemas: Mapping[str, Any]
 ) -> list[Call]:
-    """An execution no request asked for that ran at the same time as a requested call, with the same arguments:
-    the same call recorded a second time under another name (a tool's class name beside its display name).
-    Kept apart when a request still waits for a tool of its name, so two calls the model made stay two."""
+    """An execution no request asked for that ran at the same time as a requested call, with the same
+    arguments: the same call recorded a second time under another name (a tool's class name beside its display
+    name). Kept apart when a request still waits for a tool of its name, so two calls the
+    model made stay two."""
     waiting = {display_key(r.name) for r in unmatched}
     matched = [c.execution for c in calls if c.execution is not None and c.request is not None]
     if not matched:
@@ -279,9 +280,9 @@ def name_from_history(calls: list[Call], history: History, ctx: TraceContext) ->
 
 
 def ids_from_history(calls: list[Call], history: History, schemas: Mapping[str, Any]) -> None:
-    """An execution with no call id, no request and no result (the model's output hidden, the tool span's result
-    too): the model's call with its name and equal arguments, as a later LLM input repeats it, gives its call id,
-    and so the result fed back for it."""
+    """An execution with no call id, no request and no result (the model's output hidden, the tool span's
+    result too): the model's call with its name and equal arguments, as a later LLM input repeats it, gives
+    its call id, and so the result fed back for it."""
     pending = [
         c.execution
         for c in calls
@@ -321,7 +322,8 @@ def _same_arguments(
 
 
 def _recorded_model_calls(ctx: TraceContext) -> list[ToolCallPart]:
-    """Tool calls in the assistant messages other spans of the trace output, in start order, one per call id."""
+    """Tool calls in the assistant messages other spans of the trace output, in start
+    order, one per call id."""
     out: list[ToolCallPart] = []
     seen: set[str] = set()
     for span in sorted(ctx.tree.spans.values(), key=span_order):
@@ -399,8 +401,8 @@ def build_tool_call(
     later: LaterTraces | None = None,
     text_failures: bool = True,
 ) -> ToolCall:
-    """The ToolCall of a matched call; ``later``: other traces reconstructed together, whose history can hold the
-    result of a request-only call (a plain client loop split into one trace per LLM call)."""
+    """The ToolCall of a matched call; ``later``: other traces reconstructed together, whose history can hold
+    the result of a request-only call (a plain client loop split into one trace per LLM call)."""
     e, r = call.execution, call.request
     params: dict[str, Any] | None = None
     raw: Any = None

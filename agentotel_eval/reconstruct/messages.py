@@ -4,8 +4,8 @@ One parser serves LLM inputs/outputs, agent inputs/outputs and tool results, so 
 in one place: GenAI ``{role, parts}``; OpenAI chat ``{role, content, tool_calls}``; Bedrock/Strands content
 blocks (``text``/``toolUse``/``toolResult``); Anthropic ``tool_use``/``tool_result`` blocks; LangChain dumps
 (``{"type": "ai", "data": ...}``) and ``lc`` constructor serialisations; containers (``{"messages": ...}``,
-``{"inputs": ...}``, ``generations``, ``choices``); and the flattened OpenInference (``llm.*_messages.N.message.*``)
-and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
+``{"inputs": ...}``, ``generations``, ``choices``); and the flattened OpenInference
+(``llm.*_messages.N.message.*``) and Traceloop (``gen_ai.prompt|completion.N.*``) attribute keys.
 """
 
 from __future__ import annotations
@@ -355,7 +355,8 @@ def _tool_call(call: Any) -> ToolCallPart | None:
     if isinstance(function, dict):  # OpenAI {"id", "function": {"name", "arguments"}}
         name = function.get("name")
         args = function.get("arguments")
-    else:  # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}; AI SDK / Mastra / Haystack
+    # LangChain {"name", "args", "id"}; GenAI-like {"name", "arguments", "id"}; AI SDK / Mastra / Haystack
+    else:
         name = call.get("name") or call.get("toolName") or call.get("tool_name")
         args = (
             call["args"]
@@ -395,10 +396,10 @@ def _status(value: Any) -> str | None:
     return None
 
 
-# --- flattened attribute keys ----------------------------------------------------------------------------------
-# Read by direct look-ups, message by message (``prefix.0.*``, ``prefix.1.*``, ... until one is absent): a span
-# has dozens of keys, a scan of all of them per question would cost more than the answer. The key names of item N
-# are the same on every span of a convention, so they are built (and hashed) once, not per look-up.
+# --- flattened attribute keys -------------------------------------------------------------------------------
+# Read by direct look-ups, message by message (``prefix.0.*``, ``prefix.1.*``, ... until one is absent): a
+# span has dozens of keys, a scan of all of them per question would cost more than the answer. The key names
+# of item N are the same on every span of a convention, so they are built (and hashed) once, not per look-up.
 
 _MAX_INDEX = 10_000
 _OI_FIELDS = (
@@ -560,11 +561,12 @@ def traceloop_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     return out
 
 
-# --- tool results -------------------------------------------------------------------------------------------------
+# --- tool results -------------------------------------------------------------------------------------------
 
 
 def unwrap_tool_result(value: Any) -> ToolResultPart:
-    """A tool span's recorded result, unwrapped from framework envelopes (LangChain ToolMessage, Bedrock blocks).
+    """A tool span's recorded result, unwrapped from framework envelopes (LangChain
+    ToolMessage, Bedrock blocks).
 
     LangChain's ``handle_tool_error`` returns status OK with a ToolMessage whose ``status`` is ``"error"``:
     that status is surfaced here, as is the ToolMessage's ``tool_call_id``.
@@ -598,9 +600,9 @@ _MCP_RESULT_KEYS = frozenset(
 
 
 def _mcp_result(value: Mapping[str, Any]) -> ToolResultPart | None:
-    """A tool result in the MCP / OpenAI content shapes: one text content part (``{"type": "text", "text": ...}``,
-    what the OpenAI Agents SDK keeps of an MCP result) is its text; an MCP ``CallToolResult`` (``{"content": [...],
-    "isError": true}``) is its content's text, failed when ``isError`` says so."""
+    """A tool result in the MCP / OpenAI content shapes: one text content part (``{"type": "text", "text":
+    ...}``, what the OpenAI Agents SDK keeps of an MCP result) is its text; an MCP ``CallToolResult``
+    (``{"content": [...], "isError": true}``) is its content's text, failed when ``isError`` says so."""
     if (
         value.get("type") == "text"
         and isinstance(value.get("text"), str)
@@ -617,8 +619,8 @@ def _mcp_result(value: Mapping[str, Any]) -> ToolResultPart | None:
 
 @dataclass(frozen=True, slots=True)
 class GraphCommand:
-    """A LangGraph ``Command`` a tool returned to move control to another node: a handoff to ``goto`` (swarm and
-    supervisor handoff tools return one), with the tool message it adds for the call, if any."""
+    """A LangGraph ``Command`` a tool returned to move control to another node: a handoff to ``goto`` (swarm
+    and supervisor handoff tools return one), with the tool message it adds for the call, if any."""
 
     goto: str
     message: ToolResultPart | None
@@ -628,8 +630,9 @@ _GOTO_REPR = re.compile(r"""\bgoto=\[?\(?['"](?P<goto>[^'"]+)['"]""")
 
 
 def graph_command(value: Any) -> GraphCommand | None:
-    """The LangGraph ``Command`` a tool result is (its JSON serialisation ``{"lg_name": "Command", "goto": ...}``,
-    bare or in an ``{"output": ...}`` envelope, or its Python repr ``Command(..., goto='x')``), or None."""
+    """The LangGraph ``Command`` a tool result is (its JSON serialisation ``{"lg_name": "Command", "goto":
+    ...}``, bare or in an ``{"output": ...}`` envelope, or its Python repr ``Command(...,
+    goto='x')``), or None."""
     if isinstance(value, str):
         text = value.lstrip()
         if text.startswith("Command("):

@@ -84,8 +84,9 @@ class AgentRun:
         )
 
     def context(self) -> dict[str, Any]:
-        """What the detectors read beside the calls: the service and agent (``[[tools]]`` scopes), when the run
-        started (the day "tomorrow" in its input means), the system prompt and the model's text between calls."""
+        """What the detectors read beside the calls: the service and agent (``[[tools]]`` scopes), when the
+        run started (the day "tomorrow" in its input means), the system prompt and the model's
+        text between calls."""
         out: dict[str, Any] = {"started": _iso(self.start_time_ns), "system_prompt": self.system_prompt}
         if self.assistant_texts:
             out["assistant_texts"] = list(self.assistant_texts)
@@ -96,9 +97,9 @@ class AgentRun:
         return out
 
     def _unmatched(self) -> dict[str, Any]:
-        """Calls the model requested that never ran, calls that ran with no request (by call index), and the tools
-        each LLM turn offered when that changed between turns: what the invalid_function detector reads beside the
-        calls."""
+        """Calls the model requested that never ran, calls that ran with no request (by call index), and the
+        tools each LLM turn offered when that changed between turns: what the invalid_function detector reads
+        beside the calls."""
         diagnostics = self.diagnostics or {}
         out: dict[str, Any] = {}
         requested = diagnostics.get("requests_without_execution")

@@ -31,8 +31,9 @@ def is_run_span(span: SpanRecord, conventions: Conventions = BUILTIN) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class FedBack:
-    """What the LLM calls of some traces were sent back of earlier turns: the call ids of the tool results in their
-    inputs, each with the tool name the input's history gives it (None when it names none), and the user texts."""
+    """What the LLM calls of some traces were sent back of earlier turns: the call ids of the tool results in
+    their inputs, each with the tool name the input's history gives it (None when it names none),
+    and the user texts."""
 
     results: dict[str, str | None]
     user_texts: frozenset[str]

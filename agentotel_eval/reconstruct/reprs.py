@@ -90,7 +90,8 @@ def _cut_literal(text: str, marker: str) -> Any:
 
 
 def _closing(text: str, begin: int) -> int | None:
-    """Index of the bracket closing the one at ``begin`` (quotes respected), or None when the text ends first."""
+    """Index of the bracket closing the one at ``begin`` (quotes respected), or None when
+    the text ends first."""
     depth = 0
     quote: str | None = None
     escaped = False
@@ -205,7 +206,8 @@ def parse_message_repr(text: Any) -> ReprMessage | None:
 
 @lru_cache(maxsize=1024)
 def _message_of(text: str) -> ReprMessage | None:
-    """(parsed once per distinct text: a step's output repeats the conversation its input and its wrapper hold)"""
+    """(parsed once per distinct text: a step's output repeats the conversation its input
+    and its wrapper hold)"""
     try:
         call = ast.parse(_ENUM_MEMBER.sub(r"\1", text), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -239,8 +241,8 @@ def _message_of(text: str) -> ReprMessage | None:
 
 
 def _call_of(keys: dict[str, ast.expr]) -> ReprCall | None:
-    """A ``ToolCall(tool_name=..., arguments=..., id=...)`` node's fields (arguments that are not a literal map
-    are not captured)."""
+    """A ``ToolCall(tool_name=..., arguments=..., id=...)`` node's fields (arguments that are not a literal
+    map are not captured)."""
     name, arguments, call_id = (
         _literal(keys.get("tool_name")),
         _literal(keys.get("arguments")),

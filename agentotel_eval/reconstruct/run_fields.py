@@ -49,7 +49,8 @@ def declared_text(value: Any, pick: Callable[[list[Message]], str | None]) -> st
 
 
 def _tool_list(value: Any) -> Any:
-    """The tools list in a declared value: the list itself, or a request body's ``tools`` (``{"body": {"tools"}}``)."""
+    """The tools list in a declared value: the list itself, or a request body's ``tools``
+    (``{"body": {"tools"}}``)."""
     if isinstance(value, str) and not value.lstrip().startswith("{"):
         return value
     body = parse_json(value)
@@ -66,7 +67,8 @@ def offered_definitions(
     executions: Sequence[Execution],
     ctx: TraceContext,
 ) -> list[ToolDefinition]:
-    """Tools offered to the model, merged by name; a names-only list is completed from the tool spans' schemas."""
+    """Tools offered to the model, merged by name; a names-only list is completed from the
+    tool spans' schemas."""
     merged: dict[str, ToolDefinition] = {}
     seen: set[int] = set()
     for span in (*chain, *llm_spans):
@@ -161,9 +163,9 @@ def _args_kwargs_text(value: Any) -> str | None:
 
 
 def _direct_text(value: Any) -> str | None:
-    """Text of an input/output value when that is cheap to know: a plain or JSON-quoted string, or the one text
-    argument of a decorated function (``{"args": ["..."], "kwargs": {}}``). None for message structures, which
-    are parsed only when no cheaper source exists (they can hold the whole conversation)."""
+    """Text of an input/output value when that is cheap to know: a plain or JSON-quoted string, or the one
+    text argument of a decorated function (``{"args": ["..."], "kwargs": {}}``). None for message structures,
+    which are parsed only when no cheaper source exists (they can hold the whole conversation)."""
     if isinstance(value, str):
         text = value.strip()
         if not text:
@@ -267,8 +269,8 @@ _PRINTED_TEXT = re.compile(r"""\b(?:text|content)=(?:'((?:[^'\\]|\\.)*)'|"((?:[^
 
 
 def printed_text(value: str) -> str | None:
-    """The last text a Python object's printed form holds (``...TextBlock(block_type='text', text='It is 18C.')``):
-    frameworks that record a result object as ``repr`` keep the answer there."""
+    """The last text a Python object's printed form holds (``...TextBlock(block_type='text', text='It is
+    18C.')``): frameworks that record a result object as ``repr`` keep the answer there."""
     found = None
     for m in _PRINTED_TEXT.finditer(value):
         found = m.group(1) if m.group(1) is not None else m.group(2)
@@ -296,8 +298,9 @@ def _span_blob(
 def run_input_of(
     chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext
 ) -> tuple[str | None, str | None]:
-    """The user request that started the run: the run span's own input, else the first LLM call's last user text
-    (a multi-turn conversation's earlier user messages are history), else the run span's message structures."""
+    """The user request that started the run: the run span's own input, else the first LLM call's last user
+    text (a multi-turn conversation's earlier user messages are history), else the run span's
+    message structures."""
     for span in chain:
         declared = _declared(span, ctx, "input")
         text = declared_text(declared, last_user_text) if declared is not None else _span_input(span)
@@ -326,8 +329,8 @@ def run_input_of(
 def run_output_of(
     chain: Sequence[SpanRecord], llm_spans: Sequence[SpanRecord], ctx: TraceContext
 ) -> tuple[str | None, str | None]:
-    """The agent's final answer: the run span's own output, else the last LLM text of the run, else the run span's
-    message structures."""
+    """The agent's final answer: the run span's own output, else the last LLM text of the run, else the run
+    span's message structures."""
     for span in chain:
         declared = _declared(span, ctx, "output")
         text = declared_text(declared, last_assistant_text) if declared is not None else _span_output(span)
@@ -351,9 +354,9 @@ _MAX_CONTEXT_CHARS = 32_000  # a framework's system prompt lists its tools and t
 
 
 def run_context_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[str | None, tuple[str, ...]]:
-    """What the model was told besides the user's request, and what it said between calls: the system prompt of
-    the run's first LLM call whose input is recorded ("" when that input has none; None when no input is recorded,
-    so nobody can say), and the text of every LLM output but the last (the final answer)."""
+    """What the model was told besides the user's request, and what it said between calls: the system prompt
+    of the run's first LLM call whose input is recorded ("" when that input has none; None when no input is
+    recorded, so nobody can say), and the text of every LLM output but the last (the final answer)."""
     system: str | None = None
     ordered = sorted(llm_spans, key=_END_ORDER) if len(llm_spans) > 1 else list(llm_spans)
     for span in ordered:
@@ -377,7 +380,8 @@ def run_context_of(llm_spans: Sequence[SpanRecord], ctx: TraceContext) -> tuple[
 
 
 def _instructions_text(value: Any) -> str:
-    """``gen_ai.system_instructions``: a JSON list of parts (``{"type": "text", "content": ...}``), or text."""
+    """``gen_ai.system_instructions``: a JSON list of parts (``{"type": "text",
+    "content": ...}``), or text."""
     parsed = parse_json(value)
     if isinstance(parsed, list):
         return "\n".join(str(p.get("content") or p.get("text") or "") for p in parsed if isinstance(p, dict))
@@ -385,7 +389,8 @@ def _instructions_text(value: Any) -> str:
 
 
 def _among(span: SpanRecord, spans: Sequence[SpanRecord]) -> bool:
-    """Whether this very span (not an equal copy) is one of these; a loop, cheaper than a generator for a few."""
+    """Whether this very span (not an equal copy) is one of these; a loop, cheaper than a
+    generator for a few."""
     for other in spans:  # noqa: SIM110 (speed)
         if other is span:
             return True
@@ -413,7 +418,8 @@ def run_status_of(chain: Sequence[SpanRecord]) -> tuple[str, str | None]:
 
 
 def expected_trajectory_of(chain: Sequence[SpanRecord]) -> str | None:
-    """The run's trajectory spec as written on its span (JSON text); read, and reported if bad, when scored."""
+    """The run's trajectory spec as written on its span (JSON text); read, and reported
+    if bad, when scored."""
     for span in chain:
         value = span.attributes.get(sc.AGENTOTEL_EXPECTED_TRAJECTORY)
         if value is not None:

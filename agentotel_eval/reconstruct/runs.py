@@ -11,16 +11,16 @@ Rules (docs/reconstruction.md), applied to one trace tree:
 3. A tool scope whose own spans include an LLM call and tool-call evidence is an agent run hidden inside a
    tool (agent-as-tool with no run marker: OpenInference LangChain tags the sub-graph as a CHAIN): it becomes
    an implicit run; so does one whose tool spans record other calls than its own (call ids of their own, or
-   other tools with other arguments: a sub-agent whose model calls are not recorded as LLM spans). Any other tool scope dissolves: the runs inside it move up, but its own tool and LLM spans
-   are the tool's internals (a helper it called, or the same call recorded by a second instrumentation), not
-   calls of the agent.
-4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same run
-   (a workflow span around one agent; OpenLLMetry tagging two spans for one run). A content-free run with
+   other tools with other arguments: a sub-agent whose model calls are not recorded as LLM spans). Any other
+   tool scope dissolves: the runs inside it move up, but its own tool and LLM spans are the tool's internals
+   (a helper it called, or the same call recorded by a second instrumentation), not calls of the agent.
+4. Wrappers collapse: a run scope with no LLM or tool span of its own and exactly one nested run is the same
+   run (a workflow span around one agent; OpenLLMetry tagging two spans for one run). A content-free run with
    several nested runs (a multi-agent workflow) is a container, not a run of its own: its nested runs are.
-5. Evidence outside every run (tool spans, or LLM spans that requested tools, or LLM spans offered tools under an
-   application span of their own) makes a fallback run anchored at the trace's root (plain client loops; an
-   application span with no GenAI attributes, whose agent needed no tool or whose capture recorded no call). An
-   application calling a model with no tools offered is no agent run.
+5. Evidence outside every run (tool spans, or LLM spans that requested tools, or LLM spans offered tools under
+   an application span of their own) makes a fallback run anchored at the trace's root (plain client loops; an
+   application span with no GenAI attributes, whose agent needed no tool or whose capture recorded no call).
+   An application calling a model with no tools offered is no agent run.
 6. A run with no LLM or tool span and no nested run is dropped when another run of the trace holds them
    (OpenLLMetry-JS tags every LangChain runnable as a workflow, and with the parent links lost each one is
    an empty span beside the calls).
@@ -28,11 +28,11 @@ Rules (docs/reconstruction.md), applied to one trace tree:
    inside a run that executes tools itself, is one step of that run (OpenLIT marks every LangGraph step as an
    ``invoke_agent`` span; the tools it asks for run beside it). Its LLM spans join the enclosing run. A real
    sub-agent runs the tools it requests inside its own span. Inside a tool span that runs tools itself, such
-   steps are a sub-agent's (a delegating tool whose agent OpenLIT records as steps): with them the tool scope is
-   an agent loop (rule 3), and its own run.
-8. A recorded conversation is a run: in a trace with no run otherwise, the span (not an LLM or tool span) whose
-   output is the conversation with the most tool calls (a pipeline instrumentation tracing an agent as one plain
-   step) is a run, anchored on it.
+   steps are a sub-agent's (a delegating tool whose agent OpenLIT records as steps): with them the tool scope
+   is an agent loop (rule 3), and its own run.
+8. A recorded conversation is a run: in a trace with no run otherwise, the span (not an LLM or tool span)
+   whose output is the conversation with the most tool calls (a pipeline instrumentation tracing an agent as
+   one plain step) is a run, anchored on it.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def find_runs(
     recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None,
 ) -> TraceRuns:
     """The runs of one trace. ``requests_tools(llm_span)`` says whether an LLM span's output asked for tools,
-    ``offers_tools(llm_span)`` whether the model was offered any, ``recorded_call(tool_span)`` the call it records."""
+    ``offers_tools(llm_span)`` whether the model was offered any, ``recorded_call(tool_span)``
+    the call it records."""
     extra_children = _reattach_orphans(tree, roles)
     attached, by_parent = extra_children.attached, extra_children.by_parent
     top = Scope(None, "top", "root")
@@ -216,7 +217,8 @@ def find_runs(
 
 
 def transcript_runs(tree: TraceTree, roles: dict[str, Role]) -> TraceRuns | None:
-    """Rule 8: the run of a trace that has none otherwise but whose steps recorded a conversation with tool calls."""
+    """Rule 8: the run of a trace that has none otherwise but whose steps recorded a
+    conversation with tool calls."""
     found = [t for root in tree.roots if (t := find_transcript(tree, root, roles)) is not None]
     if not found:
         return None
@@ -231,7 +233,8 @@ def _resolve_tool_scope(
     requests_tools: Callable[[SpanRecord], bool],
     recorded_call: Callable[[SpanRecord], RecordedCall | None] = lambda span: None,
 ) -> None:
-    """An agent loop inside a tool becomes an implicit run; otherwise the tool scope merges into its parent."""
+    """An agent loop inside a tool becomes an implicit run; otherwise the tool scope
+    merges into its parent."""
     assert scope.parent is not None and scope.span is not None
     if not scope.llm_spans and scope.tool_spans and _other_calls_inside(scope, recorded_call):
         kids = tree.children.get(scope.span.span_id, [])
@@ -260,10 +263,10 @@ def _resolve_tool_scope(
 
 
 def _other_calls_inside(scope: Scope, recorded_call: Callable[[SpanRecord], RecordedCall | None]) -> bool:
-    """Whether tool spans under this one record other calls than this one: call ids a model gave them, or other
-    tools with other arguments. An agent ran inside this tool and made them, even when its model calls are not
-    recorded as such (LlamaIndex's own OpenTelemetry: a sub-agent's ``FunctionAgent.run`` inside a tool; CrewAI's
-    OpenInference wrappers: a coworker's tools inside ``Delegate work to coworker``)."""
+    """Whether tool spans under this one record other calls than this one: call ids a model gave them, or
+    other tools with other arguments. An agent ran inside this tool and made them, even when its model calls
+    are not recorded as such (LlamaIndex's own OpenTelemetry: a sub-agent's ``FunctionAgent.run`` inside a
+    tool; CrewAI's OpenInference wrappers: a coworker's tools inside ``Delegate work to coworker``)."""
     assert scope.span is not None
     own = recorded_call(scope.span)
     if own is None:
@@ -283,8 +286,8 @@ def _step_like(scope: Scope) -> bool:
 def _fold_step(
     scope: Scope, requests_tools: Callable[[SpanRecord], bool], steps: dict[int, set[str]]
 ) -> None:
-    """Rule 7: a step of the enclosing run (its LLM calls asked for tools that run beside it) joins that run, and
-    so do the later spans of the same step name (the last step answers without asking for tools)."""
+    """Rule 7: a step of the enclosing run (its LLM calls asked for tools that run beside it) joins that run,
+    and so do the later spans of the same step name (the last step answers without asking for tools)."""
     parent = scope.parent
     if (
         parent is None
@@ -354,8 +357,8 @@ class _Reattached:
 
 
 def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
-    """Orphans go under the innermost enclosing (in time) run span, or tool span running an agent inside; never
-    under their own descendants.
+    """Orphans go under the innermost enclosing (in time) run span, or tool span running an agent inside;
+    never under their own descendants.
 
     A plain tool span owns no orphan: an orphan tool span inside an overlapping parallel tool span would
     otherwise pass for that tool's internals. Orphans holding LLM calls are placed first, so a tool span that
@@ -373,8 +376,8 @@ def _reattach_orphans(tree: TraceTree, roles: dict[str, Role]) -> _Reattached:
     tools = [s for s in tree.spans.values() if (r := roles.get(s.span_id, NO_ROLE)).tool and not r.run]
     agent_tools = [t for t in tools if _holds_llm(tree, roles, t)]
     with_llm = [o for o in orphans if _holds_llm(tree, roles, o)]
-    # a run span with nothing under it (OpenLIT's LangGraph step span beside the agent doing the work) takes an
-    # orphan only when no other run encloses it
+    # a run span with nothing under it (OpenLIT's LangGraph step span beside the agent doing the work) takes
+    # an orphan only when no other run encloses it
     idle = {r.span_id for r in runs if not tree.children.get(r.span_id)}
     for orphan in (*with_llm, *(o for o in orphans if not any(o is w for w in with_llm))):
         holds_llm = any(orphan is w for w in with_llm)

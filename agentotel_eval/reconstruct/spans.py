@@ -96,8 +96,9 @@ def classify(span: SpanRecord, conventions: Conventions = BUILTIN) -> Role:
     """The span's roles, from its attributes alone (one look per span).
 
     The roles are a function of a few marker values (operation name, span kinds: a small vocabulary) and of
-    whether four keys are present, so they are looked up by that tuple (bounded), and worked out by the rules in
-    ``_classify_markers`` only for a tuple not seen yet: a third cheaper than applying the rules to every span.
+    whether four keys are present, so they are looked up by that tuple (bounded), and worked out by the rules
+    in ``_classify_markers`` only for a tuple not seen yet: a third cheaper than applying the
+    rules to every span.
     """
     rule = conventions.match(span)
     if rule is not None:
@@ -138,15 +139,16 @@ def roles_of(spans: Mapping[str, SpanRecord], conventions: Conventions = BUILTIN
     return roles
 
 
-#: Role by the marker tuple ``classify`` reads; values are convention names, so few combinations exist (bounded
-#: all the same: a malformed value, say a float NaN that never equals itself, must not grow it forever)
+#: Role by the marker tuple ``classify`` reads; values are convention names, so few combinations exist
+#: (bounded all the same: a malformed value, say a float NaN that never equals itself, must
+#: not grow it forever)
 _ROLE_BY_MARKERS: dict[tuple[Any, ...], Role] = {}
 _ROLE_BY_MARKERS_MAX = 4096
 
 
 class _Markers(NamedTuple):
-    """What the rules read of a span, in the order ``classify`` builds its memo key: marker values, then whether
-    four keys are present."""
+    """What the rules read of a span, in the order ``classify`` builds its memo key: marker values, then
+    whether four keys are present."""
 
     op: Any  # gen_ai.operation.name
     oi: Any  # openinference.span.kind
@@ -161,8 +163,8 @@ class _Markers(NamedTuple):
 
 
 def _classify_markers(m: _Markers) -> Role:
-    """The rules: the first run marker, then the first LLM marker, else the first tool marker (by convention). They
-    see the markers only, not the span: whatever they read is in ``classify``'s memo key."""
+    """The rules: the first run marker, then the first LLM marker, else the first tool marker (by convention).
+    They see the markers only, not the span: whatever they read is in ``classify``'s memo key."""
     op, oi, tl, lf, ak = m.op, m.oi, m.tl, m.lf, m.ak
     run = llm = tool = None
     if op in _RUN_OPS:
@@ -206,7 +208,7 @@ def _classify_markers(m: _Markers) -> Role:
     return role
 
 
-# --- tool execution spans -------------------------------------------------------------------------------------
+# --- tool execution spans -----------------------------------------------------------------------------------
 
 
 @dataclass(slots=True, init=False)
@@ -306,7 +308,8 @@ def read_execution(
             and (described := parse_call_repr(rule.get(span, "call_repr"))) is not None
         ):
             value = described.name
-        # a span the rule calls a tool execution, without the name attribute: named after the tool, as most are
+        # a span the rule calls a tool execution, without the name attribute: named after
+        # the tool, as most are
         name, name_source = (
             (value, rule.name) if isinstance(value, str) and value else (span.name or None, "span_name")
         )
@@ -577,7 +580,8 @@ def _exception_text(span: SpanRecord) -> str | None:
 
 
 def _read_status(span: SpanRecord, execution: Execution, text_failures: bool = True) -> None:
-    """ERROR status, an exception event, Strands ``gen_ai.tool.status``, Langfuse level ERROR: the call failed."""
+    """ERROR status, an exception event, Strands ``gen_ai.tool.status``, Langfuse level
+    ERROR: the call failed."""
     attrs = span.attributes
     exception = _exception_text(span) if span.events else None
     source: str | None = None
@@ -598,7 +602,9 @@ def _read_status(span: SpanRecord, execution: Execution, text_failures: bool = T
         source = "error.type"
     elif (
         text_failures and execution.sources.get("status") is None and looks_like_error_text(execution.result)
-    ):  # the result is an error report ("Error: ...", MCP's "Error executing tool ..."), whatever OK the span says
+        # the result is an error report ("Error: ...", MCP's "Error executing tool ..."),
+        # whatever OK the span says
+    ):
         source, error = "result_text", execution.result.strip()
     if source is None:
         execution.sources.setdefault("status", "span_status")  # a recorded, non-failed execution
@@ -636,7 +642,8 @@ def _read_call_id(span: SpanRecord, execution: Execution, placeholders: frozense
 
 
 def _parameters_schema(value: Any) -> dict[str, Any] | None:
-    """The JSON schema of a tool's parameters in a schema-ish value (bare, ``{"parameters"}``, OpenAI function)."""
+    """The JSON schema of a tool's parameters in a schema-ish value (bare,
+    ``{"parameters"}``, OpenAI function)."""
     schema: Any = as_dict(value)
     if schema is None:
         return None

@@ -1,8 +1,8 @@
 """Results a framework step recorded in its output, for calls that have no tool span and whose results the
-model's history does not show: a pipeline-level instrumentation (OpenInference's Haystack components) traces the
-chat generator, whose output holds the calls, and the component that ran the tools as a plain step whose output
-holds the results (``ToolCallResult(...)`` reprs, or ``{"tool_call_result": ...}`` objects) with the call each
-answers: its id, else its tool name and arguments."""
+model's history does not show: a pipeline-level instrumentation (OpenInference's Haystack components) traces
+the chat generator, whose output holds the calls, and the component that ran the tools as a plain step whose
+output holds the results (``ToolCallResult(...)`` reprs, or ``{"tool_call_result": ...}`` objects) with the
+call each answers: its id, else its tool name and arguments."""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
 """Calls of a streamed model response that the instrumentation recorded only as text.
 
-An instrumentation that joins a streamed response's content deltas (Langtrace over ``stream=True``) records the
-tool calls' argument deltas as the answer's text, ``{"city": "Tokyo"}{"city": "Lima"}``, and neither their names
-nor their ids; the next request shows the model's turn reduced to placeholders and the tool messages that answered
-it, with their call ids. So: an LLM call that records no tool call, whose text ends in consecutive JSON objects,
-asked for as many calls as the next LLM call of the run received new tool results for (each call takes the id of
-its result, in order). Each call's name is the one its tool message or the history gives, else the one offered
-tool whose parameters the arguments fit (every required parameter present, no parameter it does not declare). With
-no later LLM call, the objects are calls only when the run ended in an error right after (the tool raised).
+An instrumentation that joins a streamed response's content deltas (Langtrace over ``stream=True``) records
+the tool calls' argument deltas as the answer's text, ``{"city": "Tokyo"}{"city": "Lima"}``, and neither their
+names nor their ids; the next request shows the model's turn reduced to placeholders and the tool messages
+that answered it, with their call ids. So: an LLM call that records no tool call, whose text ends in
+consecutive JSON objects, asked for as many calls as the next LLM call of the run received new tool results
+for (each call takes the id of its result, in order). Each call's name is the one its tool message or the
+history gives, else the one offered tool whose parameters the arguments fit (every required parameter present,
+no parameter it does not declare). With no later LLM call, the objects are calls only when the run ended in an
+error right after (the tool raised).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ _MAX_STARTS = (
 def streamed_requests(
     llm_spans: Sequence[SpanRecord], ctx: TraceContext, schemas: Mapping[str, Any], run_failed: bool
 ) -> list[Request]:
-    """The calls each of these LLM spans (one run's, any order) asked for in a streamed answer recorded as text."""
+    """The calls each of these LLM spans (one run's, any order) asked for in a streamed
+    answer recorded as text."""
     ordered = sorted(llm_spans, key=span_order) if len(llm_spans) > 1 else list(llm_spans)
     out: list[Request] = []
     for at, span in enumerate(ordered):
@@ -59,8 +61,8 @@ def streamed_requests(
 
 
 def trailing_objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects that end ``text`` one after another (``{...}{...}``), in order; empty when the text does not
-    end in one."""
+    """The JSON objects that end ``text`` one after another (``{...}{...}``), in order; empty when the text
+    does not end in one."""
     end = len(text.rstrip())
     if end == 0 or text[end - 1] != "}":
         return []
@@ -91,7 +93,8 @@ def _objects_from(text: str, at: int, end: int) -> list[dict[str, Any]] | None:
 
 
 def _new_results(before: Sequence[Message], after: Sequence[Message]) -> list[ToolResultPart | None]:
-    """The tool results the later input holds that the earlier one did not: the answers to the calls between."""
+    """The tool results the later input holds that the earlier one did not: the answers
+    to the calls between."""
     seen = {part.call_id for message in before for part in message.tool_results if part.call_id}
     out: list[ToolResultPart | None] = []
     for message in after:
@@ -128,8 +131,8 @@ def _named(
 
 
 def fitting_tool(arguments: Mapping[str, Any], schemas: Mapping[str, Any]) -> str | None:
-    """The one tool whose parameters ``arguments`` fit: every required one present, none it does not declare (when
-    several fit, the one declaring exactly these); None when no tool, or more than one, fits."""
+    """The one tool whose parameters ``arguments`` fit: every required one present, none it does not declare
+    (when several fit, the one declaring exactly these); None when no tool, or more than one, fits."""
     keys = set(arguments)
     fits: list[tuple[str, bool]] = []
     for name, schema in schemas.items():

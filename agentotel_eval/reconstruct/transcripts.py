@@ -1,10 +1,11 @@
 """Calls recorded only in a conversation that a step wrote out whole.
 
-A pipeline-level instrumentation can trace an agent as one plain step (OpenInference's Haystack instrumentor with
-the agent run on its own: an ``Agent.run`` CHAIN span, no LLM or tool span) whose output is the conversation it
-ended with: the assistant messages with their tool calls and the tool messages with their results. With no LLM or
-tool span to read, those messages are the calls: each assistant tool call in conversation order, its result and
-failure from the tool message that answers it (by call id, else the next one after the call).
+A pipeline-level instrumentation can trace an agent as one plain step (OpenInference's Haystack instrumentor
+with the agent run on its own: an ``Agent.run`` CHAIN span, no LLM or tool span) whose output is the
+conversation it ended with: the assistant messages with their tool calls and the tool messages with their
+results. With no LLM or tool span to read, those messages are the calls: each assistant tool call in
+conversation order, its result and failure from the tool message that answers it (by call id, else the next
+one after the call).
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class Transcript:
 
 
 def find_transcript(tree: TraceTree, anchor: SpanRecord, roles: Mapping[str, Any]) -> Transcript | None:
-    """The conversation with the most tool calls that a span at or under ``anchor`` (no LLM or tool span) recorded
-    as its output; the latest such span on a tie (a wrapper repeats what the agent step returned)."""
+    """The conversation with the most tool calls that a span at or under ``anchor`` (no LLM or tool span)
+    recorded as its output; the latest such span on a tie (a wrapper repeats what the agent step returned)."""
     best: Transcript | None = None
     stack = [anchor]
     seen = 0
@@ -74,8 +75,8 @@ def find_transcript(tree: TraceTree, anchor: SpanRecord, roles: Mapping[str, Any
 
 
 def read_transcript(span: SpanRecord) -> Transcript:
-    """The calls the conversation in ``span``'s output records, each answered by the tool message that names its
-    call id, else by the next unanswered tool message after it."""
+    """The calls the conversation in ``span``'s output records, each answered by the tool message that names
+    its call id, else by the next unanswered tool message after it."""
     out = Transcript(span)
     waiting: list[int] = []  # requests not answered yet, in order
     by_id: dict[str, int] = {}

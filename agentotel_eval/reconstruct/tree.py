@@ -16,7 +16,8 @@ from agentotel_eval.otlp.records import LogRecord, SpanRecord
 
 
 def _copy_rank(span: SpanRecord) -> tuple:
-    """Orders two copies of one span id: the more complete copy (ended later, more data) wins, by content only."""
+    """Orders two copies of one span id: the more complete copy (ended later, more data)
+    wins, by content only."""
     return (span.end_ns, len(span.attributes), len(span.events), span.status_code, span.name, span.start_ns)
 
 
@@ -28,7 +29,8 @@ span_order = attrgetter("start_ns", "span_id")
 
 def _log_content(log: LogRecord) -> str:
     """What orders logs of one span with the same time and name, and tells a re-sent copy (equal here: repr is
-    stable for the same decoded body) from another record. Computed only for such ties: a body can be large."""
+    stable for the same decoded body) from another record. Computed only for such ties:
+    a body can be large."""
     return log.body if isinstance(log.body, str) else repr(log.body)
 
 

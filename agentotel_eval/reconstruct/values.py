@@ -135,7 +135,8 @@ _ERROR_TEXT_STARTS = frozenset(
     "eEtTaA"
 )  # error/exception, traceback, an error occurred (ASCII case-insensitive)
 _ERROR_TEXT = re.compile(
-    r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error occurred\b|error executing tool\b)",
+    r"^\s*(?:(?:error|exception)\s*:|traceback \(most recent call last\)|an error "
+    r"occurred\b|error executing tool\b)",
     re.I,
 )
 
@@ -146,9 +147,10 @@ def short_type_name(value: Any) -> str:
 
 
 def looks_like_error_text(value: Any) -> TypeGuard[str]:
-    """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI Agents'
-    ``"An error occurred while running the tool..."``, MCP's ``"Error executing tool <name>: ..."``). A text
-    signal: never over a recorded ERROR status, and off with ``reconstruct(..., text_failures=False)``."""
+    """Whether a tool result is an error report fed back as text (``"Error: ..."``, a traceback, OpenAI
+    Agents' ``"An error occurred while running the tool..."``, MCP's ``"Error executing tool <name>: ..."``).
+    A text signal: never over a recorded ERROR status, and off with ``reconstruct(...,
+    text_failures=False)``."""
     if not isinstance(value, str):
         return False
     first = value[:1]
@@ -170,8 +172,9 @@ def is_redacted(value: Any) -> bool:
 
 
 def looks_like_schema(value: Any) -> bool:
-    """Whether a value where arguments belong is a parameter schema instead: ``{"type": "object", "properties":
-    ...}``, or a map of parameter names to ``{"type": ...}`` specs (smolagents copies ``tool.parameters`` there)."""
+    """Whether a value where arguments belong is a parameter schema instead: ``{"type": "object",
+    "properties": ...}``, or a map of parameter names to ``{"type": ...}`` specs (smolagents copies
+    ``tool.parameters`` there)."""
     if isinstance(value, str) and '"type"' not in value:
         return False  # (the common case, decided without parsing: a schema always names its types)
     value = parse_json(value)

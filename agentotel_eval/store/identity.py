@@ -1,7 +1,8 @@
 """Whether a file is a DuckDB database, and one of ours: what is checked before a collector writes to a file.
 
-A file that is not DuckDB, is damaged, or is another program's DuckDB database is refused (``DatabaseRefused``, with
-a one-line reason) before anything is written to it or beside it: it is only ever attached read-only here.
+A file that is not DuckDB, is damaged, or is another program's DuckDB database is refused
+(``DatabaseRefused``, with a one-line reason) before anything is written to it or beside it: it is only ever
+attached read-only here.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ if TYPE_CHECKING:  # imported where a database is opened: the decode and assembl
 
 def attach_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     """An instance whose only database is the file, attached read-only (not sealed yet). Raises
-    ``duckdb.IOException`` when another process holds the file, ``duckdb.ResourceInUseException`` when this one
-    does, ``DatabaseRefused`` when DuckDB cannot read it.
+    ``duckdb.IOException`` when another process holds the file, ``duckdb.ResourceInUseException`` when this
+    one does, ``DatabaseRefused`` when DuckDB cannot read it.
 
-    Read-only opens attach too: DuckDB refuses to attach a file this process already holds before it touches the
-    file, where a second ``duckdb.connect`` of it would open and close a handle of its own, and closing that
-    handle drops the process's lock on the file, which another process could then open for writing."""
+    Read-only opens attach too: DuckDB refuses to attach a file this process already holds before it touches
+    the file, where a second ``duckdb.connect`` of it would open and close a handle of its own, and closing
+    that handle drops the process's lock on the file, which another process could then open for writing."""
     import duckdb
 
     con = instance_for(path, None)
@@ -55,12 +56,12 @@ def attach_read_only(path: Path) -> duckdb.DuckDBPyConnection:
 
 def check_store(path: str | Path) -> None:
     """Refuse a file at ``path`` that ``open_store`` must not open for writing: ``DatabaseRefused`` when it is
-    not a DuckDB database, cannot be read, or is another program's; ``SchemaError`` when its schema is newer than
-    the code or another process holds it. A missing file, an empty DuckDB database and one of ours (of this
-    version or an older one, which the open migrates) pass.
+    not a DuckDB database, cannot be read, or is another program's; ``SchemaError`` when its schema is newer
+    than the code or another process holds it. A missing file, an empty DuckDB database and one of ours (of
+    this version or an older one, which the open migrates) pass.
 
-    The file is only attached read-only, so a refused one is left byte for byte as it was, with nothing written
-    beside it (the caller takes the writer's lock file after this)."""
+    The file is only attached read-only, so a refused one is left byte for byte as it was, with nothing
+    written beside it (the caller takes the writer's lock file after this)."""
     import duckdb
 
     path = Path(path)
@@ -84,8 +85,9 @@ def check_store(path: str | Path) -> None:
 def check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     """The schema version of the attached database once it is known to be ours (0: a new, empty database).
 
-    Ours: a ``schema_version`` table with our columns whose version 1 row has our first migration's description,
-    and our tables with at least the columns (names and types) our migrations give them at its version."""
+    Ours: a ``schema_version`` table with our columns whose version 1 row has our first migration's
+    description, and our tables with at least the columns (names and types) our migrations give
+    them at its version."""
     import duckdb
 
     try:
@@ -203,8 +205,9 @@ _DUCKDB_HEADERS = 3 * 4096
 
 
 def _unreadable(path: Path, exc: Exception) -> str:
-    """Why DuckDB could not read ``path``, for a user. The file's first bytes are read only after DuckDB failed:
-    had this process a DuckDB handle on the file, closing one of its own would drop that handle's lock."""
+    """Why DuckDB could not read ``path``, for a user. The file's first bytes are read only after DuckDB
+    failed: had this process a DuckDB handle on the file, closing one of its own would drop
+    that handle's lock."""
     import duckdb
 
     try:
@@ -215,10 +218,11 @@ def _unreadable(path: Path, exc: Exception) -> str:
     if head[8:12] == _DUCKDB_MAGIC:
         size = path.stat().st_size
         if size >= _DUCKDB_HEADERS and "could not read enough bytes" in str(exc).lower():
-            # DuckDB 1.x reads blocks past a cut-off end at ATTACH already; 2.x attaches and check_ours finds it
+            # DuckDB 1.x reads blocks past a cut-off end at ATTACH already; 2.x attaches and
+            # check_ours finds it
             return (
-                f"{path} is a truncated DuckDB file: it has {size} bytes and DuckDB {duckdb.__version__} read "
-                f"past its end ({one_line(exc)}); use another --db"
+                f"{path} is a truncated DuckDB file: it has {size} bytes and DuckDB {duckdb.__version__} "
+                f"read past its end ({one_line(exc)}); use another --db"
             )
         if "newer version of DuckDB" in str(exc):
             return f"{path} cannot be opened: {why_unopenable(exc)}"
@@ -231,7 +235,10 @@ def _unreadable(path: Path, exc: Exception) -> str:
 
 def _not_duckdb(head: bytes) -> str:
     if not head:
-        return "the file is empty (0 bytes), not a DuckDB database; delete it and a new database is created there"
+        return (
+            "the file is empty (0 bytes), not a DuckDB database; delete it and a new "
+            "database is created there"
+        )
     if head.startswith(b"SQLite format 3\x00"):
         return "it is a SQLite database, not a DuckDB one"
     if all(byte >= 0x20 or byte in b"\t\n\r" for byte in head):  # UTF-8 text has no other control bytes
@@ -256,15 +263,16 @@ def one_line(exc: Exception) -> str:
 
 
 def why_unopenable(exc: Exception) -> str:
-    """DuckDB's words on a file it cannot open, with the way out when a newer DuckDB wrote it: the default install
-    (DuckDB 2.x) writes files the ``[lake]`` extra's DuckDB 1.5.5 cannot read."""
+    """DuckDB's words on a file it cannot open, with the way out when a newer DuckDB wrote it: the default
+    install (DuckDB 2.x) writes files the ``[lake]`` extra's DuckDB 1.5.5 cannot read."""
     import duckdb
 
     said = one_line(exc)
     if "newer version of DuckDB" not in said:
         return said
     return (
-        f"it was written by a newer DuckDB than this one ({duckdb.__version__}; the default install runs 2.x, the "
-        "[lake] extra 1.5.5): copy it once with the newer DuckDB into a file written with STORAGE_VERSION "
-        f"'v1.5.0' and point db at that (docs/scale-out.md, Versions), or use a new file. DuckDB: {said}"
+        f"it was written by a newer DuckDB than this one ({duckdb.__version__}; the default install runs "
+        f"2.x, the [lake] extra 1.5.5): copy it once with the newer DuckDB into a file written with "
+        f"STORAGE_VERSION 'v1.5.0' and point db at that (docs/scale-out.md, Versions), or use a new "
+        f"file. DuckDB: {said}"
     )

@@ -1,15 +1,17 @@
 """The shared lake: DuckLake tables many collector nodes append to, and every reader attaches read-only.
 
 A node keeps its own DuckDB file (ack after commit, assemble, score) and copies what it committed to the lake:
-spans, logs, agent runs, tool calls and evaluations, each row stamped with the node that wrote it and when. The
-lake's tables are append-only, so writers never conflict on deletes; a run rebuilt or re-scored later is a newer
-row, and the ``latest_*`` views keep the newest per key (the readers' ``agent_runs``, ``evaluations``, ...).
+spans, logs, agent runs, tool calls and evaluations, each row stamped with the node that wrote it and when.
+The lake's tables are append-only, so writers never conflict on deletes; a run rebuilt or re-scored later is a
+newer row, and the ``latest_*`` views keep the newest per key (the readers' ``agent_runs``,
+``evaluations``, ...).
 
-The catalog is a PostgreSQL database (``postgres://user:password@host:port/dbname``) or, for one machine, a SQLite
-file (``sqlite:/path/catalog.sqlite``: several processes of one machine can use it at once, which a DuckDB catalog
-file cannot); the data is Parquet under an S3-compatible URL (``s3://bucket/prefix/``) or a directory. DuckLake,
-PostgreSQL, SQLite and S3 support are DuckDB extensions; they are loaded from their Python packages
-(``duckdb-extension-ducklake``, ``-postgres-scanner``, ``-sqlite-scanner``, ``-httpfs``), never downloaded.
+The catalog is a PostgreSQL database (``postgres://user:password@host:port/dbname``) or, for one machine, a
+SQLite file (``sqlite:/path/catalog.sqlite``: several processes of one machine can use it at once, which a
+DuckDB catalog file cannot); the data is Parquet under an S3-compatible URL (``s3://bucket/prefix/``) or a
+directory. DuckLake, PostgreSQL, SQLite and S3 support are DuckDB extensions; they are loaded from their
+Python packages (``duckdb-extension-ducklake``, ``-postgres-scanner``, ``-sqlite-scanner``,
+``-httpfs``), never downloaded.
 
 The catalog's URL holds its password: every message that can carry it (DuckDB's errors name the connection
 string) goes through ``LakeSettings.scrub``.
@@ -50,11 +52,11 @@ KEYS: Mapping[str, tuple[tuple[str, ...], str]] = {
 NODE_COLUMNS = (("node", "VARCHAR"), ("flushed_at", "TIMESTAMPTZ"))
 #: a node's flush position per table, written in the same transaction as the rows it covers
 MARKS = "flush_marks"
-#: the narrow index of trace parts: one row per trace and flush (trace id, node, flush time, spans, whether the
-#: part held a root span), written with the spans; the reconciler finds split traces in it
+#: the narrow index of trace parts: one row per trace and flush (trace id, node, flush time, spans, whether
+#: the part held a root span), written with the spans; the reconciler finds split traces in it
 PARTS = "trace_parts"
-#: a ``node`` that wrote a build from every node's spans in the lake (the reconciler, ``rescore --lake``) holds
-#: this; a node's own name never does (``check_node_name``)
+#: a ``node`` that wrote a build from every node's spans in the lake (the reconciler, ``rescore --lake``)
+#: holds this; a node's own name never does (``check_node_name``)
 LAKE_BUILDER = "@"
 #: the extensions every lake needs; a SQLite catalog also needs ``sqlite_scanner``
 _EXTENSIONS = ("ducklake", "postgres_scanner", "httpfs")
@@ -62,8 +64,8 @@ _SQLITE = "sqlite:"
 
 
 class LakeError(Exception):
-    """The lake cannot be used: a missing extension package, a bad URL, an unreachable catalog (the message says
-    which)."""
+    """The lake cannot be used: a missing extension package, a bad URL, an unreachable catalog (the message
+    says which)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +96,8 @@ class LakeSettings:
         return self.catalog[len(_SQLITE) :] if self.catalog.startswith(_SQLITE) else None
 
     def scrub(self, text: str) -> str:
-        """``text`` (an error, a log line) with this lake's secrets hidden: the catalog's password, its connection
-        string, the S3 secret."""
+        """``text`` (an error, a log line) with this lake's secrets hidden: the catalog's password, its
+        connection string, the S3 secret."""
         secrets = [self.s3.secret]
         if self.catalog.startswith(("postgres://", "postgresql://")):
             parts = urlsplit(self.catalog)
@@ -135,9 +137,9 @@ def settings_from_file(path: str | Path) -> LakeSettings:
 
 
 def catalog_target(catalog: str, timeout: float = 30.0) -> str:
-    """The ``ATTACH`` string of a catalog URL: ``ducklake:postgres:<libpq conninfo>`` (with a connect timeout and
-    TCP keepalives, so a catalog server that stopped answering fails an operation instead of hanging it) or
-    ``ducklake:sqlite:<file>``. ``LakeError`` for anything else, saying why."""
+    """The ``ATTACH`` string of a catalog URL: ``ducklake:postgres:<libpq conninfo>`` (with a connect timeout
+    and TCP keepalives, so a catalog server that stopped answering fails an operation instead of hanging it)
+    or ``ducklake:sqlite:<file>``. ``LakeError`` for anything else, saying why."""
     if catalog.startswith(("postgres://", "postgresql://")):
         parts = urlsplit(catalog)
         if not parts.path.strip("/"):
@@ -226,9 +228,9 @@ def attach(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, read_only:
     try:
         for path in extension_files(settings):
             con.execute(f"LOAD '{_sql_text(str(path))}'")
-        # an S3 server or a catalog server that stopped answering fails the operation after this long (GLOBAL: the
-        # instance is this lake's only). DuckLake's own Parquet writes keep DuckDB's default HTTP limit (30 s):
-        # the flusher's watchdog says so when a flush runs past the timeout
+        # an S3 server or a catalog server that stopped answering fails the operation after this long (GLOBAL:
+        # the instance is this lake's only). DuckLake's own Parquet writes keep DuckDB's default HTTP limit
+        # (30 s): the flusher's watchdog says so when a flush runs past the timeout
         con.execute(f"SET GLOBAL http_timeout = {max(1, round(settings.timeout))}")
         con.execute("SET GLOBAL http_retries = 1")
         con.execute(f"SET GLOBAL pg_statement_timeout_millis = {round(settings.timeout * 1000)}")
@@ -262,8 +264,8 @@ def attach(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *, read_only:
 
 
 def _write_ahead(path: str) -> None:
-    """Put a SQLite catalog in write-ahead-log mode (kept in the file): its readers (``query --lake``, ``lake ui``)
-    then never wait for the node's flushes, nor fail on its lock."""
+    """Put a SQLite catalog in write-ahead-log mode (kept in the file): its readers (``query --lake``, ``lake
+    ui``) then never wait for the node's flushes, nor fail on its lock."""
     import sqlite3
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -275,8 +277,8 @@ def _write_ahead(path: str) -> None:
 
 
 def sync_tables(con: duckdb.DuckDBPyConnection, schema: Mapping[str, Sequence[tuple[str, str]]]) -> None:
-    """Create the lake's tables and views from a node's table columns (``schema``: table -> (name, type)), plus
-    the node columns, and add any column the node's schema has gained since: the lake follows the nodes'
+    """Create the lake's tables and views from a node's table columns (``schema``: table -> (name, type)),
+    plus the node columns, and add any column the node's schema has gained since: the lake follows the nodes'
     schema (a column a newer node added is NULL in older rows)."""
     for table in TABLES:
         local = schema[table]
@@ -306,8 +308,8 @@ def sync_tables(con: duckdb.DuckDBPyConnection, schema: Mapping[str, Sequence[tu
 
 
 def _view_is(con: duckdb.DuckDBPyConnection, name: str, select: str) -> bool:
-    """Whether the lake's view ``name`` is ``select`` already, compared as DuckDB writes views back (it re-renders
-    their SQL): through a temporary view of the same SELECT."""
+    """Whether the lake's view ``name`` is ``select`` already, compared as DuckDB writes views back (it
+    re-renders their SQL): through a temporary view of the same SELECT."""
     found = con.execute(
         "SELECT sql FROM duckdb_views() WHERE database_name = ? AND schema_name = 'main' AND view_name = ?",
         [LAKE, name],
@@ -338,8 +340,8 @@ def open_writer(
 ) -> duckdb.DuckDBPyConnection:
     """A writable instance with the lake attached (created when new), and with ``schema`` its tables and views
     synced (``sync``). Several nodes starting at once race to create the catalog: the losers' transactions
-    conflict, and are tried again after a random pause that grows with each try. ``LakeError`` when it cannot be
-    done."""
+    conflict, and are tried again after a random pause that grows with each try. ``LakeError`` when it cannot
+    be done."""
     import duckdb
 
     for attempt in range(1, attempts + 1):
@@ -384,8 +386,8 @@ def sync(
 
 
 def _again(settings: LakeSettings, exc: BaseException, attempt: int, attempts: int, pause: float) -> None:
-    """Pause before the next try of a catalog change that conflicted; ``LakeError`` when it was the last try or
-    not a conflict."""
+    """Pause before the next try of a catalog change that conflicted; ``LakeError`` when it was the last try
+    or not a conflict."""
     import random
     import time
 
@@ -401,8 +403,8 @@ def _again(settings: LakeSettings, exc: BaseException, attempt: int, attempts: i
 
 
 def node_schema(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
-    """A node's tables' columns (table -> (name, type)), as ``sync_tables`` takes them, read from ``con`` (a node's
-    database, whose catalog is its current one)."""
+    """A node's tables' columns (table -> (name, type)), as ``sync_tables`` takes them, read from ``con`` (a
+    node's database, whose catalog is its current one)."""
     # DESCRIBE: duckdb_columns() would need the catalog's name, which a sealed reader's cursor lacks
     return {
         table: [(str(row[0]), str(row[1])) for row in con.execute(f"DESCRIBE {table}").fetchall()]
@@ -413,8 +415,8 @@ def node_schema(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str
 def latest_select(table: str, catalog: str) -> str:
     """What each table holds now over all nodes: one row per span and log record; the runs and calls of each
     trace's shown build (a trace rebuilt whole, by a reconciler or a re-score, replaces every run an earlier
-    build had, as a rebuild replaces them in a node's file); per run and metric the newest score, while its run
-    is in that build (other tools' scores always). A row copied twice counts once.
+    build had, as a rebuild replaces them in a node's file); per run and metric the newest score, while its
+    run is in that build (other tools' scores always). A row copied twice counts once.
 
     A trace's shown build is its newest build made from spans that held the trace's root span, else (no build
     had it: the root lives in a service that does not export here) its newest: a node that built a part of a
@@ -441,8 +443,8 @@ def latest_select(table: str, catalog: str) -> str:
             "t.seq ORDER BY t.flushed_at DESC, t.node) = 1"
         )
     # evaluations: ours belong to a run of the shown build and were written with it (in its transaction, so
-    # with its commit stamp) or after it; a judge's verdict stays with its run span through rebuilds, as a node
-    # keeps it through a re-score
+    # with its commit stamp) or after it; a judge's verdict stays with its run span through rebuilds, as a
+    # node keeps it through a re-score
     runs = (
         f"(SELECT r.trace_id, r.span_id, r.committed_at FROM {catalog}.agent_runs r JOIN "
         f"({shown_builds(catalog)}) b ON r.trace_id = b.trace_id AND r.updated_at = b.built) r "
@@ -458,8 +460,8 @@ def latest_select(table: str, catalog: str) -> str:
 
 
 def shown_builds(catalog: str) -> str:
-    """Each trace's shown build, as (trace_id, built: its ``updated_at``): the newest that had the trace's root
-    span, else the newest (``latest_select``)."""
+    """Each trace's shown build, as (trace_id, built: its ``updated_at``): the newest that had the trace's
+    root span, else the newest (``latest_select``)."""
     return (
         f"SELECT trace_id, coalesce(max(updated_at) FILTER (WHERE trace_root IS DISTINCT FROM FALSE), "
         f"max(updated_at)) AS built FROM {catalog}.agent_runs GROUP BY trace_id"
@@ -469,8 +471,8 @@ def shown_builds(catalog: str) -> str:
 def append(
     con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, constants: Mapping[str, object]
 ) -> int:
-    """Append ``rows`` (Arrow, a node's columns) to the lake's ``table`` with ``constants`` set on every row (the
-    node, the flush time, ...), inside the caller's transaction; returns the rows appended."""
+    """Append ``rows`` (Arrow, a node's columns) to the lake's ``table`` with ``constants`` set on every row
+    (the node, the flush time, ...), inside the caller's transaction; returns the rows appended."""
     from agentotel_eval.store.rows import to_microseconds
 
     if not rows.num_rows:
@@ -499,15 +501,15 @@ def _columns(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> list[t
 
 
 def append_parts(con: duckdb.DuckDBPyConnection, spans: pa.Table, node: str, flushed_at: object) -> int:
-    """The narrow index rows of a flush's ``spans``: one per trace (its spans in the flush, and whether one of them
-    is a root span), in the caller's transaction; returns the rows appended."""
+    """The narrow index rows of a flush's ``spans``: one per trace (its spans in the flush, and whether one of
+    them is a root span), in the caller's transaction; returns the rows appended."""
     if not spans.num_rows:
         return 0
     con.register("_lake_parts", spans.select(["trace_id", "parent_span_id"]))
     try:
         (n,) = con.execute(
-            f"INSERT INTO {LAKE}.{PARTS} SELECT trace_id, ?, ?, count(*), bool_or(coalesce(parent_span_id, '') = '') "
-            "FROM _lake_parts GROUP BY trace_id",
+            f"INSERT INTO {LAKE}.{PARTS} SELECT trace_id, ?, ?, count(*), bool_or(coalesce(parent_span_id, "
+            f"'') = '') FROM _lake_parts GROUP BY trace_id",
             [node, flushed_at],
         ).fetchone() or (0,)
     finally:
@@ -555,16 +557,16 @@ _DENIED = re.compile(
 
 
 def explain(exc: BaseException) -> str:
-    """DuckDB's error, with the missing privilege named when the catalog's server refused one: the message names
-    the table, PostgreSQL does not name the privilege."""
+    """DuckDB's error, with the missing privilege named when the catalog's server refused one: the message
+    names the table, PostgreSQL does not name the privilege."""
     text = str(exc)
     denied = _DENIED.search(text)
     if denied is None:
         return text
     return (
         f"the catalog's role lacks a privilege on {denied.group(1)} (PostgreSQL: {denied.group(0)}): a lake "
-        "reader needs SELECT on the catalog's tables, a node and rescore --lake also INSERT, UPDATE and DELETE "
-        f"(docs/scale-out.md, the roles). {text}"
+        f"reader needs SELECT on the catalog's tables, a node and rescore --lake also INSERT, UPDATE and "
+        f"DELETE (docs/scale-out.md, the roles). {text}"
     )
 
 
@@ -577,10 +579,10 @@ def missing_privileges(con: duckdb.DuckDBPyConnection, settings: LakeSettings, *
     privileges = ("SELECT", "INSERT", "UPDATE", "DELETE") if write else ("SELECT",)
     listed = ", ".join(f"''{p}''" for p in privileges)
     rows = con.execute(
-        f"SELECT * FROM postgres_query('__ducklake_metadata_{LAKE}', 'SELECT c.relname::text, p.privilege::text FROM "
-        "pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN unnest(ARRAY["
-        f"{listed}]) AS p(privilege) WHERE c.relkind = ''r'' AND c.relname LIKE ''ducklake%'' AND n.nspname = "
-        "current_schema() AND NOT has_table_privilege(c.oid, p.privilege) ORDER BY 2, 1')"
+        f"SELECT * FROM postgres_query('__ducklake_metadata_{LAKE}', 'SELECT c.relname::text, "
+        f"p.privilege::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN "
+        f"unnest(ARRAY[{listed}]) AS p(privilege) WHERE c.relkind = ''r'' AND c.relname LIKE ''ducklake%'' "
+        f"AND n.nspname = current_schema() AND NOT has_table_privilege(c.oid, p.privilege) ORDER BY 2, 1')"
     ).fetchall()
     return [f"{privilege} on {table}" for table, privilege in rows]
 
@@ -602,7 +604,8 @@ def check_privileges(
         )
 
 
-#: functions that reach the catalog's PostgreSQL server itself (its files, as a superuser), or run SQL given as text
+#: functions that reach the catalog's PostgreSQL server itself (its files, as a superuser), or
+#: run SQL given as text
 _SERVER_FUNCTIONS = re.compile(
     r"\b(postgres_(query|execute|scan|scan_pushdown|attach)|query|query_table)\s*\(", re.IGNORECASE
 )
@@ -635,10 +638,11 @@ def reader_relations() -> frozenset[str]:
 
 def check_reader_sql(sql: str) -> None:
     """Refuse SQL a lake reader must not run (``LakeError`` names what): the PostgreSQL extension's functions
-    (they send their own SQL to the catalog's server) and ``query()`` (SQL held in a string); then, on the parsed
-    statement, any table but the lake's tables and views (the catalog's own database and its server's tables,
-    ``pg_catalog``, ``information_schema``), any table function that lists the instance (``duckdb_databases()``
-    shows the catalog's connection string) and the functions that read settings or secrets."""
+    (they send their own SQL to the catalog's server) and ``query()`` (SQL held in a string); then, on the
+    parsed statement, any table but the lake's tables and views (the catalog's own database and its server's
+    tables, ``pg_catalog``, ``information_schema``), any table function that lists the instance
+    (``duckdb_databases()`` shows the catalog's connection string) and the functions that read
+    settings or secrets."""
     import json
 
     found = _SERVER_FUNCTIONS.search(sql)
@@ -710,9 +714,9 @@ def _walk(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
 
 def open_reader(settings: LakeSettings) -> duckdb.DuckDBPyConnection:
     """A sealed read-only instance over every node's rows: each table's newest rows under the table's own name
-    (``spans``, ``agent_runs``, ...) and the views a node's file has (``latest_evaluations``, ...) over them, so
-    SQL written for one node's file runs unchanged over all nodes. Its SQL reaches no file or network beyond
-    the lake's own data."""
+    (``spans``, ``agent_runs``, ...) and the views a node's file has (``latest_evaluations``, ...) over them,
+    so SQL written for one node's file runs unchanged over all nodes. Its SQL reaches no file or network
+    beyond the lake's own data."""
     import duckdb
 
     from agentotel_eval.store.schema import create_views

@@ -1,5 +1,5 @@
-"""Opening the database file: ``open_store`` is the one place that opens it for writing, ``open_read_only`` the one
-place that opens it for reading without a collector.
+"""Opening the database file: ``open_store`` is the one place that opens it for writing, ``open_read_only``
+the one place that opens it for reading without a collector.
 
 Both open only a file that is ours (``identity``): one that is not DuckDB, is damaged, or is another program's
 DuckDB database is refused before anything is written to it or beside it. Both return a sealed instance
@@ -20,7 +20,8 @@ from agentotel_eval.store.writer_lock import writer_holds, writer_lock_path
 if TYPE_CHECKING:  # imported where a database is opened: the decode and assembler processes never load it
     import duckdb
 
-#: DuckDB's row group size for the collector's database (``ATTACH ... (ROW_GROUP_SIZE n)``); see ``open_store``
+#: DuckDB's row group size for the collector's database (``ATTACH ... (ROW_GROUP_SIZE
+#: n)``); see ``open_store``
 DEFAULT_ROW_GROUP_SIZE = 122_880
 
 
@@ -31,14 +32,16 @@ def open_store(
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
     check: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the collector's database for writing: migrate, create views, seal the instance.
+    """Open (creating if needed) the collector's database for writing: migrate, create
+    views, seal the instance.
 
-    An existing file is first looked at read-only (``check_store``, skipped with ``check=False`` by a caller that
-    just did): one that is no database of ours, or of a newer schema, is refused without a byte of it changed.
+    An existing file is first looked at read-only (``check_store``, skipped with ``check=False`` by a caller
+    that just did): one that is no database of ours, or of a newer schema, is refused without a
+    byte of it changed.
 
-    The file is attached with ``ROW_GROUP_SIZE row_group_size`` (0: DuckDB's default, 122,880 rows; the writer's
-    setting says why it is the default). The size is not stored in the file: read-only opens and older collectors
-    read it as any database.
+    The file is attached with ``ROW_GROUP_SIZE row_group_size`` (0: DuckDB's default, 122,880 rows; the
+    writer's setting says why it is the default). The size is not stored in the file: read-only opens and
+    older collectors read it as any database.
 
     After this returns the configuration is locked: queries sharing the instance cannot re-enable file access.
     Arrow appends through ``register()`` keep working with external access disabled.
@@ -82,12 +85,13 @@ def _attach_for_writing(
 
 def open_read_only(path: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing database read-only and sealed (no file, network or extension access). Raises
-    ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one does,
-    ``DatabaseRefused`` for a file that is no database of ours, ``SchemaError`` for one of a newer schema or
-    without our tables yet.
+    ``duckdb.IOException`` when another process holds it, ``duckdb.ResourceInUseException`` when this one
+    does, ``DatabaseRefused`` for a file that is no database of ours, ``SchemaError`` for one of a newer
+    schema or without our tables yet.
 
     A database of an older schema is read as it is (``current_version`` says which): a read-only open cannot
-    migrate it, and every column it has is there; the columns added since are missing until a collector opens it.
+    migrate it, and every column it has is there; the columns added since are missing until a
+    collector opens it.
     """
     path = Path(path)
     if not path.exists():

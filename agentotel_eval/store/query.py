@@ -3,10 +3,11 @@
 Three layers, so one slip does not open the database:
 1. ``check_sql`` (pure): exactly one statement, of a reading kind (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE,
    EXPLAIN of one of those); everything else is refused with a message that names what was refused.
-2. the instance is sealed (``opening.open_store`` / ``open_read_only``): external access off and the configuration
-   locked, so no statement can read or write files, attach databases, install or load extensions, or SET anything.
-3. every query runs inside ``BEGIN TRANSACTION READ ONLY``: a write that slips through (``EXPLAIN ANALYZE INSERT``,
-   ``nextval``) fails in DuckDB itself.
+2. the instance is sealed (``opening.open_store`` / ``open_read_only``): external access off and the
+   configuration locked, so no statement can read or write files, attach databases, install or load
+   extensions, or SET anything.
+3. every query runs inside ``BEGIN TRANSACTION READ ONLY``: a write that slips through (``EXPLAIN ANALYZE
+   INSERT``, ``nextval``) fails in DuckDB itself.
 A row limit and a time limit (the query is interrupted) bound what one query may cost.
 """
 
@@ -39,8 +40,8 @@ _EXPLAIN_PREFIX = re.compile(r"^\s*explain\s+(?:analyze\s+|analyse\s+)?(?:\([^)]
 
 
 class QueryError(Exception):
-    """A query that cannot run; ``kind`` is forbidden | invalid | timeout (the HTTP answer is 400 for these) or
-    unavailable (503)."""
+    """A query that cannot run; ``kind`` is forbidden | invalid | timeout (the HTTP answer is 400 for these)
+    or unavailable (503)."""
 
     kind = "invalid"
 
@@ -54,7 +55,8 @@ class QueryTimeout(QueryError):
 
 
 class QueryUnavailable(QueryError):
-    """The database cannot be read right now (the collector could not open it again): retry later (HTTP 503)."""
+    """The database cannot be read right now (the collector could not open it again):
+    retry later (HTTP 503)."""
 
     kind = "unavailable"
 
@@ -102,7 +104,8 @@ _parser_lock = threading.Lock()
 def check_sql(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
     """The single reading statement in ``sql``, or ``QueryForbidden`` / ``QueryError`` saying why not.
 
-    Parsing only: nothing runs. ``con`` is the connection whose parser to use (DuckDB's default one otherwise).
+    Parsing only: nothing runs. ``con`` is the connection whose parser to use (DuckDB's
+    default one otherwise).
     """
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError("empty query: give one SELECT statement")
@@ -118,7 +121,8 @@ def check_sql(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
         raise QueryError("empty query: give one SELECT statement")
     if len(statements) > 1:
         raise QueryForbidden(
-            f"{len(statements)} statements given; the query surface runs exactly one {ALLOWED_FORMS} statement"
+            f"{len(statements)} statements given; the query surface runs exactly one "
+            f"{ALLOWED_FORMS} statement"
         )
     statement = statements[0]
     kind = str(statement.type).rsplit(".", 1)[-1]
@@ -136,7 +140,8 @@ def check_sql(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
 
 
 def check_params(params: Any) -> list[Any]:
-    """Placeholder values as a list, or ``QueryError``: only JSON scalars (a string, number, boolean or null)."""
+    """Placeholder values as a list, or ``QueryError``: only JSON scalars (a string,
+    number, boolean or null)."""
     if params is None:
         return []
     if isinstance(params, str | bytes) or not isinstance(params, Sequence):
@@ -173,7 +178,7 @@ def _called_functions(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
     return names
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # values -> JSON
 
 
@@ -232,7 +237,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -279,8 +284,9 @@ def run_query(
     timeout: float = DEFAULT_TIMEOUT,
     params: Sequence[Any] = (),
 ) -> QueryResult:
-    """Run one sealed, read-only query on ``cursor`` (a connection of its own; it is left usable). ``params`` are
-    the values of the statement's ``?`` placeholders (JSON scalars), so callers never quote values into SQL."""
+    """Run one sealed, read-only query on ``cursor`` (a connection of its own; it is left usable). ``params``
+    are the values of the statement's ``?`` placeholders (JSON scalars), so callers never
+    quote values into SQL."""
     statement = check_sql(sql, cursor)
     params = check_params(params)
     if row_limit < 1:
@@ -337,7 +343,8 @@ def _translate(exc: duckdb.Error, timed_out: bool, timeout: float) -> QueryError
         )
     missing = _MISSING_TABLE.search(message)
     if missing and ("/" in missing.group(1) or _FILE_SUFFIX.search(missing.group(1))):
-        # DuckDB would read a quoted file name as a table; with external access off it reports a missing table.
+        # DuckDB would read a quoted file name as a table; with external access off it
+        # reports a missing table.
         return QueryForbidden(
             f"the query surface cannot read or write files ({missing.group(1)} is not a table)"
         )

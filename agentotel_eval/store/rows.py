@@ -1,9 +1,9 @@
 """Plain records <-> DuckDB rows: Arrow batches for the append path, and records back from stored rows.
 
-Pure functions. The append path is the collector's hot loop, so each column is built in one comprehension and each
-attribute dict is serialised to JSON exactly once (resource dicts, shared by every span of a resource, once per
-batch). Strings that cannot be encoded as UTF-8 (lone surrogates from ``\\ud800`` escapes in OTLP/JSON) are replaced
-rather than failing the batch.
+Pure functions. The append path is the collector's hot loop, so each column is built in one comprehension and
+each attribute dict is serialised to JSON exactly once (resource dicts, shared by every span of a resource,
+once per batch). Strings that cannot be encoded as UTF-8 (lone surrogates from ``\\ud800`` escapes in
+OTLP/JSON) are replaced rather than failing the batch.
 """
 
 from __future__ import annotations
@@ -45,14 +45,14 @@ _SEVERITY_NAMES = (
 )
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # JSON that DuckDB accepts
 
 
 def to_json(value: Any) -> str:
     """Compact JSON text that DuckDB's JSON type accepts (bytes as base64, non-finite floats as strings; see
-    ``agentotel_eval.jsontext``). Frozen containers (``FrozenDict``/``FrozenList``) are dict/list subclasses and
-    are written as they are; other mappings and sets go through ``json_default``."""
+    ``agentotel_eval.jsontext``). Frozen containers (``FrozenDict``/``FrozenList``) are dict/list subclasses
+    and are written as they are; other mappings and sets go through ``json_default``."""
     return dumps(value)
 
 
@@ -77,7 +77,8 @@ def json_list(items: list[Any]) -> str:
 
 
 def json_array(values: Sequence[str | None]) -> pa.Array:
-    """JSON texts as an Arrow ``arrow.json`` array, lone surrogates replaced as the append path replaces them."""
+    """JSON texts as an Arrow ``arrow.json`` array, lone surrogates replaced as the append
+    path replaces them."""
     return _json_array(values)
 
 
@@ -106,8 +107,8 @@ ROUND_TIMESTAMPS = _duckdb_truncates()
 
 
 def to_microseconds(data: pa.Table) -> pa.Table:
-    """``data`` with its timestamp columns rounded to the microsecond, as TIMESTAMPTZ keeps them: DuckDB 2 rounds
-    nanoseconds itself (``data`` is returned as it is), DuckDB 1.x truncates them."""
+    """``data`` with its timestamp columns rounded to the microsecond, as TIMESTAMPTZ keeps them: DuckDB 2
+    rounds nanoseconds itself (``data`` is returned as it is), DuckDB 1.x truncates them."""
     if not ROUND_TIMESTAMPS:
         return data
     import pyarrow.compute as pc  # not at import: the decode workers never load it
@@ -132,7 +133,7 @@ def _ts_array(values: Sequence[int | None]) -> pa.Array:
 _ROUNDABLE = 2**63 - 1000
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # spans and logs -> Arrow
 
 
@@ -317,28 +318,30 @@ def logs_to_arrow(logs: Sequence[LogRecord]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=LOG_SCHEMA)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # stored rows -> records (assembly reads completed traces back; a late span re-reads its trace)
 
 SPAN_SELECT = (
     "trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
-    "status_message, attributes, events, links, resource_attributes, scope_name, scope_version, trace_state, flags"
+    "status_message, attributes, events, links, resource_attributes, scope_name, "
+    "scope_version, trace_state, flags"
 )
 #: what assembly reads of a stored span: ``SPAN_SELECT`` but the columns only a forwarded copy needs (links,
 #: scope version, trace state, flags), which come back as their defaults
 SPAN_SELECT_ASSEMBLY = (
     "trace_id, span_id, parent_span_id, name, kind, start_time_unix_nano, end_time_unix_nano, status_code, "
-    "status_message, attributes, events, NULL AS links, resource_attributes, scope_name, NULL AS scope_version, "
-    "NULL AS trace_state, NULL AS flags"
+    "status_message, attributes, events, NULL AS links, resource_attributes, scope_name, NULL AS "
+    "scope_version, NULL AS trace_state, NULL AS flags"
 )
 LOG_SELECT = (
-    "time_unix_nano, observed_time_unix_nano, trace_id, span_id, severity_number, severity, event_name, body, "
-    "attributes, resource_attributes, scope_name, scope_version, flags"
+    "time_unix_nano, observed_time_unix_nano, trace_id, span_id, severity_number, severity, event_name, "
+    "body, attributes, resource_attributes, scope_name, scope_version, flags"
 )
 
 
 def _resource(text: str | None, resources: dict[str | None, dict[str, Any]]) -> dict[str, Any]:
-    """The resource dict of a stored text, parsed once per distinct text (every span of a process shares one)."""
+    """The resource dict of a stored text, parsed once per distinct text (every span of a
+    process shares one)."""
     res = resources.get(text)
     if res is None:
         res = resources[text] = loads_stored(text) if text else {}
@@ -445,7 +448,7 @@ def logs_from_arrow(table: pa.Table | pa.RecordBatch) -> list[LogRecord]:
     return [_log(row, resources) for row in _columns(table)] if table.num_rows else []
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # agent runs -> Arrow
 
 
@@ -502,7 +505,8 @@ _SOURCE_KEYS = ("call", "name", "span")
 
 
 def call_source(call: Any) -> str:
-    """Which evidence produced the call: the convention named in ``sources`` when there is one, else its kind."""
+    """Which evidence produced the call: the convention named in ``sources`` when there is
+    one, else its kind."""
     sources = call.sources
     if sources:
         for key in _SOURCE_KEYS:
@@ -524,8 +528,9 @@ def runs_to_arrow(
     """The ``agent_runs`` and ``tool_calls`` rows of these runs (calls numbered from 0 within each run);
     ``trace_roots``: per run, whether its build held its trace's root span (None: not known).
 
-    Built column by column (one comprehension each, like ``spans_to_arrow``): this runs in the collector's writer
-    for every run, and per-row tuples appended to per-column lists cost more than the values themselves."""
+    Built column by column (one comprehension each, like ``spans_to_arrow``): this runs in the collector's
+    writer for every run, and per-row tuples appended to per-column lists cost more than
+    the values themselves."""
     runs = runs if isinstance(runs, list | tuple) else list(runs)
     agent_names = [v if (v := r.agent_name) is None or isinstance(v, str) else str(v) for r in runs]
     run_columns: list[list[Any]] = [
@@ -610,7 +615,7 @@ _RUN_BUILDERS = tuple(_builder(field.type) for field in AGENT_RUN_SCHEMA)
 _CALL_BUILDERS = tuple(_builder(field.type) for field in TOOL_CALL_SCHEMA)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # evaluations -> Arrow
 
 
@@ -621,8 +626,8 @@ OWN_SOURCE = schema.OWN_SOURCE
 class EvaluationRow:
     """One row of the ``evaluations`` table; (trace_id, run_span_id, metric, evaluator_version) is its key.
 
-    Read-only by convention, not frozen, as the span records are (``otlp.records``): one is made for every metric
-    of every scored run."""
+    Read-only by convention, not frozen, as the span records are (``otlp.records``): one is made for every
+    metric of every scored run."""
 
     trace_id: str
     run_span_id: str
@@ -675,8 +680,8 @@ _EVALUATION_BUILDERS = tuple(_builder(field.type) for field in EVALUATION_SCHEMA
 
 
 def evaluations_to_arrow(rows: Sequence[EvaluationRow]) -> pa.Table:
-    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column (non-finite
-    floats become null in line, without a call per value)."""
+    """The rows as an Arrow table in ``schema.EVALUATION_COLUMNS`` order: one comprehension per column
+    (non-finite floats become null in line, without a call per value)."""
     isfinite = math.isfinite
     columns: tuple[list[Any], ...] = (
         [r.trace_id for r in rows],

@@ -1,12 +1,12 @@
 """The DuckDB schema: tables of the design contract, forward migrations, and the views users query.
 
-Tables change only through ``MIGRATIONS`` (append a step, never edit a released one); views are recreated on every
-writable open, so improving a view needs no migration. Opening a file is ``store.opening``'s; whether a file is a
-database of ours, ``store.identity``'s.
+Tables change only through ``MIGRATIONS`` (append a step, never edit a released one); views are recreated on
+every writable open, so improving a view needs no migration. Opening a file is ``store.opening``'s; whether a
+file is a database of ours, ``store.identity``'s.
 
-Uniqueness of spans on ``(trace_id, span_id)`` is enforced by the writer (an anti-join inside the batch's start-time
-window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, which on random hex ids
-makes appends several times slower, slower still as the table grows (docs/benchmarks.md).
+Uniqueness of spans on ``(trace_id, span_id)`` is enforced by the writer (an anti-join inside the batch's
+start-time window), not by a declared PRIMARY KEY: DuckDB maintains a primary key as an ART index, which on
+random hex ids makes appends several times slower, slower still as the table grows (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ EVALUATIONS = "evaluations"
 #: the variable a write transaction sets to its ``committed_at`` stamp (unset: the transaction's start time)
 COMMIT_STAMP_VARIABLE = "agentotel_commit"
 SCHEMA_VERSION_TABLE = "schema_version"
-#: ``evaluations.source`` of the scores this collector computes; other tools' scores say ``external:<scope>/<service>``
+#: ``evaluations.source`` of the scores this collector computes; other tools' scores say
+#: ``external:<scope>/<service>``
 OWN_SOURCE = "agentotel-eval"
 
 #: Column order of the append paths (``store.rows`` builds Arrow batches in exactly this order).
@@ -259,7 +260,8 @@ _V2 = Migration(
         # status: ok | pending (queued for the LLM judge) | error | skipped (e.g. over the judge budget).
         "ALTER TABLE evaluations ADD COLUMN evaluator VARCHAR",  # e.g. ToolCorrectnessMetric
         "ALTER TABLE evaluations ADD COLUMN evaluator_version VARCHAR",
-        "ALTER TABLE evaluations ADD COLUMN latency_s DOUBLE",  # time the metric took (the judge: its LLM calls)
+        # time the metric took (the judge: its LLM calls)
+        "ALTER TABLE evaluations ADD COLUMN latency_s DOUBLE",
         "ALTER TABLE evaluations ADD COLUMN source VARCHAR",  # agentotel-eval | external:<scope>/<service>
         "ALTER TABLE evaluations ADD COLUMN updated_at TIMESTAMPTZ",
         "UPDATE evaluations SET source = 'agentotel-eval', updated_at = created_at",
@@ -270,10 +272,11 @@ _V3 = Migration(
     3,
     "spans, logs: ingested_at, the commit that stored each row",
     (
-        # One value per commit, rising. Rows are appended in commit order, so the column's min/max statistics are
-        # tight and the assembler reads a completed trace back by the commits its records came in, skipping the
-        # rest. By start time it could not: a trace's window holds every span that started while it ran, and the
-        # row groups' start times are as wide as the longest trace committed in them. NULL for rows stored before.
+        # One value per commit, rising. Rows are appended in commit order, so the column's min/max statistics
+        # are tight and the assembler reads a completed trace back by the commits its records came in,
+        # skipping the rest. By start time it could not: a trace's window holds every span that started while
+        # it ran, and the row groups' start times are as wide as the longest trace committed in them. NULL for
+        # rows stored before.
         "ALTER TABLE spans ADD COLUMN ingested_at TIMESTAMPTZ",
         "ALTER TABLE logs ADD COLUMN ingested_at TIMESTAMPTZ",
     ),
@@ -293,9 +296,9 @@ _V5 = Migration(
     5,
     "agent_runs, tool_calls, evaluations: committed_at, the write that stored each row",
     (
-        # One rising value per write transaction (the writer applies them one at a time), so "every row committed
-        # after X" is exact: what a node copies to a shared lake past its mark. updated_at is when a run was built,
-        # before its commit, and cannot say that. Rows stored before take their updated_at.
+        # One rising value per write transaction (the writer applies them one at a time), so "every row
+        # committed after X" is exact: what a node copies to a shared lake past its mark. updated_at is when a
+        # run was built, before its commit, and cannot say that. Rows stored before take their updated_at.
         "ALTER TABLE agent_runs ADD COLUMN committed_at TIMESTAMPTZ",
         "ALTER TABLE tool_calls ADD COLUMN committed_at TIMESTAMPTZ",
         "ALTER TABLE evaluations ADD COLUMN committed_at TIMESTAMPTZ",
@@ -309,9 +312,9 @@ _V6 = Migration(
     6,
     "agent_runs: trace_root, whether the run's build held its trace's root span",
     (
-        # false: the run was built from a part of its trace without the root span (a trace split between nodes of
-        # a shared lake, or whose root lives in a service that does not export here); the lake shows a build
-        # that had the root before a newer one that did not. NULL for runs stored before.
+        # false: the run was built from a part of its trace without the root span (a trace split between nodes
+        # of a shared lake, or whose root lives in a service that does not export here); the lake shows a
+        # build that had the root before a newer one that did not. NULL for runs stored before.
         "ALTER TABLE agent_runs ADD COLUMN trace_root BOOLEAN",
     ),
 )
@@ -422,7 +425,8 @@ class SchemaError(RuntimeError):
 
 
 class DatabaseRefused(SchemaError):
-    """The file is no database of ours: not DuckDB, unreadable, or another program's. It was left as it was."""
+    """The file is no database of ours: not DuckDB, unreadable, or another program's. It
+    was left as it was."""
 
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
@@ -469,15 +473,15 @@ def database_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
 def describe_foreign(objects: Sequence[str]) -> str:
     shown = ", ".join(objects[:5]) + (f" and {len(objects) - 5} more" if len(objects) > 5 else "")
     return (
-        f"it is another program's DuckDB database (it holds {shown} and no agentotel-eval {SCHEMA_VERSION_TABLE} "
-        "table); use another --db"
+        f"it is another program's DuckDB database (it holds {shown} and no agentotel-eval "
+        f"{SCHEMA_VERSION_TABLE} table); use another --db"
     )
 
 
 def migrate(con: duckdb.DuckDBPyConnection, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
-    """Apply every migration newer than the database, each in its own transaction; returns the versions applied.
-    Refuses (``DatabaseRefused``) a database that holds other objects and no ``schema_version`` table: creating
-    our tables in it would change another program's database."""
+    """Apply every migration newer than the database, each in its own transaction; returns the versions
+    applied. Refuses (``DatabaseRefused``) a database that holds other objects and no ``schema_version``
+    table: creating our tables in it would change another program's database."""
     if not _has_version_table(con) and (others := database_objects(con)):
         raise DatabaseRefused(f"the database is not an agentotel-eval database: {describe_foreign(others)}")
     con.execute(

@@ -39,8 +39,8 @@ def instance_for(path: Path, settings: Mapping[str, DuckDBSetting] | None) -> du
 
     config = sealed_config(settings)
     config.pop("enable_external_access")
-    # where a query bigger than the memory limit spills: beside the file, as a direct connect of it would put it
-    # (an in-memory instance's default is ".tmp" in whatever directory the process runs in)
+    # where a query bigger than the memory limit spills: beside the file, as a direct connect of it would put
+    # it (an in-memory instance's default is ".tmp" in whatever directory the process runs in)
     config.setdefault("temp_directory", f"{path}.tmp")
     return duckdb.connect(":memory:", config=config)
 
@@ -48,8 +48,8 @@ def instance_for(path: Path, settings: Mapping[str, DuckDBSetting] | None) -> du
 def attach(
     con: duckdb.DuckDBPyConnection, path: Path, row_group_size: int, *, read_only: bool = False
 ) -> None:
-    """Make the file ``con``'s only database, attached with its options, and switch external access off. Raises
-    DuckDB's error when the file cannot be attached; the caller closes ``con`` then."""
+    """Make the file ``con``'s only database, attached with its options, and switch external access off.
+    Raises DuckDB's error when the file cannot be attached; the caller closes ``con`` then."""
     options = [f"ROW_GROUP_SIZE {int(row_group_size)}"] if row_group_size else []
     if read_only:
         options.append("READ_ONLY")
@@ -64,8 +64,8 @@ def attach(
 
 def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """A cursor of ``con`` whose current database is the file's. DuckDB 1.x starts a cursor in the instance's
-    default database, which ``attach`` detached (every query then fails: 'Catalog "" does not exist'); DuckDB 2.x
-    starts it in its connection's, so there the USE changes nothing."""
+    default database, which ``attach`` detached (every query then fails: 'Catalog "" does not exist'); DuckDB
+    2.x starts it in its connection's, so there the USE changes nothing."""
     import duckdb
 
     cur = con.cursor()

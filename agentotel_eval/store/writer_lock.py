@@ -1,7 +1,8 @@
-"""The writer's lock file: ``<db>.lock``, held (``flock``) by the one collector that has the database open for writing.
+"""The writer's lock file: ``<db>.lock``, held (``flock``) by the one collector that has the
+database open for writing.
 
-DuckDB's own lock on the file is dropped for the moment of each reopen (``collector.store.database``); this one is
-held for the collector's whole life, so another collector, or a read-only open, is refused even then.
+DuckDB's own lock on the file is dropped for the moment of each reopen (``collector.store.database``); this
+one is held for the collector's whole life, so another collector, or a read-only open, is refused even then.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ def writer_lock_path(path: str | Path) -> Path:
 
 
 def hold_writer_lock(path: str | Path) -> int | None:
-    """Take the writer's lock of ``path`` (an open descriptor, or None where there is no ``flock`` or no file):
-    DuckDB's own lock on the file is dropped for the moment of each reopen (``collector.store.database``), this one is not.
-    Raises ``SchemaError`` when another process holds it."""
+    """Take the writer's lock of ``path`` (an open descriptor, or None where there is no ``flock`` or no
+    file): DuckDB's own lock on the file is dropped for the moment of each reopen
+    (``collector.store.database``), this one is not. Raises ``SchemaError`` when another process holds it."""
     if fcntl is None or str(path) == ":memory:":  # not a POSIX system: DuckDB's lock alone
         return None
     lock = writer_lock_path(path)

@@ -1,9 +1,10 @@
 """Name a call's arguments by the function's parameters, cheaply, on every call of a traced function.
 
 ``inspect.Signature.bind`` costs several microseconds and raises on a bad call; a traced call only needs the
-names of what was passed, so the parameter layout is analysed once and each call is a ``zip``. The result holds
-the arguments actually passed (defaults are not filled in: a tool's arguments are what its caller chose), without
-``self``/``cls``; extra ``**kwargs`` appear under their own names and extra positionals under the ``*args`` name.
+names of what was passed, so the parameter layout is analysed once and each call is a ``zip``. The result
+holds the arguments actually passed (defaults are not filled in: a tool's arguments are what its caller
+chose), without ``self``/``cls``; extra ``**kwargs`` appear under their own names and extra positionals under
+the ``*args`` name.
 """
 
 from __future__ import annotations

@@ -1,18 +1,19 @@
 """Turn arbitrary Python values into bounded, secret-free JSON text for span attributes.
 
-Pure functions, no OpenTelemetry. The hot path (small dicts of plain scalars) is one C-encoder call; everything
-else (non-JSON objects, secrets nested in mappings, oversized values) takes slower paths only when needed.
+Pure functions, no OpenTelemetry. The hot path (small dicts of plain scalars) is one C-encoder call;
+everything else (non-JSON objects, secrets nested in mappings, oversized values) takes slower
+paths only when needed.
 
 Rules:
 - a mapping key or argument name that looks like a secret (``password``, ``api_key``/``apikey``/``api-key``,
   ``token``, ``secret``, ``authorization``; case-insensitive, anywhere in the name) has its value replaced by
   ``[REDACTED]``. Token *counts* (``max_tokens``, ``input_tokens``, ``token_count``, ``token_limit``) are not
   secrets and are kept, since LLM calls are full of them.
-- values JSON cannot encode become plain JSON where a faithful form exists (dataclasses, pydantic models, sets,
-  bytes, dates, enums), else their ``repr`` truncated to ``REPR_MAX_CHARS``. A ``repr`` that raises is replaced
-  by ``<unrepresentable TypeName>``.
-- text longer than ``max_chars`` is shrunk: long strings and sequences inside the structure are cut first (so the
-  result stays valid JSON), and only if that is not enough is the text itself cut, with a marker.
+- values JSON cannot encode become plain JSON where a faithful form exists (dataclasses, pydantic models,
+  sets, bytes, dates, enums), else their ``repr`` truncated to ``REPR_MAX_CHARS``. A ``repr`` that raises is
+  replaced by ``<unrepresentable TypeName>``.
+- text longer than ``max_chars`` is shrunk: long strings and sequences inside the structure are cut first (so
+  the result stays valid JSON), and only if that is not enough is the text itself cut, with a marker.
 """
 
 from __future__ import annotations
@@ -150,17 +151,18 @@ def _jsonable(value: Any) -> Any:
     return safe_repr(value)
 
 
-# orjson for the common case (several times faster than the json module on the small dicts of bound arguments);
-# what it refuses (integers beyond 64 bits, keys JSON cannot hold, lone surrogates, cycles, deep nesting) goes
-# through the json module. Datetimes and dataclasses go to ``_jsonable`` as they would with the json module.
+# orjson for the common case (several times faster than the json module on the small dicts of bound
+# arguments); what it refuses (integers beyond 64 bits, keys JSON cannot hold, lone surrogates, cycles, deep
+# nesting) goes through the json module. Datetimes and dataclasses go to ``_jsonable`` as they would
+# with the json module.
 _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _orjson_dumps = orjson.dumps
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=_jsonable, separators=(",", ":"))
 
 
 def _fast(value: Any) -> str:
-    """``value`` as JSON by orjson; raises TypeError (orjson.JSONEncodeError) for what orjson refuses, and for a NaN
-    or an infinity, which orjson would write as null (the json module keeps them)."""
+    """``value`` as JSON by orjson; raises TypeError (orjson.JSONEncodeError) for what orjson refuses, and for
+    a NaN or an infinity, which orjson would write as null (the json module keeps them)."""
     out = _orjson_dumps(value, default=_jsonable, option=_ORJSON_OPTIONS)
     if b"null" in out and has_non_finite(value):
         raise TypeError("a NaN or infinity")
@@ -236,7 +238,8 @@ def _as_json_string(text: str, max_chars: int) -> str:
 
 
 def to_json(value: Any, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Compact JSON text of ``value`` (already redacted by the caller), at most ``max_chars`` long, always valid.
+    """Compact JSON text of ``value`` (already redacted by the caller), at most ``max_chars``
+    long, always valid.
 
     Too long: long strings and lists inside are cut (with markers) until it fits; if even that fails (a huge
     flat mapping), the text becomes one JSON string holding its cut beginning.

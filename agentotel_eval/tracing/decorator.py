@@ -4,13 +4,14 @@ The wrapper is of the same nature as the function (sync, ``async def``, generato
 ``inspect.iscoroutinefunction`` & co. and frameworks that dispatch on them keep working; ``functools.wraps``
 keeps the name, docstring, ``__wrapped__`` and hence ``inspect.signature``.
 
-Context: the span is made current with ``context.attach`` only while the function's own code runs. A generator's
-span is current during each of its steps, never while the consumer runs between them, so context tokens are
-always detached where they were attached and the consumer's spans do not become the generator's children.
+Context: the span is made current with ``context.attach`` only while the function's own code runs. A
+generator's span is current during each of its steps, never while the consumer runs between them, so context
+tokens are always detached where they were attached and the consumer's spans do not become the
+generator's children.
 
-Robustness: tracing code runs in ``try`` blocks apart from the user's code. If it fails the function still runs
-(untraced, or traced without the failed attribute) and the failure is logged once per kind; the user's own
-exceptions pass through unchanged (same object, traceback intact) after being recorded on the span.
+Robustness: tracing code runs in ``try`` blocks apart from the user's code. If it fails the function still
+runs (untraced, or traced without the failed attribute) and the failure is logged once per kind; the user's
+own exceptions pass through unchanged (same object, traceback intact) after being recorded on the span.
 
 Only the OpenTelemetry API is imported here: the SDK and exporters are ``configure()``'s business.
 """
@@ -51,8 +52,8 @@ class _TracerSource:
     """The tracer for one decorated function, re-resolved only when the provider it should use changes.
 
     Provider order: the decorator's ``tracer_provider=``, then the one ``configure()`` chose, then the
-    OpenTelemetry global. While that is the API's proxy (nothing configured), there is no tracer and the function
-    runs undecorated: no span, no argument capture, nearly no cost.
+    OpenTelemetry global. While that is the API's proxy (nothing configured), there is no tracer and the
+    function runs undecorated: no span, no argument capture, nearly no cost.
     """
 
     __slots__ = ("_cached", "_explicit")
@@ -190,9 +191,10 @@ def _exit_error(shape: SpanShape, entered: tuple[Any, Any], exc: BaseException) 
 
 
 def _wrap_function(fn: Callable[..., Any], shape: SpanShape, source: _TracerSource) -> Callable[..., Any]:
-    # The hottest path (a plain function, usually a tool): ``_enter``/``_exit_ok`` written out inline, with what
-    # depends only on the function read once here, because every Python call and attribute lookup on this path
-    # costs a measurable share of a span. Same steps and same failure handling as ``_enter``/``_exit_ok``.
+    # The hottest path (a plain function, usually a tool): ``_enter``/``_exit_ok`` written out inline, with
+    # what depends only on the function read once here, because every Python call and attribute lookup on this
+    # path costs a measurable share of a span. Same steps and same failure handling as
+    # ``_enter``/``_exit_ok``.
     start_attributes, end_attributes = shape.start_attributes, shape.end_attributes
     span_name, span_kind, is_agent = shape.span_name, shape.span_kind, shape.is_agent
     capture_result = shape.capture_result
@@ -453,11 +455,13 @@ def traced(
         @traced(kind="tool")
         def search(query: str, tool_call_id: str | None = None) -> list[str]: ...
 
-    kind: ``agent`` (``invoke_agent {name}``), ``tool`` (``execute_tool {name}``), ``llm`` (``chat {name}``) or
+    kind: ``agent`` (``invoke_agent {name}``), ``tool`` (``execute_tool {name}``), ``llm``
+    (``chat {name}``) or
         ``chain`` (a plain span ``{name}``). name: defaults to the function's ``__name__``.
     expected_tools: tool names (or ``ToolCall``s) this agent run should call; recorded as
         ``agentotel.eval.expected_tools`` for scoring. ``set_expected_tools()`` sets it from inside a run.
-    expected_trajectory: a trajectory spec for this agent's runs (a dict such as ``{"steps": [{"tool": "search"},
+    expected_trajectory: a trajectory spec for this agent's runs (a dict such as ``{"steps":
+    [{"tool": "search"},
         {"tool": "summarise", "optional": True}], "extra": "penalize"}``, a list of steps or JSON text), read
         here (a bad spec raises ``SpecError``) and recorded as ``agentotel.eval.expected_trajectory``;
         ``set_expected_trajectory()`` sets it from inside a run.
@@ -469,8 +473,9 @@ def traced(
 
     Works on functions, ``async def`` functions, generators and async generators (the span covers the whole
     iteration and ends when the consumer stops early), methods, static and class methods (in either decorator
-    order). An exception is recorded on the span (``exception`` event, status ERROR, ``error.type``) and re-raised
-    unchanged. A failure of the tracing itself never reaches the caller: it is logged once and swallowed.
+    order). An exception is recorded on the span (``exception`` event, status ERROR, ``error.type``) and
+    re-raised unchanged. A failure of the tracing itself never reaches the caller: it is logged
+    once and swallowed.
     """
     if kind not in KINDS:
         raise ValueError(f"@traced kind must be one of {', '.join(KINDS)}; got {kind!r}")

@@ -15,7 +15,8 @@ from agentotel_eval.tracing.failures import report_failure, warn_once
 
 
 def tool_names(tools: Iterable[Any]) -> tuple[str, ...]:
-    """Tool names from strings or objects with a ``name`` (``ToolCall``); a clear TypeError for anything else."""
+    """Tool names from strings or objects with a ``name`` (``ToolCall``); a clear
+    TypeError for anything else."""
     if isinstance(tools, str | bytes) or not isinstance(tools, Iterable):
         raise TypeError(f"expected tools must be a list of tool names, got {type(tools).__name__}: {tools!r}")
     names = []
@@ -28,9 +29,9 @@ def tool_names(tools: Iterable[Any]) -> tuple[str, ...]:
 
 
 def trajectory_json(spec: Any) -> str:
-    """A trajectory spec (a dict, a list of steps, JSON text or a ``TrajectorySpec``) read now, so a mistake is a
-    ``SpecError`` at the call site (within the limits the collector holds a span's spec to), and returned as the
-    JSON the span carries."""
+    """A trajectory spec (a dict, a list of steps, JSON text or a ``TrajectorySpec``) read now, so a mistake
+    is a ``SpecError`` at the call site (within the limits the collector holds a span's spec to), and returned
+    as the JSON the span carries."""
     from agentotel_eval.trajectory import (
         spec as specs,  # the spec's reader is only needed when a spec is given
     )
@@ -44,10 +45,10 @@ def trajectory_json(spec: Any) -> str:
 def set_expected_tools(tools: Iterable[Any]) -> bool:
     """Set the tools the current agent run is expected to call, from inside the run.
 
-    The expectation goes on the nearest enclosing ``@traced(kind="agent")`` span (or, failing that, on the current
-    span when it is another instrumentation's ``invoke_agent``/``invoke_workflow`` span) and replaces one given to
-    the decorator. Returns whether a recording span received it: False when tracing is not configured or no run is
-    active (the latter is logged once), so evaluation code can run untraced.
+    The expectation goes on the nearest enclosing ``@traced(kind="agent")`` span (or, failing that, on the
+    current span when it is another instrumentation's ``invoke_agent``/``invoke_workflow`` span) and replaces
+    one given to the decorator. Returns whether a recording span received it: False when tracing is not
+    configured or no run is active (the latter is logged once), so evaluation code can run untraced.
     """
     return _set_on_run(sc.AGENTOTEL_EXPECTED_TOOLS, list(tool_names(tools)), "set_expected_tools")
 
@@ -55,9 +56,9 @@ def set_expected_tools(tools: Iterable[Any]) -> bool:
 def set_expected_trajectory(spec: Any) -> bool:
     """Set the trajectory spec the current agent run is scored against, from inside the run.
 
-    ``spec`` is what ``@traced(expected_trajectory=...)`` takes: a dict (``{"steps": [...], "extra": ...}``), a
-    bare list of steps, JSON text or a ``TrajectorySpec``; a spec that cannot be read raises ``SpecError`` here.
-    It goes on the same span as ``set_expected_tools()`` and returns the same way.
+    ``spec`` is what ``@traced(expected_trajectory=...)`` takes: a dict (``{"steps": [...], "extra": ...}``),
+    a bare list of steps, JSON text or a ``TrajectorySpec``; a spec that cannot be read raises ``SpecError``
+    here. It goes on the same span as ``set_expected_tools()`` and returns the same way.
     """
     return _set_on_run(sc.AGENTOTEL_EXPECTED_TRAJECTORY, trajectory_json(spec), "set_expected_trajectory")
 

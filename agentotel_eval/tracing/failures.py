@@ -12,7 +12,8 @@ _lock = threading.Lock()
 
 
 def report_failure(stage: str, exc: BaseException) -> None:
-    """Log a tracing failure at ``stage`` the first time this (stage, exception type) occurs; stay silent after."""
+    """Log a tracing failure at ``stage`` the first time this (stage, exception type)
+    occurs; stay silent after."""
     key = (stage, f"{type(exc).__module__}.{type(exc).__qualname__}")
     with _lock:
         if key in _seen:

@@ -1,12 +1,14 @@
 """Build ``gen_ai.input.messages`` / ``gen_ai.output.messages`` values (GenAI message JSON) from plain values.
 
-Pure functions. The shapes follow the GenAI schemas ``gen-ai-input-messages.json`` / ``gen-ai-output-messages.json``:
-``[{"role": ..., "parts": [{"type": "text", "content": ...}, ...], "finish_reason": ... (output only)}]``.
+Pure functions. The shapes follow the GenAI schemas ``gen-ai-input-messages.json`` /
+``gen-ai-output-messages.json``: ``[{"role": ..., "parts": [{"type": "text", "content": ...}, ...],
+"finish_reason": ... (output only)}]``.
 
-An agent's input and output are a user and an assistant text message. An LLM function's arguments and return value
-are understood when they look like chat messages (OpenAI-style ``{"role", "content", "tool_calls"}`` dicts, a chat
-completion with ``choices``, or messages already in GenAI ``parts`` form), so that the tool calls a scripted or
-hand-wrapped model requested are visible to any GenAI backend; anything else falls back to text.
+An agent's input and output are a user and an assistant text message. An LLM function's arguments and return
+value are understood when they look like chat messages (OpenAI-style ``{"role", "content", "tool_calls"}``
+dicts, a chat completion with ``choices``, or messages already in GenAI ``parts`` form), so that the tool
+calls a scripted or hand-wrapped model requested are visible to any GenAI backend; anything else
+falls back to text.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def chat_message(raw: Any, max_chars: int) -> dict[str, Any] | None:
 def llm_input_messages(
     arguments: Mapping[str, Any], fallback_text: str, max_chars: int
 ) -> list[dict[str, Any]]:
-    """The input of an LLM function: its ``messages`` argument if it holds chat messages, else one user text."""
+    """The input of an LLM function: its ``messages`` argument if it holds chat messages,
+    else one user text."""
     messages = arguments.get("messages")
     if isinstance(messages, Sequence) and not isinstance(messages, str) and messages:
         converted = [chat_message(m, max_chars) for m in messages]

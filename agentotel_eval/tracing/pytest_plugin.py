@@ -159,5 +159,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture()
 def agentotel(request: pytest.FixtureRequest) -> Iterator[AgentOtel]:
-    """Capture agent runs in this test and assert on their tool use (see ``agentotel_eval.tracing.testing``)."""
+    """Capture agent runs in this test and assert on their tool use (see
+    ``agentotel_eval.tracing.testing``)."""
     yield AgentOtel(request.node.nodeid, request.config.stash.get(_RESULTS_KEY, None))

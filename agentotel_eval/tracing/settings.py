@@ -3,16 +3,17 @@
 Pure: ``resolve_settings`` reads only the mapping it is given, so precedence is testable without exporters.
 
 - protocol: argument > ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` > ``OTEL_EXPORTER_OTLP_PROTOCOL`` > ``grpc``.
-  ``grpc`` and ``http/protobuf`` are supported (``http`` is accepted for the latter); ``http/json`` is refused,
-  the Python OTLP exporters cannot send it.
+  ``grpc`` and ``http/protobuf`` are supported (``http`` is accepted for the latter); ``http/json`` is
+  refused, the Python OTLP exporters cannot send it.
 - endpoint: argument > ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (used as is) > ``OTEL_EXPORTER_OTLP_ENDPOINT``
   (for HTTP, ``/v1/traces`` is appended, as the OTLP exporter spec says for the base endpoint) > default
-  ``http://127.0.0.1:4317`` (grpc) / ``http://127.0.0.1:4318/v1/traces`` (http/protobuf). An HTTP endpoint given
-  as an argument without a path (``http://host:4318``) gets ``/v1/traces`` too; one with a path is used as is.
-  An endpoint without a scheme (``host:4317``) means ``http://`` (plaintext); use ``https://`` for TLS.
+  ``http://127.0.0.1:4317`` (grpc) / ``http://127.0.0.1:4318/v1/traces`` (http/protobuf). An HTTP endpoint
+  given as an argument without a path (``http://host:4318``) gets ``/v1/traces`` too; one with a path is used
+  as is. An endpoint without a scheme (``host:4317``) means ``http://`` (plaintext); use ``https://`` for TLS.
 - headers: ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` (else ``OTEL_EXPORTER_OTLP_HEADERS``), with the argument's
   headers replacing those of the same name. Names are lower-cased (gRPC metadata requires it).
-- service name: argument > ``OTEL_SERVICE_NAME`` > none (the SDK resource default, ``OTEL_RESOURCE_ATTRIBUTES``).
+- service name: argument > ``OTEL_SERVICE_NAME`` > none (the SDK resource default,
+  ``OTEL_RESOURCE_ATTRIBUTES``).
 """
 
 from __future__ import annotations

@@ -1,25 +1,27 @@
-"""``configure()``, ``force_flush()``, ``shutdown()``: export ``@traced`` spans over OTLP without taking over the app.
+"""``configure()``, ``force_flush()``, ``shutdown()``: export ``@traced`` spans over OTLP without
+taking over the app.
 
 Which TracerProvider receives our exporter:
 
-1. ``tracer_provider=`` given: that one (anything with ``add_span_processor``, e.g. an SDK ``TracerProvider``).
-   It is not installed as the global provider; ``@traced`` functions use it because ``configure()`` said so.
-2. else, the application already installed an SDK TracerProvider globally: our batching exporter is *added* to it.
-   Its resource, sampler and other processors stay as they are (a ``service_name`` given to us cannot change its
-   resource, and is ignored with a warning).
-3. else (the global is still the API's proxy): we create an SDK TracerProvider whose resource carries the service
-   name and install it as the global provider. This is the only global state we set, and only because the
-   application asked by calling ``configure()``.
+1. ``tracer_provider=`` given: that one (anything with ``add_span_processor``, e.g. an SDK
+   ``TracerProvider``). It is not installed as the global provider; ``@traced`` functions use it because
+   ``configure()`` said so.
+2. else, the application already installed an SDK TracerProvider globally: our batching exporter is *added* to
+   it. Its resource, sampler and other processors stay as they are (a ``service_name`` given to us cannot
+   change its resource, and is ignored with a warning).
+3. else (the global is still the API's proxy): we create an SDK TracerProvider whose resource carries the
+   service name and install it as the global provider. This is the only global state we set, and only because
+   the application asked by calling ``configure()``.
 A global provider that cannot take span processors (e.g. an explicit ``NoOpTracerProvider``) is an error.
 
-Repeated calls: the same settings and provider do nothing. Different settings (endpoint, protocol, headers) or a
-different provider replace our exporter: the previous one is flushed and shut down, the new one receives every span
-ended afterwards; spans are never sent to both. (The service name of a provider we created cannot change: the SDK
-resource is immutable; a warning says so.)
+Repeated calls: the same settings and provider do nothing. Different settings (endpoint, protocol, headers) or
+a different provider replace our exporter: the previous one is flushed and shut down, the new one receives
+every span ended afterwards; spans are never sent to both. (The service name of a provider we created cannot
+change: the SDK resource is immutable; a warning says so.)
 
-``force_flush()`` exports what is buffered; ``shutdown()`` flushes and stops our exporter (``configure()`` may be
-called again afterwards). An ``atexit`` hook flushes and shuts down our exporter, so a short script loses nothing.
-Export failures (no collector listening) are logged by the OpenTelemetry exporter and never raised.
+``force_flush()`` exports what is buffered; ``shutdown()`` flushes and stops our exporter (``configure()`` may
+be called again afterwards). An ``atexit`` hook flushes and shuts down our exporter, so a short script loses
+nothing. Export failures (no collector listening) are logged by the OpenTelemetry exporter and never raised.
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def _target_provider(explicit: Any, settings: ExportSettings) -> Any:
     if explicit is not None:
         if not callable(getattr(explicit, "add_span_processor", None)):
             raise ConfigurationError(
-                f"tracer_provider must be an SDK TracerProvider (it needs add_span_processor); got {explicit!r}"
+                f"tracer_provider must be an SDK TracerProvider (it needs "
+                f"add_span_processor); got {explicit!r}"
             )
         return explicit
     provider = trace.get_tracer_provider()
@@ -127,8 +130,8 @@ def _target_provider(explicit: Any, settings: ExportSettings) -> Any:
             _created_provider = created
     if not callable(getattr(provider, "add_span_processor", None)):
         raise ConfigurationError(
-            f"the global TracerProvider {type(provider).__name__} cannot take span processors; install an SDK "
-            "TracerProvider or pass tracer_provider= to configure()"
+            f"the global TracerProvider {type(provider).__name__} cannot take span processors; install an "
+            f"SDK TracerProvider or pass tracer_provider= to configure()"
         )
     return provider
 
@@ -156,17 +159,19 @@ def configure(
     headers: Mapping[str, str] | None = None,
     tracer_provider: Any = None,
 ) -> Any:
-    """Export ``@traced`` spans (and every other span of the provider) to an OTLP endpoint; returns the provider.
+    """Export ``@traced`` spans (and every other span of the provider) to an OTLP endpoint;
+    returns the provider.
 
-    endpoint / protocol (``"grpc"`` default, or ``"http/protobuf"``) / headers / service_name: an argument wins
-    over the standard ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT|PROTOCOL|HEADERS`` and ``OTEL_SERVICE_NAME``
+    endpoint / protocol (``"grpc"`` default, or ``"http/protobuf"``) / headers / service_name: an argument
+    wins over the standard ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT|PROTOCOL|HEADERS`` and ``OTEL_SERVICE_NAME``
     variables, which win over the defaults ``http://127.0.0.1:4317`` (grpc) / ``http://127.0.0.1:4318/v1/traces``
-    (http/protobuf). Timeout, compression and TLS files follow the exporter's own ``OTEL_EXPORTER_OTLP_*`` variables.
+    (http/protobuf). Timeout, compression and TLS files follow the exporter's own
+    ``OTEL_EXPORTER_OTLP_*`` variables.
 
-    Never replaces an application's TracerProvider: adds a batching exporter to ``tracer_provider`` if given, else
-    to the global SDK provider, and creates (and installs globally) an SDK provider only when none is installed.
-    Idempotent; a call with other settings replaces the previous exporter (see the module docstring).
-    Raises ``ConfigurationError`` (a ValueError) for unusable arguments or environment values.
+    Never replaces an application's TracerProvider: adds a batching exporter to ``tracer_provider`` if given,
+    else to the global SDK provider, and creates (and installs globally) an SDK provider only when none is
+    installed. Idempotent; a call with other settings replaces the previous exporter (see the module
+    docstring). Raises ``ConfigurationError`` (a ValueError) for unusable arguments or environment values.
     """
     global _current, _atexit_registered
     settings = resolve_settings(endpoint, protocol=protocol, service_name=service_name, headers=headers)
@@ -204,7 +209,8 @@ def force_flush(timeout_millis: int = 30_000) -> bool:
 
 
 def shutdown() -> None:
-    """Flush and stop our exporter, and forget the configuration (``@traced`` then follows the global provider).
+    """Flush and stop our exporter, and forget the configuration (``@traced`` then follows
+    the global provider).
 
     The application's own provider and processors are untouched. ``configure()`` may be called again.
     """

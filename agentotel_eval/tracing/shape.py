@@ -8,7 +8,8 @@ the attributes of its arguments (``start_attributes``) and of its outcome (``end
   input/output as GenAI messages (``gen_ai.input.messages``/``gen_ai.output.messages``) and as JSON
   (``agentotel.input``/``agentotel.output``), ``agentotel.eval.expected_tools`` and
   ``agentotel.eval.expected_trajectory``.
-- tool: ``execute_tool {name}``, INTERNAL, ``gen_ai.tool.name|type|description|call.id|call.arguments|call.result``.
+- tool: ``execute_tool {name}``, INTERNAL,
+  ``gen_ai.tool.name|type|description|call.id|call.arguments|call.result``.
 - llm: ``chat {name}``, CLIENT, ``gen_ai.operation.name=chat``, messages, ``gen_ai.request.model`` from a
   ``model`` argument, response model/id/finish reasons/token usage from a chat-completion-like result.
 - chain: ``{name}``, INTERNAL, ``agentotel.input``/``agentotel.output``.
@@ -68,7 +69,8 @@ _CALL_COUNTER_MASK = 0xFFFFFFFFFFFFFF  # 14 hex digits
 
 
 class _CallIds:
-    """``call_<24 hex>`` ids: a random per-process prefix and a counter (cheaper than 96 random bits per call)."""
+    """``call_<24 hex>`` ids: a random per-process prefix and a counter (cheaper than 96
+    random bits per call)."""
 
     __slots__ = ("next", "prefix")
 
@@ -85,13 +87,15 @@ _call_ids = _CallIds()
 
 
 def new_tool_call_id() -> str:
-    """A fresh ``call_<24 hex>`` id. ``%`` formatting: about half the cost of an f-string with a format spec."""
+    """A fresh ``call_<24 hex>`` id. ``%`` formatting: about half the cost of an f-string
+    with a format spec."""
     ids = _call_ids
     return "%s%014x" % (ids.prefix, ids.next() & _CALL_COUNTER_MASK)  # noqa: UP031 (speed)
 
 
 def generator_output(items: list[Any]) -> Any:
-    """What a generator produced: its text when it yielded strings (streamed tokens), else the list of items."""
+    """What a generator produced: its text when it yielded strings (streamed tokens),
+    else the list of items."""
     if items and all(isinstance(item, str) for item in items):
         return "".join(items)
     return items
@@ -164,7 +168,7 @@ class SpanShape:
             self.span_name, self.span_kind = self.name, SpanKind.INTERNAL
         self.static_attributes = attrs
 
-    # -- per call ---------------------------------------------------------------------------------------------
+    # -- per call --------------------------------------------------------------------------------------------
 
     def start_attributes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         attrs = self.static_attributes.copy()

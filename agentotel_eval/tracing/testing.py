@@ -1,5 +1,5 @@
-"""Tool-use assertions inside a test suite: capture the spans the code under test emits, in process, rebuild its
-agent runs with the collector's own reconstruction, and assert on them with the collector's own metrics.
+"""Tool-use assertions inside a test suite: capture the spans the code under test emits, in process, rebuild
+its agent runs with the collector's own reconstruction, and assert on them with the collector's own metrics.
 
     with capture() as runs:
         travel_agent("Find a hotel in Paris and book the cheapest one")
@@ -60,8 +60,8 @@ class _Collect(SpanProcessor):
 
 
 def runs_from_spans(spans: Sequence[ReadableSpan]) -> list[AgentRun]:
-    """Agent runs rebuilt from SDK spans exactly as the collector rebuilds them from OTLP: the spans are encoded
-    as an OTLP export request and decoded by the collector's decoder first."""
+    """Agent runs rebuilt from SDK spans exactly as the collector rebuilds them from OTLP: the spans are
+    encoded as an OTLP export request and decoded by the collector's decoder first."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     from agentotel_eval.otlp.decode import decode
@@ -97,7 +97,8 @@ class CapturedRuns(Sequence[AgentRun]):
         self.spans = list(spans)
 
     def one(self) -> AgentRun:
-        """The single run; an ``AssertionError`` that lists what was captured when there are none or several."""
+        """The single run; an ``AssertionError`` that lists what was captured when there
+        are none or several."""
         __tracebackhide__ = True
         if len(self._runs) == 1:
             return self._runs[0]
@@ -125,7 +126,10 @@ class CapturedRuns(Sequence[AgentRun]):
 
 def _describe(run: AgentRun) -> str:
     nested = ", nested" if run.parent_run_span_id else ""
-    return f"{run.agent_name or run.span_name or '?'} ({run.trace_id[:8]}/{run.span_id}{nested}): {run.tools_called}"
+    return (
+        f"{run.agent_name or run.span_name or '?'} ({run.trace_id[:8]}/{run.span_id}{nested}): "
+        f"{run.tools_called}"
+    )
 
 
 def _providers() -> list[Any]:
@@ -146,8 +150,9 @@ def _install_global(provider: TracerProvider) -> None:
 
 
 def _uninstall_global(provider: TracerProvider) -> None:
-    """Take our provider away again so the application can install its own later. The API offers no way to unset
-    the global provider; OpenTelemetry's own test helpers reset these two module globals the same way."""
+    """Take our provider away again so the application can install its own later. The API offers no way to
+    unset the global provider; OpenTelemetry's own test helpers reset these two module
+    globals the same way."""
     if trace.get_tracer_provider() is provider:
         trace._TRACER_PROVIDER = None
         trace._TRACER_PROVIDER_SET_ONCE._done = False
@@ -188,7 +193,7 @@ def capture() -> Iterator[CapturedRuns]:
         runs._fill(runs_from_spans(spans), spans)
 
 
-# ---- assertions ---------------------------------------------------------------------------------------------
+# ---- assertions --------------------------------------------------------------------------------------------
 
 
 class ToolUseAssertion:
@@ -216,11 +221,11 @@ def assert_tool_correctness(
     threshold: float | None = None,
     params: Sequence[str] = (),
 ) -> float:
-    """Score ``run`` with ``ToolCorrectnessMetric`` against ``expected`` (tool names or ``ToolCall``s) and fail
-    with the expected and called tools lined up, missing, extra and out-of-order calls marked, and the metric's
-    reason. ``threshold`` defaults to 1.0 (every expected call, as asked); ``params``: ``input_parameters``
-    and/or ``output`` to compare arguments and results too (give ``ToolCall``s with them then). Returns the
-    score."""
+    """Score ``run`` with ``ToolCorrectnessMetric`` against ``expected`` (tool names or ``ToolCall``s) and
+    fail with the expected and called tools lined up, missing, extra and out-of-order calls marked, and the
+    metric's reason. ``threshold`` defaults to 1.0 (every expected call, as asked); ``params``:
+    ``input_parameters`` and/or ``output`` to compare arguments and results too (give ``ToolCall``s with them
+    then). Returns the score."""
     __tracebackhide__ = True
     from agentotel_eval.metrics.alignment import alignment_text
     from agentotel_eval.metrics.registry import tool_correctness
@@ -244,11 +249,11 @@ def assert_tool_correctness(
 
 
 def assert_trajectory(run: AgentRun, spec: Any, *, threshold: float | None = None) -> float:
-    """Score ``run`` against a trajectory spec (a dict such as ``{"steps": [...], "extra": "forbid"}``, a list of
-    steps, JSON text or a ``TrajectorySpec``) and fail, when the score is under the threshold or a violation
-    occurred, with the spec's steps lined up against the calls: what matched, what is missing and the nearest call's
-    failing argument check, the extra calls and the violations. ``threshold``: the spec's own, else 1.0. A spec
-    that cannot be read raises ``SpecError``. Returns the score."""
+    """Score ``run`` against a trajectory spec (a dict such as ``{"steps": [...], "extra": "forbid"}``, a list
+    of steps, JSON text or a ``TrajectorySpec``) and fail, when the score is under the threshold or a
+    violation occurred, with the spec's steps lined up against the calls: what matched, what is missing and
+    the nearest call's failing argument check, the extra calls and the violations. ``threshold``: the spec's
+    own, else 1.0. A spec that cannot be read raises ``SpecError``. Returns the score."""
     __tracebackhide__ = True
     from agentotel_eval.metrics.registry import TRAJECTORY
     from agentotel_eval.trajectory import parse_spec
@@ -273,8 +278,8 @@ def assert_trajectory(run: AgentRun, spec: Any, *, threshold: float | None = Non
 
 
 def assert_no_tool_errors(run: AgentRun) -> None:
-    """Fail when the deterministic tool-error detectors find an error in ``run`` (failed calls repeated as they
-    were, calls to tools the agent does not have, arguments its schemas reject), with what they found."""
+    """Fail when the deterministic tool-error detectors find an error in ``run`` (failed calls repeated as
+    they were, calls to tools the agent does not have, arguments its schemas reject), with what they found."""
     __tracebackhide__ = True
     from agentotel_eval.metrics.registry import TOOL_ERRORS_DETECTORS
 

@@ -2,9 +2,10 @@
 
 - ``spec``: the model and its reading (``parse_spec``), ``presets``: peers' modes in one line;
 - ``matchers``: argument matchers (``$regex``, ``$approx``, ``$ref``, ...);
-- ``checks``: a run's calls against the steps' matchers, once; ``align``: the optimum alignment of calls to a spec;
-- ``report``: the details, as what a run's shape determines and the run's own checks; ``score``: the entry point,
-  which keeps reports by shape of run.
+- ``checks``: a run's calls against the steps' matchers, once; ``align``: the optimum alignment
+  of calls to a spec;
+- ``report``: the details, as what a run's shape determines and the run's own checks; ``score``: the entry
+  point, which keeps reports by shape of run.
 """
 
 from agentotel_eval.trajectory.matchers import SpecError

@@ -1,23 +1,24 @@
 """The best alignment of a run's calls to a trajectory spec, in bounded work.
 
-The spec is compiled into an automaton (``automaton``): a tool step takes one call; ``steps`` runs its members in
-order (a member may be skipped, the calls between members are extra); ``unordered`` and ``parallel`` advance any
-member, so members interleave; ``any_of`` commits to the alternative that takes its first call; ``count``
-repeats a step. The calls are read once, in order, and for every reachable automaton state the best value so far
-is kept (dynamic programming over states). An order-free group of tool steps is one state while it is open and
-is solved as an assignment when it is left, so the common shapes (a group of any size, ordered steps around such
-groups, counts) are exact in polynomial time.
+The spec is compiled into an automaton (``automaton``): a tool step takes one call; ``steps`` runs its members
+in order (a member may be skipped, the calls between members are extra); ``unordered`` and ``parallel``
+advance any member, so members interleave; ``any_of`` commits to the alternative that takes its first call;
+``count`` repeats a step. The calls are read once, in order, and for every reachable automaton state the best
+value so far is kept (dynamic programming over states). An order-free group of tool steps is one state while
+it is open and is solved as an assignment when it is left, so the common shapes (a group of any size, ordered
+steps around such groups, counts) are exact in polynomial time.
 
 The value of an alignment is, in this order of importance: the matched weight, fewer ``parallel`` groups split
 over LLM turns, fewer extra calls. Weights are exact rationals turned into integers over a common denominator,
 so equal optima are truly equal and the tie-breaks decide.
 
 A ``$ref`` to a step id depends on which call the alignment gave that step, so the ids that are referenced are
-part of the state (the call each is bound to); a ``$ref`` to a tool name reads that tool's latest earlier call.
-Those bindings, and order-free groups with groups among their members (or nested in one), multiply the states:
-the exact problem is hard there. The scan counts its work; past ``WORK_BUDGET`` it starts again keeping only the
-best ``BEAM`` states per call, and the alignment says it is approximate and why (the score is then a lower
-bound: a real alignment, maybe not the best). If even that runs out of work, the calls not yet read are extra.
+part of the state (the call each is bound to); a ``$ref`` to a tool name reads that tool's latest earlier
+call. Those bindings, and order-free groups with groups among their members (or nested in one), multiply the
+states: the exact problem is hard there. The scan counts its work; past ``WORK_BUDGET`` it starts again
+keeping only the best ``BEAM`` states per call, and the alignment says it is approximate and why (the score is
+then a lower bound: a real alignment, maybe not the best). If even that runs out of work, the calls not
+yet read are extra.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from agentotel_eval.trajectory.checks import result_value as result_value  # rea
 from agentotel_eval.trajectory.checks import value_at as value_at
 from agentotel_eval.trajectory.spec import Step, TrajectorySpec
 
-#: units of work (states expanded, automaton nodes read, moves made, assignment arcs / ``ARC_WORK``) one pass of
-#: the scan may take, plus ``WORK_PER_CALL`` a call: a unit is about 5 µs here, so 0.2 s for 200 calls
+#: units of work (states expanded, automaton nodes read, moves made, assignment arcs / ``ARC_WORK``) one pass
+#: of the scan may take, plus ``WORK_PER_CALL`` a call: a unit is about 5 µs here, so 0.2 s for 200 calls
 WORK_BUDGET = 20_000
 WORK_PER_CALL = 100
 #: states kept per call once the exact scan ran out of work
@@ -98,12 +99,13 @@ class Context:
         return known
 
 
-# --- compiling ------------------------------------------------------------------------------------------------
+# --- compiling ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class _Weights:
-    """What a spec's weights come to, the same for every run: computed once per spec (``TrajectorySpec.memo``)."""
+    """What a spec's weights come to, the same for every run: computed once per spec
+    (``TrajectorySpec.memo``)."""
 
     gains: tuple[int, ...]  # per tool step in written order: weight units a call earns it (within ``min``)
     required: int  # total required weight, in units
@@ -114,8 +116,8 @@ class _Weights:
 def _weigh(
     step: Step, scale: Fraction, gains: list[Fraction], holders: dict[str, tuple[int, ...]]
 ) -> Fraction:
-    """``step``'s required weight in its parent's units; appends each tool step's gain per call (``scale``: the
-    root's units per unit here) in written order and notes, per step id, the tool steps below it."""
+    """``step``'s required weight in its parent's units; appends each tool step's gain per call (``scale``:
+    the root's units per unit here) in written order and notes, per step id, the tool steps below it."""
     first = len(gains)
     if step.kind == "tool":
         inner_required = Fraction(1)
@@ -160,7 +162,8 @@ def _required(step: Step) -> Fraction:
 
 
 def weights_of(spec: TrajectorySpec) -> _Weights:
-    """The spec's weights in whole units, exact (rationals over a common denominator), memoised on the spec."""
+    """The spec's weights in whole units, exact (rationals over a common denominator),
+    memoised on the spec."""
     known = spec.memo.get("weights")
     if known is None:
         gains: list[Fraction] = []
@@ -179,9 +182,9 @@ _AUTOMATA_KEPT = 64
 def _automaton(
     spec: TrajectorySpec, calls: int, can: tuple[tuple[bool, ...], ...]
 ) -> tuple[Node, list[Leaf]]:
-    """The automaton for runs whose calls may take the tool steps as ``can`` says (per step, per call). It holds
-    no other state of a run (the run's calls and bindings are the context's), so it is reused for the same
-    ``can``."""
+    """The automaton for runs whose calls may take the tool steps as ``can`` says (per step, per call). It
+    holds no other state of a run (the run's calls and bindings are the context's), so it is reused for the
+    same ``can``."""
     kept: dict[Any, tuple[Node, list[Leaf]]] = spec.memo.setdefault("automata", {})
     key = (calls, can)
     known = kept.get(key)
@@ -210,10 +213,10 @@ def _compile(spec: TrajectorySpec, checker: Checker) -> tuple[Node, list[Leaf], 
     return root, leaves, ctx, weights.required, weights.unit
 
 
-# --- the search -----------------------------------------------------------------------------------------------
+# --- the search ---------------------------------------------------------------------------------------------
 
-#: a scan state: (automaton state, the call each referenced id is bound to, the open order-free group: (where it
-#: opened, the group, whether it earns) or None)
+#: a scan state: (automaton state, the call each referenced id is bound to, the open order-free group: (where
+#: it opened, the group, whether it earns) or None)
 Key = tuple[Any, tuple[int, ...], Any]
 #: how a state was reached: (previous state, leaf that took the call or -1, notes, value gained)
 Back = tuple[Key, int, tuple[tuple[Any, ...], ...], int]
@@ -260,9 +263,9 @@ def work_limit(calls: int, budget: int | None = None) -> int:
 def align(
     spec: TrajectorySpec, calls: Sequence[ToolCall], budget: int | None = None, checker: Checker | None = None
 ) -> Alignment:
-    """The best alignment of ``calls`` (in run order) to ``spec``: exact within ``work_limit``, else the best a
-    beam of ``BEAM`` states finds within as much work again (``Alignment.approximate`` says so). ``checker``:
-    the calls already checked against the spec (``Checker(spec, calls)``)."""
+    """The best alignment of ``calls`` (in run order) to ``spec``: exact within ``work_limit``, else the best
+    a beam of ``BEAM`` states finds within as much work again (``Alignment.approximate`` says so).
+    ``checker``: the calls already checked against the spec (``Checker(spec, calls)``)."""
     root, leaves, ctx, required, unit = _compile(
         spec, checker if checker is not None else Checker(spec, calls)
     )
@@ -351,8 +354,9 @@ def _scan(
 
 
 def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int]) -> dict[Key, int]:
-    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them. A state
-    whose open order-free group reads bindings keeps them: the group's calls are matched when it is settled."""
+    """The layer with ``slots`` unbound: states alike but for those merge, keeping the best way to them. A
+    state whose open order-free group reads bindings keeps them: the group's calls are matched
+    when it is settled."""
     out: dict[Key, int] = {}
     ways: dict[Key, Back] = {}  # set once every state is read: a merged state may be one not read yet
     for key, value in layer.items():
@@ -372,9 +376,9 @@ def _forget(layer: dict[Key, int], came_from: dict[Key, Back], slots: list[int])
 
 def _drop_dominated(layer: dict[Key, int], ctx: Context) -> None:
     """Drops the states of an open order-free group that another state, alike but for where the group opened,
-    makes useless: one that opened earlier with no less value (it has every call the later one has), or one that
-    opened later with more value than the earlier one could still win in between (what a group wins over a
-    window is at most what it wins over its two halves)."""
+    makes useless: one that opened earlier with no less value (it has every call the later one has), or one
+    that opened later with more value than the earlier one could still win in between (what a group wins over
+    a window is at most what it wins over its two halves)."""
     groups: dict[Any, list[tuple[int, int, Key]]] = {}
     for key, value in layer.items():
         if key[2] is not None:

@@ -1,11 +1,12 @@
 """The best assignment of calls to the tool steps of an order-free group: a maximum-value b-matching.
 
 Each call may take one of the steps it is eligible for, or none; a step takes at most ``most`` calls (None: no
-limit), and the first ``least`` it takes are worth ``high`` each, the others 1. Calls with the same eligible steps
-are interchangeable, and so are steps eligible for the same calls with the same ``high``: both sides are merged
-into classes first, so a group of twenty steps over fifty calls is usually a handful of nodes. What remains is a
-min-cost flow (source -> call class -> step class -> sink, two arcs per step class: its ``least`` valuable slots and
-its other slots), solved by successive shortest paths on exact integers: the optimum, never a greedy pairing.
+limit), and the first ``least`` it takes are worth ``high`` each, the others 1. Calls with the same eligible
+steps are interchangeable, and so are steps eligible for the same calls with the same ``high``: both sides are
+merged into classes first, so a group of twenty steps over fifty calls is usually a handful of nodes. What
+remains is a min-cost flow (source -> call class -> step class -> sink, two arcs per step class: its ``least``
+valuable slots and its other slots), solved by successive shortest paths on exact integers: the optimum,
+never a greedy pairing.
 
 Cost: O(F·V·E) for the merged graph (F augmenting paths, each a Bellman-Ford over V nodes and E arcs); the
 returned ``work`` counts the arcs scanned, for the caller's budget.
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """What one step of the group may take: ``high`` for each of its first ``least`` calls, 1 for later ones."""
+    """What one step of the group may take: ``high`` for each of its first ``least``
+    calls, 1 for later ones."""
 
     high: int
     least: int
@@ -35,7 +37,8 @@ class Assignment:
 
 
 def best_assignment(eligible: Sequence[Sequence[int]], steps: Sequence[Capacity]) -> Assignment:
-    """The assignment of maximum value; ``eligible[c]``: the steps call ``c`` may take (by index in ``steps``)."""
+    """The assignment of maximum value; ``eligible[c]``: the steps call ``c`` may take (by
+    index in ``steps``)."""
     classes: dict[tuple[int, ...], list[int]] = {}
     for c, options in enumerate(eligible):
         if options:
@@ -43,7 +46,8 @@ def best_assignment(eligible: Sequence[Sequence[int]], steps: Sequence[Capacity]
     if not classes:
         return Assignment(0, (-1,) * len(eligible), 1)
     class_keys = list(classes)
-    # steps eligible for the same call classes with the same value per call are interchangeable: one step class
+    # steps eligible for the same call classes with the same value per call are
+    # interchangeable: one step class
     member_of: dict[int, list[int]] = {}
     for k, key in enumerate(class_keys):
         for step in key:
@@ -76,7 +80,8 @@ def best_assignment(eligible: Sequence[Sequence[int]], steps: Sequence[Capacity]
 def _fill(
     calls: list[int], members: list[int], steps: Sequence[Capacity], high: int, taken: list[int]
 ) -> int:
-    """Hands a step class's calls to its steps, their valuable slots first, and returns what they are worth."""
+    """Hands a step class's calls to its steps, their valuable slots first, and returns
+    what they are worth."""
     value, k = 0, 0
     had = dict.fromkeys(members, 0)
     for valuable in (True, False):

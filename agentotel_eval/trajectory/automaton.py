@@ -1,17 +1,18 @@
 """The automaton a trajectory spec compiles to, read by the alignment's scan over a run's calls.
 
 ``consume(state, j, ctx, earns)`` lists the ways a node can take call ``j`` from ``state``: (new state, value
-gained, the tool step that took the call or -1, notes). ``settle(state, t, ctx, earns)`` is the value a state still
-holds when it is left at call ``t`` (a later member of its sequence took a call, a new round began, the run
-ended). Only ``_Assign`` holds value there: an order-free group of tool steps with no order-free group above it
-(after nested plain ``unordered`` groups are flattened into it). While it is open no other step can take a call, so
-its calls are assigned at once when it is left, as a maximum-value matching (``assignment``), instead of
-remembering which of its members have been matched (2^members states). Other order-free groups keep one state per
-member, as a product: exact, but exponential in the members, which is what the caller's work budget bounds.
+gained, the tool step that took the call or -1, notes). ``settle(state, t, ctx, earns)`` is the value a state
+still holds when it is left at call ``t`` (a later member of its sequence took a call, a new round began, the
+run ended). Only ``_Assign`` holds value there: an order-free group of tool steps with no order-free group
+above it (after nested plain ``unordered`` groups are flattened into it). While it is open no other step can
+take a call, so its calls are assigned at once when it is left, as a maximum-value matching (``assignment``),
+instead of remembering which of its members have been matched (2^members states). Other order-free groups keep
+one state per member, as a product: exact, but exponential in the members, which is what the caller's
+work budget bounds.
 
 ``earns`` is False in the rounds of a ``count`` past its ``min``: calls there earn no weight (they are still
-matched). Values are whole numbers: a call earns its step's gain × ``ctx.weight_unit`` + 1 (the +1: fewer extra
-calls break ties), a ``parallel`` group split over LLM turns costs ``ctx.split_unit``.
+matched). Values are whole numbers: a call earns its step's gain × ``ctx.weight_unit`` + 1 (the +1: fewer
+extra calls break ties), a ``parallel`` group split over LLM turns costs ``ctx.split_unit``.
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ class AnyOf(Node):
 
 @dataclass(frozen=True, slots=True)
 class Solved:
-    """An ``_Assign``'s calls from ``window``: which member took each (-1: none), and the call that split it."""
+    """An ``_Assign``'s calls from ``window``: which member took each (-1: none), and the
+    call that split it."""
 
     value: int
     window: tuple[int, ...]
@@ -226,7 +228,8 @@ class Solved:
 
 class Assign(Node):
     """An order-free group of tool steps assigned at once (see the module's docstring). Its state is closed,
-    or open: where it opened is kept by the scan (``ctx.open``), so open states that differ only there compare."""
+    or open: where it opened is kept by the scan (``ctx.open``), so open states that differ
+    only there compare."""
 
     __slots__ = ("can", "dynamic", "eligible", "index", "members", "parallel", "start", "step")
     defers = True
@@ -263,9 +266,9 @@ class Assign(Node):
         return growing.value_at(lo, hi, ctx)
 
     def solve(self, s: int, t: int, ctx: Context, earns: bool) -> Solved:
-        """The best assignment of the calls in ``[s, t)``; with ``parallel``, the best of keeping to one LLM turn
-        (each turn in the window, in turn) and of taking the best calls whatever their turns (a split if they
-        come from two turns)."""
+        """The best assignment of the calls in ``[s, t)``; with ``parallel``, the best of keeping to one LLM
+        turn (each turn in the window, in turn) and of taking the best calls whatever their turns (a split if
+        they come from two turns)."""
         lo, hi = bisect_left(self.eligible, s), bisect_left(self.eligible, t)
         key = (self.index, lo, hi, earns, ctx.bindings if self.dynamic else ())
         known: Solved | None = ctx.solved.get(key)
@@ -300,7 +303,8 @@ class Assign(Node):
 
 class _Growing:
     """An ``Assign``'s values over windows from one start: ``values[i]`` for its first ``i`` eligible calls.
-    A ``parallel`` group also grows one assignment per LLM turn (the calls of that turn and those with none)."""
+    A ``parallel`` group also grows one assignment per LLM turn (the calls of that turn
+    and those with none)."""
 
     __slots__ = ("caps", "node", "per_turn", "unrestricted", "values")
 
@@ -366,12 +370,13 @@ def _split_call(window: Sequence[int], taken: Sequence[int], turns: Sequence[Any
     return None
 
 
-# --- building ---------------------------------------------------------------------------------------------------
+# --- building -----------------------------------------------------------------------------------------------
 
 
 def _flat_members(step: Step) -> list[Step] | None:
-    """The tool steps of an order-free group, nested plain ``unordered`` groups (taken at most once) flattened in
-    (their members are order-free among the outer ones too); None when another kind of group is among them."""
+    """The tool steps of an order-free group, nested plain ``unordered`` groups (taken at most once) flattened
+    in (their members are order-free among the outer ones too); None when another kind of
+    group is among them."""
     out: list[Step] = []
     for member in step.members:
         if member.kind == "tool":
@@ -387,8 +392,8 @@ def _flat_members(step: Step) -> list[Step] | None:
 
 
 class Builder:
-    """Builds the automaton for one run's shape: ``leaf_of`` numbers the tool steps in written order, ``reads``
-    says which of them read a step id's binding (a ``$ref``)."""
+    """Builds the automaton for one run's shape: ``leaf_of`` numbers the tool steps in written order,
+    ``reads`` says which of them read a step id's binding (a ``$ref``)."""
 
     def __init__(
         self, calls: int, leaves: Sequence[Leaf], leaf_of: Mapping[int, int], reads: Mapping[int, Any]

@@ -1,11 +1,12 @@
-"""A run's calls checked against a spec's tool steps, once: what the alignment may pair, and the report's checks.
+"""A run's calls checked against a spec's tool steps, once: what the alignment may pair, and
+the report's checks.
 
 Each call is checked against the tool steps of its tool (``check_keys``): a call may take a step unless a key
-fails. The verdicts are kept, so the report shows the very checks the alignment decided on instead of running the
-matchers again. A ``$ref`` to a step id depends on which call the alignment bound that id to: such a step's checks
-are decided in the scan, and again for the report with the bindings it chose. Everything that depends only on the
-spec (its tool steps by tool, the binding slots, the matchers' descriptions) is worked out once per spec
-(``plan_of``).
+fails. The verdicts are kept, so the report shows the very checks the alignment decided on instead of running
+the matchers again. A ``$ref`` to a step id depends on which call the alignment bound that id to: such a
+step's checks are decided in the scan, and again for the report with the bindings it chose. Everything that
+depends only on the spec (its tool steps by tool, the binding slots, the matchers' descriptions) is worked out
+once per spec (``plan_of``).
 """
 
 from __future__ import annotations
@@ -119,8 +120,8 @@ def expected_texts(plan: Plan, step: Step) -> Mapping[str, str]:
 
 
 class Checker:
-    """A run's calls against the spec's tool steps. ``can[leaf][call]``: whether the call may take the step before
-    any ``$ref`` to a step id is decided (those are undecided then, so they do not keep a call out)."""
+    """A run's calls against the spec's tool steps. ``can[leaf][call]``: whether the call may take the step
+    before any ``$ref`` to a step id is decided (those are undecided then, so they do not keep a call out)."""
 
     __slots__ = ("_latest", "_static", "calls", "can", "plan")
 
@@ -128,7 +129,8 @@ class Checker:
         plan = self.plan = plan_of(spec)
         self.calls = calls
         self._latest: dict[str, list[int]] = {}  # tool -> per call index, its latest earlier call (or -1)
-        # the checks of each (leaf, call) of that leaf's tool, for leaves whose checks do not depend on bindings
+        # the checks of each (leaf, call) of that leaf's tool, for leaves whose checks do
+        # not depend on bindings
         self._static: dict[tuple[int, int], list[RawCheck]] = {}
         can = [[False] * len(calls) for _ in plan.steps]
         by_tool, steps, reads = plan.by_tool, plan.steps, plan.reads
@@ -190,8 +192,8 @@ class Checker:
         return resolve
 
     def raw(self, step: Step, j: int, bindings: Sequence[int] | None) -> list[RawCheck]:
-        """Each constrained key of call ``j`` against ``step``'s matchers; the checks of the static pass when they
-        do not depend on the bindings."""
+        """Each constrained key of call ``j`` against ``step``'s matchers; the checks of the static pass when
+        they do not depend on the bindings."""
         if step.args is None:
             return []
         leaf = self.plan.leaf_of.get(id(step))

@@ -1,19 +1,19 @@
 """Peers' expectation files as trajectory specs: dataset lines ``{"name", "input", "expected_trajectory"}``.
 
-Pure functions from parsed JSON to entries; the command (``agentotel-eval import-expectations``) reads the files
-and writes the lines. Every spec made here is read back with ``parse_spec`` before it is returned.
+Pure functions from parsed JSON to entries; the command (``agentotel-eval import-expectations``) reads the
+files and writes the lines. Every spec made here is read back with ``parse_spec`` before it is returned.
 
-- Google ADK eval sets (``*.evalset.json``, ``*.test.json``): one entry per invocation of each case (its user text
-  as the input), its ``intermediate_data.tool_uses`` in order, arguments exact, as ADK's trajectory evaluator
-  compares them (``mode``: ``EXACT``, ``IN_ORDER`` or ``ANY_ORDER``, the ``adk:`` presets); the older list format
-  (``query`` / ``expected_tool_use`` with ``tool_name`` / ``tool_input``) too.
-- BFCL ``possible_answer`` files (JSON lines ``{"id", "ground_truth": [{function: {param: [allowed values]}}]}``):
-  each parameter may take any of its allowed values (``$in``, strings compared as BFCL's checker does: case,
-  spaces and punctuation aside), ``""`` among them makes it optional, no other parameter is accepted
-  (``strict_args``), several functions are one ``unordered`` group, and no other call is accepted
+- Google ADK eval sets (``*.evalset.json``, ``*.test.json``): one entry per invocation of each case (its user
+  text as the input), its ``intermediate_data.tool_uses`` in order, arguments exact, as ADK's trajectory
+  evaluator compares them (``mode``: ``EXACT``, ``IN_ORDER`` or ``ANY_ORDER``, the ``adk:`` presets); the
+  older list format (``query`` / ``expected_tool_use`` with ``tool_name`` / ``tool_input``) too.
+- BFCL ``possible_answer`` files (JSON lines ``{"id", "ground_truth": [{function: {param: [allowed
+  values]}}]}``): each parameter may take any of its allowed values (``$in``, strings compared as BFCL's
+  checker does: case, spaces and punctuation aside), ``""`` among them makes it optional, no other parameter
+  is accepted (``strict_args``), several functions are one ``unordered`` group, and no other call is accepted
   (``extra = "forbid"``). The questions (BFCL's data file of the same category) give each entry its input.
-- LangChain agentevals reference trajectories: OpenAI-style messages (a list, or ``{"messages": [...]}``), or a
-  list of such trajectories; each assistant message's tool calls are one LLM turn (``mode``: ``strict``,
+- LangChain agentevals reference trajectories: OpenAI-style messages (a list, or ``{"messages": [...]}``), or
+  a list of such trajectories; each assistant message's tool calls are one LLM turn (``mode``: ``strict``,
   ``unordered``, ``subset`` or ``superset``, the ``langchain:`` presets).
 """
 
@@ -48,7 +48,7 @@ def _checked(entry: Entry, where: str) -> Entry:
     return entry
 
 
-# --- Google ADK ----------------------------------------------------------------------------------------------
+# --- Google ADK ---------------------------------------------------------------------------------------------
 
 
 def _get(value: Mapping[str, Any], snake: str) -> Any:
@@ -131,7 +131,7 @@ def from_adk(data: Any, mode: str = "EXACT", where: str = "eval set") -> list[En
     return entries
 
 
-# --- BFCL ----------------------------------------------------------------------------------------------------
+# --- BFCL ---------------------------------------------------------------------------------------------------
 
 
 def _bfcl_matcher(allowed: Any, where: str) -> Any:
@@ -205,7 +205,7 @@ def bfcl_questions(lines: Iterable[Any]) -> dict[str, str]:
     return out
 
 
-# --- LangChain agentevals ------------------------------------------------------------------------------------
+# --- LangChain agentevals -----------------------------------------------------------------------------------
 
 
 def _call(call: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 A matcher is written as JSON (or TOML): a literal (JSON equality: ``100`` equals ``100.0``, a bool is not a
 number), or an object of operators that must all hold (``{"$gt": 0, "$lt": 500}``), or, for a nested object,
-a map of keys to matchers. ``compile_matcher`` turns the written form into a ``Matcher`` once; ``Matcher.test``
-answers for one value with ``True`` / ``False`` / ``None`` (cannot be decided: the value was not recorded) and a
-reason a person can read.
+a map of keys to matchers. ``compile_matcher`` turns the written form into a ``Matcher`` once;
+``Matcher.test`` answers for one value with ``True`` / ``False`` / ``None`` (cannot be decided: the value was
+not recorded) and a reason a person can read.
 
 ``$ref`` compares with a value an earlier call produced; the caller resolves it (``Refs``), since which call a
 step id names depends on the alignment.
@@ -111,7 +111,7 @@ def normalise_text(value: str, how: Sequence[str]) -> str:
     return value
 
 
-# --- matchers -------------------------------------------------------------------------------------------------
+# --- matchers -----------------------------------------------------------------------------------------------
 
 
 class Matcher:
@@ -202,7 +202,7 @@ def check_keys(
     return out
 
 
-# --- compiling the written form -------------------------------------------------------------------------------
+# --- compiling the written form -----------------------------------------------------------------------------
 
 
 def parse_ref(text: Any, where: str) -> Ref:
@@ -393,8 +393,9 @@ def _absent(value: Any, resolve: Refs) -> tuple[KeyOutcome, str]:
 
 @dataclass(frozen=True, slots=True)
 class _Reading:
-    """What an operator's compiler reads besides its own argument: the whole object (``$approx`` takes ``rel`` and
-    ``abs`` from it), where it is written, the ``$norm`` normalisers, and the ``$ref`` references found."""
+    """What an operator's compiler reads besides its own argument: the whole object (``$approx`` takes ``rel``
+    and ``abs`` from it), where it is written, the ``$norm`` normalisers, and the
+    ``$ref`` references found."""
 
     spec: Mapping[str, Any]
     where: str
@@ -404,7 +405,8 @@ class _Reading:
 
 @dataclass(frozen=True, slots=True)
 class _Operator:
-    """How one operator is read: ``compile`` turns its argument into its test (None: it has no test of its own)."""
+    """How one operator is read: ``compile`` turns its argument into its test (None: it has
+    no test of its own)."""
 
     compile: Callable[[Any, _Reading], Test | None]
     absent_ok: bool = False  # a missing key passes (``$absent``, ``$optional``)

@@ -18,15 +18,15 @@ Each preset is a spec like any other (steps, ``extra``, a threshold), so its res
 =====================  =======================================================================================
 
 An entry that is a list is one LLM turn's calls (``expected_tools = ["search", ["get_order", "get_user"]]``).
-``langchain:strict`` compares turn by turn, as agentevals compares messages: each entry is an LLM turn of its own
-(``separate_turns``: two entries answered in one turn fail), and a list's calls come in any order among themselves
-from one turn (a ``parallel`` group). ADK has no turns: its presets read a list's calls in the order written. The
-other presets are order-free and a list's calls simply join the others; ``ordering`` keeps a list as a
-``parallel`` group.
+``langchain:strict`` compares turn by turn, as agentevals compares messages: each entry is an LLM turn of its
+own (``separate_turns``: two entries answered in one turn fail), and a list's calls come in any order among
+themselves from one turn (a ``parallel`` group). ADK has no turns: its presets read a list's calls in the
+order written. The other presets are order-free and a list's calls simply join the others; ``ordering`` keeps
+a list as a ``parallel`` group.
 
 Peers compare a call's arguments whole: where an entry gives ``args``, the peers' presets check them exactly
-(``strict_args``: no other keys); an entry with a name only leaves the arguments free. An entry's ``args`` may use
-matchers (``$regex``, ``$approx``, ...), like agentevals' per-tool argument overrides.
+(``strict_args``: no other keys); an entry with a name only leaves the arguments free. An entry's ``args`` may
+use matchers (``$regex``, ``$approx``, ...), like agentevals' per-tool argument overrides.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 from agentotel_eval.trajectory.matchers import SpecError
 
 #: preset -> (group of the expected calls, each call optional, extra calls, threshold, exact arguments, turns:
-#: "separate" (each entry its own LLM turn, a list a parallel group), "parallel" (a list a parallel group where
-#: order counts), "flat" (a list's calls as written))
+#: "separate" (each entry its own LLM turn, a list a parallel group), "parallel" (a list a parallel group
+#: where order counts), "flat" (a list's calls as written))
 PRESETS: dict[str, tuple[str, bool, str, float | None, bool, str]] = {
     "langchain:strict": ("steps", False, "forbid", 1.0, True, "separate"),
     "langchain:unordered": ("unordered", False, "forbid", 1.0, True, "flat"),

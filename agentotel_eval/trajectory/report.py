@@ -1,12 +1,14 @@
-"""The report of a scored run (``details``), in two parts: what the run's shape determines, and the run's own checks.
+"""The report of a scored run (``details``), in two parts: what the run's shape determines, and
+the run's own checks.
 
-A ``Report`` is built from an alignment: every step's row (path, kind, label, depth, modifiers, the calls it took,
-its status, the chosen alternative of an ``any_of``), which calls are extra, the violations that do not read
-arguments (``max_calls``, ``extra_forbidden``, ``parallel_split``, ``turns_merged``), and each call's step. None of
-that reads an argument value: two runs whose calls have the same tools, pass and fail the same steps' matchers and
-(where turns matter) come from LLM turns alike, have the same report. What does read values is filled in for each
-run (``Report.details``): the argument checks of the calls a step took and of its near misses, and the forbid
-rules. Shared parts are frozen (``agentotel_eval.frozen``), so results that share them cannot change each other.
+A ``Report`` is built from an alignment: every step's row (path, kind, label, depth, modifiers, the calls it
+took, its status, the chosen alternative of an ``any_of``), which calls are extra, the violations that do not
+read arguments (``max_calls``, ``extra_forbidden``, ``parallel_split``, ``turns_merged``), and each call's
+step. None of that reads an argument value: two runs whose calls have the same tools, pass and fail the same
+steps' matchers and (where turns matter) come from LLM turns alike, have the same report. What does read
+values is filled in for each run (``Report.details``): the argument checks of the calls a step took and of its
+near misses, and the forbid rules. Shared parts are frozen (``agentotel_eval.frozen``), so results that share
+them cannot change each other.
 """
 
 from __future__ import annotations
@@ -204,7 +206,8 @@ def _fixed_violations(
 def _merged_turns(
     spec: TrajectorySpec, calls: Sequence[ToolCall], alignment: Alignment
 ) -> list[dict[str, Any]]:
-    """Top-level steps whose calls came from one LLM turn (``separate_turns``): one violation per such turn."""
+    """Top-level steps whose calls came from one LLM turn (``separate_turns``): one
+    violation per such turn."""
     top = spec.memo.get("top_of_leaf")
     if top is None:
         leaf_of = plan_of(spec).leaf_of
@@ -234,8 +237,10 @@ def _merged_turns(
                     "type": "turns_merged",
                     "steps": paths,
                     "call": first_call[turn],
-                    "message": f"{' and '.join(paths)} came in one LLM turn (call #{first_call[turn] + 1} on); "
-                    f"each is a turn of its own (separate_turns)",
+                    "message": (
+                        f"{' and '.join(paths)} came in one LLM turn (call #{first_call[turn] + 1} on); "
+                        f"each is a turn of its own (separate_turns)"
+                    ),
                 }
             )
     return out
@@ -327,7 +332,8 @@ class Report:
             "score": score,
             "recall": recall,
             "precision": precision,
-            # ratios of integers, correctly rounded: float(alignment.matched_weight), without making a Fraction
+            # ratios of integers, correctly rounded: float(alignment.matched_weight),
+            # without making a Fraction
             "matched_weight": sum(alignment.earned) / alignment.unit,
             "required_weight": alignment.required / alignment.unit,
             "extra_mode": spec.extra,
@@ -343,7 +349,8 @@ class Report:
         if any(c.llm_turn is None for c in calls) and turns_matter(spec):
             tail["turns_not_recorded"] = True  # a parallel group cannot be checked for calls with no turn
         self.tail = tail
-        #: the reason in words, when no argument check of the run can change it (set by the first run's scoring)
+        #: the reason in words, when no argument check of the run can change it (set by the
+        #: first run's scoring)
         self.reason: str | None = None
 
     @property
@@ -393,8 +400,8 @@ class Report:
         violations = [*_forbidden(calls, checker, bindings, self.forbid_calls), *self.violations]
         call_rows = []
         for j, (call, step_path) in enumerate(zip(calls, self.call_steps, strict=True)):
-            # keys with no value are left out, not written as null: a row's JSON is checked for NaN only when it
-            # holds one
+            # keys with no value are left out, not written as null: a row's JSON is checked for NaN only when
+            # it holds one
             call_row: dict[str, Any] = {"index": j, "tool": call.name}
             if step_path is not None:
                 call_row["step"] = step_path

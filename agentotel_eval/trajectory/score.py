@@ -48,9 +48,9 @@ class TrajectoryOutcome:
 def _shape(
     spec: TrajectorySpec, calls: Sequence[ToolCall], checker: Checker, budget: int | None
 ) -> tuple[Any, ...] | None:
-    """What a run's report depends on, besides argument values: its tools, which steps' matchers each call passes,
-    and where turns matter, which calls share an LLM turn. None when a ``$ref`` to a step id makes the matchers
-    depend on the alignment (the alignment is then the run's own)."""
+    """What a run's report depends on, besides argument values: its tools, which steps' matchers each call
+    passes, and where turns matter, which calls share an LLM turn. None when a ``$ref`` to a step id makes the
+    matchers depend on the alignment (the alignment is then the run's own)."""
     if checker.plan.slot_of:
         return None
     number = spec.memo.get("number")
@@ -140,7 +140,10 @@ def reason_text(details: dict[str, Any], calls: Sequence[ToolCall]) -> str:
             for near in row.get("near_misses", ())[:1]:
                 failing = near["checks"][:1]
                 if failing:
-                    text += f" [call #{near['call'] + 1}: {failing[0]['key']}: {failing[0].get('reason', 'failed')}]"
+                    text += (
+                        f" [call #{near['call'] + 1}: {failing[0]['key']}: "
+                        f"{failing[0].get('reason', 'failed')}]"
+                    )
                 elif "taken_by" in near:
                     text += f" [call #{near['call'] + 1} went to {near['taken_by']}]"
             shown.append(text)

@@ -55,7 +55,8 @@ __all__ = [
 class SpecLimits:
     """How large a spec may be. A spec that arrives with a run (a span attribute, a dataset line) is held to
     ``UNTRUSTED_LIMITS``: the alignment's work is bounded whatever the spec, but reading and keeping a spec is
-    not, and a legitimate spec is far smaller. The operator's own config, and specs in code, get ``CONFIG_LIMITS``."""
+    not, and a legitimate spec is far smaller. The operator's own config, and specs in code,
+    get ``CONFIG_LIMITS``."""
 
     name: str
     steps: int  # tool steps and groups, forbid rules included
@@ -114,7 +115,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class TrajectorySpec:
-    """A read spec. ``written`` is the form it was read from (shown, stored, and read again to the same spec)."""
+    """A read spec. ``written`` is the form it was read from (shown, stored, and read
+    again to the same spec)."""
 
     root: Step
     extra: str = "ignore"
@@ -123,7 +125,8 @@ class TrajectorySpec:
     threshold: float | None = None
     preset: str | None = None
     written: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    #: no two top-level steps' calls come from one LLM turn (agentevals' strict mode compares message by message)
+    #: no two top-level steps' calls come from one LLM turn (agentevals' strict mode compares
+    #: message by message)
     separate_turns: bool = False
     #: what scoring derives from the spec alone (its weights), kept for the next run it scores
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -144,7 +147,8 @@ class TrajectorySpec:
         return f"TrajectorySpec({self.to_json()})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # compiled matchers are closures: a spec crosses a process boundary as its written form, read again there
+        # compiled matchers are closures: a spec crosses a process boundary as its written
+        # form, read again there
         return parse_spec, (self.written,)
 
 
@@ -362,7 +366,8 @@ def parse_spec(value: Any, where: str = "trajectory", limits: SpecLimits = CONFI
     if not isinstance(forbid, list):
         raise SpecError(f"{where}.forbid must be a list of {{ tool, args }} tables")
     budget = _Budget(limits)
-    try:  # steps are named by their path in the spec ("steps[2]"), shown in results; errors say where the spec is
+    # steps are named by their path in the spec ("steps[2]"), shown in results; errors say where the spec is
+    try:
         root = Step("steps", "", members=tuple(_step(s, f"steps[{i}]", budget) for i, s in enumerate(steps)))
         spec = TrajectorySpec(
             root,

@@ -1,5 +1,5 @@
-"""A scored trajectory as lines of text, for a terminal (``explain``) or a test failure: the spec's steps in written
-order beside the calls that matched them, each argument check, the extra calls and the violations.
+"""A scored trajectory as lines of text, for a terminal (``explain``) or a test failure: the spec's steps in
+written order beside the calls that matched them, each argument check, the extra calls and the violations.
 
 It reads the ``details`` a score carries (plain JSON data, as stored in an evaluation row), so a stored result
 prints the same as a fresh one::

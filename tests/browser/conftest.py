@@ -1,5 +1,6 @@
-"""A real headless Chromium (Debian's chromium and chromium-driver) driven through Selenium. Where neither can be
-had, every browser test is skipped with the reason; the pages' HTML is still tested in tests/integration."""
+"""A real headless Chromium (Debian's chromium and chromium-driver) driven through Selenium. Where neither can
+be had, every browser test is skipped with the reason; the pages' HTML is still tested
+in tests/integration."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@
         [--widths 800,1400]
 
 The overview and runs pages (and the run page, with ``--run``) are shot at each width (``overview-800.png``,
-``overview-1400.png``, ...; at the widest also as ``overview.png`` and ``run.png``, the README's images), each as
-tall as its content (at most 2400 px)."""
+``overview-1400.png``, ...; at the widest also as ``overview.png`` and ``run.png``, the README's images), each
+as tall as its content (at most 2400 px)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The run page's trajectory section in a real headless Chromium: a traced agent exports to a real collector, whose
-page shows the spec's steps against the calls (a matched step, a missing one with its nearest call's failing
-check, the extra calls, a violation) with no console error."""
+"""The run page's trajectory section in a real headless Chromium: a traced agent exports to a real collector,
+whose page shows the spec's steps against the calls (a matched step, a missing one with its nearest call's
+failing check, the extra calls, a violation) with no console error."""
 
 from __future__ import annotations
 

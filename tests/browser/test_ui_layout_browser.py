@@ -1,7 +1,7 @@
-"""The pages read well with little data and on a laptop's window, in a real headless Chromium: an "over time" chart
-of one or two buckets marks its points on an axis with their time and runs (no bar as wide as the chart), every
-metric's point stays visible where rates are equal, each chart's legend names every metric it draws, and at 800 and
-1400 px wide neither the runs table nor any page scrolls sideways."""
+"""The pages read well with little data and on a laptop's window, in a real headless Chromium: an "over time"
+chart of one or two buckets marks its points on an axis with their time and runs (no bar as wide as the
+chart), every metric's point stays visible where rates are equal, each chart's legend names every metric it
+draws, and at 800 and 1400 px wide neither the runs table nor any page scrolls sideways."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ return Array.from(document.querySelectorAll('figure.card')).map(card => {
 
 @pytest.fixture(scope="module")
 def few_points(demo_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The demo's runs, all in one time bucket, but for one of trip_planner's runs, made half a day older: charts
-    of two buckets, one of them with points in both."""
+    """The demo's runs, all in one time bucket, but for one of trip_planner's runs, made half a day older:
+    charts of two buckets, one of them with points in both."""
     import duckdb
 
     db = copy_database(demo_db, tmp_path_factory.mktemp("few"))
@@ -106,7 +106,8 @@ def test_equal_rates_do_not_hide_each_others_points(browser: Any, window: Any, f
             metrics = {d["metric"] for d in dots}
             assert metrics >= {"tool_correctness", "tool_correctness_exact", "tool_errors_detectors"}, chart
             assert set(chart["legend"]) == metrics  # the legend names every metric drawn
-            # the demo's trip_planner passes three metrics in every run: equal rates, three points all the same
+            # the demo's trip_planner passes three metrics in every run: equal rates, three
+            # points all the same
             for d in dots:
                 assert d["visible"], (width, chart["agent"], d)  # nothing drawn over it
             boxes = [(round(d["x"]), round(d["y"])) for d in dots]
@@ -130,8 +131,8 @@ def test_the_runs_table_fits_the_window(browser: Any, window: Any, ui_collector:
         )
         assert right <= inner, (width, query)
         headers = browser.execute_script(
-            "return Array.from(document.querySelectorAll('table.runs th')).filter(th => th.offsetParent !== null)"
-            ".map(th => [th.textContent, th.getBoundingClientRect().right])"
+            "return Array.from(document.querySelectorAll('table.runs th')).filter(th => th.offsetParent !== "
+            "null).map(th => [th.textContent, th.getBoundingClientRect().right])"
         )
         shown = [text for text, _ in headers]
         assert {"tools called", "scores"} <= set(shown) and all(r <= inner for _, r in headers), headers

@@ -39,7 +39,8 @@ def load(browser: Any, url: str) -> None:
 
 
 def problems(browser: Any) -> list[str]:
-    """SEVERE console messages other than the 401 of the page that asks to sign in (that status is its point)."""
+    """SEVERE console messages other than the 401 of the page that asks to sign in (that
+    status is its point)."""
     return [
         entry["message"]
         for entry in browser.get_log("browser")

@@ -1,13 +1,14 @@
 """The GitHub Actions workflow in docs/ci.md, its shell steps run the way GitHub runs them.
 
-The ```yaml block is parsed, and each job's ``run:`` steps are written to a script and run, in order, under the
-shell GitHub would use for them (``bash -e {0}`` by default, ``bash --noprofile --norc -eo pipefail {0}`` for
-``shell: bash``), with the workflow's, job's and step's ``env``, a ``GITHUB_STEP_SUMMARY`` file and the
+The ```yaml block is parsed, and each job's ``run:`` steps are written to a script and run, in order, under
+the shell GitHub would use for them (``bash -e {0}`` by default, ``bash --noprofile --norc -eo pipefail {0}``
+for ``shell: bash``), with the workflow's, job's and step's ``env``, a ``GITHUB_STEP_SUMMARY`` file and the
 workspace as the working directory. A failed step skips the ones after it unless they say ``if: always()``.
 
-``pip``, ``git`` and ``pytest`` are fakes on PATH that record their arguments (pytest writes the results files a
-test chooses); ``agentotel-eval compare`` is the real command on those files. The dataset job, which needs the
-production database, gets a fake ``agentotel-eval`` that only checks its arguments with the CLI's own parser.
+``pip``, ``git`` and ``pytest`` are fakes on PATH that record their arguments (pytest writes the results files
+a test chooses); ``agentotel-eval compare`` is the real command on those files. The dataset job, which needs
+the production database, gets a fake ``agentotel-eval`` that only checks its arguments with
+the CLI's own parser.
 """
 
 from __future__ import annotations
@@ -259,7 +260,8 @@ def test_an_unchanged_pass_rate_passes_the_gate(runner):
 
 
 def test_missing_base_results_fail_the_gate(runner):
-    """The base branch's tests wrote nothing (``|| true`` lets that step pass): compare exits 2, and so does the gate."""
+    """The base branch's tests wrote nothing (``|| true`` lets that step pass): compare exits 2,
+    and so does the gate."""
     pr = runner.results("pr.jsonl", [True, True])
     ran = runner.run("tool-use", FAKE_PR_RESULTS=str(pr))
     assert [(step.name, step.returncode) for step in ran][-1] == (GATE, 2)
@@ -291,8 +293,8 @@ def test_each_step_runs_what_the_job_needs(runner):
 
 
 def test_a_pipe_into_tee_under_the_default_shell_would_never_fail(runner):
-    """Why the workflow sets ``shell: bash``: the harness runs a step as GitHub does, and under GitHub's default
-    ``bash -e`` the old gate (``compare ... | tee``) passed with ``compare`` exiting 1."""
+    """Why the workflow sets ``shell: bash``: the harness runs a step as GitHub does, and under GitHub's
+    default ``bash -e`` the old gate (``compare ... | tee``) passed with ``compare`` exiting 1."""
     old_gate = {
         "name": "old gate",
         "run": "agentotel-eval compare --baseline ../b.jsonl --candidate pr.jsonl "

@@ -1,6 +1,6 @@
-"""What ``pip install`` puts on a user's machine: the wheel built from this checkout holds one top-level package,
-``agentotel_eval`` (the collector inside it as ``agentotel_eval.collector``, never a top-level ``collector`` that
-could collide with another distribution), with every file the package reads at run time."""
+"""What ``pip install`` puts on a user's machine: the wheel built from this checkout holds one top-level
+package, ``agentotel_eval`` (the collector inside it as ``agentotel_eval.collector``, never a top-level
+``collector`` that could collide with another distribution), with every file the package reads at run time."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    # Built from a clean copy: pip builds in the source tree, whose build/ directory (left by an earlier build)
-    # could carry modules that no longer exist into the wheel, and the checkout is left as it was.
+    # Built from a clean copy: pip builds in the source tree, whose build/ directory (left by an earlier
+    # build) could carry modules that no longer exist into the wheel, and the checkout is left as it was.
     source = tmp_path_factory.mktemp("source") / "tree"
     shutil.copytree(
         ROOT,

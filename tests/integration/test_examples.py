@@ -394,8 +394,9 @@ def _as_tested(config: CollectorConfig, stub: LLMStub, sink: OtlpSink) -> dict[s
         "scoring": config.scoring,
         "dataset": str(REPO / config.dataset),
         # sampling hashes each run's ids, so at 0.25 which runs are judged would vary from run to run; every
-        # other judge setting (only_when, the budget, the model) is the file's. On the stub's 127.0.0.1 a model
-        # costs nothing unless priced, as a local server's would: gpt-4o-mini's list price, so the budget counts
+        # other judge setting (only_when, the budget, the model) is the file's. On the stub's 127.0.0.1 a
+        # model costs nothing unless priced, as a local server's would: gpt-4o-mini's list price,
+        # so the budget counts
         "judge": dataclasses.replace(
             config.judge,
             sample_rate=1.0,

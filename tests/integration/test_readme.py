@@ -1,6 +1,6 @@
-"""README's commands as a new user runs them: every file they name exists, and the first query shows the expected
-tools a run was scored against even when they came from a config rule (``agent_runs.expected_tools`` holds only
-those a span carried)."""
+"""README's commands as a new user runs them: every file they name exists, and the first query shows the
+expected tools a run was scored against even when they came from a config rule (``agent_runs.expected_tools``
+holds only those a span carried)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Helpers to run a real collector in tests and talk OTLP to it (in the spirit of logfire's ``testing``).
 
-``running_collector`` starts an in-process collector on ephemeral ports with a fast grace period; ``post_otlp``
-and ``grpc_export`` send raw OTLP bodies (over TLS too, with a token); ``wait_until`` polls with a deadline instead
-of sleeping; ``self_signed_certificate`` makes a certificate for 127.0.0.1 and localhost with the openssl tool.
+``running_collector`` starts an in-process collector on ephemeral ports with a fast grace period;
+``post_otlp`` and ``grpc_export`` send raw OTLP bodies (over TLS too, with a token); ``wait_until`` polls with
+a deadline instead of sleeping; ``self_signed_certificate`` makes a certificate for 127.0.0.1 and localhost
+with the openssl tool.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 
 
 def fast_config(db: str | Path, **sections: Any) -> CollectorConfig:
-    """Ephemeral ports, a short grace period; ``sections`` override fields (``assembler={"grace_period": 1}``)."""
+    """Ephemeral ports, a short grace period; ``sections`` override fields
+    (``assembler={"grace_period": 1}``)."""
     config = default_config()
     config = dataclasses.replace(
         config,
@@ -57,7 +59,8 @@ def running_collector(db: str | Path, **sections: Any) -> Iterator[Any]:
 
 
 class Blocker(BaseOperation):
-    """A writer operation that holds the operations thread until released: makes queue states deterministic."""
+    """A writer operation that holds the operations thread until released: makes queue
+    states deterministic."""
 
     name = "blocker"
 
@@ -186,8 +189,8 @@ def grpc_export(
 
 
 def self_signed_certificate(directory: Path, name: str = "server") -> tuple[Path, Path]:
-    """A self-signed certificate (P-256) for IP 127.0.0.1 and DNS localhost, and its key, made with the openssl
-    command-line tool; raises RuntimeError where there is none."""
+    """A self-signed certificate (P-256) for IP 127.0.0.1 and DNS localhost, and its key, made with the
+    openssl command-line tool; raises RuntimeError where there is none."""
     openssl = shutil.which("openssl")
     if openssl is None:
         raise RuntimeError("the openssl command-line tool is not installed")
@@ -274,8 +277,8 @@ class MetricSamples(dict[str, float]):
 
 
 def metric_samples(text: str) -> MetricSamples:
-    """Every sample of a ``/metrics`` answer, read with prometheus_client's own parser (so the text is also checked
-    to be valid exposition)."""
+    """Every sample of a ``/metrics`` answer, read with prometheus_client's own parser (so the text is also
+    checked to be valid exposition)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out = MetricSamples()

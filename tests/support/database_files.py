@@ -1,7 +1,8 @@
-"""Files a user may point ``--db`` at: databases of an older schema of ours, and files that are not ours at all.
+"""Files a user may point ``--db`` at: databases of an older schema of ours, and files that
+are not ours at all.
 
-``OLD_ROWS`` fills every table of an older schema; ``REFUSED`` builds each kind of file a collector must refuse
-and leave as it was, with words its refusal must say; ``snapshot`` is what "left as it was" compares.
+``OLD_ROWS`` fills every table of an older schema; ``REFUSED`` builds each kind of file a collector must
+refuse and leave as it was, with words its refusal must say; ``snapshot`` is what "left as it was" compares.
 """
 
 from __future__ import annotations
@@ -261,7 +262,8 @@ REFUSED: tuple[Refused, ...] = (
         "newer-schema",
         _newer,
         (
-            f"has schema version {SCHEMA_VERSION + 1}, newer than this agentotel-eval supports ({SCHEMA_VERSION})",
+            f"has schema version {SCHEMA_VERSION + 1}, newer than this agentotel-eval "
+            f"supports ({SCHEMA_VERSION})",
             "upgrade agentotel-eval",
         ),
         SchemaError,

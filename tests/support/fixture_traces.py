@@ -47,10 +47,11 @@ class Fixture:
         return repr(self.spans()) + repr(self.logs())
 
     def args_recorded(self) -> bool:
-        """Whether the capture carries the call arguments at all: the manifest says so, else some argument appears
-        in it as a name and its quoted value (``"city": "Paris"``, ``city='Paris'``, escaped or not). Some
-        instrumentations record no content (ADK's default conventions), and nothing can recover the arguments; an
-        argument quoted in an error message (``Unknown city: Atlantis``) is not a recorded argument."""
+        """Whether the capture carries the call arguments at all: the manifest says so, else some argument
+        appears in it as a name and its quoted value (``"city": "Paris"``, ``city='Paris'``, escaped or not).
+        Some instrumentations record no content (ADK's default conventions), and nothing can recover the
+        arguments; an argument quoted in an error message (``Unknown city: Atlantis``) is not
+        a recorded argument."""
         if "arguments_in_capture" in self.entry:
             return bool(self.entry["arguments_in_capture"])
         raw = self._raw()
@@ -67,9 +68,9 @@ class Fixture:
         return False
 
     def recorded_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The ground-truth arguments of one call that the capture holds. A value that appears nowhere in it next to
-        its name was lost by the capture itself (Langtrace's LangChain dumps keep only string values): no
-        reconstruction can give it back, and none may invent it."""
+        """The ground-truth arguments of one call that the capture holds. A value that appears nowhere in it
+        next to its name was lost by the capture itself (Langtrace's LangChain dumps keep only string values):
+        no reconstruction can give it back, and none may invent it."""
         raw = _raw_text(self)
         return {key: value for key, value in args.items() if _value_recorded(raw, key, value)}
 
@@ -80,8 +81,9 @@ class Fixture:
         )
 
     def names_recorded(self) -> bool:
-        """Whether the capture names the calls at all (an SDK's metadata-only spans do not; a capture whose tool names
-        are only in the tool definitions, ``calls_in_capture: false`` in the manifest, records no call)."""
+        """Whether the capture names the calls at all (an SDK's metadata-only spans do not; a capture whose
+        tool names are only in the tool definitions, ``calls_in_capture: false`` in the
+        manifest, records no call)."""
         if self.entry.get("calls_in_capture") is False:
             return False
         raw = self._raw()
@@ -127,8 +129,8 @@ _NAME_THEN = r"""[\\"']*\s*[:=]\s*[\\]*"""
 
 
 def _value_recorded(raw: str, key: str, value: Any) -> bool:
-    """Whether ``raw`` holds ``value`` right after the name ``key`` (quoted or not, JSON or repr; numbers compared
-    by value: the model sent 100, the framework passed 100.0)."""
+    """Whether ``raw`` holds ``value`` right after the name ``key`` (quoted or not, JSON or repr; numbers
+    compared by value: the model sent 100, the framework passed 100.0)."""
     if isinstance(value, bool):
         pattern = re.escape(key) + _NAME_THEN + ("(true|True)" if value else "(false|False)")
         return re.search(pattern, raw) is not None

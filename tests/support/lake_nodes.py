@@ -1,11 +1,11 @@
 """Real ``agentotel-eval serve`` nodes sharing a lake, and agents traced with the OpenTelemetry SDK, for the
 scale-out tests (``tests/integration/lake/test_nodes.py``).
 
-``ServeNode`` is one node as an operator runs it: a ``serve`` process of its own (in a session of its own, so a
-kill takes its decode and assembler processes too), its own DuckDB file, its own gRPC and HTTP ports on
-127.0.0.1 (fixed at creation, so a restart listens where the router sends), and a TOML config with a ``[lake]``
-table naming it. ``AgentTracer`` runs agent-shaped traces through the real SDK and its OTLP/gRPC exporter and
-records which spans each export had acknowledged.
+``ServeNode`` is one node as an operator runs it: a ``serve`` process of its own (in a session of its own, so
+a kill takes its decode and assembler processes too), its own DuckDB file, its own gRPC and HTTP ports on
+127.0.0.1 (fixed at creation, so a restart listens where the router sends), and a TOML config with a
+``[lake]`` table naming it. ``AgentTracer`` runs agent-shaped traces through the real SDK and its OTLP/gRPC
+exporter and records which spans each export had acknowledged.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ class LakeTable:
 
     def toml(self, node: str) -> str:
         return (
-            f'[lake]\ncatalog = "{self.catalog}"\ndata = "{self.data}"\nflush_interval = "{self.flush_interval}"\n'
-            f'reconcile_interval = "{self.reconcile_interval}"\nnode = "{node}"\n[lake.s3]\nendpoint = "{self.s3_endpoint}"\nkey_id = "test"\nsecret = "test"\n'
-            'url_style = "path"\nuse_ssl = false\n'
+            f'[lake]\ncatalog = "{self.catalog}"\ndata = "{self.data}"\nflush_interval = '
+            f'"{self.flush_interval}"\nreconcile_interval = "{self.reconcile_interval}"\nnode = '
+            f'"{node}"\n[lake.s3]\nendpoint = "{self.s3_endpoint}"\nkey_id = "test"\nsecret = '
+            f'"test"\nurl_style = "path"\nuse_ssl = false\n'
         )
 
     def settings(self) -> Any:
@@ -57,8 +58,8 @@ class LakeTable:
 
 
 class ServeNode:
-    """One ``agentotel-eval serve`` process on fixed ports; ``start`` again after ``stop`` or ``kill`` reopens the
-    same file under the same node name and ports."""
+    """One ``agentotel-eval serve`` process on fixed ports; ``start`` again after ``stop`` or ``kill`` reopens
+    the same file under the same node name and ports."""
 
     def __init__(
         self, folder: Path, name: str, lake: LakeTable, *, grace_period: str = "200ms", root: Path = ROOT
@@ -70,8 +71,8 @@ class ServeNode:
         self.http = f"127.0.0.1:{free_port()}"
         self.config = folder / f"{name}.toml"
         self.log = folder / f"{name}.log"
-        # the assembly settings of tests.support.collector_harness.fast_config: a trace is complete ``grace_period`` (0.2 s)
-        # after its run span, or 5 s after its first span without one
+        # the assembly settings of tests.support.collector_harness.fast_config: a trace is complete
+        # ``grace_period`` (0.2 s) after its run span, or 5 s after its first span without one
         self.config.write_text(
             f'db = "{self.db}"\ngrpc = "{self.grpc}"\nhttp = "{self.http}"\n[assembler]\n'
             f'grace_period = "{grace_period}"\nmax_wait = "5s"\n' + lake.toml(name)
@@ -116,8 +117,8 @@ class ServeNode:
         wait_until(ready, timeout=timeout, interval=0.05, what=f"node {self.name} to listen")
 
     def terminate(self) -> None:
-        """SIGTERM, as an orchestrator stops a node: it completes its traces and copies the rest to the lake (once:
-        a second signal makes it exit at once)."""
+        """SIGTERM, as an orchestrator stops a node: it completes its traces and copies the rest to the lake
+        (once: a second signal makes it exit at once)."""
         assert self.proc is not None, f"{self.name} is not running"
         self.proc.send_signal(signal.SIGTERM)
 
@@ -158,8 +159,8 @@ class ServeNode:
         self.proc = None
 
     def metric(self, name: str) -> float:
-        """One sample of its ``/metrics`` (the Prometheus exposition), by name without the ``agentotel_`` prefix;
-        0 when absent."""
+        """One sample of its ``/metrics`` (the Prometheus exposition), by name without the ``agentotel_``
+        prefix; 0 when absent."""
         answer = http_request(f"http://{self.http}", "GET", "/metrics")
         assert answer.status == 200, answer.body
         samples = metric_samples(answer.body.decode())
@@ -170,8 +171,8 @@ class ServeNode:
 
 
 def start_nodes(nodes: Sequence[ServeNode], *, together: bool = False) -> None:
-    """Start them and wait until each listens: one after the other, or all at once (each takes seconds to import
-    and attach the lake)."""
+    """Start them and wait until each listens: one after the other, or all at once (each takes seconds to
+    import and attach the lake)."""
     if together:
         for node in nodes:
             node.start()
@@ -190,15 +191,15 @@ def stop_nodes(nodes: Sequence[ServeNode]) -> dict[str, int]:
     return {node.name: node.wait_stopped() for node in running}
 
 
-# -- agents traced with the real SDK ---------------------------------------------------------------------------------
+# -- agents traced with the real SDK -------------------------------------------------------------------------
 
 TOOLS = ("search", "read", "book", "pay")
 
 
 @dataclass(frozen=True)
 class AgentRun:
-    """One traced agent run: its trace, its run (root) span, the tools it called and the tools it was expected to
-    call, and every span of its trace."""
+    """One traced agent run: its trace, its run (root) span, the tools it called and the tools it was expected
+    to call, and every span of its trace."""
 
     trace_id: str
     span_id: str
@@ -222,8 +223,8 @@ class Acks:
 
 
 class AgentTracer:
-    """A ``TracerProvider`` exporting over OTLP/gRPC (insecure) to ``endpoint``; trace ids from a seeded generator,
-    so a test's traces (and the nodes the ring gives them) are the same on every run."""
+    """A ``TracerProvider`` exporting over OTLP/gRPC (insecure) to ``endpoint``; trace ids from a seeded
+    generator, so a test's traces (and the nodes the ring gives them) are the same on every run."""
 
     def __init__(self, endpoint: str, seed: int, service: str = "travel-agents") -> None:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -272,8 +273,9 @@ class AgentTracer:
         self._n = 0
 
     def run_agent(self) -> AgentRun:
-        """One agent run: an ``invoke_agent`` span with an ``execute_tool`` span per tool; the expected tools are
-        all the tools called every other run, and one of them swapped for a tool not called otherwise (score 0.5)."""
+        """One agent run: an ``invoke_agent`` span with an ``execute_tool`` span per tool; the expected tools
+        are all the tools called every other run, and one of them swapped for a tool not called
+        otherwise (score 0.5)."""
         from opentelemetry import trace
 
         n = self._n

@@ -1,34 +1,36 @@
 """The OpenTelemetry Collector load-balancing exporter's trace-id routing, reproduced for tests.
 
 The scale-out deployment (``deploy/``) puts several ``agentotel-eval serve`` nodes behind a contrib Collector
-whose ``loadbalancing`` exporter sends every span of a trace to one node. This module is that routing in Python,
-so tests can say which node a trace lands on, how many traces move when a node joins or leaves, and run a real
-gRPC front (``TraceRouter``) in place of the Collector.
+whose ``loadbalancing`` exporter sends every span of a trace to one node. This module is that routing in
+Python, so tests can say which node a trace lands on, how many traces move when a node joins or leaves, and
+run a real gRPC front (``TraceRouter``) in place of the Collector.
 
-The ring is a port of ``exporter/loadbalancingexporter/consistent_hashing.go`` (opentelemetry-collector-contrib):
+The ring is a port of ``exporter/loadbalancingexporter/consistent_hashing.go``
+(opentelemetry-collector-contrib):
 
 * the ring has ``MAX_POSITIONS = 36000`` positions ("360 degrees with two decimal places");
 * each endpoint gets ``DEFAULT_WEIGHT = 100`` points: point ``i`` is ``crc32_ieee(endpoint_utf8 + bytes([i]))
   % 36000`` (Go: ``h.Write([]byte(endpoint)); h.Write([]byte{byte(i)})``);
 * endpoints are taken in order and a position already taken by an earlier point is skipped (so the first
-  endpoint wins a collision); the items are then sorted by position (positions are unique, so the order is total);
-* a key's position is ``crc32_ieee(key) % 36000``, and its endpoint is the first item at or after that position,
-  wrapping to the first item past the last (``bsearch``, ported as written);
+  endpoint wins a collision); the items are then sorted by position (positions are unique, so
+  the order is total);
+* a key's position is ``crc32_ieee(key) % 36000``, and its endpoint is the first item at or after that
+  position, wrapping to the first item past the last (``bsearch``, ported as written);
 * with ``routing_key: traceID`` the key is the trace id's 16 raw bytes (``tid := span.TraceID(); tid[:]`` in
   ``trace_exporter.go``; log records likewise use their ``TraceID()`` bytes in ``log_exporter.go``).
 
-The resolvers (static, DNS, k8s) sort their endpoint strings before building the ring, and DNS/k8s endpoints are
-``IP:port`` strings, so the string hashed is exactly what the resolver emits (a static ``hostname`` without a port
-is hashed as written; only the connection adds ``:4317``). ``HashRing`` sorts too, so the order it is given does
-not matter, as in the exporter.
+The resolvers (static, DNS, k8s) sort their endpoint strings before building the ring, and DNS/k8s endpoints
+are ``IP:port`` strings, so the string hashed is exactly what the resolver emits (a static ``hostname``
+without a port is hashed as written; only the connection adds ``:4317``). ``HashRing`` sorts too, so the order
+it is given does not matter, as in the exporter.
 
 Where this differs from the exporter, on purpose:
 
-* an empty ring answers ``""`` as Go's ``findEndpoint`` does; a ring of one item (which Go's ``bsearch`` cannot
-  search: its left half is empty) answers that item;
+* an empty ring answers ``""`` as Go's ``findEndpoint`` does; a ring of one item (which Go's ``bsearch``
+  cannot search: its left half is empty) answers that item;
 * log records without a trace id: the exporter routes them by a random key (older releases) or, in newer ones,
-  by service; here they go by the ring position of their resource's deterministic protobuf bytes, so a test can
-  predict them;
+  by service; here they go by the ring position of their resource's deterministic protobuf bytes, so a test
+  can predict them;
 * ``TraceRouter``'s failover resends a failed part at once to the ring computed without the failed node. The
   exporter reaches the same node only when its own ``retry_on_failure``/``sending_queue`` retries after the
   resolver has dropped the dead backend; without those it returns the error to its sender.
@@ -67,7 +69,8 @@ def positions_for(endpoint: str, num_points: int) -> list[int]:
 
 
 def positions_for_endpoints(endpoints: Sequence[str], weight: int) -> list[tuple[int, str]]:
-    """``positionsForEndpoints``: (position, endpoint) items, first claimant of a position keeps it, by position."""
+    """``positionsForEndpoints``: (position, endpoint) items, first claimant of a position
+    keeps it, by position."""
     taken: set[int] = set()
     items: list[tuple[int, str]] = []
     for endpoint in endpoints:
@@ -81,8 +84,8 @@ def positions_for_endpoints(endpoints: Sequence[str], weight: int) -> list[tuple
 
 
 def bsearch(pos: int, positions: Sequence[int]) -> int:
-    """Go's ``bsearch(pos, items[:n/2], items[n/2:])`` over sorted ``positions``: the index of the first position
-    at or after ``pos``, or 0 past the last one. Recursion on sub-slices is kept as index bounds."""
+    """Go's ``bsearch(pos, items[:n/2], items[n/2:])`` over sorted ``positions``: the index of the first
+    position at or after ``pos``, or 0 past the last one. Recursion on sub-slices is kept as index bounds."""
     lo, mid, hi = 0, len(positions) // 2, len(positions)
     while True:
         left_last, right_first = positions[mid - 1], positions[mid]
@@ -115,7 +118,8 @@ def trace_id_bytes(trace_id: bytes | str) -> bytes:
 
 
 def endpoint_with_port(endpoint: str) -> str:
-    """``endpointWithPort``: where the exporter connects for a ring endpoint (the ring hashes it unchanged)."""
+    """``endpointWithPort``: where the exporter connects for a ring endpoint (the ring
+    hashes it unchanged)."""
     return endpoint if ":" in endpoint else f"{endpoint}:{DEFAULT_PORT}"
 
 
@@ -131,8 +135,8 @@ class HashRing:
         return crc32_ieee(trace_id_bytes(key)) % MAX_POSITIONS
 
     def endpoint_for(self, trace_id: bytes | str) -> str:
-        """``endpointFor``: the endpoint for a trace id (16 bytes, or 32 hex digits). Bytes of another length are
-        hashed as given, as Go's ``endpointFor(identifier []byte)`` does for other routing keys."""
+        """``endpointFor``: the endpoint for a trace id (16 bytes, or 32 hex digits). Bytes of another length
+        are hashed as given, as Go's ``endpointFor(identifier []byte)`` does for other routing keys."""
         if not self._positions:
             return ""
         if len(self._positions) == 1:
@@ -165,7 +169,7 @@ def moved_fraction(
     return moved / len(trace_ids)
 
 
-# -- splitting requests: pkg/batchpersignal's SplitTraces / SplitLogs ---------------------------------------------
+# -- splitting requests: pkg/batchpersignal's SplitTraces / SplitLogs ----------------------------------------
 
 
 def split_traces(
@@ -193,8 +197,8 @@ def split_traces(
 def split_logs(
     request: logs_service_pb2.ExportLogsServiceRequest,
 ) -> list[tuple[bytes, logs_service_pb2.ExportLogsServiceRequest]]:
-    """``batchpersignal.SplitLogs``, keyed by routing key: a record's trace id, or for one without (empty or all
-    zero) its resource's deterministic protobuf bytes."""
+    """``batchpersignal.SplitLogs``, keyed by routing key: a record's trace id, or for one without (empty or
+    all zero) its resource's deterministic protobuf bytes."""
     parts: list[tuple[bytes, logs_service_pb2.ExportLogsServiceRequest]] = []
     for rl in request.resource_logs:
         resource_key = b"resource:" + rl.resource.SerializeToString(deterministic=True)
@@ -215,7 +219,7 @@ def split_logs(
     return parts
 
 
-# -- the front: an OTLP/gRPC server that routes like the exporter ----------------------------------------------------
+# -- the front: an OTLP/gRPC server that routes like the exporter --------------------------------------------
 
 
 class _Backend:
@@ -260,12 +264,14 @@ def export_handlers(on_traces: Callable[..., Any], on_logs: Callable[..., Any]) 
 
 
 class TraceRouter:
-    """A small OTLP/gRPC front that routes each request's spans and log records by trace id over a ``HashRing``.
+    """A small OTLP/gRPC front that routes each request's spans and log records by trace id
+    over a ``HashRing``.
 
-    Each request is split per (resource, scope, trace id), the parts are grouped by the endpoint the ring names
-    and each group is sent to its endpoint as one ``Export`` (the exporter's merge per backend). A failed send
-    answers the sender with its status, unless ``failover`` is on and the status is UNAVAILABLE: then that
-    group's parts go to the ring without the failed endpoint, and so on until one takes them or none is left.
+    Each request is split per (resource, scope, trace id), the parts are grouped by the endpoint the ring
+    names and each group is sent to its endpoint as one ``Export`` (the exporter's merge per backend). A
+    failed send answers the sender with its status, unless ``failover`` is on and the status is UNAVAILABLE:
+    then that group's parts go to the ring without the failed endpoint, and so on until one takes
+    them or none is left.
 
         router = TraceRouter(["127.0.0.1:5001", "127.0.0.1:5002"]).start()
         ... export to router.endpoint ...

@@ -1,7 +1,8 @@
 """A real PostgreSQL server and a real S3-compatible server (moto) on loopback, for the lake's tests.
 
-PostgreSQL comes from Debian's packages (``.ci/run`` installs it when missing); its server refuses to run as root,
-so as root it runs as the ``postgres`` user the package creates. moto runs in server mode from this environment.
+PostgreSQL comes from Debian's packages (``.ci/run`` installs it when missing); its server refuses to run as
+root, so as root it runs as the ``postgres`` user the package creates. moto runs in server mode
+from this environment.
 """
 
 from __future__ import annotations
@@ -197,8 +198,9 @@ def _wait_for(port: int, process: subprocess.Popen, what: str, timeout: float = 
 
 
 def lake_marks() -> list:
-    """The marks of a module of lake tests: ``lake``, skipped with the reason when the ``[lake]`` extra (DuckDB
-    1.5.5 and its extensions) or PostgreSQL is missing; ``.ci/run`` runs them in an environment with both."""
+    """The marks of a module of lake tests: ``lake``, skipped with the reason when the ``[lake]`` extra
+    (DuckDB 1.5.5 and its extensions) or PostgreSQL is missing; ``.ci/run`` runs them in an
+    environment with both."""
     import pytest
 
     from agentotel_eval.store import lake

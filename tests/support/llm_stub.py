@@ -1,9 +1,9 @@
-"""A real OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks that must not reach a
-real LLM provider. It also answers the native chat APIs of Anthropic, Gemini and Ollama in their own shapes.
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks that must not reach
+a real LLM provider. It also answers the native chat APIs of Anthropic, Gemini and Ollama in their own shapes.
 
-It is an actual HTTP server (``http.server`` in a background thread, one thread per connection), so litellm, the
-OpenAI SDK and httpx run their real code paths: connection handling, status codes, ``Retry-After`` headers,
-timeouts. Replies are scripted::
+It is an actual HTTP server (``http.server`` in a background thread, one thread per connection), so litellm,
+the OpenAI SDK and httpx run their real code paths: connection handling, status codes, ``Retry-After``
+headers, timeouts. Replies are scripted::
 
     with LLMStub() as stub:
         stub.push(Reply.rate_limited(retry_after=0.2), Reply.json({"detected": False, "confidence": 0.0}))
@@ -12,9 +12,9 @@ timeouts. Replies are scripted::
         stub.requests[-1].body["messages"]  # what the client sent
 
 Queued replies (``push``) are consumed in order; when the queue is empty the ``default`` reply (or the
-``responder`` callable, given the request body) answers. Every request is recorded, including those answered with
-an error status. Successful replies carry ``usage`` token counts, so litellm prices a known model name such as
-``openai/gpt-4o-mini`` from its local cost map.
+``responder`` callable, given the request body) answers. Every request is recorded, including those answered
+with an error status. Successful replies carry ``usage`` token counts, so litellm prices a known model name
+such as ``openai/gpt-4o-mini`` from its local cost map.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
 def protocol_of(path: str) -> str | None:
     """Which API a request path belongs to: OpenAI chat completions, and the native APIs of Anthropic, Gemini
-    and Ollama (so the ``anthropic:``, ``google:`` and ``ollama:`` model strings reach the stub through litellm's
-    real provider code); None for an unknown path."""
+    and Ollama (so the ``anthropic:``, ``google:`` and ``ollama:`` model strings reach the stub through
+    litellm's real provider code); None for an unknown path."""
     if path in CHAT_PATHS:
         return "openai"
     if path.endswith("/v1/messages"):
@@ -191,7 +191,8 @@ class Reply:
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """A request the stub received: its path, headers, parsed JSON body (None if not JSON) and arrival time."""
+    """A request the stub received: its path, headers, parsed JSON body (None if not
+    JSON) and arrival time."""
 
     path: str
     headers: Mapping[str, str]
@@ -215,8 +216,9 @@ class RecordedRequest:
 
 
 class _StubServer(ThreadingHTTPServer):
-    # The stdlib's listen backlog is 5: when 32 judge calls connect at once the kernel drops the extra handshakes
-    # and the client retransmits after ~1 s, a stall no real provider has and one that would swamp what we measure.
+    # The stdlib's listen backlog is 5: when 32 judge calls connect at once the kernel drops the extra
+    # handshakes and the client retransmits after ~1 s, a stall no real provider has and one that would
+    # swamp what we measure.
     request_queue_size = 256
     daemon_threads = True
 
@@ -329,7 +331,8 @@ class LLMStub:
 class _Handler(BaseHTTPRequestHandler):
     owner: LLMStub
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
-    # Headers and body go out in two writes; with Nagle on, the body waits for the client's delayed ACK (~40 ms).
+    # Headers and body go out in two writes; with Nagle on, the body waits for the client's
+    # delayed ACK (~40 ms).
     disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr logging

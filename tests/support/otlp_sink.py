@@ -1,10 +1,10 @@
 """A real OTLP endpoint for tests: gRPC and HTTP receivers on 127.0.0.1 that keep what they are sent.
 
-``OtlpSink`` starts a gRPC server (``TraceService``/``LogsService`` ``Export`` via opentelemetry-proto's generated
-servicers) and an HTTP server (``POST /v1/traces`` and ``/v1/logs``; protobuf or JSON bodies, optionally gzip or
-deflate encoded) on ephemeral ports, decodes every request with ``agentotel_eval.otlp`` and stores the records, the
-request metadata (headers, transport, encoding) and nothing else. Anything that exports OTLP (the SDK exporters,
-``configure()``, the collector's forwarder) can be pointed at it::
+``OtlpSink`` starts a gRPC server (``TraceService``/``LogsService`` ``Export`` via opentelemetry-proto's
+generated servicers) and an HTTP server (``POST /v1/traces`` and ``/v1/logs``; protobuf or JSON bodies,
+optionally gzip or deflate encoded) on ephemeral ports, decodes every request with ``agentotel_eval.otlp`` and
+stores the records, the request metadata (headers, transport, encoding) and nothing else. Anything that
+exports OTLP (the SDK exporters, ``configure()``, the collector's forwarder) can be pointed at it::
 
     with OtlpSink() as sink:
         exporter = OTLPSpanExporter(endpoint=sink.grpc_endpoint, insecure=True)
@@ -14,9 +14,9 @@ request metadata (headers, transport, encoding) and nothing else. Anything that 
 
 Failure injection for retry tests: ``sink.reject(times=2)`` answers the next two export requests (either
 transport) with a retryable error (gRPC UNAVAILABLE / HTTP 503 with ``Retry-After: 0``); ``reject(...,
-retry_after=7.5)`` asks for that delay (a gRPC ``RetryInfo`` detail, the HTTP ``Retry-After`` header); ``reject(...,
-retryable=False)`` answers INVALID_ARGUMENT / 400 instead. Rejected requests are recorded (``accepted=False``) but
-their records are not kept.
+retry_after=7.5)`` asks for that delay (a gRPC ``RetryInfo`` detail, the HTTP ``Retry-After`` header);
+``reject(..., retryable=False)`` answers INVALID_ARGUMENT / 400 instead. Rejected requests are recorded
+(``accepted=False``) but their records are not kept.
 """
 
 from __future__ import annotations
@@ -223,7 +223,8 @@ def _decompress(body: bytes, content_encoding: str) -> bytes:
 
 
 class OtlpSink:
-    """OTLP gRPC + HTTP receivers on 127.0.0.1 ephemeral ports that keep decoded records. Use as a context manager."""
+    """OTLP gRPC + HTTP receivers on 127.0.0.1 ephemeral ports that keep decoded records. Use
+    as a context manager."""
 
     def __init__(self, *, grpc_enabled: bool = True, http_enabled: bool = True) -> None:
         self._store = _Store()
@@ -235,7 +236,7 @@ class OtlpSink:
         self.grpc_port: int | None = None
         self.http_port: int | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self) -> OtlpSink:
         if self._grpc_enabled:
@@ -274,7 +275,7 @@ class OtlpSink:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- addresses --------------------------------------------------------------------------------------------------
+    # -- addresses -------------------------------------------------------------------------------------------
 
     @property
     def grpc_endpoint(self) -> str:
@@ -298,7 +299,7 @@ class OtlpSink:
     def http_logs_url(self) -> str:
         return f"{self.http_endpoint}/v1/logs"
 
-    # -- what arrived -----------------------------------------------------------------------------------------------
+    # -- what arrived ----------------------------------------------------------------------------------------
 
     @property
     def spans(self) -> list[SpanRecord]:
@@ -332,7 +333,8 @@ class OtlpSink:
     def wait_for(
         self, predicate: Callable[[OtlpSink], bool], timeout: float = 10.0, interval: float = 0.02
     ) -> None:
-        """Poll until ``predicate(sink)`` is true; AssertionError with what did arrive when ``timeout`` passes."""
+        """Poll until ``predicate(sink)`` is true; AssertionError with what did arrive when
+        ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         while True:
             if predicate(self):

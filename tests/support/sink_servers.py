@@ -1,10 +1,10 @@
 """The tools the score sinks write to, run for real on 127.0.0.1 by the tests (``pytest -m sinks``, in the
-``[sinks-test]`` environment that ``.ci/run`` builds): Arize Phoenix (``phoenix serve`` on a SQLite file) and MLflow
-(``mlflow server`` on a SQLite backend), each started in a working directory of its own on free ports, with its
-telemetry off, and stopped at the end. Langfuse needs ClickHouse, Redis and object storage, so it cannot run here:
-``LangfuseCheck`` is a local server that takes Langfuse's two endpoints the sink uses and checks every request
-body with the request models of Langfuse's own Python SDK (``CreateScoresRequest``) and the OTLP protobuf
-schema, answering as Langfuse documents (202, or 400 with the validation error).
+``[sinks-test]`` environment that ``.ci/run`` builds): Arize Phoenix (``phoenix serve`` on a SQLite file) and
+MLflow (``mlflow server`` on a SQLite backend), each started in a working directory of its own on free ports,
+with its telemetry off, and stopped at the end. Langfuse needs ClickHouse, Redis and object storage, so it
+cannot run here: ``LangfuseCheck`` is a local server that takes Langfuse's two endpoints the sink uses and
+checks every request body with the request models of Langfuse's own Python SDK (``CreateScoresRequest``) and
+the OTLP protobuf schema, answering as Langfuse documents (202, or 400 with the validation error).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import pytest
 from tests.support.lake_servers import free_port
 
 STARTUP_S = 180.0  # Phoenix and MLflow import a lot; on a loaded 2-core machine they take a minute or more
-#: a round trip's own limit, over the suite's 120 s: the server's start (counted in its first test), the judge's
-#: answers (60 s), the delivery and the re-score's (120 s each) may each take their whole wait on a loaded machine
+#: a round trip's own limit, over the suite's 120 s: the server's start (counted in its first test), the
+#: judge's answers (60 s), the delivery and the re-score's (120 s each) may each take their whole wait
+#: on a loaded machine
 ROUND_TRIP_S = 600
 
 
@@ -41,7 +42,8 @@ def _tool(name: str) -> str | None:
 
 
 def sink_marks(*modules: str) -> list[Any]:
-    """``sinks``, skipped with the reason when the environment lacks the tools (``.ci/run`` builds one with them)."""
+    """``sinks``, skipped with the reason when the environment lacks the tools (``.ci/run``
+    builds one with them)."""
     import importlib.util
 
     def absent(module: str) -> bool:
@@ -112,7 +114,8 @@ def _running(
 
 @contextlib.contextmanager
 def running_phoenix(workdir: Path) -> Iterator[Server]:
-    """``phoenix serve`` on free ports (HTTP, and gRPC so it does not take 4317), its SQLite file in ``workdir``."""
+    """``phoenix serve`` on free ports (HTTP, and gRPC so it does not take 4317), its SQLite
+    file in ``workdir``."""
     phoenix = _tool("phoenix")
     if phoenix is None:
         pytest.skip("the phoenix command is not installed")
@@ -158,8 +161,8 @@ def running_mlflow(workdir: Path) -> Iterator[Server]:
 
 @dataclass
 class LangfuseCheck:
-    """What the Langfuse stand-in took: the scores by id (the last one sent wins, as Langfuse's upsert does), the
-    spans' trace ids, and every refused request with why."""
+    """What the Langfuse stand-in took: the scores by id (the last one sent wins, as Langfuse's upsert does),
+    the spans' trace ids, and every refused request with why."""
 
     public_key: str
     secret_key: str

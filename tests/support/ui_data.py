@@ -1,5 +1,5 @@
-"""A database to look at: the demo's scripted agents (every kind of tool-use mistake, scored) and every recorded
-fixture trace, served by a real collector. Shared by the UI, browser and report tests."""
+"""A database to look at: the demo's scripted agents (every kind of tool-use mistake, scored) and every
+recorded fixture trace, served by a real collector. Shared by the UI, browser and report tests."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def populated_collector(db: Path) -> Iterator[Any]:
 
 
 def with_new_trace_ids(body: bytes) -> bytes:
-    """An OTLP traces body whose traces are new ones: each trace id replaced, consistently, by a random one."""
+    """An OTLP traces body whose traces are new ones: each trace id replaced,
+    consistently, by a random one."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     request = ExportTraceServiceRequest.FromString(body)

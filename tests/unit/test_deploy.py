@@ -1,15 +1,17 @@
-"""deploy/: the gateway's Collector config against the load-balancing exporter's config schema, and the compose file
-and Kubernetes objects around it.
+"""deploy/: the gateway's Collector config against the load-balancing exporter's config schema, and the
+compose file and Kubernetes objects around it.
 
-``EXPORTER_SCHEMA`` is transcribed from opentelemetry-collector-contrib's exporter/loadbalancingexporter/config.go
-(``Config``, ``Protocol``, ``ResolverSettings`` and its resolvers, the routing-key constants) and the collector
-structs it embeds: ``otlpexporter.Config`` (``exporterhelper.TimeoutConfig`` squashed, ``QueueBatchConfig`` as
-``sending_queue``, ``configretry.BackOffConfig`` as ``retry_on_failure``, ``configgrpc.ClientConfig`` squashed,
-``configtls.ClientConfig`` as ``tls``). The Collector decodes with unknown keys as errors, so every struct is closed
-(``additionalProperties: false``); fields kept across releases as deprecated (``blocking``, ``batcher``) are
-allowed. Checks in Go code are added where they are simple: exactly one resolver (loadbalancer.go), a non-empty
-static list and DNS hostname, routing_attributes only with routing_key attributes, no ``endpoint`` in
-protocol.otlp (the exporter sets it per backend), no ``wait_for_result`` with a persistent queue.
+``EXPORTER_SCHEMA`` is transcribed from opentelemetry-collector-contrib's
+exporter/loadbalancingexporter/config.go (``Config``, ``Protocol``, ``ResolverSettings`` and its resolvers,
+the routing-key constants) and the collector structs it embeds: ``otlpexporter.Config``
+(``exporterhelper.TimeoutConfig`` squashed, ``QueueBatchConfig`` as ``sending_queue``,
+``configretry.BackOffConfig`` as ``retry_on_failure``, ``configgrpc.ClientConfig`` squashed,
+``configtls.ClientConfig`` as ``tls``). The Collector decodes with unknown keys as errors, so every struct is
+closed (``additionalProperties: false``); fields kept across releases as deprecated (``blocking``,
+``batcher``) are allowed. Checks in Go code are added where they are simple: exactly one resolver
+(loadbalancer.go), a non-empty static list and DNS hostname, routing_attributes only with routing_key
+attributes, no ``endpoint`` in protocol.otlp (the exporter sets it per backend), no ``wait_for_result`` with
+a persistent queue.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ EXPORTER_SCHEMA: dict[str, Any] = {
 }
 
 
-# -- loading ---------------------------------------------------------------------------------------------------------
+# -- loading -------------------------------------------------------------------------------------------------
 
 
 def _load(relative: str) -> Any:
@@ -239,7 +241,7 @@ def _type(component_id: str) -> str:
     return component_id.split("/", 1)[0]
 
 
-# -- the gateway config ----------------------------------------------------------------------------------------------
+# -- the gateway config --------------------------------------------------------------------------------------
 
 
 def test_schema_is_a_valid_json_schema() -> None:
@@ -321,7 +323,7 @@ def test_kubernetes_config_is_the_compose_one_but_for_the_resolver() -> None:
     assert compose == k8s
 
 
-# -- compose ---------------------------------------------------------------------------------------------------------
+# -- compose -------------------------------------------------------------------------------------------------
 
 
 def _compose() -> dict[str, Any]:
@@ -411,7 +413,7 @@ def test_node_config_lake_matches_compose() -> None:
     assert f"local/{bucket}" in services["minio-setup"]["command"][0]
 
 
-# -- kubernetes ------------------------------------------------------------------------------------------------------
+# -- kubernetes ----------------------------------------------------------------------------------------------
 
 
 def _all_k8s() -> list[dict[str, Any]]:
@@ -541,8 +543,9 @@ def test_node_config_loads_with_the_collector_loader() -> None:
 
 
 def test_the_lake_ui_and_maintenance_commands_are_ones_the_cli_takes() -> None:
-    """The web UI over the lake and the maintenance job, in compose and Kubernetes, run commands this version's
-    command line accepts, on the node config (which this version's config loader takes, [lake] and all)."""
+    """The web UI over the lake and the maintenance job, in compose and Kubernetes, run commands this
+    version's command line accepts, on the node config (which this version's config loader
+    takes, [lake] and all)."""
     from agentotel_eval.cli import build_parser
     from agentotel_eval.collector.config import load_config
 

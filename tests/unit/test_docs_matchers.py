@@ -1,6 +1,6 @@
-"""docs/metrics.md, where the matchers are described, and docs/scoring.md, where a config first uses them, say how a
-nested object in ``args`` is compared: a plain literal whole, a map of matchers by the keys it names. The two forms
-they show behave as they say."""
+"""docs/metrics.md, where the matchers are described, and docs/scoring.md, where a config first uses them, say
+how a nested object in ``args`` is compared: a plain literal whole, a map of matchers by the keys it names.
+The two forms they show behave as they say."""
 
 from __future__ import annotations
 

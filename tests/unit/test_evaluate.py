@@ -210,7 +210,7 @@ async def test_evaluate_sync_inside_a_running_loop():
     assert not result[0].success
 
 
-# --- cache ----------------------------------------------------------------------------------------------------
+# --- cache --------------------------------------------------------------------------------------------------
 
 
 def test_cache_dir_is_set_for_the_run_and_reset_after(tmp_path, monkeypatch):
@@ -244,7 +244,7 @@ def test_resolve_cache_dir(tmp_path, monkeypatch):
     assert resolve_cache_dir(None) is None
 
 
-# --- progress -------------------------------------------------------------------------------------------------
+# --- progress -----------------------------------------------------------------------------------------------
 
 
 def test_progress_for_long_inputs_goes_to_stderr(capsys):

@@ -207,8 +207,9 @@ _nested = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(value=_nested)
 def test_dumps_means_what_a_reference_encoder_means_and_frozen_containers_encode_as_plain_ones(value):
-    """``dumps`` (orjson, with the stdlib behind it) writes what a fresh ``json.JSONEncoder`` means: the same value
-    (numbers may be spelled differently, ``1e-9`` for ``1e-09``), and frozen containers as plain ones."""
+    """``dumps`` (orjson, with the stdlib behind it) writes what a fresh ``json.JSONEncoder`` means: the same
+    value (numbers may be spelled differently, ``1e-9`` for ``1e-09``), and frozen
+    containers as plain ones."""
     from agentotel_eval.frozen import freeze
     from agentotel_eval.jsontext import finite, json_default
 

@@ -1,6 +1,8 @@
-"""tests/support/lake_ring.py against the load-balancing exporter's own test vectors, and its router over real gRPC.
+"""tests/support/lake_ring.py against the load-balancing exporter's own test vectors, and its
+router over real gRPC.
 
-The vectors are consistent_hashing_test.go's (opentelemetry-collector-contrib, exporter/loadbalancingexporter).
+The vectors are consistent_hashing_test.go's (opentelemetry-collector-contrib,
+exporter/loadbalancingexporter).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from tests.support.lake_ring import (
     split_traces,
 )
 
-# -- the Go tests' vectors -------------------------------------------------------------------------------------------
+# -- the Go tests' vectors -----------------------------------------------------------------------------------
 
 
 def test_new_hash_ring_has_default_weight_points_per_endpoint() -> None:  # TestNewHashRing
@@ -110,7 +112,7 @@ def test_ring_equality_is_item_equality() -> None:  # TestEqual, in spirit
     assert HashRing(["a:1"]) != HashRing(["a:2"])
 
 
-# -- properties ------------------------------------------------------------------------------------------------------
+# -- properties ----------------------------------------------------------------------------------------------
 
 _RNG_SEED = 20240601
 _THREE = ["10.0.0.1:4317", "10.0.0.2:4317", "10.0.0.3:4317"]
@@ -177,7 +179,7 @@ def test_split_traces_keeps_resource_and_scope_per_trace() -> None:
         assert {s.trace_id for s in part.resource_spans[0].scope_spans[0].spans} == {key}
 
 
-# -- the router over real gRPC ---------------------------------------------------------------------------------------
+# -- the router over real gRPC -------------------------------------------------------------------------------
 
 
 class _Sink:

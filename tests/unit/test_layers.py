@@ -1,5 +1,6 @@
-"""The layer contract (``.importlinter``, checked by ``lint-imports`` in CI) covers every part of the package: each
-top-level module of ``agentotel_eval`` is a layer or one of the cores, so a new module cannot slip past it."""
+"""The layer contract (``.importlinter``, checked by ``lint-imports`` in CI) covers every part of the package:
+each top-level module of ``agentotel_eval`` is a layer or one of the cores, so a new module
+cannot slip past it."""
 
 from __future__ import annotations
 

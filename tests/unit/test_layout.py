@@ -1,5 +1,6 @@
-"""The collector is the package ``agentotel_eval.collector``, a real directory: tools that walk the package (grep,
-import-linter, the duplicates finder) see its files under one path, and no top-level ``collector`` exists."""
+"""The collector is the package ``agentotel_eval.collector``, a real directory: tools that walk the package
+(grep, import-linter, the duplicates finder) see its files under one path, and no top-level
+``collector`` exists."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import agentotel_eval
 
 
 def test_every_public_name_is_the_object_its_home_module_defines():
-    """Each name in ``__all__`` (lazy or not) resolves to the very object of the module that owns it, and a name
-    that is not public is an AttributeError, not a silent None."""
+    """Each name in ``__all__`` (lazy or not) resolves to the very object of the module that owns it, and a
+    name that is not public is an AttributeError, not a silent None."""
     import importlib
 
     homes = {name: module for name, module in agentotel_eval._LAZY.items()}
@@ -29,8 +29,8 @@ def test_every_public_name_is_the_object_its_home_module_defines():
 def test_import_loads_no_heavy_dependency():
     code = (
         "import sys, agentotel_eval;"
-        "heavy = [m for m in ('litellm', 'opentelemetry.sdk', 'jsonschema', 'duckdb', 'grpc') if m in sys.modules];"
-        "print(','.join(heavy))"
+        "heavy = [m for m in ('litellm', 'opentelemetry.sdk', 'jsonschema', 'duckdb', 'grpc') if m in "
+        "sys.modules];print(','.join(heavy))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

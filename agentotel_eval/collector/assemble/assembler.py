@@ -1,12 +1,13 @@
 """The assembler stage: marks of committed records in, completed traces (with their reconstructed runs) out.
 
-The writer calls ``consume`` after every commit with the marks of the new records (``agentotel_eval.collector.process.marks``; it
-only appends to an inbox). The assembler's own thread feeds the ``TraceBuffer``, asks it which traces are complete, reads
-those traces' records back from the database (in a few queries per batch, bounded by the traces' time windows),
-runs ``reconstruct`` on each and hands the batch to the next stage. Buffering marks instead of records keeps the
-assembler's memory at about 100 bytes per open span, whatever the spans carry; the read is the same path a late span's re-read and the recovery at startup always took. At startup it seeds its
-decision cache from the database and re-opens traces that were stored but never assembled (the collector was
-killed), so a restart loses no agent run.
+The writer calls ``consume`` after every commit with the marks of the new records
+(``agentotel_eval.collector.process.marks``; it only appends to an inbox). The assembler's own thread feeds
+the ``TraceBuffer``, asks it which traces are complete, reads those traces' records back from the database (in
+a few queries per batch, bounded by the traces' time windows), runs ``reconstruct`` on each and hands the
+batch to the next stage. Buffering marks instead of records keeps the assembler's memory at about 100 bytes
+per open span, whatever the spans carry; the read is the same path a late span's re-read and the recovery at
+startup always took. At startup it seeds its decision cache from the database and re-opens traces that were
+stored but never assembled (the collector was killed), so a restart loses no agent run.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ class AssemblerStats:
     #: completed traces that could not be read back (their runs wait for the recovery at the next start)
     read_errors: int = 0
     stage_errors: int = 0
-    #: completed traces with no run, tool or LLM span, evaluation event or log record other than a score: not read
-    #: back (no runs)
+    #: completed traces with no run, tool or LLM span, evaluation event or log record other than a score: not
+    #: read back (no runs)
     traces_without_evidence: int = 0
     #: earlier traces rebuilt because a later trace fed back results for their calls (their rows are replaced)
     traces_completed_later: int = 0
@@ -111,17 +112,18 @@ class Assembler:
         self._next = next_stage
         self._reader = reader
         self._reconstruct = reconstruct or _reconstructor(self._conventions, text_failures)
-        #: earlier traces whose calls a later trace gives results to (a plain client loop, one trace per LLM call)
+        #: earlier traces whose calls a later trace gives results to (a plain client loop, one
+        #: trace per LLM call)
         self._later = LaterResults(self._reconstruct, self._conventions)
         self._clock = clock
         self._tick = tick
         #: called by the assembler's thread after each round, between batches (its state is consistent then)
         self._on_step = on_step
-        #: read completed traces' spans with every field (their forwarded copies need them), or without the few
-        #: that nothing here reads (``SPAN_SELECT_ASSEMBLY``)
+        #: read completed traces' spans with every field (their forwarded copies need them), or without the
+        #: few that nothing here reads (``SPAN_SELECT_ASSEMBLY``)
         self._whole_spans = whole_spans
-        #: read back and pass on even the traces that can hold no run (``OpenTrace.evidence``): a forwarder sends
-        #: their held spans (the roots) only after that
+        #: read back and pass on even the traces that can hold no run (``OpenTrace.evidence``): a forwarder
+        #: sends their held spans (the roots) only after that
         self._read_plain_traces = read_plain_traces
         self._inbox: deque[tuple[Sequence[SpanMark], Sequence[LogMark], int | None]] = deque()
         self._inbox_records = 0
@@ -131,21 +133,25 @@ class Assembler:
         self._lock = threading.Lock()  # the buffer is touched by the thread, and by shutdown after it stopped
         self._decided: list[tuple[OpenTrace, str]] = []  # decided, waiting for the next read
         self._decided_records = 0
-        #: completed traces whose read-back failed, by trace id: (when to try again, tries so far, (the trace, why
-        #: it completed)). A trace re-opened meanwhile (a late span) leaves: it is read whole when it completes again
+        #: completed traces whose read-back failed, by trace id: (when to try again, tries so far, (the trace,
+        #: why it completed)). A trace re-opened meanwhile (a late span) leaves: it is read whole
+        #: when it completes again
         self._read_retries: dict[str, tuple[float, int, tuple[OpenTrace, str]]] = {}
-        #: late traces whose stored records could not be re-read, by trace id: (when to try again, tries so far, None)
+        #: late traces whose stored records could not be re-read, by trace id: (when to try again,
+        #: tries so far, None)
         self._late_retries: dict[str, tuple[float, int, None]] = {}
         self._last_read = float("-inf")
-        #: until then new traces are read back by their window (``TraceBuffer.track_commits``; see ``_recover``)
+        #: until then new traces are read back by their window
+        #: (``TraceBuffer.track_commits``; see ``_recover``)
         self._untracked_until = float("-inf")
         self.stats = AssemblerStats()
 
-    # ---- stage interface ------------------------------------------------------------------------------------
+    # ---- stage interface -----------------------------------------------------------------------------------
 
     def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None = None) -> None:
-        """Called by the writer after a commit with the marks of the new records and the commit's ``ingested_at``
-        (ns; None: not known, the records are read back by their time window); never blocks on assembly."""
+        """Called by the writer after a commit with the marks of the new records and the commit's
+        ``ingested_at`` (ns; None: not known, the records are read back by their time window); never
+        blocks on assembly."""
         n = len(spans) + len(logs)
         if not n:
             return
@@ -196,7 +202,7 @@ class Assembler:
         self._reader.close()
         self._next.shutdown()
 
-    # ---- the thread -----------------------------------------------------------------------------------------
+    # ---- the thread ----------------------------------------------------------------------------------------
 
     def _run(self) -> None:
         while True:
@@ -226,11 +232,11 @@ class Assembler:
 
     def _collect(self, decided: list[tuple[OpenTrace, str]], *, force: bool = False) -> None:
         """Decided traces are read back together, every ``read_interval`` (or sooner when many are waiting): a
-        read costs DuckDB a scan of the rows of its commits (or of its time window) whatever it returns, so fewer,
-        larger reads cost less."""
+        read costs DuckDB a scan of the rows of its commits (or of its time window) whatever it returns, so
+        fewer, larger reads cost less."""
         if decided and not self._read_plain_traces:
-            # A trace with no evidence has nothing to rebuild. A re-opened or recovered one got its marks from all
-            # its stored records: none is evidence, so no run was ever written for it either.
+            # A trace with no evidence has nothing to rebuild. A re-opened or recovered one got its marks from
+            # all its stored records: none is evidence, so no run was ever written for it either.
             kept = [item for item in decided if item[0].evidence]
             self.stats.traces_without_evidence += len(decided) - len(kept)
             decided = kept
@@ -268,8 +274,9 @@ class Assembler:
         self._retry_late(now)
 
     def _retry_late(self, now: float, *, force: bool = False) -> None:
-        """Re-read the late traces whose earlier re-read failed, once their time has come (all with ``force``),
-        by the window their decision has now (a trace no longer decided was re-opened, or forgotten)."""
+        """Re-read the late traces whose earlier re-read failed, once their time has come (all with
+        ``force``), by the window their decision has now (a trace no longer decided was
+        re-opened, or forgotten)."""
         due = _due(self._late_retries, now, force)
         decided = self.buffer.decided
         late = {tid: decided[tid] for tid in due if tid in decided}
@@ -287,8 +294,8 @@ class Assembler:
         try:
             stored = self._reader.load(late, lo, hi, whole=False)
         except Exception as exc:
-            # Rebuilding from the late records alone would replace good runs with partial ones: the runs stay as
-            # they are until a later try reads the trace whole.
+            # Rebuilding from the late records alone would replace good runs with partial ones: the runs stay
+            # as they are until a later try reads the trace whole.
             for decided in late.values():  # the window widened by the late records, for the next try
                 self.buffer.remember(decided)
             again = self._schedule(self._late_retries, dict.fromkeys(late), attempts or {})
@@ -302,8 +309,8 @@ class Assembler:
     def _schedule(
         self, retries: dict[str, tuple[float, int, Any]], items: Mapping[str, Any], attempts: dict[str, int]
     ) -> int:
-        """Put each trace's item down for another try after its next delay (``READ_RETRY_DELAYS``), unless it had
-        every try already or the assembler is stopping; how many were."""
+        """Put each trace's item down for another try after its next delay (``READ_RETRY_DELAYS``), unless it
+        had every try already or the assembler is stopping; how many were."""
         now = self._clock()
         scheduled = 0
         for tid, item in items.items():
@@ -339,8 +346,9 @@ class Assembler:
             else:
                 pending.append(decided)
         if len(pending) > self.config.max_open_traces:
-            # Those left out are stored without runs and not re-opened: a later record of one starts a new trace
-            # here, whose earlier records no mark names. New traces are read by their window until they are done.
+            # Those left out are stored without runs and not re-opened: a later record of one starts a new
+            # trace here, whose earlier records no mark names. New traces are read by their window
+            # until they are done.
             unassembled = len(pending)
             pending.sort(key=lambda d: d.hi_ns)
             pending = pending[-self.config.max_open_traces :]
@@ -369,11 +377,12 @@ class Assembler:
             len(pending),
         )
 
-    # ---- completion -----------------------------------------------------------------------------------------
+    # ---- completion ----------------------------------------------------------------------------------------
 
     def _emit(self, decided: list[tuple[OpenTrace, str]], attempts: dict[str, int] | None = None) -> None:
-        """Read the decided traces' records back, reconstruct, and hand them on (a batch per read). A read that
-        fails is tried again later (``READ_RETRY_DELAYS``); ``attempts`` counts the earlier tries of a trace."""
+        """Read the decided traces' records back, reconstruct, and hand them on (a batch per read). A read
+        that fails is tried again later (``READ_RETRY_DELAYS``); ``attempts`` counts the
+        earlier tries of a trace."""
         groups = {id(group): group for group in _read_groups(decided)}
         reads = [
             (
@@ -401,8 +410,9 @@ class Assembler:
         _log_failure("read back", len(group), again, error)
 
     def _load_all(self, reads: list[Read]) -> Iterator[tuple[Read, dict[str, StoredTrace] | BaseException]]:
-        """Each read's traces, or the exception that failed it; through the reader's ``load_many`` when it has one
-        (the assembler process's reads the next while this one is worked on), else one ``load`` after another."""
+        """Each read's traces, or the exception that failed it; through the reader's ``load_many`` when it has
+        one (the assembler process's reads the next while this one is worked on), else one
+        ``load`` after another."""
         load_many = getattr(self._reader, "load_many", None)
         if load_many is not None:
             yield from load_many(reads, whole=self._whole_spans)
@@ -490,7 +500,8 @@ def _by_commits(trace: OpenTrace) -> bool:
 
 
 def _commits_of(group: list[tuple[OpenTrace, str]]) -> tuple[int, ...] | None:
-    """The commits a group's records are in, or None when a trace's are not all known (read by time window)."""
+    """The commits a group's records are in, or None when a trace's are not all known
+    (read by time window)."""
     out: set[int] = set()
     for trace, _ in group:
         if not _by_commits(trace):
@@ -500,9 +511,9 @@ def _commits_of(group: list[tuple[OpenTrace, str]]) -> tuple[int, ...] | None:
 
 
 def _read_groups(decided: list[tuple[OpenTrace, str]]) -> list[list[tuple[OpenTrace, str]]]:
-    """The decided traces in groups to read with one query each, at most ``MAX_READ_RECORDS`` records a query (a
-    trace larger than that goes alone). Traces whose commits are known go together, by their first commit (a
-    query reads the row groups of its commits); the others by time window (traces far apart in time go in
+    """The decided traces in groups to read with one query each, at most ``MAX_READ_RECORDS`` records a query
+    (a trace larger than that goes alone). Traces whose commits are known go together, by their first commit
+    (a query reads the row groups of its commits); the others by time window (traces far apart in time go in
     separate queries: a query scans every row group whose start times meet its window)."""
     by_commits = sorted((d for d in decided if _by_commits(d[0])), key=lambda d: min(d[0].commits or (0,)))
     by_window = sorted((d for d in decided if not _by_commits(d[0])), key=lambda d: d[0].lo_ns)
@@ -510,8 +521,8 @@ def _read_groups(decided: list[tuple[OpenTrace, str]]) -> list[list[tuple[OpenTr
 
 
 def _cut(decided: list[tuple[OpenTrace, str]], *, gap: bool) -> list[list[tuple[OpenTrace, str]]]:
-    """Groups of at most ``MAX_READ_RECORDS`` records; by window (``gap``): no gap over ``READ_GAP_NS`` inside one,
-    by commits: at most ``MAX_READ_COMMITS`` commits in one."""
+    """Groups of at most ``MAX_READ_RECORDS`` records; by window (``gap``): no gap over ``READ_GAP_NS`` inside
+    one, by commits: at most ``MAX_READ_COMMITS`` commits in one."""
     groups: list[list[tuple[OpenTrace, str]]] = []
     group: list[tuple[OpenTrace, str]] = []
     size = 0

@@ -1,14 +1,14 @@
 """Results that a later trace feeds back for calls an earlier trace asked for.
 
 A plain client loop with no application span makes each LLM call its own trace: the call the model asks for in
-one trace has its result, and its failure (a tool message ``Error: ...``), only in the next trace's request. Each
-trace is assembled on its own, so the asking trace's call is written with no result and status ``ok``. This keeps
-such traces (bounded) and, when a later trace of the same conversation feeds back a result for one of their calls,
-rebuilds the earlier trace together with it (``reconstruct`` completes a request-only call from the later traces
-it is given) and hands it on again, to replace what was written for it. The same conversation: the later trace's
-input holds the result under the call's id (and, when it names the call, under its tool name), the user request
-that started the asking run, and both come from the same service (call ids are not unique everywhere: some
-frameworks number them per run).
+one trace has its result, and its failure (a tool message ``Error: ...``), only in the next trace's request.
+Each trace is assembled on its own, so the asking trace's call is written with no result and status ``ok``.
+This keeps such traces (bounded) and, when a later trace of the same conversation feeds back a result for one
+of their calls, rebuilds the earlier trace together with it (``reconstruct`` completes a request-only call
+from the later traces it is given) and hands it on again, to replace what was written for it. The same
+conversation: the later trace's input holds the result under the call's id (and, when it names the call, under
+its tool name), the user request that started the asking run, and both come from the same service (call ids
+are not unique everywhere: some frameworks number them per run).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ class _Asked:
 
 
 def waiting_call_ids(runs: Sequence[AgentRun]) -> set[str]:
-    """The call ids of calls rebuilt from the model's request alone that got no result from anything recorded."""
+    """The call ids of calls rebuilt from the model's request alone that got no result
+    from anything recorded."""
     return {
         c.call_id
         for run in runs
@@ -58,9 +59,9 @@ def waiting_call_ids(runs: Sequence[AgentRun]) -> set[str]:
 
 
 class LaterResults:
-    """See the module docstring. ``complete`` is called with each completed trace, in completion order. A trace
-    stays known (bounded, oldest out first) after its calls got their results, so that completed again (a late
-    span) it is rebuilt with them again."""
+    """See the module docstring. ``complete`` is called with each completed trace, in completion order. A
+    trace stays known (bounded, oldest out first) after its calls got their results, so that completed again
+    (a late span) it is rebuilt with them again."""
 
     def __init__(self, reconstruct: Reconstruct, conventions: Conventions) -> None:
         self._reconstruct = reconstruct
@@ -149,8 +150,8 @@ def _service(trace: CompletedTrace) -> str | None:
 
 
 def merge(completed: list[CompletedTrace], redone: Sequence[CompletedTrace]) -> None:
-    """Traces rebuilt with a later trace's results: in place of their entry in this batch, else added (their rows
-    written before are replaced)."""
+    """Traces rebuilt with a later trace's results: in place of their entry in this batch, else added (their
+    rows written before are replaced)."""
     at = {t.trace_id: i for i, t in enumerate(completed)}
     for trace in redone:
         i = at.get(trace.trace_id)

@@ -1,17 +1,18 @@
-"""The assembler's pure core: group stored records by trace, decide when a trace is complete (tail-sampling style).
+"""The assembler's pure core: group stored records by trace, decide when a trace is complete
+(tail-sampling style).
 
-A trace is complete when its run span has arrived (the root span, or an agent-run span whose parent is not part
-of the trace) and no record of it arrived for ``grace_period`` — the OpenTelemetry Collector's tail-sampling
-processor decides the same way. A trace whose run span never comes is completed ``max_wait`` after its first
-record. Memory is bounded: over ``max_open_traces`` or ``max_buffered_records`` the least recently active traces
-are completed early. Completed traces are remembered (only their id and time window) in a bounded decision cache
-(``DecisionCache``), so a span arriving later re-opens the trace: its runs are rebuilt from the stored spans and
-replaced.
+A trace is complete when its run span has arrived (the root span, or an agent-run span whose parent is not
+part of the trace) and no record of it arrived for ``grace_period`` — the OpenTelemetry Collector's
+tail-sampling processor decides the same way. A trace whose run span never comes is completed ``max_wait``
+after its first record. Memory is bounded: over ``max_open_traces`` or ``max_buffered_records`` the least
+recently active traces are completed early. Completed traces are remembered (only their id and time window) in
+a bounded decision cache (``DecisionCache``), so a span arriving later re-opens the trace: its runs are
+rebuilt from the stored spans and replaced.
 
-Only marks are buffered (``agentotel_eval.collector.process.marks``: ids, times, whether a span delimits a run, whether it is evidence of
-one), about 100 bytes a span instead of the record's few kilobytes; the assembler reads a trace's records from the
-database once it is decided, if any of them is evidence (``OpenTrace.evidence``).
-No I/O and no threads here; time is passed in, so tests drive it with plain numbers.
+Only marks are buffered (``agentotel_eval.collector.process.marks``: ids, times, whether a span delimits a
+run, whether it is evidence of one), about 100 bytes a span instead of the record's few kilobytes; the
+assembler reads a trace's records from the database once it is decided, if any of them is evidence
+(``OpenTrace.evidence``). No I/O and no threads here; time is passed in, so tests drive it with plain numbers.
 """
 
 from __future__ import annotations
@@ -41,14 +42,17 @@ class OpenTrace:
     has_root: bool = False
     #: completed before (re-opened by a late record, or recovered): its stored rows are to be replaced
     replace: bool = False
-    #: one of its records can make a run or a score (``agentotel_eval.collector.process.marks``): without one, nothing is read back
+    #: one of its records can make a run or a score (``agentotel_eval.collector.process.marks``): without one,
+    #: nothing is read back
     evidence: bool = False
-    #: the commits its records came in (their ``ingested_at``, ns), by which they are read back; None when one is
-    #: not known (a trace re-opened from storage, a commit reported without it): read back by its time window
+    #: the commits its records came in (their ``ingested_at``, ns), by which they are read back; None when one
+    #: is not known (a trace re-opened from storage, a commit reported without it): read
+    #: back by its time window
     commits: set[int] | None = None
-    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times: the records are read
-    #: back by these bounds, so none may fall outside, whatever times an exporter sent), or at time 0, which reads
-    #: look up apart (``TraceReader.load_tables``): a window reaching back to 1970 would scan the whole table
+    #: every stored record of it lies in [lo_ns, hi_ns] (span start and end times, log times: the records are
+    #: read back by these bounds, so none may fall outside, whatever times an exporter sent), or at time 0,
+    #: which reads look up apart (``TraceReader.load_tables``): a window reaching back to 1970 would
+    #: scan the whole table
     lo_ns: int = NO_TIME
     hi_ns: int = 0
 
@@ -67,7 +71,8 @@ class OpenTrace:
 
     @property
     def complete(self) -> bool:
-        """Its run span is here: the root, or an agent-run span whose parent is not in the trace (remote root)."""
+        """Its run span is here: the root, or an agent-run span whose parent is not in the
+        trace (remote root)."""
         if self.has_root:
             return True
         spans = self.span_ids
@@ -90,10 +95,10 @@ class DecisionCache:
     """Completed traces by id, each with its window: at most ``capacity`` of them, and at least the latest
     ``capacity // 2``.
 
-    Two generations of plain dicts: once the newer holds half the capacity it becomes the older, and the older is
-    dropped whole, so no order is kept per entry; a window is packed into one int. About half the memory of an
-    ordered dict of ``Decided`` (docs/benchmarks.md): the cache is the assembler process's largest structure
-    under load."""
+    Two generations of plain dicts: once the newer holds half the capacity it becomes the older, and the older
+    is dropped whole, so no order is kept per entry; a window is packed into one int. About half the memory of
+    an ordered dict of ``Decided`` (docs/benchmarks.md): the cache is the assembler process's largest
+    structure under load."""
 
     __slots__ = ("_half", "_new", "_old", "capacity")
 
@@ -138,7 +143,8 @@ class DecisionCache:
         self._old.pop(trace_id, None)
         new = self._new
         if trace_id not in new and len(new) >= self._half:
-            # the full newer generation becomes the older (with a capacity of 1, where half of it is 1 too, none)
+            # the full newer generation becomes the older (with a capacity of 1, where half
+            # of it is 1 too, none)
             self._old = new if 2 * self._half <= self.capacity else {}
             self._new = new = {}
         new[trace_id] = decided.lo_ns << 64 | (decided.hi_ns & _LOW64)
@@ -178,10 +184,11 @@ class TraceBuffer:
         #: unmarked records of a new trace may be stored (the assembler's recovery could not re-open them all)
         self.track_commits = True
 
-    # ---- arrivals -------------------------------------------------------------------------------------------
+    # ---- arrivals ------------------------------------------------------------------------------------------
 
     def _new(self, trace_id: str, now: float) -> OpenTrace:
-        """A trace first seen in these marks: its commits are theirs, unless they may not name all its records."""
+        """A trace first seen in these marks: its commits are theirs, unless they may not
+        name all its records."""
         return OpenTrace(trace_id, now, now, commits=set() if self.track_commits else None)
 
     def _touch(self, trace_id: str, now: float) -> OpenTrace:
@@ -197,8 +204,8 @@ class TraceBuffer:
         self, spans: Iterable[SpanMark], logs: Iterable[LogMark], now: float, commit: int | None = None
     ) -> dict[str, Decided]:
         """Take the marks of newly stored records, and the commit that stored them (``OpenTrace.commits``).
-        Returns the completed traces they belong to (late records), widened to include the late records' times:
-        the caller reads those traces' marks from storage and calls ``reopen``."""
+        Returns the completed traces they belong to (late records), widened to include the late records'
+        times: the caller reads those traces' marks from storage and calls ``reopen``."""
         late: dict[str, Decided] = {}
         open_traces = self.open
         decided_traces = self.decided
@@ -300,10 +307,11 @@ class TraceBuffer:
         if decided.trace_id not in self.open:
             self._remember(decided)
 
-    # ---- decisions ------------------------------------------------------------------------------------------
+    # ---- decisions -----------------------------------------------------------------------------------------
 
     def due(self, now: float) -> list[tuple[OpenTrace, str]]:
-        """Traces to complete now, each with the reason; they leave the buffer and enter the decision cache."""
+        """Traces to complete now, each with the reason; they leave the buffer and enter
+        the decision cache."""
         out: list[tuple[OpenTrace, str]] = []
         while self.open and (
             len(self.open) > self.max_open_traces or self.buffered > self.max_buffered_records

@@ -1,11 +1,11 @@
 """One export request, decoded and converted: the rows to append and what goes on after the commit.
 
-``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow rows
-(``store.rows``), their marks for the assembler (``agentotel_eval.collector.process.marks``), and the records
-themselves only where the collector still needs them after the commit (spans it forwards downstream, log records
-carrying other tools' evaluation results). It runs in the decode workers (``agentotel_eval.collector.decode.pool``),
-so the collector's own process, which holds the DuckDB writer, does no per-span Python; ``to_message`` /
-``from_message`` carry the result across.
+``decode_request`` is the whole per-span work of ingest, and pure: the OTLP decoder's records, their Arrow
+rows (``store.rows``), their marks for the assembler (``agentotel_eval.collector.process.marks``), and the
+records themselves only where the collector still needs them after the commit (spans it forwards downstream,
+log records carrying other tools' evaluation results). It runs in the decode workers
+(``agentotel_eval.collector.decode.pool``), so the collector's own process, which holds the DuckDB writer,
+does no per-span Python; ``to_message`` / ``from_message`` carry the result across.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ def decode_request(
 
     ``keep_spans`` keeps the span records (the collector forwards them; ``KEEP_UNLESS_CLEAN``: only those of a
     request that is not clean protobuf); log records are kept when one of them is
-    an evaluation result (stored as an evaluations row too), the rare case. With a ``redactor`` the records are
-    redacted before anything is made of them: what is stored, assembled and forwarded never held the secret."""
+    an evaluation result (stored as an evaluations row too), the rare case. With a ``redactor`` the records
+    are redacted before anything is made of them: what is stored, assembled and forwarded
+    never held the secret."""
     decoded = decode(signal, encoding, body, limits)
     records = decoded.records
     if redactor is not None and records:
@@ -81,9 +82,9 @@ _SCHEMAS = {"traces": SPAN_SCHEMA, "logs": LOG_SCHEMA}
 
 
 def to_message(request_id: int, batch: IngestBatch) -> tuple[Decoded, list[Any]]:
-    """The batch as a ``Decoded`` message and its frame: the rows as one Arrow IPC record batch, in Arrow's own
-    buffer (sent without a copy; the schema is the signal's, known on both sides). No frame when no record was
-    valid."""
+    """The batch as a ``Decoded`` message and its frame: the rows as one Arrow IPC record batch, in Arrow's
+    own buffer (sent without a copy; the schema is the signal's, known on both sides). No frame when no record
+    was valid."""
     records = None
     if batch.records is not None:
         records = wire.dumps(batch.records) if batch.signal == "traces" else wire.dumps((), batch.records)

@@ -1,5 +1,5 @@
-"""Where ingest decodes a request body: in the decode workers (``[receiver] decode_workers``, helper processes), or
-on the thread that received it."""
+"""Where ingest decodes a request body: in the decode workers (``[receiver] decode_workers``, helper
+processes), or on the thread that received it."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """Decode workers: processes that decode export requests while the collector's process writes them.
 
-The receivers hand each request body to ``DecodePool.decode`` (through the ``Ingestor``) and get back the rows to
-append; the call blocks the receiver's thread, as decoding in it would, but with the interpreter lock released, so
-the DuckDB writer's appends run at full speed beside it. A request goes to the worker with the fewest requests in
-flight. Each worker is a helper process of its own ``Supervisor``.
+The receivers hand each request body to ``DecodePool.decode`` (through the ``Ingestor``) and get back the rows
+to append; the call blocks the receiver's thread, as decoding in it would, but with the interpreter lock
+released, so the DuckDB writer's appends run at full speed beside it. A request goes to the worker with the
+fewest requests in flight. Each worker is a helper process of its own ``Supervisor``.
 
-When a worker dies, the requests it held fail as UNAVAILABLE (nothing of them was acknowledged, and the exporter
-retries them) and the supervisor starts a new one. A worker that does not take a request's body within the
-request's timeout, or does not answer it within a whole timeout after taking it, is stuck (decoding takes well under
-a second even for the largest request): it is stopped, and replaced the same way.
+When a worker dies, the requests it held fail as UNAVAILABLE (nothing of them was acknowledged, and the
+exporter retries them) and the supervisor starts a new one. A worker that does not take a request's body
+within the request's timeout, or does not answer it within a whole timeout after taking it, is stuck (decoding
+takes well under a second even for the largest request): it is stopped, and replaced the same way.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ class DecodeStats:
 
 
 class DecodePool:
-    """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown`` are called once each."""
+    """``workers`` decode processes. ``decode`` is thread-safe; ``start``/``shutdown``
+    are called once each."""
 
     def __init__(
         self,
@@ -97,8 +98,8 @@ class DecodePool:
             raise ValueError("a decode pool needs at least one worker")
         self._keep_spans = keep_spans
         # the user's declared conventions (the workers mark the spans they classify), the request limits and
-        # what to redact before storing (pickled: the collector's own config, over the private socket pair to the
-        # helper it starts)
+        # what to redact before storing (pickled: the collector's own config, over the private socket pair to
+        # the helper it starts)
         setup = Setup(
             log_level, tuning.as_tuple(), nice, pickle.dumps((tuple(conventions), limits, redaction))
         )
@@ -138,7 +139,7 @@ class DecodePool:
             self._requests, sum(w.supervisor.restarts for w in self._workers), self._failed_in_worker
         )
 
-    # ---- lifecycle ------------------------------------------------------------------------------------------
+    # ---- lifecycle -----------------------------------------------------------------------------------------
 
     def start(self) -> None:
         try:
@@ -162,7 +163,7 @@ class DecodePool:
         for worker in self._workers:
             self._fail_pending(worker, "the collector is stopping")
 
-    # ---- requests -------------------------------------------------------------------------------------------
+    # ---- requests ------------------------------------------------------------------------------------------
 
     def decode(self, signal: str, encoding: str, body: bytes, timeout: float = 30.0) -> IngestBatch:
         """The request decoded by a worker; ``DecodeError`` for a body that is not a valid request,
@@ -194,8 +195,9 @@ class DecodePool:
                 and supervisor.alive
                 and time.monotonic() - sent >= STUCK_SHARE * timeout
             ):
-                # (Nearly) a whole timeout without an answer: decoding never takes this long, the worker is stuck
-                # (on this body, or before it). A caller that gave up having waited for its turn leaves it alone.
+                # (Nearly) a whole timeout without an answer: decoding never takes this long, the worker is
+                # stuck (on this body, or before it). A caller that gave up having waited for its
+                # turn leaves it alone.
                 log.error("a decode worker did not answer within %gs; stopping it", timeout)
                 supervisor.kill(generation)
             raise DecodeUnavailable(f"the request was not decoded within {timeout:g}s")
@@ -212,7 +214,8 @@ class DecodePool:
         raise DecodeUnavailable(str(value))
 
     def _pick(self, request_id: int, call: _Call) -> _Worker:
-        """The live worker with the fewest requests in flight (in turn among equals); the call is registered."""
+        """The live worker with the fewest requests in flight (in turn among equals); the
+        call is registered."""
         with self._lock:
             if self._stopping:
                 raise DecodeUnavailable("the collector is stopping")

@@ -1,10 +1,12 @@
-"""A decode worker process: turns export request bodies into what the collector appends (``collector.decode.pool``).
+"""A decode worker process: turns export request bodies into what the collector appends
+(``collector.decode.pool``).
 
-Decoding is the collector's heaviest per-span work in Python (the OTLP decoder, the JSON of every attribute map,
-the Arrow columns). In the collector's own process it would hold the interpreter lock against the DuckDB writer,
-whose appends take that lock many times while they scan an Arrow batch (docs/benchmarks.md). Here it runs in a
-process of its own: for each ``Decode`` (the body as its frame) it answers, in order, ``Decoded`` (the rows as its
-frame) or ``DecodeFailed``. It exits on ``Stop``, or when the collector's end of the channel closes.
+Decoding is the collector's heaviest per-span work in Python (the OTLP decoder, the JSON of every attribute
+map, the Arrow columns). In the collector's own process it would hold the interpreter lock against the DuckDB
+writer, whose appends take that lock many times while they scan an Arrow batch (docs/benchmarks.md). Here it
+runs in a process of its own: for each ``Decode`` (the body as its frame) it answers, in order, ``Decoded``
+(the rows as its frame) or ``DecodeFailed``. It exits on ``Stop``, or when the collector's end of
+the channel closes.
 
 Run as ``python -m agentotel_eval.collector.decode.worker FD`` by the pool's supervisors; not a user command.
 """

@@ -1,25 +1,25 @@
 """Forward spans and logs to a downstream OTLP endpoint (gRPC or HTTP/protobuf) without ever blocking ingest.
 
-A bounded in-memory queue feeds one sender thread (``collector.send_queue``). Failed exports are retried by the shared policy
-(``agentotel_eval.retry``: exponential backoff with jitter; the server's Retry-After / RetryInfo wins, up to
-``max_backoff_s``); what cannot be delivered — queue overflow (oldest first), permanent errors, retries exhausted
-— is dropped and counted, never silently.
+A bounded in-memory queue feeds one sender thread (``collector.send_queue``). Failed exports are retried by
+the shared policy (``agentotel_eval.retry``: exponential backoff with jitter; the server's Retry-After /
+RetryInfo wins, up to ``max_backoff_s``); what cannot be delivered — queue overflow (oldest first), permanent
+errors, retries exhausted — is dropped and counted, never silently.
 
-What comes from OpenTelemetry: over gRPC, the service stubs opentelemetry-proto generates (``TraceServiceStub``,
-``LogsServiceStub``); and the OTLP exporters' retry conventions — the gRPC codes they retry, HTTP 429/502/503/504
-(every other error status is final), the delay a server asks for (``RetryInfo`` in the status details or in the
-``google.rpc.retryinfo-bin`` trailer; ``Retry-After`` in seconds or as an HTTP date), exponential backoff with
-jitter. What stays ours, and why:
+What comes from OpenTelemetry: over gRPC, the service stubs opentelemetry-proto generates
+(``TraceServiceStub``, ``LogsServiceStub``); and the OTLP exporters' retry conventions — the gRPC codes they
+retry, HTTP 429/502/503/504 (every other error status is final), the delay a server asks for (``RetryInfo`` in
+the status details or in the ``google.rpc.retryinfo-bin`` trailer; ``Retry-After`` in seconds or as an HTTP
+date), exponential backoff with jitter. What stays ours, and why:
 
 - The exporters themselves (``OTLPSpanExporter``, ``OTLPLogExporter``) export the SDK's ``ReadableSpan`` and
   ``ReadableLogRecord``; the forwarder holds records the collector decoded, and request bodies it passes on
   unchanged (``submit_encoded``), which no exporter takes.
-- Their retry loop lives in private classes, waits on the wall clock and on an event of their own, and keeps every
-  retry within one request's timeout. The forwarder's retries span an outage (backoff up to ``max_backoff_s``),
-  stop at the shutdown deadline the queue shares, count every failed attempt, and take the clock, the sleep and
-  the jitter's random source as arguments, so tests see every delay without waiting.
-- HTTP goes through the standard library: the exporters' HTTP transports are a beta package of private modules,
-  which only their newest releases install.
+- Their retry loop lives in private classes, waits on the wall clock and on an event of their own, and keeps
+  every retry within one request's timeout. The forwarder's retries span an outage (backoff up to
+  ``max_backoff_s``), stop at the shutdown deadline the queue shares, count every failed attempt, and take the
+  clock, the sleep and the jitter's random source as arguments, so tests see every delay without waiting.
+- HTTP goes through the standard library: the exporters' HTTP transports are a beta package of private
+  modules, which only their newest releases install.
 """
 
 from __future__ import annotations
@@ -59,15 +59,16 @@ RETRYABLE_GRPC_CODES = frozenset(
         "DATA_LOSS",
     }
 )
-#: where a gRPC server puts the delay it asks for: a ``google.rpc.Status`` with a ``RetryInfo`` among its details
-#: (gRPC's rich error model), or a bare ``RetryInfo`` (the trailer the Python exporters read)
+#: where a gRPC server puts the delay it asks for: a ``google.rpc.Status`` with a ``RetryInfo`` among its
+#: details (gRPC's rich error model), or a bare ``RetryInfo`` (the trailer the Python exporters read)
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 _WARN_EVERY_S = 30.0
 
 
 class ExportRetryable(Exception):
-    """An export a later attempt may get through (the endpoint is down or busy); raised by a sender's ``send``."""
+    """An export a later attempt may get through (the endpoint is down or busy); raised by
+    a sender's ``send``."""
 
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
@@ -178,7 +179,8 @@ class HttpSender:
 
 
 class Encoded:
-    """An export request already encoded (a request's body as it was received): sent as it is, never merged."""
+    """An export request already encoded (a request's body as it was received): sent as
+    it is, never merged."""
 
     __slots__ = ("body", "records")
 
@@ -219,8 +221,8 @@ Item = tuple[str, list[Any] | Encoded]
 
 
 class _RecordQueue:
-    """The forwarder's ``Buffer``: submits in order, bounded by records; a batch merges the following submits of
-    its signal up to ``max_batch`` records (an encoded request goes alone)."""
+    """The forwarder's ``Buffer``: submits in order, bounded by records; a batch merges the following submits
+    of its signal up to ``max_batch`` records (an encoded request goes alone)."""
 
     def __init__(self, max_records: int, max_batch: int) -> None:
         self._items: deque[Item] = deque()
@@ -266,8 +268,8 @@ class _RecordQueue:
 class Forwarder:
     """Queue spans/logs for a downstream OTLP endpoint; ``submit_*`` never blocks.
 
-    ``clock`` (monotonic seconds) times the backoff and the shutdown deadline; ``sleep`` replaces the wait before
-    a retry (False: stop retrying), ``rng`` the jitter: tests see every delay without waiting."""
+    ``clock`` (monotonic seconds) times the backoff and the shutdown deadline; ``sleep`` replaces the wait
+    before a retry (False: stop retrying), ``rng`` the jitter: tests see every delay without waiting."""
 
     def __init__(
         self,
@@ -295,8 +297,8 @@ class Forwarder:
         )
         self._sleep = sleep or self._queue.backoff
         self._rng = rng or random.Random()
-        #: a longer delay asked by the server is cut to max_backoff_s (``_classify``), never refused; and added no
-        #: jitter: one sender thread is no crowd to spread
+        #: a longer delay asked by the server is cut to max_backoff_s (``_classify``), never refused; and
+        #: added no jitter: one sender thread is no crowd to spread
         self._retry = RetryPolicy(
             max_attempts=self.config.max_retries + 1,
             base_delay=self.config.initial_backoff_s,
@@ -306,7 +308,7 @@ class Forwarder:
         )
         self._last_warning = -_WARN_EVERY_S
 
-    # -- lifecycle ---------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
         if self._queue.started:
             return
@@ -323,7 +325,7 @@ class Forwarder:
         if self._queue.shutdown(timeout_s) and self._sender is not None:
             self._sender.close()
 
-    # -- producer side -----------------------------------------------------------------------------------------
+    # -- producer side ---------------------------------------------------------------------------------------
     def submit_spans(self, spans: Sequence[SpanRecord]) -> None:
         self._submit("traces", list(spans))
 
@@ -331,7 +333,8 @@ class Forwarder:
         self._submit("logs", list(logs))
 
     def submit_encoded(self, signal: str, body: bytes, records: int) -> None:
-        """An OTLP request body (protobuf) of ``records`` records, sent as it is: no decoding or encoding here."""
+        """An OTLP request body (protobuf) of ``records`` records, sent as it is: no
+        decoding or encoding here."""
         self._submit(signal, Encoded(body, records))
 
     def _submit(self, signal: str, records: list[Any] | Encoded) -> None:
@@ -355,7 +358,7 @@ class Forwarder:
         else:
             self.stats.dropped_logs += n
 
-    # -- sender thread -----------------------------------------------------------------------------------------
+    # -- sender thread ---------------------------------------------------------------------------------------
     def _deliver_batch(self, batch: list[Item]) -> None:
         for signal, records in batch:
             self._deliver(signal, records)
@@ -399,7 +402,8 @@ class Forwarder:
         return Failure(True, None if asked is None else min(asked, self.config.max_backoff_s))
 
     def _count_failure(self, exc: Exception, failure: Failure) -> None:
-        """Every failed attempt, retried or not (as ``forward_failed_attempts`` says, and as the sinks count)."""
+        """Every failed attempt, retried or not (as ``forward_failed_attempts`` says, and
+        as the sinks count)."""
         self.stats.failed_attempts += 1
         self.stats.last_error = str(exc)
 

@@ -8,16 +8,16 @@ Every table's mark is exact: spans and log records carry ``ingested_at``, one ri
 runs, calls and evaluations carry ``committed_at``, one rising value per write transaction. A flush copies the
 rows up to the newest value its snapshot sees; every row it cannot see yet will carry a later one.
 
-With the spans, a flush writes the lake's narrow index of trace parts (``lake.PARTS``: one row per trace in the
-flush), which the reconciler reads to find traces split between nodes. A flush with nothing to copy writes a
-heartbeat mark instead, so an idle node still shows as live to the others.
+With the spans, a flush writes the lake's narrow index of trace parts (``lake.PARTS``: one row per trace in
+the flush), which the reconciler reads to find traces split between nodes. A flush with nothing to copy writes
+a heartbeat mark instead, so an idle node still shows as live to the others.
 
-The lag (``lag_seconds``) is the age of the oldest committed row not yet copied, read after every flush: 0 when
-everything is copied, rising while flushes fail. A flush that runs past the lake's ``timeout`` is logged (an S3
-or catalog server that stopped answering) and interrupted.
+The lag (``lag_seconds``) is the age of the oldest committed row not yet copied, read after every flush: 0
+when everything is copied, rising while flushes fail. A flush that runs past the lake's ``timeout`` is logged
+(an S3 or catalog server that stopped answering) and interrupted.
 
-The lake is written through an instance of its own (the node's file stays sealed); the rows cross as Arrow. Every
-error said (logs, ``/healthz``) is scrubbed of the catalog's password.
+The lake is written through an instance of its own (the node's file stays sealed); the rows cross as Arrow.
+Every error said (logs, ``/healthz``) is scrubbed of the catalog's password.
 """
 
 from __future__ import annotations
@@ -103,9 +103,9 @@ class LakeFlusher:
         self.stats = FlushStats()
 
     def connect(self) -> None:
-        """Attach the lake (creating its catalog when new) and check the catalog's role may write: done before the
-        node opens its own file, so a node that cannot use its lake starts nothing. ``lake.LakeError`` when the
-        lake cannot be used (a node configured for a lake does not run without it)."""
+        """Attach the lake (creating its catalog when new) and check the catalog's role may write: done before
+        the node opens its own file, so a node that cannot use its lake starts nothing. ``lake.LakeError``
+        when the lake cannot be used (a node configured for a lake does not run without it)."""
         con = lake.open_writer(self._settings)
         try:
             lake.check_privileges(con, self._settings, write=True, who=f"node {self.node!r}")
@@ -115,8 +115,8 @@ class LakeFlusher:
         self._con = con
 
     def open(self) -> None:
-        """Create or complete the lake's tables from this node's schema and read this node's marks (``connect``
-        first when it was not)."""
+        """Create or complete the lake's tables from this node's schema and read this node's marks
+        (``connect`` first when it was not)."""
         if self._con is None:
             self.connect()
         con = self._con

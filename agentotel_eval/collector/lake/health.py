@@ -1,6 +1,6 @@
-"""What ``/healthz`` says of a node's copy to the shared lake, and when it is ``degraded``: the last flush failed,
-or the oldest committed row not yet copied is older than ``[lake] max_lag``. Errors are already scrubbed of the
-catalog's password by the flusher and the reconciler."""
+"""What ``/healthz`` says of a node's copy to the shared lake, and when it is ``degraded``: the last flush
+failed, or the oldest committed row not yet copied is older than ``[lake] max_lag``. Errors are already
+scrubbed of the catalog's password by the flusher and the reconciler."""
 
 from __future__ import annotations
 

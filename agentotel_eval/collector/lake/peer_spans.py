@@ -1,12 +1,14 @@
-"""A trace's spans that other nodes stored, read from the lake as this node reads the trace back to assemble it.
+"""A trace's spans that other nodes stored, read from the lake as this node reads the trace
+back to assemble it.
 
 While the ring changes (a node joined, left or came back), a trace in flight can reach two nodes: each holds a
 part, and each would build and score its part. A part always shows it: it has no root span, or a span whose
-parent it does not hold. So while the ring may have changed (``TRACE_WINDOW`` after a change seen in the lake's
-flush marks, and after this node's own start), the spans and log records other nodes copied of such traces in
-that window are added to what this node read from its file. The part that is assembled last (the one without
-the root waits for it longest) then builds the whole trace, the newest build the lake's views show. Outside such
-a window nothing is read: a trace whose root lives in another service is incomplete here too, every time.
+parent it does not hold. So while the ring may have changed (``TRACE_WINDOW`` after a change seen in the
+lake's flush marks, and after this node's own start), the spans and log records other nodes copied of such
+traces in that window are added to what this node read from its file. The part that is assembled last (the one
+without the root waits for it longest) then builds the whole trace, the newest build the lake's views show.
+Outside such a window nothing is read: a trace whose root lives in another service is incomplete
+here too, every time.
 
 The reconciler (``reconciler``) remains what guarantees the result: a part built before the other reached the
 lake is rebuilt with it there. Reading the lake never fails an assembly: an error is logged and the trace is
@@ -41,7 +43,8 @@ CHECK_EVERY = 1.0
 def incomplete_traces(
     trace_ids: Sequence[str], span_ids: Sequence[str], parents: Sequence[str | None]
 ) -> set[str]:
-    """The traces, of the spans given as columns, that have no root span or a span whose parent is not given."""
+    """The traces, of the spans given as columns, that have no root span or a span whose
+    parent is not given."""
     spans: dict[str, set[str]] = {}
     wanted: dict[str, set[str]] = {}
     rooted: set[str] = set()
@@ -153,9 +156,9 @@ class PeerSpans:
         try:
             cur.register("_peer_ids", pa.table({"trace_id": pa.array(sorted(trace_ids), pa.string())}))
             return cur.execute(
-                f"SELECT {select} FROM {lake.LAKE}.{table} WHERE node <> ? AND flushed_at > ? AND trace_id IN "
-                f"(SELECT trace_id FROM _peer_ids) QUALIFY row_number() OVER (PARTITION BY trace_id, {key} "
-                "ORDER BY flushed_at DESC) = 1",
+                f"SELECT {select} FROM {lake.LAKE}.{table} WHERE node <> ? AND flushed_at > ? AND trace_id "
+                f"IN (SELECT trace_id FROM _peer_ids) QUALIFY row_number() OVER (PARTITION BY trace_id, "
+                f"{key} ORDER BY flushed_at DESC) = 1",
                 [self.node, since],
             ).to_arrow_table()
         finally:
@@ -169,7 +172,8 @@ def _concat(ours: pa.Table, theirs: pa.Table) -> pa.Table:
 
 
 class PeerReader(TraceReader):
-    """``TraceReader`` that adds other nodes' parts of incomplete traces (``PeerSpans``) once ``peers`` is set."""
+    """``TraceReader`` that adds other nodes' parts of incomplete traces (``PeerSpans``)
+    once ``peers`` is set."""
 
     peers: PeerSpans | None = None
 

@@ -1,10 +1,11 @@
-"""Rebuild traces from the lake's spans and append the new builds to it: ``agentotel-eval rescore --lake`` (history
-over every node, split between workers with ``--shard k/n``) and the reconciler of traces two nodes stored.
+"""Rebuild traces from the lake's spans and append the new builds to it: ``agentotel-eval rescore --lake``
+(history over every node, split between workers with ``--shard k/n``) and the reconciler of
+traces two nodes stored.
 
 The same ``Rescorer`` as on one node's file reads through the lake's sealed reader (the latest rows of every
-node) and scores with the same stage; what it would write to a file is appended to the lake instead, as a newer
-build of each trace: its runs, calls and scores in one lake transaction, stamped with one commit time and the
-writer's name. The latest views then show that build in place of the nodes' own.
+node) and scores with the same stage; what it would write to a file is appended to the lake instead, as a
+newer build of each trace: its runs, calls and scores in one lake transaction, stamped with one commit time
+and the writer's name. The latest views then show that build in place of the nodes' own.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ if TYPE_CHECKING:
 
 
 class LakeBuilds:
-    """A ``Rescorer``'s write: each operation's runs, calls and scores appended to the lake in one transaction,
-    with one commit stamp, under the writer's name (``node``). Span attribute updates stay out: the lake keeps
-    spans as they arrived, and the scores are in ``evaluations``."""
+    """A ``Rescorer``'s write: each operation's runs, calls and scores appended to the lake in one
+    transaction, with one commit stamp, under the writer's name (``node``). Span attribute updates stay out:
+    the lake keeps spans as they arrived, and the scores are in ``evaluations``."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, node: str, settings: lake.LakeSettings) -> None:
         self._con = con
@@ -73,7 +74,8 @@ class LakeBuilds:
 
 
 class LakeRebuilder:
-    """A sealed reader and a writer over one lake, and a ``Rescorer`` between them; ``close`` detaches both."""
+    """A sealed reader and a writer over one lake, and a ``Rescorer`` between them;
+    ``close`` detaches both."""
 
     def __init__(
         self, settings: lake.LakeSettings, config: CollectorConfig, node: str, *, config_name: str = ""
@@ -126,7 +128,8 @@ class LakeRebuilder:
         return self._rescorer.run(request)
 
     def read(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        """Rows of SQL over the lake's raw tables (``lake.spans``, ...) and latest views, through the reader."""
+        """Rows of SQL over the lake's raw tables (``lake.spans``, ...) and latest views,
+        through the reader."""
         with self._cursor() as cur:
             return cur.execute(sql, params or []).fetchall()
 

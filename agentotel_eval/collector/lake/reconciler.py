@@ -1,31 +1,31 @@
 """Rebuild whole the traces that more than one node stored, from the lake.
 
 The gateway sends each trace to one node, but not always: when a node joins or leaves, about 1/N of the traces
-in flight move mid-trace, and a failover resend (a node answering UNAVAILABLE when overloaded, or a lost ack) sends
-a part elsewhere with no change of the ring at all. Each node then builds and scores its own part. The reconciler
-finds such traces, waits until they are quiet (no part copied for ``quiet`` seconds, so each node has built and
-copied its part), reads every node's spans of the trace (a span stored twice, once), rebuilds and scores it whole
-with the node's own scoring config, and appends the build to the lake as the trace's newest (``LakeBuilds``): the
-latest views then show one whole run where there were parts, scored once.
+in flight move mid-trace, and a failover resend (a node answering UNAVAILABLE when overloaded, or a lost ack)
+sends a part elsewhere with no change of the ring at all. Each node then builds and scores its own part. The
+reconciler finds such traces, waits until they are quiet (no part copied for ``quiet`` seconds, so each node
+has built and copied its part), reads every node's spans of the trace (a span stored twice, once), rebuilds
+and scores it whole with the node's own scoring config, and appends the build to the lake as the trace's
+newest (``LakeBuilds``): the latest views then show one whole run where there were parts, scored once.
 
-How it finds them, always and cheaply: every flush writes, with its spans, one row per trace to the lake's narrow
-index of parts (``lake.PARTS``: trace id, node, flush time, whether the part held a root span). The reconciler
-reads only the index rows committed since its last look (DuckLake's insertions between two snapshots) into a
-table in its own memory that holds the parts of the last ``TRACE_WINDOW``, and a trace whose parts come from two
-nodes there is split. Each index row is read once, whatever the interval; the parts of the window are read from
-the lake once when a node becomes the searcher.
+How it finds them, always and cheaply: every flush writes, with its spans, one row per trace to the lake's
+narrow index of parts (``lake.PARTS``: trace id, node, flush time, whether the part held a root span). The
+reconciler reads only the index rows committed since its last look (DuckLake's insertions between two
+snapshots) into a table in its own memory that holds the parts of the last ``TRACE_WINDOW``, and a trace whose
+parts come from two nodes there is split. Each index row is read once, whatever the interval; the parts of the
+window are read from the lake once when a node becomes the searcher.
 
-Which build stays: the lake's views show a trace's newest build that had its root span (``lake.shown_builds``),
-so a node's part built late without the root (after its ``max_wait``) never replaces a whole build. A split
-trace is rebuilt when quiet unless the build shown is already a whole-lake build (the reconciler's, or ``rescore
---lake``'s: its rules are kept) made after the last part reached the lake: one rebuild per split trace. A part
-copied later, or a node's build of it shown in its place, makes it due again. A split trace that no node holds
-the root of (it lives in a service that does not export here) waits ``quiet_rootless`` (the part's ``max_wait``
-more), so that every node's part is built before the rebuild.
+Which build stays: the lake's views show a trace's newest build that had its root span
+(``lake.shown_builds``), so a node's part built late without the root (after its ``max_wait``) never replaces
+a whole build. A split trace is rebuilt when quiet unless the build shown is already a whole-lake build (the
+reconciler's, or ``rescore --lake``'s: its rules are kept) made after the last part reached the lake: one
+rebuild per split trace. A part copied later, or a node's build of it shown in its place, makes it due again.
+A split trace that no node holds the root of (it lives in a service that does not export here) waits
+``quiet_rootless`` (the part's ``max_wait`` more), so that every node's part is built before the rebuild.
 
-Every node runs a reconciler, and one of them searches and rebuilds: the first live node by name (live: it wrote
-to the lake within ``live_for`` seconds; an idle node writes a heartbeat every flush interval), so when it dies
-the next takes over, and the cluster pays for one search, not one per node.
+Every node runs a reconciler, and one of them searches and rebuilds: the first live node by name (live: it
+wrote to the lake within ``live_for`` seconds; an idle node writes a heartbeat every flush interval), so when
+it dies the next takes over, and the cluster pays for one search, not one per node.
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ class SplitTrace:
 def membership_changes(
     marks: Sequence[tuple[str, datetime]], first_marks: dict[str, datetime], now: datetime, away: timedelta
 ) -> list[datetime]:
-    """When the set of nodes changed, from their flush times (``marks``: (node, flushed_at)) and each node's first
-    flush ever: a node's first flush (it joined), a flush after a silence longer than ``away`` (it came back),
-    the last flush before such a silence and a last flush longer ago than ``away`` (it left or died). A node that
-    was only idle looks the same: a look more, never one less."""
+    """When the set of nodes changed, from their flush times (``marks``: (node, flushed_at)) and each node's
+    first flush ever: a node's first flush (it joined), a flush after a silence longer than ``away`` (it came
+    back), the last flush before such a silence and a last flush longer ago than ``away`` (it left or died). A
+    node that was only idle looks the same: a look more, never one less."""
     by_node: dict[str, list[datetime]] = {}
     for node, at in marks:
         by_node.setdefault(node, []).append(at)
@@ -97,8 +97,8 @@ def membership_changes(
 def changes_in(
     read: Callable[[str, list[Any]], list[tuple[Any, ...]]], now: datetime, away: timedelta
 ) -> list[datetime]:
-    """``membership_changes`` over the lake's flush marks of the last ``LOOKBACK``, through ``read`` (SQL, params
-    -> rows). Small rows: DuckLake keeps them in its catalog, not in Parquet files."""
+    """``membership_changes`` over the lake's flush marks of the last ``LOOKBACK``, through ``read`` (SQL,
+    params -> rows). Small rows: DuckLake keeps them in its catalog, not in Parquet files."""
     since = now - LOOKBACK - away
     marks = read(
         f"SELECT DISTINCT node, flushed_at FROM {lake.LAKE}.{lake.MARKS} WHERE flushed_at > ?", [since]
@@ -114,8 +114,9 @@ def changes_in(
 
 
 def whole_build_kept(trace: SplitTrace, shown: tuple[str, datetime] | None) -> bool:
-    """Whether a split trace's shown build (its writer, its commit stamp) is a whole-lake build (the reconciler's,
-    or a re-score's, whose rules are kept) made after its last part reached the lake: nothing to rebuild."""
+    """Whether a split trace's shown build (its writer, its commit stamp) is a whole-lake build (the
+    reconciler's, or a re-score's, whose rules are kept) made after its last part reached the lake:
+    nothing to rebuild."""
     if shown is None:
         return False
     builder, committed = shown
@@ -169,8 +170,8 @@ class Reconciler:
 
     @property
     def window(self) -> timedelta:
-        """How long the parts of a trace are remembered: its parts reach the lake within ``TRACE_WINDOW`` of each
-        other, and it is rebuilt at most ``quiet_rootless`` after its last."""
+        """How long the parts of a trace are remembered: its parts reach the lake within ``TRACE_WINDOW`` of
+        each other, and it is rebuilt at most ``quiet_rootless`` after its last."""
         return TRACE_WINDOW + self._quiet_rootless
 
     def open(self) -> None:
@@ -239,8 +240,8 @@ class Reconciler:
         return rebuilt
 
     def follow(self, now: datetime) -> None:
-        """Read the index rows committed since the last look (or, first, those of the window) into memory; mark
-        the traces they split, and those a node's build of may now be shown, as due."""
+        """Read the index rows committed since the last look (or, first, those of the window) into memory;
+        mark the traces they split, and those a node's build of may now be shown, as due."""
         assert self._rebuilder is not None and self._parts is not None
         (snapshot,) = self._rebuilder.read(f"SELECT id FROM {lake.LAKE}.current_snapshot()")[0]
         if self._snapshot is not None and snapshot == self._snapshot:
@@ -263,7 +264,8 @@ class Reconciler:
                 built = self._built_by_nodes(since + 1, snapshot)
             except Exception as exc:  # its snapshots expired by maintenance, say: read the window again
                 log.info(
-                    "reading the lake's new trace parts from its snapshot %s failed (%s): reading the last %s",
+                    "reading the lake's new trace parts from its snapshot %s failed "
+                    "(%s): reading the last %s",
                     since,
                     self._settings.scrub(str(exc)),
                     self.window,
@@ -301,7 +303,8 @@ class Reconciler:
         return self._rebuilder.arrow(sql, params)
 
     def _built_by_nodes(self, first: int, last: int) -> set[str]:
-        """The traces a node (not a whole-lake builder) wrote runs of between two snapshots, among the split."""
+        """The traces a node (not a whole-lake builder) wrote runs of between two
+        snapshots, among the split."""
         if not self.splits:
             return set()
         rows = self._arrow(
@@ -321,9 +324,9 @@ class Reconciler:
         rows = self._rebuilder.read_with(
             "_due",
             ids,
-            f"SELECT trace_id, node, committed_at FROM {lake.LAKE}.agent_runs WHERE flushed_at >= ? AND trace_id IN "
-            "(SELECT trace_id FROM _due) QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY trace_root IS "
-            "DISTINCT FROM FALSE DESC, updated_at DESC, flushed_at DESC) = 1",
+            f"SELECT trace_id, node, committed_at FROM {lake.LAKE}.agent_runs WHERE flushed_at >= ? AND "
+            f"trace_id IN (SELECT trace_id FROM _due) QUALIFY row_number() OVER (PARTITION BY trace_id ORDER "
+            f"BY trace_root IS DISTINCT FROM FALSE DESC, updated_at DESC, flushed_at DESC) = 1",
             [min(t.first_part for t in batch)],
         )
         return {str(t): (str(n), at) for t, n, at in rows}

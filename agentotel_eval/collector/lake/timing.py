@@ -1,5 +1,5 @@
-"""How long a node on a shared lake waits before it takes a split trace as quiet or another node as gone, and the
-reconciler and peer reads started with those times (``join_lake``). The nodes are assumed to share
+"""How long a node on a shared lake waits before it takes a split trace as quiet or another node as gone, and
+the reconciler and peer reads started with those times (``join_lake``). The nodes are assumed to share
 ``flush_interval``."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from agentotel_eval.collector.store.reader import TraceReader
 
 
 def quiet_after(cfg: CollectorConfig) -> float:
-    """A split trace is quiet once every node that holds part of it has had time to complete it (its grace period)
-    and copy its build (two flushes)."""
+    """A split trace is quiet once every node that holds part of it has had time to complete it (its grace
+    period) and copy its build (two flushes)."""
     assert cfg.lake is not None
     return cfg.assembler.grace_period + 2 * cfg.lake.flush_interval + 1.0
 

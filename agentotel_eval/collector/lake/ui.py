@@ -1,9 +1,9 @@
-"""The web UI over the shared lake: the pages a node serves (overview, runs, a run), over every node's rows, on a
-read-only server of its own (``agentotel-eval lake ui --config FILE``).
+"""The web UI over the shared lake: the pages a node serves (overview, runs, a run), over every node's rows,
+on a read-only server of its own (``agentotel-eval lake ui --config FILE``).
 
-The pages read through the lake's sealed reader (``store.lake.open_reader``): the same SQL as over one node's file,
-each query within the ``[query]`` limits. There is no OTLP here and nothing is written; with a token, every page
-asks for it as a node's do (the sign-in form, then a cookie).
+The pages read through the lake's sealed reader (``store.lake.open_reader``): the same SQL as over one node's
+file, each query within the ``[query]`` limits. There is no OTLP here and nothing is written; with a token,
+every page asks for it as a node's do (the sign-in form, then a cookie).
 """
 
 from __future__ import annotations

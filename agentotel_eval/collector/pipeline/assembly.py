@@ -1,9 +1,10 @@
 """The assembly stage as the collector sees it: one interface, two places to run.
 
-``AssemblyStage`` is what the service calls: the writer hands it each commit's marks (``consume``); back-pressure
-reads its ``backlog``; ``/metrics`` and ``/healthz`` read its ``snapshot``. ``LocalAssembly`` runs the assembler,
-the scoring stage and the run writer on a thread of the collector's process (tests that hook a stage or the
-reconstruction in, or ``assembler.process = false``); ``helper_proxy.ProcessAssembly`` runs them in the assembler process.
+``AssemblyStage`` is what the service calls: the writer hands it each commit's marks (``consume``);
+back-pressure reads its ``backlog``; ``/metrics`` and ``/healthz`` read its ``snapshot``. ``LocalAssembly``
+runs the assembler, the scoring stage and the run writer on a thread of the collector's process (tests that
+hook a stage or the reconstruction in, or ``assembler.process = false``); ``helper_proxy.ProcessAssembly``
+runs them in the assembler process.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def _added(a: Any, b: Any) -> Any:
 
 
 def assembly_stats(assembler: Assembler, scoring: ScoringStage, conversion_errors: int) -> AssemblyStats:
-    """The counters of an assembler and its scoring stage, copied (they go on changing on the assembler's thread)."""
+    """The counters of an assembler and its scoring stage, copied (they go on changing on the
+    assembler's thread)."""
     buffer = assembler.buffer.stats
     return AssemblyStats(
         dataclasses.replace(assembler.stats),
@@ -101,7 +103,8 @@ class AssemblyStage(Protocol):
 
     @property
     def backlog(self) -> int:
-        """Records committed but not yet taken into the trace buffer (counted against the write queue's bound)."""
+        """Records committed but not yet taken into the trace buffer (counted against the
+        write queue's bound)."""
 
     @property
     def open_traces(self) -> int: ...
@@ -119,7 +122,8 @@ class AssemblyStage(Protocol):
 
 
 def behind(assembler: AssemblyStage, bound: int) -> str | None:
-    """Why ingest must wait for the assembler, if it must: it has not taken ``bound`` committed records yet."""
+    """Why ingest must wait for the assembler, if it must: it has not taken ``bound``
+    committed records yet."""
     backlog = assembler.backlog
     if backlog < bound:
         return None
@@ -127,8 +131,8 @@ def behind(assembler: AssemblyStage, bound: int) -> str | None:
 
 
 class LocalAssembly:
-    """Assembly, reconstruction and scoring on a thread of the collector's process. ``stages`` wrap the scoring
-    stage, outermost first (each gets the next); ``reconstruct`` replaces the reconstruction."""
+    """Assembly, reconstruction and scoring on a thread of the collector's process. ``stages`` wrap the
+    scoring stage, outermost first (each gets the next); ``reconstruct`` replaces the reconstruction."""
 
     pid = None
 

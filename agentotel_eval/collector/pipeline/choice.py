@@ -33,8 +33,8 @@ def assembly_for(
     stages: Sequence[StageFactory] = (),
     reconstruct: Reconstruct | None = None,
 ) -> AssemblyStage:
-    """The assembly stage (not started): it reads traces with ``reader``, writes runs with ``run_writer`` and hands
-    completed spans to ``forward``."""
+    """The assembly stage (not started): it reads traces with ``reader``, writes runs with ``run_writer`` and
+    hands completed spans to ``forward``."""
     if runs_in_process(config, stages, reconstruct):
         return LocalAssembly(
             config.assembler,

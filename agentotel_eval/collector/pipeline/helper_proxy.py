@@ -1,15 +1,16 @@
 """The collector's side of the assembler process (``agentotel_eval.collector.pipeline.worker`` runs in it).
 
-``ProcessAssembly`` (an ``AssemblyStage``) takes every commit's marks from the writer and hands them to the assembler process: one
-thread sends them (the writer never waits on the socket); the process's supervisor hands what comes back to
-``_received``: rows for the run writer, held spans for the forwarder, reads to serve from the database, and the
-process's counters.
+``ProcessAssembly`` (an ``AssemblyStage``) takes every commit's marks from the writer and hands them to the
+assembler process: one thread sends them (the writer never waits on the socket); the process's supervisor
+hands what comes back to ``_received``: rows for the run writer, held spans for the forwarder, reads to serve
+from the database, and the process's counters.
 
-If the process dies, the supervisor starts a new one: its recovery re-opens the recent stored traces that have no
-runs yet, the same path that covers a collector killed mid-flight. What that does not cover: a late span of a trace
-that already had runs, in flight to the dead process (its runs stay as they were), and traces older than the
-recovery window (twice ``max_wait`` + ``grace_period`` before the newest stored span). After ``MAX_RESTARTS``
-deaths in a row the collector stops assembling (ingest goes on; the next start recovers the runs).
+If the process dies, the supervisor starts a new one: its recovery re-opens the recent stored traces that have
+no runs yet, the same path that covers a collector killed mid-flight. What that does not cover: a late span of
+a trace that already had runs, in flight to the dead process (its runs stay as they were), and traces older
+than the recovery window (twice ``max_wait`` + ``grace_period`` before the newest stored span). After
+``MAX_RESTARTS`` deaths in a row the collector stops assembling (ingest goes on; the next start
+recovers the runs).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def _empty() -> AssemblyStats:
 
 
 class ProcessAssembly:
-    """Assembly, reconstruction and scoring in a helper process; the database stays here. It is sent the marks of
-    committed records and reads completed traces back through this process (``_answer``)."""
+    """Assembly, reconstruction and scoring in a helper process; the database stays here. It is sent the marks
+    of committed records and reads completed traces back through this process (``_answer``)."""
 
     def __init__(
         self,
@@ -112,7 +113,8 @@ class ProcessAssembly:
         self._queued = 0  # records in the outbox
         self._sent = 0  # records sent to the current process
         self._stopping = False
-        #: the process kept dying and was given up on: records are dropped here (they are stored), nothing waits
+        #: the process kept dying and was given up on: records are dropped here (they are
+        #: stored), nothing waits
         self._disabled = False
         self._snapshot = _empty()  # the running process's counters, as last reported
         self._reported = (0, 0)  # (marks received, inbox) with those counters
@@ -121,11 +123,12 @@ class ProcessAssembly:
         self._sender: threading.Thread | None = None
         self._last_failed: tuple[Any, ...] | None = None  # the marks whose send failed last (see _requeue)
 
-    # ---- what the collector reads ---------------------------------------------------------------------------
+    # ---- what the collector reads --------------------------------------------------------------------------
 
     @property
     def backlog(self) -> int:
-        """Marks of committed records the process has not buffered yet (counted against the write queue's bound)."""
+        """Marks of committed records the process has not buffered yet (counted against the
+        write queue's bound)."""
         with self._cond:
             if self._disabled:
                 return 0
@@ -158,17 +161,18 @@ class ProcessAssembly:
     def restarts(self) -> int:
         return self._supervisor.restarts
 
-    # ---- stage interface ------------------------------------------------------------------------------------
+    # ---- stage interface -----------------------------------------------------------------------------------
 
     def consume(self, spans: Sequence[SpanMark], logs: Sequence[LogMark], commit: int | None = None) -> None:
-        """Called by the writer after a commit with the marks of the new records and the commit's ``ingested_at``
-        (see ``Assembler.consume``); only queues."""
+        """Called by the writer after a commit with the marks of the new records and the commit's
+        ``ingested_at`` (see ``Assembler.consume``); only queues."""
         n = len(spans) + len(logs)
         if not n:
             return
         with self._cond:
             if self._disabled:
-                return  # stored already; assembly is off until the collector restarts (logged when it happened)
+                # stored already; assembly is off until the collector restarts (logged when it happened)
+                return
             self._outbox.append((spans, logs, commit))  # copied once, by marshal, when sent
             self._queued += n
             self._cond.notify()
@@ -194,7 +198,7 @@ class ProcessAssembly:
             self._sender.join(timeout)
         self._supervisor.stop(timeout)
 
-    # ---- sending marks --------------------------------------------------------------------------------------
+    # ---- sending marks -------------------------------------------------------------------------------------
 
     def _send_loop(self) -> None:
         while True:
@@ -219,17 +223,17 @@ class ProcessAssembly:
                 supervisor.send(Marks(entry[0], entry[1], entry[2]))
             except HelperUnavailable:
                 # The process died (its supervisor starts another), or is starting. These marks go to the next
-                # one: its recovery re-opens stored traces without runs, but a late span of a trace that has runs
-                # would be missed.
+                # one: its recovery re-opens stored traces without runs, but a late span of a trace that has
+                # runs would be missed.
                 if not self._requeue(entry, generation if was_alive else None):
                     return
             except Exception:  # a bug in encoding: these records' runs are lost, the sender must go on
                 log.exception("could not send %d records to the assembler process", n)
 
     def _requeue(self, entry: _Entry, dead: int | None) -> bool:
-        """Put marks that could not be sent back at the head of the outbox and wait for a process to take them:
-        a new one when ``dead`` (the generation that died), else the one starting. False when there will be none
-        (the collector is stopping: the next start's recovery is what remains)."""
+        """Put marks that could not be sent back at the head of the outbox and wait for a process to take
+        them: a new one when ``dead`` (the generation that died), else the one starting. False when there will
+        be none (the collector is stopping: the next start's recovery is what remains)."""
         spans, logs, _ = entry
         n = len(spans) + len(logs)
         key = (spans[0] if spans else None, logs[0] if logs else None)  # a resend starts with the same marks
@@ -275,7 +279,7 @@ class ProcessAssembly:
             else:
                 supervisor.wait_ready(0.5)
 
-    # ---- what the process sends -----------------------------------------------------------------------------
+    # ---- what the process sends ----------------------------------------------------------------------------
 
     def _received(self, message: Message, frames: list[bytes], channel: Channel) -> None:
         if isinstance(message, Rows):
@@ -294,8 +298,8 @@ class ProcessAssembly:
             log.error("unexpected %s from the assembler process; ignored", type(message).__name__)
 
     def _answer(self, call: ReadTraces | LatestSpanTime | RecentTraces, channel: Channel) -> None:
-        """Serve a read the process asked for, from the database (a read's rows go as Arrow IPC frames), on the
-        channel it came on."""
+        """Serve a read the process asked for, from the database (a read's rows go as Arrow IPC frames), on
+        the channel it came on."""
         frames: list[Any] = []
         value: Any = None
         try:
@@ -323,8 +327,8 @@ class ProcessAssembly:
             self._snapshot, self._reported = stats, (data["received"], data["inbox"])
 
     def _exited(self, code: int | None) -> None:
-        """The process exited: its counters are kept, its marks in flight are in the database (the next process's
-        recovery finds the traces it held)."""
+        """The process exited: its counters are kept, its marks in flight are in the database (the next
+        process's recovery finds the traces it held)."""
         with self._cond:
             self._retired = self._retired.plus(self._snapshot)
             self._snapshot, self._reported, self._progress = _empty(), (0, 0), (0, 0)

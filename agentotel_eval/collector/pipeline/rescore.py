@@ -1,10 +1,11 @@
 """Re-score stored runs with the current expectations and code, so a new rule or a fix applies to history.
 
-Each selected trace is read back from ``spans`` and ``logs``, rebuilt with the current reconstruction and scored by
-the same ``ScoringStage`` as a trace that arrives, then written as a re-built trace is: its runs, calls and own
-evaluations are replaced in one transaction and its run spans' score attributes rewritten. Scores no longer given
-(a run that lost its expectation) go, from the table and from the span. The judge's verdicts stay unless it is
-asked again (``judge``): then each run is queued as ``pending`` and the judge worker answers it.
+Each selected trace is read back from ``spans`` and ``logs``, rebuilt with the current reconstruction and
+scored by the same ``ScoringStage`` as a trace that arrives, then written as a re-built trace is: its runs,
+calls and own evaluations are replaced in one transaction and its run spans' score attributes rewritten.
+Scores no longer given (a run that lost its expectation) go, from the table and from the span. The judge's
+verdicts stay unless it is asked again (``judge``): then each run is queued as ``pending`` and the
+judge worker answers it.
 
 ``Rescorer`` is the same in both places it runs: inside the collector that holds the database (``POST
 /v1/rescore``) and on the file when no collector does (``agentotel-eval rescore``). What it reads and writes
@@ -52,7 +53,8 @@ Write = Callable[[ReplaceRuns], None]
 
 
 class RescoreError(ValueError):
-    """A re-score that cannot start (a bad condition, a judge asked for with none configured); for the user."""
+    """A re-score that cannot start (a bad condition, a judge asked for with none
+    configured); for the user."""
 
     http_status = 400  # how ``POST /v1/rescore`` answers it
 
@@ -125,12 +127,14 @@ class RescoreBusy(RuntimeError):
     http_status = 409
 
 
-#: the body of ``POST /v1/rescore``: the request's fields and the config file to score with (None: the collector's)
+#: the body of ``POST /v1/rescore``: the request's fields and the config file to score with
+#: (None: the collector's)
 PAYLOAD_KEYS = ("since_ns", "where", "judge", "dry_run", "config", "shard")
 
 
 def request_from_payload(payload: Any) -> tuple[RescoreRequest, str | None]:
-    """A ``POST /v1/rescore`` body as a request and the config path it names; ``RescoreError`` when malformed."""
+    """A ``POST /v1/rescore`` body as a request and the config path it names;
+    ``RescoreError`` when malformed."""
     if not isinstance(payload, dict):
         raise RescoreError("expected a JSON object")
     unknown = sorted(set(payload) - set(PAYLOAD_KEYS))
@@ -165,8 +169,8 @@ def parse_shard(value: Any) -> tuple[int, int]:
 
 
 def in_shard(trace_id: str, shard: tuple[int, int]) -> bool:
-    """Whether a trace is in the k-th of n shares: by CRC32 of its id, the same on every worker and version, so
-    n workers given 1/n .. n/n re-score every trace exactly once between them."""
+    """Whether a trace is in the k-th of n shares: by CRC32 of its id, the same on every worker and version,
+    so n workers given 1/n .. n/n re-score every trace exactly once between them."""
     k, n = shard
     return zlib.crc32(trace_id.encode()) % n == k - 1
 
@@ -183,7 +187,8 @@ def sealed_read(cursor: Callable[[], AbstractContextManager[Any]], timeout: floa
 
 
 def committed_by(submit: Callable[[ReplaceRuns], None], timeout: float = 600.0) -> Write:
-    """A ``Write`` that queues each operation with ``submit`` (the collector's writer) and waits for its commit."""
+    """A ``Write`` that queues each operation with ``submit`` (the collector's writer) and
+    waits for its commit."""
 
     def write(op: ReplaceRuns) -> None:
         done = threading.Event()
@@ -457,8 +462,8 @@ def render(summary: RescoreSummary) -> str:
 
 class HeldRescores:
     """The re-scores of ``POST /v1/rescore`` in the collector that holds the database, one at a time: with its
-    configuration, or the one the payload names; written through its writer (``submit``), then handed to ``sent``
-    (the sinks) once committed; ``wake_judge`` when runs were queued for the judge."""
+    configuration, or the one the payload names; written through its writer (``submit``), then handed to
+    ``sent`` (the sinks) once committed; ``wake_judge`` when runs were queued for the judge."""
 
     def __init__(
         self,
@@ -477,7 +482,8 @@ class HeldRescores:
         self._lock = threading.Lock()
 
     def run(self, payload: Any) -> dict[str, Any]:
-        """The summary of the re-score a payload asks for; ``RescoreError``, ``RescoreBusy`` or ``QueryError``."""
+        """The summary of the re-score a payload asks for; ``RescoreError``,
+        ``RescoreBusy`` or ``QueryError``."""
         from agentotel_eval.collector.config import ConfigError, default_config, load_config
 
         request, config_path = request_from_payload(payload)

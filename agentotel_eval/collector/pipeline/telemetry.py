@@ -1,5 +1,5 @@
-"""The assembly stage's metrics, and those of the scoring that runs in it: open traces, how traces completed, runs
-rebuilt, scores written. One snapshot a scrape (with an assembler process, one call to it)."""
+"""The assembly stage's metrics, and those of the scoring that runs in it: open traces, how traces completed,
+runs rebuilt, scores written. One snapshot a scrape (with an assembler process, one call to it)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,15 @@
 """The assembler process: assembly, reconstruction, scoring and run-row building, off the collector's GIL.
 
-Everything after a commit is CPU work in Python over records, and in the collector's process it would take turns on
-the interpreter lock with the receivers and slow the writer's DuckDB calls, which take that lock too. Here it runs
-in a process of its own: the collector sends the ``Marks`` of the records it committed; this process reads each
-completed trace's records back through the collector (``ReadTraces``: the database stays with its single writer,
-which runs the query and sends back the Arrow rows) and sends back the ``Rows`` to write, the held spans to
-``Forward``, its ``Counters`` and, as soon as it took marks, its ``Progress``. It owns no file and no socket but the
-pair it was started with.
+Everything after a commit is CPU work in Python over records, and in the collector's process it would take
+turns on the interpreter lock with the receivers and slow the writer's DuckDB calls, which take that lock too.
+Here it runs in a process of its own: the collector sends the ``Marks`` of the records it committed; this
+process reads each completed trace's records back through the collector (``ReadTraces``: the database stays
+with its single writer, which runs the query and sends back the Arrow rows) and sends back the ``Rows`` to
+write, the held spans to ``Forward``, its ``Counters`` and, as soon as it took marks, its ``Progress``. It
+owns no file and no socket but the pair it was started with.
 
-Run as ``python -m agentotel_eval.collector.pipeline.worker FD`` by ``agentotel_eval.collector.pipeline.helper_proxy``; not a user command.
+Run as ``python -m agentotel_eval.collector.pipeline.worker FD`` by
+``agentotel_eval.collector.pipeline.helper_proxy``; not a user command.
 """
 
 from __future__ import annotations
@@ -164,9 +165,9 @@ class RemoteReader:
         return self._records(ids, tables)
 
     def load_many(self, reads: Iterable[Read], *, whole: bool = True) -> Iterator[tuple[Read, Any]]:
-        """``load`` for each read in turn, the next one asked for before this one is handed over: the collector
-        runs its query while this process works on the records of the last. Yields each read with its traces, or
-        with the exception that failed it."""
+        """``load`` for each read in turn, the next one asked for before this one is handed over: the
+        collector runs its query while this process works on the records of the last. Yields each read with
+        its traces, or with the exception that failed it."""
         pending: deque[tuple[Read, list[str], int]] = deque()
         reads = iter(reads)
 
@@ -229,9 +230,11 @@ class RemoteRunSink:
             for rows in batches:
                 self._channel.send(*rows_message(rows))
         except ChannelClosed:
-            return  # the collector is gone (its recovery rebuilds these runs from the stored spans at its restart)
+            # the collector is gone (its recovery rebuilds these runs from the stored spans at its restart)
+            return
         if batches:
-            self.sent.set()  # the counters follow the rows promptly (the collector's tests and /metrics read them)
+            # the counters follow the rows promptly (the collector's tests and /metrics read them)
+            self.sent.set()
 
 
 def serve(channel: Channel, setup: Setup) -> None:
@@ -252,9 +255,9 @@ def serve(channel: Channel, setup: Setup) -> None:
     trimmed = [time.monotonic()]
 
     def counters() -> dict[str, Any]:
-        """Called between batches (on the assembler's thread, or after it stopped): what left the buffer has been
-        sent as rows already. ``received`` is read first: a record arriving meanwhile is counted twice (as not
-        received and as in the inbox), never as neither."""
+        """Called between batches (on the assembler's thread, or after it stopped): what left the buffer has
+        been sent as rows already. ``received`` is read first: a record arriving meanwhile is counted twice
+        (as not received and as in the inbox), never as neither."""
         got = received[0]
         return {
             "received": got,
@@ -290,8 +293,8 @@ def serve(channel: Channel, setup: Setup) -> None:
     took = threading.Event()
 
     def receive() -> None:
-        """Marks into the assembler, replies to their callers; goes on after ``Stop`` (a read the final drain makes
-        still needs its reply)."""
+        """Marks into the assembler, replies to their callers; goes on after ``Stop`` (a read the final drain
+        makes still needs its reply)."""
         while True:
             try:
                 message, frames = channel.receive()
@@ -308,8 +311,9 @@ def serve(channel: Channel, setup: Setup) -> None:
                 try:
                     assembler.consume(message.spans, message.logs, message.commit)
                 except BaseException:
-                    # This thread is the only reader of the channel: without it the collector's sender would block.
-                    # Exit, so the collector starts a new process (its recovery re-reads these from the database).
+                    # This thread is the only reader of the channel: without it the collector's sender would
+                    # block. Exit, so the collector starts a new process (its recovery re-reads these
+                    # from the database).
                     log.exception("could not take marks from the collector; exiting to be restarted")
                     logging.shutdown()
                     os._exit(1)
@@ -325,8 +329,8 @@ def serve(channel: Channel, setup: Setup) -> None:
     def report_progress() -> None:
         """What was taken, soon after it was: the collector's back-pressure reads it, and the assembler's own
         counters wait for the end of its round, which a large batch makes long. Sent from a thread of its own:
-        the receiving thread never writes (it is the only reader of this side, and the collector may be blocked
-        writing to it while this process writes to the collector)."""
+        the receiving thread never writes (it is the only reader of this side, and the collector may be
+        blocked writing to it while this process writes to the collector)."""
         while not stop_asked.is_set():
             if not took.wait(0.5):
                 continue

@@ -1,7 +1,8 @@
 """One end of a helper's socket pair: whole messages (``messages``) in and out.
 
 Any number of threads may send (a message and its frames go out together, under a lock); one thread receives.
-``hang_up`` wakes a thread blocked on the socket in either direction, which closing the descriptor would not do.
+``hang_up`` wakes a thread blocked on the socket in either direction, which closing the
+descriptor would not do.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 
 from agentotel_eval.collector.process.messages import Message, decode, encode
 
-#: hang-ups and closes of channels, one at a time: a hang-up between another thread's close and the reuse of the
-#: descriptor's number would shut down whatever file got the number
+#: hang-ups and closes of channels, one at a time: a hang-up between another thread's close and the reuse of
+#: the descriptor's number would shut down whatever file got the number
 _FD_LOCK = threading.Lock()
 
 
@@ -34,8 +35,8 @@ class Channel:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._send_lock = threading.Lock()
-        #: when the send under way must be done by (monotonic), 0 when none is under way or it may take its time:
-        #: a peer that stopped reading holds its sender forever, and a watchdog tells it by this
+        #: when the send under way must be done by (monotonic), 0 when none is under way or it may take its
+        #: time: a peer that stopped reading holds its sender forever, and a watchdog tells it by this
         self.send_deadline = 0.0
 
     @property
@@ -51,7 +52,8 @@ class Channel:
         stuck_after: float | None = None,
     ) -> None:
         """Send a message and its frames; ``ChannelBusy`` if the channel is not free within ``timeout``,
-        ``ChannelClosed`` if the other end is gone. ``stuck_after``: the send itself should be done by then."""
+        ``ChannelClosed`` if the other end is gone. ``stuck_after``: the send itself
+        should be done by then."""
         header = encode(
             message, len(frames)
         )  # a value marshal refuses raises ValueError here, not as a closed channel
@@ -74,7 +76,8 @@ class Channel:
             self._send_lock.release()
 
     def receive(self) -> tuple[Message, list[bytes]]:
-        """The next message and its frames; ``ChannelClosed`` once the other end is gone. One receiving thread."""
+        """The next message and its frames; ``ChannelClosed`` once the other end is gone.
+        One receiving thread."""
         try:
             message, count = decode(self._conn.recv_bytes())
             return message, [self._conn.recv_bytes() for _ in range(count)]

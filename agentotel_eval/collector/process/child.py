@@ -1,9 +1,10 @@
 """A helper process's side: its entry point.
 
-``python -m MODULE FD`` (what ``supervisor.spawn`` runs) reads its ``Setup`` from the channel on FD, applies it (log
-level, ``tuning``, nice value) and hands the channel to the helper's ``serve``, which says ``Ready`` once it takes
-messages. The collector decides when a helper stops (its ``Stop``, or its end of the channel closing), so a Ctrl-C
-in the terminal or a service manager's SIGTERM to the whole process group does not cut a helper's work short.
+``python -m MODULE FD`` (what ``supervisor.spawn`` runs) reads its ``Setup`` from the channel on FD, applies
+it (log level, ``tuning``, nice value) and hands the channel to the helper's ``serve``, which says ``Ready``
+once it takes messages. The collector decides when a helper stops (its ``Stop``, or its end of the channel
+closing), so a Ctrl-C in the terminal or a service manager's SIGTERM to the whole process group does not cut a
+helper's work short.
 """
 
 from __future__ import annotations

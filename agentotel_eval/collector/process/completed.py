@@ -2,8 +2,8 @@
 
 The assembler hands each batch of completed traces to the next stage's ``consume``; the last stage writes the
 agent runs. A scoring stage sits in between: it receives every ``CompletedTrace`` with its spans, logs
-and reconstructed runs, adds evaluation rows (``dataclasses.replace(trace, evaluations=...)``) and passes the batch
-on, so the runs and their scores are written in one transaction. Stages of one's own wrap it:
+and reconstructed runs, adds evaluation rows (``dataclasses.replace(trace, evaluations=...)``) and passes the
+batch on, so the runs and their scores are written in one transaction. Stages of one's own wrap it:
 ``Collector(config, stages=[lambda next_stage: MyStage(next_stage)])``.
 """
 
@@ -22,10 +22,10 @@ from agentotel_eval.store.rows import EvaluationRow
 class SpanUpdate:
     """Scores written onto one stored span (the run span), as a delta applied in SQL.
 
-    ``attributes_patch`` is a JSON merge patch (``null`` removes a key); ``events`` is a JSON array appended to
-    the span's events after removing the events we wrote earlier for the same ``metrics`` (ours carry the
-    ``agentotel.eval.evaluator`` attribute; other tools' events are kept). The span's other attributes are never
-    re-encoded in Python.
+    ``attributes_patch`` is a JSON merge patch (``null`` removes a key); ``events`` is a JSON array appended
+    to the span's events after removing the events we wrote earlier for the same ``metrics`` (ours carry the
+    ``agentotel.eval.evaluator`` attribute; other tools' events are kept). The span's other attributes are
+    never re-encoded in Python.
     """
 
     trace_id: str
@@ -50,8 +50,8 @@ REASON_SHUTDOWN = "shutdown"  # the collector stopped
 
 @dataclass(slots=True)
 class CompletedTrace:
-    """One trace the assembler decided on, with everything known about it. Read-only by convention (one is made,
-    and one replaced by the scoring stage, for every trace)."""
+    """One trace the assembler decided on, with everything known about it. Read-only by convention (one is
+    made, and one replaced by the scoring stage, for every trace)."""
 
     trace_id: str
     spans: tuple[SpanRecord, ...]  # sorted by start time

@@ -1,16 +1,18 @@
 """What the assembler keeps of each stored record: a mark of a few fields, not the record.
 
 Deciding when a trace is complete needs only each span's ids, times and whether it delimits a run; the records
-themselves are read back from the database once the trace is complete (``agentotel_eval.collector.assemble.assembler``). A mark is a plain
-tuple (cheap to build, to hold by the hundred thousand, and to send to the assembler process with ``marshal``):
+themselves are read back from the database once the trace is complete
+(``agentotel_eval.collector.assemble.assembler``). A mark is a plain tuple (cheap to build, to hold by the
+hundred thousand, and to send to the assembler process with ``marshal``):
 
     span mark: (trace_id, span_id, parent_span_id, start_ns, end_ns, is_run_span, has_evidence)
     log mark:  (trace_id, time_ns, is_evaluation_result)     trace_id None: the record belongs to no trace
 
-``has_evidence``: the span is a run, tool or LLM span (``classify``), carries an evaluation event, or its output may
-be a conversation with tool calls (``holds_transcript``: an agent traced as one plain step). A trace with no such
-span and no log record can hold no agent run (reconstruction finds runs only through those) and no score, so the
-assembler does not read it back (a web service's own traces, exported to the same endpoint).
+``has_evidence``: the span is a run, tool or LLM span (``classify``), carries an evaluation event, or its
+output may be a conversation with tool calls (``holds_transcript``: an agent traced as one plain step). A
+trace with no such span and no log record can hold no agent run (reconstruction finds runs only through those)
+and no score, so the assembler does not read it back (a web service's own traces, exported to
+the same endpoint).
 """
 
 from __future__ import annotations

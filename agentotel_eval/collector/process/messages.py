@@ -1,9 +1,10 @@
 """What the collector and its helper processes say to each other: a kind, typed fields, and raw frames.
 
-A message crosses the socket pair as one header frame, ``marshal`` of ``(kind, frame_count, *fields)``, followed
-by ``frame_count`` raw frames (a request body, Arrow IPC buffers, encoded records), which are sent from their own
-buffers, never copied into the header. Each kind has a NamedTuple, so both ends read fields by name; fields are
-plain values marshal writes (str, int, float, bool, bytes, None, and lists, tuples and dicts of them).
+A message crosses the socket pair as one header frame, ``marshal`` of ``(kind, frame_count, *fields)``,
+followed by ``frame_count`` raw frames (a request body, Arrow IPC buffers, encoded records), which are sent
+from their own buffers, never copied into the header. Each kind has a NamedTuple, so both ends read fields by
+name; fields are plain values marshal writes (str, int, float, bool, bytes, None, and lists, tuples
+and dicts of them).
 """
 
 from __future__ import annotations
@@ -52,14 +53,14 @@ def _message(kind: Kind) -> Callable[[M], M]:
     return register
 
 
-# ---- every helper ----------------------------------------------------------------------------------------------
+# ---- every helper ------------------------------------------------------------------------------------------
 
 
 @_message(Kind.SETUP)
 class Setup(NamedTuple):
-    """collector -> helper, first: how to run. ``tuning`` is ``process.tuning.Tuning.as_tuple()``; ``settings``
-    the helper's own configuration, pickled (frozen dataclasses of this collector's config, sent over a private
-    socket pair by the process that started the helper)."""
+    """collector -> helper, first: how to run. ``tuning`` is ``process.tuning.Tuning.as_tuple()``;
+    ``settings`` the helper's own configuration, pickled (frozen dataclasses of this collector's config, sent
+    over a private socket pair by the process that started the helper)."""
 
     log_level: int
     tuning: tuple[int, bool]
@@ -84,7 +85,7 @@ class Stopped(NamedTuple):
     """helper -> collector, last."""
 
 
-# ---- decode workers --------------------------------------------------------------------------------------------
+# ---- decode workers ----------------------------------------------------------------------------------------
 
 
 @_message(Kind.DECODE)
@@ -99,8 +100,9 @@ class Decode(NamedTuple):
 
 @_message(Kind.DECODED)
 class Decoded(NamedTuple):
-    """A decoded request (``decode.batch.IngestBatch``): its rows follow as one Arrow IPC frame, when any record
-    was valid; ``records`` are the records themselves where the collector still needs them (``wire.dumps``)."""
+    """A decoded request (``decode.batch.IngestBatch``): its rows follow as one Arrow IPC frame, when any
+    record was valid; ``records`` are the records themselves where the collector still needs
+    them (``wire.dumps``)."""
 
     request_id: int
     signal: str
@@ -111,8 +113,8 @@ class Decoded(NamedTuple):
     limited: dict[str, int] | None = None
 
 
-#: why a decode failed: the body is not a valid request, it is over a hard limit, memory ran out (retry later), or
-#: a bug
+#: why a decode failed: the body is not a valid request, it is over a hard limit, memory ran out (retry
+#: later), or a bug
 BAD_REQUEST, OVER_LIMIT, UNAVAILABLE, ERROR = "bad_request", "over_limit", "unavailable", "error"
 
 
@@ -123,12 +125,13 @@ class DecodeFailed(NamedTuple):
     message: str
 
 
-# ---- the assembler ---------------------------------------------------------------------------------------------
+# ---- the assembler -----------------------------------------------------------------------------------------
 
 
 @_message(Kind.MARKS)
 class Marks(NamedTuple):
-    """collector -> assembler: the marks of one commit's new records, and the commit's ``ingested_at`` (ns)."""
+    """collector -> assembler: the marks of one commit's new records, and the commit's
+    ``ingested_at`` (ns)."""
 
     spans: Sequence[Any]
     logs: Sequence[Any]
@@ -175,7 +178,8 @@ class CallFailed(NamedTuple):
 
 @_message(Kind.ROWS)
 class Rows(NamedTuple):
-    """assembler -> collector: one batch of run rows (``collector.store.runs.RunRows``); its tables follow as frames."""
+    """assembler -> collector: one batch of run rows (``collector.store.runs.RunRows``); its
+    tables follow as frames."""
 
     replace: list[tuple[Any, ...]]
     span_updates: list[tuple[Any, ...]]
@@ -199,7 +203,8 @@ class Counters(NamedTuple):
 
 @_message(Kind.PROGRESS)
 class Progress(NamedTuple):
-    """assembler -> collector: marks taken so far, and how many wait in its inbox (back-pressure reads them)."""
+    """assembler -> collector: marks taken so far, and how many wait in its inbox
+    (back-pressure reads them)."""
 
     received: int
     inbox: int
@@ -214,7 +219,8 @@ def encode(message: Message, frame_count: int = 0) -> bytes:
 
 
 def decode(header: bytes) -> tuple[Message, int]:
-    """The message of a header frame, and how many raw frames follow it (``ValueError`` when it is not one)."""
+    """The message of a header frame, and how many raw frames follow it (``ValueError``
+    when it is not one)."""
     try:
         kind, frame_count, *fields = marshal.loads(header)
         return _TYPE_OF[Kind(kind)](*fields), frame_count

@@ -1,14 +1,14 @@
-"""The one way the collector runs a helper process: spawn it, hand it its setup, wait for it to be ready, watch
-it, and start it again with a bounded backoff when it dies.
+"""The one way the collector runs a helper process: spawn it, hand it its setup, wait for it to be ready,
+watch it, and start it again with a bounded backoff when it dies.
 
 A helper is ``python -m MODULE FD``, FD its end of a private socket pair (``child.helper_main`` on its side).
-Messages it sends go to the stage's ``on_message`` with the channel they came on (a reply goes back on it), on the
-supervisor's receiving thread, from the moment it starts (a helper may ask things before it is ready: the
+Messages it sends go to the stage's ``on_message`` with the channel they came on (a reply goes back on it), on
+the supervisor's receiving thread, from the moment it starts (a helper may ask things before it is ready: the
 assembler's recovery reads the database). When it dies,
-``on_exit`` tells the stage (which fails what the helper held), and a new one is started: at once after a helper
-that ran ``stable_after`` seconds, else after a delay that doubles up to ``max_delay``; after ``give_up_after``
-deaths in a row, ``on_give_up``. A send that makes no headway by its deadline means the helper stopped reading:
-the watchdog stops it, and it is started again the same way.
+``on_exit`` tells the stage (which fails what the helper held), and a new one is started: at once after a
+helper that ran ``stable_after`` seconds, else after a delay that doubles up to ``max_delay``; after
+``give_up_after`` deaths in a row, ``on_give_up``. A send that makes no headway by its deadline means the
+helper stopped reading: the watchdog stops it, and it is started again the same way.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ class RestartPolicy:
 
 
 def spawn(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
-    """``python -m MODULE FD`` with FD its end of a new socket pair; the process and our end. The child gets no
-    stdin and the collector's stderr; ``PYTHONPATH`` names the directory ``agentotel_eval`` is imported from, so an
-    uninstalled checkout runs the same code."""
+    """``python -m MODULE FD`` with FD its end of a new socket pair; the process and our end. The child gets
+    no stdin and the collector's stderr; ``PYTHONPATH`` names the directory ``agentotel_eval`` is imported
+    from, so an uninstalled checkout runs the same code."""
     try:
         ours, theirs = socket.socketpair()
     except OSError as exc:  # out of file descriptors, say
@@ -82,8 +82,8 @@ def spawn(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
 
 
 class Supervisor:
-    """One helper process (see the module docstring). ``start``/``stop`` are called once each; ``send`` from any
-    thread."""
+    """One helper process (see the module docstring). ``start``/``stop`` are called once each; ``send`` from
+    any thread."""
 
     def __init__(
         self,
@@ -202,8 +202,8 @@ class Supervisor:
         stuck_after: float | None = None,
     ) -> None:
         """Send to the running helper; ``HelperUnavailable`` when there is none, when the channel stays busy
-        past ``timeout``, or when the helper goes away meanwhile. ``stuck_after``: a send that has not gone out
-        by then means the helper stopped reading, and the watchdog stops it."""
+        past ``timeout``, or when the helper goes away meanwhile. ``stuck_after``: a send that has not gone
+        out by then means the helper stopped reading, and the watchdog stops it."""
         channel = self._channel if self._ready.is_set() else None
         if channel is None:
             raise HelperUnavailable(self._absent())

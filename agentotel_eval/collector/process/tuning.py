@@ -5,13 +5,14 @@ workers, the assembler) tunes itself when it starts, as its ``Setup`` says. Noth
 collector embedded in another program (tests, a user's process) leaves that program's process as it is. The
 measurements behind each choice are in docs/benchmarks.md.
 
-* ``gc_threshold``: the young generation of the garbage collector is collected every 50,000 allocations instead
-  of 700. The assembler and the writer hold many long-lived objects beside many short-lived ones.
+* ``gc_threshold``: the young generation of the garbage collector is collected every 50,000 allocations
+  instead of 700. The assembler and the writer hold many long-lived objects beside many short-lived ones.
 * ``malloc``: glibc's allocator sends every block over 1 MiB to mmap (returned to the system when freed; glibc
-  otherwise raises its threshold to the largest block it saw freed and keeps the freed pages) and keeps two arenas
-  instead of eight a core, and pyarrow allocates through it instead of mimalloc, which keeps freed pages too. Free
-  heap pages are handed back every ``TRIM_INTERVAL`` seconds (``release_free_memory``). A no-op where the C library
-  is not glibc, and pyarrow's pool is left alone when ``ARROW_DEFAULT_MEMORY_POOL`` is set.
+  otherwise raises its threshold to the largest block it saw freed and keeps the freed pages) and keeps two
+  arenas instead of eight a core, and pyarrow allocates through it instead of mimalloc, which keeps freed
+  pages too. Free heap pages are handed back every ``TRIM_INTERVAL`` seconds (``release_free_memory``). A
+  no-op where the C library is not glibc, and pyarrow's pool is left alone when
+  ``ARROW_DEFAULT_MEMORY_POOL`` is set.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """The payloads of helper messages that are more than plain values: records, and Arrow tables as raw frames.
 
-* Records (``dumps`` / ``loads``): the spans and log records a decode worker keeps for forwarding, and the held
-  spans the assembler hands back to forward with their scores. ``marshal`` of plain tuples, about a quarter of
-  what pickling the dataclasses costs: decoded records hold only str, int, float, bool, bytes, None, lists, tuples
-  and dicts. Records built some other way may hold values marshal refuses (a dict subclass, an object); those
-  batches go as pickle instead, so nothing is ever refused. The first byte says which.
-* Arrow tables (``ipc_frames`` / ``tables_from_frames``): the rows read back for the assembler (DuckDB's own Arrow
-  export) and the run rows it sends back (``rows_message`` / ``rows_from``), as IPC messages in Arrow's own
-  buffers, converted on the receiving side: the sender does no per-row work for them, nothing is pickled.
+* Records (``dumps`` / ``loads``): the spans and log records a decode worker keeps for forwarding, and the
+  held spans the assembler hands back to forward with their scores. ``marshal`` of plain tuples, about a
+  quarter of what pickling the dataclasses costs: decoded records hold only str, int, float, bool, bytes,
+  None, lists, tuples and dicts. Records built some other way may hold values marshal refuses (a dict
+  subclass, an object); those batches go as pickle instead, so nothing is ever refused. The
+  first byte says which.
+* Arrow tables (``ipc_frames`` / ``tables_from_frames``): the rows read back for the assembler (DuckDB's own
+  Arrow export) and the run rows it sends back (``rows_message`` / ``rows_from``), as IPC messages in Arrow's
+  own buffers, converted on the receiving side: the sender does no per-row work for them, nothing is pickled.
 """
 
 from __future__ import annotations
@@ -98,10 +99,10 @@ def fields_of(obj: Any) -> tuple[Any, ...]:
 
 
 def ipc_frames(*tables: pa.Table) -> list[Any]:
-    """Each table as Arrow IPC messages in Arrow's own buffers: its schema, then each record batch, then an empty
-    frame that ends the table. Sent as frames of their own (``Connection.send_bytes`` takes a buffer as it is: no
-    copy into a Python bytes object); serialising batch by batch costs a fifth of an IPC stream writer's growing
-    buffer."""
+    """Each table as Arrow IPC messages in Arrow's own buffers: its schema, then each record batch, then an
+    empty frame that ends the table. Sent as frames of their own (``Connection.send_bytes`` takes a buffer as
+    it is: no copy into a Python bytes object); serialising batch by batch costs a fifth of an IPC stream
+    writer's growing buffer."""
     out: list[Any] = []
     for table in tables:
         out.append(table.schema.serialize())

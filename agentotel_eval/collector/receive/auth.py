@@ -1,9 +1,10 @@
-"""The collector's bearer token on both transports: one ``Authenticator``, an ASGI middleware in front of every HTTP
-route and a gRPC interceptor in front of both Export services.
+"""The collector's bearer token on both transports: one ``Authenticator``, an ASGI middleware in front of
+every HTTP route and a gRPC interceptor in front of both Export services.
 
-With a token every request but ``GET /healthz`` (and the sign-in routes) needs ``Authorization: Bearer <token>``
-(gRPC: the ``authorization`` metadata); the web UI's GETs also take the cookie the sign-in sets, as a browser cannot
-send the header. A request without either is refused before its body is read, and its connection closed.
+With a token every request but ``GET /healthz`` (and the sign-in routes) needs ``Authorization: Bearer
+<token>`` (gRPC: the ``authorization`` metadata); the web UI's GETs also take the cookie the sign-in sets, as
+a browser cannot send the header. A request without either is refused before its body is read, and
+its connection closed.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ _NEEDS_GRPC_TOKEN = "this collector requires a token: send the metadata 'authori
 
 
 class Authenticator:
-    """The collector's bearer token, compared in constant time, and the web UI's cookie derived from it (an HMAC
-    of a fixed text under the token: the cookie never holds the token). Counts the refusals, per transport."""
+    """The collector's bearer token, compared in constant time, and the web UI's cookie derived from it (an
+    HMAC of a fixed text under the token: the cookie never holds the token). Counts the
+    refusals, per transport."""
 
     def __init__(self, token: str) -> None:
         if not token:
@@ -42,7 +44,8 @@ class Authenticator:
         return hmac.compare_digest(value.encode(), self._token)
 
     def bearer(self, header: str | None) -> bool:
-        """An ``Authorization`` header (HTTP) or ``authorization`` metadata value (gRPC) carrying the token."""
+        """An ``Authorization`` header (HTTP) or ``authorization`` metadata value (gRPC)
+        carrying the token."""
         if not header:
             return False
         scheme, _, credentials = header.strip().partition(" ")
@@ -75,8 +78,8 @@ class Authenticator:
 
 
 class BearerAuth:
-    """ASGI middleware: lets a request through with the token (or, for ``cookie_paths``' GETs, the UI's cookie), or
-    answers it with ``refusal(request)`` (401 with a challenge) without reading its body."""
+    """ASGI middleware: lets a request through with the token (or, for ``cookie_paths``' GETs, the UI's
+    cookie), or answers it with ``refusal(request)`` (401 with a challenge) without reading its body."""
 
     def __init__(
         self,

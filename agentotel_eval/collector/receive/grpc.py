@@ -1,15 +1,16 @@
 """OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export``.
 
-grpc inflates gzip and refuses a message over ``max_request_size`` (compressed or inflated); the handler passes
-the message bytes to the same decode-and-enqueue path as the HTTP receiver. Answers: OK with ``partial_success`` when
-records were rejected; INVALID_ARGUMENT for data that cannot be stored; UNAVAILABLE with a ``RetryInfo`` detail
-when the write queue is full or the collector is stopping — in ``grpc-status-details-bin`` as the OTLP spec and
-the Go exporters expect, and in ``google.rpc.retryinfo-bin``, which the Python exporter reads.
+grpc inflates gzip and refuses a message over ``max_request_size`` (compressed or inflated); the handler
+passes the message bytes to the same decode-and-enqueue path as the HTTP receiver. Answers: OK with
+``partial_success`` when records were rejected; INVALID_ARGUMENT for data that cannot be stored; UNAVAILABLE
+with a ``RetryInfo`` detail when the write queue is full or the collector is stopping — in
+``grpc-status-details-bin`` as the OTLP spec and the Go exporters expect, and in ``google.rpc.retryinfo-bin``,
+which the Python exporter reads.
 
-With a token, a call without ``authorization: Bearer <token>`` metadata is UNAUTHENTICATED before its message is
-decoded (``auth.BearerInterceptor``). With a certificate the port serves TLS. gRPC's own transport bounds idle connections
-(``grpc.max_connection_idle_ms``), handshakes and the streams one connection may open at once; a connection that
-sends nothing holds no worker thread.
+With a token, a call without ``authorization: Bearer <token>`` metadata is UNAUTHENTICATED before its message
+is decoded (``auth.BearerInterceptor``). With a certificate the port serves TLS. gRPC's own transport bounds
+idle connections (``grpc.max_connection_idle_ms``), handshakes and the streams one connection may open at
+once; a connection that sends nothing holds no worker thread.
 """
 
 from __future__ import annotations
@@ -85,14 +86,15 @@ def _export_handler(ingestor: Ingestor, signal: str, response_type: Any) -> Any:
         return response.SerializeToString()
 
     # No (de)serializers: the handler sees the raw message bytes, so a body that is not a valid request is an
-    # INVALID_ARGUMENT from the shared decode path, where a generated servicer would fail inside grpc (INTERNAL).
+    # INVALID_ARGUMENT from the shared decode path, where a generated servicer would fail
+    # inside grpc (INTERNAL).
     return grpc.unary_unary_rpc_method_handler(export)
 
 
 class GrpcReceiver:
-    """``auth``: the token check (None: none); ``tls``: (certificate chain, private key) PEM bytes to serve TLS;
-    ``idle_timeout``: a connection with no call for this long is closed; ``handshake_timeout``: the TLS and HTTP/2
-    handshakes must be done within it."""
+    """``auth``: the token check (None: none); ``tls``: (certificate chain, private key) PEM bytes to serve
+    TLS; ``idle_timeout``: a connection with no call for this long is closed; ``handshake_timeout``: the TLS
+    and HTTP/2 handshakes must be done within it."""
 
     def __init__(
         self,
@@ -167,7 +169,8 @@ class GrpcReceiver:
         self._server = server
 
     def stop_accepting(self, grace: float = 10.0) -> Any:
-        """Refuse new calls; calls in flight get ``grace`` seconds to finish. Returns an event set when done."""
+        """Refuse new calls; calls in flight get ``grace`` seconds to finish. Returns an
+        event set when done."""
         if self._server is None:
             return None
         return self._server.stop(grace)

@@ -1,9 +1,10 @@
-"""The one decode-and-enqueue path both receivers call: body -> rows (``agentotel_eval.collector.decode.batch``) -> writer -> answer.
+"""The one decode-and-enqueue path both receivers call: body -> rows
+(``agentotel_eval.collector.decode.batch``) -> writer -> answer.
 
 It answers only after the records are committed, and reports what the OTLP answer needs: how many records were
-rejected and why (partial success). Everything protocol-specific (status codes, encodings of the answer) stays in
-the receivers. The decoding itself runs in decode workers (``agentotel_eval.collector.decode.pool``), or on the receiver's thread
-when the collector is configured without them.
+rejected and why (partial success). Everything protocol-specific (status codes, encodings of the answer) stays
+in the receivers. The decoding itself runs in decode workers (``agentotel_eval.collector.decode.pool``), or on
+the receiver's thread when the collector is configured without them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from agentotel_eval.otlp import DecodeError, LimitExceeded
 
 log = logging.getLogger(__name__)
 
-#: what turns a body into rows: ``decode.batch.decode_request`` here, or a decode pool's ``decode`` (wired by the service)
+#: what turns a body into rows: ``decode.batch.decode_request`` here, or a decode pool's ``decode``
+#: (wired by the service)
 Decoder = Callable[[str, str, bytes], IngestBatch]
 
 SIGNALS = ("traces", "logs")
@@ -30,7 +32,8 @@ ENCODINGS = ("protobuf", "json")
 
 @dataclass(frozen=True, slots=True)
 class ExportOutcome:
-    """What an export call achieved: ``accepted`` records committed (``duplicates`` of them already stored)."""
+    """What an export call achieved: ``accepted`` records committed (``duplicates`` of
+    them already stored)."""
 
     signal: str
     accepted: int
@@ -107,7 +110,8 @@ class Ingestor:
         return self._decoding
 
     def ingest_body(self, signal: str, encoding: str, body: bytes, transport: str = "http") -> ExportOutcome:
-        """An OTLP request body (already inflated) in ``encoding`` (protobuf | json): both receivers call this.
+        """An OTLP request body (already inflated) in ``encoding`` (protobuf | json): both
+        receivers call this.
 
         A request that would be refused for back-pressure is refused before it is decoded (decoding it would
         only take CPU from the work that is behind)."""
@@ -131,8 +135,8 @@ class Ingestor:
         return self.ingest_batch(batch, transport)
 
     def _warn_empty(self, transport: str, signal: str) -> None:
-        """A request with nothing in it is valid OTLP (answered as a success, as the specification says), but a
-        body of the wrong shape (``{"foo": 1}``) reads as one: say so once per transport and signal."""
+        """A request with nothing in it is valid OTLP (answered as a success, as the specification says), but
+        a body of the wrong shape (``{"foo": 1}``) reads as one: say so once per transport and signal."""
         key = (transport, signal)
         with self._decoding_lock:
             if key in self._warned_empty:

@@ -13,15 +13,15 @@ class PortInUse(OSError):
 
 def in_use_message(port: int, what: str, host: str, flag: str) -> str:
     return (
-        f"port {port} is in use: cannot listen for {what} on {host}:{port} (another collector? choose another "
-        f"address with --{flag} HOST:PORT)"
+        f"port {port} is in use: cannot listen for {what} on {host}:{port} (another collector? choose "
+        f"another address with --{flag} HOST:PORT)"
     )
 
 
 def check_free(host: str, port: int, what: str, flag: str) -> None:
-    """Raise ``PortInUse`` when ``host:port`` cannot be bound now (port 0, any free port, always can). The port is
-    bound as the servers bind it (``SO_REUSEADDR``: a port in TIME_WAIT is free, one being listened on is not)
-    and released at once."""
+    """Raise ``PortInUse`` when ``host:port`` cannot be bound now (port 0, any free port, always can). The
+    port is bound as the servers bind it (``SO_REUSEADDR``: a port in TIME_WAIT is free, one being listened on
+    is not) and released at once."""
     if port == 0:
         return
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -1,7 +1,7 @@
 """Whether a completed run goes to the LLM judge: sampling, ``only_when`` conditions, the daily budget.
 
-Pure decisions over plain data. Sampling hashes the run's ids, so the same run gets the same decision when it is
-re-scored (late spans, a restart) and a fleet of collectors agrees without coordination.
+Pure decisions over plain data. Sampling hashes the run's ids, so the same run gets the same decision when it
+is re-scored (late spans, a restart) and a fleet of collectors agrees without coordination.
 """
 
 from __future__ import annotations

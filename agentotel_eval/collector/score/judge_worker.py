@@ -1,13 +1,13 @@
 """The LLM judge queue: ``pending`` evaluation rows in DuckDB, answered in the background.
 
-The scoring stage writes a ``pending`` ``tool_errors`` row (with the run's test case in ``details``) in the same
-transaction as the run. This worker takes pending rows from the database itself — the table is the queue — so
-nothing is lost when the collector stops or crashes: pending rows are simply taken again at the next start.
-It runs ``ToolsErrorMetric`` with bounded concurrency on its own event loop, honours the daily budget (rows
-over it become ``skipped`` with the reason), writes provider failures as ``error`` rows with the message, and
-replaces each pending row with the answer in one transaction that also scores the stored run span. With
-forwarding on, each answer goes downstream as a ``gen_ai.evaluation <metric>`` child span of the run span and a
-``gen_ai.evaluation.result`` log record.
+The scoring stage writes a ``pending`` ``tool_errors`` row (with the run's test case in ``details``) in the
+same transaction as the run. This worker takes pending rows from the database itself — the table is the queue
+— so nothing is lost when the collector stops or crashes: pending rows are simply taken again at the next
+start. It runs ``ToolsErrorMetric`` with bounded concurrency on its own event loop, honours the daily budget
+(rows over it become ``skipped`` with the reason), writes provider failures as ``error`` rows with the
+message, and replaces each pending row with the answer in one transaction that also scores the stored run
+span. With forwarding on, each answer goes downstream as a ``gen_ai.evaluation <metric>`` child span of the
+run span and a ``gen_ai.evaluation.result`` log record.
 """
 
 from __future__ import annotations
@@ -142,11 +142,11 @@ class JudgeWorker:
         self._started = threading.Event()
         self._day = ""
         self._lock = threading.Lock()
-        #: answered rows whose answer the writer has not applied yet: still ``pending`` in the table, and not to
-        #: be taken (and paid for) again meanwhile; (key, the pending row's created_at)
+        #: answered rows whose answer the writer has not applied yet: still ``pending`` in the table, and not
+        #: to be taken (and paid for) again meanwhile; (key, the pending row's created_at)
         self._unwritten: set[tuple[tuple[str, str, str, str], int]] = set()
-        #: rows whose answer was applied lately (a read that began before that commit still finds them pending),
-        #: with when, kept for a minute
+        #: rows whose answer was applied lately (a read that began before that commit still finds them
+        #: pending), with when, kept for a minute
         self._applied_lately: dict[tuple[tuple[str, str, str, str], int], float] = {}
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
@@ -168,7 +168,8 @@ class JudgeWorker:
                 loop.call_soon_threadsafe(event.set)
 
     def shutdown(self, grace: float = 5.0) -> None:
-        """Stop taking rows; answers in flight get ``grace`` seconds, the rest stay pending for the next start."""
+        """Stop taking rows; answers in flight get ``grace`` seconds, the rest stay pending
+        for the next start."""
         if self._thread is None or self._stopping:
             return
         self._stopping = True
@@ -226,13 +227,14 @@ class JudgeWorker:
     def _fetch(self, n: int) -> list[Job]:
         with self._cursor() as cursor:
             rows = cursor.execute(
-                "SELECT trace_id, run_span_id, metric, coalesce(evaluator_version, ''), details, epoch_ns(created_at) "
-                f"FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ? "
-                "ORDER BY created_at LIMIT ?",
+                f"SELECT trace_id, run_span_id, metric, coalesce(evaluator_version, ''), details, "
+                f"epoch_ns(created_at) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND "
+                f"source = ? ORDER BY created_at LIMIT ?",
                 [TOOL_ERRORS.name, OWN_SOURCE, n],
             ).fetchall()
             pending = cursor.execute(
-                f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND metric = ? AND source = ?",
+                f"SELECT count(*) FROM {schema.EVALUATIONS} WHERE status = 'pending' AND "
+                f"metric = ? AND source = ?",
                 [TOOL_ERRORS.name, OWN_SOURCE],
             ).fetchall()[0][0]
         self.stats.pending_seen = int(pending)
@@ -245,8 +247,8 @@ class JudgeWorker:
         self._day = _utc_day(now)
         with self._cursor() as cursor:
             spent = cursor.execute(
-                f"SELECT coalesce(sum(cost_usd), 0) FROM {schema.EVALUATIONS} WHERE metric = ? AND source = ? "
-                "AND created_at >= CAST(date_trunc('day', CAST(? AS TIMESTAMPTZ)) AS TIMESTAMPTZ)",
+                f"SELECT coalesce(sum(cost_usd), 0) FROM {schema.EVALUATIONS} WHERE metric = ? AND source = "
+                f"? AND created_at >= CAST(date_trunc('day', CAST(? AS TIMESTAMPTZ)) AS TIMESTAMPTZ)",
                 [TOOL_ERRORS.name, OWN_SOURCE, datetime.fromtimestamp(now / 1e9, UTC)],
             ).fetchall()[0][0]
         self.stats.cost_usd_today = float(spent or 0.0)
@@ -357,7 +359,8 @@ class JudgeWorker:
         )
 
     def _answered(self, job: Job) -> bool:
-        """Whether this pending row was answered already (its answer on its way to the table, or just written)."""
+        """Whether this pending row was answered already (its answer on its way to the
+        table, or just written)."""
         row = (job.key, job.created_at_ns)
         with self._lock:
             return row in self._unwritten or row in self._applied_lately

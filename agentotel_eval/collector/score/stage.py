@@ -1,11 +1,11 @@
 """The scoring stage: every completed agent run is scored before its rows are written.
 
-Between the assembler and the run writer (see ``agentotel_eval.collector.process.completed``). For each run it finds the expectation,
-runs the deterministic metrics inline (tool correctness in the configured modes, the tool-error detectors),
-queues the LLM judge as a ``pending`` evaluation row (the judge worker answers it later; ingest never waits for
-an LLM), stores ``gen_ai.evaluation.result`` scores other tools sent, and rewrites the stored run span with its
-score attributes and events. With forwarding on, it releases the spans the collector held back (run and root
-spans) to the downstream endpoint, the run spans carrying their scores.
+Between the assembler and the run writer (see ``agentotel_eval.collector.process.completed``). For each run it
+finds the expectation, runs the deterministic metrics inline (tool correctness in the configured modes, the
+tool-error detectors), queues the LLM judge as a ``pending`` evaluation row (the judge worker answers it
+later; ingest never waits for an LLM), stores ``gen_ai.evaluation.result`` scores other tools sent, and
+rewrites the stored run span with its score attributes and events. With forwarding on, it releases the spans
+the collector held back (run and root spans) to the downstream endpoint, the run spans carrying their scores.
 """
 
 from __future__ import annotations
@@ -131,8 +131,9 @@ def judge_row(
     expectation: Expectation | None,
     now: int,
 ) -> EvaluationRow | None:
-    """The judge's row for a scored run: ``pending`` (the judge worker takes it from the table), ``skipped`` when
-    there is nothing to show the judge, or None when the run is not a candidate (sampling, ``only_when``)."""
+    """The judge's row for a scored run: ``pending`` (the judge worker takes it from the table), ``skipped``
+    when there is nothing to show the judge, or None when the run is not a candidate
+    (sampling, ``only_when``)."""
     settings = config.judge
     if settings is None:
         return None
@@ -332,9 +333,9 @@ class ScoringStage:
             if span is not None and trace.replace:
                 cleared = (scored_on(span) & _DETERMINISTIC) - {r.metric for r in results}
             if span is not None and (results or cleared):
-                # First scoring of a trace: the span here is the span as stored, so the whole new value is known
-                # (cheaper to set than to merge in SQL). A re-built trace may have been scored in the database
-                # since it was read (a judge answer): it gets the delta.
+                # First scoring of a trace: the span here is the span as stored, so the whole new value is
+                # known (cheaper to set than to merge in SQL). A re-built trace may have been scored in the
+                # database since it was read (a judge answer): it gets the delta.
                 updates.append(
                     SpanUpdate(
                         span.trace_id,

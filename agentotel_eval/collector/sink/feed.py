@@ -1,9 +1,11 @@
-"""The after-commit path of evaluations: the writer's callbacks hand over Arrow tables and return at once; a thread
-of the feed turns them into ``SinkEvaluation`` records, counts them for ``/metrics`` and gives them to each sink.
+"""The after-commit path of evaluations: the writer's callbacks hand over Arrow tables and return at once; a
+thread of the feed turns them into ``SinkEvaluation`` records, counts them for ``/metrics`` and
+gives them to each sink.
 
-A run's service and agent come with its rows when the run is written; the judge's answer, written later, finds them
-in a bounded memory of recent runs, else in ``agent_runs`` (``lookup``). The hand-over queue is bounded too: if the
-feed falls that far behind, the oldest batch is dropped and counted, and ingest never waits for it.
+A run's service and agent come with its rows when the run is written; the judge's answer, written later, finds
+them in a bounded memory of recent runs, else in ``agent_runs`` (``lookup``). The hand-over queue is bounded
+too: if the feed falls that far behind, the oldest batch is dropped and counted, and ingest
+never waits for it.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class FeedStats:
 
 
 def _rows(table: pa.Table, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """The columns' values as dicts, times as nanoseconds since the epoch (Python's datetime has no nanoseconds)."""
+    """The columns' values as dicts, times as nanoseconds since the epoch (Python's datetime
+    has no nanoseconds)."""
     table = table.select([c for c in columns if c in table.column_names])
     for i, field in enumerate(table.schema):
         if pa.types.is_timestamp(field.type):
@@ -173,7 +176,8 @@ class EvaluationFeed:
                 log.exception("the evaluation feed could not process a batch; it is skipped")
 
     def process(self, item: Committed) -> list[SinkEvaluation]:
-        """Count one committed batch and hand it to the sinks (on the feed's thread; tests call it directly)."""
+        """Count one committed batch and hand it to the sinks (on the feed's thread;
+        tests call it directly)."""
         if item.runs is not None and item.runs.num_rows:
             self._remember(run_identities(_rows(item.runs, _RUN_COLUMNS)))
         rows = sendable_rows(item.evaluations)
@@ -215,7 +219,8 @@ class EvaluationFeed:
 
 
 def stored_runs(cursor: Callable[[], Any]) -> Lookup:
-    """A ``Lookup`` reading ``agent_runs`` through ``cursor`` (the service's cursor factory, a context manager)."""
+    """A ``Lookup`` reading ``agent_runs`` through ``cursor`` (the service's cursor factory,
+    a context manager)."""
 
     def lookup(keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunIdentity]:
         traces = sorted({trace for trace, _span in keys})

@@ -1,7 +1,7 @@
-"""JSON over HTTP for the sinks: one kept-alive connection per sink (the standard library's ``http.client``, a third
-of httpx's CPU per request, which matters on the collector's busy process). Transport failures, 408/425/429/5xx
-are retryable (with the server's Retry-After), other 4xx are the tool's refusal, and 404 is the caller's to read
-(a trace the tool has not stored yet)."""
+"""JSON over HTTP for the sinks: one kept-alive connection per sink (the standard library's ``http.client``, a
+third of httpx's CPU per request, which matters on the collector's busy process). Transport failures,
+408/425/429/5xx are retryable (with the server's Retry-After), other 4xx are the tool's refusal, and 404 is
+the caller's to read (a trace the tool has not stored yet)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ class JsonApi:
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """The answer's JSON (None for an empty body); raises ``SinkRetryable``, ``NotFound`` or ``SinkRefused``."""
+        """The answer's JSON (None for an empty body); raises ``SinkRetryable``, ``NotFound``
+        or ``SinkRefused``."""
         target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
         body = orjson.dumps(json) if json is not None else None
         sent = {**self._headers, **(headers or {}), **({"Content-Type": "application/json"} if body else {})}

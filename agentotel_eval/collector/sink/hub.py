@@ -1,12 +1,12 @@
 """What the service wires: the configured sinks (queue, client, span forwarder each), the evaluation feed and
 the quality counters. Its entry points are the service's after-commit hooks (``received`` for committed spans,
-``runs_committed``, ``evaluation_written``, ``rescored``), ``keeping_raw`` around the decoder, ``metrics`` and the
-lifecycle.
+``runs_committed``, ``evaluation_written``, ``rescored``), ``keeping_raw`` around the decoder, ``metrics`` and
+the lifecycle.
 
 A sink sends the spans as they were received, not the copies with scores attached that ``[forward]`` gets: the
-scores reach the tool as its own evaluation objects. A protobuf request whose spans were all valid, none cut by
-``[limits]``, with no redaction to apply, goes on as its body (no decoding or encoding in this process); any other
-goes as its decoded records, encoded once per sink.
+scores reach the tool as its own evaluation objects. A protobuf request whose spans were all valid, none cut
+by ``[limits]``, with no redaction to apply, goes on as its body (no decoding or encoding in this process);
+any other goes as its decoded records, encoded once per sink.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class SinkHub:
             return worker.submit
         return lambda evaluations: worker.submit([_redacted(redactor, e) for e in evaluations])
 
-    # -- lifecycle ---------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
         for worker in self.workers:
             worker.start()
@@ -94,28 +94,31 @@ class SinkHub:
         self.feed.start()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
-        """The feed takes what was committed, then each sink and forwarder sends what it holds within the time."""
+        """The feed takes what was committed, then each sink and forwarder sends what it
+        holds within the time."""
         self.feed.shutdown(timeout_s)
         for worker in self.workers:
             worker.shutdown(timeout_s)
         for _name, forwarder in self.forwarders:
             forwarder.shutdown(timeout_s)
 
-    # -- spans -------------------------------------------------------------------------------------------------
+    # -- spans -----------------------------------------------------------------------------------------------
     @property
     def forwards_spans(self) -> bool:
         return bool(self.forwarders)
 
     @property
     def keep_records(self) -> bool | str:
-        """What the decoder must keep of span records for the sinks (``decode.batch.decode_request``'s keep_spans):
-        all of them when redaction applies (nothing goes as received), else those of requests not sent as is."""
+        """What the decoder must keep of span records for the sinks (``decode.batch.decode_request``'s
+        keep_spans): all of them when redaction applies (nothing goes as received), else those of
+        requests not sent as is."""
         if self._redactor is not None or self._redacted_at_store:
             return True
         return KEEP_UNLESS_CLEAN
 
     def keep_raw(self, batch: IngestBatch, signal: str, encoding: str, body: bytes) -> IngestBatch:
-        """The decoded request, with its body kept when the sinks may send it on as it is (the module docstring)."""
+        """The decoded request, with its body kept when the sinks may send it on as it is
+        (the module docstring)."""
         if (
             not self.forwarders
             or signal != "traces"
@@ -138,15 +141,15 @@ class SinkHub:
         return decode
 
     def received(self, batch: IngestBatch, records: Sequence[SpanRecord]) -> None:
-        """Spans committed from one request: its body when kept (a re-sent span in it is sent again: the tools keep
-        one span per id), else ``records`` (the new ones, which the decoder kept for this)."""
+        """Spans committed from one request: its body when kept (a re-sent span in it is sent again: the tools
+        keep one span per id), else ``records`` (the new ones, which the decoder kept for this)."""
         for _name, forwarder in self.forwarders:
             if batch.raw is not None:
                 forwarder.submit_encoded("traces", batch.raw, batch.size)
             elif records:
                 forwarder.submit_spans(records)
 
-    # -- after-commit hooks (the writer's thread: queue and return) ----------------------------------------------
+    # -- after-commit hooks (the writer's thread: queue and return) ------------------------------------------
     def runs_committed(self, op: Any) -> None:
         """A ``ReplaceRuns`` of completed traces was committed."""
         if op.evaluations is not None:

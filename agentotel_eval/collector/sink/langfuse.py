@@ -1,12 +1,12 @@
-"""Langfuse: one score per evaluation on the run's observation (``POST /api/public/scores``, the batch form its
-Python SDK sends), the spans over its OTLP/HTTP endpoint (``/api/public/otel/v1/traces``), both with the
+"""Langfuse: one score per evaluation on the run's observation (``POST /api/public/scores``, the batch form
+its Python SDK sends), the spans over its OTLP/HTTP endpoint (``/api/public/otel/v1/traces``), both with the
 project's keys as HTTP basic authentication.
 
-A score's id is derived from (trace, run span, metric) and its timestamp is the run's start: Langfuse updates a
-score sent again with the same id and timestamp, so a re-score updates it. An evaluation that failed has no number:
-it goes as a categorical score ``error`` of the same name, with the reason as its comment, so the run shows that it
-was evaluated and why there is no score (a later re-score that succeeds replaces it). Langfuse answers 202 when it
-took every score and 207 with the rejected count and reasons otherwise.
+A score's id is derived from (trace, run span, metric) and its timestamp is the run's start: Langfuse updates
+a score sent again with the same id and timestamp, so a re-score updates it. An evaluation that failed has no
+number: it goes as a categorical score ``error`` of the same name, with the reason as its comment, so the run
+shows that it was evaluated and why there is no score (a later re-score that succeeds replaces it). Langfuse
+answers 202 when it took every score and 207 with the rejected count and reasons otherwise.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def timestamp(evaluation: SinkEvaluation) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat().replace("+00:00", "Z")
 
 
-#: the value and data type of a failed evaluation's score (Langfuse takes a categorical score's value as a string)
+#: the value and data type of a failed evaluation's score (Langfuse takes a categorical
+#: score's value as a string)
 FAILED = ("error", "CATEGORICAL")
 
 

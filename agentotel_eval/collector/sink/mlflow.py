@@ -1,11 +1,11 @@
 """MLflow: one assessment (feedback) per evaluation on the run's trace, naming the run's span
-(``/api/3.0/mlflow/traces/<id>/assessments``), the spans over MLflow's OTLP/HTTP endpoint (``/v1/traces``, with
-the experiment's id in ``x-mlflow-experiment-id``). The experiment is looked up by name, and created when missing,
-on first use: a server that is down at start delays it, never the collector.
+(``/api/3.0/mlflow/traces/<id>/assessments``), the spans over MLflow's OTLP/HTTP endpoint (``/v1/traces``,
+with the experiment's id in ``x-mlflow-experiment-id``). The experiment is looked up by name, and created when
+missing, on first use: a server that is down at start delays it, never the collector.
 
 MLflow has no upsert of assessments: the trace's assessments are read first, and ours (source id
-``agentotel-eval/...``, same name and span) is updated in place, so a re-score does not add a second one. A trace
-MLflow has not stored yet (404) waits. Its metadata is a map of strings: lists go as JSON text.
+``agentotel-eval/...``, same name and span) is updated in place, so a re-score does not add a second one. A
+trace MLflow has not stored yet (404) waits. Its metadata is a map of strings: lists go as JSON text.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Arize Phoenix: one span annotation per evaluation on the run's span (``POST /v1/span_annotations``), the spans
-over Phoenix's OTLP/HTTP endpoint (``/v1/traces``).
+"""Arize Phoenix: one span annotation per evaluation on the run's span (``POST /v1/span_annotations``), the
+spans over Phoenix's OTLP/HTTP endpoint (``/v1/traces``).
 
-Phoenix keeps one annotation per (name, span, identifier) and updates it when the same three come again: ours all
-carry the identifier ``agentotel-eval``, so a re-score updates the annotation, and a person's annotation of the
-same name (identifier empty) stays beside it. The request is synchronous, so Phoenix says which spans it does
-not have yet (404): the others are written at once, those wait for their span.
+Phoenix keeps one annotation per (name, span, identifier) and updates it when the same three come again: ours
+all carry the identifier ``agentotel-eval``, so a re-score updates the annotation, and a person's annotation
+of the same name (identifier empty) stays beside it. The request is synchronous, so Phoenix says which spans
+it does not have yet (404): the others are written at once, those wait for their span.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Committed evaluation rows as what the sinks send: pure functions over plain data.
 
 One ``SinkEvaluation`` per (run, metric): the score, a pass/fail label, the reason, which evaluator (name and
-version) and what kind (code for rules and detectors, an LLM for the judge), and for the tool-error metrics the
-detectors' findings (type, subtype, rule, confidence, uncertain) with the verdict's own ``uncertain`` flag. The
-rest of a row's evaluation log (the user's input, the tool history shown to the judge) stays in the database.
+version) and what kind (code for rules and detectors, an LLM for the judge), and for the tool-error metrics
+the detectors' findings (type, subtype, rule, confidence, uncertain) with the verdict's own ``uncertain``
+flag. The rest of a row's evaluation log (the user's input, the tool history shown to the judge)
+stays in the database.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 from agentotel_eval.metrics.registry import METRICS, TOOL_ERRORS, TOOL_ERRORS_DETECTORS, family
 from agentotel_eval.store.rows import OWN_SOURCE
 
-#: the evaluation statuses a tool is told of: a score, or a failed evaluation; ``pending`` and ``skipped`` rows are
-#: not evaluations yet
+#: the evaluation statuses a tool is told of: a score, or a failed evaluation; ``pending`` and ``skipped``
+#: rows are not evaluations yet
 SENT_STATUSES = frozenset({"ok", "error"})
 #: the keys of a finding that go with it (its evidence and arguments stay in the database)
 FINDING_KEYS = (
@@ -38,8 +39,8 @@ UNKNOWN = ""
 
 @dataclass(frozen=True, slots=True)
 class RunIdentity:
-    """Which agent of which service a run belongs to (the labels of the quality metrics), and when it started (a
-    time that stays the same when the run is re-scored)."""
+    """Which agent of which service a run belongs to (the labels of the quality metrics), and when it started
+    (a time that stays the same when the run is re-scored)."""
 
     service: str
     agent: str
@@ -133,8 +134,8 @@ def annotator_of(row: Mapping[str, Any]) -> str:
 def sink_evaluations(
     rows: Iterable[Mapping[str, Any]], runs: Mapping[tuple[str, str], RunIdentity]
 ) -> list[SinkEvaluation]:
-    """This collector's sendable rows (``evaluations`` columns as dicts) as ``SinkEvaluation``; other tools' scores,
-    pending and skipped rows are left out. ``runs`` names each run's service and agent."""
+    """This collector's sendable rows (``evaluations`` columns as dicts) as ``SinkEvaluation``; other tools'
+    scores, pending and skipped rows are left out. ``runs`` names each run's service and agent."""
     out = []
     for row in rows:
         if row.get("source", OWN_SOURCE) != OWN_SOURCE or row.get("status") not in SENT_STATUSES:
@@ -186,8 +187,8 @@ def run_identities(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], R
 
 
 def sure_error_types(evaluation: SinkEvaluation) -> list[str]:
-    """The types of the detectors' findings in a ``tool_errors_detectors`` evaluation that they are sure of, one per
-    finding (what ``agentotel_tool_errors_total`` counts)."""
+    """The types of the detectors' findings in a ``tool_errors_detectors`` evaluation that they are sure of,
+    one per finding (what ``agentotel_tool_errors_total`` counts)."""
     if evaluation.metric != TOOL_ERRORS_DETECTORS.name:
         return []
     return [str(f["type"]) for f in evaluation.findings if f.get("type") and not f.get("uncertain")]

@@ -1,5 +1,6 @@
-"""The sinks' metrics: per sink, evaluations queued, sent, replaced in the queue and dropped, failed attempts; the
-feed's dropped batches. The forwarders that carry each sink's spans report as the forwarder does, per sink."""
+"""The sinks' metrics: per sink, evaluations queued, sent, replaced in the queue and dropped, failed attempts;
+the feed's dropped batches. The forwarders that carry each sink's spans report as the
+forwarder does, per sink."""
 
 from __future__ import annotations
 

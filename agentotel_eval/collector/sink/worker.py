@@ -1,12 +1,14 @@
-"""One sink's queue and sender thread: ``submit`` never blocks, what cannot be delivered is counted and logged.
+"""One sink's queue and sender thread: ``submit`` never blocks, what cannot be delivered is
+counted and logged.
 
-The queue is keyed by (run, metric) and bounded: a newer evaluation of a run (a re-score, the judge's answer after
-the detectors') replaces the one still waiting in place, and past ``max_queue`` the oldest is dropped. One thread
-(``collector.send_queue``) sends batches of ``max_batch``; a failed batch is retried with the shared backoff policy (``agentotel_eval.retry``,
-the server's Retry-After wins up to ``max_backoff``), since every tool's write here is an upsert a retry cannot
-duplicate. A batch the tool refuses, or that exhausts its retries, is dropped and counted; the warning comes once
-per interval, not once per batch. The thread keeps to ``cpu_share`` of a core (measured as its own CPU time) by
-pausing after a batch: ingest shares this process and comes first.
+The queue is keyed by (run, metric) and bounded: a newer evaluation of a run (a re-score, the judge's answer
+after the detectors') replaces the one still waiting in place, and past ``max_queue`` the oldest is dropped.
+One thread (``collector.send_queue``) sends batches of ``max_batch``; a failed batch is retried with the
+shared backoff policy (``agentotel_eval.retry``, the server's Retry-After wins up to ``max_backoff``), since
+every tool's write here is an upsert a retry cannot duplicate. A batch the tool refuses, or that exhausts its
+retries, is dropped and counted; the warning comes once per interval, not once per batch. The thread keeps to
+``cpu_share`` of a core (measured as its own CPU time) by pausing after a batch: ingest shares this
+process and comes first.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ WARN_EVERY_S = 30.0
 
 
 class SinkRetryable(Exception):
-    """A failure a later attempt may not have: the tool is down, busy, or does not know the run's trace yet."""
+    """A failure a later attempt may not have: the tool is down, busy, or does not know
+    the run's trace yet."""
 
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
@@ -44,8 +47,8 @@ class SinkRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """What became of a batch: the evaluations still waiting (the tool has not stored their run's trace yet: they
-    are tried again with backoff) and how many it refused for good (``why``); all others were written."""
+    """What became of a batch: the evaluations still waiting (the tool has not stored their run's trace yet:
+    they are tried again with backoff) and how many it refused for good (``why``); all others were written."""
 
     waiting: Sequence[SinkEvaluation] = ()
     refused: int = 0
@@ -53,8 +56,8 @@ class Sent:
 
 
 class SinkClient(Protocol):
-    """One tool's API: ``send`` writes a batch (an upsert per evaluation) and says what became of it; it raises
-    ``SinkRetryable`` or ``SinkRefused`` when the whole batch failed."""
+    """One tool's API: ``send`` writes a batch (an upsert per evaluation) and says what became of it; it
+    raises ``SinkRetryable`` or ``SinkRefused`` when the whole batch failed."""
 
     def send(self, batch: Sequence[SinkEvaluation]) -> Sent: ...
 
@@ -75,8 +78,8 @@ Key = tuple[str, str, str]
 
 
 class _LatestEvaluations:
-    """A sink's ``Buffer``: one evaluation per (run, metric), in the order they first came; a newer one replaces
-    the one waiting in place (counted in ``stats.replaced``); past ``max_queue`` the oldest go."""
+    """A sink's ``Buffer``: one evaluation per (run, metric), in the order they first came; a newer one
+    replaces the one waiting in place (counted in ``stats.replaced``); past ``max_queue`` the oldest go."""
 
     def __init__(self, max_queue: int, max_batch: int, stats: SinkStats) -> None:
         self._items: OrderedDict[Key, SinkEvaluation] = OrderedDict()
@@ -146,7 +149,7 @@ class SinkWorker:
         )
         self._last_warning = -WARN_EVERY_S
 
-    # -- lifecycle ---------------------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
         self._queue.start()
 
@@ -155,7 +158,7 @@ class SinkWorker:
         if self._queue.shutdown(timeout_s):
             self._client.close()
 
-    # -- producer side -----------------------------------------------------------------------------------------
+    # -- producer side ---------------------------------------------------------------------------------------
     def submit(self, evaluations: Sequence[SinkEvaluation]) -> None:
         self._queue.submit(evaluations)
 
@@ -172,7 +175,7 @@ class SinkWorker:
         else:
             self._drop(len(items), f"{type(error).__name__}: {error}")
 
-    # -- sender thread -----------------------------------------------------------------------------------------
+    # -- sender thread ---------------------------------------------------------------------------------------
     def _send(self, batch: list[SinkEvaluation]) -> None:
         cpu, wall = time.thread_time(), self._clock()
         self._deliver(batch)

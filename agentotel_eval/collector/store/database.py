@@ -1,9 +1,9 @@
 """The collector's database handle: one DuckDB instance shared by its threads, reopened now and then.
 
-DuckDB keeps some memory of every append, update and delete for as long as the database stays open, whatever its
-``memory_limit`` says; only closing the database gives it back (docs/benchmarks.md has how much). A collector runs
-for weeks, so its writer closes and reopens the file after every ``writer.reopen_rows`` stored records
-(``StoreWriter``): closing checkpoints the write-ahead log, opening reads the catalog.
+DuckDB keeps some memory of every append, update and delete for as long as the database stays open, whatever
+its ``memory_limit`` says; only closing the database gives it back (docs/benchmarks.md has how much). A
+collector runs for weeks, so its writer closes and reopens the file after every ``writer.reopen_rows`` stored
+records (``StoreWriter``): closing checkpoints the write-ahead log, opening reads the catalog.
 
 Every reader takes its cursor through ``cursor()``, which holds a shared lock while the cursor is in use; the
 reopen takes it exclusively, so no query runs on an instance being closed. The writer's own connections are
@@ -38,9 +38,9 @@ class DatabaseClosed(Exception):
 
 
 class SharedLock:
-    """Many holders in shared mode or one in exclusive mode. A waiting exclusive holder keeps new shared holders
-    out, so a stream of short reads cannot starve it; it waits a bounded time, so a long query only postpones it
-    (and a shared holder that asks again while it waits delays it only as long)."""
+    """Many holders in shared mode or one in exclusive mode. A waiting exclusive holder keeps new shared
+    holders out, so a stream of short reads cannot starve it; it waits a bounded time, so a long query only
+    postpones it (and a shared holder that asks again while it waits delays it only as long)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -96,8 +96,8 @@ class Database:
     """The writable database file of one collector (``open_store``), reopenable (see the module docstring).
 
     ``connection`` is the root connection, for the writer's threads only; everything else reads through
-    ``cursor()``. For its whole life the instance also holds ``writer_lock_path(path)`` exclusively: DuckDB's own
-    lock on the file is dropped for the moment of each reopen, and this one tells another collector, or a
+    ``cursor()``. For its whole life the instance also holds ``writer_lock_path(path)`` exclusively: DuckDB's
+    own lock on the file is dropped for the moment of each reopen, and this one tells another collector, or a
     read-only open (``open_read_only``), that the file is taken all the same."""
 
     #: how long a reopen waits for reads in progress to finish before it gives up and is tried again later
@@ -156,11 +156,11 @@ class Database:
             self._lock.release_shared()
 
     def reopen(self) -> duckdb.DuckDBPyConnection | None:
-        """Close the database and open it again: the new root connection, or None when reads in progress did not
-        finish within ``READS_WAIT`` (nothing was closed; try again later). The caller must hold no cursor of
-        the old connection. Reads asked for meanwhile wait for the new connection. If the file cannot be opened at
-        once, it is retried for ``OPEN_RETRY_FOR`` seconds with reads failing at once (``DatabaseClosed``), then
-        ``DatabaseClosed`` is raised; a later call tries once more."""
+        """Close the database and open it again: the new root connection, or None when reads in progress did
+        not finish within ``READS_WAIT`` (nothing was closed; try again later). The caller must hold no cursor
+        of the old connection. Reads asked for meanwhile wait for the new connection. If the file cannot be
+        opened at once, it is retried for ``OPEN_RETRY_FOR`` seconds with reads failing at once
+        (``DatabaseClosed``), then ``DatabaseClosed`` is raised; a later call tries once more."""
         if self._closed:
             raise DatabaseClosed(f"the database {self.path} was closed")
         started = time.monotonic()

@@ -46,12 +46,13 @@ class InsertPlan:
 
     def execute(self, con: duckdb.DuckDBPyConnection, ingested_ns: int) -> Outcome:
         """Returns (rows offered, keys inserted); the key set is None when every row was new (the common case,
-        decided by count, without building the set). Every row is stamped ``ingested_at`` = ``ingested_ns``."""
+        decided by count, without building the set). Every row is stamped
+        ``ingested_at`` = ``ingested_ns``."""
         data = self.data
         total = data.num_rows
         times = data.column(self.time_column).cast(pa.int64())
-        # A record sent with no time is stored at the epoch: it is probed there apart, as the window stretched back
-        # to 1970 would make the check scan every row group of the table
+        # A record sent with no time is stored at the epoch: it is probed there apart, as the window stretched
+        # back to 1970 would make the check scan every row group of the table
         zero = pc.equal(times, 0)
         timeless = pc.any(zero).as_py() or False
         bounds = pc.min_max(pc.if_else(zero, None, times) if timeless else times).as_py()
@@ -88,8 +89,8 @@ class InsertPlan:
 def new_rows(
     batches: Sequence[pa.RecordBatch | None], outcome: Outcome | None, key: tuple[str, ...]
 ) -> list[list[int] | None]:
-    """Per batch of one plan, the indices of its rows that were inserted: None for all of them, [] for none (or
-    no batch). A second copy of a record, in the same batch or a later one, is a duplicate."""
+    """Per batch of one plan, the indices of its rows that were inserted: None for all of them, [] for none
+    (or no batch). A second copy of a record, in the same batch or a later one, is a duplicate."""
     inserted = outcome[1] if outcome is not None else None
     out: list[list[int] | None] = []
     for batch in batches:

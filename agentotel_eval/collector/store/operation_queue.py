@@ -1,14 +1,15 @@
-"""The writer's operations queue: writes other than ingest, applied in order by a thread and a cursor of their own.
+"""The writer's operations queue: writes other than ingest, applied in order by a thread and a
+cursor of their own.
 
-Operations (``collector.store.operations``: agent runs and scores, retention, judge answers) run beside ingest:
-DuckDB runs one database's transactions concurrently, and ingest only appends, so the two never conflict, and an
-operation never delays the commits exporters wait for. Everything queued is applied in one transaction (one WAL
-write and fsync); a failing group is retried operation by operation, so a bad operation costs only itself and
-never an acknowledged span.
+Operations (``collector.store.operations``: agent runs and scores, retention, judge answers) run beside
+ingest: DuckDB runs one database's transactions concurrently, and ingest only appends, so the two never
+conflict, and an operation never delays the commits exporters wait for. Everything queued is applied in one
+transaction (one WAL write and fsync); a failing group is retried operation by operation, so a bad operation
+costs only itself and never an acknowledged span.
 
-Each transaction stamps the rows it inserts with one ``committed_at``, rising from one transaction to the next:
-the transactions run one at a time on this thread, so a reader that sees the stamp S has seen every row stamped
-S or earlier, and every row it has not seen yet will be stamped later (a lake flush's exact mark).
+Each transaction stamps the rows it inserts with one ``committed_at``, rising from one transaction to the
+next: the transactions run one at a time on this thread, so a reader that sees the stamp S has seen every row
+stamped S or earlier, and every row it has not seen yet will be stamped later (a lake flush's exact mark).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ def rollback(con: duckdb.DuckDBPyConnection) -> None:
 
 
 class OperationQueue:
-    """Unbounded (its producers bound themselves; ``pending_rows`` lets the collector count what it holds against
-    the write queue's bound). The thread ends once ``close`` was called and nothing is left to apply."""
+    """Unbounded (its producers bound themselves; ``pending_rows`` lets the collector count what it holds
+    against the write queue's bound). The thread ends once ``close`` was called and
+    nothing is left to apply."""
 
     def __init__(self, stats: WriterStats) -> None:
         self._stats = stats
@@ -70,8 +72,8 @@ class OperationQueue:
         return self._rows
 
     def wait_idle(self, deadline: float) -> bool:
-        """Wait until everything queued so far is applied; False at ``deadline`` (``time.monotonic``), or at once
-        when there is something to apply and no thread to apply it."""
+        """Wait until everything queued so far is applied; False at ``deadline`` (``time.monotonic``), or at
+        once when there is something to apply and no thread to apply it."""
         with self._cond:
             while self._ops or self._busy:
                 remaining = deadline - time.monotonic()
@@ -99,8 +101,8 @@ class OperationQueue:
         return True
 
     def resume(self, con: duckdb.DuckDBPyConnection | None) -> None:
-        """End a pause, going on with ``con`` (a cursor of the database opened again); with None (it is not open)
-        operations wait for a later ``resume``."""
+        """End a pause, going on with ``con`` (a cursor of the database opened again); with None (it is not
+        open) operations wait for a later ``resume``."""
         with self._cond:
             self._con = con
             self._paused = False
@@ -150,8 +152,9 @@ class OperationQueue:
                     self._cond.notify_all()
 
     def _apply_group(self, ops: list[Operation], con: duckdb.DuckDBPyConnection) -> None:
-        """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync), runs
-        batches merged; if the group fails, each is retried alone so one bad operation costs only itself."""
+        """Every pending operation in ONE transaction, in order (each commit costs a WAL write and an fsync),
+        runs batches merged; if the group fails, each is retried alone so one bad
+        operation costs only itself."""
         if len(ops) == 1:
             self._apply(ops[0], con)
             return
@@ -190,8 +193,8 @@ class OperationQueue:
         self._applied(op)
 
     def _stamp(self, con: duckdb.DuckDBPyConnection) -> None:
-        """The next transaction's ``committed_at``: now in whole microseconds, above the last even if the clock
-        stepped back."""
+        """The next transaction's ``committed_at``: now in whole microseconds, above the last even if the
+        clock stepped back."""
         self._last_stamp_us = max(time.time_ns() // 1000, self._last_stamp_us + 1)
         con.execute(
             f"SET VARIABLE {COMMIT_STAMP_VARIABLE} = make_timestamp({self._last_stamp_us}::BIGINT)"

@@ -5,8 +5,8 @@ its defaults).
 
 ``ReplaceRuns`` writes the agent runs and tool calls reconstructed from completed traces; for traces that may
 already have rows (a late span re-opened them) it first deletes those rows, so a run is replaced, never
-duplicated. The delete is bounded by the traces' time window: every row of a trace (a run's start, a call's start)
-lies inside the span times of that trace, so DuckDB can skip all other row groups by their statistics.
+duplicated. The delete is bounded by the traces' time window: every row of a trace (a run's start, a call's
+start) lies inside the span times of that trace, so DuckDB can skip all other row groups by their statistics.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class TraceWindow:
 
 class Operation(Protocol):
     """A write other than ingest (agent runs and scores, retention, judge answers), as the writer's operations
-    queue (``collector.store.operation_queue``) applies it: ``apply`` inside a transaction, then ``committed()``
-    once that transaction committed, or ``failed(exc)`` once it was rolled back for good."""
+    queue (``collector.store.operation_queue``) applies it: ``apply`` inside a transaction, then
+    ``committed()`` once that transaction committed, or ``failed(exc)`` once it was rolled back for good."""
 
     @property
     def name(self) -> str:
@@ -161,8 +161,8 @@ class ReplaceRuns(BaseOperation):
                         {"lo": lo, "hi": hi},
                     )
                 # A re-built trace is re-scored: its earlier evaluations give way to the new rows — ours, and
-                # other tools' scores carried on its spans (re-read with them). Scores that came as log records
-                # were stored at ingest and stay.
+                # other tools' scores carried on its spans (re-read with them). Scores that came as log
+                # records were stored at ingest and stay.
                 kept = (
                     f"AND metric NOT IN ({', '.join('?' for _ in self.keep_metrics)}) "
                     if self.keep_metrics
@@ -202,9 +202,9 @@ class ReplaceRuns(BaseOperation):
 
 
 class MergedReplaceRuns(ReplaceRuns):
-    """Several ``ReplaceRuns`` that replace nothing, as one: one statement per table instead of one per operation
-    (each statement costs DuckDB a few milliseconds whatever its size, and the writer applies a batch of runs every
-    few tens of milliseconds). Each part still hears ``committed()``."""
+    """Several ``ReplaceRuns`` that replace nothing, as one: one statement per table instead of one per
+    operation (each statement costs DuckDB a few milliseconds whatever its size, and the writer applies a
+    batch of runs every few tens of milliseconds). Each part still hears ``committed()``."""
 
     def __init__(self, parts: Sequence[ReplaceRuns]) -> None:
         if any(p.replace for p in parts):
@@ -230,8 +230,8 @@ class MergedReplaceRuns(ReplaceRuns):
 
 
 def merge_operations(ops: Sequence[Operation]) -> list[Operation]:
-    """Consecutive ``ReplaceRuns`` that replace nothing become one ``MergedReplaceRuns``; order is kept, and any
-    other operation (or one that replaces a trace's earlier rows) stands alone between them."""
+    """Consecutive ``ReplaceRuns`` that replace nothing become one ``MergedReplaceRuns``; order is kept, and
+    any other operation (or one that replaces a trace's earlier rows) stands alone between them."""
     out: list[Operation] = []
     chain: list[ReplaceRuns] = []
 
@@ -286,8 +286,8 @@ def update_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
 
 
 def _window(starts: Sequence[int | None]) -> tuple[str, dict[str, object]]:
-    """The updated spans' start times bound the scan, so DuckDB skips the row groups outside them (no bound when
-    one is unknown)."""
+    """The updated spans' start times bound the scan, so DuckDB skips the row groups outside them (no bound
+    when one is unknown)."""
     known = [s for s in starts if s]
     if not starts or len(known) < len(starts):
         return "", {}
@@ -309,8 +309,9 @@ SPAN_VALUES_SCHEMA = pa.schema(
 
 
 def span_values_table(updates: Sequence[SpanUpdate]) -> pa.Table:
-    """The whole-value updates (``attributes`` and ``all_events`` set) as a table for ``set_span_values``: built
-    where the updates are made (the assembler process), so what crosses to the writer is Arrow, not objects."""
+    """The whole-value updates (``attributes`` and ``all_events`` set) as a table for ``set_span_values``:
+    built where the updates are made (the assembler process), so what crosses to the writer is
+    Arrow, not objects."""
     # Strings that cannot be UTF-8 (lone surrogates) are replaced as the append path replaced them in the
     # stored span, so the whole value stays what the stored one would have become.
     return pa.table(
@@ -369,10 +370,10 @@ def _patch_spans(con: duckdb.DuckDBPyConnection, updates: Sequence[SpanUpdate]) 
     try:
         con.execute(
             f"UPDATE {schema.SPANS} SET "
-            f"attributes = json_merge_patch(coalesce({schema.SPANS}.attributes, '{{}}'), CAST(u.patch AS JSON)), "
-            f"events = to_json(list_concat("
-            f"list_filter(coalesce(from_json({schema.SPANS}.events, '[\"JSON\"]'), []), lambda x: NOT ({_OURS})), "
-            f"from_json(u.events, '[\"JSON\"]'))) "
+            f"attributes = json_merge_patch(coalesce({schema.SPANS}.attributes, '{{}}'), CAST(u.patch AS "
+            f"JSON)), events = to_json(list_concat("
+            f"list_filter(coalesce(from_json({schema.SPANS}.events, '[\"JSON\"]'), []), lambda x: NOT "
+            f"({_OURS})), from_json(u.events, '[\"JSON\"]'))) "
             f"FROM _span_updates u WHERE {window}"
             f"{schema.SPANS}.trace_id = u.trace_id AND {schema.SPANS}.span_id = u.span_id",
             params,
@@ -409,9 +410,9 @@ class InsertEvaluations(BaseOperation):
 class WriteEvaluation(BaseOperation):
     """The LLM judge's answer for a queued run: replaces its ``pending`` row and scores the stored run span.
 
-    ``pending_created_at_ns`` names the queued row this answer belongs to. If that row is gone or was re-queued
-    (the trace was re-built meanwhile and will be judged again), the answer is stale and nothing is written;
-    ``applied`` says which happened.
+    ``pending_created_at_ns`` names the queued row this answer belongs to. If that row is gone or was
+    re-queued (the trace was re-built meanwhile and will be judged again), the answer is stale and nothing is
+    written; ``applied`` says which happened.
     """
 
     name = "write_evaluation"
@@ -461,8 +462,8 @@ class WriteEvaluation(BaseOperation):
                 params["lo"] = ns_to_datetime(self.span_update.start_ns)
                 params["hi"] = ns_to_datetime(self.span_update.start_ns, ceil=True)
             stored = con.execute(
-                f"SELECT resource_attributes FROM {schema.SPANS} WHERE {window}trace_id = $t AND span_id = $s "
-                "LIMIT 1",
+                f"SELECT resource_attributes FROM {schema.SPANS} WHERE {window}trace_id = $t AND span_id = "
+                f"$s LIMIT 1",
                 params,
             ).fetchall()
             if stored:
@@ -490,7 +491,8 @@ RETENTION_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 class DeleteOlderThan(BaseOperation):
-    """Retention: delete every row older than ``cutoff``; ``deleted`` holds the counts per table afterwards."""
+    """Retention: delete every row older than ``cutoff``; ``deleted`` holds the counts
+    per table afterwards."""
 
     name = "retention"
 

@@ -1,5 +1,6 @@
-"""The collector's read side: one sealed read-only query at a time per caller, within the ``[query]`` limits, for
-``POST /v1/query`` and the web UI; each counted by outcome for ``/metrics`` (``agentotel_queries_total``)."""
+"""The collector's read side: one sealed read-only query at a time per caller, within the ``[query]`` limits,
+for ``POST /v1/query`` and the web UI; each counted by outcome for ``/metrics``
+(``agentotel_queries_total``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from agentotel_eval.store.query import QueryError, QueryResult, QueryUnavailable
 
 
 class Queries:
-    """``cursor`` gives a cursor for one use (``Database.cursor``); ``counts`` are the outcomes so far ("ok" or a
-    ``QueryError`` kind)."""
+    """``cursor`` gives a cursor for one use (``Database.cursor``); ``counts`` are the outcomes so far ("ok"
+    or a ``QueryError`` kind)."""
 
     def __init__(self, cursor: Callable[[], AbstractContextManager[Any]], limits: QueryConfig) -> None:
         self._cursor = cursor

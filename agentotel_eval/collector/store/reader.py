@@ -1,7 +1,7 @@
 """Read traces back from the database: for re-reconstruction after a late span, and for recovery at startup.
 
-Every read is bounded by a time window so DuckDB skips row groups by their min/max statistics instead of scanning
-the whole table (there is deliberately no index on ``trace_id``; see ``schema``).
+Every read is bounded by a time window so DuckDB skips row groups by their min/max statistics instead of
+scanning the whole table (there is deliberately no index on ``trace_id``; see ``schema``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class StoredTrace:
 
 class StoredTraceReader(Protocol):
     """What the assembler reads stored traces back through: a ``TraceReader`` in the collector's process, or
-    ``agentotel_eval.collector.pipeline.worker.RemoteReader`` in the assembler's (which asks the collector's reader)."""
+    ``agentotel_eval.collector.pipeline.worker.RemoteReader`` in the assembler's (which asks the
+    collector's reader)."""
 
     def close(self) -> None: ...
 
@@ -74,9 +75,9 @@ class TraceReader:
         whole: bool = True,
         commits: Sequence[int] | None = None,
     ) -> dict[str, StoredTrace]:
-        """The given traces' records: those in the ``commits`` named (``ingested_at`` values, ns) when given, else
-        spans starting (and log records timed) within [lo_ns, hi_ns]; ``whole=False`` leaves out the span fields
-        only a forwarded copy needs (``SPAN_SELECT_ASSEMBLY``)."""
+        """The given traces' records: those in the ``commits`` named (``ingested_at`` values, ns) when given,
+        else spans starting (and log records timed) within [lo_ns, hi_ns]; ``whole=False`` leaves out the span
+        fields only a forwarded copy needs (``SPAN_SELECT_ASSEMBLY``)."""
         ids = sorted(set(trace_ids))
         spans, logs = self.load_tables(ids, lo_ns, hi_ns, whole=whole, commits=commits)
         return group_by_trace(ids, spans_from_arrow(spans), logs_from_arrow(logs))
@@ -90,20 +91,20 @@ class TraceReader:
         whole: bool = True,
         commits: Sequence[int] | None = None,
     ) -> tuple[pa.Table, pa.Table]:
-        """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order): what the
-        assembler process is sent, to convert on its side of the pipe."""
+        """``load``'s rows as Arrow tables (``SPAN_SELECT`` / ``LOG_SELECT`` columns, logs in time order):
+        what the assembler process is sent, to convert on its side of the pipe."""
         ids = sorted(set(trace_ids))
         params: dict[str, object]
         if commits:
-            # Rows are appended in commit order: DuckDB skips the others by their ingested_at statistics. (A time
-            # window holds every span that started while these traces ran, of every trace then.)
+            # Rows are appended in commit order: DuckDB skips the others by their ingested_at statistics. (A
+            # time window holds every span that started while these traces ran, of every trace then.)
             params = {f"c{i}": ns_to_datetime(c) for i, c in enumerate(commits)}
             listed = ", ".join(f"${name}" for name in params)
             span_where = log_where = f"ingested_at IN ({listed})"
         else:
-            # Records sent with no time are stored at the epoch and looked up there apart: a window stretched back
-            # to 1970 for them would scan every row group, where this probe skips all but the oldest by their
-            # statistics.
+            # Records sent with no time are stored at the epoch and looked up there apart: a window stretched
+            # back to 1970 for them would scan every row group, where this probe skips all but the oldest by
+            # their statistics.
             params = {
                 "lo": ns_to_datetime(lo_ns),
                 "hi": ns_to_datetime(hi_ns, ceil=True),
@@ -132,12 +133,13 @@ class TraceReader:
         return int(row[0]) if row and row[0] is not None else None
 
     def recent_traces(self, since_ns: int) -> tuple[list[tuple[str, int, int]], set[str]]:
-        """Traces with spans started since ``since_ns``: (trace_id, lo_ns, hi_ns) each, and which have runs."""
+        """Traces with spans started since ``since_ns``: (trace_id, lo_ns, hi_ns) each,
+        and which have runs."""
         since = ns_to_datetime(since_ns)
         with self._cursor() as cur:
             rows = cur.execute(
-                "SELECT trace_id, min(start_time_unix_nano), max(greatest(end_time_unix_nano, start_time_unix_nano)) "
-                "FROM spans WHERE start_time >= $since GROUP BY trace_id",
+                "SELECT trace_id, min(start_time_unix_nano), max(greatest(end_time_unix_nano, "
+                "start_time_unix_nano)) FROM spans WHERE start_time >= $since GROUP BY trace_id",
                 {"since": since},
             ).fetchall()
             with_runs = {
@@ -152,7 +154,8 @@ class TraceReader:
 def group_by_trace(
     trace_ids: Iterable[str], spans: Iterable[SpanRecord], logs: Iterable[LogRecord]
 ) -> dict[str, StoredTrace]:
-    """Records sorted into their traces (every id asked for is a key, with empty lists when nothing was stored)."""
+    """Records sorted into their traces (every id asked for is a key, with empty lists when
+    nothing was stored)."""
     out: dict[str, StoredTrace] = {tid: StoredTrace([], []) for tid in trace_ids}
     for span in spans:
         trace = out.get(span.trace_id)

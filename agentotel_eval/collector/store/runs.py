@@ -1,7 +1,7 @@
 """The last stage: completed traces -> agent_runs / tool_calls (/ evaluations) rows, queued to the writer.
 
-Building the rows (``build_run_rows``) is pure and may happen in the assembler process; only ``RunWriter.submit``
-touches the writer, in the collector's process.
+Building the rows (``build_run_rows``) is pure and may happen in the assembler process; only
+``RunWriter.submit`` touches the writer, in the collector's process.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class RunRows:
     def operation(
         self, on_applied: Callable[[ReplaceRuns], None] | None = None, keep_metrics: Sequence[str] = ()
     ) -> ReplaceRuns:
-        """The writer's operation that applies these rows in one transaction (``ReplaceRuns.keep_metrics``)."""
+        """The writer's operation that applies these rows in one transaction
+        (``ReplaceRuns.keep_metrics``)."""
         return ReplaceRuns(
             self.runs,
             self.calls,
@@ -85,8 +86,8 @@ def build_run_rows(traces: Sequence[CompletedTrace], now_ns: int) -> RunRows | N
 
 
 def build_batches(traces: Sequence[CompletedTrace], now_ns: int) -> tuple[list[RunRows], int]:
-    """Rows for the whole batch; if one odd trace breaks the conversion, the others still get theirs (built one
-    by one). Returns the row batches and how many traces could not be converted."""
+    """Rows for the whole batch; if one odd trace breaks the conversion, the others still get theirs (built
+    one by one). Returns the row batches and how many traces could not be converted."""
     try:
         rows = build_run_rows(traces, now_ns)
     except Exception:

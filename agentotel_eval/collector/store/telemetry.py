@@ -1,5 +1,5 @@
-"""The writer's metrics: records stored and re-sent, the write queue, commits and their duration, run and retention
-writes, and the database's reopens."""
+"""The writer's metrics: records stored and re-sent, the write queue, commits and their duration, run and
+retention writes, and the database's reopens."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """The single DuckDB writer: a bounded queue, one thread, group commit, Arrow appends, idempotent on span ids.
 
 Receivers ``submit()`` a decoded request as an Arrow batch and wait on the returned ticket; the writer thread
-gathers whatever is queued (up to ``max_batch_records``, lingering at most ``flush_interval`` for more), appends
-it in ONE transaction (``idempotent_append``: a record already stored is skipped) and only then releases every
-waiting request: many concurrent exports share one commit, and nothing is acknowledged before it is durable. The
-queue is bounded in records; a full queue is refused with ``QueueFull`` (retryable) instead of growing. After each
-commit the listener hears, for every request in it, the submitter's ``payload`` and which of its rows were new
-(``Committed``).
+gathers whatever is queued (up to ``max_batch_records``, lingering at most ``flush_interval`` for more),
+appends it in ONE transaction (``idempotent_append``: a record already stored is skipped) and only then
+releases every waiting request: many concurrent exports share one commit, and nothing is acknowledged before
+it is durable. The queue is bounded in records; a full queue is refused with ``QueueFull`` (retryable) instead
+of growing. After each commit the listener hears, for every request in it, the submitter's ``payload`` and
+which of its rows were new (``Committed``).
 
-Other writes are ``Operation`` objects, applied beside ingest by the writer's ``OperationQueue``. Now and then the
-database is closed and opened again between two commits (``ReopenPolicy``).
+Other writes are ``Operation`` objects, applied beside ingest by the writer's ``OperationQueue``. Now and then
+the database is closed and opened again between two commits (``ReopenPolicy``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class WriterSettings:
     max_batch_records: int = 20_000
     #: how long a commit lingers for more requests to share it
     flush_interval: float = 0.005
-    #: how long it may linger instead while requests are being decoded and it is short of ``direct_batch_records``
+    #: how long it may linger instead while requests are being decoded and it is short of
+    #: ``direct_batch_records``
     max_linger: float = 0.05
     #: a commit of at least this many rows is written straight into the file (the database's row group size)
     direct_batch_records: int = 0
@@ -141,13 +142,14 @@ class _Item:
 
 @dataclass(frozen=True, slots=True)
 class Committed:
-    """One request's part of a commit: its ``payload`` and which of its rows were new (indices into its span and
-    log batches; None when every row was new, the common case)."""
+    """One request's part of a commit: its ``payload`` and which of its rows were new (indices into its span
+    and log batches; None when every row was new, the common case)."""
 
     payload: Any
     new_spans: list[int] | None = None
     new_logs: list[int] | None = None
-    #: the commit's ``ingested_at`` (ns, whole microseconds): every row of this commit carries it, and no other row
+    #: the commit's ``ingested_at`` (ns, whole microseconds): every row of this commit carries
+    #: it, and no other row
     ingested_ns: int | None = None
 
     @staticmethod
@@ -173,8 +175,8 @@ def _classify(exc: Exception) -> WriterError:
 
 
 class StoreWriter:
-    """The database's writer: the ingest thread (see the module docstring), with an operations queue beside it and
-    a reopen policy (when ``reopen`` is given and ``settings.reopen_rows`` is set)."""
+    """The database's writer: the ingest thread (see the module docstring), with an operations queue beside it
+    and a reopen policy (when ``reopen`` is given and ``settings.reopen_rows`` is set)."""
 
     def __init__(
         self,
@@ -212,7 +214,7 @@ class StoreWriter:
             else None
         )
 
-    # ---- lifecycle ------------------------------------------------------------------------------------------
+    # ---- lifecycle -----------------------------------------------------------------------------------------
 
     def start(self) -> None:
         if self._thread is None:
@@ -291,10 +293,11 @@ class StoreWriter:
     @property
     def pending_operation_rows(self) -> int:
         """Rows held by operations not yet applied (``Operation.rows``): the collector counts them against the
-        write queue's bound, so a slow operations thread pushes back on exporters instead of growing memory."""
+        write queue's bound, so a slow operations thread pushes back on exporters
+        instead of growing memory."""
         return self._operations.pending_rows
 
-    # ---- producers ------------------------------------------------------------------------------------------
+    # ---- producers -----------------------------------------------------------------------------------------
 
     def check_room(self, extra_load: int = 0) -> None:
         """``QueueFull`` when a request would be refused now: lets a receiver refuse before it decodes one."""
@@ -320,8 +323,9 @@ class StoreWriter:
         payload: Any = None,
         extra_load: int = 0,
     ) -> Ticket:
-        """Queue a request's rows (``SPAN_SCHEMA`` / ``LOG_SCHEMA`` batches) for the next commit; ``QueueFull``
-        when at capacity. ``payload`` is handed to the commit listener with the rows that were new.
+        """Queue a request's rows (``SPAN_SCHEMA`` / ``LOG_SCHEMA`` batches) for the next commit;
+        ``QueueFull`` when at capacity. ``payload`` is handed to the commit listener with the
+        rows that were new.
 
         ``extra_load`` counts records held downstream (the assembler's backlog) against the same bound, so a
         slow consumer pushes back on exporters instead of growing memory.
@@ -345,10 +349,11 @@ class StoreWriter:
         return ticket
 
     def submit_operation(self, op: Operation) -> None:
-        """Queue a non-ingest write for the operations queue; never refused (its producers are bounded themselves)."""
+        """Queue a non-ingest write for the operations queue; never refused (its producers are
+        bounded themselves)."""
         self._operations.submit(op)
 
-    # ---- the writer thread ----------------------------------------------------------------------------------
+    # ---- the writer thread ---------------------------------------------------------------------------------
 
     def _take(self) -> list[_Item] | None:
         with self._cond:
@@ -372,8 +377,9 @@ class StoreWriter:
 
     def _linger(self) -> None:
         """Wait (holding the condition) for more requests to share the commit: ``flush_interval``, or up to
-        ``max_linger`` while the batch is short of ``direct_batch_records`` and more rows are on their way. With
-        row groups larger than ``max_batch_records`` that is every loaded commit: fewer, larger commits."""
+        ``max_linger`` while the batch is short of ``direct_batch_records`` and more rows are on their way.
+        With row groups larger than ``max_batch_records`` that is every loaded commit:
+        fewer, larger commits."""
         start = time.monotonic()
         while self._queued < self._max_batch and not self._stopping:
             now = time.monotonic()
@@ -512,14 +518,15 @@ class StoreWriter:
         return committed
 
     def _next_ingested_ns(self) -> int:
-        """This commit's ``ingested_at``: now, in whole microseconds (what TIMESTAMPTZ keeps), and above the last
-        commit's even if the clock stepped back, so that the value names one commit."""
+        """This commit's ``ingested_at``: now, in whole microseconds (what TIMESTAMPTZ keeps), and above the
+        last commit's even if the clock stepped back, so that the value names one commit."""
         now = time.time_ns() // 1000 * 1000
         return max(now, self._last_ingested_ns + 1000)
 
 
 def _stored(batch: pa.RecordBatch | None, new: list[int] | None) -> tuple[int, int]:
-    """(rows stored, rows already stored) of one request's batch, given the indices of its new rows (None: all)."""
+    """(rows stored, rows already stored) of one request's batch, given the indices of its
+    new rows (None: all)."""
     rows = batch.num_rows if batch is not None else 0
     stored = rows if new is None else len(new)
     return stored, rows - stored

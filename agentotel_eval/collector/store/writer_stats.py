@@ -12,7 +12,8 @@ FLUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2
 
 @dataclass(slots=True)
 class WriterStats:
-    """Each counter is written by one thread only (ingest, operations, or the reopen the ingest thread runs)."""
+    """Each counter is written by one thread only (ingest, operations, or the reopen the
+    ingest thread runs)."""
 
     spans_stored: int = 0
     spans_duplicate: int = 0

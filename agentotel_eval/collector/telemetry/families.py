@@ -1,6 +1,6 @@
-"""Metric families for the components' Prometheus collectors (``prometheus_client``), built at scrape time from
-their plain counters: nothing is counted per span, and a labelled family with no sample yet shows its zero, so a
-dashboard finds every series from the first scrape."""
+"""Metric families for the components' Prometheus collectors (``prometheus_client``), built at scrape time
+from their plain counters: nothing is counted per span, and a labelled family with no sample yet shows its
+zero, so a dashboard finds every series from the first scrape."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def counter(
     labels: Sequence[str] = (),
     empty: Sequence[str] | None = None,
 ) -> CounterMetricFamily:
-    """A counter named ``agentotel_<name>`` (``_total`` added): one value, or samples over ``labels``, with the
-    ``empty`` label values at 0 when there are none."""
+    """A counter named ``agentotel_<name>`` (``_total`` added): one value, or samples over ``labels``, with
+    the ``empty`` label values at 0 when there are none."""
     family = CounterMetricFamily(PREFIX + name, doc, labels=labels or None)
     _fill(family, value, empty)
     return family
@@ -45,8 +45,8 @@ def gauge(
 def histogram(
     name: str, doc: str, bounds: Sequence[float], counts: Sequence[int], total: float, count: int
 ) -> HistogramMetricFamily:
-    """A histogram from per-bucket counts (``counts[i]`` observations up to ``bounds[i]``, the last one above them
-    all): Prometheus's buckets are cumulative."""
+    """A histogram from per-bucket counts (``counts[i]`` observations up to ``bounds[i]``, the last one above
+    them all): Prometheus's buckets are cumulative."""
     cumulative, buckets = 0, []
     for bound, n in zip(bounds, counts, strict=False):
         cumulative += n

@@ -32,8 +32,8 @@ class QualityCounts:
         self.folded = 0
 
     def labels(self, service: str, agent: str) -> tuple[str, str]:
-        """The (service, agent) label values of a run: its own, or ``other`` past the bound (the caller holds the
-        lock)."""
+        """The (service, agent) label values of a run: its own, or ``other`` past the bound (the caller holds
+        the lock)."""
         pair = (service, agent)
         if pair in self._agents:
             return pair

@@ -1,6 +1,6 @@
-"""The web UI's routes: the overview (``/``), the runs table (``/runs``), a run (``/runs/<trace>/<span>``), the
-version the pages poll (``/api/runs/latest``) and their assets. Pages read the database through ``read`` (the
-collector's sealed query surface) on the HTTP edge's threads, never on its loop."""
+"""The web UI's routes: the overview (``/``), the runs table (``/runs``), a run (``/runs/<trace>/<span>``),
+the version the pages poll (``/api/runs/latest``) and their assets. Pages read the database through ``read``
+(the collector's sealed query surface) on the HTTP edge's threads, never on its loop."""
 
 from __future__ import annotations
 
@@ -33,8 +33,10 @@ _STATIC = {
 }
 #: the pages are ours alone: no frames elsewhere, no scripts or styles from anywhere else, no referrer leaked
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -43,8 +45,8 @@ SECURITY_HEADERS = {
 
 @dataclass(frozen=True, slots=True)
 class UiPath:
-    """One path the UI answers (a Starlette path template), the ``UiPages`` answer it gets, and whether it is an
-    HTML page a person opens (answered with the sign-in form when a token is required and not given)."""
+    """One path the UI answers (a Starlette path template), the ``UiPages`` answer it gets, and whether it is
+    an HTML page a person opens (answered with the sign-in form when a token is required and not given)."""
 
     path: str
     answer: str  # overview | runs | run | latest | static | favicon
@@ -96,9 +98,9 @@ def is_page(path: str) -> bool:
 
 
 class UiPages:
-    """The pages over ``read``, each rendered whole (blocking: DuckDB reads). The overview's independent statements
-    run on a small pool of threads (DuckDB runs each on its own cursor and releases the GIL): about a fifth less
-    time per overview over 100,000 runs."""
+    """The pages over ``read``, each rendered whole (blocking: DuckDB reads). The overview's independent
+    statements run on a small pool of threads (DuckDB runs each on its own cursor and releases the GIL): about
+    a fifth less time per overview over 100,000 runs."""
 
     def __init__(self, read: data.Read, *, workers: int = 4) -> None:
         self._read = read

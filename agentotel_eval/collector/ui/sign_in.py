@@ -1,6 +1,6 @@
-"""Signing in to the web UI when the collector requires a token: ``GET /login`` shows the form, ``POST /login``
-checks the token and sets the UI's cookie (derived from the token, never the token itself), ``/logout`` clears it.
-A sign-in only ever leads to a page of this collector."""
+"""Signing in to the web UI when the collector requires a token: ``GET /login`` shows the form, ``POST
+/login`` checks the token and sets the UI's cookie (derived from the token, never the token itself),
+``/logout`` clears it. A sign-in only ever leads to a page of this collector."""
 
 from __future__ import annotations
 

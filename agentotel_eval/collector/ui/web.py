@@ -1,6 +1,6 @@
 """The web UI as an HTTP listener serves it (``receive.http.app.WebUi``): the pages' routes and the sign-in
-routes, the paths that take the sign-in cookie, and the sign-in form as the answer to a page opened without the
-token. The listener knows these four, never the pages."""
+routes, the paths that take the sign-in cookie, and the sign-in form as the answer to a page opened without
+the token. The listener knows these four, never the pages."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""``parameter_error``/``rule_violation``: an argument failing the matcher its tool's ``[[tools]]`` declaration gives
-it (``args = { nights = { "$gte" = 1 } }``). A ``$ref`` names a tool: the value its latest earlier call produced.
-Arguments not recorded, or not an object, are not checked (the schema rule reports the latter)."""
+"""``parameter_error``/``rule_violation``: an argument failing the matcher its tool's ``[[tools]]``
+declaration gives it (``args = { nights = { "$gte" = 1 } }``). A ``$ref`` names a tool: the value its latest
+earlier call produced. Arguments not recorded, or not an object, are not checked (the schema rule
+reports the latter)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``error_handling``/``claimed_not_called``: the final answer claims the action of a tool that was never called:
-its ``claims`` pattern from ``[[tools]]`` matches a clause of the answer that does not say something failed."""
+"""``error_handling``/``claimed_not_called``: the final answer claims the action of a tool that was never
+called: its ``claims`` pattern from ``[[tools]]`` matches a clause of the answer that does not
+say something failed."""
 
 from __future__ import annotations
 

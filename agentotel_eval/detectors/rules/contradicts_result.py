@@ -1,23 +1,23 @@
-"""``result_ignored``/``answer_contradicts_result``: the final answer states a value of the same kind, about the same
-thing, as a value a successful call returned, and it is another value.
+"""``result_ignored``/``answer_contradicts_result``: the final answer states a value of the same kind, about
+the same thing, as a value a successful call returned, and it is another value.
 
-Every fact the answer states is read (``statements.scan``: numbers with units and currencies, dates, times, codes,
-status words) and compared with the facts of the results (``statements.values``):
+Every fact the answer states is read (``statements.scan``: numbers with units and currencies, dates, times,
+codes, status words) and compared with the facts of the results (``statements.values``):
 
-- **the same kind**: a money amount with money (in the same currency: no exchange rate is assumed), a temperature
-  with a temperature (°F converted), a date with a date, a code with a code, a status with a status on a shared
-  axis ("confirmed" and "cancelled"); a bare number only with a result value whose key the clause names
-  ("3 bags" next to ``bags: 2``);
+- **the same kind**: a money amount with money (in the same currency: no exchange rate is assumed), a
+  temperature with a temperature (°F converted), a date with a date, a code with a code, a status with a
+  status on a shared axis ("confirmed" and "cancelled"); a bare number only with a result value whose key the
+  clause names ("3 bags" next to ``bags: 2``);
 - **about the same thing**: the nearest name in its clause (or sentence) that a call was about, or that stands
   beside the value in the result ("Porto: 150 EUR" against the Madrid-Porto search), and the result keys the
   clause names ("the refund of $486" against ``refund_amount``);
-- **another value**: not equal within the rounding the answer used (92 for 92.4), nor equal to any value on record
-  (any result, argument, the input), nor computed from them (a total, a difference); a code is another value only
-  when it looks like the recorded one (a changed character), not when it is some other identifier.
+- **another value**: not equal within the rounding the answer used (92 for 92.4), nor equal to any value on
+  record (any result, argument, the input), nor computed from them (a total, a difference); a code is another
+  value only when it looks like the recorded one (a changed character), not when it is some other identifier.
 
-A clause that says something did not work states nothing (it discloses). An answer that claims the outcome of a
-failed call (``false_success``) reports that outcome, which no result holds: its values are the false success's
-evidence, not contradictions. A finding linked by name or key is sure
+A clause that says something did not work states nothing (it discloses). An answer that claims the outcome of
+a failed call (``false_success``) reports that outcome, which no result holds: its values are the false
+success's evidence, not contradictions. A finding linked by name or key is sure
 (confidence 0.9); one linked only by kind, where the results hold one value of that kind, 0.8; where they hold
 several, it is uncertain (0.5).
 """
@@ -55,7 +55,8 @@ def find(view: RunView) -> list[Finding]:
     if not records:
         return []
     if claims(view):
-        return []  # an answer that claims a failed call's outcome reports it: its values are the false success's
+        # an answer that claims a failed call's outcome reports it: its values are the false success's
+        return []
     out: list[Finding] = []
     for fact in facts:
         if fact.kind == DATE and fact.dim == "relative":
@@ -159,9 +160,9 @@ def _looks_like(stated: str, recorded: str) -> bool:
 
 
 def _given(view: RunView, fact: Fact, name: str | None) -> bool:
-    """Whether the stated value is on record where the answer could have taken it: for a fact about a name, the
-    input or the arguments of the calls about that name (another thing's result holding it is no excuse: "Lima is
-    20C" when Tokyo is); for any other fact, anywhere on record."""
+    """Whether the stated value is on record where the answer could have taken it: for a fact about a name,
+    the input or the arguments of the calls about that name (another thing's result holding it is no excuse:
+    "Lima is 20C" when Tokyo is); for any other fact, anywhere on record."""
     if name is None:
         return on_record(view, fact)
     if any(same(fact, f) for f in view.input_facts):

@@ -1,12 +1,12 @@
-"""``error_handling``/``false_success``: the final answer states a result or an outcome for something whose every
-call failed, and does not say that it failed. For every tool, read tools included.
+"""``error_handling``/``false_success``: the final answer states a result or an outcome for something whose
+every call failed, and does not say that it failed. For every tool, read tools included.
 
-A failure is **open** when no later call of the tool succeeded about the same things (the names its arguments were
-about: "Atlantis" in ``get_weather(city="Atlantis")``). It is **disclosed** when a clause of the answer says that
-something did not work (``statements.clauses``: "Atlantis is unknown", "I couldn't book the hotel", any tense)
-and that clause, or its sentence, is about the failed call: it names what the call was about or what the tool
-is about ("weather" for ``get_weather``), or names nothing the calls were about (a general apology). An open,
-undisclosed failure is a false success when a clause that does not disclose:
+A failure is **open** when no later call of the tool succeeded about the same things (the names its arguments
+were about: "Atlantis" in ``get_weather(city="Atlantis")``). It is **disclosed** when a clause of the answer
+says that something did not work (``statements.clauses``: "Atlantis is unknown", "I couldn't book the hotel",
+any tense) and that clause, or its sentence, is about the failed call: it names what the call was about or
+what the tool is about ("weather" for ``get_weather``), or names nothing the calls were about (a general
+apology). An open, undisclosed failure is a false success when a clause that does not disclose:
 
 1. states a value (a number, date, time, code or status) about a name only failed calls were about
    ("Atlantis: 25C") — confidence 0.9;
@@ -15,8 +15,8 @@ undisclosed failure is a false success when a clause that does not disclose:
    ("successfully", "confirmed", "all set") or a status of success, in a clause about the call or its tool, or
    anywhere when the tool never succeeded in the run — 0.9, 0.8 unlinked;
 3. says what the failed thing is ("Atlantis is mild", "Atlantis: dry") — 0.8;
-4. states a value found nowhere on record (no result, argument or input holds it) in a sentence about nothing the
-   calls were about, when the tool never succeeded — 0.8.
+4. states a value found nowhere on record (no result, argument or input holds it) in a sentence about nothing
+   the calls were about, when the tool never succeeded — 0.8.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ _IRREGULAR = {
     "email": "emailed",
 }
 _POSITIVE = frozenset({"confirmed", "refunded", "shipped", "delivered", "active", "available", "on_time"})
-#: what follows a name when a clause says what it is ("Atlantis is mild", "Atlantis: 25C", "Atlantis's forecast")
+#: what follows a name when a clause says what it is ("Atlantis is mild", "Atlantis: 25C",
+#: "Atlantis's forecast")
 _PREDICATE = re.compile(
     r"(?i)^(?:['’]s\b|\s+(?:is|are|was|were|will be|has|have|had|looks|seems|remains|stays|"
     r"reads|shows|stands at|came to|comes to|costs?|offers|features)\b|\s*[:=]\s*\S)"
@@ -168,8 +169,8 @@ def claim_pattern(rule: ToolRule | None, tool: str) -> Any:
 
 
 def claims(view: RunView) -> list[Claim]:
-    """The answer's false claims, one per open failure (read once per run: ``contradicts_result`` leaves the facts
-    they use alone)."""
+    """The answer's false claims, one per open failure (read once per run: ``contradicts_result`` leaves the
+    facts they use alone)."""
     found: list[Claim] = view.once("false_success", _claims)
     return found
 

@@ -1,9 +1,10 @@
 """``invalid_function``/``not_offered``: a call of a tool the run did not offer the model.
 
-A tool counts as offered when it is in the recorded tool list (names compare exactly: the list and the calls come
-from one framework, which names the tool the same way in both), or when the system prompt names it: frameworks offer some tools through the prompt (smolagents lists managed agents there as
-team members). Unknown availability (the tool list not recorded) finds nothing; an empty list means the agent had no
-tools, and every call is one.
+A tool counts as offered when it is in the recorded tool list (names compare exactly: the list and the calls
+come from one framework, which names the tool the same way in both), or when the system prompt names it:
+frameworks offer some tools through the prompt (smolagents lists managed agents there as team members).
+Unknown availability (the tool list not recorded) finds nothing; an empty list means the agent had no tools,
+and every call is one.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""``sequence_error``/``precondition``: a call of a tool before any successful call of a tool its ``[[tools]]``
-declaration ``requires`` (once per tool and requirement). Names compare by the tool's own name, so a plugin's
-"travel-search_hotels" satisfies ``requires = ["search_hotels"]``."""
+"""``sequence_error``/``precondition``: a call of a tool before any successful call of a tool its
+``[[tools]]`` declaration ``requires`` (once per tool and requirement). Names compare by the tool's own name,
+so a plugin's "travel-search_hotels" satisfies ``requires = ["search_hotels"]``."""
 
 from __future__ import annotations
 

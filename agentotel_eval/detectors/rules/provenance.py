@@ -1,6 +1,7 @@
-"""``sequence_error``/``used_before_produced``: a call whose id-like argument value (``tokens.id_like``: "ORD-9931",
-a UUID) appears neither in the user's input nor in any earlier call's arguments or result, but in a later call's
-result: the call used what only a later call produced. The finding names both calls and the value."""
+"""``sequence_error``/``used_before_produced``: a call whose id-like argument value (``tokens.id_like``:
+"ORD-9931", a UUID) appears neither in the user's input nor in any earlier call's arguments or result, but in
+a later call's result: the call used what only a later call produced. The finding names both
+calls and the value."""
 
 from __future__ import annotations
 

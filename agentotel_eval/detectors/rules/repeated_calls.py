@@ -1,8 +1,9 @@
-"""``repeated_failure``: one tool failing two or more times in a row with the same arguments (``same_arguments``), or
-with arguments that differ only in how a value is written: case, spaces, punctuation around it, a number written as
-text or in another unit ("Rome" / " rome ", 5 / "5", "5 km" / "5000 m": ``equivalent_arguments``). "In a row"
-counts that tool's calls: calls of other tools in between do not break the streak; a call of the same tool with
-other arguments, or a success, does. The streak reads the call's status."""
+"""``repeated_failure``: one tool failing two or more times in a row with the same arguments
+(``same_arguments``), or with arguments that differ only in how a value is written: case, spaces, punctuation
+around it, a number written as text or in another unit ("Rome" / " rome ", 5 / "5", "5 km" / "5000 m":
+``equivalent_arguments``). "In a row" counts that tool's calls: calls of other tools in between do not break
+the streak; a call of the same tool with other arguments, or a success, does. The streak
+reads the call's status."""
 
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ def _equivalent(a: ToolCall, b: ToolCall) -> bool:
 
 
 def canonical(value: Any) -> Any:
-    """A value as it compares for "the same call": strings normalized, numbers (also written as text, with a unit)
-    in one unit, objects by key."""
+    """A value as it compares for "the same call": strings normalized, numbers (also written as text, with a
+    unit) in one unit, objects by key."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int | float):

@@ -1,7 +1,8 @@
-"""``repeated_failure`` beyond equal-argument streaks: ``same_error`` (one tool failing ``SAME_ERROR_RUN`` times in a
-row with the same error once numbers, quoted values and ids are taken out, its arguments changed), ``loop`` (the
-same successful call, equal arguments, ``LOOP_RUN`` times in a row), ``retry_storm`` (``STORM_FAILURES`` failed calls
-of one tool requested in one LLM turn). Failure is read from the status and the result (``failure.failed``)."""
+"""``repeated_failure`` beyond equal-argument streaks: ``same_error`` (one tool failing ``SAME_ERROR_RUN``
+times in a row with the same error once numbers, quoted values and ids are taken out, its arguments changed),
+``loop`` (the same successful call, equal arguments, ``LOOP_RUN`` times in a row), ``retry_storm``
+(``STORM_FAILURES`` failed calls of one tool requested in one LLM turn). Failure is read from the status
+and the result (``failure.failed``)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
-"""Results nothing used: a successful call whose result feeds no later call's arguments and no part of the final
-answer (``result_ignored``, subtype ``result_unused``).
+"""Results nothing used: a successful call whose result feeds no later call's arguments and no part of the
+final answer (``result_ignored``, subtype ``result_unused``).
 
 This is an observation, not an error: a lookup whose answer the agent did not need, a write whose confirmation
-went unmentioned. It is reported with low severity apart from the findings (``informational`` in the evaluation
-log) and never changes a verdict, a score or a pass rate.
+went unmentioned. It is reported with low severity apart from the findings (``informational`` in the
+evaluation log) and never changes a verdict, a score or a pass rate.
 
-A result counts as used when any of its salient values appears, as a whole token, in a later call's arguments or
-in the answer: its ids, its names and short texts (3 to 80 characters), its numbers (to the cent, thousands
+A result counts as used when any of its salient values appears, as a whole token, in a later call's arguments
+or in the answer: its ids, its names and short texts (3 to 80 characters), its numbers (to the cent, thousands
 separators ignored) and, for texts of several words, any of their words of four letters or more. A result with
-nothing salient ("ok", ``true``, an empty list) has nothing to use and is never reported. It runs only where the
-answer and the call's result are recorded.
+nothing salient ("ok", ``true``, an empty list) has nothing to use and is never reported. It runs only where
+the answer and the call's result are recorded.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ _NUMBER_LEAF = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def _texts(strings: Sequence[str]) -> set[str]:
-    """The strings' forms a later step could copy: short texts whole (lower-cased), a sentence's longer words."""
+    """The strings' forms a later step could copy: short texts whole (lower-cased), a
+    sentence's longer words."""
     texts: set[str] = set()
     for value in strings:
         value = value.strip()

@@ -1,6 +1,6 @@
-"""``result_ignored``/``retried_same_value``: a failed call whose error names one of its arguments (by name, or by a
-value of three characters or more), then the next call of that tool passing that argument unchanged while changing
-others (all unchanged is a ``repeated_failure``)."""
+"""``result_ignored``/``retried_same_value``: a failed call whose error names one of its arguments (by name,
+or by a value of three characters or more), then the next call of that tool passing that argument unchanged
+while changing others (all unchanged is a ``repeated_failure``)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """``parameter_error``: arguments that fail their tool's JSON Schema, by subtype (``SCHEMA_SUBTYPES``: missing
-required, unexpected parameter, wrong type, value not allowed, bad format, pattern, out of range), and arguments
-recorded as text that is not JSON.
+required, unexpected parameter, wrong type, value not allowed, bad format, pattern, out of range), and
+arguments recorded as text that is not JSON.
 
 A key the schema's ``properties`` do not name is an unexpected parameter even when the schema does not say
-``additionalProperties: false`` (it is no parameter of the function behind the tool); a schema that allows other
-keys explicitly is followed as written. Arguments never recorded are not checked, nor tools without a schema or
-with an invalid one (a broken schema is not the agent's fault). A schema an exporter cut short ("[MaxDepth]") is
-not the tool's schema: its calls are not checked, and ``could_not_run`` says so.
+``additionalProperties: false`` (it is no parameter of the function behind the tool); a schema that allows
+other keys explicitly is followed as written. Arguments never recorded are not checked, nor tools without a
+schema or with an invalid one (a broken schema is not the agent's fault). A schema an exporter cut short
+("[MaxDepth]") is not the tool's schema: its calls are not checked, and ``could_not_run`` says so.
 """
 
 from __future__ import annotations

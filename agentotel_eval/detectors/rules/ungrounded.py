@@ -1,26 +1,26 @@
-"""``sequence_error``/``ungrounded_argument``: a call's argument value that appears nowhere before the call: not in
-the user's input, the system prompt, the tools' definitions, the assistant's text between calls, nor any earlier
-call's arguments, result or error. The model made it up.
+"""``sequence_error``/``ungrounded_argument``: a call's argument value that appears nowhere before the call:
+not in the user's input, the system prompt, the tools' definitions, the assistant's text between calls, nor
+any earlier call's arguments, result or error. The model made it up.
 
 Values of every kind are checked, each by what it means rather than how it is written:
 
 - **ids** ("ORD-9931", a UUID): as whole tokens; only ids that cannot be the model's own vocabulary (six
-  characters or more, digits mixed into capitals or two digits or more: "EHGLP3", not "gpt-4o"). An id that first
-  appears in a later result is ``used_before_produced``, not this.
+  characters or more, digits mixed into capitals or two digits or more: "EHGLP3", not "gpt-4o"). An id that
+  first appears in a later result is ``used_before_produced``, not this.
 - **numbers** (and numbers written as text): equal to a number stated before (92 to "92.00 EUR", 3 to "three
   nights", 0.15 to "15%"), or computed from those by a sum, difference, product, quotient or unit conversion
   (``statements.compare.derivations``). 0 and 1, and parameters that size a listing (``limit``, ``page``,
   ``top_k``, ...) or have a schema default, are the model's own choice and are not checked.
 - **dates**: the same day as one stated before ("July 1" for ``2025-07-01``), or one stated before plus a
-  number of days stated before (a check-in plus 3 nights); "tomorrow" and weekdays are read from the day the run
-  started, when it is known.
+  number of days stated before (a check-in plus 3 nights); "tomorrow" and weekdays are read from the day the
+  run started, when it is known.
 - **names** (a short value with a capital: "Madrid", "Hotel Roma", "EUR"): one of its words, its initials or,
   for a currency code, the currency's name or symbol, stated before.
 
-A call is checked only where the run's input and every earlier call's result or error are recorded. The finding
-is uncertain (``detector_uncertain``, confidence 0.5) where the rule cannot be sure: the system prompt was not
-recorded (the value may be there), the value is a short code in capitals (an airport code the model knows), or a
-relative day could not be placed.
+A call is checked only where the run's input and every earlier call's result or error are recorded. The
+finding is uncertain (``detector_uncertain``, confidence 0.5) where the rule cannot be sure: the system prompt
+was not recorded (the value may be there), the value is a short code in capitals (an airport code the model
+knows), or a relative day could not be placed.
 """
 
 from __future__ import annotations
@@ -122,9 +122,10 @@ def _leaves(
 
 
 class _Known:
-    """What was stated before a call: the run's texts (input, system prompt, tools, assistant text) and the calls
-    added so far. Each reading (facts and numbers, words, ids, the text) is taken when a value first needs it and
-    then only extended with the calls added since: a run whose arguments are all names never reads numbers."""
+    """What was stated before a call: the run's texts (input, system prompt, tools, assistant text) and the
+    calls added so far. Each reading (facts and numbers, words, ids, the text) is taken when a value first
+    needs it and then only extended with the calls added since: a run whose arguments are all names
+    never reads numbers."""
 
     def __init__(self, view: RunView) -> None:
         self.view = view
@@ -154,8 +155,8 @@ class _Known:
         if self._values_at < 0:
             readings = [read(t) for t in self.texts]
             self._facts = [f for r in readings for f in r.facts]
-            # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours" 72,
-            # "three hours" 3), and the quantities words state ("twice", "a decade", "pi")
+            # every number as written, whatever the reader made of it ("6:30 PM" holds 6 and 30, "72 hours"
+            # 72, "three hours" 3), and the quantities words state ("twice", "a decade", "pi")
             self._numbers = [f.value for f in self._facts if f.kind == NUMBER] + [
                 n for r in readings for n in (*_written(r.text), *_quantities(r.lower))
             ]
@@ -237,7 +238,8 @@ class _Known:
 
     @property
     def words(self) -> str:
-        """The known text lower-cased, identifiers split into words ("mei_kovacs_8020" -> "mei kovacs 8020")."""
+        """The known text lower-cased, identifiers split into words ("mei_kovacs_8020" ->
+        "mei kovacs 8020")."""
         if self._words is None:
             self._words = self.lower.replace("_", " ")
         return self._words
@@ -250,8 +252,8 @@ def find(view: RunView) -> list[Finding]:
     known = _Known(view)
     uncertain_prompt = view.system_prompt is None
     schema_defaults = _schema_defaults(view)
-    # the words of each name the user gave that no call's string arguments used so far (a name, once used, stays
-    # used: only the names still unused need the arguments' words)
+    # the words of each name the user gave that no call's string arguments used so far (a name, once used,
+    # stays used: only the names still unused need the arguments' words)
     unused = [set(_TOKEN.findall(name)) for name in _asked_names(view.user_input or "")]
     used: set[str] = set()  # the words of the calls' string arguments so far
     out: list[Finding] = []
@@ -308,8 +310,8 @@ _DIGITS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 
 
 def _written(text: str) -> list[float]:
-    """The numbers written in a text as digits, as they stand: "12,000" is 12000, and "200,300" is also 200 and 300
-    (a list written without spaces)."""
+    """The numbers written in a text as digits, as they stand: "12,000" is 12000, and "200,300" is also 200
+    and 300 (a list written without spaces)."""
     out: list[float] = []
     for m in _DIGITS.finditer(text):
         raw = m.group(0)
@@ -503,9 +505,9 @@ def _identifier(view: RunView, known: _Known, j: int, value: str) -> tuple[str, 
 
 
 def _name(known: _Known, value: str, shape: _Shape, replaced: bool = False) -> tuple[str, float] | None:
-    """``replaced``: a name the user gave is used by no call so far, so this one may stand in its place; else the
-    name is one the model added from its own knowledge (a state for a city, a ticker for a company), and the
-    finding is one the rule cannot be sure of."""
+    """``replaced``: a name the user gave is used by no call so far, so this one may stand in its place; else
+    the name is one the model added from its own knowledge (a state for a city, a ticker for a company), and
+    the finding is one the rule cannot be sure of."""
     key = shape.key
     if not key:
         return None
@@ -545,7 +547,8 @@ _NOT_NAMES = frozenset({*lx.MONTHS, *lx.WEEKDAYS, "i", "i'm", "i’m", "ok"})
 
 
 def _asked_names(text: str) -> list[str]:
-    """The names the user gave (capitalised words past a sentence's first, and codes in capitals), lower-cased."""
+    """The names the user gave (capitalised words past a sentence's first, and codes in
+    capitals), lower-cased."""
     out = []
     for m in _ASKED.finditer(text):
         name = (m.group(1) or m.group(2)).lower()

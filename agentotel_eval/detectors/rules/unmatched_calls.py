@@ -1,10 +1,10 @@
 """``invalid_function`` from trace reconstruction: a call the model requested that never ran
-(``requested_not_executed``), one that ran with no request in any LLM output (``executed_not_requested``), and a call
-of a tool offered on some turn but not on the LLM turn that requested it (``not_offered_on_turn``).
+(``requested_not_executed``), one that ran with no request in any LLM output (``executed_not_requested``), and
+a call of a tool offered on some turn but not on the LLM turn that requested it (``not_offered_on_turn``).
 
-A request and an execution that reconstruction could not pair by id (an instrumentation that records its own run
-id on the tool span) are one call when they have the same tool, the same arguments where both are recorded, and
-the same order: they are not reported.
+A request and an execution that reconstruction could not pair by id (an instrumentation that records its own
+run id on the tool span) are one call when they have the same tool, the same arguments where both are
+recorded, and the same order: they are not reported.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def find(view: RunView) -> list[Finding]:
                 "invalid_function.requested_not_executed",
                 name,
                 (),
-                f"the model requested {name!r} (call id {request.get('call_id') or '?'}) but no execution of it was "
-                "recorded",
+                f"the model requested {name!r} (call id {request.get('call_id') or '?'}) but no execution of "
+                f"it was recorded",
                 dict(request),
             )
         )
@@ -73,8 +73,8 @@ def _same_arguments(request: Mapping[str, Any], call: ToolCall) -> bool:
 def _unpaired(
     calls: Sequence[ToolCall], requests: list[Mapping[str, Any]], lonely: list[int]
 ) -> tuple[list[Mapping[str, Any]], list[int]]:
-    """The requests and executions left once each request is paired with the first unpaired execution of the same
-    tool and arguments, in order (the pairing reconstruction makes by id, made here by content)."""
+    """The requests and executions left once each request is paired with the first unpaired execution of the
+    same tool and arguments, in order (the pairing reconstruction makes by id, made here by content)."""
     if not requests or not lonely:
         return requests, lonely
     left = list(lonely)
@@ -105,8 +105,8 @@ def _not_offered_on_turn(calls: Sequence[ToolCall], by_turn: Mapping[str, Any]) 
                 "invalid_function.not_offered_on_turn",
                 call.name,
                 (index,),
-                f"call #{index + 1} invokes {call.name!r}, which the turn that requested it did not offer (that turn "
-                f"offered: {', '.join(list(offered)[:20]) or 'none'})",
+                f"call #{index + 1} invokes {call.name!r}, which the turn that requested it did not offer "
+                f"(that turn offered: {', '.join(list(offered)[:20]) or 'none'})",
                 {"called": call.name, "turn": call.llm_turn, "offered": list(offered)[:20]},
             )
         )

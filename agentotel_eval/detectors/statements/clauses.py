@@ -1,10 +1,10 @@
 """A text's sentences and clauses, and which of them say that something did not work.
 
 A fact is read with its clause: "Paris is 18C, but I could not get Rome's weather" states 18C for Paris in one
-clause and discloses a failure for Rome in the other. A clause ``discloses`` a failure when it has a failure word
-("sorry", "failed", "unavailable", "no results", ...) or a negation before a verb of getting or completing
-("couldn't get", "was not booked", "didn't go through"), and the words are not one of the phrases that only look
-like it ("no problem", "let me know if you have any issues").
+clause and discloses a failure for Rome in the other. A clause ``discloses`` a failure when it has a failure
+word ("sorry", "failed", "unavailable", "no results", ...) or a negation before a verb of getting or
+completing ("couldn't get", "was not booked", "didn't go through"), and the words are not one of the phrases
+that only look like it ("no problem", "let me know if you have any issues").
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ class Clause:
     discloses: bool  # says that something did not work
 
 
-#: a sentence ends at . ! ? or a line break, unless the dot is inside a number ("18.5"), follows an initial ("J.")
-#: or an abbreviation
+#: a sentence ends at . ! ? or a line break, unless the dot is inside a number ("18.5"), follows an initial
+#: ("J.") or an abbreviation
 _SENTENCE_END = re.compile(
     r"(?<!\d)(?<!\s[A-Z])(?<!^[A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\bapprox)(?<!\bvs)(?<!\bSt)(?<!\bMr)"
     r"(?<!\bDr)(?<!\bMs)(?<!\bNo)[.!?]+(?=\s|$)|(?<=\d)\.(?=\s+[A-Z]|$)|\n+|(?<=\S)\s+[-*•]\s+"

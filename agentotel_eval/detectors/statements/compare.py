@@ -1,10 +1,11 @@
-"""Whether two facts state the same value: numbers within the rounding the text used and across units (°F and °C,
-km and miles, a percentage and a fraction), dates by the day they can mean, codes as written, statuses by group.
+"""Whether two facts state the same value: numbers within the rounding the text used and across units (°F and
+°C, km and miles, a percentage and a fraction), dates by the day they can mean, codes as
+written, statuses by group.
 
-``same(a, b)`` is True (the same value), False (the same kind of thing, another value) or None (not comparable:
-another dimension or currency, a relative day, statuses on no shared axis). ``derivations(value, pool)`` says how
-a number can be computed from others (a sum, a difference, a product, a quotient, a unit conversion), for a total
-an answer computed or an argument built from grounded values.
+``same(a, b)`` is True (the same value), False (the same kind of thing, another value) or None (not
+comparable: another dimension or currency, a relative day, statuses on no shared axis). ``derivations(value,
+pool)`` says how a number can be computed from others (a sum, a difference, a product, a quotient, a unit
+conversion), for a total an answer computed or an argument built from grounded values.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ APPROX_REL = 0.05  # "about 92": within 5%
 
 
 def tolerance(fact: Fact) -> float:
-    """How far a stated number may be from the exact one: half its last written digit, 5% when hedged or scaled."""
+    """How far a stated number may be from the exact one: half its last written digit, 5%
+    when hedged or scaled."""
     tol = 0.5 * 10**-fact.decimals + _EPSILON
     if fact.approx:
         tol = max(tol, abs(fact.value) * APPROX_REL)

@@ -1,12 +1,13 @@
-"""The words statements are read with: units and what they measure, months, status words and their groups, and how
-an answer says that something did not work. Data only; ``scan`` and ``clauses`` compile it.
+"""The words statements are read with: units and what they measure, months, status words and their groups, and
+how an answer says that something did not work. Data only; ``scan`` and ``clauses`` compile it.
 
 Every table is small and closed on purpose: a word that is not here is read as a plain word, never guessed at.
 """
 
 from __future__ import annotations
 
-#: currency symbols and names -> ISO code. "$" alone is read as USD (the usual case; "CA$", "A$" are their own).
+#: currency symbols and names -> ISO code. "$" alone is read as USD (the usual case; "CA$",
+#: "A$" are their own).
 CURRENCY_SYMBOLS = {
     "$": "USD",
     "US$": "USD",
@@ -212,7 +213,8 @@ MULTIPLIERS = {
     "billion": 1e9,
     "trillion": 1e12,
 }
-#: words that state a number without a digit or a cardinal ("twice", "a decade"): what a value may be taken from
+#: words that state a number without a digit or a cardinal ("twice", "a decade"): what a
+#: value may be taken from
 QUANTITY_WORDS = {
     "twice": 2.0,
     "double": 2.0,
@@ -296,8 +298,8 @@ WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 #: relative days: today's offset, when one can be given
 RELATIVE_DAYS = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "day after tomorrow": 2}
 
-#: status words -> (group, axis). Two statements about one thing contradict when they name different groups on a
-#: shared axis: "confirmed" and "cancelled" (both outcomes of a booking), not "shipped" and "paid".
+#: status words -> (group, axis). Two statements about one thing contradict when they name different groups on
+#: a shared axis: "confirmed" and "cancelled" (both outcomes of a booking), not "shipped" and "paid".
 STATUS_WORDS: dict[str, tuple[str, tuple[str, ...]]] = {}
 
 
@@ -469,8 +471,8 @@ FAILURE_WORDS = (
     r"retry",
     r"not (?:found|possible|known|sure|certain|reachable|responding|working|supported|"
     r"recognized|recognised|in our|on record)",
-    r"no (?:result|results|data|information|info|record|records|response|reply|match|matches|availability|luck|"
-    r"details|answer|forecast|quote|rate|price|prices|weather|flights?|hotels?|access|confirmation|output|value|"
+    r"no "
+    r"(?:result|results|data|information|info|record|records|response|reply|match|matches|availability|luck|details|answer|forecast|quote|rate|price|prices|weather|flights?|hotels?|access|confirmation|output|value|"
     r"such|entries|items|trace|sign)\b",
     r"nothing (?:was |is |came |has )?(?:found|back|returned|available|came back|showed up|turned up)",
     r"came back empty",

@@ -1,17 +1,17 @@
 """Read the facts a text states: numbers with their units, dates, times, codes and status words.
 
 ``read(text)`` gives a ``Reading``: the text as read (number words written as digits: "ninety-two euros" ->
-"92 euros") and its ``Fact``s, each with where it stands in that text. Pure and fast (a few regular expressions
-over the text; text2num turns number words into digits, only when the text has one): the detectors read every
-answer and every result with it.
+"92 euros") and its ``Fact``s, each with where it stands in that text. Pure and fast (a few regular
+expressions over the text; text2num turns number words into digits, only when the text has one): the detectors
+read every answer and every result with it.
 
 What each kind's ``value`` is:
 
 - ``number``: a float in the unit's canonical unit (``dim``/``unit``: "money"/"EUR", "temperature"/"C",
   "length"/"m", "duration"/"s", "nights"/"night", "percent"/"%", "count"/<the noun>, or ""/"" for a bare
   number); ``decimals`` as written, ``approx`` when hedged ("about 92").
-- ``date``: the dates the text can mean, as ``(year, month, day)`` with year 0 when not written ("07/01" is both
-  July 1 and January 7); a relative day ("tomorrow") is ``dim = "relative"`` with its day offset.
+- ``date``: the dates the text can mean, as ``(year, month, day)`` with year 0 when not written ("07/01" is
+  both July 1 and January 7); a relative day ("tomorrow") is ``dim = "relative"`` with its day offset.
 - ``time``: minutes after midnight (both readings of "2:30" without am/pm).
 - ``code``: an identifier as written, upper-cased, without a leading "#" ("LH207", "HTL-ROME-3", a UUID).
 - ``status``: a status group ("confirmed", "cancelled", ...; ``lexicon.STATUS_WORDS``), ``unit`` its axes.
@@ -60,8 +60,8 @@ _MONTH = (
 )
 _WEEKDAY = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)[a-z]*\.?,?\s+"
 _DATES = re.compile(
-    rf"(?P<iso>(?<![\w.-])(?P<iy>\d{{4}})-(?P<im>\d{{2}})-(?P<id>\d{{2}})(?:[T ](?P<ih>\d{{2}}):(?P<imi>\d{{2}})"
-    rf"(?::\d{{2}}(?:\.\d+)?)?(?:Z|[+-]\d{{2}}:?\d{{2}})?)?(?![\w-]))"
+    rf"(?P<iso>(?<![\w.-])(?P<iy>\d{{4}})-(?P<im>\d{{2}})-(?P<id>\d{{2}})(?:[T "
+    rf"](?P<ih>\d{{2}}):(?P<imi>\d{{2}})(?::\d{{2}}(?:\.\d+)?)?(?:Z|[+-]\d{{2}}:?\d{{2}})?)?(?![\w-]))"
     rf"|(?P<named>(?<![\w])(?:{_WEEKDAY})?(?:(?P<mn1>{_MONTH})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
     rf"(?:,?\s+(?P<y1>\d{{4}})(?!\d))?|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mn2>{_MONTH})\b\.?"
     rf"(?:,?\s+(?P<y2>\d{{4}})(?!\d))?))"
@@ -69,8 +69,8 @@ _DATES = re.compile(
     r"(?![\w/-]|[.,]\d))"
     r"|(?P<time>(?<![\w:.])(?P<th>[01]?\d|2[0-3]):(?P<tm>[0-5]\d)(?::[0-5]\d)?(?:\s?(?P<tap>[ap])\.?m\b\.?)?(?![\w:])"
     r"|(?<![\w:.,])(?P<th2>1[0-2]|0?[1-9])\s?(?P<tap2>[ap])\.?m\b\.?|\b(?P<tnoon>noon|midday|midnight)\b)"
-    rf"|(?P<rel>\b(?:day after tomorrow|today|tonight|tomorrow|yesterday|(?:next|this|last)\s+(?:week|month|year|"
-    rf"weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|in\s+(?P<rn>\d+)\s+(?P<ru>day|week)s?)\b)",
+    rf"|(?P<rel>\b(?:day after "
+    rf"tomorrow|today|tonight|tomorrow|yesterday|(?:next|this|last)\s+(?:week|month|year|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|in\s+(?P<rn>\d+)\s+(?P<ru>day|week)s?)\b)",
     re.IGNORECASE,
 )
 _SYMBOLS = sorted(lx.CURRENCY_SYMBOLS, key=len, reverse=True)

@@ -1,7 +1,7 @@
-"""The facts a recorded value holds: a tool's result (JSON, or text) or a call's arguments, read with the words that
-name each fact (its key, or the words before it in a text) and the names that stand beside it (the other short
-strings of its object, or the names earlier in its line), so an answer's statement can be matched to the one it
-restates.
+"""The facts a recorded value holds: a tool's result (JSON, or text) or a call's arguments, read with the
+words that name each fact (its key, or the words before it in a text) and the names that stand beside it (the
+other short strings of its object, or the names earlier in its line), so an answer's statement can be matched
+to the one it restates.
 
 ``{"hotel": "Roma", "price": 92, "currency": "EUR"}`` holds 92 EUR, named "price", beside "Roma";
 ``"Paris: 18C cloudy"`` holds 18 °C beside "Paris".
@@ -121,9 +121,10 @@ def parsed(value: Any) -> Any:
 
 def read_value(value: Any, text: str | None = None) -> tuple[Recorded, ...]:
     """Every fact ``value`` holds, with its naming words and the names beside it (see the module docstring). A
-    hashable value (a string, a frozen result) is read once however many runs hold it. ``text``, the value written
-    as text (``tokens.value_text``) where the caller has it, keys that cache instead of the value's own hash: a
-    string's hash is computed in C, a frozen result's recursively, for a result the next run will not hold."""
+    hashable value (a string, a frozen result) is read once however many runs hold it. ``text``, the value
+    written as text (``tokens.value_text``) where the caller has it, keys that cache instead of the value's
+    own hash: a string's hash is computed in C, a frozen result's recursively, for a result the
+    next run will not hold."""
     if text is not None and not isinstance(value, str):
         return _read_keyed(_ByText(text, value))
     try:
@@ -138,8 +139,8 @@ def _read_hashable(value: Any) -> tuple[Recorded, ...]:
 
 
 class _ByText:
-    """A value as a cache key: hashed by its text, equal to the same value written the same way (1 and 1.0, equal
-    values, are written apart)."""
+    """A value as a cache key: hashed by its text, equal to the same value written the same way (1 and 1.0,
+    equal values, are written apart)."""
 
     __slots__ = ("text", "value")
 

@@ -1,6 +1,6 @@
-"""``agentotel-eval calibrate``: the figures per type on a sample of the suites, a saved suite read back, the judge
-through litellm against a local OpenAI-compatible server with its answers recorded and replayed, and clear
-errors."""
+"""``agentotel-eval calibrate``: the figures per type on a sample of the suites, a saved suite read back, the
+judge through litellm against a local OpenAI-compatible server with its answers recorded and replayed, and
+clear errors."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def test_the_judge_through_litellm_is_measured_and_its_answers_replayed_from_the
     saved = tmp_path / "cases.jsonl"
     saved.write_text("".join(every.read_text().splitlines(keepends=True)[:8]))  # the first entry's cases
     cache = tmp_path / "judge-cache"
-    # a judge that finds nothing: the detectors' findings are facts it cannot overrule, so its figures are theirs
+    # a judge that finds nothing: the detectors' findings are facts it cannot overrule, so
+    # its figures are theirs
     answer = Reply.json(
         {"detected": False, "confidence": 0.8, "reason": "the calls look right", "errors": []}
     )

@@ -76,8 +76,8 @@ def test_demo_exit_with_a_temporary_database_names_no_file_that_is_gone() -> Non
 def test_demo_serves_the_ui_until_stopped_and_removes_its_directory(
     stop: int, ignored_at_start: bool, tmp_path: Path
 ) -> None:
-    """Ctrl+C or SIGTERM stop it and remove its temporary directory (database, WAL and lock), also when a shell
-    started it in the background, where SIGINT starts out ignored."""
+    """Ctrl+C or SIGTERM stop it and remove its temporary directory (database, WAL and lock), also when a
+    shell started it in the background, where SIGINT starts out ignored."""
     # a temporary directory of its own: demos that other test workers run make theirs beside it
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
     ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored_at_start else None

@@ -62,8 +62,8 @@ def test_a_failing_case_fails_the_command_and_explains_why(tmp_path):
     proc = run_cli(str(cases), "--threshold", "0.6")
     assert proc.returncode == 1
     assert (
-        "FAILED line 2 (half) tool_correctness [0.50 < 0.6]: Matched 1 of 2 expected tool calls. Missing: book."
-        in proc.stdout
+        "FAILED line 2 (half) tool_correctness [0.50 < 0.6]: Matched 1 of 2 expected tool "
+        "calls. Missing: book." in proc.stdout
     )
     assert "1/2 cases passed (50.0%)" in proc.stdout
     assert "mean score 0.750" in proc.stdout
@@ -152,7 +152,8 @@ def test_usage_errors(tmp_path):
 
 
 def test_tool_errors_judge_through_litellm_against_the_stub(tmp_path):
-    """The LLM judge from the command line: litellm talks HTTP to the local stub; cost and verdict reported."""
+    """The LLM judge from the command line: litellm talks HTTP to the local stub; cost
+    and verdict reported."""
     from tests.support.llm_stub import LLMStub, Reply
 
     verdict = {

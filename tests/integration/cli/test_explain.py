@@ -1,5 +1,6 @@
-"""``agentotel-eval explain``: offline on OTLP files, and on what a running (then stopped) collector stored; the
-``agent_runs.diagnostics`` rows it prints from; and ``[[conventions]]`` read by a real collector over OTLP."""
+"""``agentotel-eval explain``: offline on OTLP files, and on what a running (then stopped) collector stored;
+the ``agent_runs.diagnostics`` rows it prints from; and ``[[conventions]]`` read by a real
+collector over OTLP."""
 
 from __future__ import annotations
 
@@ -161,7 +162,7 @@ def test_a_trace_id_prefix_names_the_trace_or_lists_the_ones_it_matches(tmp_path
     assert "give more digits" in _cli("--file", str(export), "abcdef01").stderr
 
 
-# -- [[conventions]] in the collector's config, over OTLP --------------------------------------------------------
+# -- [[conventions]] in the collector's config, over OTLP ----------------------------------------------------
 
 CONVENTIONS_TOML = textwrap.dedent("""
     [[conventions]]
@@ -186,7 +187,8 @@ CONVENTIONS_TOML = textwrap.dedent("""
 
 
 def _in_house_agent(endpoint: str) -> str:
-    """A hand-made in-house instrumentation: the real OpenTelemetry SDK, our own attribute names, OTLP/HTTP."""
+    """A hand-made in-house instrumentation: the real OpenTelemetry SDK, our own
+    attribute names, OTLP/HTTP."""
     provider = TracerProvider(resource=Resource.create({"service.name": "acme-planner"}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
     tracer = provider.get_tracer("acme.agents")
@@ -315,8 +317,8 @@ def test_a_bad_convention_fails_at_start_naming_it(tmp_path):
 
 
 def test_explain_lines_a_run_up_against_its_trajectory_spec(tmp_path, capsys):
-    """The spec travels on the run span: explain scores it from a file, and prints the stored result of a trace
-    the collector scored, the same way."""
+    """The spec travels on the run span: explain scores it from a file, and prints the stored result of a
+    trace the collector scored, the same way."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor as Simple
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

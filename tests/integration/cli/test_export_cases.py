@@ -1,4 +1,5 @@
-"""``agentotel-eval export-cases``: stored runs become test cases that ``eval`` scores as the collector did."""
+"""``agentotel-eval export-cases``: stored runs become test cases that ``eval`` scores
+as the collector did."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def test_through_a_running_collector(ui_collector: Any, tmp_path: Path) -> None:
     assert len(cases) == total
     calls = ui_collector.query("SELECT count(*) FROM tool_calls")["rows"][0][0]
     assert sum(len(c.tools_called or []) for c in cases) == calls
-    # the fixtures' runs have no expectation: null, to be filled in (an empty list would expect no tool at all)
+    # the fixtures' runs have no expectation: null, to be filled in (an empty list would
+    # expect no tool at all)
     assert sum(1 for c in cases if c.expected_tools is None) > 100
     assert all(c.expected_tools or c.metadata["expected_tools_from"] is None for c in cases)  # type: ignore[index]
 

@@ -1,4 +1,5 @@
-"""``agentotel-eval import-expectations``: peers' files become a dataset the collector reads and scores with."""
+"""``agentotel-eval import-expectations``: peers' files become a dataset the collector
+reads and scores with."""
 
 from __future__ import annotations
 

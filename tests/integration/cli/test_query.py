@@ -167,7 +167,8 @@ def test_a_missing_database_is_a_clear_error(tmp_path):
 
 
 def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(running, monkeypatch):
-    """After a reopen failed (``collector.store.database``), ``/v1/query`` says to retry, as an export is told."""
+    """After a reopen failed (``collector.store.database``), ``/v1/query`` says to retry,
+    as an export is told."""
     import urllib.error
     import urllib.request
 
@@ -193,7 +194,8 @@ def test_a_database_the_collector_could_not_open_again_answers_503_to_retry(runn
 
 def test_query_from_another_directory_finds_the_collector_running_on_the_machine(tmp_path, monkeypatch):
     """No database here and no --db: the one collector this machine runs answers (and the command says so);
-    with two, the command says how to choose; --url names one; with none, the error says how to point at one."""
+    with two, the command says how to choose; --url names one; with none, the error says
+    how to point at one."""
     monkeypatch.setenv(discovery.RUNTIME_DIR_ENV, str(tmp_path / "runtime"))  # this test's collectors only
     monkeypatch.delenv(discovery.DB_ENV, raising=False)
     elsewhere = tmp_path / "elsewhere"

@@ -1,4 +1,5 @@
-"""``agentotel-eval report``: one self-contained HTML file, from a database file or through a running collector."""
+"""``agentotel-eval report``: one self-contained HTML file, from a database file or through
+a running collector."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import duckdb
 
 from tests.support.ui_data import DEMO_RUNS, cli
 
-#: anything that would make the file fetch something: a script, stylesheet, font, image or frame from elsewhere
+#: anything that would make the file fetch something: a script, stylesheet, font, image or
+#: frame from elsewhere
 EXTERNAL = re.compile(
     r"""<(script|img|iframe|link|source|video|audio|embed|object)\b[^>]*\b(src|href|data)\s*=\s*["']?(?!#)"""
     r"""|url\(\s*["']?(?!#)|@import|\bsrc\s*=\s*["']?(https?:)?//|xlink:href\s*=\s*["']?(?!#)""",
@@ -29,7 +31,8 @@ def test_the_report_holds_everything_it_shows(demo_db: Path, tmp_path: Path) -> 
         h.startswith("#") for h in re.findall(r'href="([^"]*)"', html)
     )
     assert "<style>" in html and "<script>" in html and "data-poll" not in html
-    # the worst runs, each with its timeline: the wrong tool, the missing call, the extra call, the failing tool
+    # the worst runs, each with its timeline: the wrong tool, the missing call, the extra
+    # call, the failing tool
     sections = re.findall(r'<article class="run" id="run-([0-9a-f]{32})-([0-9a-f]{16})">', html)
     assert len(sections) == 4
     assert html.count('<svg class="alignment"') == 4

@@ -347,9 +347,9 @@ def test_every_fixture_rescored_as_it_was_scored_online(ui_collector: Any) -> No
 
 
 def test_a_loop_of_one_trace_per_model_call_keeps_the_failure_a_later_trace_fed_back(tmp_path: Path) -> None:
-    """A hand-written loop with no application span: the failure of the first trace's call is only the tool message
-    of the second trace's request. The collector (its assembler process) rebuilds the first trace when the second
-    arrives; a rescore, which rebuilds them together, keeps it."""
+    """A hand-written loop with no application span: the failure of the first trace's call is only the tool
+    message of the second trace's request. The collector (its assembler process) rebuilds the first trace when
+    the second arrives; a rescore, which rebuilds them together, keeps it."""
     from agentotel_eval.otlp.encode import encode_traces
 
     (fx,) = [f for f in fixtures() if f.name == "raw-openai__openinference__error"]

@@ -1,5 +1,5 @@
-"""Every recorded trace fixture, replayed over HTTP/protobuf, HTTP/JSON and gRPC (with its log records), lands in
-DuckDB exactly: its spans, its logs, and the agent runs and tool calls that ``reconstruct`` finds in it."""
+"""Every recorded trace fixture, replayed over HTTP/protobuf, HTTP/JSON and gRPC (with its log records), lands
+in DuckDB exactly: its spans, its logs, and the agent runs and tool calls that ``reconstruct`` finds in it."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from tests.support.collector_harness import (
 )
 from tests.support.fixture_traces import Fixture, as_stored, fixtures
 
-#: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process = false``);
-#: the others in the assembler process, the default. "grpc" closes and reopens the database every few dozen
-#: records, between the commits, reads and run writes of the replay (``writer.reopen_rows``)
+#: "grpc-thread" runs assembly and scoring on a thread of the collector's process (``assembler.process =
+#: false``); the others in the assembler process, the default. "grpc" closes and reopens the database every
+#: few dozen records, between the commits, reads and run writes of the replay (``writer.reopen_rows``)
 MODES = ("http-protobuf", "http-json", "grpc", "grpc-thread")
 REOPEN_ROWS = {"grpc": 40}
 FIXTURES = fixtures()
@@ -91,9 +91,9 @@ def _stored_text(value: str | None, expected: Any) -> Any:
 
 
 def _expected_runs(fx: Fixture, encoding: str):
-    """What the collector writes: runs trace by trace (a plain client loop spread over several traces is one run
-    per trace), a request-only call's result completed from a later trace that fed it back (the asking trace is
-    rebuilt when that one arrives), which is what ``reconstruct`` gives the traces together."""
+    """What the collector writes: runs trace by trace (a plain client loop spread over several traces is one
+    run per trace), a request-only call's result completed from a later trace that fed it back (the asking
+    trace is rebuilt when that one arrives), which is what ``reconstruct`` gives the traces together."""
     return sorted(
         reconstruct(fx.spans(encoding), fx.logs(encoding)), key=lambda r: (r.start_time_ns, r.span_id)
     )
@@ -254,7 +254,8 @@ def test_the_replay_reopened_the_database_midway(replayed):
         _select(collector, "SELECT count(*) FROM spans")[0][0]
         + _select(collector, "SELECT count(*) FROM logs")[0][0]
     )
-    # about one reopen every REOPEN_ROWS records; fewer if reads held some off (then put off by 5 s) on a loaded machine
+    # about one reopen every REOPEN_ROWS records; fewer if reads held some off (then put off by 5 s)
+    # on a loaded machine
     assert stored // REOPEN_ROWS[mode] >= 5 and collector.writer.stats.reopens >= 2
     assert (
         collector.writer.stats.reopen_failures == 0

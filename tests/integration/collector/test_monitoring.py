@@ -1,7 +1,8 @@
 """deploy/prometheus/alerts.yml and deploy/grafana/agentotel.json: the rules pass ``promtool check rules`` and
-their ``promtool test rules`` cases fire as written (Debian's ``prometheus`` package has promtool; .ci/run installs
-it), the dashboard is valid JSON that Grafana can import, and every metric a rule or a panel queries is one a real
-collector serves on /metrics (the shared lake's, which need a lake, from its metrics collector)."""
+their ``promtool test rules`` cases fire as written (Debian's ``prometheus`` package has promtool; .ci/run
+installs it), the dashboard is valid JSON that Grafana can import, and every metric a rule or a panel queries
+is one a real collector serves on /metrics (the shared lake's, which need a lake, from its
+metrics collector)."""
 
 from __future__ import annotations
 

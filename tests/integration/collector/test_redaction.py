@@ -1,6 +1,6 @@
-"""[redaction] in a running collector: an API key and an e-mail address an agent passed to a tool are gone from
-what is stored, from what the judge is shown and from what is forwarded, each where asked; the redacted argument
-still makes the tool call a call with that argument."""
+"""[redaction] in a running collector: an API key and an e-mail address an agent passed to a tool are gone
+from what is stored, from what the judge is shown and from what is forwarded, each where asked; the redacted
+argument still makes the tool call a call with that argument."""
 
 from __future__ import annotations
 

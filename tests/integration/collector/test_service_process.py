@@ -1,4 +1,5 @@
-"""The collector as users run it: ``python -m agentotel_eval.collector`` in its own process, signals, bad config, and a crash."""
+"""The collector as users run it: ``python -m agentotel_eval.collector`` in its own process, signals, bad
+config, and a crash."""
 
 from __future__ import annotations
 
@@ -182,7 +183,8 @@ def test_a_taken_port_is_one_clear_line_and_creates_nothing(tmp_path, taken):
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
         f"error: cannot start the collector: port {port} is in use: cannot listen for "
-        f"{ {'grpc': 'OTLP/gRPC', 'http': 'OTLP/HTTP'}[taken] } on 127.0.0.1:{port} (another collector? choose another address with --{taken} HOST:PORT)"
+        f"{ {'grpc': 'OTLP/gRPC', 'http': 'OTLP/HTTP'}[taken] } on 127.0.0.1:{port} (another collector? "
+        f"choose another address with --{taken} HOST:PORT)"
     ]
     assert list(tmp_path.iterdir()) == []  # neither t.duckdb nor its lock
 

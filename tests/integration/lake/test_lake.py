@@ -1,8 +1,9 @@
-"""Nodes that share a DuckLake: real collectors copying what they commit to a real PostgreSQL catalog and Parquet
-files on a real S3-compatible server (moto), and readers that attach the lake read-only and stay sealed.
+"""Nodes that share a DuckLake: real collectors copying what they commit to a real PostgreSQL catalog and
+Parquet files on a real S3-compatible server (moto), and readers that attach the lake
+read-only and stay sealed.
 
-Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs in
-an environment of its own and runs these in."""
+Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs
+in an environment of its own and runs these in."""
 
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ def lake_config(servers, tmp_path):
 
 
 def two_nodes_store(tmp_path: Path, config, traces) -> None:
-    """Nodes a and b store ``traces``, whole, alternately (as the load-balancing exporter sends them), and stop:
-    everything they wrote is in the lake."""
+    """Nodes a and b store ``traces``, whole, alternately (as the load-balancing exporter sends them), and
+    stop: everything they wrote is in the lake."""
     nodes = [node(tmp_path, config, "a"), node(tmp_path, config, "b")]
     try:
         for i, fx in enumerate(traces):
@@ -346,9 +347,9 @@ def rescore_lake(path: Path, *extra: str) -> dict:
 
 
 def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_config):
-    """Two nodes' history re-scored with a new rule: once whole, then by two workers on halves. Each worker takes
-    a disjoint half; together they rebuild every trace once; the latest views then hold the same runs and scores
-    as after the whole re-score, written by the workers."""
+    """Two nodes' history re-scored with a new rule: once whole, then by two workers on halves. Each worker
+    takes a disjoint half; together they rebuild every trace once; the latest views then hold the same runs
+    and scores as after the whole re-score, written by the workers."""
     config, path = lake_config
     traces = fixtures()[56:72]
     two_nodes_store(tmp_path, config, traces)
@@ -383,12 +384,13 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
         )
         # every trace's newest build is one worker's, and no trace was rebuilt by both
         builders = reader.execute(
-            "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs WHERE node LIKE 'rescore@%/%' GROUP BY 1"
+            "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs WHERE node LIKE "
+            "'rescore@%/%' GROUP BY 1"
         ).fetchall()
         assert len(builders) == whole["traces"] and all(len(nodes) == 1 for _, nodes in builders)
         newest = reader.execute(
-            "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) OVER (PARTITION BY "
-            "trace_id)"
+            "SELECT DISTINCT node FROM lake.agent_runs QUALIFY updated_at = max(updated_at) OVER (PARTITION "
+            "BY trace_id)"
         ).fetchall()
         assert sorted(n for (n,) in newest) == ["rescore@1/2", "rescore@2/2"]
     finally:
@@ -396,15 +398,15 @@ def test_a_sharded_rescore_over_the_lake_equals_an_unsharded_one(tmp_path, lake_
 
 
 def halves(fx) -> tuple[bytes, bytes]:
-    """A fixture's spans dealt out alternately into two requests: the trace split between two nodes, as when the
-    ring changes mid-trace."""
+    """A fixture's spans dealt out alternately into two requests: the trace split between two nodes, as when
+    the ring changes mid-trace."""
     return split_request(fx, lambda _span, dealt: dealt % 2)
 
 
 def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_path, lake_config):
     """Each node builds and scores its half; the reconciler finds the trace under two nodes once it is quiet,
-    rebuilds it from both halves in the lake and appends that build: the latest views hold the runs and calls a
-    whole trace gives, each run scored once, and the halves' partial runs are gone."""
+    rebuilds it from both halves in the lake and appends that build: the latest views hold the runs and calls
+    a whole trace gives, each run scored once, and the halves' partial runs are gone."""
     from agentotel_eval.reconstruct import reconstruct
 
     config, _ = lake_config
@@ -448,8 +450,8 @@ def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_pa
             ).fetchall()
 
         # A node may build its part after a rebuild (the part without the root waits longest): the reconciler
-        # rebuilds that trace again. Converged: every trace's build shown is the reconciler's (node a's: the first
-        # live node by name), and it is the whole trace.
+        # rebuilds that trace again. Converged: every trace's build shown is the reconciler's (node a's: the
+        # first live node by name), and it is the whole trace.
         wait_until(
             lambda: runs() == want and builders() == [("reconciler@a",)],
             timeout=60,
@@ -489,7 +491,8 @@ def test_a_trace_split_between_two_nodes_is_rebuilt_whole_and_scored_once(tmp_pa
 
 
 def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
-    """``lake ui`` serves the pages a node serves, over both nodes' rows, read-only; with a token it asks for it."""
+    """``lake ui`` serves the pages a node serves, over both nodes' rows, read-only; with a
+    token it asks for it."""
     import re
     import signal
     import urllib.error
@@ -548,9 +551,9 @@ def test_the_web_ui_over_the_lake_shows_every_nodes_runs(tmp_path, lake_config):
 def test_a_node_assembling_its_part_of_a_split_trace_reads_the_other_part_from_the_lake(
     tmp_path, lake_config
 ):
-    """With no reconciler at all. The ring changed mid-trace: the trace's first half went to node a, which built
-    its part and copied it to the lake; the rest goes to node b, which reads a's part from the lake with its own:
-    its build is the whole trace, the newest, which the latest views show."""
+    """With no reconciler at all. The ring changed mid-trace: the trace's first half went to node a, which
+    built its part and copied it to the lake; the rest goes to node b, which reads a's part from the lake with
+    its own: its build is the whole trace, the newest, which the latest views show."""
     from agentotel_eval.reconstruct import reconstruct
 
     config, _ = lake_config

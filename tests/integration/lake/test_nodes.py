@@ -1,13 +1,14 @@
-"""Scale-out end to end: real ``agentotel-eval serve`` processes behind a router that sends each trace where the
-OpenTelemetry Collector's load-balancing exporter would (``tests/support/lake_ring.py``), sharing one DuckLake (catalog in
-a real PostgreSQL, Parquet on moto's S3 server), fed by agents traced with the real OpenTelemetry SDK.
+"""Scale-out end to end: real ``agentotel-eval serve`` processes behind a router that sends each trace where
+the OpenTelemetry Collector's load-balancing exporter would (``tests/support/lake_ring.py``), sharing one
+DuckLake (catalog in a real PostgreSQL, Parquet on moto's S3 server), fed by agents traced with the
+real OpenTelemetry SDK.
 
 What a reader of the lake must see whatever happened to the nodes: every acknowledged span exactly once, each
 trace stored and scored by the one node the ring chose (or, while that node was down, the one the ring chose
 without it), one run per agent run and its deterministic scores, when nodes join, stop or are killed.
 
-Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs in
-an environment of its own and runs these in."""
+Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs
+in an environment of its own and runs these in."""
 
 from __future__ import annotations
 
@@ -102,9 +103,9 @@ def stop_all(cluster: Cluster) -> None:
 
 
 def wait_routable(router: TraceRouter, endpoint: str, timeout: float = 30.0) -> None:
-    """Until the router's own channel to ``endpoint`` is connected again. After failing to reach a node, a gRPC
-    channel waits out a reconnect backoff, and an export meanwhile fails at once (and fails over): the exporter's
-    sub-exporter does the same after a backend comes back."""
+    """Until the router's own channel to ``endpoint`` is connected again. After failing to reach a node, a
+    gRPC channel waits out a reconnect backoff, and an export meanwhile fails at once (and fails over): the
+    exporter's sub-exporter does the same after a backend comes back."""
     channel = router._backends[
         endpoint
     ].channel  # the router's channel, not a new one: that is the one to wait for
@@ -114,8 +115,9 @@ def wait_routable(router: TraceRouter, endpoint: str, timeout: float = 30.0) -> 
 def run_agents(
     tracer: AgentTracer, at_least: int, ring: HashRing, wanted: Mapping[str, int]
 ) -> list[AgentRun]:
-    """At least ``at_least`` agent runs, and more until the ring has given each endpoint of ``wanted`` that many
-    of them (the ports, and so the ring, differ from one run of the test to the next; the trace ids do not)."""
+    """At least ``at_least`` agent runs, and more until the ring has given each endpoint of ``wanted`` that
+    many of them (the ports, and so the ring, differ from one run of the test to the next;
+    the trace ids do not)."""
     runs: list[AgentRun] = []
     while len(runs) < at_least or any(
         sum(ring.endpoint_for(r.trace_id) == e for r in runs) < n for e, n in wanted.items()
@@ -154,7 +156,8 @@ def check_lake(
             (t, s): (n, nodes)
             for t, s, n, nodes in rows(
                 reader,
-                "SELECT trace_id, span_id, count(*), list(DISTINCT node ORDER BY node) FROM lake.spans GROUP BY ALL",
+                "SELECT trace_id, span_id, count(*), list(DISTINCT node ORDER BY node) FROM "
+                "lake.spans GROUP BY ALL",
             )
         }
         missing = sent - copies.keys()
@@ -193,8 +196,8 @@ def check_lake(
         want = {(r.trace_id, r.span_id): r for r in runs}
         missing_runs = want.keys() - built.keys()
         assert not missing_runs, (
-            f"{len(missing_runs)} of {len(want)} agent runs are not in the lake's agent_runs, of traces routed to "
-            f"{sorted(Counter(node_of[t] for t, _ in missing_runs).items())}"
+            f"{len(missing_runs)} of {len(want)} agent runs are not in the lake's agent_runs, of traces "
+            f"routed to {sorted(Counter(node_of[t] for t, _ in missing_runs).items())}"
         )
         assert not built.keys() - want.keys(), (
             f"runs in the lake that were never sent: {built.keys() - want.keys()}"
@@ -212,7 +215,8 @@ def check_lake(
                 f"lake.{table}: {len(wrong)} traces written by another node, e.g. {next(iter(wrong.items()))}"
             )
 
-        # one score per run and metric, the deterministic score among them, with the value its expectation gives
+        # one score per run and metric, the deterministic score among them, with the value
+        # its expectation gives
         scores = rows(reader, "SELECT trace_id, run_span_id, metric, score, status FROM evaluations")
         assert len({(t, s, m) for t, s, m, _, _ in scores}) == len(scores)
         metrics: dict[tuple[str, str], set[str]] = {}
@@ -228,7 +232,8 @@ def check_lake(
         assert len({frozenset(m) for m in metrics.values()}) == 1, (
             "the runs were scored with different metrics"
         )
-        # built and scored once: one row per key in the lake's own rows too, not only in the newest-per-key views
+        # built and scored once: one row per key in the lake's own rows too, not only in the
+        # newest-per-key views
         again = rows(
             reader,
             "SELECT trace_id, run_span_id, metric, count(*) FROM lake.evaluations GROUP BY ALL "
@@ -282,7 +287,8 @@ def test_node_added_mid_stream_loses_nothing(cluster):
 
 
 def test_node_killed_and_restarted_loses_nothing(cluster):
-    # a 2 s grace period: the traces acknowledged just before the kill are certainly stored but not yet assembled
+    # a 2 s grace period: the traces acknowledged just before the kill are certainly stored
+    # but not yet assembled
     nodes = [cluster.node(f"node-{c}", grace_period="2s") for c in "abc"]
     start_nodes(nodes)
     victim = cluster.nodes["node-b"]
@@ -320,8 +326,8 @@ def test_node_killed_and_restarted_loses_nothing(cluster):
 
 
 def test_nodes_started_together_on_one_lake_all_start(cluster):
-    """As deploy/kubernetes/nodes.yaml starts them (a StatefulSet, ``podManagementPolicy: Parallel``): three nodes
-    at once on a new lake, and again once it exists."""
+    """As deploy/kubernetes/nodes.yaml starts them (a StatefulSet, ``podManagementPolicy: Parallel``): three
+    nodes at once on a new lake, and again once it exists."""
     nodes = [cluster.node(f"node-{c}") for c in "abc"]
     start_nodes(nodes, together=True)  # the lake's catalog and tables are created by whichever comes first
     stop_all(cluster)
@@ -330,10 +336,11 @@ def test_nodes_started_together_on_one_lake_all_start(cluster):
 
 
 def test_a_trace_in_flight_when_a_node_joins_is_rebuilt_whole_and_scored_once(cluster):
-    """Agent runs whose tool spans were exported before a third node joined and whose run spans after: the ring
-    moves about a third of them, and those are split, tools on one node, run span on the new one. The part
-    assembled last reads the other from the lake, and the reconciler rebuilds what is still split: the latest
-    views end with one run per agent run, its tools and one score per metric, and nothing of the parts."""
+    """Agent runs whose tool spans were exported before a third node joined and whose run spans after: the
+    ring moves about a third of them, and those are split, tools on one node, run span on the new one. The
+    part assembled last reads the other from the lake, and the reconciler rebuilds what is still split: the
+    latest views end with one run per agent run, its tools and one score per metric, and
+    nothing of the parts."""
     from opentelemetry import trace
 
     from agentotel_eval import semconv as sc
@@ -397,8 +404,8 @@ def test_a_trace_in_flight_when_a_node_joins_is_rebuilt_whole_and_scored_once(cl
             interval=0.5,
             what="every agent run whole in the lake's latest views",
         )
-        # the split ones were stored by two nodes, and built whole by the node that read the other part from the
-        # lake or by a reconciler; the others only by the node the ring gave them
+        # the split ones were stored by two nodes, and built whole by the node that read the other part from
+        # the lake or by a reconciler; the others only by the node the ring gave them
         stored_by = dict(rows(reader, "SELECT trace_id, count(DISTINCT node) FROM lake.spans GROUP BY 1"))
         assert {t for t, n in stored_by.items() if n > 1} == moved
         builders = dict(rows(reader, "SELECT trace_id, list(DISTINCT node) FROM lake.agent_runs GROUP BY 1"))

@@ -1,12 +1,12 @@
-"""What an operator of nodes on a shared lake must be able to trust, on a real PostgreSQL catalog and moto's S3
-server: a trace split with no change of the ring is rebuilt whole once and never replaced by a part built without
-its root; a re-score's build survives the reconciler; no password reaches a log line, /healthz, /metrics or a
-reader; /healthz and /readyz say "degraded" while the catalog is down and "ok" after; idle nodes heartbeat and
-keep their lag at 0; a hung S3 is logged and timed out; a read-only role gets an error naming the privilege; and
-one machine runs a lake on a SQLite catalog file, node and readers at once.
+"""What an operator of nodes on a shared lake must be able to trust, on a real PostgreSQL catalog and moto's
+S3 server: a trace split with no change of the ring is rebuilt whole once and never replaced by a part built
+without its root; a re-score's build survives the reconciler; no password reaches a log line, /healthz,
+/metrics or a reader; /healthz and /readyz say "degraded" while the catalog is down and "ok" after; idle nodes
+heartbeat and keep their lag at 0; a hung S3 is logged and timed out; a read-only role gets an error naming
+the privilege; and one machine runs a lake on a SQLite catalog file, node and readers at once.
 
-Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs in
-an environment of its own and runs these in."""
+Marked ``lake``: they need the ``[lake]`` extra (DuckDB 1.5.5 and its extensions), which ``.ci/run`` installs
+in an environment of its own and runs these in."""
 
 from __future__ import annotations
 
@@ -115,10 +115,10 @@ def shown(reader, sql: str = "SELECT trace_id, span_id, tools_called FROM agent_
 def test_a_split_with_no_membership_change_is_rebuilt_once_and_never_replaced_by_its_rootless_part(
     tmp_path, servers
 ):
-    """Two nodes flushing steadily (no node joins, leaves or returns); each of three traces is split as a failover
-    resend splits it: the root and some spans on a, the rest on b. The reconciler finds them in the index of parts,
-    rebuilds each whole once; b builds its rootless part later (after max_wait), and that build, newer, does not
-    replace the whole one in the views."""
+    """Two nodes flushing steadily (no node joins, leaves or returns); each of three traces is split as a
+    failover resend splits it: the root and some spans on a, the rest on b. The reconciler finds them in the
+    index of parts, rebuilds each whole once; b builds its rootless part later (after max_wait), and that
+    build, newer, does not replace the whole one in the views."""
     from agentotel_eval.reconstruct import reconstruct
 
     config, _ = new_lake(servers, tmp_path)
@@ -228,8 +228,8 @@ def test_a_rescore_over_the_lake_survives_the_reconciler(tmp_path, servers):
 def test_no_password_anywhere_and_health_degraded_while_the_catalog_is_down(tmp_path, servers, caplog):
     """The catalog's database refuses connections for a while (its connections cut, new ones refused): flushes
     fail, /healthz says "degraded" with the reason and /readyz answers 503, nothing said anywhere holds the
-    password; the catalog back, the rows go and both say "ok" again. Readers cannot list the databases' paths or
-    read the catalog server's own tables."""
+    password; the catalog back, the rows go and both say "ok" again. Readers cannot list the databases' paths
+    or read the catalog server's own tables."""
     pg, _ = servers
     config, path = new_lake(servers, tmp_path, max_lag=3.0)
     database = config.catalog.rsplit("/", 1)[1]
@@ -270,7 +270,8 @@ def test_no_password_anywhere_and_health_degraded_while_the_catalog_is_down(tmp_
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "lake flush failed" in logged  # the outage was said, and without the password
     assert PASSWORD not in logged
-    # readers: the paths of the databases and the catalog server's tables are refused, the lake's rows are read
+    # readers: the paths of the databases and the catalog server's tables are refused, the
+    # lake's rows are read
     for sql in (
         "SELECT path FROM duckdb_databases()",
         "SELECT * FROM __ducklake_metadata_lake.pg_catalog.pg_user",
@@ -397,8 +398,8 @@ def test_rescore_with_a_read_only_role_names_the_missing_privilege(tmp_path, ser
 
 
 def test_one_machine_runs_a_lake_on_a_sqlite_catalog_with_a_node_and_its_readers(tmp_path):
-    """The catalog in a SQLite file and the data in a directory: the node flushes while ``query --lake`` reads,
-    and a re-score over the lake appends its builds, all at once on one machine."""
+    """The catalog in a SQLite file and the data in a directory: the node flushes while ``query --lake``
+    reads, and a re-score over the lake appends its builds, all at once on one machine."""
     from agentotel_eval.collector.config import LakeConfig
 
     config = LakeConfig(

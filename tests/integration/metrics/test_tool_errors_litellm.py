@@ -1,4 +1,5 @@
-"""ToolsErrorMetric through the real litellm, over real HTTP, against the local stub server (tests/support/llm_stub.py)."""
+"""ToolsErrorMetric through the real litellm, over real HTTP, against the local stub server
+(tests/support/llm_stub.py)."""
 
 import asyncio
 import json
@@ -17,8 +18,9 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 MODEL = "openai/gpt-4o-mini"
-# The stub is on 127.0.0.1, and a model on a local api_base costs nothing unless priced: gpt-4o-mini's list price
-# ($0.15 / 1M input, $0.60 / 1M output tokens), given as litellm's price arguments, which litellm then applies.
+# The stub is on 127.0.0.1, and a model on a local api_base costs nothing unless priced: gpt-4o-mini's list
+# price ($0.15 / 1M input, $0.60 / 1M output tokens), given as litellm's price arguments, which
+# litellm then applies.
 PRICE = {"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}
 STUB_COST = 120 * 0.15e-6 + 40 * 0.60e-6  # the stub reports 120 prompt and 40 completion tokens
 FAST = RetryPolicy(max_attempts=3, base_delay=0.02, max_delay=0.05)

@@ -1,5 +1,6 @@
-"""The example agents' runs sent through a real collector with one sink and the LLM judge (on a local stub), what
-the evaluations table then holds, and a re-score that changes some verdicts: what each tool must end up showing."""
+"""The example agents' runs sent through a real collector with one sink and the LLM judge (on a local stub),
+what the evaluations table then holds, and a re-score that changes some verdicts: what each tool
+must end up showing."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ VERDICT = {
     "error_severity": "none",
 }
 SENT = (
-    "SELECT trace_id, run_span_id, metric, score, success, status, reason, evaluator, evaluator_version, model "
-    "FROM evaluations WHERE source = 'agentotel-eval' AND status IN ('ok', 'error')"
+    "SELECT trace_id, run_span_id, metric, score, success, status, reason, evaluator, evaluator_version, "
+    "model FROM evaluations WHERE source = 'agentotel-eval' AND status IN ('ok', 'error')"
 )
 
 
@@ -71,7 +72,8 @@ def _delivered(collector: Any, total: int) -> bool:
 
 @contextlib.contextmanager
 def scored_runs(tmp_path: Path, sink: SinkConfig) -> Iterator[tuple[Any, dict[tuple[str, str], Expected]]]:
-    """A collector with ``sink`` and the judge, after the example agents' runs were scored, judged and delivered."""
+    """A collector with ``sink`` and the judge, after the example agents' runs were scored,
+    judged and delivered."""
     with LLMStub(default=Reply.json(VERDICT)) as stub:
         judge = JudgeSettings(
             model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="sk-test", max_retries=0
@@ -97,8 +99,8 @@ def scored_runs(tmp_path: Path, sink: SinkConfig) -> Iterator[tuple[Any, dict[tu
 
 
 def rescore_stricter(collector: Any, tmp_path: Path) -> dict[tuple[str, str], Expected]:
-    """Re-score every run with a threshold of 0.9: partial tool-correctness scores turn from pass to fail. Returns
-    the table's evaluations once the sink has sent the new ones."""
+    """Re-score every run with a threshold of 0.9: partial tool-correctness scores turn from pass to fail.
+    Returns the table's evaluations once the sink has sent the new ones."""
     config = tmp_path / "stricter.toml"
     config.write_text("[scoring]\nthreshold = 0.9\n")
     before = collector.sinks.workers[0].stats.sent

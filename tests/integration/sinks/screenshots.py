@@ -2,10 +2,10 @@
 
     python -m tests.integration.sinks.screenshots docs/images
 
-Starts ``phoenix serve`` and ``mlflow server`` as the round-trip tests do, sends the demo's runs through a collector
-with each sink (the judge on a local stub), and shoots the tools' pages with headless Chromium:
-``phoenix-annotations.png`` (a run's trace with its span annotations) and ``mlflow-assessments.png`` (a trace with
-its assessments)."""
+Starts ``phoenix serve`` and ``mlflow server`` as the round-trip tests do, sends the demo's runs through a
+collector with each sink (the judge on a local stub), and shoots the tools' pages with headless Chromium:
+``phoenix-annotations.png`` (a run's trace with its span annotations) and ``mlflow-assessments.png`` (a trace
+with its assessments)."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def _driver(profile: str) -> Any:
 
 
 def _shoot(driver: Any, url: str, out: Path, text: str, click: str | None = None, wait: float = 60.0) -> None:
-    """Open ``url``, wait until the page shows ``text`` (the tool's app renders in the browser), click the element
-    whose text is ``click`` if given, and save the window."""
+    """Open ``url``, wait until the page shows ``text`` (the tool's app renders in the browser), click the
+    element whose text is ``click`` if given, and save the window."""
     from selenium.webdriver.common.by import By
 
     driver.get(url)

@@ -48,7 +48,8 @@ def test_scores_reach_langfuse_as_valid_requests(tmp_path, monkeypatch) -> None:
 
 
 def test_a_failed_evaluation_reaches_langfuse_as_a_valid_error_score(monkeypatch) -> None:
-    """No number to send: a categorical ``error`` score the SDK's models accept, with the reason as its comment."""
+    """No number to send: a categorical ``error`` score the SDK's models accept, with the
+    reason as its comment."""
     monkeypatch.setenv("AGENTOTEL_TEST_LF_PUBLIC", "pk-lf-1234")
     monkeypatch.setenv("AGENTOTEL_TEST_LF_SECRET", "sk-lf-5678")
     row = {

@@ -1,6 +1,6 @@
-"""MLflow: the experiment is created, every run's trace is in it, and every evaluation is a feedback assessment on
-the trace naming the run's span, read back with MLflow's own client, equal to the evaluations table; a re-score
-updates the assessments instead of adding more."""
+"""MLflow: the experiment is created, every run's trace is in it, and every evaluation is a feedback
+assessment on the trace naming the run's span, read back with MLflow's own client, equal to the evaluations
+table; a re-score updates the assessments instead of adding more."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Phoenix: every evaluation of the example runs is a span annotation on its run's span, read back with Phoenix's
-own client, equal to the evaluations table; a re-score updates the annotations instead of adding more."""
+"""Phoenix: every evaluation of the example runs is a span annotation on its run's span, read back with
+Phoenix's own client, equal to the evaluations table; a re-score updates the annotations
+instead of adding more."""
 
 from __future__ import annotations
 

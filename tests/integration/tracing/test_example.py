@@ -1,4 +1,5 @@
-"""examples/traced_agent.py runs as a script, exports to a real OTLP endpoint, and its run is reconstructable."""
+"""examples/traced_agent.py runs as a script, exports to a real OTLP endpoint, and its run
+is reconstructable."""
 
 from __future__ import annotations
 

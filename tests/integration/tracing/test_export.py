@@ -1,7 +1,7 @@
 """configure() exporting @traced spans over real OTLP (gRPC and HTTP/protobuf) to real servers on 127.0.0.1.
 
-In-process tests pass ``tracer_provider=`` (the global provider can be set once per process); the scenarios that
-are about the global provider (none installed, or the application's own) run in subprocesses.
+In-process tests pass ``tracer_provider=`` (the global provider can be set once per process); the scenarios
+that are about the global provider (none installed, or the application's own) run in subprocesses.
 """
 
 from __future__ import annotations
@@ -141,7 +141,8 @@ def test_reconfigure_moves_export_to_the_new_endpoint(sink):
 
 
 def test_without_an_application_provider_configure_installs_one(sink):
-    """No global provider: configure() creates one with the service name; the atexit hook flushes (no flush call)."""
+    """No global provider: configure() creates one with the service name; the atexit hook
+    flushes (no flush call)."""
     env = _clean_env() | {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.grpc_endpoint, "OTEL_SERVICE_NAME": "from-env"}
     result = run_script(
         """

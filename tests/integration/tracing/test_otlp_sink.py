@@ -1,4 +1,5 @@
-"""The reusable OTLP test sink (tests/support/otlp_sink.py) behaves like a real OTLP endpoint, for every transport it offers."""
+"""The reusable OTLP test sink (tests/support/otlp_sink.py) behaves like a real OTLP endpoint, for every
+transport it offers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""@traced spans, exported by the real SDK and encoded as OTLP, reconstruct into the run that really happened."""
+"""@traced spans, exported by the real SDK and encoded as OTLP, reconstruct into the run
+that really happened."""
 
 from __future__ import annotations
 

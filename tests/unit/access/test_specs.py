@@ -1,4 +1,5 @@
-"""``compare``'s SPEC terms compiled to SQL conditions: durations of the one grammar, times, attributes, ``where``."""
+"""``compare``'s SPEC terms compiled to SQL conditions: durations of the one grammar, times,
+attributes, ``where``."""
 
 from __future__ import annotations
 

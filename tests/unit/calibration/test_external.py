@@ -1,5 +1,5 @@
-"""TRAIL and MAST read from a local copy: real recorded runs rewritten in TRAIL's nested layout reconstruct to the
-same calls, taxonomies map onto the six types, every accepted file layout loads, and bad files say what is
+"""TRAIL and MAST read from a local copy: real recorded runs rewritten in TRAIL's nested layout reconstruct to
+the same calls, taxonomies map onto the six types, every accepted file layout loads, and bad files say what is
 wrong."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The robustness suite over the recorded fixtures: reproducible, labelled by construction, and the gates the
-detectors must pass on it (precision >= 0.90 and recall >= 0.85 for every type with 10 positives or more, in both
-phrasing families, and findings on at most 1% of the runs as recorded)."""
+detectors must pass on it (precision >= 0.90 and recall >= 0.85 for every type with 10 positives or more, in
+both phrasing families, and findings on at most 1% of the runs as recorded)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ PRECISION, RECALL, MOST_FLAGGED = 0.90, 0.85, 0.01
 
 @cache
 def _scored(family: str) -> tuple[Scored, ...]:
-    # the suite's own phrasings through both span conventions; the held-out family through one (the conventions
-    # are the suite's concern, the phrasings this family's)
+    # the suite's own phrasings through both span conventions; the held-out family through one (the
+    # conventions are the suite's concern, the phrasings this family's)
     conventions = CONVENTIONS if family == "own" else CONVENTIONS[:1]
     return tuple(score_cases(build_robustness_suite(Path(TRACES_DIR), family=family), conventions))
 
@@ -75,8 +75,8 @@ def test_runs_as_recorded_get_no_finding() -> None:
 
 @pytest.mark.parametrize("operator", sorted(OPERATORS))
 def test_each_change_of_a_real_run_is_found_as_what_it_is(operator: str) -> None:
-    """Per operator (a rule's positives, or the lookalikes it must leave alone): the fixture runs it changed are
-    found exactly as labelled, the type it holds and no other, in 95% of them or more."""
+    """Per operator (a rule's positives, or the lookalikes it must leave alone): the fixture runs it changed
+    are found exactly as labelled, the type it holds and no other, in 95% of them or more."""
     scored = [s for s in _scored("own") if s.operator == operator]
     assert scored
     exact = sum(1 for s in scored if s.predicted == s.labels)

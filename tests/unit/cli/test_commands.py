@@ -1,4 +1,5 @@
-"""The ``agentotel-eval`` command: every subcommand's help, ``--version``, and a start that loads nothing heavy."""
+"""The ``agentotel-eval`` command: every subcommand's help, ``--version``, and a start that
+loads nothing heavy."""
 
 from __future__ import annotations
 
@@ -70,8 +71,8 @@ def test_version_names_the_distribution_and_its_version() -> None:
 
 
 def test_building_the_command_line_loads_no_heavy_dependency() -> None:
-    """The commands import duckdb, pyarrow, the collector, litellm and the SDK inside ``run``: ``--help`` stays
-    fast."""
+    """The commands import duckdb, pyarrow, the collector, litellm and the SDK inside ``run``: ``--help``
+    stays fast."""
     code = (
         "import sys; from agentotel_eval.cli import build_parser; build_parser();"
         "heavy = ('duckdb', 'pyarrow', 'grpc', 'litellm', 'opentelemetry.sdk', 'agentotel_eval.collector');"
@@ -131,8 +132,8 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path) -> Non
 
 
 def test_query_into_head_succeeds_every_time(tmp_path) -> None:
-    """``agentotel-eval query ... | head -3`` under ``set -o pipefail``: 0 every time, however far the query got
-    before head left."""
+    """``agentotel-eval query ... | head -3`` under ``set -o pipefail``: 0 every time, however far the query
+    got before head left."""
     from agentotel_eval.store.opening import open_store
 
     db = tmp_path / "spans.duckdb"

@@ -230,12 +230,14 @@ def test_scoring_sections_load_from_toml(tmp_path):
             r"expected_tools or a trajectory table is required",
         ),
         (
-            '[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", count = { min = 2, max = 1 } }]\n',
+            '[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", count = { '
+            "min = 2, max = 1 } }]\n",
             "expectations[0].trajectory",
             r"steps\[0\]\.count: max \(1\) must be at least min \(2\)",
         ),
         (
-            '[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", args = { n = { "$gtt" = 1 } } }]\n',
+            '[[expectations]]\nagent = "a"\n[expectations.trajectory]\nsteps = [{ tool = "x", args = { n = '
+            '{ "$gtt" = 1 } } }]\n',
             "expectations[0].trajectory",
             r"steps\[0\]\.args\.n: unknown operator",
         ),
@@ -288,7 +290,8 @@ def test_a_file_over_a_base_changes_only_what_it_sets(tmp_path):
 
 @pytest.mark.parametrize("worker", ["decode", "pipeline"])
 def test_the_helper_processes_do_not_import_pydantic(worker):
-    """They import the config's section types, but never read a file: pydantic would cost each of them memory."""
+    """They import the config's section types, but never read a file: pydantic would cost
+    each of them memory."""
     code = (
         f"import sys, agentotel_eval.collector.{worker}.worker\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"

@@ -1,6 +1,6 @@
 """The queue and sender thread the forwarder and the sinks share: what the bound pushes out, what comes while
-stopping and what is left at the shutdown's deadline reach ``on_drop`` with their reason; a batch whose delivery
-raises is handed over as failed and the thread goes on with the next."""
+stopping and what is left at the shutdown's deadline reach ``on_drop`` with their reason; a batch whose
+delivery raises is handed over as failed and the thread goes on with the next."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ class Fifo:
 
 
 class Owner:
-    """What an owner of the queue sees: every drop with its reason, the queued count, the batches delivered."""
+    """What an owner of the queue sees: every drop with its reason, the queued count,
+    the batches delivered."""
 
     def __init__(self, deliver=None, bound: int = 100, batch: int = 1) -> None:
         self.dropped: list[tuple[list[str], Dropped, Exception | None]] = []

@@ -1,4 +1,5 @@
-"""``[[tools]]`` declarations: argument matchers as parameter errors, required earlier tools as sequence errors."""
+"""``[[tools]]`` declarations: argument matchers as parameter errors, required earlier tools
+as sequence errors."""
 
 from __future__ import annotations
 

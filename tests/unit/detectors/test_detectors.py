@@ -62,7 +62,7 @@ CONVERT = {
 TOOLS = [WEATHER, CONVERT]
 
 
-# -- invalid_function ------------------------------------------------------------------------------------------
+# -- invalid_function ----------------------------------------------------------------------------------------
 def test_invalid_function_only_when_available_tools_are_known():
     calls = [ToolCall("get_weather", {"city": "Oslo"}), ToolCall("get_wether", {"city": "Oslo"})]
     assert detect_invalid_functions(calls, None) == []
@@ -79,7 +79,7 @@ def test_no_tools_at_all_makes_every_call_invalid():
     assert len(detect_invalid_functions([ToolCall("a"), ToolCall("b")], [])) == 2
 
 
-# -- parameter_error -------------------------------------------------------------------------------------------
+# -- parameter_error -----------------------------------------------------------------------------------------
 def kinds(findings):
     return [(f.call_indices, f.argument, f.description.split(": ", 1)[1]) for f in findings]
 
@@ -91,7 +91,8 @@ def test_missing_required_argument():
 
 
 def test_each_parameter_error_says_its_subtype_rule_and_evidence():
-    """The kinds BFCL's checker tells apart are told apart here, each with the rule and the values it compared."""
+    """The kinds BFCL's checker tells apart are told apart here, each with the rule and the
+    values it compared."""
     schema = {
         "type": "object",
         "additionalProperties": False,
@@ -219,7 +220,7 @@ def test_schema_errors_per_call_are_capped():
     assert "20 more schema violation(s)" in found[-1].description
 
 
-# -- repeated_failure -------------------------------------------------------------------------------------------
+# -- repeated_failure ----------------------------------------------------------------------------------------
 def fail(name, **args):
     return ToolCall(name, args, status="error", error="UnknownCityError: Unknown city")
 
@@ -274,7 +275,7 @@ def test_two_separate_streaks():
     assert [f.call_indices for f in detect_repeated_failures(calls)] == [(0, 1), (2, 3)]
 
 
-# -- all together ---------------------------------------------------------------------------------------------
+# -- all together --------------------------------------------------------------------------------------------
 def test_detect_orders_findings_and_filters_types():
     calls = [
         fail("get_weather", city="X"),
@@ -349,7 +350,7 @@ def test_real_runs_from_the_fixture_manifest(fixture):
     assert [f.call_indices for f in detect_repeated_failures(doubled)] == expected
 
 
-# -- the fast path never says "valid" where jsonschema would not ---------------------------------------------------
+# -- the fast path never says "valid" where jsonschema would not ---------------------------------------------
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -1,5 +1,6 @@
 """Failures repeated under other arguments, errors whose named argument is passed again, and successes claimed
-for actions that failed: on hand-made calls, and on real fixture runs with their answer or an argument changed."""
+for actions that failed: on hand-made calls, and on real fixture runs with their answer or
+an argument changed."""
 
 from __future__ import annotations
 
@@ -100,8 +101,8 @@ def _run(name: str) -> Any:
 
 
 def test_real_error_runs_are_clean_and_their_mutations_are_found() -> None:
-    """A real run whose tool failed and whose answer admits it: nothing; the same run with a claim of success in
-    its answer, or with the failing value passed again: found."""
+    """A real run whose tool failed and whose answer admits it: nothing; the same run with a claim of success
+    in its answer, or with the failing value passed again: found."""
     run = _run("langchain__openinference__error")  # get_weather(Atlantis) fails, then get_weather(Athens)
     assert run.output and detect(run.tool_calls, answer=run.output) == []
     rules = parse_tool_rules([{"name": "get_weather", "claims": r"(?i)\batlantis is \d+C\b"}])

@@ -1,5 +1,5 @@
-"""Provenance: an id an argument uses must have appeared before the call; first seen in a later call's result is a
-sequence error."""
+"""Provenance: an id an argument uses must have appeared before the call; first seen in a later call's result
+is a sequence error."""
 
 from __future__ import annotations
 
@@ -65,13 +65,15 @@ def test_an_id_found_nowhere_is_an_ungrounded_argument() -> None:
         "system_prompt_recorded": True,
     }
     assert not finding.uncertain
-    # where the system prompt was not recorded, the id may be there: the finding is one the rule is not sure of
+    # where the system prompt was not recorded, the id may be there: the finding is one the
+    # rule is not sure of
     (unsure,) = detect(
         [listed, made_up], types=[SEQUENCE_ERROR], user_input="Where is my latest order?", system_prompt=None
     )
     assert unsure.uncertain
     question = "Where is my latest order?"
-    # grounded by the input, by an earlier result, or by the tool's own definition (an example in its description)
+    # grounded by the input, by an earlier result, or by the tool's own definition (an example
+    # in its description)
     assert detect([listed, made_up], types=[SEQUENCE_ERROR], user_input="Is ORD-7777 shipped?") == []
     real = ToolCall("get_order", {"order_id": "ORD-9931"}, output={"status": "shipped"})
     assert detect([listed, real], types=[SEQUENCE_ERROR], user_input=question) == []
@@ -90,8 +92,8 @@ def test_an_id_found_nowhere_is_an_ungrounded_argument() -> None:
 
 
 def test_a_real_run_with_an_argument_changed() -> None:
-    """A real sequence of calls (flight search, weather, hotel booking): clean as recorded; an argument changed
-    to the booking's id (its result, made later) or to an id found nowhere is a sequence error."""
+    """A real sequence of calls (flight search, weather, hotel booking): clean as recorded; an argument
+    changed to the booking's id (its result, made later) or to an id found nowhere is a sequence error."""
     from agentotel_eval.reconstruct import reconstruct
     from tests.support.fixture_traces import fixtures
 

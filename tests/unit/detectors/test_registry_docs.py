@@ -1,5 +1,5 @@
-"""docs/judge.md lists the detectors' rules as the registry declares them: a rule added, renamed or changed without
-its line in the docs fails here."""
+"""docs/judge.md lists the detectors' rules as the registry declares them: a rule added, renamed or changed
+without its line in the docs fails here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Results nothing used: reported as low-severity observations apart from the findings, never in the verdict."""
+"""Results nothing used: reported as low-severity observations apart from the findings,
+never in the verdict."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The rules that read what runs say, each on the case it is for and on the cases that look like it but are not."""
+"""The rules that read what runs say, each on the case it is for and on the cases that look
+like it but are not."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ ATLANTIS = _failed("get_weather", "Unknown city: Atlantis", city="Atlantis")
 ATHENS = ToolCall("get_weather", {"city": "Athens"}, output="Athens: 29C sunny", status="ok")
 
 
-# -- error_handling: false success for every tool ----------------------------------------------------------------
+# -- error_handling: false success for every tool ------------------------------------------------------------
 @pytest.mark.parametrize(
     "answer",
     [
@@ -81,7 +82,7 @@ def test_a_later_success_for_the_same_thing_is_no_false_success() -> None:
     assert detect(retried, answer="Athens is 29C and sunny.", user_input="Weather in Athens?") == []
 
 
-# -- result_ignored: an answer that contradicts a result ---------------------------------------------------------
+# -- result_ignored: an answer that contradicts a result -----------------------------------------------------
 @pytest.mark.parametrize(
     ("answer", "found"),
     [
@@ -124,7 +125,7 @@ def test_codes_dates_and_statuses_are_compared_by_what_they_mean() -> None:
     assert detect([order], answer="Order W1 was cancelled.", user_input="Is W1 ok?") == []
 
 
-# -- sequence_error: values that appear nowhere ------------------------------------------------------------------
+# -- sequence_error: values that appear nowhere --------------------------------------------------------------
 def _args(**args) -> list[ToolCall]:
     return [ToolCall("search", args, output="ok", status="ok")]
 
@@ -216,7 +217,7 @@ def test_where_the_rule_cannot_be_sure_the_finding_is_uncertain() -> None:
     assert log["detected"] and log["uncertain"] and log["detectors"][0]["uncertain"]
 
 
-# -- repeated_failure: the same call written differently ---------------------------------------------------------
+# -- repeated_failure: the same call written differently -----------------------------------------------------
 def test_a_failing_call_retried_with_an_equivalent_argument_is_repeated() -> None:
     for again in ("PARIS", " paris ", "Paris."):
         calls = [_failed("get_weather", city="Paris"), _failed("get_weather", city=again)]
@@ -226,7 +227,7 @@ def test_a_failing_call_retried_with_an_equivalent_argument_is_repeated() -> Non
     assert detect([_failed("get_weather", city="Paris"), _failed("get_weather", city="Rome")]) == []
 
 
-# -- what real traces showed --------------------------------------------------------------------------------------
+# -- what real traces showed ---------------------------------------------------------------------------------
 def test_a_tool_offered_through_the_system_prompt_is_not_invalid() -> None:
     calls = [ToolCall("weather_agent", {"task": "Cairo?"}, output="35C", status="ok")]
     assert _kinds(detect(calls, ["final_answer"], system_prompt="")) == [("invalid_function", "not_offered")]
@@ -292,7 +293,7 @@ def test_a_schema_the_exporter_cut_short_says_it_could_not_be_checked() -> None:
     assert any("cut short by the exporter" in n for n in could_not_run(calls, [cut]))
 
 
-# -- one home ------------------------------------------------------------------------------------------------------
+# -- one home ------------------------------------------------------------------------------------------------
 def test_every_rule_is_declared_once_and_covers_a_type() -> None:
     assert len(BY_NAME) == len(RULES) and {r.type for r in RULES} == set(ERROR_TYPES)
     assert subtypes()["error_handling"] == ("false_success", "claimed_not_called")

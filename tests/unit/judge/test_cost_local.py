@@ -1,4 +1,5 @@
-"""A judge model on a local api_base costs nothing unless priced; litellm's name-based price is for the rest."""
+"""A judge model on a local api_base costs nothing unless priced; litellm's name-based
+price is for the rest."""
 
 import asyncio
 from types import SimpleNamespace

@@ -37,7 +37,10 @@ def test_tolerated_shapes(text):
 
 
 def test_single_quotes_and_python_literals_are_repaired_safely():
-    text = "{'detected': True, 'confidence': 0.5, 'reason': 'the tool\\'s \"result\" was ignored', 'errors': None}"
+    text = (
+        "{'detected': True, 'confidence': 0.5, 'reason': 'the tool\\'s \"result\" was "
+        "ignored', 'errors': None}"
+    )
     assert verdict(text) == {
         "detected": True,
         "confidence": 0.5,

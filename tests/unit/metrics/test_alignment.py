@@ -1,5 +1,5 @@
-"""The expected-against-called timeline: each call placed once, in its row's order, with the marks the ordering
-score is made of."""
+"""The expected-against-called timeline: each call placed once, in its row's order, with the marks the
+ordering score is made of."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from agentotel_eval.metrics import matching
 from agentotel_eval.test_case import ToolCall
 
-# --- value equality and parameter similarity ------------------------------------------------------------------
+# --- value equality and parameter similarity ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def test_call_key_equality_follows_considered_fields():
     )
 
 
-# --- default mode ---------------------------------------------------------------------------------------------
+# --- default mode -------------------------------------------------------------------------------------------
 
 
 def test_multiset_match_pairs_occurrences_in_order():
@@ -171,7 +171,8 @@ def test_hungarian_beats_greedy_on_the_classic_trap():
 def test_weighted_match_is_not_greedy():
     expected = [ToolCall("search", {"q": "paris", "n": 1}), ToolCall("search", {"q": "rome", "n": 2})]
     called = [ToolCall("search", {"q": "paris", "n": 2}), ToolCall("search", {"q": "lyon", "n": 1})]
-    # expected[0] likes called[0] (q) and called[1] (n) equally: 0.5 each; expected[1] only called[0] (n): 0.5.
+    # expected[0] likes called[0] (q) and called[1] (n) equally: 0.5 each; expected[1] only
+    # called[0] (n): 0.5.
     pairs = matching.weighted_match(expected, called, input_parameters=True, output=False)
     assert matching.total_weight(pairs) == pytest.approx(1.0)
     assert sorted((i, j) for i, j, _ in pairs) == [(0, 1), (1, 0)]
@@ -184,7 +185,7 @@ def test_weighted_match_keeps_zero_weight_same_name_pairs_and_skips_other_names(
     assert pairs == [(0, 0, 0.0)]
 
 
-# --- ordering mode --------------------------------------------------------------------------------------------
+# --- ordering mode ------------------------------------------------------------------------------------------
 
 
 def _brute_common_subsequence(weight, n, m):

@@ -104,8 +104,12 @@ def test_000_usage_runs_as_documented():
 def test_002_usage_runs_as_documented():
     code = _usage_code(DOC_002, "Usage Example", None)
     imports = {
-        "from agensight.eval.metrics import MultimodalToolCorrectnessMetric": "from agentotel_eval.metrics.multimodal_tool_correctness import MultimodalToolCorrectnessMetric",
-        "from agensight.eval.test_case import ModelTestCase, ToolCall": "from agentotel_eval.test_case import ModelTestCase, ToolCall",
+        "from agensight.eval.metrics import MultimodalToolCorrectnessMetric": (
+            "from agentotel_eval.metrics.multimodal_tool_correctness import MultimodalToolCorrectnessMetric"
+        ),
+        "from agensight.eval.test_case import ModelTestCase, ToolCall": (
+            "from agentotel_eval.test_case import ModelTestCase, ToolCall"
+        ),
         "from agensight.eval.test_case import MLLMImage": "from agentotel_eval.test_case import MLLMImage",
     }
     for theirs, ours in imports.items():

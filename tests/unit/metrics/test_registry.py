@@ -95,7 +95,8 @@ def test_every_metric_class_is_declared() -> None:
 
 @pytest.mark.parametrize("name", list(METRICS))
 def test_every_mode_of_a_declared_class_is_declared(name: str) -> None:
-    """Each combination of the switches that make a declared metric names a declared metric of the same class."""
+    """Each combination of the switches that make a declared metric names a declared
+    metric of the same class."""
     declaration = METRICS[name]
     switches = [key for key, value in declaration.arguments.items() if isinstance(value, bool)]
     for values in itertools.product((False, True), repeat=len(switches)):
@@ -149,7 +150,7 @@ def test_eval_options_pick_the_declared_mode_and_pass_on_the_rest() -> None:
         build_metrics(["multimodal_tool_correctness"], MetricOptions())
 
 
-# --- nothing bypasses the registry ----------------------------------------------------------------------------
+# --- nothing bypasses the registry --------------------------------------------------------------------------
 
 
 def _sources() -> list[tuple[Path, ast.Module]]:
@@ -185,9 +186,9 @@ _SQL_NAME = re.compile(
 
 
 def test_no_module_tells_metrics_apart_by_a_name_of_its_own() -> None:
-    """``metric == "trajectory"``, ``metric.startswith("tool_errors")``, ``("tool_correctness",)``, ``metric IN
-    ('tool_errors')`` in SQL: each would miss a renamed or added metric; the declarations' names are the ones to
-    use."""
+    """``metric == "trajectory"``, ``metric.startswith("tool_errors")``, ``("tool_correctness",)``, ``metric
+    IN ('tool_errors')`` in SQL: each would miss a renamed or added metric; the declarations' names are the
+    ones to use."""
     found = []
     for path, tree in _sources():
         where = path.relative_to(PACKAGE.parent)

@@ -30,7 +30,7 @@ def score(expected, called, **kwargs):
     return ToolCorrectnessMetric(**kwargs).measure(case(expected, called)).score
 
 
-# --- the issue's semantics ------------------------------------------------------------------------------------
+# --- the issue's semantics ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def test_unknown_evaluation_param_is_a_clear_error():
         ToolCorrectnessMetric(evaluation_params=["arguments"])
 
 
-# --- evaluation params ----------------------------------------------------------------------------------------
+# --- evaluation params --------------------------------------------------------------------------------------
 
 
 SEARCH_PARIS = ToolCall("search", {"city": "Paris", "stars": 4}, output="3 hotels")
@@ -260,7 +260,7 @@ def test_exact_match_with_params_needs_equal_fields():
     assert score(expected, called, exact_match=True) == 1.0  # names alone still match
 
 
-# --- reasons and logs -----------------------------------------------------------------------------------------
+# --- reasons and logs ---------------------------------------------------------------------------------------
 
 
 def test_reason_names_missing_calls_with_multiplicity_and_extra_calls():
@@ -358,7 +358,7 @@ def test_default_log_lists_pairs_by_index():
     assert log["matched_weight"] == 2.0 and log["mode"] == "default"
 
 
-# --- test cases of every kind ---------------------------------------------------------------------------------
+# --- test cases of every kind -------------------------------------------------------------------------------
 
 
 def test_missing_expectation_is_skipped_not_scored_zero():
@@ -416,7 +416,7 @@ def test_equal_calls_are_distinct_calls():
     )
 
 
-# --- the instance: reuse, threads, async, compatibility -------------------------------------------------------
+# --- the instance: reuse, threads, async, compatibility -----------------------------------------------------
 
 
 def test_measure_returns_a_result_and_sets_compat_attributes():
@@ -470,7 +470,7 @@ def test_deterministic_metrics_never_import_litellm():
     assert out.stdout.strip() == "False"
 
 
-# --- properties -----------------------------------------------------------------------------------------------
+# --- properties ---------------------------------------------------------------------------------------------
 
 names_st = st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=6)
 calls_st = st.lists(
@@ -541,8 +541,9 @@ def test_reason_agrees_with_score(expected, called):
 
 
 def test_repeated_measures_are_equal_and_results_are_read_only():
-    """A metric keeps no state a result depends on: the same case scores the same, on this instance and on a new
-    one. Results may be shared between equal cases, so their logs refuse changes, to the last nested list."""
+    """A metric keeps no state a result depends on: the same case scores the same, on this instance and on a
+    new one. Results may be shared between equal cases, so their logs refuse changes, to
+    the last nested list."""
     metric = ToolCorrectnessMetric(check_ordering=True)
     c = case(["a", "b", "c"], ["b", "a"])
     first = metric.measure(c)
@@ -560,7 +561,8 @@ def test_repeated_measures_are_equal_and_results_are_read_only():
 
 
 def test_evaluation_params_results_are_scored_each_time():
-    """With evaluation params the arguments count, so two cases with equal names are never given one result."""
+    """With evaluation params the arguments count, so two cases with equal names are
+    never given one result."""
     metric = ToolCorrectnessMetric(evaluation_params=["input_parameters"])
     same = metric.measure(case([ToolCall("a", {"x": 1})], [ToolCall("a", {"x": 1})]))
     other = metric.measure(case([ToolCall("a", {"x": 1})], [ToolCall("a", {"x": 2})]))

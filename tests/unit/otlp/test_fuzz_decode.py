@@ -1,16 +1,18 @@
-"""Fuzzing the OTLP decoder: whatever the body, ``decode`` returns ``Decoded`` or raises ``DecodeError`` (with a
-message), and what it returns is what the store can take: ids of the right size in lowercase hex, times within
-int64, every limit kept, rows and assembler marks built without an error (the decode worker's next steps).
+"""Fuzzing the OTLP decoder: whatever the body, ``decode`` returns ``Decoded`` or raises ``DecodeError`` (with
+a message), and what it returns is what the store can take: ids of the right size in lowercase hex, times
+within int64, every limit kept, rows and assembler marks built without an error (the decode
+worker's next steps).
 
-The request bodies before them get the same treatment: ``inflate`` answers with the body (never more than the limit)
-or a ``BadRequest``, ``PayloadTooLarge`` or ``UnsupportedMediaType``. (The HTTP framing around them, Content-Length
-and chunked bodies, is fuzzed against a running collector in ``tests/integration/collector/receive/test_fuzz.py``.)
+The request bodies before them get the same treatment: ``inflate`` answers with the body (never more than the
+limit) or a ``BadRequest``, ``PayloadTooLarge`` or ``UnsupportedMediaType``. (The HTTP framing around them,
+Content-Length and chunked bodies, is fuzzed against a running collector in
+``tests/integration/collector/receive/test_fuzz.py``.)
 
-Inputs: random bytes and JSON; real fixture bodies mutated (bits flipped, bytes inserted or deleted, cut at every
-offset, chunks duplicated, JSON values swapped for hostile ones); requests built field by field with hostile values;
-and hand-picked cases (ids of each wrong size, absurd times, invalid UTF-8, lone surrogates, deep nesting, 50,000
-attributes, long strings, duplicate keys, empty and unknown parts). Every hypothesis test is derandomized, bounded
-and writes no example database, so each run tries the same examples.
+Inputs: random bytes and JSON; real fixture bodies mutated (bits flipped, bytes inserted or deleted, cut at
+every offset, chunks duplicated, JSON values swapped for hostile ones); requests built field by field with
+hostile values; and hand-picked cases (ids of each wrong size, absurd times, invalid UTF-8, lone surrogates,
+deep nesting, 50,000 attributes, long strings, duplicate keys, empty and unknown parts). Every hypothesis test
+is derandomized, bounded and writes no example database, so each run tries the same examples.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def fuzz(max_examples: int) -> settings:
     )
 
 
-# ---- what every outcome must satisfy ----------------------------------------------------------------------------
+# ---- what every outcome must satisfy -----------------------------------------------------------------------
 
 
 def _is_id(value: Any, nbytes: int) -> bool:
@@ -165,8 +167,8 @@ def _check_log(record: Any, limits: Limits) -> None:
 
 
 def outcome(signal: str, encoding: str, body: bytes, limits: Limits = DEFAULT_LIMITS) -> Decoded | None:
-    """The decoded request, checked, or None when it was refused with a ``DecodeError``; any other exception fails
-    the test. The records are turned into rows and marks as the decode worker does next."""
+    """The decoded request, checked, or None when it was refused with a ``DecodeError``; any other exception
+    fails the test. The records are turned into rows and marks as the decode worker does next."""
     try:
         decoded = decode(signal, encoding, body, limits)
     except DecodeError as exc:
@@ -192,7 +194,7 @@ def outcome(signal: str, encoding: str, body: bytes, limits: Limits = DEFAULT_LI
     return decoded
 
 
-# ---- building requests ------------------------------------------------------------------------------------------
+# ---- building requests -------------------------------------------------------------------------------------
 
 
 def _varint(value: int) -> bytes:
@@ -283,7 +285,7 @@ def set_any(target: AnyValue, value: Any) -> None:
             set_any(target.array_value.values.add(), item)
 
 
-# ---- random bytes and random JSON -------------------------------------------------------------------------------
+# ---- random bytes and random JSON --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -343,12 +345,13 @@ def test_random_json_text(text: str) -> None:
         outcome(signal, "json", text.encode())
 
 
-# ---- mutated real bodies ----------------------------------------------------------------------------------------
+# ---- mutated real bodies -----------------------------------------------------------------------------------
 
 
 @cache
 def small_bodies() -> tuple[tuple[str, str, str, bytes], ...]:
-    """(fixture, signal, encoding, body) of the recorded fixtures up to 16 KB: mutations of each stay cheap."""
+    """(fixture, signal, encoding, body) of the recorded fixtures up to 16 KB: mutations
+    of each stay cheap."""
     out = []
     for fixture in fixtures():
         for encoding in ENCODINGS:
@@ -385,8 +388,8 @@ JSON_TOKENS = (
 
 @st.composite
 def mutated(draw: st.DrawFn, body: bytes, encoding: str) -> bytes:
-    """``body`` with one to four mutations: a bit flipped, bytes inserted (random, or JSON tokens in JSON), a range
-    deleted, the end cut off, a chunk duplicated, a byte set to a boundary value."""
+    """``body`` with one to four mutations: a bit flipped, bytes inserted (random, or JSON tokens in JSON), a
+    range deleted, the end cut off, a chunk duplicated, a byte set to a boundary value."""
     data = bytearray(body)
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(data)))
@@ -484,14 +487,15 @@ def test_real_json_bodies_with_a_value_swapped_for_a_hostile_one(signal: str, da
     outcome(signal, "json", json.dumps(swap_hostile(data, json.loads(body))).encode())
 
 
-# ---- requests built field by field ------------------------------------------------------------------------------
+# ---- requests built field by field -------------------------------------------------------------------------
 
 
 def sometimes(
     valid: st.SearchStrategy[Any], hostile: st.SearchStrategy[Any] = HOSTILE
 ) -> st.SearchStrategy[Any]:
-    """Mostly ``valid``, about one time in ten ``hostile``, so most requests get deep into the decoder (hypothesis
-    draws 0 far more often than other integers: 0 is the valid side, and what a failure shrinks towards)."""
+    """Mostly ``valid``, about one time in ten ``hostile``, so most requests get deep into the decoder
+    (hypothesis draws 0 far more often than other integers: 0 is the valid side, and what a
+    failure shrinks towards)."""
     return st.integers(0, 7).flatmap(lambda i: hostile if i == 4 else valid)
 
 
@@ -539,8 +543,8 @@ ATTRIBUTES = st.lists(st.tuples(TEXT, PLAIN_VALUES), max_size=6)
 
 @st.composite
 def pb_trace_request(draw: st.DrawFn) -> tuple[bytes, int]:
-    """A protobuf trace request with random ids, times, attributes, events and links, and unknown fields appended
-    at random; and how many spans it holds."""
+    """A protobuf trace request with random ids, times, attributes, events and links, and unknown fields
+    appended at random; and how many spans it holds."""
     request = ExportTraceServiceRequest()
     count = 0
     for _ in range(draw(st.integers(0, 2))):
@@ -737,8 +741,8 @@ JSON_LOG = json_fields(
 
 @st.composite
 def json_request(draw: st.DrawFn, signal: str) -> tuple[bytes, int]:
-    """A valid OTLP/JSON request but for records it must reject (ids, times, flags, severities out of range), and
-    how many records it holds."""
+    """A valid OTLP/JSON request but for records it must reject (ids, times, flags, severities out of range),
+    and how many records it holds."""
     top, scopes, records, record = (
         ("resourceSpans", "scopeSpans", "spans", JSON_SPAN)
         if signal == "traces"
@@ -766,8 +770,8 @@ def json_request(draw: st.DrawFn, signal: str) -> tuple[bytes, int]:
 @fuzz(100)
 @given(data=st.data())
 def test_json_requests_built_field_by_field(signal: str, data: st.DataObject) -> None:
-    """Each request decodes with every record kept or rejected; then with values swapped for hostile ones, it is
-    still decoded or refused."""
+    """Each request decodes with every record kept or rejected; then with values swapped for hostile ones, it
+    is still decoded or refused."""
     body, count = data.draw(json_request(signal))
     limits = data.draw(ANY_LIMITS)
     per_request = limits.max_spans_per_request if signal == "traces" else limits.max_log_records_per_request
@@ -775,7 +779,7 @@ def test_json_requests_built_field_by_field(signal: str, data: st.DataObject) ->
     outcome(signal, "json", json.dumps(swap_hostile(data, json.loads(body))).encode(), limits)
 
 
-# ---- hostile content, case by case ------------------------------------------------------------------------------
+# ---- hostile content, case by case -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("size", WRONG_ID_SIZES)
@@ -928,7 +932,8 @@ def test_json_times_absurd_or_not_numbers(signal: str, time: Any, expected: str)
     "where", ["kind", "startTimeUnixNano", "flags", "intValue", "doubleValue", "stringValue", "status"]
 )
 def test_json_numbers_python_cannot_hold(where: str, literal: bytes) -> None:
-    """Number literals past int()'s digit limit, past float range, or non-finite: refused or kept, never a crash."""
+    """Number literals past int()'s digit limit, past float range, or non-finite: refused or
+    kept, never a crash."""
     span = json.dumps(
         json_span(
             attributes=[{"key": "a", "value": {where: "@"}}] if where.endswith("Value") else [],
@@ -1075,8 +1080,9 @@ def _pb_nested(depth: int, container: int) -> bytes:
     ],
 )
 def test_protobuf_values_nested_deep(container: int, depth: int, expected: str) -> None:
-    """Within the depth limit: kept; past it: the marker; past the protobuf parser's own depth (100 messages; an
-    array level is two, a key/value list level three, the request around the value six): refused, never a crash."""
+    """Within the depth limit: kept; past it: the marker; past the protobuf parser's own depth (100 messages;
+    an array level is two, a key/value list level three, the request around the value six):
+    refused, never a crash."""
     value = _pb_nested(depth, container)
     decoded = outcome("traces", "protobuf", pb_traces(pb_span(pb_bytes(9, pb_attribute(b"x", value)))))
     if expected == "refused":
@@ -1267,7 +1273,8 @@ def test_unknown_fields_are_ignored() -> None:
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("signal", SIGNALS)
 def test_the_generated_requests_reach_the_decoder(signal: str, encoding: str) -> None:
-    """Guards the generators above: of what they build, some decodes to records and some has records rejected."""
+    """Guards the generators above: of what they build, some decodes to records and some
+    has records rejected."""
     strategy = (
         json_request(signal)
         if encoding == "json"
@@ -1327,7 +1334,8 @@ def test_inflate_random_and_mutated_bodies(data: st.DataObject, encoding: str) -
     cut=st.integers(0, 64),
 )
 def test_inflate_concatenated_gzip_members(parts: list[bytes], padding: int, cut: int) -> None:
-    """Members are inflated one after the other, zeros after the last are padding; past the limit is refused."""
+    """Members are inflated one after the other, zeros after the last are padding; past
+    the limit is refused."""
     body = b"".join(gzip.compress(p) for p in parts) + bytes(padding)
     whole = b"".join(parts)
     out = body_outcome(lambda: inflate(body, "gzip", BODY_LIMIT))

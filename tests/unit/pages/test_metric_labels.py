@@ -1,6 +1,6 @@
 """Every score the pages show says what it is and which way is good: the metric's label (no abbreviation), its
-direction, what it measures; the runs table's chips and the run page's evaluations use them, and the span tree shows
-what a span does as the conventions say it."""
+direction, what it measures; the runs table's chips and the run page's evaluations use them, and the span tree
+shows what a span does as the conventions say it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The run page's verdict beside the agent's name, and the pass condition of each evaluation row: a run whose tool
-failed while its answer claimed success has an ``ok`` span, and must not look green."""
+"""The run page's verdict beside the agent's name, and the pass condition of each evaluation row: a run whose
+tool failed while its answer claimed success has an ``ok`` span, and must not look green."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The pages' Jinja2 environment: every template compiles, escapes what it prints, refuses a name it does not
-know, and drops its layout's line breaks; the sign-in page's inline stylesheet is the one its policy allows."""
+know, and drops its layout's line breaks; the sign-in page's inline stylesheet is the
+one its policy allows."""
 
 from __future__ import annotations
 

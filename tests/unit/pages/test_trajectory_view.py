@@ -1,4 +1,5 @@
-"""The run page's trajectory section, from details a real scoring wrote: what each step shows, and the markup."""
+"""The run page's trajectory section, from details a real scoring wrote: what each step
+shows, and the markup."""
 
 from __future__ import annotations
 

@@ -134,7 +134,8 @@ def test_parse_json_leaves_plain_text_alone():
 @pytest.mark.parametrize(
     ("recorded", "content", "status", "call_id"),
     [
-        # OpenInference LangChain: ToolMessage dump; handle_tool_error gives status OK + ToolMessage status error
+        # OpenInference LangChain: ToolMessage dump; handle_tool_error gives status OK +
+        # ToolMessage status error
         (
             {"type": "tool", "data": {"content": "Unknown city", "tool_call_id": "c1", "status": "error"}},
             "Unknown city",

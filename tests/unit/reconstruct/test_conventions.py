@@ -21,7 +21,7 @@ def oi_tool(name: str, start: int, end: int, parent: SpanRecord, **attrs) -> Spa
     return span(name, start, end, parent, attrs={sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name, **attrs})
 
 
-# -- plumbing, only under the framework that defines it ---------------------------------------------------------
+# -- plumbing, only under the framework that defines it ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_a_handoff_the_model_asked_for_is_not_a_call_of_an_openai_agents_run():
     assert plain.tools_called == ["transfer_to_billing"] and plain.handoffs == ()
 
 
-# -- values that are not values ---------------------------------------------------------------------------------
+# -- values that are not values ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("value", ["__REDACTED__", "<redacted>", "[REDACTED]"])
@@ -174,7 +174,7 @@ def test_tool_call_reprs_are_read_never_evaluated():
     assert parse_call_repr("AgentInput(input=[])") is None
 
 
-# -- every failure signal ---------------------------------------------------------------------------------------
+# -- every failure signal ------------------------------------------------------------------------------------
 
 
 def _status(spans, logs=()):
@@ -343,7 +343,7 @@ def test_a_copied_error_status_does_not_override_a_recorded_result():
     assert [c.status for c in one([root, failed, fine]).tool_calls] == ["error", "ok"]
 
 
-# -- evidence in other places -----------------------------------------------------------------------------------
+# -- evidence in other places --------------------------------------------------------------------------------
 
 
 def test_event_logs_recorded_on_the_parent_span_go_to_their_llm_call():
@@ -393,7 +393,7 @@ def test_a_finish_reason_alone_makes_a_run_that_says_its_calls_were_not_recorded
     assert run.tool_calls == () and "calls_not_recorded" in run.diagnostics
 
 
-# -- declared conventions ---------------------------------------------------------------------------------------
+# -- declared conventions ------------------------------------------------------------------------------------
 
 ACME = [
     {
@@ -516,8 +516,8 @@ def test_a_bad_rule_is_refused_with_its_name(rule, message):
 
 
 def test_an_agent_called_as_a_tool_with_no_tool_span_is_a_call_its_nested_run_executed():
-    """smolagents' managed agents: the model calls the agent by name; the framework runs it as a nested AGENT span,
-    with no TOOL span for the call."""
+    """smolagents' managed agents: the model calls the agent by name; the framework runs it as a nested AGENT
+    span, with no TOOL span for the call."""
     root = span("travel_agent.run", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
     ask = chat(1, 10, root, calls=[("weather_assistant", '{"task": "Cairo?"}', "c1")])
     sub = span(

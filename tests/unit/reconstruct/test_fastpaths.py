@@ -36,7 +36,8 @@ TAILS = (
 
 
 def test_error_text_shortcut_agrees_with_the_pattern_for_every_first_character():
-    # every code point of the Basic Multilingual Plane plus some astral ones, in front of each error phrase's tail
+    # every code point of the Basic Multilingual Plane plus some astral ones, in front of each
+    # error phrase's tail
     for code in [*range(0x3000), *range(0xFF00, 0xFFFF), 0x1F600, 0x10FFFF]:
         for tail in TAILS:
             text = chr(code) + tail
@@ -151,7 +152,8 @@ def test_openinference_messages_nested_lists_start_at_zero():
         f"{p}.0.message.contents.1.message_content.text": "ignored",
         f"{p}.0.message.tool_calls.1.tool_call.function.name": "ignored",
         f"{p}.1.message.role": "assistant",
-        f"{p}.1.message.contents.0.message_content.type": "image",  # a block with no text still continues the list
+        # a block with no text still continues the list
+        f"{p}.1.message.contents.0.message_content.type": "image",
         f"{p}.1.message.contents.1.message_content.text": "second block",
         f"{p}.1.message.tool_calls.0.tool_call.id": "c1",  # no name: skipped, but the list goes on
         f"{p}.1.message.tool_calls.1.tool_call.function.name": "get_weather",
@@ -312,8 +314,8 @@ _MARKER_VALUES = (
     )
 )
 def test_roles_looked_up_by_their_markers_are_the_rules(attrs):
-    """The memo answers a span as the rules answer it alone: were a marker the rules read missing from its key, a
-    span remembered before with the same key and another role would answer for this one."""
+    """The memo answers a span as the rules answer it alone: were a marker the rules read missing from its
+    key, a span remembered before with the same key and another role would answer for this one."""
     from agentotel_eval.reconstruct import spans as module
 
     span = SpanRecord(T, "1" * 16, None, "s", 1, 0, 1, attributes=attrs)

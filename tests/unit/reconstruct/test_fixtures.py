@@ -19,9 +19,9 @@ FIXTURES = fixtures()
 ENCODINGS = ("protobuf", "json")
 
 # Families whose captures hold no message content at all: ADK's default conventions, instrumentations with
-# content capture off (AutoGen's built-in tracing, Semantic Kernel without sensitive diagnostics, Haystack without
-# content tracing, the Vercel AI SDK with recordInputs/recordOutputs off), the Anthropic SDK's metadata-only mode,
-# OpenInference with hidden inputs and outputs.
+# content capture off (AutoGen's built-in tracing, Semantic Kernel without sensitive diagnostics, Haystack
+# without content tracing, the Vercel AI SDK with recordInputs/recordOutputs off), the Anthropic SDK's
+# metadata-only mode, OpenInference with hidden inputs and outputs.
 NO_CONTENT = (
     "google-adk__default__",
     "autogen__builtin__",
@@ -40,12 +40,13 @@ NO_CONTENT = (
 # holds the agent and its tools, not the task).
 NO_USER_INPUT = (*NO_CONTENT, "crewai__openinference__")
 # Families that never record the model's final answer on any span (OpenLLMetry openai-agents keeps only the
-# input messages of each openai.response span; Langtrace over a streamed loop records the streamed answer as "").
+# input messages of each openai.response span; Langtrace over a streamed loop records the
+# streamed answer as "").
 NO_FINAL_ANSWER = (*NO_CONTENT, "openai-agents__traceloop__", "raw-openai__langtrace-raw-stream__")
-# Families whose LLM and run spans carry no tool definitions (OpenInference openai-agents and AutoGen; openai-v2
-# without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a user-message
-# event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on the agent's input;
-# OpenInference's Haystack agent step, whose input names no tools).
+# Families whose LLM and run spans carry no tool definitions (OpenInference openai-agents and AutoGen;
+# openai-v2 without content; the Anthropic SDK's own spans; OpenLLMetry's event mode, which puts them in a
+# user-message event; LlamaIndex, whose LLM spans do not record them; CrewAI's OpenInference wrappers, only on
+# the agent's input; OpenInference's Haystack agent step, whose input names no tools).
 NO_DEFINITIONS = (
     "openai-agents__openinference__",
     "openai-agents-mcp__openinference__",
@@ -62,9 +63,10 @@ NO_DEFINITIONS = (
     "haystack__openinference-pipeline__",
     *NO_CONTENT,
 )
-# Families with no LLM span at all: AutoGen's built-in tracing, LlamaIndex's own OpenTelemetry (dispatcher spans
-# with no GenAI attributes), CrewAI's OpenInference wrappers (the LLM call is not wrapped), OpenInference's Haystack
-# instrumentor around an agent run on its own (one step holding the conversation): no call has a requesting LLM turn.
+# Families with no LLM span at all: AutoGen's built-in tracing, LlamaIndex's own OpenTelemetry (dispatcher
+# spans with no GenAI attributes), CrewAI's OpenInference wrappers (the LLM call is not wrapped),
+# OpenInference's Haystack instrumentor around an agent run on its own (one step holding the conversation): no
+# call has a requesting LLM turn.
 NO_LLM_SPANS = (
     "autogen__builtin__",
     "llama-index__otel__",
@@ -139,8 +141,8 @@ def test_protobuf_and_json_give_the_same_runs(fixture: Fixture):
     assert _replay(fixture, "protobuf") == _replay(fixture, "json")
 
 
-# Captures of an application that called a model without tools on record (none offered, none asked for: OpenLIT
-# with content off records no definitions): nothing says an agent ran, so there is no run to score.
+# Captures of an application that called a model without tools on record (none offered, none asked for:
+# OpenLIT with content off records no definitions): nothing says an agent ran, so there is no run to score.
 NO_AGENT_EVIDENCE = ("raw-openai__openlit-raw-nocontent__no_tool",)
 
 

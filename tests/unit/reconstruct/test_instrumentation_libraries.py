@@ -1,7 +1,7 @@
-"""Readers of the instrumentation libraries' conventions, on small hand-built traces shaped as each library writes
-them: MLflow's span types and JSON-encoded values, LangSmith's prompt/completion on tool spans, Langtrace's tool
-calls inside message content, OpenLIT's per-step agent spans, content-off tool attributes and root-only failures.
-The recorded traces of each are checked against their ground truth in test_fixtures."""
+"""Readers of the instrumentation libraries' conventions, on small hand-built traces shaped as each library
+writes them: MLflow's span types and JSON-encoded values, LangSmith's prompt/completion on tool spans,
+Langtrace's tool calls inside message content, OpenLIT's per-step agent spans, content-off tool attributes and
+root-only failures. The recorded traces of each are checked against their ground truth in test_fixtures."""
 
 from __future__ import annotations
 
@@ -244,9 +244,9 @@ def test_openlit_step_spans_are_one_run_and_a_fresh_failure_id_still_finds_its_r
 
 @pytest.mark.parametrize("tool_name", ["get_weather", "lookup_city_forecast"])
 def test_openlit_without_content_a_failed_call_takes_its_arguments_from_the_request(tool_name):
-    """Content off: the failed tool span has a fresh UUID and no arguments; the model's request recorded both the
-    model's id and the arguments (OpenLIT's comma-joined attributes). Parallel calls of one tool: the one that ran
-    under its own id is matched by it, the failure takes the request no execution answered."""
+    """Content off: the failed tool span has a fresh UUID and no arguments; the model's request recorded both
+    the model's id and the arguments (OpenLIT's comma-joined attributes). Parallel calls of one tool: the one
+    that ran under its own id is matched by it, the failure takes the request no execution answered."""
     outer = agent("travel_agent", 0, 100)
     step = agent("agent", 1, 10, outer)
     ask = span(
@@ -276,8 +276,9 @@ def test_openlit_without_content_a_failed_call_takes_its_arguments_from_the_requ
 
 
 def test_openlit_a_delegating_tool_whose_sub_agent_is_recorded_as_steps_is_a_run():
-    """OpenLIT under LangGraph records the sub-agent a tool runs as step spans (an ``invoke_agent`` around each
-    model call) and its tools directly under the delegating tool span: the sub-agent's calls are its own run's."""
+    """OpenLIT under LangGraph records the sub-agent a tool runs as step spans (an ``invoke_agent`` around
+    each model call) and its tools directly under the delegating tool span: the sub-agent's
+    calls are its own run's."""
     outer = agent("travel_agent", 0, 100)
     step1 = agent("agent", 1, 8, outer)
     ask = chat(2, 7, step1, calls=[("ask_assistant", '{"question": "Paris?"}', "d0")])
@@ -299,7 +300,8 @@ def test_openlit_a_delegating_tool_whose_sub_agent_is_recorded_as_steps_is_a_run
         delegate.span_id,
     )
     assert sub_run.tool_calls[0].llm_turn == sub_ask.span_id
-    # a tool that only called a model (no tool of its own ran inside it) is no agent: its model call is internal
+    # a tool that only called a model (no tool of its own ran inside it) is no agent: its
+    # model call is internal
     plain = tool("summarise", 10, 40, outer, call_id="d0")
     summary_step = agent("agent", 11, 18, plain)
     (run,) = reconstruct(
@@ -450,8 +452,8 @@ def _delegating_run():
 
 @pytest.mark.parametrize("shape", ["display", "siblings", "class_outside", "display_outside"])
 def test_a_delegation_recorded_under_a_display_name_and_a_class_name_is_one_call(shape):
-    """The model calls delegate_work_to_coworker; the spans say "Delegate work to coworker", sometimes beside (or
-    around, or inside) a second record under the tool's class name with the same arguments."""
+    """The model calls delegate_work_to_coworker; the spans say "Delegate work to coworker", sometimes beside
+    (or around, or inside) a second record under the tool's class name with the same arguments."""
     root, spans = _delegating_run()
     if shape == "display":
         spans.append(_oi_tool("Delegate work to coworker", 10, 50, root))
@@ -572,8 +574,8 @@ def test_a_pipeline_instrumentation_with_calls_only_in_the_generator_and_results
 
 
 def test_looking_for_a_twin_keeps_an_unrequested_calls_arguments_bound_to_its_schema():
-    """The twin check normalises an execution's arguments; it must do so with the tool's schema, as the call is
-    then built from that same normalisation (a bare "abc" is lookup's q)."""
+    """The twin check normalises an execution's arguments; it must do so with the tool's schema, as the call
+    is then built from that same normalisation (a bare "abc" is lookup's q)."""
     definitions = (
         {
             "type": "function",
@@ -604,7 +606,8 @@ def test_looking_for_a_twin_keeps_an_unrequested_calls_arguments_bound_to_its_sc
 
 
 def _oi_agents_tool(name: str, start: int, parent, args: dict | None, output: str | None):
-    """A tool span of OpenInference's OpenAI Agents instrumentor: no call id, arguments and result as values."""
+    """A tool span of OpenInference's OpenAI Agents instrumentor: no call id, arguments
+    and result as values."""
     attrs = {sc.OI_SPAN_KIND: "TOOL", sc.OI_TOOL_NAME: name}
     attrs[sc.OI_INPUT_VALUE] = _json(args) if args is not None else "__REDACTED__"
     attrs[sc.OI_OUTPUT_VALUE] = output if output is not None else "__REDACTED__"
@@ -643,7 +646,8 @@ def _oi_agents_tool(name: str, start: int, parent, args: dict | None, output: st
 )
 def test_an_mcp_result_as_a_content_part_or_a_call_result(tool_name, output, status, text):
     """The OpenAI Agents SDK records an MCP tool's result as one text content part (a raised tool's is MCP's
-    "Error executing tool ..."); other instrumentations record the CallToolResult with its ``isError`` flag."""
+    "Error executing tool ..."); other instrumentations record the CallToolResult with
+    its ``isError`` flag."""
     root = span("Agent workflow", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
     (run,) = reconstruct([root, _oi_agents_tool(tool_name, 10, root, {"city": "x"}, _json(output))])
     (call,) = run.tool_calls
@@ -659,8 +663,9 @@ def test_an_mcp_result_as_a_content_part_or_a_call_result(tool_name, output, sta
 
 
 def test_hidden_outputs_a_call_takes_its_id_and_failure_from_the_next_request():
-    """OpenInference's hidden outputs: no request recorded, the tool span's result hidden and no call id on it; the
-    next model call's input repeats each call (name, arguments, id) and the tool message fed back for it."""
+    """OpenInference's hidden outputs: no request recorded, the tool span's result hidden and no call id on
+    it; the next model call's input repeats each call (name, arguments, id) and the tool
+    message fed back for it."""
     root = span("travel_agent", 0, 100, attrs={sc.OI_SPAN_KIND: "AGENT"})
     atl = _oi_agents_tool("get_weather", 10, root, {"city": "Atlantis"}, None)
     oslo = _oi_agents_tool("get_weather", 11, root, {"city": "Oslo"}, None)
@@ -730,9 +735,9 @@ def _command(goto, tool_name: str, call_id: str) -> dict:
 
 @pytest.mark.parametrize("tool_name", ["transfer_to_weather_agent", "escalate", "route"])
 def test_a_tool_returning_a_graph_command_is_a_handoff_whatever_its_name(tool_name):
-    """LangGraph's handoff tools (swarm, supervisor) return a ``Command`` that moves control to another agent: a
-    handoff, recorded apart with its target, under OpenInference (``{"output": <Command>}``) as under OpenLLMetry-JS
-    (the span named after the tool's class; the tool message inside the command names it)."""
+    """LangGraph's handoff tools (swarm, supervisor) return a ``Command`` that moves control to another agent:
+    a handoff, recorded apart with its target, under OpenInference (``{"output": <Command>}``) as under
+    OpenLLMetry-JS (the span named after the tool's class; the tool message inside the command names it)."""
     root = span("LangGraph", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
     prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
     ask = span(
@@ -838,9 +843,9 @@ def _li_step(name: str, start: int, end: int, parent, tool: str, args: dict, cal
 
 @pytest.mark.parametrize("inner_tool", ["get_weather", "lookup"])
 def test_calls_with_ids_of_their_own_inside_a_tool_are_a_sub_agent_s(inner_tool):
-    """LlamaIndex's own OpenTelemetry records no model call as such: a sub-agent a tool ran shows as tool spans
-    inside the tool's, with call ids a model gave them. They are the sub-agent's calls, not the tool's internals;
-    the same call recorded twice (same id) or a helper (no id) stays one call."""
+    """LlamaIndex's own OpenTelemetry records no model call as such: a sub-agent a tool ran shows as tool
+    spans inside the tool's, with call ids a model gave them. They are the sub-agent's calls, not the tool's
+    internals; the same call recorded twice (same id) or a helper (no id) stays one call."""
     root = span("FunctionAgent.run", 0, 100)
     outer = _li_step(
         "BaseWorkflowAgent.call_tool", 10, 60, root, "ask_assistant", {"question": "Paris?"}, "d0"
@@ -888,9 +893,9 @@ def _crewai_tool(name: str, start: int, end: int, parent, args: dict, result: st
     ],
 )
 def test_crewai_a_coworker_s_calls_inside_a_delegation_and_the_names_the_model_knows(display, offered):
-    """CrewAI's OpenInference wrappers record no model call: a coworker that a delegation tool ran shows as tool
-    spans inside it. Another tool with other arguments inside a tool is another call, made by the agent that ran
-    there; CrewAI offers a tool to the model under its snake-case name."""
+    """CrewAI's OpenInference wrappers record no model call: a coworker that a delegation tool ran shows as
+    tool spans inside it. Another tool with other arguments inside a tool is another call, made by the agent
+    that ran there; CrewAI offers a tool to the model under its snake-case name."""
     root = span("Crew.kickoff", 0, 100, attrs={sc.OI_SPAN_KIND: "CHAIN"})
     agent_span = span("Travel assistant._execute_core", 1, 99, root, attrs={sc.OI_SPAN_KIND: "AGENT"})
     delegation = _crewai_tool(

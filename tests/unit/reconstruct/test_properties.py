@@ -1,4 +1,5 @@
-"""Properties of the reconstruction over the real fixtures: arrival order, batching, duplicates, missing spans.
+"""Properties of the reconstruction over the real fixtures: arrival order, batching,
+duplicates, missing spans.
 
 What is guaranteed (docs/reconstruction.md, "Guarantees"):
 - any order, any batching, any duplication of the same spans and logs gives an identical result;

@@ -9,8 +9,8 @@ def test_tool_call_results_inside_a_message_repr_that_python_cannot_parse():
     text = (
         "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result='f(x) = \"(1, 2)\"', "
         "origin=ToolCall(tool_name='calc', arguments={'expr': 'f(x)', 'n': 2}, id='c1', extra=None), "
-        "error=False), ToolCallResult(result='boom', origin=ToolCall(tool_name='calc', arguments={}, id=None), "
-        "error=True)], _name=None)"
+        "error=False), ToolCallResult(result='boom', origin=ToolCall(tool_name='calc', arguments={}, "
+        "id=None), error=True)], _name=None)"
     )
     assert parse_result_reprs(text) == [
         ReprResult("calc", {"expr": "f(x)", "n": 2}, "c1", 'f(x) = "(1, 2)"', False),

@@ -1,4 +1,5 @@
-"""Reconstruction rules on small hand-built traces: one rule per test, each with the trap it guards against."""
+"""Reconstruction rules on small hand-built traces: one rule per test, each with the
+trap it guards against."""
 
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ def one(spans, logs=()) -> AgentRun:
     return runs[0]
 
 
-# --- run detection ------------------------------------------------------------------------------------------------
+# --- run detection ------------------------------------------------------------------------------------------
 
 
 def test_traced_decorator_shapes():
@@ -327,7 +328,7 @@ def test_is_run_span():
     assert not is_run_span(span("create_agent a", 0, 1, attrs={sc.GEN_AI_OPERATION_NAME: "create_agent"}))
 
 
-# --- counting: requests vs executions -----------------------------------------------------------------------------
+# --- counting: requests vs executions -----------------------------------------------------------------------
 
 
 def test_request_and_execution_are_one_call_and_history_is_not_a_call():
@@ -550,7 +551,7 @@ def test_multi_trace_loop_results_come_from_the_next_trace_when_reconstructed_to
     assert alone == [(None, "ok", "default"), (None, "ok", "default")]  # each trace alone cannot know
 
 
-# --- plumbing, status ------------------------------------------------------------------------------------------------
+# --- plumbing, status ---------------------------------------------------------------------------------------
 
 
 def scoped(spans: list[SpanRecord], scope: str) -> list[SpanRecord]:
@@ -579,8 +580,8 @@ def test_handoffs_and_framework_plumbing_are_not_calls():
 
 
 def test_handoff_seen_only_as_a_span_takes_the_model_facing_name_from_later_history():
-    """OpenLLMetry openai-agents records no LLM output: the handoff is a `triage → unknown.handoff` span and the
-    transfer_to_* call appears only in the next LLM call's input."""
+    """OpenLLMetry openai-agents records no LLM output: the handoff is a `triage → unknown.handoff` span and
+    the transfer_to_* call appears only in the next LLM call's input."""
     workflow = span("Agent Workflow", 0, 100, attrs={sc.TRACELOOP_SPAN_KIND: "workflow"})
     triage = span(
         "triage.agent",
@@ -701,8 +702,8 @@ def test_error_text_fed_back_by_a_plain_loop_is_an_error():
 )
 @pytest.mark.parametrize("status", [0, 1])
 def test_an_error_report_as_the_result_fails_the_call_unless_text_signals_are_off(status, result):
-    """A tool that reports its failure as its result (MCP's isError text, a loop's "Error: ...") failed, whether
-    the span said OK or nothing; ``text_failures=False`` trusts the recorded status alone."""
+    """A tool that reports its failure as its result (MCP's isError text, a loop's "Error: ...") failed,
+    whether the span said OK or nothing; ``text_failures=False`` trusts the recorded status alone."""
     root = agent("a", 0, 100)
     t = tool("x", 1, 2, root, result=result)
     t = SpanRecord(**{**{f: getattr(t, f) for f in t.__dataclass_fields__}, "status_code": status})
@@ -784,7 +785,7 @@ def test_errored_run_status_and_message():
     assert (run.status, run.error) == ("error", "Boom: it broke")
 
 
-# --- robustness -------------------------------------------------------------------------------------------------------
+# --- robustness ---------------------------------------------------------------------------------------------
 
 _JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
@@ -836,8 +837,8 @@ def test_malformed_attribute_values_never_crash(name, data):
 
 
 def test_a_run_whose_agent_span_was_dropped_invents_no_agent_and_says_so():
-    """An exporter that drops the agent span ("Queue full, dropping Span") leaves a run anchored on its first LLM
-    call: no agent named after that call, and explain says what happened."""
+    """An exporter that drops the agent span ("Queue full, dropping Span") leaves a run anchored on its first
+    LLM call: no agent named after that call, and explain says what happened."""
     from agentotel_eval.reconstruct.explain import explain_lines, run_record
 
     root = agent("travel", 0, 100)  # never arrives

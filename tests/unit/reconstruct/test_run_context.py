@@ -1,5 +1,5 @@
-"""What a run holds besides its calls: its final answer where a capture records it outside the usual messages, its
-system prompt (or that none was recorded), and the model's text between calls."""
+"""What a run holds besides its calls: its final answer where a capture records it outside the usual messages,
+its system prompt (or that none was recorded), and the model's text between calls."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Calls of streamed responses recorded only as text (Langtrace over a ``stream=True`` loop: the argument deltas
-joined as the answer, names and ids only in the next request). The recorded trace is checked against its ground
-truth in test_fixtures; here the rule meets variants: other tool names and values, parallel calls, failures, tools
-whose parameters overlap, a JSON answer that is no call."""
+"""Calls of streamed responses recorded only as text (Langtrace over a ``stream=True`` loop: the argument
+deltas joined as the answer, names and ids only in the next request). The recorded trace is checked against
+its ground truth in test_fixtures; here the rule meets variants: other tool names and values, parallel calls,
+failures, tools whose parameters overlap, a JSON answer that is no call."""
 
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ def _result(call_id: str, content: str, **extra) -> dict:
 
 
 def _loop(turns: list[tuple[list[dict], list[str]]], final: str = "", failed: bool = False):
-    """An app span around one chat span per turn; each turn: the argument objects streamed, and the tool results
-    fed back for them."""
+    """An app span around one chat span per turn; each turn: the argument objects streamed, and the tool
+    results fed back for them."""
     root = span("travel_agent", 0, 1000)
     if failed:
         root.status_code, root.status_message = STATUS_ERROR, "boom"
@@ -182,7 +182,8 @@ def test_a_json_answer_is_no_call():
 
 @pytest.mark.parametrize("arguments", [{"city": "Atlantis"}, {"city": "Atlantis", "nights": 4}])
 def test_a_streamed_call_that_raised_and_ended_the_run(arguments):
-    """No later request: the objects are calls only because the run failed right after; the call failed with it."""
+    """No later request: the objects are calls only because the run failed right after; the
+    call failed with it."""
     (run,) = reconstruct(_loop([([arguments], [])], failed=True))
     (call,) = run.tool_calls
     assert (call.input_parameters, call.status, call.sources["status"]) == (arguments, "error", "run_error")

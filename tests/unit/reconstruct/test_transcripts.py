@@ -1,7 +1,8 @@
-"""Calls recorded only in a conversation a step wrote out whole (OpenInference's Haystack instrumentor around an
-agent run on its own: no LLM span, no tool span), and results read back from the agent step around the model calls.
-The recorded trace is checked against its ground truth in test_fixtures; here the rule meets variants of it: other
-tool names, arguments and error texts, results in another order or without call ids, OpenAI-shaped messages."""
+"""Calls recorded only in a conversation a step wrote out whole (OpenInference's Haystack instrumentor around
+an agent run on its own: no LLM span, no tool span), and results read back from the agent step around the
+model calls. The recorded trace is checked against its ground truth in test_fixtures; here the rule meets
+variants of it: other tool names, arguments and error texts, results in another order or without call ids,
+OpenAI-shaped messages."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from agentotel_eval.reconstruct.reprs import ReprCall, ReprResult, parse_message
 from tests.support.fixture_traces import fixtures
 from tests.unit.reconstruct.test_rules import span
 
-USER = "ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextContent(text={text!r})], _name=None, _meta={{}})"
+USER = (
+    "ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextContent(text={text!r})], "
+    "_name=None, _meta={{}})"
+)
 
 
 def _user(text: str) -> str:
@@ -36,8 +40,8 @@ def _asked(*calls: tuple[str, dict, str | None]) -> str:
 def _answered(result: str, name: str, args: dict, call_id: str | None, error: bool = False) -> str:
     return (
         f"ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result={result!r}, "
-        f"origin=ToolCall(tool_name={name!r}, arguments={args!r}, id={call_id!r}, extra=None), error={error})], "
-        "_name=None, _meta={})"
+        f"origin=ToolCall(tool_name={name!r}, arguments={args!r}, id={call_id!r}, extra=None), "
+        f"error={error})], _name=None, _meta={{}})"
     )
 
 
@@ -111,7 +115,8 @@ def test_the_recorded_haystack_agent_step_is_a_run_whose_calls_are_its_conversat
 
 @pytest.mark.parametrize("tool_name", ["weather_lookup", "transfer_to_savings", "search web"])
 def test_a_conversation_of_calls_with_failures_in_any_order(tool_name):
-    """Results are found by call id whatever their order; ``error=True`` and an error text both fail a call."""
+    """Results are found by call id whatever their order; ``error=True`` and an error
+    text both fail a call."""
     messages = [
         _user("Weather in Atlantis, Oslo and Lima?"),
         _asked(
@@ -197,8 +202,8 @@ def test_an_openai_shaped_conversation_in_a_plain_step_is_read_the_same_way():
 
 
 def test_a_conversation_is_only_read_where_nothing_else_records_the_calls():
-    """A step's output in a run whose model spans record the calls is history: each call is counted once, from the
-    model's request, the step giving its result."""
+    """A step's output in a run whose model spans record the calls is history: each call is counted once, from
+    the model's request, the step giving its result."""
     messages = [
         _user("Rome?"),
         _asked(("get_weather", {"city": "Rome"}, "c1")),
@@ -236,8 +241,8 @@ def test_a_conversation_is_only_read_where_nothing_else_records_the_calls():
 
 
 def test_the_agent_step_around_the_model_calls_gives_their_results_and_failures():
-    """With the chat generator traced (no call ids on its requests, tool messages without content in its flattened
-    input), the agent step that encloses it recorded each result beside the call it answers."""
+    """With the chat generator traced (no call ids on its requests, tool messages without content in its
+    flattened input), the agent step that encloses it recorded each result beside the call it answers."""
     messages = [
         _user("Atlantis or Athens?"),
         _asked(("get_weather", {"city": "Atlantis"}, "c1")),

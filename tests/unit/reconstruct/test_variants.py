@@ -1,5 +1,6 @@
-"""Recorded variants of the fixture captures (tests/fixtures/variants): each run's calls, as reconstructed from its
-spans, are the tools the application executed (names, arguments, outcomes) and its handoffs are apart."""
+"""Recorded variants of the fixture captures (tests/fixtures/variants): each run's calls, as reconstructed
+from its spans, are the tools the application executed (names, arguments, outcomes) and its
+handoffs are apart."""
 
 from __future__ import annotations
 

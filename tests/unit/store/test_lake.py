@@ -10,8 +10,9 @@ from agentotel_eval.store import lake
 
 def test_a_postgres_catalog_url_becomes_ducklakes_attach_string_with_timeouts():
     assert lake.catalog_target("postgres://agent:p%40ss w@db.internal:5433/lake", timeout=12) == (
-        "ducklake:postgres:dbname=lake host=db.internal port=5433 user=agent password='p@ss w' connect_timeout=12 "
-        "keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3 tcp_user_timeout=12000"
+        "ducklake:postgres:dbname=lake host=db.internal port=5433 user=agent password='p@ss w' "
+        "connect_timeout=12 keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3 "
+        "tcp_user_timeout=12000"
     )
     assert lake.catalog_target("sqlite:/srv/lake/meta.sqlite") == "ducklake:sqlite:/srv/lake/meta.sqlite"
     with pytest.raises(lake.LakeError, match="name the database"):
@@ -42,8 +43,8 @@ def test_secrets_are_scrubbed_from_any_text_the_lake_says():
     )
     said = (
         "cannot attach the lake: IO Error: Unable to connect to Postgres at dbname=lake host=db "
-        "password='Sup3r/secret' user=agent: connection refused; postgres://agent:Sup3r%2Fsecret@db:5432/lake; "
-        "password=Sup3r/secret; s3 said s3-secret-key"
+        "password='Sup3r/secret' user=agent: connection refused; "
+        "postgres://agent:Sup3r%2Fsecret@db:5432/lake; password=Sup3r/secret; s3 said s3-secret-key"
     )
     scrubbed = settings.scrub(said)
     assert "Sup3r" not in scrubbed and "s3-secret-key" not in scrubbed, scrubbed
@@ -95,7 +96,8 @@ def test_the_lake_table_of_a_config_file(tmp_path):
     ("sql", "refused"),
     [
         (
-            "SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT pg_read_file(''/etc/passwd'')')",
+            "SELECT * FROM postgres_query('__ducklake_metadata_lake', 'SELECT "
+            "pg_read_file(''/etc/passwd'')')",
             True,
         ),
         ("CALL postgres_execute('x', 'DROP TABLE t')", True),
@@ -116,8 +118,8 @@ def test_the_lake_table_of_a_config_file(tmp_path):
         ("SELECT count(*) FROM spans WHERE name = 'query'", False),
         ("SELECT agent_name, count(*) AS query_count FROM agent_runs GROUP BY 1", False),
         (
-            "WITH s AS (SELECT * FROM lake.spans) SELECT node, count(*) FROM s JOIN lake.trace_parts USING (trace_id) "
-            "GROUP BY 1",
+            "WITH s AS (SELECT * FROM lake.spans) SELECT node, count(*) FROM s JOIN lake.trace_parts USING "
+            "(trace_id) GROUP BY 1",
             False,
         ),
         ("SELECT * FROM latest_evaluations, unnest([1, 2]) u", False),
@@ -142,9 +144,9 @@ def test_the_latest_views_keep_each_traces_newest_build_and_its_scores():
         "updated_at TIMESTAMPTZ, committed_at TIMESTAMPTZ, trace_root BOOLEAN, node VARCHAR, "
         "flushed_at TIMESTAMPTZ)"
     )
-    # trace t: built by node a (runs s and a phantom r), rebuilt whole later (s only), copied twice, then a part
-    # of it without the root built by node c (a nameless run): the whole build stays; u: one build; v: no build
-    # ever had the root (its root lives elsewhere): the newest; w: written before builds said (NULL)
+    # trace t: built by node a (runs s and a phantom r), rebuilt whole later (s only), copied twice, then a
+    # part of it without the root built by node c (a nameless run): the whole build stays; u: one build; v: no
+    # build ever had the root (its root lives elsewhere): the newest; w: written before builds said (NULL)
     con.execute(
         "INSERT INTO lake.agent_runs VALUES "
         "('t', 's', 'old', '2026-01-01', '2026-01-01', true, 'a', '2026-01-01'), "
@@ -163,8 +165,8 @@ def test_the_latest_views_keep_each_traces_newest_build_and_its_scores():
     ).fetchall()
     assert rows == [("t", "s", "new"), ("u", "x", "only"), ("v", "y", "whole"), ("w", "z", "old")]
     con.execute(
-        "CREATE TABLE lake.tool_calls (trace_id VARCHAR, run_span_id VARCHAR, seq INTEGER, tool_name VARCHAR, "
-        "updated_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)"
+        "CREATE TABLE lake.tool_calls (trace_id VARCHAR, run_span_id VARCHAR, seq INTEGER, tool_name "
+        "VARCHAR, updated_at TIMESTAMPTZ, node VARCHAR, flushed_at TIMESTAMPTZ)"
     )
     con.execute(
         "INSERT INTO lake.tool_calls VALUES ('t', 's', 0, 'a', '2026-01-01', 'n', '2026-01-01'), "
@@ -185,24 +187,25 @@ def test_the_latest_views_keep_each_traces_newest_build_and_its_scores():
     con.execute(
         "INSERT INTO lake.evaluations VALUES "
         f"('t', 's', 'tool_correctness', 0.5, '{own}', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
-        f"('t', 's', 'tool_errors', 1.0, '{own}', '2026-01-01 01:00', '2026-01-01 01:00', 'a', '2026-01-01'), "
-        f"('t', 's', 'argument_f1', 0.2, '{own}', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
-        f"('t', 'r', 'tool_correctness', 0.0, '{own}', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
-        "('t', 'r', 'external', 0.7, 'external:x/y', '2026-01-01', '2026-01-01', 'a', '2026-01-01'), "
+        f"('t', 's', 'tool_errors', 1.0, '{own}', '2026-01-01 01:00', '2026-01-01 01:00', 'a', "
+        f"'2026-01-01'), ('t', 's', 'argument_f1', 0.2, '{own}', '2026-01-01', '2026-01-01', 'a', "
+        f"'2026-01-01'), ('t', 'r', 'tool_correctness', 0.0, '{own}', '2026-01-01', '2026-01-01', 'a', "
+        f"'2026-01-01'), ('t', 'r', 'external', 0.7, 'external:x/y', '2026-01-01', '2026-01-01', "
+        f"'a', '2026-01-01'), "
         # the rebuild's score, stamped with its build's commit (its updated_at, when it was scored, earlier)
         f"('t', 's', 'tool_correctness', 1.0, '{own}', '2026-01-01 23:59', '2026-01-02', 'b', '2026-01-02')"
     )
     scores = con.execute(
         f"SELECT run_span_id, metric, score FROM ({lake.latest_select('evaluations', 'lake')}) ORDER BY ALL"
     ).fetchall()
-    # the rebuild's score; the judge's verdict kept; a metric the rebuild no longer gives and the phantom run's
-    # scores gone; another tool's score kept
+    # the rebuild's score; the judge's verdict kept; a metric the rebuild no longer gives and the phantom
+    # run's scores gone; another tool's score kept
     assert scores == [("r", "external", 0.7), ("s", "tool_correctness", 1.0), ("s", "tool_errors", 1.0)]
 
 
 def test_a_node_starting_on_a_lake_of_its_own_schema_changes_nothing_in_the_catalog(tmp_path):
-    """Every node syncs the lake's tables and views at its start: when they are already as its schema has them,
-    it writes no catalog change (nodes starting together would otherwise conflict on every view)."""
+    """Every node syncs the lake's tables and views at its start: when they are already as its schema has
+    them, it writes no catalog change (nodes starting together would otherwise conflict on every view)."""
     import duckdb
 
     from agentotel_eval.store.schema import migrate

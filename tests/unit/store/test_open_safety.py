@@ -105,8 +105,8 @@ def test_an_older_database_whose_last_writes_are_in_its_wal_is_checked_then_migr
         "import duckdb, os, sys\n"
         "con = duckdb.connect(sys.argv[1])\n"
         "con.execute(\"SET checkpoint_threshold = '1GB'\")\n"
-        "con.execute(\"INSERT INTO evaluations (trace_id, run_span_id, metric, score) VALUES ('t', 'r', 'm', 1.0)\")\n"
-        "os._exit(0)\n"
+        "con.execute(\"INSERT INTO evaluations (trace_id, run_span_id, metric, score) VALUES ('t', 'r', 'm', "
+        '1.0)")\nos._exit(0)\n'
     )
     subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=60)
     wal = path.with_name(path.name + ".wal")

@@ -1,4 +1,5 @@
-"""The sealed read-only query surface: allowed forms, every forbidden form, limits, JSON conversion, formats."""
+"""The sealed read-only query surface: allowed forms, every forbidden form, limits, JSON
+conversion, formats."""
 
 from __future__ import annotations
 
@@ -170,7 +171,8 @@ def test_values_come_back_json_ready(con):
     result = run_query(
         sealed_cursor(con),
         "SELECT agent_name, tools_called, expected_tools, handoffs, start_time, 1.50::DECIMAL(4,2) AS d, "
-        "{'a': '[1]'::JSON} AS s, 'nan'::DOUBLE AS n, '\\x01'::BLOB AS b, INTERVAL 90 SECOND AS i FROM agent_runs",
+        "{'a': '[1]'::JSON} AS s, 'nan'::DOUBLE AS n, '\\x01'::BLOB AS b, INTERVAL 90 SECOND "
+        "AS i FROM agent_runs",
     )
     record = result.records()[0]
     assert record == {

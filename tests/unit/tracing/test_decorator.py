@@ -1,4 +1,5 @@
-"""@traced with the real OpenTelemetry SDK exporting to an in-memory exporter: span shapes, structure, errors."""
+"""@traced with the real OpenTelemetry SDK exporting to an in-memory exporter: span
+shapes, structure, errors."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def parent_id(span) -> int | None:
     return span.parent.span_id if span.parent is not None else None
 
 
-# --- span shapes ---------------------------------------------------------------------------------------------
+# --- span shapes --------------------------------------------------------------------------------------------
 
 
 def test_tool_span_follows_genai_execute_tool(t, exporter):
@@ -294,7 +295,7 @@ def test_capture_can_be_turned_off(t, exporter):
     assert sc.GEN_AI_INPUT_MESSAGES not in spans["invoke_agent quiet_agent"].attributes
 
 
-# --- structure ---------------------------------------------------------------------------------------------------
+# --- structure ----------------------------------------------------------------------------------------------
 
 
 def test_tools_called_by_an_agent_are_its_children(t, exporter):
@@ -333,7 +334,7 @@ def test_an_application_span_around_an_agent_is_its_parent(t, exporter, provider
     assert parent_id(spans["invoke_agent agent"]) == outer.get_span_context().span_id
 
 
-# --- errors ----------------------------------------------------------------------------------------------------
+# --- errors -------------------------------------------------------------------------------------------------
 
 
 class ToolFailure(RuntimeError):
@@ -394,7 +395,7 @@ async def test_async_exception_is_recorded_and_reraised(t, exporter):
     assert span.attributes[sc.ERROR_TYPE] == "KeyError"
 
 
-# --- generators ------------------------------------------------------------------------------------------------
+# --- generators ---------------------------------------------------------------------------------------------
 
 
 def test_generator_span_covers_the_whole_iteration(t, exporter, provider):
@@ -548,7 +549,7 @@ async def test_async_generator_asend_reaches_the_function(t, exporter):
     assert len(exporter.get_finished_spans()) == 1
 
 
-# --- concurrency -------------------------------------------------------------------------------------------------
+# --- concurrency --------------------------------------------------------------------------------------------
 
 
 async def test_gather_and_create_task_keep_each_agents_tools_under_it(t, exporter):
@@ -629,7 +630,7 @@ def test_concurrent_threads_do_not_mix_contexts(t, exporter):
             assert parent_id(span) == agents[owner].context.span_id
 
 
-# --- methods and introspection -------------------------------------------------------------------------------------
+# --- methods and introspection ------------------------------------------------------------------------------
 
 
 def test_methods_static_and_class_methods(t, exporter):
@@ -733,7 +734,7 @@ def test_arguments_with_varargs_and_kwargs(t, exporter):
     }
 
 
-# --- expected tools ----------------------------------------------------------------------------------------------
+# --- expected tools -----------------------------------------------------------------------------------------
 
 
 def test_set_expected_tools_sets_the_nearest_enclosing_agent(t, exporter):
@@ -789,7 +790,7 @@ def test_expected_tools_must_be_a_list_of_names(bad, t):
             t(kind="agent", expected_tools=bad)
 
 
-# --- capture: secrets, odd values, limits ----------------------------------------------------------------------
+# --- capture: secrets, odd values, limits -------------------------------------------------------------------
 
 
 def test_secret_named_arguments_and_keys_are_redacted(t, exporter):
@@ -907,7 +908,7 @@ def test_max_chars_from_environment(monkeypatch, t, exporter):
         t(kind="tool")(echo)
 
 
-# --- robustness ------------------------------------------------------------------------------------------------
+# --- robustness ---------------------------------------------------------------------------------------------
 
 
 class _BrokenTracer:

@@ -1,5 +1,6 @@
-"""The inlined hot path of a traced plain function: each failure branch runs the function exactly once, and the
-span still starts as a child of the caller's context (which is now looked up once and handed to the SDK)."""
+"""The inlined hot path of a traced plain function: each failure branch runs the function exactly once, and
+the span still starts as a child of the caller's context (which is now looked up once and
+handed to the SDK)."""
 
 from __future__ import annotations
 

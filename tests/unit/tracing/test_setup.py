@@ -1,4 +1,5 @@
-"""configure()/shutdown()/force_flush() against real SDK providers, with the exporter swapped for in-memory ones.
+"""configure()/shutdown()/force_flush() against real SDK providers, with the exporter swapped
+for in-memory ones.
 
 What goes over the wire is tested in tests/integration/tracing/test_export.py; scenarios that need the global
 TracerProvider run there in subprocesses (it can be set only once per process).

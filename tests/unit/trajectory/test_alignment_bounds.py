@@ -1,7 +1,7 @@
-"""The alignment against an independent brute force on small random specs with every construct (ordered, unordered
-and parallel groups, any_of, counts on steps and on groups, optional steps, weights, exact arguments, ``$ref`` to
-step ids, LLM turns), and within its work budget on random specs of up to 30 steps against runs of up to 200
-calls: never a stall, and an approximate result says so."""
+"""The alignment against an independent brute force on small random specs with every construct (ordered,
+unordered and parallel groups, any_of, counts on steps and on groups, optional steps, weights, exact
+arguments, ``$ref`` to step ids, LLM turns), and within its work budget on random specs of up to 30 steps
+against runs of up to 200 calls: never a stall, and an approximate result says so."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.unit.trajectory.strategies import GROUPS, groups_of, tool_step
 
 TOOLS = "abc"
 
-# --- the brute force: every assignment of calls to tool steps, judged from the written spec -------------------
+# --- the brute force: every assignment of calls to tool steps, judged from the written spec -----------------
 
 
 def _kind(step: dict[str, Any]) -> str:
@@ -65,8 +65,8 @@ class Judge:
         self.index = {id(leaf): k for k, leaf in enumerate(self.leaves)}
 
     def judge(self, step: dict[str, Any], pairs: list[tuple[int, int]]) -> tuple[Fraction, int] | None:
-        """(fraction of the step matched, splits) for the (call, leaf) pairs under it, in call order, at best over
-        how they divide into rounds; None when no division is valid."""
+        """(fraction of the step matched, splits) for the (call, leaf) pairs under it, in call order, at best
+        over how they divide into rounds; None when no division is valid."""
         most = _most(step)
         if _kind(step) == "tool":
             if most is not None and len(pairs) > most:
@@ -183,7 +183,7 @@ def _walk(step: dict[str, Any]) -> list[dict[str, Any]]:
     return [step] if kind == "tool" else [step, *(s for m in step[kind] for s in _walk(m))]
 
 
-# --- random specs ----------------------------------------------------------------------------------------------
+# --- random specs -------------------------------------------------------------------------------------------
 
 
 TOOL = st.builds(
@@ -242,7 +242,7 @@ def test_the_brute_force_sees_rounds_turns_and_refs() -> None:
     assert brute_force(flow, [ToolCall("a", {"x": 1}), ToolCall("b", {"x": 2})])[0] == Fraction(1, 2)
 
 
-# --- bounded work ----------------------------------------------------------------------------------------------
+# --- bounded work -------------------------------------------------------------------------------------------
 
 BIG_TOOL = st.builds(
     tool_step,
@@ -288,8 +288,8 @@ def test_any_spec_and_run_finish_within_the_work_budget(spec: dict[str, Any], ca
     read = parse_spec(spec)
     alignment = align(read, calls)
     limit = work_limit(len(calls))
-    # the exact scan stops at its limit; the beam that follows at as much again, plus the last state it expanded
-    # and the assignments that settle at most BEAM open groups at the end
+    # the exact scan stops at its limit; the beam that follows at as much again, plus the last state it
+    # expanded and the assignments that settle at most BEAM open groups at the end
     assert alignment.work <= 2 * limit + BEAM * (len(calls) + 30) ** 2, alignment.work
     if alignment.work > limit:
         assert alignment.approximate and "work" in alignment.approximate

@@ -1,10 +1,10 @@
 """Peers' expectation files read into specs that score the peers' own runs as the peers would.
 
 The data files are the peers' own: ``adk_dependent_tool_calls.test.json`` is google/adk-python
-tests/integration/fixture/home_automation_agent/test_files/dependent_tool_calls.test.json; ``bfcl_*.jsonl`` are the
-first lines of BFCL v4's possible_answer and data files for simple_python and parallel_multiple (the ``bfcl-eval``
-package, bfcl_eval/data); ``agentevals_*.json`` are the messages of langchain-ai/agentevals python/tests/
-test_trajectory.py::test_trajectory_with_different_message_count.
+tests/integration/fixture/home_automation_agent/test_files/dependent_tool_calls.test.json; ``bfcl_*.jsonl``
+are the first lines of BFCL v4's possible_answer and data files for simple_python and parallel_multiple (the
+``bfcl-eval`` package, bfcl_eval/data); ``agentevals_*.json`` are the messages of langchain-ai/agentevals
+python/tests/ test_trajectory.py::test_trajectory_with_different_message_count.
 """
 
 from __future__ import annotations

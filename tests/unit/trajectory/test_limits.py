@@ -1,6 +1,7 @@
 """A spec is read within limits: one that came with a run (a span attribute, a dataset line) within the small
-ones, the config's and code's within larger ones; past a limit, or with a weight that is not a finite number, it is
-refused with a ``SpecError`` that names where and which limit, never a ``RecursionError`` or a bare ``ValueError``."""
+ones, the config's and code's within larger ones; past a limit, or with a weight that is not a finite number,
+it is refused with a ``SpecError`` that names where and which limit, never a ``RecursionError`` or a
+bare ``ValueError``."""
 
 from __future__ import annotations
 

@@ -119,8 +119,8 @@ def test_a_matcher_fails_and_says_why(spec: Any, value: Any, reason: str) -> Non
 
 
 def test_every_operator_is_shown_failing() -> None:
-    """An operator the spec accepts but that tests nothing would match any value: each one (a modifier with the
-    operator it changes) is in a case above where the value fails."""
+    """An operator the spec accepts but that tests nothing would match any value: each one (a modifier with
+    the operator it changes) is in a case above where the value fails."""
     shown = {op for spec, _value, _reason in FAILS if isinstance(spec, dict) for op in spec}
     assert set(OPERATORS) - shown == set()
 

@@ -1,6 +1,6 @@
-"""The alignment is the exact optimum: a brute force written from the spec's semantics (every assignment of every
-call to a tool step or to "extra", kept when it respects order, alternatives and counts) agrees with it on random
-small specs and runs; and the cases a greedy left-to-right matcher gets wrong are scored right."""
+"""The alignment is the exact optimum: a brute force written from the spec's semantics (every assignment of
+every call to a tool step or to "extra", kept when it respects order, alternatives and counts) agrees with it
+on random small specs and runs; and the cases a greedy left-to-right matcher gets wrong are scored right."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.unit.trajectory.strategies import groups_of, tool_step
 
 TOOLS = "abc"
 
-# --- an independent brute force over the written spec -----------------------------------------------------------
+# --- an independent brute force over the written spec -------------------------------------------------------
 
 
 def _leaves(step: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,7 +119,7 @@ def brute_force(spec: dict[str, Any], calls: list[ToolCall]) -> tuple[Fraction, 
     return best
 
 
-# --- random specs and runs -----------------------------------------------------------------------------------
+# --- random specs and runs ----------------------------------------------------------------------------------
 
 
 def _group(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
@@ -151,7 +151,7 @@ def test_the_alignment_is_the_brute_force_optimum(steps: list[dict[str, Any]], c
     assert len(outcome.details["extra"]) == fewest_extra, outcome.details["steps"]
 
 
-# --- where greedy fails ---------------------------------------------------------------------------------------
+# --- where greedy fails -------------------------------------------------------------------------------------
 
 
 def _score(spec: dict[str, Any], calls: list[ToolCall]) -> tuple[float, list[int]]:

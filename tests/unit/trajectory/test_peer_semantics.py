@@ -1,7 +1,7 @@
 """The peers' presets give the peers' verdicts on random cases: agentevals' four match modes and ADK's three,
 each peer's comparison transcribed from its source (agentevals 0.0.9 ``trajectory/strict.py`` and
-``utils._is_trajectory_superset``; ADK ``TrajectoryEvaluator``) with exact argument matching, where their greedy
-pairing is also the optimum. Each assistant message is one LLM turn."""
+``utils._is_trajectory_superset``; ADK ``TrajectoryEvaluator``) with exact argument matching, where their
+greedy pairing is also the optimum. Each assistant message is one LLM turn."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ Call = tuple[str, dict[str, Any]]
 Turns = list[list[Call]]
 
 
-# --- the peers, transcribed -------------------------------------------------------------------------------------
+# --- the peers, transcribed ---------------------------------------------------------------------------------
 
 
 def agentevals_strict(outputs: Turns, reference: Turns) -> bool:
@@ -76,7 +76,7 @@ def adk(match: str, actual: list[Call], expected: list[Call]) -> bool:
     return True
 
 
-# --- ours -------------------------------------------------------------------------------------------------------
+# --- ours ---------------------------------------------------------------------------------------------------
 
 
 def passes(spec: dict[str, Any], calls: list[ToolCall]) -> bool:
@@ -138,7 +138,7 @@ def test_adk_reads_a_turn_list_in_the_order_written() -> None:
     )
 
 
-# --- the peers' quirks not copied (docs/metrics.md lists them) ----------------------------------------------------
+# --- the peers' quirks not copied (docs/metrics.md lists them) ----------------------------------------------
 
 
 def test_true_is_not_one() -> None:

@@ -1,5 +1,5 @@
-"""Each preset gives the verdict its peer gives, on the peer's own test cases; and today's three modes score as
-the tool-correctness metric does."""
+"""Each preset gives the verdict its peer gives, on the peer's own test cases; and today's three modes score
+as the tool-correctness metric does."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def test_langchain_presets_agree_with_agentevals(case: dict[str, Any], mode: str
     assert verdict is (case["expected"][mode] == 1.0)
 
 
-# Google ADK's TrajectoryEvaluator (google/adk-python tests/unittests/evaluation/test_trajectory_evaluator.py):
-# (match type, ignore_args, actual tool uses, expected tool uses, per-invocation score). Calls are (name, args).
+# Google ADK's TrajectoryEvaluator (google/adk-python
+# tests/unittests/evaluation/test_trajectory_evaluator.py): (match type, ignore_args, actual tool uses,
+# expected tool uses, per-invocation score). Calls are (name, args).
 T = {name: (name, {}) for name in ("t1", "t1_1", "t2", "t2_1", "t3", "t3_1", "t4")}
 ADK_CASES = [
     ("EXACT", False, [("test_func", {"arg1": "val1"})], [("test_func", {"arg1": "val1"})], 1.0),

@@ -1,5 +1,5 @@
-"""A run of a shape scored before takes its report from that run and reads only its own argument checks: on random
-specs and runs, a spec that has scored other runs gives the very result a spec read afresh gives."""
+"""A run of a shape scored before takes its report from that run and reads only its own argument checks: on
+random specs and runs, a spec that has scored other runs gives the very result a spec read afresh gives."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ CALL = st.builds(
 
 
 def _alike(calls: list[ToolCall]) -> list[ToolCall]:
-    """The same run with other values where no matcher tells them apart (3 and 30 pass and fail the same ones, but
-    read differently in a check's reason) and its LLM turns renamed."""
+    """The same run with other values where no matcher tells them apart (3 and 30 pass and fail the same ones,
+    but read differently in a check's reason) and its LLM turns renamed."""
     return [
         ToolCall(
             c.name,
@@ -96,7 +96,8 @@ def _alike(calls: list[ToolCall]) -> list[ToolCall]:
 
 
 def _one_turn(calls: list[ToolCall]) -> list[ToolCall]:
-    """The same calls from one LLM turn: alike but for turns (a parallel group, separate_turns tell them apart)."""
+    """The same calls from one LLM turn: alike but for turns (a parallel group,
+    separate_turns tell them apart)."""
     return [ToolCall(c.name, c.input_parameters, llm_turn="one") for c in calls]
 
 

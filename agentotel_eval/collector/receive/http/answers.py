@@ -1,5 +1,6 @@
-"""What the HTTP routes share: JSON and text answers, the header that closes a connection whose request body was not
-read, and the threads that blocking work (ingest waiting for its commit, DuckDB reads) runs on, off the loop."""
+"""What the HTTP routes share: JSON and text answers, the header that closes a connection whose request body
+was not read, and the threads that blocking work (ingest waiting for its commit, DuckDB reads)
+runs on, off the loop."""
 
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ def text(status: int, message: str, headers: Mapping[str, str] | None = None) ->
 
 
 class Blocking:
-    """Threads for the routes' blocking calls: an ingest waits for its commit (up to the export timeout) and a page
-    or query for DuckDB. One thread a call in flight, up to ``workers`` (the connection cap): as many concurrent
-    exports as connections, as on a thread-per-connection server; threads start only when needed."""
+    """Threads for the routes' blocking calls: an ingest waits for its commit (up to the export timeout) and a
+    page or query for DuckDB. One thread a call in flight, up to ``workers`` (the connection cap): as many
+    concurrent exports as connections, as on a thread-per-connection server; threads
+    start only when needed."""
 
     def __init__(self, workers: int) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentotel-http")

@@ -1,6 +1,6 @@
 """The collector's JSON API: ``POST /v1/query`` (one sealed, read-only SQL statement) and ``POST /v1/rescore``
-(re-score stored runs where the database is held). Bodies are JSON objects of at most 1 MiB; a query's is checked
-here (``query_request``), so what reaches the service is a statement and its limits."""
+(re-score stored runs where the database is held). Bodies are JSON objects of at most 1 MiB; a query's is
+checked here (``query_request``), so what reaches the service is a statement and its limits."""
 
 from __future__ import annotations
 
@@ -25,16 +25,16 @@ MAX_BODY = 1024 * 1024
 
 
 class Query(Protocol):
-    """Runs one sealed read-only statement within the given limits (None: the configured ones) -> the answer as a
-    dict; raises ``QueryError``."""
+    """Runs one sealed read-only statement within the given limits (None: the configured ones) -> the answer
+    as a dict; raises ``QueryError``."""
 
     def __call__(
         self, sql: str, *, limit: int | None = None, timeout: float | None = None, params: Sequence[Any] = ()
     ) -> dict[str, Any]: ...
 
 
-#: a re-score request (the JSON body) -> its JSON answer; raises ``QueryError`` or an error whose ``http_status``
-#: says how it is answered (``rescore_answer``)
+#: a re-score request (the JSON body) -> its JSON answer; raises ``QueryError`` or an error whose
+#: ``http_status`` says how it is answered (``rescore_answer``)
 Rescore = Callable[[Any], dict[str, Any]]
 
 
@@ -49,8 +49,8 @@ class QueryRequest:
 
 
 def query_request(payload: Any) -> QueryRequest:
-    """The query a ``/v1/query`` body asks for; ``ValueError`` saying what is wrong with it. ``params`` are checked
-    with the statement, where their placeholders are known."""
+    """The query a ``/v1/query`` body asks for; ``ValueError`` saying what is wrong with it. ``params`` are
+    checked with the statement, where their placeholders are known."""
     if not isinstance(payload, dict) or not isinstance(payload.get("sql"), str):
         raise ValueError('expected a JSON object {"sql": "SELECT ..."}')
     limit, timeout = payload.get("limit"), payload.get("timeout")
@@ -65,8 +65,8 @@ def query_request(payload: Any) -> QueryRequest:
 
 
 def rescore_answer(rescore: Rescore, payload: Any) -> tuple[int, dict[str, Any]]:
-    """The HTTP status and JSON answer to a re-score: 200 and its summary; 400 for a bad request or condition, 409
-    while another runs (the error's ``http_status``). Any other error propagates: a 500, logged."""
+    """The HTTP status and JSON answer to a re-score: 200 and its summary; 400 for a bad request or condition,
+    409 while another runs (the error's ``http_status``). Any other error propagates: a 500, logged."""
     try:
         return 200, rescore(payload)
     except QueryError as exc:
@@ -79,7 +79,8 @@ def rescore_answer(rescore: Rescore, payload: Any) -> tuple[int, dict[str, Any]]
 
 
 async def _json_body(request: Request) -> Any:
-    """The body parsed as JSON (an empty body is ``{}``); ``ReceiverError`` or ``ValueError`` when it cannot be."""
+    """The body parsed as JSON (an empty body is ``{}``); ``ReceiverError`` or
+    ``ValueError`` when it cannot be."""
     return json.loads(await read_body(request, MAX_BODY) or b"{}")
 
 

@@ -1,6 +1,7 @@
-"""The collector's HTTP edge as one Starlette app: the OTLP routes, the JSON API, health and metrics, the web UI,
-with the bearer token in front (``auth.BearerAuth``) when one is set. ``HttpApp`` is what the routes need, as plain
-callables, so the edge knows nothing of the service; ``HttpReceiver`` serves it (``server.HttpServer``)."""
+"""The collector's HTTP edge as one Starlette app: the OTLP routes, the JSON API, health and metrics, the web
+UI, with the bearer token in front (``auth.BearerAuth``) when one is set. ``HttpApp`` is what the routes need,
+as plain callables, so the edge knows nothing of the service; ``HttpReceiver`` serves it
+(``server.HttpServer``)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ class HttpApp:
 
 
 def refusal(request: Request, ui: WebUi | None = None) -> Response:
-    """The 401 of a request without the token, in the form its client reads: an OTLP Status, the sign-in form for a
-    page a person opened, JSON for the API. Its body is never read, so its connection closes after."""
+    """The 401 of a request without the token, in the form its client reads: an OTLP Status, the sign-in form
+    for a page a person opened, JSON for the API. Its body is never read, so its connection closes after."""
     path, method = request.url.path, request.method
     close = CLOSE if method not in ("GET", "HEAD") or announces_body(request) else {}
     if method == "POST" and path in otlp.OTLP_PATHS:

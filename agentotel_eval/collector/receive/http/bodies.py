@@ -1,10 +1,10 @@
-"""Request bodies under a size limit: read from the ASGI request (uvicorn frames Content-Length and chunked bodies)
-and inflated (gzip, deflate).
+"""Request bodies under a size limit: read from the ASGI request (uvicorn frames Content-Length and chunked
+bodies) and inflated (gzip, deflate).
 
-The limit applies twice, as in the OpenTelemetry Collector: to the bytes on the wire and to the inflated body. A
-declared length over the limit is refused before anything is read; a chunked body is refused as soon as what arrived
-passes it. A compressed body is inflated in bounded steps and refused the moment it passes the limit, so a small
-"gzip bomb" never allocates more than the limit.
+The limit applies twice, as in the OpenTelemetry Collector: to the bytes on the wire and to the inflated body.
+A declared length over the limit is refused before anything is read; a chunked body is refused as soon as what
+arrived passes it. A compressed body is inflated in bounded steps and refused the moment it passes the limit,
+so a small "gzip bomb" never allocates more than the limit.
 """
 
 from __future__ import annotations
@@ -36,14 +36,15 @@ def _too_large(limit: int, what: str) -> PayloadTooLarge:
 
 
 def announces_body(request: Request) -> bool:
-    """Whether the request says a body follows (which, unread, means its connection must close after the answer)."""
+    """Whether the request says a body follows (which, unread, means its connection must
+    close after the answer)."""
     length = request.headers.get("content-length", "0")
     return "transfer-encoding" in request.headers or length != "0"
 
 
 def declared_length(request: Request, limit: int) -> int | None:
-    """The body's declared length (None: chunked); ``PayloadTooLarge`` before reading when it is over the limit,
-    ``BadRequest`` when the request declares neither."""
+    """The body's declared length (None: chunked); ``PayloadTooLarge`` before reading when it is over the
+    limit, ``BadRequest`` when the request declares neither."""
     if "chunked" in request.headers.get("transfer-encoding", "").lower():
         return None
     text = request.headers.get("content-length")
@@ -56,8 +57,8 @@ def declared_length(request: Request, limit: int) -> int | None:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The raw request body, never more than ``limit`` bytes of it; ``RequestTimeout`` when it did not arrive within
-    the connection's read deadline, ``BadRequest`` when the client stopped sending before its end."""
+    """The raw request body, never more than ``limit`` bytes of it; ``RequestTimeout`` when it did not arrive
+    within the connection's read deadline, ``BadRequest`` when the client stopped sending before its end."""
     length = declared_length(request, limit)
     watch: BodyWatch = request.scope.get("extensions", {}).get(WATCH, {}).get("watch") or BodyWatch()
     parts: list[bytes] = []
@@ -88,7 +89,8 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def content_encoding(value: str | None) -> str:
-    """A Content-Encoding header, normalised; ``UnsupportedMediaType`` for one this receiver cannot inflate."""
+    """A Content-Encoding header, normalised; ``UnsupportedMediaType`` for one this
+    receiver cannot inflate."""
     encoding = (value or "identity").strip().lower()
     if encoding not in CONTENT_ENCODINGS:
         raise UnsupportedMediaType(
@@ -115,8 +117,8 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
             if not data:
                 if pos >= len(body):
                     break
-                # The input goes in by pieces: zlib copies what it leaves of one (at the end of a gzip member, or
-                # when an output step is full), and a piece's copy costs no more than the piece.
+                # The input goes in by pieces: zlib copies what it leaves of one (at the end of a gzip member,
+                # or when an output step is full), and a piece's copy costs no more than the piece.
                 data = view[pos : pos + _IN_STEP]
                 pos += len(data)
             chunk = decompressor.decompress(data, _STEP)

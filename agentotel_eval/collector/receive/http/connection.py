@@ -1,29 +1,29 @@
 """One HTTP connection's guards, around uvicorn's HTTP/1.1 protocol used as it is.
 
-uvicorn parses requests, frames bodies, keeps connections alive, pipelines and applies back-pressure; it leaves to a
-proxy in front of it what a port exporters reach directly needs. ``GuardedConnection`` adds that at the asyncio
-level, on the ``asyncio.Protocol`` and ``asyncio.Transport`` interfaces alone: it is the class uvicorn's ``http``
-setting names, is built with the arguments uvicorn gives that class, and builds uvicorn's own httptools protocol with
-them, to which it hands the connection once its guards allow. It reads the requests' framing with a parser of its
-own (httptools, as uvicorn's), so it knows where each request starts, where its headers end and where its body
-ends without looking inside uvicorn:
+uvicorn parses requests, frames bodies, keeps connections alive, pipelines and applies back-pressure; it
+leaves to a proxy in front of it what a port exporters reach directly needs. ``GuardedConnection`` adds that
+at the asyncio level, on the ``asyncio.Protocol`` and ``asyncio.Transport`` interfaces alone: it is the class
+uvicorn's ``http`` setting names, is built with the arguments uvicorn gives that class, and builds uvicorn's
+own httptools protocol with them, to which it hands the connection once its guards allow. It reads the
+requests' framing with a parser of its own (httptools, as uvicorn's), so it knows where each request starts,
+where its headers end and where its body ends without looking inside uvicorn:
 
-- **TLS** handshakes are made here (``loop.start_tls``) under ``read_timeout``: a stalled one holds nothing and is
-  cut then;
-- **a connection cap**: one connection over ``max_connections`` is answered 503 with ``Retry-After`` at once and
-  closed, before any request is read;
-- **an idle timeout** for a connection that never sends a request (uvicorn's keep-alive timeout covers the time
-  between requests);
-- **a read deadline**: a request must arrive whole (request line, headers, body) within ``read_timeout`` of its
-  first byte. A client still sending headers then is cut off; one still sending its body is answered 408 by the app
-  (``request_guard`` wakes its read). Waiting for the commit afterwards is not the client's time;
+- **TLS** handshakes are made here (``loop.start_tls``) under ``read_timeout``: a stalled one holds nothing
+  and is cut then;
+- **a connection cap**: one connection over ``max_connections`` is answered 503 with ``Retry-After`` at once
+  and closed, before any request is read;
+- **an idle timeout** for a connection that never sends a request (uvicorn's keep-alive timeout covers the
+  time between requests);
+- **a read deadline**: a request must arrive whole (request line, headers, body) within ``read_timeout`` of
+  its first byte. A client still sending headers then is cut off; one still sending its body is answered 408
+  by the app (``request_guard`` wakes its read). Waiting for the commit afterwards is not the client's time;
 - **a header budget**: headers past ``MAX_HEADER_BYTES`` are answered 431 (httptools itself sets no bound);
 - **malformed framing** is answered 400 with the parser's reason;
-- **a lingering close**: an answer given before the request's body was read (401, 413, 415) closes only the sending
-  side, and what the client still sends is read and dropped for a bounded time, so the client reads the answer
-  instead of a reset;
-- **a half-closed client**: one that stops sending after its request still gets the answer; one that stops in the
-  middle of its body is told so (400) instead of dropped.
+- **a lingering close**: an answer given before the request's body was read (401, 413, 415) closes only the
+  sending side, and what the client still sends is read and dropped for a bounded time, so the client reads
+  the answer instead of a reset;
+- **a half-closed client**: one that stops sending after its request still gets the answer; one that stops in
+  the middle of its body is told so (400) instead of dropped.
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ from uvicorn.server import ServerState
 
 log = logging.getLogger(__name__)
 
-#: request line and headers of one request, at most (the OpenTelemetry Collector's Go server allows 1 MiB; common
-#: proxies 8-64 KiB)
+#: request line and headers of one request, at most (the OpenTelemetry Collector's Go server allows 1 MiB;
+#: common proxies 8-64 KiB)
 MAX_HEADER_BYTES = 64 * 1024
 #: a refused connection stays open this long after its 503, so its client reads the answer instead of a reset
 LINGER_REFUSED_SECONDS = 2.0
 #: an answered request's unread body is read and dropped for at most this long, and this much, before closing
 LINGER_BODY_SECONDS = 5.0
 LINGER_BODY_BYTES = 256 * 1024 * 1024
-#: the key under which each request's ASGI ``scope["state"]`` carries its connection (uvicorn copies the state it
-#: is given into every request's scope, as ASGI's lifespan state is)
+#: the key under which each request's ASGI ``scope["state"]`` carries its connection (uvicorn copies the state
+#: it is given into every request's scope, as ASGI's lifespan state is)
 CONNECTION = "agentotel.connection"
 
 
@@ -68,8 +68,8 @@ class ConnectionLimits:
 
 @dataclass
 class HttpStats:
-    """The listener's connections: open now, refused over the cap, requests cut at their read deadline. Updated on
-    the loop's thread, read from others."""
+    """The listener's connections: open now, refused over the cap, requests cut at their read deadline.
+    Updated on the loop's thread, read from others."""
 
     open: int = 0
     refused: int = 0
@@ -134,7 +134,8 @@ class RequestState:
 
 @dataclass(eq=False)
 class Listener:
-    """What the connections of one listener share: the guards' settings, the counters, the connections open."""
+    """What the connections of one listener share: the guards' settings, the counters,
+    the connections open."""
 
     limits: ConnectionLimits
     stats: HttpStats
@@ -186,7 +187,7 @@ class GuardedConnection(asyncio.Protocol):
         self._arriving: RequestState | None = None  # the request whose bytes are arriving
         self._header_bytes = 0
 
-    # ---- connections ----------------------------------------------------------------------------------------
+    # ---- connections ---------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -234,7 +235,8 @@ class GuardedConnection(asyncio.Protocol):
             transport.close()
 
     def _refuse(self, transport: asyncio.Transport) -> None:
-        """Over the cap: 503 at once, no request read; the connection lingers a moment so the client reads it."""
+        """Over the cap: 503 at once, no request read; the connection lingers a moment so
+        the client reads it."""
         self._dropping = True
         transport.write(
             plain_answer(
@@ -271,7 +273,7 @@ class GuardedConnection(asyncio.Protocol):
         if self._http is not None:
             self._http.resume_writing()
 
-    # ---- bytes in -------------------------------------------------------------------------------------------
+    # ---- bytes in ------------------------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         if self._dropping:
@@ -300,8 +302,8 @@ class GuardedConnection(asyncio.Protocol):
         self._http.data_received(data)
 
     def eof_received(self) -> bool | None:
-        """The client closed its sending side. A request it is still waiting on is answered (then the connection
-        closes); one whose body stopped short is told so; otherwise the connection closes now."""
+        """The client closed its sending side. A request it is still waiting on is answered (then the
+        connection closes); one whose body stopped short is told so; otherwise the connection closes now."""
         self._eof = True
         if self._http is None and not self._dropping:
             return True  # the handshake's end is not seen yet: decided then
@@ -318,7 +320,7 @@ class GuardedConnection(asyncio.Protocol):
         if self._dropped > LINGER_BODY_BYTES and self._transport is not None:
             self._transport.close()
 
-    # ---- the parser's callbacks -----------------------------------------------------------------------------
+    # ---- the parser's callbacks ----------------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
         request = RequestState(BodyWatch(timeout=self._limits.read_timeout))
@@ -355,7 +357,7 @@ class GuardedConnection(asyncio.Protocol):
         else:
             transport.close()  # headers still coming, or an answered request's body: nothing to answer
 
-    # ---- the app's requests (``request_guard``) -------------------------------------------------------------
+    # ---- the app's requests (``request_guard``) ------------------------------------------------------------
 
     def claim(self) -> RequestState | None:
         """The oldest request the app has not had yet: uvicorn hands a connection's requests over in order."""
@@ -366,19 +368,20 @@ class GuardedConnection(asyncio.Protocol):
         return None
 
     def done(self, request: RequestState) -> None:
-        """The app is done with ``request``; a client that has closed its side is closed once all are answered."""
+        """The app is done with ``request``; a client that has closed its side is closed
+        once all are answered."""
         if request in self._requests:
             self._requests.remove(request)
         if self._eof and not self._requests and request.answering and self._transport is not None:
             self._transport.close()
 
-    # ---- bytes out ------------------------------------------------------------------------------------------
+    # ---- bytes out -----------------------------------------------------------------------------------------
 
     def close_requested(self) -> None:
-        """uvicorn closes the connection. With a body still arriving (the answer came first), close only the sending
-        side and read the rest away for a while: closing with unread data would reset the connection, which can
-        discard the answer before the client reads it. A client cut off for being slow, or that has stopped
-        sending, is not waited for."""
+        """uvicorn closes the connection. With a body still arriving (the answer came first), close only the
+        sending side and read the rest away for a while: closing with unread data would reset the connection,
+        which can discard the answer before the client reads it. A client cut off for being slow, or that has
+        stopped sending, is not waited for."""
         transport, arriving = self._transport, self._arriving
         if transport is None or transport.is_closing() or self._dropping:
             return
@@ -412,8 +415,8 @@ class GuardedConnection(asyncio.Protocol):
 
 
 class _Transport(asyncio.Transport):
-    """The connection's transport as uvicorn's protocol sees it: closing it goes through ``close_requested``, and it
-    is closing while the connection lingers."""
+    """The connection's transport as uvicorn's protocol sees it: closing it goes through ``close_requested``,
+    and it is closing while the connection lingers."""
 
     def __init__(self, transport: asyncio.Transport, connection: GuardedConnection) -> None:
         super().__init__()

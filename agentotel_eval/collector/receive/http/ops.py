@@ -1,6 +1,6 @@
-"""``GET /healthz`` (open even with a token, to say the collector is up and which one it is), ``GET /readyz`` (open:
-200 while the status is "ok", 503 otherwise, e.g. "degraded" while a lake node cannot copy to its lake) and
-``GET /metrics`` (Prometheus text)."""
+"""``GET /healthz`` (open even with a token, to say the collector is up and which one it is), ``GET /readyz``
+(open: 200 while the status is "ok", 503 otherwise, e.g. "degraded" while a lake node cannot copy to its lake)
+and ``GET /metrics`` (Prometheus text)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from starlette.routing import Route
 from agentotel_eval.collector.receive.auth import Authenticator
 from agentotel_eval.collector.receive.http.answers import Blocking, JsonAnswer
 
-#: what /healthz tells a client without the token: enough for discovery (a live collector, and which one), nothing
-#: about the host or its files
+#: what /healthz tells a client without the token: enough for discovery (a live collector, and which one),
+#: nothing about the host or its files
 _OPEN_HEALTH = ("status", "token")
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

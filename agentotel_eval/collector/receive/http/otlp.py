@@ -1,9 +1,9 @@
 """``POST /v1/traces`` and ``POST /v1/logs``: OTLP/HTTP, protobuf or JSON, gzip or deflate.
 
-Answers follow the OTLP/HTTP spec: the response is in the request's encoding, ``partial_success`` when records were
-rejected; errors carry a ``google.rpc.Status`` body: 400 undecodable, 408 not whole in time, 413 too large (declared
-or inflated), 415 unknown content type or encoding, 503 + ``Retry-After`` when the write queue is full. The answer
-comes only once the records are committed.
+Answers follow the OTLP/HTTP spec: the response is in the request's encoding, ``partial_success`` when records
+were rejected; errors carry a ``google.rpc.Status`` body: 400 undecodable, 408 not whole in time, 413 too
+large (declared or inflated), 415 unknown content type or encoding, 503 + ``Retry-After`` when the write queue
+is full. The answer comes only once the records are committed.
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ def error_response(
 
 
 def otlp_routes(ingestor: Ingestor, max_request_size: int, blocking: Blocking) -> list[Route]:
-    """The two export routes over ``ingestor``; bodies over ``max_request_size`` (on the wire or inflated) refused."""
+    """The two export routes over ``ingestor``; bodies over ``max_request_size`` (on the wire
+    or inflated) refused."""
 
     def ingest(signal: str, encoding: str, body: bytes, compression: str) -> ExportOutcome:
         # inflating is CPU work: here, on a thread, not on the loop

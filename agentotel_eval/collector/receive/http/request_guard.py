@@ -1,14 +1,15 @@
 """The request side of the connection's guards, as ASGI middleware in front of the app.
 
-Each request's scope carries its connection (``connection.CONNECTION`` in ``scope["state"]``); the middleware takes
-what the connection knows of the request and
+Each request's scope carries its connection (``connection.CONNECTION`` in ``scope["state"]``); the middleware
+takes what the connection knows of the request and
 
 - puts its ``BodyWatch`` in the scope's extensions (``WATCH``), for ``bodies.read_body``;
-- makes the app's ``receive()`` return when the request's read deadline passes or the client stops sending in the
-  middle of the body, with ``http.disconnect`` (and the watch saying which), so the app answers 408 or 400 instead
-  of waiting on a body that will not come;
-- tells the connection when the answer starts and when the app is done, so a deadline after the answer began closes
-  the connection instead, and a client that has closed its sending side is closed once it has its answers.
+- makes the app's ``receive()`` return when the request's read deadline passes or the client stops sending in
+  the middle of the body, with ``http.disconnect`` (and the watch saying which), so the app answers 408 or 400
+  instead of waiting on a body that will not come;
+- tells the connection when the answer starts and when the app is done, so a deadline after the answer began
+  closes the connection instead, and a client that has closed its sending side is closed once
+  it has its answers.
 
 Without a connection (an app served by other means), requests pass through untouched.
 """
@@ -63,15 +64,15 @@ def _guarded_receive(receive: Receive, request: RequestState) -> Receive:
 
 async def _receive_until_woken(receive: Receive, request: RequestState) -> Message:
     """uvicorn's ``receive()``, unless the request is woken first (its deadline passed, or the client stopped
-    sending): then ``http.disconnect``. What uvicorn already holds is returned first, as its ``receive()`` returns
-    at once when it holds a part of the body."""
+    sending): then ``http.disconnect``. What uvicorn already holds is returned first, as its ``receive()``
+    returns at once when it holds a part of the body."""
     loop = asyncio.get_running_loop()
     reading: asyncio.Task[Message] = loop.create_task(receive())  # type: ignore[arg-type]
     woken = request.woken()
 
     def stop(_: object) -> None:
-        # after the read's first step: one that returns at once has returned; one that waits on bytes that will
-        # not come is cancelled, and nothing of the body is lost
+        # after the read's first step: one that returns at once has returned; one that waits on bytes that
+        # will not come is cancelled, and nothing of the body is lost
         loop.call_soon(reading.cancel)
 
     # a callback, not ``asyncio.wait``: this runs for every part of every body, and a wake is rare

@@ -1,22 +1,22 @@
-"""The HTTP listener: ``uvicorn.Server`` with its public settings, serving the Starlette app on uvicorn's HTTP/1.1
-protocol (httptools' parser), on a thread of its own, with the guards an exporter-facing port needs that uvicorn
-leaves to a proxy in front of it:
+"""The HTTP listener: ``uvicorn.Server`` with its public settings, serving the Starlette app on uvicorn's
+HTTP/1.1 protocol (httptools' parser), on a thread of its own, with the guards an exporter-facing port needs
+that uvicorn leaves to a proxy in front of it:
 
 - per connection (``connection.GuardedConnection``, uvicorn's ``http`` setting): TLS handshakes under the read
   timeout, the connection cap (503 with ``Retry-After`` before any request is read), the idle timeout of a
-  connection that never sends a request, a request's read deadline from its first byte, the header budget (431),
-  malformed framing answered 400 with the reason, a lingering close after an answer given before the body was read,
-  and an answer for a client that closes its sending side;
-- per request (``request_guard.RequestGuard``, ASGI middleware in front of the app): the app's read of a body that
-  came too slowly, or stopped short, returns so the app answers 408 or 400.
+  connection that never sends a request, a request's read deadline from its first byte, the header budget
+  (431), malformed framing answered 400 with the reason, a lingering close after an answer given before the
+  body was read, and an answer for a client that closes its sending side;
+- per request (``request_guard.RequestGuard``, ASGI middleware in front of the app): the app's read of a body
+  that came too slowly, or stopped short, returns so the app answers 408 or 400.
 
-uvicorn's own settings do the rest: ``timeout_keep_alive`` closes a connection idle between requests, ``headers``
-names the server, ``date_header`` dates the answers, and its shutdown closes idle connections at once and busy
-ones after their answer. None of its settings can hold the connection guards, which is why they sit at the asyncio
-interface in front of its protocol instead:
+uvicorn's own settings do the rest: ``timeout_keep_alive`` closes a connection idle between requests,
+``headers`` names the server, ``date_header`` dates the answers, and its shutdown closes idle connections at
+once and busy ones after their answer. None of its settings can hold the connection guards, which is why they
+sit at the asyncio interface in front of its protocol instead:
 
-- ``limit_concurrency`` is not the cap: it answers only once a request's headers have come (a silent connection
-  over it holds its socket), without ``Retry-After``, and it counts the connection asking;
+- ``limit_concurrency`` is not the cap: it answers only once a request's headers have come (a silent
+  connection over it holds its socket), without ``Retry-After``, and it counts the connection asking;
 - ``h11_max_incomplete_event_size`` bounds headers for the h11 protocol only, not httptools';
 - TLS through ``ssl_*`` has asyncio's 60 s handshake timeout, which uvicorn does not expose;
 - nothing bounds the time a request takes to arrive, or closes after an early answer without resetting the
@@ -55,8 +55,9 @@ def server_tls_context(cert: str, key: str) -> ssl.SSLContext:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # The protocol named, not 0: asyncio turns Nagle's algorithm off only on sockets that say they are TCP, and with
-    # it on, a body written after its headers waits for the client's delayed ACK (40 ms on a keep-alive connection).
+    # The protocol named, not 0: asyncio turns Nagle's algorithm off only on sockets that say they are TCP,
+    # and with it on, a body written after its headers waits for the client's delayed ACK (40 ms on a
+    # keep-alive connection).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -74,8 +75,8 @@ def _bind(host: str, port: int) -> socket.socket:
 
 class HttpServer:
     """Serves ``app`` on ``host:port``: ``start()`` binds (raising ``OSError`` on a taken port) and starts the
-    server's thread; ``stop_accepting()`` closes the listener and lets requests in flight finish; ``shutdown()``
-    stops."""
+    server's thread; ``stop_accepting()`` closes the listener and lets requests in flight finish;
+    ``shutdown()`` stops."""
 
     def __init__(
         self,
@@ -118,8 +119,8 @@ class HttpServer:
             http=self._listener.protocol(),
             ws="none",
             lifespan="off",
-            # uvicorn's own messages are the client's business (a malformed request) or routine (started, stopping);
-            # its errors (an app's exception) still show
+            # uvicorn's own messages are the client's business (a malformed request) or routine (started,
+            # stopping); its errors (an app's exception) still show
             log_config=None,
             log_level="error",
             access_log=False,

@@ -129,9 +129,9 @@ def test_workers_run_at_the_nice_value_they_are_given():
 
 
 def test_a_worker_that_stops_reading_costs_a_retryable_answer_within_the_timeout_not_a_hang():
-    # A body larger than the socket's buffer blocks its sender until the worker reads it; a frozen worker never
-    # does. The watchdog stops it by the request's deadline, the callers queued behind get retryable answers, and
-    # the pool goes on with a new worker.
+    # A body larger than the socket's buffer blocks its sender until the worker reads it; a frozen worker
+    # never does. The watchdog stops it by the request's deadline, the callers queued behind get retryable
+    # answers, and the pool goes on with a new worker.
     pool = DecodePool(1)
     pool.start()
     try:
@@ -171,8 +171,8 @@ def test_a_worker_that_stops_reading_costs_a_retryable_answer_within_the_timeout
 
 
 def test_a_busy_worker_with_requests_queued_behind_each_other_is_not_taken_for_a_stuck_one():
-    # Each request's timeout is four decodes; six at once wait for up to five decodes ahead of theirs. Waiting for
-    # one's turn is not the worker being stuck: callers may give up at their deadline, the worker stays.
+    # Each request's timeout is four decodes; six at once wait for up to five decodes ahead of theirs. Waiting
+    # for one's turn is not the worker being stuck: callers may give up at their deadline, the worker stays.
     from agentotel_eval.otlp.encode import encode_traces
     from agentotel_eval.otlp.records import SpanRecord
 

@@ -1,4 +1,5 @@
-"""The forwarder against a real downstream OTLP endpoint (tests/support/otlp_sink.py): delivery, retries, what is dropped."""
+"""The forwarder against a real downstream OTLP endpoint (tests/support/otlp_sink.py): delivery,
+retries, what is dropped."""
 
 from __future__ import annotations
 
@@ -180,8 +181,8 @@ def test_a_retry_due_before_the_deadline_still_runs_while_shutting_down():
 
 
 def test_steady_submits_do_not_cut_the_backoff_of_a_retry():
-    """The sender's backoff waits on the condition every submit wakes; new records must not end it early, or an
-    outage burns every retry in milliseconds and drops what the backoff would have carried over."""
+    """The sender's backoff waits on the condition every submit wakes; new records must not end it early, or
+    an outage burns every retry in milliseconds and drops what the backoff would have carried over."""
     clock = FakeClock()
     with OtlpSink() as sink:
         sink.reject(times=1, retry_after=5.0)

@@ -1,6 +1,6 @@
 """Bearer token authentication against a real collector: OTLP over HTTP and gRPC (raw and through the real
-OpenTelemetry SDK exporters), the JSON APIs, /metrics, /healthz, the web UI's sign-in and cookie, the commands that
-talk to a running collector, and the warning about a listener open to the network without a token."""
+OpenTelemetry SDK exporters), the JSON APIs, /metrics, /healthz, the web UI's sign-in and cookie, the commands
+that talk to a running collector, and the warning about a listener open to the network without a token."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def collector(db):
         yield c
 
 
-# ---- OTLP/HTTP -------------------------------------------------------------------------------------------------
+# ---- OTLP/HTTP ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -99,8 +99,8 @@ def test_otlp_http_with_the_token_is_stored(collector):
 
 
 def test_a_refused_request_is_answered_before_its_body_is_read(collector):
-    """Headers announcing 10 MB and no body: the 401 comes at once (a read would wait for the read timeout) and
-    the connection is closed; a client that asks to continue is never told to."""
+    """Headers announcing 10 MB and no body: the 401 comes at once (a read would wait for the read timeout)
+    and the connection is closed; a client that asks to continue is never told to."""
     host, port = collector.http.address
     for expect in ("", "Expect: 100-continue\r\n"):
         with socket.create_connection((host, port), timeout=5) as sock:
@@ -120,7 +120,7 @@ def test_a_refused_request_is_answered_before_its_body_is_read(collector):
         )  # names are case-insensitive, the value is not
 
 
-# ---- gRPC ------------------------------------------------------------------------------------------------------
+# ---- gRPC --------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_grpc_with_the_token_is_stored(collector):
     assert spans_stored(collector, span.trace_id) == 1
 
 
-# ---- the real OpenTelemetry SDK exporters, configured by OTEL_EXPORTER_OTLP_HEADERS ----------------------------
+# ---- the real OpenTelemetry SDK exporters, configured by OTEL_EXPORTER_OTLP_HEADERS ------------------------
 
 
 def sdk_spans(name: str) -> list:
@@ -208,7 +208,7 @@ def test_sdk_exporters_send_the_token_from_otel_exporter_otlp_headers(collector,
     assert spans_stored(collector, f"{spans[0].context.trace_id:032x}") == 0
 
 
-# ---- the JSON APIs, /metrics, /healthz and the web UI ----------------------------------------------------------
+# ---- the JSON APIs, /metrics, /healthz and the web UI ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -281,7 +281,7 @@ def test_the_authenticator_reads_headers_and_metadata():
         Authenticator("")
 
 
-# ---- the warning about a listener open to the network ----------------------------------------------------------
+# ---- the warning about a listener open to the network ------------------------------------------------------
 
 
 def started_logs(tmp_path: Path, caplog, **sections) -> str:
@@ -351,7 +351,7 @@ def test_serve_warns_on_its_stderr(tmp_path):
     assert "WARNING" in stderr and "anyone who can reach 0.0.0.0:" in stderr, stderr
 
 
-# ---- commands that talk to the running collector ---------------------------------------------------------------
+# ---- commands that talk to the running collector -----------------------------------------------------------
 
 
 def agentotel(*args: str, token: str | None) -> subprocess.CompletedProcess:
@@ -397,7 +397,7 @@ def test_rescore_sends_the_token_from_the_environment(collector, db):
     assert "requires a token: set AGENTOTEL_AUTH_TOKEN" in refused.stderr
 
 
-# ---- the web UI in a browser: sign-in form, cookie, logout -----------------------------------------------------
+# ---- the web UI in a browser: sign-in form, cookie, logout -------------------------------------------------
 
 
 def cookie_of(answer) -> str:

@@ -1,12 +1,12 @@
 """Fuzzing a real collector on 127.0.0.1, over OTLP/HTTP (protobuf and JSON) and gRPC.
 
 Hostile requests (random bytes, mutated real bodies, valid requests with hostile content, gzip bombs, broken
-compression and headers, malformed framing) must each get a clear answer: HTTP 200 (perhaps a partial success),
-400, 413 or 415 with a readable message, or gRPC OK, INVALID_ARGUMENT or RESOURCE_EXHAUSTED; never a 500,
-INTERNAL or UNKNOWN, a hang or a connection dropped without an answer. After each batch the service still serves
-(a valid export over each transport is stored, ``/healthz`` answers, the decode worker is the same process), a trace
-stored before any of them is still whole, and memory (the collector's process, which runs here, and its decode
-worker) grows by less than a generous bound through the bombs and the huge requests.
+compression and headers, malformed framing) must each get a clear answer: HTTP 200 (perhaps a partial
+success), 400, 413 or 415 with a readable message, or gRPC OK, INVALID_ARGUMENT or RESOURCE_EXHAUSTED; never a
+500, INTERNAL or UNKNOWN, a hang or a connection dropped without an answer. After each batch the service still
+serves (a valid export over each transport is stored, ``/healthz`` answers, the decode worker is the same
+process), a trace stored before any of them is still whole, and memory (the collector's process, which runs
+here, and its decode worker) grows by less than a generous bound through the bombs and the huge requests.
 
 Every hypothesis test is derandomized, bounded and writes no example database.
 """
@@ -98,7 +98,7 @@ def valid_body(trace: str, encoding: str = "protobuf", spans: int = 1) -> bytes:
     )
 
 
-# ---- the collector and its clients --------------------------------------------------------------------------------
+# ---- the collector and its clients -------------------------------------------------------------------------
 
 
 @dataclass
@@ -206,8 +206,8 @@ def grpc_call(
 
 
 def still_serving(service: Service) -> None:
-    """What a batch of hostile requests must leave: the marker whole, a valid export over each transport stored,
-    /healthz answering, the same decode worker."""
+    """What a batch of hostile requests must leave: the marker whole, a valid export over each transport
+    stored, /healthz answering, the same decode worker."""
     assert span_count(service, MARKER_TRACE) == MARKER_SPANS
     trace = new_trace()
     assert clear_http(post(service, "traces", valid_body(trace)), "traces").status == 200
@@ -224,7 +224,7 @@ def still_serving(service: Service) -> None:
     assert decoders.pids == service.worker_pids and decoders.stats.restarts == 0, "a decode worker died"
 
 
-# ---- random and mutated bodies ------------------------------------------------------------------------------------
+# ---- random and mutated bodies -----------------------------------------------------------------------------
 
 
 def test_random_bytes_over_both_transports(service: Service) -> None:
@@ -276,13 +276,13 @@ def test_hostile_json_requests_over_http(service: Service) -> None:
     still_serving(service)
 
 
-# ---- valid requests with hostile content ---------------------------------------------------------------------------
+# ---- valid requests with hostile content -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Hostile:
-    """A request (built around a fresh trace id), what it must get, how many of its spans are stored under that
-    trace id, and how many records a partial success rejects."""
+    """A request (built around a fresh trace id), what it must get, how many of its spans are stored under
+    that trace id, and how many records a partial success rejects."""
 
     name: str
     signal: str
@@ -548,12 +548,12 @@ def test_hostile_content_leaves_the_service_serving(service: Service) -> None:
     still_serving(service)
 
 
-# ---- bombs and huge requests: bounded memory ------------------------------------------------------------------------
+# ---- bombs and huge requests: bounded memory ---------------------------------------------------------------
 
 
 def deflate_of_zeros(mib: int) -> bytes:
-    """A raw deflate stream of ``mib`` MiB of zeros, made cheaply: each MiB after a full flush compresses to the
-    same bytes."""
+    """A raw deflate stream of ``mib`` MiB of zeros, made cheaply: each MiB after a full flush compresses to
+    the same bytes."""
     compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
     block = compressor.compress(bytes(MIB)) + compressor.flush(zlib.Z_FULL_FLUSH)
     return block * mib + b"\x03\x00"  # an empty final block
@@ -686,7 +686,7 @@ def test_bombs_and_huge_requests_keep_memory_bounded(service: Service) -> None:
     still_serving(service)
 
 
-# ---- compression, headers and framing --------------------------------------------------------------------------------
+# ---- compression, headers and framing ----------------------------------------------------------------------
 
 
 def _fixture_body() -> bytes:
@@ -778,8 +778,8 @@ def test_json_said_to_be_protobuf_gets_a_clear_answer(service: Service) -> None:
 
 
 def test_a_million_gzip_members_are_answered_promptly(service: Service) -> None:
-    """20 MB of empty gzip members: one empty request, inflated in linear time (it took minutes when each member
-    copied the rest of the body)."""
+    """20 MB of empty gzip members: one empty request, inflated in linear time (it took minutes when each
+    member copied the rest of the body)."""
     body = gzip.compress(b"") * 1_000_000
     assert len(body) <= LIMIT
     started = time.monotonic()
@@ -788,8 +788,8 @@ def test_a_million_gzip_members_are_answered_promptly(service: Service) -> None:
 
 
 def raw_http(service: Service, request: bytes, *, close_write: bool = False) -> tuple[int, bytes]:
-    """Send ``request`` bytes as they are and read one answer (within ``ANSWER_WITHIN``, the connection left open
-    unless ``close_write``)."""
+    """Send ``request`` bytes as they are and read one answer (within ``ANSWER_WITHIN``, the connection left
+    open unless ``close_write``)."""
     host, port = service.http.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=ANSWER_WITHIN) as sock:
         sock.sendall(request)
@@ -804,9 +804,9 @@ HEAD = b"POST /v1/traces HTTP/1.1\r\nHost: fuzz\r\nContent-Type: application/x-p
 CHUNKED = HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
 
 
-# Framing the HTTP parser refuses: a 400 at once that says what was wrong (in plain text, as the parser answers
-# before any route is chosen). Nothing follows what is refused: bytes never read could reset the connection before
-# the answer is read.
+# Framing the HTTP parser refuses: a 400 at once that says what was wrong (in plain text, as the parser
+# answers before any route is chosen). Nothing follows what is refused: bytes never read could reset the
+# connection before the answer is read.
 @pytest.mark.parametrize(
     ("name", "request_bytes", "reason"),
     [
@@ -824,8 +824,8 @@ def test_malformed_framing_is_answered_at_once(
     assert status == 400 and body.startswith(b"invalid HTTP request: ") and reason in body, body[:300]
 
 
-# What the OTLP route refuses: an OTLP Status in the body, at once (a body past the limit as soon as the part past
-# it arrives).
+# What the OTLP route refuses: an OTLP Status in the body, at once (a body past the limit as soon as the part
+# past it arrives).
 @pytest.mark.parametrize(
     ("name", "request_bytes", "expected"),
     [
@@ -850,7 +850,8 @@ def test_bodies_the_route_refuses_are_answered_at_once(
 @fuzz(100)
 @given(data=st.data())
 def test_a_real_body_in_random_chunks_is_stored(service: Service, data: st.DataObject) -> None:
-    """Chunked framing at any boundaries (hex in either case, chunk extensions, trailers) carries the body whole."""
+    """Chunked framing at any boundaries (hex in either case, chunk extensions, trailers)
+    carries the body whole."""
     trace = new_trace()
     body = valid_body(trace, spans=3)
     cuts = sorted(data.draw(st.sets(st.integers(1, len(body) - 1), max_size=8)))
@@ -873,7 +874,8 @@ CHUNK_SIZES = st.one_of(
 
 @st.composite
 def chunked(draw: st.DrawFn) -> bytes:
-    """A chunked body, well formed or not: size lines (hex, or signed, prefixed, empty, huge), data, the end."""
+    """A chunked body, well formed or not: size lines (hex, or signed, prefixed, empty,
+    huge), data, the end."""
     out = b""
     for _ in range(draw(st.integers(0, 5))):
         out += (
@@ -890,7 +892,8 @@ def chunked(draw: st.DrawFn) -> bytes:
 @fuzz(150)
 @given(raw=chunked())
 def test_any_chunked_framing_gets_a_clear_answer(service: Service, raw: bytes) -> None:
-    """Well formed or not, cut anywhere (the client then stops sending): a 200, a 400 that says why, or a 413."""
+    """Well formed or not, cut anywhere (the client then stops sending): a 200, a 400 that
+    says why, or a 413."""
     status, body = raw_http(service, CHUNKED + raw, close_write=True)
     assert status in (200, 400, 413), (status, body[:300])
     assert body or status == 200  # an empty export has an empty protobuf answer

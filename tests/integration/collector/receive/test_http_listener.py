@@ -1,6 +1,6 @@
-"""The HTTP listener itself (``HttpServer``: uvicorn's server and protocol with the connection's guards) serving a
-small app on 127.0.0.1 with real sockets: what the guards must leave as uvicorn does it (pipelining, ``Expect:
-100-continue``, a graceful stop), and that it uses uvicorn only through its public settings."""
+"""The HTTP listener itself (``HttpServer``: uvicorn's server and protocol with the connection's guards)
+serving a small app on 127.0.0.1 with real sockets: what the guards must leave as uvicorn does it (pipelining,
+``Expect: 100-continue``, a graceful stop), and that it uses uvicorn only through its public settings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The collector under [limits], over both transports and through its decode worker: what is over a soft limit is
-cut, stored with a marker and counted in /metrics; a request over a hard limit is refused whole, naming the
+"""The collector under [limits], over both transports and through its decode worker: what is over a soft limit
+is cut, stored with a marker and counted in /metrics; a request over a hard limit is refused whole, naming the
 limit, and nothing of it is stored while what came before stays."""
 
 from __future__ import annotations

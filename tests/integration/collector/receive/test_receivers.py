@@ -62,7 +62,7 @@ def new_span(trace: int, sid: int = 1, **kw) -> SpanRecord:
     )
 
 
-# ---- success ---------------------------------------------------------------------------------------------------
+# ---- success -----------------------------------------------------------------------------------------------
 
 
 def test_http_protobuf_is_answered_in_protobuf_after_the_commit(collector):
@@ -106,7 +106,7 @@ def test_logs_over_both_transports(collector):
         assert sorted(r[0] for r in stored) == sorted(r.event_name for r in f.logs())
 
 
-# ---- partial success ---------------------------------------------------------------------------------------------
+# ---- partial success ---------------------------------------------------------------------------------------
 
 
 def _with_bad_span(valid: SpanRecord) -> bytes:
@@ -181,7 +181,7 @@ def test_a_number_out_of_its_range_rejects_its_record_not_the_request(collector)
     assert rows(collector, f"SELECT count(*) FROM logs WHERE trace_id = '{trace_id}'") == [[1]]
 
 
-# ---- errors ------------------------------------------------------------------------------------------------------
+# ---- errors ------------------------------------------------------------------------------------------------
 
 
 def test_an_undecodable_body_is_400_with_a_status_in_the_request_encoding(collector):
@@ -243,7 +243,7 @@ def test_wrong_methods_are_405_with_allow_and_unknown_paths_404(collector):
     assert http_request(collector.http_endpoint, "GET", "/v1/nothing").status == 404
 
 
-# ---- idempotency and late spans ----------------------------------------------------------------------------------
+# ---- idempotency and late spans ----------------------------------------------------------------------------
 
 
 def test_a_resent_request_is_stored_once_over_both_transports(collector):
@@ -299,7 +299,7 @@ def test_a_late_span_replaces_the_runs_rows_instead_of_adding(collector):
     assert rows(collector, f"SELECT count(*) FROM agent_runs WHERE trace_id = '{trace_id}'") == [[1]]
 
 
-# ---- overload ----------------------------------------------------------------------------------------------------
+# ---- overload ----------------------------------------------------------------------------------------------
 
 
 def test_a_full_write_queue_answers_503_and_unavailable_with_a_retry_delay(tmp_path):
@@ -416,7 +416,7 @@ def test_the_sdk_exporter_retries_after_503_and_the_spans_arrive(tmp_path):
         exporter.shutdown()
 
 
-# ---- health and metrics ------------------------------------------------------------------------------------------
+# ---- health and metrics ------------------------------------------------------------------------------------
 
 _SAMPLE = re.compile(
     r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? '
@@ -468,8 +468,8 @@ def test_gzip_helper_compresses():  # guards the helper the tests above rely on
 
 
 def test_a_body_of_the_wrong_shape_is_an_empty_success_counted_and_warned_once(tmp_path, caplog):
-    """``{"foo": 1}`` is valid OTLP/JSON with nothing in it: answered ``{}`` and 200 as the specification says,
-    but counted apart in /metrics and logged once, so a misconfigured exporter does not go unnoticed."""
+    """``{"foo": 1}`` is valid OTLP/JSON with nothing in it: answered ``{}`` and 200 as the specification
+    says, but counted apart in /metrics and logged once, so a misconfigured exporter does not go unnoticed."""
     with running_collector(tmp_path / "empty.duckdb") as collector, caplog.at_level(logging.WARNING):
         for _ in range(3):
             answer = post_otlp(collector.http_endpoint, "traces", b'{"foo": 1}', "json")

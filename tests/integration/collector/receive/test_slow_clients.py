@@ -1,6 +1,6 @@
-"""Slow, lying and idle HTTP clients against a real collector on 127.0.0.1, with real sockets: each is cut at the
-read timeout or refused over the connection cap while a normal exporter keeps exporting, and nothing accepted is
-lost. And a silent TCP connection to the gRPC port stops no gRPC export."""
+"""Slow, lying and idle HTTP clients against a real collector on 127.0.0.1, with real sockets: each is cut at
+the read timeout or refused over the connection cap while a normal exporter keeps exporting, and nothing
+accepted is lost. And a silent TCP connection to the gRPC port stops no gRPC export."""
 
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ def no_open_connections(collector) -> None:
 
 
 def drip(sock: socket.socket, data: bytes, interval: float) -> float | None:
-    """Send ``data`` a byte at a time; the time of the first byte, and when the server cut us off, how long after."""
+    """Send ``data`` a byte at a time; the time of the first byte, and when the server cut us
+    off, how long after."""
     started = time.monotonic()
     for i in range(len(data)):
         try:
@@ -292,7 +293,8 @@ def test_headers_past_the_budget_are_refused_with_431(collector):
 
 
 def test_a_client_that_closes_its_sending_side_still_gets_its_answer(collector):
-    """A whole request, then a half-close (as `nc -N` does): the answer still comes, then the connection closes."""
+    """A whole request, then a half-close (as `nc -N` does): the answer still comes, then
+    the connection closes."""
     span = fresh_span()
     head, body = request_bytes(encode_traces([span]).SerializeToString())
     with socket.create_connection(collector.http.address, timeout=10) as sock:
@@ -304,9 +306,9 @@ def test_a_client_that_closes_its_sending_side_still_gets_its_answer(collector):
 
 
 def test_the_listener_turns_nagles_algorithm_off(collector):
-    """With Nagle on, an answer's body waits behind its headers for the client's delayed ACK (40 ms a request on a
-    keep-alive connection); asyncio turns it off only on sockets that name TCP as their protocol, and accepted
-    connections inherit the listener's setting."""
+    """With Nagle on, an answer's body waits behind its headers for the client's delayed ACK (40 ms a request
+    on a keep-alive connection); asyncio turns it off only on sockets that name TCP as their protocol, and
+    accepted connections inherit the listener's setting."""
     sock = collector.http._server._sock
     assert sock.proto == socket.IPPROTO_TCP
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1

@@ -1,6 +1,6 @@
-"""TLS on both ports of a real collector, with a self-signed certificate made at test time: the real SDK exporters
-export over it, plain clients are refused, a handshake that never completes stalls no one, and the commands reach
-the collector through discovery with https, trusting its certificate alone."""
+"""TLS on both ports of a real collector, with a self-signed certificate made at test time: the real SDK
+exporters export over it, plain clients are refused, a handshake that never completes stalls no one, and the
+commands reach the collector through discovery with https, trusting its certificate alone."""
 
 from __future__ import annotations
 
@@ -87,7 +87,8 @@ def test_sdk_http_exporter_with_certificate_file_stores_spans(collector, certifi
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExportResult
 
-    # requests lets these variables override a session's own CA file (certificate_file); a machine may set them
+    # requests lets these variables override a session's own CA file (certificate_file); a
+    # machine may set them
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     exporter = OTLPSpanExporter(
@@ -184,8 +185,8 @@ def test_a_client_that_does_not_trust_the_certificate_is_refused(collector):
 
 
 def test_a_handshake_that_never_completes_stalls_no_one(collector, pinned):
-    """Silent connections and a half-sent ClientHello hold only their own threads, and are closed after the read
-    timeout (2 s here); TLS clients meanwhile are served at once."""
+    """Silent connections and a half-sent ClientHello hold only their own threads, and are closed after the
+    read timeout (2 s here); TLS clients meanwhile are served at once."""
     host, port = collector.http.address
     stalled = [socket.create_connection((host, port), timeout=10) for _ in range(4)]
     stalled[0].sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # the start of a ClientHello, no more
@@ -213,7 +214,7 @@ def test_a_handshake_that_never_completes_stalls_no_one(collector, pinned):
             sock.close()
 
 
-# ---- discovery -------------------------------------------------------------------------------------------------
+# ---- discovery ---------------------------------------------------------------------------------------------
 
 
 def test_the_sidecar_records_tls_and_the_certificate(collector, db, certificate):
@@ -301,7 +302,7 @@ def test_tls_with_a_token(guarded, certificate, pinned):
     assert spans_stored(guarded, other.trace_id) == 1
 
 
-# ---- the commands, through discovery ---------------------------------------------------------------------------
+# ---- the commands, through discovery -----------------------------------------------------------------------
 
 
 def query_cli(db: Path, sql: str, token: str | None = None) -> subprocess.CompletedProcess:
@@ -335,7 +336,7 @@ def test_query_sends_the_token_over_tls(guarded):
     assert refused.returncode == 1 and "requires a token: set AGENTOTEL_AUTH_TOKEN" in refused.stderr
 
 
-# ---- the web UI's cookie ---------------------------------------------------------------------------------------
+# ---- the web UI's cookie -----------------------------------------------------------------------------------
 
 
 def test_the_ui_cookie_is_secure_over_https(guarded, pinned):

@@ -1,6 +1,7 @@
-"""The detectors through the running collector: real fixture runs changed by the robustness suite, sent as OTLP
-over HTTP, reconstructed and scored at ingest; each run's detectors row names exactly the error type it holds,
-and a finding the detectors are not sure of sends the run to the judge under only_when = detector_uncertain."""
+"""The detectors through the running collector: real fixture runs changed by the robustness suite, sent as
+OTLP over HTTP, reconstructed and scored at ingest; each run's detectors row names exactly the error type it
+holds, and a finding the detectors are not sure of sends the run to the judge under only_when =
+detector_uncertain."""
 
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def test_changed_runs_are_found_at_ingest_by_the_type_they_hold(tmp_path: Path) 
 
 
 def _without_request_messages(spans: list[Any], user_input: str) -> list[Any]:
-    """The spans of a capture that records the run's input on its agent span and no LLM request: nobody can say
-    whether the model had a system prompt."""
+    """The spans of a capture that records the run's input on its agent span and no LLM request: nobody can
+    say whether the model had a system prompt."""
     out = []
     for span in spans:
         attributes = {k: v for k, v in span.attributes.items() if k != "gen_ai.input.messages"}

@@ -1,5 +1,5 @@
-"""A hostile trajectory spec on a run span cannot stall the collector: real OTLP from the OpenTelemetry SDK to a
-running collector. One run carries a spec within the limits whose exact alignment is exponential (order-free
+"""A hostile trajectory spec on a run span cannot stall the collector: real OTLP from the OpenTelemetry SDK to
+a running collector. One run carries a spec within the limits whose exact alignment is exponential (order-free
 sequences against a long run), another a spec far past them (2,000 nested groups); the run sent after both is
 still scored while the collector waits no more than a few seconds, the first is scored as approximate, and the
 second gets an error row that names the limit."""

@@ -1,6 +1,6 @@
-"""Online scoring end to end: a real collector scores every completed run, writes the scores as rows and as run-span
-attributes, queues the LLM judge (litellm against the local stub) and forwards spans with their scores to a real
-downstream OTLP endpoint."""
+"""Online scoring end to end: a real collector scores every completed run, writes the scores as rows and as
+run-span attributes, queues the LLM judge (litellm against the local stub) and forwards spans with their
+scores to a real downstream OTLP endpoint."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def _evaluations(collector: Any, trace_id: str | None = None) -> dict[str, tuple
     return {r[0]: r[1:] for r in rows}
 
 
-# gpt-4o-mini's list price, given: a model on a local api_base (the stub's 127.0.0.1) costs nothing unless priced
+# gpt-4o-mini's list price, given: a model on a local api_base (the stub's 127.0.0.1) costs
+# nothing unless priced
 PRICE = {"input_cost_per_token": 0.15e-6, "output_cost_per_token": 0.60e-6}
 
 
@@ -180,7 +181,8 @@ def test_a_traced_agent_is_scored_judged_and_forwarded_with_its_scores(tmp_path)
             assert by_name["tool_errors"][sc.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
             assert by_name["tool_correctness"][sc.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
 
-            # downstream: every span, the run span with its deterministic scores, then the judge's child span + log
+            # downstream: every span, the run span with its deterministic scores, then the
+            # judge's child span + log
             sink.wait_for(
                 lambda s: len(s.spans_named("gen_ai.evaluation tool_errors")) == 1 and s.logs, timeout=15
             )
@@ -392,7 +394,8 @@ def test_runs_recorded_without_content_are_not_sent_to_the_judge(tmp_path):
                     r
                     for r in _rows(
                         collector,
-                        "SELECT status, reason FROM evaluations WHERE trace_id = ? AND metric = 'tool_errors'",
+                        "SELECT status, reason FROM evaluations WHERE trace_id = ? AND "
+                        "metric = 'tool_errors'",
                         [trace_id],
                     )
                 ],
@@ -512,8 +515,8 @@ def test_logs_only_evaluations_for_a_stored_trace(tmp_path):
 
 
 def test_an_answer_waiting_for_the_writer_is_not_asked_for_again(tmp_path):
-    """The judged row stays pending until the writer applies the answer; meanwhile it must not be taken (and paid
-    for) again."""
+    """The judged row stays pending until the writer applies the answer; meanwhile it must not be taken (and
+    paid for) again."""
     with (
         LLMStub(default=Reply.json(CLEAN)) as stub,
         running_collector(tmp_path / "once.duckdb", judge=_judge(stub)) as collector,

@@ -1,5 +1,5 @@
-"""``[[tools]]`` in the collector's config, end to end: a traced agent exports over gRPC to a running collector,
-whose detectors row names the declared rule each finding broke, with its evidence."""
+"""``[[tools]]`` in the collector's config, end to end: a traced agent exports over gRPC to a running
+collector, whose detectors row names the declared rule each finding broke, with its evidence."""
 
 from __future__ import annotations
 

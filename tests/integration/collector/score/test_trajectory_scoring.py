@@ -276,7 +276,8 @@ def test_a_spec_on_the_run_span_wins_and_a_bad_one_is_an_error_row(tmp_path: Pat
 
         tracer = provider.get_tracer("hand-written")
         notifier()
-        # another instrumentation's run span, carrying JSON that is no spec: the run is still stored and scored
+        # another instrumentation's run span, carrying JSON that is no spec: the run is
+        # still stored and scored
         with tracer.start_as_current_span(
             "invoke_agent support-legacy",
             attributes={

@@ -1,6 +1,7 @@
-"""A real collector with every kind of sink configured and none of the tools up: the example agents' runs are all
-stored and scored as without sinks, ``/metrics`` counts every evaluation by service, agent, metric and result and
-the detectors' errors by type (the same numbers as the evaluations table), and each sink counts what it dropped."""
+"""A real collector with every kind of sink configured and none of the tools up: the example agents' runs are
+all stored and scored as without sinks, ``/metrics`` counts every evaluation by service, agent, metric and
+result and the detectors' errors by type (the same numbers as the evaluations table), and each sink
+counts what it dropped."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ SCORED = (
     "ON r.trace_id = e.trace_id AND r.span_id = e.run_span_id WHERE e.status IN ('ok', 'error') GROUP BY ALL"
 )
 FOUND = (
-    "SELECT r.agent_name, f->>'type', count(*) FROM evaluations e JOIN agent_runs r ON r.trace_id = e.trace_id "
-    "AND r.span_id = e.run_span_id, unnest(CAST(e.details->'detectors' AS JSON[])) AS u(f) "
+    "SELECT r.agent_name, f->>'type', count(*) FROM evaluations e JOIN agent_runs r ON r.trace_id = "
+    "e.trace_id AND r.span_id = e.run_span_id, unnest(CAST(e.details->'detectors' AS JSON[])) AS u(f) "
     "WHERE e.metric = 'tool_errors_detectors' AND NOT CAST(f->>'uncertain' AS BOOLEAN) GROUP BY ALL"
 )
 
@@ -32,7 +33,8 @@ def _sample(text: str, name: str, **labels: str) -> float:
 
 
 def _run_demo_until_scored(collector) -> int:
-    """Export the demo agents' runs to ``collector`` and wait until each has its detectors' score; the run count."""
+    """Export the demo agents' runs to ``collector`` and wait until each has its detectors'
+    score; the run count."""
     provider = _export_to(collector)
     runs = run_all()
     provider.force_flush()
@@ -122,8 +124,9 @@ def test_a_sink_gets_the_spans_as_received(tmp_path) -> None:
 
 
 def test_agents_past_the_configured_bound_are_counted_as_other(tmp_path) -> None:
-    """``[metrics] max_agents`` from the file: with 1, the first agent keeps its name and the others' evaluations
-    are all under ``agent="other"``, nothing lost (the totals per metric and result equal the table's)."""
+    """``[metrics] max_agents`` from the file: with 1, the first agent keeps its name and the others'
+    evaluations are all under ``agent="other"``, nothing lost (the totals per metric and result
+    equal the table's)."""
     from agentotel_eval.collector.config import load_config
 
     path = tmp_path / "agentotel.toml"

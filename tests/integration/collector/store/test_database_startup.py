@@ -1,6 +1,6 @@
 """The collector started on a file that is already there: a database of an older schema is migrated and served
-with every row it held; anything else is refused by ``agentotel-eval serve`` and ``query`` in one line, the file
-left byte for byte as it was."""
+with every row it held; anything else is refused by ``agentotel-eval serve`` and ``query`` in one line, the
+file left byte for byte as it was."""
 
 from __future__ import annotations
 

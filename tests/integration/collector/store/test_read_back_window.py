@@ -1,7 +1,7 @@
-"""Completed traces are read back from the database by the commits that stored their records (``ingested_at``), or,
-when those are not known (a trace re-opened by a late span, or recovered at startup), by a time window: no stored
-record may be missed either way, whatever times an exporter sent (an unset end, an end before the start, a start of
-0, a log record with no time at all)."""
+"""Completed traces are read back from the database by the commits that stored their records
+(``ingested_at``), or, when those are not known (a trace re-opened by a late span, or recovered at startup),
+by a time window: no stored record may be missed either way, whatever times an exporter sent (an unset end, an
+end before the start, a start of 0, a log record with no time at all)."""
 
 from __future__ import annotations
 
@@ -121,8 +121,8 @@ def test_a_run_whose_root_has_no_start_time_is_replaced_not_duplicated_when_a_la
 
 @pytest.mark.parametrize("process", [True, False], ids=["assembler-process", "assembler-thread"])
 def test_a_long_trace_sent_in_two_exports_is_read_back_by_its_two_commits(tmp_path, process):
-    """An agent that ran for two minutes: its spans' time window holds everything stored meanwhile; the read names
-    the two commits instead."""
+    """An agent that ran for two minutes: its spans' time window holds everything stored meanwhile; the read
+    names the two commits instead."""
     now = time.time_ns()
     trace_id, root = "f" * 32, "f" * 16
     first = [_tool(trace_id, "f" * 15 + "1", root, now - 110 * S, now - 100 * S, "search")]

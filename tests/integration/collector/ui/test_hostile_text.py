@@ -1,6 +1,6 @@
-"""Text an agent sent is shown as text: markup in an agent's name, a tool's name, a tool argument, a tool result and
-an input (a script, quotes, a closing </pre>) is escaped on every page a real collector serves and in the report
-file, and shows there exactly as it was sent."""
+"""Text an agent sent is shown as text: markup in an agent's name, a tool's name, a tool argument, a tool
+result and an input (a script, quotes, a closing </pre>) is escaped on every page a real collector serves and
+in the report file, and shows there exactly as it was sent."""
 
 from __future__ import annotations
 
@@ -167,7 +167,8 @@ def test_the_run_page_shows_hostile_text_as_text(hostile: Any) -> None:
 
 
 def check_run(page: Parsed) -> None:
-    """A run's body: the input, the call's arguments and result, its tool on the timeline and in the span tree."""
+    """A run's body: the input, the call's arguments and result, its tool on the timeline
+    and in the span tree."""
     values = page.text_in("pre")
     assert values[0] == INPUT
     assert json.loads(values[2]) == {"city": HOSTILE}  # the arguments, whole: the text did not end the <pre>

@@ -370,8 +370,8 @@ def test_a_run_address_is_case_and_escape_tolerant(ui_collector: Any) -> None:
 
 
 def test_every_score_is_named_in_full_with_its_direction(ui_collector: Any) -> None:
-    """No abbreviation, and nothing a reader must look up: each metric by its label, which way is good, what it
-    measures; the count of runs that ended in error is not mistaken for a score."""
+    """No abbreviation, and nothing a reader must look up: each metric by its label, which way is good, what
+    it measures; the count of runs that ended in error is not mistaken for a score."""
     from agentotel_eval.metrics.registry import metric_label
 
     metrics = [m for (m,) in sql(ui_collector, "SELECT DISTINCT metric FROM evaluations ORDER BY metric")]
@@ -423,8 +423,8 @@ def test_every_score_is_named_in_full_with_its_direction(ui_collector: Any) -> N
 
 
 def test_the_span_tree_shows_what_each_span_does(ui_collector: Any) -> None:
-    """An OpenInference span is "internal" to OTLP: the tree shows its openinference.span.kind (LLM, tool, ...);
-    a GenAI span its gen_ai.operation.name."""
+    """An OpenInference span is "internal" to OTLP: the tree shows its openinference.span.kind (LLM, tool,
+    ...); a GenAI span its gen_ai.operation.name."""
     [(trace_id,)] = sql(
         ui_collector,
         "SELECT trace_id FROM spans WHERE attributes->>'openinference.span.kind' = "

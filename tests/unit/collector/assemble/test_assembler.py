@@ -114,8 +114,8 @@ def make(store=None, read_plain_traces=False, **config):
 
 
 def commit(assembler: Assembler, spans: list[SpanRecord], ingested: int | None = None) -> None:
-    """What the writer does: the spans are stored (by the commit ``ingested``), then the assembler is given their
-    marks."""
+    """What the writer does: the spans are stored (by the commit ``ingested``), then the assembler is given
+    their marks."""
     assembler._reader.spans.extend(spans)
     for s in spans:
         assembler._reader.ingested[id(s)] = ingested
@@ -394,8 +394,8 @@ def test_a_late_span_whose_trace_cannot_be_re_read_is_tried_again():
 
 
 def test_a_trace_re_opened_by_a_late_span_while_its_read_back_waits_for_a_retry_is_emitted_once_whole():
-    # The retry would otherwise emit the trace a second time, as it was before the late span, after the rebuilt
-    # trace: a stale second run row.
+    # The retry would otherwise emit the trace a second time, as it was before the late span, after the
+    # rebuilt trace: a stale second run row.
     store = FlakyStore(failures=1)
     assembler, recorder, clock = make(store)
     commit(assembler, [span(1, 1, None, AGENT, 100), span(1, 2, 1, tool("search"), 200)])
@@ -436,7 +436,7 @@ def test_retries_count_each_trace_s_own_tries():
     assert [t.trace_id for t in recorder.traces] == [f"{2:032x}"]
 
 
-# ---- traces that can hold no run ------------------------------------------------------------------------------
+# ---- traces that can hold no run ---------------------------------------------------------------------------
 
 HTTP = {"http.request.method": "GET", "url.path": "/orders", "http.response.status_code": 200}
 DB = {"db.system.name": "postgresql", "db.query.text": "SELECT 1"}

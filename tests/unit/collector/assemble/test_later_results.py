@@ -1,5 +1,5 @@
-"""Results a later trace feeds back for the calls of an earlier one (a plain client loop with no application span:
-each LLM call its own trace), in the assembler and on their own."""
+"""Results a later trace feeds back for the calls of an earlier one (a plain client loop with no application
+span: each LLM call its own trace), in the assembler and on their own."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def _loop(
     ids: str = "",
     request: str = "Weather in Atlantis, else Athens?",
 ) -> list[SpanRecord]:
-    """Three traces: the model asks for ``tool`` (it fails with ``failure`` fed back), then again, then answers."""
+    """Three traces: the model asks for ``tool`` (it fails with ``failure`` fed back), then
+    again, then answers."""
     prompt = [{"role": "user", "content": request}]
     first = [(tool, {"city": "Atlantis"}, f"{ids or f'k{first_trace}'}-1")]
     second = [(tool, {"city": "Athens"}, f"{ids or f'k{first_trace}'}-2")]
@@ -171,8 +172,9 @@ def test_a_trace_completed_again_keeps_what_later_traces_fed_back():
 
 
 def test_call_ids_of_another_conversation_give_nothing():
-    """Call ids are not unique everywhere (some frameworks number them per run): another conversation's trace that
-    feeds back a result under the same id (another request, another service, another tool) gives nothing."""
+    """Call ids are not unique everywhere (some frameworks number them per run): another conversation's trace
+    that feeds back a result under the same id (another request, another service, another
+    tool) gives nothing."""
     later = LaterResults(reconstruct, BUILTIN)
     asking, _, _ = _loop("get_weather", "Error: no", first_trace=1, ids="call_0")
     assert later.complete(_completed(asking)) == []
@@ -218,8 +220,9 @@ def _completed(span: SpanRecord):
 
 @pytest.mark.parametrize("fx", [f for f in fixtures() if f.entry["trace_count"] > 1], ids=lambda f: f.name)
 def test_traces_completed_one_by_one_give_what_reconstruct_gives_them_together(fx):
-    """Every recorded fixture of several traces, completed trace by trace in start order (as the assembler sees
-    them): the last write of each trace equals ``reconstruct`` over all of them (results completed by call id)."""
+    """Every recorded fixture of several traces, completed trace by trace in start order (as the assembler
+    sees them): the last write of each trace equals ``reconstruct`` over all of them (results
+    completed by call id)."""
     from agentotel_eval.collector.process.completed import CompletedTrace
 
     spans, logs = fx.spans(), fx.logs()

@@ -1,4 +1,5 @@
-"""Marks: what the assembler keeps of a stored span, and the rule that lets it skip traces that hold no run."""
+"""Marks: what the assembler keeps of a stored span, and the rule that lets it skip
+traces that hold no run."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def test_a_web_service_span_has_no_evidence_and_agent_spans_have():
 
 
 def test_a_step_whose_output_records_tool_calls_is_evidence():
-    """An agent traced as one plain step (OpenInference's Haystack components) holds its calls in its output."""
+    """An agent traced as one plain step (OpenInference's Haystack components) holds its
+    calls in its output."""
     message = (
         "ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[ToolCall(tool_name='lookup', "
         "arguments={'q': 'x'}, id='c1', extra=None)])"
@@ -75,7 +77,8 @@ def test_marks_flag_run_spans_as_is_run_span_does(fx):
 @pytest.mark.parametrize("fx", FIXTURES, ids=lambda f: f.name)
 def test_spans_without_evidence_never_make_a_run(fx):
     """The rule the assembler relies on, over real traces: drop every span with evidence, and whatever is left
-    (HTTP, framework-internal and wrapper spans) reconstructs to no run; every trace that has runs has evidence."""
+    (HTTP, framework-internal and wrapper spans) reconstructs to no run; every trace that
+    has runs has evidence."""
     spans = fx.spans()
     marks = span_marks(spans)
     rest = [s for s, m in zip(spans, marks, strict=True) if not m[6]]

@@ -1,4 +1,5 @@
-"""One request decoded into what the collector appends (``decode_request``), and its trip to and from a worker."""
+"""One request decoded into what the collector appends (``decode_request``), and its trip
+to and from a worker."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A decode worker's loop (``worker.serve``) over a real socket pair: every request answered in order, a bad one
-failing alone with its reason, and the ways it ends."""
+"""A decode worker's loop (``worker.serve``) over a real socket pair: every request answered in order, a bad
+one failing alone with its reason, and the ways it ends."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The forwarder's retry conventions: which failures are retried and the delay a server asks for, read from real
-gRPC trailers and real HTTP answers on 127.0.0.1."""
+"""The forwarder's retry conventions: which failures are retried and the delay a server asks for, read from
+real gRPC trailers and real HTTP answers on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ def test_no_usable_retry_info_means_our_own_backoff():
 
 
 def test_the_retried_codes_and_statuses_are_the_exporters():
-    """The same lists as the installed OpenTelemetry exporters, where those keep them (private names: a release
-    without them skips, one that changes them fails here)."""
+    """The same lists as the installed OpenTelemetry exporters, where those keep them (private names: a
+    release without them skips, one that changes them fails here)."""
     try:
         grpc_exporter = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.exporter")
         http_common = importlib.import_module("opentelemetry.exporter.otlp.common.http")
@@ -83,7 +83,7 @@ def test_the_retried_codes_and_statuses_are_the_exporters():
     assert set(http_statuses) == RETRYABLE_HTTP_STATUSES
 
 
-# -- HTTP: a real server answering what each test scripts ------------------------------------------------------
+# -- HTTP: a real server answering what each test scripts ----------------------------------------------------
 class _Scripted(ThreadingHTTPServer):
     status = 200
     headers: dict[str, str]

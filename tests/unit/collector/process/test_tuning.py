@@ -1,5 +1,5 @@
-"""Process tuning: each collector process tunes itself at start (the serve command its own, every helper its own),
-and a collector embedded in another program leaves that program's process as it was."""
+"""Process tuning: each collector process tunes itself at start (the serve command its own, every helper its
+own), and a collector embedded in another program leaves that program's process as it was."""
 
 from __future__ import annotations
 

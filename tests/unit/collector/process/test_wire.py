@@ -1,4 +1,5 @@
-"""What crosses between the collector and its helpers: typed messages, records, Arrow tables, over real channels."""
+"""What crosses between the collector and its helpers: typed messages, records, Arrow tables,
+over real channels."""
 
 from __future__ import annotations
 
@@ -174,8 +175,8 @@ def test_the_next_read_is_asked_for_before_this_one_is_handed_over():
     asked: list = []
 
     def serve() -> None:
-        """The collector's side: the first read is answered only once the second is asked for (it must be, before
-        the first is handed over); the second fails."""
+        """The collector's side: the first read is answered only once the second is asked for (it must be,
+        before the first is handed over); the second fails."""
         asked.append(collector.receive()[0])
         if collector._conn.poll(10):
             asked.append(collector.receive()[0])

@@ -151,8 +151,8 @@ def test_finder_finds_what_find_expectation_finds(tmp_path, modes):
 
 
 def test_a_trajectory_rule_crosses_to_the_assembler_process_and_scores_the_same():
-    """Rules are pickled into the assembler's process; a spec's compiled matchers are closures, so it travels as
-    its written form and is read again there."""
+    """Rules are pickled into the assembler's process; a spec's compiled matchers are closures, so it travels
+    as its written form and is read again there."""
     import pickle
 
     from agentotel_eval.test_case import ToolCall

@@ -1,4 +1,5 @@
-"""The scoring stage's deterministic part: which metrics a run gets, and the evaluation rows of their results."""
+"""The scoring stage's deterministic part: which metrics a run gets, and the evaluation
+rows of their results."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def test_the_documented_form_loads(tmp_path, monkeypatch) -> None:
     "text, key",
     [
         (
-            '[[sinks]]\nkind = "phoenix"\nurl = "http://h:6006"\napi_key_env = "AGENTOTEL_TEST_UNSET_VARIABLE"\n',
+            '[[sinks]]\nkind = "phoenix"\nurl = "http://h:6006"\napi_key_env = '
+            '"AGENTOTEL_TEST_UNSET_VARIABLE"\n',
             "sinks[0].api_key_env",
         ),
         ('[[sinks]]\nkind = "langfuse"\nurl = "https://h"\n', "sinks[0].public_key_env"),

@@ -1,5 +1,6 @@
-"""The evaluation feed's hand-over queue: the writer's thread never waits; past the bound the oldest committed batch
-is dropped, counted for /metrics and logged once per interval, and what was kept is still counted and sent."""
+"""The evaluation feed's hand-over queue: the writer's thread never waits; past the bound the oldest committed
+batch is dropped, counted for /metrics and logged once per interval, and what was kept is
+still counted and sent."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""A sink's queue and sender thread: newer evaluations replace queued ones, the bound drops the oldest (counted),
-failures are retried with backoff, evaluations waiting for their trace are retried alone, refusals are counted,
-and the warning comes once per interval."""
+"""A sink's queue and sender thread: newer evaluations replace queued ones, the bound drops the oldest
+(counted), failures are retried with backoff, evaluations waiting for their trace are retried alone, refusals
+are counted, and the warning comes once per interval."""
 
 from __future__ import annotations
 

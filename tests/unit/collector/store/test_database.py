@@ -1,4 +1,5 @@
-"""The reopenable database handle: reads wait for a reopen and a reopen for reads; a failed open is retried."""
+"""The reopenable database handle: reads wait for a reopen and a reopen for reads; a
+failed open is retried."""
 
 from __future__ import annotations
 
@@ -264,7 +265,8 @@ def test_the_collector_opens_its_database_with_the_writer_settings_and_keeps_the
 
     settings = ("memory_limit", "threads", "checkpoint_threshold", "max_vacuum_tasks")
     query = "SELECT " + ", ".join(f"current_setting('{name}')" for name in settings)
-    # DuckDB renders sizes its own way: the expected values are read back from a connection given the same settings
+    # DuckDB renders sizes its own way: the expected values are read back from a connection
+    # given the same settings
     with duckdb.connect(
         config={"memory_limit": "40MB", "threads": 1, "checkpoint_threshold": "8MB", "max_vacuum_tasks": 0}
     ) as reference:

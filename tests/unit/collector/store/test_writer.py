@@ -454,7 +454,8 @@ def test_span_updates_patch_attributes_and_replace_only_our_events(tmp_path):
 
 def test_a_whole_value_write_back_stores_what_the_sql_delta_stores(tmp_path):
     """First-time scoring sets the span's new attributes and events computed in Python; they must equal what
-    the SQL merge patch and event filter make of the same span (the path re-built traces and the judge take)."""
+    the SQL merge patch and event filter make of the same span (the path re-built traces
+    and the judge take)."""
     import json
 
     from agentotel_eval.collector.store.operations import SpanUpdate, update_spans

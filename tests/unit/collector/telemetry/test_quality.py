@@ -1,4 +1,5 @@
-"""The quality metrics: counts by service, agent, metric and result, with agents past the bound as ``other``."""
+"""The quality metrics: counts by service, agent, metric and result, with agents past the
+bound as ``other``."""
 
 from __future__ import annotations
 
@@ -19,16 +20,16 @@ def test_counts_and_the_label_bound() -> None:
     registry.register(QualityTelemetry(counts))
     text = generate_latest(registry).decode()
     assert (
-        'agentotel_evaluations_total{agent="refunds",metric="tool_correctness",result="pass",service="shop"} 1.0'
-        in text
+        'agentotel_evaluations_total{agent="refunds",metric="tool_correctness",result="pass",service="shop"} '
+        "1.0" in text
     )
     assert (
-        'agentotel_evaluations_total{agent="other",metric="tool_correctness",result="pass",service="shop"} 5.0'
-        in text
+        'agentotel_evaluations_total{agent="other",metric="tool_correctness",result="pass",service="shop"} '
+        "5.0" in text
     )
     assert (
-        'agentotel_evaluations_total{agent="other",metric="tool_correctness",result="error",service="batch"} 1.0'
-        in text
+        'agentotel_evaluations_total{agent="other",metric="tool_correctness",result="error",service="batch"} '
+        "1.0" in text
     )
     assert 'agentotel_tool_errors_total{agent="refunds",service="shop",type="error_handling"} 2.0' in text
     assert "agent-3" not in text and counts.folded == 6

@@ -1,5 +1,5 @@
-"""The web UI's routes over a real DuckDB database (the store's schema, in memory): which paths are pages, what
-each page answers, and why a page cannot be shown."""
+"""The web UI's routes over a real DuckDB database (the store's schema, in memory): which paths are pages,
+what each page answers, and why a page cannot be shown."""
 
 from __future__ import annotations
 

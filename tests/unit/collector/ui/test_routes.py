@@ -1,6 +1,6 @@
-"""The UI's paths are declared once: the routes served are those ``is_ui_path`` and ``is_page`` answer for (the
-token check and the sign-in form rely on them), so a path cannot be served without its cookie and sign-in, nor
-the reverse."""
+"""The UI's paths are declared once: the routes served are those ``is_ui_path`` and ``is_page`` answer for
+(the token check and the sign-in form rely on them), so a path cannot be served without its cookie and
+sign-in, nor the reverse."""
 
 from __future__ import annotations
 

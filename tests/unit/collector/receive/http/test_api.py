@@ -1,5 +1,6 @@
-"""``/v1/query`` bodies checked at the HTTP edge (``api.query_request``): what reaches the service is a statement and
-its limits, or the client is told what is wrong. A re-score's outcome as an HTTP answer (``api.rescore_answer``)."""
+"""``/v1/query`` bodies checked at the HTTP edge (``api.query_request``): what reaches the service is a
+statement and its limits, or the client is told what is wrong. A re-score's outcome as an HTTP answer
+(``api.rescore_answer``)."""
 
 from __future__ import annotations
 
