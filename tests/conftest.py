@@ -50,7 +50,9 @@ def _shared_fixtures(item: pytest.Item) -> list[str]:
             continue
         definition = definitions[-1]
         if definition.scope in ("module", "package", "session") and definition.baseid.startswith("tests"):
-            shared.append(f"{definition.baseid}::{name}[{params.get(name, '')}]")
+            # no "]" at the end: xdist reads a group only when its "@" comes after the id's last "]"
+            param = str(params.get(name, "")).replace("[", "(").replace("]", ")")
+            shared.append(f"{definition.baseid}::{name}({param})")
     return shared
 
 
