@@ -26,7 +26,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from agentotel_eval import ToolCall
 from agentotel_eval import semconv as sc
 from agentotel_eval.tracing import failures as tracing_failures
-from agentotel_eval.tracing import set_expected_tools, traced
+from agentotel_eval.tracing import set_expected_tools, state, traced
 from agentotel_eval.tracing.shape import SpanShape
 
 
@@ -979,6 +979,7 @@ def test_failure_capturing_arguments_still_traces_the_call(t, exporter, monkeypa
 def test_untraced_when_nothing_is_configured(monkeypatch):
     # whatever other tests did to this process's global provider: simulate the unconfigured API
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    monkeypatch.setattr(state, "default_provider", None)  # an earlier configure() in this worker sets it
 
     @traced(kind="agent")
     def agent(x: int) -> int:
