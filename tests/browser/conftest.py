@@ -65,3 +65,14 @@ def browser() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _blank_page_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The browser is shared by the session's tests: each test's last page is closed after it (it would go on
+    polling its collector, stopped by then) and the console messages it left are not the next test's."""
+    yield
+    driver = request.node.funcargs.get("browser")
+    if driver is not None:
+        driver.get("about:blank")
+        driver.get_log("browser")
