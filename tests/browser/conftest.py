@@ -31,34 +31,46 @@ def _missing() -> str | None:
     return None
 
 
+def start_chromium(profile: str, *flags: str, logging_prefs: dict[str, str] | None = None) -> Any:
+    """Headless Chromium through ChromeDriver, with its profile in ``profile`` and ``flags`` added to the ones
+    every use needs: no sandbox or GPU, and none of Chromium's own background traffic (no connection may
+    leave the machine)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert CHROMIUM and DRIVER, "install chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *flags,
+    ):
+        options.add_argument(flag)
+    if logging_prefs is not None:
+        options.set_capability("goog:loggingPrefs", logging_prefs)
+    return webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     reason = _missing()
     if reason:
         pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     profile = tempfile.mkdtemp(prefix="agentotel-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM  # type: ignore[assignment]
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
+    driver = start_chromium(
+        profile,
         "--disable-dev-shm-usage",
-        "--no-first-run",
-        # no connection may leave the machine: Chromium's own background traffic is switched off
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
         "--disable-quic",
         "--window-size=1400,1000",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+        logging_prefs={"browser": "ALL"},
+    )
     driver.set_page_load_timeout(30)
     try:
         yield driver

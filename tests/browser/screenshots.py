@@ -15,31 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.browser.conftest import CHROMIUM, DRIVER
+from tests.browser.conftest import start_chromium
 
 
 def shoot(base: str, out: Path, run: str | None, since: str, widths: tuple[int, ...] = (1400,)) -> list[Path]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert CHROMIUM and DRIVER, "install chromium and chromium-driver"
     profile = tempfile.mkdtemp(prefix="agentotel-shots-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--force-color-profile=srgb",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    driver = start_chromium(profile, "--hide-scrollbars", "--force-color-profile=srgb")
     pages = [("overview", f"/?since={since}"), ("runs", f"/runs?since={since}")]
     if run:
         pages.append(("run", run))

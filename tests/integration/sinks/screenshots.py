@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentotel_eval.collector.config_sinks import SinkConfig
-from tests.browser.conftest import CHROMIUM, DRIVER
+from tests.browser.conftest import start_chromium
 from tests.integration.sinks.scenario import scored_runs
 from tests.support.sink_servers import running_mlflow, running_phoenix
 
@@ -26,27 +26,9 @@ WIDTH, HEIGHT = 1600, 1000
 
 
 def _driver(profile: str) -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert CHROMIUM and DRIVER, "install chromium and chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--force-color-profile=srgb",
-        f"--user-data-dir={profile}",
-        f"--window-size={WIDTH},{HEIGHT}",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    return start_chromium(
+        profile, "--hide-scrollbars", "--force-color-profile=srgb", f"--window-size={WIDTH},{HEIGHT}"
+    )
 
 
 def _shoot(driver: Any, url: str, out: Path, text: str, click: str | None = None, wait: float = 60.0) -> None:
